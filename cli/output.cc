@@ -1,0 +1,241 @@
+#include "cli/output.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <sstream>
+
+#include "core/units.h"
+
+namespace meshplan::cli {
+namespace {
+
+using OJson = nlohmann::ordered_json;
+
+std::string Fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+// 70553706496 -> "70.55B", 2760000 -> "2.76M": parameter counts as people say them.
+std::string Count(int64_t n) {
+  const double v = static_cast<double>(n);
+  if (v >= 1e12) return Fmt("%.4gT", v / 1e12);
+  if (v >= 1e9) return Fmt("%.4gB", v / 1e9);
+  if (v >= 1e6) return Fmt("%.4gM", v / 1e6);
+  return Fmt("%.0f", v);
+}
+std::string Gb(int64_t bytes) { return Fmt("%.2f", static_cast<double>(bytes) / 1e9); }
+
+std::string LayerRange(const std::vector<int64_t>& layers) {
+  // "0-39" or "0-9,40-49" for interleaved chunks.
+  std::string out;
+  size_t i = 0;
+  while (i < layers.size()) {
+    size_t j = i;
+    while (j + 1 < layers.size() && layers[j + 1] == layers[j] + 1) ++j;
+    if (!out.empty()) out += ",";
+    out += std::to_string(layers[i]);
+    if (j > i) out += "-" + std::to_string(layers[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+std::string PlanLine(const core::PlanSpec& p, const core::MemoryReport& r) {
+  std::ostringstream o;
+  o << "tp " << p.tp << " . pp " << p.pp << " . dp " << p.dp << " . cp " << p.cp << " . ep " << p.ep;
+  if (p.etp > 1) o << " . etp " << p.etp;
+  if (p.vpp > 1) o << " . vpp " << p.vpp;
+  o << " | zero " << p.zero;
+  if (p.zero > 0) o << " over " << r.dense_shard_group << (p.sharding == core::Sharding::kHsdp ? " (hsdp)" : "");
+  o << " | sp " << (p.sequence_parallel ? "on" : "off") << " | recompute " << core::Name(p.recompute);
+  if (p.recompute_layers > 0) o << " (" << p.recompute_layers << " layers/stage)";
+  o << " | mbs " << p.micro_batch << " . gbs " << p.global_batch << " . seq " << p.seq_len << " | "
+    << core::Name(p.schedule) << ", " << p.Microbatches() << " microbatches | " << core::Name(p.precision);
+  return o.str();
+}
+
+std::string StateLine(const core::PlanSpec& p, const core::MemoryReport& r) {
+  std::ostringstream o;
+  const auto& d = p.dtypes;
+  const int moments = p.optimizer == core::Optimizer::kSgdMomentum ? 1 : 2;
+  o << Fmt("%.4g", r.bytes_per_param) << " B/param of model state = weights " << core::Name(d.weights) << " "
+    << core::DtypeBytes(d.weights) << " + grads " << core::Name(d.grads) << " " << core::DtypeBytes(d.grads)
+    << " + master " << core::Name(d.master_weights) << " " << core::DtypeBytes(d.master_weights) << " + "
+    << core::Name(p.optimizer) << " moments " << moments << " x " << core::Name(d.optimizer_states) << " "
+    << core::DtypeBytes(d.optimizer_states);
+  return o.str();
+}
+
+}  // namespace
+
+bool ParseFormat(const std::string& text, Format* out) {
+  if (text == "table") *out = Format::kTable;
+  else if (text == "json") *out = Format::kJson;
+  else if (text == "csv") *out = Format::kCsv;
+  else return false;
+  return true;
+}
+
+std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r,
+                        const std::vector<std::string>& notes, const std::vector<std::string>& warnings) {
+  std::ostringstream o;
+  const auto& p = s.plan;
+  o << "# meshplan report: " << s.model.name << " on " << p.gpus << " x " << s.gpu.name << " ("
+    << s.cluster.name << ")\n";
+  o << "# plan: " << PlanLine(p, r) << "\n";
+  o << "# parameters: " << Count(r.params.total) << " total (" << r.params.total << "), " << Count(r.params.active)
+    << " active per token\n";
+  o << "# " << StateLine(p, r) << "\n";
+  for (const auto& n : notes) o << "# default: " << n << "\n";
+  for (const auto& w : warnings) o << "# " << w << "\n";
+  o << "#\n# Memory per GPU, per pipeline stage\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "# %5s %12s %9s %9s %9s %9s %11s %9s %9s\n", "stage", "layers", "weights",
+                "grads", "optimizer", "states", "activations", "other", "total");
+  o << line;
+  std::snprintf(line, sizeof line, "# %5s %12s %9s %9s %9s %9s %11s %9s %9s\n", "", "", "(GB)", "(GB)", "(GB)",
+                "(GB)", "(GB)", "(GB)", "(GB)");
+  o << line;
+  for (const auto& st : r.stages) {
+    std::snprintf(line, sizeof line, "  %5lld %12s %9s %9s %9s %9s %11s %9s %9s%s\n",
+                  static_cast<long long>(st.stage), LayerRange(st.layers).c_str(), Gb(st.weights_bytes).c_str(),
+                  Gb(st.grads_bytes).c_str(), Gb(st.optimizer_bytes).c_str(),
+                  Gb(st.weights_bytes + st.grads_bytes + st.optimizer_bytes).c_str(),
+                  Gb(st.activations_bytes).c_str(), Gb(st.other_bytes).c_str(), Gb(st.total_bytes).c_str(),
+                  st.total_bytes > r.capacity_bytes ? "  over" : "");
+    o << line;
+  }
+  const auto& w = r.stages[r.worst_stage];
+  o << "#\n# worst stage " << w.stage << ":\n";
+  auto row = [&](const char* name, int64_t bytes, const std::string& how) {
+    std::snprintf(line, sizeof line, "#   %-26s %10s GB  %s\n", name, Gb(bytes).c_str(), how.c_str());
+    o << line;
+  };
+  o << "#   parameters on this GPU: " << Count(w.params);
+  if (p.zero > 0) o << ", states sharded over " << r.dense_shard_group;
+  if (w.expert_params > 0)
+    o << " (" << Count(w.expert_params) << " of them expert, sharded over " << r.expert_shard_group << ")";
+  o << "\n";
+  row("weights", w.weights_bytes, p.zero >= 3 ? "sharded (zero 3)" : "replicated");
+  row("gradients", w.grads_bytes, p.zero >= 2 ? "sharded (zero >= 2)" : "replicated");
+  row("master weights", w.master_weights_bytes, p.zero >= 1 ? "sharded (zero >= 1)" : "replicated");
+  row("optimizer moments", w.optimizer_moments_bytes, p.zero >= 1 ? "sharded (zero >= 1)" : "replicated");
+  row("activations / microbatch", w.layer_activations_bytes,
+      std::to_string(w.layers.size()) + " layers, recompute " + core::Name(p.recompute));
+  row("activations held", w.activations_bytes,
+      Fmt("%.3g", w.inflight_microbatches) + " microbatches in flight (" + core::Name(p.schedule) + ")" +
+          (w.loss_activations_bytes ? " + logits/loss" : "") +
+          (w.recompute_working_bytes ? " + recompute working set" : ""));
+  row("CUDA context", w.cuda_context_bytes, "assumed");
+  row("cuBLAS workspace", w.cublas_workspace_bytes, "32 MiB");
+  row("NCCL buffers", w.nccl_bytes, "communicators x channels x 2 x NCCL_BUFFSIZE");
+  if (w.zero3_prefetch_bytes) row("ZeRO-3 gather buffers", w.zero3_prefetch_bytes, "2 layers gathered");
+  row("allocator fragmentation", w.fragmentation_bytes, "5% of activations (assumed)");
+  if (w.host_bytes) row("offloaded to CPU", w.host_bytes, "not on the GPU");
+  if (w.nvme_bytes) row("offloaded to NVMe", w.nvme_bytes, "not on the GPU");
+  o << "#\n";
+  const double cap = static_cast<double>(r.capacity_bytes);
+  const double used = static_cast<double>(r.per_gpu_bytes);
+  if (r.fits) {
+    o << "fits: " << core::FormatBytes(r.per_gpu_bytes) << " of " << core::FormatBytes(r.capacity_bytes) << " ("
+      << Fmt("%.0f", 100 * used / cap) << "%), " << core::FormatBytes(r.capacity_bytes - r.per_gpu_bytes)
+      << " headroom on stage " << w.stage << "\n";
+  } else {
+    o << "DOES NOT FIT: stage " << w.stage << " needs " << core::FormatBytes(r.per_gpu_bytes) << ", the GPU has "
+      << core::FormatBytes(r.capacity_bytes) << ": over by " << core::FormatBytes(r.per_gpu_bytes - r.capacity_bytes)
+      << " (" << Fmt("%.2f", used / cap) << "x)\n";
+  }
+  return o.str();
+}
+
+std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r,
+                       const std::vector<std::string>& notes, const std::vector<std::string>& warnings) {
+  OJson j;
+  j["model"] = s.model.name;
+  j["gpu"] = s.gpu.name;
+  j["cluster"] = s.cluster.name;
+  const auto& p = s.plan;
+  OJson plan;
+  plan["gpus"] = p.gpus;
+  plan["tp"] = p.tp;
+  plan["pp"] = p.pp;
+  plan["dp"] = p.dp;
+  plan["cp"] = p.cp;
+  plan["ep"] = p.ep;
+  plan["etp"] = p.etp;
+  plan["vpp"] = p.vpp;
+  plan["zero"] = p.zero;
+  plan["sequence_parallel"] = p.sequence_parallel;
+  plan["recompute"] = core::Name(p.recompute);
+  plan["micro_batch"] = p.micro_batch;
+  plan["global_batch"] = p.global_batch;
+  plan["seq_len"] = p.seq_len;
+  plan["microbatches"] = p.Microbatches();
+  plan["schedule"] = core::Name(p.schedule);
+  plan["precision"] = core::Name(p.precision);
+  j["plan"] = plan;
+  j["params_total"] = r.params.total;
+  j["params_active"] = r.params.active;
+  OJson mem;
+  mem["bytes_per_param"] = r.bytes_per_param;
+  mem["dense_shard_group"] = r.dense_shard_group;
+  mem["expert_shard_group"] = r.expert_shard_group;
+  mem["per_gpu_bytes"] = r.per_gpu_bytes;
+  mem["capacity_bytes"] = r.capacity_bytes;
+  mem["fits"] = r.fits;
+  mem["headroom_bytes"] = r.capacity_bytes - r.per_gpu_bytes;
+  mem["worst_stage"] = r.worst_stage;
+  const auto& w = r.stages[r.worst_stage];
+  mem["model_state_bytes"] = w.weights_bytes + w.grads_bytes + w.optimizer_bytes;
+  OJson stages = OJson::array();
+  for (const auto& st : r.stages) {
+    OJson e;
+    e["stage"] = st.stage;
+    e["layers"] = st.layers.size();
+    e["first_layer"] = st.layers.empty() ? -1 : st.layers.front();
+    e["params"] = st.params;
+    e["weights_bytes"] = st.weights_bytes;
+    e["grads_bytes"] = st.grads_bytes;
+    e["optimizer_bytes"] = st.optimizer_bytes;
+    e["master_weights_bytes"] = st.master_weights_bytes;
+    e["optimizer_moments_bytes"] = st.optimizer_moments_bytes;
+    e["activations_bytes"] = st.activations_bytes;
+    e["activations_per_microbatch_bytes"] = st.layer_activations_bytes;
+    e["inflight_microbatches"] = st.inflight_microbatches;
+    e["loss_activations_bytes"] = st.loss_activations_bytes;
+    e["recompute_working_bytes"] = st.recompute_working_bytes;
+    e["other_bytes"] = st.other_bytes;
+    OJson other;
+    other["cuda_context_bytes"] = st.cuda_context_bytes;
+    other["cublas_workspace_bytes"] = st.cublas_workspace_bytes;
+    other["nccl_bytes"] = st.nccl_bytes;
+    other["zero3_prefetch_bytes"] = st.zero3_prefetch_bytes;
+    other["fragmentation_bytes"] = st.fragmentation_bytes;
+    e["other"] = other;
+    e["total_bytes"] = st.total_bytes;
+    e["host_bytes"] = st.host_bytes;
+    e["nvme_bytes"] = st.nvme_bytes;
+    stages.push_back(e);
+  }
+  mem["stages"] = stages;
+  j["memory"] = mem;
+  j["defaults"] = notes;
+  j["warnings"] = warnings;
+  return j.dump(2) + "\n";
+}
+
+std::string MemoryCsv(const core::MemoryReport& r) {
+  std::ostringstream o;
+  o << "stage,layers,params,weights_bytes,grads_bytes,optimizer_bytes,activations_bytes,other_bytes,total_bytes,"
+       "capacity_bytes,fits\n";
+  for (const auto& st : r.stages) {
+    o << st.stage << "," << st.layers.size() << "," << st.params << "," << st.weights_bytes << ","
+      << st.grads_bytes << "," << st.optimizer_bytes << "," << st.activations_bytes << "," << st.other_bytes << ","
+      << st.total_bytes << "," << r.capacity_bytes << "," << (st.total_bytes <= r.capacity_bytes ? 1 : 0) << "\n";
+  }
+  return o.str();
+}
+
+}  // namespace meshplan::cli

@@ -1,0 +1,25 @@
+// Rendering of reports: the human table (nccl-tests style: '#' comment lines, a units row), JSON
+// and CSV. Only formatting; every number comes from core/.
+#ifndef MESHPLAN_CLI_OUTPUT_H_
+#define MESHPLAN_CLI_OUTPUT_H_
+
+#include <string>
+#include <vector>
+
+#include "core/memory.h"
+#include "core/presets.h"
+
+namespace meshplan::cli {
+
+enum class Format { kTable, kJson, kCsv };
+bool ParseFormat(const std::string& text, Format* out);
+
+std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r,
+                        const std::vector<std::string>& notes, const std::vector<std::string>& warnings);
+std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r,
+                       const std::vector<std::string>& notes, const std::vector<std::string>& warnings);
+std::string MemoryCsv(const core::MemoryReport& r);
+
+}  // namespace meshplan::cli
+
+#endif  // MESHPLAN_CLI_OUTPUT_H_

@@ -1,0 +1,251 @@
+#include "cli/plan_flags.h"
+
+#include "core/validate.h"
+
+namespace meshplan::cli {
+
+using core::Diagnostics;
+
+void PlanFlags::Register(CLI::App* app) {
+  app->add_option("--plan", plan_file, "A plan JSON file (from `meshplan plan --output`); flags override it");
+  app->add_option("--model", model, "Model preset name or JSON file (`meshplan presets models`)");
+  app->add_option("--gpu", gpu, "GPU preset or JSON file (default: the cluster's GPU)");
+  app->add_option("--cluster", cluster, "Cluster preset or JSON file (default: the preset built from --gpu)");
+  auto* m = app->add_option_group("Model overrides");
+  m->add_option("--layers", layers, "Transformer layers");
+  m->add_option("--hidden", hidden, "Hidden size");
+  m->add_option("--heads", heads, "Attention heads");
+  m->add_option("--kv-heads", kv_heads, "Key/value heads (GQA)");
+  m->add_option("--ffn", ffn, "MLP intermediate size");
+  m->add_option("--vocab", vocab, "Vocabulary size");
+  m->add_option("--mlp", mlp, "gelu|swiglu");
+  m->add_option("--attention", attention, "flash|naive (naive keeps the s^2 scores)");
+  auto* p = app->add_option_group("Plan");
+  p->add_option("--gpus", gpus, "Total GPUs (= tp*pp*dp*cp)");
+  p->add_option("--tp", tp, "Tensor parallel size (default 1)");
+  p->add_option("--pp", pp, "Pipeline parallel size (default 1)");
+  p->add_option("--dp", dp, "Data parallel size (default gpus/(tp*pp*cp))");
+  p->add_option("--cp", cp, "Context parallel size (default 1)");
+  p->add_option("--ep", ep, "Expert parallel size (default 1)");
+  p->add_option("--etp", etp, "Expert tensor parallel size (default 1)");
+  p->add_option("--vpp", vpp, "Virtual pipeline stages per rank (interleaved schedule)");
+  p->add_option("--zero", zero, "ZeRO stage 0-3 (default 0)");
+  p->add_option("--sharding", sharding, "fsdp|hsdp (default fsdp)");
+  p->add_option("--hsdp-shard", hsdp_shard, "HSDP shard group size");
+  p->add_flag("--sp,!--no-sp", sp, "Sequence parallel");
+  p->add_option("--recompute", recompute, "none|selective|full (default none)");
+  p->add_option("--recompute-layers", recompute_layers, "Full recompute for this many layers per stage");
+  p->add_option("--mbs", mbs, "Micro batch size in sequences (default 1)");
+  p->add_option("--gbs", gbs, "Global batch size in sequences (default mbs*dp*pp)");
+  p->add_option("--seq", seq, "Sequence length (default the model's max_seq)");
+  p->add_option("--schedule", schedule, "gpipe|1f1b|interleaved|zero-bubble|dualpipe (default 1f1b, "
+                                        "interleaved when --vpp > 1)");
+  p->add_option("--precision", precision, "bf16|fp16|fp8|fp32 GEMM precision (default bf16)");
+  p->add_option("--optimizer", optimizer, "adam|adamw|sgd-momentum|adam-8bit (default adamw)");
+  p->add_option("--recipe", recipe, "Model-state recipe: zero (16 B/param: bf16 grads) or megatron "
+                                    "(18 B/param: fp32 main grads)");
+  p->add_option("--weights-dtype", weights_dtype, "Working weights dtype (default bf16)");
+  p->add_option("--grads-dtype", grads_dtype, "Gradient dtype (default bf16)");
+  p->add_option("--master-dtype", master_dtype, "Master weights dtype, or none (default fp32)");
+  p->add_option("--moments-dtype", moments_dtype, "Optimizer moments dtype (default fp32)");
+  p->add_option("--offload-optimizer", offload_optimizer, "none|cpu|nvme");
+  p->add_option("--offload-params", offload_params, "none|cpu|nvme");
+  p->add_option("--cp-kind", cp_kind, "ring|ulysses (default ring)");
+  p->add_option("--placement", placement, "Rank order, innermost first (default tp-cp-ep-dp-pp)");
+  p->add_option("--stage-layers", stage_layers, "Uneven split: layers per pipeline chunk")->delimiter(',');
+}
+
+namespace {
+
+template <typename E>
+void SetEnum(const std::optional<std::string>& text, const char* flag, const char* path, E* out,
+             Diagnostics* d) {
+  if (!text) return;
+  if (!core::FromName(*text, out))
+    d->Error(path, std::string("--") + flag + " must be one of " + core::Choices<E>() + " (got \"" + *text + "\")");
+}
+
+}  // namespace
+
+bool PlanFlags::Resolve(core::Scenario* out, Diagnostics* d, std::vector<std::string>* notes) const {
+  core::Scenario s;
+  bool have_model = false, have_gpu = false, have_cluster = false;
+  if (!plan_file.empty()) {
+    auto text = core::ReadTextFile(plan_file);
+    if (!text.ok()) {
+      d->Error("--plan", text.status().message());
+      return false;
+    }
+    auto file = core::ParsePlanFileJson(*text);
+    if (!file.ok()) {
+      d->Error("--plan", plan_file + ":\n" + file.status().message());
+      return false;
+    }
+    core::PlanFile f = *file;
+    s.plan = f.plan;
+    if (f.model || f.model_name) {
+      if (f.model) s.model = *f.model;
+      else if (auto m = core::LoadModel(*f.model_name); m.ok()) s.model = *m;
+      else d->Error("plan.model", m.status().message());
+      have_model = true;
+    }
+    if (f.cluster || f.cluster_name) {
+      if (f.cluster) s.cluster = *f.cluster;
+      else if (auto c = core::LoadCluster(*f.cluster_name); c.ok()) s.cluster = *c;
+      else d->Error("plan.cluster", c.status().message());
+      have_cluster = true;
+    }
+    if (f.gpu || f.gpu_name) {
+      if (f.gpu) s.gpu = *f.gpu;
+      else if (auto g = core::LoadGpu(*f.gpu_name); g.ok()) s.gpu = *g;
+      else d->Error("plan.gpu", g.status().message());
+      have_gpu = true;
+    }
+  }
+  if (!model.empty()) {
+    auto m = core::LoadModel(model);
+    if (!m.ok()) d->Error("--model", m.status().message());
+    else s.model = *m;
+    have_model = true;
+  }
+  if (!have_model) d->Error("--model", "is required (a preset name such as llama3-70b, or a JSON file)");
+  if (!gpu.empty()) {
+    auto g = core::LoadGpu(gpu);
+    if (!g.ok()) d->Error("--gpu", g.status().message());
+    else s.gpu = *g;
+    have_gpu = true;
+  }
+  if (!cluster.empty()) {
+    auto c = core::LoadCluster(cluster);
+    if (!c.ok()) d->Error("--cluster", c.status().message());
+    else s.cluster = *c;
+    have_cluster = true;
+  }
+  if (!have_cluster && have_gpu) {
+    // The built-in cluster whose nodes carry this GPU.
+    for (const auto& name : core::PresetNames("clusters")) {
+      auto c = core::LoadCluster(name);
+      if (c.ok() && c->gpu == s.gpu.name) {
+        s.cluster = *c;
+        have_cluster = true;
+        notes->push_back("cluster " + name + " (the built-in cluster of " + s.gpu.name + "; --cluster to change)");
+        break;
+      }
+    }
+    if (!have_cluster)
+      d->Error("--cluster", "is required: no built-in cluster uses gpu " + s.gpu.name +
+                                " (`meshplan presets clusters`, or a cluster JSON file)");
+  }
+  if (!have_gpu && have_cluster) {
+    auto g = core::LoadGpu(s.cluster.gpu);
+    if (!g.ok()) d->Error("--gpu", "is required: cluster " + s.cluster.name + " names no usable gpu (" + g.status().message() + ")");
+    else s.gpu = *g;
+    have_gpu = true;
+  }
+  if (!have_gpu && !have_cluster) d->Error("--gpu", "is required (a preset name such as h100-sxm, or a JSON file)");
+  if (d->has_errors()) return false;
+
+  // Model overrides, then re-validate the model: an override can break it (heads vs kv_heads).
+  core::ModelSpec& m = s.model;
+  bool model_changed = false;
+  auto ov = [&](const std::optional<int64_t>& v, int64_t* field) {
+    if (v) { *field = *v; model_changed = true; }
+  };
+  ov(layers, &m.layers);
+  ov(hidden, &m.hidden);
+  if (heads) {
+    m.heads = *heads;
+    if (!kv_heads && m.kv_heads > m.heads) m.kv_heads = m.heads;
+    model_changed = true;
+  }
+  ov(kv_heads, &m.kv_heads);
+  ov(ffn, &m.ffn_hidden);
+  ov(vocab, &m.vocab);
+  if (hidden || heads) m.head_dim = m.hidden / std::max<int64_t>(m.heads, 1);
+  if (mlp) { SetEnum(mlp, "mlp", "model.mlp", &m.mlp, d); model_changed = true; }
+  if (attention) { SetEnum(attention, "attention", "model.attention", &m.attention, d); model_changed = true; }
+  if (model_changed) {
+    m.name += " (modified)";
+    core::ValidateModel(m, "model", d);
+  }
+
+  // Plan: a plan file's values, overridden by flags.
+  core::PlanSpec& p = s.plan;
+  const bool from_file = !plan_file.empty();
+  if (tp) p.tp = *tp;
+  if (pp) p.pp = *pp;
+  if (cp) p.cp = *cp;
+  if (ep) p.ep = *ep;
+  if (etp) p.etp = *etp;
+  if (vpp) p.vpp = *vpp;
+  if (zero) p.zero = *zero;
+  if (hsdp_shard) p.hsdp_shard_size = *hsdp_shard;
+  if (sp) p.sequence_parallel = *sp;
+  if (recompute_layers) p.recompute_layers = *recompute_layers;
+  if (mbs) p.micro_batch = *mbs;
+  if (!stage_layers.empty()) p.stage_layers = stage_layers;
+  SetEnum(sharding, "sharding", "plan.sharding", &p.sharding, d);
+  SetEnum(recompute, "recompute", "plan.recompute", &p.recompute, d);
+  SetEnum(precision, "precision", "plan.precision", &p.precision, d);
+  SetEnum(cp_kind, "cp-kind", "plan.cp_kind", &p.cp_kind, d);
+  SetEnum(offload_optimizer, "offload-optimizer", "plan.offload.optimizer", &p.offload_optimizer, d);
+  SetEnum(offload_params, "offload-params", "plan.offload.params", &p.offload_params, d);
+  if (optimizer) {
+    SetEnum(optimizer, "optimizer", "plan.optimizer", &p.optimizer, d);
+    if (p.optimizer == core::Optimizer::kAdam8bit && !moments_dtype) p.dtypes.optimizer_states = core::Dtype::kInt8;
+  }
+  if (recipe) {
+    if (*recipe == "megatron") p.dtypes.grads = core::Dtype::kFp32;
+    else if (*recipe == "zero") p.dtypes.grads = core::Dtype::kBf16;
+    else d->Error("--recipe", "must be zero or megatron (got \"" + *recipe + "\")");
+  }
+  SetEnum(weights_dtype, "weights-dtype", "plan.dtypes.weights", &p.dtypes.weights, d);
+  SetEnum(grads_dtype, "grads-dtype", "plan.dtypes.grads", &p.dtypes.grads, d);
+  SetEnum(master_dtype, "master-dtype", "plan.dtypes.master_weights", &p.dtypes.master_weights, d);
+  SetEnum(moments_dtype, "moments-dtype", "plan.dtypes.optimizer_states", &p.dtypes.optimizer_states, d);
+  if (schedule) {
+    SetEnum(schedule, "schedule", "plan.schedule", &p.schedule, d);
+  } else if (!from_file && p.vpp > 1) {
+    p.schedule = core::Schedule::kInterleaved;
+    notes->push_back("schedule interleaved (because --vpp > 1)");
+  }
+  if (placement && !core::ParsePlacement(*placement, &p.placement))
+    d->Error("plan.placement", "--placement must order tp, cp, ep, dp, pp once each, e.g. tp-cp-ep-dp-pp (got \"" +
+                                   *placement + "\")");
+  if (gpus) p.gpus = *gpus;
+  if (dp) {
+    p.dp = *dp;
+  } else if (!from_file && gpus && p.tp > 0 && p.pp > 0 && p.cp > 0) {
+    const int64_t mp = p.tp * p.pp * p.cp;
+    if (*gpus % mp == 0) {
+      p.dp = *gpus / mp;
+      notes->push_back("dp " + std::to_string(p.dp) + " (gpus/(tp*pp*cp))");
+    }
+  }
+  if (!gpus && !from_file) {
+    if (dp || tp || pp || cp) {
+      p.gpus = p.tp * p.pp * p.dp * p.cp;
+      notes->push_back("gpus " + std::to_string(p.gpus) + " (tp*pp*dp*cp)");
+    } else {
+      d->Error("--gpus", "is required (or give --dp/--tp/--pp/--cp, or --plan)");
+    }
+  }
+  if (seq) p.seq_len = *seq;
+  else if (!from_file) {
+    p.seq_len = m.max_seq;
+    notes->push_back("seq " + std::to_string(p.seq_len) + " (the model's max_seq; --seq to change)");
+  }
+  if (gbs) p.global_batch = *gbs;
+  else if (!from_file) {
+    p.global_batch = p.micro_batch * p.dp * p.pp;
+    notes->push_back("global batch " + std::to_string(p.global_batch) +
+                     " sequences (mbs*dp*pp: one pipeline fill; --gbs to change)");
+  }
+  if (d->has_errors()) return false;
+  core::ValidatePlan(p, m, s.gpu, s.cluster, d);
+  if (d->has_errors()) return false;
+  *out = std::move(s);
+  return true;
+}
+
+}  // namespace meshplan::cli

@@ -1,0 +1,41 @@
+// The plan flags shared by report, plan (and later simulate, search, explain): they register on a
+// CLI11 subcommand, then Resolve() turns presets + plan file + overrides into a validated
+// Scenario. No model math here: defaults that need arithmetic (dp from the GPU count) are
+// stated in the help text and echoed in the output.
+#ifndef MESHPLAN_CLI_PLAN_FLAGS_H_
+#define MESHPLAN_CLI_PLAN_FLAGS_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "core/diagnostics.h"
+#include "core/presets.h"
+
+namespace meshplan::cli {
+
+struct PlanFlags {
+  std::string plan_file, model, gpu, cluster;
+  // Model overrides.
+  std::optional<int64_t> layers, hidden, heads, kv_heads, ffn, vocab;
+  std::optional<std::string> mlp, attention;
+  // Plan.
+  std::optional<int64_t> gpus, tp, pp, dp, cp, ep, etp, vpp, mbs, gbs, seq, recompute_layers, hsdp_shard;
+  std::optional<int> zero;
+  std::optional<bool> sp;
+  std::optional<std::string> recompute, schedule, precision, optimizer, sharding, cp_kind, placement;
+  std::optional<std::string> weights_dtype, grads_dtype, master_dtype, moments_dtype;
+  std::optional<std::string> offload_optimizer, offload_params, recipe;
+  std::vector<int64_t> stage_layers;
+
+  void Register(CLI::App* app);
+  // Builds and validates the scenario. Every problem goes to `diag` (errors and warnings);
+  // returns false when there is an error. `notes` lists the defaults that were filled in.
+  bool Resolve(core::Scenario* out, core::Diagnostics* diag, std::vector<std::string>* notes) const;
+};
+
+}  // namespace meshplan::cli
+
+#endif  // MESHPLAN_CLI_PLAN_FLAGS_H_

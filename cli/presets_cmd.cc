@@ -1,0 +1,77 @@
+// meshplan presets [models|gpus|clusters] [NAME]: list what is built in, or print one preset.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "core/params.h"
+#include "core/presets.h"
+#include "core/units.h"
+
+namespace meshplan::cli {
+
+void AddPresetsCommand(CLI::App* app, int* exit_code) {
+  auto* cmd = app->add_subcommand("presets", "List the built-in models, GPUs and clusters, or print one");
+  auto kind = std::make_shared<std::string>();
+  auto name = std::make_shared<std::string>();
+  cmd->add_option("kind", *kind, "models|gpus|clusters (default: all)");
+  cmd->add_option("name", *name, "Print this preset's JSON");
+  cmd->callback([kind, name, exit_code] {
+    std::vector<std::string> kinds = {"models", "gpus", "clusters"};
+    if (!kind->empty()) {
+      if (*kind != "models" && *kind != "gpus" && *kind != "clusters") {
+        std::cerr << "error: kind must be models, gpus or clusters (got \"" << *kind << "\")\n";
+        *exit_code = 2;
+        return;
+      }
+      kinds = {*kind};
+    }
+    if (!name->empty()) {
+      auto text = core::PresetText(kinds[0], *name);
+      if (!text.ok()) {
+        std::cerr << "error: " << text.status().message() << "\n";
+        *exit_code = 2;
+        return;
+      }
+      std::cout << *text;
+      *exit_code = 0;
+      return;
+    }
+    char line[256];
+    for (const auto& k : kinds) {
+      std::cout << "# " << k << "\n";
+      for (const auto& n : core::PresetNames(k)) {
+        if (k == "models") {
+          auto m = core::LoadModel(n);
+          if (!m.ok()) { std::cout << "  " << n << "  (invalid: " << m.status().message() << ")\n"; continue; }
+          const auto c = core::CountParams(*m);
+          std::snprintf(line, sizeof line, "  %-18s %9.4g params  %9.4g active  %3lld layers  hidden %6lld%s\n",
+                        n.c_str(), static_cast<double>(c.total), static_cast<double>(c.active),
+                        static_cast<long long>(m->layers), static_cast<long long>(m->hidden),
+                        m->moe ? "  moe" : "");
+        } else if (k == "gpus") {
+          auto g = core::LoadGpu(n);
+          if (!g.ok()) { std::cout << "  " << n << "  (invalid: " << g.status().message() << ")\n"; continue; }
+          double bf16 = g->peak_flops_per_s.count(core::Dtype::kBf16) ? g->peak_flops_per_s.at(core::Dtype::kBf16)
+                                                                        : g->peak_flops_per_s.begin()->second;
+          std::snprintf(line, sizeof line, "  %-18s %10s HBM  %6.2f TB/s  %7.1f TFLOP/s 16-bit dense  %5.0f W\n",
+                        n.c_str(), core::FormatBytes(g->hbm_bytes).c_str(), g->hbm_bytes_per_s / 1e12, bf16 / 1e12,
+                        g->tdp_w);
+        } else {
+          auto c = core::LoadCluster(n);
+          if (!c.ok()) { std::cout << "  " << n << "  (invalid: " << c.status().message() << ")\n"; continue; }
+          std::snprintf(line, sizeof line,
+                        "  %-18s %-10s %3lld GPUs/node  scale-up %3lld @ %4.0f GB/s  %lld NICs x %4.0f Gb/s  $%.2f/GPU-h\n",
+                        n.c_str(), c->gpu.c_str(), static_cast<long long>(c->gpus_per_node),
+                        static_cast<long long>(c->scale_up_domain_gpus), c->scale_up_bytes_per_s / 1e9,
+                        static_cast<long long>(c->nics_per_node), c->nic_bytes_per_s * 8 / 1e9,
+                        c->price_per_gpu_hour_usd);
+        }
+        std::cout << line;
+      }
+    }
+    *exit_code = 0;
+  });
+}
+
+}  // namespace meshplan::cli

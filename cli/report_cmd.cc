@@ -1,0 +1,106 @@
+// meshplan report: will it fit? Memory per GPU per pipeline stage. meshplan plan: write the plan
+// a command line describes.
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "cli/output.h"
+#include "cli/plan_flags.h"
+#include "core/memory.h"
+#include "core/spec_json.h"
+
+namespace meshplan::cli {
+namespace {
+
+// Resolves the flags, printing every problem (one line each) on stderr. Exit code 1 for a plan
+// that is inconsistent with its model or cluster, 2 for a flag that names nothing.
+bool ResolveOrReport(const PlanFlags& flags, core::Scenario* s, std::vector<std::string>* notes,
+                     std::vector<std::string>* warnings, int* exit_code) {
+  core::Diagnostics d;
+  bool ok = flags.Resolve(s, &d, notes);
+  bool usage = false;
+  for (const auto& item : d.all()) {
+    if (item.severity == core::Diagnostic::Severity::kWarning) {
+      warnings->push_back(item.ToString());
+      continue;
+    }
+    std::cerr << "error: " << item.ToString() << "\n";
+    if (item.path.rfind("--", 0) == 0) usage = true;
+  }
+  if (!ok) *exit_code = usage ? 2 : 1;
+  return ok;
+}
+
+}  // namespace
+
+void AddReportCommand(CLI::App* app, int* exit_code) {
+  auto* cmd = app->add_subcommand("report", "Memory per GPU for every pipeline stage: will the plan fit?");
+  auto flags = std::make_shared<PlanFlags>();
+  auto format = std::make_shared<std::string>("table");
+  flags->Register(cmd);
+  cmd->add_option("--format", *format, "table|json|csv");
+  cmd->callback([flags, format, exit_code] {
+    Format f;
+    if (!ParseFormat(*format, &f)) {
+      std::cerr << "error: --format must be table, json or csv (got \"" << *format << "\")\n";
+      *exit_code = 2;
+      return;
+    }
+    core::Scenario s;
+    std::vector<std::string> notes, warnings;
+    if (!ResolveOrReport(*flags, &s, &notes, &warnings, exit_code)) return;
+    const core::MemoryReport r = core::EstimateMemory(s.model, s.plan, s.gpu);
+    if (f == Format::kJson) std::cout << MemoryJson(s, r, notes, warnings);
+    else if (f == Format::kCsv) std::cout << MemoryCsv(r);
+    else std::cout << MemoryTable(s, r, notes, warnings);
+    *exit_code = r.fits ? 0 : 1;
+  });
+}
+
+void AddPlanCommand(CLI::App* app, int* exit_code) {
+  auto* cmd = app->add_subcommand("plan", "Write the plan a command line describes as JSON (for --plan)");
+  auto flags = std::make_shared<PlanFlags>();
+  auto output = std::make_shared<std::string>();
+  flags->Register(cmd);
+  cmd->add_option("--output,-o", *output, "Write here instead of standard output");
+  cmd->callback([flags, output, exit_code] {
+    core::Scenario s;
+    std::vector<std::string> notes, warnings;
+    if (!ResolveOrReport(*flags, &s, &notes, &warnings, exit_code)) return;
+    for (const auto& w : warnings) std::cerr << w << "\n";
+    core::PlanFile file;
+    file.plan = s.plan;
+    file.model = s.model;
+    file.gpu = s.gpu;
+    file.cluster = s.cluster;
+    const std::string text = core::PlanFileToJson(file);
+    if (output->empty()) {
+      std::cout << text;
+    } else {
+      // Write to a temporary file and rename, so a failed write never leaves a truncated plan.
+      const std::string tmp = *output + ".tmp";
+      {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        out << text;
+        out.close();
+        if (!out) {
+          std::cerr << "error: --output: cannot write " << tmp << "\n";
+          std::remove(tmp.c_str());
+          *exit_code = 1;
+          return;
+        }
+      }
+      if (std::rename(tmp.c_str(), output->c_str()) != 0) {
+        std::cerr << "error: --output: cannot rename " << tmp << " to " << *output << "\n";
+        std::remove(tmp.c_str());
+        *exit_code = 1;
+        return;
+      }
+      std::cerr << "wrote " << *output << "\n";
+    }
+    *exit_code = 0;
+  });
+}
+
+}  // namespace meshplan::cli

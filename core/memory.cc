@@ -1,0 +1,352 @@
+#include "core/memory.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace meshplan::core {
+namespace {
+
+// Bytes of one stored activation element: 2 for 16-bit training (bf16, fp16, and fp8 plans,
+// whose saved tensors we keep in bf16 as the conservative case), 4 for fp32/tf32.
+int64_t ActBytes(const PlanSpec& p) {
+  return (p.precision == Dtype::kFp32 || p.precision == Dtype::kTf32) ? 4 : 2;
+}
+
+// Query and kv heads one TP rank computes. With tp > kv_heads each rank keeps one (replicated)
+// kv head, which is how Megatron and vLLM split GQA past the group count.
+int64_t LocalHeads(const ModelSpec& m, const PlanSpec& p) { return m.heads / p.tp; }
+int64_t LocalKvHeads(const ModelSpec& m, const PlanSpec& p) {
+  return std::max<int64_t>(m.kv_heads / p.tp, 1);
+}
+
+int64_t InStageLayers(const PlanSpec& p, const ModelSpec& m, int64_t chunk) {
+  if (!p.stage_layers.empty()) return p.stage_layers[chunk];
+  return m.layers / (p.pp * p.vpp);
+}
+
+// The model stages (chunks) a pipeline rank holds. Interleaved: rank r holds chunks r, r+pp, ...
+// DualPipe: rank r holds stages r and pp-1-r (both directions of the bidirectional pipeline).
+std::vector<int64_t> RankChunks(const PlanSpec& p, int64_t rank) {
+  std::vector<int64_t> chunks;
+  if (p.schedule == Schedule::kDualPipe) {
+    chunks.push_back(rank);
+    if (p.pp - 1 - rank != rank) chunks.push_back(p.pp - 1 - rank);
+    return chunks;
+  }
+  for (int64_t v = 0; v < p.vpp; ++v) chunks.push_back(v * p.pp + rank);
+  return chunks;
+}
+
+int64_t LastChunk(const PlanSpec& p) {
+  return p.schedule == Schedule::kDualPipe ? p.pp - 1 : p.pp * p.vpp - 1;
+}
+
+// Microbatches whose activations a pipeline rank holds at its peak, in units of the rank's whole
+// set of layers. 1F1B (Narayanan 2021 §2.2.1; Korthikanti 2022 Eq. 5): rank i warms up with p-i.
+// Interleaved (Megatron's warm-up count): 2(p-i-1) + (v-1)p + 1 chunks, each 1/v of the rank,
+// which for i=0 is Korthikanti's factor 1 + (p-1)/(pv). GPipe: all m. Zero-bubble ZB-H1
+// (Qi et al. 2023): the same peak as 1F1B. DualPipe (DeepSeek-V3 report, Table 2): PP+1
+// microbatches of one stage, and the rank holds two stages.
+double InflightMicrobatches(const PlanSpec& p, int64_t rank) {
+  const double m = static_cast<double>(p.Microbatches());
+  const double pp = static_cast<double>(p.pp);
+  if (p.pp == 1) return 1.0;  // gradient accumulation runs one microbatch at a time
+  switch (p.schedule) {
+    case Schedule::kGpipe: return m;
+    case Schedule::k1F1B:
+    case Schedule::kZeroBubble: return std::min(pp - static_cast<double>(rank), m);
+    case Schedule::kInterleaved: {
+      const double v = static_cast<double>(p.vpp);
+      const double chunks = 2.0 * (pp - static_cast<double>(rank) - 1) + (v - 1) * pp + 1;
+      return std::min(chunks, m * v) / v;
+    }
+    case Schedule::kDualPipe: return std::min((pp + 1) / 2.0, m);
+  }
+  return 1.0;
+}
+
+int64_t Ceil(double v) { return static_cast<int64_t>(std::ceil(v)); }
+
+}  // namespace
+
+double BytesPerParam(const PlanSpec& p) {
+  const ModelStateBytes s = ShardedModelStates(1.0, p, 1);
+  return s.Total();
+}
+
+ModelStateBytes ShardedModelStates(double params, const PlanSpec& p, int64_t group) {
+  // Moments: Adam/AdamW keep m and v, SGD-momentum one buffer; 8-bit Adam adds one fp32 scale per
+  // 2048-value block per moment (bitsandbytes' blockwise quantisation).
+  const int moments = p.optimizer == Optimizer::kSgdMomentum ? 1 : 2;
+  double moment_bytes = moments * static_cast<double>(DtypeBytes(p.dtypes.optimizer_states));
+  if (p.optimizer == Optimizer::kAdam8bit) moment_bytes += moments * 4.0 / 2048.0;
+  const double g = static_cast<double>(group);
+  auto div = [&](int min_stage) { return p.zero >= min_stage ? g : 1.0; };
+  ModelStateBytes s;
+  s.weights = params * static_cast<double>(DtypeBytes(p.dtypes.weights)) / div(3);
+  s.grads = params * static_cast<double>(DtypeBytes(p.dtypes.grads)) / div(2);
+  s.master_weights = params * static_cast<double>(DtypeBytes(p.dtypes.master_weights)) / div(1);
+  s.moments = params * moment_bytes / div(1);
+  return s;
+}
+
+std::vector<int64_t> StageLayers(const ModelSpec& m, const PlanSpec& p, int64_t stage) {
+  std::vector<int64_t> out;
+  for (int64_t chunk : RankChunks(p, stage)) {
+    int64_t first = 0;
+    for (int64_t c = 0; c < chunk; ++c) first += InStageLayers(p, m, c);
+    for (int64_t l = 0; l < InStageLayers(p, m, chunk); ++l) out.push_back(first + l);
+  }
+  return out;
+}
+
+std::vector<ActivationTerm> LayerActivationTerms(const ModelSpec& m, const PlanSpec& p, bool moe_layer,
+                                                 Recompute recompute) {
+  // Notation of Korthikanti 2022: s sequence (here per CP rank), b microbatch, h hidden,
+  // a heads, t tensor-parallel size. `rep` is a tensor every TP rank holds whole unless
+  // sequence parallelism shards it along s.
+  const int64_t e = ActBytes(p);
+  const int64_t t = p.tp;
+  const int64_t s = p.seq_len / p.cp;
+  const int64_t s_kv = p.seq_len;  // naive attention under CP still scores against all keys
+  const int64_t b = p.micro_batch;
+  const int64_t h = m.hidden;
+  const int64_t sbh = s * b * h;
+  const int64_t rep_div = p.sequence_parallel ? t : 1;
+  std::vector<ActivationTerm> terms;
+  auto add = [&](const char* name, int64_t bytes) { if (bytes > 0) terms.push_back({name, bytes}); };
+
+  if (recompute == Recompute::kFull) {
+    // Only the layer input is checkpointed (Korthikanti Table 2: 2sbh); with sequence
+    // parallelism the residual stream is sharded along s, so the checkpoint is too.
+    add("layer_input_checkpoint", e * sbh / rep_div);
+    return terms;
+  }
+
+  const int64_t a = LocalHeads(m, p);
+  const bool naive = m.attention == AttentionImpl::kNaive;
+  // ---- attention block: Korthikanti §4.1 "11sbh + 5as^2b" plus its LayerNorm's 2sbh.
+  add("attn_norm_input", e * sbh / rep_div);
+  add("qkv_input", e * sbh / rep_div);
+  int64_t q_dim, k_dim, v_dim;  // per-token widths of the saved q, k, v on this rank
+  if (m.mla) {
+    const int64_t qk = m.mla->qk_nope_head_dim + m.mla->qk_rope_head_dim;
+    q_dim = a * qk;
+    k_dim = a * qk;
+    v_dim = a * m.mla->v_head_dim;
+    if (m.mla->q_lora_rank > 0) add("q_latent", e * s * b * m.mla->q_lora_rank / rep_div);
+    add("kv_latent", e * s * b * m.mla->kv_lora_rank / rep_div);
+  } else {
+    // Naive attention expands GQA's kv heads to every query head before QK^T (Megatron's
+    // unfused path); flash attention reads the grouped kv heads directly.
+    const int64_t kv = naive ? a : LocalKvHeads(m, p);
+    q_dim = a * m.head_dim;
+    k_dim = kv * m.head_dim;
+    v_dim = kv * m.head_dim;
+  }
+  add("q", e * s * b * q_dim);
+  add("k", e * s * b * k_dim);
+  add("v", e * s * b * v_dim);
+  if (recompute != Recompute::kSelective) {
+    if (naive) {
+      // The s^2 terms: softmax output 2as^2b, with dropout also its mask as^2b and output 2as^2b.
+      add("softmax_output", e * a * s * s_kv * b);
+      if (m.dropout) {
+        add("softmax_dropout_mask", a * s * s_kv * b);
+        add("softmax_dropout_output", e * a * s * s_kv * b);
+      }
+    } else {
+      add("softmax_lse", 4 * a * s * b);  // flash attention's fp32 log-sum-exp per row
+    }
+  }
+  const int64_t attn_out = m.mla ? a * m.mla->v_head_dim : a * m.head_dim;
+  add("attn_out_proj_input", e * s * b * attn_out);
+  if (m.dropout) add("attn_dropout_mask", sbh / rep_div);
+
+  // ---- MLP block: Korthikanti "19sbh" (for f = 4h) plus its LayerNorm's 2sbh.
+  add("mlp_norm_input", e * sbh / rep_div);
+  auto mlp_terms = [&](const char* act_name, const char* fc2_name, int64_t tokens, int64_t f_local) {
+    const int64_t act_mult = m.mlp == MlpKind::kSwiglu ? 2 : 1;  // swiglu saves gate and up
+    add(act_name, act_mult * e * tokens * f_local);
+    add(fc2_name, e * tokens * f_local);
+  };
+  if (moe_layer && m.moe) {
+    const MoeSpec& x = *m.moe;
+    add("router_input", e * sbh / rep_div);
+    add("router_probs", 4 * s * b * x.experts / rep_div);
+    // Tokens this GPU's experts process per microbatch. A stage's tp*cp*dp ranks regroup as
+    // etp x ep x edp for expert layers; with balanced routing each GPU receives
+    // s*b*k*etp/tp tokens (s per CP rank), each with f/etp of the expert's width.
+    double tokens = static_cast<double>(s * b * x.top_k * p.etp) / static_cast<double>(t);
+    if (x.capacity_factor > 0) tokens *= x.capacity_factor;  // buffers padded to capacity
+    const int64_t tok = Ceil(tokens);
+    add("expert_input", e * tok * h);
+    mlp_terms("expert_act_input", "expert_fc2_input", tok, x.expert_ffn_hidden / p.etp);
+    add("expert_output", e * tok * h);
+    if (x.shared_experts > 0)
+      mlp_terms("shared_act_input", "shared_fc2_input", s * b,
+                x.shared_experts * x.shared_expert_ffn_hidden / t);
+  } else {
+    add("fc1_input", e * sbh / rep_div);
+    mlp_terms(m.mlp == MlpKind::kSwiglu ? "swiglu_gate_up" : "gelu_input", "fc2_input", s * b,
+              m.ffn_hidden / t);
+  }
+  if (m.dropout) add("mlp_dropout_mask", sbh / rep_div);
+  return terms;
+}
+
+int64_t LayerActivationBytes(const ModelSpec& m, const PlanSpec& p, bool moe_layer, Recompute recompute) {
+  int64_t total = 0;
+  for (const auto& term : LayerActivationTerms(m, p, moe_layer, recompute)) total += term.bytes;
+  return total;
+}
+
+MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g,
+                            const MemoryOverheads& o) {
+  MemoryReport r;
+  r.params = CountParams(m);
+  r.capacity_bytes = g.hbm_bytes;
+
+  // Sharding groups. Dense states: DP x CP (CP ranks hold identical weights; Megatron's
+  // distributed optimizer shards over the DP-with-CP group), or the HSDP shard group.
+  // Expert states: the expert-data-parallel group edp = tp*cp*dp / (ep*etp).
+  const int64_t dense_group = p.sharding == Sharding::kHsdp ? p.hsdp_shard_size : p.dp * p.cp;
+  const int64_t edp = p.tp * p.cp * p.dp / (p.ep * p.etp);
+  const int64_t expert_group = p.sharding == Sharding::kHsdp ? std::min(p.hsdp_shard_size, edp) : edp;
+  r.dense_shard_group = dense_group;
+  r.expert_shard_group = expert_group;
+
+  r.bytes_per_param = BytesPerParam(p);
+
+  const int64_t t = p.tp;
+  const LayerParams& dl = r.params.dense_layer;
+  const LayerParams& ml = r.params.moe_layer;
+  auto local_dense = [&](const LayerParams& lp) {
+    // kv projections: with tp > kv_heads each rank holds one kv head's projection.
+    int64_t kv_local = m.kv_heads >= t ? lp.attn_kv_proj / t : lp.attn_kv_proj / m.kv_heads;
+    return (lp.attn_tp_sharded - lp.attn_kv_proj) / t + kv_local + lp.attn_replicated +
+           lp.mlp_tp_sharded / t + lp.mlp_replicated + lp.norms + lp.router;
+  };
+  auto local_experts = [&](const LayerParams& lp) {
+    return lp.experts / p.ep * (lp.expert_etp_sharded / p.etp + lp.expert_replicated);
+  };
+
+  // Communicators this rank joins with more than one member: tp, cp, dp, pp, ep (+ the
+  // dp-with-cp and expert-dp groups when they differ from dp).
+  int64_t comms = 0;
+  for (int64_t size : {p.tp, p.cp, p.dp, p.pp, p.ep}) comms += size > 1 ? 1 : 0;
+  if (p.cp > 1 && p.dp > 1) ++comms;
+  if (m.moe && edp > 1 && edp != p.dp) ++comms;
+
+  const int64_t first_chunk = 0, last_chunk = LastChunk(p);
+  for (int64_t stage = 0; stage < p.pp; ++stage) {
+    StageMemory st;
+    st.stage = stage;
+    st.layers = StageLayers(m, p, stage);
+    const std::vector<int64_t> chunks = RankChunks(p, stage);
+    const bool has_first = std::find(chunks.begin(), chunks.end(), first_chunk) != chunks.end();
+    const bool has_last = std::find(chunks.begin(), chunks.end(), last_chunk) != chunks.end();
+
+    // ---- parameters on this GPU
+    int64_t dense = 0, expert = 0, max_layer = 0;
+    for (int64_t l : st.layers) {
+      const bool moe = m.IsMoeLayer(l);
+      const LayerParams& lp = moe ? ml : dl;
+      int64_t d = local_dense(lp), x = local_experts(lp);
+      dense += d;
+      expert += x;
+      max_layer = std::max(max_layer, d + x);
+    }
+    if (has_first) dense += r.params.embedding / t + r.params.position;  // vocab-parallel embedding
+    if (has_last) {
+      // The output head; with tied embeddings and pp > 1 the last stage keeps its own copy of
+      // the word embedding (Megatron), kept in sync by an all-reduce of its gradient.
+      if (!m.tied_embeddings) dense += r.params.output_head / t;
+      else if (!has_first) dense += r.params.embedding / t;
+      dense += r.params.final_norm;
+    }
+    st.dense_params = dense;
+    st.expert_params = expert;
+    st.params = dense + expert;
+
+    // ---- model states, sharded by ZeRO stage
+    const ModelStateBytes ds = ShardedModelStates(static_cast<double>(dense), p, dense_group);
+    const ModelStateBytes es = ShardedModelStates(static_cast<double>(expert), p, expert_group);
+    st.weights_bytes = std::llround(ds.weights + es.weights);
+    st.grads_bytes = std::llround(ds.grads + es.grads);
+    st.master_weights_bytes = std::llround(ds.master_weights + es.master_weights);
+    st.optimizer_moments_bytes = std::llround(ds.moments + es.moments);
+    if (p.offload_optimizer != OffloadTarget::kNone) {
+      int64_t& dest = p.offload_optimizer == OffloadTarget::kCpu ? st.host_bytes : st.nvme_bytes;
+      dest += st.master_weights_bytes + st.optimizer_moments_bytes;
+      st.master_weights_bytes = 0;
+      st.optimizer_moments_bytes = 0;
+    }
+    if (p.offload_params != OffloadTarget::kNone) {
+      int64_t& dest = p.offload_params == OffloadTarget::kCpu ? st.host_bytes : st.nvme_bytes;
+      dest += st.weights_bytes;
+      st.weights_bytes = 0;
+    }
+    st.optimizer_bytes = st.master_weights_bytes + st.optimizer_moments_bytes;
+
+    // ---- activations
+    const int64_t layers_here = static_cast<int64_t>(st.layers.size());
+    const int64_t full_layers =
+        p.recompute == Recompute::kFull ? (p.recompute_layers > 0 ? p.recompute_layers : layers_here) : 0;
+    int64_t per_mb = 0, max_working = 0;
+    for (int64_t i = 0; i < layers_here; ++i) {
+      const bool moe = m.IsMoeLayer(st.layers[i]);
+      const bool full = i < full_layers;
+      const Recompute mode = full ? Recompute::kFull
+                                  : (p.recompute == Recompute::kSelective ? Recompute::kSelective
+                                                                          : Recompute::kNone);
+      per_mb += LayerActivationBytes(m, p, moe, mode);
+      // Backward of a recomputed layer re-materialises what recompute dropped, one layer at a time.
+      if (mode != Recompute::kNone)
+        max_working = std::max(max_working, LayerActivationBytes(m, p, moe, Recompute::kNone) -
+                                                LayerActivationBytes(m, p, moe, mode));
+    }
+    st.inflight_microbatches = InflightMicrobatches(p, stage);
+    st.layer_activations_bytes = per_mb;
+    const int64_t e = ActBytes(p);
+    const int64_t s = p.seq_len / p.cp, b = p.micro_batch, h = m.hidden;
+    const int64_t rep_div = p.sequence_parallel ? t : 1;
+    if (has_first && m.dropout) st.embedding_activations_bytes = s * b * h / rep_div;  // dropout mask
+    if (has_last) {
+      // Final norm input and output-head input (2sbh each), and the fp32 logits the
+      // vocab-parallel cross entropy keeps (4sbv/t): Korthikanti §4.3's 4sbh/t + 4sbv/t.
+      st.loss_activations_bytes = 2 * e * s * b * h / rep_div + 4 * s * b * m.vocab / t;
+    }
+    const double loss_inflight = p.schedule == Schedule::kGpipe && p.pp > 1
+                                     ? static_cast<double>(p.Microbatches())
+                                     : 1.0;
+    st.recompute_working_bytes = max_working;
+    st.activations_bytes =
+        static_cast<int64_t>(std::llround(static_cast<double>(per_mb + st.embedding_activations_bytes) *
+                                          st.inflight_microbatches)) +
+        static_cast<int64_t>(std::llround(static_cast<double>(st.loss_activations_bytes) * loss_inflight)) +
+        st.recompute_working_bytes;
+
+    // ---- named overheads
+    st.cuda_context_bytes = o.cuda_context_bytes;
+    st.cublas_workspace_bytes = o.cublas_workspace_bytes;
+    st.nccl_bytes = comms * o.nccl_channels * 2 * o.nccl_buffsize_bytes;
+    // ZeRO-3 gathers a layer's full (TP-local) weights before using it and prefetches the next.
+    if (p.zero == 3)
+      st.zero3_prefetch_bytes = 2 * max_layer * DtypeBytes(p.dtypes.weights);
+    st.fragmentation_bytes =
+        static_cast<int64_t>(std::llround(o.fragmentation_frac * static_cast<double>(st.activations_bytes)));
+    st.other_bytes = st.cuda_context_bytes + st.cublas_workspace_bytes + st.nccl_bytes +
+                     st.zero3_prefetch_bytes + st.fragmentation_bytes;
+    st.total_bytes = st.weights_bytes + st.grads_bytes + st.optimizer_bytes + st.activations_bytes +
+                     st.other_bytes;
+    r.stages.push_back(std::move(st));
+  }
+  for (const auto& st : r.stages)
+    if (st.total_bytes > r.stages[r.worst_stage].total_bytes) r.worst_stage = st.stage;
+  r.per_gpu_bytes = r.stages[r.worst_stage].total_bytes;
+  r.fits = r.per_gpu_bytes <= r.capacity_bytes;
+  return r;
+}
+
+}  // namespace meshplan::core

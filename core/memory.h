@@ -1,0 +1,109 @@
+// Memory per GPU, per pipeline stage: model states (weights, gradients, master weights, optimizer
+// moments) by dtype and ZeRO stage over their sharding group, activations derived tensor by
+// tensor (Korthikanti et al. 2022, "Reducing Activation Recomputation", Table 2, generalised to
+// GQA/MLA, SwiGLU, MoE, flash attention and context parallelism), pipeline in-flight microbatches
+// per schedule, embedding and loss buffers on the first and last stage, and named fixed overheads.
+// The formulas and their sources are in docs/memory.md. Pure functions; thread-safe.
+#ifndef MESHPLAN_CORE_MEMORY_H_
+#define MESHPLAN_CORE_MEMORY_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/params.h"
+#include "core/specs.h"
+#include "core/status.h"
+
+namespace meshplan::core {
+
+// Fixed per-GPU overheads: explicit, named, and overridable (a calibration profile replaces them).
+struct MemoryOverheads {
+  // CUDA context with lazy module loading (CUDA >= 11.7): typically 0.3-0.6 GiB; measure yours as
+  // nvidia-smi's used memory minus the framework's reserved memory.
+  int64_t cuda_context_bytes = 512 * (int64_t{1} << 20);
+  // cuBLAS workspace: 32 MiB, the size the cuBLAS documentation recommends for Hopper
+  // (CUBLAS_WORKSPACE_CONFIG=:4096:8).
+  int64_t cublas_workspace_bytes = 32 * (int64_t{1} << 20);
+  // NCCL: NCCL_BUFFSIZE (default 4 MiB) per channel per ring neighbour (2), per communicator.
+  int64_t nccl_buffsize_bytes = 4 * (int64_t{1} << 20);
+  int64_t nccl_channels = 16;
+  // Caching-allocator fragmentation, as a fraction of activation memory. An assumption until a
+  // calibration measures it: reported as its own line so nobody mistakes it for the model.
+  double fragmentation_frac = 0.05;
+};
+
+// One saved tensor (or group of tensors) of a layer, per microbatch, on one GPU.
+struct ActivationTerm {
+  std::string name;  // "q", "softmax_output", "fc2_input", ...
+  int64_t bytes = 0;
+};
+
+// Activations one layer keeps for backward, per microbatch, on one GPU, under `recompute`.
+// REQUIRES: the plan is valid for the model (ValidatePlan).
+std::vector<ActivationTerm> LayerActivationTerms(const ModelSpec& m, const PlanSpec& p, bool moe_layer,
+                                                 Recompute recompute);
+int64_t LayerActivationBytes(const ModelSpec& m, const PlanSpec& p, bool moe_layer, Recompute recompute);
+
+struct StageMemory {
+  int64_t stage = 0;                // pipeline rank
+  std::vector<int64_t> layers;      // model layer indices this rank holds
+  int64_t params = 0;               // parameters this GPU holds before ZeRO sharding
+  int64_t dense_params = 0;         // ... of which sharded over the dense ZeRO group
+  int64_t expert_params = 0;        // ... of which sharded over the expert data-parallel group
+  int64_t weights_bytes = 0;
+  int64_t grads_bytes = 0;
+  int64_t master_weights_bytes = 0;
+  int64_t optimizer_moments_bytes = 0;
+  int64_t optimizer_bytes = 0;      // master weights + moments (the ZeRO paper's K=12 share)
+  double inflight_microbatches = 0; // in units of this rank's whole set of layers
+  int64_t layer_activations_bytes = 0;  // per microbatch, all of this rank's layers
+  int64_t embedding_activations_bytes = 0;
+  int64_t loss_activations_bytes = 0;
+  int64_t recompute_working_bytes = 0;
+  int64_t activations_bytes = 0;
+  int64_t cuda_context_bytes = 0;
+  int64_t cublas_workspace_bytes = 0;
+  int64_t nccl_bytes = 0;
+  int64_t zero3_prefetch_bytes = 0;
+  int64_t fragmentation_bytes = 0;
+  int64_t other_bytes = 0;
+  int64_t total_bytes = 0;          // on the GPU
+  int64_t host_bytes = 0;           // offloaded to CPU memory
+  int64_t nvme_bytes = 0;           // offloaded to NVMe
+};
+
+struct MemoryReport {
+  ParamCount params;
+  std::vector<StageMemory> stages;
+  int64_t worst_stage = 0;
+  int64_t per_gpu_bytes = 0;        // total of the worst stage
+  int64_t capacity_bytes = 0;       // gpu.hbm_bytes
+  bool fits = false;
+  int64_t dense_shard_group = 1;    // ranks the dense states are sharded over
+  int64_t expert_shard_group = 1;   // ranks the expert states are sharded over
+  double bytes_per_param = 0;       // unsharded model-state bytes per parameter (16 for mixed Adam)
+};
+
+// Model-state bytes of `params` parameters under the plan's dtypes, optimizer and ZeRO stage,
+// sharded over `group` ranks (Rajbhandari et al. 2020 §5.1: P_os shards master weights and
+// moments, P_os+g also gradients, P_os+g+p also weights). Doubles: the ZeRO paper's tables are
+// written for a round Psi such as 7.5e9.
+struct ModelStateBytes {
+  double weights = 0, grads = 0, master_weights = 0, moments = 0;
+  double Optimizer() const { return master_weights + moments; }
+  double Total() const { return weights + grads + master_weights + moments; }
+};
+double BytesPerParam(const PlanSpec& p);  // unsharded: 16 for bf16 mixed-precision Adam
+ModelStateBytes ShardedModelStates(double params, const PlanSpec& p, int64_t group);
+
+// REQUIRES: ValidatePlan(plan, model, gpu, cluster) reported no errors.
+MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g,
+                            const MemoryOverheads& overheads = {});
+
+// Model layers held by pipeline rank `stage`, in execution order (all its virtual chunks).
+std::vector<int64_t> StageLayers(const ModelSpec& m, const PlanSpec& p, int64_t stage);
+
+}  // namespace meshplan::core
+
+#endif  // MESHPLAN_CORE_MEMORY_H_

@@ -1,0 +1,85 @@
+#include "core/params.h"
+
+namespace meshplan::core {
+namespace {
+
+int64_t NormParams(const ModelSpec& m, int64_t dim) {
+  return m.norm == NormKind::kLayerNorm ? 2 * dim : dim;  // LayerNorm: gain + bias
+}
+
+// Parameters of one MLP h -> f -> h: weights, then biases when the model has them.
+// gelu: fc1 (h*f) + fc2 (f*h); swiglu: gate + up (2*h*f) + down (f*h).
+void AddMlp(const ModelSpec& m, int64_t f, int64_t* sharded, int64_t* replicated) {
+  const int64_t in_mats = m.mlp == MlpKind::kSwiglu ? 2 : 1;
+  *sharded += in_mats * m.hidden * f + f * m.hidden;
+  if (m.bias == BiasKind::kAll) {
+    *sharded += in_mats * f;   // column-parallel biases split with their columns
+    *replicated += m.hidden;   // the row-parallel output bias is added once, after the reduce
+  }
+}
+
+}  // namespace
+
+LayerParams CountLayerParams(const ModelSpec& m, bool moe_layer) {
+  LayerParams p;
+  const int64_t h = m.hidden;
+  if (m.mla) {
+    // Multi-head latent attention (DeepSeek-V2 §2.1; V3 config.json): low-rank down-projections
+    // are held whole on every TP rank; up-projections split by head.
+    const MlaSpec& a = *m.mla;
+    const int64_t qk_head = a.qk_nope_head_dim + a.qk_rope_head_dim;
+    if (a.q_lora_rank > 0) {
+      p.attn_replicated += h * a.q_lora_rank + NormParams(m, a.q_lora_rank);
+      p.attn_tp_sharded += a.q_lora_rank * m.heads * qk_head;
+    } else {
+      p.attn_tp_sharded += h * m.heads * qk_head;
+    }
+    p.attn_replicated += h * (a.kv_lora_rank + a.qk_rope_head_dim) + NormParams(m, a.kv_lora_rank);
+    p.attn_tp_sharded += a.kv_lora_rank * m.heads * (a.qk_nope_head_dim + a.v_head_dim);
+    p.attn_tp_sharded += m.heads * a.v_head_dim * h;  // output projection
+  } else {
+    const int64_t q = m.heads * m.head_dim;
+    const int64_t kv = m.kv_heads * m.head_dim;
+    p.attn_kv_proj = 2 * h * kv;
+    p.attn_tp_sharded += h * q + p.attn_kv_proj + q * h;  // q, k, v, o
+    if (m.bias != BiasKind::kNone) {
+      p.attn_tp_sharded += q + 2 * kv;
+      p.attn_kv_proj += 2 * kv;
+    }
+    if (m.bias == BiasKind::kAll) p.attn_replicated += h;  // o bias
+  }
+  if (m.qk_norm) p.attn_replicated += 2 * NormParams(m, m.head_dim);
+  if (m.attention_sinks) p.attn_tp_sharded += m.heads;
+  p.norms = 2 * NormParams(m, h);
+
+  if (moe_layer && m.moe) {
+    const MoeSpec& e = *m.moe;
+    p.router = h * e.experts + (e.router_bias ? e.experts : 0);
+    AddMlp(m, e.expert_ffn_hidden, &p.expert_etp_sharded, &p.expert_replicated);
+    p.experts = e.experts;
+    p.top_k = e.top_k;
+    for (int64_t i = 0; i < e.shared_experts; ++i)
+      AddMlp(m, e.shared_expert_ffn_hidden, &p.mlp_tp_sharded, &p.mlp_replicated);
+  } else {
+    AddMlp(m, m.ffn_hidden, &p.mlp_tp_sharded, &p.mlp_replicated);
+  }
+  return p;
+}
+
+ParamCount CountParams(const ModelSpec& m) {
+  ParamCount c;
+  c.embedding = m.vocab * m.hidden;
+  c.position = m.position == PositionKind::kLearned ? m.max_seq * m.hidden : 0;
+  c.output_head = m.tied_embeddings ? 0 : m.vocab * m.hidden;
+  c.final_norm = NormParams(m, m.hidden);
+  c.dense_layer = CountLayerParams(m, false);
+  c.moe_layer = CountLayerParams(m, true);
+  c.moe_layers = m.MoeLayerCount();
+  c.dense_layers = m.layers - c.moe_layers;
+  const int64_t outside = c.embedding + c.position + c.output_head + c.final_norm;
+  c.total = outside + c.dense_layers * c.dense_layer.Total() + c.moe_layers * c.moe_layer.Total();
+  c.active = outside + c.dense_layers * c.dense_layer.Active() + c.moe_layers * c.moe_layer.Active();
+  return c;
+}
+
+}  // namespace meshplan::core

@@ -1,0 +1,55 @@
+// Exact parameter counts from the architecture, split the way tensor and expert parallelism split
+// them, so the memory model can say what one GPU holds. Conventions: no vocabulary padding (the
+// published counts use the true vocabulary); `active` = total minus the routed experts a token does
+// not visit (Mixtral's "12.9B active" convention: embeddings and output head included).
+// Pure functions; thread-safe.
+#ifndef MESHPLAN_CORE_PARAMS_H_
+#define MESHPLAN_CORE_PARAMS_H_
+
+#include <cstdint>
+
+#include "core/specs.h"
+
+namespace meshplan::core {
+
+// One transformer layer. "tp_sharded" parts are split over tensor-parallel ranks (column/row
+// parallel weights, their column biases); "replicated" parts are held whole by every TP rank
+// (norm weights, row-parallel output biases, MLA down-projections, the router).
+struct LayerParams {
+  int64_t attn_tp_sharded = 0;
+  int64_t attn_kv_proj = 0;          // the k/v projections inside attn_tp_sharded (GQA replication)
+  int64_t attn_replicated = 0;
+  int64_t mlp_tp_sharded = 0;        // dense MLP, or the shared experts of an MoE layer
+  int64_t mlp_replicated = 0;
+  int64_t norms = 0;                 // the two pre-norms (replicated)
+  int64_t router = 0;                // replicated
+  int64_t expert_etp_sharded = 0;    // ONE routed expert, split over expert-TP ranks
+  int64_t expert_replicated = 0;     // ONE routed expert's output bias
+  int64_t experts = 0;               // routed experts in this layer (0: dense layer)
+  int64_t top_k = 0;
+
+  int64_t Attention() const { return attn_tp_sharded + attn_replicated; }
+  int64_t RoutedExpert() const { return expert_etp_sharded + expert_replicated; }
+  int64_t NonExpert() const { return Attention() + mlp_tp_sharded + mlp_replicated + norms + router; }
+  int64_t Total() const { return NonExpert() + experts * RoutedExpert(); }
+  int64_t Active() const { return NonExpert() + top_k * RoutedExpert(); }
+};
+
+LayerParams CountLayerParams(const ModelSpec& m, bool moe_layer);
+
+struct ParamCount {
+  int64_t total = 0;
+  int64_t active = 0;
+  int64_t embedding = 0;       // input token embedding (vocab-parallel over TP)
+  int64_t position = 0;        // learned position embedding (replicated)
+  int64_t output_head = 0;     // 0 when tied to the input embedding
+  int64_t final_norm = 0;
+  int64_t dense_layers = 0, moe_layers = 0;
+  LayerParams dense_layer, moe_layer;
+};
+
+ParamCount CountParams(const ModelSpec& m);
+
+}  // namespace meshplan::core
+
+#endif  // MESHPLAN_CORE_PARAMS_H_

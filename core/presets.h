@@ -1,0 +1,52 @@
+// Built-in presets (presets/<kind>/<name>.json, compiled into the binary) and loading of
+// user files. A name with a '/' or ending in ".json" is read from disk; anything else is a
+// preset name. Loading parses and validates; errors name the file and the field.
+#ifndef MESHPLAN_CORE_PRESETS_H_
+#define MESHPLAN_CORE_PRESETS_H_
+
+#include <string>
+#include <vector>
+
+#include "core/spec_json.h"
+#include "core/specs.h"
+
+namespace meshplan::core {
+
+namespace internal {
+struct EmbeddedPreset {
+  const char* kind;  // "models", "gpus", "clusters", "failures", ...
+  const char* name;  // file name without .json
+  const char* json;
+};
+extern const EmbeddedPreset kEmbeddedPresets[];
+extern const int kEmbeddedPresetCount;
+}  // namespace internal
+
+// Names of the built-in presets of one kind ("models", "gpus", "clusters"), sorted.
+std::vector<std::string> PresetNames(const std::string& kind);
+// The raw JSON text of a built-in preset; NotFound lists the valid names.
+Result<std::string> PresetText(const std::string& kind, const std::string& name);
+
+Result<ModelSpec> LoadModel(const std::string& name_or_path);
+Result<GpuSpec> LoadGpu(const std::string& name_or_path);
+Result<ClusterSpec> LoadCluster(const std::string& name_or_path);
+
+// Reads a whole file. IoError names the path.
+Result<std::string> ReadTextFile(const std::string& path);
+// True if `ref` should be read from disk rather than looked up as a preset.
+bool LooksLikePath(const std::string& ref);
+
+// The full input of a report: what a plan file and command line resolve to.
+struct Scenario {
+  ModelSpec model;
+  GpuSpec gpu;
+  ClusterSpec cluster;
+  PlanSpec plan;
+};
+// Resolves a plan file's references (preset names or embedded specs). NotFound/InvalidArgument
+// name the missing piece. Does not run ValidatePlan.
+Result<Scenario> ResolvePlanFile(const PlanFile& file);
+
+}  // namespace meshplan::core
+
+#endif  // MESHPLAN_CORE_PRESETS_H_

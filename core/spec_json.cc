@@ -1,0 +1,570 @@
+// JSON <-> specs. The only place (with presets.cc and hf_config.cc) that includes nlohmann/json.
+#include "core/spec_json.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <set>
+#include <sstream>
+
+#include "core/units.h"
+#include "core/validate.h"
+
+namespace meshplan::core {
+namespace {
+
+using Json = nlohmann::json;
+using OJson = nlohmann::ordered_json;
+
+std::string Show(const Json& v) {
+  std::string s = v.dump();
+  if (s.size() > 40) s = s.substr(0, 37) + "...";
+  return s;
+}
+
+// Levenshtein distance, for "did you mean" on unknown keys.
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+// Reads the fields of one JSON object, recording every problem; Finish() flags unknown keys.
+class ObjectReader {
+ public:
+  ObjectReader(const Json& j, std::string path, Diagnostics* diag)
+      : j_(j), path_(std::move(path)), diag_(diag) {
+    if (!j_.is_object()) {
+      diag_->Error(path_, "must be a JSON object (got " + Show(j_) + ")");
+      ok_ = false;
+    }
+  }
+  bool ok() const { return ok_; }
+  std::string Path(const char* key) const { return path_ + "." + key; }
+
+  // Returns the value if present (marking the key known); reports a missing required key.
+  const Json* Find(const char* key, bool required) {
+    known_.insert(key);
+    if (!ok_) return nullptr;
+    auto it = j_.find(key);
+    if (it == j_.end() || it->is_null()) {
+      if (required) diag_->Error(Path(key), "is required");
+      return nullptr;
+    }
+    return &*it;
+  }
+
+  bool Int(const char* key, int64_t* out, bool required = false) {
+    const Json* v = Find(key, required);
+    if (!v) return false;
+    if (v->is_number_integer() || v->is_number_unsigned()) {
+      *out = v->get<int64_t>();
+      return true;
+    }
+    if (v->is_number_float()) {
+      double d = v->get<double>();
+      if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e18) {
+        *out = static_cast<int64_t>(d);
+        return true;
+      }
+    }
+    diag_->Error(Path(key), "must be an integer (got " + Show(*v) + ")");
+    return false;
+  }
+  bool Int(const char* key, int* out, bool required = false) {
+    int64_t v = 0;
+    if (!Int(key, &v, required)) return false;
+    *out = static_cast<int>(v);
+    return true;
+  }
+  bool Double(const char* key, double* out, bool required = false) {
+    const Json* v = Find(key, required);
+    if (!v) return false;
+    if (v->is_number()) {
+      *out = v->get<double>();
+      return true;
+    }
+    diag_->Error(Path(key), "must be a number (got " + Show(*v) + ")");
+    return false;
+  }
+  bool Bool(const char* key, bool* out, bool required = false) {
+    const Json* v = Find(key, required);
+    if (!v) return false;
+    if (v->is_boolean()) {
+      *out = v->get<bool>();
+      return true;
+    }
+    diag_->Error(Path(key), "must be true or false (got " + Show(*v) + ")");
+    return false;
+  }
+  bool String(const char* key, std::string* out, bool required = false) {
+    const Json* v = Find(key, required);
+    if (!v) return false;
+    if (v->is_string()) {
+      *out = v->get<std::string>();
+      return true;
+    }
+    diag_->Error(Path(key), "must be a string (got " + Show(*v) + ")");
+    return false;
+  }
+  template <typename E>
+  bool Enum(const char* key, E* out, bool required = false) {
+    const Json* v = Find(key, required);
+    if (!v) return false;
+    if (v->is_string() && FromName(v->get<std::string>(), out)) return true;
+    diag_->Error(Path(key), "must be one of " + Choices<E>() + " (got " + Show(*v) + ")");
+    return false;
+  }
+  // An integer number of bytes, or a string with a unit ("80GiB", "141GB").
+  bool ByteSize(const char* key, int64_t* out, bool required = false) {
+    const Json* v = Find(key, required);
+    if (!v) return false;
+    if (v->is_number_integer() || v->is_number_unsigned()) {
+      *out = v->get<int64_t>();
+      return true;
+    }
+    if (v->is_number_float()) {
+      double d = v->get<double>();
+      if (std::isfinite(d) && d >= 0 && d < 9e18) {
+        *out = static_cast<int64_t>(std::llround(d));
+        return true;
+      }
+    }
+    if (v->is_string() && ParseByteSize(v->get<std::string>(), out)) return true;
+    diag_->Error(Path(key), "must be a byte count or a size with a unit such as \"80GiB\" or "
+                            "\"80GB\" (got " + Show(*v) + ")");
+    return false;
+  }
+  // A number of bytes per second, or a string with a unit ("400Gb/s", "450GB/s").
+  bool Bandwidth(const char* key, double* out, bool required = false) {
+    const Json* v = Find(key, required);
+    if (!v) return false;
+    if (v->is_number()) {
+      *out = v->get<double>();
+      return true;
+    }
+    if (v->is_string() && ParseBandwidth(v->get<std::string>(), out)) return true;
+    diag_->Error(Path(key), "must be bytes per second or a rate with a unit such as "
+                            "\"400Gb/s\" or \"450GB/s\" (got " + Show(*v) + ")");
+    return false;
+  }
+
+  void Finish() {
+    if (!ok_) return;
+    for (auto it = j_.begin(); it != j_.end(); ++it) {
+      if (known_.count(it.key())) continue;
+      std::string best;
+      size_t best_d = 3;
+      for (const auto& k : known_) {
+        size_t d = EditDistance(it.key(), k);
+        if (d < best_d) {
+          best_d = d;
+          best = k;
+        }
+      }
+      diag_->Error(Path(it.key().c_str()),
+                   "is not a known field" + (best.empty() ? "" : " (did you mean \"" + best + "\"?)"));
+    }
+  }
+
+ private:
+  const Json& j_;
+  std::string path_;
+  Diagnostics* diag_;
+  std::set<std::string> known_;
+  bool ok_ = true;
+};
+
+Status ParseText(const std::string& text, const std::string& what, Json* out) {
+  try {
+    *out = Json::parse(text);
+  } catch (const Json::exception& e) {
+    return Status::InvalidArgument(what + ": not valid JSON: " + e.what());
+  }
+  return Status::Ok();
+}
+
+// ---- model -------------------------------------------------------------------------------------
+void ReadModel(const Json& j, const std::string& prefix, ModelSpec* m, Diagnostics* d) {
+  ObjectReader r(j, prefix, d);
+  r.String("name", &m->name, true);
+  r.String("source", &m->source);
+  r.Int("layers", &m->layers, true);
+  r.Int("hidden", &m->hidden, true);
+  r.Int("heads", &m->heads, true);
+  m->kv_heads = 0;
+  r.Int("kv_heads", &m->kv_heads);
+  m->head_dim = 0;
+  r.Int("head_dim", &m->head_dim);
+  r.Int("ffn_hidden", &m->ffn_hidden, true);
+  r.Enum("mlp", &m->mlp, true);
+  r.Int("vocab", &m->vocab, true);
+  r.Int("max_seq", &m->max_seq, true);
+  r.Bool("tied_embeddings", &m->tied_embeddings);
+  r.Enum("position", &m->position);
+  r.Enum("norm", &m->norm);
+  r.Enum("bias", &m->bias);
+  r.Bool("qk_norm", &m->qk_norm);
+  r.Bool("attention_sinks", &m->attention_sinks);
+  r.Bool("dropout", &m->dropout);
+  r.Enum("attention", &m->attention);
+  if (const Json* v = r.Find("mla", false)) {
+    MlaSpec mla;
+    ObjectReader q(*v, prefix + ".mla", d);
+    q.Int("q_lora_rank", &mla.q_lora_rank);
+    q.Int("kv_lora_rank", &mla.kv_lora_rank, true);
+    q.Int("qk_nope_head_dim", &mla.qk_nope_head_dim, true);
+    q.Int("qk_rope_head_dim", &mla.qk_rope_head_dim, true);
+    q.Int("v_head_dim", &mla.v_head_dim, true);
+    q.Finish();
+    m->mla = mla;
+  }
+  if (const Json* v = r.Find("moe", false)) {
+    MoeSpec moe;
+    ObjectReader q(*v, prefix + ".moe", d);
+    q.Int("experts", &moe.experts, true);
+    q.Int("top_k", &moe.top_k, true);
+    q.Int("expert_ffn_hidden", &moe.expert_ffn_hidden, true);
+    q.Int("shared_experts", &moe.shared_experts);
+    q.Int("shared_expert_ffn_hidden", &moe.shared_expert_ffn_hidden);
+    q.Int("first_dense_layers", &moe.first_dense_layers);
+    q.Int("layer_freq", &moe.layer_freq);
+    q.Enum("router", &moe.router);
+    q.Bool("router_bias", &moe.router_bias);
+    q.Double("capacity_factor", &moe.capacity_factor);
+    q.Finish();
+    m->moe = moe;
+  }
+  r.Finish();
+  // Defaults that depend on other fields.
+  if (m->kv_heads == 0) m->kv_heads = m->heads;
+  if (m->head_dim == 0 && m->heads > 0) m->head_dim = m->hidden / m->heads;
+  if (m->moe && m->moe->shared_experts > 0 && m->moe->shared_expert_ffn_hidden == 0)
+    m->moe->shared_expert_ffn_hidden = m->moe->expert_ffn_hidden;
+}
+
+OJson WriteModel(const ModelSpec& m) {
+  OJson j;
+  j["name"] = m.name;
+  j["source"] = m.source;
+  j["layers"] = m.layers;
+  j["hidden"] = m.hidden;
+  j["heads"] = m.heads;
+  j["kv_heads"] = m.kv_heads;
+  j["head_dim"] = m.head_dim;
+  j["ffn_hidden"] = m.ffn_hidden;
+  j["mlp"] = Name(m.mlp);
+  j["vocab"] = m.vocab;
+  j["max_seq"] = m.max_seq;
+  j["tied_embeddings"] = m.tied_embeddings;
+  j["position"] = Name(m.position);
+  j["norm"] = Name(m.norm);
+  j["bias"] = Name(m.bias);
+  j["qk_norm"] = m.qk_norm;
+  j["attention_sinks"] = m.attention_sinks;
+  j["dropout"] = m.dropout;
+  j["attention"] = Name(m.attention);
+  if (m.mla) {
+    OJson q;
+    q["q_lora_rank"] = m.mla->q_lora_rank;
+    q["kv_lora_rank"] = m.mla->kv_lora_rank;
+    q["qk_nope_head_dim"] = m.mla->qk_nope_head_dim;
+    q["qk_rope_head_dim"] = m.mla->qk_rope_head_dim;
+    q["v_head_dim"] = m.mla->v_head_dim;
+    j["mla"] = q;
+  }
+  if (m.moe) {
+    OJson q;
+    q["experts"] = m.moe->experts;
+    q["top_k"] = m.moe->top_k;
+    q["expert_ffn_hidden"] = m.moe->expert_ffn_hidden;
+    q["shared_experts"] = m.moe->shared_experts;
+    q["shared_expert_ffn_hidden"] = m.moe->shared_expert_ffn_hidden;
+    q["first_dense_layers"] = m.moe->first_dense_layers;
+    q["layer_freq"] = m.moe->layer_freq;
+    q["router"] = Name(m.moe->router);
+    q["router_bias"] = m.moe->router_bias;
+    q["capacity_factor"] = m.moe->capacity_factor;
+    j["moe"] = q;
+  }
+  return j;
+}
+
+// ---- gpu ---------------------------------------------------------------------------------------
+void ReadGpu(const Json& j, const std::string& prefix, GpuSpec* g, Diagnostics* d) {
+  ObjectReader r(j, prefix, d);
+  r.String("name", &g->name, true);
+  r.String("source", &g->source);
+  if (const Json* v = r.Find("peak_flops_per_s", true)) {
+    if (!v->is_object()) {
+      d->Error(prefix + ".peak_flops_per_s", "must be an object of dtype -> FLOP/s (got " + Show(*v) + ")");
+    } else {
+      for (auto it = v->begin(); it != v->end(); ++it) {
+        Dtype dt;
+        std::string path = prefix + ".peak_flops_per_s." + it.key();
+        if (!FromName(it.key(), &dt) || dt == Dtype::kNone) {
+          d->Error(path, "is not a dtype (one of fp32|tf32|bf16|fp16|fp8|int8)");
+        } else if (!it->is_number()) {
+          d->Error(path, "must be a number of FLOP/s (got " + Show(*it) + ")");
+        } else {
+          g->peak_flops_per_s[dt] = it->get<double>();
+        }
+      }
+    }
+  }
+  r.ByteSize("hbm_bytes", &g->hbm_bytes, true);
+  r.Bandwidth("hbm_bytes_per_s", &g->hbm_bytes_per_s, true);
+  r.Double("tdp_w", &g->tdp_w, true);
+  r.Finish();
+}
+
+// Writes sizes that are whole GiB as "NGiB" (how HBM is specified), else as integers.
+OJson SizeJson(int64_t bytes) {
+  if (bytes > 0 && bytes % kGiB == 0) return std::to_string(bytes / kGiB) + "GiB";
+  return bytes;
+}
+
+OJson WriteGpu(const GpuSpec& g) {
+  OJson j;
+  j["name"] = g.name;
+  j["source"] = g.source;
+  OJson peaks = OJson::object();
+  for (const auto& [dt, v] : g.peak_flops_per_s) peaks[Name(dt)] = v;
+  j["peak_flops_per_s"] = peaks;
+  j["hbm_bytes"] = SizeJson(g.hbm_bytes);
+  j["hbm_bytes_per_s"] = g.hbm_bytes_per_s;
+  j["tdp_w"] = g.tdp_w;
+  return j;
+}
+
+// ---- cluster -----------------------------------------------------------------------------------
+void ReadCluster(const Json& j, const std::string& prefix, ClusterSpec* c, Diagnostics* d) {
+  ObjectReader r(j, prefix, d);
+  r.String("name", &c->name, true);
+  r.String("source", &c->source);
+  r.String("gpu", &c->gpu);
+  r.Int("gpus_per_node", &c->gpus_per_node, true);
+  r.Int("scale_up_domain_gpus", &c->scale_up_domain_gpus, true);
+  r.Bandwidth("scale_up_bytes_per_s", &c->scale_up_bytes_per_s, true);
+  r.Double("scale_up_latency_s", &c->scale_up_latency_s);
+  r.Int("nics_per_node", &c->nics_per_node, true);
+  r.Bandwidth("nic_bytes_per_s", &c->nic_bytes_per_s, true);
+  r.Double("scale_out_latency_s", &c->scale_out_latency_s);
+  r.Enum("topology", &c->topology);
+  r.Double("oversubscription", &c->oversubscription);
+  r.Bool("sharp", &c->sharp);
+  r.Bool("nvls", &c->nvls);
+  r.Bandwidth("storage_bytes_per_s", &c->storage_bytes_per_s);
+  r.ByteSize("host_memory_bytes_per_node", &c->host_memory_bytes_per_node);
+  r.Double("price_per_gpu_hour_usd", &c->price_per_gpu_hour_usd);
+  r.Finish();
+}
+
+OJson WriteCluster(const ClusterSpec& c) {
+  OJson j;
+  j["name"] = c.name;
+  j["source"] = c.source;
+  j["gpu"] = c.gpu;
+  j["gpus_per_node"] = c.gpus_per_node;
+  j["scale_up_domain_gpus"] = c.scale_up_domain_gpus;
+  j["scale_up_bytes_per_s"] = c.scale_up_bytes_per_s;
+  j["scale_up_latency_s"] = c.scale_up_latency_s;
+  j["nics_per_node"] = c.nics_per_node;
+  j["nic_bytes_per_s"] = c.nic_bytes_per_s;
+  j["scale_out_latency_s"] = c.scale_out_latency_s;
+  j["topology"] = Name(c.topology);
+  j["oversubscription"] = c.oversubscription;
+  j["sharp"] = c.sharp;
+  j["nvls"] = c.nvls;
+  j["storage_bytes_per_s"] = c.storage_bytes_per_s;
+  j["host_memory_bytes_per_node"] = SizeJson(c.host_memory_bytes_per_node);
+  j["price_per_gpu_hour_usd"] = c.price_per_gpu_hour_usd;
+  return j;
+}
+
+// ---- plan --------------------------------------------------------------------------------------
+void ReadPlan(ObjectReader& r, const std::string& prefix, PlanSpec* p, Diagnostics* d) {
+  r.Int("gpus", &p->gpus, true);
+  r.Int("tp", &p->tp);
+  r.Int("pp", &p->pp);
+  r.Int("dp", &p->dp);
+  r.Int("cp", &p->cp);
+  r.Int("ep", &p->ep);
+  r.Int("etp", &p->etp);
+  r.Int("vpp", &p->vpp);
+  r.Int("zero", &p->zero);
+  r.Enum("sharding", &p->sharding);
+  r.Int("hsdp_shard_size", &p->hsdp_shard_size);
+  r.Bool("sequence_parallel", &p->sequence_parallel);
+  r.Enum("recompute", &p->recompute);
+  r.Int("recompute_layers", &p->recompute_layers);
+  r.Int("micro_batch", &p->micro_batch, true);
+  r.Int("global_batch", &p->global_batch, true);
+  r.Int("seq_len", &p->seq_len, true);
+  r.Enum("schedule", &p->schedule);
+  r.Enum("precision", &p->precision);
+  if (const Json* v = r.Find("dtypes", false)) {
+    ObjectReader q(*v, prefix + ".dtypes", d);
+    q.Enum("weights", &p->dtypes.weights);
+    q.Enum("grads", &p->dtypes.grads);
+    q.Enum("master_weights", &p->dtypes.master_weights);
+    q.Enum("optimizer_states", &p->dtypes.optimizer_states);
+    q.Finish();
+  }
+  r.Enum("optimizer", &p->optimizer);
+  if (const Json* v = r.Find("offload", false)) {
+    ObjectReader q(*v, prefix + ".offload", d);
+    q.Enum("optimizer", &p->offload_optimizer);
+    q.Enum("params", &p->offload_params);
+    q.Finish();
+  }
+  r.Enum("cp_kind", &p->cp_kind);
+  std::string placement;
+  if (r.String("placement", &placement) && !ParsePlacement(placement, &p->placement)) {
+    d->Error(prefix + ".placement",
+             "must order all five axes tp, cp, ep, dp, pp once each, innermost first, e.g. "
+             "\"tp-cp-ep-dp-pp\" (got \"" + placement + "\")");
+  }
+  if (const Json* v = r.Find("stage_layers", false)) {
+    if (!v->is_array()) {
+      d->Error(prefix + ".stage_layers", "must be an array of layer counts (got " + Show(*v) + ")");
+    } else {
+      p->stage_layers.clear();
+      for (size_t i = 0; i < v->size(); ++i) {
+        const Json& e = (*v)[i];
+        if (!e.is_number_integer()) {
+          d->Error(prefix + ".stage_layers[" + std::to_string(i) + "]",
+                   "must be an integer (got " + Show(e) + ")");
+        } else {
+          p->stage_layers.push_back(e.get<int64_t>());
+        }
+      }
+    }
+  }
+}
+
+OJson WritePlan(const PlanSpec& p) {
+  OJson j;
+  j["gpus"] = p.gpus;
+  j["tp"] = p.tp;
+  j["pp"] = p.pp;
+  j["dp"] = p.dp;
+  j["cp"] = p.cp;
+  j["ep"] = p.ep;
+  j["etp"] = p.etp;
+  j["vpp"] = p.vpp;
+  j["zero"] = p.zero;
+  j["sharding"] = Name(p.sharding);
+  j["hsdp_shard_size"] = p.hsdp_shard_size;
+  j["sequence_parallel"] = p.sequence_parallel;
+  j["recompute"] = Name(p.recompute);
+  j["recompute_layers"] = p.recompute_layers;
+  j["micro_batch"] = p.micro_batch;
+  j["global_batch"] = p.global_batch;
+  j["seq_len"] = p.seq_len;
+  j["schedule"] = Name(p.schedule);
+  j["precision"] = Name(p.precision);
+  OJson dt;
+  dt["weights"] = Name(p.dtypes.weights);
+  dt["grads"] = Name(p.dtypes.grads);
+  dt["master_weights"] = Name(p.dtypes.master_weights);
+  dt["optimizer_states"] = Name(p.dtypes.optimizer_states);
+  j["dtypes"] = dt;
+  j["optimizer"] = Name(p.optimizer);
+  OJson off;
+  off["optimizer"] = Name(p.offload_optimizer);
+  off["params"] = Name(p.offload_params);
+  j["offload"] = off;
+  j["cp_kind"] = Name(p.cp_kind);
+  j["placement"] = PlacementString(p.placement);
+  if (!p.stage_layers.empty()) j["stage_layers"] = p.stage_layers;
+  return j;
+}
+
+std::string Dump(const OJson& j) { return j.dump(2) + "\n"; }
+
+template <typename Spec, typename ReadFn, typename ValidateFn>
+Result<Spec> ParseSpec(const std::string& text, const std::string& prefix, ReadFn read,
+                       ValidateFn validate) {
+  Json j;
+  Status s = ParseText(text, prefix, &j);
+  if (!s.ok()) return s;
+  Spec spec;
+  Diagnostics d;
+  read(j, prefix, &spec, &d);
+  if (!d.has_errors()) validate(spec, prefix, &d);
+  if (d.has_errors()) return d.ToStatus();
+  return spec;
+}
+
+}  // namespace
+
+Result<ModelSpec> ParseModelJson(const std::string& text, const std::string& prefix) {
+  return ParseSpec<ModelSpec>(text, prefix, ReadModel, ValidateModel);
+}
+Result<GpuSpec> ParseGpuJson(const std::string& text, const std::string& prefix) {
+  return ParseSpec<GpuSpec>(text, prefix, ReadGpu, ValidateGpu);
+}
+Result<ClusterSpec> ParseClusterJson(const std::string& text, const std::string& prefix) {
+  return ParseSpec<ClusterSpec>(text, prefix, ReadCluster, ValidateCluster);
+}
+
+std::string ModelToJson(const ModelSpec& m) { return Dump(WriteModel(m)); }
+std::string GpuToJson(const GpuSpec& g) { return Dump(WriteGpu(g)); }
+std::string ClusterToJson(const ClusterSpec& c) { return Dump(WriteCluster(c)); }
+
+Result<PlanFile> ParsePlanFileJson(const std::string& text) {
+  Json j;
+  Status s = ParseText(text, "plan", &j);
+  if (!s.ok()) return s;
+  PlanFile file;
+  Diagnostics d;
+  ObjectReader r(j, "plan", &d);
+  ReadPlan(r, "plan", &file.plan, &d);
+  // model / gpu / cluster: a preset name or an embedded object.
+  auto ref = [&](const char* key, std::optional<std::string>* name, auto* spec, auto read,
+                 auto validate) {
+    const Json* v = r.Find(key, false);
+    if (!v) return;
+    std::string path = std::string("plan.") + key;
+    if (v->is_string()) {
+      *name = v->get<std::string>();
+    } else if (v->is_object()) {
+      typename std::remove_reference_t<decltype(*spec)>::value_type value;
+      Diagnostics sub;
+      read(*v, path, &value, &sub);
+      if (!sub.has_errors()) validate(value, path, &sub);
+      d.Append(sub);
+      *spec = value;
+    } else {
+      d.Error(path, "must be a preset name or an object (got " + Show(*v) + ")");
+    }
+  };
+  ref("model", &file.model_name, &file.model, ReadModel, ValidateModel);
+  ref("gpu", &file.gpu_name, &file.gpu, ReadGpu, ValidateGpu);
+  ref("cluster", &file.cluster_name, &file.cluster, ReadCluster, ValidateCluster);
+  r.Finish();
+  if (d.has_errors()) return d.ToStatus();
+  return file;
+}
+
+std::string PlanFileToJson(const PlanFile& file) {
+  OJson j = WritePlan(file.plan);
+  if (file.model) j["model"] = WriteModel(*file.model);
+  else if (file.model_name) j["model"] = *file.model_name;
+  if (file.gpu) j["gpu"] = WriteGpu(*file.gpu);
+  else if (file.gpu_name) j["gpu"] = *file.gpu_name;
+  if (file.cluster) j["cluster"] = WriteCluster(*file.cluster);
+  else if (file.cluster_name) j["cluster"] = *file.cluster_name;
+  return Dump(j);
+}
+
+}  // namespace meshplan::core

@@ -1,0 +1,150 @@
+#include "core/specs.h"
+
+#include <array>
+#include <utility>
+
+namespace meshplan::core {
+namespace {
+
+// One table per enum: the value and its name. Aliases follow the canonical spelling.
+template <typename E>
+struct NameTable;
+
+#define MESHPLAN_NAMES(E, ...)                                        \
+  template <>                                                         \
+  struct NameTable<E> {                                               \
+    static constexpr std::pair<E, const char*> kEntries[] = {__VA_ARGS__}; \
+  };
+
+MESHPLAN_NAMES(MlpKind, {MlpKind::kGelu, "gelu"}, {MlpKind::kSwiglu, "swiglu"})
+MESHPLAN_NAMES(NormKind, {NormKind::kLayerNorm, "layernorm"}, {NormKind::kRmsNorm, "rmsnorm"})
+MESHPLAN_NAMES(PositionKind, {PositionKind::kLearned, "learned"}, {PositionKind::kRope, "rope"},
+               {PositionKind::kAlibi, "alibi"}, {PositionKind::kNone, "none"})
+MESHPLAN_NAMES(BiasKind, {BiasKind::kNone, "none"}, {BiasKind::kQkv, "qkv"}, {BiasKind::kAll, "all"})
+MESHPLAN_NAMES(AttentionImpl, {AttentionImpl::kFlash, "flash"}, {AttentionImpl::kNaive, "naive"})
+MESHPLAN_NAMES(RouterKind, {RouterKind::kSoftmax, "softmax"}, {RouterKind::kSigmoid, "sigmoid"})
+MESHPLAN_NAMES(Dtype, {Dtype::kFp32, "fp32"}, {Dtype::kTf32, "tf32"}, {Dtype::kBf16, "bf16"},
+               {Dtype::kFp16, "fp16"}, {Dtype::kFp8, "fp8"}, {Dtype::kInt8, "int8"},
+               {Dtype::kNone, "none"})
+MESHPLAN_NAMES(Topology, {Topology::kRailOptimizedFatTree, "rail-optimized-fat-tree"},
+               {Topology::kFatTree, "fat-tree"}, {Topology::kTorus, "torus"},
+               {Topology::kSingleSwitch, "single-switch"})
+MESHPLAN_NAMES(Sharding, {Sharding::kFsdp, "fsdp"}, {Sharding::kHsdp, "hsdp"})
+MESHPLAN_NAMES(Recompute, {Recompute::kNone, "none"}, {Recompute::kSelective, "selective"},
+               {Recompute::kFull, "full"})
+MESHPLAN_NAMES(Schedule, {Schedule::kGpipe, "gpipe"}, {Schedule::k1F1B, "1f1b"},
+               {Schedule::kInterleaved, "interleaved"}, {Schedule::kZeroBubble, "zero-bubble"},
+               {Schedule::kDualPipe, "dualpipe"})
+MESHPLAN_NAMES(Optimizer, {Optimizer::kAdam, "adam"}, {Optimizer::kAdamW, "adamw"},
+               {Optimizer::kSgdMomentum, "sgd-momentum"}, {Optimizer::kAdam8bit, "adam-8bit"})
+MESHPLAN_NAMES(OffloadTarget, {OffloadTarget::kNone, "none"}, {OffloadTarget::kCpu, "cpu"},
+               {OffloadTarget::kNvme, "nvme"})
+MESHPLAN_NAMES(CpKind, {CpKind::kRing, "ring"}, {CpKind::kUlysses, "ulysses"})
+MESHPLAN_NAMES(Axis, {Axis::kTp, "tp"}, {Axis::kCp, "cp"}, {Axis::kEp, "ep"}, {Axis::kDp, "dp"},
+               {Axis::kPp, "pp"})
+#undef MESHPLAN_NAMES
+
+template <typename E>
+const char* NameOf(E v) {
+  for (const auto& [value, name] : NameTable<E>::kEntries)
+    if (value == v) return name;
+  return "?";
+}
+
+template <typename E>
+bool Parse(const std::string& text, E* out) {
+  for (const auto& [value, name] : NameTable<E>::kEntries) {
+    if (text == name) {
+      *out = value;
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+template <typename E>
+std::string Choices() {
+  std::string s;
+  for (const auto& [value, name] : NameTable<E>::kEntries) {
+    if (!s.empty()) s += "|";
+    s += name;
+  }
+  return s;
+}
+
+#define MESHPLAN_ENUM_FUNCS(E)                                                    \
+  const char* Name(E v) { return NameOf(v); }                                     \
+  bool FromName(const std::string& text, E* out) { return Parse(text, out); }     \
+  template std::string Choices<E>();
+MESHPLAN_ENUM_FUNCS(MlpKind)
+MESHPLAN_ENUM_FUNCS(NormKind)
+MESHPLAN_ENUM_FUNCS(PositionKind)
+MESHPLAN_ENUM_FUNCS(BiasKind)
+MESHPLAN_ENUM_FUNCS(AttentionImpl)
+MESHPLAN_ENUM_FUNCS(RouterKind)
+MESHPLAN_ENUM_FUNCS(Dtype)
+MESHPLAN_ENUM_FUNCS(Topology)
+MESHPLAN_ENUM_FUNCS(Sharding)
+MESHPLAN_ENUM_FUNCS(Recompute)
+MESHPLAN_ENUM_FUNCS(Schedule)
+MESHPLAN_ENUM_FUNCS(Optimizer)
+MESHPLAN_ENUM_FUNCS(OffloadTarget)
+MESHPLAN_ENUM_FUNCS(CpKind)
+MESHPLAN_ENUM_FUNCS(Axis)
+#undef MESHPLAN_ENUM_FUNCS
+
+int64_t DtypeBytes(Dtype d) {
+  switch (d) {
+    case Dtype::kFp32:
+    case Dtype::kTf32: return 4;
+    case Dtype::kBf16:
+    case Dtype::kFp16: return 2;
+    case Dtype::kFp8:
+    case Dtype::kInt8: return 1;
+    case Dtype::kNone: return 0;
+  }
+  return 0;
+}
+
+bool ModelSpec::IsMoeLayer(int64_t layer) const {
+  if (!moe) return false;
+  if (layer < moe->first_dense_layers) return false;
+  return (layer - moe->first_dense_layers) % moe->layer_freq == 0;
+}
+
+int64_t ModelSpec::MoeLayerCount() const {
+  int64_t n = 0;
+  for (int64_t l = 0; l < layers; ++l) n += IsMoeLayer(l) ? 1 : 0;
+  return n;
+}
+
+std::string PlacementString(const std::vector<Axis>& order) {
+  std::string s;
+  for (Axis a : order) {
+    if (!s.empty()) s += "-";
+    s += Name(a);
+  }
+  return s;
+}
+
+bool ParsePlacement(const std::string& text, std::vector<Axis>* out) {
+  std::vector<Axis> order;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find('-', start);
+    if (end == std::string::npos) end = text.size();
+    Axis a;
+    if (!FromName(text.substr(start, end - start), &a)) return false;
+    for (Axis seen : order)
+      if (seen == a) return false;
+    order.push_back(a);
+    start = end + 1;
+  }
+  if (order.size() != 5) return false;
+  *out = std::move(order);
+  return true;
+}
+
+}  // namespace meshplan::core

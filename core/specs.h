@@ -1,0 +1,209 @@
+// The four specs every meshplan computation starts from: ModelSpec (architecture), GpuSpec (one
+// accelerator), ClusterSpec (nodes and networks) and PlanSpec (how a run is parallelised).
+// Plain value types: parsing, validation and JSON live in core/spec_json.h; presets in
+// core/presets.h. Field names equal their JSON keys; units are in the names.
+// Thread-safety: values, safe to copy between threads.
+#ifndef MESHPLAN_CORE_SPECS_H_
+#define MESHPLAN_CORE_SPECS_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace meshplan::core {
+
+// ---------------------------------------------------------------------------------------------
+// Model
+// ---------------------------------------------------------------------------------------------
+enum class MlpKind { kGelu, kSwiglu };            // gelu: 2 matrices (h->f->h); swiglu: 3 (gate, up, down)
+enum class NormKind { kLayerNorm, kRmsNorm };      // layernorm: weight+bias (2h); rmsnorm: weight (h)
+enum class PositionKind { kLearned, kRope, kAlibi, kNone };  // learned adds max_seq*h parameters
+enum class BiasKind { kNone, kQkv, kAll };         // qkv: q/k/v projections only; all: every linear
+enum class AttentionImpl { kFlash, kNaive };       // naive keeps the s^2 scores (Korthikanti 2022)
+enum class RouterKind { kSoftmax, kSigmoid };
+
+// Multi-head latent attention (DeepSeek-V2/V3): low-rank q and kv projections.
+struct MlaSpec {
+  int64_t q_lora_rank = 0;        // 0: q is a full projection h -> heads*(nope+rope)
+  int64_t kv_lora_rank = 0;
+  int64_t qk_nope_head_dim = 0;
+  int64_t qk_rope_head_dim = 0;
+  int64_t v_head_dim = 0;
+  friend bool operator==(const MlaSpec&, const MlaSpec&) = default;
+};
+
+struct MoeSpec {
+  int64_t experts = 0;                  // routed experts per MoE layer
+  int64_t top_k = 0;                    // routed experts each token visits
+  int64_t expert_ffn_hidden = 0;        // intermediate size of one routed expert
+  int64_t shared_experts = 0;           // always-active experts (DeepSeek MoE)
+  int64_t shared_expert_ffn_hidden = 0; // intermediate size of one shared expert
+  int64_t first_dense_layers = 0;       // the first k layers keep a dense MLP (DeepSeek-V3: 3)
+  int64_t layer_freq = 1;               // every n-th layer (after the dense ones) is MoE
+  RouterKind router = RouterKind::kSoftmax;
+  bool router_bias = false;             // a bias (or score-correction vector) of `experts` values
+  double capacity_factor = 0;           // 0: dropless; else tokens per expert cap = cf * T*k/E
+  friend bool operator==(const MoeSpec&, const MoeSpec&) = default;
+};
+
+struct ModelSpec {
+  std::string name;
+  std::string source;                   // citation: paper/model card/config the numbers come from
+  int64_t layers = 0;
+  int64_t hidden = 0;
+  int64_t heads = 0;
+  int64_t kv_heads = 0;                 // == heads: MHA; 1: MQA; between: GQA
+  int64_t head_dim = 0;                 // usually hidden/heads
+  int64_t ffn_hidden = 0;               // dense MLP intermediate size
+  MlpKind mlp = MlpKind::kGelu;
+  int64_t vocab = 0;
+  int64_t max_seq = 0;
+  bool tied_embeddings = false;
+  PositionKind position = PositionKind::kRope;
+  NormKind norm = NormKind::kRmsNorm;
+  BiasKind bias = BiasKind::kNone;
+  bool qk_norm = false;                 // per-head RMSNorm on q and k (Qwen3)
+  bool attention_sinks = false;         // one learned logit per head (gpt-oss)
+  bool dropout = false;                 // GPT-style dropout after attention, MLP and embedding
+  AttentionImpl attention = AttentionImpl::kFlash;
+  std::optional<MlaSpec> mla;
+  std::optional<MoeSpec> moe;
+
+  bool IsMoeLayer(int64_t layer) const;  // REQUIRES: 0 <= layer < layers
+  int64_t MoeLayerCount() const;
+  friend bool operator==(const ModelSpec&, const ModelSpec&) = default;
+};
+
+// ---------------------------------------------------------------------------------------------
+// GPU
+// ---------------------------------------------------------------------------------------------
+enum class Dtype { kFp32, kTf32, kBf16, kFp16, kFp8, kInt8, kNone };
+int64_t DtypeBytes(Dtype d);  // fp32 4, tf32 4, bf16 2, fp16 2, fp8 1, int8 1, none 0
+
+struct GpuSpec {
+  std::string name;
+  std::string source;
+  std::map<Dtype, double> peak_flops_per_s;  // dense (not 2:4 sparse) tensor-core peak per dtype
+  int64_t hbm_bytes = 0;
+  double hbm_bytes_per_s = 0;
+  double tdp_w = 0;
+  friend bool operator==(const GpuSpec&, const GpuSpec&) = default;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Cluster
+// ---------------------------------------------------------------------------------------------
+enum class Topology { kRailOptimizedFatTree, kFatTree, kTorus, kSingleSwitch };
+
+struct ClusterSpec {
+  std::string name;
+  std::string source;
+  std::string gpu;                      // GPU preset name of the nodes
+  int64_t gpus_per_node = 0;
+  int64_t scale_up_domain_gpus = 0;     // GPUs in one NVLink/NVSwitch (or xGMI) domain: 8, 72
+  double scale_up_bytes_per_s = 0;      // per GPU, per direction
+  double scale_up_latency_s = 0;
+  int64_t nics_per_node = 0;
+  double nic_bytes_per_s = 0;           // per NIC, per direction
+  double scale_out_latency_s = 0;
+  Topology topology = Topology::kRailOptimizedFatTree;
+  double oversubscription = 1.0;        // >= 1; 1 = non-blocking
+  bool sharp = false;                   // in-network reduction on the scale-out switches
+  bool nvls = false;                    // NVLink SHARP in the scale-up switches
+  double storage_bytes_per_s = 0;       // aggregate checkpoint storage write bandwidth
+  int64_t host_memory_bytes_per_node = 0;
+  double price_per_gpu_hour_usd = 0;
+  friend bool operator==(const ClusterSpec&, const ClusterSpec&) = default;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Plan
+// ---------------------------------------------------------------------------------------------
+enum class Sharding { kFsdp, kHsdp };            // fsdp: shard over the whole DP(xCP) group
+enum class Recompute { kNone, kSelective, kFull };
+enum class Schedule { kGpipe, k1F1B, kInterleaved, kZeroBubble, kDualPipe };
+enum class Optimizer { kAdam, kAdamW, kSgdMomentum, kAdam8bit };
+enum class OffloadTarget { kNone, kCpu, kNvme };
+enum class CpKind { kRing, kUlysses };
+enum class Axis { kTp, kCp, kEp, kDp, kPp };
+
+struct StateDtypes {
+  Dtype weights = Dtype::kBf16;          // working copy used by forward/backward
+  Dtype grads = Dtype::kBf16;            // gradient buffer (Megatron: fp32 main grads)
+  Dtype master_weights = Dtype::kFp32;   // kNone: the optimizer updates the working copy
+  Dtype optimizer_states = Dtype::kFp32; // Adam m and v (8-bit Adam: int8)
+  friend bool operator==(const StateDtypes&, const StateDtypes&) = default;
+};
+
+struct PlanSpec {
+  int64_t gpus = 0;
+  int64_t tp = 1, pp = 1, dp = 1, cp = 1, ep = 1;
+  int64_t etp = 1;                       // expert tensor parallel (MCore); ep*etp | tp*cp*dp
+  int64_t vpp = 1;                       // virtual stages (model chunks) per pipeline rank
+  int zero = 0;                          // 0..3
+  Sharding sharding = Sharding::kFsdp;
+  int64_t hsdp_shard_size = 0;           // HSDP: ranks one shard group spans; 0 unless hsdp
+  bool sequence_parallel = false;
+  Recompute recompute = Recompute::kNone;
+  int64_t recompute_layers = 0;          // full recompute: layers per stage recomputed; 0 = all
+  int64_t micro_batch = 1;               // sequences per microbatch
+  int64_t global_batch = 0;              // sequences per optimizer step
+  int64_t seq_len = 0;
+  Schedule schedule = Schedule::k1F1B;
+  Dtype precision = Dtype::kBf16;        // GEMM compute dtype: bf16, fp16 or fp8
+  StateDtypes dtypes;
+  Optimizer optimizer = Optimizer::kAdamW;
+  OffloadTarget offload_optimizer = OffloadTarget::kNone;
+  OffloadTarget offload_params = OffloadTarget::kNone;
+  CpKind cp_kind = CpKind::kRing;
+  std::vector<Axis> placement = {Axis::kTp, Axis::kCp, Axis::kEp, Axis::kDp, Axis::kPp};
+  std::vector<int64_t> stage_layers;     // optional uneven split: pp*vpp entries summing to layers
+
+  int64_t Microbatches() const { return global_batch / (micro_batch * dp); }  // per pipeline
+  friend bool operator==(const PlanSpec&, const PlanSpec&) = default;
+};
+
+// The names used in JSON, flags and messages.
+const char* Name(MlpKind v);
+const char* Name(NormKind v);
+const char* Name(PositionKind v);
+const char* Name(BiasKind v);
+const char* Name(AttentionImpl v);
+const char* Name(RouterKind v);
+const char* Name(Dtype v);
+const char* Name(Topology v);
+const char* Name(Sharding v);
+const char* Name(Recompute v);
+const char* Name(Schedule v);
+const char* Name(Optimizer v);
+const char* Name(OffloadTarget v);
+const char* Name(CpKind v);
+const char* Name(Axis v);
+// Inverse of Name(); false when `text` names no value. The accepted spellings are listed by
+// the *Choices() functions for error messages ("one of gelu|swiglu").
+bool FromName(const std::string& text, MlpKind* out);
+bool FromName(const std::string& text, NormKind* out);
+bool FromName(const std::string& text, PositionKind* out);
+bool FromName(const std::string& text, BiasKind* out);
+bool FromName(const std::string& text, AttentionImpl* out);
+bool FromName(const std::string& text, RouterKind* out);
+bool FromName(const std::string& text, Dtype* out);
+bool FromName(const std::string& text, Topology* out);
+bool FromName(const std::string& text, Sharding* out);
+bool FromName(const std::string& text, Recompute* out);
+bool FromName(const std::string& text, Schedule* out);
+bool FromName(const std::string& text, Optimizer* out);
+bool FromName(const std::string& text, OffloadTarget* out);
+bool FromName(const std::string& text, CpKind* out);
+bool FromName(const std::string& text, Axis* out);
+template <typename E> std::string Choices();  // "gelu|swiglu"
+
+// Placement order as text, "tp-cp-ep-dp-pp".
+std::string PlacementString(const std::vector<Axis>& order);
+bool ParsePlacement(const std::string& text, std::vector<Axis>* out);
+
+}  // namespace meshplan::core
+
+#endif  // MESHPLAN_CORE_SPECS_H_

@@ -1,0 +1,283 @@
+#include "core/validate.h"
+
+#include <numeric>
+#include <string>
+
+namespace meshplan::core {
+namespace {
+
+std::string S(int64_t v) { return std::to_string(v); }
+std::string S(double v) {
+  std::string s = std::to_string(v);
+  s.erase(s.find_last_not_of('0') + 1);
+  if (!s.empty() && s.back() == '.') s.pop_back();
+  return s;
+}
+
+// Field-level checks read as one line each: Positive(d, "model.layers", m.layers).
+void Positive(Diagnostics* d, const std::string& path, int64_t v) {
+  if (v <= 0) d->Error(path, "must be > 0 (got " + S(v) + ")");
+}
+void NonNegative(Diagnostics* d, const std::string& path, double v) {
+  if (!(v >= 0)) d->Error(path, "must be >= 0 (got " + S(v) + ")");
+}
+void PositiveReal(Diagnostics* d, const std::string& path, double v) {
+  if (!(v > 0)) d->Error(path, "must be > 0 (got " + S(v) + ")");
+}
+
+}  // namespace
+
+void ValidateModel(const ModelSpec& m, const std::string& p, Diagnostics* d) {
+  if (m.name.empty()) d->Error(p + ".name", "must not be empty");
+  Positive(d, p + ".layers", m.layers);
+  Positive(d, p + ".hidden", m.hidden);
+  Positive(d, p + ".heads", m.heads);
+  Positive(d, p + ".head_dim", m.head_dim);
+  Positive(d, p + ".vocab", m.vocab);
+  Positive(d, p + ".max_seq", m.max_seq);
+  const bool all_moe = m.moe && m.moe->first_dense_layers == 0 && m.moe->layer_freq == 1;
+  if (all_moe) {
+    if (m.ffn_hidden < 0) d->Error(p + ".ffn_hidden", "must be >= 0 (got " + S(m.ffn_hidden) + ")");
+  } else {
+    Positive(d, p + ".ffn_hidden", m.ffn_hidden);
+  }
+  if (m.kv_heads <= 0 || m.kv_heads > m.heads) {
+    d->Error(p + ".kv_heads", "must be between 1 and heads=" + S(m.heads) + " (got " + S(m.kv_heads) + ")");
+  } else if (m.heads % m.kv_heads != 0) {
+    d->Error(p + ".kv_heads", S(m.kv_heads) + " must divide heads=" + S(m.heads) +
+                                  " (each kv head serves a whole group of query heads)");
+  }
+  if (m.mla) {
+    const std::string q = p + ".mla";
+    if (m.mla->q_lora_rank < 0) d->Error(q + ".q_lora_rank", "must be >= 0 (0: full-rank q)");
+    Positive(d, q + ".kv_lora_rank", m.mla->kv_lora_rank);
+    Positive(d, q + ".qk_nope_head_dim", m.mla->qk_nope_head_dim);
+    Positive(d, q + ".qk_rope_head_dim", m.mla->qk_rope_head_dim);
+    Positive(d, q + ".v_head_dim", m.mla->v_head_dim);
+    if (m.kv_heads != m.heads)
+      d->Error(p + ".kv_heads", "with mla must equal heads=" + S(m.heads) + " (got " + S(m.kv_heads) + ")");
+  }
+  if (m.moe) {
+    const MoeSpec& e = *m.moe;
+    const std::string q = p + ".moe";
+    Positive(d, q + ".experts", e.experts);
+    if (e.top_k < 1 || e.top_k > e.experts)
+      d->Error(q + ".top_k", "must be between 1 and experts=" + S(e.experts) + " (got " + S(e.top_k) + ")");
+    Positive(d, q + ".expert_ffn_hidden", e.expert_ffn_hidden);
+    if (e.shared_experts < 0) d->Error(q + ".shared_experts", "must be >= 0 (got " + S(e.shared_experts) + ")");
+    if (e.shared_experts > 0) Positive(d, q + ".shared_expert_ffn_hidden", e.shared_expert_ffn_hidden);
+    if (e.first_dense_layers < 0 || (m.layers > 0 && e.first_dense_layers >= m.layers))
+      d->Error(q + ".first_dense_layers", "must be between 0 and layers-1=" + S(m.layers - 1) +
+                                              " (got " + S(e.first_dense_layers) + ")");
+    Positive(d, q + ".layer_freq", e.layer_freq);
+    if (!(e.capacity_factor == 0 || e.capacity_factor >= 1.0))
+      d->Error(q + ".capacity_factor", "must be 0 (dropless) or >= 1 (got " + S(e.capacity_factor) + ")");
+  }
+}
+
+void ValidateGpu(const GpuSpec& g, const std::string& p, Diagnostics* d) {
+  if (g.name.empty()) d->Error(p + ".name", "must not be empty");
+  if (g.peak_flops_per_s.empty()) d->Error(p + ".peak_flops_per_s", "must list at least one dtype");
+  for (const auto& [dt, v] : g.peak_flops_per_s)
+    PositiveReal(d, p + ".peak_flops_per_s." + Name(dt), v);
+  Positive(d, p + ".hbm_bytes", g.hbm_bytes);
+  PositiveReal(d, p + ".hbm_bytes_per_s", g.hbm_bytes_per_s);
+  PositiveReal(d, p + ".tdp_w", g.tdp_w);
+}
+
+void ValidateCluster(const ClusterSpec& c, const std::string& p, Diagnostics* d) {
+  if (c.name.empty()) d->Error(p + ".name", "must not be empty");
+  Positive(d, p + ".gpus_per_node", c.gpus_per_node);
+  Positive(d, p + ".scale_up_domain_gpus", c.scale_up_domain_gpus);
+  if (c.gpus_per_node > 0 && c.scale_up_domain_gpus > 0 &&
+      c.scale_up_domain_gpus % c.gpus_per_node != 0 && c.gpus_per_node % c.scale_up_domain_gpus != 0)
+    d->Error(p + ".scale_up_domain_gpus",
+             S(c.scale_up_domain_gpus) + " must be a multiple or a divisor of gpus_per_node=" +
+                 S(c.gpus_per_node));
+  PositiveReal(d, p + ".scale_up_bytes_per_s", c.scale_up_bytes_per_s);
+  NonNegative(d, p + ".scale_up_latency_s", c.scale_up_latency_s);
+  Positive(d, p + ".nics_per_node", c.nics_per_node);
+  PositiveReal(d, p + ".nic_bytes_per_s", c.nic_bytes_per_s);
+  NonNegative(d, p + ".scale_out_latency_s", c.scale_out_latency_s);
+  if (!(c.oversubscription >= 1.0))
+    d->Error(p + ".oversubscription", "must be >= 1 (1 = non-blocking; got " + S(c.oversubscription) + ")");
+  NonNegative(d, p + ".storage_bytes_per_s", c.storage_bytes_per_s);
+  NonNegative(d, p + ".host_memory_bytes_per_node", static_cast<double>(c.host_memory_bytes_per_node));
+  NonNegative(d, p + ".price_per_gpu_hour_usd", c.price_per_gpu_hour_usd);
+}
+
+void ValidatePlan(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, const ClusterSpec& c,
+                  Diagnostics* d) {
+  // Ranges first; the cross-checks below assume positive degrees.
+  Diagnostics r;
+  Positive(&r, "plan.gpus", pl.gpus);
+  Positive(&r, "plan.tp", pl.tp);
+  Positive(&r, "plan.pp", pl.pp);
+  Positive(&r, "plan.dp", pl.dp);
+  Positive(&r, "plan.cp", pl.cp);
+  Positive(&r, "plan.ep", pl.ep);
+  Positive(&r, "plan.etp", pl.etp);
+  Positive(&r, "plan.vpp", pl.vpp);
+  Positive(&r, "plan.micro_batch", pl.micro_batch);
+  Positive(&r, "plan.global_batch", pl.global_batch);
+  Positive(&r, "plan.seq_len", pl.seq_len);
+  if (pl.zero < 0 || pl.zero > 3) r.Error("plan.zero", "must be 0, 1, 2 or 3 (got " + S(int64_t{pl.zero}) + ")");
+  if (pl.recompute_layers < 0) r.Error("plan.recompute_layers", "must be >= 0 (got " + S(pl.recompute_layers) + ")");
+  if (pl.hsdp_shard_size < 0) r.Error("plan.hsdp_shard_size", "must be >= 0 (got " + S(pl.hsdp_shard_size) + ")");
+  d->Append(r);
+  if (r.has_errors()) return;
+
+  // Device count.
+  const int64_t product = pl.tp * pl.pp * pl.dp * pl.cp;
+  if (product != pl.gpus)
+    d->Error("plan.gpus", S(pl.gpus) + " must equal tp*pp*dp*cp = " + S(pl.tp) + "*" + S(pl.pp) +
+                              "*" + S(pl.dp) + "*" + S(pl.cp) + " = " + S(product));
+
+  // Tensor parallel: heads, kv heads and the MLP split evenly.
+  if (m.heads % pl.tp != 0)
+    d->Error("plan.tp", S(pl.tp) + " must divide model.heads=" + S(m.heads));
+  if (m.kv_heads % pl.tp != 0 && pl.tp % m.kv_heads != 0)
+    d->Error("plan.tp", S(pl.tp) + " must divide model.kv_heads=" + S(m.kv_heads) +
+                            " or be a multiple of it (kv heads are then replicated)");
+  if (m.ffn_hidden > 0 && m.ffn_hidden % pl.tp != 0)
+    d->Error("plan.tp", S(pl.tp) + " must divide model.ffn_hidden=" + S(m.ffn_hidden));
+  if (pl.tp > c.scale_up_domain_gpus)
+    d->Warning("plan.tp", S(pl.tp) + " spans more than one scale-up domain (cluster.scale_up_domain_gpus=" +
+                              S(c.scale_up_domain_gpus) + "): tensor-parallel traffic crosses the scale-out network");
+  if (pl.sequence_parallel && pl.tp == 1)
+    d->Warning("plan.sequence_parallel", "has no effect with tp=1");
+
+  // Layers over pipeline stages.
+  const int64_t chunks = pl.pp * pl.vpp;
+  if (pl.stage_layers.empty()) {
+    if (m.layers % chunks != 0)
+      d->Error("plan.pp", "model.layers=" + S(m.layers) + " must split evenly over pp*vpp=" + S(chunks) +
+                              " (or give plan.stage_layers for an uneven split)");
+  } else {
+    if (static_cast<int64_t>(pl.stage_layers.size()) != chunks) {
+      d->Error("plan.stage_layers", "must have pp*vpp=" + S(chunks) + " entries (got " +
+                                        S(static_cast<int64_t>(pl.stage_layers.size())) + ")");
+    } else {
+      int64_t sum = 0;
+      for (size_t i = 0; i < pl.stage_layers.size(); ++i) {
+        if (pl.stage_layers[i] < 1)
+          d->Error("plan.stage_layers[" + std::to_string(i) + "]", "must be >= 1 (got " + S(pl.stage_layers[i]) + ")");
+        sum += pl.stage_layers[i];
+      }
+      if (sum != m.layers)
+        d->Error("plan.stage_layers", "must sum to model.layers=" + S(m.layers) + " (got " + S(sum) + ")");
+    }
+  }
+
+  // Batch and schedule.
+  if (pl.global_batch % (pl.micro_batch * pl.dp) != 0)
+    d->Error("plan.global_batch", S(pl.global_batch) + " must be divisible by micro_batch*dp = " +
+                                      S(pl.micro_batch) + "*" + S(pl.dp) + " = " + S(pl.micro_batch * pl.dp));
+  const int64_t mb = pl.global_batch / (pl.micro_batch * pl.dp);
+  if (pl.vpp > 1 && pl.schedule != Schedule::kInterleaved)
+    d->Error("plan.vpp", S(pl.vpp) + " needs plan.schedule=interleaved (got " + Name(pl.schedule) + ")");
+  if (pl.schedule == Schedule::kInterleaved) {
+    if (pl.vpp < 2) d->Error("plan.schedule", "interleaved needs plan.vpp >= 2 (got " + S(pl.vpp) + ")");
+    if (pl.pp < 2) d->Error("plan.schedule", "interleaved needs plan.pp >= 2 (got " + S(pl.pp) + ")");
+    if (mb > 0 && mb % pl.pp != 0)
+      d->Error("plan.global_batch", "interleaved schedule needs the microbatches per pipeline (" + S(mb) +
+                                        ") to be a multiple of pp=" + S(pl.pp));
+  }
+  if (pl.schedule == Schedule::kZeroBubble && pl.pp > 1 && mb < pl.pp)
+    d->Error("plan.schedule", "zero-bubble needs at least pp=" + S(pl.pp) + " microbatches (got " + S(mb) + ")");
+  if (pl.schedule == Schedule::kDualPipe) {
+    if (pl.pp < 2 || pl.pp % 2 != 0)
+      d->Error("plan.pp", "dualpipe needs an even pp >= 2 (got " + S(pl.pp) + ")");
+    else if (mb < 2 * pl.pp)
+      d->Error("plan.global_batch", "dualpipe needs at least 2*pp=" + S(2 * pl.pp) +
+                                        " microbatches per pipeline (got " + S(mb) + ")");
+  }
+  if ((pl.schedule == Schedule::k1F1B || pl.schedule == Schedule::kGpipe) && pl.pp > 1 && mb > 0 &&
+      mb < pl.pp)
+    d->Warning("plan.global_batch", S(mb) + " microbatches per pipeline never fill pp=" + S(pl.pp) + " stages");
+
+  // Context parallel.
+  if (pl.cp > 1) {
+    const int64_t chunks_needed = pl.cp_kind == CpKind::kRing ? 2 * pl.cp : pl.cp;
+    if (pl.seq_len % chunks_needed != 0)
+      d->Error("plan.seq_len", S(pl.seq_len) + " must be divisible by " +
+                                   (pl.cp_kind == CpKind::kRing ? "2*cp=" : "cp=") + S(chunks_needed) +
+                                   (pl.cp_kind == CpKind::kRing ? " (load-balanced causal ring)" : ""));
+    if (pl.cp_kind == CpKind::kUlysses && m.heads % (pl.tp * pl.cp) != 0)
+      d->Error("plan.cp", "ulysses needs tp*cp=" + S(pl.tp * pl.cp) + " to divide model.heads=" + S(m.heads));
+  }
+  if (pl.sequence_parallel && pl.tp > 1 && (pl.seq_len / pl.cp) % pl.tp != 0)
+    d->Error("plan.seq_len", "with sequence_parallel, seq_len/cp=" + S(pl.seq_len / pl.cp) +
+                                 " must be divisible by tp=" + S(pl.tp));
+  if (pl.seq_len > m.max_seq)
+    d->Warning("plan.seq_len", S(pl.seq_len) + " exceeds model.max_seq=" + S(m.max_seq));
+
+  // Expert parallel.
+  if (!m.moe) {
+    if (pl.ep > 1) d->Error("plan.ep", S(pl.ep) + " needs an MoE model (model.moe is absent)");
+    if (pl.etp > 1) d->Error("plan.etp", S(pl.etp) + " needs an MoE model (model.moe is absent)");
+  } else {
+    if (m.moe->experts % pl.ep != 0)
+      d->Error("plan.ep", S(pl.ep) + " must divide model.moe.experts=" + S(m.moe->experts));
+    const int64_t pool = pl.tp * pl.cp * pl.dp;
+    if (pool % (pl.ep * pl.etp) != 0)
+      d->Error("plan.ep", "ep*etp=" + S(pl.ep * pl.etp) + " must divide tp*cp*dp=" + S(pool) +
+                              " (expert layers regroup a stage's ranks as etp x ep x expert-dp)");
+    if (m.moe->expert_ffn_hidden % pl.etp != 0)
+      d->Error("plan.etp", S(pl.etp) + " must divide model.moe.expert_ffn_hidden=" + S(m.moe->expert_ffn_hidden));
+  }
+
+  // Sharding and offload.
+  if (pl.sharding == Sharding::kHsdp) {
+    if (pl.zero < 1) d->Error("plan.sharding", "hsdp shards state, so it needs plan.zero >= 1 (got 0)");
+    if (pl.hsdp_shard_size < 1)
+      d->Error("plan.hsdp_shard_size", "must be >= 1 with sharding=hsdp (got " + S(pl.hsdp_shard_size) + ")");
+    else if ((pl.dp * pl.cp) % pl.hsdp_shard_size != 0)
+      d->Error("plan.hsdp_shard_size", S(pl.hsdp_shard_size) + " must divide dp*cp=" + S(pl.dp * pl.cp));
+  } else if (pl.hsdp_shard_size != 0) {
+    d->Error("plan.hsdp_shard_size", "is only used with sharding=hsdp (got sharding=fsdp)");
+  }
+  if (pl.offload_params != OffloadTarget::kNone && pl.zero != 3)
+    d->Error("plan.offload.params", "parameter offload needs plan.zero=3 (got " + S(int64_t{pl.zero}) + ")");
+  if (pl.offload_optimizer == OffloadTarget::kCpu && pl.zero < 1)
+    d->Error("plan.offload.optimizer", "optimizer offload needs plan.zero >= 1 (got 0)");
+  if (pl.offload_optimizer == OffloadTarget::kNvme && pl.zero != 3)
+    d->Error("plan.offload.optimizer", "nvme offload needs plan.zero=3 (ZeRO-Infinity; got " +
+                                           S(int64_t{pl.zero}) + ")");
+
+  // Recompute.
+  if (pl.recompute_layers > 0) {
+    if (pl.recompute != Recompute::kFull)
+      d->Error("plan.recompute_layers", "needs plan.recompute=full (got " + std::string(Name(pl.recompute)) + ")");
+    int64_t per_stage = chunks > 0 ? m.layers / chunks * pl.vpp : m.layers;
+    if (pl.recompute_layers > per_stage)
+      d->Error("plan.recompute_layers", S(pl.recompute_layers) + " exceeds the layers per pipeline stage (" +
+                                            S(per_stage) + ")");
+  }
+
+  // Precision and state dtypes.
+  if (pl.precision == Dtype::kNone || pl.precision == Dtype::kInt8) {
+    d->Error("plan.precision", std::string("must be a floating-point compute dtype (got ") + Name(pl.precision) + ")");
+  } else if (!g.peak_flops_per_s.count(pl.precision)) {
+    std::string have;
+    for (const auto& [dt, v] : g.peak_flops_per_s) have += (have.empty() ? "" : "|") + std::string(Name(dt));
+    d->Error("plan.precision", std::string(Name(pl.precision)) + " is not supported by gpu " + g.name +
+                                   " (it has: " + have + ")");
+  }
+  if (pl.dtypes.weights == Dtype::kNone) d->Error("plan.dtypes.weights", "must not be none");
+  if (pl.dtypes.grads == Dtype::kNone) d->Error("plan.dtypes.grads", "must not be none");
+  const bool eight_bit = pl.optimizer == Optimizer::kAdam8bit;
+  if (eight_bit && pl.dtypes.optimizer_states != Dtype::kInt8)
+    d->Error("plan.dtypes.optimizer_states", std::string("adam-8bit keeps int8 moments (got ") +
+                                                 Name(pl.dtypes.optimizer_states) + ")");
+  if (!eight_bit && pl.dtypes.optimizer_states == Dtype::kInt8)
+    d->Error("plan.dtypes.optimizer_states", std::string("int8 moments need optimizer=adam-8bit (got ") +
+                                                 Name(pl.optimizer) + ")");
+  if (pl.optimizer != Optimizer::kSgdMomentum && pl.dtypes.optimizer_states == Dtype::kNone)
+    d->Error("plan.dtypes.optimizer_states", std::string(Name(pl.optimizer)) + " keeps moments; none is not allowed");
+
+  if (!c.gpu.empty() && c.gpu != g.name)
+    d->Warning("gpu.name", g.name + " differs from the GPU of cluster " + c.name + " (" + c.gpu + ")");
+}
+
+}  // namespace meshplan::core

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The one command that runs meshplan's test suite, as CI does (.ci/run):
+#   1. scripts/install-deps.sh (installs only what is missing);
+#   2. the release preset: configure (once), build, `ctest --preset release`;
+#   3. the asan preset (Debug, AddressSanitizer + UndefinedBehaviorSanitizer; no GUI, CUDA or
+#      benchmarks): configure (once), build, `ctest --preset asan`.
+# Both test presets leave out tests labelled gpu (run those on a GPU machine: ctest -L gpu).
+# Exits non-zero at the first failure. Builds with Ninja, one job per core (nproc).
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+jobs="$(nproc)"
+
+step() { printf '\n## run-tests: %s\n' "$*"; }
+
+scripts/install-deps.sh
+
+for preset in release asan; do
+  # build.ninja rather than the folder: a configure that failed half-way leaves the folder behind.
+  if [[ ! -f "build/$preset/build.ninja" ]]; then
+    step "configure $preset"
+    cmake --preset "$preset"
+  fi
+  step "build $preset (-j $jobs)"
+  cmake --build --preset "$preset" --parallel "$jobs"
+  step "test $preset"
+  ctest --preset "$preset"
+done

@@ -1,0 +1,50 @@
+# End-to-end checks of the meshplan command: exit codes and the numbers a user checks first.
+# cmake -DMESHPLAN=path -DDATA=tests/data -DWORK=dir -P cli_test.cmake
+file(MAKE_DIRECTORY ${WORK})
+set(failures 0)
+
+# run(<name> <expected exit code> <regex the output must match> args...)
+function(run name code regex)
+  execute_process(COMMAND ${MESHPLAN} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL code)
+    message(SEND_ERROR "${name}: exit ${rc}, expected ${code}\nstdout:\n${out}\nstderr:\n${err}")
+    return()
+  endif()
+  if(NOT "${out}${err}" MATCHES "${regex}")
+    message(SEND_ERROR "${name}: output does not match '${regex}'\nstdout:\n${out}\nstderr:\n${err}")
+    return()
+  endif()
+  message(STATUS "ok ${name}")
+endfunction()
+
+# The issue's acceptance: ZeRO-3 over 8 H100s -> 141.1 GB of model states; ZeRO-0 -> 1.129 TB, no fit.
+run(zero3_json 1 "\"model_state_bytes\": 141107412992"
+    report --model llama3-70b --gpu h100-sxm --gpus 8 --dp 8 --zero 3 --format json)
+run(zero0_json 1 "\"model_state_bytes\": 1128859303936.*\"fits\": false|\"fits\": false.*\"model_state_bytes\": 1128859303936"
+    report --model llama3-70b --gpu h100-sxm --gpus 8 --dp 8 --zero 0 --format json)
+# The main job fits.
+run(main_job 0 "fits: "
+    report --model llama3-70b --gpu h100-sxm --cluster dgx-h100 --gpus 64 --tp 8 --pp 2 --dp 4 --sp --zero 1
+           --recompute selective --mbs 1 --gbs 512 --seq 8192)
+run(csv 0 "stage,layers,params"
+    report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 1 --seq 4096 --format csv)
+# Usage errors exit 2, inconsistent plans 1; every message names the field.
+run(unknown_model 2 "--model: .*no model preset named 'llama9'" report --model llama9 --gpu h100-sxm --gpus 8)
+run(bad_format 2 "--format must be" report --model tiny --gpu h100-sxm --gpus 1 --format xml)
+run(bad_flag 2 "unknown-flag|The following argument" report --model tiny --gpu h100-sxm --gpus 1 --unknown-flag 3)
+run(bad_enum 2 "--schedule must be one of" report --model tiny --gpu h100-sxm --gpus 1 --schedule 2f2b)
+run(tp_heads 1 "plan.tp: 3 must divide model.heads=64" report --model llama3-70b --gpu h100-sxm --gpus 24 --tp 3)
+run(gpus_product 1 "plan.gpus: 10 must equal tp\\*pp\\*dp\\*cp" report --model tiny --gpu h100-sxm --gpus 10 --dp 4)
+run(no_gpu 2 "--gpu: is required" report --model tiny --gpus 1)
+# presets lists what is built in.
+run(presets 0 "llama3-70b.*h100-sxm.*dgx-h100" presets)
+run(preset_json 0 "\"name\": \"mixtral-8x7b\"" presets models mixtral-8x7b)
+# plan --output writes a file that report --plan reads back to the same numbers.
+run(plan_write 0 "wrote" plan --model llama3-70b --gpu h100-sxm --gpus 64 --tp 8 --pp 2 --sp --recompute selective
+    --gbs 512 --seq 8192 --output ${WORK}/plan.json)
+run(plan_read 0 "\"per_gpu_bytes\"" report --plan ${WORK}/plan.json --format json)
+run(plan_override 1 "plan.gpus: 64 must equal" report --plan ${WORK}/plan.json --tp 4)
+run(missing_plan 2 "--plan: .*cannot open" report --plan ${WORK}/nope.json)
+
+file(WRITE ${WORK}/bad_plan.json "{\"gpus\": 8, \"dp\": 8, \"micro_batch\": 1, \"global_batch\": 8, \"seq_len\": 4096, \"model\": \"tiny\", \"cluster\": \"dgx-h100\", \"zer0\": 1}")
+run(plan_typo 2 "plan.zer0: is not a known field \\(did you mean \"zero\"\\?\\)" report --plan ${WORK}/bad_plan.json)

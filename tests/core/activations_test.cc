@@ -1,0 +1,234 @@
+// Activation memory against Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large
+// Transformer Models", arXiv 2205.05198), Table 2 and Eq. 1-5, for the paper's own GPT configs.
+#include <gtest/gtest.h>
+
+#include "core/memory.h"
+#include "core/presets.h"
+
+namespace meshplan::core {
+namespace {
+
+// A GPT layer as the paper models it: 2-matrix GELU MLP with f = 4h, biases, LayerNorm, dropout
+// after attention and MLP, naive attention (the s^2 scores are stored).
+ModelSpec PaperGpt(int64_t layers, int64_t hidden, int64_t heads) {
+  ModelSpec m;
+  m.name = "korthikanti-gpt";
+  m.layers = layers;
+  m.hidden = hidden;
+  m.heads = heads;
+  m.kv_heads = heads;
+  m.head_dim = hidden / heads;
+  m.ffn_hidden = 4 * hidden;
+  m.mlp = MlpKind::kGelu;
+  m.vocab = 51200;
+  m.max_seq = 2048;
+  m.tied_embeddings = true;
+  m.position = PositionKind::kLearned;
+  m.norm = NormKind::kLayerNorm;
+  m.bias = BiasKind::kAll;
+  m.dropout = true;
+  m.attention = AttentionImpl::kNaive;
+  return m;
+}
+
+PlanSpec Plan(int64_t tp, bool sp, int64_t mbs) {
+  PlanSpec p;
+  p.tp = tp;
+  p.sequence_parallel = sp;
+  p.micro_batch = mbs;
+  p.seq_len = 2048;
+  p.global_batch = mbs;
+  p.gpus = tp;
+  return p;
+}
+
+struct PaperConfig {
+  const char* name;
+  int64_t layers, hidden, heads, tp, mbs;
+};
+// Table 3 of the paper: 22B (t=8, b=4), 175B, 530B and 1T (t=8, b=1).
+const PaperConfig kConfigs[] = {{"22B", 48, 6144, 64, 8, 4},
+                                {"175B", 96, 12288, 96, 8, 1},
+                                {"530B", 105, 20480, 128, 8, 1},
+                                {"1T", 128, 25600, 160, 8, 1}};
+
+TEST(ActivationsTest, TableTwoNoParallelism) {
+  // Eq. 1: sbh(34 + 5as/h) bytes per layer.
+  for (const auto& c : kConfigs) {
+    const ModelSpec m = PaperGpt(c.layers, c.hidden, c.heads);
+    const int64_t s = 2048, b = c.mbs, h = c.hidden, a = c.heads;
+    const int64_t expect = s * b * h * 34 + 5 * a * s * s * b;
+    EXPECT_EQ(LayerActivationBytes(m, Plan(1, false, b), false, Recompute::kNone), expect) << c.name;
+  }
+}
+
+TEST(ActivationsTest, TableTwoTensorParallel) {
+  // Eq. 2: sbh(10 + 24/t + 5as/(ht)).
+  for (const auto& c : kConfigs) {
+    const ModelSpec m = PaperGpt(c.layers, c.hidden, c.heads);
+    const int64_t s = 2048, b = c.mbs, h = c.hidden, a = c.heads, t = c.tp;
+    const int64_t expect = s * b * h * 10 + s * b * h * 24 / t + 5 * a * s * s * b / t;
+    EXPECT_EQ(LayerActivationBytes(m, Plan(t, false, b), false, Recompute::kNone), expect) << c.name;
+  }
+}
+
+TEST(ActivationsTest, TableTwoTensorPlusSequenceParallel) {
+  // Eq. 4: (sbh/t)(34 + 5as/h).
+  for (const auto& c : kConfigs) {
+    const ModelSpec m = PaperGpt(c.layers, c.hidden, c.heads);
+    const int64_t s = 2048, b = c.mbs, h = c.hidden, a = c.heads, t = c.tp;
+    const int64_t expect = (s * b * h * 34 + 5 * a * s * s * b) / t;
+    EXPECT_EQ(LayerActivationBytes(m, Plan(t, true, b), false, Recompute::kNone), expect) << c.name;
+  }
+}
+
+TEST(ActivationsTest, TableTwoSelectiveRecompute) {
+  // TP + selective: sbh(10 + 24/t); TP + SP + selective: 34sbh/t (the 5as/h term is gone).
+  for (const auto& c : kConfigs) {
+    const ModelSpec m = PaperGpt(c.layers, c.hidden, c.heads);
+    const int64_t sbh = 2048 * c.mbs * c.hidden, t = c.tp;
+    EXPECT_EQ(LayerActivationBytes(m, Plan(t, false, c.mbs), false, Recompute::kSelective),
+              10 * sbh + 24 * sbh / t) << c.name;
+    EXPECT_EQ(LayerActivationBytes(m, Plan(t, true, c.mbs), false, Recompute::kSelective), 34 * sbh / t)
+        << c.name;
+  }
+}
+
+TEST(ActivationsTest, TableTwoFullRecompute) {
+  // Full recompute keeps the layer input: 2sbh (Table 2, last row). With sequence parallelism
+  // the residual stream is sharded along s, so the checkpoint is 2sbh/t (as Megatron stores it).
+  for (const auto& c : kConfigs) {
+    const ModelSpec m = PaperGpt(c.layers, c.hidden, c.heads);
+    const int64_t sbh = 2048 * c.mbs * c.hidden;
+    EXPECT_EQ(LayerActivationBytes(m, Plan(c.tp, false, c.mbs), false, Recompute::kFull), 2 * sbh) << c.name;
+    EXPECT_EQ(LayerActivationBytes(m, Plan(c.tp, true, c.mbs), false, Recompute::kFull), 2 * sbh / c.tp)
+        << c.name;
+  }
+}
+
+TEST(ActivationsTest, FigureSevenRatiosFor175B) {
+  // Figure 7 (175B, % of the TP baseline): SP 62.04, selective 56.53, SP+selective 18.49, full
+  // 8.71 (Calculon's transcription). Per layer with 5as/h = 80 and t = 8: baseline 23sbh,
+  // SP 14.25sbh, selective 13sbh, both 4.25sbh, full 2sbh: 61.96%, 56.52%, 18.48%, 8.70%.
+  const ModelSpec m = PaperGpt(96, 12288, 96);
+  const double base = static_cast<double>(LayerActivationBytes(m, Plan(8, false, 1), false, Recompute::kNone));
+  auto pct = [&](bool sp, Recompute r) {
+    return 100.0 * static_cast<double>(LayerActivationBytes(m, Plan(8, sp, 1), false, r)) / base;
+  };
+  EXPECT_NEAR(pct(true, Recompute::kNone), 62.04, 0.1);
+  EXPECT_NEAR(pct(false, Recompute::kSelective), 56.53, 0.1);
+  EXPECT_NEAR(pct(true, Recompute::kSelective), 18.49, 0.1);
+  EXPECT_NEAR(pct(false, Recompute::kFull), 8.71, 0.1);
+}
+
+TEST(ActivationsTest, FirstStageHoldsPMicrobatchesUnderOneFOneB) {
+  // Eq. 5: the first stage of a 1F1B pipeline keeps p microbatches of L/p layers, i.e.
+  // (sbhL/t)(34 + 5as/h) for TP+SP, independent of p. 175B, t=8, p=8, 64 microbatches.
+  const ModelSpec m = PaperGpt(96, 12288, 96);
+  PlanSpec p = Plan(8, true, 1);
+  p.pp = 8;
+  p.gpus = 64;
+  p.global_batch = 64;
+  GpuSpec g;
+  g.hbm_bytes = 80LL << 30;
+  const MemoryReport r = EstimateMemory(m, p, g);
+  const int64_t s = 2048, h = 12288, a = 96, L = 96, t = 8;
+  const int64_t eq5 = (s * h * L * 34 + 5 * a * s * s * L) / t;
+  const StageMemory& first = r.stages[0];
+  EXPECT_DOUBLE_EQ(first.inflight_microbatches, 8.0);
+  // Plus the embedding's dropout mask for each microbatch in flight: sbhp/t (§4.3).
+  EXPECT_EQ(first.activations_bytes, eq5 + s * h * 8 / t);
+  // Stage i holds p - i microbatches.
+  for (int64_t i = 0; i < 8; ++i) EXPECT_DOUBLE_EQ(r.stages[i].inflight_microbatches, 8.0 - i);
+}
+
+TEST(ActivationsTest, InterleavingMultipliesFirstStageByOnePlusPMinusOneOverPM) {
+  // §4.2.3: with v model chunks per rank the first stage holds (1 + (p-1)/(pv)) x Eq. 5.
+  const ModelSpec m = PaperGpt(96, 12288, 96);
+  PlanSpec p = Plan(8, true, 1);
+  p.pp = 8;
+  p.vpp = 3;
+  p.schedule = Schedule::kInterleaved;
+  p.gpus = 64;
+  p.global_batch = 64;
+  GpuSpec g;
+  g.hbm_bytes = 80LL << 30;
+  const MemoryReport r = EstimateMemory(m, p, g);
+  EXPECT_NEAR(r.stages[0].inflight_microbatches, 8.0 * (1.0 + 7.0 / 24.0), 1e-9);
+  const int64_t per_layer = LayerActivationBytes(m, p, false, Recompute::kNone);
+  EXPECT_NEAR(static_cast<double>(r.stages[0].layer_activations_bytes) * r.stages[0].inflight_microbatches,
+              static_cast<double>(per_layer * 96) * (1.0 + 7.0 / 24.0), 1.0);
+}
+
+TEST(ActivationsTest, SingleStageAddsEmbeddingAndOutputTerms) {
+  // §4.3 with p = 1: the embedding dropout mask sbh/t plus 4sbh/t (final norm and output-head
+  // inputs) plus 4sbv/t (fp32 logits of the cross entropy), 22B config, t=8, b=4, SP.
+  const ModelSpec m = PaperGpt(48, 6144, 64);
+  PlanSpec p = Plan(8, true, 4);
+  GpuSpec g;
+  g.hbm_bytes = 80LL << 30;
+  const MemoryReport r = EstimateMemory(m, p, g);
+  const int64_t s = 2048, b = 4, h = 6144, v = 51200, t = 8;
+  EXPECT_EQ(r.stages[0].embedding_activations_bytes, s * b * h / t);
+  EXPECT_EQ(r.stages[0].loss_activations_bytes, 4 * s * b * h / t + 4 * s * b * v / t);
+}
+
+TEST(ActivationsTest, FlashAttentionRemovesTheQuadraticTerm) {
+  // With flash attention the s^2 softmax tensors are never stored; only an fp32 log-sum-exp
+  // per query row and head (4 * a * s * b bytes) remains.
+  ModelSpec m = PaperGpt(96, 12288, 96);
+  const PlanSpec p = Plan(8, true, 1);
+  const int64_t naive = LayerActivationBytes(m, p, false, Recompute::kNone);
+  m.attention = AttentionImpl::kFlash;
+  const int64_t flash = LayerActivationBytes(m, p, false, Recompute::kNone);
+  const int64_t s = 2048, a = 96, t = 8;
+  // naive - flash = (5as^2b)/t - 4(a/t)sb
+  EXPECT_EQ(naive - flash, 5 * a * s * s / t - 4 * (a / t) * s);
+}
+
+TEST(ActivationsTest, GqaAndSwigluFollowTheirTensors) {
+  // Llama-3-70B, one GPU, s=8192, b=1, flash: per layer (bytes, bf16)
+  //   norms 2x2sbh, qkv input 2sbh, q 2sbh, k and v 2sb*1024 each, lse 4*64*s, out-proj input 2sbh,
+  //   fc-in 2sbh, gate+up 2*2sb*28672, down input 2sb*28672.
+  auto m = LoadModel("llama3-70b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p;
+  p.seq_len = 8192;
+  const int64_t s = 8192, h = 8192;
+  const int64_t expect = 2 * 2 * s * h + 2 * s * h + 2 * s * h + 2 * 2 * s * 1024 + 4 * 64 * s + 2 * s * h +
+                         2 * s * h + 2 * 2 * s * 28672 + 2 * s * 28672;
+  EXPECT_EQ(LayerActivationBytes(*m, p, false, Recompute::kNone), expect);
+}
+
+TEST(ActivationsTest, ContextParallelDividesTheSequence) {
+  auto m = LoadModel("llama3-70b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p;
+  p.seq_len = 8192;
+  p.tp = 8;
+  p.sequence_parallel = true;
+  const int64_t one = LayerActivationBytes(*m, p, false, Recompute::kNone);
+  p.cp = 4;
+  EXPECT_EQ(LayerActivationBytes(*m, p, false, Recompute::kNone) * 4, one);
+}
+
+TEST(ActivationsTest, MoeExpertTokensScaleWithTopK) {
+  // Mixtral, t=1: a token's expert work is k x one expert's (balanced routing), so the expert
+  // tensors are k = 2 times those of a dense SwiGLU MLP of the expert's width.
+  auto m = LoadModel("mixtral-8x7b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p;
+  p.seq_len = 4096;
+  p.ep = 8;
+  p.dp = 8;
+  const int64_t s = 4096, h = 4096, f = 14336, k = 2;
+  int64_t expert_terms = 0;
+  for (const auto& term : LayerActivationTerms(*m, p, true, Recompute::kNone)) {
+    if (term.name.rfind("expert_", 0) == 0) expert_terms += term.bytes;
+  }
+  // input 2*sk*h, act 2*2*sk*f, fc2 input 2*sk*f, output 2*sk*h
+  EXPECT_EQ(expert_terms, 2 * s * k * h + 4 * s * k * f + 2 * s * k * f + 2 * s * k * h);
+}
+
+}  // namespace
+}  // namespace meshplan::core

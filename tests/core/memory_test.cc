@@ -1,0 +1,228 @@
+// Model-state memory against the ZeRO paper, the seeds' worked numbers and Megatron's recipe.
+#include "core/memory.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+#include "core/presets.h"
+#include "core/validate.h"
+
+namespace meshplan::core {
+namespace {
+
+PlanSpec ZeroPlan(int zero, int64_t dp) {
+  PlanSpec p;
+  p.zero = zero;
+  p.dp = dp;
+  p.gpus = dp;
+  p.seq_len = 2048;
+  p.global_batch = dp;
+  return p;
+}
+
+TEST(MemoryTest, MixedPrecisionAdamIsSixteenBytesPerParam) {
+  // ZeRO paper §3.1: 2 (fp16 weights) + 2 (fp16 grads) + K=12 (fp32 master, momentum, variance).
+  EXPECT_DOUBLE_EQ(BytesPerParam(PlanSpec{}), 16.0);
+  const ModelStateBytes s = ShardedModelStates(1.0, PlanSpec{}, 1);
+  EXPECT_DOUBLE_EQ(s.weights, 2.0);
+  EXPECT_DOUBLE_EQ(s.grads, 2.0);
+  EXPECT_DOUBLE_EQ(s.Optimizer(), 12.0);
+}
+
+TEST(MemoryTest, SeventyBNeedsOnePointOneTwoTerabytes) {
+  // The seeds: 70e9 x 16 B = 1.12 TB; ZeRO-3 over 8 ranks = 140 GB.
+  EXPECT_DOUBLE_EQ(ShardedModelStates(70e9, ZeroPlan(0, 8), 8).Total(), 1.12e12);
+  EXPECT_DOUBLE_EQ(ShardedModelStates(70e9, ZeroPlan(3, 8), 8).Total(), 140e9);
+}
+
+TEST(MemoryTest, SeedsSevenBOnFourGpusTable) {
+  // The seeds' table (7B, 4 GPUs): fp16 params 14 GB, grads 14 GB, optimizer 56 GB (8 B/param:
+  // fp32 m and v, no separate master copy) -> DP 84, ZeRO-1 42, ZeRO-2 31.5, ZeRO-3 21 GB.
+  const double expect[] = {84e9, 42e9, 31.5e9, 21e9};
+  for (int zero = 0; zero <= 3; ++zero) {
+    PlanSpec p = ZeroPlan(zero, 4);
+    p.dtypes.master_weights = Dtype::kNone;
+    EXPECT_DOUBLE_EQ(ShardedModelStates(7e9, p, 4).Total(), expect[zero]) << "zero " << zero;
+  }
+}
+
+TEST(MemoryTest, ZeroPaperTableOneEveryCell) {
+  // Rajbhandari et al. 2020, Table 1 (all cells, as recorded in shared/validation/published.json):
+  // per-device model-state GB for Psi in {7.5B, 128B, 1T} and DP in {1..1024}, rounded by the paper.
+  std::ifstream in(MESHPLAN_VALIDATION_DIR "/published.json");
+  ASSERT_TRUE(in) << "missing " MESHPLAN_VALIDATION_DIR "/published.json";
+  const auto records = nlohmann::json::parse(in);
+  int cells = 0;
+  for (const auto& r : records) {
+    const std::string id = r["id"];
+    if (id.rfind("zero-t1-", 0) != 0) continue;
+    const double psi = r["model"]["params_b"].get<double>() * 1e9;
+    const int64_t dp = r["parallel"]["dp"];
+    const auto& gb = r["measured"]["other"]["model_state_memory_GB_per_device"];
+    const struct { const char* key; int zero; } kCols[] = {
+        {"P_os (ZeRO-1)", 1}, {"P_os+g (ZeRO-2)", 2}, {"P_os+g+p (ZeRO-3)", 3}};
+    for (const auto& col : kCols) {
+      if (!gb.contains(col.key) || gb[col.key].is_null()) continue;
+      const double published = gb[col.key].get<double>();
+      const double ours = ShardedModelStates(psi, ZeroPlan(col.zero, dp), dp).Total() / 1e9;
+      // The paper prints 3 significant figures (e.g. 31.4, 1.88, 0.12): compare at 0.5% + rounding.
+      const double tol = std::max(published * 0.005, 0.0051);
+      EXPECT_NEAR(ours, published, tol) << id << " " << col.key;
+      ++cells;
+    }
+  }
+  EXPECT_EQ(cells, 54);  // 3 models x 6 DP degrees x 3 stages
+}
+
+TEST(MemoryTest, MegatronRecipeIsEighteenBytesAndDistributedOptimizerSixPlusTwelveOverD) {
+  // Megatron-LM keeps fp32 main gradients: 2 + 4 + 4 + 4 + 4 = 18 B/param; its distributed
+  // optimizer shards master weights and moments (ZeRO-1): 6 + 12/d (Megatron docs, distrib_optimizer).
+  PlanSpec p = ZeroPlan(0, 8);
+  p.dtypes.grads = Dtype::kFp32;
+  EXPECT_DOUBLE_EQ(BytesPerParam(p), 18.0);
+  p.zero = 1;
+  EXPECT_DOUBLE_EQ(ShardedModelStates(1.0, p, 8).Total(), 6.0 + 12.0 / 8.0);
+}
+
+struct Loaded {
+  ModelSpec model;
+  GpuSpec gpu;
+  ClusterSpec cluster;
+};
+Loaded Load(const char* model, const char* gpu, const char* cluster) {
+  Loaded l;
+  auto m = LoadModel(model);
+  auto g = LoadGpu(gpu);
+  auto c = LoadCluster(cluster);
+  EXPECT_TRUE(m.ok() && g.ok() && c.ok());
+  if (m.ok()) l.model = *m;
+  if (g.ok()) l.gpu = *g;
+  if (c.ok()) l.cluster = *c;
+  return l;
+}
+
+TEST(MemoryTest, Llama3SeventyBZeroThreeOnEightH100s) {
+  // The acceptance: 70.55e9 params x 16 B / 8 = 141.1 GB of model states per GPU; ZeRO-0
+  // keeps all 1.129 TB on each GPU. Neither fits an 80 GiB H100.
+  Loaded l = Load("llama3-70b", "h100-sxm", "dgx-h100");
+  PlanSpec p = ZeroPlan(3, 8);
+  p.seq_len = 8192;
+  Diagnostics d;
+  ValidatePlan(p, l.model, l.gpu, l.cluster, &d);
+  ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+  MemoryReport r = EstimateMemory(l.model, p, l.gpu);
+  const StageMemory& st = r.stages[0];
+  const int64_t states = st.weights_bytes + st.grads_bytes + st.optimizer_bytes;
+  EXPECT_NEAR(static_cast<double>(states), 141.1e9, 141.1e9 * 0.01);
+  EXPECT_EQ(states, 70'553'706'496LL * 16 / 8);
+  EXPECT_FALSE(r.fits);
+  p.zero = 0;
+  r = EstimateMemory(l.model, p, l.gpu);
+  const StageMemory& st0 = r.stages[0];
+  EXPECT_EQ(st0.weights_bytes + st0.grads_bytes + st0.optimizer_bytes, 70'553'706'496LL * 16);
+  EXPECT_FALSE(r.fits);
+  EXPECT_GT(r.per_gpu_bytes, r.capacity_bytes);
+}
+
+TEST(MemoryTest, PipelineStagesSplitWeightsAndPutEmbeddingsAtTheEnds) {
+  // Llama-3-70B, pp=4: 20 layers per stage; stage 0 adds the vocab-parallel embedding
+  // (128256*8192/tp), the last stage the untied head plus the final norm.
+  Loaded l = Load("llama3-70b", "h100-sxm", "dgx-h100");
+  PlanSpec p;
+  p.tp = 8;
+  p.pp = 4;
+  p.dp = 1;
+  p.gpus = 32;
+  p.seq_len = 8192;
+  p.global_batch = 16;
+  p.sequence_parallel = true;
+  const MemoryReport r = EstimateMemory(l.model, p, l.gpu);
+  ASSERT_EQ(r.stages.size(), 4u);
+  // Per layer on one TP rank: (8192^2*2 + 8192*1024*2 + 3*8192*28672)/8 + 2*8192 norms.
+  const int64_t layer = (2LL * 8192 * 8192 + 2LL * 8192 * 1024 + 3LL * 8192 * 28672) / 8 + 2 * 8192;
+  const int64_t emb = 128256LL * 8192 / 8;
+  EXPECT_EQ(r.stages[0].params, 20 * layer + emb);
+  EXPECT_EQ(r.stages[1].params, 20 * layer);
+  EXPECT_EQ(r.stages[3].params, 20 * layer + emb + 8192);
+  EXPECT_EQ(r.worst_stage, 0);  // most activations in flight
+}
+
+TEST(MemoryTest, GpipeHoldsAllMicrobatchesOneFOneBAtMostP) {
+  Loaded l = Load("llama3-8b", "h100-sxm", "dgx-h100");
+  PlanSpec p;
+  p.pp = 4;
+  p.gpus = 4;
+  p.seq_len = 4096;
+  p.global_batch = 32;  // 32 microbatches
+  p.schedule = Schedule::kGpipe;
+  MemoryReport r = EstimateMemory(l.model, p, l.gpu);
+  for (const auto& st : r.stages) EXPECT_DOUBLE_EQ(st.inflight_microbatches, 32.0);
+  p.schedule = Schedule::k1F1B;
+  r = EstimateMemory(l.model, p, l.gpu);
+  for (const auto& st : r.stages) EXPECT_DOUBLE_EQ(st.inflight_microbatches, 4.0 - static_cast<double>(st.stage));
+}
+
+TEST(MemoryTest, ExpertParallelDividesExpertsAndShardsOverExpertDataParallel) {
+  // Mixtral 8x7B on 8 GPUs, ep=8, dp=8: each GPU holds 1 of 8 experts per layer; the expert
+  // states are sharded over edp = dp/ep = 1, the dense ones over dp = 8 (ZeRO-1).
+  Loaded l = Load("mixtral-8x7b", "h100-sxm", "dgx-h100");
+  PlanSpec p;
+  p.dp = 8;
+  p.ep = 8;
+  p.gpus = 8;
+  p.zero = 1;
+  p.seq_len = 4096;
+  p.global_batch = 8;
+  const MemoryReport r = EstimateMemory(l.model, p, l.gpu);
+  EXPECT_EQ(r.dense_shard_group, 8);
+  EXPECT_EQ(r.expert_shard_group, 1);
+  const int64_t one_expert = 3LL * 4096 * 14336;
+  EXPECT_EQ(r.stages[0].expert_params, 32 * one_expert);
+  // master + moments: 12 B for every expert param (not sharded), 12/8 for dense ones.
+  EXPECT_EQ(r.stages[0].optimizer_bytes, 32 * one_expert * 12 + r.stages[0].dense_params * 12 / 8);
+}
+
+TEST(MemoryTest, OffloadMovesOptimizerStateToTheHost) {
+  Loaded l = Load("llama3-8b", "h100-sxm", "dgx-h100");
+  PlanSpec p = ZeroPlan(2, 8);
+  p.seq_len = 4096;
+  const MemoryReport on_gpu = EstimateMemory(l.model, p, l.gpu);
+  p.offload_optimizer = OffloadTarget::kCpu;
+  const MemoryReport off = EstimateMemory(l.model, p, l.gpu);
+  EXPECT_EQ(off.stages[0].optimizer_bytes, 0);
+  EXPECT_EQ(off.stages[0].host_bytes, on_gpu.stages[0].optimizer_bytes);
+  EXPECT_EQ(on_gpu.stages[0].total_bytes - off.stages[0].total_bytes, on_gpu.stages[0].optimizer_bytes);
+}
+
+TEST(MemoryTest, HsdpShardsWithinTheShardGroupOnly) {
+  // HSDP over dp=64 with shard groups of 8: states are divided by 8, not 64.
+  Loaded l = Load("llama3-8b", "h100-sxm", "dgx-h100");
+  PlanSpec p = ZeroPlan(3, 64);
+  p.seq_len = 4096;
+  p.sharding = Sharding::kHsdp;
+  p.hsdp_shard_size = 8;
+  const MemoryReport r = EstimateMemory(l.model, p, l.gpu);
+  EXPECT_EQ(r.dense_shard_group, 8);
+  EXPECT_EQ(r.stages[0].weights_bytes + r.stages[0].grads_bytes + r.stages[0].optimizer_bytes,
+            CountParams(l.model).total * 16 / 8);
+}
+
+TEST(MemoryTest, OverheadsAreNamedAndCounted) {
+  Loaded l = Load("llama3-8b", "h100-sxm", "dgx-h100");
+  PlanSpec p = ZeroPlan(1, 8);
+  p.seq_len = 4096;
+  const MemoryOverheads o;
+  const MemoryReport r = EstimateMemory(l.model, p, l.gpu, o);
+  const StageMemory& st = r.stages[0];
+  EXPECT_EQ(st.cuda_context_bytes, 512LL << 20);
+  EXPECT_EQ(st.cublas_workspace_bytes, 32LL << 20);
+  EXPECT_EQ(st.nccl_bytes, 1 * 16 * 2 * (4LL << 20));  // one communicator (dp): 128 MiB
+  EXPECT_EQ(st.fragmentation_bytes, std::llround(0.05 * static_cast<double>(st.activations_bytes)));
+  EXPECT_EQ(st.total_bytes, st.weights_bytes + st.grads_bytes + st.optimizer_bytes + st.activations_bytes +
+                                st.other_bytes);
+}
+
+}  // namespace
+}  // namespace meshplan::core

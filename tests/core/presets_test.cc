@@ -1,0 +1,80 @@
+// Every built-in preset parses, validates and round-trips through JSON unchanged.
+#include "core/presets.h"
+
+#include <gtest/gtest.h>
+
+namespace meshplan::core {
+namespace {
+
+TEST(PresetsTest, TheIssueListIsBuiltIn) {
+  const auto models = PresetNames("models");
+  for (const char* name : {"tiny", "gpt3-175b", "gpt-1.7b", "gpt-1t", "llama2-7b", "llama2-13b", "llama2-70b",
+                           "llama3-8b", "llama3-70b", "llama3-405b", "mixtral-8x7b", "mixtral-8x22b",
+                           "deepseek-v3", "qwen3-30b-a3b", "qwen3-235b-a22b", "gpt-oss-120b"})
+    EXPECT_NE(std::find(models.begin(), models.end(), name), models.end()) << name;
+  EXPECT_EQ(PresetNames("gpus").size(), 10u);
+  const auto clusters = PresetNames("clusters");
+  for (const char* name : {"dgx-a100", "dgx-h100", "hgx-h800", "dgx-b200", "gb200-nvl72", "mi300x-8"})
+    EXPECT_NE(std::find(clusters.begin(), clusters.end(), name), clusters.end()) << name;
+}
+
+TEST(PresetsTest, EveryModelParsesAndRoundTrips) {
+  for (const auto& name : PresetNames("models")) {
+    auto m = LoadModel(name);
+    ASSERT_TRUE(m.ok()) << name << ": " << m.status().ToString();
+    EXPECT_EQ(m->name, name);
+    EXPECT_FALSE(m->source.empty()) << name << " must cite its source";
+    auto back = ParseModelJson(ModelToJson(*m));
+    ASSERT_TRUE(back.ok()) << name << ": " << back.status().ToString();
+    EXPECT_EQ(*back, *m) << name;
+  }
+}
+
+TEST(PresetsTest, EveryGpuParsesAndRoundTrips) {
+  for (const auto& name : PresetNames("gpus")) {
+    auto g = LoadGpu(name);
+    ASSERT_TRUE(g.ok()) << name << ": " << g.status().ToString();
+    EXPECT_FALSE(g->source.empty()) << name;
+    auto back = ParseGpuJson(GpuToJson(*g));
+    ASSERT_TRUE(back.ok()) << name << ": " << back.status().ToString();
+    EXPECT_EQ(*back, *g) << name;
+  }
+}
+
+TEST(PresetsTest, EveryClusterParsesRoundTripsAndNamesABuiltInGpu) {
+  const auto gpus = PresetNames("gpus");
+  for (const auto& name : PresetNames("clusters")) {
+    auto c = LoadCluster(name);
+    ASSERT_TRUE(c.ok()) << name << ": " << c.status().ToString();
+    EXPECT_NE(std::find(gpus.begin(), gpus.end(), c->gpu), gpus.end()) << name << " names gpu " << c->gpu;
+    auto back = ParseClusterJson(ClusterToJson(*c));
+    ASSERT_TRUE(back.ok()) << name << ": " << back.status().ToString();
+    EXPECT_EQ(*back, *c) << name;
+  }
+}
+
+TEST(PresetsTest, H100HasEightyGibibytesAndDensePeaks) {
+  // NVIDIA H100 SXM datasheet: 80 GB HBM3 (80 GiB physical), 989.4 TFLOP/s dense BF16, 3.35 TB/s.
+  auto g = LoadGpu("h100-sxm");
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->hbm_bytes, 80LL << 30);
+  EXPECT_DOUBLE_EQ(g->peak_flops_per_s.at(Dtype::kBf16), 989.4e12);
+  EXPECT_DOUBLE_EQ(g->hbm_bytes_per_s, 3.35e12);
+}
+
+TEST(PresetsTest, UnknownNameListsTheBuiltIns) {
+  auto m = LoadModel("llama9-1t");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), Status::Code::kNotFound);
+  EXPECT_NE(m.status().message().find("llama3-70b"), std::string::npos) << m.status().message();
+}
+
+TEST(PresetsTest, MissingFileIsAnIoErrorNamingThePath) {
+  auto m = LoadModel("/nonexistent/model.json");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), Status::Code::kIoError);
+  EXPECT_NE(m.status().message().find("/nonexistent/model.json"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace meshplan::core

@@ -1,0 +1,74 @@
+// runtime/device.h: CUDA device detection. Runs on every machine: without a GPU (or without the
+// CUDA backend compiled in) the contract is Unavailable with a useful message, never a crash.
+// On a GPU machine, set MESHPLAN_REQUIRE_GPU=1 to make "Unavailable" a failure there.
+#include "runtime/device.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <regex>
+#include <string>
+
+namespace meshplan::runtime {
+namespace {
+
+#if !MESHPLAN_HAVE_CUDA
+
+TEST(DeviceTest, ListCudaDevicesIsUnavailableWithoutCudaBackend) {
+  const auto devices = ListCudaDevices();
+  ASSERT_FALSE(devices.ok());
+  EXPECT_EQ(devices.status().code(), core::Status::Code::kUnavailable);
+  // The message tells the user how to get the backend, so it must name CUDA.
+  EXPECT_NE(devices.status().message().find("CUDA"), std::string::npos)
+      << devices.status().ToString();
+}
+
+TEST(DeviceTest, NcclVersionIsEmptyWithoutCudaBackend) { EXPECT_EQ(NcclVersionString(), ""); }
+
+#else  // MESHPLAN_HAVE_CUDA
+
+TEST(DeviceTest, ListCudaDevicesReturnsDevicesOrUnavailable) {
+  const auto devices = ListCudaDevices();
+  if (!devices.ok()) {
+    // No GPU or no driver here: the "no GPU" path, reported with the CUDA error string.
+    EXPECT_EQ(devices.status().code(), core::Status::Code::kUnavailable)
+        << devices.status().ToString();
+    EXPECT_FALSE(devices.status().message().empty());
+    if (const char* require = std::getenv("MESHPLAN_REQUIRE_GPU");
+        require != nullptr && std::string(require) == "1") {
+      ADD_FAILURE() << "MESHPLAN_REQUIRE_GPU=1 but " << devices.status().ToString();
+    }
+    return;
+  }
+  ASSERT_FALSE(devices->empty());  // ok() promises at least one device.
+  for (const DeviceInfo& d : *devices) {
+    EXPECT_FALSE(d.name.empty());
+    EXPECT_GT(d.memory_bytes, 0) << d.name;
+    // Every GPU this CUDA runtime supports is sm_50 or newer (CUDA 12 and 13 dropped older).
+    EXPECT_GE(d.compute_capability_major, 5) << d.name;
+    EXPECT_GE(d.compute_capability_minor, 0) << d.name;
+    EXPECT_GT(d.sm_count, 0) << d.name;
+  }
+}
+
+TEST(DeviceTest, ListCudaDevicesGivesTheSameAnswerTwice) {
+  const auto first = ListCudaDevices();
+  const auto second = ListCudaDevices();
+  ASSERT_EQ(first.ok(), second.ok());
+  if (first.ok()) {
+    EXPECT_EQ(first->size(), second->size());
+  } else {
+    EXPECT_EQ(first.status().code(), second.status().code());
+  }
+}
+
+TEST(DeviceTest, NcclVersionIsMajorMinorPatch) {
+  // ncclGetVersion needs no GPU, so the linked library always answers, e.g. "2.28.9".
+  const std::string version = NcclVersionString();
+  EXPECT_TRUE(std::regex_match(version, std::regex(R"(\d+\.\d+\.\d+)"))) << "'" << version << "'";
+}
+
+#endif  // MESHPLAN_HAVE_CUDA
+
+}  // namespace
+}  // namespace meshplan::runtime

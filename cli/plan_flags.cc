@@ -32,7 +32,8 @@ void PlanFlags::Register(CLI::App* app) {
   p->add_option("--zero", zero, "ZeRO stage 0-3 (default 0)");
   p->add_option("--sharding", sharding, "fsdp|hsdp (default fsdp)");
   p->add_option("--hsdp-shard", hsdp_shard, "HSDP shard group size");
-  p->add_flag("--sp,!--no-sp", sp, "Sequence parallel");
+  p->add_flag_callback("--sp", [this] { sp = true; }, "Sequence parallel on");
+  p->add_flag_callback("--no-sp", [this] { sp = false; }, "Sequence parallel off");
   p->add_option("--recompute", recompute, "none|selective|full (default none)");
   p->add_option("--recompute-layers", recompute_layers, "Full recompute for this many layers per stage");
   p->add_option("--mbs", mbs, "Micro batch size in sequences (default 1)");
@@ -62,7 +63,8 @@ void SetEnum(const std::optional<std::string>& text, const char* flag, const cha
              Diagnostics* d) {
   if (!text) return;
   if (!core::FromName(*text, out))
-    d->Error(path, std::string("--") + flag + " must be one of " + core::Choices<E>() + " (got \"" + *text + "\")");
+    d->Error(std::string("--") + flag, std::string("must be one of ") + core::Choices<E>() + " (set " + path +
+                                           "; got \"" + *text + "\")");
 }
 
 }  // namespace
@@ -210,7 +212,7 @@ bool PlanFlags::Resolve(core::Scenario* out, Diagnostics* d, std::vector<std::st
     notes->push_back("schedule interleaved (because --vpp > 1)");
   }
   if (placement && !core::ParsePlacement(*placement, &p.placement))
-    d->Error("plan.placement", "--placement must order tp, cp, ep, dp, pp once each, e.g. tp-cp-ep-dp-pp (got \"" +
+    d->Error("--placement", "must order tp, cp, ep, dp, pp once each, e.g. tp-cp-ep-dp-pp (got \"" +
                                    *placement + "\")");
   if (gpus) p.gpus = *gpus;
   if (dp) {

@@ -32,7 +32,7 @@ run(csv 0 "stage,layers,params"
 run(unknown_model 2 "--model: .*no model preset named 'llama9'" report --model llama9 --gpu h100-sxm --gpus 8)
 run(bad_format 2 "--format must be" report --model tiny --gpu h100-sxm --gpus 1 --format xml)
 run(bad_flag 2 "unknown-flag|The following argument" report --model tiny --gpu h100-sxm --gpus 1 --unknown-flag 3)
-run(bad_enum 2 "--schedule must be one of" report --model tiny --gpu h100-sxm --gpus 1 --schedule 2f2b)
+run(bad_enum 2 "--schedule: must be one of" report --model tiny --gpu h100-sxm --gpus 1 --schedule 2f2b)
 run(tp_heads 1 "plan.tp: 3 must divide model.heads=64" report --model llama3-70b --gpu h100-sxm --gpus 24 --tp 3)
 run(gpus_product 1 "plan.gpus: 10 must equal tp\\*pp\\*dp\\*cp" report --model tiny --gpu h100-sxm --gpus 10 --dp 4)
 run(no_gpu 2 "--gpu: is required" report --model tiny --gpus 1)
@@ -40,7 +40,7 @@ run(no_gpu 2 "--gpu: is required" report --model tiny --gpus 1)
 run(presets 0 "llama3-70b.*h100-sxm.*dgx-h100" presets)
 run(preset_json 0 "\"name\": \"mixtral-8x7b\"" presets models mixtral-8x7b)
 # plan --output writes a file that report --plan reads back to the same numbers.
-run(plan_write 0 "wrote" plan --model llama3-70b --gpu h100-sxm --gpus 64 --tp 8 --pp 2 --sp --recompute selective
+run(plan_write 0 "wrote" plan --model llama3-70b --gpu h100-sxm --gpus 64 --tp 8 --pp 2 --sp --zero 1 --recompute selective
     --gbs 512 --seq 8192 --output ${WORK}/plan.json)
 run(plan_read 0 "\"per_gpu_bytes\"" report --plan ${WORK}/plan.json --format json)
 run(plan_override 1 "plan.gpus: 64 must equal" report --plan ${WORK}/plan.json --tp 4)

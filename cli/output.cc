@@ -17,14 +17,19 @@ std::string Fmt(const char* format, double v) {
   std::snprintf(buf, sizeof buf, format, v);
   return buf;
 }
-// 70553706496 -> "70.55B", 2760000 -> "2.76M": parameter counts as people say them.
-std::string Count(int64_t n) {
+}  // namespace
+
+std::string HumanCount(int64_t n) {
   const double v = static_cast<double>(n);
   if (v >= 1e12) return Fmt("%.4gT", v / 1e12);
   if (v >= 1e9) return Fmt("%.4gB", v / 1e9);
   if (v >= 1e6) return Fmt("%.4gM", v / 1e6);
   return Fmt("%.0f", v);
 }
+
+namespace {
+
+std::string Count(int64_t n) { return HumanCount(n); }
 std::string Gb(int64_t bytes) { return Fmt("%.2f", static_cast<double>(bytes) / 1e9); }
 
 std::string LayerRange(const std::vector<int64_t>& layers) {

@@ -13,6 +13,8 @@ namespace meshplan::cli {
 
 enum class Format { kTable, kJson, kCsv };
 bool ParseFormat(const std::string& text, Format* out);
+// 70553706496 -> "70.55B", 2760000 -> "2.76M": parameter counts as people say them.
+std::string HumanCount(int64_t n);
 
 std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r,
                         const std::vector<std::string>& notes, const std::vector<std::string>& warnings);

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/output.h"
 #include "core/params.h"
 #include "core/presets.h"
 #include "core/units.h"
@@ -45,15 +46,17 @@ void AddPresetsCommand(CLI::App* app, int* exit_code) {
           auto m = core::LoadModel(n);
           if (!m.ok()) { std::cout << "  " << n << "  (invalid: " << m.status().message() << ")\n"; continue; }
           const auto c = core::CountParams(*m);
-          std::snprintf(line, sizeof line, "  %-18s %9.4g params  %9.4g active  %3lld layers  hidden %6lld%s\n",
-                        n.c_str(), static_cast<double>(c.total), static_cast<double>(c.active),
+          std::snprintf(line, sizeof line, "  %-18s %8s params  %8s active  %3lld layers  hidden %6lld%s\n",
+                        n.c_str(), HumanCount(c.total).c_str(), HumanCount(c.active).c_str(),
                         static_cast<long long>(m->layers), static_cast<long long>(m->hidden),
                         m->moe ? "  moe" : "");
         } else if (k == "gpus") {
           auto g = core::LoadGpu(n);
           if (!g.ok()) { std::cout << "  " << n << "  (invalid: " << g.status().message() << ")\n"; continue; }
-          double bf16 = g->peak_flops_per_s.count(core::Dtype::kBf16) ? g->peak_flops_per_s.at(core::Dtype::kBf16)
-                                                                        : g->peak_flops_per_s.begin()->second;
+          const auto& peaks = g->peak_flops_per_s;
+          const double bf16 = peaks.count(core::Dtype::kBf16)   ? peaks.at(core::Dtype::kBf16)
+                              : peaks.count(core::Dtype::kFp16) ? peaks.at(core::Dtype::kFp16)
+                                                                : peaks.begin()->second;
           std::snprintf(line, sizeof line, "  %-18s %10s HBM  %6.2f TB/s  %7.1f TFLOP/s 16-bit dense  %5.0f W\n",
                         n.c_str(), core::FormatBytes(g->hbm_bytes).c_str(), g->hbm_bytes_per_s / 1e12, bf16 / 1e12,
                         g->tdp_w);

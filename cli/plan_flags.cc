@@ -8,7 +8,7 @@ using core::Diagnostics;
 
 void PlanFlags::Register(CLI::App* app) {
   app->add_option("--plan", plan_file, "A plan JSON file (from `meshplan plan --output`); flags override it");
-  app->add_option("--model", model, "Model preset name or JSON file (`meshplan presets models`)");
+  app->add_option("--model", model, "Model preset name, JSON file, or a Hugging Face config.json");
   app->add_option("--gpu", gpu, "GPU preset or JSON file (default: the cluster's GPU)");
   app->add_option("--cluster", cluster, "Cluster preset or JSON file (default: the preset built from --gpu)");
   auto* m = app->add_option_group("Model overrides");
@@ -38,6 +38,7 @@ void PlanFlags::Register(CLI::App* app) {
   p->add_option("--recompute-layers", recompute_layers, "Full recompute for this many layers per stage");
   p->add_option("--mbs", mbs, "Micro batch size in sequences (default 1)");
   p->add_option("--gbs", gbs, "Global batch size in sequences (default mbs*dp*pp)");
+  p->add_option("--gbs-tokens", gbs_tokens, "Global batch in tokens (= gbs * seq; instead of --gbs)");
   p->add_option("--seq", seq, "Sequence length (default the model's max_seq)");
   p->add_option("--schedule", schedule, "gpipe|1f1b|interleaved|zero-bubble|dualpipe (default 1f1b, "
                                         "interleaved when --vpp > 1)");
@@ -237,8 +238,16 @@ bool PlanFlags::Resolve(core::Scenario* out, Diagnostics* d, std::vector<std::st
     p.seq_len = m.max_seq;
     notes->push_back("seq " + std::to_string(p.seq_len) + " (the model's max_seq; --seq to change)");
   }
-  if (gbs) p.global_batch = *gbs;
-  else if (!from_file) {
+  if (gbs && gbs_tokens) d->Error("--gbs-tokens", "give either --gbs (sequences) or --gbs-tokens, not both");
+  if (gbs) {
+    p.global_batch = *gbs;
+  } else if (gbs_tokens) {
+    if (p.seq_len <= 0 || *gbs_tokens <= 0 || *gbs_tokens % p.seq_len != 0)
+      d->Error("--gbs-tokens", std::to_string(*gbs_tokens) + " must be a positive multiple of seq=" +
+                                   std::to_string(p.seq_len));
+    else
+      p.global_batch = *gbs_tokens / p.seq_len;
+  } else if (!from_file) {
     p.global_batch = p.micro_batch * p.dp * p.pp;
     notes->push_back("global batch " + std::to_string(p.global_batch) +
                      " sequences (mbs*dp*pp: one pipeline fill; --gbs to change)");

@@ -22,7 +22,7 @@ struct PlanFlags {
   std::optional<int64_t> layers, hidden, heads, kv_heads, ffn, vocab;
   std::optional<std::string> mlp, attention;
   // Plan.
-  std::optional<int64_t> gpus, tp, pp, dp, cp, ep, etp, vpp, mbs, gbs, seq, recompute_layers, hsdp_shard;
+  std::optional<int64_t> gpus, tp, pp, dp, cp, ep, etp, vpp, mbs, gbs, gbs_tokens, seq, recompute_layers, hsdp_shard;
   std::optional<int> zero;
   std::optional<bool> sp;
   std::optional<std::string> recompute, schedule, precision, optimizer, sharding, cp_kind, placement;

@@ -1,5 +1,8 @@
 #include "core/presets.h"
 
+#include "core/hf_config.h"
+#include "core/validate.h"
+
 #include <algorithm>
 #include <fstream>
 #include <sstream>
@@ -64,8 +67,25 @@ Result<Spec> Load(const std::string& kind, const std::string& ref, const std::st
 
 }  // namespace
 
+// A Hugging Face config.json is recognised by its "model_type" key and imported; anything else is
+// meshplan's own model format.
+Result<ModelSpec> ParseModelOrHfConfig(const std::string& text, const std::string& prefix,
+                                       const std::string& path) {
+  if (text.find("\"model_type\"") == std::string::npos) return ParseModelJson(text, prefix);
+  std::string stem = path.substr(path.find_last_of('/') + 1);
+  if (stem.size() > 5 && stem.compare(stem.size() - 5, 5, ".json") == 0) stem.resize(stem.size() - 5);
+  auto m = ModelFromHfConfig(text, stem, "Hugging Face config " + path);
+  if (!m.ok()) return m;
+  Diagnostics d;
+  ValidateModel(*m, prefix, &d);
+  if (d.has_errors()) return d.ToStatus();
+  return m;
+}
+
 Result<ModelSpec> LoadModel(const std::string& ref) {
-  return Load<ModelSpec>("models", ref, "model", ParseModelJson);
+  return Load<ModelSpec>("models", ref, "model", [&ref](const std::string& text, const std::string& prefix) {
+    return LooksLikePath(ref) ? ParseModelOrHfConfig(text, prefix, ref) : ParseModelJson(text, prefix);
+  });
 }
 Result<GpuSpec> LoadGpu(const std::string& ref) {
   return Load<GpuSpec>("gpus", ref, "gpu", ParseGpuJson);

@@ -27,6 +27,8 @@ std::vector<std::string> PresetNames(const std::string& kind);
 // The raw JSON text of a built-in preset; NotFound lists the valid names.
 Result<std::string> PresetText(const std::string& kind, const std::string& name);
 
+// A model file may be meshplan's format or a Hugging Face config.json (recognised by its
+// "model_type" key; see hf_config.h), named after the file.
 Result<ModelSpec> LoadModel(const std::string& name_or_path);
 Result<GpuSpec> LoadGpu(const std::string& name_or_path);
 Result<ClusterSpec> LoadCluster(const std::string& name_or_path);

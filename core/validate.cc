@@ -1,5 +1,7 @@
 #include "core/validate.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <numeric>
 #include <string>
 
@@ -8,10 +10,9 @@ namespace {
 
 std::string S(int64_t v) { return std::to_string(v); }
 std::string S(double v) {
-  std::string s = std::to_string(v);
-  s.erase(s.find_last_not_of('0') + 1);
-  if (!s.empty() && s.back() == '.') s.pop_back();
-  return s;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
 }
 
 // Field-level checks read as one line each: Positive(d, "model.layers", m.layers).
@@ -56,6 +57,22 @@ void ValidateModel(const ModelSpec& m, const std::string& p, Diagnostics* d) {
     Positive(d, q + ".v_head_dim", m.mla->v_head_dim);
     if (m.kv_heads != m.heads)
       d->Error(p + ".kv_heads", "with mla must equal heads=" + S(m.heads) + " (got " + S(m.kv_heads) + ")");
+  }
+  // Exact integer byte counts need every size to stay far below 2^63; refuse absurd inputs
+  // rather than overflow (checked in double, which cannot overflow here).
+  {
+    const double h = static_cast<double>(m.hidden), f = static_cast<double>(std::max<int64_t>(m.ffn_hidden, 1));
+    double experts = 1, ef = 0;
+    if (m.moe) {
+      experts = static_cast<double>(std::max<int64_t>(m.moe->experts, 1));
+      ef = static_cast<double>(std::max<int64_t>(m.moe->expert_ffn_hidden, 0));
+    }
+    const double rough = static_cast<double>(m.layers) *
+                             (4 * h * static_cast<double>(m.heads) * static_cast<double>(m.head_dim) +
+                              3 * h * f + 3 * h * ef * experts) +
+                         2 * static_cast<double>(m.vocab) * h + static_cast<double>(m.max_seq) * h;
+    if (rough > 1e16)
+      d->Error(p, "has about " + S(rough) + " parameters; meshplan accepts models up to 1e16");
   }
   if (m.moe) {
     const MoeSpec& e = *m.moe;
@@ -126,6 +143,21 @@ void ValidatePlan(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, cons
   if (pl.hsdp_shard_size < 0) r.Error("plan.hsdp_shard_size", "must be >= 0 (got " + S(pl.hsdp_shard_size) + ")");
   d->Append(r);
   if (r.has_errors()) return;
+
+  // Sizes meshplan can count exactly in 64-bit bytes: the largest per-layer tensor (naive
+  // attention's a*s^2*b scores, or s*b*f of the MLP) must stay below 1e17 bytes.
+  {
+    const double sq = static_cast<double>(pl.seq_len), b = static_cast<double>(pl.micro_batch);
+    const double width = static_cast<double>(std::max({m.hidden, m.ffn_hidden, m.vocab,
+                                                       m.moe ? m.moe->expert_ffn_hidden * m.moe->top_k : 0}));
+    const double largest = std::max(5.0 * static_cast<double>(m.heads) * sq * sq * b, 8.0 * sq * b * width);
+    if (largest > 1e17 || pl.gpus > (int64_t{1} << 40)) {
+      d->Error("plan.seq_len", "seq_len=" + S(pl.seq_len) + " with micro_batch=" + S(pl.micro_batch) +
+                                   " makes a single activation tensor of ~" + S(largest) +
+                                   " bytes; meshplan accepts up to 1e17");
+      return;
+    }
+  }
 
   // Device count.
   const int64_t product = pl.tp * pl.pp * pl.dp * pl.cp;

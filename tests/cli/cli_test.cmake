@@ -48,3 +48,16 @@ run(missing_plan 2 "--plan: .*cannot open" report --plan ${WORK}/nope.json)
 
 file(WRITE ${WORK}/bad_plan.json "{\"gpus\": 8, \"dp\": 8, \"micro_batch\": 1, \"global_batch\": 8, \"seq_len\": 4096, \"model\": \"tiny\", \"cluster\": \"dgx-h100\", \"zer0\": 1}")
 run(plan_typo 2 "plan.zer0: is not a known field \\(did you mean \"zero\"\\?\\)" report --plan ${WORK}/bad_plan.json)
+
+# A Hugging Face config.json works as --model and counts the same parameters as the preset.
+run(hf_config 0 "\"params_total\": 70553706496"
+    report --model ${DATA}/hf/llama3-70b.json --gpu h100-sxm --gpus 64 --tp 8 --pp 2 --sp --zero 1
+           --recompute selective --gbs 512 --seq 8192 --format json)
+# --gbs-tokens: the seeds' 4M-token batch at seq 4096 is 1024 sequences.
+run(gbs_tokens 0 "\"global_batch\": 1024" report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 1 --seq 4096
+    --gbs-tokens 4194304 --format json)
+run(gbs_tokens_bad 2 "--gbs-tokens: 1000 must be a positive multiple of seq=4096"
+    report --model llama3-8b --gpu h100-sxm --gpus 8 --seq 4096 --gbs-tokens 1000)
+# Absurd sizes are refused, not overflowed.
+run(huge_seq 1 "plan.seq_len: .*meshplan accepts up to 1e17"
+    report --model llama3-70b --gpu h100-sxm --gpus 8 --dp 8 --seq 1000000000 --attention naive)

@@ -1,1 +1,408 @@
-// Placeholder replaced below by the table-driven suite.
+// Malformed model, GPU, cluster and plan files (tests/data/malformed/): each must fail with one
+// line per problem, every line naming the field path and the rule broken, with every problem in
+// the file reported at once, and nothing may crash. Plan files go through the whole pipeline a
+// user's file does: ParsePlanFileJson, ResolvePlanFile, ValidatePlan (errors and warnings).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/diagnostics.h"
+#include "core/presets.h"
+#include "core/spec_json.h"
+#include "core/status.h"
+#include "core/validate.h"
+
+namespace meshplan::core {
+namespace {
+
+using Code = Status::Code;
+
+// How a fixture is read. The *File kinds go through LoadModel/LoadGpu/LoadCluster with a path,
+// whose errors must start with that path.
+enum class Kind { kModel, kGpu, kCluster, kPlan, kModelFile, kGpuFile, kClusterFile };
+
+struct MalformedCase {
+  const char* file;                   // under tests/data/malformed/
+  Kind kind;
+  Code code;                          // expected status code
+  int lines;                          // error lines in the message: every problem, once each
+  std::vector<std::string> errors;    // each must appear in status().message()
+  std::vector<std::string> warnings;  // plan cases that reach ValidatePlan: every warning, exactly
+};
+
+std::string FixturePath(const std::string& file) {
+  return std::string(MESHPLAN_TEST_DATA_DIR) + "/malformed/" + file;
+}
+
+std::vector<std::string> SplitLines(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    size_t nl = s.find('\n', start);
+    out.push_back(s.substr(start, nl - start));
+    if (nl == std::string::npos) return out;
+    start = nl + 1;
+  }
+}
+
+// "model.moe.top_k: must be ...", "plan.stage_layers[2]: ...", "plan: not valid JSON: ...".
+bool NamesFieldAndRule(const std::string& line) {
+  static const std::regex kLine(R"(^(model|gpu|cluster|plan)(\.[A-Za-z0-9_\-]+(\[[0-9]+\])?)*: \S.*$)");
+  return std::regex_match(line, kLine);
+}
+
+// The status a user would see for this case, plus the warnings when a plan reached ValidatePlan.
+struct Outcome {
+  Status status;
+  bool validated = false;
+  std::vector<Diagnostic> warnings;
+};
+
+Outcome Run(const MalformedCase& c) {
+  Outcome out;
+  const std::string path = FixturePath(c.file);
+  switch (c.kind) {
+    case Kind::kModelFile:
+      if (auto r = LoadModel(path); !r.ok()) out.status = r.status();
+      return out;
+    case Kind::kGpuFile:
+      if (auto r = LoadGpu(path); !r.ok()) out.status = r.status();
+      return out;
+    case Kind::kClusterFile:
+      if (auto r = LoadCluster(path); !r.ok()) out.status = r.status();
+      return out;
+    default:
+      break;
+  }
+  Result<std::string> text = ReadTextFile(path);
+  if (!text.ok()) {
+    out.status = text.status();
+    return out;
+  }
+  switch (c.kind) {
+    case Kind::kModel:
+      if (auto r = ParseModelJson(*text); !r.ok()) out.status = r.status();
+      return out;
+    case Kind::kGpu:
+      if (auto r = ParseGpuJson(*text); !r.ok()) out.status = r.status();
+      return out;
+    case Kind::kCluster:
+      if (auto r = ParseClusterJson(*text); !r.ok()) out.status = r.status();
+      return out;
+    default:
+      break;
+  }
+  Result<PlanFile> file = ParsePlanFileJson(*text);
+  if (!file.ok()) {
+    out.status = file.status();
+    return out;
+  }
+  Result<Scenario> s = ResolvePlanFile(*file);
+  if (!s.ok()) {
+    out.status = s.status();
+    return out;
+  }
+  Diagnostics d;
+  ValidatePlan(s->plan, s->model, s->gpu, s->cluster, &d);
+  out.validated = true;
+  out.status = d.ToStatus();
+  out.warnings = d.warnings();
+  return out;
+}
+
+class MalformedInputTest : public ::testing::TestWithParam<MalformedCase> {};
+
+TEST_P(MalformedInputTest, ReportsFieldAndRule) {
+  const MalformedCase& c = GetParam();
+  SCOPED_TRACE(c.file);
+  const Outcome out = Run(c);
+  ASSERT_FALSE(out.status.ok()) << c.file << " was accepted";
+  EXPECT_EQ(out.status.code(), c.code) << out.status.ToString();
+  const std::string& msg = out.status.message();
+  for (const auto& e : c.errors) EXPECT_NE(msg.find(e), std::string::npos) << "missing \"" << e << "\" in:\n" << msg;
+
+  // Through a Load* call the message starts with the file's path, then the per-field lines.
+  std::string body = msg;
+  const bool through_load =
+      c.kind == Kind::kModelFile || c.kind == Kind::kGpuFile || c.kind == Kind::kClusterFile;
+  if (through_load) {
+    const std::string path = FixturePath(c.file);
+    ASSERT_EQ(msg.rfind(path, 0), 0u) << "must start with " << path << ":\n" << msg;
+    body = msg.substr(path.size());
+    if (c.code == Code::kIoError) {
+      EXPECT_EQ(c.lines, 1);
+      EXPECT_EQ(SplitLines(msg).size(), 1u) << msg;
+      return;
+    }
+    ASSERT_EQ(body.rfind(":\n", 0), 0u) << msg;
+    body = body.substr(2);
+  }
+  const std::vector<std::string> lines = SplitLines(body);
+  EXPECT_EQ(static_cast<int>(lines.size()), c.lines) << "expected one line per problem:\n" << msg;
+  for (const auto& line : lines) EXPECT_TRUE(NamesFieldAndRule(line)) << "line without a field path: " << line;
+  EXPECT_EQ(std::set<std::string>(lines.begin(), lines.end()).size(), lines.size()) << "duplicate lines:\n" << msg;
+
+  // Warnings ride along with the errors of ValidatePlan but never appear in the error status.
+  if (!out.validated) {
+    EXPECT_TRUE(c.warnings.empty()) << c.file << " failed before ValidatePlan: " << msg;
+    return;
+  }
+  EXPECT_EQ(msg.find("warning: "), std::string::npos) << msg;
+  std::string all_warnings;
+  for (const auto& w : out.warnings) all_warnings += w.ToString() + "\n";
+  EXPECT_EQ(out.warnings.size(), c.warnings.size()) << all_warnings;
+  for (const auto& w : c.warnings)
+    EXPECT_NE(all_warnings.find(w), std::string::npos) << "missing warning \"" << w << "\" in:\n" << all_warnings;
+}
+
+const MalformedCase kCases[] = {
+    // ---- model: syntax and shape --------------------------------------------------------------
+    {"model_invalid_syntax.json", Kind::kModel, Code::kInvalidArgument, 1,
+     {"model: not valid JSON: ", "parse error at line 5"}},
+    {"model_top_level_array.json", Kind::kModel, Code::kInvalidArgument, 1,
+     {"model: must be a JSON object (got [{"}},
+    // ---- model: fields and types --------------------------------------------------------------
+    {"model_missing_layers.json", Kind::kModel, Code::kInvalidArgument, 1, {"model.layers: is required"}},
+    {"model_string_for_integer.json", Kind::kModel, Code::kInvalidArgument, 1,
+     {"model.layers: must be an integer (got \"32\")"}},
+    {"model_float_for_integer.json", Kind::kModel, Code::kInvalidArgument, 1,
+     {"model.heads: must be an integer (got 32.5)"}},
+    {"model_number_for_bool.json", Kind::kModel, Code::kInvalidArgument, 1,
+     {"model.tied_embeddings: must be true or false (got 1)"}},
+    {"model_negative_and_zero_sizes.json", Kind::kModel, Code::kInvalidArgument, 2,
+     {"model.layers: must be > 0 (got -2)", "model.hidden: must be > 0 (got 0)"}},
+    {"model_unknown_mlp.json", Kind::kModel, Code::kInvalidArgument, 1,
+     {"model.mlp: must be one of gelu|swiglu (got \"relu\")"}},
+    {"model_unknown_key_typo.json", Kind::kModel, Code::kInvalidArgument, 2,
+     {"model.hidden: is required", "model.hiden: is not a known field (did you mean \"hidden\"?)"}},
+    {"model_many_type_errors.json", Kind::kModel, Code::kInvalidArgument, 5,
+     {"model.layers: must be an integer (got \"thirty-two\")", "model.heads: must be an integer (got 32.5)",
+      "model.mlp: must be one of gelu|swiglu (got \"relu\")",
+      "model.tied_embeddings: must be true or false (got \"no\")",
+      "model.dropuot: is not a known field (did you mean \"dropout\"?)"}},
+    // ---- model: attention heads -----------------------------------------------------------------
+    {"model_kv_heads_not_dividing_heads.json", Kind::kModel, Code::kInvalidArgument, 1,
+     {"model.kv_heads: 3 must divide heads=64"}},
+    {"model_kv_heads_exceed_heads.json", Kind::kModel, Code::kInvalidArgument, 1,
+     {"model.kv_heads: must be between 1 and heads=8 (got 16)"}},
+    {"model_mla_kv_heads_not_heads.json", Kind::kModel, Code::kInvalidArgument, 1,
+     {"model.kv_heads: with mla must equal heads=128 (got 8)"}},
+    // ---- model: mixture of experts --------------------------------------------------------------
+    {"model_moe_top_k_exceeds_experts.json", Kind::kModel, Code::kInvalidArgument, 1,
+     {"model.moe.top_k: must be between 1 and experts=8 (got 10)"}},
+    {"model_moe_first_dense_layers_too_many.json", Kind::kModel, Code::kInvalidArgument, 1,
+     {"model.moe.first_dense_layers: must be between 0 and layers-1=31 (got 32)"}},
+    {"model_moe_capacity_factor_fraction.json", Kind::kModel, Code::kInvalidArgument, 1,
+     {"model.moe.capacity_factor: must be 0 (dropless) or >= 1 (got 0.5)"}},
+    {"model_moe_unknown_key.json", Kind::kModel, Code::kInvalidArgument, 2,
+     {"model.moe.top_k: is required", "model.moe.top-k: is not a known field (did you mean \"top_k\"?)"}},
+    // ---- gpu ------------------------------------------------------------------------------------
+    {"gpu_no_peaks.json", Kind::kGpu, Code::kInvalidArgument, 1,
+     {"gpu.peak_flops_per_s: must list at least one dtype"}},
+    {"gpu_negative_peak.json", Kind::kGpu, Code::kInvalidArgument, 1,
+     {"gpu.peak_flops_per_s.bf16: must be > 0 (got -1000000000000000)"}},
+    {"gpu_hbm_ambiguous_unit.json", Kind::kGpu, Code::kInvalidArgument, 1,
+     {"gpu.hbm_bytes: must be a byte count or a size with a unit such as \"80GiB\" or \"80GB\" (got \"80G\")"}},
+    {"gpu_unknown_dtype.json", Kind::kGpu, Code::kInvalidArgument, 1,
+     {"gpu.peak_flops_per_s.bf8: is not a dtype (one of fp32|tf32|bf16|fp16|fp8|int8)"}},
+    {"gpu_peaks_not_object.json", Kind::kGpu, Code::kInvalidArgument, 1,
+     {"gpu.peak_flops_per_s: must be an object of dtype -> FLOP/s (got 989000000000000.0)"}},
+    {"gpu_negative_sizes.json", Kind::kGpu, Code::kInvalidArgument, 2,
+     {"gpu.hbm_bytes: must be > 0 (got -1)", "gpu.tdp_w: must be > 0 (got 0)"}},
+    // ---- cluster --------------------------------------------------------------------------------
+    {"cluster_oversubscription_below_one.json", Kind::kCluster, Code::kInvalidArgument, 1,
+     {"cluster.oversubscription: must be >= 1 (1 = non-blocking; got 0.5)"}},
+    {"cluster_scale_up_domain_not_aligned.json", Kind::kCluster, Code::kInvalidArgument, 1,
+     {"cluster.scale_up_domain_gpus: 12 must be a multiple or a divisor of gpus_per_node=8"}},
+    {"cluster_bandwidth_word.json", Kind::kCluster, Code::kInvalidArgument, 1,
+     {"cluster.nic_bytes_per_s: must be bytes per second or a rate with a unit such as \"400Gb/s\" or "
+      "\"450GB/s\" (got \"fast\")"}},
+    {"cluster_unknown_topology.json", Kind::kCluster, Code::kInvalidArgument, 1,
+     {"cluster.topology: must be one of rail-optimized-fat-tree|fat-tree|torus|single-switch (got "
+      "\"dragonfly\")"}},
+    {"cluster_zero_nics_negative_latency.json", Kind::kCluster, Code::kInvalidArgument, 2,
+     {"cluster.nics_per_node: must be > 0 (got 0)", "cluster.scale_out_latency_s: must be >= 0 (got -0.000005)"}},
+    {"cluster_missing_required.json", Kind::kCluster, Code::kInvalidArgument, 2,
+     {"cluster.gpus_per_node: is required", "cluster.scale_up_bytes_per_s: is required"}},
+    // ---- plan: syntax, references ---------------------------------------------------------------
+    {"plan_truncated.json", Kind::kPlan, Code::kInvalidArgument, 1, {"plan: not valid JSON: ", "parse error"}},
+    {"plan_top_level_array.json", Kind::kPlan, Code::kInvalidArgument, 1, {"plan: must be a JSON object (got [{"}},
+    {"plan_unknown_model_preset.json", Kind::kPlan, Code::kInvalidArgument, 1,
+     {"plan.model: no model preset named 'llama4-70b' (built in: ", "llama3-70b"}},
+    {"plan_missing_cluster.json", Kind::kPlan, Code::kInvalidArgument, 1,
+     {"plan.cluster: is required (a preset name or an object)"}},
+    {"plan_placement_missing_axis.json", Kind::kPlan, Code::kInvalidArgument, 1,
+     {"plan.placement: must order all five axes tp, cp, ep, dp, pp once each", "(got \"tp-cp-dp-pp\")"}},
+    {"plan_parse_errors_with_embedded_model.json", Kind::kPlan, Code::kInvalidArgument, 4,
+     {"plan.tp: must be an integer (got \"8\")",
+      "plan.schedule: must be one of gpipe|1f1b|interleaved|zero-bubble|dualpipe (got \"1f1b-interleaved\")",
+      "plan.model.kv_heads: 3 must divide heads=64",
+      "plan.sequence_paralel: is not a known field (did you mean \"sequence_parallel\"?)"}},
+    // ---- plan: ranges ---------------------------------------------------------------------------
+    {"plan_zero_four.json", Kind::kPlan, Code::kInvalidArgument, 1, {"plan.zero: must be 0, 1, 2 or 3 (got 4)"}},
+    // ---- plan: devices, tensor and pipeline parallel --------------------------------------------
+    {"plan_gpus_not_product.json", Kind::kPlan, Code::kInvalidArgument, 1,
+     {"plan.gpus: 48 must equal tp*pp*dp*cp = 8*2*4*1 = 64"}},
+    {"plan_tp_not_dividing_heads.json", Kind::kPlan, Code::kInvalidArgument, 1,
+     {"plan.tp: 128 must divide model.heads=64"},
+     {"warning: plan.tp: 128 spans more than one scale-up domain (cluster.scale_up_domain_gpus=8)"}},
+    {"plan_layers_not_split_over_pp.json", Kind::kPlan, Code::kInvalidArgument, 1,
+     {"plan.pp: model.layers=80 must split evenly over pp*vpp=3"}},
+    {"plan_layers_not_split_over_pp_vpp.json", Kind::kPlan, Code::kInvalidArgument, 1,
+     {"plan.pp: model.layers=80 must split evenly over pp*vpp=6"}},
+    {"plan_stage_layers_wrong_length.json", Kind::kPlan, Code::kInvalidArgument, 1,
+     {"plan.stage_layers: must have pp*vpp=2 entries (got 3)"}},
+    {"plan_stage_layers_wrong_sum.json", Kind::kPlan, Code::kInvalidArgument, 1,
+     {"plan.stage_layers: must sum to model.layers=80 (got 79)"}},
+    // ---- plan: batch and schedule ---------------------------------------------------------------
+    {"plan_vpp_without_interleaved.json", Kind::kPlan, Code::kInvalidArgument, 1,
+     {"plan.vpp: 2 needs plan.schedule=interleaved (got 1f1b)"}},
+    {"plan_interleaved_with_vpp_one.json", Kind::kPlan, Code::kInvalidArgument, 1,
+     {"plan.schedule: interleaved needs plan.vpp >= 2 (got 1)"}},
+    {"plan_dualpipe_odd_pp.json", Kind::kPlan, Code::kInvalidArgument, 1,
+     {"plan.pp: dualpipe needs an even pp >= 2 (got 5)"}},
+    {"plan_global_batch_not_divisible.json", Kind::kPlan, Code::kInvalidArgument, 1,
+     {"plan.global_batch: 64 must be divisible by micro_batch*dp = 3*1 = 3"}},
+    {"plan_sequence_parallel_tp1_warning.json", Kind::kPlan, Code::kInvalidArgument, 1,
+     {"plan.global_batch: 100 must be divisible by micro_batch*dp = 1*64 = 64"},
+     {"warning: plan.sequence_parallel: has no effect with tp=1"}},
+    // ---- plan: context and expert parallel ------------------------------------------------------
+    {"plan_seq_len_not_divisible_ring_cp.json", Kind::kPlan, Code::kInvalidArgument, 1,
+     {"plan.seq_len: 8198 must be divisible by 2*cp=4 (load-balanced causal ring)"},
+     {"warning: plan.seq_len: 8198 exceeds model.max_seq=8192"}},
+    {"plan_ep_on_dense_model.json", Kind::kPlan, Code::kInvalidArgument, 1,
+     {"plan.ep: 4 needs an MoE model (model.moe is absent)"}},
+    {"plan_ep_not_dividing_experts.json", Kind::kPlan, Code::kInvalidArgument, 1,
+     {"plan.ep: 3 must divide model.moe.experts=8"}},
+    {"plan_etp_not_dividing_expert_ffn.json", Kind::kPlan, Code::kInvalidArgument, 1,
+     {"plan.etp: 3 must divide model.moe.expert_ffn_hidden=14336"}},
+    // ---- plan: sharding and offload -------------------------------------------------------------
+    {"plan_hsdp_without_shard_size.json", Kind::kPlan, Code::kInvalidArgument, 1,
+     {"plan.hsdp_shard_size: must be >= 1 with sharding=hsdp (got 0)"}},
+    {"plan_hsdp_shard_size_not_dividing.json", Kind::kPlan, Code::kInvalidArgument, 1,
+     {"plan.hsdp_shard_size: 3 must divide dp*cp=4"}},
+    {"plan_offload_params_without_zero3.json", Kind::kPlan, Code::kInvalidArgument, 1,
+     {"plan.offload.params: parameter offload needs plan.zero=3 (got 1)"}},
+    {"plan_nvme_optimizer_without_zero3.json", Kind::kPlan, Code::kInvalidArgument, 1,
+     {"plan.offload.optimizer: nvme offload needs plan.zero=3 (ZeRO-Infinity; got 2)"}},
+    // ---- plan: precision, optimizer, recompute --------------------------------------------------
+    {"plan_fp8_on_a100.json", Kind::kPlan, Code::kInvalidArgument, 1,
+     {"plan.precision: fp8 is not supported by gpu a100-80g (it has: fp32|tf32|bf16|fp16|int8)"}},
+    {"plan_adam8bit_fp32_moments.json", Kind::kPlan, Code::kInvalidArgument, 1,
+     {"plan.dtypes.optimizer_states: adam-8bit keeps int8 moments (got fp32)"}},
+    {"plan_int8_moments_with_adamw.json", Kind::kPlan, Code::kInvalidArgument, 1,
+     {"plan.dtypes.optimizer_states: int8 moments need optimizer=adam-8bit (got adamw)"}},
+    {"plan_recompute_layers_without_full.json", Kind::kPlan, Code::kInvalidArgument, 1,
+     {"plan.recompute_layers: needs plan.recompute=full (got selective)"}},
+    // ---- plan: five unrelated errors, all reported in one pass ----------------------------------
+    {"plan_five_errors.json", Kind::kPlan, Code::kInvalidArgument, 5,
+     {"plan.gpus: 100 must equal tp*pp*dp*cp = 8*3*2*1 = 48", "plan.pp: model.layers=80 must split evenly over pp*vpp=3",
+      "plan.global_batch: 10 must be divisible by micro_batch*dp = 4*2 = 8",
+      "plan.ep: 2 needs an MoE model (model.moe is absent)",
+      "plan.offload.params: parameter offload needs plan.zero=3 (got 1)"},
+     {"warning: plan.global_batch: 1 microbatches per pipeline never fill pp=3 stages"}},
+    // ---- through LoadModel/LoadGpu/LoadCluster with a path: the message starts with the path ----
+    {"model_kv_heads_not_dividing_heads.json", Kind::kModelFile, Code::kInvalidArgument, 1,
+     {"model.kv_heads: 3 must divide heads=64"}},
+    {"gpu_hbm_ambiguous_unit.json", Kind::kGpuFile, Code::kInvalidArgument, 1, {"gpu.hbm_bytes: ", "(got \"80G\")"}},
+    {"cluster_oversubscription_below_one.json", Kind::kClusterFile, Code::kInvalidArgument, 1,
+     {"cluster.oversubscription: must be >= 1"}},
+    {"model_invalid_syntax.json", Kind::kModelFile, Code::kInvalidArgument, 1, {"model: not valid JSON: "}},
+    {"no_such_model.json", Kind::kModelFile, Code::kIoError, 1, {"no_such_model.json: cannot open for reading"}},
+};
+
+// "model_kv_heads_not_dividing_heads.json" -> "ModelKvHeadsNotDividingHeads", plus the
+// loader for the Load* kinds so a file used twice keeps unique names.
+std::string CaseName(const ::testing::TestParamInfo<MalformedCase>& info) {
+  std::string name;
+  bool upper = true;
+  for (const char* p = info.param.file; *p && *p != '.'; ++p) {
+    if (*p == '_') {
+      upper = true;
+    } else {
+      name += upper ? static_cast<char>(std::toupper(static_cast<unsigned char>(*p))) : *p;
+      upper = false;
+    }
+  }
+  switch (info.param.kind) {
+    case Kind::kModelFile: return name + "ViaLoadModel";
+    case Kind::kGpuFile: return name + "ViaLoadGpu";
+    case Kind::kClusterFile: return name + "ViaLoadCluster";
+    default: return name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Files, MalformedInputTest, ::testing::ValuesIn(kCases), CaseName);
+
+// Every fixture is covered by the table (a file nobody checks tests nothing).
+TEST(MalformedFixturesTest, EveryFixtureIsInTheTable) {
+  for (const auto& entry : std::filesystem::directory_iterator(FixturePath(""))) {
+    const std::string file = entry.path().filename().string();
+    const bool listed = std::any_of(std::begin(kCases), std::end(kCases),
+                                    [&](const MalformedCase& c) { return file == c.file; });
+    EXPECT_TRUE(listed) << file << " is not in kCases";
+  }
+}
+
+// No crash on any prefix of any fixture, fed to every parser (wrong kinds included); whatever
+// fails says why, and a plan that parses resolves and validates without crashing too.
+TEST(MalformedFixturesTest, EveryPrefixToEveryParserFailsCleanly) {
+  int parsed = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(FixturePath(""))) {
+    Result<std::string> text = ReadTextFile(entry.path().string());
+    ASSERT_TRUE(text.ok()) << text.status().ToString();
+    for (size_t n = 0; n <= text->size(); ++n) {
+      const std::string prefix = text->substr(0, n);
+      auto check = [&](const Status& s) {
+        if (s.ok()) return;
+        EXPECT_EQ(s.code(), Code::kInvalidArgument) << entry.path() << " [" << n << "]: " << s.ToString();
+        EXPECT_FALSE(s.message().empty()) << entry.path() << " [" << n << "]";
+      };
+      if (auto m = ParseModelJson(prefix); !m.ok()) check(m.status());
+      if (auto g = ParseGpuJson(prefix); !g.ok()) check(g.status());
+      if (auto c = ParseClusterJson(prefix); !c.ok()) check(c.status());
+      auto f = ParsePlanFileJson(prefix);
+      if (!f.ok()) {
+        check(f.status());
+        continue;
+      }
+      ++parsed;
+      auto s = ResolvePlanFile(*f);
+      if (!s.ok()) {
+        check(s.status());
+        continue;
+      }
+      Diagnostics d;
+      ValidatePlan(s->plan, s->model, s->gpu, s->cluster, &d);
+    }
+  }
+  EXPECT_GT(parsed, 0);  // the whole plan files do parse, so ValidatePlan ran above
+}
+
+// A preset name that does not exist is NotFound and lists the built-in names.
+TEST(MalformedReferenceTest, UnknownPresetNamesListTheChoices) {
+  auto m = LoadModel("llama3-71b");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), Code::kNotFound);
+  EXPECT_NE(m.status().message().find("no model preset named 'llama3-71b'"), std::string::npos);
+  EXPECT_NE(m.status().message().find("llama3-70b"), std::string::npos);
+  auto g = LoadGpu("h100-sxm5");
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), Code::kNotFound);
+  EXPECT_NE(g.status().message().find("no gpu preset named 'h100-sxm5'"), std::string::npos);
+  EXPECT_NE(g.status().message().find("h100-sxm"), std::string::npos);
+  auto c = LoadCluster("dgx-h1000");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), Code::kNotFound);
+  EXPECT_NE(c.status().message().find("no cluster preset named 'dgx-h1000'"), std::string::npos);
+  EXPECT_NE(c.status().message().find("dgx-h100"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace meshplan::core

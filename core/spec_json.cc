@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <climits>
 #include <cmath>
 #include <set>
 #include <sstream>
@@ -65,6 +66,10 @@ class ObjectReader {
   bool Int(const char* key, int64_t* out, bool required = false) {
     const Json* v = Find(key, required);
     if (!v) return false;
+    if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+      diag_->Error(Path(key), "must be at most 9223372036854775807 (got " + Show(*v) + ")");
+      return false;
+    }
     if (v->is_number_integer() || v->is_number_unsigned()) {
       *out = v->get<int64_t>();
       return true;
@@ -82,6 +87,10 @@ class ObjectReader {
   bool Int(const char* key, int* out, bool required = false) {
     int64_t v = 0;
     if (!Int(key, &v, required)) return false;
+    if (v < INT_MIN || v > INT_MAX) {
+      diag_->Error(Path(key), "must be an integer between -2147483648 and 2147483647 (got " + std::to_string(v) + ")");
+      return false;
+    }
     *out = static_cast<int>(v);
     return true;
   }
@@ -127,6 +136,10 @@ class ObjectReader {
   bool ByteSize(const char* key, int64_t* out, bool required = false) {
     const Json* v = Find(key, required);
     if (!v) return false;
+    if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+      diag_->Error(Path(key), "must be at most 9223372036854775807 bytes (got " + Show(*v) + ")");
+      return false;
+    }
     if (v->is_number_integer() || v->is_number_unsigned()) {
       *out = v->get<int64_t>();
       return true;
@@ -139,6 +152,15 @@ class ObjectReader {
       }
     }
     if (v->is_string() && ParseByteSize(v->get<std::string>(), out)) return true;
+    if (v->is_string()) {
+      const std::string text = v->get<std::string>();
+      const char last = text.empty() ? '\0' : text.back();
+      if (last == 'K' || last == 'M' || last == 'G' || last == 'T') {
+        diag_->Error(Path(key), "\"" + text + "\" is ambiguous: write \"" + text + "iB\" (binary) or \"" + text +
+                                    "B\" (decimal)");
+        return false;
+      }
+    }
     diag_->Error(Path(key), "must be a byte count or a size with a unit such as \"80GiB\" or "
                             "\"80GB\" (got " + Show(*v) + ")");
     return false;
@@ -246,7 +268,13 @@ void ReadModel(const Json& j, const std::string& prefix, ModelSpec* m, Diagnosti
   r.Finish();
   // Defaults that depend on other fields.
   if (m->kv_heads == 0) m->kv_heads = m->heads;
-  if (m->head_dim == 0 && m->heads > 0) m->head_dim = m->hidden / m->heads;
+  if (m->head_dim == 0 && m->heads > 0) {
+    if (m->hidden % m->heads != 0)
+      d->Error(prefix + ".head_dim", "is required when hidden=" + std::to_string(m->hidden) +
+                                         " is not divisible by heads=" + std::to_string(m->heads));
+    else
+      m->head_dim = m->hidden / m->heads;
+  }
   if (m->moe && m->moe->shared_experts > 0 && m->moe->shared_expert_ffn_hidden == 0)
     m->moe->shared_expert_ffn_hidden = m->moe->expert_ffn_hidden;
 }

@@ -42,7 +42,9 @@ void ValidateModel(const ModelSpec& m, const std::string& p, Diagnostics* d) {
   } else {
     Positive(d, p + ".ffn_hidden", m.ffn_hidden);
   }
-  if (m.kv_heads <= 0 || m.kv_heads > m.heads) {
+  if (m.heads <= 0) {
+    // Reported above; a kv_heads check against it would only repeat the problem.
+  } else if (m.kv_heads <= 0 || m.kv_heads > m.heads) {
     d->Error(p + ".kv_heads", "must be between 1 and heads=" + S(m.heads) + " (got " + S(m.kv_heads) + ")");
   } else if (m.heads % m.kv_heads != 0) {
     d->Error(p + ".kv_heads", S(m.kv_heads) + " must divide heads=" + S(m.heads) +
@@ -138,9 +140,15 @@ void ValidatePlan(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, cons
   Positive(&r, "plan.micro_batch", pl.micro_batch);
   Positive(&r, "plan.global_batch", pl.global_batch);
   Positive(&r, "plan.seq_len", pl.seq_len);
-  if (pl.zero < 0 || pl.zero > 3) r.Error("plan.zero", "must be 0, 1, 2 or 3 (got " + S(int64_t{pl.zero}) + ")");
-  if (pl.recompute_layers < 0) r.Error("plan.recompute_layers", "must be >= 0 (got " + S(pl.recompute_layers) + ")");
-  if (pl.hsdp_shard_size < 0) r.Error("plan.hsdp_shard_size", "must be >= 0 (got " + S(pl.hsdp_shard_size) + ")");
+  // Each degree at most 2^20 keeps every product the checks below divide by far from overflow.
+  for (auto [name, v] : {std::pair{"tp", pl.tp}, {"pp", pl.pp}, {"dp", pl.dp}, {"cp", pl.cp}, {"ep", pl.ep},
+                         {"etp", pl.etp}, {"vpp", pl.vpp}, {"micro_batch", pl.micro_batch}}) {
+    if (v > (int64_t{1} << 20)) r.Error(std::string("plan.") + name, "must be <= 1048576 (got " + S(v) + ")");
+  }
+  // Not divisors of anything below: reported without stopping the cross-checks.
+  if (pl.zero < 0 || pl.zero > 3) d->Error("plan.zero", "must be 0, 1, 2 or 3 (got " + S(int64_t{pl.zero}) + ")");
+  if (pl.recompute_layers < 0) d->Error("plan.recompute_layers", "must be >= 0 (got " + S(pl.recompute_layers) + ")");
+  if (pl.hsdp_shard_size < 0) d->Error("plan.hsdp_shard_size", "must be >= 0 (got " + S(pl.hsdp_shard_size) + ")");
   d->Append(r);
   if (r.has_errors()) return;
 

@@ -238,6 +238,14 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
   if (p.cp > 1 && p.dp > 1) ++comms;
   if (m.moe && edp > 1 && edp != p.dp) ++comms;
 
+  // Activation bytes per layer kind (dense, MoE) and recompute mode (none, selective, full):
+  // the same for every layer of a kind, so computed once, not per layer.
+  int64_t act[2][3];
+  for (int moe = 0; moe < 2; ++moe) {
+    const Recompute modes[3] = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
+    for (int mode = 0; mode < 3; ++mode) act[moe][mode] = LayerActivationBytes(m, p, moe == 1, modes[mode]);
+  }
+
   const int64_t first_chunk = 0, last_chunk = LastChunk(p);
   for (int64_t stage = 0; stage < p.pp; ++stage) {
     StageMemory st;
@@ -297,14 +305,10 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
     for (int64_t i = 0; i < layers_here; ++i) {
       const bool moe = m.IsMoeLayer(st.layers[i]);
       const bool full = i < full_layers;
-      const Recompute mode = full ? Recompute::kFull
-                                  : (p.recompute == Recompute::kSelective ? Recompute::kSelective
-                                                                          : Recompute::kNone);
-      per_mb += LayerActivationBytes(m, p, moe, mode);
+      const int mode = full ? 2 : (p.recompute == Recompute::kSelective ? 1 : 0);
+      per_mb += act[moe][mode];
       // Backward of a recomputed layer re-materialises what recompute dropped, one layer at a time.
-      if (mode != Recompute::kNone)
-        max_working = std::max(max_working, LayerActivationBytes(m, p, moe, Recompute::kNone) -
-                                                LayerActivationBytes(m, p, moe, mode));
+      if (mode != 0) max_working = std::max(max_working, act[moe][0] - act[moe][mode]);
     }
     st.inflight_microbatches = InflightMicrobatches(p, stage);
     st.layer_activations_bytes = per_mb;

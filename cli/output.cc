@@ -134,10 +134,14 @@ std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r,
           (w.loss_activations_bytes ? " + logits/loss" : "") +
           (w.recompute_working_bytes ? " + recompute working set" : ""));
   row("CUDA context", w.cuda_context_bytes, "assumed");
-  row("cuBLAS workspace", w.cublas_workspace_bytes, "32 MiB");
+  row("cuBLAS workspace", w.cublas_workspace_bytes,
+      Fmt("%.0f MiB", static_cast<double>(w.cublas_workspace_bytes) / (1 << 20)));
   row("NCCL buffers", w.nccl_bytes, "communicators x channels x 2 x NCCL_BUFFSIZE");
   if (w.zero3_prefetch_bytes) row("ZeRO-3 gather buffers", w.zero3_prefetch_bytes, "2 layers gathered");
-  row("allocator fragmentation", w.fragmentation_bytes, "5% of activations (assumed)");
+  row("allocator fragmentation", w.fragmentation_bytes,
+      (w.activations_bytes > 0
+           ? Fmt("%.0f%%", 100.0 * static_cast<double>(w.fragmentation_bytes) / static_cast<double>(w.activations_bytes))
+           : std::string("0%")) + " of activations (assumed)");
   if (w.host_bytes) row("offloaded to CPU", w.host_bytes, "not on the GPU");
   if (w.nvme_bytes) row("offloaded to NVMe", w.nvme_bytes, "not on the GPU");
   o << "#\n";

@@ -1,0 +1,85 @@
+#include "core/flops.h"
+
+#include "core/params.h"
+
+namespace meshplan::core {
+namespace {
+
+// Weights one token multiplies in a layer: everything but norms, biases and sinks, with routed
+// experts counted top_k times. Biases and norms are O(h) per token and left out, as in every
+// published FLOP formula.
+double LayerMatmulParams(const ModelSpec& m, bool moe_layer) {
+  const double h = static_cast<double>(m.hidden);
+  double attn;
+  if (m.mla) {
+    const MlaSpec& a = *m.mla;
+    const double heads = static_cast<double>(m.heads);
+    const double qk = static_cast<double>(a.qk_nope_head_dim + a.qk_rope_head_dim);
+    const double q = a.q_lora_rank > 0 ? h * static_cast<double>(a.q_lora_rank) +
+                                             static_cast<double>(a.q_lora_rank) * heads * qk
+                                       : h * heads * qk;
+    attn = q + h * static_cast<double>(a.kv_lora_rank + a.qk_rope_head_dim) +
+           static_cast<double>(a.kv_lora_rank) * heads * static_cast<double>(a.qk_nope_head_dim + a.v_head_dim) +
+           heads * static_cast<double>(a.v_head_dim) * h;
+  } else {
+    const double q = static_cast<double>(m.heads * m.head_dim);
+    const double kv = static_cast<double>(m.kv_heads * m.head_dim);
+    attn = 2 * h * q + 2 * h * kv;
+  }
+  const double mats = m.mlp == MlpKind::kSwiglu ? 3 : 2;
+  double mlp;
+  if (moe_layer && m.moe) {
+    const MoeSpec& e = *m.moe;
+    mlp = mats * h *
+              (static_cast<double>(e.top_k * e.expert_ffn_hidden) +
+               static_cast<double>(e.shared_experts * e.shared_expert_ffn_hidden)) +
+          h * static_cast<double>(e.experts);  // router
+  } else {
+    mlp = mats * h * static_cast<double>(m.ffn_hidden);
+  }
+  return attn + mlp;
+}
+
+}  // namespace
+
+ForwardFlops ForwardFlopsPerToken(const ModelSpec& m, int64_t seq_len, AttentionFlops convention) {
+  ForwardFlops f;
+  const double s = static_cast<double>(seq_len);
+  // QK^T: 2*s*(a*d_qk) per token; AV: 2*s*(a*d_v). Causal kernels skip half the scores.
+  double qk_dim, v_dim;
+  if (m.mla) {
+    qk_dim = static_cast<double>(m.heads * (m.mla->qk_nope_head_dim + m.mla->qk_rope_head_dim));
+    v_dim = static_cast<double>(m.heads * m.mla->v_head_dim);
+  } else {
+    qk_dim = v_dim = static_cast<double>(m.heads * m.head_dim);
+  }
+  const double causal = convention == AttentionFlops::kCausal ? 0.5 : 1.0;
+  for (int64_t l = 0; l < m.layers; ++l) {
+    f.matmul += 2 * LayerMatmulParams(m, m.IsMoeLayer(l));
+    f.attention += 2 * s * (qk_dim + v_dim) * causal;
+  }
+  f.logits = 2 * static_cast<double>(m.hidden) * static_cast<double>(m.vocab);
+  return f;
+}
+
+double ModelFlopsPerIteration(const ModelSpec& m, const PlanSpec& p, AttentionFlops convention) {
+  const double tokens = static_cast<double>(p.global_batch) * static_cast<double>(p.seq_len);
+  return 3 * ForwardFlopsPerToken(m, p.seq_len, convention).Total() * tokens;
+}
+
+double HardwareFlopsPerIteration(const ModelSpec& m, const PlanSpec& p, AttentionFlops convention) {
+  const double tokens = static_cast<double>(p.global_batch) * static_cast<double>(p.seq_len);
+  const ForwardFlops f = ForwardFlopsPerToken(m, p.seq_len, convention);
+  double extra = 0;
+  if (p.recompute == Recompute::kFull) {
+    const double share = p.recompute_layers > 0
+                             ? static_cast<double>(p.recompute_layers * p.pp * p.vpp) / static_cast<double>(m.layers)
+                             : 1.0;
+    extra = (f.matmul + f.attention) * (share > 1.0 ? 1.0 : share);
+  } else if (p.recompute == Recompute::kSelective) {
+    extra = f.attention;
+  }
+  return (3 * f.Total() + extra) * tokens;
+}
+
+}  // namespace meshplan::core

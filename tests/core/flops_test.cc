@@ -1,0 +1,74 @@
+// FLOP counts against the closed forms of Narayanan 2021 (Eq. 3) and Korthikanti 2022 (App. A).
+#include "core/flops.h"
+
+#include <gtest/gtest.h>
+
+#include "core/presets.h"
+
+namespace meshplan::core {
+namespace {
+
+PlanSpec Batch(int64_t gbs, int64_t seq, Recompute r) {
+  PlanSpec p;
+  p.global_batch = gbs;
+  p.seq_len = seq;
+  p.recompute = r;
+  return p;
+}
+
+TEST(FlopsTest, ModelFlopsEqualKorthikantiAppendixA) {
+  // Model FLOPs = 72 B L s h^2 (1 + s/(6h) + V/(12 h L)) for a GPT (f = 4h, full attention).
+  auto m = LoadModel("gpt3-175b");
+  ASSERT_TRUE(m.ok());
+  const double B = 64, L = 96, s = 2048, h = 12288, V = 50257;
+  const double expect = 72 * B * L * s * h * h * (1 + s / (6 * h) + V / (12 * h * L));
+  EXPECT_NEAR(ModelFlopsPerIteration(*m, Batch(64, 2048, Recompute::kNone), AttentionFlops::kFull), expect,
+              expect * 1e-12);
+}
+
+TEST(FlopsTest, FullRecomputeHardwareFlopsEqualNarayananEquationThree) {
+  // Eq. 3: F = 96 B s l h^2 (1 + s/(6h) + V/(16 l h)): forward, recomputed forward, 2x backward
+  // for the layers; the output head is not recomputed (its V term is 3x forward: 6BshV).
+  auto m = LoadModel("gpt-18.4b");
+  ASSERT_TRUE(m.ok());
+  const double B = 1024, l = 40, s = 2048, h = 6144, V = 51200;
+  const double expect = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+  EXPECT_NEAR(HardwareFlopsPerIteration(*m, Batch(1024, 2048, Recompute::kFull), AttentionFlops::kFull), expect,
+              expect * 1e-12);
+}
+
+TEST(FlopsTest, CausalConventionHalvesOnlyTheAttentionScores) {
+  auto m = LoadModel("llama3-70b");
+  ASSERT_TRUE(m.ok());
+  const ForwardFlops full = ForwardFlopsPerToken(*m, 8192, AttentionFlops::kFull);
+  const ForwardFlops causal = ForwardFlopsPerToken(*m, 8192, AttentionFlops::kCausal);
+  EXPECT_DOUBLE_EQ(causal.attention * 2, full.attention);
+  EXPECT_DOUBLE_EQ(causal.matmul, full.matmul);
+  // Dense matmul FLOPs are 2 x (non-embedding weights): 2 x 80 x 855,638,016 (no norms).
+  EXPECT_DOUBLE_EQ(full.matmul, 2.0 * 80 * (2.0 * 8192 * 8192 + 2.0 * 8192 * 1024 + 3.0 * 8192 * 28672));
+  // 4 s (a d) per layer: 4 x 8192 x 8192 x 80.
+  EXPECT_DOUBLE_EQ(full.attention, 4.0 * 8192 * 8192 * 80);
+}
+
+TEST(FlopsTest, MoeCountsOnlyTheExpertsATokenVisits) {
+  // Mixtral: per layer 2 of 8 experts (3 x 4096 x 14336 each) plus the 4096 x 8 router.
+  auto m = LoadModel("mixtral-8x7b");
+  ASSERT_TRUE(m.ok());
+  const ForwardFlops f = ForwardFlopsPerToken(*m, 4096, AttentionFlops::kFull);
+  const double attn = 2.0 * 4096 * 4096 + 2.0 * 4096 * 1024;
+  EXPECT_DOUBLE_EQ(f.matmul, 2.0 * 32 * (attn + 2 * 3.0 * 4096 * 14336 + 4096.0 * 8));
+}
+
+TEST(FlopsTest, SelectiveRecomputeAddsTheAttentionScoresOnce) {
+  // Korthikanti §5: selective recompute re-runs only QK^T, softmax and AV: hardware - model =
+  // one forward of the attention-score FLOPs.
+  auto m = LoadModel("gpt3-175b");
+  ASSERT_TRUE(m.ok());
+  const PlanSpec p = Batch(64, 2048, Recompute::kSelective);
+  const double diff = HardwareFlopsPerIteration(*m, p, AttentionFlops::kFull) -
+                      ModelFlopsPerIteration(*m, p, AttentionFlops::kFull);
+  EXPECT_NEAR(diff, 64.0 * 2048 * ForwardFlopsPerToken(*m, 2048, AttentionFlops::kFull).attention, 1e6);
+}
+
+}  // namespace
+}  // namespace meshplan::core

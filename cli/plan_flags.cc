@@ -72,7 +72,11 @@ void SetEnum(const std::optional<std::string>& text, const char* flag, const cha
 
 bool PlanFlags::Resolve(core::Scenario* out, Diagnostics* d, std::vector<std::string>* notes) const {
   core::Scenario s;
-  bool have_model = false, have_gpu = false, have_cluster = false;
+  // The plan file's specs, each replaced by its flag when one is given.
+  core::ScenarioSources src;
+  src.model = {std::nullopt, "", "--model", "is required (a preset name such as llama3-70b, or a JSON file)"};
+  src.gpu = {std::nullopt, "", "--gpu", "is required (a preset name such as h100-sxm, or a JSON file)"};
+  src.cluster = {std::nullopt, "", "--cluster", ""};
   if (!plan_file.empty()) {
     auto text = core::ReadTextFile(plan_file);
     if (!text.ok()) {
@@ -84,69 +88,28 @@ bool PlanFlags::Resolve(core::Scenario* out, Diagnostics* d, std::vector<std::st
       d->Error("--plan", plan_file + ":\n" + file.status().message());
       return false;
     }
-    core::PlanFile f = *file;
-    s.plan = f.plan;
-    if (f.model || f.model_name) {
-      if (f.model) s.model = *f.model;
-      else if (auto m = core::LoadModel(*f.model_name); m.ok()) s.model = *m;
-      else d->Error("plan.model", m.status().message());
-      have_model = true;
-    }
-    if (f.cluster || f.cluster_name) {
-      if (f.cluster) s.cluster = *f.cluster;
-      else if (auto c = core::LoadCluster(*f.cluster_name); c.ok()) s.cluster = *c;
-      else d->Error("plan.cluster", c.status().message());
-      have_cluster = true;
-    }
-    if (f.gpu || f.gpu_name) {
-      if (f.gpu) s.gpu = *f.gpu;
-      else if (auto g = core::LoadGpu(*f.gpu_name); g.ok()) s.gpu = *g;
-      else d->Error("plan.gpu", g.status().message());
-      have_gpu = true;
-    }
+    s.plan = file->plan;
+    auto from_file = [](auto& source, const auto& embedded, const std::optional<std::string>& name,
+                        const char* origin) {
+      if (!embedded && !name) return;
+      source.embedded = embedded;
+      source.ref = name.value_or("");
+      source.origin = origin;
+    };
+    from_file(src.model, file->model, file->model_name, "plan.model");
+    from_file(src.gpu, file->gpu, file->gpu_name, "plan.gpu");
+    from_file(src.cluster, file->cluster, file->cluster_name, "plan.cluster");
   }
-  if (!model.empty()) {
-    auto m = core::LoadModel(model);
-    if (!m.ok()) d->Error("--model", m.status().message());
-    else s.model = *m;
-    have_model = true;
-  }
-  if (!have_model) d->Error("--model", "is required (a preset name such as llama3-70b, or a JSON file)");
-  if (!gpu.empty()) {
-    auto g = core::LoadGpu(gpu);
-    if (!g.ok()) d->Error("--gpu", g.status().message());
-    else s.gpu = *g;
-    have_gpu = true;
-  }
-  if (!cluster.empty()) {
-    auto c = core::LoadCluster(cluster);
-    if (!c.ok()) d->Error("--cluster", c.status().message());
-    else s.cluster = *c;
-    have_cluster = true;
-  }
-  if (!have_cluster && have_gpu) {
-    // The built-in cluster whose nodes carry this GPU.
-    for (const auto& name : core::PresetNames("clusters")) {
-      auto c = core::LoadCluster(name);
-      if (c.ok() && c->gpu == s.gpu.name) {
-        s.cluster = *c;
-        have_cluster = true;
-        notes->push_back("cluster " + name + " (the built-in cluster of " + s.gpu.name + "; --cluster to change)");
-        break;
-      }
-    }
-    if (!have_cluster)
-      d->Error("--cluster", "is required: no built-in cluster uses gpu " + s.gpu.name +
-                                " (`meshplan presets clusters`, or a cluster JSON file)");
-  }
-  if (!have_gpu && have_cluster) {
-    auto g = core::LoadGpu(s.cluster.gpu);
-    if (!g.ok()) d->Error("--gpu", "is required: cluster " + s.cluster.name + " names no usable gpu (" + g.status().message() + ")");
-    else s.gpu = *g;
-    have_gpu = true;
-  }
-  if (!have_gpu && !have_cluster) d->Error("--gpu", "is required (a preset name such as h100-sxm, or a JSON file)");
-  if (d->has_errors()) return false;
+  auto from_flag = [](auto& source, const std::string& ref, const char* origin) {
+    if (ref.empty()) return;
+    source.embedded.reset();
+    source.ref = ref;
+    source.origin = origin;
+  };
+  from_flag(src.model, model, "--model");
+  from_flag(src.gpu, gpu, "--gpu");
+  from_flag(src.cluster, cluster, "--cluster");
+  if (!core::ResolveSpecs(src, &s, d, notes)) return false;
 
   // Model overrides, then re-validate the model: an override can break it (heads vs kv_heads).
   core::ModelSpec& m = s.model;

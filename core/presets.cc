@@ -94,36 +94,78 @@ Result<ClusterSpec> LoadCluster(const std::string& ref) {
   return Load<ClusterSpec>("clusters", ref, "cluster", ParseClusterJson);
 }
 
+namespace {
+
+// The embedded spec, else the loaded reference; records an error naming the origin on failure.
+template <typename Spec, typename LoadFn>
+bool ResolveOne(const SpecSource<Spec>& src, LoadFn load, Spec* out, Diagnostics* d) {
+  if (src.embedded) {
+    *out = *src.embedded;
+    return true;
+  }
+  if (src.ref.empty()) return false;
+  auto spec = load(src.ref);
+  if (!spec.ok()) {
+    d->Error(src.origin, spec.status().message());
+    return false;
+  }
+  *out = *spec;
+  return true;
+}
+
+bool Given(const auto& src) { return src.embedded.has_value() || !src.ref.empty(); }
+
+}  // namespace
+
+bool ResolveSpecs(const ScenarioSources& src, Scenario* s, Diagnostics* d, std::vector<std::string>* notes) {
+  const size_t errors_before = d->errors().size();
+  if (!ResolveOne(src.model, LoadModel, &s->model, d) && !Given(src.model)) d->Error(src.model.origin, src.model.required);
+  const bool have_gpu = ResolveOne(src.gpu, LoadGpu, &s->gpu, d);
+  const bool have_cluster = ResolveOne(src.cluster, LoadCluster, &s->cluster, d);
+  if (!Given(src.gpu) && !Given(src.cluster)) {
+    if (!src.gpu.required.empty()) d->Error(src.gpu.origin, src.gpu.required);
+    if (!src.cluster.required.empty()) d->Error(src.cluster.origin, src.cluster.required);
+    return d->errors().size() == errors_before;
+  }
+  if (have_gpu && !Given(src.cluster)) {
+    bool found = false;
+    for (const auto& name : PresetNames("clusters")) {
+      auto c = LoadCluster(name);
+      if (c.ok() && c->gpu == s->gpu.name) {
+        s->cluster = *c;
+        found = true;
+        notes->push_back("cluster " + name + " (the built-in cluster of " + s->gpu.name + "; --cluster to change)");
+        break;
+      }
+    }
+    if (!found)
+      d->Error(src.cluster.origin, "is required: no built-in cluster uses gpu " + s->gpu.name +
+                                       " (`meshplan presets clusters`, or a cluster JSON file)");
+  }
+  if (have_cluster && !Given(src.gpu)) {
+    if (s->cluster.gpu.empty()) {
+      d->Error(src.gpu.origin, "is required (the cluster names no GPU)");
+    } else if (auto g = LoadGpu(s->cluster.gpu); g.ok()) {
+      s->gpu = *g;
+    } else {
+      d->Error(src.gpu.origin, "is required: cluster " + s->cluster.name + " names gpu " + s->cluster.gpu +
+                                   ", which is not usable (" + g.status().message() + ")");
+    }
+  }
+  return d->errors().size() == errors_before;
+}
+
 Result<Scenario> ResolvePlanFile(const PlanFile& file) {
+  ScenarioSources src;
+  src.model = {file.model, file.model_name.value_or(""), "plan.model", "is required (a preset name or an object)"};
+  src.gpu = {file.gpu, file.gpu_name.value_or(""), "plan.gpu", ""};
+  src.cluster = {file.cluster, file.cluster_name.value_or(""), "plan.cluster",
+                 "is required (a preset name or an object)"};
   Scenario s;
   s.plan = file.plan;
-  if (file.model) {
-    s.model = *file.model;
-  } else if (file.model_name) {
-    auto m = LoadModel(*file.model_name);
-    if (!m.ok()) return Status::InvalidArgument("plan.model: " + m.status().message());
-    s.model = *m;
-  } else {
-    return Status::InvalidArgument("plan.model: is required (a preset name or an object)");
-  }
-  if (file.cluster) {
-    s.cluster = *file.cluster;
-  } else if (file.cluster_name) {
-    auto c = LoadCluster(*file.cluster_name);
-    if (!c.ok()) return Status::InvalidArgument("plan.cluster: " + c.status().message());
-    s.cluster = *c;
-  } else {
-    return Status::InvalidArgument("plan.cluster: is required (a preset name or an object)");
-  }
-  if (file.gpu) {
-    s.gpu = *file.gpu;
-  } else {
-    std::string name = file.gpu_name ? *file.gpu_name : s.cluster.gpu;
-    if (name.empty()) return Status::InvalidArgument("plan.gpu: is required (the cluster names no GPU)");
-    auto g = LoadGpu(name);
-    if (!g.ok()) return Status::InvalidArgument("plan.gpu: " + g.status().message());
-    s.gpu = *g;
-  }
+  Diagnostics d;
+  std::vector<std::string> notes;
+  if (!ResolveSpecs(src, &s, &d, &notes)) return d.ToStatus();
   return s;
 }
 

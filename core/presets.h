@@ -4,9 +4,11 @@
 #ifndef MESHPLAN_CORE_PRESETS_H_
 #define MESHPLAN_CORE_PRESETS_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/diagnostics.h"
 #include "core/spec_json.h"
 #include "core/specs.h"
 
@@ -45,6 +47,27 @@ struct Scenario {
   ClusterSpec cluster;
   PlanSpec plan;
 };
+
+// Where one spec of a scenario comes from: an embedded object, or a reference (preset name or
+// file path). `origin` names the field or flag in messages ("plan.model", "--model");
+// `required` is the message when nothing was given (empty: may be inferred, see ResolveSpecs).
+template <typename Spec>
+struct SpecSource {
+  std::optional<Spec> embedded;
+  std::string ref;
+  std::string origin;
+  std::string required;
+};
+struct ScenarioSources {
+  SpecSource<ModelSpec> model;
+  SpecSource<GpuSpec> gpu;
+  SpecSource<ClusterSpec> cluster;
+};
+// Loads the model, GPU and cluster. A missing cluster is the built-in cluster whose nodes carry
+// the GPU; a missing GPU is the cluster's. Every problem goes to `out`, naming its origin;
+// `notes` records what was inferred. False when there is an error. Leaves s->plan alone.
+bool ResolveSpecs(const ScenarioSources& src, Scenario* s, Diagnostics* out, std::vector<std::string>* notes);
+
 // Resolves a plan file's references (preset names or embedded specs). NotFound/InvalidArgument
 // name the missing piece. Does not run ValidatePlan.
 Result<Scenario> ResolvePlanFile(const PlanFile& file);

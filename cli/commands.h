@@ -10,6 +10,7 @@ namespace meshplan::cli {
 void AddReportCommand(CLI::App* app, int* exit_code);
 void AddPlanCommand(CLI::App* app, int* exit_code);
 void AddPresetsCommand(CLI::App* app, int* exit_code);
+void AddValidateCommand(CLI::App* app, int* exit_code);
 
 }  // namespace meshplan::cli
 

@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   meshplan::cli::AddReportCommand(&app, &exit_code);
   meshplan::cli::AddPlanCommand(&app, &exit_code);
   meshplan::cli::AddPresetsCommand(&app, &exit_code);
+  meshplan::cli::AddValidateCommand(&app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

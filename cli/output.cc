@@ -73,6 +73,39 @@ std::string StateLine(const core::PlanSpec& p, const core::MemoryReport& r) {
   return o.str();
 }
 
+std::string SpeedTable(const core::Scenario& s, const SpeedReport& sp) {
+  std::ostringstream o;
+  const auto& e = sp.step;
+  const auto& b = e.breakdown;
+  char line[256];
+  o << "# Step time (analytic model, profile " << sp.profile << ")\n";
+  auto row = [&](const char* name, double sec) {
+    std::snprintf(line, sizeof line, "#   %-26s %10.3f s  %5.1f%%\n", name, sec, e.time_s > 0 ? 100 * sec / e.time_s : 0);
+    o << line;
+  };
+  row("compute", b.compute_s);
+  if (b.recompute_s > 0) row("recompute", b.recompute_s);
+  if (b.tp_comm_s > 0) row("TP communication (exposed)", b.tp_comm_s);
+  if (b.cp_comm_s > 0) row("CP communication (exposed)", b.cp_comm_s);
+  if (b.ep_comm_s > 0) row("EP all-to-all (exposed)", b.ep_comm_s);
+  if (b.dp_comm_s > 0) row("DP communication (exposed)", b.dp_comm_s);
+  if (b.pp_comm_s > 0) row("pipeline sends", b.pp_comm_s);
+  if (b.bubble_s > 0) row("pipeline bubble", b.bubble_s);
+  row("optimizer step", b.optimizer_s);
+  row("step", e.time_s);
+  std::snprintf(line, sizeof line,
+                "#   %.0f tokens/s (%.0f per GPU); %.1f TFLOP/s per GPU; MFU %.1f%% (causal-attention count %.1f%%), "
+                "HFU %.1f%%\n",
+                e.tokens_per_s, e.tokens_per_s_per_gpu, e.tflops_per_gpu, 100 * e.mfu, 100 * e.mfu_causal, 100 * e.hfu);
+  o << line;
+  const auto& t = sp.train;
+  std::snprintf(line, sizeof line,
+                "#   %.3g tokens: %.0f steps, %.1f days, %.3g GPU-hours, $%.3g at $%.2f/GPU-h, %.3g kWh at TDP\n",
+                t.tokens, t.steps, t.days, t.gpu_hours, t.cost_usd, s.cluster.price_per_gpu_hour_usd, t.energy_kwh);
+  o << line << "#\n";
+  return o.str();
+}
+
 }  // namespace
 
 bool ParseFormat(const std::string& text, Format* out) {
@@ -84,7 +117,8 @@ bool ParseFormat(const std::string& text, Format* out) {
 }
 
 std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r,
-                        const std::vector<std::string>& notes, const std::vector<std::string>& warnings) {
+                        const std::vector<std::string>& notes, const std::vector<std::string>& warnings,
+                        const SpeedReport* speed) {
   std::ostringstream o;
   const auto& p = s.plan;
   o << "# meshplan report: " << s.model.name << " on " << p.gpus << " x " << s.gpu.name << " ("
@@ -145,6 +179,7 @@ std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r,
   if (w.host_bytes) row("offloaded to CPU", w.host_bytes, "not on the GPU");
   if (w.nvme_bytes) row("offloaded to NVMe", w.nvme_bytes, "not on the GPU");
   o << "#\n";
+  if (speed) o << SpeedTable(s, *speed);
   const double cap = static_cast<double>(r.capacity_bytes);
   const double used = static_cast<double>(r.per_gpu_bytes);
   if (r.fits) {
@@ -160,7 +195,8 @@ std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r,
 }
 
 std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r,
-                       const std::vector<std::string>& notes, const std::vector<std::string>& warnings) {
+                       const std::vector<std::string>& notes, const std::vector<std::string>& warnings,
+                       const SpeedReport* speed) {
   OJson j;
   j["model"] = s.model.name;
   j["gpu"] = s.gpu.name;
@@ -230,6 +266,36 @@ std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r,
   }
   mem["stages"] = stages;
   j["memory"] = mem;
+  if (speed) {
+    const auto& e = speed->step;
+    OJson st;
+    st["time_s"] = e.time_s;
+    st["tokens_per_s"] = e.tokens_per_s;
+    st["tokens_per_s_per_gpu"] = e.tokens_per_s_per_gpu;
+    st["tflops_per_gpu"] = e.tflops_per_gpu;
+    st["mfu"] = e.mfu;
+    st["hfu"] = e.hfu;
+    st["mfu_causal"] = e.mfu_causal;
+    st["model_flops"] = e.model_flops;
+    st["model_flops_causal"] = e.model_flops_causal;
+    st["hardware_flops"] = e.hardware_flops;
+    st["bubble_fraction"] = e.bubble_fraction;
+    st["critical_stage"] = e.critical_stage;
+    st["profile"] = speed->profile;
+    const auto& b = e.breakdown;
+    st["breakdown"] = {{"compute_s", b.compute_s},     {"recompute_s", b.recompute_s}, {"tp_comm_s", b.tp_comm_s},
+                       {"cp_comm_s", b.cp_comm_s},     {"ep_comm_s", b.ep_comm_s},     {"dp_comm_s", b.dp_comm_s},
+                       {"pp_comm_s", b.pp_comm_s},     {"bubble_s", b.bubble_s},       {"optimizer_s", b.optimizer_s}};
+    OJson stages = OJson::array();
+    for (const auto& t : e.stages)
+      stages.push_back({{"forward_s", t.forward_s}, {"backward_input_s", t.backward_input_s},
+                        {"backward_weight_s", t.backward_weight_s}, {"step_s", t.step_s}});
+    st["stages"] = stages;
+    j["step"] = st;
+    const auto& t = speed->train;
+    j["train"] = {{"tokens", t.tokens},       {"steps", t.steps},         {"days", t.days},
+                  {"gpu_hours", t.gpu_hours}, {"cost_usd", t.cost_usd}, {"energy_kwh", t.energy_kwh}};
+  }
   j["defaults"] = notes;
   j["warnings"] = warnings;
   return j.dump(2) + "\n";

@@ -8,6 +8,7 @@
 
 #include "core/memory.h"
 #include "core/presets.h"
+#include "sim/step_model.h"
 
 namespace meshplan::cli {
 
@@ -16,10 +17,19 @@ bool ParseFormat(const std::string& text, Format* out);
 // 70553706496 -> "70.55B", 2760000 -> "2.76M": parameter counts as people say them.
 std::string HumanCount(int64_t n);
 
+// Speed and cost, printed after the memory section when present.
+struct SpeedReport {
+  std::string profile;
+  sim::StepEstimate step;
+  sim::TrainEstimate train;
+};
+
 std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r,
-                        const std::vector<std::string>& notes, const std::vector<std::string>& warnings);
+                        const std::vector<std::string>& notes, const std::vector<std::string>& warnings,
+                        const SpeedReport* speed = nullptr);
 std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r,
-                       const std::vector<std::string>& notes, const std::vector<std::string>& warnings);
+                       const std::vector<std::string>& notes, const std::vector<std::string>& warnings,
+                       const SpeedReport* speed = nullptr);
 std::string MemoryCsv(const core::MemoryReport& r);
 
 }  // namespace meshplan::cli

@@ -34,6 +34,10 @@ void PlanFlags::Register(CLI::App* app) {
   p->add_option("--hsdp-shard", hsdp_shard, "HSDP shard group size");
   p->add_flag_callback("--sp", [this] { sp = true; }, "Sequence parallel on");
   p->add_flag_callback("--no-sp", [this] { sp = false; }, "Sequence parallel off");
+  p->add_flag_callback("--no-overlap-grad-reduce", [this] { overlap_grad_reduce = false; },
+                       "DP gradient reduction after the last backward, not under it");
+  p->add_flag_callback("--tp-comm-overlap", [this] { tp_comm_overlap = true; },
+                       "TP collectives overlapped with GEMMs (Transformer Engine userbuffers)");
   p->add_option("--recompute", recompute, "none|selective|full (default none)");
   p->add_option("--recompute-layers", recompute_layers, "Full recompute for this many layers per stage");
   p->add_option("--mbs", mbs, "Micro batch size in sequences (default 1)");
@@ -147,6 +151,8 @@ bool PlanFlags::Resolve(core::Scenario* out, Diagnostics* d, std::vector<std::st
   if (zero) p.zero = *zero;
   if (hsdp_shard) p.hsdp_shard_size = *hsdp_shard;
   if (sp) p.sequence_parallel = *sp;
+  if (overlap_grad_reduce) p.overlap_grad_reduce = *overlap_grad_reduce;
+  if (tp_comm_overlap) p.tp_comm_overlap = *tp_comm_overlap;
   if (recompute_layers) p.recompute_layers = *recompute_layers;
   if (mbs) p.micro_batch = *mbs;
   if (!stage_layers.empty()) p.stage_layers = stage_layers;

@@ -8,7 +8,10 @@
 #include "cli/output.h"
 #include "cli/plan_flags.h"
 #include "core/memory.h"
+#include "core/params.h"
+#include "core/profile.h"
 #include "core/spec_json.h"
+#include "sim/step_model.h"
 
 namespace meshplan::cli {
 namespace {
@@ -38,9 +41,13 @@ void AddReportCommand(CLI::App* app, int* exit_code) {
   auto* cmd = app->add_subcommand("report", "Memory per GPU for every pipeline stage: will the plan fit?");
   auto flags = std::make_shared<PlanFlags>();
   auto format = std::make_shared<std::string>("table");
+  auto profile_ref = std::make_shared<std::string>("default");
+  auto tokens = std::make_shared<double>(0);
   flags->Register(cmd);
   cmd->add_option("--format", *format, "table|json|csv");
-  cmd->callback([flags, format, exit_code] {
+  cmd->add_option("--profile", *profile_ref, "Calibration profile: default, a name, or a JSON file");
+  cmd->add_option("--tokens", *tokens, "Tokens to train (default 20 per parameter, Hoffmann et al. 2022)");
+  cmd->callback([flags, format, profile_ref, tokens, exit_code] {
     Format f;
     if (!ParseFormat(*format, &f)) {
       std::cerr << "error: --format must be table, json or csv (got \"" << *format << "\")\n";
@@ -50,10 +57,31 @@ void AddReportCommand(CLI::App* app, int* exit_code) {
     core::Scenario s;
     std::vector<std::string> notes, warnings;
     if (!ResolveOrReport(*flags, &s, &notes, &warnings, exit_code)) return;
-    const core::MemoryReport r = core::EstimateMemory(s.model, s.plan, s.gpu);
-    if (f == Format::kJson) std::cout << MemoryJson(s, r, notes, warnings);
+    auto profile = core::LoadProfile(*profile_ref);
+    if (!profile.ok()) {
+      std::cerr << "error: --profile: " << profile.status().message() << "\n";
+      *exit_code = 2;
+      return;
+    }
+    if (*tokens < 0) {
+      std::cerr << "error: --tokens: must be > 0 (got " << *tokens << ")\n";
+      *exit_code = 2;
+      return;
+    }
+    const core::MemoryReport r = core::EstimateMemory(s.model, s.plan, s.gpu, profile->memory);
+    SpeedReport speed;
+    speed.profile = profile->name;
+    speed.step = sim::EstimateStep(s.model, s.plan, s.gpu, s.cluster, *profile);
+    double train_tokens = *tokens;
+    if (train_tokens == 0) {
+      train_tokens = 20.0 * static_cast<double>(r.params.total);
+      notes.push_back("tokens " + HumanCount(static_cast<int64_t>(train_tokens)) +
+                      " (20 per parameter, Chinchilla; --tokens to change)");
+    }
+    speed.train = sim::EstimateTraining(speed.step, s.plan, s.gpu, s.cluster, train_tokens);
+    if (f == Format::kJson) std::cout << MemoryJson(s, r, notes, warnings, &speed);
     else if (f == Format::kCsv) std::cout << MemoryCsv(r);
-    else std::cout << MemoryTable(s, r, notes, warnings);
+    else std::cout << MemoryTable(s, r, notes, warnings, &speed);
     *exit_code = r.fits ? 0 : 1;
   });
 }

@@ -69,6 +69,17 @@ int64_t Ceil(double v) { return static_cast<int64_t>(std::ceil(v)); }
 
 }  // namespace
 
+RankParams LayerParamsOnRank(const ModelSpec& m, const PlanSpec& p, const LayerParams& lp) {
+  const int64_t t = p.tp;
+  // kv projections: with tp > kv_heads each rank holds one kv head's projection.
+  const int64_t kv_local = m.kv_heads >= t ? lp.attn_kv_proj / t : lp.attn_kv_proj / m.kv_heads;
+  RankParams r;
+  r.dense = (lp.attn_tp_sharded - lp.attn_kv_proj) / t + kv_local + lp.attn_replicated + lp.mlp_tp_sharded / t +
+            lp.mlp_replicated + lp.norms + lp.router;
+  r.expert = lp.experts / p.ep * (lp.expert_etp_sharded / p.etp + lp.expert_replicated);
+  return r;
+}
+
 double BytesPerParam(const PlanSpec& p) {
   const ModelStateBytes s = ShardedModelStates(1.0, p, 1);
   return s.Total();
@@ -221,15 +232,8 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
   const int64_t t = p.tp;
   const LayerParams& dl = r.params.dense_layer;
   const LayerParams& ml = r.params.moe_layer;
-  auto local_dense = [&](const LayerParams& lp) {
-    // kv projections: with tp > kv_heads each rank holds one kv head's projection.
-    int64_t kv_local = m.kv_heads >= t ? lp.attn_kv_proj / t : lp.attn_kv_proj / m.kv_heads;
-    return (lp.attn_tp_sharded - lp.attn_kv_proj) / t + kv_local + lp.attn_replicated +
-           lp.mlp_tp_sharded / t + lp.mlp_replicated + lp.norms + lp.router;
-  };
-  auto local_experts = [&](const LayerParams& lp) {
-    return lp.experts / p.ep * (lp.expert_etp_sharded / p.etp + lp.expert_replicated);
-  };
+  auto local_dense = [&](const LayerParams& lp) { return LayerParamsOnRank(m, p, lp).dense; };
+  auto local_experts = [&](const LayerParams& lp) { return LayerParamsOnRank(m, p, lp).expert; };
 
   // Communicators this rank joins with more than one member: tp, cp, dp, pp, ep (+ the
   // dp-with-cp and expert-dp groups when they differ from dp).

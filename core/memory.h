@@ -101,6 +101,14 @@ ModelStateBytes ShardedModelStates(double params, const PlanSpec& p, int64_t gro
 MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g,
                             const MemoryOverheads& overheads = {});
 
+// Parameters of one layer held by one GPU, before ZeRO sharding: `dense` (sharded over the dense
+// data-parallel group) and `expert` (routed experts, sharded over the expert-data-parallel group).
+struct RankParams {
+  int64_t dense = 0;
+  int64_t expert = 0;
+};
+RankParams LayerParamsOnRank(const ModelSpec& m, const PlanSpec& p, const LayerParams& lp);
+
 // Model layers held by pipeline rank `stage`, in execution order (all its virtual chunks).
 std::vector<int64_t> StageLayers(const ModelSpec& m, const PlanSpec& p, int64_t stage);
 

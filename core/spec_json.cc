@@ -461,6 +461,8 @@ void ReadPlan(ObjectReader& r, const std::string& prefix, PlanSpec* p, Diagnosti
              "must order all five axes tp, cp, ep, dp, pp once each, innermost first, e.g. "
              "\"tp-cp-ep-dp-pp\" (got \"" + placement + "\")");
   }
+  r.Bool("overlap_grad_reduce", &p->overlap_grad_reduce);
+  r.Bool("tp_comm_overlap", &p->tp_comm_overlap);
   if (const Json* v = r.Find("stage_layers", false)) {
     if (!v->is_array()) {
       d->Error(prefix + ".stage_layers", "must be an array of layer counts (got " + Show(*v) + ")");
@@ -514,6 +516,8 @@ OJson WritePlan(const PlanSpec& p) {
   j["cp_kind"] = Name(p.cp_kind);
   j["placement"] = PlacementString(p.placement);
   if (!p.stage_layers.empty()) j["stage_layers"] = p.stage_layers;
+  j["overlap_grad_reduce"] = p.overlap_grad_reduce;
+  j["tp_comm_overlap"] = p.tp_comm_overlap;
   return j;
 }
 

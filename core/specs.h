@@ -160,6 +160,8 @@ struct PlanSpec {
   CpKind cp_kind = CpKind::kRing;
   std::vector<Axis> placement = {Axis::kTp, Axis::kCp, Axis::kEp, Axis::kDp, Axis::kPp};
   std::vector<int64_t> stage_layers;     // optional uneven split: pp*vpp entries summing to layers
+  bool overlap_grad_reduce = true;       // DP gradient reduction runs under the last backward
+  bool tp_comm_overlap = false;          // TP collectives overlapped with GEMMs (TE userbuffers)
 
   int64_t Microbatches() const { return global_batch / (micro_batch * dp); }  // per pipeline
   friend bool operator==(const PlanSpec&, const PlanSpec&) = default;

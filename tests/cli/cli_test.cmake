@@ -61,3 +61,12 @@ run(gbs_tokens_bad 2 "--gbs-tokens: 1000 must be a positive multiple of seq=4096
 # Absurd sizes are refused, not overflowed.
 run(huge_seq 1 "plan.seq_len: .*meshplan accepts up to 1e17"
     report --model llama3-70b --gpu h100-sxm --gpus 8 --dp 8 --seq 1000000000 --attention naive)
+
+# Speed and cost: report's step and train keys; validate's summary.
+run(step_keys 0 "\"step\": \\{.*\"time_s\".*\"mfu\".*\"breakdown\".*\"train\": \\{.*\"cost_usd\""
+    report --model llama3-70b --gpu h100-sxm --gpus 64 --tp 8 --pp 2 --sp --zero 1 --recompute selective --gbs 512
+           --seq 8192 --tokens 15e12 --format json)
+run(validate_json 0 "\"summary\": \\{.*\"n\": 19.*\"median_abs_error\""
+    validate --dataset ${DATA}/validation/published.json --format json)
+run(validate_missing 2 "--dataset: .*cannot open" validate --dataset ${WORK}/none.json)
+run(bad_profile 2 "--profile: .*no profile preset named 'fast'" report --model tiny --gpu h100-sxm --gpus 1 --profile fast)

@@ -1,0 +1,94 @@
+// Collective communication costs: which network tiers a parallel group spans given the rank
+// placement order, alpha-beta time per algorithm (ring, tree, NCCL-style hierarchical, NVLS and
+// SHARP in-network reduction, all-to-all, send/recv), and the bus-bandwidth factors exactly as
+// nccl-tests defines them, so runtime measurements compare 1:1. Formulas and sources in
+// docs/collectives.md. Pure functions; thread-safe.
+#ifndef MESHPLAN_CORE_COLLECTIVES_H_
+#define MESHPLAN_CORE_COLLECTIVES_H_
+
+#include <cstdint>
+#include <optional>
+
+#include "core/specs.h"
+
+namespace meshplan::core {
+
+enum class CollectiveKind { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kBroadcast, kSendRecv };
+const char* Name(CollectiveKind k);
+
+// How a group of `size` ranks sits on the cluster: `per_domain` members share one scale-up
+// (NVLink) domain, spread over `domains` domains (size = per_domain * domains).
+struct GroupSpan {
+  int64_t size = 1;
+  int64_t per_domain = 1;
+  int64_t domains = 1;
+  bool Crosses() const { return domains > 1; }
+};
+// The span of the group along `axis` (tp, cp, ep, dp, pp) under plan.placement (innermost first):
+// its size is the axis degree (plan.ep for the expert axis, plan.dp for dp) and its stride the
+// product of the degrees of the axes placed inside it, with Megatron-Core's semantics (EP is
+// carved out of tp*cp*dp, not an extra factor of the world): dense axes (tp, cp, dp, pp) skip ep;
+// the expert axis sees the expert regrouping of a stage's ranks, etp x ep x edp, so inside it tp
+// counts as etp, cp as 1, dp as edp = tp*cp*dp/(ep*etp). Default placement: StrideOf(kEp) = etp.
+GroupSpan SpanOf(Axis axis, const PlanSpec& p, const ClusterSpec& c);
+// Rank distance between consecutive members of the group along `axis` (the rule above).
+int64_t StrideOf(Axis axis, const PlanSpec& p);
+// The expert-data-parallel group (edp = tp*cp*dp/(ep*etp) ranks holding the same experts), placed
+// where dp sits in the expert regrouping. REQUIRES: ep*etp divides tp*cp*dp.
+GroupSpan SpanOfExpertDp(const PlanSpec& p, const ClusterSpec& c);
+// A group of `size` members, `stride` ranks apart (for derived groups such as DP x CP).
+// Members per domain: floor(domain/stride), lowered to the largest divisor of `size` so that
+// size = per_domain * domains (conservative when stride does not divide the domain); 1 when
+// stride >= domain. Groups are assumed aligned to domain boundaries (docs/collectives.md).
+GroupSpan SpanOfStride(int64_t size, int64_t stride, const ClusterSpec& c);
+
+// Achieved fractions of link bandwidth and fixed latencies, from the calibration Profile.
+struct CommEfficiency {
+  double scale_up = 0.80;    // NVLink: busbw/link ~0.8 (nccl-tests all_reduce on DGX A100/H100)
+  double scale_out = 0.90;   // InfiniBand/RoCE per NIC
+  double nvls_speedup = 1.3; // all-reduce busbw gain from NVLS relative to ring inside a domain:
+                             // ~480 vs ~370 GB/s on 8x H100 (NVIDIA/nccl-tests#212, NVIDIA/nccl#1442)
+  double launch_s = 5e-6;    // per-collective software/launch latency
+};
+
+struct CollectiveCost {
+  double time_s = 0;
+  double algbw_bytes_per_s = 0;  // nccl-tests: S / t
+  double busbw_bytes_per_s = 0;  // algbw x BusBandwidthFactor
+  const char* algorithm = "";    // "ring", "tree", "hierarchical", "nvls", "sharp", "pairwise", "p2p"
+                                 // ("none" for a group of one)
+};
+
+// The algorithms costed. Which apply: ring (all-reduce, all-gather, reduce-scatter, broadcast);
+// tree, sharp (all-reduce across domains; sharp needs cluster.sharp); hierarchical (all-reduce,
+// all-gather, reduce-scatter with per_domain > 1 and domains > 1); nvls (all-reduce inside one
+// domain, cluster.nvls); pairwise (all-to-all); p2p (send/recv).
+enum class CollectiveAlgorithm { kRing, kTree, kHierarchical, kNvls, kSharp, kPairwise, kP2p };
+const char* Name(CollectiveAlgorithm a);
+
+// Time with one algorithm forced (as NCCL_ALGO does); nullopt where it does not apply to `kind`,
+// `span` or the cluster. A group of one costs nothing ("none") whatever the algorithm.
+std::optional<CollectiveCost> CollectiveTimeWith(CollectiveAlgorithm algo, CollectiveKind kind, int64_t bytes,
+                                                 const GroupSpan& span, const ClusterSpec& c,
+                                                 const CommEfficiency& eff = {});
+
+// Achieved per-GPU bandwidths (bytes/s, one direction): scale-up = link x eff.scale_up; scale-out =
+// the GPU's share of its node's NICs x eff.scale_out / oversubscription (rail-optimized: every GPU
+// drives its own NIC share in parallel).
+double ScaleUpBytesPerS(const ClusterSpec& c, const CommEfficiency& eff = {});
+double ScaleOutBytesPerS(const ClusterSpec& c, const CommEfficiency& eff = {});
+
+// Time of one collective of `bytes` (nccl-tests' S: the whole buffer for all-reduce and
+// broadcast, the total gathered/scattered buffer for all-gather/reduce-scatter, the per-rank
+// buffer for all-to-all, the message for send/recv) on `span`. The cheapest available algorithm
+// is chosen. size 1 costs nothing.
+CollectiveCost CollectiveTime(CollectiveKind kind, int64_t bytes, const GroupSpan& span, const ClusterSpec& c,
+                              const CommEfficiency& eff = {});
+
+// nccl-tests busbw/algbw: all-reduce 2(n-1)/n; all-gather, reduce-scatter, all-to-all (n-1)/n;
+// broadcast and send/recv 1 (doc/PERFORMANCE.md).
+double BusBandwidthFactor(CollectiveKind kind, int64_t n);
+
+}  // namespace meshplan::core
+
+#endif  // MESHPLAN_CORE_COLLECTIVES_H_

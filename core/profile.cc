@@ -1,0 +1,143 @@
+#include "core/profile.h"
+
+#include <nlohmann/json.hpp>
+
+#include <set>
+
+#include "core/presets.h"
+
+namespace meshplan::core {
+namespace {
+
+using Json = nlohmann::json;
+using OJson = nlohmann::ordered_json;
+
+// Reads a positive number if present; records an error naming the field otherwise.
+void ReadPositive(const Json& j, const char* key, const std::string& path, double* out, Diagnostics* d) {
+  auto it = j.find(key);
+  if (it == j.end()) return;
+  if (!it->is_number() || !(it->get<double>() > 0)) {
+    d->Error(path + "." + key, "must be a number > 0 (got " + it->dump() + ")");
+    return;
+  }
+  *out = it->get<double>();
+}
+
+void CheckKeys(const Json& j, const std::string& path, const std::set<std::string>& known, Diagnostics* d) {
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (!known.count(it.key())) d->Error(path + "." + it.key(), "is not a known field");
+}
+
+}  // namespace
+
+Result<Profile> ParseProfileJson(const std::string& text) {
+  Json j;
+  try {
+    j = Json::parse(text);
+  } catch (const Json::exception& e) {
+    return Status::InvalidArgument(std::string("profile: not valid JSON: ") + e.what());
+  }
+  if (!j.is_object()) return Status::InvalidArgument("profile: must be a JSON object");
+  Diagnostics d;
+  Profile p;
+  CheckKeys(j, "profile",
+            {"version", "name", "source", "gemm_efficiency", "gemm_half_flops", "attention_fwd_efficiency",
+             "attention_bwd_efficiency", "hbm_efficiency", "kernel_overhead_s", "comm", "memory"},
+            &d);
+  if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<int>() != Profile::kVersion)
+    d.Error("profile.version", "must be " + std::to_string(Profile::kVersion));
+  if (j.contains("name") && j["name"].is_string()) p.name = j["name"];
+  if (j.contains("source") && j["source"].is_string()) p.source = j["source"];
+  if (j.contains("gemm_efficiency")) {
+    const Json& g = j["gemm_efficiency"];
+    if (!g.is_object()) {
+      d.Error("profile.gemm_efficiency", "must be an object of dtype -> fraction of peak");
+    } else {
+      for (auto it = g.begin(); it != g.end(); ++it) {
+        Dtype dt;
+        const std::string path = "profile.gemm_efficiency." + it.key();
+        if (!FromName(it.key(), &dt)) d.Error(path, "is not a dtype");
+        else if (!it->is_number() || it->get<double>() <= 0 || it->get<double>() > 1) d.Error(path, "must be in (0, 1]");
+        else p.gemm_efficiency[dt] = it->get<double>();
+      }
+    }
+  }
+  ReadPositive(j, "gemm_half_flops", "profile", &p.gemm_half_flops, &d);
+  ReadPositive(j, "attention_fwd_efficiency", "profile", &p.attention_fwd_efficiency, &d);
+  ReadPositive(j, "attention_bwd_efficiency", "profile", &p.attention_bwd_efficiency, &d);
+  ReadPositive(j, "hbm_efficiency", "profile", &p.hbm_efficiency, &d);
+  ReadPositive(j, "kernel_overhead_s", "profile", &p.kernel_overhead_s, &d);
+  for (const char* key : {"attention_fwd_efficiency", "attention_bwd_efficiency", "hbm_efficiency"}) {
+    if (j.contains(key) && j[key].is_number() && j[key].get<double>() > 1)
+      d.Error(std::string("profile.") + key, "must be in (0, 1]");
+  }
+  if (j.contains("comm")) {
+    const Json& c = j["comm"];
+    CheckKeys(c, "profile.comm", {"scale_up", "scale_out", "nvls_speedup", "launch_s"}, &d);
+    ReadPositive(c, "scale_up", "profile.comm", &p.comm.scale_up, &d);
+    ReadPositive(c, "scale_out", "profile.comm", &p.comm.scale_out, &d);
+    ReadPositive(c, "nvls_speedup", "profile.comm", &p.comm.nvls_speedup, &d);
+    ReadPositive(c, "launch_s", "profile.comm", &p.comm.launch_s, &d);
+  }
+  if (j.contains("memory")) {
+    const Json& m = j["memory"];
+    CheckKeys(m, "profile.memory",
+              {"cuda_context_bytes", "cublas_workspace_bytes", "nccl_buffsize_bytes", "nccl_channels",
+               "fragmentation_frac"},
+              &d);
+    double v;
+    auto rd = [&](const char* key, int64_t* out) {
+      v = static_cast<double>(*out);
+      ReadPositive(m, key, "profile.memory", &v, &d);
+      *out = static_cast<int64_t>(v);
+    };
+    rd("cuda_context_bytes", &p.memory.cuda_context_bytes);
+    rd("cublas_workspace_bytes", &p.memory.cublas_workspace_bytes);
+    rd("nccl_buffsize_bytes", &p.memory.nccl_buffsize_bytes);
+    rd("nccl_channels", &p.memory.nccl_channels);
+    if (m.contains("fragmentation_frac")) {
+      if (!m["fragmentation_frac"].is_number() || m["fragmentation_frac"].get<double>() < 0)
+        d.Error("profile.memory.fragmentation_frac", "must be a number >= 0");
+      else
+        p.memory.fragmentation_frac = m["fragmentation_frac"];
+    }
+  }
+  if (d.has_errors()) return d.ToStatus();
+  return p;
+}
+
+std::string ProfileToJson(const Profile& p) {
+  OJson j;
+  j["version"] = Profile::kVersion;
+  j["name"] = p.name;
+  j["source"] = p.source;
+  OJson g = OJson::object();
+  for (const auto& [dt, v] : p.gemm_efficiency) g[Name(dt)] = v;
+  j["gemm_efficiency"] = g;
+  j["gemm_half_flops"] = p.gemm_half_flops;
+  j["attention_fwd_efficiency"] = p.attention_fwd_efficiency;
+  j["attention_bwd_efficiency"] = p.attention_bwd_efficiency;
+  j["hbm_efficiency"] = p.hbm_efficiency;
+  j["kernel_overhead_s"] = p.kernel_overhead_s;
+  j["comm"] = {{"scale_up", p.comm.scale_up}, {"scale_out", p.comm.scale_out},
+               {"nvls_speedup", p.comm.nvls_speedup}, {"launch_s", p.comm.launch_s}};
+  OJson m;
+  m["cuda_context_bytes"] = p.memory.cuda_context_bytes;
+  m["cublas_workspace_bytes"] = p.memory.cublas_workspace_bytes;
+  m["nccl_buffsize_bytes"] = p.memory.nccl_buffsize_bytes;
+  m["nccl_channels"] = p.memory.nccl_channels;
+  m["fragmentation_frac"] = p.memory.fragmentation_frac;
+  j["memory"] = m;
+  return j.dump(2) + "\n";
+}
+
+Result<Profile> LoadProfile(const std::string& ref) {
+  if (ref == "default") return Profile{};
+  Result<std::string> text = LooksLikePath(ref) ? ReadTextFile(ref) : PresetText("profiles", ref);
+  if (!text.ok()) return text.status();
+  auto p = ParseProfileJson(*text);
+  if (!p.ok()) return Status::InvalidArgument(ref + ":\n" + p.status().message());
+  return p;
+}
+
+}  // namespace meshplan::core

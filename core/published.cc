@@ -1,0 +1,148 @@
+#include "core/published.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/validate.h"
+
+namespace meshplan::core {
+namespace {
+
+using Json = nlohmann::json;
+
+int64_t IntOr(const Json& j, const char* key, int64_t fallback) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number_integer() ? it->get<int64_t>() : fallback;
+}
+double NumOr(const Json& j, const char* key, double fallback) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>() : fallback;
+}
+std::string StrOr(const Json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// GPU names as the records print them -> our presets (GPU, cluster).
+bool MapGpu(const std::string& text, std::string* gpu, std::string* cluster) {
+  if (text.find("A100") != std::string::npos && text.find("80") != std::string::npos) {
+    *gpu = "a100-80g";
+    *cluster = "dgx-a100";
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Result<std::vector<PublishedRun>> LoadPublishedRuns(const std::string& text, std::vector<std::string>* skipped) {
+  Json records;
+  try {
+    records = Json::parse(text);
+  } catch (const Json::exception& e) {
+    return Status::InvalidArgument(std::string("dataset: not valid JSON: ") + e.what());
+  }
+  if (!records.is_array()) return Status::InvalidArgument("dataset: must be a JSON array of records");
+  std::vector<PublishedRun> runs;
+  for (const Json& r : records) {
+    const std::string id = r.is_object() ? StrOr(r, "id") : "";
+    auto skip = [&](const std::string& why) {
+      if (skipped) skipped->push_back(id + ": " + why);
+    };
+    if (!r.is_object() || !r.contains("model") || !r.contains("parallel") || !r.contains("measured")) {
+      skip("not a run record");
+      continue;
+    }
+    const Json& mj = r["model"];
+    const Json& pj = r["parallel"];
+    const Json& hj = r.value("hardware", Json::object());
+    const Json& me = r["measured"];
+    const int64_t layers = IntOr(mj, "layers", 0), hidden = IntOr(mj, "hidden", 0), heads = IntOr(mj, "heads", 0);
+    const int64_t tp = IntOr(pj, "tp", 0), pp = IntOr(pj, "pp", 0), dp = IntOr(pj, "dp", 0);
+    if (layers <= 0 || hidden <= 0 || heads <= 0 || tp <= 0 || pp <= 0 || dp <= 0) {
+      skip("no model dimensions or no full tp/pp/dp plan");
+      continue;
+    }
+    std::string gpu, cluster;
+    if (!MapGpu(StrOr(hj, "gpu"), &gpu, &cluster)) {
+      skip("no GPU preset for '" + StrOr(hj, "gpu") + "'");
+      continue;
+    }
+    PublishedRun run;
+    run.id = id;
+    if (r.contains("source") && r["source"].is_object())
+      run.source = StrOr(r["source"], "paper") + ", " + StrOr(r["source"], "table") + ", " + StrOr(r["source"], "row");
+    const double it_s = NumOr(me, "iteration_time_s", 0), tflops = NumOr(me, "tflops_per_gpu", 0);
+    if (it_s > 0) {
+      run.metric = PublishedMetric::kIterationTimeS;
+      run.published = it_s;
+    } else if (tflops > 0) {
+      run.metric = PublishedMetric::kHardwareTflopsPerGpu;
+      run.published = tflops;
+    } else {
+      skip("no measured iteration time or throughput");
+      continue;
+    }
+    Scenario& s = run.scenario;
+    auto g = LoadGpu(gpu);
+    auto c = LoadCluster(cluster);
+    if (!g.ok() || !c.ok()) return Status::Internal("presets " + gpu + "/" + cluster + " missing");
+    s.gpu = *g;
+    s.cluster = *c;
+    // The GPT of Megatron-LM (Narayanan 2021 §5.1, Korthikanti 2022 §3): f = 4h GELU MLP, biases,
+    // LayerNorm, learned positions, tied embeddings, dropout, unfused (s^2) attention.
+    ModelSpec& m = s.model;
+    m.name = StrOr(mj, "name").empty() ? id : StrOr(mj, "name");
+    m.source = run.source;
+    m.layers = layers;
+    m.hidden = hidden;
+    m.heads = heads;
+    m.kv_heads = heads;
+    m.head_dim = hidden / heads;
+    m.ffn_hidden = IntOr(mj, "ffn_hidden", 4 * hidden);
+    m.mlp = MlpKind::kGelu;
+    m.vocab = IntOr(mj, "vocab", 51200);
+    m.max_seq = IntOr(mj, "seq_len", 2048);
+    m.tied_embeddings = true;
+    m.position = PositionKind::kLearned;
+    m.norm = NormKind::kLayerNorm;
+    m.bias = BiasKind::kAll;
+    m.dropout = true;
+    m.attention = AttentionImpl::kNaive;
+    PlanSpec& p = s.plan;
+    p.tp = tp;
+    p.pp = pp;
+    p.dp = dp;
+    p.gpus = tp * pp * dp;
+    p.seq_len = m.max_seq;
+    p.global_batch = IntOr(r, "global_batch", 0);
+    p.micro_batch = IntOr(r, "microbatch", 0);
+    if (p.micro_batch <= 0) {
+      p.micro_batch = 1;
+      run.assumptions.push_back("micro batch not printed: 1");
+    }
+    p.vpp = IntOr(pj, "vpp", 1);
+    if (p.vpp > 1) p.schedule = Schedule::kInterleaved;
+    else if (pp > 1 && pj.value("notes", "").find("nterleav") != std::string::npos)
+      run.assumptions.push_back("interleave degree not printed: 1F1B (no interleaving)");
+    p.sequence_parallel = pj.value("sequence_parallel", false) == true;
+    const std::string rc = StrOr(pj, "recompute");
+    p.recompute = rc.rfind("full", 0) == 0 ? Recompute::kFull
+                  : rc.rfind("selective", 0) == 0 ? Recompute::kSelective
+                                                 : Recompute::kNone;
+    p.precision = Dtype::kFp16;
+    // Megatron-LM of 2021-22: data-parallel all-reduce after the pipeline flush, no distributed
+    // optimizer, fp32 main gradients reduced in 16-bit.
+    p.overlap_grad_reduce = false;
+    p.zero = 0;
+    Diagnostics d;
+    ValidatePlan(p, m, s.gpu, s.cluster, &d);
+    if (d.has_errors()) {
+      skip("plan invalid: " + d.ToStatus().message());
+      continue;
+    }
+    runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
+}  // namespace meshplan::core

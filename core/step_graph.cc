@@ -1,0 +1,413 @@
+#include "core/step_graph.h"
+
+#include <algorithm>
+#include <string_view>
+
+#include "core/memory.h"
+#include "core/params.h"
+
+namespace meshplan::core {
+
+const char* Name(OpKind k) {
+  switch (k) {
+    case OpKind::kGemm: return "gemm";
+    case OpKind::kAttention: return "attention";
+    case OpKind::kMemoryBound: return "memory";
+    case OpKind::kCollective: return "collective";
+    case OpKind::kP2p: return "p2p";
+    case OpKind::kOptimizer: return "optimizer";
+  }
+  return "?";
+}
+const char* Name(Pass p) {
+  switch (p) {
+    case Pass::kForward: return "forward";
+    case Pass::kBackwardInput: return "backward_input";
+    case Pass::kBackwardWeight: return "backward_weight";
+    case Pass::kRecompute: return "recompute";
+    case Pass::kStep: return "step";
+  }
+  return "?";
+}
+const char* Name(CommGroup g) {
+  switch (g) {
+    case CommGroup::kNone: return "none";
+    case CommGroup::kTp: return "tp";
+    case CommGroup::kCp: return "cp";
+    case CommGroup::kEp: return "ep";
+    case CommGroup::kDp: return "dp";
+    case CommGroup::kPp: return "pp";
+    case CommGroup::kDpCp: return "dp_cp";
+    case CommGroup::kExpertDp: return "expert_dp";
+  }
+  return "?";
+}
+
+double Op::Flops() const {
+  if (kind == OpKind::kGemm) return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) *
+                                    static_cast<double>(batch);
+  if (kind == OpKind::kAttention) {
+    // QK^T (2 s_q s_kv d_qk) + AV (2 s_q s_kv d_v) per head; backward recomputes the scores and
+    // forms dQ, dK, dV, dS: 2.5x forward (FlashAttention-2 paper, §3.1 accounting).
+    double f = 2.0 * static_cast<double>(attn_batch) * static_cast<double>(heads) * static_cast<double>(seq_q) *
+               static_cast<double>(seq_kv) * static_cast<double>(head_dim_qk + head_dim_v);
+    if (causal) f *= 0.5;
+    if (pass == Pass::kBackwardInput) f *= 2.5;
+    return f;
+  }
+  return 0;
+}
+
+namespace {
+
+class Builder {
+ public:
+  Builder(const ModelSpec& m, const PlanSpec& p) : m_(m), p_(p) {
+    t_ = p.tp;
+    sp_ = p.sequence_parallel && p.tp > 1;
+    s_ = p.seq_len / p.cp;
+    tokens_ = s_ * p.micro_batch;
+    e_ = (p.precision == Dtype::kFp32 || p.precision == Dtype::kTf32) ? 4 : 2;
+    gemm_dtype_ = p.precision;
+  }
+
+  std::vector<Op> Layer(bool moe) {
+    std::vector<Op> fwd;
+    Attention(&fwd);
+    if (moe && m_.moe) MoeMlp(&fwd);
+    else DenseMlp(&fwd, m_.ffn_hidden, "mlp");
+    std::vector<Op> out = fwd;
+    Backward(fwd, &out);
+    Recompute(fwd, &out);
+    GradSync(moe, &out);
+    return out;
+  }
+
+  std::vector<Op> Embedding() {
+    std::vector<Op> fwd;
+    Mem(&fwd, "embedding_lookup", tokens_ * m_.hidden * e_ * 2);
+    // Vocab-parallel embedding: partial rows summed over TP (reduce-scatter under SP).
+    TpReduce(&fwd, "embedding_reduce");
+    std::vector<Op> out = fwd;
+    Backward(fwd, &out);
+    StageParamSync(EmbeddingParams(), &out);
+    return out;
+  }
+
+  std::vector<Op> Head() {
+    std::vector<Op> fwd;
+    Mem(&fwd, "final_norm", 2 * tokens_ * m_.hidden * e_ / (sp_ ? t_ : 1));
+    TpGather(&fwd, "head_gather");
+    // The vocab-parallel head: each rank holds ceil(V/t) columns (the last one padded).
+    const int64_t v_local = (m_.vocab + t_ - 1) / t_;
+    Gemm(&fwd, "output_head", tokens_, v_local, m_.hidden);
+    // Vocab-parallel cross entropy in fp32: read the logits, write softmax, read it in backward.
+    Mem(&fwd, "cross_entropy", 3 * tokens_ * v_local * 4);
+    std::vector<Op> out = fwd;
+    Backward(fwd, &out);
+    int64_t head_params = m_.tied_embeddings ? 0 : m_.vocab * m_.hidden / t_;
+    StageParamSync(head_params + m_.hidden, &out);
+    return out;
+  }
+
+  Op P2p() const {
+    Op op;
+    op.name = "pipeline_send";
+    op.kind = OpKind::kP2p;
+    op.collective = CollectiveKind::kSendRecv;
+    op.group = CommGroup::kPp;
+    // Megatron's scatter/gather optimisation sends 1/t of the activation and all-gathers it over
+    // NVLink on the receiver (Narayanan 2021 §4.1); with SP the activation is already 1/t.
+    op.bytes = tokens_ * m_.hidden * e_ / t_;
+    return op;
+  }
+
+ private:
+  // ---- op helpers
+  void Gemm(std::vector<Op>* ops, const char* name, int64_t m, int64_t n, int64_t k, int64_t batch = 1) {
+    if (m <= 0 || n <= 0 || k <= 0 || batch <= 0) return;
+    Op op;
+    op.name = name;
+    op.kind = OpKind::kGemm;
+    op.m = m;
+    op.n = n;
+    op.k = k;
+    op.batch = batch;
+    op.dtype = gemm_dtype_;
+    ops->push_back(op);
+  }
+  void Mem(std::vector<Op>* ops, const char* name, int64_t bytes) {
+    if (bytes <= 0) return;
+    Op op;
+    op.name = name;
+    op.kind = OpKind::kMemoryBound;
+    op.bytes = bytes;
+    ops->push_back(op);
+  }
+  void Coll(std::vector<Op>* ops, const char* name, CollectiveKind kind, CommGroup g, int64_t bytes,
+            bool overlappable = false) {
+    Op op;
+    op.name = name;
+    op.kind = OpKind::kCollective;
+    op.collective = kind;
+    op.group = g;
+    op.bytes = bytes;
+    op.overlappable = overlappable;
+    ops->push_back(op);
+  }
+  // The TP boundary before a column-parallel GEMM (all-gather of the sequence-sharded input under
+  // SP; nothing without SP) and after a row-parallel GEMM (all-reduce, or reduce-scatter under SP).
+  // Korthikanti 2022 §4.2.2: the same bytes either way.
+  void TpGather(std::vector<Op>* ops, const char* name) {
+    if (sp_) Coll(ops, name, CollectiveKind::kAllGather, CommGroup::kTp, tokens_ * m_.hidden * e_);
+  }
+  void TpReduce(std::vector<Op>* ops, const char* name) {
+    if (t_ == 1) return;
+    Coll(ops, name, sp_ ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, CommGroup::kTp,
+         tokens_ * m_.hidden * e_);
+  }
+
+  // ---- attention block
+  void Attention(std::vector<Op>* ops) {
+    const int64_t h = m_.hidden, a = m_.heads / t_;
+    const int64_t norm_div = sp_ ? t_ : 1;
+    Mem(ops, "attn_norm", 2 * tokens_ * h * e_ / norm_div);
+    TpGather(ops, "attn_gather");
+    int64_t dqk, dv, kv_heads;
+    if (m_.mla) {
+      const MlaSpec& x = *m_.mla;
+      dqk = x.qk_nope_head_dim + x.qk_rope_head_dim;
+      dv = x.v_head_dim;
+      kv_heads = a;
+      // Down-projections are replicated on every TP rank (computed redundantly).
+      if (x.q_lora_rank > 0) {
+        Gemm(ops, "q_down", tokens_, x.q_lora_rank, h);
+        Gemm(ops, "q_up", tokens_, a * dqk, x.q_lora_rank);
+      } else {
+        Gemm(ops, "q_proj", tokens_, a * dqk, h);
+      }
+      Gemm(ops, "kv_down", tokens_, x.kv_lora_rank + x.qk_rope_head_dim, h);
+      Gemm(ops, "kv_up", tokens_, a * (x.qk_nope_head_dim + x.v_head_dim), x.kv_lora_rank);
+    } else {
+      dqk = dv = m_.head_dim;
+      kv_heads = std::max<int64_t>(m_.kv_heads / t_, 1);
+      Gemm(ops, "qkv_proj", tokens_, (a + 2 * kv_heads) * m_.head_dim, h);
+    }
+    if (m_.position == PositionKind::kRope) Mem(ops, "rope", 2 * tokens_ * (a + kv_heads) * dqk * e_);
+    // Context parallel: each rank's queries meet every rank's keys. Ring: cp-1 KV exchanges
+    // overlapped with attention blocks; Ulysses: all-to-alls of q, k, v and the output.
+    const int64_t seq_kv = s_ * p_.cp;
+    if (p_.cp > 1) {
+      const int64_t kv_bytes = 2 * tokens_ * kv_heads * dqk * e_;
+      if (p_.cp_kind == CpKind::kRing) {
+        for (int64_t i = 1; i < p_.cp; ++i)
+          Coll(ops, "cp_kv_exchange", CollectiveKind::kSendRecv, CommGroup::kCp, kv_bytes, true);
+      } else {
+        Coll(ops, "ulysses_qkv", CollectiveKind::kAllToAll, CommGroup::kCp,
+             tokens_ * (a + 2 * kv_heads) * dqk * e_);
+      }
+    }
+    const bool flash = m_.attention == AttentionImpl::kFlash;
+    if (flash) {
+      Op op;
+      op.name = "flash_attention";
+      op.kind = OpKind::kAttention;
+      op.attn_batch = p_.micro_batch;
+      op.heads = a;
+      op.seq_q = s_;
+      op.seq_kv = seq_kv;
+      op.head_dim_qk = dqk;
+      op.head_dim_v = dv;
+      op.causal = true;
+      op.flash = true;
+      op.dtype = gemm_dtype_ == Dtype::kFp8 ? Dtype::kBf16 : gemm_dtype_;
+      ops->push_back(op);
+    } else {
+      // Unfused attention (Megatron 2021): batched GEMMs over b*a heads plus a fused
+      // scale-mask-softmax(-dropout) kernel over the full s x s scores.
+      Gemm(ops, "attn_scores", s_, seq_kv, dqk, p_.micro_batch * a);
+      const int64_t scores = p_.micro_batch * a * s_ * seq_kv;
+      Mem(ops, "softmax", scores * e_ * 2 + (m_.dropout ? scores * (1 + e_) : 0));
+      Gemm(ops, "attn_values", s_, dv, seq_kv, p_.micro_batch * a);
+    }
+    if (p_.cp > 1 && p_.cp_kind == CpKind::kUlysses)
+      Coll(ops, "ulysses_out", CollectiveKind::kAllToAll, CommGroup::kCp, tokens_ * a * dv * e_);
+    Gemm(ops, "attn_out_proj", tokens_, h, a * dv);
+    TpReduce(ops, "attn_reduce");
+    Mem(ops, "attn_residual", (m_.dropout ? 4 : 3) * tokens_ * h * e_ / norm_div);
+  }
+
+  // ---- MLP blocks
+  void DenseMlp(std::vector<Op>* ops, int64_t f, const char* prefix) {
+    const int64_t h = m_.hidden, fl = f / t_;
+    const int64_t norm_div = sp_ ? t_ : 1;
+    const bool glu = m_.mlp == MlpKind::kSwiglu;
+    (void)prefix;
+    Mem(ops, "mlp_norm", 2 * tokens_ * h * e_ / norm_div);
+    TpGather(ops, "mlp_gather");
+    Gemm(ops, "mlp_fc1", tokens_, (glu ? 2 : 1) * fl, h);
+    Mem(ops, "mlp_activation", (glu ? 3 : 2) * tokens_ * fl * e_);
+    Gemm(ops, "mlp_fc2", tokens_, h, fl);
+    TpReduce(ops, "mlp_reduce");
+    Mem(ops, "mlp_residual", (m_.dropout ? 4 : 3) * tokens_ * h * e_ / norm_div);
+  }
+
+  void MoeMlp(std::vector<Op>* ops) {
+    const MoeSpec& x = *m_.moe;
+    const int64_t h = m_.hidden;
+    const int64_t norm_div = sp_ ? t_ : 1;
+    const bool glu = m_.mlp == MlpKind::kSwiglu;
+    Mem(ops, "moe_norm", 2 * tokens_ * h * e_ / norm_div);
+    // The router sees this rank's (sequence-sharded under SP) tokens.
+    const int64_t local = tokens_ / norm_div;
+    Gemm(ops, "router", local, x.experts, h);
+    Mem(ops, "router_topk", local * x.experts * 4 * 2);
+    // Balanced routing: each GPU's experts receive s*b*k*etp/t tokens (see memory.cc).
+    double tok = static_cast<double>(tokens_ * x.top_k * p_.etp) / static_cast<double>(t_);
+    if (x.capacity_factor > 0) tok *= x.capacity_factor;
+    const int64_t expert_tokens = static_cast<int64_t>(tok);
+    const int64_t local_experts = x.experts / p_.ep;
+    if (p_.ep > 1) Coll(ops, "ep_dispatch", CollectiveKind::kAllToAll, CommGroup::kEp, local * x.top_k * h * e_);
+    const int64_t fl = x.expert_ffn_hidden / p_.etp;
+    const int64_t per_expert = std::max<int64_t>(expert_tokens / std::max<int64_t>(local_experts, 1), 1);
+    Gemm(ops, "expert_fc1", per_expert, (glu ? 2 : 1) * fl, h, local_experts);
+    Mem(ops, "expert_activation", (glu ? 3 : 2) * expert_tokens * fl * e_);
+    Gemm(ops, "expert_fc2", per_expert, h, fl, local_experts);
+    if (p_.ep > 1) Coll(ops, "ep_combine", CollectiveKind::kAllToAll, CommGroup::kEp, local * x.top_k * h * e_);
+    if (x.shared_experts > 0) {
+      const int64_t fs = x.shared_experts * x.shared_expert_ffn_hidden / t_;
+      TpGather(ops, "shared_gather");
+      Gemm(ops, "shared_fc1", tokens_, (glu ? 2 : 1) * fs, h);
+      Mem(ops, "shared_activation", (glu ? 3 : 2) * tokens_ * fs * e_);
+      Gemm(ops, "shared_fc2", tokens_, h, fs);
+      TpReduce(ops, "shared_reduce");
+    }
+    Mem(ops, "moe_residual", (m_.dropout ? 4 : 3) * tokens_ * h * e_ / norm_div);
+  }
+
+  // ---- backward and recompute, derived from the forward ops
+  void Backward(const std::vector<Op>& fwd, std::vector<Op>* out) {
+    for (auto it = fwd.rbegin(); it != fwd.rend(); ++it) {
+      Op op = *it;
+      switch (op.kind) {
+        case OpKind::kGemm: {
+          // dX = dY W^T (m x k from m x n) and dW = X^T dY (k x n over m): each 2mnk.
+          op.pass = Pass::kBackwardInput;
+          out->push_back(op);
+          op.pass = Pass::kBackwardWeight;
+          out->push_back(op);
+          break;
+        }
+        case OpKind::kAttention:
+          op.pass = Pass::kBackwardInput;
+          out->push_back(op);
+          break;
+        case OpKind::kMemoryBound:
+          op.pass = Pass::kBackwardInput;
+          op.bytes *= 2;  // read the saved input and the incoming gradient, write two gradients
+          out->push_back(op);
+          break;
+        case OpKind::kCollective:
+          // The conjugate collective: all-gather <-> reduce-scatter, all-reduce and all-to-all
+          // stay themselves; the ring's KV exchange carries dK and dV back as well.
+          op.pass = Pass::kBackwardInput;
+          if (op.collective == CollectiveKind::kAllGather) op.collective = CollectiveKind::kReduceScatter;
+          else if (op.collective == CollectiveKind::kReduceScatter) op.collective = CollectiveKind::kAllGather;
+          if (op.group == CommGroup::kCp && op.collective == CollectiveKind::kSendRecv) op.bytes *= 2;
+          // Without SP the column-parallel input's gradient is all-reduced in backward (Megatron's
+          // f operator), mirroring the forward g all-reduce: same count, same bytes.
+          out->push_back(op);
+          break;
+        default:
+          break;
+      }
+    }
+  }
+
+  void Recompute(const std::vector<Op>& fwd, std::vector<Op>* out) {
+    if (p_.recompute == Recompute::kNone) return;
+    for (const Op& f : fwd) {
+      const bool core_attention = f.kind == OpKind::kAttention ||
+                                  (f.kind == OpKind::kGemm && (std::string_view(f.name) == "attn_scores" ||
+                                                               std::string_view(f.name) == "attn_values")) ||
+                                  std::string_view(f.name) == "softmax";
+      if (p_.recompute == Recompute::kSelective && !core_attention) continue;
+      Op op = f;
+      op.pass = Pass::kRecompute;
+      out->push_back(op);
+    }
+  }
+
+  // ---- per-step data-parallel synchronisation of this layer's parameters
+  void GradSync(bool moe, std::vector<Op>* out) {
+    const LayerParams lp = CountLayerParams(m_, moe);
+    const RankParams rp = LayerParamsOnRank(m_, p_, lp);
+    ParamSync(rp.dense, CommGroup::kDpCp, p_.dp * p_.cp, out);
+    ParamSync(rp.expert, CommGroup::kExpertDp, p_.tp * p_.cp * p_.dp / (p_.ep * p_.etp), out);
+  }
+  void StageParamSync(int64_t params, std::vector<Op>* out) { ParamSync(params, CommGroup::kDpCp, p_.dp * p_.cp, out); }
+  int64_t EmbeddingParams() const {
+    return m_.vocab * m_.hidden / t_ + (m_.position == PositionKind::kLearned ? m_.max_seq * m_.hidden : 0);
+  }
+
+  // ZeRO paper §7: DDP all-reduces gradients (2 psi); ZeRO-1/2 reduce-scatter gradients and
+  // all-gather updated weights (the same 2 psi); ZeRO-3 all-gathers weights in forward and again
+  // in backward for every microbatch, and reduce-scatters gradients (3 psi per step when m = 1).
+  void ParamSync(int64_t params, CommGroup g, int64_t group_size, std::vector<Op>* out) {
+    if (params <= 0) return;
+    const int64_t gb = DtypeBytes(p_.dtypes.grads), wb = DtypeBytes(p_.dtypes.weights);
+    if (group_size > 1) {
+      if (p_.zero == 0) {
+        Coll(out, "grad_all_reduce", CollectiveKind::kAllReduce, g, params * gb, true);
+        out->back().pass = Pass::kStep;
+      } else {
+        Coll(out, "grad_reduce_scatter", CollectiveKind::kReduceScatter, g, params * gb, true);
+        out->back().pass = Pass::kStep;
+        if (p_.zero < 3) {
+          Coll(out, "param_all_gather", CollectiveKind::kAllGather, g, params * wb, true);
+          out->back().pass = Pass::kStep;
+        } else {
+          // Per microbatch, so listed with the forward and backward passes (prefetched).
+          Coll(out, "zero3_gather_fwd", CollectiveKind::kAllGather, g, params * wb, true);
+          Coll(out, "zero3_gather_bwd", CollectiveKind::kAllGather, g, params * wb, true);
+          out->back().pass = Pass::kBackwardInput;
+        }
+      }
+    }
+    // Optimizer step over this rank's shard: read grads, read+write master weights and moments,
+    // write the working weights (memory-bound).
+    const int64_t shard = p_.zero >= 1 ? std::max<int64_t>(params / group_size, 1) : params;
+    const int64_t moments = p_.optimizer == Optimizer::kSgdMomentum ? 1 : 2;
+    const int64_t bytes = shard * (gb + 2 * DtypeBytes(p_.dtypes.master_weights) +
+                                   2 * moments * DtypeBytes(p_.dtypes.optimizer_states) + wb);
+    Op op;
+    op.name = "optimizer_step";
+    op.kind = OpKind::kOptimizer;
+    op.pass = Pass::kStep;
+    op.bytes = bytes;
+    out->push_back(op);
+  }
+
+  const ModelSpec& m_;
+  const PlanSpec& p_;
+  int64_t t_ = 1, s_ = 0, tokens_ = 0, e_ = 2;
+  bool sp_ = false;
+  Dtype gemm_dtype_ = Dtype::kBf16;
+};
+
+}  // namespace
+
+StepGraph BuildStepGraph(const ModelSpec& m, const PlanSpec& p) {
+  Builder b(m, p);
+  StepGraph g;
+  g.dense_layer = b.Layer(false);
+  if (m.moe) g.moe_layer = b.Layer(true);
+  g.embedding = b.Embedding();
+  g.head = b.Head();
+  g.p2p = b.P2p();
+  g.microbatches = p.Microbatches();
+  g.tokens_per_microbatch = p.seq_len / p.cp * p.micro_batch;
+  return g;
+}
+
+}  // namespace meshplan::core

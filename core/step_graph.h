@@ -1,0 +1,66 @@
+// The StepGraph: the ops one rank executes in one training step, with exact shapes. The one
+// description of a layer: the simulator costs it and the runtime (issue 6) executes it.
+//
+// One layer's ops are listed once per layer kind (dense, MoE) for one microbatch: forward,
+// backward (split into input-gradient and weight-gradient ops, which zero-bubble schedules
+// reorder) and the recomputed forward. Stage-level ops (embedding, output head, loss),
+// pipeline sends, data-parallel gradient synchronisation, ZeRO gathers and the optimizer step are
+// listed separately. Shapes are per rank (after TP/CP/EP/SP sharding). Pure; thread-safe.
+#ifndef MESHPLAN_CORE_STEP_GRAPH_H_
+#define MESHPLAN_CORE_STEP_GRAPH_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "core/collectives.h"
+#include "core/specs.h"
+
+namespace meshplan::core {
+
+enum class OpKind { kGemm, kAttention, kMemoryBound, kCollective, kP2p, kOptimizer };
+enum class Pass { kForward, kBackwardInput, kBackwardWeight, kRecompute, kStep };
+// The communicator an op runs on. kDpCp: data parallel together with context parallel (the group
+// dense gradients are reduced over); kExpertDp: the expert-data-parallel group.
+enum class CommGroup { kNone, kTp, kCp, kEp, kDp, kPp, kDpCp, kExpertDp };
+const char* Name(OpKind k);
+const char* Name(Pass p);
+const char* Name(CommGroup g);
+
+struct Op {
+  const char* name = "";
+  OpKind kind = OpKind::kGemm;
+  Pass pass = Pass::kForward;
+  // kGemm: C[m x n] = A[m x k] B[k x n], `batch` independent instances (local experts).
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  Dtype dtype = Dtype::kBf16;
+  // kAttention (core attention, per rank): batch x heads of (seq_q x seq_kv) scores.
+  int64_t attn_batch = 0, heads = 0, seq_q = 0, seq_kv = 0, head_dim_qk = 0, head_dim_v = 0;
+  bool causal = true, flash = true;
+  // kMemoryBound, kOptimizer: bytes read + written. kCollective, kP2p: nccl-tests' S.
+  int64_t bytes = 0;
+  CollectiveKind collective = CollectiveKind::kAllReduce;
+  CommGroup group = CommGroup::kNone;
+  bool overlappable = false;  // a collective that may run under compute of the same pass
+  // FLOPs this op executes: 2mnk x batch for a GEMM; for attention 2 s_q s_kv (d_qk + d_v) per
+  // head (x2.5 in backward: dQ, dK, dV, dS and the recomputed scores), halved when causal.
+  double Flops() const;
+};
+
+struct StepGraph {
+  std::vector<Op> dense_layer;  // one dense layer, one microbatch
+  std::vector<Op> moe_layer;    // one MoE layer, one microbatch (empty for dense models)
+  std::vector<Op> embedding;    // first stage, per microbatch
+  std::vector<Op> head;         // last stage, per microbatch: final norm, output GEMM, loss
+  Op p2p;                       // activation sent to the next stage per microbatch (each direction)
+  // Per step, per rank: gradient synchronisation, ZeRO-3 gathers (all layers), optimizer.
+  std::vector<Op> step;
+  int64_t microbatches = 0;
+  int64_t tokens_per_microbatch = 0;  // s/cp * b on this rank
+};
+
+// REQUIRES: ValidatePlan(plan, model, ...) reported no errors.
+StepGraph BuildStepGraph(const ModelSpec& m, const PlanSpec& p);
+
+}  // namespace meshplan::core
+
+#endif  // MESHPLAN_CORE_STEP_GRAPH_H_

@@ -1,0 +1,320 @@
+#include "sim/step_model.h"
+
+#include <algorithm>
+#include <array>
+
+#include "core/collectives.h"
+#include "core/flops.h"
+#include "core/memory.h"
+#include "core/params.h"
+
+namespace meshplan::sim {
+
+using core::CommGroup;
+using core::Op;
+using core::OpKind;
+using core::Pass;
+
+namespace {
+
+double Peak(const core::GpuSpec& g, core::Dtype d) {
+  if (auto it = g.peak_flops_per_s.find(d); it != g.peak_flops_per_s.end()) return it->second;
+  for (core::Dtype f : {core::Dtype::kBf16, core::Dtype::kFp16, core::Dtype::kFp32})
+    if (auto it = g.peak_flops_per_s.find(f); it != g.peak_flops_per_s.end()) return it->second;
+  return g.peak_flops_per_s.begin()->second;
+}
+
+// The cluster tiers a group spans. Expert-data-parallel ranks sit etp*ep apart (a stage's
+// tp*cp*dp ranks regroup as etp x ep x edp, innermost first, as in Megatron-Core).
+core::GroupSpan Span(CommGroup g, const core::PlanSpec& p, const core::ClusterSpec& c) {
+  switch (g) {
+    case CommGroup::kTp: return core::SpanOf(core::Axis::kTp, p, c);
+    case CommGroup::kCp: return core::SpanOf(core::Axis::kCp, p, c);
+    case CommGroup::kEp: return core::SpanOf(core::Axis::kEp, p, c);
+    case CommGroup::kDp: return core::SpanOf(core::Axis::kDp, p, c);
+    case CommGroup::kPp: return core::SpanOf(core::Axis::kPp, p, c);
+    case CommGroup::kDpCp:
+      // DP together with CP: cp*dp ranks starting at CP's stride (adjacent in the default
+      // placement tp-cp-ep-dp-pp, where ep takes no room among the dense axes).
+      return core::SpanOfStride(p.dp * p.cp, core::StrideOf(core::Axis::kCp, p), c);
+    case CommGroup::kExpertDp:
+      return core::SpanOfExpertDp(p, c);
+    case CommGroup::kNone: break;
+  }
+  return core::GroupSpan{};
+}
+
+// Costed ops of one list, grouped by pass.
+struct PassCost {
+  double compute = 0;
+  std::array<double, 8> blocking{};  // exposed collective time by CommGroup
+  std::array<double, 8> hidden{};    // overlappable collective time by CommGroup
+};
+struct ListCost {
+  std::array<PassCost, 5> pass;  // by core::Pass
+  double Exposed(Pass p, CommGroup g) const {
+    const PassCost& c = pass[static_cast<int>(p)];
+    double hidden_total = 0;
+    for (double h : c.hidden) hidden_total += h;
+    const double spill = std::max(0.0, hidden_total - c.compute);
+    const double share = hidden_total > 0 ? c.hidden[static_cast<int>(g)] / hidden_total : 0;
+    return c.blocking[static_cast<int>(g)] + spill * share;
+  }
+  double Time(Pass p) const {
+    const PassCost& c = pass[static_cast<int>(p)];
+    double t = c.compute;
+    for (int g = 0; g < 8; ++g) t += Exposed(p, static_cast<CommGroup>(g));
+    return t;
+  }
+};
+
+class Coster {
+ public:
+  Coster(const core::PlanSpec& p, const core::GpuSpec& g, const core::ClusterSpec& c, const core::Profile& prof)
+      : p_(p), g_(g), c_(c), prof_(prof) {}
+
+  ListCost Cost(const std::vector<Op>& ops) const {
+    ListCost lc;
+    for (const Op& op : ops) {
+      PassCost& pc = lc.pass[static_cast<int>(op.pass)];
+      if (op.kind == OpKind::kCollective || op.kind == OpKind::kP2p) {
+        const double t = CollectiveTime(op);
+        const bool hide = op.overlappable || (op.group == CommGroup::kTp && p_.tp_comm_overlap);
+        (hide ? pc.hidden : pc.blocking)[static_cast<int>(op.group)] += t;
+      } else {
+        pc.compute += ComputeOpTime(op, g_, prof_);
+      }
+    }
+    return lc;
+  }
+
+  double CollectiveTime(const Op& op) const {
+    return core::CollectiveTime(op.collective, op.bytes, Span(op.group, p_, c_), c_, prof_.comm).time_s;
+  }
+
+ private:
+  const core::PlanSpec& p_;
+  const core::GpuSpec& g_;
+  const core::ClusterSpec& c_;
+  const core::Profile& prof_;
+};
+
+// What one microbatch costs a pipeline rank, split for the breakdown.
+struct RankCost {
+  StageTimes times;
+  double compute = 0, recompute = 0, p2p = 0;
+  std::array<double, 8> comm{};  // exposed, per microbatch, by group
+  double step_comm = 0, optimizer = 0;
+};
+
+void Accumulate(const ListCost& lc, double count, RankCost* r) {
+  for (Pass ps : {Pass::kForward, Pass::kBackwardInput, Pass::kBackwardWeight, Pass::kRecompute}) {
+    const PassCost& pc = lc.pass[static_cast<int>(ps)];
+    const double t = lc.Time(ps) * count;
+    if (ps == Pass::kForward) r->times.forward_s += t;
+    else if (ps == Pass::kBackwardWeight) r->times.backward_weight_s += t;
+    else r->times.backward_input_s += t;  // recompute runs inside the backward pass
+    (ps == Pass::kRecompute ? r->recompute : r->compute) += pc.compute * count;
+    for (int g = 0; g < 8; ++g) r->comm[g] += lc.Exposed(ps, static_cast<CommGroup>(g)) * count;
+  }
+}
+
+}  // namespace
+
+PipelineTime SchedulePipeline(core::Schedule schedule, const std::vector<StageTimes>& stages, int64_t microbatches,
+                              int64_t vpp) {
+  PipelineTime r;
+  if (stages.empty()) return r;
+  double sum_t = 0;
+  size_t crit = 0;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    sum_t += stages[i].Total();
+    if (stages[i].Total() > stages[crit].Total()) crit = i;
+  }
+  const StageTimes& tc = stages[crit];
+  const double t_max = tc.Total();
+  const double mb = static_cast<double>(microbatches);
+  const double pp = static_cast<double>(stages.size());
+  r.critical_stage = static_cast<int64_t>(crit);
+  r.work_s = mb * t_max;
+  if (stages.size() == 1) return r;
+  switch (schedule) {
+    case core::Schedule::kGpipe:
+    case core::Schedule::k1F1B:
+      r.bubble_s = sum_t - t_max;  // Narayanan 2021 §2.2.1
+      break;
+    case core::Schedule::kInterleaved:
+      r.bubble_s = (sum_t - t_max) / static_cast<double>(vpp);  // Narayanan 2021 §2.2.2
+      break;
+    case core::Schedule::kZeroBubble:
+      // ZB-H1 (Qi et al. 2023, §3): weight-gradient work fills the drain.
+      r.bubble_s = (pp - 1) * std::max(0.0, tc.forward_s + tc.backward_input_s - tc.backward_weight_s);
+      break;
+    case core::Schedule::kDualPipe: {
+      // DeepSeek-V3 report, Table 2, with per-stage F, B, W (a rank holds two stages).
+      const double f = tc.forward_s / 2, b = tc.backward_input_s / 2, w = tc.backward_weight_s / 2;
+      r.work_s = mb * t_max / 2;
+      r.bubble_s = (pp / 2 - 1) * std::max(0.0, (f + b + w) + b - 3 * w);
+      break;
+    }
+  }
+  return r;
+}
+
+double ComputeOpTime(const Op& op, const core::GpuSpec& g, const core::Profile& prof) {
+  const double hbm = g.hbm_bytes_per_s * prof.hbm_efficiency;
+  switch (op.kind) {
+    case OpKind::kGemm: {
+      // Roofline per instance: compute at the dtype's peak x efficiency, the efficiency falling
+      // for small GEMMs as F/(F + F_half); or the bytes of A, B and C at HBM speed, if slower.
+      const double f1 = 2.0 * static_cast<double>(op.m) * static_cast<double>(op.n) * static_cast<double>(op.k);
+      auto eff_it = prof.gemm_efficiency.find(op.dtype);
+      const double eff = eff_it != prof.gemm_efficiency.end() ? eff_it->second : 0.8;
+      const double compute = (f1 + prof.gemm_half_flops) / (Peak(g, op.dtype) * eff);
+      const double bytes = static_cast<double>(op.m * op.k + op.k * op.n + op.m * op.n) *
+                           static_cast<double>(core::DtypeBytes(op.dtype));
+      return static_cast<double>(op.batch) * std::max(compute, bytes / hbm) + prof.kernel_overhead_s;
+    }
+    case OpKind::kAttention: {
+      const double eff = op.pass == Pass::kBackwardInput ? prof.attention_bwd_efficiency : prof.attention_fwd_efficiency;
+      return op.Flops() / (Peak(g, op.dtype) * eff) + prof.kernel_overhead_s;
+    }
+    case OpKind::kMemoryBound:
+    case OpKind::kOptimizer:
+      return static_cast<double>(op.bytes) / hbm + prof.kernel_overhead_s;
+    default:
+      return 0;
+  }
+}
+
+StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, const core::GpuSpec& g,
+                          const core::ClusterSpec& c, const core::Profile& prof) {
+  const core::StepGraph graph = core::BuildStepGraph(m, p);
+  const Coster coster(p, g, c, prof);
+  const ListCost dense = coster.Cost(graph.dense_layer);
+  const ListCost moe = coster.Cost(graph.moe_layer);
+  const ListCost emb = coster.Cost(graph.embedding);
+  const ListCost head = coster.Cost(graph.head);
+  const double p2p = p.pp > 1 ? coster.CollectiveTime(graph.p2p) : 0.0;
+  // Interleaving sends v times per microbatch (one per model chunk).
+  const double sends = p.schedule == core::Schedule::kInterleaved ? static_cast<double>(p.vpp) : 1.0;
+
+  auto step_costs = [&](const std::vector<Op>& ops, double count, RankCost* r) {
+    for (const Op& op : ops) {
+      if (op.pass != Pass::kStep) continue;
+      if (op.kind == OpKind::kCollective) r->step_comm += coster.CollectiveTime(op) * count;
+      else r->optimizer += ComputeOpTime(op, g, prof) * count;
+    }
+  };
+
+  std::vector<RankCost> ranks(static_cast<size_t>(p.pp));
+  for (int64_t i = 0; i < p.pp; ++i) {
+    RankCost& r = ranks[static_cast<size_t>(i)];
+    int64_t n_moe = 0, n_dense = 0;
+    bool first = false, last = false;
+    for (int64_t l : core::StageLayers(m, p, i)) {
+      (m.IsMoeLayer(l) ? n_moe : n_dense) += 1;
+      first |= l == 0;
+      last |= l == m.layers - 1;
+    }
+    Accumulate(dense, static_cast<double>(n_dense), &r);
+    step_costs(graph.dense_layer, static_cast<double>(n_dense), &r);
+    if (n_moe > 0) {
+      Accumulate(moe, static_cast<double>(n_moe), &r);
+      step_costs(graph.moe_layer, static_cast<double>(n_moe), &r);
+    }
+    if (first) {
+      Accumulate(emb, 1, &r);
+      step_costs(graph.embedding, 1, &r);
+    }
+    if (last) {
+      Accumulate(head, 1, &r);
+      step_costs(graph.head, 1, &r);
+    }
+    // Pipeline sends: activations forward and gradients backward, not overlapped (Megatron's
+    // default blocking send/recv between stages).
+    if (p.pp > 1) {
+      const double t = p2p * sends;
+      r.p2p = 2 * t;
+      r.times.forward_s += t;
+      r.times.backward_input_s += t;
+    }
+    // Gradient synchronisation runs under the last microbatch's backward when overlapped.
+    const double window = p.overlap_grad_reduce ? r.times.backward_input_s + r.times.backward_weight_s : 0.0;
+    r.step_comm = std::max(0.0, r.step_comm - window);
+    r.times.step_s = r.step_comm + r.optimizer;
+  }
+
+  StepEstimate e;
+  for (const auto& r : ranks) e.stages.push_back(r.times);
+  const PipelineTime pipe = SchedulePipeline(p.schedule, e.stages, graph.microbatches, p.vpp);
+  const size_t crit = static_cast<size_t>(pipe.critical_stage);
+  const double t_max = ranks[crit].times.Total();
+  const double work = pipe.work_s, bubble = pipe.bubble_s;
+  double step_s = 0;
+  for (const auto& r : ranks) step_s = std::max(step_s, r.times.step_s);
+  e.critical_stage = static_cast<int64_t>(crit);
+  e.time_s = work + bubble + step_s;
+
+  // Breakdown: the critical rank's per-microbatch parts scaled to the work, then bubble and step.
+  const RankCost& rc = ranks[crit];
+  const double scale = t_max > 0 ? work / t_max : 0;
+  StepBreakdown& b = e.breakdown;
+  b.compute_s = rc.compute * scale;
+  b.recompute_s = rc.recompute * scale;
+  b.tp_comm_s = rc.comm[static_cast<int>(CommGroup::kTp)] * scale;
+  b.cp_comm_s = rc.comm[static_cast<int>(CommGroup::kCp)] * scale;
+  b.ep_comm_s = rc.comm[static_cast<int>(CommGroup::kEp)] * scale;
+  b.dp_comm_s = (rc.comm[static_cast<int>(CommGroup::kDpCp)] + rc.comm[static_cast<int>(CommGroup::kDp)] +
+                 rc.comm[static_cast<int>(CommGroup::kExpertDp)]) * scale;
+  b.pp_comm_s = rc.p2p * scale;
+  b.bubble_s = bubble;
+  // The step-level part: exposed synchronisation and optimizer of the slowest rank at that phase.
+  double step_comm = 0, optimizer = 0;
+  for (const auto& r : ranks) {
+    if (r.times.step_s >= step_comm + optimizer) {
+      step_comm = r.step_comm;
+      optimizer = r.optimizer;
+    }
+  }
+  b.dp_comm_s += step_comm;
+  b.optimizer_s = optimizer;
+  e.bubble_fraction = e.time_s > 0 ? bubble / e.time_s : 0;
+
+  // Throughput and utilisation.
+  const double tokens = static_cast<double>(p.global_batch) * static_cast<double>(p.seq_len);
+  const double gpus = static_cast<double>(p.gpus);
+  e.tokens_per_s = tokens / e.time_s;
+  e.tokens_per_s_per_gpu = e.tokens_per_s / gpus;
+  e.model_flops = core::ModelFlopsPerIteration(m, p, core::AttentionFlops::kFull);
+  e.model_flops_causal = core::ModelFlopsPerIteration(m, p, core::AttentionFlops::kCausal);
+  e.hardware_flops = core::HardwareFlopsPerIteration(m, p, core::AttentionFlops::kFull);
+  // The peak the FLOPs could run at: FP8 plans run GEMMs at the FP8 peak and attention at the
+  // 16-bit peak, so the denominator weights each part by its own peak.
+  const core::ForwardFlops fwd = core::ForwardFlopsPerToken(m, p.seq_len, core::AttentionFlops::kFull);
+  const double gemm_peak = Peak(g, p.precision);
+  const double attn_peak = Peak(g, p.precision == core::Dtype::kFp8 ? core::Dtype::kBf16 : p.precision);
+  const double ideal_per_flop =
+      ((fwd.matmul + fwd.logits) / gemm_peak + fwd.attention / attn_peak) / fwd.Total();
+  e.tflops_per_gpu = e.model_flops / e.time_s / gpus / 1e12;
+  e.mfu = e.model_flops * ideal_per_flop / (e.time_s * gpus);
+  e.mfu_causal = e.model_flops_causal * ideal_per_flop / (e.time_s * gpus);
+  e.hfu = e.hardware_flops * ideal_per_flop / (e.time_s * gpus);
+  return e;
+}
+
+TrainEstimate EstimateTraining(const StepEstimate& step, const core::PlanSpec& p, const core::GpuSpec& g,
+                               const core::ClusterSpec& c, double tokens) {
+  TrainEstimate t;
+  t.tokens = tokens;
+  const double tokens_per_step = static_cast<double>(p.global_batch) * static_cast<double>(p.seq_len);
+  t.steps = tokens / tokens_per_step;
+  const double seconds = t.steps * step.time_s;
+  t.days = seconds / 86400.0;
+  t.gpu_hours = seconds / 3600.0 * static_cast<double>(p.gpus);
+  t.cost_usd = t.gpu_hours * c.price_per_gpu_hour_usd;
+  t.energy_kwh = t.gpu_hours * g.tdp_w / 1000.0;
+  return t;
+}
+
+}  // namespace meshplan::sim

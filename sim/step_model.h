@@ -1,0 +1,89 @@
+// The analytic step model: costs every op of the StepGraph with the Profile (roofline with
+// efficiencies; alpha-beta collectives on the tiers each group spans), applies the overlap rules
+// and the pipeline schedule, and reports step time, its breakdown, throughput, MFU/HFU and the
+// cost of a training run. Formulas and sources: docs/compute.md, docs/schedules.md.
+// Pure functions; thread-safe.
+#ifndef MESHPLAN_SIM_STEP_MODEL_H_
+#define MESHPLAN_SIM_STEP_MODEL_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "core/profile.h"
+#include "core/specs.h"
+#include "core/step_graph.h"
+
+namespace meshplan::sim {
+
+// Seconds of one step on the critical path, by cause. They add up to StepEstimate::time_s.
+struct StepBreakdown {
+  double compute_s = 0;    // forward and backward kernels (GEMM, attention, memory-bound)
+  double recompute_s = 0;  // recomputed forward kernels
+  double tp_comm_s = 0;    // exposed tensor-parallel collectives
+  double cp_comm_s = 0;    // exposed context-parallel exchanges
+  double ep_comm_s = 0;    // exposed expert-parallel all-to-alls
+  double dp_comm_s = 0;    // exposed data-parallel gradient/parameter synchronisation
+  double pp_comm_s = 0;    // pipeline sends on the critical path
+  double bubble_s = 0;     // pipeline fill and drain
+  double optimizer_s = 0;  // the optimizer step
+};
+
+// Per-microbatch times of one pipeline rank, in seconds (exposed communication included).
+struct StageTimes {
+  double forward_s = 0;
+  double backward_input_s = 0;   // input gradients (and recompute)
+  double backward_weight_s = 0;  // weight gradients
+  double step_s = 0;             // once per step: exposed DP sync + optimizer
+  double Total() const { return forward_s + backward_input_s + backward_weight_s; }
+};
+
+struct StepEstimate {
+  double time_s = 0;
+  StepBreakdown breakdown;
+  std::vector<StageTimes> stages;
+  int64_t critical_stage = 0;
+  double bubble_fraction = 0;      // bubble_s / time_s
+  double tokens_per_s = 0;
+  double tokens_per_s_per_gpu = 0;
+  // FLOPs per step, whole job. Default convention: full s^2 attention scores (PaLM, Narayanan,
+  // Korthikanti); `_causal`: only the lower triangle (Megatron-Core, FlashAttention).
+  double model_flops = 0, model_flops_causal = 0, hardware_flops = 0;
+  double tflops_per_gpu = 0;       // model FLOPs / s / GPU, in TFLOP/s
+  double mfu = 0, hfu = 0, mfu_causal = 0;
+};
+
+// REQUIRES: ValidatePlan(plan, model, gpu, cluster) reported no errors.
+StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, const core::GpuSpec& g,
+                          const core::ClusterSpec& c, const core::Profile& profile);
+
+// A training run of `tokens` tokens at the step's throughput, without failures (issue 5 adds them).
+struct TrainEstimate {
+  double tokens = 0;
+  double steps = 0;
+  double days = 0;
+  double gpu_hours = 0;
+  double cost_usd = 0;     // gpu_hours x cluster price per GPU-hour
+  double energy_kwh = 0;   // GPUs x TDP x hours: an upper bound on the GPUs' draw
+};
+TrainEstimate EstimateTraining(const StepEstimate& step, const core::PlanSpec& p, const core::GpuSpec& g,
+                               const core::ClusterSpec& c, double tokens);
+
+// Pipeline time of one step from the ranks' per-microbatch times: `work` = m x the critical
+// rank's time (for DualPipe, half: a rank runs each microbatch through one of its two stages),
+// `bubble` the fill and drain. 1F1B/GPipe: sum_i t_i - t_max, i.e. (p-1)t for uniform stages,
+// a fraction (p-1)/(m+p-1); interleaved: that / v; ZB-H1: (p-1)(F + B - W); DualPipe:
+// (p/2 - 1)(F&B + B - 3W). docs/schedules.md.
+struct PipelineTime {
+  double work_s = 0;
+  double bubble_s = 0;
+  int64_t critical_stage = 0;
+};
+PipelineTime SchedulePipeline(core::Schedule schedule, const std::vector<StageTimes>& stages, int64_t microbatches,
+                              int64_t vpp);
+
+// Time of one compute op (GEMM, attention, memory-bound, optimizer) on `g` under `profile`.
+double ComputeOpTime(const core::Op& op, const core::GpuSpec& g, const core::Profile& profile);
+
+}  // namespace meshplan::sim
+
+#endif  // MESHPLAN_SIM_STEP_MODEL_H_

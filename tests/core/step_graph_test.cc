@@ -1,0 +1,127 @@
+// The StepGraph against the closed forms it must agree with.
+#include "core/step_graph.h"
+
+#include <gtest/gtest.h>
+
+#include "core/flops.h"
+#include "core/presets.h"
+
+namespace meshplan::core {
+namespace {
+
+double PassFlops(const std::vector<Op>& ops, Pass pass) {
+  double f = 0;
+  for (const Op& op : ops)
+    if (op.pass == pass) f += op.Flops();
+  return f;
+}
+
+// Bytes a collective moves per rank in nccl-tests' bus terms: S x busbw/algbw factor.
+double BusBytes(const std::vector<Op>& ops, CommGroup g, int64_t n, double microbatches) {
+  double b = 0;
+  for (const Op& op : ops) {
+    if (op.kind != OpKind::kCollective || op.group != g) continue;
+    const double per = op.pass == Pass::kStep ? 1.0 : microbatches;
+    b += per * static_cast<double>(op.bytes) * BusBandwidthFactor(op.collective, n);
+  }
+  return b;
+}
+
+PlanSpec Plan(int64_t tp, int64_t dp, bool sp) {
+  PlanSpec p;
+  p.tp = tp;
+  p.dp = dp;
+  p.gpus = tp * dp;
+  p.sequence_parallel = sp;
+  p.seq_len = 2048;
+  p.global_batch = dp;
+  return p;
+}
+
+TEST(StepGraphTest, ForwardFlopsEqualTheClosedForm) {
+  // GPT-3 (naive attention: full s^2 scores computed) on tp=8: the ranks' forward FLOPs sum to
+  // ForwardFlopsPerToken x tokens. V = 50257 does not split over 8 ranks: each holds
+  // ceil(V/8) = 6283 columns, 7 padded columns in all (2 x 2048 x 12288 x 7 FLOPs, 5e-8 relative).
+  auto m = LoadModel("gpt3-175b");
+  ASSERT_TRUE(m.ok());
+  const PlanSpec p = Plan(8, 1, true);
+  const StepGraph g = BuildStepGraph(*m, p);
+  const double per_rank = PassFlops(g.dense_layer, Pass::kForward) * 96 + PassFlops(g.head, Pass::kForward);
+  const ForwardFlops f = ForwardFlopsPerToken(*m, 2048, AttentionFlops::kFull);
+  EXPECT_NEAR(per_rank * 8, f.Total() * 2048 + 2.0 * 2048 * 12288 * 7, f.Total() * 2048 * 1e-12);
+}
+
+TEST(StepGraphTest, BackwardIsTwiceForwardForGemms) {
+  auto m = LoadModel("llama3-8b");
+  ASSERT_TRUE(m.ok());
+  const StepGraph g = BuildStepGraph(*m, Plan(1, 1, false));
+  double fwd = 0, bwd = 0;
+  for (const Op& op : g.dense_layer) {
+    if (op.kind != OpKind::kGemm) continue;
+    if (op.pass == Pass::kForward) fwd += op.Flops();
+    if (op.pass == Pass::kBackwardInput || op.pass == Pass::kBackwardWeight) bwd += op.Flops();
+  }
+  EXPECT_DOUBLE_EQ(bwd, 2 * fwd);
+}
+
+TEST(StepGraphTest, FullRecomputeRepeatsTheForwardSelectiveOnlyAttention) {
+  auto m = LoadModel("gpt3-175b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p = Plan(8, 1, true);
+  p.recompute = Recompute::kFull;
+  StepGraph g = BuildStepGraph(*m, p);
+  EXPECT_DOUBLE_EQ(PassFlops(g.dense_layer, Pass::kRecompute), PassFlops(g.dense_layer, Pass::kForward));
+  p.recompute = Recompute::kSelective;
+  g = BuildStepGraph(*m, p);
+  // Recomputed: QK^T and AV, 2 x 2 s^2 (h/t) per microbatch on a rank (naive attention).
+  const double s = 2048, h = 12288;
+  EXPECT_DOUBLE_EQ(PassFlops(g.dense_layer, Pass::kRecompute), 4 * s * s * h / 8);
+}
+
+TEST(StepGraphTest, TensorParallelMovesTheSameBytesWithAndWithoutSequenceParallel) {
+  // Korthikanti §4.2.2: SP replaces each all-reduce by a reduce-scatter + all-gather pair of the
+  // same total volume. Per layer: 4 all-reduces of sbh (fwd + bwd) = 4 x 2(t-1)/t x 2sbh bytes.
+  auto m = LoadModel("gpt3-175b");
+  ASSERT_TRUE(m.ok());
+  const double no_sp = BusBytes(BuildStepGraph(*m, Plan(8, 1, false)).dense_layer, CommGroup::kTp, 8, 1);
+  const double with_sp = BusBytes(BuildStepGraph(*m, Plan(8, 1, true)).dense_layer, CommGroup::kTp, 8, 1);
+  EXPECT_DOUBLE_EQ(no_sp, with_sp);
+  EXPECT_DOUBLE_EQ(no_sp, 4 * (2.0 * 7 / 8) * (2048.0 * 12288 * 2));
+}
+
+TEST(StepGraphTest, ZeroThreeMovesOneAndAHalfTimesDdpZeroOneAndTwoTheSame) {
+  // ZeRO paper §7.2.2: DDP 2 psi, ZeRO-1/2 2 psi, ZeRO-3 3 psi (one microbatch per step).
+  auto m = LoadModel("llama3-8b");
+  ASSERT_TRUE(m.ok());
+  auto bytes = [&](int zero) {
+    PlanSpec p = Plan(1, 8, false);
+    p.zero = zero;
+    return BusBytes(BuildStepGraph(*m, p).dense_layer, CommGroup::kDpCp, 8, 1);
+  };
+  const double ddp = bytes(0);
+  EXPECT_DOUBLE_EQ(bytes(1), ddp);
+  EXPECT_DOUBLE_EQ(bytes(2), ddp);
+  EXPECT_DOUBLE_EQ(bytes(3), 1.5 * ddp);
+}
+
+TEST(StepGraphTest, ExpertParallelAddsDispatchAndCombine) {
+  auto m = LoadModel("mixtral-8x7b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p = Plan(1, 8, false);
+  p.ep = 8;
+  p.seq_len = 4096;
+  const StepGraph g = BuildStepGraph(*m, p);
+  int all_to_alls = 0;
+  for (const Op& op : g.moe_layer)
+    if (op.kind == OpKind::kCollective && op.group == CommGroup::kEp) ++all_to_alls;
+  EXPECT_EQ(all_to_alls, 4);  // dispatch + combine, forward and backward
+  // Each GPU runs one local expert on s*b*k = 8192 tokens.
+  for (const Op& op : g.moe_layer)
+    if (std::string_view(op.name) == "expert_fc1" && op.pass == Pass::kForward) {
+      EXPECT_EQ(op.batch, 1);
+      EXPECT_EQ(op.m, 8192);
+    }
+}
+
+}  // namespace
+}  // namespace meshplan::core

@@ -1,0 +1,137 @@
+// The analytic step model: schedules' bubbles, overlap rules, and the metrics' definitions.
+#include "sim/step_model.h"
+
+#include <gtest/gtest.h>
+
+#include "core/presets.h"
+#include "core/validate.h"
+
+namespace meshplan::sim {
+namespace {
+
+std::vector<StageTimes> Uniform(int64_t p, double f, double b, double w) {
+  StageTimes t;
+  t.forward_s = f;
+  t.backward_input_s = b;
+  t.backward_weight_s = w;
+  return std::vector<StageTimes>(static_cast<size_t>(p), t);
+}
+
+TEST(SchedulePipelineTest, OneFOneBBubbleIsPMinusOneOverMPlusPMinusOne) {
+  // Narayanan 2021 §2.2.1: (p-1)/(m+p-1) of the pipeline time for uniform stages.
+  for (int64_t p : {2, 4, 8, 16}) {
+    for (int64_t m : {1, 8, 64}) {
+      const PipelineTime t = SchedulePipeline(core::Schedule::k1F1B, Uniform(p, 1, 1, 1), m, 1);
+      const double frac = t.bubble_s / (t.work_s + t.bubble_s);
+      EXPECT_NEAR(frac, static_cast<double>(p - 1) / static_cast<double>(m + p - 1), 1e-12) << p << " " << m;
+    }
+  }
+}
+
+TEST(SchedulePipelineTest, InterleavingDividesTheBubbleByV) {
+  const auto one = SchedulePipeline(core::Schedule::k1F1B, Uniform(8, 1, 1, 1), 64, 1);
+  const auto four = SchedulePipeline(core::Schedule::kInterleaved, Uniform(8, 1, 1, 1), 64, 4);
+  EXPECT_DOUBLE_EQ(four.bubble_s * 4, one.bubble_s);
+  EXPECT_DOUBLE_EQ(four.work_s, one.work_s);
+}
+
+TEST(SchedulePipelineTest, ZeroBubbleIsSmallerThanOneFOneB) {
+  // ZB-H1: (p-1)(F + B - W) = 7 x 1 vs 1F1B's (p-1)(F + B + W) = 7 x 3 with F = B = W = 1.
+  const auto ofob = SchedulePipeline(core::Schedule::k1F1B, Uniform(8, 1, 1, 1), 64, 1);
+  const auto zb = SchedulePipeline(core::Schedule::kZeroBubble, Uniform(8, 1, 1, 1), 64, 1);
+  EXPECT_DOUBLE_EQ(zb.bubble_s, 7.0);
+  EXPECT_DOUBLE_EQ(ofob.bubble_s, 21.0);
+}
+
+TEST(SchedulePipelineTest, SlowestStageSetsThePace) {
+  auto stages = Uniform(4, 1, 1, 1);
+  stages[2].forward_s = 2;  // 4 s per microbatch instead of 3
+  const auto t = SchedulePipeline(core::Schedule::k1F1B, stages, 10, 1);
+  EXPECT_EQ(t.critical_stage, 2);
+  EXPECT_DOUBLE_EQ(t.work_s, 40);
+  EXPECT_DOUBLE_EQ(t.bubble_s, 3 + 3 + 3);
+}
+
+struct Scenario {
+  core::ModelSpec model;
+  core::GpuSpec gpu;
+  core::ClusterSpec cluster;
+};
+Scenario Load(const char* model) {
+  Scenario s;
+  s.model = *core::LoadModel(model);
+  s.gpu = *core::LoadGpu("h100-sxm");
+  s.cluster = *core::LoadCluster("dgx-h100");
+  return s;
+}
+
+TEST(StepModelTest, BreakdownAddsUpToTheStepTime) {
+  Scenario s = Load("llama3-70b");
+  core::PlanSpec p;
+  p.tp = 8;
+  p.pp = 4;
+  p.dp = 2;
+  p.gpus = 64;
+  p.zero = 1;
+  p.sequence_parallel = true;
+  p.recompute = core::Recompute::kSelective;
+  p.seq_len = 8192;
+  p.global_batch = 64;
+  core::Diagnostics d;
+  core::ValidatePlan(p, s.model, s.gpu, s.cluster, &d);
+  ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+  const StepEstimate e = EstimateStep(s.model, p, s.gpu, s.cluster, core::Profile{});
+  const StepBreakdown& b = e.breakdown;
+  const double sum = b.compute_s + b.recompute_s + b.tp_comm_s + b.cp_comm_s + b.ep_comm_s + b.dp_comm_s +
+                     b.pp_comm_s + b.bubble_s + b.optimizer_s;
+  EXPECT_NEAR(sum, e.time_s, e.time_s * 1e-9);
+  // MFU is model FLOPs over the job's peak: tflops_per_gpu / 989.4 for a bf16 plan.
+  EXPECT_NEAR(e.mfu, e.tflops_per_gpu * 1e12 / 989.4e12, 1e-12);
+  EXPECT_GT(e.hfu, e.mfu);  // selective recompute runs the attention scores twice
+  EXPECT_GT(e.mfu, 0.2);
+  EXPECT_LT(e.mfu, 0.8);
+}
+
+TEST(StepModelTest, TensorParallelAcrossNodesIsMuchSlower) {
+  // The seeds' anti-pattern: on 32 H100s (4 DGX nodes), TP=16 spans two nodes. Each TP
+  // collective then crosses the 50 GB/s-per-GPU NICs (8 x 400 Gb/s per node) as well as NVLink
+  // (450 GB/s): with the same DP x TP budget, the exposed TP time more than doubles and the
+  // per-GPU throughput drops by over 20% although each GPU computes half as much per microbatch.
+  Scenario s = Load("llama3-70b");
+  core::PlanSpec p;
+  p.tp = 8;
+  p.dp = 4;
+  p.gpus = 32;
+  p.zero = 1;
+  p.sequence_parallel = true;
+  p.recompute = core::Recompute::kFull;
+  p.seq_len = 8192;
+  p.global_batch = 32;
+  const StepEstimate inside = EstimateStep(s.model, p, s.gpu, s.cluster, core::Profile{});
+  p.tp = 16;
+  p.dp = 2;
+  const StepEstimate across = EstimateStep(s.model, p, s.gpu, s.cluster, core::Profile{});
+  EXPECT_GT(across.breakdown.tp_comm_s, 2 * inside.breakdown.tp_comm_s);
+  EXPECT_LT(across.tokens_per_s_per_gpu, 0.8 * inside.tokens_per_s_per_gpu);
+}
+
+TEST(StepModelTest, TrainingCostIsGpuHoursTimesPrice) {
+  // The seeds: 16k H100s x 2 weeks x $3/h ~= $16M. Here: whatever the days, cost = hours x gpus x $3.
+  Scenario s = Load("llama3-8b");
+  core::PlanSpec p;
+  p.dp = 8;
+  p.gpus = 8;
+  p.zero = 1;
+  p.seq_len = 4096;
+  p.global_batch = 64;
+  const StepEstimate e = EstimateStep(s.model, p, s.gpu, s.cluster, core::Profile{});
+  const TrainEstimate t = EstimateTraining(e, p, s.gpu, s.cluster, 1e12);
+  EXPECT_NEAR(t.steps, 1e12 / (64.0 * 4096), 1e-6);
+  EXPECT_NEAR(t.gpu_hours, t.steps * e.time_s / 3600 * 8, 1e-6);
+  EXPECT_NEAR(t.cost_usd, t.gpu_hours * 3.0, 1e-6);
+  EXPECT_NEAR(t.energy_kwh, t.gpu_hours * 0.7, 1e-6);
+  EXPECT_NEAR(t.days, t.steps * e.time_s / 86400, 1e-9);
+}
+
+}  // namespace
+}  // namespace meshplan::sim

@@ -4,6 +4,8 @@
 
 #include "core/memory.h"
 #include "core/presets.h"
+#include "core/profile.h"
+#include "sim/step_model.h"
 
 namespace {
 
@@ -30,5 +32,30 @@ void BM_CountParamsDeepSeekV3(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(CountParams(m));
 }
 BENCHMARK(BM_CountParamsDeepSeekV3);
+
+}  // namespace
+
+namespace {
+
+// The analytic step model for the same plan: the issue-3 target is <= 2 us per evaluation.
+void BM_StepLlama405BTp8Pp16(benchmark::State& state) {
+  const ModelSpec m = *LoadModel("llama3-405b");
+  const GpuSpec g = *LoadGpu("h100-sxm");
+  const ClusterSpec c = *LoadCluster("dgx-h100");
+  PlanSpec p;
+  p.tp = 8;
+  p.pp = 16;
+  p.dp = 128;
+  p.gpus = 16384;
+  p.zero = 1;
+  p.sequence_parallel = true;
+  p.recompute = Recompute::kSelective;
+  p.seq_len = 8192;
+  p.global_batch = 2048;
+  p.stage_layers = {7, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7};
+  const Profile profile;
+  for (auto _ : state) benchmark::DoNotOptimize(meshplan::sim::EstimateStep(m, p, g, c, profile));
+}
+BENCHMARK(BM_StepLlama405BTp8Pp16);
 
 }  // namespace

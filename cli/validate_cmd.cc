@@ -1,6 +1,4 @@
 // meshplan validate --dataset FILE: predicted vs published for every usable record.
-#include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -10,7 +8,7 @@
 #include "cli/commands.h"
 #include "core/profile.h"
 #include "core/published.h"
-#include "sim/step_model.h"
+#include "sim/validation.h"
 
 namespace meshplan::cli {
 
@@ -47,61 +45,29 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
       *exit_code = 1;
       return;
     }
-    nlohmann::ordered_json records = nlohmann::ordered_json::array();
-    std::vector<double> errors;
-    char line[512];
-    if (*format == "table") {
-      std::printf("# meshplan validate: %s (profile %s)\n", dataset->c_str(), profile->name.c_str());
-      std::printf("# %-44s %-22s %11s %11s %8s\n", "record", "metric", "published", "predicted", "error");
-    }
-    for (const auto& run : *runs) {
-      const auto& s = run.scenario;
-      const sim::StepEstimate e = sim::EstimateStep(s.model, s.plan, s.gpu, s.cluster, *profile);
-      double predicted = 0;
-      const char* metric = "";
-      if (run.metric == core::PublishedMetric::kIterationTimeS) {
-        predicted = e.time_s;
-        metric = "iteration_time_s";
-      } else {
-        predicted = e.hardware_flops / e.time_s / static_cast<double>(s.plan.gpus) / 1e12;
-        metric = "hw_tflops_per_gpu";
-      }
-      const double err = (predicted - run.published) / run.published;
-      errors.push_back(std::fabs(err));
-      nlohmann::ordered_json rec;
-      rec["id"] = run.id;
-      rec["metric"] = metric;
-      rec["published"] = run.published;
-      rec["predicted"] = predicted;
-      rec["error"] = err;
-      rec["assumptions"] = run.assumptions;
-      records.push_back(rec);
-      if (*format == "table") {
-        std::snprintf(line, sizeof line, "  %-44s %-22s %11.4g %11.4g %+7.1f%%\n", run.id.c_str(), metric,
-                      run.published, predicted, 100 * err);
-        std::cout << line;
-      }
-    }
-    std::vector<double> sorted = errors;
-    std::sort(sorted.begin(), sorted.end());
-    const size_t n = sorted.size();
-    const double median = n == 0 ? 0 : (n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]));
-    double mean = 0;
-    for (double v : sorted) mean += v;
-    mean = n ? mean / static_cast<double>(n) : 0;
-    const double max = n ? sorted.back() : 0;
+    const sim::ValidationSummary v = sim::ValidateRuns(*runs, *profile);
     if (*format == "json") {
+      nlohmann::ordered_json records = nlohmann::ordered_json::array();
+      for (const auto& r : v.records)
+        records.push_back({{"id", r.id}, {"metric", r.metric}, {"published", r.published},
+                           {"predicted", r.predicted}, {"error", r.error}, {"assumptions", r.assumptions}});
       nlohmann::ordered_json j;
       j["dataset"] = *dataset;
       j["profile"] = profile->name;
       j["records"] = records;
-      j["summary"] = {{"n", n}, {"median_abs_error", median}, {"mean_abs_error", mean}, {"max_abs_error", max}};
+      j["summary"] = {{"n", v.n}, {"median_abs_error", v.median_abs_error}, {"mean_abs_error", v.mean_abs_error},
+                      {"max_abs_error", v.max_abs_error}};
       j["skipped"] = skipped;
       std::cout << j.dump(2) << "\n";
     } else {
+      std::printf("# meshplan validate: %s (profile %s)\n", dataset->c_str(), profile->name.c_str());
+      std::printf("# %-44s %-22s %11s %11s %8s\n", "record", "metric", "published", "predicted", "error");
+      for (const auto& r : v.records)
+        std::printf("  %-44s %-22s %11.4g %11.4g %+7.1f%%\n", r.id.c_str(), r.metric, r.published, r.predicted,
+                    100 * r.error);
       std::printf("# %zu records (%zu skipped: no model, plan or measurement); |error| median %.1f%%, mean %.1f%%, "
                   "max %.1f%%\n",
-                  n, skipped.size(), 100 * median, 100 * mean, 100 * max);
+                  v.n, skipped.size(), 100 * v.median_abs_error, 100 * v.mean_abs_error, 100 * v.max_abs_error);
     }
     *exit_code = 0;
   });

@@ -374,11 +374,13 @@ class Builder {
         }
       }
     }
-    // Optimizer step over this rank's shard: read grads, read+write master weights and moments,
-    // write the working weights (memory-bound).
+    // Optimizer step over this rank's shard (memory-bound): read the gradients for the global
+    // gradient norm (clipping), read them again for the update, read+write master weights and
+    // moments, write the working weights, and zero the gradient buffer for the next step
+    // (Megatron-LM's clip_grad_norm_fp32, optimizer.step, zero_grad_buffer).
     const int64_t shard = p_.zero >= 1 ? std::max<int64_t>(params / group_size, 1) : params;
     const int64_t moments = p_.optimizer == Optimizer::kSgdMomentum ? 1 : 2;
-    const int64_t bytes = shard * (gb + 2 * DtypeBytes(p_.dtypes.master_weights) +
+    const int64_t bytes = shard * (3 * gb + 2 * DtypeBytes(p_.dtypes.master_weights) +
                                    2 * moments * DtypeBytes(p_.dtypes.optimizer_states) + wb);
     Op op;
     op.name = "optimizer_step";

@@ -1,0 +1,54 @@
+// The step model against the published runs of Narayanan 2021 Table 1 and Korthikanti 2022
+// Table 5 (tests/data/validation/published.json).
+//
+// The target is median |error| <= 3% and max <= 8%. The model does not meet it yet:
+// today it is median 8.0%, max 13.7% (too fast on every Korthikanti selective+SP run and on
+// Narayanan's pipelined runs). This test pins the current level so that changes can only
+// improve it; tighten the bounds as the model improves.
+#include "sim/validation.h"
+
+#include <gtest/gtest.h>
+
+#include "core/presets.h"
+
+namespace meshplan::sim {
+namespace {
+
+TEST(ValidationTest, PublishedRunsRegressionBound) {
+  auto text = core::ReadTextFile(MESHPLAN_TEST_DATA_DIR "/validation/published.json");
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  std::vector<std::string> skipped;
+  auto runs = core::LoadPublishedRuns(*text, &skipped);
+  ASSERT_TRUE(runs.ok()) << runs.status().ToString();
+  // Narayanan Table 1 (10 rows), Korthikanti Table 5 (8 rows) and its §6.3 DP=8 run.
+  ASSERT_EQ(runs->size(), 19u);
+  const ValidationSummary v = ValidateRuns(*runs, core::Profile{});
+  for (const auto& r : v.records) EXPECT_LT(std::abs(r.error), 0.14) << r.id;
+  EXPECT_LE(v.median_abs_error, 0.085);
+  EXPECT_LE(v.max_abs_error, 0.14);
+}
+
+TEST(ValidationTest, RecordsMapToTheirPublishedPlans) {
+  auto text = core::ReadTextFile(MESHPLAN_TEST_DATA_DIR "/validation/published.json");
+  ASSERT_TRUE(text.ok());
+  auto runs = core::LoadPublishedRuns(*text, nullptr);
+  ASSERT_TRUE(runs.ok());
+  for (const auto& r : *runs) {
+    if (r.id != "korthikanti2022-t5-175B-seq-selective") continue;
+    // Table 3: 175B, TP 8, PP 8, 64 GPUs, GBS 64, MBS 1; §6: interleaving 3, SP + selective.
+    const auto& p = r.scenario.plan;
+    EXPECT_EQ(p.tp, 8);
+    EXPECT_EQ(p.pp, 8);
+    EXPECT_EQ(p.dp, 1);
+    EXPECT_EQ(p.vpp, 3);
+    EXPECT_EQ(p.schedule, core::Schedule::kInterleaved);
+    EXPECT_TRUE(p.sequence_parallel);
+    EXPECT_EQ(p.recompute, core::Recompute::kSelective);
+    EXPECT_EQ(r.published, 13.75);
+    return;
+  }
+  FAIL() << "korthikanti2022-t5-175B-seq-selective not loaded";
+}
+
+}  // namespace
+}  // namespace meshplan::sim

@@ -36,8 +36,9 @@ void PlanFlags::Register(CLI::App* app) {
   p->add_flag_callback("--no-sp", [this] { sp = false; }, "Sequence parallel off");
   p->add_flag_callback("--no-overlap-grad-reduce", [this] { overlap_grad_reduce = false; },
                        "DP gradient reduction after the last backward, not under it");
-  p->add_flag_callback("--tp-comm-overlap", [this] { tp_comm_overlap = true; },
-                       "TP collectives overlapped with GEMMs (Transformer Engine userbuffers)");
+  p->add_option("--tp-overlap", tp_overlap,
+                 "TP collectives under GEMMs: none|backward|full (default backward, Megatron-LM's async "
+                 "input-gradient reduction; full: Transformer Engine userbuffers)");
   p->add_option("--recompute", recompute, "none|selective|full (default none)");
   p->add_option("--recompute-layers", recompute_layers, "Full recompute for this many layers per stage");
   p->add_option("--mbs", mbs, "Micro batch size in sequences (default 1)");
@@ -152,7 +153,6 @@ bool PlanFlags::Resolve(core::Scenario* out, Diagnostics* d, std::vector<std::st
   if (hsdp_shard) p.hsdp_shard_size = *hsdp_shard;
   if (sp) p.sequence_parallel = *sp;
   if (overlap_grad_reduce) p.overlap_grad_reduce = *overlap_grad_reduce;
-  if (tp_comm_overlap) p.tp_comm_overlap = *tp_comm_overlap;
   if (recompute_layers) p.recompute_layers = *recompute_layers;
   if (mbs) p.micro_batch = *mbs;
   if (!stage_layers.empty()) p.stage_layers = stage_layers;
@@ -160,6 +160,7 @@ bool PlanFlags::Resolve(core::Scenario* out, Diagnostics* d, std::vector<std::st
   SetEnum(recompute, "recompute", "plan.recompute", &p.recompute, d);
   SetEnum(precision, "precision", "plan.precision", &p.precision, d);
   SetEnum(cp_kind, "cp-kind", "plan.cp_kind", &p.cp_kind, d);
+  SetEnum(tp_overlap, "tp-overlap", "plan.tp_overlap", &p.tp_overlap, d);
   SetEnum(offload_optimizer, "offload-optimizer", "plan.offload.optimizer", &p.offload_optimizer, d);
   SetEnum(offload_params, "offload-params", "plan.offload.params", &p.offload_params, d);
   if (optimizer) {

@@ -42,6 +42,8 @@ MESHPLAN_NAMES(OffloadTarget, {OffloadTarget::kNone, "none"}, {OffloadTarget::kC
 MESHPLAN_NAMES(CpKind, {CpKind::kRing, "ring"}, {CpKind::kUlysses, "ulysses"})
 MESHPLAN_NAMES(Axis, {Axis::kTp, "tp"}, {Axis::kCp, "cp"}, {Axis::kEp, "ep"}, {Axis::kDp, "dp"},
                {Axis::kPp, "pp"})
+MESHPLAN_NAMES(TpOverlap, {TpOverlap::kNone, "none"}, {TpOverlap::kBackward, "backward"},
+               {TpOverlap::kFull, "full"})
 #undef MESHPLAN_NAMES
 
 template <typename E>
@@ -93,6 +95,7 @@ MESHPLAN_ENUM_FUNCS(Optimizer)
 MESHPLAN_ENUM_FUNCS(OffloadTarget)
 MESHPLAN_ENUM_FUNCS(CpKind)
 MESHPLAN_ENUM_FUNCS(Axis)
+MESHPLAN_ENUM_FUNCS(TpOverlap)
 #undef MESHPLAN_ENUM_FUNCS
 
 int64_t DtypeBytes(Dtype d) {

@@ -128,6 +128,7 @@ enum class Optimizer { kAdam, kAdamW, kSgdMomentum, kAdam8bit };
 enum class OffloadTarget { kNone, kCpu, kNvme };
 enum class CpKind { kRing, kUlysses };
 enum class Axis { kTp, kCp, kEp, kDp, kPp };
+enum class TpOverlap { kNone, kBackward, kFull };
 
 struct StateDtypes {
   Dtype weights = Dtype::kBf16;          // working copy used by forward/backward
@@ -161,7 +162,10 @@ struct PlanSpec {
   std::vector<Axis> placement = {Axis::kTp, Axis::kCp, Axis::kEp, Axis::kDp, Axis::kPp};
   std::vector<int64_t> stage_layers;     // optional uneven split: pp*vpp entries summing to layers
   bool overlap_grad_reduce = true;       // DP gradient reduction runs under the last backward
-  bool tp_comm_overlap = false;          // TP collectives overlapped with GEMMs (TE userbuffers)
+  // Which TP collectives run under GEMMs: none (Megatron-LM 2021), backward (the input-gradient
+  // all-reduce/reduce-scatter under the weight-gradient GEMM, Megatron-LM since 2022), full
+  // (also the forward ones: Transformer Engine userbuffers).
+  TpOverlap tp_overlap = TpOverlap::kBackward;
 
   int64_t Microbatches() const { return global_batch / (micro_batch * dp); }  // per pipeline
   friend bool operator==(const PlanSpec&, const PlanSpec&) = default;
@@ -183,6 +187,7 @@ const char* Name(Optimizer v);
 const char* Name(OffloadTarget v);
 const char* Name(CpKind v);
 const char* Name(Axis v);
+const char* Name(TpOverlap v);
 // Inverse of Name(); false when `text` names no value. The accepted spellings are listed by
 // the *Choices() functions for error messages ("one of gelu|swiglu").
 bool FromName(const std::string& text, MlpKind* out);
@@ -200,6 +205,7 @@ bool FromName(const std::string& text, Optimizer* out);
 bool FromName(const std::string& text, OffloadTarget* out);
 bool FromName(const std::string& text, CpKind* out);
 bool FromName(const std::string& text, Axis* out);
+bool FromName(const std::string& text, TpOverlap* out);
 template <typename E> std::string Choices();  // "gelu|swiglu"
 
 // Placement order as text, "tp-cp-ep-dp-pp".

@@ -307,17 +307,42 @@ class Builder {
           op.bytes *= 2;  // read the saved input and the incoming gradient, write two gradients
           out->push_back(op);
           break;
-        case OpKind::kCollective:
-          // The conjugate collective: all-gather <-> reduce-scatter, all-reduce and all-to-all
-          // stay themselves; the ring's KV exchange carries dK and dV back as well.
+        case OpKind::kCollective: {
           op.pass = Pass::kBackwardInput;
+          if (op.group == CommGroup::kTp) {
+            // Megatron's tensor-parallel backward (Shoeybi 2019 §3; Korthikanti 2022 §4.2.2):
+            // the gradient of a column-parallel GEMM's input is all-reduced (no SP) or
+            // reduce-scattered (SP) asynchronously while the weight-gradient GEMM runs
+            // (LinearWithGradAccumulationAndAsyncCommunication); under SP the input is also
+            // all-gathered again for that weight gradient, overlapped with the input gradient.
+            // The conjugate of a row-parallel output's reduce-scatter is a blocking all-gather.
+            const bool column_input = (sp_ ? op.collective == CollectiveKind::kAllGather
+                                           : op.collective == CollectiveKind::kAllReduce) &&
+                                      p_.tp_overlap != TpOverlap::kNone;
+            if (column_input) {
+              Op regather = op;
+              op.collective = sp_ ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
+              op.pass = Pass::kBackwardWeight;
+              op.overlappable = true;
+              out->push_back(op);
+              if (sp_) {
+                regather.collective = CollectiveKind::kAllGather;
+                regather.overlappable = true;
+                out->push_back(regather);
+              }
+            } else {
+              op.collective = CollectiveKind::kAllGather;
+              out->push_back(op);
+            }
+            break;
+          }
+          // Other groups: all-to-all stays itself; the ring's KV exchange carries dK and dV back.
           if (op.collective == CollectiveKind::kAllGather) op.collective = CollectiveKind::kReduceScatter;
           else if (op.collective == CollectiveKind::kReduceScatter) op.collective = CollectiveKind::kAllGather;
           if (op.group == CommGroup::kCp && op.collective == CollectiveKind::kSendRecv) op.bytes *= 2;
-          // Without SP the column-parallel input's gradient is all-reduced in backward (Megatron's
-          // f operator), mirroring the forward g all-reduce: same count, same bytes.
           out->push_back(op);
           break;
+        }
         default:
           break;
       }

@@ -54,10 +54,11 @@ ForwardFlops ForwardFlopsPerToken(const ModelSpec& m, int64_t seq_len, Attention
     qk_dim = v_dim = static_cast<double>(m.heads * m.head_dim);
   }
   const double causal = convention == AttentionFlops::kCausal ? 0.5 : 1.0;
-  for (int64_t l = 0; l < m.layers; ++l) {
-    f.matmul += 2 * LayerMatmulParams(m, m.IsMoeLayer(l));
-    f.attention += 2 * s * (qk_dim + v_dim) * causal;
-  }
+  const double moe_layers = static_cast<double>(m.MoeLayerCount());
+  const double dense_layers = static_cast<double>(m.layers) - moe_layers;
+  f.matmul = 2 * dense_layers * LayerMatmulParams(m, false) +
+             (moe_layers > 0 ? 2 * moe_layers * LayerMatmulParams(m, true) : 0.0);
+  f.attention = static_cast<double>(m.layers) * 2 * s * (qk_dim + v_dim) * causal;
   f.logits = 2 * static_cast<double>(m.hidden) * static_cast<double>(m.vocab);
   return f;
 }

@@ -19,10 +19,6 @@ int64_t LocalKvHeads(const ModelSpec& m, const PlanSpec& p) {
   return std::max<int64_t>(m.kv_heads / p.tp, 1);
 }
 
-int64_t InStageLayers(const PlanSpec& p, const ModelSpec& m, int64_t chunk) {
-  if (!p.stage_layers.empty()) return p.stage_layers[chunk];
-  return m.layers / (p.pp * p.vpp);
-}
 
 // The model stages (chunks) a pipeline rank holds. Interleaved: rank r holds chunks r, r+pp, ...
 // DualPipe: rank r holds stages r and pp-1-r (both directions of the bidirectional pipeline).
@@ -103,11 +99,7 @@ ModelStateBytes ShardedModelStates(double params, const PlanSpec& p, int64_t gro
 
 std::vector<int64_t> StageLayers(const ModelSpec& m, const PlanSpec& p, int64_t stage) {
   std::vector<int64_t> out;
-  for (int64_t chunk : RankChunks(p, stage)) {
-    int64_t first = 0;
-    for (int64_t c = 0; c < chunk; ++c) first += InStageLayers(p, m, c);
-    for (int64_t l = 0; l < InStageLayers(p, m, chunk); ++l) out.push_back(first + l);
-  }
+  ForEachStageLayer(m, p, stage, [&](int64_t l) { out.push_back(l); });
   return out;
 }
 
@@ -232,8 +224,7 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
   const int64_t t = p.tp;
   const LayerParams& dl = r.params.dense_layer;
   const LayerParams& ml = r.params.moe_layer;
-  auto local_dense = [&](const LayerParams& lp) { return LayerParamsOnRank(m, p, lp).dense; };
-  auto local_experts = [&](const LayerParams& lp) { return LayerParamsOnRank(m, p, lp).expert; };
+  const RankParams dense_rank = LayerParamsOnRank(m, p, dl), moe_rank = LayerParamsOnRank(m, p, ml);
 
   // Communicators this rank joins with more than one member: tp, cp, dp, pp, ep (+ the
   // dp-with-cp and expert-dp groups when they differ from dp).
@@ -263,8 +254,8 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
     int64_t dense = 0, expert = 0, max_layer = 0;
     for (int64_t l : st.layers) {
       const bool moe = m.IsMoeLayer(l);
-      const LayerParams& lp = moe ? ml : dl;
-      int64_t d = local_dense(lp), x = local_experts(lp);
+      const RankParams& rp = moe ? moe_rank : dense_rank;
+      const int64_t d = rp.dense, x = rp.expert;
       dense += d;
       expert += x;
       max_layer = std::max(max_layer, d + x);

@@ -111,6 +111,23 @@ RankParams LayerParamsOnRank(const ModelSpec& m, const PlanSpec& p, const LayerP
 
 // Model layers held by pipeline rank `stage`, in execution order (all its virtual chunks).
 std::vector<int64_t> StageLayers(const ModelSpec& m, const PlanSpec& p, int64_t stage);
+// The same layers, handed to `fn` one by one without allocating (hot path of the step model).
+template <typename Fn>
+void ForEachStageLayer(const ModelSpec& m, const PlanSpec& p, int64_t stage, Fn fn) {
+  const int64_t chunks = p.pp * p.vpp;
+  auto in_chunk = [&](int64_t c) { return p.stage_layers.empty() ? m.layers / chunks : p.stage_layers[c]; };
+  auto visit = [&](int64_t chunk) {
+    int64_t first = 0;
+    for (int64_t c = 0; c < chunk; ++c) first += in_chunk(c);
+    for (int64_t l = 0; l < in_chunk(chunk); ++l) fn(first + l);
+  };
+  if (p.schedule == Schedule::kDualPipe) {
+    visit(stage);
+    if (p.pp - 1 - stage != stage) visit(p.pp - 1 - stage);
+    return;
+  }
+  for (int64_t v = 0; v < p.vpp; ++v) visit(v * p.pp + stage);
+}
 
 }  // namespace meshplan::core
 

@@ -118,9 +118,9 @@ bool ModelSpec::IsMoeLayer(int64_t layer) const {
 }
 
 int64_t ModelSpec::MoeLayerCount() const {
-  int64_t n = 0;
-  for (int64_t l = 0; l < layers; ++l) n += IsMoeLayer(l) ? 1 : 0;
-  return n;
+  // Layers first_dense_layers, first_dense_layers + freq, ... below `layers`.
+  if (!moe || layers <= moe->first_dense_layers || moe->layer_freq <= 0) return 0;
+  return (layers - moe->first_dense_layers + moe->layer_freq - 1) / moe->layer_freq;
 }
 
 std::string PlacementString(const std::vector<Axis>& order) {

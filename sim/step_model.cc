@@ -52,6 +52,17 @@ struct PassCost {
 };
 struct ListCost {
   std::array<PassCost, 5> pass;  // by core::Pass
+  // Filled by Finish(): the per-pass time and exposed communication per group, so that adding a
+  // list to a rank many times costs a few multiplications.
+  std::array<double, 5> time{};
+  std::array<std::array<double, 8>, 5> exposed{};
+  void Finish() {
+    for (int ps = 0; ps < 5; ++ps) {
+      for (int g = 0; g < 8; ++g) exposed[ps][g] = Exposed(static_cast<Pass>(ps), static_cast<CommGroup>(g));
+      time[ps] = pass[ps].compute;
+      for (double e : exposed[ps]) time[ps] += e;
+    }
+  }
   double Exposed(Pass p, CommGroup g) const {
     const PassCost& c = pass[static_cast<int>(p)];
     double hidden_total = 0;
@@ -71,7 +82,9 @@ struct ListCost {
 class Coster {
  public:
   Coster(const core::PlanSpec& p, const core::GpuSpec& g, const core::ClusterSpec& c, const core::Profile& prof)
-      : p_(p), g_(g), c_(c), prof_(prof) {}
+      : p_(p), g_(g), c_(c), prof_(prof) {
+    for (int i = 0; i < 8; ++i) spans_[i] = Span(static_cast<CommGroup>(i), p, c);  // once per plan
+  }
 
   ListCost Cost(const std::vector<Op>& ops) const {
     ListCost lc;
@@ -85,14 +98,16 @@ class Coster {
         pc.compute += ComputeOpTime(op, g_, prof_);
       }
     }
+    lc.Finish();
     return lc;
   }
 
   double CollectiveTime(const Op& op) const {
-    return core::CollectiveTime(op.collective, op.bytes, Span(op.group, p_, c_), c_, prof_.comm).time_s;
+    return core::CollectiveTime(op.collective, op.bytes, spans_[static_cast<int>(op.group)], c_, prof_.comm).time_s;
   }
 
  private:
+  std::array<core::GroupSpan, 8> spans_;
   const core::PlanSpec& p_;
   const core::GpuSpec& g_;
   const core::ClusterSpec& c_;
@@ -109,13 +124,14 @@ struct RankCost {
 
 void Accumulate(const ListCost& lc, double count, RankCost* r) {
   for (Pass ps : {Pass::kForward, Pass::kBackwardInput, Pass::kBackwardWeight, Pass::kRecompute}) {
-    const PassCost& pc = lc.pass[static_cast<int>(ps)];
-    const double t = lc.Time(ps) * count;
+    const int pi = static_cast<int>(ps);
+    const PassCost& pc = lc.pass[pi];
+    const double t = lc.time[pi] * count;
     if (ps == Pass::kForward) r->times.forward_s += t;
     else if (ps == Pass::kBackwardWeight) r->times.backward_weight_s += t;
     else r->times.backward_input_s += t;  // recompute runs inside the backward pass
     (ps == Pass::kRecompute ? r->recompute : r->compute) += pc.compute * count;
-    for (int g = 0; g < 8; ++g) r->comm[g] += lc.Exposed(ps, static_cast<CommGroup>(g)) * count;
+    for (int g = 0; g < 8; ++g) r->comm[g] += lc.exposed[pi][g] * count;
   }
 }
 
@@ -212,11 +228,11 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
     RankCost& r = ranks[static_cast<size_t>(i)];
     int64_t n_moe = 0, n_dense = 0;
     bool first = false, last = false;
-    for (int64_t l : core::StageLayers(m, p, i)) {
+    core::ForEachStageLayer(m, p, i, [&](int64_t l) {
       (m.IsMoeLayer(l) ? n_moe : n_dense) += 1;
       first |= l == 0;
       last |= l == m.layers - 1;
-    }
+    });
     Accumulate(dense, static_cast<double>(n_dense), &r);
     step_costs(graph.dense_layer, static_cast<double>(n_dense), &r);
     if (n_moe > 0) {

@@ -11,6 +11,9 @@ void AddReportCommand(CLI::App* app, int* exit_code);
 void AddPlanCommand(CLI::App* app, int* exit_code);
 void AddPresetsCommand(CLI::App* app, int* exit_code);
 void AddValidateCommand(CLI::App* app, int* exit_code);
+void AddReliabilityCommand(CLI::App* app, int* exit_code);
+void AddSearchCommand(CLI::App* app, int* exit_code);
+void AddSimulateCommand(CLI::App* app, int* exit_code);
 
 }  // namespace meshplan::cli
 

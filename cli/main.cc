@@ -14,6 +14,9 @@ int main(int argc, char** argv) {
   meshplan::cli::AddPlanCommand(&app, &exit_code);
   meshplan::cli::AddPresetsCommand(&app, &exit_code);
   meshplan::cli::AddValidateCommand(&app, &exit_code);
+  meshplan::cli::AddReliabilityCommand(&app, &exit_code);
+  meshplan::cli::AddSearchCommand(&app, &exit_code);
+  meshplan::cli::AddSimulateCommand(&app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -70,3 +70,12 @@ run(validate_json 0 "\"summary\": \\{.*\"n\": 19.*\"median_abs_error\""
     validate --dataset ${DATA}/validation/published.json --format json)
 run(validate_missing 2 "--dataset: .*cannot open" validate --dataset ${WORK}/none.json)
 run(bad_profile 2 "--profile: .*no profile preset named 'fast'" report --model tiny --gpu h100-sxm --gpus 1 --profile fast)
+
+# simulate: the event-by-event pipeline, its JSON and timelines.
+run(simulate_json 0 "\"step_time_s\".*\"bubble_fraction\".*\"stages\".*\"busy_s\".*\"idle_s\""
+    simulate --model llama3-8b --gpu h100-sxm --gpus 16 --pp 4 --dp 4 --zero 1 --seq 4096 --gbs 32 --format json
+             --trace ${WORK}/trace.json --svg ${WORK}/gantt.svg)
+run(simulate_gantt 0 "rank 3  \\|" simulate --model llama3-8b --gpu h100-sxm --gpus 16 --pp 4 --dp 4 --zero 1
+    --seq 4096 --gbs 32 --gantt)
+run(simulate_bad_straggler 2 "--straggler: \"9:1.1\" must be RANK:FACTOR" simulate --model llama3-8b --gpu h100-sxm
+    --gpus 16 --pp 4 --dp 4 --seq 4096 --gbs 32 --straggler 9:1.1)

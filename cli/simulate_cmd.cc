@@ -1,0 +1,152 @@
+// meshplan simulate: one step of the plan's pipeline, op by op, with timelines.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/plan_flags.h"
+#include "core/profile.h"
+#include "sim/des.h"
+#include "sim/step_model.h"
+
+namespace meshplan::cli {
+namespace {
+
+// Writes `text` to `path` through a temporary file, so a failed write leaves no partial file.
+bool WriteFile(const std::string& path, const std::string& text, const char* flag) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out) {
+      std::cerr << "error: " << flag << ": cannot write " << path << "\n";
+      std::remove(tmp.c_str());
+      return false;
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::cerr << "error: " << flag << ": cannot write " << path << "\n";
+    std::remove(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void AddSimulateCommand(CLI::App* app, int* exit_code) {
+  auto* cmd = app->add_subcommand("simulate", "Simulate one step's pipeline event by event, with timelines");
+  auto flags = std::make_shared<PlanFlags>();
+  struct Opts {
+    std::string format = "table", trace, svg, profile = "default";
+    bool gantt = false;
+    std::vector<std::string> stragglers;
+    double jitter = 0;
+    uint64_t seed = 1;
+  };
+  auto o = std::make_shared<Opts>();
+  flags->Register(cmd);
+  cmd->add_option("--format", o->format, "table|json");
+  cmd->add_option("--trace", o->trace, "Write a Chrome trace (chrome://tracing, Perfetto)");
+  cmd->add_option("--svg", o->svg, "Write an SVG Gantt chart");
+  cmd->add_flag("--gantt", o->gantt, "Print an ASCII Gantt chart");
+  cmd->add_option("--straggler", o->stragglers, "RANK:FACTOR, e.g. 3:1.1 (pipeline rank 3 10% slower); repeatable");
+  cmd->add_option("--jitter", o->jitter, "Relative std-dev of each op's duration (e.g. 0.02)");
+  cmd->add_option("--seed", o->seed, "Seed of the jitter");
+  cmd->add_option("--profile", o->profile, "Calibration profile: default, a name, or a JSON file");
+  cmd->callback([flags, o, exit_code] {
+    if (o->format != "table" && o->format != "json") {
+      std::cerr << "error: --format must be table or json (got \"" << o->format << "\")\n";
+      *exit_code = 2;
+      return;
+    }
+    auto profile = core::LoadProfile(o->profile);
+    if (!profile.ok()) {
+      std::cerr << "error: --profile: " << profile.status().message() << "\n";
+      *exit_code = 2;
+      return;
+    }
+    core::Scenario s;
+    core::Diagnostics d;
+    std::vector<std::string> notes;
+    if (!flags->Resolve(&s, &d, &notes)) {
+      bool usage = false;
+      for (const auto& e : d.errors()) {
+        std::cerr << "error: " << e.ToString() << "\n";
+        usage |= e.path.rfind("--", 0) == 0;
+      }
+      *exit_code = usage ? 2 : 1;
+      return;
+    }
+    sim::DesOptions opt;
+    opt.jitter = o->jitter;
+    opt.seed = o->seed;
+    if (!o->stragglers.empty()) opt.stage_slowdown.assign(static_cast<size_t>(s.plan.pp), 1.0);
+    for (const auto& text : o->stragglers) {
+      long long rank = -1;
+      double factor = 0;
+      char tail = 0;
+      if (std::sscanf(text.c_str(), "%lld:%lf%c", &rank, &factor, &tail) != 2 || rank < 0 || rank >= s.plan.pp ||
+          !(factor > 0)) {
+        std::cerr << "error: --straggler: \"" << text << "\" must be RANK:FACTOR with 0 <= RANK < pp=" << s.plan.pp
+                  << " and FACTOR > 0\n";
+        *exit_code = 2;
+        return;
+      }
+      opt.stage_slowdown[static_cast<size_t>(rank)] = factor;
+    }
+    const sim::StepEstimate e = sim::EstimateStep(s.model, s.plan, s.gpu, s.cluster, *profile);
+    auto r = sim::SimulatePipeline(s.plan, e.stages, s.plan.Microbatches(), opt);
+    if (!r.ok()) {
+      std::cerr << "error: " << r.status().message() << "\n";
+      *exit_code = 2;
+      return;
+    }
+    if (!o->trace.empty() && !WriteFile(o->trace, sim::ChromeTraceJson(*r), "--trace")) {
+      *exit_code = 1;
+      return;
+    }
+    if (!o->svg.empty() && !WriteFile(o->svg, sim::SvgGantt(*r, s.plan.pp), "--svg")) {
+      *exit_code = 1;
+      return;
+    }
+    if (o->format == "json") {
+      nlohmann::ordered_json j;
+      j["model"] = s.model.name;
+      j["schedule"] = core::Name(s.plan.schedule);
+      j["pp"] = s.plan.pp;
+      j["vpp"] = s.plan.vpp;
+      j["microbatches"] = s.plan.Microbatches();
+      j["step_time_s"] = r->step_time_s;
+      j["pipeline_s"] = r->pipeline_s;
+      j["bubble_fraction"] = r->bubble_fraction;
+      j["analytic_step_time_s"] = e.time_s;
+      nlohmann::ordered_json stages = nlohmann::ordered_json::array();
+      for (size_t i = 0; i < r->stages.size(); ++i)
+        stages.push_back({{"stage", i}, {"busy_s", r->stages[i].busy_s}, {"idle_s", r->stages[i].idle_s}});
+      j["stages"] = stages;
+      std::cout << j.dump(2) << "\n";
+    } else {
+      std::printf("# meshplan simulate: %s, %s, pp %lld, vpp %lld, %lld microbatches\n", s.model.name.c_str(),
+                  core::Name(s.plan.schedule), static_cast<long long>(s.plan.pp), static_cast<long long>(s.plan.vpp),
+                  static_cast<long long>(s.plan.Microbatches()));
+      std::printf("# %5s %10s %10s %8s\n# %5s %10s %10s %8s\n", "rank", "busy", "idle", "idle", "", "(s)", "(s)", "(%)");
+      for (size_t i = 0; i < r->stages.size(); ++i)
+        std::printf("  %5zu %10.3f %10.3f %8.1f\n", i, r->stages[i].busy_s, r->stages[i].idle_s,
+                    100 * r->stages[i].idle_s / r->pipeline_s);
+      std::printf("step %.3f s (pipeline %.3f s + step-level %.3f s); bubble %.1f%%; analytic model %.3f s\n",
+                  r->step_time_s, r->pipeline_s, r->step_time_s - r->pipeline_s, 100 * r->bubble_fraction, e.time_s);
+      if (o->gantt) {
+        if (s.plan.pp > 64) std::cout << "(--gantt: more than 64 ranks; use --svg or --trace)\n";
+        else std::cout << sim::AsciiGantt(*r, s.plan.pp, 100);
+      }
+    }
+    *exit_code = 0;
+  });
+}
+
+}  // namespace meshplan::cli

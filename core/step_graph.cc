@@ -39,6 +39,8 @@ const char* Name(CommGroup g) {
     case CommGroup::kPp: return "pp";
     case CommGroup::kDpCp: return "dp_cp";
     case CommGroup::kExpertDp: return "expert_dp";
+    case CommGroup::kHsdpShard: return "hsdp_shard";
+    case CommGroup::kHsdpReplica: return "hsdp_replica";
   }
   return "?";
 }
@@ -381,6 +383,19 @@ class Builder {
   void ParamSync(int64_t params, CommGroup g, int64_t group_size, std::vector<Op>* out) {
     if (params <= 0) return;
     const int64_t gb = DtypeBytes(p_.dtypes.grads), wb = DtypeBytes(p_.dtypes.weights);
+    // HSDP (Zhao et al. 2023 §3.2.3): ZeRO inside the shard group, then the shard's gradients
+    // all-reduced across the replicas.
+    int64_t replicas = 1;
+    if (p_.sharding == Sharding::kHsdp && g == CommGroup::kDpCp && p_.hsdp_shard_size > 0) {
+      replicas = group_size / p_.hsdp_shard_size;
+      group_size = p_.hsdp_shard_size;
+      g = CommGroup::kHsdpShard;
+    }
+    if (replicas > 1) {
+      Coll(out, "hsdp_replica_all_reduce", CollectiveKind::kAllReduce, CommGroup::kHsdpReplica,
+           std::max<int64_t>(params / group_size, 1) * gb, true);
+      out->back().pass = Pass::kStep;
+    }
     if (group_size > 1) {
       if (p_.zero == 0) {
         Coll(out, "grad_all_reduce", CollectiveKind::kAllReduce, g, params * gb, true);

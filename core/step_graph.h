@@ -20,8 +20,11 @@ namespace meshplan::core {
 enum class OpKind { kGemm, kAttention, kMemoryBound, kCollective, kP2p, kOptimizer };
 enum class Pass { kForward, kBackwardInput, kBackwardWeight, kRecompute, kStep };
 // The communicator an op runs on. kDpCp: data parallel together with context parallel (the group
-// dense gradients are reduced over); kExpertDp: the expert-data-parallel group.
-enum class CommGroup { kNone, kTp, kCp, kEp, kDp, kPp, kDpCp, kExpertDp };
+// dense gradients are reduced over); kExpertDp: the expert-data-parallel group; kHsdpShard and
+// kHsdpReplica: HSDP's shard group (innermost hsdp_shard_size ranks of DP x CP) and the group of
+// replicas across shard groups.
+enum class CommGroup { kNone, kTp, kCp, kEp, kDp, kPp, kDpCp, kExpertDp, kHsdpShard, kHsdpReplica };
+constexpr int kCommGroups = 10;
 const char* Name(OpKind k);
 const char* Name(Pass p);
 const char* Name(CommGroup g);

@@ -39,6 +39,14 @@ core::GroupSpan Span(CommGroup g, const core::PlanSpec& p, const core::ClusterSp
       return core::SpanOfStride(p.dp * p.cp, core::StrideOf(core::Axis::kCp, p), c);
     case CommGroup::kExpertDp:
       return core::SpanOfExpertDp(p, c);
+    case CommGroup::kHsdpShard: {
+      const int64_t shard = std::max<int64_t>(p.hsdp_shard_size, 1);
+      return core::SpanOfStride(shard, core::StrideOf(core::Axis::kCp, p), c);
+    }
+    case CommGroup::kHsdpReplica: {
+      const int64_t shard = std::max<int64_t>(p.hsdp_shard_size, 1);
+      return core::SpanOfStride(p.dp * p.cp / shard, core::StrideOf(core::Axis::kCp, p) * shard, c);
+    }
     case CommGroup::kNone: break;
   }
   return core::GroupSpan{};
@@ -47,18 +55,18 @@ core::GroupSpan Span(CommGroup g, const core::PlanSpec& p, const core::ClusterSp
 // Costed ops of one list, grouped by pass.
 struct PassCost {
   double compute = 0;
-  std::array<double, 8> blocking{};  // exposed collective time by CommGroup
-  std::array<double, 8> hidden{};    // overlappable collective time by CommGroup
+  std::array<double, core::kCommGroups> blocking{};  // exposed collective time by CommGroup
+  std::array<double, core::kCommGroups> hidden{};    // overlappable collective time by CommGroup
 };
 struct ListCost {
   std::array<PassCost, 5> pass;  // by core::Pass
   // Filled by Finish(): the per-pass time and exposed communication per group, so that adding a
   // list to a rank many times costs a few multiplications.
   std::array<double, 5> time{};
-  std::array<std::array<double, 8>, 5> exposed{};
+  std::array<std::array<double, core::kCommGroups>, 5> exposed{};
   void Finish() {
     for (int ps = 0; ps < 5; ++ps) {
-      for (int g = 0; g < 8; ++g) exposed[ps][g] = Exposed(static_cast<Pass>(ps), static_cast<CommGroup>(g));
+      for (int g = 0; g < core::kCommGroups; ++g) exposed[ps][g] = Exposed(static_cast<Pass>(ps), static_cast<CommGroup>(g));
       time[ps] = pass[ps].compute;
       for (double e : exposed[ps]) time[ps] += e;
     }
@@ -74,7 +82,7 @@ struct ListCost {
   double Time(Pass p) const {
     const PassCost& c = pass[static_cast<int>(p)];
     double t = c.compute;
-    for (int g = 0; g < 8; ++g) t += Exposed(p, static_cast<CommGroup>(g));
+    for (int g = 0; g < core::kCommGroups; ++g) t += Exposed(p, static_cast<CommGroup>(g));
     return t;
   }
 };
@@ -83,7 +91,7 @@ class Coster {
  public:
   Coster(const core::PlanSpec& p, const core::GpuSpec& g, const core::ClusterSpec& c, const core::Profile& prof)
       : p_(p), g_(g), c_(c), prof_(prof) {
-    for (int i = 0; i < 8; ++i) spans_[i] = Span(static_cast<CommGroup>(i), p, c);  // once per plan
+    for (int i = 0; i < core::kCommGroups; ++i) spans_[i] = Span(static_cast<CommGroup>(i), p, c);  // once per plan
   }
 
   ListCost Cost(const std::vector<Op>& ops) const {
@@ -107,7 +115,7 @@ class Coster {
   }
 
  private:
-  std::array<core::GroupSpan, 8> spans_;
+  std::array<core::GroupSpan, core::kCommGroups> spans_;
   const core::PlanSpec& p_;
   const core::GpuSpec& g_;
   const core::ClusterSpec& c_;
@@ -118,7 +126,7 @@ class Coster {
 struct RankCost {
   StageTimes times;
   double compute = 0, recompute = 0, p2p = 0;
-  std::array<double, 8> comm{};  // exposed, per microbatch, by group
+  std::array<double, core::kCommGroups> comm{};  // exposed, per microbatch, by group
   double step_comm = 0, optimizer = 0;
 };
 
@@ -131,7 +139,7 @@ void Accumulate(const ListCost& lc, double count, RankCost* r) {
     else if (ps == Pass::kBackwardWeight) r->times.backward_weight_s += t;
     else r->times.backward_input_s += t;  // recompute runs inside the backward pass
     (ps == Pass::kRecompute ? r->recompute : r->compute) += pc.compute * count;
-    for (int g = 0; g < 8; ++g) r->comm[g] += lc.exposed[pi][g] * count;
+    for (int g = 0; g < core::kCommGroups; ++g) r->comm[g] += lc.exposed[pi][g] * count;
   }
 }
 
@@ -282,7 +290,8 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
   b.cp_comm_s = rc.comm[static_cast<int>(CommGroup::kCp)] * scale;
   b.ep_comm_s = rc.comm[static_cast<int>(CommGroup::kEp)] * scale;
   b.dp_comm_s = (rc.comm[static_cast<int>(CommGroup::kDpCp)] + rc.comm[static_cast<int>(CommGroup::kDp)] +
-                 rc.comm[static_cast<int>(CommGroup::kExpertDp)]) * scale;
+                 rc.comm[static_cast<int>(CommGroup::kExpertDp)] + rc.comm[static_cast<int>(CommGroup::kHsdpShard)] +
+                 rc.comm[static_cast<int>(CommGroup::kHsdpReplica)]) * scale;
   b.pp_comm_s = rc.p2p * scale;
   b.bubble_s = bubble;
   // The step-level part: exposed synchronisation and optimizer of the slowest rank at that phase.

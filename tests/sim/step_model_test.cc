@@ -135,3 +135,39 @@ TEST(StepModelTest, TrainingCostIsGpuHoursTimesPrice) {
 
 }  // namespace
 }  // namespace meshplan::sim
+
+namespace meshplan::sim {
+namespace {
+
+TEST(StepModelTest, HsdpKeepsGathersInsideTheNode) {
+  // ZeRO-3 over all 64 DP ranks all-gathers weights across 8 nodes every microbatch; HSDP with
+  // shard groups of 8 (one node) gathers over NVLink and only all-reduces a 1/8 shard of the
+  // gradients across nodes once per step (the seeds: "reducing inter-node traffic").
+  const core::ModelSpec m = *core::LoadModel("llama3-8b");
+  const core::GpuSpec g = *core::LoadGpu("h100-sxm");
+  const core::ClusterSpec c = *core::LoadCluster("dgx-h100");
+  core::PlanSpec p;
+  p.dp = 64;
+  p.gpus = 64;
+  p.zero = 3;
+  p.seq_len = 4096;
+  p.global_batch = 256;  // 4 microbatches per rank
+  const StepEstimate fsdp = EstimateStep(m, p, g, c, core::Profile{});
+  p.sharding = core::Sharding::kHsdp;
+  p.hsdp_shard_size = 8;
+  const core::StepGraph hsdp_graph = core::BuildStepGraph(m, p);
+  const StepEstimate hsdp = EstimateStep(m, p, g, c, core::Profile{});
+  int replica_reduces = 0;
+  for (const auto& op : hsdp_graph.dense_layer) {
+    if (op.group == core::CommGroup::kHsdpReplica) {
+      ++replica_reduces;
+      EXPECT_EQ(op.collective, core::CollectiveKind::kAllReduce);
+    }
+    EXPECT_NE(op.group, core::CommGroup::kDpCp);  // everything else stays in the shard group
+  }
+  EXPECT_EQ(replica_reduces, 1);
+  EXPECT_LT(hsdp.breakdown.dp_comm_s, fsdp.breakdown.dp_comm_s);
+}
+
+}  // namespace
+}  // namespace meshplan::sim

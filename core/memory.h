@@ -111,15 +111,17 @@ RankParams LayerParamsOnRank(const ModelSpec& m, const PlanSpec& p, const LayerP
 
 // Model layers held by pipeline rank `stage`, in execution order (all its virtual chunks).
 std::vector<int64_t> StageLayers(const ModelSpec& m, const PlanSpec& p, int64_t stage);
-// The same layers, handed to `fn` one by one without allocating (hot path of the step model).
+// The layer ranges [first, first + count) a pipeline rank holds, one per model chunk, handed to
+// `fn(first, count)` without allocating (the hot path of the step model and the search).
 template <typename Fn>
-void ForEachStageLayer(const ModelSpec& m, const PlanSpec& p, int64_t stage, Fn fn) {
+void ForEachStageChunk(const ModelSpec& m, const PlanSpec& p, int64_t stage, Fn fn) {
   const int64_t chunks = p.pp * p.vpp;
   auto in_chunk = [&](int64_t c) { return p.stage_layers.empty() ? m.layers / chunks : p.stage_layers[c]; };
   auto visit = [&](int64_t chunk) {
     int64_t first = 0;
-    for (int64_t c = 0; c < chunk; ++c) first += in_chunk(c);
-    for (int64_t l = 0; l < in_chunk(chunk); ++l) fn(first + l);
+    if (p.stage_layers.empty()) first = chunk * (m.layers / chunks);
+    else for (int64_t c = 0; c < chunk; ++c) first += in_chunk(c);
+    fn(first, in_chunk(chunk));
   };
   if (p.schedule == Schedule::kDualPipe) {
     visit(stage);
@@ -127,6 +129,13 @@ void ForEachStageLayer(const ModelSpec& m, const PlanSpec& p, int64_t stage, Fn 
     return;
   }
   for (int64_t v = 0; v < p.vpp; ++v) visit(v * p.pp + stage);
+}
+// The same layers, handed to `fn` one by one.
+template <typename Fn>
+void ForEachStageLayer(const ModelSpec& m, const PlanSpec& p, int64_t stage, Fn fn) {
+  ForEachStageChunk(m, p, stage, [&](int64_t first, int64_t count) {
+    for (int64_t l = first; l < first + count; ++l) fn(l);
+  });
 }
 
 }  // namespace meshplan::core

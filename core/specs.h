@@ -73,6 +73,8 @@ struct ModelSpec {
 
   bool IsMoeLayer(int64_t layer) const;  // REQUIRES: 0 <= layer < layers
   int64_t MoeLayerCount() const;
+  // MoE layers among layers [0, end): closed form, no loop.
+  int64_t MoeLayersBefore(int64_t end) const;
   friend bool operator==(const ModelSpec&, const ModelSpec&) = default;
 };
 

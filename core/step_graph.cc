@@ -75,10 +75,13 @@ class Builder {
 
   std::vector<Op> Layer(bool moe) {
     std::vector<Op> fwd;
+    fwd.reserve(40);
     Attention(&fwd);
     if (moe && m_.moe) MoeMlp(&fwd);
     else DenseMlp(&fwd, m_.ffn_hidden, "mlp");
-    std::vector<Op> out = fwd;
+    std::vector<Op> out;
+    out.reserve(4 * fwd.size() + 8);
+    out = fwd;
     Backward(fwd, &out);
     Recompute(fwd, &out);
     GradSync(moe, &out);

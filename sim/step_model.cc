@@ -110,11 +110,24 @@ class Coster {
     return lc;
   }
 
+  // Layers repeat the same few collectives (same kind, group and size): each is costed once.
   double CollectiveTime(const Op& op) const {
-    return core::CollectiveTime(op.collective, op.bytes, spans_[static_cast<int>(op.group)], c_, prof_.comm).time_s;
+    for (const auto& e : memo_)
+      if (e.kind == op.collective && e.group == op.group && e.bytes == op.bytes) return e.time_s;
+    const double t =
+        core::CollectiveTime(op.collective, op.bytes, spans_[static_cast<int>(op.group)], c_, prof_.comm).time_s;
+    memo_.push_back({op.collective, op.group, op.bytes, t});
+    return t;
   }
 
  private:
+  struct Memo {
+    core::CollectiveKind kind;
+    CommGroup group;
+    int64_t bytes;
+    double time_s;
+  };
+  mutable std::vector<Memo> memo_;
   std::array<core::GroupSpan, core::kCommGroups> spans_;
   const core::PlanSpec& p_;
   const core::GpuSpec& g_;
@@ -223,12 +236,24 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
   // Interleaving sends v times per microbatch (one per model chunk).
   const double sends = p.schedule == core::Schedule::kInterleaved ? static_cast<double>(p.vpp) : 1.0;
 
-  auto step_costs = [&](const std::vector<Op>& ops, double count, RankCost* r) {
+  // Once-per-step work of each list (gradient sync, optimizer), costed once per list.
+  struct StepWork {
+    double comm = 0, optimizer = 0;
+  };
+  auto step_work = [&](const std::vector<Op>& ops) {
+    StepWork w;
     for (const Op& op : ops) {
       if (op.pass != Pass::kStep) continue;
-      if (op.kind == OpKind::kCollective) r->step_comm += coster.CollectiveTime(op) * count;
-      else r->optimizer += ComputeOpTime(op, g, prof) * count;
+      if (op.kind == OpKind::kCollective) w.comm += coster.CollectiveTime(op);
+      else w.optimizer += ComputeOpTime(op, g, prof);
     }
+    return w;
+  };
+  const StepWork dense_step = step_work(graph.dense_layer), moe_step = step_work(graph.moe_layer),
+                 emb_step = step_work(graph.embedding), head_step = step_work(graph.head);
+  auto step_costs = [&](const StepWork& w, double count, RankCost* r) {
+    r->step_comm += w.comm * count;
+    r->optimizer += w.optimizer * count;
   };
 
   std::vector<RankCost> ranks(static_cast<size_t>(p.pp));
@@ -236,24 +261,26 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
     RankCost& r = ranks[static_cast<size_t>(i)];
     int64_t n_moe = 0, n_dense = 0;
     bool first = false, last = false;
-    core::ForEachStageLayer(m, p, i, [&](int64_t l) {
-      (m.IsMoeLayer(l) ? n_moe : n_dense) += 1;
-      first |= l == 0;
-      last |= l == m.layers - 1;
+    core::ForEachStageChunk(m, p, i, [&](int64_t begin, int64_t count) {
+      const int64_t moe_here = m.MoeLayersBefore(begin + count) - m.MoeLayersBefore(begin);
+      n_moe += moe_here;
+      n_dense += count - moe_here;
+      first |= begin == 0;
+      last |= begin + count == m.layers;
     });
     Accumulate(dense, static_cast<double>(n_dense), &r);
-    step_costs(graph.dense_layer, static_cast<double>(n_dense), &r);
+    step_costs(dense_step, static_cast<double>(n_dense), &r);
     if (n_moe > 0) {
       Accumulate(moe, static_cast<double>(n_moe), &r);
-      step_costs(graph.moe_layer, static_cast<double>(n_moe), &r);
+      step_costs(moe_step, static_cast<double>(n_moe), &r);
     }
     if (first) {
       Accumulate(emb, 1, &r);
-      step_costs(graph.embedding, 1, &r);
+      step_costs(emb_step, 1, &r);
     }
     if (last) {
       Accumulate(head, 1, &r);
-      step_costs(graph.head, 1, &r);
+      step_costs(head_step, 1, &r);
     }
     // Pipeline sends: activations forward and gradients backward, not overlapped (Megatron's
     // default blocking send/recv between stages).

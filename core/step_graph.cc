@@ -272,13 +272,18 @@ class Builder {
     if (x.capacity_factor > 0) tok *= x.capacity_factor;
     const int64_t expert_tokens = static_cast<int64_t>(tok);
     const int64_t local_experts = x.experts / p_.ep;
-    if (p_.ep > 1) Coll(ops, "ep_dispatch", CollectiveKind::kAllToAll, CommGroup::kEp, local * x.top_k * h * e_);
+    // EP all-to-alls are exposed, unless the schedule overlaps them: DualPipe runs one
+    // direction's all-to-all under the other direction's compute (DeepSeek-V3 report §3.2.1).
+    const bool hide_a2a = p_.schedule == Schedule::kDualPipe;
+    if (p_.ep > 1)
+      Coll(ops, "ep_dispatch", CollectiveKind::kAllToAll, CommGroup::kEp, local * x.top_k * h * e_, hide_a2a);
     const int64_t fl = x.expert_ffn_hidden / p_.etp;
     const int64_t per_expert = std::max<int64_t>(expert_tokens / std::max<int64_t>(local_experts, 1), 1);
     Gemm(ops, "expert_fc1", per_expert, (glu ? 2 : 1) * fl, h, local_experts);
     Mem(ops, "expert_activation", (glu ? 3 : 2) * expert_tokens * fl * e_);
     Gemm(ops, "expert_fc2", per_expert, h, fl, local_experts);
-    if (p_.ep > 1) Coll(ops, "ep_combine", CollectiveKind::kAllToAll, CommGroup::kEp, local * x.top_k * h * e_);
+    if (p_.ep > 1)
+      Coll(ops, "ep_combine", CollectiveKind::kAllToAll, CommGroup::kEp, local * x.top_k * h * e_, hide_a2a);
     if (x.shared_experts > 0) {
       const int64_t fs = x.shared_experts * x.shared_expert_ffn_hidden / t_;
       TpGather(ops, "shared_gather");

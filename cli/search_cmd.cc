@@ -1,5 +1,799 @@
-// placeholder: being written (registers nothing yet)
+// meshplan search: every valid plan of a model on N GPUs, ranked (sim/search.h does the work).
+// meshplan export: a plan file as Megatron-LM arguments, a torchtitan TOML or a DeepSpeed JSON.
+// Both are registered by AddSearchCommand (cli/commands.h declares one entry point per file).
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
 #include "cli/commands.h"
+#include "cli/output.h"
+#include "core/params.h"
+#include "core/presets.h"
+#include "core/profile.h"
+#include "core/spec_json.h"
+#include "core/validate.h"
+#include "sim/search.h"
+
 namespace meshplan::cli {
-void AddSearchCommand(CLI::App*, int*) {}
+namespace {
+
+using OJson = nlohmann::ordered_json;
+
+std::string Fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+std::string Gb(int64_t bytes) { return Fmt("%.1f", static_cast<double>(bytes) / 1e9); }
+
+// ---------------------------------------------------------------------------------------------
+// search
+// ---------------------------------------------------------------------------------------------
+struct SearchFlags {
+  std::string model, gpu, cluster, objective = "throughput", format = "table", output, profile = "default";
+  std::optional<int64_t> gpus, gbs, gbs_tokens, seq;
+  int64_t top = 10;
+  double max_memory_frac = 1.0;
+  double tokens = 0;
+  int threads = 0;
+  bool explain = false;
+  bool exhaustive = false;
+  std::vector<int64_t> tp, pp, cp, ep, vpp, mbs;
+  std::vector<int> zero;
+  std::vector<std::string> schedules, recompute, cp_kinds;
+  std::optional<int64_t> max_mbs, min_cp_tokens;
+  std::optional<std::string> sp, precision, recipe;
+};
+
+template <typename E>
+bool ParseList(const std::vector<std::string>& texts, const char* flag, std::vector<E>* out, core::Diagnostics* d) {
+  if (texts.empty()) return true;
+  out->clear();
+  for (const auto& t : texts) {
+    E v;
+    if (!core::FromName(t, &v)) {
+      d->Error(std::string("--") + flag, "must be one of " + core::Choices<E>() + " (got \"" + t + "\")");
+      return false;
+    }
+    out->push_back(v);
+  }
+  return true;
+}
+
+// The progress bar: on a terminal only, and only once a search has run for a second.
+class ProgressBar {
+ public:
+  ProgressBar() : enabled_(isatty(STDERR_FILENO) != 0) {}
+  void Update(double fraction, double elapsed_s) {
+    if (!enabled_ || (elapsed_s < 1.0 && !drawn_)) return;
+    const int width = 40;
+    const int filled = static_cast<int>(fraction * width);
+    std::fprintf(stderr, "\r[%s%s] %3.0f%% %5.1f s", std::string(static_cast<size_t>(filled), '#').c_str(),
+                 std::string(static_cast<size_t>(width - filled), '.').c_str(), 100 * fraction, elapsed_s);
+    std::fflush(stderr);
+    drawn_ = true;
+  }
+  ~ProgressBar() {
+    if (drawn_) std::fprintf(stderr, "\r%60s\r", "");
+  }
+
+ private:
+  bool enabled_ = false;
+  bool drawn_ = false;
+};
+
+OJson PlanJson(const sim::RankedPlan& r, int64_t rank) {
+  const core::PlanSpec& p = r.plan;
+  const core::StageMemory& s = r.worst_stage;
+  const sim::StepBreakdown& b = r.step.breakdown;
+  OJson j;
+  if (rank > 0) j["rank"] = rank;
+  j["tp"] = p.tp;
+  j["pp"] = p.pp;
+  j["dp"] = p.dp;
+  j["cp"] = p.cp;
+  j["ep"] = p.ep;
+  j["vpp"] = p.vpp;
+  j["zero"] = p.zero;
+  j["recompute"] = core::Name(p.recompute);
+  j["sequence_parallel"] = p.sequence_parallel;
+  j["mbs"] = p.micro_batch;
+  j["schedule"] = core::Name(p.schedule);
+  j["cp_kind"] = core::Name(p.cp_kind);
+  j["stage_layers"] = p.stage_layers;
+  j["microbatches"] = p.Microbatches();
+  j["step_time_s"] = r.step.time_s;
+  j["tokens_per_s"] = r.step.tokens_per_s;
+  j["mfu"] = r.step.mfu;
+  j["per_gpu_bytes"] = r.per_gpu_bytes;
+  j["days"] = r.train.days;
+  j["cost_usd"] = r.train.cost_usd;
+  j["memory"] = {{"stage", s.stage},
+                 {"weights_bytes", s.weights_bytes},
+                 {"grads_bytes", s.grads_bytes},
+                 {"optimizer_bytes", s.optimizer_bytes},
+                 {"activations_bytes", s.activations_bytes},
+                 {"other_bytes", s.other_bytes}};
+  j["breakdown"] = {{"compute_s", b.compute_s}, {"recompute_s", b.recompute_s}, {"tp_comm_s", b.tp_comm_s},
+                    {"cp_comm_s", b.cp_comm_s}, {"ep_comm_s", b.ep_comm_s},     {"dp_comm_s", b.dp_comm_s},
+                    {"pp_comm_s", b.pp_comm_s}, {"bubble_s", b.bubble_s},       {"optimizer_s", b.optimizer_s}};
+  return j;
+}
+
+const char* VerdictName(sim::WellKnownVerdict::Kind k) {
+  switch (k) {
+    case sim::WellKnownVerdict::Kind::kFits: return "fits";
+    case sim::WellKnownVerdict::Kind::kOutOfMemory: return "out_of_memory";
+    case sim::WellKnownVerdict::Kind::kInvalid: return "invalid";
+    case sim::WellKnownVerdict::Kind::kOutsideSearch: return "outside_search";
+  }
+  return "invalid";
+}
+
+std::string PlanRow(const sim::RankedPlan& r) {
+  const core::PlanSpec& p = r.plan;
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%3lld %3lld %5lld %3lld %3lld %3lld %4d %-10s %-3s %3lld %-12s",
+                static_cast<long long>(p.tp), static_cast<long long>(p.pp), static_cast<long long>(p.dp),
+                static_cast<long long>(p.cp), static_cast<long long>(p.ep), static_cast<long long>(p.vpp), p.zero,
+                core::Name(p.recompute), p.sequence_parallel ? "on" : "off",
+                static_cast<long long>(p.micro_batch), core::Name(p.schedule));
+  return buf;
+}
+
+std::string Metrics(const sim::RankedPlan& r) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%8.3f %11.4g %5.3f %7s %7.2f %11.4g", r.step.time_s, r.step.tokens_per_s, r.step.mfu,
+                Gb(r.per_gpu_bytes).c_str(), r.train.days, r.train.cost_usd);
+  return buf;
+}
+
+void PrintTable(const core::Scenario& s, const sim::SearchOptions& o, const sim::SearchResult& r,
+                const std::vector<sim::WellKnownVerdict>& verdicts, const std::vector<std::string>& notes) {
+  const sim::SearchStats& st = r.stats;
+  std::printf("# meshplan search: %s on %lld x %s (%s), seq %lld, gbs %lld, objective %s\n", s.model.name.c_str(),
+              static_cast<long long>(s.plan.gpus), s.gpu.name.c_str(), s.cluster.name.c_str(),
+              static_cast<long long>(s.plan.seq_len), static_cast<long long>(s.plan.global_batch),
+              sim::Name(o.objective));
+  for (const auto& n : notes) std::printf("# note: %s\n", n.c_str());
+  std::printf("# %lld plans in %.2f s on %d threads: %lld pruned (%lld by the model-state bound, %lld by recompute "
+              "order), %lld invalid, %lld out of memory, %lld evaluated\n",
+              static_cast<long long>(st.enumerated), st.wall_s, st.threads, static_cast<long long>(st.Pruned()),
+              static_cast<long long>(st.pruned_bound), static_cast<long long>(st.pruned_monotone),
+              static_cast<long long>(st.invalid), static_cast<long long>(st.out_of_memory),
+              static_cast<long long>(st.evaluated));
+  const double budget = std::floor(o.max_memory_frac * static_cast<double>(s.gpu.hbm_bytes));
+  std::printf("# budget %.1f GB per GPU (%.2f x %.1f GB); run of %s tokens at $%.2f per GPU-hour\n", budget / 1e9,
+              o.max_memory_frac, static_cast<double>(s.gpu.hbm_bytes) / 1e9,
+              HumanCount(static_cast<int64_t>(r.tokens)).c_str(), s.cluster.price_per_gpu_hour_usd);
+  if (r.top.empty()) {
+    std::printf("# no plan fits\n");
+  } else {
+    std::printf("#\n# top %zu\n", r.top.size());
+    std::printf("#rank  tp  pp    dp  cp  ep vpp zero recompute  sp  mbs schedule       step_s    tokens/s   mfu  "
+                "mem_GB    days    cost_usd\n");
+    std::printf("#                                                                       (s)     (tok/s)          "
+                "(GB)     (d)         ($)\n");
+    for (size_t i = 0; i < r.top.size(); ++i)
+      std::printf("%5zu %s %s\n", i + 1, PlanRow(r.top[i]).c_str(), Metrics(r.top[i]).c_str());
+    std::printf("#\n# breakdown: memory of the fullest stage (GB), step time by cause (s)\n");
+    std::printf("#rank stage weights  grads  optim  activ  other | compute recomp    tp    cp    ep    dp    pp "
+                "bubble   opt\n");
+    for (size_t i = 0; i < r.top.size(); ++i) {
+      const auto& m = r.top[i].worst_stage;
+      const auto& b = r.top[i].step.breakdown;
+      std::printf("%5zu %5lld %7s %6s %6s %6s %6s | %7.3f %6.3f %5.2f %5.2f %5.2f %5.2f %5.2f %6.3f %5.2f\n", i + 1,
+                  static_cast<long long>(m.stage), Gb(m.weights_bytes).c_str(), Gb(m.grads_bytes).c_str(),
+                  Gb(m.optimizer_bytes).c_str(), Gb(m.activations_bytes).c_str(), Gb(m.other_bytes).c_str(),
+                  b.compute_s, b.recompute_s, b.tp_comm_s, b.cp_comm_s, b.ep_comm_s, b.dp_comm_s, b.pp_comm_s,
+                  b.bubble_s, b.optimizer_s);
+    }
+    std::printf("#\n# Pareto front: no other plan is faster, lighter and cheaper at once (%zu plans)\n",
+                r.pareto.size());
+    std::printf("#      tp  pp    dp  cp  ep vpp zero recompute  sp  mbs schedule       step_s    tokens/s   mfu  "
+                "mem_GB    days    cost_usd\n");
+    for (const auto& p : r.pareto) std::printf("      %s %s\n", PlanRow(p).c_str(), Metrics(p).c_str());
+  }
+  if (!verdicts.empty()) {
+    std::printf("#\n# well-known plans\n");
+    for (const auto& v : verdicts) {
+      std::string head = v.name + ": " + VerdictName(v.kind);
+      if (v.kind == sim::WellKnownVerdict::Kind::kFits && v.relative_score > 0)
+        head += Fmt(" (%.1f%% of the winner's tokens/s)", 100 * v.relative_score);
+      std::printf("  %s\n", head.c_str());
+      for (const auto& reason : v.reasons) std::printf("      %s\n", reason.c_str());
+    }
+  }
+}
+
+std::string SearchJson(const core::Scenario& s, const sim::SearchOptions& o, const sim::SearchResult& r,
+                       const std::vector<sim::WellKnownVerdict>& verdicts, const std::vector<std::string>& notes) {
+  const sim::SearchStats& st = r.stats;
+  OJson j;
+  j["model"] = s.model.name;
+  j["gpu"] = s.gpu.name;
+  j["cluster"] = s.cluster.name;
+  j["gpus"] = s.plan.gpus;
+  j["seq_len"] = s.plan.seq_len;
+  j["global_batch"] = s.plan.global_batch;
+  j["objective"] = sim::Name(o.objective);
+  j["tokens"] = r.tokens;
+  j["budget_bytes"] = static_cast<int64_t>(std::floor(o.max_memory_frac * static_cast<double>(s.gpu.hbm_bytes)));
+  j["threads"] = st.threads;
+  j["wall_s"] = st.wall_s;
+  j["enumerated"] = st.enumerated;
+  j["pruned"] = st.Pruned();
+  j["pruned_bound"] = st.pruned_bound;
+  j["pruned_monotone"] = st.pruned_monotone;
+  j["invalid"] = st.invalid;
+  j["memory_estimates"] = st.memory_estimates;
+  j["out_of_memory"] = st.out_of_memory;
+  j["evaluated"] = st.evaluated;
+  OJson plans = OJson::array();
+  for (size_t i = 0; i < r.top.size(); ++i) plans.push_back(PlanJson(r.top[i], static_cast<int64_t>(i + 1)));
+  j["plans"] = plans;
+  OJson pareto = OJson::array();
+  for (const auto& p : r.pareto) pareto.push_back(PlanJson(p, 0));
+  j["pareto"] = pareto;
+  if (!verdicts.empty()) {
+    OJson ex = OJson::array();
+    for (const auto& v : verdicts) {
+      OJson e = {{"name", v.name},
+                 {"tp", v.tp},
+                 {"pp", v.pp},
+                 {"verdict", VerdictName(v.kind)},
+                 {"reasons", v.reasons}};
+      if (v.kind == sim::WellKnownVerdict::Kind::kFits) e["relative_tokens_per_s"] = v.relative_score;
+      if (v.lightest) e["lightest_per_gpu_bytes"] = v.lightest->per_gpu_bytes;
+      ex.push_back(e);
+    }
+    j["well_known"] = ex;
+  }
+  j["notes"] = notes;
+  return j.dump(2) + "\n";
+}
+
+// Writes `text` to `path` through a temporary file, so a failed write never leaves half a plan.
+bool WriteFileAtomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out) {
+      std::remove(tmp.c_str());
+      return false;
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+void RunSearch(const SearchFlags& f, int* exit_code) {
+  core::Diagnostics d;
+  std::vector<std::string> notes;
+  auto usage = [&](const std::string& flag, const std::string& msg) { d.Error(flag, msg); };
+
+  sim::SearchOptions o;
+  if (!sim::FromName(f.objective, &o.objective))
+    usage("--objective", "must be throughput, time or cost (got \"" + f.objective + "\")");
+  if (f.format != "table" && f.format != "json") usage("--format", "must be table or json (got \"" + f.format + "\")");
+  if (f.top < 1) usage("--top", "must be >= 1 (got " + std::to_string(f.top) + ")");
+  if (!(f.max_memory_frac > 0 && f.max_memory_frac <= 1.0))
+    usage("--max-memory-frac", "must be in (0, 1] (got " + Fmt("%g", f.max_memory_frac) + ")");
+  if (f.tokens < 0) usage("--tokens", "must be > 0 (got " + Fmt("%g", f.tokens) + ")");
+  if (f.threads < 0) usage("--threads", "must be >= 0 (got " + std::to_string(f.threads) + ")");
+  if (!f.gpus) usage("--gpus", "is required (the GPUs the plan uses)");
+  else if (*f.gpus < 1) usage("--gpus", "must be >= 1 (got " + std::to_string(*f.gpus) + ")");
+  if (!f.gbs && !f.gbs_tokens) usage("--gbs", "is required (global batch in sequences, or --gbs-tokens)");
+  if (f.gbs && f.gbs_tokens) usage("--gbs-tokens", "give either --gbs (sequences) or --gbs-tokens, not both");
+  if (f.gbs && *f.gbs < 1) usage("--gbs", "must be >= 1 (got " + std::to_string(*f.gbs) + ")");
+  if (f.seq && *f.seq < 1) usage("--seq", "must be >= 1 (got " + std::to_string(*f.seq) + ")");
+  auto positive = [&](const std::vector<int64_t>& list, const char* flag) {
+    for (int64_t v : list)
+      if (v < 1) usage(flag, "values must be >= 1 (got " + std::to_string(v) + ")");
+  };
+  positive(f.tp, "--tp");
+  positive(f.pp, "--pp");
+  positive(f.cp, "--cp");
+  positive(f.ep, "--ep");
+  positive(f.vpp, "--vpp");
+  positive(f.mbs, "--mbs");
+  for (int z : f.zero)
+    if (z < 0 || z > 3) usage("--zero", "values must be 0, 1, 2 or 3 (got " + std::to_string(z) + ")");
+  ParseList(f.schedules, "schedule", &o.schedules, &d);
+  ParseList(f.recompute, "recompute", &o.recompute, &d);
+  ParseList(f.cp_kinds, "cp-kind", &o.cp_kinds, &d);
+  if (f.sp) {
+    if (*f.sp == "on") o.sequence_parallel = {true};
+    else if (*f.sp == "off") o.sequence_parallel = {false};
+    else if (*f.sp == "both") o.sequence_parallel = {true, false};
+    else usage("--sp", "must be on, off or both (got \"" + *f.sp + "\")");
+  }
+  if (f.max_mbs) {
+    if (*f.max_mbs < 1) usage("--max-mbs", "must be >= 1");
+    else o.max_mbs = *f.max_mbs;
+  }
+  if (f.min_cp_tokens) {
+    if (*f.min_cp_tokens < 1) usage("--min-cp-tokens", "must be >= 1");
+    else o.min_tokens_per_cp_rank = *f.min_cp_tokens;
+  }
+  auto profile = core::LoadProfile(f.profile);
+  if (!profile.ok()) usage("--profile", profile.status().message());
+
+  core::Scenario s;
+  core::ScenarioSources src;
+  src.model = {std::nullopt, f.model, "--model", "is required (a preset name such as llama3-70b, or a JSON file)"};
+  src.gpu = {std::nullopt, f.gpu, "--gpu", "is required (a preset name such as h100-sxm, or a JSON file)"};
+  src.cluster = {std::nullopt, f.cluster, "--cluster", ""};
+  const bool specs_ok = core::ResolveSpecs(src, &s, &d, &notes);
+  if (d.has_errors() || !specs_ok) {
+    bool is_usage = false;
+    for (const auto& e : d.errors()) {
+      std::cerr << "error: " << e.ToString() << "\n";
+      if (e.path.rfind("--", 0) == 0) is_usage = true;
+    }
+    *exit_code = is_usage ? 2 : 1;
+    return;
+  }
+
+  core::PlanSpec& p = s.plan;
+  p.gpus = *f.gpus;
+  if (f.seq) {
+    p.seq_len = *f.seq;
+  } else {
+    p.seq_len = s.model.max_seq;
+    notes.push_back("seq " + std::to_string(p.seq_len) + " (the model's max_seq; --seq to change)");
+  }
+  if (f.gbs) {
+    p.global_batch = *f.gbs;
+  } else if (*f.gbs_tokens <= 0 || *f.gbs_tokens % p.seq_len != 0) {
+    std::cerr << "error: --gbs-tokens: " << *f.gbs_tokens << " must be a positive multiple of seq=" << p.seq_len
+              << "\n";
+    *exit_code = 2;
+    return;
+  } else {
+    p.global_batch = *f.gbs_tokens / p.seq_len;
+  }
+  if (f.precision && !core::FromName(*f.precision, &p.precision)) {
+    std::cerr << "error: --precision: must be one of " << core::Choices<core::Dtype>() << " (got \"" << *f.precision
+              << "\")\n";
+    *exit_code = 2;
+    return;
+  }
+  if (f.recipe) {
+    if (*f.recipe == "megatron") p.dtypes.grads = core::Dtype::kFp32;
+    else if (*f.recipe == "zero") p.dtypes.grads = core::Dtype::kBf16;
+    else {
+      std::cerr << "error: --recipe: must be zero or megatron (got \"" << *f.recipe << "\")\n";
+      *exit_code = 2;
+      return;
+    }
+  }
+  o.tp = f.tp;
+  o.pp = f.pp;
+  o.cp = f.cp;
+  o.ep = f.ep;
+  o.vpp = f.vpp;
+  o.mbs = f.mbs;
+  if (!f.zero.empty()) o.zero = f.zero;
+  o.top_k = f.top;
+  o.max_memory_frac = f.max_memory_frac;
+  o.tokens = f.tokens;
+  o.threads = f.threads;
+  o.prune = !f.exhaustive;
+  if (o.tokens == 0) notes.push_back("tokens: 20 per parameter (Chinchilla; --tokens to change)");
+
+  sim::SearchResult r;
+  {
+    ProgressBar bar;
+    o.progress = [&bar](double fraction, double elapsed_s) { bar.Update(fraction, elapsed_s); };
+    r = sim::SearchPlans(s.model, s.gpu, s.cluster, p, *profile, o);
+  }
+  std::vector<sim::WellKnownVerdict> verdicts;
+  if (f.explain || r.top.empty()) {
+    sim::SearchOptions eo = o;
+    eo.progress = nullptr;
+    verdicts = sim::ExplainWellKnownPlans(s.model, s.gpu, s.cluster, p, *profile, eo,
+                                          r.top.empty() ? nullptr : &r.top.front());
+  }
+  if (f.format == "json") std::cout << SearchJson(s, o, r, verdicts, notes);
+  else PrintTable(s, o, r, verdicts, notes);
+
+  if (r.top.empty()) {
+    if (r.stats.enumerated == 0)
+      std::cerr << "error: no plan to try: gpus=" << p.gpus << ", gbs=" << p.global_batch << " and seq=" << p.seq_len
+                << " leave no valid degrees (dp must divide gbs; see the well-known plans above)\n";
+    else
+      std::cerr << "error: no plan fits in "
+                << Gb(static_cast<int64_t>(o.max_memory_frac * static_cast<double>(s.gpu.hbm_bytes)))
+                << " GB per GPU\n";
+    *exit_code = 1;
+    return;
+  }
+  if (!f.output.empty()) {
+    core::PlanFile file;
+    file.plan = r.top.front().plan;
+    file.model = s.model;
+    file.gpu = s.gpu;
+    file.cluster = s.cluster;
+    if (!WriteFileAtomically(f.output, core::PlanFileToJson(file))) {
+      std::cerr << "error: --output: cannot write " << f.output << "\n";
+      *exit_code = 1;
+      return;
+    }
+    std::cerr << "wrote " << f.output << " (the winner)\n";
+  }
+  *exit_code = 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// export
+// ---------------------------------------------------------------------------------------------
+std::string Join(const std::vector<int64_t>& v, const char* sep) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i > 0) out += sep;
+    out += std::to_string(v[i]);
+  }
+  return out;
+}
+
+// Layers per chunk, even splits written out.
+std::vector<int64_t> ChunkLayers(const core::ModelSpec& m, const core::PlanSpec& p) {
+  if (!p.stage_layers.empty()) return p.stage_layers;
+  const int64_t chunks = p.pp * p.vpp;
+  return std::vector<int64_t>(static_cast<size_t>(chunks), m.layers / chunks);
+}
+
+// Megatron-LM (pretrain_gpt.py / Megatron-Core) arguments, one per line.
+std::string ExportMegatron(const core::Scenario& s) {
+  const core::ModelSpec& m = s.model;
+  const core::PlanSpec& p = s.plan;
+  std::vector<std::string> args, notes;
+  auto arg = [&](const std::string& a) { args.push_back(a); };
+  // Model.
+  arg("--num-layers " + std::to_string(m.layers));
+  arg("--hidden-size " + std::to_string(m.hidden));
+  arg("--num-attention-heads " + std::to_string(m.heads));
+  if (m.ffn_hidden > 0) arg("--ffn-hidden-size " + std::to_string(m.ffn_hidden));
+  if (m.head_dim * m.heads != m.hidden) arg("--kv-channels " + std::to_string(m.head_dim));
+  if (m.kv_heads != m.heads) {
+    arg("--group-query-attention");
+    arg("--num-query-groups " + std::to_string(m.kv_heads));
+  }
+  if (m.mlp == core::MlpKind::kSwiglu) arg("--swiglu");
+  if (m.norm == core::NormKind::kRmsNorm) arg("--normalization RMSNorm");
+  if (m.position == core::PositionKind::kRope) arg("--position-embedding-type rope");
+  if (m.bias == core::BiasKind::kNone) arg("--disable-bias-linear");
+  if (!m.tied_embeddings) arg("--untie-embeddings-and-output-weights");
+  arg("--seq-length " + std::to_string(p.seq_len));
+  arg("--max-position-embeddings " + std::to_string(std::max(m.max_seq, p.seq_len)));
+  if (m.moe) {
+    arg("--num-experts " + std::to_string(m.moe->experts));
+    arg("--moe-router-topk " + std::to_string(m.moe->top_k));
+    arg("--moe-ffn-hidden-size " + std::to_string(m.moe->expert_ffn_hidden));
+    if (m.moe->shared_experts > 0)
+      arg("--moe-shared-expert-intermediate-size " +
+          std::to_string(m.moe->shared_experts * m.moe->shared_expert_ffn_hidden));
+  }
+  // Parallelism.
+  arg("--tensor-model-parallel-size " + std::to_string(p.tp));
+  arg("--pipeline-model-parallel-size " + std::to_string(p.pp));
+  if (!p.stage_layers.empty()) {
+    // Megatron-Core places first/last-stage counts and splits the rest evenly.
+    const std::vector<int64_t> chunks = ChunkLayers(m, p);
+    const int64_t first = chunks.front(), last = chunks.back();
+    bool middle_even = p.vpp == 1;
+    for (size_t i = 1; i + 1 < chunks.size(); ++i) middle_even &= chunks[i] == chunks[1];
+    if (middle_even) {
+      arg("--decoder-first-pipeline-num-layers " + std::to_string(first));
+      arg("--decoder-last-pipeline-num-layers " + std::to_string(last));
+    } else {
+      notes.push_back("uneven split with vpp " + std::to_string(p.vpp) + " (layers per chunk " + Join(chunks, ",") +
+                      "): express it with --pipeline-model-parallel-layout");
+    }
+  }
+  if (p.vpp > 1) {
+    if (p.stage_layers.empty())
+      arg("--num-layers-per-virtual-pipeline-stage " + std::to_string(m.layers / (p.pp * p.vpp)));
+    else
+      arg("--num-virtual-stages-per-pipeline-rank " + std::to_string(p.vpp));
+  }
+  if (p.cp > 1) {
+    arg("--context-parallel-size " + std::to_string(p.cp));
+    arg(std::string("--cp-comm-type ") + (p.cp_kind == core::CpKind::kRing ? "p2p" : "a2a"));
+  }
+  if (p.ep > 1) arg("--expert-model-parallel-size " + std::to_string(p.ep));
+  if (p.etp > 1 || (m.moe && p.tp > 1)) arg("--expert-tensor-parallel-size " + std::to_string(p.etp));
+  if (p.sequence_parallel && p.tp > 1) arg("--sequence-parallel");
+  if (p.tp_overlap == core::TpOverlap::kFull && p.tp > 1) arg("--tp-comm-overlap");
+  // Data parallel and ZeRO.
+  if (p.zero == 3) {
+    arg("--use-torch-fsdp2");
+    notes.push_back("zero 3: Megatron-LM runs full sharding through PyTorch FSDP2 (--use-torch-fsdp2)");
+  } else if (p.zero >= 1) {
+    arg("--use-distributed-optimizer");
+    if (p.zero == 2)
+      notes.push_back("zero 2: the distributed optimizer shards optimizer states and reduce-scatters gradients; "
+                      "it keeps a full gradient buffer (ZeRO-1 memory)");
+  }
+  if (p.overlap_grad_reduce && p.dp * p.cp > 1) arg("--overlap-grad-reduce");
+  if (p.zero >= 1 && p.zero < 3 && p.dp * p.cp > 1) arg("--overlap-param-gather");
+  if (p.offload_optimizer == core::OffloadTarget::kCpu) arg("--optimizer-cpu-offload");
+  // Recompute.
+  if (p.recompute == core::Recompute::kSelective) {
+    arg("--recompute-granularity selective");
+  } else if (p.recompute == core::Recompute::kFull) {
+    arg("--recompute-granularity full");
+    if (p.recompute_layers > 0) {
+      arg("--recompute-method block");
+      arg("--recompute-num-layers " + std::to_string(p.recompute_layers));
+    } else {
+      arg("--recompute-method uniform");
+      arg("--recompute-num-layers 1");
+    }
+  }
+  // Batch and precision.
+  arg("--micro-batch-size " + std::to_string(p.micro_batch));
+  arg("--global-batch-size " + std::to_string(p.global_batch));
+  if (p.precision == core::Dtype::kBf16) arg("--bf16");
+  else if (p.precision == core::Dtype::kFp16) arg("--fp16");
+  else if (p.precision == core::Dtype::kFp8) {
+    arg("--bf16");
+    arg("--fp8-format hybrid");
+  }
+  if (p.dtypes.grads == core::Dtype::kFp32) arg("--accumulate-allreduce-grads-in-fp32");
+  if (p.optimizer == core::Optimizer::kSgdMomentum) arg("--optimizer sgd");
+  else arg("--optimizer adam");
+  switch (p.schedule) {
+    case core::Schedule::kGpipe:
+      notes.push_back("schedule gpipe: Megatron-LM has none; it runs 1F1B (same bubble, less activation memory)");
+      break;
+    case core::Schedule::kZeroBubble:
+      notes.push_back("schedule zero-bubble: not in Megatron-LM mainline (Qi et al. 2023 ship a fork)");
+      break;
+    case core::Schedule::kDualPipe:
+      notes.push_back("schedule dualpipe: not in Megatron-LM; DeepSeek's DualPipe is a separate implementation");
+      break;
+    default: break;
+  }
+  std::ostringstream out;
+  out << "# Megatron-LM arguments: " << m.name << " on " << p.gpus << " GPUs (tp " << p.tp << ", pp " << p.pp
+      << ", dp " << p.dp << ", cp " << p.cp << ", ep " << p.ep << ")\n";
+  for (const auto& n : notes) out << "# note: " << n << "\n";
+  for (size_t i = 0; i < args.size(); ++i) out << args[i] << (i + 1 < args.size() ? " \\\n" : "\n");
+  return out.str();
+}
+
+// torchtitan job config (TOML).
+std::string ExportTorchtitan(const core::Scenario& s) {
+  const core::ModelSpec& m = s.model;
+  const core::PlanSpec& p = s.plan;
+  std::ostringstream out;
+  std::vector<std::string> notes;
+  out << "# torchtitan job config: " << m.name << " on " << p.gpus << " GPUs\n";
+  // torchtitan's data parallelism is DDP (replicate) or FSDP2 (shard, ZeRO-3; with
+  // reshard_after_forward = never it keeps gathered weights between forward and backward, ZeRO-2).
+  int64_t replicate = 1, shard = 1;
+  if (p.zero == 0) replicate = p.dp;
+  else shard = p.dp;
+  if (p.zero == 1) notes.push_back("zero 1: torchtitan has no optimizer-only sharding; FSDP2 without resharding after "
+                                   "forward (ZeRO-2) is the nearest");
+  if (p.sharding == core::Sharding::kHsdp && p.hsdp_shard_size > 0) {
+    shard = std::max<int64_t>(1, p.hsdp_shard_size / p.cp);
+    replicate = p.dp / std::max<int64_t>(shard, 1);
+  }
+  const char* schedule = "1F1B";
+  switch (p.schedule) {
+    case core::Schedule::kGpipe: schedule = "GPipe"; break;
+    case core::Schedule::k1F1B: schedule = "1F1B"; break;
+    case core::Schedule::kInterleaved: schedule = "Interleaved1F1B"; break;
+    case core::Schedule::kZeroBubble:
+      schedule = "InterleavedZeroBubble";
+      notes.push_back("zero-bubble: PyTorch's zero-bubble schedules are looped (two or more stages per rank)");
+      break;
+    case core::Schedule::kDualPipe: schedule = "DualPipeV"; break;
+  }
+  const int64_t local_batch = p.pp > 1 ? p.global_batch / p.dp : p.micro_batch;
+  out << "\n[training]\n";
+  out << "local_batch_size = " << local_batch << "\n";
+  out << "global_batch_size = " << p.global_batch << "\n";
+  out << "seq_len = " << p.seq_len << "\n";
+  out << "mixed_precision_param = \"" << (p.precision == core::Dtype::kFp32 ? "float32" : "bfloat16") << "\"\n";
+  out << "\n[parallelism]\n";
+  out << "data_parallel_replicate_degree = " << replicate << "\n";
+  out << "data_parallel_shard_degree = " << shard << "\n";
+  if (p.zero == 1 || p.zero == 2) out << "fsdp_reshard_after_forward = \"never\"\n";
+  out << "tensor_parallel_degree = " << p.tp << "\n";
+  if (p.tp > 1 && p.tp_overlap == core::TpOverlap::kFull) out << "enable_async_tensor_parallel = true\n";
+  out << "pipeline_parallel_degree = " << p.pp << "\n";
+  if (p.pp > 1) {
+    out << "pipeline_parallel_schedule = \"" << schedule << "\"\n";
+    out << "pipeline_parallel_microbatch_size = " << p.micro_batch << "\n";
+    const std::vector<int64_t> chunks = ChunkLayers(m, p);
+    if (p.stage_layers.empty()) {
+      out << "pipeline_parallel_layers_per_stage = " << chunks.front() << "\n";
+    } else {
+      // Split points name the first layer of every chunk after the first.
+      out << "pipeline_parallel_split_points = [";
+      int64_t layer = 0;
+      for (size_t i = 0; i + 1 < chunks.size(); ++i) {
+        layer += chunks[i];
+        out << (i ? ", " : "") << "\"layers." << layer << "\"";
+      }
+      out << "]\n";
+    }
+  }
+  out << "context_parallel_degree = " << p.cp << "\n";
+  if (p.ep > 1) out << "expert_parallel_degree = " << p.ep << "\n";
+  if (p.cp > 1 && p.cp_kind == core::CpKind::kUlysses)
+    notes.push_back("cp ulysses: torchtitan's context parallelism is ring attention");
+  if (!p.sequence_parallel && p.tp > 1)
+    notes.push_back("torchtitan always shards norms and dropout along the sequence with TP (sequence parallel on)");
+  out << "\n[activation_checkpoint]\n";
+  out << "mode = \"" << core::Name(p.recompute) << "\"\n";
+  if (p.recompute == core::Recompute::kSelective) out << "selective_ac_option = \"op\"\n";
+  if (p.offload_optimizer != core::OffloadTarget::kNone || p.offload_params != core::OffloadTarget::kNone)
+    notes.push_back("offload: set training.enable_cpu_offload = true (FSDP2 offloads parameters, gradients and "
+                    "optimizer states together)");
+  for (const auto& n : notes) out << "# note: " << n << "\n";
+  return out.str();
+}
+
+// DeepSpeed config JSON; what DeepSpeed sets in code (pipeline stages) goes to `notes`.
+std::string ExportDeepSpeed(const core::Scenario& s, std::vector<std::string>* notes) {
+  const core::PlanSpec& p = s.plan;
+  OJson j;
+  j["train_batch_size"] = p.global_batch;
+  j["train_micro_batch_size_per_gpu"] = p.micro_batch;
+  j["gradient_accumulation_steps"] = p.Microbatches();
+  if (p.precision == core::Dtype::kBf16 || p.precision == core::Dtype::kFp8) j["bf16"] = {{"enabled", true}};
+  else if (p.precision == core::Dtype::kFp16) j["fp16"] = {{"enabled", true}};
+  OJson zero = {{"stage", p.zero}};
+  if (p.zero >= 1) {
+    zero["overlap_comm"] = p.overlap_grad_reduce;
+    zero["contiguous_gradients"] = true;
+    zero["reduce_scatter"] = true;
+  }
+  auto device = [](core::OffloadTarget t) { return t == core::OffloadTarget::kCpu ? "cpu" : "nvme"; };
+  if (p.offload_optimizer != core::OffloadTarget::kNone)
+    zero["offload_optimizer"] = {{"device", device(p.offload_optimizer)}, {"pin_memory", true}};
+  if (p.offload_params != core::OffloadTarget::kNone)
+    zero["offload_param"] = {{"device", device(p.offload_params)}, {"pin_memory", true}};
+  if (p.sharding == core::Sharding::kHsdp && p.hsdp_shard_size > 0)
+    zero["zero_hpz_partition_size"] = p.hsdp_shard_size;  // ZeRO++ hierarchical partitioning
+  j["zero_optimization"] = zero;
+  if (p.tp > 1) j["tensor_parallel"] = {{"autotp_size", p.tp}};
+  if (p.cp > 1) {
+    j["sequence_parallel_size"] = p.cp;
+    if (p.cp_kind == core::CpKind::kRing)
+      notes->push_back("cp ring: DeepSpeed's sequence parallelism is Ulysses (all-to-all); ring attention needs "
+                       "an external implementation");
+  }
+  if (p.recompute != core::Recompute::kNone) {
+    j["activation_checkpointing"] = {{"partition_activations", p.sequence_parallel && p.tp > 1},
+                                     {"contiguous_memory_optimization", false},
+                                     {"cpu_checkpointing", false}};
+    notes->push_back(std::string("recompute ") + core::Name(p.recompute) +
+                     ": wrap each transformer layer in deepspeed.checkpointing.checkpoint" +
+                     (p.recompute == core::Recompute::kSelective ? " (attention core only, for selective)" : ""));
+  }
+  if (p.pp > 1) {
+    notes->push_back("pipeline: build the model as deepspeed.pipe.PipelineModule(layers=..., num_stages=" +
+                     std::to_string(p.pp) + ", partition_method=" +
+                     (p.stage_layers.empty()
+                          ? std::string("'uniform')")
+                          : "a custom partition: " + Join(ChunkLayers(s.model, s.plan), ",") + " layers per stage)") +
+                     "; DeepSpeed runs 1F1B");
+    if (p.vpp > 1) notes->push_back("vpp: DeepSpeed's pipeline engine has no interleaved schedule");
+  }
+  if (p.ep > 1) notes->push_back("ep: deepspeed.moe.layer.MoE(ep_size=" + std::to_string(p.ep) + ")");
+  return j.dump(2) + "\n";
+}
+
+}  // namespace
+
+void AddSearchCommand(CLI::App* app, int* exit_code) {
+  auto* cmd = app->add_subcommand("search", "Every valid plan for a model on N GPUs, ranked; the Pareto front");
+  auto f = std::make_shared<SearchFlags>();
+  cmd->add_option("--model", f->model, "Model preset name, JSON file, or a Hugging Face config.json");
+  cmd->add_option("--gpu", f->gpu, "GPU preset or JSON file (default: the cluster's GPU)");
+  cmd->add_option("--cluster", f->cluster, "Cluster preset or JSON file (default: the preset built from --gpu)");
+  cmd->add_option("--gpus", f->gpus, "GPUs the plan uses (= tp*pp*dp*cp)");
+  cmd->add_option("--gbs", f->gbs, "Global batch in sequences");
+  cmd->add_option("--gbs-tokens", f->gbs_tokens, "Global batch in tokens (instead of --gbs)");
+  cmd->add_option("--seq", f->seq, "Sequence length (default the model's max_seq)");
+  cmd->add_option("--objective", f->objective, "throughput (tokens/s), time (days) or cost (dollars)");
+  cmd->add_option("--top", f->top, "Plans to list (default 10)");
+  cmd->add_option("--max-memory-frac", f->max_memory_frac, "Budget as a fraction of GPU memory (default 1.0)");
+  cmd->add_option("--format", f->format, "table|json");
+  cmd->add_option("--output,-o", f->output, "Write the winner as a plan JSON file (for --plan)");
+  cmd->add_flag("--explain-rejections", f->explain,
+                "Say what became of the well-known plans (DDP, ZeRO, FSDP, TP in the node, TP x PP)");
+  cmd->add_option("--tokens", f->tokens, "Tokens to train, for time and cost (default 20 per parameter)");
+  cmd->add_option("--profile", f->profile, "Calibration profile: default, a name, or a JSON file");
+  cmd->add_option("--threads", f->threads, "Worker threads (default: every hardware thread)");
+  auto* space = cmd->add_option_group("Search space (lists are comma-separated; default: every valid value)");
+  space->add_option("--tp", f->tp, "Tensor parallel sizes (default: within the scale-up domain)")->delimiter(',');
+  space->add_option("--pp", f->pp, "Pipeline parallel sizes")->delimiter(',');
+  space->add_option("--cp", f->cp, "Context parallel sizes (default: seq/cp >= --min-cp-tokens)")->delimiter(',');
+  space->add_option("--ep", f->ep, "Expert parallel sizes")->delimiter(',');
+  space->add_option("--vpp", f->vpp, "Virtual pipeline stages per rank")->delimiter(',');
+  space->add_option("--zero", f->zero, "ZeRO stages (default 0,1,2,3)")->delimiter(',');
+  space->add_option("--mbs", f->mbs, "Micro batch sizes (default: divisors of gbs/dp up to --max-mbs)")->delimiter(',');
+  space->add_option("--max-mbs", f->max_mbs, "Largest micro batch tried without --mbs (default 8)");
+  space->add_option("--min-cp-tokens", f->min_cp_tokens, "Smallest sequence slice per CP rank (default 4096)");
+  space->add_option("--schedule", f->schedules, "Pipeline schedules (default all)")->delimiter(',');
+  space->add_option("--recompute", f->recompute, "Recompute modes (default none,selective,full)")->delimiter(',');
+  space->add_option("--cp-kind", f->cp_kinds, "ring|ulysses (default ring)")->delimiter(',');
+  space->add_option("--sp", f->sp, "Sequence parallel: on|off|both (default both)");
+  space->add_option("--precision", f->precision, "bf16|fp16|fp8|fp32 GEMM precision (default bf16)");
+  space->add_option("--recipe", f->recipe, "Model-state recipe: zero (16 B/param) or megatron (18 B/param)");
+  space->add_flag("--exhaustive", f->exhaustive, "Estimate every valid plan (no memory-bound pruning)");
+  cmd->callback([f, exit_code] { RunSearch(*f, exit_code); });
+
+  auto* exp =
+      app->add_subcommand("export", "A plan file as Megatron-LM arguments, a torchtitan TOML or a DeepSpeed JSON");
+  auto plan = std::make_shared<std::string>();
+  auto to = std::make_shared<std::string>();
+  exp->add_option("--plan", *plan, "A plan JSON file (meshplan plan/search --output)")->required();
+  exp->add_option("--to", *to, "megatron|torchtitan|deepspeed")->required();
+  exp->callback([plan, to, exit_code] {
+    if (*to != "megatron" && *to != "torchtitan" && *to != "deepspeed") {
+      std::cerr << "error: --to: must be megatron, torchtitan or deepspeed (got \"" << *to << "\")\n";
+      *exit_code = 2;
+      return;
+    }
+    auto text = core::ReadTextFile(*plan);
+    if (!text.ok()) {
+      std::cerr << "error: --plan: " << text.status().message() << "\n";
+      *exit_code = 2;
+      return;
+    }
+    auto file = core::ParsePlanFileJson(*text);
+    if (!file.ok()) {
+      std::cerr << "error: --plan: " << *plan << ":\n" << file.status().message() << "\n";
+      *exit_code = 1;
+      return;
+    }
+    auto s = core::ResolvePlanFile(*file);
+    if (!s.ok()) {
+      std::cerr << "error: --plan: " << *plan << ":\n" << s.status().message() << "\n";
+      *exit_code = 1;
+      return;
+    }
+    core::Diagnostics d;
+    core::ValidatePlan(s->plan, s->model, s->gpu, s->cluster, &d);
+    if (d.has_errors()) {
+      for (const auto& e : d.errors()) std::cerr << "error: " << e.ToString() << "\n";
+      *exit_code = 1;
+      return;
+    }
+    if (*to == "megatron") {
+      std::cout << ExportMegatron(*s);
+    } else if (*to == "torchtitan") {
+      std::cout << ExportTorchtitan(*s);
+    } else {
+      std::vector<std::string> notes;
+      std::cout << ExportDeepSpeed(*s, &notes);
+      for (const auto& n : notes) std::cerr << "# note: " << n << "\n";
+    }
+    *exit_code = 0;
+  });
+}
+
 }  // namespace meshplan::cli

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <string_view>
 
 #include "core/collectives.h"
 #include "core/flops.h"
@@ -55,6 +56,7 @@ core::GroupSpan Span(CommGroup g, const core::PlanSpec& p, const core::ClusterSp
 // Costed ops of one list, grouped by pass.
 struct PassCost {
   double compute = 0;
+  double attention = 0;  // the core-attention part of `compute`: all a CP ring exchange can hide under
   std::array<double, core::kCommGroups> blocking{};  // exposed collective time by CommGroup
   std::array<double, core::kCommGroups> hidden{};    // overlappable collective time by CommGroup
 };
@@ -71,11 +73,19 @@ struct ListCost {
       for (double e : exposed[ps]) time[ps] += e;
     }
   }
+  // A ring-attention KV exchange runs under the attention blocks it feeds (Liu et al. 2023; the
+  // ring step i+1's transfer overlaps step i's block), so it hides only under attention compute;
+  // the other overlappable collectives hide under the pass's remaining compute.
   double Exposed(Pass p, CommGroup g) const {
     const PassCost& c = pass[static_cast<int>(p)];
+    const int cp = static_cast<int>(CommGroup::kCp);
+    const double cp_spill = std::max(0.0, c.hidden[cp] - c.attention);
+    if (g == CommGroup::kCp) return c.blocking[cp] + cp_spill;
     double hidden_total = 0;
-    for (double h : c.hidden) hidden_total += h;
-    const double spill = std::max(0.0, hidden_total - c.compute);
+    for (int i = 0; i < core::kCommGroups; ++i)
+      if (i != cp) hidden_total += c.hidden[i];
+    const double room = std::max(0.0, c.compute - std::min(c.hidden[cp], c.attention));
+    const double spill = std::max(0.0, hidden_total - room);
     const double share = hidden_total > 0 ? c.hidden[static_cast<int>(g)] / hidden_total : 0;
     return c.blocking[static_cast<int>(g)] + spill * share;
   }
@@ -103,7 +113,11 @@ class Coster {
         const bool hide = op.overlappable || (op.group == CommGroup::kTp && p_.tp_overlap == core::TpOverlap::kFull);
         (hide ? pc.hidden : pc.blocking)[static_cast<int>(op.group)] += t;
       } else {
-        pc.compute += ComputeOpTime(op, g_, prof_);
+        const double t = ComputeOpTime(op, g_, prof_);
+        pc.compute += t;
+        if (op.kind == OpKind::kAttention || std::string_view(op.name) == "attn_scores" ||
+            std::string_view(op.name) == "attn_values" || std::string_view(op.name) == "softmax")
+          pc.attention += t;
       }
     }
     lc.Finish();

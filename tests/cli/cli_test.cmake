@@ -79,3 +79,53 @@ run(simulate_gantt 0 "rank 3  \\|" simulate --model llama3-8b --gpu h100-sxm --g
     --seq 4096 --gbs 32 --gantt)
 run(simulate_bad_straggler 2 "--straggler: \"9:1.1\" must be RANK:FACTOR" simulate --model llama3-8b --gpu h100-sxm
     --gpus 16 --pp 4 --dp 4 --seq 4096 --gbs 32 --straggler 9:1.1)
+
+# search (issue 4): the seeds' sanity checks end to end, the winner as a plan file, explanations,
+# usage errors; export of a known plan to each framework.
+run(search_7b_json 0 "\"evaluated\": [1-9][0-9]*.*\"plans\": \\[[ \n]*\\{[ \n]*\"rank\": 1,[ \n]*\"tp\": 1,[ \n]*\"pp\": 1,[ \n]*\"dp\": 8,"
+    search --model llama2-7b --cluster dgx-h100 --gpus 8 --seq 4096 --gbs 512 --format json)
+run(search_405b 0 "# top 3\n#rank[^\n]*\n#[^\n]*\n +1 +8 +(8|16|32|64) "
+    search --model llama3-405b --cluster dgx-h100 --gpus 16384 --seq 8192 --gbs 2048 --top 3)
+run(search_output 0 "wrote .*winner.json"
+    search --model llama3-8b --cluster dgx-h100 --gpus 16 --seq 8192 --gbs 256 --top 1 --output ${WORK}/winner.json)
+run(search_output_read 0 "\"fits\": true" report --plan ${WORK}/winner.json --format json)
+run(search_explain 0 "data parallel \\(DDP, ZeRO-0\\): out_of_memory.*needs [0-9.]+ GB per GPU.*ZeRO-1/2: fits"
+    search --model llama2-7b --cluster dgx-h100 --gpus 8 --seq 4096 --gbs 512 --top 1 --explain-rejections)
+run(search_restrict 0 "\"plans\": \\[[ \n]*\\{[ \n]*\"rank\": 1,[ \n]*\"tp\": 4,[ \n]*\"pp\": 2,"
+    search --model llama3-70b --cluster dgx-h100 --gpus 64 --seq 8192 --gbs 128 --tp 4 --pp 2 --zero 1,2 --format json)
+run(search_no_fit 1 "no plan fits" search --model llama3-405b --cluster dgx-h100 --gpus 8 --seq 8192 --gbs 64)
+run(search_no_gpus 2 "--gpus: is required" search --model llama3-8b --cluster dgx-h100 --gbs 64)
+run(search_bad_objective 2 "--objective: must be throughput, time or cost"
+    search --model llama3-8b --cluster dgx-h100 --gpus 8 --gbs 64 --objective speed)
+run(search_bad_frac 2 "--max-memory-frac: must be in \\(0, 1\\]"
+    search --model llama3-8b --cluster dgx-h100 --gpus 8 --gbs 64 --max-memory-frac 1.5)
+run(export_plan 0 "wrote" plan --model llama3-405b --cluster dgx-h100 --gpus 16384 --tp 8 --pp 16 --sp --zero 1
+    --recompute selective --gbs 2048 --seq 8192 --stage-layers 7,8,8,8,8,8,8,8,8,8,8,8,8,8,8,7 --output ${WORK}/l3.json)
+run(export_megatron 0 "--tensor-model-parallel-size 8.*--pipeline-model-parallel-size 16.*--decoder-first-pipeline-num-layers 7.*--decoder-last-pipeline-num-layers 7.*--sequence-parallel.*--use-distributed-optimizer.*--recompute-granularity selective.*--micro-batch-size 1.*--global-batch-size 2048"
+    export --plan ${WORK}/l3.json --to megatron)
+run(export_deepspeed 0 "\"train_batch_size\": 2048,.*\"gradient_accumulation_steps\": 16,.*\"zero_optimization\": \\{[ \n]*\"stage\": 1,.*\"autotp_size\": 8.*num_stages=16"
+    export --plan ${WORK}/l3.json --to deepspeed)
+run(export_torchtitan 0 "\\[parallelism\\].*data_parallel_shard_degree = 128.*tensor_parallel_degree = 8.*pipeline_parallel_degree = 16.*pipeline_parallel_split_points = \\[\"layers.7\", \"layers.15\".*\\[activation_checkpoint\\][ \n]*mode = \"selective\""
+    export --plan ${WORK}/l3.json --to torchtitan)
+run(export_bad_target 2 "--to: must be megatron, torchtitan or deepspeed" export --plan ${WORK}/l3.json --to jax)
+run(export_missing_plan 2 "--plan: .*cannot open" export --plan ${WORK}/none.json --to megatron)
+
+# Reliability (issue 5): the Llama 3 405B snapshot (16,384 H100s, 54 days, async checkpoints every
+# 30 min to 2 TB/s) -> MTBF 3.09 h, 419 expected unexpected interruptions, goodput above 90%;
+# the JSON keys a user scripts against; usage errors exit 2.
+set(llama405 --model llama3-405b --gpu h100-sxm --cluster dgx-h100 --gpus 16384 --tp 8 --pp 16 --sp --zero 1
+    --recompute selective --seq 8192 --gbs 2048 --stage-layers 7,8,8,8,8,8,8,8,8,8,8,8,8,8,8,7)
+run(reliability_json 0
+    "\"reliability\": \\{.*\"mtbf_h\": 3\\.09.*\"interruptions\": 41[89]\\..*\"ckpt_interval_s\": 1800\\.0.*\"goodput\": 0\\.90.*\"train\": \\{.*\"days_p50\": 54\\.0.*\"days_p90\".*\"cost_usd_p50\""
+    reliability ${llama405} --days 54 --ckpt-interval 30m --storage-bw 2TB/s --trials 200 --format json)
+run(reliability_table 0 "<- optimum.*Monte Carlo: 100 trials"
+    reliability ${llama405} --tokens 15.6e12 --ckpt-mode sync --trials 100)
+run(reliability_days_and_tokens 2 "--days and --tokens: give one, not both"
+    reliability ${llama405} --days 54 --tokens 1e12)
+run(reliability_bad_interval 2 "--ckpt-interval: must be auto or a positive duration"
+    reliability ${llama405} --days 54 --ckpt-interval soon)
+run(reliability_bad_mode 2 "--ckpt-mode: must be async or sync" reliability ${llama405} --days 54 --ckpt-mode lazy)
+run(reliability_no_failures_preset 2 "--failures: .*no failure preset named 'nope'"
+    reliability ${llama405} --days 54 --failures nope)
+run(reliability_inconsistent 1 "plan.tp: 3 must divide model.heads=64"
+    reliability --model llama3-70b --gpu h100-sxm --gpus 24 --tp 3 --days 10)

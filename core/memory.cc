@@ -103,8 +103,11 @@ std::vector<int64_t> StageLayers(const ModelSpec& m, const PlanSpec& p, int64_t 
   return out;
 }
 
-std::vector<ActivationTerm> LayerActivationTerms(const ModelSpec& m, const PlanSpec& p, bool moe_layer,
-                                                 Recompute recompute) {
+// Calls add(name, bytes) for every tensor a layer keeps; the one derivation behind both public
+// functions (the byte count is on the search's hot path, so it must not allocate).
+template <typename Add>
+void VisitLayerActivations(const ModelSpec& m, const PlanSpec& p, bool moe_layer, Recompute recompute,
+                           Add&& add_term) {
   // Notation of Korthikanti 2022: s sequence (here per CP rank), b microbatch, h hidden,
   // a heads, t tensor-parallel size. `rep` is a tensor every TP rank holds whole unless
   // sequence parallelism shards it along s.
@@ -116,14 +119,15 @@ std::vector<ActivationTerm> LayerActivationTerms(const ModelSpec& m, const PlanS
   const int64_t h = m.hidden;
   const int64_t sbh = s * b * h;
   const int64_t rep_div = p.sequence_parallel ? t : 1;
-  std::vector<ActivationTerm> terms;
-  auto add = [&](const char* name, int64_t bytes) { if (bytes > 0) terms.push_back({name, bytes}); };
+  auto add = [&](const char* name, int64_t bytes) {
+    if (bytes > 0) add_term(name, bytes);
+  };
 
   if (recompute == Recompute::kFull) {
     // Only the layer input is checkpointed (Korthikanti Table 2: 2sbh); with sequence
     // parallelism the residual stream is sharded along s, so the checkpoint is too.
     add("layer_input_checkpoint", e * sbh / rep_div);
-    return terms;
+    return;
   }
 
   const int64_t a = LocalHeads(m, p);
@@ -195,12 +199,19 @@ std::vector<ActivationTerm> LayerActivationTerms(const ModelSpec& m, const PlanS
               m.ffn_hidden / t);
   }
   if (m.dropout) add("mlp_dropout_mask", sbh / rep_div);
+}
+
+std::vector<ActivationTerm> LayerActivationTerms(const ModelSpec& m, const PlanSpec& p, bool moe_layer,
+                                                 Recompute recompute) {
+  std::vector<ActivationTerm> terms;
+  VisitLayerActivations(m, p, moe_layer, recompute,
+                        [&](const char* name, int64_t bytes) { terms.push_back({name, bytes}); });
   return terms;
 }
 
 int64_t LayerActivationBytes(const ModelSpec& m, const PlanSpec& p, bool moe_layer, Recompute recompute) {
   int64_t total = 0;
-  for (const auto& term : LayerActivationTerms(m, p, moe_layer, recompute)) total += term.bytes;
+  VisitLayerActivations(m, p, moe_layer, recompute, [&](const char*, int64_t bytes) { total += bytes; });
   return total;
 }
 

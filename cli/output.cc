@@ -102,7 +102,17 @@ std::string SpeedTable(const core::Scenario& s, const SpeedReport& sp) {
   std::snprintf(line, sizeof line,
                 "#   %.3g tokens: %.0f steps, %.1f days, %.3g GPU-hours, $%.3g at $%.2f/GPU-h, %.3g kWh at TDP\n",
                 t.tokens, t.steps, t.days, t.gpu_hours, t.cost_usd, s.cluster.price_per_gpu_hour_usd, t.energy_kwh);
-  o << line << "#\n";
+  o << line;
+  if (sp.reliability) {
+    const auto& r = *sp.reliability;
+    std::snprintf(line, sizeof line,
+                  "#   with failures (%s rates): MTBF %.2f h, %.0f interruptions expected, async checkpoint every "
+                  "%.0f s, goodput %.1f%%; days p50 %.1f, p90 %.1f; cost p50 $%.3g\n",
+                  sp.failure_model.c_str(), r.rates.mtbf_h, r.expected_interruptions, r.interval_s,
+                  100 * r.expected.goodput, r.mc.days.p50, r.mc.days.p90, r.mc.cost_usd.p50);
+    o << line;
+  }
+  o << "#\n";
   return o.str();
 }
 
@@ -295,6 +305,18 @@ std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r,
     const auto& t = speed->train;
     j["train"] = {{"tokens", t.tokens},       {"steps", t.steps},         {"days", t.days},
                   {"gpu_hours", t.gpu_hours}, {"cost_usd", t.cost_usd}, {"energy_kwh", t.energy_kwh}};
+    if (speed->reliability) {
+      const auto& rel = *speed->reliability;
+      j["reliability"] = {{"failures", speed->failure_model},
+                          {"mtbf_h", rel.rates.mtbf_h},
+                          {"interruptions", rel.expected_interruptions},
+                          {"ckpt_interval_s", rel.interval_s},
+                          {"goodput", rel.expected.goodput},
+                          {"trials", rel.mc.trials}};
+      j["train"]["days_p50"] = rel.mc.days.p50;
+      j["train"]["days_p90"] = rel.mc.days.p90;
+      j["train"]["cost_usd_p50"] = rel.mc.cost_usd.p50;
+    }
   }
   j["defaults"] = notes;
   j["warnings"] = warnings;

@@ -8,6 +8,9 @@
 
 #include "core/memory.h"
 #include "core/presets.h"
+#include <optional>
+
+#include "sim/run_sim.h"
 #include "sim/step_model.h"
 
 namespace meshplan::cli {
@@ -22,6 +25,8 @@ struct SpeedReport {
   std::string profile;
   sim::StepEstimate step;
   sim::TrainEstimate train;
+  std::optional<sim::ReliabilityReport> reliability;  // failures, checkpoints and goodput
+  std::string failure_model;
 };
 
 std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r,

@@ -15,13 +15,13 @@ void AddPresetsCommand(CLI::App* app, int* exit_code) {
   auto* cmd = app->add_subcommand("presets", "List the built-in models, GPUs and clusters, or print one");
   auto kind = std::make_shared<std::string>();
   auto name = std::make_shared<std::string>();
-  cmd->add_option("kind", *kind, "models|gpus|clusters (default: all)");
+  cmd->add_option("kind", *kind, "models|gpus|clusters|failures|profiles (default: all)");
   cmd->add_option("name", *name, "Print this preset's JSON");
   cmd->callback([kind, name, exit_code] {
-    std::vector<std::string> kinds = {"models", "gpus", "clusters"};
+    std::vector<std::string> kinds = {"models", "gpus", "clusters", "failures"};
     if (!kind->empty()) {
-      if (*kind != "models" && *kind != "gpus" && *kind != "clusters") {
-        std::cerr << "error: kind must be models, gpus or clusters (got \"" << *kind << "\")\n";
+      if (*kind != "models" && *kind != "gpus" && *kind != "clusters" && *kind != "failures" && *kind != "profiles") {
+        std::cerr << "error: kind must be models, gpus, clusters, failures or profiles (got \"" << *kind << "\")\n";
         *exit_code = 2;
         return;
       }
@@ -60,6 +60,8 @@ void AddPresetsCommand(CLI::App* app, int* exit_code) {
           std::snprintf(line, sizeof line, "  %-18s %10s HBM  %6.2f TB/s  %7.1f TFLOP/s 16-bit dense  %5.0f W\n",
                         n.c_str(), core::FormatBytes(g->hbm_bytes).c_str(), g->hbm_bytes_per_s / 1e12, bf16 / 1e12,
                         g->tdp_w);
+        } else if (k != "clusters") {
+          std::snprintf(line, sizeof line, "  %s\n", n.c_str());
         } else {
           auto c = core::LoadCluster(n);
           if (!c.ok()) { std::cout << "  " << n << "  (invalid: " << c.status().message() << ")\n"; continue; }

@@ -9,6 +9,7 @@
 #include "cli/plan_flags.h"
 #include "core/memory.h"
 #include "core/params.h"
+#include "core/failures.h"
 #include "core/profile.h"
 #include "core/spec_json.h"
 #include "sim/step_model.h"
@@ -43,11 +44,13 @@ void AddReportCommand(CLI::App* app, int* exit_code) {
   auto format = std::make_shared<std::string>("table");
   auto profile_ref = std::make_shared<std::string>("default");
   auto tokens = std::make_shared<double>(0);
+  auto failure_ref = std::make_shared<std::string>("llama3-405b");
   flags->Register(cmd);
   cmd->add_option("--format", *format, "table|json|csv");
   cmd->add_option("--profile", *profile_ref, "Calibration profile: default, a name, or a JSON file");
   cmd->add_option("--tokens", *tokens, "Tokens to train (default 20 per parameter, Hoffmann et al. 2022)");
-  cmd->callback([flags, format, profile_ref, tokens, exit_code] {
+  cmd->add_option("--failures", *failure_ref, "Failure-rate preset or JSON file (default llama3-405b)");
+  cmd->callback([flags, format, profile_ref, tokens, failure_ref, exit_code] {
     Format f;
     if (!ParseFormat(*format, &f)) {
       std::cerr << "error: --format must be table, json or csv (got \"" << *format << "\")\n";
@@ -79,6 +82,23 @@ void AddReportCommand(CLI::App* app, int* exit_code) {
                       " (20 per parameter, Chinchilla; --tokens to change)");
     }
     speed.train = sim::EstimateTraining(speed.step, s.plan, s.gpu, s.cluster, train_tokens);
+    // Reliability over the run: the Llama 3 failure rates, async checkpoints at the optimum interval.
+    auto failures = core::LoadFailureModel(*failure_ref);
+    if (!failures.ok()) {
+      std::cerr << "error: --failures: " << failures.status().message() << "\n";
+      *exit_code = 2;
+      return;
+    }
+    sim::ReliabilityOptions ro;
+    ro.tokens = train_tokens;
+    ro.trials = 200;
+    auto rel = sim::EstimateReliability(s, r, speed.step, *failures, ro);
+    if (rel.ok()) {
+      speed.reliability = *rel;
+      speed.failure_model = *failure_ref;
+    } else {
+      warnings.push_back("warning: reliability: " + rel.status().message());
+    }
     if (f == Format::kJson) std::cout << MemoryJson(s, r, notes, warnings, &speed);
     else if (f == Format::kCsv) std::cout << MemoryCsv(r);
     else std::cout << MemoryTable(s, r, notes, warnings, &speed);

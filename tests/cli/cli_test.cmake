@@ -131,6 +131,6 @@ run(reliability_inconsistent 1 "plan.tp: 3 must divide model.heads=64"
     reliability --model llama3-70b --gpu h100-sxm --gpus 24 --tp 3 --days 10)
 
 # report's reliability section and the failures presets.
-run(report_reliability 0 "\"reliability\": \\{.*\"mtbf_h\".*\"interruptions\".*\"ckpt_interval_s\".*\"goodput\".*\"days_p50\".*\"days_p90\".*\"cost_usd_p50\""
+run(report_reliability 0 "\"days_p50\".*\"days_p90\".*\"cost_usd_p50\".*\"reliability\": \\{.*\"mtbf_h\".*\"interruptions\".*\"ckpt_interval_s\".*\"goodput\""
     report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 1 --seq 4096 --gbs 64 --format json)
 run(presets_failures 0 "llama3-405b" presets failures)

@@ -14,6 +14,7 @@ void AddValidateCommand(CLI::App* app, int* exit_code);
 void AddReliabilityCommand(CLI::App* app, int* exit_code);
 void AddSearchCommand(CLI::App* app, int* exit_code);
 void AddSimulateCommand(CLI::App* app, int* exit_code);
+void AddExplainCommand(CLI::App* app, int* exit_code);
 
 }  // namespace meshplan::cli
 

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   meshplan::cli::AddReliabilityCommand(&app, &exit_code);
   meshplan::cli::AddSearchCommand(&app, &exit_code);
   meshplan::cli::AddSimulateCommand(&app, &exit_code);
+  meshplan::cli::AddExplainCommand(&app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

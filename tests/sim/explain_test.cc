@@ -1,1 +1,338 @@
-// placeholder: being written
+// meshplan explain: the seed notes' worked numbers, reproduced by the tool's own computation and
+// read from the structured steps (never by parsing text), and the checklist's plan for the
+// scenarios the seeds size.
+#include "sim/explain.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "core/memory.h"
+#include "core/presets.h"
+#include "core/profile.h"
+#include "core/validate.h"
+
+namespace meshplan::sim {
+namespace {
+
+// A scenario as `meshplan explain --model M --cluster C --gpus N --seq S --gbs B` hands it to the
+// rules: the GPU count, sequence and batch; the layout is the rules' to choose.
+core::Scenario Load(const std::string& model, const std::string& cluster, int64_t gpus, int64_t seq, int64_t gbs) {
+  core::Scenario s;
+  s.model = *core::LoadModel(model);
+  s.cluster = *core::LoadCluster(cluster);
+  s.gpu = *core::LoadGpu(s.cluster.gpu);
+  s.plan.gpus = gpus;
+  s.plan.dp = gpus;
+  s.plan.seq_len = seq;
+  s.plan.global_batch = gbs;
+  return s;
+}
+
+Explanation OfTopic(Topic t) {
+  auto r = ExplainTopic(t, core::Profile{});
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? *r : Explanation{};
+}
+
+Explanation Scenario(const core::Scenario& s, bool search = false, bool keep_plan = false) {
+  ExplainOptions o;
+  o.search = search;
+  o.keep_plan = keep_plan;
+  o.trials = 20;
+  auto f = core::LoadFailureModel("llama3-405b");
+  EXPECT_TRUE(f.ok());
+  auto r = ExplainScenario(s, core::Profile{}, *f, o);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? *r : Explanation{};
+}
+
+const ExplainStep& Step(const Explanation& e, std::string_view id) {
+  static const ExplainStep kMissing;
+  const ExplainStep* st = e.Step(id);
+  EXPECT_NE(st, nullptr) << "no step " << id;
+  return st ? *st : kMissing;
+}
+
+TEST(ExplainZeroTest, SeventyBTimesSixteenBytesIsOnePointOneTwoTerabytes) {
+  const Explanation e = OfTopic(Topic::kZero);
+  // ZeRO paper §3.1: 2 + 2 + 4 + 4 + 4 = 16 B/param.
+  EXPECT_DOUBLE_EQ(Step(e, "bytes_per_param").Value("bytes_per_param"), 16.0);
+  const ExplainStep& st = Step(e, "state_70b");
+  // The seeds: 70e9 x 16 B = 1.12e12 B = 1.12 TB.
+  EXPECT_DOUBLE_EQ(st.Value("seeds_state_bytes"), 1.12e12);
+  // llama3-70b's exact count, 70,553,706,496 x 16 = 1,128,859,303,936 B (report's zero0 number).
+  EXPECT_DOUBLE_EQ(st.Value("state_bytes"), 1128859303936.0);
+  // 1.1289e12 / 80 GiB (85,899,345,920 B) = 13.14 -> 14 GPUs for the state alone.
+  EXPECT_DOUBLE_EQ(st.Value("min_gpus"), 14.0);
+}
+
+TEST(ExplainZeroTest, ZeroThreeOverEightRanksIs140GBAndDoesNotFitAnH100) {
+  const Explanation e = OfTopic(Topic::kZero);
+  const ExplainStep& st = Step(e, "zero3_over_8");
+  // 70e9 x 2 / 8 = 17.5 GB weights, 17.5 GB grads, 70e9 x 12 / 8 = 105 GB optimizer: 140 GB.
+  EXPECT_DOUBLE_EQ(st.Value("seeds_weights_bytes"), 17.5e9);
+  EXPECT_DOUBLE_EQ(st.Value("seeds_grads_bytes"), 17.5e9);
+  EXPECT_DOUBLE_EQ(st.Value("seeds_optimizer_bytes"), 105e9);
+  EXPECT_DOUBLE_EQ(st.Value("seeds_total_bytes"), 140e9);
+  // Exact: 70,553,706,496 x 16 / 8 = 141,107,412,992 B (the CLI test's zero3_json number).
+  EXPECT_DOUBLE_EQ(st.Value("exact_total_bytes"), 141107412992.0);
+  EXPECT_EQ(st.Value("fits"), 0.0) << "140 GB > 80 GiB";
+  EXPECT_GT(st.Value("full_recompute_per_gpu_bytes"), st.Value("hbm_bytes"))
+      << "even with full recompute the states alone exceed the GPU";
+  EXPECT_EQ(st.Value("offload_fits"), 1.0) << "offloading the optimizer and weight shards to CPU fits";
+  // The quiz's "~17.5 GB optimizer" is wrong: the step says so.
+  EXPECT_NE(st.seeds_note.find("105.0 GB"), std::string::npos) << st.seeds_note;
+}
+
+TEST(ExplainZeroTest, ZeroStagesAtEightRanksAreNotTheSeedsFourAndEightTimes) {
+  const Explanation e = OfTopic(Topic::kZero);
+  const ExplainStep& st = Step(e, "stages");
+  // 16 / (4 + 12/8) = 2.909; 16 / (2 + 14/8) = 4.267; 16 / (16/8) = 8.
+  EXPECT_NEAR(st.Value("zero1_reduction"), 16.0 / 5.5, 1e-12);
+  EXPECT_NEAR(st.Value("zero2_reduction"), 16.0 / 3.75, 1e-12);
+  EXPECT_DOUBLE_EQ(st.Value("zero3_bytes_per_param"), 2.0);
+  EXPECT_FALSE(st.seeds_note.empty());
+}
+
+TEST(ExplainZeroTest, ZeroThreeIsOneAndAHalfTimesDdpCommunication) {
+  const Explanation e = OfTopic(Topic::kZero);
+  const ExplainStep& st = Step(e, "communication");
+  // DDP: all-reduce 2(N-1)/N psi; ZeRO-3: 2 all-gathers + 1 reduce-scatter, 3(N-1)/N psi: 1.5x.
+  EXPECT_NEAR(st.Value("zero3_over_ddp"), 1.5, 1e-12);
+  // ZeRO-1/2: reduce-scatter + all-gather, the same 2(N-1)/N psi as DDP.
+  EXPECT_NEAR(st.Value("zero1_over_ddp"), 1.0, 1e-12);
+  // With 8 microbatches ZeRO-3 gathers every one: (1 + 2 x 8) / 2 = 8.5x.
+  EXPECT_NEAR(st.Value("zero3_over_ddp_8_microbatches"), 8.5, 1e-12);
+}
+
+TEST(ExplainCollectivesTest, RingAllReduceMovesTwoNMinusOneOverNTimesM) {
+  const Explanation e = OfTopic(Topic::kCollectives);
+  const ExplainStep& st = Step(e, "ring_all_reduce");
+  EXPECT_DOUBLE_EQ(st.Value("all_reduce_factor_2"), 1.0);               // 2 x 1/2
+  EXPECT_DOUBLE_EQ(st.Value("all_reduce_factor_8"), 1.75);              // 2 x 7/8
+  EXPECT_DOUBLE_EQ(st.Value("all_reduce_factor_16384"), 2.0 * 16383 / 16384);
+  // AllReduce = ReduceScatter + AllGather: 7/8 + 7/8.
+  EXPECT_DOUBLE_EQ(st.Value("reduce_scatter_factor_8") + st.Value("all_gather_factor_8"), 1.75);
+}
+
+TEST(ExplainCollectivesTest, Llama405BGradientShardIsNot810GB) {
+  const Explanation e = OfTopic(Topic::kCollectives);
+  const ExplainStep& st = Step(e, "dp_405b");
+  // 405,853,388,800 x 2 B = 811.7 GB for the whole model; one of 128 model-parallel shards each.
+  EXPECT_DOUBLE_EQ(st.Value("whole_gradient_bytes"), 405853388800.0 * 2);
+  EXPECT_LT(st.Value("shard_gradient_bytes"), st.Value("whole_gradient_bytes") / 100);
+  EXPECT_EQ(st.Value("dp_ranks"), 128.0);
+}
+
+TEST(ExplainPpTest, OneFOneBBubbleIsPMinusOneOverPMinusOnePlusM) {
+  const Explanation e = OfTopic(Topic::kPp);
+  const ExplainStep& st = Step(e, "bubble");
+  for (int m : {1, 8, 16, 64, 128})
+    EXPECT_NEAR(st.Value("bubble_p16_m" + std::to_string(m)), 15.0 / (15.0 + m), 1e-12) << "m = " << m;
+}
+
+TEST(ExplainPpTest, TwentyTimesStagesMinusOneKeepsTheBubbleUnderFivePercent) {
+  const Explanation e = OfTopic(Topic::kPp);
+  const ExplainStep& st = Step(e, "five_percent");
+  // 15 / (15 + m) < 0.05 <=> m > 285: the smallest is 286 = 19 x 15 + 1.
+  EXPECT_EQ(st.Value("m_min"), 286.0);
+  // The seeds' M = 20(S - 1) = 300: 15/315 = 4.76%.
+  EXPECT_EQ(st.Value("seeds_m"), 300.0);
+  EXPECT_NEAR(st.Value("bubble_at_seeds_m"), 15.0 / 315.0, 1e-12);
+  EXPECT_LT(st.Value("bubble_at_seeds_m"), 0.05);
+  // Interleaving divides the bubble term by v: 15/2 / (16 + 15/2).
+  EXPECT_NEAR(st.Value("interleaved_v2_m16"), 7.5 / 23.5, 1e-12);
+}
+
+TEST(ExplainPpTest, Llama405BRecipeIsTp8Pp16Dp128) {
+  const Explanation e = OfTopic(Topic::kPp);
+  const ExplainStep& st = Step(e, "recipe_405b");
+  EXPECT_EQ(st.Value("tp"), 8.0);
+  EXPECT_EQ(st.Value("pp"), 16.0);
+  EXPECT_EQ(st.Value("dp"), 128.0);                 // 16384 / (8 x 16)
+  EXPECT_EQ(st.Value("microbatches"), 16.0);        // 2048 / (1 x 128)
+  EXPECT_DOUBLE_EQ(st.Value("p2p_bytes"), 8192.0 * 16384 * 2 / 8);  // s*b*h*2 B, sequence-sharded by SP
+}
+
+TEST(ExplainRecomputeTest, FourMillionTokenBatchIs2kTokensTimes8GpusTimes256Steps) {
+  const Explanation e = OfTopic(Topic::kRecompute);
+  const ExplainStep& st = Step(e, "grad_accumulation");
+  // 2048 tokens x 8 DP x 256 accumulation steps = 4,194,304 tokens.
+  EXPECT_EQ(st.Value("accumulation_steps"), 256.0);
+  EXPECT_EQ(st.Value("batch_tokens"), 2048.0 * 8 * 256);
+}
+
+TEST(ExplainRecomputeTest, SelectiveIsCheapAndFullCostsAThird) {
+  const Explanation e = OfTopic(Topic::kRecompute);
+  const ExplainStep& st = Step(e, "selective_vs_full");
+  // Full recompute reruns each layer's forward: +1/3 of 3x forward (less the output head).
+  EXPECT_GT(st.Value("full_extra_flops"), 0.30);
+  EXPECT_LT(st.Value("full_extra_flops"), 1.0 / 3 + 1e-9);
+  // Selective reruns only the attention scores: a few percent (the seeds say ~33%).
+  EXPECT_LT(st.Value("selective_extra_flops"), 0.05);
+  EXPECT_LT(st.Value("full_bytes"), st.Value("selective_bytes"));
+  EXPECT_LT(st.Value("selective_bytes"), st.Value("none_bytes"));
+  EXPECT_FALSE(st.seeds_note.empty());
+}
+
+TEST(ExplainTopicTest, EveryTopicHasCompleteSteps) {
+  for (Topic t : AllTopics()) {
+    const Explanation e = OfTopic(t);
+    EXPECT_FALSE(e.title.empty()) << Name(t);
+    ASSERT_FALSE(e.steps.empty()) << Name(t);
+    for (const ExplainStep& st : e.steps) {
+      EXPECT_FALSE(st.id.empty()) << Name(t);
+      EXPECT_FALSE(st.rule.empty()) << Name(t) << "/" << st.id;
+      EXPECT_FALSE(st.formula.empty()) << Name(t) << "/" << st.id;
+      EXPECT_FALSE(st.substituted.empty()) << Name(t) << "/" << st.id;
+      EXPECT_FALSE(st.result.empty()) << Name(t) << "/" << st.id;
+      EXPECT_FALSE(st.values.empty()) << Name(t) << "/" << st.id;
+      for (const ExplainValue& v : st.values) EXPECT_TRUE(std::isfinite(v.value)) << Name(t) << "/" << v.name;
+    }
+  }
+}
+
+TEST(ExplainTopicTest, NamesRoundTrip) {
+  for (Topic t : AllTopics()) {
+    Topic back;
+    ASSERT_TRUE(FromName(Name(t), &back));
+    EXPECT_EQ(back, t);
+  }
+  Topic unused;
+  EXPECT_FALSE(FromName("zero4", &unused));
+  EXPECT_EQ(TopicChoices(), "zero|tp|sp|pp|cp|ep|collectives|precision|recompute|checkpoint|failures");
+}
+
+// The seeds' quiz: "405B on 16384 H100s: TP=8, PP=16, DP=128 (16384/8/16)". The rules reach it:
+// 405.85e9 x 16 B = 6.49 TB needs >= 76 GPUs of 80 GiB; TP 8 (the node) x PP >= 76/8 -> 16.
+TEST(ExplainScenarioTest, Llama405BOn16kH100sRulesGiveTp8Pp16Dp128) {
+  const Explanation e = Scenario(Load("llama3-405b", "dgx-h100", 16384, 8192, 2048));
+  const ExplainStep& par = Step(e, "parallelism");
+  EXPECT_EQ(par.Value("min_gpus_for_state"), 76.0);
+  EXPECT_EQ(par.Value("tp"), 8.0);
+  EXPECT_EQ(par.Value("pp"), 16.0);
+  EXPECT_EQ(par.Value("dp"), 128.0);
+  EXPECT_EQ(par.Value("zero"), 1.0);
+  EXPECT_EQ(par.Value("microbatches"), 16.0);
+  // 1F1B with 16 stages and 16 microbatches: 15/31.
+  EXPECT_NEAR(par.Value("bubble_1f1b"), 15.0 / 31.0, 1e-12);
+  ASSERT_TRUE(e.rules_plan.has_value());
+  EXPECT_EQ(e.rules_plan->stage_layers.front(), 7);  // 126 = 7 + 14 x 8 + 7
+  EXPECT_EQ(Step(e, "memory_fit").Value("fits"), 1.0);
+  EXPECT_TRUE(e.fits);
+}
+
+TEST(ExplainScenarioTest, ChecklistOrder) {
+  const Explanation e = Scenario(Load("llama3-70b", "dgx-h100", 64, 8192, 512));
+  const std::vector<std::string> want = {"model_size", "memory_budget", "parallelism", "memory_fit",
+                                         "precision",  "checkpoint",    "failures",    "overlap",
+                                         "mfu",        "recommendation", "cost"};
+  ASSERT_EQ(e.steps.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(e.steps[i].id, want[i]);
+}
+
+TEST(ExplainScenarioTest, NumbersAreTheCoreModelsNumbers) {
+  const core::Scenario s = Load("llama3-70b", "dgx-h100", 64, 8192, 512);
+  const Explanation e = Scenario(s);
+  const ExplainStep& budget = Step(e, "memory_budget");
+  EXPECT_DOUBLE_EQ(budget.Value("state_bytes"), 70553706496.0 * 16);
+  EXPECT_EQ(budget.Value("min_gpus_for_state"), 14.0);
+  EXPECT_FALSE(budget.seeds_note.empty()) << "the seeds' 840 GB leaves out the master weights";
+  // The rules' plan for 70B on 64 H100s: TP 8 x PP 2 x DP 4 (14 GPUs -> TP 8 x PP 2 = 16).
+  ASSERT_TRUE(e.rules_plan.has_value());
+  EXPECT_EQ(e.rules_plan->tp, 8);
+  EXPECT_EQ(e.rules_plan->pp, 2);
+  EXPECT_EQ(e.rules_plan->dp, 4);
+  const core::MemoryReport mem = core::EstimateMemory(s.model, *e.rules_plan, s.gpu, core::Profile{}.memory);
+  EXPECT_EQ(Step(e, "memory_fit").Value("per_gpu_bytes"), static_cast<double>(mem.per_gpu_bytes));
+  const StepEstimate step = EstimateStep(s.model, *e.rules_plan, s.gpu, s.cluster, core::Profile{});
+  EXPECT_DOUBLE_EQ(Step(e, "mfu").Value("mfu"), step.mfu);
+  EXPECT_DOUBLE_EQ(Step(e, "mfu").Value("step_s"), step.time_s);
+}
+
+TEST(ExplainScenarioTest, SevenBOnEightGpusIsDataParallelWithZero) {
+  const Explanation e = Scenario(Load("llama2-7b", "dgx-h100", 8, 4096, 512));
+  ASSERT_TRUE(e.rules_plan.has_value());
+  EXPECT_EQ(e.rules_plan->tp, 1);
+  EXPECT_EQ(e.rules_plan->pp, 1);
+  EXPECT_EQ(e.rules_plan->dp, 8);
+  EXPECT_GE(e.rules_plan->zero, 1);
+  EXPECT_TRUE(e.fits);
+}
+
+TEST(ExplainScenarioTest, SeventyBOnEightGpusFitsNowhere) {
+  const Explanation e = Scenario(Load("llama3-70b", "dgx-h100", 8, 8192, 8), /*search=*/true);
+  EXPECT_FALSE(e.fits);
+  EXPECT_FALSE(e.recommended.has_value());
+  EXPECT_EQ(Step(e, "memory_fit").Value("fits"), 0.0);
+}
+
+TEST(ExplainScenarioTest, SearchBestStandsAgainstTheRulesPlanHonestly) {
+  const core::Scenario s = Load("llama3-405b", "dgx-h100", 16384, 8192, 2048);
+  const Explanation e = Scenario(s, /*search=*/true);
+  ASSERT_TRUE(e.recommended.has_value());
+  const ExplainStep& rec = Step(e, "recommendation");
+  // The recommendation is the search's own best, with the same base plan.
+  SearchOptions o;
+  o.top_k = 1;
+  const SearchResult r = SearchPlans(s.model, s.gpu, s.cluster, *e.rules_plan, core::Profile{}, o);
+  ASSERT_FALSE(r.top.empty());
+  EXPECT_EQ(e.recommended->plan, r.top.front().plan);
+  EXPECT_DOUBLE_EQ(rec.Value("best_tokens_per_s"), r.top.front().step.tokens_per_s);
+  EXPECT_GE(rec.Value("best_tokens_per_s"), rec.Value("plan_tokens_per_s"));
+  EXPECT_GT(rec.Value("plan_relative_throughput"), 0.0);
+  EXPECT_LE(rec.Value("plan_relative_throughput"), 1.0);
+  EXPECT_EQ(rec.Value("best_tp"), 8.0);
+}
+
+// The seeds: "16k GPUs x 2 weeks x $3 = $16M". GPU-hours x the cluster preset's price.
+TEST(ExplainScenarioTest, SixteenKH100sForTwoWeeksAtThreeDollarsIsSixteenMillion) {
+  const core::Scenario s = Load("llama3-405b", "dgx-h100", 16384, 8192, 2048);
+  const Explanation e = Scenario(s);
+  const ExplainStep& cost = Step(e, "cost");
+  EXPECT_DOUBLE_EQ(s.cluster.price_per_gpu_hour_usd, 3.0);
+  // 16,384 x 14 x 24 = 5,505,024 GPU-hours x $3 = $16,515,072.
+  EXPECT_DOUBLE_EQ(cost.Value("two_weeks_gpu_hours"), 5505024.0);
+  EXPECT_DOUBLE_EQ(cost.Value("two_weeks_cost_usd"), 16515072.0);
+  // The run's own cost is the same arithmetic on its estimated GPU-hours.
+  EXPECT_DOUBLE_EQ(cost.Value("cost_usd"), cost.Value("gpu_hours") * 3.0);
+  EXPECT_NEAR(cost.Value("gpu_hours"), cost.Value("days") * 24 * 16384, 1e-6 * cost.Value("gpu_hours"));
+  EXPECT_GT(cost.Value("goodput"), 0.5);
+  EXPECT_LE(cost.Value("goodput"), 1.0);
+  EXPECT_GE(cost.Value("days_with_failures"), cost.Value("days"));
+}
+
+TEST(ExplainScenarioTest, KeepPlanExplainsTheGivenPlan) {
+  core::Scenario s = Load("llama3-70b", "dgx-h100", 64, 8192, 512);
+  s.plan.tp = 4;
+  s.plan.pp = 4;
+  s.plan.dp = 4;
+  s.plan.zero = 1;
+  s.plan.sequence_parallel = true;
+  s.plan.recompute = core::Recompute::kFull;
+  core::Diagnostics d;
+  core::ValidatePlan(s.plan, s.model, s.gpu, s.cluster, &d);
+  ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+  const Explanation e = Scenario(s, /*search=*/false, /*keep_plan=*/true);
+  const ExplainStep& par = Step(e, "parallelism");
+  EXPECT_EQ(par.Value("tp"), 4.0);
+  EXPECT_EQ(par.Value("pp"), 4.0);
+  EXPECT_EQ(par.Value("rules_tp"), 8.0);  // the rules' plan is still derived, for comparison
+  const core::MemoryReport mem = core::EstimateMemory(s.model, s.plan, s.gpu, core::Profile{}.memory);
+  EXPECT_EQ(Step(e, "memory_fit").Value("per_gpu_bytes"), static_cast<double>(mem.per_gpu_bytes));
+  ASSERT_TRUE(e.recommended.has_value());
+  EXPECT_EQ(e.recommended->plan, s.plan) << "without the search, the given plan is the recommendation";
+}
+
+TEST(ExplainScenarioTest, RejectsBadOptions) {
+  ExplainOptions o;
+  o.tokens = -1;
+  auto f = core::LoadFailureModel("llama3-405b");
+  ASSERT_TRUE(f.ok());
+  EXPECT_FALSE(ExplainScenario(Load("llama3-8b", "dgx-h100", 8, 4096, 64), core::Profile{}, *f, o).ok());
+}
+
+}  // namespace
+}  // namespace meshplan::sim

@@ -134,3 +134,28 @@ run(reliability_inconsistent 1 "plan.tp: 3 must divide model.heads=64"
 run(report_reliability 0 "\"days_p50\".*\"days_p90\".*\"cost_usd_p50\".*\"reliability\": \\{.*\"mtbf_h\".*\"interruptions\".*\"ckpt_interval_s\".*\"goodput\""
     report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 1 --seq 4096 --gbs 64 --format json)
 run(presets_failures 0 "llama3-405b" presets failures)
+
+# explain (issue 9): the whiteboard checklist and the topics, with the seeds' worked numbers read
+# from --format json; markdown for notes; exit codes 0 (fits), 1 (nothing fits), 2 (usage).
+run(explain_405b_rules 0 "\"rules_plan\": \\{[^}]*\"tp\": 8,[^}]*\"pp\": 16,[^}]*\"dp\": 128,.*\"recommended\": \\{.*\"two_weeks_cost_usd\": 16515072\\.0"
+    explain --model llama3-405b --cluster dgx-h100 --gpus 16384 --seq 8192 --gbs 2048 --format json)
+run(explain_70b_state 0 "\"state_bytes\": 1128859303936\\.0.*\"min_gpus_for_state\": 14\\.0"
+    explain --model llama3-70b --gpu h100-sxm --gpus 64 --seq 8192 --gbs 512 --no-search --format json)
+run(explain_text 0 "1\\. Model size\n   rule: .*numbers: .*result: .*11\\. Time, cost and goodput.*recommended: tp "
+    explain --model llama3-70b --gpu h100-sxm --gpus 64 --seq 8192 --gbs 512)
+run(explain_own_plan 0 "\"parallelism\".*\"tp\": 4\\.0,[ \n]*\"pp\": 4\\.0"
+    explain --model llama3-70b --gpu h100-sxm --gpus 64 --tp 4 --pp 4 --zero 1 --sp --recompute full --gbs 512
+            --seq 8192 --no-search --format json)
+run(explain_no_fit 1 "no plan fits" explain --model llama3-70b --gpu h100-sxm --gpus 8 --seq 8192)
+run(explain_zero_topic 0 "\"seeds_state_bytes\": 1120000000000\\.0.*\"seeds_optimizer_bytes\": 105000000000\\.0,[ \n]*\"seeds_total_bytes\": 140000000000\\.0.*\"zero3_over_ddp\": 1\\.5"
+    explain --topic zero --format json)
+run(explain_pp_markdown 0 "## 1\\. The 1F1B bubble\n\n\\*\\*Rule\\.\\*\\* .*\\*\\*Formula\\.\\*\\* `bubble = "
+    explain --topic pp --format markdown)
+run(explain_collectives 0 "\"all_reduce_factor_8\": 1\\.75" explain --topic collectives --format json)
+run(explain_grad_accum 0 "\"accumulation_steps\": 256\\.0,[ \n]*\"batch_tokens\": 4194304\\.0"
+    explain --topic recompute --format json)
+run(explain_bad_topic 2 "--topic: must be one of zero\\|tp\\|sp" explain --topic zero4)
+run(explain_topic_and_model 2 "--topic: give a topic or a scenario" explain --topic zero --model llama3-70b)
+run(explain_nothing 2 "--model: give a scenario" explain)
+run(explain_bad_format 2 "--format must be text, markdown or json" explain --topic tp --format html)
+run(explain_inconsistent 1 "plan.tp: 3 must divide model.heads=64" explain --model llama3-70b --gpu h100-sxm --gpus 24 --tp 3)

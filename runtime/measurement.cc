@@ -1,0 +1,401 @@
+#include "runtime/measurement.h"
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/units.h"
+
+namespace meshplan::runtime {
+
+using core::Result;
+using core::Status;
+using nlohmann::ordered_json;
+
+namespace {
+
+template <typename E>
+bool EnumFromName(const std::string& s, int count, E* out) {
+  for (int i = 0; i < count; ++i) {
+    if (s == core::Name(static_cast<E>(i))) {
+      *out = static_cast<E>(i);
+      return true;
+    }
+  }
+  return false;
+}
+constexpr int kOpKinds = 6, kPasses = 5, kCollectiveKinds = 6;
+
+ordered_json GemmJson(const GemmBenchResult& g) {
+  ordered_json j;
+  j["kind"] = "gemm";
+  j["m"] = g.shape.m;
+  j["n"] = g.shape.n;
+  j["k"] = g.shape.k;
+  j["dtype"] = core::Name(g.shape.dtype);
+  j["time_s"] = g.time_s;
+  j["flops"] = g.flops;
+  j["tflops_per_s"] = g.flops_per_s / 1e12;
+  j["max_rel_error"] = g.max_rel_error;
+  j["iterations"] = g.iterations;
+  return j;
+}
+
+ordered_json CollectiveJson(const CollectiveBenchResult& c) {
+  ordered_json j;
+  j["kind"] = "collective";
+  j["collective"] = core::Name(c.kind);
+  j["size_bytes"] = c.size_bytes;
+  j["count"] = c.count;
+  j["dtype"] = core::Name(c.dtype);
+  j["redop"] =
+      c.kind == core::CollectiveKind::kAllReduce || c.kind == core::CollectiveKind::kReduceScatter ? "sum" : "none";
+  j["root"] = c.root;
+  j["ranks"] = c.ranks;
+  j["time_s"] = c.time_s;
+  j["algbw_bytes_per_s"] = c.algbw_bytes_per_s;
+  j["busbw_bytes_per_s"] = c.busbw_bytes_per_s;
+  j["wrong"] = c.wrong;
+  return j;
+}
+
+ordered_json OpJson(const OpMeasurement& o) {
+  ordered_json j;
+  j["section"] = o.section;
+  j["index"] = o.index;
+  j["name"] = o.name;
+  j["kind"] = core::Name(o.kind);
+  j["pass"] = core::Name(o.pass);
+  switch (o.kind) {
+    case core::OpKind::kGemm:
+      j["m"] = o.m;
+      j["n"] = o.n;
+      j["k"] = o.k;
+      j["batch"] = o.batch;
+      j["dtype"] = core::Name(o.dtype);
+      break;
+    case core::OpKind::kAttention:
+      j["attn_batch"] = o.attn_batch;
+      j["heads"] = o.heads;
+      j["seq_q"] = o.seq_q;
+      j["seq_kv"] = o.seq_kv;
+      j["head_dim_qk"] = o.head_dim_qk;
+      j["head_dim_v"] = o.head_dim_v;
+      j["dtype"] = core::Name(o.dtype);
+      break;
+    case core::OpKind::kCollective:
+    case core::OpKind::kP2p:
+      j["collective"] = core::Name(o.collective);
+      j["group"] = core::Name(o.group);
+      j["group_size"] = o.group_size;
+      j["overlappable"] = o.overlappable;
+      j["bytes"] = o.bytes;
+      break;
+    default:
+      j["bytes"] = o.bytes;
+      break;
+  }
+  j["calls_per_step"] = o.calls_per_step;
+  j["time_s"] = o.time_s;
+  j["flops"] = o.flops;
+  j["modeled"] = o.modeled;
+  return j;
+}
+
+}  // namespace
+
+std::string MeasurementToJson(const Measurement& m) {
+  ordered_json j;
+  j["schema"] = m.schema;
+  j["tool"] = m.tool;
+  j["mode"] = m.mode;
+  ordered_json hw;
+  hw["backend"] = m.hardware.backend;
+  hw["description"] = m.hardware.description;
+  hw["hostname"] = m.hardware.hostname;
+  hw["world_size"] = m.hardware.world_size;
+  hw["gpus"] = ordered_json::array();
+  for (const DeviceInfo& d : m.hardware.gpus) {
+    ordered_json g;
+    g["name"] = d.name;
+    g["memory_bytes"] = d.memory_bytes;
+    g["compute_capability"] =
+        std::to_string(d.compute_capability_major) + "." + std::to_string(d.compute_capability_minor);
+    g["sm_count"] = d.sm_count;
+    hw["gpus"].push_back(g);
+  }
+  j["hardware"] = hw;
+  if (m.peak) {
+    j["device_peak"] = {
+        {"flops_per_s", m.peak->flops_per_s}, {"dtype", core::Name(m.peak->dtype)}, {"source", m.peak->source}};
+  }
+  if (m.plan) j["plan"] = ordered_json::parse(core::PlanFileToJson(*m.plan));
+  if (!m.ops.empty() || m.step) {
+    j["rank"] = m.rank;
+    j["stage"] = m.stage;
+  }
+  if (!m.ops.empty()) {
+    j["ops"] = ordered_json::array();
+    for (const auto& o : m.ops) j["ops"].push_back(OpJson(o));
+  }
+  if (m.step) {
+    const StepMeasurement& s = *m.step;
+    ordered_json st;
+    st["warmup_steps"] = s.warmup_steps;
+    st["steps"] = s.steps;
+    st["step_times_s"] = s.step_times_s;
+    st["measured_s"] = s.measured_s;
+    st["modeled_comm_s"] = s.modeled_comm_s;
+    st["time_s"] = s.time_s;
+    st["flops"] = s.flops;
+    st["hardware_flops"] = s.hardware_flops;
+    st["tflops_per_gpu"] = s.tflops_per_gpu;
+    st["mfu"] = s.mfu;
+    st["hfu"] = s.hfu;
+    st["peak_memory_bytes"] = s.peak_memory_bytes;
+    j["step"] = st;
+  }
+  if (!m.ranks.empty()) {
+    j["ranks"] = ordered_json::array();
+    for (const auto& r : m.ranks)
+      j["ranks"].push_back(
+          {{"rank", r.rank}, {"stage", r.stage}, {"time_s", r.time_s}, {"peak_memory_bytes", r.peak_memory_bytes}});
+  }
+  if (!m.gemm.empty()) {
+    j["gemm"] = ordered_json::array();
+    for (const auto& g : m.gemm) j["gemm"].push_back(GemmJson(g));
+  }
+  if (!m.collectives.empty()) {
+    j["collectives"] = ordered_json::array();
+    for (const auto& c : m.collectives) j["collectives"].push_back(CollectiveJson(c));
+  }
+  j["notes"] = m.notes;
+  return j.dump(2) + "\n";
+}
+
+Result<Measurement> ParseMeasurementJson(const std::string& text) {
+  ordered_json j;
+  try {
+    j = ordered_json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    return Status::InvalidArgument(std::string("measurement: ") + e.what());
+  }
+  Measurement m;
+  std::string field;
+  try {
+    field = "schema";
+    m.schema = j.at("schema").get<std::string>();
+    if (m.schema != kMeasurementSchema)
+      return Status::InvalidArgument("measurement.schema: \"" + m.schema + "\" is not " + kMeasurementSchema);
+    field = "mode";
+    m.mode = j.at("mode").get<std::string>();
+    m.tool = j.value("tool", "");
+    field = "hardware";
+    const auto& hw = j.at("hardware");
+    m.hardware.backend = hw.at("backend").get<std::string>();
+    m.hardware.description = hw.value("description", "");
+    m.hardware.hostname = hw.value("hostname", "");
+    m.hardware.world_size = hw.value("world_size", 1);
+    if (j.contains("device_peak")) {
+      field = "device_peak";
+      DevicePeak p;
+      p.flops_per_s = j["device_peak"].at("flops_per_s").get<double>();
+      if (!core::FromName(j["device_peak"].at("dtype").get<std::string>(), &p.dtype))
+        return Status::InvalidArgument("measurement.device_peak.dtype: unknown dtype");
+      p.source = j["device_peak"].value("source", "");
+      m.peak = p;
+    }
+    if (j.contains("plan")) {
+      auto plan = core::ParsePlanFileJson(j["plan"].dump());
+      if (!plan.ok()) return Status::InvalidArgument("measurement.plan: " + plan.status().message());
+      m.plan = *plan;
+    }
+    m.rank = j.value("rank", int64_t{0});
+    m.stage = j.value("stage", int64_t{0});
+    if (j.contains("ops")) {
+      for (size_t i = 0; i < j["ops"].size(); ++i) {
+        field = "ops[" + std::to_string(i) + "]";
+        const auto& x = j["ops"][i];
+        OpMeasurement o;
+        o.section = x.at("section").get<std::string>();
+        o.index = x.at("index").get<int64_t>();
+        o.name = x.at("name").get<std::string>();
+        if (!EnumFromName(x.at("kind").get<std::string>(), kOpKinds, &o.kind) ||
+            !EnumFromName(x.at("pass").get<std::string>(), kPasses, &o.pass))
+          return Status::InvalidArgument("measurement." + field + ": unknown kind or pass");
+        if (x.contains("dtype") && !core::FromName(x["dtype"].get<std::string>(), &o.dtype))
+          return Status::InvalidArgument("measurement." + field + ".dtype: unknown dtype");
+        o.m = x.value("m", int64_t{0});
+        o.n = x.value("n", int64_t{0});
+        o.k = x.value("k", int64_t{0});
+        o.batch = x.value("batch", int64_t{1});
+        o.attn_batch = x.value("attn_batch", int64_t{0});
+        o.heads = x.value("heads", int64_t{0});
+        o.seq_q = x.value("seq_q", int64_t{0});
+        o.seq_kv = x.value("seq_kv", int64_t{0});
+        o.head_dim_qk = x.value("head_dim_qk", int64_t{0});
+        o.head_dim_v = x.value("head_dim_v", int64_t{0});
+        o.bytes = x.value("bytes", int64_t{0});
+        if (x.contains("collective") &&
+            !EnumFromName(x["collective"].get<std::string>(), kCollectiveKinds, &o.collective))
+          return Status::InvalidArgument("measurement." + field + ".collective: unknown collective");
+        if (x.contains("group") && !EnumFromName(x["group"].get<std::string>(), core::kCommGroups, &o.group))
+          return Status::InvalidArgument("measurement." + field + ".group: unknown group");
+        o.group_size = x.value("group_size", int64_t{1});
+        o.overlappable = x.value("overlappable", false);
+        o.calls_per_step = x.at("calls_per_step").get<int64_t>();
+        o.time_s = x.at("time_s").get<double>();
+        o.flops = x.value("flops", 0.0);
+        o.modeled = x.value("modeled", false);
+        m.ops.push_back(o);
+      }
+    }
+    if (j.contains("step")) {
+      field = "step";
+      const auto& x = j["step"];
+      StepMeasurement s;
+      s.warmup_steps = x.value("warmup_steps", 0);
+      s.steps = x.value("steps", 0);
+      s.step_times_s = x.value("step_times_s", std::vector<double>{});
+      s.measured_s = x.value("measured_s", 0.0);
+      s.modeled_comm_s = x.value("modeled_comm_s", 0.0);
+      s.time_s = x.at("time_s").get<double>();
+      s.flops = x.value("flops", 0.0);
+      s.hardware_flops = x.value("hardware_flops", 0.0);
+      s.tflops_per_gpu = x.at("tflops_per_gpu").get<double>();
+      s.mfu = x.at("mfu").get<double>();
+      s.hfu = x.value("hfu", 0.0);
+      s.peak_memory_bytes = x.at("peak_memory_bytes").get<int64_t>();
+      m.step = s;
+    }
+    if (j.contains("ranks")) {
+      for (const auto& x : j["ranks"])
+        m.ranks.push_back({x.at("rank").get<int>(), x.at("stage").get<int64_t>(), x.at("time_s").get<double>(),
+                           x.at("peak_memory_bytes").get<int64_t>()});
+    }
+    if (j.contains("gemm")) {
+      for (size_t i = 0; i < j["gemm"].size(); ++i) {
+        field = "gemm[" + std::to_string(i) + "]";
+        const auto& x = j["gemm"][i];
+        GemmBenchResult g;
+        g.shape.m = x.at("m").get<int64_t>();
+        g.shape.n = x.at("n").get<int64_t>();
+        g.shape.k = x.at("k").get<int64_t>();
+        if (!core::FromName(x.at("dtype").get<std::string>(), &g.shape.dtype))
+          return Status::InvalidArgument("measurement." + field + ".dtype: unknown dtype");
+        g.time_s = x.at("time_s").get<double>();
+        g.flops = x.at("flops").get<double>();
+        g.flops_per_s = x.value("tflops_per_s", 0.0) * 1e12;
+        g.max_rel_error = x.value("max_rel_error", 0.0);
+        g.iterations = x.value("iterations", 0);
+        m.gemm.push_back(g);
+      }
+    }
+    if (j.contains("collectives")) {
+      for (size_t i = 0; i < j["collectives"].size(); ++i) {
+        field = "collectives[" + std::to_string(i) + "]";
+        const auto& x = j["collectives"][i];
+        CollectiveBenchResult c;
+        if (!EnumFromName(x.at("collective").get<std::string>(), kCollectiveKinds, &c.kind))
+          return Status::InvalidArgument("measurement." + field + ".collective: unknown collective");
+        c.size_bytes = x.at("size_bytes").get<int64_t>();
+        c.count = x.at("count").get<int64_t>();
+        c.root = x.value("root", -1);
+        c.ranks = x.value("ranks", 1);
+        c.time_s = x.at("time_s").get<double>();
+        c.algbw_bytes_per_s = x.at("algbw_bytes_per_s").get<double>();
+        c.busbw_bytes_per_s = x.at("busbw_bytes_per_s").get<double>();
+        c.wrong = x.value("wrong", int64_t{0});
+        m.collectives.push_back(c);
+      }
+    }
+    m.notes = j.value("notes", std::vector<std::string>{});
+  } catch (const nlohmann::json::exception& e) {
+    return Status::InvalidArgument("measurement." + field + ": " + e.what());
+  }
+  return m;
+}
+
+namespace {
+std::string Fmt(const char* f, double a) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, a);
+  return buf;
+}
+}  // namespace
+
+std::string GemmBenchTable(const std::vector<GemmBenchResult>& rows) {
+  std::ostringstream out;
+  char line[256];
+  std::snprintf(line, sizeof line, "# %8s %8s %8s %6s %12s %10s %10s\n", "m", "n", "k", "dtype", "time_us", "TFLOP/s",
+                "rel_err");
+  out << line;
+  std::snprintf(line, sizeof line, "# %8s %8s %8s %6s %12s %10s %10s\n", "", "", "", "", "(us)", "(1e12/s)", "");
+  out << line;
+  for (const auto& r : rows) {
+    std::snprintf(line, sizeof line, "  %8lld %8lld %8lld %6s %12.2f %10.4f %10.2e\n",
+                  static_cast<long long>(r.shape.m), static_cast<long long>(r.shape.n),
+                  static_cast<long long>(r.shape.k), core::Name(r.shape.dtype), r.time_s * 1e6, r.flops_per_s / 1e12,
+                  r.max_rel_error);
+    out << line;
+  }
+  return out.str();
+}
+
+std::string CollectiveBenchTable(const std::vector<CollectiveBenchResult>& rows) {
+  std::ostringstream out;
+  char line[256];
+  const int ranks = rows.empty() ? 0 : rows.front().ranks;
+  out << "# nccl-tests columns (out-of-place); algbw = size/time, busbw = algbw x factor "
+         "(all_reduce 2(n-1)/n; all_gather, reduce_scatter, all_to_all (n-1)/n; broadcast, send_recv 1)\n";
+  out << "# ranks: " << ranks << "\n";
+  // Two header rows, nccl-tests style (names, then units).
+  std::snprintf(line, sizeof line, "# %14s %12s %12s %6s %6s %5s %12s %11s %11s %7s\n", "collective", "size", "count",
+                "type", "redop", "root", "time", "algbw", "busbw", "#wrong");
+  out << line;
+  std::snprintf(line, sizeof line, "# %14s %12s %12s %6s %6s %5s %12s %11s %11s %7s\n", "", "(B)", "(elements)", "", "",
+                "", "(us)", "(GB/s)", "(GB/s)", "");
+  out << line;
+  for (const auto& r : rows) {
+    const bool sum = r.kind == core::CollectiveKind::kAllReduce || r.kind == core::CollectiveKind::kReduceScatter;
+    std::snprintf(line, sizeof line, "  %14s %12lld %12lld %6s %6s %5d %12.2f %11.3f %11.3f %7lld\n",
+                  core::Name(r.kind), static_cast<long long>(r.size_bytes), static_cast<long long>(r.count),
+                  core::Name(r.dtype), sum ? "sum" : "none", r.root, r.time_s * 1e6, r.algbw_bytes_per_s / 1e9,
+                  r.busbw_bytes_per_s / 1e9, static_cast<long long>(r.wrong));
+    out << line;
+  }
+  return out.str();
+}
+
+std::string StepTable(const Measurement& m) {
+  std::ostringstream out;
+  char line[320];
+  out << "# meshplan-run " << m.mode << ": rank " << m.rank << " (pipeline stage " << m.stage << "), backend "
+      << m.hardware.description << "\n";
+  std::snprintf(line, sizeof line, "# %-12s %-22s %-16s %-10s %8s %12s %10s %9s\n", "section", "op", "pass", "kind",
+                "calls", "time_ms", "TFLOP/s", "source");
+  out << line;
+  std::snprintf(line, sizeof line, "# %-12s %-22s %-16s %-10s %8s %12s %10s %9s\n", "", "", "", "", "(/step)",
+                "(ms/step)", "(1e12/s)", "");
+  out << line;
+  for (const auto& o : m.ops) {
+    const double tf = o.time_s > 0 && o.flops > 0 ? o.flops / o.time_s / 1e12 : 0;
+    std::snprintf(line, sizeof line, "  %-12s %-22s %-16s %-10s %8lld %12.3f %10s %9s\n", o.section.c_str(),
+                  o.name.c_str(), core::Name(o.pass), core::Name(o.kind), static_cast<long long>(o.calls_per_step),
+                  o.time_s * 1e3, tf > 0 ? Fmt("%.4f", tf).c_str() : "-", o.modeled ? "modeled" : "measured");
+    out << line;
+  }
+  if (m.step) {
+    const StepMeasurement& s = *m.step;
+    out << "# step: " << Fmt("%.6f", s.time_s) << " s (measured " << Fmt("%.6f", s.measured_s) << " s + modeled comm "
+        << Fmt("%.6f", s.modeled_comm_s) << " s), " << Fmt("%.4f", s.tflops_per_gpu) << " TFLOP/s per GPU, MFU "
+        << Fmt("%.1f", 100 * s.mfu) << "%, HFU " << Fmt("%.1f", 100 * s.hfu) << "%, peak memory "
+        << core::FormatBytes(s.peak_memory_bytes) << "\n";
+  }
+  if (m.peak)
+    out << "# device peak: " << Fmt("%.4g", m.peak->flops_per_s / 1e12) << " TFLOP/s (" << m.peak->source << ")\n";
+  for (const auto& n : m.notes) out << "# note: " << n << "\n";
+  return out.str();
+}
+
+}  // namespace meshplan::runtime

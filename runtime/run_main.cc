@@ -1,0 +1,379 @@
+// meshplan-run: executes a plan's StepGraph on a backend and measures it, or runs the GEMM and
+// collective microbenchmarks.
+//
+//   meshplan-run --plan plan.json [--backend cpu|cuda] [--steps K] [--output m.json]
+//   mpirun -np N meshplan-run --plan plan.json ...        (N = plan.gpus: every rank, real groups)
+//   meshplan-run --plan big.json --rank R                  (rank slice: rank R of a large plan)
+//   meshplan-run bench gemm [--backend cpu] [--format json]
+//   mpirun -np N meshplan-run bench collectives [--min-bytes 8B] [--max-bytes 64MiB]
+//
+// Exit codes: 0 ok, 1 an error (one line on stderr; "cuda backend: ..." when no GPU can be used),
+// 2 a usage error. Under MPI only world rank 0 prints and writes files.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/diagnostics.h"
+#include "core/presets.h"
+#include "core/spec_json.h"
+#include "core/units.h"
+#include "core/validate.h"
+#include "runtime/backend.h"
+#include "runtime/bench.h"
+#include "runtime/cpu/cpu_backend.h"
+#include "runtime/device.h"
+#include "runtime/executor.h"
+#include "runtime/host_comm.h"
+#include "runtime/measurement.h"
+
+#ifndef MESHPLAN_HAVE_MPI
+#define MESHPLAN_HAVE_MPI 0
+#endif
+#if MESHPLAN_HAVE_MPI
+#include "runtime/mpi/mpi_comm.h"
+#endif
+
+namespace meshplan::runtime {
+namespace {
+
+constexpr const char* kTool = "meshplan-run 0.1.0";
+
+struct CommonFlags {
+  std::string backend = "cpu";
+  std::string format = "table";
+  std::string output;
+  int threads = 0;
+};
+
+// The process's view of the job: the world communicator (MPI or this process alone).
+struct Job {
+  std::unique_ptr<HostComm> world;
+  bool mpi = false;
+  bool leader() const { return world->rank() == 0; }
+};
+
+int Fail(const Job& job, const std::string& message, int code = 1) {
+  std::cerr << "meshplan-run: " << (job.world->size() > 1 ? "rank " + std::to_string(job.world->rank()) + ": " : "")
+            << message << "\n";
+  return code;
+}
+
+Hardware DetectHardware(const Backend& backend, const Job& job) {
+  Hardware h;
+  h.backend = Name(backend.kind());
+  h.description = backend.Description();
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) == 0) h.hostname = host;
+  h.world_size = job.world->size();
+  if (auto gpus = ListCudaDevices(); gpus.ok()) h.gpus = *gpus;
+  return h;
+}
+
+core::Result<std::unique_ptr<Backend>> OpenBackend(const CommonFlags& f) {
+  BackendKind kind{};
+  if (!FromName(f.backend, &kind))
+    return core::Status::InvalidArgument("--backend must be cpu or cuda (got \"" + f.backend + "\")");
+  if (kind == BackendKind::kCpu) {
+    CpuBackendOptions o;
+    o.threads = f.threads;
+    return MakeCpuBackend(o);
+  }
+  return MakeBackend(kind);
+}
+
+// Writes JSON to --output (atomically), or prints the table / JSON on stdout. Leader only.
+int Emit(const Job& job, const CommonFlags& f, const Measurement& m, const std::string& table) {
+  if (!job.leader()) return 0;
+  const std::string json = MeasurementToJson(m);
+  if (!f.output.empty()) {
+    const std::string tmp = f.output + ".tmp";
+    {
+      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+      out << json;
+      if (!out.good()) return Fail(job, "--output: cannot write " + tmp);
+    }
+    if (std::rename(tmp.c_str(), f.output.c_str()) != 0) return Fail(job, "--output: cannot rename " + tmp);
+    std::cerr << "wrote " << f.output << "\n";
+  }
+  if (f.format == "json")
+    std::cout << json;
+  else
+    std::cout << table;
+  return 0;
+}
+
+bool ParseShape(const std::string& text, GemmShape* out) {
+  // "MxNxK" or "MxNxK:dtype"
+  GemmShape s;
+  std::string dims = text, dtype = "bf16";
+  if (auto colon = text.find(':'); colon != std::string::npos) {
+    dims = text.substr(0, colon);
+    dtype = text.substr(colon + 1);
+  }
+  long long m = 0, n = 0, k = 0;
+  char tail = 0;
+  if (std::sscanf(dims.c_str(), "%lldx%lldx%lld%c", &m, &n, &k, &tail) != 3 || m <= 0 || n <= 0 || k <= 0) return false;
+  if (!core::FromName(dtype, &s.dtype)) return false;
+  s.m = m;
+  s.n = n;
+  s.k = k;
+  *out = s;
+  return true;
+}
+
+// ---- meshplan-run --plan ------------------------------------------------------------------
+
+struct RunFlags {
+  std::string plan;
+  int steps = 3;
+  int warmup = 1;
+  int64_t rank = -1;
+  double peak_tflops = 0;
+  int hang_rank = -1;
+  int kill_rank = -1;
+};
+
+int RunPlan(Job& job, const CommonFlags& f, const RunFlags& r) {
+  if (r.plan.empty()) return Fail(job, "--plan is required (write one with `meshplan plan ... -o plan.json`)", 2);
+  auto text = core::ReadTextFile(r.plan);
+  if (!text.ok()) return Fail(job, "--plan: " + text.status().message());
+  auto file = core::ParsePlanFileJson(*text);
+  if (!file.ok()) return Fail(job, r.plan + ": " + file.status().message());
+  auto scenario = core::ResolvePlanFile(*file);
+  if (!scenario.ok()) return Fail(job, r.plan + ": " + scenario.status().message());
+  core::Diagnostics d;
+  core::ValidatePlan(scenario->plan, scenario->model, scenario->gpu, scenario->cluster, &d);
+  if (d.has_errors()) {
+    for (const auto& e : d.errors()) std::cerr << "meshplan-run: " << r.plan << ": " << e.ToString() << "\n";
+    return 1;
+  }
+  const core::PlanSpec& plan = scenario->plan;
+
+  auto backend = OpenBackend(f);
+  if (!backend.ok()) return Fail(job, backend.status().message());
+
+  ExecutorOptions opts;
+  opts.steps = r.steps;
+  opts.warmup_steps = r.warmup;
+  if (r.peak_tflops > 0)
+    opts.peak = DevicePeak{r.peak_tflops * 1e12, plan.precision, "given on the command line (--peak-tflops)"};
+  std::unique_ptr<PlanGroups> groups;
+  RankGroups view;
+  if (job.world->size() > 1) {
+    if (r.rank >= 0)
+      return Fail(job, "--rank is for one process (a rank slice); under mpirun each rank runs itself", 2);
+    auto g = SplitPlanGroups(*job.world, plan);
+    if (!g.ok()) return Fail(job, g.status().message() + " (mpirun -np " + std::to_string(plan.gpus) + ")");
+    groups = std::move(g).value();
+    view = groups->view;
+    opts.rank = job.world->rank();
+    opts.mode = "mpi";
+  } else {
+    opts.rank = r.rank >= 0 ? r.rank : 0;
+    opts.mode = plan.gpus > 1 ? "rank_slice" : "single_process";
+  }
+  // Test hooks for the watchdog: one rank hangs, or dies, where the others wait in a collective.
+  if (r.hang_rank == job.world->rank() && job.world->size() > 1) {
+    std::cerr << "meshplan-run: rank " << r.hang_rank << ": hanging on purpose (--debug-hang-rank)\n";
+    while (true) std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  if (r.kill_rank == job.world->rank() && job.world->size() > 1) {
+    std::cerr << "meshplan-run: rank " << r.kill_rank << ": killing itself (--debug-kill-rank)\n";
+    std::raise(SIGKILL);
+  }
+
+  auto result = ExecuteStep(**backend, *scenario, opts, view);
+  if (!result.ok()) return Fail(job, result.status().message());
+  Measurement m = std::move(result).value();
+  m.tool = kTool;
+  m.hardware = DetectHardware(**backend, job);
+  core::PlanFile pf;
+  pf.plan = plan;
+  pf.model = scenario->model;
+  pf.gpu = scenario->gpu;
+  pf.cluster = scenario->cluster;
+  m.plan = pf;
+  return Emit(job, f, m, StepTable(m));
+}
+
+// ---- meshplan-run bench gemm | collectives --------------------------------------------------
+
+int BenchGemmCmd(Job& job, const CommonFlags& f, const std::vector<std::string>& shapes, const TimingOptions& t) {
+  auto backend = OpenBackend(f);
+  if (!backend.ok()) return Fail(job, backend.status().message());
+  std::vector<GemmShape> sweep;
+  for (const auto& s : shapes) {
+    GemmShape g;
+    if (!ParseShape(s, &g))
+      return Fail(job, "--shape \"" + s + "\": expected MxNxK or MxNxK:dtype (e.g. 4096x4096x4096:bf16)", 2);
+    sweep.push_back(g);
+  }
+  if (sweep.empty()) sweep = DefaultGemmSweep((*backend)->kind());
+  Measurement m;
+  m.tool = kTool;
+  m.mode = "bench_gemm";
+  m.hardware = DetectHardware(**backend, job);
+  for (const GemmShape& s : sweep) {
+    auto r = BenchGemm(**backend, s, t);
+    if (!r.ok()) {
+      if (r.status().code() == core::Status::Code::kUnavailable) {  // e.g. fp8 on cpu: skip the row, say so
+        m.notes.push_back(r.status().message());
+        continue;
+      }
+      return Fail(job, r.status().message());
+    }
+    m.gemm.push_back(*r);
+  }
+  std::string table = "# meshplan-run bench gemm: " + m.hardware.description + "\n" + GemmBenchTable(m.gemm);
+  for (const auto& n : m.notes) table += "# note: " + n + "\n";
+  return Emit(job, f, m, table);
+}
+
+int BenchCollectivesCmd(Job& job, const CommonFlags& f, const std::string& min_bytes, const std::string& max_bytes,
+                        const std::string& kinds_text, const TimingOptions& t) {
+  int64_t lo = 0, hi = 0;
+  if (!core::ParseByteSize(min_bytes, &lo) || !core::ParseByteSize(max_bytes, &hi) || lo < 1 || hi < lo)
+    return Fail(job, "--min-bytes/--max-bytes: sizes with a unit, min <= max (e.g. 8B, 64MiB)", 2);
+  std::vector<core::CollectiveKind> kinds;
+  std::stringstream ss(kinds_text);
+  for (std::string item; std::getline(ss, item, ',');) {
+    bool found = false;
+    for (int k = 0; k < 6; ++k) {
+      if (item == core::Name(static_cast<core::CollectiveKind>(k))) {
+        kinds.push_back(static_cast<core::CollectiveKind>(k));
+        found = true;
+      }
+    }
+    if (!found)
+      return Fail(job,
+                  "--collectives: unknown \"" + item +
+                      "\" (all_reduce, all_gather, reduce_scatter, alltoall, broadcast, sendrecv)",
+                  2);
+  }
+  auto backend = OpenBackend(f);
+  if (!backend.ok()) return Fail(job, backend.status().message());
+  auto rows = BenchCollectives(**backend, *job.world, kinds, SizeSweep(lo, hi), t);
+  if (!rows.ok()) return Fail(job, rows.status().message());
+  Measurement m;
+  m.tool = kTool;
+  m.mode = "bench_collectives";
+  m.hardware = DetectHardware(**backend, job);
+  m.collectives = *rows;
+  if (job.world->size() == 1) m.notes.push_back("one process: collectives are copies; run under mpirun for a group");
+  int64_t wrong = 0;
+  for (const auto& r : m.collectives) wrong += r.wrong;
+  std::string table =
+      "# meshplan-run bench collectives: " + m.hardware.description + "\n" + CollectiveBenchTable(m.collectives);
+  table += "# out of bounds values: " + std::to_string(wrong) + (wrong ? " FAILED\n" : " OK\n");
+  for (const auto& n : m.notes) table += "# note: " + n + "\n";
+  const int rc = Emit(job, f, m, table);
+  if (wrong != 0) return Fail(job, std::to_string(wrong) + " wrong values in the collectives' results");
+  return rc;
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{"meshplan-run: execute a plan's StepGraph on a backend and measure it; microbenchmarks"};
+  app.set_version_flag("--version", kTool);
+  CommonFlags common;
+  RunFlags run;
+  double watchdog_s = 120;
+  auto add_common = [&](CLI::App* a) {
+    a->add_option("--backend", common.backend, "cpu | cuda")->capture_default_str();
+    a->add_option("--format", common.format, "table | json (stdout)")->check(CLI::IsMember({"table", "json"}));
+    a->add_option("--output,-o", common.output, "Also write the measurement JSON here");
+    a->add_option("--threads", common.threads, "cpu backend: GEMM threads (default: OpenMP's)");
+  };
+  add_common(&app);
+  app.add_option("--plan", run.plan, "Plan file (meshplan plan -o plan.json)");
+  app.add_option("--steps", run.steps, "Timed steps")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--warmup", run.warmup, "Untimed steps first")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--rank", run.rank, "One process: run this global rank's ops (rank slice)");
+  app.add_option("--peak-tflops", run.peak_tflops, "Device peak for MFU (default: cpu measures a GEMM ceiling)");
+  app.add_option("--watchdog-timeout", watchdog_s, "MPI: abort the job when a collective waits this long (s)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--debug-hang-rank", run.hang_rank, "Test hook: this rank hangs before the first step")->group("");
+  app.add_option("--debug-kill-rank", run.kill_rank, "Test hook: this rank kills itself before the first step")
+      ->group("");
+
+  auto* bench = app.add_subcommand("bench", "Microbenchmarks");
+  bench->require_subcommand(1);
+  TimingOptions timing;
+  auto add_timing = [&](CLI::App* a) {
+    a->add_option("--warmup", timing.warmup, "Untimed launches")->check(CLI::NonNegativeNumber)->capture_default_str();
+    a->add_option("--iterations,-n", timing.iterations, "Timed launches")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+  };
+  auto* gemm = bench->add_subcommand("gemm", "GEMM sweep: time and TFLOP/s per shape and dtype");
+  std::vector<std::string> shapes;
+  add_common(gemm);
+  add_timing(gemm);
+  gemm->add_option("--shape", shapes, "MxNxK[:dtype], repeatable (default: the backend's sweep)");
+  auto* coll = bench->add_subcommand("collectives", "Collectives by size, nccl-tests columns (algbw, busbw)");
+  std::string min_bytes = "8B", max_bytes = "1MiB";
+  std::string kinds = "all_reduce,all_gather,reduce_scatter,alltoall,broadcast,sendrecv";
+  add_common(coll);
+  add_timing(coll);
+  coll->add_option("--min-bytes,-b", min_bytes, "Smallest size, with a unit")->capture_default_str();
+  coll->add_option("--max-bytes,-e", max_bytes, "Largest size, with a unit (doubling)")->capture_default_str();
+  coll->add_option("--collectives", kinds, "Comma-separated nccl-tests names")->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+
+  Job job;
+#if MESHPLAN_HAVE_MPI
+  if (LaunchedByMpiLauncher()) {
+    // Microbenchmarks time the collectives alone; the executor names missing ranks.
+    MpiOptions mo{.watchdog_timeout_s = watchdog_s, .arrival_tokens = !bench->parsed()};
+    auto world = InitMpi(&argc, &argv, mo);
+    if (!world.ok()) {
+      std::cerr << "meshplan-run: MPI: " << world.status().message() << "\n";
+      return 1;
+    }
+    job.world = std::move(world).value();
+    job.mpi = true;
+  }
+#else
+  (void)watchdog_s;
+#endif
+  if (!job.world) job.world = MakeSelfComm("world");
+
+  int rc = 0;
+  if (gemm->parsed())
+    rc = BenchGemmCmd(job, common, shapes, timing);
+  else if (coll->parsed())
+    rc = BenchCollectivesCmd(job, common, min_bytes, max_bytes, kinds, timing);
+  else
+    rc = RunPlan(job, common, run);
+
+#if MESHPLAN_HAVE_MPI
+  if (job.mpi) {
+    // A failed rank must not leave the others waiting in the next collective.
+    if (rc != 0 && job.world->size() > 1) {
+      std::fflush(stderr);
+      std::_Exit(rc);  // mpirun ends the job when a rank exits without MPI_Finalize
+    }
+    job.world.reset();
+    FinalizeMpi();
+  }
+#endif
+  return rc;
+}
+
+}  // namespace
+}  // namespace meshplan::runtime
+
+int main(int argc, char** argv) { return meshplan::runtime::Main(argc, argv); }

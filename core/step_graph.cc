@@ -447,6 +447,34 @@ class Builder {
 
 }  // namespace
 
+// The cluster tiers a group spans. Expert-data-parallel ranks sit etp*ep apart (a stage's
+// tp*cp*dp ranks regroup as etp x ep x edp, innermost first, as in Megatron-Core).
+GroupSpan SpanOfGroup(CommGroup g, const PlanSpec& p, const ClusterSpec& c) {
+  switch (g) {
+    case CommGroup::kTp: return SpanOf(Axis::kTp, p, c);
+    case CommGroup::kCp: return SpanOf(Axis::kCp, p, c);
+    case CommGroup::kEp: return SpanOf(Axis::kEp, p, c);
+    case CommGroup::kDp: return SpanOf(Axis::kDp, p, c);
+    case CommGroup::kPp: return SpanOf(Axis::kPp, p, c);
+    case CommGroup::kDpCp:
+      // DP together with CP: cp*dp ranks starting at CP's stride (adjacent in the default
+      // placement tp-cp-ep-dp-pp, where ep takes no room among the dense axes).
+      return SpanOfStride(p.dp * p.cp, StrideOf(Axis::kCp, p), c);
+    case CommGroup::kExpertDp:
+      return SpanOfExpertDp(p, c);
+    case CommGroup::kHsdpShard: {
+      const int64_t shard = std::max<int64_t>(p.hsdp_shard_size, 1);
+      return SpanOfStride(shard, StrideOf(Axis::kCp, p), c);
+    }
+    case CommGroup::kHsdpReplica: {
+      const int64_t shard = std::max<int64_t>(p.hsdp_shard_size, 1);
+      return SpanOfStride(p.dp * p.cp / shard, StrideOf(Axis::kCp, p) * shard, c);
+    }
+    case CommGroup::kNone: break;
+  }
+  return GroupSpan{};
+}
+
 StepGraph BuildStepGraph(const ModelSpec& m, const PlanSpec& p) {
   Builder b(m, p);
   StepGraph g;

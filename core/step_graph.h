@@ -64,6 +64,10 @@ struct StepGraph {
 // REQUIRES: ValidatePlan(plan, model, ...) reported no errors.
 StepGraph BuildStepGraph(const ModelSpec& m, const PlanSpec& p);
 
+// The cluster tiers the communicator `g` spans under the plan's placement: the one mapping
+// from a StepGraph group to the network, used by the simulator and the runtime alike.
+GroupSpan SpanOfGroup(CommGroup g, const PlanSpec& p, const ClusterSpec& c);
+
 }  // namespace meshplan::core
 
 #endif  // MESHPLAN_CORE_STEP_GRAPH_H_

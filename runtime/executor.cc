@@ -1,5 +1,7 @@
 #include "runtime/executor.h"
 
+#include "core/schedule.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -93,11 +95,6 @@ int64_t StageOfRank(const core::PlanSpec& p, int64_t rank) {
   return (rank / core::StrideOf(core::Axis::kPp, p)) % p.pp;
 }
 
-core::GroupSpan SpanOfGroup(CommGroup g, const core::PlanSpec& p, const core::ClusterSpec& c) {
-  if (g == CommGroup::kNone) return core::GroupSpan{};
-  const GroupLayout l = LayoutOf(g, p);
-  return core::SpanOfStride(l.size, l.stride, c);
-}
 
 Result<std::unique_ptr<PlanGroups>> SplitPlanGroups(HostComm& world, const core::PlanSpec& p) {
   if (world.size() != p.gpus)
@@ -119,19 +116,8 @@ Result<std::unique_ptr<PlanGroups>> SplitPlanGroups(HostComm& world, const core:
 std::vector<std::pair<bool, int64_t>> StagePassOrder(core::Schedule schedule, int64_t pp, int64_t stage,
                                                      int64_t microbatches) {
   std::vector<std::pair<bool, int64_t>> order;
-  const int64_t m = microbatches;
-  if (schedule == core::Schedule::kGpipe) {
-    for (int64_t i = 0; i < m; ++i) order.push_back({true, i});
-    for (int64_t i = 0; i < m; ++i) order.push_back({false, i});
-    return order;
-  }
-  const int64_t warm = std::min(pp - stage - 1, m);
-  for (int64_t i = 0; i < warm; ++i) order.push_back({true, i});
-  for (int64_t k = 0; k < m - warm; ++k) {
-    order.push_back({true, warm + k});
-    order.push_back({false, k});
-  }
-  for (int64_t i = m - warm; i < m; ++i) order.push_back({false, i});
+  for (const core::ScheduleSlot& slot : core::StageOrder(schedule, pp, 1, stage, microbatches))
+    order.push_back({slot.forward, slot.microbatch});
   return order;
 }
 
@@ -301,7 +287,7 @@ class Executor {
       return;
     }
     sl->modeled = true;
-    sl->predicted_s = core::CollectiveTime(sl->op.collective, sl->op.bytes, SpanOfGroup(sl->op.group, p_, s_.cluster),
+    sl->predicted_s = core::CollectiveTime(sl->op.collective, sl->op.bytes, core::SpanOfGroup(sl->op.group, p_, s_.cluster),
                                            s_.cluster, o_.profile.comm)
                           .time_s;
   }

@@ -59,8 +59,6 @@ GroupLayout LayoutOf(core::CommGroup g, const core::PlanSpec& p);
 std::vector<int64_t> GroupMembers(core::CommGroup g, const core::PlanSpec& p, int64_t rank);
 // The pipeline stage of a global rank.
 int64_t StageOfRank(const core::PlanSpec& p, int64_t rank);
-// The span of group `g` on the cluster, for predicting modeled collectives (as the simulator).
-core::GroupSpan SpanOfGroup(core::CommGroup g, const core::PlanSpec& p, const core::ClusterSpec& c);
 
 // This rank's real communicators, by core::CommGroup (null: modeled), and the world (null: this
 // process alone). Not owned; must outlive the call.

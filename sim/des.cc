@@ -1,5 +1,7 @@
 #include "sim/des.h"
 
+#include "core/schedule.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -128,41 +130,12 @@ class Simulator {
   std::vector<double> free_, busy_;
 };
 
-// Megatron-LM's fixed per-rank orders (schedules.py): GPipe, 1F1B and interleaved 1F1B.
+// The fixed per-rank orders of core/schedule.h, as ops on virtual stages (chunk * pp + rank).
 std::vector<OpRef> StaticOrder(core::Schedule s, const Pipe& pipe, int64_t rank, int64_t m) {
   std::vector<OpRef> order;
-  const int64_t p = pipe.pp, v = pipe.chunks;
-  if (s == core::Schedule::kGpipe) {
-    for (int64_t i = 0; i < m; ++i) order.push_back({PipeOpKind::kForward, rank, i});
-    for (int64_t i = 0; i < m; ++i) order.push_back({PipeOpKind::kBackward, rank, i});
-    return order;
-  }
-  if (s == core::Schedule::k1F1B || v == 1) {
-    const int64_t warm = std::min(p - rank - 1, m);
-    for (int64_t i = 0; i < warm; ++i) order.push_back({PipeOpKind::kForward, rank, i});
-    for (int64_t k = 0; k < m - warm; ++k) {
-      order.push_back({PipeOpKind::kForward, rank, warm + k});
-      order.push_back({PipeOpKind::kBackward, rank, k});
-    }
-    for (int64_t i = m - warm; i < m; ++i) order.push_back({PipeOpKind::kBackward, rank, i});
-    return order;
-  }
-  // Interleaved: virtual microbatch k of m*v runs chunk ((k % pv) / p) (reversed for backward)
-  // on microbatch (k / pv) * p + k % p.
-  const int64_t total = m * v, group = p * v;
-  auto ref = [&](int64_t k, bool forward) {
-    int64_t chunk = (k % group) / p;
-    if (!forward) chunk = v - 1 - chunk;
-    const int64_t mb = (k / group) * p + k % p;
-    return OpRef{forward ? PipeOpKind::kForward : PipeOpKind::kBackward, chunk * p + rank, mb};
-  };
-  const int64_t warm = std::min((p - rank - 1) * 2 + (v - 1) * p, total);
-  for (int64_t k = 0; k < warm; ++k) order.push_back(ref(k, true));
-  for (int64_t k = 0; k < total - warm; ++k) {
-    order.push_back(ref(warm + k, true));
-    order.push_back(ref(k, false));
-  }
-  for (int64_t k = total - warm; k < total; ++k) order.push_back(ref(k, false));
+  for (const core::ScheduleSlot& slot : core::StageOrder(s, pipe.pp, pipe.chunks, rank, m))
+    order.push_back({slot.forward ? PipeOpKind::kForward : PipeOpKind::kBackward, slot.chunk * pipe.pp + rank,
+                     slot.microbatch});
   return order;
 }
 

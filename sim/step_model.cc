@@ -25,34 +25,6 @@ double Peak(const core::GpuSpec& g, core::Dtype d) {
   return g.peak_flops_per_s.begin()->second;
 }
 
-// The cluster tiers a group spans. Expert-data-parallel ranks sit etp*ep apart (a stage's
-// tp*cp*dp ranks regroup as etp x ep x edp, innermost first, as in Megatron-Core).
-core::GroupSpan Span(CommGroup g, const core::PlanSpec& p, const core::ClusterSpec& c) {
-  switch (g) {
-    case CommGroup::kTp: return core::SpanOf(core::Axis::kTp, p, c);
-    case CommGroup::kCp: return core::SpanOf(core::Axis::kCp, p, c);
-    case CommGroup::kEp: return core::SpanOf(core::Axis::kEp, p, c);
-    case CommGroup::kDp: return core::SpanOf(core::Axis::kDp, p, c);
-    case CommGroup::kPp: return core::SpanOf(core::Axis::kPp, p, c);
-    case CommGroup::kDpCp:
-      // DP together with CP: cp*dp ranks starting at CP's stride (adjacent in the default
-      // placement tp-cp-ep-dp-pp, where ep takes no room among the dense axes).
-      return core::SpanOfStride(p.dp * p.cp, core::StrideOf(core::Axis::kCp, p), c);
-    case CommGroup::kExpertDp:
-      return core::SpanOfExpertDp(p, c);
-    case CommGroup::kHsdpShard: {
-      const int64_t shard = std::max<int64_t>(p.hsdp_shard_size, 1);
-      return core::SpanOfStride(shard, core::StrideOf(core::Axis::kCp, p), c);
-    }
-    case CommGroup::kHsdpReplica: {
-      const int64_t shard = std::max<int64_t>(p.hsdp_shard_size, 1);
-      return core::SpanOfStride(p.dp * p.cp / shard, core::StrideOf(core::Axis::kCp, p) * shard, c);
-    }
-    case CommGroup::kNone: break;
-  }
-  return core::GroupSpan{};
-}
-
 // Costed ops of one list, grouped by pass.
 struct PassCost {
   double compute = 0;
@@ -101,7 +73,7 @@ class Coster {
  public:
   Coster(const core::PlanSpec& p, const core::GpuSpec& g, const core::ClusterSpec& c, const core::Profile& prof)
       : p_(p), g_(g), c_(c), prof_(prof) {
-    for (int i = 0; i < core::kCommGroups; ++i) spans_[i] = Span(static_cast<CommGroup>(i), p, c);  // once per plan
+    for (int i = 0; i < core::kCommGroups; ++i) spans_[i] = core::SpanOfGroup(static_cast<CommGroup>(i), p, c);  // once per plan
   }
 
   ListCost Cost(const std::vector<Op>& ops) const {

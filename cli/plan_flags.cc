@@ -82,17 +82,23 @@ bool PlanFlags::Resolve(core::Scenario* out, Diagnostics* d, std::vector<std::st
   src.model = {std::nullopt, "", "--model", "is required (a preset name such as llama3-70b, or a JSON file)"};
   src.gpu = {std::nullopt, "", "--gpu", "is required (a preset name such as h100-sxm, or a JSON file)"};
   src.cluster = {std::nullopt, "", "--cluster", ""};
+  std::optional<core::PlanFile> file;
   if (!plan_file.empty()) {
     auto text = core::ReadTextFile(plan_file);
     if (!text.ok()) {
       d->Error("--plan", text.status().message());
       return false;
     }
-    auto file = core::ParsePlanFileJson(*text);
-    if (!file.ok()) {
-      d->Error("--plan", plan_file + ":\n" + file.status().message());
+    auto parsed = core::ParsePlanFileJson(*text);
+    if (!parsed.ok()) {
+      d->Error("--plan", plan_file + ":\n" + parsed.status().message());
       return false;
     }
+    file = *parsed;
+  } else if (fallback_plan) {
+    file = *fallback_plan;
+  }
+  if (file) {
     s.plan = file->plan;
     auto from_file = [](auto& source, const auto& embedded, const std::optional<std::string>& name,
                         const char* origin) {
@@ -142,7 +148,7 @@ bool PlanFlags::Resolve(core::Scenario* out, Diagnostics* d, std::vector<std::st
 
   // Plan: a plan file's values, overridden by flags.
   core::PlanSpec& p = s.plan;
-  const bool from_file = !plan_file.empty();
+  const bool from_file = file.has_value();
   if (tp) p.tp = *tp;
   if (pp) p.pp = *pp;
   if (cp) p.cp = *cp;

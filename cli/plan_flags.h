@@ -30,6 +30,8 @@ struct PlanFlags {
   std::optional<std::string> weights_dtype, grads_dtype, master_dtype, moments_dtype;
   std::optional<std::string> offload_optimizer, offload_params, recipe;
   std::vector<int64_t> stage_layers;
+  // A plan that stands in for --plan when no file is given (e.g. the one a measurement embeds).
+  std::optional<core::PlanFile> fallback_plan;
 
   void Register(CLI::App* app);
   // Builds and validates the scenario. Every problem goes to `diag` (errors and warnings);

@@ -3,8 +3,10 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "cli/commands.h"
+#include "cli/compare.h"
 #include "cli/output.h"
 #include "cli/plan_flags.h"
 #include "core/memory.h"
@@ -45,17 +47,40 @@ void AddReportCommand(CLI::App* app, int* exit_code) {
   auto profile_ref = std::make_shared<std::string>("default");
   auto tokens = std::make_shared<double>(0);
   auto failure_ref = std::make_shared<std::string>("llama3-405b");
+  auto compare = std::make_shared<std::string>();
   flags->Register(cmd);
   cmd->add_option("--format", *format, "table|json|csv");
   cmd->add_option("--profile", *profile_ref, "Calibration profile: default, a name, or a JSON file");
   cmd->add_option("--tokens", *tokens, "Tokens to train (default 20 per parameter, Hoffmann et al. 2022)");
   cmd->add_option("--failures", *failure_ref, "Failure-rate preset or JSON file (default llama3-405b)");
-  cmd->callback([flags, format, profile_ref, tokens, failure_ref, exit_code] {
+  cmd->add_option("--compare", *compare,
+                  "A meshplan-run measurement JSON: show it against the prediction (its plan is used unless "
+                  "--plan/--model are given)");
+  cmd->callback([flags, format, profile_ref, tokens, failure_ref, compare, exit_code] {
     Format f;
     if (!ParseFormat(*format, &f)) {
       std::cerr << "error: --format must be table, json or csv (got \"" << *format << "\")\n";
       *exit_code = 2;
       return;
+    }
+    std::optional<runtime::Measurement> measured;
+    if (!compare->empty()) {
+      auto text = core::ReadTextFile(*compare);
+      auto m = text.ok() ? runtime::ParseMeasurementJson(*text) : core::Result<runtime::Measurement>(text.status());
+      if (!m.ok()) {
+        std::cerr << "error: --compare: " << m.status().message() << "\n";
+        *exit_code = 2;
+        return;
+      }
+      measured = *m;
+      if (flags->plan_file.empty() && flags->model.empty()) {
+        if (!measured->plan) {
+          std::cerr << "error: --compare: " << *compare << " holds no plan (a microbenchmark?); give --plan\n";
+          *exit_code = 2;
+          return;
+        }
+        flags->fallback_plan = measured->plan;
+      }
     }
     core::Scenario s;
     std::vector<std::string> notes, warnings;
@@ -98,6 +123,12 @@ void AddReportCommand(CLI::App* app, int* exit_code) {
       speed.failure_model = *failure_ref;
     } else {
       warnings.push_back("warning: reliability: " + rel.status().message());
+    }
+    if (measured) {
+      std::cout << (f == Format::kJson ? CompareJson(s, *measured, speed.step, *profile)
+                                       : CompareTable(s, *measured, speed.step, *profile));
+      *exit_code = 0;
+      return;
     }
     if (f == Format::kJson) std::cout << MemoryJson(s, r, notes, warnings, &speed);
     else if (f == Format::kCsv) std::cout << MemoryCsv(r);

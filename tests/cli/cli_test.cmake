@@ -159,3 +159,10 @@ run(explain_topic_and_model 2 "--topic: give a topic or a scenario" explain --to
 run(explain_nothing 2 "--model: give a scenario" explain)
 run(explain_bad_format 2 "--format must be text, markdown or json" explain --topic tp --format html)
 run(explain_inconsistent 1 "plan.tp: 3 must divide model.heads=64" explain --model llama3-70b --gpu h100-sxm --gpus 24 --tp 3)
+
+# report --compare: a meshplan-run measurement side by side with the prediction.
+run(compare_table 0 "section +op .*qkv_proj.*step: measured [0-9.]+ s vs predicted"
+    report --compare ${DATA}/measurements/tiny-cpu.json)
+run(compare_json 0 "\"ops\": \\[.*\"measured_s\".*\"predicted_s\".*\"step\": \\{.*\"measured_time_s\""
+    report --compare ${DATA}/measurements/tiny-cpu.json --format json)
+run(compare_missing 2 "--compare: .*cannot open" report --compare ${WORK}/none.json)

@@ -1,0 +1,110 @@
+#include "cli/compare.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <sstream>
+
+#include "core/collectives.h"
+#include "core/step_graph.h"
+
+namespace meshplan::cli {
+namespace {
+
+// The StepGraph op a measurement row describes.
+core::Op OpOf(const runtime::OpMeasurement& r) {
+  core::Op op;
+  op.name = r.name.c_str();
+  op.kind = r.kind;
+  op.pass = r.pass;
+  op.dtype = r.dtype;
+  op.m = r.m;
+  op.n = r.n;
+  op.k = r.k;
+  op.batch = r.batch;
+  op.attn_batch = r.attn_batch;
+  op.heads = r.heads;
+  op.seq_q = r.seq_q;
+  op.seq_kv = r.seq_kv;
+  op.head_dim_qk = r.head_dim_qk;
+  op.head_dim_v = r.head_dim_v;
+  op.bytes = r.bytes;
+  op.collective = r.collective;
+  op.group = r.group;
+  op.overlappable = r.overlappable;
+  return op;
+}
+
+// Predicted seconds per step for the row (all its calls).
+double Predicted(const runtime::OpMeasurement& r, const core::Scenario& s, const core::Profile& prof) {
+  const core::Op op = OpOf(r);
+  double one = 0;
+  if (op.kind == core::OpKind::kCollective || op.kind == core::OpKind::kP2p)
+    one = core::CollectiveTime(op.collective, op.bytes, core::SpanOfGroup(op.group, s.plan, s.cluster), s.cluster,
+                               prof.comm)
+              .time_s;
+  else
+    one = sim::ComputeOpTime(op, s.gpu, prof);
+  return one * static_cast<double>(r.calls_per_step);
+}
+
+}  // namespace
+
+std::string CompareTable(const core::Scenario& s, const runtime::Measurement& m, const sim::StepEstimate& e,
+                         const core::Profile& prof) {
+  std::ostringstream o;
+  char line[320];
+  o << "# meshplan report --compare: " << m.tool << ", " << m.mode << " on " << m.hardware.description << ", rank "
+    << m.rank << " (stage " << m.stage << ")\n";
+  o << "# predictions for the GPU preset " << s.gpu.name << " with profile " << prof.name
+    << (m.hardware.backend == "cpu" ? " (a cpu measurement: expect large ratios until a cpu profile is fitted)" : "")
+    << "\n";
+  std::snprintf(line, sizeof line, "# %-12s %-22s %-16s %6s %12s %12s %8s\n", "section", "op", "pass", "calls",
+                "measured_ms", "predicted_ms", "ratio");
+  o << line;
+  for (const auto& r : m.ops) {
+    const double pred = Predicted(r, s, prof);
+    std::snprintf(line, sizeof line, "  %-12s %-22s %-16s %6lld %12.3f %12.3f %8.2f%s\n", r.section.c_str(),
+                  r.name.c_str(), core::Name(r.pass), static_cast<long long>(r.calls_per_step), r.time_s * 1e3,
+                  pred * 1e3, pred > 0 ? r.time_s / pred : 0.0, r.modeled ? "  (modeled)" : "");
+    o << line;
+  }
+  if (m.step) {
+    const auto& st = *m.step;
+    std::snprintf(line, sizeof line,
+                  "step: measured %.4f s vs predicted %.4f s (ratio %.2f); TFLOP/s per GPU %.3f vs %.3f; MFU %.1f%% "
+                  "(of %s) vs %.1f%% (causal count, of the GPU preset's peak)\n",
+                  st.time_s, e.time_s, e.time_s > 0 ? st.time_s / e.time_s : 0.0, st.tflops_per_gpu, e.tflops_per_gpu,
+                  100 * st.mfu, m.peak ? m.peak->source.c_str() : "the device peak", 100 * e.mfu_causal);
+    o << line;
+  }
+  return o.str();
+}
+
+std::string CompareJson(const core::Scenario& s, const runtime::Measurement& m, const sim::StepEstimate& e,
+                        const core::Profile& prof) {
+  nlohmann::ordered_json j;
+  j["measurement"] = {{"tool", m.tool}, {"mode", m.mode}, {"backend", m.hardware.backend}, {"rank", m.rank}};
+  j["profile"] = prof.name;
+  nlohmann::ordered_json ops = nlohmann::ordered_json::array();
+  for (const auto& r : m.ops) {
+    const double pred = Predicted(r, s, prof);
+    ops.push_back({{"section", r.section},
+                   {"index", r.index},
+                   {"name", r.name},
+                   {"kind", core::Name(r.kind)},
+                   {"pass", core::Name(r.pass)},
+                   {"calls_per_step", r.calls_per_step},
+                   {"measured_s", r.time_s},
+                   {"predicted_s", pred},
+                   {"modeled", r.modeled}});
+  }
+  j["ops"] = ops;
+  if (m.step)
+    j["step"] = {{"measured_time_s", m.step->time_s}, {"predicted_time_s", e.time_s},
+                 {"measured_tflops_per_gpu", m.step->tflops_per_gpu}, {"predicted_tflops_per_gpu", e.tflops_per_gpu},
+                 {"measured_mfu", m.step->mfu}, {"predicted_mfu_causal", e.mfu_causal}};
+  return j.dump(2) + "\n";
+}
+
+}  // namespace meshplan::cli

@@ -292,15 +292,15 @@ std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r,
     st["bubble_fraction"] = e.bubble_fraction;
     st["critical_stage"] = e.critical_stage;
     st["profile"] = speed->profile;
-    const auto& b = e.breakdown;
-    st["breakdown"] = {{"compute_s", b.compute_s},     {"recompute_s", b.recompute_s}, {"tp_comm_s", b.tp_comm_s},
-                       {"cp_comm_s", b.cp_comm_s},     {"ep_comm_s", b.ep_comm_s},     {"dp_comm_s", b.dp_comm_s},
-                       {"pp_comm_s", b.pp_comm_s},     {"bubble_s", b.bubble_s},       {"optimizer_s", b.optimizer_s}};
-    OJson stages = OJson::array();
+    const auto& bd = e.breakdown;
+    st["breakdown"] = {{"compute_s", bd.compute_s}, {"recompute_s", bd.recompute_s}, {"tp_comm_s", bd.tp_comm_s},
+                       {"cp_comm_s", bd.cp_comm_s}, {"ep_comm_s", bd.ep_comm_s},     {"dp_comm_s", bd.dp_comm_s},
+                       {"pp_comm_s", bd.pp_comm_s}, {"bubble_s", bd.bubble_s},       {"optimizer_s", bd.optimizer_s}};
+    OJson stage_times = OJson::array();
     for (const auto& t : e.stages)
-      stages.push_back({{"forward_s", t.forward_s}, {"backward_input_s", t.backward_input_s},
-                        {"backward_weight_s", t.backward_weight_s}, {"step_s", t.step_s}});
-    st["stages"] = stages;
+      stage_times.push_back({{"forward_s", t.forward_s}, {"backward_input_s", t.backward_input_s},
+                             {"backward_weight_s", t.backward_weight_s}, {"step_s", t.step_s}});
+    st["stages"] = stage_times;
     j["step"] = st;
     const auto& t = speed->train;
     j["train"] = {{"tokens", t.tokens},       {"steps", t.steps},         {"days", t.days},

@@ -30,6 +30,7 @@ bool FromName(const std::string& text, Arrivals* out) {
 
 namespace {
 
+
 using Json = nlohmann::json;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -448,8 +449,10 @@ double SpareShortfallProbability(double mean_in_repair, int64_t spares) {
   // 1 - P(X <= spares - 1), terms in log space: e^{-m} underflows for m > 745.
   double cdf = 0;
   const double log_m = std::log(mean_in_repair);
+  double log_k_factorial = 0;  // log(k!), built up term by term (std::lgamma races on signgam)
   for (int64_t k = 0; k < spares; ++k) {
-    const double log_term = -mean_in_repair + static_cast<double>(k) * log_m - std::lgamma(static_cast<double>(k) + 1);
+    if (k > 1) log_k_factorial += std::log(static_cast<double>(k));
+    const double log_term = -mean_in_repair + static_cast<double>(k) * log_m - log_k_factorial;
     cdf += std::exp(log_term);
     if (static_cast<double>(k) > mean_in_repair && log_term < -50) break;  // the tail adds nothing
   }

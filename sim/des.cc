@@ -269,8 +269,8 @@ core::Result<DesResult> SimulatePipeline(const core::PlanSpec& plan, const std::
   for (const auto& t : stages) step = std::max(step, t.step_s);
   res.step_time_s = res.pipeline_s + step;
   if (timeline)
-    std::stable_sort(res.ops.begin(), res.ops.end(), [](const TimelineOp& a, const TimelineOp& b) {
-      return a.stage != b.stage ? a.stage < b.stage : a.start_s < b.start_s;
+    std::stable_sort(res.ops.begin(), res.ops.end(), [](const TimelineOp& x, const TimelineOp& y) {
+      return x.stage != y.stage ? x.stage < y.stage : x.start_s < y.start_s;
     });
   return res;
 }

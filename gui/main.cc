@@ -1,0 +1,108 @@
+// meshplan-gui: the desktop what-if explorer.
+//   meshplan-gui [--plan FILE]
+//   meshplan-gui --screenshot FILE.png [--plan FILE] [--view memory|step|...] [--size WxH]
+// --screenshot renders one view offscreen (MainWindow::renderView: the search view runs its TP x PP
+// search; the compare view pins the plan and two variants) (QT_QPA_PLATFORM=offscreen unless set), waits for its
+// background work (timeline, Monte Carlo, search, explanation), saves a PNG and exits: 0 on
+// success, 1 when the plan or the image cannot be read or written, 2 on a usage error.
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QImage>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "gui/main_window.h"
+
+namespace {
+
+bool WantsScreenshot(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strncmp(argv[i], "--screenshot", 12) == 0) return true;
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // A screenshot needs no display: render offscreen unless the user chose a platform.
+  if (WantsScreenshot(argc, argv) && std::getenv("QT_QPA_PLATFORM") == nullptr)
+    setenv("QT_QPA_PLATFORM", "offscreen", 1);
+  QApplication app(argc, argv);
+  QApplication::setApplicationName("meshplan-gui");
+  QApplication::setApplicationVersion("0.1.0");
+
+  QCommandLineParser parser;
+  parser.setApplicationDescription("meshplan what-if explorer: memory, step time, cost and reliability of a plan");
+  parser.addHelpOption();
+  parser.addVersionOption();
+  const QString ids = meshplan::gui::MainWindow::viewIds().join("|");
+  QCommandLineOption screenshot("screenshot", "Render a view offscreen to FILE (PNG) and exit.", "FILE");
+  QCommandLineOption plan("plan", "Open this plan JSON (from `meshplan plan --output` or File > Save plan).", "FILE");
+  QCommandLineOption view("view",
+                          "The view to show or render: " + ids +
+                              " (default memory); --screenshot also takes "
+                              "'window' (the whole window with the inputs panel).",
+                          "NAME", "memory");
+  QCommandLineOption size("size", "Screenshot size in pixels (default 1200x800).", "WxH", "1200x800");
+  parser.addOptions({screenshot, plan, view, size});
+  parser.process(app);
+
+  const QString view_id = parser.value(view);
+  const bool whole_window = view_id == "window" && parser.isSet(screenshot);
+  if (!whole_window && !meshplan::gui::MainWindow::viewIds().contains(view_id)) {
+    std::fprintf(stderr, "error: --view must be one of %s (got \"%s\")\n", qPrintable(ids), qPrintable(view_id));
+    return 2;
+  }
+  int width = 0, height = 0;
+  {
+    const QStringList wh = parser.value(size).split('x');
+    bool ok_w = false, ok_h = false;
+    if (wh.size() == 2) {
+      width = wh[0].toInt(&ok_w);
+      height = wh[1].toInt(&ok_h);
+    }
+    if (!ok_w || !ok_h || width < 200 || height < 150 || width > 10000 || height > 10000) {
+      std::fprintf(stderr, "error: --size must be WxH between 200x150 and 10000x10000 (got \"%s\")\n",
+                   qPrintable(parser.value(size)));
+      return 2;
+    }
+  }
+
+  meshplan::gui::MainWindow window;
+  if (parser.isSet(plan)) {
+    QString err;
+    if (!window.scenario()->openPlanFile(parser.value(plan), &err)) {
+      std::fprintf(stderr, "error: --plan: %s\n", qPrintable(err));
+      return 1;
+    }
+  }
+  if (!whole_window) window.showView(view_id);
+
+  if (!parser.isSet(screenshot)) {
+    window.show();
+    return app.exec();
+  }
+
+  // Screenshot: the view alone, at the requested size, once its background work is done.
+  QImage image;
+  if (whole_window) {
+    window.resize(width, height);
+    window.show();
+    QApplication::processEvents();
+    window.waitForBackground();
+    QApplication::processEvents();
+    image = window.grab().toImage();
+  } else {
+    image = window.renderView(view_id, QSize(width, height));
+  }
+  const QString out = parser.value(screenshot);
+  const bool saved = !image.isNull() && image.save(out, "PNG");
+  if (!saved) {
+    std::fprintf(stderr, "error: --screenshot: cannot write %s\n", qPrintable(out));
+    return 1;
+  }
+  std::fprintf(stderr, "wrote %s (%dx%d, view %s)\n", qPrintable(out), image.width(), image.height(),
+               qPrintable(view_id));
+  return 0;
+}

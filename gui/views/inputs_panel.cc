@@ -1,0 +1,389 @@
+#include "gui/views/inputs_panel.h"
+
+#include <QFileDialog>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QSignalBlocker>
+#include <QStandardItemModel>
+#include <QVBoxLayout>
+#include <cmath>
+
+#include "core/params.h"
+#include "gui/models/format.h"
+
+namespace meshplan::gui {
+namespace {
+
+QSpinBox* IntBox(int min, int max, const QString& tip) {
+  auto* b = new QSpinBox();
+  b->setRange(min, max);
+  b->setToolTip(tip);
+  b->setKeyboardTracking(true);
+  return b;
+}
+
+QDoubleSpinBox* RealBox(double min, double max, int decimals, const QString& suffix, const QString& tip) {
+  auto* b = new QDoubleSpinBox();
+  b->setRange(min, max);
+  b->setDecimals(decimals);
+  b->setSuffix(suffix);
+  b->setToolTip(tip);
+  return b;
+}
+
+// Fills a list with the choices; invalid ones greyed out with the rule they break as tooltip.
+// Keeps the items (and so the popup) when the values are unchanged.
+void FillChoices(QComboBox* box, const std::vector<Choice>& choices, int64_t current,
+                 const std::function<QString(int64_t)>& label) {
+  const QSignalBlocker block(box);
+  auto* m = qobject_cast<QStandardItemModel*>(box->model());
+  bool same = m && m->rowCount() == static_cast<int>(choices.size());
+  for (size_t i = 0; same && i < choices.size(); ++i)
+    same = box->itemData(static_cast<int>(i)).toLongLong() == choices[i].value;
+  if (!same) {
+    box->clear();
+    for (const auto& c : choices) box->addItem(label(c.value), QVariant::fromValue<qlonglong>(c.value));
+    m = qobject_cast<QStandardItemModel*>(box->model());
+  }
+  int current_index = -1;
+  for (size_t i = 0; i < choices.size(); ++i) {
+    const Choice& c = choices[i];
+    QStandardItem* item = m ? m->item(static_cast<int>(i)) : nullptr;
+    if (!item) continue;
+    item->setEnabled(c.valid);
+    item->setToolTip(c.valid ? QString() : "Not allowed here:\n" + c.reason);
+    item->setForeground(c.valid ? QBrush() : QBrush(Qt::gray));
+    if (c.value == current) current_index = static_cast<int>(i);
+  }
+  box->setCurrentIndex(current_index);
+  const int ci = current_index;
+  box->setToolTip(ci >= 0 && !choices[static_cast<size_t>(ci)].valid
+                      ? "The current value breaks a rule:\n" + choices[static_cast<size_t>(ci)].reason
+                      : QString("Greyed values are not allowed for this model and GPU count; hover one to see why."));
+}
+
+// The presets of `kind`; the current spec selected, or listed as its own entry when it is a file,
+// an embedded spec or an edited preset (choosing the preset again reloads it, dropping the edits).
+void FillPresets(QComboBox* box, const std::string& kind, const QString& current_ref, const QString& current_name,
+                 bool edited) {
+  const QSignalBlocker block(box);
+  box->clear();
+  for (const auto& name : core::PresetNames(kind)) box->addItem(Q(name), Q(name));
+  int i = current_ref.isEmpty() || edited ? -1 : box->findData(current_ref);
+  if (i < 0) {
+    QString label = current_name;
+    if (edited)
+      label += " (edited)";
+    else if (current_ref.isEmpty())
+      label += " (from the plan file)";
+    else
+      label += " (file)";
+    box->addItem(label, QString());
+    i = box->count() - 1;
+  }
+  box->setCurrentIndex(i);
+}
+
+void SetValue(QSpinBox* b, int64_t v) {
+  const QSignalBlocker block(b);
+  b->setValue(static_cast<int>(std::min<int64_t>(v, b->maximum())));
+}
+void SetValue(QDoubleSpinBox* b, double v) {
+  const QSignalBlocker block(b);
+  b->setValue(v);
+}
+
+}  // namespace
+
+InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea(parent), scenario_(scenario) {
+  setWidgetResizable(true);
+  setMinimumWidth(330);
+  auto* inner = new QWidget();
+  auto* col = new QVBoxLayout(inner);
+
+  // ---- model --------------------------------------------------------------------------------
+  auto* mg = new QGroupBox("Model");
+  auto* mf = new QFormLayout(mg);
+  model_ = new QComboBox();
+  model_->setToolTip("Built-in model presets (presets/models)");
+  load_hf_ = new QPushButton("Load HF config.json...");
+  load_hf_->setToolTip(
+      "A Hugging Face config.json (llama, mistral, mixtral, qwen2/3, deepseek_v3, gpt2) or a meshplan "
+      "model JSON");
+  mf->addRow("preset", model_);
+  mf->addRow("", load_hf_);
+  layers_ = IntBox(1, 100000, "Transformer layers");
+  hidden_ = IntBox(1, 1 << 20, "Hidden size");
+  heads_ = IntBox(1, 1 << 16, "Attention heads");
+  kv_heads_ = IntBox(1, 1 << 16, "Key/value heads (GQA); = heads for MHA");
+  ffn_ = IntBox(1, 1 << 22, "Dense MLP intermediate size");
+  vocab_ = IntBox(1, 1 << 24, "Vocabulary size");
+  mf->addRow("layers", layers_);
+  mf->addRow("hidden", hidden_);
+  mf->addRow("heads", heads_);
+  mf->addRow("kv heads", kv_heads_);
+  mf->addRow("ffn hidden", ffn_);
+  mf->addRow("vocab", vocab_);
+  params_ = new QLabel();
+  mf->addRow("parameters", params_);
+  col->addWidget(mg);
+
+  // ---- hardware -----------------------------------------------------------------------------
+  auto* hg = new QGroupBox("Hardware");
+  auto* hf = new QFormLayout(hg);
+  gpu_ = new QComboBox();
+  gpu_->setToolTip("GPU presets; picks the built-in cluster of that GPU");
+  cluster_ = new QComboBox();
+  cluster_->setToolTip("Cluster presets; picks the cluster's GPU");
+  hbm_ = RealBox(1, 100000, 1, " GB", "HBM per GPU (1 GB = 1e9 bytes)");
+  peak_ = RealBox(0, 1e6, 0, " TFLOP/s", "Dense tensor-core peak at the plan's precision");
+  peak_label_ = new QLabel("peak");
+  gpus_ = IntBox(1, 10000000, "GPUs in the job (= tp x pp x dp x cp)");
+  price_ = RealBox(0, 10000, 2, " $/GPU-h", "Price per GPU-hour (the cluster's price_per_gpu_hour_usd)");
+  hf->addRow("GPU", gpu_);
+  hf->addRow("cluster", cluster_);
+  hf->addRow("HBM", hbm_);
+  hf->addRow(peak_label_, peak_);
+  hf->addRow("GPUs", gpus_);
+  hf->addRow("price", price_);
+  col->addWidget(hg);
+
+  // ---- parallelism --------------------------------------------------------------------------
+  auto* pg = new QGroupBox("Parallelism");
+  auto* pf = new QFormLayout(pg);
+  const std::pair<Degree, const char*> degrees[] = {
+      {Degree::kTp, "TP"}, {Degree::kPp, "PP"}, {Degree::kCp, "CP"}, {Degree::kEp, "EP"}, {Degree::kVpp, "VPP"}};
+  for (const auto& [d, name] : degrees) {
+    auto* box = new QComboBox();
+    degree_[d] = box;
+    pf->addRow(name, box);
+    connect(box, &QComboBox::currentIndexChanged, this, [this, d = d, box](int i) {
+      if (i >= 0) scenario_->setDegree(d, box->itemData(i).toLongLong());
+    });
+  }
+  dp_ = new QLabel();
+  dp_->setToolTip("Data parallel size follows the GPU count: gpus / (tp x pp x cp), as `meshplan report` without --dp");
+  pf->addRow("DP", dp_);
+  zero_ = new QComboBox();
+  zero_->setToolTip("ZeRO stage: 1 shards optimizer states, 2 also gradients, 3 also weights");
+  pf->addRow("ZeRO", zero_);
+  sp_ = new QCheckBox("sequence parallel");
+  sp_->setToolTip("Shard norms and dropout activations over the TP group (Korthikanti et al. 2022)");
+  pf->addRow("", sp_);
+  recompute_ = new QComboBox();
+  for (auto r : {core::Recompute::kNone, core::Recompute::kSelective, core::Recompute::kFull})
+    recompute_->addItem(core::Name(r), static_cast<int>(r));
+  recompute_->setToolTip("Activation recomputation: selective drops the attention scores, full keeps layer inputs");
+  pf->addRow("recompute", recompute_);
+  col->addWidget(pg);
+
+  // ---- batch, schedule, precision ----------------------------------------------------------
+  auto* bg = new QGroupBox("Batch and schedule");
+  auto* bf = new QFormLayout(bg);
+  mbs_ = IntBox(1, 1 << 20, "Micro batch size in sequences");
+  gbs_ = IntBox(1, 1 << 30, "Global batch size in sequences per optimizer step");
+  seq_ = IntBox(1, 1 << 24, "Sequence length in tokens");
+  schedule_ = new QComboBox();
+  precision_ = new QComboBox();
+  for (auto d : {core::Dtype::kBf16, core::Dtype::kFp16, core::Dtype::kFp8, core::Dtype::kFp32})
+    precision_->addItem(core::Name(d), static_cast<int>(d));
+  precision_->setToolTip("GEMM compute precision");
+  bf->addRow("micro batch", mbs_);
+  bf->addRow("global batch", gbs_);
+  bf->addRow("sequence", seq_);
+  bf->addRow("schedule", schedule_);
+  bf->addRow("precision", precision_);
+  col->addWidget(bg);
+
+  // ---- the run ------------------------------------------------------------------------------
+  auto* rg = new QGroupBox("Training run");
+  auto* rf = new QFormLayout(rg);
+  tokens_ = RealBox(0, 1e6, 1, " B tokens", "Tokens to train, in billions; 0: 20 per parameter (Hoffmann et al. 2022)");
+  tokens_->setSpecialValueText("20 per parameter");
+  rf->addRow("tokens", tokens_);
+  col->addWidget(rg);
+
+  messages_ = new QLabel();
+  messages_->setWordWrap(true);
+  messages_->setTextFormat(Qt::RichText);
+  messages_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  col->addWidget(messages_);
+  col->addStretch(1);
+  setWidget(inner);
+
+  // ---- wiring -------------------------------------------------------------------------------
+  connect(model_, &QComboBox::currentIndexChanged, this, [this](int i) {
+    const QString name = model_->itemData(i).toString();
+    if (name.isEmpty()) return;
+    QString err;
+    if (!scenario_->setModelPreset(name, &err)) ShowError(err);
+  });
+  connect(load_hf_, &QPushButton::clicked, this, &InputsPanel::loadModelFileDialog);
+  auto model_field = [this](QSpinBox* box, int64_t core::ModelSpec::*field) {
+    connect(box, &QSpinBox::valueChanged, this, [this, field](int v) {
+      EditModel([&](core::ModelSpec& m) {
+        m.*field = v;
+        // As the CLI's overrides: head_dim follows hidden / heads, kv heads never exceed heads.
+        if (field == &core::ModelSpec::hidden || field == &core::ModelSpec::heads)
+          m.head_dim = m.hidden / std::max<int64_t>(m.heads, 1);
+        if (field == &core::ModelSpec::heads && m.kv_heads > m.heads) m.kv_heads = m.heads;
+      });
+    });
+  };
+  model_field(layers_, &core::ModelSpec::layers);
+  model_field(hidden_, &core::ModelSpec::hidden);
+  model_field(heads_, &core::ModelSpec::heads);
+  model_field(kv_heads_, &core::ModelSpec::kv_heads);
+  model_field(ffn_, &core::ModelSpec::ffn_hidden);
+  model_field(vocab_, &core::ModelSpec::vocab);
+  connect(gpu_, &QComboBox::currentIndexChanged, this, [this](int i) {
+    const QString name = gpu_->itemData(i).toString();
+    QString err;
+    if (!name.isEmpty() && !scenario_->setGpuPreset(name, &err)) ShowError(err);
+  });
+  connect(cluster_, &QComboBox::currentIndexChanged, this, [this](int i) {
+    const QString name = cluster_->itemData(i).toString();
+    QString err;
+    if (!name.isEmpty() && !scenario_->setClusterPreset(name, &err)) ShowError(err);
+  });
+  connect(hbm_, &QDoubleSpinBox::valueChanged, this, [this](double gb) {
+    core::GpuSpec g = scenario_->scenario().gpu;
+    g.hbm_bytes = std::llround(gb * 1e9);
+    scenario_->setGpu(g);
+  });
+  connect(peak_, &QDoubleSpinBox::valueChanged, this, [this](double tflops) {
+    core::GpuSpec g = scenario_->scenario().gpu;
+    g.peak_flops_per_s[scenario_->plan().precision] = tflops * 1e12;
+    scenario_->setGpu(g);
+  });
+  connect(gpus_, &QSpinBox::valueChanged, this, [this](int v) { scenario_->setGpus(v); });
+  connect(price_, &QDoubleSpinBox::valueChanged, this, [this](double v) { scenario_->setPricePerGpuHour(v); });
+  connect(tokens_, &QDoubleSpinBox::valueChanged, this, [this](double b) { scenario_->setTokens(b * 1e9); });
+  connect(zero_, &QComboBox::currentIndexChanged, this, [this](int i) {
+    if (i >= 0) EditPlan([&](core::PlanSpec& p) { p.zero = static_cast<int>(zero_->itemData(i).toLongLong()); });
+  });
+  connect(sp_, &QCheckBox::toggled, this,
+          [this](bool on) { EditPlan([&](core::PlanSpec& p) { p.sequence_parallel = on; }); });
+  connect(recompute_, &QComboBox::currentIndexChanged, this, [this](int i) {
+    if (i >= 0)
+      EditPlan([&](core::PlanSpec& p) { p.recompute = static_cast<core::Recompute>(recompute_->itemData(i).toInt()); });
+  });
+  connect(mbs_, &QSpinBox::valueChanged, this,
+          [this](int v) { EditPlan([&](core::PlanSpec& p) { p.micro_batch = v; }); });
+  connect(gbs_, &QSpinBox::valueChanged, this,
+          [this](int v) { EditPlan([&](core::PlanSpec& p) { p.global_batch = v; }); });
+  connect(seq_, &QSpinBox::valueChanged, this, [this](int v) { EditPlan([&](core::PlanSpec& p) { p.seq_len = v; }); });
+  connect(schedule_, &QComboBox::currentIndexChanged, this, [this](int i) {
+    if (i >= 0)
+      EditPlan(
+          [&](core::PlanSpec& p) { p.schedule = static_cast<core::Schedule>(schedule_->itemData(i).toLongLong()); });
+  });
+  connect(precision_, &QComboBox::currentIndexChanged, this, [this](int i) {
+    if (i >= 0)
+      EditPlan([&](core::PlanSpec& p) { p.precision = static_cast<core::Dtype>(precision_->itemData(i).toInt()); });
+  });
+  connect(scenario_, &ScenarioModel::evaluated, this, &InputsPanel::Refresh);
+  Refresh();
+}
+
+void InputsPanel::EditModel(const std::function<void(core::ModelSpec&)>& edit) {
+  core::ModelSpec m = scenario_->scenario().model;
+  edit(m);
+  error_.clear();
+  scenario_->setModel(m);
+}
+
+void InputsPanel::EditPlan(const std::function<void(core::PlanSpec&)>& edit) {
+  core::PlanSpec p = scenario_->plan();
+  edit(p);
+  error_.clear();
+  scenario_->setPlan(p);
+}
+
+void InputsPanel::ShowError(const QString& error) {
+  error_ = error;
+  Refresh();
+}
+
+void InputsPanel::loadModelFileDialog() {
+  const QString path = QFileDialog::getOpenFileName(this, "Load a model: Hugging Face config.json or meshplan JSON", {},
+                                                    "JSON (*.json);;All files (*)");
+  if (path.isEmpty()) return;
+  QString err;
+  if (!scenario_->loadModelFile(path, &err)) ShowError(err);
+}
+
+void InputsPanel::Refresh() {
+  const core::Scenario& s = scenario_->scenario();
+  const core::PlanSpec& p = s.plan;
+  const Evaluation& e = scenario_->evaluation();
+  FillPresets(model_, "models", scenario_->modelRef(), Q(s.model.name), scenario_->modelEdited());
+  FillPresets(gpu_, "gpus", scenario_->gpuRef(), Q(s.gpu.name), scenario_->gpuEdited());
+  FillPresets(cluster_, "clusters", scenario_->clusterRef(), Q(s.cluster.name), scenario_->clusterEdited());
+  SetValue(layers_, s.model.layers);
+  SetValue(hidden_, s.model.hidden);
+  SetValue(heads_, s.model.heads);
+  SetValue(kv_heads_, s.model.kv_heads);
+  SetValue(ffn_, s.model.ffn_hidden);
+  SetValue(vocab_, s.model.vocab);
+  const core::ParamCount pc = core::CountParams(s.model);
+  params_->setText(
+      pc.active != pc.total
+          ? QString("%1 (%2 active)").arg(Count(static_cast<double>(pc.total)), Count(static_cast<double>(pc.active)))
+          : Count(static_cast<double>(pc.total)));
+  SetValue(hbm_, static_cast<double>(s.gpu.hbm_bytes) / 1e9);
+  peak_label_->setText(QString("peak (%1)").arg(core::Name(p.precision)));
+  auto peak = s.gpu.peak_flops_per_s.find(p.precision);
+  SetValue(peak_, peak == s.gpu.peak_flops_per_s.end() ? 0.0 : peak->second / 1e12);
+  SetValue(gpus_, p.gpus);
+  SetValue(price_, s.cluster.price_per_gpu_hour_usd);
+  SetValue(tokens_, scenario_->tokensSetting() / 1e9);
+
+  auto number = [](int64_t v) { return QString::number(v); };
+  for (auto& [d, box] : degree_) {
+    core::PlanSpec copy = p;
+    const int64_t current = d == Degree::kTp   ? copy.tp
+                            : d == Degree::kPp ? copy.pp
+                            : d == Degree::kCp ? copy.cp
+                            : d == Degree::kEp ? copy.ep
+                                               : copy.vpp;
+    FillChoices(box, scenario_->choices(d), current, number);
+  }
+  dp_->setText(QString("%1  (= %2 / (%3 x %4 x %5))").arg(p.dp).arg(p.gpus).arg(p.tp).arg(p.pp).arg(p.cp));
+  FillChoices(zero_, scenario_->zeroChoices(), p.zero, [](int64_t z) {
+    static const char* kWhat[] = {"0: replicated", "1: shard optimizer", "2: + gradients", "3: + weights (FSDP)"};
+    return QString(kWhat[std::clamp<int64_t>(z, 0, 3)]);
+  });
+  FillChoices(schedule_, scenario_->scheduleChoices(), static_cast<int64_t>(p.schedule),
+              [](int64_t v) { return QString(core::Name(static_cast<core::Schedule>(v))); });
+  {
+    const QSignalBlocker b1(sp_), b2(recompute_), b3(precision_);
+    sp_->setChecked(p.sequence_parallel);
+    recompute_->setCurrentIndex(recompute_->findData(static_cast<int>(p.recompute)));
+    precision_->setCurrentIndex(precision_->findData(static_cast<int>(p.precision)));
+  }
+  SetValue(mbs_, p.micro_batch);
+  SetValue(gbs_, p.global_batch);
+  SetValue(seq_, p.seq_len);
+
+  QString html;
+  if (!error_.isEmpty()) html += "<p style='color:#b00000'><b>Could not load:</b> " + error_.toHtmlEscaped() + "</p>";
+  if (!e.errors.isEmpty()) {
+    html += "<p style='color:#b00000'><b>The plan does not validate:</b><br>";
+    for (const auto& x : e.errors) html += x.toHtmlEscaped() + "<br>";
+    html += "</p>";
+  }
+  if (!e.warnings.isEmpty()) {
+    html += "<p style='color:#8a4b00'>";
+    for (const auto& x : e.warnings) html += x.toHtmlEscaped() + "<br>";
+    html += "</p>";
+  }
+  if (e.valid)
+    html += QString("<p style='color:#555'>evaluated in %1 ms (memory, step, cost%2)</p>")
+                .arg(e.eval_ms, 0, 'f', 2)
+                .arg(e.timeline_state == Evaluation::Pending::kReady ? ", timeline" : "");
+  messages_->setText(html);
+}
+
+}  // namespace meshplan::gui

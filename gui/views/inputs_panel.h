@@ -1,0 +1,65 @@
+// The inputs panel: model / GPU / cluster presets with editable fields and "Load HF
+// config.json...", the GPU count, the parallel degrees (lists that offer every candidate but
+// enable only the values core::ValidatePlan accepts for the current model and GPU count; hovering
+// a greyed value shows the rule it breaks), ZeRO, SP, recompute, batch, sequence, schedule,
+// precision, tokens to train and the price per GPU-hour. Every change goes straight to the
+// ScenarioModel, which re-evaluates at once; the panel then shows the model's state.
+// Thread-safety: GUI thread only. Slots never throw.
+#ifndef MESHPLAN_GUI_VIEWS_INPUTS_PANEL_H_
+#define MESHPLAN_GUI_VIEWS_INPUTS_PANEL_H_
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QLabel>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSpinBox>
+#include <map>
+
+#include "gui/models/scenario_model.h"
+
+namespace meshplan::gui {
+
+class InputsPanel : public QScrollArea {
+  Q_OBJECT
+
+ public:
+  explicit InputsPanel(ScenarioModel* scenario, QWidget* parent = nullptr);
+
+  // For tests that drive the inputs like a user.
+  QComboBox* degreeBox(Degree d) const { return degree_.at(d); }
+  QSpinBox* gpusBox() const { return gpus_; }
+  QComboBox* modelBox() const { return model_; }
+  QComboBox* zeroBox() const { return zero_; }
+  QSpinBox* gbsBox() const { return gbs_; }
+  QLabel* messages() const { return messages_; }
+  // Opens a file dialog and loads a Hugging Face config.json (or meshplan model JSON).
+  void loadModelFileDialog();
+
+ private:
+  void Refresh();
+  void ShowError(const QString& error);
+  void EditModel(const std::function<void(core::ModelSpec&)>& edit);
+  void EditPlan(const std::function<void(core::PlanSpec&)>& edit);
+
+  ScenarioModel* scenario_;
+  QComboBox *model_, *gpu_, *cluster_;
+  QPushButton* load_hf_;
+  QSpinBox *layers_, *hidden_, *heads_, *kv_heads_, *ffn_, *vocab_;
+  QLabel* params_;
+  QDoubleSpinBox *hbm_, *peak_, *price_, *tokens_;
+  QLabel* peak_label_;
+  QSpinBox* gpus_;
+  std::map<Degree, QComboBox*> degree_;
+  QLabel* dp_;
+  QComboBox *zero_, *recompute_, *schedule_, *precision_;
+  QCheckBox* sp_;
+  QSpinBox *mbs_, *gbs_, *seq_;
+  QLabel* messages_;
+  QString error_;  // the last load error, shown until the next successful change
+};
+
+}  // namespace meshplan::gui
+
+#endif  // MESHPLAN_GUI_VIEWS_INPUTS_PANEL_H_

@@ -1,0 +1,282 @@
+// Every GUI table model under QAbstractItemModelTester (Fatal: a broken model contract aborts the
+// binary), through the changes a user makes: degrees, an invalid plan and back, background
+// results arriving; plus the Worker's cancel semantics.
+#include <gtest/gtest.h>
+
+#include <QAbstractItemModelTester>
+#include <QSignalSpy>
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "core/memory.h"
+#include "core/profile.h"
+#include "gui/models/compare_model.h"
+#include "gui/models/cost_table_model.h"
+#include "gui/models/explain_model.h"
+#include "gui/models/memory_table_model.h"
+#include "gui/models/reliability_table_model.h"
+#include "gui/models/scenario_model.h"
+#include "gui/models/search_grid_model.h"
+#include "gui/models/step_table_model.h"
+#include "gui/models/timeline_table_model.h"
+#include "gui/models/worker.h"
+#include "sim/des.h"
+#include "sim/search.h"
+
+namespace meshplan::gui {
+namespace {
+
+using Tester = QAbstractItemModelTester;
+constexpr auto kFatal = QAbstractItemModelTester::FailureReportingMode::Fatal;
+
+// The changes every model must survive: more stages, an invalid plan (nothing to show), back.
+void Exercise(ScenarioModel* s) {
+  s->setDegree(Degree::kPp, 8);
+  s->setDegree(Degree::kTp, 4);
+  core::PlanSpec p = s->plan();
+  p.global_batch = 127;  // not a multiple of mbs x dp: invalid
+  s->setPlan(p);
+  EXPECT_FALSE(s->evaluation().valid);
+  EXPECT_FALSE(s->evaluation().errors.isEmpty());
+  p.global_batch = 128;
+  s->setPlan(p);
+  EXPECT_TRUE(s->evaluation().valid) << s->evaluation().errors.join("\n").toStdString();
+  s->waitForBackground();
+}
+
+TEST(GuiModelsTest, DefaultScenarioIsValidAndFits) {
+  ScenarioModel s;
+  const Evaluation& e = s.evaluation();
+  ASSERT_TRUE(e.valid) << e.errors.join("\n").toStdString();
+  EXPECT_EQ(s.scenario().model.name, "llama3-70b");
+  EXPECT_EQ(s.plan().gpus, 64);
+  EXPECT_EQ(s.plan().tp * s.plan().pp * s.plan().dp * s.plan().cp, 64);
+  EXPECT_TRUE(e.memory.fits);
+  EXPECT_GT(e.step.tokens_per_s, 0);
+}
+
+TEST(GuiModelsTest, MemoryTableModel) {
+  ScenarioModel s;
+  MemoryTableModel m(&s);
+  Tester t(&m, kFatal);
+  EXPECT_EQ(m.rowCount(), s.plan().pp);
+  EXPECT_EQ(m.columnCount(), MemoryTableModel::kColumnCount);
+  // Every byte column is the EstimateMemory field it names.
+  const core::MemoryReport want =
+      core::EstimateMemory(s.scenario().model, s.plan(), s.scenario().gpu, s.profile().memory);
+  for (int r = 0; r < m.rowCount(); ++r) {
+    const core::StageMemory& st = want.stages[static_cast<size_t>(r)];
+    auto bytes = [&](MemoryTableModel::Column c) {
+      return m.data(m.index(r, c), MemoryTableModel::kBytesRole).toLongLong();
+    };
+    EXPECT_EQ(bytes(MemoryTableModel::kWeights), st.weights_bytes);
+    EXPECT_EQ(bytes(MemoryTableModel::kActivations), st.activations_bytes);
+    EXPECT_EQ(bytes(MemoryTableModel::kTotal), st.total_bytes);
+    EXPECT_EQ(bytes(MemoryTableModel::kHeadroom), want.capacity_bytes - st.total_bytes);
+    EXPECT_FALSE(m.data(m.index(r, MemoryTableModel::kActivations), Qt::ToolTipRole).toString().isEmpty());
+  }
+  Exercise(&s);
+  EXPECT_EQ(m.rowCount(), 8);
+}
+
+TEST(GuiModelsTest, StepTableModel) {
+  ScenarioModel s;
+  StepTableModel m(&s);
+  Tester t(&m, kFatal);
+  ASSERT_EQ(m.rowCount(), StepTableModel::kRowCount);
+  // The rows add up to the step (StepBreakdown's contract), and the last row is the step.
+  double sum = 0;
+  for (int r = StepTableModel::kCompute; r <= StepTableModel::kOptimizer; ++r)
+    sum += m.data(m.index(r, StepTableModel::kSeconds), StepTableModel::kSecondsRole).toDouble();
+  const double step = s.evaluation().step.time_s;
+  EXPECT_NEAR(sum, step, 1e-9 * step);
+  EXPECT_DOUBLE_EQ(
+      m.data(m.index(StepTableModel::kStep, StepTableModel::kSeconds), StepTableModel::kSecondsRole).toDouble(), step);
+  Exercise(&s);
+  EXPECT_EQ(m.rowCount(), StepTableModel::kRowCount);
+}
+
+TEST(GuiModelsTest, CostTableModelFillsInReliabilityRows) {
+  ScenarioModel s;
+  CostTableModel m(&s);
+  Tester t(&m, kFatal);
+  ASSERT_EQ(m.rowCount(), CostTableModel::kRowCount);
+  EXPECT_DOUBLE_EQ(m.value(CostTableModel::kDays), s.evaluation().train.days);
+  EXPECT_DOUBLE_EQ(m.value(CostTableModel::kCost), s.evaluation().train.cost_usd);
+  s.waitForBackground();
+  ASSERT_EQ(s.evaluation().reliability_state, Evaluation::Pending::kReady)
+      << s.evaluation().reliability_error.toStdString();
+  EXPECT_DOUBLE_EQ(m.value(CostTableModel::kDaysP50), s.evaluation().reliability->mc.days.p50);
+  // Failures only add time.
+  EXPECT_GE(m.value(CostTableModel::kDaysP50), m.value(CostTableModel::kDays));
+  Exercise(&s);
+}
+
+TEST(GuiModelsTest, ReliabilityTableModelIsTheSweep) {
+  ScenarioModel s;
+  ReliabilityTableModel m(&s);
+  Tester t(&m, kFatal);
+  s.waitForBackground();
+  const auto& rel = s.evaluation().reliability;
+  ASSERT_TRUE(rel.has_value());
+  ASSERT_EQ(m.rowCount(), static_cast<int>(rel->sweep.size()));
+  ASSERT_GT(m.rowCount(), 10);
+  for (int r = 1; r < m.rowCount(); ++r)
+    EXPECT_GT(m.value(r, ReliabilityTableModel::kInterval), m.value(r - 1, ReliabilityTableModel::kInterval));
+  // The optimum is in the sweep, and no interval beats it.
+  double best = 0;
+  for (int r = 0; r < m.rowCount(); ++r) best = std::max(best, m.value(r, ReliabilityTableModel::kGoodput));
+  EXPECT_NEAR(best, rel->at_optimum.goodput, 1e-12);
+  EXPECT_EQ(s.evaluation().days_samples.size(), 500u);
+  Exercise(&s);
+}
+
+TEST(GuiModelsTest, TimelineTableModelIsTheSimulatorsTimeline) {
+  ScenarioModel s;
+  TimelineTableModel m(&s);
+  Tester t(&m, kFatal);
+  auto want = sim::SimulatePipeline(s.plan(), s.evaluation().step.stages, s.plan().Microbatches(), {});
+  ASSERT_TRUE(want.ok());
+  ASSERT_EQ(m.rowCount(), static_cast<int>(want->ops.size()));
+  EXPECT_EQ(m.ranks(), s.plan().pp);
+  for (int r = 0; r < m.rowCount(); r += 37) {
+    EXPECT_EQ(m.op(r).stage, want->ops[static_cast<size_t>(r)].stage);
+    EXPECT_DOUBLE_EQ(m.data(m.index(r, TimelineTableModel::kEnd), TimelineTableModel::kValueRole).toDouble(),
+                     want->ops[static_cast<size_t>(r)].end_s);
+  }
+  Exercise(&s);
+  EXPECT_EQ(m.ranks(), 8);
+}
+
+TEST(GuiModelsTest, LargePipelinesAreSimulatedOnTheWorker) {
+  ScenarioModel s;
+  TimelineTableModel m(&s);
+  Tester t(&m, kFatal);
+  core::PlanSpec p = s.plan();
+  p.global_batch = 8192;  // 4096 microbatches x 4 ranks x 2 kinds > kSyncDesOps
+  s.setPlan(p);
+  ASSERT_TRUE(s.evaluation().valid);
+  EXPECT_EQ(s.evaluation().timeline_state, Evaluation::Pending::kRunning);
+  EXPECT_EQ(m.rowCount(), 0);
+  s.waitForBackground();
+  EXPECT_EQ(s.evaluation().timeline_state, Evaluation::Pending::kReady);
+  EXPECT_EQ(m.rowCount(), 2 * 4 * 4096);
+}
+
+TEST(GuiModelsTest, SearchGridModelCellsAreSearchPlansRestricted) {
+  ScenarioModel s;
+  SearchGridModel m(&s);
+  Tester t(&m, kFatal);
+  m.run(SearchAxis::kTp, SearchAxis::kPp);
+  m.worker()->WaitForIdle();
+  ASSERT_EQ(m.columnCount(), static_cast<int>(m.axisValues(SearchAxis::kTp).size()));
+  ASSERT_EQ(m.rowCount(), static_cast<int>(m.axisValues(SearchAxis::kPp).size()));
+  // The cell TP 8 x PP 4 is what SearchPlans finds when restricted to those values.
+  const auto& xs = m.xValues();
+  const auto& ys = m.yValues();
+  const int col = static_cast<int>(std::find(xs.begin(), xs.end(), 8) - xs.begin());
+  const int row = static_cast<int>(std::find(ys.begin(), ys.end(), 4) - ys.begin());
+  ASSERT_LT(col, m.columnCount());
+  ASSERT_LT(row, m.rowCount());
+  sim::SearchOptions o;
+  o.top_k = 1;
+  o.tokens = s.evaluation().tokens;
+  o.tp = {8};
+  o.pp = {4};
+  const auto& sc = s.scenario();
+  const sim::SearchResult want = sim::SearchPlans(sc.model, sc.gpu, sc.cluster, sc.plan, s.profile(), o);
+  ASSERT_FALSE(want.top.empty());
+  const auto& cell = m.cell(row, col);
+  ASSERT_EQ(cell.state, SearchGridModel::CellState::kFits);
+  EXPECT_EQ(cell.plan->plan, want.top.front().plan);
+  EXPECT_DOUBLE_EQ(m.data(m.index(row, col), SearchGridModel::kTokensPerSPerGpuRole).toDouble(),
+                   want.top.front().step.tokens_per_s_per_gpu);
+  // Every cell was computed; none is left pending.
+  for (int r = 0; r < m.rowCount(); ++r)
+    for (int c = 0; c < m.columnCount(); ++c) EXPECT_NE(m.cell(r, c).state, SearchGridModel::CellState::kPending);
+  // Changing what the search depends on makes the map stale; a degree does not.
+  s.setDegree(Degree::kTp, 4);
+  EXPECT_FALSE(m.stale());
+  s.setGpus(128);
+  EXPECT_TRUE(m.stale());
+}
+
+TEST(GuiModelsTest, SearchCanBeCancelled) {
+  ScenarioModel s;
+  SearchGridModel m(&s);
+  Tester t(&m, kFatal);
+  QSignalSpy finished(m.worker(), &Worker::finished);
+  m.run(SearchAxis::kTp, SearchAxis::kPp);
+  m.cancel();
+  ASSERT_EQ(finished.count(), 1);
+  EXPECT_TRUE(finished.at(0).at(0).toBool());
+  EXPECT_FALSE(m.worker()->busy());
+  m.worker()->WaitForIdle();
+}
+
+TEST(GuiModelsTest, CompareModelPinsUpToFour) {
+  ScenarioModel s;
+  CompareModel m;
+  Tester t(&m, kFatal);
+  for (int64_t tp : {8, 4, 2, 1, 8}) {
+    s.setDegree(Degree::kTp, tp);
+    m.pin(QString("tp %1").arg(tp), s.scenario(), s.evaluation());
+  }
+  ASSERT_EQ(m.columnCount(), CompareModel::kMaxPins);
+  EXPECT_EQ(m.headerData(0, Qt::Horizontal).toString(), "tp 4");  // the oldest (tp 8) was dropped
+  EXPECT_EQ(m.scenario(0).plan.tp, 4);
+  const core::Scenario& pinned = m.scenario(0);
+  EXPECT_EQ(m.data(m.index(CompareModel::kMemory, 0), CompareModel::kValueRole).toLongLong(),
+            core::EstimateMemory(pinned.model, pinned.plan, pinned.gpu, s.profile().memory).per_gpu_bytes);
+  // The degrees row differs between pins: bold.
+  EXPECT_TRUE(m.data(m.index(CompareModel::kDegrees, 0), Qt::FontRole).isValid());
+  EXPECT_FALSE(m.data(m.index(CompareModel::kModel, 0), Qt::FontRole).isValid());
+  m.unpin(1);
+  EXPECT_EQ(m.columnCount(), 3);
+  m.clear();
+  EXPECT_EQ(m.columnCount(), 0);
+}
+
+TEST(GuiModelsTest, ExplainModelExplainsThePlan) {
+  ScenarioModel s;
+  ExplainModel m(&s);
+  Tester t(&m, kFatal);
+  m.waitForIdle();
+  ASSERT_TRUE(m.error().isEmpty()) << m.error().toStdString();
+  ASSERT_GT(m.rowCount(), 3);
+  EXPECT_FALSE(m.data(m.index(0, ExplainModel::kTitle)).toString().isEmpty());
+  EXPECT_NE(m.explanation().title.find("llama3-70b"), std::string::npos);
+  Exercise(&s);
+  m.waitForIdle();
+  EXPECT_GT(m.rowCount(), 3);
+}
+
+TEST(GuiWorkerTest, CancelDropsTheJobsResults) {
+  Worker w;
+  std::atomic<bool> saw_cancel{false};
+  bool delivered = false;
+  QSignalSpy finished(&w, &Worker::finished);
+  w.Start("spin", [&](Worker::Context& ctx) {
+    while (!ctx.cancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    saw_cancel = true;
+    ctx.Post([&] { delivered = true; });
+  });
+  EXPECT_TRUE(w.busy());
+  w.Cancel();
+  EXPECT_FALSE(w.busy());
+  ASSERT_EQ(finished.count(), 1);
+  EXPECT_TRUE(finished.at(0).at(0).toBool());
+  // A new job supersedes; the cancelled one's post never arrives.
+  int value = 0;
+  w.Start("answer", [&](Worker::Context& ctx) { ctx.Post([&] { value = 42; }); });
+  w.WaitForIdle();
+  EXPECT_EQ(value, 42);
+  for (int i = 0; i < 1000 && !saw_cancel; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  QCoreApplication::processEvents();
+  EXPECT_TRUE(saw_cancel);
+  EXPECT_FALSE(delivered);
+}
+
+}  // namespace
+}  // namespace meshplan::gui

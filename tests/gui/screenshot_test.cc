@@ -1,0 +1,78 @@
+// A screenshot of every view, as `meshplan-gui --screenshot` renders it (MainWindow::renderView):
+// the image exists, has the size asked for, and is a picture rather than one flat fill (many
+// colours, no colour covering almost everything). Also the PNG export of a chart.
+#include <gtest/gtest.h>
+
+#include <QFileInfo>
+#include <QHash>
+#include <QImage>
+#include <QTemporaryDir>
+
+#include "gui/main_window.h"
+
+namespace meshplan::gui {
+namespace {
+
+struct Colours {
+  int distinct = 0;
+  double top_share = 0;  // share of the pixels with the most common colour
+};
+
+Colours CountColours(const QImage& image) {
+  QHash<QRgb, int> counts;
+  for (int y = 0; y < image.height(); ++y)
+    for (int x = 0; x < image.width(); ++x) ++counts[image.pixel(x, y)];
+  int top = 0;
+  for (int c : counts) top = std::max(top, c);
+  return {static_cast<int>(counts.size()), static_cast<double>(top) / (image.width() * image.height())};
+}
+
+class GuiScreenshotTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(GuiScreenshotTest, RendersAPicture) {
+  MainWindow w;
+  const QSize size(1000, 700);
+  const QImage image = w.renderView(GetParam(), size);
+  ASSERT_FALSE(image.isNull());
+  EXPECT_EQ(image.size(), size);
+  const Colours c = CountColours(image);
+  // Text, bars and lines give hundreds of colours (anti-aliasing); a blank view has a handful.
+  EXPECT_GT(c.distinct, 50) << GetParam();
+  EXPECT_LT(c.top_share, 0.9) << GetParam();
+  // The view went back to its tab, and a second render gives the same size.
+  EXPECT_EQ(w.renderView(GetParam(), QSize(640, 480)).size(), QSize(640, 480));
+}
+
+INSTANTIATE_TEST_SUITE_P(AllViews, GuiScreenshotTest,
+                         ::testing::Values("memory", "step", "timeline", "search", "reliability", "cost", "compare",
+                                           "explain"),
+                         [](const auto& test) { return std::string(test.param); });
+
+TEST(GuiScreenshotTest, EveryViewIdIsTested) {
+  EXPECT_EQ(MainWindow::viewIds(),
+            QStringList({"memory", "step", "timeline", "search", "reliability", "cost", "compare", "explain"}));
+  EXPECT_EQ(MainWindow().view("nope"), nullptr);
+}
+
+TEST(GuiScreenshotTest, ExportsAChartAsPng) {
+  QTemporaryDir dir;
+  ASSERT_TRUE(dir.isValid());
+  MainWindow w;
+  w.resize(1400, 900);
+  w.show();
+  const QString path = dir.filePath("memory.png");
+  QString err;
+  ASSERT_TRUE(w.exportChart(w.view("memory"), path, &err)) << err.toStdString();
+  QImage png(path);
+  ASSERT_FALSE(png.isNull());
+  EXPECT_GT(CountColours(png).distinct, 50);
+#if !MESHPLAN_GUI_HAVE_SVG
+  // Without Qt SVG, SVG export says why instead of writing a broken file.
+  EXPECT_FALSE(w.exportChart(w.view("memory"), dir.filePath("memory.svg"), &err));
+  EXPECT_TRUE(err.contains("Qt SVG"));
+  EXPECT_FALSE(QFileInfo::exists(dir.filePath("memory.svg")));
+#endif
+}
+
+}  // namespace
+}  // namespace meshplan::gui

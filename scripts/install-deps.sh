@@ -32,7 +32,7 @@ packages=(
 # bookworm names the Charts package qt6-charts-dev (there is no libqt6charts6-dev), and Qt6Gui's
 # CMake config needs OpenGL headers (libgl-dev; qt6-base-dev also pulls libglx-dev, libopengl-dev
 # and libvulkan-dev). xvfb/xauth give GUI checks an X server when offscreen is not enough.
-gui_packages=(qt6-base-dev qt6-charts-dev libgl-dev xvfb xauth)
+gui_packages=(qt6-base-dev qt6-charts-dev qt6-svg-dev libgl-dev xvfb xauth)
 if (( with_gui )); then
   packages+=("${gui_packages[@]}")
 fi

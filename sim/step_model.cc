@@ -40,9 +40,15 @@ struct ListCost {
   std::array<std::array<double, core::kCommGroups>, 5> exposed{};
   void Finish() {
     for (int ps = 0; ps < 5; ++ps) {
-      for (int g = 0; g < core::kCommGroups; ++g) exposed[ps][g] = Exposed(static_cast<Pass>(ps), static_cast<CommGroup>(g));
-      time[ps] = pass[ps].compute;
-      for (double e : exposed[ps]) time[ps] += e;
+      const PassCost& c = pass[ps];
+      time[ps] = c.compute;
+      bool any = false;
+      for (int g = 0; g < core::kCommGroups; ++g) any |= c.blocking[g] > 0 || c.hidden[g] > 0;
+      if (!any) continue;  // most passes of most lists carry no communication
+      for (int g = 0; g < core::kCommGroups; ++g) {
+        exposed[ps][g] = Exposed(static_cast<Pass>(ps), static_cast<CommGroup>(g));
+        time[ps] += exposed[ps][g];
+      }
     }
   }
   // A ring-attention KV exchange runs under the attention blocks it feeds (Liu et al. 2023; the

@@ -15,6 +15,8 @@ void AddReliabilityCommand(CLI::App* app, int* exit_code);
 void AddSearchCommand(CLI::App* app, int* exit_code);
 void AddSimulateCommand(CLI::App* app, int* exit_code);
 void AddExplainCommand(CLI::App* app, int* exit_code);
+void AddCalibrateCommand(CLI::App* app, int* exit_code);
+void AddHistoryCommand(CLI::App* app, int* exit_code);
 
 }  // namespace meshplan::cli
 

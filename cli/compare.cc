@@ -40,8 +40,8 @@ double Predicted(const runtime::OpMeasurement& r, const core::Scenario& s, const
   const core::Op op = OpOf(r);
   double one = 0;
   if (op.kind == core::OpKind::kCollective || op.kind == core::OpKind::kP2p)
-    one = core::CollectiveTime(op.collective, op.bytes, core::SpanOfGroup(op.group, s.plan, s.cluster), s.cluster,
-                               prof.comm)
+    one = core::ProfiledCollectiveTime(prof, op.collective, op.bytes, core::SpanOfGroup(op.group, s.plan, s.cluster),
+                                       s.cluster)
               .time_s;
   else
     one = sim::ComputeOpTime(op, s.gpu, prof);
@@ -56,8 +56,10 @@ std::string CompareTable(const core::Scenario& s, const runtime::Measurement& m,
   char line[320];
   o << "# meshplan report --compare: " << m.tool << ", " << m.mode << " on " << m.hardware.description << ", rank "
     << m.rank << " (stage " << m.stage << ")\n";
-  o << "# predictions for the GPU preset " << s.gpu.name << " with profile " << prof.name
-    << (m.hardware.backend == "cpu" ? " (a cpu measurement: expect large ratios until a cpu profile is fitted)" : "")
+  o << "# predictions for " << s.gpu.name << " with profile " << prof.name
+    << (m.hardware.backend == "cpu" && !prof.device
+            ? " (a cpu measurement: expect large ratios until a cpu profile is fitted: meshplan calibrate fit)"
+            : "")
     << "\n";
   std::snprintf(line, sizeof line, "# %-12s %-22s %-16s %6s %12s %12s %8s\n", "section", "op", "pass", "calls",
                 "measured_ms", "predicted_ms", "ratio");
@@ -73,9 +75,10 @@ std::string CompareTable(const core::Scenario& s, const runtime::Measurement& m,
     const auto& st = *m.step;
     std::snprintf(line, sizeof line,
                   "step: measured %.4f s vs predicted %.4f s (ratio %.2f); TFLOP/s per GPU %.3f vs %.3f; MFU %.1f%% "
-                  "(of %s) vs %.1f%% (causal count, of the GPU preset's peak)\n",
+                  "(of %s) vs %.1f%% (causal count, of %s's peak)\n",
                   st.time_s, e.time_s, e.time_s > 0 ? st.time_s / e.time_s : 0.0, st.tflops_per_gpu, e.tflops_per_gpu,
-                  100 * st.mfu, m.peak ? m.peak->source.c_str() : "the device peak", 100 * e.mfu_causal);
+                  100 * st.mfu, m.peak ? m.peak->source.c_str() : "the device peak", 100 * e.mfu_causal,
+                  s.gpu.name.c_str());
     o << line;
   }
   return o.str();

@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
   meshplan::cli::AddSearchCommand(&app, &exit_code);
   meshplan::cli::AddSimulateCommand(&app, &exit_code);
   meshplan::cli::AddExplainCommand(&app, &exit_code);
+  meshplan::cli::AddCalibrateCommand(&app, &exit_code);
+  meshplan::cli::AddHistoryCommand(&app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

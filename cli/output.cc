@@ -19,6 +19,13 @@ std::string Fmt(const char* format, double v) {
 }
 }  // namespace
 
+std::string PlanLabel(const core::Scenario& s) {
+  const auto& p = s.plan;
+  return s.model.name + " tp" + std::to_string(p.tp) + " pp" + std::to_string(p.pp) + " dp" + std::to_string(p.dp) +
+         " mbs" + std::to_string(p.micro_batch) + " seq" + std::to_string(p.seq_len) + " on " +
+         std::to_string(p.gpus) + "x " + s.gpu.name;
+}
+
 std::string HumanCount(int64_t n) {
   const double v = static_cast<double>(n);
   if (v >= 1e12) return Fmt("%.4gT", v / 1e12);
@@ -41,7 +48,10 @@ std::string LayerRange(const std::vector<int64_t>& layers) {
     while (j + 1 < layers.size() && layers[j + 1] == layers[j] + 1) ++j;
     if (!out.empty()) out += ",";
     out += std::to_string(layers[i]);
-    if (j > i) out += "-" + std::to_string(layers[j]);
+    if (j > i) {  // two appends: GCC 12 warns falsely (-Wrestrict) on "-" + std::to_string(...)
+      out += '-';
+      out += std::to_string(layers[j]);
+    }
     i = j + 1;
   }
   return out;

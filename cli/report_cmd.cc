@@ -9,6 +9,8 @@
 #include "cli/compare.h"
 #include "cli/output.h"
 #include "cli/plan_flags.h"
+#include "cli/profile_ref.h"
+#include "cli/store_flags.h"
 #include "core/memory.h"
 #include "core/params.h"
 #include "core/failures.h"
@@ -48,15 +50,20 @@ void AddReportCommand(CLI::App* app, int* exit_code) {
   auto tokens = std::make_shared<double>(0);
   auto failure_ref = std::make_shared<std::string>("llama3-405b");
   auto compare = std::make_shared<std::string>();
+  auto db = std::make_shared<std::string>();
+  auto save = std::make_shared<bool>(false);
   flags->Register(cmd);
   cmd->add_option("--format", *format, "table|json|csv");
-  cmd->add_option("--profile", *profile_ref, "Calibration profile: default, a name, or a JSON file");
+  cmd->add_option("--profile", *profile_ref,
+                  "Calibration profile: default, a JSON file, or a name fitted by meshplan calibrate (in --db)");
+  AddDbFlag(cmd, db.get());
+  cmd->add_flag("--save", *save, "Store the plan and this prediction in the result store (--db; meshplan history)");
   cmd->add_option("--tokens", *tokens, "Tokens to train (default 20 per parameter, Hoffmann et al. 2022)");
   cmd->add_option("--failures", *failure_ref, "Failure-rate preset or JSON file (default llama3-405b)");
   cmd->add_option("--compare", *compare,
                   "A meshplan-run measurement JSON: show it against the prediction (its plan is used unless "
                   "--plan/--model are given)");
-  cmd->callback([flags, format, profile_ref, tokens, failure_ref, compare, exit_code] {
+  cmd->callback([flags, format, profile_ref, tokens, failure_ref, compare, db, save, exit_code] {
     Format f;
     if (!ParseFormat(*format, &f)) {
       std::cerr << "error: --format must be table, json or csv (got \"" << *format << "\")\n";
@@ -85,12 +92,13 @@ void AddReportCommand(CLI::App* app, int* exit_code) {
     core::Scenario s;
     std::vector<std::string> notes, warnings;
     if (!ResolveOrReport(*flags, &s, &notes, &warnings, exit_code)) return;
-    auto profile = core::LoadProfile(*profile_ref);
+    auto profile = LoadProfileRef(*profile_ref, *db);
     if (!profile.ok()) {
       std::cerr << "error: --profile: " << profile.status().message() << "\n";
       *exit_code = 2;
       return;
     }
+    ApplyProfileDevice(*profile, &s, &notes);
     if (*tokens < 0) {
       std::cerr << "error: --tokens: must be > 0 (got " << *tokens << ")\n";
       *exit_code = 2;
@@ -129,6 +137,29 @@ void AddReportCommand(CLI::App* app, int* exit_code) {
                                        : CompareTable(s, *measured, speed.step, *profile));
       *exit_code = 0;
       return;
+    }
+    if (*save) {
+      // The plan with its specs embedded, so the stored record stands alone.
+      core::PlanFile pf;
+      pf.plan = s.plan;
+      pf.model = s.model;
+      pf.gpu = s.gpu;
+      pf.cluster = s.cluster;
+      auto store = OpenStoreFromFlag(*db);
+      core::Result<int64_t> plan_id = store.ok() ? (*store)->PutPlan({0, PlanLabel(s), core::PlanFileToJson(pf), ""})
+                                                 : core::Result<int64_t>(store.status());
+      core::Result<int64_t> pred_id =
+          plan_id.ok() ? (*store)->PutPrediction({0, *plan_id, profile->name, sim::kStepModelVersion,
+                                                  speed.step.time_s, speed.step.mfu,
+                                                  MemoryJson(s, r, notes, warnings, &speed), ""})
+                       : core::Result<int64_t>(plan_id.status());
+      if (!pred_id.ok()) {
+        std::cerr << "error: --db: " << pred_id.status().message() << "\n";
+        *exit_code = 1;
+        return;
+      }
+      notes.push_back("saved plan " + std::to_string(*plan_id) + " and prediction " + std::to_string(*pred_id) +
+                      " to " + StorePathFromFlag(*db));
     }
     if (f == Format::kJson) std::cout << MemoryJson(s, r, notes, warnings, &speed);
     else if (f == Format::kCsv) std::cout << MemoryCsv(r);

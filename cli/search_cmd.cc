@@ -17,9 +17,11 @@
 
 #include "cli/commands.h"
 #include "cli/output.h"
+#include "cli/store_flags.h"
 #include "core/params.h"
 #include "core/presets.h"
 #include "core/profile.h"
+#include "core/result_store.h"
 #include "core/spec_json.h"
 #include "core/validate.h"
 #include "sim/search.h"
@@ -53,6 +55,8 @@ struct SearchFlags {
   std::vector<std::string> schedules, recompute, cp_kinds;
   std::optional<int64_t> max_mbs, min_cp_tokens;
   std::optional<std::string> sp, precision, recipe;
+  bool save = false;  // --save: keep the sweep in the result store
+  std::string db;     // --db (empty: the default store)
 };
 
 template <typename E>
@@ -282,6 +286,69 @@ bool WriteFileAtomically(const std::string& path, const std::string& text) {
   return true;
 }
 
+// The flags as given, for the stored sweep (what to run again to reproduce it).
+std::string SearchArgsJson(const SearchFlags& f) {
+  OJson j;
+  auto opt = [&j](const char* key, const auto& v) {
+    if (v) j[key] = *v;
+  };
+  auto list = [&j](const char* key, const auto& v) {
+    if (!v.empty()) j[key] = v;
+  };
+  if (!f.model.empty()) j["model"] = f.model;
+  if (!f.gpu.empty()) j["gpu"] = f.gpu;
+  if (!f.cluster.empty()) j["cluster"] = f.cluster;
+  opt("gpus", f.gpus);
+  opt("gbs", f.gbs);
+  opt("gbs_tokens", f.gbs_tokens);
+  opt("seq", f.seq);
+  j["objective"] = f.objective;
+  j["top"] = f.top;
+  j["max_memory_frac"] = f.max_memory_frac;
+  if (f.tokens > 0) j["tokens"] = f.tokens;
+  j["profile"] = f.profile;
+  list("tp", f.tp);
+  list("pp", f.pp);
+  list("cp", f.cp);
+  list("ep", f.ep);
+  list("vpp", f.vpp);
+  list("mbs", f.mbs);
+  list("zero", f.zero);
+  list("schedule", f.schedules);
+  list("recompute", f.recompute);
+  list("cp_kind", f.cp_kinds);
+  opt("max_mbs", f.max_mbs);
+  opt("min_cp_tokens", f.min_cp_tokens);
+  opt("sp", f.sp);
+  opt("precision", f.precision);
+  opt("recipe", f.recipe);
+  if (f.exhaustive) j["exhaustive"] = true;
+  if (f.explain) j["explain_rejections"] = true;
+  return j.dump();
+}
+
+// --save: the sweep into the result store. Prints "# saved sweep ID to PATH" (on stderr under
+// --format json, so stdout stays one JSON document). False (message printed) on a store error.
+bool SaveSweep(const SearchFlags& f, const core::Scenario& s, const sim::SearchResult& r, const std::string& json) {
+  core::StoredSweep sweep;
+  sweep.label = s.model.name + " on " + std::to_string(s.plan.gpus) + "x " + s.gpu.name;
+  sweep.args_json = SearchArgsJson(f);
+  sweep.result_json = json;
+  sweep.candidates = r.stats.enumerated;
+  auto store = OpenStoreFromFlag(f.db);
+  if (!store.ok()) {
+    std::cerr << "error: --db: " << store.status().message() << "\n";
+    return false;
+  }
+  auto id = (*store)->PutSweep(sweep);
+  if (!id.ok()) {
+    std::cerr << "error: --db: " << id.status().message() << "\n";
+    return false;
+  }
+  (f.format == "json" ? std::cerr : std::cout) << "# saved sweep " << *id << " to " << StorePathFromFlag(f.db) << "\n";
+  return true;
+}
+
 void RunSearch(const SearchFlags& f, int* exit_code) {
   core::Diagnostics d;
   std::vector<std::string> notes;
@@ -410,8 +477,13 @@ void RunSearch(const SearchFlags& f, int* exit_code) {
     verdicts = sim::ExplainWellKnownPlans(s.model, s.gpu, s.cluster, p, *profile, eo,
                                           r.top.empty() ? nullptr : &r.top.front());
   }
-  if (f.format == "json") std::cout << SearchJson(s, o, r, verdicts, notes);
+  const std::string json = f.format == "json" || f.save ? SearchJson(s, o, r, verdicts, notes) : std::string();
+  if (f.format == "json") std::cout << json;
   else PrintTable(s, o, r, verdicts, notes);
+  if (f.save && !SaveSweep(f, s, r, json)) {
+    *exit_code = 1;
+    return;
+  }
 
   if (r.top.empty()) {
     if (r.stats.enumerated == 0)
@@ -727,6 +799,8 @@ void AddSearchCommand(CLI::App* app, int* exit_code) {
   cmd->add_option("--tokens", f->tokens, "Tokens to train, for time and cost (default 20 per parameter)");
   cmd->add_option("--profile", f->profile, "Calibration profile: default, a name, or a JSON file");
   cmd->add_option("--threads", f->threads, "Worker threads (default: every hardware thread)");
+  auto* save = cmd->add_flag("--save", f->save, "Keep the sweep (arguments and ranked result) in the result store");
+  AddDbFlag(cmd, &f->db)->needs(save);
   auto* space = cmd->add_option_group("Search space (lists are comma-separated; default: every valid value)");
   space->add_option("--tp", f->tp, "Tensor parallel sizes (default: within the scale-up domain)")->delimiter(',');
   space->add_option("--pp", f->pp, "Pipeline parallel sizes")->delimiter(',');

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/presets.h"
+#include "core/spec_json.h"
 
 namespace meshplan::core {
 namespace {
@@ -42,10 +43,13 @@ Result<Profile> ParseProfileJson(const std::string& text) {
   Profile p;
   CheckKeys(j, "profile",
             {"version", "name", "source", "gemm_efficiency", "gemm_half_flops", "attention_fwd_efficiency",
-             "attention_bwd_efficiency", "hbm_efficiency", "kernel_overhead_s", "comm", "memory"},
+             "attention_bwd_efficiency", "hbm_efficiency", "memory_op_efficiency", "kernel_overhead_s", "comm",
+             "collectives", "memory", "device"},
             &d);
-  if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<int>() != Profile::kVersion)
-    d.Error("profile.version", "must be " + std::to_string(Profile::kVersion));
+  if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<int>() < 1 ||
+      j["version"].get<int>() > Profile::kVersion)
+    d.Error("profile.version", "must be 1 or " + std::to_string(Profile::kVersion) + " (got " +
+                                   (j.contains("version") ? j["version"].dump() : std::string("nothing")) + ")");
   if (j.contains("name") && j["name"].is_string()) p.name = j["name"];
   if (j.contains("source") && j["source"].is_string()) p.source = j["source"];
   if (j.contains("gemm_efficiency")) {
@@ -70,6 +74,69 @@ Result<Profile> ParseProfileJson(const std::string& text) {
   for (const char* key : {"attention_fwd_efficiency", "attention_bwd_efficiency", "hbm_efficiency"}) {
     if (j.contains(key) && j[key].is_number() && j[key].get<double>() > 1)
       d.Error(std::string("profile.") + key, "must be in (0, 1]");
+  }
+  if (j.contains("memory_op_efficiency")) {
+    const Json& mo = j["memory_op_efficiency"];
+    if (!mo.is_object()) {
+      d.Error("profile.memory_op_efficiency", "must be an object of op name -> fraction of HBM bandwidth");
+    } else {
+      for (auto it = mo.begin(); it != mo.end(); ++it) {
+        if (!it->is_number() || it->get<double>() <= 0 || it->get<double>() > 1)
+          d.Error("profile.memory_op_efficiency." + it.key(), "must be in (0, 1] (got " + it->dump() + ")");
+        else
+          p.memory_op_efficiency[it.key()] = it->get<double>();
+      }
+    }
+  }
+  if (j.contains("collectives")) {
+    const Json& cs = j["collectives"];
+    if (!cs.is_array()) d.Error("profile.collectives", "must be an array");
+    for (size_t i = 0; cs.is_array() && i < cs.size(); ++i) {
+      const std::string path = "profile.collectives[" + std::to_string(i) + "]";
+      const Json& x = cs[i];
+      if (!x.is_object()) {
+        d.Error(path, "must be an object");
+        continue;
+      }
+      CheckKeys(x, path, {"collective", "tier", "ranks", "alpha_s", "beta_s_per_byte", "min_bytes", "max_bytes", "r2"},
+                &d);
+      CollectiveFit f;
+      bool ok = true;
+      const std::string kind = x.value("collective", std::string());
+      bool found = false;
+      for (CollectiveKind k : {CollectiveKind::kAllReduce, CollectiveKind::kAllGather, CollectiveKind::kReduceScatter,
+                               CollectiveKind::kAllToAll, CollectiveKind::kBroadcast, CollectiveKind::kSendRecv})
+        if (kind == Name(k)) f.kind = k, found = true;
+      if (!found) d.Error(path + ".collective", "must be a collective name (got \"" + kind + "\")"), ok = false;
+      const std::string tier = x.value("tier", std::string());
+      if (tier != "scale_up" && tier != "scale_out")
+        d.Error(path + ".tier", "must be scale_up or scale_out (got \"" + tier + "\")"), ok = false;
+      f.scale_out = tier == "scale_out";
+      if (!x.contains("ranks") || !x["ranks"].is_number_integer() || x["ranks"].get<int64_t>() < 2)
+        d.Error(path + ".ranks", "must be an integer >= 2"), ok = false;
+      else
+        f.ranks = x["ranks"].get<int64_t>();
+      for (auto [key, out] : {std::pair<const char*, double*>{"alpha_s", &f.alpha_s}, {"beta_s_per_byte", &f.beta_s_per_byte}}) {
+        if (!x.contains(key) || !x[key].is_number() || x[key].get<double>() < 0)
+          d.Error(path + "." + key, "must be a number >= 0"), ok = false;
+        else
+          *out = x[key].get<double>();
+      }
+      for (auto [key, out] : {std::pair<const char*, int64_t*>{"min_bytes", &f.min_bytes}, {"max_bytes", &f.max_bytes}}) {
+        if (!x.contains(key) || !x[key].is_number_integer() || x[key].get<int64_t>() < 1)
+          d.Error(path + "." + key, "must be an integer >= 1"), ok = false;
+        else
+          *out = x[key].get<int64_t>();
+      }
+      if (ok && f.min_bytes > f.max_bytes) d.Error(path + ".min_bytes", "must be <= max_bytes"), ok = false;
+      f.r2 = x.value("r2", 0.0);
+      if (ok) p.collectives.push_back(f);
+    }
+  }
+  if (j.contains("device")) {
+    auto g = ParseGpuJson(j["device"].dump(), "profile.device");
+    if (!g.ok()) d.Error("profile.device", g.status().message());
+    else p.device = *g;
   }
   if (j.contains("comm")) {
     const Json& c = j["comm"];
@@ -118,9 +185,22 @@ std::string ProfileToJson(const Profile& p) {
   j["attention_fwd_efficiency"] = p.attention_fwd_efficiency;
   j["attention_bwd_efficiency"] = p.attention_bwd_efficiency;
   j["hbm_efficiency"] = p.hbm_efficiency;
+  if (!p.memory_op_efficiency.empty()) {
+    OJson mo = OJson::object();
+    for (const auto& [name, v] : p.memory_op_efficiency) mo[name] = v;
+    j["memory_op_efficiency"] = mo;
+  }
   j["kernel_overhead_s"] = p.kernel_overhead_s;
   j["comm"] = {{"scale_up", p.comm.scale_up}, {"scale_out", p.comm.scale_out},
                {"nvls_speedup", p.comm.nvls_speedup}, {"launch_s", p.comm.launch_s}};
+  if (!p.collectives.empty()) {
+    OJson cs = OJson::array();
+    for (const CollectiveFit& f : p.collectives)
+      cs.push_back({{"collective", Name(f.kind)}, {"tier", f.scale_out ? "scale_out" : "scale_up"},
+                    {"ranks", f.ranks}, {"alpha_s", f.alpha_s}, {"beta_s_per_byte", f.beta_s_per_byte},
+                    {"min_bytes", f.min_bytes}, {"max_bytes", f.max_bytes}, {"r2", f.r2}});
+    j["collectives"] = cs;
+  }
   OJson m;
   m["cuda_context_bytes"] = p.memory.cuda_context_bytes;
   m["cublas_workspace_bytes"] = p.memory.cublas_workspace_bytes;
@@ -128,7 +208,32 @@ std::string ProfileToJson(const Profile& p) {
   m["nccl_channels"] = p.memory.nccl_channels;
   m["fragmentation_frac"] = p.memory.fragmentation_frac;
   j["memory"] = m;
+  if (p.device) j["device"] = OJson::parse(GpuToJson(*p.device));
   return j.dump(2) + "\n";
+}
+
+const CollectiveFit* FindCollectiveFit(const Profile& p, CollectiveKind kind, bool scale_out, int64_t ranks,
+                                       int64_t bytes) {
+  for (const CollectiveFit& f : p.collectives)
+    if (f.kind == kind && f.scale_out == scale_out && f.ranks == ranks && bytes >= f.min_bytes / 4 &&
+        bytes <= f.max_bytes * 4)
+      return &f;
+  return nullptr;
+}
+
+CollectiveCost ProfiledCollectiveTime(const Profile& p, CollectiveKind kind, int64_t bytes, const GroupSpan& span,
+                                      const ClusterSpec& c) {
+  if (span.size > 1 && !p.collectives.empty()) {
+    if (const CollectiveFit* f = FindCollectiveFit(p, kind, span.Crosses(), span.size, bytes)) {
+      CollectiveCost r;
+      r.time_s = f->alpha_s + f->beta_s_per_byte * static_cast<double>(bytes);
+      r.algbw_bytes_per_s = r.time_s > 0 ? static_cast<double>(bytes) / r.time_s : 0;
+      r.busbw_bytes_per_s = r.algbw_bytes_per_s * BusBandwidthFactor(kind, span.size);
+      r.algorithm = "fitted";
+      return r;
+    }
+  }
+  return CollectiveTime(kind, bytes, span, c, p.comm);
 }
 
 Result<Profile> LoadProfile(const std::string& ref) {

@@ -1,6 +1,7 @@
 // meshplan-gui: the desktop what-if explorer.
-//   meshplan-gui [--plan FILE]
-//   meshplan-gui --screenshot FILE.png [--plan FILE] [--view memory|step|...] [--size WxH]
+//   meshplan-gui [--plan FILE] [--db FILE]
+//   meshplan-gui --screenshot FILE.png [--plan FILE] [--db FILE] [--view memory|step|...] [--size WxH]
+// --db: the result store the History view reads (default core::DefaultStorePath()); never written.
 // --screenshot renders one view offscreen (MainWindow::renderView: the search view runs its TP x PP
 // search; the compare view pins the plan and two variants) (QT_QPA_PLATFORM=offscreen unless set), waits for its
 // background work (timeline, Monte Carlo, search, explanation), saves a PNG and exits: 0 on
@@ -13,6 +14,7 @@
 #include <cstring>
 
 #include "gui/main_window.h"
+#include "gui/views/history_view.h"
 
 namespace {
 
@@ -44,8 +46,13 @@ int main(int argc, char** argv) {
                               " (default memory); --screenshot also takes "
                               "'window' (the whole window with the inputs panel).",
                           "NAME", "memory");
+  QCommandLineOption db("db",
+                        "The result store the History view reads, read only (default: $MESHPLAN_DB, else "
+                        "$XDG_DATA_HOME/meshplan/meshplan.db, else ~/.local/share/meshplan/meshplan.db; "
+                        "as `meshplan history --db`).",
+                        "FILE");
   QCommandLineOption size("size", "Screenshot size in pixels (default 1200x800).", "WxH", "1200x800");
-  parser.addOptions({screenshot, plan, view, size});
+  parser.addOptions({screenshot, plan, db, view, size});
   parser.process(app);
 
   const QString view_id = parser.value(view);
@@ -77,6 +84,7 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
+  if (parser.isSet(db)) window.historyView()->setStorePath(parser.value(db));
   if (!whole_window) window.showView(view_id);
 
   if (!parser.isSet(screenshot)) {

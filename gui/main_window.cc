@@ -18,6 +18,7 @@
 #include "gui/views/compare_view.h"
 #include "gui/views/cost_view.h"
 #include "gui/views/explain_view.h"
+#include "gui/views/history_view.h"
 #include "gui/views/memory_view.h"
 #include "gui/views/reliability_view.h"
 #include "gui/views/search_view.h"
@@ -48,6 +49,7 @@ MainWindow::MainWindow(QWidget* parent)
   memory_view_ = new MemoryView(&scenario_, &memory_);
   search_view_ = new SearchView(&scenario_, &search_);
   compare_view_ = new CompareView(&scenario_, &compare_);
+  history_view_ = new HistoryView(&scenario_, &history_, &profiles_);
   views_ = {memory_view_,
             new StepView(&scenario_, &step_),
             new TimelineView(&scenario_, &timeline_),
@@ -55,8 +57,10 @@ MainWindow::MainWindow(QWidget* parent)
             new ReliabilityView(&scenario_, &reliability_),
             new CostView(&scenario_, &cost_),
             compare_view_,
-            new ExplainView(&scenario_, &explain_)};
-  const QStringList names = {"Memory", "Step", "Timeline", "Search", "Reliability", "Cost", "Compare", "Explain"};
+            new ExplainView(&scenario_, &explain_),
+            history_view_};
+  const QStringList names = {"Memory", "Step",    "Timeline", "Search", "Reliability",
+                             "Cost",   "Compare", "Explain",  "History"};
   for (size_t i = 0; i < views_.size(); ++i) tabs_->addTab(views_[i], names[static_cast<int>(i)]);
   setCentralWidget(tabs_);
 
@@ -96,7 +100,7 @@ MainWindow::~MainWindow() {
 }
 
 QStringList MainWindow::viewIds() {
-  return {"memory", "step", "timeline", "search", "reliability", "cost", "compare", "explain"};
+  return {"memory", "step", "timeline", "search", "reliability", "cost", "compare", "explain", "history"};
 }
 
 View* MainWindow::view(const QString& id) const {

@@ -1,8 +1,8 @@
 // meshplan-gui's window: the inputs panel on the left, the result views in tabs (Memory, Step,
-// Timeline, Search, Reliability, Cost, Compare, Explain), and File / Edit / Plan menus: open and
-// save plan JSON (core::ParsePlanFileJson / PlanFileToJson), load a Hugging Face config.json,
-// export the current view's chart as PNG (and SVG when Qt SVG is built in), copy the equivalent
-// `meshplan report` command, pin the plan for comparison. Owns the models.
+// Timeline, Search, Reliability, Cost, Compare, Explain; History: the result store), and File /
+// Edit / Plan menus: open and save plan JSON (core::ParsePlanFileJson / PlanFileToJson), load a
+// Hugging Face config.json, export the current view's chart as PNG (and SVG when Qt SVG is built
+// in), copy the equivalent `meshplan report` command, pin the plan for comparison. Owns the models.
 // Thread-safety: GUI thread only. Slots never throw.
 #ifndef MESHPLAN_GUI_MAIN_WINDOW_H_
 #define MESHPLAN_GUI_MAIN_WINDOW_H_
@@ -16,6 +16,7 @@
 #include "gui/models/compare_model.h"
 #include "gui/models/cost_table_model.h"
 #include "gui/models/explain_model.h"
+#include "gui/models/history_model.h"
 #include "gui/models/memory_table_model.h"
 #include "gui/models/reliability_table_model.h"
 #include "gui/models/scenario_model.h"
@@ -30,6 +31,7 @@ namespace meshplan::gui {
 class MemoryView;
 class SearchView;
 class CompareView;
+class HistoryView;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -49,9 +51,12 @@ class MainWindow : public QMainWindow {
   SearchGridModel* searchModel() { return &search_; }
   CompareModel* compareModel() { return &compare_; }
   ExplainModel* explainModel() { return &explain_; }
+  HistoryModel* historyModel() { return &history_; }
+  ProfilesModel* profilesModel() { return &profiles_; }
   MemoryView* memoryView() { return memory_view_; }
   SearchView* searchView() { return search_view_; }
   CompareView* compareView() { return compare_view_; }
+  HistoryView* historyView() { return history_view_; }
 
   // The view whose id() is `id` ("memory", "step", ...), or nullptr; the ids in tab order.
   View* view(const QString& id) const;
@@ -84,6 +89,8 @@ class MainWindow : public QMainWindow {
   SearchGridModel search_;
   CompareModel compare_;
   ExplainModel explain_;
+  HistoryModel history_;
+  ProfilesModel profiles_;
   InputsPanel* inputs_;
   QTabWidget* tabs_;
   QWidget* dock_;
@@ -91,6 +98,7 @@ class MainWindow : public QMainWindow {
   MemoryView* memory_view_ = nullptr;
   SearchView* search_view_ = nullptr;
   CompareView* compare_view_ = nullptr;
+  HistoryView* history_view_ = nullptr;
   QLabel* status_;
 };
 

@@ -107,7 +107,7 @@ class Coster {
     for (const auto& e : memo_)
       if (e.kind == op.collective && e.group == op.group && e.bytes == op.bytes) return e.time_s;
     const double t =
-        core::CollectiveTime(op.collective, op.bytes, spans_[static_cast<int>(op.group)], c_, prof_.comm).time_s;
+        core::ProfiledCollectiveTime(prof_, op.collective, op.bytes, spans_[static_cast<int>(op.group)], c_).time_s;
     memo_.push_back({op.collective, op.group, op.bytes, t});
     return t;
   }
@@ -209,8 +209,17 @@ double ComputeOpTime(const Op& op, const core::GpuSpec& g, const core::Profile& 
       return op.Flops() / (Peak(g, op.dtype) * eff) + prof.kernel_overhead_s;
     }
     case OpKind::kMemoryBound:
-    case OpKind::kOptimizer:
+    case OpKind::kOptimizer: {
+      // A calibrated kernel's own efficiency (docs/calibration.md), else the profile's HBM fraction.
+      // Keys: "name.pass" (a kernel whose backward differs from its forward), then "name".
+      if (!prof.memory_op_efficiency.empty()) {
+        auto it = prof.memory_op_efficiency.find(std::string(op.name) + "." + core::Name(op.pass));
+        if (it == prof.memory_op_efficiency.end()) it = prof.memory_op_efficiency.find(op.name);
+        if (it != prof.memory_op_efficiency.end())
+          return static_cast<double>(op.bytes) / (g.hbm_bytes_per_s * it->second) + prof.kernel_overhead_s;
+      }
       return static_cast<double>(op.bytes) / hbm + prof.kernel_overhead_s;
+    }
     default:
       return 0;
   }

@@ -29,9 +29,11 @@ void View::setBody(QWidget* body) {
   Refresh();
 }
 
+QString View::subtitle() const { return scenario_->title(); }
+
 void View::Refresh() {
   title_->setText(QString("<b style='font-size:14pt'>%1</b><br><span style='color:#444'>%2</span>")
-                      .arg(heading_.toHtmlEscaped(), scenario_->title().toHtmlEscaped()));
+                      .arg(heading_.toHtmlEscaped(), subtitle().toHtmlEscaped()));
   const Evaluation& e = scenario_->evaluation();
   if (!needs_valid_plan_ || e.valid) {
     stack_->setCurrentIndex(0);

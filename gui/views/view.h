@@ -26,6 +26,8 @@ class View : public QWidget {
 
  protected:
   void setBody(QWidget* body);
+  // The grey line under the heading: the current plan, unless the view is about something else.
+  virtual QString subtitle() const;
   ScenarioModel* scenario_;
 
  private:

@@ -2,6 +2,12 @@
 # cmake -DMESHPLAN=path -DDATA=tests/data -DWORK=dir -P cli_test.cmake
 file(MAKE_DIRECTORY ${WORK})
 set(failures 0)
+# The result store: tests pass --db under WORK; should one forget, the default path lands here
+# (checked at the end), never in the user's data directory.
+set(default_db ${WORK}/default-store-must-stay-unused.db)
+set(ENV{MESHPLAN_DB} ${default_db})
+file(REMOVE_RECURSE ${WORK}/store ${default_db} ${default_db}-wal ${default_db}-shm ${WORK}/cal.db ${WORK}/cal.db-wal
+     ${WORK}/cal.db-shm)
 
 # run(<name> <expected exit code> <regex the output must match> args...)
 function(run name code regex)
@@ -69,7 +75,25 @@ run(step_keys 0 "\"step\": \\{.*\"time_s\".*\"mfu\".*\"breakdown\".*\"train\": \
 run(validate_json 0 "\"summary\": \\{.*\"n\": 19.*\"median_abs_error\""
     validate --dataset ${DATA}/validation/published.json --format json)
 run(validate_missing 2 "--dataset: .*cannot open" validate --dataset ${WORK}/none.json)
-run(bad_profile 2 "--profile: .*no profile preset named 'fast'" report --model tiny --gpu h100-sxm --gpus 1 --profile fast)
+run(bad_profile 2 "--profile: no profile named \"fast\": not a preset, and the store .* does not exist"
+    report --model tiny --gpu h100-sxm --gpus 1 --profile fast --db ${WORK}/no-such-store.db)
+# calibrate: usage errors name the flag; a profile name from a fit is looked up in --db.
+run(calibrate_no_name 2 "--name is required|name.*required" calibrate fit ${DATA}/measurements/tiny-cpu.json)
+run(calibrate_bad_name 2 "--name: must be a profile name" calibrate fit ${DATA}/measurements/tiny-cpu.json
+    --name default --db ${WORK}/cal.db)
+run(calibrate_missing_file 2 "no-such.json" calibrate fit ${WORK}/no-such.json --name x --db ${WORK}/cal.db)
+run(calibrate_fit 0 "saved profile tiny-cpu version 1 to .*cal.db"
+    calibrate fit ${DATA}/measurements/tiny-cpu.json --name tiny-cpu --db ${WORK}/cal.db)
+run(calibrate_refit 0 "saved profile tiny-cpu version 2"
+    calibrate fit ${DATA}/measurements/tiny-cpu.json --name tiny-cpu --db ${WORK}/cal.db)
+run(report_stored_profile 0 "predictions for cpu:vm with profile tiny-cpu"
+    report --compare ${DATA}/measurements/tiny-cpu.json --profile tiny-cpu --db ${WORK}/cal.db)
+run(history_after_fit 0 "tiny tp1 pp1 dp1 mbs2 seq256 on 1x h100-sxm.*cpu.*single_process" history --db ${WORK}/cal.db)
+run(history_profiles_after_fit 0 "tiny-cpu +2" history --profiles --db ${WORK}/cal.db)
+run(validate_cpu_profile 2 "fitted on cpu:vm, not on a GPU preset"
+    validate --dataset ${DATA}/validation/published.json --profile tiny-cpu --db ${WORK}/cal.db)
+run(report_save 0 "saved plan [0-9]+ and prediction [0-9]+ to .*cal.db"
+    report --model tiny --gpu h100-sxm --gpus 1 --save --db ${WORK}/cal.db)
 
 # simulate: the event-by-event pipeline, its JSON and timelines.
 run(simulate_json 0 "\"step_time_s\".*\"bubble_fraction\".*\"stages\".*\"busy_s\".*\"idle_s\""
@@ -166,3 +190,35 @@ run(compare_table 0 "section +op .*qkv_proj.*step: measured [0-9.]+ s vs predict
 run(compare_json 0 "\"ops\": \\[.*\"measured_s\".*\"predicted_s\".*\"step\": \\{.*\"measured_time_s\""
     report --compare ${DATA}/measurements/tiny-cpu.json --format json)
 run(compare_missing 2 "--compare: .*cannot open" report --compare ${WORK}/none.json)
+
+# The result store (issue 7): history on an empty store, search --save then history --sweeps,
+# store errors exit 1 naming the path, usage errors 2. Every case passes --db under WORK.
+run(history_empty 0 "# meshplan history: measurements in [^\n]*store/empty\\.db[^\n]*\n# no measurements yet"
+    history --db ${WORK}/store/empty.db)
+run(history_empty_json 0 "\"db\": \"[^\"]*store/empty\\.db\",[ \n]*\"measurements\": \\[\\]"
+    history --db ${WORK}/store/empty.db --format json)
+run(history_profiles_empty 0 "calibration profiles in [^\n]*\n# no profiles yet" history --profiles --db ${WORK}/store/empty.db)
+run(search_save 0 "# top 1.*# saved sweep 1 to [^\n]*store/sweeps\\.db"
+    search --model llama3-8b --cluster dgx-h100 --gpus 16 --seq 8192 --gbs 256 --top 1 --save --db ${WORK}/store/sweeps.db)
+run(search_save_json 0 "\"plans\": \\[.*# saved sweep 2 to "
+    search --model llama3-8b --cluster dgx-h100 --gpus 8 --seq 4096 --gbs 256 --top 1 --format json --save
+           --db ${WORK}/store/sweeps.db)
+run(history_sweeps 0 "#id +created +candidates +label\n# +\\(UTC\\) +\\(plans\\)\n +2 +[0-9T:Z-]+ +[1-9][0-9]* +llama3-8b on 8x h100-sxm\n +1 +[0-9T:Z-]+ +[1-9][0-9]* +llama3-8b on 16x h100-sxm"
+    history --sweeps --db ${WORK}/store/sweeps.db)
+run(history_sweeps_json 0 "\"sweeps\": \\[[ \n]*\\{[ \n]*\"id\": 2,.*\"label\": \"llama3-8b on 8x h100-sxm\""
+    history --sweeps --limit 1 --format json --db ${WORK}/store/sweeps.db)
+file(WRITE ${WORK}/store/not-a-dir "x")
+run(history_bad_db 1 "error: --db: [^\n]*store/not-a-dir/sub/x\\.db" history --db ${WORK}/store/not-a-dir/sub/x.db)
+run(search_save_bad_db 1 "error: --db: [^\n]*store/not-a-dir/x\\.db"
+    search --model llama3-8b --cluster dgx-h100 --gpus 8 --seq 4096 --gbs 256 --top 1 --save
+           --db ${WORK}/store/not-a-dir/x.db)
+run(history_bad_format 2 "--format: must be table or json" history --db ${WORK}/store/empty.db --format xml)
+run(history_bad_limit 2 "--limit: must be >= 0" history --db ${WORK}/store/empty.db --limit -1)
+run(history_two_lists 2 "--profiles and --sweeps: give one, not both"
+    history --db ${WORK}/store/empty.db --profiles --sweeps)
+run(search_db_needs_save 2 "--db requires --save"
+    search --model llama3-8b --cluster dgx-h100 --gpus 8 --gbs 256 --db ${WORK}/store/sweeps.db)
+run(history_help_default 0 "--db .*default ${default_db}" history --help)
+if(EXISTS ${default_db})
+  message(SEND_ERROR "a CLI test wrote the default store ${default_db}: pass --db")
+endif()

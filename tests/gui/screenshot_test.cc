@@ -1,6 +1,8 @@
 // A screenshot of every view, as `meshplan-gui --screenshot` renders it (MainWindow::renderView):
 // the image exists, has the size asked for, and is a picture rather than one flat fill (many
-// colours, no colour covering almost everything). Also the PNG export of a chart.
+// colours, no colour covering almost everything). Also the PNG export of a chart. The history view
+// is given a SQLite store with a few measurements (in a temporary directory), since its default
+// store does not exist under gui_tests.
 #include <gtest/gtest.h>
 
 #include <QFileInfo>
@@ -9,7 +11,9 @@
 #include <QImage>
 #include <QTemporaryDir>
 
+#include "core/result_store.h"
 #include "gui/main_window.h"
+#include "gui/views/history_view.h"
 
 namespace meshplan::gui {
 namespace {
@@ -28,10 +32,49 @@ Colours CountColours(const QImage& image) {
   return {static_cast<int>(counts.size()), static_cast<double>(top) / (image.width() * image.height())};
 }
 
+// Three runs of one plan predicted with the default profile, three with a fitted one, and the
+// profile: what `meshplan calibrate fit` leaves behind.
+void FillStore(const QString& path) {
+  auto store = core::OpenSqliteResultStore(path.toStdString());
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  core::StoredPlan p;
+  p.label = "tiny tp1 pp1 dp1 on 1x cpu";
+  p.plan_json = "{}";
+  auto plan = (*store)->PutPlan(p);
+  ASSERT_TRUE(plan.ok());
+  const double measured[] = {0.21, 0.43, 0.88};
+  for (int fitted = 0; fitted < 2; ++fitted)
+    for (double m : measured) {
+      core::StoredMeasurement s;
+      s.plan_id = *plan;
+      s.source = "runs/tiny.json";
+      s.backend = "cpu";
+      s.mode = "single_process";
+      s.hostname = "node7";
+      s.step_time_s = m;
+      s.predicted_step_s = fitted ? m * 1.03 : m * 0.7;
+      s.profile_name = fitted ? "cpu-fit" : "default";
+      s.json = "{}";
+      ASSERT_TRUE((*store)->PutMeasurement(s).ok());
+    }
+  core::StoredProfile fit;
+  fit.name = "cpu-fit";
+  fit.profile_json = "{}";
+  fit.measurement_ids = {1, 2, 3};
+  ASSERT_TRUE((*store)->PutProfile(fit).ok());
+}
+
 class GuiScreenshotTest : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(GuiScreenshotTest, RendersAPicture) {
   MainWindow w;
+  QTemporaryDir dir;
+  ASSERT_TRUE(dir.isValid());
+  if (std::string(GetParam()) == "history") {
+    FillStore(dir.filePath("meshplan.db"));
+    w.historyView()->setStorePath(dir.filePath("meshplan.db"));
+    ASSERT_TRUE(w.historyView()->loaded()) << w.historyView()->message().toStdString();
+  }
   const QSize size(1000, 700);
   const QImage image = w.renderView(GetParam(), size);
   ASSERT_FALSE(image.isNull());
@@ -46,12 +89,13 @@ TEST_P(GuiScreenshotTest, RendersAPicture) {
 
 INSTANTIATE_TEST_SUITE_P(AllViews, GuiScreenshotTest,
                          ::testing::Values("memory", "step", "timeline", "search", "reliability", "cost", "compare",
-                                           "explain"),
+                                           "explain", "history"),
                          [](const auto& test) { return std::string(test.param); });
 
 TEST(GuiScreenshotTest, EveryViewIdIsTested) {
   EXPECT_EQ(MainWindow::viewIds(),
-            QStringList({"memory", "step", "timeline", "search", "reliability", "cost", "compare", "explain"}));
+            QStringList({"memory", "step", "timeline", "search", "reliability", "cost", "compare", "explain",
+                         "history"}));
   EXPECT_EQ(MainWindow().view("nope"), nullptr);
 }
 

@@ -1,0 +1,509 @@
+#include "sim/fit.h"
+
+#include <Eigen/Dense>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <sstream>
+#include <tuple>
+
+#include "sim/step_model.h"
+
+namespace meshplan::sim {
+namespace {
+
+using core::Dtype;
+using core::OpKind;
+using core::Pass;
+
+enum class ParamKind { kGemmEff, kHalfFlops, kOverhead, kAttnFwd, kAttnBwd, kMemOp };
+
+struct Param {
+  ParamKind kind;
+  Dtype dtype = Dtype::kBf16;  // kGemmEff
+  std::string op;              // kMemOp
+  std::string label;
+  double start = 0;
+  int samples = 0;
+};
+
+bool IsMemory(OpKind k) { return k == OpKind::kMemoryBound || k == OpKind::kOptimizer; }
+
+// The memory_op_efficiency key a memory-bound sample is fitted under: per op and pass, because a
+// kernel's backward is a different kernel (ComputeOpTime looks "name.pass" up first).
+std::string MemKey(const ComputeSample& s) { return s.name + "." + core::Name(s.op.pass); }
+
+double GetParam(const Param& p, const core::Profile& prof) {
+  switch (p.kind) {
+    case ParamKind::kGemmEff: {
+      auto it = prof.gemm_efficiency.find(p.dtype);
+      return it != prof.gemm_efficiency.end() ? it->second : 0.8;  // ComputeOpTime's fallback
+    }
+    case ParamKind::kHalfFlops: return prof.gemm_half_flops;
+    case ParamKind::kOverhead: return prof.kernel_overhead_s;
+    case ParamKind::kAttnFwd: return prof.attention_fwd_efficiency;
+    case ParamKind::kAttnBwd: return prof.attention_bwd_efficiency;
+    case ParamKind::kMemOp: {
+      auto it = prof.memory_op_efficiency.find(p.op);
+      return it != prof.memory_op_efficiency.end() ? it->second : prof.hbm_efficiency;
+    }
+  }
+  return 0;
+}
+
+void SetParam(const Param& p, double v, core::Profile* prof) {
+  switch (p.kind) {
+    case ParamKind::kGemmEff: prof->gemm_efficiency[p.dtype] = v; break;
+    case ParamKind::kHalfFlops: prof->gemm_half_flops = v; break;
+    case ParamKind::kOverhead: prof->kernel_overhead_s = v; break;
+    case ParamKind::kAttnFwd: prof->attention_fwd_efficiency = v; break;
+    case ParamKind::kAttnBwd: prof->attention_bwd_efficiency = v; break;
+    case ParamKind::kMemOp: prof->memory_op_efficiency[p.op] = v; break;
+  }
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double PeakOf(const core::GpuSpec& g, Dtype d) {
+  auto it = g.peak_flops_per_s.find(d);
+  return it != g.peak_flops_per_s.end() ? it->second : 0;
+}
+
+// The parameters the samples determine, with data-driven starting values where the starting
+// profile is far off (a cpu device): the median achieved fraction of peak or bandwidth.
+std::vector<Param> ChooseParams(const std::vector<ComputeSample>& samples, const core::GpuSpec& dev,
+                                const core::Profile& start) {
+  std::map<Dtype, std::vector<double>> gemm;
+  std::vector<double> attn_fwd, attn_bwd;
+  std::map<std::string, std::vector<double>> mem;
+  for (const ComputeSample& s : samples) {
+    const double per_call = s.time_s / s.calls;
+    switch (s.op.kind) {
+      case OpKind::kGemm:
+        gemm[s.op.dtype].push_back(2.0 * static_cast<double>(s.op.m) * static_cast<double>(s.op.n) *
+                                   static_cast<double>(s.op.k) * static_cast<double>(s.op.batch) / per_call /
+                                   PeakOf(dev, s.op.dtype));
+        break;
+      case OpKind::kAttention:
+        (s.op.pass == Pass::kBackwardInput ? attn_bwd : attn_fwd)
+            .push_back(s.op.Flops() / per_call / PeakOf(dev, s.op.dtype));
+        break;
+      case OpKind::kMemoryBound:
+      case OpKind::kOptimizer:
+        mem[MemKey(s)].push_back(static_cast<double>(s.op.bytes) / per_call / dev.hbm_bytes_per_s);
+        break;
+      default:
+        break;
+    }
+  }
+  std::vector<Param> ps;
+  for (const auto& [d, v] : gemm)
+    ps.push_back({ParamKind::kGemmEff, d, "", std::string("gemm_efficiency.") + core::Name(d), Median(v), 0});
+  if (!gemm.empty())
+    ps.push_back({ParamKind::kHalfFlops, Dtype::kBf16, "", "gemm_half_flops", start.gemm_half_flops, 0});
+  ps.push_back({ParamKind::kOverhead, Dtype::kBf16, "", "kernel_overhead_s", start.kernel_overhead_s, 0});
+  if (!attn_fwd.empty())
+    ps.push_back({ParamKind::kAttnFwd, Dtype::kBf16, "", "attention_fwd_efficiency", Median(attn_fwd), 0});
+  if (!attn_bwd.empty())
+    ps.push_back({ParamKind::kAttnBwd, Dtype::kBf16, "", "attention_bwd_efficiency", Median(attn_bwd), 0});
+  for (const auto& [name, v] : mem)
+    ps.push_back({ParamKind::kMemOp, Dtype::kBf16, name, "memory_op_efficiency." + name, Median(v), 0});
+  return ps;
+}
+
+bool Uses(const Param& p, const ComputeSample& s) {
+  switch (p.kind) {
+    case ParamKind::kGemmEff: return s.op.kind == OpKind::kGemm && s.op.dtype == p.dtype;
+    case ParamKind::kHalfFlops: return s.op.kind == OpKind::kGemm;
+    case ParamKind::kOverhead: return true;
+    case ParamKind::kAttnFwd: return s.op.kind == OpKind::kAttention && s.op.pass != Pass::kBackwardInput;
+    case ParamKind::kAttnBwd: return s.op.kind == OpKind::kAttention && s.op.pass == Pass::kBackwardInput;
+    case ParamKind::kMemOp: return IsMemory(s.op.kind) && MemKey(s) == p.op;
+  }
+  return false;
+}
+
+core::Profile WithParams(const core::Profile& base, const std::vector<Param>& ps, const Eigen::VectorXd& theta) {
+  core::Profile p = base;
+  for (size_t i = 0; i < ps.size(); ++i) SetParam(ps[i], std::exp(theta[static_cast<Eigen::Index>(i)]), &p);
+  return p;
+}
+
+constexpr double kPrior = 1e-2;  // residual weight per unit of log distance from the start (1e-4 in the cost)
+
+Eigen::VectorXd Residuals(const std::vector<ComputeSample>& samples, const core::GpuSpec& dev,
+                          const core::Profile& base, const std::vector<Param>& ps, const Eigen::VectorXd& theta,
+                          const Eigen::VectorXd& theta0) {
+  const core::Profile p = WithParams(base, ps, theta);
+  const Eigen::Index n = static_cast<Eigen::Index>(samples.size());
+  Eigen::VectorXd r(n + theta.size());
+  for (Eigen::Index i = 0; i < n; ++i) {
+    const ComputeSample& s = samples[static_cast<size_t>(i)];
+    r[i] = (PredictSample(s, dev, p) - s.time_s) / s.time_s;
+  }
+  r.tail(theta.size()) = kPrior * (theta - theta0);
+  return r;
+}
+
+// Levenberg-Marquardt with Marquardt's diagonal scaling and a forward-difference Jacobian.
+int LevenbergMarquardt(const std::vector<ComputeSample>& samples, const core::GpuSpec& dev,
+                       const core::Profile& base, const std::vector<Param>& ps, const Eigen::VectorXd& theta0,
+                       int max_iterations, Eigen::VectorXd* theta, bool* converged) {
+  *converged = false;
+  Eigen::VectorXd r = Residuals(samples, dev, base, ps, *theta, theta0);
+  double cost = r.squaredNorm();
+  double mu = 1e-3;
+  int it = 0;
+  for (; it < max_iterations; ++it) {
+    Eigen::MatrixXd jac(r.size(), theta->size());
+    for (Eigen::Index k = 0; k < theta->size(); ++k) {
+      Eigen::VectorXd t = *theta;
+      const double h = 1e-6;
+      t[k] += h;
+      jac.col(k) = (Residuals(samples, dev, base, ps, t, theta0) - r) / h;
+    }
+    const Eigen::MatrixXd jtj = jac.transpose() * jac;
+    const Eigen::VectorXd g = jac.transpose() * r;
+    bool improved = false;
+    for (int tries = 0; tries < 30 && !improved; ++tries) {
+      Eigen::MatrixXd a = jtj;
+      for (Eigen::Index k = 0; k < a.rows(); ++k) a(k, k) += mu * std::max(jtj(k, k), 1e-12);
+      const Eigen::VectorXd step = a.ldlt().solve(-g);
+      const Eigen::VectorXd cand = *theta + step;
+      const Eigen::VectorXd rc = Residuals(samples, dev, base, ps, cand, theta0);
+      const double c = rc.squaredNorm();
+      if (std::isfinite(c) && c < cost) {
+        const double gain = cost - c;
+        *theta = cand;
+        r = rc;
+        improved = true;
+        mu = std::max(mu / 3, 1e-12);
+        if (gain <= 1e-12 * cost || step.norm() < 1e-9) {
+          *converged = true;
+          cost = c;
+          return it + 1;
+        }
+        cost = c;
+      } else {
+        mu *= 4;
+      }
+    }
+    if (!improved) {  // no step lowers the cost: a minimum to the precision of the Jacobian
+      *converged = true;
+      return it + 1;
+    }
+  }
+  return it;
+}
+
+// Weighted least squares t = alpha + beta x bytes, minimising relative residuals.
+CollectiveFitReport FitCollective(const std::vector<CollectiveSample>& xs, std::string* note) {
+  CollectiveFitReport rep;
+  rep.samples = static_cast<int>(xs.size());
+  core::CollectiveFit& f = rep.fit;
+  f.kind = xs.front().kind;
+  f.scale_out = xs.front().scale_out;
+  f.ranks = xs.front().ranks;
+  f.min_bytes = xs.front().bytes;
+  f.max_bytes = xs.front().bytes;
+  const Eigen::Index n = static_cast<Eigen::Index>(xs.size());
+  Eigen::MatrixXd a(n, 2);
+  Eigen::VectorXd b = Eigen::VectorXd::Ones(n);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    const CollectiveSample& s = xs[static_cast<size_t>(i)];
+    a(i, 0) = 1.0 / s.time_s;
+    a(i, 1) = static_cast<double>(s.bytes) / s.time_s;
+    f.min_bytes = std::min(f.min_bytes, s.bytes);
+    f.max_bytes = std::max(f.max_bytes, s.bytes);
+  }
+  Eigen::Vector2d x = a.colPivHouseholderQr().solve(b);
+  // A negative intercept or slope has no physical meaning: refit with it fixed at zero.
+  if (x[0] < 0) {
+    x[0] = 0;
+    x[1] = a.col(1).dot(b) / a.col(1).squaredNorm();
+    *note = "alpha fitted below 0; refitted as beta only";
+  } else if (x[1] < 0) {
+    x[1] = 0;
+    x[0] = a.col(0).dot(b) / a.col(0).squaredNorm();
+    *note = "beta fitted below 0; refitted as alpha only";
+  }
+  f.alpha_s = x[0];
+  f.beta_s_per_byte = x[1];
+  double mean = 0;
+  for (const auto& s : xs) mean += s.time_s;
+  mean /= static_cast<double>(n);
+  double ss_res = 0, ss_tot = 0;
+  for (const auto& s : xs) {
+    const double pred = f.alpha_s + f.beta_s_per_byte * static_cast<double>(s.bytes);
+    ss_res += (s.time_s - pred) * (s.time_s - pred);
+    ss_tot += (s.time_s - mean) * (s.time_s - mean);
+    rep.max_abs_rel_error = std::max(rep.max_abs_rel_error, std::abs(pred - s.time_s) / s.time_s);
+  }
+  f.r2 = ss_tot > 0 ? 1 - ss_res / ss_tot : 1;
+  return rep;
+}
+
+}  // namespace
+
+double PredictSample(const ComputeSample& s, const core::GpuSpec& device, const core::Profile& profile) {
+  core::Op op = s.op;
+  op.name = s.name.c_str();
+  return ComputeOpTime(op, device, profile) * s.calls;
+}
+
+core::Result<FitResult> FitProfile(const std::vector<ComputeSample>& compute,
+                                   const std::vector<CollectiveSample>& collectives, const core::GpuSpec& device,
+                                   const core::Profile& start, const FitOptions& options) {
+  if (compute.empty() && collectives.empty())
+    return core::Status::InvalidArgument("calibrate: no samples (the files hold no op rows, GEMMs or collectives)");
+  for (size_t i = 0; i < compute.size(); ++i) {
+    const ComputeSample& s = compute[i];
+    const std::string where = "sample " + std::to_string(i) + " (" + s.name + ", " + s.source + ")";
+    if (!(s.time_s > 0) || !std::isfinite(s.time_s))
+      return core::Status::InvalidArgument(where + ": time_s must be > 0 (got " + std::to_string(s.time_s) + ")");
+    if (!(s.calls > 0)) return core::Status::InvalidArgument(where + ": calls must be > 0");
+    if ((s.op.kind == OpKind::kGemm || s.op.kind == OpKind::kAttention) && !(PeakOf(device, s.op.dtype) > 0))
+      return core::Status::InvalidArgument(where + ": device " + device.name + " has no peak for " +
+                                           core::Name(s.op.dtype));
+    if (IsMemory(s.op.kind) && !(device.hbm_bytes_per_s > 0))
+      return core::Status::InvalidArgument(where + ": device " + device.name + " has no memory bandwidth");
+    if (s.op.kind != OpKind::kGemm && s.op.kind != OpKind::kAttention && !IsMemory(s.op.kind))
+      return core::Status::InvalidArgument(where + ": only compute ops are fitted here (got " +
+                                           core::Name(s.op.kind) + ")");
+  }
+  for (size_t i = 0; i < collectives.size(); ++i)
+    if (!(collectives[i].time_s > 0) || collectives[i].bytes <= 0 || collectives[i].ranks < 2)
+      return core::Status::InvalidArgument("collective sample " + std::to_string(i) +
+                                           ": needs time_s > 0, bytes > 0 and ranks >= 2");
+
+  FitResult out;
+  out.profile = start;
+  FitReport& rep = out.report;
+  rep.compute_samples = static_cast<int>(compute.size());
+  core::GpuSpec dev = device;
+
+  if (!compute.empty()) {
+    std::vector<Param> ps = ChooseParams(compute, dev, start);
+    const Eigen::Index np = static_cast<Eigen::Index>(ps.size());
+    Eigen::VectorXd theta0(np);
+    for (Eigen::Index k = 0; k < np; ++k) {
+      Param& p = ps[static_cast<size_t>(k)];
+      for (const ComputeSample& s : compute) p.samples += Uses(p, s) ? 1 : 0;
+      theta0[k] = std::log(std::max(p.start, 1e-300));
+      p.start = GetParam(p, start);  // the report's "start" is the starting profile's value
+    }
+    Eigen::VectorXd theta = theta0;
+    rep.iterations = LevenbergMarquardt(compute, dev, start, ps, theta0, options.max_iterations, &theta, &rep.converged);
+    out.profile = WithParams(start, ps, theta);
+    for (Eigen::Index k = 0; k < np; ++k) {
+      const Param& p = ps[static_cast<size_t>(k)];
+      rep.parameters.push_back({p.label, p.start, std::exp(theta[k]), p.samples});
+    }
+    // The global HBM fraction for kernels the samples did not cover: all memory bytes over the
+    // time they took at full bandwidth (a bytes-weighted harmonic mean of the per-op fractions).
+    double bytes = 0, full_bw_time = 0;
+    for (const ComputeSample& s : compute) {
+      if (!IsMemory(s.op.kind)) continue;
+      const double e = out.profile.memory_op_efficiency.at(MemKey(s));
+      bytes += static_cast<double>(s.op.bytes) * s.calls;
+      full_bw_time += static_cast<double>(s.op.bytes) * s.calls / e;
+    }
+    if (bytes > 0) {
+      out.profile.hbm_efficiency = bytes / full_bw_time;
+      rep.parameters.push_back({"hbm_efficiency (bytes-weighted mean of the op fractions)", start.hbm_efficiency,
+                                out.profile.hbm_efficiency, 0});
+    }
+    for (const char* kept : {"attention_fwd_efficiency", "attention_bwd_efficiency", "gemm_half_flops"}) {
+      bool fitted = false;
+      for (const Param& p : ps) fitted |= p.label == kept;
+      if (!fitted) rep.kept.push_back(kept);
+    }
+    if (bytes == 0) rep.kept.push_back("hbm_efficiency");
+
+    if (options.rescale_device) {
+      // Peaks follow the efficiencies so that the highest is 1; times depend on peak x efficiency.
+      double mc = 0, mh = out.profile.hbm_efficiency;
+      for (const Param& p : ps) {
+        const double v = GetParam(p, out.profile);
+        if (p.kind == ParamKind::kGemmEff || p.kind == ParamKind::kAttnFwd || p.kind == ParamKind::kAttnBwd)
+          mc = std::max(mc, v);
+        if (p.kind == ParamKind::kMemOp) mh = std::max(mh, v);
+      }
+      if (mc > 0) {
+        for (auto& [d, peak] : dev.peak_flops_per_s) peak *= mc;
+        for (auto& [d, e] : out.profile.gemm_efficiency) e = std::min(1.0, e / mc);
+        out.profile.attention_fwd_efficiency = std::min(1.0, out.profile.attention_fwd_efficiency / mc);
+        out.profile.attention_bwd_efficiency = std::min(1.0, out.profile.attention_bwd_efficiency / mc);
+      }
+      if (mh > 0) {
+        dev.hbm_bytes_per_s *= mh;
+        out.profile.hbm_efficiency /= mh;
+        for (auto& [name, e] : out.profile.memory_op_efficiency) e /= mh;
+      }
+      out.profile.device = dev;
+      for (FittedParameter& fp : rep.parameters) {
+        core::Profile probe = out.profile;
+        for (const Param& p : ps)
+          if (p.label == fp.name) fp.value = GetParam(p, probe);
+        if (fp.name.rfind("hbm_efficiency", 0) == 0) fp.value = out.profile.hbm_efficiency;
+      }
+    } else {
+      for (const Param& p : ps) {
+        const double v = GetParam(p, out.profile);
+        if (p.kind != ParamKind::kHalfFlops && p.kind != ParamKind::kOverhead && v > 1)
+          return core::Status::InvalidArgument(
+              "calibrate: " + p.label + " fitted to " + std::to_string(v) + " of " + device.name +
+              "'s peak (above 1): the device spec understates this hardware; check the GPU preset and its clocks");
+      }
+    }
+
+    // Fit quality and per-op errors, before (the starting profile) and after.
+    std::vector<double> before, after, ly, lyhat;
+    std::map<std::string, std::tuple<std::string, std::vector<double>, std::vector<double>>> by_op;
+    for (const ComputeSample& s : compute) {
+      const double b = std::abs(PredictSample(s, device, start) - s.time_s) / s.time_s;
+      const double pa = PredictSample(s, dev, out.profile);
+      const double a = std::abs(pa - s.time_s) / s.time_s;
+      before.push_back(b);
+      after.push_back(a);
+      ly.push_back(std::log(s.time_s));
+      lyhat.push_back(std::log(pa));
+      auto& e = by_op[s.name];
+      std::get<0>(e) = core::Name(s.op.kind);
+      std::get<1>(e).push_back(b);
+      std::get<2>(e).push_back(a);
+    }
+    double mean = 0;
+    for (double y : ly) mean += y;
+    mean /= static_cast<double>(ly.size());
+    double ss_res = 0, ss_tot = 0;
+    for (size_t i = 0; i < ly.size(); ++i) {
+      ss_res += (ly[i] - lyhat[i]) * (ly[i] - lyhat[i]);
+      ss_tot += (ly[i] - mean) * (ly[i] - mean);
+    }
+    rep.r2_log = ss_tot > 0 ? 1 - ss_res / ss_tot : 1;
+    rep.median_abs_rel_error_before = Median(before);
+    rep.median_abs_rel_error_after = Median(after);
+    rep.max_abs_rel_error_after = *std::max_element(after.begin(), after.end());
+    for (const auto& [name, e] : by_op) {
+      const auto& [kind, b, a] = e;
+      rep.ops.push_back({name, kind, static_cast<int>(a.size()), Median(b), Median(a),
+                         *std::max_element(a.begin(), a.end())});
+    }
+  }
+
+  // Collectives, one alpha-beta line per (kind, tier, ranks) with at least two sizes.
+  std::map<std::tuple<int, bool, int64_t>, std::vector<CollectiveSample>> groups;
+  for (const CollectiveSample& s : collectives)
+    groups[{static_cast<int>(s.kind), s.scale_out, s.ranks}].push_back(s);
+  out.profile.collectives.clear();
+  for (const auto& [key, xs] : groups) {
+    std::vector<int64_t> sizes;
+    for (const auto& s : xs) sizes.push_back(s.bytes);
+    std::sort(sizes.begin(), sizes.end());
+    if (std::unique(sizes.begin(), sizes.end()) - sizes.begin() < 2) {
+      rep.kept.push_back(std::string("collective ") + core::Name(xs.front().kind) + " x" +
+                         std::to_string(xs.front().ranks) + " (one size only: alpha and beta not separable)");
+      continue;
+    }
+    std::string note;
+    CollectiveFitReport cr = FitCollective(xs, &note);
+    if (!note.empty()) rep.kept.push_back(std::string("collective ") + core::Name(cr.fit.kind) + ": " + note);
+    out.profile.collectives.push_back(cr.fit);
+    rep.collectives.push_back(cr);
+  }
+  return out;
+}
+
+std::string FitReportToJson(const FitReport& r) {
+  nlohmann::ordered_json j;
+  j["compute_samples"] = r.compute_samples;
+  j["iterations"] = r.iterations;
+  j["converged"] = r.converged;
+  j["r2_log_time"] = r.r2_log;
+  j["median_abs_rel_error_before"] = r.median_abs_rel_error_before;
+  j["median_abs_rel_error_after"] = r.median_abs_rel_error_after;
+  j["max_abs_rel_error_after"] = r.max_abs_rel_error_after;
+  j["parameters"] = nlohmann::ordered_json::array();
+  for (const auto& p : r.parameters)
+    j["parameters"].push_back({{"name", p.name}, {"start", p.start}, {"value", p.value}, {"samples", p.samples}});
+  j["kept"] = r.kept;
+  j["ops"] = nlohmann::ordered_json::array();
+  for (const auto& o : r.ops)
+    j["ops"].push_back({{"name", o.name},
+                        {"kind", o.kind},
+                        {"samples", o.samples},
+                        {"median_abs_rel_error_before", o.median_abs_rel_error_before},
+                        {"median_abs_rel_error_after", o.median_abs_rel_error_after},
+                        {"max_abs_rel_error_after", o.max_abs_rel_error_after}});
+  j["collectives"] = nlohmann::ordered_json::array();
+  for (const auto& c : r.collectives)
+    j["collectives"].push_back({{"collective", core::Name(c.fit.kind)},
+                                {"tier", c.fit.scale_out ? "scale_out" : "scale_up"},
+                                {"ranks", c.fit.ranks},
+                                {"alpha_s", c.fit.alpha_s},
+                                {"beta_s_per_byte", c.fit.beta_s_per_byte},
+                                {"r2", c.fit.r2},
+                                {"samples", c.samples},
+                                {"max_abs_rel_error", c.max_abs_rel_error}});
+  return j.dump(2) + "\n";
+}
+
+std::string FitReportTable(const FitReport& r) {
+  std::ostringstream o;
+  char line[320];
+  if (r.compute_samples > 0) {
+    std::snprintf(line, sizeof line,
+                  "# compute: %d samples, Levenberg-Marquardt %d iterations (%s); R^2 on log time %.4f; median "
+                  "|error| %.1f%% before, %.1f%% after (max %.1f%%)\n",
+                  r.compute_samples, r.iterations, r.converged ? "converged" : "NOT converged", r.r2_log,
+                  100 * r.median_abs_rel_error_before, 100 * r.median_abs_rel_error_after,
+                  100 * r.max_abs_rel_error_after);
+    o << line;
+    std::snprintf(line, sizeof line, "# %-52s %14s %14s %8s\n", "parameter", "start", "fitted", "samples");
+    o << line;
+    for (const auto& p : r.parameters) {
+      std::snprintf(line, sizeof line, "  %-52s %14.6g %14.6g %8d\n", p.name.c_str(), p.start, p.value, p.samples);
+      o << line;
+    }
+    std::snprintf(line, sizeof line, "# %-24s %-10s %8s %12s %12s %12s\n", "op", "kind", "samples", "err_before",
+                  "err_after", "max_after");
+    o << line;
+    std::snprintf(line, sizeof line, "# %-24s %-10s %8s %12s %12s %12s\n", "", "", "", "(median %)", "(median %)",
+                  "(%)");
+    o << line;
+    for (const auto& e : r.ops) {
+      std::snprintf(line, sizeof line, "  %-24s %-10s %8d %12.1f %12.1f %12.1f\n", e.name.c_str(), e.kind.c_str(),
+                    e.samples, 100 * e.median_abs_rel_error_before, 100 * e.median_abs_rel_error_after,
+                    100 * e.max_abs_rel_error_after);
+      o << line;
+    }
+  }
+  if (!r.collectives.empty()) {
+    std::snprintf(line, sizeof line, "# %-16s %-9s %6s %12s %14s %8s %8s %10s\n", "collective", "tier", "ranks",
+                  "alpha_us", "beta_GBps", "R^2", "samples", "max_err");
+    o << line;
+    std::snprintf(line, sizeof line, "# %-16s %-9s %6s %12s %14s %8s %8s %10s\n", "", "", "", "(us)", "(1/beta, GB/s)",
+                  "", "", "(%)");
+    o << line;
+    for (const auto& c : r.collectives) {
+      std::snprintf(line, sizeof line, "  %-16s %-9s %6lld %12.2f %14.3f %8.4f %8d %10.1f\n", core::Name(c.fit.kind),
+                    c.fit.scale_out ? "scale_out" : "scale_up", static_cast<long long>(c.fit.ranks),
+                    c.fit.alpha_s * 1e6, c.fit.beta_s_per_byte > 0 ? 1e-9 / c.fit.beta_s_per_byte : 0.0, c.fit.r2,
+                    c.samples, 100 * c.max_abs_rel_error);
+      o << line;
+    }
+  }
+  for (const auto& k : r.kept) o << "# kept (not fitted): " << k << "\n";
+  return o.str();
+}
+
+}  // namespace meshplan::sim

@@ -152,7 +152,9 @@ int Run(const Options& o) {
   const bool cpu = *backends.begin() == "cpu";
   core::GpuSpec device;
   sim::FitOptions fo;
-  if (cpu) {
+  if (cpu && compute.empty()) {
+    device.name = "cpu:" + files.front().m.hardware.hostname;  // collectives only: no peaks needed
+  } else if (cpu) {
     device = CpuDevice(files, compute);
     fo.rescale_device = true;
     if (device.tdp_w <= 0) {

@@ -77,6 +77,18 @@ elseif(CASE MATCHES "^mpi_bench_collectives_([0-9]+)$")
   expect_ok("${rc}" "${text}" "bench collectives")
   expect_match("${text}" "out of bounds values: 0 OK" "no wrong values")
   expect_match("${text}" "all_reduce" "all_reduce rows")
+elseif(CASE MATCHES "^mpi_calibrate_collectives_([0-9]+)$")
+  # The sweep's raw times feed meshplan calibrate fit: one alpha-beta line per collective, stored.
+  run_case(rc text ${CMAKE_MATCH_1} --output ${WORK}/${CASE}.json bench collectives -e 1MiB -n 2)
+  expect_ok("${rc}" "${text}" "bench collectives")
+  file(REMOVE ${WORK}/${CASE}.db ${WORK}/${CASE}.db-wal ${WORK}/${CASE}.db-shm)
+  execute_process(COMMAND ${MESHPLAN} calibrate fit ${WORK}/${CASE}.json --name coll --db ${WORK}/${CASE}.db
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  expect_ok("${rc}" "${out}${err}" "calibrate fit")
+  foreach(kind all_reduce all_gather reduce_scatter alltoall broadcast sendrecv)
+    expect_match("${out}" "${kind} +scale_up +${CMAKE_MATCH_1} " "${kind} fitted")
+  endforeach()
+  expect_match("${out}" "saved profile coll version 1" "stored")
 elseif(CASE MATCHES "^mpi_plan_(.*)_([0-9]+)$")
   # Every rank of the tiny plan with real TP / PP / DP groups.
   run_case(rc text ${CMAKE_MATCH_2} --plan ${DATA}/tiny_${CMAKE_MATCH_1}.json ${fast} --output ${WORK}/${CASE}.json)

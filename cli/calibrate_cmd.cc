@@ -13,6 +13,7 @@
 #include "cli/profile_ref.h"
 #include "cli/store_flags.h"
 #include "core/presets.h"
+#include "core/published.h"
 #include "core/spec_json.h"
 #include "runtime/measurement.h"
 #include "sim/fit.h"
@@ -292,6 +293,78 @@ int Run(const Options& o) {
   return 0;
 }
 
+// Fits to published per-layer timings (Korthikanti 2022 Table 4 in the validation set): the
+// kernels of a GPU generation as a published paper measured them, no hardware needed.
+int RunPublished(const Options& o, const std::string& dataset) {
+  if (o.name.empty() || o.name == "default" || core::LooksLikePath(o.name)) {
+    std::cerr << "error: --name: must be a profile name, not \"default\" or a path (got \"" << o.name << "\")\n";
+    return 2;
+  }
+  auto text = core::ReadTextFile(dataset);
+  auto timings = text.ok() ? core::LoadPublishedLayerTimings(*text)
+                           : core::Result<std::vector<core::PublishedLayerTiming>>(text.status());
+  if (!timings.ok()) {
+    std::cerr << "error: --dataset: " << timings.status().message() << "\n";
+    return 2;
+  }
+  if (timings->empty()) {
+    std::cerr << "error: --dataset: " << dataset << " holds no per-layer timings (measured.other.forward_ms)\n";
+    return 2;
+  }
+  std::vector<sim::LayerSample> layers;
+  for (const auto& t : *timings) layers.push_back({t.id, t.scenario, t.forward_s, t.backward_s});
+  const core::GpuSpec& gpu = layers.front().scenario.gpu;
+  for (const auto& l : layers)
+    if (l.scenario.gpu.name != gpu.name) {
+      std::cerr << "error: --dataset: the timings are on different GPUs (" << gpu.name << ", " << l.scenario.gpu.name
+                << "): a profile describes one\n";
+      return 2;
+    }
+  auto start = LoadProfileRef(o.start, o.db);
+  if (!start.ok()) {
+    std::cerr << "error: --profile: " << start.status().message() << "\n";
+    return 2;
+  }
+  auto fit = sim::FitProfile({}, {}, gpu, *start, {}, layers);
+  if (!fit.ok()) {
+    std::cerr << "error: " << fit.status().message() << "\n";
+    return 1;
+  }
+  core::Profile prof = fit->profile;
+  prof.name = o.name;
+  prof.source = "meshplan calibrate published: fitted to " + std::to_string(layers.size()) + " per-layer timings on " +
+                gpu.name + " (" + timings->front().source + ", ...) in " + dataset + ", starting from " + start->name;
+  core::StoredProfile sp;
+  sp.name = o.name;
+  sp.profile_json = core::ProfileToJson(prof);
+  sp.fit_report_json = sim::FitReportToJson(fit->report);
+  if (!o.output.empty()) {
+    std::ofstream out(o.output);
+    out << sp.profile_json;
+    if (!out) {
+      std::cerr << "error: -o: cannot write " << o.output << "\n";
+      return 1;
+    }
+  }
+  auto store = OpenStoreFromFlag(o.db);
+  auto saved = store.ok() ? (*store)->PutProfile(sp) : core::Result<core::StoredProfile>(store.status());
+  if (!saved.ok()) {
+    std::cerr << "error: --db: " << saved.status().message() << "\n";
+    return 1;
+  }
+  if (o.format == "json") {
+    std::cout << "{\"profile\": " << sp.profile_json << ", \"version\": " << saved->version
+              << ", \"report\": " << sp.fit_report_json << "}\n";
+    return 0;
+  }
+  std::cout << "# meshplan calibrate published: profile " << o.name << " from " << layers.size()
+            << " per-layer timings on " << gpu.name << " (" << dataset << ")\n";
+  std::cout << sim::FitReportTable(fit->report);
+  std::cout << "# saved profile " << o.name << " version " << saved->version << " to " << StorePathFromFlag(o.db)
+            << (o.output.empty() ? std::string() : " and " + o.output) << "\n";
+  return 0;
+}
+
 }  // namespace
 
 void AddCalibrateCommand(CLI::App* app, int* exit_code) {
@@ -308,6 +381,17 @@ void AddCalibrateCommand(CLI::App* app, int* exit_code) {
   fit->add_option("--format", o->format, "table|json");
   fit->add_option("-o,--output", o->output, "Also write the profile JSON here");
   fit->callback([o, exit_code] { *exit_code = Run(*o); });
+
+  auto* pub = cmd->add_subcommand("published", "Fit a profile to published per-layer timings (validation set)");
+  auto po = std::make_shared<Options>();
+  auto dataset = std::make_shared<std::string>();
+  pub->add_option("--dataset", *dataset, "Records in the format of shared/validation/published.json")->required();
+  pub->add_option("--name", po->name, "Name to store the profile under")->required();
+  AddDbFlag(pub, &po->db);
+  pub->add_option("--profile", po->start, "Starting profile; what the timings do not cover is kept from it");
+  pub->add_option("--format", po->format, "table|json");
+  pub->add_option("-o,--output", po->output, "Also write the profile JSON here (e.g. presets/profiles/NAME.json)");
+  pub->callback([po, dataset, exit_code] { *exit_code = RunPublished(*po, *dataset); });
 }
 
 }  // namespace meshplan::cli

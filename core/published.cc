@@ -34,7 +34,105 @@ bool MapGpu(const std::string& text, std::string* gpu, std::string* cluster) {
 
 }  // namespace
 
-Result<std::vector<PublishedRun>> LoadPublishedRuns(const std::string& text, std::vector<std::string>* skipped) {
+namespace {
+
+// The one fixed mapping from a record to a scenario (model, GPU, cluster, plan) with the
+// assumptions it made; false (and `why`) for a record that does not describe a run we can plan.
+bool MapRecord(const Json& r, PublishedRun* out, std::string* why) {
+  const std::string id = StrOr(r, "id");
+  if (!r.contains("model") || !r.contains("parallel") || !r.contains("measured")) {
+    *why = "not a run record";
+    return false;
+  }
+  auto skip = [&](const std::string& w) { *why = w; };
+  const Json& mj = r["model"];
+  const Json& pj = r["parallel"];
+  static const Json kNone = Json::object();
+  const Json& hj = r.contains("hardware") && r["hardware"].is_object() ? r["hardware"] : kNone;
+  const int64_t layers = IntOr(mj, "layers", 0), hidden = IntOr(mj, "hidden", 0), heads = IntOr(mj, "heads", 0);
+  const int64_t tp = IntOr(pj, "tp", 0), pp = IntOr(pj, "pp", 0), dp = IntOr(pj, "dp", 0);
+  if (layers <= 0 || hidden <= 0 || heads <= 0 || tp <= 0 || pp <= 0 || dp <= 0) {
+    skip("no model dimensions or no full tp/pp/dp plan");
+    return false;
+  }
+  std::string gpu, cluster;
+  if (!MapGpu(StrOr(hj, "gpu"), &gpu, &cluster)) {
+    skip("no GPU preset for '" + StrOr(hj, "gpu") + "'");
+    return false;
+  }
+  PublishedRun& run = *out;
+  run.id = id;
+  if (r.contains("source") && r["source"].is_object())
+    run.source = StrOr(r["source"], "paper") + ", " + StrOr(r["source"], "table") + ", " + StrOr(r["source"], "row");
+  Scenario& s = run.scenario;
+  auto g = LoadGpu(gpu);
+  auto c = LoadCluster(cluster);
+  if (!g.ok() || !c.ok()) {
+    skip("presets " + gpu + "/" + cluster + " missing");
+    return false;
+  }
+  s.gpu = *g;
+  s.cluster = *c;
+  // The GPT of Megatron-LM (Narayanan 2021 §5.1, Korthikanti 2022 §3): f = 4h GELU MLP, biases,
+  // LayerNorm, learned positions, tied embeddings, dropout, unfused (s^2) attention.
+  ModelSpec& m = s.model;
+  m.name = StrOr(mj, "name").empty() ? id : StrOr(mj, "name");
+  m.source = run.source;
+  m.layers = layers;
+  m.hidden = hidden;
+  m.heads = heads;
+  m.kv_heads = heads;
+  m.head_dim = hidden / heads;
+  m.ffn_hidden = IntOr(mj, "ffn_hidden", 4 * hidden);
+  m.mlp = MlpKind::kGelu;
+  m.vocab = IntOr(mj, "vocab", 51200);
+  m.max_seq = IntOr(mj, "seq_len", 2048);
+  m.tied_embeddings = true;
+  m.position = PositionKind::kLearned;
+  m.norm = NormKind::kLayerNorm;
+  m.bias = BiasKind::kAll;
+  m.dropout = true;
+  m.attention = AttentionImpl::kNaive;
+  PlanSpec& p = s.plan;
+  p.tp = tp;
+  p.pp = pp;
+  p.dp = dp;
+  p.gpus = tp * pp * dp;
+  p.seq_len = m.max_seq;
+  p.global_batch = IntOr(r, "global_batch", 0);
+  p.micro_batch = IntOr(r, "microbatch", 0);
+  if (p.micro_batch <= 0) {
+    p.micro_batch = 1;
+    run.assumptions.push_back("micro batch not printed: 1");
+  }
+  p.vpp = IntOr(pj, "vpp", 1);
+  if (p.vpp > 1) p.schedule = Schedule::kInterleaved;
+  else if (pp > 1 && StrOr(pj, "notes").find("nterleav") != std::string::npos)
+    run.assumptions.push_back("interleave degree not printed: 1F1B (no interleaving)");
+  p.sequence_parallel = pj.contains("sequence_parallel") && pj["sequence_parallel"].is_boolean() &&
+                        pj["sequence_parallel"].get<bool>();
+  const std::string rc = StrOr(pj, "recompute");
+  p.recompute = rc.rfind("full", 0) == 0 ? Recompute::kFull
+                : rc.rfind("selective", 0) == 0 ? Recompute::kSelective
+                                               : Recompute::kNone;
+  p.precision = Dtype::kFp16;
+  // Megatron-LM of 2021-22: data-parallel all-reduce after the pipeline flush, no distributed
+  // optimizer, fp32 main gradients reduced in 16-bit.
+  p.overlap_grad_reduce = false;
+  // The asynchronous input-gradient reduction entered Megatron-LM after the SC21 paper; the
+  // Korthikanti 2022 runs have it (their SP backward overlaps both collectives, §4.2.2).
+  p.tp_overlap = id.rfind("narayanan2021", 0) == 0 ? TpOverlap::kNone : TpOverlap::kBackward;
+  p.zero = 0;
+  Diagnostics d;
+  ValidatePlan(p, m, s.gpu, s.cluster, &d);
+  if (d.has_errors()) {
+    skip("plan invalid: " + d.ToStatus().message());
+    return false;
+  }
+  return true;
+}
+
+Result<Json> ParseDataset(const std::string& text) {
   Json records;
   try {
     records = Json::parse(text);
@@ -42,35 +140,24 @@ Result<std::vector<PublishedRun>> LoadPublishedRuns(const std::string& text, std
     return Status::InvalidArgument(std::string("dataset: not valid JSON: ") + e.what());
   }
   if (!records.is_array()) return Status::InvalidArgument("dataset: must be a JSON array of records");
+  return records;
+}
+
+}  // namespace
+
+Result<std::vector<PublishedRun>> LoadPublishedRuns(const std::string& text, std::vector<std::string>* skipped) {
+  auto records = ParseDataset(text);
+  if (!records.ok()) return records.status();
   std::vector<PublishedRun> runs;
-  for (const Json& r : records) {
+  for (const Json& r : *records) {
     const std::string id = r.is_object() ? StrOr(r, "id") : "";
-    auto skip = [&](const std::string& why) {
-      if (skipped) skipped->push_back(id + ": " + why);
-    };
-    if (!r.is_object() || !r.contains("model") || !r.contains("parallel") || !r.contains("measured")) {
-      skip("not a run record");
-      continue;
-    }
-    const Json& mj = r["model"];
-    const Json& pj = r["parallel"];
-    const Json& hj = r.value("hardware", Json::object());
-    const Json& me = r["measured"];
-    const int64_t layers = IntOr(mj, "layers", 0), hidden = IntOr(mj, "hidden", 0), heads = IntOr(mj, "heads", 0);
-    const int64_t tp = IntOr(pj, "tp", 0), pp = IntOr(pj, "pp", 0), dp = IntOr(pj, "dp", 0);
-    if (layers <= 0 || hidden <= 0 || heads <= 0 || tp <= 0 || pp <= 0 || dp <= 0) {
-      skip("no model dimensions or no full tp/pp/dp plan");
-      continue;
-    }
-    std::string gpu, cluster;
-    if (!MapGpu(StrOr(hj, "gpu"), &gpu, &cluster)) {
-      skip("no GPU preset for '" + StrOr(hj, "gpu") + "'");
-      continue;
-    }
     PublishedRun run;
-    run.id = id;
-    if (r.contains("source") && r["source"].is_object())
-      run.source = StrOr(r["source"], "paper") + ", " + StrOr(r["source"], "table") + ", " + StrOr(r["source"], "row");
+    std::string why;
+    if (!r.is_object() || !MapRecord(r, &run, &why)) {
+      if (skipped) skipped->push_back(id + ": " + (why.empty() ? "not a run record" : why));
+      continue;
+    }
+    const Json& me = r["measured"];
     const double it_s = NumOr(me, "iteration_time_s", 0), tflops = NumOr(me, "tflops_per_gpu", 0);
     if (it_s > 0) {
       run.metric = PublishedMetric::kIterationTimeS;
@@ -79,73 +166,30 @@ Result<std::vector<PublishedRun>> LoadPublishedRuns(const std::string& text, std
       run.metric = PublishedMetric::kHardwareTflopsPerGpu;
       run.published = tflops;
     } else {
-      skip("no measured iteration time or throughput");
-      continue;
-    }
-    Scenario& s = run.scenario;
-    auto g = LoadGpu(gpu);
-    auto c = LoadCluster(cluster);
-    if (!g.ok() || !c.ok()) return Status::Internal("presets " + gpu + "/" + cluster + " missing");
-    s.gpu = *g;
-    s.cluster = *c;
-    // The GPT of Megatron-LM (Narayanan 2021 §5.1, Korthikanti 2022 §3): f = 4h GELU MLP, biases,
-    // LayerNorm, learned positions, tied embeddings, dropout, unfused (s^2) attention.
-    ModelSpec& m = s.model;
-    m.name = StrOr(mj, "name").empty() ? id : StrOr(mj, "name");
-    m.source = run.source;
-    m.layers = layers;
-    m.hidden = hidden;
-    m.heads = heads;
-    m.kv_heads = heads;
-    m.head_dim = hidden / heads;
-    m.ffn_hidden = IntOr(mj, "ffn_hidden", 4 * hidden);
-    m.mlp = MlpKind::kGelu;
-    m.vocab = IntOr(mj, "vocab", 51200);
-    m.max_seq = IntOr(mj, "seq_len", 2048);
-    m.tied_embeddings = true;
-    m.position = PositionKind::kLearned;
-    m.norm = NormKind::kLayerNorm;
-    m.bias = BiasKind::kAll;
-    m.dropout = true;
-    m.attention = AttentionImpl::kNaive;
-    PlanSpec& p = s.plan;
-    p.tp = tp;
-    p.pp = pp;
-    p.dp = dp;
-    p.gpus = tp * pp * dp;
-    p.seq_len = m.max_seq;
-    p.global_batch = IntOr(r, "global_batch", 0);
-    p.micro_batch = IntOr(r, "microbatch", 0);
-    if (p.micro_batch <= 0) {
-      p.micro_batch = 1;
-      run.assumptions.push_back("micro batch not printed: 1");
-    }
-    p.vpp = IntOr(pj, "vpp", 1);
-    if (p.vpp > 1) p.schedule = Schedule::kInterleaved;
-    else if (pp > 1 && pj.value("notes", "").find("nterleav") != std::string::npos)
-      run.assumptions.push_back("interleave degree not printed: 1F1B (no interleaving)");
-    p.sequence_parallel = pj.value("sequence_parallel", false) == true;
-    const std::string rc = StrOr(pj, "recompute");
-    p.recompute = rc.rfind("full", 0) == 0 ? Recompute::kFull
-                  : rc.rfind("selective", 0) == 0 ? Recompute::kSelective
-                                                 : Recompute::kNone;
-    p.precision = Dtype::kFp16;
-    // Megatron-LM of 2021-22: data-parallel all-reduce after the pipeline flush, no distributed
-    // optimizer, fp32 main gradients reduced in 16-bit.
-    p.overlap_grad_reduce = false;
-    // The asynchronous input-gradient reduction entered Megatron-LM after the SC21 paper; the
-    // Korthikanti 2022 runs have it (their SP backward overlaps both collectives, §4.2.2).
-    p.tp_overlap = id.rfind("narayanan2021", 0) == 0 ? TpOverlap::kNone : TpOverlap::kBackward;
-    p.zero = 0;
-    Diagnostics d;
-    ValidatePlan(p, m, s.gpu, s.cluster, &d);
-    if (d.has_errors()) {
-      skip("plan invalid: " + d.ToStatus().message());
+      if (skipped) skipped->push_back(id + ": no measured iteration time or throughput");
       continue;
     }
     runs.push_back(std::move(run));
   }
   return runs;
+}
+
+Result<std::vector<PublishedLayerTiming>> LoadPublishedLayerTimings(const std::string& text) {
+  auto records = ParseDataset(text);
+  if (!records.ok()) return records.status();
+  std::vector<PublishedLayerTiming> out;
+  for (const Json& r : *records) {
+    if (!r.is_object() || !r.contains("measured") || !r["measured"].is_object()) continue;
+    if (!r["measured"].contains("other") || !r["measured"]["other"].is_object()) continue;
+    const Json& other = r["measured"]["other"];
+    const double f_ms = NumOr(other, "forward_ms", 0), b_ms = NumOr(other, "backward_ms", 0);
+    if (f_ms <= 0 || b_ms <= 0) continue;
+    PublishedRun run;
+    std::string why;
+    if (!MapRecord(r, &run, &why)) continue;
+    out.push_back({run.id, run.source, run.scenario, f_ms / 1e3, b_ms / 1e3, run.assumptions});
+  }
+  return out;
 }
 
 }  // namespace meshplan::core

@@ -32,6 +32,19 @@ struct PublishedRun {
 // skipped (`skipped` lists their ids with the reason).
 Result<std::vector<PublishedRun>> LoadPublishedRuns(const std::string& json_text, std::vector<std::string>* skipped);
 
+// A published per-layer timing (Korthikanti 2022 Table 4: one transformer layer's forward and
+// backward in ms), mapped to a scenario by the same rule as the runs; the model's `layers` is what
+// the record prints (1) and only its dense layer is meant.
+struct PublishedLayerTiming {
+  std::string id;
+  std::string source;
+  Scenario scenario;
+  double forward_s = 0, backward_s = 0;
+  std::vector<std::string> assumptions;
+};
+// Every record with measured.other.forward_ms and backward_ms that maps to a scenario.
+Result<std::vector<PublishedLayerTiming>> LoadPublishedLayerTimings(const std::string& json_text);
+
 }  // namespace meshplan::core
 
 #endif  // MESHPLAN_CORE_PUBLISHED_H_

@@ -19,7 +19,7 @@ using core::Dtype;
 using core::OpKind;
 using core::Pass;
 
-enum class ParamKind { kGemmEff, kHalfFlops, kOverhead, kAttnFwd, kAttnBwd, kMemOp };
+enum class ParamKind { kGemmEff, kHalfFlops, kOverhead, kAttnFwd, kAttnBwd, kMemOp, kHbm, kScaleUp };
 
 struct Param {
   ParamKind kind;
@@ -50,6 +50,8 @@ double GetParam(const Param& p, const core::Profile& prof) {
       auto it = prof.memory_op_efficiency.find(p.op);
       return it != prof.memory_op_efficiency.end() ? it->second : prof.hbm_efficiency;
     }
+    case ParamKind::kHbm: return prof.hbm_efficiency;
+    case ParamKind::kScaleUp: return prof.comm.scale_up;
   }
   return 0;
 }
@@ -62,6 +64,8 @@ void SetParam(const Param& p, double v, core::Profile* prof) {
     case ParamKind::kAttnFwd: prof->attention_fwd_efficiency = v; break;
     case ParamKind::kAttnBwd: prof->attention_bwd_efficiency = v; break;
     case ParamKind::kMemOp: prof->memory_op_efficiency[p.op] = v; break;
+    case ParamKind::kHbm: prof->hbm_efficiency = v; break;
+    case ParamKind::kScaleUp: prof->comm.scale_up = v; break;
   }
 }
 
@@ -127,6 +131,8 @@ bool Uses(const Param& p, const ComputeSample& s) {
     case ParamKind::kAttnFwd: return s.op.kind == OpKind::kAttention && s.op.pass != Pass::kBackwardInput;
     case ParamKind::kAttnBwd: return s.op.kind == OpKind::kAttention && s.op.pass == Pass::kBackwardInput;
     case ParamKind::kMemOp: return IsMemory(s.op.kind) && MemKey(s) == p.op;
+    case ParamKind::kHbm: return false;  // per-kernel samples fit their own kernel's efficiency
+    case ParamKind::kScaleUp: return false;
   }
   return false;
 }
@@ -139,26 +145,37 @@ core::Profile WithParams(const core::Profile& base, const std::vector<Param>& ps
 
 constexpr double kPrior = 1e-2;  // residual weight per unit of log distance from the start (1e-4 in the cost)
 
-Eigen::VectorXd Residuals(const std::vector<ComputeSample>& samples, const core::GpuSpec& dev,
-                          const core::Profile& base, const std::vector<Param>& ps, const Eigen::VectorXd& theta,
-                          const Eigen::VectorXd& theta0) {
-  const core::Profile p = WithParams(base, ps, theta);
-  const Eigen::Index n = static_cast<Eigen::Index>(samples.size());
-  Eigen::VectorXd r(n + theta.size());
-  for (Eigen::Index i = 0; i < n; ++i) {
-    const ComputeSample& s = samples[static_cast<size_t>(i)];
-    r[i] = (PredictSample(s, dev, p) - s.time_s) / s.time_s;
+// What the least squares sees: the samples, the parameters and where they started.
+struct Problem {
+  const std::vector<ComputeSample>& compute;
+  const std::vector<LayerSample>& layers;
+  const core::GpuSpec& device;
+  const core::Profile& base;
+  const std::vector<Param>& params;
+  Eigen::VectorXd theta0;
+
+  Eigen::Index Rows() const {
+    return static_cast<Eigen::Index>(compute.size() + 2 * layers.size()) + theta0.size();
   }
-  r.tail(theta.size()) = kPrior * (theta - theta0);
-  return r;
-}
+  Eigen::VectorXd Residuals(const Eigen::VectorXd& theta) const {
+    const core::Profile p = WithParams(base, params, theta);
+    Eigen::VectorXd r(Rows());
+    Eigen::Index i = 0;
+    for (const ComputeSample& s : compute) r[i++] = (PredictSample(s, device, p) - s.time_s) / s.time_s;
+    for (const LayerSample& l : layers) {
+      const StageTimes t = DenseLayerTimes(l.scenario.model, l.scenario.plan, l.scenario.gpu, l.scenario.cluster, p);
+      r[i++] = (t.forward_s - l.forward_s) / l.forward_s;
+      r[i++] = (t.backward_input_s + t.backward_weight_s - l.backward_s) / l.backward_s;
+    }
+    r.tail(theta.size()) = kPrior * (theta - theta0);
+    return r;
+  }
+};
 
 // Levenberg-Marquardt with Marquardt's diagonal scaling and a forward-difference Jacobian.
-int LevenbergMarquardt(const std::vector<ComputeSample>& samples, const core::GpuSpec& dev,
-                       const core::Profile& base, const std::vector<Param>& ps, const Eigen::VectorXd& theta0,
-                       int max_iterations, Eigen::VectorXd* theta, bool* converged) {
+int LevenbergMarquardt(const Problem& pb, int max_iterations, Eigen::VectorXd* theta, bool* converged) {
   *converged = false;
-  Eigen::VectorXd r = Residuals(samples, dev, base, ps, *theta, theta0);
+  Eigen::VectorXd r = pb.Residuals(*theta);
   double cost = r.squaredNorm();
   double mu = 1e-3;
   int it = 0;
@@ -168,7 +185,7 @@ int LevenbergMarquardt(const std::vector<ComputeSample>& samples, const core::Gp
       Eigen::VectorXd t = *theta;
       const double h = 1e-6;
       t[k] += h;
-      jac.col(k) = (Residuals(samples, dev, base, ps, t, theta0) - r) / h;
+      jac.col(k) = (pb.Residuals(t) - r) / h;
     }
     const Eigen::MatrixXd jtj = jac.transpose() * jac;
     const Eigen::VectorXd g = jac.transpose() * r;
@@ -178,7 +195,7 @@ int LevenbergMarquardt(const std::vector<ComputeSample>& samples, const core::Gp
       for (Eigen::Index k = 0; k < a.rows(); ++k) a(k, k) += mu * std::max(jtj(k, k), 1e-12);
       const Eigen::VectorXd step = a.ldlt().solve(-g);
       const Eigen::VectorXd cand = *theta + step;
-      const Eigen::VectorXd rc = Residuals(samples, dev, base, ps, cand, theta0);
+      const Eigen::VectorXd rc = pb.Residuals(cand);
       const double c = rc.squaredNorm();
       if (std::isfinite(c) && c < cost) {
         const double gain = cost - c;
@@ -188,7 +205,6 @@ int LevenbergMarquardt(const std::vector<ComputeSample>& samples, const core::Gp
         mu = std::max(mu / 3, 1e-12);
         if (gain <= 1e-12 * cost || step.norm() < 1e-9) {
           *converged = true;
-          cost = c;
           return it + 1;
         }
         cost = c;
@@ -261,9 +277,13 @@ double PredictSample(const ComputeSample& s, const core::GpuSpec& device, const 
 
 core::Result<FitResult> FitProfile(const std::vector<ComputeSample>& compute,
                                    const std::vector<CollectiveSample>& collectives, const core::GpuSpec& device,
-                                   const core::Profile& start, const FitOptions& options) {
-  if (compute.empty() && collectives.empty())
+                                   const core::Profile& start, const FitOptions& options,
+                                   const std::vector<LayerSample>& layers) {
+  if (compute.empty() && collectives.empty() && layers.empty())
     return core::Status::InvalidArgument("calibrate: no samples (the files hold no op rows, GEMMs or collectives)");
+  for (const LayerSample& l : layers)
+    if (!(l.forward_s > 0) || !(l.backward_s > 0))
+      return core::Status::InvalidArgument("layer sample " + l.id + ": forward_s and backward_s must be > 0");
   for (size_t i = 0; i < compute.size(); ++i) {
     const ComputeSample& s = compute[i];
     const std::string where = "sample " + std::to_string(i) + " (" + s.name + ", " + s.source + ")";
@@ -290,19 +310,75 @@ core::Result<FitResult> FitProfile(const std::vector<ComputeSample>& compute,
   rep.compute_samples = static_cast<int>(compute.size());
   core::GpuSpec dev = device;
 
-  if (!compute.empty()) {
+  if (!compute.empty() || !layers.empty()) {
     std::vector<Param> ps = ChooseParams(compute, dev, start);
+    // Per-layer timings add what a whole layer exercises: the GEMM efficiency of its precision,
+    // F_half, attention when fused, the HBM fraction of its memory-bound kernels and the
+    // scale-up bandwidth of its tensor-parallel collectives; they start from `start`.
+    std::vector<bool> layer_param(ps.size(), false);
+    auto add = [&](ParamKind kind, Dtype d, const std::string& label) {
+      for (size_t k = 0; k < ps.size(); ++k)
+        if (ps[k].label == label) {
+          layer_param[k] = true;
+          return;
+        }
+      Param p{kind, d, "", label, 0, 0};
+      p.start = GetParam(p, start);
+      ps.push_back(p);
+      layer_param.push_back(true);
+    };
+    for (const LayerSample& l : layers) {
+      const core::PlanSpec& lp = l.scenario.plan;
+      add(ParamKind::kGemmEff, lp.precision, std::string("gemm_efficiency.") + core::Name(lp.precision));
+      add(ParamKind::kHalfFlops, Dtype::kBf16, "gemm_half_flops");
+      add(ParamKind::kOverhead, Dtype::kBf16, "kernel_overhead_s");
+      if (l.scenario.model.attention == core::AttentionImpl::kFlash) {
+        add(ParamKind::kAttnFwd, Dtype::kBf16, "attention_fwd_efficiency");
+        add(ParamKind::kAttnBwd, Dtype::kBf16, "attention_bwd_efficiency");
+      }
+      add(ParamKind::kHbm, Dtype::kBf16, "hbm_efficiency");
+      if (lp.tp > 1 || lp.cp > 1 || lp.ep > 1) add(ParamKind::kScaleUp, Dtype::kBf16, "comm.scale_up");
+    }
     const Eigen::Index np = static_cast<Eigen::Index>(ps.size());
     Eigen::VectorXd theta0(np);
     for (Eigen::Index k = 0; k < np; ++k) {
       Param& p = ps[static_cast<size_t>(k)];
       for (const ComputeSample& s : compute) p.samples += Uses(p, s) ? 1 : 0;
+      if (layer_param[static_cast<size_t>(k)]) p.samples += 2 * static_cast<int>(layers.size());
       theta0[k] = std::log(std::max(p.start, 1e-300));
       p.start = GetParam(p, start);  // the report's "start" is the starting profile's value
     }
     Eigen::VectorXd theta = theta0;
-    rep.iterations = LevenbergMarquardt(compute, dev, start, ps, theta0, options.max_iterations, &theta, &rep.converged);
+    rep.iterations = LevenbergMarquardt(Problem{compute, layers, dev, start, ps, theta0}, options.max_iterations,
+                                        &theta, &rep.converged);
     out.profile = WithParams(start, ps, theta);
+    // Bounded least squares for the fractions a whole layer fits (active set): a layer-level HBM
+    // or scale-up fraction above 1 says the model counts more bytes than the real (fused)
+    // kernels move; it is held at 1 and the rest refitted, and the report says so.
+    core::Profile bounded = start;
+    std::vector<Param> free_ps;
+    Eigen::VectorXd free0(np);
+    Eigen::Index nf = 0;
+    for (Eigen::Index k = 0; k < np; ++k) {
+      const Param& p = ps[static_cast<size_t>(k)];
+      const double v = std::exp(theta[k]);
+      if ((p.kind == ParamKind::kHbm || p.kind == ParamKind::kScaleUp) && v > 1) {
+        SetParam(p, 1.0, &bounded);
+        rep.kept.push_back(p.label + " held at 1 (fitted " + std::to_string(v) +
+                           "): the model moves more bytes than the measured kernels");
+        continue;
+      }
+      free_ps.push_back(p);
+      free0[nf++] = theta0[k];
+    }
+    if (static_cast<Eigen::Index>(free_ps.size()) < np) {
+      free0.conservativeResize(nf);
+      Eigen::VectorXd ft = free0;
+      rep.iterations += LevenbergMarquardt(Problem{compute, layers, dev, bounded, free_ps, free0},
+                                           options.max_iterations, &ft, &rep.converged);
+      out.profile = WithParams(bounded, free_ps, ft);
+      for (Eigen::Index k = 0; k < np; ++k) theta[k] = std::log(GetParam(ps[static_cast<size_t>(k)], out.profile));
+    }
     for (Eigen::Index k = 0; k < np; ++k) {
       const Param& p = ps[static_cast<size_t>(k)];
       rep.parameters.push_back({p.label, p.start, std::exp(theta[k]), p.samples});
@@ -316,7 +392,9 @@ core::Result<FitResult> FitProfile(const std::vector<ComputeSample>& compute,
       bytes += static_cast<double>(s.op.bytes) * s.calls;
       full_bw_time += static_cast<double>(s.op.bytes) * s.calls / e;
     }
-    if (bytes > 0) {
+    bool hbm_fitted = false;
+    for (const Param& p : ps) hbm_fitted |= p.kind == ParamKind::kHbm;
+    if (bytes > 0 && !hbm_fitted) {
       out.profile.hbm_efficiency = bytes / full_bw_time;
       rep.parameters.push_back({"hbm_efficiency (bytes-weighted mean of the op fractions)", start.hbm_efficiency,
                                 out.profile.hbm_efficiency, 0});
@@ -326,7 +404,7 @@ core::Result<FitResult> FitProfile(const std::vector<ComputeSample>& compute,
       for (const Param& p : ps) fitted |= p.label == kept;
       if (!fitted) rep.kept.push_back(kept);
     }
-    if (bytes == 0) rep.kept.push_back("hbm_efficiency");
+    if (bytes == 0 && !hbm_fitted) rep.kept.push_back("hbm_efficiency");
 
     if (options.rescale_device) {
       // Peaks follow the efficiencies so that the highest is 1; times depend on peak x efficiency.
@@ -365,6 +443,13 @@ core::Result<FitResult> FitProfile(const std::vector<ComputeSample>& compute,
       }
     }
 
+    for (const LayerSample& l : layers) {
+      const core::Scenario& sc = l.scenario;
+      const StageTimes b = DenseLayerTimes(sc.model, sc.plan, sc.gpu, sc.cluster, start);
+      const StageTimes a = DenseLayerTimes(sc.model, sc.plan, sc.gpu, sc.cluster, out.profile);
+      rep.layers.push_back({l.id, l.forward_s, l.backward_s, b.forward_s, b.backward_input_s + b.backward_weight_s,
+                            a.forward_s, a.backward_input_s + a.backward_weight_s});
+    }
     // Fit quality and per-op errors, before (the starting profile) and after.
     std::vector<double> before, after, ly, lyhat;
     std::map<std::string, std::tuple<std::string, std::vector<double>, std::vector<double>>> by_op;
@@ -383,7 +468,7 @@ core::Result<FitResult> FitProfile(const std::vector<ComputeSample>& compute,
     }
     double mean = 0;
     for (double y : ly) mean += y;
-    mean /= static_cast<double>(ly.size());
+    if (!ly.empty()) mean /= static_cast<double>(ly.size());
     double ss_res = 0, ss_tot = 0;
     for (size_t i = 0; i < ly.size(); ++i) {
       ss_res += (ly[i] - lyhat[i]) * (ly[i] - lyhat[i]);
@@ -392,7 +477,7 @@ core::Result<FitResult> FitProfile(const std::vector<ComputeSample>& compute,
     rep.r2_log = ss_tot > 0 ? 1 - ss_res / ss_tot : 1;
     rep.median_abs_rel_error_before = Median(before);
     rep.median_abs_rel_error_after = Median(after);
-    rep.max_abs_rel_error_after = *std::max_element(after.begin(), after.end());
+    rep.max_abs_rel_error_after = after.empty() ? 0 : *std::max_element(after.begin(), after.end());
     for (const auto& [name, e] : by_op) {
       const auto& [kind, b, a] = e;
       rep.ops.push_back({name, kind, static_cast<int>(a.size()), Median(b), Median(a),
@@ -404,7 +489,7 @@ core::Result<FitResult> FitProfile(const std::vector<ComputeSample>& compute,
   std::map<std::tuple<int, bool, int64_t>, std::vector<CollectiveSample>> groups;
   for (const CollectiveSample& s : collectives)
     groups[{static_cast<int>(s.kind), s.scale_out, s.ranks}].push_back(s);
-  out.profile.collectives.clear();
+  if (!collectives.empty()) out.profile.collectives.clear();  // else the start's stay
   for (const auto& [key, xs] : groups) {
     std::vector<int64_t> sizes;
     for (const auto& s : xs) sizes.push_back(s.bytes);
@@ -436,6 +521,15 @@ std::string FitReportToJson(const FitReport& r) {
   for (const auto& p : r.parameters)
     j["parameters"].push_back({{"name", p.name}, {"start", p.start}, {"value", p.value}, {"samples", p.samples}});
   j["kept"] = r.kept;
+  j["layers"] = nlohmann::ordered_json::array();
+  for (const auto& l : r.layers)
+    j["layers"].push_back({{"id", l.id},
+                           {"forward_s", l.forward_s},
+                           {"backward_s", l.backward_s},
+                           {"forward_before_s", l.forward_before_s},
+                           {"backward_before_s", l.backward_before_s},
+                           {"forward_after_s", l.forward_after_s},
+                           {"backward_after_s", l.backward_after_s}});
   j["ops"] = nlohmann::ordered_json::array();
   for (const auto& o : r.ops)
     j["ops"].push_back({{"name", o.name},
@@ -460,7 +554,7 @@ std::string FitReportToJson(const FitReport& r) {
 std::string FitReportTable(const FitReport& r) {
   std::ostringstream o;
   char line[320];
-  if (r.compute_samples > 0) {
+  if (r.compute_samples > 0 || !r.layers.empty()) {
     std::snprintf(line, sizeof line,
                   "# compute: %d samples, Levenberg-Marquardt %d iterations (%s); R^2 on log time %.4f; median "
                   "|error| %.1f%% before, %.1f%% after (max %.1f%%)\n",
@@ -484,6 +578,20 @@ std::string FitReportTable(const FitReport& r) {
       std::snprintf(line, sizeof line, "  %-24s %-10s %8d %12.1f %12.1f %12.1f\n", e.name.c_str(), e.kind.c_str(),
                     e.samples, 100 * e.median_abs_rel_error_before, 100 * e.median_abs_rel_error_after,
                     100 * e.max_abs_rel_error_after);
+      o << line;
+    }
+  }
+  if (!r.layers.empty()) {
+    std::snprintf(line, sizeof line, "# %-52s %9s %9s %9s %9s %9s %9s\n", "layer timing", "fwd", "before", "after",
+                  "bwd", "before", "after");
+    o << line;
+    std::snprintf(line, sizeof line, "# %-52s %9s %9s %9s %9s %9s %9s\n", "", "(ms)", "(ms)", "(ms)", "(ms)", "(ms)",
+                  "(ms)");
+    o << line;
+    for (const auto& l : r.layers) {
+      std::snprintf(line, sizeof line, "  %-52s %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f\n", l.id.c_str(), 1e3 * l.forward_s,
+                    1e3 * l.forward_before_s, 1e3 * l.forward_after_s, 1e3 * l.backward_s, 1e3 * l.backward_before_s,
+                    1e3 * l.backward_after_s);
       o << line;
     }
   }

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "core/presets.h"
 #include "core/profile.h"
 #include "core/specs.h"
 #include "core/status.h"
@@ -49,6 +50,17 @@ struct CollectiveSample {
   double time_s = 0;
 };
 
+// A per-layer timing: one dense layer's forward and backward (one microbatch, one rank) on a
+// scenario, predicted with DenseLayerTimes (sim/step_model.h) on the scenario's own GPU and
+// cluster. Such samples fit, besides the compute parameters, hbm_efficiency (the layer's
+// memory-bound kernels) and comm.scale_up (its tensor-parallel collectives). Korthikanti 2022
+// Table 4 is one source (core::LoadPublishedLayerTimings).
+struct LayerSample {
+  std::string id;
+  core::Scenario scenario;
+  double forward_s = 0, backward_s = 0;
+};
+
 // A fitted parameter as the report prints it.
 struct FittedParameter {
   std::string name;  // "gemm_efficiency.bf16", "memory_op_efficiency.mlp_activation"
@@ -73,8 +85,16 @@ struct CollectiveFitReport {
   double max_abs_rel_error = 0;
 };
 
+struct LayerFitReport {
+  std::string id;
+  double forward_s = 0, backward_s = 0;                      // measured
+  double forward_before_s = 0, backward_before_s = 0;        // the starting profile
+  double forward_after_s = 0, backward_after_s = 0;          // the fitted one
+};
+
 struct FitReport {
   int compute_samples = 0;
+  std::vector<LayerFitReport> layers;
   int iterations = 0;
   bool converged = false;
   // Over all compute samples, on log times: R² = 1 - SS_res / SS_tot (the times span decades, so
@@ -108,7 +128,8 @@ struct FitOptions {
 // rescale_device) an efficiency fitted above 1.
 core::Result<FitResult> FitProfile(const std::vector<ComputeSample>& compute,
                                    const std::vector<CollectiveSample>& collectives, const core::GpuSpec& device,
-                                   const core::Profile& start, const FitOptions& options = {});
+                                   const core::Profile& start, const FitOptions& options = {},
+                                   const std::vector<LayerSample>& layers = {});
 
 // Predicted time of a sample (all its calls) with `profile` on `device`.
 double PredictSample(const ComputeSample& s, const core::GpuSpec& device, const core::Profile& profile);

@@ -225,6 +225,15 @@ double ComputeOpTime(const Op& op, const core::GpuSpec& g, const core::Profile& 
   }
 }
 
+StageTimes DenseLayerTimes(const core::ModelSpec& m, const core::PlanSpec& p, const core::GpuSpec& g,
+                           const core::ClusterSpec& c, const core::Profile& prof) {
+  const core::StepGraph graph = core::BuildStepGraph(m, p);
+  const ListCost lc = Coster(p, g, c, prof).Cost(graph.dense_layer);
+  RankCost r;
+  Accumulate(lc, 1.0, &r);
+  return r.times;
+}
+
 StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, const core::GpuSpec& g,
                           const core::ClusterSpec& c, const core::Profile& prof) {
   const core::StepGraph graph = core::BuildStepGraph(m, p);

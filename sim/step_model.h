@@ -53,6 +53,12 @@ struct StepEstimate {
 };
 
 // REQUIRES: ValidatePlan(plan, model, gpu, cluster) reported no errors.
+// One dense transformer layer, one microbatch, on one rank: forward and backward (input and
+// weight gradients plus recompute) with the layer's exposed communication, as the step model
+// costs it inside EstimateStep. What a per-layer timing (Korthikanti 2022 Table 4) measures.
+StageTimes DenseLayerTimes(const core::ModelSpec& m, const core::PlanSpec& p, const core::GpuSpec& g,
+                           const core::ClusterSpec& c, const core::Profile& profile);
+
 // Names this step model in stored predictions (core/result_store.h); bump it when a change moves
 // predictions, so history can tell predictions of different models apart.
 inline constexpr const char* kStepModelVersion = "meshplan 0.1.0 step-model/2 (fitted profiles)";

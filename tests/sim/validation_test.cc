@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "core/presets.h"
+#include "sim/fit.h"
 #include "sim/step_model.h"
 
 namespace meshplan::sim {
@@ -81,6 +82,54 @@ TEST(ValidationTest, DeepSeekV3PretrainingThroughputOnH800) {
   p.stage_layers = {3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 2};
   const StepEstimate e = EstimateStep(m, p, g, c, core::Profile{});
   EXPECT_NEAR(e.tokens_per_s_per_gpu, 1543, 0.10 * 1543);  // today: 1,436 (-7%)
+}
+
+}  // namespace
+}  // namespace meshplan::sim
+
+namespace meshplan::sim {
+namespace {
+
+// Calibration from published kernels (docs/calibration.md): Korthikanti 2022 Table 4 times one
+// 22B layer (t = 8, b = 4, s = 2048) forward and backward in five configurations, 10 numbers.
+// Fitting gemm_efficiency.fp16, F_half, the kernel overhead, hbm_efficiency (held at 1) and
+// comm.scale_up to them reproduces each within 1.5%; the shipped preset a100-megatron-2022 is
+// that fit, and it predicts the 19 end-to-end records (not fitted) far better than the defaults.
+TEST(ValidationTest, ProfileFittedToTable4ReproducesItAndIsTheShippedPreset) {
+  auto text = core::ReadTextFile(MESHPLAN_TEST_DATA_DIR "/validation/published.json");
+  ASSERT_TRUE(text.ok());
+  auto timings = core::LoadPublishedLayerTimings(*text);
+  ASSERT_TRUE(timings.ok()) << timings.status().ToString();
+  ASSERT_EQ(timings->size(), 5u);
+  std::vector<LayerSample> layers;
+  for (const auto& t : *timings) layers.push_back({t.id, t.scenario, t.forward_s, t.backward_s});
+  auto fit = FitProfile({}, {}, layers.front().scenario.gpu, core::Profile{}, {}, layers);
+  ASSERT_TRUE(fit.ok()) << fit.status().ToString();
+  for (const auto& l : fit->report.layers) {
+    EXPECT_NEAR(l.forward_after_s / l.forward_s, 1.0, 0.015) << l.id;
+    EXPECT_NEAR(l.backward_after_s / l.backward_s, 1.0, 0.015) << l.id;
+  }
+  auto shipped = core::LoadProfile("a100-megatron-2022");
+  ASSERT_TRUE(shipped.ok()) << shipped.status().ToString();
+  const core::Profile& f = fit->profile;
+  EXPECT_NEAR(shipped->gemm_efficiency.at(core::Dtype::kFp16), f.gemm_efficiency.at(core::Dtype::kFp16), 1e-9);
+  EXPECT_NEAR(shipped->gemm_half_flops / f.gemm_half_flops, 1.0, 1e-9);
+  EXPECT_NEAR(shipped->kernel_overhead_s / f.kernel_overhead_s, 1.0, 1e-9);
+  EXPECT_NEAR(shipped->hbm_efficiency, f.hbm_efficiency, 1e-12);
+  EXPECT_NEAR(shipped->comm.scale_up, f.comm.scale_up, 1e-9);
+  // Today's values (meshplan calibrate published ... -o presets/profiles/a100-megatron-2022.json).
+  EXPECT_NEAR(f.gemm_efficiency.at(core::Dtype::kFp16), 0.7535, 0.001);
+  EXPECT_NEAR(f.comm.scale_up, 0.7152, 0.001);
+  EXPECT_DOUBLE_EQ(f.hbm_efficiency, 1.0);
+
+  auto runs = core::LoadPublishedRuns(*text, nullptr);
+  ASSERT_TRUE(runs.ok());
+  const ValidationSummary with = ValidateRuns(*runs, *shipped);
+  const ValidationSummary without = ValidateRuns(*runs, core::Profile{});
+  // 3.8% median and 9.5% max today (defaults: 9.5% and 16.2%); the target is 3% and 8%.
+  EXPECT_LE(with.median_abs_error, 0.04);
+  EXPECT_LE(with.max_abs_error, 0.10);
+  EXPECT_LT(with.median_abs_error, 0.5 * without.median_abs_error);
 }
 
 }  // namespace

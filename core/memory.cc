@@ -19,20 +19,6 @@ int64_t LocalKvHeads(const ModelSpec& m, const PlanSpec& p) {
   return std::max<int64_t>(m.kv_heads / p.tp, 1);
 }
 
-
-// The model stages (chunks) a pipeline rank holds. Interleaved: rank r holds chunks r, r+pp, ...
-// DualPipe: rank r holds stages r and pp-1-r (both directions of the bidirectional pipeline).
-std::vector<int64_t> RankChunks(const PlanSpec& p, int64_t rank) {
-  std::vector<int64_t> chunks;
-  if (p.schedule == Schedule::kDualPipe) {
-    chunks.push_back(rank);
-    if (p.pp - 1 - rank != rank) chunks.push_back(p.pp - 1 - rank);
-    return chunks;
-  }
-  for (int64_t v = 0; v < p.vpp; ++v) chunks.push_back(v * p.pp + rank);
-  return chunks;
-}
-
 int64_t LastChunk(const PlanSpec& p) {
   return p.schedule == Schedule::kDualPipe ? p.pp - 1 : p.pp * p.vpp - 1;
 }
@@ -215,8 +201,8 @@ int64_t LayerActivationBytes(const ModelSpec& m, const PlanSpec& p, bool moe_lay
   return total;
 }
 
-MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g,
-                            const MemoryOverheads& o) {
+MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g, const MemoryOverheads& o,
+                            MemoryDetail detail) {
   MemoryReport r;
   r.params = CountParams(m);
   r.capacity_bytes = g.hbm_bytes;
@@ -253,24 +239,32 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
   }
 
   const int64_t first_chunk = 0, last_chunk = LastChunk(p);
+  // The model chunks a pipeline rank holds. Interleaved: rank r holds chunks r, r + pp, ...
+  // (chunk c on rank c mod pp while c / pp < vpp); DualPipe: rank r holds stages r and pp-1-r
+  // (both directions of the bidirectional pipeline).
+  auto holds_chunk = [&](int64_t rank, int64_t c) {
+    return p.schedule == Schedule::kDualPipe ? (c == rank || c == p.pp - 1 - rank)
+                                             : (c % p.pp == rank && c / p.pp < p.vpp);
+  };
+  r.stages.reserve(static_cast<size_t>(p.pp));
   for (int64_t stage = 0; stage < p.pp; ++stage) {
     StageMemory st;
     st.stage = stage;
-    st.layers = StageLayers(m, p, stage);
-    const std::vector<int64_t> chunks = RankChunks(p, stage);
-    const bool has_first = std::find(chunks.begin(), chunks.end(), first_chunk) != chunks.end();
-    const bool has_last = std::find(chunks.begin(), chunks.end(), last_chunk) != chunks.end();
+    if (detail == MemoryDetail::kFull) st.layers = StageLayers(m, p, stage);
+    const bool has_first = holds_chunk(stage, first_chunk);
+    const bool has_last = holds_chunk(stage, last_chunk);
 
     // ---- parameters on this GPU
-    int64_t dense = 0, expert = 0, max_layer = 0;
-    for (int64_t l : st.layers) {
+    int64_t dense = 0, expert = 0, max_layer = 0, layers_here = 0;
+    ForEachStageLayer(m, p, stage, [&](int64_t l) {
       const bool moe = m.IsMoeLayer(l);
       const RankParams& rp = moe ? moe_rank : dense_rank;
       const int64_t d = rp.dense, x = rp.expert;
       dense += d;
       expert += x;
       max_layer = std::max(max_layer, d + x);
-    }
+      ++layers_here;
+    });
     if (has_first) dense += r.params.embedding / t + r.params.position;  // vocab-parallel embedding
     if (has_last) {
       // The output head; with tied embeddings and pp > 1 the last stage keeps its own copy of
@@ -304,18 +298,17 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
     st.optimizer_bytes = st.master_weights_bytes + st.optimizer_moments_bytes;
 
     // ---- activations
-    const int64_t layers_here = static_cast<int64_t>(st.layers.size());
     const int64_t full_layers =
         p.recompute == Recompute::kFull ? (p.recompute_layers > 0 ? p.recompute_layers : layers_here) : 0;
-    int64_t per_mb = 0, max_working = 0;
-    for (int64_t i = 0; i < layers_here; ++i) {
-      const bool moe = m.IsMoeLayer(st.layers[i]);
-      const bool full = i < full_layers;
+    int64_t per_mb = 0, max_working = 0, i = 0;
+    ForEachStageLayer(m, p, stage, [&](int64_t l) {  // in execution order: the first full_layers recompute
+      const bool moe = m.IsMoeLayer(l);
+      const bool full = i++ < full_layers;
       const int mode = full ? 2 : (p.recompute == Recompute::kSelective ? 1 : 0);
       per_mb += act[moe][mode];
       // Backward of a recomputed layer re-materialises what recompute dropped, one layer at a time.
       if (mode != 0) max_working = std::max(max_working, act[moe][0] - act[moe][mode]);
-    }
+    });
     st.inflight_microbatches = InflightMicrobatches(p, stage);
     st.layer_activations_bytes = per_mb;
     const int64_t e = ActBytes(p);

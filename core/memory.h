@@ -97,9 +97,13 @@ struct ModelStateBytes {
 double BytesPerParam(const PlanSpec& p);  // unsharded: 16 for bf16 mixed-precision Adam
 ModelStateBytes ShardedModelStates(double params, const PlanSpec& p, int64_t group);
 
+// kTotalsOnly leaves StageMemory::layers empty (every byte count is the same): the search's hot
+// path, which needs the totals and not the layer lists, then allocates nothing per stage.
+enum class MemoryDetail { kFull, kTotalsOnly };
+
 // REQUIRES: ValidatePlan(plan, model, gpu, cluster) reported no errors.
 MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g,
-                            const MemoryOverheads& overheads = {});
+                            const MemoryOverheads& overheads = {}, MemoryDetail detail = MemoryDetail::kFull);
 
 // Parameters of one layer held by one GPU, before ZeRO sharding: `dense` (sharded over the dense
 // data-parallel group) and `expert` (routed experts, sharded over the expert-data-parallel group).

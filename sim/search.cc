@@ -368,7 +368,7 @@ class Searcher {
         if (local->invalid_examples.size() < 4) local->invalid_examples.push_back(d.errors().front().ToString());
         continue;
       }
-      core::MemoryReport mem = core::EstimateMemory(m_, p, g_, prof_.memory);
+      core::MemoryReport mem = core::EstimateMemory(m_, p, g_, prof_.memory, core::MemoryDetail::kTotalsOnly);
       ++st.memory_estimates;
       if (mem.per_gpu_bytes > budget_) {
         ++st.out_of_memory;

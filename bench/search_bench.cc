@@ -45,7 +45,7 @@ void BM_SearchInnerEvaluation(benchmark::State& state) {
   for (auto _ : state) {
     core::Diagnostics d;
     core::ValidatePlan(p, s.m, s.g, s.c, &d);
-    const core::MemoryReport mem = core::EstimateMemory(s.m, p, s.g, prof.memory);
+    const core::MemoryReport mem = core::EstimateMemory(s.m, p, s.g, prof.memory, core::MemoryDetail::kTotalsOnly);
     const sim::StepEstimate step = sim::EstimateStep(s.m, p, s.g, s.c, prof);
     const sim::TrainEstimate train = sim::EstimateTraining(step, p, s.g, s.c, 15e12);
     benchmark::DoNotOptimize(mem.per_gpu_bytes);

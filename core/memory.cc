@@ -19,6 +19,10 @@ int64_t LocalKvHeads(const ModelSpec& m, const PlanSpec& p) {
   return std::max<int64_t>(m.kv_heads / p.tp, 1);
 }
 
+// std::llround for the non-negative byte counts here, inline (llround is a libm call, and the
+// search rounds eight values per stage per plan). REQUIRES: 0 <= x < 2^62.
+int64_t RoundBytes(double x) { return static_cast<int64_t>(x + 0.5); }
+
 int64_t LastChunk(const PlanSpec& p) {
   return p.schedule == Schedule::kDualPipe ? p.pp - 1 : p.pp * p.vpp - 1;
 }
@@ -254,8 +258,11 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
     const bool has_first = holds_chunk(stage, first_chunk);
     const bool has_last = holds_chunk(stage, last_chunk);
 
-    // ---- parameters on this GPU
+    // ---- parameters on this GPU, and the activations of one microbatch (one pass over the
+    // layers in execution order: full recompute covers the first recompute_layers, or all).
     int64_t dense = 0, expert = 0, max_layer = 0, layers_here = 0;
+    int64_t per_mb = 0, max_working = 0;
+    const bool full_all = p.recompute == Recompute::kFull && p.recompute_layers <= 0;
     ForEachStageLayer(m, p, stage, [&](int64_t l) {
       const bool moe = m.IsMoeLayer(l);
       const RankParams& rp = moe ? moe_rank : dense_rank;
@@ -263,6 +270,11 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
       dense += d;
       expert += x;
       max_layer = std::max(max_layer, d + x);
+      const bool full = full_all || (p.recompute == Recompute::kFull && layers_here < p.recompute_layers);
+      const int mode = full ? 2 : (p.recompute == Recompute::kSelective ? 1 : 0);
+      per_mb += act[moe][mode];
+      // Backward of a recomputed layer re-materialises what recompute dropped, one layer at a time.
+      if (mode != 0) max_working = std::max(max_working, act[moe][0] - act[moe][mode]);
       ++layers_here;
     });
     if (has_first) dense += r.params.embedding / t + r.params.position;  // vocab-parallel embedding
@@ -280,10 +292,10 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
     // ---- model states, sharded by ZeRO stage
     const ModelStateBytes ds = ShardedModelStates(static_cast<double>(dense), p, dense_group);
     const ModelStateBytes es = ShardedModelStates(static_cast<double>(expert), p, expert_group);
-    st.weights_bytes = std::llround(ds.weights + es.weights);
-    st.grads_bytes = std::llround(ds.grads + es.grads);
-    st.master_weights_bytes = std::llround(ds.master_weights + es.master_weights);
-    st.optimizer_moments_bytes = std::llround(ds.moments + es.moments);
+    st.weights_bytes = RoundBytes(ds.weights + es.weights);
+    st.grads_bytes = RoundBytes(ds.grads + es.grads);
+    st.master_weights_bytes = RoundBytes(ds.master_weights + es.master_weights);
+    st.optimizer_moments_bytes = RoundBytes(ds.moments + es.moments);
     if (p.offload_optimizer != OffloadTarget::kNone) {
       int64_t& dest = p.offload_optimizer == OffloadTarget::kCpu ? st.host_bytes : st.nvme_bytes;
       dest += st.master_weights_bytes + st.optimizer_moments_bytes;
@@ -298,17 +310,6 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
     st.optimizer_bytes = st.master_weights_bytes + st.optimizer_moments_bytes;
 
     // ---- activations
-    const int64_t full_layers =
-        p.recompute == Recompute::kFull ? (p.recompute_layers > 0 ? p.recompute_layers : layers_here) : 0;
-    int64_t per_mb = 0, max_working = 0, i = 0;
-    ForEachStageLayer(m, p, stage, [&](int64_t l) {  // in execution order: the first full_layers recompute
-      const bool moe = m.IsMoeLayer(l);
-      const bool full = i++ < full_layers;
-      const int mode = full ? 2 : (p.recompute == Recompute::kSelective ? 1 : 0);
-      per_mb += act[moe][mode];
-      // Backward of a recomputed layer re-materialises what recompute dropped, one layer at a time.
-      if (mode != 0) max_working = std::max(max_working, act[moe][0] - act[moe][mode]);
-    });
     st.inflight_microbatches = InflightMicrobatches(p, stage);
     st.layer_activations_bytes = per_mb;
     const int64_t e = ActBytes(p);
@@ -325,9 +326,9 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
                                      : 1.0;
     st.recompute_working_bytes = max_working;
     st.activations_bytes =
-        static_cast<int64_t>(std::llround(static_cast<double>(per_mb + st.embedding_activations_bytes) *
-                                          st.inflight_microbatches)) +
-        static_cast<int64_t>(std::llround(static_cast<double>(st.loss_activations_bytes) * loss_inflight)) +
+        RoundBytes(static_cast<double>(per_mb + st.embedding_activations_bytes) *
+                   st.inflight_microbatches) +
+        RoundBytes(static_cast<double>(st.loss_activations_bytes) * loss_inflight) +
         st.recompute_working_bytes;
 
     // ---- named overheads
@@ -338,7 +339,7 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
     if (p.zero == 3)
       st.zero3_prefetch_bytes = 2 * max_layer * DtypeBytes(p.dtypes.weights);
     st.fragmentation_bytes =
-        static_cast<int64_t>(std::llround(o.fragmentation_frac * static_cast<double>(st.activations_bytes)));
+        RoundBytes(o.fragmentation_frac * static_cast<double>(st.activations_bytes));
     st.other_bytes = st.cuda_context_bytes + st.cublas_workspace_bytes + st.nccl_bytes +
                      st.zero3_prefetch_bytes + st.fragmentation_bytes;
     st.total_bytes = st.weights_bytes + st.grads_bytes + st.optimizer_bytes + st.activations_bytes +

@@ -75,6 +75,16 @@ struct ListCost {
   }
 };
 
+// The core-attention part of a pass (what a ring-attention KV exchange can hide under): the fused
+// kernel, or the unfused path's two batched GEMMs and softmax. The first letter screens out the
+// other ops before any string compare (this runs for every op of every plan the search costs).
+bool IsAttentionCore(const Op& op) {
+  if (op.kind == OpKind::kAttention) return true;
+  if (op.name[0] != 'a' && op.name[0] != 's') return false;
+  const std::string_view n(op.name);
+  return n == "attn_scores" || n == "attn_values" || n == "softmax";
+}
+
 class Coster {
  public:
   Coster(const core::PlanSpec& p, const core::GpuSpec& g, const core::ClusterSpec& c, const core::Profile& prof)
@@ -93,9 +103,7 @@ class Coster {
       } else {
         const double t = ComputeOpTime(op, g_, prof_);
         pc.compute += t;
-        if (op.kind == OpKind::kAttention || std::string_view(op.name) == "attn_scores" ||
-            std::string_view(op.name) == "attn_values" || std::string_view(op.name) == "softmax")
-          pc.attention += t;
+        if (IsAttentionCore(op)) pc.attention += t;
       }
     }
     lc.Finish();

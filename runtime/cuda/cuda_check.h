@@ -1,6 +1,7 @@
-// CUDA runtime and NCCL return codes as core::Status: a typed version of nccl-tests' CUDACHECK and
-// NCCLCHECK that returns instead of aborting. For .cc files in runtime/cuda/ only: this header
-// includes the CUDA runtime and NCCL headers, which no header outside runtime/cuda/ may do.
+// CUDA runtime, cuBLAS/cuBLASLt and NCCL return codes as core::Status: a typed version of
+// nccl-tests' CUDACHECK and NCCLCHECK that returns instead of aborting. For .cc files in
+// runtime/cuda/ only: this header includes the CUDA runtime, cuBLAS and NCCL headers, which no
+// header outside runtime/cuda/ may do.
 //
 //   core::Result<int> DeviceCount() {
 //     int n = 0;
@@ -16,6 +17,7 @@
 #ifndef MESHPLAN_RUNTIME_CUDA_CUDA_CHECK_H_
 #define MESHPLAN_RUNTIME_CUDA_CUDA_CHECK_H_
 
+#include <cublas_api.h>
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
@@ -72,6 +74,20 @@ inline core::Status NcclErrorStatus(ncclResult_t res, const char* expr, const ch
                      : core::Status::Internal(std::move(msg));
 }
 
+// cuBLAS and cuBLASLt (one status type): "not supported" (no kernel for this dtype, layout or
+// architecture), an allocation failure and a library/architecture mismatch describe what this
+// machine can do, so they are Unavailable; the rest (invalid value, execution failed, internal)
+// are Internal. REQUIRES: st != CUBLAS_STATUS_SUCCESS.
+inline core::Status CublasErrorStatus(cublasStatus_t st, const char* expr, const char* file, int line) {
+  std::string msg = std::string(cublasGetStatusString(st)) + " (cublasStatus_t " +
+                    std::to_string(static_cast<int>(st)) + ") from " + expr + " at " + file + ":" +
+                    std::to_string(line);
+  const bool unavailable = st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_ALLOC_FAILED ||
+                           st == CUBLAS_STATUS_ARCH_MISMATCH || st == CUBLAS_STATUS_NOT_INITIALIZED;
+  return unavailable ? core::Status::Unavailable(std::move(msg))
+                     : core::Status::Internal(std::move(msg));
+}
+
 }  // namespace meshplan::runtime::cuda
 
 // Evaluates expr (a CUDA runtime call returning cudaError_t) once; on failure returns the Status
@@ -92,6 +108,16 @@ inline core::Status NcclErrorStatus(ncclResult_t res, const char* expr, const ch
     if (meshplan_nccl_res_ != ncclSuccess) {                                                    \
       return ::meshplan::runtime::cuda::NcclErrorStatus(meshplan_nccl_res_, #expr, __FILE__,    \
                                                         __LINE__);                              \
+    }                                                                                           \
+  } while (0)
+
+// The same for a cuBLAS or cuBLASLt call returning cublasStatus_t.
+#define MESHPLAN_RETURN_IF_CUBLAS_ERROR(expr)                                                   \
+  do {                                                                                          \
+    const cublasStatus_t meshplan_cublas_st_ = (expr);                                          \
+    if (meshplan_cublas_st_ != CUBLAS_STATUS_SUCCESS) {                                         \
+      return ::meshplan::runtime::cuda::CublasErrorStatus(meshplan_cublas_st_, #expr, __FILE__, \
+                                                          __LINE__);                            \
     }                                                                                           \
   } while (0)
 

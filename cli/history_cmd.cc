@@ -26,6 +26,7 @@ struct HistoryFlags {
   std::string format = "table";
   bool profiles = false;
   bool sweeps = false;
+  bool predictions = false;
 };
 
 std::string Fmt(const char* format, double v) {
@@ -168,6 +169,44 @@ void PrintSweeps(const std::string& path, const HistoryFlags& f, const std::vect
       {{"id", "", false}, {"created", "(UTC)", true}, {"candidates", "(plans)", false}, {"label", "", true}}, cells);
 }
 
+void PrintPredictions(const std::string& path, const HistoryFlags& f, const std::vector<core::PredictionRow>& rows) {
+  if (f.format == "json") {
+    OJson list = OJson::array();
+    for (const auto& r : rows)
+      list.push_back({{"id", r.prediction.id},
+                      {"created_at", r.prediction.created_at},
+                      {"plan_id", r.prediction.plan_id},
+                      {"plan", r.plan_label},
+                      {"profile", r.prediction.profile_name},
+                      {"model_version", r.prediction.model_version},
+                      {"step_time_s", r.prediction.step_time_s},
+                      {"mfu", r.prediction.mfu}});
+    std::cout << OJson{{"db", path}, {"predictions", list}}.dump(2) << "\n";
+    return;
+  }
+  std::printf("# meshplan history: predictions in %s, newest first (%s)\n", path.c_str(), LimitText(f.limit).c_str());
+  if (rows.empty()) {
+    std::printf("# no predictions yet (meshplan report ... --save, meshplan calibrate fit)\n");
+    return;
+  }
+  std::vector<std::vector<std::string>> cells;
+  char step[32], mfu[32];
+  for (const auto& r : rows) {
+    std::snprintf(step, sizeof step, "%.4g", r.prediction.step_time_s);
+    std::snprintf(mfu, sizeof mfu, "%.1f", 100 * r.prediction.mfu);
+    cells.push_back({std::to_string(r.prediction.id), r.prediction.created_at, r.plan_label, step, mfu,
+                     r.prediction.profile_name, r.prediction.model_version});
+  }
+  std::cout << Table({{"id", "", false},
+                      {"created", "(UTC)", true},
+                      {"plan", "", true},
+                      {"step", "(s)", false},
+                      {"mfu", "(%)", false},
+                      {"profile", "", true},
+                      {"model", "", true}},
+                     cells);
+}
+
 void RunHistory(const HistoryFlags& f, int* exit_code) {
   if (f.format != "table" && f.format != "json") {
     std::cerr << "error: --format: must be table or json (got \"" << f.format << "\")\n";
@@ -179,8 +218,8 @@ void RunHistory(const HistoryFlags& f, int* exit_code) {
     *exit_code = 2;
     return;
   }
-  if (f.profiles && f.sweeps) {
-    std::cerr << "error: --profiles and --sweeps: give one, not both\n";
+  if (int(f.profiles) + int(f.sweeps) + int(f.predictions) > 1) {
+    std::cerr << "error: --profiles, --sweeps and --predictions: give one at most\n";
     *exit_code = 2;
     return;
   }
@@ -197,6 +236,10 @@ void RunHistory(const HistoryFlags& f, int* exit_code) {
     auto profiles = s.ListProfiles();
     if (profiles.ok()) PrintProfiles(path, f, *profiles);
     else status = profiles.status();
+  } else if (f.predictions) {
+    auto rows = s.ListPredictions(f.limit);
+    if (rows.ok()) PrintPredictions(path, f, *rows);
+    else status = rows.status();
   } else if (f.sweeps) {
     auto sweeps = s.ListSweeps(f.limit);
     if (sweeps.ok()) PrintSweeps(path, f, *sweeps);
@@ -225,6 +268,8 @@ void AddHistoryCommand(CLI::App* app, int* exit_code) {
   cmd->add_option("--format", f->format, "table|json");
   cmd->add_flag("--profiles", f->profiles, "List the calibration profiles (newest version of each name)");
   cmd->add_flag("--sweeps", f->sweeps, "List the saved search sweeps (meshplan search --save)");
+  cmd->add_flag("--predictions", f->predictions,
+                "List the stored predictions (meshplan report --save, calibrate fit) with the model version");
   cmd->callback([f, exit_code] { RunHistory(*f, exit_code); });
 }
 

@@ -85,6 +85,15 @@ class MemoryResultStore final : public ResultStore {
     return out;
   }
 
+  Result<std::vector<PredictionRow>> ListPredictions(int64_t limit) const override {
+    std::vector<PredictionRow> out;
+    for (auto it = predictions_.rbegin(); it != predictions_.rend(); ++it) {
+      if (limit > 0 && static_cast<int64_t>(out.size()) >= limit) break;
+      out.push_back({*it, plans_[static_cast<size_t>(it->plan_id - 1)].label});
+    }
+    return out;
+  }
+
   Result<int64_t> PutMeasurement(const StoredMeasurement& meas) override {
     if (meas.plan_id != 0 && !HasPlan(meas.plan_id))
       return Status::InvalidArgument("measurement.plan_id: no plan with id " + std::to_string(meas.plan_id));

@@ -104,6 +104,12 @@ struct StoredSweep {
   std::string created_at;
 };
 
+// One `history --predictions` line: a stored prediction with its plan's label.
+struct PredictionRow {
+  StoredPrediction prediction;
+  std::string plan_label;
+};
+
 // One `history` line: a measurement with its plan label and both step times.
 struct HistoryRow {
   int64_t measurement_id = 0;
@@ -135,6 +141,8 @@ class ResultStore {
   virtual Result<int64_t> PutPrediction(const StoredPrediction& p) = 0;
   // Oldest first. An unknown plan_id gives an empty list.
   virtual Result<std::vector<StoredPrediction>> PredictionsForPlan(int64_t plan_id) const = 0;
+  // Every plan's predictions, newest first, with the plan label; limit <= 0 means all.
+  virtual Result<std::vector<PredictionRow>> ListPredictions(int64_t limit) const = 0;
   // The measurement and its op rows in one transaction.
   virtual Result<int64_t> PutMeasurement(const StoredMeasurement& m) = 0;
   virtual Result<StoredMeasurement> GetMeasurement(int64_t id) const = 0;  // with ops, in Put order

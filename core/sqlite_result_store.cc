@@ -288,6 +288,7 @@ class SqliteResultStore final : public ResultStore {
   Result<StoredPlan> GetPlan(int64_t id) const override;
   Result<int64_t> PutPrediction(const StoredPrediction& p) override;
   Result<std::vector<StoredPrediction>> PredictionsForPlan(int64_t plan_id) const override;
+  Result<std::vector<PredictionRow>> ListPredictions(int64_t limit) const override;
   Result<int64_t> PutMeasurement(const StoredMeasurement& m) override;
   Result<StoredMeasurement> GetMeasurement(int64_t id) const override;
   Result<StoredProfile> PutProfile(const StoredProfile& p) override;
@@ -465,6 +466,31 @@ Result<std::vector<StoredPrediction>> SqliteResultStore::PredictionsForPlan(int6
                    .mfu = st.Real(5),
                    .json = st.Text(6),
                    .created_at = st.Text(7)});
+  }
+  return out;
+}
+
+Result<std::vector<PredictionRow>> SqliteResultStore::ListPredictions(int64_t limit) const {
+  Stmt st(c_);
+  MESHPLAN_RETURN_IF_ERROR(
+      st.Prepare("SELECT p.id, p.plan_id, p.profile_name, p.model_version, p.step_time_s, p.mfu, p.json, "
+                 "p.created_at, pl.label FROM predictions p JOIN plans pl ON pl.id = p.plan_id "
+                 "ORDER BY p.id DESC LIMIT ?1"));
+  MESHPLAN_RETURN_IF_ERROR(st.BindInt(1, limit > 0 ? limit : -1));  // LIMIT -1: no limit
+  std::vector<PredictionRow> out;
+  for (;;) {
+    auto row = st.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    out.push_back({{.id = st.Int(0),
+                    .plan_id = st.Int(1),
+                    .profile_name = st.Text(2),
+                    .model_version = st.Text(3),
+                    .step_time_s = st.Real(4),
+                    .mfu = st.Real(5),
+                    .json = st.Text(6),
+                    .created_at = st.Text(7)},
+                   st.Text(8)});
   }
   return out;
 }

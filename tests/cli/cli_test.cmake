@@ -98,6 +98,8 @@ run(validate_shipped_profile 0 "median 3.8%, mean 4.4%, max 9.5%.*with the built
     validate --dataset ${DATA}/validation/published.json --profile a100-megatron-2022)
 run(report_save 0 "saved plan [0-9]+ and prediction [0-9]+ to .*cal.db"
     report --model tiny --gpu h100-sxm --gpus 1 --save --db ${WORK}/cal.db)
+run(history_predictions 0 "tiny tp1 pp1 dp1 mbs1 seq.* default +meshplan 0.1.0 step-model/2"
+    history --predictions --db ${WORK}/cal.db)
 
 # simulate: the event-by-event pipeline, its JSON and timelines.
 run(simulate_json 0 "\"step_time_s\".*\"bubble_fraction\".*\"stages\".*\"busy_s\".*\"idle_s\""
@@ -218,7 +220,7 @@ run(search_save_bad_db 1 "error: --db: [^\n]*store/not-a-dir/x\\.db"
            --db ${WORK}/store/not-a-dir/x.db)
 run(history_bad_format 2 "--format: must be table or json" history --db ${WORK}/store/empty.db --format xml)
 run(history_bad_limit 2 "--limit: must be >= 0" history --db ${WORK}/store/empty.db --limit -1)
-run(history_two_lists 2 "--profiles and --sweeps: give one, not both"
+run(history_two_lists 2 "--profiles, --sweeps and --predictions: give one at most"
     history --db ${WORK}/store/empty.db --profiles --sweeps)
 run(search_db_needs_save 2 "--db requires --save"
     search --model llama3-8b --cluster dgx-h100 --gpus 8 --gbs 256 --db ${WORK}/store/sweeps.db)

@@ -162,6 +162,17 @@ TEST_P(ResultStoreTest, PredictionRoundTrip) {
   auto none = store_->PredictionsForPlan(99);
   ASSERT_TRUE(none.ok());
   EXPECT_TRUE(none->empty());
+  // Across plans, newest first, with the plan's label; a limit keeps the newest.
+  auto all = store_->ListPredictions(0);
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0].prediction.id, 2);
+  EXPECT_DOUBLE_EQ((*all)[0].prediction.step_time_s, 3.25);
+  EXPECT_EQ((*all)[0].plan_label, "p");
+  auto one = store_->ListPredictions(1);
+  ASSERT_TRUE(one.ok());
+  ASSERT_EQ(one->size(), 1u);
+  EXPECT_EQ((*one)[0].prediction.id, 2);
 }
 
 TEST_P(ResultStoreTest, ReferencesToMissingRecordsAreRefused) {

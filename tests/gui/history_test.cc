@@ -74,6 +74,7 @@ class FailingStore final : public core::ResultStore {
   core::Result<core::StoredPlan> GetPlan(int64_t) const override { return Err(); }
   core::Result<int64_t> PutPrediction(const core::StoredPrediction&) override { return Err(); }
   core::Result<std::vector<core::StoredPrediction>> PredictionsForPlan(int64_t) const override { return Err(); }
+  core::Result<std::vector<core::PredictionRow>> ListPredictions(int64_t) const override { return Err(); }
   core::Result<int64_t> PutMeasurement(const core::StoredMeasurement&) override { return Err(); }
   core::Result<core::StoredMeasurement> GetMeasurement(int64_t) const override { return Err(); }
   core::Result<core::StoredProfile> PutProfile(const core::StoredProfile&) override { return Err(); }

@@ -4,10 +4,12 @@
 #include <cmath>
 
 #include "runtime/cpu/cpu_backend.h"
-#include "runtime/device.h"
 
 #ifndef MESHPLAN_HAVE_CUDA
 #define MESHPLAN_HAVE_CUDA 0
+#endif
+#if MESHPLAN_HAVE_CUDA
+#include "runtime/cuda/cuda_backend.h"  // no CUDA header: the factory only
 #endif
 
 namespace meshplan::runtime {
@@ -58,10 +60,9 @@ std::shared_ptr<Clock> SteadyClock() {
 core::Result<std::unique_ptr<Backend>> MakeBackend(BackendKind kind) {
   if (kind == BackendKind::kCpu) return MakeCpuBackend();
 #if MESHPLAN_HAVE_CUDA
-  auto devices = ListCudaDevices();
-  if (!devices.ok()) return core::Status::Unavailable("cuda backend: " + devices.status().message());
-  return core::Status::Unavailable("cuda backend: not implemented in this build (found " + devices->front().name +
-                                   "; only the cpu backend executes ops so far)");
+  // Unavailable in one line ("cuda backend: <the CUDA error from device detection>") when no GPU
+  // can be used here.
+  return cuda::MakeCudaBackend();
 #else
   return core::Status::Unavailable(
       "cuda backend: this build has no CUDA backend (configure with the CUDA toolkit and NCCL present; "
@@ -76,6 +77,8 @@ double RelativeTolerance(core::Dtype dtype, int64_t k) {
       return std::ldexp(1.0, -8) + accumulate;  // 8 significand bits
     case core::Dtype::kFp16:
       return std::ldexp(1.0, -11) + accumulate;  // 11 significand bits
+    case core::Dtype::kFp8:
+      return std::ldexp(1.0, -4) + accumulate;  // e4m3: 4 significand bits (cuda only)
     default:
       return accumulate;
   }

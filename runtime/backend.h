@@ -10,8 +10,9 @@
 //          whatever their dtype; bf16 and fp16 are emulated by rounding every value a kernel
 //          writes (and every value copied in) to that dtype, with fp32 accumulation inside
 //          kernels. fp8 is not supported on cpu (Unavailable).
-//   kCuda  built when the CUDA toolkit and NCCL are found; Unavailable at run time when no
-//          GPU can be used (the message says why in one line).
+//   kCuda  built when the CUDA toolkit and NCCL are found (runtime/cuda/cuda_backend.h: tensors
+//          stored in their dtype, cuBLAS/cuBLASLt GEMMs, NCCL collectives); Unavailable at run
+//          time when no GPU can be used (the message says why in one line).
 //
 // Execution model: calls are issued in order on one stream; a backend may run them
 // asynchronously (cuda), so results are visible on the host only after Synchronize() or a
@@ -224,7 +225,8 @@ core::Result<std::unique_ptr<Backend>> MakeBackend(BackendKind kind);
 // Tolerances a backend promises per dtype: the relative error, against a double-precision
 // reference of the same rounded inputs, of a reduction of `k` terms (GEMM inner dimension,
 // softmax row). Used by the conformance suite. fp32: 1e-6 x sqrt(k) + 1e-6; bf16: output
-// rounding 2^-8 plus accumulation; fp16: 2^-11 plus accumulation.
+// rounding 2^-8 plus accumulation; fp16: 2^-11 plus accumulation; fp8 (e4m3, cuda only): 2^-4
+// plus accumulation.
 double RelativeTolerance(core::Dtype dtype, int64_t k);
 
 }  // namespace meshplan::runtime

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "runtime/backend.h"
@@ -439,7 +440,204 @@ std::string KindName(const ::testing::TestParamInfo<BackendKind>& info) { return
 INSTANTIATE_TEST_SUITE_P(Cpu, BackendConformanceTest, ::testing::Values(BackendKind::kCpu), KindName);
 #if MESHPLAN_HAVE_CUDA  // SetUp(): an Unavailable backend skips with its one-line reason
 INSTANTIATE_TEST_SUITE_P(Cuda, BackendConformanceTest, ::testing::Values(BackendKind::kCuda), KindName);
+
+// ---- cuda-only: what the shared suite cannot see (real 16/8-bit storage, fp8 and tf32 GEMMs)
+// and shapes larger than one chunk of the kernels' thread blocks, checked against the cpu
+// reference on the same inputs. Instantiated as Cuda/..., so the gpu label covers them.
+
+class CudaBackendTest : public BackendConformanceTest {
+ protected:
+  // The same values in a cpu tensor (already representable in the dtype, so copying is exact).
+  Tensor OnCpu(const Tensor& t) {
+    auto c = cpu_->Allocate(t.shape(), t.dtype());
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    Tensor x = *c;
+    std::vector<float> f(static_cast<size_t>(t.numel()));
+    EXPECT_TRUE(backend_->CopyToHost(t, f.data()).ok());
+    EXPECT_TRUE(cpu_->CopyFromHost(f.data(), &x).ok());
+    return x;
+  }
+  Tensor CpuEmpty(const std::vector<int64_t>& shape, Dtype d) {
+    auto t = cpu_->Allocate(shape, d);
+    EXPECT_TRUE(t.ok()) << t.status().ToString();
+    return *t;
+  }
+  Vec ReadCpu(const Tensor& t) {
+    std::vector<float> f(static_cast<size_t>(t.numel()));
+    EXPECT_TRUE(cpu_->CopyToHost(t, f.data()).ok());
+    return Vec(f.begin(), f.end());
+  }
+  std::unique_ptr<Backend> cpu_ = MakeCpuBackend();
+};
+
+TEST_P(CudaBackendTest, DescriptionNamesTheDeviceAndLibraries) {
+  const std::string d = backend_->Description();
+  for (const char* part : {"cuda: ", "sm_", "CUDA runtime", "cuBLAS", "NCCL"})
+    EXPECT_NE(d.find(part), std::string::npos) << part << " missing from: " << d;
+  EXPECT_EQ(d.find('\n'), std::string::npos);
+}
+
+TEST_P(CudaBackendTest, StoresSixteenBitValuesRoundedAsTheCpuEmulates) {
+  // Ties, values near 1 and the fp16 range edges: the device's round-to-nearest-even conversion
+  // must agree bit for bit with RoundToDtype, the cpu backend's emulation.
+  std::vector<float> host = {1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, 1.0f + 0x1p-11f, 65504.0f, 0x1p-24f, 0x1p-26f, -2.5f};
+  for (int i = 0; i < 200; ++i) host.push_back(std::ldexp(static_cast<float>(i * 7919 % 1000) - 500.0f, -(i % 30)));
+  for (Dtype d : {Dtype::kBf16, Dtype::kFp16}) {
+    Tensor t = Empty({static_cast<int64_t>(host.size())}, d);
+    ASSERT_TRUE(backend_->CopyFromHost(host.data(), &t).ok());
+    const Vec got = Read(t);
+    for (size_t i = 0; i < host.size(); ++i)
+      EXPECT_EQ(got[i], static_cast<double>(RoundToDtype(d, host[i]))) << core::Name(d) << " value " << host[i];
+  }
+}
+
+TEST_P(CudaBackendTest, MemoryStatsCountBytesInTheTensorsDtype) {
+  const MemoryStats before = backend_->Memory();
+  Tensor a = Empty({256, 256}, Dtype::kBf16);  // 2 bytes per element on the device
+  EXPECT_EQ(backend_->Memory().current_bytes - before.current_bytes, 256 * 256 * 2);
+  Tensor b = Empty({256, 256}, Dtype::kFp8);  // 1 byte
+  EXPECT_EQ(backend_->Memory().current_bytes - before.current_bytes, 256 * 256 * 3);
+  EXPECT_EQ(backend_->Allocate({4}, Dtype::kInt8).status().code(), core::Status::Code::kUnavailable);
+}
+
+TEST_P(CudaBackendTest, Fp8FillRandomIsDeterministicAndNeverZero) {
+  Tensor a = Empty({4096}, Dtype::kFp8), b = Empty({4096}, Dtype::kFp8);
+  ASSERT_TRUE(backend_->FillRandom(&a, 11, 0.01f).ok());  // scale/1024 is below fp8's subnormals
+  ASSERT_TRUE(backend_->FillRandom(&b, 11, 0.01f).ok());
+  const Vec A = Read(a);
+  EXPECT_EQ(A, Read(b));
+  for (double x : A) EXPECT_NE(x, 0.0);
+}
+
+TEST_P(CudaBackendTest, Fp8GemmMatchesReferenceInEveryLayout) {
+  for (int64_t batch : {int64_t{0}, int64_t{2}}) {
+    for (int tr = 0; tr < 4; ++tr) {
+      const bool ta = tr & 1, tb = tr & 2;
+      const int64_t m = 32, n = 48, k = 64;  // multiples of 16, as cuBLASLt's fp8 kernels need
+      auto shape = [&](int64_t r, int64_t c) {
+        return batch ? std::vector<int64_t>{batch, r, c} : std::vector<int64_t>{r, c};
+      };
+      Tensor a = Random(ta ? shape(k, m) : shape(m, k), Dtype::kFp8);
+      Tensor b = Random(tb ? shape(n, k) : shape(k, n), Dtype::kFp8);
+      Tensor c = Empty(shape(m, n), Dtype::kFp8);
+      const GemmArgs args{.transpose_a = ta, .transpose_b = tb, .alpha = 0.5f};
+      const core::Status s = backend_->Gemm(args, a, b, &c);
+      if (s.code() == core::Status::Code::kUnavailable) GTEST_SKIP() << s.ToString();  // before sm_89
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      const Vec want = RefGemm(Read(a), Read(b), {}, std::max<int64_t>(batch, 1), m, n, k, ta, tb, 0.5, 0);
+      EXPECT_TRUE(Near(Read(c), want, RelativeTolerance(Dtype::kFp8, k))) << "batch " << batch << " ta " << ta
+                                                                          << " tb " << tb;
+    }
+  }
+  Tensor a = Random({32, 40}, Dtype::kFp8), b = Random({40, 16}, Dtype::kFp8), c = Empty({32, 16}, Dtype::kFp8);
+  EXPECT_EQ(backend_->Gemm({}, a, b, &c).code(), core::Status::Code::kInvalidArgument);  // k = 40
+}
+
+TEST_P(CudaBackendTest, Tf32GemmMatchesReference) {
+  const int64_t m = 64, n = 96, k = 256;
+  Tensor a = Random({m, k}, Dtype::kTf32), b = Random({k, n}, Dtype::kTf32), c = Empty({m, n}, Dtype::kTf32);
+  ASSERT_TRUE(backend_->Gemm({}, a, b, &c).ok());
+  // tf32 keeps 11 significand bits of each input: bf16's tolerance is a safe bound.
+  EXPECT_TRUE(Near(Read(c), RefGemm(Read(a), Read(b), {}, 1, m, n, k, false, false, 1, 0),
+                   RelativeTolerance(Dtype::kBf16, k)));
+}
+
+TEST_P(CudaBackendTest, LargeGemmMatchesTheCpuBackend) {
+  for (Dtype d : {Dtype::kFp32, Dtype::kBf16}) {
+    const int64_t m = 300, n = 520, k = 1000;
+    Tensor a = Random({k, m}, d), b = Random({n, k}, d), c = Random({m, n}, d);
+    Tensor ca = OnCpu(a), cb = OnCpu(b), cc = OnCpu(c);
+    const GemmArgs args{.transpose_a = true, .transpose_b = true, .alpha = 1.5f, .beta = -1.0f};
+    ASSERT_TRUE(backend_->Gemm(args, a, b, &c).ok());
+    ASSERT_TRUE(cpu_->Gemm(args, ca, cb, &cc).ok());
+    EXPECT_TRUE(Near(Read(c), ReadCpu(cc), 2 * RelativeTolerance(d, k))) << core::Name(d);
+  }
+}
+
+TEST_P(CudaBackendTest, LongAttentionMatchesTheCpuBackend) {
+  // Several 128-key chunks per row (online softmax), s_q < s_kv and s_q > s_kv, d != d_v.
+  for (AttnShape s : {AttnShape{1, 2, 300, 300, 64, 64, true}, AttnShape{2, 1, 100, 260, 32, 48, true},
+                      AttnShape{1, 1, 260, 130, 16, 16, true}, AttnShape{1, 2, 150, 150, 32, 32, false}}) {
+    Tensor q = Random({s.b, s.h, s.sq, s.d}, Dtype::kFp32), k = Random({s.b, s.h, s.skv, s.d}, Dtype::kFp32),
+           v = Random({s.b, s.h, s.skv, s.dv}, Dtype::kFp32), dout = Random({s.b, s.h, s.sq, s.dv}, Dtype::kFp32);
+    Tensor out = Empty({s.b, s.h, s.sq, s.dv}, Dtype::kFp32), lse = Empty({s.b, s.h, s.sq}, Dtype::kFp32);
+    Tensor dq = Empty(q.shape(), Dtype::kFp32), dk = Empty(k.shape(), Dtype::kFp32),
+           dv = Empty(v.shape(), Dtype::kFp32);
+    Tensor cq = OnCpu(q), ck = OnCpu(k), cv = OnCpu(v), cdout = OnCpu(dout);
+    Tensor cout = CpuEmpty(out.shape(), Dtype::kFp32), clse = CpuEmpty(lse.shape(), Dtype::kFp32);
+    Tensor cdq = CpuEmpty(q.shape(), Dtype::kFp32), cdk = CpuEmpty(k.shape(), Dtype::kFp32),
+           cdv = CpuEmpty(v.shape(), Dtype::kFp32);
+    const AttentionArgs args{.causal = s.causal};
+    ASSERT_TRUE(backend_->AttentionForward(args, q, k, v, &out, &lse).ok());
+    ASSERT_TRUE(backend_->AttentionBackward(args, q, k, v, out, dout, lse, &dq, &dk, &dv).ok());
+    ASSERT_TRUE(cpu_->AttentionForward(args, cq, ck, cv, &cout, &clse).ok());
+    ASSERT_TRUE(cpu_->AttentionBackward(args, cq, ck, cv, cout, cdout, clse, &cdq, &cdk, &cdv).ok());
+    const std::string where = "sq " + std::to_string(s.sq) + " skv " + std::to_string(s.skv);
+    EXPECT_TRUE(Near(Read(out), ReadCpu(cout), 1e-5)) << where;
+    EXPECT_TRUE(Near(Read(lse), ReadCpu(clse), 1e-5)) << where;
+    EXPECT_TRUE(Near(Read(dq), ReadCpu(cdq), 1e-4)) << where;
+    EXPECT_TRUE(Near(Read(dk), ReadCpu(cdk), 1e-4)) << where;
+    EXPECT_TRUE(Near(Read(dv), ReadCpu(cdv), 1e-4)) << where;
+  }
+}
+
+TEST_P(CudaBackendTest, WideRowsMatchTheCpuBackend) {
+  // Rows wider than a block (256 threads) and more rows than one dgamma chunk.
+  const int64_t rows = 700, h = 1000;
+  for (bool rms : {false, true}) {
+    Tensor x = Random({rows, h}, Dtype::kFp32), g = Random({h}, Dtype::kFp32), be = Random({h}, Dtype::kFp32);
+    Tensor dy = Random({rows, h}, Dtype::kFp32), y = Empty({rows, h}, Dtype::kFp32), dx = Empty({rows, h}, Dtype::kFp32);
+    Tensor mean = Empty({rows}, Dtype::kFp32), rstd = Empty({rows}, Dtype::kFp32);
+    Tensor dg = Empty({h}, Dtype::kFp32), db = Empty({h}, Dtype::kFp32);
+    Tensor cx = OnCpu(x), cg = OnCpu(g), cbe = OnCpu(be), cdy = OnCpu(dy);
+    Tensor cy = CpuEmpty({rows, h}, Dtype::kFp32), cdx = CpuEmpty({rows, h}, Dtype::kFp32);
+    Tensor cmean = CpuEmpty({rows}, Dtype::kFp32), crstd = CpuEmpty({rows}, Dtype::kFp32);
+    Tensor cdg = CpuEmpty({h}, Dtype::kFp32), cdb = CpuEmpty({h}, Dtype::kFp32);
+    ASSERT_TRUE(backend_->NormForward(rms, x, g, be, 1e-5f, &y, &mean, &rstd).ok());
+    ASSERT_TRUE(backend_->NormBackward(rms, x, g, mean, rstd, dy, &dx, &dg, &db).ok());
+    ASSERT_TRUE(cpu_->NormForward(rms, cx, cg, cbe, 1e-5f, &cy, &cmean, &crstd).ok());
+    ASSERT_TRUE(cpu_->NormBackward(rms, cx, cg, cmean, crstd, cdy, &cdx, &cdg, &cdb).ok());
+    EXPECT_TRUE(Near(Read(y), ReadCpu(cy), 1e-5)) << rms;
+    EXPECT_TRUE(Near(Read(rstd), ReadCpu(crstd), 1e-5)) << rms;
+    EXPECT_TRUE(Near(Read(dx), ReadCpu(cdx), 1e-4)) << rms;
+    EXPECT_TRUE(Near(Read(dg), ReadCpu(cdg), 1e-4)) << rms;
+    if (!rms) {
+      EXPECT_TRUE(Near(Read(db), ReadCpu(cdb), 1e-4));
+    }
+  }
+  Tensor x = Random({3, 5000}, Dtype::kBf16, 8.0f), y = Empty({3, 5000}, Dtype::kBf16);
+  Tensor cx = OnCpu(x), cy = CpuEmpty({3, 5000}, Dtype::kBf16);
+  ASSERT_TRUE(backend_->SoftmaxForward(x, &y).ok());
+  ASSERT_TRUE(cpu_->SoftmaxForward(cx, &cy).ok());
+  EXPECT_TRUE(Near(Read(y), ReadCpu(cy), 2 * RelativeTolerance(Dtype::kBf16, 5000)));
+}
+
+TEST_P(CudaBackendTest, AsyncCallsAreOrderedAndEventsNeedSynchronize) {
+  // Many queued kernels, then one Synchronize: the last result is the sum of all of them.
+  Tensor acc = Empty({1 << 16}, Dtype::kFp32), one = Empty({1 << 16}, Dtype::kFp32);
+  ASSERT_TRUE(backend_->Fill(&acc, 0.0f).ok());
+  ASSERT_TRUE(backend_->Fill(&one, 1.0f).ok());
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(backend_->Add(acc, one, 1.0f, &acc).ok());
+  ASSERT_TRUE(backend_->Synchronize().ok());
+  for (double x : Read(acc)) ASSERT_EQ(x, 100.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cuda, CudaBackendTest, ::testing::Values(BackendKind::kCuda), KindName);
 #endif
+
+// Every build: kCuda either runs (a GPU build on a GPU machine) or says why not in one line
+// starting "cuda backend: " (meshplan-run prints that line and exits 1; run_test.cmake checks
+// the CLI side).
+TEST(BackendTest, CudaIsUnavailableInOneLineOrRuns) {
+  auto b = MakeBackend(BackendKind::kCuda);
+  if (b.ok()) {
+    EXPECT_EQ((*b)->kind(), BackendKind::kCuda);
+    return;
+  }
+  EXPECT_EQ(b.status().code(), core::Status::Code::kUnavailable) << b.status().ToString();
+  EXPECT_EQ(b.status().message().rfind("cuda backend: ", 0), 0u) << b.status().message();
+  EXPECT_EQ(b.status().message().find('\n'), std::string::npos) << b.status().message();
+}
 
 // ---- cpu-only: the rounding that emulates 16-bit storage, and the injected clock -----------
 

@@ -111,16 +111,36 @@ core::GpuSpec CpuDevice(const std::vector<Loaded>& files, const std::vector<sim:
   return g;
 }
 
+// --name must be something `--profile NAME` can find again.
+bool NameOk(const std::string& name) {
+  if (!name.empty() && name != "default" && !core::LooksLikePath(name)) return true;
+  std::cerr << "error: --name: must be a profile name, not \"default\" or a path (got \"" << name << "\")\n";
+  return false;
+}
+
+// -o: the profile JSON as a file too (empty path: nothing to do).
+bool WriteOutput(const std::string& path, const std::string& json) {
+  if (path.empty()) return true;
+  std::ofstream out(path);
+  out << json;
+  if (out) return true;
+  std::cerr << "error: -o: cannot write " << path << "\n";
+  return false;
+}
+
+// --format json: the profile, its stored version and the fit report in one object.
+void PrintJson(const core::StoredProfile& sp, int64_t version) {
+  std::cout << "{\"profile\": " << sp.profile_json << ", \"version\": " << version
+            << ", \"report\": " << sp.fit_report_json << "}\n";
+}
+
 struct Options {
   std::vector<std::string> files;
   std::string name, db, gpu, start = "default", format = "table", output;
 };
 
 int Run(const Options& o) {
-  if (o.name.empty() || o.name == "default" || core::LooksLikePath(o.name)) {
-    std::cerr << "error: --name: must be a profile name, not \"default\" or a path (got \"" << o.name << "\")\n";
-    return 2;
-  }
+  if (!NameOk(o.name)) return 2;
   if (o.format != "table" && o.format != "json") {
     std::cerr << "error: --format must be table or json (got \"" << o.format << "\")\n";
     return 2;
@@ -262,17 +282,9 @@ int Run(const Options& o) {
     std::cerr << "error: --db: " << saved.status().message() << "\n";
     return 1;
   }
-  if (!o.output.empty()) {
-    std::ofstream out(o.output);
-    out << sp.profile_json;
-    if (!out) {
-      std::cerr << "error: -o: cannot write " << o.output << "\n";
-      return 1;
-    }
-  }
+  if (!WriteOutput(o.output, sp.profile_json)) return 1;
   if (o.format == "json") {
-    std::cout << "{\"profile\": " << sp.profile_json << ", \"version\": " << saved->version
-              << ", \"report\": " << sp.fit_report_json << "}\n";
+    PrintJson(sp, saved->version);
     return 0;
   }
   std::cout << "# meshplan calibrate fit: profile " << o.name << " from " << files.size() << " file(s), "
@@ -296,10 +308,7 @@ int Run(const Options& o) {
 // Fits to published per-layer timings (Korthikanti 2022 Table 4 in the validation set): the
 // kernels of a GPU generation as a published paper measured them, no hardware needed.
 int RunPublished(const Options& o, const std::string& dataset) {
-  if (o.name.empty() || o.name == "default" || core::LooksLikePath(o.name)) {
-    std::cerr << "error: --name: must be a profile name, not \"default\" or a path (got \"" << o.name << "\")\n";
-    return 2;
-  }
+  if (!NameOk(o.name)) return 2;
   auto text = core::ReadTextFile(dataset);
   auto timings = text.ok() ? core::LoadPublishedLayerTimings(*text)
                            : core::Result<std::vector<core::PublishedLayerTiming>>(text.status());
@@ -338,14 +347,7 @@ int RunPublished(const Options& o, const std::string& dataset) {
   sp.name = o.name;
   sp.profile_json = core::ProfileToJson(prof);
   sp.fit_report_json = sim::FitReportToJson(fit->report);
-  if (!o.output.empty()) {
-    std::ofstream out(o.output);
-    out << sp.profile_json;
-    if (!out) {
-      std::cerr << "error: -o: cannot write " << o.output << "\n";
-      return 1;
-    }
-  }
+  if (!WriteOutput(o.output, sp.profile_json)) return 1;
   auto store = OpenStoreFromFlag(o.db);
   auto saved = store.ok() ? (*store)->PutProfile(sp) : core::Result<core::StoredProfile>(store.status());
   if (!saved.ok()) {
@@ -353,8 +355,7 @@ int RunPublished(const Options& o, const std::string& dataset) {
     return 1;
   }
   if (o.format == "json") {
-    std::cout << "{\"profile\": " << sp.profile_json << ", \"version\": " << saved->version
-              << ", \"report\": " << sp.fit_report_json << "}\n";
+    PrintJson(sp, saved->version);
     return 0;
   }
   std::cout << "# meshplan calibrate published: profile " << o.name << " from " << layers.size()

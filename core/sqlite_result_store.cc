@@ -447,6 +447,19 @@ Result<int64_t> SqliteResultStore::PutPrediction(const StoredPrediction& p) {
   return id;
 }
 
+// A predictions row selected as (id, plan_id, profile_name, model_version, step_time_s, mfu, json,
+// created_at), columns 0-7.
+StoredPrediction ReadPrediction(const Stmt& st) {
+  return {.id = st.Int(0),
+          .plan_id = st.Int(1),
+          .profile_name = st.Text(2),
+          .model_version = st.Text(3),
+          .step_time_s = st.Real(4),
+          .mfu = st.Real(5),
+          .json = st.Text(6),
+          .created_at = st.Text(7)};
+}
+
 Result<std::vector<StoredPrediction>> SqliteResultStore::PredictionsForPlan(int64_t plan_id) const {
   Stmt st(c_);
   MESHPLAN_RETURN_IF_ERROR(
@@ -458,14 +471,7 @@ Result<std::vector<StoredPrediction>> SqliteResultStore::PredictionsForPlan(int6
     auto row = st.Step();
     if (!row.ok()) return row.status();
     if (!*row) break;
-    out.push_back({.id = st.Int(0),
-                   .plan_id = st.Int(1),
-                   .profile_name = st.Text(2),
-                   .model_version = st.Text(3),
-                   .step_time_s = st.Real(4),
-                   .mfu = st.Real(5),
-                   .json = st.Text(6),
-                   .created_at = st.Text(7)});
+    out.push_back(ReadPrediction(st));
   }
   return out;
 }
@@ -482,15 +488,7 @@ Result<std::vector<PredictionRow>> SqliteResultStore::ListPredictions(int64_t li
     auto row = st.Step();
     if (!row.ok()) return row.status();
     if (!*row) break;
-    out.push_back({{.id = st.Int(0),
-                    .plan_id = st.Int(1),
-                    .profile_name = st.Text(2),
-                    .model_version = st.Text(3),
-                    .step_time_s = st.Real(4),
-                    .mfu = st.Real(5),
-                    .json = st.Text(6),
-                    .created_at = st.Text(7)},
-                   st.Text(8)});
+    out.push_back({ReadPrediction(st), st.Text(8)});
   }
   return out;
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runtime/host_comm.h"
+#include "runtime/op_checks.h"
 #include "runtime/status_macros.h"
 
 namespace meshplan::runtime {
@@ -53,28 +54,15 @@ void RoundAll(Dtype d, float* p, int64_t n) {
 }
 void RoundAll(Tensor* t) { RoundAll(t->dtype(), F(*t), t->numel()); }
 
-Status Bad(const std::string& op, const std::string& why) {
-  return Status::InvalidArgument("cpu backend: " + op + ": " + why);
-}
-Status Defined(const std::string& op, std::initializer_list<const Tensor*> ts) {
-  for (const Tensor* t : ts)
-    if (t == nullptr || !t->defined()) return Bad(op, "a tensor argument is undefined");
-  return Status::Ok();
-}
-Status SameNumel(const std::string& op, const Tensor& a, const Tensor& b) {
-  if (a.numel() != b.numel()) return Bad(op, a.ShapeString() + " and " + b.ShapeString() + " differ in size");
-  return Status::Ok();
-}
+// The shared argument checks (runtime/op_checks.h), named as the kernels below call them.
+const OpChecks kChecks("cpu");
+Status Bad(const std::string& op, const std::string& why) { return kChecks.Bad(op, why); }
+Status Defined(const std::string& op, std::initializer_list<const Tensor*> ts) { return kChecks.Defined(op, ts); }
+Status SameNumel(const std::string& op, const Tensor& a, const Tensor& b) { return kChecks.SameNumel(op, a, b); }
 Status NumelIs(const std::string& op, const Tensor& t, int64_t n, const char* what) {
-  if (t.numel() != n)
-    return Bad(op, std::string(what) + " is " + t.ShapeString() + ", expected " + std::to_string(n) + " elements");
-  return Status::Ok();
+  return kChecks.NumelIs(op, t, n, what);
 }
-int64_t Last(const Tensor& t) { return t.rank() == 0 ? 1 : t.dim(t.rank() - 1); }
-int64_t Rows(const Tensor& t) {
-  const int64_t l = Last(t);
-  return l == 0 ? 0 : t.numel() / l;
-}
+int64_t Last(const Tensor& t) { return LastExtent(t); }
 
 struct Stats {
   MemoryStats m;
@@ -168,20 +156,8 @@ class CpuBackend final : public Backend {
 
   // ---- compute
   Status Gemm(const GemmArgs& args, const Tensor& a, const Tensor& b, Tensor* c) override {
-    MESHPLAN_RETURN_IF_ERROR(Defined("gemm", {&a, &b, c}));
-    const int r = a.rank();
-    if ((r != 2 && r != 3) || b.rank() != r || c->rank() != r)
-      return Bad("gemm", "A, B, C must all be rank 2 or all rank 3 (got " + a.ShapeString() + ", " + b.ShapeString() +
-                             ", " + c->ShapeString() + ")");
-    if (a.dtype() != b.dtype() || a.dtype() != c->dtype()) return Bad("gemm", "A, B and C must share one dtype");
-    const int64_t batch = r == 3 ? a.dim(0) : 1;
-    if (r == 3 && (b.dim(0) != batch || c->dim(0) != batch)) return Bad("gemm", "batch extents differ");
-    const int64_t ar = a.dim(r - 2), ac = a.dim(r - 1), br = b.dim(r - 2), bc = b.dim(r - 1);
-    const int64_t m = args.transpose_a ? ac : ar, k = args.transpose_a ? ar : ac;
-    const int64_t kb = args.transpose_b ? bc : br, n = args.transpose_b ? br : bc;
-    if (k != kb || c->dim(r - 2) != m || c->dim(r - 1) != n)
-      return Bad("gemm", "op(A) " + std::to_string(m) + "x" + std::to_string(k) + ", op(B) " + std::to_string(kb) +
-                             "x" + std::to_string(n) + " and C " + c->ShapeString() + " do not match");
+    MESHPLAN_ASSIGN_OR_RETURN(const GemmDims g, kChecks.Gemm(args, a, b, c));
+    const int64_t batch = g.batch, m = g.m, n = g.n, ar = g.a_rows, ac = g.a_cols, br = g.b_rows, bc = g.b_cols;
     for (int64_t i = 0; i < batch; ++i) {
       Eigen::Map<const RowMat> A(F(a) + i * ar * ac, ar, ac);
       Eigen::Map<const RowMat> B(F(b) + i * br * bc, br, bc);
@@ -208,22 +184,6 @@ class CpuBackend final : public Backend {
     return Status::Ok();
   }
 
-  // Checks q [b,h,sq,d], k [b,h,skv,d], v [b,h,skv,dv]; fills the extents.
-  struct AttnDims {
-    int64_t b = 0, h = 0, sq = 0, skv = 0, d = 0, dv = 0;
-    float scale = 0;
-  };
-  Result<AttnDims> CheckAttention(const char* op, const AttentionArgs& args, const Tensor& q, const Tensor& k,
-                                  const Tensor& v) {
-    MESHPLAN_RETURN_IF_ERROR(Defined(op, {&q, &k, &v}));
-    if (q.rank() != 4 || k.rank() != 4 || v.rank() != 4) return Bad(op, "q, k, v must be rank 4 [b, h, s, d]");
-    AttnDims x{q.dim(0), q.dim(1), q.dim(2), k.dim(2), q.dim(3), v.dim(3), args.scale};
-    if (k.dim(0) != x.b || v.dim(0) != x.b || k.dim(1) != x.h || v.dim(1) != x.h || k.dim(3) != x.d ||
-        v.dim(2) != x.skv)
-      return Bad(op, "q " + q.ShapeString() + ", k " + k.ShapeString() + ", v " + v.ShapeString() + " do not match");
-    if (x.scale == 0) x.scale = 1.0f / std::sqrt(static_cast<float>(std::max<int64_t>(x.d, 1)));
-    return x;
-  }
   // The last key query row i may see (exclusive end).
   static int64_t KeyEnd(bool causal, int64_t i, const AttnDims& x) {
     if (!causal) return x.skv;
@@ -232,7 +192,7 @@ class CpuBackend final : public Backend {
 
   Status AttentionForward(const AttentionArgs& args, const Tensor& q, const Tensor& k, const Tensor& v, Tensor* out,
                           Tensor* lse) override {
-    auto dims = CheckAttention("attention_forward", args, q, k, v);
+    auto dims = kChecks.Attention("attention_forward", args, q, k, v);
     if (!dims.ok()) return dims.status();
     const AttnDims x = *dims;
     MESHPLAN_RETURN_IF_ERROR(Defined("attention_forward", {out, lse}));
@@ -276,7 +236,7 @@ class CpuBackend final : public Backend {
   Status AttentionBackward(const AttentionArgs& args, const Tensor& q, const Tensor& k, const Tensor& v,
                            const Tensor& out, const Tensor& dout, const Tensor& lse, Tensor* dq, Tensor* dk,
                            Tensor* dv) override {
-    auto dims = CheckAttention("attention_backward", args, q, k, v);
+    auto dims = kChecks.Attention("attention_backward", args, q, k, v);
     if (!dims.ok()) return dims.status();
     const AttnDims x = *dims;
     MESHPLAN_RETURN_IF_ERROR(Defined("attention_backward", {&out, &dout, &lse, dq, dk, dv}));
@@ -332,15 +292,8 @@ class CpuBackend final : public Backend {
 
   Status NormForward(bool rms, const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, Tensor* y,
                      Tensor* mean, Tensor* rstd) override {
-    const char* op = "norm_forward";
-    MESHPLAN_RETURN_IF_ERROR(Defined(op, {&x, &gamma, y, rstd}));
-    if (!rms) MESHPLAN_RETURN_IF_ERROR(Defined(op, {&beta, mean}));
+    MESHPLAN_RETURN_IF_ERROR(kChecks.NormForward(rms, x, gamma, beta, y, mean, rstd));
     const int64_t h = Last(x), rows = Rows(x);
-    MESHPLAN_RETURN_IF_ERROR(NumelIs(op, gamma, h, "gamma"));
-    if (!rms) MESHPLAN_RETURN_IF_ERROR(NumelIs(op, beta, h, "beta"));
-    if (!rms) MESHPLAN_RETURN_IF_ERROR(NumelIs(op, *mean, rows, "mean"));
-    MESHPLAN_RETURN_IF_ERROR(NumelIs(op, *rstd, rows, "rstd"));
-    MESHPLAN_RETURN_IF_ERROR(SameNumel(op, x, *y));
     const float* g = F(gamma);
     for (int64_t r = 0; r < rows; ++r) {
       const float* xr = F(x) + r * h;
@@ -363,17 +316,8 @@ class CpuBackend final : public Backend {
 
   Status NormBackward(bool rms, const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd,
                       const Tensor& dy, Tensor* dx, Tensor* dgamma, Tensor* dbeta) override {
-    const char* op = "norm_backward";
-    MESHPLAN_RETURN_IF_ERROR(Defined(op, {&x, &gamma, &rstd, &dy, dx, dgamma}));
-    if (!rms) MESHPLAN_RETURN_IF_ERROR(Defined(op, {&mean, dbeta}));
+    MESHPLAN_RETURN_IF_ERROR(kChecks.NormBackward(rms, x, gamma, mean, rstd, dy, dx, dgamma, dbeta));
     const int64_t h = Last(x), rows = Rows(x);
-    MESHPLAN_RETURN_IF_ERROR(NumelIs(op, gamma, h, "gamma"));
-    MESHPLAN_RETURN_IF_ERROR(NumelIs(op, *dgamma, h, "dgamma"));
-    if (!rms) MESHPLAN_RETURN_IF_ERROR(NumelIs(op, *dbeta, h, "dbeta"));
-    MESHPLAN_RETURN_IF_ERROR(NumelIs(op, rstd, rows, "rstd"));
-    if (!rms) MESHPLAN_RETURN_IF_ERROR(NumelIs(op, mean, rows, "mean"));
-    MESHPLAN_RETURN_IF_ERROR(SameNumel(op, x, dy));
-    MESHPLAN_RETURN_IF_ERROR(SameNumel(op, x, *dx));
     // dxhat = dy gamma; dx = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)) (layernorm);
     // rmsnorm drops the mean(dxhat) term. dgamma = sum_rows dy xhat; dbeta = sum_rows dy.
     std::vector<float> dg(static_cast<size_t>(h), 0.0f), db(static_cast<size_t>(h), 0.0f);

@@ -27,6 +27,7 @@
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/cuda/kernels.h"
 #include "runtime/host_comm.h"
+#include "runtime/op_checks.h"
 #include "runtime/status_macros.h"
 
 namespace meshplan::runtime::cuda {
@@ -42,32 +43,16 @@ constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 
 // ---- argument checks (as runtime/cpu/cpu_backend.cc) -------------------------------------------
 
-Status Bad(const std::string& op, const std::string& why) {
-  return Status::InvalidArgument("cuda backend: " + op + ": " + why);
-}
-Status Defined(const std::string& op, std::initializer_list<const Tensor*> ts) {
-  for (const Tensor* t : ts)
-    if (t == nullptr || !t->defined()) return Bad(op, "a tensor argument is undefined");
-  return Status::Ok();
-}
-Status SameNumel(const std::string& op, const Tensor& a, const Tensor& b) {
-  if (a.numel() != b.numel()) return Bad(op, a.ShapeString() + " and " + b.ShapeString() + " differ in size");
-  return Status::Ok();
-}
+// The shared argument checks (runtime/op_checks.h), named as the methods below call them.
+const OpChecks kChecks("cuda");
+Status Bad(const std::string& op, const std::string& why) { return kChecks.Bad(op, why); }
+Status Defined(const std::string& op, std::initializer_list<const Tensor*> ts) { return kChecks.Defined(op, ts); }
+Status SameNumel(const std::string& op, const Tensor& a, const Tensor& b) { return kChecks.SameNumel(op, a, b); }
 Status NumelIs(const std::string& op, const Tensor& t, int64_t n, const char* what) {
-  if (t.numel() != n)
-    return Bad(op, std::string(what) + " is " + t.ShapeString() + ", expected " + std::to_string(n) + " elements");
-  return Status::Ok();
+  return kChecks.NumelIs(op, t, n, what);
 }
-Status SameDtype(const std::string& op, const Tensor& a, const Tensor& b) {
-  if (a.dtype() != b.dtype()) return Bad(op, a.ShapeString() + " and " + b.ShapeString() + " differ in dtype");
-  return Status::Ok();
-}
-int64_t Last(const Tensor& t) { return t.rank() == 0 ? 1 : t.dim(t.rank() - 1); }
-int64_t Rows(const Tensor& t) {
-  const int64_t l = Last(t);
-  return l == 0 ? 0 : t.numel() / l;
-}
+Status SameDtype(const std::string& op, const Tensor& a, const Tensor& b) { return kChecks.SameDtype(op, a, b); }
+int64_t Last(const Tensor& t) { return LastExtent(t); }
 
 // `s` with "cuda backend: <what>: " in front (for library errors, which name only the call).
 Status Prefixed(const std::string& what, const Status& s) {
@@ -361,20 +346,8 @@ class CudaBackend final : public Backend {
 
   // ---- compute
   Status Gemm(const GemmArgs& args, const Tensor& a, const Tensor& b, Tensor* c) override {
-    MESHPLAN_RETURN_IF_ERROR(Defined("gemm", {&a, &b, c}));
-    const int r = a.rank();
-    if ((r != 2 && r != 3) || b.rank() != r || c->rank() != r)
-      return Bad("gemm", "A, B, C must all be rank 2 or all rank 3 (got " + a.ShapeString() + ", " + b.ShapeString() +
-                             ", " + c->ShapeString() + ")");
-    if (a.dtype() != b.dtype() || a.dtype() != c->dtype()) return Bad("gemm", "A, B and C must share one dtype");
-    const int64_t batch = r == 3 ? a.dim(0) : 1;
-    if (r == 3 && (b.dim(0) != batch || c->dim(0) != batch)) return Bad("gemm", "batch extents differ");
-    const int64_t ar = a.dim(r - 2), ac = a.dim(r - 1), br = b.dim(r - 2), bc = b.dim(r - 1);
-    const int64_t m = args.transpose_a ? ac : ar, k = args.transpose_a ? ar : ac;
-    const int64_t kb = args.transpose_b ? bc : br, n = args.transpose_b ? br : bc;
-    if (k != kb || c->dim(r - 2) != m || c->dim(r - 1) != n)
-      return Bad("gemm", "op(A) " + std::to_string(m) + "x" + std::to_string(k) + ", op(B) " + std::to_string(kb) +
-                             "x" + std::to_string(n) + " and C " + c->ShapeString() + " do not match");
+    MESHPLAN_ASSIGN_OR_RETURN(const GemmDims g, kChecks.Gemm(args, a, b, c));
+    const int64_t batch = g.batch, m = g.m, n = g.n, k = g.k;
     if (m == 0 || n == 0 || batch == 0) return Status::Ok();
     if (m > kInt32Max || n > kInt32Max || k > kInt32Max || batch > kInt32Max)
       return Bad("gemm", "extents above 2^31 - 1 are beyond cuBLAS's 32-bit interface");
@@ -517,21 +490,16 @@ class CudaBackend final : public Backend {
   // Checks q [b,h,sq,d], k [b,h,skv,d], v [b,h,skv,dv]; fills the shape (the cpu's CheckAttention).
   Result<AttentionShape> CheckAttention(const char* op, const AttentionArgs& args, const Tensor& q, const Tensor& k,
                                         const Tensor& v) {
-    MESHPLAN_RETURN_IF_ERROR(Defined(op, {&q, &k, &v}));
-    if (q.rank() != 4 || k.rank() != 4 || v.rank() != 4) return Bad(op, "q, k, v must be rank 4 [b, h, s, d]");
+    MESHPLAN_ASSIGN_OR_RETURN(const AttnDims dims, kChecks.Attention(op, args, q, k, v));
     AttentionShape x;
-    x.b = q.dim(0);
-    x.h = q.dim(1);
-    x.sq = q.dim(2);
-    x.skv = k.dim(2);
-    x.d = q.dim(3);
-    x.dv = v.dim(3);
-    x.scale = args.scale;
+    x.b = dims.b;
+    x.h = dims.h;
+    x.sq = dims.sq;
+    x.skv = dims.skv;
+    x.d = dims.d;
+    x.dv = dims.dv;
+    x.scale = dims.scale;
     x.causal = args.causal;
-    if (k.dim(0) != x.b || v.dim(0) != x.b || k.dim(1) != x.h || v.dim(1) != x.h || k.dim(3) != x.d ||
-        v.dim(2) != x.skv)
-      return Bad(op, "q " + q.ShapeString() + ", k " + k.ShapeString() + ", v " + v.ShapeString() + " do not match");
-    if (x.scale == 0) x.scale = 1.0f / std::sqrt(static_cast<float>(std::max<int64_t>(x.d, 1)));
     if (AttentionSharedBytes(x) > kMaxSharedPerBlock)
       return Bad(op, "head dimensions d = " + std::to_string(x.d) + ", d_v = " + std::to_string(x.dv) +
                          " exceed the attention kernel's shared memory (48 KiB per block)");
@@ -570,15 +538,8 @@ class CudaBackend final : public Backend {
 
   Status NormForward(bool rms, const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, Tensor* y,
                      Tensor* mean, Tensor* rstd) override {
-    const char* op = "norm_forward";
-    MESHPLAN_RETURN_IF_ERROR(Defined(op, {&x, &gamma, y, rstd}));
-    if (!rms) MESHPLAN_RETURN_IF_ERROR(Defined(op, {&beta, mean}));
+    MESHPLAN_RETURN_IF_ERROR(kChecks.NormForward(rms, x, gamma, beta, y, mean, rstd));
     const int64_t h = Last(x), rows = Rows(x);
-    MESHPLAN_RETURN_IF_ERROR(NumelIs(op, gamma, h, "gamma"));
-    if (!rms) MESHPLAN_RETURN_IF_ERROR(NumelIs(op, beta, h, "beta"));
-    if (!rms) MESHPLAN_RETURN_IF_ERROR(NumelIs(op, *mean, rows, "mean"));
-    MESHPLAN_RETURN_IF_ERROR(NumelIs(op, *rstd, rows, "rstd"));
-    MESHPLAN_RETURN_IF_ERROR(SameNumel(op, x, *y));
     MESHPLAN_RETURN_IF_CUDA_ERROR(LaunchNormForward(rms, Dev(x), Dev(gamma), rms ? DevPtr{} : Dev(beta), eps, Dev(*y),
                                                     rms ? DevPtr{} : Dev(*mean), Dev(*rstd), rows, h, compute_));
     return Status::Ok();
@@ -586,17 +547,8 @@ class CudaBackend final : public Backend {
 
   Status NormBackward(bool rms, const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd,
                       const Tensor& dy, Tensor* dx, Tensor* dgamma, Tensor* dbeta) override {
-    const char* op = "norm_backward";
-    MESHPLAN_RETURN_IF_ERROR(Defined(op, {&x, &gamma, &rstd, &dy, dx, dgamma}));
-    if (!rms) MESHPLAN_RETURN_IF_ERROR(Defined(op, {&mean, dbeta}));
+    MESHPLAN_RETURN_IF_ERROR(kChecks.NormBackward(rms, x, gamma, mean, rstd, dy, dx, dgamma, dbeta));
     const int64_t h = Last(x), rows = Rows(x);
-    MESHPLAN_RETURN_IF_ERROR(NumelIs(op, gamma, h, "gamma"));
-    MESHPLAN_RETURN_IF_ERROR(NumelIs(op, *dgamma, h, "dgamma"));
-    if (!rms) MESHPLAN_RETURN_IF_ERROR(NumelIs(op, *dbeta, h, "dbeta"));
-    MESHPLAN_RETURN_IF_ERROR(NumelIs(op, rstd, rows, "rstd"));
-    if (!rms) MESHPLAN_RETURN_IF_ERROR(NumelIs(op, mean, rows, "mean"));
-    MESHPLAN_RETURN_IF_ERROR(SameNumel(op, x, dy));
-    MESHPLAN_RETURN_IF_ERROR(SameNumel(op, x, *dx));
     MESHPLAN_RETURN_IF_ERROR(norm_scratch_.Reserve(
         NormBackwardScratchFloats(rows, h) * static_cast<int64_t>(sizeof(float)), "norm backward partial sums"));
     MESHPLAN_RETURN_IF_CUDA_ERROR(LaunchNormBackward(rms, Dev(x), Dev(gamma), rms ? DevPtr{} : Dev(mean), Dev(rstd),

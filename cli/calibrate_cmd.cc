@@ -82,6 +82,7 @@ void Collect(const Loaded& f, std::vector<sim::ComputeSample>* compute, std::vec
 
 // The cpu backend has no published peaks: a device whose compute peak is the fastest GEMM seen
 // (or the measured ceiling, if higher) and whose bandwidth is the fastest memory-bound op seen.
+// REQUIRES: xs holds at least one GEMM, attention or memory-bound sample.
 // The fit then raises both to its highest efficiency (FitOptions::rescale_device).
 core::GpuSpec CpuDevice(const std::vector<Loaded>& files, const std::vector<sim::ComputeSample>& xs) {
   core::GpuSpec g;
@@ -89,25 +90,30 @@ core::GpuSpec CpuDevice(const std::vector<Loaded>& files, const std::vector<sim:
   g.name = "cpu:" + first.hardware.hostname;
   g.source = "fitted by meshplan calibrate from the cpu backend (" + first.hardware.description +
              "): peaks are the highest throughput the fit found; memory is this host's RAM";
-  double flops = 0, bw = 0;
+  double flops = 0, bw = 0, gemm_bw = 0;
   for (const auto& f : files)
     if (f.m.peak) flops = std::max(flops, f.m.peak->flops_per_s);
   for (const auto& s : xs) {
-    if (s.op.kind == core::OpKind::kGemm) flops = std::max(flops, s.op.Flops() * s.calls / s.time_s);
+    const double per_s = s.calls / s.time_s;
+    if (s.op.kind == core::OpKind::kGemm || s.op.kind == core::OpKind::kAttention)
+      flops = std::max(flops, s.op.Flops() * per_s);
+    if (s.op.kind == core::OpKind::kGemm)  // A, B and C moved once: a lower bound on the bandwidth
+      gemm_bw = std::max(gemm_bw, static_cast<double>((s.op.m * s.op.k + s.op.k * s.op.n + s.op.m * s.op.n) *
+                                                      s.op.batch * core::DtypeBytes(s.op.dtype)) * per_s);
     if (s.op.kind == core::OpKind::kMemoryBound || s.op.kind == core::OpKind::kOptimizer)
-      bw = std::max(bw, static_cast<double>(s.op.bytes) * s.calls / s.time_s);
+      bw = std::max(bw, static_cast<double>(s.op.bytes) * per_s);
   }
-  if (flops == 0) flops = 1e9;  // no GEMM or attention sample: the peak is never used
-  if (bw == 0) bw = 1e9;        // no memory-bound sample: likewise
+  // Without memory-bound samples (a GEMM sweep alone) the bandwidth is the fastest GEMM traffic
+  // seen, so the GEMM roofline's memory side never predicts more than a sample measured.
+  if (bw == 0) bw = gemm_bw;
   for (core::Dtype d : {core::Dtype::kFp32, core::Dtype::kTf32, core::Dtype::kBf16, core::Dtype::kFp16,
                         core::Dtype::kFp8, core::Dtype::kInt8})
     g.peak_flops_per_s[d] = flops;
   g.hbm_bytes_per_s = bw;
   g.hbm_bytes = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
-  // The cpu's power is not measured; energy arithmetic uses the plan GPU's TDP (said in source).
-  for (const auto& f : files)
-    if (f.m.plan && f.m.plan->gpu && g.tdp_w == 0) g.tdp_w = f.m.plan->gpu->tdp_w;
-  g.source += "; tdp_w is the plan GPU's (not measured here)";
+  // The cpu's power is not measured: tdp_w 0, and predictions take the plan GPU's (a note says so).
+  g.tdp_w = 0;
+  g.source += "; power not measured (tdp_w 0)";
   return g;
 }
 
@@ -178,11 +184,6 @@ int Run(const Options& o) {
   } else if (cpu) {
     device = CpuDevice(files, compute);
     fo.rescale_device = true;
-    if (device.tdp_w <= 0) {
-      std::cerr << "error: a cpu fit needs at least one plan run (meshplan-run --plan ...) among the files: the "
-                   "device's power figure comes from its plan\n";
-      return 2;
-    }
   } else if (!o.gpu.empty()) {
     auto g = core::LoadGpu(o.gpu);
     if (!g.ok()) {

@@ -32,7 +32,13 @@ void ApplyProfileDevice(const core::Profile& p, core::Scenario* s, std::vector<s
   if (!p.device || p.device->name == s->gpu.name) return;
   notes->push_back("profile " + p.name + " was fitted on " + p.device->name + ": predictions are for that device, not " +
                    s->gpu.name);
+  const double plan_tdp_w = s->gpu.tdp_w;
+  const std::string plan_gpu = s->gpu.name;
   s->gpu = *p.device;
+  if (s->gpu.tdp_w == 0) {
+    s->gpu.tdp_w = plan_tdp_w;
+    notes->push_back("energy uses " + plan_gpu + "'s TDP: " + p.device->name + "'s power was not measured");
+  }
 }
 
 }  // namespace meshplan::cli

@@ -134,9 +134,19 @@ Result<Profile> ParseProfileJson(const std::string& text) {
     }
   }
   if (j.contains("device")) {
-    auto g = ParseGpuJson(j["device"].dump(), "profile.device");
-    if (!g.ok()) d.Error("profile.device", g.status().message());
-    else p.device = *g;
+    // A fitted device's power is not measured: tdp_w 0 means "the plan GPU's" (ApplyProfileDevice
+    // in the CLI); every other field is checked as for any GPU spec.
+    Json dev = j["device"];
+    const bool no_power = dev.is_object() && dev.contains("tdp_w") && dev["tdp_w"].is_number() &&
+                          dev["tdp_w"].get<double>() == 0;
+    if (no_power) dev["tdp_w"] = 1;
+    auto g = ParseGpuJson(dev.dump(), "profile.device");
+    if (!g.ok()) {
+      d.Error("profile.device", g.status().message());
+    } else {
+      p.device = *g;
+      if (no_power) p.device->tdp_w = 0;
+    }
   }
   if (j.contains("comm")) {
     const Json& c = j["comm"];

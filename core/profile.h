@@ -59,7 +59,7 @@ struct Profile {
   MemoryOverheads memory;
   // The device the profile was fitted on, when it is not a GPU preset (the cpu backend): its
   // peaks are what the efficiencies are fractions of. A profile with a device predicts for that
-  // device whatever GPU the plan names (docs/calibration.md).
+  // device whatever GPU the plan names (docs/calibration.md). tdp_w 0: power not measured.
   std::optional<GpuSpec> device;
 };
 

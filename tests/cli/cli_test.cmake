@@ -92,6 +92,12 @@ run(history_after_fit 0 "tiny tp1 pp1 dp1 mbs2 seq256 on 1x h100-sxm.*cpu.*singl
 run(history_profiles_after_fit 0 "tiny-cpu +2" history --profiles --db ${WORK}/cal.db)
 run(validate_cpu_profile 2 "fitted on cpu:vm, not on a GPU preset"
     validate --dataset ${DATA}/validation/published.json --profile tiny-cpu --db ${WORK}/cal.db)
+# A GEMM sweep alone is enough for a cpu profile (meshplan-run --threads 1 bench gemm on the
+# development machine: tests/data/measurements/cpu-bench-gemm.json); its power is the plan GPU's.
+run(calibrate_gemm_only 0 "gemm_efficiency.bf16 .*kept \\(not fitted\\): hbm_efficiency.*saved profile gemm-only version 1"
+    calibrate fit ${DATA}/measurements/cpu-bench-gemm.json --name gemm-only --db ${WORK}/cal.db)
+run(report_gemm_only 0 "energy uses h100-sxm's TDP: cpu:vm's power was not measured"
+    report --model tiny --gpu h100-sxm --gpus 1 --profile gemm-only --db ${WORK}/cal.db)
 run(calibrate_published 0 "korthikanti2022-t4-22B-1layer-baseline-no-recompute +7.70 .*saved profile t4 version 1"
     calibrate published --dataset ${DATA}/validation/published.json --name t4 --db ${WORK}/cal.db)
 run(validate_shipped_profile 0 "median 3.8%, mean 4.4%, max 9.5%.*with the built-in defaults: \\|error\\| median 9.5%"

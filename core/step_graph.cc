@@ -88,12 +88,16 @@ class Builder {
     return out;
   }
 
+  // (Capacities are reserved up front: the search builds a graph per candidate plan.)
   std::vector<Op> Embedding() {
     std::vector<Op> fwd;
+    fwd.reserve(4);
     Mem(&fwd, "embedding_lookup", tokens_ * m_.hidden * e_ * 2);
     // Vocab-parallel embedding: partial rows summed over TP (reduce-scatter under SP).
     TpReduce(&fwd, "embedding_reduce");
-    std::vector<Op> out = fwd;
+    std::vector<Op> out;
+    out.reserve(4 * fwd.size() + 8);
+    out = fwd;
     Backward(fwd, &out);
     StageParamSync(EmbeddingParams(), &out);
     return out;
@@ -101,6 +105,7 @@ class Builder {
 
   std::vector<Op> Head() {
     std::vector<Op> fwd;
+    fwd.reserve(8);
     Mem(&fwd, "final_norm", 2 * tokens_ * m_.hidden * e_ / (sp_ ? t_ : 1));
     TpGather(&fwd, "head_gather");
     // The vocab-parallel head: each rank holds ceil(V/t) columns (the last one padded).
@@ -108,7 +113,9 @@ class Builder {
     Gemm(&fwd, "output_head", tokens_, v_local, m_.hidden);
     // Vocab-parallel cross entropy in fp32: read the logits, write softmax, read it in backward.
     Mem(&fwd, "cross_entropy", 3 * tokens_ * v_local * 4);
-    std::vector<Op> out = fwd;
+    std::vector<Op> out;
+    out.reserve(4 * fwd.size() + 8);
+    out = fwd;
     Backward(fwd, &out);
     int64_t head_params = m_.tied_embeddings ? 0 : m_.vocab * m_.hidden / t_;
     StageParamSync(head_params + m_.hidden, &out);

@@ -90,6 +90,7 @@ class Coster {
   Coster(const core::PlanSpec& p, const core::GpuSpec& g, const core::ClusterSpec& c, const core::Profile& prof)
       : p_(p), g_(g), c_(c), prof_(prof) {
     for (int i = 0; i < core::kCommGroups; ++i) spans_[i] = core::SpanOfGroup(static_cast<CommGroup>(i), p, c);  // once per plan
+    memo_.reserve(16);  // a plan has a handful of distinct collectives
   }
 
   ListCost Cost(const std::vector<Op>& ops) const {

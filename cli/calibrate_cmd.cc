@@ -15,6 +15,7 @@
 #include "core/presets.h"
 #include "core/published.h"
 #include "core/spec_json.h"
+#include "runtime/device.h"
 #include "runtime/measurement.h"
 #include "sim/fit.h"
 #include "sim/step_model.h"
@@ -194,8 +195,22 @@ int Run(const Options& o) {
   } else {
     for (const auto& f : files)
       if (f.m.plan && f.m.plan->gpu) device = *f.m.plan->gpu;
+    // Microbenchmarks only: the preset of the device they ran on, when its name maps to one.
+    for (const auto& f : files) {
+      if (!device.name.empty() || f.m.hardware.gpus.empty()) continue;
+      const std::string preset = runtime::GpuPresetForDevice(f.m.hardware.gpus.front());
+      if (preset.empty()) continue;
+      auto g = core::LoadGpu(preset);
+      if (g.ok()) {
+        device = *g;
+        // (stderr under --format json, so stdout stays one JSON document)
+        (o.format == "json" ? std::cerr : std::cout)
+            << "# GPU preset " << preset << " from the device name \"" << f.m.hardware.gpus.front().name
+            << "\" (--gpu to override)\n";
+      }
+    }
     if (device.name.empty()) {
-      std::cerr << "error: --gpu: no file names its GPU (microbenchmarks only): give the GPU preset\n";
+      std::cerr << "error: --gpu: no file names its GPU and the device name matches no preset: give the GPU preset\n";
       return 2;
     }
   }

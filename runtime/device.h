@@ -30,6 +30,11 @@ struct DeviceInfo {
 // a second or more.
 core::Result<std::vector<DeviceInfo>> ListCudaDevices();
 
+// The GPU preset (presets/gpus/) a detected device is, from its name and memory ("NVIDIA H100
+// 80GB HBM3" -> "h100-sxm", "NVIDIA A100-SXM4-40GB" -> "a100-40g"); "" when no preset matches
+// (an H100 NVL, say), so callers ask for --gpu rather than guess. Pure.
+std::string GpuPresetForDevice(const DeviceInfo& d);
+
 // The version of the NCCL library linked at run time, "MAJOR.MINOR.PATCH" (ncclGetVersion; needs
 // no GPU). Empty in a build without the CUDA backend, or if NCCL reports an error.
 std::string NcclVersionString();

@@ -1,5 +1,6 @@
 #include "runtime/measurement.h"
 
+#include <charconv>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -196,6 +197,26 @@ Result<Measurement> ParseMeasurementJson(const std::string& text) {
     m.hardware.description = hw.value("description", "");
     m.hardware.hostname = hw.value("hostname", "");
     m.hardware.world_size = hw.value("world_size", 1);
+    if (hw.contains("gpus")) {
+      for (size_t i = 0; i < hw.at("gpus").size(); ++i) {
+        field = "hardware.gpus[" + std::to_string(i) + "]";
+        const auto& g = hw["gpus"][i];
+        DeviceInfo d;
+        d.name = g.at("name").get<std::string>();
+        d.memory_bytes = g.value("memory_bytes", int64_t{0});
+        const std::string cc = g.value("compute_capability", std::string());  // "9.0"
+        const size_t dot = cc.find('.');
+        if (!cc.empty() &&
+            (dot == std::string::npos ||
+             std::from_chars(cc.data(), cc.data() + dot, d.compute_capability_major).ptr != cc.data() + dot ||
+             std::from_chars(cc.data() + dot + 1, cc.data() + cc.size(), d.compute_capability_minor).ptr !=
+                 cc.data() + cc.size()))
+          return Status::InvalidArgument("measurement." + field + ".compute_capability: must be \"MAJOR.MINOR\" (got \"" +
+                                         cc + "\")");
+        d.sm_count = g.value("sm_count", 0);
+        m.hardware.gpus.push_back(d);
+      }
+    }
     if (j.contains("device_peak")) {
       field = "device_peak";
       DevicePeak p;

@@ -70,5 +70,22 @@ TEST(DeviceTest, NcclVersionIsMajorMinorPatch) {
 
 #endif  // MESHPLAN_HAVE_CUDA
 
+// cudaDeviceProp names as the CUDA runtime prints them (nvidia-smi -L shows the same).
+TEST(DeviceTest, GpuPresetForDeviceMapsKnownNames) {
+  auto preset = [](const char* name, int64_t gib) {
+    return GpuPresetForDevice({name, gib << 30, 9, 0, 132});
+  };
+  EXPECT_EQ(preset("NVIDIA H100 80GB HBM3", 80), "h100-sxm");
+  EXPECT_EQ(preset("NVIDIA H100 PCIe", 80), "h100-pcie");
+  EXPECT_EQ(preset("NVIDIA H100 NVL", 94), "");  // no preset: the caller asks for --gpu
+  EXPECT_EQ(preset("NVIDIA H200", 141), "h200");
+  EXPECT_EQ(preset("NVIDIA H800", 80), "h800");
+  EXPECT_EQ(preset("NVIDIA A100-SXM4-80GB", 80), "a100-80g");
+  EXPECT_EQ(preset("NVIDIA A100-SXM4-40GB", 40), "a100-40g");
+  EXPECT_EQ(preset("NVIDIA B200", 180), "b200");
+  EXPECT_EQ(preset("Tesla V100-SXM2-32GB", 32), "v100");
+  EXPECT_EQ(preset("NVIDIA GeForce RTX 4090", 24), "");
+}
+
 }  // namespace
 }  // namespace meshplan::runtime

@@ -234,6 +234,7 @@ TEST(MeasurementTest, JsonRoundTrips) {
   in.plan->plan = s.plan;
   in.plan->model = s.model;
   in.gemm.push_back({{64, 64, 64, core::Dtype::kBf16}, 1e-3, 2.0 * 64 * 64 * 64, 524288e3, 1e-3, 5});
+  in.hardware.gpus.push_back({"NVIDIA H100 80GB HBM3", int64_t{85} << 30, 9, 0, 132});
   const std::string json = MeasurementToJson(in);
   auto out = ParseMeasurementJson(json);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
@@ -254,7 +255,19 @@ TEST(MeasurementTest, JsonRoundTrips) {
   EXPECT_EQ(out->plan->plan, s.plan);
   ASSERT_EQ(out->gemm.size(), 1u);
   EXPECT_EQ(out->gemm[0].shape.m, 64);
+  ASSERT_EQ(out->hardware.gpus.size(), 1u);  // what calibrate maps to a GPU preset
+  EXPECT_EQ(out->hardware.gpus[0].name, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(out->hardware.gpus[0].compute_capability_major, 9);
+  EXPECT_EQ(out->hardware.gpus[0].sm_count, 132);
   EXPECT_EQ(MeasurementToJson(*out), json);  // a fixed point
+
+  std::string bad_cc = json;
+  bad_cc.replace(bad_cc.find("\"9.0\""), 5, "\"9x0\"");
+  auto cc = ParseMeasurementJson(bad_cc);
+  ASSERT_FALSE(cc.ok());
+  EXPECT_NE(cc.status().message().find("hardware.gpus[0].compute_capability: must be \"MAJOR.MINOR\""),
+            std::string::npos)
+      << cc.status().message();
 
   auto bad =
       ParseMeasurementJson(R"({"schema": "meshplan.measurement/2", "mode": "mpi", "hardware": {"backend": "cpu"}})");

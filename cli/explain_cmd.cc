@@ -170,25 +170,6 @@ std::string Render(const sim::Explanation& ex, ExplainFormat f, const char* kind
   return RenderText(ex, notes, warnings);
 }
 
-// Resolves the flags, printing every problem on stderr: exit 1 for a plan inconsistent with its
-// model or cluster, 2 for a flag that names nothing (as report does).
-bool ResolveOrReport(const PlanFlags& flags, core::Scenario* s, std::vector<std::string>* notes,
-                     std::vector<std::string>* warnings, int* exit_code) {
-  core::Diagnostics d;
-  const bool ok = flags.Resolve(s, &d, notes);
-  bool usage = false;
-  for (const auto& item : d.all()) {
-    if (item.severity == core::Diagnostic::Severity::kWarning) {
-      warnings->push_back(item.ToString());
-      continue;
-    }
-    std::cerr << "error: " << item.ToString() << "\n";
-    if (item.path.rfind("--", 0) == 0) usage = true;
-  }
-  if (!ok) *exit_code = usage ? 2 : 1;
-  return ok;
-}
-
 // The user chose the parallel layout: explain evaluates it instead of the whiteboard rules' plan.
 bool PlanGiven(const PlanFlags& f) {
   return !f.plan_file.empty() || f.tp || f.pp || f.dp || f.cp || f.ep || f.etp || f.vpp || f.zero || f.sp ||

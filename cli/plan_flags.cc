@@ -1,5 +1,7 @@
 #include "cli/plan_flags.h"
 
+#include <iostream>
+
 #include "core/validate.h"
 
 namespace meshplan::cli {
@@ -233,6 +235,23 @@ bool PlanFlags::Resolve(core::Scenario* out, Diagnostics* d, std::vector<std::st
   if (d->has_errors()) return false;
   *out = std::move(s);
   return true;
+}
+
+bool ResolveOrReport(const PlanFlags& flags, core::Scenario* s, std::vector<std::string>* notes,
+                     std::vector<std::string>* warnings, int* exit_code) {
+  Diagnostics d;
+  const bool ok = flags.Resolve(s, &d, notes);
+  bool usage = false;
+  for (const auto& item : d.all()) {
+    if (item.severity == core::Diagnostic::Severity::kWarning) {
+      warnings->push_back(item.ToString());
+      continue;
+    }
+    std::cerr << "error: " << item.ToString() << "\n";
+    if (item.path.rfind("--", 0) == 0) usage = true;
+  }
+  if (!ok) *exit_code = usage ? 2 : 1;
+  return ok;
 }
 
 }  // namespace meshplan::cli

@@ -39,6 +39,12 @@ struct PlanFlags {
   bool Resolve(core::Scenario* out, core::Diagnostics* diag, std::vector<std::string>* notes) const;
 };
 
+// Resolve() for a command: errors go to stderr one line each; warnings are returned. On failure
+// *exit_code is 2 when a flag names nothing (a usage error), else 1 (a plan inconsistent with its
+// model or cluster).
+bool ResolveOrReport(const PlanFlags& flags, core::Scenario* s, std::vector<std::string>* notes,
+                     std::vector<std::string>* warnings, int* exit_code);
+
 }  // namespace meshplan::cli
 
 #endif  // MESHPLAN_CLI_PLAN_FLAGS_H_

@@ -79,24 +79,6 @@ std::string Duration(double s) {
   return Fmt("%.3g d", s / 86400);
 }
 
-// Same resolution rules and exit codes as report (see report_cmd.cc).
-bool Resolve(const PlanFlags& flags, core::Scenario* s, std::vector<std::string>* notes,
-             std::vector<std::string>* warnings, int* exit_code) {
-  core::Diagnostics d;
-  const bool ok = flags.Resolve(s, &d, notes);
-  bool usage = false;
-  for (const auto& item : d.all()) {
-    if (item.severity == core::Diagnostic::Severity::kWarning) {
-      warnings->push_back(item.ToString());
-      continue;
-    }
-    std::cerr << "error: " << item.ToString() << "\n";
-    if (item.path.rfind("--", 0) == 0) usage = true;
-  }
-  if (!ok) *exit_code = usage ? 2 : 1;
-  return ok;
-}
-
 OJson QuantilesJson(const sim::Quantiles& q) {
   return OJson{{"mean", q.mean}, {"p10", q.p10}, {"p50", q.p50}, {"p90", q.p90}};
 }
@@ -382,7 +364,7 @@ void AddReliabilityCommand(CLI::App* app, int* exit_code) {
 
     core::Scenario s;
     std::vector<std::string> notes, warnings;
-    if (!Resolve(*flags, &s, &notes, &warnings, exit_code)) return;
+    if (!ResolveOrReport(*flags, &s, &notes, &warnings, exit_code)) return;
     auto profile = core::LoadProfile(rf->profile);
     if (!profile.ok()) return usage("--profile: " + profile.status().message());
     auto failures = core::LoadFailureModel(rf->failures);

@@ -19,28 +19,6 @@
 #include "sim/step_model.h"
 
 namespace meshplan::cli {
-namespace {
-
-// Resolves the flags, printing every problem (one line each) on stderr. Exit code 1 for a plan
-// that is inconsistent with its model or cluster, 2 for a flag that names nothing.
-bool ResolveOrReport(const PlanFlags& flags, core::Scenario* s, std::vector<std::string>* notes,
-                     std::vector<std::string>* warnings, int* exit_code) {
-  core::Diagnostics d;
-  bool ok = flags.Resolve(s, &d, notes);
-  bool usage = false;
-  for (const auto& item : d.all()) {
-    if (item.severity == core::Diagnostic::Severity::kWarning) {
-      warnings->push_back(item.ToString());
-      continue;
-    }
-    std::cerr << "error: " << item.ToString() << "\n";
-    if (item.path.rfind("--", 0) == 0) usage = true;
-  }
-  if (!ok) *exit_code = usage ? 2 : 1;
-  return ok;
-}
-
-}  // namespace
 
 void AddReportCommand(CLI::App* app, int* exit_code) {
   auto* cmd = app->add_subcommand("report", "Memory per GPU for every pipeline stage: will the plan fit?");

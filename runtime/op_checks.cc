@@ -102,4 +102,22 @@ Status OpChecks::NormBackward(bool rms, const Tensor& x, const Tensor& gamma, co
   return SameNumel(op, x, *dx);
 }
 
+Status OpChecks::Add(const Tensor& a, const Tensor& b, const Tensor* out) const {
+  MESHPLAN_RETURN_IF_ERROR(Defined("add", {&a, &b, out}));
+  MESHPLAN_RETURN_IF_ERROR(SameNumel("add", a, b));
+  return SameNumel("add", a, *out);
+}
+
+Status OpChecks::Adam(const AdamArgs& args, const Tensor& grad, const Tensor* param, const Tensor* m,
+                      const Tensor* v) const {
+  MESHPLAN_RETURN_IF_ERROR(Defined("adam_update", {&grad, param, m, v}));
+  MESHPLAN_RETURN_IF_ERROR(SameNumel("adam_update", grad, *param));
+  MESHPLAN_RETURN_IF_ERROR(SameNumel("adam_update", grad, *m));
+  MESHPLAN_RETURN_IF_ERROR(SameNumel("adam_update", grad, *v));
+  if (m->dtype() != core::Dtype::kFp32 || v->dtype() != core::Dtype::kFp32)
+    return Bad("adam_update", "the moments m and v must be fp32");
+  if (args.step < 1) return Bad("adam_update", "step counts from 1");
+  return Status::Ok();
+}
+
 }  // namespace meshplan::runtime

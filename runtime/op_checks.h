@@ -45,6 +45,11 @@ class OpChecks {
   // Norm backward: as forward, plus dy and dx like x, dgamma [h] (and dbeta [h] unless rms).
   core::Status NormBackward(bool rms, const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd,
                             const Tensor& dy, const Tensor* dx, const Tensor* dgamma, const Tensor* dbeta) const;
+  // out = a + alpha b: three defined tensors of one size.
+  core::Status Add(const Tensor& a, const Tensor& b, const Tensor* out) const;
+  // AdamW: param, m, v the size of grad; m and v fp32; step >= 1.
+  core::Status Adam(const AdamArgs& args, const Tensor& grad, const Tensor* param, const Tensor* m,
+                    const Tensor* v) const;
 
  private:
   std::string prefix_;

@@ -35,10 +35,7 @@ CompareView::CompareView(ScenarioModel* scenario, CompareModel* model, QWidget* 
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
   table_->setSelectionBehavior(QAbstractItemView::SelectColumns);
   chart_ = new QChart();
-  chart_->setAnimationOptions(QChart::NoAnimation);
-  chart_->legend()->hide();
-  chart_view_ = new QChartView(chart_);
-  chart_view_->setRenderHint(QPainter::Antialiasing);
+  chart_view_ = MakeChartView(chart_, /*legend=*/false);
   auto* split = new QSplitter(Qt::Vertical);
   split->addWidget(table_);
   split->addWidget(chart_view_);

@@ -25,15 +25,8 @@ CostView::CostView(ScenarioModel* scenario, CostTableModel* model, QWidget* pare
   cards->addWidget(MakeMetric("energy (GPUs at TDP)", &energy_, body));
   layout->addLayout(cards);
   chart_ = new QChart();
-  chart_->setAnimationOptions(QChart::NoAnimation);
-  chart_->legend()->hide();
-  chart_view_ = new QChartView(chart_);
-  chart_view_->setRenderHint(QPainter::Antialiasing);
-  table_ = new QTableView();
-  table_->setModel(model_);
-  table_->verticalHeader()->setVisible(false);
-  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  table_->horizontalHeader()->setStretchLastSection(true);
+  chart_view_ = MakeChartView(chart_, /*legend=*/false);
+  table_ = MakeTable(model_);
   table_->setFocusPolicy(Qt::NoFocus);
   auto* split = new QSplitter(Qt::Vertical);
   split->addWidget(table_);

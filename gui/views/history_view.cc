@@ -102,10 +102,8 @@ HistoryView::HistoryView(ScenarioModel* scenario, HistoryModel* history, Profile
   pl->addWidget(new QLabel("Predict with one: meshplan report --profile NAME"));
 
   chart_ = new QChart();
-  chart_->setAnimationOptions(QChart::NoAnimation);
   chart_->legend()->setAlignment(Qt::AlignBottom);
-  chart_view_ = new QChartView(chart_);
-  chart_view_->setRenderHint(QPainter::Antialiasing);
+  chart_view_ = MakeChartView(chart_, /*legend=*/true);
 
   // The measurements across the whole width (nine columns); below, the profiles beside the chart,
   // which gets the larger share so that it stays roughly square (y = x on the diagonal).

@@ -46,10 +46,8 @@ std::vector<MemoryTableModel::Column> MemoryView::stackedColumns() {
 MemoryView::MemoryView(ScenarioModel* scenario, MemoryTableModel* model, QWidget* parent)
     : View(scenario, "memory", "Memory per GPU, by pipeline stage", true, parent), model_(model) {
   chart_ = new QChart();
-  chart_->setAnimationOptions(QChart::NoAnimation);
   chart_->legend()->setAlignment(Qt::AlignRight);
-  chart_view_ = new QChartView(chart_);
-  chart_view_->setRenderHint(QPainter::Antialiasing);
+  chart_view_ = MakeChartView(chart_, /*legend=*/true);
   chart_view_->setMinimumHeight(300);
   table_ = new QTableView();
   table_->setModel(model_);

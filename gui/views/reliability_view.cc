@@ -48,14 +48,9 @@ ReliabilityView::ReliabilityView(ScenarioModel* scenario, ReliabilityTableModel*
   status->addWidget(progress_);
   layout->addLayout(status);
   goodput_chart_ = new QChart();
-  goodput_chart_->setAnimationOptions(QChart::NoAnimation);
-  goodput_view_ = new QChartView(goodput_chart_);
-  goodput_view_->setRenderHint(QPainter::Antialiasing);
+  goodput_view_ = MakeChartView(goodput_chart_, /*legend=*/true);
   days_chart_ = new QChart();
-  days_chart_->setAnimationOptions(QChart::NoAnimation);
-  days_chart_->legend()->hide();
-  days_view_ = new QChartView(days_chart_);
-  days_view_->setRenderHint(QPainter::Antialiasing);
+  days_view_ = MakeChartView(days_chart_, /*legend=*/false);
   auto* split = new QSplitter(Qt::Horizontal);
   split->addWidget(goodput_view_);
   split->addWidget(days_view_);

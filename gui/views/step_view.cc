@@ -29,15 +29,8 @@ StepView::StepView(ScenarioModel* scenario, StepTableModel* model, QWidget* pare
   metrics->addWidget(MakeMetric("pipeline bubble", &bubble_, body));
   layout->addLayout(metrics);
   chart_ = new QChart();
-  chart_->setAnimationOptions(QChart::NoAnimation);
-  chart_->legend()->hide();
-  chart_view_ = new QChartView(chart_);
-  chart_view_->setRenderHint(QPainter::Antialiasing);
-  table_ = new QTableView();
-  table_->setModel(model_);
-  table_->verticalHeader()->setVisible(false);
-  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  table_->horizontalHeader()->setStretchLastSection(true);
+  chart_view_ = MakeChartView(chart_, /*legend=*/false);
+  table_ = MakeTable(model_);
   table_->setMaximumWidth(380);
   auto* split = new QSplitter(Qt::Horizontal);
   split->addWidget(chart_view_);

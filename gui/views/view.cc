@@ -1,5 +1,9 @@
 #include "gui/views/view.h"
 
+#include <QPainter>
+
+#include <QHeaderView>
+
 #include <QVBoxLayout>
 
 namespace meshplan::gui {
@@ -62,6 +66,23 @@ QWidget* MakeMetric(const QString& caption, QLabel** value, QWidget* parent) {
   l->addWidget(*value);
   box->setStyleSheet("QWidget { background: #f4f6f8; }");
   return box;
+}
+
+QChartView* MakeChartView(QChart* chart, bool legend) {
+  chart->setAnimationOptions(QChart::NoAnimation);
+  if (!legend) chart->legend()->hide();
+  auto* view = new QChartView(chart);
+  view->setRenderHint(QPainter::Antialiasing);
+  return view;
+}
+
+QTableView* MakeTable(QAbstractItemModel* model) {
+  auto* table = new QTableView();
+  table->setModel(model);
+  table->verticalHeader()->setVisible(false);
+  table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  table->horizontalHeader()->setStretchLastSection(true);
+  return table;
 }
 
 }  // namespace meshplan::gui

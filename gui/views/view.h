@@ -5,7 +5,11 @@
 #ifndef MESHPLAN_GUI_VIEWS_VIEW_H_
 #define MESHPLAN_GUI_VIEWS_VIEW_H_
 
+#include <QAbstractItemModel>
+#include <QChart>
+#include <QChartView>
 #include <QLabel>
+#include <QTableView>
 #include <QStackedWidget>
 #include <QWidget>
 
@@ -41,6 +45,12 @@ class View : public QWidget {
 
 // A QLabel-based "metric card": a small caption over a large value.
 QWidget* MakeMetric(const QString& caption, QLabel** value, QWidget* parent);
+// How every view shows a chart: no animation (screenshots and tests see the final state),
+// antialiased, the legend shown only when asked. The view owns `chart`.
+QChartView* MakeChartView(QChart* chart, bool legend);
+// How the result views show a model as a table: no row numbers, columns sized to their contents,
+// the last one stretched.
+QTableView* MakeTable(QAbstractItemModel* model);
 
 }  // namespace meshplan::gui
 

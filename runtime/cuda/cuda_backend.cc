@@ -601,20 +601,12 @@ class CudaBackend final : public Backend {
     return Status::Ok();
   }
   Status Add(const Tensor& a, const Tensor& b, float alpha, Tensor* out) override {
-    MESHPLAN_RETURN_IF_ERROR(Defined("add", {&a, &b, out}));
-    MESHPLAN_RETURN_IF_ERROR(SameNumel("add", a, b));
-    MESHPLAN_RETURN_IF_ERROR(SameNumel("add", a, *out));
+    MESHPLAN_RETURN_IF_ERROR(kChecks.Add(a, b, out));
     MESHPLAN_RETURN_IF_CUDA_ERROR(LaunchAdd(Dev(a), Dev(b), alpha, Dev(*out), a.numel(), compute_));
     return Status::Ok();
   }
   Status AdamUpdate(const AdamArgs& args, const Tensor& grad, Tensor* param, Tensor* m, Tensor* v) override {
-    MESHPLAN_RETURN_IF_ERROR(Defined("adam_update", {&grad, param, m, v}));
-    MESHPLAN_RETURN_IF_ERROR(SameNumel("adam_update", grad, *param));
-    MESHPLAN_RETURN_IF_ERROR(SameNumel("adam_update", grad, *m));
-    MESHPLAN_RETURN_IF_ERROR(SameNumel("adam_update", grad, *v));
-    if (m->dtype() != Dtype::kFp32 || v->dtype() != Dtype::kFp32)
-      return Bad("adam_update", "the moments m and v must be fp32");
-    if (args.step < 1) return Bad("adam_update", "step counts from 1");
+    MESHPLAN_RETURN_IF_ERROR(kChecks.Adam(args, grad, param, m, v));
     AdamScalars s;
     s.lr = args.lr;
     s.beta1 = args.beta1;

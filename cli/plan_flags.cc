@@ -38,6 +38,8 @@ void PlanFlags::Register(CLI::App* app) {
   p->add_flag_callback("--no-sp", [this] { sp = false; }, "Sequence parallel off");
   p->add_flag_callback("--no-overlap-grad-reduce", [this] { overlap_grad_reduce = false; },
                        "DP gradient reduction after the last backward, not under it");
+  p->add_flag_callback("--no-grad-accum-fusion", [this] { grad_accum_fusion = false; },
+                       "Weight gradients added into the gradient buffer by a separate kernel every microbatch");
   p->add_option("--tp-overlap", tp_overlap,
                  "TP collectives under GEMMs: none|backward|full (default backward, Megatron-LM's async "
                  "input-gradient reduction; full: Transformer Engine userbuffers)");
@@ -161,6 +163,7 @@ bool PlanFlags::Resolve(core::Scenario* out, Diagnostics* d, std::vector<std::st
   if (hsdp_shard) p.hsdp_shard_size = *hsdp_shard;
   if (sp) p.sequence_parallel = *sp;
   if (overlap_grad_reduce) p.overlap_grad_reduce = *overlap_grad_reduce;
+  if (grad_accum_fusion) p.grad_accum_fusion = *grad_accum_fusion;
   if (recompute_layers) p.recompute_layers = *recompute_layers;
   if (mbs) p.micro_batch = *mbs;
   if (!stage_layers.empty()) p.stage_layers = stage_layers;

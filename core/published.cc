@@ -1,5 +1,7 @@
 #include "core/published.h"
 
+#include <optional>
+
 #include <nlohmann/json.hpp>
 
 #include "core/validate.h"
@@ -30,6 +32,33 @@ bool MapGpu(const std::string& text, std::string* gpu, std::string* cluster) {
     return true;
   }
   return false;
+}
+
+// What a run's authors published outside the paper's table (their launch scripts): micro-batch
+// size, interleave degree and data-parallel implementation, from presets/launches/*.json. Found
+// by record id; null when no launch file names the record.
+struct LaunchConfig {
+  int64_t microbatch = 0;
+  int64_t vpp = 0;
+  std::string ddp;  // "torch" (bucketed, overlapped with backward) or "local" (after the flush)
+  std::string source;
+};
+std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
+  for (const auto& name : PresetNames("launches")) {
+    auto text = PresetText("launches", name);
+    if (!text.ok()) continue;
+    const Json j = Json::parse(*text, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object() || !j.contains("runs") || !j["runs"].is_object()) continue;
+    auto it = j["runs"].find(id);
+    if (it == j["runs"].end() || !it->is_object()) continue;
+    LaunchConfig c;
+    c.microbatch = IntOr(*it, "microbatch", 0);
+    c.vpp = IntOr(*it, "vpp", 0);
+    c.ddp = StrOr(*it, "ddp");
+    c.source = StrOr(j, "source");
+    return c;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -73,6 +102,12 @@ bool MapRecord(const Json& r, PublishedRun* out, std::string* why) {
   }
   s.gpu = *g;
   s.cluster = *c;
+  // NCCL reduces in the network (CollNet/SHARP) only when NCCL_COLLNET_ENABLE=1 and the SHARP
+  // plugin is installed; the records do not say so, so NCCL's own algorithms are costed.
+  if (s.cluster.sharp) {
+    s.cluster.sharp = false;
+    run.assumptions.push_back("no in-network reduction (NCCL's CollNet/SHARP is off unless enabled)");
+  }
   // The GPT of Megatron-LM (Narayanan 2021 §5.1, Korthikanti 2022 §3): f = 4h GELU MLP, biases,
   // LayerNorm, learned positions, tied embeddings, dropout, unfused (s^2) attention.
   ModelSpec& m = s.model;
@@ -100,15 +135,25 @@ bool MapRecord(const Json& r, PublishedRun* out, std::string* why) {
   p.gpus = tp * pp * dp;
   p.seq_len = m.max_seq;
   p.global_batch = IntOr(r, "global_batch", 0);
+  const std::optional<LaunchConfig> launch = FindLaunchConfig(id);
   p.micro_batch = IntOr(r, "microbatch", 0);
-  if (p.micro_batch <= 0) {
+  if (p.micro_batch <= 0 && launch && launch->microbatch > 0) {
+    p.micro_batch = launch->microbatch;
+    run.assumptions.push_back("micro batch " + std::to_string(p.micro_batch) + " from " + launch->source);
+  } else if (p.micro_batch <= 0) {
     p.micro_batch = 1;
     run.assumptions.push_back("micro batch not printed: 1");
   }
-  p.vpp = IntOr(pj, "vpp", 1);
+  p.vpp = IntOr(pj, "vpp", 0);
+  if (p.vpp <= 0 && launch && launch->vpp > 0) {
+    p.vpp = launch->vpp;
+    run.assumptions.push_back("interleave degree " + std::to_string(p.vpp) + " from " + launch->source);
+  } else if (p.vpp <= 0) {
+    p.vpp = 1;
+    if (pp > 1 && StrOr(pj, "notes").find("nterleav") != std::string::npos)
+      run.assumptions.push_back("interleave degree not printed: 1F1B (no interleaving)");
+  }
   if (p.vpp > 1) p.schedule = Schedule::kInterleaved;
-  else if (pp > 1 && StrOr(pj, "notes").find("nterleav") != std::string::npos)
-    run.assumptions.push_back("interleave degree not printed: 1F1B (no interleaving)");
   p.sequence_parallel = pj.contains("sequence_parallel") && pj["sequence_parallel"].is_boolean() &&
                         pj["sequence_parallel"].get<bool>();
   const std::string rc = StrOr(pj, "recompute");
@@ -119,9 +164,21 @@ bool MapRecord(const Json& r, PublishedRun* out, std::string* why) {
   // Megatron-LM of 2021-22: data-parallel all-reduce after the pipeline flush, no distributed
   // optimizer, fp32 main gradients reduced in 16-bit.
   p.overlap_grad_reduce = false;
+  if (launch && launch->ddp == "torch") {
+    // PyTorch DDP reduces gradients in buckets while the backward pass runs.
+    p.overlap_grad_reduce = true;
+    run.assumptions.push_back("PyTorch DDP (gradient all-reduce overlapped with backward) from " + launch->source);
+  }
   // The asynchronous input-gradient reduction entered Megatron-LM after the SC21 paper; the
   // Korthikanti 2022 runs have it (their SP backward overlaps both collectives, §4.2.2).
   p.tp_overlap = id.rfind("narayanan2021", 0) == 0 ? TpOverlap::kNone : TpOverlap::kBackward;
+  // Gradient-accumulation fusion (the weight-gradient GEMM adding into the fp32 main gradient)
+  // needs apex's fused_weight_gradient_mlp_cuda, not in the SC21 runs' container
+  // (nvcr.io/nvidia/pytorch:20.12-py3, Megatron-LM examples/sc21/SRUN.sh).
+  if (id.rfind("narayanan2021", 0) == 0) {
+    p.grad_accum_fusion = false;
+    run.assumptions.push_back("no gradient-accumulation fusion (Megatron-LM of 2021)");
+  }
   p.zero = 0;
   Diagnostics d;
   ValidatePlan(p, m, s.gpu, s.cluster, &d);

@@ -462,6 +462,7 @@ void ReadPlan(ObjectReader& r, const std::string& prefix, PlanSpec* p, Diagnosti
              "\"tp-cp-ep-dp-pp\" (got \"" + placement + "\")");
   }
   r.Bool("overlap_grad_reduce", &p->overlap_grad_reduce);
+  r.Bool("grad_accum_fusion", &p->grad_accum_fusion);
   r.Enum("tp_overlap", &p->tp_overlap);
   if (const Json* v = r.Find("stage_layers", false)) {
     if (!v->is_array()) {
@@ -517,6 +518,7 @@ OJson WritePlan(const PlanSpec& p) {
   j["placement"] = PlacementString(p.placement);
   if (!p.stage_layers.empty()) j["stage_layers"] = p.stage_layers;
   j["overlap_grad_reduce"] = p.overlap_grad_reduce;
+  j["grad_accum_fusion"] = p.grad_accum_fusion;
   j["tp_overlap"] = Name(p.tp_overlap);
   return j;
 }

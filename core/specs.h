@@ -164,6 +164,10 @@ struct PlanSpec {
   std::vector<Axis> placement = {Axis::kTp, Axis::kCp, Axis::kEp, Axis::kDp, Axis::kPp};
   std::vector<int64_t> stage_layers;     // optional uneven split: pp*vpp entries summing to layers
   bool overlap_grad_reduce = true;       // DP gradient reduction runs under the last backward
+  // Weight-gradient GEMMs accumulate straight into the gradient buffer (beta = 1; Megatron-LM's
+  // gradient-accumulation fusion, Transformer Engine's default). Off: every microbatch writes a
+  // fresh gradient and a separate kernel adds it into the buffer.
+  bool grad_accum_fusion = true;
   // Which TP collectives run under GEMMs: none (Megatron-LM 2021), backward (the input-gradient
   // all-reduce/reduce-scatter under the weight-gradient GEMM, Megatron-LM since 2022), full
   // (also the forward ones: Transformer Engine userbuffers).

@@ -398,6 +398,13 @@ class Builder {
   void ParamSync(int64_t params, CommGroup g, int64_t group_size, std::vector<Op>* out) {
     if (params <= 0) return;
     const int64_t gb = DtypeBytes(p_.dtypes.grads), wb = DtypeBytes(p_.dtypes.weights);
+    if (!p_.grad_accum_fusion) {
+      // Unfused gradient accumulation, every microbatch: the weight-gradient GEMM writes a fresh
+      // gradient in the working dtype, then a separate kernel reads it and adds it into the
+      // gradient buffer (read + write): Megatron-LM's DDP hook `main_grad.add_(grad)`.
+      Mem(out, "grad_accumulate", params * (wb + 2 * gb));
+      out->back().pass = Pass::kBackwardWeight;
+    }
     // HSDP (Zhao et al. 2023 §3.2.3): ZeRO inside the shard group, then the shard's gradients
     // all-reduced across the replicas.
     int64_t replicas = 1;
@@ -435,8 +442,17 @@ class Builder {
     // (Megatron-LM's clip_grad_norm_fp32, optimizer.step, zero_grad_buffer).
     const int64_t shard = p_.zero >= 1 ? std::max<int64_t>(params / group_size, 1) : params;
     const int64_t moments = p_.optimizer == Optimizer::kSgdMomentum ? 1 : 2;
-    const int64_t bytes = shard * (3 * gb + 2 * DtypeBytes(p_.dtypes.master_weights) +
-                                   2 * moments * DtypeBytes(p_.dtypes.optimizer_states) + wb);
+    // fp16 trains with dynamic loss scaling: before the step the gradients are unscaled and checked
+    // for inf/NaN (read + write in fp32; 16-bit gradients are first copied to fp32, and the norm
+    // and the update then read that copy). Megatron-LM's Float16Optimizer
+    // (_copy_model_grads_to_main_grads, _unscale_main_grads_and_check_for_nan); PyTorch's
+    // GradScaler.unscale_ does the same read and write.
+    const bool fp16 = p_.precision == Dtype::kFp16;
+    const int64_t g_read = fp16 ? std::max<int64_t>(gb, 4) : gb;
+    int64_t per_param = gb + 2 * g_read + 2 * DtypeBytes(p_.dtypes.master_weights) +
+                        2 * moments * DtypeBytes(p_.dtypes.optimizer_states) + wb;
+    if (fp16) per_param += (gb < 4 ? gb + 4 : 0) + 2 * 4;
+    const int64_t bytes = shard * per_param;
     Op op;
     op.name = "optimizer_step";
     op.kind = OpKind::kOptimizer;

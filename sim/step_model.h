@@ -61,7 +61,7 @@ StageTimes DenseLayerTimes(const core::ModelSpec& m, const core::PlanSpec& p, co
 
 // Names this step model in stored predictions (core/result_store.h); bump it when a change moves
 // predictions, so history can tell predictions of different models apart.
-inline constexpr const char* kStepModelVersion = "meshplan 0.1.0 step-model/2 (fitted profiles)";
+inline constexpr const char* kStepModelVersion = "meshplan 0.1.0 step-model/3 (fp16 optimizer, unfused gradient accumulation)";
 
 StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, const core::GpuSpec& g,
                           const core::ClusterSpec& c, const core::Profile& profile);

@@ -141,6 +141,48 @@ TEST(StepGraphTest, ExpertParallelAddsDispatchAndCombine) {
 namespace meshplan::core {
 namespace {
 
+const Op* FindOp(const std::vector<Op>& ops, std::string_view name) {
+  for (const Op& op : ops)
+    if (name == op.name) return &op;
+  return nullptr;
+}
+
+TEST(StepGraphTest, UnfusedGradientAccumulationAddsOnePassOverTheLayerGradients) {
+  // Llama-3-8B layer on one GPU: 4096 x (4096 + 2 x 1024) attention (GQA, 8 of 32 heads for k, v)
+  // + 4096 x 4096 output + 3 x 4096 x 14336 SwiGLU + 2 x 4096 norm weights = 218,112,000
+  // parameters. Unfused, every microbatch reads the bf16 weight gradient (2 B) and reads and
+  // writes the bf16 gradient buffer (2 x 2 B): 6 B x 218,112,000 = 1,308,672,000 bytes.
+  auto m = LoadModel("llama3-8b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p = Plan(1, 1, false);
+  EXPECT_EQ(FindOp(BuildStepGraph(*m, p).dense_layer, "grad_accumulate"), nullptr);
+  p.grad_accum_fusion = false;
+  const StepGraph g = BuildStepGraph(*m, p);
+  const Op* acc = FindOp(g.dense_layer, "grad_accumulate");
+  ASSERT_NE(acc, nullptr);
+  EXPECT_EQ(acc->pass, Pass::kBackwardWeight);
+  EXPECT_EQ(acc->kind, OpKind::kMemoryBound);
+  EXPECT_EQ(acc->bytes, 1'308'672'000);
+}
+
+TEST(StepGraphTest, Fp16OptimizerUnscalesTheGradientsInFp32) {
+  // Per parameter of the shard, bf16 grads and weights, fp32 master and Adam moments:
+  //   bf16: 3 x 2 (grads: norm, update, zero) + 2 x 4 (master) + 2 x 2 x 4 (moments) + 2 = 32 B;
+  //   fp16: copy grads to fp32 (2 + 4), unscale + inf check (4 + 4), the norm and the update read
+  //         the fp32 copy (2 x 4), zero the 16-bit buffer (2), master 8, moments 16, weights 2 = 50 B.
+  auto m = LoadModel("llama3-8b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p = Plan(1, 1, false);
+  const Op* bf16 = FindOp(BuildStepGraph(*m, p).dense_layer, "optimizer_step");
+  ASSERT_NE(bf16, nullptr);
+  EXPECT_EQ(bf16->bytes, 32 * 218'112'000LL);
+  p.precision = Dtype::kFp16;
+  const StepGraph g16 = BuildStepGraph(*m, p);
+  const Op* fp16 = FindOp(g16.dense_layer, "optimizer_step");
+  ASSERT_NE(fp16, nullptr);
+  EXPECT_EQ(fp16->bytes, 50 * 218'112'000LL);
+}
+
 TEST(ScheduleTest, OneFOneBWarmsUpThenAlternates) {
   // Megatron's 1F1B on rank 0 of 3 with 4 microbatches: p - 0 - 1 = 2 warm-up forwards.
   using S = ScheduleSlot;

@@ -2,10 +2,10 @@
 // Table 5 (tests/data/validation/published.json).
 //
 // The target is median |error| <= 3% and max <= 8%. The model does not meet it yet:
-// today it is median 9.5%, max 16.2%, and it is too fast on every record (docs/calibration.md
-// has the analysis: on Korthikanti Table 4's single 22B layer the default A100 profile is 6-7%
-// too fast per kernel, and Narayanan's pipelined runs lose another ~8% we do not model). This
-// test pins the current level so that changes can only improve it; tighten it as the model does.
+// with the defaults it is median 11.2%, max 15.3%, too fast on all but one record; with the shipped
+// profile a100-megatron-2022 (fitted to Korthikanti Table 4) median 4.0%, max 9.4%
+// (docs/calibration.md has the analysis). These tests pin the current level so that changes can
+// only improve it; tighten them as the model does.
 #include "sim/validation.h"
 
 #include <gtest/gtest.h>
@@ -26,9 +26,9 @@ TEST(ValidationTest, PublishedRunsRegressionBound) {
   // Narayanan Table 1 (10 rows), Korthikanti Table 5 (8 rows) and its §6.3 DP=8 run.
   ASSERT_EQ(runs->size(), 19u);
   const ValidationSummary v = ValidateRuns(*runs, core::Profile{});
-  for (const auto& r : v.records) EXPECT_LT(std::abs(r.error), 0.17) << r.id;
-  EXPECT_LE(v.median_abs_error, 0.10);
-  EXPECT_LE(v.max_abs_error, 0.17);
+  for (const auto& r : v.records) EXPECT_LT(std::abs(r.error), 0.16) << r.id;
+  EXPECT_LE(v.median_abs_error, 0.12);
+  EXPECT_LE(v.max_abs_error, 0.16);
 }
 
 TEST(ValidationTest, RecordsMapToTheirPublishedPlans) {
@@ -48,9 +48,43 @@ TEST(ValidationTest, RecordsMapToTheirPublishedPlans) {
     EXPECT_TRUE(p.sequence_parallel);
     EXPECT_EQ(p.recompute, core::Recompute::kSelective);
     EXPECT_EQ(r.published, 13.75);
+    EXPECT_TRUE(p.grad_accum_fusion);
+    EXPECT_FALSE(r.scenario.cluster.sharp);  // NCCL's CollNet is off unless enabled
     return;
   }
   FAIL() << "korthikanti2022-t5-175B-seq-selective not loaded";
+}
+
+TEST(ValidationTest, UnprintedSettingsComeFromTheAuthorsLaunchScript) {
+  // Megatron-LM examples/sc21/run_table_1.sh (presets/launches/megatron-sc21-table1.json): 76B
+  // ran MBS 2 with --num-layers-per-virtual-pipeline-stage 5 (60 layers / 4 stages / 5 = 3 chunks)
+  // and Megatron's local DDP; 1.7B ran MBS 16 under PyTorch DDP (all-reduce under the backward).
+  auto text = core::ReadTextFile(MESHPLAN_TEST_DATA_DIR "/validation/published.json");
+  ASSERT_TRUE(text.ok());
+  auto runs = core::LoadPublishedRuns(*text, nullptr);
+  ASSERT_TRUE(runs.ok());
+  int seen = 0;
+  for (const auto& r : *runs) {
+    const auto& p = r.scenario.plan;
+    if (r.id == "narayanan2021-t1-76.1B") {
+      ++seen;
+      EXPECT_EQ(p.micro_batch, 2);
+      EXPECT_EQ(p.vpp, 3);
+      EXPECT_EQ(p.schedule, core::Schedule::kInterleaved);
+      EXPECT_FALSE(p.overlap_grad_reduce);
+      EXPECT_FALSE(p.grad_accum_fusion);  // the SC21 container predates the fusion
+      EXPECT_EQ(p.Microbatches(), 1792 / (2 * 32));
+    } else if (r.id == "narayanan2021-t1-1.7B") {
+      ++seen;
+      EXPECT_EQ(p.micro_batch, 16);
+      EXPECT_EQ(p.vpp, 1);
+      EXPECT_TRUE(p.overlap_grad_reduce);
+      bool cited = false;
+      for (const auto& a : r.assumptions) cited |= a.find("run_table_1.sh") != std::string::npos;
+      EXPECT_TRUE(cited) << "the assumptions name the launch script";
+    }
+  }
+  EXPECT_EQ(seen, 2);
 }
 
 }  // namespace
@@ -126,8 +160,8 @@ TEST(ValidationTest, ProfileFittedToTable4ReproducesItAndIsTheShippedPreset) {
   ASSERT_TRUE(runs.ok());
   const ValidationSummary with = ValidateRuns(*runs, *shipped);
   const ValidationSummary without = ValidateRuns(*runs, core::Profile{});
-  // 3.8% median and 9.5% max today (defaults: 9.5% and 16.2%); the target is 3% and 8%.
-  EXPECT_LE(with.median_abs_error, 0.04);
+  // 4.0% median and 9.4% max today (defaults: 11.2% and 15.3%); the target is 3% and 8%.
+  EXPECT_LE(with.median_abs_error, 0.045);
   EXPECT_LE(with.max_abs_error, 0.10);
   EXPECT_LT(with.median_abs_error, 0.5 * without.median_abs_error);
 }

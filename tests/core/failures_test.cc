@@ -350,6 +350,39 @@ TEST(FailureGoodputTest, Llama3AsyncEveryThirtyMinutesKeepsNinetyPercent) {
   EXPECT_GT(ExpectedGoodput(*rp, OptimalInterval(*rp)).goodput, 0.97);
 }
 
+TEST(FailureGoodputTest, NinetyPercentNeedsAutomatedRestartsOfAFewMinutes) {
+  // The restart defaults (detection 30 s, requeue 30 s, spare swap 30 s, re-init 60 s, warm-up
+  // 30 s: 180 s plus the restore) are assumptions. Published automated recoveries bracket them:
+  // FlashRecovery (arXiv 2509.03047) restores a 4,800-device job in 150 s from failure to
+  // training, TrainMover (arXiv 2412.12636) ~20 s at 1,024 GPUs with standby machines. With
+  // Llama 3's failure rate (one unexpected interruption per 3.09 h) the > 90% it reports needs
+  // restarts of that order: at PyTorch's default 10-minute NCCL timeout as the detection alone,
+  // goodput drops below 90%.
+  Scenario s = Llama3Scenario();
+  s.cluster.storage_bytes_per_s = 2e12;
+  const MemoryReport mem = EstimateMemory(s.model, s.plan, s.gpu);
+  auto f = LoadFailureModel("llama3-405b");
+  ASSERT_TRUE(f.ok());
+  const double phases = f->restart.detection_s + f->restart.requeue_s + f->restart.spare_swap_s +
+                        f->restart.reinit_s + f->restart.warmup_s;
+  EXPECT_DOUBLE_EQ(phases, 180);
+  const auto goodput = [&](const FailureModel& fm) {
+    const auto rates = JobRates(fm, 16384, 8);
+    const auto rp = MakeRunParams(fm, rates, EstimateCheckpoint(mem, s.plan, s.cluster, fm), CheckpointMode::kAsync,
+                                  DefaultSpareNodes(fm, rates.nodes));
+    EXPECT_TRUE(rp.ok());
+    return rp.ok() ? ExpectedGoodput(*rp, 30 * kMin).goodput : 0.0;
+  };
+  const double fast = goodput(*f);
+  FailureModel slow = *f;
+  slow.restart.detection_s = 600;
+  const double with_timeout = goodput(slow);
+  EXPECT_GT(fast, 0.90);
+  EXPECT_LT(with_timeout, 0.90) << "fast " << fast;
+  // 570 s more downtime per interruption, one per 3.09 h (11,135 s): ~5 points of goodput.
+  EXPECT_NEAR(fast - with_timeout, 570.0 / (11135 + 570 + 900 + 180), 0.01);
+}
+
 TEST(FailureGoodputTest, SyncToSlowStorageCostsClearlyMoreThanAsync) {
   // The seeds: "Sync to shared FS is fine for <1k-GPU runs, malpractice at 10k+". At 16k GPUs,
   // 5.68 TB to a 50 GB/s file system pauses training 114 s per checkpoint: every 30 min that is

@@ -1,11 +1,13 @@
-// meshplan-run: executes a plan's StepGraph on a backend and measures it, or runs the GEMM and
-// collective microbenchmarks.
+// meshplan-run: executes a plan's StepGraph on a backend and measures it, runs the GEMM and
+// collective microbenchmarks, or checks a layout's numerics against one process (verify).
 //
 //   meshplan-run --plan plan.json [--backend cpu|cuda] [--steps K] [--output m.json]
 //   mpirun -np N meshplan-run --plan plan.json ...        (N = plan.gpus: every rank, real groups)
 //   meshplan-run --plan big.json --rank R                  (rank slice: rank R of a large plan)
 //   meshplan-run bench gemm [--backend cpu] [--format json]
 //   mpirun -np N meshplan-run bench collectives [--min-bytes 8B] [--max-bytes 64MiB]
+//   meshplan-run verify --plan plan.json [--seed N] [--format table|json]   (the reference layout)
+//   mpirun -np N meshplan-run verify --plan plan.json --reference           (layout vs reference)
 //
 // Exit codes: 0 ok, 1 an error (one line on stderr; "cuda backend: ..." when no GPU can be used),
 // 2 a usage error. Under MPI only world rank 0 prints and writes files.
@@ -33,6 +35,7 @@
 #include "runtime/executor.h"
 #include "runtime/host_comm.h"
 #include "runtime/measurement.h"
+#include "runtime/numerics.h"
 
 #ifndef MESHPLAN_HAVE_MPI
 #define MESHPLAN_HAVE_MPI 0
@@ -141,20 +144,28 @@ struct RunFlags {
   int kill_rank = -1;
 };
 
-int RunPlan(Job& job, const CommonFlags& f, const RunFlags& r) {
-  if (r.plan.empty()) return Fail(job, "--plan is required (write one with `meshplan plan ... -o plan.json`)", 2);
-  auto text = core::ReadTextFile(r.plan);
+// Reads, resolves and validates a plan file: 0, or the exit code after printing why.
+int LoadPlan(const Job& job, const std::string& path, core::Scenario* out) {
+  if (path.empty()) return Fail(job, "--plan is required (write one with `meshplan plan ... -o plan.json`)", 2);
+  auto text = core::ReadTextFile(path);
   if (!text.ok()) return Fail(job, "--plan: " + text.status().message());
   auto file = core::ParsePlanFileJson(*text);
-  if (!file.ok()) return Fail(job, r.plan + ": " + file.status().message());
+  if (!file.ok()) return Fail(job, path + ": " + file.status().message());
   auto scenario = core::ResolvePlanFile(*file);
-  if (!scenario.ok()) return Fail(job, r.plan + ": " + scenario.status().message());
+  if (!scenario.ok()) return Fail(job, path + ": " + scenario.status().message());
   core::Diagnostics d;
   core::ValidatePlan(scenario->plan, scenario->model, scenario->gpu, scenario->cluster, &d);
   if (d.has_errors()) {
-    for (const auto& e : d.errors()) std::cerr << "meshplan-run: " << r.plan << ": " << e.ToString() << "\n";
+    for (const auto& e : d.errors()) std::cerr << "meshplan-run: " << path << ": " << e.ToString() << "\n";
     return 1;
   }
+  *out = *scenario;
+  return 0;
+}
+
+int RunPlan(Job& job, const CommonFlags& f, const RunFlags& r) {
+  auto scenario = std::make_unique<core::Scenario>();
+  if (int rc = LoadPlan(job, r.plan, scenario.get()); rc != 0) return rc;
   const core::PlanSpec& plan = scenario->plan;
 
   auto backend = OpenBackend(f);
@@ -202,6 +213,105 @@ int RunPlan(Job& job, const CommonFlags& f, const RunFlags& r) {
   pf.cluster = scenario->cluster;
   m.plan = pf;
   return Emit(job, f, m, StepTable(m));
+}
+
+// ---- meshplan-run verify -------------------------------------------------------------------
+
+struct VerifyFlags {
+  std::string plan;
+  uint64_t seed = 1;
+  bool reference = false;
+  double tolerance = kNumericsTolerance;
+  int perturb_rank = -1;
+};
+
+// One real training step of the plan's model (runtime/numerics.h): one process runs the
+// reference layout (tp = pp = dp = 1), mpirun the plan's layout. --reference under MPI: rank 0
+// also runs the reference and compares; every rank exits with the verdict.
+int VerifyCmd(Job& job, const CommonFlags& f, const VerifyFlags& v) {
+  auto scenario = std::make_unique<core::Scenario>();
+  if (int rc = LoadPlan(job, v.plan, scenario.get()); rc != 0) return rc;
+  const core::PlanSpec& plan = scenario->plan;
+  if (core::Status st = CheckNumericsSupport(scenario->model, plan); !st.ok())
+    return Fail(job, v.plan + ": " + st.message());
+  if (!(v.tolerance > 0)) return Fail(job, "verify: --tolerance must be > 0", 2);
+  if (v.perturb_rank >= plan.gpus)
+    return Fail(job, "verify: --debug-perturb-rank must name one of the plan's " + std::to_string(plan.gpus) + " ranks",
+                2);
+  auto backend = OpenBackend(f);
+  if (!backend.ok()) return Fail(job, backend.status().message());
+
+  NumericsOptions opts;
+  opts.seed = v.seed;
+  opts.perturb_rank = v.perturb_rank;
+  const bool distributed = job.world->size() > 1;
+  core::Scenario run = *scenario;
+  std::unique_ptr<PlanGroups> groups;
+  RankGroups view;
+  if (distributed) {
+    auto g = SplitPlanGroups(*job.world, plan);
+    if (!g.ok()) return Fail(job, g.status().message() + " (mpirun -np " + std::to_string(plan.gpus) + ")");
+    groups = std::move(g).value();
+    view = groups->view;
+    opts.rank = job.world->rank();
+  } else {
+    run.plan = ReferencePlan(plan);  // one process: the whole model as one rank
+  }
+  if (v.perturb_rank >= 0 && job.leader())
+    std::cerr << "meshplan-run: verify: rank " << v.perturb_rank
+              << " scales its gradients by 1.01 before the DP reduction (--debug-perturb-rank)\n";
+  auto result = RunNumericsStep(**backend, run, opts, view);
+  if (!result.ok()) return Fail(job, result.status().message());
+  NumericsResult r = std::move(result).value();
+  if (!distributed && plan.gpus > 1)
+    r.notes.push_back("one process runs the reference layout (tp=pp=dp=1), not the plan's " +
+                      std::to_string(plan.gpus) + " ranks: run under mpirun -np " + std::to_string(plan.gpus) +
+                      " for those");
+
+  std::unique_ptr<NumericsResult> ref;
+  std::unique_ptr<NumericsComparison> cmp;
+  if (v.reference && !distributed)
+    r.notes.push_back(plan.gpus == 1
+                          ? std::string("--reference: a one-rank plan is its own reference; nothing to compare")
+                          : "--reference: one process runs the reference itself; run under mpirun -np " +
+                                std::to_string(plan.gpus) + " to compare the plan's layout with it");
+  if (v.reference && distributed) {
+    // 0: compared and within tolerance, 1: a difference, 2: the reference failed. Broadcast so
+    // that every rank exits with the verdict (the others wait here while rank 0 computes).
+    float verdict = 0;
+    std::string error;
+    if (job.leader()) {
+      core::Scenario rs = *scenario;
+      rs.plan = ReferencePlan(plan);
+      NumericsOptions ro = opts;
+      ro.rank = 0;
+      ro.perturb_rank = -1;
+      auto rr = RunNumericsStep(**backend, rs, ro, RankGroups{});
+      if (!rr.ok()) {
+        error = "reference: " + rr.status().message();
+        verdict = 2;
+      } else {
+        ref = std::make_unique<NumericsResult>(std::move(rr).value());
+        cmp = std::make_unique<NumericsComparison>(CompareNumerics(r, *ref, v.tolerance));
+        verdict = cmp->ok ? 0.0f : 1.0f;
+      }
+    }
+    if (core::Status st = job.world->Broadcast(&verdict, 1, 0, "verify verdict"); !st.ok())
+      return Fail(job, st.message());
+    if (verdict == 2) return job.leader() ? Fail(job, error) : 1;
+    if (verdict != 0 && !job.leader()) return 1;  // rank 0 prints the comparison and the error
+  }
+  if (job.leader()) {
+    std::cout << (f.format == "json" ? NumericsJson(r, ref.get(), cmp.get()) : NumericsTable(r, ref.get(), cmp.get()));
+    std::cout.flush();
+  }
+  if (cmp != nullptr && !cmp->ok) {
+    char msg[256];
+    std::snprintf(msg, sizeof msg, "verify: max relative difference %.3e (%s) exceeds the tolerance %.1e",
+                  cmp->max_rel_diff, cmp->worst.c_str(), cmp->tolerance);
+    return Fail(job, msg);
+  }
+  return 0;
 }
 
 // ---- meshplan-run bench gemm | collectives --------------------------------------------------
@@ -304,6 +414,22 @@ int Main(int argc, char** argv) {
   app.add_option("--debug-kill-rank", run.kill_rank, "Test hook: this rank kills itself before the first step")
       ->group("");
 
+  auto* verify = app.add_subcommand(
+      "verify", "One real training step of the plan's model: loss and gradient checksums (mpirun: the plan's layout)");
+  VerifyFlags vflags;
+  verify->add_option("--plan", vflags.plan, "Plan file (meshplan plan -o plan.json)");
+  verify->add_option("--seed", vflags.seed, "Seed of the weights and the data")->capture_default_str();
+  verify->add_flag("--reference", vflags.reference,
+                   "Under mpirun: rank 0 also runs one process (tp=pp=dp=1) and compares; exit 1 beyond --tolerance");
+  verify->add_option("--tolerance", vflags.tolerance, "Largest relative difference accepted")->capture_default_str();
+  verify->add_option("--backend", common.backend, "cpu | cuda")->capture_default_str();
+  verify->add_option("--format", common.format, "table | json (stdout)")->check(CLI::IsMember({"table", "json"}));
+  verify->add_option("--threads", common.threads, "cpu backend: GEMM threads (default: OpenMP's)");
+  verify
+      ->add_option("--debug-perturb-rank", vflags.perturb_rank,
+                   "Test hook: this rank scales its gradients by 1.01 before the DP reduction")
+      ->group("");
+
   auto* bench = app.add_subcommand("bench", "Microbenchmarks");
   bench->require_subcommand(1);
   TimingOptions timing;
@@ -356,6 +482,8 @@ int Main(int argc, char** argv) {
     rc = BenchGemmCmd(job, common, shapes, timing);
   else if (coll->parsed())
     rc = BenchCollectivesCmd(job, common, min_bytes, max_bytes, kinds, timing);
+  else if (verify->parsed())
+    rc = VerifyCmd(job, common, vflags);
   else
     rc = RunPlan(job, common, run);
 

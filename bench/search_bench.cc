@@ -73,6 +73,7 @@ void BM_SearchLlama405B16k(benchmark::State& state) {
   state.counters["pruned"] = static_cast<double>(last.Pruned());
   state.counters["memory_estimates"] = static_cast<double>(last.memory_estimates);
   state.counters["evaluated"] = static_cast<double>(last.evaluated);
+  state.counters["lists_costed"] = static_cast<double>(last.lists_costed);
   state.counters["threads"] = last.threads;
   state.counters["wall_s"] = wall / n;
   state.counters["enumerated_per_s"] = static_cast<double>(last.enumerated) * n / wall;

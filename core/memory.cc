@@ -1,6 +1,7 @@
 #include "core/memory.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 namespace meshplan::core {
@@ -85,6 +86,18 @@ ModelStateBytes ShardedModelStates(double params, const PlanSpec& p, int64_t gro
   s.master_weights = params * static_cast<double>(DtypeBytes(p.dtypes.master_weights)) / div(1);
   s.moments = params * moment_bytes / div(1);
   return s;
+}
+
+std::vector<int64_t> ChunkStarts(const ModelSpec& m, const PlanSpec& p) {
+  const int64_t chunks = p.pp * p.vpp;
+  std::vector<int64_t> starts(static_cast<size_t>(chunks + 1));
+  int64_t first = 0;
+  for (int64_t c = 0; c < chunks; ++c) {
+    starts[static_cast<size_t>(c)] = first;
+    first += p.stage_layers.empty() ? m.layers / chunks : p.stage_layers[static_cast<size_t>(c)];
+  }
+  starts[static_cast<size_t>(chunks)] = first;
+  return starts;
 }
 
 std::vector<int64_t> StageLayers(const ModelSpec& m, const PlanSpec& p, int64_t stage) {
@@ -236,10 +249,13 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
 
   // Activation bytes per layer kind (dense, MoE) and recompute mode (none, selective, full):
   // the same for every layer of a kind, so computed once, not per layer.
-  int64_t act[2][3];
-  for (int moe = 0; moe < 2; ++moe) {
+  // Only the modes this plan uses: none (what recompute re-materialises against) and its own.
+  int64_t act[2][3] = {};
+  for (int moe = 0; moe < (m.moe ? 2 : 1); ++moe) {
     const Recompute modes[3] = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
-    for (int mode = 0; mode < 3; ++mode) act[moe][mode] = LayerActivationBytes(m, p, moe == 1, modes[mode]);
+    for (int mode = 0; mode < 3; ++mode)
+      if (mode == 0 || modes[mode] == p.recompute)
+        act[moe][mode] = LayerActivationBytes(m, p, moe == 1, modes[mode]);
   }
 
   const int64_t first_chunk = 0, last_chunk = LastChunk(p);
@@ -250,20 +266,58 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
     return p.schedule == Schedule::kDualPipe ? (c == rank || c == p.pp - 1 - rank)
                                              : (c % p.pp == rank && c / p.pp < p.vpp);
   };
-  r.stages.reserve(static_cast<size_t>(p.pp));
+  r.stages.reserve(detail == MemoryDetail::kFull ? static_cast<size_t>(p.pp) : 1);
+  const bool full_all = p.recompute == Recompute::kFull && p.recompute_layers <= 0;
+  const bool uniform = p.recompute != Recompute::kFull || full_all;  // every layer the same mode
+  // kTotalsOnly: ranks holding the same layers (counts of dense and MoE layers, embedding, head)
+  // differ only in their in-flight microbatches, which never grow with the rank under any
+  // schedule (InflightMicrobatches), so the first rank of each kind is that kind's worst: the
+  // others are skipped.
+  std::array<std::array<int64_t, 4>, 8> kinds_seen{};
+  size_t n_kinds = 0;
+  const std::vector<int64_t> starts = ChunkStarts(m, p);
   for (int64_t stage = 0; stage < p.pp; ++stage) {
+    const bool has_first = holds_chunk(stage, first_chunk);
+    const bool has_last = holds_chunk(stage, last_chunk);
+    int64_t n[2] = {0, 0};  // dense, MoE layers on this rank (when `uniform`)
+    if (uniform) {
+      ForEachStageChunk(starts, p, stage, [&](int64_t begin, int64_t count) {
+        const int64_t moe_here = m.MoeLayersBefore(begin + count) - m.MoeLayersBefore(begin);
+        n[1] += moe_here;
+        n[0] += count - moe_here;
+      });
+      if (detail == MemoryDetail::kTotalsOnly) {
+        const std::array<int64_t, 4> kind = {n[0], n[1], has_first, has_last};
+        bool seen = false;
+        for (size_t k = 0; k < n_kinds && !seen; ++k)
+          seen = kinds_seen[k][0] == kind[0] && kinds_seen[k][1] == kind[1] && kinds_seen[k][2] == kind[2] &&
+                 kinds_seen[k][3] == kind[3];
+        if (seen) continue;
+        if (n_kinds < kinds_seen.size()) kinds_seen[n_kinds++] = kind;
+      }
+    }
     StageMemory st;
     st.stage = stage;
     if (detail == MemoryDetail::kFull) st.layers = StageLayers(m, p, stage);
-    const bool has_first = holds_chunk(stage, first_chunk);
-    const bool has_last = holds_chunk(stage, last_chunk);
 
     // ---- parameters on this GPU, and the activations of one microbatch (one pass over the
     // layers in execution order: full recompute covers the first recompute_layers, or all).
     int64_t dense = 0, expert = 0, max_layer = 0, layers_here = 0;
     int64_t per_mb = 0, max_working = 0;
-    const bool full_all = p.recompute == Recompute::kFull && p.recompute_layers <= 0;
-    ForEachStageLayer(m, p, stage, [&](int64_t l) {
+    if (uniform) {
+      // Every layer of a kind costs the same, so the sums below are counts times one layer (the
+      // search's hot path: no loop over layers).
+      const int mode = full_all ? 2 : (p.recompute == Recompute::kSelective ? 1 : 0);
+      for (int moe = 0; moe < 2; ++moe) {
+        if (n[moe] == 0) continue;
+        const RankParams& rp = moe ? moe_rank : dense_rank;
+        dense += n[moe] * rp.dense;
+        expert += n[moe] * rp.expert;
+        max_layer = std::max(max_layer, rp.dense + rp.expert);
+        per_mb += n[moe] * act[moe][mode];
+        if (mode != 0) max_working = std::max(max_working, act[moe][0] - act[moe][mode]);
+      }
+    } else ForEachStageLayer(m, p, stage, [&](int64_t l) {
       const bool moe = m.IsMoeLayer(l);
       const RankParams& rp = moe ? moe_rank : dense_rank;
       const int64_t d = rp.dense, x = rp.expert;
@@ -344,11 +398,20 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
                      st.zero3_prefetch_bytes + st.fragmentation_bytes;
     st.total_bytes = st.weights_bytes + st.grads_bytes + st.optimizer_bytes + st.activations_bytes +
                      st.other_bytes;
-    r.stages.push_back(std::move(st));
+    if (detail == MemoryDetail::kFull) {
+      r.stages.push_back(std::move(st));
+    } else if (r.stages.empty() || st.total_bytes > r.stages.front().total_bytes) {
+      r.stages.assign(1, st);  // the first stage with the most bytes, as below
+    }
   }
-  for (const auto& st : r.stages)
-    if (st.total_bytes > r.stages[r.worst_stage].total_bytes) r.worst_stage = st.stage;
-  r.per_gpu_bytes = r.stages[r.worst_stage].total_bytes;
+  if (detail == MemoryDetail::kFull) {
+    for (const auto& st : r.stages)
+      if (st.total_bytes > r.stages[r.worst_stage].total_bytes) r.worst_stage = st.stage;
+    r.per_gpu_bytes = r.stages[r.worst_stage].total_bytes;
+  } else {
+    r.worst_stage = r.stages.front().stage;
+    r.per_gpu_bytes = r.stages.front().total_bytes;
+  }
   r.fits = r.per_gpu_bytes <= r.capacity_bytes;
   return r;
 }

@@ -97,8 +97,9 @@ struct ModelStateBytes {
 double BytesPerParam(const PlanSpec& p);  // unsharded: 16 for bf16 mixed-precision Adam
 ModelStateBytes ShardedModelStates(double params, const PlanSpec& p, int64_t group);
 
-// kTotalsOnly leaves StageMemory::layers empty (every byte count is the same): the search's hot
-// path, which needs the totals and not the layer lists, then allocates nothing per stage.
+// kTotalsOnly is the search's hot path: MemoryReport::stages holds only the worst stage (its
+// `stage` field says which; worst_stage and per_gpu_bytes are as with kFull) and its `layers`
+// list is empty; every byte count is the same as kFull's.
 enum class MemoryDetail { kFull, kTotalsOnly };
 
 // REQUIRES: ValidatePlan(plan, model, gpu, cluster) reported no errors.
@@ -126,6 +127,23 @@ void ForEachStageChunk(const ModelSpec& m, const PlanSpec& p, int64_t stage, Fn 
     if (p.stage_layers.empty()) first = chunk * (m.layers / chunks);
     else for (int64_t c = 0; c < chunk; ++c) first += in_chunk(c);
     fn(first, in_chunk(chunk));
+  };
+  if (p.schedule == Schedule::kDualPipe) {
+    visit(stage);
+    if (p.pp - 1 - stage != stage) visit(p.pp - 1 - stage);
+    return;
+  }
+  for (int64_t v = 0; v < p.vpp; ++v) visit(v * p.pp + stage);
+}
+// First layer of every model chunk (pp x vpp of them, execution order) and, last, m.layers: one
+// pass over plan.stage_layers, so that a loop over all ranks visits their chunks in linear time.
+std::vector<int64_t> ChunkStarts(const ModelSpec& m, const PlanSpec& p);
+// ForEachStageChunk with the chunk starts computed once (`starts` = ChunkStarts(m, p)).
+template <typename Fn>
+void ForEachStageChunk(const std::vector<int64_t>& starts, const PlanSpec& p, int64_t stage, Fn fn) {
+  auto visit = [&](int64_t c) {
+    const size_t i = static_cast<size_t>(c);
+    fn(starts[i], starts[i + 1] - starts[i]);
   };
   if (p.schedule == Schedule::kDualPipe) {
     visit(stage);

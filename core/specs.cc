@@ -98,19 +98,6 @@ MESHPLAN_ENUM_FUNCS(Axis)
 MESHPLAN_ENUM_FUNCS(TpOverlap)
 #undef MESHPLAN_ENUM_FUNCS
 
-int64_t DtypeBytes(Dtype d) {
-  switch (d) {
-    case Dtype::kFp32:
-    case Dtype::kTf32: return 4;
-    case Dtype::kBf16:
-    case Dtype::kFp16: return 2;
-    case Dtype::kFp8:
-    case Dtype::kInt8: return 1;
-    case Dtype::kNone: return 0;
-  }
-  return 0;
-}
-
 bool ModelSpec::IsMoeLayer(int64_t layer) const {
   if (!moe) return false;
   if (layer < moe->first_dense_layers) return false;

@@ -82,7 +82,19 @@ struct ModelSpec {
 // GPU
 // ---------------------------------------------------------------------------------------------
 enum class Dtype { kFp32, kTf32, kBf16, kFp16, kFp8, kInt8, kNone };
-int64_t DtypeBytes(Dtype d);  // fp32 4, tf32 4, bf16 2, fp16 2, fp8 1, int8 1, none 0
+// fp32 4, tf32 4, bf16 2, fp16 2, fp8 1, int8 1, none 0 (inline: the search calls it per op).
+constexpr int64_t DtypeBytes(Dtype d) {
+  switch (d) {
+    case Dtype::kFp32:
+    case Dtype::kTf32: return 4;
+    case Dtype::kBf16:
+    case Dtype::kFp16: return 2;
+    case Dtype::kFp8:
+    case Dtype::kInt8: return 1;
+    case Dtype::kNone: return 0;
+  }
+  return 0;
+}
 
 struct GpuSpec {
   std::string name;

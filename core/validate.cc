@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <numeric>
 #include <string>
+#include <string_view>
 
 namespace meshplan::core {
 namespace {
@@ -16,14 +17,16 @@ std::string S(double v) {
 }
 
 // Field-level checks read as one line each: Positive(d, "model.layers", m.layers).
-void Positive(Diagnostics* d, const std::string& path, int64_t v) {
-  if (v <= 0) d->Error(path, "must be > 0 (got " + S(v) + ")");
+// (The path is a view: the search validates every candidate, and a field name becomes a string
+// only when there is something to say about it.)
+void Positive(Diagnostics* d, std::string_view path, int64_t v) {
+  if (v <= 0) d->Error(std::string(path), "must be > 0 (got " + S(v) + ")");
 }
-void NonNegative(Diagnostics* d, const std::string& path, double v) {
-  if (!(v >= 0)) d->Error(path, "must be >= 0 (got " + S(v) + ")");
+void NonNegative(Diagnostics* d, std::string_view path, double v) {
+  if (!(v >= 0)) d->Error(std::string(path), "must be >= 0 (got " + S(v) + ")");
 }
-void PositiveReal(Diagnostics* d, const std::string& path, double v) {
-  if (!(v > 0)) d->Error(path, "must be > 0 (got " + S(v) + ")");
+void PositiveReal(Diagnostics* d, std::string_view path, double v) {
+  if (!(v > 0)) d->Error(std::string(path), "must be > 0 (got " + S(v) + ")");
 }
 
 }  // namespace

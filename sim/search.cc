@@ -7,6 +7,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
+#include <memory>
 #include <mutex>
 #include <system_error>
 #include <thread>
@@ -156,6 +157,8 @@ struct Local {
   std::vector<RankedPlan> front;
   std::optional<RankedPlan> lightest;
   std::vector<std::string> invalid_examples;
+  // The worker's costed op lists, shared by its plans that differ only in pipeline shape.
+  std::shared_ptr<StepCostCache> step_cache = std::make_shared<StepCostCache>();
 };
 
 bool HeapLess(const RankedPlan& a, const RankedPlan& b) { return KeyOf(a) < KeyOf(b); }
@@ -380,12 +383,12 @@ class Searcher {
           lr.plan = p;
           lr.per_gpu_bytes = mem.per_gpu_bytes;
           lr.capacity_bytes = mem.capacity_bytes;
-          lr.worst_stage = std::move(mem.stages[static_cast<size_t>(mem.worst_stage)]);
+          lr.worst_stage = std::move(mem.stages.front());
           local->lightest = std::move(lr);
         }
         continue;
       }
-      StepEstimate step = EstimateStep(m_, p, g_, c_, prof_);
+      StepEstimate step = EstimateStep(m_, p, g_, c_, prof_, local->step_cache.get());
       TrainEstimate train = EstimateTraining(step, p, g_, c_, tokens_);
       ++st.evaluated;
       const double score = Score(o_.objective, step, train);
@@ -398,7 +401,7 @@ class Searcher {
       rp.plan = p;
       rp.per_gpu_bytes = mem.per_gpu_bytes;
       rp.capacity_bytes = mem.capacity_bytes;
-      rp.worst_stage = std::move(mem.stages[static_cast<size_t>(mem.worst_stage)]);
+      rp.worst_stage = std::move(mem.stages.front());
       rp.step = std::move(step);
       rp.train = train;
       rp.score = score;
@@ -433,6 +436,7 @@ void Merge(Local&& from, Local* into, size_t top_k) {
   a.memory_estimates += b.memory_estimates;
   a.out_of_memory += b.out_of_memory;
   a.evaluated += b.evaluated;
+  a.lists_costed += from.step_cache->misses();
   for (RankedPlan& r : from.heap) OfferTop(&into->heap, top_k, std::move(r));
   for (const RankedPlan& r : from.front) OfferPareto(&into->front, r);
   if (from.lightest && (!into->lightest || from.lightest->per_gpu_bytes < into->lightest->per_gpu_bytes ||

@@ -87,6 +87,8 @@ struct SearchStats {
   int64_t memory_estimates = 0;  // EstimateMemory calls
   int64_t out_of_memory = 0;     // estimated and over the budget
   int64_t evaluated = 0;         // fit, and costed with EstimateStep + EstimateTraining
+  int64_t lists_costed = 0;      // of those, how many costed their op lists (the rest reused a
+                                 // plan's with the same sharding: sim::StepCostCache)
   int threads = 0;
   double wall_s = 0;
   int64_t Pruned() const { return pruned_bound + pruned_monotone; }

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <array>
+#include <memory>
 #include <string_view>
+#include <unordered_map>
 
 #include "core/collectives.h"
 #include "core/flops.h"
@@ -243,22 +245,29 @@ StageTimes DenseLayerTimes(const core::ModelSpec& m, const core::PlanSpec& p, co
   return r.times;
 }
 
-StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, const core::GpuSpec& g,
-                          const core::ClusterSpec& c, const core::Profile& prof) {
+namespace {
+
+// Once-per-step work of one list (gradient sync, optimizer), costed once per list.
+struct StepWork {
+  double comm = 0, optimizer = 0;
+};
+
+// Everything EstimateStep needs from the op lists: what StepCostCache keeps.
+struct CostedLists {
+  ListCost dense, moe, emb, head;
+  StepWork dense_step, moe_step, emb_step, head_step;
+  double p2p = 0;
+};
+
+void CostLists(const core::ModelSpec& m, const core::PlanSpec& p, const core::GpuSpec& g, const core::ClusterSpec& c,
+               const core::Profile& prof, CostedLists* out) {
   const core::StepGraph graph = core::BuildStepGraph(m, p);
   const Coster coster(p, g, c, prof);
-  const ListCost dense = coster.Cost(graph.dense_layer);
-  const ListCost moe = coster.Cost(graph.moe_layer);
-  const ListCost emb = coster.Cost(graph.embedding);
-  const ListCost head = coster.Cost(graph.head);
-  const double p2p = p.pp > 1 ? coster.CollectiveTime(graph.p2p) : 0.0;
-  // Interleaving sends v times per microbatch (one per model chunk).
-  const double sends = p.schedule == core::Schedule::kInterleaved ? static_cast<double>(p.vpp) : 1.0;
-
-  // Once-per-step work of each list (gradient sync, optimizer), costed once per list.
-  struct StepWork {
-    double comm = 0, optimizer = 0;
-  };
+  out->dense = coster.Cost(graph.dense_layer);
+  out->moe = coster.Cost(graph.moe_layer);
+  out->emb = coster.Cost(graph.embedding);
+  out->head = coster.Cost(graph.head);
+  out->p2p = p.pp > 1 ? coster.CollectiveTime(graph.p2p) : 0.0;
   auto step_work = [&](const std::vector<Op>& ops) {
     StepWork w;
     for (const Op& op : ops) {
@@ -268,25 +277,120 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
     }
     return w;
   };
-  const StepWork dense_step = step_work(graph.dense_layer), moe_step = step_work(graph.moe_layer),
-                 emb_step = step_work(graph.embedding), head_step = step_work(graph.head);
+  out->dense_step = step_work(graph.dense_layer);
+  out->moe_step = step_work(graph.moe_layer);
+  out->emb_step = step_work(graph.embedding);
+  out->head_step = step_work(graph.head);
+}
+
+// The plan fields the costed lists depend on (core/step_graph.cc's Builder and the groups' spans,
+// core/collectives.cc); everything else is the pipeline's. Adding a field that the step graph
+// reads means adding it here.
+using ListKey = std::array<int64_t, 12>;
+ListKey KeyOf(const core::PlanSpec& p) {
+  auto e = [](auto v) { return static_cast<int64_t>(v); };
+  int64_t placement = 0;
+  for (core::Axis a : p.placement) placement = placement * 8 + e(a) + 1;
+  const int64_t enums = e(p.precision) | e(p.recompute) << 4 | e(p.tp_overlap) << 8 | e(p.cp_kind) << 12 |
+                        e(p.sharding) << 16 | e(p.optimizer) << 20 | e(p.dtypes.weights) << 24 |
+                        e(p.dtypes.grads) << 28 | e(p.dtypes.master_weights) << 32 |
+                        e(p.dtypes.optimizer_states) << 36 | e(p.sequence_parallel) << 40 |
+                        e(p.grad_accum_fusion) << 41 | e(p.schedule == core::Schedule::kDualPipe) << 42;
+  return {p.tp, p.cp, p.ep, p.etp, p.pp, p.dp, p.micro_batch, p.seq_len, p.zero, p.hsdp_shard_size, enums, placement};
+}
+struct ListKeyHash {
+  size_t operator()(const ListKey& k) const {
+    uint64_t h = 1469598103934665603ull;  // FNV-1a over the words
+    for (int64_t v : k) h = (h ^ static_cast<uint64_t>(v)) * 1099511628211ull;
+    return static_cast<size_t>(h ^ (h >> 29));
+  }
+};
+
+}  // namespace
+
+struct StepCostCache::Impl {
+  const core::ModelSpec* m = nullptr;
+  const core::GpuSpec* g = nullptr;
+  const core::ClusterSpec* c = nullptr;
+  const core::Profile* prof = nullptr;
+  std::unordered_map<ListKey, CostedLists, ListKeyHash> lists;
+  int64_t hits = 0, misses = 0;
+
+  const CostedLists& Get(const core::ModelSpec& mm, const core::PlanSpec& p, const core::GpuSpec& gg,
+                         const core::ClusterSpec& cc, const core::Profile& pr) {
+    if (&mm != m || &gg != g || &cc != c || &pr != prof) {
+      lists.clear();
+      m = &mm;
+      g = &gg;
+      c = &cc;
+      prof = &pr;
+    }
+    auto [it, fresh] = lists.try_emplace(KeyOf(p));
+    if (fresh) {
+      ++misses;
+      CostLists(mm, p, gg, cc, pr, &it->second);
+    } else {
+      ++hits;
+    }
+    return it->second;
+  }
+};
+
+StepCostCache::StepCostCache() : impl_(std::make_unique<Impl>()) {}
+StepCostCache::~StepCostCache() = default;
+int64_t StepCostCache::hits() const { return impl_->hits; }
+int64_t StepCostCache::misses() const { return impl_->misses; }
+
+StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, const core::GpuSpec& g,
+                          const core::ClusterSpec& c, const core::Profile& prof, StepCostCache* cache) {
+  std::unique_ptr<CostedLists> own;  // ~5 KB: not even zeroed when the cache has it
+  if (!cache) {
+    own = std::make_unique<CostedLists>();
+    CostLists(m, p, g, c, prof, own.get());
+  }
+  const CostedLists& L = cache ? cache->impl().Get(m, p, g, c, prof) : *own;
+  const ListCost &dense = L.dense, &moe = L.moe, &emb = L.emb, &head = L.head;
+  const StepWork &dense_step = L.dense_step, &moe_step = L.moe_step, &emb_step = L.emb_step,
+                 &head_step = L.head_step;
+  const double p2p = L.p2p;
+  // Interleaving sends v times per microbatch (one per model chunk).
+  const double sends = p.schedule == core::Schedule::kInterleaved ? static_cast<double>(p.vpp) : 1.0;
   auto step_costs = [&](const StepWork& w, double count, RankCost* r) {
     r->step_comm += w.comm * count;
     r->optimizer += w.optimizer * count;
   };
 
-  std::vector<RankCost> ranks(static_cast<size_t>(p.pp));
+  // A rank's cost depends only on what it holds: its dense and MoE layer counts and whether it
+  // has the embedding and the head. An even split has at most four kinds of rank, so each kind is
+  // accumulated once and copied to the others.
+  struct Kind {
+    int64_t n_dense, n_moe;
+    bool first, last;
+  };
+  std::vector<Kind> kinds;
+  std::vector<RankCost> ranks;  // one per kind
+  kinds.reserve(4);
+  ranks.reserve(4);
+  std::vector<uint32_t> kind_of(static_cast<size_t>(p.pp));  // rank -> its kind
+  const std::vector<int64_t> starts = core::ChunkStarts(m, p);
   for (int64_t i = 0; i < p.pp; ++i) {
-    RankCost& r = ranks[static_cast<size_t>(i)];
     int64_t n_moe = 0, n_dense = 0;
     bool first = false, last = false;
-    core::ForEachStageChunk(m, p, i, [&](int64_t begin, int64_t count) {
+    core::ForEachStageChunk(starts, p, i, [&](int64_t begin, int64_t count) {
       const int64_t moe_here = m.MoeLayersBefore(begin + count) - m.MoeLayersBefore(begin);
       n_moe += moe_here;
       n_dense += count - moe_here;
       first |= begin == 0;
       last |= begin + count == m.layers;
     });
+    size_t k = 0;
+    while (k < kinds.size() && !(kinds[k].n_dense == n_dense && kinds[k].n_moe == n_moe &&
+                                 kinds[k].first == first && kinds[k].last == last))
+      ++k;
+    kind_of[static_cast<size_t>(i)] = static_cast<uint32_t>(k);
+    if (k < kinds.size()) continue;
+    kinds.push_back({n_dense, n_moe, first, last});
+    RankCost& r = ranks.emplace_back();
     Accumulate(dense, static_cast<double>(n_dense), &r);
     step_costs(dense_step, static_cast<double>(n_dense), &r);
     if (n_moe > 0) {
@@ -316,10 +420,12 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
   }
 
   StepEstimate e;
-  for (const auto& r : ranks) e.stages.push_back(r.times);
-  const PipelineTime pipe = SchedulePipeline(p.schedule, e.stages, graph.microbatches, p.vpp);
+  e.stages.reserve(static_cast<size_t>(p.pp));
+  for (uint32_t k : kind_of) e.stages.push_back(ranks[k].times);
+  const PipelineTime pipe = SchedulePipeline(p.schedule, e.stages, p.Microbatches(), p.vpp);
   const size_t crit = static_cast<size_t>(pipe.critical_stage);
-  const double t_max = ranks[crit].times.Total();
+  const RankCost& rc = ranks[kind_of[crit]];
+  const double t_max = rc.times.Total();
   const double work = pipe.work_s, bubble = pipe.bubble_s;
   double step_s = 0;
   for (const auto& r : ranks) step_s = std::max(step_s, r.times.step_s);
@@ -327,7 +433,6 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
   e.time_s = work + bubble + step_s;
 
   // Breakdown: the critical rank's per-microbatch parts scaled to the work, then bubble and step.
-  const RankCost& rc = ranks[crit];
   const double scale = t_max > 0 ? work / t_max : 0;
   StepBreakdown& b = e.breakdown;
   b.compute_s = rc.compute * scale;
@@ -342,7 +447,8 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
   b.bubble_s = bubble;
   // The step-level part: exposed synchronisation and optimizer of the slowest rank at that phase.
   double step_comm = 0, optimizer = 0;
-  for (const auto& r : ranks) {
+  for (uint32_t k : kind_of) {
+    const RankCost& r = ranks[k];
     if (r.times.step_s >= step_comm + optimizer) {
       step_comm = r.step_comm;
       optimizer = r.optimizer;

@@ -7,6 +7,7 @@
 #define MESHPLAN_SIM_STEP_MODEL_H_
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/profile.h"
@@ -63,8 +64,31 @@ StageTimes DenseLayerTimes(const core::ModelSpec& m, const core::PlanSpec& p, co
 // predictions, so history can tell predictions of different models apart.
 inline constexpr const char* kStepModelVersion = "meshplan 0.1.0 step-model/3 (fp16 optimizer, unfused gradient accumulation)";
 
+// The costed op lists of a plan (its layers, embedding, head, pipeline send, once-per-step work)
+// depend on the plan's sharding, batch shape, precision and placement but not on its pipeline
+// shape: the interleave degree, the schedule (except DualPipe, which hides the EP all-to-alls),
+// an uneven layer split, the global batch or overlap_grad_reduce. A search evaluates many plans
+// that differ only there, so EstimateStep can keep the costed lists here and reuse them: the
+// result is identical with and without a cache (tests/sim/step_model_test.cc).
+// One cache serves one (model, GPU, cluster, profile) — it forgets everything when called with
+// another — and one thread at a time.
+class StepCostCache {
+ public:
+  StepCostCache();
+  ~StepCostCache();
+  StepCostCache(const StepCostCache&) = delete;
+  StepCostCache& operator=(const StepCostCache&) = delete;
+  int64_t hits() const;
+  int64_t misses() const;
+  struct Impl;  // sim/step_model.cc
+  Impl& impl() { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
 StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, const core::GpuSpec& g,
-                          const core::ClusterSpec& c, const core::Profile& profile);
+                          const core::ClusterSpec& c, const core::Profile& profile, StepCostCache* cache = nullptr);
 
 // A training run of `tokens` tokens at the step's throughput, without failures (issue 5 adds them).
 struct TrainEstimate {

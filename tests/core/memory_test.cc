@@ -226,3 +226,57 @@ TEST(MemoryTest, OverheadsAreNamedAndCounted) {
 
 }  // namespace
 }  // namespace meshplan::core
+
+namespace meshplan::core {
+namespace {
+
+TEST(MemoryTest, TotalsOnlyFindsTheSameWorstStage) {
+  // kTotalsOnly (the search's path) computes one rank per kind of rank and keeps the worst; the
+  // result must be the kFull report's worst stage, byte for byte, whatever the schedule, split,
+  // MoE layout or partial recompute.
+  const GpuSpec g = *LoadGpu("h100-sxm");
+  struct Case {
+    const char* model;
+    int64_t tp, pp, vpp;
+    Schedule s;
+    Recompute rc;
+    int64_t recompute_layers;
+    std::vector<int64_t> split;
+  };
+  const std::vector<Case> cases = {
+      {"llama3-70b", 8, 4, 1, Schedule::k1F1B, Recompute::kSelective, 0, {}},
+      {"llama3-70b", 8, 4, 2, Schedule::kInterleaved, Recompute::kNone, 0, {}},
+      {"llama3-70b", 8, 8, 1, Schedule::kGpipe, Recompute::kFull, 0, {}},
+      {"llama3-70b", 8, 8, 1, Schedule::kDualPipe, Recompute::kFull, 0, {}},
+      {"llama3-70b", 8, 4, 1, Schedule::k1F1B, Recompute::kFull, 3, {}},
+      {"llama3-70b", 8, 4, 1, Schedule::kZeroBubble, Recompute::kNone, 0, {19, 21, 21, 19}},
+      {"deepseek-v3", 8, 8, 1, Schedule::k1F1B, Recompute::kSelective, 0, {}},
+      {"deepseek-v3", 8, 4, 1, Schedule::k1F1B, Recompute::kFull, 0, {13, 16, 16, 16}},
+  };
+  for (const Case& k : cases) {
+    const ModelSpec m = *LoadModel(k.model);
+    PlanSpec p;
+    p.tp = k.tp;
+    p.pp = k.pp;
+    p.vpp = k.vpp;
+    p.dp = 4;
+    p.gpus = k.tp * k.pp * 4;
+    p.schedule = k.s;
+    p.recompute = k.rc;
+    p.recompute_layers = k.recompute_layers;
+    p.stage_layers = k.split;
+    p.seq_len = 4096;
+    p.global_batch = 64;
+    if (m.moe) p.ep = 8, p.etp = 1;
+    const MemoryReport full = EstimateMemory(m, p, g, {}, MemoryDetail::kFull);
+    const MemoryReport fast = EstimateMemory(m, p, g, {}, MemoryDetail::kTotalsOnly);
+    ASSERT_EQ(fast.stages.size(), 1u);
+    EXPECT_EQ(fast.worst_stage, full.worst_stage) << k.model << " pp" << k.pp;
+    EXPECT_EQ(fast.per_gpu_bytes, full.per_gpu_bytes) << k.model << " pp" << k.pp;
+    EXPECT_EQ(fast.stages.front().stage, full.worst_stage);
+    EXPECT_EQ(fast.stages.front().activations_bytes, full.stages[static_cast<size_t>(full.worst_stage)].activations_bytes);
+  }
+}
+
+}  // namespace
+}  // namespace meshplan::core

@@ -171,3 +171,88 @@ TEST(StepModelTest, HsdpKeepsGathersInsideTheNode) {
 
 }  // namespace
 }  // namespace meshplan::sim
+
+namespace meshplan::sim {
+namespace {
+
+// Plans of one model that share sharding but differ in pipeline shape (what the search's
+// StepCostCache reuses across) and in sharding (what it must not reuse across).
+std::vector<core::PlanSpec> PipelineVariants(const core::ModelSpec& m, int64_t gpus) {
+  std::vector<core::PlanSpec> out;
+  for (int64_t tp : {4, 8})
+    for (int64_t pp : {2, 4, 8})
+      for (int zero : {0, 1, 3})
+        for (core::Recompute rc : {core::Recompute::kNone, core::Recompute::kFull})
+          for (core::Schedule s : {core::Schedule::k1F1B, core::Schedule::kInterleaved, core::Schedule::kGpipe,
+                                   core::Schedule::kZeroBubble, core::Schedule::kDualPipe})
+            for (bool overlap : {true, false}) {
+              core::PlanSpec p;
+              p.tp = tp;
+              p.pp = pp;
+              p.dp = gpus / (tp * pp);
+              p.gpus = gpus;
+              p.zero = zero;
+              p.recompute = rc;
+              p.sequence_parallel = true;
+              p.schedule = s;
+              p.vpp = s == core::Schedule::kInterleaved ? 2 : 1;
+              p.overlap_grad_reduce = overlap;
+              p.seq_len = 4096;
+              p.micro_batch = 1;
+              p.global_batch = p.dp * 16;
+              if (m.layers % (pp * p.vpp) != 0) continue;
+              core::Diagnostics d;
+              core::ValidatePlan(p, m, *core::LoadGpu("h100-sxm"), *core::LoadCluster("dgx-h100"), &d);
+              if (!d.has_errors()) out.push_back(p);
+            }
+  return out;
+}
+
+TEST(StepCostCacheTest, CachedEstimatesEqualUncachedOnes) {
+  // The cache keys the costed op lists by every plan field the step graph reads; a plan that
+  // differs only in pipeline shape reuses them. Every estimate must be bit-identical either way.
+  const core::GpuSpec g = *core::LoadGpu("h100-sxm");
+  const core::ClusterSpec c = *core::LoadCluster("dgx-h100");
+  const core::Profile prof;
+  for (const char* name : {"llama3-70b", "mixtral-8x7b"}) {
+    const core::ModelSpec m = *core::LoadModel(name);
+    const auto plans = PipelineVariants(m, 256);
+    ASSERT_GT(plans.size(), 50u) << name;
+    StepCostCache cache;
+    for (const auto& p : plans) {
+      const StepEstimate a = EstimateStep(m, p, g, c, prof);
+      const StepEstimate b = EstimateStep(m, p, g, c, prof, &cache);
+      ASSERT_EQ(a.time_s, b.time_s) << name << " tp" << p.tp << " pp" << p.pp << " zero" << p.zero;
+      EXPECT_EQ(a.breakdown.dp_comm_s, b.breakdown.dp_comm_s);
+      EXPECT_EQ(a.breakdown.ep_comm_s, b.breakdown.ep_comm_s);
+      EXPECT_EQ(a.breakdown.pp_comm_s, b.breakdown.pp_comm_s);
+      EXPECT_EQ(a.breakdown.optimizer_s, b.breakdown.optimizer_s);
+      EXPECT_EQ(a.critical_stage, b.critical_stage);
+      ASSERT_EQ(a.stages.size(), b.stages.size());
+    }
+    // Schedules and overlap do not change the lists (10 variants share them; DualPipe has its own).
+    EXPECT_GT(cache.hits(), 3 * cache.misses()) << name;
+  }
+}
+
+TEST(StepCostCacheTest, ACacheForgetsAnotherModel) {
+  const core::GpuSpec g = *core::LoadGpu("h100-sxm");
+  const core::ClusterSpec c = *core::LoadCluster("dgx-h100");
+  const core::Profile prof;
+  const core::ModelSpec a = *core::LoadModel("llama3-70b"), b = *core::LoadModel("llama3-8b");
+  core::PlanSpec p;
+  p.tp = 8;
+  p.dp = 1;
+  p.gpus = 8;
+  p.seq_len = 4096;
+  p.global_batch = 8;
+  StepCostCache cache;
+  const double ta = EstimateStep(a, p, g, c, prof, &cache).time_s;
+  const double tb = EstimateStep(b, p, g, c, prof, &cache).time_s;  // same plan, other model
+  EXPECT_EQ(tb, EstimateStep(b, p, g, c, prof).time_s);
+  EXPECT_LT(tb, ta);
+  EXPECT_EQ(cache.misses(), 2);
+}
+
+}  // namespace
+}  // namespace meshplan::sim

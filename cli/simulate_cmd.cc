@@ -1,4 +1,5 @@
-// meshplan simulate: one step of the plan's pipeline, op by op, with timelines.
+// meshplan simulate: one step of the plan, op by op, on each rank's compute and communication
+// streams (sim/des.h), with timelines.
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -100,7 +101,9 @@ void AddSimulateCommand(CLI::App* app, int* exit_code) {
       opt.stage_slowdown[static_cast<size_t>(rank)] = factor;
     }
     const sim::StepEstimate e = sim::EstimateStep(s.model, s.plan, s.gpu, s.cluster, *profile);
-    auto r = sim::SimulatePipeline(s.plan, e.stages, s.plan.Microbatches(), opt);
+    const std::vector<sim::StageStreams> streams =
+        sim::StageStreamCosts(s.model, s.plan, s.gpu, s.cluster, *profile, e.stages);
+    auto r = sim::SimulateStreams(s.plan, streams, s.plan.Microbatches(), opt);
     if (!r.ok()) {
       std::cerr << "error: " << r.status().message() << "\n";
       *exit_code = 2;
@@ -126,18 +129,31 @@ void AddSimulateCommand(CLI::App* app, int* exit_code) {
       j["bubble_fraction"] = r->bubble_fraction;
       j["analytic_step_time_s"] = e.time_s;
       nlohmann::ordered_json stages = nlohmann::ordered_json::array();
-      for (size_t i = 0; i < r->stages.size(); ++i)
-        stages.push_back({{"stage", i}, {"busy_s", r->stages[i].busy_s}, {"idle_s", r->stages[i].idle_s}});
+      for (size_t i = 0; i < r->stages.size(); ++i) {
+        const sim::DesStage& st = r->stages[i];
+        nlohmann::ordered_json row = {{"stage", i}, {"busy_s", st.busy_s}, {"idle_s", st.idle_s}};
+        // Whole step, per stream: "compute_busy_s", "tp_comm_busy_s", "dp_comm_busy_s", "p2p_busy_s".
+        for (int k = 0; k < sim::kStreams; ++k)
+          row[std::string(sim::Name(static_cast<sim::Stream>(k))) + "_busy_s"] = st.stream_busy_s[static_cast<size_t>(k)];
+        stages.push_back(row);
+      }
       j["stages"] = stages;
       std::cout << j.dump(2) << "\n";
     } else {
       std::printf("# meshplan simulate: %s, %s, pp %lld, vpp %lld, %lld microbatches\n", s.model.name.c_str(),
                   core::Name(s.plan.schedule), static_cast<long long>(s.plan.pp), static_cast<long long>(s.plan.vpp),
                   static_cast<long long>(s.plan.Microbatches()));
-      std::printf("# %5s %10s %10s %8s\n# %5s %10s %10s %8s\n", "rank", "busy", "idle", "idle", "", "(s)", "(s)", "(%)");
-      for (size_t i = 0; i < r->stages.size(); ++i)
-        std::printf("  %5zu %10.3f %10.3f %8.1f\n", i, r->stages[i].busy_s, r->stages[i].idle_s,
-                    100 * r->stages[i].idle_s / r->pipeline_s);
+      // busy/idle: the pipeline phase; the streams' busy times: the whole step.
+      auto busy = [](const sim::DesStage& st, sim::Stream k) { return st.stream_busy_s[static_cast<size_t>(k)]; };
+      std::printf("# %5s %10s %10s %8s %10s %10s %10s %10s\n# %5s %10s %10s %8s %10s %10s %10s %10s\n", "rank",
+                  "busy", "idle", "idle", "compute", "tp_comm", "dp_comm", "p2p", "", "(s)", "(s)", "(%)", "(s)", "(s)",
+                  "(s)", "(s)");
+      for (size_t i = 0; i < r->stages.size(); ++i) {
+        const sim::DesStage& st = r->stages[i];
+        std::printf("  %5zu %10.3f %10.3f %8.1f %10.3f %10.3f %10.3f %10.3f\n", i, st.busy_s, st.idle_s,
+                    100 * st.idle_s / r->pipeline_s, busy(st, sim::Stream::kCompute), busy(st, sim::Stream::kTpComm),
+                    busy(st, sim::Stream::kDpComm), busy(st, sim::Stream::kP2p));
+      }
       std::printf("step %.3f s (pipeline %.3f s + step-level %.3f s); bubble %.1f%%; analytic model %.3f s\n",
                   r->step_time_s, r->pipeline_s, r->step_time_s - r->pipeline_s, 100 * r->bubble_fraction, e.time_s);
       if (o->gantt) {

@@ -1,7 +1,5 @@
 #include "sim/des.h"
 
-#include "core/schedule.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -9,7 +7,188 @@
 #include <random>
 #include <sstream>
 
+#include "core/collectives.h"
+#include "core/memory.h"
+#include "core/schedule.h"
+#include "core/step_graph.h"
+
 namespace meshplan::sim {
+
+const char* Name(Stream s) {
+  switch (s) {
+    case Stream::kCompute: return "compute";
+    case Stream::kTpComm: return "tp_comm";
+    case Stream::kDpComm: return "dp_comm";
+    case Stream::kP2p: return "p2p";
+  }
+  return "?";
+}
+
+const char* Name(TaskKind k) {
+  switch (k) {
+    case TaskKind::kExposedComm: return "exposed";
+    case TaskKind::kOverlappedComm: return "overlapped";
+    case TaskKind::kSend: return "send";
+    case TaskKind::kGradSync: return "grad_sync";
+    case TaskKind::kOptimizer: return "optimizer";
+  }
+  return "?";
+}
+
+// ---- splitting the analytic times by stream -----------------------------------------------------
+
+namespace {
+
+// The per-microbatch passes as StageTimes groups them: recompute runs inside the backward.
+int PassIndex(core::Pass p) {
+  switch (p) {
+    case core::Pass::kForward: return 0;
+    case core::Pass::kBackwardInput:
+    case core::Pass::kRecompute: return 1;
+    case core::Pass::kBackwardWeight: return 2;
+    case core::Pass::kStep: break;
+  }
+  return -1;
+}
+
+// tp_comm carries the model-parallel groups, dp_comm the data-parallel ones.
+int CommStream(core::CommGroup g) {
+  switch (g) {
+    case core::CommGroup::kDp:
+    case core::CommGroup::kDpCp:
+    case core::CommGroup::kExpertDp:
+    case core::CommGroup::kHsdpShard:
+    case core::CommGroup::kHsdpReplica: return 1;
+    default: return 0;
+  }
+}
+
+struct PassSplit {
+  double compute = 0;
+  std::array<double, 2> blocking{}, hidden{};  // by CommStream
+};
+struct ListSplit {
+  std::array<PassSplit, 3> pass;  // by PassIndex
+  double grad_sync = 0, optimizer = 0;
+  void Add(const ListSplit& o, double count) {
+    for (size_t i = 0; i < 3; ++i) {
+      pass[i].compute += o.pass[i].compute * count;
+      for (size_t s = 0; s < 2; ++s) {
+        pass[i].blocking[s] += o.pass[i].blocking[s] * count;
+        pass[i].hidden[s] += o.pass[i].hidden[s] * count;
+      }
+    }
+    grad_sync += o.grad_sync * count;
+    optimizer += o.optimizer * count;
+  }
+};
+
+}  // namespace
+
+std::vector<StageStreams> StageStreamCosts(const core::ModelSpec& m, const core::PlanSpec& p, const core::GpuSpec& g,
+                                           const core::ClusterSpec& c, const core::Profile& profile,
+                                           const std::vector<StageTimes>& stages) {
+  const core::StepGraph graph = core::BuildStepGraph(m, p);
+  std::array<core::GroupSpan, core::kCommGroups> spans;
+  for (int i = 0; i < core::kCommGroups; ++i) spans[i] = core::SpanOfGroup(static_cast<core::CommGroup>(i), p, c);
+  // The same costs as the step model's Coster: compute ops by ComputeOpTime, collectives by
+  // ProfiledCollectiveTime on the tiers their group spans; a collective is overlappable when the
+  // graph says so or when it is a TP collective under tp_overlap=full.
+  auto collective = [&](const core::Op& op) {
+    return core::ProfiledCollectiveTime(profile, op.collective, op.bytes, spans[static_cast<size_t>(op.group)], c)
+        .time_s;
+  };
+  auto split = [&](const std::vector<core::Op>& ops) {
+    ListSplit s;
+    for (const core::Op& op : ops) {
+      const bool comm = op.kind == core::OpKind::kCollective || op.kind == core::OpKind::kP2p;
+      const int pass = PassIndex(op.pass);
+      if (pass < 0) {  // once per step: gradient synchronisation and the optimizer
+        if (comm) s.grad_sync += collective(op);
+        else s.optimizer += ComputeOpTime(op, g, profile);
+        continue;
+      }
+      PassSplit& ps = s.pass[static_cast<size_t>(pass)];
+      if (!comm) {
+        ps.compute += ComputeOpTime(op, g, profile);
+        continue;
+      }
+      const bool hide = op.overlappable || (op.group == core::CommGroup::kTp && p.tp_overlap == core::TpOverlap::kFull);
+      (hide ? ps.hidden : ps.blocking)[static_cast<size_t>(CommStream(op.group))] += collective(op);
+    }
+    return s;
+  };
+  const ListSplit dense = split(graph.dense_layer), moe = split(graph.moe_layer), emb = split(graph.embedding),
+                  head = split(graph.head);
+  const double p2p = p.pp > 1 ? collective(graph.p2p) : 0.0;
+  // The step model puts p2p x sends into each microbatch's F and B (interleaving sends v times).
+  const double sends = p.schedule == core::Schedule::kInterleaved ? static_cast<double>(p.vpp) : 1.0;
+
+  std::vector<StageStreams> out;
+  for (int64_t r = 0; r < p.pp && r < static_cast<int64_t>(stages.size()); ++r) {
+    // The rank's layers, as the step model counts them.
+    ListSplit total;
+    int64_t n_moe = 0, n_dense = 0;
+    bool first = false, last = false;
+    core::ForEachStageChunk(m, p, r, [&](int64_t begin, int64_t count) {
+      const int64_t moe_here = m.MoeLayersBefore(begin + count) - m.MoeLayersBefore(begin);
+      n_moe += moe_here;
+      n_dense += count - moe_here;
+      first |= begin == 0;
+      last |= begin + count == m.layers;
+    });
+    total.Add(dense, static_cast<double>(n_dense));
+    if (n_moe > 0) total.Add(moe, static_cast<double>(n_moe));
+    if (first) total.Add(emb, 1);
+    if (last) total.Add(head, 1);
+
+    const StageTimes& t = stages[static_cast<size_t>(r)];
+    StageStreams s;
+    s.p2p_s = p2p;
+    s.grad_sync_s = total.grad_sync;
+    s.optimizer_s = total.optimizer;
+    const std::array<double, 3> pass_time = {t.forward_s, t.backward_input_s, t.backward_weight_s};
+    std::array<PassStreams*, 3> passes = {&s.forward, &s.backward_input, &s.backward_weight};
+    for (size_t k = 0; k < 3; ++k) {
+      const PassSplit& ps = total.pass[k];
+      const double in_pass_p2p = k < 2 ? p2p * sends : 0.0;
+      // The step model's exposed communication is what its pass time holds beyond the kernels
+      // and the sends; of that, the blocking collectives first, then the spill of the
+      // overlappable ones, shared between the streams by their overlappable time.
+      const double exposed = std::max(0.0, pass_time[k] - in_pass_p2p - ps.compute);
+      const double hidden = ps.hidden[0] + ps.hidden[1];
+      const double spill = std::clamp(exposed - ps.blocking[0] - ps.blocking[1], 0.0, hidden);
+      std::array<double, 2> spill_by{};
+      for (size_t i = 0; i < 2; ++i) spill_by[i] = hidden > 0 ? spill * ps.hidden[i] / hidden : 0.0;
+      PassStreams& out_pass = *passes[k];
+      out_pass.tp_exposed_s = ps.blocking[0] + spill_by[0];
+      out_pass.dp_exposed_s = ps.blocking[1] + spill_by[1];
+      // Anchored to the analytic pass time, so the pass holds compute for exactly as long.
+      out_pass.compute_s = std::max(0.0, pass_time[k] - in_pass_p2p - out_pass.tp_exposed_s - out_pass.dp_exposed_s);
+      out_pass.tp_overlapped_s = std::clamp(ps.hidden[0] - spill_by[0], 0.0, out_pass.compute_s);
+      out_pass.dp_overlapped_s = std::clamp(ps.hidden[1] - spill_by[1], 0.0, out_pass.compute_s);
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
+std::vector<StageStreams> ComputeOnlyStreams(const std::vector<StageTimes>& stages) {
+  std::vector<StageStreams> out;
+  out.reserve(stages.size());
+  for (const StageTimes& t : stages) {
+    StageStreams s;
+    s.forward.compute_s = t.forward_s;
+    s.backward_input.compute_s = t.backward_input_s;
+    s.backward_weight.compute_s = t.backward_weight_s;
+    s.optimizer_s = t.step_s;
+    out.push_back(s);
+  }
+  return out;
+}
+
+// ---- the event-by-event simulation --------------------------------------------------------------
+
 namespace {
 
 constexpr double kUnset = -1.0;
@@ -28,7 +207,7 @@ struct Pipe {
     }
     return vs % pp;
   }
-  int64_t Chunk(int64_t vs) const { return directions == 2 ? vs / pp : vs / pp; }
+  int64_t Chunk(int64_t vs) const { return vs / pp; }
   int64_t Dir(int64_t vs) const { return directions == 2 ? vs / pp : 0; }
   // Previous / next virtual stage along the data flow, -1 at the ends.
   int64_t Prev(int64_t vs) const {
@@ -47,23 +226,52 @@ struct OpRef {
   int64_t vs, mb;
 };
 
+// One pass of one chunk on one rank, in seconds.
+struct OpCost {
+  double compute = 0, tp_exposed = 0, tp_overlapped = 0, dp_exposed = 0, dp_overlapped = 0;
+};
+OpCost Scaled(const PassStreams& p, double k) {
+  return {p.compute_s * k, p.tp_exposed_s * k, p.tp_overlapped_s * k, p.dp_exposed_s * k, p.dp_overlapped_s * k};
+}
+OpCost Scaled(const OpCost& c, double k) {
+  return {c.compute * k, c.tp_exposed * k, c.tp_overlapped * k, c.dp_exposed * k, c.dp_overlapped * k};
+}
+OpCost Sum(const OpCost& a, const OpCost& b) {
+  return {a.compute + b.compute, a.tp_exposed + b.tp_exposed, a.tp_overlapped + b.tp_overlapped,
+          a.dp_exposed + b.dp_exposed, a.dp_overlapped + b.dp_overlapped};
+}
+
+struct Interval {
+  double start, end;
+};
+
+// Per rank: what one pass op costs (F, B, W of one chunk), its send, and the step-level work.
+struct RankCost {
+  std::array<OpCost, 3> op;
+  double send = 0, grad_sync = 0, optimizer = 0;
+};
+
 class Simulator {
  public:
-  Simulator(const Pipe& pipe, std::vector<double> f, std::vector<double> b, std::vector<double> w, bool split_w,
-            double jitter, uint64_t seed)
-      : pipe_(pipe), f_(std::move(f)), b_(std::move(b)), w_(std::move(w)), split_w_(split_w), jitter_(jitter),
-        rng_(seed) {
+  Simulator(const Pipe& pipe, std::vector<RankCost> cost, bool split_w, double jitter, uint64_t seed,
+            DesResult* timeline)
+      : pipe_(pipe), cost_(std::move(cost)), split_w_(split_w), jitter_(jitter), rng_(seed), timeline_(timeline) {
     const size_t n = static_cast<size_t>(pipe_.Stages());
-    end_[0].assign(n, {});
-    end_[1].assign(n, {});
-    end_[2].assign(n, {});
-    for (size_t vs = 0; vs < n; ++vs)
-      for (auto& e : end_) e[vs].assign(static_cast<size_t>(pipe_.Mbs(static_cast<int64_t>(vs))), kUnset);
-    free_.assign(static_cast<size_t>(pipe_.pp), 0.0);
-    busy_.assign(static_cast<size_t>(pipe_.pp), 0.0);
+    for (auto& e : end_) {
+      e.assign(n, {});
+      for (size_t vs = 0; vs < n; ++vs) e[vs].assign(static_cast<size_t>(pipe_.Mbs(static_cast<int64_t>(vs))), kUnset);
+    }
+    last_b_start_.assign(n, kUnset);
+    const size_t ranks = static_cast<size_t>(pipe_.pp);
+    free_.assign(ranks, 0.0);
+    held_.assign(ranks, 0.0);
+    last_backward_end_.assign(ranks, 0.0);
+    busy_.assign(ranks, {});
+    dp_busy_.assign(ranks, {});
   }
 
-  // Earliest start of `op` given its dependencies, or kUnset if one is not yet scheduled.
+  // Earliest start of `op` given its dependencies, or kUnset if one is not yet scheduled. A
+  // dependency on another stage's pass is on the end of its send.
   double Ready(const OpRef& op) const {
     double t = 0;
     auto need = [&](int kind, int64_t vs) {
@@ -87,47 +295,142 @@ class Simulator {
     return kUnset;
   }
 
-  void Run(const OpRef& op, double ready, std::vector<TimelineOp>* timeline) {
+  // Places `op` at max(ready, compute free): first half of its kernels, its exposed collectives
+  // (TP/CP/EP, then DP), the second half of its kernels; the overlapped collectives start with
+  // each half (half each, so a stream never overlaps itself); then its blocking send.
+  void Run(const OpRef& op, double ready) {
     const int64_t rank = pipe_.Rank(op.vs);
-    double d = Duration(op);
-    const double start = std::max(free_[static_cast<size_t>(rank)], ready);
-    const double end = start + d;
-    free_[static_cast<size_t>(rank)] = end;
-    busy_[static_cast<size_t>(rank)] += d;
-    end_[static_cast<int>(op.kind)][static_cast<size_t>(op.vs)][static_cast<size_t>(op.mb)] = end;
-    if (timeline) timeline->push_back({rank, pipe_.Chunk(op.vs), op.mb, op.kind, start, end});
+    const size_t ri = static_cast<size_t>(rank);
+    const RankCost& rc = cost_[ri];
+    OpCost c = rc.op[static_cast<size_t>(op.kind)];
+    if (op.kind == PipeOpKind::kBackward && !split_w_) c = Sum(c, rc.op[2]);
+    const int64_t to = op.kind == PipeOpKind::kForward ? pipe_.Next(op.vs)
+                       : op.kind == PipeOpKind::kBackward ? pipe_.Prev(op.vs)
+                                                          : -1;
+    double send = to >= 0 && pipe_.Rank(to) != rank ? rc.send : 0.0;
+    if (jitter_ > 0) {
+      std::normal_distribution<double> n(1.0, jitter_);
+      const double f = std::max(0.05, n(rng_));
+      c = Scaled(c, f);
+      send *= f;
+    }
+    const double start = std::max(free_[ri], ready);
+    const double a = start + c.compute / 2;             // end of the first half of the kernels
+    const double b = a + c.tp_exposed + c.dp_exposed;  // start of the second half
+    const double end = b + c.compute / 2;
+    const double done = end + send;
+    free_[ri] = done;
+    held_[ri] += done - start;
+    auto& busy = busy_[ri];
+    busy[static_cast<size_t>(Stream::kCompute)] += c.compute;
+    busy[static_cast<size_t>(Stream::kTpComm)] += c.tp_exposed + c.tp_overlapped;
+    busy[static_cast<size_t>(Stream::kDpComm)] += c.dp_exposed + c.dp_overlapped;
+    busy[static_cast<size_t>(Stream::kP2p)] += send;
+    end_[static_cast<int>(op.kind)][static_cast<size_t>(op.vs)][static_cast<size_t>(op.mb)] = done;
+    if (op.kind == PipeOpKind::kBackward && op.mb == pipe_.Mbs(op.vs) - 1)
+      last_b_start_[static_cast<size_t>(op.vs)] = start;
+    if (op.kind != PipeOpKind::kForward) last_backward_end_[ri] = std::max(last_backward_end_[ri], end);
+    const double h_tp = c.tp_overlapped / 2, h_dp = c.dp_overlapped / 2;
+    if (c.dp_exposed + c.dp_overlapped > 0) {
+      // Kept for the gradient synchronisation, which fills the stream's gaps.
+      auto& iv = dp_busy_[ri];
+      if (h_dp > 0) iv.push_back({start, start + h_dp});
+      if (c.dp_exposed > 0) iv.push_back({a + c.tp_exposed, b});
+      if (h_dp > 0) iv.push_back({b, b + h_dp});
+    }
+    if (!timeline_) return;
+    const int64_t chunk = pipe_.Chunk(op.vs);
+    timeline_->ops.push_back({rank, chunk, op.mb, op.kind, start, end});
+    auto task = [&](TaskKind k, Stream s, double t0, double t1) {
+      if (t1 > t0) timeline_->tasks.push_back({rank, chunk, op.mb, op.kind, k, s, t0, t1});
+    };
+    task(TaskKind::kOverlappedComm, Stream::kTpComm, start, start + h_tp);
+    task(TaskKind::kExposedComm, Stream::kTpComm, a, a + c.tp_exposed);
+    task(TaskKind::kOverlappedComm, Stream::kTpComm, b, b + h_tp);
+    task(TaskKind::kOverlappedComm, Stream::kDpComm, start, start + h_dp);
+    task(TaskKind::kExposedComm, Stream::kDpComm, a + c.tp_exposed, b);
+    task(TaskKind::kOverlappedComm, Stream::kDpComm, b, b + h_dp);
+    task(TaskKind::kSend, Stream::kP2p, end, done);
+  }
+
+  // The step-level work of rank `r` after its pipeline ops: the gradient synchronisation on
+  // dp_comm, then the optimizer on compute. Overlapped (Megatron's overlap_grad_reduce), the
+  // gradients of each chunk stream out in buckets while its last microbatch's backward runs: in
+  // the limit of small buckets the chunk's share (the rank's total split evenly over its chunks)
+  // is ready from the start of that backward, so the reduction ends at max(backward end,
+  // start + its time), the step model's rule. Not overlapped: it starts when the rank's last
+  // backward finishes. Returns the end of the optimizer step.
+  double Finish(int64_t r, bool overlap, const std::vector<int64_t>& hosted) {
+    const size_t ri = static_cast<size_t>(r);
+    const RankCost& rc = cost_[ri];
+    double sync_end = 0;
+    if (rc.grad_sync > 0) {
+      std::vector<double> ready;
+      if (overlap) {
+        for (int64_t vs : hosted)
+          if (last_b_start_[static_cast<size_t>(vs)] != kUnset) ready.push_back(last_b_start_[static_cast<size_t>(vs)]);
+        std::sort(ready.begin(), ready.end());
+      }
+      if (ready.empty()) ready.push_back(last_backward_end_[ri]);
+      const double share = rc.grad_sync / static_cast<double>(ready.size());
+      for (double t : ready) sync_end = std::max(sync_end, FillGaps(r, t, share));
+      busy_[ri][static_cast<size_t>(Stream::kDpComm)] += rc.grad_sync;
+    }
+    const double start = std::max(free_[ri], sync_end);
+    const double end = start + rc.optimizer;
+    busy_[ri][static_cast<size_t>(Stream::kCompute)] += rc.optimizer;
+    if (timeline_ && rc.optimizer > 0)
+      timeline_->tasks.push_back({r, -1, -1, PipeOpKind::kWeight, TaskKind::kOptimizer, Stream::kCompute, start, end});
+    return end;
   }
 
   double Free(int64_t rank) const { return free_[static_cast<size_t>(rank)]; }
-  double Busy(int64_t rank) const { return busy_[static_cast<size_t>(rank)]; }
-  bool Done(const OpRef& op) const {
-    return end_[static_cast<int>(op.kind)][static_cast<size_t>(op.vs)][static_cast<size_t>(op.mb)] != kUnset;
-  }
-  bool split_w() const { return split_w_; }
+  double Held(int64_t rank) const { return held_[static_cast<size_t>(rank)]; }
+  const std::array<double, kStreams>& Busy(int64_t rank) const { return busy_[static_cast<size_t>(rank)]; }
 
  private:
-  double Duration(const OpRef& op) {
-    const int64_t rank = pipe_.Rank(op.vs);
-    double d = 0;
-    switch (op.kind) {
-      case PipeOpKind::kForward: d = f_[static_cast<size_t>(rank)]; break;
-      case PipeOpKind::kBackward: d = b_[static_cast<size_t>(rank)] + (split_w_ ? 0 : w_[static_cast<size_t>(rank)]); break;
-      case PipeOpKind::kWeight: d = w_[static_cast<size_t>(rank)]; break;
+  // Runs `d` seconds of gradient synchronisation on rank r's dp_comm stream from `t` on, in the
+  // gaps its per-microbatch DP collectives leave; returns the end.
+  double FillGaps(int64_t r, double t, double d) {
+    auto& iv = dp_busy_[static_cast<size_t>(r)];
+    std::sort(iv.begin(), iv.end(), [](const Interval& x, const Interval& y) { return x.start < y.start; });
+    auto it = std::upper_bound(iv.begin(), iv.end(), t, [](double v, const Interval& x) { return v < x.end; });
+    std::vector<Interval> added;
+    while (d > 0) {
+      if (it != iv.end() && it->start <= t) {
+        t = std::max(t, it->end);
+        ++it;
+        continue;
+      }
+      const double gap = it == iv.end() ? std::numeric_limits<double>::infinity() : it->start - t;
+      const double piece = std::min(d, gap);
+      added.push_back({t, t + piece});
+      if (timeline_)
+        timeline_->tasks.push_back(
+            {r, -1, -1, PipeOpKind::kWeight, TaskKind::kGradSync, Stream::kDpComm, t, t + piece});
+      if (piece < d) {
+        d -= piece;
+        t = it->start;
+      } else {
+        t += piece;
+        d = 0;
+      }
     }
-    if (jitter_ > 0) {
-      std::normal_distribution<double> n(1.0, jitter_);
-      d *= std::max(0.05, n(rng_));
-    }
-    return d;
+    iv.insert(iv.end(), added.begin(), added.end());
+    return t;
   }
 
   const Pipe& pipe_;
-  std::vector<double> f_, b_, w_;  // per rank, per chunk op (already divided by chunks)
+  std::vector<RankCost> cost_;
   bool split_w_;
   double jitter_;
   std::mt19937_64 rng_;
-  std::vector<std::vector<double>> end_[3];
-  std::vector<double> free_, busy_;
+  DesResult* timeline_;
+  std::vector<std::vector<double>> end_[3];  // when each pass's output is at its consumer
+  std::vector<double> last_b_start_;         // per virtual stage: start of its last microbatch's B
+  std::vector<double> free_, held_, last_backward_end_;
+  std::vector<std::array<double, kStreams>> busy_;
+  std::vector<std::vector<Interval>> dp_busy_;
 };
 
 // The fixed per-rank orders of core/schedule.h, as ops on virtual stages (chunk * pp + rank).
@@ -139,10 +442,21 @@ std::vector<OpRef> StaticOrder(core::Schedule s, const Pipe& pipe, int64_t rank,
   return order;
 }
 
+core::Status CheckPass(const PassStreams& p, int64_t rank, const char* pass) {
+  const std::string where = "stages[" + std::to_string(rank) + "]." + pass;
+  for (double v : {p.compute_s, p.tp_exposed_s, p.tp_overlapped_s, p.dp_exposed_s, p.dp_overlapped_s})
+    if (!(v >= 0) || !std::isfinite(v)) return core::Status::InvalidArgument(where + ": durations must be finite and >= 0");
+  const double slack = 1e-12 * (1 + p.compute_s);
+  if (p.tp_overlapped_s > p.compute_s + slack || p.dp_overlapped_s > p.compute_s + slack)
+    return core::Status::InvalidArgument(where + ": an overlapped collective longer than the pass's compute (" +
+                                         std::to_string(p.compute_s) + " s) is partly exposed");
+  return core::Status::Ok();
+}
+
 }  // namespace
 
-core::Result<DesResult> SimulatePipeline(const core::PlanSpec& plan, const std::vector<StageTimes>& stages,
-                                         int64_t microbatches, const DesOptions& options) {
+core::Result<DesResult> SimulateStreams(const core::PlanSpec& plan, const std::vector<StageStreams>& stages,
+                                        int64_t microbatches, const DesOptions& options) {
   const int64_t pp = plan.pp;
   if (static_cast<int64_t>(stages.size()) != pp)
     return core::Status::InvalidArgument("stages: " + std::to_string(stages.size()) + " given, plan.pp=" +
@@ -155,6 +469,17 @@ core::Result<DesResult> SimulatePipeline(const core::PlanSpec& plan, const std::
   for (double f : options.stage_slowdown)
     if (!(f > 0)) return core::Status::InvalidArgument("stage_slowdown: factors must be > 0");
   if (!(options.jitter >= 0)) return core::Status::InvalidArgument("jitter: must be >= 0");
+  for (int64_t r = 0; r < pp; ++r) {
+    const StageStreams& s = stages[static_cast<size_t>(r)];
+    for (auto [pass, name] : {std::pair{&s.forward, "forward"}, {&s.backward_input, "backward_input"},
+                              {&s.backward_weight, "backward_weight"}}) {
+      if (core::Status st = CheckPass(*pass, r, name); !st.ok()) return st;
+    }
+    for (double v : {s.p2p_s, s.grad_sync_s, s.optimizer_s})
+      if (!(v >= 0) || !std::isfinite(v))
+        return core::Status::InvalidArgument("stages[" + std::to_string(r) +
+                                             "]: p2p, grad_sync and optimizer times must be finite and >= 0");
+  }
 
   Pipe pipe;
   pipe.pp = pp;
@@ -165,19 +490,25 @@ core::Result<DesResult> SimulatePipeline(const core::PlanSpec& plan, const std::
   if (dual) pipe.mb_per_dir = {(microbatches + 1) / 2, microbatches / 2};
   else pipe.mb_per_dir = {microbatches};
   // Per-op durations: a rank's per-microbatch times split over its chunks (DualPipe: two stages).
+  // A send is one pipeline_send per op whatever the split.
   const double split = dual ? 2.0 : static_cast<double>(pipe.chunks);
-  std::vector<double> f, b, w;
+  std::vector<RankCost> cost;
   for (int64_t r = 0; r < pp; ++r) {
     const double slow = options.stage_slowdown.empty() ? 1.0 : options.stage_slowdown[static_cast<size_t>(r)];
-    const StageTimes& t = stages[static_cast<size_t>(r)];
-    f.push_back(t.forward_s * slow / split);
-    b.push_back(t.backward_input_s * slow / split);
-    w.push_back(t.backward_weight_s * slow / split);
+    const StageStreams& s = stages[static_cast<size_t>(r)];
+    RankCost rc;
+    rc.op = {Scaled(s.forward, slow / split), Scaled(s.backward_input, slow / split),
+             Scaled(s.backward_weight, slow / split)};
+    rc.send = s.p2p_s * slow;
+    rc.grad_sync = s.grad_sync_s;
+    rc.optimizer = s.optimizer_s;
+    cost.push_back(rc);
   }
   const bool list = plan.schedule == core::Schedule::kZeroBubble || dual;
-  Simulator sim(pipe, f, b, w, list, options.jitter, options.seed);
   DesResult res;
-  std::vector<TimelineOp>* timeline = options.keep_timeline ? &res.ops : nullptr;
+  Simulator sim(pipe, std::move(cost), list, options.jitter, options.seed, options.keep_timeline ? &res : nullptr);
+  std::vector<std::vector<int64_t>> hosted(static_cast<size_t>(pp));  // virtual stages per rank
+  for (int64_t vs = 0; vs < pipe.Stages(); ++vs) hosted[static_cast<size_t>(pipe.Rank(vs))].push_back(vs);
 
   if (!list) {
     // Fixed orders: run each rank's next op as soon as its dependencies are scheduled.
@@ -194,7 +525,7 @@ core::Result<DesResult> SimulatePipeline(const core::PlanSpec& plan, const std::
         while (i < order.size()) {
           const double ready = sim.Ready(order[i]);
           if (ready == kUnset) break;
-          sim.Run(order[i], ready, timeline);
+          sim.Run(order[i], ready);
           ++i;
           --remaining;
           progress = true;
@@ -212,10 +543,10 @@ core::Result<DesResult> SimulatePipeline(const core::PlanSpec& plan, const std::
       std::vector<int64_t> pending_w;
       int64_t limit;  // forwards ahead of backwards allowed (memory bound, as 1F1B)
     };
-    std::vector<std::vector<Local>> hosts(static_cast<size_t>(pp));
+    std::vector<std::vector<Local>> locals(static_cast<size_t>(pp));
     for (int64_t vs = 0; vs < pipe.Stages(); ++vs) {
       const int64_t j = vs % pp;  // position along its direction
-      hosts[static_cast<size_t>(pipe.Rank(vs))].push_back({vs, 0, 0, {}, pp - j});
+      locals[static_cast<size_t>(pipe.Rank(vs))].push_back({vs, 0, 0, {}, pp - j});
     }
     size_t remaining = 0;
     for (int64_t vs = 0; vs < pipe.Stages(); ++vs) remaining += static_cast<size_t>(3 * pipe.Mbs(vs));
@@ -225,7 +556,7 @@ core::Result<DesResult> SimulatePipeline(const core::PlanSpec& plan, const std::
       Local* best_local = nullptr;
       OpRef best_op{};
       for (int64_t r = 0; r < pp; ++r) {
-        for (Local& l : hosts[static_cast<size_t>(r)]) {
+        for (Local& l : locals[static_cast<size_t>(r)]) {
           const int64_t m = pipe.Mbs(l.vs);
           auto consider = [&](const OpRef& op, int prio) {
             const double ready = sim.Ready(op);
@@ -244,7 +575,7 @@ core::Result<DesResult> SimulatePipeline(const core::PlanSpec& plan, const std::
         }
       }
       if (!best_local) return core::Status::Internal("pipeline schedule deadlocked (a bug in the policy)");
-      sim.Run(best_op, best_start, timeline);
+      sim.Run(best_op, best_start);
       --remaining;
       if (best_op.kind == PipeOpKind::kForward) ++best_local->next_f;
       if (best_op.kind == PipeOpKind::kBackward) {
@@ -256,26 +587,40 @@ core::Result<DesResult> SimulatePipeline(const core::PlanSpec& plan, const std::
   }
 
   for (int64_t r = 0; r < pp; ++r) res.pipeline_s = std::max(res.pipeline_s, sim.Free(r));
-  double busy = 0;
+  double held = 0;
+  res.step_time_s = res.pipeline_s;
   for (int64_t r = 0; r < pp; ++r) {
+    res.step_time_s = std::max(res.step_time_s, sim.Finish(r, plan.overlap_grad_reduce, hosted[static_cast<size_t>(r)]));
     DesStage st;
-    st.busy_s = sim.Busy(r);
+    st.busy_s = sim.Held(r);
     st.idle_s = res.pipeline_s - st.busy_s;
-    busy += st.busy_s;
+    st.stream_busy_s = sim.Busy(r);
+    held += st.busy_s;
     res.stages.push_back(st);
   }
-  res.bubble_fraction = res.pipeline_s > 0 ? 1.0 - busy / (res.pipeline_s * static_cast<double>(pp)) : 0;
-  double step = 0;
-  for (const auto& t : stages) step = std::max(step, t.step_s);
-  res.step_time_s = res.pipeline_s + step;
-  if (timeline)
+  res.bubble_fraction = res.pipeline_s > 0 ? 1.0 - held / (res.pipeline_s * static_cast<double>(pp)) : 0;
+  if (options.keep_timeline) {
     std::stable_sort(res.ops.begin(), res.ops.end(), [](const TimelineOp& x, const TimelineOp& y) {
       return x.stage != y.stage ? x.stage < y.stage : x.start_s < y.start_s;
     });
+    std::stable_sort(res.tasks.begin(), res.tasks.end(), [](const TimelineTask& x, const TimelineTask& y) {
+      if (x.stage != y.stage) return x.stage < y.stage;
+      if (x.stream != y.stream) return x.stream < y.stream;
+      return x.start_s < y.start_s;
+    });
+  }
   return res;
 }
 
+core::Result<DesResult> SimulatePipeline(const core::PlanSpec& plan, const std::vector<StageTimes>& stages,
+                                         int64_t microbatches, const DesOptions& options) {
+  return SimulateStreams(plan, ComputeOnlyStreams(stages), microbatches, options);
+}
+
+// ---- timelines ---------------------------------------------------------------------------------
+
 namespace {
+
 const char* KindName(PipeOpKind k) {
   switch (k) {
     case PipeOpKind::kForward: return "F";
@@ -284,64 +629,190 @@ const char* KindName(PipeOpKind k) {
   }
   return "?";
 }
+
+// "exposed F3", "send B12", "grad_sync", "optimizer".
+std::string TaskLabel(const TimelineTask& t) {
+  if (t.microbatch < 0) return Name(t.kind);
+  return std::string(Name(t.kind)) + " " + KindName(t.pass) + std::to_string(t.microbatch);
+}
+
+// The communication streams any rank uses, in Stream order.
+std::vector<Stream> CommStreamsUsed(const DesResult& r) {
+  std::array<bool, kStreams> used{};
+  for (const auto& t : r.tasks) used[static_cast<size_t>(t.stream)] = true;
+  std::vector<Stream> out;
+  for (Stream s : {Stream::kTpComm, Stream::kDpComm, Stream::kP2p})
+    if (used[static_cast<size_t>(s)]) out.push_back(s);
+  return out;
+}
+
+double Horizon(const DesResult& r) { return std::max(r.pipeline_s, r.step_time_s); }
+
+const char* TaskColour(TaskKind k) {
+  switch (k) {
+    case TaskKind::kExposedComm: return "#e45756";
+    case TaskKind::kOverlappedComm: return "#ff9d98";
+    case TaskKind::kSend: return "#b279a2";
+    case TaskKind::kGradSync: return "#9d755d";
+    case TaskKind::kOptimizer: return "#79706e";
+  }
+  return "#000";
+}
+
 }  // namespace
 
 std::string ChromeTraceJson(const DesResult& r) {
-  // Trace Event Format: complete events ("ph": "X"), microseconds, one thread per rank.
+  // Trace Event Format: complete events ("ph": "X") in microseconds; one process per rank, one
+  // thread per stream, named by metadata events ("ph": "M").
   std::ostringstream o;
   o << "{\"traceEvents\": [\n";
   bool first = true;
-  for (const auto& op : r.ops) {
-    char line[256];
-    std::snprintf(line, sizeof line,
-                  "%s  {\"name\": \"%s%lld\", \"cat\": \"%s\", \"ph\": \"X\", \"pid\": 0, \"tid\": %lld, "
-                  "\"ts\": %.3f, \"dur\": %.3f, \"args\": {\"chunk\": %lld}}",
-                  first ? "" : ",\n", KindName(op.kind), static_cast<long long>(op.microbatch), KindName(op.kind),
-                  static_cast<long long>(op.stage), op.start_s * 1e6, (op.end_s - op.start_s) * 1e6,
-                  static_cast<long long>(op.chunk));
-    o << line;
+  char line[384];
+  auto emit = [&] {
+    o << (first ? "" : ",\n") << line;
     first = false;
+  };
+  for (size_t s = 0; s < r.stages.size(); ++s) {
+    std::snprintf(line, sizeof line,
+                  "  {\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %zu, \"args\": {\"name\": \"rank %zu\"}}", s, s);
+    emit();
+    for (int k = 0; k < kStreams; ++k) {
+      std::snprintf(line, sizeof line,
+                    "  {\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %zu, \"tid\": %d, \"args\": {\"name\": \"%s\"}}",
+                    s, k, Name(static_cast<Stream>(k)));
+      emit();
+      std::snprintf(line, sizeof line,
+                    "  {\"name\": \"thread_sort_index\", \"ph\": \"M\", \"pid\": %zu, \"tid\": %d, "
+                    "\"args\": {\"sort_index\": %d}}",
+                    s, k, k);
+      emit();
+    }
+  }
+  for (const auto& op : r.ops) {
+    std::snprintf(line, sizeof line,
+                  "  {\"name\": \"%s%lld\", \"cat\": \"%s\", \"ph\": \"X\", \"pid\": %lld, \"tid\": %d, "
+                  "\"ts\": %.3f, \"dur\": %.3f, \"args\": {\"chunk\": %lld}}",
+                  KindName(op.kind), static_cast<long long>(op.microbatch), KindName(op.kind),
+                  static_cast<long long>(op.stage), static_cast<int>(Stream::kCompute), op.start_s * 1e6,
+                  (op.end_s - op.start_s) * 1e6, static_cast<long long>(op.chunk));
+    emit();
+  }
+  for (const auto& t : r.tasks) {
+    std::snprintf(line, sizeof line,
+                  "  {\"name\": \"%s\", \"cat\": \"%s\", \"ph\": \"X\", \"pid\": %lld, \"tid\": %d, "
+                  "\"ts\": %.3f, \"dur\": %.3f, \"args\": {\"chunk\": %lld, \"stream\": \"%s\"}}",
+                  TaskLabel(t).c_str(), Name(t.kind), static_cast<long long>(t.stage), static_cast<int>(t.stream),
+                  t.start_s * 1e6, (t.end_s - t.start_s) * 1e6, static_cast<long long>(t.chunk), Name(t.stream));
+    emit();
   }
   o << "\n], \"displayTimeUnit\": \"ms\"}\n";
   return o.str();
 }
 
 std::string SvgGantt(const DesResult& r, int64_t stages) {
-  const double width = 1200, row = 24, left = 70, top = 30;
-  const double scale = r.pipeline_s > 0 ? (width - left - 10) / r.pipeline_s : 0;
+  const std::vector<Stream> comm = CommStreamsUsed(r);
+  const double width = 1200, row = 20, sub = 6, gap = 6, left = 70, top = 30;
+  const double band = row + sub * static_cast<double>(comm.size()) + gap;  // one rank's rows
+  const double horizon = Horizon(r);
+  const double scale = horizon > 0 ? (width - left - 10) / horizon : 0;
+  auto sub_row = [&](Stream s) {  // offset of a stream's sub-row in a band; compute: 0
+    for (size_t i = 0; i < comm.size(); ++i)
+      if (comm[i] == s) return row + sub * static_cast<double>(i);
+    return 0.0;
+  };
   std::ostringstream o;
   o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\""
-    << top + row * static_cast<double>(stages) + 40 << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
-  o << "<text x=\"" << left << "\" y=\"18\">pipeline " << r.pipeline_s << " s, bubble "
-    << 100 * r.bubble_fraction << "% (F blue, B orange, W green, idle white)</text>\n";
+    << top + band * static_cast<double>(stages) + 40 << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  o << "<text x=\"" << left << "\" y=\"18\">step " << r.step_time_s << " s, pipeline " << r.pipeline_s
+    << " s, bubble " << 100 * r.bubble_fraction << "% (F blue, B orange, W green, optimizer grey, idle white";
+  if (!comm.empty()) {
+    o << "; sub-rows:";
+    for (Stream s : comm) o << " " << Name(s);
+    o << ", exposed red, overlapped pink, send purple, grad sync brown";
+  }
+  o << ")</text>\n";
   for (int64_t s = 0; s < stages; ++s) {
-    const double y = top + row * static_cast<double>(s);
-    o << "<text x=\"4\" y=\"" << y + 16 << "\">rank " << s << "</text>\n";
-    o << "<rect x=\"" << left << "\" y=\"" << y << "\" width=\"" << r.pipeline_s * scale << "\" height=\""
-      << row - 4 << "\" fill=\"white\" stroke=\"#ccc\"/>\n";
+    const double y = top + band * static_cast<double>(s);
+    o << "<text x=\"4\" y=\"" << y + 14 << "\">rank " << s << "</text>\n";
+    o << "<rect x=\"" << left << "\" y=\"" << y << "\" width=\"" << horizon * scale << "\" height=\"" << row - 2
+      << "\" fill=\"white\" stroke=\"#ccc\"/>\n";
+    for (Stream c : comm) {
+      o << "<text x=\"16\" y=\"" << y + sub_row(c) + sub - 1 << "\" font-size=\"7\">" << Name(c) << "</text>\n";
+      o << "<rect x=\"" << left << "\" y=\"" << y + sub_row(c) << "\" width=\"" << horizon * scale
+        << "\" height=\"" << sub - 1 << "\" fill=\"white\" stroke=\"#eee\"/>\n";
+    }
   }
   for (const auto& op : r.ops) {
     const char* fill = op.kind == PipeOpKind::kForward ? "#4c78a8" : op.kind == PipeOpKind::kBackward ? "#f58518" : "#54a24b";
-    o << "<rect x=\"" << left + op.start_s * scale << "\" y=\"" << top + row * static_cast<double>(op.stage)
-      << "\" width=\"" << std::max(0.5, (op.end_s - op.start_s) * scale) << "\" height=\"" << row - 4
+    o << "<rect x=\"" << left + op.start_s * scale << "\" y=\"" << top + band * static_cast<double>(op.stage)
+      << "\" width=\"" << std::max(0.5, (op.end_s - op.start_s) * scale) << "\" height=\"" << row - 2
       << "\" fill=\"" << fill << "\"><title>" << KindName(op.kind) << op.microbatch << " chunk " << op.chunk
       << ": " << op.start_s << "-" << op.end_s << " s</title></rect>\n";
+  }
+  for (const auto& t : r.tasks) {
+    const bool main = t.stream == Stream::kCompute;
+    o << "<rect x=\"" << left + t.start_s * scale << "\" y=\""
+      << top + band * static_cast<double>(t.stage) + sub_row(t.stream) << "\" width=\""
+      << std::max(0.5, (t.end_s - t.start_s) * scale) << "\" height=\"" << (main ? row - 2 : sub - 1)
+      << "\" fill=\"" << TaskColour(t.kind) << "\"><title>" << Name(t.stream) << ": " << TaskLabel(t) << ": "
+      << t.start_s << "-" << t.end_s << " s</title></rect>\n";
   }
   o << "</svg>\n";
   return o.str();
 }
 
 std::string AsciiGantt(const DesResult& r, int64_t stages, int width) {
-  std::vector<std::string> rows(static_cast<size_t>(stages), std::string(static_cast<size_t>(width), '.'));
-  const double scale = r.pipeline_s > 0 ? static_cast<double>(width) / r.pipeline_s : 0;
-  for (const auto& op : r.ops) {
-    const int a = static_cast<int>(op.start_s * scale), b = std::max(a + 1, static_cast<int>(op.end_s * scale));
-    const char c = op.kind == PipeOpKind::kForward ? 'F' : op.kind == PipeOpKind::kBackward ? 'B' : 'W';
-    for (int x = a; x < b && x < width; ++x) rows[static_cast<size_t>(op.stage)][static_cast<size_t>(x)] = c;
+  const std::vector<Stream> comm = CommStreamsUsed(r);
+  const size_t lines = 1 + comm.size();  // per rank: compute, then each communication stream in use
+  auto line_of = [&](Stream s) -> size_t {
+    for (size_t i = 0; i < comm.size(); ++i)
+      if (comm[i] == s) return 1 + i;
+    return 0;
+  };
+  std::vector<std::string> rows(static_cast<size_t>(stages) * lines, std::string(static_cast<size_t>(width), '.'));
+  const double horizon = Horizon(r);
+  const double scale = horizon > 0 ? static_cast<double>(width) / horizon : 0;
+  auto paint = [&](int64_t stage, size_t line, double t0, double t1, char c) {
+    if (stage < 0 || stage >= stages) return;
+    // Nearest column edges, so that back-to-back tasks tile the row; a task gets at least one.
+    const int a = static_cast<int>(std::lround(t0 * scale)), b = std::max(a + 1, static_cast<int>(std::lround(t1 * scale)));
+    std::string& row = rows[static_cast<size_t>(stage) * lines + line];
+    for (int x = a; x < b && x < width; ++x) row[static_cast<size_t>(x)] = c;
+  };
+  for (const auto& op : r.ops)
+    paint(op.stage, 0, op.start_s, op.end_s,
+          op.kind == PipeOpKind::kForward ? 'F' : op.kind == PipeOpKind::kBackward ? 'B' : 'W');
+  // Overlapped collectives first, so that a one-column exposed one stays visible.
+  for (const TaskKind k : {TaskKind::kOverlappedComm, TaskKind::kGradSync, TaskKind::kExposedComm, TaskKind::kSend,
+                           TaskKind::kOptimizer}) {
+    for (const auto& t : r.tasks) {
+      if (t.kind != k) continue;
+      char c = 'O';
+      switch (k) {
+        case TaskKind::kOverlappedComm: c = '~'; break;
+        case TaskKind::kGradSync: c = 'R'; break;
+        case TaskKind::kExposedComm: c = '='; break;
+        case TaskKind::kSend: c = t.pass == PipeOpKind::kForward ? '>' : '<'; break;
+        case TaskKind::kOptimizer: c = 'O'; break;
+      }
+      paint(t.stage, line_of(t.stream), t.start_s, t.end_s, c);
+    }
   }
   std::ostringstream o;
-  for (int64_t s = 0; s < stages; ++s) o << "rank " << s << (s < 10 ? "  |" : " |") << rows[static_cast<size_t>(s)] << "|\n";
-  o << "        F forward  B backward  W weight gradient  . idle\n";
+  for (int64_t s = 0; s < stages; ++s) {
+    o << "rank " << s << (s < 10 ? "  |" : " |") << rows[static_cast<size_t>(s) * lines] << "|\n";
+    for (size_t i = 0; i < comm.size(); ++i) {
+      char label[16];
+      std::snprintf(label, sizeof label, "%8s", Name(comm[i]));
+      o << label << "|" << rows[static_cast<size_t>(s) * lines + 1 + i] << "|\n";
+    }
+  }
+  o << "        F forward  B backward  W weight gradient  . idle";
+  bool optimizer = false;
+  for (const auto& t : r.tasks) optimizer |= t.kind == TaskKind::kOptimizer;
+  if (optimizer) o << "  O step-level work";
+  o << "\n";
+  if (!comm.empty()) o << "        = exposed  ~ overlapped collective  > activation send  < gradient send  R gradient sync\n";
   return o.str();
 }
 

@@ -107,12 +107,25 @@ run(report_save 0 "saved plan [0-9]+ and prediction [0-9]+ to .*cal.db"
 run(history_predictions 0 "tiny tp1 pp1 dp1 mbs1 seq.* default +meshplan 0.1.0 step-model/3"
     history --predictions --db ${WORK}/cal.db)
 
-# simulate: the event-by-event pipeline, its JSON and timelines.
-run(simulate_json 0 "\"step_time_s\".*\"bubble_fraction\".*\"stages\".*\"busy_s\".*\"idle_s\""
+# simulate: the event-by-event pipeline, its JSON and timelines, with a busy time per stream.
+run(simulate_json 0 "\"step_time_s\".*\"bubble_fraction\".*\"stages\".*\"busy_s\".*\"idle_s\".*\"compute_busy_s\".*\"tp_comm_busy_s\".*\"dp_comm_busy_s\": [0-9.]*[1-9].*\"p2p_busy_s\": [0-9.]*[1-9]"
     simulate --model llama3-8b --gpu h100-sxm --gpus 16 --pp 4 --dp 4 --zero 1 --seq 4096 --gbs 32 --format json
              --trace ${WORK}/trace.json --svg ${WORK}/gantt.svg)
-run(simulate_gantt 0 "rank 3  \\|" simulate --model llama3-8b --gpu h100-sxm --gpus 16 --pp 4 --dp 4 --zero 1
-    --seq 4096 --gbs 32 --gantt)
+# The trace names a thread per stream; the SVG has a sub-row per communication stream in use.
+file(READ ${WORK}/trace.json trace_json)
+foreach(stream compute tp_comm dp_comm p2p)
+  if(NOT trace_json MATCHES "\"thread_name\", \"ph\": \"M\", \"pid\": 3, \"tid\": [0-9], \"args\": {\"name\": \"${stream}\"}")
+    message(SEND_ERROR "simulate_trace: ${WORK}/trace.json names no ${stream} thread for rank 3")
+  endif()
+endforeach()
+file(READ ${WORK}/gantt.svg gantt_svg)
+if(NOT gantt_svg MATCHES ">dp_comm</text>.*>p2p</text>")
+  message(SEND_ERROR "simulate_svg: ${WORK}/gantt.svg has no dp_comm and p2p sub-rows")
+endif()
+run(simulate_gantt 0 "rank 3  \\|[^\n]*\n dp_comm\\|[^\n]*\n     p2p\\|" simulate --model llama3-8b --gpu h100-sxm
+    --gpus 16 --pp 4 --dp 4 --zero 1 --seq 4096 --gbs 32 --gantt)
+run(simulate_table_streams 0 "compute +tp_comm +dp_comm +p2p" simulate --model llama3-8b --gpu h100-sxm --gpus 32
+    --tp 2 --pp 4 --dp 4 --sp --zero 1 --seq 4096 --gbs 32)
 run(simulate_bad_straggler 2 "--straggler: \"9:1.1\" must be RANK:FACTOR" simulate --model llama3-8b --gpu h100-sxm
     --gpus 16 --pp 4 --dp 4 --seq 4096 --gbs 32 --straggler 9:1.1)
 

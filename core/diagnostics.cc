@@ -12,6 +12,7 @@ void Diagnostics::Error(std::string path, std::string message) {
 }
 
 void Diagnostics::Warning(std::string path, std::string message) {
+  if (errors_only_) return;
   items_.push_back({Diagnostic::Severity::kWarning, std::move(path), std::move(message)});
 }
 

@@ -24,6 +24,10 @@ class Diagnostics {
   void Error(std::string path, std::string message);
   void Warning(std::string path, std::string message);
   bool has_errors() const;
+  // A collector that keeps only errors (the plan search validates every candidate and shows no
+  // warnings): Warning() drops them, and callers may skip composing the message.
+  void set_errors_only(bool v) { errors_only_ = v; }
+  bool wants_warnings() const { return !errors_only_; }
   const std::vector<Diagnostic>& all() const { return items_; }
   std::vector<Diagnostic> errors() const;
   std::vector<Diagnostic> warnings() const;
@@ -33,6 +37,7 @@ class Diagnostics {
 
  private:
   std::vector<Diagnostic> items_;
+  bool errors_only_ = false;
 };
 
 }  // namespace meshplan::core

@@ -24,10 +24,6 @@ int64_t LocalKvHeads(const ModelSpec& m, const PlanSpec& p) {
 // search rounds eight values per stage per plan). REQUIRES: 0 <= x < 2^62.
 int64_t RoundBytes(double x) { return static_cast<int64_t>(x + 0.5); }
 
-int64_t LastChunk(const PlanSpec& p) {
-  return p.schedule == Schedule::kDualPipe ? p.pp - 1 : p.pp * p.vpp - 1;
-}
-
 // Microbatches whose activations a pipeline rank holds at its peak, in units of the rank's whole
 // set of layers. 1F1B (Narayanan 2021 §2.2.1; Korthikanti 2022 Eq. 5): rank i warms up with p-i.
 // Interleaved (Megatron's warm-up count): 2(p-i-1) + (v-1)p + 1 chunks, each 1/v of the rank,
@@ -258,14 +254,13 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
         act[moe][mode] = LayerActivationBytes(m, p, moe == 1, modes[mode]);
   }
 
-  const int64_t first_chunk = 0, last_chunk = LastChunk(p);
   // The model chunks a pipeline rank holds. Interleaved: rank r holds chunks r, r + pp, ...
-  // (chunk c on rank c mod pp while c / pp < vpp); DualPipe: rank r holds stages r and pp-1-r
-  // (both directions of the bidirectional pipeline).
-  auto holds_chunk = [&](int64_t rank, int64_t c) {
-    return p.schedule == Schedule::kDualPipe ? (c == rank || c == p.pp - 1 - rank)
-                                             : (c % p.pp == rank && c / p.pp < p.vpp);
-  };
+  // (chunk c on rank c mod pp while c / pp < vpp), so the first chunk (0) is rank 0's and the last
+  // (pp vpp - 1) rank pp-1's; DualPipe: rank r holds stages r and pp-1-r (both
+  // directions of the bidirectional pipeline), so ranks 0 and pp-1 hold both ends.
+  const bool dualpipe = p.schedule == Schedule::kDualPipe;
+  auto holds_first = [&](int64_t rank) { return rank == 0 || (dualpipe && rank == p.pp - 1); };
+  auto holds_last = [&](int64_t rank) { return rank == p.pp - 1 || (dualpipe && rank == 0); };
   r.stages.reserve(detail == MemoryDetail::kFull ? static_cast<size_t>(p.pp) : 1);
   const bool full_all = p.recompute == Recompute::kFull && p.recompute_layers <= 0;
   const bool uniform = p.recompute != Recompute::kFull || full_all;  // every layer the same mode
@@ -277,8 +272,8 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
   size_t n_kinds = 0;
   const std::vector<int64_t> starts = ChunkStarts(m, p);
   for (int64_t stage = 0; stage < p.pp; ++stage) {
-    const bool has_first = holds_chunk(stage, first_chunk);
-    const bool has_last = holds_chunk(stage, last_chunk);
+    const bool has_first = holds_first(stage);
+    const bool has_last = holds_last(stage);
     int64_t n[2] = {0, 0};  // dense, MoE layers on this rank (when `uniform`)
     if (uniform) {
       ForEachStageChunk(starts, p, stage, [&](int64_t begin, int64_t count) {
@@ -288,7 +283,11 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
       });
       if (detail == MemoryDetail::kTotalsOnly) {
         const std::array<int64_t, 4> kind = {n[0], n[1], has_first, has_last};
-        bool seen = false;
+        // Neighbouring ranks are usually of one kind: the last kind found is tried first.
+        auto same = [&](const std::array<int64_t, 4>& a) {
+          return a[0] == kind[0] && a[1] == kind[1] && a[2] == kind[2] && a[3] == kind[3];
+        };
+        bool seen = n_kinds > 0 && same(kinds_seen[n_kinds - 1]);
         for (size_t k = 0; k < n_kinds && !seen; ++k)
           seen = kinds_seen[k][0] == kind[0] && kinds_seen[k][1] == kind[1] && kinds_seen[k][2] == kind[2] &&
                  kinds_seen[k][3] == kind[3];

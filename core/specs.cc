@@ -104,12 +104,6 @@ bool ModelSpec::IsMoeLayer(int64_t layer) const {
   return (layer - moe->first_dense_layers) % moe->layer_freq == 0;
 }
 
-int64_t ModelSpec::MoeLayersBefore(int64_t end) const {
-  // Layers first_dense_layers, first_dense_layers + freq, ... below `end`.
-  if (!moe || end <= moe->first_dense_layers || moe->layer_freq <= 0) return 0;
-  return (end - moe->first_dense_layers + moe->layer_freq - 1) / moe->layer_freq;
-}
-
 int64_t ModelSpec::MoeLayerCount() const { return MoeLayersBefore(layers); }
 
 std::string PlacementString(const std::vector<Axis>& order) {

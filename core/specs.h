@@ -73,8 +73,12 @@ struct ModelSpec {
 
   bool IsMoeLayer(int64_t layer) const;  // REQUIRES: 0 <= layer < layers
   int64_t MoeLayerCount() const;
-  // MoE layers among layers [0, end): closed form, no loop.
-  int64_t MoeLayersBefore(int64_t end) const;
+  // MoE layers among layers [0, end): closed form, no loop (inline: the search calls it per stage).
+  int64_t MoeLayersBefore(int64_t end) const {
+    // Layers first_dense_layers, first_dense_layers + freq, ... below `end`.
+    if (!moe || end <= moe->first_dense_layers || moe->layer_freq <= 0) return 0;
+    return (end - moe->first_dense_layers + moe->layer_freq - 1) / moe->layer_freq;
+  }
   friend bool operator==(const ModelSpec&, const ModelSpec&) = default;
 };
 

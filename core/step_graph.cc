@@ -73,18 +73,42 @@ class Builder {
     gemm_dtype_ = p.precision;
   }
 
-  std::vector<Op> Layer(bool moe) {
+  std::vector<Op> Forward(bool moe) {
     std::vector<Op> fwd;
     fwd.reserve(40);
     Attention(&fwd);
     if (moe && m_.moe) MoeMlp(&fwd);
     else DenseMlp(&fwd, m_.ffn_hidden, "mlp");
+    return fwd;
+  }
+
+  std::vector<Op> Layer(bool moe) {
+    const std::vector<Op> fwd = Forward(moe);
     std::vector<Op> out;
     out.reserve(4 * fwd.size() + 8);
     out = fwd;
     Backward(fwd, &out);
     Recompute(fwd, &out);
     GradSync(moe, &out);
+    return out;
+  }
+
+  std::vector<Op> Part(bool moe, LayerPart part) {
+    std::vector<Op> out;
+    if (part == LayerPart::kSync) {
+      out.reserve(8);
+      GradSync(moe, &out);
+      return out;
+    }
+    const std::vector<Op> fwd = Forward(moe);
+    if (part == LayerPart::kRecompute) {
+      out.reserve(fwd.size());
+      Recompute(fwd, &out);
+      return out;
+    }
+    out.reserve(3 * fwd.size());
+    out = fwd;
+    Backward(fwd, &out);
     return out;
   }
 
@@ -497,6 +521,13 @@ GroupSpan SpanOfGroup(CommGroup g, const PlanSpec& p, const ClusterSpec& c) {
   }
   return GroupSpan{};
 }
+
+std::vector<Op> BuildLayerPart(const ModelSpec& m, const PlanSpec& p, bool moe, LayerPart part) {
+  return Builder(m, p).Part(moe, part);
+}
+std::vector<Op> BuildEmbeddingOps(const ModelSpec& m, const PlanSpec& p) { return Builder(m, p).Embedding(); }
+std::vector<Op> BuildHeadOps(const ModelSpec& m, const PlanSpec& p) { return Builder(m, p).Head(); }
+Op BuildP2pOp(const ModelSpec& m, const PlanSpec& p) { return Builder(m, p).P2p(); }
 
 StepGraph BuildStepGraph(const ModelSpec& m, const PlanSpec& p) {
   Builder b(m, p);

@@ -64,6 +64,19 @@ struct StepGraph {
 // REQUIRES: ValidatePlan(plan, model, ...) reported no errors.
 StepGraph BuildStepGraph(const ModelSpec& m, const PlanSpec& p);
 
+// One layer's ops in three parts, by what they depend on, so that a search can cost each part
+// once for all the plans that share it: kCompute, the forward and backward ops (the same for
+// every recompute mode and ZeRO stage); kRecompute, the recomputed forward (the plan's recompute
+// mode); kSync, unfused gradient accumulation, the DP / ZeRO / HSDP synchronisation and the
+// optimizer step (the plan's ZeRO stage and sharding). StepGraph's layer lists are the three
+// concatenated in this order. `moe` selects the MoE layer (REQUIRES: m.moe for true).
+enum class LayerPart { kCompute, kRecompute, kSync };
+std::vector<Op> BuildLayerPart(const ModelSpec& m, const PlanSpec& p, bool moe, LayerPart part);
+// StepGraph's embedding, head and p2p entries alone.
+std::vector<Op> BuildEmbeddingOps(const ModelSpec& m, const PlanSpec& p);
+std::vector<Op> BuildHeadOps(const ModelSpec& m, const PlanSpec& p);
+Op BuildP2pOp(const ModelSpec& m, const PlanSpec& p);
+
 // The cluster tiers the communicator `g` spans under the plan's placement: the one mapping
 // from a StepGraph group to the network, used by the simulator and the runtime alike.
 GroupSpan SpanOfGroup(CommGroup g, const PlanSpec& p, const ClusterSpec& c);

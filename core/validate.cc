@@ -236,7 +236,7 @@ void ValidatePlan(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, cons
                                         " microbatches per pipeline (got " + S(mb) + ")");
   }
   if ((pl.schedule == Schedule::k1F1B || pl.schedule == Schedule::kGpipe) && pl.pp > 1 && mb > 0 &&
-      mb < pl.pp)
+      mb < pl.pp && d->wants_warnings())
     d->Warning("plan.global_batch", S(mb) + " microbatches per pipeline never fill pp=" + S(pl.pp) + " stages");
 
   // Context parallel.

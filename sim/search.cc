@@ -365,6 +365,7 @@ class Searcher {
       }
       p.recompute = r;
       core::Diagnostics d;
+      d.set_errors_only(true);  // a candidate's warnings are never shown
       core::ValidatePlan(p, m_, g_, c_, &d);
       if (d.has_errors()) {
         ++st.invalid;

@@ -36,10 +36,21 @@ struct PassCost {
 };
 struct ListCost {
   std::array<PassCost, 5> pass;  // by core::Pass
+  void AddPasses(const ListCost& o) {
+    for (size_t ps = 0; ps < pass.size(); ++ps) {
+      pass[ps].compute += o.pass[ps].compute;
+      pass[ps].attention += o.pass[ps].attention;
+      for (int g = 0; g < core::kCommGroups; ++g) {
+        pass[ps].blocking[g] += o.pass[ps].blocking[g];
+        pass[ps].hidden[g] += o.pass[ps].hidden[g];
+      }
+    }
+  }
   // Filled by Finish(): the per-pass time and exposed communication per group, so that adding a
   // list to a rank many times costs a few multiplications.
   std::array<double, 5> time{};
   std::array<std::array<double, core::kCommGroups>, 5> exposed{};
+  std::array<bool, 5> has_comm{};  // exposed[pass] has a non-zero entry
   void Finish() {
     for (int ps = 0; ps < 5; ++ps) {
       const PassCost& c = pass[ps];
@@ -47,9 +58,24 @@ struct ListCost {
       bool any = false;
       for (int g = 0; g < core::kCommGroups; ++g) any |= c.blocking[g] > 0 || c.hidden[g] > 0;
       if (!any) continue;  // most passes of most lists carry no communication
+      has_comm[ps] = true;
+      // Exposed() for every group at once (the same arithmetic, the shared sums taken once).
+      const int cp = static_cast<int>(CommGroup::kCp);
+      double hidden_total = 0;
+      for (int i = 0; i < core::kCommGroups; ++i)
+        if (i != cp) hidden_total += c.hidden[i];
+      const double room = std::max(0.0, c.compute - std::min(c.hidden[cp], c.attention));
+      const double spill = std::max(0.0, hidden_total - room);
       for (int g = 0; g < core::kCommGroups; ++g) {
-        exposed[ps][g] = Exposed(static_cast<Pass>(ps), static_cast<CommGroup>(g));
-        time[ps] += exposed[ps][g];
+        double e;
+        if (g == cp) {
+          e = c.blocking[cp] + std::max(0.0, c.hidden[cp] - c.attention);
+        } else {
+          const double share = hidden_total > 0 ? c.hidden[g] / hidden_total : 0;
+          e = c.blocking[g] + spill * share;
+        }
+        exposed[ps][g] = e;
+        time[ps] += e;
       }
     }
   }
@@ -87,16 +113,40 @@ bool IsAttentionCore(const Op& op) {
   return n == "attn_scores" || n == "attn_values" || n == "softmax";
 }
 
+// Collective times shared by the plans of one search: a collective's time depends only on its
+// kind, size and the span of its group (the cluster and profile are fixed per cache).
+struct CollectiveKey {
+  int64_t kind, bytes, size, per_domain, domains;
+  bool operator==(const CollectiveKey&) const = default;
+};
+struct CollectiveKeyHash {
+  size_t operator()(const CollectiveKey& k) const {
+    uint64_t h = 1469598103934665603ull;
+    for (int64_t v : {k.kind, k.bytes, k.size, k.per_domain, k.domains})
+      h = (h ^ static_cast<uint64_t>(v)) * 1099511628211ull;
+    return static_cast<size_t>(h ^ (h >> 29));
+  }
+};
+using CollectiveMemo = std::unordered_map<CollectiveKey, double, CollectiveKeyHash>;
+
 class Coster {
  public:
-  Coster(const core::PlanSpec& p, const core::GpuSpec& g, const core::ClusterSpec& c, const core::Profile& prof)
-      : p_(p), g_(g), c_(c), prof_(prof) {
+  Coster(const core::PlanSpec& p, const core::GpuSpec& g, const core::ClusterSpec& c, const core::Profile& prof,
+         CollectiveMemo* shared = nullptr)
+      : p_(p), g_(g), c_(c), prof_(prof), shared_(shared) {
     for (int i = 0; i < core::kCommGroups; ++i) spans_[i] = core::SpanOfGroup(static_cast<CommGroup>(i), p, c);  // once per plan
     memo_.reserve(16);  // a plan has a handful of distinct collectives
   }
 
   ListCost Cost(const std::vector<Op>& ops) const {
     ListCost lc;
+    Add(ops, &lc);
+    lc.Finish();
+    return lc;
+  }
+  // The ops' times added into `lc`'s per-pass sums (no Finish: parts of a list are added first).
+  void Add(const std::vector<Op>& ops, ListCost* out) const {
+    ListCost& lc = *out;
     for (const Op& op : ops) {
       PassCost& pc = lc.pass[static_cast<int>(op.pass)];
       if (op.kind == OpKind::kCollective || op.kind == OpKind::kP2p) {
@@ -109,16 +159,22 @@ class Coster {
         if (IsAttentionCore(op)) pc.attention += t;
       }
     }
-    lc.Finish();
-    return lc;
   }
 
   // Layers repeat the same few collectives (same kind, group and size): each is costed once.
   double CollectiveTime(const Op& op) const {
     for (const auto& e : memo_)
       if (e.kind == op.collective && e.group == op.group && e.bytes == op.bytes) return e.time_s;
-    const double t =
-        core::ProfiledCollectiveTime(prof_, op.collective, op.bytes, spans_[static_cast<int>(op.group)], c_).time_s;
+    const core::GroupSpan& span = spans_[static_cast<int>(op.group)];
+    double t;
+    if (shared_) {
+      const CollectiveKey key{static_cast<int64_t>(op.collective), op.bytes, span.size, span.per_domain, span.domains};
+      auto [it, fresh] = shared_->try_emplace(key, 0.0);
+      if (fresh) it->second = core::ProfiledCollectiveTime(prof_, op.collective, op.bytes, span, c_).time_s;
+      t = it->second;
+    } else {
+      t = core::ProfiledCollectiveTime(prof_, op.collective, op.bytes, span, c_).time_s;
+    }
     memo_.push_back({op.collective, op.group, op.bytes, t});
     return t;
   }
@@ -136,6 +192,7 @@ class Coster {
   const core::GpuSpec& g_;
   const core::ClusterSpec& c_;
   const core::Profile& prof_;
+  CollectiveMemo* shared_;
 };
 
 // What one microbatch costs a pipeline rank, split for the breakdown.
@@ -155,7 +212,8 @@ void Accumulate(const ListCost& lc, double count, RankCost* r) {
     else if (ps == Pass::kBackwardWeight) r->times.backward_weight_s += t;
     else r->times.backward_input_s += t;  // recompute runs inside the backward pass
     (ps == Pass::kRecompute ? r->recompute : r->compute) += pc.compute * count;
-    for (int g = 0; g < core::kCommGroups; ++g) r->comm[g] += lc.exposed[pi][g] * count;
+    if (lc.has_comm[pi])
+      for (int g = 0; g < core::kCommGroups; ++g) r->comm[g] += lc.exposed[pi][g] * count;
   }
 }
 
@@ -259,30 +317,6 @@ struct CostedLists {
   double p2p = 0;
 };
 
-void CostLists(const core::ModelSpec& m, const core::PlanSpec& p, const core::GpuSpec& g, const core::ClusterSpec& c,
-               const core::Profile& prof, CostedLists* out) {
-  const core::StepGraph graph = core::BuildStepGraph(m, p);
-  const Coster coster(p, g, c, prof);
-  out->dense = coster.Cost(graph.dense_layer);
-  out->moe = coster.Cost(graph.moe_layer);
-  out->emb = coster.Cost(graph.embedding);
-  out->head = coster.Cost(graph.head);
-  out->p2p = p.pp > 1 ? coster.CollectiveTime(graph.p2p) : 0.0;
-  auto step_work = [&](const std::vector<Op>& ops) {
-    StepWork w;
-    for (const Op& op : ops) {
-      if (op.pass != Pass::kStep) continue;
-      if (op.kind == OpKind::kCollective) w.comm += coster.CollectiveTime(op);
-      else w.optimizer += ComputeOpTime(op, g, prof);
-    }
-    return w;
-  };
-  out->dense_step = step_work(graph.dense_layer);
-  out->moe_step = step_work(graph.moe_layer);
-  out->emb_step = step_work(graph.embedding);
-  out->head_step = step_work(graph.head);
-}
-
 // The plan fields the costed lists depend on (core/step_graph.cc's Builder and the groups' spans,
 // core/collectives.cc); everything else is the pipeline's. Adding a field that the step graph
 // reads means adding it here.
@@ -306,6 +340,53 @@ struct ListKeyHash {
   }
 };
 
+// The embedding and head lists and the pipeline send: they do not depend on the recompute mode.
+struct StageListCosts {
+  ListCost emb, head;
+  StepWork emb_step, head_step;
+  double p2p = 0;
+};
+
+// A layer's three parts (core::LayerPart), costed but not finished, for the dense and MoE layer.
+struct LayerPartCosts {
+  std::array<ListCost, 2> lists;   // dense, MoE
+  std::array<StepWork, 2> step{};  // kSync only: its once-per-step work
+};
+
+StepWork StepWorkOf(const std::vector<Op>& ops, const Coster& coster, const core::GpuSpec& g,
+                    const core::Profile& prof) {
+  StepWork w;
+  for (const Op& op : ops) {
+    if (op.pass != Pass::kStep) continue;
+    if (op.kind == OpKind::kCollective) w.comm += coster.CollectiveTime(op);
+    else w.optimizer += ComputeOpTime(op, g, prof);
+  }
+  return w;
+}
+
+LayerPartCosts CostLayerPart(const core::ModelSpec& m, const core::PlanSpec& p, const core::GpuSpec& g,
+                             const Coster& coster, const core::Profile& prof, core::LayerPart part) {
+  LayerPartCosts out;
+  for (int moe = 0; moe < (m.moe ? 2 : 1); ++moe) {
+    const std::vector<Op> ops = core::BuildLayerPart(m, p, moe == 1, part);
+    coster.Add(ops, &out.lists[static_cast<size_t>(moe)]);
+    if (part == core::LayerPart::kSync) out.step[static_cast<size_t>(moe)] = StepWorkOf(ops, coster, g, prof);
+  }
+  return out;
+}
+
+// The key of one layer part: what it does not depend on is blanked (the ZeRO stage for the
+// compute and recompute parts, the recompute mode for the compute and sync parts).
+ListKey PartKey(ListKey k, core::LayerPart part) {
+  constexpr int64_t kRecomputeBits = int64_t{0xF} << 4;
+  if (part != core::LayerPart::kSync) k[8] = -1;                      // zero
+  if (part != core::LayerPart::kRecompute) k[10] &= ~kRecomputeBits;  // recompute
+  return k;
+}
+
+void CostLists(const core::ModelSpec& m, const core::PlanSpec& p, const core::GpuSpec& g, const core::ClusterSpec& c,
+               const core::Profile& prof, const ListKey& key, StepCostCache::Impl* cache, CostedLists* out);
+
 }  // namespace
 
 struct StepCostCache::Impl {
@@ -314,27 +395,91 @@ struct StepCostCache::Impl {
   const core::ClusterSpec* c = nullptr;
   const core::Profile* prof = nullptr;
   std::unordered_map<ListKey, CostedLists, ListKeyHash> lists;
+  std::array<std::unordered_map<ListKey, LayerPartCosts, ListKeyHash>, 3> parts;  // by core::LayerPart
+  CollectiveMemo collectives;
+  std::unordered_map<ListKey, StageListCosts, ListKeyHash> stage_lists;  // by the kSync part's key
   int64_t hits = 0, misses = 0;
 
   const CostedLists& Get(const core::ModelSpec& mm, const core::PlanSpec& p, const core::GpuSpec& gg,
                          const core::ClusterSpec& cc, const core::Profile& pr) {
     if (&mm != m || &gg != g || &cc != c || &pr != prof) {
       lists.clear();
+      for (auto& pc : parts) pc.clear();
+      collectives.clear();
+      stage_lists.clear();
       m = &mm;
       g = &gg;
       c = &cc;
       prof = &pr;
     }
-    auto [it, fresh] = lists.try_emplace(KeyOf(p));
+    const ListKey key = KeyOf(p);
+    auto [it, fresh] = lists.try_emplace(key);
     if (fresh) {
       ++misses;
-      CostLists(mm, p, gg, cc, pr, &it->second);
+      CostLists(mm, p, gg, cc, pr, key, this, &it->second);
     } else {
       ++hits;
     }
     return it->second;
   }
 };
+
+namespace {
+
+// Costs every list EstimateStep needs; with a cache, each layer part comes from (or goes to) its
+// own table. The uncached path adds the same parts in the same order, so both give the same bits.
+void CostLists(const core::ModelSpec& m, const core::PlanSpec& p, const core::GpuSpec& g, const core::ClusterSpec& c,
+               const core::Profile& prof, const ListKey& key, StepCostCache::Impl* cache, CostedLists* out) {
+  const Coster coster(p, g, c, prof, cache ? &cache->collectives : nullptr);
+  std::unique_ptr<std::array<LayerPartCosts, 3>> own;  // ~7 KB: only without a cache
+  if (!cache) own = std::make_unique<std::array<LayerPartCosts, 3>>();
+  std::array<const LayerPartCosts*, 3> part{};
+  for (int i = 0; i < 3; ++i) {
+    const auto which = static_cast<core::LayerPart>(i);
+    if (!cache) {
+      (*own)[static_cast<size_t>(i)] = CostLayerPart(m, p, g, coster, prof, which);
+      part[static_cast<size_t>(i)] = &(*own)[static_cast<size_t>(i)];
+      continue;
+    }
+    auto [it, fresh] = cache->parts[static_cast<size_t>(i)].try_emplace(PartKey(key, which));
+    if (fresh) it->second = CostLayerPart(m, p, g, coster, prof, which);
+    part[static_cast<size_t>(i)] = &it->second;
+  }
+  ListCost* layer[2] = {&out->dense, &out->moe};
+  for (size_t moe = 0; moe < (m.moe ? 2u : 1u); ++moe) {
+    ListCost& lc = *layer[moe];
+    lc = part[0]->lists[moe];
+    lc.AddPasses(part[1]->lists[moe]);
+    lc.AddPasses(part[2]->lists[moe]);
+    lc.Finish();
+  }
+  out->dense_step = part[2]->step[0];
+  out->moe_step = part[2]->step[1];
+  auto stage_lists = [&](StageListCosts* s) {
+    const std::vector<Op> emb = core::BuildEmbeddingOps(m, p), head = core::BuildHeadOps(m, p);
+    s->emb = coster.Cost(emb);
+    s->head = coster.Cost(head);
+    s->emb_step = StepWorkOf(emb, coster, g, prof);
+    s->head_step = StepWorkOf(head, coster, g, prof);
+    s->p2p = p.pp > 1 ? coster.CollectiveTime(core::BuildP2pOp(m, p)) : 0.0;
+  };
+  StageListCosts own_stage;
+  const StageListCosts* st = &own_stage;
+  if (cache) {
+    auto [it, fresh] = cache->stage_lists.try_emplace(PartKey(key, core::LayerPart::kSync));
+    if (fresh) stage_lists(&it->second);
+    st = &it->second;
+  } else {
+    stage_lists(&own_stage);
+  }
+  out->emb = st->emb;
+  out->head = st->head;
+  out->emb_step = st->emb_step;
+  out->head_step = st->head_step;
+  out->p2p = st->p2p;
+}
+
+}  // namespace
 
 StepCostCache::StepCostCache() : impl_(std::make_unique<Impl>()) {}
 StepCostCache::~StepCostCache() = default;
@@ -346,7 +491,7 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
   std::unique_ptr<CostedLists> own;  // ~5 KB: not even zeroed when the cache has it
   if (!cache) {
     own = std::make_unique<CostedLists>();
-    CostLists(m, p, g, c, prof, own.get());
+    CostLists(m, p, g, c, prof, KeyOf(p), nullptr, own.get());
   }
   const CostedLists& L = cache ? cache->impl().Get(m, p, g, c, prof) : *own;
   const ListCost &dense = L.dense, &moe = L.moe, &emb = L.emb, &head = L.head;
@@ -383,10 +528,13 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
       first |= begin == 0;
       last |= begin + count == m.layers;
     });
-    size_t k = 0;
-    while (k < kinds.size() && !(kinds[k].n_dense == n_dense && kinds[k].n_moe == n_moe &&
-                                 kinds[k].first == first && kinds[k].last == last))
-      ++k;
+    auto same = [&](const Kind& x) {
+      return x.n_dense == n_dense && x.n_moe == n_moe && x.first == first && x.last == last;
+    };
+    // Neighbouring ranks are usually of one kind: the previous rank's is tried first.
+    size_t k = i > 0 && same(kinds[kind_of[static_cast<size_t>(i - 1)]]) ? kind_of[static_cast<size_t>(i - 1)] : 0;
+    if (k == 0)
+      while (k < kinds.size() && !same(kinds[k])) ++k;
     kind_of[static_cast<size_t>(i)] = static_cast<uint32_t>(k);
     if (k < kinds.size()) continue;
     kinds.push_back({n_dense, n_moe, first, last});

@@ -471,3 +471,37 @@ TEST(MalformedModelTest, HeadDimIsRequiredWhenHiddenDoesNotSplitOverHeads) {
 
 }  // namespace
 }  // namespace meshplan::core
+
+namespace meshplan::core {
+namespace {
+
+TEST(DiagnosticsTest, ErrorsOnlyDropsWarningsAndKeepsErrors) {
+  // The plan search validates every candidate with an errors-only collector: the same errors,
+  // no warning messages composed or kept.
+  const ModelSpec m = *LoadModel("llama3-8b");
+  PlanSpec p;
+  p.tp = 2;
+  p.pp = 4;
+  p.dp = 1;
+  p.gpus = 8;
+  p.seq_len = 4096;
+  p.global_batch = 2;  // 2 microbatches never fill 4 stages: a warning
+  Diagnostics all, errors_only;
+  errors_only.set_errors_only(true);
+  ValidatePlan(p, m, *LoadGpu("h100-sxm"), *LoadCluster("dgx-h100"), &all);
+  ValidatePlan(p, m, *LoadGpu("h100-sxm"), *LoadCluster("dgx-h100"), &errors_only);
+  EXPECT_FALSE(all.has_errors());
+  ASSERT_EQ(all.warnings().size(), 1u);
+  EXPECT_EQ(all.warnings()[0].path, "plan.global_batch");
+  EXPECT_TRUE(errors_only.all().empty());
+  p.tp = 3;  // does not divide the heads: an error either way
+  Diagnostics e1, e2;
+  e2.set_errors_only(true);
+  ValidatePlan(p, m, *LoadGpu("h100-sxm"), *LoadCluster("dgx-h100"), &e1);
+  ValidatePlan(p, m, *LoadGpu("h100-sxm"), *LoadCluster("dgx-h100"), &e2);
+  EXPECT_EQ(e1.errors().size(), e2.errors().size());
+  EXPECT_TRUE(e2.has_errors());
+}
+
+}  // namespace
+}  // namespace meshplan::core

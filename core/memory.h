@@ -152,6 +152,26 @@ void ForEachStageChunk(const std::vector<int64_t>& starts, const PlanSpec& p, in
   }
   for (int64_t v = 0; v < p.vpp; ++v) visit(v * p.pp + stage);
 }
+// What pipeline rank `stage` holds, as the step model and the simulators count it: its dense and
+// MoE layers, and whether it has the model's first layer (and so the embedding) or its last (the
+// head). `starts` = ChunkStarts(m, p).
+struct StageComposition {
+  int64_t dense = 0, moe = 0;
+  bool first = false, last = false;
+  friend bool operator==(const StageComposition&, const StageComposition&) = default;
+};
+inline StageComposition StageCompositionOf(const ModelSpec& m, const PlanSpec& p, const std::vector<int64_t>& starts,
+                                           int64_t stage) {
+  StageComposition s;
+  ForEachStageChunk(starts, p, stage, [&](int64_t begin, int64_t count) {
+    const int64_t moe_here = m.MoeLayersBefore(begin + count) - m.MoeLayersBefore(begin);
+    s.moe += moe_here;
+    s.dense += count - moe_here;
+    s.first |= begin == 0;
+    s.last |= begin + count == m.layers;
+  });
+  return s;
+}
 // The same layers, handed to `fn` one by one.
 template <typename Fn>
 void ForEachStageLayer(const ModelSpec& m, const PlanSpec& p, int64_t stage, Fn fn) {

@@ -365,26 +365,20 @@ class NumericsStep {
 
   // [b*s, heads*d] (rows of tokens) <-> [b, heads, s, d] (attention's layout): host permutes,
   // as the Backend has no transpose kernel.
-  Result<Tensor> ToHeads(const Tensor& x) {
+  Result<Tensor> ToHeads(const Tensor& x) { return PermuteHeads(x, true); }
+  Result<Tensor> FromHeads(const Tensor& x) { return PermuteHeads(x, false); }
+  Result<Tensor> PermuteHeads(const Tensor& x, bool to_heads) {
     MESHPLAN_ASSIGN_OR_RETURN(std::vector<float> in, ToHost(x));
     const int64_t d = m_.head_dim, hd = heads_ * d;
     std::vector<float> out(in.size());
     for (int64_t bi = 0; bi < b_; ++bi)
       for (int64_t t = 0; t < s_; ++t)
-        for (int64_t h = 0; h < heads_; ++h)
-          std::copy_n(&in[static_cast<size_t>((bi * s_ + t) * hd + h * d)], d,
-                      &out[static_cast<size_t>(((bi * heads_ + h) * s_ + t) * d)]);
-    return FromHost(out, {b_, heads_, s_, d});
-  }
-  Result<Tensor> FromHeads(const Tensor& x) {
-    MESHPLAN_ASSIGN_OR_RETURN(std::vector<float> in, ToHost(x));
-    const int64_t d = m_.head_dim, hd = heads_ * d;
-    std::vector<float> out(in.size());
-    for (int64_t bi = 0; bi < b_; ++bi)
-      for (int64_t t = 0; t < s_; ++t)
-        for (int64_t h = 0; h < heads_; ++h)
-          std::copy_n(&in[static_cast<size_t>(((bi * heads_ + h) * s_ + t) * d)], d,
-                      &out[static_cast<size_t>((bi * s_ + t) * hd + h * d)]);
+        for (int64_t h = 0; h < heads_; ++h) {
+          const size_t rows = static_cast<size_t>((bi * s_ + t) * hd + h * d);
+          const size_t heads = static_cast<size_t>(((bi * heads_ + h) * s_ + t) * d);
+          std::copy_n(&in[to_heads ? rows : heads], d, &out[to_heads ? heads : rows]);
+        }
+    if (to_heads) return FromHost(out, {b_, heads_, s_, d});
     return FromHost(out, {rows_, hd});
   }
 

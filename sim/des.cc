@@ -125,18 +125,13 @@ std::vector<StageStreams> StageStreamCosts(const core::ModelSpec& m, const core:
   const double sends = p.schedule == core::Schedule::kInterleaved ? static_cast<double>(p.vpp) : 1.0;
 
   std::vector<StageStreams> out;
+  const std::vector<int64_t> starts = core::ChunkStarts(m, p);
   for (int64_t r = 0; r < p.pp && r < static_cast<int64_t>(stages.size()); ++r) {
     // The rank's layers, as the step model counts them.
     ListSplit total;
-    int64_t n_moe = 0, n_dense = 0;
-    bool first = false, last = false;
-    core::ForEachStageChunk(m, p, r, [&](int64_t begin, int64_t count) {
-      const int64_t moe_here = m.MoeLayersBefore(begin + count) - m.MoeLayersBefore(begin);
-      n_moe += moe_here;
-      n_dense += count - moe_here;
-      first |= begin == 0;
-      last |= begin + count == m.layers;
-    });
+    const core::StageComposition here = core::StageCompositionOf(m, p, starts, r);
+    const int64_t n_moe = here.moe, n_dense = here.dense;
+    const bool first = here.first, last = here.last;
     total.Add(dense, static_cast<double>(n_dense));
     if (n_moe > 0) total.Add(moe, static_cast<double>(n_moe));
     if (first) total.Add(emb, 1);

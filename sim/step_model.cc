@@ -508,36 +508,23 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
   // A rank's cost depends only on what it holds: its dense and MoE layer counts and whether it
   // has the embedding and the head. An even split has at most four kinds of rank, so each kind is
   // accumulated once and copied to the others.
-  struct Kind {
-    int64_t n_dense, n_moe;
-    bool first, last;
-  };
-  std::vector<Kind> kinds;
+  std::vector<core::StageComposition> kinds;
   std::vector<RankCost> ranks;  // one per kind
   kinds.reserve(4);
   ranks.reserve(4);
   std::vector<uint32_t> kind_of(static_cast<size_t>(p.pp));  // rank -> its kind
   const std::vector<int64_t> starts = core::ChunkStarts(m, p);
   for (int64_t i = 0; i < p.pp; ++i) {
-    int64_t n_moe = 0, n_dense = 0;
-    bool first = false, last = false;
-    core::ForEachStageChunk(starts, p, i, [&](int64_t begin, int64_t count) {
-      const int64_t moe_here = m.MoeLayersBefore(begin + count) - m.MoeLayersBefore(begin);
-      n_moe += moe_here;
-      n_dense += count - moe_here;
-      first |= begin == 0;
-      last |= begin + count == m.layers;
-    });
-    auto same = [&](const Kind& x) {
-      return x.n_dense == n_dense && x.n_moe == n_moe && x.first == first && x.last == last;
-    };
+    const core::StageComposition here = core::StageCompositionOf(m, p, starts, i);
     // Neighbouring ranks are usually of one kind: the previous rank's is tried first.
-    size_t k = i > 0 && same(kinds[kind_of[static_cast<size_t>(i - 1)]]) ? kind_of[static_cast<size_t>(i - 1)] : 0;
+    size_t k = i > 0 && kinds[kind_of[static_cast<size_t>(i - 1)]] == here ? kind_of[static_cast<size_t>(i - 1)] : 0;
     if (k == 0)
-      while (k < kinds.size() && !same(kinds[k])) ++k;
+      while (k < kinds.size() && !(kinds[k] == here)) ++k;
     kind_of[static_cast<size_t>(i)] = static_cast<uint32_t>(k);
     if (k < kinds.size()) continue;
-    kinds.push_back({n_dense, n_moe, first, last});
+    kinds.push_back(here);
+    const int64_t n_dense = here.dense, n_moe = here.moe;
+    const bool first = here.first, last = here.last;
     RankCost& r = ranks.emplace_back();
     Accumulate(dense, static_cast<double>(n_dense), &r);
     step_costs(dense_step, static_cast<double>(n_dense), &r);

@@ -170,8 +170,11 @@ void ScenarioModel::Evaluate() {
   const bool three_kinds =
       s.plan.schedule == core::Schedule::kZeroBubble || s.plan.schedule == core::Schedule::kDualPipe;
   const int64_t ops = s.plan.pp * s.plan.vpp * microbatches * (three_kinds ? 3 : 2);
+  // Each rank's passes split by stream (compute, TP/CP/EP and DP communication, sends).
+  std::vector<sim::StageStreams> streams =
+      sim::StageStreamCosts(s.model, s.plan, s.gpu, s.cluster, profile_, e_.step.stages);
   if (ops <= kSyncDesOps) {
-    auto r = sim::SimulatePipeline(s.plan, e_.step.stages, microbatches, sim::DesOptions{});
+    auto r = sim::SimulateStreams(s.plan, streams, microbatches, sim::DesOptions{});
     if (r.ok()) {
       e_.timeline = std::move(r.value());
       e_.timeline_state = Evaluation::Pending::kReady;
@@ -182,8 +185,8 @@ void ScenarioModel::Evaluate() {
   } else {
     e_.timeline_state = Evaluation::Pending::kRunning;
     timeline_worker_.Start(QString("simulating %1 pipeline ops").arg(ops),
-                           [this, plan = s.plan, stages = e_.step.stages, microbatches](Worker::Context& ctx) {
-                             auto r = sim::SimulatePipeline(plan, stages, microbatches, sim::DesOptions{});
+                           [this, plan = s.plan, streams = std::move(streams), microbatches](Worker::Context& ctx) {
+                             auto r = sim::SimulateStreams(plan, streams, microbatches, sim::DesOptions{});
                              if (ctx.cancelled()) return;
                              auto shared = std::make_shared<core::Result<sim::DesResult>>(std::move(r));
                              ctx.Post([this, shared] {

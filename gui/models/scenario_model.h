@@ -1,7 +1,7 @@
 // The GUI's one source of truth: the current core::Scenario (model, GPU, cluster, plan), the
 // training-run inputs (tokens, price) and everything core/ and sim/ say about it. Every setter
 // re-evaluates at once on the calling (GUI) thread: ValidatePlan, EstimateMemory, EstimateStep,
-// EstimateTraining and, for small pipelines, SimulatePipeline (microseconds to a few
+// EstimateTraining and, for small pipelines, SimulateStreams (microseconds to a few
 // milliseconds). Large discrete-event simulations and the failure Monte Carlo run on Workers and
 // arrive later (timelineChanged / reliabilityChanged). No model math here: the numbers come from
 // the same core/sim calls `meshplan report` makes (cli/report_cmd.cc), with the same defaults.
@@ -51,7 +51,7 @@ struct Evaluation {
   double tokens = 0;   // the training run's tokens (20 per parameter when not set)
   double eval_ms = 0;  // wall time of the synchronous part, for the status bar
 
-  // Discrete-event simulation of one step's pipeline (sim::SimulatePipeline).
+  // Discrete-event simulation of one step with its communication streams (sim::SimulateStreams).
   enum class Pending { kNone, kRunning, kReady, kFailed };
   Pending timeline_state = Pending::kNone;
   sim::DesResult timeline;

@@ -16,7 +16,7 @@
 namespace meshplan::gui {
 namespace {
 
-constexpr int kLeft = 70, kRight = 16, kTop = 30, kBottom = 44;
+constexpr int kLeft = 70, kRight = 16, kTop = 30, kBottom = 62;
 
 QColor KindColor(sim::PipeOpKind k) {
   switch (k) {
@@ -40,6 +40,22 @@ QString KindWord(sim::PipeOpKind k) {
       return "backward (weight gradients)";
   }
   return {};
+}
+
+QColor TaskColor(sim::TaskKind k) {
+  switch (k) {
+    case sim::TaskKind::kExposedComm:
+      return QColor(219, 68, 55);
+    case sim::TaskKind::kOverlappedComm:
+      return QColor(240, 170, 165);
+    case sim::TaskKind::kSend:
+      return QColor(110, 110, 110);
+    case sim::TaskKind::kGradSync:
+      return QColor(142, 36, 170);
+    case sim::TaskKind::kOptimizer:
+      return QColor(60, 60, 60);
+  }
+  return Qt::gray;
 }
 
 // 1, 2 or 5 x 10^k: a tick step giving about `target` ticks over `span`.
@@ -77,14 +93,20 @@ void GanttWidget::Rebuild() {
   resetZoom();
 }
 
+double GanttWidget::Full() const {
+  const sim::DesResult& r = model_->result();
+  const double t = std::max(r.step_time_s, r.pipeline_s);
+  return t > 0 ? t : 1;
+}
+
 void GanttWidget::resetZoom() {
   t0_ = 0;
-  t1_ = model_->result().pipeline_s > 0 ? model_->result().pipeline_s : 1;
+  t1_ = Full();
   update();
 }
 
 void GanttWidget::zoom(double factor, double anchor_s) {
-  const double full = model_->result().pipeline_s > 0 ? model_->result().pipeline_s : 1;
+  const double full = Full();
   double span = (t1_ - t0_) / factor;
   span = std::clamp(span, full * 1e-4, full);
   const double frac = (t1_ > t0_) ? (anchor_s - t0_) / (t1_ - t0_) : 0.5;
@@ -158,11 +180,13 @@ void GanttWidget::paintEvent(QPaintEvent*) {
       p.drawText(QRectF(0, row.top(), kLeft - 6, row_h), Qt::AlignRight | Qt::AlignVCenter, QString("rank %1").arg(k));
     }
   }
-  // Ops.
+  // Ops on the upper part of each rank's row; below them a thin line per communication stream
+  // (TP/CP/EP collectives, DP gradient sync, pipeline sends), as the simulator placed them.
   p.setClipRect(r);
+  const double ops_top = 0.06, ops_h = 0.6, lane_top = 0.69, lane_h = 0.085;
   for (size_t k = 0; k < by_rank_.size(); ++k) {
-    const double y = r.top() + static_cast<double>(k) * row_h + row_h * 0.1;
-    const double h = row_h * 0.8;
+    const double y = r.top() + static_cast<double>(k) * row_h + row_h * ops_top;
+    const double h = row_h * ops_h;
     for (int i : by_rank_[k]) {
       const auto& o = model_->op(i);
       if (o.end_s < t0_ || o.start_s > t1_) continue;
@@ -181,6 +205,20 @@ void GanttWidget::paintEvent(QPaintEvent*) {
       }
     }
   }
+  for (const sim::TimelineTask& t : model_->result().tasks) {
+    if (t.stage < 0 || t.stage >= ranks || t.end_s < t0_ || t.start_s > t1_) continue;
+    const double row_y = r.top() + static_cast<double>(t.stage) * row_h;
+    const double x0 = xOf(t.start_s), x1 = xOf(t.end_s);
+    QRectF box;
+    if (t.stream == sim::Stream::kCompute) {
+      box = QRectF(x0, row_y + row_h * ops_top, std::max(1.0, x1 - x0), row_h * ops_h);
+    } else {
+      const int lane = t.stream == sim::Stream::kTpComm ? 0 : t.stream == sim::Stream::kDpComm ? 1 : 2;
+      box = QRectF(x0, row_y + row_h * (lane_top + lane * lane_h), std::max(1.0, x1 - x0),
+                   std::max(1.0, row_h * lane_h * 0.9));
+    }
+    p.fillRect(box, TaskColor(t.kind));
+  }
   p.setClipping(false);
   // Time axis.
   p.setPen(Qt::black);
@@ -192,7 +230,7 @@ void GanttWidget::paintEvent(QPaintEvent*) {
     p.drawText(QRectF(x - 40, r.bottom() + 5, 80, 14), Qt::AlignHCenter | Qt::AlignTop, QString::number(t, 'g', 4));
   }
   p.drawText(QRectF(r.left(), r.bottom() + 22, r.width(), 16), Qt::AlignHCenter,
-             "time within the step's pipeline phase (s); wheel: zoom, drag: pan, double-click: reset");
+             "time within the step (s); wheel: zoom, drag: pan, double-click: reset");
   // Legend.
   double lx = r.left();
   for (auto k : {sim::PipeOpKind::kForward, sim::PipeOpKind::kBackward, sim::PipeOpKind::kWeight}) {
@@ -203,6 +241,17 @@ void GanttWidget::paintEvent(QPaintEvent*) {
   }
   p.drawText(QRectF(lx, 6, r.right() - lx, 18), Qt::AlignLeft | Qt::AlignVCenter,
              "numbers: microbatch; darker: second model chunk; blank: idle (bubble)");
+  // The streams under each row.
+  lx = r.left();
+  const std::pair<sim::TaskKind, const char*> tasks[] = {
+      {sim::TaskKind::kExposedComm, "exposed collective"}, {sim::TaskKind::kOverlappedComm, "overlapped collective"},
+      {sim::TaskKind::kSend, "pipeline send"}, {sim::TaskKind::kGradSync, "DP gradient sync"},
+      {sim::TaskKind::kOptimizer, "optimizer"}};
+  for (const auto& [kind, word] : tasks) {
+    p.fillRect(QRectF(lx, r.bottom() + 46, 10, 8), TaskColor(kind));
+    p.drawText(QRectF(lx + 13, r.bottom() + 42, 200, 16), Qt::AlignLeft | Qt::AlignVCenter, word);
+    lx += 24 + p.fontMetrics().horizontalAdvance(word);
+  }
 }
 
 void GanttWidget::wheelEvent(QWheelEvent* event) {
@@ -219,7 +268,7 @@ void GanttWidget::mousePressEvent(QMouseEvent* event) {
 
 void GanttWidget::mouseMoveEvent(QMouseEvent* event) {
   if (!(event->buttons() & Qt::LeftButton) || drag_x_ < 0) return;
-  const double full = model_->result().pipeline_s > 0 ? model_->result().pipeline_s : 1;
+  const double full = Full();
   const double dt = (event->position().x() - drag_x_) / plotRect().width() * (drag_t1_ - drag_t0_);
   const double span = drag_t1_ - drag_t0_;
   t0_ = std::clamp(drag_t0_ - dt, 0.0, std::max(0.0, full - span));

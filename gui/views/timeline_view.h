@@ -1,7 +1,9 @@
-// The pipeline timeline of one training step from the discrete-event simulator
-// (sim::SimulatePipeline through TimelineTableModel): one row per pipeline rank, forward (F),
-// input-gradient backward (B) and weight-gradient (W) ops coloured, the microbatch number inside
-// each op when there is room, idle time left blank. Mouse wheel zooms around the cursor, drag
+// The timeline of one training step from the discrete-event simulator (sim::SimulateStreams
+// through TimelineTableModel): one row per pipeline rank, forward (F), input-gradient backward (B)
+// and weight-gradient (W) ops coloured, the microbatch number inside each op when there is room,
+// idle time left blank; under each row a thin line per communication stream (TP/CP/EP
+// collectives exposed or overlapped, DP gradient sync, pipeline sends), and the optimizer step
+// after the pipeline. Mouse wheel zooms around the cursor, drag
 // pans, double-click resets; hovering an op shows its rank, microbatch, kind and times.
 #ifndef MESHPLAN_GUI_VIEWS_TIMELINE_VIEW_H_
 #define MESHPLAN_GUI_VIEWS_TIMELINE_VIEW_H_
@@ -45,6 +47,7 @@ class GanttWidget : public QWidget {
   int drag_x_ = -1;
   double drag_t0_ = 0, drag_t1_ = 1;
   std::vector<std::vector<int>> by_rank_;  // op rows per rank, in start order
+  double Full() const;                      // the whole step: the time axis at zoom 1
 };
 
 class TimelineView : public View {

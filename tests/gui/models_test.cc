@@ -136,7 +136,10 @@ TEST(GuiModelsTest, TimelineTableModelIsTheSimulatorsTimeline) {
   ScenarioModel s;
   TimelineTableModel m(&s);
   Tester t(&m, kFatal);
-  auto want = sim::SimulatePipeline(s.plan(), s.evaluation().step.stages, s.plan().Microbatches(), {});
+  const core::Scenario& sc = s.scenario();
+  auto want = sim::SimulateStreams(
+      s.plan(), sim::StageStreamCosts(sc.model, sc.plan, sc.gpu, sc.cluster, s.profile(), s.evaluation().step.stages),
+      s.plan().Microbatches(), {});
   ASSERT_TRUE(want.ok());
   ASSERT_EQ(m.rowCount(), static_cast<int>(want->ops.size()));
   EXPECT_EQ(m.ranks(), s.plan().pp);

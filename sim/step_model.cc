@@ -259,6 +259,12 @@ PipelineTime SchedulePipeline(core::Schedule schedule, const std::vector<StageTi
   return r;
 }
 
+double SendsPerMicrobatch(const core::PlanSpec& p) {
+  if (p.schedule == core::Schedule::kInterleaved) return static_cast<double>(p.vpp);
+  if (p.schedule == core::Schedule::kDualPipe) return 2.0;
+  return 1.0;
+}
+
 double ComputeOpTime(const Op& op, const core::GpuSpec& g, const core::Profile& prof) {
   const double hbm = g.hbm_bytes_per_s * prof.hbm_efficiency;
   switch (op.kind) {
@@ -498,8 +504,7 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
   const StepWork &dense_step = L.dense_step, &moe_step = L.moe_step, &emb_step = L.emb_step,
                  &head_step = L.head_step;
   const double p2p = L.p2p;
-  // Interleaving sends v times per microbatch (one per model chunk).
-  const double sends = p.schedule == core::Schedule::kInterleaved ? static_cast<double>(p.vpp) : 1.0;
+  const double sends = SendsPerMicrobatch(p);
   auto step_costs = [&](const StepWork& w, double count, RankCost* r) {
     r->step_comm += w.comm * count;
     r->optimizer += w.optimizer * count;

@@ -115,6 +115,10 @@ struct PipelineTime {
 PipelineTime SchedulePipeline(core::Schedule schedule, const std::vector<StageTimes>& stages, int64_t microbatches,
                               int64_t vpp);
 
+// Pipeline sends a rank's StageTimes hold per microbatch in each direction: one per model chunk
+// the rank runs (interleaved: vpp; DualPipe: its two stages; otherwise one).
+double SendsPerMicrobatch(const core::PlanSpec& p);
+
 // Time of one compute op (GEMM, attention, memory-bound, optimizer) on `g` under `profile`.
 double ComputeOpTime(const core::Op& op, const core::GpuSpec& g, const core::Profile& profile);
 

@@ -1,15 +1,17 @@
 #include "runtime/executor.h"
 
-#include "core/schedule.h"
-
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
+#include <tuple>
 
 #include "core/memory.h"
+#include "core/schedule.h"
+#include "core/units.h"
 #include "runtime/status_macros.h"
 
 namespace meshplan::runtime {
@@ -121,6 +123,274 @@ std::vector<std::pair<bool, int64_t>> StagePassOrder(core::Schedule schedule, in
   return order;
 }
 
+const char* Name(PipePass p) {
+  switch (p) {
+    case PipePass::kForward:
+      return "F";
+    case PipePass::kBackward:
+      return "B";
+    case PipePass::kWeight:
+      return "W";
+  }
+  return "?";
+}
+
+namespace {
+
+// The virtual stages of a plan's pipeline (executor.h, "pipeline schedules across ranks"), with
+// sim/des.cc's numbering: vs = local * pp + position.
+struct VirtualPipe {
+  explicit VirtualPipe(const core::PlanSpec& p)
+      : pp(p.pp),
+        dual(p.schedule == core::Schedule::kDualPipe),
+        chunks(dual                                         ? 2
+               : p.schedule == core::Schedule::kInterleaved ? std::max<int64_t>(p.vpp, 1)
+                                                            : 1),
+        m(p.micro_batch > 0 && p.dp > 0 ? p.Microbatches() : 0) {}  // CheckPipeline refuses 0
+  int64_t pp;
+  bool dual;
+  int64_t chunks;  // per rank
+  int64_t m;       // microbatches per pipeline
+  int64_t Stages() const { return pp * chunks; }
+  int64_t Rank(int64_t vs) const { return dual && vs >= pp ? pp - 1 - vs % pp : vs % pp; }
+  int64_t VStage(int64_t rank, int64_t local) const {
+    return dual && local == 1 ? 2 * pp - 1 - rank : local * pp + rank;
+  }
+  int64_t Prev(int64_t vs) const { return (dual ? vs % pp == 0 : vs == 0) ? -1 : vs - 1; }
+  int64_t Next(int64_t vs) const { return (dual ? vs % pp == pp - 1 : vs == Stages() - 1) ? -1 : vs + 1; }
+  // The microbatches of vs's direction: [FirstMb, FirstMb + Mbs).
+  int64_t FirstMb(int64_t vs) const { return dual && vs >= pp ? (m + 1) / 2 : 0; }
+  int64_t Mbs(int64_t vs) const { return !dual ? m : vs < pp ? (m + 1) / 2 : m / 2; }
+};
+
+Status CheckPipeline(const core::PlanSpec& p, int64_t stage) {
+  auto bad = [](const std::string& field, const std::string& rule) {
+    return Status::InvalidArgument("pipeline schedule: " + field + ": " + rule);
+  };
+  if (p.pp < 1) return bad("plan.pp", "must be >= 1 (got " + std::to_string(p.pp) + ")");
+  if (p.vpp < 1) return bad("plan.vpp", "must be >= 1 (got " + std::to_string(p.vpp) + ")");
+  if (p.micro_batch < 1 || p.dp < 1) return bad("plan.micro_batch", "micro_batch and dp must be >= 1");
+  if (stage < 0 || stage >= p.pp)
+    return bad("plan.pp", "stage " + std::to_string(stage) + " is outside [0, " + std::to_string(p.pp) + ")");
+  const int64_t m = p.Microbatches();
+  if (m < 1) return bad("plan.global_batch", "must hold at least one microbatch per pipeline (micro_batch * dp)");
+  if (p.vpp > 1 && p.schedule != core::Schedule::kInterleaved)
+    return bad("plan.vpp",
+               std::to_string(p.vpp) + " needs plan.schedule=interleaved (got " + core::Name(p.schedule) + ")");
+  if (p.schedule == core::Schedule::kInterleaved && m % p.pp != 0)
+    return bad("plan.global_batch", "interleaved needs the microbatches per pipeline (" + std::to_string(m) +
+                                        ") to be a multiple of pp=" + std::to_string(p.pp));
+  if (p.schedule == core::Schedule::kDualPipe) {
+    if (p.pp < 2 || p.pp % 2 != 0)
+      return bad("plan.pp", "dualpipe needs an even pp >= 2 (got " + std::to_string(p.pp) + ")");
+    if (m < 2)
+      return bad("plan.global_batch", "dualpipe needs at least 2 microbatches per pipeline, one per direction (got " +
+                                          std::to_string(m) + ")");
+  }
+  return Status::Ok();
+}
+
+// GPipe, 1F1B, interleaved: Megatron-LM's fixed orders.
+std::vector<PipeSlot> FixedOrder(const core::PlanSpec& p, int64_t stage) {
+  std::vector<PipeSlot> out;
+  for (const core::ScheduleSlot& s : core::StageOrder(p.schedule, p.pp, p.vpp, stage, p.Microbatches()))
+    out.push_back({s.forward ? PipePass::kForward : PipePass::kBackward, s.chunk, s.microbatch});
+  return out;
+}
+
+// ZB-H1 (Qi et al. 2024, §2.1 and Figure 3): 1F1B's forwards and backwards; W of microbatch k - i
+// after the B of microbatch k on stage i, then one pending W after each drain B, the rest last.
+std::vector<PipeSlot> ZeroBubbleOrder(int64_t pp, int64_t stage, int64_t m) {
+  std::vector<PipeSlot> out;
+  const int64_t warm = std::min(pp - stage - 1, m), delay = stage;
+  int64_t next_w = 0;
+  auto f = [&](int64_t i) { out.push_back({PipePass::kForward, 0, i}); };
+  auto b = [&](int64_t i) { out.push_back({PipePass::kBackward, 0, i}); };
+  auto w = [&] { out.push_back({PipePass::kWeight, 0, next_w++}); };
+  for (int64_t i = 0; i < warm; ++i) f(i);
+  for (int64_t k = 0; k < m - warm; ++k) {
+    f(warm + k);
+    b(k);
+    if (k >= delay) w();
+  }
+  for (int64_t k = m - warm; k < m; ++k) {
+    b(k);
+    if (next_w <= k) w();
+  }
+  while (next_w < m) w();
+  return out;
+}
+
+// DualPipe: list scheduling at unit pass times (executor.h). Every rank's order at once.
+Result<std::vector<std::vector<PipeSlot>>> DualPipeOrders(const VirtualPipe& vp) {
+  struct Local {
+    int64_t vs = 0, nf = 0, nb = 0, nw = 0, limit = 1;
+    std::vector<int64_t> pending_w;  // microbatches (within the direction) through B, not W
+    size_t next_w = 0;
+  };
+  const int64_t stages = vp.Stages();
+  std::vector<std::vector<Local>> locals(static_cast<size_t>(vp.pp));
+  for (int64_t vs = 0; vs < stages; ++vs) {
+    Local l;
+    l.vs = vs;
+    l.limit = vp.pp - vs % vp.pp;  // position j along its direction: pp - j in flight (1F1B's)
+    locals[static_cast<size_t>(vp.Rank(vs))].push_back(l);
+  }
+  // End time of each pass of (vs, microbatch within the direction); -1 not yet scheduled.
+  std::array<std::vector<std::vector<int64_t>>, 3> end;
+  for (auto& e : end) {
+    e.resize(static_cast<size_t>(stages));
+    for (int64_t vs = 0; vs < stages; ++vs) e[static_cast<size_t>(vs)].assign(static_cast<size_t>(vp.Mbs(vs)), -1);
+  }
+  auto end_of = [&](PipePass pass, int64_t vs, int64_t k) {
+    return end[static_cast<size_t>(pass)][static_cast<size_t>(vs)][static_cast<size_t>(k)];
+  };
+  // The earliest time the pass can start by its dependencies, or -1.
+  auto ready = [&](PipePass pass, int64_t vs, int64_t k) -> int64_t {
+    switch (pass) {
+      case PipePass::kForward:
+        return vp.Prev(vs) < 0 ? 0 : end_of(PipePass::kForward, vp.Prev(vs), k);
+      case PipePass::kBackward: {
+        const int64_t f = end_of(PipePass::kForward, vs, k);
+        if (f < 0 || vp.Next(vs) < 0) return f;
+        const int64_t b = end_of(PipePass::kBackward, vp.Next(vs), k);
+        return b < 0 ? -1 : std::max(f, b);
+      }
+      case PipePass::kWeight:
+        return end_of(PipePass::kBackward, vs, k);
+    }
+    return -1;
+  };
+  std::vector<int64_t> free(static_cast<size_t>(vp.pp), 0);
+  std::vector<std::vector<PipeSlot>> orders(static_cast<size_t>(vp.pp));
+  int64_t remaining = 3 * vp.pp * vp.m;  // F, B and W of every microbatch on every virtual stage
+  while (remaining > 0) {
+    int64_t best_start = -1;
+    int best_prio = 3;
+    Local* best = nullptr;
+    PipePass best_pass = PipePass::kForward;
+    int64_t best_k = 0, best_rank = 0;
+    for (int64_t r = 0; r < vp.pp; ++r) {
+      for (Local& l : locals[static_cast<size_t>(r)]) {
+        const int64_t mbs = vp.Mbs(l.vs);
+        auto consider = [&](PipePass pass, int64_t k, int prio) {
+          const int64_t t = ready(pass, l.vs, k);
+          if (t < 0) return;
+          const int64_t start = std::max(t, free[static_cast<size_t>(r)]);
+          if (best == nullptr || start < best_start || (start == best_start && prio < best_prio)) {
+            best_start = start;
+            best_prio = prio;
+            best = &l;
+            best_pass = pass;
+            best_k = k;
+            best_rank = r;
+          }
+        };
+        if (l.nb < mbs) consider(PipePass::kBackward, l.nb, 0);
+        if (l.nf < mbs && l.nf - l.nw < l.limit) consider(PipePass::kForward, l.nf, 1);
+        if (l.next_w < l.pending_w.size()) consider(PipePass::kWeight, l.pending_w[l.next_w], 2);
+      }
+    }
+    if (best == nullptr) return Status::Internal("dualpipe order: no pass can start (a bug in the list policy)");
+    end[static_cast<size_t>(best_pass)][static_cast<size_t>(best->vs)][static_cast<size_t>(best_k)] = best_start + 1;
+    free[static_cast<size_t>(best_rank)] = best_start + 1;
+    orders[static_cast<size_t>(best_rank)].push_back({best_pass, best->vs / vp.pp, vp.FirstMb(best->vs) + best_k});
+    --remaining;
+    switch (best_pass) {
+      case PipePass::kForward:
+        ++best->nf;
+        break;
+      case PipePass::kBackward:
+        ++best->nb;
+        best->pending_w.push_back(best_k);
+        break;
+      case PipePass::kWeight:
+        ++best->next_w;
+        ++best->nw;
+        break;
+    }
+  }
+  return orders;
+}
+
+// Every pipeline rank's order. REQUIRES: CheckPipeline passed.
+Result<std::vector<std::vector<PipeSlot>>> AllOrders(const core::PlanSpec& p) {
+  if (p.schedule == core::Schedule::kDualPipe) return DualPipeOrders(VirtualPipe(p));
+  std::vector<std::vector<PipeSlot>> out;
+  for (int64_t r = 0; r < p.pp; ++r)
+    out.push_back(p.schedule == core::Schedule::kZeroBubble ? ZeroBubbleOrder(p.pp, r, p.Microbatches())
+                                                            : FixedOrder(p, r));
+  return out;
+}
+
+}  // namespace
+
+Result<std::vector<PipeSlot>> PipelineOrder(const core::PlanSpec& p, int64_t stage) {
+  MESHPLAN_RETURN_IF_ERROR(CheckPipeline(p, stage));
+  if (p.schedule == core::Schedule::kDualPipe) {
+    MESHPLAN_ASSIGN_OR_RETURN(auto all, AllOrders(p));
+    return std::move(all[static_cast<size_t>(stage)]);
+  }
+  return p.schedule == core::Schedule::kZeroBubble ? ZeroBubbleOrder(p.pp, stage, p.Microbatches())
+                                                   : FixedOrder(p, stage);
+}
+
+Result<std::vector<PipeAction>> PipelineProgram(const core::PlanSpec& p, int64_t stage) {
+  MESHPLAN_RETURN_IF_ERROR(CheckPipeline(p, stage));
+  const VirtualPipe vp(p);
+  MESHPLAN_ASSIGN_OR_RETURN(const auto orders, AllOrders(p));
+  // The message a pass of rank r sends, and to whom (-1: none, or the same rank).
+  auto outgoing = [&](int64_t r, const PipeSlot& s, PipeMessage* msg) -> int64_t {
+    const int64_t vs = vp.VStage(r, s.chunk);
+    const int64_t to = s.pass == PipePass::kForward ? vp.Next(vs) : s.pass == PipePass::kBackward ? vp.Prev(vs) : -1;
+    if (to < 0 || vp.Rank(to) == r) return -1;
+    *msg = {s.pass == PipePass::kBackward, vs, s.microbatch};
+    return vp.Rank(to);
+  };
+  auto incoming = [&](int64_t r, const PipeSlot& s, PipeMessage* msg) -> int64_t {
+    const int64_t vs = vp.VStage(r, s.chunk);
+    const int64_t from = s.pass == PipePass::kForward ? vp.Prev(vs) : s.pass == PipePass::kBackward ? vp.Next(vs) : -1;
+    if (from < 0 || vp.Rank(from) == r) return -1;
+    *msg = {s.pass == PipePass::kBackward, from, s.microbatch};
+    return vp.Rank(from);
+  };
+  // What each peer sends this rank, in the peer's order.
+  std::vector<std::vector<PipeMessage>> queue(static_cast<size_t>(p.pp));
+  for (int64_t q = 0; q < p.pp; ++q) {
+    if (q == stage) continue;
+    for (const PipeSlot& s : orders[static_cast<size_t>(q)]) {
+      PipeMessage msg;
+      if (outgoing(q, s, &msg) == stage) queue[static_cast<size_t>(q)].push_back(msg);
+    }
+  }
+  std::vector<size_t> pos(static_cast<size_t>(p.pp), 0);
+  auto key = [](const PipeMessage& m) { return std::tuple{m.gradient, m.from_vstage, m.microbatch}; };
+  std::set<std::tuple<bool, int64_t, int64_t>> received;
+  std::vector<PipeAction> out;
+  for (const PipeSlot& s : orders[static_cast<size_t>(stage)]) {
+    PipeMessage need;
+    if (const int64_t from = incoming(stage, s, &need); from >= 0 && !received.contains(key(need))) {
+      const auto& q = queue[static_cast<size_t>(from)];
+      auto& i = pos[static_cast<size_t>(from)];
+      while (true) {
+        if (i == q.size())
+          return Status::Internal(std::string("pipeline program: stage ") + std::to_string(stage) + "'s " +
+                                  Name(s.pass) + " of microbatch " + std::to_string(s.microbatch) +
+                                  " waits for a message stage " + std::to_string(from) + " never sends (" +
+                                  core::Name(p.schedule) + ")");
+        const PipeMessage msg = q[i++];
+        out.push_back({PipeAction::kRecv, s, from, msg});
+        received.insert(key(msg));
+        if (msg == need) break;
+      }
+    }
+    out.push_back({PipeAction::kRun, s, -1, {}});
+    PipeMessage msg;
+    if (const int64_t to = outgoing(stage, s, &msg); to >= 0) out.push_back({PipeAction::kSend, s, to, msg});
+  }
+  return out;
+}
+
 namespace {
 
 enum class MemKernel { kNorm, kActivation, kSoftmax, kAdd };
@@ -151,8 +421,8 @@ struct Slot {
   Op op;
   Buffers* buffers = nullptr;
   Communicator* comm = nullptr;  // real group (collective, p2p)
-  int peer = -1;                 // p2p: the peer's rank in the pipeline group
   bool send = false;             // p2p: send (else receive)
+  bool gradient = false;         // p2p: the input gradient (else the activation)
   bool modeled = false;
   double predicted_s = 0;
   // Accumulated over the timed steps.
@@ -160,10 +430,20 @@ struct Slot {
   int64_t calls = 0;
 };
 
+// One list instance's optimizer states: the shard of the rank's model states its optimizer op
+// updates (param = master weights, or the working weights when there are none).
+struct OptimizerState {
+  Tensor param, grad, m, v;
+};
+
+// Where an executor tensor's bytes count (StepMemory::held).
+enum class Use { kWorkingSet, kWeights, kGrads, kMasterWeights, kMoments, kActivations };
+constexpr int kUses = 6;
+
 class Executor {
  public:
   Executor(Backend& backend, const core::Scenario& s, const ExecutorOptions& o, const RankGroups& g)
-      : be_(backend), s_(s), p_(s.plan), o_(o), groups_(g) {}
+      : be_(backend), s_(s), p_(s.plan), o_(o), groups_(g), vp_(s.plan) {}
 
   Result<Measurement> Run() {
     if (o_.rank < 0 || o_.rank >= p_.gpus)
@@ -171,11 +451,6 @@ class Executor {
                                      std::to_string(p_.gpus) + " ranks");
     if (o_.steps < 1 || o_.warmup_steps < 0)
       return Status::InvalidArgument("executor: steps must be >= 1 and warmup steps >= 0");
-    if (groups_.groups[static_cast<size_t>(CommGroup::kPp)] != nullptr && p_.pp > 1 &&
-        p_.schedule != core::Schedule::kGpipe && p_.schedule != core::Schedule::k1F1B)
-      return Status::InvalidArgument(std::string("executor: schedule ") + core::Name(p_.schedule) +
-                                     " is not executed across real pipeline stages yet (gpipe and 1f1b are); "
-                                     "run a rank slice (one process) instead");
     seed_ = o_.seed * 1000003;
     graph_ = core::BuildStepGraph(s_.model, p_);
     stage_ = StageOfRank(p_, o_.rank);
@@ -184,8 +459,14 @@ class Executor {
                                                                           : Dtype::kBf16;
     MESHPLAN_RETURN_IF_ERROR(BuildCommunicators());
     MESHPLAN_RETURN_IF_ERROR(BuildProgram());
-    MESHPLAN_RETURN_IF_ERROR(Prepare());
+    for (core::StageMemory& st : core::EstimateMemory(s_.model, p_, s_.gpu, o_.profile.memory).stages)
+      if (st.stage == stage_) stage_memory_ = std::move(st);
+    // The peak GEMM (cpu) allocates its own tensors: measured first, so that the peak below is
+    // this run's tensors only.
     MESHPLAN_ASSIGN_OR_RETURN(DevicePeak peak, Peak());
+    be_.ResetPeakMemory();
+    MESHPLAN_RETURN_IF_ERROR(Prepare());
+    if (o_.hold_training_state) MESHPLAN_RETURN_IF_ERROR(HoldTrainingState());
 
     std::vector<double> step_times;
     for (int step = 0; step < o_.warmup_steps + o_.steps; ++step) {
@@ -215,46 +496,63 @@ class Executor {
     return Status::Ok();
   }
 
-  // Lists this stage runs, in forward order, and one Slot per op of each list.
+  // The model chunks this stage runs (each a list of sections in forward order), one Slot per
+  // op of each list, and the stage's pipeline program.
   Status BuildProgram() {
-    const std::vector<int64_t> layers = core::StageLayers(s_.model, p_, stage_);
-    if (layers.empty())
-      return Status::InvalidArgument("executor: stage " + std::to_string(stage_) + " holds no layers");
-    const bool first = std::find(layers.begin(), layers.end(), 0) != layers.end();
-    const bool last = std::find(layers.begin(), layers.end(), s_.model.layers - 1) != layers.end();
     AddSection("embedding", graph_.embedding);
     AddSection("dense_layer", graph_.dense_layer);
     AddSection("moe_layer", graph_.moe_layer);
     AddSection("head", graph_.head);
-    if (first) forward_lists_.push_back(0);
-    for (int64_t l : layers) forward_lists_.push_back(s_.model.IsMoeLayer(l) ? 2 : 1);
-    if (last) forward_lists_.push_back(3);
+    int64_t local = 0;
+    core::ForEachStageChunk(s_.model, p_, stage_, [&](int64_t first, int64_t count) {
+      Chunk c;
+      c.vstage = vp_.VStage(stage_, local++);
+      if (first == 0 && count > 0) c.lists.push_back(0);
+      for (int64_t l = first; l < first + count; ++l) c.lists.push_back(s_.model.IsMoeLayer(l) ? 2 : 1);
+      if (first + count == s_.model.layers && count > 0) c.lists.push_back(3);
+      chunks_.push_back(c);
+    });
+    for (const Chunk& c : chunks_) {
+      if (c.lists.empty())
+        return Status::InvalidArgument("executor: stage " + std::to_string(stage_) + " holds an empty model chunk");
+      forward_lists_.insert(forward_lists_.end(), c.lists.begin(), c.lists.end());
+    }
+    if (forward_lists_.empty())
+      return Status::InvalidArgument("executor: stage " + std::to_string(stage_) + " holds no layers");
+    MESHPLAN_ASSIGN_OR_RETURN(program_, PipelineProgram(p_, stage_));
+    if (static_cast<int64_t>(chunks_.size()) != vp_.chunks)
+      return Status::Internal("executor: stage " + std::to_string(stage_) + " holds " + std::to_string(chunks_.size()) +
+                              " model chunks, its " + core::Name(p_.schedule) + " order " + std::to_string(vp_.chunks));
+    split_weight_ = p_.schedule == core::Schedule::kZeroBubble || p_.schedule == core::Schedule::kDualPipe;
 
-    // Pipeline transfers: real sends and receives in an MPI run, else the simulator's charge of
-    // one activation and one gradient transfer per microbatch, modeled.
+    // Pipeline transfers: the program's real sends and receives in an MPI run, else the
+    // simulator's charge of one activation transfer per F and one gradient transfer per B, modeled.
     if (p_.pp > 1) {
       sections_.push_back({"pipeline", {}});
       auto& sec = sections_.back().slots;
-      auto add = [&](const char* name, Pass pass, int peer_stage, bool send) {
+      auto add = [&](const char* name, Pass pass, bool send, bool gradient) {
         Slot sl;
         sl.section = "pipeline";
         sl.index = static_cast<int64_t>(sec.size());
         sl.op = graph_.p2p;
         sl.op.name = name;
         sl.op.pass = pass;
-        sl.peer = peer_stage;
         sl.send = send;
+        sl.gradient = gradient;
         sec.push_back(sl);
       };
       if (RealGroup(CommGroup::kPp)) {
-        if (stage_ > 0) add("pipeline_recv_activation", Pass::kForward, static_cast<int>(stage_ - 1), false);
-        if (stage_ < p_.pp - 1) add("pipeline_send_activation", Pass::kForward, static_cast<int>(stage_ + 1), true);
-        if (stage_ < p_.pp - 1)
-          add("pipeline_recv_gradient", Pass::kBackwardInput, static_cast<int>(stage_ + 1), false);
-        if (stage_ > 0) add("pipeline_send_gradient", Pass::kBackwardInput, static_cast<int>(stage_ - 1), true);
+        auto used = [&](PipeAction::Kind kind, bool gradient) {
+          return std::any_of(program_.begin(), program_.end(),
+                             [&](const PipeAction& a) { return a.kind == kind && a.message.gradient == gradient; });
+        };
+        if (used(PipeAction::kRecv, false)) add("pipeline_recv_activation", Pass::kForward, false, false);
+        if (used(PipeAction::kSend, false)) add("pipeline_send_activation", Pass::kForward, true, false);
+        if (used(PipeAction::kRecv, true)) add("pipeline_recv_gradient", Pass::kBackwardInput, false, true);
+        if (used(PipeAction::kSend, true)) add("pipeline_send_gradient", Pass::kBackwardInput, true, true);
       } else {
-        add("pipeline_send", Pass::kForward, -1, true);
-        add("pipeline_send", Pass::kBackwardInput, -1, true);
+        add("pipeline_send", Pass::kForward, true, false);
+        add("pipeline_send", Pass::kBackwardInput, true, true);
       }
     }
     for (auto& sec : sections_)
@@ -293,11 +591,14 @@ class Executor {
   }
 
   // Allocates (once per distinct shape) and initialises every executed op's tensors, running
-  // each forward once so that backward ops find saved tensors.
+  // each forward once so that backward ops find saved tensors. The optimizer op has tensors of
+  // its own only when the model states cannot feed it (HoldTrainingState).
   Status Prepare() {
+    states_feed_optimizer_ = o_.hold_training_state && OptimizerShardParams() > 0;
     for (auto& sec : sections_) {
       for (Slot& sl : sec.slots) {
         if (sl.modeled || !Executes(sec.name)) continue;
+        if (sl.op.kind == OpKind::kOptimizer && states_feed_optimizer_) continue;
         MESHPLAN_ASSIGN_OR_RETURN(sl.buffers, BuffersFor(sl));
       }
     }
@@ -309,13 +610,232 @@ class Executor {
     return std::find(forward_lists_.begin(), forward_lists_.end(), id) != forward_lists_.end();
   }
 
-  Result<Tensor> New(const std::vector<int64_t>& shape, Dtype d, bool random) {
+  // A tensor held for the run, counted under `use` in logical bytes (StepMemory::held). While
+  // sizing_ (HoldTrainingState's first pass), only counts its elements and returns no tensor.
+  Result<Tensor> New(const std::vector<int64_t>& shape, Dtype d, bool random, Use use = Use::kWorkingSet) {
+    if (sizing_) {
+      int64_t n = 1;
+      for (int64_t x : shape) n *= x;
+      sized_elements_[d] += n;
+      return Tensor();
+    }
     MESHPLAN_ASSIGN_OR_RETURN(Tensor t, be_.Allocate(shape, d));
     if (random)
       MESHPLAN_RETURN_IF_ERROR(be_.FillRandom(&t, ++seed_, 1.0f));
     else
       MESHPLAN_RETURN_IF_ERROR(be_.Fill(&t, 0.0f));
+    held_[static_cast<size_t>(use)] += t.bytes();
+    held_by_dtype_[d] += t.bytes();
     return t;
+  }
+
+  // ---- the training state (ExecutorOptions::hold_training_state)
+
+  // Parameters of this rank's optimizer shard when the model states can feed the AdamW kernel
+  // (Adam/AdamW with fp32 moments on this GPU), else 0.
+  int64_t OptimizerShardParams() const {
+    const core::StageMemory& sm = stage_memory_;
+    const bool adam = p_.optimizer == core::Optimizer::kAdam || p_.optimizer == core::Optimizer::kAdamW;
+    if (!adam || p_.dtypes.optimizer_states != Dtype::kFp32 || sm.optimizer_moments_bytes <= 0) return 0;
+    return sm.optimizer_moments_bytes / (2 * core::DtypeBytes(Dtype::kFp32));  // m and v, fp32
+  }
+
+  // Allocates what the memory model says this rank's stage holds besides the op buffers: model
+  // states (split over the list instances' optimizer ops in proportion to their bytes, which the
+  // step graph sizes from each list's parameter shard) and the activation pool.
+  Status HoldTrainingState() {
+    // First the sizes alone, then one tensor as large as all of them, given back at once: a state
+    // that cannot fit fails here, before any of it is allocated and written (the cpu backend
+    // checks a large allocation against the memory available; cuda's cudaMalloc fails).
+    sizing_ = true;
+    Status st = AllocateModelStates();
+    if (st.ok()) st = AllocateActivationPool();
+    sizing_ = false;
+    optimizer_states_.clear();
+    states_.clear();
+    stash_.clear();
+    if (st.ok()) st = Probe();
+    if (st.ok()) st = AllocateModelStates();
+    if (st.ok()) st = AllocateActivationPool();
+    if (st.ok() || st.code() != Status::Code::kUnavailable) return st;
+    const core::StageMemory& sm = stage_memory_;
+    return Status::Unavailable(
+        "executor: rank " + std::to_string(o_.rank) + " cannot hold its training state (the memory model's " +
+        core::FormatBytes(sm.weights_bytes + sm.grads_bytes + sm.optimizer_bytes) + " of model states and " +
+        core::FormatBytes(sm.activations_bytes) + " of activations for stage " + std::to_string(stage_) +
+        "): " + st.message() +
+        "; run with hold_training_state off (meshplan-run --working-set-only) to measure the op buffers alone");
+  }
+
+  // Allocates and releases, as one fp32 tensor, the storage the sized elements take on this
+  // backend (bytes per element of each dtype read from the backend's MemoryStats).
+  Status Probe() {
+    auto stored_per_element = [&](Dtype d) -> Result<double> {
+      const int64_t before = be_.Memory().current_bytes;
+      MESHPLAN_ASSIGN_OR_RETURN(Tensor t, be_.Allocate({1024}, d));
+      return static_cast<double>(be_.Memory().current_bytes - before) / 1024.0;
+    };
+    double bytes = 0;
+    for (const auto& [d, n] : sized_elements_) {
+      MESHPLAN_ASSIGN_OR_RETURN(const double per, stored_per_element(d));
+      bytes += per * static_cast<double>(n);
+    }
+    MESHPLAN_ASSIGN_OR_RETURN(const double fp32, stored_per_element(Dtype::kFp32));
+    if (bytes <= 0 || fp32 <= 0) return Status::Ok();
+    MESHPLAN_ASSIGN_OR_RETURN(Tensor all, be_.Allocate({static_cast<int64_t>(std::ceil(bytes / fp32))}, Dtype::kFp32));
+    return Status::Ok();  // `all` is given back here
+  }
+
+  Status AllocateModelStates() {
+    const core::StageMemory& sm = stage_memory_;
+    const core::StateDtypes& d = p_.dtypes;
+    auto numel = [](int64_t bytes, Dtype dtype) {
+      const int64_t e = std::max<int64_t>(core::DtypeBytes(dtype), 1);
+      return (std::max<int64_t>(bytes, 0) + e - 1) / e;
+    };
+    // Neither backend stores int8 (8-bit Adam's moments): such states are held as fp32 of the
+    // same byte count.
+    auto storable = [](Dtype dtype) { return dtype == Dtype::kInt8 || dtype == Dtype::kNone ? Dtype::kFp32 : dtype; };
+    const int64_t weights = numel(sm.weights_bytes, d.weights), grads = numel(sm.grads_bytes, d.grads);
+    const bool master = d.master_weights != Dtype::kNone && sm.master_weights_bytes > 0;
+    const int64_t shard = states_feed_optimizer_ ? OptimizerShardParams() : 0;
+    int64_t rest_weights = weights, rest_grads = grads;
+    if (shard > 0) {
+      // One state per list instance, `shard` parameters in all: param (master weights, else the
+      // working weights), the gradients it reads, m and v.
+      std::vector<int64_t> bytes;
+      for (const Chunk& c : chunks_)
+        for (int id : c.lists) {
+          int64_t b = 0;
+          for (const Slot& sl : sections_[static_cast<size_t>(id)].slots)
+            if (sl.op.kind == OpKind::kOptimizer) b += sl.op.bytes;
+          bytes.push_back(b);
+        }
+      double total = 0;
+      for (int64_t b : bytes) total += static_cast<double>(b);
+      int64_t given = 0;
+      const Dtype param_dtype = master ? d.master_weights : d.weights;
+      for (size_t i = 0; i < bytes.size(); ++i) {
+        int64_t n =
+            total > 0 ? static_cast<int64_t>(static_cast<double>(shard) * static_cast<double>(bytes[i]) / total) : 0;
+        if (i + 1 == bytes.size()) n = shard - given;  // the rounding remainder
+        n = std::max<int64_t>(n, 0);
+        given += n;
+        OptimizerState s;
+        MESHPLAN_ASSIGN_OR_RETURN(s.param,
+                                  New({n}, storable(param_dtype), true, master ? Use::kMasterWeights : Use::kWeights));
+        MESHPLAN_ASSIGN_OR_RETURN(s.grad, New({n}, storable(d.grads), true, Use::kGrads));
+        MESHPLAN_ASSIGN_OR_RETURN(s.m, New({n}, Dtype::kFp32, true, Use::kMoments));
+        MESHPLAN_ASSIGN_OR_RETURN(s.v, New({n}, Dtype::kFp32, false, Use::kMoments));
+        if (!sizing_) MESHPLAN_RETURN_IF_ERROR(be_.Fill(&s.v, 0.01f));  // v >= 0
+        optimizer_states_.push_back(s);
+      }
+      if (!master) rest_weights = std::max<int64_t>(weights - shard, 0);
+      rest_grads = std::max<int64_t>(grads - shard, 0);
+    }
+    // What the optimizer does not touch here: the working weights (and the gradients outside the
+    // shard: ZeRO-0/1 keep them all), and, when the states cannot feed the kernel, the rest.
+    auto hold = [&](int64_t n, Dtype dtype, Use use) -> Status {
+      MESHPLAN_ASSIGN_OR_RETURN(Tensor t, New({n}, dtype, true, use));
+      states_.push_back(std::move(t));
+      return Status::Ok();
+    };
+    if (rest_weights > 0) MESHPLAN_RETURN_IF_ERROR(hold(rest_weights, storable(d.weights), Use::kWeights));
+    if (rest_grads > 0) MESHPLAN_RETURN_IF_ERROR(hold(rest_grads, storable(d.grads), Use::kGrads));
+    if (shard == 0) {
+      const Dtype mw = storable(d.master_weights), md = storable(d.optimizer_states);
+      if (master) MESHPLAN_RETURN_IF_ERROR(hold(numel(sm.master_weights_bytes, mw), mw, Use::kMasterWeights));
+      if (sm.optimizer_moments_bytes > 0)
+        MESHPLAN_RETURN_IF_ERROR(hold(numel(sm.optimizer_moments_bytes, md), md, Use::kMoments));
+    }
+    return Status::Ok();
+  }
+
+  // Activations one microbatch leaves saved on each chunk (core::LayerActivationBytes per layer
+  // under the plan's recompute, as core::EstimateMemory counts them; the embedding's and the
+  // loss's on the chunks holding the first and the last layer), and the pool: per buffer size,
+  // as many buffers as the program ever has in flight.
+  Status AllocateActivationPool() {
+    const core::StageMemory& sm = stage_memory_;
+    const bool full_all = p_.recompute == core::Recompute::kFull && p_.recompute_layers <= 0;
+    int64_t on_rank = 0;      // layers of this rank visited, in execution order (recompute_layers)
+    int64_t layer_bytes = 0;  // one microbatch through all of the rank's layers
+    for (Chunk& c : chunks_) {
+      c.layer_bytes = 0;
+      for (int id : c.lists) {
+        if (id != 1 && id != 2) continue;
+        const bool full = full_all || (p_.recompute == core::Recompute::kFull && on_rank < p_.recompute_layers);
+        const core::Recompute mode = full                                          ? core::Recompute::kFull
+                                     : p_.recompute == core::Recompute::kSelective ? core::Recompute::kSelective
+                                                                                   : core::Recompute::kNone;
+        c.layer_bytes += core::LayerActivationBytes(s_.model, p_, id == 2, mode);
+        ++on_rank;
+      }
+      c.activation_bytes = c.layer_bytes;
+      for (int id : c.lists) {
+        if (id == 0) c.activation_bytes += sm.embedding_activations_bytes;
+        if (id == 3) c.activation_bytes += sm.loss_activations_bytes;
+      }
+      layer_bytes += c.layer_bytes;
+    }
+    const int64_t e = core::DtypeBytes(act_);
+    std::map<int64_t, size_t> class_of_numel;
+    for (Chunk& c : chunks_) {
+      c.stash_class = -1;
+      const int64_t n = (c.activation_bytes + e - 1) / e;
+      if (n <= 0) continue;
+      auto [it, fresh] = class_of_numel.try_emplace(n, stash_.size());
+      if (fresh) stash_.push_back({n, {}});
+      c.stash_class = static_cast<int>(it->second);
+    }
+    // The most buffers of each size in flight at once, walking the program; and the most layer
+    // activations in flight, in units of the rank's layers (as core::StageMemory counts them).
+    std::vector<int64_t> live(stash_.size(), 0), most(stash_.size(), 0);
+    int64_t live_layer_bytes = 0, most_layer_bytes = 0;
+    for (const PipeAction& a : program_) {
+      if (a.kind != PipeAction::kRun) continue;
+      const Chunk& c = chunks_[static_cast<size_t>(a.slot.chunk)];
+      if (c.stash_class < 0) continue;
+      auto& n = live[static_cast<size_t>(c.stash_class)];
+      if (a.slot.pass == PipePass::kForward) {
+        most[static_cast<size_t>(c.stash_class)] = std::max(most[static_cast<size_t>(c.stash_class)], ++n);
+        most_layer_bytes = std::max(most_layer_bytes, live_layer_bytes += c.layer_bytes);
+      }
+      if (a.slot.pass == (split_weight_ ? PipePass::kWeight : PipePass::kBackward)) {
+        --n;
+        live_layer_bytes -= c.layer_bytes;
+      }
+    }
+    inflight_microbatches_ =
+        layer_bytes > 0 ? static_cast<double>(most_layer_bytes) / static_cast<double>(layer_bytes) : 0;
+    for (size_t i = 0; i < stash_.size(); ++i) {
+      for (int64_t k = 0; k < most[i]; ++k) {
+        MESHPLAN_ASSIGN_OR_RETURN(Tensor t, New({stash_[i].numel}, act_, true, Use::kActivations));
+        stash_[i].free.push_back(t);
+      }
+    }
+    return Status::Ok();
+  }
+
+  // F takes a buffer of its chunk's size; the pass after which backward no longer needs the
+  // microbatch (B, or W when split) gives it back.
+  Status TakeActivations(const PipeSlot& s) {
+    const Chunk& c = chunks_[static_cast<size_t>(s.chunk)];
+    if (!o_.hold_training_state || c.stash_class < 0) return Status::Ok();
+    auto& pool = stash_[static_cast<size_t>(c.stash_class)].free;
+    if (pool.empty()) return Status::Internal("executor: activation pool exhausted (a bug in its sizing)");
+    live_[{s.chunk, s.microbatch}] = pool.back();
+    pool.pop_back();
+    return Status::Ok();
+  }
+  Status GiveActivations(const PipeSlot& s) {
+    const Chunk& c = chunks_[static_cast<size_t>(s.chunk)];
+    if (!o_.hold_training_state || c.stash_class < 0) return Status::Ok();
+    auto it = live_.find({s.chunk, s.microbatch});
+    if (it == live_.end()) return Status::Internal("executor: backward of a microbatch without saved activations");
+    stash_[static_cast<size_t>(c.stash_class)].free.push_back(it->second);
+    live_.erase(it);
+    return Status::Ok();
   }
 
   Result<Buffers*> BuffersFor(const Slot& sl) {
@@ -504,9 +1024,15 @@ class Executor {
     return Status::Internal("executor: unknown memory kernel");
   }
 
-  Status Execute(Slot& sl, int step) {
-    auto& t = sl.buffers->t;
+  // `state`: the list instance's optimizer states (optimizer op); `peer`: the pipeline rank (p2p).
+  Status Execute(Slot& sl, int step, OptimizerState* state, int peer) {
     const Op& op = sl.op;
+    if (op.kind == OpKind::kOptimizer && state != nullptr) {
+      if (state->grad.numel() == 0) return Status::Ok();
+      return be_.AdamUpdate({.step = step + 1}, state->grad, &state->param, &state->m, &state->v);
+    }
+    if (sl.buffers == nullptr) return Status::Internal(std::string("executor: op ") + op.name + " has no tensors");
+    auto& t = sl.buffers->t;
     switch (op.kind) {
       case OpKind::kGemm:
         switch (op.pass) {
@@ -549,8 +1075,8 @@ class Executor {
         return Status::Internal("executor: unknown collective");
       }
       case OpKind::kP2p:
-        if (sl.send) return be_.Send(*sl.comm, sl.peer, t[0], op.name);
-        return be_.Recv(*sl.comm, sl.peer, &t[1], op.name);
+        if (sl.send) return be_.Send(*sl.comm, peer, t[0], op.name);
+        return be_.Recv(*sl.comm, peer, &t[1], op.name);
     }
     return Status::Internal("executor: unknown op kind");
   }
@@ -560,7 +1086,7 @@ class Executor {
     Event start, stop;
   };
 
-  Status RunOp(Slot& sl, int step, bool timed) {
+  Status RunOp(Slot& sl, int step, bool timed, OptimizerState* state = nullptr, int peer = -1) {
     if (sl.modeled) {
       if (timed) {
         sl.time_s += sl.predicted_s;
@@ -569,54 +1095,78 @@ class Executor {
       return Status::Ok();
     }
     MESHPLAN_ASSIGN_OR_RETURN(Event a, be_.RecordEvent());
-    MESHPLAN_RETURN_IF_ERROR(Execute(sl, step));
+    MESHPLAN_RETURN_IF_ERROR(Execute(sl, step, state, peer));
     MESHPLAN_ASSIGN_OR_RETURN(Event b, be_.RecordEvent());
     if (timed) pending_.push_back({&sl, a, b});
     return Status::Ok();
   }
 
-  // The ops of list `id` of one pass.
-  Status RunList(int id, bool forward, int step, bool timed) {
+  // The ops of list `id` of one pass: F its forward ops; B its recomputed forward ops, then its
+  // backward ops (input gradients only when W is split off); W its weight-gradient ops.
+  Status RunList(int id, PipePass pass, int step, bool timed) {
     auto& slots = sections_[static_cast<size_t>(id)].slots;
-    if (forward) {
+    auto run = [&](auto keep) -> Status {
       for (Slot& sl : slots)
-        if (sl.op.pass == Pass::kForward) MESHPLAN_RETURN_IF_ERROR(RunOp(sl, step, timed));
+        if (keep(sl.op.pass)) MESHPLAN_RETURN_IF_ERROR(RunOp(sl, step, timed));
       return Status::Ok();
+    };
+    switch (pass) {
+      case PipePass::kForward:
+        return run([](Pass p) { return p == Pass::kForward; });
+      case PipePass::kBackward:
+        MESHPLAN_RETURN_IF_ERROR(run([](Pass p) { return p == Pass::kRecompute; }));
+        return run([&](Pass p) { return p == Pass::kBackwardInput || (!split_weight_ && p == Pass::kBackwardWeight); });
+      case PipePass::kWeight:
+        return run([](Pass p) { return p == Pass::kBackwardWeight; });
     }
-    for (Slot& sl : slots)  // recomputed forward ops run first in the backward pass
-      if (sl.op.pass == Pass::kRecompute) MESHPLAN_RETURN_IF_ERROR(RunOp(sl, step, timed));
-    for (Slot& sl : slots)
-      if (sl.op.pass == Pass::kBackwardInput || sl.op.pass == Pass::kBackwardWeight)
-        MESHPLAN_RETURN_IF_ERROR(RunOp(sl, step, timed));
+    return Status::Internal("executor: unknown pipeline pass");
+  }
+
+  // One pass of one chunk. A rank slice charges the modeled send after every F and B.
+  Status RunPass(const PipeSlot& s, int step, bool timed) {
+    const Chunk& c = chunks_[static_cast<size_t>(s.chunk)];
+    if (s.pass == PipePass::kForward) {
+      MESHPLAN_RETURN_IF_ERROR(TakeActivations(s));
+      for (int id : c.lists) MESHPLAN_RETURN_IF_ERROR(RunList(id, s.pass, step, timed));
+    } else {
+      for (auto it = c.lists.rbegin(); it != c.lists.rend(); ++it)
+        MESHPLAN_RETURN_IF_ERROR(RunList(*it, s.pass, step, timed));
+      if (s.pass == (split_weight_ ? PipePass::kWeight : PipePass::kBackward))
+        MESHPLAN_RETURN_IF_ERROR(GiveActivations(s));
+    }
+    if (p_.pp > 1 && !RealGroup(CommGroup::kPp) && s.pass != PipePass::kWeight)
+      for (Slot& sl : sections_.back().slots)
+        if (sl.gradient == (s.pass == PipePass::kBackward)) MESHPLAN_RETURN_IF_ERROR(RunOp(sl, step, timed));
     return Status::Ok();
   }
 
-  Status RunPipeline(Pass pass, bool send, int step, bool timed) {
-    if (p_.pp <= 1) return Status::Ok();
+  // A receive or send of the program, on the real pipeline group.
+  Status RunTransfer(const PipeAction& a, int step, bool timed) {
+    if (!RealGroup(CommGroup::kPp)) return Status::Ok();
     for (Slot& sl : sections_.back().slots)
-      if (sl.op.pass == pass && sl.send == send) MESHPLAN_RETURN_IF_ERROR(RunOp(sl, step, timed));
-    return Status::Ok();
+      if (sl.send == (a.kind == PipeAction::kSend) && sl.gradient == a.message.gradient)
+        return RunOp(sl, step, timed, nullptr, static_cast<int>(a.peer));
+    return Status::Internal("executor: no pipeline slot for a transfer of the program");
   }
 
   Result<double> RunStep(int step, bool timed) {
     MESHPLAN_ASSIGN_OR_RETURN(Event start, be_.RecordEvent());
-    for (auto [forward, mb] : StagePassOrder(p_.schedule, p_.pp, stage_, graph_.microbatches)) {
-      (void)mb;
-      if (forward) {
-        MESHPLAN_RETURN_IF_ERROR(RunPipeline(Pass::kForward, false, step, timed));
-        for (int id : forward_lists_) MESHPLAN_RETURN_IF_ERROR(RunList(id, true, step, timed));
-        MESHPLAN_RETURN_IF_ERROR(RunPipeline(Pass::kForward, true, step, timed));
-      } else {
-        MESHPLAN_RETURN_IF_ERROR(RunPipeline(Pass::kBackwardInput, false, step, timed));
-        for (auto it = forward_lists_.rbegin(); it != forward_lists_.rend(); ++it)
-          MESHPLAN_RETURN_IF_ERROR(RunList(*it, false, step, timed));
-        MESHPLAN_RETURN_IF_ERROR(RunPipeline(Pass::kBackwardInput, true, step, timed));
-      }
+    for (const PipeAction& a : program_) {
+      if (a.kind == PipeAction::kRun)
+        MESHPLAN_RETURN_IF_ERROR(RunPass(a.slot, step, timed));
+      else
+        MESHPLAN_RETURN_IF_ERROR(RunTransfer(a, step, timed));
     }
     // Once per step: every list instance's gradient synchronisation and optimizer update.
-    for (int id : forward_lists_)
-      for (Slot& sl : sections_[static_cast<size_t>(id)].slots)
-        if (sl.op.pass == Pass::kStep) MESHPLAN_RETURN_IF_ERROR(RunOp(sl, step, timed));
+    size_t instance = 0;
+    for (const Chunk& c : chunks_) {
+      for (int id : c.lists) {
+        OptimizerState* state = instance < optimizer_states_.size() ? &optimizer_states_[instance] : nullptr;
+        ++instance;
+        for (Slot& sl : sections_[static_cast<size_t>(id)].slots)
+          if (sl.op.pass == Pass::kStep) MESHPLAN_RETURN_IF_ERROR(RunOp(sl, step, timed, state));
+      }
+    }
     if (RealGroup(CommGroup::kPp))
       MESHPLAN_RETURN_IF_ERROR(be_.FlushSends(*comms_[static_cast<size_t>(CommGroup::kPp)], "pipeline sends"));
     MESHPLAN_ASSIGN_OR_RETURN(Event stop, be_.RecordEvent());
@@ -711,6 +1261,7 @@ class Executor {
     }
     st.time_s = st.measured_s + st.modeled_comm_s;
     st.peak_memory_bytes = be_.Memory().peak_bytes;
+    st.memory = MemoryReport();
     double flops_per_rank = st.flops, hw_flops_per_rank = st.hardware_flops;
     if (groups_.world != nullptr && groups_.world->size() > 1) {
       // The job's step is its slowest rank's; MFU divides the mean rank's FLOPs by it.
@@ -718,22 +1269,27 @@ class Executor {
       const int n = w.size();
       double job_time = st.time_s;
       MESHPLAN_RETURN_IF_ERROR(w.AllReduceMax(&job_time, 1, "step summary"));
-      std::vector<double> rows(static_cast<size_t>(4 * n + 2), 0.0);
-      const size_t me = static_cast<size_t>(w.rank());
-      rows[4 * me] = static_cast<double>(o_.rank);
-      rows[4 * me + 1] = static_cast<double>(stage_);
-      rows[4 * me + 2] = st.time_s;
-      rows[4 * me + 3] = static_cast<double>(st.peak_memory_bytes);
-      rows[static_cast<size_t>(4 * n)] = st.flops;
-      rows[static_cast<size_t>(4 * n + 1)] = st.hardware_flops;
+      // Byte counts travel as doubles: exact below 2^53.
+      constexpr size_t kRow = 6;
+      std::vector<double> rows(kRow * static_cast<size_t>(n) + 2, 0.0);
+      const size_t me = kRow * static_cast<size_t>(w.rank());
+      rows[me] = static_cast<double>(o_.rank);
+      rows[me + 1] = static_cast<double>(stage_);
+      rows[me + 2] = st.time_s;
+      rows[me + 3] = static_cast<double>(st.peak_memory_bytes);
+      rows[me + 4] = static_cast<double>(st.memory->logical_peak_bytes);
+      rows[me + 5] = static_cast<double>(st.memory->predicted.total_bytes);
+      rows[kRow * static_cast<size_t>(n)] = st.flops;
+      rows[kRow * static_cast<size_t>(n) + 1] = st.hardware_flops;
       MESHPLAN_RETURN_IF_ERROR(w.AllReduceSumDouble(rows.data(), static_cast<int64_t>(rows.size()), "step summary"));
       for (int r = 0; r < n; ++r) {
-        const size_t i = static_cast<size_t>(4 * r);
+        const size_t i = kRow * static_cast<size_t>(r);
         m.ranks.push_back({static_cast<int>(rows[i]), static_cast<int64_t>(rows[i + 1]), rows[i + 2],
-                           static_cast<int64_t>(rows[i + 3])});
+                           static_cast<int64_t>(rows[i + 3]), static_cast<int64_t>(rows[i + 4]),
+                           static_cast<int64_t>(rows[i + 5])});
       }
-      flops_per_rank = rows[static_cast<size_t>(4 * n)] / n;
-      hw_flops_per_rank = rows[static_cast<size_t>(4 * n + 1)] / n;
+      flops_per_rank = rows[kRow * static_cast<size_t>(n)] / n;
+      hw_flops_per_rank = rows[kRow * static_cast<size_t>(n) + 1] / n;
       st.time_s = job_time;
     }
     st.tflops_per_gpu = st.time_s > 0 ? flops_per_rank / st.time_s / 1e12 : 0;
@@ -747,14 +1303,56 @@ class Executor {
                         "plan's cluster); step.time_s adds the exposed ones (step.modeled_comm_s)");
     if (p_.pp > 1 && !RealGroup(CommGroup::kPp))
       m.notes.push_back("rank slice of a pipeline: no peer stages ran, so the pipeline bubble is not in step.time_s");
-    m.notes.push_back(
-        "tensors are allocated once per op shape and reused across layers and microbatches: "
-        "peak_memory_bytes is the kernels' working set, not the training footprint");
+    if (o_.hold_training_state)
+      m.notes.push_back(
+          "peak_memory_bytes holds the op buffers (allocated once per op shape, reused across layers and "
+          "microbatches), the model states the memory model gives this stage and one activation buffer per "
+          "in-flight microbatch and chunk (sized by the memory model, held from F to B, or W when split); "
+          "step.memory compares them with the memory model");
+    else
+      m.notes.push_back(
+          "working set only (hold_training_state off): peak_memory_bytes is the op buffers, allocated once per op "
+          "shape and reused across layers and microbatches, not the training footprint");
+    if (!states_feed_optimizer_ && o_.hold_training_state)
+      m.notes.push_back(std::string("the optimizer op runs AdamW on buffers of its own: the model states (") +
+                        core::Name(p_.optimizer) + ", " + core::Name(p_.dtypes.optimizer_states) +
+                        " moments, or offloaded) cannot feed the backend's fp32-moment AdamW kernel");
     if (be_.kind() == BackendKind::kCpu)
       m.notes.push_back(
-          "cpu backend: fp32 storage; bf16/fp16 emulated by rounding; attention is the naive "
-          "reference kernel");
+          "cpu backend: fp32 storage, so peak_memory_bytes counts 4 bytes per element whatever the dtype (a bf16 "
+          "tensor costs twice its GPU bytes; step.memory.logical_peak_bytes counts dtype bytes); bf16/fp16 emulated "
+          "by rounding; attention is the naive reference kernel");
     return m;
+  }
+
+  // What the executor holds (logical bytes) against the memory model's prediction for the stage.
+  StepMemory MemoryReport() const {
+    StepMemory mem;
+    mem.storage = be_.kind() == BackendKind::kCpu ? "fp32" : "dtype";
+    auto held = [&](Use u) { return held_[static_cast<size_t>(u)]; };
+    MemoryBreakdown& h = mem.held;
+    h.weights_bytes = held(Use::kWeights);
+    h.grads_bytes = held(Use::kGrads);
+    h.master_weights_bytes = held(Use::kMasterWeights);
+    h.optimizer_moments_bytes = held(Use::kMoments);
+    h.activations_bytes = held(Use::kActivations);
+    h.working_set_bytes = held(Use::kWorkingSet);
+    h.inflight_microbatches = inflight_microbatches_;
+    for (int64_t b : held_) h.total_bytes += b;
+    mem.logical_peak_bytes = h.total_bytes;  // every executor tensor is held for the whole run
+    for (const auto& [dtype, bytes] : held_by_dtype_) mem.logical_bytes_by_dtype.push_back({core::Name(dtype), bytes});
+    const core::StageMemory& sm = stage_memory_;
+    mem.predicted_stage = sm.stage;
+    MemoryBreakdown& p = mem.predicted;
+    p.weights_bytes = sm.weights_bytes;
+    p.grads_bytes = sm.grads_bytes;
+    p.master_weights_bytes = sm.master_weights_bytes;
+    p.optimizer_moments_bytes = sm.optimizer_moments_bytes;
+    p.activations_bytes = sm.activations_bytes;
+    p.inflight_microbatches = sm.inflight_microbatches;
+    p.other_bytes = sm.other_bytes;
+    p.total_bytes = sm.total_bytes;
+    return mem;
   }
 
   struct Section {
@@ -762,11 +1360,27 @@ class Executor {
     std::vector<Slot> slots;
   };
 
+  // A model chunk of this rank: its virtual stage, its sections in forward order, and the
+  // activations one microbatch leaves saved on it (logical bytes) with their pool class (-1: none).
+  struct Chunk {
+    int64_t vstage = 0;
+    std::vector<int> lists;
+    int64_t layer_bytes = 0;       // its layers' saved activations
+    int64_t activation_bytes = 0;  // with the embedding's and the loss's
+    int stash_class = -1;
+  };
+  // Activation buffers of one size: the free ones.
+  struct StashClass {
+    int64_t numel = 0;
+    std::vector<Tensor> free;
+  };
+
   Backend& be_;
   const core::Scenario& s_;
   const core::PlanSpec& p_;
   const ExecutorOptions& o_;
   const RankGroups& groups_;
+  const VirtualPipe vp_;
   core::StepGraph graph_;
   int64_t stage_ = 0;
   Dtype act_ = Dtype::kBf16;
@@ -775,9 +1389,24 @@ class Executor {
   std::unique_ptr<Communicator> self_comm_;
   std::array<std::unique_ptr<Communicator>, core::kCommGroups> comms_;
   std::vector<Section> sections_;   // embedding, dense_layer, moe_layer, head[, pipeline]
-  std::vector<int> forward_lists_;  // section ids in forward order for this stage
+  std::vector<int> forward_lists_;  // section ids of every chunk, in chunk order
+  std::vector<Chunk> chunks_;       // this rank's model chunks (core::ForEachStageChunk order)
+  std::vector<PipeAction> program_;  // one step's passes and transfers (PipelineProgram)
+  bool split_weight_ = false;        // W passes run the weight gradients (zero-bubble, DualPipe)
   std::map<std::string, Buffers> buffers_;
   std::vector<Pending> pending_;
+  // The training state.
+  core::StageMemory stage_memory_;  // core::EstimateMemory for this rank's stage
+  bool states_feed_optimizer_ = false;
+  std::vector<OptimizerState> optimizer_states_;  // per list instance, in chunk and list order
+  std::vector<Tensor> states_;                    // model states the optimizer does not touch
+  std::vector<StashClass> stash_;
+  double inflight_microbatches_ = 0;                    // the program's most, in units of the rank's layers
+  std::map<std::pair<int64_t, int64_t>, Tensor> live_;  // (chunk, microbatch) -> its activations
+  std::array<int64_t, kUses> held_{};                   // logical bytes by Use
+  bool sizing_ = false;                                 // New() counts elements only
+  std::map<Dtype, int64_t> sized_elements_;
+  std::map<Dtype, int64_t> held_by_dtype_;
 };
 
 }  // namespace

@@ -2,12 +2,14 @@
 // simulator costs) for one rank on a Backend, with real tensors of each op's shapes (random
 // data, never zeros), forward and backward math, in the schedule's order, and measures every op.
 //
-// What one rank runs per step (its pipeline stage's layers, core::StageLayers):
-//   for each microbatch, in the schedule's order of forward (F) and backward (B) passes:
-//     F: embedding (first stage), each layer's forward ops, head (last stage);
-//     B: in reverse, each list's recomputed forward ops, then its backward ops;
-//     pipeline p2p: receive before and send after each F and B (real only in MPI runs);
-//   then once per step: each list's kStep ops (gradient synchronisation, the optimizer).
+// What one rank runs per step (its pipeline stage's model chunks, core::ForEachStageChunk):
+//   the passes of PipelineProgram(plan, stage), in order:
+//     F (chunk, microbatch): embedding (first chunk), each layer's forward ops, head (last chunk);
+//     B: in reverse, each list's recomputed forward ops, then its backward ops (zero-bubble and
+//        DualPipe: the input-gradient ops only);
+//     W (zero-bubble, DualPipe): in reverse, each list's weight-gradient ops;
+//     pipeline p2p: the program's receives and sends between the passes (real only in MPI runs);
+//   then once per step: each list instance's kStep ops (gradient synchronisation, the optimizer).
 // Per op kind:
 //   gemm       C = A B (forward, recompute), dA = dC B^T (backward_input), dB = A^T dC
 //              (backward_weight), rank-3 batched for local experts;
@@ -16,13 +18,20 @@
 //              gelu/swiglu (model.mlp), softmax/cross_entropy/router_topk -> softmax, each with
 //              its own backward, on tensors sized from the op's bytes; any other memory op
 //              (residuals, rope, embedding lookup) -> an elementwise add moving the op's bytes;
-//   optimizer  AdamW on op.bytes / 28 fp32 parameters (the cpu kernel moves 28 bytes each);
+//   optimizer  AdamW on this rank's optimizer states (below); on op.bytes / 28 fp32 parameters
+//              of its own when the states cannot feed the kernel (SGD, 8-bit Adam, offload);
 //   collective on the rank's real group for the op's CommGroup when the caller supplies one
 //              (size > 1); otherwise "modeled": not executed, its time the alpha-beta prediction
 //              (core::CollectiveTime, default Profile) on the group's span of the plan's cluster.
-// Tensors are allocated once per distinct op shape and reused across layers and microbatches,
-// so peak memory is the kernels' working set, not a training run's footprint (weights,
-// gradients and activations of every layer: `meshplan report` estimates that).
+// Memory: op tensors are allocated once per distinct op shape and reused across layers and
+// microbatches (the kernels' working set). Unless options.hold_training_state is false, the rank
+// also holds, for the whole run, the training state core::EstimateMemory says its stage holds:
+// weights, gradients, master weights and optimizer moments (the optimizer op updates them), and
+// one activation buffer per in-flight (chunk, microbatch), taken at its F and given back at its
+// B (W when split), sized from core::LayerActivationBytes; the buffers are pooled per size as a
+// caching allocator does, so the pool is as large as the schedule's most in-flight microbatches.
+// Their contents are not the layers' tensors (the ops run on their own buffers): they occupy the
+// bytes a training run would. Measurement::step->memory reports both sides.
 //
 // Step time: the wall time of the step's executed ops (device events around each op and around
 // the step) plus the predicted time of modeled collectives that would be exposed (not
@@ -84,22 +93,88 @@ struct ExecutorOptions {
   std::optional<DevicePeak> peak;       // null: cpu measures a GEMM ceiling; cuda uses the GPU preset
   core::Profile profile;                // communication efficiencies for modeled collectives
   std::string mode = "single_process";  // recorded in the measurement
+  // Hold the rank's model states and in-flight activations (the training footprint); false: the
+  // op buffers alone (the kernels' working set), for rank slices too large for this machine.
+  bool hold_training_state = true;
 };
 
 // Runs options.warmup_steps + options.steps steps of `options.rank`'s ops and returns the
 // measurement (per-op means over the timed steps). InvalidArgument for a rank outside the plan
-// or a schedule that a real pipeline cannot run yet (MPI runs with pp > 1 take gpipe or 1f1b);
-// the backend's Status if a kernel fails. Collective calls on real groups are collective over
-// those groups: every member must call ExecuteStep with the same scenario and options.
+// or a pipeline the schedule cannot order (PipelineProgram); Unavailable (naming
+// hold_training_state) when the training state does not fit; the backend's Status if a kernel
+// fails. Collective calls on real groups are collective over those groups: every member must
+// call ExecuteStep with the same scenario and options.
 core::Result<Measurement> ExecuteStep(Backend& backend, const core::Scenario& scenario, const ExecutorOptions& options,
                                       const RankGroups& groups);
 
-// The order of pipeline passes a stage runs in one step: true = forward of that microbatch,
-// false = backward. GPipe: all F then all B; 1F1B (Narayanan 2021 §2.2, Megatron-LM's
-// schedules.py): min(pp - stage - 1, m) warm-up forwards, then F/B pairs, then the remaining Bs.
-// Other schedules run in 1F1B order (valid for one process; real pipelines reject them).
+// The order of pipeline passes a stage runs in one step with one model chunk: true = forward of
+// that microbatch, false = backward. GPipe: all F then all B; 1F1B (Narayanan 2021 §2.2,
+// Megatron-LM's schedules.py): min(pp - stage - 1, m) warm-up forwards, then F/B pairs, then the
+// remaining Bs; any other schedule: 1F1B's order. (verify's reference pipeline; the executor
+// runs PipelineProgram.)
 std::vector<std::pair<bool, int64_t>> StagePassOrder(core::Schedule schedule, int64_t pp, int64_t stage,
                                                      int64_t microbatches);
+
+// ---- pipeline schedules across ranks
+//
+// A pipeline of virtual stages (model chunks placed on ranks). Interleaved: virtual stage
+// vs = v * pp + rank holds model chunk vs (Megatron's assignment; rank r holds chunks r, r + pp,
+// ...); the activation of chunk c goes to the rank holding chunk c + 1. DualPipe (DeepSeek-V3
+// §3.2.1): two directions of pp stages, vs = d * pp + j; direction 0's stage j on rank j,
+// direction 1's stage j on rank pp - 1 - j, both running model chunk j, so rank r holds chunks r
+// and pp - 1 - r; direction 0 takes microbatches [0, ceil(m/2)), direction 1 the rest. Otherwise
+// one chunk per rank, vs = rank.
+enum class PipePass { kForward, kBackward, kWeight };  // kWeight: weight gradients split from B
+const char* Name(PipePass p);                          // "F", "B", "W"
+
+struct PipeSlot {
+  PipePass pass = PipePass::kForward;
+  int64_t chunk = 0;  // the rank's chunk, in core::ForEachStageChunk order (DualPipe: direction)
+  int64_t microbatch = 0;
+  friend bool operator==(const PipeSlot&, const PipeSlot&) = default;
+};
+
+// The passes pipeline rank `stage` runs in one step, in order.
+//   gpipe, 1f1b, interleaved: core::StageOrder (Megatron-LM's fixed orders).
+//   zero-bubble (ZB-H1, Qi et al. 2024 §2.1): 1F1B's F/B order with weight gradients split into
+//     W passes whose start is delayed by the stage index: stage i runs W of microbatch k - i
+//     after the B of microbatch k, so every stage holds at most pp microbatches (the first
+//     stage's 1F1B peak) and the deferred Ws fill the drain's bubbles; one pending W follows
+//     each drain B, the rest end the step.
+//   dualpipe: the simulator's list policy (sim/des.cc) at unit pass times (F = B = W = 1, free
+//     sends): the earliest startable pass runs next, B before F before W, with F allowed while
+//     a virtual stage at position j holds fewer than pp - j microbatches not yet through W
+//     (pp + 1 per rank: DeepSeek-V3's Table 2).
+// InvalidArgument naming the plan field for a pipeline the schedule cannot order (dualpipe with
+// an odd pp, interleaved with microbatches not a multiple of pp, a stage outside [0, pp)).
+core::Result<std::vector<PipeSlot>> PipelineOrder(const core::PlanSpec& p, int64_t stage);
+
+// The message a pass sends: the activation of virtual stage `from_vstage` (F) or the input
+// gradient it passes back (B), for one microbatch.
+struct PipeMessage {
+  bool gradient = false;
+  int64_t from_vstage = 0;
+  int64_t microbatch = 0;
+  friend bool operator==(const PipeMessage&, const PipeMessage&) = default;
+};
+
+// One step of a rank's pipeline program: run a pass, or receive / send a message from / to the
+// pipeline rank `peer` (its rank in the pipeline group = its stage).
+struct PipeAction {
+  enum Kind { kRecv, kRun, kSend } kind = kRun;
+  PipeSlot slot;        // kRun: the pass; kRecv, kSend: the pass the message is received for / sent by
+  int64_t peer = -1;    // kRecv, kSend
+  PipeMessage message;  // kRecv, kSend
+};
+
+// PipelineOrder(p, stage) with its messages: each pass's sends follow it (sends are buffered:
+// they never block); its receives precede it, and receive in the order the peer sends, so a
+// message the peer sent earlier than the one a pass needs is received (and held) first. Then, on
+// every pair of ranks, the sends of one and the receives of the other are the same sequence,
+// which is what untagged point-to-point channels (MPI's non-overtaking order, NCCL) need; and a
+// program whose passes follow a valid timeline cannot deadlock (a receive waits only for sends
+// its pass depends on or that precede them). Errors as PipelineOrder.
+core::Result<std::vector<PipeAction>> PipelineProgram(const core::PlanSpec& p, int64_t stage);
 
 }  // namespace meshplan::runtime
 

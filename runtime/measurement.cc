@@ -60,6 +60,37 @@ ordered_json CollectiveJson(const CollectiveBenchResult& c) {
   return j;
 }
 
+// A breakdown's keys: what both sides have, then the side's own (held: working set; predicted:
+// other), so that a reader sees which is which.
+ordered_json BreakdownJson(const MemoryBreakdown& b, bool predicted) {
+  ordered_json j;
+  j["weights_bytes"] = b.weights_bytes;
+  j["grads_bytes"] = b.grads_bytes;
+  j["master_weights_bytes"] = b.master_weights_bytes;
+  j["optimizer_moments_bytes"] = b.optimizer_moments_bytes;
+  j["activations_bytes"] = b.activations_bytes;
+  j["inflight_microbatches"] = b.inflight_microbatches;
+  if (predicted)
+    j["other_bytes"] = b.other_bytes;
+  else
+    j["working_set_bytes"] = b.working_set_bytes;
+  j["total_bytes"] = b.total_bytes;
+  return j;
+}
+MemoryBreakdown ParseBreakdown(const ordered_json& x) {
+  MemoryBreakdown b;
+  b.weights_bytes = x.at("weights_bytes").get<int64_t>();
+  b.grads_bytes = x.at("grads_bytes").get<int64_t>();
+  b.master_weights_bytes = x.at("master_weights_bytes").get<int64_t>();
+  b.optimizer_moments_bytes = x.at("optimizer_moments_bytes").get<int64_t>();
+  b.activations_bytes = x.at("activations_bytes").get<int64_t>();
+  b.inflight_microbatches = x.value("inflight_microbatches", 0.0);
+  b.working_set_bytes = x.value("working_set_bytes", int64_t{0});
+  b.other_bytes = x.value("other_bytes", int64_t{0});
+  b.total_bytes = x.at("total_bytes").get<int64_t>();
+  return b;
+}
+
 ordered_json OpJson(const OpMeasurement& o) {
   ordered_json j;
   j["section"] = o.section;
@@ -154,13 +185,30 @@ std::string MeasurementToJson(const Measurement& m) {
     st["mfu"] = s.mfu;
     st["hfu"] = s.hfu;
     st["peak_memory_bytes"] = s.peak_memory_bytes;
+    if (s.memory) {
+      const StepMemory& mem = *s.memory;
+      ordered_json mj;
+      mj["storage"] = mem.storage;
+      mj["logical_peak_bytes"] = mem.logical_peak_bytes;
+      ordered_json by = ordered_json::object();
+      for (const auto& [dtype, bytes] : mem.logical_bytes_by_dtype) by[dtype] = bytes;
+      mj["logical_bytes_by_dtype"] = by;
+      mj["held"] = BreakdownJson(mem.held, false);
+      mj["predicted_stage"] = mem.predicted_stage;
+      mj["predicted"] = BreakdownJson(mem.predicted, true);
+      st["memory"] = mj;
+    }
     j["step"] = st;
   }
   if (!m.ranks.empty()) {
     j["ranks"] = ordered_json::array();
     for (const auto& r : m.ranks)
-      j["ranks"].push_back(
-          {{"rank", r.rank}, {"stage", r.stage}, {"time_s", r.time_s}, {"peak_memory_bytes", r.peak_memory_bytes}});
+      j["ranks"].push_back({{"rank", r.rank},
+                            {"stage", r.stage},
+                            {"time_s", r.time_s},
+                            {"peak_memory_bytes", r.peak_memory_bytes},
+                            {"logical_peak_memory_bytes", r.logical_peak_memory_bytes},
+                            {"predicted_memory_bytes", r.predicted_memory_bytes}});
   }
   if (!m.gemm.empty()) {
     j["gemm"] = ordered_json::array();
@@ -287,12 +335,29 @@ Result<Measurement> ParseMeasurementJson(const std::string& text) {
       s.mfu = x.at("mfu").get<double>();
       s.hfu = x.value("hfu", 0.0);
       s.peak_memory_bytes = x.at("peak_memory_bytes").get<int64_t>();
+      if (x.contains("memory")) {
+        field = "step.memory";
+        const auto& y = x["memory"];
+        StepMemory mem;
+        mem.storage = y.value("storage", std::string());
+        mem.logical_peak_bytes = y.at("logical_peak_bytes").get<int64_t>();
+        if (y.contains("logical_bytes_by_dtype"))
+          for (const auto& [dtype, bytes] : y["logical_bytes_by_dtype"].items())
+            mem.logical_bytes_by_dtype.push_back({dtype, bytes.get<int64_t>()});
+        field = "step.memory.held";
+        mem.held = ParseBreakdown(y.at("held"));
+        field = "step.memory.predicted";
+        mem.predicted_stage = y.value("predicted_stage", int64_t{0});
+        mem.predicted = ParseBreakdown(y.at("predicted"));
+        s.memory = mem;
+      }
       m.step = s;
     }
     if (j.contains("ranks")) {
       for (const auto& x : j["ranks"])
         m.ranks.push_back({x.at("rank").get<int>(), x.at("stage").get<int64_t>(), x.at("time_s").get<double>(),
-                           x.at("peak_memory_bytes").get<int64_t>()});
+                           x.at("peak_memory_bytes").get<int64_t>(), x.value("logical_peak_memory_bytes", int64_t{0}),
+                           x.value("predicted_memory_bytes", int64_t{0})});
     }
     if (j.contains("gemm")) {
       for (size_t i = 0; i < j["gemm"].size(); ++i) {
@@ -412,6 +477,23 @@ std::string StepTable(const Measurement& m) {
         << Fmt("%.6f", s.modeled_comm_s) << " s), " << Fmt("%.4f", s.tflops_per_gpu) << " TFLOP/s per GPU, MFU "
         << Fmt("%.1f", 100 * s.mfu) << "%, HFU " << Fmt("%.1f", 100 * s.hfu) << "%, peak memory "
         << core::FormatBytes(s.peak_memory_bytes) << "\n";
+    if (s.memory) {
+      const StepMemory& mem = *s.memory;
+      const MemoryBreakdown &h = mem.held, &p = mem.predicted;
+      out << "# memory (logical bytes, as a GPU holds them; storage " << mem.storage << "): held "
+          << core::FormatBytes(mem.logical_peak_bytes) << " = weights " << core::FormatBytes(h.weights_bytes)
+          << " + grads " << core::FormatBytes(h.grads_bytes) << " + master "
+          << core::FormatBytes(h.master_weights_bytes) << " + moments " << core::FormatBytes(h.optimizer_moments_bytes)
+          << " + activations " << core::FormatBytes(h.activations_bytes) << " (" << Fmt("%.2f", h.inflight_microbatches)
+          << " microbatches) + op buffers " << core::FormatBytes(h.working_set_bytes) << "\n";
+      out << "# memory model (stage " << mem.predicted_stage
+          << "): " << core::FormatBytes(p.total_bytes - p.other_bytes) << " = weights "
+          << core::FormatBytes(p.weights_bytes) << " + grads " << core::FormatBytes(p.grads_bytes) << " + master "
+          << core::FormatBytes(p.master_weights_bytes) << " + moments " << core::FormatBytes(p.optimizer_moments_bytes)
+          << " + activations " << core::FormatBytes(p.activations_bytes) << " (" << Fmt("%.2f", p.inflight_microbatches)
+          << " microbatches); " << core::FormatBytes(p.total_bytes) << " with " << core::FormatBytes(p.other_bytes)
+          << " of overheads\n";
+    }
   }
   if (m.peak)
     out << "# device peak: " << Fmt("%.4g", m.peak->flops_per_s / 1e12) << " TFLOP/s (" << m.peak->source << ")\n";

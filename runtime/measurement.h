@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/spec_json.h"
@@ -60,6 +61,32 @@ struct OpMeasurement {
   bool modeled = false;        // not executed here (no real group): time_s is predicted
 };
 
+// One rank's training memory by kind, in logical bytes (numel x core::DtypeBytes: what a GPU
+// holds; the cpu backend stores 4 bytes per element whatever the dtype).
+struct MemoryBreakdown {
+  int64_t weights_bytes = 0;
+  int64_t grads_bytes = 0;
+  int64_t master_weights_bytes = 0;
+  int64_t optimizer_moments_bytes = 0;
+  int64_t activations_bytes = 0;     // saved activations of the in-flight microbatches
+  double inflight_microbatches = 0;  // in units of the rank's whole set of layers
+  int64_t working_set_bytes = 0;     // held: the op kernels' per-shape tensors (no predicted twin)
+  int64_t other_bytes = 0;           // predicted: CUDA context, cuBLAS, NCCL, ZeRO-3 prefetch, fragmentation
+  int64_t total_bytes = 0;           // the sum of the above
+};
+
+// What the executor held against what the memory model (core::EstimateMemory) predicts for the
+// rank's pipeline stage. Compare logical_peak_bytes with predicted.total_bytes -
+// predicted.other_bytes (the backend holds no CUDA context or NCCL buffers as tensors).
+struct StepMemory {
+  std::string storage;             // "fp32" (cpu: 4 bytes per element) or "dtype" (cuda)
+  int64_t logical_peak_bytes = 0;  // the executor's tensors at their dtype's size, at the peak
+  std::vector<std::pair<std::string, int64_t>> logical_bytes_by_dtype;  // ("bf16", bytes), ...
+  MemoryBreakdown held;                                                 // logical; total_bytes == logical_peak_bytes
+  int64_t predicted_stage = 0;
+  MemoryBreakdown predicted;  // the memory model for this rank's stage
+};
+
 struct StepMeasurement {
   int warmup_steps = 0;
   int steps = 0;                     // timed steps
@@ -72,7 +99,8 @@ struct StepMeasurement {
   double tflops_per_gpu = 0;         // flops / time_s / 1e12
   double mfu = 0;                    // flops / (time_s x peak)
   double hfu = 0;
-  int64_t peak_memory_bytes = 0;  // the backend's peak (see docs/runtime.md for what it covers)
+  int64_t peak_memory_bytes = 0;     // the backend's peak: storage actually allocated (docs/runtime.md)
+  std::optional<StepMemory> memory;  // executor runs: the breakdown and the memory model's prediction
 };
 
 // One rank's summary in an MPI run.
@@ -80,7 +108,9 @@ struct RankSummary {
   int rank = 0;
   int64_t stage = 0;
   double time_s = 0;
-  int64_t peak_memory_bytes = 0;
+  int64_t peak_memory_bytes = 0;          // the backend's peak (storage)
+  int64_t logical_peak_memory_bytes = 0;  // the same tensors at their dtype's size
+  int64_t predicted_memory_bytes = 0;     // the memory model's total for the rank's stage
 };
 
 struct Measurement {

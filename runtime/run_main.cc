@@ -3,7 +3,7 @@
 //
 //   meshplan-run --plan plan.json [--backend cpu|cuda] [--steps K] [--output m.json]
 //   mpirun -np N meshplan-run --plan plan.json ...        (N = plan.gpus: every rank, real groups)
-//   meshplan-run --plan big.json --rank R                  (rank slice: rank R of a large plan)
+//   meshplan-run --plan big.json --rank R [--working-set-only]   (rank slice: rank R of a large plan)
 //   meshplan-run bench gemm [--backend cpu] [--format json]
 //   mpirun -np N meshplan-run bench collectives [--min-bytes 8B] [--max-bytes 64MiB]
 //   meshplan-run verify --plan plan.json [--seed N] [--format table|json]   (the reference layout)
@@ -142,6 +142,7 @@ struct RunFlags {
   double peak_tflops = 0;
   int hang_rank = -1;
   int kill_rank = -1;
+  bool working_set_only = false;
 };
 
 // Reads, resolves and validates a plan file: 0, or the exit code after printing why.
@@ -174,6 +175,7 @@ int RunPlan(Job& job, const CommonFlags& f, const RunFlags& r) {
   ExecutorOptions opts;
   opts.steps = r.steps;
   opts.warmup_steps = r.warmup;
+  opts.hold_training_state = !r.working_set_only;
   if (r.peak_tflops > 0)
     opts.peak = DevicePeak{r.peak_tflops * 1e12, plan.precision, "given on the command line (--peak-tflops)"};
   std::unique_ptr<PlanGroups> groups;
@@ -407,6 +409,9 @@ int Main(int argc, char** argv) {
   app.add_option("--warmup", run.warmup, "Untimed steps first")->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--rank", run.rank, "One process: run this global rank's ops (rank slice)");
   app.add_option("--peak-tflops", run.peak_tflops, "Device peak for MFU (default: cpu measures a GEMM ceiling)");
+  app.add_flag("--working-set-only", run.working_set_only,
+               "Hold the op buffers only, not the rank's model states and activations (a rank slice of a plan "
+               "larger than this machine)");
   app.add_option("--watchdog-timeout", watchdog_s, "MPI: abort the job when a collective waits this long (s)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <new>
 #include <random>
@@ -68,6 +69,22 @@ struct Stats {
   MemoryStats m;
 };
 
+// Allocations from this size on are checked against the memory the kernel says is available.
+constexpr int64_t kCheckedAllocationBytes = int64_t{16} << 20;
+
+// MemAvailable from /proc/meminfo in bytes (the kernel's estimate of what can be allocated
+// without swapping), or -1 where it cannot be read.
+int64_t AvailableHostBytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key, unit;
+  int64_t kib = 0;
+  while (in >> key >> kib) {
+    std::getline(in, unit);
+    if (key == "MemAvailable:") return kib * 1024;
+  }
+  return -1;
+}
+
 class CpuCommunicator final : public Communicator {
  public:
   explicit CpuCommunicator(HostComm* host) : host_(host) {}
@@ -105,6 +122,14 @@ class CpuBackend final : public Backend {
       n *= d;
     }
     const int64_t bytes = n * static_cast<int64_t>(sizeof(float));
+    // Linux overcommits: `new` of more than the machine has succeeds and the first write kills
+    // the process. A large tensor is refused while it is still an error.
+    if (bytes >= kCheckedAllocationBytes) {
+      const int64_t available = AvailableHostBytes();
+      if (available >= 0 && bytes > available)
+        return Status::Unavailable("cpu backend: out of host memory allocating " + std::to_string(bytes) + " bytes (" +
+                                   std::to_string(available) + " available, MemAvailable in /proc/meminfo)");
+    }
     float* p = nullptr;
     try {
       p = new float[static_cast<size_t>(std::max<int64_t>(n, 1))];

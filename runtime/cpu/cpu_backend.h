@@ -6,7 +6,9 @@
 // arithmetic inside a kernel accumulates in fp32, as tensor cores do. tf32 is stored and computed
 // as fp32. fp8 and int8 tensors are Unavailable. Collectives run on the communicator's HostComm
 // (MPI when built with it, or the process alone); every call completes before it returns.
-// Timing events read an injectable Clock.
+// Timing events read an injectable Clock. A tensor of 16 MiB or more that would exceed the
+// memory the kernel reports available (MemAvailable) is Unavailable rather than left to the
+// out-of-memory killer.
 // Thread-safety: one CpuBackend per thread. Eigen's thread count is process-wide.
 #ifndef MESHPLAN_RUNTIME_CPU_CPU_BACKEND_H_
 #define MESHPLAN_RUNTIME_CPU_CPU_BACKEND_H_

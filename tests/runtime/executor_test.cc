@@ -1,18 +1,23 @@
 // runtime/executor.h, runtime/bench.h and runtime/measurement.h in one process, on the cpu
 // backend: the executor runs exactly the StepGraph's ops of its stage (one measurement per op,
 // with the calls a step makes), group layouts follow the placement order, rank slices model the
-// collectives they cannot run, and the measurement JSON reads back. Multi-process runs (real
-// groups, the watchdog) are in mpi_test.cmake.
+// collectives they cannot run, the training state the memory model predicts is held, every
+// pipeline schedule's programs match send for receive and run to the end, and the measurement
+// JSON reads back. Multi-process runs (real groups, the watchdog) are in run_test.cmake.
 #include "runtime/executor.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <deque>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
+#include <tuple>
 
 #include "core/diagnostics.h"
+#include "core/memory.h"
 #include "core/presets.h"
 #include "core/step_graph.h"
 #include "core/validate.h"
@@ -93,6 +98,358 @@ TEST(StagePassOrderTest, OneFOneBWarmsUpThenAlternates) {
   EXPECT_EQ(StagePassOrder(core::Schedule::kGpipe, 2, 0, 2), (V{{true, 0}, {true, 1}, {false, 0}, {false, 1}}));
   // pp = 1: forward then backward per microbatch.
   EXPECT_EQ(StagePassOrder(core::Schedule::k1F1B, 1, 0, 2), (V{{true, 0}, {false, 0}, {true, 1}, {false, 1}}));
+}
+
+// ---- pipeline programs (PipelineOrder, PipelineProgram): what every MPI run relies on.
+
+core::PlanSpec PipePlan(core::Schedule schedule, int64_t pp, int64_t microbatches, int64_t vpp = 1) {
+  core::PlanSpec p;
+  p.pp = pp;
+  p.gpus = pp;
+  p.vpp = vpp;
+  p.schedule = schedule;
+  p.micro_batch = 1;
+  p.global_batch = microbatches;
+  return p;
+}
+
+std::vector<std::vector<PipeAction>> Programs(const core::PlanSpec& p) {
+  std::vector<std::vector<PipeAction>> out;
+  for (int64_t r = 0; r < p.pp; ++r) {
+    auto prog = PipelineProgram(p, r);
+    EXPECT_TRUE(prog.ok()) << prog.status().ToString();
+    out.push_back(prog.ok() ? *prog : std::vector<PipeAction>{});
+  }
+  return out;
+}
+
+std::string Describe(const PipeMessage& m) {
+  return std::string(m.gradient ? "gradient" : "activation") + " of vstage " + std::to_string(m.from_vstage) + " mb " +
+         std::to_string(m.microbatch);
+}
+
+// "" when, for every ordered pair of ranks (a, b), the messages a sends to b (in a's program
+// order) are exactly the messages b receives from a (in b's program order); else the first pair
+// that differs. Untagged point-to-point channels (MPI, NCCL) need exactly this.
+std::string SendsMatchReceives(const std::vector<std::vector<PipeAction>>& programs) {
+  const int64_t n = static_cast<int64_t>(programs.size());
+  for (int64_t a = 0; a < n; ++a) {
+    for (int64_t b = 0; b < n; ++b) {
+      std::vector<PipeMessage> sent, received;
+      for (const PipeAction& x : programs[static_cast<size_t>(a)])
+        if (x.kind == PipeAction::kSend && x.peer == b) sent.push_back(x.message);
+      for (const PipeAction& x : programs[static_cast<size_t>(b)])
+        if (x.kind == PipeAction::kRecv && x.peer == a) received.push_back(x.message);
+      if (sent == received) continue;
+      std::string why = "rank " + std::to_string(a) + " sends " + std::to_string(sent.size()) + " messages to rank " +
+                        std::to_string(b) + ", which receives " + std::to_string(received.size());
+      for (size_t i = 0; i < std::min(sent.size(), received.size()); ++i)
+        if (!(sent[i] == received[i])) {
+          why += "; #" + std::to_string(i) + " sent " + Describe(sent[i]) + ", received as " + Describe(received[i]);
+          break;
+        }
+      return why;
+    }
+  }
+  return "";
+}
+
+// Runs every program against FIFO channels (MPI's non-overtaking order between two ranks; sends
+// buffered, receives blocking): "" when every rank reaches its end and every receive finds its
+// own message at the head of its channel; else the mismatch or the deadlock.
+std::string RunPrograms(const std::vector<std::vector<PipeAction>>& programs) {
+  std::map<std::pair<int64_t, int64_t>, std::deque<PipeMessage>> channel;
+  std::vector<size_t> pc(programs.size(), 0);
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (size_t r = 0; r < programs.size(); ++r) {
+      const auto& prog = programs[r];
+      for (; pc[r] < prog.size(); ++pc[r], progress = true) {
+        const PipeAction& a = prog[pc[r]];
+        if (a.kind == PipeAction::kSend) channel[{static_cast<int64_t>(r), a.peer}].push_back(a.message);
+        if (a.kind != PipeAction::kRecv) continue;
+        auto& q = channel[{a.peer, static_cast<int64_t>(r)}];
+        if (q.empty()) break;  // blocks until the peer sends
+        if (!(q.front() == a.message))
+          return "rank " + std::to_string(r) + " expects " + Describe(a.message) + " from rank " +
+                 std::to_string(a.peer) + " but the next message is " + Describe(q.front());
+        q.pop_front();
+      }
+    }
+  }
+  for (size_t r = 0; r < programs.size(); ++r)
+    if (pc[r] < programs[r].size())
+      return "deadlock: rank " + std::to_string(r) + " waits at action " + std::to_string(pc[r]) + " of " +
+             std::to_string(programs[r].size());
+  return "";
+}
+
+struct ScheduleCase {
+  core::Schedule schedule;
+  int64_t vpp;
+};
+
+TEST(PipelineProgramTest, EverySendMatchesTheNeighboursReceiveAndEveryProgramEnds) {
+  // Interleaved: chunk c's activation goes to the rank of chunk c + 1 (the last rank sends to rank
+  // 0), so one pair of ranks carries activations and gradients both ways; DualPipe's two
+  // directions cross on every pair. Microbatch counts are those each schedule accepts
+  // (interleaved: multiples of pp; DualPipe: from 2, odd counts split unevenly).
+  const std::vector<ScheduleCase> cases = {{core::Schedule::kGpipe, 1},       {core::Schedule::k1F1B, 1},
+                                           {core::Schedule::kInterleaved, 2}, {core::Schedule::kInterleaved, 3},
+                                           {core::Schedule::kZeroBubble, 1},  {core::Schedule::kDualPipe, 1}};
+  int checked = 0;
+  for (const ScheduleCase& c : cases) {
+    for (int64_t pp : {2, 4, 8}) {
+      for (int64_t m : {2, 3, 4, 5, 8, 9, 16, 17, 32}) {
+        if (c.schedule == core::Schedule::kInterleaved && m % pp != 0) continue;
+        const core::PlanSpec p = PipePlan(c.schedule, pp, m, c.vpp);
+        const auto programs = Programs(p);
+        const std::string what = std::string(core::Name(c.schedule)) + " vpp " + std::to_string(c.vpp) + " pp " +
+                                 std::to_string(pp) + " m " + std::to_string(m);
+        EXPECT_EQ(SendsMatchReceives(programs), "") << what;
+        EXPECT_EQ(RunPrograms(programs), "") << what;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 80);
+}
+
+TEST(PipelineProgramTest, TheCheckCatchesAReceiveOutOfTheSendersOrder) {
+  // The checks above can fail: swap rank 1's first two receives of different messages from one
+  // peer (what receiving "when the pass needs it" would do on DualPipe's crossing directions).
+  auto programs = Programs(PipePlan(core::Schedule::kDualPipe, 4, 8));
+  ASSERT_EQ(SendsMatchReceives(programs), "");
+  auto& prog = programs[1];
+  size_t first = prog.size();
+  for (size_t i = 0; i < prog.size() && first == prog.size(); ++i)
+    if (prog[i].kind == PipeAction::kRecv) first = i;
+  ASSERT_LT(first, prog.size());
+  bool swapped = false;
+  for (size_t j = first + 1; j < prog.size() && !swapped; ++j) {
+    if (prog[j].kind == PipeAction::kRecv && prog[j].peer == prog[first].peer &&
+        !(prog[j].message == prog[first].message)) {
+      std::swap(prog[first].message, prog[j].message);
+      swapped = true;
+    }
+  }
+  ASSERT_TRUE(swapped);
+  EXPECT_NE(SendsMatchReceives(programs), "");
+  EXPECT_NE(RunPrograms(programs), "");
+}
+
+TEST(PipelineProgramTest, EveryPassOfEveryChunkRunsOnceAfterItsPredecessor) {
+  const std::vector<ScheduleCase> cases = {{core::Schedule::kGpipe, 1},
+                                           {core::Schedule::k1F1B, 1},
+                                           {core::Schedule::kInterleaved, 2},
+                                           {core::Schedule::kZeroBubble, 1},
+                                           {core::Schedule::kDualPipe, 1}};
+  for (const ScheduleCase& c : cases) {
+    const int64_t pp = 4, m = 8;
+    const core::PlanSpec p = PipePlan(c.schedule, pp, m, c.vpp);
+    const bool split = c.schedule == core::Schedule::kZeroBubble || c.schedule == core::Schedule::kDualPipe;
+    const int64_t chunks = c.schedule == core::Schedule::kDualPipe ? 2 : c.vpp;
+    for (int64_t stage = 0; stage < pp; ++stage) {
+      auto order = PipelineOrder(p, stage);
+      ASSERT_TRUE(order.ok()) << order.status().ToString();
+      std::set<std::tuple<int, int64_t, int64_t>> seen;  // (pass, chunk, microbatch)
+      for (const PipeSlot& s : *order) {
+        EXPECT_TRUE(seen.insert({static_cast<int>(s.pass), s.chunk, s.microbatch}).second)
+            << core::Name(c.schedule) << " stage " << stage << ": " << Name(s.pass) << " twice";
+        // B after its F, W after its B; W only where the schedule splits it off.
+        if (s.pass != PipePass::kForward) {
+          EXPECT_TRUE(seen.contains({static_cast<int>(s.pass) - 1, s.chunk, s.microbatch}))
+              << core::Name(c.schedule) << " stage " << stage << ": " << Name(s.pass) << " before its predecessor";
+        }
+        if (!split) {
+          EXPECT_NE(s.pass, PipePass::kWeight) << core::Name(c.schedule);
+        }
+      }
+      // Every microbatch through every chunk: DualPipe's chunk d takes direction d's microbatches
+      // (4 each); the others all 8.
+      const int64_t per_chunk = c.schedule == core::Schedule::kDualPipe ? m / 2 : m;
+      EXPECT_EQ(static_cast<int64_t>(seen.size()), chunks * per_chunk * (split ? 3 : 2)) << core::Name(c.schedule);
+    }
+  }
+}
+
+// Most microbatches through F but not yet through the pass that frees them (B, or W when split).
+int64_t MostInFlight(const std::vector<PipeSlot>& order, bool split) {
+  int64_t live = 0, most = 0;
+  for (const PipeSlot& s : order) {
+    if (s.pass == PipePass::kForward) most = std::max(most, ++live);
+    if (s.pass == (split ? PipePass::kWeight : PipePass::kBackward)) --live;
+  }
+  return most;
+}
+
+TEST(PipelineProgramTest, ZeroBubbleDelaysWeightGradientsByTheStageIndex) {
+  // ZB-H1 (Qi et al. 2024, Fig. 3): 1F1B's F and B; stage i runs W of microbatch k - i after B k.
+  // pp = 2, m = 4. Stage 0: 1 warm-up F, then F B W triples, the last B with its W.
+  // Stage 1: no warm-up, W delayed by one, the last W at the end.
+  using P = PipePass;
+  const core::PlanSpec p = PipePlan(core::Schedule::kZeroBubble, 2, 4);
+  auto s0 = PipelineOrder(p, 0), s1 = PipelineOrder(p, 1);
+  ASSERT_TRUE(s0.ok() && s1.ok());
+  EXPECT_EQ(*s0, (std::vector<PipeSlot>{{P::kForward, 0, 0},
+                                        {P::kForward, 0, 1},
+                                        {P::kBackward, 0, 0},
+                                        {P::kWeight, 0, 0},
+                                        {P::kForward, 0, 2},
+                                        {P::kBackward, 0, 1},
+                                        {P::kWeight, 0, 1},
+                                        {P::kForward, 0, 3},
+                                        {P::kBackward, 0, 2},
+                                        {P::kWeight, 0, 2},
+                                        {P::kBackward, 0, 3},
+                                        {P::kWeight, 0, 3}}));
+  EXPECT_EQ(*s1, (std::vector<PipeSlot>{{P::kForward, 0, 0},
+                                        {P::kBackward, 0, 0},
+                                        {P::kForward, 0, 1},
+                                        {P::kBackward, 0, 1},
+                                        {P::kWeight, 0, 0},
+                                        {P::kForward, 0, 2},
+                                        {P::kBackward, 0, 2},
+                                        {P::kWeight, 0, 1},
+                                        {P::kForward, 0, 3},
+                                        {P::kBackward, 0, 3},
+                                        {P::kWeight, 0, 2},
+                                        {P::kWeight, 0, 3}}));
+  // Every stage holds pp microbatches until their W: (pp - i) 1F1B warm-up + i delayed Ws.
+  for (int64_t pp : {4, 8}) {
+    const core::PlanSpec q = PipePlan(core::Schedule::kZeroBubble, pp, 3 * pp);
+    for (int64_t stage = 0; stage < pp; ++stage) {
+      auto order = PipelineOrder(q, stage);
+      ASSERT_TRUE(order.ok());
+      EXPECT_EQ(MostInFlight(*order, true), pp) << "pp " << pp << " stage " << stage;
+    }
+  }
+}
+
+TEST(PipelineProgramTest, DualPipeHoldsPpPlusOneStageMicrobatchesPerRank) {
+  // DeepSeek-V3's Table 2: a DualPipe rank's activations peak at PP + 1 microbatches of one stage
+  // (pp - j on direction 0's position j = rank, j + 1 on direction 1's position pp - 1 - rank).
+  for (int64_t pp : {2, 4, 8}) {
+    const core::PlanSpec p = PipePlan(core::Schedule::kDualPipe, pp, 4 * pp);
+    for (int64_t stage = 0; stage < pp; ++stage) {
+      auto order = PipelineOrder(p, stage);
+      ASSERT_TRUE(order.ok());
+      EXPECT_EQ(MostInFlight(*order, true), pp + 1) << "pp " << pp << " stage " << stage;
+      int64_t first_direction = 0;
+      for (const PipeSlot& s : *order) first_direction += s.pass == PipePass::kForward && s.chunk == 0;
+      EXPECT_EQ(first_direction, 2 * pp);  // direction 0 takes microbatches [0, m/2)
+    }
+  }
+}
+
+TEST(PipelineProgramTest, PipelinesTheScheduleCannotOrderAreRefusedNamingTheField) {
+  auto order = PipelineOrder(PipePlan(core::Schedule::kDualPipe, 3, 8), 0);
+  ASSERT_FALSE(order.ok());
+  EXPECT_NE(order.status().message().find("plan.pp: dualpipe needs an even pp"), std::string::npos)
+      << order.status().message();
+  auto prog = PipelineProgram(PipePlan(core::Schedule::kInterleaved, 4, 6, 2), 0);
+  ASSERT_FALSE(prog.ok());
+  EXPECT_NE(prog.status().message().find("plan.global_batch: interleaved needs"), std::string::npos)
+      << prog.status().message();
+  auto stage = PipelineOrder(PipePlan(core::Schedule::k1F1B, 2, 4), 2);
+  ASSERT_FALSE(stage.ok());
+  EXPECT_EQ(stage.status().code(), core::Status::Code::kInvalidArgument);
+  core::PlanSpec zero = PipePlan(core::Schedule::k1F1B, 2, 4);
+  zero.micro_batch = 0;  // would divide by zero in Microbatches()
+  EXPECT_FALSE(PipelineOrder(zero, 0).ok());
+}
+
+TEST(ExecutorTest, PeakMemoryHoldsTheModelStatesTheMemoryModelPredicts) {
+  // tiny (presets/models/tiny.json) on one GPU: every parameter on the one rank.
+  //   word embedding 4096 x 256                                   = 1,048,576
+  //   learned positions max_seq 512 x 256                         =   131,072
+  //   per layer: qkv 256 x 768 + 768 = 197,376; out 256 x 256 + 256 = 65,792;
+  //              fc1 256 x 1024 + 1024 = 263,168; fc2 1024 x 256 + 256 = 262,400;
+  //              two layernorms 2 x (256 + 256) = 1,024          ->  789,760, x 2 layers = 1,579,520
+  //   final layernorm 256 + 256 (the head is tied: no parameters)  =       512
+  //   total                                                         = 2,759,680
+  // Mixed-precision AdamW (the plan's default dtypes): bf16 weights 2 + bf16 grads 2 + fp32 master
+  // 4 + fp32 m and v 8 = 16 bytes per parameter: 44,154,880 bytes of model states (no ZeRO, dp 1).
+  // The cpu backend stores fp32: 4 + 4 + 4 + 8 = 20 bytes per parameter = 55,193,600 bytes.
+  const core::Scenario s = Tiny(1, 1, 1, /*global_batch=*/2);
+  const core::StageMemory predicted = core::EstimateMemory(s.model, s.plan, s.gpu).stages.at(0);
+  ASSERT_EQ(predicted.params, 2759680);
+  const int64_t states = predicted.weights_bytes + predicted.grads_bytes + predicted.master_weights_bytes +
+                         predicted.optimizer_moments_bytes;
+  ASSERT_EQ(states, 44154880);
+
+  auto backend = MakeCpuBackend({.clock = std::make_shared<FakeClock>()});
+  auto m = ExecuteStep(*backend, s, FastOptions(), {});
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  ASSERT_TRUE(m->step->memory.has_value());
+  const StepMemory& mem = *m->step->memory;
+  EXPECT_GE(m->step->peak_memory_bytes, states);
+  EXPECT_GE(m->step->peak_memory_bytes, 55193600);  // the states as the cpu stores them
+  EXPECT_EQ(mem.storage, "fp32");
+  // Held exactly as predicted, kind by kind (logical bytes).
+  EXPECT_EQ(mem.held.weights_bytes, predicted.weights_bytes);
+  EXPECT_EQ(mem.held.grads_bytes, predicted.grads_bytes);
+  EXPECT_EQ(mem.held.master_weights_bytes, predicted.master_weights_bytes);
+  EXPECT_EQ(mem.held.optimizer_moments_bytes, predicted.optimizer_moments_bytes);
+  EXPECT_EQ(mem.predicted.total_bytes, predicted.total_bytes);
+  // pp = 1: one microbatch in flight, as the memory model says (activations: no recompute, one
+  // layer set and the loss's buffers, so at least the predicted activations less the recompute
+  // working set, which is 0 here).
+  EXPECT_DOUBLE_EQ(mem.held.inflight_microbatches, 1.0);
+  EXPECT_EQ(mem.held.activations_bytes, predicted.activations_bytes);
+  int64_t by_dtype = 0;
+  for (const auto& [dtype, bytes] : mem.logical_bytes_by_dtype) by_dtype += bytes;
+  EXPECT_EQ(by_dtype, mem.logical_peak_bytes);
+  EXPECT_EQ(mem.logical_peak_bytes, mem.held.total_bytes);
+  // The states are real allocations: without them the peak drops by at least their cpu storage,
+  // less the optimizer op's own fp32 buffers, which come back (fp32: logical = stored bytes).
+  ExecutorOptions bare = FastOptions();
+  bare.hold_training_state = false;
+  auto w = ExecuteStep(*backend, s, bare, {});
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  const int64_t optimizer_buffers = w->step->memory->held.working_set_bytes - mem.held.working_set_bytes;
+  EXPECT_GT(optimizer_buffers, 0);
+  EXPECT_GE(m->step->peak_memory_bytes - w->step->peak_memory_bytes, 55193600 - optimizer_buffers);
+  EXPECT_EQ(w->step->memory->held.weights_bytes, 0);
+  EXPECT_EQ(w->step->memory->predicted.total_bytes, predicted.total_bytes);
+}
+
+TEST(ExecutorTest, RankSlicesRunEverySchedulesOrderWithWeightPassesWhereSplit) {
+  // One process, rank 1 of pp = 2 under each schedule: the backward-weight ops run once per
+  // microbatch and chunk (W passes for zero-bubble and DualPipe, inside B otherwise).
+  for (core::Schedule schedule :
+       {core::Schedule::kInterleaved, core::Schedule::kZeroBubble, core::Schedule::kDualPipe}) {
+    core::Scenario s = Tiny(1, 2, 1);
+    s.plan.schedule = schedule;
+    if (schedule == core::Schedule::kInterleaved) {
+      s.model.layers = 4;  // pp x vpp = 4 chunks of one layer
+      s.plan.vpp = 2;
+    }
+    core::Diagnostics d;
+    core::ValidatePlan(s.plan, s.model, s.gpu, s.cluster, &d);
+    ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+    auto backend = MakeCpuBackend({.clock = std::make_shared<FakeClock>()});
+    ExecutorOptions o = FastOptions();
+    o.rank = 1;
+    o.mode = "rank_slice";
+    auto m = ExecuteStep(*backend, s, o, {});
+    ASSERT_TRUE(m.ok()) << core::Name(schedule) << ": " << m.status().ToString();
+    // Dense layers on rank 1: interleaved 2 of 4 (chunks 1 and 3), zero-bubble 1 of 2,
+    // DualPipe both (chunk 1 for direction 0, chunk 0 for direction 1).
+    const int64_t layers = schedule == core::Schedule::kZeroBubble ? 1 : 2;
+    const int64_t microbatches = s.plan.Microbatches();
+    bool weight_op = false;
+    for (const OpMeasurement& op : m->ops) {
+      if (op.section != "dense_layer" || op.pass != core::Pass::kBackwardWeight) continue;
+      weight_op = true;
+      // DualPipe: each chunk takes one direction's half of the microbatches.
+      const int64_t per_layer = schedule == core::Schedule::kDualPipe ? microbatches / 2 : microbatches;
+      EXPECT_EQ(op.calls_per_step, layers * per_layer) << core::Name(schedule) << " " << op.name;
+    }
+    EXPECT_TRUE(weight_op) << core::Name(schedule);
+    ASSERT_TRUE(m->step->memory.has_value());
+    EXPECT_GT(m->step->memory->held.activations_bytes, 0);
+  }
 }
 
 TEST(ExecutorTest, RunsEveryStepGraphOpOfTheStageWithItsCallCount) {
@@ -235,6 +592,7 @@ TEST(MeasurementTest, JsonRoundTrips) {
   in.plan->model = s.model;
   in.gemm.push_back({{64, 64, 64, core::Dtype::kBf16}, 1e-3, 2.0 * 64 * 64 * 64, 524288e3, 1e-3, 5});
   in.hardware.gpus.push_back({"NVIDIA H100 80GB HBM3", int64_t{85} << 30, 9, 0, 132});
+  in.ranks.push_back({1, 0, 0.25, 123456789, 98765432, 876543210});
   const std::string json = MeasurementToJson(in);
   auto out = ParseMeasurementJson(json);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
@@ -251,6 +609,14 @@ TEST(MeasurementTest, JsonRoundTrips) {
   EXPECT_DOUBLE_EQ(out->step->time_s, in.step->time_s);
   EXPECT_DOUBLE_EQ(out->step->mfu, in.step->mfu);
   EXPECT_EQ(out->step->peak_memory_bytes, in.step->peak_memory_bytes);
+  ASSERT_TRUE(out->step->memory.has_value());
+  EXPECT_EQ(out->step->memory->logical_peak_bytes, in.step->memory->logical_peak_bytes);
+  EXPECT_EQ(out->step->memory->held.optimizer_moments_bytes, in.step->memory->held.optimizer_moments_bytes);
+  EXPECT_EQ(out->step->memory->predicted.other_bytes, in.step->memory->predicted.other_bytes);
+  EXPECT_EQ(out->step->memory->logical_bytes_by_dtype, in.step->memory->logical_bytes_by_dtype);
+  ASSERT_EQ(out->ranks.size(), 1u);
+  EXPECT_EQ(out->ranks[0].logical_peak_memory_bytes, 98765432);
+  EXPECT_EQ(out->ranks[0].predicted_memory_bytes, 876543210);
   ASSERT_TRUE(out->plan.has_value());
   EXPECT_EQ(out->plan->plan, s.plan);
   ASSERT_EQ(out->gemm.size(), 1u);

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/collectives.h"
+#include "core/memory.h"
 #include "core/step_graph.h"
 
 namespace meshplan::cli {
@@ -48,6 +49,28 @@ double Predicted(const runtime::OpMeasurement& r, const core::Scenario& s, const
   return one * static_cast<double>(r.calls_per_step);
 }
 
+// The memory model's stage for the measured rank, with the report's profile; the executor held
+// model states and activations, not the CUDA context, workspaces or NCCL buffers ("other").
+struct MemoryRow {
+  const char* name;
+  int64_t measured, predicted;
+};
+std::vector<MemoryRow> MemoryRows(const core::Scenario& s, const runtime::StepMemory& held, int64_t stage,
+                                  const core::Profile& prof) {
+  const core::MemoryReport r = core::EstimateMemory(s.model, s.plan, s.gpu, prof.memory);
+  if (stage < 0 || stage >= static_cast<int64_t>(r.stages.size())) return {};
+  const core::StageMemory& p = r.stages[static_cast<size_t>(stage)];
+  const runtime::MemoryBreakdown& h = held.held;
+  return {{"weights", h.weights_bytes, p.weights_bytes},
+          {"grads", h.grads_bytes, p.grads_bytes},
+          {"master_weights", h.master_weights_bytes, p.master_weights_bytes},
+          {"optimizer_moments", h.optimizer_moments_bytes, p.optimizer_moments_bytes},
+          {"activations", h.activations_bytes, p.activations_bytes},
+          {"states_and_activations", h.weights_bytes + h.grads_bytes + h.master_weights_bytes +
+                                         h.optimizer_moments_bytes + h.activations_bytes,
+           p.weights_bytes + p.grads_bytes + p.master_weights_bytes + p.optimizer_moments_bytes + p.activations_bytes}};
+}
+
 }  // namespace
 
 std::string CompareTable(const core::Scenario& s, const runtime::Measurement& m, const sim::StepEstimate& e,
@@ -80,6 +103,24 @@ std::string CompareTable(const core::Scenario& s, const runtime::Measurement& m,
                   100 * st.mfu, m.peak ? m.peak->source.c_str() : "the device peak", 100 * e.mfu_causal,
                   s.gpu.name.c_str());
     o << line;
+    if (st.memory) {
+      const auto rows = MemoryRows(s, *st.memory, m.stage, prof);
+      if (!rows.empty()) {
+        o << "# memory of rank " << m.rank << " (stage " << m.stage << "), logical bytes (each tensor at its dtype's "
+          << "size; the memory model's CUDA context, workspaces and NCCL buffers are not held by the executor)\n";
+        std::snprintf(line, sizeof line, "# %-24s %14s %14s %8s\n", "memory", "measured_MB", "predicted_MB", "ratio");
+        o << line;
+        for (const auto& r : rows) {
+          std::snprintf(line, sizeof line, "  %-24s %14.3f %14.3f %8.2f\n", r.name, static_cast<double>(r.measured) / 1e6,
+                        static_cast<double>(r.predicted) / 1e6,
+                        r.predicted > 0 ? static_cast<double>(r.measured) / static_cast<double>(r.predicted) : 0.0);
+          o << line;
+        }
+        std::snprintf(line, sizeof line, "  %-24s %14.3f %14s %8s\n", "op working set",
+                      static_cast<double>(st.memory->held.working_set_bytes) / 1e6, "-", "-");
+        o << line;
+      }
+    }
   }
   return o.str();
 }
@@ -107,6 +148,15 @@ std::string CompareJson(const core::Scenario& s, const runtime::Measurement& m, 
     j["step"] = {{"measured_time_s", m.step->time_s}, {"predicted_time_s", e.time_s},
                  {"measured_tflops_per_gpu", m.step->tflops_per_gpu}, {"predicted_tflops_per_gpu", e.tflops_per_gpu},
                  {"measured_mfu", m.step->mfu}, {"predicted_mfu_causal", e.mfu_causal}};
+  if (m.step && m.step->memory) {
+    nlohmann::ordered_json mem = nlohmann::ordered_json::object();
+    for (const auto& r : MemoryRows(s, *m.step->memory, m.stage, prof))
+      mem[std::string(r.name)] = {{"measured_bytes", r.measured}, {"predicted_bytes", r.predicted}};
+    if (!mem.empty()) {
+      mem["working_set_bytes"] = m.step->memory->held.working_set_bytes;
+      j["memory"] = mem;
+    }
+  }
   return j.dump(2) + "\n";
 }
 

@@ -214,6 +214,12 @@ run(compare_table 0 "section +op .*qkv_proj.*step: measured [0-9.]+ s vs predict
     report --compare ${DATA}/measurements/tiny-cpu.json)
 run(compare_json 0 "\"ops\": \\[.*\"measured_s\".*\"predicted_s\".*\"step\": \\{.*\"measured_time_s\""
     report --compare ${DATA}/measurements/tiny-cpu.json --format json)
+# Memory held by the executor against the memory model: tiny has 2,759,680 parameters, so bf16
+# weights are 5,519,360 B and fp32 Adam moments 22,077,440 B (2 x 4 B each), in both columns.
+run(compare_memory 0 "memory +measured_MB +predicted_MB.*weights +5.519 +5.519 +1.00.*optimizer_moments +22.077 +22.077 +1.00.*states_and_activations"
+    report --compare ${DATA}/measurements/tiny-cpu-memory.json)
+run(compare_memory_json 0 "\"memory\": \{.*\"weights\": \{.*\"measured_bytes\": 5519360,.*\"predicted_bytes\": 5519360"
+    report --compare ${DATA}/measurements/tiny-cpu-memory.json --format json)
 run(compare_missing 2 "--compare: .*cannot open" report --compare ${WORK}/none.json)
 
 # The result store (issue 7): history on an empty store, search --save then history --sweeps,

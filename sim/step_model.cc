@@ -432,21 +432,35 @@ struct StepCostCache::Impl {
 
 namespace {
 
-// Costs every list EstimateStep needs; with a cache, each layer part comes from (or goes to) its
-// own table. The uncached path adds the same parts in the same order, so both give the same bits.
+// Costs every list EstimateStep needs. Without a cache: the StepGraph's lists, each costed in op
+// order (the one-plan path: report, explain, validate). With one: a layer's three parts each from
+// (or into) its own table, added part by part; the sums then differ from the one-plan path only
+// in the rounding of their order (tests/sim/step_model_test.cc: within 1e-12).
+void CostListsOnce(const core::ModelSpec& m, const core::PlanSpec& p, const core::GpuSpec& g,
+                   const core::ClusterSpec& c, const core::Profile& prof, CostedLists* out) {
+  const core::StepGraph graph = core::BuildStepGraph(m, p);
+  const Coster coster(p, g, c, prof);
+  out->dense = coster.Cost(graph.dense_layer);
+  out->moe = coster.Cost(graph.moe_layer);
+  out->emb = coster.Cost(graph.embedding);
+  out->head = coster.Cost(graph.head);
+  out->p2p = p.pp > 1 ? coster.CollectiveTime(graph.p2p) : 0.0;
+  out->dense_step = StepWorkOf(graph.dense_layer, coster, g, prof);
+  out->moe_step = StepWorkOf(graph.moe_layer, coster, g, prof);
+  out->emb_step = StepWorkOf(graph.embedding, coster, g, prof);
+  out->head_step = StepWorkOf(graph.head, coster, g, prof);
+}
+
 void CostLists(const core::ModelSpec& m, const core::PlanSpec& p, const core::GpuSpec& g, const core::ClusterSpec& c,
                const core::Profile& prof, const ListKey& key, StepCostCache::Impl* cache, CostedLists* out) {
-  const Coster coster(p, g, c, prof, cache ? &cache->collectives : nullptr);
-  std::unique_ptr<std::array<LayerPartCosts, 3>> own;  // ~7 KB: only without a cache
-  if (!cache) own = std::make_unique<std::array<LayerPartCosts, 3>>();
+  if (!cache) {
+    CostListsOnce(m, p, g, c, prof, out);
+    return;
+  }
+  const Coster coster(p, g, c, prof, &cache->collectives);
   std::array<const LayerPartCosts*, 3> part{};
   for (int i = 0; i < 3; ++i) {
     const auto which = static_cast<core::LayerPart>(i);
-    if (!cache) {
-      (*own)[static_cast<size_t>(i)] = CostLayerPart(m, p, g, coster, prof, which);
-      part[static_cast<size_t>(i)] = &(*own)[static_cast<size_t>(i)];
-      continue;
-    }
     auto [it, fresh] = cache->parts[static_cast<size_t>(i)].try_emplace(PartKey(key, which));
     if (fresh) it->second = CostLayerPart(m, p, g, coster, prof, which);
     part[static_cast<size_t>(i)] = &it->second;
@@ -469,15 +483,9 @@ void CostLists(const core::ModelSpec& m, const core::PlanSpec& p, const core::Gp
     s->head_step = StepWorkOf(head, coster, g, prof);
     s->p2p = p.pp > 1 ? coster.CollectiveTime(core::BuildP2pOp(m, p)) : 0.0;
   };
-  StageListCosts own_stage;
-  const StageListCosts* st = &own_stage;
-  if (cache) {
-    auto [it, fresh] = cache->stage_lists.try_emplace(PartKey(key, core::LayerPart::kSync));
-    if (fresh) stage_lists(&it->second);
-    st = &it->second;
-  } else {
-    stage_lists(&own_stage);
-  }
+  auto [sit, sfresh] = cache->stage_lists.try_emplace(PartKey(key, core::LayerPart::kSync));
+  if (sfresh) stage_lists(&sit->second);
+  const StageListCosts* st = &sit->second;
   out->emb = st->emb;
   out->head = st->head;
   out->emb_step = st->emb_step;
@@ -497,7 +505,7 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
   std::unique_ptr<CostedLists> own;  // ~5 KB: not even zeroed when the cache has it
   if (!cache) {
     own = std::make_unique<CostedLists>();
-    CostLists(m, p, g, c, prof, KeyOf(p), nullptr, own.get());
+    CostListsOnce(m, p, g, c, prof, own.get());
   }
   const CostedLists& L = cache ? cache->impl().Get(m, p, g, c, prof) : *own;
   const ListCost &dense = L.dense, &moe = L.moe, &emb = L.emb, &head = L.head;

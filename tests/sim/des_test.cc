@@ -354,17 +354,32 @@ RealPlan Llama8B(core::Schedule s, int64_t zero, bool overlap_grad_reduce) {
   return r;
 }
 
+// The analytic estimate of a valid plan and its stream simulation, as `meshplan simulate` runs them.
+struct Simulated {
+  StepEstimate e;
+  std::vector<StageStreams> streams;
+  core::Result<DesResult> r = core::Status::Internal("not simulated");
+};
+Simulated SimulateReal(const RealPlan& s) {
+  core::Diagnostics d;
+  core::ValidatePlan(s.plan, s.model, s.gpu, s.cluster, &d);
+  EXPECT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+  Simulated out;
+  out.e = EstimateStep(s.model, s.plan, s.gpu, s.cluster, core::Profile{});
+  out.streams = StageStreamCosts(s.model, s.plan, s.gpu, s.cluster, core::Profile{}, out.e.stages);
+  out.r = SimulateStreams(s.plan, out.streams, s.plan.Microbatches(), DesOptions{});
+  return out;
+}
+
 TEST(DesStreamsTest, DataParallelSyncMatchesTheAnalyticModel) {
   // Not overlapped, the gradient sync is exposed whole in both models: the dp_comm stream of the
   // rank whose step-level work is longest is busy for the analytic DP time (ZeRO-1 has no
   // per-microbatch DP collectives), and the step times agree within 1%.
   RealPlan s = Llama8B(core::Schedule::k1F1B, 1, false);
-  core::Diagnostics d;
-  core::ValidatePlan(s.plan, s.model, s.gpu, s.cluster, &d);
-  ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
-  const StepEstimate e = EstimateStep(s.model, s.plan, s.gpu, s.cluster, core::Profile{});
-  const auto streams = StageStreamCosts(s.model, s.plan, s.gpu, s.cluster, core::Profile{}, e.stages);
-  auto r = SimulateStreams(s.plan, streams, s.plan.Microbatches(), DesOptions{});
+  const Simulated sim = SimulateReal(s);
+  const StepEstimate& e = sim.e;
+  const auto& streams = sim.streams;
+  const auto& r = sim.r;
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   size_t k = 0;  // the step model's breakdown takes the last rank with the longest step-level work
   for (size_t i = 0; i < e.stages.size(); ++i)
@@ -424,12 +439,9 @@ TEST(DesStreamsTest, RealPlansAgreeWithTheAnalyticModelAndKeepStreamsSerial) {
     for (int64_t zero : {1, 3}) {
       RealPlan s = Llama8B(sched, zero, true);
       s.plan.tp_overlap = core::TpOverlap::kFull;
-      core::Diagnostics d;
-      core::ValidatePlan(s.plan, s.model, s.gpu, s.cluster, &d);
-      ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
-      const StepEstimate e = EstimateStep(s.model, s.plan, s.gpu, s.cluster, core::Profile{});
-      const auto streams = StageStreamCosts(s.model, s.plan, s.gpu, s.cluster, core::Profile{}, e.stages);
-      auto r = SimulateStreams(s.plan, streams, s.plan.Microbatches(), DesOptions{});
+      const Simulated sim = SimulateReal(s);
+      const StepEstimate& e = sim.e;
+      const auto& r = sim.r;
       ASSERT_TRUE(r.ok()) << r.status().ToString();
       const std::string what = std::string(core::Name(sched)) + " zero " + std::to_string(zero);
       ExpectSerialStreams(*r, what);

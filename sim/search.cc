@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <system_error>
 #include <thread>
 
@@ -356,6 +357,9 @@ class Searcher {
       }
     }
     bool lighter_failed = false;
+    // No check of ValidatePlan reads the recompute mode while recompute_layers is 0 (Work() sets
+    // it so), so the first variant's verdict serves them all.
+    std::optional<bool> valid;
     for (Recompute r : recompute_) {
       if (o_.prune && lighter_failed) {
         // Memory only grows from full to selective to none recompute (docs/search.md), so a plan
@@ -364,12 +368,16 @@ class Searcher {
         continue;
       }
       p.recompute = r;
-      core::Diagnostics d;
-      d.set_errors_only(true);  // a candidate's warnings are never shown
-      core::ValidatePlan(p, m_, g_, c_, &d);
-      if (d.has_errors()) {
+      if (!valid) {
+        core::Diagnostics d;
+        d.set_errors_only(true);  // a candidate's warnings are never shown
+        core::ValidatePlan(p, m_, g_, c_, &d);
+        valid = !d.has_errors();
+        if (!*valid && local->invalid_examples.size() < 4)
+          local->invalid_examples.push_back(d.errors().front().ToString());
+      }
+      if (!*valid) {
         ++st.invalid;
-        if (local->invalid_examples.size() < 4) local->invalid_examples.push_back(d.errors().front().ToString());
         continue;
       }
       core::MemoryReport mem = core::EstimateMemory(m_, p, g_, prof_.memory, core::MemoryDetail::kTotalsOnly);

@@ -134,7 +134,6 @@ class Coster {
   Coster(const core::PlanSpec& p, const core::GpuSpec& g, const core::ClusterSpec& c, const core::Profile& prof,
          CollectiveMemo* shared = nullptr)
       : p_(p), g_(g), c_(c), prof_(prof), shared_(shared) {
-    for (int i = 0; i < core::kCommGroups; ++i) spans_[i] = core::SpanOfGroup(static_cast<CommGroup>(i), p, c);  // once per plan
     memo_.reserve(16);  // a plan has a handful of distinct collectives
   }
 
@@ -165,7 +164,13 @@ class Coster {
   double CollectiveTime(const Op& op) const {
     for (const auto& e : memo_)
       if (e.kind == op.collective && e.group == op.group && e.bytes == op.bytes) return e.time_s;
-    const core::GroupSpan& span = spans_[static_cast<int>(op.group)];
+    // A group's span is found on its first collective (a plan's lists use a few of the groups).
+    const int gi = static_cast<int>(op.group);
+    if (!have_span_[gi]) {
+      spans_[gi] = core::SpanOfGroup(op.group, p_, c_);
+      have_span_[gi] = true;
+    }
+    const core::GroupSpan& span = spans_[gi];
     double t;
     if (shared_) {
       const CollectiveKey key{static_cast<int64_t>(op.collective), op.bytes, span.size, span.per_domain, span.domains};
@@ -187,7 +192,8 @@ class Coster {
     double time_s;
   };
   mutable std::vector<Memo> memo_;
-  std::array<core::GroupSpan, core::kCommGroups> spans_;
+  mutable std::array<core::GroupSpan, core::kCommGroups> spans_;
+  mutable std::array<bool, core::kCommGroups> have_span_{};
   const core::PlanSpec& p_;
   const core::GpuSpec& g_;
   const core::ClusterSpec& c_;

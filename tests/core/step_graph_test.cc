@@ -173,7 +173,8 @@ TEST(StepGraphTest, Fp16OptimizerUnscalesTheGradientsInFp32) {
   auto m = LoadModel("llama3-8b");
   ASSERT_TRUE(m.ok());
   PlanSpec p = Plan(1, 1, false);
-  const Op* bf16 = FindOp(BuildStepGraph(*m, p).dense_layer, "optimizer_step");
+  const StepGraph g16bf = BuildStepGraph(*m, p);
+  const Op* bf16 = FindOp(g16bf.dense_layer, "optimizer_step");
   ASSERT_NE(bf16, nullptr);
   EXPECT_EQ(bf16->bytes, 32 * 218'112'000LL);
   p.precision = Dtype::kFp16;

@@ -92,8 +92,7 @@ std::vector<StageStreams> StageStreamCosts(const core::ModelSpec& m, const core:
   std::array<core::GroupSpan, core::kCommGroups> spans;
   for (int i = 0; i < core::kCommGroups; ++i) spans[i] = core::SpanOfGroup(static_cast<core::CommGroup>(i), p, c);
   // The same costs as the step model's Coster: compute ops by ComputeOpTime, collectives by
-  // ProfiledCollectiveTime on the tiers their group spans; a collective is overlappable when the
-  // graph says so or when it is a TP collective under tp_overlap=full.
+  // ProfiledCollectiveTime on the tiers their group spans, hidden or exposed by CollectiveHidden.
   auto collective = [&](const core::Op& op) {
     return core::ProfiledCollectiveTime(profile, op.collective, op.bytes, spans[static_cast<size_t>(op.group)], c)
         .time_s;
@@ -113,7 +112,7 @@ std::vector<StageStreams> StageStreamCosts(const core::ModelSpec& m, const core:
         ps.compute += ComputeOpTime(op, g, profile);
         continue;
       }
-      const bool hide = op.overlappable || (op.group == core::CommGroup::kTp && p.tp_overlap == core::TpOverlap::kFull);
+      const bool hide = CollectiveHidden(op, p);
       (hide ? ps.hidden : ps.blocking)[static_cast<size_t>(CommStream(op.group))] += collective(op);
     }
     return s;

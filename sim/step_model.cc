@@ -150,7 +150,7 @@ class Coster {
       PassCost& pc = lc.pass[static_cast<int>(op.pass)];
       if (op.kind == OpKind::kCollective || op.kind == OpKind::kP2p) {
         const double t = CollectiveTime(op);
-        const bool hide = op.overlappable || (op.group == CommGroup::kTp && p_.tp_overlap == core::TpOverlap::kFull);
+        const bool hide = CollectiveHidden(op, p_);
         (hide ? pc.hidden : pc.blocking)[static_cast<int>(op.group)] += t;
       } else {
         const double t = ComputeOpTime(op, g_, prof_);

@@ -115,6 +115,13 @@ struct PipelineTime {
 PipelineTime SchedulePipeline(core::Schedule schedule, const std::vector<StageTimes>& stages, int64_t microbatches,
                               int64_t vpp);
 
+// The overlap rule of one collective: it may run under its pass's compute when the step graph
+// marks it overlappable, or when it is a TP collective and tp_overlap is full (Transformer Engine
+// userbuffers); otherwise it is exposed. The step model and the DES both apply it.
+inline bool CollectiveHidden(const core::Op& op, const core::PlanSpec& p) {
+  return op.overlappable || (op.group == core::CommGroup::kTp && p.tp_overlap == core::TpOverlap::kFull);
+}
+
 // Pipeline sends a rank's StageTimes hold per microbatch in each direction: one per model chunk
 // the rank runs (interleaved: vpp; DualPipe: its two stages; otherwise one).
 double SendsPerMicrobatch(const core::PlanSpec& p);

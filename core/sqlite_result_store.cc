@@ -191,6 +191,16 @@ class Stmt {
     const std::string expr = "sqlite3_step(\"" + Abbreviate(sqlite3_sql(stmt_)) + "\")";
     return SqliteError(c_, rc, expr.c_str(), __FILE__, __LINE__);
   }
+  // Steps through every row, calling row() while each is ready.
+  template <typename Fn>
+  Status ForEachRow(Fn row) {
+    for (;;) {
+      auto ready = Step();
+      if (!ready.ok()) return ready.status();
+      if (!*ready) return Status::Ok();
+      row();
+    }
+  }
   // Ready to run again with new bindings.
   Status Reset() {
     MESHPLAN_RETURN_IF_SQLITE_ERROR(c_, sqlite3_reset(stmt_));
@@ -467,12 +477,9 @@ Result<std::vector<StoredPrediction>> SqliteResultStore::PredictionsForPlan(int6
                  "FROM predictions WHERE plan_id = ?1 ORDER BY id"));
   MESHPLAN_RETURN_IF_ERROR(st.BindInt(1, plan_id));
   std::vector<StoredPrediction> out;
-  for (;;) {
-    auto row = st.Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
+  MESHPLAN_RETURN_IF_ERROR(st.ForEachRow([&] {
     out.push_back(ReadPrediction(st));
-  }
+  }));
   return out;
 }
 
@@ -484,12 +491,9 @@ Result<std::vector<PredictionRow>> SqliteResultStore::ListPredictions(int64_t li
                  "ORDER BY p.id DESC LIMIT ?1"));
   MESHPLAN_RETURN_IF_ERROR(st.BindInt(1, limit > 0 ? limit : -1));  // LIMIT -1: no limit
   std::vector<PredictionRow> out;
-  for (;;) {
-    auto row = st.Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
+  MESHPLAN_RETURN_IF_ERROR(st.ForEachRow([&] {
     out.push_back({ReadPrediction(st), st.Text(8)});
-  }
+  }));
   return out;
 }
 
@@ -572,10 +576,7 @@ Result<StoredMeasurement> SqliteResultStore::GetMeasurement(int64_t id) const {
       ops.Prepare("SELECT section, name, kind, pass, calls_per_step, measured_s, predicted_s, modeled "
                   "FROM measurement_ops WHERE measurement_id = ?1 ORDER BY ordinal"));
   MESHPLAN_RETURN_IF_ERROR(ops.BindInt(1, id));
-  for (;;) {
-    auto row = ops.Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
+  MESHPLAN_RETURN_IF_ERROR(ops.ForEachRow([&] {
     m.ops.push_back({.section = ops.Text(0),
                      .name = ops.Text(1),
                      .kind = ops.Text(2),
@@ -584,7 +585,7 @@ Result<StoredMeasurement> SqliteResultStore::GetMeasurement(int64_t id) const {
                      .measured_s = ops.Real(5),
                      .predicted_s = ops.Real(6),
                      .modeled = ops.Int(7) != 0});
-  }
+  }));
   MESHPLAN_RETURN_IF_ERROR(txn.Commit());
   return m;
 }
@@ -638,12 +639,9 @@ Status SqliteResultStore::ReadSources(StoredProfile* p) const {
       st.Prepare("SELECT measurement_id FROM profile_sources WHERE profile_id = ?1 ORDER BY measurement_id"));
   MESHPLAN_RETURN_IF_ERROR(st.BindInt(1, p->id));
   p->measurement_ids.clear();
-  for (;;) {
-    auto row = st.Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
+  MESHPLAN_RETURN_IF_ERROR(st.ForEachRow([&] {
     p->measurement_ids.push_back(st.Int(0));
-  }
+  }));
   return Status::Ok();
 }
 
@@ -651,12 +649,9 @@ Result<std::vector<std::string>> SqliteResultStore::ProfileNames() const {
   Stmt st(c_);
   MESHPLAN_RETURN_IF_ERROR(st.Prepare("SELECT DISTINCT name FROM profiles ORDER BY name"));
   std::vector<std::string> names;
-  for (;;) {
-    auto row = st.Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
+  MESHPLAN_RETURN_IF_ERROR(st.ForEachRow([&] {
     names.push_back(st.Text(0));
-  }
+  }));
   return names;
 }
 
@@ -707,12 +702,9 @@ Result<std::vector<StoredProfile>> SqliteResultStore::ListProfiles() const {
                             " FROM profiles AS p WHERE version = (SELECT MAX(version) FROM profiles WHERE name = "
                             "p.name) ORDER BY name";
     MESHPLAN_RETURN_IF_ERROR(st.Prepare(sql.c_str()));
-    for (;;) {
-      auto row = st.Step();
-      if (!row.ok()) return row.status();
-      if (!*row) break;
+    MESHPLAN_RETURN_IF_ERROR(st.ForEachRow([&] {
       out.push_back(ProfileFromRow(st));
-    }
+    }));
   }
   for (auto& p : out) MESHPLAN_RETURN_IF_ERROR(ReadSources(&p));
   MESHPLAN_RETURN_IF_ERROR(txn.Commit());
@@ -744,17 +736,14 @@ Result<std::vector<StoredSweep>> SqliteResultStore::ListSweeps(int64_t limit) co
                  "ORDER BY id DESC LIMIT ?1"));
   MESHPLAN_RETURN_IF_ERROR(st.BindInt(1, limit > 0 ? limit : -1));  // LIMIT -1: no limit
   std::vector<StoredSweep> out;
-  for (;;) {
-    auto row = st.Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
+  MESHPLAN_RETURN_IF_ERROR(st.ForEachRow([&] {
     out.push_back({.id = st.Int(0),
                    .label = st.Text(1),
                    .args_json = st.Text(2),
                    .result_json = st.Text(3),
                    .candidates = st.Int(4),
                    .created_at = st.Text(5)});
-  }
+  }));
   return out;
 }
 
@@ -766,10 +755,7 @@ Result<std::vector<HistoryRow>> SqliteResultStore::History(int64_t limit) const 
                  "FROM measurements AS m LEFT JOIN plans AS p ON p.id = m.plan_id ORDER BY m.id DESC LIMIT ?1"));
   MESHPLAN_RETURN_IF_ERROR(st.BindInt(1, limit > 0 ? limit : -1));
   std::vector<HistoryRow> out;
-  for (;;) {
-    auto row = st.Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
+  MESHPLAN_RETURN_IF_ERROR(st.ForEachRow([&] {
     out.push_back({.measurement_id = st.Int(0),
                    .created_at = st.Text(1),
                    .plan_label = st.Text(2),
@@ -780,7 +766,7 @@ Result<std::vector<HistoryRow>> SqliteResultStore::History(int64_t limit) const 
                    .measured_step_s = st.Real(7),
                    .predicted_step_s = st.Real(8),
                    .profile_name = st.Text(9)});
-  }
+  }));
   return out;
 }
 
@@ -791,24 +777,18 @@ Status SqliteResultStore::CheckIntegrity() const {
   {
     Stmt st(c_);
     MESHPLAN_RETURN_IF_ERROR(st.Prepare("PRAGMA integrity_check"));
-    for (;;) {
-      auto row = st.Step();
-      if (!row.ok()) return row.status();
-      if (!*row) break;
+    MESHPLAN_RETURN_IF_ERROR(st.ForEachRow([&] {
       if (std::string line = st.Text(0); line != "ok") problems.push_back(std::move(line));
-    }
+    }));
   }
   {
     Stmt st(c_);
     MESHPLAN_RETURN_IF_ERROR(st.Prepare("PRAGMA foreign_key_check"));
-    for (;;) {
-      auto row = st.Step();
-      if (!row.ok()) return row.status();
-      if (!*row) break;
+    MESHPLAN_RETURN_IF_ERROR(st.ForEachRow([&] {
       // Columns: table, rowid, referenced table, foreign key index.
       problems.push_back("foreign key: " + st.Text(0) + " row " + std::to_string(st.Int(1)) + " refers to a missing " +
                          st.Text(2) + " row");
-    }
+    }));
   }
   MESHPLAN_RETURN_IF_ERROR(txn.Commit());
   if (problems.empty()) return Status::Ok();

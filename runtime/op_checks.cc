@@ -36,6 +36,25 @@ Status OpChecks::NumelIs(const std::string& op, const Tensor& t, int64_t n, cons
   return Status::Ok();
 }
 
+Status OpChecks::AllGather(const char* op, int ranks, const Tensor& in, const Tensor* out) const {
+  MESHPLAN_RETURN_IF_ERROR(Defined(op, {&in, out}));
+  return NumelIs(op, *out, in.numel() * ranks, "all-gather output");
+}
+
+Status OpChecks::ReduceScatter(const char* op, int ranks, const Tensor& in, const Tensor* out) const {
+  MESHPLAN_RETURN_IF_ERROR(Defined(op, {&in, out}));
+  return NumelIs(op, in, out->numel() * ranks, "reduce-scatter input");
+}
+
+Status OpChecks::AllToAll(const char* op, int ranks, const Tensor& in, const Tensor* out) const {
+  MESHPLAN_RETURN_IF_ERROR(Defined(op, {&in, out}));
+  MESHPLAN_RETURN_IF_ERROR(SameNumel(op, in, *out));
+  if (in.numel() % ranks != 0)
+    return Bad(op, "all-to-all buffer of " + std::to_string(in.numel()) + " elements does not split in " +
+                       std::to_string(ranks) + " blocks");
+  return Status::Ok();
+}
+
 Status OpChecks::SameDtype(const std::string& op, const Tensor& a, const Tensor& b) const {
   if (a.dtype() != b.dtype()) return Bad(op, a.ShapeString() + " and " + b.ShapeString() + " differ in dtype");
   return Status::Ok();

@@ -35,6 +35,11 @@ class OpChecks {
   core::Status SameNumel(const std::string& op, const Tensor& a, const Tensor& b) const;
   core::Status NumelIs(const std::string& op, const Tensor& t, int64_t n, const char* what) const;
   core::Status SameDtype(const std::string& op, const Tensor& a, const Tensor& b) const;
+  // Collectives over a group of `ranks`: all-gather out = ranks x in elements; reduce-scatter
+  // in = ranks x out; all-to-all in and out of one size that splits in `ranks` blocks.
+  core::Status AllGather(const char* op, int ranks, const Tensor& in, const Tensor* out) const;
+  core::Status ReduceScatter(const char* op, int ranks, const Tensor& in, const Tensor* out) const;
+  core::Status AllToAll(const char* op, int ranks, const Tensor& in, const Tensor* out) const;
   // A, B, C all rank 2 or all rank 3 (batched), one dtype, matching extents after the transposes.
   core::Result<GemmDims> Gemm(const GemmArgs& args, const Tensor& a, const Tensor& b, const Tensor* c) const;
   core::Result<AttnDims> Attention(const char* op, const AttentionArgs& args, const Tensor& q, const Tensor& k,

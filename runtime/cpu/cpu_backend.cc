@@ -497,23 +497,17 @@ class CpuBackend final : public Backend {
     return Status::Ok();
   }
   Status AllGather(Communicator& comm, const Tensor& in, Tensor* out, const char* what) override {
-    MESHPLAN_RETURN_IF_ERROR(Defined(what, {&in, out}));
-    MESHPLAN_RETURN_IF_ERROR(NumelIs(what, *out, in.numel() * comm.size(), "all-gather output"));
+    MESHPLAN_RETURN_IF_ERROR(kChecks.AllGather(what, comm.size(), in, out));
     return H(comm)->AllGather(F(in), in.numel(), F(*out), what);
   }
   Status ReduceScatter(Communicator& comm, const Tensor& in, Tensor* out, const char* what) override {
-    MESHPLAN_RETURN_IF_ERROR(Defined(what, {&in, out}));
-    MESHPLAN_RETURN_IF_ERROR(NumelIs(what, in, out->numel() * comm.size(), "reduce-scatter input"));
+    MESHPLAN_RETURN_IF_ERROR(kChecks.ReduceScatter(what, comm.size(), in, out));
     MESHPLAN_RETURN_IF_ERROR(H(comm)->ReduceScatterSum(F(in), out->numel(), F(*out), what));
     RoundAll(out);
     return Status::Ok();
   }
   Status AllToAll(Communicator& comm, const Tensor& in, Tensor* out, const char* what) override {
-    MESHPLAN_RETURN_IF_ERROR(Defined(what, {&in, out}));
-    MESHPLAN_RETURN_IF_ERROR(SameNumel(what, in, *out));
-    if (in.numel() % comm.size() != 0)
-      return Bad(what, "all-to-all buffer of " + std::to_string(in.numel()) + " elements does not split in " +
-                           std::to_string(comm.size()) + " blocks");
+    MESHPLAN_RETURN_IF_ERROR(kChecks.AllToAll(what, comm.size(), in, out));
     return H(comm)->AllToAll(F(in), in.numel() / comm.size(), F(*out), what);
   }
   Status Broadcast(Communicator& comm, int root, Tensor* buf, const char* what) override {

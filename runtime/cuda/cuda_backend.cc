@@ -645,8 +645,7 @@ class CudaBackend final : public Backend {
     });
   }
   Status AllGather(Communicator& comm, const Tensor& in, Tensor* out, const char* what) override {
-    MESHPLAN_RETURN_IF_ERROR(Defined(what, {&in, out}));
-    MESHPLAN_RETURN_IF_ERROR(NumelIs(what, *out, in.numel() * comm.size(), "all-gather output"));
+    MESHPLAN_RETURN_IF_ERROR(kChecks.AllGather(what, comm.size(), in, out));
     MESHPLAN_RETURN_IF_ERROR(SameDtype(what, in, *out));
     MESHPLAN_ASSIGN_OR_RETURN(const ncclDataType_t type, NcclType(what, in.dtype()));
     CudaCommunicator& c = Cast(comm);
@@ -658,8 +657,7 @@ class CudaBackend final : public Backend {
     });
   }
   Status ReduceScatter(Communicator& comm, const Tensor& in, Tensor* out, const char* what) override {
-    MESHPLAN_RETURN_IF_ERROR(Defined(what, {&in, out}));
-    MESHPLAN_RETURN_IF_ERROR(NumelIs(what, in, out->numel() * comm.size(), "reduce-scatter input"));
+    MESHPLAN_RETURN_IF_ERROR(kChecks.ReduceScatter(what, comm.size(), in, out));
     MESHPLAN_RETURN_IF_ERROR(SameDtype(what, in, *out));
     MESHPLAN_ASSIGN_OR_RETURN(const ncclDataType_t type, NcclType(what, in.dtype()));
     CudaCommunicator& c = Cast(comm);
@@ -671,11 +669,7 @@ class CudaBackend final : public Backend {
     });
   }
   Status AllToAll(Communicator& comm, const Tensor& in, Tensor* out, const char* what) override {
-    MESHPLAN_RETURN_IF_ERROR(Defined(what, {&in, out}));
-    MESHPLAN_RETURN_IF_ERROR(SameNumel(what, in, *out));
-    if (in.numel() % comm.size() != 0)
-      return Bad(what, "all-to-all buffer of " + std::to_string(in.numel()) + " elements does not split in " +
-                           std::to_string(comm.size()) + " blocks");
+    MESHPLAN_RETURN_IF_ERROR(kChecks.AllToAll(what, comm.size(), in, out));
     MESHPLAN_RETURN_IF_ERROR(SameDtype(what, in, *out));
     MESHPLAN_ASSIGN_OR_RETURN(const ncclDataType_t type, NcclType(what, in.dtype()));
     CudaCommunicator& c = Cast(comm);

@@ -136,19 +136,20 @@ bool MapRecord(const Json& r, PublishedRun* out, std::string* why) {
   p.seq_len = m.max_seq;
   p.global_batch = IntOr(r, "global_batch", 0);
   const std::optional<LaunchConfig> launch = FindLaunchConfig(id);
-  p.micro_batch = IntOr(r, "microbatch", 0);
-  if (p.micro_batch <= 0 && launch && launch->microbatch > 0) {
-    p.micro_batch = launch->microbatch;
-    run.assumptions.push_back("micro batch " + std::to_string(p.micro_batch) + " from " + launch->source);
-  } else if (p.micro_batch <= 0) {
+  // What the record prints, else what the launch script gives (said in the assumptions), else 0.
+  auto printed_or_launched = [&](int64_t printed, int64_t LaunchConfig::*field, const char* what) -> int64_t {
+    if (printed > 0) return printed;
+    if (!launch || (*launch).*field <= 0) return 0;
+    run.assumptions.push_back(std::string(what) + " " + std::to_string((*launch).*field) + " from " + launch->source);
+    return (*launch).*field;
+  };
+  p.micro_batch = printed_or_launched(IntOr(r, "microbatch", 0), &LaunchConfig::microbatch, "micro batch");
+  if (p.micro_batch <= 0) {
     p.micro_batch = 1;
     run.assumptions.push_back("micro batch not printed: 1");
   }
-  p.vpp = IntOr(pj, "vpp", 0);
-  if (p.vpp <= 0 && launch && launch->vpp > 0) {
-    p.vpp = launch->vpp;
-    run.assumptions.push_back("interleave degree " + std::to_string(p.vpp) + " from " + launch->source);
-  } else if (p.vpp <= 0) {
+  p.vpp = printed_or_launched(IntOr(pj, "vpp", 0), &LaunchConfig::vpp, "interleave degree");
+  if (p.vpp <= 0) {
     p.vpp = 1;
     if (pp > 1 && StrOr(pj, "notes").find("nterleav") != std::string::npos)
       run.assumptions.push_back("interleave degree not printed: 1F1B (no interleaving)");

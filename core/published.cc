@@ -1,5 +1,6 @@
 #include "core/published.h"
 
+#include <map>
 #include <optional>
 
 #include <nlohmann/json.hpp>
@@ -44,21 +45,27 @@ struct LaunchConfig {
   std::string source;
 };
 std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
-  for (const auto& name : PresetNames("launches")) {
-    auto text = PresetText("launches", name);
-    if (!text.ok()) continue;
-    const Json j = Json::parse(*text, nullptr, /*allow_exceptions=*/false);
-    if (!j.is_object() || !j.contains("runs") || !j["runs"].is_object()) continue;
-    auto it = j["runs"].find(id);
-    if (it == j["runs"].end() || !it->is_object()) continue;
-    LaunchConfig c;
-    c.microbatch = IntOr(*it, "microbatch", 0);
-    c.vpp = IntOr(*it, "vpp", 0);
-    c.ddp = StrOr(*it, "ddp");
-    c.source = StrOr(j, "source");
-    return c;
-  }
-  return std::nullopt;
+  // Every launch file parsed once (the presets are compiled in and never change).
+  static const std::map<std::string, LaunchConfig> kRuns = [] {
+    std::map<std::string, LaunchConfig> runs;
+    for (const auto& name : PresetNames("launches")) {
+      auto text = PresetText("launches", name);
+      if (!text.ok()) continue;
+      const Json j = Json::parse(*text, nullptr, /*allow_exceptions=*/false);
+      if (!j.is_object() || !j.contains("runs") || !j["runs"].is_object()) continue;
+      for (const auto& [run_id, v] : j["runs"].items()) {
+        if (!v.is_object()) continue;
+        runs.emplace(run_id, LaunchConfig{.microbatch = IntOr(v, "microbatch", 0),
+                                          .vpp = IntOr(v, "vpp", 0),
+                                          .ddp = StrOr(v, "ddp"),
+                                          .source = StrOr(j, "source")});
+      }
+    }
+    return runs;
+  }();
+  auto it = kRuns.find(id);
+  if (it == kRuns.end()) return std::nullopt;
+  return it->second;
 }
 
 }  // namespace

@@ -63,14 +63,13 @@ ForwardFlops ForwardFlopsPerToken(const ModelSpec& m, int64_t seq_len, Attention
   return f;
 }
 
-double ModelFlopsPerIteration(const ModelSpec& m, const PlanSpec& p, AttentionFlops convention) {
+double ModelFlopsPerIteration(const ForwardFlops& f, const PlanSpec& p) {
   const double tokens = static_cast<double>(p.global_batch) * static_cast<double>(p.seq_len);
-  return 3 * ForwardFlopsPerToken(m, p.seq_len, convention).Total() * tokens;
+  return 3 * f.Total() * tokens;
 }
 
-double HardwareFlopsPerIteration(const ModelSpec& m, const PlanSpec& p, AttentionFlops convention) {
+double HardwareFlopsPerIteration(const ForwardFlops& f, const ModelSpec& m, const PlanSpec& p) {
   const double tokens = static_cast<double>(p.global_batch) * static_cast<double>(p.seq_len);
-  const ForwardFlops f = ForwardFlopsPerToken(m, p.seq_len, convention);
   double extra = 0;
   if (p.recompute == Recompute::kFull) {
     const double share = p.recompute_layers > 0
@@ -81,6 +80,14 @@ double HardwareFlopsPerIteration(const ModelSpec& m, const PlanSpec& p, Attentio
     extra = f.attention;
   }
   return (3 * f.Total() + extra) * tokens;
+}
+
+double ModelFlopsPerIteration(const ModelSpec& m, const PlanSpec& p, AttentionFlops convention) {
+  return ModelFlopsPerIteration(ForwardFlopsPerToken(m, p.seq_len, convention), p);
+}
+
+double HardwareFlopsPerIteration(const ModelSpec& m, const PlanSpec& p, AttentionFlops convention) {
+  return HardwareFlopsPerIteration(ForwardFlopsPerToken(m, p.seq_len, convention), m, p);
 }
 
 }  // namespace meshplan::core

@@ -27,6 +27,10 @@ double ModelFlopsPerIteration(const ModelSpec& m, const PlanSpec& p, AttentionFl
 // Hardware FLOPs: model FLOPs plus what recompute runs again. Full recompute repeats each layer's
 // forward (not the output head); selective repeats the attention scores (QK^T, softmax, AV).
 double HardwareFlopsPerIteration(const ModelSpec& m, const PlanSpec& p, AttentionFlops convention);
+// The same two from a ForwardFlopsPerToken(m, p.seq_len, convention) already in hand (the step
+// model needs both conventions and both counts; the search evaluates millions of plans).
+double ModelFlopsPerIteration(const ForwardFlops& f, const PlanSpec& p);
+double HardwareFlopsPerIteration(const ForwardFlops& f, const ModelSpec& m, const PlanSpec& p);
 
 }  // namespace meshplan::core
 

@@ -84,16 +84,74 @@ ModelStateBytes ShardedModelStates(double params, const PlanSpec& p, int64_t gro
   return s;
 }
 
-std::vector<int64_t> ChunkStarts(const ModelSpec& m, const PlanSpec& p) {
+void ChunkStarts(const ModelSpec& m, const PlanSpec& p, std::vector<int64_t>* out) {
   const int64_t chunks = p.pp * p.vpp;
-  std::vector<int64_t> starts(static_cast<size_t>(chunks + 1));
+  std::vector<int64_t>& starts = *out;
+  starts.resize(static_cast<size_t>(chunks + 1));
   int64_t first = 0;
   for (int64_t c = 0; c < chunks; ++c) {
     starts[static_cast<size_t>(c)] = first;
     first += p.stage_layers.empty() ? m.layers / chunks : p.stage_layers[static_cast<size_t>(c)];
   }
   starts[static_cast<size_t>(chunks)] = first;
+}
+
+std::vector<int64_t> ChunkStarts(const ModelSpec& m, const PlanSpec& p) {
+  std::vector<int64_t> starts;
+  ChunkStarts(m, p, &starts);
   return starts;
+}
+
+const RankLayout& RankLayoutOf(const ModelSpec& m, const PlanSpec& p) {
+  // The inputs of the last layout computed on this thread, compared field by field.
+  struct Memo {
+    bool valid = false;
+    int64_t layers = 0, first_dense = -1, freq = -1, pp = 0, vpp = 0;
+    bool dualpipe = false;
+    std::vector<int64_t> split;
+    RankLayout layout;
+    std::vector<int64_t> starts;
+  };
+  thread_local Memo memo;
+  const int64_t first_dense = m.moe ? m.moe->first_dense_layers : -1, freq = m.moe ? m.moe->layer_freq : -1;
+  const bool dualpipe = p.schedule == Schedule::kDualPipe;
+  if (memo.valid && memo.layers == m.layers && memo.first_dense == first_dense && memo.freq == freq &&
+      memo.pp == p.pp && memo.vpp == p.vpp && memo.dualpipe == dualpipe && memo.split == p.stage_layers)
+    return memo.layout;
+  memo.valid = true;
+  memo.layers = m.layers;
+  memo.first_dense = first_dense;
+  memo.freq = freq;
+  memo.pp = p.pp;
+  memo.vpp = p.vpp;
+  memo.dualpipe = dualpipe;
+  memo.split = p.stage_layers;
+  RankLayout& l = memo.layout;
+  l.kinds.clear();
+  l.first_rank.clear();
+  l.last_rank.clear();
+  l.count.clear();
+  l.kind_of.assign(static_cast<size_t>(p.pp), 0);
+  ChunkStarts(m, p, &memo.starts);
+  for (int64_t i = 0; i < p.pp; ++i) {
+    const StageComposition here = StageCompositionOf(m, p, memo.starts, i);
+    // Neighbouring ranks are usually of one kind: the previous rank's is tried first.
+    size_t k = 0;
+    if (i > 0 && l.kinds[l.kind_of[static_cast<size_t>(i - 1)]] == here) k = l.kind_of[static_cast<size_t>(i - 1)];
+    else
+      while (k < l.kinds.size() && !(l.kinds[k] == here)) ++k;
+    l.kind_of[static_cast<size_t>(i)] = static_cast<uint32_t>(k);
+    if (k < l.kinds.size()) {
+      ++l.count[k];
+      l.last_rank[k] = i;
+      continue;
+    }
+    l.kinds.push_back(here);
+    l.first_rank.push_back(i);
+    l.last_rank.push_back(i);
+    l.count.push_back(1);
+  }
+  return l;
 }
 
 std::vector<int64_t> StageLayers(const ModelSpec& m, const PlanSpec& p, int64_t stage) {
@@ -268,32 +326,19 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
   // differ only in their in-flight microbatches, which never grow with the rank under any
   // schedule (InflightMicrobatches), so the first rank of each kind is that kind's worst: the
   // others are skipped.
-  std::array<std::array<int64_t, 4>, 8> kinds_seen{};
-  size_t n_kinds = 0;
-  const std::vector<int64_t> starts = ChunkStarts(m, p);
-  for (int64_t stage = 0; stage < p.pp; ++stage) {
+  const RankLayout* layout = uniform ? &RankLayoutOf(m, p) : nullptr;
+  const bool by_kind = uniform && detail == MemoryDetail::kTotalsOnly;
+  const int64_t visits = by_kind ? static_cast<int64_t>(layout->kinds.size()) : p.pp;
+  for (int64_t visit = 0; visit < visits; ++visit) {
+    // kTotalsOnly (uniform): the first rank of each kind; otherwise every rank.
+    const int64_t stage = by_kind ? layout->first_rank[static_cast<size_t>(visit)] : visit;
     const bool has_first = holds_first(stage);
     const bool has_last = holds_last(stage);
     int64_t n[2] = {0, 0};  // dense, MoE layers on this rank (when `uniform`)
     if (uniform) {
-      ForEachStageChunk(starts, p, stage, [&](int64_t begin, int64_t count) {
-        const int64_t moe_here = m.MoeLayersBefore(begin + count) - m.MoeLayersBefore(begin);
-        n[1] += moe_here;
-        n[0] += count - moe_here;
-      });
-      if (detail == MemoryDetail::kTotalsOnly) {
-        const std::array<int64_t, 4> kind = {n[0], n[1], has_first, has_last};
-        // Neighbouring ranks are usually of one kind: the last kind found is tried first.
-        auto same = [&](const std::array<int64_t, 4>& a) {
-          return a[0] == kind[0] && a[1] == kind[1] && a[2] == kind[2] && a[3] == kind[3];
-        };
-        bool seen = n_kinds > 0 && same(kinds_seen[n_kinds - 1]);
-        for (size_t k = 0; k < n_kinds && !seen; ++k)
-          seen = kinds_seen[k][0] == kind[0] && kinds_seen[k][1] == kind[1] && kinds_seen[k][2] == kind[2] &&
-                 kinds_seen[k][3] == kind[3];
-        if (seen) continue;
-        if (n_kinds < kinds_seen.size()) kinds_seen[n_kinds++] = kind;
-      }
+      const StageComposition& here = layout->kinds[layout->kind_of[static_cast<size_t>(stage)]];
+      n[0] = here.dense;
+      n[1] = here.moe;
     }
     StageMemory st;
     st.stage = stage;

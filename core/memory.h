@@ -138,6 +138,8 @@ void ForEachStageChunk(const ModelSpec& m, const PlanSpec& p, int64_t stage, Fn 
 // First layer of every model chunk (pp x vpp of them, execution order) and, last, m.layers: one
 // pass over plan.stage_layers, so that a loop over all ranks visits their chunks in linear time.
 std::vector<int64_t> ChunkStarts(const ModelSpec& m, const PlanSpec& p);
+// The same into `out`, reusing its storage (hot paths keep one per thread: no allocation).
+void ChunkStarts(const ModelSpec& m, const PlanSpec& p, std::vector<int64_t>* out);
 // ForEachStageChunk with the chunk starts computed once (`starts` = ChunkStarts(m, p)).
 template <typename Fn>
 void ForEachStageChunk(const std::vector<int64_t>& starts, const PlanSpec& p, int64_t stage, Fn fn) {
@@ -172,6 +174,21 @@ inline StageComposition StageCompositionOf(const ModelSpec& m, const PlanSpec& p
   });
   return s;
 }
+// The kinds of pipeline rank a plan has and which rank is of which kind: what the step model
+// and the totals-only memory estimate walk instead of every rank. It depends only on the model's
+// layer count and MoE layout and on pp, vpp, the layer split and whether the schedule is DualPipe.
+struct RankLayout {
+  std::vector<StageComposition> kinds;  // in order of their first rank
+  std::vector<int64_t> first_rank;      // per kind: its lowest rank
+  std::vector<int64_t> last_rank;       // per kind: its highest rank
+  std::vector<int64_t> count;           // per kind: how many ranks are of it
+  std::vector<uint32_t> kind_of;        // per rank: its kind
+};
+// The layout of `p`. The reference is to the calling thread's copy and stays valid until its next
+// call; consecutive calls with the same inputs (the search tries many variants of one pipeline
+// shape) return it without recomputing.
+const RankLayout& RankLayoutOf(const ModelSpec& m, const PlanSpec& p);
+
 // The same layers, handed to `fn` one by one.
 template <typename Fn>
 void ForEachStageLayer(const ModelSpec& m, const PlanSpec& p, int64_t stage, Fn fn) {

@@ -114,20 +114,40 @@ class Builder {
 
   // (Capacities are reserved up front: the search builds a graph per candidate plan.)
   std::vector<Op> Embedding() {
+    std::vector<Op> out = EmbeddingPart(LayerPart::kCompute);
+    StageParamSync(EmbeddingParams(), &out);
+    return out;
+  }
+  std::vector<Op> EmbeddingPart(LayerPart part) {
+    std::vector<Op> out;
+    if (part == LayerPart::kRecompute) return out;
+    if (part == LayerPart::kSync) {
+      StageParamSync(EmbeddingParams(), &out);
+      return out;
+    }
     std::vector<Op> fwd;
     fwd.reserve(4);
     Mem(&fwd, "embedding_lookup", tokens_ * m_.hidden * e_ * 2);
     // Vocab-parallel embedding: partial rows summed over TP (reduce-scatter under SP).
     TpReduce(&fwd, "embedding_reduce");
-    std::vector<Op> out;
     out.reserve(4 * fwd.size() + 8);
     out = fwd;
     Backward(fwd, &out);
-    StageParamSync(EmbeddingParams(), &out);
     return out;
   }
 
   std::vector<Op> Head() {
+    std::vector<Op> out = HeadPart(LayerPart::kCompute);
+    StageParamSync(HeadParams(), &out);
+    return out;
+  }
+  std::vector<Op> HeadPart(LayerPart part) {
+    std::vector<Op> out;
+    if (part == LayerPart::kRecompute) return out;
+    if (part == LayerPart::kSync) {
+      StageParamSync(HeadParams(), &out);
+      return out;
+    }
     std::vector<Op> fwd;
     fwd.reserve(8);
     Mem(&fwd, "final_norm", 2 * tokens_ * m_.hidden * e_ / (sp_ ? t_ : 1));
@@ -137,14 +157,13 @@ class Builder {
     Gemm(&fwd, "output_head", tokens_, v_local, m_.hidden);
     // Vocab-parallel cross entropy in fp32: read the logits, write softmax, read it in backward.
     Mem(&fwd, "cross_entropy", 3 * tokens_ * v_local * 4);
-    std::vector<Op> out;
     out.reserve(4 * fwd.size() + 8);
     out = fwd;
     Backward(fwd, &out);
-    int64_t head_params = m_.tied_embeddings ? 0 : m_.vocab * m_.hidden / t_;
-    StageParamSync(head_params + m_.hidden, &out);
     return out;
   }
+  // The head's own parameters (untied output projection) and the final norm.
+  int64_t HeadParams() const { return (m_.tied_embeddings ? 0 : m_.vocab * m_.hidden / t_) + m_.hidden; }
 
   Op P2p() const {
     Op op;
@@ -525,8 +544,12 @@ GroupSpan SpanOfGroup(CommGroup g, const PlanSpec& p, const ClusterSpec& c) {
 std::vector<Op> BuildLayerPart(const ModelSpec& m, const PlanSpec& p, bool moe, LayerPart part) {
   return Builder(m, p).Part(moe, part);
 }
-std::vector<Op> BuildEmbeddingOps(const ModelSpec& m, const PlanSpec& p) { return Builder(m, p).Embedding(); }
-std::vector<Op> BuildHeadOps(const ModelSpec& m, const PlanSpec& p) { return Builder(m, p).Head(); }
+std::vector<Op> BuildEmbeddingPart(const ModelSpec& m, const PlanSpec& p, LayerPart part) {
+  return Builder(m, p).EmbeddingPart(part);
+}
+std::vector<Op> BuildHeadPart(const ModelSpec& m, const PlanSpec& p, LayerPart part) {
+  return Builder(m, p).HeadPart(part);
+}
 Op BuildP2pOp(const ModelSpec& m, const PlanSpec& p) { return Builder(m, p).P2p(); }
 
 StepGraph BuildStepGraph(const ModelSpec& m, const PlanSpec& p) {

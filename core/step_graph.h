@@ -72,9 +72,11 @@ StepGraph BuildStepGraph(const ModelSpec& m, const PlanSpec& p);
 // concatenated in this order. `moe` selects the MoE layer (REQUIRES: m.moe for true).
 enum class LayerPart { kCompute, kRecompute, kSync };
 std::vector<Op> BuildLayerPart(const ModelSpec& m, const PlanSpec& p, bool moe, LayerPart part);
-// StepGraph's embedding, head and p2p entries alone.
-std::vector<Op> BuildEmbeddingOps(const ModelSpec& m, const PlanSpec& p);
-std::vector<Op> BuildHeadOps(const ModelSpec& m, const PlanSpec& p);
+// StepGraph's embedding and head lists by the same parts: kCompute, forward and backward; kSync,
+// the synchronisation and optimizer of their parameters; kRecompute, nothing (they are never
+// recomputed). Concatenated in that order they are StepGraph's entries. And its p2p entry alone.
+std::vector<Op> BuildEmbeddingPart(const ModelSpec& m, const PlanSpec& p, LayerPart part);
+std::vector<Op> BuildHeadPart(const ModelSpec& m, const PlanSpec& p, LayerPart part);
 Op BuildP2pOp(const ModelSpec& m, const PlanSpec& p);
 
 // The cluster tiers the communicator `g` spans under the plan's placement: the one mapping

@@ -397,7 +397,7 @@ class Searcher {
         }
         continue;
       }
-      StepEstimate step = EstimateStep(m_, p, g_, c_, prof_, local->step_cache.get());
+      StepEstimate step = EstimateStep(m_, p, g_, c_, prof_, local->step_cache.get(), StepDetail::kTotalsOnly);
       TrainEstimate train = EstimateTraining(step, p, g_, c_, tokens_);
       ++st.evaluated;
       const double score = Score(o_.objective, step, train);
@@ -406,6 +406,8 @@ class Searcher {
                        (!local->heap.empty() && key < KeyOf(local->heap.front()));
       const bool front = ParetoCandidate(local->front, step.tokens_per_s, mem.per_gpu_bytes, train.cost_usd);
       if (!top && !front) continue;
+      // A plan kept is given its per-stage times (the same costs, from the same cache).
+      step = EstimateStep(m_, p, g_, c_, prof_, local->step_cache.get(), StepDetail::kFull);
       RankedPlan rp;
       rp.plan = p;
       rp.per_gpu_bytes = mem.per_gpu_bytes;

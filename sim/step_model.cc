@@ -51,13 +51,32 @@ struct ListCost {
   std::array<double, 5> time{};
   std::array<std::array<double, core::kCommGroups>, 5> exposed{};
   std::array<bool, 5> has_comm{};  // exposed[pass] has a non-zero entry
+  // Filled by Finish() too: one microbatch of the list as a rank adds it (Accumulate): the passes'
+  // times as StageTimes holds them (recompute runs inside the backward pass), the compute and
+  // recompute parts of the breakdown, and the exposed communication by group over the passes.
+  double forward_s = 0, backward_input_s = 0, backward_weight_s = 0, compute_s = 0, recompute_s = 0;
+  std::array<double, core::kCommGroups> exposed_s{};
   void Finish() {
+    FinishPasses();
+    constexpr int kF = static_cast<int>(Pass::kForward), kB = static_cast<int>(Pass::kBackwardInput),
+                  kW = static_cast<int>(Pass::kBackwardWeight), kR = static_cast<int>(Pass::kRecompute);
+    forward_s = time[kF];
+    backward_input_s = time[kB] + time[kR];
+    backward_weight_s = time[kW];
+    compute_s = pass[kF].compute + pass[kB].compute + pass[kW].compute;
+    recompute_s = pass[kR].compute;
+    exposed_s.fill(0.0);
+    for (int ps : {kF, kB, kW, kR})
+      if (has_comm[ps])
+        for (int g = 0; g < core::kCommGroups; ++g) exposed_s[g] += exposed[ps][g];
+  }
+  void FinishPasses() {
     for (int ps = 0; ps < 5; ++ps) {
       const PassCost& c = pass[ps];
       time[ps] = c.compute;
-      bool any = false;
-      for (int g = 0; g < core::kCommGroups; ++g) any |= c.blocking[g] > 0 || c.hidden[g] > 0;
-      if (!any) continue;  // most passes of most lists carry no communication
+      double comm = 0;  // times are never negative: a zero sum means no communication
+      for (int g = 0; g < core::kCommGroups; ++g) comm += c.blocking[g] + c.hidden[g];
+      if (comm <= 0) continue;  // most passes of most lists carry no communication
       has_comm[ps] = true;
       // Exposed() for every group at once (the same arithmetic, the shared sums taken once).
       const int cp = static_cast<int>(CommGroup::kCp);
@@ -209,39 +228,31 @@ struct RankCost {
   double step_comm = 0, optimizer = 0;
 };
 
+// `count` microbatch-passes of a finished list added to a rank (the per-list sums from Finish()).
 void Accumulate(const ListCost& lc, double count, RankCost* r) {
-  for (Pass ps : {Pass::kForward, Pass::kBackwardInput, Pass::kBackwardWeight, Pass::kRecompute}) {
-    const int pi = static_cast<int>(ps);
-    const PassCost& pc = lc.pass[pi];
-    const double t = lc.time[pi] * count;
-    if (ps == Pass::kForward) r->times.forward_s += t;
-    else if (ps == Pass::kBackwardWeight) r->times.backward_weight_s += t;
-    else r->times.backward_input_s += t;  // recompute runs inside the backward pass
-    (ps == Pass::kRecompute ? r->recompute : r->compute) += pc.compute * count;
-    if (lc.has_comm[pi])
-      for (int g = 0; g < core::kCommGroups; ++g) r->comm[g] += lc.exposed[pi][g] * count;
-  }
+  r->times.forward_s += lc.forward_s * count;
+  r->times.backward_input_s += lc.backward_input_s * count;
+  r->times.backward_weight_s += lc.backward_weight_s * count;
+  r->compute += lc.compute_s * count;
+  r->recompute += lc.recompute_s * count;
+  for (int g = 0; g < core::kCommGroups; ++g) r->comm[g] += lc.exposed_s[g] * count;
 }
 
 }  // namespace
 
-PipelineTime SchedulePipeline(core::Schedule schedule, const std::vector<StageTimes>& stages, int64_t microbatches,
-                              int64_t vpp) {
+namespace {
+
+// The schedule's work and bubble from the sum of the stages' per-microbatch times, the critical
+// (slowest, lowest-numbered) stage `tc` at index `crit`, and the stage count.
+PipelineTime PipelineOf(core::Schedule schedule, double sum_t, const StageTimes& tc, int64_t crit, int64_t stages,
+                        int64_t microbatches, int64_t vpp) {
   PipelineTime r;
-  if (stages.empty()) return r;
-  double sum_t = 0;
-  size_t crit = 0;
-  for (size_t i = 0; i < stages.size(); ++i) {
-    sum_t += stages[i].Total();
-    if (stages[i].Total() > stages[crit].Total()) crit = i;
-  }
-  const StageTimes& tc = stages[crit];
   const double t_max = tc.Total();
   const double mb = static_cast<double>(microbatches);
-  const double pp = static_cast<double>(stages.size());
-  r.critical_stage = static_cast<int64_t>(crit);
+  const double pp = static_cast<double>(stages);
+  r.critical_stage = crit;
   r.work_s = mb * t_max;
-  if (stages.size() == 1) return r;
+  if (stages == 1) return r;
   switch (schedule) {
     case core::Schedule::kGpipe:
     case core::Schedule::k1F1B:
@@ -263,6 +274,21 @@ PipelineTime SchedulePipeline(core::Schedule schedule, const std::vector<StageTi
     }
   }
   return r;
+}
+
+}  // namespace
+
+PipelineTime SchedulePipeline(core::Schedule schedule, const std::vector<StageTimes>& stages, int64_t microbatches,
+                              int64_t vpp) {
+  if (stages.empty()) return {};
+  double sum_t = 0;
+  size_t crit = 0;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    sum_t += stages[i].Total();
+    if (stages[i].Total() > stages[crit].Total()) crit = i;
+  }
+  return PipelineOf(schedule, sum_t, stages[crit], static_cast<int64_t>(crit), static_cast<int64_t>(stages.size()),
+                    microbatches, vpp);
 }
 
 double SendsPerMicrobatch(const core::PlanSpec& p) {
@@ -322,11 +348,15 @@ struct StepWork {
   double comm = 0, optimizer = 0;
 };
 
-// Everything EstimateStep needs from the op lists: what StepCostCache keeps.
+struct StageListCosts;
+
+// Everything EstimateStep needs from the op lists: what StepCostCache keeps. The embedding, head
+// and send costs are shared by every plan with the same sync key, so they are held by pointer
+// (into the cache's node-based table, or next to the lists on the one-plan path).
 struct CostedLists {
-  ListCost dense, moe, emb, head;
-  StepWork dense_step, moe_step, emb_step, head_step;
-  double p2p = 0;
+  ListCost dense, moe;
+  StepWork dense_step, moe_step;
+  const StageListCosts* stage = nullptr;
 };
 
 // The plan fields the costed lists depend on (core/step_graph.cc's Builder and the groups' spans,
@@ -359,6 +389,12 @@ struct StageListCosts {
   double p2p = 0;
 };
 
+// One part (core::LayerPart) of the embedding and head lists, costed but not finished.
+struct StagePartCosts {
+  ListCost emb, head;
+  StepWork emb_step, head_step;
+};
+
 // A layer's three parts (core::LayerPart), costed but not finished, for the dense and MoE layer.
 struct LayerPartCosts {
   std::array<ListCost, 2> lists;   // dense, MoE
@@ -387,12 +423,31 @@ LayerPartCosts CostLayerPart(const core::ModelSpec& m, const core::PlanSpec& p, 
   return out;
 }
 
-// The key of one layer part: what it does not depend on is blanked (the ZeRO stage for the
-// compute and recompute parts, the recompute mode for the compute and sync parts).
-ListKey PartKey(ListKey k, core::LayerPart part) {
+// The key of one layer part: what it does not depend on is blanked. The sync part (gradient
+// synchronisation, optimizer) reads everything but the recompute mode. The compute and recompute
+// parts (core/step_graph.cc: Forward, Backward, Recompute) read the TP, CP and EP degrees and the
+// spans of those groups, the micro batch, sequence, precision, TP overlap, CP kind, SP and
+// DualPipe's all-to-all overlap (and the recompute part its mode): not pp, dp, ZeRO, sharding,
+// optimizer, state dtypes or gradient-accumulation fusion. So plans that differ only in those
+// share one costed compute part.
+// The spans (members per scale-up domain) of the TP, CP and EP groups, packed: the compute parts'
+// stand-in for the placement.
+int64_t ComputeSpans(const core::PlanSpec& p, const core::ClusterSpec& c) {
+  int64_t spans = 0;
+  for (CommGroup g : {CommGroup::kTp, CommGroup::kCp, CommGroup::kEp})
+    spans = spans << 20 | std::min<int64_t>(core::SpanOfGroup(g, p, c).per_domain, (1 << 20) - 1);
+  return spans;
+}
+ListKey PartKey(ListKey k, core::LayerPart part, int64_t compute_spans) {
   constexpr int64_t kRecomputeBits = int64_t{0xF} << 4;
-  if (part != core::LayerPart::kSync) k[8] = -1;                      // zero
   if (part != core::LayerPart::kRecompute) k[10] &= ~kRecomputeBits;  // recompute
+  if (part == core::LayerPart::kSync) return k;
+  // Kept: precision (bits 0-3), recompute (4-7), tp_overlap (8-11), cp_kind (12-15), SP (40),
+  // DualPipe (42). Blanked: sharding, optimizer, the four state dtypes, grad_accum_fusion (41).
+  constexpr int64_t kKept = int64_t{0xFFFF} | int64_t{1} << 40 | int64_t{1} << 42;
+  k[10] &= kKept;
+  k[4] = k[5] = k[8] = k[9] = -1;  // pp, dp, zero, hsdp shard
+  k[11] = compute_spans;  // replaces the placement: only these groups' spans reach the costs
   return k;
 }
 
@@ -409,7 +464,8 @@ struct StepCostCache::Impl {
   std::unordered_map<ListKey, CostedLists, ListKeyHash> lists;
   std::array<std::unordered_map<ListKey, LayerPartCosts, ListKeyHash>, 3> parts;  // by core::LayerPart
   CollectiveMemo collectives;
-  std::unordered_map<ListKey, StageListCosts, ListKeyHash> stage_lists;  // by the kSync part's key
+  std::unordered_map<ListKey, StageListCosts, ListKeyHash> stage_lists;    // by the kSync part's key
+  std::unordered_map<ListKey, StagePartCosts, ListKeyHash> stage_compute;  // by the kCompute part's key
   int64_t hits = 0, misses = 0;
 
   const CostedLists& Get(const core::ModelSpec& mm, const core::PlanSpec& p, const core::GpuSpec& gg,
@@ -419,6 +475,7 @@ struct StepCostCache::Impl {
       for (auto& pc : parts) pc.clear();
       collectives.clear();
       stage_lists.clear();
+      stage_compute.clear();
       m = &mm;
       g = &gg;
       c = &cc;
@@ -443,31 +500,57 @@ namespace {
 // (or into) its own table, added part by part; the sums then differ from the one-plan path only
 // in the rounding of their order (tests/sim/step_model_test.cc: within 1e-12).
 void CostListsOnce(const core::ModelSpec& m, const core::PlanSpec& p, const core::GpuSpec& g,
-                   const core::ClusterSpec& c, const core::Profile& prof, CostedLists* out) {
+                   const core::ClusterSpec& c, const core::Profile& prof, CostedLists* out, StageListCosts* stage) {
   const core::StepGraph graph = core::BuildStepGraph(m, p);
   const Coster coster(p, g, c, prof);
   out->dense = coster.Cost(graph.dense_layer);
   out->moe = coster.Cost(graph.moe_layer);
-  out->emb = coster.Cost(graph.embedding);
-  out->head = coster.Cost(graph.head);
-  out->p2p = p.pp > 1 ? coster.CollectiveTime(graph.p2p) : 0.0;
+  stage->emb = coster.Cost(graph.embedding);
+  stage->head = coster.Cost(graph.head);
+  stage->p2p = p.pp > 1 ? coster.CollectiveTime(graph.p2p) : 0.0;
   out->dense_step = StepWorkOf(graph.dense_layer, coster, g, prof);
   out->moe_step = StepWorkOf(graph.moe_layer, coster, g, prof);
-  out->emb_step = StepWorkOf(graph.embedding, coster, g, prof);
-  out->head_step = StepWorkOf(graph.head, coster, g, prof);
+  stage->emb_step = StepWorkOf(graph.embedding, coster, g, prof);
+  stage->head_step = StepWorkOf(graph.head, coster, g, prof);
+  out->stage = stage;
+}
+
+StagePartCosts CostStagePart(const core::ModelSpec& m, const core::PlanSpec& p, const core::GpuSpec& g,
+                             const Coster& coster, const core::Profile& prof, core::LayerPart part) {
+  StagePartCosts out;
+  const std::vector<Op> emb = core::BuildEmbeddingPart(m, p, part), head = core::BuildHeadPart(m, p, part);
+  coster.Add(emb, &out.emb);
+  coster.Add(head, &out.head);
+  out.emb_step = StepWorkOf(emb, coster, g, prof);
+  out.head_step = StepWorkOf(head, coster, g, prof);
+  return out;
+}
+
+// The embedding and head lists and the send: the compute part (shared by every plan with the same
+// compute key) plus this plan's sync part, added pass by pass as for the layers.
+void CostStageLists(const core::ModelSpec& m, const core::PlanSpec& p, const core::GpuSpec& g, const Coster& coster,
+                    const core::Profile& prof, const StagePartCosts& compute, StageListCosts* s) {
+  const StagePartCosts sync = CostStagePart(m, p, g, coster, prof, core::LayerPart::kSync);
+  s->emb = compute.emb;
+  s->emb.AddPasses(sync.emb);
+  s->emb.Finish();
+  s->head = compute.head;
+  s->head.AddPasses(sync.head);
+  s->head.Finish();
+  s->emb_step = {compute.emb_step.comm + sync.emb_step.comm, compute.emb_step.optimizer + sync.emb_step.optimizer};
+  s->head_step = {compute.head_step.comm + sync.head_step.comm,
+                  compute.head_step.optimizer + sync.head_step.optimizer};
+  s->p2p = p.pp > 1 ? coster.CollectiveTime(core::BuildP2pOp(m, p)) : 0.0;
 }
 
 void CostLists(const core::ModelSpec& m, const core::PlanSpec& p, const core::GpuSpec& g, const core::ClusterSpec& c,
                const core::Profile& prof, const ListKey& key, StepCostCache::Impl* cache, CostedLists* out) {
-  if (!cache) {
-    CostListsOnce(m, p, g, c, prof, out);
-    return;
-  }
   const Coster coster(p, g, c, prof, &cache->collectives);
   std::array<const LayerPartCosts*, 3> part{};
+  const int64_t spans = ComputeSpans(p, c);
   for (int i = 0; i < 3; ++i) {
     const auto which = static_cast<core::LayerPart>(i);
-    auto [it, fresh] = cache->parts[static_cast<size_t>(i)].try_emplace(PartKey(key, which));
+    auto [it, fresh] = cache->parts[static_cast<size_t>(i)].try_emplace(PartKey(key, which, spans));
     if (fresh) it->second = CostLayerPart(m, p, g, coster, prof, which);
     part[static_cast<size_t>(i)] = &it->second;
   }
@@ -481,22 +564,13 @@ void CostLists(const core::ModelSpec& m, const core::PlanSpec& p, const core::Gp
   }
   out->dense_step = part[2]->step[0];
   out->moe_step = part[2]->step[1];
-  auto stage_lists = [&](StageListCosts* s) {
-    const std::vector<Op> emb = core::BuildEmbeddingOps(m, p), head = core::BuildHeadOps(m, p);
-    s->emb = coster.Cost(emb);
-    s->head = coster.Cost(head);
-    s->emb_step = StepWorkOf(emb, coster, g, prof);
-    s->head_step = StepWorkOf(head, coster, g, prof);
-    s->p2p = p.pp > 1 ? coster.CollectiveTime(core::BuildP2pOp(m, p)) : 0.0;
-  };
-  auto [sit, sfresh] = cache->stage_lists.try_emplace(PartKey(key, core::LayerPart::kSync));
-  if (sfresh) stage_lists(&sit->second);
-  const StageListCosts* st = &sit->second;
-  out->emb = st->emb;
-  out->head = st->head;
-  out->emb_step = st->emb_step;
-  out->head_step = st->head_step;
-  out->p2p = st->p2p;
+  auto [sit, sfresh] = cache->stage_lists.try_emplace(PartKey(key, core::LayerPart::kSync, spans));
+  if (sfresh) {
+    auto [cit, cfresh] = cache->stage_compute.try_emplace(PartKey(key, core::LayerPart::kCompute, spans));
+    if (cfresh) cit->second = CostStagePart(m, p, g, coster, prof, core::LayerPart::kCompute);
+    CostStageLists(m, p, g, coster, prof, cit->second, &sit->second);
+  }
+  out->stage = &sit->second;
 }
 
 }  // namespace
@@ -507,17 +581,23 @@ int64_t StepCostCache::hits() const { return impl_->hits; }
 int64_t StepCostCache::misses() const { return impl_->misses; }
 
 StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, const core::GpuSpec& g,
-                          const core::ClusterSpec& c, const core::Profile& prof, StepCostCache* cache) {
-  std::unique_ptr<CostedLists> own;  // ~5 KB: not even zeroed when the cache has it
+                          const core::ClusterSpec& c, const core::Profile& prof, StepCostCache* cache,
+                          StepDetail detail) {
+  struct Own {
+    CostedLists lists;
+    StageListCosts stage;
+  };
+  std::unique_ptr<Own> own;  // ~5 KB: not even zeroed when the cache has it
   if (!cache) {
-    own = std::make_unique<CostedLists>();
-    CostListsOnce(m, p, g, c, prof, own.get());
+    own = std::make_unique<Own>();
+    CostListsOnce(m, p, g, c, prof, &own->lists, &own->stage);
   }
-  const CostedLists& L = cache ? cache->impl().Get(m, p, g, c, prof) : *own;
-  const ListCost &dense = L.dense, &moe = L.moe, &emb = L.emb, &head = L.head;
-  const StepWork &dense_step = L.dense_step, &moe_step = L.moe_step, &emb_step = L.emb_step,
-                 &head_step = L.head_step;
-  const double p2p = L.p2p;
+  const CostedLists& L = cache ? cache->impl().Get(m, p, g, c, prof) : own->lists;
+  const StageListCosts& S = *L.stage;
+  const ListCost &dense = L.dense, &moe = L.moe, &emb = S.emb, &head = S.head;
+  const StepWork &dense_step = L.dense_step, &moe_step = L.moe_step, &emb_step = S.emb_step,
+                 &head_step = S.head_step;
+  const double p2p = S.p2p;
   const double sends = SendsPerMicrobatch(p);
   auto step_costs = [&](const StepWork& w, double count, RankCost* r) {
     r->step_comm += w.comm * count;
@@ -527,21 +607,11 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
   // A rank's cost depends only on what it holds: its dense and MoE layer counts and whether it
   // has the embedding and the head. An even split has at most four kinds of rank, so each kind is
   // accumulated once and copied to the others.
-  std::vector<core::StageComposition> kinds;
-  std::vector<RankCost> ranks;  // one per kind
-  kinds.reserve(4);
-  ranks.reserve(4);
-  std::vector<uint32_t> kind_of(static_cast<size_t>(p.pp));  // rank -> its kind
-  const std::vector<int64_t> starts = core::ChunkStarts(m, p);
-  for (int64_t i = 0; i < p.pp; ++i) {
-    const core::StageComposition here = core::StageCompositionOf(m, p, starts, i);
-    // Neighbouring ranks are usually of one kind: the previous rank's is tried first.
-    size_t k = i > 0 && kinds[kind_of[static_cast<size_t>(i - 1)]] == here ? kind_of[static_cast<size_t>(i - 1)] : 0;
-    if (k == 0)
-      while (k < kinds.size() && !(kinds[k] == here)) ++k;
-    kind_of[static_cast<size_t>(i)] = static_cast<uint32_t>(k);
-    if (k < kinds.size()) continue;
-    kinds.push_back(here);
+  const core::RankLayout& layout = core::RankLayoutOf(m, p);
+  const std::vector<uint32_t>& kind_of = layout.kind_of;
+  thread_local std::vector<RankCost> ranks;  // one per kind; kept per thread, reused
+  ranks.clear();
+  for (const core::StageComposition& here : layout.kinds) {
     const int64_t n_dense = here.dense, n_moe = here.moe;
     const bool first = here.first, last = here.last;
     RankCost& r = ranks.emplace_back();
@@ -574,9 +644,21 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
   }
 
   StepEstimate e;
-  e.stages.reserve(static_cast<size_t>(p.pp));
-  for (uint32_t k : kind_of) e.stages.push_back(ranks[k].times);
-  const PipelineTime pipe = SchedulePipeline(p.schedule, e.stages, p.Microbatches(), p.vpp);
+  if (detail == StepDetail::kFull) {
+    e.stages.resize(static_cast<size_t>(p.pp));
+    for (size_t i = 0; i < kind_of.size(); ++i) e.stages[i] = ranks[kind_of[i]].times;
+  }
+  // The pipeline from the kinds: the sum over ranks is a sum over kinds times their counts, and
+  // the critical rank is the lowest rank of the slowest kind (SchedulePipeline's choice).
+  double sum_t = 0;
+  size_t crit_kind = 0;
+  for (size_t k = 0; k < ranks.size(); ++k) {
+    sum_t += static_cast<double>(layout.count[k]) * ranks[k].times.Total();
+    const double tk = ranks[k].times.Total(), tc = ranks[crit_kind].times.Total();
+    if (tk > tc || (tk == tc && layout.first_rank[k] < layout.first_rank[crit_kind])) crit_kind = k;
+  }
+  const PipelineTime pipe = PipelineOf(p.schedule, sum_t, ranks[crit_kind].times, layout.first_rank[crit_kind], p.pp,
+                                       p.Microbatches(), p.vpp);
   const size_t crit = static_cast<size_t>(pipe.critical_stage);
   const RankCost& rc = ranks[kind_of[crit]];
   const double t_max = rc.times.Total();
@@ -599,13 +681,17 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
                  rc.comm[static_cast<int>(CommGroup::kHsdpReplica)]) * scale;
   b.pp_comm_s = rc.p2p * scale;
   b.bubble_s = bubble;
-  // The step-level part: exposed synchronisation and optimizer of the slowest rank at that phase.
+  // The step-level part: exposed synchronisation and optimizer of the slowest rank at that phase
+  // (of equally slow ranks, the last).
   double step_comm = 0, optimizer = 0;
-  for (uint32_t k : kind_of) {
+  int64_t step_rank = -1;
+  for (size_t k = 0; k < ranks.size(); ++k) {
     const RankCost& r = ranks[k];
-    if (r.times.step_s >= step_comm + optimizer) {
+    const double best = step_comm + optimizer;
+    if (r.times.step_s > best || (r.times.step_s == best && layout.last_rank[k] > step_rank)) {
       step_comm = r.step_comm;
       optimizer = r.optimizer;
+      step_rank = layout.last_rank[k];
     }
   }
   b.dp_comm_s += step_comm;
@@ -617,12 +703,13 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
   const double gpus = static_cast<double>(p.gpus);
   e.tokens_per_s = tokens / e.time_s;
   e.tokens_per_s_per_gpu = e.tokens_per_s / gpus;
-  e.model_flops = core::ModelFlopsPerIteration(m, p, core::AttentionFlops::kFull);
-  e.model_flops_causal = core::ModelFlopsPerIteration(m, p, core::AttentionFlops::kCausal);
-  e.hardware_flops = core::HardwareFlopsPerIteration(m, p, core::AttentionFlops::kFull);
+  const core::ForwardFlops fwd = core::ForwardFlopsPerToken(m, p.seq_len, core::AttentionFlops::kFull);
+  const core::ForwardFlops fwd_causal = core::ForwardFlopsPerToken(m, p.seq_len, core::AttentionFlops::kCausal);
+  e.model_flops = core::ModelFlopsPerIteration(fwd, p);
+  e.model_flops_causal = core::ModelFlopsPerIteration(fwd_causal, p);
+  e.hardware_flops = core::HardwareFlopsPerIteration(fwd, m, p);
   // The peak the FLOPs could run at: FP8 plans run GEMMs at the FP8 peak and attention at the
   // 16-bit peak, so the denominator weights each part by its own peak.
-  const core::ForwardFlops fwd = core::ForwardFlopsPerToken(m, p.seq_len, core::AttentionFlops::kFull);
   const double gemm_peak = Peak(g, p.precision);
   const double attn_peak = Peak(g, p.precision == core::Dtype::kFp8 ? core::Dtype::kBf16 : p.precision);
   const double ideal_per_flop =

@@ -87,8 +87,13 @@ class StepCostCache {
   std::unique_ptr<Impl> impl_;
 };
 
+// kTotalsOnly leaves StepEstimate::stages empty (every other field as kFull): the search ranks
+// plans by their totals and asks for the stages of the few it keeps.
+enum class StepDetail { kFull, kTotalsOnly };
+
 StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, const core::GpuSpec& g,
-                          const core::ClusterSpec& c, const core::Profile& profile, StepCostCache* cache = nullptr);
+                          const core::ClusterSpec& c, const core::Profile& profile, StepCostCache* cache = nullptr,
+                          StepDetail detail = StepDetail::kFull);
 
 // A training run of `tokens` tokens at the step's throughput, without failures (issue 5 adds them).
 struct TrainEstimate {

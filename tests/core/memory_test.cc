@@ -278,5 +278,64 @@ TEST(MemoryTest, TotalsOnlyFindsTheSameWorstStage) {
   }
 }
 
+TEST(MemoryTest, RankLayoutGroupsRanksByWhatTheyHold) {
+  // RankLayoutOf must agree rank by rank with StageCompositionOf, count every rank once, and give
+  // each kind its lowest and highest rank; a repeated call with the same inputs returns the memo,
+  // a changed split is recomputed.
+  struct Case {
+    const char* model;
+    int64_t pp, vpp;
+    Schedule s;
+    std::vector<int64_t> split;
+  };
+  const std::vector<Case> cases = {
+      {"llama3-70b", 4, 1, Schedule::k1F1B, {}},          // first, middle x2, last: 3 kinds
+      {"llama3-70b", 4, 2, Schedule::kInterleaved, {}},   // rank 0 has chunk 0, rank 3 the last
+      {"llama3-70b", 8, 1, Schedule::kDualPipe, {}},      // ranks 0 and 7 hold both ends
+      {"llama3-405b", 16, 1, Schedule::k1F1B, {7, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7}},
+      {"deepseek-v3", 4, 1, Schedule::k1F1B, {13, 16, 16, 16}},  // 3 dense layers on rank 0
+      {"llama3-70b", 1, 1, Schedule::k1F1B, {}},          // one rank holds everything
+  };
+  for (const Case& k : cases) {
+    const ModelSpec m = *LoadModel(k.model);
+    PlanSpec p;
+    p.pp = k.pp;
+    p.vpp = k.vpp;
+    p.schedule = k.s;
+    p.stage_layers = k.split;
+    const std::vector<int64_t> starts = ChunkStarts(m, p);
+    const RankLayout& l = RankLayoutOf(m, p);
+    ASSERT_EQ(l.kind_of.size(), static_cast<size_t>(k.pp)) << k.model;
+    int64_t ranks = 0;
+    for (size_t c = 0; c < l.kinds.size(); ++c) {
+      ranks += l.count[c];
+      EXPECT_EQ(l.kind_of[static_cast<size_t>(l.first_rank[c])], c);
+      EXPECT_EQ(l.kind_of[static_cast<size_t>(l.last_rank[c])], c);
+    }
+    EXPECT_EQ(ranks, k.pp) << k.model;
+    for (int64_t r = 0; r < k.pp; ++r) {
+      const size_t c = l.kind_of[static_cast<size_t>(r)];
+      EXPECT_TRUE(l.kinds[c] == StageCompositionOf(m, p, starts, r)) << k.model << " rank " << r;
+      EXPECT_LE(l.first_rank[c], r);
+      EXPECT_GE(l.last_rank[c], r);
+    }
+  }
+  // Hand-checked: Llama 3 70B (80 layers) on pp 4, 1F1B: 20 layers each; rank 0 first, rank 3 last.
+  const ModelSpec m = *LoadModel("llama3-70b");
+  PlanSpec p;
+  p.pp = 4;
+  const RankLayout& a = RankLayoutOf(m, p);
+  ASSERT_EQ(a.kinds.size(), 3u);
+  EXPECT_EQ(a.count, (std::vector<int64_t>{1, 2, 1}));
+  EXPECT_TRUE(a.kinds[0].first && !a.kinds[0].last && a.kinds[0].dense == 20);
+  EXPECT_TRUE(a.kinds[2].last && !a.kinds[2].first);
+  EXPECT_EQ(&RankLayoutOf(m, p), &a);  // the memo
+  p.stage_layers = {19, 21, 21, 19};
+  const RankLayout& b = RankLayoutOf(m, p);
+  EXPECT_EQ(b.kinds[0].dense, 19);
+  EXPECT_EQ(b.kinds[1].dense, 21);
+  EXPECT_EQ(b.count, (std::vector<int64_t>{1, 2, 1}));
+}
+
 }  // namespace
 }  // namespace meshplan::core

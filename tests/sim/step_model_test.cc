@@ -237,6 +237,57 @@ TEST(StepCostCacheTest, CachedEstimatesEqualUncachedOnes) {
   }
 }
 
+TEST(StepCostCacheTest, PlacementReachesTheSharedComputeParts) {
+  // A layer's compute part is shared between plans whose TP, CP and EP groups span the cluster
+  // alike, whatever their pp, dp or ZeRO stage. Putting PP innermost moves TP across nodes: the
+  // cached estimate must see that (TP spanning nodes is much slower), exactly as uncached.
+  const core::GpuSpec g = *core::LoadGpu("h100-sxm");
+  const core::ClusterSpec c = *core::LoadCluster("dgx-h100");
+  const core::Profile prof;
+  const core::ModelSpec m = *core::LoadModel("llama3-70b");
+  StepCostCache cache;
+  double inside = 0, across = 0;
+  for (bool pp_inner : {false, true})
+    for (int64_t pp : {2, 4}) {
+      core::PlanSpec p;
+      p.tp = 8;
+      p.pp = pp;
+      p.dp = 64 / (8 * pp);
+      p.gpus = 64;
+      p.seq_len = 4096;
+      p.global_batch = 64;
+      p.sequence_parallel = true;
+      if (pp_inner) p.placement = {core::Axis::kPp, core::Axis::kTp, core::Axis::kCp, core::Axis::kEp, core::Axis::kDp};
+      const StepEstimate a = EstimateStep(m, p, g, c, prof);
+      const StepEstimate b = EstimateStep(m, p, g, c, prof, &cache);
+      ASSERT_NEAR(a.time_s, b.time_s, 1e-12 * a.time_s) << "pp" << pp << " pp_inner " << pp_inner;
+      EXPECT_NEAR(a.breakdown.tp_comm_s, b.breakdown.tp_comm_s, 1e-12 * a.time_s);
+      if (pp == 4) (pp_inner ? across : inside) = b.breakdown.tp_comm_s;
+    }
+  EXPECT_GT(across, 2 * inside);
+}
+
+TEST(StepCostCacheTest, TotalsOnlyDiffersOnlyInTheStages) {
+  // StepDetail::kTotalsOnly (the search's path) leaves the per-stage times out; every other
+  // number is the kFull estimate's, bit for bit.
+  const core::GpuSpec g = *core::LoadGpu("h100-sxm");
+  const core::ClusterSpec c = *core::LoadCluster("dgx-h100");
+  const core::Profile prof;
+  const core::ModelSpec m = *core::LoadModel("llama3-70b");
+  StepCostCache cache;
+  for (const auto& p : PipelineVariants(m, 256)) {
+    const StepEstimate a = EstimateStep(m, p, g, c, prof, &cache, StepDetail::kFull);
+    const StepEstimate b = EstimateStep(m, p, g, c, prof, &cache, StepDetail::kTotalsOnly);
+    EXPECT_EQ(a.stages.size(), static_cast<size_t>(p.pp));
+    EXPECT_TRUE(b.stages.empty());
+    EXPECT_EQ(a.time_s, b.time_s);
+    EXPECT_EQ(a.critical_stage, b.critical_stage);
+    EXPECT_EQ(a.breakdown.bubble_s, b.breakdown.bubble_s);
+    EXPECT_EQ(a.breakdown.dp_comm_s, b.breakdown.dp_comm_s);
+    EXPECT_EQ(a.mfu, b.mfu);
+  }
+}
+
 TEST(StepCostCacheTest, ACacheForgetsAnotherModel) {
   const core::GpuSpec g = *core::LoadGpu("h100-sxm");
   const core::ClusterSpec c = *core::LoadCluster("dgx-h100");

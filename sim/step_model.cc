@@ -183,6 +183,11 @@ class Coster {
     memo_.push_back({op.collective, op.group, op.bytes, t});
     return t;
   }
+  // One pipeline send as the pass that waits for it sees it: the send, then the receiver's
+  // scatter/gather all-gather when the graph has one (core::StepGraph::p2p_gather).
+  double PipelineSendTime(const Op& send, const Op& gather) const {
+    return CollectiveTime(send) + (gather.bytes > 0 ? CollectiveTime(gather) : 0.0);
+  }
 
  private:
   struct Memo {
@@ -450,7 +455,7 @@ void CostListsOnce(const core::ModelSpec& m, const core::PlanSpec& p, const core
   out->moe = coster.Cost(graph.moe_layer);
   out->emb = coster.Cost(graph.embedding);
   out->head = coster.Cost(graph.head);
-  out->p2p = p.pp > 1 ? coster.CollectiveTime(graph.p2p) : 0.0;
+  out->p2p = p.pp > 1 ? coster.PipelineSendTime(graph.p2p, graph.p2p_gather) : 0.0;
   out->dense_step = StepWorkOf(graph.dense_layer, coster, g, prof);
   out->moe_step = StepWorkOf(graph.moe_layer, coster, g, prof);
   out->emb_step = StepWorkOf(graph.embedding, coster, g, prof);
@@ -487,7 +492,7 @@ void CostLists(const core::ModelSpec& m, const core::PlanSpec& p, const core::Gp
     s->head = coster.Cost(head);
     s->emb_step = StepWorkOf(emb, coster, g, prof);
     s->head_step = StepWorkOf(head, coster, g, prof);
-    s->p2p = p.pp > 1 ? coster.CollectiveTime(core::BuildP2pOp(m, p)) : 0.0;
+    s->p2p = p.pp > 1 ? coster.PipelineSendTime(core::BuildP2pOp(m, p), core::BuildP2pGatherOp(m, p)) : 0.0;
   };
   auto [sit, sfresh] = cache->stage_lists.try_emplace(PartKey(key, core::LayerPart::kSync));
   if (sfresh) stage_lists(&sit->second);

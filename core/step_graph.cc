@@ -132,7 +132,10 @@ class Builder {
     TpReduce(&fwd, "embedding_reduce");
     out.reserve(4 * fwd.size() + 8);
     out = fwd;
-    Backward(fwd, &out);
+    // Without SP the reduction's backward is the identity (Megatron's
+    // reduce_from_tensor_model_parallel_region); under SP the reduce-scatter's is an all-gather.
+    if (sp_) Backward(fwd, &out);
+    else Backward({fwd.front()}, &out);
     return out;
   }
 
@@ -160,6 +163,15 @@ class Builder {
     out.reserve(4 * fwd.size() + 8);
     out = fwd;
     Backward(fwd, &out);
+    // Without SP the head's input is the identity forward (f, no forward op) and all-reduces its
+    // gradient backward (Shoeybi 2019 Fig. 3), overlapped with the weight gradient as a layer's
+    // column-parallel input is (tp_overlap), else blocking.
+    if (!sp_ && t_ > 1) {
+      const bool overlap = p_.tp_overlap != TpOverlap::kNone;
+      Coll(&out, "head_input_grad_reduce", CollectiveKind::kAllReduce, CommGroup::kTp, tokens_ * m_.hidden * e_,
+           overlap);
+      out.back().pass = overlap ? Pass::kBackwardWeight : Pass::kBackwardInput;
+    }
     return out;
   }
   // The head's own parameters (untied output projection) and the final norm.
@@ -174,6 +186,19 @@ class Builder {
     // Megatron's scatter/gather optimisation sends 1/t of the activation and all-gathers it over
     // NVLink on the receiver (Narayanan 2021 §4.1); with SP the activation is already 1/t.
     op.bytes = tokens_ * m_.hidden * e_ / t_;
+    return op;
+  }
+  // The receiver's half of the scatter/gather: gather_split_1d_tensor all-gathers the slices over
+  // the TP group, on the critical path before the pass that needs them (Megatron-LM
+  // p2p_communication.py; Narayanan 2021 §4.1, Fig. 9). Under SP the slice is what the next
+  // stage computes on; with t = 1 or one stage there is nothing to gather.
+  Op P2pGather() const {
+    Op op;
+    op.name = "pipeline_gather";
+    op.kind = OpKind::kCollective;
+    op.collective = CollectiveKind::kAllGather;
+    op.group = CommGroup::kTp;
+    op.bytes = (!sp_ && t_ > 1 && p_.pp > 1) ? tokens_ * m_.hidden * e_ : 0;
     return op;
   }
 
@@ -391,7 +416,14 @@ class Builder {
                 out->push_back(regather);
               }
             } else {
-              op.collective = CollectiveKind::kAllGather;
+              // Blocking. Under SP each collective's conjugate: a reduce-scatter's is an
+              // all-gather and the input all-gather's a reduce-scatter. Without SP the forward
+              // all-reduce (g) is the identity backward and the column input's identity (f,
+              // no forward op) all-reduces its gradient (Shoeybi 2019 Fig. 3): one all-reduce
+              // of the same bytes per forward all-reduce.
+              if (!sp_) op.collective = CollectiveKind::kAllReduce;
+              else if (op.collective == CollectiveKind::kReduceScatter) op.collective = CollectiveKind::kAllGather;
+              else op.collective = CollectiveKind::kReduceScatter;
               out->push_back(op);
             }
             break;
@@ -551,6 +583,7 @@ std::vector<Op> BuildHeadPart(const ModelSpec& m, const PlanSpec& p, LayerPart p
   return Builder(m, p).HeadPart(part);
 }
 Op BuildP2pOp(const ModelSpec& m, const PlanSpec& p) { return Builder(m, p).P2p(); }
+Op BuildP2pGatherOp(const ModelSpec& m, const PlanSpec& p) { return Builder(m, p).P2pGather(); }
 
 StepGraph BuildStepGraph(const ModelSpec& m, const PlanSpec& p) {
   Builder b(m, p);
@@ -560,6 +593,7 @@ StepGraph BuildStepGraph(const ModelSpec& m, const PlanSpec& p) {
   g.embedding = b.Embedding();
   g.head = b.Head();
   g.p2p = b.P2p();
+  g.p2p_gather = b.P2pGather();
   g.microbatches = p.Microbatches();
   g.tokens_per_microbatch = p.seq_len / p.cp * p.micro_batch;
   return g;

@@ -55,6 +55,9 @@ struct StepGraph {
   std::vector<Op> embedding;    // first stage, per microbatch
   std::vector<Op> head;         // last stage, per microbatch: final norm, output GEMM, loss
   Op p2p;                       // activation sent to the next stage per microbatch (each direction)
+  // Megatron's scatter/gather (no SP, t > 1): the receiver all-gathers the 1/t slice `p2p` carried
+  // back into the whole activation over TP, once per received tensor. bytes = 0 when not used.
+  Op p2p_gather;
   // Per step, per rank: gradient synchronisation, ZeRO-3 gathers (all layers), optimizer.
   std::vector<Op> step;
   int64_t microbatches = 0;
@@ -78,6 +81,7 @@ std::vector<Op> BuildLayerPart(const ModelSpec& m, const PlanSpec& p, bool moe, 
 std::vector<Op> BuildEmbeddingPart(const ModelSpec& m, const PlanSpec& p, LayerPart part);
 std::vector<Op> BuildHeadPart(const ModelSpec& m, const PlanSpec& p, LayerPart part);
 Op BuildP2pOp(const ModelSpec& m, const PlanSpec& p);
+Op BuildP2pGatherOp(const ModelSpec& m, const PlanSpec& p);
 
 // The cluster tiers the communicator `g` spans under the plan's placement: the one mapping
 // from a StepGraph group to the network, used by the simulator and the runtime alike.

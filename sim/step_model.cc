@@ -202,6 +202,11 @@ class Coster {
     memo_.push_back({op.collective, op.group, op.bytes, t});
     return t;
   }
+  // One pipeline send as the pass that waits for it sees it: the send, then the receiver's
+  // scatter/gather all-gather when the graph has one (core::StepGraph::p2p_gather).
+  double PipelineSendTime(const Op& send, const Op& gather) const {
+    return CollectiveTime(send) + (gather.bytes > 0 ? CollectiveTime(gather) : 0.0);
+  }
 
  private:
   struct Memo {
@@ -507,7 +512,7 @@ void CostListsOnce(const core::ModelSpec& m, const core::PlanSpec& p, const core
   out->moe = coster.Cost(graph.moe_layer);
   stage->emb = coster.Cost(graph.embedding);
   stage->head = coster.Cost(graph.head);
-  stage->p2p = p.pp > 1 ? coster.CollectiveTime(graph.p2p) : 0.0;
+  stage->p2p = p.pp > 1 ? coster.PipelineSendTime(graph.p2p, graph.p2p_gather) : 0.0;
   out->dense_step = StepWorkOf(graph.dense_layer, coster, g, prof);
   out->moe_step = StepWorkOf(graph.moe_layer, coster, g, prof);
   stage->emb_step = StepWorkOf(graph.embedding, coster, g, prof);
@@ -540,7 +545,7 @@ void CostStageLists(const core::ModelSpec& m, const core::PlanSpec& p, const cor
   s->emb_step = {compute.emb_step.comm + sync.emb_step.comm, compute.emb_step.optimizer + sync.emb_step.optimizer};
   s->head_step = {compute.head_step.comm + sync.head_step.comm,
                   compute.head_step.optimizer + sync.head_step.optimizer};
-  s->p2p = p.pp > 1 ? coster.CollectiveTime(core::BuildP2pOp(m, p)) : 0.0;
+  s->p2p = p.pp > 1 ? coster.PipelineSendTime(core::BuildP2pOp(m, p), core::BuildP2pGatherOp(m, p)) : 0.0;
 }
 
 void CostLists(const core::ModelSpec& m, const core::PlanSpec& p, const core::GpuSpec& g, const core::ClusterSpec& c,

@@ -62,7 +62,7 @@ StageTimes DenseLayerTimes(const core::ModelSpec& m, const core::PlanSpec& p, co
 
 // Names this step model in stored predictions (core/result_store.h); bump it when a change moves
 // predictions, so history can tell predictions of different models apart.
-inline constexpr const char* kStepModelVersion = "meshplan 0.1.0 step-model/3 (fp16 optimizer, unfused gradient accumulation)";
+inline constexpr const char* kStepModelVersion = "meshplan 0.1.0 step-model/4 (TP backward all-reduce without SP, scatter/gather receiver all-gather)";
 
 // The costed op lists of a plan (its layers, embedding, head, pipeline send, once-per-step work)
 // depend on the plan's sharding, batch shape, precision and placement but not on its pipeline

@@ -99,6 +99,74 @@ TEST(StepGraphTest, TensorParallelMovesTheSameBytesWithAndWithoutSequenceParalle
   EXPECT_DOUBLE_EQ(no_sp, 4 * (2.0 * 7 / 8) * (2048.0 * 12288 * 2));
 }
 
+TEST(StepGraphTest, WithoutSequenceParallelEachBackwardAllReduceIsOneAllReduce) {
+  // Shoeybi 2019 Fig. 3, by hand for GPT-3 on t = 8 without SP and without the async overlap
+  // (Megatron-LM of 2021): forward, g all-reduces each row-parallel output (2 per layer) and f is
+  // the identity; backward, g is the identity and f all-reduces the column-parallel input's
+  // gradient (2 per layer), blocking. Each moves sbh x 2 bytes: 4 all-reduces per layer, no
+  // all-gather. The vocab-parallel embedding's reduction is g-like (nothing backward); the head's
+  // input is f-like (one all-reduce backward, no forward op).
+  auto m = LoadModel("gpt3-175b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p = Plan(8, 1, false);
+  p.tp_overlap = TpOverlap::kNone;
+  const StepGraph g = BuildStepGraph(*m, p);
+  const int64_t sbh2 = 2048LL * 12288 * 2;
+  auto count = [](const std::vector<Op>& ops, Pass pass, CollectiveKind kind, int64_t bytes) {
+    int n = 0;
+    for (const Op& op : ops)
+      if (op.kind == OpKind::kCollective && op.group == CommGroup::kTp && op.pass == pass) {
+        EXPECT_EQ(op.collective, kind) << op.name;
+        EXPECT_EQ(op.bytes, bytes) << op.name;
+        EXPECT_FALSE(op.overlappable) << op.name;
+        ++n;
+      }
+    return n;
+  };
+  EXPECT_EQ(count(g.dense_layer, Pass::kForward, CollectiveKind::kAllReduce, sbh2), 2);
+  EXPECT_EQ(count(g.dense_layer, Pass::kBackwardInput, CollectiveKind::kAllReduce, sbh2), 2);
+  EXPECT_EQ(count(g.dense_layer, Pass::kBackwardWeight, CollectiveKind::kAllReduce, sbh2), 0);
+  EXPECT_DOUBLE_EQ(BusBytes(g.dense_layer, CommGroup::kTp, 8, 1), 4 * (2.0 * 7 / 8) * sbh2);
+  EXPECT_EQ(count(g.embedding, Pass::kForward, CollectiveKind::kAllReduce, sbh2), 1);
+  EXPECT_EQ(count(g.embedding, Pass::kBackwardInput, CollectiveKind::kAllReduce, sbh2), 0);
+  EXPECT_EQ(count(g.head, Pass::kForward, CollectiveKind::kAllReduce, sbh2), 0);
+  EXPECT_EQ(count(g.head, Pass::kBackwardInput, CollectiveKind::kAllReduce, sbh2), 1);
+
+  // Under SP each collective's conjugate, blocking: the embedding's reduce-scatter -> all-gather,
+  // the head's input all-gather -> reduce-scatter, each of sbh x 2 bytes in all.
+  p.sequence_parallel = true;
+  const StepGraph sp = BuildStepGraph(*m, p);
+  EXPECT_EQ(count(sp.embedding, Pass::kBackwardInput, CollectiveKind::kAllGather, sbh2), 1);
+  EXPECT_EQ(count(sp.head, Pass::kBackwardInput, CollectiveKind::kReduceScatter, sbh2), 1);
+}
+
+TEST(StepGraphTest, ScatterGatherSendsASliceAndTheReceiverGathersIt) {
+  // Narayanan 2021 §4.1: without SP each of the t ranks sends sbh x 2 / t bytes to the next stage
+  // and the receivers all-gather the whole sbh x 2 over TP. Under SP the slice is what the next
+  // stage computes on (no gather); with t = 1 there is nothing to gather; with one stage no send.
+  auto m = LoadModel("gpt3-175b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p = Plan(8, 1, false);
+  p.pp = 2;
+  p.gpus = 16;
+  const int64_t sbh2 = 2048LL * 12288 * 2;
+  const StepGraph g = BuildStepGraph(*m, p);
+  EXPECT_EQ(g.p2p.bytes, sbh2 / 8);
+  EXPECT_EQ(g.p2p_gather.collective, CollectiveKind::kAllGather);
+  EXPECT_EQ(g.p2p_gather.group, CommGroup::kTp);
+  EXPECT_EQ(g.p2p_gather.bytes, sbh2);
+  p.sequence_parallel = true;
+  EXPECT_EQ(BuildStepGraph(*m, p).p2p_gather.bytes, 0);
+  p.sequence_parallel = false;
+  p.tp = 1;
+  p.gpus = 2;
+  EXPECT_EQ(BuildStepGraph(*m, p).p2p_gather.bytes, 0);
+  p.tp = 8;
+  p.pp = 1;
+  p.gpus = 8;
+  EXPECT_EQ(BuildStepGraph(*m, p).p2p_gather.bytes, 0);
+}
+
 TEST(StepGraphTest, ZeroThreeMovesOneAndAHalfTimesDdpZeroOneAndTwoTheSame) {
   // ZeRO paper §7.2.2: DDP 2 psi, ZeRO-1/2 2 psi, ZeRO-3 3 psi (one microbatch per step).
   auto m = LoadModel("llama3-8b");

@@ -115,6 +115,41 @@ TEST(StepModelTest, TensorParallelAcrossNodesIsMuchSlower) {
   EXPECT_LT(across.tokens_per_s_per_gpu, 0.8 * inside.tokens_per_s_per_gpu);
 }
 
+TEST(StepModelTest, PipelineSendIncludesTheReceiversGather) {
+  // GPT 76.1B (h = 10240) on dgx-a100, t = 8, p = 4, b = 2, s = 2048, no SP, 1F1B, 8 microbatches,
+  // default profile. Each pass waits for one send and, by Megatron's scatter/gather, the gather
+  // of what it receives (Narayanan 2021 §4.1), so pp_comm = 2 m (send + gather), by hand:
+  //   S = sbh x 2 = 2 x 2048 x 10240 x 2 = 83,886,080 B
+  //   send   = 5 us + (S/8) / (25e9 x 0.9) + 5 us                       (one IB hop, launch)
+  //   gather = 7 x 3 us + 7/8 S / (300e9 x 0.8) + 5 us                  (ring in the node, launch)
+  core::PlanSpec p;
+  p.tp = 8;
+  p.pp = 4;
+  p.dp = 1;
+  p.gpus = 32;
+  p.micro_batch = 2;
+  p.global_batch = 16;
+  p.seq_len = 2048;
+  p.precision = core::Dtype::kFp16;
+  p.sequence_parallel = false;
+  p.tp_overlap = core::TpOverlap::kNone;
+  const core::ModelSpec m = *core::LoadModel("gpt-76.1b");
+  const core::GpuSpec g = *core::LoadGpu("a100-80g");
+  const core::ClusterSpec c = *core::LoadCluster("dgx-a100");
+  core::Diagnostics d;
+  core::ValidatePlan(p, m, g, c, &d);
+  ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+  const double S = 2.0 * 2048 * 10240 * 2;
+  const double send = 5e-6 + S / 8 / (25e9 * 0.9) + 5e-6;
+  const double gather = 7 * 3e-6 + 7.0 / 8 * S / (300e9 * 0.8) + 5e-6;
+  const StepEstimate e = EstimateStep(m, p, g, c, core::Profile{});
+  EXPECT_NEAR(e.breakdown.pp_comm_s, 2 * 8 * (send + gather), 1e-9);
+  // Under SP the send is already the slice the next stage computes on: no gather.
+  p.sequence_parallel = true;
+  const StepEstimate sp = EstimateStep(m, p, g, c, core::Profile{});
+  EXPECT_NEAR(sp.breakdown.pp_comm_s, 2 * 8 * send, 1e-9);
+}
+
 TEST(StepModelTest, TrainingCostIsGpuHoursTimesPrice) {
   // The seeds: 16k H100s x 2 weeks x $3/h ~= $16M. Here: whatever the days, cost = hours x gpus x $3.
   Scenario s = Load("llama3-8b");

@@ -199,17 +199,26 @@ class Searcher {
   double tokens() const { return tokens_; }
   size_t items() const { return outer_.size(); }
 
-  // Runs outer items [next_++] until none is left. Called by each worker thread.
-  void Work(Local* local, std::atomic<size_t>* next, std::atomic<size_t>* done) const {
+  // Runs blocks of `grain` consecutive outer items, [next, next + grain), until none is left.
+  // Called by each worker thread. Neighbouring items share tp, cp and pp, so a block reuses its
+  // worker's costed lists instead of costing them again in another worker.
+  void Work(Local* local, std::atomic<size_t>* next, std::atomic<size_t>* done, size_t grain) const {
     PlanSpec p = base_;
     p.sharding = core::Sharding::kFsdp;
     p.hsdp_shard_size = 0;
     p.etp = 1;
     p.recompute_layers = 0;
-    for (size_t i = next->fetch_add(1); i < outer_.size(); i = next->fetch_add(1)) {
-      RunOuter(outer_[i], &p, local);
-      done->fetch_add(1, std::memory_order_relaxed);
+    for (size_t b = next->fetch_add(grain); b < outer_.size(); b = next->fetch_add(grain)) {
+      const size_t end = std::min(outer_.size(), b + grain);
+      for (size_t i = b; i < end; ++i) RunOuter(outer_[i], &p, local);
+      done->fetch_add(end - b, std::memory_order_relaxed);
     }
+    // The plans this worker kept were ranked on totals-only estimates: each gets its per-stage
+    // times here, from the same cache (the same numbers), while the other workers still run.
+    for (auto* list : {&local->heap, &local->front})
+      for (RankedPlan& r : *list) r.step = EstimateStep(m_, r.plan, g_, c_, prof_, local->step_cache.get());
+    local->stats.lists_costed = local->step_cache->misses();
+    local->step_cache.reset();  // freed by its own thread, not serially after the search
   }
 
  private:
@@ -406,9 +415,7 @@ class Searcher {
                        (!local->heap.empty() && key < KeyOf(local->heap.front()));
       const bool front = ParetoCandidate(local->front, step.tokens_per_s, mem.per_gpu_bytes, train.cost_usd);
       if (!top && !front) continue;
-      // A plan kept is given its per-stage times (the same costs, from the same cache).
-      step = EstimateStep(m_, p, g_, c_, prof_, local->step_cache.get(), StepDetail::kFull);
-      RankedPlan rp;
+      RankedPlan rp;  // its per-stage times are filled in when the worker is done (Work)
       rp.plan = p;
       rp.per_gpu_bytes = mem.per_gpu_bytes;
       rp.capacity_bytes = mem.capacity_bytes;
@@ -447,7 +454,7 @@ void Merge(Local&& from, Local* into, size_t top_k) {
   a.memory_estimates += b.memory_estimates;
   a.out_of_memory += b.out_of_memory;
   a.evaluated += b.evaluated;
-  a.lists_costed += from.step_cache->misses();
+  a.lists_costed += b.lists_costed;
   for (RankedPlan& r : from.heap) OfferTop(&into->heap, top_k, std::move(r));
   for (const RankedPlan& r : from.front) OfferPareto(&into->front, r);
   if (from.lightest && (!into->lightest || from.lightest->per_gpu_bytes < into->lightest->per_gpu_bytes ||
@@ -473,6 +480,8 @@ SearchResult SearchPlans(const core::ModelSpec& m, const core::GpuSpec& g, const
   threads = std::max(1, std::min<int>(threads, static_cast<int>(std::max<size_t>(searcher.items(), 1))));
   std::vector<Local> locals(static_cast<size_t>(threads));
   std::atomic<size_t> next{0}, done{0};
+  // Blocks small enough to balance the workers' loads (about 16 per worker).
+  const size_t grain = std::max<size_t>(1, searcher.items() / (16 * static_cast<size_t>(threads)));
   std::mutex mu;
   std::condition_variable cv;
   int running = threads;
@@ -481,7 +490,7 @@ SearchResult SearchPlans(const core::ModelSpec& m, const core::GpuSpec& g, const
   for (int t = 0; t < threads; ++t) {
     try {
       workers.emplace_back([&, t] {
-        searcher.Work(&locals[static_cast<size_t>(t)], &next, &done);
+        searcher.Work(&locals[static_cast<size_t>(t)], &next, &done, grain);
         std::lock_guard<std::mutex> lock(mu);
         --running;
         cv.notify_all();
@@ -493,7 +502,7 @@ SearchResult SearchPlans(const core::ModelSpec& m, const core::GpuSpec& g, const
       --running;
     }
   }
-  if (workers.empty()) searcher.Work(&locals[0], &next, &done);
+  if (workers.empty()) searcher.Work(&locals[0], &next, &done, grain);
   {
     std::unique_lock<std::mutex> lock(mu);
     while (running > 0) {

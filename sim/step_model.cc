@@ -33,6 +33,7 @@ struct PassCost {
   double attention = 0;  // the core-attention part of `compute`: all a CP ring exchange can hide under
   std::array<double, core::kCommGroups> blocking{};  // exposed collective time by CommGroup
   std::array<double, core::kCommGroups> hidden{};    // overlappable collective time by CommGroup
+  bool comm = false;  // a collective was added (most passes of most lists have none)
 };
 struct ListCost {
   std::array<PassCost, 5> pass;  // by core::Pass
@@ -40,6 +41,8 @@ struct ListCost {
     for (size_t ps = 0; ps < pass.size(); ++ps) {
       pass[ps].compute += o.pass[ps].compute;
       pass[ps].attention += o.pass[ps].attention;
+      if (!o.pass[ps].comm) continue;
+      pass[ps].comm = true;
       for (int g = 0; g < core::kCommGroups; ++g) {
         pass[ps].blocking[g] += o.pass[ps].blocking[g];
         pass[ps].hidden[g] += o.pass[ps].hidden[g];
@@ -74,9 +77,7 @@ struct ListCost {
     for (int ps = 0; ps < 5; ++ps) {
       const PassCost& c = pass[ps];
       time[ps] = c.compute;
-      double comm = 0;  // times are never negative: a zero sum means no communication
-      for (int g = 0; g < core::kCommGroups; ++g) comm += c.blocking[g] + c.hidden[g];
-      if (comm <= 0) continue;  // most passes of most lists carry no communication
+      if (!c.comm) continue;  // most passes of most lists carry no communication
       has_comm[ps] = true;
       // Exposed() for every group at once (the same arithmetic, the shared sums taken once).
       const int cp = static_cast<int>(CommGroup::kCp);
@@ -171,6 +172,7 @@ class Coster {
         const double t = CollectiveTime(op);
         const bool hide = CollectiveHidden(op, p_);
         (hide ? pc.hidden : pc.blocking)[static_cast<int>(op.group)] += t;
+        pc.comm = true;
       } else {
         const double t = ComputeOpTime(op, g_, prof_);
         pc.compute += t;
@@ -428,13 +430,12 @@ LayerPartCosts CostLayerPart(const core::ModelSpec& m, const core::PlanSpec& p, 
   return out;
 }
 
-// The key of one layer part: what it does not depend on is blanked. The sync part (gradient
-// synchronisation, optimizer) reads everything but the recompute mode. The compute and recompute
-// parts (core/step_graph.cc: Forward, Backward, Recompute) read the TP, CP and EP degrees and the
-// spans of those groups, the micro batch, sequence, precision, TP overlap, CP kind, SP and
-// DualPipe's all-to-all overlap (and the recompute part its mode): not pp, dp, ZeRO, sharding,
-// optimizer, state dtypes or gradient-accumulation fusion. So plans that differ only in those
-// share one costed compute part.
+// The key of one part (core::LayerPart): what the part does not depend on is blanked, so plans
+// that differ only there share it. The compute and recompute parts (core/step_graph.cc: Forward,
+// Backward, Recompute) read the TP, CP and EP degrees and the spans of those groups, the micro
+// batch, sequence, precision, TP overlap, CP kind, SP and DualPipe's all-to-all overlap (and the
+// recompute part its mode): not pp, dp, ZeRO, sharding, optimizer, state dtypes or
+// gradient-accumulation fusion. The sync part: SyncPartKey below.
 // The spans (members per scale-up domain) of the TP, CP and EP groups, packed: the compute parts'
 // stand-in for the placement.
 int64_t ComputeSpans(const core::PlanSpec& p, const core::ClusterSpec& c) {
@@ -443,10 +444,31 @@ int64_t ComputeSpans(const core::PlanSpec& p, const core::ClusterSpec& c) {
     spans = spans << 20 | std::min<int64_t>(core::SpanOfGroup(g, p, c).per_domain, (1 << 20) - 1);
   return spans;
 }
-ListKey PartKey(ListKey k, core::LayerPart part, int64_t compute_spans) {
+// The same for the groups the synchronisation runs on (DP x CP, expert DP, HSDP shard and replica).
+int64_t SyncSpans(const core::PlanSpec& p, const core::ClusterSpec& c) {
+  int64_t spans = 0;
+  for (CommGroup g : {CommGroup::kDpCp, CommGroup::kExpertDp, CommGroup::kHsdpShard, CommGroup::kHsdpReplica})
+    spans = spans << 15 | std::min<int64_t>(core::SpanOfGroup(g, p, c).per_domain, (1 << 15) - 1);
+  return spans;
+}
+// The sync part (core/step_graph.cc: GradSync, StageParamSync; layers, embedding and head alike)
+// reads the parameters a rank holds (tp, ep, etp), the group sizes (dp, cp, HSDP shard), the ZeRO
+// stage, sharding, optimizer, precision (the fp16 optimizer), state dtypes, gradient-accumulation
+// fusion and the spans of its groups: not the micro batch, sequence, pp, recompute, TP overlap,
+// CP kind, SP or schedule.
+ListKey SyncPartKey(ListKey k, int64_t sync_spans) {
+  // Kept: precision (bits 0-3), sharding (16-19), optimizer (20-23), the state dtypes (24-39),
+  // grad_accum_fusion (41).
+  constexpr int64_t kKept = int64_t{0xF} | (int64_t{0xFFFFFF} << 16) | int64_t{1} << 41;
+  k[10] &= kKept;
+  k[4] = k[6] = k[7] = -1;  // pp, micro batch, sequence
+  k[11] = sync_spans;       // replaces the placement
+  return k;
+}
+ListKey PartKey(ListKey k, core::LayerPart part, int64_t compute_spans, int64_t sync_spans) {
   constexpr int64_t kRecomputeBits = int64_t{0xF} << 4;
+  if (part == core::LayerPart::kSync) return SyncPartKey(k, sync_spans);
   if (part != core::LayerPart::kRecompute) k[10] &= ~kRecomputeBits;  // recompute
-  if (part == core::LayerPart::kSync) return k;
   // Kept: precision (bits 0-3), recompute (4-7), tp_overlap (8-11), cp_kind (12-15), SP (40),
   // DualPipe (42). Blanked: sharding, optimizer, the four state dtypes, grad_accum_fusion (41).
   constexpr int64_t kKept = int64_t{0xFFFF} | int64_t{1} << 40 | int64_t{1} << 42;
@@ -471,6 +493,7 @@ struct StepCostCache::Impl {
   CollectiveMemo collectives;
   std::unordered_map<ListKey, StageListCosts, ListKeyHash> stage_lists;    // by the kSync part's key
   std::unordered_map<ListKey, StagePartCosts, ListKeyHash> stage_compute;  // by the kCompute part's key
+  std::unordered_map<ListKey, StagePartCosts, ListKeyHash> stage_sync;     // by the kSync part's key
   int64_t hits = 0, misses = 0;
 
   const CostedLists& Get(const core::ModelSpec& mm, const core::PlanSpec& p, const core::GpuSpec& gg,
@@ -481,6 +504,7 @@ struct StepCostCache::Impl {
       collectives.clear();
       stage_lists.clear();
       stage_compute.clear();
+      stage_sync.clear();
       m = &mm;
       g = &gg;
       c = &cc;
@@ -533,9 +557,8 @@ StagePartCosts CostStagePart(const core::ModelSpec& m, const core::PlanSpec& p, 
 
 // The embedding and head lists and the send: the compute part (shared by every plan with the same
 // compute key) plus this plan's sync part, added pass by pass as for the layers.
-void CostStageLists(const core::ModelSpec& m, const core::PlanSpec& p, const core::GpuSpec& g, const Coster& coster,
-                    const core::Profile& prof, const StagePartCosts& compute, StageListCosts* s) {
-  const StagePartCosts sync = CostStagePart(m, p, g, coster, prof, core::LayerPart::kSync);
+void CostStageLists(const core::ModelSpec& m, const core::PlanSpec& p, const Coster& coster,
+                    const StagePartCosts& compute, const StagePartCosts& sync, StageListCosts* s) {
   s->emb = compute.emb;
   s->emb.AddPasses(sync.emb);
   s->emb.Finish();
@@ -552,10 +575,10 @@ void CostLists(const core::ModelSpec& m, const core::PlanSpec& p, const core::Gp
                const core::Profile& prof, const ListKey& key, StepCostCache::Impl* cache, CostedLists* out) {
   const Coster coster(p, g, c, prof, &cache->collectives);
   std::array<const LayerPartCosts*, 3> part{};
-  const int64_t spans = ComputeSpans(p, c);
+  const int64_t spans = ComputeSpans(p, c), sync_spans = SyncSpans(p, c);
   for (int i = 0; i < 3; ++i) {
     const auto which = static_cast<core::LayerPart>(i);
-    auto [it, fresh] = cache->parts[static_cast<size_t>(i)].try_emplace(PartKey(key, which, spans));
+    auto [it, fresh] = cache->parts[static_cast<size_t>(i)].try_emplace(PartKey(key, which, spans, sync_spans));
     if (fresh) it->second = CostLayerPart(m, p, g, coster, prof, which);
     part[static_cast<size_t>(i)] = &it->second;
   }
@@ -569,11 +592,19 @@ void CostLists(const core::ModelSpec& m, const core::PlanSpec& p, const core::Gp
   }
   out->dense_step = part[2]->step[0];
   out->moe_step = part[2]->step[1];
-  auto [sit, sfresh] = cache->stage_lists.try_emplace(PartKey(key, core::LayerPart::kSync, spans));
+  // The embedding, head and send: by the full key less the recompute mode; their compute and sync
+  // parts each by their own key.
+  constexpr int64_t kRecomputeBits = int64_t{0xF} << 4;
+  ListKey stage_key = key;
+  stage_key[10] &= ~kRecomputeBits;
+  auto [sit, sfresh] = cache->stage_lists.try_emplace(stage_key);
   if (sfresh) {
-    auto [cit, cfresh] = cache->stage_compute.try_emplace(PartKey(key, core::LayerPart::kCompute, spans));
+    auto [cit, cfresh] =
+        cache->stage_compute.try_emplace(PartKey(key, core::LayerPart::kCompute, spans, sync_spans));
     if (cfresh) cit->second = CostStagePart(m, p, g, coster, prof, core::LayerPart::kCompute);
-    CostStageLists(m, p, g, coster, prof, cit->second, &sit->second);
+    auto [yit, yfresh] = cache->stage_sync.try_emplace(SyncPartKey(key, sync_spans));
+    if (yfresh) yit->second = CostStagePart(m, p, g, coster, prof, core::LayerPart::kSync);
+    CostStageLists(m, p, coster, cit->second, yit->second, &sit->second);
   }
   out->stage = &sit->second;
 }

@@ -35,6 +35,14 @@ struct PassCost {
   std::array<double, core::kCommGroups> hidden{};    // overlappable collective time by CommGroup
   bool comm = false;  // a collective was added (most passes of most lists have none)
 };
+// One microbatch of a finished list as a rank adds it (Accumulate): the passes' times as
+// StageTimes holds them (recompute runs inside the backward pass), the compute and recompute parts
+// of the breakdown, and the exposed communication by group over the passes. Small (15 doubles):
+// it is what the cache keeps per plan.
+struct ListTotals {
+  double forward_s = 0, backward_input_s = 0, backward_weight_s = 0, compute_s = 0, recompute_s = 0;
+  std::array<double, core::kCommGroups> exposed_s{};
+};
 struct ListCost {
   std::array<PassCost, 5> pass;  // by core::Pass
   void AddPasses(const ListCost& o) {
@@ -54,24 +62,21 @@ struct ListCost {
   std::array<double, 5> time{};
   std::array<std::array<double, core::kCommGroups>, 5> exposed{};
   std::array<bool, 5> has_comm{};  // exposed[pass] has a non-zero entry
-  // Filled by Finish() too: one microbatch of the list as a rank adds it (Accumulate): the passes'
-  // times as StageTimes holds them (recompute runs inside the backward pass), the compute and
-  // recompute parts of the breakdown, and the exposed communication by group over the passes.
-  double forward_s = 0, backward_input_s = 0, backward_weight_s = 0, compute_s = 0, recompute_s = 0;
-  std::array<double, core::kCommGroups> exposed_s{};
-  void Finish() {
+  // Finishes the list and returns its totals.
+  ListTotals Finish() {
     FinishPasses();
     constexpr int kF = static_cast<int>(Pass::kForward), kB = static_cast<int>(Pass::kBackwardInput),
                   kW = static_cast<int>(Pass::kBackwardWeight), kR = static_cast<int>(Pass::kRecompute);
-    forward_s = time[kF];
-    backward_input_s = time[kB] + time[kR];
-    backward_weight_s = time[kW];
-    compute_s = pass[kF].compute + pass[kB].compute + pass[kW].compute;
-    recompute_s = pass[kR].compute;
-    exposed_s.fill(0.0);
+    ListTotals t;
+    t.forward_s = time[kF];
+    t.backward_input_s = time[kB] + time[kR];
+    t.backward_weight_s = time[kW];
+    t.compute_s = pass[kF].compute + pass[kB].compute + pass[kW].compute;
+    t.recompute_s = pass[kR].compute;
     for (int ps : {kF, kB, kW, kR})
       if (has_comm[ps])
-        for (int g = 0; g < core::kCommGroups; ++g) exposed_s[g] += exposed[ps][g];
+        for (int g = 0; g < core::kCommGroups; ++g) t.exposed_s[g] += exposed[ps][g];
+    return t;
   }
   void FinishPasses() {
     for (int ps = 0; ps < 5; ++ps) {
@@ -157,11 +162,10 @@ class Coster {
     memo_.reserve(16);  // a plan has a handful of distinct collectives
   }
 
-  ListCost Cost(const std::vector<Op>& ops) const {
+  ListTotals Cost(const std::vector<Op>& ops) const {
     ListCost lc;
     Add(ops, &lc);
-    lc.Finish();
-    return lc;
+    return lc.Finish();
   }
   // The ops' times added into `lc`'s per-pass sums (no Finish: parts of a list are added first).
   void Add(const std::vector<Op>& ops, ListCost* out) const {
@@ -236,7 +240,7 @@ struct RankCost {
 };
 
 // `count` microbatch-passes of a finished list added to a rank (the per-list sums from Finish()).
-void Accumulate(const ListCost& lc, double count, RankCost* r) {
+void Accumulate(const ListTotals& lc, double count, RankCost* r) {
   r->times.forward_s += lc.forward_s * count;
   r->times.backward_input_s += lc.backward_input_s * count;
   r->times.backward_weight_s += lc.backward_weight_s * count;
@@ -342,7 +346,7 @@ double ComputeOpTime(const Op& op, const core::GpuSpec& g, const core::Profile& 
 StageTimes DenseLayerTimes(const core::ModelSpec& m, const core::PlanSpec& p, const core::GpuSpec& g,
                            const core::ClusterSpec& c, const core::Profile& prof) {
   const core::StepGraph graph = core::BuildStepGraph(m, p);
-  const ListCost lc = Coster(p, g, c, prof).Cost(graph.dense_layer);
+  const ListTotals lc = Coster(p, g, c, prof).Cost(graph.dense_layer);
   RankCost r;
   Accumulate(lc, 1.0, &r);
   return r.times;
@@ -361,7 +365,7 @@ struct StageListCosts;
 // and send costs are shared by every plan with the same sync key, so they are held by pointer
 // (into the cache's node-based table, or next to the lists on the one-plan path).
 struct CostedLists {
-  ListCost dense, moe;
+  ListTotals dense, moe;
   StepWork dense_step, moe_step;
   const StageListCosts* stage = nullptr;
 };
@@ -391,7 +395,7 @@ struct ListKeyHash {
 
 // The embedding and head lists and the pipeline send: they do not depend on the recompute mode.
 struct StageListCosts {
-  ListCost emb, head;
+  ListTotals emb, head;
   StepWork emb_step, head_step;
   double p2p = 0;
 };
@@ -559,12 +563,11 @@ StagePartCosts CostStagePart(const core::ModelSpec& m, const core::PlanSpec& p, 
 // compute key) plus this plan's sync part, added pass by pass as for the layers.
 void CostStageLists(const core::ModelSpec& m, const core::PlanSpec& p, const Coster& coster,
                     const StagePartCosts& compute, const StagePartCosts& sync, StageListCosts* s) {
-  s->emb = compute.emb;
-  s->emb.AddPasses(sync.emb);
-  s->emb.Finish();
-  s->head = compute.head;
-  s->head.AddPasses(sync.head);
-  s->head.Finish();
+  ListCost emb = compute.emb, head = compute.head;
+  emb.AddPasses(sync.emb);
+  head.AddPasses(sync.head);
+  s->emb = emb.Finish();
+  s->head = head.Finish();
   s->emb_step = {compute.emb_step.comm + sync.emb_step.comm, compute.emb_step.optimizer + sync.emb_step.optimizer};
   s->head_step = {compute.head_step.comm + sync.head_step.comm,
                   compute.head_step.optimizer + sync.head_step.optimizer};
@@ -582,13 +585,12 @@ void CostLists(const core::ModelSpec& m, const core::PlanSpec& p, const core::Gp
     if (fresh) it->second = CostLayerPart(m, p, g, coster, prof, which);
     part[static_cast<size_t>(i)] = &it->second;
   }
-  ListCost* layer[2] = {&out->dense, &out->moe};
+  ListTotals* layer[2] = {&out->dense, &out->moe};
   for (size_t moe = 0; moe < (m.moe ? 2u : 1u); ++moe) {
-    ListCost& lc = *layer[moe];
-    lc = part[0]->lists[moe];
+    ListCost lc = part[0]->lists[moe];
     lc.AddPasses(part[1]->lists[moe]);
     lc.AddPasses(part[2]->lists[moe]);
-    lc.Finish();
+    *layer[moe] = lc.Finish();
   }
   out->dense_step = part[2]->step[0];
   out->moe_step = part[2]->step[1];
@@ -619,18 +621,12 @@ int64_t StepCostCache::misses() const { return impl_->misses; }
 StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, const core::GpuSpec& g,
                           const core::ClusterSpec& c, const core::Profile& prof, StepCostCache* cache,
                           StepDetail detail) {
-  struct Own {
-    CostedLists lists;
-    StageListCosts stage;
-  };
-  std::unique_ptr<Own> own;  // ~5 KB: not even zeroed when the cache has it
-  if (!cache) {
-    own = std::make_unique<Own>();
-    CostListsOnce(m, p, g, c, prof, &own->lists, &own->stage);
-  }
-  const CostedLists& L = cache ? cache->impl().Get(m, p, g, c, prof) : own->lists;
+  CostedLists own_lists;  // the one-plan path's lists (the cache holds its own)
+  StageListCosts own_stage;
+  if (!cache) CostListsOnce(m, p, g, c, prof, &own_lists, &own_stage);
+  const CostedLists& L = cache ? cache->impl().Get(m, p, g, c, prof) : own_lists;
   const StageListCosts& S = *L.stage;
-  const ListCost &dense = L.dense, &moe = L.moe, &emb = S.emb, &head = S.head;
+  const ListTotals &dense = L.dense, &moe = L.moe, &emb = S.emb, &head = S.head;
   const StepWork &dense_step = L.dense_step, &moe_step = L.moe_step, &emb_step = S.emb_step,
                  &head_step = S.head_step;
   const double p2p = S.p2p;

@@ -3,8 +3,10 @@
 // Run: build/release/bench/meshplan_bench --benchmark_filter=Search
 //   BM_SearchInnerEvaluation: one full evaluation (ValidatePlan + EstimateMemory + EstimateStep +
 //     EstimateTraining) of the published 405B plan, one thread: items_per_second = evaluations/s/core.
-//   BM_SearchLlama405B16k: the whole search (all threads). Counters: enumerated_per_s (every
-//     candidate, pruned or not), evaluated_per_s (fully costed), and the counts of one search.
+//   BM_SearchLlama405B16k: the whole search (arg 0: every hardware thread; 1: one). Counters:
+//     enumerated_per_s (every candidate, pruned or not), evaluated_per_s (fully costed), and the
+//     counts of one search.
+//   BM_SearchMixtral8x7B256: a MoE search with 7x the full evaluations.
 #include <benchmark/benchmark.h>
 
 #include "core/diagnostics.h"
@@ -81,5 +83,31 @@ void BM_SearchLlama405B16k(benchmark::State& state) {
   state.counters["evaluated_per_s"] = static_cast<double>(last.evaluated) * n / wall;
 }
 BENCHMARK(BM_SearchLlama405B16k)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// A MoE search with many more candidates: Mixtral 8x7B on 256 H100s (seq 4096, gbs 512), every
+// hardware thread. evaluated_per_s is full evaluations (memory + step + training) per second.
+void BM_SearchMixtral8x7B256(benchmark::State& state) {
+  const core::ModelSpec m = *core::LoadModel("mixtral-8x7b");
+  const core::ClusterSpec c = *core::LoadCluster("dgx-h100");
+  const core::GpuSpec g = *core::LoadGpu("h100-sxm");
+  core::PlanSpec base;
+  base.gpus = 256;
+  base.seq_len = 4096;
+  base.global_batch = 512;
+  const core::Profile prof;
+  const sim::SearchOptions o;
+  sim::SearchStats last;
+  double wall = 0;
+  for (auto _ : state) {
+    const sim::SearchResult r = sim::SearchPlans(m, g, c, base, prof, o);
+    benchmark::DoNotOptimize(r.top.data());
+    last = r.stats;
+    wall += r.stats.wall_s;
+  }
+  const double n = static_cast<double>(state.iterations());
+  state.counters["evaluated"] = static_cast<double>(last.evaluated);
+  state.counters["evaluated_per_s"] = static_cast<double>(last.evaluated) * n / wall;
+}
+BENCHMARK(BM_SearchMixtral8x7B256)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace

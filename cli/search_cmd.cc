@@ -170,9 +170,13 @@ void PrintTable(const core::Scenario& s, const sim::SearchOptions& o, const sim:
               static_cast<long long>(s.plan.seq_len), static_cast<long long>(s.plan.global_batch),
               sim::Name(o.objective));
   for (const auto& n : notes) std::printf("# note: %s\n", n.c_str());
-  std::printf("# %lld plans in %.2f s on %d threads: %lld pruned (%lld by the model-state bound, %lld by recompute "
+  // Milliseconds below a second: a search of a few thousand plans takes a few.
+  char wall[32];
+  if (st.wall_s < 1) std::snprintf(wall, sizeof wall, "%.1f ms", st.wall_s * 1e3);
+  else std::snprintf(wall, sizeof wall, "%.2f s", st.wall_s);
+  std::printf("# %lld plans in %s on %d threads: %lld pruned (%lld by the model-state bound, %lld by recompute "
               "order), %lld invalid, %lld out of memory, %lld evaluated\n",
-              static_cast<long long>(st.enumerated), st.wall_s, st.threads, static_cast<long long>(st.Pruned()),
+              static_cast<long long>(st.enumerated), wall, st.threads, static_cast<long long>(st.Pruned()),
               static_cast<long long>(st.pruned_bound), static_cast<long long>(st.pruned_monotone),
               static_cast<long long>(st.invalid), static_cast<long long>(st.out_of_memory),
               static_cast<long long>(st.evaluated));

@@ -57,15 +57,16 @@ void BM_SearchInnerEvaluation(benchmark::State& state) {
 }
 BENCHMARK(BM_SearchInnerEvaluation);
 
-void BM_SearchLlama405B16k(benchmark::State& state) {
-  const Scenario405B s;
+// Runs the search once per iteration and reports one search's counts and the rates over all.
+void RunSearch(benchmark::State& state, const core::ModelSpec& m, const core::GpuSpec& g, const core::ClusterSpec& c,
+               const core::PlanSpec& base, int threads) {
   const core::Profile prof;
   sim::SearchOptions o;
-  o.threads = static_cast<int>(state.range(0));  // 0: every hardware thread
+  o.threads = threads;  // 0: every hardware thread
   sim::SearchStats last;
   double wall = 0;
   for (auto _ : state) {
-    const sim::SearchResult r = sim::SearchPlans(s.m, s.g, s.c, s.base, prof, o);
+    const sim::SearchResult r = sim::SearchPlans(m, g, c, base, prof, o);
     benchmark::DoNotOptimize(r.top.data());
     last = r.stats;
     wall += r.stats.wall_s;
@@ -82,31 +83,22 @@ void BM_SearchLlama405B16k(benchmark::State& state) {
   state.counters["estimated_per_s"] = static_cast<double>(last.memory_estimates) * n / wall;
   state.counters["evaluated_per_s"] = static_cast<double>(last.evaluated) * n / wall;
 }
+
+void BM_SearchLlama405B16k(benchmark::State& state) {
+  const Scenario405B s;
+  RunSearch(state, s.m, s.g, s.c, s.base, static_cast<int>(state.range(0)));
+}
 BENCHMARK(BM_SearchLlama405B16k)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // A MoE search with many more candidates: Mixtral 8x7B on 256 H100s (seq 4096, gbs 512), every
-// hardware thread. evaluated_per_s is full evaluations (memory + step + training) per second.
+// hardware thread.
 void BM_SearchMixtral8x7B256(benchmark::State& state) {
-  const core::ModelSpec m = *core::LoadModel("mixtral-8x7b");
-  const core::ClusterSpec c = *core::LoadCluster("dgx-h100");
-  const core::GpuSpec g = *core::LoadGpu("h100-sxm");
   core::PlanSpec base;
   base.gpus = 256;
   base.seq_len = 4096;
   base.global_batch = 512;
-  const core::Profile prof;
-  const sim::SearchOptions o;
-  sim::SearchStats last;
-  double wall = 0;
-  for (auto _ : state) {
-    const sim::SearchResult r = sim::SearchPlans(m, g, c, base, prof, o);
-    benchmark::DoNotOptimize(r.top.data());
-    last = r.stats;
-    wall += r.stats.wall_s;
-  }
-  const double n = static_cast<double>(state.iterations());
-  state.counters["evaluated"] = static_cast<double>(last.evaluated);
-  state.counters["evaluated_per_s"] = static_cast<double>(last.evaluated) * n / wall;
+  RunSearch(state, *core::LoadModel("mixtral-8x7b"), *core::LoadGpu("h100-sxm"), *core::LoadCluster("dgx-h100"),
+            base, 0);
 }
 BENCHMARK(BM_SearchMixtral8x7B256)->Unit(benchmark::kMillisecond)->UseRealTime();
 

@@ -44,7 +44,9 @@ struct ListTotals {
   std::array<double, core::kCommGroups> exposed_s{};
 };
 struct ListCost {
-  std::array<PassCost, 5> pass;  // by core::Pass
+  // By core::Pass, the four that repeat per microbatch; once-per-step work (Pass::kStep) is
+  // costed apart (StepWorkOf).
+  std::array<PassCost, 4> pass;
   void AddPasses(const ListCost& o) {
     for (size_t ps = 0; ps < pass.size(); ++ps) {
       pass[ps].compute += o.pass[ps].compute;
@@ -57,35 +59,21 @@ struct ListCost {
       }
     }
   }
-  // Filled by Finish(): the per-pass time and exposed communication per group, so that adding a
-  // list to a rank many times costs a few multiplications.
-  std::array<double, 5> time{};
-  std::array<std::array<double, core::kCommGroups>, 5> exposed{};
-  std::array<bool, 5> has_comm{};  // exposed[pass] has a non-zero entry
-  // Finishes the list and returns its totals.
-  ListTotals Finish() {
-    FinishPasses();
+  // Finishes the list: applies the overlap rule to each pass and returns the totals a rank adds.
+  // A ring-attention KV exchange runs under the attention blocks it feeds (Liu et al. 2023; the
+  // ring step i+1's transfer overlaps step i's block), so it hides only under attention compute;
+  // the other overlappable collectives hide under the pass's remaining compute, and what does not
+  // fit is exposed, shared among their groups in proportion to their times.
+  ListTotals Finish() const {
     constexpr int kF = static_cast<int>(Pass::kForward), kB = static_cast<int>(Pass::kBackwardInput),
                   kW = static_cast<int>(Pass::kBackwardWeight), kR = static_cast<int>(Pass::kRecompute);
+    constexpr int cp = static_cast<int>(CommGroup::kCp);
     ListTotals t;
-    t.forward_s = time[kF];
-    t.backward_input_s = time[kB] + time[kR];
-    t.backward_weight_s = time[kW];
-    t.compute_s = pass[kF].compute + pass[kB].compute + pass[kW].compute;
-    t.recompute_s = pass[kR].compute;
-    for (int ps : {kF, kB, kW, kR})
-      if (has_comm[ps])
-        for (int g = 0; g < core::kCommGroups; ++g) t.exposed_s[g] += exposed[ps][g];
-    return t;
-  }
-  void FinishPasses() {
-    for (int ps = 0; ps < 5; ++ps) {
+    double time[4] = {};
+    for (int ps : {kF, kB, kW, kR}) {
       const PassCost& c = pass[ps];
       time[ps] = c.compute;
       if (!c.comm) continue;  // most passes of most lists carry no communication
-      has_comm[ps] = true;
-      // Exposed() for every group at once (the same arithmetic, the shared sums taken once).
-      const int cp = static_cast<int>(CommGroup::kCp);
       double hidden_total = 0;
       for (int i = 0; i < core::kCommGroups; ++i)
         if (i != cp) hidden_total += c.hidden[i];
@@ -99,31 +87,15 @@ struct ListCost {
           const double share = hidden_total > 0 ? c.hidden[g] / hidden_total : 0;
           e = c.blocking[g] + spill * share;
         }
-        exposed[ps][g] = e;
+        t.exposed_s[g] += e;
         time[ps] += e;
       }
     }
-  }
-  // A ring-attention KV exchange runs under the attention blocks it feeds (Liu et al. 2023; the
-  // ring step i+1's transfer overlaps step i's block), so it hides only under attention compute;
-  // the other overlappable collectives hide under the pass's remaining compute.
-  double Exposed(Pass p, CommGroup g) const {
-    const PassCost& c = pass[static_cast<int>(p)];
-    const int cp = static_cast<int>(CommGroup::kCp);
-    const double cp_spill = std::max(0.0, c.hidden[cp] - c.attention);
-    if (g == CommGroup::kCp) return c.blocking[cp] + cp_spill;
-    double hidden_total = 0;
-    for (int i = 0; i < core::kCommGroups; ++i)
-      if (i != cp) hidden_total += c.hidden[i];
-    const double room = std::max(0.0, c.compute - std::min(c.hidden[cp], c.attention));
-    const double spill = std::max(0.0, hidden_total - room);
-    const double share = hidden_total > 0 ? c.hidden[static_cast<int>(g)] / hidden_total : 0;
-    return c.blocking[static_cast<int>(g)] + spill * share;
-  }
-  double Time(Pass p) const {
-    const PassCost& c = pass[static_cast<int>(p)];
-    double t = c.compute;
-    for (int g = 0; g < core::kCommGroups; ++g) t += Exposed(p, static_cast<CommGroup>(g));
+    t.forward_s = time[kF];
+    t.backward_input_s = time[kB] + time[kR];  // recompute runs inside the backward pass
+    t.backward_weight_s = time[kW];
+    t.compute_s = pass[kF].compute + pass[kB].compute + pass[kW].compute;
+    t.recompute_s = pass[kR].compute;
     return t;
   }
 };
@@ -171,6 +143,7 @@ class Coster {
   void Add(const std::vector<Op>& ops, ListCost* out) const {
     ListCost& lc = *out;
     for (const Op& op : ops) {
+      if (op.pass == Pass::kStep) continue;  // StepWorkOf's
       PassCost& pc = lc.pass[static_cast<int>(op.pass)];
       if (op.kind == OpKind::kCollective || op.kind == OpKind::kP2p) {
         const double t = CollectiveTime(op);

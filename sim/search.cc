@@ -7,6 +7,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -202,7 +203,9 @@ class Searcher {
   // Runs blocks of `grain` consecutive outer items, [next, next + grain), until none is left.
   // Called by each worker thread. Neighbouring items share tp, cp and pp, so a block reuses its
   // worker's costed lists instead of costing them again in another worker.
-  void Work(Local* local, std::atomic<size_t>* next, std::atomic<size_t>* done, size_t grain) const {
+  // `between_blocks`, if set, runs after each block (the calling thread reports progress there).
+  void Work(Local* local, std::atomic<size_t>* next, std::atomic<size_t>* done, size_t grain,
+            const std::function<void()>& between_blocks = {}) const {
     PlanSpec p = base_;
     p.sharding = core::Sharding::kFsdp;
     p.hsdp_shard_size = 0;
@@ -212,6 +215,7 @@ class Searcher {
       const size_t end = std::min(outer_.size(), b + grain);
       for (size_t i = b; i < end; ++i) RunOuter(outer_[i], &p, local);
       done->fetch_add(end - b, std::memory_order_relaxed);
+      if (between_blocks) between_blocks();
     }
     // The plans this worker kept were ranked on totals-only estimates: each gets its per-stage
     // times here, from the same cache (the same numbers), while the other workers still run.
@@ -484,10 +488,12 @@ SearchResult SearchPlans(const core::ModelSpec& m, const core::GpuSpec& g, const
   const size_t grain = std::max<size_t>(1, searcher.items() / (16 * static_cast<size_t>(threads)));
   std::mutex mu;
   std::condition_variable cv;
-  int running = threads;
+  int running = threads - 1;  // started threads still working
   std::vector<std::thread> workers;
   workers.reserve(static_cast<size_t>(threads));
-  for (int t = 0; t < threads; ++t) {
+  // The calling thread is worker 0 (its malloc arena and the search's code are already warm, and
+  // it would only wait); threads - 1 more start.
+  for (int t = 1; t < threads; ++t) {
     try {
       workers.emplace_back([&, t] {
         searcher.Work(&locals[static_cast<size_t>(t)], &next, &done, grain);
@@ -496,22 +502,29 @@ SearchResult SearchPlans(const core::ModelSpec& m, const core::GpuSpec& g, const
         cv.notify_all();
       });
     } catch (const std::system_error&) {
-      // No thread to be had: the workers that did start take its share; with none, this thread
-      // does all the work below.
+      // No thread to be had: the workers that did start, and this thread, take its share.
       std::lock_guard<std::mutex> lock(mu);
       --running;
     }
   }
-  if (workers.empty()) searcher.Work(&locals[0], &next, &done, grain);
+  // Progress: at most every 100 ms, between this thread's blocks and then while it waits.
+  const double total = static_cast<double>(std::max<size_t>(searcher.items(), 1));
+  double last_report = 0;
+  auto report = [&] {
+    if (!options.progress) return;
+    const double now = elapsed();
+    if (now - last_report < 0.1) return;
+    last_report = now;
+    options.progress(static_cast<double>(done.load(std::memory_order_relaxed)) / total, now);
+  };
+  searcher.Work(&locals[0], &next, &done, grain, report);
   {
     std::unique_lock<std::mutex> lock(mu);
     while (running > 0) {
       cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return running == 0; });
-      if (options.progress && running > 0) {
-        const double total = static_cast<double>(std::max<size_t>(searcher.items(), 1));
-        const double frac = static_cast<double>(done.load(std::memory_order_relaxed)) / total;
+      if (running > 0) {
         lock.unlock();
-        options.progress(frac, elapsed());
+        report();
         lock.lock();
       }
     }
@@ -522,7 +535,7 @@ SearchResult SearchPlans(const core::ModelSpec& m, const core::GpuSpec& g, const
   const size_t k = static_cast<size_t>(std::max<int64_t>(options.top_k, 0));
   for (Local& l : locals) Merge(std::move(l), &all, k);
   result.stats = all.stats;
-  result.stats.threads = std::max<int>(1, static_cast<int>(workers.size()));
+  result.stats.threads = 1 + static_cast<int>(workers.size());
   result.top = std::move(all.heap);
   std::sort(result.top.begin(), result.top.end(), HeapLess);
   result.pareto = std::move(all.front);

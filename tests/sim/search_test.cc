@@ -188,6 +188,25 @@ TEST(SearchTest, ThreadsDoNotChangeTheAnswer) {
   for (size_t i = 0; i < a.pareto.size(); ++i) EXPECT_EQ(a.pareto[i].plan, b.pareto[i].plan);
 }
 
+TEST(SearchTest, ProgressRisesToOneAndTheCallerWorks) {
+  // The calling thread is a worker too and reports progress between its blocks (at most every
+  // 100 ms) and while it waits; the last report is the whole search, 1.0.
+  const Scenario s = Load("llama3-70b", "dgx-h100", 64, 8192, 128);
+  SearchOptions o;
+  o.threads = 2;
+  std::vector<double> fractions;
+  o.progress = [&](double fraction, double /*elapsed_s*/) { fractions.push_back(fraction); };
+  const SearchResult r = RunSearch(s, o);
+  EXPECT_EQ(r.stats.threads, 2);
+  ASSERT_FALSE(fractions.empty());
+  EXPECT_EQ(fractions.back(), 1.0);
+  for (size_t i = 0; i < fractions.size(); ++i) {
+    EXPECT_GE(fractions[i], 0.0);
+    EXPECT_LE(fractions[i], 1.0);
+    if (i > 0) EXPECT_GE(fractions[i], fractions[i - 1]);
+  }
+}
+
 TEST(SearchTest, ParetoFrontIsNonDominatedAndHoldsTheFastestPlan) {
   const Scenario s = Load("llama3-70b", "dgx-h100", 64, 8192, 128);
   const SearchResult r = RunSearch(s, SearchOptions{});

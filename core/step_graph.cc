@@ -114,17 +114,15 @@ class Builder {
 
   // (Capacities are reserved up front: the search builds a graph per candidate plan.)
   std::vector<Op> Embedding() {
-    std::vector<Op> out = EmbeddingPart(LayerPart::kCompute);
+    std::vector<Op> out = EmbeddingCompute();
     StageParamSync(EmbeddingParams(), &out);
     return out;
   }
   std::vector<Op> EmbeddingPart(LayerPart part) {
+    return StagePart(part, [this] { return EmbeddingCompute(); }, EmbeddingParams());
+  }
+  std::vector<Op> EmbeddingCompute() {
     std::vector<Op> out;
-    if (part == LayerPart::kRecompute) return out;
-    if (part == LayerPart::kSync) {
-      StageParamSync(EmbeddingParams(), &out);
-      return out;
-    }
     std::vector<Op> fwd;
     fwd.reserve(4);
     Mem(&fwd, "embedding_lookup", tokens_ * m_.hidden * e_ * 2);
@@ -140,17 +138,13 @@ class Builder {
   }
 
   std::vector<Op> Head() {
-    std::vector<Op> out = HeadPart(LayerPart::kCompute);
+    std::vector<Op> out = HeadCompute();
     StageParamSync(HeadParams(), &out);
     return out;
   }
-  std::vector<Op> HeadPart(LayerPart part) {
+  std::vector<Op> HeadPart(LayerPart part) { return StagePart(part, [this] { return HeadCompute(); }, HeadParams()); }
+  std::vector<Op> HeadCompute() {
     std::vector<Op> out;
-    if (part == LayerPart::kRecompute) return out;
-    if (part == LayerPart::kSync) {
-      StageParamSync(HeadParams(), &out);
-      return out;
-    }
     std::vector<Op> fwd;
     fwd.reserve(8);
     Mem(&fwd, "final_norm", 2 * tokens_ * m_.hidden * e_ / (sp_ ? t_ : 1));
@@ -172,6 +166,15 @@ class Builder {
            overlap);
       out.back().pass = overlap ? Pass::kBackwardWeight : Pass::kBackwardInput;
     }
+    return out;
+  }
+  // One part of the embedding or head: its forward and backward (`compute()`), the sync of its
+  // `params`, or nothing (they are never recomputed).
+  template <typename Compute>
+  std::vector<Op> StagePart(LayerPart part, Compute compute, int64_t params) {
+    if (part == LayerPart::kCompute) return compute();
+    std::vector<Op> out;
+    if (part == LayerPart::kSync) StageParamSync(params, &out);
     return out;
   }
   // The head's own parameters (untied output projection) and the final norm.

@@ -125,11 +125,11 @@ std::vector<StageStreams> StageStreamCosts(const core::ModelSpec& m, const core:
   const double sends = SendsPerMicrobatch(p);
 
   std::vector<StageStreams> out;
-  const std::vector<int64_t> starts = core::ChunkStarts(m, p);
+  const core::RankLayout& layout = core::RankLayoutOf(m, p);
   for (int64_t r = 0; r < p.pp && r < static_cast<int64_t>(stages.size()); ++r) {
     // The rank's layers, as the step model counts them.
     ListSplit total;
-    const core::StageComposition here = core::StageCompositionOf(m, p, starts, r);
+    const core::StageComposition& here = layout.kinds[layout.kind_of[static_cast<size_t>(r)]];
     const int64_t n_moe = here.moe, n_dense = here.dense;
     const bool first = here.first, last = here.last;
     total.Add(dense, static_cast<double>(n_dense));

@@ -330,6 +330,7 @@ namespace {
 // Once-per-step work of one list (gradient sync, optimizer), costed once per list.
 struct StepWork {
   double comm = 0, optimizer = 0;
+  StepWork operator+(const StepWork& o) const { return {comm + o.comm, optimizer + o.optimizer}; }
 };
 
 struct StageListCosts;
@@ -442,8 +443,9 @@ ListKey SyncPartKey(ListKey k, int64_t sync_spans) {
   k[11] = sync_spans;       // replaces the placement
   return k;
 }
+// The recompute mode's bits in a ListKey's enum word (KeyOf).
+constexpr int64_t kRecomputeBits = int64_t{0xF} << 4;
 ListKey PartKey(ListKey k, core::LayerPart part, int64_t compute_spans, int64_t sync_spans) {
-  constexpr int64_t kRecomputeBits = int64_t{0xF} << 4;
   if (part == core::LayerPart::kSync) return SyncPartKey(k, sync_spans);
   if (part != core::LayerPart::kRecompute) k[10] &= ~kRecomputeBits;  // recompute
   // Kept: precision (bits 0-3), recompute (4-7), tp_overlap (8-11), cp_kind (12-15), SP (40),
@@ -541,9 +543,8 @@ void CostStageLists(const core::ModelSpec& m, const core::PlanSpec& p, const Cos
   head.AddPasses(sync.head);
   s->emb = emb.Finish();
   s->head = head.Finish();
-  s->emb_step = {compute.emb_step.comm + sync.emb_step.comm, compute.emb_step.optimizer + sync.emb_step.optimizer};
-  s->head_step = {compute.head_step.comm + sync.head_step.comm,
-                  compute.head_step.optimizer + sync.head_step.optimizer};
+  s->emb_step = compute.emb_step + sync.emb_step;
+  s->head_step = compute.head_step + sync.head_step;
   s->p2p = p.pp > 1 ? coster.PipelineSendTime(core::BuildP2pOp(m, p), core::BuildP2pGatherOp(m, p)) : 0.0;
 }
 
@@ -569,7 +570,6 @@ void CostLists(const core::ModelSpec& m, const core::PlanSpec& p, const core::Gp
   out->moe_step = part[2]->step[1];
   // The embedding, head and send: by the full key less the recompute mode; their compute and sync
   // parts each by their own key.
-  constexpr int64_t kRecomputeBits = int64_t{0xF} << 4;
   ListKey stage_key = key;
   stage_key[10] &= ~kRecomputeBits;
   auto [sit, sfresh] = cache->stage_lists.try_emplace(stage_key);

@@ -29,10 +29,14 @@ packages=(
   libopenmpi-dev openmpi-bin
 )
 # Qt 6.4 Widgets + Charts as find_package(Qt6 COMPONENTS Widgets Charts) needs them on Debian 12:
-# bookworm names the Charts package qt6-charts-dev (there is no libqt6charts6-dev), and Qt6Gui's
-# CMake config needs OpenGL headers (libgl-dev; qt6-base-dev also pulls libglx-dev, libopengl-dev
-# and libvulkan-dev). xvfb/xauth give GUI checks an X server when offscreen is not enough.
-gui_packages=(qt6-base-dev qt6-charts-dev qt6-svg-dev libgl-dev xvfb xauth)
+# bookworm names the Charts package qt6-charts-dev (there is no libqt6charts6-dev); Qt6Charts'
+# CMake config requires Qt6OpenGL and Qt6OpenGLWidgets, whose configs ship in libqt6opengl6-dev
+# (qt6-charts-dev does not depend on it: without it find_package(Qt6 ... Charts) fails); Qt6Gui's
+# config needs OpenGL headers (libgl-dev; qt6-base-dev also pulls libglx-dev, libopengl-dev and
+# libvulkan-dev). xvfb/xauth give GUI checks an X server when offscreen is not enough.
+# The release presets require every one of these (MESHPLAN_GUI=ON): a missing one stops the
+# configure instead of leaving the GUI out.
+gui_packages=(qt6-base-dev qt6-charts-dev libqt6opengl6-dev qt6-svg-dev libgl-dev xvfb xauth)
 if (( with_gui )); then
   packages+=("${gui_packages[@]}")
 fi

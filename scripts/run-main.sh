@@ -10,10 +10,9 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 scripts/install-deps.sh
-# build.ninja rather than the folder: a configure that failed half-way leaves build/release behind.
-if [[ ! -f build/release/build.ninja ]]; then
-  cmake --preset release
-fi
+# Configure every time (seconds once configured): the preset's settings (GUI and MPI required)
+# then reach a build folder made before they changed, and a configure that failed half-way is redone.
+cmake --preset release >/dev/null  # errors still reach stderr
 cmake --build --preset release --parallel "$(nproc)"
 
 if (( $# > 0 )); then

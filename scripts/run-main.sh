@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The one command that shows what meshplan does: installs what is missing (scripts/install-deps.sh),
-# configures build/release once (cmake --preset release), builds it, and prints the capacity
+# configures build/release (cmake --preset release), builds it, and prints the capacity
 # report for Llama 3 70B on 64 H100s (8 DGX H100 nodes, TP 8 x PP 2 x DP 4).
 #
 #   scripts/run-main.sh                                   # the example above

@@ -12,6 +12,7 @@
 #include "cli/plan_flags.h"
 #include "core/failures.h"
 #include "core/profile.h"
+#include "core/units.h"
 #include "sim/explain.h"
 
 namespace meshplan::cli {
@@ -308,6 +309,11 @@ void AddExplainCommand(CLI::App* app, int* exit_code) {
       return;
     }
     std::cout << Render(*ex, format, "scenario", notes, warnings);
+    if (!ex->fits)
+      std::cerr << "error: no plan fits in " << core::FormatBytes(s.gpu.hbm_bytes) << " per GPU: neither "
+                << (opt.keep_plan ? "the given plan, " : "") << "the whiteboard rules' plan"
+                << (opt.search ? " nor any plan the search tried" : "")
+                << " (the explanation above says by how much; more GPUs, or a GPU with more memory)\n";
     *exit_code = ex->fits ? 0 : 1;
   });
 }

@@ -210,8 +210,38 @@ std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r,
     o << "DOES NOT FIT: stage " << w.stage << " needs " << core::FormatBytes(r.per_gpu_bytes) << ", the GPU has "
       << core::FormatBytes(r.capacity_bytes) << ": over by " << core::FormatBytes(r.per_gpu_bytes - r.capacity_bytes)
       << " (" << Fmt("%.2f", used / cap) << "x)\n";
+    if (speed && speed->fit_advice) o << FitAdviceTable(*speed->fit_advice);
   }
   return o.str();
+}
+
+std::string FitAdviceTable(const sim::FitAdvice& a) {
+  if (a.fits) return "";
+  std::ostringstream o;
+  auto pad = [](std::string t, size_t n) { return t.size() < n ? t + std::string(n - t.size(), ' ') : t; };
+  auto row = [&](const sim::FitOption& f) {
+    o << "  " << pad(f.flags, 26) << " " << pad(f.what, 32) << " " << pad(core::FormatBytes(f.per_gpu_bytes), 10) << " "
+      << (f.headroom_bytes >= 0 ? core::FormatBytes(f.headroom_bytes) + " headroom"
+                                : "over by " + core::FormatBytes(-f.headroom_bytes))
+      << ", step " << Fmt("%+.1f%%", 100 * (f.step_ratio - 1)) << "\n";
+  };
+  if (!a.alone.empty()) {
+    o << "to fit, change one of (cheapest in step time first):\n";
+    for (const auto& f : a.alone) row(f);
+  } else if (a.together) {
+    o << (a.together_fits ? "to fit, no single setting is enough; together:\n"
+                          : "no standard setting makes it fit, not even all of them together:\n");
+    row(*a.together);
+    if (!a.together_fits) o << "  shard further (more tp or pp, --zero 3) or let `meshplan search` find a plan\n";
+  } else {
+    o << "no standard setting applies: shard further (more tp or pp, --zero 3) or let `meshplan search` find a plan\n";
+  }
+  return o.str();
+}
+
+std::string DoesNotFitLine(const core::MemoryReport& r, const sim::FitAdvice& a) {
+  return "error: does not fit: stage " + std::to_string(r.worst_stage) + " needs " + core::FormatBytes(r.per_gpu_bytes) +
+         ", the GPU has " + core::FormatBytes(r.capacity_bytes) + "; " + sim::FitAdviceLine(a);
 }
 
 std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r,
@@ -252,6 +282,23 @@ std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r,
   mem["fits"] = r.fits;
   mem["headroom_bytes"] = r.capacity_bytes - r.per_gpu_bytes;
   mem["worst_stage"] = r.worst_stage;
+  if (speed && speed->fit_advice && !speed->fit_advice->fits) {
+    const sim::FitAdvice& a = *speed->fit_advice;
+    auto option = [](const sim::FitOption& f) {
+      return OJson{{"flags", f.flags},
+                   {"what", f.what},
+                   {"per_gpu_bytes", f.per_gpu_bytes},
+                   {"headroom_bytes", f.headroom_bytes},
+                   {"step_time_s", f.step_time_s},
+                   {"step_ratio", f.step_ratio}};
+    };
+    OJson alone = OJson::array();
+    for (const auto& f : a.alone) alone.push_back(option(f));
+    mem["fit_advice"] = {{"alone", alone},
+                         {"together", a.together ? option(*a.together) : OJson()},
+                         {"together_fits", a.together_fits},
+                         {"line", sim::FitAdviceLine(a)}};
+  }
   const auto& w = r.stages[r.worst_stage];
   mem["model_state_bytes"] = w.weights_bytes + w.grads_bytes + w.optimizer_bytes;
   OJson stages = OJson::array();

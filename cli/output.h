@@ -10,6 +10,7 @@
 #include "core/presets.h"
 #include <optional>
 
+#include "sim/fit_advice.h"
 #include "sim/run_sim.h"
 #include "sim/step_model.h"
 
@@ -29,7 +30,14 @@ struct SpeedReport {
   sim::TrainEstimate train;
   std::optional<sim::ReliabilityReport> reliability;  // failures, checkpoints and goodput
   std::string failure_model;
+  std::optional<sim::FitAdvice> fit_advice;  // when the plan does not fit: what makes it fit
 };
+
+// The settings that make a plan fit, as table lines (after the DOES NOT FIT verdict).
+std::string FitAdviceTable(const sim::FitAdvice& a);
+// The one stderr line of a command that stops because the plan does not fit:
+// "error: does not fit: stage 0 needs 95.1 GB, the GPU has 80 GB; --sp (...) makes it fit ...".
+std::string DoesNotFitLine(const core::MemoryReport& r, const sim::FitAdvice& a);
 
 std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r,
                         const std::vector<std::string>& notes, const std::vector<std::string>& warnings,

@@ -2,6 +2,7 @@
 
 #include <iostream>
 
+#include "core/defaults.h"
 #include "core/validate.h"
 
 namespace meshplan::cli {
@@ -15,10 +16,11 @@ void PlanFlags::Register(CLI::App* app) {
   app->add_option("--cluster", cluster, "Cluster preset or JSON file (default: the preset built from --gpu)");
   auto* m = app->add_option_group("Model overrides");
   m->add_option("--layers", layers, "Transformer layers");
-  m->add_option("--hidden", hidden, "Hidden size");
-  m->add_option("--heads", heads, "Attention heads");
-  m->add_option("--kv-heads", kv_heads, "Key/value heads (GQA)");
-  m->add_option("--ffn", ffn, "MLP intermediate size");
+  m->add_option("--hidden", hidden, "Hidden size (the MLP width and head_dim follow it unless given)");
+  m->add_option("--heads", heads, "Attention heads (kv heads and head_dim follow unless given)");
+  m->add_option("--kv-heads", kv_heads, "Key/value heads (GQA; default follows --heads as the preset groups them)");
+  m->add_option("--head-dim", head_dim, "Attention head size (default hidden/heads where the preset derives it so)");
+  m->add_option("--ffn", ffn, "MLP intermediate size (default: the preset's ratio to hidden)");
   m->add_option("--vocab", vocab, "Vocabulary size");
   m->add_option("--mlp", mlp, "gelu|swiglu");
   m->add_option("--attention", attention, "flash|naive (naive keeps the s^2 scores)");
@@ -34,7 +36,7 @@ void PlanFlags::Register(CLI::App* app) {
   p->add_option("--zero", zero, "ZeRO stage 0-3 (default 0)");
   p->add_option("--sharding", sharding, "fsdp|hsdp (default fsdp)");
   p->add_option("--hsdp-shard", hsdp_shard, "HSDP shard group size");
-  p->add_flag_callback("--sp", [this] { sp = true; }, "Sequence parallel on");
+  p->add_flag_callback("--sp", [this] { sp = true; }, "Sequence parallel on (the default with --tp > 1)");
   p->add_flag_callback("--no-sp", [this] { sp = false; }, "Sequence parallel off");
   p->add_flag_callback("--no-overlap-grad-reduce", [this] { overlap_grad_reduce = false; },
                        "DP gradient reduction after the last backward, not under it");
@@ -126,23 +128,12 @@ bool PlanFlags::Resolve(core::Scenario* out, Diagnostics* d, std::vector<std::st
   from_flag(src.cluster, cluster, "--cluster");
   if (!core::ResolveSpecs(src, &s, d, notes)) return false;
 
-  // Model overrides, then re-validate the model: an override can break it (heads vs kv_heads).
+  // Model overrides, with the dimensions the preset derives from them following (core/defaults.h);
+  // then re-validate the model: an override can break it (heads vs kv_heads).
   core::ModelSpec& m = s.model;
-  bool model_changed = false;
-  auto ov = [&](const std::optional<int64_t>& v, int64_t* field) {
-    if (v) { *field = *v; model_changed = true; }
-  };
-  ov(layers, &m.layers);
-  ov(hidden, &m.hidden);
-  if (heads) {
-    m.heads = *heads;
-    if (!kv_heads && m.kv_heads > m.heads) m.kv_heads = m.heads;
-    model_changed = true;
-  }
-  ov(kv_heads, &m.kv_heads);
-  ov(ffn, &m.ffn_hidden);
-  ov(vocab, &m.vocab);
-  if (hidden || heads) m.head_dim = m.hidden / std::max<int64_t>(m.heads, 1);
+  core::ModelOverrides mo{layers, hidden, heads, kv_heads, head_dim, ffn, vocab};
+  bool model_changed = !mo.empty();
+  if (model_changed) m = core::ApplyModelOverrides(m, mo, d, notes);
   if (mlp) { SetEnum(mlp, "mlp", "model.mlp", &m.mlp, d); model_changed = true; }
   if (attention) { SetEnum(attention, "attention", "model.attention", &m.attention, d); model_changed = true; }
   if (model_changed) {
@@ -233,6 +224,18 @@ bool PlanFlags::Resolve(core::Scenario* out, Diagnostics* d, std::vector<std::st
     notes->push_back("global batch " + std::to_string(p.global_batch) +
                      " sequences (mbs*dp*pp: one pipeline fill; --gbs to change)");
   }
+  if (!sp && !from_file && p.tp > 1) {
+    // Sequence parallelism with TP unless --no-sp: Megatron-Core's recipes and torchtitan's TP turn
+    // it on with TP (docs/memory.md, "Defaults"). It needs seq/cp to divide by tp.
+    if (p.cp > 0 && p.seq_len > 0 && (p.seq_len / p.cp) % p.tp == 0) {
+      p.sequence_parallel = true;
+      notes->push_back("sequence parallel on (with tp " + std::to_string(p.tp) +
+                       ", as Megatron-Core recipes and torchtitan run TP; --no-sp to turn off)");
+    } else {
+      notes->push_back("sequence parallel off (seq/cp does not divide by tp " + std::to_string(p.tp) + ")");
+    }
+  }
+  core::ApplyDefaultStageSplit(m, &p, notes);
   if (d->has_errors()) return false;
   core::ValidatePlan(p, m, s.gpu, s.cluster, d);
   if (d->has_errors()) return false;

@@ -414,6 +414,7 @@ void AddReliabilityCommand(CLI::App* app, int* exit_code) {
                          core::FormatBytes(s.cluster.host_memory_bytes_per_node));
     if (format == Format::kJson) std::cout << ReliabilityJson(s, f, *r, notes, warnings);
     else std::cout << ReliabilityTable(s, f, *r, notes, warnings);
+    if (!mem.fits) std::cerr << DoesNotFitLine(mem, sim::AdviseFit(s, *profile)) << "\n";
     *exit_code = mem.fits ? 0 : 1;
   });
 }

@@ -139,9 +139,11 @@ void AddReportCommand(CLI::App* app, int* exit_code) {
       notes.push_back("saved plan " + std::to_string(*plan_id) + " and prediction " + std::to_string(*pred_id) +
                       " to " + StorePathFromFlag(*db));
     }
+    if (!r.fits) speed.fit_advice = sim::AdviseFit(s, *profile);
     if (f == Format::kJson) std::cout << MemoryJson(s, r, notes, warnings, &speed);
     else if (f == Format::kCsv) std::cout << MemoryCsv(r);
     else std::cout << MemoryTable(s, r, notes, warnings, &speed);
+    if (!r.fits) std::cerr << DoesNotFitLine(r, *speed.fit_advice) << "\n";
     *exit_code = r.fits ? 0 : 1;
   });
 }

@@ -11,6 +11,7 @@
 #include <set>
 #include <utility>
 
+#include "core/defaults.h"
 #include "core/collectives.h"
 #include "core/diagnostics.h"
 #include "core/flops.h"
@@ -259,7 +260,7 @@ PlanSpec MakePlan(int64_t gpus, int64_t tp, int64_t pp, int64_t cp, int zero, bo
   p.seq_len = seq;
   p.global_batch = gbs;
   if (pp > 1) {
-    auto split = SearchStageSplit(layers, pp);
+    auto split = core::DefaultStageSplit(layers, pp);
     if (split) p.stage_layers = *split;
   }
   return p;
@@ -316,7 +317,7 @@ RulesOutcome ApplyRules(const core::Scenario& s, const core::Profile& profile) {
     p.schedule = Schedule::k1F1B;
     p.stage_layers.clear();
     if (pp > 1 && m.layers % pp != 0) {
-      auto split = SearchStageSplit(m.layers, pp);
+      auto split = core::DefaultStageSplit(m.layers, pp);
       if (split) p.stage_layers = *split;
     }
     return p;

@@ -1,5 +1,7 @@
 #include "sim/search.h"
 
+#include "core/defaults.h"
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -14,6 +16,7 @@
 #include <system_error>
 #include <thread>
 
+#include "core/defaults.h"
 #include "core/diagnostics.h"
 #include "core/params.h"
 #include "core/validate.h"
@@ -42,19 +45,6 @@ bool FromName(const std::string& text, Objective* out) {
     }
   }
   return false;
-}
-
-std::optional<std::vector<int64_t>> SearchStageSplit(int64_t layers, int64_t chunks) {
-  if (chunks < 1 || layers < chunks) return std::nullopt;
-  if (layers % chunks == 0) return std::vector<int64_t>{};
-  const int64_t k = (layers + chunks - 1) / chunks;  // the common chunk size
-  const int64_t deficit = chunks * k - layers;       // layers the end chunks give up
-  if (deficit > 2 || k - 1 < 1) return std::nullopt;
-  if (deficit == 2 && chunks < 2) return std::nullopt;
-  std::vector<int64_t> split(static_cast<size_t>(chunks), k);
-  split.back() -= 1;                   // the last chunk also runs the output head and the loss
-  if (deficit == 2) split.front() -= 1;  // the first chunk also runs the embedding
-  return split;
 }
 
 namespace {
@@ -256,7 +246,7 @@ class Searcher {
             for (int64_t vpp = 1; pp * vpp <= m_.layers; ++vpp) {
               if (vpp > 1 && pp < 2) break;
               if (!Allowed(o_.vpp, vpp)) continue;
-              auto split = SearchStageSplit(m_.layers, pp * vpp);
+              auto split = core::DefaultStageSplit(m_.layers, pp * vpp);
               if (!split) continue;
               if (!split->empty() && !o_.uneven_splits) continue;
               for (int64_t ep = 1; ep <= (m_.moe ? m_.moe->experts : 1); ++ep) {
@@ -643,7 +633,7 @@ std::vector<WellKnownVerdict> ExplainWellKnownPlans(const core::ModelSpec& m, co
       p.schedule = Schedule::k1F1B;
       p.sharding = core::Sharding::kFsdp;
       p.hsdp_shard_size = 0;
-      if (auto split = SearchStageSplit(m.layers, f.pp)) p.stage_layers = *split;
+      if (auto split = core::DefaultStageSplit(m.layers, f.pp)) p.stage_layers = *split;
       core::Diagnostics d;
       core::ValidatePlan(p, m, g, c, &d);
       if (d.has_errors()) {

@@ -56,7 +56,7 @@ struct SearchOptions {
   // KV exchange under the whole layer and does not charge the small attention blocks of finer
   // splits, so below this it favours CP more than practice does (docs/search.md).
   int64_t min_tokens_per_cp_rank = 4096;
-  bool uneven_splits = true;               // try the balanced uneven split when layers don't divide
+  bool uneven_splits = true;               // try core::DefaultStageSplit when layers don't divide
 
   // Skip plans that provably cannot fit before calling EstimateMemory (closed-form model-state
   // lower bound; recompute monotonicity). False: estimate every valid plan (tests use this to
@@ -112,13 +112,6 @@ struct SearchResult {
 SearchResult SearchPlans(const core::ModelSpec& m, const core::GpuSpec& g, const core::ClusterSpec& c,
                          const core::PlanSpec& base, const core::Profile& profile, const SearchOptions& options);
 
-// The layer split the search uses for `chunks` = pp*vpp model chunks: an empty vector (the even
-// split, PlanSpec::stage_layers left empty) when chunks divides layers; otherwise the balanced
-// uneven split with every chunk at ceil(layers/chunks) except the last chunk (one short) or the
-// first and last chunks (two short), as Llama 3 405B's 126 = 7 + 14x8 + 7 (Dubey et al. 2024,
-// §3.3.2); nullopt when neither exists. The first and last chunks are the ones carrying the
-// embedding and the output head.
-std::optional<std::vector<int64_t>> SearchStageSplit(int64_t layers, int64_t chunks);
 
 // A plan everyone tries first, and what became of it in this scenario.
 struct WellKnownVerdict {

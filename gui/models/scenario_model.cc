@@ -7,6 +7,7 @@
 #include <set>
 #include <utility>
 
+#include "core/defaults.h"
 #include "core/params.h"
 #include "core/validate.h"
 #include "gui/models/format.h"
@@ -123,7 +124,7 @@ core::PlanSpec ScenarioModel::Normalized(core::PlanSpec p, bool split_changed, b
        (p.stage_layers.empty() && layers % chunks != 0))) {
     p.stage_layers.clear();
     if (layers % chunks != 0)
-      if (auto split = sim::SearchStageSplit(layers, chunks)) p.stage_layers = *split;
+      if (auto split = core::DefaultStageSplit(layers, chunks)) p.stage_layers = *split;
   }
   if (vpp_changed) {
     if (p.vpp > 1 && p.schedule == core::Schedule::k1F1B) p.schedule = core::Schedule::kInterleaved;
@@ -578,18 +579,25 @@ QString ScenarioModel::commandLine() const {
     arg("--model", model_ref_);
     const core::ModelSpec& b = model_base_;
     const core::ModelSpec& m = s_.model;
-    core::ModelSpec expressed = b;
-    if (m.layers != b.layers) arg("--layers", num(m.layers)), expressed.layers = m.layers;
-    if (m.hidden != b.hidden) arg("--hidden", num(m.hidden)), expressed.hidden = m.hidden;
-    if (m.heads != b.heads) arg("--heads", num(m.heads)), expressed.heads = m.heads;
-    if (m.kv_heads != b.kv_heads) arg("--kv-heads", num(m.kv_heads)), expressed.kv_heads = m.kv_heads;
-    if (m.ffn_hidden != b.ffn_hidden) arg("--ffn", num(m.ffn_hidden)), expressed.ffn_hidden = m.ffn_hidden;
-    if (m.vocab != b.vocab) arg("--vocab", num(m.vocab)), expressed.vocab = m.vocab;
+    // Every changed dimension as its flag, so the line does not depend on what the CLI derives;
+    // head_dim only where the CLI's derivation (core::ApplyModelOverrides) would differ.
+    core::ModelOverrides o;
+    auto flag = [&](int64_t value, int64_t preset, std::optional<int64_t>* field, const char* name) {
+      if (value != preset) arg(name, num(value)), *field = value;
+    };
+    flag(m.layers, b.layers, &o.layers, "--layers");
+    flag(m.hidden, b.hidden, &o.hidden, "--hidden");
+    flag(m.heads, b.heads, &o.heads, "--heads");
+    flag(m.kv_heads, b.kv_heads, &o.kv_heads, "--kv-heads");
+    flag(m.ffn_hidden, b.ffn_hidden, &o.ffn_hidden, "--ffn");
+    flag(m.vocab, b.vocab, &o.vocab, "--vocab");
+    core::Diagnostics ignored;
+    std::vector<std::string> derived;
+    core::ModelSpec expressed = core::ApplyModelOverrides(b, o, &ignored, &derived);
+    if (expressed.head_dim != m.head_dim) arg("--head-dim", num(m.head_dim)), expressed.head_dim = m.head_dim;
     if (m.mlp != b.mlp) arg("--mlp", core::Name(m.mlp)), expressed.mlp = m.mlp;
     if (m.attention != b.attention) arg("--attention", core::Name(m.attention)), expressed.attention = m.attention;
-    // The CLI renames a modified model and derives head_dim = hidden / heads.
-    expressed.name = m.name;
-    expressed.head_dim = m.head_dim;
+    expressed.name = m.name;  // the CLI renames a modified model
     if (!(expressed == m)) notes << "the model has edits no flag expresses";
   } else {
     arg("--model", Q(s_.model.name));

@@ -102,8 +102,8 @@ class ScenarioModel : public QObject {
   void setScenario(const core::Scenario& s);
 
   // The plan. dp follows the GPU count (dp = gpus / (tp*pp*cp), as `meshplan report` without
-  // --dp); a pp*vpp that does not divide the layers gets the search's balanced uneven split
-  // (sim::SearchStageSplit); vpp > 1 switches 1f1b to interleaved and back.
+  // --dp); a pp*vpp that does not divide the layers gets the default uneven split
+  // (core::DefaultStageSplit, as the CLI and the search); vpp > 1 switches 1f1b to interleaved and back.
   void setGpus(int64_t gpus);
   void setDegree(Degree d, int64_t value);
   void setPlan(const core::PlanSpec& p);  // any other field (zero, sp, recompute, batch, ...)

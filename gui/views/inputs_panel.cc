@@ -9,6 +9,7 @@
 #include <QVBoxLayout>
 #include <cmath>
 
+#include "core/defaults.h"
 #include "core/params.h"
 #include "gui/models/format.h"
 
@@ -220,23 +221,25 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
     if (!scenario_->setModelPreset(name, &err)) ShowError(err);
   });
   connect(load_hf_, &QPushButton::clicked, this, &InputsPanel::loadModelFileDialog);
-  auto model_field = [this](QSpinBox* box, int64_t core::ModelSpec::*field) {
+  // As the CLI's overrides (core::ApplyModelOverrides): the MLP width and head_dim follow hidden,
+  // kv heads and head_dim follow heads, as the model being edited derives them.
+  auto model_field = [this](QSpinBox* box, std::optional<int64_t> core::ModelOverrides::*field) {
     connect(box, &QSpinBox::valueChanged, this, [this, field](int v) {
       EditModel([&](core::ModelSpec& m) {
-        m.*field = v;
-        // As the CLI's overrides: head_dim follows hidden / heads, kv heads never exceed heads.
-        if (field == &core::ModelSpec::hidden || field == &core::ModelSpec::heads)
-          m.head_dim = m.hidden / std::max<int64_t>(m.heads, 1);
-        if (field == &core::ModelSpec::heads && m.kv_heads > m.heads) m.kv_heads = m.heads;
+        core::ModelOverrides o;
+        o.*field = v;
+        core::Diagnostics ignored;  // what cannot follow is left as is; validation reports it
+        std::vector<std::string> notes;
+        m = core::ApplyModelOverrides(m, o, &ignored, &notes);
       });
     });
   };
-  model_field(layers_, &core::ModelSpec::layers);
-  model_field(hidden_, &core::ModelSpec::hidden);
-  model_field(heads_, &core::ModelSpec::heads);
-  model_field(kv_heads_, &core::ModelSpec::kv_heads);
-  model_field(ffn_, &core::ModelSpec::ffn_hidden);
-  model_field(vocab_, &core::ModelSpec::vocab);
+  model_field(layers_, &core::ModelOverrides::layers);
+  model_field(hidden_, &core::ModelOverrides::hidden);
+  model_field(heads_, &core::ModelOverrides::heads);
+  model_field(kv_heads_, &core::ModelOverrides::kv_heads);
+  model_field(ffn_, &core::ModelOverrides::ffn_hidden);
+  model_field(vocab_, &core::ModelOverrides::vocab);
   connect(gpu_, &QComboBox::currentIndexChanged, this, [this](int i) {
     const QString name = gpu_->itemData(i).toString();
     QString err;

@@ -20,6 +20,21 @@ function(run name code regex)
     message(SEND_ERROR "${name}: output does not match '${regex}'\nstdout:\n${out}\nstderr:\n${err}")
     return()
   endif()
+  # Every non-zero exit says why on stderr, in a line of its own (a script sees only stderr).
+  if(NOT code EQUAL 0 AND NOT err MATCHES "error: [^\n]+")
+    message(SEND_ERROR "${name}: exit ${rc} without an 'error: ...' line on stderr\nstdout:\n${out}\nstderr:\n${err}")
+    return()
+  endif()
+  message(STATUS "ok ${name}")
+endfunction()
+
+# run_stderr(<name> <expected exit code> <regex stderr alone must match> args...)
+function(run_stderr name code regex)
+  execute_process(COMMAND ${MESHPLAN} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL code OR NOT "${err}" MATCHES "${regex}")
+    message(SEND_ERROR "${name}: exit ${rc} (expected ${code}); stderr must match '${regex}'\nstdout:\n${out}\nstderr:\n${err}")
+    return()
+  endif()
   message(STATUS "ok ${name}")
 endfunction()
 
@@ -42,6 +57,41 @@ run(bad_enum 2 "--schedule: must be one of" report --model tiny --gpu h100-sxm -
 run(tp_heads 1 "plan.tp: 3 must divide model.heads=64" report --model llama3-70b --gpu h100-sxm --gpus 24 --tp 3)
 run(gpus_product 1 "plan.gpus: 10 must equal tp\\*pp\\*dp\\*cp" report --model tiny --gpu h100-sxm --gpus 10 --dp 4)
 run(no_gpu 2 "--gpu: is required" report --model tiny --gpus 1)
+# Model overrides keep the architecture consistent (core::ApplyModelOverrides): GPT-3 shrunk to
+# Megatron's 1.7B (Narayanan et al. 2021 Table 1; 1.6-1.8B with vocab 51,200: 1,652,230,656, the
+# gpt-1.7b preset's count, tests/core/defaults_test.cc), and grown to the 530B shape.
+run(override_gpt_1_7b 0 "\"params_total\": 1652230656,"
+    report --model gpt3-175b --layers 24 --hidden 2304 --heads 24 --vocab 51200 --gpu a100-80g --gpus 8
+           --seq 2048 --format json)
+run(override_defaults_printed 0 "# default: ffn_hidden 9216 \\(4 x hidden 2304.*# default: kv_heads 24 .*# default: head_dim 96 "
+    report --model gpt3-175b --layers 24 --hidden 2304 --heads 24 --gpu a100-80g --gpus 8 --seq 2048)
+# 96 layers at the 530B width: 96 x 12 x 20480^2 = 483.2B + embedding 50257 x 20480 = 1.03B.
+run(override_530b_shape 0 "\"params_total\": 484280627200,"
+    report --model gpt3-175b --heads 128 --hidden 20480 --gpu a100-80g --gpus 3360 --tp 8 --pp 35
+           --seq 2048 --gbs 2520 --format json)
+# Uneven pipeline splits by default (core::DefaultStageSplit), printed as a default line.
+run(split_llama405 0 "# default: stage_layers 7, 8 \\(x14\\), 7 "
+    report --model llama3-405b --gpu h100-sxm --gpus 16384 --tp 8 --pp 16 --zero 1 --seq 8192 --gbs 2048)
+run(split_deepseek 0 "# default: stage_layers 3, 4 \\(x13\\), 3 \\(x2\\) "
+    report --model deepseek-v3 --gpu h100-sxm --gpus 2048 --tp 8 --pp 16 --ep 8 --zero 1)
+run(split_qwen3_interleaved 0 "# default: stage_layers 2, 3 \\(x30\\), 2 "
+    report --model qwen3-235b-a22b --gpu h100-sxm --gpus 512 --tp 4 --pp 8 --vpp 4 --ep 8 --zero 1 --seq 4096)
+# Sequence parallelism is on with TP unless --no-sp, and says so.
+run(sp_default 0 "# default: sequence parallel on \\(with tp 8"
+    report --model llama3-70b --gpu h100-sxm --cluster dgx-h100 --gpus 64 --tp 8 --pp 2 --zero 1 --seq 8192 --gbs 512)
+# A plan that does not fit names the standard setting that makes it fit, on stderr and in the
+# table. Llama 3's 405B recipe typed without the distributed optimizer (SP is on by default):
+# ZeRO-1 is the cheapest setting that fits. Llama 3 8B on 8 H100s without ZeRO (16 B/param x
+# 8.03B = 128.5 GB of states): ZeRO-2 and ZeRO-3 fit (tests/sim/fit_advice_test.cc).
+run_stderr(no_fit_advice 1 "^error: does not fit: stage 1 needs [0-9.]+ GB, the GPU has 85.9 GB; --zero 1 \\(distributed optimizer \\(ZeRO-1\\)\\) makes it fit with [0-9.]+ GB headroom, step [+-][0-9.]+%"
+    report --model llama3-405b --gpu h100-sxm --gpus 16384 --tp 8 --pp 16 --seq 8192 --gbs 2048)
+run(no_fit_table 1 "DOES NOT FIT.*to fit, change one of \\(cheapest in step time first\\):\n  --zero [23] .*\n  --zero [23] "
+    report --model llama3-8b --gpu h100-sxm --gpus 8 --seq 8192)
+run(no_fit_json 1 "\"fit_advice\": \\{[ \n]*\"alone\": \\[[ \n]*\\{[ \n]*\"flags\": \"--zero [23]\""
+    report --model llama3-8b --gpu h100-sxm --gpus 8 --seq 8192 --format json)
+run_stderr(reliability_no_fit 1 "^error: does not fit: .*--zero [23]"
+    reliability --model llama3-8b --gpu h100-sxm --gpus 8 --seq 8192 --days 10)
+
 # presets lists what is built in.
 run(presets 0 "llama3-70b.*h100-sxm.*dgx-h100" presets)
 run(preset_json 0 "\"name\": \"mixtral-8x7b\"" presets models mixtral-8x7b)

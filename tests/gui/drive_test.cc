@@ -150,11 +150,19 @@ TEST(GuiDriveTest, InvalidDegreesAreGreyedWithTheRule) {
       EXPECT_TRUE(m->item(i)->toolTip().contains("does not divide gpus = 64")) << m->item(i)->toolTip().toStdString();
     }
   }
-  // A model rule: with 80 layers, PP 32 has neither an even nor a balanced uneven split.
-  bool pp32_greyed = false;
-  for (const Choice& c : w.scenario()->choices(Degree::kPp))
-    if (c.value == 32) pp32_greyed = !c.valid && c.reason.contains("model.layers=80");
-  EXPECT_TRUE(pp32_greyed);
+  // No PP is greyed for its layer count: 80 layers that do not divide (PP 32 with 16 chunks of 3
+  // and 16 of 2) take the default uneven split (core::DefaultStageSplit), as in the CLI; PP 32
+  // is greyed only because tp x pp exceeds the 64 GPUs.
+  bool pp32_seen = false;
+  for (const Choice& c : w.scenario()->choices(Degree::kPp)) {
+    EXPECT_FALSE(c.reason.contains("model.layers")) << c.value << ": " << c.reason.toStdString();
+    if (c.value == 32) {
+      pp32_seen = true;
+      EXPECT_FALSE(c.valid);
+      EXPECT_TRUE(c.reason.contains("gpus")) << c.reason.toStdString();
+    }
+  }
+  EXPECT_TRUE(pp32_seen);
   // Every enabled value validates and every greyed one does not: the list and core agree.
   for (const Choice& c : w.scenario()->choices(Degree::kPp)) {
     core::Diagnostics d;

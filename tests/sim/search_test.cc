@@ -38,35 +38,6 @@ SearchResult RunSearch(const Scenario& s, const SearchOptions& o) {
   return SearchPlans(s.model, s.gpu, s.cluster, s.base, core::Profile{}, o);
 }
 
-TEST(SearchStageSplitTest, EvenSplitIsEmpty) {
-  // 80 layers over 4 chunks: 20 each, written as "no stage_layers".
-  auto split = SearchStageSplit(80, 4);
-  ASSERT_TRUE(split.has_value());
-  EXPECT_TRUE(split->empty());
-}
-
-TEST(SearchStageSplitTest, Llama3BalancedUnevenSplit) {
-  // Llama 3 405B, 126 layers over 16 stages: 7 + 14 x 8 + 7 (Dubey et al. 2024, §3.3.2: one layer
-  // fewer on the first and the last stage). 16 x 8 = 128 = 126 + 2.
-  auto split = SearchStageSplit(126, 16);
-  ASSERT_TRUE(split.has_value());
-  std::vector<int64_t> want(16, 8);
-  want.front() = 7;
-  want.back() = 7;
-  EXPECT_EQ(*split, want);
-}
-
-TEST(SearchStageSplitTest, OneShortGoesToTheLastChunk) {
-  // 80 over 3: ceil = 27, 81 - 80 = 1 short: the last chunk (it also runs the loss).
-  EXPECT_EQ(SearchStageSplit(80, 3), (std::vector<int64_t>{27, 27, 26}));
-}
-
-TEST(SearchStageSplitTest, NoBalancedSplit) {
-  EXPECT_FALSE(SearchStageSplit(5, 4).has_value());   // 8 - 5 = 3 short
-  EXPECT_FALSE(SearchStageSplit(3, 4).has_value());   // more chunks than layers
-  EXPECT_FALSE(SearchStageSplit(126, 128).has_value());  // the end chunks would be empty
-}
-
 TEST(SearchObjectiveTest, NamesRoundTrip) {
   for (Objective o : {Objective::kThroughput, Objective::kTime, Objective::kCost}) {
     Objective back;

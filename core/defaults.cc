@@ -1,0 +1,149 @@
+#include "core/defaults.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+
+namespace meshplan::core {
+
+namespace {
+
+std::string S(int64_t v) { return std::to_string(v); }
+
+// `value` scaled by new_hidden / old_hidden; a fraction rounds up to a multiple of 256.
+int64_t FollowHidden(int64_t value, int64_t old_hidden, int64_t new_hidden) {
+  if (value <= 0 || old_hidden <= 0 || new_hidden <= 0) return value;
+  int64_t num = 0;
+  if (__builtin_mul_overflow(value, new_hidden, &num)) {
+    // Sizes this large are rejected by validation; keep the arithmetic defined on the way there.
+    const double scaled = static_cast<double>(value) / static_cast<double>(old_hidden) * static_cast<double>(new_hidden);
+    return scaled >= 9e18 ? INT64_MAX : static_cast<int64_t>(std::ceil(scaled / 256) * 256);
+  }
+  if (num % old_hidden == 0) return num / old_hidden;
+  const int64_t up = num / old_hidden + 1;
+  return (up + 255) / 256 * 256;
+}
+
+std::string RatioText(int64_t value, int64_t hidden) {
+  if (hidden > 0 && value % hidden == 0) return S(value / hidden) + " x hidden";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.4g x hidden", static_cast<double>(value) / static_cast<double>(hidden));
+  return buf;
+}
+
+}  // namespace
+
+ModelSpec ApplyModelOverrides(const ModelSpec& base, const ModelOverrides& o, Diagnostics* d,
+                              std::vector<std::string>* notes) {
+  ModelSpec m = base;
+  if (o.layers) m.layers = *o.layers;
+  if (o.vocab) m.vocab = *o.vocab;
+  if (o.hidden) m.hidden = *o.hidden;
+  if (o.heads) m.heads = *o.heads;
+
+  // The MLP widths keep the preset's ratio to hidden.
+  if (o.hidden && *o.hidden != base.hidden) {
+    auto follow = [&](int64_t* field, int64_t preset, const char* name, const char* flag) {
+      const int64_t v = FollowHidden(preset, base.hidden, m.hidden);
+      if (v == *field) return;
+      *field = v;
+      notes->push_back(std::string(name) + " " + S(v) + " (" + RatioText(preset, base.hidden) + " " +
+                       S(m.hidden) + ", the preset's ratio " + S(preset) + "/" + S(base.hidden) + "; " + flag +
+                       " to change)");
+    };
+    if (!o.ffn_hidden) follow(&m.ffn_hidden, base.ffn_hidden, "ffn_hidden", "--ffn");
+    if (m.moe && base.moe) {
+      follow(&m.moe->expert_ffn_hidden, base.moe->expert_ffn_hidden, "moe.expert_ffn_hidden",
+             "a model file");
+      if (base.moe->shared_experts > 0)
+        follow(&m.moe->shared_expert_ffn_hidden, base.moe->shared_expert_ffn_hidden,
+               "moe.shared_expert_ffn_hidden", "a model file");
+    }
+  }
+  if (o.ffn_hidden) m.ffn_hidden = *o.ffn_hidden;
+
+  // kv heads follow the head count.
+  if (o.kv_heads) {
+    m.kv_heads = *o.kv_heads;
+  } else if (o.heads && *o.heads != base.heads && base.heads > 0 && base.kv_heads > 0) {
+    const int64_t heads = m.heads;
+    std::string why;
+    if (base.kv_heads == base.heads) {
+      m.kv_heads = heads;
+      why = "= heads: the preset is multi-head attention";
+    } else if (base.kv_heads == 1) {
+      m.kv_heads = 1;
+      why = "the preset is multi-query attention";
+    } else if (base.heads % base.kv_heads == 0 && heads % (base.heads / base.kv_heads) == 0) {
+      const int64_t group = base.heads / base.kv_heads;
+      m.kv_heads = heads / group;
+      why = "heads/" + S(group) + ": the preset's " + S(group) + " query heads per kv head";
+    } else if (heads % base.kv_heads == 0) {
+      why = "the preset's kv head count, which divides heads " + S(heads);
+    } else {
+      d->Error("model.kv_heads", "the preset's " + S(base.kv_heads) + " kv heads (groups of " +
+                                     S(base.heads / std::max<int64_t>(base.kv_heads, 1)) +
+                                     ") fit no grouping of heads=" + S(heads) + "; give --kv-heads");
+    }
+    if (!why.empty()) notes->push_back("kv_heads " + S(m.kv_heads) + " (" + why + "; --kv-heads to change)");
+  }
+
+  // head_dim = hidden / heads where the preset derives it so.
+  if (o.head_dim) {
+    m.head_dim = *o.head_dim;
+  } else if ((o.hidden || o.heads) && base.heads > 0 && base.head_dim * base.heads == base.hidden &&
+             (m.hidden != base.hidden || m.heads != base.heads)) {
+    if (m.heads > 0 && m.hidden % m.heads == 0) {
+      m.head_dim = m.hidden / m.heads;
+      if (m.head_dim != base.head_dim)
+        notes->push_back("head_dim " + S(m.head_dim) + " (hidden/heads = " + S(m.hidden) + "/" + S(m.heads) +
+                         "; --head-dim to change)");
+    } else {
+      d->Error("model.head_dim", "hidden=" + S(m.hidden) + " is not a multiple of heads=" + S(m.heads) +
+                                     ", so head_dim cannot follow hidden/heads; give --head-dim");
+    }
+  }
+  return m;
+}
+
+std::optional<std::vector<int64_t>> DefaultStageSplit(int64_t layers, int64_t chunks) {
+  if (chunks < 1 || layers < chunks) return std::nullopt;
+  if (layers % chunks == 0) return std::vector<int64_t>{};
+  const int64_t k = (layers + chunks - 1) / chunks;  // the common chunk size
+  const int64_t short_chunks = chunks * k - layers;   // chunks holding k-1 layers; < chunks
+  std::vector<int64_t> split(static_cast<size_t>(chunks), k);
+  // Last, first, second to last, second, ...: the end chunks run the head and the embedding.
+  for (int64_t i = 0; i < short_chunks; ++i) {
+    const int64_t c = i % 2 == 0 ? chunks - 1 - i / 2 : i / 2;
+    split[static_cast<size_t>(c)] -= 1;
+  }
+  return split;
+}
+
+void ApplyDefaultStageSplit(const ModelSpec& m, PlanSpec* p, std::vector<std::string>* notes) {
+  if (!p->stage_layers.empty() || p->pp < 1 || p->vpp < 1 || m.layers < 1) return;
+  const int64_t chunks = p->pp * p->vpp;
+  if (m.layers % chunks == 0) return;
+  auto split = DefaultStageSplit(m.layers, chunks);
+  if (!split) return;
+  p->stage_layers = *split;
+  notes->push_back("stage_layers " + StageSplitText(*split) + " (" + S(m.layers) + " layers over pp*vpp=" +
+                   S(chunks) + " chunks: the remainder taken from the first and last chunks, which also hold the "
+                   "embedding and the output head; --stage-layers to change)");
+}
+
+std::string StageSplitText(const std::vector<int64_t>& split) {
+  std::string out;
+  for (size_t i = 0; i < split.size();) {
+    size_t j = i;
+    while (j < split.size() && split[j] == split[i]) ++j;
+    if (!out.empty()) out += ", ";
+    out += S(split[i]);
+    if (j - i > 1) out += " (x" + S(static_cast<int64_t>(j - i)) + ")";
+    i = j;
+  }
+  return out;
+}
+
+}  // namespace meshplan::core

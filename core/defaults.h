@@ -1,0 +1,68 @@
+// The defaults a user means when they leave something out: model dimensions that follow an
+// overridden one, the pipeline layer split when the layers do not divide evenly, and sequence
+// parallelism with tensor parallelism. One place, so that the CLI (cli/plan_flags.cc), the GUI
+// (gui/views/inputs_panel.cc, gui/models/scenario_model.cc), the search and explain all fill in
+// the same values; every value filled in is returned as a note, printed as a `default:` line.
+// Thread-safety: pure functions.
+#ifndef MESHPLAN_CORE_DEFAULTS_H_
+#define MESHPLAN_CORE_DEFAULTS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/diagnostics.h"
+#include "core/specs.h"
+
+namespace meshplan::core {
+
+// Architecture fields a user may override on a preset. Unset fields keep the preset's value,
+// or follow an overridden field as ApplyModelOverrides says.
+struct ModelOverrides {
+  std::optional<int64_t> layers, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab;
+  bool empty() const {
+    return !layers && !hidden && !heads && !kv_heads && !head_dim && !ffn_hidden && !vocab;
+  }
+};
+
+// `base` with `o` applied, keeping the dimensions the preset derives from others consistent
+// (each follows unless given explicitly):
+//  - ffn_hidden (and a MoE model's expert_ffn_hidden and shared_expert_ffn_hidden) keep the
+//    preset's ratio to hidden when hidden changes: GPT-3 and Megatron's GPTs 4h (Brown et al.
+//    2020 Table 2.1; Narayanan et al. 2021 Table 1), Llama 3 3.5h. A ratio that gives no whole
+//    number is rounded up to a multiple of 256, as Meta's Llama reference code rounds its MLP
+//    width (`multiple_of`).
+//  - kv_heads follows heads: = heads for a multi-head (MHA) preset; 1 for a multi-query preset;
+//    otherwise the preset's group size (query heads per kv head) where it divides the new head
+//    count, else the preset's kv head count where that divides it (Llama 3 keeps 8 kv heads from
+//    8B to 405B). When neither divides, kv_heads is left for validation to reject.
+//  - head_dim = hidden / heads when the preset's head_dim is hidden / heads (a preset with a
+//    decoupled head_dim, such as Qwen3's 128, keeps it).
+// Every followed value that differs from the preset is appended to `notes` ("ffn_hidden 9216
+// (4 x hidden 2304, the preset's ratio; --ffn to change)"). Problems go to `d` under
+// "model.<field>". Does not run ValidateModel.
+ModelSpec ApplyModelOverrides(const ModelSpec& base, const ModelOverrides& o, Diagnostics* d,
+                              std::vector<std::string>* notes);
+
+// The default layer split over `chunks` = pp*vpp model chunks: an empty vector when chunks
+// divides layers (PlanSpec::stage_layers left empty, the even split). Otherwise every chunk holds
+// k = ceil(layers/chunks) layers except the ones that give up the remainder, taken first from
+// the last and the first chunk (they also run the output head and loss, and the embedding),
+// then from the chunks next to them, alternating inwards: Llama 3 405B's 126 layers on 16 stages
+// are 7 + 14 x 8 + 7 (Dubey et al. 2024 §3.3.2), as Megatron-Core's
+// account_for_embedding/loss_in_pipeline_split gives. Every chunk holds k or k-1 layers, so the
+// slowest stage is never slower than the balanced split's. nullopt when chunks > layers.
+std::optional<std::vector<int64_t>> DefaultStageSplit(int64_t layers, int64_t chunks);
+
+// Fills plan->stage_layers with DefaultStageSplit when it is empty and layers do not divide by
+// pp*vpp, and notes the split ("stage_layers 7, 8 (x14), 7 (126 layers over pp*vpp=16 chunks: ...)").
+// Leaves the plan alone when the split is given, even, or impossible (validation says why).
+void ApplyDefaultStageSplit(const ModelSpec& m, PlanSpec* plan, std::vector<std::string>* notes);
+
+// Layers per chunk as text, runs of equal counts compressed: "7, 8 (x14), 7".
+std::string StageSplitText(const std::vector<int64_t>& split);
+
+}  // namespace meshplan::core
+
+#endif  // MESHPLAN_CORE_DEFAULTS_H_

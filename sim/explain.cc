@@ -842,7 +842,7 @@ std::string WhyFaster(const StepEstimate& mine, const StepEstimate& best) {
 ExplainStep SearchStep(const PlanSpec& plan, const core::MemoryReport& mem, const StepEstimate& e,
                        const SearchResult* res, const std::optional<RankedPlan>& rec) {
   ExplainStep st = NewStep("recommendation", "Recommended plan (search)");
-  st.rule = "The search enumerates every valid plan (TP within the NVLink domain, PP with even or balanced splits, "
+  st.rule = "The search enumerates every valid plan (TP within the NVLink domain, PP with even or the default uneven splits, "
             "virtual stages, CP, EP, ZeRO 0–3, recompute, SP, micro batch, schedule), prunes those whose states "
             "cannot fit, and ranks the rest by tokens/s with the same memory and step models. docs/search.md.";
   st.formula = "best = argmax tokens/s over plans with per-GPU bytes ≤ HBM";

@@ -1,5 +1,5 @@
 // Plan search: enumerates every parallel plan of a model on a fixed number of GPUs (TP within the
-// scale-up domain and dividing the heads; PP with even or balanced uneven layer splits; VPP; CP;
+// scale-up domain and dividing the heads; PP with even or default uneven layer splits; VPP; CP;
 // EP; ZeRO 0-3; recompute; SP; micro batch; pipeline schedule), prunes by memory, costs the
 // survivors with EstimateMemory + EstimateStep, and ranks them by an objective. Every number comes
 // from core/ and sim/ (ValidatePlan, EstimateMemory, EstimateStep, EstimateTraining); the search

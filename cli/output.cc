@@ -232,9 +232,9 @@ std::string FitAdviceTable(const sim::FitAdvice& a) {
     o << (a.together_fits ? "to fit, no single setting is enough; together:\n"
                           : "no standard setting makes it fit, not even all of them together:\n");
     row(*a.together);
-    if (!a.together_fits) o << "  shard further (more tp or pp, --zero 3) or let `meshplan search` find a plan\n";
+    if (!a.together_fits) o << "  " << a.further << " or let `meshplan search` find a plan\n";
   } else {
-    o << "no standard setting applies: shard further (more tp or pp, --zero 3) or let `meshplan search` find a plan\n";
+    o << "no standard setting applies: " << a.further << " or let `meshplan search` find a plan\n";
   }
   return o.str();
 }

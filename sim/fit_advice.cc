@@ -103,6 +103,9 @@ FitAdvice AdviseFit(const core::Scenario& s, const core::Profile& profile) {
   }
   const double base_step =
       EstimateStep(s.model, p, s.gpu, s.cluster, profile, nullptr, StepDetail::kTotalsOnly).time_s;
+  // ZeRO-3 is only a way out where it is not on yet and a data-parallel group can shard.
+  a.further = p.zero < 3 && p.dp * p.cp > 1 ? "shard further (more tp or pp, --zero 3)"
+                                             : "shard over more GPUs (more tp, pp or dp)";
 
   // Each setting alone.
   for (const Setting& k : Settings(p, s)) {
@@ -189,11 +192,12 @@ std::string FitAdviceLine(const FitAdvice& a) {
     return "no single standard setting fits; together " + o.flags + " (" + o.what + ") fit with " +
            gb(o.headroom_bytes) + " headroom, step " + pct(o.step_ratio);
   }
-  if (a.together)
-    return "no standard setting fits, not even " + a.together->flags + " together (" +
-           gb(a.together->per_gpu_bytes) + " per GPU): shard further (more tp or pp, --zero 3) or try "
-           "meshplan search";
-  return "no standard setting applies: shard further (more tp or pp, --zero 3) or try meshplan search";
+  if (a.together) {
+    const bool several = a.together->flags.find(" --") != std::string::npos;  // more than one flag
+    return "no standard setting fits, not even " + a.together->flags + (several ? " together (" : " (") +
+           gb(a.together->per_gpu_bytes) + " per GPU): " + a.further + " or try meshplan search";
+  }
+  return "no standard setting applies: " + a.further + " or try meshplan search";
 }
 
 }  // namespace meshplan::sim

@@ -36,6 +36,9 @@ struct FitAdvice {
   // holds all of them, with its negative headroom); empty when no setting applies.
   std::optional<FitOption> together;
   bool together_fits = false;
+  // What is left when nothing fits: "shard further (more tp or pp, --zero 3)", or "shard over
+  // more GPUs (more tp, pp or dp)" when ZeRO-3 is on already or has no data-parallel group.
+  std::string further;
 };
 
 // The candidates, each only where it changes something and gives a valid plan, in the order they

@@ -113,6 +113,25 @@ TEST(FitAdviceTest, NothingStandardFitsOnOneGpu) {
   EXPECT_EQ(FitAdviceLine(a).rfind("no standard setting fits, not even --sp --recompute full together", 0),
             0u)
       << FitAdviceLine(a);
+  // DP 1: ZeRO-3 would shard over nothing, so the way out is more GPUs.
+  EXPECT_EQ(a.further, "shard over more GPUs (more tp, pp or dp)");
+}
+
+TEST(FitAdviceTest, ZeroThreeIsSuggestedOnlyWhereItShards) {
+  // Llama 3 70B over DP 8 at 8k tokens: ZeRO-0 needs 1.13 TB of states per GPU; nothing of the
+  // table fits (ZeRO-3 alone leaves 141 GB of states), so the way out names ZeRO-3 only while it
+  // is off, and more GPUs once it is on.
+  core::Scenario s = Make("llama3-70b", "dgx-h100", 8, 1, 1, 8192, 64);
+  FitAdvice a = AdviseFit(s, core::Profile{});
+  EXPECT_TRUE(a.alone.empty());
+  EXPECT_FALSE(a.together_fits);
+  EXPECT_EQ(a.further, "shard further (more tp or pp, --zero 3)");
+  s.plan.zero = 3;
+  a = AdviseFit(s, core::Profile{});
+  EXPECT_EQ(a.further, "shard over more GPUs (more tp, pp or dp)");
+  ASSERT_TRUE(a.together.has_value());
+  EXPECT_EQ(a.together->flags, "--recompute full");  // selective, then full in its place
+  EXPECT_EQ(FitAdviceLine(a).rfind("no standard setting fits, not even --recompute full (", 0), 0u) << FitAdviceLine(a);
 }
 
 }  // namespace

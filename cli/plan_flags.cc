@@ -224,17 +224,7 @@ bool PlanFlags::Resolve(core::Scenario* out, Diagnostics* d, std::vector<std::st
     notes->push_back("global batch " + std::to_string(p.global_batch) +
                      " sequences (mbs*dp*pp: one pipeline fill; --gbs to change)");
   }
-  if (!sp && !from_file && p.tp > 1) {
-    // Sequence parallelism with TP unless --no-sp: Megatron-Core's recipes and torchtitan's TP turn
-    // it on with TP (docs/memory.md, "Defaults"). It needs seq/cp to divide by tp.
-    if (p.cp > 0 && p.seq_len > 0 && (p.seq_len / p.cp) % p.tp == 0) {
-      p.sequence_parallel = true;
-      notes->push_back("sequence parallel on (with tp " + std::to_string(p.tp) +
-                       ", as Megatron-Core recipes and torchtitan run TP; --no-sp to turn off)");
-    } else {
-      notes->push_back("sequence parallel off (seq/cp does not divide by tp " + std::to_string(p.tp) + ")");
-    }
-  }
+  if (!sp && !from_file) core::ApplyDefaultSequenceParallel(&p, notes);
   core::ApplyDefaultStageSplit(m, &p, notes);
   if (d->has_errors()) return false;
   core::ValidatePlan(p, m, s.gpu, s.cluster, d);

@@ -36,6 +36,10 @@ std::string RatioText(int64_t value, int64_t hidden) {
 
 ModelSpec ApplyModelOverrides(const ModelSpec& base, const ModelOverrides& o, Diagnostics* d,
                               std::vector<std::string>* notes) {
+  Diagnostics unused_d;
+  std::vector<std::string> unused_notes;
+  if (d == nullptr) d = &unused_d;
+  if (notes == nullptr) notes = &unused_notes;
   ModelSpec m = base;
   if (o.layers) m.layers = *o.layers;
   if (o.vocab) m.vocab = *o.vocab;
@@ -128,9 +132,21 @@ void ApplyDefaultStageSplit(const ModelSpec& m, PlanSpec* p, std::vector<std::st
   auto split = DefaultStageSplit(m.layers, chunks);
   if (!split) return;
   p->stage_layers = *split;
+  if (notes == nullptr) return;
   notes->push_back("stage_layers " + StageSplitText(*split) + " (" + S(m.layers) + " layers over pp*vpp=" +
                    S(chunks) + " chunks: the remainder taken from the first and last chunks, which also hold the "
                    "embedding and the output head; --stage-layers to change)");
+}
+
+void ApplyDefaultSequenceParallel(PlanSpec* p, std::vector<std::string>* notes) {
+  if (p->tp <= 1 || p->sequence_parallel) return;
+  if (p->cp > 0 && p->seq_len > 0 && (p->seq_len / p->cp) % p->tp == 0) {
+    p->sequence_parallel = true;
+    notes->push_back("sequence parallel on (with tp " + S(p->tp) +
+                     ", as Megatron-Core recipes and torchtitan run TP; --no-sp to turn off)");
+  } else {
+    notes->push_back("sequence parallel off (seq/cp does not divide by tp " + S(p->tp) + ")");
+  }
 }
 
 std::string StageSplitText(const std::vector<int64_t>& split) {

@@ -41,7 +41,8 @@ struct ModelOverrides {
 //    decoupled head_dim, such as Qwen3's 128, keeps it).
 // Every followed value that differs from the preset is appended to `notes` ("ffn_hidden 9216
 // (4 x hidden 2304, the preset's ratio; --ffn to change)"). Problems go to `d` under
-// "model.<field>". Does not run ValidateModel.
+// "model.<field>"; either may be nullptr (the GUI applies edits silently and validates after).
+// Does not run ValidateModel.
 ModelSpec ApplyModelOverrides(const ModelSpec& base, const ModelOverrides& o, Diagnostics* d,
                               std::vector<std::string>* notes);
 
@@ -56,9 +57,15 @@ ModelSpec ApplyModelOverrides(const ModelSpec& base, const ModelOverrides& o, Di
 std::optional<std::vector<int64_t>> DefaultStageSplit(int64_t layers, int64_t chunks);
 
 // Fills plan->stage_layers with DefaultStageSplit when it is empty and layers do not divide by
-// pp*vpp, and notes the split ("stage_layers 7, 8 (x14), 7 (126 layers over pp*vpp=16 chunks: ...)").
-// Leaves the plan alone when the split is given, even, or impossible (validation says why).
+// pp*vpp, and notes the split ("stage_layers 7, 8 (x14), 7 (126 layers over pp*vpp=16 chunks: ...)";
+// `notes` may be nullptr). Leaves the plan alone when the split is given, even, or impossible
+// (validation says why).
 void ApplyDefaultStageSplit(const ModelSpec& m, PlanSpec* plan, std::vector<std::string>* notes);
+
+// Sequence parallelism on with tp > 1, as Megatron-Core's recipes and torchtitan's TP run it
+// (docs/memory.md, "Defaults a user did not type"); left off, with a note saying why, when seq/cp
+// does not divide by tp. For a plan whose sequence_parallel the user did not give.
+void ApplyDefaultSequenceParallel(PlanSpec* plan, std::vector<std::string>* notes);
 
 // Layers per chunk as text, runs of equal counts compressed: "7, 8 (x14), 7".
 std::string StageSplitText(const std::vector<int64_t>& split);

@@ -316,10 +316,7 @@ RulesOutcome ApplyRules(const core::Scenario& s, const core::Profile& profile) {
     p.micro_batch = 1;
     p.schedule = Schedule::k1F1B;
     p.stage_layers.clear();
-    if (pp > 1 && m.layers % pp != 0) {
-      auto split = core::DefaultStageSplit(m.layers, pp);
-      if (split) p.stage_layers = *split;
-    }
+    core::ApplyDefaultStageSplit(m, &p, nullptr);
     return p;
   };
   // The first valid candidate that fits wins; the lightest valid one is kept in case none fits.

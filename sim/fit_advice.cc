@@ -20,7 +20,7 @@ using core::Recompute;
 
 // A plan change: its flags and words, and the edit.
 struct Setting {
-  const char* what;
+  std::string what;
   std::string flags;
   PlanSpec plan;
 };
@@ -135,9 +135,7 @@ FitAdvice AdviseFit(const core::Scenario& s, const core::Profile& profile) {
       flags += (flags.empty() ? "" : " ") + f;
       what += (what.empty() ? "" : ", ") + w;
     }
-    FitOption o = Evaluate({"", flags, q}, s, profile, base_step);
-    o.what = what;
-    return o;
+    return Evaluate({what, flags, q}, s, profile, base_step);
   };
   auto turn_on = [&](const Setting& k) {
     // A later ZeRO stage or recompute mode replaces the earlier one.

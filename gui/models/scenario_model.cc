@@ -123,8 +123,7 @@ core::PlanSpec ScenarioModel::Normalized(core::PlanSpec p, bool split_changed, b
       (split_changed || (!p.stage_layers.empty() && static_cast<int64_t>(p.stage_layers.size()) != chunks) ||
        (p.stage_layers.empty() && layers % chunks != 0))) {
     p.stage_layers.clear();
-    if (layers % chunks != 0)
-      if (auto split = core::DefaultStageSplit(layers, chunks)) p.stage_layers = *split;
+    core::ApplyDefaultStageSplit(s_.model, &p, nullptr);
   }
   if (vpp_changed) {
     if (p.vpp > 1 && p.schedule == core::Schedule::k1F1B) p.schedule = core::Schedule::kInterleaved;
@@ -591,9 +590,7 @@ QString ScenarioModel::commandLine() const {
     flag(m.kv_heads, b.kv_heads, &o.kv_heads, "--kv-heads");
     flag(m.ffn_hidden, b.ffn_hidden, &o.ffn_hidden, "--ffn");
     flag(m.vocab, b.vocab, &o.vocab, "--vocab");
-    core::Diagnostics ignored;
-    std::vector<std::string> derived;
-    core::ModelSpec expressed = core::ApplyModelOverrides(b, o, &ignored, &derived);
+    core::ModelSpec expressed = core::ApplyModelOverrides(b, o, nullptr, nullptr);
     if (expressed.head_dim != m.head_dim) arg("--head-dim", num(m.head_dim)), expressed.head_dim = m.head_dim;
     if (m.mlp != b.mlp) arg("--mlp", core::Name(m.mlp)), expressed.mlp = m.mlp;
     if (m.attention != b.attention) arg("--attention", core::Name(m.attention)), expressed.attention = m.attention;

@@ -228,9 +228,7 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
       EditModel([&](core::ModelSpec& m) {
         core::ModelOverrides o;
         o.*field = v;
-        core::Diagnostics ignored;  // what cannot follow is left as is; validation reports it
-        std::vector<std::string> notes;
-        m = core::ApplyModelOverrides(m, o, &ignored, &notes);
+        m = core::ApplyModelOverrides(m, o, nullptr, nullptr);  // what cannot follow: validation says
       });
     });
   };

@@ -17,6 +17,18 @@ ModelSpec Preset(const std::string& name) {
   return m.ok() ? *m : ModelSpec{};
 }
 
+// ApplyModelOverrides on a preset, with what it reported.
+struct Applied {
+  ModelSpec model;
+  Diagnostics diag;
+  std::vector<std::string> notes;
+};
+Applied Apply(const ModelSpec& base, const ModelOverrides& o) {
+  Applied a;
+  a.model = ApplyModelOverrides(base, o, &a.diag, &a.notes);
+  return a;
+}
+
 // Every architecture field of `a` equals `b`'s (names and sources aside).
 void ExpectSameArchitecture(ModelSpec a, ModelSpec b) {
   a.name = b.name;
@@ -28,14 +40,12 @@ void ExpectSameArchitecture(ModelSpec a, ModelSpec b) {
 TEST(ModelOverridesTest, Gpt3ShrunkToMegatronsOnePointSevenB) {
   // Narayanan et al. 2021 Table 1's 1.7B GPT is GPT-3's architecture at 24 layers, hidden 2304
   // and 24 heads, vocabulary 51,200: ffn 4 x 2304 = 9216, head_dim 2304/24 = 96, MHA kv heads 24.
-  Diagnostics d;
-  std::vector<std::string> notes;
   ModelOverrides o;
   o.layers = 24;
   o.hidden = 2304;
   o.heads = 24;
   o.vocab = 51200;
-  const ModelSpec m = ApplyModelOverrides(Preset("gpt3-175b"), o, &d, &notes);
+  auto [m, d, notes] = Apply(Preset("gpt3-175b"), o);
   EXPECT_FALSE(d.has_errors()) << d.ToStatus().message();
   EXPECT_EQ(m.ffn_hidden, 9216);
   EXPECT_EQ(m.kv_heads, 24);
@@ -53,29 +63,25 @@ TEST(ModelOverridesTest, Gpt3ShrunkToMegatronsOnePointSevenB) {
 TEST(ModelOverridesTest, Gpt3GrownToFiveThirtyB) {
   // The 530B shape (Narayanan et al. 2021 Table 1: 105 layers, hidden 20480, 128 heads): kv heads
   // follow the 128 heads (MHA), head_dim 160, ffn 81920. Validation accepts it.
-  Diagnostics d;
-  std::vector<std::string> notes;
   ModelOverrides o;
   o.layers = 105;
   o.hidden = 20480;
   o.heads = 128;
   o.vocab = 51200;
-  const ModelSpec m = ApplyModelOverrides(Preset("gpt3-175b"), o, &d, &notes);
+  auto [m, d, notes] = Apply(Preset("gpt3-175b"), o);
   ValidateModel(m, "model", &d);
   EXPECT_FALSE(d.has_errors()) << d.ToStatus().message();
   ExpectSameArchitecture(m, Preset("gpt-529.6b"));
 }
 
 TEST(ModelOverridesTest, GivenValuesWin) {
-  Diagnostics d;
-  std::vector<std::string> notes;
   ModelOverrides o;
   o.hidden = 2304;
   o.heads = 24;
   o.ffn_hidden = 6144;
   o.kv_heads = 8;
   o.head_dim = 128;
-  const ModelSpec m = ApplyModelOverrides(Preset("gpt3-175b"), o, &d, &notes);
+  auto [m, d, notes] = Apply(Preset("gpt3-175b"), o);
   EXPECT_EQ(m.ffn_hidden, 6144);
   EXPECT_EQ(m.kv_heads, 8);
   EXPECT_EQ(m.head_dim, 128);
@@ -87,33 +93,27 @@ TEST(ModelOverridesTest, GroupedQueryKeepsItsGroupSize) {
   // would follow hidden/heads = 4096/24, not a whole number: an error naming model.head_dim.
   const ModelSpec base = Preset("llama3-8b");
   {
-    Diagnostics d;
-    std::vector<std::string> notes;
     ModelOverrides o;
     o.heads = 16;
-    const ModelSpec m = ApplyModelOverrides(base, o, &d, &notes);
+    auto [m, d, notes] = Apply(base, o);
     EXPECT_FALSE(d.has_errors());
     EXPECT_EQ(m.kv_heads, 4);      // 16 / 4
     EXPECT_EQ(m.head_dim, 256);    // 4096 / 16
     EXPECT_EQ(m.ffn_hidden, 14336);  // hidden unchanged
   }
   {
-    Diagnostics d;
-    std::vector<std::string> notes;
     ModelOverrides o;
     o.heads = 24;
-    ApplyModelOverrides(base, o, &d, &notes);
+    const Diagnostics d = Apply(base, o).diag;
     ASSERT_TRUE(d.has_errors());
     EXPECT_EQ(d.errors().front().path, "model.head_dim");
   }
   {
     // Doubling hidden and heads: ffn 3.5 x 8192 = 28672 (Llama 3 70B's), kv heads 64/4 = 16.
-    Diagnostics d;
-    std::vector<std::string> notes;
     ModelOverrides o;
     o.hidden = 8192;
     o.heads = 64;
-    const ModelSpec m = ApplyModelOverrides(base, o, &d, &notes);
+    auto [m, d, notes] = Apply(base, o);
     EXPECT_FALSE(d.has_errors());
     EXPECT_EQ(m.ffn_hidden, 28672);
     EXPECT_EQ(m.kv_heads, 16);
@@ -123,11 +123,9 @@ TEST(ModelOverridesTest, GroupedQueryKeepsItsGroupSize) {
 
 TEST(ModelOverridesTest, KvCountKeptWhenTheGroupDoesNotDivide) {
   // Qwen3-235B: 64 heads, 4 kv heads (groups of 16). 72 heads: 72 % 16 != 0, but 4 | 72.
-  Diagnostics d;
-  std::vector<std::string> notes;
   ModelOverrides o;
   o.heads = 72;
-  const ModelSpec m = ApplyModelOverrides(Preset("qwen3-235b-a22b"), o, &d, &notes);
+  auto [m, d, notes] = Apply(Preset("qwen3-235b-a22b"), o);
   EXPECT_FALSE(d.has_errors());
   EXPECT_EQ(m.kv_heads, 4);
   // Qwen3's head_dim 128 with hidden 4096 and 64 heads is decoupled (4096/64 = 64): it stays.
@@ -137,38 +135,32 @@ TEST(ModelOverridesTest, KvCountKeptWhenTheGroupDoesNotDivide) {
 TEST(ModelOverridesTest, MultiQueryStaysMultiQuery) {
   ModelSpec base = Preset("llama3-8b");
   base.kv_heads = 1;
-  Diagnostics d;
-  std::vector<std::string> notes;
   ModelOverrides o;
   o.heads = 64;
   o.hidden = 8192;
-  EXPECT_EQ(ApplyModelOverrides(base, o, &d, &notes).kv_heads, 1);
+  EXPECT_EQ(Apply(base, o).model.kv_heads, 1);
 }
 
 TEST(ModelOverridesTest, AFractionalRatioRoundsUpToMultipleOf256) {
   // Llama 2 7B: ffn 11008 = 2.6875 x 4096. Hidden 5000: 11008 * 5000 / 4096 = 13437.5 -> 13568.
-  Diagnostics d;
-  std::vector<std::string> notes;
   ModelOverrides o;
   o.hidden = 5000;
   o.heads = 40;
-  const ModelSpec m = ApplyModelOverrides(Preset("llama2-7b"), o, &d, &notes);
+  auto [m, d, notes] = Apply(Preset("llama2-7b"), o);
   EXPECT_EQ(m.ffn_hidden, 13568);
   EXPECT_EQ(m.head_dim, 125);
   // Hidden 5120 (Llama 2 13B's): 11008 * 5120 / 4096 = 13760 exactly.
   o.hidden = 5120;
-  EXPECT_EQ(ApplyModelOverrides(Preset("llama2-7b"), o, &d, &notes).ffn_hidden, 13760);
+  EXPECT_EQ(Apply(Preset("llama2-7b"), o).model.ffn_hidden, 13760);
 }
 
 TEST(ModelOverridesTest, MoeExpertWidthsFollowHidden) {
   // Mixtral 8x7B: experts 14336 wide at hidden 4096; at hidden 2048 they are 7168.
   const ModelSpec base = Preset("mixtral-8x7b");
   ASSERT_TRUE(base.moe.has_value());
-  Diagnostics d;
-  std::vector<std::string> notes;
   ModelOverrides o;
   o.hidden = base.hidden / 2;
-  const ModelSpec m = ApplyModelOverrides(base, o, &d, &notes);
+  auto [m, d, notes] = Apply(base, o);
   EXPECT_EQ(m.moe->expert_ffn_hidden, base.moe->expert_ffn_hidden / 2);
 }
 

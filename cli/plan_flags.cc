@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "core/defaults.h"
+#include "core/stack.h"
 #include "core/validate.h"
 
 namespace meshplan::cli {
@@ -53,6 +54,9 @@ void PlanFlags::Register(CLI::App* app) {
   p->add_option("--seq", seq, "Sequence length (default the model's max_seq)");
   p->add_option("--schedule", schedule, "gpipe|1f1b|interleaved|zero-bubble|dualpipe (default 1f1b, "
                                         "interleaved when --vpp > 1)");
+  p->add_option("--stack", stack,
+                "Software stack whose defaults the plan takes (meshplan presets stacks): precision, attention, "
+                "recompute, SP, overlaps, ZeRO; the other flags override them");
   p->add_option("--precision", precision, "bf16|fp16|fp8|fp32 GEMM precision (default bf16)");
   p->add_option("--optimizer", optimizer, "adam|adamw|sgd-momentum|adam-8bit (default adamw)");
   p->add_option("--recipe", recipe, "Model-state recipe: zero (16 B/param: bf16 grads) or megatron "
@@ -145,6 +149,21 @@ bool PlanFlags::Resolve(core::Scenario* out, Diagnostics* d, std::vector<std::st
   core::PlanSpec& p = s.plan;
   const bool from_file = file.has_value();
   if (tp) p.tp = *tp;
+  // The stack's defaults first (they read tp for sequence parallelism); the flags below override.
+  std::optional<core::SoftwareStack> sw;
+  if (stack) {
+    auto st = core::LoadStack(*stack);
+    if (!st.ok()) {
+      d->Error("--stack", st.status().message());
+    } else {
+      sw = *st;
+      if (!attention) m.attention = sw->attention;
+      const core::AttentionImpl kept = m.attention;
+      core::ApplyStack(*sw, &m, &p);
+      m.attention = kept;
+      notes->push_back(core::StackSummary(*sw));
+    }
+  }
   if (pp) p.pp = *pp;
   if (cp) p.cp = *cp;
   if (ep) p.ep = *ep;
@@ -224,7 +243,8 @@ bool PlanFlags::Resolve(core::Scenario* out, Diagnostics* d, std::vector<std::st
     notes->push_back("global batch " + std::to_string(p.global_batch) +
                      " sequences (mbs*dp*pp: one pipeline fill; --gbs to change)");
   }
-  if (!sp && !from_file) core::ApplyDefaultSequenceParallel(&p, notes);
+  if (!sp && sw) p.sequence_parallel = sw->sequence_parallel && p.tp > 1;
+  else if (!sp && !from_file) core::ApplyDefaultSequenceParallel(&p, notes);
   core::ApplyDefaultStageSplit(m, &p, notes);
   if (d->has_errors()) return false;
   core::ValidatePlan(p, m, s.gpu, s.cluster, d);

@@ -28,7 +28,7 @@ struct PlanFlags {
   std::optional<std::string> tp_overlap;
   std::optional<std::string> recompute, schedule, precision, optimizer, sharding, cp_kind, placement;
   std::optional<std::string> weights_dtype, grads_dtype, master_dtype, moments_dtype;
-  std::optional<std::string> offload_optimizer, offload_params, recipe;
+  std::optional<std::string> offload_optimizer, offload_params, recipe, stack;
   std::vector<int64_t> stage_layers;
   // A plan that stands in for --plan when no file is given (e.g. the one a measurement embeds).
   std::optional<core::PlanFile> fallback_plan;

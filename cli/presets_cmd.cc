@@ -7,6 +7,7 @@
 #include "cli/output.h"
 #include "core/params.h"
 #include "core/presets.h"
+#include "core/stack.h"
 #include "core/units.h"
 
 namespace meshplan::cli {
@@ -15,13 +16,15 @@ void AddPresetsCommand(CLI::App* app, int* exit_code) {
   auto* cmd = app->add_subcommand("presets", "List the built-in models, GPUs and clusters, or print one");
   auto kind = std::make_shared<std::string>();
   auto name = std::make_shared<std::string>();
-  cmd->add_option("kind", *kind, "models|gpus|clusters|failures|profiles (default: all)");
+  cmd->add_option("kind", *kind, "models|gpus|clusters|failures|profiles|stacks (default: all)");
   cmd->add_option("name", *name, "Print this preset's JSON");
   cmd->callback([kind, name, exit_code] {
-    std::vector<std::string> kinds = {"models", "gpus", "clusters", "failures"};
+    std::vector<std::string> kinds = {"models", "gpus", "clusters", "failures", "stacks"};
     if (!kind->empty()) {
-      if (*kind != "models" && *kind != "gpus" && *kind != "clusters" && *kind != "failures" && *kind != "profiles") {
-        std::cerr << "error: kind must be models, gpus, clusters, failures or profiles (got \"" << *kind << "\")\n";
+      if (*kind != "models" && *kind != "gpus" && *kind != "clusters" && *kind != "failures" && *kind != "profiles" &&
+          *kind != "stacks") {
+        std::cerr << "error: kind must be models, gpus, clusters, failures, profiles or stacks (got \"" << *kind
+                  << "\")\n";
         *exit_code = 2;
         return;
       }
@@ -60,6 +63,13 @@ void AddPresetsCommand(CLI::App* app, int* exit_code) {
           std::snprintf(line, sizeof line, "  %-18s %10s HBM  %6.2f TB/s  %7.1f TFLOP/s 16-bit dense  %5.0f W\n",
                         n.c_str(), core::FormatBytes(g->hbm_bytes).c_str(), g->hbm_bytes_per_s / 1e12, bf16 / 1e12,
                         g->tdp_w);
+        } else if (k == "stacks") {
+          auto st = core::LoadStack(n);
+          if (!st.ok()) { std::cout << "  " << n << "  (invalid: " << st.status().message() << ")\n"; continue; }
+          std::snprintf(line, sizeof line, "  %-22s %-4s %-9s recompute %-9s tp-overlap %-8s zero %d%s  FLOPs: %s\n",
+                        n.c_str(), core::Name(st->precision), core::Name(st->attention), core::Name(st->recompute),
+                        core::Name(st->tp_overlap), st->zero, st->sequence_parallel ? "  sp" : "",
+                        core::Name(st->flop_count));
         } else if (k != "clusters") {
           std::snprintf(line, sizeof line, "  %s\n", n.c_str());
         } else {

@@ -1,5 +1,8 @@
-// meshplan validate --dataset FILE: predicted vs published for every usable record.
+// meshplan validate --dataset FILE|DIR ...: predicted vs published tokens/s per GPU for every
+// usable record, with the error summarised over all records and per group.
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -13,14 +16,49 @@
 #include "sim/validation.h"
 
 namespace meshplan::cli {
+namespace {
+
+nlohmann::ordered_json SummaryJson(const sim::ErrorSummary& s) {
+  return {{"n", s.n},
+          {"median_abs_error", s.median_abs_error},
+          {"p90_abs_error", s.p90_abs_error},
+          {"mean_abs_error", s.mean_abs_error},
+          {"max_abs_error", s.max_abs_error},
+          {"median_error", s.median_error},
+          {"out_of_memory", s.out_of_memory}};
+}
+
+void PrintSummaryLine(const char* label, const sim::ErrorSummary& s) {
+  std::printf("  %-40s %4zu %7.1f%% %7.1f%% %7.1f%% %+7.1f%% %4zu\n", label, s.n, 100 * s.median_abs_error,
+              100 * s.p90_abs_error, 100 * s.max_abs_error, 100 * s.median_error, s.out_of_memory);
+}
+
+// The files a --dataset names: the file itself, or every *.json in a directory (sorted).
+core::Result<std::vector<std::string>> DatasetFiles(const std::string& ref) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(ref, ec)) return std::vector<std::string>{ref};
+  std::vector<std::string> files;
+  for (const auto& entry : fs::directory_iterator(ref, ec))
+    if (entry.is_regular_file() && entry.path().extension() == ".json") files.push_back(entry.path().string());
+  if (ec) return core::Status::IoError(ref + ": cannot list: " + ec.message());
+  std::sort(files.begin(), files.end());
+  if (files.empty()) return core::Status::InvalidArgument(ref + ": directory holds no .json files");
+  return files;
+}
+
+}  // namespace
 
 void AddValidateCommand(CLI::App* app, int* exit_code) {
-  auto* cmd = app->add_subcommand("validate", "Predict published training runs and report the error");
-  auto dataset = std::make_shared<std::string>();
+  auto* cmd = app->add_subcommand("validate", "Predict published training runs and report the error in tokens/s per GPU");
+  auto datasets = std::make_shared<std::vector<std::string>>();
   auto format = std::make_shared<std::string>("table");
   auto profile_ref = std::make_shared<std::string>("default");
   auto db = std::make_shared<std::string>();
-  cmd->add_option("--dataset", *dataset, "Records in the format of shared/validation/published.json")->required();
+  cmd->add_option("--dataset", *datasets,
+                  "Records in the format of shared/validation/published.json: a file, or a directory of them; "
+                  "repeat for several")
+      ->required();
   cmd->add_option("--format", *format, "table|json");
   cmd->add_option("--profile", *profile_ref,
                   "Calibration profile: default, a JSON file, or a name fitted by meshplan calibrate (in --db); "
@@ -44,66 +82,115 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
       *exit_code = 2;
       return;
     }
-    auto text = core::ReadTextFile(*dataset);
-    if (!text.ok()) {
-      std::cerr << "error: --dataset: " << text.status().message() << "\n";
-      *exit_code = 2;
-      return;
+    std::vector<std::string> files;
+    for (const auto& ref : *datasets) {
+      auto found = DatasetFiles(ref);
+      if (!found.ok()) {
+        std::cerr << "error: --dataset: " << found.status().message() << "\n";
+        *exit_code = 2;
+        return;
+      }
+      files.insert(files.end(), found->begin(), found->end());
     }
+    std::vector<core::PublishedRun> runs;
     std::vector<std::string> skipped;
-    auto runs = core::LoadPublishedRuns(*text, &skipped);
-    if (!runs.ok()) {
-      std::cerr << "error: --dataset: " << runs.status().message() << "\n";
-      *exit_code = 1;
-      return;
+    for (const auto& file : files) {
+      auto text = core::ReadTextFile(file);
+      if (!text.ok()) {
+        std::cerr << "error: --dataset: " << text.status().message() << "\n";
+        *exit_code = 2;
+        return;
+      }
+      std::vector<std::string> skipped_here;
+      auto loaded = core::LoadPublishedRuns(*text, &skipped_here);
+      if (!loaded.ok()) {
+        std::cerr << "error: --dataset: " << file << ": " << loaded.status().message() << "\n";
+        *exit_code = 1;
+        return;
+      }
+      const std::string name = std::filesystem::path(file).filename().string();
+      for (const auto& r : *loaded) {
+        runs.push_back(r);
+        runs.back().dataset = name;
+      }
+      for (auto& s : skipped_here) skipped.push_back(name + ": " + s);
     }
-    const sim::ValidationSummary v = sim::ValidateRuns(*runs, *profile);
+    const sim::ValidationSummary v = sim::ValidateRuns(runs, *profile);
     // With a calibrated profile, the built-in defaults too: the error with and without it.
     const bool both = *profile_ref != "default";
-    const sim::ValidationSummary v0 = both ? sim::ValidateRuns(*runs, core::Profile{}) : v;
+    const sim::ValidationSummary v0 = both ? sim::ValidateRuns(runs, core::Profile{}) : v;
     if (*format == "json") {
       nlohmann::ordered_json records = nlohmann::ordered_json::array();
       for (size_t i = 0; i < v.records.size(); ++i) {
         const auto& r = v.records[i];
-        nlohmann::ordered_json rec = {{"id", r.id},          {"metric", r.metric}, {"published", r.published},
-                                      {"predicted", r.predicted}, {"error", r.error}, {"assumptions", r.assumptions}};
+        nlohmann::ordered_json groups = nlohmann::ordered_json::object();
+        for (const auto& [dim, value] : r.groups) groups[dim] = value;
+        nlohmann::ordered_json rec = {{"id", r.id},
+                                      {"metric", "tokens_per_s_per_gpu"},
+                                      {"published", r.published},
+                                      {"predicted", r.predicted},
+                                      {"error", r.error},
+                                      {"printed", r.printed},
+                                      {"conversion", r.conversion},
+                                      {"stack", r.stack},
+                                      {"fits", r.fits},
+                                      {"memory_gib", r.memory_gib},
+                                      {"groups", groups},
+                                      {"assumptions", r.assumptions}};
         if (both) rec["predicted_default"] = v0.records[i].predicted, rec["error_default"] = v0.records[i].error;
         records.push_back(rec);
       }
       nlohmann::ordered_json j;
-      j["dataset"] = *dataset;
+      j["datasets"] = files;
       j["profile"] = profile->name;
+      j["metric"] = "tokens_per_s_per_gpu";
       j["records"] = records;
-      j["summary"] = {{"n", v.n}, {"median_abs_error", v.median_abs_error}, {"mean_abs_error", v.mean_abs_error},
-                      {"max_abs_error", v.max_abs_error}};
-      if (both)
-        j["summary_default"] = {{"n", v0.n}, {"median_abs_error", v0.median_abs_error},
-                                {"mean_abs_error", v0.mean_abs_error}, {"max_abs_error", v0.max_abs_error}};
+      j["summary"] = SummaryJson(v.all);
+      nlohmann::ordered_json groups = nlohmann::ordered_json::array();
+      for (const auto& g : v.groups) {
+        nlohmann::ordered_json gj = SummaryJson(g.summary);
+        gj["dimension"] = g.dimension;
+        gj["value"] = g.value;
+        groups.push_back(gj);
+      }
+      j["groups"] = groups;
+      if (both) j["summary_default"] = SummaryJson(v0.all);
       j["skipped"] = skipped;
       std::cout << j.dump(2) << "\n";
-    } else {
-      std::printf("# meshplan validate: %s (profile %s)\n", dataset->c_str(), profile->name.c_str());
-      if (both) {
-        std::printf("# %-44s %-22s %11s %11s %8s %11s %8s\n", "record", "metric", "published", "predicted", "error",
-                    "default", "error");
-        for (size_t i = 0; i < v.records.size(); ++i) {
-          const auto& r = v.records[i];
-          std::printf("  %-44s %-22s %11.4g %11.4g %+7.1f%% %11.4g %+7.1f%%\n", r.id.c_str(), r.metric, r.published,
-                      r.predicted, 100 * r.error, v0.records[i].predicted, 100 * v0.records[i].error);
-        }
-      } else {
-        std::printf("# %-44s %-22s %11s %11s %8s\n", "record", "metric", "published", "predicted", "error");
-        for (const auto& r : v.records)
-          std::printf("  %-44s %-22s %11.4g %11.4g %+7.1f%%\n", r.id.c_str(), r.metric, r.published, r.predicted,
-                      100 * r.error);
-      }
-      std::printf("# %zu records (%zu skipped: no model, plan or measurement); |error| median %.1f%%, mean %.1f%%, "
-                  "max %.1f%%\n",
-                  v.n, skipped.size(), 100 * v.median_abs_error, 100 * v.mean_abs_error, 100 * v.max_abs_error);
-      if (both)
-        std::printf("# with the built-in defaults: |error| median %.1f%%, mean %.1f%%, max %.1f%%\n",
-                    100 * v0.median_abs_error, 100 * v0.mean_abs_error, 100 * v0.max_abs_error);
+      *exit_code = 0;
+      return;
     }
+    std::printf("# meshplan validate (profile %s): tokens/s per GPU, published vs predicted\n", profile->name.c_str());
+    for (const auto& f : files) std::printf("# dataset %s\n", f.c_str());
+    if (both) {
+      std::printf("# %-46s %-20s %10s %10s %8s %10s %8s\n", "record", "stack", "published", "predicted", "error",
+                  "default", "error");
+      for (size_t i = 0; i < v.records.size(); ++i) {
+        const auto& r = v.records[i];
+        std::printf("  %-46s %-20s %10.4g %10.4g %+7.1f%% %10.4g %+7.1f%%%s\n", r.id.c_str(), r.stack.c_str(),
+                    r.published, r.predicted, 100 * r.error, v0.records[i].predicted, 100 * v0.records[i].error,
+                    r.fits ? "" : "  (does not fit)");
+      }
+    } else {
+      std::printf("# %-46s %-20s %10s %10s %8s %8s\n", "record", "stack", "published", "predicted", "error", "GiB");
+      for (const auto& r : v.records)
+        std::printf("  %-46s %-20s %10.4g %10.4g %+7.1f%% %8.1f%s\n", r.id.c_str(), r.stack.c_str(), r.published,
+                    r.predicted, 100 * r.error, r.memory_gib, r.fits ? "" : "  does not fit");
+    }
+    std::printf("# published: what the source prints, turned into tokens/s per GPU with its batch and its own FLOP "
+                "count (--format json: printed, conversion)\n");
+    std::printf("# %zu records from %zu file(s), %zu skipped (no model, GPU preset, plan, stack or measurement; "
+                "--format json lists them)\n",
+                v.all.n, files.size(), skipped.size());
+    std::printf("# %-40s %4s %8s %8s %8s %8s %4s\n", "group", "n", "median", "p90", "max", "signed", "oom");
+    PrintSummaryLine("all", v.all);
+    for (const auto& g : v.groups) PrintSummaryLine((g.dimension + " " + g.value).c_str(), g.summary);
+    std::printf("# |error| median %.1f%%, p90 %.1f%%, mean %.1f%%, max %.1f%%; signed median %+.1f%% (> 0: too fast)\n",
+                100 * v.all.median_abs_error, 100 * v.all.p90_abs_error, 100 * v.all.mean_abs_error,
+                100 * v.all.max_abs_error, 100 * v.all.median_error);
+    if (both)
+      std::printf("# with the built-in defaults: |error| median %.1f%%, p90 %.1f%%, max %.1f%%\n",
+                  100 * v0.all.median_abs_error, 100 * v0.all.p90_abs_error, 100 * v0.all.max_abs_error);
     *exit_code = 0;
   });
 }

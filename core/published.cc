@@ -1,10 +1,15 @@
 #include "core/published.h"
 
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
 #include <map>
 #include <optional>
 
 #include <nlohmann/json.hpp>
 
+#include "core/defaults.h"
+#include "core/stack.h"
 #include "core/validate.h"
 
 namespace meshplan::core {
@@ -25,14 +30,62 @@ std::string StrOr(const Json& j, const char* key) {
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-// GPU names as the records print them -> our presets (GPU, cluster).
-bool MapGpu(const std::string& text, std::string* gpu, std::string* cluster) {
-  if (text.find("A100") != std::string::npos && text.find("80") != std::string::npos) {
+// GPU names as the records print them -> our presets (GPU, cluster), with what the mapping
+// assumed. The more specific names first ("A100 40GB" before "A100").
+bool MapGpu(const std::string& text, std::string* gpu, std::string* cluster, std::string* assumed) {
+  auto has = [&](const char* w) { return text.find(w) != std::string::npos; };
+  if (has("A100") && has("40GB")) {
+    *gpu = "a100-40g";
+    *cluster = "dgx-a100";
+  } else if (has("A100")) {
     *gpu = "a100-80g";
     *cluster = "dgx-a100";
-    return true;
+  } else if (has("Ampere")) {
+    // MegaScale §6 names "NVIDIA Ampere GPUs"; its MFU figures divide by 312 TFLOP/s (A100).
+    *gpu = "a100-80g";
+    *cluster = "dgx-a100";
+    *assumed = "GPU printed as 'Ampere': A100 80GB in 8-GPU NVLink nodes with 8 x 200 Gb/s NICs (dgx-a100)";
+  } else if (has("H800")) {
+    *gpu = "h800";
+    *cluster = "hgx-h800";
+  } else if (has("H200")) {
+    *gpu = "h200";
+    *cluster = "dgx-h200";
+  } else if (has("GB200")) {
+    *gpu = "gb200";
+    *cluster = "gb200-nvl72";
+  } else if (has("B200")) {
+    *gpu = "b200";
+    *cluster = "dgx-b200";
+  } else if (has("H100") && has("PCIe")) {
+    return false;  // no PCIe cluster preset
+  } else if (has("H100")) {
+    *gpu = "h100-sxm";
+    *cluster = "dgx-h100";
+  } else if (has("MI300X")) {
+    *gpu = "mi300x";
+    *cluster = "mi300x-8";
+  } else {
+    return false;
   }
-  return false;
+  return true;
+}
+
+// A model named but not dimensioned ("LLAMA3_8B": the source says to use the public config) ->
+// the model preset of that name, compared without case or punctuation. Llama 3.1 405B is the
+// Llama 3 paper's 405B (presets/models/llama3-405b).
+std::string Squash(const std::string& text) {
+  std::string out;
+  for (char ch : text)
+    if (std::isalnum(static_cast<unsigned char>(ch))) out += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return out;
+}
+std::optional<std::string> ModelPresetFor(const std::string& name) {
+  std::string key = Squash(name);
+  if (key == "llama31405b") key = "llama3405b";
+  for (const auto& preset : PresetNames("models"))
+    if (Squash(preset) == key) return preset;
+  return std::nullopt;
 }
 
 // What a run's authors published outside the paper's table (their launch scripts): micro-batch
@@ -74,9 +127,14 @@ namespace {
 
 // The one fixed mapping from a record to a scenario (model, GPU, cluster, plan) with the
 // assumptions it made; false (and `why`) for a record that does not describe a run we can plan.
-bool MapRecord(const Json& r, PublishedRun* out, std::string* why) {
+// What the record prints wins; what it does not print comes from the software stack that ran it
+// (presets/stacks), then from the authors' launch script (presets/launches), each said in the
+// assumptions. With `with_measurement`, also the published tokens/s per GPU (a record without
+// one is skipped).
+bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::string* why) {
   const std::string id = StrOr(r, "id");
-  if (!r.contains("model") || !r.contains("parallel") || !r.contains("measured")) {
+  if (!r.contains("model") || !r.contains("parallel") || !r.contains("measured") || !r["model"].is_object() ||
+      !r["parallel"].is_object() || !r["measured"].is_object()) {
     *why = "not a run record";
     return false;
   }
@@ -85,21 +143,25 @@ bool MapRecord(const Json& r, PublishedRun* out, std::string* why) {
   const Json& pj = r["parallel"];
   static const Json kNone = Json::object();
   const Json& hj = r.contains("hardware") && r["hardware"].is_object() ? r["hardware"] : kNone;
-  const int64_t layers = IntOr(mj, "layers", 0), hidden = IntOr(mj, "hidden", 0), heads = IntOr(mj, "heads", 0);
-  const int64_t tp = IntOr(pj, "tp", 0), pp = IntOr(pj, "pp", 0), dp = IntOr(pj, "dp", 0);
-  if (layers <= 0 || hidden <= 0 || heads <= 0 || tp <= 0 || pp <= 0 || dp <= 0) {
-    skip("no model dimensions or no full tp/pp/dp plan");
-    return false;
-  }
-  std::string gpu, cluster;
-  if (!MapGpu(StrOr(hj, "gpu"), &gpu, &cluster)) {
-    skip("no GPU preset for '" + StrOr(hj, "gpu") + "'");
-    return false;
-  }
   PublishedRun& run = *out;
   run.id = id;
   if (r.contains("source") && r["source"].is_object())
     run.source = StrOr(r["source"], "paper") + ", " + StrOr(r["source"], "table") + ", " + StrOr(r["source"], "row");
+
+  const std::optional<SoftwareStack> stack = StackForRecord(id);
+  if (!stack) {
+    skip("no software-stack preset produced it (presets/stacks/*.json applies_to)");
+    return false;
+  }
+  run.stack = stack->name;
+
+  // Hardware.
+  std::string gpu, cluster, gpu_assumed;
+  if (!MapGpu(StrOr(hj, "gpu"), &gpu, &cluster, &gpu_assumed)) {
+    skip("no GPU preset for '" + StrOr(hj, "gpu") + "'");
+    return false;
+  }
+  if (!gpu_assumed.empty()) run.assumptions.push_back(gpu_assumed);
   Scenario& s = run.scenario;
   auto g = LoadGpu(gpu);
   auto c = LoadCluster(cluster);
@@ -115,32 +177,73 @@ bool MapRecord(const Json& r, PublishedRun* out, std::string* why) {
     s.cluster.sharp = false;
     run.assumptions.push_back("no in-network reduction (NCCL's CollNet/SHARP is off unless enabled)");
   }
-  // The GPT of Megatron-LM (Narayanan 2021 §5.1, Korthikanti 2022 §3): f = 4h GELU MLP, biases,
-  // LayerNorm, learned positions, tied embeddings, dropout, unfused (s^2) attention.
+
+  // Model: the printed dimensions (a GPT of Megatron-LM), else the named model's preset.
   ModelSpec& m = s.model;
-  m.name = StrOr(mj, "name").empty() ? id : StrOr(mj, "name");
-  m.source = run.source;
-  m.layers = layers;
-  m.hidden = hidden;
-  m.heads = heads;
-  m.kv_heads = heads;
-  m.head_dim = hidden / heads;
-  m.ffn_hidden = IntOr(mj, "ffn_hidden", 4 * hidden);
-  m.mlp = MlpKind::kGelu;
-  m.vocab = IntOr(mj, "vocab", 51200);
-  m.max_seq = IntOr(mj, "seq_len", 2048);
-  m.tied_embeddings = true;
-  m.position = PositionKind::kLearned;
-  m.norm = NormKind::kLayerNorm;
-  m.bias = BiasKind::kAll;
-  m.dropout = true;
-  m.attention = AttentionImpl::kNaive;
+  const int64_t layers = IntOr(mj, "layers", 0), hidden = IntOr(mj, "hidden", 0), heads = IntOr(mj, "heads", 0);
+  const int64_t seq = IntOr(mj, "seq_len", IntOr(r, "seq_len", 0));
+  if (layers > 0 && hidden > 0 && heads > 0) {
+    // The GPT of Megatron-LM (Narayanan 2021 §5.1, Korthikanti 2022 §3; Megatron-Core's GPT
+    // defaults): f = 4h GELU MLP, biases, LayerNorm, learned positions, tied embeddings, dropout.
+    m.name = StrOr(mj, "name").empty() ? id : StrOr(mj, "name");
+    m.source = run.source;
+    m.layers = layers;
+    m.hidden = hidden;
+    m.heads = heads;
+    m.kv_heads = IntOr(mj, "kv_heads", heads);
+    m.head_dim = hidden / heads;
+    m.ffn_hidden = IntOr(mj, "ffn_hidden", 4 * hidden);
+    m.mlp = MlpKind::kGelu;
+    m.vocab = IntOr(mj, "vocab", 51200);
+    m.max_seq = seq > 0 ? seq : 2048;
+    m.tied_embeddings = true;
+    m.position = PositionKind::kLearned;
+    m.norm = NormKind::kLayerNorm;
+    m.bias = BiasKind::kAll;
+    m.dropout = true;
+  } else if (auto preset = ModelPresetFor(StrOr(mj, "name")); preset && seq > 0) {
+    auto loaded = LoadModel(*preset);
+    if (!loaded.ok()) {
+      skip("model preset " + *preset + ": " + loaded.status().message());
+      return false;
+    }
+    m = *loaded;
+    m.max_seq = std::max(m.max_seq, seq);
+    run.assumptions.push_back("model '" + StrOr(mj, "name") + "' not dimensioned: preset " + *preset);
+  } else {
+    skip("no model dimensions (layers, hidden, heads), no model preset named '" + StrOr(mj, "name") +
+         "', or no sequence length");
+    return false;
+  }
+  m.attention = stack->attention;
+
+  // Plan.
   PlanSpec& p = s.plan;
-  p.tp = tp;
-  p.pp = pp;
-  p.dp = dp;
-  p.gpus = tp * pp * dp;
+  const int64_t count = IntOr(hj, "count", 0);
+  p.tp = IntOr(pj, "tp", 0);
+  p.pp = IntOr(pj, "pp", 0);
+  p.cp = IntOr(pj, "cp", 1);
+  p.ep = IntOr(pj, "ep", 1);
+  p.dp = IntOr(pj, "dp", 0);
+  if (p.tp <= 0 || p.pp <= 0 || p.cp <= 0 || p.ep <= 0) {
+    skip("no tp/pp plan printed");
+    return false;
+  }
+  if (p.dp <= 0) {
+    if (count <= 0 || count % (p.tp * p.pp * p.cp) != 0) {
+      skip("no dp printed and GPUs/(tp*pp*cp) is not whole");
+      return false;
+    }
+    p.dp = count / (p.tp * p.pp * p.cp);
+    run.assumptions.push_back("dp = GPUs/(tp*pp*cp) = " + std::to_string(p.dp));
+  }
+  p.gpus = p.tp * p.pp * p.dp * p.cp;
+  if (count > 0 && count != p.gpus) {
+    skip("hardware.count " + std::to_string(count) + " differs from tp*pp*dp*cp = " + std::to_string(p.gpus));
+    return false;
+  }
   p.seq_len = m.max_seq;
+  if (seq > 0) p.seq_len = seq;
   p.global_batch = IntOr(r, "global_batch", 0);
   const std::optional<LaunchConfig> launch = FindLaunchConfig(id);
   // What the record prints, else what the launch script gives (said in the assumptions), else 0.
@@ -158,40 +261,120 @@ bool MapRecord(const Json& r, PublishedRun* out, std::string* why) {
   p.vpp = printed_or_launched(IntOr(pj, "vpp", 0), &LaunchConfig::vpp, "interleave degree");
   if (p.vpp <= 0) {
     p.vpp = 1;
-    if (pp > 1 && StrOr(pj, "notes").find("nterleav") != std::string::npos)
+    if (p.pp > 1 && StrOr(pj, "notes").find("nterleav") != std::string::npos)
       run.assumptions.push_back("interleave degree not printed: 1F1B (no interleaving)");
   }
   if (p.vpp > 1) p.schedule = Schedule::kInterleaved;
-  p.sequence_parallel = pj.contains("sequence_parallel") && pj["sequence_parallel"].is_boolean() &&
-                        pj["sequence_parallel"].get<bool>();
+
+  // What the stack does unless the record says otherwise.
+  std::vector<std::string> from_stack;
+  if (pj.contains("sequence_parallel") && pj["sequence_parallel"].is_boolean()) {
+    p.sequence_parallel = pj["sequence_parallel"].get<bool>() && p.tp > 1;
+  } else {
+    p.sequence_parallel = stack->sequence_parallel && p.tp > 1;
+    if (p.tp > 1) from_stack.push_back(std::string("sequence parallel ") + (p.sequence_parallel ? "on" : "off"));
+  }
   const std::string rc = StrOr(pj, "recompute");
-  p.recompute = rc.rfind("full", 0) == 0 ? Recompute::kFull
-                : rc.rfind("selective", 0) == 0 ? Recompute::kSelective
-                                               : Recompute::kNone;
-  p.precision = Dtype::kFp16;
-  // Megatron-LM of 2021-22: data-parallel all-reduce after the pipeline flush, no distributed
-  // optimizer, fp32 main gradients reduced in 16-bit.
-  p.overlap_grad_reduce = false;
+  if (rc.rfind("full", 0) == 0) p.recompute = Recompute::kFull;
+  else if (rc.rfind("selective", 0) == 0) p.recompute = Recompute::kSelective;
+  else if (rc.rfind("none", 0) == 0) p.recompute = Recompute::kNone;
+  else {
+    p.recompute = stack->recompute;
+    from_stack.push_back(std::string("recompute ") + Name(p.recompute));
+  }
+  std::string precision = StrOr(r, "precision");
+  if (precision.empty()) precision = StrOr(hj, "precision");
+  if (precision.find("FP8") != std::string::npos || precision.find("fp8") != std::string::npos) {
+    p.precision = Dtype::kFp8;
+  } else if (precision.find("BF16") != std::string::npos || precision.find("bf16") != std::string::npos) {
+    p.precision = Dtype::kBf16;
+  } else if (precision.find("FP16") != std::string::npos || precision.find("fp16") != std::string::npos) {
+    p.precision = Dtype::kFp16;
+  } else {
+    p.precision = stack->precision;
+    from_stack.push_back(std::string("precision ") + Name(p.precision));
+  }
+  // Data-parallel sharding: a ZeRO stage, or an FSDP degree (Megatron-Bridge: "FSDP > 0: FSDP
+  // over #GPUs/(TP x PP)", i.e. parameters, gradients and optimizer state over the DP group).
+  const int64_t zero = IntOr(pj, "zero_stage", -1);
+  const std::string fsdp = StrOr(pj, "fsdp");
+  const int64_t fsdp_degree = !fsdp.empty() && std::isdigit(static_cast<unsigned char>(fsdp[0])) ? std::stoll(fsdp) : 0;
+  if (zero >= 0 && zero <= 3) {
+    p.zero = static_cast<int>(zero);
+  } else if (fsdp_degree > 0) {
+    p.zero = 3;
+  } else {
+    p.zero = stack->zero;
+    from_stack.push_back("ZeRO " + std::to_string(p.zero));
+  }
+  p.tp_overlap = stack->tp_overlap;
+  p.grad_accum_fusion = stack->grad_accum_fusion;
+  p.overlap_grad_reduce = stack->overlap_grad_reduce;
   if (launch && launch->ddp == "torch") {
     // PyTorch DDP reduces gradients in buckets while the backward pass runs.
     p.overlap_grad_reduce = true;
     run.assumptions.push_back("PyTorch DDP (gradient all-reduce overlapped with backward) from " + launch->source);
   }
-  // The asynchronous input-gradient reduction entered Megatron-LM after the SC21 paper; the
-  // Korthikanti 2022 runs have it (their SP backward overlaps both collectives, §4.2.2).
-  p.tp_overlap = id.rfind("narayanan2021", 0) == 0 ? TpOverlap::kNone : TpOverlap::kBackward;
-  // Gradient-accumulation fusion (the weight-gradient GEMM adding into the fp32 main gradient)
-  // needs apex's fused_weight_gradient_mlp_cuda, not in the SC21 runs' container
-  // (nvcr.io/nvidia/pytorch:20.12-py3, Megatron-LM examples/sc21/SRUN.sh).
-  if (id.rfind("narayanan2021", 0) == 0) {
-    p.grad_accum_fusion = false;
-    run.assumptions.push_back("no gradient-accumulation fusion (Megatron-LM of 2021)");
-  }
-  p.zero = 0;
+  // Layers that do not divide over pp*vpp chunks: the project's default uneven split.
+  ApplyDefaultStageSplit(m, &p, &run.assumptions);
+  std::string said = "stack " + stack->name;
+  for (size_t i = 0; i < from_stack.size(); ++i) said += (i ? ", " : ": ") + from_stack[i];
+  run.assumptions.push_back(said);
   Diagnostics d;
   ValidatePlan(p, m, s.gpu, s.cluster, &d);
   if (d.has_errors()) {
     skip("plan invalid: " + d.ToStatus().message());
+    return false;
+  }
+  if (!with_measurement) return true;
+
+  // The published number in tokens/s per GPU: printed as such, else from the iteration time,
+  // else from TFLOP/s or MFU with the stack's FLOP count.
+  const Json& me = r["measured"];
+  const double gpus = static_cast<double>(p.gpus);
+  const double tokens_per_step = static_cast<double>(p.global_batch) * static_cast<double>(p.seq_len);
+  const double flops_per_token = SourceFlopsPerToken(stack->flop_count, m, p.seq_len);
+  auto fmt = [](const char* what, double v) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%s %.6g", what, v);
+    return std::string(buf);
+  };
+  if (const double v = NumOr(me, "tokens_per_s_per_gpu", 0); v > 0) {
+    run.published = v;
+    run.printed = fmt("tokens_per_s_per_gpu", v);
+    run.conversion = "as printed";
+  } else if (const double t = NumOr(me, "tokens_per_s", 0); t > 0) {
+    run.published = t / gpus;
+    run.printed = fmt("tokens_per_s", t);
+    run.conversion = "tokens/s / GPUs";
+  } else if (const double it = NumOr(me, "iteration_time_s", 0); it > 0) {
+    run.published = tokens_per_step / (it * gpus);
+    run.printed = fmt("iteration_time_s", it);
+    run.conversion = "global batch x sequence / (iteration time x GPUs)";
+  } else if (const double tf = NumOr(me, "tflops_per_gpu", 0); tf > 0) {
+    run.published = tf * 1e12 / flops_per_token;
+    run.printed = fmt("tflops_per_gpu", tf);
+    run.conversion = fmt((std::string("TFLOP/s / FLOPs per token (") + Name(stack->flop_count) + ":").c_str(),
+                         flops_per_token) + ")";
+  } else if (const double mfu = NumOr(me, "mfu_pct", 0); mfu > 0) {
+    // MFU against the peak the authors state, else the GPU's dense 16-bit peak.
+    double peak = NumOr(hj, "peak_tflops_per_gpu_used_by_authors", 0) * 1e12;
+    if (peak <= 0) {
+      auto it16 = s.gpu.peak_flops_per_s.find(Dtype::kBf16);
+      if (it16 == s.gpu.peak_flops_per_s.end()) it16 = s.gpu.peak_flops_per_s.find(Dtype::kFp16);
+      if (it16 == s.gpu.peak_flops_per_s.end()) {
+        skip("MFU printed but the GPU has no 16-bit peak");
+        return false;
+      }
+      peak = it16->second;
+    }
+    run.published = mfu / 100 * peak / flops_per_token;
+    run.printed = fmt("mfu_pct", mfu);
+    run.conversion = fmt("MFU x peak", peak / 1e12) + " TFLOP/s" +
+                     fmt((std::string(" / FLOPs per token (") + Name(stack->flop_count) + ":").c_str(),
+                         flops_per_token) + ")";
+  } else {
+    skip("no measured tokens/s, iteration time, TFLOP/s or MFU");
     return false;
   }
   return true;
@@ -218,20 +401,8 @@ Result<std::vector<PublishedRun>> LoadPublishedRuns(const std::string& text, std
     const std::string id = r.is_object() ? StrOr(r, "id") : "";
     PublishedRun run;
     std::string why;
-    if (!r.is_object() || !MapRecord(r, &run, &why)) {
+    if (!r.is_object() || !MapRecord(r, /*with_measurement=*/true, &run, &why)) {
       if (skipped) skipped->push_back(id + ": " + (why.empty() ? "not a run record" : why));
-      continue;
-    }
-    const Json& me = r["measured"];
-    const double it_s = NumOr(me, "iteration_time_s", 0), tflops = NumOr(me, "tflops_per_gpu", 0);
-    if (it_s > 0) {
-      run.metric = PublishedMetric::kIterationTimeS;
-      run.published = it_s;
-    } else if (tflops > 0) {
-      run.metric = PublishedMetric::kHardwareTflopsPerGpu;
-      run.published = tflops;
-    } else {
-      if (skipped) skipped->push_back(id + ": no measured iteration time or throughput");
       continue;
     }
     runs.push_back(std::move(run));
@@ -251,7 +422,7 @@ Result<std::vector<PublishedLayerTiming>> LoadPublishedLayerTimings(const std::s
     if (f_ms <= 0 || b_ms <= 0) continue;
     PublishedRun run;
     std::string why;
-    if (!MapRecord(r, &run, &why)) continue;
+    if (!MapRecord(r, /*with_measurement=*/false, &run, &why)) continue;
     out.push_back({run.id, run.source, run.scenario, f_ms / 1e3, b_ms / 1e3, run.assumptions});
   }
   return out;

@@ -13,23 +13,26 @@
 
 namespace meshplan::core {
 
-enum class PublishedMetric {
-  kIterationTimeS,      // seconds per iteration (Korthikanti 2022 Table 5)
-  kHardwareTflopsPerGpu // TFLOP/s per GPU counted with Narayanan 2021 Eq. 3 (recompute included)
-};
-
+// One published run as meshplan predicts it. Every run is compared in tokens/s per GPU: a source
+// that prints an iteration time, TFLOP/s or MFU is converted with the batch it ran and the FLOP
+// count of the software that printed it (core/stack.h), never with meshplan's own count, so a
+// model that counts FLOPs differently looks neither better nor worse for it.
 struct PublishedRun {
   std::string id;
   std::string source;  // paper, table, row
   Scenario scenario;
-  PublishedMetric metric = PublishedMetric::kIterationTimeS;
-  double published = 0;
+  std::string dataset;    // the file it came from (set by the caller; a validation group)
+  std::string stack;      // the software-stack preset the run is predicted with (presets/stacks)
+  double published = 0;   // tokens/s per GPU
+  std::string printed;    // what the source prints, "tflops_per_gpu 144"
+  std::string conversion; // how `published` follows from it
   std::vector<std::string> assumptions;  // what the record does not print and we assumed
 };
 
-// Every record that names a model (layers, hidden, heads), a GPU we have a preset for, a full
-// plan (tp, pp, dp) and a measured iteration time or per-GPU throughput. Records without them are
-// skipped (`skipped` lists their ids with the reason).
+// Every record that names a model (its layers, hidden and heads, or a model preset's name), a GPU
+// we have a preset for, a plan (tp and pp; dp printed or GPUs/(tp pp cp)), a software stack that
+// produced it (presets/stacks applies_to) and a measured tokens/s, iteration time, TFLOP/s or
+// MFU. Records without them are skipped (`skipped` lists their ids with the reason).
 Result<std::vector<PublishedRun>> LoadPublishedRuns(const std::string& json_text, std::vector<std::string>* skipped);
 
 // A published per-layer timing (Korthikanti 2022 Table 4: one transformer layer's forward and

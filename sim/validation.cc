@@ -2,41 +2,99 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
+#include "core/memory.h"
 #include "sim/step_model.h"
 
 namespace meshplan::sim {
+namespace {
+
+// The value at fraction q of the sorted list (nearest rank, interpolated between neighbours).
+double Quantile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  const double pos = q * static_cast<double>(sorted.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (pos - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
+}
+
+std::vector<std::pair<std::string, std::string>> GroupsOf(const core::PublishedRun& run) {
+  const core::PlanSpec& p = run.scenario.plan;
+  const char* scale = p.gpus <= 64 ? "<=64" : p.gpus <= 1024 ? "<=1024" : ">1024";
+  std::vector<std::pair<std::string, std::string>> groups;
+  if (!run.dataset.empty()) groups.emplace_back("dataset", run.dataset);
+  for (auto& g : std::vector<std::pair<std::string, std::string>>{{"gpu", run.scenario.gpu.name},
+          {"model", run.scenario.model.moe ? "moe" : "dense"},
+          {"precision", core::Name(p.precision)},
+          {"sharding", p.zero == 0 ? "ddp" : "zero-" + std::to_string(p.zero)},
+          {"scale", scale},
+          {"stack", run.stack}})
+    groups.push_back(std::move(g));
+  return groups;
+}
+
+}  // namespace
+
+ErrorSummary Summarize(const std::vector<const ValidationRecord*>& records) {
+  ErrorSummary s;
+  std::vector<double> abs_errors, errors;
+  for (const ValidationRecord* r : records) {
+    abs_errors.push_back(std::fabs(r->error));
+    errors.push_back(r->error);
+    if (!r->fits) ++s.out_of_memory;
+  }
+  s.n = records.size();
+  if (s.n == 0) return s;
+  std::sort(abs_errors.begin(), abs_errors.end());
+  std::sort(errors.begin(), errors.end());
+  s.median_abs_error = Quantile(abs_errors, 0.5);
+  s.p90_abs_error = Quantile(abs_errors, 0.9);
+  s.median_error = Quantile(errors, 0.5);
+  for (double v : abs_errors) s.mean_abs_error += v;
+  s.mean_abs_error /= static_cast<double>(s.n);
+  s.max_abs_error = abs_errors.back();
+  return s;
+}
 
 ValidationSummary ValidateRuns(const std::vector<core::PublishedRun>& runs, const core::Profile& profile) {
   ValidationSummary out;
-  std::vector<double> abs_errors;
   for (const auto& run : runs) {
     const auto& s = run.scenario;
     const StepEstimate e = EstimateStep(s.model, s.plan, s.gpu, s.cluster, profile);
+    const core::MemoryReport mem = core::EstimateMemory(s.model, s.plan, s.gpu, {}, core::MemoryDetail::kTotalsOnly);
     ValidationRecord r;
     r.id = run.id;
+    r.printed = run.printed;
+    r.conversion = run.conversion;
+    r.stack = run.stack;
     r.published = run.published;
-    r.assumptions = run.assumptions;
-    if (run.metric == core::PublishedMetric::kIterationTimeS) {
-      r.metric = "iteration_time_s";
-      r.predicted = e.time_s;
-    } else {
-      // Narayanan 2021 count hardware FLOPs with their Eq. 3 (recompute included).
-      r.metric = "hw_tflops_per_gpu";
-      r.predicted = e.hardware_flops / e.time_s / static_cast<double>(s.plan.gpus) / 1e12;
-    }
+    r.predicted = e.tokens_per_s_per_gpu;
     r.error = (r.predicted - r.published) / r.published;
-    abs_errors.push_back(std::fabs(r.error));
+    r.fits = mem.fits;
+    r.memory_gib = static_cast<double>(mem.per_gpu_bytes) / (1024.0 * 1024.0 * 1024.0);
+    r.groups = GroupsOf(run);
+    r.assumptions = run.assumptions;
     out.records.push_back(std::move(r));
   }
-  std::sort(abs_errors.begin(), abs_errors.end());
-  out.n = abs_errors.size();
-  if (out.n == 0) return out;
-  const size_t n = out.n;
-  out.median_abs_error = n % 2 ? abs_errors[n / 2] : 0.5 * (abs_errors[n / 2 - 1] + abs_errors[n / 2]);
-  for (double v : abs_errors) out.mean_abs_error += v;
-  out.mean_abs_error /= static_cast<double>(n);
-  out.max_abs_error = abs_errors.back();
+  std::vector<const ValidationRecord*> all;
+  std::map<std::pair<std::string, std::string>, std::vector<const ValidationRecord*>> by_group;
+  std::vector<std::string> dimensions;
+  for (const auto& r : out.records) {
+    all.push_back(&r);
+    for (const auto& g : r.groups) {
+      if (std::find(dimensions.begin(), dimensions.end(), g.first) == dimensions.end()) dimensions.push_back(g.first);
+      by_group[g].push_back(&r);
+    }
+  }
+  out.all = Summarize(all);
+  for (const auto& dim : dimensions)
+    for (const auto& [key, members] : by_group)
+      if (key.first == dim) out.groups.push_back({key.first, key.second, Summarize(members)});
+  out.n = out.all.n;
+  out.median_abs_error = out.all.median_abs_error;
+  out.mean_abs_error = out.all.mean_abs_error;
+  out.max_abs_error = out.all.max_abs_error;
   return out;
 }
 

@@ -1,9 +1,11 @@
-// Predicting published runs: the error of the step model on each record and a summary.
-// Pure; thread-safe.
+// Predicting published runs: the error of the step model on each record, in tokens/s per GPU,
+// and summaries over all records and per group (GPU, dense/MoE, precision, data-parallel
+// sharding, scale, software stack). Pure; thread-safe.
 #ifndef MESHPLAN_SIM_VALIDATION_H_
 #define MESHPLAN_SIM_VALIDATION_H_
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/profile.h"
@@ -13,13 +15,35 @@ namespace meshplan::sim {
 
 struct ValidationRecord {
   std::string id;
-  const char* metric = "";  // "iteration_time_s" or "hw_tflops_per_gpu"
-  double published = 0, predicted = 0;
-  double error = 0;         // (predicted - published) / published
+  std::string printed, conversion, stack;
+  double published = 0, predicted = 0;  // tokens/s per GPU
+  double error = 0;                     // (predicted - published) / published: > 0 is too fast
+  bool fits = true;                     // the memory model says the plan fits the GPU
+  double memory_gib = 0;                // predicted peak of the worst stage
+  // (dimension, value): "dataset" its file (when known), "gpu" a100-80g, "model" dense|moe, "precision" fp16|bf16|fp8,
+  // "sharding" ddp|zero-1|zero-2|zero-3, "scale" <=64|<=1024|>1024 GPUs, "stack" its name.
+  std::vector<std::pair<std::string, std::string>> groups;
   std::vector<std::string> assumptions;
 };
+
+struct ErrorSummary {
+  size_t n = 0;
+  double median_abs_error = 0, p90_abs_error = 0, mean_abs_error = 0, max_abs_error = 0;
+  double median_error = 0;  // signed: > 0 means the model is too fast on the typical run
+  size_t out_of_memory = 0; // runs that really ran but are predicted not to fit
+};
+ErrorSummary Summarize(const std::vector<const ValidationRecord*>& records);
+
+struct GroupSummary {
+  std::string dimension, value;
+  ErrorSummary summary;
+};
+
 struct ValidationSummary {
   std::vector<ValidationRecord> records;
+  ErrorSummary all;
+  std::vector<GroupSummary> groups;  // by dimension in the order above, then value
+  // The overall figures, kept under their earlier names.
   size_t n = 0;
   double median_abs_error = 0, mean_abs_error = 0, max_abs_error = 0;
 };

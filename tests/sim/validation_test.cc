@@ -1,11 +1,13 @@
-// The step model against the published runs of Narayanan 2021 Table 1 and Korthikanti 2022
-// Table 5 (tests/data/validation/published.json).
+// The step model against published runs, in tokens/s per GPU: Narayanan 2021 Table 1 and
+// Korthikanti 2022 Table 5 (tests/data/validation/published.json, the tuning set) and the runs
+// beyond it (published_beyond_tuning.json: Narayanan Table 2, MegaScale, the Megatron-LM README's
+// H100 table, Megatron-Bridge 25.11).
 //
-// The target is median |error| <= 3% and max <= 8%, enforced here for the shipped profile
-// a100-megatron-2022 (fitted to Korthikanti Table 4 only): median 2.9%, max 6.5% today. With the
-// defaults it is median 9.4%, max 12.6%, too fast on all but one record (docs/calibration.md has
-// the analysis). These tests pin the current level so that changes can only improve it; tighten
-// them as the model does.
+// With the built-in defaults the tuning set is at median 9.7%, max 14.5% (too fast on every
+// record); with the shipped profile a100-megatron-2022 (fitted to Korthikanti Table 4 only) at
+// median 2.9%, max 6.5%. The set beyond it: median 21.5%, p90 83%, ZeRO-3 +136% median
+// (docs/validation.md has every run and the mechanism it lacks). These tests pin the current
+// levels so that changes can only improve them; tighten them as the model does.
 #include "sim/validation.h"
 
 #include <gtest/gtest.h>
@@ -26,9 +28,10 @@ TEST(ValidationTest, PublishedRunsRegressionBound) {
   // Narayanan Table 1 (10 rows), Korthikanti Table 5 (8 rows) and its §6.3 DP=8 run.
   ASSERT_EQ(runs->size(), 19u);
   const ValidationSummary v = ValidateRuns(*runs, core::Profile{});
-  for (const auto& r : v.records) EXPECT_LT(std::abs(r.error), 0.13) << r.id;
+  for (const auto& r : v.records) EXPECT_LT(std::abs(r.error), 0.15) << r.id;
   EXPECT_LE(v.median_abs_error, 0.10);
-  EXPECT_LE(v.max_abs_error, 0.13);
+  EXPECT_LE(v.max_abs_error, 0.15);
+  EXPECT_EQ(v.all.out_of_memory, 0u);
 }
 
 TEST(ValidationTest, RecordsMapToTheirPublishedPlans) {
@@ -47,7 +50,10 @@ TEST(ValidationTest, RecordsMapToTheirPublishedPlans) {
     EXPECT_EQ(p.schedule, core::Schedule::kInterleaved);
     EXPECT_TRUE(p.sequence_parallel);
     EXPECT_EQ(p.recompute, core::Recompute::kSelective);
-    EXPECT_EQ(r.published, 13.75);
+    // 13.75 s per 64 x 2048-token step on 64 GPUs = 148.95 tokens/s per GPU.
+    EXPECT_DOUBLE_EQ(r.published, 64.0 * 2048 / (13.75 * 64));
+    EXPECT_EQ(r.printed, "iteration_time_s 13.75");
+    EXPECT_EQ(r.stack, "megatron-lm-2022");
     EXPECT_TRUE(p.grad_accum_fusion);
     EXPECT_FALSE(r.scenario.cluster.sharp);  // NCCL's CollNet is off unless enabled
     return;
@@ -85,6 +91,79 @@ TEST(ValidationTest, UnprintedSettingsComeFromTheAuthorsLaunchScript) {
     }
   }
   EXPECT_EQ(seen, 2);
+}
+
+std::vector<core::PublishedRun> BeyondTuning() {
+  auto text = core::ReadTextFile(MESHPLAN_TEST_DATA_DIR "/validation/published_beyond_tuning.json");
+  EXPECT_TRUE(text.ok());
+  std::vector<std::string> skipped;
+  auto runs = core::LoadPublishedRuns(text.ok() ? *text : "[]", &skipped);
+  EXPECT_TRUE(runs.ok());
+  // 51 records; not mapped: the README's strong-scaling endpoints (no model dimensions) and the
+  // MegaScale ablation steps (no single measurement).
+  EXPECT_EQ(skipped.size(), 2u);
+  return runs.ok() ? *runs : std::vector<core::PublishedRun>{};
+}
+
+const core::PublishedRun* Find(const std::vector<core::PublishedRun>& runs, const std::string& id) {
+  for (const auto& r : runs)
+    if (r.id == id) return &r;
+  ADD_FAILURE() << id << " not loaded";
+  return nullptr;
+}
+
+TEST(ValidationTest, BeyondTuningRecordsAreComparedInTokensPerGpu) {
+  const auto runs = BeyondTuning();
+  ASSERT_EQ(runs.size(), 49u);
+  // TFLOP/s with the source's own count: Narayanan Eq. 3 (tests/core/stack_test.cc: 100.42).
+  const auto* z3 = Find(runs, "narayanan2021-t2-zero3-174.6B-384gpu");
+  ASSERT_TRUE(z3);
+  EXPECT_NEAR(z3->published, 100.42, 0.01);
+  EXPECT_EQ(z3->stack, "deepspeed-zero3-2021");
+  EXPECT_EQ(z3->scenario.plan.zero, 3);
+  EXPECT_EQ(z3->scenario.plan.recompute, core::Recompute::kFull);  // the stack's: Eq. 3 counts it
+  // The iteration time MegaScale prints: 768 x 2048 tokens in 40.0 s on 256 GPUs.
+  const auto* ms = Find(runs, "megascale-t2-megatron-lm-256gpu");
+  ASSERT_TRUE(ms);
+  EXPECT_DOUBLE_EQ(ms->published, 768.0 * 2048 / (40.0 * 256));
+  EXPECT_EQ(ms->scenario.gpu.name, "a100-80g");  // "NVIDIA Ampere"
+  // MFU only (MegaScale Figure 9): 49.2% of 312 TFLOP/s over 72 l h^2 (1 + s/6h + V/12lh) with
+  // l 105, h 20480, s 2048, V 64000 = 3.2298e12 FLOPs per token: 47.53 tokens/s per GPU.
+  const auto* f9 = Find(runs, "megascale-fig9-megatron-lm-530B-2240gpu");
+  ASSERT_TRUE(f9);
+  EXPECT_NEAR(f9->published, 0.492 * 312e12 / (72.0 * 105 * 20480.0 * 20480 *
+                                              (1 + 2048.0 / (6 * 20480) + 64000.0 / (12.0 * 105 * 20480))),
+              1e-9);
+  // Printed tokens/s (Megatron-Bridge), the named model's preset, FP8, FSDP over the 8 GPUs.
+  const auto* b8 = Find(runs, "megatron-bridge-2511-dgx-h100-llama3-8b-8gpu");
+  ASSERT_TRUE(b8);
+  EXPECT_EQ(b8->published, 14451.0);
+  EXPECT_EQ(b8->scenario.model.name, "llama3-8b");
+  EXPECT_EQ(b8->scenario.plan.precision, core::Dtype::kFp8);
+  EXPECT_EQ(b8->scenario.plan.zero, 3);
+  EXPECT_EQ(b8->scenario.plan.dp, 8);  // GPUs / (tp pp cp)
+  EXPECT_EQ(b8->scenario.gpu.name, "h100-sxm");
+  // 126 layers over pp 8 x vpp 8 = 64 chunks: the default uneven split.
+  const auto* b405 = Find(runs, "megatron-bridge-2511-dgx-h100-llama3-1-405b-1024gpu");
+  ASSERT_TRUE(b405);
+  EXPECT_EQ(b405->scenario.plan.stage_layers.size(), 64u);
+  EXPECT_EQ(b405->scenario.plan.cp, 2);
+}
+
+TEST(ValidationTest, BeyondTuningRegressionBound) {
+  // Today's level with the built-in defaults (not the targets: median <= 5%, p90 <= 10%,
+  // max <= 25%, every group's median <= 8%, no run that ran called out of memory).
+  const ValidationSummary v = ValidateRuns(BeyondTuning(), core::Profile{});
+  ASSERT_EQ(v.all.n, 49u);
+  EXPECT_LE(v.all.median_abs_error, 0.22);
+  EXPECT_LE(v.all.p90_abs_error, 0.84);
+  EXPECT_LE(v.all.max_abs_error, 3.9);
+  EXPECT_LE(v.all.out_of_memory, 14u);
+  for (const auto& g : v.groups) {
+    if (g.dimension == "stack" && g.value == "megatron-lm-2021") EXPECT_LE(g.summary.median_abs_error, 0.07);
+    if (g.dimension == "sharding" && g.value == "zero-3") EXPECT_LE(g.summary.median_abs_error, 1.37);
+    if (g.dimension == "scale" && g.value == ">1024") EXPECT_LE(g.summary.median_abs_error, 0.22);
+  }
 }
 
 }  // namespace

@@ -1,0 +1,144 @@
+#include "core/stack.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/presets.h"
+
+namespace meshplan::core {
+namespace {
+
+using Json = nlohmann::json;
+
+template <typename E>
+Status EnumField(const Json& j, const char* key, const std::string& prefix, E* out) {
+  auto it = j.find(key);
+  if (it == j.end()) return Status::Ok();
+  if (!it->is_string() || !FromName(it->get<std::string>(), out))
+    return Status::InvalidArgument(prefix + "." + key + ": must be one of " + Choices<E>());
+  return Status::Ok();
+}
+Status BoolField(const Json& j, const char* key, const std::string& prefix, bool* out) {
+  auto it = j.find(key);
+  if (it == j.end()) return Status::Ok();
+  if (!it->is_boolean()) return Status::InvalidArgument(prefix + "." + key + ": must be true or false");
+  *out = it->get<bool>();
+  return Status::Ok();
+}
+
+}  // namespace
+
+const char* Name(FlopCount v) {
+  switch (v) {
+    case FlopCount::kNarayananEq3: return "narayanan-eq3";
+    case FlopCount::kMegatron: return "megatron";
+  }
+  return "?";
+}
+
+Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string& prefix) {
+  const Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return Status::InvalidArgument(prefix + ": not a JSON object");
+  SoftwareStack s;
+  for (auto [key, field] : {std::pair{"name", &s.name}, {"source", &s.source}, {"notes", &s.notes}}) {
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_string() || it->get<std::string>().empty())
+      return Status::InvalidArgument(prefix + "." + key + ": must be a non-empty string");
+    *field = it->get<std::string>();
+  }
+  if (auto it = j.find("applies_to"); it != j.end()) {
+    if (!it->is_array()) return Status::InvalidArgument(prefix + ".applies_to: must be an array of id prefixes");
+    for (const Json& v : *it) {
+      if (!v.is_string() || v.get<std::string>().empty())
+        return Status::InvalidArgument(prefix + ".applies_to: every entry must be a non-empty string");
+      s.applies_to.push_back(v.get<std::string>());
+    }
+  }
+  if (auto it = j.find("flop_count"); it != j.end()) {
+    const std::string v = it->is_string() ? it->get<std::string>() : "";
+    if (v == "narayanan-eq3") s.flop_count = FlopCount::kNarayananEq3;
+    else if (v == "megatron") s.flop_count = FlopCount::kMegatron;
+    else return Status::InvalidArgument(prefix + ".flop_count: must be one of narayanan-eq3|megatron");
+  }
+  for (Status st : {EnumField(j, "precision", prefix, &s.precision), EnumField(j, "attention", prefix, &s.attention),
+                    EnumField(j, "recompute", prefix, &s.recompute), EnumField(j, "tp_overlap", prefix, &s.tp_overlap),
+                    BoolField(j, "sequence_parallel", prefix, &s.sequence_parallel),
+                    BoolField(j, "grad_accum_fusion", prefix, &s.grad_accum_fusion),
+                    BoolField(j, "overlap_grad_reduce", prefix, &s.overlap_grad_reduce)}) {
+    if (!st.ok()) return st;
+  }
+  if (s.precision == Dtype::kNone || s.precision == Dtype::kInt8 || s.precision == Dtype::kFp32)
+    return Status::InvalidArgument(prefix + ".precision: must be a 16- or 8-bit training dtype (bf16|fp16|fp8)");
+  if (auto it = j.find("zero"); it != j.end()) {
+    if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 3)
+      return Status::InvalidArgument(prefix + ".zero: must be 0, 1, 2 or 3");
+    s.zero = static_cast<int>(it->get<int64_t>());
+  }
+  return s;
+}
+
+Result<SoftwareStack> LoadStack(const std::string& name) {
+  if (LooksLikePath(name)) {
+    auto text = ReadTextFile(name);
+    if (!text.ok()) return text.status();
+    return ParseStackJson(*text, name);
+  }
+  auto text = PresetText("stacks", name);
+  if (!text.ok()) return text.status();
+  auto s = ParseStackJson(*text, "stacks/" + name);
+  if (!s.ok()) return Status::Internal("built-in preset stacks/" + name + " is invalid: " + s.status().message());
+  return s;
+}
+
+std::optional<SoftwareStack> StackForRecord(const std::string& record_id) {
+  for (const auto& name : PresetNames("stacks")) {
+    auto s = LoadStack(name);
+    if (!s.ok()) continue;
+    for (const auto& prefix : s->applies_to)
+      if (record_id.rfind(prefix, 0) == 0) return *s;
+  }
+  return std::nullopt;
+}
+
+void ApplyStack(const SoftwareStack& s, ModelSpec* m, PlanSpec* p) {
+  m->attention = s.attention;
+  p->precision = s.precision;
+  p->recompute = s.recompute;
+  p->tp_overlap = s.tp_overlap;
+  p->grad_accum_fusion = s.grad_accum_fusion;
+  p->overlap_grad_reduce = s.overlap_grad_reduce;
+  p->zero = s.zero;
+  p->sequence_parallel = s.sequence_parallel && p->tp > 1;
+}
+
+std::string StackSummary(const SoftwareStack& s) {
+  return "stack " + s.name + ": " + Name(s.precision) + ", " + Name(s.attention) + " attention, recompute " +
+         Name(s.recompute) + ", sequence parallel " + (s.sequence_parallel ? "with tp" : "off") + ", tp overlap " +
+         Name(s.tp_overlap) + ", gradient-accumulation fusion " + (s.grad_accum_fusion ? "on" : "off") +
+         ", DP overlap " + (s.overlap_grad_reduce ? "on" : "off") + ", zero " + std::to_string(s.zero) + " (" +
+         s.source + ")";
+}
+
+double SourceFlopsPerToken(FlopCount count, const ModelSpec& m, int64_t seq) {
+  const double l = static_cast<double>(m.layers), h = static_cast<double>(m.hidden);
+  const double s = static_cast<double>(seq), v = static_cast<double>(m.vocab);
+  if (count == FlopCount::kNarayananEq3) return 96 * l * h * h * (1 + s / (6 * h) + v / (16 * l * h));
+  // Megatron-LM num_floating_point_operations, per token: 12 h^2 per layer times the attention,
+  // MLP and logit terms; MoE layers count top_k routed experts plus the shared ones at their own
+  // widths (the later form of the same function, with moe_layer_freq and shared experts).
+  const double a = static_cast<double>(m.heads), g = static_cast<double>(m.kv_heads);
+  const double q_ratio = static_cast<double>(m.heads * m.head_dim) / h;
+  const double gated = m.mlp == MlpKind::kSwiglu ? 1.5 : 1.0;
+  const double attention = (1 + g / a + s / h) * q_ratio;
+  double mlp_sum = 0;  // sum over layers of (f/h) x experts routed to x gated
+  for (int64_t i = 0; i < m.layers; ++i) {
+    const bool moe = m.IsMoeLayer(i);
+    double f = static_cast<double>(m.ffn_hidden);
+    if (moe)
+      f = static_cast<double>(m.moe->expert_ffn_hidden * m.moe->top_k +
+                              m.moe->shared_experts * m.moe->shared_expert_ffn_hidden);
+    mlp_sum += f / h * gated;
+  }
+  return 12 * h * h * (l * attention + mlp_sum + v / (2 * h));
+}
+
+}  // namespace meshplan::core

@@ -1,0 +1,61 @@
+// Software stacks: what a training framework of one era does by default (precision, attention
+// kernel, recomputation, which collectives overlap, gradient-accumulation fusion, the
+// distributed optimizer) and how its logs count FLOPs. Built-in presets
+// (presets/stacks/<name>.json); one stack explains the runs of its era, so a published run is
+// predicted with the defaults of the software that produced it, never with per-row constants.
+// docs/validation.md lists them with their sources.
+#ifndef MESHPLAN_CORE_STACK_H_
+#define MESHPLAN_CORE_STACK_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/specs.h"
+#include "core/status.h"
+
+namespace meshplan::core {
+
+// How a source turns a step into the TFLOP/s (or MFU) it prints, per token of the step:
+//  kNarayananEq3: Narayanan 2021 Eq. 3, hardware FLOPs with the recompute forward,
+//    96 l h^2 (1 + s/6h + V/16lh);
+//  kMegatron: Megatron-LM training.py num_floating_point_operations (model FLOPs, full s^2
+//    attention): 12 l h^2 [(1 + g/a + s/h) q/h + (f/h) k x (3/2 if gated) + V/(2 l h)], which for
+//    a GPT (f = 4h, g = a) is Korthikanti 2022 Appendix A's 72 l h^2 (1 + s/6h + V/12lh).
+enum class FlopCount { kNarayananEq3, kMegatron };
+const char* Name(FlopCount v);
+
+struct SoftwareStack {
+  std::string name, source, notes;
+  std::vector<std::string> applies_to;  // published-record id prefixes this stack produced
+  FlopCount flop_count = FlopCount::kMegatron;
+  Dtype precision = Dtype::kBf16;
+  AttentionImpl attention = AttentionImpl::kFlash;
+  Recompute recompute = Recompute::kNone;
+  bool sequence_parallel = false;  // with tp > 1
+  TpOverlap tp_overlap = TpOverlap::kBackward;
+  bool grad_accum_fusion = true;
+  bool overlap_grad_reduce = true;
+  int zero = 0;  // the stack's data-parallel sharding when a run does not name one
+};
+
+Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string& prefix = "stack");
+// A built-in stack by name (NotFound lists them), or a stack file by path.
+Result<SoftwareStack> LoadStack(const std::string& name);
+// The built-in stack whose applies_to names a prefix of `record_id`; nullopt when none does.
+std::optional<SoftwareStack> StackForRecord(const std::string& record_id);
+
+// The stack's defaults applied to a plan and model: precision, attention kernel, recomputation,
+// TP overlap, gradient-accumulation fusion, DP overlap, ZeRO stage, and sequence parallelism
+// when plan->tp > 1 (so set tp first). A caller's explicit choices are applied after it.
+void ApplyStack(const SoftwareStack& s, ModelSpec* m, PlanSpec* p);
+// One line naming what ApplyStack set: "stack megatron-lm-2021: fp16, naive attention, ...".
+std::string StackSummary(const SoftwareStack& s);
+
+// FLOPs per token of one training step (forward and backward) as `count` counts them for a model
+// of `m`'s shape at sequence length `seq`.
+double SourceFlopsPerToken(FlopCount count, const ModelSpec& m, int64_t seq);
+
+}  // namespace meshplan::core
+
+#endif  // MESHPLAN_CORE_STACK_H_

@@ -1,0 +1,105 @@
+// Software-stack presets (presets/stacks) and the FLOP counts sources print with.
+#include "core/stack.h"
+
+#include <gtest/gtest.h>
+
+#include "core/presets.h"
+
+namespace meshplan::core {
+namespace {
+
+TEST(StackTest, EveryBuiltInStackParsesAndNamesItsSource) {
+  const auto names = PresetNames("stacks");
+  ASSERT_GE(names.size(), 5u);
+  for (const auto& n : names) {
+    auto s = LoadStack(n);
+    ASSERT_TRUE(s.ok()) << n << ": " << s.status().ToString();
+    EXPECT_EQ(s->name, n);
+    EXPECT_FALSE(s->source.empty()) << n;
+    EXPECT_FALSE(s->applies_to.empty()) << n;
+  }
+}
+
+TEST(StackTest, RecordsFindTheStackThatProducedThem) {
+  // Narayanan 2021's own runs: Megatron-LM of SC21, no async TP, no wgrad fusion, fp16.
+  auto t1 = StackForRecord("narayanan2021-t1-1.7B");
+  ASSERT_TRUE(t1);
+  EXPECT_EQ(t1->name, "megatron-lm-2021");
+  EXPECT_EQ(t1->tp_overlap, TpOverlap::kNone);
+  EXPECT_FALSE(t1->grad_accum_fusion);
+  EXPECT_EQ(t1->flop_count, FlopCount::kNarayananEq3);
+  // The same table's ZeRO-3 rows ran DeepSpeed.
+  auto z3 = StackForRecord("narayanan2021-t2-zero3-174.6B-384gpu");
+  ASSERT_TRUE(z3);
+  EXPECT_EQ(z3->name, "deepspeed-zero3-2021");
+  EXPECT_EQ(z3->zero, 3);
+  EXPECT_EQ(StackForRecord("megascale-t2-megatron-lm-256gpu")->name, "megatron-lm-2022");
+  EXPECT_EQ(StackForRecord("megascale-t2-megascale-256gpu")->name, "megascale-2024");
+  EXPECT_EQ(StackForRecord("megatron-bridge-2511-dgx-h100-llama3-8b-8gpu")->name, "megatron-core-2024");
+  EXPECT_FALSE(StackForRecord("someone-else-2030-run"));
+}
+
+TEST(StackTest, BadStackFilesNameTheFieldAndTheRule) {
+  const std::string base = R"({"name": "x", "source": "s", "notes": "n")";
+  auto bad = [&](const std::string& extra) { return ParseStackJson(base + extra + "}"); };
+  ASSERT_TRUE(bad("").ok());
+  auto r = bad(R"(, "zero": 4)");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("stack.zero: must be 0, 1, 2 or 3"), std::string::npos);
+  r = bad(R"(, "precision": "fp32")");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("stack.precision"), std::string::npos);
+  r = bad(R"(, "tp_overlap": "sometimes")");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("stack.tp_overlap: must be one of"), std::string::npos);
+  r = bad(R"(, "flop_count": "6N")");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("stack.flop_count"), std::string::npos);
+  r = ParseStackJson(R"({"name": "x", "source": "s"})");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("stack.notes"), std::string::npos);
+  EXPECT_FALSE(ParseStackJson("[1, 2]").ok());
+}
+
+ModelSpec Gpt(int64_t layers, int64_t hidden, int64_t heads, int64_t vocab) {
+  ModelSpec m;
+  m.layers = layers;
+  m.hidden = hidden;
+  m.heads = heads;
+  m.kv_heads = heads;
+  m.head_dim = hidden / heads;
+  m.ffn_hidden = 4 * hidden;
+  m.mlp = MlpKind::kGelu;
+  m.vocab = vocab;
+  return m;
+}
+
+TEST(StackTest, NarayananEq3PerToken) {
+  // GPT-3 175B, s 2048, V 51200: 96 l h^2 (1 + s/6h + V/16lh)
+  // = 9216 x 150,994,944 x (1 + 0.0277778 + 0.0027127) = 1.433999e12 FLOPs per token, so
+  // Narayanan Table 2's 144 TFLOP/s per GPU (ZeRO-3, 384 GPUs) is 100.42 tokens/s per GPU.
+  const double f = SourceFlopsPerToken(FlopCount::kNarayananEq3, Gpt(96, 12288, 96, 51200), 2048);
+  EXPECT_NEAR(f, 1.433999e12, 1e6);
+  EXPECT_NEAR(144e12 / f, 100.42, 0.01);
+}
+
+TEST(StackTest, MegatronCountIsKorthikantiAppendixAForAGpt) {
+  // MegaScale's 175B (128 heads, V 64000, s 2048): 72 l h^2 (1 + s/6h + V/12lh)
+  // = 6912 x 150,994,944 x 1.0322989 = 1.077386e12 per token. Its Table 2 prints both MFU 53.0%
+  // (of 312 TFLOP/s) and 40.0 s per 768 x 2048-token step on 256 GPUs: 153.48 and 153.60 tokens/s
+  // per GPU, so the count is the one MegaScale divides by.
+  const double f = SourceFlopsPerToken(FlopCount::kMegatron, Gpt(96, 12288, 128, 64000), 2048);
+  EXPECT_NEAR(f, 1.077386e12, 1e6);
+  EXPECT_NEAR(0.53 * 312e12 / f, 768.0 * 2048 / (40.0 * 256), 0.2);
+}
+
+TEST(StackTest, MegatronCountWithGqaAndSwiglu) {
+  // Llama 3 8B at s 8192 (Megatron-LM training.py, core_r0.8.0): 12 h^2 [l ((1 + g/a + s/h) q/h
+  // + (f/h) 3/2) + V/2h] = 12 x 4096^2 x [32 x (3.25 + 5.25) + 128256/8192]
+  // = 201,326,592 x 287.65625 = 57,912,852,480 FLOPs per token.
+  const ModelSpec m = *LoadModel("llama3-8b");
+  EXPECT_DOUBLE_EQ(SourceFlopsPerToken(FlopCount::kMegatron, m, 8192), 57912852480.0);
+}
+
+}  // namespace
+}  // namespace meshplan::core

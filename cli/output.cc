@@ -191,7 +191,10 @@ std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r,
   row("cuBLAS workspace", w.cublas_workspace_bytes,
       Fmt("%.0f MiB", static_cast<double>(w.cublas_workspace_bytes) / (1 << 20)));
   row("NCCL buffers", w.nccl_bytes, "communicators x channels x 2 x NCCL_BUFFSIZE");
-  if (w.zero3_prefetch_bytes) row("ZeRO-3 gather buffers", w.zero3_prefetch_bytes, "2 layers gathered");
+  if (w.zero3_prefetch_bytes)
+    row("ZeRO-3 gather buffers", w.zero3_prefetch_bytes,
+        p.zero3_gather == core::Zero3Gather::kPerTensor ? "<= 1e9 elements live + one MLP matrix (per-tensor)"
+                                                        : "2 layers gathered");
   row("allocator fragmentation", w.fragmentation_bytes,
       (w.activations_bytes > 0
            ? Fmt("%.0f%%", 100.0 * static_cast<double>(w.fragmentation_bytes) / static_cast<double>(w.activations_bytes))

@@ -434,8 +434,18 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
     st.cublas_workspace_bytes = o.cublas_workspace_bytes;
     st.nccl_bytes = comms * o.nccl_channels * 2 * o.nccl_buffsize_bytes;
     // ZeRO-3 gathers a layer's full (TP-local) weights before using it and prefetches the next.
-    if (p.zero == 3)
-      st.zero3_prefetch_bytes = 2 * max_layer * DtypeBytes(p.dtypes.weights);
+    // Per-tensor gathers (DeepSpeed 0.3) hold fewer: the sub-module in use plus what was
+    // prefetched, which stops at stage3_max_live_parameters = 1e9 elements (DeepSpeed v0.3.13
+    // constants.py and stage3.py prefetch_next_sub_modules): at most 1e9 elements plus one layer's
+    // largest matrix, the MLP's (fused gated) weight.
+    if (p.zero == 3) {
+      int64_t live = 2 * max_layer;
+      if (p.zero3_gather == Zero3Gather::kPerTensor) {
+        const int64_t mlp = m.ffn_hidden * m.hidden * (m.mlp == MlpKind::kSwiglu ? 2 : 1) / p.tp;
+        live = std::min(live, int64_t{1000000000} + mlp);
+      }
+      st.zero3_prefetch_bytes = live * DtypeBytes(p.dtypes.weights);
+    }
     st.fragmentation_bytes =
         RoundBytes(o.fragmentation_frac * static_cast<double>(st.activations_bytes));
     st.other_bytes = st.cuda_context_bytes + st.cublas_workspace_bytes + st.nccl_bytes +

@@ -308,6 +308,7 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     from_stack.push_back("ZeRO " + std::to_string(p.zero));
   }
   p.tp_overlap = stack->tp_overlap;
+  p.zero3_gather = stack->zero3_gather;
   p.grad_accum_fusion = stack->grad_accum_fusion;
   p.overlap_grad_reduce = stack->overlap_grad_reduce;
   if (launch && launch->ddp == "torch") {

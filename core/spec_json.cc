@@ -464,6 +464,7 @@ void ReadPlan(ObjectReader& r, const std::string& prefix, PlanSpec* p, Diagnosti
   r.Bool("overlap_grad_reduce", &p->overlap_grad_reduce);
   r.Bool("grad_accum_fusion", &p->grad_accum_fusion);
   r.Enum("tp_overlap", &p->tp_overlap);
+  r.Enum("zero3_gather", &p->zero3_gather);
   if (const Json* v = r.Find("stage_layers", false)) {
     if (!v->is_array()) {
       d->Error(prefix + ".stage_layers", "must be an array of layer counts (got " + Show(*v) + ")");
@@ -520,6 +521,7 @@ OJson WritePlan(const PlanSpec& p) {
   j["overlap_grad_reduce"] = p.overlap_grad_reduce;
   j["grad_accum_fusion"] = p.grad_accum_fusion;
   j["tp_overlap"] = Name(p.tp_overlap);
+  j["zero3_gather"] = Name(p.zero3_gather);
   return j;
 }
 

@@ -44,6 +44,7 @@ MESHPLAN_NAMES(Axis, {Axis::kTp, "tp"}, {Axis::kCp, "cp"}, {Axis::kEp, "ep"}, {A
                {Axis::kPp, "pp"})
 MESHPLAN_NAMES(TpOverlap, {TpOverlap::kNone, "none"}, {TpOverlap::kBackward, "backward"},
                {TpOverlap::kFull, "full"})
+MESHPLAN_NAMES(Zero3Gather, {Zero3Gather::kFlat, "flat"}, {Zero3Gather::kPerTensor, "per-tensor"})
 #undef MESHPLAN_NAMES
 
 template <typename E>
@@ -96,6 +97,7 @@ MESHPLAN_ENUM_FUNCS(OffloadTarget)
 MESHPLAN_ENUM_FUNCS(CpKind)
 MESHPLAN_ENUM_FUNCS(Axis)
 MESHPLAN_ENUM_FUNCS(TpOverlap)
+MESHPLAN_ENUM_FUNCS(Zero3Gather)
 #undef MESHPLAN_ENUM_FUNCS
 
 bool ModelSpec::IsMoeLayer(int64_t layer) const {

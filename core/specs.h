@@ -147,6 +147,16 @@ enum class OffloadTarget { kNone, kCpu, kNvme };
 enum class CpKind { kRing, kUlysses };
 enum class Axis { kTp, kCp, kEp, kDp, kPp };
 enum class TpOverlap { kNone, kBackward, kFull };
+// How ZeRO-3 moves parameters and gradients. flat: one all-gather per layer before its forward and
+// again before its backward, prefetched under the previous layer's compute, and the gradients
+// reduce-scattered per layer (PyTorch FSDP's flat parameters; DeepSpeed's coalesced collectives).
+// per-tensor: DeepSpeed 0.3's stage 3 (deepspeed/runtime/zero/stage3.py fetch_sub_module,
+// partition_parameters.py _allgather_param and _reduce_scatter_gradient at v0.3.13): one
+// collective per parameter tensor, each behind a torch.cuda.synchronize(), so the gathers do not
+// overlap compute; each goes through PyTorch's list all_gather/reduce_scatter, which copies the
+// flat buffer to or from one tensor per rank (ProcessGroupNCCL: dp copy kernels per collective);
+// the forward is re-gathered for full recompute.
+enum class Zero3Gather { kFlat, kPerTensor };
 
 struct StateDtypes {
   Dtype weights = Dtype::kBf16;          // working copy used by forward/backward
@@ -188,6 +198,7 @@ struct PlanSpec {
   // all-reduce/reduce-scatter under the weight-gradient GEMM, Megatron-LM since 2022), full
   // (also the forward ones: Transformer Engine userbuffers).
   TpOverlap tp_overlap = TpOverlap::kBackward;
+  Zero3Gather zero3_gather = Zero3Gather::kFlat;  // with zero = 3
 
   int64_t Microbatches() const { return global_batch / (micro_batch * dp); }  // per pipeline
   friend bool operator==(const PlanSpec&, const PlanSpec&) = default;
@@ -210,6 +221,7 @@ const char* Name(OffloadTarget v);
 const char* Name(CpKind v);
 const char* Name(Axis v);
 const char* Name(TpOverlap v);
+const char* Name(Zero3Gather v);
 // Inverse of Name(); false when `text` names no value. The accepted spellings are listed by
 // the *Choices() functions for error messages ("one of gelu|swiglu").
 bool FromName(const std::string& text, MlpKind* out);
@@ -228,6 +240,7 @@ bool FromName(const std::string& text, OffloadTarget* out);
 bool FromName(const std::string& text, CpKind* out);
 bool FromName(const std::string& text, Axis* out);
 bool FromName(const std::string& text, TpOverlap* out);
+bool FromName(const std::string& text, Zero3Gather* out);
 template <typename E> std::string Choices();  // "gelu|swiglu"
 
 // Placement order as text, "tp-cp-ep-dp-pp".

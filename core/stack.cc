@@ -61,6 +61,7 @@ Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string&
   }
   for (Status st : {EnumField(j, "precision", prefix, &s.precision), EnumField(j, "attention", prefix, &s.attention),
                     EnumField(j, "recompute", prefix, &s.recompute), EnumField(j, "tp_overlap", prefix, &s.tp_overlap),
+                    EnumField(j, "zero3_gather", prefix, &s.zero3_gather),
                     BoolField(j, "sequence_parallel", prefix, &s.sequence_parallel),
                     BoolField(j, "grad_accum_fusion", prefix, &s.grad_accum_fusion),
                     BoolField(j, "overlap_grad_reduce", prefix, &s.overlap_grad_reduce)}) {
@@ -107,6 +108,7 @@ void ApplyStack(const SoftwareStack& s, ModelSpec* m, PlanSpec* p) {
   p->grad_accum_fusion = s.grad_accum_fusion;
   p->overlap_grad_reduce = s.overlap_grad_reduce;
   p->zero = s.zero;
+  p->zero3_gather = s.zero3_gather;
   p->sequence_parallel = s.sequence_parallel && p->tp > 1;
 }
 
@@ -114,7 +116,9 @@ std::string StackSummary(const SoftwareStack& s) {
   return "stack " + s.name + ": " + Name(s.precision) + ", " + Name(s.attention) + " attention, recompute " +
          Name(s.recompute) + ", sequence parallel " + (s.sequence_parallel ? "with tp" : "off") + ", tp overlap " +
          Name(s.tp_overlap) + ", gradient-accumulation fusion " + (s.grad_accum_fusion ? "on" : "off") +
-         ", DP overlap " + (s.overlap_grad_reduce ? "on" : "off") + ", zero " + std::to_string(s.zero) + " (" +
+         ", DP overlap " + (s.overlap_grad_reduce ? "on" : "off") + ", zero " + std::to_string(s.zero) +
+         (s.zero3_gather == Zero3Gather::kFlat ? std::string() : std::string(", zero-3 gathers ") + Name(s.zero3_gather)) +
+         " (" +
          s.source + ")";
 }
 

@@ -37,6 +37,7 @@ struct SoftwareStack {
   bool grad_accum_fusion = true;
   bool overlap_grad_reduce = true;
   int zero = 0;  // the stack's data-parallel sharding when a run does not name one
+  Zero3Gather zero3_gather = Zero3Gather::kFlat;  // how its ZeRO-3 gathers (core/specs.h)
 };
 
 Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string& prefix = "stack");

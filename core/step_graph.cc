@@ -115,11 +115,11 @@ class Builder {
   // (Capacities are reserved up front: the search builds a graph per candidate plan.)
   std::vector<Op> Embedding() {
     std::vector<Op> out = EmbeddingCompute();
-    StageParamSync(EmbeddingParams(), &out);
+    StageParamSync(EmbeddingParams(), EmbeddingTensors(), &out);
     return out;
   }
   std::vector<Op> EmbeddingPart(LayerPart part) {
-    return StagePart(part, [this] { return EmbeddingCompute(); }, EmbeddingParams());
+    return StagePart(part, [this] { return EmbeddingCompute(); }, EmbeddingParams(), EmbeddingTensors());
   }
   std::vector<Op> EmbeddingCompute() {
     std::vector<Op> out;
@@ -139,10 +139,12 @@ class Builder {
 
   std::vector<Op> Head() {
     std::vector<Op> out = HeadCompute();
-    StageParamSync(HeadParams(), &out);
+    StageParamSync(HeadParams(), HeadTensors(), &out);
     return out;
   }
-  std::vector<Op> HeadPart(LayerPart part) { return StagePart(part, [this] { return HeadCompute(); }, HeadParams()); }
+  std::vector<Op> HeadPart(LayerPart part) {
+    return StagePart(part, [this] { return HeadCompute(); }, HeadParams(), HeadTensors());
+  }
   std::vector<Op> HeadCompute() {
     std::vector<Op> out;
     std::vector<Op> fwd;
@@ -171,10 +173,10 @@ class Builder {
   // One part of the embedding or head: its forward and backward (`compute()`), the sync of its
   // `params`, or nothing (they are never recomputed).
   template <typename Compute>
-  std::vector<Op> StagePart(LayerPart part, Compute compute, int64_t params) {
+  std::vector<Op> StagePart(LayerPart part, Compute compute, int64_t params, int64_t tensors) {
     if (part == LayerPart::kCompute) return compute();
     std::vector<Op> out;
-    if (part == LayerPart::kSync) StageParamSync(params, &out);
+    if (part == LayerPart::kSync) StageParamSync(params, tensors, &out);
     return out;
   }
   // The head's own parameters (untied output projection) and the final norm.
@@ -462,10 +464,38 @@ class Builder {
   void GradSync(bool moe, std::vector<Op>* out) {
     const LayerParams lp = CountLayerParams(m_, moe);
     const RankParams rp = LayerParamsOnRank(m_, p_, lp);
-    ParamSync(rp.dense, CommGroup::kDpCp, p_.dp * p_.cp, out);
-    ParamSync(rp.expert, CommGroup::kExpertDp, p_.tp * p_.cp * p_.dp / (p_.ep * p_.etp), out);
+    const bool recomputed = p_.recompute == Recompute::kFull;
+    ParamSync(rp.dense, CommGroup::kDpCp, p_.dp * p_.cp, out, DenseTensors(moe), recomputed);
+    ParamSync(rp.expert, CommGroup::kExpertDp, p_.tp * p_.cp * p_.dp / (p_.ep * p_.etp), out, ExpertTensors(moe),
+              recomputed);
   }
-  void StageParamSync(int64_t params, std::vector<Op>* out) { ParamSync(params, CommGroup::kDpCp, p_.dp * p_.cp, out); }
+  void StageParamSync(int64_t params, int64_t tensors, std::vector<Op>* out) {
+    ParamSync(params, CommGroup::kDpCp, p_.dp * p_.cp, out, tensors, /*recomputed=*/false);
+  }
+  // Parameter tensors (what a framework that gathers tensor by tensor issues one collective for)
+  // of a layer outside its routed experts, as Megatron-LM lays them out: fused QKV and output
+  // projections (MLA: the q, kv down and up projections), the MLP's two (gated: fused) weight
+  // matrices, biases where the model has them, the two pre-norms (LayerNorm: weight and bias), QK
+  // norms, and an MoE layer's router and shared experts.
+  int64_t DenseTensors(bool moe) const {
+    const int64_t norm = m_.norm == NormKind::kLayerNorm ? 2 : 1;
+    int64_t n = m_.mla ? (m_.mla->q_lora_rank > 0 ? 4 : 3) + 2 * norm : 2;  // attention weights (+ MLA norms)
+    if (m_.bias == BiasKind::kAll) n += 2;
+    else if (m_.bias == BiasKind::kQkv) n += 1;
+    n += 2 * norm + (m_.qk_norm ? 2 : 0);
+    const bool moe_layer = moe && m_.moe;
+    const int64_t mlps = moe_layer ? (m_.moe->shared_experts > 0 ? 1 : 0) : 1;
+    n += mlps * (m_.bias == BiasKind::kAll ? 4 : 2);
+    if (moe_layer) n += 1;  // router
+    return n;
+  }
+  // A rank's routed experts: two weight matrices each (biases where the model has them).
+  int64_t ExpertTensors(bool moe) const {
+    if (!moe || !m_.moe) return 0;
+    return m_.moe->experts / p_.ep * (m_.bias == BiasKind::kAll ? 4 : 2);
+  }
+  int64_t EmbeddingTensors() const { return 1 + (m_.position == PositionKind::kLearned ? 1 : 0); }
+  int64_t HeadTensors() const { return (m_.tied_embeddings ? 0 : 1) + (m_.norm == NormKind::kLayerNorm ? 2 : 1); }
   int64_t EmbeddingParams() const {
     return m_.vocab * m_.hidden / t_ + (m_.position == PositionKind::kLearned ? m_.max_seq * m_.hidden : 0);
   }
@@ -473,7 +503,10 @@ class Builder {
   // ZeRO paper §7: DDP all-reduces gradients (2 psi); ZeRO-1/2 reduce-scatter gradients and
   // all-gather updated weights (the same 2 psi); ZeRO-3 all-gathers weights in forward and again
   // in backward for every microbatch, and reduce-scatters gradients (3 psi per step when m = 1).
-  void ParamSync(int64_t params, CommGroup g, int64_t group_size, std::vector<Op>* out) {
+  // `tensors`: the parameter tensors `params` is made of; `recomputed`: their forward runs again
+  // in the backward (a layer under full recompute; never the embedding or head).
+  void ParamSync(int64_t params, CommGroup g, int64_t group_size, std::vector<Op>* out, int64_t tensors,
+                 bool recomputed) {
     if (params <= 0) return;
     const int64_t gb = DtypeBytes(p_.dtypes.grads), wb = DtypeBytes(p_.dtypes.weights);
     if (!p_.grad_accum_fusion) {
@@ -500,6 +533,8 @@ class Builder {
       if (p_.zero == 0) {
         Coll(out, "grad_all_reduce", CollectiveKind::kAllReduce, g, params * gb, true);
         out->back().pass = Pass::kStep;
+      } else if (p_.zero == 3 && p_.zero3_gather == Zero3Gather::kPerTensor) {
+        PerTensorZero3(params, std::max<int64_t>(tensors, 1), g, group_size, recomputed, out);
       } else {
         Coll(out, "grad_reduce_scatter", CollectiveKind::kReduceScatter, g, params * gb, true);
         out->back().pass = Pass::kStep;
@@ -514,6 +549,47 @@ class Builder {
         }
       }
     }
+    OptimizerStep(params, group_size, out);
+  }
+
+  // ZeRO-3 as DeepSpeed 0.3 runs it (Zero3Gather::kPerTensor, core/specs.h), per microbatch: each
+  // of the `tensors` parameter tensors all-gathered before the forward, again before the
+  // recomputed forward (full recompute) and before the backward, blocking; its gradient
+  // reduce-scattered after the backward (overlapped when overlap_grad_reduce: DeepSpeed's
+  // overlap_comm). Every collective goes through PyTorch's list API, which copies between the flat
+  // NCCL buffer and one tensor per rank: `group_size` copy kernels per collective, each paying the
+  // per-kernel overhead (the op's batch), and the buffer's bytes read and written once. The
+  // tensors are taken as equal shares of the parameters (the bytes add up; what the count sets is
+  // the collectives' latency and the copies).
+  void PerTensorZero3(int64_t params, int64_t tensors, CommGroup g, int64_t group_size, bool recomputed,
+                      std::vector<Op>* out) {
+    const int64_t gb = DtypeBytes(p_.dtypes.grads), wb = DtypeBytes(p_.dtypes.weights);
+    const int64_t each_w = std::max<int64_t>(params * wb / tensors, 1), each_g = std::max<int64_t>(params * gb / tensors, 1);
+    auto gather = [&](Pass pass) {
+      for (int64_t i = 0; i < tensors; ++i) {
+        Coll(out, "zero3_tensor_gather", CollectiveKind::kAllGather, g, each_w);
+        out->back().pass = pass;
+      }
+      Mem(out, "zero3_gather_copies", 2 * params * wb);
+      out->back().pass = pass;
+      out->back().batch = tensors * group_size;
+      out->back().group = g;  // part of the collective: charged to its group's exposed time
+    };
+    gather(Pass::kForward);
+    if (recomputed) gather(Pass::kRecompute);
+    gather(Pass::kBackwardInput);
+    for (int64_t i = 0; i < tensors; ++i) {
+      Coll(out, "zero3_tensor_reduce_scatter", CollectiveKind::kReduceScatter, g, each_g, p_.overlap_grad_reduce);
+      out->back().pass = Pass::kBackwardWeight;
+    }
+    Mem(out, "zero3_reduce_scatter_copies", 2 * params * gb);
+    out->back().pass = Pass::kBackwardWeight;
+    out->back().batch = tensors * group_size;
+    out->back().group = g;
+  }
+
+  void OptimizerStep(int64_t params, int64_t group_size, std::vector<Op>* out) {
+    const int64_t gb = DtypeBytes(p_.dtypes.grads), wb = DtypeBytes(p_.dtypes.weights);
     // Optimizer step over this rank's shard (memory-bound): read the gradients for the global
     // gradient norm (clipping), read them again for the update, read+write master weights and
     // moments, write the working weights, and zero the gradient buffer for the next step

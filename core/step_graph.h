@@ -39,9 +39,12 @@ struct Op {
   // kAttention (core attention, per rank): batch x heads of (seq_q x seq_kv) scores.
   int64_t attn_batch = 0, heads = 0, seq_q = 0, seq_kv = 0, head_dim_qk = 0, head_dim_v = 0;
   bool causal = true, flash = true;
-  // kMemoryBound, kOptimizer: bytes read + written. kCollective, kP2p: nccl-tests' S.
+  // kMemoryBound, kOptimizer: bytes read + written (by `batch` kernels). kCollective, kP2p:
+  // nccl-tests' S.
   int64_t bytes = 0;
   CollectiveKind collective = CollectiveKind::kAllReduce;
+  // A collective's group; on a memory-bound op, the collective it is part of (a list
+  // collective's per-rank copies): its time is that group's exposed communication.
   CommGroup group = CommGroup::kNone;
   bool overlappable = false;  // a collective that may run under compute of the same pass
   // FLOPs this op executes: 2mnk x batch for a GEMM; for attention 2 s_q s_kv (d_qk + d_v) per

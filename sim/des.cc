@@ -108,8 +108,12 @@ std::vector<StageStreams> StageStreamCosts(const core::ModelSpec& m, const core:
         continue;
       }
       PassSplit& ps = s.pass[static_cast<size_t>(pass)];
-      if (!comm) {
+      if (!comm && op.group == core::CommGroup::kNone) {
         ps.compute += ComputeOpTime(op, g, profile);
+        continue;
+      }
+      if (!comm) {  // a collective's own kernels (list-collective copies): blocking, as in the step model
+        ps.blocking[static_cast<size_t>(CommStream(op.group))] += ComputeOpTime(op, g, profile);
         continue;
       }
       const bool hide = CollectiveHidden(op, p);

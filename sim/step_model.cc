@@ -150,6 +150,10 @@ class Coster {
         const bool hide = CollectiveHidden(op, p_);
         (hide ? pc.hidden : pc.blocking)[static_cast<int>(op.group)] += t;
         pc.comm = true;
+      } else if (op.group != CommGroup::kNone) {
+        // Work of a collective done by kernels (a list collective's copies): exposed, its group's.
+        pc.blocking[static_cast<int>(op.group)] += ComputeOpTime(op, g_, prof_);
+        pc.comm = true;
       } else {
         const double t = ComputeOpTime(op, g_, prof_);
         pc.compute += t;
@@ -301,15 +305,18 @@ double ComputeOpTime(const Op& op, const core::GpuSpec& g, const core::Profile& 
     }
     case OpKind::kMemoryBound:
     case OpKind::kOptimizer: {
+      // `batch` kernels move the bytes between them, each paying the per-kernel overhead (one for
+      // most ops; a list collective's per-rank copies: core/step_graph.cc PerTensorZero3).
+      const double kernels = static_cast<double>(std::max<int64_t>(op.batch, 1));
       // A calibrated kernel's own efficiency (docs/calibration.md), else the profile's HBM fraction.
       // Keys: "name.pass" (a kernel whose backward differs from its forward), then "name".
       if (!prof.memory_op_efficiency.empty()) {
         auto it = prof.memory_op_efficiency.find(std::string(op.name) + "." + core::Name(op.pass));
         if (it == prof.memory_op_efficiency.end()) it = prof.memory_op_efficiency.find(op.name);
         if (it != prof.memory_op_efficiency.end())
-          return static_cast<double>(op.bytes) / (g.hbm_bytes_per_s * it->second) + prof.kernel_overhead_s;
+          return static_cast<double>(op.bytes) / (g.hbm_bytes_per_s * it->second) + kernels * prof.kernel_overhead_s;
       }
-      return static_cast<double>(op.bytes) / hbm + prof.kernel_overhead_s;
+      return static_cast<double>(op.bytes) / hbm + kernels * prof.kernel_overhead_s;
     }
     default:
       return 0;
@@ -356,7 +363,9 @@ ListKey KeyOf(const core::PlanSpec& p) {
                         e(p.sharding) << 16 | e(p.optimizer) << 20 | e(p.dtypes.weights) << 24 |
                         e(p.dtypes.grads) << 28 | e(p.dtypes.master_weights) << 32 |
                         e(p.dtypes.optimizer_states) << 36 | e(p.sequence_parallel) << 40 |
-                        e(p.grad_accum_fusion) << 41 | e(p.schedule == core::Schedule::kDualPipe) << 42;
+                        e(p.grad_accum_fusion) << 41 | e(p.schedule == core::Schedule::kDualPipe) << 42 |
+                        e(p.zero3_gather) << 43 |
+                        e(p.zero3_gather == core::Zero3Gather::kPerTensor && p.overlap_grad_reduce) << 44;
   return {p.tp, p.cp, p.ep, p.etp, p.pp, p.dp, p.micro_batch, p.seq_len, p.zero, p.hsdp_shard_size, enums, placement};
 }
 struct ListKeyHash {
@@ -432,13 +441,18 @@ int64_t SyncSpans(const core::PlanSpec& p, const core::ClusterSpec& c) {
 // The sync part (core/step_graph.cc: GradSync, StageParamSync; layers, embedding and head alike)
 // reads the parameters a rank holds (tp, ep, etp), the group sizes (dp, cp, HSDP shard), the ZeRO
 // stage, sharding, optimizer, precision (the fp16 optimizer), state dtypes, gradient-accumulation
-// fusion and the spans of its groups: not the micro batch, sequence, pp, recompute, TP overlap,
-// CP kind, SP or schedule.
+// fusion, the ZeRO-3 gather kind (and, for per-tensor gathers, the recompute mode) and the spans
+// of its groups: not the micro batch, sequence, pp, TP overlap, CP kind, SP or schedule.
 ListKey SyncPartKey(ListKey k, int64_t sync_spans) {
   // Kept: precision (bits 0-3), sharding (16-19), optimizer (20-23), the state dtypes (24-39),
   // grad_accum_fusion (41).
-  constexpr int64_t kKept = int64_t{0xF} | (int64_t{0xFFFFFF} << 16) | int64_t{1} << 41;
-  k[10] &= kKept;
+  // Per-tensor ZeRO-3 (bit 43) also reads the recompute mode (4-7: full recompute re-gathers) and
+  // whether its per-microbatch reduce-scatters overlap (44).
+  constexpr int64_t kPerTensorZero3 = int64_t{1} << 43;
+  const int64_t kept = int64_t{0xF} | (int64_t{0xFFFFFF} << 16) | int64_t{1} << 41 | kPerTensorZero3 |
+                       int64_t{1} << 44 |
+                       ((k[10] & kPerTensorZero3) ? int64_t{0xF} << 4 : 0);
+  k[10] &= kept;
   k[4] = k[6] = k[7] = -1;  // pp, micro batch, sequence
   k[11] = sync_spans;       // replaces the placement
   return k;

@@ -67,7 +67,8 @@ inline constexpr const char* kStepModelVersion = "meshplan 0.1.0 step-model/4 (T
 // The costed op lists of a plan (its layers, embedding, head, pipeline send, once-per-step work)
 // depend on the plan's sharding, batch shape, precision and placement but not on its pipeline
 // shape: the interleave degree, the schedule (except DualPipe, which hides the EP all-to-alls),
-// an uneven layer split, the global batch or overlap_grad_reduce. A search evaluates many plans
+// an uneven layer split, the global batch or overlap_grad_reduce (except under per-tensor ZeRO-3,
+// whose per-microbatch reduce-scatters it overlaps). A search evaluates many plans
 // that differ only there, so EstimateStep can keep the costed lists here and reuse them: the
 // result is identical with and without a cache (tests/sim/step_model_test.cc).
 // One cache serves one (model, GPU, cluster, profile) — it forgets everything when called with

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "core/flops.h"
+#include "core/params.h"
 #include "core/presets.h"
 
 namespace meshplan::core {
@@ -180,6 +181,48 @@ TEST(StepGraphTest, ZeroThreeMovesOneAndAHalfTimesDdpZeroOneAndTwoTheSame) {
   EXPECT_DOUBLE_EQ(bytes(1), ddp);
   EXPECT_DOUBLE_EQ(bytes(2), ddp);
   EXPECT_DOUBLE_EQ(bytes(3), 1.5 * ddp);
+}
+
+TEST(StepGraphTest, PerTensorZeroThreeGathersEveryTensorBlockingWithListCopies) {
+  // DeepSpeed 0.3 stage 3 on Megatron's GPT layer: 12 parameter tensors (fused QKV and output
+  // projections, two MLP matrices, their 4 biases, two LayerNorms' weight and bias). With full
+  // recompute each is all-gathered, blocking, for the forward, the recomputed forward and the
+  // backward, and its gradient reduce-scattered once: 36 gathers and 12 reduce-scatters per
+  // microbatch, still 3 psi gathered per pass pair as with flat gathers (ZeRO paper §7.2.2), and
+  // each of the 4 list collectives per tensor launches one copy kernel per rank (12 x 16 here).
+  auto m = LoadModel("gpt3-175b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p = Plan(1, 16, false);
+  p.zero = 3;
+  p.recompute = Recompute::kFull;
+  p.zero3_gather = Zero3Gather::kPerTensor;
+  const std::vector<Op> layer = BuildStepGraph(*m, p).dense_layer;
+  int gathers = 0, scatters = 0, step_ops = 0;
+  int64_t gathered = 0;
+  std::vector<int64_t> copy_kernels;
+  for (const Op& op : layer) {
+    if (op.pass == Pass::kStep && op.kind == OpKind::kCollective) ++step_ops;
+    if (op.kind == OpKind::kCollective && op.collective == CollectiveKind::kAllGather) {
+      ++gathers;
+      gathered += op.bytes;
+      EXPECT_FALSE(op.overlappable);  // behind torch.cuda.synchronize()
+    }
+    if (op.kind == OpKind::kCollective && op.collective == CollectiveKind::kReduceScatter) ++scatters;
+    if (op.kind == OpKind::kMemoryBound && op.group == CommGroup::kDpCp) copy_kernels.push_back(op.batch);
+  }
+  EXPECT_EQ(gathers, 36);
+  EXPECT_EQ(scatters, 12);
+  EXPECT_EQ(step_ops, 0);  // nothing left for the step: the gradients are reduced every microbatch
+  ASSERT_EQ(copy_kernels.size(), 4u);
+  for (int64_t k : copy_kernels) EXPECT_EQ(k, 12 * 16);
+  const LayerParams lp = CountLayerParams(*m, false);
+  EXPECT_NEAR(static_cast<double>(gathered), 3.0 * static_cast<double>(lp.NonExpert()) * 2, 3.0 * 12);
+  // Flat gathers (the default): one prefetched all-gather per layer and pass.
+  p.zero3_gather = Zero3Gather::kFlat;
+  int flat = 0;
+  for (const Op& op : BuildStepGraph(*m, p).dense_layer)
+    if (op.kind == OpKind::kCollective && op.collective == CollectiveKind::kAllGather) flat += op.overlappable ? 1 : 100;
+  EXPECT_EQ(flat, 2);
 }
 
 TEST(StepGraphTest, ExpertParallelAddsDispatchAndCombine) {

@@ -216,7 +216,7 @@ std::vector<core::PlanSpec> PipelineVariants(const core::ModelSpec& m, int64_t g
   std::vector<core::PlanSpec> out;
   for (int64_t tp : {4, 8})
     for (int64_t pp : {2, 4, 8})
-      for (int zero : {0, 1, 3})
+      for (int zero : {0, 1, 3, 4})  // 4: ZeRO-3 with per-tensor gathers (DeepSpeed 0.3)
         for (core::Recompute rc : {core::Recompute::kNone, core::Recompute::kFull})
           for (core::Schedule s : {core::Schedule::k1F1B, core::Schedule::kInterleaved, core::Schedule::kGpipe,
                                    core::Schedule::kZeroBubble, core::Schedule::kDualPipe})
@@ -226,7 +226,8 @@ std::vector<core::PlanSpec> PipelineVariants(const core::ModelSpec& m, int64_t g
               p.pp = pp;
               p.dp = gpus / (tp * pp);
               p.gpus = gpus;
-              p.zero = zero;
+              p.zero = std::min(zero, 3);
+              if (zero == 4) p.zero3_gather = core::Zero3Gather::kPerTensor;
               p.recompute = rc;
               p.sequence_parallel = true;
               p.schedule = s;
@@ -267,8 +268,10 @@ TEST(StepCostCacheTest, CachedEstimatesEqualUncachedOnes) {
       EXPECT_EQ(a.critical_stage, b.critical_stage);
       ASSERT_EQ(a.stages.size(), b.stages.size());
     }
-    // Schedules and overlap do not change the lists (10 variants share them; DualPipe has its own).
-    EXPECT_GT(cache.hits(), 3 * cache.misses()) << name;
+    // Schedules and overlap do not change the lists (10 variants share them; DualPipe has its own),
+    // except that per-tensor ZeRO-3 overlaps its per-microbatch reduce-scatters only with
+    // overlap_grad_reduce (5 variants share those).
+    EXPECT_GE(cache.hits(), 3 * cache.misses()) << name;
   }
 }
 

@@ -5,8 +5,9 @@
 //
 // With the built-in defaults the tuning set is at median 9.7%, max 14.5% (too fast on every
 // record); with the shipped profile a100-megatron-2022 (fitted to Korthikanti Table 4 only) at
-// median 2.9%, max 6.5%. The set beyond it: median 21.5%, p90 83%, ZeRO-3 +136% median
-// (docs/validation.md has every run and the mechanism it lacks). These tests pin the current
+// median 2.9%, max 6.5%. The set beyond it: median 20.0%, p90 45%, ZeRO-3 +24% median (+136%
+// before DeepSpeed 0.3's per-tensor gathers were modelled; docs/validation.md has every run and
+// the mechanism it lacks). These tests pin the current
 // levels so that changes can only improve them; tighten them as the model does.
 #include "sim/validation.h"
 
@@ -150,18 +151,44 @@ TEST(ValidationTest, BeyondTuningRecordsAreComparedInTokensPerGpu) {
   EXPECT_EQ(b405->scenario.plan.cp, 2);
 }
 
+TEST(ValidationTest, ZeroThreeThroughputFallsWithScaleAsNarayananTable2Measured) {
+  // Table 2 at a fixed global batch: tokens/s per GPU of 175B under DeepSpeed ZeRO-3 fall from
+  // 100.4 (384 GPUs) to 61.4 (768) and 30.7 (1536), because every GPU still gathers and reduces
+  // all 3 psi per step, one list collective per parameter tensor with one copy kernel per rank,
+  // while its compute halves. Flat, prefetched gathers would keep the prediction flat
+  // (155.9/153.9/149.9 before the mechanism).
+  const auto runs = BeyondTuning();
+  std::vector<core::PublishedRun> z3;
+  for (const char* id : {"narayanan2021-t2-zero3-174.6B-384gpu", "narayanan2021-t2-zero3-174.6B-768gpu",
+                         "narayanan2021-t2-zero3-174.6B-1536gpu"})
+    if (const auto* r = Find(runs, id)) z3.push_back(*r);
+  ASSERT_EQ(z3.size(), 3u);
+  const ValidationSummary v = ValidateRuns(z3, core::Profile{});
+  ASSERT_EQ(v.records.size(), 3u);
+  EXPECT_GT(v.records[0].predicted, 1.4 * v.records[1].predicted);
+  EXPECT_GT(v.records[1].predicted, 1.8 * v.records[2].predicted);
+  for (const auto& r : v.records) EXPECT_LT(std::abs(r.error), 0.25) << r.id;  // today +14%, +24%, +16%
+  // The same plan with flat gathers stays near the compute-bound rate.
+  core::PublishedRun flat = z3[2];
+  flat.scenario.plan.zero3_gather = core::Zero3Gather::kFlat;
+  EXPECT_GT(ValidateRuns({flat}, core::Profile{}).records[0].predicted, 3 * v.records[2].predicted);
+}
+
 TEST(ValidationTest, BeyondTuningRegressionBound) {
   // Today's level with the built-in defaults (not the targets: median <= 5%, p90 <= 10%,
   // max <= 25%, every group's median <= 8%, no run that ran called out of memory).
   const ValidationSummary v = ValidateRuns(BeyondTuning(), core::Profile{});
   ASSERT_EQ(v.all.n, 49u);
-  EXPECT_LE(v.all.median_abs_error, 0.22);
-  EXPECT_LE(v.all.p90_abs_error, 0.84);
-  EXPECT_LE(v.all.max_abs_error, 3.9);
-  EXPECT_LE(v.all.out_of_memory, 14u);
+  EXPECT_LE(v.all.median_abs_error, 0.21);
+  EXPECT_LE(v.all.p90_abs_error, 0.46);
+  EXPECT_LE(v.all.max_abs_error, 2.12);
+  EXPECT_LE(v.all.out_of_memory, 13u);
   for (const auto& g : v.groups) {
     if (g.dimension == "stack" && g.value == "megatron-lm-2021") EXPECT_LE(g.summary.median_abs_error, 0.07);
-    if (g.dimension == "sharding" && g.value == "zero-3") EXPECT_LE(g.summary.median_abs_error, 1.37);
+    if (g.dimension == "sharding" && g.value == "zero-3") {
+      EXPECT_LE(g.summary.median_abs_error, 0.25);
+      EXPECT_EQ(g.summary.out_of_memory, 0u);
+    }
     if (g.dimension == "scale" && g.value == ">1024") EXPECT_LE(g.summary.median_abs_error, 0.22);
   }
 }

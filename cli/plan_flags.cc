@@ -57,6 +57,9 @@ void PlanFlags::Register(CLI::App* app) {
   p->add_option("--zero3-gather", zero3_gather,
                 "How ZeRO-3 gathers: flat (one prefetched collective per layer: FSDP, DeepSpeed >= 0.4) or "
                 "per-tensor (one blocking list collective per parameter tensor: DeepSpeed 0.3)");
+  p->add_option("--fp8-scaling", fp8_scaling,
+                "FP8 recipe's scaling: delayed (default), current (an amax pass per quantization) or block "
+                "(per-tile scales, re-quantized transposed for the backward)");
   p->add_option("--stack", stack,
                 "Software stack whose defaults the plan takes (meshplan presets stacks): precision, attention, "
                 "recompute, SP, overlaps, ZeRO; the other flags override them");
@@ -186,6 +189,7 @@ bool PlanFlags::Resolve(core::Scenario* out, Diagnostics* d, std::vector<std::st
   SetEnum(cp_kind, "cp-kind", "plan.cp_kind", &p.cp_kind, d);
   SetEnum(tp_overlap, "tp-overlap", "plan.tp_overlap", &p.tp_overlap, d);
   SetEnum(zero3_gather, "zero3-gather", "plan.zero3_gather", &p.zero3_gather, d);
+  SetEnum(fp8_scaling, "fp8-scaling", "plan.fp8_scaling", &p.fp8_scaling, d);
   SetEnum(offload_optimizer, "offload-optimizer", "plan.offload.optimizer", &p.offload_optimizer, d);
   SetEnum(offload_params, "offload-params", "plan.offload.params", &p.offload_params, d);
   if (optimizer) {

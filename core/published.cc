@@ -286,6 +286,9 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   if (precision.empty()) precision = StrOr(hj, "precision");
   if (precision.find("FP8") != std::string::npos || precision.find("fp8") != std::string::npos) {
     p.precision = Dtype::kFp8;
+    // Megatron-Bridge's recipe names: FP8-CS current scaling, FP8-DS delayed, FP8-MX / MXFP8 block.
+    if (precision.find("CS") != std::string::npos) p.fp8_scaling = Fp8Scaling::kCurrent;
+    else if (precision.find("MX") != std::string::npos) p.fp8_scaling = Fp8Scaling::kBlock;
   } else if (precision.find("BF16") != std::string::npos || precision.find("bf16") != std::string::npos) {
     p.precision = Dtype::kBf16;
   } else if (precision.find("FP16") != std::string::npos || precision.find("fp16") != std::string::npos) {

@@ -465,6 +465,7 @@ void ReadPlan(ObjectReader& r, const std::string& prefix, PlanSpec* p, Diagnosti
   r.Bool("grad_accum_fusion", &p->grad_accum_fusion);
   r.Enum("tp_overlap", &p->tp_overlap);
   r.Enum("zero3_gather", &p->zero3_gather);
+  r.Enum("fp8_scaling", &p->fp8_scaling);
   if (const Json* v = r.Find("stage_layers", false)) {
     if (!v->is_array()) {
       d->Error(prefix + ".stage_layers", "must be an array of layer counts (got " + Show(*v) + ")");
@@ -522,6 +523,7 @@ OJson WritePlan(const PlanSpec& p) {
   j["grad_accum_fusion"] = p.grad_accum_fusion;
   j["tp_overlap"] = Name(p.tp_overlap);
   j["zero3_gather"] = Name(p.zero3_gather);
+  j["fp8_scaling"] = Name(p.fp8_scaling);
   return j;
 }
 

@@ -45,6 +45,8 @@ MESHPLAN_NAMES(Axis, {Axis::kTp, "tp"}, {Axis::kCp, "cp"}, {Axis::kEp, "ep"}, {A
 MESHPLAN_NAMES(TpOverlap, {TpOverlap::kNone, "none"}, {TpOverlap::kBackward, "backward"},
                {TpOverlap::kFull, "full"})
 MESHPLAN_NAMES(Zero3Gather, {Zero3Gather::kFlat, "flat"}, {Zero3Gather::kPerTensor, "per-tensor"})
+MESHPLAN_NAMES(Fp8Scaling, {Fp8Scaling::kDelayed, "delayed"}, {Fp8Scaling::kCurrent, "current"},
+               {Fp8Scaling::kBlock, "block"})
 #undef MESHPLAN_NAMES
 
 template <typename E>
@@ -98,6 +100,7 @@ MESHPLAN_ENUM_FUNCS(CpKind)
 MESHPLAN_ENUM_FUNCS(Axis)
 MESHPLAN_ENUM_FUNCS(TpOverlap)
 MESHPLAN_ENUM_FUNCS(Zero3Gather)
+MESHPLAN_ENUM_FUNCS(Fp8Scaling)
 #undef MESHPLAN_ENUM_FUNCS
 
 bool ModelSpec::IsMoeLayer(int64_t layer) const {

@@ -157,6 +157,14 @@ enum class TpOverlap { kNone, kBackward, kFull };
 // flat buffer to or from one tensor per rank (ProcessGroupNCCL: dp copy kernels per collective);
 // the forward is re-gathered for full recompute.
 enum class Zero3Gather { kFlat, kPerTensor };
+// How FP8 GEMM operands are scaled (Transformer Engine recipes), which sets the memory traffic of
+// quantizing each FP8 GEMM's input in the forward and its output gradient in the backward, both
+// row- and column-wise (the wgrad GEMM reads the transpose): delayed (amax from history, one
+// cast-transpose pass: read 2 B, write 1 + 1 B per element), current (Float8CurrentScaling: an
+// amax pass first, TE v2.9 quantizer.cpp quantize_impl: +2 B), block (per-tile scales, DeepSeek-V3
+// report §3.5.2: quantize 1x128 tiles in the forward, read back, transpose and re-quantize for the
+// backward: 2 + 1 + 1 + 1 B).
+enum class Fp8Scaling { kDelayed, kCurrent, kBlock };
 
 struct StateDtypes {
   Dtype weights = Dtype::kBf16;          // working copy used by forward/backward
@@ -199,6 +207,7 @@ struct PlanSpec {
   // (also the forward ones: Transformer Engine userbuffers).
   TpOverlap tp_overlap = TpOverlap::kBackward;
   Zero3Gather zero3_gather = Zero3Gather::kFlat;  // with zero = 3
+  Fp8Scaling fp8_scaling = Fp8Scaling::kDelayed;  // with precision = fp8
 
   int64_t Microbatches() const { return global_batch / (micro_batch * dp); }  // per pipeline
   friend bool operator==(const PlanSpec&, const PlanSpec&) = default;
@@ -222,6 +231,7 @@ const char* Name(CpKind v);
 const char* Name(Axis v);
 const char* Name(TpOverlap v);
 const char* Name(Zero3Gather v);
+const char* Name(Fp8Scaling v);
 // Inverse of Name(); false when `text` names no value. The accepted spellings are listed by
 // the *Choices() functions for error messages ("one of gelu|swiglu").
 bool FromName(const std::string& text, MlpKind* out);
@@ -241,6 +251,7 @@ bool FromName(const std::string& text, CpKind* out);
 bool FromName(const std::string& text, Axis* out);
 bool FromName(const std::string& text, TpOverlap* out);
 bool FromName(const std::string& text, Zero3Gather* out);
+bool FromName(const std::string& text, Fp8Scaling* out);
 template <typename E> std::string Choices();  // "gelu|swiglu"
 
 // Placement order as text, "tp-cp-ep-dp-pp".

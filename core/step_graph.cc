@@ -153,7 +153,7 @@ class Builder {
     TpGather(&fwd, "head_gather");
     // The vocab-parallel head: each rank holds ceil(V/t) columns (the last one padded).
     const int64_t v_local = (m_.vocab + t_ - 1) / t_;
-    Gemm(&fwd, "output_head", tokens_, v_local, m_.hidden);
+    Gemm(&fwd, "output_head", tokens_, v_local, m_.hidden, 1, /*sixteen_bit=*/true);
     // Vocab-parallel cross entropy in fp32: read the logits, write softmax, read it in backward.
     Mem(&fwd, "cross_entropy", 3 * tokens_ * v_local * 4);
     out.reserve(4 * fwd.size() + 8);
@@ -209,7 +209,12 @@ class Builder {
 
  private:
   // ---- op helpers
-  void Gemm(std::vector<Op>* ops, const char* name, int64_t m, int64_t n, int64_t k, int64_t batch = 1) {
+  // A linear layer's GEMM in the plan's precision; `sixteen_bit` keeps an FP8 plan's GEMM in
+  // BF16 (what Transformer Engine does not run in FP8: Megatron-Core's output layer is a plain
+  // ColumnParallelLinear and its router a torch linear in the router dtype; gpt_model.py,
+  // router.py). An FP8 GEMM first quantizes its input (Fp8Scaling, core/specs.h).
+  void Gemm(std::vector<Op>* ops, const char* name, int64_t m, int64_t n, int64_t k, int64_t batch = 1,
+            bool sixteen_bit = false) {
     if (m <= 0 || n <= 0 || k <= 0 || batch <= 0) return;
     Op op;
     op.name = name;
@@ -218,8 +223,19 @@ class Builder {
     op.n = n;
     op.k = k;
     op.batch = batch;
-    op.dtype = gemm_dtype_;
+    op.dtype = sixteen_bit && gemm_dtype_ == Dtype::kFp8 ? Dtype::kBf16 : gemm_dtype_;
+    if (op.dtype == Dtype::kFp8) Fp8Quantize(ops, "fp8_quantize_input", m * k * batch, Pass::kForward);
     ops->push_back(op);
+  }
+  // Quantizing `elements` 16-bit values to FP8 for a GEMM, row- and column-wise: bytes read and
+  // written per element and kernels by the scaling recipe (core/specs.h Fp8Scaling).
+  void Fp8Quantize(std::vector<Op>* ops, const char* name, int64_t elements, Pass pass) {
+    int64_t bytes_per = 4, kernels = 1;  // delayed: cast-transpose, read 2 B, write 1 + 1 B
+    if (p_.fp8_scaling == Fp8Scaling::kCurrent) bytes_per = 6, kernels = 2;  // + an amax pass
+    if (p_.fp8_scaling == Fp8Scaling::kBlock) bytes_per = 5, kernels = 2;    // + transposed re-quantize
+    Mem(ops, name, elements * bytes_per);
+    ops->back().pass = pass;
+    ops->back().batch = kernels;
   }
   void Mem(std::vector<Op>* ops, const char* name, int64_t bytes) {
     if (bytes <= 0) return;
@@ -310,10 +326,10 @@ class Builder {
     } else {
       // Unfused attention (Megatron 2021): batched GEMMs over b*a heads plus a fused
       // scale-mask-softmax(-dropout) kernel over the full s x s scores.
-      Gemm(ops, "attn_scores", s_, seq_kv, dqk, p_.micro_batch * a);
+      Gemm(ops, "attn_scores", s_, seq_kv, dqk, p_.micro_batch * a, /*sixteen_bit=*/true);
       const int64_t scores = p_.micro_batch * a * s_ * seq_kv;
       Mem(ops, "softmax", scores * e_ * 2 + (m_.dropout ? scores * (1 + e_) : 0));
-      Gemm(ops, "attn_values", s_, dv, seq_kv, p_.micro_batch * a);
+      Gemm(ops, "attn_values", s_, dv, seq_kv, p_.micro_batch * a, /*sixteen_bit=*/true);
     }
     if (p_.cp > 1 && p_.cp_kind == CpKind::kUlysses)
       Coll(ops, "ulysses_out", CollectiveKind::kAllToAll, CommGroup::kCp, tokens_ * a * dv * e_);
@@ -345,7 +361,7 @@ class Builder {
     Mem(ops, "moe_norm", 2 * tokens_ * h * e_ / norm_div);
     // The router sees this rank's (sequence-sharded under SP) tokens.
     const int64_t local = tokens_ / norm_div;
-    Gemm(ops, "router", local, x.experts, h);
+    Gemm(ops, "router", local, x.experts, h, 1, /*sixteen_bit=*/true);
     Mem(ops, "router_topk", local * x.experts * 4 * 2);
     // Balanced routing: each GPU's experts receive s*b*k*etp/t tokens (see memory.cc).
     double tok = static_cast<double>(tokens_ * x.top_k * p_.etp) / static_cast<double>(t_);
@@ -381,7 +397,9 @@ class Builder {
       Op op = *it;
       switch (op.kind) {
         case OpKind::kGemm: {
-          // dX = dY W^T (m x k from m x n) and dW = X^T dY (k x n over m): each 2mnk.
+          // dX = dY W^T (m x k from m x n) and dW = X^T dY (k x n over m): each 2mnk. An FP8
+          // GEMM's output gradient dY is quantized first (both layouts: dgrad and wgrad read it).
+          if (op.dtype == Dtype::kFp8) Fp8Quantize(out, "fp8_quantize_grad", op.m * op.n * op.batch, Pass::kBackwardInput);
           op.pass = Pass::kBackwardInput;
           out->push_back(op);
           op.pass = Pass::kBackwardWeight;
@@ -393,6 +411,8 @@ class Builder {
           out->push_back(op);
           break;
         case OpKind::kMemoryBound:
+          // The forward's FP8 quantization has no backward of its own (the gradient's is above).
+          if (std::string_view(op.name) == "fp8_quantize_input") break;
           op.pass = Pass::kBackwardInput;
           op.bytes *= 2;  // read the saved input and the incoming gradient, write two gradients
           out->push_back(op);

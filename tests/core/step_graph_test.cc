@@ -1,6 +1,8 @@
 // The StepGraph against the closed forms it must agree with.
 #include "core/step_graph.h"
 
+#include <string_view>
+
 #include <gtest/gtest.h>
 
 #include "core/flops.h"
@@ -223,6 +225,40 @@ TEST(StepGraphTest, PerTensorZeroThreeGathersEveryTensorBlockingWithListCopies) 
   for (const Op& op : BuildStepGraph(*m, p).dense_layer)
     if (op.kind == OpKind::kCollective && op.collective == CollectiveKind::kAllGather) flat += op.overlappable ? 1 : 100;
   EXPECT_EQ(flat, 2);
+}
+
+TEST(StepGraphTest, Fp8QuantizesEachLinearInputAndOutputGradientHeadAndRouterStayBf16) {
+  // Transformer Engine's FP8 linear (v2.9 module/linear.py): the input is quantized row- and
+  // column-wise before the forward GEMM and the output gradient before the backward ones. Llama 3
+  // 8B, one sequence of 8192 tokens, t = 1: inputs m x k of QKV, output projection, fc1 (h = 4096)
+  // and fc2 (k = 14336): 8192 x (3 x 4096 + 14336) = 218,103,808 elements; output gradients
+  // m x n: 8192 x (6144 + 4096 + 28672 + 4096) = 352,321,536. Delayed scaling moves 4 B per
+  // element (read 2, write 1 + 1), current scaling 6 (an amax pass).
+  auto m = LoadModel("llama3-8b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p = Plan(1, 1, false);
+  p.seq_len = 8192;
+  p.precision = Dtype::kFp8;
+  auto quantized = [&](Fp8Scaling sc, const char* name) {
+    p.fp8_scaling = sc;
+    int64_t bytes = 0;
+    for (const Op& op : BuildStepGraph(*m, p).dense_layer)
+      if (op.kind == OpKind::kMemoryBound && std::string_view(op.name) == name) bytes += op.bytes;
+    return bytes;
+  };
+  EXPECT_EQ(quantized(Fp8Scaling::kDelayed, "fp8_quantize_input"), 4 * int64_t{218103808});
+  EXPECT_EQ(quantized(Fp8Scaling::kDelayed, "fp8_quantize_grad"), 4 * int64_t{352321536});
+  EXPECT_EQ(quantized(Fp8Scaling::kCurrent, "fp8_quantize_input"), 6 * int64_t{218103808});
+  EXPECT_EQ(quantized(Fp8Scaling::kCurrent, "fp8_quantize_grad"), 6 * int64_t{352321536});
+  // The output head (Megatron-Core's ColumnParallelLinear) stays BF16, unquantized.
+  const StepGraph g = BuildStepGraph(*m, p);
+  for (const Op& op : g.head) {
+    if (op.kind == OpKind::kGemm) EXPECT_EQ(op.dtype, Dtype::kBf16) << op.name;
+    EXPECT_NE(std::string_view(op.name), "fp8_quantize_input");
+  }
+  // BF16 plans quantize nothing.
+  p.precision = Dtype::kBf16;
+  EXPECT_EQ(quantized(Fp8Scaling::kCurrent, "fp8_quantize_input"), 0);
 }
 
 TEST(StepGraphTest, ExpertParallelAddsDispatchAndCombine) {

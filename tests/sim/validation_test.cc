@@ -5,9 +5,10 @@
 //
 // With the built-in defaults the tuning set is at median 9.7%, max 14.5% (too fast on every
 // record); with the shipped profile a100-megatron-2022 (fitted to Korthikanti Table 4 only) at
-// median 2.9%, max 6.5%. The set beyond it: median 20.0%, p90 45%, ZeRO-3 +24% median (+136%
-// before DeepSpeed 0.3's per-tensor gathers were modelled; docs/validation.md has every run and
-// the mechanism it lacks). These tests pin the current
+// median 2.9%, max 6.5%. The set beyond it: median 19.6%, p90 36%, ZeRO-3 +24% median (+136%
+// before DeepSpeed 0.3's per-tensor gathers were modelled), FP8 +9.5% (+26% before Transformer
+// Engine's quantization traffic and the BF16 output head); docs/validation.md has every run and
+// the mechanism it lacks. These tests pin the current
 // levels so that changes can only improve them; tighten them as the model does.
 #include "sim/validation.h"
 
@@ -141,6 +142,7 @@ TEST(ValidationTest, BeyondTuningRecordsAreComparedInTokensPerGpu) {
   EXPECT_EQ(b8->published, 14451.0);
   EXPECT_EQ(b8->scenario.model.name, "llama3-8b");
   EXPECT_EQ(b8->scenario.plan.precision, core::Dtype::kFp8);
+  EXPECT_EQ(b8->scenario.plan.fp8_scaling, core::Fp8Scaling::kCurrent);  // "FP8-CS"
   EXPECT_EQ(b8->scenario.plan.zero, 3);
   EXPECT_EQ(b8->scenario.plan.dp, 8);  // GPUs / (tp pp cp)
   EXPECT_EQ(b8->scenario.gpu.name, "h100-sxm");
@@ -179,9 +181,9 @@ TEST(ValidationTest, BeyondTuningRegressionBound) {
   // max <= 25%, every group's median <= 8%, no run that ran called out of memory).
   const ValidationSummary v = ValidateRuns(BeyondTuning(), core::Profile{});
   ASSERT_EQ(v.all.n, 49u);
-  EXPECT_LE(v.all.median_abs_error, 0.21);
-  EXPECT_LE(v.all.p90_abs_error, 0.46);
-  EXPECT_LE(v.all.max_abs_error, 2.12);
+  EXPECT_LE(v.all.median_abs_error, 0.20);
+  EXPECT_LE(v.all.p90_abs_error, 0.36);
+  EXPECT_LE(v.all.max_abs_error, 1.70);
   EXPECT_LE(v.all.out_of_memory, 13u);
   for (const auto& g : v.groups) {
     if (g.dimension == "stack" && g.value == "megatron-lm-2021") EXPECT_LE(g.summary.median_abs_error, 0.07);
@@ -190,6 +192,7 @@ TEST(ValidationTest, BeyondTuningRegressionBound) {
       EXPECT_EQ(g.summary.out_of_memory, 0u);
     }
     if (g.dimension == "scale" && g.value == ">1024") EXPECT_LE(g.summary.median_abs_error, 0.22);
+    if (g.dimension == "precision" && g.value == "fp8") EXPECT_LE(g.summary.median_abs_error, 0.10);
   }
 }
 

@@ -371,15 +371,24 @@ class Builder {
     // EP all-to-alls are exposed, unless the schedule overlaps them: DualPipe runs one
     // direction's all-to-all under the other direction's compute (DeepSeek-V3 report §3.2.1).
     const bool hide_a2a = p_.schedule == Schedule::kDualPipe;
+    // Megatron-Core's all-to-all dispatcher (megatron/core/transformer/moe/token_dispatcher.py,
+    // MoEAlltoAllTokenDispatcher): permutation 1 gathers each token's k copies into expert order
+    // before the all-to-all, permutation 2 sorts the received tokens by local expert (more than one
+    // local expert), and their inverses run before and after the combine all-to-all; each reads
+    // and writes the k copies' activations once (moe_utils.permute/unpermute, sort_chunks_by_idxs).
+    Mem(ops, "moe_permute", 2 * local * x.top_k * h * e_);
     if (p_.ep > 1)
       Coll(ops, "ep_dispatch", CollectiveKind::kAllToAll, CommGroup::kEp, local * x.top_k * h * e_, hide_a2a);
+    if (local_experts > 1) Mem(ops, "moe_permute_local", 2 * expert_tokens * h * e_);
     const int64_t fl = x.expert_ffn_hidden / p_.etp;
     const int64_t per_expert = std::max<int64_t>(expert_tokens / std::max<int64_t>(local_experts, 1), 1);
     Gemm(ops, "expert_fc1", per_expert, (glu ? 2 : 1) * fl, h, local_experts);
     Mem(ops, "expert_activation", (glu ? 3 : 2) * expert_tokens * fl * e_);
     Gemm(ops, "expert_fc2", per_expert, h, fl, local_experts);
+    if (local_experts > 1) Mem(ops, "moe_permute_local_restore", 2 * expert_tokens * h * e_);
     if (p_.ep > 1)
       Coll(ops, "ep_combine", CollectiveKind::kAllToAll, CommGroup::kEp, local * x.top_k * h * e_, hide_a2a);
+    Mem(ops, "moe_permute_restore", 2 * local * x.top_k * h * e_);
     if (x.shared_experts > 0) {
       const int64_t fs = x.shared_experts * x.shared_expert_ffn_hidden / t_;
       TpGather(ops, "shared_gather");
@@ -414,7 +423,9 @@ class Builder {
           // The forward's FP8 quantization has no backward of its own (the gradient's is above).
           if (std::string_view(op.name) == "fp8_quantize_input") break;
           op.pass = Pass::kBackwardInput;
-          op.bytes *= 2;  // read the saved input and the incoming gradient, write two gradients
+          // A permutation's gradient is the inverse permutation (the same bytes); other ops read the
+          // saved input and the incoming gradient and write two gradients.
+          if (std::string_view(op.name).rfind("moe_permute", 0) != 0) op.bytes *= 2;
           out->push_back(op);
           break;
         case OpKind::kCollective: {

@@ -280,6 +280,37 @@ TEST(StepGraphTest, ExpertParallelAddsDispatchAndCombine) {
     }
 }
 
+TEST(StepGraphTest, MoeTokensArePermutedAroundTheAllToAlls) {
+  // Megatron-Core's all-to-all dispatcher: permutation 1 and its inverse around the all-to-alls
+  // move the k copies of this rank's tokens (2 x T k h e bytes each, read and write); with more
+  // than one local expert, permutation 2 and its inverse sort the received tokens by expert.
+  // Qwen3-30B-A3B, EP 8 (16 local experts), b = 1, s = 4096: T k h e = 4096 x 8 x 2048 x 2.
+  auto m = LoadModel("qwen3-30b-a3b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p = Plan(1, 8, false);
+  p.ep = 8;
+  p.seq_len = 4096;
+  const int64_t tkhe = int64_t{4096} * 8 * 2048 * 2;
+  int64_t fwd = 0, bwd = 0;
+  int kinds = 0;
+  for (const Op& op : BuildStepGraph(*m, p).moe_layer) {
+    if (std::string_view(op.name).rfind("moe_permute", 0) != 0) continue;
+    EXPECT_EQ(op.bytes, 2 * tkhe) << op.name;  // received tokens = sent tokens when balanced
+    (op.pass == Pass::kForward ? fwd : bwd) += op.bytes;
+    ++kinds;
+  }
+  EXPECT_EQ(kinds, 8);  // four permutations, forward and backward (the inverse permutation)
+  EXPECT_EQ(fwd, 8 * tkhe);
+  EXPECT_EQ(bwd, 8 * tkhe);
+  // One local expert: no sort by expert.
+  auto mixtral = LoadModel("mixtral-8x7b");
+  ASSERT_TRUE(mixtral.ok());
+  int sorts = 0;
+  for (const Op& op : BuildStepGraph(*mixtral, p).moe_layer)
+    if (std::string_view(op.name).rfind("moe_permute_local", 0) == 0) ++sorts;
+  EXPECT_EQ(sorts, 0);
+}
+
 }  // namespace
 }  // namespace meshplan::core
 

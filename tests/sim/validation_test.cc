@@ -183,7 +183,7 @@ TEST(ValidationTest, BeyondTuningRegressionBound) {
   ASSERT_EQ(v.all.n, 49u);
   EXPECT_LE(v.all.median_abs_error, 0.20);
   EXPECT_LE(v.all.p90_abs_error, 0.36);
-  EXPECT_LE(v.all.max_abs_error, 1.70);
+  EXPECT_LE(v.all.max_abs_error, 1.40);
   EXPECT_LE(v.all.out_of_memory, 13u);
   for (const auto& g : v.groups) {
     if (g.dimension == "stack" && g.value == "megatron-lm-2021") EXPECT_LE(g.summary.median_abs_error, 0.07);
@@ -193,6 +193,7 @@ TEST(ValidationTest, BeyondTuningRegressionBound) {
     }
     if (g.dimension == "scale" && g.value == ">1024") EXPECT_LE(g.summary.median_abs_error, 0.22);
     if (g.dimension == "precision" && g.value == "fp8") EXPECT_LE(g.summary.median_abs_error, 0.10);
+    if (g.dimension == "model" && g.value == "moe") EXPECT_LE(g.summary.median_abs_error, 0.53);
   }
 }
 

@@ -2,13 +2,16 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "core/defaults.h"
+#include "core/params.h"
 #include "core/stack.h"
 #include "core/validate.h"
 
@@ -80,6 +83,23 @@ std::string Squash(const std::string& text) {
     if (std::isalnum(static_cast<unsigned char>(ch))) out += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   return out;
 }
+// The model size a record prints, in billions: model.params_b, else a "<number>B" label in its
+// name ("GPT 1.7B"); 0 when neither.
+double PrintedBillions(const Json& mj) {
+  if (const double b = NumOr(mj, "params_b", 0); b > 0) return b;
+  const std::string name = StrOr(mj, "name");
+  for (size_t i = 0; i < name.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(name[i])) || (i > 0 && std::isalnum(static_cast<unsigned char>(name[i - 1]))))
+      continue;
+    size_t j = i;
+    while (j < name.size() && (std::isdigit(static_cast<unsigned char>(name[j])) || name[j] == '.')) ++j;
+    if (j < name.size() && name[j] == 'B' && (j + 1 == name.size() || !std::isalnum(static_cast<unsigned char>(name[j + 1]))))
+      return std::atof(name.substr(i, j - i).c_str());
+    i = j;
+  }
+  return 0;
+}
+
 std::optional<std::string> ModelPresetFor(const std::string& name) {
   std::string key = Squash(name);
   if (key == "llama31405b") key = "llama3405b";
@@ -201,6 +221,20 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     m.norm = NormKind::kLayerNorm;
     m.bias = BiasKind::kAll;
     m.dropout = true;
+    // The size the record prints picks tied or untied embeddings, whichever count is closer: the
+    // Megatron-LM README labels its GPTs by the untied count (1.7B = 24 layers x 12 x 2048^2 +
+    // 2 x 131072 x 2048; tied would be 1.48B), Narayanan 2021's 1.7B is the tied 1.65B.
+    if (const double label = PrintedBillions(mj); label > 0) {
+      auto off = [&](const ModelSpec& x) {
+        return std::fabs(static_cast<double>(CountParams(x).total) / 1e9 - label) / label;
+      };
+      ModelSpec untied = m;
+      untied.tied_embeddings = false;
+      if (off(untied) < off(m)) {
+        m.tied_embeddings = false;
+        run.assumptions.push_back("untied embeddings: the printed size matches the untied parameter count");
+      }
+    }
   } else if (auto preset = ModelPresetFor(StrOr(mj, "name")); preset && seq > 0) {
     auto loaded = LoadModel(*preset);
     if (!loaded.ok()) {
@@ -312,6 +346,7 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   }
   p.tp_overlap = stack->tp_overlap;
   p.zero3_gather = stack->zero3_gather;
+  p.dtypes.grads = stack->grads;
   p.grad_accum_fusion = stack->grad_accum_fusion;
   p.overlap_grad_reduce = stack->overlap_grad_reduce;
   if (launch && launch->ddp == "torch") {

@@ -61,7 +61,7 @@ Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string&
   }
   for (Status st : {EnumField(j, "precision", prefix, &s.precision), EnumField(j, "attention", prefix, &s.attention),
                     EnumField(j, "recompute", prefix, &s.recompute), EnumField(j, "tp_overlap", prefix, &s.tp_overlap),
-                    EnumField(j, "zero3_gather", prefix, &s.zero3_gather),
+                    EnumField(j, "zero3_gather", prefix, &s.zero3_gather), EnumField(j, "grads_dtype", prefix, &s.grads),
                     BoolField(j, "sequence_parallel", prefix, &s.sequence_parallel),
                     BoolField(j, "grad_accum_fusion", prefix, &s.grad_accum_fusion),
                     BoolField(j, "overlap_grad_reduce", prefix, &s.overlap_grad_reduce)}) {
@@ -69,6 +69,8 @@ Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string&
   }
   if (s.precision == Dtype::kNone || s.precision == Dtype::kInt8 || s.precision == Dtype::kFp32)
     return Status::InvalidArgument(prefix + ".precision: must be a 16- or 8-bit training dtype (bf16|fp16|fp8)");
+  if (s.grads != Dtype::kFp32 && s.grads != Dtype::kBf16 && s.grads != Dtype::kFp16)
+    return Status::InvalidArgument(prefix + ".grads_dtype: must be fp32, bf16 or fp16");
   if (auto it = j.find("zero"); it != j.end()) {
     if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 3)
       return Status::InvalidArgument(prefix + ".zero: must be 0, 1, 2 or 3");
@@ -109,6 +111,7 @@ void ApplyStack(const SoftwareStack& s, ModelSpec* m, PlanSpec* p) {
   p->overlap_grad_reduce = s.overlap_grad_reduce;
   p->zero = s.zero;
   p->zero3_gather = s.zero3_gather;
+  p->dtypes.grads = s.grads;
   p->sequence_parallel = s.sequence_parallel && p->tp > 1;
 }
 
@@ -116,7 +119,7 @@ std::string StackSummary(const SoftwareStack& s) {
   return "stack " + s.name + ": " + Name(s.precision) + ", " + Name(s.attention) + " attention, recompute " +
          Name(s.recompute) + ", sequence parallel " + (s.sequence_parallel ? "with tp" : "off") + ", tp overlap " +
          Name(s.tp_overlap) + ", gradient-accumulation fusion " + (s.grad_accum_fusion ? "on" : "off") +
-         ", DP overlap " + (s.overlap_grad_reduce ? "on" : "off") + ", zero " + std::to_string(s.zero) +
+         ", DP overlap " + (s.overlap_grad_reduce ? "on" : "off") + ", " + Name(s.grads) + " gradients" + ", zero " + std::to_string(s.zero) +
          (s.zero3_gather == Zero3Gather::kFlat ? std::string() : std::string(", zero-3 gathers ") + Name(s.zero3_gather)) +
          " (" +
          s.source + ")";

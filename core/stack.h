@@ -38,6 +38,7 @@ struct SoftwareStack {
   bool overlap_grad_reduce = true;
   int zero = 0;  // the stack's data-parallel sharding when a run does not name one
   Zero3Gather zero3_gather = Zero3Gather::kFlat;  // how its ZeRO-3 gathers (core/specs.h)
+  Dtype grads = Dtype::kBf16;  // the gradient buffer it accumulates and reduces in
 };
 
 Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string& prefix = "stack");

@@ -36,6 +36,9 @@ TEST(StackTest, RecordsFindTheStackThatProducedThem) {
   EXPECT_EQ(StackForRecord("megascale-t2-megatron-lm-256gpu")->name, "megatron-lm-2022");
   EXPECT_EQ(StackForRecord("megascale-t2-megascale-256gpu")->name, "megascale-2024");
   EXPECT_EQ(StackForRecord("megatron-bridge-2511-dgx-h100-llama3-8b-8gpu")->name, "megatron-core-2024");
+  // Megatron-Core reduces gradients in fp32 (core_r0.8.0 arguments.py forces it for bf16;
+  // Megatron-Bridge's Llama 3 H100 recipes set ddp.grad_reduce_in_fp32).
+  EXPECT_EQ(StackForRecord("megatronlm-readme-h100-2024-1.7B")->grads, Dtype::kFp32);
   EXPECT_FALSE(StackForRecord("someone-else-2030-run"));
 }
 
@@ -52,6 +55,9 @@ TEST(StackTest, BadStackFilesNameTheFieldAndTheRule) {
   r = bad(R"(, "tp_overlap": "sometimes")");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("stack.tp_overlap: must be one of"), std::string::npos);
+  r = bad(R"(, "grads_dtype": "int8")");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("stack.grads_dtype: must be fp32, bf16 or fp16"), std::string::npos);
   r = bad(R"(, "flop_count": "6N")");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("stack.flop_count"), std::string::npos);

@@ -5,7 +5,7 @@
 //
 // With the built-in defaults the tuning set is at median 9.7%, max 14.5% (too fast on every
 // record); with the shipped profile a100-megatron-2022 (fitted to Korthikanti Table 4 only) at
-// median 2.9%, max 6.5%. The set beyond it: median 19.6%, p90 36%, ZeRO-3 +24% median (+136%
+// median 2.9%, max 6.5%. The set beyond it: median 17.4%, p90 34%, ZeRO-3 +24% median (+136%
 // before DeepSpeed 0.3's per-tensor gathers were modelled), FP8 +9.5% (+26% before Transformer
 // Engine's quantization traffic and the BF16 output head); docs/validation.md has every run and
 // the mechanism it lacks. These tests pin the current
@@ -81,6 +81,7 @@ TEST(ValidationTest, UnprintedSettingsComeFromTheAuthorsLaunchScript) {
       EXPECT_EQ(p.schedule, core::Schedule::kInterleaved);
       EXPECT_FALSE(p.overlap_grad_reduce);
       EXPECT_FALSE(p.grad_accum_fusion);  // the SC21 container predates the fusion
+      EXPECT_TRUE(r.scenario.model.tied_embeddings);
       EXPECT_EQ(p.Microbatches(), 1792 / (2 * 32));
     } else if (r.id == "narayanan2021-t1-1.7B") {
       ++seen;
@@ -146,6 +147,12 @@ TEST(ValidationTest, BeyondTuningRecordsAreComparedInTokensPerGpu) {
   EXPECT_EQ(b8->scenario.plan.zero, 3);
   EXPECT_EQ(b8->scenario.plan.dp, 8);  // GPUs / (tp pp cp)
   EXPECT_EQ(b8->scenario.gpu.name, "h100-sxm");
+  // The README labels its GPTs by the untied parameter count: "GPT 1.7B" is 1.75B untied (1.48B
+  // tied). fp32 gradients, as Megatron-Core keeps them for bf16.
+  const auto* r17 = Find(runs, "megatronlm-readme-h100-2024-1.7B");
+  ASSERT_TRUE(r17);
+  EXPECT_FALSE(r17->scenario.model.tied_embeddings);
+  EXPECT_EQ(r17->scenario.plan.dtypes.grads, core::Dtype::kFp32);
   // 126 layers over pp 8 x vpp 8 = 64 chunks: the default uneven split.
   const auto* b405 = Find(runs, "megatron-bridge-2511-dgx-h100-llama3-1-405b-1024gpu");
   ASSERT_TRUE(b405);
@@ -181,8 +188,8 @@ TEST(ValidationTest, BeyondTuningRegressionBound) {
   // max <= 25%, every group's median <= 8%, no run that ran called out of memory).
   const ValidationSummary v = ValidateRuns(BeyondTuning(), core::Profile{});
   ASSERT_EQ(v.all.n, 49u);
-  EXPECT_LE(v.all.median_abs_error, 0.20);
-  EXPECT_LE(v.all.p90_abs_error, 0.36);
+  EXPECT_LE(v.all.median_abs_error, 0.18);
+  EXPECT_LE(v.all.p90_abs_error, 0.35);
   EXPECT_LE(v.all.max_abs_error, 1.40);
   EXPECT_LE(v.all.out_of_memory, 13u);
   for (const auto& g : v.groups) {

@@ -60,6 +60,9 @@ bool MapGpu(const std::string& text, std::string* gpu, std::string* cluster, std
   } else if (has("B200")) {
     *gpu = "b200";
     *cluster = "dgx-b200";
+  } else if (has("H100") && has("96GB")) {
+    *gpu = "h100-96g-hbm2e";
+    *cluster = "grand-teton-h100";
   } else if (has("H100") && has("PCIe")) {
     return false;  // no PCIe cluster preset
   } else if (has("H100")) {
@@ -75,8 +78,8 @@ bool MapGpu(const std::string& text, std::string* gpu, std::string* cluster, std
 }
 
 // A model named but not dimensioned ("LLAMA3_8B": the source says to use the public config) ->
-// the model preset of that name, compared without case or punctuation. Llama 3.1 405B is the
-// Llama 3 paper's 405B (presets/models/llama3-405b).
+// the model preset of that name, compared without case or punctuation. Llama 3.1 models are the
+// Llama 3 presets (the 405B is the Llama 3 paper's).
 std::string Squash(const std::string& text) {
   std::string out;
   for (char ch : text)
@@ -102,7 +105,8 @@ double PrintedBillions(const Json& mj) {
 
 std::optional<std::string> ModelPresetFor(const std::string& name) {
   std::string key = Squash(name);
-  if (key == "llama31405b") key = "llama3405b";
+  // Llama 3.1 keeps Llama 3's shapes (a longer context): llama3.1-8b is the llama3-8b preset.
+  if (key.rfind("llama31", 0) == 0) key = "llama3" + key.substr(7);
   for (const auto& preset : PresetNames("models"))
     if (Squash(preset) == key) return preset;
   return std::nullopt;
@@ -345,6 +349,11 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     from_stack.push_back("ZeRO " + std::to_string(p.zero));
   }
   p.tp_overlap = stack->tp_overlap;
+  // A run that names its TP overlap (torchtitan's AsyncTP) overrides the stack's.
+  if (pj.contains("async_tp") && pj["async_tp"].is_boolean() && pj["async_tp"].get<bool>()) {
+    p.tp_overlap = TpOverlap::kFull;
+    run.assumptions.push_back("AsyncTP: TP collectives overlapped with the GEMMs");
+  }
   p.zero3_gather = stack->zero3_gather;
   p.dtypes.grads = stack->grads;
   p.grad_accum_fusion = stack->grad_accum_fusion;

@@ -183,6 +183,47 @@ TEST(ValidationTest, ZeroThreeThroughputFallsWithScaleAsNarayananTable2Measured)
   EXPECT_GT(ValidateRuns({flat}, core::Profile{}).records[0].predicted, 3 * v.records[2].predicted);
 }
 
+TEST(ValidationTest, TorchtitanH100RunsMapToTheirTables) {
+  // torchtitan benchmarks/llama3_h100_202412_torchtitan.md (@31a17bfdb7), Tables 1-6: 18 runs of
+  // Llama 3.1 8B/70B/405B on 96GB H100s at 500 W, printed as TPS/GPU.
+  auto text = core::ReadTextFile(MESHPLAN_TEST_DATA_DIR "/validation/torchtitan_h100_2412.json");
+  ASSERT_TRUE(text.ok());
+  std::vector<std::string> skipped;
+  auto runs = core::LoadPublishedRuns(*text, &skipped);
+  ASSERT_TRUE(runs.ok());
+  EXPECT_TRUE(skipped.empty()) << skipped.front();
+  ASSERT_EQ(runs->size(), 18u);
+  for (const auto& r : *runs) {
+    EXPECT_EQ(r.stack, "torchtitan-2024") << r.id;
+    EXPECT_EQ(r.scenario.gpu.name, "h100-96g-hbm2e");
+    EXPECT_EQ(r.scenario.plan.zero, 3);  // FSDP2
+    EXPECT_EQ(r.scenario.plan.zero3_gather, core::Zero3Gather::kFlat);
+  }
+  const auto* cp8 = Find(*runs, "torchtitan-2412-t2-8b-8gpu-fsdp1-cp8-seq256k");
+  ASSERT_TRUE(cp8);
+  EXPECT_EQ(cp8->scenario.plan.cp, 8);
+  EXPECT_EQ(cp8->scenario.plan.dp, 1);
+  EXPECT_EQ(cp8->scenario.plan.seq_len, 262144);
+  EXPECT_EQ(cp8->published, 548.0);
+  EXPECT_EQ(cp8->scenario.model.name, "llama3-8b");  // "Llama 3.1 8B"
+  const auto* il = Find(*runs, "torchtitan-2412-t5-405b-512gpu-3d-interleaved1f1b");
+  ASSERT_TRUE(il);
+  EXPECT_EQ(il->scenario.plan.vpp, 2);  // torchtitan's default for multi-stage schedules
+  EXPECT_EQ(il->scenario.plan.tp_overlap, core::TpOverlap::kFull);  // AsyncTP
+  EXPECT_EQ(il->scenario.plan.precision, core::Dtype::kFp8);
+  EXPECT_EQ(il->scenario.plan.fp8_scaling, core::Fp8Scaling::kCurrent);  // float8 tensorwise
+  // 126 layers over 16 chunks, as torchtitan's generate_split_points makes them: 7, 8 x 14, 7.
+  ASSERT_EQ(il->scenario.plan.stage_layers.size(), 16u);
+  EXPECT_EQ(il->scenario.plan.stage_layers.front(), 7);
+  EXPECT_EQ(il->scenario.plan.stage_layers[1], 8);
+  EXPECT_EQ(il->scenario.plan.stage_layers.back(), 7);
+  // Today's level: far too fast (median +66%, long-context CP up to +160%; docs/validation.md).
+  const ValidationSummary v = ValidateRuns(*runs, core::Profile{});
+  EXPECT_LE(v.all.median_abs_error, 0.67);
+  EXPECT_LE(v.all.max_abs_error, 1.61);
+  EXPECT_LE(v.all.out_of_memory, 3u);
+}
+
 TEST(ValidationTest, BeyondTuningRegressionBound) {
   // Today's level with the built-in defaults (not the targets: median <= 5%, p90 <= 10%,
   // max <= 25%, every group's median <= 8%, no run that ran called out of memory).

@@ -253,7 +253,6 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
          "', or no sequence length");
     return false;
   }
-  m.attention = stack->attention;
 
   // Plan.
   PlanSpec& p = s.plan;
@@ -304,22 +303,20 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   }
   if (p.vpp > 1) p.schedule = Schedule::kInterleaved;
 
-  // What the stack does unless the record says otherwise.
+  // The stack's defaults (ApplyStack), then what the record prints instead; `from_stack` names
+  // the defaults the record left standing.
+  ApplyStack(*stack, &m, &p);
   std::vector<std::string> from_stack;
   if (pj.contains("sequence_parallel") && pj["sequence_parallel"].is_boolean()) {
     p.sequence_parallel = pj["sequence_parallel"].get<bool>() && p.tp > 1;
-  } else {
-    p.sequence_parallel = stack->sequence_parallel && p.tp > 1;
-    if (p.tp > 1) from_stack.push_back(std::string("sequence parallel ") + (p.sequence_parallel ? "on" : "off"));
+  } else if (p.tp > 1) {
+    from_stack.push_back(std::string("sequence parallel ") + (p.sequence_parallel ? "on" : "off"));
   }
   const std::string rc = StrOr(pj, "recompute");
   if (rc.rfind("full", 0) == 0) p.recompute = Recompute::kFull;
   else if (rc.rfind("selective", 0) == 0) p.recompute = Recompute::kSelective;
   else if (rc.rfind("none", 0) == 0) p.recompute = Recompute::kNone;
-  else {
-    p.recompute = stack->recompute;
-    from_stack.push_back(std::string("recompute ") + Name(p.recompute));
-  }
+  else from_stack.push_back(std::string("recompute ") + Name(p.recompute));
   std::string precision = StrOr(r, "precision");
   if (precision.empty()) precision = StrOr(hj, "precision");
   if (precision.find("FP8") != std::string::npos || precision.find("fp8") != std::string::npos) {
@@ -332,7 +329,6 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   } else if (precision.find("FP16") != std::string::npos || precision.find("fp16") != std::string::npos) {
     p.precision = Dtype::kFp16;
   } else {
-    p.precision = stack->precision;
     from_stack.push_back(std::string("precision ") + Name(p.precision));
   }
   // Data-parallel sharding: a ZeRO stage, or an FSDP degree (Megatron-Bridge: "FSDP > 0: FSDP
@@ -345,19 +341,13 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   } else if (fsdp_degree > 0) {
     p.zero = 3;
   } else {
-    p.zero = stack->zero;
     from_stack.push_back("ZeRO " + std::to_string(p.zero));
   }
-  p.tp_overlap = stack->tp_overlap;
   // A run that names its TP overlap (torchtitan's AsyncTP) overrides the stack's.
   if (pj.contains("async_tp") && pj["async_tp"].is_boolean() && pj["async_tp"].get<bool>()) {
     p.tp_overlap = TpOverlap::kFull;
     run.assumptions.push_back("AsyncTP: TP collectives overlapped with the GEMMs");
   }
-  p.zero3_gather = stack->zero3_gather;
-  p.dtypes.grads = stack->grads;
-  p.grad_accum_fusion = stack->grad_accum_fusion;
-  p.overlap_grad_reduce = stack->overlap_grad_reduce;
   if (launch && launch->ddp == "torch") {
     // PyTorch DDP reduces gradients in buckets while the backward pass runs.
     p.overlap_grad_reduce = true;

@@ -93,12 +93,16 @@ Result<SoftwareStack> LoadStack(const std::string& name) {
 }
 
 std::optional<SoftwareStack> StackForRecord(const std::string& record_id) {
-  for (const auto& name : PresetNames("stacks")) {
-    auto s = LoadStack(name);
-    if (!s.ok()) continue;
-    for (const auto& prefix : s->applies_to)
-      if (record_id.rfind(prefix, 0) == 0) return *s;
-  }
+  // The built-in stacks, parsed once (they are compiled in and never change).
+  static const std::vector<SoftwareStack> kStacks = [] {
+    std::vector<SoftwareStack> stacks;
+    for (const auto& name : PresetNames("stacks"))
+      if (auto s = LoadStack(name); s.ok()) stacks.push_back(*s);
+    return stacks;
+  }();
+  for (const auto& s : kStacks)
+    for (const auto& prefix : s.applies_to)
+      if (record_id.rfind(prefix, 0) == 0) return s;
   return std::nullopt;
 }
 

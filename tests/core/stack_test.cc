@@ -67,24 +67,13 @@ TEST(StackTest, BadStackFilesNameTheFieldAndTheRule) {
   EXPECT_FALSE(ParseStackJson("[1, 2]").ok());
 }
 
-ModelSpec Gpt(int64_t layers, int64_t hidden, int64_t heads, int64_t vocab) {
-  ModelSpec m;
-  m.layers = layers;
-  m.hidden = hidden;
-  m.heads = heads;
-  m.kv_heads = heads;
-  m.head_dim = hidden / heads;
-  m.ffn_hidden = 4 * hidden;
-  m.mlp = MlpKind::kGelu;
-  m.vocab = vocab;
-  return m;
-}
-
 TEST(StackTest, NarayananEq3PerToken) {
   // GPT-3 175B, s 2048, V 51200: 96 l h^2 (1 + s/6h + V/16lh)
   // = 9216 x 150,994,944 x (1 + 0.0277778 + 0.0027127) = 1.433999e12 FLOPs per token, so
   // Narayanan Table 2's 144 TFLOP/s per GPU (ZeRO-3, 384 GPUs) is 100.42 tokens/s per GPU.
-  const double f = SourceFlopsPerToken(FlopCount::kNarayananEq3, Gpt(96, 12288, 96, 51200), 2048);
+  ModelSpec m = *LoadModel("gpt3-175b");
+  m.vocab = 51200;  // Narayanan 2021 §5.1
+  const double f = SourceFlopsPerToken(FlopCount::kNarayananEq3, m, 2048);
   EXPECT_NEAR(f, 1.433999e12, 1e6);
   EXPECT_NEAR(144e12 / f, 100.42, 0.01);
 }
@@ -94,7 +83,11 @@ TEST(StackTest, MegatronCountIsKorthikantiAppendixAForAGpt) {
   // = 6912 x 150,994,944 x 1.0322989 = 1.077386e12 per token. Its Table 2 prints both MFU 53.0%
   // (of 312 TFLOP/s) and 40.0 s per 768 x 2048-token step on 256 GPUs: 153.48 and 153.60 tokens/s
   // per GPU, so the count is the one MegaScale divides by.
-  const double f = SourceFlopsPerToken(FlopCount::kMegatron, Gpt(96, 12288, 128, 64000), 2048);
+  ModelSpec m = *LoadModel("gpt3-175b");
+  m.heads = m.kv_heads = 128;
+  m.head_dim = 96;
+  m.vocab = 64000;
+  const double f = SourceFlopsPerToken(FlopCount::kMegatron, m, 2048);
   EXPECT_NEAR(f, 1.077386e12, 1e6);
   EXPECT_NEAR(0.53 * 312e12 / f, 768.0 * 2048 / (40.0 * 256), 0.2);
 }

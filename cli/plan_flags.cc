@@ -163,10 +163,9 @@ bool PlanFlags::Resolve(core::Scenario* out, Diagnostics* d, std::vector<std::st
       d->Error("--stack", st.status().message());
     } else {
       sw = *st;
-      if (!attention) m.attention = sw->attention;
-      const core::AttentionImpl kept = m.attention;
+      const core::AttentionImpl given = m.attention;  // --attention, applied above, wins
       core::ApplyStack(*sw, &m, &p);
-      m.attention = kept;
+      if (attention) m.attention = given;
       notes->push_back(core::StackSummary(*sw));
     }
   }

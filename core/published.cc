@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/defaults.h"
+#include "core/memory.h"
 #include "core/params.h"
 #include "core/stack.h"
 #include "core/validate.h"
@@ -312,7 +313,9 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   } else if (p.tp > 1) {
     from_stack.push_back(std::string("sequence parallel ") + (p.sequence_parallel ? "on" : "off"));
   }
+  const bool sp_printed = pj.contains("sequence_parallel") && pj["sequence_parallel"].is_boolean();
   const std::string rc = StrOr(pj, "recompute");
+  const bool recompute_printed = rc.rfind("full", 0) == 0 || rc.rfind("selective", 0) == 0 || rc.rfind("none", 0) == 0;
   if (rc.rfind("full", 0) == 0) p.recompute = Recompute::kFull;
   else if (rc.rfind("selective", 0) == 0) p.recompute = Recompute::kSelective;
   else if (rc.rfind("none", 0) == 0) p.recompute = Recompute::kNone;
@@ -363,6 +366,32 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   if (d.has_errors()) {
     skip("plan invalid: " + d.ToStatus().message());
     return false;
+  }
+  // A run that ran fitted in its GPUs' memory. Where the record leaves sequence parallelism
+  // or recomputation unprinted and the stack's defaults do not fit, the run used the cheapest
+  // of Megatron-LM's memory savers that fits, taken in the order Korthikanti et al. 2022 (arXiv
+  // 2205.05198 §4.2.2, §5, Table 2) rank them by cost: sequence parallelism (no extra FLOPs; with
+  // tp > 1), then selective recomputation (the attention core again, 2-3% of the FLOPs), then full
+  // recomputation (a whole forward again). Said in the assumptions.
+  if (!sp_printed || !recompute_printed) {
+    auto fits = [&] { return EstimateMemory(m, p, s.gpu, {}, MemoryDetail::kTotalsOnly).fits; };
+    std::vector<std::string> turned_on;
+    if (!fits() && !sp_printed && p.tp > 1 && !p.sequence_parallel && p.seq_len % (p.tp * p.cp) == 0) {
+      p.sequence_parallel = true;
+      turned_on.push_back("sequence parallelism");
+    }
+    const Recompute stack_recompute = p.recompute;
+    for (Recompute next : {Recompute::kSelective, Recompute::kFull}) {
+      if (recompute_printed || fits() || static_cast<int>(p.recompute) >= static_cast<int>(next)) continue;
+      p.recompute = next;
+    }
+    if (p.recompute != stack_recompute) turned_on.push_back(std::string(Name(p.recompute)) + " recomputation");
+    if (!turned_on.empty()) {
+      std::string what;
+      for (size_t i = 0; i < turned_on.size(); ++i) what += (i ? ", " : "") + turned_on[i];
+      run.assumptions.push_back("not printed and the stack's defaults do not fit in " + s.gpu.name + ": " + what +
+                                " (the cheapest memory savers that fit; a run that ran fitted)");
+    }
   }
   if (!with_measurement) return true;
 

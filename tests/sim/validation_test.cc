@@ -5,11 +5,12 @@
 //
 // With the built-in defaults the tuning set is at median 9.7%, max 14.5% (too fast on every
 // record); with the shipped profile a100-megatron-2022 (fitted to Korthikanti Table 4 only) at
-// median 2.9%, max 6.5%. The set beyond it: median 17.4%, p90 34%, ZeRO-3 +24% median (+136%
-// before DeepSpeed 0.3's per-tensor gathers were modelled), FP8 +9.5% (+26% before Transformer
-// Engine's quantization traffic and the BF16 output head); docs/validation.md has every run and
-// the mechanism it lacks. These tests pin the current
-// levels so that changes can only improve them; tighten them as the model does.
+// median 2.9%, max 6.5%. The set beyond it: median 19.0%, p90 31.8%, no run called out of
+// memory (13 were before records that leave SP and recomputation unprinted took the cheapest
+// settings that fit), ZeRO-3 +24% median (+136% before DeepSpeed 0.3's per-tensor gathers were
+// modelled), FP8 +9.5% (+26% before Transformer Engine's quantization traffic and the BF16 output
+// head); docs/validation.md has every run and the mechanism it lacks. These tests pin the
+// current levels so that changes can only improve them; tighten them as the model does.
 #include "sim/validation.h"
 
 #include <gtest/gtest.h>
@@ -160,6 +161,38 @@ TEST(ValidationTest, BeyondTuningRecordsAreComparedInTokensPerGpu) {
   EXPECT_EQ(b405->scenario.plan.cp, 2);
 }
 
+TEST(ValidationTest, UnprintedMemorySaversAreTheCheapestThatFit) {
+  // MegaScale's Megatron-LM baseline (175B, TP 8, PP 8, vpp 6, 128 heads, seq 2048, fp16) does
+  // not print SP or recomputation. Per layer and microbatch (Korthikanti 2022 Eq. 2-5, t = 8):
+  // no SP, no recompute s b h (10 + 24/t + 5 a s / (h t)) = 2048 x 12288 x 26.3 B = 663 MB; SP
+  // s b h (34 + 5 a s / h) / t = 442 MB; SP with selective recomputation 34 s b h / t = 107 MB.
+  // Stage 0 of the interleaved schedule holds p (1 + (p-1)/(p v)) = 9.2 microbatches of its 12
+  // layers (110 layer-microbatches) next to ~49 GB of model state (2.73B params x 18 B): 122 GB,
+  // 98 GB, 61 GB. Only the last fits 80 GiB; it is Korthikanti's recommended configuration, and
+  // the measured 53% MFU leaves no room for full recomputation.
+  const auto runs = BeyondTuning();
+  const auto* ms = Find(runs, "megascale-t2-megatron-lm-256gpu");
+  ASSERT_TRUE(ms);
+  EXPECT_TRUE(ms->scenario.plan.sequence_parallel);
+  EXPECT_EQ(ms->scenario.plan.recompute, core::Recompute::kSelective);
+  bool said = false;
+  for (const auto& a : ms->assumptions) said |= a.find("cheapest memory savers that fit") != std::string::npos;
+  EXPECT_TRUE(said);
+  const ValidationSummary v = ValidateRuns({*ms}, core::Profile{});
+  EXPECT_TRUE(v.records[0].fits);
+  // A record that prints its settings keeps them, fitting or not: MegaScale's own rows print SP
+  // (on) and the stack's recompute (none) fits.
+  const auto* own = Find(runs, "megascale-t2-megascale-256gpu");
+  ASSERT_TRUE(own);
+  EXPECT_EQ(own->scenario.plan.recompute, core::Recompute::kNone);
+  // Qwen3-30B-A3B on 16 H100s (PP 2, vpp 24, EP 8, mbs 2, seq 4096) holds 48 layer-microbatches
+  // of MoE activations at stage 0; only full recomputation fits it in 80 GiB.
+  const auto* q = Find(runs, "megatron-bridge-2511-dgx-h100-qwen3-30b-a3b-16gpu");
+  ASSERT_TRUE(q);
+  EXPECT_EQ(q->scenario.plan.recompute, core::Recompute::kFull);
+  EXPECT_TRUE(ValidateRuns({*q}, core::Profile{}).records[0].fits);
+}
+
 TEST(ValidationTest, ZeroThreeThroughputFallsWithScaleAsNarayananTable2Measured) {
   // Table 2 at a fixed global batch: tokens/s per GPU of 175B under DeepSpeed ZeRO-3 fall from
   // 100.4 (384 GPUs) to 61.4 (768) and 30.7 (1536), because every GPU still gathers and reduces
@@ -229,19 +262,22 @@ TEST(ValidationTest, BeyondTuningRegressionBound) {
   // max <= 25%, every group's median <= 8%, no run that ran called out of memory).
   const ValidationSummary v = ValidateRuns(BeyondTuning(), core::Profile{});
   ASSERT_EQ(v.all.n, 49u);
-  EXPECT_LE(v.all.median_abs_error, 0.18);
-  EXPECT_LE(v.all.p90_abs_error, 0.35);
-  EXPECT_LE(v.all.max_abs_error, 1.40);
-  EXPECT_LE(v.all.out_of_memory, 13u);
+  // The median rose from 17.4% to 19.0% when the 11 MegaScale baseline rows, called out of
+  // memory before, took the memory savers that fit them (SP and selective recomputation: less
+  // work per GPU than the plan that did not fit); p90 34.0% -> 31.8%, max 137% -> 81%.
+  EXPECT_LE(v.all.median_abs_error, 0.19);
+  EXPECT_LE(v.all.p90_abs_error, 0.32);
+  EXPECT_LE(v.all.max_abs_error, 0.81);
+  EXPECT_EQ(v.all.out_of_memory, 0u);
   for (const auto& g : v.groups) {
     if (g.dimension == "stack" && g.value == "megatron-lm-2021") EXPECT_LE(g.summary.median_abs_error, 0.07);
     if (g.dimension == "sharding" && g.value == "zero-3") {
       EXPECT_LE(g.summary.median_abs_error, 0.25);
       EXPECT_EQ(g.summary.out_of_memory, 0u);
     }
-    if (g.dimension == "scale" && g.value == ">1024") EXPECT_LE(g.summary.median_abs_error, 0.22);
+    if (g.dimension == "scale" && g.value == ">1024") EXPECT_LE(g.summary.median_abs_error, 0.23);
     if (g.dimension == "precision" && g.value == "fp8") EXPECT_LE(g.summary.median_abs_error, 0.10);
-    if (g.dimension == "model" && g.value == "moe") EXPECT_LE(g.summary.median_abs_error, 0.53);
+    if (g.dimension == "model" && g.value == "moe") EXPECT_LE(g.summary.median_abs_error, 0.21);
   }
 }
 

@@ -13,6 +13,7 @@
 #include "cli/store_flags.h"
 #include "core/profile.h"
 #include "core/published.h"
+#include "core/spec_json.h"
 #include "sim/validation.h"
 
 namespace meshplan::cli {
@@ -137,6 +138,22 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
                                       {"memory_gib", r.memory_gib},
                                       {"groups", groups},
                                       {"assumptions", r.assumptions}};
+        // Where the predicted step goes, and the scenario predicted as a plan file that
+        // `meshplan report --plan FILE` (and simulate, explain) read back.
+        const sim::StepBreakdown& b = r.breakdown;
+        rec["step_s"] = r.step_s;
+        rec["breakdown_s"] = {{"compute", b.compute_s},     {"recompute", b.recompute_s},
+                              {"tp_comm", b.tp_comm_s},     {"cp_comm", b.cp_comm_s},
+                              {"ep_comm", b.ep_comm_s},     {"dp_comm", b.dp_comm_s},
+                              {"pp_comm", b.pp_comm_s},     {"bubble", b.bubble_s},
+                              {"optimizer", b.optimizer_s}};
+        const core::Scenario& sc = runs[i].scenario;
+        core::PlanFile pf;
+        pf.plan = sc.plan;
+        pf.model = sc.model;
+        pf.gpu = sc.gpu;
+        pf.cluster = sc.cluster;
+        rec["plan"] = nlohmann::ordered_json::parse(core::PlanFileToJson(pf));
         if (both) rec["predicted_default"] = v0.records[i].predicted, rec["error_default"] = v0.records[i].error;
         records.push_back(rec);
       }

@@ -64,6 +64,7 @@ Result<Profile> ParseProfileJson(const std::string& text) {
         else if (!it->is_number() || it->get<double>() <= 0 || it->get<double>() > 1) d.Error(path, "must be in (0, 1]");
         else p.gemm_efficiency[dt] = it->get<double>();
       }
+      p.gemm_efficiency_measured = true;
     }
   }
   ReadPositive(j, "gemm_half_flops", "profile", &p.gemm_half_flops, &d);
@@ -188,9 +189,13 @@ std::string ProfileToJson(const Profile& p) {
   j["version"] = Profile::kVersion;
   j["name"] = p.name;
   j["source"] = p.source;
-  OJson g = OJson::object();
-  for (const auto& [dt, v] : p.gemm_efficiency) g[Name(dt)] = v;
-  j["gemm_efficiency"] = g;
+  // Written only when measured: a file that lists it is read back as measured, and overrides the
+  // GPU presets' sustained figures (Profile::gemm_efficiency_measured).
+  if (p.gemm_efficiency_measured) {
+    OJson g = OJson::object();
+    for (const auto& [dt, v] : p.gemm_efficiency) g[Name(dt)] = v;
+    j["gemm_efficiency"] = g;
+  }
   j["gemm_half_flops"] = p.gemm_half_flops;
   j["attention_fwd_efficiency"] = p.attention_fwd_efficiency;
   j["attention_bwd_efficiency"] = p.attention_bwd_efficiency;

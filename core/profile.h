@@ -40,6 +40,10 @@ struct Profile {
   std::map<Dtype, double> gemm_efficiency = {{Dtype::kBf16, 0.80}, {Dtype::kFp16, 0.80},
                                              {Dtype::kFp8, 0.70},  {Dtype::kTf32, 0.70},
                                              {Dtype::kFp32, 0.90}};
+  // True when gemm_efficiency was measured or fitted for this profile (a profile file that lists
+  // it, meshplan calibrate). Otherwise a GPU preset's own sustained figure (GpuSpec::
+  // gemm_efficiency) is used where it has one, and the values above only for GPUs without.
+  bool gemm_efficiency_measured = false;
   // Small GEMMs do not fill the GPU: efficiency x F / (F + gemm_half_flops), F = 2mnk
   // (a saturating fit to cuBLAS shape sweeps; 1 GFLOP halves the efficiency).
   double gemm_half_flops = 1e9;

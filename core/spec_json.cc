@@ -351,6 +351,24 @@ void ReadGpu(const Json& j, const std::string& prefix, GpuSpec* g, Diagnostics* 
   r.ByteSize("hbm_bytes", &g->hbm_bytes, true);
   r.Bandwidth("hbm_bytes_per_s", &g->hbm_bytes_per_s, true);
   r.Double("tdp_w", &g->tdp_w, true);
+  if (const Json* v = r.Find("gemm_efficiency", false)) {
+    if (!v->is_object()) {
+      d->Error(prefix + ".gemm_efficiency", "must be an object of dtype -> fraction of peak (got " + Show(*v) + ")");
+    } else {
+      for (auto it = v->begin(); it != v->end(); ++it) {
+        Dtype dt;
+        std::string path = prefix + ".gemm_efficiency." + it.key();
+        if (!FromName(it.key(), &dt) || dt == Dtype::kNone) {
+          d->Error(path, "is not a dtype (one of fp32|tf32|bf16|fp16|fp8|int8)");
+        } else if (!it->is_number()) {
+          d->Error(path, "must be a fraction of the dtype's peak in (0, 1] (got " + Show(*it) + ")");
+        } else {
+          g->gemm_efficiency[dt] = it->get<double>();
+        }
+      }
+    }
+  }
+  r.String("gemm_efficiency_source", &g->gemm_efficiency_source);
   r.Finish();
 }
 
@@ -370,6 +388,12 @@ OJson WriteGpu(const GpuSpec& g) {
   j["hbm_bytes"] = SizeJson(g.hbm_bytes);
   j["hbm_bytes_per_s"] = g.hbm_bytes_per_s;
   j["tdp_w"] = g.tdp_w;
+  if (!g.gemm_efficiency.empty()) {
+    OJson eff = OJson::object();
+    for (const auto& [dt, v] : g.gemm_efficiency) eff[Name(dt)] = v;
+    j["gemm_efficiency"] = eff;
+    j["gemm_efficiency_source"] = g.gemm_efficiency_source;
+  }
   return j;
 }
 

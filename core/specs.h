@@ -107,6 +107,12 @@ struct GpuSpec {
   int64_t hbm_bytes = 0;
   double hbm_bytes_per_s = 0;
   double tdp_w = 0;
+  // The fraction of the dense peak a long, power-saturated GEMM sustains, per dtype, from a public
+  // measurement named in `gemm_efficiency_source` (docs/compute.md): what a training step sees,
+  // below the short-burst best at the boost clock. Used where the calibration profile has not
+  // measured its own (core::Profile::gemm_efficiency_measured); empty: the profile's default.
+  std::map<Dtype, double> gemm_efficiency;
+  std::string gemm_efficiency_source;
   friend bool operator==(const GpuSpec&, const GpuSpec&) = default;
 };
 

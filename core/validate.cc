@@ -105,6 +105,14 @@ void ValidateGpu(const GpuSpec& g, const std::string& p, Diagnostics* d) {
   Positive(d, p + ".hbm_bytes", g.hbm_bytes);
   PositiveReal(d, p + ".hbm_bytes_per_s", g.hbm_bytes_per_s);
   PositiveReal(d, p + ".tdp_w", g.tdp_w);
+  for (const auto& [dt, v] : g.gemm_efficiency) {
+    if (!(v > 0 && v <= 1))
+      d->Error(p + ".gemm_efficiency." + Name(dt), "must be a fraction of the peak in (0, 1] (got " + S(v) + ")");
+    if (!g.peak_flops_per_s.count(dt))
+      d->Error(p + ".gemm_efficiency." + Name(dt), "has no peak_flops_per_s." + std::string(Name(dt)) + " to be a fraction of");
+  }
+  if (!g.gemm_efficiency.empty() && g.gemm_efficiency_source.empty())
+    d->Error(p + ".gemm_efficiency_source", "must name the measurement the sustained GEMM efficiencies come from");
 }
 
 void ValidateCluster(const ClusterSpec& c, const std::string& p, Diagnostics* d) {

@@ -58,7 +58,10 @@ double GetParam(const Param& p, const core::Profile& prof) {
 
 void SetParam(const Param& p, double v, core::Profile* prof) {
   switch (p.kind) {
-    case ParamKind::kGemmEff: prof->gemm_efficiency[p.dtype] = v; break;
+    case ParamKind::kGemmEff:
+      prof->gemm_efficiency[p.dtype] = v;
+      prof->gemm_efficiency_measured = true;
+      break;
     case ParamKind::kHalfFlops: prof->gemm_half_flops = v; break;
     case ParamKind::kOverhead: prof->kernel_overhead_s = v; break;
     case ParamKind::kAttnFwd: prof->attention_fwd_efficiency = v; break;

@@ -285,6 +285,15 @@ double SendsPerMicrobatch(const core::PlanSpec& p) {
   return 1.0;
 }
 
+double GemmEfficiency(const core::Profile& prof, const core::GpuSpec& g, core::Dtype d) {
+  if (!prof.gemm_efficiency_measured) {
+    auto it = g.gemm_efficiency.find(d);
+    if (it != g.gemm_efficiency.end()) return it->second;
+  }
+  auto it = prof.gemm_efficiency.find(d);
+  return it != prof.gemm_efficiency.end() ? it->second : 0.8;
+}
+
 double ComputeOpTime(const Op& op, const core::GpuSpec& g, const core::Profile& prof) {
   const double hbm = g.hbm_bytes_per_s * prof.hbm_efficiency;
   switch (op.kind) {
@@ -292,8 +301,7 @@ double ComputeOpTime(const Op& op, const core::GpuSpec& g, const core::Profile& 
       // Roofline per instance: compute at the dtype's peak x efficiency, the efficiency falling
       // for small GEMMs as F/(F + F_half); or the bytes of A, B and C at HBM speed, if slower.
       const double f1 = 2.0 * static_cast<double>(op.m) * static_cast<double>(op.n) * static_cast<double>(op.k);
-      auto eff_it = prof.gemm_efficiency.find(op.dtype);
-      const double eff = eff_it != prof.gemm_efficiency.end() ? eff_it->second : 0.8;
+      const double eff = GemmEfficiency(prof, g, op.dtype);
       const double compute = (f1 + prof.gemm_half_flops) / (Peak(g, op.dtype) * eff);
       const double bytes = static_cast<double>(op.m * op.k + op.k * op.n + op.m * op.n) *
                            static_cast<double>(core::DtypeBytes(op.dtype));

@@ -134,6 +134,11 @@ double SendsPerMicrobatch(const core::PlanSpec& p);
 
 // Time of one compute op (GEMM, attention, memory-bound, optimizer) on `g` under `profile`.
 double ComputeOpTime(const core::Op& op, const core::GpuSpec& g, const core::Profile& profile);
+// The achieved fraction of `g`'s dense peak for a large GEMM in dtype `d`: the profile's when it
+// measured one (Profile::gemm_efficiency_measured), else the GPU preset's sustained figure
+// (GpuSpec::gemm_efficiency, from a public measurement), else the profile's default (0.8 when
+// the dtype is not listed).
+double GemmEfficiency(const core::Profile& profile, const core::GpuSpec& g, core::Dtype d);
 
 }  // namespace meshplan::sim
 

@@ -73,6 +73,8 @@ ValidationSummary ValidateRuns(const std::vector<core::PublishedRun>& runs, cons
     r.error = (r.predicted - r.published) / r.published;
     r.fits = mem.fits;
     r.memory_gib = static_cast<double>(mem.per_gpu_bytes) / (1024.0 * 1024.0 * 1024.0);
+    r.step_s = e.time_s;
+    r.breakdown = e.breakdown;
     r.groups = GroupsOf(run);
     r.assumptions = run.assumptions;
     out.records.push_back(std::move(r));

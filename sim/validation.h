@@ -10,6 +10,7 @@
 
 #include "core/profile.h"
 #include "core/published.h"
+#include "sim/step_model.h"
 
 namespace meshplan::sim {
 
@@ -20,6 +21,8 @@ struct ValidationRecord {
   double error = 0;                     // (predicted - published) / published: > 0 is too fast
   bool fits = true;                     // the memory model says the plan fits the GPU
   double memory_gib = 0;                // predicted peak of the worst stage
+  double step_s = 0;                    // predicted step time and where it goes (EstimateStep)
+  StepBreakdown breakdown;
   // (dimension, value): "dataset" its file (when known), "gpu" a100-80g, "model" dense|moe, "precision" fp16|bf16|fp8,
   // "sharding" ddp|zero-1|zero-2|zero-3, "scale" <=64|<=1024|>1024 GPUs, "stack" its name.
   std::vector<std::pair<std::string, std::string>> groups;

@@ -50,6 +50,29 @@ TEST(SpecJsonTest, SizesAcceptUnitsAndWriteGibibytes) {
   EXPECT_DOUBLE_EQ(g->hbm_bytes_per_s, 4.8e12);
 }
 
+TEST(SpecJsonTest, GpuSustainedGemmEfficiencyNeedsASourceAndAPeak) {
+  const std::string base = R"({"name": "x", "peak_flops_per_s": {"bf16": 1e15}, "hbm_bytes": "80GiB",
+                               "hbm_bytes_per_s": 3e12, "tdp_w": 700, )";
+  auto ok = ParseGpuJson(base + R"("gemm_efficiency": {"bf16": 0.7}, "gemm_efficiency_source": "a sweep"})");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_DOUBLE_EQ(ok->gemm_efficiency.at(Dtype::kBf16), 0.7);
+  auto back = ParseGpuJson(GpuToJson(*ok));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, *ok);
+  // Out of (0, 1], a dtype without a peak, no source: each named by its field.
+  auto over = ParseGpuJson(base + R"("gemm_efficiency": {"bf16": 1.2}, "gemm_efficiency_source": "s"})");
+  ASSERT_FALSE(over.ok());
+  EXPECT_NE(over.status().message().find("gpu.gemm_efficiency.bf16"), std::string::npos) << over.status().message();
+  auto no_peak = ParseGpuJson(base + R"("gemm_efficiency": {"fp8": 0.6}, "gemm_efficiency_source": "s"})");
+  ASSERT_FALSE(no_peak.ok());
+  EXPECT_NE(no_peak.status().message().find("peak_flops_per_s.fp8"), std::string::npos) << no_peak.status().message();
+  auto no_source = ParseGpuJson(base + R"("gemm_efficiency": {"bf16": 0.7}})");
+  ASSERT_FALSE(no_source.ok());
+  EXPECT_NE(no_source.status().message().find("gpu.gemm_efficiency_source"), std::string::npos);
+  auto not_object = ParseGpuJson(base + R"("gemm_efficiency": 0.7, "gemm_efficiency_source": "s"})");
+  ASSERT_FALSE(not_object.ok());
+}
+
 TEST(SpecJsonTest, DefaultsFollowOtherFields) {
   // kv_heads defaults to heads (MHA), head_dim to hidden/heads.
   auto m = ParseModelJson(R"({"name": "m", "layers": 2, "hidden": 512, "heads": 8, "ffn_hidden": 2048,

@@ -65,6 +65,34 @@ Scenario Load(const char* model) {
   return s;
 }
 
+TEST(StepModelTest, GemmsRunAtTheGpuPresetsSustainedEfficiencyUnlessTheProfileMeasuredOne) {
+  // H200's MSMF (ml-engineering @082816f9be): 708.5 of 989 bf16 TFLOP/s = 0.716, 1288.7 of 1979
+  // fp8 = 0.651. H100 SXM takes the same die's figure; A100 has none, so the profile's 0.80.
+  const core::GpuSpec h100 = *core::LoadGpu("h100-sxm"), a100 = *core::LoadGpu("a100-80g");
+  const core::Profile defaults;
+  EXPECT_DOUBLE_EQ(GemmEfficiency(defaults, h100, core::Dtype::kBf16), 0.716);
+  EXPECT_DOUBLE_EQ(GemmEfficiency(defaults, h100, core::Dtype::kFp8), 0.651);
+  EXPECT_DOUBLE_EQ(GemmEfficiency(defaults, a100, core::Dtype::kBf16), 0.80);
+  // One 8192^3 bf16 GEMM: (2 x 8192^3 + F_half 1e9) / (989.4e12 x 0.716) + 4 us = 1.5552 ms.
+  core::Op op;
+  op.kind = core::OpKind::kGemm;
+  op.m = op.n = op.k = 8192;
+  op.dtype = core::Dtype::kBf16;
+  const double f = 2.0 * 8192.0 * 8192.0 * 8192.0;
+  EXPECT_NEAR(ComputeOpTime(op, h100, defaults), (f + 1e9) / (989.4e12 * 0.716) + 4e-6, 1e-12);
+  // A measured profile (meshplan calibrate, or a file listing gemm_efficiency) wins.
+  auto measured = core::ParseProfileJson(R"({"version": 2, "name": "m", "gemm_efficiency": {"bf16": 0.75}})");
+  ASSERT_TRUE(measured.ok()) << measured.status().ToString();
+  EXPECT_TRUE(measured->gemm_efficiency_measured);
+  EXPECT_DOUBLE_EQ(GemmEfficiency(*measured, h100, core::Dtype::kBf16), 0.75);
+  EXPECT_NEAR(ComputeOpTime(op, h100, *measured), (f + 1e9) / (989.4e12 * 0.75) + 4e-6, 1e-12);
+  // The default profile written out does not list it, so read back it still defers to the GPU.
+  auto back = core::ParseProfileJson(core::ProfileToJson(defaults));
+  ASSERT_TRUE(back.ok());
+  EXPECT_FALSE(back->gemm_efficiency_measured);
+  EXPECT_DOUBLE_EQ(GemmEfficiency(*back, h100, core::Dtype::kBf16), 0.716);
+}
+
 TEST(StepModelTest, BreakdownAddsUpToTheStepTime) {
   Scenario s = Load("llama3-70b");
   core::PlanSpec p;

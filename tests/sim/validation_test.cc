@@ -264,10 +264,12 @@ TEST(ValidationTest, BeyondTuningRegressionBound) {
   ASSERT_EQ(v.all.n, 49u);
   // The median rose from 17.4% to 19.0% when the 11 MegaScale baseline rows, called out of
   // memory before, took the memory savers that fit them (SP and selective recomputation: less
-  // work per GPU than the plan that did not fit); p90 34.0% -> 31.8%, max 137% -> 81%.
-  EXPECT_LE(v.all.median_abs_error, 0.19);
-  EXPECT_LE(v.all.p90_abs_error, 0.32);
-  EXPECT_LE(v.all.max_abs_error, 0.81);
+  // work per GPU than the plan that did not fit); p90 34.0% -> 31.8%, max 137% -> 81%. With the
+  // H100's sustained GEMM efficiency (GPU presets' MSMF, 0.716 bf16 and 0.651 fp8 instead of the
+  // flat 0.80 and 0.70): median 16.3%, p90 30.3%, max 77.6%, H100 median 20.4% -> 13.1%.
+  EXPECT_LE(v.all.median_abs_error, 0.17);
+  EXPECT_LE(v.all.p90_abs_error, 0.31);
+  EXPECT_LE(v.all.max_abs_error, 0.78);
   EXPECT_EQ(v.all.out_of_memory, 0u);
   for (const auto& g : v.groups) {
     if (g.dimension == "stack" && g.value == "megatron-lm-2021") EXPECT_LE(g.summary.median_abs_error, 0.07);
@@ -276,7 +278,9 @@ TEST(ValidationTest, BeyondTuningRegressionBound) {
       EXPECT_EQ(g.summary.out_of_memory, 0u);
     }
     if (g.dimension == "scale" && g.value == ">1024") EXPECT_LE(g.summary.median_abs_error, 0.23);
-    if (g.dimension == "precision" && g.value == "fp8") EXPECT_LE(g.summary.median_abs_error, 0.10);
+    // FP8 (5 runs): Llama 3 8B/70B +4%, 405B +23%, Qwen3-30B-A3B +78%, Qwen3-235B-A22B -11%.
+    if (g.dimension == "precision" && g.value == "fp8") EXPECT_LE(g.summary.median_abs_error, 0.11);
+    if (g.dimension == "gpu" && g.value == "h100-sxm") EXPECT_LE(g.summary.median_abs_error, 0.14);
     if (g.dimension == "model" && g.value == "moe") EXPECT_LE(g.summary.median_abs_error, 0.21);
   }
 }

@@ -66,7 +66,7 @@ void AddPresetsCommand(CLI::App* app, int* exit_code) {
         } else if (k == "stacks") {
           auto st = core::LoadStack(n);
           if (!st.ok()) { std::cout << "  " << n << "  (invalid: " << st.status().message() << ")\n"; continue; }
-          std::snprintf(line, sizeof line, "  %-22s %-4s %-9s recompute %-9s tp-overlap %-8s zero %d%s  FLOPs: %s\n",
+          std::snprintf(line, sizeof line, "  %-24s %-4s %-9s recompute %-9s tp-overlap %-8s zero %d%s  FLOPs: %s\n",
                         n.c_str(), core::Name(st->precision), core::Name(st->attention), core::Name(st->recompute),
                         core::Name(st->tp_overlap), st->zero, st->sequence_parallel ? "  sp" : "",
                         core::Name(st->flop_count));

@@ -68,6 +68,8 @@ Result<Profile> ParseProfileJson(const std::string& text) {
     }
   }
   ReadPositive(j, "gemm_half_flops", "profile", &p.gemm_half_flops, &d);
+  if (j.contains("attention_fwd_efficiency") || j.contains("attention_bwd_efficiency"))
+    p.attention_efficiency_measured = true;
   ReadPositive(j, "attention_fwd_efficiency", "profile", &p.attention_fwd_efficiency, &d);
   ReadPositive(j, "attention_bwd_efficiency", "profile", &p.attention_bwd_efficiency, &d);
   ReadPositive(j, "hbm_efficiency", "profile", &p.hbm_efficiency, &d);
@@ -197,8 +199,10 @@ std::string ProfileToJson(const Profile& p) {
     j["gemm_efficiency"] = g;
   }
   j["gemm_half_flops"] = p.gemm_half_flops;
-  j["attention_fwd_efficiency"] = p.attention_fwd_efficiency;
-  j["attention_bwd_efficiency"] = p.attention_bwd_efficiency;
+  if (p.attention_efficiency_measured) {
+    j["attention_fwd_efficiency"] = p.attention_fwd_efficiency;
+    j["attention_bwd_efficiency"] = p.attention_bwd_efficiency;
+  }
   j["hbm_efficiency"] = p.hbm_efficiency;
   if (!p.memory_op_efficiency.empty()) {
     OJson mo = OJson::object();

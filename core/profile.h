@@ -44,6 +44,9 @@ struct Profile {
   // it, meshplan calibrate). Otherwise a GPU preset's own sustained figure (GpuSpec::
   // gemm_efficiency) is used where it has one, and the values above only for GPUs without.
   bool gemm_efficiency_measured = false;
+  // The same for attention_fwd/bwd_efficiency below (a profile file that lists either, a fit):
+  // otherwise a GPU preset's figure for the kernel (GpuSpec::attention_efficiency) is used.
+  bool attention_efficiency_measured = false;
   // Small GEMMs do not fill the GPU: efficiency x F / (F + gemm_half_flops), F = 2mnk
   // (a saturating fit to cuBLAS shape sweeps; 1 GFLOP halves the efficiency).
   double gemm_half_flops = 1e9;

@@ -55,6 +55,12 @@ bool MapGpu(const std::string& text, std::string* gpu, std::string* cluster, std
   } else if (has("H200")) {
     *gpu = "h200";
     *cluster = "dgx-h200";
+  } else if (has("GB300")) {
+    *gpu = "gb300";
+    *cluster = "gb300-nvl72";
+  } else if (has("B300")) {
+    *gpu = "b300";
+    *cluster = "dgx-b300";
   } else if (has("GB200")) {
     *gpu = "gb200";
     *cluster = "gb200-nvl72";
@@ -105,11 +111,29 @@ double PrintedBillions(const Json& mj) {
 }
 
 std::optional<std::string> ModelPresetFor(const std::string& name) {
-  std::string key = Squash(name);
+  // A parenthesised qualifier names the recipe or a run variant, not another model: "Llama 3.1
+  // 405B (NeMo recipe)", "Qwen3_30B_a3B (tokendrop)".
+  std::string bare;
+  int depth = 0;
+  for (char ch : name) {
+    if (ch == '(') ++depth;
+    else if (ch == ')') depth = std::max(0, depth - 1);
+    else if (depth == 0) bare += ch;
+  }
+  std::string key = Squash(bare);
   // Llama 3.1 keeps Llama 3's shapes (a longer context): llama3.1-8b is the llama3-8b preset.
   if (key.rfind("llama31", 0) == 0) key = "llama3" + key.substr(7);
   for (const auto& preset : PresetNames("models"))
     if (Squash(preset) == key) return preset;
+  // A size after a preset's own name ("DeepSeek-V3 671B"): the preset, when the rest is only the
+  // size in billions.
+  for (const auto& preset : PresetNames("models")) {
+    const std::string p = Squash(preset);
+    if (key.size() > p.size() + 1 && key.rfind(p, 0) == 0 && key.back() == 'b' &&
+        std::all_of(key.begin() + static_cast<std::ptrdiff_t>(p.size()), key.end() - 1,
+                    [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)) != 0; }))
+      return preset;
+  }
   return std::nullopt;
 }
 
@@ -207,7 +231,20 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   ModelSpec& m = s.model;
   const int64_t layers = IntOr(mj, "layers", 0), hidden = IntOr(mj, "hidden", 0), heads = IntOr(mj, "heads", 0);
   const int64_t seq = IntOr(mj, "seq_len", IntOr(r, "seq_len", 0));
-  if (layers > 0 && hidden > 0 && heads > 0) {
+  // A named model with a preset whose layers and hidden size agree with the printed ones is that
+  // preset (its attention, MLP and vocabulary too: "Llama 3.1 405B (NeMo recipe)" prints only
+  // layers, hidden, heads and ffn; built as a GPT it would lose its GQA and SwiGLU).
+  std::optional<std::string> named = ModelPresetFor(StrOr(mj, "name"));
+  if (named && layers > 0 && hidden > 0) {
+    auto loaded = LoadModel(*named);
+    if (!loaded.ok() || loaded->layers != layers || loaded->hidden != hidden) named.reset();
+  }
+  if (named && layers > 0 && hidden > 0 && seq > 0) {
+    m = *LoadModel(*named);
+    m.max_seq = std::max(m.max_seq, seq);
+    run.assumptions.push_back("model '" + StrOr(mj, "name") + "': preset " + *named +
+                              " (its printed layers and hidden size agree)");
+  } else if (layers > 0 && hidden > 0 && heads > 0) {
     // The GPT of Megatron-LM (Narayanan 2021 §5.1, Korthikanti 2022 §3; Megatron-Core's GPT
     // defaults): f = 4h GELU MLP, biases, LayerNorm, learned positions, tied embeddings, dropout.
     m.name = StrOr(mj, "name").empty() ? id : StrOr(mj, "name");
@@ -302,6 +339,10 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     if (p.pp > 1 && StrOr(pj, "notes").find("nterleav") != std::string::npos)
       run.assumptions.push_back("interleave degree not printed: 1F1B (no interleaving)");
   }
+  if (p.pp == 1 && p.vpp > 1) {
+    run.assumptions.push_back("interleave degree " + std::to_string(p.vpp) + " printed with pp 1: no pipeline, ignored");
+    p.vpp = 1;
+  }
   if (p.vpp > 1) p.schedule = Schedule::kInterleaved;
 
   // The stack's defaults (ApplyStack), then what the record prints instead; `from_stack` names
@@ -322,6 +363,15 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   else from_stack.push_back(std::string("recompute ") + Name(p.recompute));
   std::string precision = StrOr(r, "precision");
   if (precision.empty()) precision = StrOr(hj, "precision");
+  if (precision.find("FP4") != std::string::npos || precision.find("fp4") != std::string::npos) {
+    skip("precision '" + precision + "': 4-bit GEMMs are not modelled");
+    return false;
+  }
+  // Composer's FSDP mixed precision PURE reduces gradients in bf16 (DEFAULT: in fp32).
+  if (precision.find("PURE") != std::string::npos) {
+    p.dtypes.grads = Dtype::kBf16;
+    run.assumptions.push_back("FSDP mixed precision PURE: gradients reduced in bf16");
+  }
   if (precision.find("FP8") != std::string::npos || precision.find("fp8") != std::string::npos) {
     p.precision = Dtype::kFp8;
     // Megatron-Bridge's recipe names: FP8-CS current scaling, FP8-DS delayed, FP8-MX / MXFP8 block.
@@ -337,11 +387,15 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   // Data-parallel sharding: a ZeRO stage, or an FSDP degree (Megatron-Bridge: "FSDP > 0: FSDP
   // over #GPUs/(TP x PP)", i.e. parameters, gradients and optimizer state over the DP group).
   const int64_t zero = IntOr(pj, "zero_stage", -1);
+  // PyTorch FSDP's sharding strategies: FULL_SHARD shards parameters, gradients and optimizer
+  // state (ZeRO-3); SHARD_GRAD_OP keeps the parameters whole between forward and backward (ZeRO-2).
   const std::string fsdp = StrOr(pj, "fsdp");
   const int64_t fsdp_degree = !fsdp.empty() && std::isdigit(static_cast<unsigned char>(fsdp[0])) ? std::stoll(fsdp) : 0;
   if (zero >= 0 && zero <= 3) {
     p.zero = static_cast<int>(zero);
-  } else if (fsdp_degree > 0) {
+  } else if (fsdp.rfind("SHARD_GRAD_OP", 0) == 0) {
+    p.zero = 2;
+  } else if (fsdp_degree > 0 || fsdp.rfind("FULL_SHARD", 0) == 0) {
     p.zero = 3;
   } else {
     from_stack.push_back("ZeRO " + std::to_string(p.zero));

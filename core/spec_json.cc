@@ -369,6 +369,28 @@ void ReadGpu(const Json& j, const std::string& prefix, GpuSpec* g, Diagnostics* 
     }
   }
   r.String("gemm_efficiency_source", &g->gemm_efficiency_source);
+  if (const Json* v = r.Find("attention_efficiency", false)) {
+    if (!v->is_object()) {
+      d->Error(prefix + ".attention_efficiency",
+               "must be an object of kernel (flash|flash2) -> {forward, backward} (got " + Show(*v) + ")");
+    } else {
+      for (auto it = v->begin(); it != v->end(); ++it) {
+        AttentionImpl impl;
+        const std::string path = prefix + ".attention_efficiency." + it.key();
+        if (!FromName(it.key(), &impl) || impl == AttentionImpl::kNaive) {
+          d->Error(path, "is not a fused attention kernel (one of flash|flash2)");
+          continue;
+        }
+        ObjectReader e(*it, path, d);
+        GpuSpec::AttentionEfficiency eff;
+        e.Double("forward", &eff.forward, true);
+        e.Double("backward", &eff.backward, true);
+        e.Finish();
+        g->attention_efficiency[impl] = eff;
+      }
+    }
+  }
+  r.String("attention_efficiency_source", &g->attention_efficiency_source);
   r.Finish();
 }
 
@@ -393,6 +415,17 @@ OJson WriteGpu(const GpuSpec& g) {
     for (const auto& [dt, v] : g.gemm_efficiency) eff[Name(dt)] = v;
     j["gemm_efficiency"] = eff;
     j["gemm_efficiency_source"] = g.gemm_efficiency_source;
+  }
+  if (!g.attention_efficiency.empty()) {
+    OJson eff = OJson::object();
+    for (const auto& [impl, e] : g.attention_efficiency) {
+      OJson one;
+      one["forward"] = e.forward;
+      one["backward"] = e.backward;
+      eff[Name(impl)] = one;
+    }
+    j["attention_efficiency"] = eff;
+    j["attention_efficiency_source"] = g.attention_efficiency_source;
   }
   return j;
 }

@@ -21,7 +21,11 @@ enum class MlpKind { kGelu, kSwiglu };            // gelu: 2 matrices (h->f->h);
 enum class NormKind { kLayerNorm, kRmsNorm };      // layernorm: weight+bias (2h); rmsnorm: weight (h)
 enum class PositionKind { kLearned, kRope, kAlibi, kNone };  // learned adds max_seq*h parameters
 enum class BiasKind { kNone, kQkv, kAll };         // qkv: q/k/v projections only; all: every linear
-enum class AttentionImpl { kFlash, kNaive };       // naive keeps the s^2 scores (Korthikanti 2022)
+// flash: the fastest fused kernel on the GPU (cuDNN's fused attention or FlashAttention-3 on
+// Hopper, as Transformer Engine runs it; FlashAttention-2 on Ampere); flash2: FlashAttention-2
+// itself (PyTorch SDPA's flash backend, the flash-attn 2 package) wherever it runs, the same
+// memory as flash but the kernel's own speed; naive keeps the s^2 scores (Korthikanti 2022).
+enum class AttentionImpl { kFlash, kNaive, kFlash2 };
 enum class RouterKind { kSoftmax, kSigmoid };
 
 // Multi-head latent attention (DeepSeek-V2/V3): low-rank q and kv projections.
@@ -113,6 +117,16 @@ struct GpuSpec {
   // measured its own (core::Profile::gemm_efficiency_measured); empty: the profile's default.
   std::map<Dtype, double> gemm_efficiency;
   std::string gemm_efficiency_source;
+  // The fraction of the 16-bit dense peak a fused attention kernel reaches on this GPU, forward
+  // and backward (FLOPs counted causal-halved), per kernel, from a public measurement named in
+  // `attention_efficiency_source`; used unless the profile measured its own. Empty: the
+  // profile's attention_fwd/bwd_efficiency for every kernel.
+  struct AttentionEfficiency {
+    double forward = 0, backward = 0;
+    friend bool operator==(const AttentionEfficiency&, const AttentionEfficiency&) = default;
+  };
+  std::map<AttentionImpl, AttentionEfficiency> attention_efficiency;
+  std::string attention_efficiency_source;
   friend bool operator==(const GpuSpec&, const GpuSpec&) = default;
 };
 

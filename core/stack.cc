@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/params.h"
 #include "core/presets.h"
 
 namespace meshplan::core {
@@ -31,6 +32,7 @@ const char* Name(FlopCount v) {
   switch (v) {
     case FlopCount::kNarayananEq3: return "narayanan-eq3";
     case FlopCount::kMegatron: return "megatron";
+    case FlopCount::kPalm: return "palm";
   }
   return "?";
 }
@@ -57,7 +59,8 @@ Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string&
     const std::string v = it->is_string() ? it->get<std::string>() : "";
     if (v == "narayanan-eq3") s.flop_count = FlopCount::kNarayananEq3;
     else if (v == "megatron") s.flop_count = FlopCount::kMegatron;
-    else return Status::InvalidArgument(prefix + ".flop_count: must be one of narayanan-eq3|megatron");
+    else if (v == "palm") s.flop_count = FlopCount::kPalm;
+    else return Status::InvalidArgument(prefix + ".flop_count: must be one of narayanan-eq3|megatron|palm");
   }
   for (Status st : {EnumField(j, "precision", prefix, &s.precision), EnumField(j, "attention", prefix, &s.attention),
                     EnumField(j, "recompute", prefix, &s.recompute), EnumField(j, "tp_overlap", prefix, &s.tp_overlap),
@@ -133,6 +136,9 @@ double SourceFlopsPerToken(FlopCount count, const ModelSpec& m, int64_t seq) {
   const double l = static_cast<double>(m.layers), h = static_cast<double>(m.hidden);
   const double s = static_cast<double>(seq), v = static_cast<double>(m.vocab);
   if (count == FlopCount::kNarayananEq3) return 96 * l * h * h * (1 + s / (6 * h) + v / (16 * l * h));
+  if (count == FlopCount::kPalm)
+    return 6 * static_cast<double>(CountParams(m).total) +
+           12 * l * static_cast<double>(m.heads * m.head_dim) * s;
   // Megatron-LM num_floating_point_operations, per token: 12 h^2 per layer times the attention,
   // MLP and logit terms; MoE layers count top_k routed experts plus the shared ones at their own
   // widths (the later form of the same function, with moe_layer_freq and shared experts).

@@ -21,8 +21,11 @@ namespace meshplan::core {
 //    96 l h^2 (1 + s/6h + V/16lh);
 //  kMegatron: Megatron-LM training.py num_floating_point_operations (model FLOPs, full s^2
 //    attention): 12 l h^2 [(1 + g/a + s/h) q/h + (f/h) k x (3/2 if gated) + V/(2 l h)], which for
-//    a GPT (f = 4h, g = a) is Korthikanti 2022 Appendix A's 72 l h^2 (1 + s/6h + V/12lh).
-enum class FlopCount { kNarayananEq3, kMegatron };
+//    a GPT (f = 4h, g = a) is Korthikanti 2022 Appendix A's 72 l h^2 (1 + s/6h + V/12lh);
+//  kPalm: Chowdhery et al. 2022 (PaLM) Appendix B's model FLOPs, 6 N + 12 L H Q T with N the
+//    parameters, H heads of size Q, T the sequence (full attention), which the Llama 3 paper's
+//    "BF16 MFU (Chowdhery et al.)" uses.
+enum class FlopCount { kNarayananEq3, kMegatron, kPalm };
 const char* Name(FlopCount v);
 
 struct SoftwareStack {

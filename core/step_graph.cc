@@ -308,10 +308,11 @@ class Builder {
              tokens_ * (a + 2 * kv_heads) * dqk * e_);
       }
     }
-    const bool flash = m_.attention == AttentionImpl::kFlash;
+    const bool flash = m_.attention != AttentionImpl::kNaive;
     if (flash) {
       Op op;
       op.name = "flash_attention";
+      op.attention = m_.attention;
       op.kind = OpKind::kAttention;
       op.attn_batch = p_.micro_batch;
       op.heads = a;

@@ -39,6 +39,7 @@ struct Op {
   // kAttention (core attention, per rank): batch x heads of (seq_q x seq_kv) scores.
   int64_t attn_batch = 0, heads = 0, seq_q = 0, seq_kv = 0, head_dim_qk = 0, head_dim_v = 0;
   bool causal = true, flash = true;
+  AttentionImpl attention = AttentionImpl::kFlash;  // the fused kernel (kFlash or kFlash2)
   // kMemoryBound, kOptimizer: bytes read + written (by `batch` kernels). kCollective, kP2p:
   // nccl-tests' S.
   int64_t bytes = 0;

@@ -111,6 +111,14 @@ void ValidateGpu(const GpuSpec& g, const std::string& p, Diagnostics* d) {
     if (!g.peak_flops_per_s.count(dt))
       d->Error(p + ".gemm_efficiency." + Name(dt), "has no peak_flops_per_s." + std::string(Name(dt)) + " to be a fraction of");
   }
+  for (const auto& [impl, e] : g.attention_efficiency) {
+    for (auto [what, v] : {std::pair{"forward", e.forward}, std::pair{"backward", e.backward}})
+      if (!(v > 0 && v <= 1))
+        d->Error(p + ".attention_efficiency." + Name(impl) + "." + what,
+                 "must be a fraction of the peak in (0, 1] (got " + S(v) + ")");
+  }
+  if (!g.attention_efficiency.empty() && g.attention_efficiency_source.empty())
+    d->Error(p + ".attention_efficiency_source", "must name the measurement the attention efficiencies come from");
   if (!g.gemm_efficiency.empty() && g.gemm_efficiency_source.empty())
     d->Error(p + ".gemm_efficiency_source", "must name the measurement the sustained GEMM efficiencies come from");
 }

@@ -622,7 +622,7 @@ ExplainStep MemoryFitStep(const core::Scenario& s, const PlanSpec& p, const core
                     "attention core (QKᵀ, softmax, its dropout, × V), whose s² tensors are large but cheap to "
                     "recompute. Here it drops: " +
                     (dropped.empty() ? std::string("nothing") : Join(dropped, ", ")) + " per layer" +
-                    (m.attention == core::AttentionImpl::kFlash
+                    (m.attention != core::AttentionImpl::kNaive
                          ? " (flash attention already keeps no s² tensors, so full recompute is the lever)."
                          : ".");
   }

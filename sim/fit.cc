@@ -64,8 +64,14 @@ void SetParam(const Param& p, double v, core::Profile* prof) {
       break;
     case ParamKind::kHalfFlops: prof->gemm_half_flops = v; break;
     case ParamKind::kOverhead: prof->kernel_overhead_s = v; break;
-    case ParamKind::kAttnFwd: prof->attention_fwd_efficiency = v; break;
-    case ParamKind::kAttnBwd: prof->attention_bwd_efficiency = v; break;
+    case ParamKind::kAttnFwd:
+      prof->attention_fwd_efficiency = v;
+      prof->attention_efficiency_measured = true;
+      break;
+    case ParamKind::kAttnBwd:
+      prof->attention_bwd_efficiency = v;
+      prof->attention_efficiency_measured = true;
+      break;
     case ParamKind::kMemOp: prof->memory_op_efficiency[p.op] = v; break;
     case ParamKind::kHbm: prof->hbm_efficiency = v; break;
     case ParamKind::kScaleUp: prof->comm.scale_up = v; break;
@@ -335,7 +341,7 @@ core::Result<FitResult> FitProfile(const std::vector<ComputeSample>& compute,
       add(ParamKind::kGemmEff, lp.precision, std::string("gemm_efficiency.") + core::Name(lp.precision));
       add(ParamKind::kHalfFlops, Dtype::kBf16, "gemm_half_flops");
       add(ParamKind::kOverhead, Dtype::kBf16, "kernel_overhead_s");
-      if (l.scenario.model.attention == core::AttentionImpl::kFlash) {
+      if (l.scenario.model.attention != core::AttentionImpl::kNaive) {
         add(ParamKind::kAttnFwd, Dtype::kBf16, "attention_fwd_efficiency");
         add(ParamKind::kAttnBwd, Dtype::kBf16, "attention_bwd_efficiency");
       }

@@ -294,6 +294,14 @@ double GemmEfficiency(const core::Profile& prof, const core::GpuSpec& g, core::D
   return it != prof.gemm_efficiency.end() ? it->second : 0.8;
 }
 
+double AttentionEfficiency(const core::Profile& prof, const core::GpuSpec& g, core::AttentionImpl impl, bool backward) {
+  if (!prof.attention_efficiency_measured) {
+    auto it = g.attention_efficiency.find(impl);
+    if (it != g.attention_efficiency.end()) return backward ? it->second.backward : it->second.forward;
+  }
+  return backward ? prof.attention_bwd_efficiency : prof.attention_fwd_efficiency;
+}
+
 double ComputeOpTime(const Op& op, const core::GpuSpec& g, const core::Profile& prof) {
   const double hbm = g.hbm_bytes_per_s * prof.hbm_efficiency;
   switch (op.kind) {
@@ -308,7 +316,7 @@ double ComputeOpTime(const Op& op, const core::GpuSpec& g, const core::Profile& 
       return static_cast<double>(op.batch) * std::max(compute, bytes / hbm) + prof.kernel_overhead_s;
     }
     case OpKind::kAttention: {
-      const double eff = op.pass == Pass::kBackwardInput ? prof.attention_bwd_efficiency : prof.attention_fwd_efficiency;
+      const double eff = AttentionEfficiency(prof, g, op.attention, op.pass == Pass::kBackwardInput);
       return op.Flops() / (Peak(g, op.dtype) * eff) + prof.kernel_overhead_s;
     }
     case OpKind::kMemoryBound:

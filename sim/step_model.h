@@ -139,6 +139,11 @@ double ComputeOpTime(const core::Op& op, const core::GpuSpec& g, const core::Pro
 // (GpuSpec::gemm_efficiency, from a public measurement), else the profile's default (0.8 when
 // the dtype is not listed).
 double GemmEfficiency(const core::Profile& profile, const core::GpuSpec& g, core::Dtype d);
+// The achieved fraction of the 16-bit peak for fused attention kernel `impl` (forward, or
+// backward): the profile's when it measured them (Profile::attention_efficiency_measured), else
+// the GPU preset's figure for that kernel (GpuSpec::attention_efficiency), else the profile's.
+double AttentionEfficiency(const core::Profile& profile, const core::GpuSpec& g, core::AttentionImpl impl,
+                           bool backward);
 
 }  // namespace meshplan::sim
 

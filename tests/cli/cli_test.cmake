@@ -126,7 +126,7 @@ run(validate_json 0 "\"summary\": \\{.*\"n\": 19.*\"median_abs_error\""
     validate --dataset ${DATA}/validation/published.json --format json)
 run(validate_missing 2 "--dataset: .*cannot open" validate --dataset ${WORK}/none.json)
 # Each record says where its predicted step goes and carries the scenario as a plan file.
-run(validate_json_breakdown 0 "\"step_s\": [0-9.]+,[^\"]*\"breakdown_s\": \\{[^\"]*\"compute\": [0-9.]+.*\"plan\": \\{.*\"name\": \"GPT 1.7B\""
+run(validate_json_breakdown 0 "\"step_s\": [0-9.]+,[^\"]*\"breakdown_s\": \\{[^\"]*\"compute\": [0-9.]+.*\"plan\": \\{.*\"name\": \"gpt-1.7b\""
     validate --dataset ${DATA}/validation/published.json --format json)
 # Several datasets, or a directory of them: one table in tokens/s per GPU, summarised per group.
 run(validate_two_datasets 0 "68 records from 2 file.*all +68 .*sharding zero-3 +7 .*stack deepspeed-zero3-2021 +6 "

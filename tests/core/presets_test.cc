@@ -12,7 +12,7 @@ TEST(PresetsTest, TheIssueListIsBuiltIn) {
                            "llama3-8b", "llama3-70b", "llama3-405b", "mixtral-8x7b", "mixtral-8x22b",
                            "deepseek-v3", "qwen3-30b-a3b", "qwen3-235b-a22b", "gpt-oss-120b"})
     EXPECT_NE(std::find(models.begin(), models.end(), name), models.end()) << name;
-  EXPECT_EQ(PresetNames("gpus").size(), 11u);  // + h100-96g-hbm2e (torchtitan's Grand Teton H100s)
+  EXPECT_EQ(PresetNames("gpus").size(), 13u);  // + h100-96g-hbm2e (torchtitan's Grand Teton H100s), b300, gb300
   const auto clusters = PresetNames("clusters");
   for (const char* name : {"dgx-a100", "dgx-h100", "hgx-h800", "dgx-b200", "gb200-nvl72", "mi300x-8"})
     EXPECT_NE(std::find(clusters.begin(), clusters.end(), name), clusters.end()) << name;

@@ -73,6 +73,32 @@ TEST(SpecJsonTest, GpuSustainedGemmEfficiencyNeedsASourceAndAPeak) {
   ASSERT_FALSE(not_object.ok());
 }
 
+TEST(SpecJsonTest, GpuAttentionEfficiencyIsPerFusedKernel) {
+  const std::string base = R"({"name": "x", "peak_flops_per_s": {"bf16": 1e15}, "hbm_bytes": "80GiB",
+                               "hbm_bytes_per_s": 3e12, "tdp_w": 700, )";
+  auto ok = ParseGpuJson(base + R"("attention_efficiency": {"flash2": {"forward": 0.3, "backward": 0.28}},
+                                   "attention_efficiency_source": "a kernel benchmark"})");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_DOUBLE_EQ(ok->attention_efficiency.at(AttentionImpl::kFlash2).backward, 0.28);
+  auto back = ParseGpuJson(GpuToJson(*ok));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, *ok);
+  auto naive = ParseGpuJson(base + R"("attention_efficiency": {"naive": {"forward": 0.3, "backward": 0.3}},
+                                      "attention_efficiency_source": "s"})");
+  ASSERT_FALSE(naive.ok());
+  EXPECT_NE(naive.status().message().find("gpu.attention_efficiency.naive"), std::string::npos);
+  auto over = ParseGpuJson(base + R"("attention_efficiency": {"flash": {"forward": 1.5, "backward": 0.3}},
+                                     "attention_efficiency_source": "s"})");
+  ASSERT_FALSE(over.ok());
+  EXPECT_NE(over.status().message().find("gpu.attention_efficiency.flash.forward"), std::string::npos);
+  auto missing = ParseGpuJson(base + R"("attention_efficiency": {"flash": {"forward": 0.5}}, "attention_efficiency_source": "s"})");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("backward"), std::string::npos) << missing.status().message();
+  auto no_source = ParseGpuJson(base + R"("attention_efficiency": {"flash": {"forward": 0.5, "backward": 0.4}}})");
+  ASSERT_FALSE(no_source.ok());
+  EXPECT_NE(no_source.status().message().find("gpu.attention_efficiency_source"), std::string::npos);
+}
+
 TEST(SpecJsonTest, DefaultsFollowOtherFields) {
   // kv_heads defaults to heads (MHA), head_dim to hidden/heads.
   auto m = ParseModelJson(R"({"name": "m", "layers": 2, "hidden": 512, "heads": 8, "ffn_hidden": 2048,

@@ -92,6 +92,15 @@ TEST(StackTest, MegatronCountIsKorthikantiAppendixAForAGpt) {
   EXPECT_NEAR(0.53 * 312e12 / f, 768.0 * 2048 / (40.0 * 256), 0.2);
 }
 
+TEST(StackTest, PalmCountIsSixNPlusTwelveLHQT) {
+  // Chowdhery et al. 2022 Appendix B, as the Llama 3 paper's MFU counts: Llama 3 405B (405,853,388,800
+  // parameters; 126 layers of 128 heads x 128) at T = 8192: 6 x 405853388800 + 12 x 126 x 16384 x
+  // 8192 = 2.4351e12 + 2.0293e11 = 2.6381e12 FLOPs per token.
+  auto m = LoadModel("llama3-405b");
+  ASSERT_TRUE(m.ok());
+  EXPECT_DOUBLE_EQ(SourceFlopsPerToken(FlopCount::kPalm, *m, 8192), 6.0 * 405853388800.0 + 12.0 * 126 * 16384 * 8192);
+}
+
 TEST(StackTest, MegatronCountWithGqaAndSwiglu) {
   // Llama 3 8B at s 8192 (Megatron-LM training.py, core_r0.8.0): 12 h^2 [l ((1 + g/a + s/h) q/h
   // + (f/h) 3/2) + V/2h] = 12 x 4096^2 x [32 x (3.25 + 5.25) + 128256/8192]

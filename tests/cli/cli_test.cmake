@@ -138,6 +138,12 @@ run(validate_directory 0 "narayanan2021-t2-zero3-174.6B-384gpu +deepspeed-zero3-
 run(stack_flag 0 "zero 0 \\| sp off \\| recompute full .*fp16.*default: stack megatron-lm-2021: fp16, naive attention.*\\(115 per GPU\\)"
     report --model gpt3-175b --cluster dgx-a100 --tp 8 --pp 12 --dp 4 --gbs 1536 --stack megatron-lm-2021)
 run(stack_unknown 2 "--stack: no stack preset named 'nope'" report --model gpt3-175b --cluster dgx-a100 --gpus 8 --stack nope)
+# search takes a stack's fixed defaults (FlashAttention-2, fp32 gradients, no TP overlap) and still
+# searches ZeRO, recompute and SP.
+run(search_stack 0 "note: stack torchtitan-2024: bf16, flash2 attention.*still tries every ZeRO stage.*top 3"
+    search --model llama3-8b --gpu h100-sxm --gpus 8 --gbs 64 --seq 8192 --stack torchtitan-2024 --top 3)
+run(search_stack_unknown 2 "--stack: no stack preset named 'nope'"
+    search --model llama3-8b --gpu h100-sxm --gpus 8 --gbs 64 --stack nope)
 run(presets_stacks 0 "megatron-core-2024 +bf16 flash +recompute none +tp-overlap full +zero 1  sp  FLOPs: megatron" presets stacks)
 file(MAKE_DIRECTORY ${WORK}/no-datasets)
 run(validate_empty_directory 2 "--dataset: .*no-datasets: directory holds no .json files"

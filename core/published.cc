@@ -234,13 +234,14 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   // A named model with a preset whose layers and hidden size agree with the printed ones is that
   // preset (its attention, MLP and vocabulary too: "Llama 3.1 405B (NeMo recipe)" prints only
   // layers, hidden, heads and ffn; built as a GPT it would lose its GQA and SwiGLU).
-  std::optional<std::string> named = ModelPresetFor(StrOr(mj, "name"));
-  if (named && layers > 0 && hidden > 0) {
-    auto loaded = LoadModel(*named);
-    if (!loaded.ok() || loaded->layers != layers || loaded->hidden != hidden) named.reset();
-  }
+  const std::optional<std::string> named = ModelPresetFor(StrOr(mj, "name"));
+  std::optional<ModelSpec> agreeing;
   if (named && layers > 0 && hidden > 0 && seq > 0) {
-    m = *LoadModel(*named);
+    auto loaded = LoadModel(*named);
+    if (loaded.ok() && loaded->layers == layers && loaded->hidden == hidden) agreeing = *loaded;
+  }
+  if (agreeing) {
+    m = *agreeing;
     m.max_seq = std::max(m.max_seq, seq);
     run.assumptions.push_back("model '" + StrOr(mj, "name") + "': preset " + *named +
                               " (its printed layers and hidden size agree)");

@@ -123,18 +123,18 @@ std::optional<std::string> ModelPresetFor(const std::string& name) {
   std::string key = Squash(bare);
   // Llama 3.1 keeps Llama 3's shapes (a longer context): llama3.1-8b is the llama3-8b preset.
   if (key.rfind("llama31", 0) == 0) key = "llama3" + key.substr(7);
-  for (const auto& preset : PresetNames("models"))
-    if (Squash(preset) == key) return preset;
-  // A size after a preset's own name ("DeepSeek-V3 671B"): the preset, when the rest is only the
-  // size in billions.
+  // The exact name wins; else a size after a preset's own name ("DeepSeek-V3 671B"), when the rest
+  // is only the size in billions.
+  std::optional<std::string> sized;
   for (const auto& preset : PresetNames("models")) {
     const std::string p = Squash(preset);
-    if (key.size() > p.size() + 1 && key.rfind(p, 0) == 0 && key.back() == 'b' &&
+    if (p == key) return preset;
+    if (!sized && key.size() > p.size() + 1 && key.rfind(p, 0) == 0 && key.back() == 'b' &&
         std::all_of(key.begin() + static_cast<std::ptrdiff_t>(p.size()), key.end() - 1,
                     [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)) != 0; }))
-      return preset;
+      sized = preset;
   }
-  return std::nullopt;
+  return sized;
 }
 
 // What a run's authors published outside the paper's table (their launch scripts): micro-batch
@@ -278,15 +278,15 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
         run.assumptions.push_back("untied embeddings: the printed size matches the untied parameter count");
       }
     }
-  } else if (auto preset = ModelPresetFor(StrOr(mj, "name")); preset && seq > 0) {
-    auto loaded = LoadModel(*preset);
+  } else if (named && seq > 0) {
+    auto loaded = LoadModel(*named);
     if (!loaded.ok()) {
-      skip("model preset " + *preset + ": " + loaded.status().message());
+      skip("model preset " + *named + ": " + loaded.status().message());
       return false;
     }
     m = *loaded;
     m.max_seq = std::max(m.max_seq, seq);
-    run.assumptions.push_back("model '" + StrOr(mj, "name") + "' not dimensioned: preset " + *preset);
+    run.assumptions.push_back("model '" + StrOr(mj, "name") + "' not dimensioned: preset " + *named);
   } else {
     skip("no model dimensions (layers, hidden, heads), no model preset named '" + StrOr(mj, "name") +
          "', or no sequence length");
@@ -350,12 +350,12 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   // the defaults the record left standing.
   ApplyStack(*stack, &m, &p);
   std::vector<std::string> from_stack;
-  if (pj.contains("sequence_parallel") && pj["sequence_parallel"].is_boolean()) {
+  const bool sp_printed = pj.contains("sequence_parallel") && pj["sequence_parallel"].is_boolean();
+  if (sp_printed) {
     p.sequence_parallel = pj["sequence_parallel"].get<bool>() && p.tp > 1;
   } else if (p.tp > 1) {
     from_stack.push_back(std::string("sequence parallel ") + (p.sequence_parallel ? "on" : "off"));
   }
-  const bool sp_printed = pj.contains("sequence_parallel") && pj["sequence_parallel"].is_boolean();
   const std::string rc = StrOr(pj, "recompute");
   const bool recompute_printed = rc.rfind("full", 0) == 0 || rc.rfind("selective", 0) == 0 || rc.rfind("none", 0) == 0;
   if (rc.rfind("full", 0) == 0) p.recompute = Recompute::kFull;

@@ -126,10 +126,10 @@ std::string StackSummary(const SoftwareStack& s) {
   return "stack " + s.name + ": " + Name(s.precision) + ", " + Name(s.attention) + " attention, recompute " +
          Name(s.recompute) + ", sequence parallel " + (s.sequence_parallel ? "with tp" : "off") + ", tp overlap " +
          Name(s.tp_overlap) + ", gradient-accumulation fusion " + (s.grad_accum_fusion ? "on" : "off") +
-         ", DP overlap " + (s.overlap_grad_reduce ? "on" : "off") + ", " + Name(s.grads) + " gradients" + ", zero " + std::to_string(s.zero) +
+         ", DP overlap " + (s.overlap_grad_reduce ? "on" : "off") + ", " + Name(s.grads) + " gradients, zero " +
+         std::to_string(s.zero) +
          (s.zero3_gather == Zero3Gather::kFlat ? std::string() : std::string(", zero-3 gathers ") + Name(s.zero3_gather)) +
-         " (" +
-         s.source + ")";
+         " (" + s.source + ")";
 }
 
 double SourceFlopsPerToken(FlopCount count, const ModelSpec& m, int64_t seq) {

@@ -24,7 +24,7 @@ void PlanFlags::Register(CLI::App* app) {
   m->add_option("--ffn", ffn, "MLP intermediate size (default: the preset's ratio to hidden)");
   m->add_option("--vocab", vocab, "Vocabulary size");
   m->add_option("--mlp", mlp, "gelu|swiglu");
-  m->add_option("--attention", attention, "flash|flash2|naive (flash: the GPU's fastest fused kernel; flash2: FlashAttention-2; naive keeps the s^2 scores)");
+  m->add_option("--attention", attention, "flash|flash2|flash1|triton|naive (flash: the GPU's fastest fused kernel; flash2: FlashAttention-2; flash1: FlashAttention v1; triton: the Triton FlashAttention kernel; naive keeps the s^2 scores)");
   auto* p = app->add_option_group("Plan");
   p->add_option("--gpus", gpus, "Total GPUs (= tp*pp*dp*cp)");
   p->add_option("--tp", tp, "Tensor parallel size (default 1)");

@@ -406,6 +406,20 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     p.tp_overlap = TpOverlap::kFull;
     run.assumptions.push_back("AsyncTP: TP collectives overlapped with the GEMMs");
   }
+  // A record that names its attention kernel (model.attention_kernel: flash, flash2, flash1,
+  // triton, naive) overrides the stack's.
+  const std::string kernel = StrOr(mj, "attention_kernel");
+  if (!kernel.empty()) {
+    AttentionImpl impl;
+    if (!FromName(kernel, &impl)) {
+      skip("model.attention_kernel '" + kernel + "' is not an attention kernel (flash|flash2|flash1|triton|naive)");
+      return false;
+    }
+    m.attention = impl;
+    run.assumptions.push_back("attention kernel " + kernel + " (the record's model.attention_kernel)");
+  } else {
+    from_stack.push_back(std::string("attention ") + Name(m.attention));
+  }
   if (launch && launch->ddp == "torch") {
     // PyTorch DDP reduces gradients in buckets while the backward pass runs.
     p.overlap_grad_reduce = true;

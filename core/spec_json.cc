@@ -344,6 +344,27 @@ void ReadDtypeMap(const Json* v, const std::string& path, const char* unit, std:
   }
 }
 
+// Calls read(kernel, value, path) for each key of `v`, an object at `path` keyed by fused attention
+// kernel; a key that is not one is an error naming it.
+template <typename Read>
+void ForEachKernel(const Json* v, const std::string& path, const char* value_shape, Diagnostics* d, Read read) {
+  if (v == nullptr) return;
+  if (!v->is_object()) {
+    d->Error(path, std::string("must be an object of kernel (flash|flash2|flash1|triton) -> ") + value_shape + " (got " +
+                       Show(*v) + ")");
+    return;
+  }
+  for (auto it = v->begin(); it != v->end(); ++it) {
+    AttentionImpl impl;
+    const std::string at = path + "." + it.key();
+    if (!FromName(it.key(), &impl) || impl == AttentionImpl::kNaive) {
+      d->Error(at, "is not a fused attention kernel (one of flash|flash2|flash1|triton)");
+      continue;
+    }
+    read(impl, *it, at);
+  }
+}
+
 void ReadGpu(const Json& j, const std::string& prefix, GpuSpec* g, Diagnostics* d) {
   ObjectReader r(j, prefix, d);
   r.String("name", &g->name, true);
@@ -355,28 +376,34 @@ void ReadGpu(const Json& j, const std::string& prefix, GpuSpec* g, Diagnostics* 
   ReadDtypeMap(r.Find("gemm_efficiency", false), prefix + ".gemm_efficiency", "fraction of the dtype's peak",
                &g->gemm_efficiency, d);
   r.String("gemm_efficiency_source", &g->gemm_efficiency_source);
-  if (const Json* v = r.Find("attention_efficiency", false)) {
-    if (!v->is_object()) {
-      d->Error(prefix + ".attention_efficiency",
-               "must be an object of kernel (flash|flash2) -> {forward, backward} (got " + Show(*v) + ")");
-    } else {
-      for (auto it = v->begin(); it != v->end(); ++it) {
-        AttentionImpl impl;
-        const std::string path = prefix + ".attention_efficiency." + it.key();
-        if (!FromName(it.key(), &impl) || impl == AttentionImpl::kNaive) {
-          d->Error(path, "is not a fused attention kernel (one of flash|flash2)");
-          continue;
-        }
-        ObjectReader e(*it, path, d);
-        GpuSpec::AttentionEfficiency eff;
-        e.Double("forward", &eff.forward, true);
-        e.Double("backward", &eff.backward, true);
-        e.Finish();
-        g->attention_efficiency[impl] = eff;
-      }
-    }
-  }
+  ForEachKernel(r.Find("attention_efficiency", false), prefix + ".attention_efficiency", "{forward, backward}", d,
+                [&](AttentionImpl impl, const Json& v, const std::string& path) {
+                  ObjectReader e(v, path, d);
+                  GpuSpec::AttentionEfficiency eff;
+                  e.Double("forward", &eff.forward, true);
+                  e.Double("backward", &eff.backward, true);
+                  e.Finish();
+                  g->attention_efficiency[impl] = eff;
+                });
   r.String("attention_efficiency_source", &g->attention_efficiency_source);
+  ForEachKernel(r.Find("attention_curve", false), prefix + ".attention_curve", "[{head_dim, seq, tflops}]", d,
+                [&](AttentionImpl impl, const Json& v, const std::string& path) {
+                  if (!v.is_array()) {
+                    d->Error(path, "must be a list of measured points {head_dim, seq, tflops} (got " + Show(v) + ")");
+                    return;
+                  }
+                  std::vector<GpuSpec::AttentionPoint>& points = g->attention_curve[impl];
+                  for (size_t i = 0; i < v.size(); ++i) {
+                    ObjectReader e(v[i], path + "[" + std::to_string(i) + "]", d);
+                    GpuSpec::AttentionPoint pt;
+                    e.Int("head_dim", &pt.head_dim, true);
+                    e.Int("seq", &pt.seq, true);
+                    e.Double("tflops", &pt.tflops, true);
+                    e.Finish();
+                    points.push_back(pt);
+                  }
+                });
+  r.String("attention_curve_source", &g->attention_curve_source);
   r.Finish();
 }
 
@@ -412,6 +439,16 @@ OJson WriteGpu(const GpuSpec& g) {
     }
     j["attention_efficiency"] = eff;
     j["attention_efficiency_source"] = g.attention_efficiency_source;
+  }
+  if (!g.attention_curve.empty()) {
+    OJson curves = OJson::object();
+    for (const auto& [impl, points] : g.attention_curve) {
+      OJson list = OJson::array();
+      for (const auto& pt : points) list.push_back({{"head_dim", pt.head_dim}, {"seq", pt.seq}, {"tflops", pt.tflops}});
+      curves[Name(impl)] = list;
+    }
+    j["attention_curve"] = curves;
+    j["attention_curve_source"] = g.attention_curve_source;
   }
   return j;
 }

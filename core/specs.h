@@ -25,7 +25,7 @@ enum class BiasKind { kNone, kQkv, kAll };         // qkv: q/k/v projections onl
 // Hopper, as Transformer Engine runs it; FlashAttention-2 on Ampere); flash2: FlashAttention-2
 // itself (PyTorch SDPA's flash backend, the flash-attn 2 package) wherever it runs, the same
 // memory as flash but the kernel's own speed; naive keeps the s^2 scores (Korthikanti 2022).
-enum class AttentionImpl { kFlash, kNaive, kFlash2 };
+enum class AttentionImpl { kFlash, kNaive, kFlash2, kFlash1, kTriton };
 enum class RouterKind { kSoftmax, kSigmoid };
 
 // Multi-head latent attention (DeepSeek-V2/V3): low-rank q and kv projections.
@@ -127,6 +127,17 @@ struct GpuSpec {
   };
   std::map<AttentionImpl, AttentionEfficiency> attention_efficiency;
   std::string attention_efficiency_source;
+  // A kernel's measured forward + backward speed with the causal mask, by head dim and sequence
+  // length (FLOPs counted as attention_efficiency's: causal halved, backward 2.5 x forward), from
+  // the benchmark named in `attention_curve_source`. Where a kernel has points they win over its
+  // attention_efficiency: sim::AttentionEfficiency interpolates them (docs/compute.md).
+  struct AttentionPoint {
+    int64_t head_dim = 0, seq = 0;
+    double tflops = 0;  // TFLOP/s, forward + backward
+    friend bool operator==(const AttentionPoint&, const AttentionPoint&) = default;
+  };
+  std::map<AttentionImpl, std::vector<AttentionPoint>> attention_curve;
+  std::string attention_curve_source;
   friend bool operator==(const GpuSpec&, const GpuSpec&) = default;
 };
 

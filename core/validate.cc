@@ -117,6 +117,26 @@ void ValidateGpu(const GpuSpec& g, const std::string& p, Diagnostics* d) {
         d->Error(p + ".attention_efficiency." + Name(impl) + "." + what,
                  "must be a fraction of the peak in (0, 1] (got " + S(v) + ")");
   }
+  const auto bf16 = g.peak_flops_per_s.find(Dtype::kBf16);
+  for (const auto& [impl, points] : g.attention_curve) {
+    const std::string q = p + ".attention_curve." + Name(impl);
+    if (points.empty()) d->Error(q, "must list at least one measured point");
+    if (bf16 == g.peak_flops_per_s.end())
+      d->Error(q, "has no peak_flops_per_s.bf16 to be a fraction of (the curve is 16-bit attention)");
+    for (size_t i = 0; i < points.size(); ++i) {
+      const auto& pt = points[i];
+      const std::string at = q + "[" + std::to_string(i) + "]";
+      Positive(d, at + ".head_dim", pt.head_dim);
+      Positive(d, at + ".seq", pt.seq);
+      if (!(pt.tflops > 0) || (bf16 != g.peak_flops_per_s.end() && pt.tflops * 1e12 > bf16->second))
+        d->Error(at + ".tflops", "must be a measured speed in (0, the bf16 peak] TFLOP/s (got " + S(pt.tflops) + ")");
+      for (size_t k = 0; k < i; ++k)
+        if (points[k].head_dim == pt.head_dim && points[k].seq == pt.seq)
+          d->Error(at, "repeats the point at head_dim " + std::to_string(pt.head_dim) + ", seq " + std::to_string(pt.seq));
+    }
+  }
+  if (!g.attention_curve.empty() && g.attention_curve_source.empty())
+    d->Error(p + ".attention_curve_source", "must name the benchmark the attention curves come from");
   if (!g.attention_efficiency.empty() && g.attention_efficiency_source.empty())
     d->Error(p + ".attention_efficiency_source", "must name the measurement the attention efficiencies come from");
   if (!g.gemm_efficiency.empty() && g.gemm_efficiency_source.empty())

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <memory>
 #include <string_view>
 #include <unordered_map>
@@ -294,8 +295,54 @@ double GemmEfficiency(const core::Profile& prof, const core::GpuSpec& g, core::D
   return it != prof.gemm_efficiency.end() ? it->second : 0.8;
 }
 
-double AttentionEfficiency(const core::Profile& prof, const core::GpuSpec& g, core::AttentionImpl impl, bool backward) {
+namespace {
+
+using AttentionPoint = core::GpuSpec::AttentionPoint;
+
+// The curve's speed at head dim `hd` (a measured one) and sequence `seq`: linear in log2(seq)
+// between the nearest measured lengths, the end value beyond them.
+double CurveSpeed(const std::vector<AttentionPoint>& points, int64_t hd, double seq) {
+  const AttentionPoint *lo = nullptr, *hi = nullptr;  // the longest seq <= s, the shortest >= s
+  for (const AttentionPoint& pt : points) {
+    if (pt.head_dim != hd) continue;
+    const double ps = static_cast<double>(pt.seq);
+    if (ps <= seq && (lo == nullptr || pt.seq > lo->seq)) lo = &pt;
+    if (ps >= seq && (hi == nullptr || pt.seq < hi->seq)) hi = &pt;
+  }
+  if (lo == nullptr) return hi->tflops;
+  if (hi == nullptr || lo->seq == hi->seq) return lo->tflops;
+  const double t = std::log2(seq / static_cast<double>(lo->seq)) /
+                   std::log2(static_cast<double>(hi->seq) / static_cast<double>(lo->seq));
+  return lo->tflops + t * (hi->tflops - lo->tflops);
+}
+
+}  // namespace
+
+double AttentionCurveEfficiency(const core::GpuSpec& g, const std::vector<AttentionPoint>& points, int64_t head_dim,
+                                int64_t seq) {
+  // The measured head dims around `head_dim` (linear between them, the nearest beyond them).
+  int64_t hd_lo = 0, hd_hi = 0;
+  for (const AttentionPoint& pt : points) {
+    if (pt.head_dim <= head_dim && pt.head_dim > hd_lo) hd_lo = pt.head_dim;
+    if (pt.head_dim >= head_dim && (hd_hi == 0 || pt.head_dim < hd_hi)) hd_hi = pt.head_dim;
+  }
+  if (hd_lo == 0) hd_lo = hd_hi;
+  if (hd_hi == 0) hd_hi = hd_lo;
+  const double s = static_cast<double>(std::max<int64_t>(seq, 1));
+  double tflops = CurveSpeed(points, hd_lo, s);
+  if (hd_hi != hd_lo) {
+    const double t = static_cast<double>(head_dim - hd_lo) / static_cast<double>(hd_hi - hd_lo);
+    tflops += t * (CurveSpeed(points, hd_hi, s) - tflops);
+  }
+  return tflops * 1e12 / Peak(g, core::Dtype::kBf16);
+}
+
+double AttentionEfficiency(const core::Profile& prof, const core::GpuSpec& g, core::AttentionImpl impl, bool backward,
+                           int64_t head_dim, int64_t seq) {
   if (!prof.attention_efficiency_measured) {
+    auto curve = g.attention_curve.find(impl);
+    if (curve != g.attention_curve.end() && !curve->second.empty())
+      return AttentionCurveEfficiency(g, curve->second, head_dim, seq);
     auto it = g.attention_efficiency.find(impl);
     if (it != g.attention_efficiency.end()) return backward ? it->second.backward : it->second.forward;
   }
@@ -316,7 +363,8 @@ double ComputeOpTime(const Op& op, const core::GpuSpec& g, const core::Profile& 
       return static_cast<double>(op.batch) * std::max(compute, bytes / hbm) + prof.kernel_overhead_s;
     }
     case OpKind::kAttention: {
-      const double eff = AttentionEfficiency(prof, g, op.attention, op.pass == Pass::kBackwardInput);
+      const double eff =
+          AttentionEfficiency(prof, g, op.attention, op.pass == Pass::kBackwardInput, op.head_dim_qk, op.seq_q);
       return op.Flops() / (Peak(g, op.dtype) * eff) + prof.kernel_overhead_s;
     }
     case OpKind::kMemoryBound:

@@ -140,10 +140,17 @@ double ComputeOpTime(const core::Op& op, const core::GpuSpec& g, const core::Pro
 // the dtype is not listed).
 double GemmEfficiency(const core::Profile& profile, const core::GpuSpec& g, core::Dtype d);
 // The achieved fraction of the 16-bit peak for fused attention kernel `impl` (forward, or
-// backward): the profile's when it measured them (Profile::attention_efficiency_measured), else
-// the GPU preset's figure for that kernel (GpuSpec::attention_efficiency), else the profile's.
+// backward) at head dim `head_dim` and `seq` queries per sequence: the profile's when it measured
+// them (Profile::attention_efficiency_measured), else the GPU preset's measured curve for that
+// kernel (GpuSpec::attention_curve: AttentionCurveEfficiency), else its fixed figure
+// (GpuSpec::attention_efficiency), else the profile's.
 double AttentionEfficiency(const core::Profile& profile, const core::GpuSpec& g, core::AttentionImpl impl,
-                           bool backward);
+                           bool backward, int64_t head_dim, int64_t seq);
+// A measured curve's forward + backward speed over g's bf16 peak: linear in log2(seq) between
+// the measured sequence lengths and linear in the head dim between the measured head dims, the
+// nearest measured value beyond either end (docs/compute.md).
+double AttentionCurveEfficiency(const core::GpuSpec& g, const std::vector<core::GpuSpec::AttentionPoint>& points,
+                                int64_t head_dim, int64_t seq);
 
 }  // namespace meshplan::sim
 

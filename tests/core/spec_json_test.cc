@@ -99,6 +99,42 @@ TEST(SpecJsonTest, GpuAttentionEfficiencyIsPerFusedKernel) {
   EXPECT_NE(no_source.status().message().find("gpu.attention_efficiency_source"), std::string::npos);
 }
 
+TEST(SpecJsonTest, GpuAttentionCurveIsMeasuredPointsPerFusedKernel) {
+  const std::string base = R"({"name": "x", "peak_flops_per_s": {"bf16": 1e15}, "hbm_bytes": "80GiB",
+                               "hbm_bytes_per_s": 3e12, "tdp_w": 700, )";
+  auto ok = ParseGpuJson(base + R"("attention_curve": {"triton": [{"head_dim": 64, "seq": 512, "tflops": 59},
+                                                                  {"head_dim": 64, "seq": 2048, "tflops": 79}]},
+                                   "attention_curve_source": "a kernel benchmark"})");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  ASSERT_EQ(ok->attention_curve.at(AttentionImpl::kTriton).size(), 2u);
+  EXPECT_DOUBLE_EQ(ok->attention_curve.at(AttentionImpl::kTriton)[1].tflops, 79);
+  auto back = ParseGpuJson(GpuToJson(*ok));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, *ok);
+  // Each rule names its field: a kernel that is not fused, a point without its speed, a speed
+  // above the bf16 peak (1000 TFLOP/s here), a point measured twice, no source, not a list.
+  const std::pair<const char*, const char*> bad[] = {
+      {R"("attention_curve": {"naive": [{"head_dim": 64, "seq": 512, "tflops": 10}]}, "attention_curve_source": "s"})",
+       "gpu.attention_curve.naive"},
+      {R"("attention_curve": {"flash2": [{"head_dim": 64, "seq": 512}]}, "attention_curve_source": "s"})",
+       "gpu.attention_curve.flash2[0].tflops"},
+      {R"("attention_curve": {"flash2": [{"head_dim": 64, "seq": 512, "tflops": 1500}]}, "attention_curve_source": "s"})",
+       "gpu.attention_curve.flash2[0].tflops"},
+      {R"("attention_curve": {"flash2": [{"head_dim": 64, "seq": 512, "tflops": 100},
+                                         {"head_dim": 64, "seq": 512, "tflops": 110}]}, "attention_curve_source": "s"})",
+       "gpu.attention_curve.flash2[1]"},
+      {R"("attention_curve": {"flash2": [{"head_dim": 0, "seq": 512, "tflops": 100}]}, "attention_curve_source": "s"})",
+       "gpu.attention_curve.flash2[0].head_dim"},
+      {R"("attention_curve": {"flash2": [{"head_dim": 64, "seq": 512, "tflops": 100}]}})", "gpu.attention_curve_source"},
+      {R"("attention_curve": {"flash2": {"head_dim": 64}}, "attention_curve_source": "s"})", "gpu.attention_curve.flash2"},
+  };
+  for (const auto& [json, field] : bad) {
+    auto r = ParseGpuJson(base + json);
+    ASSERT_FALSE(r.ok()) << json;
+    EXPECT_NE(r.status().message().find(field), std::string::npos) << r.status().message();
+  }
+}
+
 TEST(SpecJsonTest, DefaultsFollowOtherFields) {
   // kv_heads defaults to heads (MHA), head_dim to hidden/heads.
   auto m = ParseModelJson(R"({"name": "m", "layers": 2, "hidden": 512, "heads": 8, "ffn_hidden": 2048,

@@ -96,29 +96,51 @@ TEST(StepModelTest, GemmsRunAtTheGpuPresetsSustainedEfficiencyUnlessTheProfileMe
 }
 
 TEST(StepModelTest, AttentionRunsAtItsKernelsMeasuredSpeedOnTheGpu) {
-  // FlashAttention-3 paper Figs. 5-6 (H100 SXM5, head dim 128, 4k): FlashAttention-2 forward 319
-  // (causal), backward 310 TFLOP/s; cuDNN 518 / 499: of 989.4, flash2 0.322 / 0.313 and flash
-  // 0.524 / 0.504. A100 has no figure in its preset: the profile's 0.60 / 0.50 for both kernels.
+  // flash on H100 is a fixed figure: FlashAttention-3 paper Figs. 5-6 (H100 SXM5, head dim 128,
+  // 4k), cuDNN 518 / 499 TFLOP/s of 989.4 = 0.524 / 0.504, at any head dim and sequence.
   const core::GpuSpec h100 = *core::LoadGpu("h100-sxm"), a100 = *core::LoadGpu("a100-80g");
   const core::Profile defaults;
-  EXPECT_DOUBLE_EQ(AttentionEfficiency(defaults, h100, core::AttentionImpl::kFlash2, false), 0.322);
-  EXPECT_DOUBLE_EQ(AttentionEfficiency(defaults, h100, core::AttentionImpl::kFlash2, true), 0.313);
-  EXPECT_DOUBLE_EQ(AttentionEfficiency(defaults, h100, core::AttentionImpl::kFlash, false), 0.524);
-  EXPECT_DOUBLE_EQ(AttentionEfficiency(defaults, a100, core::AttentionImpl::kFlash2, false), 0.60);
-  EXPECT_DOUBLE_EQ(AttentionEfficiency(defaults, a100, core::AttentionImpl::kFlash, true), 0.50);
-  // One causal 8k x 8k forward of 32 heads x 128: 2 x 8192^2 x 256 x 32 / 2 FLOPs over 989.4e12 x
-  // 0.322, plus the 4 us kernel overhead.
+  using core::AttentionImpl;
+  EXPECT_DOUBLE_EQ(AttentionEfficiency(defaults, h100, AttentionImpl::kFlash, false, 128, 4096), 0.524);
+  EXPECT_DOUBLE_EQ(AttentionEfficiency(defaults, h100, AttentionImpl::kFlash, true, 64, 512), 0.504);
+  // flash2, flash1 and triton follow the FlashAttention-2 README's measured curves (forward +
+  // backward, causal). H100 FlashAttention-2, head dim 128: 265 at 2k, 294 at 4k, 328 at 16k;
+  // head dim 64 at 4k: 257.
+  const double h_peak = 989.4;
+  EXPECT_DOUBLE_EQ(AttentionEfficiency(defaults, h100, AttentionImpl::kFlash2, false, 128, 4096), 294 / h_peak);
+  EXPECT_DOUBLE_EQ(AttentionEfficiency(defaults, h100, AttentionImpl::kFlash2, true, 128, 4096), 294 / h_peak);
+  // Between 2k and 4k, linear in log2(seq): 2896 is ~halfway (log2 11.5): (265 + 294) / 2.
+  EXPECT_NEAR(AttentionEfficiency(defaults, h100, AttentionImpl::kFlash2, false, 128, 2896), 279.5 / h_peak, 2e-4);
+  // Head dim 96, halfway between 64 and 128 at 4k: (257 + 294) / 2 = 275.5.
+  EXPECT_DOUBLE_EQ(AttentionEfficiency(defaults, h100, AttentionImpl::kFlash2, false, 96, 4096), 275.5 / h_peak);
+  // Beyond the measured range the end points hold: 32k takes 16k's 328, 256 takes 512's 163, head
+  // dim 192 (MLA) takes 128's.
+  EXPECT_DOUBLE_EQ(AttentionEfficiency(defaults, h100, AttentionImpl::kFlash2, false, 128, 32768), 328 / h_peak);
+  EXPECT_DOUBLE_EQ(AttentionEfficiency(defaults, h100, AttentionImpl::kFlash2, false, 128, 256), 163 / h_peak);
+  EXPECT_DOUBLE_EQ(AttentionEfficiency(defaults, h100, AttentionImpl::kFlash2, false, 192, 4096), 294 / h_peak);
+  // A100 (312 TFLOP/s): FlashAttention-2 head dim 128 at 2k 155; Triton head dim 64 at 16k 80;
+  // FlashAttention v1 head dim 128 at 8k 80. A100's flash is FlashAttention-2 (what Transformer
+  // Engine runs on Ampere). A GPU with neither a curve nor a figure takes the profile's 0.60 / 0.50.
+  EXPECT_DOUBLE_EQ(AttentionEfficiency(defaults, a100, AttentionImpl::kFlash2, false, 128, 2048), 155 / 312.0);
+  EXPECT_DOUBLE_EQ(AttentionEfficiency(defaults, a100, AttentionImpl::kFlash, true, 128, 2048), 155 / 312.0);
+  EXPECT_DOUBLE_EQ(AttentionEfficiency(defaults, a100, AttentionImpl::kTriton, true, 64, 16384), 80 / 312.0);
+  EXPECT_DOUBLE_EQ(AttentionEfficiency(defaults, a100, AttentionImpl::kFlash1, false, 128, 8192), 80 / 312.0);
+  const core::GpuSpec v100 = *core::LoadGpu("v100");
+  EXPECT_DOUBLE_EQ(AttentionEfficiency(defaults, v100, AttentionImpl::kFlash, false, 128, 2048), 0.60);
+  EXPECT_DOUBLE_EQ(AttentionEfficiency(defaults, v100, AttentionImpl::kFlash, true, 128, 2048), 0.50);
+  // One causal 8k x 8k forward of 32 heads x 128 with FlashAttention-2 on H100: 2 x 8192^2 x 256 x
+  // 32 / 2 FLOPs at 308 TFLOP/s (the 8k point), plus the 4 us kernel overhead.
   core::Op op;
   op.kind = core::OpKind::kAttention;
   op.attn_batch = 1, op.heads = 32, op.seq_q = op.seq_kv = 8192, op.head_dim_qk = op.head_dim_v = 128;
-  op.attention = core::AttentionImpl::kFlash2;
+  op.attention = AttentionImpl::kFlash2;
   const double flops = 2.0 * 8192 * 8192 * 256 * 32 / 2;
   EXPECT_DOUBLE_EQ(op.Flops(), flops);
-  EXPECT_NEAR(ComputeOpTime(op, h100, defaults), flops / (989.4e12 * 0.322) + 4e-6, 1e-12);
+  EXPECT_NEAR(ComputeOpTime(op, h100, defaults), flops / 308e12 + 4e-6, 1e-12);
   // A profile that measured attention times every kernel with its own figures.
   auto measured = core::ParseProfileJson(R"({"version": 2, "name": "m", "attention_fwd_efficiency": 0.45})");
   ASSERT_TRUE(measured.ok());
-  EXPECT_DOUBLE_EQ(AttentionEfficiency(*measured, h100, core::AttentionImpl::kFlash2, false), 0.45);
+  EXPECT_DOUBLE_EQ(AttentionEfficiency(*measured, h100, core::AttentionImpl::kFlash2, false, 128, 4096), 0.45);
   // A flash2 model is a flash model everywhere else: same ops, same memory.
   core::ModelSpec m = *core::LoadModel("llama3-8b");
   core::PlanSpec p;

@@ -137,13 +137,22 @@ std::optional<std::string> ModelPresetFor(const std::string& name) {
   return sized;
 }
 
-// What a run's authors published outside the paper's table (their launch scripts): micro-batch
-// size, interleave degree and data-parallel implementation, from presets/launches/*.json. Found
-// by record id; null when no launch file names the record.
+// What a run's authors published outside the paper's table (their launch scripts and recipes):
+// micro-batch size, interleave degree, data-parallel implementation, recomputation and activation
+// offloading, from presets/launches/*.json. Found by record id; null when no launch file names
+// the record.
 struct LaunchConfig {
   int64_t microbatch = 0;
   int64_t vpp = 0;
   std::string ddp;  // "torch" (bucketed, overlapped with backward) or "local" (after the flush)
+  // Activation recomputation as the recipe sets it: none, selective or full ("" when the launch
+  // file does not say); recompute_layers > 0: full recomputation of that many layers per stage
+  // (Megatron's recompute_method block), 0: all.
+  std::string recompute;
+  std::vector<std::string> recompute_modules;  // selective: Megatron-Core's recompute_modules
+  int64_t recompute_layers = 0;
+  int64_t activation_offload_layers = 0;  // layers whose activations go to host memory
+  std::string recipe;                     // the recipe file and preset, for the assumptions
   std::string source;
 };
 std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
@@ -157,9 +166,18 @@ std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
       if (!j.is_object() || !j.contains("runs") || !j["runs"].is_object()) continue;
       for (const auto& [run_id, v] : j["runs"].items()) {
         if (!v.is_object()) continue;
+        std::vector<std::string> modules;
+        if (v.contains("recompute_modules") && v["recompute_modules"].is_array())
+          for (const Json& mod : v["recompute_modules"])
+            if (mod.is_string()) modules.push_back(mod.get<std::string>());
         runs.emplace(run_id, LaunchConfig{.microbatch = IntOr(v, "microbatch", 0),
                                           .vpp = IntOr(v, "vpp", 0),
                                           .ddp = StrOr(v, "ddp"),
+                                          .recompute = StrOr(v, "recompute"),
+                                          .recompute_modules = modules,
+                                          .recompute_layers = IntOr(v, "recompute_num_layers", 0),
+                                          .activation_offload_layers = IntOr(v, "activation_offload_layers", 0),
+                                          .recipe = StrOr(v, "recipe"),
                                           .source = StrOr(j, "source")});
       }
     }
@@ -356,12 +374,41 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   } else if (p.tp > 1) {
     from_stack.push_back(std::string("sequence parallel ") + (p.sequence_parallel ? "on" : "off"));
   }
+  // Recomputation as the record prints it, else as the run's recipe sets it (presets/launches),
+  // else the stack's.
   const std::string rc = StrOr(pj, "recompute");
-  const bool recompute_printed = rc.rfind("full", 0) == 0 || rc.rfind("selective", 0) == 0 || rc.rfind("none", 0) == 0;
-  if (rc.rfind("full", 0) == 0) p.recompute = Recompute::kFull;
-  else if (rc.rfind("selective", 0) == 0) p.recompute = Recompute::kSelective;
-  else if (rc.rfind("none", 0) == 0) p.recompute = Recompute::kNone;
+  const bool printed_rc = rc.rfind("full", 0) == 0 || rc.rfind("selective", 0) == 0 || rc.rfind("none", 0) == 0;
+  std::string launch_rc = printed_rc || !launch ? std::string() : launch->recompute;
+  // Megatron-Core's selective recomputation names modules. meshplan's selective is the core
+  // attention (core_attn, the default list); other modules (layernorm, moe_act, mlp,
+  // mla_up_proj: their outputs recomputed in the backward) are not modelled and are costed as no
+  // recomputation, saying so.
+  if (launch_rc == "selective" && !launch->recompute_modules.empty() &&
+      std::find(launch->recompute_modules.begin(), launch->recompute_modules.end(), "core_attn") ==
+          launch->recompute_modules.end()) {
+    std::string mods;
+    for (const auto& mod : launch->recompute_modules) mods += (mods.empty() ? "" : ", ") + mod;
+    run.assumptions.push_back("module-level recomputation of " + mods +
+                              " (not modelled: costed as none, and the memory it saves is not subtracted)");
+    launch_rc = "none";
+  }
+  const bool recompute_printed = printed_rc || launch_rc == "full" || launch_rc == "selective" || launch_rc == "none";
+  const std::string& said_rc = printed_rc ? rc : launch_rc;
+  if (said_rc.rfind("full", 0) == 0) p.recompute = Recompute::kFull;
+  else if (said_rc.rfind("selective", 0) == 0) p.recompute = Recompute::kSelective;
+  else if (said_rc.rfind("none", 0) == 0) p.recompute = Recompute::kNone;
   else from_stack.push_back(std::string("recompute ") + Name(p.recompute));
+  if (!printed_rc && recompute_printed) {
+    if (p.recompute == Recompute::kFull) p.recompute_layers = launch->recompute_layers;
+    run.assumptions.push_back("recompute " + launch_rc +
+                              (p.recompute_layers > 0 ? " (" + std::to_string(p.recompute_layers) + " layers per stage)" : "") +
+                              " from " + (launch->recipe.empty() ? launch->source : launch->recipe));
+  }
+  if (launch && launch->activation_offload_layers > 0) {
+    skip("the recipe offloads the activations of " + std::to_string(launch->activation_offload_layers) +
+         " layers to host memory (" + launch->recipe + "): activation offloading is not modelled");
+    return false;
+  }
   std::string precision = StrOr(r, "precision");
   if (precision.empty()) precision = StrOr(hj, "precision");
   if (precision.find("FP4") != std::string::npos || precision.find("fp4") != std::string::npos) {

@@ -7,10 +7,22 @@
 namespace meshplan::core {
 namespace {
 
-// Bytes of one stored activation element: 2 for 16-bit training (bf16, fp16, and fp8 plans,
-// whose saved tensors we keep in bf16 as the conservative case), 4 for fp32/tf32.
+// Bytes of one stored activation element: 2 for 16-bit training (bf16, fp16, and fp8 plans'
+// tensors other than linear inputs), 4 for fp32/tf32.
 int64_t ActBytes(const PlanSpec& p) {
   return (p.precision == Dtype::kFp32 || p.precision == Dtype::kTf32) ? 4 : 2;
+}
+
+// Bytes of `elems` saved inputs of FP8 linear layers. Transformer Engine's Linear,
+// LayerNormLinear and GroupedLinear (v2.9, transformer_engine/pytorch/module/linear.py around
+// line 385, layernorm_linear.py 414, grouped_linear.py 204) keep for the backward the input they
+// quantized for the forward GEMM, one byte per element (the FP8 copy's row-wise data is dropped
+// and its column-wise data kept for the weight-gradient GEMM), not the 16-bit input. Block
+// scaling adds one scale per 32 elements (MXFP8's E8M0; DeepSeek's 1x128 fp32 scales are the same
+// 1/32 byte per element); tensor scaling adds one scalar. Other precisions: ActBytes.
+int64_t LinearInputBytes(const PlanSpec& p, int64_t elems) {
+  if (p.precision != Dtype::kFp8) return ActBytes(p) * elems;
+  return elems + (p.fp8_scaling == Fp8Scaling::kBlock ? elems / 32 : 0);
 }
 
 // Query and kv heads one TP rank computes. With tp > kv_heads each rank keeps one (replicated)
@@ -191,15 +203,16 @@ void VisitLayerActivations(const ModelSpec& m, const PlanSpec& p, bool moe_layer
   const bool naive = m.attention == AttentionImpl::kNaive;
   // ---- attention block: Korthikanti §4.1 "11sbh + 5as^2b" plus its LayerNorm's 2sbh.
   add("attn_norm_input", e * sbh / rep_div);
-  add("qkv_input", e * sbh / rep_div);
+  add("qkv_input", LinearInputBytes(p, sbh / rep_div));
   int64_t q_dim, k_dim, v_dim;  // per-token widths of the saved q, k, v on this rank
   if (m.mla) {
     const int64_t qk = m.mla->qk_nope_head_dim + m.mla->qk_rope_head_dim;
     q_dim = a * qk;
     k_dim = a * qk;
     v_dim = a * m.mla->v_head_dim;
-    if (m.mla->q_lora_rank > 0) add("q_latent", e * s * b * m.mla->q_lora_rank / rep_div);
-    add("kv_latent", e * s * b * m.mla->kv_lora_rank / rep_div);
+    // The latents are the inputs of the up-projection linears.
+    if (m.mla->q_lora_rank > 0) add("q_latent", LinearInputBytes(p, s * b * m.mla->q_lora_rank / rep_div));
+    add("kv_latent", LinearInputBytes(p, s * b * m.mla->kv_lora_rank / rep_div));
   } else {
     // Naive attention expands GQA's kv heads to every query head before QK^T (Megatron's
     // unfused path); flash attention reads the grouped kv heads directly.
@@ -224,7 +237,7 @@ void VisitLayerActivations(const ModelSpec& m, const PlanSpec& p, bool moe_layer
     }
   }
   const int64_t attn_out = m.mla ? a * m.mla->v_head_dim : a * m.head_dim;
-  add("attn_out_proj_input", e * s * b * attn_out);
+  add("attn_out_proj_input", LinearInputBytes(p, s * b * attn_out));
   if (m.dropout) add("attn_dropout_mask", sbh / rep_div);
 
   // ---- MLP block: Korthikanti "19sbh" (for f = 4h) plus its LayerNorm's 2sbh.
@@ -232,7 +245,7 @@ void VisitLayerActivations(const ModelSpec& m, const PlanSpec& p, bool moe_layer
   auto mlp_terms = [&](const char* act_name, const char* fc2_name, int64_t tokens, int64_t f_local) {
     const int64_t act_mult = m.mlp == MlpKind::kSwiglu ? 2 : 1;  // swiglu saves gate and up
     add(act_name, act_mult * e * tokens * f_local);
-    add(fc2_name, e * tokens * f_local);
+    add(fc2_name, LinearInputBytes(p, tokens * f_local));
   };
   if (moe_layer && m.moe) {
     const MoeSpec& x = *m.moe;
@@ -244,14 +257,14 @@ void VisitLayerActivations(const ModelSpec& m, const PlanSpec& p, bool moe_layer
     double tokens = static_cast<double>(s * b * x.top_k * p.etp) / static_cast<double>(t);
     if (x.capacity_factor > 0) tokens *= x.capacity_factor;  // buffers padded to capacity
     const int64_t tok = Ceil(tokens);
-    add("expert_input", e * tok * h);
+    add("expert_input", LinearInputBytes(p, tok * h));
     mlp_terms("expert_act_input", "expert_fc2_input", tok, x.expert_ffn_hidden / p.etp);
     add("expert_output", e * tok * h);
     if (x.shared_experts > 0)
       mlp_terms("shared_act_input", "shared_fc2_input", s * b,
                 x.shared_experts * x.shared_expert_ffn_hidden / t);
   } else {
-    add("fc1_input", e * sbh / rep_div);
+    add("fc1_input", LinearInputBytes(p, sbh / rep_div));
     mlp_terms(m.mlp == MlpKind::kSwiglu ? "swiglu_gate_up" : "gelu_input", "fc2_input", s * b,
               m.ffn_hidden / t);
   }

@@ -186,6 +186,23 @@ TEST(ActivationsTest, FlashAttentionRemovesTheQuadraticTerm) {
   EXPECT_EQ(naive - flash, 5 * a * s * s / t - 4 * (a / t) * s);
 }
 
+TEST(ActivationsTest, Fp8KeepsTheLinearLayersInputsInOneByte) {
+  // Transformer Engine saves the FP8 copy of each linear layer's input (QKV input 2sbh, output
+  // projection input 2sbh, fc1 input 2sbh, fc2 input 8sbh of Korthikanti's 34sbh) at one byte per
+  // element: 34 - (1 + 1 + 1 + 4) = 27sbh, the s^2 terms unchanged. Block scaling adds a scale
+  // byte per 32 elements of those: 7sbh/32.
+  const ModelSpec m = PaperGpt(96, 12288, 96);
+  const int64_t s = 2048, b = 1, h = 12288, a = 96, sbh = s * b * h;
+  PlanSpec p = Plan(1, false, b);
+  p.precision = Dtype::kFp8;
+  p.fp8_scaling = Fp8Scaling::kDelayed;
+  EXPECT_EQ(LayerActivationBytes(m, p, false, Recompute::kNone), 27 * sbh + 5 * a * s * s * b);
+  p.fp8_scaling = Fp8Scaling::kBlock;
+  EXPECT_EQ(LayerActivationBytes(m, p, false, Recompute::kNone), 27 * sbh + 7 * sbh / 32 + 5 * a * s * s * b);
+  // Full recomputation keeps the layer input, which is no linear layer's: 2sbh as in bf16.
+  EXPECT_EQ(LayerActivationBytes(m, p, false, Recompute::kFull), 2 * sbh);
+}
+
 TEST(ActivationsTest, GqaAndSwigluFollowTheirTensors) {
   // Llama-3-70B, one GPU, s=8192, b=1, flash: per layer (bytes, bf16)
   //   norms 2x2sbh, qkv input 2sbh, q 2sbh, k and v 2sb*1024 each, lse 4*64*s, out-proj input 2sbh,

@@ -43,6 +43,9 @@ void PlanFlags::Register(CLI::App* app) {
                        "DP gradient reduction after the last backward, not under it");
   p->add_flag_callback("--no-grad-accum-fusion", [this] { grad_accum_fusion = false; },
                        "Weight gradients added into the gradient buffer by a separate kernel every microbatch");
+  p->add_flag_callback("--ep-overlap", [this] { ep_overlap = true; },
+                       "MoE: each microbatch's EP all-to-alls run under another microbatch's compute "
+                       "(Megatron-Core --overlap-moe-expert-parallel-comm; needs --ep > 1)");
   p->add_option("--tp-overlap", tp_overlap,
                  "TP collectives under GEMMs: none|backward|full (default backward, Megatron-LM's async "
                  "input-gradient reduction; full: Transformer Engine userbuffers)");
@@ -179,6 +182,7 @@ bool PlanFlags::Resolve(core::Scenario* out, Diagnostics* d, std::vector<std::st
   if (sp) p.sequence_parallel = *sp;
   if (overlap_grad_reduce) p.overlap_grad_reduce = *overlap_grad_reduce;
   if (grad_accum_fusion) p.grad_accum_fusion = *grad_accum_fusion;
+  if (ep_overlap) p.ep_overlap = *ep_overlap;
   if (recompute_layers) p.recompute_layers = *recompute_layers;
   if (mbs) p.micro_batch = *mbs;
   if (!stage_layers.empty()) p.stage_layers = stage_layers;

@@ -24,7 +24,7 @@ struct PlanFlags {
   // Plan.
   std::optional<int64_t> gpus, tp, pp, dp, cp, ep, etp, vpp, mbs, gbs, gbs_tokens, seq, recompute_layers, hsdp_shard;
   std::optional<int> zero;
-  std::optional<bool> sp, overlap_grad_reduce, grad_accum_fusion;
+  std::optional<bool> sp, overlap_grad_reduce, grad_accum_fusion, ep_overlap;
   std::optional<std::string> tp_overlap, zero3_gather, fp8_scaling;
   std::optional<std::string> recompute, schedule, precision, optimizer, sharding, cp_kind, placement;
   std::optional<std::string> weights_dtype, grads_dtype, master_dtype, moments_dtype;

@@ -626,6 +626,7 @@ std::string ExportMegatron(const core::Scenario& s) {
   }
   if (p.overlap_grad_reduce && p.dp * p.cp > 1) arg("--overlap-grad-reduce");
   if (!p.grad_accum_fusion) arg("--no-gradient-accumulation-fusion");
+  if (p.ep_overlap) arg("--overlap-moe-expert-parallel-comm --delay-wgrad-compute");
   if (p.zero >= 1 && p.zero < 3 && p.dp * p.cp > 1) arg("--overlap-param-gather");
   if (p.offload_optimizer == core::OffloadTarget::kCpu) arg("--optimizer-cpu-offload");
   // Recompute.

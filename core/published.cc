@@ -152,6 +152,7 @@ struct LaunchConfig {
   std::vector<std::string> recompute_modules;  // selective: Megatron-Core's recompute_modules
   int64_t recompute_layers = 0;
   int64_t activation_offload_layers = 0;  // layers whose activations go to host memory
+  bool ep_overlap = false;                // Megatron-Core's batch-level EP all-to-all overlap
   std::string recipe;                     // the recipe file and preset, for the assumptions
   std::string source;
 };
@@ -177,6 +178,8 @@ std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
                                           .recompute_modules = modules,
                                           .recompute_layers = IntOr(v, "recompute_num_layers", 0),
                                           .activation_offload_layers = IntOr(v, "activation_offload_layers", 0),
+                                          .ep_overlap = v.contains("moe_a2a_overlap") && v["moe_a2a_overlap"].is_boolean() &&
+                                                        v["moe_a2a_overlap"].get<bool>(),
                                           .recipe = StrOr(v, "recipe"),
                                           .source = StrOr(j, "source")});
       }
@@ -466,6 +469,11 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     run.assumptions.push_back("attention kernel " + kernel + " (the record's model.attention_kernel)");
   } else {
     from_stack.push_back(std::string("attention ") + Name(m.attention));
+  }
+  if (launch && launch->ep_overlap && p.ep > 1) {
+    p.ep_overlap = true;
+    run.assumptions.push_back("EP all-to-alls under another microbatch's compute (overlap_moe_expert_parallel_comm) from " +
+                              (launch->recipe.empty() ? launch->source : launch->recipe));
   }
   if (launch && launch->ddp == "torch") {
     // PyTorch DDP reduces gradients in buckets while the backward pass runs.

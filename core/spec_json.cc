@@ -543,6 +543,7 @@ void ReadPlan(ObjectReader& r, const std::string& prefix, PlanSpec* p, Diagnosti
   }
   r.Bool("overlap_grad_reduce", &p->overlap_grad_reduce);
   r.Bool("grad_accum_fusion", &p->grad_accum_fusion);
+  r.Bool("ep_overlap", &p->ep_overlap);
   r.Enum("tp_overlap", &p->tp_overlap);
   r.Enum("zero3_gather", &p->zero3_gather);
   r.Enum("fp8_scaling", &p->fp8_scaling);
@@ -601,6 +602,7 @@ OJson WritePlan(const PlanSpec& p) {
   if (!p.stage_layers.empty()) j["stage_layers"] = p.stage_layers;
   j["overlap_grad_reduce"] = p.overlap_grad_reduce;
   j["grad_accum_fusion"] = p.grad_accum_fusion;
+  j["ep_overlap"] = p.ep_overlap;
   j["tp_overlap"] = Name(p.tp_overlap);
   j["zero3_gather"] = Name(p.zero3_gather);
   j["fp8_scaling"] = Name(p.fp8_scaling);

@@ -233,6 +233,11 @@ struct PlanSpec {
   // gradient-accumulation fusion, Transformer Engine's default). Off: every microbatch writes a
   // fresh gradient and a separate kernel adds it into the buffer.
   bool grad_accum_fusion = true;
+  // MoE: the expert-parallel all-to-alls of one microbatch run under the computation of another
+  // (Megatron-Core's --overlap-moe-expert-parallel-comm, "batch-level EP A2A overlap": the
+  // forward and backward passes of adjacent microbatches are merged; megatron/core/transformer/
+  // moe/README.md). DualPipe does the same by itself.
+  bool ep_overlap = false;
   // Which TP collectives run under GEMMs: none (Megatron-LM 2021), backward (the input-gradient
   // all-reduce/reduce-scatter under the weight-gradient GEMM, Megatron-LM since 2022), full
   // (also the forward ones: Transformer Engine userbuffers).

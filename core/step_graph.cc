@@ -370,8 +370,10 @@ class Builder {
     const int64_t expert_tokens = static_cast<int64_t>(tok);
     const int64_t local_experts = x.experts / p_.ep;
     // EP all-to-alls are exposed, unless the schedule overlaps them: DualPipe runs one
-    // direction's all-to-all under the other direction's compute (DeepSeek-V3 report §3.2.1).
-    const bool hide_a2a = p_.schedule == Schedule::kDualPipe;
+    // direction's all-to-all under the other direction's compute (DeepSeek-V3 report §3.2.1), and
+    // Megatron-Core's batch-level EP overlap (plan.ep_overlap) merges the forward and backward of
+    // adjacent microbatches so that each one's all-to-alls run under the other's compute.
+    const bool hide_a2a = p_.schedule == Schedule::kDualPipe || p_.ep_overlap;
     // Megatron-Core's all-to-all dispatcher (megatron/core/transformer/moe/token_dispatcher.py,
     // MoEAlltoAllTokenDispatcher): permutation 1 gathers each token's k copies into expert order
     // before the all-to-all, permutation 2 sorts the received tokens by local expert (more than one

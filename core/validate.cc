@@ -324,6 +324,10 @@ void ValidatePlan(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, cons
     d->Error("plan.offload.optimizer", "nvme offload needs plan.zero=3 (ZeRO-Infinity; got " +
                                            S(int64_t{pl.zero}) + ")");
 
+  if (pl.ep_overlap && pl.ep <= 1)
+    d->Error("plan.ep_overlap", "needs plan.ep > 1: without expert parallelism there are no all-to-alls to overlap (got ep " +
+                                    S(pl.ep) + ")");
+
   // Recompute.
   if (pl.recompute_layers > 0) {
     if (pl.recompute != Recompute::kFull)

@@ -427,7 +427,7 @@ ListKey KeyOf(const core::PlanSpec& p) {
                         e(p.sharding) << 16 | e(p.optimizer) << 20 | e(p.dtypes.weights) << 24 |
                         e(p.dtypes.grads) << 28 | e(p.dtypes.master_weights) << 32 |
                         e(p.dtypes.optimizer_states) << 36 | e(p.sequence_parallel) << 40 |
-                        e(p.grad_accum_fusion) << 41 | e(p.schedule == core::Schedule::kDualPipe) << 42 |
+                        e(p.grad_accum_fusion) << 41 | e(p.schedule == core::Schedule::kDualPipe || p.ep_overlap) << 42 |
                         e(p.zero3_gather) << 43 |
                         e(p.zero3_gather == core::Zero3Gather::kPerTensor && p.overlap_grad_reduce) << 44 |
                         e(p.precision == core::Dtype::kFp8 ? p.fp8_scaling : core::Fp8Scaling::kDelayed) << 45;
@@ -528,7 +528,7 @@ ListKey PartKey(ListKey k, core::LayerPart part, int64_t compute_spans, int64_t 
   if (part == core::LayerPart::kSync) return SyncPartKey(k, sync_spans);
   if (part != core::LayerPart::kRecompute) k[10] &= ~kRecomputeBits;  // recompute
   // Kept: precision (bits 0-3), recompute (4-7), tp_overlap (8-11), cp_kind (12-15), SP (40),
-  // DualPipe (42), FP8 scaling (45-46). Blanked: sharding, optimizer, the four state dtypes,
+  // EP all-to-alls hidden (42: DualPipe or ep_overlap), FP8 scaling (45-46). Blanked: sharding, optimizer, the four state dtypes,
   // grad_accum_fusion (41), the ZeRO-3 gather kind (43-44).
   constexpr int64_t kKept = int64_t{0xFFFF} | int64_t{1} << 40 | int64_t{1} << 42 | int64_t{3} << 45;
   k[10] &= kKept;

@@ -8,6 +8,7 @@
 #include "core/flops.h"
 #include "core/params.h"
 #include "core/presets.h"
+#include "core/validate.h"
 
 namespace meshplan::core {
 namespace {
@@ -278,6 +279,41 @@ TEST(StepGraphTest, ExpertParallelAddsDispatchAndCombine) {
       EXPECT_EQ(op.batch, 1);
       EXPECT_EQ(op.m, 8192);
     }
+}
+
+TEST(StepGraphTest, EpOverlapHidesTheAllToAllsAsDualPipeDoes) {
+  // Exposed under 1F1B; under Megatron-Core's batch-level EP overlap (plan.ep_overlap) and under
+  // DualPipe each all-to-all runs under another microbatch's compute: overlappable. The bytes do
+  // not change.
+  auto m = LoadModel("mixtral-8x7b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p = Plan(1, 8, false);
+  p.ep = 8;
+  p.seq_len = 4096;
+  auto ep_ops = [&](const PlanSpec& q) {
+    std::vector<std::pair<bool, int64_t>> out;
+    for (const Op& op : BuildStepGraph(*m, q).moe_layer)
+      if (op.kind == OpKind::kCollective && op.group == CommGroup::kEp) out.push_back({op.overlappable, op.bytes});
+    return out;
+  };
+  const auto plain = ep_ops(p);
+  ASSERT_EQ(plain.size(), 4u);
+  PlanSpec o = p;
+  o.ep_overlap = true;
+  const auto overlapped = ep_ops(o);
+  ASSERT_EQ(overlapped.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_FALSE(plain[i].first);
+    EXPECT_TRUE(overlapped[i].first);
+    EXPECT_EQ(plain[i].second, overlapped[i].second);
+  }
+  // Without expert parallelism there is nothing to overlap: an error naming the field.
+  PlanSpec bad = p;
+  bad.ep = 1;
+  bad.ep_overlap = true;
+  Diagnostics d;
+  ValidatePlan(bad, *m, *LoadGpu("h100-sxm"), *LoadCluster("dgx-h100"), &d);
+  EXPECT_NE(d.ToStatus().message().find("plan.ep_overlap"), std::string::npos) << d.ToStatus().message();
 }
 
 TEST(StepGraphTest, MoeTokensArePermutedAroundTheAllToAlls) {

@@ -280,8 +280,10 @@ TEST(ValidationTest, BeyondTuningRegressionBound) {
       EXPECT_EQ(g.summary.out_of_memory, 0u);
     }
     if (g.dimension == "scale" && g.value == ">1024") EXPECT_LE(g.summary.median_abs_error, 0.23);
-    // FP8 (5 runs): Llama 3 8B/70B +4%, 405B +23%, Qwen3-30B-A3B +78%, Qwen3-235B-A22B -11%.
-    if (g.dimension == "precision" && g.value == "fp8") EXPECT_LE(g.summary.median_abs_error, 0.12);
+    // FP8 (5 runs): Llama 3 8B/70B +4%, 405B +23%, Qwen3-30B-A3B +76%, Qwen3-235B-A22B +20%
+    // (-11% before its recipe's batch-level EP all-to-all overlap was modelled: hidden in full, an
+    // upper bound, it was too slow with the overlap missing and is too fast with it whole).
+    if (g.dimension == "precision" && g.value == "fp8") EXPECT_LE(g.summary.median_abs_error, 0.205);
     if (g.dimension == "gpu" && g.value == "h100-sxm") EXPECT_LE(g.summary.median_abs_error, 0.14);
     if (g.dimension == "model" && g.value == "moe") EXPECT_LE(g.summary.median_abs_error, 0.21);
   }
@@ -353,6 +355,11 @@ TEST(ValidationTest, MegatronBridgeRunsTakeTheirRecipesRecomputation) {
   bool module_said = false;
   for (const auto& a : ds->assumptions) module_said |= a.find("module-level recomputation of mla_up_proj") != std::string::npos;
   EXPECT_TRUE(module_said);
+  // Qwen3-30B-A3B on 8 GB300s (26.06) turns on the batch-level EP all-to-all overlap.
+  const auto* a2a = Find(nemo, "megatron-bridge-2606-dgx-gb300-qwen3-30b-a3b-8gpu-mxfp8");
+  ASSERT_TRUE(a2a);
+  EXPECT_TRUE(a2a->scenario.plan.ep_overlap);
+  EXPECT_FALSE(q->scenario.plan.ep_overlap);  // 26.04's recipe does not
   // Llama 3 70B FP8 with Megatron-FSDP on 64 GB300s offloads 20 layers' activations to host
   // memory, which meshplan does not model: skipped, saying so.
   bool offload_said = false;
@@ -443,7 +450,7 @@ TEST(ValidationTest, CorpusRecordsMapAsTheirSourcesRanThem) {
 TEST(ValidationTest, CorpusRegressionBound) {
   // Today's level on all 579 mapped runs with the built-in defaults (the targets: median
   // <= 5%, p90 <= 10%, max <= 25%, every group's median <= 8%). Too fast on most runs (signed
-  // median +11%); docs/validation.md lists the groups and the mechanisms they lack.
+  // median +11.5%); docs/validation.md lists the groups and the mechanisms they lack.
   std::vector<core::PublishedRun> all;
   for (const char* f : {"llmfoundry_benchmarks.json", "nemo_performance_summaries.json", "papers_at_scale.json",
                         "published.json", "published_beyond_tuning.json", "torchtitan_h100_2412.json"}) {
@@ -452,7 +459,7 @@ TEST(ValidationTest, CorpusRegressionBound) {
   }
   const ValidationSummary v = ValidateRuns(all, core::Profile{});
   ASSERT_EQ(v.all.n, 579u);
-  EXPECT_LE(v.all.median_abs_error, 0.14);
+  EXPECT_LE(v.all.median_abs_error, 0.135);
   EXPECT_LE(v.all.p90_abs_error, 0.425);
   // 41 runs that ran are called out of memory: Megatron-Bridge runs at their recipes'
   // recomputation (mostly none) that need more than their GPUs hold in meshplan's memory model
@@ -464,7 +471,7 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // tokens per rank it runs faster (16k's 328 TFLOP/s) than the fixed 4k figure did, and the
   // long-context CP rows, already too fast, lack CP's own costs (docs/validation.md).
   const std::map<std::string, double> stack_bound = {
-      {"llm-foundry-2023", 0.10},       {"megatron-core-2024", 0.195}, {"torchtitan-2024", 0.385},
+      {"llm-foundry-2023", 0.10},       {"megatron-core-2024", 0.175}, {"torchtitan-2024", 0.385},
       {"megatron-lm-2021", 0.085},      {"megatron-lm-2022", 0.145},   {"megascale-2024", 0.20},
       {"deepspeed-zero3-2021", 0.285},  {"llama3-2024", 0.095},        {"megatron-deepspeed-2022", 0.255}};
   for (const auto& g : v.groups)

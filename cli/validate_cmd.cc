@@ -48,10 +48,136 @@ core::Result<std::vector<std::string>> DatasetFiles(const std::string& ref) {
   return files;
 }
 
+// Loads every file with `load` (core::LoadPublishedRuns or LoadPublishedMemory), naming each
+// record's dataset by its file and each skipped record by file and id. Returns the exit code of a
+// failure (2: unreadable, 1: not a dataset; said on stderr), 0 on success.
+template <typename Record, typename Load>
+int LoadDatasets(const std::vector<std::string>& files, Load load, std::vector<Record>* records,
+                 std::vector<std::string>* skipped) {
+  for (const auto& file : files) {
+    auto text = core::ReadTextFile(file);
+    if (!text.ok()) {
+      std::cerr << "error: --dataset: " << text.status().message() << "\n";
+      return 2;
+    }
+    std::vector<std::string> skipped_here;
+    auto loaded = load(*text, &skipped_here);
+    if (!loaded.ok()) {
+      std::cerr << "error: --dataset: " << file << ": " << loaded.status().message() << "\n";
+      return 1;
+    }
+    const std::string name = std::filesystem::path(file).filename().string();
+    for (auto& r : *loaded) {
+      records->push_back(std::move(r));
+      records->back().dataset = name;
+    }
+    for (auto& s : skipped_here) skipped->push_back(name + ": " + s);
+  }
+  return 0;
+}
+
+// The groups of a record, and of a summary, as JSON.
+nlohmann::ordered_json RecordGroupsJson(const sim::ValidationRecord& r) {
+  nlohmann::ordered_json groups = nlohmann::ordered_json::object();
+  for (const auto& [dim, value] : r.groups) groups[dim] = value;
+  return groups;
+}
+nlohmann::ordered_json GroupsJson(const sim::ValidationSummary& v) {
+  nlohmann::ordered_json groups = nlohmann::ordered_json::array();
+  for (const auto& g : v.groups) {
+    nlohmann::ordered_json gj = SummaryJson(g.summary);
+    gj["dimension"] = g.dimension;
+    gj["value"] = g.value;
+    groups.push_back(gj);
+  }
+  return groups;
+}
+
+// A record's common fields: `measured_key` names the source's value ("published" tokens/s, or the
+// "measured" memory) and `total_key` the predicted worst-stage memory.
+nlohmann::ordered_json RecordJson(const sim::ValidationRecord& r, const char* metric, const char* measured_key,
+                                  const char* total_key) {
+  return {{"id", r.id},
+          {"metric", metric},
+          {measured_key, r.published},
+          {"predicted", r.predicted},
+          {"error", r.error},
+          {"printed", r.printed},
+          {"conversion", r.conversion},
+          {"stack", r.stack},
+          {"fits", r.fits},
+          {total_key, r.memory_gib},
+          {"groups", RecordGroupsJson(r)},
+          {"assumptions", r.assumptions}};
+}
+
+// The scenario of a record as a plan file (`meshplan report --plan FILE` reads it back).
+nlohmann::ordered_json PlanJson(const core::Scenario& sc) {
+  core::PlanFile pf;
+  pf.plan = sc.plan;
+  pf.model = sc.model;
+  pf.gpu = sc.gpu;
+  pf.cluster = sc.cluster;
+  return nlohmann::ordered_json::parse(core::PlanFileToJson(pf));
+}
+
+// The group table and the closing line, shared by both modes.
+void PrintGroups(const sim::ValidationSummary& v, const char* sign_meaning) {
+  std::printf("# %-40s %4s %8s %8s %8s %8s %4s\n", "group", "n", "median", "p90", "max", "signed", "oom");
+  PrintSummaryLine("all", v.all);
+  for (const auto& g : v.groups) PrintSummaryLine((g.dimension + " " + g.value).c_str(), g.summary);
+  std::printf("# |error| median %.1f%%, p90 %.1f%%, mean %.1f%%, max %.1f%%; signed median %+.1f%% (> 0: %s)\n",
+              100 * v.all.median_abs_error, 100 * v.all.p90_abs_error, 100 * v.all.mean_abs_error,
+              100 * v.all.max_abs_error, 100 * v.all.median_error, sign_meaning);
+}
+
+// validate --memory: measured per-GPU peaks against the memory model (sim::ValidateMemory); the
+// profile's memory overheads (CUDA context, workspaces, NCCL buffers, fragmentation) are used.
+int RunMemoryValidation(const std::vector<std::string>& files, const std::string& format, const core::Profile& profile) {
+  std::vector<core::PublishedMemory> records;
+  std::vector<std::string> skipped;
+  if (int rc = LoadDatasets(files, core::LoadPublishedMemory, &records, &skipped); rc != 0) return rc;
+  const sim::ValidationSummary v = sim::ValidateMemory(records, profile.memory);
+  if (format == "json") {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (size_t i = 0; i < v.records.size(); ++i) {
+      nlohmann::ordered_json rec = RecordJson(v.records[i], "memory_gib", "measured", "total_gib");
+      rec["plan"] = PlanJson(records[i].scenario);
+      out.push_back(rec);
+    }
+    nlohmann::ordered_json j;
+    j["datasets"] = files;
+    j["profile"] = profile.name;
+    j["metric"] = "memory_gib";
+    j["records"] = out;
+    j["summary"] = SummaryJson(v.all);
+    j["groups"] = GroupsJson(v);
+    j["skipped"] = skipped;
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("# meshplan validate --memory (profile %s): per-GPU peak memory, measured vs predicted (GiB)\n",
+              profile.name.c_str());
+  for (const auto& f : files) std::printf("# dataset %s\n", f.c_str());
+  std::printf("# %-58s %-10s %9s %9s %8s\n", "record", "measured", "GiB", "predicted", "error");
+  for (const auto& r : v.records) {
+    const bool reserved = r.printed.find("reserved") != std::string::npos;
+    std::printf("  %-58s %-10s %9.1f %9.1f %+7.1f%%%s\n", r.id.c_str(), reserved ? "reserved" : "allocated",
+                r.published, r.predicted, 100 * r.error, r.fits ? "" : "  does not fit");
+  }
+  std::printf("# predicted: the worst pipeline stage, less the CUDA context and NCCL's buffers (outside the "
+              "framework's allocator), less fragmentation for peak allocated (docs/memory.md)\n");
+  std::printf("# %zu records from %zu file(s), %zu skipped (no model, GPU preset, plan, stack or measured peak; "
+              "--format json lists them)\n",
+              v.all.n, files.size(), skipped.size());
+  PrintGroups(v, "predicted too large");
+  return 0;
+}
+
 }  // namespace
 
 void AddValidateCommand(CLI::App* app, int* exit_code) {
-  auto* cmd = app->add_subcommand("validate", "Predict published training runs and report the error in tokens/s per GPU");
+  auto* cmd = app->add_subcommand("validate", "Predict published training runs and report the error in tokens/s per GPU (--memory: in measured peak memory)");
   auto datasets = std::make_shared<std::vector<std::string>>();
   auto format = std::make_shared<std::string>("table");
   auto profile_ref = std::make_shared<std::string>("default");
@@ -64,6 +190,10 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
   cmd->add_option("--profile", *profile_ref,
                   "Calibration profile: default, a JSON file, or a name fitted by meshplan calibrate (in --db); "
                   "errors are shown with and without it");
+  auto memory = std::make_shared<bool>(false);
+  cmd->add_flag("--memory", *memory,
+                "Judge measured per-GPU memory peaks instead (records with measured.peak_allocated_gib or "
+                "reserved_gib, e.g. shared/validation/memory_measured.json), in GiB against the memory model");
   AddDbFlag(cmd, db.get());
   cmd->callback([=] {
     if (*format != "table" && *format != "json") {
@@ -93,28 +223,15 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
       }
       files.insert(files.end(), found->begin(), found->end());
     }
+    if (*memory) {
+      *exit_code = RunMemoryValidation(files, *format, *profile);
+      return;
+    }
     std::vector<core::PublishedRun> runs;
     std::vector<std::string> skipped;
-    for (const auto& file : files) {
-      auto text = core::ReadTextFile(file);
-      if (!text.ok()) {
-        std::cerr << "error: --dataset: " << text.status().message() << "\n";
-        *exit_code = 2;
-        return;
-      }
-      std::vector<std::string> skipped_here;
-      auto loaded = core::LoadPublishedRuns(*text, &skipped_here);
-      if (!loaded.ok()) {
-        std::cerr << "error: --dataset: " << file << ": " << loaded.status().message() << "\n";
-        *exit_code = 1;
-        return;
-      }
-      const std::string name = std::filesystem::path(file).filename().string();
-      for (const auto& r : *loaded) {
-        runs.push_back(r);
-        runs.back().dataset = name;
-      }
-      for (auto& s : skipped_here) skipped.push_back(name + ": " + s);
+    if (int rc = LoadDatasets(files, core::LoadPublishedRuns, &runs, &skipped); rc != 0) {
+      *exit_code = rc;
+      return;
     }
     const sim::ValidationSummary v = sim::ValidateRuns(runs, *profile);
     // With a calibrated profile, the built-in defaults too: the error with and without it.
@@ -124,20 +241,7 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
       nlohmann::ordered_json records = nlohmann::ordered_json::array();
       for (size_t i = 0; i < v.records.size(); ++i) {
         const auto& r = v.records[i];
-        nlohmann::ordered_json groups = nlohmann::ordered_json::object();
-        for (const auto& [dim, value] : r.groups) groups[dim] = value;
-        nlohmann::ordered_json rec = {{"id", r.id},
-                                      {"metric", "tokens_per_s_per_gpu"},
-                                      {"published", r.published},
-                                      {"predicted", r.predicted},
-                                      {"error", r.error},
-                                      {"printed", r.printed},
-                                      {"conversion", r.conversion},
-                                      {"stack", r.stack},
-                                      {"fits", r.fits},
-                                      {"memory_gib", r.memory_gib},
-                                      {"groups", groups},
-                                      {"assumptions", r.assumptions}};
+        nlohmann::ordered_json rec = RecordJson(r, "tokens_per_s_per_gpu", "published", "memory_gib");
         // Where the predicted step goes, and the scenario predicted as a plan file that
         // `meshplan report --plan FILE` (and simulate, explain) read back.
         const sim::StepBreakdown& b = r.breakdown;
@@ -147,13 +251,7 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
                               {"ep_comm", b.ep_comm_s},     {"dp_comm", b.dp_comm_s},
                               {"pp_comm", b.pp_comm_s},     {"bubble", b.bubble_s},
                               {"optimizer", b.optimizer_s}};
-        const core::Scenario& sc = runs[i].scenario;
-        core::PlanFile pf;
-        pf.plan = sc.plan;
-        pf.model = sc.model;
-        pf.gpu = sc.gpu;
-        pf.cluster = sc.cluster;
-        rec["plan"] = nlohmann::ordered_json::parse(core::PlanFileToJson(pf));
+        rec["plan"] = PlanJson(runs[i].scenario);
         if (both) rec["predicted_default"] = v0.records[i].predicted, rec["error_default"] = v0.records[i].error;
         records.push_back(rec);
       }
@@ -163,14 +261,7 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
       j["metric"] = "tokens_per_s_per_gpu";
       j["records"] = records;
       j["summary"] = SummaryJson(v.all);
-      nlohmann::ordered_json groups = nlohmann::ordered_json::array();
-      for (const auto& g : v.groups) {
-        nlohmann::ordered_json gj = SummaryJson(g.summary);
-        gj["dimension"] = g.dimension;
-        gj["value"] = g.value;
-        groups.push_back(gj);
-      }
-      j["groups"] = groups;
+      j["groups"] = GroupsJson(v);
       if (both) j["summary_default"] = SummaryJson(v0.all);
       j["skipped"] = skipped;
       std::cout << j.dump(2) << "\n";
@@ -199,12 +290,7 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
     std::printf("# %zu records from %zu file(s), %zu skipped (no model, GPU preset, plan, stack or measurement; "
                 "--format json lists them)\n",
                 v.all.n, files.size(), skipped.size());
-    std::printf("# %-40s %4s %8s %8s %8s %8s %4s\n", "group", "n", "median", "p90", "max", "signed", "oom");
-    PrintSummaryLine("all", v.all);
-    for (const auto& g : v.groups) PrintSummaryLine((g.dimension + " " + g.value).c_str(), g.summary);
-    std::printf("# |error| median %.1f%%, p90 %.1f%%, mean %.1f%%, max %.1f%%; signed median %+.1f%% (> 0: too fast)\n",
-                100 * v.all.median_abs_error, 100 * v.all.p90_abs_error, 100 * v.all.mean_abs_error,
-                100 * v.all.max_abs_error, 100 * v.all.median_error);
+    PrintGroups(v, "too fast");
     if (both)
       std::printf("# with the built-in defaults: |error| median %.1f%%, p90 %.1f%%, max %.1f%%\n",
                   100 * v0.all.median_abs_error, 100 * v0.all.p90_abs_error, 100 * v0.all.max_abs_error);

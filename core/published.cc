@@ -601,6 +601,51 @@ Result<std::vector<PublishedRun>> LoadPublishedRuns(const std::string& text, std
   return runs;
 }
 
+Result<std::vector<PublishedMemory>> LoadPublishedMemory(const std::string& text, std::vector<std::string>* skipped) {
+  auto records = ParseDataset(text);
+  if (!records.ok()) return records.status();
+  std::vector<PublishedMemory> out;
+  for (const Json& r : *records) {
+    const std::string id = r.is_object() ? StrOr(r, "id") : "";
+    auto skip = [&](const std::string& why) {
+      if (skipped) skipped->push_back(id + ": " + why);
+    };
+    if (!r.is_object() || !r.contains("measured") || !r["measured"].is_object()) {
+      skip("no measured memory");
+      continue;
+    }
+    const Json& me = r["measured"];
+    const std::string metric = StrOr(me, "metric");
+    PublishedMemory mem;
+    mem.metric = metric;
+    if (const double a = NumOr(me, "peak_allocated_gib", 0); a > 0) {
+      mem.measured_gib = a;
+    } else if (const double rsv = NumOr(me, "reserved_gib", 0); rsv > 0) {
+      mem.measured_gib = rsv;
+      mem.reserved = true;
+    } else if (const double pk = NumOr(me, "peak_gib", 0); pk > 0 && metric.find("reserved") != std::string::npos) {
+      mem.measured_gib = pk;
+      mem.reserved = true;
+    } else {
+      skip("no measured peak_allocated_gib or reserved_gib");
+      continue;
+    }
+    PublishedRun run;
+    std::string why;
+    if (!MapRecord(r, /*with_measurement=*/false, &run, &why)) {
+      skip(why.empty() ? "not a run record" : why);
+      continue;
+    }
+    mem.id = run.id;
+    mem.source = run.source;
+    mem.scenario = std::move(run.scenario);
+    mem.stack = run.stack;
+    mem.assumptions = std::move(run.assumptions);
+    out.push_back(std::move(mem));
+  }
+  return out;
+}
+
 Result<std::vector<PublishedLayerTiming>> LoadPublishedLayerTimings(const std::string& text) {
   auto records = ParseDataset(text);
   if (!records.ok()) return records.status();

@@ -35,6 +35,25 @@ struct PublishedRun {
 // MFU. Records without them are skipped (`skipped` lists their ids with the reason).
 Result<std::vector<PublishedRun>> LoadPublishedRuns(const std::string& json_text, std::vector<std::string>* skipped);
 
+// A measured per-GPU memory peak (shared/validation/memory_measured.json), mapped to a scenario by
+// the same rule as the runs.
+struct PublishedMemory {
+  std::string id;
+  std::string source;
+  Scenario scenario;
+  std::string dataset;   // set by the caller
+  std::string stack;
+  double measured_gib = 0;
+  // What was measured: the caching allocator's peak reserved bytes (torchtitan logs these), else
+  // its peak allocated bytes (Megatron-LM's CI).
+  bool reserved = false;
+  std::string metric;    // the record's own description
+  std::vector<std::string> assumptions;
+};
+// Every record with measured.peak_allocated_gib, or reserved_gib (or peak_gib with a metric that
+// says reserved), that maps to a scenario; the rest are listed in `skipped` with the reason.
+Result<std::vector<PublishedMemory>> LoadPublishedMemory(const std::string& json_text, std::vector<std::string>* skipped);
+
 // A published per-layer timing (Korthikanti 2022 Table 4: one transformer layer's forward and
 // backward in ms), mapped to a scenario by the same rule as the runs; the model's `layers` is what
 // the record prints (1) and only its dense layer is meant.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 
 #include "core/memory.h"
@@ -57,6 +58,79 @@ ErrorSummary Summarize(const std::vector<const ValidationRecord*>& records) {
   return s;
 }
 
+namespace {
+
+// The overall and per-group summaries of out->records (groups by dimension in first-seen order,
+// then value).
+void SummarizeInto(ValidationSummary* out) {
+  std::vector<const ValidationRecord*> all;
+  std::map<std::pair<std::string, std::string>, std::vector<const ValidationRecord*>> by_group;
+  std::vector<std::string> dimensions;
+  for (const auto& r : out->records) {
+    all.push_back(&r);
+    for (const auto& g : r.groups) {
+      if (std::find(dimensions.begin(), dimensions.end(), g.first) == dimensions.end()) dimensions.push_back(g.first);
+      by_group[g].push_back(&r);
+    }
+  }
+  out->all = Summarize(all);
+  for (const auto& dim : dimensions)
+    for (const auto& [key, members] : by_group)
+      if (key.first == dim) out->groups.push_back({key.first, key.second, Summarize(members)});
+  out->n = out->all.n;
+  out->median_abs_error = out->all.median_abs_error;
+  out->mean_abs_error = out->all.mean_abs_error;
+  out->max_abs_error = out->all.max_abs_error;
+}
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+}  // namespace
+
+ValidationSummary ValidateMemory(const std::vector<core::PublishedMemory>& records, const core::MemoryOverheads& o) {
+  ValidationSummary out;
+  for (const auto& rec : records) {
+    const auto& s = rec.scenario;
+    const core::PlanSpec& p = s.plan;
+    const core::MemoryReport mem = core::EstimateMemory(s.model, p, s.gpu, o, core::MemoryDetail::kFull);
+    const core::StageMemory& st = mem.stages[static_cast<size_t>(mem.worst_stage)];
+    // What the framework's allocator counts: everything on the GPU but the CUDA context and
+    // NCCL's own buffers (cudaMalloc'd by NCCL, outside PyTorch's caching allocator); reserved
+    // adds the allocator's fragmentation (docs/memory.md §4).
+    const double reserved = static_cast<double>(st.total_bytes - st.cuda_context_bytes - st.nccl_bytes);
+    const double allocated = reserved - static_cast<double>(st.fragmentation_bytes);
+    ValidationRecord r;
+    r.id = rec.id;
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "peak %s %.4g GiB", rec.reserved ? "reserved" : "allocated", rec.measured_gib);
+    r.printed = buf;
+    r.conversion = rec.reserved ? "predicted: worst stage total - CUDA context - NCCL buffers"
+                                : "predicted: worst stage total - CUDA context - NCCL buffers - fragmentation";
+    r.stack = rec.stack;
+    r.published = rec.measured_gib;
+    r.predicted = (rec.reserved ? reserved : allocated) / kGiB;
+    r.error = (r.predicted - r.published) / r.published;
+    r.fits = mem.fits;
+    r.memory_gib = static_cast<double>(mem.per_gpu_bytes) / kGiB;
+    std::string par;
+    for (auto [n, name] : {std::pair{p.tp, "tp"}, std::pair{p.pp, "pp"}, std::pair{p.cp, "cp"}, std::pair{p.ep, "ep"}})
+      if (n > 1) par += (par.empty() ? "" : "+") + std::string(name);
+    if (par.empty()) par = "dp only";
+    if (!rec.dataset.empty()) r.groups.emplace_back("dataset", rec.dataset);
+    r.groups.emplace_back("gpu", s.gpu.name);
+    r.groups.emplace_back("model", s.model.moe ? "moe" : "dense");
+    r.groups.emplace_back("precision", core::Name(p.precision));
+    r.groups.emplace_back("sharding", p.zero == 0 ? "ddp" : "zero-" + std::to_string(p.zero));
+    r.groups.emplace_back("parallelism", par);
+    r.groups.emplace_back("measured", rec.reserved ? "reserved" : "allocated");
+    r.groups.emplace_back("stack", rec.stack);
+    r.assumptions = rec.assumptions;
+    out.records.push_back(std::move(r));
+  }
+  SummarizeInto(&out);
+  return out;
+}
+
 ValidationSummary ValidateRuns(const std::vector<core::PublishedRun>& runs, const core::Profile& profile) {
   ValidationSummary out;
   for (const auto& run : runs) {
@@ -79,24 +153,7 @@ ValidationSummary ValidateRuns(const std::vector<core::PublishedRun>& runs, cons
     r.assumptions = run.assumptions;
     out.records.push_back(std::move(r));
   }
-  std::vector<const ValidationRecord*> all;
-  std::map<std::pair<std::string, std::string>, std::vector<const ValidationRecord*>> by_group;
-  std::vector<std::string> dimensions;
-  for (const auto& r : out.records) {
-    all.push_back(&r);
-    for (const auto& g : r.groups) {
-      if (std::find(dimensions.begin(), dimensions.end(), g.first) == dimensions.end()) dimensions.push_back(g.first);
-      by_group[g].push_back(&r);
-    }
-  }
-  out.all = Summarize(all);
-  for (const auto& dim : dimensions)
-    for (const auto& [key, members] : by_group)
-      if (key.first == dim) out.groups.push_back({key.first, key.second, Summarize(members)});
-  out.n = out.all.n;
-  out.median_abs_error = out.all.median_abs_error;
-  out.mean_abs_error = out.all.mean_abs_error;
-  out.max_abs_error = out.all.max_abs_error;
+  SummarizeInto(&out);
   return out;
 }
 

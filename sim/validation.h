@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/memory.h"
 #include "core/profile.h"
 #include "core/published.h"
 #include "sim/step_model.h"
@@ -52,6 +53,14 @@ struct ValidationSummary {
 };
 
 ValidationSummary ValidateRuns(const std::vector<core::PublishedRun>& runs, const core::Profile& profile);
+
+// Measured per-GPU memory peaks against the memory model's worst stage, in GiB: each record's
+// `published` is the measured peak, `predicted` the model's peak of the same kind (allocated: the
+// GPU total less the CUDA context, NCCL's buffers and fragmentation; reserved: with the
+// fragmentation), `error` > 0 an overestimate. Groups: dataset, gpu, model, precision, sharding,
+// parallelism (tp+pp+cp+ep present, or "dp only"), measured (allocated|reserved), stack.
+ValidationSummary ValidateMemory(const std::vector<core::PublishedMemory>& records,
+                                 const core::MemoryOverheads& overheads = {});
 
 }  // namespace meshplan::sim
 

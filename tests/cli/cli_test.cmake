@@ -128,6 +128,12 @@ run(validate_missing 2 "--dataset: .*cannot open" validate --dataset ${WORK}/non
 # Each record says where its predicted step goes and carries the scenario as a plan file.
 run(validate_json_breakdown 0 "\"step_s\": [0-9.]+,[^\"]*\"breakdown_s\": \\{[^\"]*\"compute\": [0-9.]+.*\"plan\": \\{.*\"name\": \"gpt-1.7b\""
     validate --dataset ${DATA}/validation/published.json --format json)
+# Measured memory peaks (a copy of shared/validation/memory_measured.json): per record measured vs
+# predicted GiB, summarised per group; the MoE CI runs without a model preset are skipped.
+run(validate_memory 0 "31 records from 1 file.*3 skipped.*all +31 .*measured allocated +13 .*stack torchtitan-2024 +18 "
+    validate --memory --dataset ${DATA}/memory/memory_measured.json)
+run(validate_memory_json 0 "\"metric\": \"memory_gib\".*\"measured\": 82.4,.*\"predicted\": [0-9.]+"
+    validate --memory --dataset ${DATA}/memory/memory_measured.json --format json)
 # Several datasets, or a directory of them: one table in tokens/s per GPU, summarised per group.
 run(validate_two_datasets 0 "68 records from 2 file.*all +68 .*sharding zero-3 +7 .*stack deepspeed-zero3-2021 +6 "
     validate --dataset ${DATA}/validation/published.json --dataset ${DATA}/validation/published_beyond_tuning.json)

@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 
 #include "core/presets.h"
@@ -487,6 +488,34 @@ TEST(ValidationTest, CorpusRegressionBound) {
 
 namespace meshplan::sim {
 namespace {
+
+TEST(ValidationTest, MeasuredMemoryPeaksAgainstTheMemoryModel) {
+  // tests/data/memory/memory_measured.json (a copy of shared/validation's): 34 measured per-GPU
+  // peaks; 31 map (the three MoE CI runs name no MoE model). torchtitan logs the allocator's peak
+  // reserved bytes, Megatron-LM's CI its peak allocated bytes, and each is compared with the same
+  // kind of prediction.
+  auto text = core::ReadTextFile(MESHPLAN_TEST_DATA_DIR "/memory/memory_measured.json");
+  ASSERT_TRUE(text.ok());
+  std::vector<std::string> skipped;
+  auto records = core::LoadPublishedMemory(*text, &skipped);
+  ASSERT_TRUE(records.ok());
+  ASSERT_EQ(records->size(), 31u);
+  ASSERT_EQ(skipped.size(), 3u);
+  for (const auto& s : skipped) EXPECT_NE(s.find("needs an MoE model"), std::string::npos) << s;
+  const ValidationSummary v = ValidateMemory(*records);
+  size_t reserved = 0;
+  for (const auto& r : v.records) {
+    reserved += r.printed.find("reserved") != std::string::npos;
+    // Megatron-LM CI's GPT 7B memory-speed runs (TP 4 or PP 4, distributed optimizer): within 5%.
+    if (r.id.rfind("megatron-ci-gpt3-7b-", 0) == 0) EXPECT_LT(std::fabs(r.error), 0.05) << r.id;
+  }
+  EXPECT_EQ(reserved, 18u);  // the torchtitan rows
+  // Today's level (the memory issue's targets are far below): median 32%, too small on the large
+  // 3D and long-context runs (405B at TP 8 x PP 8: 19 GiB against 82.5 measured), too large on
+  // the small FSDP runs; docs/memory.md.
+  EXPECT_LE(v.all.median_abs_error, 0.33);
+  EXPECT_LE(v.all.p90_abs_error, 0.59);
+}
 
 TEST(ValidationTest, DeepSeekV3PretrainingThroughputOnH800) {
   // DeepSeek-V3 technical report (arXiv 2412.19437), Table 1: pre-training took 2,664K H800

@@ -320,6 +320,9 @@ double CurveSpeed(const std::vector<AttentionPoint>& points, int64_t hd, double 
 
 double AttentionCurveEfficiency(const core::GpuSpec& g, const std::vector<AttentionPoint>& points, int64_t head_dim,
                                 int64_t seq) {
+  // A measured point itself (the common case: head dim 64 or 128 at a power-of-two sequence).
+  for (const AttentionPoint& pt : points)
+    if (pt.head_dim == head_dim && pt.seq == seq) return pt.tflops * 1e12 / Peak(g, core::Dtype::kBf16);
   // The measured head dims around `head_dim` (linear between them, the nearest beyond them).
   int64_t hd_lo = 0, hd_hi = 0;
   for (const AttentionPoint& pt : points) {

@@ -160,9 +160,9 @@ int RunMemoryValidation(const std::vector<std::string>& files, const std::string
               profile.name.c_str());
   for (const auto& f : files) std::printf("# dataset %s\n", f.c_str());
   std::printf("# %-58s %-10s %9s %9s %8s\n", "record", "measured", "GiB", "predicted", "error");
-  for (const auto& r : v.records) {
-    const bool reserved = r.printed.find("reserved") != std::string::npos;
-    std::printf("  %-58s %-10s %9.1f %9.1f %+7.1f%%%s\n", r.id.c_str(), reserved ? "reserved" : "allocated",
+  for (size_t i = 0; i < v.records.size(); ++i) {
+    const auto& r = v.records[i];
+    std::printf("  %-58s %-10s %9.1f %9.1f %+7.1f%%%s\n", r.id.c_str(), records[i].reserved ? "reserved" : "allocated",
                 r.published, r.predicted, 100 * r.error, r.fits ? "" : "  does not fit");
   }
   std::printf("# predicted: the worst pipeline stage, less the CUDA context and NCCL's buffers (outside the "

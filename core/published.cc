@@ -377,40 +377,44 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   } else if (p.tp > 1) {
     from_stack.push_back(std::string("sequence parallel ") + (p.sequence_parallel ? "on" : "off"));
   }
+  // A recipe that offloads activations to host memory is a mechanism not modelled.
+  if (launch && launch->activation_offload_layers > 0) {
+    skip("the recipe offloads the activations of " + std::to_string(launch->activation_offload_layers) +
+         " layers to host memory (" + launch->recipe + "): activation offloading is not modelled");
+    return false;
+  }
+  auto launch_name = [&] { return launch->recipe.empty() ? launch->source : launch->recipe; };
   // Recomputation as the record prints it, else as the run's recipe sets it (presets/launches),
   // else the stack's.
   const std::string rc = StrOr(pj, "recompute");
   const bool printed_rc = rc.rfind("full", 0) == 0 || rc.rfind("selective", 0) == 0 || rc.rfind("none", 0) == 0;
-  std::string launch_rc = printed_rc || !launch ? std::string() : launch->recompute;
+  std::string said_rc = printed_rc ? rc : launch ? launch->recompute : std::string();
   // Megatron-Core's selective recomputation names modules. meshplan's selective is the core
   // attention (core_attn, the default list); other modules (layernorm, moe_act, mlp,
   // mla_up_proj: their outputs recomputed in the backward) are not modelled and are costed as no
   // recomputation, saying so.
-  if (launch_rc == "selective" && !launch->recompute_modules.empty() &&
+  if (!printed_rc && said_rc == "selective" && !launch->recompute_modules.empty() &&
       std::find(launch->recompute_modules.begin(), launch->recompute_modules.end(), "core_attn") ==
           launch->recompute_modules.end()) {
     std::string mods;
     for (const auto& mod : launch->recompute_modules) mods += (mods.empty() ? "" : ", ") + mod;
     run.assumptions.push_back("module-level recomputation of " + mods +
                               " (not modelled: costed as none, and the memory it saves is not subtracted)");
-    launch_rc = "none";
+    said_rc = "none";
   }
-  const bool recompute_printed = printed_rc || launch_rc == "full" || launch_rc == "selective" || launch_rc == "none";
-  const std::string& said_rc = printed_rc ? rc : launch_rc;
+  bool recompute_printed = true;
   if (said_rc.rfind("full", 0) == 0) p.recompute = Recompute::kFull;
   else if (said_rc.rfind("selective", 0) == 0) p.recompute = Recompute::kSelective;
   else if (said_rc.rfind("none", 0) == 0) p.recompute = Recompute::kNone;
-  else from_stack.push_back(std::string("recompute ") + Name(p.recompute));
+  else {
+    recompute_printed = false;
+    from_stack.push_back(std::string("recompute ") + Name(p.recompute));
+  }
   if (!printed_rc && recompute_printed) {
     if (p.recompute == Recompute::kFull) p.recompute_layers = launch->recompute_layers;
-    run.assumptions.push_back("recompute " + launch_rc +
+    run.assumptions.push_back("recompute " + said_rc +
                               (p.recompute_layers > 0 ? " (" + std::to_string(p.recompute_layers) + " layers per stage)" : "") +
-                              " from " + (launch->recipe.empty() ? launch->source : launch->recipe));
-  }
-  if (launch && launch->activation_offload_layers > 0) {
-    skip("the recipe offloads the activations of " + std::to_string(launch->activation_offload_layers) +
-         " layers to host memory (" + launch->recipe + "): activation offloading is not modelled");
-    return false;
+                              " from " + launch_name());
   }
   std::string precision = StrOr(r, "precision");
   if (precision.empty()) precision = StrOr(hj, "precision");
@@ -473,7 +477,7 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   if (launch && launch->ep_overlap && p.ep > 1) {
     p.ep_overlap = true;
     run.assumptions.push_back("EP all-to-alls under another microbatch's compute (overlap_moe_expert_parallel_comm) from " +
-                              (launch->recipe.empty() ? launch->source : launch->recipe));
+                              launch_name());
   }
   if (launch && launch->ddp == "torch") {
     // PyTorch DDP reduces gradients in buckets while the backward pass runs.

@@ -66,6 +66,8 @@ std::string PlanLine(const core::PlanSpec& p, const core::MemoryReport& r) {
   if (p.zero > 0) o << " over " << r.dense_shard_group << (p.sharding == core::Sharding::kHsdp ? " (hsdp)" : "");
   o << " | sp " << (p.sequence_parallel ? "on" : "off") << " | recompute " << core::Name(p.recompute);
   if (p.recompute_layers > 0) o << " (" << p.recompute_layers << " layers/stage)";
+  if (p.recompute == core::Recompute::kSelective && p.recompute_modules != core::kDefaultRecomputeModules)
+    o << " [" << core::RecomputeModulesString(p.recompute_modules) << "]";
   o << " | mbs " << p.micro_batch << " . gbs " << p.global_batch << " . seq " << p.seq_len << " | "
     << core::Name(p.schedule) << ", " << p.Microbatches() << " microbatches | " << core::Name(p.precision);
   return o.str();
@@ -267,6 +269,8 @@ std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r,
   plan["zero"] = p.zero;
   plan["sequence_parallel"] = p.sequence_parallel;
   plan["recompute"] = core::Name(p.recompute);
+  if (p.recompute == core::Recompute::kSelective && p.recompute_modules != core::kDefaultRecomputeModules)
+    plan["recompute_modules"] = core::RecomputeModulesString(p.recompute_modules);
   plan["micro_batch"] = p.micro_batch;
   plan["global_batch"] = p.global_batch;
   plan["seq_len"] = p.seq_len;

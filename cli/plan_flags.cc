@@ -51,6 +51,9 @@ void PlanFlags::Register(CLI::App* app) {
                  "input-gradient reduction; full: Transformer Engine userbuffers)");
   p->add_option("--recompute", recompute, "none|selective|full (default none)");
   p->add_option("--recompute-layers", recompute_layers, "Full recompute for this many layers per stage");
+  p->add_option("--recompute-modules", recompute_modules,
+                "Selective recompute's modules, comma-separated: core_attn (the default), moe_act, layernorm, "
+                "mla_up_proj, mlp, shared_experts (Megatron-Core --recompute-modules)");
   p->add_option("--mbs", mbs, "Micro batch size in sequences (default 1)");
   p->add_option("--gbs", gbs, "Global batch size in sequences (default mbs*dp*pp)");
   p->add_option("--gbs-tokens", gbs_tokens, "Global batch in tokens (= gbs * seq; instead of --gbs)");
@@ -214,6 +217,9 @@ bool PlanFlags::Resolve(core::Scenario* out, Diagnostics* d, std::vector<std::st
     p.schedule = core::Schedule::kInterleaved;
     notes->push_back("schedule interleaved (because --vpp > 1)");
   }
+  if (recompute_modules && !core::ParseRecomputeModules(*recompute_modules, &p.recompute_modules))
+    d->Error("--recompute-modules", "must list distinct modules, comma-separated, each one of " +
+                                        core::Choices<core::RecomputeModule>() + " (got \"" + *recompute_modules + "\")");
   if (placement && !core::ParsePlacement(*placement, &p.placement))
     d->Error("--placement", "must order tp, cp, ep, dp, pp once each, e.g. tp-cp-ep-dp-pp (got \"" +
                                    *placement + "\")");
@@ -256,6 +262,8 @@ bool PlanFlags::Resolve(core::Scenario* out, Diagnostics* d, std::vector<std::st
   }
   if (!sp && sw) p.sequence_parallel = sw->sequence_parallel && p.tp > 1;
   else if (!sp && !from_file) core::ApplyDefaultSequenceParallel(&p, notes);
+  if (sw)
+    if (std::string said = core::ApplyStackPipelineSharding(*sw, &p); !said.empty()) notes->push_back(said);
   core::ApplyDefaultStageSplit(m, &p, notes);
   if (d->has_errors()) return false;
   core::ValidatePlan(p, m, s.gpu, s.cluster, d);

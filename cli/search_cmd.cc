@@ -3,6 +3,7 @@
 // Both are registered by AddSearchCommand (cli/commands.h declares one entry point per file).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -632,6 +633,11 @@ std::string ExportMegatron(const core::Scenario& s) {
   // Recompute.
   if (p.recompute == core::Recompute::kSelective) {
     arg("--recompute-granularity selective");
+    if (p.recompute_modules != core::kDefaultRecomputeModules) {  // space-separated (nargs *)
+      std::string mods = core::RecomputeModulesString(p.recompute_modules);
+      std::replace(mods.begin(), mods.end(), ',', ' ');
+      arg("--recompute-modules " + mods);
+    }
   } else if (p.recompute == core::Recompute::kFull) {
     arg("--recompute-granularity full");
     if (p.recompute_layers > 0) {
@@ -742,6 +748,9 @@ std::string ExportTorchtitan(const core::Scenario& s) {
   out << "\n[activation_checkpoint]\n";
   out << "mode = \"" << core::Name(p.recompute) << "\"\n";
   if (p.recompute == core::Recompute::kSelective) out << "selective_ac_option = \"op\"\n";
+  if (p.recompute == core::Recompute::kSelective && p.recompute_modules != core::kDefaultRecomputeModules)
+    notes.push_back("recompute modules [" + core::RecomputeModulesString(p.recompute_modules) +
+                    "]: torchtitan's selective AC picks operators by its own policy, not Megatron-Core modules");
   if (p.offload_optimizer != core::OffloadTarget::kNone || p.offload_params != core::OffloadTarget::kNone)
     notes.push_back("offload: set training.enable_cpu_offload = true (FSDP2 offloads parameters, gradients and "
                     "optimizer states together)");

@@ -40,6 +40,29 @@ double LayerMatmulParams(const ModelSpec& m, bool moe_layer) {
   return attn + mlp;
 }
 
+// Weights one token multiplies again, per model, under selective recomputation's GEMM modules
+// (core/specs.h RecomputeModule): mlp, the dense layers' MLPs; mla_up_proj, MLA's q (up-)projection
+// and kv up-projection; shared_experts, the MoE layers' shared experts.
+double SelectiveRecomputeMatmulParams(const ModelSpec& m, const PlanSpec& p) {
+  const double h = static_cast<double>(m.hidden);
+  const double mats = m.mlp == MlpKind::kSwiglu ? 3 : 2;
+  const double moe_layers = static_cast<double>(m.MoeLayerCount());
+  const double dense_layers = static_cast<double>(m.layers) - moe_layers;
+  double params = 0;
+  if (p.Recomputes(RecomputeModule::kMlp)) params += dense_layers * mats * h * static_cast<double>(m.ffn_hidden);
+  if (p.Recomputes(RecomputeModule::kMlaUpProj) && m.mla) {
+    const MlaSpec& a = *m.mla;
+    const double heads = static_cast<double>(m.heads);
+    const double qk = static_cast<double>(a.qk_nope_head_dim + a.qk_rope_head_dim);
+    const double q = a.q_lora_rank > 0 ? static_cast<double>(a.q_lora_rank) * heads * qk : h * heads * qk;
+    params += static_cast<double>(m.layers) *
+              (q + static_cast<double>(a.kv_lora_rank) * heads * static_cast<double>(a.qk_nope_head_dim + a.v_head_dim));
+  }
+  if (p.Recomputes(RecomputeModule::kSharedExperts) && m.moe)
+    params += moe_layers * mats * h * static_cast<double>(m.moe->shared_experts * m.moe->shared_expert_ffn_hidden);
+  return params;
+}
+
 }  // namespace
 
 ForwardFlops ForwardFlopsPerToken(const ModelSpec& m, int64_t seq_len, AttentionFlops convention) {
@@ -77,7 +100,7 @@ double HardwareFlopsPerIteration(const ForwardFlops& f, const ModelSpec& m, cons
                              : 1.0;
     extra = (f.matmul + f.attention) * (share > 1.0 ? 1.0 : share);
   } else if (p.recompute == Recompute::kSelective) {
-    extra = f.attention;
+    extra = (p.Recomputes(RecomputeModule::kCoreAttn) ? f.attention : 0.0) + 2 * SelectiveRecomputeMatmulParams(m, p);
   }
   return (3 * f.Total() + extra) * tokens;
 }

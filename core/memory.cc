@@ -201,9 +201,18 @@ void VisitLayerActivations(const ModelSpec& m, const PlanSpec& p, bool moe_layer
 
   const int64_t a = LocalHeads(m, p);
   const bool naive = m.attention == AttentionImpl::kNaive;
+  // Selective recomputation's modules (PlanSpec::recompute_modules): what they recompute in the
+  // backward is not kept (Megatron-Core: core_attn and mlp checkpoint their inputs; moe_act,
+  // layernorm and mla_up_proj discard their outputs, CheckpointWithoutOutput).
+  auto recomputed = [&](RecomputeModule mod) {
+    return recompute == Recompute::kSelective && (p.recompute_modules & ModuleBit(mod)) != 0;
+  };
   // ---- attention block: Korthikanti §4.1 "11sbh + 5as^2b" plus its LayerNorm's 2sbh.
   add("attn_norm_input", e * sbh / rep_div);
-  add("qkv_input", LinearInputBytes(p, sbh / rep_div));
+  // The norm's output, the QKV (or MLA down-projection) input. Transformer Engine fuses the norm
+  // into that linear for standard attention (LayerNormLinear: layernorm recompute does not apply);
+  // MLA's input norm is its own module.
+  if (!(m.mla && recomputed(RecomputeModule::kLayernorm))) add("qkv_input", LinearInputBytes(p, sbh / rep_div));
   int64_t q_dim, k_dim, v_dim;  // per-token widths of the saved q, k, v on this rank
   if (m.mla) {
     const int64_t qk = m.mla->qk_nope_head_dim + m.mla->qk_rope_head_dim;
@@ -221,10 +230,12 @@ void VisitLayerActivations(const ModelSpec& m, const PlanSpec& p, bool moe_layer
     k_dim = kv * m.head_dim;
     v_dim = kv * m.head_dim;
   }
-  add("q", e * s * b * q_dim);
-  add("k", e * s * b * k_dim);
-  add("v", e * s * b * v_dim);
-  if (recompute != Recompute::kSelective) {
+  if (!(m.mla && recomputed(RecomputeModule::kMlaUpProj))) {  // MLA's up-projections and RoPE again
+    add("q", e * s * b * q_dim);
+    add("k", e * s * b * k_dim);
+    add("v", e * s * b * v_dim);
+  }
+  if (!recomputed(RecomputeModule::kCoreAttn)) {
     if (naive) {
       // The s^2 terms: softmax output 2as^2b, with dropout also its mask as^2b and output 2as^2b.
       add("softmax_output", e * a * s * s_kv * b);
@@ -242,14 +253,16 @@ void VisitLayerActivations(const ModelSpec& m, const PlanSpec& p, bool moe_layer
 
   // ---- MLP block: Korthikanti "19sbh" (for f = 4h) plus its LayerNorm's 2sbh.
   add("mlp_norm_input", e * sbh / rep_div);
-  auto mlp_terms = [&](const char* act_name, const char* fc2_name, int64_t tokens, int64_t f_local) {
+  auto mlp_terms = [&](const char* act_name, const char* fc2_name, int64_t tokens, int64_t f_local,
+                       bool act_recomputed) {
     const int64_t act_mult = m.mlp == MlpKind::kSwiglu ? 2 : 1;  // swiglu saves gate and up
     add(act_name, act_mult * e * tokens * f_local);
-    add(fc2_name, LinearInputBytes(p, tokens * f_local));
+    if (!act_recomputed) add(fc2_name, LinearInputBytes(p, tokens * f_local));
   };
   if (moe_layer && m.moe) {
     const MoeSpec& x = *m.moe;
-    add("router_input", e * sbh / rep_div);
+    // The pre-MLP norm's output (router and dispatcher input): a module of its own in MoE layers.
+    if (!recomputed(RecomputeModule::kLayernorm)) add("router_input", e * sbh / rep_div);
     add("router_probs", 4 * s * b * x.experts / rep_div);
     // Tokens this GPU's experts process per microbatch. A stage's tp*cp*dp ranks regroup as
     // etp x ep x edp for expert layers; with balanced routing each GPU receives
@@ -258,15 +271,16 @@ void VisitLayerActivations(const ModelSpec& m, const PlanSpec& p, bool moe_layer
     if (x.capacity_factor > 0) tokens *= x.capacity_factor;  // buffers padded to capacity
     const int64_t tok = Ceil(tokens);
     add("expert_input", LinearInputBytes(p, tok * h));
-    mlp_terms("expert_act_input", "expert_fc2_input", tok, x.expert_ffn_hidden / p.etp);
+    mlp_terms("expert_act_input", "expert_fc2_input", tok, x.expert_ffn_hidden / p.etp,
+              recomputed(RecomputeModule::kMoeAct));
     add("expert_output", e * tok * h);
-    if (x.shared_experts > 0)
+    if (x.shared_experts > 0 && !recomputed(RecomputeModule::kSharedExperts))  // checkpointed: input only
       mlp_terms("shared_act_input", "shared_fc2_input", s * b,
-                x.shared_experts * x.shared_expert_ffn_hidden / t);
-  } else {
+                x.shared_experts * x.shared_expert_ffn_hidden / t, false);
+  } else if (!recomputed(RecomputeModule::kMlp)) {  // mlp: the block checkpoints its input alone
     add("fc1_input", LinearInputBytes(p, sbh / rep_div));
     mlp_terms(m.mlp == MlpKind::kSwiglu ? "swiglu_gate_up" : "gelu_input", "fc2_input", s * b,
-              m.ffn_hidden / t);
+              m.ffn_hidden / t, false);
   }
   if (m.dropout) add("mlp_dropout_mask", sbh / rep_div);
 }

@@ -153,6 +153,9 @@ struct LaunchConfig {
   int64_t recompute_layers = 0;
   int64_t activation_offload_layers = 0;  // layers whose activations go to host memory
   bool ep_overlap = false;                // Megatron-Core's batch-level EP all-to-all overlap
+  // Megatron-Core's ddp.grad_reduce_in_fp32 as the recipe sets it (absent: the launch file does
+  // not say): false keeps the gradient buffer, its accumulation and its DP reduction in bf16.
+  std::optional<bool> grad_reduce_in_fp32;
   std::string recipe;                     // the recipe file and preset, for the assumptions
   std::string source;
 };
@@ -180,6 +183,10 @@ std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
                                           .activation_offload_layers = IntOr(v, "activation_offload_layers", 0),
                                           .ep_overlap = v.contains("moe_a2a_overlap") && v["moe_a2a_overlap"].is_boolean() &&
                                                         v["moe_a2a_overlap"].get<bool>(),
+                                          .grad_reduce_in_fp32 = v.contains("grad_reduce_in_fp32") &&
+                                                                         v["grad_reduce_in_fp32"].is_boolean()
+                                                                     ? std::optional<bool>(v["grad_reduce_in_fp32"].get<bool>())
+                                                                     : std::nullopt,
                                           .recipe = StrOr(v, "recipe"),
                                           .source = StrOr(j, "source")});
       }
@@ -389,18 +396,25 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   const std::string rc = StrOr(pj, "recompute");
   const bool printed_rc = rc.rfind("full", 0) == 0 || rc.rfind("selective", 0) == 0 || rc.rfind("none", 0) == 0;
   std::string said_rc = printed_rc ? rc : launch ? launch->recompute : std::string();
-  // Megatron-Core's selective recomputation names modules. meshplan's selective is the core
-  // attention (core_attn, the default list); other modules (layernorm, moe_act, mlp,
-  // mla_up_proj: their outputs recomputed in the backward) are not modelled and are costed as no
-  // recomputation, saying so.
-  if (!printed_rc && said_rc == "selective" && !launch->recompute_modules.empty() &&
-      std::find(launch->recompute_modules.begin(), launch->recompute_modules.end(), "core_attn") ==
-          launch->recompute_modules.end()) {
-    std::string mods;
-    for (const auto& mod : launch->recompute_modules) mods += (mods.empty() ? "" : ", ") + mod;
-    run.assumptions.push_back("module-level recomputation of " + mods +
-                              " (not modelled: costed as none, and the memory it saves is not subtracted)");
-    said_rc = "none";
+  // Megatron-Core's selective recomputation names modules (PlanSpec::recompute_modules); a module
+  // meshplan does not model (moe, or another architecture's) is said and left out, and a list of
+  // none it models is costed as no recomputation.
+  uint32_t modules = kDefaultRecomputeModules;
+  if (!printed_rc && said_rc == "selective" && !launch->recompute_modules.empty()) {
+    modules = 0;
+    std::string unknown;
+    for (const auto& mod : launch->recompute_modules) {
+      RecomputeModule rm;
+      if (FromName(mod, &rm)) modules |= ModuleBit(rm);
+      else unknown += (unknown.empty() ? "" : ", ") + mod;
+    }
+    if ((modules & ModuleBit(RecomputeModule::kMlaUpProj)) && !m.mla) {
+      modules &= ~ModuleBit(RecomputeModule::kMlaUpProj);
+      unknown += std::string(unknown.empty() ? "" : ", ") + "mla_up_proj (the model has no MLA)";
+    }
+    if (!unknown.empty())
+      run.assumptions.push_back("recomputation of " + unknown + " not modelled (costed as kept, not recomputed)");
+    if (modules == 0) said_rc = "none";
   }
   bool recompute_printed = true;
   if (said_rc.rfind("full", 0) == 0) p.recompute = Recompute::kFull;
@@ -412,6 +426,10 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   }
   if (!printed_rc && recompute_printed) {
     if (p.recompute == Recompute::kFull) p.recompute_layers = launch->recompute_layers;
+    if (p.recompute == Recompute::kSelective) {
+      p.recompute_modules = modules;
+      said_rc += " [" + RecomputeModulesString(modules) + "]";
+    }
     run.assumptions.push_back("recompute " + said_rc +
                               (p.recompute_layers > 0 ? " (" + std::to_string(p.recompute_layers) + " layers per stage)" : "") +
                               " from " + launch_name());
@@ -479,11 +497,21 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     run.assumptions.push_back("EP all-to-alls under another microbatch's compute (overlap_moe_expert_parallel_comm) from " +
                               launch_name());
   }
+  // The recipe's gradient dtype (Megatron-Bridge's performance recipes: ddp.grad_reduce_in_fp32 =
+  // False): 2 bytes per parameter of gradient buffer instead of 4, and half the DP reduction bytes.
+  if (launch && launch->grad_reduce_in_fp32) {
+    p.dtypes.grads = *launch->grad_reduce_in_fp32 ? Dtype::kFp32 : Dtype::kBf16;
+    run.assumptions.push_back(std::string("gradients accumulated and reduced in ") + Name(p.dtypes.grads) +
+                              " (grad_reduce_in_fp32 " + (*launch->grad_reduce_in_fp32 ? "true" : "false") + ") from " +
+                              launch_name());
+  }
   if (launch && launch->ddp == "torch") {
     // PyTorch DDP reduces gradients in buckets while the backward pass runs.
     p.overlap_grad_reduce = true;
     run.assumptions.push_back("PyTorch DDP (gradient all-reduce overlapped with backward) from " + launch->source);
   }
+  if (std::string said_pp = ApplyStackPipelineSharding(*stack, &p); !said_pp.empty())
+    run.assumptions.push_back(said_pp);
   // Layers that do not divide over pp*vpp chunks: the project's default uneven split.
   ApplyDefaultStageSplit(m, &p, &run.assumptions);
   std::string said = "stack " + stack->name;

@@ -514,6 +514,20 @@ void ReadPlan(ObjectReader& r, const std::string& prefix, PlanSpec* p, Diagnosti
   r.Bool("sequence_parallel", &p->sequence_parallel);
   r.Enum("recompute", &p->recompute);
   r.Int("recompute_layers", &p->recompute_layers);
+  if (const Json* v = r.Find("recompute_modules", false)) {
+    // A list of Megatron-Core module names, e.g. ["core_attn", "moe_act"].
+    std::string joined;
+    bool strings = v->is_array() && !v->empty();
+    if (strings)
+      for (const Json& e : *v) {
+        if (!e.is_string()) strings = false;
+        else joined += (joined.empty() ? "" : ",") + e.get<std::string>();
+      }
+    if (!strings || !ParseRecomputeModules(joined, &p->recompute_modules))
+      d->Error(prefix + ".recompute_modules",
+               "must be a non-empty list of distinct modules, each one of " + Choices<RecomputeModule>() +
+                   " (got " + Show(*v) + ")");
+  }
   r.Int("micro_batch", &p->micro_batch, true);
   r.Int("global_batch", &p->global_batch, true);
   r.Int("seq_len", &p->seq_len, true);
@@ -581,6 +595,13 @@ OJson WritePlan(const PlanSpec& p) {
   j["sequence_parallel"] = p.sequence_parallel;
   j["recompute"] = Name(p.recompute);
   j["recompute_layers"] = p.recompute_layers;
+  if (p.recompute_modules != kDefaultRecomputeModules) {
+    OJson mods = OJson::array();
+    for (RecomputeModule m : {RecomputeModule::kCoreAttn, RecomputeModule::kMoeAct, RecomputeModule::kLayernorm,
+                              RecomputeModule::kMlaUpProj, RecomputeModule::kMlp, RecomputeModule::kSharedExperts})
+      if (p.recompute_modules & ModuleBit(m)) mods.push_back(Name(m));
+    j["recompute_modules"] = mods;
+  }
   j["micro_batch"] = p.micro_batch;
   j["global_batch"] = p.global_batch;
   j["seq_len"] = p.seq_len;

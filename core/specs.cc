@@ -34,6 +34,9 @@ MESHPLAN_NAMES(Topology, {Topology::kRailOptimizedFatTree, "rail-optimized-fat-t
 MESHPLAN_NAMES(Sharding, {Sharding::kFsdp, "fsdp"}, {Sharding::kHsdp, "hsdp"})
 MESHPLAN_NAMES(Recompute, {Recompute::kNone, "none"}, {Recompute::kSelective, "selective"},
                {Recompute::kFull, "full"})
+MESHPLAN_NAMES(RecomputeModule, {RecomputeModule::kCoreAttn, "core_attn"}, {RecomputeModule::kMoeAct, "moe_act"},
+               {RecomputeModule::kLayernorm, "layernorm"}, {RecomputeModule::kMlaUpProj, "mla_up_proj"},
+               {RecomputeModule::kMlp, "mlp"}, {RecomputeModule::kSharedExperts, "shared_experts"})
 MESHPLAN_NAMES(Schedule, {Schedule::kGpipe, "gpipe"}, {Schedule::k1F1B, "1f1b"},
                {Schedule::kInterleaved, "interleaved"}, {Schedule::kZeroBubble, "zero-bubble"},
                {Schedule::kDualPipe, "dualpipe"})
@@ -95,6 +98,7 @@ MESHPLAN_ENUM_FUNCS(Dtype)
 MESHPLAN_ENUM_FUNCS(Topology)
 MESHPLAN_ENUM_FUNCS(Sharding)
 MESHPLAN_ENUM_FUNCS(Recompute)
+MESHPLAN_ENUM_FUNCS(RecomputeModule)
 MESHPLAN_ENUM_FUNCS(Schedule)
 MESHPLAN_ENUM_FUNCS(Optimizer)
 MESHPLAN_ENUM_FUNCS(OffloadTarget)
@@ -112,6 +116,31 @@ bool ModelSpec::IsMoeLayer(int64_t layer) const {
 }
 
 int64_t ModelSpec::MoeLayerCount() const { return MoeLayersBefore(layers); }
+
+std::string RecomputeModulesString(uint32_t modules) {
+  std::string s;
+  for (const auto& [value, name] : NameTable<RecomputeModule>::kEntries) {
+    if ((modules & ModuleBit(value)) == 0) continue;
+    if (!s.empty()) s += ",";
+    s += name;
+  }
+  return s;
+}
+
+bool ParseRecomputeModules(const std::string& text, uint32_t* out) {
+  uint32_t modules = 0;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    RecomputeModule m;
+    if (!FromName(text.substr(start, end - start), &m) || (modules & ModuleBit(m)) != 0) return false;
+    modules |= ModuleBit(m);
+    start = end + 1;
+  }
+  *out = modules;
+  return true;
+}
 
 std::string PlacementString(const std::vector<Axis>& order) {
   std::string s;

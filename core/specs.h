@@ -172,6 +172,17 @@ struct ClusterSpec {
 // ---------------------------------------------------------------------------------------------
 enum class Sharding { kFsdp, kHsdp };            // fsdp: shard over the whole DP(xCP) group
 enum class Recompute { kNone, kSelective, kFull };
+// What selective recomputation recomputes: Megatron-Core's recompute_modules
+// (megatron/core/transformer/transformer_config.py, transformer_layer.py, experts.py,
+// multi_latent_attention.py at d98e8a64). core_attn: the attention core (its scores, or flash
+// attention's output statistics); moe_act: the experts' activation function (its output, fc2's
+// input, is not kept); layernorm: the norms that are separate modules (the MoE layer's pre-MLP norm
+// and MLA's input norm; a norm fused into its linear, Transformer Engine's LayerNormLinear, is
+// not); mla_up_proj: MLA's q/kv up-projections and RoPE (q, k, v are not kept); mlp: a dense
+// layer's whole MLP; shared_experts: the MoE layer's shared experts.
+enum class RecomputeModule { kCoreAttn, kMoeAct, kLayernorm, kMlaUpProj, kMlp, kSharedExperts };
+constexpr uint32_t ModuleBit(RecomputeModule m) { return uint32_t{1} << static_cast<int>(m); }
+constexpr uint32_t kDefaultRecomputeModules = ModuleBit(RecomputeModule::kCoreAttn);
 enum class Schedule { kGpipe, k1F1B, kInterleaved, kZeroBubble, kDualPipe };
 enum class Optimizer { kAdam, kAdamW, kSgdMomentum, kAdam8bit };
 enum class OffloadTarget { kNone, kCpu, kNvme };
@@ -216,6 +227,8 @@ struct PlanSpec {
   bool sequence_parallel = false;
   Recompute recompute = Recompute::kNone;
   int64_t recompute_layers = 0;          // full recompute: layers per stage recomputed; 0 = all
+  // Selective recompute: the modules recomputed, ModuleBit(RecomputeModule) bits.
+  uint32_t recompute_modules = kDefaultRecomputeModules;
   int64_t micro_batch = 1;               // sequences per microbatch
   int64_t global_batch = 0;              // sequences per optimizer step
   int64_t seq_len = 0;
@@ -246,6 +259,10 @@ struct PlanSpec {
   Fp8Scaling fp8_scaling = Fp8Scaling::kDelayed;  // with precision = fp8
 
   int64_t Microbatches() const { return global_batch / (micro_batch * dp); }  // per pipeline
+  // True when selective recomputation recomputes `module` (never under none or full).
+  bool Recomputes(RecomputeModule module) const {
+    return recompute == Recompute::kSelective && (recompute_modules & ModuleBit(module)) != 0;
+  }
   friend bool operator==(const PlanSpec&, const PlanSpec&) = default;
 };
 
@@ -260,6 +277,7 @@ const char* Name(Dtype v);
 const char* Name(Topology v);
 const char* Name(Sharding v);
 const char* Name(Recompute v);
+const char* Name(RecomputeModule v);
 const char* Name(Schedule v);
 const char* Name(Optimizer v);
 const char* Name(OffloadTarget v);
@@ -280,6 +298,7 @@ bool FromName(const std::string& text, Dtype* out);
 bool FromName(const std::string& text, Topology* out);
 bool FromName(const std::string& text, Sharding* out);
 bool FromName(const std::string& text, Recompute* out);
+bool FromName(const std::string& text, RecomputeModule* out);
 bool FromName(const std::string& text, Schedule* out);
 bool FromName(const std::string& text, Optimizer* out);
 bool FromName(const std::string& text, OffloadTarget* out);
@@ -289,6 +308,11 @@ bool FromName(const std::string& text, TpOverlap* out);
 bool FromName(const std::string& text, Zero3Gather* out);
 bool FromName(const std::string& text, Fp8Scaling* out);
 template <typename E> std::string Choices();  // "gelu|swiglu"
+
+// Recompute modules as text, "core_attn,moe_act" (in RecomputeModule order), and back: false for
+// an unknown or repeated name or an empty list.
+std::string RecomputeModulesString(uint32_t modules);
+bool ParseRecomputeModules(const std::string& text, uint32_t* out);
 
 // Placement order as text, "tp-cp-ep-dp-pp".
 std::string PlacementString(const std::vector<Axis>& order);

@@ -67,7 +67,8 @@ Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string&
                     EnumField(j, "zero3_gather", prefix, &s.zero3_gather), EnumField(j, "grads_dtype", prefix, &s.grads),
                     BoolField(j, "sequence_parallel", prefix, &s.sequence_parallel),
                     BoolField(j, "grad_accum_fusion", prefix, &s.grad_accum_fusion),
-                    BoolField(j, "overlap_grad_reduce", prefix, &s.overlap_grad_reduce)}) {
+                    BoolField(j, "overlap_grad_reduce", prefix, &s.overlap_grad_reduce),
+                    BoolField(j, "zero3_unsharded_under_pp", prefix, &s.zero3_unsharded_under_pp)}) {
     if (!st.ok()) return st;
   }
   if (s.precision == Dtype::kNone || s.precision == Dtype::kInt8 || s.precision == Dtype::kFp32)
@@ -120,6 +121,16 @@ void ApplyStack(const SoftwareStack& s, ModelSpec* m, PlanSpec* p) {
   p->zero3_gather = s.zero3_gather;
   p->dtypes.grads = s.grads;
   p->sequence_parallel = s.sequence_parallel && p->tp > 1;
+}
+
+std::string ApplyStackPipelineSharding(const SoftwareStack& s, PlanSpec* p) {
+  if (!s.zero3_unsharded_under_pp || p->zero != 3 || p->pp <= 1) return "";
+  p->zero = 1;
+  p->overlap_grad_reduce = false;
+  return "stack " + s.name + ": ZeRO-3 under pipeline parallelism keeps each stage's parameters gathered and its " +
+         Name(p->dtypes.grads) +
+         " gradients unsharded over the step, reduce-scattered after the last backward (ZeRO-1's memory and "
+         "traffic)";
 }
 
 std::string StackSummary(const SoftwareStack& s) {

@@ -42,6 +42,11 @@ struct SoftwareStack {
   int zero = 0;  // the stack's data-parallel sharding when a run does not name one
   Zero3Gather zero3_gather = Zero3Gather::kFlat;  // how its ZeRO-3 gathers (core/specs.h)
   Dtype grads = Dtype::kBf16;  // the gradient buffer it accumulates and reduces in
+  // ZeRO-3 (FSDP) under pipeline parallelism keeps each stage's parameters gathered and its
+  // gradients unsharded, accumulated over the step's microbatches and reduce-scattered once after
+  // the last (torchtitan 2024: reshard_after_forward=False with PP; PyTorch's pipeline stage turns
+  // FSDP's gradient sync and resharding off until the last backward): ZeRO-1's memory and traffic.
+  bool zero3_unsharded_under_pp = false;
 };
 
 Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string& prefix = "stack");
@@ -54,6 +59,10 @@ std::optional<SoftwareStack> StackForRecord(const std::string& record_id);
 // TP overlap, gradient-accumulation fusion, DP overlap, ZeRO stage, and sequence parallelism
 // when plan->tp > 1 (so set tp first). A caller's explicit choices are applied after it.
 void ApplyStack(const SoftwareStack& s, ModelSpec* m, PlanSpec* p);
+// The stack's rule for ZeRO-3 under pipeline parallelism (SoftwareStack::zero3_unsharded_under_pp),
+// applied once the plan's pp and ZeRO stage are final: ZeRO-1 with the gradient reduction after
+// the last backward. Returns the sentence that says so, or "" when the rule does not apply.
+std::string ApplyStackPipelineSharding(const SoftwareStack& s, PlanSpec* p);
 // One line naming what ApplyStack set: "stack megatron-lm-2021: fp16, naive attention, ...".
 std::string StackSummary(const SoftwareStack& s);
 

@@ -482,16 +482,37 @@ class Builder {
 
   void Recompute(const std::vector<Op>& fwd, std::vector<Op>* out) {
     if (p_.recompute == Recompute::kNone) return;
-    for (const Op& f : fwd) {
-      const bool core_attention = f.kind == OpKind::kAttention ||
-                                  (f.kind == OpKind::kGemm && (std::string_view(f.name) == "attn_scores" ||
-                                                               std::string_view(f.name) == "attn_values")) ||
-                                  std::string_view(f.name) == "softmax";
-      if (p_.recompute == Recompute::kSelective && !core_attention) continue;
-      Op op = f;
+    for (size_t i = 0; i < fwd.size(); ++i) {
+      // An FP8 GEMM's input quantization runs again with its GEMM.
+      const Op& f = fwd[i].kind == OpKind::kMemoryBound && std::string_view(fwd[i].name) == "fp8_quantize_input" &&
+                            i + 1 < fwd.size()
+                        ? fwd[i + 1]
+                        : fwd[i];
+      if (p_.recompute == Recompute::kSelective && !SelectivelyRecomputed(f)) continue;
+      Op op = fwd[i];
       op.pass = Pass::kRecompute;
       out->push_back(op);
     }
+  }
+  // Whether selective recomputation runs forward op `f` again: the plan's recompute_modules
+  // (core/specs.h RecomputeModule), each the ops of its Megatron-Core module.
+  bool SelectivelyRecomputed(const Op& f) const {
+    const std::string_view n(f.name);
+    auto on = [&](RecomputeModule mod) { return (p_.recompute_modules & ModuleBit(mod)) != 0; };
+    if (on(RecomputeModule::kCoreAttn) &&
+        (f.kind == OpKind::kAttention || n == "attn_scores" || n == "attn_values" || n == "softmax"))
+      return true;
+    if (on(RecomputeModule::kMoeAct) && n == "expert_activation") return true;
+    // The norms that are modules of their own: the MoE layer's pre-MLP norm, MLA's input norm.
+    if (on(RecomputeModule::kLayernorm) && (n == "moe_norm" || (m_.mla && n == "attn_norm"))) return true;
+    if (on(RecomputeModule::kMlaUpProj) && m_.mla && (n == "q_up" || n == "q_proj" || n == "kv_up" || n == "rope"))
+      return true;
+    // A dense layer's MLP block, its TP collectives included (the checkpoint reruns the module).
+    if (on(RecomputeModule::kMlp) && (n == "mlp_norm" || n == "mlp_gather" || n == "mlp_fc1" ||
+                                      n == "mlp_activation" || n == "mlp_fc2" || n == "mlp_reduce"))
+      return true;
+    if (on(RecomputeModule::kSharedExperts) && n.substr(0, 7) == "shared_") return true;
+    return false;
   }
 
   // ---- per-step data-parallel synchronisation of this layer's parameters

@@ -337,6 +337,22 @@ void ValidatePlan(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, cons
       d->Error("plan.recompute_layers", S(pl.recompute_layers) + " exceeds the layers per pipeline stage (" +
                                             S(per_stage) + ")");
   }
+  if (pl.recompute_modules == 0 || (pl.recompute_modules >> 6) != 0) {
+    d->Error("plan.recompute_modules", "must name at least one of " + Choices<RecomputeModule>());
+  } else if (pl.recompute_modules != kDefaultRecomputeModules) {
+    const std::string mods = "[" + RecomputeModulesString(pl.recompute_modules) + "]";
+    if (pl.recompute != Recompute::kSelective)
+      d->Error("plan.recompute_modules", mods + " needs plan.recompute=selective (got " +
+                                             std::string(Name(pl.recompute)) + ")");
+    // Megatron-Core refuses mla_up_proj without MLA (transformer_config.py __post_init__); the
+    // others would recompute nothing on this model: said, not refused.
+    if ((pl.recompute_modules & ModuleBit(RecomputeModule::kMlaUpProj)) && !m.mla)
+      d->Error("plan.recompute_modules", "mla_up_proj needs a model with multi-latent attention (model.mla)");
+    if ((pl.recompute_modules & ModuleBit(RecomputeModule::kMoeAct)) && !m.moe)
+      d->Warning("plan.recompute_modules", "moe_act recomputes nothing: the model has no MoE layers");
+    if ((pl.recompute_modules & ModuleBit(RecomputeModule::kSharedExperts)) && (!m.moe || m.moe->shared_experts == 0))
+      d->Warning("plan.recompute_modules", "shared_experts recomputes nothing: the model has no shared experts");
+  }
 
   // Precision and state dtypes.
   if (pl.precision == Dtype::kNone || pl.precision == Dtype::kInt8) {

@@ -2,6 +2,9 @@
 // Transformer Models", arXiv 2205.05198), Table 2 and Eq. 1-5, for the paper's own GPT configs.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+
 #include "core/memory.h"
 #include "core/presets.h"
 
@@ -245,6 +248,73 @@ TEST(ActivationsTest, MoeExpertTokensScaleWithTopK) {
   }
   // input 2*sk*h, act 2*2*sk*f, fc2 input 2*sk*f, output 2*sk*h
   EXPECT_EQ(expert_terms, 2 * s * k * h + 4 * s * k * f + 2 * s * k * f + 2 * s * k * h);
+}
+
+TEST(ActivationsTest, RecomputeModulesDropWhatTheyRecompute) {
+  // Megatron-Core's recompute_modules (core/specs.h RecomputeModule), per layer, bf16, flash:
+  // each module drops exactly the tensors it recomputes in the backward.
+  auto names = [](const ModelSpec& m, const PlanSpec& p, bool moe) {
+    std::map<std::string, int64_t> out;
+    for (const auto& t : LayerActivationTerms(m, p, moe, p.recompute)) out[t.name] = t.bytes;
+    return out;
+  };
+  // Llama 3 70B dense layer, s = 8192: mlp keeps only the block's input (its norm input), so the
+  // layer loses fc-in 2sbh, gate+up 2*2sb*28672 and down input 2sb*28672; core_attn (the
+  // default) drops flash attention's log-sum-exp 4*64*s.
+  auto l = LoadModel("llama3-70b");
+  ASSERT_TRUE(l.ok());
+  PlanSpec p;
+  p.seq_len = 8192;
+  const int64_t s = 8192, h = 8192;
+  const int64_t none = LayerActivationBytes(*l, p, false, Recompute::kNone);
+  p.recompute = Recompute::kSelective;
+  p.recompute_modules = ModuleBit(RecomputeModule::kMlp);
+  EXPECT_EQ(LayerActivationBytes(*l, p, false, Recompute::kSelective),
+            none - (2 * s * h + 2 * 2 * s * 28672 + 2 * s * 28672));
+  p.recompute_modules |= ModuleBit(RecomputeModule::kCoreAttn);
+  EXPECT_EQ(LayerActivationBytes(*l, p, false, Recompute::kSelective),
+            none - (2 * s * h + 2 * 2 * s * 28672 + 2 * s * 28672) - 4 * 64 * s);
+  // layernorm on a dense, non-MLA layer: both norms are fused into their linears (Transformer
+  // Engine LayerNormLinear), nothing to drop.
+  p.recompute_modules = ModuleBit(RecomputeModule::kLayernorm);
+  EXPECT_EQ(LayerActivationBytes(*l, p, false, Recompute::kSelective), none);
+
+  // DeepSeek-V3 MoE layer on one GPU's view (ep 8), s = 4096, b = 1: moe_act drops the experts'
+  // fc2 input (tokens s*k = 4096*8, width 2048: 2*s*k*2048 B); layernorm the router's input (the
+  // pre-MLP norm's output, 2sbh) and MLA's down-projection input (the input norm's output, 2sbh);
+  // mla_up_proj drops q, k (128 heads x 192) and v (128 x 128).
+  auto d = LoadModel("deepseek-v3");
+  ASSERT_TRUE(d.ok());
+  PlanSpec q;
+  q.seq_len = 4096;
+  q.ep = 8;
+  q.dp = 8;
+  const int64_t ds = 4096, dh = 7168, k = 8;
+  const auto base = names(*d, q, true);
+  q.recompute = Recompute::kSelective;
+  q.recompute_modules = ModuleBit(RecomputeModule::kMoeAct);
+  auto t = names(*d, q, true);
+  EXPECT_EQ(t.count("expert_fc2_input"), 0u);
+  EXPECT_EQ(base.at("expert_fc2_input"), 2 * ds * k * 2048);
+  EXPECT_EQ(t.count("softmax_lse"), 1u);  // core_attn not listed: kept
+  q.recompute_modules = ModuleBit(RecomputeModule::kLayernorm);
+  t = names(*d, q, true);
+  EXPECT_EQ(t.count("router_input") + t.count("qkv_input"), 0u);
+  EXPECT_EQ(base.at("router_input"), 2 * ds * dh);
+  EXPECT_EQ(base.at("qkv_input"), 2 * ds * dh);
+  q.recompute_modules = ModuleBit(RecomputeModule::kMlaUpProj);
+  t = names(*d, q, true);
+  EXPECT_EQ(t.count("q") + t.count("k") + t.count("v"), 0u);
+  EXPECT_EQ(base.at("q") + base.at("k") + base.at("v"), 2 * ds * 128 * (192 + 192 + 128));
+  EXPECT_EQ(t.count("kv_latent"), 1u);  // the up-projections' inputs stay
+  // shared_experts drops the shared expert's two activation tensors (width 2048).
+  q.recompute_modules = ModuleBit(RecomputeModule::kSharedExperts);
+  t = names(*d, q, true);
+  EXPECT_EQ(t.count("shared_act_input") + t.count("shared_fc2_input"), 0u);
+  EXPECT_EQ(base.at("shared_act_input") + base.at("shared_fc2_input"), 2 * 2 * ds * 2048 + 2 * ds * 2048);
+  // Full recomputation ignores the list: the layer input alone.
+  q.recompute = Recompute::kFull;
+  EXPECT_EQ(LayerActivationBytes(*d, q, true, Recompute::kFull), 2 * ds * dh);
 }
 
 }  // namespace

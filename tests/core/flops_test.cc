@@ -70,5 +70,17 @@ TEST(FlopsTest, SelectiveRecomputeAddsTheAttentionScoresOnce) {
   EXPECT_NEAR(diff, 64.0 * 2048 * ForwardFlopsPerToken(*m, 2048, AttentionFlops::kFull).attention, 1e6);
 }
 
+TEST(FlopsTest, RecomputeModulesAddTheirGemmsToHardwareFlops) {
+  // Llama 3 8B, mlp without core_attn: hardware - model = one forward of the 32 dense MLPs,
+  // 2 x 3 x 4096 x 14336 per token per layer; no attention scores.
+  auto m = LoadModel("llama3-8b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p = Batch(8, 8192, Recompute::kSelective);
+  p.recompute_modules = ModuleBit(RecomputeModule::kMlp);
+  const double diff = HardwareFlopsPerIteration(*m, p, AttentionFlops::kFull) -
+                      ModelFlopsPerIteration(*m, p, AttentionFlops::kFull);
+  EXPECT_NEAR(diff, 8.0 * 8192 * 32 * 2 * 3.0 * 4096 * 14336, 1e6);
+}
+
 }  // namespace
 }  // namespace meshplan::core

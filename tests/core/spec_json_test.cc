@@ -32,6 +32,36 @@ TEST(SpecJsonTest, PlanFileRoundTripsWithEmbeddedSpecs) {
   EXPECT_EQ(*back->cluster, *f.cluster);
 }
 
+TEST(SpecJsonTest, RecomputeModulesAreAListOfMegatronCoreNames) {
+  // Written only when not the default [core_attn]; read back; a bad list is an error naming the
+  // field and the choices.
+  PlanFile f;
+  f.plan.gpus = 8;
+  f.plan.dp = 8;
+  f.plan.micro_batch = 1;
+  f.plan.global_batch = 8;
+  f.plan.seq_len = 4096;
+  f.plan.recompute = Recompute::kSelective;
+  EXPECT_EQ(PlanFileToJson(f).find("recompute_modules"), std::string::npos);
+  f.plan.recompute_modules = ModuleBit(RecomputeModule::kMoeAct) | ModuleBit(RecomputeModule::kLayernorm);
+  const std::string text = PlanFileToJson(f);
+  EXPECT_NE(text.find(R"("recompute_modules": [
+    "moe_act",
+    "layernorm"
+  ])"), std::string::npos) << text;
+  auto back = ParsePlanFileJson(text);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->plan, f.plan);
+  for (const char* bad : {R"(["moe"])", R"([])", R"("mlp")", R"(["mlp", "mlp"])"}) {
+    auto r = ParsePlanFileJson(std::string(R"({"gpus": 8, "dp": 8, "micro_batch": 1, "global_batch": 8, "seq_len": 4096,
+                                                "recompute": "selective", "recompute_modules": )") + bad + "}");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("plan.recompute_modules"), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find("core_attn|moe_act|layernorm|mla_up_proj|mlp|shared_experts"),
+              std::string::npos) << r.status().message();
+  }
+}
+
 TEST(SpecJsonTest, PlanFileMayNamePresets) {
   auto f = ParsePlanFileJson(R"({"gpus": 8, "dp": 8, "micro_batch": 1, "global_batch": 8, "seq_len": 4096,
                                   "model": "llama3-8b", "cluster": "dgx-h100"})");

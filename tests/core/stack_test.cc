@@ -67,6 +67,43 @@ TEST(StackTest, BadStackFilesNameTheFieldAndTheRule) {
   EXPECT_FALSE(ParseStackJson("[1, 2]").ok());
 }
 
+TEST(StackTest, TorchtitanFsdpUnderPipelineParallelismHoldsTheStageUnsharded) {
+  // torchtitan 2024 with PP: reshard_after_forward=False and the gradients reduce-scattered once,
+  // after the last microbatch: ZeRO-1 (weights bf16 and fp32 gradients whole, master and moments
+  // sharded). Llama 3.1 405B at TP 8 x PP 8 x FSDP 8 (torchtitan's Table 5): 126 layers, 16 per
+  // stage; per GPU 405.9e9 / 64 params ~ 6.3e9: 2 + 4 bytes each whole, 12 / 8 sharded.
+  auto tt = LoadStack("torchtitan-2024");
+  ASSERT_TRUE(tt.ok());
+  EXPECT_TRUE(tt->zero3_unsharded_under_pp);
+  PlanSpec p;
+  p.tp = 8;
+  p.pp = 8;
+  p.dp = 8;
+  ModelSpec m;
+  ApplyStack(*tt, &m, &p);
+  ASSERT_EQ(p.zero, 3);
+  EXPECT_NE(ApplyStackPipelineSharding(*tt, &p).find("ZeRO-1's memory and traffic"), std::string::npos);
+  EXPECT_EQ(p.zero, 1);
+  EXPECT_EQ(p.dtypes.grads, Dtype::kFp32);
+  EXPECT_FALSE(p.overlap_grad_reduce);
+  // Without PP, or in a stack without the rule (Megatron-Core's FSDP reshards per layer): as is.
+  PlanSpec q;
+  q.dp = 8;
+  ApplyStack(*tt, &m, &q);
+  EXPECT_EQ(ApplyStackPipelineSharding(*tt, &q), "");
+  EXPECT_EQ(q.zero, 3);
+  auto mc = LoadStack("megatron-core-2024");
+  ASSERT_TRUE(mc.ok());
+  PlanSpec r = p;
+  r.zero = 3;
+  EXPECT_EQ(ApplyStackPipelineSharding(*mc, &r), "");
+  EXPECT_EQ(r.zero, 3);
+  // The flag is a boolean, said so otherwise.
+  auto bad = ParseStackJson(R"({"name": "x", "source": "s", "notes": "n", "zero3_unsharded_under_pp": 1})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("stack.zero3_unsharded_under_pp"), std::string::npos);
+}
+
 TEST(StackTest, NarayananEq3PerToken) {
   // GPT-3 175B, s 2048, V 51200: 96 l h^2 (1 + s/6h + V/16lh)
   // = 9216 x 150,994,944 x (1 + 0.0277778 + 0.0027127) = 1.433999e12 FLOPs per token, so

@@ -82,6 +82,69 @@ TEST(StepGraphTest, FullRecomputeRepeatsTheForwardSelectiveOnlyAttention) {
   EXPECT_DOUBLE_EQ(PassFlops(g.dense_layer, Pass::kRecompute), 4 * s * s * h / 8);
 }
 
+TEST(StepGraphTest, RecomputeModulesRerunTheirOwnOps) {
+  // Llama 3 8B on tp 2 with SP, T = 2048 tokens: mlp reruns the dense MLP block on each rank,
+  // fc1 (gate and up, T x 2f/t x h) and fc2 (T x h x f/t): 2T(2f/2)h + 2T(f/2)h FLOPs, and its SP
+  // all-gather and reduce-scatter again.
+  auto m = LoadModel("llama3-8b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p = Plan(2, 1, true);
+  p.recompute = Recompute::kSelective;
+  p.recompute_modules = ModuleBit(RecomputeModule::kMlp);
+  StepGraph g = BuildStepGraph(*m, p);
+  const double T = 2048, h = 4096, f = 14336;
+  EXPECT_DOUBLE_EQ(PassFlops(g.dense_layer, Pass::kRecompute), 2 * T * h * (2 * f / 2) + 2 * T * (f / 2) * h);
+  int colls = 0;
+  for (const Op& op : g.dense_layer)
+    if (op.pass == Pass::kRecompute && op.kind == OpKind::kCollective) ++colls;
+  EXPECT_EQ(colls, 2);  // mlp_gather and mlp_reduce
+  // An FP8 plan requantizes the recomputed GEMMs' inputs: fc1's T x h and fc2's T x f/2.
+  p.precision = Dtype::kFp8;
+  g = BuildStepGraph(*m, p);
+  int64_t quantized = 0;
+  for (const Op& op : g.dense_layer)
+    if (op.pass == Pass::kRecompute && std::string_view(op.name) == "fp8_quantize_input") quantized += op.bytes;
+  EXPECT_EQ(quantized, 4 * (2048 * 4096 + 2048 * 14336 / 2));  // delayed scaling: 4 B per element
+  // DeepSeek-V3 MoE layer: mla_up_proj reruns q_up (T x 128*192 x 1536) and kv_up
+  // (T x 128*256 x 512); moe_act the experts' activation (a memory-bound op, no FLOPs).
+  auto d = LoadModel("deepseek-v3");
+  ASSERT_TRUE(d.ok());
+  PlanSpec q = Plan(1, 8, false);
+  q.ep = 8;
+  q.seq_len = 4096;
+  q.recompute = Recompute::kSelective;
+  q.recompute_modules = ModuleBit(RecomputeModule::kMlaUpProj) | ModuleBit(RecomputeModule::kMoeAct);
+  g = BuildStepGraph(*d, q);
+  const double Td = 4096;
+  EXPECT_DOUBLE_EQ(PassFlops(g.moe_layer, Pass::kRecompute), 2 * Td * 128 * 192 * 1536 + 2 * Td * 128 * 256 * 512);
+  bool act = false, attention = false;
+  for (const Op& op : g.moe_layer) {
+    if (op.pass != Pass::kRecompute) continue;
+    act |= std::string_view(op.name) == "expert_activation";
+    attention |= op.kind == OpKind::kAttention;
+  }
+  EXPECT_TRUE(act);
+  EXPECT_FALSE(attention);  // core_attn not listed
+  // A list without selective recomputation, or mla_up_proj on a model without MLA: errors naming
+  // the field (Megatron-Core refuses the latter, transformer_config.py).
+  PlanSpec bad = Plan(1, 8, false);
+  bad.gpus = 8;
+  bad.global_batch = 8;
+  bad.recompute_modules = ModuleBit(RecomputeModule::kMlp);
+  Diagnostics none_diag;
+  ValidatePlan(bad, *m, *LoadGpu("h100-sxm"), *LoadCluster("dgx-h100"), &none_diag);
+  EXPECT_NE(none_diag.ToStatus().message().find("plan.recompute_modules: [mlp] needs plan.recompute=selective"),
+            std::string::npos)
+      << none_diag.ToStatus().message();
+  bad.recompute = Recompute::kSelective;
+  bad.recompute_modules = ModuleBit(RecomputeModule::kMlaUpProj);
+  Diagnostics mla_diag;
+  ValidatePlan(bad, *m, *LoadGpu("h100-sxm"), *LoadCluster("dgx-h100"), &mla_diag);
+  EXPECT_NE(mla_diag.ToStatus().message().find("mla_up_proj needs a model with multi-latent attention"),
+            std::string::npos)
+      << mla_diag.ToStatus().message();
+}
+
 TEST(StepGraphTest, TensorParallelMovesTheSameBytesWithAndWithoutSequenceParallel) {
   // Korthikanti §4.2.2: SP replaces each all-reduce by a reduce-scatter + all-gather pair of the
   // same total volume. Per layer: 4 all-reduces of sbh (fwd + bwd) = 4 x 2(t-1)/t x 2sbh bytes.

@@ -232,8 +232,20 @@ TEST(ValidationTest, TorchtitanH100RunsMapToTheirTables) {
   for (const auto& r : *runs) {
     EXPECT_EQ(r.stack, "torchtitan-2024") << r.id;
     EXPECT_EQ(r.scenario.gpu.name, "h100-96g-hbm2e");
-    EXPECT_EQ(r.scenario.plan.zero, 3);  // FSDP2
     EXPECT_EQ(r.scenario.plan.zero3_gather, core::Zero3Gather::kFlat);
+    if (r.scenario.plan.pp == 1) {
+      EXPECT_EQ(r.scenario.plan.zero, 3) << r.id;  // FSDP2
+      continue;
+    }
+    // FSDP2 under PP (the 405B 3D and 4D runs): torchtitan does not reshard after forward and
+    // PyTorch's pipeline stage defers the gradient reduce-scatter to the last microbatch, the
+    // unsharded gradients accumulating in fp32: ZeRO-1's memory and traffic, said.
+    EXPECT_EQ(r.scenario.plan.zero, 1) << r.id;
+    EXPECT_EQ(r.scenario.plan.dtypes.grads, core::Dtype::kFp32) << r.id;
+    EXPECT_FALSE(r.scenario.plan.overlap_grad_reduce) << r.id;
+    bool said = false;
+    for (const auto& a : r.assumptions) said |= a.find("ZeRO-3 under pipeline parallelism keeps") != std::string::npos;
+    EXPECT_TRUE(said) << r.id;
   }
   const auto* cp8 = Find(*runs, "torchtitan-2412-t2-8b-8gpu-fsdp1-cp8-seq256k");
   ASSERT_TRUE(cp8);
@@ -348,14 +360,21 @@ TEST(ValidationTest, MegatronBridgeRunsTakeTheirRecipesRecomputation) {
   bool from_recipe = false;
   for (const auto& a : q->assumptions) from_recipe |= a.rfind("recompute none from ", 0) == 0;
   EXPECT_TRUE(from_recipe);
-  // DeepSeek-V3 on 256 B200s (26.04) recomputes mla_up_proj only: module-level recomputation is
-  // not modelled, costed as none and said.
+  // DeepSeek-V3 on 256 B200s (26.04) recomputes mla_up_proj only: selective recomputation of
+  // that module (plan.recompute_modules), said.
   const auto* ds = Find(nemo, "megatron-bridge-2604-dgx-b200-deepseekv3-256gpu-mxfp8");
   ASSERT_TRUE(ds);
-  EXPECT_EQ(ds->scenario.plan.recompute, core::Recompute::kNone);
-  bool module_said = false;
-  for (const auto& a : ds->assumptions) module_said |= a.find("module-level recomputation of mla_up_proj") != std::string::npos;
+  EXPECT_EQ(ds->scenario.plan.recompute, core::Recompute::kSelective);
+  EXPECT_EQ(ds->scenario.plan.recompute_modules, core::ModuleBit(core::RecomputeModule::kMlaUpProj));
+  bool module_said = false, grads_said = false;
+  for (const auto& a : ds->assumptions) {
+    module_said |= a.rfind("recompute selective [mla_up_proj] from ", 0) == 0;
+    // deepseek_llm_pretrain.py: cfg.ddp.grad_reduce_in_fp32 = False, bf16 gradients.
+    grads_said |= a.rfind("gradients accumulated and reduced in bf16 (grad_reduce_in_fp32 false) from ", 0) == 0;
+  }
   EXPECT_TRUE(module_said);
+  EXPECT_TRUE(grads_said);
+  EXPECT_EQ(ds->scenario.plan.dtypes.grads, core::Dtype::kBf16);
   // Qwen3-30B-A3B on 8 GB300s (26.06) turns on the batch-level EP all-to-all overlap.
   const auto* a2a = Find(nemo, "megatron-bridge-2606-dgx-gb300-qwen3-30b-a3b-8gpu-mxfp8");
   ASSERT_TRUE(a2a);
@@ -461,12 +480,15 @@ TEST(ValidationTest, CorpusRegressionBound) {
   const ValidationSummary v = ValidateRuns(all, core::Profile{});
   ASSERT_EQ(v.all.n, 579u);
   EXPECT_LE(v.all.median_abs_error, 0.135);
-  EXPECT_LE(v.all.p90_abs_error, 0.425);
-  // 41 runs that ran are called out of memory: Megatron-Bridge runs at their recipes'
-  // recomputation (mostly none) that need more than their GPUs hold in meshplan's memory model
-  // (MoE activations, module-level recomputation; 75 before FP8 plans kept their linear inputs
-  // in one byte).
-  EXPECT_LE(v.all.out_of_memory, 41u);
+  // p90 42.5% -> 44.0% when the Megatron-Bridge runs took their recipes' bf16 gradients: their DP
+  // reduction halves, and gpt-oss-120b on B200/B300, already too fast, went from +41..61% to
+  // +61..76% (docs/validation.md lists what those runs lack).
+  EXPECT_LE(v.all.p90_abs_error, 0.445);
+  // 6 runs that ran are called out of memory (75 before FP8 plans kept their linear inputs in
+  // one byte, 41 before the recipes' bf16 gradients and module-level recomputation): MoE runs
+  // whose activations and dispatch buffers meshplan overcounts, Nemotron-4 340B at 8k, and
+  // torchtitan's FSDP 8B (docs/memory.md).
+  EXPECT_LE(v.all.out_of_memory, 6u);
   // Per stack, today's medians (+0.5 points): the bound each change must keep. torchtitan's rose
   // from 36.4% to 37.9% when FlashAttention-2 took its measured curve by sequence: at 32k and more
   // tokens per rank it runs faster (16k's 328 TFLOP/s) than the fixed 4k figure did, and the
@@ -510,11 +532,14 @@ TEST(ValidationTest, MeasuredMemoryPeaksAgainstTheMemoryModel) {
     if (r.id.rfind("megatron-ci-gpt3-7b-", 0) == 0) EXPECT_LT(std::fabs(r.error), 0.05) << r.id;
   }
   EXPECT_EQ(reserved, 18u);  // the torchtitan rows
-  // Today's level (the memory issue's targets are far below): median 32%, too small on the large
-  // 3D and long-context runs (405B at TP 8 x PP 8: 19 GiB against 82.5 measured), too large on
-  // the small FSDP runs; docs/memory.md.
-  EXPECT_LE(v.all.median_abs_error, 0.33);
-  EXPECT_LE(v.all.p90_abs_error, 0.59);
+  // Today's level (the memory issue's targets are far below): median 26.7%, p90 43.9%; too small
+  // on the large 3D and long-context runs (405B at TP 8 x PP 8: 48.7 GiB against 82.5 measured;
+  // 19 GiB before torchtitan's FSDP under PP kept the stage unsharded), too large on the small
+  // FSDP runs; docs/memory.md.
+  EXPECT_LE(v.all.median_abs_error, 0.27);
+  EXPECT_LE(v.all.p90_abs_error, 0.44);
+  for (const auto& r : v.records)
+    if (r.id == "torchtitan-2412-t5-405b-512gpu-3d-1f1b") EXPECT_NEAR(r.predicted, 48.7, 0.1);
 }
 
 TEST(ValidationTest, DeepSeekV3PretrainingThroughputOnH800) {

@@ -66,6 +66,9 @@ void PlanFlags::Register(CLI::App* app) {
   p->add_option("--fp8-scaling", fp8_scaling,
                 "FP8 recipe's scaling: delayed (default), current (an amax pass per quantization) or block "
                 "(per-tile scales, re-quantized transposed for the backward)");
+  p->add_option("--cross-entropy", cross_entropy,
+                "How the loss computes the cross entropy: fused (default: one fp32 buffer, 4 B per logit) or upcast "
+                "(bf16 logits .float() into PyTorch's cross_entropy, torchtitan 2024: 12 B per logit at its peak)");
   p->add_option("--stack", stack,
                 "Software stack whose defaults the plan takes (meshplan presets stacks): precision, attention, "
                 "recompute, SP, overlaps, ZeRO; the other flags override them");
@@ -196,6 +199,7 @@ bool PlanFlags::Resolve(core::Scenario* out, Diagnostics* d, std::vector<std::st
   SetEnum(tp_overlap, "tp-overlap", "plan.tp_overlap", &p.tp_overlap, d);
   SetEnum(zero3_gather, "zero3-gather", "plan.zero3_gather", &p.zero3_gather, d);
   SetEnum(fp8_scaling, "fp8-scaling", "plan.fp8_scaling", &p.fp8_scaling, d);
+  SetEnum(cross_entropy, "cross-entropy", "plan.cross_entropy", &p.cross_entropy, d);
   SetEnum(offload_optimizer, "offload-optimizer", "plan.offload.optimizer", &p.offload_optimizer, d);
   SetEnum(offload_params, "offload-params", "plan.offload.params", &p.offload_params, d);
   if (optimizer) {

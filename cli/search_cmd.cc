@@ -633,7 +633,10 @@ std::string ExportMegatron(const core::Scenario& s) {
   // Recompute.
   if (p.recompute == core::Recompute::kSelective) {
     arg("--recompute-granularity selective");
-    if (p.recompute_modules != core::kDefaultRecomputeModules) {  // space-separated (nargs *)
+    if (p.Recomputes(core::RecomputeModule::kTorchtitanOp)) {
+      notes.push_back("recompute modules [torchtitan_op]: torchtitan's per-op policy has no Megatron-LM equivalent; "
+                      "the default selective recomputation (core_attn) is exported");
+    } else if (p.recompute_modules != core::kDefaultRecomputeModules) {  // space-separated (nargs *)
       std::string mods = core::RecomputeModulesString(p.recompute_modules);
       std::replace(mods.begin(), mods.end(), ',', ' ');
       arg("--recompute-modules " + mods);
@@ -748,9 +751,10 @@ std::string ExportTorchtitan(const core::Scenario& s) {
   out << "\n[activation_checkpoint]\n";
   out << "mode = \"" << core::Name(p.recompute) << "\"\n";
   if (p.recompute == core::Recompute::kSelective) out << "selective_ac_option = \"op\"\n";
-  if (p.recompute == core::Recompute::kSelective && p.recompute_modules != core::kDefaultRecomputeModules)
-    notes.push_back("recompute modules [" + core::RecomputeModulesString(p.recompute_modules) +
-                    "]: torchtitan's selective AC picks operators by its own policy, not Megatron-Core modules");
+  if (p.recompute == core::Recompute::kSelective && !p.Recomputes(core::RecomputeModule::kTorchtitanOp))
+    notes.push_back("recompute selective [" + core::RecomputeModulesString(p.recompute_modules) +
+                    "]: torchtitan's selective AC \"op\" is its own per-op policy (recompute_modules torchtitan_op), "
+                    "not Megatron-Core's modules");
   if (p.offload_optimizer != core::OffloadTarget::kNone || p.offload_params != core::OffloadTarget::kNone)
     notes.push_back("offload: set training.enable_cpu_offload = true (FSDP2 offloads parameters, gradients and "
                     "optimizer states together)");

@@ -198,6 +198,25 @@ void VisitLayerActivations(const ModelSpec& m, const PlanSpec& p, bool moe_layer
     add("layer_input_checkpoint", e * sbh / rep_div);
     return;
   }
+  if (recompute == Recompute::kSelective && (p.recompute_modules & ModuleBit(RecomputeModule::kTorchtitanOp))) {
+    // torchtitan's per-op policy (core/specs.h RecomputeModule::kTorchtitanOp): the layer input
+    // and what the policy saves. A Llama layer's aten.mm in order: wq, wk, wv, wo, then w1, w3, w2
+    // (SwiGLU) or fc1, fc2 (GELU); the odd ones are saved. Each mm's output is T x its local width;
+    // the row-parallel w2's is the partial sum over the whole sequence (before its reduce-scatter).
+    const int64_t hd = m.head_dim, fl = m.ffn_hidden / t;
+    const bool mm_saved = p.precision != Dtype::kFp8;  // FP8 linears run _scaled_mm: recomputed
+    add("layer_input_checkpoint", e * sbh / rep_div);
+    if (mm_saved) {
+      add("wq_output", e * s * b * LocalHeads(m, p) * hd);
+      add("wv_output", e * s * b * LocalKvHeads(m, p) * hd);
+      add(m.mlp == MlpKind::kSwiglu ? "w1_output" : "fc1_output", e * s * b * fl);
+      if (m.mlp == MlpKind::kSwiglu) add("w2_output", e * sbh);
+    }
+    add("attention_output", e * s * b * LocalHeads(m, p) * hd);
+    add("softmax_lse", 4 * LocalHeads(m, p) * s * b);
+    if (p.sequence_parallel && t > 1) add("tp_reduce_scatter_outputs", 2 * e * sbh / t);  // after wo and w2
+    return;
+  }
 
   const int64_t a = LocalHeads(m, p);
   const bool naive = m.attention == AttentionImpl::kNaive;
@@ -444,7 +463,10 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
     if (has_last) {
       // Final norm input and output-head input (2sbh each), and the fp32 logits the
       // vocab-parallel cross entropy keeps (4sbv/t): Korthikanti §4.3's 4sbh/t + 4sbv/t.
-      st.loss_activations_bytes = 2 * e * s * b * h / rep_div + 4 * s * b * m.vocab / t;
+      // The final norm's and the head's inputs, and the logits at the loss: bytes per logit by the
+      // cross entropy's implementation (core/specs.h CrossEntropy).
+      const int64_t per_logit = p.cross_entropy == CrossEntropy::kUpcast ? 12 : 4;
+      st.loss_activations_bytes = 2 * e * s * b * h / rep_div + per_logit * s * b * m.vocab / t;
     }
     const double loss_inflight = p.schedule == Schedule::kGpipe && p.pp > 1
                                      ? static_cast<double>(p.Microbatches())

@@ -358,6 +358,14 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     return (*launch).*field;
   };
   p.micro_batch = printed_or_launched(IntOr(r, "microbatch", 0), &LaunchConfig::microbatch, "micro batch");
+  const int64_t per_pipeline = p.dp > 0 ? p.global_batch / p.dp : 0;  // sequences per data-parallel rank
+  if (p.micro_batch <= 0 && stack->microbatches_equal_pp && p.pp > 1 && per_pipeline % p.pp == 0 &&
+      per_pipeline >= p.pp) {
+    // The stack's default split of a rank's batch into the pipeline's microbatches.
+    p.micro_batch = per_pipeline / p.pp;
+    run.assumptions.push_back("micro batch not printed: " + std::to_string(p.micro_batch) + " (stack " + stack->name +
+                              ": as many microbatches as pipeline stages)");
+  }
   if (p.micro_batch <= 0) {
     p.micro_batch = 1;
     run.assumptions.push_back("micro batch not printed: 1");
@@ -423,6 +431,12 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   else {
     recompute_printed = false;
     from_stack.push_back(std::string("recompute ") + Name(p.recompute));
+  }
+  // A record that names torchtitan's per-op selective checkpointing (selective_ac_option "op").
+  if (printed_rc && p.recompute == Recompute::kSelective && rc.find("per-op") != std::string::npos) {
+    p.recompute_modules = ModuleBit(RecomputeModule::kTorchtitanOp);
+    run.assumptions.push_back("selective recomputation by torchtitan's per-op policy (torchtitan_op: every other "
+                              "matmul and SDPA saved, the rest recomputed)");
   }
   if (!printed_rc && recompute_printed) {
     if (p.recompute == Recompute::kFull) p.recompute_layers = launch->recompute_layers;

@@ -561,6 +561,7 @@ void ReadPlan(ObjectReader& r, const std::string& prefix, PlanSpec* p, Diagnosti
   r.Enum("tp_overlap", &p->tp_overlap);
   r.Enum("zero3_gather", &p->zero3_gather);
   r.Enum("fp8_scaling", &p->fp8_scaling);
+  r.Enum("cross_entropy", &p->cross_entropy);
   if (const Json* v = r.Find("stage_layers", false)) {
     if (!v->is_array()) {
       d->Error(prefix + ".stage_layers", "must be an array of layer counts (got " + Show(*v) + ")");
@@ -598,7 +599,8 @@ OJson WritePlan(const PlanSpec& p) {
   if (p.recompute_modules != kDefaultRecomputeModules) {
     OJson mods = OJson::array();
     for (RecomputeModule m : {RecomputeModule::kCoreAttn, RecomputeModule::kMoeAct, RecomputeModule::kLayernorm,
-                              RecomputeModule::kMlaUpProj, RecomputeModule::kMlp, RecomputeModule::kSharedExperts})
+                              RecomputeModule::kMlaUpProj, RecomputeModule::kMlp, RecomputeModule::kSharedExperts,
+                              RecomputeModule::kTorchtitanOp})
       if (p.recompute_modules & ModuleBit(m)) mods.push_back(Name(m));
     j["recompute_modules"] = mods;
   }
@@ -627,6 +629,7 @@ OJson WritePlan(const PlanSpec& p) {
   j["tp_overlap"] = Name(p.tp_overlap);
   j["zero3_gather"] = Name(p.zero3_gather);
   j["fp8_scaling"] = Name(p.fp8_scaling);
+  j["cross_entropy"] = Name(p.cross_entropy);
   return j;
 }
 

@@ -36,7 +36,8 @@ MESHPLAN_NAMES(Recompute, {Recompute::kNone, "none"}, {Recompute::kSelective, "s
                {Recompute::kFull, "full"})
 MESHPLAN_NAMES(RecomputeModule, {RecomputeModule::kCoreAttn, "core_attn"}, {RecomputeModule::kMoeAct, "moe_act"},
                {RecomputeModule::kLayernorm, "layernorm"}, {RecomputeModule::kMlaUpProj, "mla_up_proj"},
-               {RecomputeModule::kMlp, "mlp"}, {RecomputeModule::kSharedExperts, "shared_experts"})
+               {RecomputeModule::kMlp, "mlp"}, {RecomputeModule::kSharedExperts, "shared_experts"},
+               {RecomputeModule::kTorchtitanOp, "torchtitan_op"})
 MESHPLAN_NAMES(Schedule, {Schedule::kGpipe, "gpipe"}, {Schedule::k1F1B, "1f1b"},
                {Schedule::kInterleaved, "interleaved"}, {Schedule::kZeroBubble, "zero-bubble"},
                {Schedule::kDualPipe, "dualpipe"})
@@ -52,6 +53,7 @@ MESHPLAN_NAMES(TpOverlap, {TpOverlap::kNone, "none"}, {TpOverlap::kBackward, "ba
 MESHPLAN_NAMES(Zero3Gather, {Zero3Gather::kFlat, "flat"}, {Zero3Gather::kPerTensor, "per-tensor"})
 MESHPLAN_NAMES(Fp8Scaling, {Fp8Scaling::kDelayed, "delayed"}, {Fp8Scaling::kCurrent, "current"},
                {Fp8Scaling::kBlock, "block"})
+MESHPLAN_NAMES(CrossEntropy, {CrossEntropy::kFused, "fused"}, {CrossEntropy::kUpcast, "upcast"})
 #undef MESHPLAN_NAMES
 
 template <typename E>
@@ -107,6 +109,7 @@ MESHPLAN_ENUM_FUNCS(Axis)
 MESHPLAN_ENUM_FUNCS(TpOverlap)
 MESHPLAN_ENUM_FUNCS(Zero3Gather)
 MESHPLAN_ENUM_FUNCS(Fp8Scaling)
+MESHPLAN_ENUM_FUNCS(CrossEntropy)
 #undef MESHPLAN_ENUM_FUNCS
 
 bool ModelSpec::IsMoeLayer(int64_t layer) const {

@@ -180,7 +180,13 @@ enum class Recompute { kNone, kSelective, kFull };
 // and MLA's input norm; a norm fused into its linear, Transformer Engine's LayerNormLinear, is
 // not); mla_up_proj: MLA's q/kv up-projections and RoPE (q, k, v are not kept); mlp: a dense
 // layer's whole MLP; shared_experts: the MoE layer's shared experts.
-enum class RecomputeModule { kCoreAttn, kMoeAct, kLayernorm, kMlaUpProj, kMlp, kSharedExperts };
+// torchtitan_op is not Megatron's: torchtitan's per-op selective checkpointing
+// (selective_ac_option "op", torchtitan/parallelisms/parallelize_llama.py _save_list and
+// _custom_policy at 3f20451b): each layer keeps its input and the outputs of every other aten.mm
+// (the 1st, 3rd, 5th, 7th: wq, wv, w1, w2), of SDPA and of the SP reduce-scatters, and recomputes
+// everything else; FP8 linears run torch._scaled_mm, not aten.mm, so under FP8 every linear is
+// recomputed. Dense models without MLA only, and alone in the list.
+enum class RecomputeModule { kCoreAttn, kMoeAct, kLayernorm, kMlaUpProj, kMlp, kSharedExperts, kTorchtitanOp };
 constexpr uint32_t ModuleBit(RecomputeModule m) { return uint32_t{1} << static_cast<int>(m); }
 constexpr uint32_t kDefaultRecomputeModules = ModuleBit(RecomputeModule::kCoreAttn);
 enum class Schedule { kGpipe, k1F1B, kInterleaved, kZeroBubble, kDualPipe };
@@ -207,6 +213,14 @@ enum class Zero3Gather { kFlat, kPerTensor };
 // report §3.5.2: quantize 1x128 tiles in the forward, read back, transpose and re-quantize for the
 // backward: 2 + 1 + 1 + 1 B).
 enum class Fp8Scaling { kDelayed, kCurrent, kBlock };
+// How the loss turns the logits into a cross entropy, which sets the bytes per logit the last
+// stage holds at the loss (docs/memory.md). fused: one fp32 buffer, the softmax computed and
+// turned into the gradient in place (Megatron-Core's vocab-parallel cross entropy,
+// tensor_parallel/cross_entropy.py), 4 B. upcast: the bf16 logits upcast with .float() into
+// PyTorch's cross_entropy (torchtitan 2024, train.py loss_fn at 3f20451b): at its backward the
+// saved fp32 log-softmax, the fp32 gradient flowing in and the one flowing out are alive at once,
+// 12 B (at the forward's end: bf16 logits 2 + fp32 copy 4 + log-softmax 4 = 10 B).
+enum class CrossEntropy { kFused, kUpcast };
 
 struct StateDtypes {
   Dtype weights = Dtype::kBf16;          // working copy used by forward/backward
@@ -257,6 +271,7 @@ struct PlanSpec {
   TpOverlap tp_overlap = TpOverlap::kBackward;
   Zero3Gather zero3_gather = Zero3Gather::kFlat;  // with zero = 3
   Fp8Scaling fp8_scaling = Fp8Scaling::kDelayed;  // with precision = fp8
+  CrossEntropy cross_entropy = CrossEntropy::kFused;
 
   int64_t Microbatches() const { return global_batch / (micro_batch * dp); }  // per pipeline
   // True when selective recomputation recomputes `module` (never under none or full).
@@ -286,6 +301,7 @@ const char* Name(Axis v);
 const char* Name(TpOverlap v);
 const char* Name(Zero3Gather v);
 const char* Name(Fp8Scaling v);
+const char* Name(CrossEntropy v);
 // Inverse of Name(); false when `text` names no value. The accepted spellings are listed by
 // the *Choices() functions for error messages ("one of gelu|swiglu").
 bool FromName(const std::string& text, MlpKind* out);
@@ -307,6 +323,7 @@ bool FromName(const std::string& text, Axis* out);
 bool FromName(const std::string& text, TpOverlap* out);
 bool FromName(const std::string& text, Zero3Gather* out);
 bool FromName(const std::string& text, Fp8Scaling* out);
+bool FromName(const std::string& text, CrossEntropy* out);
 template <typename E> std::string Choices();  // "gelu|swiglu"
 
 // Recompute modules as text, "core_attn,moe_act" (in RecomputeModule order), and back: false for

@@ -65,10 +65,12 @@ Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string&
   for (Status st : {EnumField(j, "precision", prefix, &s.precision), EnumField(j, "attention", prefix, &s.attention),
                     EnumField(j, "recompute", prefix, &s.recompute), EnumField(j, "tp_overlap", prefix, &s.tp_overlap),
                     EnumField(j, "zero3_gather", prefix, &s.zero3_gather), EnumField(j, "grads_dtype", prefix, &s.grads),
+                    EnumField(j, "cross_entropy", prefix, &s.cross_entropy),
                     BoolField(j, "sequence_parallel", prefix, &s.sequence_parallel),
                     BoolField(j, "grad_accum_fusion", prefix, &s.grad_accum_fusion),
                     BoolField(j, "overlap_grad_reduce", prefix, &s.overlap_grad_reduce),
-                    BoolField(j, "zero3_unsharded_under_pp", prefix, &s.zero3_unsharded_under_pp)}) {
+                    BoolField(j, "zero3_unsharded_under_pp", prefix, &s.zero3_unsharded_under_pp),
+                    BoolField(j, "microbatches_equal_pp", prefix, &s.microbatches_equal_pp)}) {
     if (!st.ok()) return st;
   }
   if (s.precision == Dtype::kNone || s.precision == Dtype::kInt8 || s.precision == Dtype::kFp32)
@@ -120,6 +122,7 @@ void ApplyStack(const SoftwareStack& s, ModelSpec* m, PlanSpec* p) {
   p->zero = s.zero;
   p->zero3_gather = s.zero3_gather;
   p->dtypes.grads = s.grads;
+  p->cross_entropy = s.cross_entropy;
   p->sequence_parallel = s.sequence_parallel && p->tp > 1;
 }
 

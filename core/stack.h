@@ -47,6 +47,11 @@ struct SoftwareStack {
   // the last (torchtitan 2024: reshard_after_forward=False with PP; PyTorch's pipeline stage turns
   // FSDP's gradient sync and resharding off until the last backward): ZeRO-1's memory and traffic.
   bool zero3_unsharded_under_pp = false;
+  CrossEntropy cross_entropy = CrossEntropy::kFused;  // how its loss computes the cross entropy
+  // Without a microbatch count, the pipeline splits a data-parallel rank's batch into as many
+  // microbatches as it has stages (torchtitan 2024: pipeline_parallel_microbatches defaults to
+  // the number of stages, config_manager.py at 3f20451b).
+  bool microbatches_equal_pp = false;
 };
 
 Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string& prefix = "stack");

@@ -482,6 +482,10 @@ class Builder {
 
   void Recompute(const std::vector<Op>& fwd, std::vector<Op>* out) {
     if (p_.recompute == Recompute::kNone) return;
+    if (p_.Recomputes(RecomputeModule::kTorchtitanOp)) {
+      RecomputeTorchtitanOps(fwd, out);
+      return;
+    }
     for (size_t i = 0; i < fwd.size(); ++i) {
       // An FP8 GEMM's input quantization runs again with its GEMM.
       const Op& f = fwd[i].kind == OpKind::kMemoryBound && std::string_view(fwd[i].name) == "fp8_quantize_input" &&
@@ -494,6 +498,33 @@ class Builder {
       out->push_back(op);
     }
   }
+  // torchtitan's per-op policy (core/specs.h RecomputeModule::kTorchtitanOp) replays the layer's
+  // forward with the saved outputs served from memory: every op again but SDPA, the SP
+  // reduce-scatters and the saved matmuls (wq, wv, w1, w2; fc1 with GELU). The fused QKV GEMM
+  // reruns its wk columns, fc1 its w3 half. Under FP8 every linear (and its quantization) reruns.
+  void RecomputeTorchtitanOps(const std::vector<Op>& fwd, std::vector<Op>* out) {
+    const bool fp8 = p_.precision == Dtype::kFp8;
+    const bool glu = m_.mlp == MlpKind::kSwiglu;
+    for (size_t i = 0; i < fwd.size(); ++i) {
+      Op op = fwd[i];
+      op.pass = Pass::kRecompute;
+      const std::string_view n(op.name);
+      if (op.kind == OpKind::kAttention) continue;
+      if (op.kind == OpKind::kCollective && op.group == CommGroup::kTp && op.collective == CollectiveKind::kReduceScatter)
+        continue;
+      if (op.kind == OpKind::kMemoryBound && n == "fp8_quantize_input") {
+        if (fp8) out->push_back(op);  // with its GEMM, next
+        continue;
+      }
+      if (op.kind == OpKind::kGemm && !fp8) {
+        if (n == "qkv_proj") op.n = std::max<int64_t>(m_.kv_heads / t_, 1) * m_.head_dim;  // wk
+        else if (n == "mlp_fc1" && glu) op.n /= 2;                                     // w3
+        else if (n == "mlp_fc1" || (n == "mlp_fc2" && glu)) continue;                   // saved
+      }
+      out->push_back(op);
+    }
+  }
+
   // Whether selective recomputation runs forward op `f` again: the plan's recompute_modules
   // (core/specs.h RecomputeModule), each the ops of its Megatron-Core module.
   bool SelectivelyRecomputed(const Op& f) const {

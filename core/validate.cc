@@ -337,7 +337,7 @@ void ValidatePlan(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, cons
       d->Error("plan.recompute_layers", S(pl.recompute_layers) + " exceeds the layers per pipeline stage (" +
                                             S(per_stage) + ")");
   }
-  if (pl.recompute_modules == 0 || (pl.recompute_modules >> 6) != 0) {
+  if (pl.recompute_modules == 0 || (pl.recompute_modules >> 7) != 0) {
     d->Error("plan.recompute_modules", "must name at least one of " + Choices<RecomputeModule>());
   } else if (pl.recompute_modules != kDefaultRecomputeModules) {
     const std::string mods = "[" + RecomputeModulesString(pl.recompute_modules) + "]";
@@ -352,6 +352,14 @@ void ValidatePlan(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, cons
       d->Warning("plan.recompute_modules", "moe_act recomputes nothing: the model has no MoE layers");
     if ((pl.recompute_modules & ModuleBit(RecomputeModule::kSharedExperts)) && (!m.moe || m.moe->shared_experts == 0))
       d->Warning("plan.recompute_modules", "shared_experts recomputes nothing: the model has no shared experts");
+    if (pl.recompute_modules & ModuleBit(RecomputeModule::kTorchtitanOp)) {
+      if (pl.recompute_modules != ModuleBit(RecomputeModule::kTorchtitanOp))
+        d->Error("plan.recompute_modules", "torchtitan_op is a whole policy: list it alone (got " + mods + ")");
+      if (m.moe || m.mla || m.attention == AttentionImpl::kNaive || m.bias != BiasKind::kNone)
+        d->Error("plan.recompute_modules",
+                 "torchtitan_op is torchtitan's policy for dense Llama-style layers: fused attention, no MoE, MLA or "
+                 "biases (a biased linear runs addmm, which the policy does not count)");
+    }
   }
 
   // Precision and state dtypes.

@@ -317,5 +317,49 @@ TEST(ActivationsTest, RecomputeModulesDropWhatTheyRecompute) {
   EXPECT_EQ(LayerActivationBytes(*d, q, true, Recompute::kFull), 2 * ds * dh);
 }
 
+TEST(ActivationsTest, TorchtitanPerOpPolicyKeepsEveryOtherMatmul) {
+  // Llama 3 8B, one GPU, s = 8192, b = 1, bf16 (torchtitan selective_ac_option "op"): the layer
+  // input 2sbh, wq's output 2sbh, wv's 2sb*1024, SDPA's output 2sbh and LSE 4*32*s, w1's output
+  // 2sb*14336 and w2's 2sbh = 2s(4 h + 1024 + 14336) + 128 s.
+  auto m = LoadModel("llama3-8b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p;
+  p.seq_len = 8192;
+  p.recompute = Recompute::kSelective;
+  p.recompute_modules = ModuleBit(RecomputeModule::kTorchtitanOp);
+  const int64_t s = 8192, h = 4096;
+  EXPECT_EQ(LayerActivationBytes(*m, p, false, Recompute::kSelective), 2 * s * (4 * h + 1024 + 14336) + 4 * 32 * s);
+  // FP8 linears run torch._scaled_mm, which the policy does not save: input, SDPA output, LSE.
+  p.precision = Dtype::kFp8;
+  EXPECT_EQ(LayerActivationBytes(*m, p, false, Recompute::kSelective), 2 * s * h + 2 * s * h + 4 * 32 * s);
+  // TP 2 with SP: the two reduce-scatter outputs (T x h / t) are saved too; w2's output is the
+  // row-parallel partial sum over the whole sequence.
+  p.precision = Dtype::kBf16;
+  p.tp = 2;
+  p.sequence_parallel = true;
+  EXPECT_EQ(LayerActivationBytes(*m, p, false, Recompute::kSelective),
+            2 * s * h / 2 + 2 * s * h / 2 + 2 * s * 512 + 2 * s * h / 2 + 4 * 16 * s + 2 * s * 14336 / 2 + 2 * s * h +
+                2 * 2 * s * h / 2);
+}
+
+TEST(ActivationsTest, UpcastCrossEntropyHoldsTwelveBytesPerLogit) {
+  // The last stage's loss terms: final-norm and head inputs 2 x 2sbh, and the logits at the loss
+  // per CrossEntropy: fused 4 B each, upcast (torchtitan's .float() into PyTorch's cross_entropy)
+  // 12 B. Llama 3 8B, one GPU, s = 8192: s x 128256 logits.
+  auto m = LoadModel("llama3-8b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p;
+  p.gpus = 1;
+  p.seq_len = 8192;
+  p.global_batch = 1;
+  const GpuSpec g = *LoadGpu("h100-sxm");
+  const int64_t s = 8192, h = 4096, v = 128256;
+  const MemoryReport fused = EstimateMemory(*m, p, g, {});
+  EXPECT_EQ(fused.stages[0].loss_activations_bytes, 2 * 2 * s * h + 4 * s * v);
+  p.cross_entropy = CrossEntropy::kUpcast;
+  const MemoryReport upcast = EstimateMemory(*m, p, g, {});
+  EXPECT_EQ(upcast.stages[0].loss_activations_bytes, 2 * 2 * s * h + 12 * s * v);
+}
+
 }  // namespace
 }  // namespace meshplan::core

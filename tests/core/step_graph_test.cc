@@ -145,6 +145,44 @@ TEST(StepGraphTest, RecomputeModulesRerunTheirOwnOps) {
       << mla_diag.ToStatus().message();
 }
 
+TEST(StepGraphTest, TorchtitanPerOpPolicyRerunsTheUnsavedMatmuls) {
+  // Llama 3 8B, T = 2048 tokens on one GPU: the policy saves wq, wv, w1 and w2 and SDPA, so the
+  // recompute pass reruns wk (T x 1024 x h), wo (T x h x h) and w3 (T x f x h) and no attention.
+  auto m = LoadModel("llama3-8b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p = Plan(1, 1, false);
+  p.recompute = Recompute::kSelective;
+  p.recompute_modules = ModuleBit(RecomputeModule::kTorchtitanOp);
+  StepGraph g = BuildStepGraph(*m, p);
+  const double T = 2048, h = 4096, f = 14336;
+  EXPECT_DOUBLE_EQ(PassFlops(g.dense_layer, Pass::kRecompute), 2 * T * 1024 * h + 2 * T * h * h + 2 * T * f * h);
+  for (const Op& op : g.dense_layer) EXPECT_FALSE(op.pass == Pass::kRecompute && op.kind == OpKind::kAttention);
+  // Under FP8 every linear reruns: the whole forward's GEMMs.
+  p.precision = Dtype::kFp8;
+  g = BuildStepGraph(*m, p);
+  double fwd_gemm = 0;
+  for (const Op& op : g.dense_layer)
+    if (op.pass == Pass::kForward && op.kind == OpKind::kGemm) fwd_gemm += op.Flops();
+  EXPECT_DOUBLE_EQ(PassFlops(g.dense_layer, Pass::kRecompute), fwd_gemm);
+  // The policy is whole (not listed with Megatron modules) and for dense Llama-style layers.
+  PlanSpec bad = p;
+  bad.gpus = 1;
+  bad.global_batch = 1;
+  bad.recompute_modules |= ModuleBit(RecomputeModule::kCoreAttn);
+  Diagnostics both;
+  ValidatePlan(bad, *m, *LoadGpu("h100-sxm"), *LoadCluster("dgx-h100"), &both);
+  EXPECT_NE(both.ToStatus().message().find("torchtitan_op is a whole policy"), std::string::npos)
+      << both.ToStatus().message();
+  bad.recompute_modules = ModuleBit(RecomputeModule::kTorchtitanOp);
+  bad.ep = 8;
+  bad.dp = 8;
+  bad.gpus = 8;
+  bad.global_batch = 8;
+  Diagnostics moe;
+  ValidatePlan(bad, *LoadModel("mixtral-8x7b"), *LoadGpu("h100-sxm"), *LoadCluster("dgx-h100"), &moe);
+  EXPECT_NE(moe.ToStatus().message().find("dense Llama-style layers"), std::string::npos) << moe.ToStatus().message();
+}
+
 TEST(StepGraphTest, TensorParallelMovesTheSameBytesWithAndWithoutSequenceParallel) {
   // Korthikanti §4.2.2: SP replaces each all-reduce by a reduce-scatter + all-gather pair of the
   // same total volume. Per layer: 4 all-reduces of sbh (fwd + bwd) = 4 x 2(t-1)/t x 2sbh bytes.

@@ -69,6 +69,9 @@ void PlanFlags::Register(CLI::App* app) {
   p->add_option("--cross-entropy", cross_entropy,
                 "How the loss computes the cross entropy: fused (default: one fp32 buffer, 4 B per logit) or upcast "
                 "(bf16 logits .float() into PyTorch's cross_entropy, torchtitan 2024: 12 B per logit at its peak)");
+  p->add_option("--elementwise", elementwise,
+                "How norms, RoPE and activations run: fused (default: one kernel each) or eager (PyTorch eager's "
+                "op-by-op RMSNorm, RoPE and SwiGLU, torchtitan 2024 without torch.compile)");
   p->add_option("--stack", stack,
                 "Software stack whose defaults the plan takes (meshplan presets stacks): precision, attention, "
                 "recompute, SP, overlaps, ZeRO; the other flags override them");
@@ -200,6 +203,7 @@ bool PlanFlags::Resolve(core::Scenario* out, Diagnostics* d, std::vector<std::st
   SetEnum(zero3_gather, "zero3-gather", "plan.zero3_gather", &p.zero3_gather, d);
   SetEnum(fp8_scaling, "fp8-scaling", "plan.fp8_scaling", &p.fp8_scaling, d);
   SetEnum(cross_entropy, "cross-entropy", "plan.cross_entropy", &p.cross_entropy, d);
+  SetEnum(elementwise, "elementwise", "plan.elementwise", &p.elementwise, d);
   SetEnum(offload_optimizer, "offload-optimizer", "plan.offload.optimizer", &p.offload_optimizer, d);
   SetEnum(offload_params, "offload-params", "plan.offload.params", &p.offload_params, d);
   if (optimizer) {

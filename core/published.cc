@@ -524,6 +524,13 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     p.overlap_grad_reduce = true;
     run.assumptions.push_back("PyTorch DDP (gradient all-reduce overlapped with backward) from " + launch->source);
   }
+  // A run that says it ran under torch.compile had its norms, RoPE and activations fused.
+  if (p.elementwise == Elementwise::kEager && r["measured"].contains("other") && r["measured"]["other"].is_object() &&
+      r["measured"]["other"].contains("torch_compile") && r["measured"]["other"]["torch_compile"].is_boolean() &&
+      r["measured"]["other"]["torch_compile"].get<bool>()) {
+    p.elementwise = Elementwise::kFused;
+    run.assumptions.push_back("torch.compile: norms, RoPE and activations fused (the stack's eager kernels otherwise)");
+  }
   if (std::string said_pp = ApplyStackPipelineSharding(*stack, &p); !said_pp.empty())
     run.assumptions.push_back(said_pp);
   // Layers that do not divide over pp*vpp chunks: the project's default uneven split.

@@ -54,6 +54,7 @@ MESHPLAN_NAMES(Zero3Gather, {Zero3Gather::kFlat, "flat"}, {Zero3Gather::kPerTens
 MESHPLAN_NAMES(Fp8Scaling, {Fp8Scaling::kDelayed, "delayed"}, {Fp8Scaling::kCurrent, "current"},
                {Fp8Scaling::kBlock, "block"})
 MESHPLAN_NAMES(CrossEntropy, {CrossEntropy::kFused, "fused"}, {CrossEntropy::kUpcast, "upcast"})
+MESHPLAN_NAMES(Elementwise, {Elementwise::kFused, "fused"}, {Elementwise::kEager, "eager"})
 #undef MESHPLAN_NAMES
 
 template <typename E>
@@ -110,6 +111,7 @@ MESHPLAN_ENUM_FUNCS(TpOverlap)
 MESHPLAN_ENUM_FUNCS(Zero3Gather)
 MESHPLAN_ENUM_FUNCS(Fp8Scaling)
 MESHPLAN_ENUM_FUNCS(CrossEntropy)
+MESHPLAN_ENUM_FUNCS(Elementwise)
 #undef MESHPLAN_ENUM_FUNCS
 
 bool ModelSpec::IsMoeLayer(int64_t layer) const {

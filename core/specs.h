@@ -221,6 +221,12 @@ enum class Fp8Scaling { kDelayed, kCurrent, kBlock };
 // saved fp32 log-softmax, the fp32 gradient flowing in and the one flowing out are alive at once,
 // 12 B (at the forward's end: bf16 logits 2 + fp32 copy 4 + log-softmax 4 = 10 B).
 enum class CrossEntropy { kFused, kUpcast };
+// How the elementwise layers run: fused, one kernel per norm, RoPE and activation (Transformer
+// Engine, Apex, torch.compile); eager, PyTorch eager's op-by-op decomposition of torchtitan 2024's
+// RMSNorm, RoPE and SwiGLU (torchtitan/models/norms.py RMSNorm, models/llama/model.py
+// apply_rotary_emb and FeedForward at 3f20451b), each op reading and writing its whole tensor, in
+// fp32 where the code upcasts (docs/compute.md).
+enum class Elementwise { kFused, kEager };
 
 struct StateDtypes {
   Dtype weights = Dtype::kBf16;          // working copy used by forward/backward
@@ -272,6 +278,7 @@ struct PlanSpec {
   Zero3Gather zero3_gather = Zero3Gather::kFlat;  // with zero = 3
   Fp8Scaling fp8_scaling = Fp8Scaling::kDelayed;  // with precision = fp8
   CrossEntropy cross_entropy = CrossEntropy::kFused;
+  Elementwise elementwise = Elementwise::kFused;
 
   int64_t Microbatches() const { return global_batch / (micro_batch * dp); }  // per pipeline
   // True when selective recomputation recomputes `module` (never under none or full).
@@ -302,6 +309,7 @@ const char* Name(TpOverlap v);
 const char* Name(Zero3Gather v);
 const char* Name(Fp8Scaling v);
 const char* Name(CrossEntropy v);
+const char* Name(Elementwise v);
 // Inverse of Name(); false when `text` names no value. The accepted spellings are listed by
 // the *Choices() functions for error messages ("one of gelu|swiglu").
 bool FromName(const std::string& text, MlpKind* out);
@@ -324,6 +332,7 @@ bool FromName(const std::string& text, TpOverlap* out);
 bool FromName(const std::string& text, Zero3Gather* out);
 bool FromName(const std::string& text, Fp8Scaling* out);
 bool FromName(const std::string& text, CrossEntropy* out);
+bool FromName(const std::string& text, Elementwise* out);
 template <typename E> std::string Choices();  // "gelu|swiglu"
 
 // Recompute modules as text, "core_attn,moe_act" (in RecomputeModule order), and back: false for

@@ -66,6 +66,7 @@ Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string&
                     EnumField(j, "recompute", prefix, &s.recompute), EnumField(j, "tp_overlap", prefix, &s.tp_overlap),
                     EnumField(j, "zero3_gather", prefix, &s.zero3_gather), EnumField(j, "grads_dtype", prefix, &s.grads),
                     EnumField(j, "cross_entropy", prefix, &s.cross_entropy),
+                    EnumField(j, "elementwise", prefix, &s.elementwise),
                     BoolField(j, "sequence_parallel", prefix, &s.sequence_parallel),
                     BoolField(j, "grad_accum_fusion", prefix, &s.grad_accum_fusion),
                     BoolField(j, "overlap_grad_reduce", prefix, &s.overlap_grad_reduce),
@@ -123,6 +124,7 @@ void ApplyStack(const SoftwareStack& s, ModelSpec* m, PlanSpec* p) {
   p->zero3_gather = s.zero3_gather;
   p->dtypes.grads = s.grads;
   p->cross_entropy = s.cross_entropy;
+  p->elementwise = s.elementwise;
   p->sequence_parallel = s.sequence_parallel && p->tp > 1;
 }
 

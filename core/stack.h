@@ -48,6 +48,7 @@ struct SoftwareStack {
   // FSDP's gradient sync and resharding off until the last backward): ZeRO-1's memory and traffic.
   bool zero3_unsharded_under_pp = false;
   CrossEntropy cross_entropy = CrossEntropy::kFused;  // how its loss computes the cross entropy
+  Elementwise elementwise = Elementwise::kFused;      // its norms, RoPE and activations
   // Without a microbatch count, the pipeline splits a data-parallel rank's batch into as many
   // microbatches as it has stages (torchtitan 2024: pipeline_parallel_microbatches defaults to
   // the number of stages, config_manager.py at 3f20451b).

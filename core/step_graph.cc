@@ -67,6 +67,7 @@ class Builder {
   Builder(const ModelSpec& m, const PlanSpec& p) : m_(m), p_(p) {
     t_ = p.tp;
     sp_ = p.sequence_parallel && p.tp > 1;
+    eager_ = p.elementwise == Elementwise::kEager;
     s_ = p.seq_len / p.cp;
     tokens_ = s_ * p.micro_batch;
     e_ = (p.precision == Dtype::kFp32 || p.precision == Dtype::kTf32) ? 4 : 2;
@@ -149,13 +150,17 @@ class Builder {
     std::vector<Op> out;
     std::vector<Op> fwd;
     fwd.reserve(8);
-    Mem(&fwd, "final_norm", 2 * tokens_ * m_.hidden * e_ / (sp_ ? t_ : 1));
+    Norm(&fwd, "final_norm", tokens_ * m_.hidden / (sp_ ? t_ : 1));
     TpGather(&fwd, "head_gather");
     // The vocab-parallel head: each rank holds ceil(V/t) columns (the last one padded).
     const int64_t v_local = (m_.vocab + t_ - 1) / t_;
     Gemm(&fwd, "output_head", tokens_, v_local, m_.hidden, 1, /*sixteen_bit=*/true);
     // Vocab-parallel cross entropy in fp32: read the logits, write softmax, read it in backward.
-    Mem(&fwd, "cross_entropy", 3 * tokens_ * v_local * 4);
+    // Upcast (core/specs.h CrossEntropy): .float() (read 2, write 4), log_softmax (read 4 twice,
+    // write 4) and the loss: 18 B per logit in 3 kernels; its backward 22 B (the loss's dense
+    // gradient 4, log_softmax's backward 12, the cast back 6).
+    if (p_.cross_entropy == CrossEntropy::kUpcast) Eager(&fwd, "cross_entropy", 18 * tokens_ * v_local, 3);
+    else Mem(&fwd, "cross_entropy", 3 * tokens_ * v_local * 4);
     out.reserve(4 * fwd.size() + 8);
     out = fwd;
     Backward(fwd, &out);
@@ -245,6 +250,57 @@ class Builder {
     op.bytes = bytes;
     ops->push_back(op);
   }
+  // A memory-bound layer of `kernels` eager kernels moving `bytes` in all.
+  void Eager(std::vector<Op>* ops, const char* name, int64_t bytes, int64_t kernels) {
+    if (bytes <= 0) return;
+    Mem(ops, name, bytes);
+    ops->back().batch = kernels;
+  }
+  // Bytes per element of PyTorch eager's decompositions (core/specs.h Elementwise), forward and
+  // backward, each op reading and writing whole tensors (bf16 2 B, fp32 4 B), and their kernels:
+  //  RMSNorm, x * rsqrt(x.float().pow(2).mean(-1) + eps), .type_as(x) * weight: forward
+  //    float 2+4, pow 4+4, mean 4, mul 4+4, type_as 4+2, * weight 2+2 = 36 B (and two per-row
+  //    kernels: 8); backward (autograd) grad * weight and its weight-gradient product 4+8, cast 6,
+  //    the mul's two gradients 8+16, mean's expand 4, pow's 12, the two paths summed 12, cast 6
+  //    = 76 B in 10 kernels;
+  //  RoPE on q and k, view_as_complex(x.float()) * freqs, view_as_real, type_as: float 2+4,
+  //    complex mul 4+4, type_as 4+2 = 20 B per element in 3 kernels per tensor; backward the same;
+  //  SwiGLU silu(a) * b over the f-wide output: silu 2+2, mul 2+2+2 = 10 B in 2 kernels; backward
+  //    the mul's two gradients 6+6 and silu's 6 = 18 B in 3.
+  struct EagerCost {
+    int64_t forward, backward, forward_kernels, backward_kernels;
+  };
+  static constexpr EagerCost kEagerNorm{36, 76, 8, 10}, kEagerRope{20, 20, 6, 6}, kEagerSwiglu{10, 18, 2, 3};
+  void Norm(std::vector<Op>* ops, const char* name, int64_t elements) {
+    if (eager_) Eager(ops, name, elements * kEagerNorm.forward, kEagerNorm.forward_kernels);
+    else Mem(ops, name, 2 * elements * e_);  // read and write the activation once
+  }
+  // The MLP's activation over its `elements` outputs (T x f/t): GELU reads its input; SwiGLU its two.
+  void Activation(std::vector<Op>* ops, const char* name, int64_t elements) {
+    const bool glu = m_.mlp == MlpKind::kSwiglu;
+    if (eager_ && glu) Eager(ops, name, elements * kEagerSwiglu.forward, kEagerSwiglu.forward_kernels);
+    else Mem(ops, name, (glu ? 3 : 2) * elements * e_);
+  }
+  // The backward of an eager forward op (Norm, RoPE, SwiGLU, the upcast cross entropy): its bytes
+  // and kernels from the table above; false for any other op.
+  bool EagerBackward(Op* op) const {
+    const std::string_view n(op->name);
+    const EagerCost* c = nullptr;
+    if (n == "cross_entropy" && p_.cross_entropy == CrossEntropy::kUpcast) {
+      op->bytes = op->bytes / 18 * 22;
+      op->batch = 3;
+      return true;
+    }
+    if (!eager_) return false;
+    if (n == "attn_norm" || n == "mlp_norm" || n == "moe_norm" || n == "final_norm") c = &kEagerNorm;
+    else if (n == "rope") c = &kEagerRope;
+    else if (m_.mlp == MlpKind::kSwiglu && (n == "mlp_activation" || n == "expert_activation" || n == "shared_activation"))
+      c = &kEagerSwiglu;
+    if (c == nullptr) return false;
+    op->bytes = op->bytes / c->forward * c->backward;
+    op->batch = c->backward_kernels;
+    return true;
+  }
   void Coll(std::vector<Op>* ops, const char* name, CollectiveKind kind, CommGroup g, int64_t bytes,
             bool overlappable = false) {
     Op op;
@@ -272,7 +328,7 @@ class Builder {
   void Attention(std::vector<Op>* ops) {
     const int64_t h = m_.hidden, a = m_.heads / t_;
     const int64_t norm_div = sp_ ? t_ : 1;
-    Mem(ops, "attn_norm", 2 * tokens_ * h * e_ / norm_div);
+    Norm(ops, "attn_norm", tokens_ * h / norm_div);
     TpGather(ops, "attn_gather");
     int64_t dqk, dv, kv_heads;
     if (m_.mla) {
@@ -294,7 +350,11 @@ class Builder {
       kv_heads = std::max<int64_t>(m_.kv_heads / t_, 1);
       Gemm(ops, "qkv_proj", tokens_, (a + 2 * kv_heads) * m_.head_dim, h);
     }
-    if (m_.position == PositionKind::kRope) Mem(ops, "rope", 2 * tokens_ * (a + kv_heads) * dqk * e_);
+    if (m_.position == PositionKind::kRope) {
+      const int64_t elements = tokens_ * (a + kv_heads) * dqk;
+      if (eager_) Eager(ops, "rope", elements * kEagerRope.forward, kEagerRope.forward_kernels);
+      else Mem(ops, "rope", 2 * elements * e_);
+    }
     // Context parallel: each rank's queries meet every rank's keys. Ring: cp-1 KV exchanges
     // overlapped with attention blocks; Ulysses: all-to-alls of q, k, v and the output.
     const int64_t seq_kv = s_ * p_.cp;
@@ -345,10 +405,10 @@ class Builder {
     const int64_t norm_div = sp_ ? t_ : 1;
     const bool glu = m_.mlp == MlpKind::kSwiglu;
     (void)prefix;
-    Mem(ops, "mlp_norm", 2 * tokens_ * h * e_ / norm_div);
+    Norm(ops, "mlp_norm", tokens_ * h / norm_div);
     TpGather(ops, "mlp_gather");
     Gemm(ops, "mlp_fc1", tokens_, (glu ? 2 : 1) * fl, h);
-    Mem(ops, "mlp_activation", (glu ? 3 : 2) * tokens_ * fl * e_);
+    Activation(ops, "mlp_activation", tokens_ * fl);
     Gemm(ops, "mlp_fc2", tokens_, h, fl);
     TpReduce(ops, "mlp_reduce");
     Mem(ops, "mlp_residual", (m_.dropout ? 4 : 3) * tokens_ * h * e_ / norm_div);
@@ -359,7 +419,7 @@ class Builder {
     const int64_t h = m_.hidden;
     const int64_t norm_div = sp_ ? t_ : 1;
     const bool glu = m_.mlp == MlpKind::kSwiglu;
-    Mem(ops, "moe_norm", 2 * tokens_ * h * e_ / norm_div);
+    Norm(ops, "moe_norm", tokens_ * h / norm_div);
     // The router sees this rank's (sequence-sharded under SP) tokens.
     const int64_t local = tokens_ / norm_div;
     Gemm(ops, "router", local, x.experts, h, 1, /*sixteen_bit=*/true);
@@ -386,7 +446,7 @@ class Builder {
     const int64_t fl = x.expert_ffn_hidden / p_.etp;
     const int64_t per_expert = std::max<int64_t>(expert_tokens / std::max<int64_t>(local_experts, 1), 1);
     Gemm(ops, "expert_fc1", per_expert, (glu ? 2 : 1) * fl, h, local_experts);
-    Mem(ops, "expert_activation", (glu ? 3 : 2) * expert_tokens * fl * e_);
+    Activation(ops, "expert_activation", expert_tokens * fl);
     Gemm(ops, "expert_fc2", per_expert, h, fl, local_experts);
     if (local_experts > 1) Mem(ops, "moe_permute_local_restore", 2 * expert_tokens * h * e_);
     if (p_.ep > 1)
@@ -396,7 +456,7 @@ class Builder {
       const int64_t fs = x.shared_experts * x.shared_expert_ffn_hidden / t_;
       TpGather(ops, "shared_gather");
       Gemm(ops, "shared_fc1", tokens_, (glu ? 2 : 1) * fs, h);
-      Mem(ops, "shared_activation", (glu ? 3 : 2) * tokens_ * fs * e_);
+      Activation(ops, "shared_activation", tokens_ * fs);
       Gemm(ops, "shared_fc2", tokens_, h, fs);
       TpReduce(ops, "shared_reduce");
     }
@@ -426,9 +486,10 @@ class Builder {
           // The forward's FP8 quantization has no backward of its own (the gradient's is above).
           if (std::string_view(op.name) == "fp8_quantize_input") break;
           op.pass = Pass::kBackwardInput;
-          // A permutation's gradient is the inverse permutation (the same bytes); other ops read the
-          // saved input and the incoming gradient and write two gradients.
-          if (std::string_view(op.name).rfind("moe_permute", 0) != 0) op.bytes *= 2;
+          // A permutation's gradient is the inverse permutation (the same bytes); an eager op's as
+          // its decomposition's autograd runs it; other ops read the saved input and the incoming
+          // gradient and write two gradients.
+          if (!EagerBackward(&op) && std::string_view(op.name).rfind("moe_permute", 0) != 0) op.bytes *= 2;
           out->push_back(op);
           break;
         case OpKind::kCollective: {
@@ -704,7 +765,7 @@ class Builder {
   const ModelSpec& m_;
   const PlanSpec& p_;
   int64_t t_ = 1, s_ = 0, tokens_ = 0, e_ = 2;
-  bool sp_ = false;
+  bool sp_ = false, eager_ = false;
   Dtype gemm_dtype_ = Dtype::kBf16;
 };
 

@@ -434,8 +434,9 @@ ListKey KeyOf(const core::PlanSpec& p) {
                         e(p.zero3_gather) << 43 |
                         e(p.zero3_gather == core::Zero3Gather::kPerTensor && p.overlap_grad_reduce) << 44 |
                         e(p.precision == core::Dtype::kFp8 ? p.fp8_scaling : core::Fp8Scaling::kDelayed) << 45 |
-                        e(p.recompute == core::Recompute::kSelective ? p.recompute_modules : 0u) << 48;
-  // (recompute_modules: 7 bits, 48-54.)
+                        e(p.recompute == core::Recompute::kSelective ? p.recompute_modules : 0u) << 48 |
+                        e(p.elementwise) << 55 | e(p.cross_entropy) << 56;
+  // (recompute_modules: 7 bits, 48-54; elementwise 55, cross entropy 56.)
   return {p.tp, p.cp, p.ep, p.etp, p.pp, p.dp, p.micro_batch, p.seq_len, p.zero, p.hsdp_shard_size, enums, placement};
 }
 struct ListKeyHash {
@@ -533,10 +534,12 @@ ListKey PartKey(ListKey k, core::LayerPart part, int64_t compute_spans, int64_t 
   if (part == core::LayerPart::kSync) return SyncPartKey(k, sync_spans);
   if (part != core::LayerPart::kRecompute) k[10] &= ~kRecomputeBits;  // recompute
   // Kept: precision (bits 0-3), recompute (4-7 and its modules 48-54), tp_overlap (8-11), cp_kind
-  // (12-15), SP (40), EP all-to-alls hidden (42: DualPipe or ep_overlap), FP8 scaling (45-46).
+  // (12-15), SP (40), EP all-to-alls hidden (42: DualPipe or ep_overlap), FP8 scaling (45-46),
+  // elementwise kernels and cross entropy (55-56).
   // Blanked: sharding, optimizer, the four state dtypes, grad_accum_fusion (41), the ZeRO-3 gather
   // kind (43-44).
-  constexpr int64_t kKept = int64_t{0xFFFF} | int64_t{1} << 40 | int64_t{1} << 42 | int64_t{3} << 45 | int64_t{0x7F} << 48;
+  constexpr int64_t kKept = int64_t{0xFFFF} | int64_t{1} << 40 | int64_t{1} << 42 | int64_t{3} << 45 |
+                            int64_t{0x7F} << 48 | int64_t{3} << 55;
   k[10] &= kKept;
   k[4] = k[5] = k[8] = k[9] = -1;  // pp, dp, zero, hsdp shard
   k[11] = compute_spans;  // replaces the placement: only these groups' spans reach the costs

@@ -183,6 +183,41 @@ TEST(StepGraphTest, TorchtitanPerOpPolicyRerunsTheUnsavedMatmuls) {
   EXPECT_NE(moe.ToStatus().message().find("dense Llama-style layers"), std::string::npos) << moe.ToStatus().message();
 }
 
+TEST(StepGraphTest, EagerElementwiseOpsMoveTheirDecompositionsBytes) {
+  // Llama 3 8B, T = 2048 tokens, one GPU, PyTorch eager (torchtitan 2024 without compile): per
+  // element, RMSNorm 36 B forward / 76 B backward, RoPE on q and k (32 + 8 heads of 128) 20 / 20,
+  // SwiGLU over f = 14336 outputs 10 / 18 (core/step_graph.cc EagerCost); fused: 4 / 8, 4 / 8, 6 / 12.
+  auto m = LoadModel("llama3-8b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p = Plan(1, 1, false);
+  p.elementwise = Elementwise::kEager;
+  const StepGraph g = BuildStepGraph(*m, p);
+  auto bytes = [&](const char* name, Pass pass) {
+    int64_t b = 0;
+    for (const Op& op : g.dense_layer)
+      if (op.pass == pass && std::string_view(op.name) == name) b += op.bytes;
+    return b;
+  };
+  const int64_t T = 2048, h = 4096, qk = 40 * 128, f = 14336;
+  EXPECT_EQ(bytes("attn_norm", Pass::kForward), 36 * T * h);
+  EXPECT_EQ(bytes("attn_norm", Pass::kBackwardInput), 76 * T * h);
+  EXPECT_EQ(bytes("rope", Pass::kForward), 20 * T * qk);
+  EXPECT_EQ(bytes("rope", Pass::kBackwardInput), 20 * T * qk);
+  EXPECT_EQ(bytes("mlp_activation", Pass::kForward), 10 * T * f);
+  EXPECT_EQ(bytes("mlp_activation", Pass::kBackwardInput), 18 * T * f);
+  p.elementwise = Elementwise::kFused;
+  const StepGraph fused = BuildStepGraph(*m, p);
+  for (const Op& op : fused.dense_layer)
+    if (op.pass == Pass::kForward && std::string_view(op.name) == "attn_norm") EXPECT_EQ(op.bytes, 4 * T * h);
+  // The upcast cross entropy: 18 B per logit forward, 22 B backward (fused: 12 and 24).
+  p.cross_entropy = CrossEntropy::kUpcast;
+  const StepGraph up = BuildStepGraph(*m, p);
+  for (const Op& op : up.head) {
+    if (std::string_view(op.name) != "cross_entropy") continue;
+    EXPECT_EQ(op.bytes, (op.pass == Pass::kForward ? 18 : 22) * T * 128256) << Name(op.pass);
+  }
+}
+
 TEST(StepGraphTest, TensorParallelMovesTheSameBytesWithAndWithoutSequenceParallel) {
   // Korthikanti §4.2.2: SP replaces each all-reduce by a reduce-scatter + all-gather pair of the
   // same total volume. Per layer: 4 all-reduces of sbh (fwd + bwd) = 4 x 2(t-1)/t x 2sbh bytes.

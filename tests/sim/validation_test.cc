@@ -234,6 +234,10 @@ TEST(ValidationTest, TorchtitanH100RunsMapToTheirTables) {
     EXPECT_EQ(r.scenario.gpu.name, "h100-96g-hbm2e");
     EXPECT_EQ(r.scenario.plan.zero3_gather, core::Zero3Gather::kFlat);
     EXPECT_EQ(r.scenario.plan.cross_entropy, core::CrossEntropy::kUpcast) << r.id;  // train.py loss_fn
+    // Eager norms, RoPE and SwiGLU, unless the run was compiled (measured.other.torch_compile):
+    // only the two 8B FSDP rows without compile ran eager.
+    const bool eager = r.id == "torchtitan-2412-t1-8b-8gpu-fsdp" || r.id == "torchtitan-2412-t3-8b-128gpu-fsdp";
+    EXPECT_EQ(r.scenario.plan.elementwise, eager ? core::Elementwise::kEager : core::Elementwise::kFused) << r.id;
     // "selective (torchtitan per-op SAC)": the per-op policy, not Megatron's attention core.
     if (r.scenario.plan.recompute == core::Recompute::kSelective)
       EXPECT_EQ(r.scenario.plan.recompute_modules, core::ModuleBit(core::RecomputeModule::kTorchtitanOp)) << r.id;
@@ -484,10 +488,11 @@ TEST(ValidationTest, CorpusRegressionBound) {
   const ValidationSummary v = ValidateRuns(all, core::Profile{});
   ASSERT_EQ(v.all.n, 579u);
   EXPECT_LE(v.all.median_abs_error, 0.135);
-  // p90 42.5% -> 44.0% when the Megatron-Bridge runs took their recipes' bf16 gradients: their DP
+  // p90 42.5% -> 44.0% when the Megatron-Bridge runs took their recipes' bf16 gradients (their DP
   // reduction halves, and gpt-oss-120b on B200/B300, already too fast, went from +41..61% to
-  // +61..76% (docs/validation.md lists what those runs lack).
-  EXPECT_LE(v.all.p90_abs_error, 0.445);
+  // +61..76%; docs/validation.md lists what those runs lack), then 42.4% with torchtitan's eager
+  // elementwise kernels.
+  EXPECT_LE(v.all.p90_abs_error, 0.425);
   // 4 runs that ran are called out of memory (75 before FP8 plans kept their linear inputs in
   // one byte, 41 before the recipes' bf16 gradients and module-level recomputation, 6 before
   // torchtitan's per-op checkpointing): two token-drop MoE runs and Nemotron-4 340B at 8k
@@ -496,9 +501,10 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // Per stack, today's medians (+0.5 points): the bound each change must keep. torchtitan's rose
   // from 36.4% to 37.9% when FlashAttention-2 took its measured curve by sequence: at 32k and more
   // tokens per rank it runs faster (16k's 328 TFLOP/s) than the fixed 4k figure did, and the
-  // long-context CP rows, already too fast, lack CP's own costs (docs/validation.md).
+  // long-context CP rows, already too fast, lack CP's own costs (docs/validation.md); it fell to
+  // 31.5% with its FSDP under PP, per-op checkpointing and eager elementwise kernels.
   const std::map<std::string, double> stack_bound = {
-      {"llm-foundry-2023", 0.10},       {"megatron-core-2024", 0.175}, {"torchtitan-2024", 0.385},
+      {"llm-foundry-2023", 0.10},       {"megatron-core-2024", 0.175}, {"torchtitan-2024", 0.32},
       {"megatron-lm-2021", 0.085},      {"megatron-lm-2022", 0.145},   {"megascale-2024", 0.20},
       {"deepspeed-zero3-2021", 0.285},  {"llama3-2024", 0.095},        {"megatron-deepspeed-2022", 0.255}};
   for (const auto& g : v.groups)

@@ -67,8 +67,9 @@ void PlanFlags::Register(CLI::App* app) {
                 "FP8 recipe's scaling: delayed (default), current (an amax pass per quantization) or block "
                 "(per-tile scales, re-quantized transposed for the backward)");
   p->add_option("--cross-entropy", cross_entropy,
-                "How the loss computes the cross entropy: fused (default: one fp32 buffer, 4 B per logit) or upcast "
-                "(bf16 logits .float() into PyTorch's cross_entropy, torchtitan 2024: 12 B per logit at its peak)");
+                "How the loss computes the cross entropy: fused (default: bf16 logits and one fp32 buffer, 6 B per logit; "
+                "Megatron-Core, Transformer Engine), upcast (bf16 logits .float() into PyTorch's cross_entropy, torchtitan "
+                "2024: 12 B) or flash (FlashAttention's kernel on the bf16 logits, LLM Foundry: 4 B)");
   p->add_option("--elementwise", elementwise,
                 "How norms, RoPE and activations run: fused (default: one kernel each) or eager (PyTorch eager's "
                 "op-by-op RMSNorm, RoPE and SwiGLU, torchtitan 2024 without torch.compile)");

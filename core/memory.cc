@@ -465,7 +465,8 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
       // vocab-parallel cross entropy keeps (4sbv/t): Korthikanti §4.3's 4sbh/t + 4sbv/t.
       // The final norm's and the head's inputs, and the logits at the loss: bytes per logit by the
       // cross entropy's implementation (core/specs.h CrossEntropy).
-      const int64_t per_logit = p.cross_entropy == CrossEntropy::kUpcast ? 12 : 4;
+      const int64_t per_logit =
+          p.cross_entropy == CrossEntropy::kUpcast ? 12 : p.cross_entropy == CrossEntropy::kFlash ? 4 : 6;
       st.loss_activations_bytes = 2 * e * s * b * h / rep_div + per_logit * s * b * m.vocab / t;
     }
     const double loss_inflight = p.schedule == Schedule::kGpipe && p.pp > 1

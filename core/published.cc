@@ -503,6 +503,15 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     }
     m.attention = impl;
     run.assumptions.push_back("attention kernel " + kernel + " (the record's model.attention_kernel)");
+  } else if (const std::string notes = StrOr(pj, "notes");
+             notes.find("local impl") != std::string::npos || notes.find("local (non-TE)") != std::string::npos ||
+             notes.find("attention-backend unfused") != std::string::npos) {
+    // Megatron-Core's local (non-Transformer-Engine) layer spec runs its own unfused
+    // DotProductAttention (models/backends.py LocalSpecProvider.core_attention at d98e8a64), as
+    // does TE with --attention-backend unfused: the s x s scores are kept.
+    m.attention = AttentionImpl::kNaive;
+    run.assumptions.push_back("attention unfused (naive: the s x s scores kept), as the record's notes say (local "
+                              "layer spec or attention-backend unfused)");
   } else {
     from_stack.push_back(std::string("attention ") + Name(m.attention));
   }
@@ -683,12 +692,17 @@ Result<std::vector<PublishedMemory>> LoadPublishedMemory(const std::string& text
       skip("no measured peak_allocated_gib or reserved_gib");
       continue;
     }
+    const std::string which = StrOr(me, "which_rank");
+    mem.last_stage = which.find("last PP stage") != std::string::npos ||
+                     which.find("last pipeline stage") != std::string::npos;
     PublishedRun run;
     std::string why;
     if (!MapRecord(r, /*with_measurement=*/false, &run, &why)) {
       skip(why.empty() ? "not a run record" : why);
       continue;
     }
+    if (mem.last_stage && run.scenario.plan.pp > 1)
+      run.assumptions.push_back("measured on the last pipeline stage's rank (measured.which_rank): that stage compared");
     mem.id = run.id;
     mem.source = run.source;
     mem.scenario = std::move(run.scenario);

@@ -47,6 +47,10 @@ struct PublishedMemory {
   // What was measured: the caching allocator's peak reserved bytes (torchtitan logs these), else
   // its peak allocated bytes (Megatron-LM's CI).
   bool reserved = false;
+  // The record measured the last pipeline stage's rank (measured.which_rank says so: Megatron-LM's
+  // CI logs on the last global rank); otherwise the worst stage is compared (torchtitan prints
+  // the maximum over the ranks).
+  bool last_stage = false;
   std::string metric;    // the record's own description
   std::vector<std::string> assumptions;
 };

@@ -214,13 +214,18 @@ enum class Zero3Gather { kFlat, kPerTensor };
 // backward: 2 + 1 + 1 + 1 B).
 enum class Fp8Scaling { kDelayed, kCurrent, kBlock };
 // How the loss turns the logits into a cross entropy, which sets the bytes per logit the last
-// stage holds at the loss (docs/memory.md). fused: one fp32 buffer, the softmax computed and
-// turned into the gradient in place (Megatron-Core's vocab-parallel cross entropy,
-// tensor_parallel/cross_entropy.py), 4 B. upcast: the bf16 logits upcast with .float() into
+// stage holds at the loss (docs/memory.md). fused: the bf16 logits and one fp32 buffer the kernel
+// computes the softmax and its gradient in, 6 B (Megatron-Core's vocab_parallel_cross_entropy,
+// tensor_parallel/cross_entropy.py at d98e8a64: logits.float(), exp in place, saved for the
+// backward; Transformer Engine's parallel_cross_entropy, triton/cross_entropy.py at 70f53666: an
+// fp32 grad_input beside the bf16 input). upcast: the bf16 logits upcast with .float() into
 // PyTorch's cross_entropy (torchtitan 2024, train.py loss_fn at 3f20451b): at its backward the
 // saved fp32 log-softmax, the fp32 gradient flowing in and the one flowing out are alive at once,
-// 12 B (at the forward's end: bf16 logits 2 + fp32 copy 4 + log-softmax 4 = 10 B).
-enum class CrossEntropy { kFused, kUpcast };
+// 12 B (at the forward's end: bf16 logits 2 + fp32 copy 4 + log-softmax 4 = 10 B). flash:
+// FlashAttention's cross entropy (flash_attn/ops/triton/cross_entropy.py: saves the bf16 logits
+// and per-row log-sum-exp, its backward allocates the bf16 gradient; LLM Foundry's MPT default
+// loss_fn fused_crossentropy, modeling_mpt.py at 7f7c0979), 4 B.
+enum class CrossEntropy { kFused, kUpcast, kFlash };
 // How the elementwise layers run: fused, one kernel per norm, RoPE and activation (Transformer
 // Engine, Apex, torch.compile); eager, PyTorch eager's op-by-op decomposition of torchtitan 2024's
 // RMSNorm, RoPE and SwiGLU (torchtitan/models/norms.py RMSNorm, models/llama/model.py

@@ -159,6 +159,8 @@ class Builder {
     // Upcast (core/specs.h CrossEntropy): .float() (read 2, write 4), log_softmax (read 4 twice,
     // write 4) and the loss: 18 B per logit in 3 kernels; its backward 22 B (the loss's dense
     // gradient 4, log_softmax's backward 12, the cast back 6).
+    // Flash (FlashAttention's kernel) is costed as fused: its passes over the bf16 logits are not
+    // measured here (its memory is modelled: core/memory.cc).
     if (p_.cross_entropy == CrossEntropy::kUpcast) Eager(&fwd, "cross_entropy", 18 * tokens_ * v_local, 3);
     else Mem(&fwd, "cross_entropy", 3 * tokens_ * v_local * 4);
     out.reserve(4 * fwd.size() + 8);

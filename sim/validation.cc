@@ -93,7 +93,8 @@ ValidationSummary ValidateMemory(const std::vector<core::PublishedMemory>& recor
     const auto& s = rec.scenario;
     const core::PlanSpec& p = s.plan;
     const core::MemoryReport mem = core::EstimateMemory(s.model, p, s.gpu, o, core::MemoryDetail::kFull);
-    const core::StageMemory& st = mem.stages[static_cast<size_t>(mem.worst_stage)];
+    const core::StageMemory& st =
+        rec.last_stage ? mem.stages.back() : mem.stages[static_cast<size_t>(mem.worst_stage)];
     // What the framework's allocator counts: everything on the GPU but the CUDA context and
     // NCCL's own buffers (cudaMalloc'd by NCCL, outside PyTorch's caching allocator); reserved
     // adds the allocator's fragmentation (docs/memory.md §4).
@@ -104,8 +105,9 @@ ValidationSummary ValidateMemory(const std::vector<core::PublishedMemory>& recor
     char buf[160];
     std::snprintf(buf, sizeof buf, "peak %s %.4g GiB", rec.reserved ? "reserved" : "allocated", rec.measured_gib);
     r.printed = buf;
-    r.conversion = rec.reserved ? "predicted: worst stage total - CUDA context - NCCL buffers"
-                                : "predicted: worst stage total - CUDA context - NCCL buffers - fragmentation";
+    const std::string stage = rec.last_stage ? "last stage" : "worst stage";
+    r.conversion = "predicted: " + stage + " total - CUDA context - NCCL buffers" +
+                   (rec.reserved ? "" : " - fragmentation");
     r.stack = rec.stack;
     r.published = rec.measured_gib;
     r.predicted = (rec.reserved ? reserved : allocated) / kGiB;

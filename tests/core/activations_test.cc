@@ -165,7 +165,8 @@ TEST(ActivationsTest, InterleavingMultipliesFirstStageByOnePlusPMinusOneOverPM) 
 
 TEST(ActivationsTest, SingleStageAddsEmbeddingAndOutputTerms) {
   // §4.3 with p = 1: the embedding dropout mask sbh/t plus 4sbh/t (final norm and output-head
-  // inputs) plus 4sbv/t (fp32 logits of the cross entropy), 22B config, t=8, b=4, SP.
+  // inputs) plus the logits at the loss, 22B config, t=8, b=4, SP: §4.3's 4sbv/t (the fp32 copy)
+  // and the bf16 logits beside it, 6sbv/t (core/specs.h CrossEntropy::kFused).
   const ModelSpec m = PaperGpt(48, 6144, 64);
   PlanSpec p = Plan(8, true, 4);
   GpuSpec g;
@@ -173,7 +174,7 @@ TEST(ActivationsTest, SingleStageAddsEmbeddingAndOutputTerms) {
   const MemoryReport r = EstimateMemory(m, p, g);
   const int64_t s = 2048, b = 4, h = 6144, v = 51200, t = 8;
   EXPECT_EQ(r.stages[0].embedding_activations_bytes, s * b * h / t);
-  EXPECT_EQ(r.stages[0].loss_activations_bytes, 4 * s * b * h / t + 4 * s * b * v / t);
+  EXPECT_EQ(r.stages[0].loss_activations_bytes, 4 * s * b * h / t + 6 * s * b * v / t);
 }
 
 TEST(ActivationsTest, FlashAttentionRemovesTheQuadraticTerm) {
@@ -344,8 +345,8 @@ TEST(ActivationsTest, TorchtitanPerOpPolicyKeepsEveryOtherMatmul) {
 
 TEST(ActivationsTest, UpcastCrossEntropyHoldsTwelveBytesPerLogit) {
   // The last stage's loss terms: final-norm and head inputs 2 x 2sbh, and the logits at the loss
-  // per CrossEntropy: fused 4 B each, upcast (torchtitan's .float() into PyTorch's cross_entropy)
-  // 12 B. Llama 3 8B, one GPU, s = 8192: s x 128256 logits.
+  // per CrossEntropy: fused 6 B each (bf16 logits and the kernel's fp32 buffer), upcast
+  // (torchtitan's .float() into PyTorch's cross_entropy) 12 B. Llama 3 8B, one GPU, s = 8192: s x 128256 logits.
   auto m = LoadModel("llama3-8b");
   ASSERT_TRUE(m.ok());
   PlanSpec p;
@@ -355,7 +356,7 @@ TEST(ActivationsTest, UpcastCrossEntropyHoldsTwelveBytesPerLogit) {
   const GpuSpec g = *LoadGpu("h100-sxm");
   const int64_t s = 8192, h = 4096, v = 128256;
   const MemoryReport fused = EstimateMemory(*m, p, g, {});
-  EXPECT_EQ(fused.stages[0].loss_activations_bytes, 2 * 2 * s * h + 4 * s * v);
+  EXPECT_EQ(fused.stages[0].loss_activations_bytes, 2 * 2 * s * h + 6 * s * v);
   p.cross_entropy = CrossEntropy::kUpcast;
   const MemoryReport upcast = EstimateMemory(*m, p, g, {});
   EXPECT_EQ(upcast.stages[0].loss_activations_bytes, 2 * 2 * s * h + 12 * s * v);

@@ -532,6 +532,11 @@ TEST(ValidationTest, MeasuredMemoryPeaksAgainstTheMemoryModel) {
   auto records = core::LoadPublishedMemory(*text, &skipped);
   ASSERT_TRUE(records.ok());
   ASSERT_EQ(records->size(), 31u);
+  for (const auto& rec : *records) {
+    if (rec.id != "megatron-ci-gpt3-mcore-tp1-pp4-dgx-h100") continue;
+    EXPECT_TRUE(rec.last_stage);  // measured.which_rank: "last PP stage"
+    EXPECT_EQ(rec.scenario.model.attention, core::AttentionImpl::kNaive);  // notes: "local impl"
+  }
   ASSERT_EQ(skipped.size(), 3u);
   for (const auto& s : skipped) EXPECT_NE(s.find("needs an MoE model"), std::string::npos) << s;
   const ValidationSummary v = ValidateMemory(*records);
@@ -546,10 +551,17 @@ TEST(ValidationTest, MeasuredMemoryPeaksAgainstTheMemoryModel) {
   // torchtitan's FSDP under PP kept the stage unsharded, its per-op checkpointing and upcast
   // cross entropy were modelled and its pipeline took as many microbatches as stages: median
   // 32.3%, p90 58.1%, 405B at TP 8 x PP 8 19 GiB against 82.5 measured (now 61.3); docs/memory.md.
-  EXPECT_LE(v.all.median_abs_error, 0.10);
-  EXPECT_LE(v.all.p90_abs_error, 0.28);
+  // Then 4.6% / 20.5% when Megatron-Core's local layer spec ran unfused attention, the CI peaks
+  // were compared on the last stage's rank they were logged on, and the fused cross entropy held
+  // the bf16 logits beside its fp32 buffer (6 B per logit): every Megatron CI record within 7.5%.
+  EXPECT_LE(v.all.median_abs_error, 0.05);
+  EXPECT_LE(v.all.p90_abs_error, 0.21);
   for (const auto& r : v.records) {
     if (r.id == "torchtitan-2412-t5-405b-512gpu-3d-1f1b") EXPECT_NEAR(r.predicted, 61.3, 0.1);
+    if (r.id.rfind("megatron-ci-", 0) == 0) EXPECT_LT(std::fabs(r.error), 0.08) << r.id;
+    // The local-spec CI runs (notes: "local impl"): unfused attention, and the last stage's rank.
+    if (r.id == "megatron-ci-gpt3-mcore-tp1-pp4-dgx-h100")
+      EXPECT_NE(r.conversion.find("last stage"), std::string::npos) << r.conversion;
     // Llama 3.1 8B FSDP on 8 GPUs, selective per-op checkpointing: 82.4 GiB reserved measured.
     if (r.id == "torchtitan-2412-t1-8b-8gpu-fsdp") EXPECT_NEAR(r.predicted, 76.4, 0.1);
   }

@@ -5,6 +5,16 @@
 namespace meshplan::core {
 namespace {
 
+// MLA's up-projections, the weights a token multiplies after the latents: q's up-projection (or
+// the whole q projection without a q latent) and kv's.
+double MlaUpProjectionParams(const ModelSpec& m) {
+  const MlaSpec& a = *m.mla;
+  const double heads = static_cast<double>(m.heads);
+  const double qk = static_cast<double>(a.qk_nope_head_dim + a.qk_rope_head_dim);
+  const double q_in = a.q_lora_rank > 0 ? static_cast<double>(a.q_lora_rank) : static_cast<double>(m.hidden);
+  return q_in * heads * qk + static_cast<double>(a.kv_lora_rank) * heads * static_cast<double>(a.qk_nope_head_dim + a.v_head_dim);
+}
+
 // Weights one token multiplies in a layer: everything but norms, biases and sinks, with routed
 // experts counted top_k times. Biases and norms are O(h) per token and left out, as in every
 // published FLOP formula.
@@ -13,14 +23,11 @@ double LayerMatmulParams(const ModelSpec& m, bool moe_layer) {
   double attn;
   if (m.mla) {
     const MlaSpec& a = *m.mla;
-    const double heads = static_cast<double>(m.heads);
-    const double qk = static_cast<double>(a.qk_nope_head_dim + a.qk_rope_head_dim);
-    const double q = a.q_lora_rank > 0 ? h * static_cast<double>(a.q_lora_rank) +
-                                             static_cast<double>(a.q_lora_rank) * heads * qk
-                                       : h * heads * qk;
-    attn = q + h * static_cast<double>(a.kv_lora_rank + a.qk_rope_head_dim) +
-           static_cast<double>(a.kv_lora_rank) * heads * static_cast<double>(a.qk_nope_head_dim + a.v_head_dim) +
-           heads * static_cast<double>(a.v_head_dim) * h;
+    // The down-projections (q's latent when there is one, kv's latent and RoPE key), the
+    // up-projections, the output projection.
+    attn = (a.q_lora_rank > 0 ? h * static_cast<double>(a.q_lora_rank) : 0.0) +
+           h * static_cast<double>(a.kv_lora_rank + a.qk_rope_head_dim) + MlaUpProjectionParams(m) +
+           static_cast<double>(m.heads * a.v_head_dim) * h;
   } else {
     const double q = static_cast<double>(m.heads * m.head_dim);
     const double kv = static_cast<double>(m.kv_heads * m.head_dim);
@@ -50,14 +57,7 @@ double SelectiveRecomputeMatmulParams(const ModelSpec& m, const PlanSpec& p) {
   const double dense_layers = static_cast<double>(m.layers) - moe_layers;
   double params = 0;
   if (p.Recomputes(RecomputeModule::kMlp)) params += dense_layers * mats * h * static_cast<double>(m.ffn_hidden);
-  if (p.Recomputes(RecomputeModule::kMlaUpProj) && m.mla) {
-    const MlaSpec& a = *m.mla;
-    const double heads = static_cast<double>(m.heads);
-    const double qk = static_cast<double>(a.qk_nope_head_dim + a.qk_rope_head_dim);
-    const double q = a.q_lora_rank > 0 ? static_cast<double>(a.q_lora_rank) * heads * qk : h * heads * qk;
-    params += static_cast<double>(m.layers) *
-              (q + static_cast<double>(a.kv_lora_rank) * heads * static_cast<double>(a.qk_nope_head_dim + a.v_head_dim));
-  }
+  if (p.Recomputes(RecomputeModule::kMlaUpProj) && m.mla) params += static_cast<double>(m.layers) * MlaUpProjectionParams(m);
   if (p.Recomputes(RecomputeModule::kSharedExperts) && m.moe)
     params += moe_layers * mats * h * static_cast<double>(m.moe->shared_experts * m.moe->shared_expert_ffn_hidden);
   if (p.Recomputes(RecomputeModule::kTorchtitanOp)) {

@@ -33,6 +33,10 @@ std::string StrOr(const Json& j, const char* key) {
   auto it = j.find(key);
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
+std::optional<bool> BoolAt(const Json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_boolean() ? std::optional<bool>(it->get<bool>()) : std::nullopt;
+}
 
 // GPU names as the records print them -> our presets (GPU, cluster), with what the mapping
 // assumed. The more specific names first ("A100 40GB" before "A100").
@@ -181,12 +185,8 @@ std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
                                           .recompute_modules = modules,
                                           .recompute_layers = IntOr(v, "recompute_num_layers", 0),
                                           .activation_offload_layers = IntOr(v, "activation_offload_layers", 0),
-                                          .ep_overlap = v.contains("moe_a2a_overlap") && v["moe_a2a_overlap"].is_boolean() &&
-                                                        v["moe_a2a_overlap"].get<bool>(),
-                                          .grad_reduce_in_fp32 = v.contains("grad_reduce_in_fp32") &&
-                                                                         v["grad_reduce_in_fp32"].is_boolean()
-                                                                     ? std::optional<bool>(v["grad_reduce_in_fp32"].get<bool>())
-                                                                     : std::nullopt,
+                                          .ep_overlap = BoolAt(v, "moe_a2a_overlap").value_or(false),
+                                          .grad_reduce_in_fp32 = BoolAt(v, "grad_reduce_in_fp32"),
                                           .recipe = StrOr(v, "recipe"),
                                           .source = StrOr(j, "source")});
       }
@@ -534,9 +534,9 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     run.assumptions.push_back("PyTorch DDP (gradient all-reduce overlapped with backward) from " + launch->source);
   }
   // A run that says it ran under torch.compile had its norms, RoPE and activations fused.
-  if (p.elementwise == Elementwise::kEager && r["measured"].contains("other") && r["measured"]["other"].is_object() &&
-      r["measured"]["other"].contains("torch_compile") && r["measured"]["other"]["torch_compile"].is_boolean() &&
-      r["measured"]["other"]["torch_compile"].get<bool>()) {
+  const Json& measured_other = r["measured"].contains("other") ? r["measured"]["other"] : kNone;
+  if (p.elementwise == Elementwise::kEager && measured_other.is_object() &&
+      BoolAt(measured_other, "torch_compile").value_or(false)) {
     p.elementwise = Elementwise::kFused;
     run.assumptions.push_back("torch.compile: norms, RoPE and activations fused (the stack's eager kernels otherwise)");
   }

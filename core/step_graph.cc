@@ -161,7 +161,8 @@ class Builder {
     // gradient 4, log_softmax's backward 12, the cast back 6).
     // Flash (FlashAttention's kernel) is costed as fused: its passes over the bf16 logits are not
     // measured here (its memory is modelled: core/memory.cc).
-    if (p_.cross_entropy == CrossEntropy::kUpcast) Eager(&fwd, "cross_entropy", 18 * tokens_ * v_local, 3);
+    if (p_.cross_entropy == CrossEntropy::kUpcast)
+      Eager(&fwd, "cross_entropy", kUpcastCrossEntropy.forward * tokens_ * v_local, kUpcastCrossEntropy.forward_kernels);
     else Mem(&fwd, "cross_entropy", 3 * tokens_ * v_local * 4);
     out.reserve(4 * fwd.size() + 8);
     out = fwd;
@@ -273,6 +274,8 @@ class Builder {
     int64_t forward, backward, forward_kernels, backward_kernels;
   };
   static constexpr EagerCost kEagerNorm{36, 76, 8, 10}, kEagerRope{20, 20, 6, 6}, kEagerSwiglu{10, 18, 2, 3};
+  // The upcast cross entropy per logit (HeadCompute).
+  static constexpr EagerCost kUpcastCrossEntropy{18, 22, 3, 3};
   void Norm(std::vector<Op>* ops, const char* name, int64_t elements) {
     if (eager_) Eager(ops, name, elements * kEagerNorm.forward, kEagerNorm.forward_kernels);
     else Mem(ops, name, 2 * elements * e_);  // read and write the activation once
@@ -288,13 +291,9 @@ class Builder {
   bool EagerBackward(Op* op) const {
     const std::string_view n(op->name);
     const EagerCost* c = nullptr;
-    if (n == "cross_entropy" && p_.cross_entropy == CrossEntropy::kUpcast) {
-      op->bytes = op->bytes / 18 * 22;
-      op->batch = 3;
-      return true;
-    }
-    if (!eager_) return false;
-    if (n == "attn_norm" || n == "mlp_norm" || n == "moe_norm" || n == "final_norm") c = &kEagerNorm;
+    if (n == "cross_entropy" && p_.cross_entropy == CrossEntropy::kUpcast) c = &kUpcastCrossEntropy;
+    else if (!eager_) return false;
+    else if (n == "attn_norm" || n == "mlp_norm" || n == "moe_norm" || n == "final_norm") c = &kEagerNorm;
     else if (n == "rope") c = &kEagerRope;
     else if (m_.mlp == MlpKind::kSwiglu && (n == "mlp_activation" || n == "expert_activation" || n == "shared_activation"))
       c = &kEagerSwiglu;

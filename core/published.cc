@@ -13,6 +13,7 @@
 #include "core/defaults.h"
 #include "core/memory.h"
 #include "core/params.h"
+#include "core/spec_json.h"
 #include "core/stack.h"
 #include "core/validate.h"
 
@@ -268,7 +269,18 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     auto loaded = LoadModel(*named);
     if (loaded.ok() && loaded->layers == layers && loaded->hidden == hidden) agreeing = *loaded;
   }
-  if (agreeing) {
+  if (mj.contains("spec") && mj["spec"].is_object()) {
+    // The record gives the model as a meshplan model spec, translated from the run's own launch
+    // arguments (scripts/megatron_ci_memory.py: source.model_args): taken whole.
+    auto spec = ParseModelJson(mj["spec"].dump(), "model.spec");
+    if (!spec.ok()) {
+      skip(spec.status().message());
+      return false;
+    }
+    m = *spec;
+    if (seq > 0) m.max_seq = std::max(m.max_seq, seq);
+    run.assumptions.push_back("model as the record's model.spec gives it (translated from the launch arguments)");
+  } else if (agreeing) {
     m = *agreeing;
     m.max_seq = std::max(m.max_seq, seq);
     run.assumptions.push_back("model '" + StrOr(mj, "name") + "': preset " + *named +
@@ -329,6 +341,7 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   p.cp = IntOr(pj, "cp", 1);
   p.ep = IntOr(pj, "ep", 1);
   p.dp = IntOr(pj, "dp", 0);
+  p.etp = IntOr(pj, "etp", 1);
   if (p.tp <= 0 || p.pp <= 0 || p.cp <= 0 || p.ep <= 0) {
     skip("no tp/pp plan printed");
     return false;
@@ -408,10 +421,17 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   // meshplan does not model (moe, or another architecture's) is said and left out, and a list of
   // none it models is costed as no recomputation.
   uint32_t modules = kDefaultRecomputeModules;
-  if (!printed_rc && said_rc == "selective" && !launch->recompute_modules.empty()) {
+  // The modules the record prints (parallel.recompute_modules), else the launch file's.
+  std::vector<std::string> printed_modules;
+  if (pj.contains("recompute_modules") && pj["recompute_modules"].is_array())
+    for (const Json& mod : pj["recompute_modules"])
+      if (mod.is_string()) printed_modules.push_back(mod.get<std::string>());
+  const std::vector<std::string>& module_list =
+      !printed_modules.empty() ? printed_modules : launch ? launch->recompute_modules : printed_modules;
+  if (said_rc == "selective" && (!printed_rc || !printed_modules.empty()) && !module_list.empty()) {
     modules = 0;
     std::string unknown;
-    for (const auto& mod : launch->recompute_modules) {
+    for (const auto& mod : module_list) {
       RecomputeModule rm;
       if (FromName(mod, &rm)) modules |= ModuleBit(rm);
       else unknown += (unknown.empty() ? "" : ", ") + mod;
@@ -437,6 +457,18 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     p.recompute_modules = ModuleBit(RecomputeModule::kTorchtitanOp);
     run.assumptions.push_back("selective recomputation by torchtitan's per-op policy (torchtitan_op: every other "
                               "matmul and SDPA saved, the rest recomputed)");
+  }
+  if (printed_rc && p.recompute == Recompute::kSelective && !printed_modules.empty()) {
+    p.recompute_modules = modules;
+    run.assumptions.push_back("selective recomputation of " + RecomputeModulesString(modules) +
+                              " (the record's parallel.recompute_modules)");
+  }
+  // Full recomputation of only the first n layers of each stage (Megatron's --recompute-method
+  // block --recompute-num-layers n), as the record prints it.
+  if (printed_rc && p.recompute == Recompute::kFull && IntOr(pj, "recompute_num_layers", 0) > 0) {
+    p.recompute_layers = IntOr(pj, "recompute_num_layers", 0);
+    run.assumptions.push_back("full recomputation of " + std::to_string(p.recompute_layers) +
+                              " layers per stage (the record's parallel.recompute_num_layers)");
   }
   if (!printed_rc && recompute_printed) {
     if (p.recompute == Recompute::kFull) p.recompute_layers = launch->recompute_layers;

@@ -111,6 +111,10 @@ struct GpuSpec {
   int64_t hbm_bytes = 0;
   double hbm_bytes_per_s = 0;
   double tdp_w = 0;
+  // Streaming multiprocessors (NVIDIA) or compute units (AMD), from the architecture whitepaper
+  // named in `source`: how many GEMM thread-block tiles run at once (docs/compute.md, wave
+  // quantization). 0: not known, and no wave quantization is costed.
+  int64_t sms = 0;
   // The fraction of the dense peak a long, power-saturated GEMM sustains, per dtype, from a public
   // measurement named in `gemm_efficiency_source` (docs/compute.md): what a training step sees,
   // below the short-burst best at the boost clock. Used where the calibration profile has not

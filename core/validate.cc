@@ -105,6 +105,9 @@ void ValidateGpu(const GpuSpec& g, const std::string& p, Diagnostics* d) {
   Positive(d, p + ".hbm_bytes", g.hbm_bytes);
   PositiveReal(d, p + ".hbm_bytes_per_s", g.hbm_bytes_per_s);
   PositiveReal(d, p + ".tdp_w", g.tdp_w);
+  // 0 = unknown. The largest accelerators have a few hundred (MI300X: 304 CUs); thousands is a typo.
+  if (g.sms < 0 || g.sms > 2048)
+    d->Error(p + ".sms", "must be 0 (unknown) or the GPU's streaming multiprocessors, at most 2048 (got " + S(g.sms) + ")");
   for (const auto& [dt, v] : g.gemm_efficiency) {
     if (!(v > 0 && v <= 1))
       d->Error(p + ".gemm_efficiency." + Name(dt), "must be a fraction of the peak in (0, 1] (got " + S(v) + ")");

@@ -352,15 +352,38 @@ double AttentionEfficiency(const core::Profile& prof, const core::GpuSpec& g, co
   return backward ? prof.attention_bwd_efficiency : prof.attention_fwd_efficiency;
 }
 
+namespace {
+// 1 / GemmWaveEfficiency: the waves' capacity over the tiles (integer tiles and waves, one
+// floating division: ComputeOpTime runs it for every GEMM of an estimate).
+double GemmWaveCost(const Op& op, const core::GpuSpec& g) {
+  if (op.kind != OpKind::kGemm || g.sms <= 0) return 1.0;
+  // The GEMM's output: forward (and its recompute) C[m x n]; the input gradient dX[m x k]; the
+  // weight gradient dW[k x n].
+  int64_t rows = op.m, cols = op.n;
+  if (op.pass == Pass::kBackwardInput) cols = op.k;
+  if (op.pass == Pass::kBackwardWeight) rows = op.k;
+  const int64_t tiles = ((rows + kGemmTileRows - 1) / kGemmTileRows) * ((cols + kGemmTileCols - 1) / kGemmTileCols) *
+                        std::max<int64_t>(op.batch, 1);
+  // Under one wave cuBLAS takes smaller tiles or splits k to fill the GPU; the F_half ramp costs those.
+  if (tiles < g.sms) return 1.0;
+  const int64_t waves = (tiles + g.sms - 1) / g.sms;
+  return static_cast<double>(waves * g.sms) / static_cast<double>(tiles);
+}
+}  // namespace
+
+double GemmWaveEfficiency(const Op& op, const core::GpuSpec& g) { return 1.0 / GemmWaveCost(op, g); }
+
 double ComputeOpTime(const Op& op, const core::GpuSpec& g, const core::Profile& prof) {
   const double hbm = g.hbm_bytes_per_s * prof.hbm_efficiency;
   switch (op.kind) {
     case OpKind::kGemm: {
       // Roofline per instance: compute at the dtype's peak x efficiency, the efficiency falling
       // for small GEMMs as F/(F + F_half); or the bytes of A, B and C at HBM speed, if slower.
+      // The efficiency is a wave-perfect shape's; a shape whose tiles leave the last wave part
+      // empty runs that wave anyway (GemmWaveEfficiency).
       const double f1 = 2.0 * static_cast<double>(op.m) * static_cast<double>(op.n) * static_cast<double>(op.k);
       const double eff = GemmEfficiency(prof, g, op.dtype);
-      const double compute = (f1 + prof.gemm_half_flops) / (Peak(g, op.dtype) * eff);
+      const double compute = (f1 * GemmWaveCost(op, g) + prof.gemm_half_flops) / (Peak(g, op.dtype) * eff);
       const double bytes = static_cast<double>(op.m * op.k + op.k * op.n + op.m * op.n) *
                            static_cast<double>(core::DtypeBytes(op.dtype));
       return static_cast<double>(op.batch) * std::max(compute, bytes / hbm) + prof.kernel_overhead_s;

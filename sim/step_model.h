@@ -134,6 +134,14 @@ double SendsPerMicrobatch(const core::PlanSpec& p);
 
 // Time of one compute op (GEMM, attention, memory-bound, optimizer) on `g` under `profile`.
 double ComputeOpTime(const core::Op& op, const core::GpuSpec& g, const core::Profile& profile);
+// Wave quantization (NVIDIA's Matrix Multiplication Background guide §3.2; the rule
+// mamf-finder.py's wave_efficiency applies to the shapes behind the GPU presets' GEMM
+// efficiencies, ml-engineering 082816f9be8a): the output is cut into tiles of 128 x 256, `sms` of
+// them run at once, and a partial last wave costs a whole one. The fraction of the waves' capacity
+// the GEMM fills, blocks / (ceil(blocks / sms) x sms), from one full wave up (batched GEMMs' tiles
+// share the waves); 1 under one wave or for a GPU without `sms`.
+inline constexpr int64_t kGemmTileRows = 128, kGemmTileCols = 256;
+double GemmWaveEfficiency(const core::Op& op, const core::GpuSpec& g);
 // The achieved fraction of `g`'s dense peak for a large GEMM in dtype `d`: the profile's when it
 // measured one (Profile::gemm_efficiency_measured), else the GPU preset's sustained figure
 // (GpuSpec::gemm_efficiency, from a public measurement), else the profile's default (0.8 when

@@ -140,8 +140,8 @@ run(validate_two_datasets 0 "68 records from 2 file.*all +68 .*sharding zero-3 +
 run(validate_directory 0 "narayanan2021-t2-zero3-174.6B-384gpu +deepspeed-zero3-2021 +100.4 .*dataset published_beyond_tuning.json +49 "
     validate --dataset ${DATA}/validation)
 # A software stack's defaults for a plan: Narayanan Table 2's PTD-P run at 384 GPUs (the
-# validate row narayanan2021-t2-ptd-174.6B-384gpu predicts the same 115 tokens/s per GPU).
-run(stack_flag 0 "zero 0 \\| sp off \\| recompute full .*fp16.*default: stack megatron-lm-2021: fp16, naive attention.*\\(115 per GPU\\)"
+# validate row narayanan2021-t2-ptd-174.6B-384gpu predicts the same 108 tokens/s per GPU).
+run(stack_flag 0 "zero 0 \\| sp off \\| recompute full .*fp16.*default: stack megatron-lm-2021: fp16, naive attention.*\\(108 per GPU\\)"
     report --model gpt3-175b --cluster dgx-a100 --tp 8 --pp 12 --dp 4 --gbs 1536 --stack megatron-lm-2021)
 run(stack_unknown 2 "--stack: no stack preset named 'nope'" report --model gpt3-175b --cluster dgx-a100 --gpus 8 --stack nope)
 # search takes a stack's fixed defaults (FlashAttention-2, fp32 gradients, no TP overlap) and still
@@ -181,7 +181,7 @@ run(report_gemm_only 0 "energy uses h100-sxm's TDP: cpu:vm's power was not measu
     report --model tiny --gpu h100-sxm --gpus 1 --profile gemm-only --db ${WORK}/cal.db)
 run(calibrate_published 0 "korthikanti2022-t4-22B-1layer-baseline-no-recompute +7.70 .*saved profile t4 version 1"
     calibrate published --dataset ${DATA}/validation/published.json --name t4 --db ${WORK}/cal.db)
-run(validate_shipped_profile 0 "median 2.9%, p90 5.9%, mean 2.9%, max 6.5%.*with the built-in defaults: \\|error\\| median 9.7%"
+run(validate_shipped_profile 0 "median 5.2%, p90 9.3%, mean 5.9%, max 11.8%.*with the built-in defaults: \\|error\\| median 5.0%"
     validate --dataset ${DATA}/validation/published.json --profile a100-megatron-2022)
 run(report_save 0 "saved plan [0-9]+ and prediction [0-9]+ to .*cal.db"
     report --model tiny --gpu h100-sxm --gpus 1 --save --db ${WORK}/cal.db)

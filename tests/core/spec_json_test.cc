@@ -80,6 +80,25 @@ TEST(SpecJsonTest, SizesAcceptUnitsAndWriteGibibytes) {
   EXPECT_DOUBLE_EQ(g->hbm_bytes_per_s, 4.8e12);
 }
 
+TEST(SpecJsonTest, GpuStreamingMultiprocessorsRoundTripAndAreBounded) {
+  const std::string base = R"({"name": "x", "peak_flops_per_s": {"bf16": 1e15}, "hbm_bytes": "80GiB",
+                               "hbm_bytes_per_s": 3e12, "tdp_w": 700)";
+  auto ok = ParseGpuJson(base + R"(, "sms": 132})");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->sms, 132);
+  auto back = ParseGpuJson(GpuToJson(*ok));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, *ok);
+  auto none = ParseGpuJson(base + "}");  // optional: 0, unknown
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->sms, 0);
+  for (const char* bad : {R"(, "sms": -1})", R"(, "sms": 13200})"}) {
+    auto r = ParseGpuJson(base + bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("gpu.sms"), std::string::npos) << r.status().message();
+  }
+}
+
 TEST(SpecJsonTest, GpuSustainedGemmEfficiencyNeedsASourceAndAPeak) {
   const std::string base = R"({"name": "x", "peak_flops_per_s": {"bf16": 1e15}, "hbm_bytes": "80GiB",
                                "hbm_bytes_per_s": 3e12, "tdp_w": 700, )";

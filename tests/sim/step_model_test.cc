@@ -67,6 +67,48 @@ Scenario Load(const char* model) {
   return s;
 }
 
+TEST(StepModelTest, GemmsPayForTheirPartialLastWave) {
+  // Korthikanti 2022's 22B layer at t = 8, b = 4, s = 2048 on A100 (108 SMs): the QKV GEMM's
+  // output is 8192 x 2304 = 64 x 9 = 576 tiles of 128 x 256, 5.33 waves run as 6: 576 / 648.
+  const core::GpuSpec a100 = *core::LoadGpu("a100-80g"), h100 = *core::LoadGpu("h100-sxm");
+  EXPECT_EQ(a100.sms, 108);
+  EXPECT_EQ(h100.sms, 132);
+  core::Op qkv;
+  qkv.kind = core::OpKind::kGemm;
+  qkv.m = 8192;
+  qkv.n = 2304;
+  qkv.k = 6144;
+  EXPECT_DOUBLE_EQ(GemmWaveEfficiency(qkv, a100), 576.0 / 648.0);
+  // Its input gradient dX is 8192 x 6144: 64 x 24 = 1536 tiles, 14.2 waves run as 15.
+  qkv.pass = core::Pass::kBackwardInput;
+  EXPECT_DOUBLE_EQ(GemmWaveEfficiency(qkv, a100), 1536.0 / 1620.0);
+  // Its weight gradient dW is 6144 x 2304: 48 x 9 = 432 tiles, exactly 4 waves.
+  qkv.pass = core::Pass::kBackwardWeight;
+  EXPECT_DOUBLE_EQ(GemmWaveEfficiency(qkv, a100), 1.0);
+  // Batched GEMMs share the waves: 16 local experts of 1024 x 5760 (8 x 23 tiles each) on H100,
+  // 2944 tiles in 22.3 waves run as 23.
+  core::Op experts;
+  experts.kind = core::OpKind::kGemm;
+  experts.m = 1024;
+  experts.n = 5760;
+  experts.k = 2880;
+  experts.batch = 16;
+  EXPECT_DOUBLE_EQ(GemmWaveEfficiency(experts, h100), 2944.0 / (23.0 * 132));
+  // Under one wave (32 tiles) cuBLAS picks smaller tiles or splits k: no wave term, the F_half
+  // ramp costs it. A GPU without an SM count has none either.
+  core::Op small = qkv;
+  small.pass = core::Pass::kForward;
+  small.m = small.n = 1024;
+  EXPECT_DOUBLE_EQ(GemmWaveEfficiency(small, a100), 1.0);
+  core::GpuSpec unknown = a100;
+  unknown.sms = 0;
+  qkv.pass = core::Pass::kForward;
+  EXPECT_DOUBLE_EQ(GemmWaveEfficiency(qkv, unknown), 1.0);
+  // The time: the FLOPs over the wave fraction, (2mnk / 0.889 + F_half) / (312e12 x 0.80) + 4 us.
+  const double f = 2.0 * 8192 * 2304 * 6144;
+  EXPECT_NEAR(ComputeOpTime(qkv, a100, core::Profile{}), (f / (576.0 / 648.0) + 1e9) / (312e12 * 0.80) + 4e-6, 1e-12);
+}
+
 TEST(StepModelTest, GemmsRunAtTheGpuPresetsSustainedEfficiencyUnlessTheProfileMeasuredOne) {
   // H200's MSMF (ml-engineering @082816f9be): 708.5 of 989 bf16 TFLOP/s = 0.716, 1288.7 of 1979
   // fp8 = 0.651. H100 SXM takes the same die's figure; A100 has none, so the profile's 0.80.
@@ -75,12 +117,13 @@ TEST(StepModelTest, GemmsRunAtTheGpuPresetsSustainedEfficiencyUnlessTheProfileMe
   EXPECT_DOUBLE_EQ(GemmEfficiency(defaults, h100, core::Dtype::kBf16), 0.716);
   EXPECT_DOUBLE_EQ(GemmEfficiency(defaults, h100, core::Dtype::kFp8), 0.651);
   EXPECT_DOUBLE_EQ(GemmEfficiency(defaults, a100, core::Dtype::kBf16), 0.80);
-  // One 8192^3 bf16 GEMM: (2 x 8192^3 + F_half 1e9) / (989.4e12 x 0.716) + 4 us = 1.5552 ms.
+  // One 8192^3 bf16 GEMM: 64 x 32 = 2048 tiles of 128 x 256 on 132 SMs fill 15.5 of 16 waves
+  // (0.9697), so (2 x 8192^3 / 0.9697 + F_half 1e9) / (989.4e12 x 0.716) + 4 us = 1.6060 ms.
   core::Op op;
   op.kind = core::OpKind::kGemm;
   op.m = op.n = op.k = 8192;
   op.dtype = core::Dtype::kBf16;
-  const double f = 2.0 * 8192.0 * 8192.0 * 8192.0;
+  const double f = 2.0 * 8192.0 * 8192.0 * 8192.0 / (2048.0 / (16 * 132));
   EXPECT_NEAR(ComputeOpTime(op, h100, defaults), (f + 1e9) / (989.4e12 * 0.716) + 4e-6, 1e-12);
   // A measured profile (meshplan calibrate, or a file listing gemm_efficiency) wins.
   auto measured = core::ParseProfileJson(R"({"version": 2, "name": "m", "gemm_efficiency": {"bf16": 0.75}})");

@@ -478,7 +478,8 @@ TEST(ValidationTest, CorpusRecordsMapAsTheirSourcesRanThem) {
 TEST(ValidationTest, CorpusRegressionBound) {
   // Today's level on all 579 mapped runs with the built-in defaults (the targets: median
   // <= 5%, p90 <= 10%, max <= 25%, every group's median <= 8%). Too fast on most runs (signed
-  // median +11.5%); docs/validation.md lists the groups and the mechanisms they lack.
+  // median +8.2%); docs/validation.md lists the groups and the mechanisms they lack. GEMM wave
+  // quantization took the median from 12.9% to 11.0% and the p90 from 42.4% to 40.5%.
   std::vector<core::PublishedRun> all;
   for (const char* f : {"llmfoundry_benchmarks.json", "nemo_performance_summaries.json", "papers_at_scale.json",
                         "published.json", "published_beyond_tuning.json", "torchtitan_h100_2412.json"}) {
@@ -487,12 +488,12 @@ TEST(ValidationTest, CorpusRegressionBound) {
   }
   const ValidationSummary v = ValidateRuns(all, core::Profile{});
   ASSERT_EQ(v.all.n, 579u);
-  EXPECT_LE(v.all.median_abs_error, 0.135);
+  EXPECT_LE(v.all.median_abs_error, 0.115);
   // p90 42.5% -> 44.0% when the Megatron-Bridge runs took their recipes' bf16 gradients (their DP
   // reduction halves, and gpt-oss-120b on B200/B300, already too fast, went from +41..61% to
   // +61..76%; docs/validation.md lists what those runs lack), then 42.4% with torchtitan's eager
-  // elementwise kernels.
-  EXPECT_LE(v.all.p90_abs_error, 0.425);
+  // elementwise kernels, then 40.5% with wave quantization.
+  EXPECT_LE(v.all.p90_abs_error, 0.41);
   // 4 runs that ran are called out of memory (75 before FP8 plans kept their linear inputs in
   // one byte, 41 before the recipes' bf16 gradients and module-level recomputation, 6 before
   // torchtitan's per-op checkpointing): two token-drop MoE runs and Nemotron-4 340B at 8k
@@ -502,11 +503,13 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // from 36.4% to 37.9% when FlashAttention-2 took its measured curve by sequence: at 32k and more
   // tokens per rank it runs faster (16k's 328 TFLOP/s) than the fixed 4k figure did, and the
   // long-context CP rows, already too fast, lack CP's own costs (docs/validation.md); it fell to
-  // 31.5% with its FSDP under PP, per-op checkpointing and eager elementwise kernels.
+  // 31.5% with its FSDP under PP, per-op checkpointing and eager elementwise kernels. GEMM wave
+  // quantization lowered every stack's but Llama 3's (8.7% -> 10.8%: its three 405B runs, already
+  // too slow, slowed further).
   const std::map<std::string, double> stack_bound = {
-      {"llm-foundry-2023", 0.10},       {"megatron-core-2024", 0.175}, {"torchtitan-2024", 0.32},
-      {"megatron-lm-2021", 0.085},      {"megatron-lm-2022", 0.145},   {"megascale-2024", 0.20},
-      {"deepspeed-zero3-2021", 0.285},  {"llama3-2024", 0.095},        {"megatron-deepspeed-2022", 0.255}};
+      {"llm-foundry-2023", 0.08},       {"megatron-core-2024", 0.152}, {"torchtitan-2024", 0.313},
+      {"megatron-lm-2021", 0.04},       {"megatron-lm-2022", 0.081},   {"megascale-2024", 0.107},
+      {"deepspeed-zero3-2021", 0.274},  {"llama3-2024", 0.113},        {"megatron-deepspeed-2022", 0.224}};
   for (const auto& g : v.groups)
     if (g.dimension == "stack") {
       auto it = stack_bound.find(g.value);
@@ -685,7 +688,8 @@ namespace {
 // 22B layer (t = 8, b = 4, s = 2048) forward and backward in five configurations, 10 numbers.
 // Fitting gemm_efficiency.fp16, F_half, the kernel overhead, hbm_efficiency (held at 1) and
 // comm.scale_up to them reproduces each within 1.5%; the shipped preset a100-megatron-2022 is
-// that fit, and it predicts the 19 end-to-end records (not fitted) far better than the defaults.
+// that fit. The defaults come within 5% of the 10 numbers, so the fit changes the 19 end-to-end
+// records (not fitted) little.
 TEST(ValidationTest, ProfileFittedToTable4ReproducesItAndIsTheShippedPreset) {
   auto text = core::ReadTextFile(MESHPLAN_TEST_DATA_DIR "/validation/published.json");
   ASSERT_TRUE(text.ok());
@@ -709,18 +713,27 @@ TEST(ValidationTest, ProfileFittedToTable4ReproducesItAndIsTheShippedPreset) {
   EXPECT_NEAR(shipped->hbm_efficiency, f.hbm_efficiency, 1e-12);
   EXPECT_NEAR(shipped->comm.scale_up, f.comm.scale_up, 1e-9);
   // Today's values (meshplan calibrate published ... -o presets/profiles/a100-megatron-2022.json).
-  EXPECT_NEAR(f.gemm_efficiency.at(core::Dtype::kFp16), 0.7535, 0.001);
-  EXPECT_NEAR(f.comm.scale_up, 0.7152, 0.001);
+  EXPECT_NEAR(f.gemm_efficiency.at(core::Dtype::kFp16), 0.8338, 0.001);
+  EXPECT_NEAR(f.comm.scale_up, 0.6957, 0.001);
   EXPECT_DOUBLE_EQ(f.hbm_efficiency, 1.0);
 
+  // The defaults already time the layer within 5% (GEMM wave quantization, docs/compute.md; 6-9%
+  // too fast before it): today forward -2% to -4%, backward -4% to +1%.
+  for (const auto& l : fit->report.layers) {
+    EXPECT_NEAR(l.forward_before_s / l.forward_s, 1.0, 0.05) << l.id;
+    EXPECT_NEAR(l.backward_before_s / l.backward_s, 1.0, 0.05) << l.id;
+  }
   auto runs = core::LoadPublishedRuns(*text, nullptr);
   ASSERT_TRUE(runs.ok());
   const ValidationSummary with = ValidateRuns(*runs, *shipped);
   const ValidationSummary without = ValidateRuns(*runs, core::Profile{});
-  // The target: median <= 3%, max <= 8% (today 2.9% and 6.5%; defaults 9.4% and 12.6%).
-  EXPECT_LE(with.median_abs_error, 0.03);
-  EXPECT_LE(with.max_abs_error, 0.08);
-  EXPECT_LT(with.median_abs_error, 0.5 * without.median_abs_error);
+  // Since the layer is right, fitting it no longer moves the 19 end-to-end records: with the
+  // profile median 5.2%, max 11.8%; with the defaults 5.0% and 10.0% (before wave quantization
+  // the profile gave 2.9% / 6.5% and the defaults 9.4% / 12.6%: it stood in for the mechanism).
+  EXPECT_LE(without.median_abs_error, 0.055);
+  EXPECT_LE(without.max_abs_error, 0.105);
+  EXPECT_LE(with.median_abs_error, 0.055);
+  EXPECT_LE(with.max_abs_error, 0.12);
 }
 
 }  // namespace

@@ -290,10 +290,11 @@ TEST(ValidationTest, BeyondTuningRegressionBound) {
   // work per GPU than the plan that did not fit); p90 34.0% -> 31.8%, max 137% -> 81%. With the
   // H100's sustained GEMM efficiency (GPU presets' MSMF, 0.716 bf16 and 0.651 fp8 instead of the
   // flat 0.80 and 0.70): median 16.3%, p90 30.3%, max 77.6%, H100 median 20.4% -> 13.1%. With
-  // GEMM wave quantization and the full node's slowest GPU (docs/compute.md): 10.2%, 26.1%, 73.9%.
+  // GEMM wave quantization and the full node's slowest GPU (docs/compute.md): 10.2%, 26.1%, 73.9%;
+  // with the H100's own burst measurement 10.2%, 23.9%, 71.5% (H100 rows 7.9% -> 3.9%).
   EXPECT_LE(v.all.median_abs_error, 0.105);
-  EXPECT_LE(v.all.p90_abs_error, 0.265);
-  EXPECT_LE(v.all.max_abs_error, 0.745);
+  EXPECT_LE(v.all.p90_abs_error, 0.245);
+  EXPECT_LE(v.all.max_abs_error, 0.72);
   EXPECT_EQ(v.all.out_of_memory, 0u);
   for (const auto& g : v.groups) {
     if (g.dimension == "stack" && g.value == "megatron-lm-2021") EXPECT_LE(g.summary.median_abs_error, 0.07);
@@ -479,9 +480,10 @@ TEST(ValidationTest, CorpusRecordsMapAsTheirSourcesRanThem) {
 TEST(ValidationTest, CorpusRegressionBound) {
   // Today's level on all 579 mapped runs with the built-in defaults (the targets: median
   // <= 5%, p90 <= 10%, max <= 25%, every group's median <= 8%). Too fast on most runs (signed
-  // median +6.6%); docs/validation.md lists the groups and the mechanisms they lack. GEMM wave
+  // median +4.5%); docs/validation.md lists the groups and the mechanisms they lack. GEMM wave
   // quantization took the median from 12.9% to 11.0% and the p90 from 42.4% to 40.5%; the full
-  // node's slowest GPU (GPU presets' efficiencies with all 8 GPUs busy) to 10.1% and 35.6%.
+  // node's slowest GPU (GPU presets' efficiencies with all 8 GPUs busy) to 10.1% and 35.6%; each
+  // GPU's own burst measurement (H100, H800, GB200, B300 against their proxies) to 8.5% and 32.3%.
   std::vector<core::PublishedRun> all;
   for (const char* f : {"llmfoundry_benchmarks.json", "nemo_performance_summaries.json", "papers_at_scale.json",
                         "published.json", "published_beyond_tuning.json", "torchtitan_h100_2412.json"}) {
@@ -490,12 +492,13 @@ TEST(ValidationTest, CorpusRegressionBound) {
   }
   const ValidationSummary v = ValidateRuns(all, core::Profile{});
   ASSERT_EQ(v.all.n, 579u);
-  EXPECT_LE(v.all.median_abs_error, 0.105);
+  EXPECT_LE(v.all.median_abs_error, 0.09);
   // p90 42.5% -> 44.0% when the Megatron-Bridge runs took their recipes' bf16 gradients (their DP
   // reduction halves, and gpt-oss-120b on B200/B300, already too fast, went from +41..61% to
   // +61..76%; docs/validation.md lists what those runs lack), then 42.4% with torchtitan's eager
-  // elementwise kernels, then 40.5% with wave quantization and 35.6% with the full node's pace.
-  EXPECT_LE(v.all.p90_abs_error, 0.36);
+  // elementwise kernels, then 40.5% with wave quantization, 35.6% with the full node's pace and
+  // 32.3% with each GPU's own burst measurement.
+  EXPECT_LE(v.all.p90_abs_error, 0.33);
   // 4 runs that ran are called out of memory (75 before FP8 plans kept their linear inputs in
   // one byte, 41 before the recipes' bf16 gradients and module-level recomputation, 6 before
   // torchtitan's per-op checkpointing): two token-drop MoE runs and Nemotron-4 340B at 8k
@@ -507,12 +510,13 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // long-context CP rows, already too fast, lack CP's own costs (docs/validation.md); it fell to
   // 31.5% with its FSDP under PP, per-op checkpointing and eager elementwise kernels. GEMM wave
   // quantization lowered every stack's but Llama 3's (8.7% -> 10.8%: its three 405B runs, already
-  // too slow, slowed further; 12.6% with the full node's slowest GPU: the 16k-GPU row is mapped
-  // as 1F1B because the paper does not print its interleaving, docs/validation.md).
+  // too slow, slowed further; 12.6% with the full node's slowest GPU and 16.4% with the H100's own
+  // MAMF: the paper does not print its interleaving, so its runs are mapped as 1F1B with a 31-47%
+  // bubble, docs/validation.md).
   const std::map<std::string, double> stack_bound = {
-      {"llm-foundry-2023", 0.078},       {"megatron-core-2024", 0.127}, {"torchtitan-2024", 0.298},
+      {"llm-foundry-2023", 0.075},       {"megatron-core-2024", 0.10}, {"torchtitan-2024", 0.255},
       {"megatron-lm-2021", 0.04},       {"megatron-lm-2022", 0.081},   {"megascale-2024", 0.107},
-      {"deepspeed-zero3-2021", 0.274},  {"llama3-2024", 0.13},        {"megatron-deepspeed-2022", 0.224}};
+      {"deepspeed-zero3-2021", 0.274},  {"llama3-2024", 0.165},        {"megatron-deepspeed-2022", 0.224}};
   for (const auto& g : v.groups)
     if (g.dimension == "stack") {
       auto it = stack_bound.find(g.value);
@@ -678,7 +682,7 @@ TEST(ValidationTest, DeepSeekV3PretrainingThroughputOnH800) {
   p.precision = core::Dtype::kFp8;
   p.stage_layers = {3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 2};
   const StepEstimate e = EstimateStep(m, p, g, c, core::Profile{});
-  EXPECT_NEAR(e.tokens_per_s_per_gpu, 1543, 0.10 * 1543);  // today: about 1,410 (-9%; H800 FP8 GEMMs at 0.632)
+  EXPECT_NEAR(e.tokens_per_s_per_gpu, 1543, 0.10 * 1543);  // today: about 1,403 (-9%; H800 FP8 GEMMs at 0.594)
 }
 
 }  // namespace

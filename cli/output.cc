@@ -203,6 +203,9 @@ std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r,
            : std::string("0%")) + " of activations (assumed)");
   if (w.host_bytes) row("offloaded to CPU", w.host_bytes, "not on the GPU");
   if (w.nvme_bytes) row("offloaded to NVMe", w.nvme_bytes, "not on the GPU");
+  row("= peak allocated", core::PeakAllocatedBytes(w), "torch.cuda.max_memory_allocated: all but context, NCCL, fragmentation");
+  row("= peak reserved", core::PeakReservedBytes(w), "torch.cuda.max_memory_reserved: allocated + fragmentation");
+  row("= on the GPU", w.total_bytes, "nvidia-smi: reserved + CUDA context + NCCL; the fit verdict's number");
   o << "#\n";
   if (speed) o << SpeedTable(s, *speed);
   const double cap = static_cast<double>(r.capacity_bytes);
@@ -334,6 +337,8 @@ std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r,
     other["fragmentation_bytes"] = st.fragmentation_bytes;
     e["other"] = other;
     e["total_bytes"] = st.total_bytes;
+    e["peak_allocated_bytes"] = core::PeakAllocatedBytes(st);
+    e["peak_reserved_bytes"] = core::PeakReservedBytes(st);
     e["host_bytes"] = st.host_bytes;
     e["nvme_bytes"] = st.nvme_bytes;
     stages.push_back(e);

@@ -73,6 +73,18 @@ struct StageMemory {
   int64_t nvme_bytes = 0;           // offloaded to NVMe
 };
 
+// The three numbers a user compares a stage with (docs/memory.md §4):
+// - peak allocated: what the framework's caching allocator hands out at the peak
+//   (torch.cuda.max_memory_allocated; Megatron-LM's "mem-max-allocated-bytes"): the stage total
+//   less the CUDA context and NCCL's buffers (cudaMalloc'd by NCCL outside the allocator) and
+//   less the allocator's fragmentation;
+// - peak reserved: the segments the allocator holds (torch.cuda.max_memory_reserved,
+//   torchtitan's logged "memory"): allocated plus fragmentation;
+// - on the GPU (nvidia-smi): reserved plus the CUDA context and NCCL's buffers = total_bytes.
+// The fit verdict compares the last with the GPU's memory: that is what must fit on the device.
+inline int64_t PeakReservedBytes(const StageMemory& st) { return st.total_bytes - st.cuda_context_bytes - st.nccl_bytes; }
+inline int64_t PeakAllocatedBytes(const StageMemory& st) { return PeakReservedBytes(st) - st.fragmentation_bytes; }
+
 struct MemoryReport {
   ParamCount params;
   std::vector<StageMemory> stages;

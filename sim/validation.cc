@@ -95,11 +95,9 @@ ValidationSummary ValidateMemory(const std::vector<core::PublishedMemory>& recor
     const core::MemoryReport mem = core::EstimateMemory(s.model, p, s.gpu, o, core::MemoryDetail::kFull);
     const core::StageMemory& st =
         rec.last_stage ? mem.stages.back() : mem.stages[static_cast<size_t>(mem.worst_stage)];
-    // What the framework's allocator counts: everything on the GPU but the CUDA context and
-    // NCCL's own buffers (cudaMalloc'd by NCCL, outside PyTorch's caching allocator); reserved
-    // adds the allocator's fragmentation (docs/memory.md §4).
-    const double reserved = static_cast<double>(st.total_bytes - st.cuda_context_bytes - st.nccl_bytes);
-    const double allocated = reserved - static_cast<double>(st.fragmentation_bytes);
+    // What the framework's allocator counts (core::PeakReservedBytes, PeakAllocatedBytes).
+    const double reserved = static_cast<double>(core::PeakReservedBytes(st));
+    const double allocated = static_cast<double>(core::PeakAllocatedBytes(st));
     ValidationRecord r;
     r.id = rec.id;
     char buf[160];

@@ -183,6 +183,12 @@ run(calibrate_published 0 "korthikanti2022-t4-22B-1layer-baseline-no-recompute +
     calibrate published --dataset ${DATA}/validation/published.json --name t4 --db ${WORK}/cal.db)
 run(validate_shipped_profile 0 "median 5.2%, p90 9.3%, mean 5.9%, max 11.8%.*with the built-in defaults: \\|error\\| median 5.0%"
     validate --dataset ${DATA}/validation/published.json --profile a100-megatron-2022)
+# The stage's three totals: what torch reports as peak allocated and reserved, and what the GPU
+# holds (the fit verdict's number); JSON has the first two per stage.
+run(report_allocator_peaks 0 "= peak allocated +[0-9.]+ GB +torch.cuda.max_memory_allocated.*= peak reserved +[0-9.]+ GB.*= on the GPU +[0-9.]+ GB +nvidia-smi"
+    report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 3 --mbs 1 --gbs 8 --seq 8192)
+run(report_allocator_peaks_json 0 "\"peak_allocated_bytes\": [0-9]+,.*\"peak_reserved_bytes\": [0-9]+"
+    report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 3 --mbs 1 --gbs 8 --seq 8192 --format json)
 run(report_save 0 "saved plan [0-9]+ and prediction [0-9]+ to .*cal.db"
     report --model tiny --gpu h100-sxm --gpus 1 --save --db ${WORK}/cal.db)
 run(history_predictions 0 "tiny tp1 pp1 dp1 mbs1 seq.* default +meshplan 0.1.0 step-model/4"

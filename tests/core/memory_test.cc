@@ -222,6 +222,12 @@ TEST(MemoryTest, OverheadsAreNamedAndCounted) {
   EXPECT_EQ(st.fragmentation_bytes, std::llround(0.05 * static_cast<double>(st.activations_bytes)));
   EXPECT_EQ(st.total_bytes, st.weights_bytes + st.grads_bytes + st.optimizer_bytes + st.activations_bytes +
                                 st.other_bytes);
+  // The allocator's two peaks: reserved = on the GPU less the CUDA context (512 MiB) and NCCL's
+  // buffers (128 MiB), which the caching allocator never holds; allocated = reserved less the
+  // fragmentation term.
+  EXPECT_EQ(PeakReservedBytes(st), st.total_bytes - (512LL << 20) - (128LL << 20));
+  EXPECT_EQ(PeakAllocatedBytes(st), PeakReservedBytes(st) - st.fragmentation_bytes);
+  EXPECT_LT(PeakAllocatedBytes(st), PeakReservedBytes(st));
 }
 
 }  // namespace

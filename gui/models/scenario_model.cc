@@ -635,6 +635,8 @@ QString ScenarioModel::commandLine() const {
   args << (p.sequence_parallel ? "--sp" : "--no-sp");
   arg("--recompute", core::Name(p.recompute));
   if (p.recompute_layers != 0) arg("--recompute-layers", num(p.recompute_layers));
+  if (p.recompute == core::Recompute::kSelective && p.recompute_modules != d.recompute_modules)
+    arg("--recompute-modules", Q(core::RecomputeModulesString(p.recompute_modules)));
   arg("--mbs", num(p.micro_batch));
   arg("--gbs", num(p.global_batch));
   arg("--seq", num(p.seq_len));
@@ -654,6 +656,10 @@ QString ScenarioModel::commandLine() const {
   if (!p.grad_accum_fusion) args << "--no-grad-accum-fusion";
   if (p.ep_overlap) args << "--ep-overlap";
   if (p.tp_overlap != d.tp_overlap) arg("--tp-overlap", core::Name(p.tp_overlap));
+  if (p.zero3_gather != d.zero3_gather) arg("--zero3-gather", core::Name(p.zero3_gather));
+  if (p.fp8_scaling != d.fp8_scaling) arg("--fp8-scaling", core::Name(p.fp8_scaling));
+  if (p.cross_entropy != d.cross_entropy) arg("--cross-entropy", core::Name(p.cross_entropy));
+  if (p.elementwise != d.elementwise) arg("--elementwise", core::Name(p.elementwise));
   if (!p.stage_layers.empty()) {
     QStringList parts;
     for (int64_t v : p.stage_layers) parts << num(v);

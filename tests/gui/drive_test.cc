@@ -198,6 +198,21 @@ TEST(GuiDriveTest, CopyAsCommandMeansTheSamePlan) {
                                                 p.recompute = core::Recompute::kFull;
                                                 s.setPlan(p);
                                                 s.setTokens(15.6e12);
+                                              },
+                                              // The fields a stack sets: module-level selective
+                                              // recomputation, the cross entropy, eager
+                                              // elementwise kernels, per-tensor ZeRO-3 gathers,
+                                              // FP8 current scaling.
+                                              [&] {
+                                                core::PlanSpec p = s.plan();
+                                                p.recompute = core::Recompute::kSelective;
+                                                p.recompute_modules = core::ModuleBit(core::RecomputeModule::kLayernorm) |
+                                                                      core::ModuleBit(core::RecomputeModule::kMlp);
+                                                p.cross_entropy = core::CrossEntropy::kUpcast;
+                                                p.elementwise = core::Elementwise::kEager;
+                                                p.zero3_gather = core::Zero3Gather::kPerTensor;
+                                                p.fp8_scaling = core::Fp8Scaling::kCurrent;
+                                                s.setPlan(p);
                                               }};
   for (size_t i = 0; i < edits.size(); ++i) {
     SCOPED_TRACE("case " + std::to_string(i));

@@ -10,10 +10,10 @@ Reads a Megatron-LM git repository (no work tree needed) at one commit and write
   tests/test_utils/recipes/<platform family>/{gpt,moe}.yaml               nodes x gpus
 
 Each record carries the translated model as a meshplan model spec (model.spec) next to the
-arguments it came from (source.model_args), and the two commits that last touched the golden
-values and the config. A case is left out, with the reason printed to stderr, when its config
-changed after its golden values were recorded, or when it uses something meshplan does not model
-(see SKIP_ARGS) or that this translation does not read.
+arguments it came from (source.model_args), the commit that last touched the golden values and
+the config as it stood then (the run that produced them; a later config edit is not what ran).
+A case is left out, with the reason printed to stderr, when it uses something meshplan does not
+model (see SKIP_ARGS) or that this translation does not read.
 
 Usage: scripts/megatron_ci_memory.py --repo /path/to/Megatron-LM.git [--commit REV] [--exclude DATASET] -o FILE
 (needs git and PyYAML: Debian python3-yaml)
@@ -66,6 +66,8 @@ SKIP_ARGS = {
     "--moe-expert-capacity-factor": "token dropping with padding",
     "--moe-router-padding-for-fp8": "FP8 padding",
     "--fp8-param-gather": "FP8 weights",
+    "--export-kd-teacher-load": "knowledge distillation (a teacher model beside the student)",
+    "--export-quant-cfg": "ModelOpt quantization",
 }
 
 
@@ -214,9 +216,11 @@ def main():
             why("not in the platform's gpt/moe recipe (GPU count unknown)")
             continue
         cfg_path = f"{CASES}/{family}/{case}/model_config.yaml"
-        cfg_text = show(a.repo, rev, cfg_path)
+        # The config as it was when the golden values were committed: the run that produced them.
+        gold_commit, gold_date = last_commit(a.repo, rev, path)
+        cfg_text = show(a.repo, gold_commit, cfg_path) if gold_commit else None
         if cfg_text is None:
-            why("no model_config.yaml")
+            why("no model_config.yaml at the golden values' commit")
             continue
         cfg = yaml.safe_load(cfg_text)
         args = cfg.get("MODEL_ARGS") or {}
@@ -231,11 +235,7 @@ def main():
         if arg(args, "--optimizer", "adam") != "adam":
             why("optimizer " + str(args["--optimizer"]))
             continue
-        gold_commit, gold_date = last_commit(a.repo, rev, path)
-        cfg_commit, cfg_date = last_commit(a.repo, rev, cfg_path)
-        if cfg_date and gold_date and cfg_date > gold_date:
-            why(f"config changed ({cfg_date}) after the golden values were recorded ({gold_date})")
-            continue
+        cfg_commit, _ = last_commit(a.repo, gold_commit, cfg_path)
         golden = json.loads(show(a.repo, rev, path))
         mem = golden.get("mem-max-allocated-bytes", {}).get("values", {})
         if not mem:

@@ -580,15 +580,16 @@ TEST(ValidationTest, MeasuredMemoryPeaksAgainstTheMemoryModel) {
 TEST(ValidationTest, MegatronCiGoldenValuesCorpus) {
   // tests/data/memory/megatron_ci_memory.json: scripts/megatron_ci_memory.py over Megatron-LM at
   // d98e8a64 (the functional tests' golden "mem-max-allocated-bytes" on the last global rank,
-  // with each test's arguments translated to a model.spec). 107 records; 2 do not map (an
-  // interleaved schedule whose 5 microbatches per pipeline are not a multiple of pp = 2).
+  // with each test's arguments, as they stood when the values were committed, translated to a
+  // model.spec). 177 records; 5 do not map (an interleaved schedule whose 5 microbatches per
+  // pipeline are not a multiple of pp = 2).
   auto text = core::ReadTextFile(MESHPLAN_TEST_DATA_DIR "/memory/megatron_ci_memory.json");
   ASSERT_TRUE(text.ok());
   std::vector<std::string> skipped;
   auto records = core::LoadPublishedMemory(*text, &skipped);
   ASSERT_TRUE(records.ok());
-  EXPECT_EQ(records->size(), 105u);
-  EXPECT_EQ(skipped.size(), 2u);
+  EXPECT_EQ(records->size(), 172u);
+  EXPECT_EQ(skipped.size(), 5u);
   for (const auto& s : skipped) EXPECT_NE(s.find("interleaved"), std::string::npos) << s;
   bool found = false;
   for (const auto& rec : *records) {
@@ -619,13 +620,13 @@ TEST(ValidationTest, MegatronCiGoldenValuesCorpus) {
   }
   EXPECT_TRUE(found);
   const ValidationSummary v = ValidateMemory(*records);
-  // Today's level: median 7.9%, p90 10.9%, max 29.6%, every one predicted too small (small test
+  // Today's level: median 5.3%, p90 10.9%, max 40.2%, nearly all predicted too small (small test
   // models: fixed buffers dominate). Off by more than 10% (docs/memory.md §6): Megatron's deferred
   // embedding wgrad and its jit-fused cross entropy (transient fp32 copies), tiny MoE layers with
-  // TP (dispatch buffers).
-  EXPECT_LE(v.all.median_abs_error, 0.08);
+  // TP (dispatch buffers, TE's grouped-GEMM workspaces).
+  EXPECT_LE(v.all.median_abs_error, 0.055);
   EXPECT_LE(v.all.p90_abs_error, 0.11);
-  EXPECT_LE(v.all.max_abs_error, 0.30);
+  EXPECT_LE(v.all.max_abs_error, 0.41);
   EXPECT_EQ(v.all.out_of_memory, 0u);
 }
 

@@ -276,15 +276,19 @@ class Builder {
   static constexpr EagerCost kEagerNorm{36, 76, 8, 10}, kEagerRope{20, 20, 6, 6}, kEagerSwiglu{10, 18, 2, 3};
   // The upcast cross entropy per logit (HeadCompute).
   static constexpr EagerCost kUpcastCrossEntropy{18, 22, 3, 3};
-  void Norm(std::vector<Op>* ops, const char* name, int64_t elements) {
-    if (eager_) Eager(ops, name, elements * kEagerNorm.forward, kEagerNorm.forward_kernels);
-    else Mem(ops, name, 2 * elements * e_);  // read and write the activation once
+  // One pointwise op over `elements`: eager, its decomposition's bytes and kernels (`eager`, when
+  // the op has one); fused, one kernel moving `fused_tensors` activation-sized tensors.
+  void Pointwise(std::vector<Op>* ops, const char* name, int64_t elements, const EagerCost* eager,
+                 int64_t fused_tensors) {
+    if (eager_ && eager != nullptr) Eager(ops, name, elements * eager->forward, eager->forward_kernels);
+    else Mem(ops, name, fused_tensors * elements * e_);
   }
+  // A norm reads and writes the activation once when fused.
+  void Norm(std::vector<Op>* ops, const char* name, int64_t elements) { Pointwise(ops, name, elements, &kEagerNorm, 2); }
   // The MLP's activation over its `elements` outputs (T x f/t): GELU reads its input; SwiGLU its two.
   void Activation(std::vector<Op>* ops, const char* name, int64_t elements) {
     const bool glu = m_.mlp == MlpKind::kSwiglu;
-    if (eager_ && glu) Eager(ops, name, elements * kEagerSwiglu.forward, kEagerSwiglu.forward_kernels);
-    else Mem(ops, name, (glu ? 3 : 2) * elements * e_);
+    Pointwise(ops, name, elements, glu ? &kEagerSwiglu : nullptr, glu ? 3 : 2);
   }
   // The backward of an eager forward op (Norm, RoPE, SwiGLU, the upcast cross entropy): its bytes
   // and kernels from the table above; false for any other op.
@@ -351,11 +355,7 @@ class Builder {
       kv_heads = std::max<int64_t>(m_.kv_heads / t_, 1);
       Gemm(ops, "qkv_proj", tokens_, (a + 2 * kv_heads) * m_.head_dim, h);
     }
-    if (m_.position == PositionKind::kRope) {
-      const int64_t elements = tokens_ * (a + kv_heads) * dqk;
-      if (eager_) Eager(ops, "rope", elements * kEagerRope.forward, kEagerRope.forward_kernels);
-      else Mem(ops, "rope", 2 * elements * e_);
-    }
+    if (m_.position == PositionKind::kRope) Pointwise(ops, "rope", tokens_ * (a + kv_heads) * dqk, &kEagerRope, 2);
     // Context parallel: each rank's queries meet every rank's keys. Ring: cp-1 KV exchanges
     // overlapped with attention blocks; Ulysses: all-to-alls of q, k, v and the output.
     const int64_t seq_kv = s_ * p_.cp;

@@ -129,7 +129,7 @@ def translate(args, tp):
         return None, "no --num-layers/--hidden-size/--num-attention-heads"
     seq = int(arg(args, "--seq-length", 0))
     swiglu = flag(args, "--swiglu")
-    if args.get("--squared-relu") or args.get("--activation-func") not in (None,):
+    if args.get("--squared-relu") or args.get("--activation-func") is not None:
         return None, "activation other than GELU/SwiGLU"
     ffn = arg(args, "--ffn-hidden-size")
     if ffn is None:  # megatron/training/arguments.py: 4h, or 2/3 of it rounded down to 64 with SwiGLU

@@ -24,6 +24,8 @@ void PlanFlags::Register(CLI::App* app) {
   m->add_option("--ffn", ffn, "MLP intermediate size (default: the preset's ratio to hidden)");
   m->add_option("--vocab", vocab, "Vocabulary size");
   m->add_option("--mlp", mlp, "gelu|swiglu");
+  m->add_option("--mtp-layers", mtp_layers,
+                "Multi-token prediction modules on the last stage (DeepSeek-V3: 1; 0 trains without; docs/memory.md)");
   m->add_option("--attention", attention, "flash|flash2|flash1|triton|naive (flash: the GPU's fastest fused kernel; flash2: FlashAttention-2; flash1: FlashAttention v1; triton: the Triton FlashAttention kernel; naive keeps the s^2 scores)");
   auto* p = app->add_option_group("Plan");
   p->add_option("--gpus", gpus, "Total GPUs (= tp*pp*dp*cp)");
@@ -158,6 +160,10 @@ bool PlanFlags::Resolve(core::Scenario* out, Diagnostics* d, std::vector<std::st
   bool model_changed = !mo.empty();
   if (model_changed) m = core::ApplyModelOverrides(m, mo, d, notes);
   if (mlp) { SetEnum(mlp, "mlp", "model.mlp", &m.mlp, d); model_changed = true; }
+  if (mtp_layers) {
+    m.mtp_layers = *mtp_layers;
+    model_changed = true;
+  }
   if (attention) { SetEnum(attention, "attention", "model.attention", &m.attention, d); model_changed = true; }
   if (model_changed) {
     m.name += " (modified)";

@@ -125,16 +125,30 @@ std::optional<std::vector<int64_t>> DefaultStageSplit(int64_t layers, int64_t ch
   return split;
 }
 
+std::optional<std::vector<int64_t>> DefaultStageSplit(const ModelSpec& m, int64_t chunks) {
+  if (m.mtp_layers <= 0 || chunks < 1 || m.layers % chunks == 0) return DefaultStageSplit(m.layers, chunks);
+  // MTP modules run on the last chunk (core/memory.h StageCompositionOf): split the layers and
+  // the modules together; the last chunk gives the modules' places back.
+  const int64_t units = m.layers + m.mtp_layers;
+  auto split = DefaultStageSplit(units, chunks);
+  if (split && split->empty()) split = std::vector<int64_t>(static_cast<size_t>(chunks), units / chunks);
+  if (!split || split->back() <= m.mtp_layers) return DefaultStageSplit(m.layers, chunks);
+  split->back() -= m.mtp_layers;
+  return split;
+}
+
 void ApplyDefaultStageSplit(const ModelSpec& m, PlanSpec* p, std::vector<std::string>* notes) {
   if (!p->stage_layers.empty() || p->pp < 1 || p->vpp < 1 || m.layers < 1) return;
   const int64_t chunks = p->pp * p->vpp;
   if (m.layers % chunks == 0) return;
-  auto split = DefaultStageSplit(m.layers, chunks);
+  auto split = DefaultStageSplit(m, chunks);
   if (!split) return;
   p->stage_layers = *split;
   if (notes == nullptr) return;
-  notes->push_back("stage_layers " + StageSplitText(*split) + " (" + S(m.layers) + " layers over pp*vpp=" +
-                   S(chunks) + " chunks: the remainder taken from the first and last chunks, which also hold the "
+  notes->push_back("stage_layers " + StageSplitText(*split) + " (" + S(m.layers) + " layers" +
+                   (m.mtp_layers > 0 ? " and " + S(m.mtp_layers) + " MTP module(s) on the last chunk" : std::string()) +
+                   " over pp*vpp=" + S(chunks) +
+                   " chunks: the remainder taken from the first and last chunks, which also hold the "
                    "embedding and the output head; --stage-layers to change)");
 }
 

@@ -55,6 +55,11 @@ ModelSpec ApplyModelOverrides(const ModelSpec& base, const ModelOverrides& o, Di
 // account_for_embedding/loss_in_pipeline_split gives. Every chunk holds k or k-1 layers, so the
 // slowest stage is never slower than the balanced split's. nullopt when chunks > layers.
 std::optional<std::vector<int64_t>> DefaultStageSplit(int64_t layers, int64_t chunks);
+// The same for model `m`: when its layers do not divide by `chunks` and it has MTP modules (which
+// run on the last chunk), the layers and the modules are split together and the last chunk keeps
+// its share less the modules (at least one decoder layer), as Megatron-Bridge's DeepSeek-V3
+// layouts do ("Et*4|(t*4|)*14tmL": 4 x 15 chunks, then 1 layer + MTP + loss).
+std::optional<std::vector<int64_t>> DefaultStageSplit(const ModelSpec& m, int64_t chunks);
 
 // Fills plan->stage_layers with DefaultStageSplit when it is empty and layers do not divide by
 // pp*vpp, and notes the split ("stage_layers 7, 8 (x14), 7 (126 layers over pp*vpp=16 chunks: ...)";

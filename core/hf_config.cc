@@ -279,6 +279,9 @@ void ReadDecoder(const std::string& type, FieldReader& r, ModelSpec* m) {
     mla.v_head_dim = r.Required("v_head_dim");
     m->head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim;
     m->mla = mla;
+    // Multi-token prediction modules trained beside the decoder (DeepSeek-V3 §2.2: depth 1),
+    // outside num_hidden_layers.
+    m->mtp_layers = r.Optional("num_nextn_predict_layers", 0);
   } else if (r.Has("head_dim")) {
     m->head_dim = r.Required("head_dim");
   } else if (d.head_dim > 0) {

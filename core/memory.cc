@@ -118,7 +118,7 @@ const RankLayout& RankLayoutOf(const ModelSpec& m, const PlanSpec& p) {
   // The inputs of the last layout computed on this thread, compared field by field.
   struct Memo {
     bool valid = false;
-    int64_t layers = 0, first_dense = -1, freq = -1, pp = 0, vpp = 0;
+    int64_t layers = 0, first_dense = -1, freq = -1, pp = 0, vpp = 0, mtp = 0;
     bool dualpipe = false;
     std::vector<int64_t> split;
     RankLayout layout;
@@ -127,11 +127,12 @@ const RankLayout& RankLayoutOf(const ModelSpec& m, const PlanSpec& p) {
   thread_local Memo memo;
   const int64_t first_dense = m.moe ? m.moe->first_dense_layers : -1, freq = m.moe ? m.moe->layer_freq : -1;
   const bool dualpipe = p.schedule == Schedule::kDualPipe;
-  if (memo.valid && memo.layers == m.layers && memo.first_dense == first_dense && memo.freq == freq &&
+  if (memo.valid && memo.layers == m.layers && memo.mtp == m.mtp_layers && memo.first_dense == first_dense && memo.freq == freq &&
       memo.pp == p.pp && memo.vpp == p.vpp && memo.dualpipe == dualpipe && memo.split == p.stage_layers)
     return memo.layout;
   memo.valid = true;
   memo.layers = m.layers;
+  memo.mtp = m.mtp_layers;
   memo.first_dense = first_dense;
   memo.freq = freq;
   memo.pp = p.pp;
@@ -421,6 +422,16 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
       if (mode != 0) max_working = std::max(max_working, act[moe][0] - act[moe][mode]);
       ++layers_here;
     });
+    if (!uniform && has_last && m.mtp_layers > 0) {
+      // The MTP modules' layers (counted in the kinds above when `uniform`): recomputed as the
+      // plan's selective modules say, never by full recompute's first-layers count.
+      const int moe = r.params.mtp_moe ? 1 : 0;
+      const RankParams& rp = moe ? moe_rank : dense_rank;
+      dense += m.mtp_layers * rp.dense;
+      expert += m.mtp_layers * rp.expert;
+      max_layer = std::max(max_layer, rp.dense + rp.expert);
+      per_mb += m.mtp_layers * act[moe][0];
+    }
     if (has_first) dense += r.params.embedding / t + r.params.position;  // vocab-parallel embedding
     if (has_last) {
       // The output head; with tied embeddings and pp > 1 the last stage keeps its own copy of
@@ -428,6 +439,13 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
       if (!m.tied_embeddings) dense += r.params.output_head / t;
       else if (!has_first) dense += r.params.embedding / t;
       dense += r.params.final_norm;
+      if (m.mtp_layers > 0) {
+        // MTP embeds the shifted tokens on this stage: an untied model keeps a copy of the word
+        // embedding here too (Megatron-Core GPTModel builds it when pre_process or mtp_process).
+        if (!m.tied_embeddings && !has_first) dense += r.params.embedding / t;
+        // eh_proj is column-parallel (2h x h/t); the three norms are replicated.
+        dense += m.mtp_layers * (2 * m.hidden * m.hidden / t + (r.params.mtp_extra - 2 * m.hidden * m.hidden));
+      }
     }
     st.dense_params = dense;
     st.expert_params = expert;
@@ -468,6 +486,10 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
       const int64_t per_logit =
           p.cross_entropy == CrossEntropy::kUpcast ? 12 : p.cross_entropy == CrossEntropy::kFlash ? 4 : 6;
       st.loss_activations_bytes = 2 * e * s * b * h / rep_div + per_logit * s * b * m.vocab / t;
+      // Each MTP module keeps its enorm and hnorm inputs (sbh each) and eh_proj's input, the
+      // concatenation (2sbh), then its own final norm, head input and logits as above.
+      if (m.mtp_layers > 0)
+        st.loss_activations_bytes += m.mtp_layers * (4 * e * s * b * h / rep_div + st.loss_activations_bytes);
     }
     const double loss_inflight = p.schedule == Schedule::kGpipe && p.pp > 1
                                      ? static_cast<double>(p.Microbatches())

@@ -182,7 +182,12 @@ inline StageComposition StageCompositionOf(const ModelSpec& m, const PlanSpec& p
     s.moe += moe_here;
     s.dense += count - moe_here;
     s.first |= begin == 0;
-    s.last |= begin + count == m.layers;
+    if (begin + count == m.layers) {
+      s.last = true;
+      // The MTP modules run on the stage with the last decoder layer (Megatron-Core
+      // mtp_on_this_rank), each one layer of that layer's kind (core/params.h).
+      if (m.mtp_layers > 0) (m.IsMoeLayer(m.layers - 1) ? s.moe : s.dense) += m.mtp_layers;
+    }
   });
   return s;
 }

@@ -79,6 +79,17 @@ ParamCount CountParams(const ModelSpec& m) {
   const int64_t outside = c.embedding + c.position + c.output_head + c.final_norm;
   c.total = outside + c.dense_layers * c.dense_layer.Total() + c.moe_layers * c.moe_layer.Total();
   c.active = outside + c.dense_layers * c.dense_layer.Active() + c.moe_layers * c.moe_layer.Active();
+  if (m.mtp_layers > 0) {
+    // Megatron-Core MultiTokenPredictionLayer: enorm, hnorm, eh_proj(2h -> h, bias=False), one
+    // transformer layer of the decoder's last layer spec, final_layernorm; embedding and output
+    // head shared with the main model.
+    c.mtp_layers = m.mtp_layers;
+    c.mtp_moe = m.layers > 0 && m.IsMoeLayer(m.layers - 1);
+    c.mtp_extra = 2 * m.hidden * m.hidden + 3 * NormParams(m, m.hidden);
+    const LayerParams& l = c.mtp_moe ? c.moe_layer : c.dense_layer;
+    c.total += c.mtp_layers * (l.Total() + c.mtp_extra);
+    c.active += c.mtp_layers * (l.Active() + c.mtp_extra);
+  }
   return c;
 }
 

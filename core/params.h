@@ -46,6 +46,12 @@ struct ParamCount {
   int64_t final_norm = 0;
   int64_t dense_layers = 0, moe_layers = 0;
   LayerParams dense_layer, moe_layer;
+  // Multi-token prediction (ModelSpec::mtp_layers) on the last stage: `mtp_layers` modules, each
+  // one layer of the last decoder layer's kind (`mtp_moe`) plus `mtp_extra`: eh_proj (2h x h,
+  // column-parallel, no bias) and its three norms (enorm, hnorm, final). Included in total/active.
+  int64_t mtp_layers = 0;
+  bool mtp_moe = false;
+  int64_t mtp_extra = 0;
 };
 
 ParamCount CountParams(const ModelSpec& m);

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
+#include <string_view>
 #include <map>
 #include <optional>
 
@@ -163,6 +165,11 @@ struct LaunchConfig {
   std::optional<bool> grad_reduce_in_fp32;
   std::string recipe;                     // the recipe file and preset, for the assumptions
   std::string source;
+  // The run's --pipeline-model-parallel-layout (scripts/megatron_bridge_layouts.py): decoder
+  // layers per model chunk, and the MTP modules it places (-1: the launch file does not say).
+  std::string pp_layout;
+  std::vector<int64_t> stage_layers;
+  int64_t mtp_layers = -1;
 };
 std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
   // Every launch file parsed once (the presets are compiled in and never change).
@@ -176,6 +183,10 @@ std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
       for (const auto& [run_id, v] : j["runs"].items()) {
         if (!v.is_object()) continue;
         std::vector<std::string> modules;
+        std::vector<int64_t> split;
+        if (v.contains("stage_layers") && v["stage_layers"].is_array())
+          for (const Json& n : v["stage_layers"])
+            if (n.is_number_integer()) split.push_back(n.get<int64_t>());
         if (v.contains("recompute_modules") && v["recompute_modules"].is_array())
           for (const Json& mod : v["recompute_modules"])
             if (mod.is_string()) modules.push_back(mod.get<std::string>());
@@ -189,7 +200,10 @@ std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
                                           .ep_overlap = BoolAt(v, "moe_a2a_overlap").value_or(false),
                                           .grad_reduce_in_fp32 = BoolAt(v, "grad_reduce_in_fp32"),
                                           .recipe = StrOr(v, "recipe"),
-                                          .source = StrOr(j, "source")});
+                                          .source = StrOr(j, "source"),
+                                          .pp_layout = StrOr(v, "pp_layout"),
+                                          .stage_layers = split,
+                                          .mtp_layers = IntOr(v, "mtp_layers", -1)});
       }
     }
     return runs;
@@ -202,6 +216,144 @@ std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
 }  // namespace
 
 namespace {
+
+// Megatron-Core's --pipeline-model-parallel-layout string (pipeline_parallel_layout.py): chunks
+// separated by '|', 'E' embedding, 't' a decoder layer, 'm' an MTP module, 'L' the loss; "x*n"
+// repeats a symbol or a parenthesised group n times. The decoder layers per chunk, in chunk
+// order; nullopt when the text is not such a layout.
+std::optional<std::vector<int64_t>> ParseMegatronLayout(const std::string& text) {
+  size_t i = 0;
+  std::function<std::optional<std::string>()> sequence = [&]() -> std::optional<std::string> {
+    std::string out;
+    while (i < text.size() && text[i] != ')') {
+      std::string unit;
+      if (text[i] == '(') {
+        ++i;
+        auto inner = sequence();
+        if (!inner || i >= text.size() || text[i] != ')') return std::nullopt;
+        ++i;
+        unit = *inner;
+      } else if (std::string_view("Etm L|").find(text[i]) != std::string_view::npos && text[i] != ' ') {
+        unit = std::string(1, text[i++]);
+      } else {
+        return std::nullopt;
+      }
+      int64_t times = 1;
+      if (i < text.size() && text[i] == '*') {
+        size_t end = ++i;
+        while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end]))) ++end;
+        if (end == i || end - i > 4) return std::nullopt;
+        times = std::strtoll(text.substr(i, end - i).c_str(), nullptr, 10);
+        i = end;
+      }
+      for (int64_t k = 0; k < times; ++k) out += unit;
+    }
+    return out;
+  };
+  const auto flat = sequence();
+  if (!flat || i != text.size() || flat->find('t') == std::string::npos) return std::nullopt;
+  std::vector<int64_t> chunks(1, 0);
+  for (char ch : *flat) {
+    if (ch == '|') chunks.push_back(0);
+    else if (ch == 't') ++chunks.back();
+  }
+  return chunks;
+}
+
+// The architecture fields a record may state beside its dimensions (shared/validation's
+// memory_measured.json): tied_embeddings, activation, norm, position, an MoE block (num_experts,
+// topk, moe_ffn_hidden, shared_expert_ffn), MLA attention (its ranks and head dims),
+// layer_pattern ("layer 0 dense, layers 1-15 MoE", "layers 0-2 dense, ...") and mtp_layers.
+// False (and `why`) when a stated field cannot be read.
+bool ApplyRecordArchitecture(const Json& mj, ModelSpec* m, std::vector<std::string>* notes, std::string* why) {
+  auto lower = [](std::string t) {
+    for (char& ch : t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return t;
+  };
+  std::vector<std::string> said;
+  if (const auto tied = BoolAt(mj, "tied_embeddings")) {
+    m->tied_embeddings = *tied;
+    said.push_back(*tied ? "tied embeddings" : "untied embeddings");
+  }
+  if (const std::string act = lower(StrOr(mj, "activation")); !act.empty()) {
+    // GELU first: "GeLU (no --swiglu)" names the flag it does not use.
+    if (act.find("gelu") != std::string::npos) m->mlp = MlpKind::kGelu;
+    else if (act.find("swiglu") != std::string::npos) m->mlp = MlpKind::kSwiglu;
+    said.push_back(std::string(Name(m->mlp)));
+  }
+  if (const std::string norm = lower(StrOr(mj, "norm")); !norm.empty()) {
+    if (norm.find("rmsnorm") != std::string::npos) m->norm = NormKind::kRmsNorm;
+    else if (norm.find("layernorm") != std::string::npos) m->norm = NormKind::kLayerNorm;
+    said.push_back(std::string(Name(m->norm)));
+  }
+  if (const std::string pos = lower(StrOr(mj, "position")); !pos.empty()) {
+    if (pos.find("rope") != std::string::npos) m->position = PositionKind::kRope;
+    else if (pos.find("learned") != std::string::npos) m->position = PositionKind::kLearned;
+    said.push_back(std::string(Name(m->position)));
+  }
+  // Megatron-Core's GPT with SwiGLU/RMSNorm/RoPE (--swiglu --normalization RMSNorm
+  // --position-embedding-type rope, --disable-bias-linear) carries no biases or dropout.
+  if (m->mlp == MlpKind::kSwiglu && m->norm == NormKind::kRmsNorm) {
+    m->bias = BiasKind::kNone;
+    m->dropout = false;
+  }
+  if (mj.contains("attention") && mj["attention"].is_object()) {
+    const Json& a = mj["attention"];
+    if (lower(StrOr(a, "type")) == "mla") {
+      MlaSpec mla;
+      mla.q_lora_rank = IntOr(a, "q_lora_rank", 0);
+      mla.kv_lora_rank = IntOr(a, "kv_lora_rank", 0);
+      mla.qk_nope_head_dim = IntOr(a, "qk_head_dim", 0);
+      mla.qk_rope_head_dim = IntOr(a, "qk_rope_head_dim", 0);
+      mla.v_head_dim = IntOr(a, "v_head_dim", 0);
+      if (mla.kv_lora_rank <= 0 || mla.qk_nope_head_dim <= 0 || mla.qk_rope_head_dim <= 0 || mla.v_head_dim <= 0) {
+        *why = "model.attention: MLA needs kv_lora_rank, qk_head_dim, qk_rope_head_dim and v_head_dim";
+        return false;
+      }
+      m->mla = mla;
+      m->kv_heads = m->heads;
+      m->head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim;
+      said.push_back("MLA");
+    }
+  }
+  if (mj.contains("moe") && mj["moe"].is_object()) {
+    const Json& e = mj["moe"];
+    MoeSpec moe;
+    moe.experts = IntOr(e, "num_experts", 0);
+    moe.top_k = IntOr(e, "topk", 0);
+    moe.expert_ffn_hidden = IntOr(e, "moe_ffn_hidden", 0);
+    moe.shared_expert_ffn_hidden = IntOr(e, "shared_expert_ffn", 0);
+    moe.shared_experts = moe.shared_expert_ffn_hidden > 0 ? 1 : 0;
+    const std::string router = lower(StrOr(e, "router"));
+    moe.router = router.find("sigmoid") != std::string::npos ? RouterKind::kSigmoid : RouterKind::kSoftmax;
+    moe.router_bias = router.find("expert bias") != std::string::npos;
+    if (moe.experts <= 0 || moe.top_k <= 0 || moe.expert_ffn_hidden <= 0) {
+      *why = "model.moe: needs num_experts, topk and moe_ffn_hidden";
+      return false;
+    }
+    // "layer 0 dense, ..." / "layers 0-2 dense, ...": the leading dense layers end at the number
+    // before " dense".
+    const std::string pattern = lower(StrOr(mj, "layer_pattern"));
+    if (const size_t at = pattern.find(" dense"); pattern.rfind("layer", 0) == 0 && at != std::string::npos) {
+      size_t start = at;
+      while (start > 0 && std::isdigit(static_cast<unsigned char>(pattern[start - 1]))) --start;
+      if (start < at) moe.first_dense_layers = std::strtoll(pattern.substr(start, at - start).c_str(), nullptr, 10) + 1;
+    }
+    m->moe = moe;
+    said.push_back("MoE " + std::to_string(moe.experts) + " experts top-" + std::to_string(moe.top_k) +
+                   (moe.first_dense_layers > 0 ? ", first " + std::to_string(moe.first_dense_layers) + " dense" : ""));
+  }
+  if (const int64_t mtp = IntOr(mj, "mtp_layers", 0); mtp > 0) {
+    m->mtp_layers = mtp;
+    said.push_back(std::to_string(mtp) + " MTP module(s)");
+  }
+  if (!said.empty()) {
+    std::string text;
+    for (const auto& x : said) text += (text.empty() ? "" : ", ") + x;
+    notes->push_back("architecture as the record states it: " + text);
+  }
+  return true;
+}
 
 // The one fixed mapping from a record to a scenario (model, GPU, cluster, plan) with the
 // assumptions it made; false (and `why`) for a record that does not describe a run we can plan.
@@ -333,6 +485,20 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     return false;
   }
 
+  // What the record states about the architecture beyond the dimensions (memory_measured.json's
+  // records do): it wins over the GPT defaults above.
+  if (!(mj.contains("spec") && mj["spec"].is_object()) && !agreeing && layers > 0 && hidden > 0 && heads > 0) {
+    if (!ApplyRecordArchitecture(mj, &m, &run.assumptions, why)) return false;
+  }
+  // A run the source names as without (or with) multi-token prediction.
+  {
+    const std::string name = Squash(StrOr(mj, "name"));
+    if (m.mtp_layers > 0 && (name.find("womtp") != std::string::npos || name.find("withoutmtp") != std::string::npos)) {
+      m.mtp_layers = 0;
+      run.assumptions.push_back("no multi-token prediction: the record names the run without MTP");
+    }
+  }
+
   // Plan.
   PlanSpec& p = s.plan;
   const int64_t count = IntOr(hj, "count", 0);
@@ -393,6 +559,41 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     run.assumptions.push_back("interleave degree " + std::to_string(p.vpp) + " printed with pp 1: no pipeline, ignored");
     p.vpp = 1;
   }
+  // A custom pipeline layout the record quotes (Megatron-Core's --pipeline-model-parallel-layout,
+  // in parallel.schedule or model.layer_pattern): its chunks are the virtual stages.
+  for (const std::string& text : {StrOr(pj, "schedule"), StrOr(mj, "layer_pattern")}) {
+    const size_t at = text.find("layout");
+    if (at == std::string::npos || p.pp <= 1) continue;
+    size_t b = text.find_first_not_of(" \"", at + 6), e = b;
+    while (e < text.size() && text[e] != ' ' && text[e] != '"' && text[e] != ';' && text[e] != ',') ++e;
+    const auto layout = b == std::string::npos ? std::nullopt : ParseMegatronLayout(text.substr(b, e - b));
+    if (!layout || static_cast<int64_t>(layout->size()) % p.pp != 0) continue;
+    int64_t sum = 0;
+    for (int64_t n : *layout) sum += n;
+    if (sum != m.layers) continue;
+    p.vpp = static_cast<int64_t>(layout->size()) / p.pp;
+    p.stage_layers = *layout;
+    run.assumptions.push_back("pipeline layout " + text.substr(b, e - b) + " as the record quotes it: " +
+                              std::to_string(layout->size()) + " chunks over pp " + std::to_string(p.pp) +
+                              " (vpp " + std::to_string(p.vpp) + ")");
+    break;
+  }
+  // The recipe's pipeline layout and MTP modules (presets/launches), where the record prints none.
+  if (launch && launch->mtp_layers >= 0 && launch->mtp_layers != m.mtp_layers) {
+    m.mtp_layers = launch->mtp_layers;
+    run.assumptions.push_back(std::to_string(m.mtp_layers) + " MTP module(s) from " +
+                              (launch->recipe.empty() ? launch->source : launch->recipe));
+  }
+  if (launch && p.stage_layers.empty() && !launch->stage_layers.empty() &&
+      static_cast<int64_t>(launch->stage_layers.size()) == p.pp * p.vpp) {
+    int64_t sum = 0;
+    for (int64_t n : launch->stage_layers) sum += n;
+    if (sum == m.layers) {
+      p.stage_layers = launch->stage_layers;
+      run.assumptions.push_back("pipeline layout " + launch->pp_layout + " from " +
+                                (launch->recipe.empty() ? launch->source : launch->recipe));
+    }
+  }
   if (p.vpp > 1) p.schedule = Schedule::kInterleaved;
 
   // The stack's defaults (ApplyStack), then what the record prints instead; `from_stack` names
@@ -426,9 +627,23 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   if (pj.contains("recompute_modules") && pj["recompute_modules"].is_array())
     for (const Json& mod : pj["recompute_modules"])
       if (mod.is_string()) printed_modules.push_back(mod.get<std::string>());
+  // Or in the recompute text itself: "selective: modules layernorm, mla_up_proj, mlp".
+  if (const size_t at = rc.find("modules "); printed_modules.empty() && rc.rfind("selective", 0) == 0 && at != std::string::npos) {
+    std::string list = rc.substr(at + 8);
+    size_t start = 0;
+    while (start < list.size()) {
+      size_t end = list.find(',', start);
+      if (end == std::string::npos) end = list.size();
+      std::string mod = list.substr(start, end - start);
+      mod.erase(0, mod.find_first_not_of(' '));
+      mod.erase(mod.find_last_not_of(' ') + 1);
+      if (!mod.empty()) printed_modules.push_back(mod);
+      start = end + 1;
+    }
+  }
   const std::vector<std::string>& module_list =
       !printed_modules.empty() ? printed_modules : launch ? launch->recompute_modules : printed_modules;
-  if (said_rc == "selective" && (!printed_rc || !printed_modules.empty()) && !module_list.empty()) {
+  if (said_rc.rfind("selective", 0) == 0 && (!printed_rc || !printed_modules.empty()) && !module_list.empty()) {
     modules = 0;
     std::string unknown;
     for (const auto& mod : module_list) {

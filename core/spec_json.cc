@@ -238,6 +238,7 @@ void ReadModel(const Json& j, const std::string& prefix, ModelSpec* m, Diagnosti
   r.Bool("attention_sinks", &m->attention_sinks);
   r.Bool("dropout", &m->dropout);
   r.Enum("attention", &m->attention);
+  r.Int("mtp_layers", &m->mtp_layers);
   if (const Json* v = r.Find("mla", false)) {
     MlaSpec mla;
     ObjectReader q(*v, prefix + ".mla", d);
@@ -300,6 +301,7 @@ OJson WriteModel(const ModelSpec& m) {
   j["attention_sinks"] = m.attention_sinks;
   j["dropout"] = m.dropout;
   j["attention"] = Name(m.attention);
+  if (m.mtp_layers > 0) j["mtp_layers"] = m.mtp_layers;
   if (m.mla) {
     OJson q;
     q["q_lora_rank"] = m.mla->q_lora_rank;

@@ -74,6 +74,11 @@ struct ModelSpec {
   AttentionImpl attention = AttentionImpl::kFlash;
   std::optional<MlaSpec> mla;
   std::optional<MoeSpec> moe;
+  // Multi-token prediction depth (DeepSeek-V3 §2.2; Megatron-Core multi_token_prediction.py): each
+  // MTP module on the last pipeline stage normalises the hidden state and the next token's
+  // embedding, projects their concatenation 2h -> h (eh_proj), runs one transformer layer of the
+  // last decoder layer's kind, then its own final norm, the shared output head and a loss.
+  int64_t mtp_layers = 0;
 
   bool IsMoeLayer(int64_t layer) const;  // REQUIRES: 0 <= layer < layers
   int64_t MoeLayerCount() const;

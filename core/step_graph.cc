@@ -149,21 +149,23 @@ class Builder {
   std::vector<Op> HeadCompute() {
     std::vector<Op> out;
     std::vector<Op> fwd;
-    fwd.reserve(8);
-    Norm(&fwd, "final_norm", tokens_ * m_.hidden / (sp_ ? t_ : 1));
-    TpGather(&fwd, "head_gather");
-    // The vocab-parallel head: each rank holds ceil(V/t) columns (the last one padded).
-    const int64_t v_local = (m_.vocab + t_ - 1) / t_;
-    Gemm(&fwd, "output_head", tokens_, v_local, m_.hidden, 1, /*sixteen_bit=*/true);
-    // Vocab-parallel cross entropy in fp32: read the logits, write softmax, read it in backward.
-    // Upcast (core/specs.h CrossEntropy): .float() (read 2, write 4), log_softmax (read 4 twice,
-    // write 4) and the loss: 18 B per logit in 3 kernels; its backward 22 B (the loss's dense
-    // gradient 4, log_softmax's backward 12, the cast back 6).
-    // Flash (FlashAttention's kernel) is costed as fused: its passes over the bf16 logits are not
-    // measured here (its memory is modelled: core/memory.cc).
-    if (p_.cross_entropy == CrossEntropy::kUpcast)
-      Eager(&fwd, "cross_entropy", kUpcastCrossEntropy.forward * tokens_ * v_local, kUpcastCrossEntropy.forward_kernels);
-    else Mem(&fwd, "cross_entropy", 3 * tokens_ * v_local * 4);
+    fwd.reserve(8 + 16 * static_cast<size_t>(m_.mtp_layers));
+    // Each multi-token-prediction module before the main head's loss (Megatron-Core
+    // MultiTokenPredictionLayer.forward): embed the shifted tokens (vocab-parallel, reduced over
+    // TP), enorm and hnorm, eh_proj over the concatenation [s, b, 2h] -> h/t (column-parallel,
+    // its output all-gathered over TP), then its own final norm, the shared head and a loss. Its
+    // transformer layer is counted with the stage's layers (core/memory.h StageCompositionOf).
+    for (int64_t d = 0; d < m_.mtp_layers; ++d) {
+      Mem(&fwd, "mtp_embedding_lookup", tokens_ * m_.hidden * e_ * 2);
+      TpReduce(&fwd, "mtp_embedding_reduce");
+      Norm(&fwd, "mtp_enorm", tokens_ * m_.hidden / (sp_ ? t_ : 1));
+      Norm(&fwd, "mtp_hnorm", tokens_ * m_.hidden / (sp_ ? t_ : 1));
+      TpGather(&fwd, "mtp_eh_gather");
+      Gemm(&fwd, "mtp_eh_proj", tokens_, m_.hidden / t_, 2 * m_.hidden);
+      if (t_ > 1) Coll(&fwd, "mtp_eh_output_gather", CollectiveKind::kAllGather, CommGroup::kTp, tokens_ * m_.hidden * e_);
+      HeadLoss(&fwd, "mtp_final_norm");
+    }
+    HeadLoss(&fwd, "final_norm");
     out.reserve(4 * fwd.size() + 8);
     out = fwd;
     Backward(fwd, &out);
@@ -178,6 +180,24 @@ class Builder {
     }
     return out;
   }
+  // The final norm, the vocab-parallel output head and the loss, forward.
+  void HeadLoss(std::vector<Op>* ops, const char* norm_name) {
+    std::vector<Op>& fwd = *ops;
+    Norm(&fwd, norm_name, tokens_ * m_.hidden / (sp_ ? t_ : 1));
+    TpGather(&fwd, "head_gather");
+    // The vocab-parallel head: each rank holds ceil(V/t) columns (the last one padded).
+    const int64_t v_local = (m_.vocab + t_ - 1) / t_;
+    Gemm(&fwd, "output_head", tokens_, v_local, m_.hidden, 1, /*sixteen_bit=*/true);
+    // Vocab-parallel cross entropy in fp32: read the logits, write softmax, read it in backward.
+    // Upcast (core/specs.h CrossEntropy): .float() (read 2, write 4), log_softmax (read 4 twice,
+    // write 4) and the loss: 18 B per logit in 3 kernels; its backward 22 B (the loss's dense
+    // gradient 4, log_softmax's backward 12, the cast back 6).
+    // Flash (FlashAttention's kernel) is costed as fused: its passes over the bf16 logits are not
+    // measured here (its memory is modelled: core/memory.cc).
+    if (p_.cross_entropy == CrossEntropy::kUpcast)
+      Eager(&fwd, "cross_entropy", kUpcastCrossEntropy.forward * tokens_ * v_local, kUpcastCrossEntropy.forward_kernels);
+    else Mem(&fwd, "cross_entropy", 3 * tokens_ * v_local * 4);
+  }
   // One part of the embedding or head: its forward and backward (`compute()`), the sync of its
   // `params`, or nothing (they are never recomputed).
   template <typename Compute>
@@ -188,7 +208,16 @@ class Builder {
     return out;
   }
   // The head's own parameters (untied output projection) and the final norm.
-  int64_t HeadParams() const { return (m_.tied_embeddings ? 0 : m_.vocab * m_.hidden / t_) + m_.hidden; }
+  // With MTP: each module's eh_proj (2h x h/t) and three norms, and, untied across stages, the
+  // last stage's copy of the word embedding (core/memory.cc).
+  int64_t HeadParams() const {
+    int64_t n = (m_.tied_embeddings ? 0 : m_.vocab * m_.hidden / t_) + m_.hidden;
+    if (m_.mtp_layers > 0) {
+      n += m_.mtp_layers * (2 * m_.hidden * m_.hidden / t_ + 3 * m_.hidden);
+      if (!m_.tied_embeddings && p_.pp > 1) n += m_.vocab * m_.hidden / t_;
+    }
+    return n;
+  }
 
   Op P2p() const {
     Op op;
@@ -297,7 +326,9 @@ class Builder {
     const EagerCost* c = nullptr;
     if (n == "cross_entropy" && p_.cross_entropy == CrossEntropy::kUpcast) c = &kUpcastCrossEntropy;
     else if (!eager_) return false;
-    else if (n == "attn_norm" || n == "mlp_norm" || n == "moe_norm" || n == "final_norm") c = &kEagerNorm;
+    else if (n == "attn_norm" || n == "mlp_norm" || n == "moe_norm" || n == "final_norm" || n == "mtp_enorm" ||
+             n == "mtp_hnorm" || n == "mtp_final_norm")
+      c = &kEagerNorm;
     else if (n == "rope") c = &kEagerRope;
     else if (m_.mlp == MlpKind::kSwiglu && (n == "mlp_activation" || n == "expert_activation" || n == "shared_activation"))
       c = &kEagerSwiglu;
@@ -643,7 +674,11 @@ class Builder {
     return m_.moe->experts / p_.ep * (m_.bias == BiasKind::kAll ? 4 : 2);
   }
   int64_t EmbeddingTensors() const { return 1 + (m_.position == PositionKind::kLearned ? 1 : 0); }
-  int64_t HeadTensors() const { return (m_.tied_embeddings ? 0 : 1) + (m_.norm == NormKind::kLayerNorm ? 2 : 1); }
+  int64_t HeadTensors() const {
+    const int64_t norm = m_.norm == NormKind::kLayerNorm ? 2 : 1;
+    return (m_.tied_embeddings ? 0 : 1) + norm + m_.mtp_layers * (1 + 3 * norm) +
+           (m_.mtp_layers > 0 && !m_.tied_embeddings && p_.pp > 1 ? 1 : 0);
+  }
   int64_t EmbeddingParams() const {
     return m_.vocab * m_.hidden / t_ + (m_.position == PositionKind::kLearned ? m_.max_seq * m_.hidden : 0);
   }

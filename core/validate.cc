@@ -63,6 +63,10 @@ void ValidateModel(const ModelSpec& m, const std::string& p, Diagnostics* d) {
     if (m.kv_heads != m.heads)
       d->Error(p + ".kv_heads", "with mla must equal heads=" + S(m.heads) + " (got " + S(m.kv_heads) + ")");
   }
+  // DeepSeek-V3 trains with depth 1 (its §2.2 and config.json num_nextn_predict_layers); each
+  // module is a whole layer on the last stage, so more than the decoder's own layers is a typo.
+  if (m.mtp_layers < 0 || (m.layers > 0 && m.mtp_layers > m.layers))
+    d->Error(p + ".mtp_layers", "must be between 0 and layers=" + S(m.layers) + " (got " + S(m.mtp_layers) + ")");
   // Exact integer byte counts need every size to stay far below 2^63; refuse absurd inputs
   // rather than overflow (checked in double, which cannot overflow here).
   {
@@ -72,7 +76,7 @@ void ValidateModel(const ModelSpec& m, const std::string& p, Diagnostics* d) {
       experts = static_cast<double>(std::max<int64_t>(m.moe->experts, 1));
       ef = static_cast<double>(std::max<int64_t>(m.moe->expert_ffn_hidden, 0));
     }
-    const double rough = static_cast<double>(m.layers) *
+    const double rough = static_cast<double>(m.layers + std::clamp<int64_t>(m.mtp_layers, 0, m.layers)) *
                              (4 * h * static_cast<double>(m.heads) * static_cast<double>(m.head_dim) +
                               3 * h * f + 3 * h * ef * experts) +
                          2 * static_cast<double>(m.vocab) * h + static_cast<double>(m.max_seq) * h;

@@ -438,6 +438,13 @@ ExplainStep ModelSizeStep(const ModelSpec& m) {
   sum.push_back(Count(pc.embedding + pc.position));
   sum.push_back(Count(pc.output_head));
   sum.push_back(Count(pc.final_norm));
+  if (pc.mtp_layers > 0) {
+    // Each MTP module: one layer of the last layer's kind, eh_proj (2h x h) and three norms.
+    formula += " + D_mtp × (N_" + std::string(pc.mtp_moe ? "moe_layer" : "layer") + " + 2h² + 3 N_norm)";
+    const core::LayerParams& ml = pc.mtp_moe ? pc.moe_layer : pc.dense_layer;
+    sum.push_back(Fmt("%lld × (%s + %s)", static_cast<long long>(pc.mtp_layers), Count(ml.Total()).c_str(),
+                      Count(pc.mtp_extra).c_str()));
+  }
   st.formula = formula;
   const core::LayerParams& lp = pc.dense_layers > 0 ? pc.dense_layer : pc.moe_layer;
   st.substituted = Fmt("N_layer = attention %s + MLP %s + norms %s%s; ", Count(lp.Attention()).c_str(),

@@ -246,7 +246,7 @@ class Searcher {
             for (int64_t vpp = 1; pp * vpp <= m_.layers; ++vpp) {
               if (vpp > 1 && pp < 2) break;
               if (!Allowed(o_.vpp, vpp)) continue;
-              auto split = core::DefaultStageSplit(m_.layers, pp * vpp);
+              auto split = core::DefaultStageSplit(m_, pp * vpp);
               if (!split) continue;
               if (!split->empty() && !o_.uneven_splits) continue;
               for (int64_t ep = 1; ep <= (m_.moe ? m_.moe->experts : 1); ++ep) {
@@ -633,7 +633,7 @@ std::vector<WellKnownVerdict> ExplainWellKnownPlans(const core::ModelSpec& m, co
       p.schedule = Schedule::k1F1B;
       p.sharding = core::Sharding::kFsdp;
       p.hsdp_shard_size = 0;
-      if (auto split = core::DefaultStageSplit(m.layers, f.pp)) p.stage_layers = *split;
+      if (auto split = core::DefaultStageSplit(m, f.pp)) p.stage_layers = *split;
       core::Diagnostics d;
       core::ValidatePlan(p, m, g, c, &d);
       if (d.has_errors()) {

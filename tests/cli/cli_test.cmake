@@ -72,7 +72,8 @@ run(override_530b_shape 0 "\"params_total\": 484280627200,"
 # Uneven pipeline splits by default (core::DefaultStageSplit), printed as a default line.
 run(split_llama405 0 "# default: stage_layers 7, 8 \\(x14\\), 7 "
     report --model llama3-405b --gpu h100-sxm --gpus 16384 --tp 8 --pp 16 --zero 1 --seq 8192 --gbs 2048)
-run(split_deepseek 0 "# default: stage_layers 3, 4 \\(x13\\), 3 \\(x2\\) "
+# DeepSeek-V3's MTP module takes the last chunk's fourth place: 3, 4 x 14, then 2 + MTP.
+run(split_deepseek 0 "# default: stage_layers 3, 4 \\(x14\\), 2 \\(61 layers and 1 MTP module"
     report --model deepseek-v3 --gpu h100-sxm --gpus 2048 --tp 8 --pp 16 --ep 8 --zero 1)
 run(split_qwen3_interleaved 0 "# default: stage_layers 2, 3 \\(x30\\), 2 "
     report --model qwen3-235b-a22b --gpu h100-sxm --gpus 512 --tp 4 --pp 8 --vpp 4 --ep 8 --zero 1 --seq 4096)
@@ -129,8 +130,8 @@ run(validate_missing 2 "--dataset: .*cannot open" validate --dataset ${WORK}/non
 run(validate_json_breakdown 0 "\"step_s\": [0-9.]+,[^\"]*\"breakdown_s\": \\{[^\"]*\"compute\": [0-9.]+.*\"plan\": \\{.*\"name\": \"gpt-1.7b\""
     validate --dataset ${DATA}/validation/published.json --format json)
 # Measured memory peaks (a copy of shared/validation/memory_measured.json): per record measured vs
-# predicted GiB, summarised per group; the MoE CI runs without a model preset are skipped.
-run(validate_memory 0 "31 records from 1 file.*3 skipped.*all +31 .*measured allocated +13 .*stack torchtitan-2024 +18 "
+# predicted GiB, summarised per group; the MoE CI runs by the architecture their records state.
+run(validate_memory 0 "34 records from 1 file.*0 skipped.*all +34 .*parallelism tp\\+pp\\+ep +2 .*measured allocated +16 .*stack torchtitan-2024 +18 "
     validate --memory --dataset ${DATA}/memory/memory_measured.json)
 run(validate_memory_json 0 "\"metric\": \"memory_gib\".*\"measured\": 82.4,.*\"predicted\": [0-9.]+"
     validate --memory --dataset ${DATA}/memory/memory_measured.json --format json)

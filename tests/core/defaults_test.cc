@@ -179,6 +179,24 @@ TEST(DefaultStageSplitTest, Llama3FourOFiveB) {
   EXPECT_EQ(StageSplitText(want), "7, 8 (x14), 7");
 }
 
+TEST(DefaultStageSplitTest, MtpModulesTakeTheLastChunksPlaces) {
+  // DeepSeek-V3: 61 layers and 1 MTP module on 16 chunks are 62 units, 4 each but two short
+  // (the last and the first, 3): the last chunk gives its MTP place back, 2 decoder layers + MTP.
+  auto m = LoadModel("deepseek-v3");
+  ASSERT_TRUE(m.ok());
+  ASSERT_EQ(m->mtp_layers, 1);
+  std::vector<int64_t> want(16, 4);
+  want.front() = 3;
+  want.back() = 2;
+  EXPECT_EQ(DefaultStageSplit(*m, 16), want);
+  // 61 + 1 over 2 chunks divide evenly (31 each): 31, then 30 + MTP.
+  EXPECT_EQ(DefaultStageSplit(*m, 2), (std::vector<int64_t>{31, 30}));
+  // Without MTP, the layer-only split.
+  ModelSpec plain = *m;
+  plain.mtp_layers = 0;
+  EXPECT_EQ(DefaultStageSplit(plain, 16), DefaultStageSplit(61, 16));
+}
+
 TEST(DefaultStageSplitTest, OneShortGoesToTheLastChunk) {
   EXPECT_EQ(DefaultStageSplit(80, 3), (std::vector<int64_t>{27, 27, 26}));
 }

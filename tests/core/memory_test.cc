@@ -126,10 +126,8 @@ TEST(MemoryTest, Llama3SeventyBZeroThreeOnEightH100s) {
   EXPECT_GT(r.per_gpu_bytes, r.capacity_bytes);
 }
 
-TEST(MemoryTest, PipelineStagesSplitWeightsAndPutEmbeddingsAtTheEnds) {
-  // Llama-3-70B, pp=4: 20 layers per stage; stage 0 adds the vocab-parallel embedding
-  // (128256*8192/tp), the last stage the untied head plus the final norm.
-  Loaded l = Load("llama3-70b", "h100-sxm", "dgx-h100");
+// Llama-3-70B at TP 8 x PP 4 with SP, 16 microbatches of 8192 tokens.
+PlanSpec Llama70bTp8Pp4() {
   PlanSpec p;
   p.tp = 8;
   p.pp = 4;
@@ -138,6 +136,14 @@ TEST(MemoryTest, PipelineStagesSplitWeightsAndPutEmbeddingsAtTheEnds) {
   p.seq_len = 8192;
   p.global_batch = 16;
   p.sequence_parallel = true;
+  return p;
+}
+
+TEST(MemoryTest, PipelineStagesSplitWeightsAndPutEmbeddingsAtTheEnds) {
+  // Llama-3-70B, pp=4: 20 layers per stage; stage 0 adds the vocab-parallel embedding
+  // (128256*8192/tp), the last stage the untied head plus the final norm.
+  Loaded l = Load("llama3-70b", "h100-sxm", "dgx-h100");
+  const PlanSpec p = Llama70bTp8Pp4();
   const MemoryReport r = EstimateMemory(l.model, p, l.gpu);
   ASSERT_EQ(r.stages.size(), 4u);
   // Per layer on one TP rank: (8192^2*2 + 8192*1024*2 + 3*8192*28672)/8 + 2*8192 norms.
@@ -147,6 +153,28 @@ TEST(MemoryTest, PipelineStagesSplitWeightsAndPutEmbeddingsAtTheEnds) {
   EXPECT_EQ(r.stages[1].params, 20 * layer);
   EXPECT_EQ(r.stages[3].params, 20 * layer + emb + 8192);
   EXPECT_EQ(r.worst_stage, 0);  // most activations in flight
+}
+
+TEST(MemoryTest, MtpModuleSitsOnTheLastStage) {
+  // The same Llama-3-70B plan with one MTP module (Megatron-Core MultiTokenPredictionLayer): the
+  // last stage adds one layer (20 -> 21), eh_proj 2*8192*8192/8, three RMSNorms 3*8192, and, the
+  // model being untied, its own copy of the word embedding (128256*8192/8); stages 0-2 unchanged.
+  Loaded l = Load("llama3-70b", "h100-sxm", "dgx-h100");
+  const PlanSpec p = Llama70bTp8Pp4();
+  const MemoryReport base = EstimateMemory(l.model, p, l.gpu);
+  ModelSpec m = l.model;
+  m.mtp_layers = 1;
+  const MemoryReport r = EstimateMemory(m, p, l.gpu);
+  const int64_t layer = (2LL * 8192 * 8192 + 2LL * 8192 * 1024 + 3LL * 8192 * 28672) / 8 + 2 * 8192;
+  const int64_t emb = 128256LL * 8192 / 8;
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(r.stages[i].params, base.stages[i].params);
+  EXPECT_EQ(r.stages[3].params, base.stages[3].params + layer + 2LL * 8192 * 8192 / 8 + 3 * 8192 + emb);
+  // Activations: the layer's, plus the module's enorm/hnorm/eh_proj inputs (4sbh/t under SP)
+  // and a second set of head inputs and logits.
+  const int64_t sbh = 8192LL * 1 * 8192 * 2 / 8;  // one s x b x h bf16 tensor, ÷t under SP; the concat is two
+  EXPECT_EQ(r.stages[3].loss_activations_bytes, 2 * base.stages[3].loss_activations_bytes + 4 * sbh);
+  EXPECT_EQ(r.stages[3].layer_activations_bytes,
+            base.stages[3].layer_activations_bytes * 21 / 20);
 }
 
 TEST(MemoryTest, GpipeHoldsAllMicrobatchesOneFOneBAtMostP) {

@@ -49,16 +49,26 @@ TEST(ParamsTest, DeepSeekV3TotalAndActive) {
   // MLA attention per layer: q_a 7168*1536 + norm 1536 + q_b 1536*128*192 + kv_a 7168*576 + norm
   // 512 + kv_b 512*128*256 + o 16384*7168 = 187,107,328. 3 dense layers (SwiGLU 18432) and 58 MoE
   // layers (257 experts of 3*7168*2048, router 256*7168 + 256 bias). Embedding + head
-  // 2*129280*7168 (attention per layer 187,107,328). Total 671,026,419,200 (DeepSeek-V3 report: 671B, excluding the MTP module).
+  // 2*129280*7168 (attention per layer 187,107,328). Decoder 671,026,419,200 (DeepSeek-V3 report:
+  // 671B, excluding the MTP module). The preset's one MTP module (§2.2): an MoE layer
+  // 187,107,328 + 257*3*7168*2048 + 256*7168 + 256 + 2*7168 = 11,507,286,272, eh_proj 2*7168^2
+  // and three RMSNorms 3*7168 = 102,781,952: 11,610,068,224 more (the report's 14B also counts the
+  // module's own embedding and head, 2*129280*7168 = 1.85B, which here are shared).
   const ParamCount c = Count("deepseek-v3");
-  EXPECT_EQ(c.total, 671'026'419'200LL);
-  EXPECT_NEAR(static_cast<double>(c.total), 671e9, 671e9 * 0.01);
+  EXPECT_EQ(c.mtp_layers, 1);
+  EXPECT_TRUE(c.mtp_moe);
+  EXPECT_EQ(c.mtp_extra, 102'781'952LL);
+  EXPECT_EQ(c.total, 671'026'419'200LL + 11'610'068'224LL);
+  EXPECT_NEAR(static_cast<double>(c.total - 11'610'068'224LL), 671e9, 671e9 * 0.01);
+  EXPECT_NEAR(static_cast<double>(c.total + 2 * 129280LL * 7168), 685e9, 685e9 * 0.01);  // HF: 671B + 14B
   // Active: 8 routed + 1 shared expert per MoE layer = 37,552,297,472 with both embedding tables.
   // The report's "37B" is 1.5% lower: it matches this count without the input embedding
   // (36.63e9), i.e. DeepSeek counts only what a token multiplies. We keep one convention
   // (Mixtral's, which includes the embeddings) and pin the difference here.
-  EXPECT_EQ(c.active, 37'552'297'472LL);
-  EXPECT_NEAR(static_cast<double>(c.active - c.embedding), 37e9, 37e9 * 0.011);
+  // With the MTP module's layer (9 experts active) and eh_proj and norms: 38,240,398,080.
+  EXPECT_EQ(c.active, 38'240'398'080LL);
+  const int64_t mtp_active = 38'240'398'080LL - 37'552'297'472LL;
+  EXPECT_NEAR(static_cast<double>(c.active - mtp_active - c.embedding), 37e9, 37e9 * 0.011);
 }
 
 TEST(ParamsTest, MegatronFamilyMatchesNarayananTableOne) {

@@ -80,6 +80,25 @@ TEST(SpecJsonTest, SizesAcceptUnitsAndWriteGibibytes) {
   EXPECT_DOUBLE_EQ(g->hbm_bytes_per_s, 4.8e12);
 }
 
+TEST(SpecJsonTest, ModelMtpLayersRoundTripAndAreBounded) {
+  const std::string base = R"({"name": "m", "layers": 4, "hidden": 64, "heads": 4, "ffn_hidden": 256,
+                               "mlp": "swiglu", "vocab": 1000, "max_seq": 128)";
+  auto ok = ParseModelJson(base + R"(, "mtp_layers": 2})");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->mtp_layers, 2);
+  auto back = ParseModelJson(ModelToJson(*ok));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, *ok);
+  auto none = ParseModelJson(base + "}");  // optional: 0, no MTP
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->mtp_layers, 0);
+  for (const char* bad : {R"(, "mtp_layers": -1})", R"(, "mtp_layers": 5})"}) {
+    auto r = ParseModelJson(base + bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("model.mtp_layers"), std::string::npos) << r.status().message();
+  }
+}
+
 TEST(SpecJsonTest, GpuStreamingMultiprocessorsRoundTripAndAreBounded) {
   const std::string base = R"({"name": "x", "peak_flops_per_s": {"bf16": 1e15}, "hbm_bytes": "80GiB",
                                "hbm_bytes_per_s": 3e12, "tdp_w": 700)";

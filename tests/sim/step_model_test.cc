@@ -67,6 +67,35 @@ Scenario Load(const char* model) {
   return s;
 }
 
+TEST(StepModelTest, MtpModuleRunsOnTheLastStage) {
+  // Llama-3-8B on pp 4 (8 layers a stage) with one MTP module: stages 0-2 are unchanged; the last
+  // stage's forward grows by one more layer and one more head (its norm, output GEMM and loss),
+  // plus the module's embedding, enorm/hnorm and eh_proj (a 2h x h GEMM: 2 x 4096 x 2h x h, about
+  // a sixth of a layer's matmuls). Base: stage 1 = 8 layers + send, stage 3 = 8 layers + send +
+  // head, so one layer <= stage1/8 and the head = stage3 - stage1.
+  core::ModelSpec m = *core::LoadModel("llama3-8b");
+  const core::GpuSpec g = *core::LoadGpu("h100-sxm");
+  const core::ClusterSpec c = *core::LoadCluster("dgx-h100");
+  core::PlanSpec p;
+  p.pp = 4;
+  p.dp = 2;
+  p.gpus = 8;
+  p.seq_len = 4096;
+  p.global_batch = 16;
+  const StepEstimate base = EstimateStep(m, p, g, c, core::Profile{});
+  core::ModelSpec mtp = m;
+  mtp.mtp_layers = 1;
+  const StepEstimate e = EstimateStep(mtp, p, g, c, core::Profile{});
+  ASSERT_EQ(e.stages.size(), 4u);
+  for (int i = 0; i < 3; ++i) EXPECT_DOUBLE_EQ(e.stages[i].forward_s, base.stages[i].forward_s);
+  const double layer = base.stages[1].forward_s / 8, head = base.stages[3].forward_s - base.stages[1].forward_s;
+  const double grown = e.stages[3].forward_s - base.stages[3].forward_s;
+  EXPECT_GT(grown, 0.9 * layer + head);
+  EXPECT_LT(grown, 1.3 * layer + head);
+  EXPECT_EQ(e.critical_stage, 3);
+  EXPECT_GT(e.time_s, base.time_s);
+}
+
 TEST(StepModelTest, GemmsPayForTheirPartialLastWave) {
   // Korthikanti 2022's 22B layer at t = 8, b = 4, s = 2048 on A100 (108 SMs): the QKV GEMM's
   // output is 8192 x 2304 = 64 x 9 = 576 tiles of 128 x 256, 5.33 waves run as 6: 576 / 648.

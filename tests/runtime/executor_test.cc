@@ -491,6 +491,30 @@ TEST(ExecutorTest, RunsEveryStepGraphOpOfTheStageWithItsCallCount) {
   EXPECT_EQ(m->mode, "single_process");
 }
 
+TEST(ExecutorTest, RunsTheMtpModuleAsTheSimulatorCostsIt) {
+  // tiny with one MTP module: its layer runs with the stage's layers (2 + 1 dense-layer instances
+  // per microbatch, as core::StageCompositionOf counts them) and its embedding, norms, eh_proj and
+  // second head run in the head list; the states held are the memory model's (eh_proj 2 x 256 x
+  // 256 + three layernorms 3 x 512 + one more layer 789,760 = 922,368 more parameters).
+  core::Scenario s = Tiny(1, 1, 1, /*global_batch=*/2);
+  const int64_t base_params = core::EstimateMemory(s.model, s.plan, s.gpu).stages.at(0).params;
+  s.model.mtp_layers = 1;
+  const core::StageMemory predicted = core::EstimateMemory(s.model, s.plan, s.gpu).stages.at(0);
+  EXPECT_EQ(predicted.params - base_params, 2 * 256 * 256 + 3 * 512 + 789760);
+  auto backend = MakeCpuBackend({.clock = std::make_shared<FakeClock>()});
+  auto m = ExecuteStep(*backend, s, FastOptions(), {});
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const core::StepGraph g = core::BuildStepGraph(s.model, s.plan);
+  EXPECT_EQ(m->ops.size(), g.embedding.size() + g.dense_layer.size() + g.head.size());
+  int mtp_ops = 0;
+  for (const OpMeasurement& o : m->ops) {
+    if (o.section == "dense_layer" && o.pass != core::Pass::kStep) EXPECT_EQ(o.calls_per_step, 3 * g.microbatches) << o.name;
+    mtp_ops += o.name.rfind("mtp_", 0) == 0;
+  }
+  EXPECT_GT(mtp_ops, 0);
+  EXPECT_EQ(m->step->memory->held.weights_bytes, predicted.weights_bytes);
+}
+
 TEST(ExecutorTest, RankSliceModelsCollectivesWithoutARealGroup) {
   const core::Scenario s = Tiny(2, 2, 2);
   auto backend = MakeCpuBackend({.clock = std::make_shared<FakeClock>()});

@@ -188,7 +188,8 @@ std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r,
   row("activations held", w.activations_bytes,
       Fmt("%.3g", w.inflight_microbatches) + " microbatches in flight (" + core::Name(p.schedule) + ")" +
           (w.loss_activations_bytes ? " + logits/loss" : "") +
-          (w.recompute_working_bytes ? " + recompute working set" : ""));
+          (w.recompute_working_bytes ? " + recompute working set" : "") +
+          (w.deferred_wgrad_bytes ? " + deferred head wgrad buffers" : ""));
   row("CUDA context", w.cuda_context_bytes, "assumed");
   row("cuBLAS workspace", w.cublas_workspace_bytes,
       Fmt("%.0f MiB", static_cast<double>(w.cublas_workspace_bytes) / (1 << 20)));
@@ -328,6 +329,7 @@ std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r,
     e["inflight_microbatches"] = st.inflight_microbatches;
     e["loss_activations_bytes"] = st.loss_activations_bytes;
     e["recompute_working_bytes"] = st.recompute_working_bytes;
+    e["deferred_wgrad_bytes"] = st.deferred_wgrad_bytes;
     e["other_bytes"] = st.other_bytes;
     OJson other;
     other["cuda_context_bytes"] = st.cuda_context_bytes;

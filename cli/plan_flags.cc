@@ -71,7 +71,11 @@ void PlanFlags::Register(CLI::App* app) {
   p->add_option("--cross-entropy", cross_entropy,
                 "How the loss computes the cross entropy: fused (default: bf16 logits and one fp32 buffer, 6 B per logit; "
                 "Megatron-Core, Transformer Engine), upcast (bf16 logits .float() into PyTorch's cross_entropy, torchtitan "
-                "2024: 12 B) or flash (FlashAttention's kernel on the bf16 logits, LLM Foundry: 4 B)");
+                "2024: 12 B), flash (FlashAttention's kernel on the bf16 logits, LLM Foundry: 4 B) or native "
+                "(Megatron-Core --cross-entropy-loss-fusion, its compiled native impl: 10 B)");
+  p->add_option("--defer-head-wgrad", deferred_head_wgrad,
+                "Microbatches whose output-layer weight gradient waits for the step's end, keeping their logits "
+                "gradients (Megatron-Core --defer-embedding-wgrad-compute with --wgrad-deferral-limit n; default 0)");
   p->add_option("--elementwise", elementwise,
                 "How norms, RoPE and activations run: fused (default: one kernel each) or eager (PyTorch eager's "
                 "op-by-op RMSNorm, RoPE and SwiGLU, torchtitan 2024 without torch.compile)");
@@ -210,6 +214,7 @@ bool PlanFlags::Resolve(core::Scenario* out, Diagnostics* d, std::vector<std::st
   SetEnum(zero3_gather, "zero3-gather", "plan.zero3_gather", &p.zero3_gather, d);
   SetEnum(fp8_scaling, "fp8-scaling", "plan.fp8_scaling", &p.fp8_scaling, d);
   SetEnum(cross_entropy, "cross-entropy", "plan.cross_entropy", &p.cross_entropy, d);
+  if (deferred_head_wgrad) p.deferred_head_wgrad = *deferred_head_wgrad;
   SetEnum(elementwise, "elementwise", "plan.elementwise", &p.elementwise, d);
   SetEnum(offload_optimizer, "offload-optimizer", "plan.offload.optimizer", &p.offload_optimizer, d);
   SetEnum(offload_params, "offload-params", "plan.offload.params", &p.offload_params, d);

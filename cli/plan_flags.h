@@ -22,7 +22,8 @@ struct PlanFlags {
   std::optional<int64_t> layers, hidden, heads, kv_heads, head_dim, ffn, vocab, mtp_layers;
   std::optional<std::string> mlp, attention;
   // Plan.
-  std::optional<int64_t> gpus, tp, pp, dp, cp, ep, etp, vpp, mbs, gbs, gbs_tokens, seq, recompute_layers, hsdp_shard;
+  std::optional<int64_t> gpus, tp, pp, dp, cp, ep, etp, vpp, mbs, gbs, gbs_tokens, seq, recompute_layers, hsdp_shard,
+      deferred_head_wgrad;
   std::optional<int> zero;
   std::optional<bool> sp, overlap_grad_reduce, grad_accum_fusion, ep_overlap;
   std::optional<std::string> tp_overlap, zero3_gather, fp8_scaling;

@@ -483,8 +483,10 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
       // vocab-parallel cross entropy keeps (4sbv/t): Korthikanti §4.3's 4sbh/t + 4sbv/t.
       // The final norm's and the head's inputs, and the logits at the loss: bytes per logit by the
       // cross entropy's implementation (core/specs.h CrossEntropy).
-      const int64_t per_logit =
-          p.cross_entropy == CrossEntropy::kUpcast ? 12 : p.cross_entropy == CrossEntropy::kFlash ? 4 : 6;
+      const int64_t per_logit = p.cross_entropy == CrossEntropy::kUpcast   ? 12
+                                : p.cross_entropy == CrossEntropy::kNative ? 10
+                                : p.cross_entropy == CrossEntropy::kFlash  ? 4
+                                                                           : 6;
       st.loss_activations_bytes = 2 * e * s * b * h / rep_div + per_logit * s * b * m.vocab / t;
       // Each MTP module keeps its enorm and hnorm inputs (sbh each) and eh_proj's input, the
       // concatenation (2sbh), then its own final norm, head input and logits as above.
@@ -495,10 +497,17 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
                                      ? static_cast<double>(p.Microbatches())
                                      : 1.0;
     st.recompute_working_bytes = max_working;
+    // A deferred output-layer weight gradient keeps, per deferred microbatch, the bf16 logits
+    // gradient (2 B per logit, cast to the input dtype) and the head's input until the step's end
+    // (Megatron-Core tensor_parallel/layers.py grad_output_buffer, GPTModel
+    // embedding_activation_buffer).
+    if (has_last && p.deferred_head_wgrad > 0)
+      st.deferred_wgrad_bytes = std::min(p.deferred_head_wgrad, p.Microbatches()) *
+                                (2 * s * b * ((m.vocab + t - 1) / t) + e * s * b * h / rep_div);
     st.activations_bytes =
         RoundBytes(static_cast<double>(per_mb + st.embedding_activations_bytes) *
                    st.inflight_microbatches) +
-        RoundBytes(static_cast<double>(st.loss_activations_bytes) * loss_inflight) +
+        RoundBytes(static_cast<double>(st.loss_activations_bytes) * loss_inflight) + st.deferred_wgrad_bytes +
         st.recompute_working_bytes;
 
     // ---- named overheads

@@ -61,6 +61,7 @@ struct StageMemory {
   int64_t embedding_activations_bytes = 0;
   int64_t loss_activations_bytes = 0;
   int64_t recompute_working_bytes = 0;
+  int64_t deferred_wgrad_bytes = 0;     // last stage: logits gradients kept for a deferred head wgrad
   int64_t activations_bytes = 0;
   int64_t cuda_context_bytes = 0;
   int64_t cublas_workspace_bytes = 0;

@@ -606,6 +606,21 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   } else if (p.tp > 1) {
     from_stack.push_back(std::string("sequence parallel ") + (p.sequence_parallel ? "on" : "off"));
   }
+  // The loss's cross entropy and a deferred output-layer weight gradient, as the record's launch
+  // arguments set them (scripts/megatron_ci_memory.py: --cross-entropy-loss-fusion,
+  // --defer-embedding-wgrad-compute).
+  if (const std::string ce = StrOr(pj, "cross_entropy"); !ce.empty()) {
+    if (!FromName(ce, &p.cross_entropy)) {
+      skip("parallel.cross_entropy '" + ce + "' is not a cross-entropy kind meshplan models");
+      return false;
+    }
+    run.assumptions.push_back("cross entropy " + ce + " (the record's parallel.cross_entropy)");
+  }
+  if (const int64_t n = IntOr(pj, "deferred_head_wgrad", 0); n > 0) {
+    p.deferred_head_wgrad = n;
+    run.assumptions.push_back("output-layer weight gradient deferred for " + std::to_string(n) +
+                              " microbatches (the record's parallel.deferred_head_wgrad)");
+  }
   // A recipe that offloads activations to host memory is a mechanism not modelled.
   if (launch && launch->activation_offload_layers > 0) {
     skip("the recipe offloads the activations of " + std::to_string(launch->activation_offload_layers) +

@@ -566,6 +566,7 @@ void ReadPlan(ObjectReader& r, const std::string& prefix, PlanSpec* p, Diagnosti
   r.Enum("zero3_gather", &p->zero3_gather);
   r.Enum("fp8_scaling", &p->fp8_scaling);
   r.Enum("cross_entropy", &p->cross_entropy);
+  r.Int("deferred_head_wgrad", &p->deferred_head_wgrad);
   r.Enum("elementwise", &p->elementwise);
   if (const Json* v = r.Find("stage_layers", false)) {
     if (!v->is_array()) {
@@ -635,6 +636,7 @@ OJson WritePlan(const PlanSpec& p) {
   j["zero3_gather"] = Name(p.zero3_gather);
   j["fp8_scaling"] = Name(p.fp8_scaling);
   j["cross_entropy"] = Name(p.cross_entropy);
+  if (p.deferred_head_wgrad > 0) j["deferred_head_wgrad"] = p.deferred_head_wgrad;
   j["elementwise"] = Name(p.elementwise);
   return j;
 }

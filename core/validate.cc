@@ -1,6 +1,7 @@
 #include "core/validate.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <numeric>
 #include <string>
@@ -76,7 +77,8 @@ void ValidateModel(const ModelSpec& m, const std::string& p, Diagnostics* d) {
       experts = static_cast<double>(std::max<int64_t>(m.moe->experts, 1));
       ef = static_cast<double>(std::max<int64_t>(m.moe->expert_ffn_hidden, 0));
     }
-    const double rough = static_cast<double>(m.layers + std::clamp<int64_t>(m.mtp_layers, 0, m.layers)) *
+    const double mtp = static_cast<double>(std::max<int64_t>(0, std::min<int64_t>(m.mtp_layers, std::max<int64_t>(m.layers, 0))));
+    const double rough = (static_cast<double>(m.layers) + mtp) *
                              (4 * h * static_cast<double>(m.heads) * static_cast<double>(m.head_dim) +
                               3 * h * f + 3 * h * ef * experts) +
                          2 * static_cast<double>(m.vocab) * h + static_cast<double>(m.max_seq) * h;
@@ -194,6 +196,17 @@ void ValidatePlan(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, cons
   // Not divisors of anything below: reported without stopping the cross-checks.
   if (pl.zero < 0 || pl.zero > 3) d->Error("plan.zero", "must be 0, 1, 2 or 3 (got " + S(int64_t{pl.zero}) + ")");
   if (pl.recompute_layers < 0) d->Error("plan.recompute_layers", "must be >= 0 (got " + S(pl.recompute_layers) + ")");
+  // Deferred output-layer weight gradients: at most one per microbatch of the step (checked as a
+  // count; more than the step holds is a typo, not Megatron's 0 = all, which is the count itself).
+  if (pl.deferred_head_wgrad < 0)
+    d->Error("plan.deferred_head_wgrad", "must be >= 0 microbatches (got " + S(pl.deferred_head_wgrad) + ")");
+  else if (pl.deferred_head_wgrad > 0 && pl.global_batch > 0 && pl.micro_batch > 0 && pl.dp > 0) {
+    // In double: micro_batch x dp may overflow int64 on absurd inputs (checked elsewhere).
+    const double m = static_cast<double>(pl.global_batch) / (static_cast<double>(pl.micro_batch) * static_cast<double>(pl.dp));
+    if (static_cast<double>(pl.deferred_head_wgrad) > m)
+      d->Error("plan.deferred_head_wgrad", "must be at most the step's " + S(std::floor(m)) +
+                                               " microbatches per pipeline (got " + S(pl.deferred_head_wgrad) + ")");
+  }
   if (pl.hsdp_shard_size < 0) d->Error("plan.hsdp_shard_size", "must be >= 0 (got " + S(pl.hsdp_shard_size) + ")");
   d->Append(r);
   if (r.has_errors()) return;

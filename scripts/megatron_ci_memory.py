@@ -285,6 +285,17 @@ def main():
             parallel["vpp"] = per_stage // int(vl)
         elif arg(args, "--num-virtual-stages-per-pipeline-rank"):
             parallel["vpp"] = int(args["--num-virtual-stages-per-pipeline-rank"])
+        # The loss: --cross-entropy-loss-fusion takes --cross-entropy-fusion-impl (default native,
+        # model_parallel_config.py); unfused, Megatron's in-place vocab_parallel_cross_entropy.
+        if flag(args, "--cross-entropy-loss-fusion"):
+            impl = arg(args, "--cross-entropy-fusion-impl", "native")
+            parallel["cross_entropy"] = "native" if impl == "native" else "fused"
+        # --defer-embedding-wgrad-compute keeps the output layer's logits gradients of the first
+        # --wgrad-deferral-limit microbatches (0: all of them) until the step's end.
+        if flag(args, "--defer-embedding-wgrad-compute"):
+            limit = int(arg(args, "--wgrad-deferral-limit", 0))
+            per_pipeline = int(arg(args, "--global-batch-size", 1)) // (int(arg(args, "--micro-batch-size", 1)) * dp)
+            parallel["deferred_head_wgrad"] = limit if limit > 0 else per_pipeline
         notes = []
         if arg(args, "--transformer-impl", "transformer_engine") == "local":
             notes.append("local impl (Megatron-Core local spec, unfused attention)")

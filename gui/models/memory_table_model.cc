@@ -140,7 +140,7 @@ QString MemoryTableModel::termTooltip(int row, Column c) const {
                         .arg(core::Name(p.dtypes.optimizer_states))
                         .arg(p.zero >= 1 ? "sharded over " + group + " ranks (ZeRO >= 1)" : QString("replicated"));
     case kActivations:
-      return head + QString("%1 GB per microbatch for %2 layers (recompute %3) x %4 microbatches in flight (%5)%6%7")
+      return head + QString("%1 GB per microbatch for %2 layers (recompute %3) x %4 microbatches in flight (%5)%6%7%8")
                         .arg(Gb(s.layer_activations_bytes))
                         .arg(s.layers.size())
                         .arg(core::Name(p.recompute))
@@ -151,6 +151,9 @@ QString MemoryTableModel::termTooltip(int row, Column c) const {
                                  : QString())
                         .arg(s.recompute_working_bytes
                                  ? QString(" + recompute working set %1 GB").arg(Gb(s.recompute_working_bytes))
+                                 : QString())
+                        .arg(s.deferred_wgrad_bytes
+                                 ? QString(" + deferred head wgrad buffers %1 GB").arg(Gb(s.deferred_wgrad_bytes))
                                  : QString());
     case kCudaContext:
       return head + "assumed (profile.memory.cuda_context_bytes)";

@@ -659,6 +659,7 @@ QString ScenarioModel::commandLine() const {
   if (p.zero3_gather != d.zero3_gather) arg("--zero3-gather", core::Name(p.zero3_gather));
   if (p.fp8_scaling != d.fp8_scaling) arg("--fp8-scaling", core::Name(p.fp8_scaling));
   if (p.cross_entropy != d.cross_entropy) arg("--cross-entropy", core::Name(p.cross_entropy));
+  if (p.deferred_head_wgrad != d.deferred_head_wgrad) arg("--defer-head-wgrad", num(p.deferred_head_wgrad));
   if (p.elementwise != d.elementwise) arg("--elementwise", core::Name(p.elementwise));
   if (!p.stage_layers.empty()) {
     QStringList parts;

@@ -177,6 +177,34 @@ TEST(MemoryTest, MtpModuleSitsOnTheLastStage) {
             base.stages[3].layer_activations_bytes * 21 / 20);
 }
 
+TEST(MemoryTest, NativeFusedLossAndDeferredHeadWgradHoldMoreOnTheLastStage) {
+  // Llama-3-70B, TP 8 x PP 4, 8192 tokens a microbatch: the last stage's logits are
+  // 8192 x ceil(128256/8) = 8192 x 16032 = 131,334,144 per microbatch.
+  //  - native (Megatron-Core --cross-entropy-loss-fusion, compiled): 10 B per logit against the
+  //    in-place loss's 6 B: 4 x 131,334,144 = 525,336,576 bytes more;
+  //  - 2 deferred output-layer weight gradients: 2 x (2 B x 131,334,144 logits + the head's input
+  //    8192 x 8192 x 2 B / 8 under SP) = 2 x (262,668,288 + 16,777,216) = 558,891,008 bytes.
+  Loaded l = Load("llama3-70b", "h100-sxm", "dgx-h100");
+  PlanSpec p = Llama70bTp8Pp4();
+  const MemoryReport base = EstimateMemory(l.model, p, l.gpu);
+  p.cross_entropy = CrossEntropy::kNative;
+  const MemoryReport native = EstimateMemory(l.model, p, l.gpu);
+  EXPECT_EQ(native.stages[3].loss_activations_bytes - base.stages[3].loss_activations_bytes, 525336576);
+  EXPECT_EQ(native.stages[0].total_bytes, base.stages[0].total_bytes);
+  p.cross_entropy = CrossEntropy::kFused;
+  p.deferred_head_wgrad = 2;
+  const MemoryReport deferred = EstimateMemory(l.model, p, l.gpu);
+  EXPECT_EQ(deferred.stages[3].deferred_wgrad_bytes, 558891008);
+  EXPECT_EQ(deferred.stages[3].activations_bytes - base.stages[3].activations_bytes, 558891008);
+  EXPECT_EQ(deferred.stages[2].deferred_wgrad_bytes, 0);
+  // More than the step's 16 microbatches is refused, naming the field.
+  p.deferred_head_wgrad = 17;
+  Diagnostics d;
+  ValidatePlan(p, l.model, l.gpu, l.cluster, &d);
+  ASSERT_TRUE(d.has_errors());
+  EXPECT_NE(d.ToStatus().message().find("plan.deferred_head_wgrad"), std::string::npos) << d.ToStatus().message();
+}
+
 TEST(MemoryTest, GpipeHoldsAllMicrobatchesOneFOneBAtMostP) {
   Loaded l = Load("llama3-8b", "h100-sxm", "dgx-h100");
   PlanSpec p;

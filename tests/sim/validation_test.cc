@@ -656,14 +656,22 @@ TEST(ValidationTest, MegatronCiGoldenValuesCorpus) {
   }
   EXPECT_TRUE(found);
   const ValidationSummary v = ValidateMemory(*records);
-  // Today's level: median 5.3%, p90 10.9%, max 40.2%, nearly all predicted too small (small test
-  // models: fixed buffers dominate). Off by more than 10% (docs/memory.md §6): Megatron's deferred
-  // embedding wgrad and its jit-fused cross entropy (transient fp32 copies), tiny MoE layers with
-  // TP (dispatch buffers, TE's grouped-GEMM workspaces).
-  EXPECT_LE(v.all.median_abs_error, 0.055);
-  EXPECT_LE(v.all.p90_abs_error, 0.11);
-  EXPECT_LE(v.all.max_abs_error, 0.41);
+  // Today's level: median 4.8%, p90 10.1%, max 23.0%, nearly all predicted too small (small test
+  // models: fixed buffers dominate); 5.3% / 10.9% / 40.2% before the native fused cross entropy
+  // (10 B per logit) and the deferred output-layer wgrad's buffers. Off by more than 10%
+  // (docs/memory.md §6): the A100 golden values of the fused-loss tests (0.4 GiB above H100's
+  // for the same config), tiny MoE layers with TP (dispatch buffers, TE's grouped-GEMM workspaces).
+  EXPECT_LE(v.all.median_abs_error, 0.05);
+  EXPECT_LE(v.all.p90_abs_error, 0.105);
+  EXPECT_LE(v.all.max_abs_error, 0.235);
   EXPECT_EQ(v.all.out_of_memory, 0u);
+  for (const auto& r : v.records) {
+    // gpt3_mcore_te_tp2_pp2_cross_entropy_loss_fusion and _defer_embedding_wgrad_compute on H100:
+    // -27% and -29% when costed as the unfused loss without deferral.
+    if (r.id == "megatron-ci-gpt3-mcore-te-tp2-pp2-cross-entropy-loss-fusion-dgx-h100" ||
+        r.id == "megatron-ci-gpt3-mcore-te-tp2-pp2-resume-torch-dist-defer-embedding-wgrad-compute-dgx-h100")
+      EXPECT_LT(std::fabs(r.error), 0.075) << r.id;
+  }
 }
 
 TEST(ValidationTest, MemoryRecordWithAModelSpecAndRecomputeModules) {

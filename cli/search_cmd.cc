@@ -584,6 +584,18 @@ std::string ExportMegatron(const core::Scenario& s) {
       arg("--moe-shared-expert-intermediate-size " +
           std::to_string(m.moe->shared_experts * m.moe->shared_expert_ffn_hidden));
   }
+  if (m.mtp_layers > 0) arg("--mtp-num-layers " + std::to_string(m.mtp_layers));
+  // The loss and the output layer's weight gradient as the plan costs them (core/specs.h).
+  if (p.cross_entropy == core::CrossEntropy::kNative) {
+    arg("--cross-entropy-loss-fusion");
+    arg("--cross-entropy-fusion-impl native");
+  }
+  if (p.deferred_head_wgrad > 0) {
+    arg("--defer-embedding-wgrad-compute");
+    // Megatron's 0 defers every microbatch, which is the plan's count when it equals the step's.
+    arg("--wgrad-deferral-limit " +
+        std::to_string(p.deferred_head_wgrad >= p.Microbatches() ? 0 : p.deferred_head_wgrad));
+  }
   // Parallelism.
   arg("--tensor-model-parallel-size " + std::to_string(p.tp));
   arg("--pipeline-model-parallel-size " + std::to_string(p.pp));

@@ -240,6 +240,11 @@ run(export_plan 0 "wrote" plan --model llama3-405b --cluster dgx-h100 --gpus 163
     --recompute selective --gbs 2048 --seq 8192 --stage-layers 7,8,8,8,8,8,8,8,8,8,8,8,8,8,8,7 --output ${WORK}/l3.json)
 run(export_megatron 0 "--tensor-model-parallel-size 8.*--pipeline-model-parallel-size 16.*--decoder-first-pipeline-num-layers 7.*--decoder-last-pipeline-num-layers 7.*--sequence-parallel.*--use-distributed-optimizer.*--recompute-granularity selective.*--micro-batch-size 1.*--global-batch-size 2048"
     export --plan ${WORK}/l3.json --to megatron)
+# DeepSeek-V3's MTP module, the native fused loss and a deferred head wgrad reach Megatron's flags.
+run(export_plan_dsv3 0 "wrote" plan --model deepseek-v3 --gpu h800 --gpus 2048 --pp 16 --ep 64 --zero 1
+    --cross-entropy native --defer-head-wgrad 2 --output ${WORK}/dsv3.json)
+run(export_megatron_mtp 0 "--mtp-num-layers 1.*--cross-entropy-loss-fusion.*--cross-entropy-fusion-impl native.*--defer-embedding-wgrad-compute.*--wgrad-deferral-limit 2"
+    export --plan ${WORK}/dsv3.json --to megatron)
 run(export_deepspeed 0 "\"train_batch_size\": 2048,.*\"gradient_accumulation_steps\": 16,.*\"zero_optimization\": \\{[ \n]*\"stage\": 1,.*\"autotp_size\": 8.*num_stages=16"
     export --plan ${WORK}/l3.json --to deepspeed)
 run(export_torchtitan 0 "\\[parallelism\\].*data_parallel_shard_degree = 128.*tensor_parallel_degree = 8.*pipeline_parallel_degree = 16.*pipeline_parallel_split_points = \\[\"layers.7\", \"layers.15\".*\\[activation_checkpoint\\][ \n]*mode = \"selective\""

@@ -706,6 +706,7 @@ Status CheckNumericsSupport(const core::ModelSpec& m, const core::PlanSpec& p) {
                                      "): verify implements multi-head attention, not grouped-query or multi-query");
   if (m.qk_norm) return bad("model.qk_norm", "must be false (not implemented by verify)");
   if (m.attention_sinks) return bad("model.attention_sinks", "must be false (not implemented by verify)");
+  if (m.mtp_layers > 0) return bad("model.mtp_layers", "must be 0 (verify implements no multi-token prediction)");
   if (m.dropout) return bad("model.dropout", "must be false (the check compares deterministic steps)");
   for (auto [field, v] : {std::pair{"model.layers", m.layers},
                           {"model.hidden", m.hidden},

@@ -256,6 +256,9 @@ TEST(NumericsTest, RejectsWhatItDoesNotImplementNamingTheField) {
   m = s.model;
   m.dropout = true;
   expect(m, s.plan, "model.dropout");
+  m = s.model;
+  m.mtp_layers = 1;
+  expect(m, s.plan, "model.mtp_layers");
   core::PlanSpec p = s.plan;
   p.cp = 2;
   p.gpus = 2;

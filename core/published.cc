@@ -170,6 +170,9 @@ struct LaunchConfig {
   std::string pp_layout;
   std::vector<int64_t> stage_layers;
   int64_t mtp_layers = -1;
+  // Adam's moments as the recipe keeps them (Megatron-Core's precision-aware optimizer,
+  // exp_avg_dtype/exp_avg_sq_dtype); empty: the stack's.
+  std::string optimizer_states_dtype;
 };
 std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
   // Every launch file parsed once (the presets are compiled in and never change).
@@ -203,7 +206,8 @@ std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
                                           .source = StrOr(j, "source"),
                                           .pp_layout = StrOr(v, "pp_layout"),
                                           .stage_layers = split,
-                                          .mtp_layers = IntOr(v, "mtp_layers", -1)});
+                                          .mtp_layers = IntOr(v, "mtp_layers", -1),
+                                          .optimizer_states_dtype = StrOr(v, "optimizer_states_dtype")});
       }
     }
     return runs;
@@ -233,7 +237,7 @@ std::optional<std::vector<int64_t>> ParseMegatronLayout(const std::string& text)
         if (!inner || i >= text.size() || text[i] != ')') return std::nullopt;
         ++i;
         unit = *inner;
-      } else if (std::string_view("Etm L|").find(text[i]) != std::string_view::npos && text[i] != ' ') {
+      } else if (std::string_view("EtmL|").find(text[i]) != std::string_view::npos) {
         unit = std::string(1, text[i++]);
       } else {
         return std::nullopt;
@@ -789,6 +793,18 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     run.assumptions.push_back(std::string("gradients accumulated and reduced in ") + Name(p.dtypes.grads) +
                               " (grad_reduce_in_fp32 " + (*launch->grad_reduce_in_fp32 ? "true" : "false") + ") from " +
                               launch_name());
+  }
+  // The recipe's Adam moments (Megatron-Core's precision-aware optimizer with bf16 exp_avg and
+  // exp_avg_sq: 2 + 2 bytes per parameter instead of 4 + 4).
+  if (launch && !launch->optimizer_states_dtype.empty()) {
+    Dtype moments;
+    if (!FromName(launch->optimizer_states_dtype, &moments)) {
+      skip("launch file: optimizer_states_dtype '" + launch->optimizer_states_dtype + "' is not a dtype");
+      return false;
+    }
+    p.dtypes.optimizer_states = moments;
+    run.assumptions.push_back(std::string("Adam moments in ") + Name(moments) +
+                              " (precision-aware optimizer) from " + launch_name());
   }
   if (launch && launch->ddp == "torch") {
     // PyTorch DDP reduces gradients in buckets while the backward pass runs.

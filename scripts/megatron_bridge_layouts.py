@@ -10,7 +10,11 @@ neither is set, the recipe library's default for the run's PP x VP
 (`_get_deepseek_v3_pipeline_layout` in src/megatron/bridge/recipes/deepseek/, at the same commit).
 Writes, per run: `pp_layout` (the layout as Megatron-Core takes it, one string), `stage_layers`
 (decoder layers per model chunk, in chunk order) and `mtp_layers` (MTP modules, on the last
-chunk). Runs whose layout cannot be read are left as they are and listed on stderr.
+chunk). Runs whose layout cannot be read are left as they are and listed on stderr. Also
+`optimizer_states_dtype`: "bf16" where the DeepSeek-V3 library recipe at the run's commit turns on
+the precision-aware optimizer with bf16 Adam moments (`use_precision_aware_optimizer = True`,
+`exp_avg_dtype` and `exp_avg_sq_dtype = torch.bfloat16`) and the run does not use Megatron-FSDP
+(scripts/performance/utils/overrides.py turns it off there).
 
     scripts/megatron_bridge_layouts.py --repo <Megatron-Bridge git dir> \\
         --launch presets/launches/megatron-bridge-performance.json
@@ -74,6 +78,21 @@ def default_layout(repo, commit, pp, vp, mtp):
         table = eval(text[at:end + 1], {"__builtins__": {}}, {"last_layer": ["mtp"] * mtp + ["loss"]})
         return table.get((pp, vp))
     return None
+
+
+def bf16_moments(repo, commit):
+    """True when the DeepSeek-V3 library recipe at `commit` keeps Adam's moments in bf16."""
+    names = subprocess.run(["git", "-C", repo, "ls-tree", "-r", "--name-only", commit,
+                            "src/megatron/bridge/recipes/deepseek/"], capture_output=True, text=True).stdout
+    for path in names.split():
+        if not path.endswith("deepseek_v3.py"):
+            continue
+        text = show(repo, commit, path) or ""
+        if ("use_precision_aware_optimizer = True" in text
+                and re.search(r"exp_avg_dtype = torch\.bfloat16", text)
+                and re.search(r"exp_avg_sq_dtype = torch\.bfloat16", text)):
+            return True
+    return False
 
 
 def expand(layout):
@@ -147,6 +166,8 @@ def main():
         if not layout:
             print(f"{rid}: no layout (pp {pp}, vp {vp})", file=sys.stderr)
             continue
+        if bf16_moments(args.repo, commit) and not run.get("megatron_fsdp"):
+            run["optimizer_states_dtype"] = "bf16"
         chunks = expand(layout)
         text_layout = layout if isinstance(layout, str) else "|".join(chunks)
         run["pp_layout"] = text_layout

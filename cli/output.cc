@@ -161,7 +161,8 @@ std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r,
   o << line;
   for (const auto& st : r.stages) {
     std::snprintf(line, sizeof line, "  %5lld %12s %9s %9s %9s %9s %11s %9s %9s%s\n",
-                  static_cast<long long>(st.stage), LayerRange(st.layers).c_str(), Gb(st.weights_bytes).c_str(),
+                  static_cast<long long>(st.stage),
+                  (LayerRange(st.layers) + (st.mtp_layers > 0 ? "+mtp" : "")).c_str(), Gb(st.weights_bytes).c_str(),
                   Gb(st.grads_bytes).c_str(), Gb(st.optimizer_bytes).c_str(),
                   Gb(st.weights_bytes + st.grads_bytes + st.optimizer_bytes).c_str(),
                   Gb(st.activations_bytes).c_str(), Gb(st.other_bytes).c_str(), Gb(st.total_bytes).c_str(),
@@ -184,7 +185,9 @@ std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r,
   row("master weights", w.master_weights_bytes, p.zero >= 1 ? "sharded (zero >= 1)" : "replicated");
   row("optimizer moments", w.optimizer_moments_bytes, p.zero >= 1 ? "sharded (zero >= 1)" : "replicated");
   row("activations / microbatch", w.layer_activations_bytes,
-      std::to_string(w.layers.size()) + " layers, recompute " + core::Name(p.recompute));
+      std::to_string(w.layers.size()) + " layers" +
+          (w.mtp_layers > 0 ? " + " + std::to_string(w.mtp_layers) + " MTP" : "") + ", recompute " +
+          core::Name(p.recompute));
   row("activations held", w.activations_bytes,
       Fmt("%.3g", w.inflight_microbatches) + " microbatches in flight (" + core::Name(p.schedule) + ")" +
           (w.loss_activations_bytes ? " + logits/loss" : "") +
@@ -317,6 +320,7 @@ std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r,
     OJson e;
     e["stage"] = st.stage;
     e["layers"] = st.layers.size();
+    e["mtp_layers"] = st.mtp_layers;
     e["first_layer"] = st.layers.empty() ? -1 : st.layers.front();
     e["params"] = st.params;
     e["weights_bytes"] = st.weights_bytes;

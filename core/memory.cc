@@ -390,6 +390,7 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
     StageMemory st;
     st.stage = stage;
     if (detail == MemoryDetail::kFull) st.layers = StageLayers(m, p, stage);
+    if (has_last) st.mtp_layers = m.mtp_layers;
 
     // ---- parameters on this GPU, and the activations of one microbatch (one pass over the
     // layers in execution order: full recompute covers the first recompute_layers, or all).

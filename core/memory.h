@@ -48,6 +48,7 @@ int64_t LayerActivationBytes(const ModelSpec& m, const PlanSpec& p, bool moe_lay
 struct StageMemory {
   int64_t stage = 0;                // pipeline rank
   std::vector<int64_t> layers;      // model layer indices this rank holds
+  int64_t mtp_layers = 0;           // multi-token-prediction modules it holds (the last stage's)
   int64_t params = 0;               // parameters this GPU holds before ZeRO sharding
   int64_t dense_params = 0;         // ... of which sharded over the dense ZeRO group
   int64_t expert_params = 0;        // ... of which sharded over the expert data-parallel group

@@ -180,7 +180,9 @@ QString MemoryTableModel::termTooltip(int row, Column c) const {
     case kStage:
       return QString("pipeline rank %1").arg(s.stage);
     case kLayers:
-      return QString("model layers %1").arg(LayerRange(s.layers));
+      return QString("model layers %1%2")
+          .arg(LayerRange(s.layers))
+          .arg(s.mtp_layers > 0 ? QString(" and %1 multi-token-prediction module(s)").arg(s.mtp_layers) : QString());
     case kColumnCount:
       break;
   }
@@ -194,7 +196,10 @@ QVariant MemoryTableModel::data(const QModelIndex& index, int role) const {
   switch (role) {
     case Qt::DisplayRole:
       if (c == kStage) return QString::number(bytes(row, c));
-      if (c == kLayers) return LayerRange(report_.stages[static_cast<size_t>(row)].layers);
+      if (c == kLayers) {
+        const core::StageMemory& st = report_.stages[static_cast<size_t>(row)];
+        return LayerRange(st.layers) + (st.mtp_layers > 0 ? QString("+mtp") : QString());
+      }
       return Gb(bytes(row, c));
     case kBytesRole:
       return QVariant::fromValue<qint64>(bytes(row, c));

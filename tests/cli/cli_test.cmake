@@ -240,6 +240,9 @@ run(export_plan 0 "wrote" plan --model llama3-405b --cluster dgx-h100 --gpus 163
     --recompute selective --gbs 2048 --seq 8192 --stage-layers 7,8,8,8,8,8,8,8,8,8,8,8,8,8,8,7 --output ${WORK}/l3.json)
 run(export_megatron 0 "--tensor-model-parallel-size 8.*--pipeline-model-parallel-size 16.*--decoder-first-pipeline-num-layers 7.*--decoder-last-pipeline-num-layers 7.*--sequence-parallel.*--use-distributed-optimizer.*--recompute-granularity selective.*--micro-batch-size 1.*--global-batch-size 2048"
     export --plan ${WORK}/l3.json --to megatron)
+# The stage holding the MTP module says so in the per-stage table.
+run(report_mtp_stage 0 " 15 +59-60\\+mtp +[0-9]"
+    report --model deepseek-v3 --gpu h800 --gpus 2048 --pp 16 --ep 64 --zero 1 --recompute full)
 # DeepSeek-V3's MTP module, the native fused loss and a deferred head wgrad reach Megatron's flags.
 run(export_plan_dsv3 0 "wrote" plan --model deepseek-v3 --gpu h800 --gpus 2048 --pp 16 --ep 64 --zero 1
     --cross-entropy native --defer-head-wgrad 2 --output ${WORK}/dsv3.json)

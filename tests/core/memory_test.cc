@@ -168,6 +168,8 @@ TEST(MemoryTest, MtpModuleSitsOnTheLastStage) {
   const int64_t layer = (2LL * 8192 * 8192 + 2LL * 8192 * 1024 + 3LL * 8192 * 28672) / 8 + 2 * 8192;
   const int64_t emb = 128256LL * 8192 / 8;
   for (int i = 0; i < 3; ++i) EXPECT_EQ(r.stages[i].params, base.stages[i].params);
+  EXPECT_EQ(r.stages[3].mtp_layers, 1);  // the report's "60-79+mtp"
+  EXPECT_EQ(r.stages[0].mtp_layers, 0);
   EXPECT_EQ(r.stages[3].params, base.stages[3].params + layer + 2LL * 8192 * 8192 / 8 + 3 * 8192 + emb);
   // Activations: the layer's, plus the module's enorm/hnorm/eh_proj inputs (4sbh/t under SP)
   // and a second set of head inputs and logits.

@@ -213,7 +213,8 @@ class Builder {
   int64_t HeadParams() const {
     int64_t n = (m_.tied_embeddings ? 0 : m_.vocab * m_.hidden / t_) + m_.hidden;
     if (m_.mtp_layers > 0) {
-      n += m_.mtp_layers * (2 * m_.hidden * m_.hidden / t_ + 3 * m_.hidden);
+      const int64_t norm = m_.norm == NormKind::kLayerNorm ? 2 * m_.hidden : m_.hidden;
+      n += m_.mtp_layers * (2 * m_.hidden * m_.hidden / t_ + 3 * norm);
       if (!m_.tied_embeddings && p_.pp > 1) n += m_.vocab * m_.hidden / t_;
     }
     return n;

@@ -213,6 +213,14 @@ TEST(GuiDriveTest, CopyAsCommandMeansTheSamePlan) {
                                                 p.zero3_gather = core::Zero3Gather::kPerTensor;
                                                 p.fp8_scaling = core::Fp8Scaling::kCurrent;
                                                 s.setPlan(p);
+                                              },
+                                              // Megatron-Core's native fused loss and a deferred
+                                              // output-layer weight gradient.
+                                              [&] {
+                                                core::PlanSpec p = s.plan();
+                                                p.cross_entropy = core::CrossEntropy::kNative;
+                                                p.deferred_head_wgrad = 2;
+                                                s.setPlan(p);
                                               }};
   for (size_t i = 0; i < edits.size(); ++i) {
     SCOPED_TRACE("case " + std::to_string(i));

@@ -94,8 +94,7 @@ ForwardFlops ForwardFlopsPerToken(const ModelSpec& m, int64_t seq_len, Attention
     // Each MTP module: eh_proj (2h x h), one layer of the last layer's kind, its own logits
     // (Megatron-LM training.py num_floating_point_operations counts the same three).
     const double d = static_cast<double>(m.mtp_layers), h = static_cast<double>(m.hidden);
-    const bool moe_last = m.IsMoeLayer(m.layers - 1);
-    f.matmul += d * (2 * LayerMatmulParams(m, moe_last) + 2 * 2 * h * h);
+    f.matmul += d * (2 * LayerMatmulParams(m, m.MtpLayerIsMoe()) + 2 * 2 * h * h);
     f.attention += d * 2 * s * (qk_dim + v_dim) * causal;
     f.logits *= 1 + d;
   }

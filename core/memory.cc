@@ -445,7 +445,7 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
         // embedding here too (Megatron-Core GPTModel builds it when pre_process or mtp_process).
         if (!m.tied_embeddings && !has_first) dense += r.params.embedding / t;
         // eh_proj is column-parallel (2h x h/t); the three norms are replicated.
-        dense += m.mtp_layers * (2 * m.hidden * m.hidden / t + (r.params.mtp_extra - 2 * m.hidden * m.hidden));
+        dense += m.mtp_layers * (r.params.mtp_eh_proj / t + r.params.mtp_norms);
       }
     }
     st.dense_params = dense;

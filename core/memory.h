@@ -188,7 +188,7 @@ inline StageComposition StageCompositionOf(const ModelSpec& m, const PlanSpec& p
       s.last = true;
       // The MTP modules run on the stage with the last decoder layer (Megatron-Core
       // mtp_on_this_rank), each one layer of that layer's kind (core/params.h).
-      if (m.mtp_layers > 0) (m.IsMoeLayer(m.layers - 1) ? s.moe : s.dense) += m.mtp_layers;
+      if (m.mtp_layers > 0) (m.MtpLayerIsMoe() ? s.moe : s.dense) += m.mtp_layers;
     }
   });
   return s;

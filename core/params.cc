@@ -3,10 +3,6 @@
 namespace meshplan::core {
 namespace {
 
-int64_t NormParams(const ModelSpec& m, int64_t dim) {
-  return m.norm == NormKind::kLayerNorm ? 2 * dim : dim;  // LayerNorm: gain + bias
-}
-
 // Parameters of one MLP h -> f -> h: weights, then biases when the model has them.
 // gelu: fc1 (h*f) + fc2 (f*h); swiglu: gate + up (2*h*f) + down (f*h).
 void AddMlp(const ModelSpec& m, int64_t f, int64_t* sharded, int64_t* replicated) {
@@ -19,6 +15,10 @@ void AddMlp(const ModelSpec& m, int64_t f, int64_t* sharded, int64_t* replicated
 }
 
 }  // namespace
+
+int64_t NormParams(const ModelSpec& m, int64_t dim) {
+  return m.norm == NormKind::kLayerNorm ? 2 * dim : dim;  // LayerNorm: gain + bias
+}
 
 LayerParams CountLayerParams(const ModelSpec& m, bool moe_layer) {
   LayerParams p;
@@ -84,8 +84,10 @@ ParamCount CountParams(const ModelSpec& m) {
     // transformer layer of the decoder's last layer spec, final_layernorm; embedding and output
     // head shared with the main model.
     c.mtp_layers = m.mtp_layers;
-    c.mtp_moe = m.layers > 0 && m.IsMoeLayer(m.layers - 1);
-    c.mtp_extra = 2 * m.hidden * m.hidden + 3 * NormParams(m, m.hidden);
+    c.mtp_moe = m.MtpLayerIsMoe();
+    c.mtp_eh_proj = 2 * m.hidden * m.hidden;
+    c.mtp_norms = 3 * NormParams(m, m.hidden);
+    c.mtp_extra = c.mtp_eh_proj + c.mtp_norms;
     const LayerParams& l = c.mtp_moe ? c.moe_layer : c.dense_layer;
     c.total += c.mtp_layers * (l.Total() + c.mtp_extra);
     c.active += c.mtp_layers * (l.Active() + c.mtp_extra);

@@ -51,8 +51,13 @@ struct ParamCount {
   // column-parallel, no bias) and its three norms (enorm, hnorm, final). Included in total/active.
   int64_t mtp_layers = 0;
   bool mtp_moe = false;
-  int64_t mtp_extra = 0;
+  int64_t mtp_extra = 0;      // per module: mtp_eh_proj + mtp_norms
+  int64_t mtp_eh_proj = 0;    // 2h x h, split over TP
+  int64_t mtp_norms = 0;      // enorm, hnorm, final norm (replicated)
 };
+
+// Parameters of one norm over `dim`: LayerNorm's gain and bias, RMSNorm's gain.
+int64_t NormParams(const ModelSpec& m, int64_t dim);
 
 ParamCount CountParams(const ModelSpec& m);
 

@@ -5,10 +5,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <functional>
-#include <string_view>
 #include <map>
 #include <optional>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -221,43 +220,42 @@ std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
 
 namespace {
 
+// Appends text[*i..] up to an unmatched ')' (or the end) to `out`, expanding "x*n" repeats of a
+// symbol or a parenthesised group; false on anything else.
+bool ExpandLayout(const std::string& text, size_t* i, std::string* out) {
+  while (*i < text.size() && text[*i] != ')') {
+    std::string unit;
+    if (text[*i] == '(') {
+      ++*i;
+      if (!ExpandLayout(text, i, &unit) || *i >= text.size()) return false;
+      ++*i;  // the ')'
+    } else if (std::string_view("EtmL|").find(text[*i]) != std::string_view::npos) {
+      unit = text[(*i)++];
+    } else {
+      return false;
+    }
+    int64_t times = 1;
+    if (*i < text.size() && text[*i] == '*') {
+      size_t end = ++*i;
+      while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end]))) ++end;
+      if (end == *i || end - *i > 4) return false;
+      times = std::strtoll(text.substr(*i, end - *i).c_str(), nullptr, 10);
+      *i = end;
+    }
+    for (int64_t k = 0; k < times; ++k) *out += unit;
+  }
+  return true;
+}
 // Megatron-Core's --pipeline-model-parallel-layout string (pipeline_parallel_layout.py): chunks
 // separated by '|', 'E' embedding, 't' a decoder layer, 'm' an MTP module, 'L' the loss; "x*n"
 // repeats a symbol or a parenthesised group n times. The decoder layers per chunk, in chunk
 // order; nullopt when the text is not such a layout.
 std::optional<std::vector<int64_t>> ParseMegatronLayout(const std::string& text) {
   size_t i = 0;
-  std::function<std::optional<std::string>()> sequence = [&]() -> std::optional<std::string> {
-    std::string out;
-    while (i < text.size() && text[i] != ')') {
-      std::string unit;
-      if (text[i] == '(') {
-        ++i;
-        auto inner = sequence();
-        if (!inner || i >= text.size() || text[i] != ')') return std::nullopt;
-        ++i;
-        unit = *inner;
-      } else if (std::string_view("EtmL|").find(text[i]) != std::string_view::npos) {
-        unit = std::string(1, text[i++]);
-      } else {
-        return std::nullopt;
-      }
-      int64_t times = 1;
-      if (i < text.size() && text[i] == '*') {
-        size_t end = ++i;
-        while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end]))) ++end;
-        if (end == i || end - i > 4) return std::nullopt;
-        times = std::strtoll(text.substr(i, end - i).c_str(), nullptr, 10);
-        i = end;
-      }
-      for (int64_t k = 0; k < times; ++k) out += unit;
-    }
-    return out;
-  };
-  const auto flat = sequence();
-  if (!flat || i != text.size() || flat->find('t') == std::string::npos) return std::nullopt;
+  std::string flat;
+  if (!ExpandLayout(text, &i, &flat) || i != text.size() || flat.find('t') == std::string::npos) return std::nullopt;
   std::vector<int64_t> chunks(1, 0);
-  for (char ch : *flat) {
+  for (char ch : flat) {
     if (ch == '|') chunks.push_back(0);
     else if (ch == 't') ++chunks.back();
   }
@@ -649,15 +647,10 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   // Or in the recompute text itself: "selective: modules layernorm, mla_up_proj, mlp".
   if (const size_t at = rc.find("modules "); printed_modules.empty() && rc.rfind("selective", 0) == 0 && at != std::string::npos) {
     std::string list = rc.substr(at + 8);
-    size_t start = 0;
-    while (start < list.size()) {
-      size_t end = list.find(',', start);
-      if (end == std::string::npos) end = list.size();
-      std::string mod = list.substr(start, end - start);
-      mod.erase(0, mod.find_first_not_of(' '));
-      mod.erase(mod.find_last_not_of(' ') + 1);
-      if (!mod.empty()) printed_modules.push_back(mod);
-      start = end + 1;
+    list.erase(std::remove(list.begin(), list.end(), ' '), list.end());
+    for (size_t start = 0, end; start < list.size(); start = end + 1) {
+      end = std::min(list.find(',', start), list.size());
+      if (end > start) printed_modules.push_back(list.substr(start, end - start));
     }
   }
   const std::vector<std::string>& module_list =

@@ -82,6 +82,8 @@ struct ModelSpec {
 
   bool IsMoeLayer(int64_t layer) const;  // REQUIRES: 0 <= layer < layers
   int64_t MoeLayerCount() const;
+  // An MTP module's layer takes the last decoder layer's spec (Megatron-Core's MTP block spec).
+  bool MtpLayerIsMoe() const { return layers > 0 && IsMoeLayer(layers - 1); }
   // MoE layers among layers [0, end): closed form, no loop (inline: the search calls it per stage).
   int64_t MoeLayersBefore(int64_t end) const {
     // Layers first_dense_layers, first_dense_layers + freq, ... below `end`.

@@ -213,8 +213,7 @@ class Builder {
   int64_t HeadParams() const {
     int64_t n = (m_.tied_embeddings ? 0 : m_.vocab * m_.hidden / t_) + m_.hidden;
     if (m_.mtp_layers > 0) {
-      const int64_t norm = m_.norm == NormKind::kLayerNorm ? 2 * m_.hidden : m_.hidden;
-      n += m_.mtp_layers * (2 * m_.hidden * m_.hidden / t_ + 3 * norm);
+      n += m_.mtp_layers * (2 * m_.hidden * m_.hidden / t_ + 3 * NormParams(m_, m_.hidden));
       if (!m_.tied_embeddings && p_.pp > 1) n += m_.vocab * m_.hidden / t_;
     }
     return n;

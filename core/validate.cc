@@ -202,9 +202,10 @@ void ValidatePlan(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, cons
     d->Error("plan.deferred_head_wgrad", "must be >= 0 microbatches (got " + S(pl.deferred_head_wgrad) + ")");
   else if (pl.deferred_head_wgrad > 0 && pl.global_batch > 0 && pl.micro_batch > 0 && pl.dp > 0) {
     // In double: micro_batch x dp may overflow int64 on absurd inputs (checked elsewhere).
-    const double m = static_cast<double>(pl.global_batch) / (static_cast<double>(pl.micro_batch) * static_cast<double>(pl.dp));
-    if (static_cast<double>(pl.deferred_head_wgrad) > m)
-      d->Error("plan.deferred_head_wgrad", "must be at most the step's " + S(std::floor(m)) +
+    const double per_pipeline =
+        static_cast<double>(pl.global_batch) / (static_cast<double>(pl.micro_batch) * static_cast<double>(pl.dp));
+    if (static_cast<double>(pl.deferred_head_wgrad) > per_pipeline)
+      d->Error("plan.deferred_head_wgrad", "must be at most the step's " + S(std::floor(per_pipeline)) +
                                                " microbatches per pipeline (got " + S(pl.deferred_head_wgrad) + ")");
   }
   if (pl.hsdp_shard_size < 0) d->Error("plan.hsdp_shard_size", "must be >= 0 (got " + S(pl.hsdp_shard_size) + ")");

@@ -512,7 +512,7 @@ class Executor {
       if (first + count == s_.model.layers && count > 0) {
         // The MTP modules' layers (the simulator's StageCompositionOf counts them the same way);
         // their embedding, norms, eh_proj and heads are in the head list.
-        for (int64_t d = 0; d < s_.model.mtp_layers; ++d) c.lists.push_back(s_.model.IsMoeLayer(s_.model.layers - 1) ? 2 : 1);
+        for (int64_t d = 0; d < s_.model.mtp_layers; ++d) c.lists.push_back(s_.model.MtpLayerIsMoe() ? 2 : 1);
         c.lists.push_back(3);
       }
       chunks_.push_back(c);

@@ -508,7 +508,9 @@ TEST(ExecutorTest, RunsTheMtpModuleAsTheSimulatorCostsIt) {
   EXPECT_EQ(m->ops.size(), g.embedding.size() + g.dense_layer.size() + g.head.size());
   int mtp_ops = 0;
   for (const OpMeasurement& o : m->ops) {
-    if (o.section == "dense_layer" && o.pass != core::Pass::kStep) EXPECT_EQ(o.calls_per_step, 3 * g.microbatches) << o.name;
+    if (o.section == "dense_layer" && o.pass != core::Pass::kStep) {
+      EXPECT_EQ(o.calls_per_step, 3 * g.microbatches) << o.name;
+    }
     mtp_ops += o.name.rfind("mtp_", 0) == 0;
   }
   EXPECT_GT(mtp_ops, 0);

@@ -484,7 +484,7 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
       // vocab-parallel cross entropy keeps (4sbv/t): Korthikanti §4.3's 4sbh/t + 4sbv/t.
       // The final norm's and the head's inputs, and the logits at the loss: bytes per logit by the
       // cross entropy's implementation (core/specs.h CrossEntropy).
-      const int64_t per_logit = p.cross_entropy == CrossEntropy::kUpcast   ? 12
+      const int64_t per_logit = p.cross_entropy == CrossEntropy::kUpcast   ? (t > 1 ? 16 : 12)
                                 : p.cross_entropy == CrossEntropy::kNative ? 10
                                 : p.cross_entropy == CrossEntropy::kFlash  ? 4
                                                                            : 6;

@@ -232,7 +232,12 @@ enum class Fp8Scaling { kDelayed, kCurrent, kBlock };
 // fp32 grad_input beside the bf16 input). upcast: the bf16 logits upcast with .float() into
 // PyTorch's cross_entropy (torchtitan 2024, train.py loss_fn at 3f20451b): at its backward the
 // saved fp32 log-softmax, the fp32 gradient flowing in and the one flowing out are alive at once,
-// 12 B (at the forward's end: bf16 logits 2 + fp32 copy 4 + log-softmax 4 = 10 B). flash:
+// 12 B (at the forward's end: bf16 logits 2 + fp32 copy 4 + log-softmax 4 = 10 B). With tp > 1
+// the logits are vocab-sharded and the loss runs under loss_parallel, whose DTensor handlers
+// decompose both passes (torch/distributed/tensor/parallel/loss.py, torch 2.5-2.6: `_log_softmax`
+// keeps the fp32 input, `shifted`, `exp(shifted)` and the result, 14 B with the bf16 logits;
+// `_nll_loss_and_log_softmax_backward` holds the saved result, `zeros_like` grad_input,
+// `exp(x)` and their sum, 16 B): 16 B. flash:
 // FlashAttention's cross entropy (flash_attn/ops/triton/cross_entropy.py: saves the bf16 logits
 // and per-row log-sum-exp, its backward allocates the bf16 gradient; LLM Foundry's MPT default
 // loss_fn fused_crossentropy, modeling_mpt.py at 7f7c0979), 4 B. native: Megatron-Core's

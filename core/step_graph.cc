@@ -195,7 +195,7 @@ class Builder {
     // Flash (FlashAttention's kernel) is costed as fused: its passes over the bf16 logits are not
     // measured here (its memory is modelled: core/memory.cc).
     if (p_.cross_entropy == CrossEntropy::kUpcast)
-      Eager(&fwd, "cross_entropy", kUpcastCrossEntropy.forward * tokens_ * v_local, kUpcastCrossEntropy.forward_kernels);
+      Eager(&fwd, "cross_entropy", UpcastCrossEntropy().forward * tokens_ * v_local, UpcastCrossEntropy().forward_kernels);
     else Mem(&fwd, "cross_entropy", 3 * tokens_ * v_local * 4);
   }
   // One part of the embedding or head: its forward and backward (`compute()`), the sync of its
@@ -303,8 +303,12 @@ class Builder {
     int64_t forward, backward, forward_kernels, backward_kernels;
   };
   static constexpr EagerCost kEagerNorm{36, 76, 8, 10}, kEagerRope{20, 20, 6, 6}, kEagerSwiglu{10, 18, 2, 3};
-  // The upcast cross entropy per logit (HeadCompute).
-  static constexpr EagerCost kUpcastCrossEntropy{18, 22, 3, 3};
+  // The upcast cross entropy per logit (HeadCompute). With tp > 1, loss_parallel's DTensor
+  // decomposition (torch/distributed/tensor/parallel/loss.py, torch 2.5-2.6): forward .float() 2+4,
+  // amax 4, x - max 4+4, exp 4+4, sum 4, shifted - logsumexp 4+4 = 38 B in 6 kernels; backward
+  // zeros_like 4, exp 4+4, add 8+4, mul by the per-row gradient 4+4, the cast back 4+2 = 38 B in 5.
+  static constexpr EagerCost kUpcastCrossEntropy{18, 22, 3, 3}, kLossParallelCrossEntropy{38, 38, 6, 5};
+  const EagerCost& UpcastCrossEntropy() const { return t_ > 1 ? kLossParallelCrossEntropy : kUpcastCrossEntropy; }
   // One pointwise op over `elements`: eager, its decomposition's bytes and kernels (`eager`, when
   // the op has one); fused, one kernel moving `fused_tensors` activation-sized tensors.
   void Pointwise(std::vector<Op>* ops, const char* name, int64_t elements, const EagerCost* eager,
@@ -324,7 +328,7 @@ class Builder {
   bool EagerBackward(Op* op) const {
     const std::string_view n(op->name);
     const EagerCost* c = nullptr;
-    if (n == "cross_entropy" && p_.cross_entropy == CrossEntropy::kUpcast) c = &kUpcastCrossEntropy;
+    if (n == "cross_entropy" && p_.cross_entropy == CrossEntropy::kUpcast) c = &UpcastCrossEntropy();
     else if (!eager_) return false;
     else if (n == "attn_norm" || n == "mlp_norm" || n == "moe_norm" || n == "final_norm" || n == "mtp_enorm" ||
              n == "mtp_hnorm" || n == "mtp_final_norm")

@@ -360,6 +360,14 @@ TEST(ActivationsTest, UpcastCrossEntropyHoldsTwelveBytesPerLogit) {
   p.cross_entropy = CrossEntropy::kUpcast;
   const MemoryReport upcast = EstimateMemory(*m, p, g, {});
   EXPECT_EQ(upcast.stages[0].loss_activations_bytes, 2 * 2 * s * h + 12 * s * v);
+  // With TP 8 (SP on) the logits are vocab-sharded and the loss runs under loss_parallel, whose
+  // decomposed backward holds the saved fp32 log-softmax, the zeros gradient, exp of it and their
+  // sum: 16 B per local logit (torch/distributed/tensor/parallel/loss.py). 128256 / 8 = 16032.
+  p.gpus = 8;
+  p.tp = 8;
+  p.sequence_parallel = true;
+  const MemoryReport parallel = EstimateMemory(*m, p, g, {});
+  EXPECT_EQ(parallel.stages[0].loss_activations_bytes, 2 * 2 * s * h / 8 + 16 * s * (v / 8));
 }
 
 }  // namespace

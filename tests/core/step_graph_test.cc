@@ -216,6 +216,18 @@ TEST(StepGraphTest, EagerElementwiseOpsMoveTheirDecompositionsBytes) {
     if (std::string_view(op.name) != "cross_entropy") continue;
     EXPECT_EQ(op.bytes, (op.pass == Pass::kForward ? 18 : 22) * T * 128256) << Name(op.pass);
   }
+  // Under TP, loss_parallel's decomposition: 38 B per local logit both ways (6 and 5 kernels).
+  p.tp = 8;
+  p.gpus = 8;
+  const StepGraph tp = BuildStepGraph(*m, p);
+  int seen = 0;
+  for (const Op& op : tp.head) {
+    if (std::string_view(op.name) != "cross_entropy") continue;
+    EXPECT_EQ(op.bytes, 38 * T * (128256 / 8)) << Name(op.pass);
+    EXPECT_EQ(op.batch, op.pass == Pass::kForward ? 6 : 5) << Name(op.pass);
+    ++seen;
+  }
+  EXPECT_EQ(seen, 2);
 }
 
 TEST(StepGraphTest, TensorParallelMovesTheSameBytesWithAndWithoutSequenceParallel) {

@@ -119,10 +119,18 @@ std::string SpeedTable(const core::Scenario& s, const SpeedReport& sp) {
     const auto& r = *sp.reliability;
     std::snprintf(line, sizeof line,
                   "#   with failures (%s rates): MTBF %.2f h, %.0f interruptions expected, async checkpoint every "
-                  "%.0f s, goodput %.1f%%; days p50 %.1f, p90 %.1f; cost p50 $%.3g\n",
+                  "%.0f s, goodput %.1f%%; ",
                   sp.failure_model.c_str(), r.rates.mtbf_h, r.expected_interruptions, r.interval_s,
-                  100 * r.expected.goodput, r.mc.days.p50, r.mc.days.p90, r.mc.cost_usd.p50);
+                  100 * r.expected.goodput);
     o << line;
+    if (r.mc.skipped.empty()) {
+      std::snprintf(line, sizeof line, "days p50 %.1f, p90 %.1f; cost p50 $%.3g\n", r.mc.days.p50, r.mc.days.p90,
+                    r.mc.cost_usd.p50);
+      o << line;
+    } else {
+      std::snprintf(line, sizeof line, "days %.1f, cost $%.3g (closed form)\n", r.mc.days.p50, r.mc.cost_usd.p50);
+      o << line << "#   (" << r.mc.skipped << ")\n";
+    }
   }
   o << "#\n";
   return o.str();
@@ -388,6 +396,7 @@ std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r,
                           {"ckpt_interval_s", rel.interval_s},
                           {"goodput", rel.expected.goodput},
                           {"trials", rel.mc.trials}};
+      if (!rel.mc.skipped.empty()) j["reliability"]["monte_carlo_skipped"] = rel.mc.skipped;
       j["train"]["days_p50"] = rel.mc.days.p50;
       j["train"]["days_p90"] = rel.mc.days.p90;
       j["train"]["cost_usd_p50"] = rel.mc.cost_usd.p50;

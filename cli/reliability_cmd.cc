@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <tuple>
 
 #include "cli/commands.h"
 #include "cli/output.h"
@@ -160,6 +161,26 @@ std::string ReliabilityTable(const core::Scenario& s, const core::FailureModel& 
     o << line;
   }
   const auto& mc = r.mc;
+  if (!mc.skipped.empty()) {
+    // The closed form's expectations in place of the trials (sim::kMaxMonteCarloEvents).
+    o << "#\n# " << mc.skipped << "\n";
+    std::snprintf(line, sizeof line, "# %-28s %12s\n", "quantity", "expected");
+    o << line;
+    for (auto [name, v, fmt] : {std::tuple{"wall-clock days", mc.days.mean, "%.4g"},
+                                {"goodput (%)", 100 * mc.goodput.mean, "%.2f"},
+                                {"unexpected interruptions", mc.interruptions.mean, "%.4g"},
+                                {"planned stops", mc.planned.mean, "%.4g"},
+                                {"checkpoint pauses (h)", mc.checkpoint_h.mean, "%.4g"},
+                                {"tokens", mc.tokens.mean, "%.4g"},
+                                {"GPU-hours (incl. spares)", mc.gpu_hours.mean, "%.4g"},
+                                {"cost (USD)", mc.cost_usd.mean, "%.4g"}}) {
+      char a[32];
+      std::snprintf(a, sizeof a, fmt, v);
+      std::snprintf(line, sizeof line, "  %-28s %12s\n", name, a);
+      o << line;
+    }
+    return o.str();
+  }
   o << "#\n# Monte Carlo: " << mc.trials << " trials, " << core::Name(rp.arrivals) << " arrivals";
   if (rp.arrivals == core::Arrivals::kWeibull) o << " (shape " << Fmt("%.3g", rp.weibull_shape) << ")";
   o << ", checkpoint every " << Duration(r.interval_s) << "\n";
@@ -284,6 +305,7 @@ std::string ReliabilityJson(const core::Scenario& s, const core::FailureModel& f
   train["cost_usd_p50"] = mc.cost_usd.p50;
   train["cost_usd_p90"] = mc.cost_usd.p90;
   j["train"] = train;
+  if (!mc.skipped.empty()) j["monte_carlo_skipped"] = mc.skipped;
   j["monte_carlo"] = {{"trials", mc.trials},
                       {"days", QuantilesJson(mc.days)},
                       {"goodput", QuantilesJson(mc.goodput)},

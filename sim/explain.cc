@@ -919,9 +919,12 @@ ExplainStep CostStep(const core::Scenario& s, const RankedPlan& r, double tokens
   if (rel.ok()) {
     const ReliabilityReport& rr = *rel;
     const double cost = rr.expected_days * 24 * gpus * price;
-    st.substituted += Fmt("; goodput %s ⇒ %.1f days, %s (Monte Carlo, %lld trials: p50 %.1f, p90 %.1f days)",
-                          Pct(rr.expected.goodput).c_str(), rr.expected_days, Usd(cost).c_str(),
-                          static_cast<long long>(rr.mc.trials), rr.mc.days.p50, rr.mc.days.p90);
+    st.substituted += Fmt("; goodput %s ⇒ %.1f days, %s", Pct(rr.expected.goodput).c_str(), rr.expected_days,
+                          Usd(cost).c_str());
+    st.substituted += rr.mc.skipped.empty()
+                          ? Fmt(" (Monte Carlo, %lld trials: p50 %.1f, p90 %.1f days)",
+                                static_cast<long long>(rr.mc.trials), rr.mc.days.p50, rr.mc.days.p90)
+                          : " (" + rr.mc.skipped + ")";
     st.result += Fmt("; with failures %.1f days and %s at %s goodput", rr.expected_days, Usd(cost).c_str(),
                      Pct(rr.expected.goodput).c_str());
     Set(&st, "goodput", rr.expected.goodput);

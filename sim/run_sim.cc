@@ -373,6 +373,26 @@ core::Result<ReliabilityReport> EstimateReliability(const core::Scenario& s, con
   r.expected_interruptions = unexpected_per_s * wall_s;
   r.expected_planned = r.expected.planned_per_work * work_s;
 
+  // The Monte Carlo's work: every class of unplanned event (interruptions and loss spikes) and the
+  // planned stops, per trial, times the trials.
+  const double events = (r.params.UnplannedPerS() * wall_s + r.expected_planned) * static_cast<double>(opt.trials);
+  if (!(events <= kMaxMonteCarloEvents)) {
+    const double billed = static_cast<double>(s.plan.gpus + r.spare_nodes * s.cluster.gpus_per_node);
+    auto point = [](double v) { return Quantiles{v, v, v, v}; };
+    r.mc = RunSimResult{};
+    r.mc.days = point(r.expected_days);
+    r.mc.goodput = point(r.expected.goodput);
+    r.mc.interruptions = point(r.expected_interruptions);
+    r.mc.planned = point(r.expected_planned);
+    r.mc.checkpoint_h = point(r.expected.checkpoint_frac * wall_s / 3600.0);
+    r.mc.tokens = point(r.expected_tokens);
+    r.mc.gpu_hours = point(wall_s / 3600.0 * billed);
+    r.mc.cost_usd = point(wall_s / 3600.0 * billed * s.cluster.price_per_gpu_hour_usd);
+    r.mc.skipped = "Monte Carlo skipped: " + Num(events / static_cast<double>(opt.trials)) +
+                   " events expected per trial x " + std::to_string(opt.trials) + " trials exceeds its bound of " +
+                   Num(kMaxMonteCarloEvents) + " events; the closed form (expected values) is shown";
+    return r;
+  }
   RunSimOptions so;
   so.trials = opt.trials;
   so.seed = opt.seed;

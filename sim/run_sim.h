@@ -11,6 +11,7 @@
 #define MESHPLAN_SIM_RUN_SIM_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/failures.h"
@@ -53,7 +54,18 @@ struct RunSimResult {
   Quantiles tokens;            // trained (horizon runs; the target for work runs)
   Quantiles gpu_hours;         // billed_gpus x wall-clock hours
   Quantiles cost_usd;
+  // Empty when the trials ran. Otherwise why they did not (EstimateReliability's work bound,
+  // kMaxMonteCarloEvents), and every quantile above is the closed form's expectation (trials 0;
+  // the closed form does not split lost work from downtime or count waits: those stay 0).
+  std::string skipped;
 };
+
+// The Monte Carlo's work bound: trials x the events each trial is expected to handle (unplanned
+// interruptions, loss spikes and planned stops; a trial costs O(events)) must stay at or under
+// this, about a second of simulation on one core. A larger run (a typo such as a latency in
+// seconds that should be microseconds makes a step, and so the run, centuries long) gets the
+// closed form instead, which costs the same at any length, and says so.
+inline constexpr double kMaxMonteCarloEvents = 2e7;
 
 // InvalidArgument naming the option when trials, interval_s or the stop condition are out of
 // range, or when failures arrive so often that the run would not finish (expected wall-clock

@@ -86,10 +86,16 @@ void ReliabilityView::Refresh() {
   pause_->setText(Duration(r.params.ckpt_blocking_s));
   interval_->setText(Duration(r.interval_s));
   goodput_->setText(Percent(r.expected.goodput, 2));
-  days_->setText(QString("%1 / %2 / %3")
-                     .arg(r.mc.days.p10, 0, 'f', 1)
-                     .arg(r.mc.days.p50, 0, 'f', 1)
-                     .arg(r.mc.days.p90, 0, 'f', 1));
+  if (!r.mc.skipped.empty()) {
+    days_->setText(QString("%1 (closed form)").arg(r.mc.days.p50, 0, 'g', 4));
+    days_->setToolTip(Q(r.mc.skipped));
+  } else {
+    days_->setText(QString("%1 / %2 / %3")
+                       .arg(r.mc.days.p10, 0, 'f', 1)
+                       .arg(r.mc.days.p50, 0, 'f', 1)
+                       .arg(r.mc.days.p90, 0, 'f', 1));
+    days_->setToolTip(QString());
+  }
   status_->setText(QString("Failure rates: %1 (%2 GPUs, %3 nodes, %4 hot spare nodes). Checkpoint %5 per GPU, "
                            "restore %6. Closed form exact for Poisson arrivals.")
                        .arg(Q(scenario_->failureModel().name))

@@ -315,9 +315,43 @@ TEST(RunSimTest, EstimateReliabilityForLlama3) {
   EXPECT_NEAR(t->ideal_days, 15.6e12 / step.tokens_per_s / kDay, 1e-9);
   EXPECT_NEAR(t->mc.days.mean / t->expected_days, 1.0, 0.02);
   EXPECT_GT(t->mc.cost_usd.p50, 0);
+  EXPECT_TRUE(t->mc.skipped.empty());
+  EXPECT_EQ(t->mc.trials, 200);
   // Both or neither of tokens and days: refused.
   opt.days = 54;
   EXPECT_FALSE(EstimateReliability(s, mem, step, f, opt).ok());
+}
+
+TEST(RunSimTest, ARunTooLongForTheMonteCarloGetsTheClosedFormAndSaysSo) {
+  // 54 days hold 419 interruptions (above): 100,000 days hold about 776,000, plus planned stops,
+  // so 200 trials would handle over 1.5e8 events, above kMaxMonteCarloEvents (2e7). The report
+  // comes back at once with the closed form's expectations and the reason.
+  const core::Scenario s = Llama3Scenario(2e12);
+  const core::Profile profile;
+  const core::MemoryReport mem = core::EstimateMemory(s.model, s.plan, s.gpu, profile.memory);
+  const StepEstimate step = EstimateStep(s.model, s.plan, s.gpu, s.cluster, profile);
+  const core::FailureModel f = *core::LoadFailureModel("llama3-405b");
+  ReliabilityOptions opt;
+  opt.days = 100000;
+  opt.interval_s = 30 * kMin;
+  opt.trials = 200;
+  const auto r = EstimateReliability(s, mem, step, f, opt);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->mc.trials, 0);
+  EXPECT_NE(r->mc.skipped.find("Monte Carlo skipped"), std::string::npos) << r->mc.skipped;
+  EXPECT_NE(r->mc.skipped.find("2e+07"), std::string::npos) << r->mc.skipped;
+  EXPECT_NEAR(r->expected_interruptions, 419.0 * 100000 / 54, 1);
+  EXPECT_DOUBLE_EQ(r->mc.days.p50, 100000);
+  EXPECT_DOUBLE_EQ(r->mc.days.p10, r->mc.days.p90);
+  EXPECT_DOUBLE_EQ(r->mc.goodput.mean, r->expected.goodput);
+  EXPECT_DOUBLE_EQ(r->mc.interruptions.mean, r->expected_interruptions);
+  EXPECT_DOUBLE_EQ(r->mc.tokens.mean, r->expected_tokens);
+  // Fewer trials bring the same run back under the bound: 2 trials, about 1.6e6 events.
+  opt.trials = 2;
+  const auto few = EstimateReliability(s, mem, step, f, opt);
+  ASSERT_TRUE(few.ok());
+  EXPECT_TRUE(few->mc.skipped.empty());
+  EXPECT_EQ(few->mc.trials, 2);
 }
 
 }  // namespace

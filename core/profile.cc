@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
 #include <set>
 
 #include "core/presets.h"
@@ -13,12 +14,21 @@ namespace {
 using Json = nlohmann::json;
 using OJson = nlohmann::ordered_json;
 
-// Reads a positive number if present; records an error naming the field otherwise.
-void ReadPositive(const Json& j, const char* key, const std::string& path, double* out, Diagnostics* d) {
+// Reads a positive number if present; records an error naming the field otherwise. `hi` is the
+// field's physical bound (docs/calibration.md): a fitted factor or a time beyond it is a unit slip
+// or a failed fit, and a count beyond it would not convert to an integer.
+void ReadPositive(const Json& j, const char* key, const std::string& path, double* out, Diagnostics* d,
+                  double hi, const char* why) {
   auto it = j.find(key);
   if (it == j.end()) return;
   if (!it->is_number() || !(it->get<double>() > 0)) {
     d->Error(path + "." + key, "must be a number > 0 (got " + it->dump() + ")");
+    return;
+  }
+  if (!(it->get<double>() <= hi)) {
+    char bound[32];
+    std::snprintf(bound, sizeof bound, "%g", hi);
+    d->Error(path + "." + key, std::string("must be at most ") + bound + " (got " + it->dump() + "): " + why);
     return;
   }
   *out = it->get<double>();
@@ -67,13 +77,15 @@ Result<Profile> ParseProfileJson(const std::string& text) {
       p.gemm_efficiency_measured = true;
     }
   }
-  ReadPositive(j, "gemm_half_flops", "profile", &p.gemm_half_flops, &d);
+  ReadPositive(j, "gemm_half_flops", "profile", &p.gemm_half_flops, &d, 1e16,
+               "FLOPs per GEMM at half its efficiency: fitted values are 1e8-1e11");
   if (j.contains("attention_fwd_efficiency") || j.contains("attention_bwd_efficiency"))
     p.attention_efficiency_measured = true;
-  ReadPositive(j, "attention_fwd_efficiency", "profile", &p.attention_fwd_efficiency, &d);
-  ReadPositive(j, "attention_bwd_efficiency", "profile", &p.attention_bwd_efficiency, &d);
-  ReadPositive(j, "hbm_efficiency", "profile", &p.hbm_efficiency, &d);
-  ReadPositive(j, "kernel_overhead_s", "profile", &p.kernel_overhead_s, &d);
+  ReadPositive(j, "attention_fwd_efficiency", "profile", &p.attention_fwd_efficiency, &d, 1, "a fraction of the peak");
+  ReadPositive(j, "attention_bwd_efficiency", "profile", &p.attention_bwd_efficiency, &d, 1, "a fraction of the peak");
+  ReadPositive(j, "hbm_efficiency", "profile", &p.hbm_efficiency, &d, 1, "a fraction of the HBM bandwidth");
+  ReadPositive(j, "kernel_overhead_s", "profile", &p.kernel_overhead_s, &d, 0.1,
+               "seconds per kernel: launches cost microseconds");
   for (const char* key : {"attention_fwd_efficiency", "attention_bwd_efficiency", "hbm_efficiency"}) {
     if (j.contains(key) && j[key].is_number() && j[key].get<double>() > 1)
       d.Error(std::string("profile.") + key, "must be in (0, 1]");
@@ -154,10 +166,12 @@ Result<Profile> ParseProfileJson(const std::string& text) {
   if (j.contains("comm")) {
     const Json& c = j["comm"];
     CheckKeys(c, "profile.comm", {"scale_up", "scale_out", "nvls_speedup", "launch_s"}, &d);
-    ReadPositive(c, "scale_up", "profile.comm", &p.comm.scale_up, &d);
-    ReadPositive(c, "scale_out", "profile.comm", &p.comm.scale_out, &d);
-    ReadPositive(c, "nvls_speedup", "profile.comm", &p.comm.nvls_speedup, &d);
-    ReadPositive(c, "launch_s", "profile.comm", &p.comm.launch_s, &d);
+    ReadPositive(c, "scale_up", "profile.comm", &p.comm.scale_up, &d, 10, "a factor on the link's bandwidth");
+    ReadPositive(c, "scale_out", "profile.comm", &p.comm.scale_out, &d, 10, "a factor on the link's bandwidth");
+    ReadPositive(c, "nvls_speedup", "profile.comm", &p.comm.nvls_speedup, &d, 10,
+                 "NVLink SHARP speeds all-reduce up ~2x (nccl-tests)");
+    ReadPositive(c, "launch_s", "profile.comm", &p.comm.launch_s, &d, 0.1,
+                 "seconds per collective: launches cost microseconds");
   }
   if (j.contains("memory")) {
     const Json& m = j["memory"];
@@ -166,18 +180,20 @@ Result<Profile> ParseProfileJson(const std::string& text) {
                "fragmentation_frac"},
               &d);
     double v;
-    auto rd = [&](const char* key, int64_t* out) {
+    auto rd = [&](const char* key, int64_t* out, double hi, const char* why) {
       v = static_cast<double>(*out);
-      ReadPositive(m, key, "profile.memory", &v, &d);
+      ReadPositive(m, key, "profile.memory", &v, &d, hi, why);
       *out = static_cast<int64_t>(v);
     };
-    rd("cuda_context_bytes", &p.memory.cuda_context_bytes);
-    rd("cublas_workspace_bytes", &p.memory.cublas_workspace_bytes);
-    rd("nccl_buffsize_bytes", &p.memory.nccl_buffsize_bytes);
-    rd("nccl_channels", &p.memory.nccl_channels);
+    rd("cuda_context_bytes", &p.memory.cuda_context_bytes, 68719476736.0, "bytes: a CUDA context takes ~0.5 GiB");
+    rd("cublas_workspace_bytes", &p.memory.cublas_workspace_bytes, 68719476736.0,
+       "bytes: cuBLAS workspaces are MiB (32 MiB on Hopper)");
+    rd("nccl_buffsize_bytes", &p.memory.nccl_buffsize_bytes, 17179869184.0, "bytes: NCCL_BUFFSIZE defaults to 4 MiB");
+    rd("nccl_channels", &p.memory.nccl_channels, 1024, "NCCL uses at most 64 channels (NCCL_MAX_NCHANNELS)");
     if (m.contains("fragmentation_frac")) {
-      if (!m["fragmentation_frac"].is_number() || m["fragmentation_frac"].get<double>() < 0)
-        d.Error("profile.memory.fragmentation_frac", "must be a number >= 0");
+      if (!m["fragmentation_frac"].is_number() || !(m["fragmentation_frac"].get<double>() >= 0) ||
+          !(m["fragmentation_frac"].get<double>() <= 1))
+        d.Error("profile.memory.fragmentation_frac", "must be a number in [0, 1] (a share of the activations)");
       else
         p.memory.fragmentation_frac = m["fragmentation_frac"];
     }

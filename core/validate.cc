@@ -30,6 +30,16 @@ void PositiveReal(Diagnostics* d, std::string_view path, double v) {
   if (!(v > 0)) d->Error(std::string(path), "must be > 0 (got " + S(v) + ")");
 }
 
+// Physical bounds (docs/specs.md "Physical bounds"): a value outside [lo, hi] is not a model, a
+// GPU or a cluster but a typo or a unit slip (seconds for microseconds, bits for bytes); `why`
+// says what the bound rests on. NaN fails too.
+// A value at or below zero (or NaN) is left to Positive/NonNegative's message.
+void Within(Diagnostics* d, std::string_view path, double v, double lo, double hi, std::string_view why) {
+  if (lo > 0 ? !(v > 0) : !(v >= 0)) return;
+  if (!(v >= lo && v <= hi))
+    d->Error(std::string(path), "must be in [" + S(lo) + ", " + S(hi) + "] (got " + S(v) + "): " + std::string(why));
+}
+
 }  // namespace
 
 void ValidateModel(const ModelSpec& m, const std::string& p, Diagnostics* d) {
@@ -64,6 +74,30 @@ void ValidateModel(const ModelSpec& m, const std::string& p, Diagnostics* d) {
     if (m.kv_heads != m.heads)
       d->Error(p + ".kv_heads", "with mla must equal heads=" + S(m.heads) + " (got " + S(m.kv_heads) + ")");
   }
+  // Physical bounds, each far beyond the largest published model (so a real one never trips
+  // them) and far below what makes the step graph, the event simulation or the byte counts
+  // overflow or run for minutes.
+  Within(d, p + ".layers", static_cast<double>(m.layers), 1, 10000,
+         "the deepest published LLMs have a few hundred (Llama 3.1 405B 126, PaLM 540B 118)");
+  Within(d, p + ".hidden", static_cast<double>(m.hidden), 1, 1048576,
+         "the widest published models have tens of thousands (PaLM 540B 18432, Megatron's 1T 25600)");
+  Within(d, p + ".heads", static_cast<double>(m.heads), 1, 65536,
+         "published models have at most a few hundred (Llama 3.1 405B and DeepSeek-V3 128)");
+  Within(d, p + ".head_dim", static_cast<double>(m.head_dim), 1, 16384,
+         "published head sizes are 64-256 (Gemma 256; DeepSeek-V3's MLA query 192)");
+  Within(d, p + ".vocab", static_cast<double>(m.vocab), 1, 16777216,
+         "published vocabularies are at most a few hundred thousand (Gemma 3 262144)");
+  Within(d, p + ".max_seq", static_cast<double>(m.max_seq), 1, 134217728,
+         "the longest published contexts are 10M tokens (Llama 4 Scout)");
+  Within(d, p + ".ffn_hidden", static_cast<double>(m.ffn_hidden), 0, 16777216,
+         "published MLP widths are at most ~8x hidden (Gemma 7B 24576 over 3072)");
+  // The attention's projection width against the residual stream: DeepSeek-V3's MLA query
+  // (128 heads x 192 over hidden 7168) is 3.4x, Qwen3 and gpt-oss 1.4-2x; 16x is a typo.
+  if (m.heads > 0 && m.head_dim > 0 && m.hidden > 0 &&
+      static_cast<double>(m.heads) * static_cast<double>(m.head_dim) > 16.0 * static_cast<double>(m.hidden))
+    d->Error(p + ".heads", "heads x head_dim = " + S(static_cast<double>(m.heads) * static_cast<double>(m.head_dim)) +
+                               " must be at most 16 x hidden = " + S(16.0 * static_cast<double>(m.hidden)) +
+                               ": published models stay within 4x (DeepSeek-V3's MLA query 3.4x)");
   // DeepSeek-V3 trains with depth 1 (its §2.2 and config.json num_nextn_predict_layers); each
   // module is a whole layer on the last stage, so more than the decoder's own layers is a typo.
   if (m.mtp_layers < 0 || (m.layers > 0 && m.mtp_layers > m.layers))
@@ -89,6 +123,11 @@ void ValidateModel(const ModelSpec& m, const std::string& p, Diagnostics* d) {
     const MoeSpec& e = *m.moe;
     const std::string q = p + ".moe";
     Positive(d, q + ".experts", e.experts);
+    if (e.experts > 0)
+      Within(d, q + ".experts", static_cast<double>(e.experts), 1, 65536,
+             "published MoE models have at most a few hundred experts per layer (Kimi K2 384, DeepSeek-V3 256)");
+    Within(d, q + ".expert_ffn_hidden", static_cast<double>(e.expert_ffn_hidden), 0, 16777216,
+           "published expert widths are a few thousand at most (Mixtral 14336)");
     if (e.top_k < 1 || e.top_k > e.experts)
       d->Error(q + ".top_k", "must be between 1 and experts=" + S(e.experts) + " (got " + S(e.top_k) + ")");
     Positive(d, q + ".expert_ffn_hidden", e.expert_ffn_hidden);
@@ -106,11 +145,19 @@ void ValidateModel(const ModelSpec& m, const std::string& p, Diagnostics* d) {
 void ValidateGpu(const GpuSpec& g, const std::string& p, Diagnostics* d) {
   if (g.name.empty()) d->Error(p + ".name", "must not be empty");
   if (g.peak_flops_per_s.empty()) d->Error(p + ".peak_flops_per_s", "must list at least one dtype");
+  for (const auto& [dt, v] : g.peak_flops_per_s) PositiveReal(d, p + ".peak_flops_per_s." + Name(dt), v);
   for (const auto& [dt, v] : g.peak_flops_per_s)
-    PositiveReal(d, p + ".peak_flops_per_s." + Name(dt), v);
+    Within(d, p + ".peak_flops_per_s." + Name(dt), v, 1e9, 1e17,
+           "FLOP/s: from a slow CPU (the CPU runtime's profiles measure ~4e10) to 100 PFLOP/s, beyond a B300's "
+           "dense fp4 (1.5e16)");
   Positive(d, p + ".hbm_bytes", g.hbm_bytes);
   PositiveReal(d, p + ".hbm_bytes_per_s", g.hbm_bytes_per_s);
   PositiveReal(d, p + ".tdp_w", g.tdp_w);
+  Within(d, p + ".hbm_bytes", static_cast<double>(g.hbm_bytes), 1e8, 1e14,
+         "bytes: accelerators hold GB, not bytes or PB (B300 288 GB)");
+  Within(d, p + ".hbm_bytes_per_s", g.hbm_bytes_per_s, 1e9, 1e15,
+         "bytes/s: HBM moves TB/s (H100 3.35e12, B300 8e12), a CPU's DRAM tens of GB/s; a value in GB is a unit slip");
+  Within(d, p + ".tdp_w", g.tdp_w, 1, 100000, "watts: accelerators draw 300-1,400 W (B300 1,400 W)");
   // 0 = unknown. The largest accelerators have a few hundred (MI300X: 304 CUs); thousands is a typo.
   if (g.sms < 0 || g.sms > 2048)
     d->Error(p + ".sms", "must be 0 (unknown) or the GPU's streaming multiprocessors, at most 2048 (got " + S(g.sms) + ")");
@@ -166,11 +213,35 @@ void ValidateCluster(const ClusterSpec& c, const std::string& p, Diagnostics* d)
   Positive(d, p + ".nics_per_node", c.nics_per_node);
   PositiveReal(d, p + ".nic_bytes_per_s", c.nic_bytes_per_s);
   NonNegative(d, p + ".scale_out_latency_s", c.scale_out_latency_s);
-  if (!(c.oversubscription >= 1.0))
-    d->Error(p + ".oversubscription", "must be >= 1 (1 = non-blocking; got " + S(c.oversubscription) + ")");
   NonNegative(d, p + ".storage_bytes_per_s", c.storage_bytes_per_s);
   NonNegative(d, p + ".host_memory_bytes_per_node", static_cast<double>(c.host_memory_bytes_per_node));
   NonNegative(d, p + ".price_per_gpu_hour_usd", c.price_per_gpu_hour_usd);
+  Within(d, p + ".gpus_per_node", static_cast<double>(c.gpus_per_node), 1, 65536,
+         "nodes hold 4-8 GPUs (a GB200 NVL72 rack 72)");
+  Within(d, p + ".scale_up_domain_gpus", static_cast<double>(c.scale_up_domain_gpus), 1, 65536,
+         "the largest scale-up domains are hundreds of GPUs (NVL576)");
+  Within(d, p + ".scale_up_bytes_per_s", c.scale_up_bytes_per_s, 1e8, 1e14,
+         "bytes/s per GPU per direction: PCIe 3 x16 moves 1.6e10, NVLink 5 9e11; a value in bits or GB is a unit slip");
+  // NCCL's measured latencies are microseconds (nccl-tests: a few us within a node, 10-30 us
+  // across nodes); a tenth of a second is a value in milliseconds or microseconds typed as seconds.
+  Within(d, p + ".scale_up_latency_s", c.scale_up_latency_s, 0, 0.1,
+         "seconds: collective latencies are microseconds (1e-6); a larger value is a unit slip");
+  Within(d, p + ".nics_per_node", static_cast<double>(c.nics_per_node), 1, 1024, "nodes carry 1-16 NICs");
+  Within(d, p + ".nic_bytes_per_s", c.nic_bytes_per_s, 1e7, 1e13,
+         "bytes/s per NIC per direction: 400 Gb/s is 5e10; a value in bits or GB is a unit slip");
+  Within(d, p + ".scale_out_latency_s", c.scale_out_latency_s, 0, 0.1,
+         "seconds: collective latencies are microseconds (1e-5 across nodes); a larger value is a unit slip");
+  if (!(c.oversubscription >= 1.0))
+    d->Error(p + ".oversubscription", "must be >= 1 (1 = non-blocking; got " + S(c.oversubscription) + ")");
+  else
+    Within(d, p + ".oversubscription", c.oversubscription, 1, 1000,
+           "fabrics are tapered at most a few times (1 = non-blocking)");
+  Within(d, p + ".storage_bytes_per_s", c.storage_bytes_per_s, 0, 1e14,
+         "bytes/s: the fastest parallel file systems write TB/s (1e12)");
+  Within(d, p + ".host_memory_bytes_per_node", static_cast<double>(c.host_memory_bytes_per_node), 0, 1e15,
+         "bytes: nodes hold TB of host memory (DGX B200 2 TB)");
+  Within(d, p + ".price_per_gpu_hour_usd", c.price_per_gpu_hour_usd, 0, 10000,
+         "USD per GPU-hour: on-demand prices are a few dollars");
 }
 
 void ValidatePlan(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, const ClusterSpec& c,

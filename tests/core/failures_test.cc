@@ -231,12 +231,26 @@ TEST(FailureJsonTest, EveryErrorNamesItsField) {
                            "failures.unexpected[2].scale: must be one of gpu|node",
                            "failures.unexpected[3]: give observed",
                            "failures.unexpected[4]: needs observed",
-                           "failures.restart.detection_s: must be in [0, inf] (got -5)",
+                           "failures.restart.detection_s: must be in [0, 1e+07] (got -5)",
                            "failures.restart.reqeue_s: is not a known field",
                            "failures.spares.hot_spare_fraction: must be in [0, 1] (got 2)",
                            "failures.checkpoint.snapshot_bytes_per_s: must be bytes per second",
                            "failures.arrivals.distribution: must be one of exponential|weibull",
                            "failures.bogus: is not a known field"})
+    EXPECT_NE(msg.find(want), std::string::npos) << "missing \"" << want << "\" in:\n" << msg;
+}
+
+TEST(FailureJsonTest, PhysicalBoundsCatchUnitSlips) {
+  // A rate of 2 per GPU-hour (every GPU failing twice an hour: per-day or per-1000-hours typed as
+  // per hour), a repair of 1e9 s (ms typed as s) and more loss spikes than minutes in a day.
+  const auto f = ParseFailureModelJson(R"({"name": "slip", "unexpected": [
+      {"name": "gpu", "scale": "gpu", "rate_per_hour": 2}],
+      "spares": {"repair_s": 1e9}, "loss_spikes_per_day": 5000})");
+  ASSERT_FALSE(f.ok());
+  const std::string msg = f.status().message();
+  for (const char* want : {"failures.unexpected[0].rate_per_hour: must be in [0, 1] (got 2)",
+                           "failures.spares.repair_s: must be in [0, 1e+07] (got 1e+09)",
+                           "failures.loss_spikes_per_day: must be in [0, 1440] (got 5000)"})
     EXPECT_NE(msg.find(want), std::string::npos) << "missing \"" << want << "\" in:\n" << msg;
 }
 

@@ -181,6 +181,11 @@ const MalformedCase kCases[] = {
      {"model.tied_embeddings: must be true or false (got 1)"}},
     {"model_negative_and_zero_sizes.json", Kind::kModel, Code::kInvalidArgument, 2,
      {"model.layers: must be > 0 (got -2)", "model.hidden: must be > 0 (got 0)"}},
+    // A million heads (issue 18's hang: the step took centuries and the reliability Monte Carlo
+    // simulated them): refused at once, by the physical bounds.
+    {"model_million_heads.json", Kind::kModel, Code::kInvalidArgument, 2,
+     {"model.heads: must be in [1, 65536] (got 1e+06)",
+      "model.heads: heads x head_dim = 1.28e+08 must be at most 16 x hidden = 65536"}},
     {"model_unknown_mlp.json", Kind::kModel, Code::kInvalidArgument, 1,
      {"model.mlp: must be one of gelu|swiglu (got \"relu\")"}},
     {"model_unknown_key_typo.json", Kind::kModel, Code::kInvalidArgument, 2,
@@ -227,11 +232,19 @@ const MalformedCase kCases[] = {
     {"cluster_bandwidth_word.json", Kind::kCluster, Code::kInvalidArgument, 1,
      {"cluster.nic_bytes_per_s: must be bytes per second or a rate with a unit such as \"400Gb/s\" or "
       "\"450GB/s\" (got \"fast\")"}},
+    {"gpu_peak_in_tflops_typo.json", Kind::kGpu, Code::kInvalidArgument, 2,
+     {"gpu.peak_flops_per_s.bf16: must be in [1e+09, 1e+17] (got 989)", "gpu.tdp_w: must be in [1, 100000] (got 700000)"}},
     {"cluster_unknown_topology.json", Kind::kCluster, Code::kInvalidArgument, 1,
      {"cluster.topology: must be one of rail-optimized-fat-tree|fat-tree|torus|single-switch (got "
       "\"dragonfly\")"}},
     {"cluster_zero_nics_negative_latency.json", Kind::kCluster, Code::kInvalidArgument, 2,
      {"cluster.nics_per_node: must be > 0 (got 0)", "cluster.scale_out_latency_s: must be >= 0 (got -5e-06)"}},
+    // A latency of a million seconds (issue 18's other hang; microseconds typed as seconds) and
+    // bandwidths in GB/s or bits typed as bytes per second.
+    {"cluster_latency_in_seconds_typo.json", Kind::kCluster, Code::kInvalidArgument, 1,
+     {"cluster.scale_out_latency_s: must be in [0, 0.1] (got 1e+06): seconds"}},
+    {"cluster_bandwidth_units_slip.json", Kind::kCluster, Code::kInvalidArgument, 1,
+     {"cluster.scale_up_bytes_per_s: must be in [1e+08, 1e+14] (got 450)"}},
     {"cluster_missing_required.json", Kind::kCluster, Code::kInvalidArgument, 2,
      {"cluster.gpus_per_node: is required", "cluster.scale_up_bytes_per_s: is required"}},
     // ---- plan: syntax, references ---------------------------------------------------------------

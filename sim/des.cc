@@ -461,6 +461,20 @@ core::Result<DesResult> SimulateStreams(const core::PlanSpec& plan, const std::v
     return core::Status::InvalidArgument("stages: " + std::to_string(stages.size()) + " given, plan.pp=" +
                                          std::to_string(pp));
   if (microbatches < 1) return core::Status::InvalidArgument("microbatches: must be >= 1");
+  // Bounded work: every (rank, chunk, microbatch) is up to three passes, each an event with its
+  // communication and, with a timeline, a record.
+  const double passes = 3.0 * static_cast<double>(pp) * static_cast<double>(std::max<int64_t>(plan.vpp, 1)) *
+                        static_cast<double>(microbatches);
+  if (passes > kMaxDesPasses) {
+    char msg[512];
+    std::snprintf(msg, sizeof msg,
+                  "plan.global_batch: %lld microbatches per pipeline x pp %lld x vpp %lld x 3 passes = %.3g "
+                  "passes, above the event simulation's bound of %.0e (about a second and 1 GB); simulate a "
+                  "smaller global batch (the step time scales with the microbatches) or use report's analytic step",
+                  static_cast<long long>(microbatches), static_cast<long long>(pp),
+                  static_cast<long long>(std::max<int64_t>(plan.vpp, 1)), passes, kMaxDesPasses);
+    return core::Status::InvalidArgument(msg);
+  }
   if (!options.stage_slowdown.empty() && static_cast<int64_t>(options.stage_slowdown.size()) != pp)
     return core::Status::InvalidArgument("stage_slowdown: needs one factor per pipeline rank (" +
                                          std::to_string(pp) + "), got " +

@@ -107,6 +107,11 @@ std::vector<StageStreams> StageStreamCosts(const core::ModelSpec& m, const core:
 // the step-level work (StageTimes::step_s: exposed DP sync and optimizer) as one compute task.
 std::vector<StageStreams> ComputeOnlyStreams(const std::vector<StageTimes>& stages);
 
+// The event simulation's work bound: pp x vpp x microbatches x 3 passes (forward, input and
+// weight gradients). Beyond it SimulateStreams returns InvalidArgument naming plan.global_batch
+// rather than run for minutes and hold gigabytes of timeline.
+inline constexpr double kMaxDesPasses = 4e6;
+
 struct DesOptions {
   std::vector<double> stage_slowdown;  // per rank, multiplies its pass and send durations (1.1 = 10% slower)
   double jitter = 0;                    // relative std-dev of each pass's duration (normal, clamped > 0)

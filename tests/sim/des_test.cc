@@ -485,4 +485,17 @@ TEST(DesStreamsTest, TimelinesShowTheStreams) {
 }
 
 }  // namespace
+TEST(DesTest, WorkIsBoundedByPassCount) {
+  // pp 8 x vpp 1 x 3 passes per microbatch: 166,666 microbatches are 3,999,984 passes (inside
+  // kMaxDesPasses = 4e6); 166,667 are 4,000,008 and are refused at once, naming the field, rather
+  // than simulated for seconds with gigabytes of timeline.
+  DesOptions quiet;
+  quiet.keep_timeline = false;
+  EXPECT_TRUE(SimulatePipeline(Plan(core::Schedule::k1F1B, 8), Uniform(8, 1, 2, 0), 166666, quiet).ok());
+  auto r = SimulatePipeline(Plan(core::Schedule::k1F1B, 8), Uniform(8, 1, 2, 0), 166667, quiet);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("plan.global_batch"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("4e+06"), std::string::npos) << r.status().message();
+}
+
 }  // namespace meshplan::sim

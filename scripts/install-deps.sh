@@ -27,6 +27,8 @@ packages=(
   nlohmann-json3-dev libcli11-dev libeigen3-dev libsqlite3-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   libopenmpi-dev openmpi-bin
+  clang libclang-rt-14-dev                               # libFuzzer harnesses (fuzz/, the fuzz preset)
+  python3                                                # scripts/mutation_sweep.py (a ctest test)
 )
 # Qt 6.4 Widgets + Charts as find_package(Qt6 COMPONENTS Widgets Charts) needs them on Debian 12:
 # bookworm names the Charts package qt6-charts-dev (there is no libqt6charts6-dev); Qt6Charts'

@@ -3,7 +3,10 @@
 #   1. scripts/install-deps.sh (installs only what is missing);
 #   2. the release preset: configure (once), build, `ctest --preset release`;
 #   3. the asan preset (Debug, AddressSanitizer + UndefinedBehaviorSanitizer; no GUI, CUDA or
-#      benchmarks): configure (once), build, `ctest --preset asan`.
+#      benchmarks): configure (once), build, `ctest --preset asan`;
+#   4. the fuzz preset (clang, libFuzzer + ASan/UBSan; fuzz/): build the harnesses, then
+#      `ctest --preset fuzz`: each harness replays tests/data/malformed and fuzzes its seed corpus
+#      for 10 s (a short pass; docs/reliability.md runs them longer).
 # Both test presets leave out tests labelled gpu (run those on a GPU machine: ctest -L gpu).
 # Exits non-zero at the first failure. Builds with Ninja, one job per core (nproc).
 set -euo pipefail
@@ -15,7 +18,7 @@ step() { printf '\n## run-tests: %s\n' "$*"; }
 
 scripts/install-deps.sh
 
-for preset in release asan; do
+for preset in release asan fuzz; do
   # Configure every time (seconds once configured): the preset's settings reach a build folder
   # made before they changed, and a configure that failed half-way is redone.
   step "configure $preset"

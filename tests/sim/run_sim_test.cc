@@ -276,20 +276,30 @@ TEST(RunSimTest, BadOptionsNameTheirField) {
   EXPECT_NE(r.status().message().find("1000x"), std::string::npos);
 }
 
+// The Llama 3 scenario's memory and step estimates and failure rates, for EstimateReliability.
+struct Llama3Inputs {
+  core::Scenario s = Llama3Scenario(2e12);
+  core::Profile profile;
+  core::MemoryReport mem = core::EstimateMemory(s.model, s.plan, s.gpu, profile.memory);
+  StepEstimate step = EstimateStep(s.model, s.plan, s.gpu, s.cluster, profile);
+  core::FailureModel f = *core::LoadFailureModel("llama3-405b");
+  core::Result<ReliabilityReport> Run(const ReliabilityOptions& opt) const {
+    return EstimateReliability(s, mem, step, f, opt);
+  }
+};
+
 TEST(RunSimTest, EstimateReliabilityForLlama3) {
-  const core::Scenario s = Llama3Scenario(2e12);
+  const Llama3Inputs in;
+  const core::Scenario& s = in.s;
+  const StepEstimate& step = in.step;
   core::Diagnostics d;
   core::ValidatePlan(s.plan, s.model, s.gpu, s.cluster, &d);
   ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
-  const core::Profile profile;
-  const core::MemoryReport mem = core::EstimateMemory(s.model, s.plan, s.gpu, profile.memory);
-  const StepEstimate step = EstimateStep(s.model, s.plan, s.gpu, s.cluster, profile);
-  const core::FailureModel f = *core::LoadFailureModel("llama3-405b");
   ReliabilityOptions opt;
   opt.days = 54;
   opt.interval_s = 30 * kMin;
   opt.trials = 200;
-  const auto r = EstimateReliability(s, mem, step, f, opt);
+  const auto r = in.Run(opt);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->spare_nodes, 41);
   EXPECT_NEAR(r->expected_interruptions, 419, 1e-6);
@@ -309,7 +319,7 @@ TEST(RunSimTest, EstimateReliabilityForLlama3) {
   opt.days = 0;
   opt.tokens = 15.6e12;
   opt.interval_s = 0;
-  const auto t = EstimateReliability(s, mem, step, f, opt);
+  const auto t = in.Run(opt);
   ASSERT_TRUE(t.ok());
   EXPECT_DOUBLE_EQ(t->interval_s, t->optimal_s);
   EXPECT_NEAR(t->ideal_days, 15.6e12 / step.tokens_per_s / kDay, 1e-9);
@@ -319,23 +329,19 @@ TEST(RunSimTest, EstimateReliabilityForLlama3) {
   EXPECT_EQ(t->mc.trials, 200);
   // Both or neither of tokens and days: refused.
   opt.days = 54;
-  EXPECT_FALSE(EstimateReliability(s, mem, step, f, opt).ok());
+  EXPECT_FALSE(in.Run(opt).ok());
 }
 
 TEST(RunSimTest, ARunTooLongForTheMonteCarloGetsTheClosedFormAndSaysSo) {
   // 54 days hold 419 interruptions (above): 100,000 days hold about 776,000, plus planned stops,
   // so 200 trials would handle over 1.5e8 events, above kMaxMonteCarloEvents (2e7). The report
   // comes back at once with the closed form's expectations and the reason.
-  const core::Scenario s = Llama3Scenario(2e12);
-  const core::Profile profile;
-  const core::MemoryReport mem = core::EstimateMemory(s.model, s.plan, s.gpu, profile.memory);
-  const StepEstimate step = EstimateStep(s.model, s.plan, s.gpu, s.cluster, profile);
-  const core::FailureModel f = *core::LoadFailureModel("llama3-405b");
+  const Llama3Inputs in;
   ReliabilityOptions opt;
   opt.days = 100000;
   opt.interval_s = 30 * kMin;
   opt.trials = 200;
-  const auto r = EstimateReliability(s, mem, step, f, opt);
+  const auto r = in.Run(opt);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->mc.trials, 0);
   EXPECT_NE(r->mc.skipped.find("Monte Carlo skipped"), std::string::npos) << r->mc.skipped;
@@ -348,7 +354,7 @@ TEST(RunSimTest, ARunTooLongForTheMonteCarloGetsTheClosedFormAndSaysSo) {
   EXPECT_DOUBLE_EQ(r->mc.tokens.mean, r->expected_tokens);
   // Fewer trials bring the same run back under the bound: 2 trials, about 1.6e6 events.
   opt.trials = 2;
-  const auto few = EstimateReliability(s, mem, step, f, opt);
+  const auto few = in.Run(opt);
   ASSERT_TRUE(few.ok());
   EXPECT_TRUE(few->mc.skipped.empty());
   EXPECT_EQ(few->mc.trials, 2);

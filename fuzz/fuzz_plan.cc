@@ -1,0 +1,40 @@
+// libFuzzer harness: a plan file (`--plan`) through everything a user's plan goes through:
+// ParsePlanFileJson, ResolvePlanFile (presets or embedded specs), ValidatePlan, and for a valid
+// plan the memory model, the step model and the reliability estimate (a few Monte Carlo trials),
+// so the work after the parser is fuzzed too: it must finish within the per-input time limit on
+// anything that parses, or stop with an error.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "core/diagnostics.h"
+#include "core/failures.h"
+#include "core/memory.h"
+#include "core/presets.h"
+#include "core/profile.h"
+#include "core/spec_json.h"
+#include "core/validate.h"
+#include "sim/run_sim.h"
+#include "sim/step_model.h"
+
+namespace mc = meshplan::core;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  auto file = mc::ParsePlanFileJson(text);
+  if (!file.ok()) return 0;
+  auto s = mc::ResolvePlanFile(*file);
+  if (!s.ok()) return 0;
+  mc::Diagnostics d;
+  mc::ValidatePlan(s->plan, s->model, s->gpu, s->cluster, &d);
+  if (d.has_errors()) return 0;
+  static const mc::Profile profile;
+  const mc::MemoryReport mem = mc::EstimateMemory(s->model, s->plan, s->gpu, profile.memory);
+  const meshplan::sim::StepEstimate step = meshplan::sim::EstimateStep(s->model, s->plan, s->gpu, s->cluster, profile);
+  static const mc::FailureModel failures = *mc::LoadFailureModel("llama3-405b");
+  meshplan::sim::ReliabilityOptions opt;
+  opt.tokens = 20.0 * static_cast<double>(mem.params.total > 0 ? mem.params.total : 1);  // Chinchilla
+  opt.trials = 20;
+  if (step.tokens_per_s > 0) (void)meshplan::sim::EstimateReliability(*s, mem, step, failures, opt);
+  return 0;
+}

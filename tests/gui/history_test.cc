@@ -12,7 +12,18 @@
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstdlib>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "core/result_store.h"
 #include "gui/models/history_model.h"
@@ -328,6 +339,103 @@ TEST(GuiHistoryTest, ViewReadsWhileAnotherConnectionWrites) {
   v.reload();
   EXPECT_EQ(again.count(), 1);
   EXPECT_EQ(h.rowCount(), 4);
+}
+
+// Issue 18: the History view polling every 20 ms while real `meshplan report --save` and
+// `meshplan calibrate fit` processes write the same file, half of them SIGKILLed at a random
+// point 0-30 ms in (each takes 10-30 ms, so most kills land inside a write). The view never shows
+// a read error; afterwards the file passes integrity_check, and every record a writer that exited
+// 0 had committed is there: its profile, its two measurements, its prediction.
+TEST(GuiHistoryTest, ViewPollsWhileCliWritersAreKilled) {
+  QTemporaryDir dir;
+  ASSERT_TRUE(dir.isValid());
+  const std::string path = dir.filePath("meshplan.db").toStdString();
+  ASSERT_TRUE(core::OpenSqliteResultStore(path).ok());  // created before the view looks
+  ScenarioModel s;
+  HistoryModel h;
+  ProfilesModel p;
+  HistoryView v(&s, &h, &p);
+  v.setPollIntervalMs(20);
+  v.setStorePath(QString::fromStdString(path));
+
+  const std::string cli = MESHPLAN_CLI_PATH, data = MESHPLAN_TEST_DATA_DIR;
+  std::mt19937 rng(18);
+  std::set<std::string> committed_profiles;
+  int committed_fits = 0, committed_reports = 0, killed = 0, errors_seen = 0;
+  auto watch = [&] {
+    if (v.message().startsWith("cannot read the store")) {
+      ++errors_seen;
+      ADD_FAILURE() << v.message().toStdString();
+    }
+  };
+  for (int i = 0; i < 40; ++i) {
+    const bool fit = i % 2 == 0;
+    std::string name = "p";
+    name += std::to_string(i);
+    std::vector<std::string> args =
+        fit ? std::vector<std::string>{cli, "calibrate", "fit", "--name", name, "--db", path,
+                                       data + "/measurements/tiny-cpu.json", data + "/measurements/cpu-bench-gemm.json"}
+            : std::vector<std::string>{cli, "report", "--model", "tiny", "--gpu", "h100-sxm", "--gpus", "2", "--save",
+                                       "--db", path};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t quiet;
+    posix_spawn_file_actions_init(&quiet);
+    posix_spawn_file_actions_addopen(&quiet, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&quiet, 2, "/dev/null", O_WRONLY, 0);
+    pid_t pid = 0;
+    ASSERT_EQ(posix_spawn(&pid, argv[0], &quiet, nullptr, argv.data(), environ), 0) << cli;
+    posix_spawn_file_actions_destroy(&quiet);
+    int status = 0;
+    if (rng() % 2 == 0) {
+      QTest::qWait(static_cast<int>(rng() % 31));
+      kill(pid, SIGKILL);
+      ASSERT_EQ(waitpid(pid, &status, 0), pid);
+      if (WIFSIGNALED(status)) ++killed;
+    } else {
+      while (waitpid(pid, &status, WNOHANG) == 0) {
+        QTest::qWait(5);
+        watch();
+      }
+    }
+    watch();
+    if (WIFEXITED(status)) {
+      ASSERT_EQ(WEXITSTATUS(status), 0) << args[1] << " " << i;
+      if (fit) {
+        ++committed_fits;
+        committed_profiles.insert(name);
+      } else {
+        ++committed_reports;
+      }
+    }
+  }
+  QTest::qWait(100);
+  watch();
+  EXPECT_EQ(errors_seen, 0);
+  std::printf("writers: %d killed, %d calibrate fit and %d report --save committed\n", killed, committed_fits,
+              committed_reports);
+  EXPECT_GE(killed, 5);
+  EXPECT_GE(committed_fits, 5);
+  EXPECT_GE(committed_reports, 5);
+
+  auto check = core::OpenSqliteResultStore(path);
+  ASSERT_TRUE(check.ok()) << check.status().ToString();
+  EXPECT_TRUE((*check)->CheckIntegrity().ok());
+  auto profiles = (*check)->ListProfiles();
+  ASSERT_TRUE(profiles.ok());
+  std::set<std::string> names;
+  for (const auto& pr : *profiles) names.insert(pr.name);
+  for (const auto& n : committed_profiles) EXPECT_TRUE(names.count(n)) << "lost profile " << n;
+  auto rows = (*check)->History(0);
+  ASSERT_TRUE(rows.ok());
+  EXPECT_GE(static_cast<int>(rows->size()), 2 * committed_fits);
+  auto predictions = (*check)->ListPredictions(0);
+  ASSERT_TRUE(predictions.ok());
+  EXPECT_GE(static_cast<int>(predictions->size()), committed_reports);
+  // The view, polling all along, ends on what the file holds.
+  EXPECT_TRUE(QTest::qWaitFor([&] { return h.rowCount() == static_cast<int>(rows->size()); }, 5000))
+      << v.message().toStdString();
 }
 
 }  // namespace

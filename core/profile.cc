@@ -34,7 +34,12 @@ void ReadPositive(const Json& j, const char* key, const std::string& path, doubl
   *out = it->get<double>();
 }
 
+// Also the check that a section is an object at all (iterating keys of anything else throws).
 void CheckKeys(const Json& j, const std::string& path, const std::set<std::string>& known, Diagnostics* d) {
+  if (!j.is_object()) {
+    d->Error(path, "must be a JSON object (got " + j.dump().substr(0, 40) + ")");
+    return;
+  }
   for (auto it = j.begin(); it != j.end(); ++it)
     if (!known.count(it.key())) d->Error(path + "." + it.key(), "is not a known field");
 }

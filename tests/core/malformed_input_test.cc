@@ -15,6 +15,7 @@
 
 #include "core/diagnostics.h"
 #include "core/presets.h"
+#include "core/profile.h"
 #include "core/spec_json.h"
 #include "core/status.h"
 #include "core/validate.h"
@@ -514,6 +515,25 @@ TEST(DiagnosticsTest, ErrorsOnlyDropsWarningsAndKeepsErrors) {
   ValidatePlan(p, m, *LoadGpu("h100-sxm"), *LoadCluster("dgx-h100"), &e2);
   EXPECT_EQ(e1.errors().size(), e2.errors().size());
   EXPECT_TRUE(e2.has_errors());
+}
+
+// Profiles (`--profile file.json`): the fuzzer's first finding (fuzz_profile_json): a section
+// that is not an object ("comm": "a100-megatron-2022") threw from the key check and aborted the
+// process; now an error naming the section. And the profile's physical bounds: a kernel overhead
+// of 5 s, 1e300 NCCL channels (which no integer holds).
+TEST(MalformedProfileTest, SectionsMustBeObjectsAndValuesPhysical) {
+  auto text = ReadTextFile(FixturePath("profile_comm_not_an_object.json"));
+  ASSERT_TRUE(text.ok());
+  auto p = ParseProfileJson(*text);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("profile.comm: must be a JSON object (got \"a100-megatron-2022\")"),
+            std::string::npos)
+      << p.status().message();
+  auto q = ParseProfileJson(R"({"version": 2, "kernel_overhead_s": 5, "memory": {"nccl_channels": 1e300}})");
+  ASSERT_FALSE(q.ok());
+  const std::string msg = q.status().message();
+  EXPECT_NE(msg.find("profile.kernel_overhead_s: must be at most 0.1 (got 5)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("profile.memory.nccl_channels: must be at most 1024 (got 1e+300)"), std::string::npos) << msg;
 }
 
 }  // namespace

@@ -1,9 +1,12 @@
 #include "runtime/measurement.h"
 
 #include <charconv>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
 
 #include "core/units.h"
 
@@ -14,6 +17,42 @@ using core::Status;
 using nlohmann::ordered_json;
 
 namespace {
+
+// An integer field: a JSON integer, or a float holding a whole number inside int64's range (a
+// file edited by hand may say 1e6). Anything else throws BadInteger, which ParseMeasurementJson
+// reports naming the field: nlohmann's own get<int64_t>() casts an out-of-range float, which is
+// undefined behaviour (found by fuzz/fuzz_measurement.cc).
+struct BadInteger : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+int64_t Int(const ordered_json& v) {
+  if (v.is_number_integer()) {
+    if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+      throw BadInteger("must be an integer below 2^63 (got " + v.dump() + ")");
+    return v.get<int64_t>();
+  }
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.2e18) return static_cast<int64_t>(d);
+  }
+  throw BadInteger("must be an integer (got " + v.dump().substr(0, 40) + ")");
+}
+int64_t IntOr(const ordered_json& obj, const char* key, int64_t fallback) {
+  if (!obj.is_object()) throw BadInteger("must be a JSON object");
+  const auto it = obj.find(key);
+  return it == obj.end() ? fallback : Int(*it);
+}
+// The same for an int field (ranks, counts, steps).
+int SmallInt(const ordered_json& v) {
+  const int64_t x = Int(v);
+  if (x < INT32_MIN || x > INT32_MAX) throw BadInteger("must fit a 32-bit integer (got " + v.dump() + ")");
+  return static_cast<int>(x);
+}
+int SmallIntOr(const ordered_json& obj, const char* key, int fallback) {
+  if (!obj.is_object()) throw BadInteger("must be a JSON object");
+  const auto it = obj.find(key);
+  return it == obj.end() ? fallback : SmallInt(*it);
+}
 
 template <typename E>
 bool EnumFromName(const std::string& s, int count, E* out) {
@@ -79,15 +118,15 @@ ordered_json BreakdownJson(const MemoryBreakdown& b, bool predicted) {
 }
 MemoryBreakdown ParseBreakdown(const ordered_json& x) {
   MemoryBreakdown b;
-  b.weights_bytes = x.at("weights_bytes").get<int64_t>();
-  b.grads_bytes = x.at("grads_bytes").get<int64_t>();
-  b.master_weights_bytes = x.at("master_weights_bytes").get<int64_t>();
-  b.optimizer_moments_bytes = x.at("optimizer_moments_bytes").get<int64_t>();
-  b.activations_bytes = x.at("activations_bytes").get<int64_t>();
+  b.weights_bytes = Int(x.at("weights_bytes"));
+  b.grads_bytes = Int(x.at("grads_bytes"));
+  b.master_weights_bytes = Int(x.at("master_weights_bytes"));
+  b.optimizer_moments_bytes = Int(x.at("optimizer_moments_bytes"));
+  b.activations_bytes = Int(x.at("activations_bytes"));
   b.inflight_microbatches = x.value("inflight_microbatches", 0.0);
-  b.working_set_bytes = x.value("working_set_bytes", int64_t{0});
-  b.other_bytes = x.value("other_bytes", int64_t{0});
-  b.total_bytes = x.at("total_bytes").get<int64_t>();
+  b.working_set_bytes = IntOr(x, "working_set_bytes", 0);
+  b.other_bytes = IntOr(x, "other_bytes", 0);
+  b.total_bytes = Int(x.at("total_bytes"));
   return b;
 }
 
@@ -244,14 +283,14 @@ Result<Measurement> ParseMeasurementJson(const std::string& text) {
     m.hardware.backend = hw.at("backend").get<std::string>();
     m.hardware.description = hw.value("description", "");
     m.hardware.hostname = hw.value("hostname", "");
-    m.hardware.world_size = hw.value("world_size", 1);
+    m.hardware.world_size = SmallIntOr(hw, "world_size", 1);
     if (hw.contains("gpus")) {
       for (size_t i = 0; i < hw.at("gpus").size(); ++i) {
         field = "hardware.gpus[" + std::to_string(i) + "]";
         const auto& g = hw["gpus"][i];
         DeviceInfo d;
         d.name = g.at("name").get<std::string>();
-        d.memory_bytes = g.value("memory_bytes", int64_t{0});
+        d.memory_bytes = IntOr(g, "memory_bytes", 0);
         const std::string cc = g.value("compute_capability", std::string());  // "9.0"
         const size_t dot = cc.find('.');
         if (!cc.empty() &&
@@ -261,7 +300,7 @@ Result<Measurement> ParseMeasurementJson(const std::string& text) {
                  cc.data() + cc.size()))
           return Status::InvalidArgument("measurement." + field + ".compute_capability: must be \"MAJOR.MINOR\" (got \"" +
                                          cc + "\")");
-        d.sm_count = g.value("sm_count", 0);
+        d.sm_count = SmallIntOr(g, "sm_count", 0);
         m.hardware.gpus.push_back(d);
       }
     }
@@ -279,40 +318,40 @@ Result<Measurement> ParseMeasurementJson(const std::string& text) {
       if (!plan.ok()) return Status::InvalidArgument("measurement.plan: " + plan.status().message());
       m.plan = *plan;
     }
-    m.rank = j.value("rank", int64_t{0});
-    m.stage = j.value("stage", int64_t{0});
+    m.rank = IntOr(j, "rank", 0);
+    m.stage = IntOr(j, "stage", 0);
     if (j.contains("ops")) {
       for (size_t i = 0; i < j["ops"].size(); ++i) {
         field = "ops[" + std::to_string(i) + "]";
         const auto& x = j["ops"][i];
         OpMeasurement o;
         o.section = x.at("section").get<std::string>();
-        o.index = x.at("index").get<int64_t>();
+        o.index = Int(x.at("index"));
         o.name = x.at("name").get<std::string>();
         if (!EnumFromName(x.at("kind").get<std::string>(), kOpKinds, &o.kind) ||
             !EnumFromName(x.at("pass").get<std::string>(), kPasses, &o.pass))
           return Status::InvalidArgument("measurement." + field + ": unknown kind or pass");
         if (x.contains("dtype") && !core::FromName(x["dtype"].get<std::string>(), &o.dtype))
           return Status::InvalidArgument("measurement." + field + ".dtype: unknown dtype");
-        o.m = x.value("m", int64_t{0});
-        o.n = x.value("n", int64_t{0});
-        o.k = x.value("k", int64_t{0});
-        o.batch = x.value("batch", int64_t{1});
-        o.attn_batch = x.value("attn_batch", int64_t{0});
-        o.heads = x.value("heads", int64_t{0});
-        o.seq_q = x.value("seq_q", int64_t{0});
-        o.seq_kv = x.value("seq_kv", int64_t{0});
-        o.head_dim_qk = x.value("head_dim_qk", int64_t{0});
-        o.head_dim_v = x.value("head_dim_v", int64_t{0});
-        o.bytes = x.value("bytes", int64_t{0});
+        o.m = IntOr(x, "m", 0);
+        o.n = IntOr(x, "n", 0);
+        o.k = IntOr(x, "k", 0);
+        o.batch = IntOr(x, "batch", 1);
+        o.attn_batch = IntOr(x, "attn_batch", 0);
+        o.heads = IntOr(x, "heads", 0);
+        o.seq_q = IntOr(x, "seq_q", 0);
+        o.seq_kv = IntOr(x, "seq_kv", 0);
+        o.head_dim_qk = IntOr(x, "head_dim_qk", 0);
+        o.head_dim_v = IntOr(x, "head_dim_v", 0);
+        o.bytes = IntOr(x, "bytes", 0);
         if (x.contains("collective") &&
             !EnumFromName(x["collective"].get<std::string>(), kCollectiveKinds, &o.collective))
           return Status::InvalidArgument("measurement." + field + ".collective: unknown collective");
         if (x.contains("group") && !EnumFromName(x["group"].get<std::string>(), core::kCommGroups, &o.group))
           return Status::InvalidArgument("measurement." + field + ".group: unknown group");
-        o.group_size = x.value("group_size", int64_t{1});
+        o.group_size = IntOr(x, "group_size", 1);
         o.overlappable = x.value("overlappable", false);
-        o.calls_per_step = x.at("calls_per_step").get<int64_t>();
+        o.calls_per_step = Int(x.at("calls_per_step"));
         o.time_s = x.at("time_s").get<double>();
         o.flops = x.value("flops", 0.0);
         o.modeled = x.value("modeled", false);
@@ -323,8 +362,8 @@ Result<Measurement> ParseMeasurementJson(const std::string& text) {
       field = "step";
       const auto& x = j["step"];
       StepMeasurement s;
-      s.warmup_steps = x.value("warmup_steps", 0);
-      s.steps = x.value("steps", 0);
+      s.warmup_steps = SmallIntOr(x, "warmup_steps", 0);
+      s.steps = SmallIntOr(x, "steps", 0);
       s.step_times_s = x.value("step_times_s", std::vector<double>{});
       s.measured_s = x.value("measured_s", 0.0);
       s.modeled_comm_s = x.value("modeled_comm_s", 0.0);
@@ -334,20 +373,20 @@ Result<Measurement> ParseMeasurementJson(const std::string& text) {
       s.tflops_per_gpu = x.at("tflops_per_gpu").get<double>();
       s.mfu = x.at("mfu").get<double>();
       s.hfu = x.value("hfu", 0.0);
-      s.peak_memory_bytes = x.at("peak_memory_bytes").get<int64_t>();
+      s.peak_memory_bytes = Int(x.at("peak_memory_bytes"));
       if (x.contains("memory")) {
         field = "step.memory";
         const auto& y = x["memory"];
         StepMemory mem;
         mem.storage = y.value("storage", std::string());
-        mem.logical_peak_bytes = y.at("logical_peak_bytes").get<int64_t>();
+        mem.logical_peak_bytes = Int(y.at("logical_peak_bytes"));
         if (y.contains("logical_bytes_by_dtype"))
           for (const auto& [dtype, bytes] : y["logical_bytes_by_dtype"].items())
-            mem.logical_bytes_by_dtype.push_back({dtype, bytes.get<int64_t>()});
+            mem.logical_bytes_by_dtype.push_back({dtype, Int(bytes)});
         field = "step.memory.held";
         mem.held = ParseBreakdown(y.at("held"));
         field = "step.memory.predicted";
-        mem.predicted_stage = y.value("predicted_stage", int64_t{0});
+        mem.predicted_stage = IntOr(y, "predicted_stage", 0);
         mem.predicted = ParseBreakdown(y.at("predicted"));
         s.memory = mem;
       }
@@ -355,25 +394,25 @@ Result<Measurement> ParseMeasurementJson(const std::string& text) {
     }
     if (j.contains("ranks")) {
       for (const auto& x : j["ranks"])
-        m.ranks.push_back({x.at("rank").get<int>(), x.at("stage").get<int64_t>(), x.at("time_s").get<double>(),
-                           x.at("peak_memory_bytes").get<int64_t>(), x.value("logical_peak_memory_bytes", int64_t{0}),
-                           x.value("predicted_memory_bytes", int64_t{0})});
+        m.ranks.push_back({SmallInt(x.at("rank")), Int(x.at("stage")), x.at("time_s").get<double>(),
+                           Int(x.at("peak_memory_bytes")), IntOr(x, "logical_peak_memory_bytes", 0),
+                           IntOr(x, "predicted_memory_bytes", 0)});
     }
     if (j.contains("gemm")) {
       for (size_t i = 0; i < j["gemm"].size(); ++i) {
         field = "gemm[" + std::to_string(i) + "]";
         const auto& x = j["gemm"][i];
         GemmBenchResult g;
-        g.shape.m = x.at("m").get<int64_t>();
-        g.shape.n = x.at("n").get<int64_t>();
-        g.shape.k = x.at("k").get<int64_t>();
+        g.shape.m = Int(x.at("m"));
+        g.shape.n = Int(x.at("n"));
+        g.shape.k = Int(x.at("k"));
         if (!core::FromName(x.at("dtype").get<std::string>(), &g.shape.dtype))
           return Status::InvalidArgument("measurement." + field + ".dtype: unknown dtype");
         g.time_s = x.at("time_s").get<double>();
         g.flops = x.at("flops").get<double>();
         g.flops_per_s = x.value("tflops_per_s", 0.0) * 1e12;
         g.max_rel_error = x.value("max_rel_error", 0.0);
-        g.iterations = x.value("iterations", 0);
+        g.iterations = SmallIntOr(x, "iterations", 0);
         m.gemm.push_back(g);
       }
     }
@@ -384,19 +423,21 @@ Result<Measurement> ParseMeasurementJson(const std::string& text) {
         CollectiveBenchResult c;
         if (!EnumFromName(x.at("collective").get<std::string>(), kCollectiveKinds, &c.kind))
           return Status::InvalidArgument("measurement." + field + ".collective: unknown collective");
-        c.size_bytes = x.at("size_bytes").get<int64_t>();
-        c.count = x.at("count").get<int64_t>();
-        c.root = x.value("root", -1);
-        c.ranks = x.value("ranks", 1);
+        c.size_bytes = Int(x.at("size_bytes"));
+        c.count = Int(x.at("count"));
+        c.root = SmallIntOr(x, "root", -1);
+        c.ranks = SmallIntOr(x, "ranks", 1);
         c.time_s = x.at("time_s").get<double>();
         c.algbw_bytes_per_s = x.at("algbw_bytes_per_s").get<double>();
         c.busbw_bytes_per_s = x.at("busbw_bytes_per_s").get<double>();
-        c.wrong = x.value("wrong", int64_t{0});
+        c.wrong = IntOr(x, "wrong", 0);
         m.collectives.push_back(c);
       }
     }
     m.notes = j.value("notes", std::vector<std::string>{});
   } catch (const nlohmann::json::exception& e) {
+    return Status::InvalidArgument("measurement." + field + ": " + e.what());
+  } catch (const BadInteger& e) {
     return Status::InvalidArgument("measurement." + field + ": " + e.what());
   }
   return m;

@@ -665,6 +665,25 @@ TEST(MeasurementTest, JsonRoundTrips) {
       ParseMeasurementJson(R"({"schema": "meshplan.measurement/2", "mode": "mpi", "hardware": {"backend": "cpu"}})");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("schema"), std::string::npos);
+
+  // An integer field holding a float out of int64's range (fuzz_measurement's finding: the cast
+  // was undefined behaviour) or a fraction is an error naming the field; a whole-number float
+  // (1e6 typed by hand) reads as the integer.
+  std::string huge = json;
+  const size_t at = huge.find("\"calls_per_step\": ");
+  ASSERT_NE(at, std::string::npos);
+  const size_t end = huge.find_first_of(",\n", at);
+  huge.replace(at, end - at, "\"calls_per_step\": 6.666666666666667e+45");
+  auto h = ParseMeasurementJson(huge);
+  ASSERT_FALSE(h.ok());
+  EXPECT_NE(h.status().message().find("measurement.ops[0]: must be an integer (got 6.666666666666667e+45)"),
+            std::string::npos)
+      << h.status().message();
+  std::string whole = json;
+  whole.replace(at, end - at, "\"calls_per_step\": 1e6");
+  auto w = ParseMeasurementJson(whole);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  EXPECT_EQ(w->ops[0].calls_per_step, 1000000);
 }
 
 }  // namespace

@@ -298,6 +298,23 @@ void ValidatePlan(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, cons
     }
   }
 
+  // Legal but unusual inputs (docs/reliability.md §1): said once per report, not refused.
+  if (d->wants_warnings()) {
+    for (auto [field, v] : {std::pair{"cluster.scale_up_latency_s", c.scale_up_latency_s},
+                            std::pair{"cluster.scale_out_latency_s", c.scale_out_latency_s}})
+      if (v > 1e-4)
+        d->Warning(field, S(v) + " s is above 100 us; NCCL's collective latencies are microseconds (nccl-tests: a few "
+                                 "within a node, 10-30 across nodes): is it in seconds?");
+    if (m.layers > 1000)
+      d->Warning("model.layers", S(m.layers) + " is more than any published LLM has (Llama 3.1 405B 126)");
+    if (static_cast<double>(m.heads) * static_cast<double>(m.head_dim) > 4.0 * static_cast<double>(m.hidden))
+      d->Warning("model.heads", "heads x head_dim = " + S(m.heads * m.head_dim) + " is more than 4 x hidden = " +
+                                    S(4 * m.hidden) + " (published models: at most 3.4x, DeepSeek-V3's MLA query)");
+    if (c.price_per_gpu_hour_usd > 100)
+      d->Warning("cluster.price_per_gpu_hour_usd", S(c.price_per_gpu_hour_usd) +
+                                                       " USD per GPU-hour: on-demand prices are a few dollars");
+  }
+
   // Device count.
   const int64_t product = pl.tp * pl.pp * pl.dp * pl.cp;
   if (product != pl.gpus)

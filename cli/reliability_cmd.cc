@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "cli/output.h"
 #include "cli/plan_flags.h"
+#include "core/defaults.h"
 #include "core/failures.h"
 #include "core/memory.h"
 #include "core/profile.h"
@@ -410,7 +411,7 @@ void AddReliabilityCommand(CLI::App* app, int* exit_code) {
     } else if (rf->tokens) {
       opt.tokens = *rf->tokens;
     } else {
-      opt.tokens = 20.0 * static_cast<double>(mem.params.total);
+      opt.tokens = core::DefaultTrainingTokens(mem.params.total);
       notes.push_back("tokens " + HumanCount(static_cast<int64_t>(opt.tokens)) +
                       " (20 per parameter, Chinchilla; --tokens or --days to change)");
     }

@@ -11,6 +11,7 @@
 #include "cli/plan_flags.h"
 #include "cli/profile_ref.h"
 #include "cli/store_flags.h"
+#include "core/defaults.h"
 #include "core/memory.h"
 #include "core/params.h"
 #include "core/failures.h"
@@ -88,7 +89,7 @@ void AddReportCommand(CLI::App* app, int* exit_code) {
     speed.step = sim::EstimateStep(s.model, s.plan, s.gpu, s.cluster, *profile);
     double train_tokens = *tokens;
     if (train_tokens == 0) {
-      train_tokens = 20.0 * static_cast<double>(r.params.total);
+      train_tokens = core::DefaultTrainingTokens(r.params.total);
       notes.push_back("tokens " + HumanCount(static_cast<int64_t>(train_tokens)) +
                       " (20 per parameter, Chinchilla; --tokens to change)");
     }

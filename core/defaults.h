@@ -75,6 +75,14 @@ void ApplyDefaultSequenceParallel(PlanSpec* plan, std::vector<std::string>* note
 // Layers per chunk as text, runs of equal counts compressed: "7, 8 (x14), 7".
 std::string StageSplitText(const std::vector<int64_t>& split);
 
+// The training run's length when the user gives none: 20 tokens per parameter, the
+// compute-optimal ratio of Hoffmann et al. 2022 ("Chinchilla", Table 3), used by report,
+// reliability, explain, the search and the GUI alike.
+inline constexpr double kTokensPerParameter = 20.0;
+inline double DefaultTrainingTokens(int64_t total_params) {
+  return kTokensPerParameter * static_cast<double>(total_params);
+}
+
 }  // namespace meshplan::core
 
 #endif  // MESHPLAN_CORE_DEFAULTS_H_

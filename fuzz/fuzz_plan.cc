@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/defaults.h"
 #include "core/diagnostics.h"
 #include "core/failures.h"
 #include "core/memory.h"
@@ -33,7 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const meshplan::sim::StepEstimate step = meshplan::sim::EstimateStep(s->model, s->plan, s->gpu, s->cluster, profile);
   static const mc::FailureModel failures = *mc::LoadFailureModel("llama3-405b");
   meshplan::sim::ReliabilityOptions opt;
-  opt.tokens = 20.0 * static_cast<double>(mem.params.total > 0 ? mem.params.total : 1);  // Chinchilla
+  opt.tokens = mc::DefaultTrainingTokens(mem.params.total > 0 ? mem.params.total : 1);
   opt.trials = 20;
   if (step.tokens_per_s > 0) (void)meshplan::sim::EstimateReliability(*s, mem, step, failures, opt);
   return 0;

@@ -974,7 +974,7 @@ core::Result<Explanation> ExplainScenario(const core::Scenario& s, const core::P
   here.plan = plan;
   const core::MemoryReport mem = core::EstimateMemory(s.model, plan, s.gpu, profile.memory);
   const StepEstimate step = EstimateStep(s.model, plan, s.gpu, s.cluster, profile);
-  const double tokens = opt.tokens > 0 ? opt.tokens : 20.0 * static_cast<double>(mem.params.total);
+  const double tokens = opt.tokens > 0 ? opt.tokens : core::DefaultTrainingTokens(mem.params.total);
 
   ex.steps.push_back(ModelSizeStep(s.model));
   ex.steps.push_back(MemoryBudgetStep(here));

@@ -176,7 +176,7 @@ class Searcher {
     params_ = core::CountParams(m);
     moe_layers_ = m.moe ? m.MoeLayerCount() : 0;
     budget_ = static_cast<int64_t>(std::floor(o.max_memory_frac * static_cast<double>(g.hbm_bytes)));
-    tokens_ = o.tokens > 0 ? o.tokens : 20.0 * static_cast<double>(params_.total);
+    tokens_ = o.tokens > 0 ? o.tokens : core::DefaultTrainingTokens(params_.total);
     fixed_bytes_ = prof.memory.cuda_context_bytes + prof.memory.cublas_workspace_bytes;
     offload_ = base.offload_optimizer != core::OffloadTarget::kNone ||
                base.offload_params != core::OffloadTarget::kNone;

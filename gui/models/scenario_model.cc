@@ -161,7 +161,7 @@ void ScenarioModel::Evaluate() {
   const core::Scenario& s = s_;
   e_.memory = core::EstimateMemory(s.model, s.plan, s.gpu, profile_.memory);
   e_.step = sim::EstimateStep(s.model, s.plan, s.gpu, s.cluster, profile_);
-  e_.tokens = tokens_ > 0 ? tokens_ : 20.0 * static_cast<double>(e_.memory.params.total);
+  e_.tokens = tokens_ > 0 ? tokens_ : core::DefaultTrainingTokens(e_.memory.params.total);
   if (tokens_ <= 0) e_.notes << "tokens: 20 per parameter (Chinchilla, as meshplan report)";
   e_.train = sim::EstimateTraining(e_.step, s.plan, s.gpu, s.cluster, e_.tokens);
 

@@ -14,6 +14,7 @@
 #include "core/defaults.h"
 #include "core/memory.h"
 #include "core/params.h"
+#include "core/presets.h"
 #include "core/failures.h"
 #include "core/profile.h"
 #include "core/spec_json.h"
@@ -169,22 +170,8 @@ void AddPlanCommand(CLI::App* app, int* exit_code) {
     if (output->empty()) {
       std::cout << text;
     } else {
-      // Write to a temporary file and rename, so a failed write never leaves a truncated plan.
-      const std::string tmp = *output + ".tmp";
-      {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        out << text;
-        out.close();
-        if (!out) {
-          std::cerr << "error: --output: cannot write " << tmp << "\n";
-          std::remove(tmp.c_str());
-          *exit_code = 1;
-          return;
-        }
-      }
-      if (std::rename(tmp.c_str(), output->c_str()) != 0) {
-        std::cerr << "error: --output: cannot rename " << tmp << " to " << *output << "\n";
-        std::remove(tmp.c_str());
+      if (core::Status st = core::WriteTextFileAtomically(*output, text); !st.ok()) {
+        std::cerr << "error: --output: " << st.message() << "\n";
         *exit_code = 1;
         return;
       }

@@ -273,25 +273,6 @@ std::string SearchJson(const core::Scenario& s, const sim::SearchOptions& o, con
   return j.dump(2) + "\n";
 }
 
-// Writes `text` to `path` through a temporary file, so a failed write never leaves half a plan.
-bool WriteFileAtomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) {
-      std::remove(tmp.c_str());
-      return false;
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return false;
-  }
-  return true;
-}
-
 // The flags as given, for the stored sweep (what to run again to reproduce it).
 std::string SearchArgsJson(const SearchFlags& f) {
   OJson j;
@@ -524,8 +505,8 @@ void RunSearch(const SearchFlags& f, int* exit_code) {
     file.model = s.model;
     file.gpu = s.gpu;
     file.cluster = s.cluster;
-    if (!WriteFileAtomically(f.output, core::PlanFileToJson(file))) {
-      std::cerr << "error: --output: cannot write " << f.output << "\n";
+    if (core::Status st = core::WriteTextFileAtomically(f.output, core::PlanFileToJson(file)); !st.ok()) {
+      std::cerr << "error: --output: " << st.message() << "\n";
       *exit_code = 1;
       return;
     }

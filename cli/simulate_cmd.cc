@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/plan_flags.h"
+#include "core/presets.h"
 #include "core/profile.h"
 #include "sim/des.h"
 #include "sim/step_model.h"
@@ -16,25 +17,11 @@
 namespace meshplan::cli {
 namespace {
 
-// Writes `text` to `path` through a temporary file, so a failed write leaves no partial file.
+// Writes `text` to `path` atomically; an error names the flag.
 bool WriteFile(const std::string& path, const std::string& text, const char* flag) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) {
-      std::cerr << "error: " << flag << ": cannot write " << path << "\n";
-      std::remove(tmp.c_str());
-      return false;
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::cerr << "error: " << flag << ": cannot write " << path << "\n";
-    std::remove(tmp.c_str());
-    return false;
-  }
-  return true;
+  const core::Status st = core::WriteTextFileAtomically(path, text);
+  if (!st.ok()) std::cerr << "error: " << flag << ": " << st.message() << "\n";
+  return st.ok();
 }
 
 }  // namespace

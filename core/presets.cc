@@ -4,6 +4,7 @@
 #include "core/validate.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -36,6 +37,24 @@ Result<std::string> ReadTextFile(const std::string& path) {
   ss << in.rdbuf();
   if (in.bad()) return Status::IoError(path + ": read failed");
   return ss.str();
+}
+
+Status WriteTextFileAtomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out) {
+      std::remove(tmp.c_str());
+      return Status::IoError(path + ": cannot write (through " + tmp + ")");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return Status::IoError(path + ": cannot replace it with " + tmp);
+  }
+  return Status::Ok();
 }
 
 bool LooksLikePath(const std::string& ref) {

@@ -37,6 +37,9 @@ Result<ClusterSpec> LoadCluster(const std::string& name_or_path);
 
 // Reads a whole file. IoError names the path.
 Result<std::string> ReadTextFile(const std::string& path);
+// Writes `text` to `path` through `path`.tmp and a rename, so a failed write never leaves a
+// truncated file where the old one was (and no .tmp behind). IoError names the file and the step.
+Status WriteTextFileAtomically(const std::string& path, const std::string& text);
 // True if `ref` should be read from disk rather than looked up as a preset.
 bool LooksLikePath(const std::string& ref);
 

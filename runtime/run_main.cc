@@ -97,13 +97,8 @@ int Emit(const Job& job, const CommonFlags& f, const Measurement& m, const std::
   if (!job.leader()) return 0;
   const std::string json = MeasurementToJson(m);
   if (!f.output.empty()) {
-    const std::string tmp = f.output + ".tmp";
-    {
-      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      out << json;
-      if (!out.good()) return Fail(job, "--output: cannot write " + tmp);
-    }
-    if (std::rename(tmp.c_str(), f.output.c_str()) != 0) return Fail(job, "--output: cannot rename " + tmp);
+    if (core::Status st = core::WriteTextFileAtomically(f.output, json); !st.ok())
+      return Fail(job, "--output: " + st.message());
     std::cerr << "wrote " << f.output << "\n";
   }
   if (f.format == "json")

@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <string>
+
 namespace meshplan::core {
 namespace {
 
@@ -74,6 +77,27 @@ TEST(PresetsTest, MissingFileIsAnIoErrorNamingThePath) {
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.status().code(), Status::Code::kIoError);
   EXPECT_NE(m.status().message().find("/nonexistent/model.json"), std::string::npos);
+}
+
+
+TEST(PresetsTest, WriteTextFileAtomicallyReplacesWholeOrNothing) {
+  // Written whole, then replaced whole; no .tmp left. Into a folder that does not exist: IoError
+  // naming the file, nothing created.
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "meshplan_atomic_write_test";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "plan.json").string();
+  ASSERT_TRUE(WriteTextFileAtomically(path, "first\n").ok());
+  ASSERT_TRUE(WriteTextFileAtomically(path, "second, longer\n").ok());
+  EXPECT_EQ(*ReadTextFile(path), "second, longer\n");
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  const std::string missing = (dir / "no" / "such" / "plan.json").string();
+  const Status st = WriteTextFileAtomically(missing, "x");
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), Status::Code::kIoError);
+  EXPECT_NE(st.message().find(missing), std::string::npos) << st.message();
+  EXPECT_FALSE(std::filesystem::exists(dir / "no"));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

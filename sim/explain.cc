@@ -366,9 +366,15 @@ RulesOutcome ApplyRules(const core::Scenario& s, const core::Profile& profile) {
   for (int64_t tp = domain; tp >= 1; --tp) {
     if (gpus % tp != 0) continue;
     // TP must be valid on its own (heads, kv heads, ffn): check with pp = 1 and the lightest mode.
-    PlanSpec probe = make(tp, 1, 1, Recompute::kFull);
-    std::string why;
-    if (!PlanValid(probe, m, s.gpu, s.cluster, &why) && why.find("plan.tp") != std::string::npos) continue;
+    const PlanSpec probe = make(tp, 1, 1, Recompute::kFull);
+    core::Diagnostics d;
+    d.set_errors_only(true);
+    core::ValidatePlan(probe, m, s.gpu, s.cluster, &d);
+    const auto& items = d.all();
+    if (std::any_of(items.begin(), items.end(), [](const core::Diagnostic& e) {
+          return e.severity == core::Diagnostic::Severity::kError && e.path == "plan.tp";
+        }))
+      continue;
     const int64_t pp_min = (out.min_gpus + tp - 1) / tp;
     for (int64_t pp = 1; pp <= std::min(m.layers, gpus / tp); ++pp) {
       if ((gpus / tp) % pp != 0 || pp < pp_min) continue;

@@ -22,6 +22,12 @@ bool Diagnostics::has_errors() const {
   return false;
 }
 
+bool Diagnostics::has_error_at(std::string_view path) const {
+  for (const auto& d : items_)
+    if (d.severity == Diagnostic::Severity::kError && d.path == path) return true;
+  return false;
+}
+
 std::vector<Diagnostic> Diagnostics::errors() const {
   std::vector<Diagnostic> out;
   for (const auto& d : items_)

@@ -5,6 +5,7 @@
 #define MESHPLAN_CORE_DIAGNOSTICS_H_
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -24,6 +25,8 @@ class Diagnostics {
   void Error(std::string path, std::string message);
   void Warning(std::string path, std::string message);
   bool has_errors() const;
+  // True when an error names exactly `path` ("plan.tp", not "plan.tp_overlap").
+  bool has_error_at(std::string_view path) const;
   // A collector that keeps only errors (the plan search validates every candidate and shows no
   // warnings): Warning() drops them, and callers may skip composing the message.
   void set_errors_only(bool v) { errors_only_ = v; }

@@ -77,20 +77,29 @@ void ValidateModel(const ModelSpec& m, const std::string& p, Diagnostics* d) {
   // Physical bounds, each far beyond the largest published model (so a real one never trips
   // them) and far below what makes the step graph, the event simulation or the byte counts
   // overflow or run for minutes.
-  Within(d, p + ".layers", static_cast<double>(m.layers), 1, 10000,
-         "the deepest published LLMs have a few hundred (Llama 3.1 405B 126, PaLM 540B 118)");
-  Within(d, p + ".hidden", static_cast<double>(m.hidden), 1, 1048576,
-         "the widest published models have tens of thousands (PaLM 540B 18432, Megatron's 1T 25600)");
-  Within(d, p + ".heads", static_cast<double>(m.heads), 1, 65536,
-         "published models have at most a few hundred (Llama 3.1 405B and DeepSeek-V3 128)");
-  Within(d, p + ".head_dim", static_cast<double>(m.head_dim), 1, 16384,
-         "published head sizes are 64-256 (Gemma 256; DeepSeek-V3's MLA query 192)");
-  Within(d, p + ".vocab", static_cast<double>(m.vocab), 1, 16777216,
-         "published vocabularies are at most a few hundred thousand (Gemma 3 262144)");
-  Within(d, p + ".max_seq", static_cast<double>(m.max_seq), 1, 134217728,
-         "the longest published contexts are 10M tokens (Llama 4 Scout)");
-  Within(d, p + ".ffn_hidden", static_cast<double>(m.ffn_hidden), 0, 16777216,
-         "published MLP widths are at most ~8x hidden (Gemma 7B 24576 over 3072)");
+  struct Bound {
+    const char* field;
+    int64_t value;
+    double lo, hi;
+    const char* why;
+  };
+  for (const Bound& b : {
+           Bound{".layers", m.layers, 1, 10000,
+                 "the deepest published LLMs have a few hundred (Llama 3.1 405B 126, PaLM 540B 118)"},
+           Bound{".hidden", m.hidden, 1, 1048576,
+                 "the widest published models have tens of thousands (PaLM 540B 18432, Megatron's 1T 25600)"},
+           Bound{".heads", m.heads, 1, 65536,
+                 "published models have at most a few hundred (Llama 3.1 405B and DeepSeek-V3 128)"},
+           Bound{".head_dim", m.head_dim, 1, 16384,
+                 "published head sizes are 64-256 (Gemma 256; DeepSeek-V3's MLA query 192)"},
+           Bound{".vocab", m.vocab, 1, 16777216,
+                 "published vocabularies are at most a few hundred thousand (Gemma 3 262144)"},
+           Bound{".max_seq", m.max_seq, 1, 134217728,
+                 "the longest published contexts are 10M tokens (Llama 4 Scout)"},
+           Bound{".ffn_hidden", m.ffn_hidden, 0, 16777216,
+                 "published MLP widths are at most ~8x hidden (Gemma 7B 24576 over 3072)"},
+       })
+    Within(d, p + b.field, static_cast<double>(b.value), b.lo, b.hi, b.why);
   // The attention's projection width against the residual stream: DeepSeek-V3's MLA query
   // (128 heads x 192 over hidden 7168) is 3.4x, Qwen3 and gpt-oss 1.4-2x; 16x is a typo.
   if (m.heads > 0 && m.head_dim > 0 && m.hidden > 0 &&

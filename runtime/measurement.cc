@@ -37,10 +37,15 @@ int64_t Int(const ordered_json& v) {
   }
   throw BadInteger("must be an integer (got " + v.dump().substr(0, 40) + ")");
 }
-int64_t IntOr(const ordered_json& obj, const char* key, int64_t fallback) {
+// The optional field `key` of `obj`, or nullptr when absent.
+const ordered_json* Optional(const ordered_json& obj, const char* key) {
   if (!obj.is_object()) throw BadInteger("must be a JSON object");
   const auto it = obj.find(key);
-  return it == obj.end() ? fallback : Int(*it);
+  return it == obj.end() ? nullptr : &*it;
+}
+int64_t IntOr(const ordered_json& obj, const char* key, int64_t fallback) {
+  const ordered_json* v = Optional(obj, key);
+  return v ? Int(*v) : fallback;
 }
 // The same for an int field (ranks, counts, steps).
 int SmallInt(const ordered_json& v) {
@@ -49,9 +54,8 @@ int SmallInt(const ordered_json& v) {
   return static_cast<int>(x);
 }
 int SmallIntOr(const ordered_json& obj, const char* key, int fallback) {
-  if (!obj.is_object()) throw BadInteger("must be a JSON object");
-  const auto it = obj.find(key);
-  return it == obj.end() ? fallback : SmallInt(*it);
+  const ordered_json* v = Optional(obj, key);
+  return v ? SmallInt(*v) : fallback;
 }
 
 template <typename E>

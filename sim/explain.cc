@@ -370,11 +370,7 @@ RulesOutcome ApplyRules(const core::Scenario& s, const core::Profile& profile) {
     core::Diagnostics d;
     d.set_errors_only(true);
     core::ValidatePlan(probe, m, s.gpu, s.cluster, &d);
-    const auto& items = d.all();
-    if (std::any_of(items.begin(), items.end(), [](const core::Diagnostic& e) {
-          return e.severity == core::Diagnostic::Severity::kError && e.path == "plan.tp";
-        }))
-      continue;
+    if (d.has_error_at("plan.tp")) continue;
     const int64_t pp_min = (out.min_gpus + tp - 1) / tp;
     for (int64_t pp = 1; pp <= std::min(m.layers, gpus / tp); ++pp) {
       if ((gpus / tp) % pp != 0 || pp < pp_min) continue;

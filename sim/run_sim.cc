@@ -376,8 +376,9 @@ core::Result<ReliabilityReport> EstimateReliability(const core::Scenario& s, con
   // The Monte Carlo's work: every class of unplanned event (interruptions and loss spikes) and the
   // planned stops, per trial, times the trials.
   const double events = (r.params.UnplannedPerS() * wall_s + r.expected_planned) * static_cast<double>(opt.trials);
+  // GPUs paid for while the run holds the cluster: the job and its hot spares.
+  const double billed = static_cast<double>(s.plan.gpus + r.spare_nodes * s.cluster.gpus_per_node);
   if (!(events <= kMaxMonteCarloEvents)) {
-    const double billed = static_cast<double>(s.plan.gpus + r.spare_nodes * s.cluster.gpus_per_node);
     auto point = [](double v) { return Quantiles{v, v, v, v}; };
     r.mc = RunSimResult{};
     r.mc.days = point(r.expected_days);
@@ -399,7 +400,7 @@ core::Result<ReliabilityReport> EstimateReliability(const core::Scenario& s, con
   so.interval_s = r.interval_s;
   so.work_s = r.work_s;
   so.horizon_s = r.horizon_s;
-  so.billed_gpus = static_cast<double>(s.plan.gpus + r.spare_nodes * s.cluster.gpus_per_node);
+  so.billed_gpus = billed;
   so.price_per_gpu_hour_usd = s.cluster.price_per_gpu_hour_usd;
   so.tokens_per_s = step.tokens_per_s;
   auto mc = SimulateRun(r.params, so);

@@ -1,6 +1,10 @@
-// Pipeline schedules defined once: the order in which a pipeline rank runs the forward and
-// backward passes of its microbatches. The discrete-event simulator (sim/des.cc) and the runtime
-// executor (runtime/executor.cc) both take their orders from here. Pure; thread-safe.
+// Pipeline schedules defined once: which model chunks (virtual stages) a pipeline rank holds and
+// the order in which it runs the forward (F), input-gradient (B) and weight-gradient (W) passes
+// of its microbatches. The discrete-event simulator (sim/des.cc) places these orders in time with
+// the predicted costs; the runtime executor (runtime/executor.cc) runs them; neither has an order
+// of its own, so what meshplan-run measures is the schedule meshplan simulate predicts. Every
+// order is fixed, as the frameworks run them (none reorders at run time by measured costs).
+// Pure; thread-safe.
 #ifndef MESHPLAN_CORE_SCHEDULE_H_
 #define MESHPLAN_CORE_SCHEDULE_H_
 
@@ -8,23 +12,78 @@
 #include <vector>
 
 #include "core/specs.h"
+#include "core/status.h"
 
 namespace meshplan::core {
 
+// The one F/B/W vocabulary. Schedules that do not split W from B (GPipe, 1F1B, interleaved) run
+// the weight gradients inside B and have no W pass.
+enum class PipePass { kForward, kBackward, kWeight };
+const char* Name(PipePass p);  // "F", "B", "W"
+
 struct ScheduleSlot {
-  bool forward = true;     // forward pass, else backward (with its weight gradients)
-  int64_t chunk = 0;       // model chunk on this rank (interleaved); 0 otherwise
-  int64_t microbatch = 0;
+  PipePass pass = PipePass::kForward;
+  int64_t chunk = 0;       // the rank's model chunk: interleaved 0..vpp-1; DualPipe: its direction; else 0
+  int64_t microbatch = 0;  // 0..m-1 (DualPipe: direction 0 runs [0, ceil(m/2)), direction 1 the rest)
   friend bool operator==(const ScheduleSlot&, const ScheduleSlot&) = default;
 };
 
-// Megatron-LM's fixed per-rank orders (megatron/core/pipeline_parallel/schedules.py):
-// GPipe: all forwards, then all backwards. 1F1B: p - stage - 1 warm-up forwards, then one
-// forward / one backward, then the remaining backwards. Interleaved (vpp > 1): warm-up of
-// 2(p - stage - 1) + (v - 1)p virtual microbatches; virtual microbatch k runs chunk
-// (k mod pv) / p (reversed in backward) on microbatch (k / pv) p + k mod p.
-// Zero-bubble and DualPipe have no fixed order here: they are list-scheduled (sim/des.cc).
-// REQUIRES: 0 <= stage < pp; microbatches >= 1; for interleaved, microbatches % pp == 0.
+// A pipeline of virtual stages (model chunks placed on ranks).
+// - Interleaved: virtual stage vs = c * pp + rank holds model chunk vs (Megatron's assignment:
+//   rank r holds chunks r, r + pp, ...); the activation of chunk c goes to the rank of c + 1.
+// - DualPipe (DeepSeek-V3 §3.2.1): two directions of pp stages, vs = d * pp + j; direction 0's
+//   stage j on rank j, direction 1's stage j on rank pp - 1 - j, both running model chunk j, so
+//   rank r holds chunks r and pp - 1 - r; direction 0 takes microbatches [0, ceil(m/2)),
+//   direction 1 the rest.
+// - Otherwise one chunk per rank, vs = rank.
+struct PipeTopology {
+  PipeTopology(Schedule schedule, int64_t pp, int64_t vpp, int64_t microbatches);
+  int64_t pp = 1;
+  bool dual = false;
+  int64_t chunks = 1;  // per rank
+  int64_t m = 0;       // microbatches per pipeline
+  int64_t Stages() const { return pp * chunks; }
+  int64_t Rank(int64_t vs) const { return dual && vs >= pp ? pp - 1 - vs % pp : vs % pp; }
+  int64_t Chunk(int64_t vs) const { return vs / pp; }  // the rank-local chunk (DualPipe: direction)
+  int64_t VStage(int64_t rank, int64_t chunk) const { return dual && chunk == 1 ? 2 * pp - 1 - rank : chunk * pp + rank; }
+  // Previous / next virtual stage along the data flow; -1 at the ends.
+  int64_t Prev(int64_t vs) const { return (dual ? vs % pp == 0 : vs == 0) ? -1 : vs - 1; }
+  int64_t Next(int64_t vs) const { return (dual ? vs % pp == pp - 1 : vs == Stages() - 1) ? -1 : vs + 1; }
+  // The microbatches that pass through vs: [FirstMb, FirstMb + Mbs).
+  int64_t FirstMb(int64_t vs) const { return dual && vs >= pp ? (m + 1) / 2 : 0; }
+  int64_t Mbs(int64_t vs) const { return !dual ? m : vs < pp ? (m + 1) / 2 : m / 2; }
+};
+
+// True for the schedules with W passes of their own (zero-bubble, DualPipe).
+bool SplitsWeightGradients(Schedule s);
+
+// OK, or InvalidArgument naming the plan field, for a pipeline the schedule cannot order: pp or
+// vpp < 1; vpp > 1 without interleaved; interleaved with m not a multiple of pp; DualPipe with
+// an odd pp or m odd or below 2 pp (DeepSeek's dualpipe.py asserts both).
+Status CheckPipelineSchedule(Schedule schedule, int64_t pp, int64_t vpp, int64_t microbatches);
+
+// Every pipeline rank's order (index = rank), each pass of each (chunk, microbatch) once, B after
+// its F, W right after its B or later:
+//   gpipe: all F, then all B.
+//   1f1b (Narayanan 2021 §2.2, Megatron-LM schedules.py): min(pp - r - 1, m) warm-up forwards,
+//     then one F / one B, then the remaining Bs.
+//   interleaved (vpp > 1, Megatron-LM): warm-up of 2(pp - r - 1) + (v - 1)pp virtual
+//     microbatches; virtual microbatch k runs chunk (k mod pv)/p (reversed in backward) on
+//     microbatch (k / pv) p + k mod p.
+//   zero-bubble (ZB-H1, Qi et al. 2024 §2.1 and Figure 3): 1F1B's F and B; rank i runs the W of
+//     microbatch k - i after the B of microbatch k, so every rank holds at most pp microbatches
+//     (1F1B's first-stage peak) and the deferred Ws fill the drain: one pending W after each
+//     drain B, the rest last.
+//   dualpipe: DeepSeek's reference order (deepseek-ai/DualPipe, dualpipe/dualpipe.py, DualPipe.step
+//     at 3da1bbe), its eight phases; a backward run without zero-bubble splitting (B and W in one
+//     autograd call there) is B immediately followed by its W.
+// Errors as CheckPipelineSchedule.
+Result<std::vector<std::vector<ScheduleSlot>>> PipelineOrders(Schedule schedule, int64_t pp, int64_t vpp,
+                                                              int64_t microbatches);
+
+// The fixed orders of one rank for GPipe, 1F1B and interleaved (zero-bubble and DualPipe: use
+// PipelineOrders). REQUIRES: 0 <= stage < pp; microbatches >= 1; for interleaved, microbatches %
+// pp == 0.
 std::vector<ScheduleSlot> StageOrder(Schedule schedule, int64_t pp, int64_t vpp, int64_t stage,
                                      int64_t microbatches);
 

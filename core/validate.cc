@@ -385,9 +385,9 @@ void ValidatePlan(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, cons
   if (pl.schedule == Schedule::kDualPipe) {
     if (pl.pp < 2 || pl.pp % 2 != 0)
       d->Error("plan.pp", "dualpipe needs an even pp >= 2 (got " + S(pl.pp) + ")");
-    else if (mb < 2 * pl.pp)
-      d->Error("plan.global_batch", "dualpipe needs at least 2*pp=" + S(2 * pl.pp) +
-                                        " microbatches per pipeline (got " + S(mb) + ")");
+    else if (mb < 2 * pl.pp || mb % 2 != 0)
+      d->Error("plan.global_batch", "dualpipe needs an even number of microbatches per pipeline, at least 2*pp=" +
+                                        S(2 * pl.pp) + " (got " + S(mb) + "; DeepSeek's dualpipe.py asserts both)");
   }
   if ((pl.schedule == Schedule::k1F1B || pl.schedule == Schedule::kGpipe) && pl.pp > 1 && mb > 0 &&
       mb < pl.pp && d->wants_warnings())

@@ -115,229 +115,38 @@ Result<std::unique_ptr<PlanGroups>> SplitPlanGroups(HostComm& world, const core:
   return out;
 }
 
-std::vector<std::pair<bool, int64_t>> StagePassOrder(core::Schedule schedule, int64_t pp, int64_t stage,
-                                                     int64_t microbatches) {
-  std::vector<std::pair<bool, int64_t>> order;
-  for (const core::ScheduleSlot& slot : core::StageOrder(schedule, pp, 1, stage, microbatches))
-    order.push_back({slot.forward, slot.microbatch});
-  return order;
-}
-
-const char* Name(PipePass p) {
-  switch (p) {
-    case PipePass::kForward:
-      return "F";
-    case PipePass::kBackward:
-      return "B";
-    case PipePass::kWeight:
-      return "W";
-  }
-  return "?";
-}
-
 namespace {
 
-// The virtual stages of a plan's pipeline (executor.h, "pipeline schedules across ranks"), with
-// sim/des.cc's numbering: vs = local * pp + position.
-struct VirtualPipe {
-  explicit VirtualPipe(const core::PlanSpec& p)
-      : pp(p.pp),
-        dual(p.schedule == core::Schedule::kDualPipe),
-        chunks(dual                                         ? 2
-               : p.schedule == core::Schedule::kInterleaved ? std::max<int64_t>(p.vpp, 1)
-                                                            : 1),
-        m(p.micro_batch > 0 && p.dp > 0 ? p.Microbatches() : 0) {}  // CheckPipeline refuses 0
-  int64_t pp;
-  bool dual;
-  int64_t chunks;  // per rank
-  int64_t m;       // microbatches per pipeline
-  int64_t Stages() const { return pp * chunks; }
-  int64_t Rank(int64_t vs) const { return dual && vs >= pp ? pp - 1 - vs % pp : vs % pp; }
-  int64_t VStage(int64_t rank, int64_t local) const {
-    return dual && local == 1 ? 2 * pp - 1 - rank : local * pp + rank;
-  }
-  int64_t Prev(int64_t vs) const { return (dual ? vs % pp == 0 : vs == 0) ? -1 : vs - 1; }
-  int64_t Next(int64_t vs) const { return (dual ? vs % pp == pp - 1 : vs == Stages() - 1) ? -1 : vs + 1; }
-  // The microbatches of vs's direction: [FirstMb, FirstMb + Mbs).
-  int64_t FirstMb(int64_t vs) const { return dual && vs >= pp ? (m + 1) / 2 : 0; }
-  int64_t Mbs(int64_t vs) const { return !dual ? m : vs < pp ? (m + 1) / 2 : m / 2; }
-};
+// The plan's pipeline (core/schedule.h); m = 0 for a plan CheckPipeline refuses.
+core::PipeTopology TopologyOf(const core::PlanSpec& p) {
+  return {p.schedule, p.pp, p.vpp, p.micro_batch > 0 && p.dp > 0 ? p.Microbatches() : 0};
+}
 
 Status CheckPipeline(const core::PlanSpec& p, int64_t stage) {
-  auto bad = [](const std::string& field, const std::string& rule) {
-    return Status::InvalidArgument("pipeline schedule: " + field + ": " + rule);
-  };
-  if (p.pp < 1) return bad("plan.pp", "must be >= 1 (got " + std::to_string(p.pp) + ")");
-  if (p.vpp < 1) return bad("plan.vpp", "must be >= 1 (got " + std::to_string(p.vpp) + ")");
-  if (p.micro_batch < 1 || p.dp < 1) return bad("plan.micro_batch", "micro_batch and dp must be >= 1");
+  if (p.micro_batch < 1 || p.dp < 1)
+    return Status::InvalidArgument("pipeline schedule: plan.micro_batch: micro_batch and dp must be >= 1");
+  MESHPLAN_RETURN_IF_ERROR(core::CheckPipelineSchedule(p.schedule, p.pp, p.vpp, p.Microbatches()));
   if (stage < 0 || stage >= p.pp)
-    return bad("plan.pp", "stage " + std::to_string(stage) + " is outside [0, " + std::to_string(p.pp) + ")");
-  const int64_t m = p.Microbatches();
-  if (m < 1) return bad("plan.global_batch", "must hold at least one microbatch per pipeline (micro_batch * dp)");
-  if (p.vpp > 1 && p.schedule != core::Schedule::kInterleaved)
-    return bad("plan.vpp",
-               std::to_string(p.vpp) + " needs plan.schedule=interleaved (got " + core::Name(p.schedule) + ")");
-  if (p.schedule == core::Schedule::kInterleaved && m % p.pp != 0)
-    return bad("plan.global_batch", "interleaved needs the microbatches per pipeline (" + std::to_string(m) +
-                                        ") to be a multiple of pp=" + std::to_string(p.pp));
-  if (p.schedule == core::Schedule::kDualPipe) {
-    if (p.pp < 2 || p.pp % 2 != 0)
-      return bad("plan.pp", "dualpipe needs an even pp >= 2 (got " + std::to_string(p.pp) + ")");
-    if (m < 2)
-      return bad("plan.global_batch", "dualpipe needs at least 2 microbatches per pipeline, one per direction (got " +
-                                          std::to_string(m) + ")");
-  }
+    return Status::InvalidArgument("pipeline schedule: plan.pp: stage " + std::to_string(stage) +
+                                   " is outside [0, " + std::to_string(p.pp) + ")");
   return Status::Ok();
 }
 
-// GPipe, 1F1B, interleaved: Megatron-LM's fixed orders.
-std::vector<PipeSlot> FixedOrder(const core::PlanSpec& p, int64_t stage) {
-  std::vector<PipeSlot> out;
-  for (const core::ScheduleSlot& s : core::StageOrder(p.schedule, p.pp, p.vpp, stage, p.Microbatches()))
-    out.push_back({s.forward ? PipePass::kForward : PipePass::kBackward, s.chunk, s.microbatch});
-  return out;
-}
-
-// ZB-H1 (Qi et al. 2024, §2.1 and Figure 3): 1F1B's forwards and backwards; W of microbatch k - i
-// after the B of microbatch k on stage i, then one pending W after each drain B, the rest last.
-std::vector<PipeSlot> ZeroBubbleOrder(int64_t pp, int64_t stage, int64_t m) {
-  std::vector<PipeSlot> out;
-  const int64_t warm = std::min(pp - stage - 1, m), delay = stage;
-  int64_t next_w = 0;
-  auto f = [&](int64_t i) { out.push_back({PipePass::kForward, 0, i}); };
-  auto b = [&](int64_t i) { out.push_back({PipePass::kBackward, 0, i}); };
-  auto w = [&] { out.push_back({PipePass::kWeight, 0, next_w++}); };
-  for (int64_t i = 0; i < warm; ++i) f(i);
-  for (int64_t k = 0; k < m - warm; ++k) {
-    f(warm + k);
-    b(k);
-    if (k >= delay) w();
-  }
-  for (int64_t k = m - warm; k < m; ++k) {
-    b(k);
-    if (next_w <= k) w();
-  }
-  while (next_w < m) w();
-  return out;
-}
-
-// DualPipe: list scheduling at unit pass times (executor.h). Every rank's order at once.
-Result<std::vector<std::vector<PipeSlot>>> DualPipeOrders(const VirtualPipe& vp) {
-  struct Local {
-    int64_t vs = 0, nf = 0, nb = 0, nw = 0, limit = 1;
-    std::vector<int64_t> pending_w;  // microbatches (within the direction) through B, not W
-    size_t next_w = 0;
-  };
-  const int64_t stages = vp.Stages();
-  std::vector<std::vector<Local>> locals(static_cast<size_t>(vp.pp));
-  for (int64_t vs = 0; vs < stages; ++vs) {
-    Local l;
-    l.vs = vs;
-    l.limit = vp.pp - vs % vp.pp;  // position j along its direction: pp - j in flight (1F1B's)
-    locals[static_cast<size_t>(vp.Rank(vs))].push_back(l);
-  }
-  // End time of each pass of (vs, microbatch within the direction); -1 not yet scheduled.
-  std::array<std::vector<std::vector<int64_t>>, 3> end;
-  for (auto& e : end) {
-    e.resize(static_cast<size_t>(stages));
-    for (int64_t vs = 0; vs < stages; ++vs) e[static_cast<size_t>(vs)].assign(static_cast<size_t>(vp.Mbs(vs)), -1);
-  }
-  auto end_of = [&](PipePass pass, int64_t vs, int64_t k) {
-    return end[static_cast<size_t>(pass)][static_cast<size_t>(vs)][static_cast<size_t>(k)];
-  };
-  // The earliest time the pass can start by its dependencies, or -1.
-  auto ready = [&](PipePass pass, int64_t vs, int64_t k) -> int64_t {
-    switch (pass) {
-      case PipePass::kForward:
-        return vp.Prev(vs) < 0 ? 0 : end_of(PipePass::kForward, vp.Prev(vs), k);
-      case PipePass::kBackward: {
-        const int64_t f = end_of(PipePass::kForward, vs, k);
-        if (f < 0 || vp.Next(vs) < 0) return f;
-        const int64_t b = end_of(PipePass::kBackward, vp.Next(vs), k);
-        return b < 0 ? -1 : std::max(f, b);
-      }
-      case PipePass::kWeight:
-        return end_of(PipePass::kBackward, vs, k);
-    }
-    return -1;
-  };
-  std::vector<int64_t> free(static_cast<size_t>(vp.pp), 0);
-  std::vector<std::vector<PipeSlot>> orders(static_cast<size_t>(vp.pp));
-  int64_t remaining = 3 * vp.pp * vp.m;  // F, B and W of every microbatch on every virtual stage
-  while (remaining > 0) {
-    int64_t best_start = -1;
-    int best_prio = 3;
-    Local* best = nullptr;
-    PipePass best_pass = PipePass::kForward;
-    int64_t best_k = 0, best_rank = 0;
-    for (int64_t r = 0; r < vp.pp; ++r) {
-      for (Local& l : locals[static_cast<size_t>(r)]) {
-        const int64_t mbs = vp.Mbs(l.vs);
-        auto consider = [&](PipePass pass, int64_t k, int prio) {
-          const int64_t t = ready(pass, l.vs, k);
-          if (t < 0) return;
-          const int64_t start = std::max(t, free[static_cast<size_t>(r)]);
-          if (best == nullptr || start < best_start || (start == best_start && prio < best_prio)) {
-            best_start = start;
-            best_prio = prio;
-            best = &l;
-            best_pass = pass;
-            best_k = k;
-            best_rank = r;
-          }
-        };
-        if (l.nb < mbs) consider(PipePass::kBackward, l.nb, 0);
-        if (l.nf < mbs && l.nf - l.nw < l.limit) consider(PipePass::kForward, l.nf, 1);
-        if (l.next_w < l.pending_w.size()) consider(PipePass::kWeight, l.pending_w[l.next_w], 2);
-      }
-    }
-    if (best == nullptr) return Status::Internal("dualpipe order: no pass can start (a bug in the list policy)");
-    end[static_cast<size_t>(best_pass)][static_cast<size_t>(best->vs)][static_cast<size_t>(best_k)] = best_start + 1;
-    free[static_cast<size_t>(best_rank)] = best_start + 1;
-    orders[static_cast<size_t>(best_rank)].push_back({best_pass, best->vs / vp.pp, vp.FirstMb(best->vs) + best_k});
-    --remaining;
-    switch (best_pass) {
-      case PipePass::kForward:
-        ++best->nf;
-        break;
-      case PipePass::kBackward:
-        ++best->nb;
-        best->pending_w.push_back(best_k);
-        break;
-      case PipePass::kWeight:
-        ++best->next_w;
-        ++best->nw;
-        break;
-    }
-  }
-  return orders;
-}
-
-// Every pipeline rank's order. REQUIRES: CheckPipeline passed.
 Result<std::vector<std::vector<PipeSlot>>> AllOrders(const core::PlanSpec& p) {
-  if (p.schedule == core::Schedule::kDualPipe) return DualPipeOrders(VirtualPipe(p));
-  std::vector<std::vector<PipeSlot>> out;
-  for (int64_t r = 0; r < p.pp; ++r)
-    out.push_back(p.schedule == core::Schedule::kZeroBubble ? ZeroBubbleOrder(p.pp, r, p.Microbatches())
-                                                            : FixedOrder(p, r));
-  return out;
+  return core::PipelineOrders(p.schedule, p.pp, p.vpp, p.Microbatches());
 }
 
 }  // namespace
 
 Result<std::vector<PipeSlot>> PipelineOrder(const core::PlanSpec& p, int64_t stage) {
   MESHPLAN_RETURN_IF_ERROR(CheckPipeline(p, stage));
-  if (p.schedule == core::Schedule::kDualPipe) {
-    MESHPLAN_ASSIGN_OR_RETURN(auto all, AllOrders(p));
-    return std::move(all[static_cast<size_t>(stage)]);
-  }
-  return p.schedule == core::Schedule::kZeroBubble ? ZeroBubbleOrder(p.pp, stage, p.Microbatches())
-                                                   : FixedOrder(p, stage);
+  MESHPLAN_ASSIGN_OR_RETURN(auto all, AllOrders(p));
+  return std::move(all[static_cast<size_t>(stage)]);
 }
 
 Result<std::vector<PipeAction>> PipelineProgram(const core::PlanSpec& p, int64_t stage) {
   MESHPLAN_RETURN_IF_ERROR(CheckPipeline(p, stage));
-  const VirtualPipe vp(p);
+  const core::PipeTopology vp = TopologyOf(p);
   MESHPLAN_ASSIGN_OR_RETURN(const auto orders, AllOrders(p));
   // The message a pass of rank r sends, and to whom (-1: none, or the same rank).
   auto outgoing = [&](int64_t r, const PipeSlot& s, PipeMessage* msg) -> int64_t {
@@ -443,7 +252,7 @@ constexpr int kUses = 6;
 class Executor {
  public:
   Executor(Backend& backend, const core::Scenario& s, const ExecutorOptions& o, const RankGroups& g)
-      : be_(backend), s_(s), p_(s.plan), o_(o), groups_(g), vp_(s.plan) {}
+      : be_(backend), s_(s), p_(s.plan), o_(o), groups_(g), vp_(TopologyOf(s.plan)) {}
 
   Result<Measurement> Run() {
     if (o_.rank < 0 || o_.rank >= p_.gpus)
@@ -528,7 +337,7 @@ class Executor {
     if (static_cast<int64_t>(chunks_.size()) != vp_.chunks)
       return Status::Internal("executor: stage " + std::to_string(stage_) + " holds " + std::to_string(chunks_.size()) +
                               " model chunks, its " + core::Name(p_.schedule) + " order " + std::to_string(vp_.chunks));
-    split_weight_ = p_.schedule == core::Schedule::kZeroBubble || p_.schedule == core::Schedule::kDualPipe;
+    split_weight_ = core::SplitsWeightGradients(p_.schedule);
 
     // Pipeline transfers: the program's real sends and receives in an MPI run, else the
     // simulator's charge of one activation transfer per F and one gradient transfer per B, modeled.
@@ -1385,7 +1194,7 @@ class Executor {
   const core::PlanSpec& p_;
   const ExecutorOptions& o_;
   const RankGroups& groups_;
-  const VirtualPipe vp_;
+  const core::PipeTopology vp_;
   core::StepGraph graph_;
   int64_t stage_ = 0;
   Dtype act_ = Dtype::kBf16;

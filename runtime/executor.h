@@ -49,6 +49,7 @@
 
 #include "core/presets.h"
 #include "core/profile.h"
+#include "core/schedule.h"
 #include "core/status.h"
 #include "core/step_graph.h"
 #include "runtime/backend.h"
@@ -107,46 +108,16 @@ struct ExecutorOptions {
 core::Result<Measurement> ExecuteStep(Backend& backend, const core::Scenario& scenario, const ExecutorOptions& options,
                                       const RankGroups& groups);
 
-// The order of pipeline passes a stage runs in one step with one model chunk: true = forward of
-// that microbatch, false = backward. GPipe: all F then all B; 1F1B (Narayanan 2021 §2.2,
-// Megatron-LM's schedules.py): min(pp - stage - 1, m) warm-up forwards, then F/B pairs, then the
-// remaining Bs; any other schedule: 1F1B's order. (verify's reference pipeline; the executor
-// runs PipelineProgram.)
-std::vector<std::pair<bool, int64_t>> StagePassOrder(core::Schedule schedule, int64_t pp, int64_t stage,
-                                                     int64_t microbatches);
-
 // ---- pipeline schedules across ranks
 //
-// A pipeline of virtual stages (model chunks placed on ranks). Interleaved: virtual stage
-// vs = v * pp + rank holds model chunk vs (Megatron's assignment; rank r holds chunks r, r + pp,
-// ...); the activation of chunk c goes to the rank holding chunk c + 1. DualPipe (DeepSeek-V3
-// §3.2.1): two directions of pp stages, vs = d * pp + j; direction 0's stage j on rank j,
-// direction 1's stage j on rank pp - 1 - j, both running model chunk j, so rank r holds chunks r
-// and pp - 1 - r; direction 0 takes microbatches [0, ceil(m/2)), direction 1 the rest. Otherwise
-// one chunk per rank, vs = rank.
-enum class PipePass { kForward, kBackward, kWeight };  // kWeight: weight gradients split from B
-const char* Name(PipePass p);                          // "F", "B", "W"
+// The pipeline's virtual stages and every schedule's per-rank order are core/schedule.h's
+// (core::PipeTopology, core::PipelineOrders), the orders sim/des.cc simulates.
+using PipePass = core::PipePass;   // F, B, W (W: weight gradients split from B)
+using PipeSlot = core::ScheduleSlot;
 
-struct PipeSlot {
-  PipePass pass = PipePass::kForward;
-  int64_t chunk = 0;  // the rank's chunk, in core::ForEachStageChunk order (DualPipe: direction)
-  int64_t microbatch = 0;
-  friend bool operator==(const PipeSlot&, const PipeSlot&) = default;
-};
-
-// The passes pipeline rank `stage` runs in one step, in order.
-//   gpipe, 1f1b, interleaved: core::StageOrder (Megatron-LM's fixed orders).
-//   zero-bubble (ZB-H1, Qi et al. 2024 §2.1): 1F1B's F/B order with weight gradients split into
-//     W passes whose start is delayed by the stage index: stage i runs W of microbatch k - i
-//     after the B of microbatch k, so every stage holds at most pp microbatches (the first
-//     stage's 1F1B peak) and the deferred Ws fill the drain's bubbles; one pending W follows
-//     each drain B, the rest end the step.
-//   dualpipe: the simulator's list policy (sim/des.cc) at unit pass times (F = B = W = 1, free
-//     sends): the earliest startable pass runs next, B before F before W, with F allowed while
-//     a virtual stage at position j holds fewer than pp - j microbatches not yet through W
-//     (pp + 1 per rank: DeepSeek-V3's Table 2).
-// InvalidArgument naming the plan field for a pipeline the schedule cannot order (dualpipe with
-// an odd pp, interleaved with microbatches not a multiple of pp, a stage outside [0, pp)).
+// The passes pipeline rank `stage` runs in one step, in order: core::PipelineOrders' for the
+// plan's schedule. InvalidArgument naming the plan field for a pipeline the schedule cannot order
+// (core::CheckPipelineSchedule) or a stage outside [0, pp).
 core::Result<std::vector<PipeSlot>> PipelineOrder(const core::PlanSpec& p, int64_t stage);
 
 // The message a pass sends: the activation of virtual stage `from_vstage` (F) or the input

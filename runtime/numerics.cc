@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/memory.h"
+#include "core/schedule.h"
 #include "runtime/host_comm.h"
 #include "runtime/status_macros.h"
 
@@ -156,10 +157,11 @@ class NumericsStep {
     MESHPLAN_RETURN_IF_ERROR(InitParams());
     MESHPLAN_RETURN_IF_ERROR(InitData());
     std::vector<MicrobatchSaved> saved(static_cast<size_t>(microbatches_));
-    for (auto [forward, mb] : StagePassOrder(core::Schedule::kGpipe, p_.pp, stage_, microbatches_)) {
-      MicrobatchSaved& sv = saved[static_cast<size_t>(mb)];
+    for (const core::ScheduleSlot& slot : core::StageOrder(core::Schedule::kGpipe, p_.pp, 1, stage_, microbatches_)) {
+      const bool forward = slot.pass == core::PipePass::kForward;
+      MicrobatchSaved& sv = saved[static_cast<size_t>(slot.microbatch)];
       if (forward)
-        MESHPLAN_RETURN_IF_ERROR(Forward(mb, &sv));
+        MESHPLAN_RETURN_IF_ERROR(Forward(slot.microbatch, &sv));
       else
         MESHPLAN_RETURN_IF_ERROR(Backward(&sv));
       if (!forward) sv = MicrobatchSaved{};  // free the activations

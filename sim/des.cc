@@ -192,37 +192,11 @@ namespace {
 
 constexpr double kUnset = -1.0;
 
-// The pipeline as virtual stages: a model chunk on a rank. Non-DualPipe: virtual stage
-// vs = chunk * pp + rank (Megatron's interleaved assignment). DualPipe: two directions of pp
-// stages, vs = d * pp + j; direction 1's stage j runs on rank pp-1-j.
-struct Pipe {
-  int64_t pp = 1, chunks = 1, directions = 1;
-  std::vector<int64_t> mb_per_dir;  // microbatches in each direction
-  int64_t Stages() const { return directions * pp * (directions == 1 ? chunks : 1); }
-  int64_t Rank(int64_t vs) const {
-    if (directions == 2) {
-      const int64_t d = vs / pp, j = vs % pp;
-      return d == 0 ? j : pp - 1 - j;
-    }
-    return vs % pp;
-  }
-  int64_t Chunk(int64_t vs) const { return vs / pp; }
-  int64_t Dir(int64_t vs) const { return directions == 2 ? vs / pp : 0; }
-  // Previous / next virtual stage along the data flow, -1 at the ends.
-  int64_t Prev(int64_t vs) const {
-    if (directions == 2) return vs % pp == 0 ? -1 : vs - 1;
-    return vs == 0 ? -1 : vs - 1;
-  }
-  int64_t Next(int64_t vs) const {
-    if (directions == 2) return vs % pp == pp - 1 ? -1 : vs + 1;
-    return vs == Stages() - 1 ? -1 : vs + 1;
-  }
-  int64_t Mbs(int64_t vs) const { return mb_per_dir[static_cast<size_t>(Dir(vs))]; }
-};
+using Pipe = core::PipeTopology;  // virtual stages on ranks (core/schedule.h)
 
 struct OpRef {
   PipeOpKind kind;
-  int64_t vs, mb;
+  int64_t vs, mb;  // mb: the pass's microbatch, 0..m-1
 };
 
 // One pass of one chunk on one rank, in seconds.
@@ -258,7 +232,7 @@ class Simulator {
     const size_t n = static_cast<size_t>(pipe_.Stages());
     for (auto& e : end_) {
       e.assign(n, {});
-      for (size_t vs = 0; vs < n; ++vs) e[vs].assign(static_cast<size_t>(pipe_.Mbs(static_cast<int64_t>(vs))), kUnset);
+      for (size_t vs = 0; vs < n; ++vs) e[vs].assign(static_cast<size_t>(pipe_.m), kUnset);
     }
     last_b_start_.assign(n, kUnset);
     const size_t ranks = static_cast<size_t>(pipe_.pp);
@@ -326,7 +300,7 @@ class Simulator {
     busy[static_cast<size_t>(Stream::kDpComm)] += c.dp_exposed + c.dp_overlapped;
     busy[static_cast<size_t>(Stream::kP2p)] += send;
     end_[static_cast<int>(op.kind)][static_cast<size_t>(op.vs)][static_cast<size_t>(op.mb)] = done;
-    if (op.kind == PipeOpKind::kBackward && op.mb == pipe_.Mbs(op.vs) - 1)
+    if (op.kind == PipeOpKind::kBackward && op.mb == pipe_.FirstMb(op.vs) + pipe_.Mbs(op.vs) - 1)
       last_b_start_[static_cast<size_t>(op.vs)] = start;
     if (op.kind != PipeOpKind::kForward) last_backward_end_[ri] = std::max(last_backward_end_[ri], end);
     const double h_tp = c.tp_overlapped / 2, h_dp = c.dp_overlapped / 2;
@@ -432,15 +406,6 @@ class Simulator {
   std::vector<std::vector<Interval>> dp_busy_;
 };
 
-// The fixed per-rank orders of core/schedule.h, as ops on virtual stages (chunk * pp + rank).
-std::vector<OpRef> StaticOrder(core::Schedule s, const Pipe& pipe, int64_t rank, int64_t m) {
-  std::vector<OpRef> order;
-  for (const core::ScheduleSlot& slot : core::StageOrder(s, pipe.pp, pipe.chunks, rank, m))
-    order.push_back({slot.forward ? PipeOpKind::kForward : PipeOpKind::kBackward, slot.chunk * pipe.pp + rank,
-                     slot.microbatch});
-  return order;
-}
-
 core::Status CheckPass(const PassStreams& p, int64_t rank, const char* pass) {
   const std::string where = "stages[" + std::to_string(rank) + "]." + pass;
   for (double v : {p.compute_s, p.tp_exposed_s, p.tp_overlapped_s, p.dp_exposed_s, p.dp_overlapped_s})
@@ -494,17 +459,13 @@ core::Result<DesResult> SimulateStreams(const core::PlanSpec& plan, const std::v
                                              "]: p2p, grad_sync and optimizer times must be finite and >= 0");
   }
 
-  Pipe pipe;
-  pipe.pp = pp;
-  const bool dual = plan.schedule == core::Schedule::kDualPipe && pp > 1;
-  const bool interleaved = plan.schedule == core::Schedule::kInterleaved && plan.vpp > 1;
-  pipe.chunks = interleaved ? plan.vpp : 1;
-  pipe.directions = dual ? 2 : 1;
-  if (dual) pipe.mb_per_dir = {(microbatches + 1) / 2, microbatches / 2};
-  else pipe.mb_per_dir = {microbatches};
+  // The schedule's fixed per-rank orders (core/schedule.h), the ones the runtime runs.
+  auto orders = core::PipelineOrders(plan.schedule, pp, plan.vpp, microbatches);
+  if (!orders.ok()) return orders.status();
+  const Pipe pipe(plan.schedule, pp, plan.vpp, microbatches);
   // Per-op durations: a rank's per-microbatch times split over its chunks (DualPipe: two stages).
   // A send is one pipeline_send per op whatever the split.
-  const double split = dual ? 2.0 : static_cast<double>(pipe.chunks);
+  const double split = static_cast<double>(pipe.chunks);
   std::vector<RankCost> cost;
   for (int64_t r = 0; r < pp; ++r) {
     const double slow = options.stage_slowdown.empty() ? 1.0 : options.stage_slowdown[static_cast<size_t>(r)];
@@ -517,86 +478,33 @@ core::Result<DesResult> SimulateStreams(const core::PlanSpec& plan, const std::v
     rc.optimizer = s.optimizer_s;
     cost.push_back(rc);
   }
-  const bool list = plan.schedule == core::Schedule::kZeroBubble || dual;
   DesResult res;
-  Simulator sim(pipe, std::move(cost), list, options.jitter, options.seed, options.keep_timeline ? &res : nullptr);
+  Simulator sim(pipe, std::move(cost), core::SplitsWeightGradients(plan.schedule), options.jitter, options.seed,
+                options.keep_timeline ? &res : nullptr);
   std::vector<std::vector<int64_t>> hosted(static_cast<size_t>(pp));  // virtual stages per rank
   for (int64_t vs = 0; vs < pipe.Stages(); ++vs) hosted[static_cast<size_t>(pipe.Rank(vs))].push_back(vs);
 
-  if (!list) {
-    // Fixed orders: run each rank's next op as soon as its dependencies are scheduled.
-    std::vector<std::vector<OpRef>> orders;
-    for (int64_t r = 0; r < pp; ++r) orders.push_back(StaticOrder(plan.schedule, pipe, r, microbatches));
-    std::vector<size_t> next(static_cast<size_t>(pp), 0);
-    size_t remaining = 0;
-    for (const auto& o : orders) remaining += o.size();
-    while (remaining > 0) {
-      bool progress = false;
-      for (int64_t r = 0; r < pp; ++r) {
-        auto& i = next[static_cast<size_t>(r)];
-        const auto& order = orders[static_cast<size_t>(r)];
-        while (i < order.size()) {
-          const double ready = sim.Ready(order[i]);
-          if (ready == kUnset) break;
-          sim.Run(order[i], ready);
-          ++i;
-          --remaining;
-          progress = true;
-        }
+  // Each rank runs its next op as soon as that op's inputs have arrived and the rank is free.
+  std::vector<size_t> next(static_cast<size_t>(pp), 0);
+  size_t remaining = 0;
+  for (const auto& o : *orders) remaining += o.size();
+  while (remaining > 0) {
+    bool progress = false;
+    for (int64_t r = 0; r < pp; ++r) {
+      auto& i = next[static_cast<size_t>(r)];
+      const auto& order = (*orders)[static_cast<size_t>(r)];
+      while (i < order.size()) {
+        const core::ScheduleSlot& slot = order[i];
+        const OpRef op{slot.pass, pipe.VStage(r, slot.chunk), slot.microbatch};
+        const double ready = sim.Ready(op);
+        if (ready == kUnset) break;
+        sim.Run(op, ready);
+        ++i;
+        --remaining;
+        progress = true;
       }
-      if (!progress) return core::Status::Internal("pipeline schedule deadlocked (a bug in the order)");
     }
-  } else {
-    // List scheduling. Each rank keeps, per virtual stage it hosts, the next forward and
-    // backward microbatch (in order) and its pending weight-gradient ops. The globally earliest
-    // startable op runs next; ties prefer B, then F (within the 1F1B in-flight limit), then W.
-    struct Local {
-      int64_t vs;
-      int64_t next_f = 0, next_b = 0;
-      std::vector<int64_t> pending_w;
-      int64_t limit;  // forwards ahead of backwards allowed (memory bound, as 1F1B)
-    };
-    std::vector<std::vector<Local>> locals(static_cast<size_t>(pp));
-    for (int64_t vs = 0; vs < pipe.Stages(); ++vs) {
-      const int64_t j = vs % pp;  // position along its direction
-      locals[static_cast<size_t>(pipe.Rank(vs))].push_back({vs, 0, 0, {}, pp - j});
-    }
-    size_t remaining = 0;
-    for (int64_t vs = 0; vs < pipe.Stages(); ++vs) remaining += static_cast<size_t>(3 * pipe.Mbs(vs));
-    while (remaining > 0) {
-      double best_start = std::numeric_limits<double>::infinity();
-      int best_prio = 99;
-      Local* best_local = nullptr;
-      OpRef best_op{};
-      for (int64_t r = 0; r < pp; ++r) {
-        for (Local& l : locals[static_cast<size_t>(r)]) {
-          const int64_t m = pipe.Mbs(l.vs);
-          auto consider = [&](const OpRef& op, int prio) {
-            const double ready = sim.Ready(op);
-            if (ready == kUnset) return;
-            const double start = std::max(ready, sim.Free(r));
-            if (start < best_start - 1e-12 || (std::fabs(start - best_start) <= 1e-12 && prio < best_prio)) {
-              best_start = start;
-              best_prio = prio;
-              best_local = &l;
-              best_op = op;
-            }
-          };
-          if (l.next_b < m) consider({PipeOpKind::kBackward, l.vs, l.next_b}, 0);
-          if (l.next_f < m && l.next_f - l.next_b < l.limit) consider({PipeOpKind::kForward, l.vs, l.next_f}, 1);
-          if (!l.pending_w.empty()) consider({PipeOpKind::kWeight, l.vs, l.pending_w.front()}, 2);
-        }
-      }
-      if (!best_local) return core::Status::Internal("pipeline schedule deadlocked (a bug in the policy)");
-      sim.Run(best_op, best_start);
-      --remaining;
-      if (best_op.kind == PipeOpKind::kForward) ++best_local->next_f;
-      if (best_op.kind == PipeOpKind::kBackward) {
-        ++best_local->next_b;
-        best_local->pending_w.push_back(best_op.mb);
-      }
-      if (best_op.kind == PipeOpKind::kWeight) best_local->pending_w.erase(best_local->pending_w.begin());
-    }
+    if (!progress) return core::Status::Internal("pipeline schedule deadlocked (a bug in the order)");
   }
 
   for (int64_t r = 0; r < pp; ++r) res.pipeline_s = std::max(res.pipeline_s, sim.Free(r));
@@ -634,19 +542,11 @@ core::Result<DesResult> SimulatePipeline(const core::PlanSpec& plan, const std::
 
 namespace {
 
-const char* KindName(PipeOpKind k) {
-  switch (k) {
-    case PipeOpKind::kForward: return "F";
-    case PipeOpKind::kBackward: return "B";
-    case PipeOpKind::kWeight: return "W";
-  }
-  return "?";
-}
 
 // "exposed F3", "send B12", "grad_sync", "optimizer".
 std::string TaskLabel(const TimelineTask& t) {
   if (t.microbatch < 0) return Name(t.kind);
-  return std::string(Name(t.kind)) + " " + KindName(t.pass) + std::to_string(t.microbatch);
+  return std::string(Name(t.kind)) + " " + core::Name(t.pass) + std::to_string(t.microbatch);
 }
 
 // The communication streams any rank uses, in Stream order.
@@ -705,7 +605,7 @@ std::string ChromeTraceJson(const DesResult& r) {
     std::snprintf(line, sizeof line,
                   "  {\"name\": \"%s%lld\", \"cat\": \"%s\", \"ph\": \"X\", \"pid\": %lld, \"tid\": %d, "
                   "\"ts\": %.3f, \"dur\": %.3f, \"args\": {\"chunk\": %lld}}",
-                  KindName(op.kind), static_cast<long long>(op.microbatch), KindName(op.kind),
+                  core::Name(op.kind), static_cast<long long>(op.microbatch), core::Name(op.kind),
                   static_cast<long long>(op.stage), static_cast<int>(Stream::kCompute), op.start_s * 1e6,
                   (op.end_s - op.start_s) * 1e6, static_cast<long long>(op.chunk));
     emit();
@@ -759,7 +659,7 @@ std::string SvgGantt(const DesResult& r, int64_t stages) {
     const char* fill = op.kind == PipeOpKind::kForward ? "#4c78a8" : op.kind == PipeOpKind::kBackward ? "#f58518" : "#54a24b";
     o << "<rect x=\"" << left + op.start_s * scale << "\" y=\"" << top + band * static_cast<double>(op.stage)
       << "\" width=\"" << std::max(0.5, (op.end_s - op.start_s) * scale) << "\" height=\"" << row - 2
-      << "\" fill=\"" << fill << "\"><title>" << KindName(op.kind) << op.microbatch << " chunk " << op.chunk
+      << "\" fill=\"" << fill << "\"><title>" << core::Name(op.kind) << op.microbatch << " chunk " << op.chunk
       << ": " << op.start_s << "-" << op.end_s << " s</title></rect>\n";
   }
   for (const auto& t : r.tasks) {

@@ -14,9 +14,9 @@
 //
 // Durations come from the analytic model (sim/step_model.h): StageStreamCosts splits each
 // rank's StageTimes by stream with the step graph's per-op costs, so that the pass times add up
-// to the analytic ones. Schedules: GPipe, 1F1B and interleaved follow Megatron-LM's fixed orders;
-// zero-bubble (ZB-H1) and DualPipe are list-scheduled: each rank runs the ready op its policy
-// prefers. Pure; thread-safe.
+// to the analytic ones. Every schedule's per-rank order is core::PipelineOrders' (Megatron-LM's
+// GPipe, 1F1B and interleaved; ZB-H1; DeepSeek's DualPipe), the order the runtime executor runs.
+// Pure; thread-safe.
 #ifndef MESHPLAN_SIM_DES_H_
 #define MESHPLAN_SIM_DES_H_
 
@@ -26,13 +26,14 @@
 #include <vector>
 
 #include "core/profile.h"
+#include "core/schedule.h"
 #include "core/specs.h"
 #include "core/status.h"
 #include "sim/step_model.h"
 
 namespace meshplan::sim {
 
-enum class PipeOpKind { kForward, kBackward, kWeight };
+using PipeOpKind = core::PipePass;  // F, B, W: the one vocabulary (core/schedule.h)
 
 // The resources of one pipeline rank; each runs one task at a time.
 enum class Stream { kCompute, kTpComm, kDpComm, kP2p };
@@ -44,8 +45,8 @@ const char* Name(Stream s);  // "compute", "tp_comm", "dp_comm", "p2p"
 // excludes its pipeline send (a task on p2p that starts at end_s).
 struct TimelineOp {
   int64_t stage = 0;       // pipeline rank
-  int64_t chunk = 0;       // model chunk on that rank (interleaved; DualPipe: 0 or 1)
-  int64_t microbatch = 0;
+  int64_t chunk = 0;       // model chunk on that rank (interleaved; DualPipe: its direction, 0 or 1)
+  int64_t microbatch = 0;  // 0..m-1, as core::ScheduleSlot numbers them
   PipeOpKind kind = PipeOpKind::kForward;
   double start_s = 0, end_s = 0;
 };

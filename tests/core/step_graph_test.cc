@@ -498,7 +498,6 @@ TEST(StepGraphTest, MoeTokensArePermutedAroundTheAllToAlls) {
 }  // namespace
 }  // namespace meshplan::core
 
-#include "core/schedule.h"
 
 namespace meshplan::core {
 namespace {
@@ -544,27 +543,6 @@ TEST(StepGraphTest, Fp16OptimizerUnscalesTheGradientsInFp32) {
   const Op* fp16 = FindOp(g16.dense_layer, "optimizer_step");
   ASSERT_NE(fp16, nullptr);
   EXPECT_EQ(fp16->bytes, 50 * 218'112'000LL);
-}
-
-TEST(ScheduleTest, OneFOneBWarmsUpThenAlternates) {
-  // Megatron's 1F1B on rank 0 of 3 with 4 microbatches: p - 0 - 1 = 2 warm-up forwards.
-  using S = ScheduleSlot;
-  EXPECT_EQ(StageOrder(Schedule::k1F1B, 3, 1, 0, 4),
-            (std::vector<S>{{true, 0, 0}, {true, 0, 1}, {true, 0, 2}, {false, 0, 0}, {true, 0, 3}, {false, 0, 1},
-                            {false, 0, 2}, {false, 0, 3}}));
-}
-
-TEST(ScheduleTest, InterleavedVisitsEveryChunkAndMicrobatchOnce) {
-  // p = 2, v = 2, m = 4: each of the 2 x 4 (chunk, microbatch) pairs runs forward and backward once;
-  // virtual microbatch 2 is chunk 1 of microbatch 0.
-  const auto order = StageOrder(Schedule::kInterleaved, 2, 2, 0, 4);
-  ASSERT_EQ(order.size(), 16u);
-  EXPECT_EQ(order[2], (ScheduleSlot{true, 1, 0}));
-  int seen[2][2][4] = {};
-  for (const auto& s : order) ++seen[s.forward][s.chunk][s.microbatch];
-  for (auto& f : seen)
-    for (auto& c : f)
-      for (int n : c) EXPECT_EQ(n, 1);
 }
 
 }  // namespace

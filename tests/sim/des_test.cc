@@ -65,27 +65,29 @@ TEST(DesTest, InterleavedMatchesTheClosedFormWithinOnePercent) {
   }
 }
 
-TEST(DesTest, ZeroBubbleMatchesTheClosedFormWithinOnePercentAndBeatsOneFOneB) {
-  // ZB-H1 with F = B = W (Qi et al. 2023): m(F+B+W) + (p-1)(F+B-W).
+TEST(DesTest, ZeroBubbleEqualsTheClosedFormAndBeatsOneFOneB) {
+  // ZB-H1 with F = B = W (Qi et al. 2023): m(F+B+W) + (p-1)(F+B-W), exactly with ZB-H1's own
+  // order (e.g. p = 4, m = 8: 24 + 3 = 27).
   for (int64_t p : {4, 8}) {
     for (int64_t m : {2 * p, 8 * p}) {
       const double des = Des(core::Schedule::kZeroBubble, p, m), ana = Analytic(core::Schedule::kZeroBubble, p, m);
-      EXPECT_NEAR(des, ana, 0.01 * ana) << p << " " << m;
+      EXPECT_NEAR(des, ana, 1e-9 * ana) << p << " " << m;
       EXPECT_LT(des, Des(core::Schedule::k1F1B, p, m));
     }
   }
+  EXPECT_NEAR(Des(core::Schedule::kZeroBubble, 4, 8), 27, 1e-9);
 }
 
-TEST(DesTest, DualPipeMatchesTheClosedFormWithinOnePercent) {
-  // The DeepSeek-V3 table's bubble assumes their hand-made order; the list-scheduled
-  // bidirectional pipeline reaches it exactly for p = 4 and comes within 1% from m = 8p at p = 8
-  // (at m = 2p it is 2% longer: 26 vs 25.5 time units with F = B = W = 1).
-  for (auto [p, m] : {std::pair<int64_t, int64_t>{4, 8}, {4, 32}, {8, 64}}) {
-    {
-      const double des = Des(core::Schedule::kDualPipe, p, m), ana = Analytic(core::Schedule::kDualPipe, p, m);
-      EXPECT_NEAR(des, ana, 0.01 * ana) << p << " " << m;
-    }
+TEST(DesTest, DualPipeEqualsTheClosedForm) {
+  // The DeepSeek-V3 table's bubble, (p/2 - 1)(F&B + B - 3W), exactly with DeepSeek's own order
+  // (core::PipelineOrders, from dualpipe.py) and F&B run one after the other. p = 4, m = 8 with a
+  // rank's F = B = W = 1, each of its two stages half: work m(F+B+W)/2 = 12, bubble
+  // (4/2 - 1)((0.5 + 0.5 + 0.5) + 0.5 - 3 x 0.5) = 0.5; 12.5.
+  for (auto [p, m] : {std::pair<int64_t, int64_t>{4, 8}, {4, 32}, {8, 16}, {8, 64}}) {
+    const double des = Des(core::Schedule::kDualPipe, p, m), ana = Analytic(core::Schedule::kDualPipe, p, m);
+    EXPECT_NEAR(des, ana, 1e-9 * ana) << p << " " << m;
   }
+  EXPECT_NEAR(Des(core::Schedule::kDualPipe, 4, 8), 12.5, 1e-9);
 }
 
 TEST(DesTest, BubbleFractionOfOneFOneB) {

@@ -231,12 +231,20 @@ int64_t StrideOf(Axis axis, const PlanSpec& p) {
   return axis == Axis::kEp ? StrideIn(axis, p, ExpertDegree) : StrideIn(axis, p, DenseDegree);
 }
 
+GroupLayout AxisLayout(Axis axis, const PlanSpec& p) { return {AxisSize(axis, p), StrideOf(axis, p)}; }
+
+GroupLayout ExpertDpLayout(const PlanSpec& p) {
+  return {ExpertDegree(Axis::kDp, p), StrideIn(Axis::kDp, p, ExpertDegree)};
+}
+
 GroupSpan SpanOf(Axis axis, const PlanSpec& p, const ClusterSpec& c) {
-  return SpanOfStride(AxisSize(axis, p), StrideOf(axis, p), c);
+  const GroupLayout l = AxisLayout(axis, p);
+  return SpanOfStride(l.size, l.stride, c);
 }
 
 GroupSpan SpanOfExpertDp(const PlanSpec& p, const ClusterSpec& c) {
-  return SpanOfStride(ExpertDegree(Axis::kDp, p), StrideIn(Axis::kDp, p, ExpertDegree), c);
+  const GroupLayout l = ExpertDpLayout(p);
+  return SpanOfStride(l.size, l.stride, c);
 }
 
 double ScaleUpBytesPerS(const ClusterSpec& c, const CommEfficiency& eff) {

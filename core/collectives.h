@@ -36,6 +36,18 @@ int64_t StrideOf(Axis axis, const PlanSpec& p);
 // The expert-data-parallel group (edp = tp*cp*dp/(ep*etp) ranks holding the same experts), placed
 // where dp sits in the expert regrouping. REQUIRES: ep*etp divides tp*cp*dp.
 GroupSpan SpanOfExpertDp(const PlanSpec& p, const ClusterSpec& c);
+
+// Where a group's members sit among the global ranks (placement order, innermost first): `size`
+// members, `stride` ranks apart; a member's group differs from its own rank in one mixed-radix
+// digit. The spans above are SpanOfStride(size, stride); the runtime builds its communicators
+// from the same layouts (core::LayoutOfGroup, step_graph.h).
+struct GroupLayout {
+  int64_t size = 1;
+  int64_t stride = 1;
+  friend bool operator==(const GroupLayout&, const GroupLayout&) = default;
+};
+GroupLayout AxisLayout(Axis axis, const PlanSpec& p);  // SpanOf's group
+GroupLayout ExpertDpLayout(const PlanSpec& p);         // SpanOfExpertDp's group
 // A group of `size` members, `stride` ranks apart (for derived groups such as DP x CP).
 // Members per domain: floor(domain/stride), lowered to the largest divisor of `size` so that
 // size = per_domain * domains (conservative when stride does not divide the domain); 1 when

@@ -813,30 +813,29 @@ class Builder {
 
 // The cluster tiers a group spans. Expert-data-parallel ranks sit etp*ep apart (a stage's
 // tp*cp*dp ranks regroup as etp x ep x edp, innermost first, as in Megatron-Core).
-GroupSpan SpanOfGroup(CommGroup g, const PlanSpec& p, const ClusterSpec& c) {
+GroupLayout LayoutOfGroup(CommGroup g, const PlanSpec& p) {
+  const int64_t shard = std::max<int64_t>(p.hsdp_shard_size, 1);
   switch (g) {
-    case CommGroup::kTp: return SpanOf(Axis::kTp, p, c);
-    case CommGroup::kCp: return SpanOf(Axis::kCp, p, c);
-    case CommGroup::kEp: return SpanOf(Axis::kEp, p, c);
-    case CommGroup::kDp: return SpanOf(Axis::kDp, p, c);
-    case CommGroup::kPp: return SpanOf(Axis::kPp, p, c);
-    case CommGroup::kDpCp:
-      // DP together with CP: cp*dp ranks starting at CP's stride (adjacent in the default
-      // placement tp-cp-ep-dp-pp, where ep takes no room among the dense axes).
-      return SpanOfStride(p.dp * p.cp, StrideOf(Axis::kCp, p), c);
-    case CommGroup::kExpertDp:
-      return SpanOfExpertDp(p, c);
-    case CommGroup::kHsdpShard: {
-      const int64_t shard = std::max<int64_t>(p.hsdp_shard_size, 1);
-      return SpanOfStride(shard, StrideOf(Axis::kCp, p), c);
-    }
-    case CommGroup::kHsdpReplica: {
-      const int64_t shard = std::max<int64_t>(p.hsdp_shard_size, 1);
-      return SpanOfStride(p.dp * p.cp / shard, StrideOf(Axis::kCp, p) * shard, c);
-    }
+    case CommGroup::kTp: return AxisLayout(Axis::kTp, p);
+    case CommGroup::kCp: return AxisLayout(Axis::kCp, p);
+    case CommGroup::kEp: return AxisLayout(Axis::kEp, p);
+    case CommGroup::kDp: return AxisLayout(Axis::kDp, p);
+    case CommGroup::kPp: return AxisLayout(Axis::kPp, p);
+    // DP together with CP: cp*dp ranks starting at CP's stride (adjacent in the default
+    // placement tp-cp-ep-dp-pp, where ep takes no room among the dense axes).
+    case CommGroup::kDpCp: return {p.dp * p.cp, StrideOf(Axis::kCp, p)};
+    case CommGroup::kExpertDp: return ExpertDpLayout(p);
+    case CommGroup::kHsdpShard: return {shard, StrideOf(Axis::kCp, p)};
+    case CommGroup::kHsdpReplica: return {std::max<int64_t>(1, p.dp * p.cp / shard), StrideOf(Axis::kCp, p) * shard};
     case CommGroup::kNone: break;
   }
-  return GroupSpan{};
+  return {};
+}
+
+GroupSpan SpanOfGroup(CommGroup g, const PlanSpec& p, const ClusterSpec& c) {
+  if (g == CommGroup::kNone) return GroupSpan{};
+  const GroupLayout l = LayoutOfGroup(g, p);
+  return SpanOfStride(l.size, l.stride, c);
 }
 
 std::vector<Op> BuildLayerPart(const ModelSpec& m, const PlanSpec& p, bool moe, LayerPart part) {

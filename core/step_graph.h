@@ -87,8 +87,11 @@ std::vector<Op> BuildHeadPart(const ModelSpec& m, const PlanSpec& p, LayerPart p
 Op BuildP2pOp(const ModelSpec& m, const PlanSpec& p);
 Op BuildP2pGatherOp(const ModelSpec& m, const PlanSpec& p);
 
-// The cluster tiers the communicator `g` spans under the plan's placement: the one mapping
-// from a StepGraph group to the network, used by the simulator and the runtime alike.
+// The global ranks of communicator `g` (size, stride) under the plan's placement: the one
+// layout of every StepGraph group, which the runtime splits its communicators by.
+GroupLayout LayoutOfGroup(CommGroup g, const PlanSpec& p);
+// The cluster tiers the communicator `g` spans: SpanOfStride over LayoutOfGroup, the one
+// mapping from a StepGraph group to the network, used by the simulator and the runtime alike.
 GroupSpan SpanOfGroup(CommGroup g, const PlanSpec& p, const ClusterSpec& c);
 
 }  // namespace meshplan::core

@@ -25,67 +25,8 @@ using core::Pass;
 using core::Result;
 using core::Status;
 
-namespace {
-
-// Megatron-Core's expert regrouping of a stage's tp*cp*dp ranks: inside the expert axes tp counts
-// as etp, cp as 1, ep as ep and dp as edp = tp*cp*dp/(ep*etp) (core/collectives.h, SpanOf).
-int64_t ExpertDegree(core::Axis a, const core::PlanSpec& p) {
-  switch (a) {
-    case core::Axis::kTp:
-      return p.etp;
-    case core::Axis::kCp:
-      return 1;
-    case core::Axis::kEp:
-      return p.ep;
-    case core::Axis::kDp:
-      return std::max<int64_t>(1, p.tp * p.cp * p.dp / std::max<int64_t>(1, p.ep * p.etp));
-    case core::Axis::kPp:
-      return p.pp;
-  }
-  return 1;
-}
-int64_t ExpertStrideOfDp(const core::PlanSpec& p) {
-  int64_t stride = 1;
-  for (core::Axis a : p.placement) {
-    if (a == core::Axis::kDp) break;
-    stride *= ExpertDegree(a, p);
-  }
-  return stride;
-}
-
-}  // namespace
-
-GroupLayout LayoutOf(CommGroup g, const core::PlanSpec& p) {
-  const int64_t cp_stride = core::StrideOf(core::Axis::kCp, p);
-  const int64_t shard = std::max<int64_t>(p.hsdp_shard_size, 1);
-  switch (g) {
-    case CommGroup::kTp:
-      return {p.tp, core::StrideOf(core::Axis::kTp, p)};
-    case CommGroup::kCp:
-      return {p.cp, cp_stride};
-    case CommGroup::kEp:
-      return {p.ep, core::StrideOf(core::Axis::kEp, p)};
-    case CommGroup::kDp:
-      return {p.dp, core::StrideOf(core::Axis::kDp, p)};
-    case CommGroup::kPp:
-      return {p.pp, core::StrideOf(core::Axis::kPp, p)};
-    // DP together with CP: adjacent in the default placement (sim/step_model.cc's Span).
-    case CommGroup::kDpCp:
-      return {p.dp * p.cp, cp_stride};
-    case CommGroup::kExpertDp:
-      return {ExpertDegree(core::Axis::kDp, p), ExpertStrideOfDp(p)};
-    case CommGroup::kHsdpShard:
-      return {shard, cp_stride};
-    case CommGroup::kHsdpReplica:
-      return {std::max<int64_t>(1, p.dp * p.cp / shard), cp_stride * shard};
-    case CommGroup::kNone:
-      break;
-  }
-  return {1, 1};
-}
-
 std::vector<int64_t> GroupMembers(CommGroup g, const core::PlanSpec& p, int64_t rank) {
-  const GroupLayout l = LayoutOf(g, p);
+  const core::GroupLayout l = core::LayoutOfGroup(g, p);
   // The group's members differ only in one mixed-radix digit of the rank: radix l.size at l.stride.
   const int64_t base = rank - ((rank / l.stride) % l.size) * l.stride;
   std::vector<int64_t> out;
@@ -96,7 +37,6 @@ std::vector<int64_t> GroupMembers(CommGroup g, const core::PlanSpec& p, int64_t 
 int64_t StageOfRank(const core::PlanSpec& p, int64_t rank) {
   return (rank / core::StrideOf(core::Axis::kPp, p)) % p.pp;
 }
-
 
 Result<std::unique_ptr<PlanGroups>> SplitPlanGroups(HostComm& world, const core::PlanSpec& p) {
   if (world.size() != p.gpus)
@@ -294,7 +234,7 @@ class Executor {
     MESHPLAN_ASSIGN_OR_RETURN(self_comm_, be_.CreateCommunicator(self_.get()));
     for (int g = 0; g < core::kCommGroups; ++g) {
       HostComm* h = groups_.groups[static_cast<size_t>(g)];
-      const int64_t want = LayoutOf(static_cast<CommGroup>(g), p_).size;
+      const int64_t want = core::LayoutOfGroup(static_cast<CommGroup>(g), p_).size;
       if (h == nullptr || want <= 1) continue;
       if (h->size() != want)
         return Status::InvalidArgument(std::string("executor: group ") + core::Name(static_cast<CommGroup>(g)) +
@@ -389,7 +329,7 @@ class Executor {
 
   void ClassifyComm(Slot* sl) {
     if (sl->op.kind != OpKind::kCollective && sl->op.kind != OpKind::kP2p) return;
-    const int64_t size = LayoutOf(sl->op.group, p_).size;
+    const int64_t size = core::LayoutOfGroup(sl->op.group, p_).size;
     if (size <= 1) {
       sl->comm = self_comm_.get();
       return;
@@ -1054,7 +994,7 @@ class Executor {
         om.bytes = op.bytes;
         om.collective = op.collective;
         om.group = op.group;
-        om.group_size = LayoutOf(op.group, p_).size;
+        om.group_size = core::LayoutOfGroup(op.group, p_).size;
         om.overlappable = op.overlappable;
         om.calls_per_step = sl.calls / o_.steps;
         om.time_s = sl.time_s / steps;

@@ -58,13 +58,8 @@
 
 namespace meshplan::runtime {
 
-// Where the members of a plan group sit among the global ranks (placement order, innermost
-// first): `size` members, `stride` ranks apart (Megatron-Core's regrouping for the expert axes).
-struct GroupLayout {
-  int64_t size = 1;
-  int64_t stride = 1;
-};
-GroupLayout LayoutOf(core::CommGroup g, const core::PlanSpec& p);
+// Where the members of a plan group sit among the global ranks: core::LayoutOfGroup, the layout
+// the simulator costs (Megatron-Core's regrouping for the expert axes).
 // The global ranks of `rank`'s group `g`, in group order. REQUIRES: 0 <= rank < p.gpus.
 std::vector<int64_t> GroupMembers(core::CommGroup g, const core::PlanSpec& p, int64_t rank);
 // The pipeline stage of a global rank.

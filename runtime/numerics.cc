@@ -183,7 +183,7 @@ class NumericsStep {
     first_ = stage_ == 0;
     last_ = stage_ == p_.pp - 1;
     for (auto [g, comm] : {std::pair{CommGroup::kTp, &tp_}, {CommGroup::kPp, &pp_}, {CommGroup::kDp, &dp_}}) {
-      const int64_t size = LayoutOf(g, p_).size;
+      const int64_t size = core::LayoutOfGroup(g, p_).size;
       if (size <= 1) continue;
       HostComm* h = groups_.groups[static_cast<size_t>(g)];
       if (h == nullptr)

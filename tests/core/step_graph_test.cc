@@ -2,6 +2,7 @@
 #include "core/step_graph.h"
 
 #include <string_view>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
@@ -543,6 +544,39 @@ TEST(StepGraphTest, Fp16OptimizerUnscalesTheGradientsInFp32) {
   const Op* fp16 = FindOp(g16.dense_layer, "optimizer_step");
   ASSERT_NE(fp16, nullptr);
   EXPECT_EQ(fp16->bytes, 50 * 218'112'000LL);
+}
+
+TEST(GroupLayoutTest, EveryGroupHasOneLayoutAndItsSpanIsThatLayouts) {
+  // tp 2, dp 4, pp 2, ep 2 (etp 1) in tp-cp-ep-dp-pp, by hand: dense axes skip ep, so tp stride
+  // 1, dp stride tp*cp = 2, pp stride tp*cp*dp = 8; the expert regrouping etp x ep x edp has ep
+  // at stride etp = 1 and edp = tp*cp*dp/(ep*etp) = 4 at stride etp*ep = 2; DP x CP starts at
+  // cp's stride 2.
+  PlanSpec p;
+  p.tp = 2;
+  p.dp = 4;
+  p.pp = 2;
+  p.ep = 2;
+  p.gpus = 16;
+  EXPECT_EQ(LayoutOfGroup(CommGroup::kTp, p), (GroupLayout{2, 1}));
+  EXPECT_EQ(LayoutOfGroup(CommGroup::kDp, p), (GroupLayout{4, 2}));
+  EXPECT_EQ(LayoutOfGroup(CommGroup::kPp, p), (GroupLayout{2, 8}));
+  EXPECT_EQ(LayoutOfGroup(CommGroup::kEp, p), (GroupLayout{2, 1}));
+  EXPECT_EQ(LayoutOfGroup(CommGroup::kExpertDp, p), (GroupLayout{4, 2}));
+  EXPECT_EQ(LayoutOfGroup(CommGroup::kDpCp, p), (GroupLayout{4, 2}));
+  // HSDP over dp 4 in shards of 2: the shard at cp's stride, the replicas two shards apart.
+  p.hsdp_shard_size = 2;
+  EXPECT_EQ(LayoutOfGroup(CommGroup::kHsdpShard, p), (GroupLayout{2, 2}));
+  EXPECT_EQ(LayoutOfGroup(CommGroup::kHsdpReplica, p), (GroupLayout{2, 4}));
+  const ClusterSpec c = *LoadCluster("dgx-h100");
+  for (int g = 1; g < kCommGroups; ++g) {
+    const auto group = static_cast<CommGroup>(g);
+    const GroupLayout l = LayoutOfGroup(group, p);
+    const GroupSpan a = SpanOfGroup(group, p, c), b = SpanOfStride(l.size, l.stride, c);
+    EXPECT_EQ(std::tie(a.size, a.per_domain, a.domains), std::tie(b.size, b.per_domain, b.domains)) << Name(group);
+  }
+  // 16 ranks, 8 per NVLink domain: the pp group (stride 8) crosses domains, dp (stride 2) does not.
+  EXPECT_TRUE(SpanOfGroup(CommGroup::kPp, p, c).Crosses());
+  EXPECT_FALSE(SpanOfGroup(CommGroup::kDp, p, c).Crosses());
 }
 
 }  // namespace

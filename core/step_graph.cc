@@ -195,8 +195,9 @@ class Builder {
     // Flash (FlashAttention's kernel) is costed as fused: its passes over the bf16 logits are not
     // measured here (its memory is modelled: core/memory.cc).
     if (p_.cross_entropy == CrossEntropy::kUpcast)
-      Eager(&fwd, "cross_entropy", UpcastCrossEntropy().forward * tokens_ * v_local, UpcastCrossEntropy().forward_kernels);
-    else Mem(&fwd, "cross_entropy", 3 * tokens_ * v_local * 4);
+      Eager(&fwd, "cross_entropy", UpcastCrossEntropy().forward * tokens_ * v_local, UpcastCrossEntropy().forward_kernels,
+            MemOp::kCrossEntropy);
+    else Mem(&fwd, "cross_entropy", 3 * tokens_ * v_local * 4, MemOp::kCrossEntropy);
   }
   // One part of the embedding or head: its forward and backward (`compute()`), the sync of its
   // `params`, or nothing (they are never recomputed).
@@ -250,9 +251,10 @@ class Builder {
   // BF16 (what Transformer Engine does not run in FP8: Megatron-Core's output layer is a plain
   // ColumnParallelLinear and its router a torch linear in the router dtype; gpt_model.py,
   // router.py). An FP8 GEMM first quantizes its input (Fp8Scaling, core/specs.h).
-  void Gemm(std::vector<Op>* ops, const char* name, int64_t m, int64_t n, int64_t k, int64_t batch = 1,
+  // Returns whether it added the GEMM (none for an empty shape).
+  bool Gemm(std::vector<Op>* ops, const char* name, int64_t m, int64_t n, int64_t k, int64_t batch = 1,
             bool sixteen_bit = false) {
-    if (m <= 0 || n <= 0 || k <= 0 || batch <= 0) return;
+    if (m <= 0 || n <= 0 || k <= 0 || batch <= 0) return false;
     Op op;
     op.name = name;
     op.kind = OpKind::kGemm;
@@ -263,6 +265,7 @@ class Builder {
     op.dtype = sixteen_bit && gemm_dtype_ == Dtype::kFp8 ? Dtype::kBf16 : gemm_dtype_;
     if (op.dtype == Dtype::kFp8) Fp8Quantize(ops, "fp8_quantize_input", m * k * batch, Pass::kForward);
     ops->push_back(op);
+    return true;
   }
   // Quantizing `elements` 16-bit values to FP8 for a GEMM, row- and column-wise: bytes read and
   // written per element and kernels by the scaling recipe (core/specs.h Fp8Scaling).
@@ -270,23 +273,24 @@ class Builder {
     int64_t bytes_per = 4, kernels = 1;  // delayed: cast-transpose, read 2 B, write 1 + 1 B
     if (p_.fp8_scaling == Fp8Scaling::kCurrent) bytes_per = 6, kernels = 2;  // + an amax pass
     if (p_.fp8_scaling == Fp8Scaling::kBlock) bytes_per = 5, kernels = 2;    // + transposed re-quantize
-    Mem(ops, name, elements * bytes_per);
+    if (!Mem(ops, name, elements * bytes_per, MemOp::kFp8Quantize)) return;
     ops->back().pass = pass;
     ops->back().batch = kernels;
   }
-  void Mem(std::vector<Op>* ops, const char* name, int64_t bytes) {
-    if (bytes <= 0) return;
+  // Returns whether it added the op (none for no bytes).
+  bool Mem(std::vector<Op>* ops, const char* name, int64_t bytes, MemOp what = MemOp::kCopy) {
+    if (bytes <= 0) return false;
     Op op;
     op.name = name;
     op.kind = OpKind::kMemoryBound;
     op.bytes = bytes;
+    op.mem_op = what;
     ops->push_back(op);
+    return true;
   }
   // A memory-bound layer of `kernels` eager kernels moving `bytes` in all.
-  void Eager(std::vector<Op>* ops, const char* name, int64_t bytes, int64_t kernels) {
-    if (bytes <= 0) return;
-    Mem(ops, name, bytes);
-    ops->back().batch = kernels;
+  void Eager(std::vector<Op>* ops, const char* name, int64_t bytes, int64_t kernels, MemOp what) {
+    if (Mem(ops, name, bytes, what)) ops->back().batch = kernels;
   }
   // Bytes per element of PyTorch eager's decompositions (core/specs.h Elementwise), forward and
   // backward, each op reading and writing whole tensors (bf16 2 B, fp32 4 B), and their kernels:
@@ -311,31 +315,29 @@ class Builder {
   const EagerCost& UpcastCrossEntropy() const { return t_ > 1 ? kLossParallelCrossEntropy : kUpcastCrossEntropy; }
   // One pointwise op over `elements`: eager, its decomposition's bytes and kernels (`eager`, when
   // the op has one); fused, one kernel moving `fused_tensors` activation-sized tensors.
-  void Pointwise(std::vector<Op>* ops, const char* name, int64_t elements, const EagerCost* eager,
+  void Pointwise(std::vector<Op>* ops, const char* name, MemOp what, int64_t elements, const EagerCost* eager,
                  int64_t fused_tensors) {
-    if (eager_ && eager != nullptr) Eager(ops, name, elements * eager->forward, eager->forward_kernels);
-    else Mem(ops, name, fused_tensors * elements * e_);
+    if (eager_ && eager != nullptr) Eager(ops, name, elements * eager->forward, eager->forward_kernels, what);
+    else Mem(ops, name, fused_tensors * elements * e_, what);
   }
   // A norm reads and writes the activation once when fused.
-  void Norm(std::vector<Op>* ops, const char* name, int64_t elements) { Pointwise(ops, name, elements, &kEagerNorm, 2); }
+  void Norm(std::vector<Op>* ops, const char* name, int64_t elements) {
+    Pointwise(ops, name, MemOp::kNorm, elements, &kEagerNorm, 2);
+  }
   // The MLP's activation over its `elements` outputs (T x f/t): GELU reads its input; SwiGLU its two.
   void Activation(std::vector<Op>* ops, const char* name, int64_t elements) {
     const bool glu = m_.mlp == MlpKind::kSwiglu;
-    Pointwise(ops, name, elements, glu ? &kEagerSwiglu : nullptr, glu ? 3 : 2);
+    Pointwise(ops, name, MemOp::kActivation, elements, glu ? &kEagerSwiglu : nullptr, glu ? 3 : 2);
   }
   // The backward of an eager forward op (Norm, RoPE, SwiGLU, the upcast cross entropy): its bytes
   // and kernels from the table above; false for any other op.
   bool EagerBackward(Op* op) const {
-    const std::string_view n(op->name);
     const EagerCost* c = nullptr;
-    if (n == "cross_entropy" && p_.cross_entropy == CrossEntropy::kUpcast) c = &UpcastCrossEntropy();
+    if (op->mem_op == MemOp::kCrossEntropy && p_.cross_entropy == CrossEntropy::kUpcast) c = &UpcastCrossEntropy();
     else if (!eager_) return false;
-    else if (n == "attn_norm" || n == "mlp_norm" || n == "moe_norm" || n == "final_norm" || n == "mtp_enorm" ||
-             n == "mtp_hnorm" || n == "mtp_final_norm")
-      c = &kEagerNorm;
-    else if (n == "rope") c = &kEagerRope;
-    else if (m_.mlp == MlpKind::kSwiglu && (n == "mlp_activation" || n == "expert_activation" || n == "shared_activation"))
-      c = &kEagerSwiglu;
+    else if (op->mem_op == MemOp::kNorm) c = &kEagerNorm;
+    else if (op->mem_op == MemOp::kRope) c = &kEagerRope;
+    else if (m_.mlp == MlpKind::kSwiglu && op->mem_op == MemOp::kActivation) c = &kEagerSwiglu;
     if (c == nullptr) return false;
     op->bytes = op->bytes / c->forward * c->backward;
     op->batch = c->backward_kernels;
@@ -390,7 +392,7 @@ class Builder {
       kv_heads = std::max<int64_t>(m_.kv_heads / t_, 1);
       Gemm(ops, "qkv_proj", tokens_, (a + 2 * kv_heads) * m_.head_dim, h);
     }
-    if (m_.position == PositionKind::kRope) Pointwise(ops, "rope", tokens_ * (a + kv_heads) * dqk, &kEagerRope, 2);
+    if (m_.position == PositionKind::kRope) Pointwise(ops, "rope", MemOp::kRope, tokens_ * (a + kv_heads) * dqk, &kEagerRope, 2);
     // Context parallel: each rank's queries meet every rank's keys. Ring: cp-1 KV exchanges
     // overlapped with attention blocks; Ulysses: all-to-alls of q, k, v and the output.
     const int64_t seq_kv = s_ * p_.cp;
@@ -423,10 +425,13 @@ class Builder {
     } else {
       // Unfused attention (Megatron 2021): batched GEMMs over b*a heads plus a fused
       // scale-mask-softmax(-dropout) kernel over the full s x s scores.
-      Gemm(ops, "attn_scores", s_, seq_kv, dqk, p_.micro_batch * a, /*sixteen_bit=*/true);
+      if (Gemm(ops, "attn_scores", s_, seq_kv, dqk, p_.micro_batch * a, /*sixteen_bit=*/true))
+        ops->back().attention_core = true;
       const int64_t scores = p_.micro_batch * a * s_ * seq_kv;
-      Mem(ops, "softmax", scores * e_ * 2 + (m_.dropout ? scores * (1 + e_) : 0));
-      Gemm(ops, "attn_values", s_, dv, seq_kv, p_.micro_batch * a, /*sixteen_bit=*/true);
+      if (Mem(ops, "softmax", scores * e_ * 2 + (m_.dropout ? scores * (1 + e_) : 0), MemOp::kSoftmax))
+        ops->back().attention_core = true;
+      if (Gemm(ops, "attn_values", s_, dv, seq_kv, p_.micro_batch * a, /*sixteen_bit=*/true))
+        ops->back().attention_core = true;
     }
     if (p_.cp > 1 && p_.cp_kind == CpKind::kUlysses)
       Coll(ops, "ulysses_out", CollectiveKind::kAllToAll, CommGroup::kCp, tokens_ * a * dv * e_);
@@ -459,7 +464,7 @@ class Builder {
     // The router sees this rank's (sequence-sharded under SP) tokens.
     const int64_t local = tokens_ / norm_div;
     Gemm(ops, "router", local, x.experts, h, 1, /*sixteen_bit=*/true);
-    Mem(ops, "router_topk", local * x.experts * 4 * 2);
+    Mem(ops, "router_topk", local * x.experts * 4 * 2, MemOp::kRouter);
     // Balanced routing: each GPU's experts receive s*b*k*etp/t tokens (see memory.cc).
     double tok = static_cast<double>(tokens_ * x.top_k * p_.etp) / static_cast<double>(t_);
     if (x.capacity_factor > 0) tok *= x.capacity_factor;
@@ -475,19 +480,19 @@ class Builder {
     // before the all-to-all, permutation 2 sorts the received tokens by local expert (more than one
     // local expert), and their inverses run before and after the combine all-to-all; each reads
     // and writes the k copies' activations once (moe_utils.permute/unpermute, sort_chunks_by_idxs).
-    Mem(ops, "moe_permute", 2 * local * x.top_k * h * e_);
+    Mem(ops, "moe_permute", 2 * local * x.top_k * h * e_, MemOp::kPermute);
     if (p_.ep > 1)
       Coll(ops, "ep_dispatch", CollectiveKind::kAllToAll, CommGroup::kEp, local * x.top_k * h * e_, hide_a2a);
-    if (local_experts > 1) Mem(ops, "moe_permute_local", 2 * expert_tokens * h * e_);
+    if (local_experts > 1) Mem(ops, "moe_permute_local", 2 * expert_tokens * h * e_, MemOp::kPermute);
     const int64_t fl = x.expert_ffn_hidden / p_.etp;
     const int64_t per_expert = std::max<int64_t>(expert_tokens / std::max<int64_t>(local_experts, 1), 1);
     Gemm(ops, "expert_fc1", per_expert, (glu ? 2 : 1) * fl, h, local_experts);
     Activation(ops, "expert_activation", expert_tokens * fl);
     Gemm(ops, "expert_fc2", per_expert, h, fl, local_experts);
-    if (local_experts > 1) Mem(ops, "moe_permute_local_restore", 2 * expert_tokens * h * e_);
+    if (local_experts > 1) Mem(ops, "moe_permute_local_restore", 2 * expert_tokens * h * e_, MemOp::kPermute);
     if (p_.ep > 1)
       Coll(ops, "ep_combine", CollectiveKind::kAllToAll, CommGroup::kEp, local * x.top_k * h * e_, hide_a2a);
-    Mem(ops, "moe_permute_restore", 2 * local * x.top_k * h * e_);
+    Mem(ops, "moe_permute_restore", 2 * local * x.top_k * h * e_, MemOp::kPermute);
     if (x.shared_experts > 0) {
       const int64_t fs = x.shared_experts * x.shared_expert_ffn_hidden / t_;
       TpGather(ops, "shared_gather");
@@ -520,12 +525,12 @@ class Builder {
           break;
         case OpKind::kMemoryBound:
           // The forward's FP8 quantization has no backward of its own (the gradient's is above).
-          if (std::string_view(op.name) == "fp8_quantize_input") break;
+          if (op.mem_op == MemOp::kFp8Quantize) break;
           op.pass = Pass::kBackwardInput;
           // A permutation's gradient is the inverse permutation (the same bytes); an eager op's as
           // its decomposition's autograd runs it; other ops read the saved input and the incoming
           // gradient and write two gradients.
-          if (!EagerBackward(&op) && std::string_view(op.name).rfind("moe_permute", 0) != 0) op.bytes *= 2;
+          if (!EagerBackward(&op) && op.mem_op != MemOp::kPermute) op.bytes *= 2;
           out->push_back(op);
           break;
         case OpKind::kCollective: {
@@ -585,8 +590,7 @@ class Builder {
     }
     for (size_t i = 0; i < fwd.size(); ++i) {
       // An FP8 GEMM's input quantization runs again with its GEMM.
-      const Op& f = fwd[i].kind == OpKind::kMemoryBound && std::string_view(fwd[i].name) == "fp8_quantize_input" &&
-                            i + 1 < fwd.size()
+      const Op& f = fwd[i].kind == OpKind::kMemoryBound && fwd[i].mem_op == MemOp::kFp8Quantize && i + 1 < fwd.size()
                         ? fwd[i + 1]
                         : fwd[i];
       if (p_.recompute == Recompute::kSelective && !SelectivelyRecomputed(f)) continue;
@@ -609,7 +613,7 @@ class Builder {
       if (op.kind == OpKind::kAttention) continue;
       if (op.kind == OpKind::kCollective && op.group == CommGroup::kTp && op.collective == CollectiveKind::kReduceScatter)
         continue;
-      if (op.kind == OpKind::kMemoryBound && n == "fp8_quantize_input") {
+      if (op.kind == OpKind::kMemoryBound && op.mem_op == MemOp::kFp8Quantize) {
         if (fp8) out->push_back(op);  // with its GEMM, next
         continue;
       }
@@ -628,7 +632,7 @@ class Builder {
     const std::string_view n(f.name);
     auto on = [&](RecomputeModule mod) { return (p_.recompute_modules & ModuleBit(mod)) != 0; };
     if (on(RecomputeModule::kCoreAttn) &&
-        (f.kind == OpKind::kAttention || n == "attn_scores" || n == "attn_values" || n == "softmax"))
+        (f.kind == OpKind::kAttention || f.attention_core))
       return true;
     if (on(RecomputeModule::kMoeAct) && n == "expert_activation") return true;
     // The norms that are modules of their own: the MoE layer's pre-MLP norm, MLA's input norm.

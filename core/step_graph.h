@@ -29,7 +29,25 @@ const char* Name(OpKind k);
 const char* Name(Pass p);
 const char* Name(CommGroup g);
 
+// What a memory-bound op computes: the runtime runs a kernel of that kind on the op's bytes
+// (runtime/executor.cc), and the step graph derives an eager op's backward and an FP8 GEMM's
+// quantization by it, never by the op's name.
+enum class MemOp {
+  kCopy,          // data movement and adds: residuals, lookups, copies, gradient accumulation
+  kNorm,          // LayerNorm / RMSNorm
+  kActivation,    // the MLP's GELU or SwiGLU
+  kRope,          // rotary position embedding on q and k
+  kSoftmax,       // the attention scores' scale-mask-softmax (unfused attention)
+  kRouter,        // the MoE router's softmax and top-k over the experts
+  kCrossEntropy,  // the loss over the vocabulary
+  kPermute,       // MoE token permutation and its inverse (the gradient is the inverse permutation)
+  kFp8Quantize,   // FP8 cast(-transpose) of a GEMM's input (forward) or gradient (backward)
+};
+
 struct Op {
+  // What the op is, for reports, traces and measurements: a string literal with static storage
+  // (the builder assigns only literals), so it outlives every graph; never parsed for meaning
+  // outside the builder (`mem_op`, `kind`, `pass` and `group` say what the op does).
   const char* name = "";
   OpKind kind = OpKind::kGemm;
   Pass pass = Pass::kForward;
@@ -43,6 +61,11 @@ struct Op {
   // kMemoryBound, kOptimizer: bytes read + written (by `batch` kernels). kCollective, kP2p:
   // nccl-tests' S.
   int64_t bytes = 0;
+  MemOp mem_op = MemOp::kCopy;  // kMemoryBound: what it computes
+  // Part of core attention: the fused kernel (kAttention) or the unfused path's score and value
+  // GEMMs and softmax (what selective recompute's core_attn reruns and a ring's KV exchange hides
+  // under).
+  bool attention_core = false;
   CollectiveKind collective = CollectiveKind::kAllReduce;
   // A collective's group; on a memory-bound op, the collective it is part of (a list
   // collective's per-rank copies): its time is that group's exposed communication.

@@ -6,7 +6,6 @@
 #include <memory>
 #include <set>
 #include <string>
-#include <string_view>
 #include <tuple>
 
 #include "core/memory.h"
@@ -144,11 +143,16 @@ namespace {
 
 enum class MemKernel { kNorm, kActivation, kSoftmax, kAdd };
 
-MemKernel KernelFor(std::string_view name) {
-  if (name.find("norm") != std::string_view::npos) return MemKernel::kNorm;
-  if (name.ends_with("activation")) return MemKernel::kActivation;
-  if (name == "softmax" || name == "cross_entropy" || name == "router_topk") return MemKernel::kSoftmax;
-  return MemKernel::kAdd;
+// The kernel that runs a memory-bound op, by what the step graph says it computes.
+MemKernel KernelFor(core::MemOp what) {
+  switch (what) {
+    case core::MemOp::kNorm: return MemKernel::kNorm;
+    case core::MemOp::kActivation: return MemKernel::kActivation;
+    case core::MemOp::kSoftmax:
+    case core::MemOp::kRouter:
+    case core::MemOp::kCrossEntropy: return MemKernel::kSoftmax;
+    default: return MemKernel::kAdd;  // copies, adds, permutes, quantization, rope: bytes moved
+  }
 }
 
 // [numel / last, last] when `last` divides numel, else [1, numel].
@@ -645,7 +649,7 @@ class Executor {
         return b;
       }
       case OpKind::kMemoryBound: {
-        const MemKernel kernel = KernelFor(op.name);
+        const MemKernel kernel = KernelFor(op.mem_op);
         // Named kernels keep the forward's shape in backward (their own backward kernel); the
         // generic elementwise op moves exactly the op's bytes in either pass.
         const int64_t fwd_bytes =
@@ -690,13 +694,13 @@ class Executor {
           case MemKernel::kSoftmax: {
             // softmax: scores in the activation dtype (read, write); cross_entropy: fp32 logits
             // (read logits, write softmax, read it back in backward); router_topk: fp32 router scores.
-            const std::string_view n = op.name;
-            const bool fp32 = n != "softmax";
-            const int64_t factor = n == "cross_entropy" ? 3 : 2;
-            const int64_t last = n == "softmax"         ? p_.seq_len
-                                 : n == "cross_entropy" ? (s_.model.vocab + p_.tp - 1) / p_.tp
-                                 : s_.model.moe         ? s_.model.moe->experts
-                                                        : 0;
+            const bool scores = op.mem_op == core::MemOp::kSoftmax, loss = op.mem_op == core::MemOp::kCrossEntropy;
+            const bool fp32 = !scores;
+            const int64_t factor = loss ? 3 : 2;
+            const int64_t last = scores         ? p_.seq_len
+                                 : loss         ? (s_.model.vocab + p_.tp - 1) / p_.tp
+                                 : s_.model.moe ? s_.model.moe->experts
+                                                : 0;
             const Dtype d = fp32 ? Dtype::kFp32 : act_;
             const auto x = Rows(fwd_bytes / (factor * core::DtypeBytes(d)), last);
             for (auto [shape, random] : {std::pair{x, true}, {x, false}, {x, true}, {x, false}}) {

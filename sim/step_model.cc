@@ -102,14 +102,8 @@ struct ListCost {
 };
 
 // The core-attention part of a pass (what a ring-attention KV exchange can hide under): the fused
-// kernel, or the unfused path's two batched GEMMs and softmax. The first letter screens out the
-// other ops before any string compare (this runs for every op of every plan the search costs).
-bool IsAttentionCore(const Op& op) {
-  if (op.kind == OpKind::kAttention) return true;
-  if (op.name[0] != 'a' && op.name[0] != 's') return false;
-  const std::string_view n(op.name);
-  return n == "attn_scores" || n == "attn_values" || n == "softmax";
-}
+// kernel, or the unfused path's two batched GEMMs and softmax.
+bool IsAttentionCore(const Op& op) { return op.kind == OpKind::kAttention || op.attention_core; }
 
 // Collective times shared by the plans of one search: a collective's time depends only on its
 // kind, size and the span of its group (the cluster and profile are fixed per cache).

@@ -16,11 +16,11 @@
 #include "cli/commands.h"
 #include "cli/output.h"
 #include "cli/plan_flags.h"
-#include "core/defaults.h"
 #include "core/failures.h"
 #include "core/memory.h"
 #include "core/profile.h"
 #include "core/units.h"
+#include "sim/evaluate.h"
 #include "sim/run_sim.h"
 #include "sim/step_model.h"
 
@@ -401,19 +401,21 @@ void AddReliabilityCommand(CLI::App* app, int* exit_code) {
     if (rf->loss_spikes_per_day) f.loss_spikes_per_day = *rf->loss_spikes_per_day;
     if (storage_bw > 0) s.cluster.storage_bytes_per_s = storage_bw;
 
-    const core::MemoryReport mem = core::EstimateMemory(s.model, s.plan, s.gpu, profile->memory);
-    const sim::StepEstimate step = sim::EstimateStep(s.model, s.plan, s.gpu, s.cluster, *profile);
+    sim::EvaluateOptions eo;  // memory, step and the run's tokens as meshplan report has them
+    eo.tokens = rf->tokens ? *rf->tokens : 0;
+    const sim::ScenarioEvaluation ev = sim::EvaluateScenario(s, *profile, eo);
+    const core::MemoryReport& mem = ev.memory;
+    const sim::StepEstimate& step = ev.step;
     sim::ReliabilityOptions opt;
     opt.mode = mode;
     opt.interval_s = interval_s;
     if (rf->days) {
       opt.days = *rf->days;
-    } else if (rf->tokens) {
-      opt.tokens = *rf->tokens;
     } else {
-      opt.tokens = core::DefaultTrainingTokens(mem.params.total);
-      notes.push_back("tokens " + HumanCount(static_cast<int64_t>(opt.tokens)) +
-                      " (20 per parameter, Chinchilla; --tokens or --days to change)");
+      opt.tokens = ev.tokens;
+      if (ev.default_tokens)
+        notes.push_back("tokens " + HumanCount(static_cast<int64_t>(opt.tokens)) +
+                        " (20 per parameter, Chinchilla; --tokens or --days to change)");
     }
     if (rf->spares) opt.spare_nodes = *rf->spares;
     if (rf->trials) opt.trials = *rf->trials;

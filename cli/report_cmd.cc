@@ -11,13 +11,13 @@
 #include "cli/plan_flags.h"
 #include "cli/profile_ref.h"
 #include "cli/store_flags.h"
-#include "core/defaults.h"
+#include "core/failures.h"
 #include "core/memory.h"
 #include "core/params.h"
 #include "core/presets.h"
-#include "core/failures.h"
 #include "core/profile.h"
 #include "core/spec_json.h"
+#include "sim/evaluate.h"
 #include "sim/step_model.h"
 
 namespace meshplan::cli {
@@ -84,33 +84,31 @@ void AddReportCommand(CLI::App* app, int* exit_code) {
       *exit_code = 2;
       return;
     }
-    const core::MemoryReport r = core::EstimateMemory(s.model, s.plan, s.gpu, profile->memory);
-    SpeedReport speed;
-    speed.profile = profile->name;
-    speed.step = sim::EstimateStep(s.model, s.plan, s.gpu, s.cluster, *profile);
-    double train_tokens = *tokens;
-    if (train_tokens == 0) {
-      train_tokens = core::DefaultTrainingTokens(r.params.total);
-      notes.push_back("tokens " + HumanCount(static_cast<int64_t>(train_tokens)) +
-                      " (20 per parameter, Chinchilla; --tokens to change)");
-    }
-    speed.train = sim::EstimateTraining(speed.step, s.plan, s.gpu, s.cluster, train_tokens);
-    // Reliability over the run: the Llama 3 failure rates, async checkpoints at the optimum interval.
+    // Reliability over the run: the failure model (Llama 3's rates by default), async
+    // checkpoints at the optimum interval.
     auto failures = core::LoadFailureModel(*failure_ref);
     if (!failures.ok()) {
       std::cerr << "error: --failures: " << failures.status().message() << "\n";
       *exit_code = 2;
       return;
     }
-    sim::ReliabilityOptions ro;
-    ro.tokens = train_tokens;
-    ro.trials = 200;
-    auto rel = sim::EstimateReliability(s, r, speed.step, *failures, ro);
-    if (rel.ok()) {
-      speed.reliability = *rel;
+    sim::EvaluateOptions eo;
+    eo.tokens = *tokens;
+    eo.failures = &*failures;
+    sim::ScenarioEvaluation ev = sim::EvaluateScenario(s, *profile, eo);
+    const core::MemoryReport& r = ev.memory;
+    SpeedReport speed;
+    speed.profile = profile->name;
+    speed.step = ev.step;
+    if (ev.default_tokens)
+      notes.push_back("tokens " + HumanCount(static_cast<int64_t>(ev.tokens)) +
+                      " (20 per parameter, Chinchilla; --tokens to change)");
+    speed.train = ev.train;
+    if (ev.reliability->ok()) {
+      speed.reliability = std::move(ev.reliability->value());
       speed.failure_model = *failure_ref;
     } else {
-      warnings.push_back("warning: reliability: " + rel.status().message());
+      warnings.push_back("warning: reliability: " + ev.reliability->status().message());
     }
     if (measured) {
       std::cout << (f == Format::kJson ? CompareJson(s, *measured, speed.step, *profile)

@@ -20,6 +20,7 @@
 #include "core/step_graph.h"
 #include "core/units.h"
 #include "core/validate.h"
+#include "sim/evaluate.h"
 #include "sim/run_sim.h"
 #include "sim/step_model.h"
 
@@ -974,9 +975,12 @@ core::Result<Explanation> ExplainScenario(const core::Scenario& s, const core::P
 
   core::Scenario here = s;
   here.plan = plan;
-  const core::MemoryReport mem = core::EstimateMemory(s.model, plan, s.gpu, profile.memory);
-  const StepEstimate step = EstimateStep(s.model, plan, s.gpu, s.cluster, profile);
-  const double tokens = opt.tokens > 0 ? opt.tokens : core::DefaultTrainingTokens(mem.params.total);
+  EvaluateOptions eo;
+  eo.tokens = opt.tokens;
+  const ScenarioEvaluation ev = EvaluateScenario(here, profile, eo);
+  const core::MemoryReport& mem = ev.memory;
+  const StepEstimate& step = ev.step;
+  const double tokens = ev.tokens;
 
   ex.steps.push_back(ModelSizeStep(s.model));
   ex.steps.push_back(MemoryBudgetStep(here));
@@ -984,8 +988,7 @@ core::Result<Explanation> ExplainScenario(const core::Scenario& s, const core::P
   ex.steps.push_back(MemoryFitStep(here, plan, mem));
   ex.steps.push_back(PrecisionStep(here, plan, profile));
 
-  ReliabilityOptions ro;
-  ro.tokens = tokens;
+  ReliabilityOptions ro = ReportReliabilityOptions(tokens);
   ro.trials = opt.trials;
   const core::Result<ReliabilityReport> rel =
       step.tokens_per_s > 0 ? EstimateReliability(here, mem, step, failures, ro)
@@ -1012,7 +1015,7 @@ core::Result<Explanation> ExplainScenario(const core::Scenario& s, const core::P
     r.per_gpu_bytes = mem.per_gpu_bytes;
     r.capacity_bytes = mem.capacity_bytes;
     r.step = step;
-    r.train = EstimateTraining(step, plan, s.gpu, s.cluster, tokens);
+    r.train = ev.train;
     ex.recommended = r;
   }
   ex.steps.push_back(SearchStep(plan, mem, step, res ? &*res : nullptr, ex.recommended));

@@ -11,6 +11,7 @@
 #include "core/params.h"
 #include "core/validate.h"
 #include "gui/models/format.h"
+#include "sim/evaluate.h"
 #include "sim/search.h"
 
 namespace meshplan::gui {
@@ -159,11 +160,15 @@ void ScenarioModel::Evaluate() {
   }
   e_.valid = true;
   const core::Scenario& s = s_;
-  e_.memory = core::EstimateMemory(s.model, s.plan, s.gpu, profile_.memory);
-  e_.step = sim::EstimateStep(s.model, s.plan, s.gpu, s.cluster, profile_);
-  e_.tokens = tokens_ > 0 ? tokens_ : core::DefaultTrainingTokens(e_.memory.params.total);
-  if (tokens_ <= 0) e_.notes << "tokens: 20 per parameter (Chinchilla, as meshplan report)";
-  e_.train = sim::EstimateTraining(e_.step, s.plan, s.gpu, s.cluster, e_.tokens);
+  // meshplan report's evaluation; the reliability runs on the worker below (StartReliability).
+  sim::EvaluateOptions eo;
+  eo.tokens = tokens_;
+  sim::ScenarioEvaluation ev = sim::EvaluateScenario(s, profile_, eo);
+  e_.memory = std::move(ev.memory);
+  e_.step = std::move(ev.step);
+  e_.tokens = ev.tokens;
+  if (ev.default_tokens) e_.notes << "tokens: 20 per parameter (Chinchilla, as meshplan report)";
+  e_.train = ev.train;
 
   // The pipeline timeline: small pipelines at once, large ones on the worker.
   const int64_t microbatches = s.plan.Microbatches();
@@ -219,9 +224,7 @@ void ScenarioModel::StartReliability() {
   }
   reliability_worker_.Start("failures: Monte Carlo", [this, s = s_, mem = e_.memory, step = e_.step, f = failures_,
                                                       tokens = e_.tokens](Worker::Context& ctx) {
-    sim::ReliabilityOptions ro;  // `meshplan report`'s: async, optimum interval, seed 1
-    ro.tokens = tokens;
-    ro.trials = 200;
+    sim::ReliabilityOptions ro = sim::ReportReliabilityOptions(tokens);
     // A dense ladder for the goodput curve (30 s to 2 days); the sweep feeds only the chart.
     for (int i = 0; i <= 48; ++i) ro.sweep_intervals_s.push_back(30.0 * std::pow(5760.0, i / 48.0));
     auto rel = sim::EstimateReliability(s, mem, step, f, ro);

@@ -12,11 +12,10 @@
 #include "cli/output.h"
 #include "cli/profile_ref.h"
 #include "cli/store_flags.h"
+#include "core/measurement.h"
 #include "core/presets.h"
 #include "core/published.h"
 #include "core/spec_json.h"
-#include "runtime/device.h"
-#include "runtime/measurement.h"
 #include "sim/fit.h"
 #include "sim/step_model.h"
 
@@ -25,11 +24,11 @@ namespace {
 
 struct Loaded {
   std::string path;
-  runtime::Measurement m;
+  core::Measurement m;
 };
 
 // The scenario a measurement's embedded plan describes (its model, GPU and cluster).
-core::Result<core::Scenario> ScenarioOf(const runtime::Measurement& m, const std::string& path) {
+core::Result<core::Scenario> ScenarioOf(const core::Measurement& m, const std::string& path) {
   if (!m.plan || !m.plan->model || !m.plan->gpu || !m.plan->cluster)
     return core::Status::InvalidArgument(path + ": plan: needs its model, gpu and cluster embedded");
   return core::Scenario{*m.plan->model, *m.plan->gpu, *m.plan->cluster, m.plan->plan};
@@ -38,7 +37,7 @@ core::Result<core::Scenario> ScenarioOf(const runtime::Measurement& m, const std
 // Measured rows as samples: executed compute ops, GEMM sweep rows, collective sweep rows, and
 // executed collectives of MPI runs (per call).
 void Collect(const Loaded& f, std::vector<sim::ComputeSample>* compute, std::vector<sim::CollectiveSample>* comm) {
-  const runtime::Measurement& m = f.m;
+  const core::Measurement& m = f.m;
   for (const auto& r : m.ops) {
     if (r.modeled || r.time_s <= 0 || r.calls_per_step <= 0) continue;
     if (r.kind == core::OpKind::kCollective || r.kind == core::OpKind::kP2p) {
@@ -87,7 +86,7 @@ void Collect(const Loaded& f, std::vector<sim::ComputeSample>* compute, std::vec
 // The fit then raises both to its highest efficiency (FitOptions::rescale_device).
 core::GpuSpec CpuDevice(const std::vector<Loaded>& files, const std::vector<sim::ComputeSample>& xs) {
   core::GpuSpec g;
-  const runtime::Measurement& first = files.front().m;
+  const core::Measurement& first = files.front().m;
   g.name = "cpu:" + first.hardware.hostname;
   g.source = "fitted by meshplan calibrate from the cpu backend (" + first.hardware.description +
              "): peaks are the highest throughput the fit found; memory is this host's RAM";
@@ -156,7 +155,7 @@ int Run(const Options& o) {
   std::set<std::string> backends;
   for (const auto& path : o.files) {
     auto text = core::ReadTextFile(path);
-    auto m = text.ok() ? runtime::ParseMeasurementJson(*text) : core::Result<runtime::Measurement>(text.status());
+    auto m = text.ok() ? core::ParseMeasurementJson(*text) : core::Result<core::Measurement>(text.status());
     if (!m.ok()) {
       std::cerr << "error: " << path << ": " << m.status().message() << "\n";
       return 2;
@@ -198,7 +197,7 @@ int Run(const Options& o) {
     // Microbenchmarks only: the preset of the device they ran on, when its name maps to one.
     for (const auto& f : files) {
       if (!device.name.empty() || f.m.hardware.gpus.empty()) continue;
-      const std::string preset = runtime::GpuPresetForDevice(f.m.hardware.gpus.front());
+      const std::string preset = core::GpuPresetForDevice(f.m.hardware.gpus.front());
       if (preset.empty()) continue;
       auto g = core::LoadGpu(preset);
       if (g.ok()) {
@@ -243,7 +242,7 @@ int Run(const Options& o) {
     sm.backend = f.m.hardware.backend;
     sm.mode = f.m.mode;
     sm.hostname = f.m.hardware.hostname;
-    sm.json = runtime::MeasurementToJson(f.m);
+    sm.json = core::MeasurementToJson(f.m);
     sm.profile_name = o.name;
     if (f.m.step) {
       sm.step_time_s = f.m.step->time_s;

@@ -13,7 +13,7 @@ namespace meshplan::cli {
 namespace {
 
 // The StepGraph op a measurement row describes.
-core::Op OpOf(const runtime::OpMeasurement& r) {
+core::Op OpOf(const core::OpMeasurement& r) {
   core::Op op;
   op.name = r.name.c_str();
   op.kind = r.kind;
@@ -37,7 +37,7 @@ core::Op OpOf(const runtime::OpMeasurement& r) {
 }
 
 // Predicted seconds per step for the row (all its calls).
-double Predicted(const runtime::OpMeasurement& r, const core::Scenario& s, const core::Profile& prof) {
+double Predicted(const core::OpMeasurement& r, const core::Scenario& s, const core::Profile& prof) {
   const core::Op op = OpOf(r);
   double one = 0;
   if (op.kind == core::OpKind::kCollective || op.kind == core::OpKind::kP2p)
@@ -55,12 +55,12 @@ struct MemoryRow {
   const char* name;
   int64_t measured, predicted;
 };
-std::vector<MemoryRow> MemoryRows(const core::Scenario& s, const runtime::StepMemory& held, int64_t stage,
+std::vector<MemoryRow> MemoryRows(const core::Scenario& s, const core::StepMemory& held, int64_t stage,
                                   const core::Profile& prof) {
   const core::MemoryReport r = core::EstimateMemory(s.model, s.plan, s.gpu, prof.memory);
   if (stage < 0 || stage >= static_cast<int64_t>(r.stages.size())) return {};
   const core::StageMemory& p = r.stages[static_cast<size_t>(stage)];
-  const runtime::MemoryBreakdown& h = held.held;
+  const core::MemoryBreakdown& h = held.held;
   return {{"weights", h.weights_bytes, p.weights_bytes},
           {"grads", h.grads_bytes, p.grads_bytes},
           {"master_weights", h.master_weights_bytes, p.master_weights_bytes},
@@ -73,7 +73,7 @@ std::vector<MemoryRow> MemoryRows(const core::Scenario& s, const runtime::StepMe
 
 }  // namespace
 
-std::string CompareTable(const core::Scenario& s, const runtime::Measurement& m, const sim::StepEstimate& e,
+std::string CompareTable(const core::Scenario& s, const core::Measurement& m, const sim::StepEstimate& e,
                          const core::Profile& prof) {
   std::ostringstream o;
   char line[320];
@@ -125,7 +125,7 @@ std::string CompareTable(const core::Scenario& s, const runtime::Measurement& m,
   return o.str();
 }
 
-std::string CompareJson(const core::Scenario& s, const runtime::Measurement& m, const sim::StepEstimate& e,
+std::string CompareJson(const core::Scenario& s, const core::Measurement& m, const sim::StepEstimate& e,
                         const core::Profile& prof) {
   nlohmann::ordered_json j;
   j["measurement"] = {{"tool", m.tool}, {"mode", m.mode}, {"backend", m.hardware.backend}, {"rank", m.rank}};

@@ -6,16 +6,16 @@
 
 #include <string>
 
+#include "core/measurement.h"
 #include "core/presets.h"
 #include "core/profile.h"
-#include "runtime/measurement.h"
 #include "sim/step_model.h"
 
 namespace meshplan::cli {
 
-std::string CompareTable(const core::Scenario& s, const runtime::Measurement& m, const sim::StepEstimate& e,
+std::string CompareTable(const core::Scenario& s, const core::Measurement& m, const sim::StepEstimate& e,
                          const core::Profile& profile);
-std::string CompareJson(const core::Scenario& s, const runtime::Measurement& m, const sim::StepEstimate& e,
+std::string CompareJson(const core::Scenario& s, const core::Measurement& m, const sim::StepEstimate& e,
                         const core::Profile& profile);
 
 }  // namespace meshplan::cli

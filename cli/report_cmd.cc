@@ -50,10 +50,10 @@ void AddReportCommand(CLI::App* app, int* exit_code) {
       *exit_code = 2;
       return;
     }
-    std::optional<runtime::Measurement> measured;
+    std::optional<core::Measurement> measured;
     if (!compare->empty()) {
       auto text = core::ReadTextFile(*compare);
-      auto m = text.ok() ? runtime::ParseMeasurementJson(*text) : core::Result<runtime::Measurement>(text.status());
+      auto m = text.ok() ? core::ParseMeasurementJson(*text) : core::Result<core::Measurement>(text.status());
       if (!m.ok()) {
         std::cerr << "error: --compare: " << m.status().message() << "\n";
         *exit_code = 2;

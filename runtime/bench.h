@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/collectives.h"
+#include "core/measurement.h"
 #include "core/specs.h"
 #include "core/status.h"
 #include "runtime/backend.h"
@@ -24,19 +25,8 @@ struct TimingOptions {
   int iterations = 5;  // timed launches, back to back; the time is their mean
 };
 
-struct GemmShape {
-  int64_t m = 0, n = 0, k = 0;
-  core::Dtype dtype = core::Dtype::kBf16;
-};
-
-struct GemmBenchResult {
-  GemmShape shape;
-  double time_s = 0;         // one GEMM
-  double flops = 0;          // 2mnk
-  double flops_per_s = 0;    // flops / time_s
-  double max_rel_error = 0;  // on the sampled entries, normwise, vs a double reference
-  int iterations = 0;
-};
+using core::GemmBenchResult;  // the measurement record's rows (core/measurement.h)
+using core::GemmShape;
 
 // The default sweep: square GEMMs and transformer-shaped ones (tokens x 3h x h, tokens x 4h x h,
 // tokens x h x 4h) in the dtypes the backend runs. The cpu sweep is small (seconds on 2 cores);
@@ -47,20 +37,7 @@ std::vector<GemmShape> DefaultGemmSweep(BackendKind kind);
 // the backend's own Status for an unsupported dtype.
 core::Result<GemmBenchResult> BenchGemm(Backend& backend, const GemmShape& shape, const TimingOptions& opts);
 
-struct CollectiveBenchResult {
-  core::CollectiveKind kind = core::CollectiveKind::kAllReduce;
-  int64_t size_bytes = 0;  // nccl-tests' S: the whole buffer (all-reduce, broadcast), the gathered or
-                           // scattered total (all-gather, reduce-scatter), one rank's buffer
-                           // (all-to-all), the message (send/recv)
-  int64_t count = 0;       // elements, as nccl-tests prints it
-  core::Dtype dtype = core::Dtype::kFp32;
-  int root = -1;  // broadcast: 0; others -1
-  int ranks = 1;
-  double time_s = 0;  // mean over ranks of each rank's mean launch time (nccl-tests' default -a 1)
-  double algbw_bytes_per_s = 0;
-  double busbw_bytes_per_s = 0;
-  int64_t wrong = 0;  // elements that differ from the expected result (summed over ranks)
-};
+using core::CollectiveBenchResult;
 
 // Sizes in bytes from `min_bytes` to `max_bytes`, doubling (nccl-tests -b/-e/-f 2).
 std::vector<int64_t> SizeSweep(int64_t min_bytes, int64_t max_bytes);

@@ -10,18 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "core/measurement.h"
 #include "core/status.h"
 
 namespace meshplan::runtime {
 
-// One CUDA device as cudaGetDeviceProperties describes it. Value type.
-struct DeviceInfo {
-  std::string name;                  // e.g. "NVIDIA H100 80GB HBM3"
-  int64_t memory_bytes = 0;          // total device (HBM) memory, bytes; cudaDeviceProp::totalGlobalMem
-  int compute_capability_major = 0;  // e.g. 9 for Hopper (sm_90)
-  int compute_capability_minor = 0;  // e.g. 0 for Hopper (sm_90)
-  int sm_count = 0;                  // streaming multiprocessors; cudaDeviceProp::multiProcessorCount
-};
+// One CUDA device as cudaGetDeviceProperties describes it (a value type of the measurement
+// record, core/measurement.h).
+using core::DeviceInfo;
 
 // The CUDA devices visible to this process (CUDA_VISIBLE_DEVICES applies), in CUDA ordinal order;
 // never empty when ok(). Unavailable when this build has no CUDA backend, or when the CUDA runtime
@@ -30,10 +26,7 @@ struct DeviceInfo {
 // a second or more.
 core::Result<std::vector<DeviceInfo>> ListCudaDevices();
 
-// The GPU preset (presets/gpus/) a detected device is, from its name and memory ("NVIDIA H100
-// 80GB HBM3" -> "h100-sxm", "NVIDIA A100-SXM4-40GB" -> "a100-40g"); "" when no preset matches
-// (an H100 NVL, say), so callers ask for --gpu rather than guess. Pure.
-std::string GpuPresetForDevice(const DeviceInfo& d);
+using core::GpuPresetForDevice;  // a detected device's GPU preset (core/measurement.h)
 
 // The version of the NCCL library linked at run time, "MAJOR.MINOR.PATCH" (ncclGetVersion; needs
 // no GPU). Empty in a build without the CUDA backend, or if NCCL reports an error.

@@ -11,6 +11,7 @@
 #include "core/memory.h"
 #include "core/schedule.h"
 #include "core/units.h"
+#include "runtime/bench.h"
 #include "runtime/status_macros.h"
 
 namespace meshplan::runtime {

@@ -1,6 +1,6 @@
 // The discrete-event simulator on Llama-3-405B, PP 16, 128 microbatches, interleaved v = 4, with
 // its communication streams (TP collectives, DP gradient synchronisation, pipeline sends):
-// the issue-4 target is <= 50 ms per step simulated.
+// the target is <= 50 ms per step simulated.
 #include <benchmark/benchmark.h>
 
 #include "core/presets.h"

@@ -37,7 +37,7 @@ BENCHMARK(BM_CountParamsDeepSeekV3);
 
 namespace {
 
-// The analytic step model for the same plan: the issue-3 target is <= 2 us per evaluation.
+// The analytic step model for the same plan: the target is <= 2 us per evaluation.
 void BM_StepLlama405BTp8Pp16(benchmark::State& state) {
   const ModelSpec m = *LoadModel("llama3-405b");
   const GpuSpec g = *LoadGpu("h100-sxm");

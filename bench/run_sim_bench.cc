@@ -1,4 +1,4 @@
-// The issue-5 target: 1,000 Monte Carlo trials of a 54-day, 16,384-GPU run in <= 1 s.
+// The target: 1,000 Monte Carlo trials of a 54-day, 16,384-GPU run in <= 1 s.
 // Run: build/release/bench/meshplan_bench --benchmark_filter=RunSim
 #include <benchmark/benchmark.h>
 

@@ -1,4 +1,4 @@
-// Plan search throughput. Targets (issue 4): >= 1,000,000 plan evaluations per second on the
+// Plan search throughput. Targets: >= 1,000,000 plan evaluations per second on the
 // 2-core machine, and the full Llama-3-405B search on 16,384 H100s (seq 8192, gbs 2048) <= 2 s.
 // Run: build/release/bench/meshplan_bench --benchmark_filter=Search
 //   BM_SearchInnerEvaluation: one full evaluation (ValidatePlan + EstimateMemory + EstimateStep +

@@ -1,6 +1,6 @@
 // The calibration Profile: the efficiencies that turn a roofline into a prediction. Defaults are
 // public microbenchmark figures (cited per field in docs/compute.md); a measured profile
-// (meshplan calibrate, issue 7) replaces them. JSON, versioned.
+// (meshplan calibrate) replaces them. JSON, versioned.
 // Thread-safety: a value type.
 #ifndef MESHPLAN_CORE_PROFILE_H_
 #define MESHPLAN_CORE_PROFILE_H_

@@ -1,5 +1,5 @@
 // The StepGraph: the ops one rank executes in one training step, with exact shapes. The one
-// description of a layer: the simulator costs it and the runtime (issue 6) executes it.
+// description of a layer: the simulator costs it and the runtime executes it.
 //
 // One layer's ops are listed once per layer kind (dense, MoE) for one microbatch: forward,
 // backward (split into input-gradient and weight-gradient ops, which zero-bubble schedules

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Mutation sweep: N mutated preset files through `meshplan report` (issue 18's acceptance check).
+"""Mutation sweep: N mutated preset files through `meshplan report` (the hardening check of docs/reliability.md).
 
 Each case takes a built-in model, GPU, cluster or failure-rate preset (presets/), applies one to
 three mutations (a number scaled by 10^k or negated, set to 0, NaN-like text, a huge integer, a

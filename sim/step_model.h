@@ -96,7 +96,7 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
                           const core::ClusterSpec& c, const core::Profile& profile, StepCostCache* cache = nullptr,
                           StepDetail detail = StepDetail::kFull);
 
-// A training run of `tokens` tokens at the step's throughput, without failures (issue 5 adds them).
+// A training run of `tokens` tokens at the step's throughput, without failures (EstimateReliability, sim/run_sim.h, adds them).
 struct TrainEstimate {
   double tokens = 0;
   double steps = 0;

@@ -1,4 +1,4 @@
-# The calibration loop's held-out check on the cpu backend (issue 7, docs/calibration.md):
+# The calibration loop's held-out check on the cpu backend (docs/calibration.md):
 #   1. measure: a GEMM sweep and two small plans of the tiny model (mbs 1 seq 128; mbs 4 seq 64);
 #   2. fit a profile to them (meshplan calibrate fit), stored in a fresh database;
 #   3. run a plan that was never measured (tiny, mbs 2, seq 256) and predict it with the profile:

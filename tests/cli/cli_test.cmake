@@ -38,7 +38,7 @@ function(run_stderr name code regex)
   message(STATUS "ok ${name}")
 endfunction()
 
-# The issue's acceptance: ZeRO-3 over 8 H100s -> 141.1 GB of model states; ZeRO-0 -> 1.129 TB, no fit.
+# The memory model's first check: ZeRO-3 over 8 H100s -> 141.1 GB of model states; ZeRO-0 -> 1.129 TB, no fit.
 run(zero3_json 1 "\"model_state_bytes\": 141107412992"
     report --model llama3-70b --gpu h100-sxm --gpus 8 --dp 8 --zero 3 --format json)
 run(zero0_json 1 "\"model_state_bytes\": 1128859303936.*\"fits\": false|\"fits\": false.*\"model_state_bytes\": 1128859303936"
@@ -217,7 +217,7 @@ run(simulate_table_streams 0 "compute +tp_comm +dp_comm +p2p" simulate --model l
 run(simulate_bad_straggler 2 "--straggler: \"9:1.1\" must be RANK:FACTOR" simulate --model llama3-8b --gpu h100-sxm
     --gpus 16 --pp 4 --dp 4 --seq 4096 --gbs 32 --straggler 9:1.1)
 
-# search (issue 4): the seeds' sanity checks end to end, the winner as a plan file, explanations,
+# search: the seeds' sanity checks end to end, the winner as a plan file, explanations,
 # usage errors; export of a known plan to each framework.
 run(search_7b_json 0 "\"evaluated\": [1-9][0-9]*.*\"plans\": \\[[ \n]*\\{[ \n]*\"rank\": 1,[ \n]*\"tp\": 1,[ \n]*\"pp\": 1,[ \n]*\"dp\": 8,"
     search --model llama2-7b --cluster dgx-h100 --gpus 8 --seq 4096 --gbs 512 --format json)
@@ -255,7 +255,7 @@ run(export_torchtitan 0 "\\[parallelism\\].*data_parallel_shard_degree = 128.*te
 run(export_bad_target 2 "--to: must be megatron, torchtitan or deepspeed" export --plan ${WORK}/l3.json --to jax)
 run(export_missing_plan 2 "--plan: .*cannot open" export --plan ${WORK}/none.json --to megatron)
 
-# Reliability (issue 5): the Llama 3 405B snapshot (16,384 H100s, 54 days, async checkpoints every
+# Reliability: the Llama 3 405B snapshot (16,384 H100s, 54 days, async checkpoints every
 # 30 min to 2 TB/s) -> MTBF 3.09 h, 419 expected unexpected interruptions, goodput above 90%;
 # the JSON keys a user scripts against; usage errors exit 2.
 set(llama405 --model llama3-405b --gpu h100-sxm --cluster dgx-h100 --gpus 16384 --tp 8 --pp 16 --sp --zero 1
@@ -280,7 +280,7 @@ run(report_reliability 0 "\"days_p50\".*\"days_p90\".*\"cost_usd_p50\".*\"reliab
     report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 1 --seq 4096 --gbs 64 --format json)
 run(presets_failures 0 "llama3-405b" presets failures)
 
-# explain (issue 9): the whiteboard checklist and the topics, with the seeds' worked numbers read
+# explain: the whiteboard checklist and the topics, with the seeds' worked numbers read
 # from --format json; markdown for notes; exit codes 0 (fits), 1 (nothing fits), 2 (usage).
 run(explain_405b_rules 0 "\"rules_plan\": \\{[^}]*\"tp\": 8,[^}]*\"pp\": 16,[^}]*\"dp\": 128,.*\"recommended\": \\{.*\"two_weeks_cost_usd\": 16515072\\.0"
     explain --model llama3-405b --cluster dgx-h100 --gpus 16384 --seq 8192 --gbs 2048 --format json)
@@ -318,7 +318,7 @@ run(compare_memory_json 0 "\"memory\": \\{.*\"weights\": \\{.*\"measured_bytes\"
     report --compare ${DATA}/measurements/tiny-cpu-memory.json --format json)
 run(compare_missing 2 "--compare: .*cannot open" report --compare ${WORK}/none.json)
 
-# The result store (issue 7): history on an empty store, search --save then history --sweeps,
+# The result store: history on an empty store, search --save then history --sweeps,
 # store errors exit 1 naming the path, usage errors 2. Every case passes --db under WORK.
 run(history_empty 0 "# meshplan history: measurements in [^\n]*store/empty\\.db[^\n]*\n# no measurements yet"
     history --db ${WORK}/store/empty.db)

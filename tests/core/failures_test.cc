@@ -173,7 +173,7 @@ TEST(FailurePresetTest, Llama3RatesReproduceTableFive) {
 }
 
 TEST(FailurePresetTest, Llama3ScaleGives419UnexpectedInterruptionsIn54Days) {
-  // The acceptance: 419 unexpected interruptions (Llama 3 §3.3.4) within +-5%; by
+  // Llama 3's published count: 419 unexpected interruptions (Llama 3 §3.3.4) within +-5%; by
   // construction the rates add back to exactly 419, an MTBF of 54 x 24 / 419 = 3.093 h.
   const auto f = LoadFailureModel("llama3-405b");
   ASSERT_TRUE(f.ok());

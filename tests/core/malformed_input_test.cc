@@ -182,7 +182,7 @@ const MalformedCase kCases[] = {
      {"model.tied_embeddings: must be true or false (got 1)"}},
     {"model_negative_and_zero_sizes.json", Kind::kModel, Code::kInvalidArgument, 2,
      {"model.layers: must be > 0 (got -2)", "model.hidden: must be > 0 (got 0)"}},
-    // A million heads (issue 18's hang: the step took centuries and the reliability Monte Carlo
+    // A million heads (a hang before the bounds: the step took centuries and the reliability Monte Carlo
     // simulated them): refused at once, by the physical bounds.
     {"model_million_heads.json", Kind::kModel, Code::kInvalidArgument, 2,
      {"model.heads: must be in [1, 65536] (got 1e+06)",
@@ -240,7 +240,7 @@ const MalformedCase kCases[] = {
       "\"dragonfly\")"}},
     {"cluster_zero_nics_negative_latency.json", Kind::kCluster, Code::kInvalidArgument, 2,
      {"cluster.nics_per_node: must be > 0 (got 0)", "cluster.scale_out_latency_s: must be >= 0 (got -5e-06)"}},
-    // A latency of a million seconds (issue 18's other hang; microseconds typed as seconds) and
+    // A latency of a million seconds (the other hang; microseconds typed as seconds) and
     // bandwidths in GB/s or bits typed as bytes per second.
     {"cluster_latency_in_seconds_typo.json", Kind::kCluster, Code::kInvalidArgument, 1,
      {"cluster.scale_out_latency_s: must be in [0, 0.1] (got 1e+06): seconds"}},

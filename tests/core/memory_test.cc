@@ -104,7 +104,7 @@ Loaded Load(const char* model, const char* gpu, const char* cluster) {
 }
 
 TEST(MemoryTest, Llama3SeventyBZeroThreeOnEightH100s) {
-  // The acceptance: 70.55e9 params x 16 B / 8 = 141.1 GB of model states per GPU; ZeRO-0
+  // Model states by hand: 70.55e9 params x 16 B / 8 = 141.1 GB of model states per GPU; ZeRO-0
   // keeps all 1.129 TB on each GPU. Neither fits an 80 GiB H100.
   Loaded l = Load("llama3-70b", "h100-sxm", "dgx-h100");
   PlanSpec p = ZeroPlan(3, 8);

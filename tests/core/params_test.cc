@@ -23,7 +23,7 @@ TEST(ParamsTest, Llama3SeventyBIsExact) {
 
 TEST(ParamsTest, Llama3FourOFiveBWithinPointOnePercent) {
   // 126 x (2*16384^2 + 2*16384*1024 + 3*16384*53248 + 2*16384) + 2*128256*16384 + 16384
-  // = 405,853,388,800 (Llama 3 paper: 405B; the 405.8e9).
+  // = 405,853,388,800 (Llama 3 paper: 405B; 405.8e9).
   const ParamCount c = Count("llama3-405b");
   EXPECT_EQ(c.total, 405'853'388'800LL);
   EXPECT_NEAR(static_cast<double>(c.total), 405.8e9, 405.8e9 * 0.001);

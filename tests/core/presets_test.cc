@@ -9,7 +9,7 @@
 namespace meshplan::core {
 namespace {
 
-TEST(PresetsTest, TheIssueListIsBuiltIn) {
+TEST(PresetsTest, TheDesignedPresetsAreBuiltIn) {
   const auto models = PresetNames("models");
   for (const char* name : {"tiny", "gpt3-175b", "gpt-1.7b", "gpt-1t", "llama2-7b", "llama2-13b", "llama2-70b",
                            "llama3-8b", "llama3-70b", "llama3-405b", "mixtral-8x7b", "mixtral-8x22b",

@@ -1,4 +1,4 @@
-// Crash safety and concurrency of the SQLite result store (issue 7, "Crash safety"): writer
+// Crash safety and concurrency of the SQLite result store (docs/store.md, "Crash safety"): writer
 // processes are SIGKILLed at random moments, mostly inside long transactions, and readers run
 // beside a writer. What must hold: the file passes PRAGMA integrity_check, every measurement a
 // writer saw committed is there with all its op rows, no measurement is ever partial, no reader

@@ -341,7 +341,7 @@ TEST(GuiHistoryTest, ViewReadsWhileAnotherConnectionWrites) {
   EXPECT_EQ(h.rowCount(), 4);
 }
 
-// Issue 18: the History view polling every 20 ms while real `meshplan report --save` and
+// Hardening (docs/reliability.md): the History view polling every 20 ms while real `meshplan report --save` and
 // `meshplan calibrate fit` processes write the same file, half of them SIGKILLed at a random
 // point 0-30 ms in (each takes 10-30 ms, so most kills land inside a write). The view never shows
 // a read error; afterwards the file passes integrity_check, and every record a writer that exited

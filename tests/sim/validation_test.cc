@@ -281,7 +281,7 @@ TEST(ValidationTest, TorchtitanH100RunsMapToTheirTables) {
 }
 
 TEST(ValidationTest, BeyondTuningRegressionBound) {
-  // Today's level with the built-in defaults (not the targets: median <= 5%, p90 <= 10%,
+  // Today's level with the built-in defaults (not yet the targets: median <= 5%, p90 <= 10%,
   // max <= 25%, every group's median <= 8%, no run that ran called out of memory).
   const ValidationSummary v = ValidateRuns(BeyondTuning(), core::Profile{});
   ASSERT_EQ(v.all.n, 49u);
@@ -590,7 +590,7 @@ TEST(ValidationTest, MeasuredMemoryPeaksAgainstTheMemoryModel) {
     if (r.id.rfind("megatron-ci-gpt3-7b-", 0) == 0) EXPECT_LT(std::fabs(r.error), 0.05) << r.id;
   }
   EXPECT_EQ(reserved, 18u);  // the torchtitan rows
-  // Today's level (the memory issue's targets: within 10%): median 9.5%, p90 27.8%. Before
+  // Today's level (the target: within 10%): median 9.5%, p90 27.8%. Before
   // torchtitan's FSDP under PP kept the stage unsharded, its per-op checkpointing and upcast
   // cross entropy were modelled and its pipeline took as many microbatches as stages: median
   // 32.3%, p90 58.1%, 405B at TP 8 x PP 8 19 GiB against 82.5 measured (now 61.3); docs/memory.md.

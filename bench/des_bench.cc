@@ -22,7 +22,7 @@ core::PlanSpec Llama405BPp16Vpp4() {
   p.zero = 1;
   p.sequence_parallel = true;
   p.seq_len = 8192;
-  p.global_batch = 128 * 128;  // 128 microbatches per pipeline
+  p.global_batch = 128 * 128;    // 128 microbatches per pipeline
   p.stage_layers.assign(64, 2);  // 126 layers over 64 chunks: 62 x 2 + 2 x 1
   p.stage_layers.front() = 1;
   p.stage_layers.back() = 1;

@@ -97,8 +97,8 @@ void BM_SearchMixtral8x7B256(benchmark::State& state) {
   base.gpus = 256;
   base.seq_len = 4096;
   base.global_batch = 512;
-  RunSearch(state, *core::LoadModel("mixtral-8x7b"), *core::LoadGpu("h100-sxm"), *core::LoadCluster("dgx-h100"),
-            base, 0);
+  RunSearch(state, *core::LoadModel("mixtral-8x7b"), *core::LoadGpu("h100-sxm"), *core::LoadCluster("dgx-h100"), base,
+            0);
 }
 BENCHMARK(BM_SearchMixtral8x7B256)->Unit(benchmark::kMillisecond)->UseRealTime();
 

@@ -99,7 +99,8 @@ core::GpuSpec CpuDevice(const std::vector<Loaded>& files, const std::vector<sim:
       flops = std::max(flops, s.op.Flops() * per_s);
     if (s.op.kind == core::OpKind::kGemm)  // A, B and C moved once: a lower bound on the bandwidth
       gemm_bw = std::max(gemm_bw, static_cast<double>((s.op.m * s.op.k + s.op.k * s.op.n + s.op.m * s.op.n) *
-                                                      s.op.batch * core::DtypeBytes(s.op.dtype)) * per_s);
+                                                      s.op.batch * core::DtypeBytes(s.op.dtype)) *
+                                      per_s);
     if (s.op.kind == core::OpKind::kMemoryBound || s.op.kind == core::OpKind::kOptimizer)
       bw = std::max(bw, static_cast<double>(s.op.bytes) * per_s);
   }
@@ -203,9 +204,8 @@ int Run(const Options& o) {
       if (g.ok()) {
         device = *g;
         // (stderr under --format json, so stdout stays one JSON document)
-        (o.format == "json" ? std::cerr : std::cout)
-            << "# GPU preset " << preset << " from the device name \"" << f.m.hardware.gpus.front().name
-            << "\" (--gpu to override)\n";
+        (o.format == "json" ? std::cerr : std::cout) << "# GPU preset " << preset << " from the device name \""
+                                                     << f.m.hardware.gpus.front().name << "\" (--gpu to override)\n";
       }
     }
     if (device.name.empty()) {
@@ -266,8 +266,8 @@ int Run(const Options& o) {
       ApplyProfileDevice(prof, &s, &notes);
       const sim::StepEstimate after = sim::EstimateStep(s.model, s.plan, s.gpu, s.cluster, prof);
       sm.predicted_step_s = after.time_s;
-      for (const auto& [pname, est] : {std::pair<std::string, const sim::StepEstimate*>{start->name, &before},
-                                       {o.name, &after}}) {
+      for (const auto& [pname, est] :
+           {std::pair<std::string, const sim::StepEstimate*>{start->name, &before}, {o.name, &after}}) {
         auto id = (*store)->PutPrediction({0, *plan_id, pname, sim::kStepModelVersion, est->time_s, est->mfu, "", ""});
         if (!id.ok()) {
           std::cerr << "error: --db: " << id.status().message() << "\n";
@@ -276,15 +276,15 @@ int Run(const Options& o) {
       }
       if (f.m.step) {
         char line[400];
-        std::snprintf(line, sizeof line, "  %-40s %12.4f %12.4f %8.1f %12.4f %8.1f\n", f.path.c_str(),
-                      f.m.step->time_s, before.time_s, 100 * (before.time_s / f.m.step->time_s - 1), after.time_s,
+        std::snprintf(line, sizeof line, "  %-40s %12.4f %12.4f %8.1f %12.4f %8.1f\n", f.path.c_str(), f.m.step->time_s,
+                      before.time_s, 100 * (before.time_s / f.m.step->time_s - 1), after.time_s,
                       100 * (after.time_s / f.m.step->time_s - 1));
         step_lines += line;
       }
     }
     for (const auto& r : f.m.ops)
-      sm.ops.push_back({r.section, r.name, core::Name(r.kind), core::Name(r.pass), r.calls_per_step, r.time_s, 0,
-                        r.modeled});
+      sm.ops.push_back(
+          {r.section, r.name, core::Name(r.kind), core::Name(r.pass), r.calls_per_step, r.time_s, 0, r.modeled});
     auto id = (*store)->PutMeasurement(sm);
     if (!id.ok()) {
       std::cerr << "error: --db: " << id.status().message() << "\n";
@@ -312,11 +312,12 @@ int Run(const Options& o) {
     std::cout << line << step_lines;
   }
   if (prof.device)
-    std::cout << "# device " << prof.device->name << ": compute peak " << prof.device->peak_flops_per_s.begin()->second / 1e12
-              << " TFLOP/s, memory " << prof.device->hbm_bytes_per_s / 1e9 << " GB/s (the highest the fit found)\n";
+    std::cout << "# device " << prof.device->name << ": compute peak "
+              << prof.device->peak_flops_per_s.begin()->second / 1e12 << " TFLOP/s, memory "
+              << prof.device->hbm_bytes_per_s / 1e9 << " GB/s (the highest the fit found)\n";
   std::cout << "# saved profile " << o.name << " version " << saved->version << " to " << StorePathFromFlag(o.db)
-            << "; use it with: meshplan report --profile " << o.name
-            << (o.db.empty() ? std::string() : " --db " + o.db) << " ...\n";
+            << "; use it with: meshplan report --profile " << o.name << (o.db.empty() ? std::string() : " --db " + o.db)
+            << " ...\n";
   return 0;
 }
 

@@ -44,8 +44,7 @@ double Predicted(const core::OpMeasurement& r, const core::Scenario& s, const co
     one = core::ProfiledCollectiveTime(prof, op.collective, op.bytes, core::SpanOfGroup(op.group, s.plan, s.cluster),
                                        s.cluster)
               .time_s;
-  else
-    one = sim::ComputeOpTime(op, s.gpu, prof);
+  else one = sim::ComputeOpTime(op, s.gpu, prof);
   return one * static_cast<double>(r.calls_per_step);
 }
 
@@ -66,8 +65,8 @@ std::vector<MemoryRow> MemoryRows(const core::Scenario& s, const core::StepMemor
           {"master_weights", h.master_weights_bytes, p.master_weights_bytes},
           {"optimizer_moments", h.optimizer_moments_bytes, p.optimizer_moments_bytes},
           {"activations", h.activations_bytes, p.activations_bytes},
-          {"states_and_activations", h.weights_bytes + h.grads_bytes + h.master_weights_bytes +
-                                         h.optimizer_moments_bytes + h.activations_bytes,
+          {"states_and_activations",
+           h.weights_bytes + h.grads_bytes + h.master_weights_bytes + h.optimizer_moments_bytes + h.activations_bytes,
            p.weights_bytes + p.grads_bytes + p.master_weights_bytes + p.optimizer_moments_bytes + p.activations_bytes}};
 }
 
@@ -111,8 +110,8 @@ std::string CompareTable(const core::Scenario& s, const core::Measurement& m, co
         std::snprintf(line, sizeof line, "# %-24s %14s %14s %8s\n", "memory", "measured_MB", "predicted_MB", "ratio");
         o << line;
         for (const auto& r : rows) {
-          std::snprintf(line, sizeof line, "  %-24s %14.3f %14.3f %8.2f\n", r.name, static_cast<double>(r.measured) / 1e6,
-                        static_cast<double>(r.predicted) / 1e6,
+          std::snprintf(line, sizeof line, "  %-24s %14.3f %14.3f %8.2f\n", r.name,
+                        static_cast<double>(r.measured) / 1e6, static_cast<double>(r.predicted) / 1e6,
                         r.predicted > 0 ? static_cast<double>(r.measured) / static_cast<double>(r.predicted) : 0.0);
           o << line;
         }
@@ -145,9 +144,12 @@ std::string CompareJson(const core::Scenario& s, const core::Measurement& m, con
   }
   j["ops"] = ops;
   if (m.step)
-    j["step"] = {{"measured_time_s", m.step->time_s}, {"predicted_time_s", e.time_s},
-                 {"measured_tflops_per_gpu", m.step->tflops_per_gpu}, {"predicted_tflops_per_gpu", e.tflops_per_gpu},
-                 {"measured_mfu", m.step->mfu}, {"predicted_mfu_causal", e.mfu_causal}};
+    j["step"] = {{"measured_time_s", m.step->time_s},
+                 {"predicted_time_s", e.time_s},
+                 {"measured_tflops_per_gpu", m.step->tflops_per_gpu},
+                 {"predicted_tflops_per_gpu", e.tflops_per_gpu},
+                 {"measured_mfu", m.step->mfu},
+                 {"predicted_mfu_causal", e.mfu_causal}};
   if (m.step && m.step->memory) {
     nlohmann::ordered_json mem = nlohmann::ordered_json::object();
     for (const auto& r : MemoryRows(s, *m.step->memory, m.stage, prof))

@@ -275,9 +275,8 @@ void AddExplainCommand(CLI::App* app, int* exit_code) {
       one.gpus.reset();
       one.dp = 1;
       if (!ResolveOrReport(one, &s, &notes, &warnings, exit_code)) return;
-      std::erase_if(notes, [](const std::string& n) {
-        return n.rfind("gpus ", 0) == 0 || n.rfind("global batch ", 0) == 0;
-      });
+      std::erase_if(notes,
+                    [](const std::string& n) { return n.rfind("gpus ", 0) == 0 || n.rfind("global batch ", 0) == 0; });
       s.plan.gpus = *flags->gpus;
       s.plan.dp = *flags->gpus;
       if (!flags->gbs && !flags->gbs_tokens) {

@@ -95,8 +95,7 @@ void PrintMeasurements(const std::string& path, const HistoryFlags& f, const std
     std::cout << OJson{{"db", path}, {"measurements", list}}.dump(2) << "\n";
     return;
   }
-  std::printf("# meshplan history: measurements in %s, newest first (%s)\n", path.c_str(),
-              LimitText(f.limit).c_str());
+  std::printf("# meshplan history: measurements in %s, newest first (%s)\n", path.c_str(), LimitText(f.limit).c_str());
   if (rows.empty()) {
     std::printf("# no measurements yet\n");
     return;
@@ -135,8 +134,8 @@ void PrintProfiles(const std::string& path, const HistoryFlags& f, std::vector<c
     std::cout << OJson{{"db", path}, {"profiles", list}}.dump(2) << "\n";
     return;
   }
-  std::printf("# meshplan history: calibration profiles in %s, newest version of each, by name (%s)\n",
-              path.c_str(), LimitText(f.limit).c_str());
+  std::printf("# meshplan history: calibration profiles in %s, newest version of each, by name (%s)\n", path.c_str(),
+              LimitText(f.limit).c_str());
   if (profiles.empty()) {
     std::printf("# no profiles yet\n");
     return;
@@ -156,8 +155,7 @@ void PrintSweeps(const std::string& path, const HistoryFlags& f, const std::vect
     std::cout << OJson{{"db", path}, {"sweeps", list}}.dump(2) << "\n";
     return;
   }
-  std::printf("# meshplan history: search sweeps in %s, newest first (%s)\n", path.c_str(),
-              LimitText(f.limit).c_str());
+  std::printf("# meshplan history: search sweeps in %s, newest first (%s)\n", path.c_str(), LimitText(f.limit).c_str());
   if (sweeps.empty()) {
     std::printf("# no sweeps yet (meshplan search ... --save)\n");
     return;
@@ -260,8 +258,9 @@ void RunHistory(const HistoryFlags& f, int* exit_code) {
 }  // namespace
 
 void AddHistoryCommand(CLI::App* app, int* exit_code) {
-  auto* cmd = app->add_subcommand("history", "What the result store holds: measurements vs predictions, profiles, "
-                                             "saved searches (newest first)");
+  auto* cmd = app->add_subcommand("history",
+                                  "What the result store holds: measurements vs predictions, profiles, "
+                                  "saved searches (newest first)");
   auto f = std::make_shared<HistoryFlags>();
   AddDbFlag(cmd, &f->db);
   cmd->add_option("--limit", f->limit, "Rows to list, newest first (default 20; 0: all)");

@@ -22,8 +22,8 @@ std::string Fmt(const char* format, double v) {
 std::string PlanLabel(const core::Scenario& s) {
   const auto& p = s.plan;
   return s.model.name + " tp" + std::to_string(p.tp) + " pp" + std::to_string(p.pp) + " dp" + std::to_string(p.dp) +
-         " mbs" + std::to_string(p.micro_batch) + " seq" + std::to_string(p.seq_len) + " on " +
-         std::to_string(p.gpus) + "x " + s.gpu.name;
+         " mbs" + std::to_string(p.micro_batch) + " seq" + std::to_string(p.seq_len) + " on " + std::to_string(p.gpus) +
+         "x " + s.gpu.name;
 }
 
 std::string HumanCount(int64_t n) {
@@ -92,7 +92,8 @@ std::string SpeedTable(const core::Scenario& s, const SpeedReport& sp) {
   char line[256];
   o << "# Step time (analytic model, profile " << sp.profile << ")\n";
   auto row = [&](const char* name, double sec) {
-    std::snprintf(line, sizeof line, "#   %-26s %10.3f s  %5.1f%%\n", name, sec, e.time_s > 0 ? 100 * sec / e.time_s : 0);
+    std::snprintf(line, sizeof line, "#   %-26s %10.3f s  %5.1f%%\n", name, sec,
+                  e.time_s > 0 ? 100 * sec / e.time_s : 0);
     o << line;
   };
   row("compute", b.compute_s);
@@ -146,13 +147,12 @@ bool ParseFormat(const std::string& text, Format* out) {
   return true;
 }
 
-std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r,
-                        const std::vector<std::string>& notes, const std::vector<std::string>& warnings,
-                        const SpeedReport* speed) {
+std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r, const std::vector<std::string>& notes,
+                        const std::vector<std::string>& warnings, const SpeedReport* speed) {
   std::ostringstream o;
   const auto& p = s.plan;
-  o << "# meshplan report: " << s.model.name << " on " << p.gpus << " x " << s.gpu.name << " ("
-    << s.cluster.name << ")\n";
+  o << "# meshplan report: " << s.model.name << " on " << p.gpus << " x " << s.gpu.name << " (" << s.cluster.name
+    << ")\n";
   o << "# plan: " << PlanLine(p, r) << "\n";
   o << "# parameters: " << Count(r.params.total) << " total (" << r.params.total << "), " << Count(r.params.active)
     << " active per token\n";
@@ -161,19 +161,18 @@ std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r,
   for (const auto& w : warnings) o << "# " << w << "\n";
   o << "#\n# Memory per GPU, per pipeline stage\n";
   char line[256];
-  std::snprintf(line, sizeof line, "# %5s %12s %9s %9s %9s %9s %11s %9s %9s\n", "stage", "layers", "weights",
-                "grads", "optimizer", "states", "activations", "other", "total");
+  std::snprintf(line, sizeof line, "# %5s %12s %9s %9s %9s %9s %11s %9s %9s\n", "stage", "layers", "weights", "grads",
+                "optimizer", "states", "activations", "other", "total");
   o << line;
-  std::snprintf(line, sizeof line, "# %5s %12s %9s %9s %9s %9s %11s %9s %9s\n", "", "", "(GB)", "(GB)", "(GB)",
-                "(GB)", "(GB)", "(GB)", "(GB)");
+  std::snprintf(line, sizeof line, "# %5s %12s %9s %9s %9s %9s %11s %9s %9s\n", "", "", "(GB)", "(GB)", "(GB)", "(GB)",
+                "(GB)", "(GB)", "(GB)");
   o << line;
   for (const auto& st : r.stages) {
-    std::snprintf(line, sizeof line, "  %5lld %12s %9s %9s %9s %9s %11s %9s %9s%s\n",
-                  static_cast<long long>(st.stage),
+    std::snprintf(line, sizeof line, "  %5lld %12s %9s %9s %9s %9s %11s %9s %9s%s\n", static_cast<long long>(st.stage),
                   (LayerRange(st.layers) + (st.mtp_layers > 0 ? "+mtp" : "")).c_str(), Gb(st.weights_bytes).c_str(),
                   Gb(st.grads_bytes).c_str(), Gb(st.optimizer_bytes).c_str(),
-                  Gb(st.weights_bytes + st.grads_bytes + st.optimizer_bytes).c_str(),
-                  Gb(st.activations_bytes).c_str(), Gb(st.other_bytes).c_str(), Gb(st.total_bytes).c_str(),
+                  Gb(st.weights_bytes + st.grads_bytes + st.optimizer_bytes).c_str(), Gb(st.activations_bytes).c_str(),
+                  Gb(st.other_bytes).c_str(), Gb(st.total_bytes).c_str(),
                   st.total_bytes > r.capacity_bytes ? "  over" : "");
     o << line;
   }
@@ -210,12 +209,14 @@ std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r,
         p.zero3_gather == core::Zero3Gather::kPerTensor ? "<= 1e9 elements live + one MLP matrix (per-tensor)"
                                                         : "2 layers gathered");
   row("allocator fragmentation", w.fragmentation_bytes,
-      (w.activations_bytes > 0
-           ? Fmt("%.0f%%", 100.0 * static_cast<double>(w.fragmentation_bytes) / static_cast<double>(w.activations_bytes))
-           : std::string("0%")) + " of activations (assumed)");
+      (w.activations_bytes > 0 ? Fmt("%.0f%%", 100.0 * static_cast<double>(w.fragmentation_bytes) /
+                                                   static_cast<double>(w.activations_bytes))
+                               : std::string("0%")) +
+          " of activations (assumed)");
   if (w.host_bytes) row("offloaded to CPU", w.host_bytes, "not on the GPU");
   if (w.nvme_bytes) row("offloaded to NVMe", w.nvme_bytes, "not on the GPU");
-  row("= peak allocated", core::PeakAllocatedBytes(w), "torch.cuda.max_memory_allocated: all but context, NCCL, fragmentation");
+  row("= peak allocated", core::PeakAllocatedBytes(w),
+      "torch.cuda.max_memory_allocated: all but context, NCCL, fragmentation");
   row("= peak reserved", core::PeakReservedBytes(w), "torch.cuda.max_memory_reserved: allocated + fragmentation");
   row("= on the GPU", w.total_bytes, "nvidia-smi: reserved + CUDA context + NCCL; the fit verdict's number");
   o << "#\n";
@@ -260,13 +261,13 @@ std::string FitAdviceTable(const sim::FitAdvice& a) {
 }
 
 std::string DoesNotFitLine(const core::MemoryReport& r, const sim::FitAdvice& a) {
-  return "error: does not fit: stage " + std::to_string(r.worst_stage) + " needs " + core::FormatBytes(r.per_gpu_bytes) +
-         ", the GPU has " + core::FormatBytes(r.capacity_bytes) + "; " + sim::FitAdviceLine(a);
+  return "error: does not fit: stage " + std::to_string(r.worst_stage) + " needs " +
+         core::FormatBytes(r.per_gpu_bytes) + ", the GPU has " + core::FormatBytes(r.capacity_bytes) + "; " +
+         sim::FitAdviceLine(a);
 }
 
-std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r,
-                       const std::vector<std::string>& notes, const std::vector<std::string>& warnings,
-                       const SpeedReport* speed) {
+std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r, const std::vector<std::string>& notes,
+                       const std::vector<std::string>& warnings, const SpeedReport* speed) {
   OJson j;
   j["model"] = s.model.name;
   j["gpu"] = s.gpu.name;
@@ -381,12 +382,14 @@ std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r,
                        {"pp_comm_s", bd.pp_comm_s}, {"bubble_s", bd.bubble_s},       {"optimizer_s", bd.optimizer_s}};
     OJson stage_times = OJson::array();
     for (const auto& t : e.stages)
-      stage_times.push_back({{"forward_s", t.forward_s}, {"backward_input_s", t.backward_input_s},
-                             {"backward_weight_s", t.backward_weight_s}, {"step_s", t.step_s}});
+      stage_times.push_back({{"forward_s", t.forward_s},
+                             {"backward_input_s", t.backward_input_s},
+                             {"backward_weight_s", t.backward_weight_s},
+                             {"step_s", t.step_s}});
     st["stages"] = stage_times;
     j["step"] = st;
     const auto& t = speed->train;
-    j["train"] = {{"tokens", t.tokens},       {"steps", t.steps},         {"days", t.days},
+    j["train"] = {{"tokens", t.tokens},       {"steps", t.steps},       {"days", t.days},
                   {"gpu_hours", t.gpu_hours}, {"cost_usd", t.cost_usd}, {"energy_kwh", t.energy_kwh}};
     if (speed->reliability) {
       const auto& rel = *speed->reliability;
@@ -412,9 +415,9 @@ std::string MemoryCsv(const core::MemoryReport& r) {
   o << "stage,layers,params,weights_bytes,grads_bytes,optimizer_bytes,activations_bytes,other_bytes,total_bytes,"
        "capacity_bytes,fits\n";
   for (const auto& st : r.stages) {
-    o << st.stage << "," << st.layers.size() << "," << st.params << "," << st.weights_bytes << ","
-      << st.grads_bytes << "," << st.optimizer_bytes << "," << st.activations_bytes << "," << st.other_bytes << ","
-      << st.total_bytes << "," << r.capacity_bytes << "," << (st.total_bytes <= r.capacity_bytes ? 1 : 0) << "\n";
+    o << st.stage << "," << st.layers.size() << "," << st.params << "," << st.weights_bytes << "," << st.grads_bytes
+      << "," << st.optimizer_bytes << "," << st.activations_bytes << "," << st.other_bytes << "," << st.total_bytes
+      << "," << r.capacity_bytes << "," << (st.total_bytes <= r.capacity_bytes ? 1 : 0) << "\n";
   }
   return o.str();
 }

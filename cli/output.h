@@ -39,12 +39,10 @@ std::string FitAdviceTable(const sim::FitAdvice& a);
 // "error: does not fit: stage 0 needs 95.1 GB, the GPU has 80 GB; --sp (...) makes it fit ...".
 std::string DoesNotFitLine(const core::MemoryReport& r, const sim::FitAdvice& a);
 
-std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r,
-                        const std::vector<std::string>& notes, const std::vector<std::string>& warnings,
-                        const SpeedReport* speed = nullptr);
-std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r,
-                       const std::vector<std::string>& notes, const std::vector<std::string>& warnings,
-                       const SpeedReport* speed = nullptr);
+std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r, const std::vector<std::string>& notes,
+                        const std::vector<std::string>& warnings, const SpeedReport* speed = nullptr);
+std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r, const std::vector<std::string>& notes,
+                       const std::vector<std::string>& warnings, const SpeedReport* speed = nullptr);
 std::string MemoryCsv(const core::MemoryReport& r);
 
 }  // namespace meshplan::cli

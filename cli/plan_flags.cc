@@ -26,7 +26,9 @@ void PlanFlags::Register(CLI::App* app) {
   m->add_option("--mlp", mlp, "gelu|swiglu");
   m->add_option("--mtp-layers", mtp_layers,
                 "Multi-token prediction modules on the last stage (DeepSeek-V3: 1; 0 trains without; docs/memory.md)");
-  m->add_option("--attention", attention, "flash|flash2|flash1|triton|naive (flash: the GPU's fastest fused kernel; flash2: FlashAttention-2; flash1: FlashAttention v1; triton: the Triton FlashAttention kernel; naive keeps the s^2 scores)");
+  m->add_option("--attention", attention,
+                "flash|flash2|flash1|triton|naive (flash: the GPU's fastest fused kernel; flash2: FlashAttention-2; "
+                "flash1: FlashAttention v1; triton: the Triton FlashAttention kernel; naive keeps the s^2 scores)");
   auto* p = app->add_option_group("Plan");
   p->add_option("--gpus", gpus, "Total GPUs (= tp*pp*dp*cp)");
   p->add_option("--tp", tp, "Tensor parallel size (default 1)");
@@ -39,18 +41,23 @@ void PlanFlags::Register(CLI::App* app) {
   p->add_option("--zero", zero, "ZeRO stage 0-3 (default 0)");
   p->add_option("--sharding", sharding, "fsdp|hsdp (default fsdp)");
   p->add_option("--hsdp-shard", hsdp_shard, "HSDP shard group size");
-  p->add_flag_callback("--sp", [this] { sp = true; }, "Sequence parallel on (the default with --tp > 1)");
-  p->add_flag_callback("--no-sp", [this] { sp = false; }, "Sequence parallel off");
-  p->add_flag_callback("--no-overlap-grad-reduce", [this] { overlap_grad_reduce = false; },
-                       "DP gradient reduction after the last backward, not under it");
-  p->add_flag_callback("--no-grad-accum-fusion", [this] { grad_accum_fusion = false; },
-                       "Weight gradients added into the gradient buffer by a separate kernel every microbatch");
-  p->add_flag_callback("--ep-overlap", [this] { ep_overlap = true; },
-                       "MoE: each microbatch's EP all-to-alls run under another microbatch's compute "
-                       "(Megatron-Core --overlap-moe-expert-parallel-comm; needs --ep > 1)");
+  p->add_flag_callback(
+      "--sp", [this] { sp = true; }, "Sequence parallel on (the default with --tp > 1)");
+  p->add_flag_callback(
+      "--no-sp", [this] { sp = false; }, "Sequence parallel off");
+  p->add_flag_callback(
+      "--no-overlap-grad-reduce", [this] { overlap_grad_reduce = false; },
+      "DP gradient reduction after the last backward, not under it");
+  p->add_flag_callback(
+      "--no-grad-accum-fusion", [this] { grad_accum_fusion = false; },
+      "Weight gradients added into the gradient buffer by a separate kernel every microbatch");
+  p->add_flag_callback(
+      "--ep-overlap", [this] { ep_overlap = true; },
+      "MoE: each microbatch's EP all-to-alls run under another microbatch's compute "
+      "(Megatron-Core --overlap-moe-expert-parallel-comm; needs --ep > 1)");
   p->add_option("--tp-overlap", tp_overlap,
-                 "TP collectives under GEMMs: none|backward|full (default backward, Megatron-LM's async "
-                 "input-gradient reduction; full: Transformer Engine userbuffers)");
+                "TP collectives under GEMMs: none|backward|full (default backward, Megatron-LM's async "
+                "input-gradient reduction; full: Transformer Engine userbuffers)");
   p->add_option("--recompute", recompute, "none|selective|full (default none)");
   p->add_option("--recompute-layers", recompute_layers, "Full recompute for this many layers per stage");
   p->add_option("--recompute-modules", recompute_modules,
@@ -60,19 +67,21 @@ void PlanFlags::Register(CLI::App* app) {
   p->add_option("--gbs", gbs, "Global batch size in sequences (default mbs*dp*pp)");
   p->add_option("--gbs-tokens", gbs_tokens, "Global batch in tokens (= gbs * seq; instead of --gbs)");
   p->add_option("--seq", seq, "Sequence length (default the model's max_seq)");
-  p->add_option("--schedule", schedule, "gpipe|1f1b|interleaved|zero-bubble|dualpipe (default 1f1b, "
-                                        "interleaved when --vpp > 1)");
+  p->add_option("--schedule", schedule,
+                "gpipe|1f1b|interleaved|zero-bubble|dualpipe (default 1f1b, "
+                "interleaved when --vpp > 1)");
   p->add_option("--zero3-gather", zero3_gather,
                 "How ZeRO-3 gathers: flat (one prefetched collective per layer: FSDP, DeepSpeed >= 0.4) or "
                 "per-tensor (one blocking list collective per parameter tensor: DeepSpeed 0.3)");
   p->add_option("--fp8-scaling", fp8_scaling,
                 "FP8 recipe's scaling: delayed (default), current (an amax pass per quantization) or block "
                 "(per-tile scales, re-quantized transposed for the backward)");
-  p->add_option("--cross-entropy", cross_entropy,
-                "How the loss computes the cross entropy: fused (default: bf16 logits and one fp32 buffer, 6 B per logit; "
-                "Megatron-Core, Transformer Engine), upcast (bf16 logits .float() into PyTorch's cross_entropy, torchtitan "
-                "2024: 12 B), flash (FlashAttention's kernel on the bf16 logits, LLM Foundry: 4 B) or native "
-                "(Megatron-Core --cross-entropy-loss-fusion, its compiled native impl: 10 B)");
+  p->add_option(
+      "--cross-entropy", cross_entropy,
+      "How the loss computes the cross entropy: fused (default: bf16 logits and one fp32 buffer, 6 B per logit; "
+      "Megatron-Core, Transformer Engine), upcast (bf16 logits .float() into PyTorch's cross_entropy, torchtitan "
+      "2024: 12 B), flash (FlashAttention's kernel on the bf16 logits, LLM Foundry: 4 B) or native "
+      "(Megatron-Core --cross-entropy-loss-fusion, its compiled native impl: 10 B)");
   p->add_option("--defer-head-wgrad", deferred_head_wgrad,
                 "Microbatches whose output-layer weight gradient waits for the step's end, keeping their logits "
                 "gradients (Megatron-Core --defer-embedding-wgrad-compute with --wgrad-deferral-limit n; default 0)");
@@ -84,8 +93,9 @@ void PlanFlags::Register(CLI::App* app) {
                 "recompute, SP, overlaps, ZeRO; the other flags override them");
   p->add_option("--precision", precision, "bf16|fp16|fp8|fp32 GEMM precision (default bf16)");
   p->add_option("--optimizer", optimizer, "adam|adamw|sgd-momentum|adam-8bit (default adamw)");
-  p->add_option("--recipe", recipe, "Model-state recipe: zero (16 B/param: bf16 grads) or megatron "
-                                    "(18 B/param: fp32 main grads)");
+  p->add_option("--recipe", recipe,
+                "Model-state recipe: zero (16 B/param: bf16 grads) or megatron "
+                "(18 B/param: fp32 main grads)");
   p->add_option("--weights-dtype", weights_dtype, "Working weights dtype (default bf16)");
   p->add_option("--grads-dtype", grads_dtype, "Gradient dtype (default bf16)");
   p->add_option("--master-dtype", master_dtype, "Master weights dtype, or none (default fp32)");
@@ -100,12 +110,11 @@ void PlanFlags::Register(CLI::App* app) {
 namespace {
 
 template <typename E>
-void SetEnum(const std::optional<std::string>& text, const char* flag, const char* path, E* out,
-             Diagnostics* d) {
+void SetEnum(const std::optional<std::string>& text, const char* flag, const char* path, E* out, Diagnostics* d) {
   if (!text) return;
   if (!core::FromName(*text, out))
-    d->Error(std::string("--") + flag, std::string("must be one of ") + core::Choices<E>() + " (set " + path +
-                                           "; got \"" + *text + "\")");
+    d->Error(std::string("--") + flag,
+             std::string("must be one of ") + core::Choices<E>() + " (set " + path + "; got \"" + *text + "\")");
 }
 
 }  // namespace
@@ -163,12 +172,18 @@ bool PlanFlags::Resolve(core::Scenario* out, Diagnostics* d, std::vector<std::st
   core::ModelOverrides mo{layers, hidden, heads, kv_heads, head_dim, ffn, vocab};
   bool model_changed = !mo.empty();
   if (model_changed) m = core::ApplyModelOverrides(m, mo, d, notes);
-  if (mlp) { SetEnum(mlp, "mlp", "model.mlp", &m.mlp, d); model_changed = true; }
+  if (mlp) {
+    SetEnum(mlp, "mlp", "model.mlp", &m.mlp, d);
+    model_changed = true;
+  }
   if (mtp_layers) {
     m.mtp_layers = *mtp_layers;
     model_changed = true;
   }
-  if (attention) { SetEnum(attention, "attention", "model.attention", &m.attention, d); model_changed = true; }
+  if (attention) {
+    SetEnum(attention, "attention", "model.attention", &m.attention, d);
+    model_changed = true;
+  }
   if (model_changed) {
     m.name += " (modified)";
     core::ValidateModel(m, "model", d);
@@ -239,10 +254,11 @@ bool PlanFlags::Resolve(core::Scenario* out, Diagnostics* d, std::vector<std::st
   }
   if (recompute_modules && !core::ParseRecomputeModules(*recompute_modules, &p.recompute_modules))
     d->Error("--recompute-modules", "must list distinct modules, comma-separated, each one of " +
-                                        core::Choices<core::RecomputeModule>() + " (got \"" + *recompute_modules + "\")");
+                                        core::Choices<core::RecomputeModule>() + " (got \"" + *recompute_modules +
+                                        "\")");
   if (placement && !core::ParsePlacement(*placement, &p.placement))
-    d->Error("--placement", "must order tp, cp, ep, dp, pp once each, e.g. tp-cp-ep-dp-pp (got \"" +
-                                   *placement + "\")");
+    d->Error("--placement",
+             "must order tp, cp, ep, dp, pp once each, e.g. tp-cp-ep-dp-pp (got \"" + *placement + "\")");
   if (gpus) p.gpus = *gpus;
   if (dp) {
     p.dp = *dp;
@@ -271,10 +287,9 @@ bool PlanFlags::Resolve(core::Scenario* out, Diagnostics* d, std::vector<std::st
     p.global_batch = *gbs;
   } else if (gbs_tokens) {
     if (p.seq_len <= 0 || *gbs_tokens <= 0 || *gbs_tokens % p.seq_len != 0)
-      d->Error("--gbs-tokens", std::to_string(*gbs_tokens) + " must be a positive multiple of seq=" +
-                                   std::to_string(p.seq_len));
-    else
-      p.global_batch = *gbs_tokens / p.seq_len;
+      d->Error("--gbs-tokens",
+               std::to_string(*gbs_tokens) + " must be a positive multiple of seq=" + std::to_string(p.seq_len));
+    else p.global_batch = *gbs_tokens / p.seq_len;
   } else if (!from_file) {
     p.global_batch = p.micro_batch * p.dp * p.pp;
     notes->push_back("global batch " + std::to_string(p.global_batch) +

@@ -47,15 +47,20 @@ void AddPresetsCommand(CLI::App* app, int* exit_code) {
       for (const auto& n : core::PresetNames(k)) {
         if (k == "models") {
           auto m = core::LoadModel(n);
-          if (!m.ok()) { std::cout << "  " << n << "  (invalid: " << m.status().message() << ")\n"; continue; }
+          if (!m.ok()) {
+            std::cout << "  " << n << "  (invalid: " << m.status().message() << ")\n";
+            continue;
+          }
           const auto c = core::CountParams(*m);
-          std::snprintf(line, sizeof line, "  %-18s %8s params  %8s active  %3lld layers  hidden %6lld%s\n",
-                        n.c_str(), HumanCount(c.total).c_str(), HumanCount(c.active).c_str(),
-                        static_cast<long long>(m->layers), static_cast<long long>(m->hidden),
-                        m->moe ? "  moe" : "");
+          std::snprintf(line, sizeof line, "  %-18s %8s params  %8s active  %3lld layers  hidden %6lld%s\n", n.c_str(),
+                        HumanCount(c.total).c_str(), HumanCount(c.active).c_str(), static_cast<long long>(m->layers),
+                        static_cast<long long>(m->hidden), m->moe ? "  moe" : "");
         } else if (k == "gpus") {
           auto g = core::LoadGpu(n);
-          if (!g.ok()) { std::cout << "  " << n << "  (invalid: " << g.status().message() << ")\n"; continue; }
+          if (!g.ok()) {
+            std::cout << "  " << n << "  (invalid: " << g.status().message() << ")\n";
+            continue;
+          }
           const auto& peaks = g->peak_flops_per_s;
           const double bf16 = peaks.count(core::Dtype::kBf16)   ? peaks.at(core::Dtype::kBf16)
                               : peaks.count(core::Dtype::kFp16) ? peaks.at(core::Dtype::kFp16)
@@ -65,7 +70,10 @@ void AddPresetsCommand(CLI::App* app, int* exit_code) {
                         g->tdp_w);
         } else if (k == "stacks") {
           auto st = core::LoadStack(n);
-          if (!st.ok()) { std::cout << "  " << n << "  (invalid: " << st.status().message() << ")\n"; continue; }
+          if (!st.ok()) {
+            std::cout << "  " << n << "  (invalid: " << st.status().message() << ")\n";
+            continue;
+          }
           std::snprintf(line, sizeof line, "  %-24s %-4s %-9s recompute %-9s tp-overlap %-8s zero %d%s  FLOPs: %s\n",
                         n.c_str(), core::Name(st->precision), core::Name(st->attention), core::Name(st->recompute),
                         core::Name(st->tp_overlap), st->zero, st->sequence_parallel ? "  sp" : "",
@@ -74,13 +82,16 @@ void AddPresetsCommand(CLI::App* app, int* exit_code) {
           std::snprintf(line, sizeof line, "  %s\n", n.c_str());
         } else {
           auto c = core::LoadCluster(n);
-          if (!c.ok()) { std::cout << "  " << n << "  (invalid: " << c.status().message() << ")\n"; continue; }
-          std::snprintf(line, sizeof line,
-                        "  %-18s %-10s %3lld GPUs/node  scale-up %3lld @ %4.0f GB/s  %lld NICs x %4.0f Gb/s  $%.2f/GPU-h\n",
-                        n.c_str(), c->gpu.c_str(), static_cast<long long>(c->gpus_per_node),
-                        static_cast<long long>(c->scale_up_domain_gpus), c->scale_up_bytes_per_s / 1e9,
-                        static_cast<long long>(c->nics_per_node), c->nic_bytes_per_s * 8 / 1e9,
-                        c->price_per_gpu_hour_usd);
+          if (!c.ok()) {
+            std::cout << "  " << n << "  (invalid: " << c.status().message() << ")\n";
+            continue;
+          }
+          std::snprintf(
+              line, sizeof line,
+              "  %-18s %-10s %3lld GPUs/node  scale-up %3lld @ %4.0f GB/s  %lld NICs x %4.0f Gb/s  $%.2f/GPU-h\n",
+              n.c_str(), c->gpu.c_str(), static_cast<long long>(c->gpus_per_node),
+              static_cast<long long>(c->scale_up_domain_gpus), c->scale_up_bytes_per_s / 1e9,
+              static_cast<long long>(c->nics_per_node), c->nic_bytes_per_s * 8 / 1e9, c->price_per_gpu_hour_usd);
         }
         std::cout << line;
       }

@@ -30,8 +30,8 @@ core::Result<core::Profile> LoadProfileRef(const std::string& ref, const std::st
 
 void ApplyProfileDevice(const core::Profile& p, core::Scenario* s, std::vector<std::string>* notes) {
   if (!p.device || p.device->name == s->gpu.name) return;
-  notes->push_back("profile " + p.name + " was fitted on " + p.device->name + ": predictions are for that device, not " +
-                   s->gpu.name);
+  notes->push_back("profile " + p.name + " was fitted on " + p.device->name +
+                   ": predictions are for that device, not " + s->gpu.name);
   const double plan_tdp_w = s->gpu.tdp_w;
   const std::string plan_gpu = s->gpu.name;
   s->gpu = *p.device;

@@ -101,8 +101,7 @@ std::string ReliabilityTable(const core::Scenario& s, const core::FailureModel& 
   o << "# meshplan reliability: " << s.model.name << " on " << p.gpus << " x " << s.gpu.name << " (" << s.cluster.name
     << "), " << r.rates.nodes << (r.rates.nodes == 1 ? " node + " : " nodes + ") << r.spare_nodes
     << (r.spare_nodes == 1 ? " hot spare node\n" : " hot spare nodes\n");
-  if (by_days)
-    o << "# run: " << Fmt("%.4g", r.horizon_s / 86400) << " days of wall-clock time\n";
+  if (by_days) o << "# run: " << Fmt("%.4g", r.horizon_s / 86400) << " days of wall-clock time\n";
   else
     o << "# run: " << Fmt("%.4g", r.expected_tokens) << " tokens at " << Fmt("%.4g", r.tokens_per_s)
       << " tokens/s = " << Fmt("%.4g", r.ideal_days) << " days without failures\n";
@@ -114,7 +113,8 @@ std::string ReliabilityTable(const core::Scenario& s, const core::FailureModel& 
   if (r.rates.loss_spikes_per_hour > 0) o << "; loss spikes " << Fmt("%.3g", r.rates.loss_spikes_per_hour) << "/h";
   o << "\n";
   std::map<std::string, double> by_category;
-  for (size_t i = 0; i < f.components.size(); ++i) by_category[f.components[i].category] += r.rates.component_per_hour[i];
+  for (size_t i = 0; i < f.components.size(); ++i)
+    by_category[f.components[i].category] += r.rates.component_per_hour[i];
   o << "#   by category (per hour):";
   for (const auto& [cat, rate] : by_category)
     o << " " << cat << " " << Fmt("%.3g", rate) << " ("
@@ -122,7 +122,8 @@ std::string ReliabilityTable(const core::Scenario& s, const core::FailureModel& 
   o << "\n";
   const auto& k = r.checkpoint;
   o << "# checkpoint (" << core::Name(rp.mode) << ", sharded): " << core::FormatBytes(k.total_bytes)
-    << " of weights + master weights + optimizer moments, " << core::FormatBytes(k.per_gpu_bytes) << " on the largest rank\n";
+    << " of weights + master weights + optimizer moments, " << core::FormatBytes(k.per_gpu_bytes)
+    << " on the largest rank\n";
   if (rp.mode == core::CheckpointMode::kAsync)
     o << "#   pause " << Duration(k.snapshot_s) << " (snapshot to host memory at "
       << Fmt("%.3g", f.snapshot_bytes_per_s / 1e9) << " GB/s per GPU), upload " << Duration(k.upload_s) << " at "
@@ -132,16 +133,15 @@ std::string ReliabilityTable(const core::Scenario& s, const core::FailureModel& 
     o << "#   pause " << Duration(k.sync_write_s) << " (all ranks write to shared storage at "
       << Fmt("%.4g", s.cluster.storage_bytes_per_s / 1e9) << " GB/s); restore " << Duration(k.restore_s) << "\n";
   o << "# restart: detection " << Duration(f.restart.detection_s) << " + requeue " << Duration(rp.requeue_s)
-    << " + node swap " << Duration(rp.spare_swap_s) << " (hardware; "
-    << Fmt("%.2g", 100 * r.expected.wait_share) << "% find no spare and wait "
-    << Duration(rp.replacement_wait_s) << ") + re-init " << Duration(f.restart.reinit_s) << " + restore "
-    << Duration(k.restore_s) << " + warm-up " << Duration(f.restart.warmup_s) << "\n";
+    << " + node swap " << Duration(rp.spare_swap_s) << " (hardware; " << Fmt("%.2g", 100 * r.expected.wait_share)
+    << "% find no spare and wait " << Duration(rp.replacement_wait_s) << ") + re-init " << Duration(f.restart.reinit_s)
+    << " + restore " << Duration(k.restore_s) << " + warm-up " << Duration(f.restart.warmup_s) << "\n";
   o << "# interval: Young " << Duration(r.young_s) << ", Daly " << Duration(r.daly_s) << ", closed-form optimum "
     << Duration(r.optimal_s) << " (goodput " << Fmt("%.2f", 100 * r.at_optimum.goodput) << "%); simulated "
     << Duration(r.interval_s) << "\n";
-  o << "#\n# Goodput vs checkpoint interval (closed form, " << (rp.arrivals == core::Arrivals::kExponential
-                                                                    ? "exponential arrivals)\n"
-                                                                    : "exponential arrivals; the Monte Carlo uses Weibull)\n");
+  o << "#\n# Goodput vs checkpoint interval (closed form, "
+    << (rp.arrivals == core::Arrivals::kExponential ? "exponential arrivals)\n"
+                                                    : "exponential arrivals; the Monte Carlo uses Weibull)\n");
   char line[256];
   const char* last = by_days ? "tokens" : "days";
   const char* last_unit = by_days ? "" : "(d)";
@@ -221,8 +221,9 @@ std::string ReliabilityJson(const core::Scenario& s, const core::FailureModel& f
   j["model"] = s.model.name;
   j["gpu"] = s.gpu.name;
   j["cluster"] = s.cluster.name;
-  j["plan"] = {{"gpus", p.gpus}, {"tp", p.tp}, {"pp", p.pp}, {"dp", p.dp}, {"cp", p.cp}, {"ep", p.ep},
-               {"zero", p.zero}, {"global_batch", p.global_batch}, {"seq_len", p.seq_len}};
+  j["plan"] = {{"gpus", p.gpus},      {"tp", p.tp}, {"pp", p.pp},     {"dp", p.dp},
+               {"cp", p.cp},          {"ep", p.ep}, {"zero", p.zero}, {"global_batch", p.global_batch},
+               {"seq_len", p.seq_len}};
   OJson comps = OJson::array();
   for (size_t i = 0; i < f.components.size(); ++i) {
     const auto& c = f.components[i];
@@ -334,10 +335,12 @@ void AddReliabilityCommand(CLI::App* app, int* exit_code) {
   auto* g = cmd->add_option_group("Reliability");
   g->add_option("--days", rf->days, "Run this many wall-clock days (instead of --tokens)");
   g->add_option("--tokens", rf->tokens, "Tokens to train (default 20 per parameter, Hoffmann et al. 2022)");
-  g->add_option("--ckpt-interval", rf->interval,
-                "Training time between checkpoints: auto (the closed-form optimum), 90s, 30m, 1.5h, ... (default auto)");
-  g->add_option("--ckpt-mode", rf->mode, "async (snapshot to host memory, upload in the background) | sync "
-                                         "(all ranks write to shared storage) (default async)");
+  g->add_option(
+      "--ckpt-interval", rf->interval,
+      "Training time between checkpoints: auto (the closed-form optimum), 90s, 30m, 1.5h, ... (default auto)");
+  g->add_option("--ckpt-mode", rf->mode,
+                "async (snapshot to host memory, upload in the background) | sync "
+                "(all ranks write to shared storage) (default async)");
   g->add_option("--trials", rf->trials, "Monte Carlo trials (default 1000)");
   g->add_option("--seed", rf->seed, "Monte Carlo seed (default 1): same seed, same result");
   g->add_option("--failures", rf->failures, "Failure model: preset name or JSON file (default llama3-405b)");
@@ -345,8 +348,9 @@ void AddReliabilityCommand(CLI::App* app, int* exit_code) {
   g->add_option("--storage-bw", rf->storage_bw,
                 "Checkpoint storage bandwidth, aggregate, e.g. 2TB/s (default: the cluster's storage_bytes_per_s)");
   g->add_option("--arrivals", rf->arrivals, "exponential|weibull failure arrivals (default: the failure model's)");
-  g->add_option("--weibull-shape", rf->weibull_shape, "Weibull shape k (implies --arrivals weibull; k < 1: "
-                                                      "decreasing hazard)");
+  g->add_option("--weibull-shape", rf->weibull_shape,
+                "Weibull shape k (implies --arrivals weibull; k < 1: "
+                "decreasing hazard)");
   g->add_option("--loss-spikes-per-day", rf->loss_spikes_per_day,
                 "Loss spikes per day that force a last-known-good restart (default: the failure model's)");
   cmd->add_option("--format", rf->format, "table|json");

@@ -127,9 +127,8 @@ void AddReportCommand(CLI::App* app, int* exit_code) {
       core::Result<int64_t> plan_id = store.ok() ? (*store)->PutPlan({0, PlanLabel(s), core::PlanFileToJson(pf), ""})
                                                  : core::Result<int64_t>(store.status());
       core::Result<int64_t> pred_id =
-          plan_id.ok() ? (*store)->PutPrediction({0, *plan_id, profile->name, sim::kStepModelVersion,
-                                                  speed.step.time_s, speed.step.mfu,
-                                                  MemoryJson(s, r, notes, warnings, &speed), ""})
+          plan_id.ok() ? (*store)->PutPrediction({0, *plan_id, profile->name, sim::kStepModelVersion, speed.step.time_s,
+                                                  speed.step.mfu, MemoryJson(s, r, notes, warnings, &speed), ""})
                        : core::Result<int64_t>(plan_id.status());
       if (!pred_id.ok()) {
         std::cerr << "error: --db: " << pred_id.status().message() << "\n";

@@ -152,8 +152,8 @@ std::string PlanRow(const sim::RankedPlan& r) {
   std::snprintf(buf, sizeof buf, "%3lld %3lld %5lld %3lld %3lld %3lld %4d %-10s %-3s %3lld %-12s",
                 static_cast<long long>(p.tp), static_cast<long long>(p.pp), static_cast<long long>(p.dp),
                 static_cast<long long>(p.cp), static_cast<long long>(p.ep), static_cast<long long>(p.vpp), p.zero,
-                core::Name(p.recompute), p.sequence_parallel ? "on" : "off",
-                static_cast<long long>(p.micro_batch), core::Name(p.schedule));
+                core::Name(p.recompute), p.sequence_parallel ? "on" : "off", static_cast<long long>(p.micro_batch),
+                core::Name(p.schedule));
   return buf;
 }
 
@@ -176,12 +176,13 @@ void PrintTable(const core::Scenario& s, const sim::SearchOptions& o, const sim:
   char wall[32];
   if (st.wall_s < 1) std::snprintf(wall, sizeof wall, "%.1f ms", st.wall_s * 1e3);
   else std::snprintf(wall, sizeof wall, "%.2f s", st.wall_s);
-  std::printf("# %lld plans in %s on %d threads: %lld pruned (%lld by the model-state bound, %lld by recompute "
-              "order), %lld invalid, %lld out of memory, %lld evaluated\n",
-              static_cast<long long>(st.enumerated), wall, st.threads, static_cast<long long>(st.Pruned()),
-              static_cast<long long>(st.pruned_bound), static_cast<long long>(st.pruned_monotone),
-              static_cast<long long>(st.invalid), static_cast<long long>(st.out_of_memory),
-              static_cast<long long>(st.evaluated));
+  std::printf(
+      "# %lld plans in %s on %d threads: %lld pruned (%lld by the model-state bound, %lld by recompute "
+      "order), %lld invalid, %lld out of memory, %lld evaluated\n",
+      static_cast<long long>(st.enumerated), wall, st.threads, static_cast<long long>(st.Pruned()),
+      static_cast<long long>(st.pruned_bound), static_cast<long long>(st.pruned_monotone),
+      static_cast<long long>(st.invalid), static_cast<long long>(st.out_of_memory),
+      static_cast<long long>(st.evaluated));
   const double budget = std::floor(o.max_memory_frac * static_cast<double>(s.gpu.hbm_bytes));
   std::printf("# budget %.1f GB per GPU (%.2f x %.1f GB); run of %s tokens at $%.2f per GPU-hour\n", budget / 1e9,
               o.max_memory_frac, static_cast<double>(s.gpu.hbm_bytes) / 1e9,
@@ -190,15 +191,18 @@ void PrintTable(const core::Scenario& s, const sim::SearchOptions& o, const sim:
     std::printf("# no plan fits\n");
   } else {
     std::printf("#\n# top %zu\n", r.top.size());
-    std::printf("#rank  tp  pp    dp  cp  ep vpp zero recompute  sp  mbs schedule       step_s    tokens/s   mfu  "
-                "mem_GB    days    cost_usd\n");
-    std::printf("#                                                                       (s)     (tok/s)          "
-                "(GB)     (d)         ($)\n");
+    std::printf(
+        "#rank  tp  pp    dp  cp  ep vpp zero recompute  sp  mbs schedule       step_s    tokens/s   mfu  "
+        "mem_GB    days    cost_usd\n");
+    std::printf(
+        "#                                                                       (s)     (tok/s)          "
+        "(GB)     (d)         ($)\n");
     for (size_t i = 0; i < r.top.size(); ++i)
       std::printf("%5zu %s %s\n", i + 1, PlanRow(r.top[i]).c_str(), Metrics(r.top[i]).c_str());
     std::printf("#\n# breakdown: memory of the fullest stage (GB), step time by cause (s)\n");
-    std::printf("#rank stage weights  grads  optim  activ  other | compute recomp    tp    cp    ep    dp    pp "
-                "bubble   opt\n");
+    std::printf(
+        "#rank stage weights  grads  optim  activ  other | compute recomp    tp    cp    ep    dp    pp "
+        "bubble   opt\n");
     for (size_t i = 0; i < r.top.size(); ++i) {
       const auto& m = r.top[i].worst_stage;
       const auto& b = r.top[i].step.breakdown;
@@ -210,8 +214,9 @@ void PrintTable(const core::Scenario& s, const sim::SearchOptions& o, const sim:
     }
     std::printf("#\n# Pareto front: no other plan is faster, lighter and cheaper at once (%zu plans)\n",
                 r.pareto.size());
-    std::printf("#      tp  pp    dp  cp  ep vpp zero recompute  sp  mbs schedule       step_s    tokens/s   mfu  "
-                "mem_GB    days    cost_usd\n");
+    std::printf(
+        "#      tp  pp    dp  cp  ep vpp zero recompute  sp  mbs schedule       step_s    tokens/s   mfu  "
+        "mem_GB    days    cost_usd\n");
     for (const auto& p : r.pareto) std::printf("      %s %s\n", PlanRow(p).c_str(), Metrics(p).c_str());
   }
   if (!verdicts.empty()) {
@@ -258,11 +263,8 @@ std::string SearchJson(const core::Scenario& s, const sim::SearchOptions& o, con
   if (!verdicts.empty()) {
     OJson ex = OJson::array();
     for (const auto& v : verdicts) {
-      OJson e = {{"name", v.name},
-                 {"tp", v.tp},
-                 {"pp", v.pp},
-                 {"verdict", VerdictName(v.kind)},
-                 {"reasons", v.reasons}};
+      OJson e = {
+          {"name", v.name}, {"tp", v.tp}, {"pp", v.pp}, {"verdict", VerdictName(v.kind)}, {"reasons", v.reasons}};
       if (v.kind == sim::WellKnownVerdict::Kind::kFits) e["relative_tokens_per_s"] = v.relative_score;
       if (v.lightest) e["lightest_per_gpu_bytes"] = v.lightest->per_gpu_bytes;
       ex.push_back(e);
@@ -435,8 +437,9 @@ void RunSearch(const SearchFlags& f, int* exit_code) {
     }
     core::ApplyStack(*st, &s.model, &p);
     notes.push_back(core::StackSummary(*st));
-    notes.push_back("the search still tries every ZeRO stage, recompute mode and SP setting (--zero, --recompute, "
-                    "--sp to hold the stack's)");
+    notes.push_back(
+        "the search still tries every ZeRO stage, recompute mode and SP setting (--zero, --recompute, "
+        "--sp to hold the stack's)");
   }
   if (f.precision && !core::FromName(*f.precision, &p.precision)) {
     std::cerr << "error: --precision: must be one of " << core::Choices<core::Dtype>() << " (got \"" << *f.precision
@@ -597,8 +600,7 @@ std::string ExportMegatron(const core::Scenario& s) {
   if (p.vpp > 1) {
     if (p.stage_layers.empty())
       arg("--num-layers-per-virtual-pipeline-stage " + std::to_string(m.layers / (p.pp * p.vpp)));
-    else
-      arg("--num-virtual-stages-per-pipeline-rank " + std::to_string(p.vpp));
+    else arg("--num-virtual-stages-per-pipeline-rank " + std::to_string(p.vpp));
   }
   if (p.cp > 1) {
     arg("--context-parallel-size " + std::to_string(p.cp));
@@ -615,8 +617,9 @@ std::string ExportMegatron(const core::Scenario& s) {
   } else if (p.zero >= 1) {
     arg("--use-distributed-optimizer");
     if (p.zero == 2)
-      notes.push_back("zero 2: the distributed optimizer shards optimizer states and reduce-scatters gradients; "
-                      "it keeps a full gradient buffer (ZeRO-1 memory)");
+      notes.push_back(
+          "zero 2: the distributed optimizer shards optimizer states and reduce-scatters gradients; "
+          "it keeps a full gradient buffer (ZeRO-1 memory)");
   }
   if (p.overlap_grad_reduce && p.dp * p.cp > 1) arg("--overlap-grad-reduce");
   if (!p.grad_accum_fusion) arg("--no-gradient-accumulation-fusion");
@@ -627,8 +630,9 @@ std::string ExportMegatron(const core::Scenario& s) {
   if (p.recompute == core::Recompute::kSelective) {
     arg("--recompute-granularity selective");
     if (p.Recomputes(core::RecomputeModule::kTorchtitanOp)) {
-      notes.push_back("recompute modules [torchtitan_op]: torchtitan's per-op policy has no Megatron-LM equivalent; "
-                      "the default selective recomputation (core_attn) is exported");
+      notes.push_back(
+          "recompute modules [torchtitan_op]: torchtitan's per-op policy has no Megatron-LM equivalent; "
+          "the default selective recomputation (core_attn) is exported");
     } else if (p.recompute_modules != core::kDefaultRecomputeModules) {  // space-separated (nargs *)
       std::string mods = core::RecomputeModulesString(p.recompute_modules);
       std::replace(mods.begin(), mods.end(), ',', ' ');
@@ -669,8 +673,8 @@ std::string ExportMegatron(const core::Scenario& s) {
     default: break;
   }
   std::ostringstream out;
-  out << "# Megatron-LM arguments: " << m.name << " on " << p.gpus << " GPUs (tp " << p.tp << ", pp " << p.pp
-      << ", dp " << p.dp << ", cp " << p.cp << ", ep " << p.ep << ")\n";
+  out << "# Megatron-LM arguments: " << m.name << " on " << p.gpus << " GPUs (tp " << p.tp << ", pp " << p.pp << ", dp "
+      << p.dp << ", cp " << p.cp << ", ep " << p.ep << ")\n";
   for (const auto& n : notes) out << "# note: " << n << "\n";
   for (size_t i = 0; i < args.size(); ++i) out << args[i] << (i + 1 < args.size() ? " \\\n" : "\n");
   return out.str();
@@ -688,8 +692,10 @@ std::string ExportTorchtitan(const core::Scenario& s) {
   int64_t replicate = 1, shard = 1;
   if (p.zero == 0) replicate = p.dp;
   else shard = p.dp;
-  if (p.zero == 1) notes.push_back("zero 1: torchtitan has no optimizer-only sharding; FSDP2 without resharding after "
-                                   "forward (ZeRO-2) is the nearest");
+  if (p.zero == 1)
+    notes.push_back(
+        "zero 1: torchtitan has no optimizer-only sharding; FSDP2 without resharding after "
+        "forward (ZeRO-2) is the nearest");
   if (p.sharding == core::Sharding::kHsdp && p.hsdp_shard_size > 0) {
     shard = std::max<int64_t>(1, p.hsdp_shard_size / p.cp);
     replicate = p.dp / std::max<int64_t>(shard, 1);
@@ -749,8 +755,9 @@ std::string ExportTorchtitan(const core::Scenario& s) {
                     "]: torchtitan's selective AC \"op\" is its own per-op policy (recompute_modules torchtitan_op), "
                     "not Megatron-Core's modules");
   if (p.offload_optimizer != core::OffloadTarget::kNone || p.offload_params != core::OffloadTarget::kNone)
-    notes.push_back("offload: set training.enable_cpu_offload = true (FSDP2 offloads parameters, gradients and "
-                    "optimizer states together)");
+    notes.push_back(
+        "offload: set training.enable_cpu_offload = true (FSDP2 offloads parameters, gradients and "
+        "optimizer states together)");
   for (const auto& n : notes) out << "# note: " << n << "\n";
   return out.str();
 }
@@ -782,8 +789,9 @@ std::string ExportDeepSpeed(const core::Scenario& s, std::vector<std::string>* n
   if (p.cp > 1) {
     j["sequence_parallel_size"] = p.cp;
     if (p.cp_kind == core::CpKind::kRing)
-      notes->push_back("cp ring: DeepSpeed's sequence parallelism is Ulysses (all-to-all); ring attention needs "
-                       "an external implementation");
+      notes->push_back(
+          "cp ring: DeepSpeed's sequence parallelism is Ulysses (all-to-all); ring attention needs "
+          "an external implementation");
   }
   if (p.recompute != core::Recompute::kNone) {
     j["activation_checkpointing"] = {{"partition_activations", p.sequence_parallel && p.tp > 1},

@@ -121,7 +121,8 @@ void AddSimulateCommand(CLI::App* app, int* exit_code) {
         nlohmann::ordered_json row = {{"stage", i}, {"busy_s", st.busy_s}, {"idle_s", st.idle_s}};
         // Whole step, per stream: "compute_busy_s", "tp_comm_busy_s", "dp_comm_busy_s", "p2p_busy_s".
         for (int k = 0; k < sim::kStreams; ++k)
-          row[std::string(sim::Name(static_cast<sim::Stream>(k))) + "_busy_s"] = st.stream_busy_s[static_cast<size_t>(k)];
+          row[std::string(sim::Name(static_cast<sim::Stream>(k))) + "_busy_s"] =
+              st.stream_busy_s[static_cast<size_t>(k)];
         stages.push_back(row);
       }
       j["stages"] = stages;
@@ -132,9 +133,9 @@ void AddSimulateCommand(CLI::App* app, int* exit_code) {
                   static_cast<long long>(s.plan.Microbatches()));
       // busy/idle: the pipeline phase; the streams' busy times: the whole step.
       auto busy = [](const sim::DesStage& st, sim::Stream k) { return st.stream_busy_s[static_cast<size_t>(k)]; };
-      std::printf("# %5s %10s %10s %8s %10s %10s %10s %10s\n# %5s %10s %10s %8s %10s %10s %10s %10s\n", "rank",
-                  "busy", "idle", "idle", "compute", "tp_comm", "dp_comm", "p2p", "", "(s)", "(s)", "(%)", "(s)", "(s)",
-                  "(s)", "(s)");
+      std::printf("# %5s %10s %10s %8s %10s %10s %10s %10s\n# %5s %10s %10s %8s %10s %10s %10s %10s\n", "rank", "busy",
+                  "idle", "idle", "compute", "tp_comm", "dp_comm", "p2p", "", "(s)", "(s)", "(%)", "(s)", "(s)", "(s)",
+                  "(s)");
       for (size_t i = 0; i < r->stages.size(); ++i) {
         const sim::DesStage& st = r->stages[i];
         std::printf("  %5zu %10.3f %10.3f %8.1f %10.3f %10.3f %10.3f %10.3f\n", i, st.busy_s, st.idle_s,

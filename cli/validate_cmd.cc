@@ -97,18 +97,10 @@ nlohmann::ordered_json GroupsJson(const sim::ValidationSummary& v) {
 // "measured" memory) and `total_key` the predicted worst-stage memory.
 nlohmann::ordered_json RecordJson(const sim::ValidationRecord& r, const char* metric, const char* measured_key,
                                   const char* total_key) {
-  return {{"id", r.id},
-          {"metric", metric},
-          {measured_key, r.published},
-          {"predicted", r.predicted},
-          {"error", r.error},
-          {"printed", r.printed},
-          {"conversion", r.conversion},
-          {"stack", r.stack},
-          {"fits", r.fits},
-          {total_key, r.memory_gib},
-          {"groups", RecordGroupsJson(r)},
-          {"assumptions", r.assumptions}};
+  return {
+      {"id", r.id},       {"metric", metric},        {measured_key, r.published},     {"predicted", r.predicted},
+      {"error", r.error}, {"printed", r.printed},    {"conversion", r.conversion},    {"stack", r.stack},
+      {"fits", r.fits},   {total_key, r.memory_gib}, {"groups", RecordGroupsJson(r)}, {"assumptions", r.assumptions}};
 }
 
 // The scenario of a record as a plan file (`meshplan report --plan FILE` reads it back).
@@ -133,7 +125,8 @@ void PrintGroups(const sim::ValidationSummary& v, const char* sign_meaning) {
 
 // validate --memory: measured per-GPU peaks against the memory model (sim::ValidateMemory); the
 // profile's memory overheads (CUDA context, workspaces, NCCL buffers, fragmentation) are used.
-int RunMemoryValidation(const std::vector<std::string>& files, const std::string& format, const core::Profile& profile) {
+int RunMemoryValidation(const std::vector<std::string>& files, const std::string& format,
+                        const core::Profile& profile) {
   std::vector<core::PublishedMemory> records;
   std::vector<std::string> skipped;
   if (int rc = LoadDatasets(files, core::LoadPublishedMemory, &records, &skipped); rc != 0) return rc;
@@ -165,11 +158,13 @@ int RunMemoryValidation(const std::vector<std::string>& files, const std::string
     std::printf("  %-58s %-10s %9.1f %9.1f %+7.1f%%%s\n", r.id.c_str(), records[i].reserved ? "reserved" : "allocated",
                 r.published, r.predicted, 100 * r.error, r.fits ? "" : "  does not fit");
   }
-  std::printf("# predicted: the worst pipeline stage, less the CUDA context and NCCL's buffers (outside the "
-              "framework's allocator), less fragmentation for peak allocated (docs/memory.md)\n");
-  std::printf("# %zu records from %zu file(s), %zu skipped (no model, GPU preset, plan, stack or measured peak; "
-              "--format json lists them)\n",
-              v.all.n, files.size(), skipped.size());
+  std::printf(
+      "# predicted: the worst pipeline stage, less the CUDA context and NCCL's buffers (outside the "
+      "framework's allocator), less fragmentation for peak allocated (docs/memory.md)\n");
+  std::printf(
+      "# %zu records from %zu file(s), %zu skipped (no model, GPU preset, plan, stack or measured peak; "
+      "--format json lists them)\n",
+      v.all.n, files.size(), skipped.size());
   PrintGroups(v, "predicted too large");
   return 0;
 }
@@ -177,7 +172,9 @@ int RunMemoryValidation(const std::vector<std::string>& files, const std::string
 }  // namespace
 
 void AddValidateCommand(CLI::App* app, int* exit_code) {
-  auto* cmd = app->add_subcommand("validate", "Predict published training runs and report the error in tokens/s per GPU (--memory: in measured peak memory)");
+  auto* cmd = app->add_subcommand(
+      "validate",
+      "Predict published training runs and report the error in tokens/s per GPU (--memory: in measured peak memory)");
   auto datasets = std::make_shared<std::vector<std::string>>();
   auto format = std::make_shared<std::string>("table");
   auto profile_ref = std::make_shared<std::string>("default");
@@ -246,11 +243,9 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
         // `meshplan report --plan FILE` (and simulate, explain) read back.
         const sim::StepBreakdown& b = r.breakdown;
         rec["step_s"] = r.step_s;
-        rec["breakdown_s"] = {{"compute", b.compute_s},     {"recompute", b.recompute_s},
-                              {"tp_comm", b.tp_comm_s},     {"cp_comm", b.cp_comm_s},
-                              {"ep_comm", b.ep_comm_s},     {"dp_comm", b.dp_comm_s},
-                              {"pp_comm", b.pp_comm_s},     {"bubble", b.bubble_s},
-                              {"optimizer", b.optimizer_s}};
+        rec["breakdown_s"] = {{"compute", b.compute_s}, {"recompute", b.recompute_s}, {"tp_comm", b.tp_comm_s},
+                              {"cp_comm", b.cp_comm_s}, {"ep_comm", b.ep_comm_s},     {"dp_comm", b.dp_comm_s},
+                              {"pp_comm", b.pp_comm_s}, {"bubble", b.bubble_s},       {"optimizer", b.optimizer_s}};
         rec["plan"] = PlanJson(runs[i].scenario);
         if (both) rec["predicted_default"] = v0.records[i].predicted, rec["error_default"] = v0.records[i].error;
         records.push_back(rec);
@@ -285,11 +280,13 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
         std::printf("  %-46s %-20s %10.4g %10.4g %+7.1f%% %8.1f%s\n", r.id.c_str(), r.stack.c_str(), r.published,
                     r.predicted, 100 * r.error, r.memory_gib, r.fits ? "" : "  does not fit");
     }
-    std::printf("# published: what the source prints, turned into tokens/s per GPU with its batch and its own FLOP "
-                "count (--format json: printed, conversion)\n");
-    std::printf("# %zu records from %zu file(s), %zu skipped (no model, GPU preset, plan, stack or measurement; "
-                "--format json lists them)\n",
-                v.all.n, files.size(), skipped.size());
+    std::printf(
+        "# published: what the source prints, turned into tokens/s per GPU with its batch and its own FLOP "
+        "count (--format json: printed, conversion)\n");
+    std::printf(
+        "# %zu records from %zu file(s), %zu skipped (no model, GPU preset, plan, stack or measurement; "
+        "--format json lists them)\n",
+        v.all.n, files.size(), skipped.size());
     PrintGroups(v, "too fast");
     if (both)
       std::printf("# with the built-in defaults: |error| median %.1f%%, p90 %.1f%%, max %.1f%%\n",

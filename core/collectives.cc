@@ -220,8 +220,9 @@ GroupSpan SpanOfStride(int64_t size, int64_t stride, const ClusterSpec& c) {
   stride = std::max<int64_t>(1, stride);
   const int64_t domain = std::max<int64_t>(1, c.scale_up_domain_gpus);
   int64_t per = stride < domain ? std::min(s.size, std::max<int64_t>(1, domain / stride)) : 1;
-  while (s.size % per != 0) --per;  // uneven fill: keep size = per_domain * domains, the fuller
-                                    // domains' extra members are costed as if remote
+  while (s.size % per != 0)
+    --per;  // uneven fill: keep size = per_domain * domains, the fuller
+            // domains' extra members are costed as if remote
   s.per_domain = per;
   s.domains = s.size / per;
   return s;

@@ -56,11 +56,11 @@ GroupSpan SpanOfStride(int64_t size, int64_t stride, const ClusterSpec& c);
 
 // Achieved fractions of link bandwidth and fixed latencies, from the calibration Profile.
 struct CommEfficiency {
-  double scale_up = 0.80;    // NVLink: busbw/link ~0.8 (nccl-tests all_reduce on DGX A100/H100)
-  double scale_out = 0.90;   // InfiniBand/RoCE per NIC
-  double nvls_speedup = 1.3; // all-reduce busbw gain from NVLS relative to ring inside a domain:
-                             // ~480 vs ~370 GB/s on 8x H100 (NVIDIA/nccl-tests#212, NVIDIA/nccl#1442)
-  double launch_s = 5e-6;    // per-collective software/launch latency
+  double scale_up = 0.80;     // NVLink: busbw/link ~0.8 (nccl-tests all_reduce on DGX A100/H100)
+  double scale_out = 0.90;    // InfiniBand/RoCE per NIC
+  double nvls_speedup = 1.3;  // all-reduce busbw gain from NVLS relative to ring inside a domain:
+                              // ~480 vs ~370 GB/s on 8x H100 (NVIDIA/nccl-tests#212, NVIDIA/nccl#1442)
+  double launch_s = 5e-6;     // per-collective software/launch latency
 };
 
 struct CollectiveCost {

@@ -17,7 +17,8 @@ int64_t FollowHidden(int64_t value, int64_t old_hidden, int64_t new_hidden) {
   int64_t num = 0;
   if (__builtin_mul_overflow(value, new_hidden, &num)) {
     // Sizes this large are rejected by validation; keep the arithmetic defined on the way there.
-    const double scaled = static_cast<double>(value) / static_cast<double>(old_hidden) * static_cast<double>(new_hidden);
+    const double scaled =
+        static_cast<double>(value) / static_cast<double>(old_hidden) * static_cast<double>(new_hidden);
     return scaled >= 9e18 ? INT64_MAX : static_cast<int64_t>(std::ceil(scaled / 256) * 256);
   }
   if (num % old_hidden == 0) return num / old_hidden;
@@ -52,17 +53,15 @@ ModelSpec ApplyModelOverrides(const ModelSpec& base, const ModelOverrides& o, Di
       const int64_t v = FollowHidden(preset, base.hidden, m.hidden);
       if (v == *field) return;
       *field = v;
-      notes->push_back(std::string(name) + " " + S(v) + " (" + RatioText(preset, base.hidden) + " " +
-                       S(m.hidden) + ", the preset's ratio " + S(preset) + "/" + S(base.hidden) + "; " + flag +
-                       " to change)");
+      notes->push_back(std::string(name) + " " + S(v) + " (" + RatioText(preset, base.hidden) + " " + S(m.hidden) +
+                       ", the preset's ratio " + S(preset) + "/" + S(base.hidden) + "; " + flag + " to change)");
     };
     if (!o.ffn_hidden) follow(&m.ffn_hidden, base.ffn_hidden, "ffn_hidden", "--ffn");
     if (m.moe && base.moe) {
-      follow(&m.moe->expert_ffn_hidden, base.moe->expert_ffn_hidden, "moe.expert_ffn_hidden",
-             "a model file");
+      follow(&m.moe->expert_ffn_hidden, base.moe->expert_ffn_hidden, "moe.expert_ffn_hidden", "a model file");
       if (base.moe->shared_experts > 0)
-        follow(&m.moe->shared_expert_ffn_hidden, base.moe->shared_expert_ffn_hidden,
-               "moe.shared_expert_ffn_hidden", "a model file");
+        follow(&m.moe->shared_expert_ffn_hidden, base.moe->shared_expert_ffn_hidden, "moe.shared_expert_ffn_hidden",
+               "a model file");
     }
   }
   if (o.ffn_hidden) m.ffn_hidden = *o.ffn_hidden;
@@ -115,7 +114,7 @@ std::optional<std::vector<int64_t>> DefaultStageSplit(int64_t layers, int64_t ch
   if (chunks < 1 || layers < chunks) return std::nullopt;
   if (layers % chunks == 0) return std::vector<int64_t>{};
   const int64_t k = (layers + chunks - 1) / chunks;  // the common chunk size
-  const int64_t short_chunks = chunks * k - layers;   // chunks holding k-1 layers; < chunks
+  const int64_t short_chunks = chunks * k - layers;  // chunks holding k-1 layers; < chunks
   std::vector<int64_t> split(static_cast<size_t>(chunks), k);
   // Last, first, second to last, second, ...: the end chunks run the head and the embedding.
   for (int64_t i = 0; i < short_chunks; ++i) {

@@ -21,9 +21,7 @@ namespace meshplan::core {
 // or follow an overridden field as ApplyModelOverrides says.
 struct ModelOverrides {
   std::optional<int64_t> layers, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab;
-  bool empty() const {
-    return !layers && !hidden && !heads && !kv_heads && !head_dim && !ffn_hidden && !vocab;
-  }
+  bool empty() const { return !layers && !hidden && !heads && !kv_heads && !head_dim && !ffn_hidden && !vocab; }
 };
 
 // `base` with `o` applied, keeping the dimensions the preset derives from others consistent

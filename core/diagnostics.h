@@ -15,8 +15,8 @@ namespace meshplan::core {
 struct Diagnostic {
   enum class Severity { kError, kWarning };
   Severity severity = Severity::kError;
-  std::string path;     // "plan.tp", "model.moe.top_k", "cluster.scale_up_domain_gpus"
-  std::string message;  // the rule, with the offending values
+  std::string path;              // "plan.tp", "model.moe.top_k", "cluster.scale_up_domain_gpus"
+  std::string message;           // the rule, with the offending values
   std::string ToString() const;  // "plan.tp: 3 must divide model.heads=64" (warnings: "warning: ...")
 };
 

@@ -30,7 +30,6 @@ bool FromName(const std::string& text, Arrivals* out) {
 
 namespace {
 
-
 using Json = nlohmann::json;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -45,7 +44,6 @@ bool FromName(const std::string& text, FailureScale* out) {
   else return false;
   return true;
 }
-
 
 std::string Show(const Json& v) {
   std::string s = v.dump();
@@ -178,8 +176,8 @@ struct Exposure {
 
 // One component: a rate per GPU- or node-hour, given directly or as an observed count over the
 // file's exposure.
-FailureComponent ReadComponent(const Json& j, const std::string& path, const Exposure& exposure,
-                               bool planned, Diagnostics* d) {
+FailureComponent ReadComponent(const Json& j, const std::string& path, const Exposure& exposure, bool planned,
+                               Diagnostics* d) {
   FailureComponent c;
   Reader r(&j, path, d);
   r.String("name", &c.name, !planned);
@@ -347,7 +345,8 @@ CheckpointCost EstimateCheckpoint(const MemoryReport& mem, const PlanSpec& p, co
   const ModelStateBytes s = ShardedModelStates(static_cast<double>(mem.params.total), p, 1);
   k.total_bytes = static_cast<int64_t>(std::llround(s.weights + s.master_weights + s.moments));
   for (const auto& st : mem.stages)
-    k.per_gpu_bytes = std::max(k.per_gpu_bytes, st.weights_bytes + st.master_weights_bytes + st.optimizer_moments_bytes);
+    k.per_gpu_bytes =
+        std::max(k.per_gpu_bytes, st.weights_bytes + st.master_weights_bytes + st.optimizer_moments_bytes);
   k.per_node_bytes = k.per_gpu_bytes * std::max<int64_t>(c.gpus_per_node, 1);
   const double total = static_cast<double>(k.total_bytes);
   k.snapshot_s = static_cast<double>(k.per_gpu_bytes) / f.snapshot_bytes_per_s;

@@ -34,25 +34,25 @@ bool FromName(const std::string& text, Arrivals* out);
 
 // One row of an interruption table: a cause of unexpected job interruptions.
 struct FailureComponent {
-  std::string name;                 // "Faulty GPU"
-  std::string category;             // "GPU", "Network", "Host", "Dependency", ...
+  std::string name;      // "Faulty GPU"
+  std::string category;  // "GPU", "Network", "Host", "Dependency", ...
   FailureScale scale = FailureScale::kGpu;
-  double rate_per_hour = 0;         // per GPU-hour (kGpu) or per node-hour (kNode)
-  bool replace_node = false;        // hardware: the node leaves the job (a hot spare, or a wait)
-  bool silent = false;              // silent data corruption: noticed only after a detection delay
-  int64_t observed = 0;             // the count the rate was derived from (0: given as a rate)
+  double rate_per_hour = 0;   // per GPU-hour (kGpu) or per node-hour (kNode)
+  bool replace_node = false;  // hardware: the node leaves the job (a hot spare, or a wait)
+  bool silent = false;        // silent data corruption: noticed only after a detection delay
+  int64_t observed = 0;       // the count the rate was derived from (0: given as a rate)
 };
 
 // Seconds from an interruption back to training. `detection`, `requeue` and the node
 // replacement are waits during which nothing runs (a second failure then changes nothing);
 // re-initialisation, restore and warm-up run on all GPUs and start over if a failure hits them.
 struct RestartOverheads {
-  double detection_s = 30;          // the job notices a hang or a dead rank (watchdog, heartbeat)
-  double requeue_s = 30;            // tear down, reschedule and relaunch the job's processes
-  double spare_swap_s = 30;         // hardware failure, a hot spare is free: swap it in
+  double detection_s = 30;                 // the job notices a hang or a dead rank (watchdog, heartbeat)
+  double requeue_s = 30;                   // tear down, reschedule and relaunch the job's processes
+  double spare_swap_s = 30;                // hardware failure, a hot spare is free: swap it in
   double replacement_wait_s = 4 * 3600.0;  // hardware failure, no spare free: wait for a node
-  double reinit_s = 60;             // process start, NCCL communicators, model build
-  double warmup_s = 30;             // first steps below full speed, as equivalent lost seconds
+  double reinit_s = 60;                    // process start, NCCL communicators, model build
+  double warmup_s = 30;                    // first steps below full speed, as equivalent lost seconds
 };
 
 struct FailureModel {
@@ -61,15 +61,15 @@ struct FailureModel {
   std::vector<FailureComponent> components;  // unexpected interruptions
   FailureComponent planned;                  // planned (maintenance) interruptions
   RestartOverheads restart;
-  double silent_detection_s = 600;           // SDC: bad state runs this long before it is caught
-  double loss_spikes_per_day = 0;            // whole job; each forces a last-known-good restart
-  double loss_spike_detection_s = 1800;      // training past the bad step before the spike is seen
-  double hot_spare_fraction = 0;             // spare nodes = ceil(fraction x job nodes)
-  double repair_s = 3 * 86400.0;             // a failed node's way back to the spare pool
-  double snapshot_bytes_per_s = 25e9;        // per GPU: device -> pinned host memory (async)
-  double restore_bytes_per_s = 0;            // aggregate read; 0: the cluster's storage bandwidth
+  double silent_detection_s = 600;       // SDC: bad state runs this long before it is caught
+  double loss_spikes_per_day = 0;        // whole job; each forces a last-known-good restart
+  double loss_spike_detection_s = 1800;  // training past the bad step before the spike is seen
+  double hot_spare_fraction = 0;         // spare nodes = ceil(fraction x job nodes)
+  double repair_s = 3 * 86400.0;         // a failed node's way back to the spare pool
+  double snapshot_bytes_per_s = 25e9;    // per GPU: device -> pinned host memory (async)
+  double restore_bytes_per_s = 0;        // aggregate read; 0: the cluster's storage bandwidth
   Arrivals arrivals = Arrivals::kExponential;
-  double weibull_shape = 0.7;                // used when arrivals == kWeibull
+  double weibull_shape = 0.7;  // used when arrivals == kWeibull
 };
 
 // Parses a failure model. Every problem is reported at once, each naming its field
@@ -83,14 +83,14 @@ Result<FailureModel> LoadFailureModel(const std::string& name_or_path);
 // ---------------------------------------------------------------------------------------------
 struct JobFailureRates {
   int64_t gpus = 0;
-  int64_t nodes = 0;                          // ceil(gpus / gpus_per_node)
-  std::vector<double> component_per_hour;     // whole job, in FailureModel::components order
-  double unexpected_per_hour = 0;             // sum of the components
-  double replace_per_hour = 0;                // ... of which need a node replaced
-  double silent_per_hour = 0;                 // ... of which are silent (SDC)
+  int64_t nodes = 0;                       // ceil(gpus / gpus_per_node)
+  std::vector<double> component_per_hour;  // whole job, in FailureModel::components order
+  double unexpected_per_hour = 0;          // sum of the components
+  double replace_per_hour = 0;             // ... of which need a node replaced
+  double silent_per_hour = 0;              // ... of which are silent (SDC)
   double planned_per_hour = 0;
   double loss_spikes_per_hour = 0;
-  double mtbf_h = 0;                          // 1 / unexpected_per_hour (infinity when 0)
+  double mtbf_h = 0;  // 1 / unexpected_per_hour (infinity when 0)
 };
 // lambda_job = sum_c rate_c x (gpus or nodes). REQUIRES: gpus >= 1, gpus_per_node >= 1.
 JobFailureRates JobRates(const FailureModel& f, int64_t gpus, int64_t gpus_per_node);
@@ -101,15 +101,15 @@ int64_t DefaultSpareNodes(const FailureModel& f, int64_t nodes);
 // Checkpoint size and time
 // ---------------------------------------------------------------------------------------------
 struct CheckpointCost {
-  int64_t total_bytes = 0;      // the job's unique state: weights + master weights + optimizer
-                                // moments, each written once (a sharded checkpoint; no gradients)
-  int64_t per_gpu_bytes = 0;    // the largest rank's states (what it snapshots)
-  int64_t per_node_bytes = 0;   // gpus_per_node x per_gpu_bytes: host memory an async snapshot needs
-  double snapshot_s = 0;        // async blocking time: per_gpu_bytes / snapshot bandwidth
-  double upload_s = 0;          // async background upload: total_bytes / storage bandwidth
-  double sync_write_s = 0;      // sync blocking time: max(total / storage bw, snapshot_s)
-  double restore_s = 0;         // total_bytes / restore bandwidth (default: storage bandwidth)
-  bool host_memory_ok = true;   // per_node_bytes <= cluster.host_memory_bytes_per_node (or unknown)
+  int64_t total_bytes = 0;     // the job's unique state: weights + master weights + optimizer
+                               // moments, each written once (a sharded checkpoint; no gradients)
+  int64_t per_gpu_bytes = 0;   // the largest rank's states (what it snapshots)
+  int64_t per_node_bytes = 0;  // gpus_per_node x per_gpu_bytes: host memory an async snapshot needs
+  double snapshot_s = 0;       // async blocking time: per_gpu_bytes / snapshot bandwidth
+  double upload_s = 0;         // async background upload: total_bytes / storage bandwidth
+  double sync_write_s = 0;     // sync blocking time: max(total / storage bw, snapshot_s)
+  double restore_s = 0;        // total_bytes / restore bandwidth (default: storage bandwidth)
+  bool host_memory_ok = true;  // per_node_bytes <= cluster.host_memory_bytes_per_node (or unknown)
 };
 // REQUIRES: `mem` is EstimateMemory(model, p, gpu) of a valid plan.
 CheckpointCost EstimateCheckpoint(const MemoryReport& mem, const PlanSpec& p, const ClusterSpec& c,
@@ -124,31 +124,31 @@ CheckpointCost EstimateCheckpoint(const MemoryReport& mem, const PlanSpec& p, co
 struct EventClass {
   std::string name;
   double per_s = 0;
-  bool unexpected = true;       // counted among unexpected interruptions (false: loss spikes)
+  bool unexpected = true;  // counted among unexpected interruptions (false: loss spikes)
   bool replace_node = false;
-  double detect_s = 0;          // wait before the restart begins (0 when the cost is rollback_s)
-  double rollback_s = 0;        // the state was bad this long before the event: restart from the
-                                // last checkpoint taken before that (last-known-good restart)
+  double detect_s = 0;    // wait before the restart begins (0 when the cost is rollback_s)
+  double rollback_s = 0;  // the state was bad this long before the event: restart from the
+                          // last checkpoint taken before that (last-known-good restart)
 };
 
 struct RunParams {
   std::vector<EventClass> classes;
-  double planned_per_s = 0;     // Poisson; arrivals while the job is down are merged into that stop
+  double planned_per_s = 0;  // Poisson; arrivals while the job is down are merged into that stop
   CheckpointMode mode = CheckpointMode::kAsync;
-  double ckpt_blocking_s = 0;   // delta: training pauses this long per checkpoint
-  double ckpt_lag_s = 0;        // L: a checkpoint becomes restorable this long after the pause
-                                // (async upload); the next pause waits for it to finish
+  double ckpt_blocking_s = 0;  // delta: training pauses this long per checkpoint
+  double ckpt_lag_s = 0;       // L: a checkpoint becomes restorable this long after the pause
+                               // (async upload); the next pause waits for it to finish
   double requeue_s = 0;
   double spare_swap_s = 0;
   double replacement_wait_s = 0;
-  double restart_s = 0;         // R: re-initialisation + restore + warm-up (a failure restarts it)
-  int64_t spare_nodes = 0;      // hot spares; a failed node returns after repair_s
+  double restart_s = 0;     // R: re-initialisation + restore + warm-up (a failure restarts it)
+  int64_t spare_nodes = 0;  // hot spares; a failed node returns after repair_s
   double repair_s = 0;
   Arrivals arrivals = Arrivals::kExponential;
   double weibull_shape = 1;
 
-  double UnplannedPerS() const;      // sum of classes' per_s
-  double ReplacePerS() const;        // ... of classes that replace a node
+  double UnplannedPerS() const;  // sum of classes' per_s
+  double ReplacePerS() const;    // ... of classes that replace a node
 };
 
 // Combines the model, the job's rates and its checkpoint. InvalidArgument (naming the field)
@@ -169,19 +169,19 @@ double DalyInterval(double delta_s, double mtbf_s);
 double SpareShortfallProbability(double mean_in_repair, int64_t spares);
 
 struct GoodputEstimate {
-  double interval_s = 0;            // tau: training seconds between checkpoints
-  double blocking_s = 0;            // pause per checkpoint, including waiting for the last upload
-  double mtbf_s = 0;                // of unplanned interruptions (incl. loss spikes)
-  double mean_wait_s = 0;           // E[W]: detection + requeue + node replacement per interruption
-  double spare_shortfall = 0;       // share of wall-clock time without a free spare
-  double wait_share = 0;            // share of the hardware failures that stop training and
-                                    // find no spare (they wait replacement_wait_s)
-  double wall_per_work = 1;         // expected wall-clock seconds per second of useful training
-  double goodput = 1;               // 1 / wall_per_work
+  double interval_s = 0;       // tau: training seconds between checkpoints
+  double blocking_s = 0;       // pause per checkpoint, including waiting for the last upload
+  double mtbf_s = 0;           // of unplanned interruptions (incl. loss spikes)
+  double mean_wait_s = 0;      // E[W]: detection + requeue + node replacement per interruption
+  double spare_shortfall = 0;  // share of wall-clock time without a free spare
+  double wait_share = 0;       // share of the hardware failures that stop training and
+                               // find no spare (they wait replacement_wait_s)
+  double wall_per_work = 1;    // expected wall-clock seconds per second of useful training
+  double goodput = 1;          // 1 / wall_per_work
   // Shares of wall-clock time (sum to 1): useful training, checkpoint pauses, lost work plus
   // restarts, planned maintenance.
   double useful_frac = 1, checkpoint_frac = 0, failure_frac = 0, planned_frac = 0;
-  double planned_per_work = 0;      // planned stops per second of useful training
+  double planned_per_work = 0;  // planned stops per second of useful training
 };
 // The expected wall-clock time per unit of work for periodic checkpoints every `interval_s`:
 //   T = (M + E[W]) (e^{(tau + delta')/M} - 1) / (tau E[e^{-R_k/M}])   (Daly 2006's complete model,

@@ -12,7 +12,8 @@ double MlaUpProjectionParams(const ModelSpec& m) {
   const double heads = static_cast<double>(m.heads);
   const double qk = static_cast<double>(a.qk_nope_head_dim + a.qk_rope_head_dim);
   const double q_in = a.q_lora_rank > 0 ? static_cast<double>(a.q_lora_rank) : static_cast<double>(m.hidden);
-  return q_in * heads * qk + static_cast<double>(a.kv_lora_rank) * heads * static_cast<double>(a.qk_nope_head_dim + a.v_head_dim);
+  return q_in * heads * qk +
+         static_cast<double>(a.kv_lora_rank) * heads * static_cast<double>(a.qk_nope_head_dim + a.v_head_dim);
 }
 
 // Weights one token multiplies in a layer: everything but norms, biases and sinks, with routed
@@ -57,7 +58,8 @@ double SelectiveRecomputeMatmulParams(const ModelSpec& m, const PlanSpec& p) {
   const double dense_layers = static_cast<double>(m.layers) - moe_layers;
   double params = 0;
   if (p.Recomputes(RecomputeModule::kMlp)) params += dense_layers * mats * h * static_cast<double>(m.ffn_hidden);
-  if (p.Recomputes(RecomputeModule::kMlaUpProj) && m.mla) params += static_cast<double>(m.layers) * MlaUpProjectionParams(m);
+  if (p.Recomputes(RecomputeModule::kMlaUpProj) && m.mla)
+    params += static_cast<double>(m.layers) * MlaUpProjectionParams(m);
   if (p.Recomputes(RecomputeModule::kSharedExperts) && m.moe)
     params += moe_layers * mats * h * static_cast<double>(m.moe->shared_experts * m.moe->shared_expert_ffn_hidden);
   if (p.Recomputes(RecomputeModule::kTorchtitanOp)) {

@@ -15,8 +15,7 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr const char* kSupported =
-    "llama|mistral|mixtral|qwen2|qwen3|qwen3_moe|deepseek_v3|gpt2|gpt_oss";
+constexpr const char* kSupported = "llama|mistral|mixtral|qwen2|qwen3|qwen3_moe|deepseek_v3|gpt2|gpt_oss";
 
 // What a config.json may leave out. Size-defining fields (layers, widths, vocab, expert counts
 // and sizes, MLA ranks) are required: a transformers default there would silently plan a
@@ -140,8 +139,7 @@ class FieldReader {
       int64_t l = 0;
       if (!ToInt(key, e, &l)) return {};
       if (l < 0 || (layers > 0 && l >= layers)) {
-        diag_->Error(Path(key), "layer " + std::to_string(l) + " is outside [0, " +
-                                    std::to_string(layers) + ")");
+        diag_->Error(Path(key), "layer " + std::to_string(l) + " is outside [0, " + std::to_string(layers) + ")");
         return {};
       }
       out.insert(l);
@@ -212,8 +210,7 @@ std::string LayerSetString(const std::vector<bool>& is_moe) {
 
 // Sets m->moe from the MoE layer set, or leaves it empty when no layer is MoE. `field` names the
 // config key blamed when ModelSpec cannot express the set.
-void SetMoeLayers(const std::vector<bool>& is_moe, MoeSpec moe, FieldReader& r, const char* field,
-                  ModelSpec* m) {
+void SetMoeLayers(const std::vector<bool>& is_moe, MoeSpec moe, FieldReader& r, const char* field, ModelSpec* m) {
   bool any = false;
   for (bool b : is_moe) any = any || b;
   if (!any) return;  // every layer dense: a dense model
@@ -236,8 +233,7 @@ void ReadGpt2(FieldReader& r, ModelSpec* m) {
   m->kv_heads = m->heads;
   if (m->hidden > 0 && m->heads > 0) {
     if (m->hidden % m->heads != 0) {
-      r.Error("n_embd", std::to_string(m->hidden) +
-                            " is not divisible by n_head=" + std::to_string(m->heads));
+      r.Error("n_embd", std::to_string(m->hidden) + " is not divisible by n_head=" + std::to_string(m->heads));
     } else {
       m->head_dim = m->hidden / m->heads;
     }
@@ -288,9 +284,8 @@ void ReadDecoder(const std::string& type, FieldReader& r, ModelSpec* m) {
     m->head_dim = d.head_dim;
   } else if (m->hidden > 0 && m->heads > 0) {
     if (m->hidden % m->heads != 0) {
-      r.Error("head_dim",
-              "absent, and hidden_size=" + std::to_string(m->hidden) +
-                  " is not divisible by num_attention_heads=" + std::to_string(m->heads));
+      r.Error("head_dim", "absent, and hidden_size=" + std::to_string(m->hidden) +
+                              " is not divisible by num_attention_heads=" + std::to_string(m->heads));
     } else {
       m->head_dim = m->hidden / m->heads;
     }
@@ -370,8 +365,7 @@ void ReadDecoder(const std::string& type, FieldReader& r, ModelSpec* m) {
 
 }  // namespace
 
-Result<ModelSpec> ModelFromHfConfig(const std::string& json_text, const std::string& name,
-                                    const std::string& source) {
+Result<ModelSpec> ModelFromHfConfig(const std::string& json_text, const std::string& name, const std::string& source) {
   Json j;
   try {
     j = Json::parse(json_text);
@@ -379,23 +373,20 @@ Result<ModelSpec> ModelFromHfConfig(const std::string& json_text, const std::str
     return Status::InvalidArgument(std::string("config: invalid JSON: ") + e.what());
   }
   if (!j.is_object()) {
-    return Status::InvalidArgument(std::string("config: expected a JSON object, got ") +
-                                   j.type_name());
+    return Status::InvalidArgument(std::string("config: expected a JSON object, got ") + j.type_name());
   }
   auto it = j.find("model_type");
   if (it == j.end() || it->is_null()) {
-    return Status::InvalidArgument(std::string("config.model_type: missing (supported: ") +
-                                   kSupported + ")");
+    return Status::InvalidArgument(std::string("config.model_type: missing (supported: ") + kSupported + ")");
   }
   if (!it->is_string()) {
     return Status::InvalidArgument("config.model_type: expected a string, got " + Brief(*it));
   }
   const std::string type = it->get<std::string>();
   const std::string supported = std::string("|") + kSupported + "|";
-  if (type.empty() || type.find('|') != std::string::npos ||
-      supported.find("|" + type + "|") == std::string::npos) {
-    return Status::InvalidArgument("config.model_type: '" + type +
-                                   "' is not supported (supported: " + kSupported + ")");
+  if (type.empty() || type.find('|') != std::string::npos || supported.find("|" + type + "|") == std::string::npos) {
+    return Status::InvalidArgument("config.model_type: '" + type + "' is not supported (supported: " + kSupported +
+                                   ")");
   }
 
   ModelSpec m;

@@ -13,8 +13,7 @@
 namespace meshplan::core {
 
 // `name` becomes ModelSpec::name; `source` records where the file came from.
-Result<ModelSpec> ModelFromHfConfig(const std::string& json_text, const std::string& name,
-                                    const std::string& source);
+Result<ModelSpec> ModelFromHfConfig(const std::string& json_text, const std::string& name, const std::string& source);
 
 }  // namespace meshplan::core
 

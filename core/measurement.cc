@@ -113,10 +113,8 @@ ordered_json BreakdownJson(const MemoryBreakdown& b, bool predicted) {
   j["optimizer_moments_bytes"] = b.optimizer_moments_bytes;
   j["activations_bytes"] = b.activations_bytes;
   j["inflight_microbatches"] = b.inflight_microbatches;
-  if (predicted)
-    j["other_bytes"] = b.other_bytes;
-  else
-    j["working_set_bytes"] = b.working_set_bytes;
+  if (predicted) j["other_bytes"] = b.other_bytes;
+  else j["working_set_bytes"] = b.working_set_bytes;
   j["total_bytes"] = b.total_bytes;
   return j;
 }
@@ -166,9 +164,7 @@ ordered_json OpJson(const OpMeasurement& o) {
       j["overlappable"] = o.overlappable;
       j["bytes"] = o.bytes;
       break;
-    default:
-      j["bytes"] = o.bytes;
-      break;
+    default: j["bytes"] = o.bytes; break;
   }
   j["calls_per_step"] = o.calls_per_step;
   j["time_s"] = o.time_s;
@@ -302,8 +298,8 @@ Result<Measurement> ParseMeasurementJson(const std::string& text) {
              std::from_chars(cc.data(), cc.data() + dot, d.compute_capability_major).ptr != cc.data() + dot ||
              std::from_chars(cc.data() + dot + 1, cc.data() + cc.size(), d.compute_capability_minor).ptr !=
                  cc.data() + cc.size()))
-          return Status::InvalidArgument("measurement." + field + ".compute_capability: must be \"MAJOR.MINOR\" (got \"" +
-                                         cc + "\")");
+          return Status::InvalidArgument("measurement." + field +
+                                         ".compute_capability: must be \"MAJOR.MINOR\" (got \"" + cc + "\")");
         d.sm_count = SmallIntOr(g, "sm_count", 0);
         m.hardware.gpus.push_back(d);
       }

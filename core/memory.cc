@@ -9,9 +9,7 @@ namespace {
 
 // Bytes of one stored activation element: 2 for 16-bit training (bf16, fp16, and fp8 plans'
 // tensors other than linear inputs), 4 for fp32/tf32.
-int64_t ActBytes(const PlanSpec& p) {
-  return (p.precision == Dtype::kFp32 || p.precision == Dtype::kTf32) ? 4 : 2;
-}
+int64_t ActBytes(const PlanSpec& p) { return (p.precision == Dtype::kFp32 || p.precision == Dtype::kTf32) ? 4 : 2; }
 
 // Bytes of `elems` saved inputs of FP8 linear layers. Transformer Engine's Linear,
 // LayerNormLinear and GroupedLinear (v2.9, transformer_engine/pytorch/module/linear.py around
@@ -28,9 +26,7 @@ int64_t LinearInputBytes(const PlanSpec& p, int64_t elems) {
 // Query and kv heads one TP rank computes. With tp > kv_heads each rank keeps one (replicated)
 // kv head, which is how Megatron and vLLM split GQA past the group count.
 int64_t LocalHeads(const ModelSpec& m, const PlanSpec& p) { return m.heads / p.tp; }
-int64_t LocalKvHeads(const ModelSpec& m, const PlanSpec& p) {
-  return std::max<int64_t>(m.kv_heads / p.tp, 1);
-}
+int64_t LocalKvHeads(const ModelSpec& m, const PlanSpec& p) { return std::max<int64_t>(m.kv_heads / p.tp, 1); }
 
 // std::llround for the non-negative byte counts here, inline (llround is a libm call, and the
 // search rounds eight values per stage per plan). REQUIRES: 0 <= x < 2^62.
@@ -127,8 +123,9 @@ const RankLayout& RankLayoutOf(const ModelSpec& m, const PlanSpec& p) {
   thread_local Memo memo;
   const int64_t first_dense = m.moe ? m.moe->first_dense_layers : -1, freq = m.moe ? m.moe->layer_freq : -1;
   const bool dualpipe = p.schedule == Schedule::kDualPipe;
-  if (memo.valid && memo.layers == m.layers && memo.mtp == m.mtp_layers && memo.first_dense == first_dense && memo.freq == freq &&
-      memo.pp == p.pp && memo.vpp == p.vpp && memo.dualpipe == dualpipe && memo.split == p.stage_layers)
+  if (memo.valid && memo.layers == m.layers && memo.mtp == m.mtp_layers && memo.first_dense == first_dense &&
+      memo.freq == freq && memo.pp == p.pp && memo.vpp == p.vpp && memo.dualpipe == dualpipe &&
+      memo.split == p.stage_layers)
     return memo.layout;
   memo.valid = true;
   memo.layers = m.layers;
@@ -176,8 +173,7 @@ std::vector<int64_t> StageLayers(const ModelSpec& m, const PlanSpec& p, int64_t 
 // Calls add(name, bytes) for every tensor a layer keeps; the one derivation behind both public
 // functions (the byte count is on the search's hot path, so it must not allocate).
 template <typename Add>
-void VisitLayerActivations(const ModelSpec& m, const PlanSpec& p, bool moe_layer, Recompute recompute,
-                           Add&& add_term) {
+void VisitLayerActivations(const ModelSpec& m, const PlanSpec& p, bool moe_layer, Recompute recompute, Add&& add_term) {
   // Notation of Korthikanti 2022: s sequence (here per CP rank), b microbatch, h hidden,
   // a heads, t tensor-parallel size. `rep` is a tensor every TP rank holds whole unless
   // sequence parallelism shards it along s.
@@ -295,12 +291,11 @@ void VisitLayerActivations(const ModelSpec& m, const PlanSpec& p, bool moe_layer
               recomputed(RecomputeModule::kMoeAct));
     add("expert_output", e * tok * h);
     if (x.shared_experts > 0 && !recomputed(RecomputeModule::kSharedExperts))  // checkpointed: input only
-      mlp_terms("shared_act_input", "shared_fc2_input", s * b,
-                x.shared_experts * x.shared_expert_ffn_hidden / t, false);
+      mlp_terms("shared_act_input", "shared_fc2_input", s * b, x.shared_experts * x.shared_expert_ffn_hidden / t,
+                false);
   } else if (!recomputed(RecomputeModule::kMlp)) {  // mlp: the block checkpoints its input alone
     add("fc1_input", LinearInputBytes(p, sbh / rep_div));
-    mlp_terms(m.mlp == MlpKind::kSwiglu ? "swiglu_gate_up" : "gelu_input", "fc2_input", s * b,
-              m.ffn_hidden / t, false);
+    mlp_terms(m.mlp == MlpKind::kSwiglu ? "swiglu_gate_up" : "gelu_input", "fc2_input", s * b, m.ffn_hidden / t, false);
   }
   if (m.dropout) add("mlp_dropout_mask", sbh / rep_div);
 }
@@ -308,8 +303,9 @@ void VisitLayerActivations(const ModelSpec& m, const PlanSpec& p, bool moe_layer
 std::vector<ActivationTerm> LayerActivationTerms(const ModelSpec& m, const PlanSpec& p, bool moe_layer,
                                                  Recompute recompute) {
   std::vector<ActivationTerm> terms;
-  VisitLayerActivations(m, p, moe_layer, recompute,
-                        [&](const char* name, int64_t bytes) { terms.push_back({name, bytes}); });
+  VisitLayerActivations(m, p, moe_layer, recompute, [&](const char* name, int64_t bytes) {
+    terms.push_back({name, bytes});
+  });
   return terms;
 }
 
@@ -355,8 +351,7 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
   for (int moe = 0; moe < (m.moe ? 2 : 1); ++moe) {
     const Recompute modes[3] = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
     for (int mode = 0; mode < 3; ++mode)
-      if (mode == 0 || modes[mode] == p.recompute)
-        act[moe][mode] = LayerActivationBytes(m, p, moe == 1, modes[mode]);
+      if (mode == 0 || modes[mode] == p.recompute) act[moe][mode] = LayerActivationBytes(m, p, moe == 1, modes[mode]);
   }
 
   // The model chunks a pipeline rank holds. Interleaved: rank r holds chunks r, r + pp, ...
@@ -409,20 +404,21 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
         per_mb += n[moe] * act[moe][mode];
         if (mode != 0) max_working = std::max(max_working, act[moe][0] - act[moe][mode]);
       }
-    } else ForEachStageLayer(m, p, stage, [&](int64_t l) {
-      const bool moe = m.IsMoeLayer(l);
-      const RankParams& rp = moe ? moe_rank : dense_rank;
-      const int64_t d = rp.dense, x = rp.expert;
-      dense += d;
-      expert += x;
-      max_layer = std::max(max_layer, d + x);
-      const bool full = full_all || (p.recompute == Recompute::kFull && layers_here < p.recompute_layers);
-      const int mode = full ? 2 : (p.recompute == Recompute::kSelective ? 1 : 0);
-      per_mb += act[moe][mode];
-      // Backward of a recomputed layer re-materialises what recompute dropped, one layer at a time.
-      if (mode != 0) max_working = std::max(max_working, act[moe][0] - act[moe][mode]);
-      ++layers_here;
-    });
+    } else
+      ForEachStageLayer(m, p, stage, [&](int64_t l) {
+        const bool moe = m.IsMoeLayer(l);
+        const RankParams& rp = moe ? moe_rank : dense_rank;
+        const int64_t d = rp.dense, x = rp.expert;
+        dense += d;
+        expert += x;
+        max_layer = std::max(max_layer, d + x);
+        const bool full = full_all || (p.recompute == Recompute::kFull && layers_here < p.recompute_layers);
+        const int mode = full ? 2 : (p.recompute == Recompute::kSelective ? 1 : 0);
+        per_mb += act[moe][mode];
+        // Backward of a recomputed layer re-materialises what recompute dropped, one layer at a time.
+        if (mode != 0) max_working = std::max(max_working, act[moe][0] - act[moe][mode]);
+        ++layers_here;
+      });
     if (!uniform && has_last && m.mtp_layers > 0) {
       // The MTP modules' layers (counted in the kinds above when `uniform`): recomputed as the
       // plan's selective modules say, never by full recompute's first-layers count.
@@ -494,9 +490,8 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
       if (m.mtp_layers > 0)
         st.loss_activations_bytes += m.mtp_layers * (4 * e * s * b * h / rep_div + st.loss_activations_bytes);
     }
-    const double loss_inflight = p.schedule == Schedule::kGpipe && p.pp > 1
-                                     ? static_cast<double>(p.Microbatches())
-                                     : 1.0;
+    const double loss_inflight =
+        p.schedule == Schedule::kGpipe && p.pp > 1 ? static_cast<double>(p.Microbatches()) : 1.0;
     st.recompute_working_bytes = max_working;
     // A deferred output-layer weight gradient keeps, per deferred microbatch, the bf16 logits
     // gradient (2 B per logit, cast to the input dtype) and the head's input until the step's end
@@ -506,8 +501,7 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
       st.deferred_wgrad_bytes = std::min(p.deferred_head_wgrad, p.Microbatches()) *
                                 (2 * s * b * ((m.vocab + t - 1) / t) + e * s * b * h / rep_div);
     st.activations_bytes =
-        RoundBytes(static_cast<double>(per_mb + st.embedding_activations_bytes) *
-                   st.inflight_microbatches) +
+        RoundBytes(static_cast<double>(per_mb + st.embedding_activations_bytes) * st.inflight_microbatches) +
         RoundBytes(static_cast<double>(st.loss_activations_bytes) * loss_inflight) + st.deferred_wgrad_bytes +
         st.recompute_working_bytes;
 
@@ -528,12 +522,10 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
       }
       st.zero3_prefetch_bytes = live * DtypeBytes(p.dtypes.weights);
     }
-    st.fragmentation_bytes =
-        RoundBytes(o.fragmentation_frac * static_cast<double>(st.activations_bytes));
-    st.other_bytes = st.cuda_context_bytes + st.cublas_workspace_bytes + st.nccl_bytes +
-                     st.zero3_prefetch_bytes + st.fragmentation_bytes;
-    st.total_bytes = st.weights_bytes + st.grads_bytes + st.optimizer_bytes + st.activations_bytes +
-                     st.other_bytes;
+    st.fragmentation_bytes = RoundBytes(o.fragmentation_frac * static_cast<double>(st.activations_bytes));
+    st.other_bytes = st.cuda_context_bytes + st.cublas_workspace_bytes + st.nccl_bytes + st.zero3_prefetch_bytes +
+                     st.fragmentation_bytes;
+    st.total_bytes = st.weights_bytes + st.grads_bytes + st.optimizer_bytes + st.activations_bytes + st.other_bytes;
     if (detail == MemoryDetail::kFull) {
       r.stages.push_back(std::move(st));
     } else if (r.stages.empty() || st.total_bytes > r.stages.front().total_bytes) {

@@ -46,23 +46,23 @@ std::vector<ActivationTerm> LayerActivationTerms(const ModelSpec& m, const PlanS
 int64_t LayerActivationBytes(const ModelSpec& m, const PlanSpec& p, bool moe_layer, Recompute recompute);
 
 struct StageMemory {
-  int64_t stage = 0;                // pipeline rank
-  std::vector<int64_t> layers;      // model layer indices this rank holds
-  int64_t mtp_layers = 0;           // multi-token-prediction modules it holds (the last stage's)
-  int64_t params = 0;               // parameters this GPU holds before ZeRO sharding
-  int64_t dense_params = 0;         // ... of which sharded over the dense ZeRO group
-  int64_t expert_params = 0;        // ... of which sharded over the expert data-parallel group
+  int64_t stage = 0;            // pipeline rank
+  std::vector<int64_t> layers;  // model layer indices this rank holds
+  int64_t mtp_layers = 0;       // multi-token-prediction modules it holds (the last stage's)
+  int64_t params = 0;           // parameters this GPU holds before ZeRO sharding
+  int64_t dense_params = 0;     // ... of which sharded over the dense ZeRO group
+  int64_t expert_params = 0;    // ... of which sharded over the expert data-parallel group
   int64_t weights_bytes = 0;
   int64_t grads_bytes = 0;
   int64_t master_weights_bytes = 0;
   int64_t optimizer_moments_bytes = 0;
-  int64_t optimizer_bytes = 0;      // master weights + moments (the ZeRO paper's K=12 share)
-  double inflight_microbatches = 0; // in units of this rank's whole set of layers
+  int64_t optimizer_bytes = 0;          // master weights + moments (the ZeRO paper's K=12 share)
+  double inflight_microbatches = 0;     // in units of this rank's whole set of layers
   int64_t layer_activations_bytes = 0;  // per microbatch, all of this rank's layers
   int64_t embedding_activations_bytes = 0;
   int64_t loss_activations_bytes = 0;
   int64_t recompute_working_bytes = 0;
-  int64_t deferred_wgrad_bytes = 0;     // last stage: logits gradients kept for a deferred head wgrad
+  int64_t deferred_wgrad_bytes = 0;  // last stage: logits gradients kept for a deferred head wgrad
   int64_t activations_bytes = 0;
   int64_t cuda_context_bytes = 0;
   int64_t cublas_workspace_bytes = 0;
@@ -70,9 +70,9 @@ struct StageMemory {
   int64_t zero3_prefetch_bytes = 0;
   int64_t fragmentation_bytes = 0;
   int64_t other_bytes = 0;
-  int64_t total_bytes = 0;          // on the GPU
-  int64_t host_bytes = 0;           // offloaded to CPU memory
-  int64_t nvme_bytes = 0;           // offloaded to NVMe
+  int64_t total_bytes = 0;  // on the GPU
+  int64_t host_bytes = 0;   // offloaded to CPU memory
+  int64_t nvme_bytes = 0;   // offloaded to NVMe
 };
 
 // The three numbers a user compares a stage with (docs/memory.md §4):
@@ -84,19 +84,21 @@ struct StageMemory {
 //   torchtitan's logged "memory"): allocated plus fragmentation;
 // - on the GPU (nvidia-smi): reserved plus the CUDA context and NCCL's buffers = total_bytes.
 // The fit verdict compares the last with the GPU's memory: that is what must fit on the device.
-inline int64_t PeakReservedBytes(const StageMemory& st) { return st.total_bytes - st.cuda_context_bytes - st.nccl_bytes; }
+inline int64_t PeakReservedBytes(const StageMemory& st) {
+  return st.total_bytes - st.cuda_context_bytes - st.nccl_bytes;
+}
 inline int64_t PeakAllocatedBytes(const StageMemory& st) { return PeakReservedBytes(st) - st.fragmentation_bytes; }
 
 struct MemoryReport {
   ParamCount params;
   std::vector<StageMemory> stages;
   int64_t worst_stage = 0;
-  int64_t per_gpu_bytes = 0;        // total of the worst stage
-  int64_t capacity_bytes = 0;       // gpu.hbm_bytes
+  int64_t per_gpu_bytes = 0;   // total of the worst stage
+  int64_t capacity_bytes = 0;  // gpu.hbm_bytes
   bool fits = false;
-  int64_t dense_shard_group = 1;    // ranks the dense states are sharded over
-  int64_t expert_shard_group = 1;   // ranks the expert states are sharded over
-  double bytes_per_param = 0;       // unsharded model-state bytes per parameter (16 for mixed Adam)
+  int64_t dense_shard_group = 1;   // ranks the dense states are sharded over
+  int64_t expert_shard_group = 1;  // ranks the expert states are sharded over
+  double bytes_per_param = 0;      // unsharded model-state bytes per parameter (16 for mixed Adam)
 };
 
 // Model-state bytes of `params` parameters under the plan's dtypes, optimizer and ZeRO stage,
@@ -139,7 +141,8 @@ void ForEachStageChunk(const ModelSpec& m, const PlanSpec& p, int64_t stage, Fn 
   auto visit = [&](int64_t chunk) {
     int64_t first = 0;
     if (p.stage_layers.empty()) first = chunk * (m.layers / chunks);
-    else for (int64_t c = 0; c < chunk; ++c) first += in_chunk(c);
+    else
+      for (int64_t c = 0; c < chunk; ++c) first += in_chunk(c);
     fn(first, in_chunk(chunk));
   };
   if (p.schedule == Schedule::kDualPipe) {

@@ -9,8 +9,8 @@ void AddMlp(const ModelSpec& m, int64_t f, int64_t* sharded, int64_t* replicated
   const int64_t in_mats = m.mlp == MlpKind::kSwiglu ? 2 : 1;
   *sharded += in_mats * m.hidden * f + f * m.hidden;
   if (m.bias == BiasKind::kAll) {
-    *sharded += in_mats * f;   // column-parallel biases split with their columns
-    *replicated += m.hidden;   // the row-parallel output bias is added once, after the reduce
+    *sharded += in_mats * f;  // column-parallel biases split with their columns
+    *replicated += m.hidden;  // the row-parallel output bias is added once, after the reduce
   }
 }
 

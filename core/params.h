@@ -17,15 +17,15 @@ namespace meshplan::core {
 // (norm weights, row-parallel output biases, MLA down-projections, the router).
 struct LayerParams {
   int64_t attn_tp_sharded = 0;
-  int64_t attn_kv_proj = 0;          // the k/v projections inside attn_tp_sharded (GQA replication)
+  int64_t attn_kv_proj = 0;  // the k/v projections inside attn_tp_sharded (GQA replication)
   int64_t attn_replicated = 0;
-  int64_t mlp_tp_sharded = 0;        // dense MLP, or the shared experts of an MoE layer
+  int64_t mlp_tp_sharded = 0;  // dense MLP, or the shared experts of an MoE layer
   int64_t mlp_replicated = 0;
-  int64_t norms = 0;                 // the two pre-norms (replicated)
-  int64_t router = 0;                // replicated
-  int64_t expert_etp_sharded = 0;    // ONE routed expert, split over expert-TP ranks
-  int64_t expert_replicated = 0;     // ONE routed expert's output bias
-  int64_t experts = 0;               // routed experts in this layer (0: dense layer)
+  int64_t norms = 0;               // the two pre-norms (replicated)
+  int64_t router = 0;              // replicated
+  int64_t expert_etp_sharded = 0;  // ONE routed expert, split over expert-TP ranks
+  int64_t expert_replicated = 0;   // ONE routed expert's output bias
+  int64_t experts = 0;             // routed experts in this layer (0: dense layer)
   int64_t top_k = 0;
 
   int64_t Attention() const { return attn_tp_sharded + attn_replicated; }
@@ -40,9 +40,9 @@ LayerParams CountLayerParams(const ModelSpec& m, bool moe_layer);
 struct ParamCount {
   int64_t total = 0;
   int64_t active = 0;
-  int64_t embedding = 0;       // input token embedding (vocab-parallel over TP)
-  int64_t position = 0;        // learned position embedding (replicated)
-  int64_t output_head = 0;     // 0 when tied to the input embedding
+  int64_t embedding = 0;    // input token embedding (vocab-parallel over TP)
+  int64_t position = 0;     // learned position embedding (replicated)
+  int64_t output_head = 0;  // 0 when tied to the input embedding
   int64_t final_norm = 0;
   int64_t dense_layers = 0, moe_layers = 0;
   LayerParams dense_layer, moe_layer;
@@ -51,9 +51,9 @@ struct ParamCount {
   // column-parallel, no bias) and its three norms (enorm, hnorm, final). Included in total/active.
   int64_t mtp_layers = 0;
   bool mtp_moe = false;
-  int64_t mtp_extra = 0;      // per module: mtp_eh_proj + mtp_norms
-  int64_t mtp_eh_proj = 0;    // 2h x h, split over TP
-  int64_t mtp_norms = 0;      // enorm, hnorm, final norm (replicated)
+  int64_t mtp_extra = 0;    // per module: mtp_eh_proj + mtp_norms
+  int64_t mtp_eh_proj = 0;  // 2h x h, split over TP
+  int64_t mtp_norms = 0;    // enorm, hnorm, final norm (replicated)
 };
 
 // Parameters of one norm over `dim`: LayerNorm's gain and bias, RMSNorm's gain.

@@ -58,8 +58,7 @@ Status WriteTextFileAtomically(const std::string& path, const std::string& text)
 }
 
 bool LooksLikePath(const std::string& ref) {
-  return ref.find('/') != std::string::npos ||
-         (ref.size() > 5 && ref.compare(ref.size() - 5, 5, ".json") == 0);
+  return ref.find('/') != std::string::npos || (ref.size() > 5 && ref.compare(ref.size() - 5, 5, ".json") == 0);
 }
 
 namespace {
@@ -67,8 +66,7 @@ namespace {
 // Loads a preset by name or a file by path, and parses it with `parse`. Errors from a file are
 // prefixed with its path so a user with several files knows which one is wrong.
 template <typename Spec, typename ParseFn>
-Result<Spec> Load(const std::string& kind, const std::string& ref, const std::string& prefix,
-                  ParseFn parse) {
+Result<Spec> Load(const std::string& kind, const std::string& ref, const std::string& prefix, ParseFn parse) {
   if (LooksLikePath(ref)) {
     Result<std::string> text = ReadTextFile(ref);
     if (!text.ok()) return text.status();
@@ -88,8 +86,7 @@ Result<Spec> Load(const std::string& kind, const std::string& ref, const std::st
 
 // A Hugging Face config.json is recognised by its "model_type" key and imported; anything else is
 // meshplan's own model format.
-Result<ModelSpec> ParseModelOrHfConfig(const std::string& text, const std::string& prefix,
-                                       const std::string& path) {
+Result<ModelSpec> ParseModelOrHfConfig(const std::string& text, const std::string& prefix, const std::string& path) {
   if (text.find("\"model_type\"") == std::string::npos) return ParseModelJson(text, prefix);
   std::string stem = path.substr(path.find_last_of('/') + 1);
   if (stem.size() > 5 && stem.compare(stem.size() - 5, 5, ".json") == 0) stem.resize(stem.size() - 5);
@@ -106,9 +103,7 @@ Result<ModelSpec> LoadModel(const std::string& ref) {
     return LooksLikePath(ref) ? ParseModelOrHfConfig(text, prefix, ref) : ParseModelJson(text, prefix);
   });
 }
-Result<GpuSpec> LoadGpu(const std::string& ref) {
-  return Load<GpuSpec>("gpus", ref, "gpu", ParseGpuJson);
-}
+Result<GpuSpec> LoadGpu(const std::string& ref) { return Load<GpuSpec>("gpus", ref, "gpu", ParseGpuJson); }
 Result<ClusterSpec> LoadCluster(const std::string& ref) {
   return Load<ClusterSpec>("clusters", ref, "cluster", ParseClusterJson);
 }
@@ -138,7 +133,8 @@ bool Given(const auto& src) { return src.embedded.has_value() || !src.ref.empty(
 
 bool ResolveSpecs(const ScenarioSources& src, Scenario* s, Diagnostics* d, std::vector<std::string>* notes) {
   const size_t errors_before = d->errors().size();
-  if (!ResolveOne(src.model, LoadModel, &s->model, d) && !Given(src.model)) d->Error(src.model.origin, src.model.required);
+  if (!ResolveOne(src.model, LoadModel, &s->model, d) && !Given(src.model))
+    d->Error(src.model.origin, src.model.required);
   const bool have_gpu = ResolveOne(src.gpu, LoadGpu, &s->gpu, d);
   const bool have_cluster = ResolveOne(src.cluster, LoadCluster, &s->cluster, d);
   if (!Given(src.gpu) && !Given(src.cluster)) {

@@ -17,8 +17,8 @@ using OJson = nlohmann::ordered_json;
 // Reads a positive number if present; records an error naming the field otherwise. `hi` is the
 // field's physical bound (docs/calibration.md): a fitted factor or a time beyond it is a unit slip
 // or a failed fit, and a count beyond it would not convert to an integer.
-void ReadPositive(const Json& j, const char* key, const std::string& path, double* out, Diagnostics* d,
-                  double hi, const char* why) {
+void ReadPositive(const Json& j, const char* key, const std::string& path, double* out, Diagnostics* d, double hi,
+                  const char* why) {
   auto it = j.find(key);
   if (it == j.end()) return;
   if (!it->is_number() || !(it->get<double>() > 0)) {
@@ -76,7 +76,8 @@ Result<Profile> ParseProfileJson(const std::string& text) {
         Dtype dt;
         const std::string path = "profile.gemm_efficiency." + it.key();
         if (!FromName(it.key(), &dt)) d.Error(path, "is not a dtype");
-        else if (!it->is_number() || it->get<double>() <= 0 || it->get<double>() > 1) d.Error(path, "must be in (0, 1]");
+        else if (!it->is_number() || it->get<double>() <= 0 || it->get<double>() > 1)
+          d.Error(path, "must be in (0, 1]");
         else p.gemm_efficiency[dt] = it->get<double>();
       }
       p.gemm_efficiency_measured = true;
@@ -103,8 +104,7 @@ Result<Profile> ParseProfileJson(const std::string& text) {
       for (auto it = mo.begin(); it != mo.end(); ++it) {
         if (!it->is_number() || it->get<double>() <= 0 || it->get<double>() > 1)
           d.Error("profile.memory_op_efficiency." + it.key(), "must be in (0, 1] (got " + it->dump() + ")");
-        else
-          p.memory_op_efficiency[it.key()] = it->get<double>();
+        else p.memory_op_efficiency[it.key()] = it->get<double>();
       }
     }
   }
@@ -134,19 +134,18 @@ Result<Profile> ParseProfileJson(const std::string& text) {
       f.scale_out = tier == "scale_out";
       if (!x.contains("ranks") || !x["ranks"].is_number_integer() || x["ranks"].get<int64_t>() < 2)
         d.Error(path + ".ranks", "must be an integer >= 2"), ok = false;
-      else
-        f.ranks = x["ranks"].get<int64_t>();
-      for (auto [key, out] : {std::pair<const char*, double*>{"alpha_s", &f.alpha_s}, {"beta_s_per_byte", &f.beta_s_per_byte}}) {
+      else f.ranks = x["ranks"].get<int64_t>();
+      for (auto [key, out] :
+           {std::pair<const char*, double*>{"alpha_s", &f.alpha_s}, {"beta_s_per_byte", &f.beta_s_per_byte}}) {
         if (!x.contains(key) || !x[key].is_number() || x[key].get<double>() < 0)
           d.Error(path + "." + key, "must be a number >= 0"), ok = false;
-        else
-          *out = x[key].get<double>();
+        else *out = x[key].get<double>();
       }
-      for (auto [key, out] : {std::pair<const char*, int64_t*>{"min_bytes", &f.min_bytes}, {"max_bytes", &f.max_bytes}}) {
+      for (auto [key, out] :
+           {std::pair<const char*, int64_t*>{"min_bytes", &f.min_bytes}, {"max_bytes", &f.max_bytes}}) {
         if (!x.contains(key) || !x[key].is_number_integer() || x[key].get<int64_t>() < 1)
           d.Error(path + "." + key, "must be an integer >= 1"), ok = false;
-        else
-          *out = x[key].get<int64_t>();
+        else *out = x[key].get<int64_t>();
       }
       if (ok && f.min_bytes > f.max_bytes) d.Error(path + ".min_bytes", "must be <= max_bytes"), ok = false;
       f.r2 = x.value("r2", 0.0);
@@ -157,8 +156,8 @@ Result<Profile> ParseProfileJson(const std::string& text) {
     // A fitted device's power is not measured: tdp_w 0 means "the plan GPU's" (ApplyProfileDevice
     // in the CLI); every other field is checked as for any GPU spec.
     Json dev = j["device"];
-    const bool no_power = dev.is_object() && dev.contains("tdp_w") && dev["tdp_w"].is_number() &&
-                          dev["tdp_w"].get<double>() == 0;
+    const bool no_power =
+        dev.is_object() && dev.contains("tdp_w") && dev["tdp_w"].is_number() && dev["tdp_w"].get<double>() == 0;
     if (no_power) dev["tdp_w"] = 1;
     auto g = ParseGpuJson(dev.dump(), "profile.device");
     if (!g.ok()) {
@@ -180,10 +179,10 @@ Result<Profile> ParseProfileJson(const std::string& text) {
   }
   if (j.contains("memory")) {
     const Json& m = j["memory"];
-    CheckKeys(m, "profile.memory",
-              {"cuda_context_bytes", "cublas_workspace_bytes", "nccl_buffsize_bytes", "nccl_channels",
-               "fragmentation_frac"},
-              &d);
+    CheckKeys(
+        m, "profile.memory",
+        {"cuda_context_bytes", "cublas_workspace_bytes", "nccl_buffsize_bytes", "nccl_channels", "fragmentation_frac"},
+        &d);
     double v;
     auto rd = [&](const char* key, int64_t* out, double hi, const char* why) {
       v = static_cast<double>(*out);
@@ -199,8 +198,7 @@ Result<Profile> ParseProfileJson(const std::string& text) {
       if (!m["fragmentation_frac"].is_number() || !(m["fragmentation_frac"].get<double>() >= 0) ||
           !(m["fragmentation_frac"].get<double>() <= 1))
         d.Error("profile.memory.fragmentation_frac", "must be a number in [0, 1] (a share of the activations)");
-      else
-        p.memory.fragmentation_frac = m["fragmentation_frac"];
+      else p.memory.fragmentation_frac = m["fragmentation_frac"];
     }
   }
   if (d.has_errors()) return d.ToStatus();
@@ -231,14 +229,21 @@ std::string ProfileToJson(const Profile& p) {
     j["memory_op_efficiency"] = mo;
   }
   j["kernel_overhead_s"] = p.kernel_overhead_s;
-  j["comm"] = {{"scale_up", p.comm.scale_up}, {"scale_out", p.comm.scale_out},
-               {"nvls_speedup", p.comm.nvls_speedup}, {"launch_s", p.comm.launch_s}};
+  j["comm"] = {{"scale_up", p.comm.scale_up},
+               {"scale_out", p.comm.scale_out},
+               {"nvls_speedup", p.comm.nvls_speedup},
+               {"launch_s", p.comm.launch_s}};
   if (!p.collectives.empty()) {
     OJson cs = OJson::array();
     for (const CollectiveFit& f : p.collectives)
-      cs.push_back({{"collective", Name(f.kind)}, {"tier", f.scale_out ? "scale_out" : "scale_up"},
-                    {"ranks", f.ranks}, {"alpha_s", f.alpha_s}, {"beta_s_per_byte", f.beta_s_per_byte},
-                    {"min_bytes", f.min_bytes}, {"max_bytes", f.max_bytes}, {"r2", f.r2}});
+      cs.push_back({{"collective", Name(f.kind)},
+                    {"tier", f.scale_out ? "scale_out" : "scale_up"},
+                    {"ranks", f.ranks},
+                    {"alpha_s", f.alpha_s},
+                    {"beta_s_per_byte", f.beta_s_per_byte},
+                    {"min_bytes", f.min_bytes},
+                    {"max_bytes", f.max_bytes},
+                    {"r2", f.r2}});
     j["collectives"] = cs;
   }
   OJson m;

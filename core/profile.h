@@ -37,9 +37,8 @@ struct Profile {
   std::string name = "default";
   std::string source = "built-in defaults (docs/compute.md)";
   // Achieved fraction of the dense tensor-core peak for a large GEMM, per dtype.
-  std::map<Dtype, double> gemm_efficiency = {{Dtype::kBf16, 0.80}, {Dtype::kFp16, 0.80},
-                                             {Dtype::kFp8, 0.70},  {Dtype::kTf32, 0.70},
-                                             {Dtype::kFp32, 0.90}};
+  std::map<Dtype, double> gemm_efficiency = {
+      {Dtype::kBf16, 0.80}, {Dtype::kFp16, 0.80}, {Dtype::kFp8, 0.70}, {Dtype::kTf32, 0.70}, {Dtype::kFp32, 0.90}};
   // True when gemm_efficiency was measured or fitted for this profile (a profile file that lists
   // it, meshplan calibrate). Otherwise a GPU preset's own sustained figure (GpuSpec::
   // gemm_efficiency) is used where it has one, and the values above only for GPUs without.

@@ -96,7 +96,8 @@ bool MapGpu(const std::string& text, std::string* gpu, std::string* cluster, std
 std::string Squash(const std::string& text) {
   std::string out;
   for (char ch : text)
-    if (std::isalnum(static_cast<unsigned char>(ch))) out += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (std::isalnum(static_cast<unsigned char>(ch)))
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   return out;
 }
 // The model size a record prints, in billions: model.params_b, else a "<number>B" label in its
@@ -105,11 +106,13 @@ double PrintedBillions(const Json& mj) {
   if (const double b = NumOr(mj, "params_b", 0); b > 0) return b;
   const std::string name = StrOr(mj, "name");
   for (size_t i = 0; i < name.size(); ++i) {
-    if (!std::isdigit(static_cast<unsigned char>(name[i])) || (i > 0 && std::isalnum(static_cast<unsigned char>(name[i - 1]))))
+    if (!std::isdigit(static_cast<unsigned char>(name[i])) ||
+        (i > 0 && std::isalnum(static_cast<unsigned char>(name[i - 1]))))
       continue;
     size_t j = i;
     while (j < name.size() && (std::isdigit(static_cast<unsigned char>(name[j])) || name[j] == '.')) ++j;
-    if (j < name.size() && name[j] == 'B' && (j + 1 == name.size() || !std::isalnum(static_cast<unsigned char>(name[j + 1]))))
+    if (j < name.size() && name[j] == 'B' &&
+        (j + 1 == name.size() || !std::isalnum(static_cast<unsigned char>(name[j + 1]))))
       return std::atof(name.substr(i, j - i).c_str());
     i = j;
   }
@@ -162,7 +165,7 @@ struct LaunchConfig {
   // Megatron-Core's ddp.grad_reduce_in_fp32 as the recipe sets it (absent: the launch file does
   // not say): false keeps the gradient buffer, its accumulation and its DP reduction in bf16.
   std::optional<bool> grad_reduce_in_fp32;
-  std::string recipe;                     // the recipe file and preset, for the assumptions
+  std::string recipe;  // the recipe file and preset, for the assumptions
   std::string source;
   // The run's --pipeline-model-parallel-layout (scripts/megatron_bridge_layouts.py): decoder
   // layers per model chunk, and the MTP modules it places (-1: the launch file does not say).
@@ -558,7 +561,8 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
       run.assumptions.push_back("interleave degree not printed: 1F1B (no interleaving)");
   }
   if (p.pp == 1 && p.vpp > 1) {
-    run.assumptions.push_back("interleave degree " + std::to_string(p.vpp) + " printed with pp 1: no pipeline, ignored");
+    run.assumptions.push_back("interleave degree " + std::to_string(p.vpp) +
+                              " printed with pp 1: no pipeline, ignored");
     p.vpp = 1;
   }
   // A custom pipeline layout the record quotes (Megatron-Core's --pipeline-model-parallel-layout,
@@ -575,9 +579,9 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     if (sum != m.layers) continue;
     p.vpp = static_cast<int64_t>(layout->size()) / p.pp;
     p.stage_layers = *layout;
-    run.assumptions.push_back("pipeline layout " + text.substr(b, e - b) + " as the record quotes it: " +
-                              std::to_string(layout->size()) + " chunks over pp " + std::to_string(p.pp) +
-                              " (vpp " + std::to_string(p.vpp) + ")");
+    run.assumptions.push_back("pipeline layout " + text.substr(b, e - b) +
+                              " as the record quotes it: " + std::to_string(layout->size()) + " chunks over pp " +
+                              std::to_string(p.pp) + " (vpp " + std::to_string(p.vpp) + ")");
     break;
   }
   // The recipe's pipeline layout and MTP modules (presets/launches), where the record prints none.
@@ -645,7 +649,8 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     for (const Json& mod : pj["recompute_modules"])
       if (mod.is_string()) printed_modules.push_back(mod.get<std::string>());
   // Or in the recompute text itself: "selective: modules layernorm, mla_up_proj, mlp".
-  if (const size_t at = rc.find("modules "); printed_modules.empty() && rc.rfind("selective", 0) == 0 && at != std::string::npos) {
+  if (const size_t at = rc.find("modules ");
+      printed_modules.empty() && rc.rfind("selective", 0) == 0 && at != std::string::npos) {
     std::string list = rc.substr(at + 8);
     list.erase(std::remove(list.begin(), list.end(), ' '), list.end());
     for (size_t start = 0, end; start < list.size(); start = end + 1) {
@@ -653,8 +658,9 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
       if (end > start) printed_modules.push_back(list.substr(start, end - start));
     }
   }
-  const std::vector<std::string>& module_list =
-      !printed_modules.empty() ? printed_modules : launch ? launch->recompute_modules : printed_modules;
+  const std::vector<std::string>& module_list = !printed_modules.empty() ? printed_modules
+                                                : launch                 ? launch->recompute_modules
+                                                                         : printed_modules;
   if (said_rc.rfind("selective", 0) == 0 && (!printed_rc || !printed_modules.empty()) && !module_list.empty()) {
     modules = 0;
     std::string unknown;
@@ -682,8 +688,9 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   // A record that names torchtitan's per-op selective checkpointing (selective_ac_option "op").
   if (printed_rc && p.recompute == Recompute::kSelective && rc.find("per-op") != std::string::npos) {
     p.recompute_modules = ModuleBit(RecomputeModule::kTorchtitanOp);
-    run.assumptions.push_back("selective recomputation by torchtitan's per-op policy (torchtitan_op: every other "
-                              "matmul and SDPA saved, the rest recomputed)");
+    run.assumptions.push_back(
+        "selective recomputation by torchtitan's per-op policy (torchtitan_op: every other "
+        "matmul and SDPA saved, the rest recomputed)");
   }
   if (printed_rc && p.recompute == Recompute::kSelective && !printed_modules.empty()) {
     p.recompute_modules = modules;
@@ -703,9 +710,10 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
       p.recompute_modules = modules;
       said_rc += " [" + RecomputeModulesString(modules) + "]";
     }
-    run.assumptions.push_back("recompute " + said_rc +
-                              (p.recompute_layers > 0 ? " (" + std::to_string(p.recompute_layers) + " layers per stage)" : "") +
-                              " from " + launch_name());
+    run.assumptions.push_back(
+        "recompute " + said_rc +
+        (p.recompute_layers > 0 ? " (" + std::to_string(p.recompute_layers) + " layers per stage)" : "") + " from " +
+        launch_name());
   }
   std::string precision = StrOr(r, "precision");
   if (precision.empty()) precision = StrOr(hj, "precision");
@@ -769,15 +777,16 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     // DotProductAttention (models/backends.py LocalSpecProvider.core_attention at d98e8a64), as
     // does TE with --attention-backend unfused: the s x s scores are kept.
     m.attention = AttentionImpl::kNaive;
-    run.assumptions.push_back("attention unfused (naive: the s x s scores kept), as the record's notes say (local "
-                              "layer spec or attention-backend unfused)");
+    run.assumptions.push_back(
+        "attention unfused (naive: the s x s scores kept), as the record's notes say (local "
+        "layer spec or attention-backend unfused)");
   } else {
     from_stack.push_back(std::string("attention ") + Name(m.attention));
   }
   if (launch && launch->ep_overlap && p.ep > 1) {
     p.ep_overlap = true;
-    run.assumptions.push_back("EP all-to-alls under another microbatch's compute (overlap_moe_expert_parallel_comm) from " +
-                              launch_name());
+    run.assumptions.push_back(
+        "EP all-to-alls under another microbatch's compute (overlap_moe_expert_parallel_comm) from " + launch_name());
   }
   // The recipe's gradient dtype (Megatron-Bridge's performance recipes: ddp.grad_reduce_in_fp32 =
   // False): 2 bytes per parameter of gradient buffer instead of 4, and half the DP reduction bytes.
@@ -796,8 +805,8 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
       return false;
     }
     p.dtypes.optimizer_states = moments;
-    run.assumptions.push_back(std::string("Adam moments in ") + Name(moments) +
-                              " (precision-aware optimizer) from " + launch_name());
+    run.assumptions.push_back(std::string("Adam moments in ") + Name(moments) + " (precision-aware optimizer) from " +
+                              launch_name());
   }
   if (launch && launch->ddp == "torch") {
     // PyTorch DDP reduces gradients in buckets while the backward pass runs.
@@ -878,8 +887,9 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   } else if (const double tf = NumOr(me, "tflops_per_gpu", 0); tf > 0) {
     run.published = tf * 1e12 / flops_per_token;
     run.printed = fmt("tflops_per_gpu", tf);
-    run.conversion = fmt((std::string("TFLOP/s / FLOPs per token (") + Name(stack->flop_count) + ":").c_str(),
-                         flops_per_token) + ")";
+    run.conversion =
+        fmt((std::string("TFLOP/s / FLOPs per token (") + Name(stack->flop_count) + ":").c_str(), flops_per_token) +
+        ")";
   } else if (const double mfu = NumOr(me, "mfu_pct", 0); mfu > 0) {
     // MFU against the peak the authors state, else the GPU's dense 16-bit peak.
     double peak = NumOr(hj, "peak_tflops_per_gpu_used_by_authors", 0) * 1e12;
@@ -894,9 +904,9 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     }
     run.published = mfu / 100 * peak / flops_per_token;
     run.printed = fmt("mfu_pct", mfu);
-    run.conversion = fmt("MFU x peak", peak / 1e12) + " TFLOP/s" +
-                     fmt((std::string(" / FLOPs per token (") + Name(stack->flop_count) + ":").c_str(),
-                         flops_per_token) + ")";
+    run.conversion =
+        fmt("MFU x peak", peak / 1e12) + " TFLOP/s" +
+        fmt((std::string(" / FLOPs per token (") + Name(stack->flop_count) + ":").c_str(), flops_per_token) + ")";
   } else {
     skip("no measured tokens/s, iteration time, TFLOP/s or MFU");
     return false;
@@ -964,8 +974,8 @@ Result<std::vector<PublishedMemory>> LoadPublishedMemory(const std::string& text
       continue;
     }
     const std::string which = StrOr(me, "which_rank");
-    mem.last_stage = which.find("last PP stage") != std::string::npos ||
-                     which.find("last pipeline stage") != std::string::npos;
+    mem.last_stage =
+        which.find("last PP stage") != std::string::npos || which.find("last pipeline stage") != std::string::npos;
     PublishedRun run;
     std::string why;
     if (!MapRecord(r, /*with_measurement=*/false, &run, &why)) {
@@ -973,7 +983,8 @@ Result<std::vector<PublishedMemory>> LoadPublishedMemory(const std::string& text
       continue;
     }
     if (mem.last_stage && run.scenario.plan.pp > 1)
-      run.assumptions.push_back("measured on the last pipeline stage's rank (measured.which_rank): that stage compared");
+      run.assumptions.push_back(
+          "measured on the last pipeline stage's rank (measured.which_rank): that stage compared");
     mem.id = run.id;
     mem.source = run.source;
     mem.scenario = std::move(run.scenario);

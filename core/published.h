@@ -21,11 +21,11 @@ struct PublishedRun {
   std::string id;
   std::string source;  // paper, table, row
   Scenario scenario;
-  std::string dataset;    // the file it came from (set by the caller; a validation group)
-  std::string stack;      // the software-stack preset the run is predicted with (presets/stacks)
-  double published = 0;   // tokens/s per GPU
-  std::string printed;    // what the source prints, "tflops_per_gpu 144"
-  std::string conversion; // how `published` follows from it
+  std::string dataset;                   // the file it came from (set by the caller; a validation group)
+  std::string stack;                     // the software-stack preset the run is predicted with (presets/stacks)
+  double published = 0;                  // tokens/s per GPU
+  std::string printed;                   // what the source prints, "tflops_per_gpu 144"
+  std::string conversion;                // how `published` follows from it
   std::vector<std::string> assumptions;  // what the record does not print and we assumed
 };
 
@@ -41,7 +41,7 @@ struct PublishedMemory {
   std::string id;
   std::string source;
   Scenario scenario;
-  std::string dataset;   // set by the caller
+  std::string dataset;  // set by the caller
   std::string stack;
   double measured_gib = 0;
   // What was measured: the caching allocator's peak reserved bytes (torchtitan logs these), else
@@ -51,12 +51,13 @@ struct PublishedMemory {
   // CI logs on the last global rank); otherwise the worst stage is compared (torchtitan prints
   // the maximum over the ranks).
   bool last_stage = false;
-  std::string metric;    // the record's own description
+  std::string metric;  // the record's own description
   std::vector<std::string> assumptions;
 };
 // Every record with measured.peak_allocated_gib, or reserved_gib (or peak_gib with a metric that
 // says reserved), that maps to a scenario; the rest are listed in `skipped` with the reason.
-Result<std::vector<PublishedMemory>> LoadPublishedMemory(const std::string& json_text, std::vector<std::string>* skipped);
+Result<std::vector<PublishedMemory>> LoadPublishedMemory(const std::string& json_text,
+                                                         std::vector<std::string>* skipped);
 
 // A published per-layer timing (Korthikanti 2022 Table 4: one transformer layer's forward and
 // backward in ms), mapped to a scenario by the same rule as the runs; the model's `layers` is what

@@ -32,8 +32,7 @@ std::string DefaultStorePath() {
     return v ? std::string(v) : std::string();
   };
   if (std::string db = env("MESHPLAN_DB"); !db.empty()) return db;
-  if (std::string xdg = env("XDG_DATA_HOME"); !xdg.empty() && xdg.front() == '/')
-    return xdg + "/meshplan/meshplan.db";
+  if (std::string xdg = env("XDG_DATA_HOME"); !xdg.empty() && xdg.front() == '/') return xdg + "/meshplan/meshplan.db";
   std::string home = env("HOME");
   if (home.empty()) {
     // getpwuid_r, not getpwuid: DefaultStorePath may run on any thread.

@@ -69,11 +69,11 @@ struct StoredOpRow {
 struct StoredMeasurement {
   int64_t id = 0;
   int64_t plan_id = 0;
-  std::string source;  // the file it came from, as given
-  std::string backend; // "cpu", "cuda"
-  std::string mode;    // "single_process", "mpi", "bench_gemm", ...
+  std::string source;   // the file it came from, as given
+  std::string backend;  // "cpu", "cuda"
+  std::string mode;     // "single_process", "mpi", "bench_gemm", ...
   std::string hostname;
-  double step_time_s = 0;       // 0 when the file has no step
+  double step_time_s = 0;  // 0 when the file has no step
   double mfu = 0;
   double predicted_step_s = 0;  // the step predicted at ingest with profile_name (0: none)
   std::string profile_name;     // profile used for predicted_*
@@ -189,8 +189,7 @@ struct SqliteStoreOptions {
   // gives up with IoError. Tests shorten it to provoke that error.
   int busy_timeout_ms = 5000;
 };
-Result<std::unique_ptr<ResultStore>> OpenSqliteResultStore(const std::string& path,
-                                                           const SqliteStoreOptions& options);
+Result<std::unique_ptr<ResultStore>> OpenSqliteResultStore(const std::string& path, const SqliteStoreOptions& options);
 
 // An in-memory store with the same behaviour (ids, versions, dedup), for tests.
 std::unique_ptr<ResultStore> NewMemoryResultStore();

@@ -19,7 +19,9 @@ const char* Name(PipePass p) {
 PipeTopology::PipeTopology(Schedule schedule, int64_t pp_, int64_t vpp, int64_t microbatches)
     : pp(pp_),
       dual(schedule == Schedule::kDualPipe),
-      chunks(dual ? 2 : schedule == Schedule::kInterleaved ? std::max<int64_t>(vpp, 1) : 1),
+      chunks(dual                                 ? 2
+             : schedule == Schedule::kInterleaved ? std::max<int64_t>(vpp, 1)
+                                                  : 1),
       m(microbatches) {}
 
 bool SplitsWeightGradients(Schedule s) { return s == Schedule::kZeroBubble || s == Schedule::kDualPipe; }
@@ -40,15 +42,14 @@ Status CheckPipelineSchedule(Schedule schedule, int64_t pp, int64_t vpp, int64_t
   if (schedule == Schedule::kDualPipe) {
     if (pp < 2 || pp % 2 != 0) return bad("plan.pp", "dualpipe needs an even pp >= 2 (got " + std::to_string(pp) + ")");
     if (m % 2 != 0 || m < 2 * pp)
-      return bad("plan.global_batch", "dualpipe needs an even number of microbatches per pipeline, at least 2*pp=" +
-                                          std::to_string(2 * pp) + " (got " + std::to_string(m) +
-                                          "; DeepSeek's dualpipe.py asserts both)");
+      return bad("plan.global_batch",
+                 "dualpipe needs an even number of microbatches per pipeline, at least 2*pp=" + std::to_string(2 * pp) +
+                     " (got " + std::to_string(m) + "; DeepSeek's dualpipe.py asserts both)");
   }
   return Status::Ok();
 }
 
-std::vector<ScheduleSlot> StageOrder(Schedule schedule, int64_t pp, int64_t vpp, int64_t stage,
-                                     int64_t microbatches) {
+std::vector<ScheduleSlot> StageOrder(Schedule schedule, int64_t pp, int64_t vpp, int64_t stage, int64_t microbatches) {
   constexpr PipePass F = PipePass::kForward, B = PipePass::kBackward;
   std::vector<ScheduleSlot> order;
   const int64_t p = pp, m = microbatches;

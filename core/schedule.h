@@ -45,7 +45,9 @@ struct PipeTopology {
   int64_t Stages() const { return pp * chunks; }
   int64_t Rank(int64_t vs) const { return dual && vs >= pp ? pp - 1 - vs % pp : vs % pp; }
   int64_t Chunk(int64_t vs) const { return vs / pp; }  // the rank-local chunk (DualPipe: direction)
-  int64_t VStage(int64_t rank, int64_t chunk) const { return dual && chunk == 1 ? 2 * pp - 1 - rank : chunk * pp + rank; }
+  int64_t VStage(int64_t rank, int64_t chunk) const {
+    return dual && chunk == 1 ? 2 * pp - 1 - rank : chunk * pp + rank;
+  }
   // Previous / next virtual stage along the data flow; -1 at the ends.
   int64_t Prev(int64_t vs) const { return (dual ? vs % pp == 0 : vs == 0) ? -1 : vs - 1; }
   int64_t Next(int64_t vs) const { return (dual ? vs % pp == pp - 1 : vs == Stages() - 1) ? -1 : vs + 1; }
@@ -84,8 +86,7 @@ Result<std::vector<std::vector<ScheduleSlot>>> PipelineOrders(Schedule schedule,
 // The fixed orders of one rank for GPipe, 1F1B and interleaved (zero-bubble and DualPipe: use
 // PipelineOrders). REQUIRES: 0 <= stage < pp; microbatches >= 1; for interleaved, microbatches %
 // pp == 0.
-std::vector<ScheduleSlot> StageOrder(Schedule schedule, int64_t pp, int64_t vpp, int64_t stage,
-                                     int64_t microbatches);
+std::vector<ScheduleSlot> StageOrder(Schedule schedule, int64_t pp, int64_t vpp, int64_t stage, int64_t microbatches);
 
 }  // namespace meshplan::core
 

@@ -41,8 +41,7 @@ size_t EditDistance(const std::string& a, const std::string& b) {
 // Reads the fields of one JSON object, recording every problem; Finish() flags unknown keys.
 class ObjectReader {
  public:
-  ObjectReader(const Json& j, std::string path, Diagnostics* diag)
-      : j_(j), path_(std::move(path)), diag_(diag) {
+  ObjectReader(const Json& j, std::string path, Diagnostics* diag) : j_(j), path_(std::move(path)), diag_(diag) {
     if (!j_.is_object()) {
       diag_->Error(path_, "must be a JSON object (got " + Show(j_) + ")");
       ok_ = false;
@@ -156,13 +155,15 @@ class ObjectReader {
       const std::string text = v->get<std::string>();
       const char last = text.empty() ? '\0' : text.back();
       if (last == 'K' || last == 'M' || last == 'G' || last == 'T') {
-        diag_->Error(Path(key), "\"" + text + "\" is ambiguous: write \"" + text + "iB\" (binary) or \"" + text +
-                                    "B\" (decimal)");
+        diag_->Error(Path(key),
+                     "\"" + text + "\" is ambiguous: write \"" + text + "iB\" (binary) or \"" + text + "B\" (decimal)");
         return false;
       }
     }
-    diag_->Error(Path(key), "must be a byte count or a size with a unit such as \"80GiB\" or "
-                            "\"80GB\" (got " + Show(*v) + ")");
+    diag_->Error(Path(key),
+                 "must be a byte count or a size with a unit such as \"80GiB\" or "
+                 "\"80GB\" (got " +
+                     Show(*v) + ")");
     return false;
   }
   // A number of bytes per second, or a string with a unit ("400Gb/s", "450GB/s").
@@ -174,8 +175,10 @@ class ObjectReader {
       return true;
     }
     if (v->is_string() && ParseBandwidth(v->get<std::string>(), out)) return true;
-    diag_->Error(Path(key), "must be bytes per second or a rate with a unit such as "
-                            "\"400Gb/s\" or \"450GB/s\" (got " + Show(*v) + ")");
+    diag_->Error(Path(key),
+                 "must be bytes per second or a rate with a unit such as "
+                 "\"400Gb/s\" or \"450GB/s\" (got " +
+                     Show(*v) + ")");
     return false;
   }
 
@@ -273,8 +276,7 @@ void ReadModel(const Json& j, const std::string& prefix, ModelSpec* m, Diagnosti
     if (m->hidden % m->heads != 0)
       d->Error(prefix + ".head_dim", "is required when hidden=" + std::to_string(m->hidden) +
                                          " is not divisible by heads=" + std::to_string(m->heads));
-    else
-      m->head_dim = m->hidden / m->heads;
+    else m->head_dim = m->hidden / m->heads;
   }
   if (m->moe && m->moe->shared_experts > 0 && m->moe->shared_expert_ffn_hidden == 0)
     m->moe->shared_expert_ffn_hidden = m->moe->expert_ffn_hidden;
@@ -340,7 +342,8 @@ void ReadDtypeMap(const Json* v, const std::string& path, const char* unit, std:
   for (auto it = v->begin(); it != v->end(); ++it) {
     Dtype dt;
     const std::string field = path + "." + it.key();
-    if (!FromName(it.key(), &dt) || dt == Dtype::kNone) d->Error(field, "is not a dtype (one of fp32|tf32|bf16|fp16|fp8|int8)");
+    if (!FromName(it.key(), &dt) || dt == Dtype::kNone)
+      d->Error(field, "is not a dtype (one of fp32|tf32|bf16|fp16|fp8|int8)");
     else if (!it->is_number()) d->Error(field, std::string("must be a number: ") + unit + " (got " + Show(*it) + ")");
     else (*out)[dt] = it->get<double>();
   }
@@ -352,8 +355,8 @@ template <typename Read>
 void ForEachKernel(const Json* v, const std::string& path, const char* value_shape, Diagnostics* d, Read read) {
   if (v == nullptr) return;
   if (!v->is_object()) {
-    d->Error(path, std::string("must be an object of kernel (flash|flash2|flash1|triton) -> ") + value_shape + " (got " +
-                       Show(*v) + ")");
+    d->Error(path, std::string("must be an object of kernel (flash|flash2|flash1|triton) -> ") + value_shape +
+                       " (got " + Show(*v) + ")");
     return;
   }
   for (auto it = v->begin(); it != v->end(); ++it) {
@@ -528,9 +531,8 @@ void ReadPlan(ObjectReader& r, const std::string& prefix, PlanSpec* p, Diagnosti
         else joined += (joined.empty() ? "" : ",") + e.get<std::string>();
       }
     if (!strings || !ParseRecomputeModules(joined, &p->recompute_modules))
-      d->Error(prefix + ".recompute_modules",
-               "must be a non-empty list of distinct modules, each one of " + Choices<RecomputeModule>() +
-                   " (got " + Show(*v) + ")");
+      d->Error(prefix + ".recompute_modules", "must be a non-empty list of distinct modules, each one of " +
+                                                  Choices<RecomputeModule>() + " (got " + Show(*v) + ")");
   }
   r.Int("micro_batch", &p->micro_batch, true);
   r.Int("global_batch", &p->global_batch, true);
@@ -557,7 +559,8 @@ void ReadPlan(ObjectReader& r, const std::string& prefix, PlanSpec* p, Diagnosti
   if (r.String("placement", &placement) && !ParsePlacement(placement, &p->placement)) {
     d->Error(prefix + ".placement",
              "must order all five axes tp, cp, ep, dp, pp once each, innermost first, e.g. "
-             "\"tp-cp-ep-dp-pp\" (got \"" + placement + "\")");
+             "\"tp-cp-ep-dp-pp\" (got \"" +
+                 placement + "\")");
   }
   r.Bool("overlap_grad_reduce", &p->overlap_grad_reduce);
   r.Bool("grad_accum_fusion", &p->grad_accum_fusion);
@@ -576,8 +579,7 @@ void ReadPlan(ObjectReader& r, const std::string& prefix, PlanSpec* p, Diagnosti
       for (size_t i = 0; i < v->size(); ++i) {
         const Json& e = (*v)[i];
         if (!e.is_number_integer()) {
-          d->Error(prefix + ".stage_layers[" + std::to_string(i) + "]",
-                   "must be an integer (got " + Show(e) + ")");
+          d->Error(prefix + ".stage_layers[" + std::to_string(i) + "]", "must be an integer (got " + Show(e) + ")");
         } else {
           p->stage_layers.push_back(e.get<int64_t>());
         }
@@ -644,8 +646,7 @@ OJson WritePlan(const PlanSpec& p) {
 std::string Dump(const OJson& j) { return j.dump(2) + "\n"; }
 
 template <typename Spec, typename ReadFn, typename ValidateFn>
-Result<Spec> ParseSpec(const std::string& text, const std::string& prefix, ReadFn read,
-                       ValidateFn validate) {
+Result<Spec> ParseSpec(const std::string& text, const std::string& prefix, ReadFn read, ValidateFn validate) {
   Json j;
   Status s = ParseText(text, prefix, &j);
   if (!s.ok()) return s;
@@ -682,8 +683,7 @@ Result<PlanFile> ParsePlanFileJson(const std::string& text) {
   ObjectReader r(j, "plan", &d);
   ReadPlan(r, "plan", &file.plan, &d);
   // model / gpu / cluster: a preset name or an embedded object.
-  auto ref = [&](const char* key, std::optional<std::string>* name, auto* spec, auto read,
-                 auto validate) {
+  auto ref = [&](const char* key, std::optional<std::string>* name, auto* spec, auto read, auto validate) {
     const Json* v = r.Find(key, false);
     if (!v) return;
     std::string path = std::string("plan.") + key;

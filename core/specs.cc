@@ -10,9 +10,9 @@ namespace {
 template <typename E>
 struct NameTable;
 
-#define MESHPLAN_NAMES(E, ...)                                        \
-  template <>                                                         \
-  struct NameTable<E> {                                               \
+#define MESHPLAN_NAMES(E, ...)                                             \
+  template <>                                                              \
+  struct NameTable<E> {                                                    \
     static constexpr std::pair<E, const char*> kEntries[] = {__VA_ARGS__}; \
   };
 
@@ -25,15 +25,12 @@ MESHPLAN_NAMES(AttentionImpl, {AttentionImpl::kFlash, "flash"}, {AttentionImpl::
                {AttentionImpl::kFlash2, "flash2"}, {AttentionImpl::kFlash1, "flash1"},
                {AttentionImpl::kTriton, "triton"})
 MESHPLAN_NAMES(RouterKind, {RouterKind::kSoftmax, "softmax"}, {RouterKind::kSigmoid, "sigmoid"})
-MESHPLAN_NAMES(Dtype, {Dtype::kFp32, "fp32"}, {Dtype::kTf32, "tf32"}, {Dtype::kBf16, "bf16"},
-               {Dtype::kFp16, "fp16"}, {Dtype::kFp8, "fp8"}, {Dtype::kInt8, "int8"},
-               {Dtype::kNone, "none"})
-MESHPLAN_NAMES(Topology, {Topology::kRailOptimizedFatTree, "rail-optimized-fat-tree"},
-               {Topology::kFatTree, "fat-tree"}, {Topology::kTorus, "torus"},
-               {Topology::kSingleSwitch, "single-switch"})
+MESHPLAN_NAMES(Dtype, {Dtype::kFp32, "fp32"}, {Dtype::kTf32, "tf32"}, {Dtype::kBf16, "bf16"}, {Dtype::kFp16, "fp16"},
+               {Dtype::kFp8, "fp8"}, {Dtype::kInt8, "int8"}, {Dtype::kNone, "none"})
+MESHPLAN_NAMES(Topology, {Topology::kRailOptimizedFatTree, "rail-optimized-fat-tree"}, {Topology::kFatTree, "fat-tree"},
+               {Topology::kTorus, "torus"}, {Topology::kSingleSwitch, "single-switch"})
 MESHPLAN_NAMES(Sharding, {Sharding::kFsdp, "fsdp"}, {Sharding::kHsdp, "hsdp"})
-MESHPLAN_NAMES(Recompute, {Recompute::kNone, "none"}, {Recompute::kSelective, "selective"},
-               {Recompute::kFull, "full"})
+MESHPLAN_NAMES(Recompute, {Recompute::kNone, "none"}, {Recompute::kSelective, "selective"}, {Recompute::kFull, "full"})
 MESHPLAN_NAMES(RecomputeModule, {RecomputeModule::kCoreAttn, "core_attn"}, {RecomputeModule::kMoeAct, "moe_act"},
                {RecomputeModule::kLayernorm, "layernorm"}, {RecomputeModule::kMlaUpProj, "mla_up_proj"},
                {RecomputeModule::kMlp, "mlp"}, {RecomputeModule::kSharedExperts, "shared_experts"},
@@ -46,10 +43,8 @@ MESHPLAN_NAMES(Optimizer, {Optimizer::kAdam, "adam"}, {Optimizer::kAdamW, "adamw
 MESHPLAN_NAMES(OffloadTarget, {OffloadTarget::kNone, "none"}, {OffloadTarget::kCpu, "cpu"},
                {OffloadTarget::kNvme, "nvme"})
 MESHPLAN_NAMES(CpKind, {CpKind::kRing, "ring"}, {CpKind::kUlysses, "ulysses"})
-MESHPLAN_NAMES(Axis, {Axis::kTp, "tp"}, {Axis::kCp, "cp"}, {Axis::kEp, "ep"}, {Axis::kDp, "dp"},
-               {Axis::kPp, "pp"})
-MESHPLAN_NAMES(TpOverlap, {TpOverlap::kNone, "none"}, {TpOverlap::kBackward, "backward"},
-               {TpOverlap::kFull, "full"})
+MESHPLAN_NAMES(Axis, {Axis::kTp, "tp"}, {Axis::kCp, "cp"}, {Axis::kEp, "ep"}, {Axis::kDp, "dp"}, {Axis::kPp, "pp"})
+MESHPLAN_NAMES(TpOverlap, {TpOverlap::kNone, "none"}, {TpOverlap::kBackward, "backward"}, {TpOverlap::kFull, "full"})
 MESHPLAN_NAMES(Zero3Gather, {Zero3Gather::kFlat, "flat"}, {Zero3Gather::kPerTensor, "per-tensor"})
 MESHPLAN_NAMES(Fp8Scaling, {Fp8Scaling::kDelayed, "delayed"}, {Fp8Scaling::kCurrent, "current"},
                {Fp8Scaling::kBlock, "block"})
@@ -88,9 +83,9 @@ std::string Choices() {
   return s;
 }
 
-#define MESHPLAN_ENUM_FUNCS(E)                                                    \
-  const char* Name(E v) { return NameOf(v); }                                     \
-  bool FromName(const std::string& text, E* out) { return Parse(text, out); }     \
+#define MESHPLAN_ENUM_FUNCS(E)                                                \
+  const char* Name(E v) { return NameOf(v); }                                 \
+  bool FromName(const std::string& text, E* out) { return Parse(text, out); } \
   template std::string Choices<E>();
 MESHPLAN_ENUM_FUNCS(MlpKind)
 MESHPLAN_ENUM_FUNCS(NormKind)

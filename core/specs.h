@@ -17,10 +17,10 @@ namespace meshplan::core {
 // ---------------------------------------------------------------------------------------------
 // Model
 // ---------------------------------------------------------------------------------------------
-enum class MlpKind { kGelu, kSwiglu };            // gelu: 2 matrices (h->f->h); swiglu: 3 (gate, up, down)
-enum class NormKind { kLayerNorm, kRmsNorm };      // layernorm: weight+bias (2h); rmsnorm: weight (h)
+enum class MlpKind { kGelu, kSwiglu };                       // gelu: 2 matrices (h->f->h); swiglu: 3 (gate, up, down)
+enum class NormKind { kLayerNorm, kRmsNorm };                // layernorm: weight+bias (2h); rmsnorm: weight (h)
 enum class PositionKind { kLearned, kRope, kAlibi, kNone };  // learned adds max_seq*h parameters
-enum class BiasKind { kNone, kQkv, kAll };         // qkv: q/k/v projections only; all: every linear
+enum class BiasKind { kNone, kQkv, kAll };                   // qkv: q/k/v projections only; all: every linear
 // flash: the fastest fused kernel on the GPU (cuDNN's fused attention or FlashAttention-3 on
 // Hopper, as Transformer Engine runs it; FlashAttention-2 on Ampere); flash2: FlashAttention-2
 // itself (PyTorch SDPA's flash backend, the flash-attn 2 package) wherever it runs, the same
@@ -30,7 +30,7 @@ enum class RouterKind { kSoftmax, kSigmoid };
 
 // Multi-head latent attention (DeepSeek-V2/V3): low-rank q and kv projections.
 struct MlaSpec {
-  int64_t q_lora_rank = 0;        // 0: q is a full projection h -> heads*(nope+rope)
+  int64_t q_lora_rank = 0;  // 0: q is a full projection h -> heads*(nope+rope)
   int64_t kv_lora_rank = 0;
   int64_t qk_nope_head_dim = 0;
   int64_t qk_rope_head_dim = 0;
@@ -39,28 +39,28 @@ struct MlaSpec {
 };
 
 struct MoeSpec {
-  int64_t experts = 0;                  // routed experts per MoE layer
-  int64_t top_k = 0;                    // routed experts each token visits
-  int64_t expert_ffn_hidden = 0;        // intermediate size of one routed expert
-  int64_t shared_experts = 0;           // always-active experts (DeepSeek MoE)
-  int64_t shared_expert_ffn_hidden = 0; // intermediate size of one shared expert
-  int64_t first_dense_layers = 0;       // the first k layers keep a dense MLP (DeepSeek-V3: 3)
-  int64_t layer_freq = 1;               // every n-th layer (after the dense ones) is MoE
+  int64_t experts = 0;                   // routed experts per MoE layer
+  int64_t top_k = 0;                     // routed experts each token visits
+  int64_t expert_ffn_hidden = 0;         // intermediate size of one routed expert
+  int64_t shared_experts = 0;            // always-active experts (DeepSeek MoE)
+  int64_t shared_expert_ffn_hidden = 0;  // intermediate size of one shared expert
+  int64_t first_dense_layers = 0;        // the first k layers keep a dense MLP (DeepSeek-V3: 3)
+  int64_t layer_freq = 1;                // every n-th layer (after the dense ones) is MoE
   RouterKind router = RouterKind::kSoftmax;
-  bool router_bias = false;             // a bias (or score-correction vector) of `experts` values
-  double capacity_factor = 0;           // 0: dropless; else tokens per expert cap = cf * T*k/E
+  bool router_bias = false;    // a bias (or score-correction vector) of `experts` values
+  double capacity_factor = 0;  // 0: dropless; else tokens per expert cap = cf * T*k/E
   friend bool operator==(const MoeSpec&, const MoeSpec&) = default;
 };
 
 struct ModelSpec {
   std::string name;
-  std::string source;                   // citation: paper/model card/config the numbers come from
+  std::string source;  // citation: paper/model card/config the numbers come from
   int64_t layers = 0;
   int64_t hidden = 0;
   int64_t heads = 0;
-  int64_t kv_heads = 0;                 // == heads: MHA; 1: MQA; between: GQA
-  int64_t head_dim = 0;                 // usually hidden/heads
-  int64_t ffn_hidden = 0;               // dense MLP intermediate size
+  int64_t kv_heads = 0;    // == heads: MHA; 1: MQA; between: GQA
+  int64_t head_dim = 0;    // usually hidden/heads
+  int64_t ffn_hidden = 0;  // dense MLP intermediate size
   MlpKind mlp = MlpKind::kGelu;
   int64_t vocab = 0;
   int64_t max_seq = 0;
@@ -68,9 +68,9 @@ struct ModelSpec {
   PositionKind position = PositionKind::kRope;
   NormKind norm = NormKind::kRmsNorm;
   BiasKind bias = BiasKind::kNone;
-  bool qk_norm = false;                 // per-head RMSNorm on q and k (Qwen3)
-  bool attention_sinks = false;         // one learned logit per head (gpt-oss)
-  bool dropout = false;                 // GPT-style dropout after attention, MLP and embedding
+  bool qk_norm = false;          // per-head RMSNorm on q and k (Qwen3)
+  bool attention_sinks = false;  // one learned logit per head (gpt-oss)
+  bool dropout = false;          // GPT-style dropout after attention, MLP and embedding
   AttentionImpl attention = AttentionImpl::kFlash;
   std::optional<MlaSpec> mla;
   std::optional<MoeSpec> moe;
@@ -160,19 +160,19 @@ enum class Topology { kRailOptimizedFatTree, kFatTree, kTorus, kSingleSwitch };
 struct ClusterSpec {
   std::string name;
   std::string source;
-  std::string gpu;                      // GPU preset name of the nodes
+  std::string gpu;  // GPU preset name of the nodes
   int64_t gpus_per_node = 0;
-  int64_t scale_up_domain_gpus = 0;     // GPUs in one NVLink/NVSwitch (or xGMI) domain: 8, 72
-  double scale_up_bytes_per_s = 0;      // per GPU, per direction
+  int64_t scale_up_domain_gpus = 0;  // GPUs in one NVLink/NVSwitch (or xGMI) domain: 8, 72
+  double scale_up_bytes_per_s = 0;   // per GPU, per direction
   double scale_up_latency_s = 0;
   int64_t nics_per_node = 0;
-  double nic_bytes_per_s = 0;           // per NIC, per direction
+  double nic_bytes_per_s = 0;  // per NIC, per direction
   double scale_out_latency_s = 0;
   Topology topology = Topology::kRailOptimizedFatTree;
-  double oversubscription = 1.0;        // >= 1; 1 = non-blocking
-  bool sharp = false;                   // in-network reduction on the scale-out switches
-  bool nvls = false;                    // NVLink SHARP in the scale-up switches
-  double storage_bytes_per_s = 0;       // aggregate checkpoint storage write bandwidth
+  double oversubscription = 1.0;   // >= 1; 1 = non-blocking
+  bool sharp = false;              // in-network reduction on the scale-out switches
+  bool nvls = false;               // NVLink SHARP in the scale-up switches
+  double storage_bytes_per_s = 0;  // aggregate checkpoint storage write bandwidth
   int64_t host_memory_bytes_per_node = 0;
   double price_per_gpu_hour_usd = 0;
   friend bool operator==(const ClusterSpec&, const ClusterSpec&) = default;
@@ -181,7 +181,7 @@ struct ClusterSpec {
 // ---------------------------------------------------------------------------------------------
 // Plan
 // ---------------------------------------------------------------------------------------------
-enum class Sharding { kFsdp, kHsdp };            // fsdp: shard over the whole DP(xCP) group
+enum class Sharding { kFsdp, kHsdp };  // fsdp: shard over the whole DP(xCP) group
 enum class Recompute { kNone, kSelective, kFull };
 // What selective recomputation recomputes: Megatron-Core's recompute_modules
 // (megatron/core/transformer/transformer_config.py, transformer_layer.py, experts.py,
@@ -256,39 +256,39 @@ enum class CrossEntropy { kFused, kUpcast, kFlash, kNative };
 enum class Elementwise { kFused, kEager };
 
 struct StateDtypes {
-  Dtype weights = Dtype::kBf16;          // working copy used by forward/backward
-  Dtype grads = Dtype::kBf16;            // gradient buffer (Megatron: fp32 main grads)
-  Dtype master_weights = Dtype::kFp32;   // kNone: the optimizer updates the working copy
-  Dtype optimizer_states = Dtype::kFp32; // Adam m and v (8-bit Adam: int8)
+  Dtype weights = Dtype::kBf16;           // working copy used by forward/backward
+  Dtype grads = Dtype::kBf16;             // gradient buffer (Megatron: fp32 main grads)
+  Dtype master_weights = Dtype::kFp32;    // kNone: the optimizer updates the working copy
+  Dtype optimizer_states = Dtype::kFp32;  // Adam m and v (8-bit Adam: int8)
   friend bool operator==(const StateDtypes&, const StateDtypes&) = default;
 };
 
 struct PlanSpec {
   int64_t gpus = 0;
   int64_t tp = 1, pp = 1, dp = 1, cp = 1, ep = 1;
-  int64_t etp = 1;                       // expert tensor parallel (MCore); ep*etp | tp*cp*dp
-  int64_t vpp = 1;                       // virtual stages (model chunks) per pipeline rank
-  int zero = 0;                          // 0..3
+  int64_t etp = 1;  // expert tensor parallel (MCore); ep*etp | tp*cp*dp
+  int64_t vpp = 1;  // virtual stages (model chunks) per pipeline rank
+  int zero = 0;     // 0..3
   Sharding sharding = Sharding::kFsdp;
-  int64_t hsdp_shard_size = 0;           // HSDP: ranks one shard group spans; 0 unless hsdp
+  int64_t hsdp_shard_size = 0;  // HSDP: ranks one shard group spans; 0 unless hsdp
   bool sequence_parallel = false;
   Recompute recompute = Recompute::kNone;
-  int64_t recompute_layers = 0;          // full recompute: layers per stage recomputed; 0 = all
+  int64_t recompute_layers = 0;  // full recompute: layers per stage recomputed; 0 = all
   // Selective recompute: the modules recomputed, ModuleBit(RecomputeModule) bits.
   uint32_t recompute_modules = kDefaultRecomputeModules;
-  int64_t micro_batch = 1;               // sequences per microbatch
-  int64_t global_batch = 0;              // sequences per optimizer step
+  int64_t micro_batch = 1;   // sequences per microbatch
+  int64_t global_batch = 0;  // sequences per optimizer step
   int64_t seq_len = 0;
   Schedule schedule = Schedule::k1F1B;
-  Dtype precision = Dtype::kBf16;        // GEMM compute dtype: bf16, fp16 or fp8
+  Dtype precision = Dtype::kBf16;  // GEMM compute dtype: bf16, fp16 or fp8
   StateDtypes dtypes;
   Optimizer optimizer = Optimizer::kAdamW;
   OffloadTarget offload_optimizer = OffloadTarget::kNone;
   OffloadTarget offload_params = OffloadTarget::kNone;
   CpKind cp_kind = CpKind::kRing;
   std::vector<Axis> placement = {Axis::kTp, Axis::kCp, Axis::kEp, Axis::kDp, Axis::kPp};
-  std::vector<int64_t> stage_layers;     // optional uneven split: pp*vpp entries summing to layers
-  bool overlap_grad_reduce = true;       // DP gradient reduction runs under the last backward
+  std::vector<int64_t> stage_layers;  // optional uneven split: pp*vpp entries summing to layers
+  bool overlap_grad_reduce = true;    // DP gradient reduction runs under the last backward
   // Weight-gradient GEMMs accumulate straight into the gradient buffer (beta = 1; Megatron-LM's
   // gradient-accumulation fusion, Transformer Engine's default). Off: every microbatch writes a
   // fresh gradient and a separate kernel adds it into the buffer.
@@ -365,7 +365,8 @@ bool FromName(const std::string& text, Zero3Gather* out);
 bool FromName(const std::string& text, Fp8Scaling* out);
 bool FromName(const std::string& text, CrossEntropy* out);
 bool FromName(const std::string& text, Elementwise* out);
-template <typename E> std::string Choices();  // "gelu|swiglu"
+template <typename E>
+std::string Choices();  // "gelu|swiglu"
 
 // Recompute modules as text, "core_attn,moe_act" (in RecomputeModule order), and back: false for
 // an unknown or repeated name or an empty list.

@@ -118,14 +118,12 @@ Status SqliteError(const Conn& c, int rc, const char* expr, const char* file, in
                     (what == generic ? "" : generic + ", ") + "SQLite code " + std::to_string(rc) + ")";
   switch (rc & 0xff) {
     case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-      return Status::IoError(msg + "; another process held the store's lock past the busy timeout");
+    case SQLITE_LOCKED: return Status::IoError(msg + "; another process held the store's lock past the busy timeout");
     case SQLITE_MISUSE:
     case SQLITE_RANGE:
     case SQLITE_CONSTRAINT:  // references are checked before every insert: reaching one is a bug
       return Status::Internal(msg);
-    default:
-      return Status::IoError(msg);
+    default: return Status::IoError(msg);
   }
 }
 
@@ -143,12 +141,11 @@ std::string Abbreviate(const char* sql) {
 
 // Returns from the enclosing function (Status or Result<T>) unless `expr` gave SQLITE_OK, _ROW or
 // _DONE. `conn` is a Conn (the connection the call used).
-#define MESHPLAN_RETURN_IF_SQLITE_ERROR(conn, expr)                                        \
-  do {                                                                                     \
-    const int meshplan_sqlite_rc_ = (expr);                                                \
-    if (meshplan_sqlite_rc_ != SQLITE_OK && meshplan_sqlite_rc_ != SQLITE_ROW &&           \
-        meshplan_sqlite_rc_ != SQLITE_DONE)                                                \
-      return SqliteError((conn), meshplan_sqlite_rc_, #expr, __FILE__, __LINE__);          \
+#define MESHPLAN_RETURN_IF_SQLITE_ERROR(conn, expr)                                                                  \
+  do {                                                                                                               \
+    const int meshplan_sqlite_rc_ = (expr);                                                                          \
+    if (meshplan_sqlite_rc_ != SQLITE_OK && meshplan_sqlite_rc_ != SQLITE_ROW && meshplan_sqlite_rc_ != SQLITE_DONE) \
+      return SqliteError((conn), meshplan_sqlite_rc_, #expr, __FILE__, __LINE__);                                    \
   } while (0)
 
 // A prepared statement, finalized on destruction. Columns and parameters are 0- and 1-based, as in
@@ -173,9 +170,8 @@ class Stmt {
     return Status::Ok();
   }
   Status BindText(int i, const std::string& v) {
-    MESHPLAN_RETURN_IF_SQLITE_ERROR(
-        c_, sqlite3_bind_text64(stmt_, i, v.data(), static_cast<sqlite3_uint64>(v.size()), SQLITE_TRANSIENT,
-                                SQLITE_UTF8));
+    MESHPLAN_RETURN_IF_SQLITE_ERROR(c_, sqlite3_bind_text64(stmt_, i, v.data(), static_cast<sqlite3_uint64>(v.size()),
+                                                            SQLITE_TRANSIENT, SQLITE_UTF8));
     return Status::Ok();
   }
   Status BindNull(int i) {
@@ -477,9 +473,7 @@ Result<std::vector<StoredPrediction>> SqliteResultStore::PredictionsForPlan(int6
                  "FROM predictions WHERE plan_id = ?1 ORDER BY id"));
   MESHPLAN_RETURN_IF_ERROR(st.BindInt(1, plan_id));
   std::vector<StoredPrediction> out;
-  MESHPLAN_RETURN_IF_ERROR(st.ForEachRow([&] {
-    out.push_back(ReadPrediction(st));
-  }));
+  MESHPLAN_RETURN_IF_ERROR(st.ForEachRow([&] { out.push_back(ReadPrediction(st)); }));
   return out;
 }
 
@@ -491,9 +485,7 @@ Result<std::vector<PredictionRow>> SqliteResultStore::ListPredictions(int64_t li
                  "ORDER BY p.id DESC LIMIT ?1"));
   MESHPLAN_RETURN_IF_ERROR(st.BindInt(1, limit > 0 ? limit : -1));  // LIMIT -1: no limit
   std::vector<PredictionRow> out;
-  MESHPLAN_RETURN_IF_ERROR(st.ForEachRow([&] {
-    out.push_back({ReadPrediction(st), st.Text(8)});
-  }));
+  MESHPLAN_RETURN_IF_ERROR(st.ForEachRow([&] { out.push_back({ReadPrediction(st), st.Text(8)}); }));
   return out;
 }
 
@@ -598,8 +590,8 @@ Result<StoredProfile> SqliteResultStore::PutProfile(const StoredProfile& in) {
   Transaction txn(c_);
   MESHPLAN_RETURN_IF_ERROR(txn.BeginWrite());
   for (int64_t m : p.measurement_ids)
-    MESHPLAN_RETURN_IF_ERROR(CheckExists("SELECT 1 FROM measurements WHERE id = ?1", m,
-                                         "profile.measurement_ids: no measurement with id "));
+    MESHPLAN_RETURN_IF_ERROR(
+        CheckExists("SELECT 1 FROM measurements WHERE id = ?1", m, "profile.measurement_ids: no measurement with id "));
   {
     Stmt st(c_);
     MESHPLAN_RETURN_IF_ERROR(st.Prepare("SELECT COALESCE(MAX(version), 0) + 1 FROM profiles WHERE name = ?1"));
@@ -639,9 +631,7 @@ Status SqliteResultStore::ReadSources(StoredProfile* p) const {
       st.Prepare("SELECT measurement_id FROM profile_sources WHERE profile_id = ?1 ORDER BY measurement_id"));
   MESHPLAN_RETURN_IF_ERROR(st.BindInt(1, p->id));
   p->measurement_ids.clear();
-  MESHPLAN_RETURN_IF_ERROR(st.ForEachRow([&] {
-    p->measurement_ids.push_back(st.Int(0));
-  }));
+  MESHPLAN_RETURN_IF_ERROR(st.ForEachRow([&] { p->measurement_ids.push_back(st.Int(0)); }));
   return Status::Ok();
 }
 
@@ -649,9 +639,7 @@ Result<std::vector<std::string>> SqliteResultStore::ProfileNames() const {
   Stmt st(c_);
   MESHPLAN_RETURN_IF_ERROR(st.Prepare("SELECT DISTINCT name FROM profiles ORDER BY name"));
   std::vector<std::string> names;
-  MESHPLAN_RETURN_IF_ERROR(st.ForEachRow([&] {
-    names.push_back(st.Text(0));
-  }));
+  MESHPLAN_RETURN_IF_ERROR(st.ForEachRow([&] { names.push_back(st.Text(0)); }));
   return names;
 }
 
@@ -702,9 +690,7 @@ Result<std::vector<StoredProfile>> SqliteResultStore::ListProfiles() const {
                             " FROM profiles AS p WHERE version = (SELECT MAX(version) FROM profiles WHERE name = "
                             "p.name) ORDER BY name";
     MESHPLAN_RETURN_IF_ERROR(st.Prepare(sql.c_str()));
-    MESHPLAN_RETURN_IF_ERROR(st.ForEachRow([&] {
-      out.push_back(ProfileFromRow(st));
-    }));
+    MESHPLAN_RETURN_IF_ERROR(st.ForEachRow([&] { out.push_back(ProfileFromRow(st)); }));
   }
   for (auto& p : out) MESHPLAN_RETURN_IF_ERROR(ReadSources(&p));
   MESHPLAN_RETURN_IF_ERROR(txn.Commit());
@@ -799,8 +785,7 @@ Status SqliteResultStore::CheckIntegrity() const {
 
 }  // namespace
 
-Result<std::unique_ptr<ResultStore>> OpenSqliteResultStore(const std::string& path,
-                                                           const SqliteStoreOptions& options) {
+Result<std::unique_ptr<ResultStore>> OpenSqliteResultStore(const std::string& path, const SqliteStoreOptions& options) {
   auto store = std::make_unique<SqliteResultStore>(path);
   if (Status s = store->Open(options); !s.ok()) return s;
   return std::unique_ptr<ResultStore>(std::move(store));

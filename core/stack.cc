@@ -62,16 +62,16 @@ Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string&
     else if (v == "palm") s.flop_count = FlopCount::kPalm;
     else return Status::InvalidArgument(prefix + ".flop_count: must be one of narayanan-eq3|megatron|palm");
   }
-  for (Status st : {EnumField(j, "precision", prefix, &s.precision), EnumField(j, "attention", prefix, &s.attention),
-                    EnumField(j, "recompute", prefix, &s.recompute), EnumField(j, "tp_overlap", prefix, &s.tp_overlap),
-                    EnumField(j, "zero3_gather", prefix, &s.zero3_gather), EnumField(j, "grads_dtype", prefix, &s.grads),
-                    EnumField(j, "cross_entropy", prefix, &s.cross_entropy),
-                    EnumField(j, "elementwise", prefix, &s.elementwise),
-                    BoolField(j, "sequence_parallel", prefix, &s.sequence_parallel),
-                    BoolField(j, "grad_accum_fusion", prefix, &s.grad_accum_fusion),
-                    BoolField(j, "overlap_grad_reduce", prefix, &s.overlap_grad_reduce),
-                    BoolField(j, "zero3_unsharded_under_pp", prefix, &s.zero3_unsharded_under_pp),
-                    BoolField(j, "microbatches_equal_pp", prefix, &s.microbatches_equal_pp)}) {
+  for (Status st :
+       {EnumField(j, "precision", prefix, &s.precision), EnumField(j, "attention", prefix, &s.attention),
+        EnumField(j, "recompute", prefix, &s.recompute), EnumField(j, "tp_overlap", prefix, &s.tp_overlap),
+        EnumField(j, "zero3_gather", prefix, &s.zero3_gather), EnumField(j, "grads_dtype", prefix, &s.grads),
+        EnumField(j, "cross_entropy", prefix, &s.cross_entropy), EnumField(j, "elementwise", prefix, &s.elementwise),
+        BoolField(j, "sequence_parallel", prefix, &s.sequence_parallel),
+        BoolField(j, "grad_accum_fusion", prefix, &s.grad_accum_fusion),
+        BoolField(j, "overlap_grad_reduce", prefix, &s.overlap_grad_reduce),
+        BoolField(j, "zero3_unsharded_under_pp", prefix, &s.zero3_unsharded_under_pp),
+        BoolField(j, "microbatches_equal_pp", prefix, &s.microbatches_equal_pp)}) {
     if (!st.ok()) return st;
   }
   if (s.precision == Dtype::kNone || s.precision == Dtype::kInt8 || s.precision == Dtype::kFp32)
@@ -144,7 +144,8 @@ std::string StackSummary(const SoftwareStack& s) {
          Name(s.tp_overlap) + ", gradient-accumulation fusion " + (s.grad_accum_fusion ? "on" : "off") +
          ", DP overlap " + (s.overlap_grad_reduce ? "on" : "off") + ", " + Name(s.grads) + " gradients, zero " +
          std::to_string(s.zero) +
-         (s.zero3_gather == Zero3Gather::kFlat ? std::string() : std::string(", zero-3 gathers ") + Name(s.zero3_gather)) +
+         (s.zero3_gather == Zero3Gather::kFlat ? std::string()
+                                               : std::string(", zero-3 gathers ") + Name(s.zero3_gather)) +
          " (" + s.source + ")";
 }
 
@@ -153,8 +154,7 @@ double SourceFlopsPerToken(FlopCount count, const ModelSpec& m, int64_t seq) {
   const double s = static_cast<double>(seq), v = static_cast<double>(m.vocab);
   if (count == FlopCount::kNarayananEq3) return 96 * l * h * h * (1 + s / (6 * h) + v / (16 * l * h));
   if (count == FlopCount::kPalm)
-    return 6 * static_cast<double>(CountParams(m).total) +
-           12 * l * static_cast<double>(m.heads * m.head_dim) * s;
+    return 6 * static_cast<double>(CountParams(m).total) + 12 * l * static_cast<double>(m.heads * m.head_dim) * s;
   // Megatron-LM num_floating_point_operations, per token: 12 h^2 per layer times the attention,
   // MLP and logit terms; MoE layers count top_k routed experts plus the shared ones at their own
   // widths (the later form of the same function, with moe_layer_freq and shared experts).

@@ -39,9 +39,9 @@ struct SoftwareStack {
   TpOverlap tp_overlap = TpOverlap::kBackward;
   bool grad_accum_fusion = true;
   bool overlap_grad_reduce = true;
-  int zero = 0;  // the stack's data-parallel sharding when a run does not name one
+  int zero = 0;                                   // the stack's data-parallel sharding when a run does not name one
   Zero3Gather zero3_gather = Zero3Gather::kFlat;  // how its ZeRO-3 gathers (core/specs.h)
-  Dtype grads = Dtype::kBf16;  // the gradient buffer it accumulates and reduces in
+  Dtype grads = Dtype::kBf16;                     // the gradient buffer it accumulates and reduces in
   // ZeRO-3 (FSDP) under pipeline parallelism keeps each stage's parameters gathered and its
   // gradients unsharded, accumulated over the step's microbatches and reduce-scattered once after
   // the last (torchtitan 2024: reshard_after_forward=False with PP; PyTorch's pipeline stage turns

@@ -46,8 +46,8 @@ const char* Name(CommGroup g) {
 }
 
 double Op::Flops() const {
-  if (kind == OpKind::kGemm) return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) *
-                                    static_cast<double>(batch);
+  if (kind == OpKind::kGemm)
+    return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(batch);
   if (kind == OpKind::kAttention) {
     // QK^T (2 s_q s_kv d_qk) + AV (2 s_q s_kv d_v) per head; backward recomputes the scores and
     // forms dQ, dK, dV, dS: 2.5x forward (FlashAttention-2 paper, §3.1 accounting).
@@ -120,7 +120,8 @@ class Builder {
     return out;
   }
   std::vector<Op> EmbeddingPart(LayerPart part) {
-    return StagePart(part, [this] { return EmbeddingCompute(); }, EmbeddingParams(), EmbeddingTensors());
+    return StagePart(
+        part, [this] { return EmbeddingCompute(); }, EmbeddingParams(), EmbeddingTensors());
   }
   std::vector<Op> EmbeddingCompute() {
     std::vector<Op> out;
@@ -144,7 +145,8 @@ class Builder {
     return out;
   }
   std::vector<Op> HeadPart(LayerPart part) {
-    return StagePart(part, [this] { return HeadCompute(); }, HeadParams(), HeadTensors());
+    return StagePart(
+        part, [this] { return HeadCompute(); }, HeadParams(), HeadTensors());
   }
   std::vector<Op> HeadCompute() {
     std::vector<Op> out;
@@ -162,7 +164,8 @@ class Builder {
       Norm(&fwd, "mtp_hnorm", tokens_ * m_.hidden / (sp_ ? t_ : 1));
       TpGather(&fwd, "mtp_eh_gather");
       Gemm(&fwd, "mtp_eh_proj", tokens_, m_.hidden / t_, 2 * m_.hidden);
-      if (t_ > 1) Coll(&fwd, "mtp_eh_output_gather", CollectiveKind::kAllGather, CommGroup::kTp, tokens_ * m_.hidden * e_);
+      if (t_ > 1)
+        Coll(&fwd, "mtp_eh_output_gather", CollectiveKind::kAllGather, CommGroup::kTp, tokens_ * m_.hidden * e_);
       HeadLoss(&fwd, "mtp_final_norm");
     }
     HeadLoss(&fwd, "final_norm");
@@ -195,8 +198,8 @@ class Builder {
     // Flash (FlashAttention's kernel) is costed as fused: its passes over the bf16 logits are not
     // measured here (its memory is modelled: core/memory.cc).
     if (p_.cross_entropy == CrossEntropy::kUpcast)
-      Eager(&fwd, "cross_entropy", UpcastCrossEntropy().forward * tokens_ * v_local, UpcastCrossEntropy().forward_kernels,
-            MemOp::kCrossEntropy);
+      Eager(&fwd, "cross_entropy", UpcastCrossEntropy().forward * tokens_ * v_local,
+            UpcastCrossEntropy().forward_kernels, MemOp::kCrossEntropy);
     else Mem(&fwd, "cross_entropy", 3 * tokens_ * v_local * 4, MemOp::kCrossEntropy);
   }
   // One part of the embedding or head: its forward and backward (`compute()`), the sync of its
@@ -392,7 +395,8 @@ class Builder {
       kv_heads = std::max<int64_t>(m_.kv_heads / t_, 1);
       Gemm(ops, "qkv_proj", tokens_, (a + 2 * kv_heads) * m_.head_dim, h);
     }
-    if (m_.position == PositionKind::kRope) Pointwise(ops, "rope", MemOp::kRope, tokens_ * (a + kv_heads) * dqk, &kEagerRope, 2);
+    if (m_.position == PositionKind::kRope)
+      Pointwise(ops, "rope", MemOp::kRope, tokens_ * (a + kv_heads) * dqk, &kEagerRope, 2);
     // Context parallel: each rank's queries meet every rank's keys. Ring: cp-1 KV exchanges
     // overlapped with attention blocks; Ulysses: all-to-alls of q, k, v and the output.
     const int64_t seq_kv = s_ * p_.cp;
@@ -402,8 +406,7 @@ class Builder {
         for (int64_t i = 1; i < p_.cp; ++i)
           Coll(ops, "cp_kv_exchange", CollectiveKind::kSendRecv, CommGroup::kCp, kv_bytes, true);
       } else {
-        Coll(ops, "ulysses_qkv", CollectiveKind::kAllToAll, CommGroup::kCp,
-             tokens_ * (a + 2 * kv_heads) * dqk * e_);
+        Coll(ops, "ulysses_qkv", CollectiveKind::kAllToAll, CommGroup::kCp, tokens_ * (a + 2 * kv_heads) * dqk * e_);
       }
     }
     const bool flash = m_.attention != AttentionImpl::kNaive;
@@ -512,7 +515,8 @@ class Builder {
         case OpKind::kGemm: {
           // dX = dY W^T (m x k from m x n) and dW = X^T dY (k x n over m): each 2mnk. An FP8
           // GEMM's output gradient dY is quantized first (both layouts: dgrad and wgrad read it).
-          if (op.dtype == Dtype::kFp8) Fp8Quantize(out, "fp8_quantize_grad", op.m * op.n * op.batch, Pass::kBackwardInput);
+          if (op.dtype == Dtype::kFp8)
+            Fp8Quantize(out, "fp8_quantize_grad", op.m * op.n * op.batch, Pass::kBackwardInput);
           op.pass = Pass::kBackwardInput;
           out->push_back(op);
           op.pass = Pass::kBackwardWeight;
@@ -542,9 +546,9 @@ class Builder {
             // (LinearWithGradAccumulationAndAsyncCommunication); under SP the input is also
             // all-gathered again for that weight gradient, overlapped with the input gradient.
             // The conjugate of a row-parallel output's reduce-scatter is a blocking all-gather.
-            const bool column_input = (sp_ ? op.collective == CollectiveKind::kAllGather
-                                           : op.collective == CollectiveKind::kAllReduce) &&
-                                      p_.tp_overlap != TpOverlap::kNone;
+            const bool column_input =
+                (sp_ ? op.collective == CollectiveKind::kAllGather : op.collective == CollectiveKind::kAllReduce) &&
+                p_.tp_overlap != TpOverlap::kNone;
             if (column_input) {
               Op regather = op;
               op.collective = sp_ ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
@@ -576,8 +580,7 @@ class Builder {
           out->push_back(op);
           break;
         }
-        default:
-          break;
+        default: break;
       }
     }
   }
@@ -611,7 +614,8 @@ class Builder {
       op.pass = Pass::kRecompute;
       const std::string_view n(op.name);
       if (op.kind == OpKind::kAttention) continue;
-      if (op.kind == OpKind::kCollective && op.group == CommGroup::kTp && op.collective == CollectiveKind::kReduceScatter)
+      if (op.kind == OpKind::kCollective && op.group == CommGroup::kTp &&
+          op.collective == CollectiveKind::kReduceScatter)
         continue;
       if (op.kind == OpKind::kMemoryBound && op.mem_op == MemOp::kFp8Quantize) {
         if (fp8) out->push_back(op);  // with its GEMM, next
@@ -619,8 +623,8 @@ class Builder {
       }
       if (op.kind == OpKind::kGemm && !fp8) {
         if (n == "qkv_proj") op.n = std::max<int64_t>(m_.kv_heads / t_, 1) * m_.head_dim;  // wk
-        else if (n == "mlp_fc1" && glu) op.n /= 2;                                     // w3
-        else if (n == "mlp_fc1" || (n == "mlp_fc2" && glu)) continue;                   // saved
+        else if (n == "mlp_fc1" && glu) op.n /= 2;                                         // w3
+        else if (n == "mlp_fc1" || (n == "mlp_fc2" && glu)) continue;                      // saved
       }
       out->push_back(op);
     }
@@ -631,17 +635,15 @@ class Builder {
   bool SelectivelyRecomputed(const Op& f) const {
     const std::string_view n(f.name);
     auto on = [&](RecomputeModule mod) { return (p_.recompute_modules & ModuleBit(mod)) != 0; };
-    if (on(RecomputeModule::kCoreAttn) &&
-        (f.kind == OpKind::kAttention || f.attention_core))
-      return true;
+    if (on(RecomputeModule::kCoreAttn) && (f.kind == OpKind::kAttention || f.attention_core)) return true;
     if (on(RecomputeModule::kMoeAct) && n == "expert_activation") return true;
     // The norms that are modules of their own: the MoE layer's pre-MLP norm, MLA's input norm.
     if (on(RecomputeModule::kLayernorm) && (n == "moe_norm" || (m_.mla && n == "attn_norm"))) return true;
     if (on(RecomputeModule::kMlaUpProj) && m_.mla && (n == "q_up" || n == "q_proj" || n == "kv_up" || n == "rope"))
       return true;
     // A dense layer's MLP block, its TP collectives included (the checkpoint reruns the module).
-    if (on(RecomputeModule::kMlp) && (n == "mlp_norm" || n == "mlp_gather" || n == "mlp_fc1" ||
-                                      n == "mlp_activation" || n == "mlp_fc2" || n == "mlp_reduce"))
+    if (on(RecomputeModule::kMlp) && (n == "mlp_norm" || n == "mlp_gather" || n == "mlp_fc1" || n == "mlp_activation" ||
+                                      n == "mlp_fc2" || n == "mlp_reduce"))
       return true;
     if (on(RecomputeModule::kSharedExperts) && n.substr(0, 7) == "shared_") return true;
     return false;
@@ -755,7 +757,8 @@ class Builder {
   void PerTensorZero3(int64_t params, int64_t tensors, CommGroup g, int64_t group_size, bool recomputed,
                       std::vector<Op>* out) {
     const int64_t gb = DtypeBytes(p_.dtypes.grads), wb = DtypeBytes(p_.dtypes.weights);
-    const int64_t each_w = std::max<int64_t>(params * wb / tensors, 1), each_g = std::max<int64_t>(params * gb / tensors, 1);
+    const int64_t each_w = std::max<int64_t>(params * wb / tensors, 1),
+                  each_g = std::max<int64_t>(params * gb / tensors, 1);
     auto gather = [&](Pass pass) {
       for (int64_t i = 0; i < tensors; ++i) {
         Coll(out, "zero3_tensor_gather", CollectiveKind::kAllGather, g, each_w);

@@ -49,10 +49,12 @@ bool ParseBandwidth(const std::string& text, double* bytes_per_s) {
   double v = 0;
   std::string unit;
   if (!SplitNumber(text, &v, &unit) || v < 0) return false;
-  static const struct { const char* unit; double scale; } kUnits[] = {
-      {"B/s", 1},         {"KB/s", 1e3},          {"MB/s", 1e6},          {"GB/s", 1e9},
-      {"TB/s", 1e12},     {"GiB/s", 1073741824.0}, {"MiB/s", 1048576.0},
-      {"Gb/s", 1e9 / 8},  {"Tb/s", 1e12 / 8},     {"Mb/s", 1e6 / 8},      {"Gbps", 1e9 / 8}};
+  static const struct {
+    const char* unit;
+    double scale;
+  } kUnits[] = {{"B/s", 1},         {"KB/s", 1e3},           {"MB/s", 1e6},        {"GB/s", 1e9},
+                {"TB/s", 1e12},     {"GiB/s", 1073741824.0}, {"MiB/s", 1048576.0}, {"Gb/s", 1e9 / 8},
+                {"Tb/s", 1e12 / 8}, {"Mb/s", 1e6 / 8},       {"Gbps", 1e9 / 8}};
   for (const auto& u : kUnits) {
     if (unit == u.unit) {
       *bytes_per_s = v * u.scale;

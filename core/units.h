@@ -10,16 +10,25 @@ namespace meshplan::core {
 
 struct Bytes {  // exact; tensors exceed 4 GiB
   int64_t value = 0;
-  constexpr Bytes& operator+=(Bytes o) { value += o.value; return *this; }
+  constexpr Bytes& operator+=(Bytes o) {
+    value += o.value;
+    return *this;
+  }
   friend constexpr Bytes operator+(Bytes a, Bytes b) { return Bytes{a.value + b.value}; }
   friend constexpr Bytes operator-(Bytes a, Bytes b) { return Bytes{a.value - b.value}; }
   friend constexpr bool operator==(Bytes a, Bytes b) = default;
   friend constexpr auto operator<=>(Bytes a, Bytes b) = default;
 };
-struct Flops { double value = 0; };  // a count: 6*N*D (~6e24) overflows int64
+struct Flops {
+  double value = 0;
+};  // a count: 6*N*D (~6e24) overflows int64
 using Seconds = std::chrono::duration<double>;
-struct BytesPerSecond { double value = 0; };
-struct FlopsPerSecond { double value = 0; };
+struct BytesPerSecond {
+  double value = 0;
+};
+struct FlopsPerSecond {
+  double value = 0;
+};
 
 constexpr Seconds operator/(Bytes b, BytesPerSecond r) { return Seconds{static_cast<double>(b.value) / r.value}; }
 constexpr Seconds operator/(Flops f, FlopsPerSecond r) { return Seconds{f.value / r.value}; }

@@ -94,8 +94,7 @@ void ValidateModel(const ModelSpec& m, const std::string& p, Diagnostics* d) {
                  "published head sizes are 64-256 (Gemma 256; DeepSeek-V3's MLA query 192)"},
            Bound{".vocab", m.vocab, 1, 16777216,
                  "published vocabularies are at most a few hundred thousand (Gemma 3 262144)"},
-           Bound{".max_seq", m.max_seq, 1, 134217728,
-                 "the longest published contexts are 10M tokens (Llama 4 Scout)"},
+           Bound{".max_seq", m.max_seq, 1, 134217728, "the longest published contexts are 10M tokens (Llama 4 Scout)"},
            Bound{".ffn_hidden", m.ffn_hidden, 0, 16777216,
                  "published MLP widths are at most ~8x hidden (Gemma 7B 24576 over 3072)"},
        })
@@ -120,13 +119,13 @@ void ValidateModel(const ModelSpec& m, const std::string& p, Diagnostics* d) {
       experts = static_cast<double>(std::max<int64_t>(m.moe->experts, 1));
       ef = static_cast<double>(std::max<int64_t>(m.moe->expert_ffn_hidden, 0));
     }
-    const double mtp = static_cast<double>(std::max<int64_t>(0, std::min<int64_t>(m.mtp_layers, std::max<int64_t>(m.layers, 0))));
+    const double mtp =
+        static_cast<double>(std::max<int64_t>(0, std::min<int64_t>(m.mtp_layers, std::max<int64_t>(m.layers, 0))));
     const double rough = (static_cast<double>(m.layers) + mtp) *
-                             (4 * h * static_cast<double>(m.heads) * static_cast<double>(m.head_dim) +
-                              3 * h * f + 3 * h * ef * experts) +
+                             (4 * h * static_cast<double>(m.heads) * static_cast<double>(m.head_dim) + 3 * h * f +
+                              3 * h * ef * experts) +
                          2 * static_cast<double>(m.vocab) * h + static_cast<double>(m.max_seq) * h;
-    if (rough > 1e16)
-      d->Error(p, "has about " + S(rough) + " parameters; meshplan accepts models up to 1e16");
+    if (rough > 1e16) d->Error(p, "has about " + S(rough) + " parameters; meshplan accepts models up to 1e16");
   }
   if (m.moe) {
     const MoeSpec& e = *m.moe;
@@ -143,8 +142,8 @@ void ValidateModel(const ModelSpec& m, const std::string& p, Diagnostics* d) {
     if (e.shared_experts < 0) d->Error(q + ".shared_experts", "must be >= 0 (got " + S(e.shared_experts) + ")");
     if (e.shared_experts > 0) Positive(d, q + ".shared_expert_ffn_hidden", e.shared_expert_ffn_hidden);
     if (e.first_dense_layers < 0 || (m.layers > 0 && e.first_dense_layers >= m.layers))
-      d->Error(q + ".first_dense_layers", "must be between 0 and layers-1=" + S(m.layers - 1) +
-                                              " (got " + S(e.first_dense_layers) + ")");
+      d->Error(q + ".first_dense_layers",
+               "must be between 0 and layers-1=" + S(m.layers - 1) + " (got " + S(e.first_dense_layers) + ")");
     Positive(d, q + ".layer_freq", e.layer_freq);
     if (!(e.capacity_factor == 0 || e.capacity_factor >= 1.0))
       d->Error(q + ".capacity_factor", "must be 0 (dropless) or >= 1 (got " + S(e.capacity_factor) + ")");
@@ -169,12 +168,14 @@ void ValidateGpu(const GpuSpec& g, const std::string& p, Diagnostics* d) {
   Within(d, p + ".tdp_w", g.tdp_w, 1, 100000, "watts: accelerators draw 300-1,400 W (B300 1,400 W)");
   // 0 = unknown. The largest accelerators have a few hundred (MI300X: 304 CUs); thousands is a typo.
   if (g.sms < 0 || g.sms > 2048)
-    d->Error(p + ".sms", "must be 0 (unknown) or the GPU's streaming multiprocessors, at most 2048 (got " + S(g.sms) + ")");
+    d->Error(p + ".sms",
+             "must be 0 (unknown) or the GPU's streaming multiprocessors, at most 2048 (got " + S(g.sms) + ")");
   for (const auto& [dt, v] : g.gemm_efficiency) {
     if (!(v > 0 && v <= 1))
       d->Error(p + ".gemm_efficiency." + Name(dt), "must be a fraction of the peak in (0, 1] (got " + S(v) + ")");
     if (!g.peak_flops_per_s.count(dt))
-      d->Error(p + ".gemm_efficiency." + Name(dt), "has no peak_flops_per_s." + std::string(Name(dt)) + " to be a fraction of");
+      d->Error(p + ".gemm_efficiency." + Name(dt),
+               "has no peak_flops_per_s." + std::string(Name(dt)) + " to be a fraction of");
   }
   for (const auto& [impl, e] : g.attention_efficiency) {
     for (auto [what, v] : {std::pair{"forward", e.forward}, std::pair{"backward", e.backward}})
@@ -197,7 +198,8 @@ void ValidateGpu(const GpuSpec& g, const std::string& p, Diagnostics* d) {
         d->Error(at + ".tflops", "must be a measured speed in (0, the bf16 peak] TFLOP/s (got " + S(pt.tflops) + ")");
       for (size_t k = 0; k < i; ++k)
         if (points[k].head_dim == pt.head_dim && points[k].seq == pt.seq)
-          d->Error(at, "repeats the point at head_dim " + std::to_string(pt.head_dim) + ", seq " + std::to_string(pt.seq));
+          d->Error(at,
+                   "repeats the point at head_dim " + std::to_string(pt.head_dim) + ", seq " + std::to_string(pt.seq));
     }
   }
   if (!g.attention_curve.empty() && g.attention_curve_source.empty())
@@ -212,11 +214,10 @@ void ValidateCluster(const ClusterSpec& c, const std::string& p, Diagnostics* d)
   if (c.name.empty()) d->Error(p + ".name", "must not be empty");
   Positive(d, p + ".gpus_per_node", c.gpus_per_node);
   Positive(d, p + ".scale_up_domain_gpus", c.scale_up_domain_gpus);
-  if (c.gpus_per_node > 0 && c.scale_up_domain_gpus > 0 &&
-      c.scale_up_domain_gpus % c.gpus_per_node != 0 && c.gpus_per_node % c.scale_up_domain_gpus != 0)
+  if (c.gpus_per_node > 0 && c.scale_up_domain_gpus > 0 && c.scale_up_domain_gpus % c.gpus_per_node != 0 &&
+      c.gpus_per_node % c.scale_up_domain_gpus != 0)
     d->Error(p + ".scale_up_domain_gpus",
-             S(c.scale_up_domain_gpus) + " must be a multiple or a divisor of gpus_per_node=" +
-                 S(c.gpus_per_node));
+             S(c.scale_up_domain_gpus) + " must be a multiple or a divisor of gpus_per_node=" + S(c.gpus_per_node));
   PositiveReal(d, p + ".scale_up_bytes_per_s", c.scale_up_bytes_per_s);
   NonNegative(d, p + ".scale_up_latency_s", c.scale_up_latency_s);
   Positive(d, p + ".nics_per_node", c.nics_per_node);
@@ -253,8 +254,7 @@ void ValidateCluster(const ClusterSpec& c, const std::string& p, Diagnostics* d)
          "USD per GPU-hour: on-demand prices are a few dollars");
 }
 
-void ValidatePlan(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, const ClusterSpec& c,
-                  Diagnostics* d) {
+void ValidatePlan(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, const ClusterSpec& c, Diagnostics* d) {
   // Ranges first; the cross-checks below assume positive degrees.
   Diagnostics r;
   Positive(&r, "plan.gpus", pl.gpus);
@@ -269,8 +269,14 @@ void ValidatePlan(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, cons
   Positive(&r, "plan.global_batch", pl.global_batch);
   Positive(&r, "plan.seq_len", pl.seq_len);
   // Each degree at most 2^20 keeps every product the checks below divide by far from overflow.
-  for (auto [name, v] : {std::pair{"tp", pl.tp}, {"pp", pl.pp}, {"dp", pl.dp}, {"cp", pl.cp}, {"ep", pl.ep},
-                         {"etp", pl.etp}, {"vpp", pl.vpp}, {"micro_batch", pl.micro_batch}}) {
+  for (auto [name, v] : {std::pair{"tp", pl.tp},
+                         {"pp", pl.pp},
+                         {"dp", pl.dp},
+                         {"cp", pl.cp},
+                         {"ep", pl.ep},
+                         {"etp", pl.etp},
+                         {"vpp", pl.vpp},
+                         {"micro_batch", pl.micro_batch}}) {
     if (v > (int64_t{1} << 20)) r.Error(std::string("plan.") + name, "must be <= 1048576 (got " + S(v) + ")");
   }
   // Not divisors of anything below: reported without stopping the cross-checks.
@@ -296,8 +302,8 @@ void ValidatePlan(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, cons
   // attention's a*s^2*b scores, or s*b*f of the MLP) must stay below 1e17 bytes.
   {
     const double sq = static_cast<double>(pl.seq_len), b = static_cast<double>(pl.micro_batch);
-    const double width = static_cast<double>(std::max({m.hidden, m.ffn_hidden, m.vocab,
-                                                       m.moe ? m.moe->expert_ffn_hidden * m.moe->top_k : 0}));
+    const double width = static_cast<double>(
+        std::max({m.hidden, m.ffn_hidden, m.vocab, m.moe ? m.moe->expert_ffn_hidden * m.moe->top_k : 0}));
     const double largest = std::max(5.0 * static_cast<double>(m.heads) * sq * sq * b, 8.0 * sq * b * width);
     if (largest > 1e17 || pl.gpus > (int64_t{1} << 40)) {
       d->Error("plan.seq_len", "seq_len=" + S(pl.seq_len) + " with micro_batch=" + S(pl.micro_batch) +
@@ -312,27 +318,27 @@ void ValidatePlan(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, cons
     for (auto [field, v] : {std::pair{"cluster.scale_up_latency_s", c.scale_up_latency_s},
                             std::pair{"cluster.scale_out_latency_s", c.scale_out_latency_s}})
       if (v > 1e-4)
-        d->Warning(field, S(v) + " s is above 100 us; NCCL's collective latencies are microseconds (nccl-tests: a few "
-                                 "within a node, 10-30 across nodes): is it in seconds?");
+        d->Warning(field, S(v) +
+                              " s is above 100 us; NCCL's collective latencies are microseconds (nccl-tests: a few "
+                              "within a node, 10-30 across nodes): is it in seconds?");
     if (m.layers > 1000)
       d->Warning("model.layers", S(m.layers) + " is more than any published LLM has (Llama 3.1 405B 126)");
     if (static_cast<double>(m.heads) * static_cast<double>(m.head_dim) > 4.0 * static_cast<double>(m.hidden))
       d->Warning("model.heads", "heads x head_dim = " + S(m.heads * m.head_dim) + " is more than 4 x hidden = " +
                                     S(4 * m.hidden) + " (published models: at most 3.4x, DeepSeek-V3's MLA query)");
     if (c.price_per_gpu_hour_usd > 100)
-      d->Warning("cluster.price_per_gpu_hour_usd", S(c.price_per_gpu_hour_usd) +
-                                                       " USD per GPU-hour: on-demand prices are a few dollars");
+      d->Warning("cluster.price_per_gpu_hour_usd",
+                 S(c.price_per_gpu_hour_usd) + " USD per GPU-hour: on-demand prices are a few dollars");
   }
 
   // Device count.
   const int64_t product = pl.tp * pl.pp * pl.dp * pl.cp;
   if (product != pl.gpus)
-    d->Error("plan.gpus", S(pl.gpus) + " must equal tp*pp*dp*cp = " + S(pl.tp) + "*" + S(pl.pp) +
-                              "*" + S(pl.dp) + "*" + S(pl.cp) + " = " + S(product));
+    d->Error("plan.gpus", S(pl.gpus) + " must equal tp*pp*dp*cp = " + S(pl.tp) + "*" + S(pl.pp) + "*" + S(pl.dp) + "*" +
+                              S(pl.cp) + " = " + S(product));
 
   // Tensor parallel: heads, kv heads and the MLP split evenly.
-  if (m.heads % pl.tp != 0)
-    d->Error("plan.tp", S(pl.tp) + " must divide model.heads=" + S(m.heads));
+  if (m.heads % pl.tp != 0) d->Error("plan.tp", S(pl.tp) + " must divide model.heads=" + S(m.heads));
   if (m.kv_heads % pl.tp != 0 && pl.tp % m.kv_heads != 0)
     d->Error("plan.tp", S(pl.tp) + " must divide model.kv_heads=" + S(m.kv_heads) +
                             " or be a multiple of it (kv heads are then replicated)");
@@ -341,8 +347,7 @@ void ValidatePlan(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, cons
   if (pl.tp > c.scale_up_domain_gpus)
     d->Warning("plan.tp", S(pl.tp) + " spans more than one scale-up domain (cluster.scale_up_domain_gpus=" +
                               S(c.scale_up_domain_gpus) + "): tensor-parallel traffic crosses the scale-out network");
-  if (pl.sequence_parallel && pl.tp == 1)
-    d->Warning("plan.sequence_parallel", "has no effect with tp=1");
+  if (pl.sequence_parallel && pl.tp == 1) d->Warning("plan.sequence_parallel", "has no effect with tp=1");
 
   // Layers over pipeline stages.
   const int64_t chunks = pl.pp * pl.vpp;
@@ -368,8 +373,8 @@ void ValidatePlan(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, cons
 
   // Batch and schedule.
   if (pl.global_batch % (pl.micro_batch * pl.dp) != 0)
-    d->Error("plan.global_batch", S(pl.global_batch) + " must be divisible by micro_batch*dp = " +
-                                      S(pl.micro_batch) + "*" + S(pl.dp) + " = " + S(pl.micro_batch * pl.dp));
+    d->Error("plan.global_batch", S(pl.global_batch) + " must be divisible by micro_batch*dp = " + S(pl.micro_batch) +
+                                      "*" + S(pl.dp) + " = " + S(pl.micro_batch * pl.dp));
   const int64_t mb = pl.global_batch / (pl.micro_batch * pl.dp);
   if (pl.vpp > 1 && pl.schedule != Schedule::kInterleaved)
     d->Error("plan.vpp", S(pl.vpp) + " needs plan.schedule=interleaved (got " + Name(pl.schedule) + ")");
@@ -383,14 +388,13 @@ void ValidatePlan(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, cons
   if (pl.schedule == Schedule::kZeroBubble && pl.pp > 1 && mb < pl.pp)
     d->Error("plan.schedule", "zero-bubble needs at least pp=" + S(pl.pp) + " microbatches (got " + S(mb) + ")");
   if (pl.schedule == Schedule::kDualPipe) {
-    if (pl.pp < 2 || pl.pp % 2 != 0)
-      d->Error("plan.pp", "dualpipe needs an even pp >= 2 (got " + S(pl.pp) + ")");
+    if (pl.pp < 2 || pl.pp % 2 != 0) d->Error("plan.pp", "dualpipe needs an even pp >= 2 (got " + S(pl.pp) + ")");
     else if (mb < 2 * pl.pp || mb % 2 != 0)
       d->Error("plan.global_batch", "dualpipe needs an even number of microbatches per pipeline, at least 2*pp=" +
                                         S(2 * pl.pp) + " (got " + S(mb) + "; DeepSeek's dualpipe.py asserts both)");
   }
-  if ((pl.schedule == Schedule::k1F1B || pl.schedule == Schedule::kGpipe) && pl.pp > 1 && mb > 0 &&
-      mb < pl.pp && d->wants_warnings())
+  if ((pl.schedule == Schedule::k1F1B || pl.schedule == Schedule::kGpipe) && pl.pp > 1 && mb > 0 && mb < pl.pp &&
+      d->wants_warnings())
     d->Warning("plan.global_batch", S(mb) + " microbatches per pipeline never fill pp=" + S(pl.pp) + " stages");
 
   // Context parallel.
@@ -404,10 +408,9 @@ void ValidatePlan(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, cons
       d->Error("plan.cp", "ulysses needs tp*cp=" + S(pl.tp * pl.cp) + " to divide model.heads=" + S(m.heads));
   }
   if (pl.sequence_parallel && pl.tp > 1 && (pl.seq_len / pl.cp) % pl.tp != 0)
-    d->Error("plan.seq_len", "with sequence_parallel, seq_len/cp=" + S(pl.seq_len / pl.cp) +
-                                 " must be divisible by tp=" + S(pl.tp));
-  if (pl.seq_len > m.max_seq)
-    d->Warning("plan.seq_len", S(pl.seq_len) + " exceeds model.max_seq=" + S(m.max_seq));
+    d->Error("plan.seq_len",
+             "with sequence_parallel, seq_len/cp=" + S(pl.seq_len / pl.cp) + " must be divisible by tp=" + S(pl.tp));
+  if (pl.seq_len > m.max_seq) d->Warning("plan.seq_len", S(pl.seq_len) + " exceeds model.max_seq=" + S(m.max_seq));
 
   // Expert parallel.
   if (!m.moe) {
@@ -439,12 +442,13 @@ void ValidatePlan(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, cons
   if (pl.offload_optimizer == OffloadTarget::kCpu && pl.zero < 1)
     d->Error("plan.offload.optimizer", "optimizer offload needs plan.zero >= 1 (got 0)");
   if (pl.offload_optimizer == OffloadTarget::kNvme && pl.zero != 3)
-    d->Error("plan.offload.optimizer", "nvme offload needs plan.zero=3 (ZeRO-Infinity; got " +
-                                           S(int64_t{pl.zero}) + ")");
+    d->Error("plan.offload.optimizer",
+             "nvme offload needs plan.zero=3 (ZeRO-Infinity; got " + S(int64_t{pl.zero}) + ")");
 
   if (pl.ep_overlap && pl.ep <= 1)
-    d->Error("plan.ep_overlap", "needs plan.ep > 1: without expert parallelism there are no all-to-alls to overlap (got ep " +
-                                    S(pl.ep) + ")");
+    d->Error(
+        "plan.ep_overlap",
+        "needs plan.ep > 1: without expert parallelism there are no all-to-alls to overlap (got ep " + S(pl.ep) + ")");
 
   // Recompute.
   if (pl.recompute_layers > 0) {
@@ -452,16 +456,16 @@ void ValidatePlan(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, cons
       d->Error("plan.recompute_layers", "needs plan.recompute=full (got " + std::string(Name(pl.recompute)) + ")");
     int64_t per_stage = chunks > 0 ? m.layers / chunks * pl.vpp : m.layers;
     if (pl.recompute_layers > per_stage)
-      d->Error("plan.recompute_layers", S(pl.recompute_layers) + " exceeds the layers per pipeline stage (" +
-                                            S(per_stage) + ")");
+      d->Error("plan.recompute_layers",
+               S(pl.recompute_layers) + " exceeds the layers per pipeline stage (" + S(per_stage) + ")");
   }
   if (pl.recompute_modules == 0 || (pl.recompute_modules >> 7) != 0) {
     d->Error("plan.recompute_modules", "must name at least one of " + Choices<RecomputeModule>());
   } else if (pl.recompute_modules != kDefaultRecomputeModules) {
     const std::string mods = "[" + RecomputeModulesString(pl.recompute_modules) + "]";
     if (pl.recompute != Recompute::kSelective)
-      d->Error("plan.recompute_modules", mods + " needs plan.recompute=selective (got " +
-                                             std::string(Name(pl.recompute)) + ")");
+      d->Error("plan.recompute_modules",
+               mods + " needs plan.recompute=selective (got " + std::string(Name(pl.recompute)) + ")");
     // Megatron-Core refuses mla_up_proj without MLA (transformer_config.py __post_init__); the
     // others would recompute nothing on this model: said, not refused.
     if ((pl.recompute_modules & ModuleBit(RecomputeModule::kMlaUpProj)) && !m.mla)
@@ -486,18 +490,18 @@ void ValidatePlan(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, cons
   } else if (!g.peak_flops_per_s.count(pl.precision)) {
     std::string have;
     for (const auto& [dt, v] : g.peak_flops_per_s) have += (have.empty() ? "" : "|") + std::string(Name(dt));
-    d->Error("plan.precision", std::string(Name(pl.precision)) + " is not supported by gpu " + g.name +
-                                   " (it has: " + have + ")");
+    d->Error("plan.precision",
+             std::string(Name(pl.precision)) + " is not supported by gpu " + g.name + " (it has: " + have + ")");
   }
   if (pl.dtypes.weights == Dtype::kNone) d->Error("plan.dtypes.weights", "must not be none");
   if (pl.dtypes.grads == Dtype::kNone) d->Error("plan.dtypes.grads", "must not be none");
   const bool eight_bit = pl.optimizer == Optimizer::kAdam8bit;
   if (eight_bit && pl.dtypes.optimizer_states != Dtype::kInt8)
-    d->Error("plan.dtypes.optimizer_states", std::string("adam-8bit keeps int8 moments (got ") +
-                                                 Name(pl.dtypes.optimizer_states) + ")");
+    d->Error("plan.dtypes.optimizer_states",
+             std::string("adam-8bit keeps int8 moments (got ") + Name(pl.dtypes.optimizer_states) + ")");
   if (!eight_bit && pl.dtypes.optimizer_states == Dtype::kInt8)
-    d->Error("plan.dtypes.optimizer_states", std::string("int8 moments need optimizer=adam-8bit (got ") +
-                                                 Name(pl.optimizer) + ")");
+    d->Error("plan.dtypes.optimizer_states",
+             std::string("int8 moments need optimizer=adam-8bit (got ") + Name(pl.optimizer) + ")");
   if (pl.optimizer != Optimizer::kSgdMomentum && pl.dtypes.optimizer_states == Dtype::kNone)
     d->Error("plan.dtypes.optimizer_states", std::string(Name(pl.optimizer)) + " keeps moments; none is not allowed");
 

@@ -16,8 +16,7 @@ void ValidateGpu(const GpuSpec& g, const std::string& prefix, Diagnostics* out);
 void ValidateCluster(const ClusterSpec& c, const std::string& prefix, Diagnostics* out);
 // The plan's own ranges, then its consistency with the model, GPU and cluster: gpus =
 // tp*pp*dp*cp; tp | heads; layers split over pp*vpp; ep | experts; gbs % (mbs*dp) == 0; ...
-void ValidatePlan(const PlanSpec& p, const ModelSpec& m, const GpuSpec& g, const ClusterSpec& c,
-                  Diagnostics* out);
+void ValidatePlan(const PlanSpec& p, const ModelSpec& m, const GpuSpec& g, const ClusterSpec& c, Diagnostics* out);
 
 }  // namespace meshplan::core
 

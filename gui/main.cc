@@ -54,8 +54,8 @@ constexpr char kNoDisplayAdvice[] =
 QtMessageHandler g_previous_handler = nullptr;
 void ExitOnFatal(QtMsgType type, const QMessageLogContext& context, const QString& message) {
   if (type == QtFatalMsg) {
-    std::fprintf(stderr, "error: meshplan-gui cannot start its display (%s); %s\n",
-                 qPrintable(message.simplified()), kNoDisplayAdvice);
+    std::fprintf(stderr, "error: meshplan-gui cannot start its display (%s); %s\n", qPrintable(message.simplified()),
+                 kNoDisplayAdvice);
     std::fflush(stderr);
     std::_Exit(2);
   }
@@ -82,8 +82,7 @@ struct Options {
                  " (default memory); --screenshot also takes 'window' (the whole window with the inputs panel).",
              "NAME", "memory") {}
   void AddTo(QCommandLineParser* parser) const {
-    parser->setApplicationDescription(
-        "meshplan what-if explorer: memory, step time, cost and reliability of a plan");
+    parser->setApplicationDescription("meshplan what-if explorer: memory, step time, cost and reliability of a plan");
     parser->addHelpOption();
     parser->addVersionOption();
     parser->addOptions({screenshot, plan, db, view, size});
@@ -109,8 +108,10 @@ int main(int argc, char** argv) {
   if (WantsScreenshot(argc, argv) && std::getenv("QT_QPA_PLATFORM") == nullptr)
     setenv("QT_QPA_PLATFORM", "offscreen", 1);
   if (!HasDisplay()) {
-    std::fprintf(stderr, "error: meshplan-gui needs a display and none is set (DISPLAY, WAYLAND_DISPLAY and "
-                         "QT_QPA_PLATFORM are empty); %s\n", kNoDisplayAdvice);
+    std::fprintf(stderr,
+                 "error: meshplan-gui needs a display and none is set (DISPLAY, WAYLAND_DISPLAY and "
+                 "QT_QPA_PLATFORM are empty); %s\n",
+                 kNoDisplayAdvice);
     return 2;
   }
   g_previous_handler = qInstallMessageHandler(ExitOnFatal);

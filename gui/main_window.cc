@@ -182,10 +182,8 @@ void MainWindow::SavePlan() {
   const QString path = QFileDialog::getSaveFileName(this, "Save plan", "plan.json", "Plan JSON (*.json)");
   if (path.isEmpty()) return;
   QString err;
-  if (!scenario_.savePlanFile(path, &err))
-    QMessageBox::warning(this, "Save plan", err);
-  else
-    statusBar()->showMessage("saved " + path + " (meshplan report --plan " + path + ")", 5000);
+  if (!scenario_.savePlanFile(path, &err)) QMessageBox::warning(this, "Save plan", err);
+  else statusBar()->showMessage("saved " + path + " (meshplan report --plan " + path + ")", 5000);
 }
 
 bool MainWindow::exportChart(View* v, const QString& path, QString* error) {
@@ -229,10 +227,8 @@ void MainWindow::ExportCurrent() {
   if (path.isEmpty()) return;
   if (QFileInfo(path).suffix().isEmpty()) path += ".png";
   QString err;
-  if (!exportChart(v, path, &err))
-    QMessageBox::warning(this, "Export chart", err);
-  else
-    statusBar()->showMessage("wrote " + path, 5000);
+  if (!exportChart(v, path, &err)) QMessageBox::warning(this, "Export chart", err);
+  else statusBar()->showMessage("wrote " + path, 5000);
 }
 
 void MainWindow::CopyCommand() {

@@ -16,10 +16,8 @@ namespace meshplan::runtime {
 
 const char* Name(BackendKind k) {
   switch (k) {
-    case BackendKind::kCpu:
-      return "cpu";
-    case BackendKind::kCuda:
-      return "cuda";
+    case BackendKind::kCpu: return "cpu";
+    case BackendKind::kCuda: return "cuda";
   }
   return "?";
 }
@@ -73,14 +71,10 @@ core::Result<std::unique_ptr<Backend>> MakeBackend(BackendKind kind) {
 double RelativeTolerance(core::Dtype dtype, int64_t k) {
   const double accumulate = 2e-6 * std::sqrt(static_cast<double>(std::max<int64_t>(k, 1))) + 1e-6;
   switch (dtype) {
-    case core::Dtype::kBf16:
-      return std::ldexp(1.0, -8) + accumulate;  // 8 significand bits
-    case core::Dtype::kFp16:
-      return std::ldexp(1.0, -11) + accumulate;  // 11 significand bits
-    case core::Dtype::kFp8:
-      return std::ldexp(1.0, -4) + accumulate;  // e4m3: 4 significand bits (cuda only)
-    default:
-      return accumulate;
+    case core::Dtype::kBf16: return std::ldexp(1.0, -8) + accumulate;   // 8 significand bits
+    case core::Dtype::kFp16: return std::ldexp(1.0, -11) + accumulate;  // 11 significand bits
+    case core::Dtype::kFp8: return std::ldexp(1.0, -4) + accumulate;    // e4m3: 4 significand bits (cuda only)
+    default: return accumulate;
   }
 }
 

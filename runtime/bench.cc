@@ -148,12 +148,8 @@ Result<std::vector<CollectiveBenchResult>> BenchCollectives(Backend& backend, Ho
           buf.in_count = per_rank * n;
           buf.out_count = per_rank;
           break;
-        case CollectiveKind::kAllToAll:
-          buf.in_count = buf.out_count = per_rank * n;
-          break;
-        default:
-          buf.in_count = buf.out_count = total;
-          break;
+        case CollectiveKind::kAllToAll: buf.in_count = buf.out_count = per_rank * n; break;
+        default: buf.in_count = buf.out_count = total; break;
       }
       MESHPLAN_ASSIGN_OR_RETURN(buf.in, backend.Allocate({buf.in_count}, Dtype::kFp32));
       MESHPLAN_ASSIGN_OR_RETURN(buf.out, backend.Allocate({buf.out_count}, Dtype::kFp32));
@@ -165,61 +161,36 @@ Result<std::vector<CollectiveBenchResult>> BenchCollectives(Backend& backend, Ho
         float v = 0;
         switch (kind) {
           case CollectiveKind::kAllReduce:
-          case CollectiveKind::kReduceScatter:
-            v = static_cast<float>((me + 1) * (e % 11 + 1));
-            break;
-          case CollectiveKind::kAllGather:
-            v = Val(me, 0, e);
-            break;
-          case CollectiveKind::kAllToAll:
-            v = Val(me, e / per_rank, e);
-            break;  // block j goes to rank j
-          case CollectiveKind::kBroadcast:
-            v = me == 0 ? Val(0, 1, e) : -1.0f;
-            break;
-          case CollectiveKind::kSendRecv:
-            v = Val(me, 2, e);
-            break;
+          case CollectiveKind::kReduceScatter: v = static_cast<float>((me + 1) * (e % 11 + 1)); break;
+          case CollectiveKind::kAllGather: v = Val(me, 0, e); break;
+          case CollectiveKind::kAllToAll: v = Val(me, e / per_rank, e); break;  // block j goes to rank j
+          case CollectiveKind::kBroadcast: v = me == 0 ? Val(0, 1, e) : -1.0f; break;
+          case CollectiveKind::kSendRecv: v = Val(me, 2, e); break;
         }
         hin[static_cast<size_t>(e)] = v;
       }
       for (int64_t e = 0; e < buf.out_count; ++e) {
         float w = 0;
         switch (kind) {
-          case CollectiveKind::kAllReduce:
-            w = static_cast<float>(ranks_sum * static_cast<double>(e % 11 + 1));
-            break;
+          case CollectiveKind::kAllReduce: w = static_cast<float>(ranks_sum * static_cast<double>(e % 11 + 1)); break;
           case CollectiveKind::kReduceScatter:
             w = static_cast<float>(ranks_sum * static_cast<double>((me * per_rank + e) % 11 + 1));
             break;
-          case CollectiveKind::kAllGather:
-            w = Val(e / per_rank, 0, e % per_rank);
-            break;
-          case CollectiveKind::kAllToAll:
-            w = Val(e / per_rank, me, me * per_rank + e % per_rank);
-            break;
-          case CollectiveKind::kBroadcast:
-            w = Val(0, 1, e);
-            break;
-          case CollectiveKind::kSendRecv:
-            w = Val(prev, 2, e);
-            break;
+          case CollectiveKind::kAllGather: w = Val(e / per_rank, 0, e % per_rank); break;
+          case CollectiveKind::kAllToAll: w = Val(e / per_rank, me, me * per_rank + e % per_rank); break;
+          case CollectiveKind::kBroadcast: w = Val(0, 1, e); break;
+          case CollectiveKind::kSendRecv: w = Val(prev, 2, e); break;
         }
         want[static_cast<size_t>(e)] = w;
       }
       const char* what = core::Name(kind);
       auto launch = [&]() -> Status {
         switch (kind) {
-          case CollectiveKind::kAllReduce:
-            return backend.AllReduce(*comm, &buf.in, what);
-          case CollectiveKind::kAllGather:
-            return backend.AllGather(*comm, buf.in, &buf.out, what);
-          case CollectiveKind::kReduceScatter:
-            return backend.ReduceScatter(*comm, buf.in, &buf.out, what);
-          case CollectiveKind::kAllToAll:
-            return backend.AllToAll(*comm, buf.in, &buf.out, what);
-          case CollectiveKind::kBroadcast:
-            return backend.Broadcast(*comm, 0, &buf.in, what);
+          case CollectiveKind::kAllReduce: return backend.AllReduce(*comm, &buf.in, what);
+          case CollectiveKind::kAllGather: return backend.AllGather(*comm, buf.in, &buf.out, what);
+          case CollectiveKind::kReduceScatter: return backend.ReduceScatter(*comm, buf.in, &buf.out, what);
+          case CollectiveKind::kAllToAll: return backend.AllToAll(*comm, buf.in, &buf.out, what);
+          case CollectiveKind::kBroadcast: return backend.Broadcast(*comm, 0, &buf.in, what);
           case CollectiveKind::kSendRecv:
             MESHPLAN_RETURN_IF_ERROR(backend.Send(*comm, next, buf.in, what));
             MESHPLAN_RETURN_IF_ERROR(backend.Recv(*comm, prev, &buf.out, what));

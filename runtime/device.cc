@@ -4,7 +4,6 @@
 #define MESHPLAN_HAVE_CUDA 0
 #endif
 
-
 #if MESHPLAN_HAVE_CUDA
 #include "runtime/cuda/cuda_device.h"
 #endif

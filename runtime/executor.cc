@@ -67,8 +67,8 @@ Status CheckPipeline(const core::PlanSpec& p, int64_t stage) {
     return Status::InvalidArgument("pipeline schedule: plan.micro_batch: micro_batch and dp must be >= 1");
   MESHPLAN_RETURN_IF_ERROR(core::CheckPipelineSchedule(p.schedule, p.pp, p.vpp, p.Microbatches()));
   if (stage < 0 || stage >= p.pp)
-    return Status::InvalidArgument("pipeline schedule: plan.pp: stage " + std::to_string(stage) +
-                                   " is outside [0, " + std::to_string(p.pp) + ")");
+    return Status::InvalidArgument("pipeline schedule: plan.pp: stage " + std::to_string(stage) + " is outside [0, " +
+                                   std::to_string(p.pp) + ")");
   return Status::Ok();
 }
 
@@ -344,8 +344,8 @@ class Executor {
       return;
     }
     sl->modeled = true;
-    sl->predicted_s = core::CollectiveTime(sl->op.collective, sl->op.bytes, core::SpanOfGroup(sl->op.group, p_, s_.cluster),
-                                           s_.cluster, o_.profile.comm)
+    sl->predicted_s = core::CollectiveTime(sl->op.collective, sl->op.bytes,
+                                           core::SpanOfGroup(sl->op.group, p_, s_.cluster), s_.cluster, o_.profile.comm)
                           .time_s;
   }
 
@@ -379,10 +379,8 @@ class Executor {
       return Tensor();
     }
     MESHPLAN_ASSIGN_OR_RETURN(Tensor t, be_.Allocate(shape, d));
-    if (random)
-      MESHPLAN_RETURN_IF_ERROR(be_.FillRandom(&t, ++seed_, 1.0f));
-    else
-      MESHPLAN_RETURN_IF_ERROR(be_.Fill(&t, 0.0f));
+    if (random) MESHPLAN_RETURN_IF_ERROR(be_.FillRandom(&t, ++seed_, 1.0f));
+    else MESHPLAN_RETURN_IF_ERROR(be_.Fill(&t, 0.0f));
     held_[static_cast<size_t>(use)] += t.bytes();
     held_by_dtype_[d] += t.bytes();
     return t;
@@ -777,8 +775,7 @@ class Executor {
       case MemKernel::kSoftmax:
         if (!bwd) return be_.SoftmaxForward(t[0], &t[1]);
         return be_.SoftmaxBackward(t[1], t[2], &t[3]);
-      case MemKernel::kAdd:
-        return be_.Add(t[0], t[1], 1.0f, &t[2]);
+      case MemKernel::kAdd: return be_.Add(t[0], t[1], 1.0f, &t[2]);
     }
     return Status::Internal("executor: unknown memory kernel");
   }
@@ -795,34 +792,24 @@ class Executor {
     switch (op.kind) {
       case OpKind::kGemm:
         switch (op.pass) {
-          case Pass::kBackwardInput:
-            return be_.Gemm({.transpose_b = true}, t[3], t[1], &t[4]);  // dA = dC B^T
-          case Pass::kBackwardWeight:
-            return be_.Gemm({.transpose_a = true}, t[0], t[3], &t[5]);  // dB = A^T dC
-          default:
-            return be_.Gemm({}, t[0], t[1], &t[2]);  // C = A B
+          case Pass::kBackwardInput: return be_.Gemm({.transpose_b = true}, t[3], t[1], &t[4]);   // dA = dC B^T
+          case Pass::kBackwardWeight: return be_.Gemm({.transpose_a = true}, t[0], t[3], &t[5]);  // dB = A^T dC
+          default: return be_.Gemm({}, t[0], t[1], &t[2]);                                        // C = A B
         }
       case OpKind::kAttention:
         if (op.pass == Pass::kBackwardInput)
           return be_.AttentionBackward({.causal = op.causal}, t[0], t[1], t[2], t[3], t[5], t[4], &t[6], &t[7], &t[8]);
         return be_.AttentionForward({.causal = op.causal}, t[0], t[1], t[2], &t[3], &t[4]);
-      case OpKind::kMemoryBound:
-        return RunMemory(*sl.buffers, op.pass);
-      case OpKind::kOptimizer:
-        return be_.AdamUpdate({.step = step + 1}, t[1], &t[0], &t[2], &t[3]);
+      case OpKind::kMemoryBound: return RunMemory(*sl.buffers, op.pass);
+      case OpKind::kOptimizer: return be_.AdamUpdate({.step = step + 1}, t[1], &t[0], &t[2], &t[3]);
       case OpKind::kCollective: {
         Communicator& c = *sl.comm;
         switch (op.collective) {
-          case CollectiveKind::kAllReduce:
-            return be_.AllReduce(c, &t[0], op.name);
-          case CollectiveKind::kAllGather:
-            return be_.AllGather(c, t[0], &t[1], op.name);
-          case CollectiveKind::kReduceScatter:
-            return be_.ReduceScatter(c, t[0], &t[1], op.name);
-          case CollectiveKind::kAllToAll:
-            return be_.AllToAll(c, t[0], &t[1], op.name);
-          case CollectiveKind::kBroadcast:
-            return be_.Broadcast(c, 0, &t[0], op.name);
+          case CollectiveKind::kAllReduce: return be_.AllReduce(c, &t[0], op.name);
+          case CollectiveKind::kAllGather: return be_.AllGather(c, t[0], &t[1], op.name);
+          case CollectiveKind::kReduceScatter: return be_.ReduceScatter(c, t[0], &t[1], op.name);
+          case CollectiveKind::kAllToAll: return be_.AllToAll(c, t[0], &t[1], op.name);
+          case CollectiveKind::kBroadcast: return be_.Broadcast(c, 0, &t[0], op.name);
           case CollectiveKind::kSendRecv: {  // a ring step: send to the next member, receive from the previous
             const int n = c.size(), r = c.rank();
             if (n == 1) return Status::Ok();
@@ -870,13 +857,11 @@ class Executor {
       return Status::Ok();
     };
     switch (pass) {
-      case PipePass::kForward:
-        return run([](Pass p) { return p == Pass::kForward; });
+      case PipePass::kForward: return run([](Pass p) { return p == Pass::kForward; });
       case PipePass::kBackward:
         MESHPLAN_RETURN_IF_ERROR(run([](Pass p) { return p == Pass::kRecompute; }));
         return run([&](Pass p) { return p == Pass::kBackwardInput || (!split_weight_ && p == Pass::kBackwardWeight); });
-      case PipePass::kWeight:
-        return run([](Pass p) { return p == Pass::kBackwardWeight; });
+      case PipePass::kWeight: return run([](Pass p) { return p == Pass::kBackwardWeight; });
     }
     return Status::Internal("executor: unknown pipeline pass");
   }
@@ -911,10 +896,8 @@ class Executor {
   Result<double> RunStep(int step, bool timed) {
     MESHPLAN_ASSIGN_OR_RETURN(Event start, be_.RecordEvent());
     for (const PipeAction& a : program_) {
-      if (a.kind == PipeAction::kRun)
-        MESHPLAN_RETURN_IF_ERROR(RunPass(a.slot, step, timed));
-      else
-        MESHPLAN_RETURN_IF_ERROR(RunTransfer(a, step, timed));
+      if (a.kind == PipeAction::kRun) MESHPLAN_RETURN_IF_ERROR(RunPass(a.slot, step, timed));
+      else MESHPLAN_RETURN_IF_ERROR(RunTransfer(a, step, timed));
     }
     // Once per step: every list instance's gradient synchronisation and optimizer update.
     size_t instance = 0;
@@ -1147,9 +1130,9 @@ class Executor {
   std::unique_ptr<HostComm> self_;
   std::unique_ptr<Communicator> self_comm_;
   std::array<std::unique_ptr<Communicator>, core::kCommGroups> comms_;
-  std::vector<Section> sections_;   // embedding, dense_layer, moe_layer, head[, pipeline]
-  std::vector<int> forward_lists_;  // section ids of every chunk, in chunk order
-  std::vector<Chunk> chunks_;       // this rank's model chunks (core::ForEachStageChunk order)
+  std::vector<Section> sections_;    // embedding, dense_layer, moe_layer, head[, pipeline]
+  std::vector<int> forward_lists_;   // section ids of every chunk, in chunk order
+  std::vector<Chunk> chunks_;        // this rank's model chunks (core::ForEachStageChunk order)
   std::vector<PipeAction> program_;  // one step's passes and transfers (PipelineProgram)
   bool split_weight_ = false;        // W passes run the weight gradients (zero-bubble, DualPipe)
   std::map<std::string, Buffers> buffers_;

@@ -107,7 +107,7 @@ core::Result<Measurement> ExecuteStep(Backend& backend, const core::Scenario& sc
 //
 // The pipeline's virtual stages and every schedule's per-rank order are core/schedule.h's
 // (core::PipeTopology, core::PipelineOrders), the orders sim/des.cc simulates.
-using PipePass = core::PipePass;   // F, B, W (W: weight gradients split from B)
+using PipePass = core::PipePass;  // F, B, W (W: weight gradients split from B)
 using PipeSlot = core::ScheduleSlot;
 
 // The passes pipeline rank `stage` runs in one step, in order: core::PipelineOrders' for the

@@ -160,10 +160,8 @@ class NumericsStep {
     for (const core::ScheduleSlot& slot : core::StageOrder(core::Schedule::kGpipe, p_.pp, 1, stage_, microbatches_)) {
       const bool forward = slot.pass == core::PipePass::kForward;
       MicrobatchSaved& sv = saved[static_cast<size_t>(slot.microbatch)];
-      if (forward)
-        MESHPLAN_RETURN_IF_ERROR(Forward(slot.microbatch, &sv));
-      else
-        MESHPLAN_RETURN_IF_ERROR(Backward(&sv));
+      if (forward) MESHPLAN_RETURN_IF_ERROR(Forward(slot.microbatch, &sv));
+      else MESHPLAN_RETURN_IF_ERROR(Backward(&sv));
       if (!forward) sv = MicrobatchSaved{};  // free the activations
     }
     MESHPLAN_RETURN_IF_ERROR(ReduceGradients());

@@ -86,8 +86,7 @@ core::Result<AttnDims> OpChecks::Attention(const char* op, const AttentionArgs& 
   MESHPLAN_RETURN_IF_ERROR(Defined(op, {&q, &k, &v}));
   if (q.rank() != 4 || k.rank() != 4 || v.rank() != 4) return Bad(op, "q, k, v must be rank 4 [b, h, s, d]");
   AttnDims x{q.dim(0), q.dim(1), q.dim(2), k.dim(2), q.dim(3), v.dim(3), args.scale};
-  if (k.dim(0) != x.b || v.dim(0) != x.b || k.dim(1) != x.h || v.dim(1) != x.h || k.dim(3) != x.d ||
-      v.dim(2) != x.skv)
+  if (k.dim(0) != x.b || v.dim(0) != x.b || k.dim(1) != x.h || v.dim(1) != x.h || k.dim(3) != x.d || v.dim(2) != x.skv)
     return Bad(op, "q " + q.ShapeString() + ", k " + k.ShapeString() + ", v " + v.ShapeString() + " do not match");
   if (x.scale == 0) x.scale = 1.0f / std::sqrt(static_cast<float>(std::max<int64_t>(x.d, 1)));
   return x;

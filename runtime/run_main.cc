@@ -101,10 +101,8 @@ int Emit(const Job& job, const CommonFlags& f, const Measurement& m, const std::
       return Fail(job, "--output: " + st.message());
     std::cerr << "wrote " << f.output << "\n";
   }
-  if (f.format == "json")
-    std::cout << json;
-  else
-    std::cout << table;
+  if (f.format == "json") std::cout << json;
+  else std::cout << table;
   return 0;
 }
 
@@ -478,14 +476,10 @@ int Main(int argc, char** argv) {
   if (!job.world) job.world = MakeSelfComm("world");
 
   int rc = 0;
-  if (gemm->parsed())
-    rc = BenchGemmCmd(job, common, shapes, timing);
-  else if (coll->parsed())
-    rc = BenchCollectivesCmd(job, common, min_bytes, max_bytes, kinds, timing);
-  else if (verify->parsed())
-    rc = VerifyCmd(job, common, vflags);
-  else
-    rc = RunPlan(job, common, run);
+  if (gemm->parsed()) rc = BenchGemmCmd(job, common, shapes, timing);
+  else if (coll->parsed()) rc = BenchCollectivesCmd(job, common, min_bytes, max_bytes, kinds, timing);
+  else if (verify->parsed()) rc = VerifyCmd(job, common, vflags);
+  else rc = RunPlan(job, common, run);
 
 #if MESHPLAN_HAVE_MPI
   if (job.mpi) {

@@ -277,7 +277,7 @@ class Simulator {
     const RankCost& rc = cost_[ri];
     OpCost c = rc.op[static_cast<size_t>(op.kind)];
     if (op.kind == PipeOpKind::kBackward && !split_w_) c = Sum(c, rc.op[2]);
-    const int64_t to = op.kind == PipeOpKind::kForward ? pipe_.Next(op.vs)
+    const int64_t to = op.kind == PipeOpKind::kForward    ? pipe_.Next(op.vs)
                        : op.kind == PipeOpKind::kBackward ? pipe_.Prev(op.vs)
                                                           : -1;
     double send = to >= 0 && pipe_.Rank(to) != rank ? rc.send : 0.0;
@@ -288,7 +288,7 @@ class Simulator {
       send *= f;
     }
     const double start = std::max(free_[ri], ready);
-    const double a = start + c.compute / 2;             // end of the first half of the kernels
+    const double a = start + c.compute / 2;            // end of the first half of the kernels
     const double b = a + c.tp_exposed + c.dp_exposed;  // start of the second half
     const double end = b + c.compute / 2;
     const double done = end + send;
@@ -409,7 +409,8 @@ class Simulator {
 core::Status CheckPass(const PassStreams& p, int64_t rank, const char* pass) {
   const std::string where = "stages[" + std::to_string(rank) + "]." + pass;
   for (double v : {p.compute_s, p.tp_exposed_s, p.tp_overlapped_s, p.dp_exposed_s, p.dp_overlapped_s})
-    if (!(v >= 0) || !std::isfinite(v)) return core::Status::InvalidArgument(where + ": durations must be finite and >= 0");
+    if (!(v >= 0) || !std::isfinite(v))
+      return core::Status::InvalidArgument(where + ": durations must be finite and >= 0");
   const double slack = 1e-12 * (1 + p.compute_s);
   if (p.tp_overlapped_s > p.compute_s + slack || p.dp_overlapped_s > p.compute_s + slack)
     return core::Status::InvalidArgument(where + ": an overlapped collective longer than the pass's compute (" +
@@ -423,8 +424,8 @@ core::Result<DesResult> SimulateStreams(const core::PlanSpec& plan, const std::v
                                         int64_t microbatches, const DesOptions& options) {
   const int64_t pp = plan.pp;
   if (static_cast<int64_t>(stages.size()) != pp)
-    return core::Status::InvalidArgument("stages: " + std::to_string(stages.size()) + " given, plan.pp=" +
-                                         std::to_string(pp));
+    return core::Status::InvalidArgument("stages: " + std::to_string(stages.size()) +
+                                         " given, plan.pp=" + std::to_string(pp));
   if (microbatches < 1) return core::Status::InvalidArgument("microbatches: must be >= 1");
   // Bounded work: every (rank, chunk, microbatch) is up to three passes, each an event with its
   // communication and, with a timeline, a record.
@@ -441,15 +442,15 @@ core::Result<DesResult> SimulateStreams(const core::PlanSpec& plan, const std::v
     return core::Status::InvalidArgument(msg);
   }
   if (!options.stage_slowdown.empty() && static_cast<int64_t>(options.stage_slowdown.size()) != pp)
-    return core::Status::InvalidArgument("stage_slowdown: needs one factor per pipeline rank (" +
-                                         std::to_string(pp) + "), got " +
-                                         std::to_string(options.stage_slowdown.size()));
+    return core::Status::InvalidArgument("stage_slowdown: needs one factor per pipeline rank (" + std::to_string(pp) +
+                                         "), got " + std::to_string(options.stage_slowdown.size()));
   for (double f : options.stage_slowdown)
     if (!(f > 0)) return core::Status::InvalidArgument("stage_slowdown: factors must be > 0");
   if (!(options.jitter >= 0)) return core::Status::InvalidArgument("jitter: must be >= 0");
   for (int64_t r = 0; r < pp; ++r) {
     const StageStreams& s = stages[static_cast<size_t>(r)];
-    for (auto [pass, name] : {std::pair{&s.forward, "forward"}, {&s.backward_input, "backward_input"},
+    for (auto [pass, name] : {std::pair{&s.forward, "forward"},
+                              {&s.backward_input, "backward_input"},
                               {&s.backward_weight, "backward_weight"}}) {
       if (core::Status st = CheckPass(*pass, r, name); !st.ok()) return st;
     }
@@ -511,7 +512,8 @@ core::Result<DesResult> SimulateStreams(const core::PlanSpec& plan, const std::v
   double held = 0;
   res.step_time_s = res.pipeline_s;
   for (int64_t r = 0; r < pp; ++r) {
-    res.step_time_s = std::max(res.step_time_s, sim.Finish(r, plan.overlap_grad_reduce, hosted[static_cast<size_t>(r)]));
+    res.step_time_s =
+        std::max(res.step_time_s, sim.Finish(r, plan.overlap_grad_reduce, hosted[static_cast<size_t>(r)]));
     DesStage st;
     st.busy_s = sim.Held(r);
     st.idle_s = res.pipeline_s - st.busy_s;
@@ -541,7 +543,6 @@ core::Result<DesResult> SimulatePipeline(const core::PlanSpec& plan, const std::
 // ---- timelines ---------------------------------------------------------------------------------
 
 namespace {
-
 
 // "exposed F3", "send B12", "grad_sync", "optimizer".
 std::string TaskLabel(const TimelineTask& t) {
@@ -587,12 +588,14 @@ std::string ChromeTraceJson(const DesResult& r) {
   };
   for (size_t s = 0; s < r.stages.size(); ++s) {
     std::snprintf(line, sizeof line,
-                  "  {\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %zu, \"args\": {\"name\": \"rank %zu\"}}", s, s);
+                  "  {\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %zu, \"args\": {\"name\": \"rank %zu\"}}", s,
+                  s);
     emit();
     for (int k = 0; k < kStreams; ++k) {
-      std::snprintf(line, sizeof line,
-                    "  {\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %zu, \"tid\": %d, \"args\": {\"name\": \"%s\"}}",
-                    s, k, Name(static_cast<Stream>(k)));
+      std::snprintf(
+          line, sizeof line,
+          "  {\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %zu, \"tid\": %d, \"args\": {\"name\": \"%s\"}}", s, k,
+          Name(static_cast<Stream>(k)));
       emit();
       std::snprintf(line, sizeof line,
                     "  {\"name\": \"thread_sort_index\", \"ph\": \"M\", \"pid\": %zu, \"tid\": %d, "
@@ -636,8 +639,8 @@ std::string SvgGantt(const DesResult& r, int64_t stages) {
   std::ostringstream o;
   o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\""
     << top + band * static_cast<double>(stages) + 40 << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
-  o << "<text x=\"" << left << "\" y=\"18\">step " << r.step_time_s << " s, pipeline " << r.pipeline_s
-    << " s, bubble " << 100 * r.bubble_fraction << "% (F blue, B orange, W green, optimizer grey, idle white";
+  o << "<text x=\"" << left << "\" y=\"18\">step " << r.step_time_s << " s, pipeline " << r.pipeline_s << " s, bubble "
+    << 100 * r.bubble_fraction << "% (F blue, B orange, W green, optimizer grey, idle white";
   if (!comm.empty()) {
     o << "; sub-rows:";
     for (Stream s : comm) o << " " << Name(s);
@@ -651,24 +654,26 @@ std::string SvgGantt(const DesResult& r, int64_t stages) {
       << "\" fill=\"white\" stroke=\"#ccc\"/>\n";
     for (Stream c : comm) {
       o << "<text x=\"16\" y=\"" << y + sub_row(c) + sub - 1 << "\" font-size=\"7\">" << Name(c) << "</text>\n";
-      o << "<rect x=\"" << left << "\" y=\"" << y + sub_row(c) << "\" width=\"" << horizon * scale
-        << "\" height=\"" << sub - 1 << "\" fill=\"white\" stroke=\"#eee\"/>\n";
+      o << "<rect x=\"" << left << "\" y=\"" << y + sub_row(c) << "\" width=\"" << horizon * scale << "\" height=\""
+        << sub - 1 << "\" fill=\"white\" stroke=\"#eee\"/>\n";
     }
   }
   for (const auto& op : r.ops) {
-    const char* fill = op.kind == PipeOpKind::kForward ? "#4c78a8" : op.kind == PipeOpKind::kBackward ? "#f58518" : "#54a24b";
+    const char* fill = op.kind == PipeOpKind::kForward    ? "#4c78a8"
+                       : op.kind == PipeOpKind::kBackward ? "#f58518"
+                                                          : "#54a24b";
     o << "<rect x=\"" << left + op.start_s * scale << "\" y=\"" << top + band * static_cast<double>(op.stage)
-      << "\" width=\"" << std::max(0.5, (op.end_s - op.start_s) * scale) << "\" height=\"" << row - 2
-      << "\" fill=\"" << fill << "\"><title>" << core::Name(op.kind) << op.microbatch << " chunk " << op.chunk
-      << ": " << op.start_s << "-" << op.end_s << " s</title></rect>\n";
+      << "\" width=\"" << std::max(0.5, (op.end_s - op.start_s) * scale) << "\" height=\"" << row - 2 << "\" fill=\""
+      << fill << "\"><title>" << core::Name(op.kind) << op.microbatch << " chunk " << op.chunk << ": " << op.start_s
+      << "-" << op.end_s << " s</title></rect>\n";
   }
   for (const auto& t : r.tasks) {
     const bool main = t.stream == Stream::kCompute;
     o << "<rect x=\"" << left + t.start_s * scale << "\" y=\""
       << top + band * static_cast<double>(t.stage) + sub_row(t.stream) << "\" width=\""
-      << std::max(0.5, (t.end_s - t.start_s) * scale) << "\" height=\"" << (main ? row - 2 : sub - 1)
-      << "\" fill=\"" << TaskColour(t.kind) << "\"><title>" << Name(t.stream) << ": " << TaskLabel(t) << ": "
-      << t.start_s << "-" << t.end_s << " s</title></rect>\n";
+      << std::max(0.5, (t.end_s - t.start_s) * scale) << "\" height=\"" << (main ? row - 2 : sub - 1) << "\" fill=\""
+      << TaskColour(t.kind) << "\"><title>" << Name(t.stream) << ": " << TaskLabel(t) << ": " << t.start_s << "-"
+      << t.end_s << " s</title></rect>\n";
   }
   o << "</svg>\n";
   return o.str();
@@ -688,13 +693,16 @@ std::string AsciiGantt(const DesResult& r, int64_t stages, int width) {
   auto paint = [&](int64_t stage, size_t line, double t0, double t1, char c) {
     if (stage < 0 || stage >= stages) return;
     // Nearest column edges, so that back-to-back tasks tile the row; a task gets at least one.
-    const int a = static_cast<int>(std::lround(t0 * scale)), b = std::max(a + 1, static_cast<int>(std::lround(t1 * scale)));
+    const int a = static_cast<int>(std::lround(t0 * scale)),
+              b = std::max(a + 1, static_cast<int>(std::lround(t1 * scale)));
     std::string& row = rows[static_cast<size_t>(stage) * lines + line];
     for (int x = a; x < b && x < width; ++x) row[static_cast<size_t>(x)] = c;
   };
   for (const auto& op : r.ops)
     paint(op.stage, 0, op.start_s, op.end_s,
-          op.kind == PipeOpKind::kForward ? 'F' : op.kind == PipeOpKind::kBackward ? 'B' : 'W');
+          op.kind == PipeOpKind::kForward    ? 'F'
+          : op.kind == PipeOpKind::kBackward ? 'B'
+                                             : 'W');
   // Overlapped collectives first, so that a one-column exposed one stays visible.
   for (const TaskKind k : {TaskKind::kOverlappedComm, TaskKind::kGradSync, TaskKind::kExposedComm, TaskKind::kSend,
                            TaskKind::kOptimizer}) {
@@ -725,7 +733,8 @@ std::string AsciiGantt(const DesResult& r, int64_t stages, int width) {
   for (const auto& t : r.tasks) optimizer |= t.kind == TaskKind::kOptimizer;
   if (optimizer) o << "  O step-level work";
   o << "\n";
-  if (!comm.empty()) o << "        = exposed  ~ overlapped collective  > activation send  < gradient send  R gradient sync\n";
+  if (!comm.empty())
+    o << "        = exposed  ~ overlapped collective  > activation send  < gradient send  R gradient sync\n";
   return o.str();
 }
 

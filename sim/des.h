@@ -63,8 +63,8 @@ const char* Name(TaskKind k);  // "exposed", "overlapped", "send", "grad_sync", 
 // A task on a stream other than a pass's compute: communication and the step-level work.
 struct TimelineTask {
   int64_t stage = 0;
-  int64_t chunk = 0;        // of the pass it belongs to; -1 for step-level tasks
-  int64_t microbatch = 0;   // -1 for step-level tasks
+  int64_t chunk = 0;                       // of the pass it belongs to; -1 for step-level tasks
+  int64_t microbatch = 0;                  // -1 for step-level tasks
   PipeOpKind pass = PipeOpKind::kForward;  // the pass it belongs to (a send: the pass that sends)
   TaskKind kind = TaskKind::kExposedComm;
   Stream stream = Stream::kTpComm;
@@ -115,9 +115,9 @@ inline constexpr double kMaxDesPasses = 4e6;
 
 struct DesOptions {
   std::vector<double> stage_slowdown;  // per rank, multiplies its pass and send durations (1.1 = 10% slower)
-  double jitter = 0;                    // relative std-dev of each pass's duration (normal, clamped > 0)
+  double jitter = 0;                   // relative std-dev of each pass's duration (normal, clamped > 0)
   uint64_t seed = 1;
-  bool keep_timeline = true;            // fill DesResult::ops and ::tasks (off for benchmarks and search)
+  bool keep_timeline = true;  // fill DesResult::ops and ::tasks (off for benchmarks and search)
 };
 
 struct DesStage {
@@ -130,9 +130,9 @@ struct DesStage {
 };
 
 struct DesResult {
-  double pipeline_s = 0;      // makespan of the F/B/W ops and their sends
-  double step_time_s = 0;     // until the last rank's optimizer step ends
-  double bubble_fraction = 0; // idle share of the pipeline phase, over all ranks
+  double pipeline_s = 0;       // makespan of the F/B/W ops and their sends
+  double step_time_s = 0;      // until the last rank's optimizer step ends
+  double bubble_fraction = 0;  // idle share of the pipeline phase, over all ranks
   std::vector<DesStage> stages;
   std::vector<TimelineOp> ops;      // passes on the compute stream, in start order per rank
   std::vector<TimelineTask> tasks;  // everything else, in start order per rank and stream

@@ -223,10 +223,14 @@ double UniformBubble(Schedule schedule, int64_t p, int64_t m, int64_t v) {
 
 // The breakdown terms of a step, named, for "why is this plan faster".
 std::vector<std::pair<std::string, double>> BreakdownTerms(const StepBreakdown& b) {
-  return {{"compute", b.compute_s},           {"recompute", b.recompute_s},
-          {"exposed TP communication", b.tp_comm_s}, {"exposed CP communication", b.cp_comm_s},
-          {"exposed EP all-to-all", b.ep_comm_s},    {"exposed DP communication", b.dp_comm_s},
-          {"pipeline sends", b.pp_comm_s},           {"pipeline bubble", b.bubble_s},
+  return {{"compute", b.compute_s},
+          {"recompute", b.recompute_s},
+          {"exposed TP communication", b.tp_comm_s},
+          {"exposed CP communication", b.cp_comm_s},
+          {"exposed EP all-to-all", b.ep_comm_s},
+          {"exposed DP communication", b.dp_comm_s},
+          {"pipeline sends", b.pp_comm_s},
+          {"pipeline bubble", b.bubble_s},
           {"optimizer step", b.optimizer_s}};
 }
 
@@ -279,10 +283,10 @@ Status RequireValid(const PlanSpec& p, const Case& k, const char* what) {
 // ---------------------------------------------------------------------------------------------
 struct RulesOutcome {
   PlanSpec plan;
-  bool found = false;            // some candidate was valid
+  bool found = false;  // some candidate was valid
   bool fits = false;
-  std::vector<std::string> why;  // the decisions, in words
-  int64_t min_gpus = 0;          // ⌈state / HBM⌉
+  std::vector<std::string> why;    // the decisions, in words
+  int64_t min_gpus = 0;            // ⌈state / HBM⌉
   std::vector<std::string> tried;  // candidates that were valid but did not fit
 };
 
@@ -355,10 +359,11 @@ RulesOutcome ApplyRules(const core::Scenario& s, const core::Profile& profile) {
     for (int zero = 1; zero <= 3; ++zero)
       for (Recompute rc : kModes)
         if (try_plan(make(1, 1, zero, rc))) {
-          out.why.push_back(Fmt("the state needs ≥ %lld GPUs, within one %lld-GPU NVLink domain ⇒ data parallel "
-                                "with the lowest ZeRO stage that fits: ZeRO-%d%s, %s",
-                                static_cast<long long>(out.min_gpus), static_cast<long long>(domain), zero,
-                                zero == 3 ? " (FSDP)" : "", RecomputeText(rc).c_str()));
+          out.why.push_back(
+              Fmt("the state needs ≥ %lld GPUs, within one %lld-GPU NVLink domain ⇒ data parallel "
+                  "with the lowest ZeRO stage that fits: ZeRO-%d%s, %s",
+                  static_cast<long long>(out.min_gpus), static_cast<long long>(domain), zero,
+                  zero == 3 ? " (FSDP)" : "", RecomputeText(rc).c_str()));
           return out;
         }
   }
@@ -377,24 +382,27 @@ RulesOutcome ApplyRules(const core::Scenario& s, const core::Profile& profile) {
       if ((gpus / tp) % pp != 0 || pp < pp_min) continue;
       for (Recompute rc : {Recompute::kSelective, Recompute::kFull}) {
         if (try_plan(make(tp, pp, 1, rc))) {
-          out.why.push_back(Fmt("TP %lld: the largest degree within the %lld-GPU NVLink domain that divides the "
-                                "model's heads (TP traffic stays on NVLink)",
-                                static_cast<long long>(tp), static_cast<long long>(domain)));
+          out.why.push_back(
+              Fmt("TP %lld: the largest degree within the %lld-GPU NVLink domain that divides the "
+                  "model's heads (TP traffic stays on NVLink)",
+                  static_cast<long long>(tp), static_cast<long long>(domain)));
           if (pp >= pp_min && pp_min > 1)
-            out.why.push_back(Fmt("PP %lld: the smallest divisor of %lld/%lld with TP × PP ≥ %lld, so one model "
-                                  "replica holds the whole state",
-                                  static_cast<long long>(pp), static_cast<long long>(gpus), static_cast<long long>(tp),
-                                  static_cast<long long>(out.min_gpus)));
+            out.why.push_back(
+                Fmt("PP %lld: the smallest divisor of %lld/%lld with TP × PP ≥ %lld, so one model "
+                    "replica holds the whole state",
+                    static_cast<long long>(pp), static_cast<long long>(gpus), static_cast<long long>(tp),
+                    static_cast<long long>(out.min_gpus)));
           else
-            out.why.push_back(Fmt("PP %lld: TP alone already gives ≥ %lld GPUs per replica",
-                                  static_cast<long long>(pp), static_cast<long long>(out.min_gpus)));
-          out.why.push_back(Fmt("DP %lld = %lld / (%lld × %lld), %s; sequence parallel %s; %s (the first of "
-                                "selective, full recompute that fits)",
-                                static_cast<long long>(out.plan.dp), static_cast<long long>(gpus),
-                                static_cast<long long>(tp), static_cast<long long>(pp),
-                                out.plan.dp > 1 ? Fmt("ZeRO-%d over DP", out.plan.zero).c_str()
-                                                : "no data parallelism (nothing for ZeRO to shard)",
-                                out.plan.sequence_parallel ? "on" : "off (TP 1)", RecomputeText(rc).c_str()));
+            out.why.push_back(Fmt("PP %lld: TP alone already gives ≥ %lld GPUs per replica", static_cast<long long>(pp),
+                                  static_cast<long long>(out.min_gpus)));
+          out.why.push_back(
+              Fmt("DP %lld = %lld / (%lld × %lld), %s; sequence parallel %s; %s (the first of "
+                  "selective, full recompute that fits)",
+                  static_cast<long long>(out.plan.dp), static_cast<long long>(gpus), static_cast<long long>(tp),
+                  static_cast<long long>(pp),
+                  out.plan.dp > 1 ? Fmt("ZeRO-%d over DP", out.plan.zero).c_str()
+                                  : "no data parallelism (nothing for ZeRO to shard)",
+                  out.plan.sequence_parallel ? "on" : "off (TP 1)", RecomputeText(rc).c_str()));
           return out;
         }
       }
@@ -424,9 +432,10 @@ RulesOutcome ApplyRules(const core::Scenario& s, const core::Profile& profile) {
 ExplainStep ModelSizeStep(const ModelSpec& m) {
   const core::ParamCount pc = core::CountParams(m);
   ExplainStep st = NewStep("model_size", "Model size");
-  st.rule = "Count the parameters from the architecture, tensor by tensor: attention (q, k, v, o), MLP (2 "
-            "matrices for GELU, 3 for SwiGLU), norms, per layer; then the token embedding and the output head "
-            "(none when tied). docs/memory.md §1.";
+  st.rule =
+      "Count the parameters from the architecture, tensor by tensor: attention (q, k, v, o), MLP (2 "
+      "matrices for GELU, 3 for SwiGLU), norms, per layer; then the token embedding and the output head "
+      "(none when tied). docs/memory.md §1.";
   std::vector<std::string> sum;
   std::string formula = "N = ";
   if (pc.dense_layers > 0) {
@@ -475,26 +484,28 @@ ExplainStep MemoryBudgetStep(const core::Scenario& s) {
   const double state = st_bytes.Total();
   const int64_t min_gpus = static_cast<int64_t>(std::ceil(state / hbm));
   ExplainStep st = NewStep("memory_budget", "Memory budget: weights + gradients + optimizer");
-  st.rule = "Mixed-precision Adam keeps, per parameter, the working weights and gradients plus the optimizer's "
-            "master weights and two moments: 2 + 2 + 4 + 4 + 4 = 16 B in bf16/fp32 (Rajbhandari et al. 2020, "
-            "§3.1, K = 12). Activations come on top (step 4).";
+  st.rule =
+      "Mixed-precision Adam keeps, per parameter, the working weights and gradients plus the optimizer's "
+      "master weights and two moments: 2 + 2 + 4 + 4 + 4 = 16 B in bf16/fp32 (Rajbhandari et al. 2020, "
+      "§3.1, K = 12). Activations come on top (step 4).";
   st.formula = "state = N × (weights + grads + master + moments);  GPUs for the state ≥ ⌈state / HBM⌉";
-  st.substituted = Fmt("%s × (%.4g + %.4g + %.4g + %.4g) B = %s;  %s / %s = %.2f", Eng(n).c_str(), per.weights,
-                       per.grads, per.master_weights, per.moments, Bytes(state).c_str(), Bytes(state).c_str(),
-                       Bytes(hbm).c_str(), state / hbm);
-  st.result = Fmt("%s of model state (%.4g B/param); one %s holds %s ⇒ the state alone needs ≥ %lld GPUs",
-                  Bytes(state).c_str(), per.Total(), s.gpu.name.c_str(), Hbm(s.gpu.hbm_bytes).c_str(),
-                  static_cast<long long>(min_gpus));
+  st.substituted =
+      Fmt("%s × (%.4g + %.4g + %.4g + %.4g) B = %s;  %s / %s = %.2f", Eng(n).c_str(), per.weights, per.grads,
+          per.master_weights, per.moments, Bytes(state).c_str(), Bytes(state).c_str(), Bytes(hbm).c_str(), state / hbm);
+  st.result =
+      Fmt("%s of model state (%.4g B/param); one %s holds %s ⇒ the state alone needs ≥ %lld GPUs", Bytes(state).c_str(),
+          per.Total(), s.gpu.name.c_str(), Hbm(s.gpu.hbm_bytes).c_str(), static_cast<long long>(min_gpus));
   if (s.plan.dtypes.master_weights != Dtype::kNone && s.plan.optimizer != core::Optimizer::kSgdMomentum) {
     PlanSpec no_master = p0;
     no_master.dtypes.master_weights = Dtype::kNone;
     const double wrong = core::ShardedModelStates(n, no_master, 1).Total();
-    st.seeds_note = Fmt("The seed notes open with Llama-70B at 140 GB weights + 140 GB grads + 560 GB Adam m, v = "
-                        "~840 GB of state: that is %.4g B/param and leaves out the fp32 master weights the "
-                        "optimizer updates. For this model that count gives %s; with the master copy it is %s "
-                        "(+%.0f%%). The seeds' own later figure, 16 B/param (70e9 × 16 = 1.12 TB), is the right one.",
-                        core::ShardedModelStates(1.0, no_master, 1).Total(), Bytes(wrong).c_str(),
-                        Bytes(state).c_str(), 100 * (state / wrong - 1));
+    st.seeds_note =
+        Fmt("The seed notes open with Llama-70B at 140 GB weights + 140 GB grads + 560 GB Adam m, v = "
+            "~840 GB of state: that is %.4g B/param and leaves out the fp32 master weights the "
+            "optimizer updates. For this model that count gives %s; with the master copy it is %s "
+            "(+%.0f%%). The seeds' own later figure, 16 B/param (70e9 × 16 = 1.12 TB), is the right one.",
+            core::ShardedModelStates(1.0, no_master, 1).Total(), Bytes(wrong).c_str(), Bytes(state).c_str(),
+            100 * (state / wrong - 1));
   }
   Set(&st, "params", n);
   Set(&st, "bytes_per_param", per.Total(), "B");
@@ -510,41 +521,44 @@ ExplainStep MemoryBudgetStep(const core::Scenario& s) {
 
 ExplainStep ParallelismStep(const core::Scenario& s, const RulesOutcome& rules, const PlanSpec& plan, bool kept) {
   ExplainStep st = NewStep("parallelism", "Pick the parallelism");
-  st.rule = "Simplest first. DDP when the whole state fits one GPU; data parallel with ZeRO (1, 2, then 3 = FSDP) "
-            "when it fits within one NVLink domain's worth of GPUs; otherwise 3D: TP = the NVLink domain (8 on "
-            "H100 nodes: TP traffic never crosses InfiniBand), PP = the fewest stages that let one TP × PP replica "
-            "hold the whole state, DP = the rest with ZeRO-1 on top. Each candidate is checked with the memory "
-            "model (step 4) and the first that fits is taken.";
+  st.rule =
+      "Simplest first. DDP when the whole state fits one GPU; data parallel with ZeRO (1, 2, then 3 = FSDP) "
+      "when it fits within one NVLink domain's worth of GPUs; otherwise 3D: TP = the NVLink domain (8 on "
+      "H100 nodes: TP traffic never crosses InfiniBand), PP = the fewest stages that let one TP × PP replica "
+      "hold the whole state, DP = the rest with ZeRO-1 on top. Each candidate is checked with the memory "
+      "model (step 4) and the first that fits is taken.";
   st.formula = "TP × PP ≥ ⌈state / HBM⌉;  DP = GPUs / (TP × PP × CP);  m = global batch / (mbs × DP)";
   std::vector<std::string> parts;
   parts.push_back(Fmt("state needs ≥ %lld GPUs; NVLink domain %lld GPUs", static_cast<long long>(rules.min_gpus),
                       static_cast<long long>(s.cluster.scale_up_domain_gpus)));
   if (!rules.tried.empty()) {
     // The candidates the rules tried before the one they took, with what each needed.
-    std::vector<std::string> tried(rules.tried.end() - static_cast<std::ptrdiff_t>(std::min<size_t>(rules.tried.size(), 3)),
-                                   rules.tried.end());
+    std::vector<std::string> tried(
+        rules.tried.end() - static_cast<std::ptrdiff_t>(std::min<size_t>(rules.tried.size(), 3)), rules.tried.end());
     parts.push_back("tried and too big: " + Join(tried, "; "));
   }
   for (const auto& w : rules.why) parts.push_back(w);
   if (rules.min_gpus > s.plan.gpus)
     parts.push_back(Fmt("only %lld GPUs: fewer than the state alone needs", static_cast<long long>(s.plan.gpus)));
   const double tokens = static_cast<double>(plan.global_batch) * static_cast<double>(plan.seq_len);
-  parts.push_back(Fmt("batch: %lld sequences × %lld tokens = %s tokens = mbs %lld × DP %lld × %lld microbatches "
-                      "(gradient accumulation) per step",
-                      static_cast<long long>(plan.global_batch), static_cast<long long>(plan.seq_len),
-                      Count(tokens).c_str(), static_cast<long long>(plan.micro_batch),
-                      static_cast<long long>(plan.dp), static_cast<long long>(plan.Microbatches())));
+  parts.push_back(
+      Fmt("batch: %lld sequences × %lld tokens = %s tokens = mbs %lld × DP %lld × %lld microbatches "
+          "(gradient accumulation) per step",
+          static_cast<long long>(plan.global_batch), static_cast<long long>(plan.seq_len), Count(tokens).c_str(),
+          static_cast<long long>(plan.micro_batch), static_cast<long long>(plan.dp),
+          static_cast<long long>(plan.Microbatches())));
   if (plan.pp > 1) {
     // The 1F1B bubble with equal stages, and the microbatches a bubble under 5% would take.
     const int64_t m = plan.Microbatches();
     const double bubble = UniformBubble(Schedule::k1F1B, plan.pp, m, 1);
     int64_t m5 = 1;
     while (UniformBubble(Schedule::k1F1B, plan.pp, m5, 1) >= 0.05) ++m5;
-    parts.push_back(Fmt("1F1B bubble (p − 1)/(p − 1 + m) = %lld/%lld = %s; under 5%% takes m ≥ %lld (the seeds' "
-                        "20(p − 1) = %lld), a %s-token batch at this DP",
-                        static_cast<long long>(plan.pp - 1), static_cast<long long>(plan.pp - 1 + m),
-                        Pct(bubble).c_str(), static_cast<long long>(m5), static_cast<long long>(20 * (plan.pp - 1)),
-                        Count(static_cast<double>(m5 * plan.micro_batch * plan.dp * plan.seq_len)).c_str()));
+    parts.push_back(
+        Fmt("1F1B bubble (p − 1)/(p − 1 + m) = %lld/%lld = %s; under 5%% takes m ≥ %lld (the seeds' "
+            "20(p − 1) = %lld), a %s-token batch at this DP",
+            static_cast<long long>(plan.pp - 1), static_cast<long long>(plan.pp - 1 + m), Pct(bubble).c_str(),
+            static_cast<long long>(m5), static_cast<long long>(20 * (plan.pp - 1)),
+            Count(static_cast<double>(m5 * plan.micro_batch * plan.dp * plan.seq_len)).c_str()));
     Set(&st, "bubble_1f1b", bubble);
     Set(&st, "microbatches_for_5pct", static_cast<double>(m5));
   }
@@ -593,25 +607,26 @@ ExplainStep MemoryFitStep(const core::Scenario& s, const PlanSpec& p, const core
   const double states = static_cast<double>(w.weights_bytes + w.grads_bytes + w.optimizer_bytes);
   const double cap = static_cast<double>(mem.capacity_bytes);
   ExplainStep st = NewStep("memory_fit", "Activation checkpointing + sequence parallel: does it fit?");
-  st.rule = "Activations per layer and microbatch (Korthikanti et al. 2022, Table 2): sbh(34 + 5as/h) for a GPT "
-            "layer. TP shards most of it by t; sequence parallel also shards the norms, dropout and residual by t; "
-            "selective recompute drops the attention-score tensors (the 5as/h term; flash attention never stores "
-            "them); full recompute keeps only the layer input, 2sbh. A pipeline rank holds its layers for the "
-            "microbatches in flight (1F1B: p − i on rank i). docs/memory.md §3.";
+  st.rule =
+      "Activations per layer and microbatch (Korthikanti et al. 2022, Table 2): sbh(34 + 5as/h) for a GPT "
+      "layer. TP shards most of it by t; sequence parallel also shards the norms, dropout and residual by t; "
+      "selective recompute drops the attention-score tensors (the 5as/h term; flash attention never stores "
+      "them); full recompute keeps only the layer input, 2sbh. A pipeline rank holds its layers for the "
+      "microbatches in flight (1F1B: p − i on rank i). docs/memory.md §3.";
   st.formula = "per GPU = states + layers on the rank × in-flight microbatches × a_layer + other";
   std::string ladder = Fmt("a_layer at s = %lld, b = %lld, h = %lld, t = %lld: %s with no SP and no recompute",
                            static_cast<long long>(p.seq_len / p.cp), static_cast<long long>(p.micro_batch),
                            static_cast<long long>(m.hidden), static_cast<long long>(p.tp), Bytes(a_plain).c_str());
   if (p.tp > 1) ladder += Fmt(" → %s with SP", Bytes(a_sp).c_str());
   ladder += Fmt(" → %s selective → %s full recompute", Bytes(a_sel).c_str(), Bytes(a_full).c_str());
-  st.substituted = ladder + Fmt("; stage %lld: %zu layers × %.3g in flight (%s, %s recompute) = %s activations; "
-                                "states %s + activations %s + other %s = %s",
-                                static_cast<long long>(w.stage), w.layers.size(), w.inflight_microbatches,
-                                core::Name(p.schedule), core::Name(p.recompute),
-                                Bytes(static_cast<double>(w.activations_bytes)).c_str(), Bytes(states).c_str(),
-                                Bytes(static_cast<double>(w.activations_bytes)).c_str(),
-                                Bytes(static_cast<double>(w.other_bytes)).c_str(),
-                                Bytes(static_cast<double>(w.total_bytes)).c_str());
+  st.substituted =
+      ladder + Fmt("; stage %lld: %zu layers × %.3g in flight (%s, %s recompute) = %s activations; "
+                   "states %s + activations %s + other %s = %s",
+                   static_cast<long long>(w.stage), w.layers.size(), w.inflight_microbatches, core::Name(p.schedule),
+                   core::Name(p.recompute), Bytes(static_cast<double>(w.activations_bytes)).c_str(),
+                   Bytes(states).c_str(), Bytes(static_cast<double>(w.activations_bytes)).c_str(),
+                   Bytes(static_cast<double>(w.other_bytes)).c_str(),
+                   Bytes(static_cast<double>(w.total_bytes)).c_str());
   if (mem.fits)
     st.result = Fmt("%s of %s per GPU on the fullest stage: fits (%s headroom)",
                     Bytes(static_cast<double>(mem.per_gpu_bytes)).c_str(), Bytes(cap).c_str(),
@@ -627,14 +642,15 @@ ExplainStep MemoryFitStep(const core::Scenario& s, const PlanSpec& p, const core
     std::vector<std::string> dropped;
     for (const auto& t : core::LayerActivationTerms(m, q, moe, Recompute::kNone))
       if (!kept.count(t.name)) dropped.push_back(t.name + " " + Bytes(static_cast<double>(t.bytes)));
-    st.seeds_note = "The seed notes describe selective recomputation as recomputing LayerNorm, GeLU and dropout "
-                    "and keeping attention; Korthikanti et al. 2022 (§5) do the reverse: they recompute the "
-                    "attention core (QKᵀ, softmax, its dropout, × V), whose s² tensors are large but cheap to "
-                    "recompute. Here it drops: " +
-                    (dropped.empty() ? std::string("nothing") : Join(dropped, ", ")) + " per layer" +
-                    (m.attention != core::AttentionImpl::kNaive
-                         ? " (flash attention already keeps no s² tensors, so full recompute is the lever)."
-                         : ".");
+    st.seeds_note =
+        "The seed notes describe selective recomputation as recomputing LayerNorm, GeLU and dropout "
+        "and keeping attention; Korthikanti et al. 2022 (§5) do the reverse: they recompute the "
+        "attention core (QKᵀ, softmax, its dropout, × V), whose s² tensors are large but cheap to "
+        "recompute. Here it drops: " +
+        (dropped.empty() ? std::string("nothing") : Join(dropped, ", ")) + " per layer" +
+        (m.attention != core::AttentionImpl::kNaive
+             ? " (flash attention already keeps no s² tensors, so full recompute is the lever)."
+             : ".");
   }
   Set(&st, "activation_layer_bytes_plain", a_plain, "B");
   Set(&st, "activation_layer_bytes_sp", a_sp, "B");
@@ -655,9 +671,10 @@ ExplainStep MemoryFitStep(const core::Scenario& s, const PlanSpec& p, const core
 ExplainStep PrecisionStep(const core::Scenario& s, const PlanSpec& p, const core::Profile& profile) {
   const double bf16 = Peak(s.gpu, Dtype::kBf16), fp8 = Peak(s.gpu, Dtype::kFp8);
   ExplainStep st = NewStep("precision", "Mixed precision: bf16 / fp8");
-  st.rule = "GEMMs in bf16 (fp32's exponent range, no loss scaling); fp8 (E4M3 forward, E5M2 backward, per-tensor "
-            "or per-tile scales) on Hopper and later; master weights and Adam moments stay fp32 (the 16 B/param "
-            "of step 2), and fp8 plans keep bf16 saved activations here.";
+  st.rule =
+      "GEMMs in bf16 (fp32's exponent range, no loss scaling); fp8 (E4M3 forward, E5M2 backward, per-tensor "
+      "or per-tile scales) on Hopper and later; master weights and Adam moments stay fp32 (the 16 B/param "
+      "of step 2), and fp8 plans keep bf16 saved activations here.";
   st.formula = "speedup = t_step(bf16) / t_step(fp8) ≤ peak(fp8) / peak(bf16)";
   Set(&st, "peak_bf16_flops_per_s", bf16, "FLOP/s");
   Set(&st, "peak_fp8_flops_per_s", fp8, "FLOP/s");
@@ -675,10 +692,11 @@ ExplainStep PrecisionStep(const core::Scenario& s, const PlanSpec& p, const core
                        Tflops(fp8).c_str(), fp8 / bf16, Secs(tb).c_str(), Secs(t8).c_str());
   st.result = Fmt("fp8 GEMMs make this step %.2f× faster; the plan uses %s", tb / t8, core::Name(p.precision));
   if (tb / t8 < 0.9 * fp8 / bf16)
-    st.seeds_note = Fmt("The seed notes say fp8 'doubles throughput'. It doubles the tensor-core peak (%s → %s), "
-                        "but attention kernels, memory-bound ops, communication and the pipeline bubble do not "
-                        "get faster, so this step is %.2f× faster, not %.2f×.",
-                        Tflops(bf16).c_str(), Tflops(fp8).c_str(), tb / t8, fp8 / bf16);
+    st.seeds_note =
+        Fmt("The seed notes say fp8 'doubles throughput'. It doubles the tensor-core peak (%s → %s), "
+            "but attention kernels, memory-bound ops, communication and the pipeline bubble do not "
+            "get faster, so this step is %.2f× faster, not %.2f×.",
+            Tflops(bf16).c_str(), Tflops(fp8).c_str(), tb / t8, fp8 / bf16);
   Set(&st, "step_bf16_s", tb, "s");
   Set(&st, "step_fp8_s", t8, "s");
   Set(&st, "speedup", tb / t8);
@@ -690,21 +708,22 @@ ExplainStep CheckpointStep(const core::Scenario& s, const PlanSpec& p, const cor
   const core::CheckpointCost ck = core::EstimateCheckpoint(mem, p, s.cluster, f);
   const double n = static_cast<double>(mem.params.total);
   ExplainStep st = NewStep("checkpoint", "Sharded asynchronous checkpoints");
-  st.rule = "Each rank saves its own shard of the weights, master weights and optimizer moments (gradients are "
-            "not saved: the next step rebuilds them). Asynchronously: copy the shard to pinned host memory (the "
-            "only pause), then upload to storage in the background. docs/failures.md §3.";
-  st.formula = "total = N × (weights + master + moments);  pause(async) = largest shard / snapshot bandwidth;  "
-               "pause(sync) = total / storage bandwidth";
-  st.substituted = Fmt("%s × %.4g B = %s; %s / %s = %s; %s / %s = %s; upload %s in the background",
-                       Eng(n).c_str(), static_cast<double>(ck.total_bytes) / n, Bytes(ck.total_bytes).c_str(),
-                       Bytes(ck.per_gpu_bytes).c_str(), Rate(f.snapshot_bytes_per_s).c_str(),
-                       Secs(ck.snapshot_s).c_str(), Bytes(ck.total_bytes).c_str(),
-                       Rate(s.cluster.storage_bytes_per_s).c_str(), Secs(ck.sync_write_s).c_str(),
-                       Secs(ck.upload_s).c_str());
-  st.result = Fmt("a %s checkpoint pauses training %s asynchronously vs %s synchronously; restore %s%s",
-                  Bytes(ck.total_bytes).c_str(), Secs(ck.snapshot_s).c_str(), Secs(ck.sync_write_s).c_str(),
-                  Secs(ck.restore_s).c_str(),
-                  ck.host_memory_ok ? "" : "; the snapshot does not fit the nodes' host memory");
+  st.rule =
+      "Each rank saves its own shard of the weights, master weights and optimizer moments (gradients are "
+      "not saved: the next step rebuilds them). Asynchronously: copy the shard to pinned host memory (the "
+      "only pause), then upload to storage in the background. docs/failures.md §3.";
+  st.formula =
+      "total = N × (weights + master + moments);  pause(async) = largest shard / snapshot bandwidth;  "
+      "pause(sync) = total / storage bandwidth";
+  st.substituted =
+      Fmt("%s × %.4g B = %s; %s / %s = %s; %s / %s = %s; upload %s in the background", Eng(n).c_str(),
+          static_cast<double>(ck.total_bytes) / n, Bytes(ck.total_bytes).c_str(), Bytes(ck.per_gpu_bytes).c_str(),
+          Rate(f.snapshot_bytes_per_s).c_str(), Secs(ck.snapshot_s).c_str(), Bytes(ck.total_bytes).c_str(),
+          Rate(s.cluster.storage_bytes_per_s).c_str(), Secs(ck.sync_write_s).c_str(), Secs(ck.upload_s).c_str());
+  st.result =
+      Fmt("a %s checkpoint pauses training %s asynchronously vs %s synchronously; restore %s%s",
+          Bytes(ck.total_bytes).c_str(), Secs(ck.snapshot_s).c_str(), Secs(ck.sync_write_s).c_str(),
+          Secs(ck.restore_s).c_str(), ck.host_memory_ok ? "" : "; the snapshot does not fit the nodes' host memory");
   Set(&st, "total_bytes", static_cast<double>(ck.total_bytes), "B");
   Set(&st, "per_gpu_bytes", static_cast<double>(ck.per_gpu_bytes), "B");
   Set(&st, "snapshot_s", ck.snapshot_s, "s");
@@ -718,22 +737,24 @@ ExplainStep CheckpointStep(const core::Scenario& s, const PlanSpec& p, const cor
 // "1+ per day" and "2 interruptions a day": the seeds' failure anchors at their 16,384 GPUs.
 std::string FailureSeedsNote(const core::FailureModel& f, int64_t gpus_per_node) {
   const core::JobFailureRates r = core::JobRates(f, 16384, gpus_per_node);
-  return Fmt("The seed notes say a 16k-GPU cluster should 'expect 1+ hardware failure per day' and that Llama 3 "
-             "averaged '2 interruptions per day'. The failure model (%s) gives %.1f unexpected interruptions a "
-             "day at 16,384 GPUs (one every %.2f h), %.1f of them hardware (a node replaced), plus %.1f planned "
-             "ones: %.1f× the seeds' '2 per day'.",
-             f.name.c_str(), 24 * r.unexpected_per_hour, r.mtbf_h, 24 * r.replace_per_hour, 24 * r.planned_per_hour,
-             24 * r.unexpected_per_hour / 2);
+  return Fmt(
+      "The seed notes say a 16k-GPU cluster should 'expect 1+ hardware failure per day' and that Llama 3 "
+      "averaged '2 interruptions per day'. The failure model (%s) gives %.1f unexpected interruptions a "
+      "day at 16,384 GPUs (one every %.2f h), %.1f of them hardware (a node replaced), plus %.1f planned "
+      "ones: %.1f× the seeds' '2 per day'.",
+      f.name.c_str(), 24 * r.unexpected_per_hour, r.mtbf_h, 24 * r.replace_per_hour, 24 * r.planned_per_hour,
+      24 * r.unexpected_per_hour / 2);
 }
 
 ExplainStep FailuresStep(const core::Scenario& s, const core::FailureModel& f,
                          const core::Result<ReliabilityReport>& rel) {
   const core::JobFailureRates r = core::JobRates(f, s.plan.gpus, std::max<int64_t>(s.cluster.gpus_per_node, 1));
   ExplainStep st = NewStep("failures", "Health check + requeue");
-  st.rule = "Interruptions arrive at Σ rate × (GPUs or nodes), rates from the Llama 3 paper's 54-day table. A "
-            "watchdog or heartbeat notices the hang or dead rank, the job is requeued on healthy nodes (a hot spare "
-            "replaces a failed one) and restarts from the last checkpoint. Checkpoint interval: Young's √(2δM), "
-            "refined by Daly; the optimum here also counts restarts and waits. docs/failures.md.";
+  st.rule =
+      "Interruptions arrive at Σ rate × (GPUs or nodes), rates from the Llama 3 paper's 54-day table. A "
+      "watchdog or heartbeat notices the hang or dead rank, the job is requeued on healthy nodes (a hot spare "
+      "replaces a failed one) and restarts from the last checkpoint. Checkpoint interval: Young's √(2δM), "
+      "refined by Daly; the optimum here also counts restarts and waits. docs/failures.md.";
   st.formula = "M = 1 / Σλ;  τ ≈ √(2δM);  goodput = useful training time / wall-clock time";
   Set(&st, "interruptions_per_hour", r.unexpected_per_hour, "1/h");
   Set(&st, "interruptions_per_day", 24 * r.unexpected_per_hour, "1/day");
@@ -745,14 +766,14 @@ ExplainStep FailuresStep(const core::Scenario& s, const core::FailureModel& f,
   }
   const ReliabilityReport& rr = *rel;
   const double delta = rr.params.ckpt_blocking_s;
-  st.substituted = Fmt("λ = %.3g/h at %s GPUs (%s nodes) ⇒ M = %.2f h, %.2f interruptions a day; δ = %s async "
-                       "pause ⇒ τ_Young = √(2 × %.3g s × %s s) = %s, Daly %s, optimum %s; goodput %s "
-                       "(checkpoints %s, failures %s, planned %s of the wall-clock time)",
-                       r.unexpected_per_hour, Int(r.gpus).c_str(), Int(r.nodes).c_str(), r.mtbf_h,
-                       24 * r.unexpected_per_hour, Secs(delta).c_str(), delta, Eng(rr.expected.mtbf_s).c_str(),
-                       Secs(rr.young_s).c_str(), Secs(rr.daly_s).c_str(), Secs(rr.optimal_s).c_str(),
-                       Pct(rr.expected.goodput).c_str(), Pct(rr.expected.checkpoint_frac).c_str(),
-                       Pct(rr.expected.failure_frac).c_str(), Pct(rr.expected.planned_frac).c_str());
+  st.substituted = Fmt(
+      "λ = %.3g/h at %s GPUs (%s nodes) ⇒ M = %.2f h, %.2f interruptions a day; δ = %s async "
+      "pause ⇒ τ_Young = √(2 × %.3g s × %s s) = %s, Daly %s, optimum %s; goodput %s "
+      "(checkpoints %s, failures %s, planned %s of the wall-clock time)",
+      r.unexpected_per_hour, Int(r.gpus).c_str(), Int(r.nodes).c_str(), r.mtbf_h, 24 * r.unexpected_per_hour,
+      Secs(delta).c_str(), delta, Eng(rr.expected.mtbf_s).c_str(), Secs(rr.young_s).c_str(), Secs(rr.daly_s).c_str(),
+      Secs(rr.optimal_s).c_str(), Pct(rr.expected.goodput).c_str(), Pct(rr.expected.checkpoint_frac).c_str(),
+      Pct(rr.expected.failure_frac).c_str(), Pct(rr.expected.planned_frac).c_str());
   st.result = Fmt("expect %.2f interruptions a day; checkpoint every %s; goodput %s", 24 * r.unexpected_per_hour,
                   Secs(rr.interval_s).c_str(), Pct(rr.expected.goodput).c_str());
   if (s.plan.gpus >= 4096) st.seeds_note = FailureSeedsNote(f, std::max<int64_t>(s.cluster.gpus_per_node, 1));
@@ -772,9 +793,10 @@ ExplainStep OverlapStep(const core::Scenario& s, const PlanSpec& p, const core::
   const StepEstimate en = EstimateStep(s.model, none, s.gpu, s.cluster, profile);
   auto comm = [](const StepBreakdown& b) { return b.tp_comm_s + b.cp_comm_s + b.ep_comm_s + b.dp_comm_s; };
   ExplainStep st = NewStep("overlap", "NCCL communication/compute overlap");
-  st.rule = "Run communication on its own NCCL stream under compute: the DP gradient reduction under the last "
-            "microbatch's backward, TP reductions under the weight-gradient GEMMs (Megatron's asynchronous TP), "
-            "ZeRO-3 gathers one layer ahead. Only what does not fit under compute is exposed. docs/compute.md.";
+  st.rule =
+      "Run communication on its own NCCL stream under compute: the DP gradient reduction under the last "
+      "microbatch's backward, TP reductions under the weight-gradient GEMMs (Megatron's asynchronous TP), "
+      "ZeRO-3 gathers one layer ahead. Only what does not fit under compute is exposed. docs/compute.md.";
   st.formula = "t_step = compute + exposed communication + bubble + optimizer;  exposed = max(0, t_comm − window)";
   auto parts = [](const StepBreakdown& b) {
     std::string t = "TP " + Secs(b.tp_comm_s) + " + DP " + Secs(b.dp_comm_s);
@@ -782,14 +804,14 @@ ExplainStep OverlapStep(const core::Scenario& s, const PlanSpec& p, const core::
     if (b.ep_comm_s > 0) t += " + EP " + Secs(b.ep_comm_s);
     return t;
   };
-  st.substituted = Fmt("no overlap: %s exposed, step %s; with the plan's overlap (%s TP overlap, gradient "
-                       "reduction %s): %s, step %s",
-                       parts(en.breakdown).c_str(), Secs(en.time_s).c_str(), core::Name(p.tp_overlap),
-                       p.overlap_grad_reduce ? "under backward" : "after backward", parts(e.breakdown).c_str(),
-                       Secs(e.time_s).c_str());
+  st.substituted = Fmt(
+      "no overlap: %s exposed, step %s; with the plan's overlap (%s TP overlap, gradient "
+      "reduction %s): %s, step %s",
+      parts(en.breakdown).c_str(), Secs(en.time_s).c_str(), core::Name(p.tp_overlap),
+      p.overlap_grad_reduce ? "under backward" : "after backward", parts(e.breakdown).c_str(), Secs(e.time_s).c_str());
   st.result = Fmt("overlap hides %s of communication per step (%s of the step without it); %s stays exposed",
-                  Secs(comm(en.breakdown) - comm(e.breakdown)).c_str(),
-                  Pct((en.time_s - e.time_s) / en.time_s).c_str(), Secs(comm(e.breakdown)).c_str());
+                  Secs(comm(en.breakdown) - comm(e.breakdown)).c_str(), Pct((en.time_s - e.time_s) / en.time_s).c_str(),
+                  Secs(comm(e.breakdown)).c_str());
   Set(&st, "step_no_overlap_s", en.time_s, "s");
   Set(&st, "step_s", e.time_s, "s");
   Set(&st, "exposed_comm_no_overlap_s", comm(en.breakdown), "s");
@@ -800,9 +822,10 @@ ExplainStep OverlapStep(const core::Scenario& s, const PlanSpec& p, const core::
 ExplainStep MfuStep(const core::Scenario& s, const PlanSpec& p, const StepEstimate& e) {
   const double peak = Peak(s.gpu, p.precision);
   ExplainStep st = NewStep("mfu", "MFU: target 40%+");
-  st.rule = "MFU = model FLOPs per step / (step time × GPUs × dense peak). Model FLOPs = forward + backward = 3 × "
-            "forward, GEMMs 2mnk, attention with the full s² scores (Narayanan et al. 2021, eq. 3); recompute is "
-            "not counted (that is HFU). 40–45% is what tuned dense runs reach on H100.";
+  st.rule =
+      "MFU = model FLOPs per step / (step time × GPUs × dense peak). Model FLOPs = forward + backward = 3 × "
+      "forward, GEMMs 2mnk, attention with the full s² scores (Narayanan et al. 2021, eq. 3); recompute is "
+      "not counted (that is HFU). 40–45% is what tuned dense runs reach on H100.";
   st.formula = "MFU = F_model / (t_step × n × peak)";
   st.substituted = Fmt("%s FLOP / (%s × %s × %s) = %s (%.0f TFLOP/s per GPU; causal-attention count %s, HFU %s)",
                        Eng(e.model_flops).c_str(), Secs(e.time_s).c_str(), Int(p.gpus).c_str(), Tflops(peak).c_str(),
@@ -849,9 +872,10 @@ std::string WhyFaster(const StepEstimate& mine, const StepEstimate& best) {
 ExplainStep SearchStep(const PlanSpec& plan, const core::MemoryReport& mem, const StepEstimate& e,
                        const SearchResult* res, const std::optional<RankedPlan>& rec) {
   ExplainStep st = NewStep("recommendation", "Recommended plan (search)");
-  st.rule = "The search enumerates every valid plan (TP within the NVLink domain, PP with even or the default uneven splits, "
-            "virtual stages, CP, EP, ZeRO 0–3, recompute, SP, micro batch, schedule), prunes those whose states "
-            "cannot fit, and ranks the rest by tokens/s with the same memory and step models. docs/search.md.";
+  st.rule =
+      "The search enumerates every valid plan (TP within the NVLink domain, PP with even or the default uneven splits, "
+      "virtual stages, CP, EP, ZeRO 0–3, recompute, SP, micro batch, schedule), prunes those whose states "
+      "cannot fit, and ranks the rest by tokens/s with the same memory and step models. docs/search.md.";
   st.formula = "best = argmax tokens/s over plans with per-GPU bytes ≤ HBM";
   Set(&st, "plan_tokens_per_s", mem.fits ? e.tokens_per_s : 0, "tokens/s");
   if (!res) {
@@ -870,20 +894,20 @@ ExplainStep SearchStep(const PlanSpec& plan, const core::MemoryReport& mem, cons
     return st;
   }
   const RankedPlan& best = res->top.front();
-  st.substituted = Fmt("%s plans: %s evaluated, %s out of memory, %s pruned; best: %s, %s tokens/s, MFU %s, %s per "
-                       "GPU",
-                       Int(ss.enumerated).c_str(), Int(ss.evaluated).c_str(), Int(ss.out_of_memory).c_str(),
-                       Int(ss.Pruned()).c_str(), PlanText(best.plan).c_str(), Count(best.step.tokens_per_s).c_str(),
-                       Pct(best.step.mfu).c_str(), Bytes(static_cast<double>(best.per_gpu_bytes)).c_str());
+  st.substituted =
+      Fmt("%s plans: %s evaluated, %s out of memory, %s pruned; best: %s, %s tokens/s, MFU %s, %s per "
+          "GPU",
+          Int(ss.enumerated).c_str(), Int(ss.evaluated).c_str(), Int(ss.out_of_memory).c_str(),
+          Int(ss.Pruned()).c_str(), PlanText(best.plan).c_str(), Count(best.step.tokens_per_s).c_str(),
+          Pct(best.step.mfu).c_str(), Bytes(static_cast<double>(best.per_gpu_bytes)).c_str());
   if (mem.fits)
     st.substituted += Fmt("; the whiteboard plan: %s tokens/s = %s of the best", Count(e.tokens_per_s).c_str(),
                           Pct(e.tokens_per_s / best.step.tokens_per_s).c_str());
-  else
-    st.substituted += "; the whiteboard plan does not fit";
+  else st.substituted += "; the whiteboard plan does not fit";
   if (rec && rec->plan == best.plan) {
-    st.result = "recommended: " + PlanText(best.plan) + ". Why: " +
-                (mem.fits ? WhyFaster(e, best.step) + " than the whiteboard plan"
-                          : std::string("the fastest plan that fits"));
+    st.result =
+        "recommended: " + PlanText(best.plan) + ". Why: " +
+        (mem.fits ? WhyFaster(e, best.step) + " than the whiteboard plan" : std::string("the fastest plan that fits"));
   } else if (rec) {
     st.result = "recommended: " + PlanText(rec->plan);
   }
@@ -904,8 +928,9 @@ ExplainStep CostStep(const core::Scenario& s, const RankedPlan& r, double tokens
   const double price = s.cluster.price_per_gpu_hour_usd;
   const double gpus = static_cast<double>(r.plan.gpus);
   ExplainStep st = NewStep("cost", "Time, cost and goodput");
-  st.rule = "Days = tokens / (tokens/s); GPU-hours = GPUs × hours; dollars = GPU-hours × the cluster's price per "
-            "GPU-hour; failures and checkpoints stretch the wall-clock time by 1/goodput.";
+  st.rule =
+      "Days = tokens / (tokens/s); GPU-hours = GPUs × hours; dollars = GPU-hours × the cluster's price per "
+      "GPU-hour; failures and checkpoints stretch the wall-clock time by 1/goodput.";
   st.formula = "days = D / (tok/s × 86400);  $ = n × 24 h × days × price;  with failures: ÷ goodput";
   const TrainEstimate& t = r.train;
   st.substituted = Fmt("%s tokens / %s tokens/s = %.1f days; %s GPUs × 24 h × %.1f days = %s GPU-hours × $%.2f = %s",
@@ -922,12 +947,11 @@ ExplainStep CostStep(const core::Scenario& s, const RankedPlan& r, double tokens
   if (rel.ok()) {
     const ReliabilityReport& rr = *rel;
     const double cost = rr.expected_days * 24 * gpus * price;
-    st.substituted += Fmt("; goodput %s ⇒ %.1f days, %s", Pct(rr.expected.goodput).c_str(), rr.expected_days,
-                          Usd(cost).c_str());
-    st.substituted += rr.mc.skipped.empty()
-                          ? Fmt(" (Monte Carlo, %lld trials: p50 %.1f, p90 %.1f days)",
-                                static_cast<long long>(rr.mc.trials), rr.mc.days.p50, rr.mc.days.p90)
-                          : " (" + rr.mc.skipped + ")";
+    st.substituted +=
+        Fmt("; goodput %s ⇒ %.1f days, %s", Pct(rr.expected.goodput).c_str(), rr.expected_days, Usd(cost).c_str());
+    st.substituted += rr.mc.skipped.empty() ? Fmt(" (Monte Carlo, %lld trials: p50 %.1f, p90 %.1f days)",
+                                                  static_cast<long long>(rr.mc.trials), rr.mc.days.p50, rr.mc.days.p90)
+                                            : " (" + rr.mc.skipped + ")";
     st.result += Fmt("; with failures %.1f days and %s at %s goodput", rr.expected_days, Usd(cost).c_str(),
                      Pct(rr.expected.goodput).c_str());
     Set(&st, "goodput", rr.expected.goodput);
@@ -937,16 +961,17 @@ ExplainStep CostStep(const core::Scenario& s, const RankedPlan& r, double tokens
   // The seeds' yardstick: this cluster for two weeks at its price ("16k H100s × 2 weeks × $3 ≈ $16M").
   const double two_weeks_h = 14 * 24.0;
   const double yard_gpu_hours = gpus * two_weeks_h;
-  st.substituted += Fmt("; for scale, the seeds' yardstick (these GPUs for 2 weeks): %s × %.0f h = %s GPU-hours × "
-                        "$%.2f = %s",
-                        Int(r.plan.gpus).c_str(), two_weeks_h, Count(yard_gpu_hours).c_str(), price,
-                        Usd(yard_gpu_hours * price).c_str());
+  st.substituted += Fmt(
+      "; for scale, the seeds' yardstick (these GPUs for 2 weeks): %s × %.0f h = %s GPU-hours × "
+      "$%.2f = %s",
+      Int(r.plan.gpus).c_str(), two_weeks_h, Count(yard_gpu_hours).c_str(), price, Usd(yard_gpu_hours * price).c_str());
   Set(&st, "two_weeks_gpu_hours", yard_gpu_hours, "GPU-h");
   Set(&st, "two_weeks_cost_usd", yard_gpu_hours * price, "USD");
   if (r.plan.gpus == 16384)
-    st.seeds_note = Fmt("The seeds pair '~7M H100-hours' with '16k H100s for roughly two weeks'; 16,384 × %.0f h is "
-                        "%s GPU-hours. 7M GPU-hours at 16,384 GPUs is %.1f days, and %s at $%.2f, not $16M.",
-                        two_weeks_h, Count(yard_gpu_hours).c_str(), 7e6 / gpus / 24, Usd(7e6 * price).c_str(), price);
+    st.seeds_note =
+        Fmt("The seeds pair '~7M H100-hours' with '16k H100s for roughly two weeks'; 16,384 × %.0f h is "
+            "%s GPU-hours. 7M GPU-hours at 16,384 GPUs is %.1f days, and %s at $%.2f, not $16M.",
+            two_weeks_h, Count(yard_gpu_hours).c_str(), 7e6 / gpus / 24, Usd(7e6 * price).c_str(), price);
   return st;
 }
 
@@ -956,8 +981,8 @@ core::Result<Explanation> ExplainScenario(const core::Scenario& s, const core::P
                                           const core::FailureModel& failures, const ExplainOptions& opt) {
   if (opt.tokens < 0 || !std::isfinite(opt.tokens))
     return Status::InvalidArgument(Fmt("tokens: must be > 0, or 0 for 20 per parameter (got %g)", opt.tokens));
-  if (opt.trials < 1) return Status::InvalidArgument(Fmt("trials: must be >= 1 (got %lld)",
-                                                         static_cast<long long>(opt.trials)));
+  if (opt.trials < 1)
+    return Status::InvalidArgument(Fmt("trials: must be >= 1 (got %lld)", static_cast<long long>(opt.trials)));
   Explanation ex;
   ex.title = Fmt("%s on %s × %s (%s), seq %lld, global batch %lld", s.model.name.c_str(), Int(s.plan.gpus).c_str(),
                  s.gpu.name.c_str(), s.cluster.name.c_str(), static_cast<long long>(s.plan.seq_len),
@@ -1058,13 +1083,14 @@ core::Result<Explanation> TopicZero(const core::Profile& profile) {
     PlanSpec mega = p;
     mega.dtypes.grads = Dtype::kFp32;
     ExplainStep st = NewStep("bytes_per_param", "16 bytes per parameter");
-    st.rule = "Adam in mixed precision (ZeRO paper Table 1): bf16 weights and gradients for forward/backward, fp32 "
-              "master weights, fp32 Adam m and v for the update.";
+    st.rule =
+        "Adam in mixed precision (ZeRO paper Table 1): bf16 weights and gradients for forward/backward, fp32 "
+        "master weights, fp32 Adam m and v for the update.";
     st.formula = "bytes/param = weights + grads + master + m + v";
-    st.substituted = Fmt("%.4g + %.4g + %.4g + %.4g = %.4g B (Megatron's fp32 main grads: %.4g B)", b.weights,
-                         b.grads, b.master_weights, b.moments, b.Total(), core::BytesPerParam(mega));
-    st.result = Fmt("%.4g B/param before activations, %.4g B of it the optimizer's (ZeRO's K)", b.Total(),
-                    b.Optimizer());
+    st.substituted = Fmt("%.4g + %.4g + %.4g + %.4g = %.4g B (Megatron's fp32 main grads: %.4g B)", b.weights, b.grads,
+                         b.master_weights, b.moments, b.Total(), core::BytesPerParam(mega));
+    st.result =
+        Fmt("%.4g B/param before activations, %.4g B of it the optimizer's (ZeRO's K)", b.Total(), b.Optimizer());
     Set(&st, "bytes_per_param", b.Total(), "B");
     Set(&st, "optimizer_bytes_per_param", b.Optimizer(), "B");
     Set(&st, "megatron_bytes_per_param", core::BytesPerParam(mega), "B");
@@ -1079,9 +1105,9 @@ core::Result<Explanation> TopicZero(const core::Profile& profile) {
     st.substituted = Fmt("the seeds' 70e9 × 16 B = %s; llama3-70b's exact %s × 16 B = %s; %s / %s = %.2f",
                          Bytes(seeds_state).c_str(), Eng(n).c_str(), Bytes(state).c_str(), Bytes(state).c_str(),
                          Bytes(hbm).c_str(), state / hbm);
-    st.result = Fmt("%s of state (%s for the exact count); an H100 holds %s ⇒ ≥ %.0f GPUs for the state alone",
-                    Bytes(seeds_state).c_str(), Bytes(state).c_str(), Hbm(k->g.hbm_bytes).c_str(),
-                    std::ceil(state / hbm));
+    st.result =
+        Fmt("%s of state (%s for the exact count); an H100 holds %s ⇒ ≥ %.0f GPUs for the state alone",
+            Bytes(seeds_state).c_str(), Bytes(state).c_str(), Hbm(k->g.hbm_bytes).c_str(), std::ceil(state / hbm));
     Set(&st, "seeds_params", kSeedsParams70B);
     Set(&st, "seeds_state_bytes", seeds_state, "B");
     Set(&st, "params", n);
@@ -1092,8 +1118,9 @@ core::Result<Explanation> TopicZero(const core::Profile& profile) {
   }
   {
     ExplainStep st = NewStep("stages", "ZeRO stages over N = 8 ranks");
-    st.rule = "ZeRO-1 shards the optimizer (master + moments), ZeRO-2 also the gradients, ZeRO-3 (FSDP) also the "
-              "weights, each over the N data-parallel ranks (Rajbhandari et al. 2020 §5).";
+    st.rule =
+        "ZeRO-1 shards the optimizer (master + moments), ZeRO-2 also the gradients, ZeRO-3 (FSDP) also the "
+        "weights, each over the N data-parallel ranks (Rajbhandari et al. 2020 §5).";
     st.formula = "ZeRO-0: 16;  ZeRO-1: 4 + 12/N;  ZeRO-2: 2 + 14/N;  ZeRO-3: 16/N  (B/param)";
     std::vector<std::string> parts;
     double per[4];
@@ -1109,7 +1136,15 @@ core::Result<Explanation> TopicZero(const core::Profile& profile) {
     }
     st.substituted = Join(parts, "; ");
     st.result = Fmt("per GPU for llama3-70b over 8 ranks: ZeRO-3 %s — none of the stages fits %s",
-                    Bytes(core::ShardedModelStates(n, [&] { PlanSpec q = p; q.zero = 3; return q; }(), 8).Total())
+                    Bytes(core::ShardedModelStates(
+                              n,
+                              [&] {
+                                PlanSpec q = p;
+                                q.zero = 3;
+                                return q;
+                              }(),
+                              8)
+                              .Total())
                         .c_str(),
                     Bytes(hbm).c_str());
     // The N -> infinity limits 16/4 and 16/2.
@@ -1118,9 +1153,10 @@ core::Result<Explanation> TopicZero(const core::Profile& profile) {
     z2.zero = 2;
     const double lim1 = per[0] / core::ShardedModelStates(1.0, z1, int64_t{1} << 40).Total();
     const double lim2 = per[0] / core::ShardedModelStates(1.0, z2, int64_t{1} << 40).Total();
-    st.seeds_note = Fmt("The seeds' 'ZeRO-1: ~4× memory reduction, ZeRO-2: ~8×' are the limits for very many ranks "
-                        "(%.2f× and %.2f×). At N = 8 they are %.2f× and %.2f×.",
-                        lim1, lim2, per[0] / per[1], per[0] / per[2]);
+    st.seeds_note =
+        Fmt("The seeds' 'ZeRO-1: ~4× memory reduction, ZeRO-2: ~8×' are the limits for very many ranks "
+            "(%.2f× and %.2f×). At N = 8 they are %.2f× and %.2f×.",
+            lim1, lim2, per[0] / per[1], per[0] / per[2]);
     Set(&st, "zero1_reduction", per[0] / per[1]);
     Set(&st, "zero2_reduction", per[0] / per[2]);
     ex.steps.push_back(st);
@@ -1140,27 +1176,30 @@ core::Result<Explanation> TopicZero(const core::Profile& profile) {
     if (Status v = RequireValid(off, *k, "ZeRO-3 + offload"); !v.ok()) return v;
     const core::MemoryReport mo = core::EstimateMemory(k->m, off, k->g, profile.memory);
     ExplainStep st = NewStep("zero3_over_8", "ZeRO-3 over 8 ranks: 140 GB, which does not fit");
-    st.rule = "The seeds' quiz: a 70B model on one node of 8 H100s with ZeRO-3/FSDP. Every state term is divided "
-              "by 8 — the optimizer's 12 B/param too.";
+    st.rule =
+        "The seeds' quiz: a 70B model on one node of 8 H100s with ZeRO-3/FSDP. Every state term is divided "
+        "by 8 — the optimizer's 12 B/param too.";
     st.formula = "per GPU = N × (2 + 2 + 12) B / 8";
-    st.substituted = Fmt("70e9 × 2 B / 8 = %s weights + %s grads + 70e9 × 12 B / 8 = %s optimizer = %s (exact "
-                         "llama3-70b: %s); with full recompute the whole GPU needs %s; offloading the optimizer "
-                         "and the weight shards to CPU (ZeRO-Offload/Infinity) leaves %s on the GPU",
-                         Bytes(seeds.weights).c_str(), Bytes(seeds.grads).c_str(), Bytes(seeds.Optimizer()).c_str(),
-                         Bytes(seeds.Total()).c_str(), Bytes(exact.Total()).c_str(),
-                         Bytes(static_cast<double>(mf.per_gpu_bytes)).c_str(),
-                         Bytes(static_cast<double>(mo.per_gpu_bytes)).c_str());
-    st.result = Fmt("%s per GPU > %s: does not fit without more sharding (≥ %.0f GPUs) or offload (%s per GPU "
-                    "with CPU offload: %s)",
-                    Bytes(seeds.Total()).c_str(), Bytes(hbm).c_str(), std::ceil(exact.Total() * 8 / hbm),
-                    Bytes(static_cast<double>(mo.per_gpu_bytes)).c_str(), mo.fits ? "fits, at PCIe speed" : "still over");
-    st.seeds_note = Fmt("The seeds' quiz answer puts ~17.5 GB of weights, ~17.5 GB of gradients and '~17.5 GB of "
-                        "optimizer state' on each of the 8 GPUs. The optimizer is 12 B/param, not 2: 12 B × 70e9 / 8 "
-                        "= %s. The total is %s, and the seeds' 'ZeRO-3 + activation checkpointing ≈ 50–60 GB, "
-                        "comfortably fits' cannot be: the states alone exceed the GPU, and with full recompute the "
-                        "memory model gives %s.",
-                        Bytes(seeds.Optimizer()).c_str(), Bytes(seeds.Total()).c_str(),
-                        Bytes(static_cast<double>(mf.per_gpu_bytes)).c_str());
+    st.substituted =
+        Fmt("70e9 × 2 B / 8 = %s weights + %s grads + 70e9 × 12 B / 8 = %s optimizer = %s (exact "
+            "llama3-70b: %s); with full recompute the whole GPU needs %s; offloading the optimizer "
+            "and the weight shards to CPU (ZeRO-Offload/Infinity) leaves %s on the GPU",
+            Bytes(seeds.weights).c_str(), Bytes(seeds.grads).c_str(), Bytes(seeds.Optimizer()).c_str(),
+            Bytes(seeds.Total()).c_str(), Bytes(exact.Total()).c_str(),
+            Bytes(static_cast<double>(mf.per_gpu_bytes)).c_str(), Bytes(static_cast<double>(mo.per_gpu_bytes)).c_str());
+    st.result =
+        Fmt("%s per GPU > %s: does not fit without more sharding (≥ %.0f GPUs) or offload (%s per GPU "
+            "with CPU offload: %s)",
+            Bytes(seeds.Total()).c_str(), Bytes(hbm).c_str(), std::ceil(exact.Total() * 8 / hbm),
+            Bytes(static_cast<double>(mo.per_gpu_bytes)).c_str(), mo.fits ? "fits, at PCIe speed" : "still over");
+    st.seeds_note =
+        Fmt("The seeds' quiz answer puts ~17.5 GB of weights, ~17.5 GB of gradients and '~17.5 GB of "
+            "optimizer state' on each of the 8 GPUs. The optimizer is 12 B/param, not 2: 12 B × 70e9 / 8 "
+            "= %s. The total is %s, and the seeds' 'ZeRO-3 + activation checkpointing ≈ 50–60 GB, "
+            "comfortably fits' cannot be: the states alone exceed the GPU, and with full recompute the "
+            "memory model gives %s.",
+            Bytes(seeds.Optimizer()).c_str(), Bytes(seeds.Total()).c_str(),
+            Bytes(static_cast<double>(mf.per_gpu_bytes)).c_str());
     Set(&st, "seeds_weights_bytes", seeds.weights, "B");
     Set(&st, "seeds_grads_bytes", seeds.grads, "B");
     Set(&st, "seeds_optimizer_bytes", seeds.Optimizer(), "B");
@@ -1176,9 +1215,10 @@ core::Result<Explanation> TopicZero(const core::Profile& profile) {
   {
     // Traffic per rank per step, from the step graph's own data-parallel collectives.
     ExplainStep st = NewStep("communication", "Communication: ZeRO-1/2 = DDP, ZeRO-3 = 1.5× DDP");
-    st.rule = "DDP all-reduces the gradients once (2(N−1)/N · Ψ per rank, ring); ZeRO-1/2 reduce-scatter the "
-              "gradients and all-gather the updated weights — the same bytes; ZeRO-3 all-gathers the weights in "
-              "forward, again in backward, and reduce-scatters the gradients (ZeRO paper §7).";
+    st.rule =
+        "DDP all-reduces the gradients once (2(N−1)/N · Ψ per rank, ring); ZeRO-1/2 reduce-scatter the "
+        "gradients and all-gather the updated weights — the same bytes; ZeRO-3 all-gathers the weights in "
+        "forward, again in backward, and reduce-scatters the gradients (ZeRO paper §7).";
     st.formula = "DDP: 2(N−1)/N·Ψ;  ZeRO-1/2: (N−1)/N·Ψ + (N−1)/N·Ψ;  ZeRO-3: 3(N−1)/N·Ψ per microbatch of gathers";
     double traffic[4];
     int64_t micro = 1;
@@ -1195,16 +1235,18 @@ core::Result<Explanation> TopicZero(const core::Profile& profile) {
     q8.global_batch = 64;
     const core::StepGraph g8 = core::BuildStepGraph(k->m, q8);
     const double z3_m8 = RankTraffic(g8.dense_layer, core::CommGroup::kDpCp, 8, g8.microbatches);
-    st.substituted = Fmt("one llama3-70b layer (Ψ = %s of bf16 gradients), N = 8, %lld microbatch per step: DDP %s, "
-                         "ZeRO-1 %s, ZeRO-2 %s, ZeRO-3 %s per rank; ZeRO-3 / DDP = %.3g; with %lld microbatches "
-                         "ZeRO-3 gathers every microbatch: %.3g×",
-                         Bytes(traffic[0] / core::BusBandwidthFactor(core::CollectiveKind::kAllReduce, 8)).c_str(),
-                         static_cast<long long>(micro), Bytes(traffic[0]).c_str(), Bytes(traffic[1]).c_str(),
-                         Bytes(traffic[2]).c_str(), Bytes(traffic[3]).c_str(), traffic[3] / traffic[0],
-                         static_cast<long long>(g8.microbatches), z3_m8 / traffic[0]);
-    st.result = Fmt("ZeRO-1 and -2 move %.3g× DDP's bytes, ZeRO-3 %.3g× per step with one microbatch (the seeds' "
-                    "1.5×; more with gradient accumulation)",
-                    traffic[1] / traffic[0], traffic[3] / traffic[0]);
+    st.substituted =
+        Fmt("one llama3-70b layer (Ψ = %s of bf16 gradients), N = 8, %lld microbatch per step: DDP %s, "
+            "ZeRO-1 %s, ZeRO-2 %s, ZeRO-3 %s per rank; ZeRO-3 / DDP = %.3g; with %lld microbatches "
+            "ZeRO-3 gathers every microbatch: %.3g×",
+            Bytes(traffic[0] / core::BusBandwidthFactor(core::CollectiveKind::kAllReduce, 8)).c_str(),
+            static_cast<long long>(micro), Bytes(traffic[0]).c_str(), Bytes(traffic[1]).c_str(),
+            Bytes(traffic[2]).c_str(), Bytes(traffic[3]).c_str(), traffic[3] / traffic[0],
+            static_cast<long long>(g8.microbatches), z3_m8 / traffic[0]);
+    st.result =
+        Fmt("ZeRO-1 and -2 move %.3g× DDP's bytes, ZeRO-3 %.3g× per step with one microbatch (the seeds' "
+            "1.5×; more with gradient accumulation)",
+            traffic[1] / traffic[0], traffic[3] / traffic[0]);
     Set(&st, "ddp_bytes", traffic[0], "B");
     Set(&st, "zero1_bytes", traffic[1], "B");
     Set(&st, "zero2_bytes", traffic[2], "B");
@@ -1229,15 +1271,16 @@ core::Result<Explanation> TopicTp(const core::Profile& profile) {
   const CollectiveCount cc = CountCollectives(graph.dense_layer, core::CommGroup::kTp);
   {
     ExplainStep st = NewStep("collectives_per_layer", "Column-then-row: one all-reduce per block per direction");
-    st.rule = "Megatron (Shoeybi et al. 2019): the first GEMM of a block is split by columns, the second by rows, so "
-              "the nonlinearity stays local and one all-reduce joins the partial sums — in attention (heads split) "
-              "and in the MLP; backward mirrors it.";
+    st.rule =
+        "Megatron (Shoeybi et al. 2019): the first GEMM of a block is split by columns, the second by rows, so "
+        "the nonlinearity stays local and one all-reduce joins the partial sums — in attention (heads split) "
+        "and in the MLP; backward mirrors it.";
     st.formula = "per layer: 2 all-reduces forward + 2 backward, each of s·b·h activations";
-    st.substituted = Fmt("the step graph of one llama3-70b layer at TP 8: %d forward + %d backward TP collectives of "
-                         "%s each (%lld × %lld × %lld × 2 B)",
-                         cc.forward, cc.backward, Bytes(static_cast<double>(cc.bytes)).c_str(),
-                         static_cast<long long>(p.seq_len), static_cast<long long>(p.micro_batch),
-                         static_cast<long long>(k->m.hidden));
+    st.substituted =
+        Fmt("the step graph of one llama3-70b layer at TP 8: %d forward + %d backward TP collectives of "
+            "%s each (%lld × %lld × %lld × 2 B)",
+            cc.forward, cc.backward, Bytes(static_cast<double>(cc.bytes)).c_str(), static_cast<long long>(p.seq_len),
+            static_cast<long long>(p.micro_batch), static_cast<long long>(k->m.hidden));
     st.result = Fmt("%d all-reduces of %s per layer and microbatch; × %lld layers", cc.forward + cc.backward,
                     Bytes(static_cast<double>(cc.bytes)).c_str(), static_cast<long long>(k->m.layers));
     Set(&st, "forward_collectives", cc.forward);
@@ -1251,27 +1294,29 @@ core::Result<Explanation> TopicTp(const core::Profile& profile) {
     across.size = 8;
     across.per_domain = 1;
     across.domains = 8;
-    const core::CollectiveCost ci = core::CollectiveTime(core::CollectiveKind::kAllReduce, cc.bytes, inside, k->c,
-                                                         profile.comm);
-    const core::CollectiveCost ca = core::CollectiveTime(core::CollectiveKind::kAllReduce, cc.bytes, across, k->c,
-                                                         profile.comm);
+    const core::CollectiveCost ci =
+        core::CollectiveTime(core::CollectiveKind::kAllReduce, cc.bytes, inside, k->c, profile.comm);
+    const core::CollectiveCost ca =
+        core::CollectiveTime(core::CollectiveKind::kAllReduce, cc.bytes, across, k->c, profile.comm);
     const double up = k->c.scale_up_bytes_per_s, nic = k->c.nic_bytes_per_s;
-    const double nic_share =
-        nic * static_cast<double>(k->c.nics_per_node) / static_cast<double>(k->c.gpus_per_node);
+    const double nic_share = nic * static_cast<double>(k->c.nics_per_node) / static_cast<double>(k->c.gpus_per_node);
     ExplainStep st = NewStep("bandwidth_cliff", "Why TP stays inside the node");
-    st.rule = "TP's all-reduces sit on the critical path of every layer. Inside a node they run on NVLink; one rank "
-              "per node would put them on the InfiniBand rails.";
+    st.rule =
+        "TP's all-reduces sit on the critical path of every layer. Inside a node they run on NVLink; one rank "
+        "per node would put them on the InfiniBand rails.";
     st.formula = "t = α + 2(N−1)/N · S / B  (ring), B = NVLink or the GPU's NIC share";
-    st.substituted = Fmt("NVLink %s vs NIC %s per GPU per direction (%.3g×); one %s all-reduce over 8 GPUs: %s in one "
-                         "node (%s) vs %s across 8 nodes (%s)",
-                         Rate(up).c_str(), Rate(nic_share).c_str(), up / nic_share, Bytes(static_cast<double>(cc.bytes)).c_str(),
-                         Secs(ci.time_s).c_str(), ci.algorithm, Secs(ca.time_s).c_str(), ca.algorithm);
+    st.substituted =
+        Fmt("NVLink %s vs NIC %s per GPU per direction (%.3g×); one %s all-reduce over 8 GPUs: %s in one "
+            "node (%s) vs %s across 8 nodes (%s)",
+            Rate(up).c_str(), Rate(nic_share).c_str(), up / nic_share, Bytes(static_cast<double>(cc.bytes)).c_str(),
+            Secs(ci.time_s).c_str(), ci.algorithm, Secs(ca.time_s).c_str(), ca.algorithm);
     st.result = Fmt("crossing nodes makes each TP all-reduce %.2f× slower; × %d per layer × %lld layers per step",
                     ca.time_s / ci.time_s, cc.forward + cc.backward, static_cast<long long>(k->m.layers));
-    st.seeds_note = Fmt("The seeds quote NVLink as '900 GB/s' and '~20× a single IB link'. 900 GB/s counts both "
-                        "directions; per direction it is %s against a 400 Gb/s NIC's %s: %.3g×, the seeds' other "
-                        "figure ('IB is 10× slower').",
-                        Rate(up).c_str(), Rate(nic).c_str(), up / nic);
+    st.seeds_note =
+        Fmt("The seeds quote NVLink as '900 GB/s' and '~20× a single IB link'. 900 GB/s counts both "
+            "directions; per direction it is %s against a 400 Gb/s NIC's %s: %.3g×, the seeds' other "
+            "figure ('IB is 10× slower').",
+            Rate(up).c_str(), Rate(nic).c_str(), up / nic);
     Set(&st, "scale_up_bytes_per_s", up, "B/s");
     Set(&st, "nic_bytes_per_s", nic, "B/s");
     Set(&st, "in_node_s", ci.time_s, "s");
@@ -1285,12 +1330,13 @@ core::Result<Explanation> TopicTp(const core::Profile& profile) {
     no.tp_overlap = core::TpOverlap::kNone;
     const StepEstimate en = EstimateStep(k->m, no, k->g, k->c, profile);
     ExplainStep st = NewStep("step_cost", "What TP costs in a step");
-    st.rule = "Exposed TP time is the all-reduces not hidden under GEMMs; Megatron overlaps the backward input-"
-              "gradient reduction with the weight-gradient GEMM.";
+    st.rule =
+        "Exposed TP time is the all-reduces not hidden under GEMMs; Megatron overlaps the backward input-"
+        "gradient reduction with the weight-gradient GEMM.";
     st.formula = "t_TP = Σ exposed TP collectives on the critical stage";
-    st.substituted = Fmt("llama3-70b on 64 GPUs, %s: exposed TP %s of a %s step (%s without overlap)",
-                         PlanText(p).c_str(), Secs(e.breakdown.tp_comm_s).c_str(), Secs(e.time_s).c_str(),
-                         Secs(en.breakdown.tp_comm_s).c_str());
+    st.substituted =
+        Fmt("llama3-70b on 64 GPUs, %s: exposed TP %s of a %s step (%s without overlap)", PlanText(p).c_str(),
+            Secs(e.breakdown.tp_comm_s).c_str(), Secs(e.time_s).c_str(), Secs(en.breakdown.tp_comm_s).c_str());
     st.result = Fmt("TP communication is %s of the step", Pct(e.breakdown.tp_comm_s / e.time_s).c_str());
     Set(&st, "tp_comm_s", e.breakdown.tp_comm_s, "s");
     Set(&st, "tp_comm_no_overlap_s", en.breakdown.tp_comm_s, "s");
@@ -1321,12 +1367,14 @@ core::Result<Explanation> TopicSp(const core::Profile& profile) {
     const double ga = static_cast<double>(core::LayerActivationBytes(gpt->m, gp, false, Recompute::kNone));
     const double gb = static_cast<double>(core::LayerActivationBytes(gpt->m, gs, false, Recompute::kNone));
     ExplainStep st = NewStep("activations", "What SP shards");
-    st.rule = "With TP alone, the norms, dropout and residual see the whole sequence on every TP rank (Korthikanti "
-              "et al. 2022: sbh(10 + 24/t + 5as/(ht))). SP splits those along the sequence: (sbh/t)(34 + 5as/h).";
+    st.rule =
+        "With TP alone, the norms, dropout and residual see the whole sequence on every TP rank (Korthikanti "
+        "et al. 2022: sbh(10 + 24/t + 5as/(ht))). SP splits those along the sequence: (sbh/t)(34 + 5as/h).";
     st.formula = "saving = a_layer(TP) / a_layer(TP + SP)";
-    st.substituted = Fmt("llama3-70b, s = 8192, t = 8 (flash attention): %s → %s per layer (%.2f×); gpt3-175b, s = "
-                         "2048, t = 8 (the paper's model, s² scores kept): %s → %s (%.2f×)",
-                         Bytes(a).c_str(), Bytes(b).c_str(), a / b, Bytes(ga).c_str(), Bytes(gb).c_str(), ga / gb);
+    st.substituted =
+        Fmt("llama3-70b, s = 8192, t = 8 (flash attention): %s → %s per layer (%.2f×); gpt3-175b, s = "
+            "2048, t = 8 (the paper's model, s² scores kept): %s → %s (%.2f×)",
+            Bytes(a).c_str(), Bytes(b).c_str(), a / b, Bytes(ga).c_str(), Bytes(gb).c_str(), ga / gb);
     st.result = Fmt("SP cuts per-layer activations %.2f× (llama3-70b) and %.2f× (gpt3-175b)", a / b, ga / gb);
     Set(&st, "tp_only_bytes", a, "B");
     Set(&st, "tp_sp_bytes", b, "B");
@@ -1349,19 +1397,22 @@ core::Result<Explanation> TopicSp(const core::Profile& profile) {
     const StepEstimate e0 = EstimateStep(k->m, p, k->g, k->c, profile);
     const StepEstimate e1 = EstimateStep(k->m, sp, k->g, k->c, profile);
     ExplainStep st = NewStep("communication", "SP's communication");
-    st.rule = "An all-reduce is a reduce-scatter followed by an all-gather. SP keeps them apart: reduce-scatter "
-              "after the row-parallel GEMM, all-gather before the next column-parallel one — the same bytes "
-              "(Korthikanti §4.2.2). In backward, Megatron-LM all-gathers the sequence-sharded inputs once more "
-              "for the weight gradients (it keeps only the shards), overlapped with the input-gradient GEMM.";
+    st.rule =
+        "An all-reduce is a reduce-scatter followed by an all-gather. SP keeps them apart: reduce-scatter "
+        "after the row-parallel GEMM, all-gather before the next column-parallel one — the same bytes "
+        "(Korthikanti §4.2.2). In backward, Megatron-LM all-gathers the sequence-sharded inputs once more "
+        "for the weight gradients (it keeps only the shards), overlapped with the input-gradient GEMM.";
     st.formula = "all-reduce 2(t−1)/t · S = reduce-scatter (t−1)/t · S + all-gather (t−1)/t · S";
-    st.substituted = Fmt("one llama3-70b layer, one microbatch, per rank: forward %s (TP) vs %s (TP + SP); forward "
-                         "+ backward %s vs %s (the backward re-gathers); the 64-GPU step (TP 8 × PP 2 × DP 4, no "
-                         "recompute): %s without SP, %s with it",
-                         Bytes(f0).c_str(), Bytes(f1).c_str(), Bytes(t0).c_str(), Bytes(t1).c_str(),
-                         Secs(e0.time_s).c_str(), Secs(e1.time_s).c_str());
-    st.result = Fmt("the forward moves %.3g× the bytes, the whole step %.3g× (the re-gathers run under GEMMs); "
-                    "the step takes %.3g× as long",
-                    f1 / f0, t1 / t0, e1.time_s / e0.time_s);
+    st.substituted =
+        Fmt("one llama3-70b layer, one microbatch, per rank: forward %s (TP) vs %s (TP + SP); forward "
+            "+ backward %s vs %s (the backward re-gathers); the 64-GPU step (TP 8 × PP 2 × DP 4, no "
+            "recompute): %s without SP, %s with it",
+            Bytes(f0).c_str(), Bytes(f1).c_str(), Bytes(t0).c_str(), Bytes(t1).c_str(), Secs(e0.time_s).c_str(),
+            Secs(e1.time_s).c_str());
+    st.result =
+        Fmt("the forward moves %.3g× the bytes, the whole step %.3g× (the re-gathers run under GEMMs); "
+            "the step takes %.3g× as long",
+            f1 / f0, t1 / t0, e1.time_s / e0.time_s);
     Set(&st, "forward_tp_bytes", f0, "B");
     Set(&st, "forward_tp_sp_bytes", f1, "B");
     Set(&st, "forward_ratio", f1 / f0);
@@ -1381,8 +1432,9 @@ core::Result<Explanation> TopicPp(const core::Profile& profile) {
   ex.fits = true;
   {
     ExplainStep st = NewStep("bubble", "The 1F1B bubble");
-    st.rule = "p stages, m microbatches per step: the first stage waits p − 1 slots to fill the pipeline and the "
-              "last p − 1 to drain it (Narayanan et al. 2021 §2.2).";
+    st.rule =
+        "p stages, m microbatches per step: the first stage waits p − 1 slots to fill the pipeline and the "
+        "last p − 1 to drain it (Narayanan et al. 2021 §2.2).";
     st.formula = "bubble = (p − 1) / (p − 1 + m)";
     std::vector<std::string> parts;
     for (int64_t m : {1, 8, 16, 64, 128}) {
@@ -1406,10 +1458,11 @@ core::Result<Explanation> TopicPp(const core::Profile& profile) {
     st.formula = "m_min = 19(p − 1) + 1;  M ≈ 20(p − 1)";
     // The batch that takes, for the seeds' 405B recipe (TP 8 × PP 16 × DP 128, seq 8192, mbs 1).
     const double batch_seqs = static_cast<double>(m) * 128;
-    st.substituted = Fmt("p = 16: smallest m with bubble < 5%% is %lld (bubble %s); M = 20 × 15 = %.0f gives %s; at "
-                         "DP 128, mbs 1, seq 8192 that is a %s-sequence (%s-token) batch per step",
-                         static_cast<long long>(m), Pct2(UniformBubble(Schedule::k1F1B, p, m, 1)).c_str(), seeds_m,
-                         Pct2(at_seeds).c_str(), Count(batch_seqs).c_str(), Count(batch_seqs * 8192).c_str());
+    st.substituted =
+        Fmt("p = 16: smallest m with bubble < 5%% is %lld (bubble %s); M = 20 × 15 = %.0f gives %s; at "
+            "DP 128, mbs 1, seq 8192 that is a %s-sequence (%s-token) batch per step",
+            static_cast<long long>(m), Pct2(UniformBubble(Schedule::k1F1B, p, m, 1)).c_str(), seeds_m,
+            Pct2(at_seeds).c_str(), Count(batch_seqs).c_str(), Count(batch_seqs * 8192).c_str());
     std::vector<std::string> il;
     for (int64_t v : {2, 4}) {
       const double b = UniformBubble(Schedule::kInterleaved, p, 16, v);
@@ -1417,11 +1470,12 @@ core::Result<Explanation> TopicPp(const core::Profile& profile) {
       Set(&st, Fmt("interleaved_v%lld_m16", static_cast<long long>(v)), b);
     }
     const double zb = UniformBubble(Schedule::kZeroBubble, p, 16, 1);
-    st.result = Fmt("the seeds' M ≈ 20(S − 1) is right (exactly: m ≥ %lld); at a Llama-3-sized batch (2,048 × 8,192 "
-                    "tokens, m = 16) 1F1B idles %s, so real runs shrink the bubble by interleaving (%s) or zero-bubble "
-                    "schedules (ZB-H1: %s)",
-                    static_cast<long long>(m), Pct(UniformBubble(Schedule::k1F1B, p, 16, 1)).c_str(),
-                    Join(il, ", ").c_str(), Pct(zb).c_str());
+    st.result =
+        Fmt("the seeds' M ≈ 20(S − 1) is right (exactly: m ≥ %lld); at a Llama-3-sized batch (2,048 × 8,192 "
+            "tokens, m = 16) 1F1B idles %s, so real runs shrink the bubble by interleaving (%s) or zero-bubble "
+            "schedules (ZB-H1: %s)",
+            static_cast<long long>(m), Pct(UniformBubble(Schedule::k1F1B, p, 16, 1)).c_str(), Join(il, ", ").c_str(),
+            Pct(zb).c_str());
     Set(&st, "p", static_cast<double>(p));
     Set(&st, "m_min", static_cast<double>(m));
     Set(&st, "seeds_m", seeds_m);
@@ -1440,21 +1494,22 @@ core::Result<Explanation> TopicPp(const core::Profile& profile) {
         core::CollectiveTime(core::CollectiveKind::kSendRecv, graph.p2p.bytes, pp_span, k->c, profile.comm);
     const CollectiveCount tp = CountCollectives(graph.dense_layer, core::CommGroup::kTp);
     ExplainStep st = NewStep("recipe_405b", "405B on 16,384 H100s: TP 8 × PP 16 × DP 128");
-    st.rule = "TP fills the node, PP spreads the layers over nodes (it only sends one activation per microbatch "
-              "between neighbours), DP takes the rest. 126 layers do not divide by 16: Llama 3 drops one layer "
-              "from the first and the last stage (Dubey et al. 2024 §3.3.2).";
+    st.rule =
+        "TP fills the node, PP spreads the layers over nodes (it only sends one activation per microbatch "
+        "between neighbours), DP takes the rest. 126 layers do not divide by 16: Llama 3 drops one layer "
+        "from the first and the last stage (Dubey et al. 2024 §3.3.2).";
     st.formula = "DP = GPUs / (TP × PP);  send = s·b·h·2 B per microbatch per direction";
     std::vector<std::string> split;
     for (int64_t l : p.stage_layers) split.push_back(std::to_string(l));
-    st.substituted = Fmt("16,384 / (8 × 16) = %lld; layers %s; pipeline send %s per microbatch (%s across nodes) vs "
-                         "%d TP collectives of %s per layer (sequence-sharded by SP)",
-                         static_cast<long long>(p.dp), Join(split, "+").c_str(),
-                         Bytes(static_cast<double>(graph.p2p.bytes)).c_str(), Secs(send.time_s).c_str(),
-                         tp.forward + tp.backward, Bytes(static_cast<double>(tp.bytes)).c_str());
-    st.result = Fmt("TP %lld × PP %lld × DP %lld = %s GPUs; m = 2048 / (1 × %lld) = %lld microbatches per pipeline",
-                    static_cast<long long>(p.tp), static_cast<long long>(p.pp), static_cast<long long>(p.dp),
-                    Int(p.tp * p.pp * p.dp).c_str(), static_cast<long long>(p.dp),
-                    static_cast<long long>(p.Microbatches()));
+    st.substituted =
+        Fmt("16,384 / (8 × 16) = %lld; layers %s; pipeline send %s per microbatch (%s across nodes) vs "
+            "%d TP collectives of %s per layer (sequence-sharded by SP)",
+            static_cast<long long>(p.dp), Join(split, "+").c_str(), Bytes(static_cast<double>(graph.p2p.bytes)).c_str(),
+            Secs(send.time_s).c_str(), tp.forward + tp.backward, Bytes(static_cast<double>(tp.bytes)).c_str());
+    st.result =
+        Fmt("TP %lld × PP %lld × DP %lld = %s GPUs; m = 2048 / (1 × %lld) = %lld microbatches per pipeline",
+            static_cast<long long>(p.tp), static_cast<long long>(p.pp), static_cast<long long>(p.dp),
+            Int(p.tp * p.pp * p.dp).c_str(), static_cast<long long>(p.dp), static_cast<long long>(p.Microbatches()));
     Set(&st, "tp", static_cast<double>(p.tp));
     Set(&st, "pp", static_cast<double>(p.pp));
     Set(&st, "dp", static_cast<double>(p.dp));
@@ -1475,9 +1530,10 @@ core::Result<Explanation> TopicCp(const core::Profile& profile) {
   ex.fits = true;
   {
     ExplainStep st = NewStep("activations", "CP divides the sequence");
-    st.rule = "Context parallelism splits the sequence over cp ranks inside attention as well, so every "
-              "activation of a layer shrinks by cp (ring attention: K/V blocks circulate; Ulysses: all-to-alls "
-              "swap sequence and heads).";
+    st.rule =
+        "Context parallelism splits the sequence over cp ranks inside attention as well, so every "
+        "activation of a layer shrinks by cp (ring attention: K/V blocks circulate; Ulysses: all-to-alls "
+        "swap sequence and heads).";
     st.formula = "a_layer(cp) = a_layer(s / cp)";
     std::vector<std::string> parts;
     double base = 0;
@@ -1511,13 +1567,15 @@ core::Result<Explanation> TopicCp(const core::Profile& profile) {
       if (op.kind == core::OpKind::kAttention) attn_s += ComputeOpTime(op, k->g, profile);
     }
     ExplainStep st = NewStep("ring_exchange", "Ring attention's K/V exchange");
-    st.rule = "Each of the cp ranks holds s/cp queries and passes its K/V block around the ring while it computes "
-              "attention on the block it holds: the exchange hides under attention when the block is large enough.";
+    st.rule =
+        "Each of the cp ranks holds s/cp queries and passes its K/V block around the ring while it computes "
+        "attention on the block it holds: the exchange hides under attention when the block is large enough.";
     st.formula = "exchange = (cp − 1) × K/V block over the CP group;  hidden when ≤ attention time";
-    st.substituted = Fmt("cp 4 across nodes (%lld per domain × %lld domains): %d forward exchanges of %s per layer = "
-                         "%s vs %s of forward attention per layer",
-                         static_cast<long long>(span.per_domain), static_cast<long long>(span.domains), exchanges,
-                         Bytes(static_cast<double>(bytes)).c_str(), Secs(ring_s).c_str(), Secs(attn_s).c_str());
+    st.substituted =
+        Fmt("cp 4 across nodes (%lld per domain × %lld domains): %d forward exchanges of %s per layer = "
+            "%s vs %s of forward attention per layer",
+            static_cast<long long>(span.per_domain), static_cast<long long>(span.domains), exchanges,
+            Bytes(static_cast<double>(bytes)).c_str(), Secs(ring_s).c_str(), Secs(attn_s).c_str());
     st.result = ring_s <= attn_s ? "the ring exchange fits under attention compute: CP costs little here"
                                  : "the ring exchange is longer than the attention it hides under: exposed";
     Set(&st, "exchange_s", ring_s, "s");
@@ -1540,17 +1598,19 @@ core::Result<Explanation> TopicEp(const core::Profile& profile) {
   ex.fits = true;
   {
     ExplainStep st = NewStep("all_to_alls", "All-to-alls per MoE layer");
-    st.rule = "Each token goes to its top-k experts on other GPUs (dispatch all-to-all) and comes back (combine). "
-              "Backward sends the gradients the same two ways.";
+    st.rule =
+        "Each token goes to its top-k experts on other GPUs (dispatch all-to-all) and comes back (combine). "
+        "Backward sends the gradients the same two ways.";
     st.formula = "per layer and microbatch: 2 forward + 2 backward all-to-alls of s·b·k·h·2 B";
-    st.substituted = Fmt("the step graph of one mixtral layer at EP 8: %d forward + %d backward all-to-alls of %s "
-                         "(%lld tokens × top-%lld × %lld × 2 B)",
-                         cc.forward, cc.backward, Bytes(static_cast<double>(cc.bytes)).c_str(),
-                         static_cast<long long>(p.seq_len), static_cast<long long>(k->m.moe->top_k),
-                         static_cast<long long>(k->m.hidden));
+    st.substituted =
+        Fmt("the step graph of one mixtral layer at EP 8: %d forward + %d backward all-to-alls of %s "
+            "(%lld tokens × top-%lld × %lld × 2 B)",
+            cc.forward, cc.backward, Bytes(static_cast<double>(cc.bytes)).c_str(), static_cast<long long>(p.seq_len),
+            static_cast<long long>(k->m.moe->top_k), static_cast<long long>(k->m.hidden));
     st.result = Fmt("%d all-to-alls per MoE layer and microbatch", cc.forward + cc.backward);
-    st.seeds_note = "The seeds count 'two all-to-alls per layer (dispatch + combine)': that is the forward pass. "
-                    "Backward runs two more, so a training step has four per MoE layer and microbatch.";
+    st.seeds_note =
+        "The seeds count 'two all-to-alls per layer (dispatch + combine)': that is the forward pass. "
+        "Backward runs two more, so a training step has four per MoE layer and microbatch.";
     Set(&st, "forward_all_to_alls", cc.forward);
     Set(&st, "backward_all_to_alls", cc.backward);
     Set(&st, "bytes_each", static_cast<double>(cc.bytes), "B");
@@ -1562,7 +1622,8 @@ core::Result<Explanation> TopicEp(const core::Profile& profile) {
     across.size = 8;
     across.per_domain = 1;
     across.domains = 8;
-    const double a_in = core::CollectiveTime(core::CollectiveKind::kAllToAll, cc.bytes, inside, k->c, profile.comm).time_s;
+    const double a_in =
+        core::CollectiveTime(core::CollectiveKind::kAllToAll, cc.bytes, inside, k->c, profile.comm).time_s;
     const double a_out =
         core::CollectiveTime(core::CollectiveKind::kAllToAll, cc.bytes, across, k->c, profile.comm).time_s;
     double expert_s = 0;
@@ -1571,13 +1632,14 @@ core::Result<Explanation> TopicEp(const core::Profile& profile) {
           std::string(op.name).rfind("expert_", 0) == 0)
         expert_s += ComputeOpTime(op, k->g, profile);
     ExplainStep st = NewStep("all_to_all_cost", "All-to-all vs expert compute");
-    st.rule = "An all-to-all moves (N−1)/N of each rank's buffer; inside an NVLink domain it is cheap, across "
-              "nodes every byte crosses a NIC. Overlap (DualPipe) or keeping EP inside the node hides it.";
+    st.rule =
+        "An all-to-all moves (N−1)/N of each rank's buffer; inside an NVLink domain it is cheap, across "
+        "nodes every byte crosses a NIC. Overlap (DualPipe) or keeping EP inside the node hides it.";
     st.formula = "t = (N−1)/N · S / B  vs  the expert GEMMs it feeds";
-    st.substituted = Fmt("one %s all-to-all: %s inside a node, %s with one rank per node; the forward expert GEMMs "
-                         "of the layer: %s",
-                         Bytes(static_cast<double>(cc.bytes)).c_str(), Secs(a_in).c_str(), Secs(a_out).c_str(),
-                         Secs(expert_s).c_str());
+    st.substituted = Fmt(
+        "one %s all-to-all: %s inside a node, %s with one rank per node; the forward expert GEMMs "
+        "of the layer: %s",
+        Bytes(static_cast<double>(cc.bytes)).c_str(), Secs(a_in).c_str(), Secs(a_out).c_str(), Secs(expert_s).c_str());
     st.result = Fmt("the forward pair costs %s in the node (%.2f× the expert GEMMs) and %s across nodes (%.2f×)",
                     Secs(2 * a_in).c_str(), 2 * a_in / expert_s, Secs(2 * a_out).c_str(), 2 * a_out / expert_s);
     Set(&st, "in_node_s", a_in, "s");
@@ -1596,9 +1658,10 @@ core::Result<Explanation> TopicCollectives(const core::Profile& profile) {
   ex.fits = true;
   {
     ExplainStep st = NewStep("ring_all_reduce", "Ring all-reduce: 2(N−1)/N · M per rank");
-    st.rule = "A ring all-reduce is a reduce-scatter then an all-gather; each moves (N−1)/N of the buffer through "
-              "every rank (Thakur et al. 2005; Patarasuk & Yuan 2009: the bandwidth lower bound). nccl-tests calls "
-              "this factor busbw / algbw.";
+    st.rule =
+        "A ring all-reduce is a reduce-scatter then an all-gather; each moves (N−1)/N of the buffer through "
+        "every rank (Thakur et al. 2005; Patarasuk & Yuan 2009: the bandwidth lower bound). nccl-tests calls "
+        "this factor busbw / algbw.";
     st.formula = "all-reduce 2(N−1)/N · M;  all-gather, reduce-scatter, all-to-all (N−1)/N · M;  broadcast M";
     std::vector<std::string> parts;
     for (int64_t n : {2, 8, 16384}) {
@@ -1609,22 +1672,25 @@ core::Result<Explanation> TopicCollectives(const core::Profile& profile) {
     const double ag = core::BusBandwidthFactor(core::CollectiveKind::kAllGather, 8);
     const double rs = core::BusBandwidthFactor(core::CollectiveKind::kReduceScatter, 8);
     const double ar = core::BusBandwidthFactor(core::CollectiveKind::kAllReduce, 8);
-    st.substituted = Join(parts, "; ") + Fmt("; N = 8: reduce-scatter %.4g + all-gather %.4g = %.4g = all-reduce",
-                                             rs, ag, rs + ag);
-    st.result = Fmt("≈ 2M per rank whatever N (%.4g at N = 8): ring all-reduce is bandwidth-bound, and AllReduce = "
-                    "ReduceScatter + AllGather",
-                    ar);
-    st.seeds_note = Fmt("The seeds' table gives broadcast as O(M log N). A pipelined (ring/chain) broadcast moves M "
-                        "per rank — nccl-tests' bus factor is %.4g — and log N is only a tree's latency term.",
-                        core::BusBandwidthFactor(core::CollectiveKind::kBroadcast, 8));
+    st.substituted =
+        Join(parts, "; ") + Fmt("; N = 8: reduce-scatter %.4g + all-gather %.4g = %.4g = all-reduce", rs, ag, rs + ag);
+    st.result =
+        Fmt("≈ 2M per rank whatever N (%.4g at N = 8): ring all-reduce is bandwidth-bound, and AllReduce = "
+            "ReduceScatter + AllGather",
+            ar);
+    st.seeds_note =
+        Fmt("The seeds' table gives broadcast as O(M log N). A pipelined (ring/chain) broadcast moves M "
+            "per rank — nccl-tests' bus factor is %.4g — and log N is only a tree's latency term.",
+            core::BusBandwidthFactor(core::CollectiveKind::kBroadcast, 8));
     Set(&st, "reduce_scatter_factor_8", rs);
     Set(&st, "all_gather_factor_8", ag);
     ex.steps.push_back(st);
   }
   {
     ExplainStep st = NewStep("times", "What 1 GiB costs on the two tiers");
-    st.rule = "Alpha–beta time on the tiers the group spans: NVLink inside a node, the rails across nodes; NCCL "
-              "picks ring, tree, NVLS or SHARP, whichever is fastest. docs/collectives.md.";
+    st.rule =
+        "Alpha–beta time on the tiers the group spans: NVLink inside a node, the rails across nodes; NCCL "
+        "picks ring, tree, NVLS or SHARP, whichever is fastest. docs/collectives.md.";
     st.formula = "t = hops × α + bytes per rank / B + launch";
     std::vector<std::string> parts;
     for (int64_t n : {8, 128, 1024}) {
@@ -1642,11 +1708,12 @@ core::Result<Explanation> TopicCollectives(const core::Profile& profile) {
                                                 core::kGiB, span128, k->c, profile.comm);
     st.substituted = "1 GiB all-reduce: " + Join(parts, "; ");
     if (ring && sharp) {
-      st.substituted += Fmt("; at 128 GPUs a flat ring takes %s, SHARP %s", Secs(ring->time_s).c_str(),
-                            Secs(sharp->time_s).c_str());
-      st.result = Fmt("past one node the rails set the pace: in-network reduction (SHARP) makes the 128-GPU "
-                      "all-reduce %.2f× faster than a ring",
-                      ring->time_s / sharp->time_s);
+      st.substituted +=
+          Fmt("; at 128 GPUs a flat ring takes %s, SHARP %s", Secs(ring->time_s).c_str(), Secs(sharp->time_s).c_str());
+      st.result =
+          Fmt("past one node the rails set the pace: in-network reduction (SHARP) makes the 128-GPU "
+              "all-reduce %.2f× faster than a ring",
+              ring->time_s / sharp->time_s);
       Set(&st, "ring_128_s", ring->time_s, "s");
       Set(&st, "sharp_128_s", sharp->time_s, "s");
     } else {
@@ -1661,25 +1728,29 @@ core::Result<Explanation> TopicCollectives(const core::Profile& profile) {
     const core::StageMemory& w = mem.stages[static_cast<size_t>(mem.worst_stage)];
     const double grad = static_cast<double>(w.params) * static_cast<double>(core::DtypeBytes(p.dtypes.grads));
     const core::GroupSpan dp = core::SpanOf(core::Axis::kDp, p, k->c);
-    const core::CollectiveCost rs = core::CollectiveTime(core::CollectiveKind::kReduceScatter,
-                                                         static_cast<int64_t>(grad), dp, k->c, profile.comm);
-    const core::CollectiveCost ag = core::CollectiveTime(core::CollectiveKind::kAllGather,
-                                                         static_cast<int64_t>(grad), dp, k->c, profile.comm);
+    const core::CollectiveCost rs =
+        core::CollectiveTime(core::CollectiveKind::kReduceScatter, static_cast<int64_t>(grad), dp, k->c, profile.comm);
+    const core::CollectiveCost ag =
+        core::CollectiveTime(core::CollectiveKind::kAllGather, static_cast<int64_t>(grad), dp, k->c, profile.comm);
     const double whole = static_cast<double>(mem.params.total) * static_cast<double>(core::DtypeBytes(p.dtypes.grads));
     ExplainStep st = NewStep("dp_405b", "Llama 405B's DP gradient traffic");
-    st.rule = "With TP × PP, each data-parallel group reduces only its model-parallel shard of the gradients, "
-              "over the DP ranks (ZeRO-1: reduce-scatter the gradients, all-gather the updated weights).";
+    st.rule =
+        "With TP × PP, each data-parallel group reduces only its model-parallel shard of the gradients, "
+        "over the DP ranks (ZeRO-1: reduce-scatter the gradients, all-gather the updated weights).";
     st.formula = "shard = N / (TP × PP) × 2 B;  t = RS + AG over DP ranks";
-    st.substituted = Fmt("TP 8 × PP 16 × DP 128: the fullest stage holds %s parameters = %s of bf16 gradients; "
-                         "reduce-scatter %s + all-gather %s over %lld ranks (%lld per node × %lld nodes)",
-                         Count(static_cast<double>(w.params)).c_str(), Bytes(grad).c_str(), Secs(rs.time_s).c_str(),
-                         Secs(ag.time_s).c_str(), static_cast<long long>(dp.size),
-                         static_cast<long long>(dp.per_domain), static_cast<long long>(dp.domains));
-    st.result = Fmt("%s per step of DP traffic per rank, overlapped with the last backward", Secs(rs.time_s + ag.time_s).c_str());
-    st.seeds_note = Fmt("The seeds' quiz sizes Llama 405B's DP all-reduce as '405B params bf16 = 810 GB over 16k "
-                        "GPUs'. That is the whole model's gradient (%s); with TP 8 × PP 16 each rank reduces only "
-                        "its shard, %s, over 128 DP ranks, not 16k.",
-                        Bytes(whole).c_str(), Bytes(grad).c_str());
+    st.substituted =
+        Fmt("TP 8 × PP 16 × DP 128: the fullest stage holds %s parameters = %s of bf16 gradients; "
+            "reduce-scatter %s + all-gather %s over %lld ranks (%lld per node × %lld nodes)",
+            Count(static_cast<double>(w.params)).c_str(), Bytes(grad).c_str(), Secs(rs.time_s).c_str(),
+            Secs(ag.time_s).c_str(), static_cast<long long>(dp.size), static_cast<long long>(dp.per_domain),
+            static_cast<long long>(dp.domains));
+    st.result = Fmt("%s per step of DP traffic per rank, overlapped with the last backward",
+                    Secs(rs.time_s + ag.time_s).c_str());
+    st.seeds_note =
+        Fmt("The seeds' quiz sizes Llama 405B's DP all-reduce as '405B params bf16 = 810 GB over 16k "
+            "GPUs'. That is the whole model's gradient (%s); with TP 8 × PP 16 each rank reduces only "
+            "its shard, %s, over 128 DP ranks, not 16k.",
+            Bytes(whole).c_str(), Bytes(grad).c_str());
     Set(&st, "whole_gradient_bytes", whole, "B");
     Set(&st, "shard_gradient_bytes", grad, "B");
     Set(&st, "dp_ranks", static_cast<double>(dp.size));
@@ -1704,13 +1775,14 @@ core::Result<Explanation> TopicPrecision(const core::Profile& profile) {
     bnb.optimizer = core::Optimizer::kAdam8bit;
     bnb.dtypes.optimizer_states = Dtype::kInt8;
     ExplainStep st = NewStep("state_dtypes", "What each dtype costs per parameter");
-    st.rule = "Compute in bf16 (or fp8); keep fp32 master weights and fp32 Adam moments — an fp16/bf16 optimizer "
-              "loses small updates and overflows.";
+    st.rule =
+        "Compute in bf16 (or fp8); keep fp32 master weights and fp32 Adam moments — an fp16/bf16 optimizer "
+        "loses small updates and overflows.";
     st.formula = "bytes/param = weights + grads + master + moments";
-    st.substituted = Fmt("bf16 + fp32 master + fp32 Adam: %.4g B; without the master copy %.4g B; Megatron's fp32 "
-                         "main grads %.4g B; 8-bit Adam moments %.4g B",
-                         core::BytesPerParam(p), core::BytesPerParam(no_master), core::BytesPerParam(mega),
-                         core::BytesPerParam(bnb));
+    st.substituted = Fmt(
+        "bf16 + fp32 master + fp32 Adam: %.4g B; without the master copy %.4g B; Megatron's fp32 "
+        "main grads %.4g B; 8-bit Adam moments %.4g B",
+        core::BytesPerParam(p), core::BytesPerParam(no_master), core::BytesPerParam(mega), core::BytesPerParam(bnb));
     st.result = Fmt("%.4g B/param is the default; fp8 compute does not change it (the master copy stays fp32)",
                     core::BytesPerParam(p));
     Set(&st, "bytes_per_param", core::BytesPerParam(p), "B");
@@ -1754,21 +1826,24 @@ core::Result<Explanation> TopicRecompute(const core::Profile&) {
               core::ModelFlopsPerIteration(gpt->m, q, core::AttentionFlops::kFull);
     }
     ExplainStep st = NewStep("selective_vs_full", "Selective vs full recomputation");
-    st.rule = "Selective recomputation (Korthikanti et al. 2022 §5) recomputes the attention core — QKᵀ, softmax, "
-              "its dropout, × V — whose s² tensors are large and cheap to redo; full recomputation keeps only each "
-              "layer's input and reruns the whole forward in backward.";
+    st.rule =
+        "Selective recomputation (Korthikanti et al. 2022 §5) recomputes the attention core — QKᵀ, softmax, "
+        "its dropout, × V — whose s² tensors are large and cheap to redo; full recomputation keeps only each "
+        "layer's input and reruns the whole forward in backward.";
     st.formula = "a_layer: (sbh/t)(34 + 5as/h) → 34 sbh/t (selective) → 2 sbh/t (full);  extra FLOPs = HFU/MFU − 1";
-    st.substituted = Fmt("gpt3-175b, s = 2048, TP 8 + SP: %s → %s (%.2f× less) → %s (%.2f× less) per layer; selective "
-                         "drops %s; extra FLOPs: selective %s, full %s",
-                         Bytes(a[0]).c_str(), Bytes(a[1]).c_str(), a[0] / a[1], Bytes(a[2]).c_str(), a[0] / a[2],
-                         Join(dropped, ", ").c_str(), Pct(fl[1] - 1).c_str(), Pct(fl[2] - 1).c_str());
+    st.substituted =
+        Fmt("gpt3-175b, s = 2048, TP 8 + SP: %s → %s (%.2f× less) → %s (%.2f× less) per layer; selective "
+            "drops %s; extra FLOPs: selective %s, full %s",
+            Bytes(a[0]).c_str(), Bytes(a[1]).c_str(), a[0] / a[1], Bytes(a[2]).c_str(), a[0] / a[2],
+            Join(dropped, ", ").c_str(), Pct(fl[1] - 1).c_str(), Pct(fl[2] - 1).c_str());
     st.result = Fmt("selective: %.2f× less activation memory for %s more FLOPs; full: %.1f× less for %s more",
                     a[0] / a[1], Pct(fl[1] - 1).c_str(), a[0] / a[2], Pct(fl[2] - 1).c_str());
-    st.seeds_note = Fmt("The seed notes mix the two up: selective is said to recompute 'cheap ops (LayerNorm, GeLU, "
-                        "dropout)' and to cost '~33%% extra FLOPs' for '~10× memory savings'. Selective recomputes the "
-                        "attention core and costs %s extra FLOPs for %.2f×; ~33%% (here %s) is full recomputation, "
-                        "which saves %.1f×.",
-                        Pct(fl[1] - 1).c_str(), a[0] / a[1], Pct(fl[2] - 1).c_str(), a[0] / a[2]);
+    st.seeds_note =
+        Fmt("The seed notes mix the two up: selective is said to recompute 'cheap ops (LayerNorm, GeLU, "
+            "dropout)' and to cost '~33%% extra FLOPs' for '~10× memory savings'. Selective recomputes the "
+            "attention core and costs %s extra FLOPs for %.2f×; ~33%% (here %s) is full recomputation, "
+            "which saves %.1f×.",
+            Pct(fl[1] - 1).c_str(), a[0] / a[1], Pct(fl[2] - 1).c_str(), a[0] / a[2]);
     Set(&st, "none_bytes", a[0], "B");
     Set(&st, "selective_bytes", a[1], "B");
     Set(&st, "full_bytes", a[2], "B");
@@ -1789,16 +1864,18 @@ core::Result<Explanation> TopicRecompute(const core::Profile&) {
     const double a8 = layers * static_cast<double>(core::LayerActivationBytes(l70->m, tp, false, Recompute::kNone));
     const double af = layers * static_cast<double>(core::LayerActivationBytes(l70->m, one, false, Recompute::kFull));
     ExplainStep st = NewStep("seeds_activations", "Activations at seq 8192, batch 4, 80 layers, h 8192");
-    st.rule = "The seeds' example: one microbatch of 4 sequences of 8192 tokens through llama3-70b's 80 layers "
-              "(h = 8192), every layer's saved tensors kept for backward.";
+    st.rule =
+        "The seeds' example: one microbatch of 4 sequences of 8192 tokens through llama3-70b's 80 layers "
+        "(h = 8192), every layer's saved tensors kept for backward.";
     st.formula = "activations = L × a_layer(s = 8192, b = 4)";
     st.substituted = Fmt("80 × %s = %s on one GPU without TP; with TP 8 + SP: %s per GPU; full recompute (no TP): %s",
                          Bytes(a1 / layers).c_str(), Bytes(a1).c_str(), Bytes(a8).c_str(), Bytes(af).c_str());
     st.result = Fmt("%s without model parallelism, %s per GPU at TP 8 + SP", Bytes(a1).c_str(), Bytes(a8).c_str());
     if (a1 > 3 * 100e9)
-      st.seeds_note = Fmt("The seeds put this at '≈ 100+ GB per GPU'. Counted tensor by tensor it is %s on a GPU "
-                          "that holds the whole model; ~100 GB is the figure per GPU once TP 8 + SP shards it (%s).",
-                          Bytes(a1).c_str(), Bytes(a8).c_str());
+      st.seeds_note =
+          Fmt("The seeds put this at '≈ 100+ GB per GPU'. Counted tensor by tensor it is %s on a GPU "
+              "that holds the whole model; ~100 GB is the figure per GPU once TP 8 + SP shards it (%s).",
+              Bytes(a1).c_str(), Bytes(a8).c_str());
     Set(&st, "no_tp_bytes", a1, "B");
     Set(&st, "tp8_sp_bytes", a8, "B");
     Set(&st, "full_recompute_bytes", af, "B");
@@ -1813,17 +1890,17 @@ core::Result<Explanation> TopicRecompute(const core::Profile&) {
     const int64_t accum = p.Microbatches();
     const double tokens = static_cast<double>(p.seq_len * p.micro_batch * p.dp * accum);
     ExplainStep st = NewStep("grad_accumulation", "A 4M-token batch from 2k-token microbatches");
-    st.rule = "Effective batch = micro-batch × accumulation steps × DP: run several microbatches per optimizer step, "
-              "summing gradients, before the gradient reduction.";
+    st.rule =
+        "Effective batch = micro-batch × accumulation steps × DP: run several microbatches per optimizer step, "
+        "summing gradients, before the gradient reduction.";
     st.formula = "accumulation = batch tokens / (seq × mbs × DP)";
-    st.substituted = Fmt("%s tokens / (%lld × %lld × %lld) = %lld; %lld × %lld × %lld × %lld = %s tokens",
-                         Int(target_tokens).c_str(), static_cast<long long>(p.seq_len),
-                         static_cast<long long>(p.micro_batch), static_cast<long long>(p.dp),
-                         static_cast<long long>(accum), static_cast<long long>(p.seq_len),
-                         static_cast<long long>(p.micro_batch), static_cast<long long>(p.dp),
-                         static_cast<long long>(accum), Int(static_cast<int64_t>(tokens)).c_str());
-    st.result = Fmt("%lld accumulation steps: 2k × 8 × %lld = %s tokens per optimizer step", static_cast<long long>(accum),
-                    static_cast<long long>(accum), Count(tokens).c_str());
+    st.substituted = Fmt(
+        "%s tokens / (%lld × %lld × %lld) = %lld; %lld × %lld × %lld × %lld = %s tokens", Int(target_tokens).c_str(),
+        static_cast<long long>(p.seq_len), static_cast<long long>(p.micro_batch), static_cast<long long>(p.dp),
+        static_cast<long long>(accum), static_cast<long long>(p.seq_len), static_cast<long long>(p.micro_batch),
+        static_cast<long long>(p.dp), static_cast<long long>(accum), Int(static_cast<int64_t>(tokens)).c_str());
+    st.result = Fmt("%lld accumulation steps: 2k × 8 × %lld = %s tokens per optimizer step",
+                    static_cast<long long>(accum), static_cast<long long>(accum), Count(tokens).c_str());
     Set(&st, "seq", static_cast<double>(p.seq_len));
     Set(&st, "dp", static_cast<double>(p.dp));
     Set(&st, "accumulation_steps", static_cast<double>(accum));
@@ -1854,10 +1931,11 @@ core::Result<Explanation> TopicCheckpoint(const core::Profile& profile) {
     const double with_grads = core::ShardedModelStates(static_cast<double>(mem.params.total), zero0, 1).Total();
     PlanSpec seeds = zero0;
     seeds.dtypes.master_weights = Dtype::kNone;
-    st.seeds_note = Fmt("The seeds size 'Llama-70B + optimizer state ≈ 840 GB'. A checkpoint holds the weights, the "
-                        "fp32 master weights and the moments — not the gradients: %s for llama3-70b (the 16 B/param "
-                        "training state is %s; the seeds' 840 GB drops the master copy and keeps the gradients).",
-                        Bytes(st.Value("total_bytes")).c_str(), Bytes(with_grads).c_str());
+    st.seeds_note =
+        Fmt("The seeds size 'Llama-70B + optimizer state ≈ 840 GB'. A checkpoint holds the weights, the "
+            "fp32 master weights and the moments — not the gradients: %s for llama3-70b (the 16 B/param "
+            "training state is %s; the seeds' 840 GB drops the master copy and keeps the gradients).",
+            Bytes(st.Value("total_bytes")).c_str(), Bytes(with_grads).c_str());
     ex.steps.push_back(st);
   }
   {
@@ -1866,19 +1944,21 @@ core::Result<Explanation> TopicCheckpoint(const core::Profile& profile) {
     const core::MemoryReport m3 = core::EstimateMemory(k->m, z3, k->g, profile.memory);
     const core::CheckpointCost c3 = core::EstimateCheckpoint(m3, z3, k->c, *f);
     ExplainStep st = NewStep("per_rank", "Per-rank shards");
-    st.rule = "Sharded checkpoints: each rank writes exactly the states it owns, in parallel; the total is written "
-              "once, not once per replica.";
+    st.rule =
+        "Sharded checkpoints: each rank writes exactly the states it owns, in parallel; the total is written "
+        "once, not once per replica.";
     st.formula = "per rank = (weights + master + moments) / sharding group";
-    st.substituted = Fmt("llama3-70b, ZeRO-3 over 8: %s / 8 = %s per rank; naive (every one of 8 ranks writing the "
-                         "whole state): %s",
-                         Bytes(static_cast<double>(c3.total_bytes)).c_str(),
-                         Bytes(static_cast<double>(c3.per_gpu_bytes)).c_str(),
-                         Bytes(8.0 * static_cast<double>(c3.total_bytes)).c_str());
+    st.substituted =
+        Fmt("llama3-70b, ZeRO-3 over 8: %s / 8 = %s per rank; naive (every one of 8 ranks writing the "
+            "whole state): %s",
+            Bytes(static_cast<double>(c3.total_bytes)).c_str(), Bytes(static_cast<double>(c3.per_gpu_bytes)).c_str(),
+            Bytes(8.0 * static_cast<double>(c3.total_bytes)).c_str());
     st.result = Fmt("each rank writes %s; the %s written once", Bytes(static_cast<double>(c3.per_gpu_bytes)).c_str(),
                     Bytes(static_cast<double>(c3.total_bytes)).c_str());
-    st.seeds_note = Fmt("The seeds' async example has 'each rank write ~17 GB (70B/8)': that is only the bf16 "
-                        "weights. With master weights and moments each of the 8 ranks writes %s.",
-                        Bytes(static_cast<double>(c3.per_gpu_bytes)).c_str());
+    st.seeds_note =
+        Fmt("The seeds' async example has 'each rank write ~17 GB (70B/8)': that is only the bf16 "
+            "weights. With master weights and moments each of the 8 ranks writes %s.",
+            Bytes(static_cast<double>(c3.per_gpu_bytes)).c_str());
     Set(&st, "total_bytes", static_cast<double>(c3.total_bytes), "B");
     Set(&st, "per_rank_bytes", static_cast<double>(c3.per_gpu_bytes), "B");
     ex.steps.push_back(st);
@@ -1895,17 +1975,20 @@ core::Result<Explanation> TopicCheckpoint(const core::Profile& profile) {
     const double young_async = core::YoungInterval(cq.snapshot_s, m_s);
     const double young_sync = core::YoungInterval(cq.sync_write_s, m_s);
     ExplainStep st = NewStep("interval", "How often: set by the MTBF");
-    st.rule = "Checkpoint often enough that the work lost to a failure (half an interval on average) balances the "
-              "time spent checkpointing: Young 1974.";
+    st.rule =
+        "Checkpoint often enough that the work lost to a failure (half an interval on average) balances the "
+        "time spent checkpointing: Young 1974.";
     st.formula = "τ = √(2 δ M)";
-    st.substituted = Fmt("llama3-405b on 16,384 GPUs: M = %.2f h; async δ = %s ⇒ τ = %s; sync δ = %s (%s to %s) ⇒ "
-                         "τ = %s",
-                         r.mtbf_h, Secs(cq.snapshot_s).c_str(), Secs(young_async).c_str(),
-                         Secs(cq.sync_write_s).c_str(), Bytes(static_cast<double>(cq.total_bytes)).c_str(),
-                         Rate(big->c.storage_bytes_per_s).c_str(), Secs(young_sync).c_str());
-    st.result = Fmt("async checkpoints every %s, synchronous ones every %s: the pause, not intuition, sets the "
-                    "cadence",
-                    Secs(young_async).c_str(), Secs(young_sync).c_str());
+    st.substituted =
+        Fmt("llama3-405b on 16,384 GPUs: M = %.2f h; async δ = %s ⇒ τ = %s; sync δ = %s (%s to %s) ⇒ "
+            "τ = %s",
+            r.mtbf_h, Secs(cq.snapshot_s).c_str(), Secs(young_async).c_str(), Secs(cq.sync_write_s).c_str(),
+            Bytes(static_cast<double>(cq.total_bytes)).c_str(), Rate(big->c.storage_bytes_per_s).c_str(),
+            Secs(young_sync).c_str());
+    st.result =
+        Fmt("async checkpoints every %s, synchronous ones every %s: the pause, not intuition, sets the "
+            "cadence",
+            Secs(young_async).c_str(), Secs(young_sync).c_str());
     Set(&st, "mtbf_h", r.mtbf_h, "h");
     Set(&st, "async_pause_s", cq.snapshot_s, "s");
     Set(&st, "sync_pause_s", cq.sync_write_s, "s");
@@ -1926,8 +2009,9 @@ core::Result<Explanation> TopicFailures(const core::Profile& profile) {
   ex.fits = true;
   {
     ExplainStep st = NewStep("rates", "Interruptions grow with the GPU count");
-    st.rule = "Each component fails at a rate per GPU-hour or node-hour (the Llama 3 paper's 54-day table on "
-              "16,384 H100s); a job's rate is their sum times its GPUs or nodes, so MTBF falls as 1/N.";
+    st.rule =
+        "Each component fails at a rate per GPU-hour or node-hour (the Llama 3 paper's 54-day table on "
+        "16,384 H100s); a job's rate is their sum times its GPUs or nodes, so MTBF falls as 1/N.";
     st.formula = "λ_job = Σ rate_c × (GPUs or nodes);  MTBF = 1 / λ_job";
     std::vector<std::string> parts;
     for (int64_t n : {8, 1024, 16384}) {

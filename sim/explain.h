@@ -40,13 +40,13 @@ struct ExplainValue {
 };
 
 struct ExplainStep {
-  std::string id;           // stable key, e.g. "memory_budget", "zero3_over_8"
-  std::string title;        // "Memory budget: model states"
-  std::string rule;         // the rule, in words, with its source
-  std::string formula;      // the formula, symbolic
-  std::string substituted;  // the formula with this case's numbers
-  std::string result;       // the conclusion
-  std::string seeds_note;   // empty, or: the seed notes' rule of thumb is wrong here, and why
+  std::string id;                    // stable key, e.g. "memory_budget", "zero3_over_8"
+  std::string title;                 // "Memory budget: model states"
+  std::string rule;                  // the rule, in words, with its source
+  std::string formula;               // the formula, symbolic
+  std::string substituted;           // the formula with this case's numbers
+  std::string result;                // the conclusion
+  std::string seeds_note;            // empty, or: the seed notes' rule of thumb is wrong here, and why
   std::vector<ExplainValue> values;  // the numbers of this step, for tests and --format json
 
   // The value called `name`, or NaN when there is none.
@@ -55,14 +55,14 @@ struct ExplainStep {
 };
 
 struct Explanation {
-  std::string title;    // "llama3-70b on 64 x h100-sxm (dgx-h100)" or "ZeRO: sharding ..."
+  std::string title;  // "llama3-70b on 64 x h100-sxm (dgx-h100)" or "ZeRO: sharding ..."
   std::vector<ExplainStep> steps;
   // Scenario walks only. `rules_plan`: what the whiteboard rules pick (it may not fit);
   // `recommended`: the search's best, or the rules' plan when the search was off or found
   // nothing better; empty when no plan fits.
   std::optional<core::PlanSpec> rules_plan;
   std::optional<RankedPlan> recommended;
-  bool fits = false;    // some plan fits (scenario walks; topics: true)
+  bool fits = false;  // some plan fits (scenario walks; topics: true)
 
   const ExplainStep* Step(std::string_view id) const;  // nullptr when absent
 };
@@ -72,10 +72,10 @@ struct ExplainOptions {
   // still derived and compared. False: the whiteboard rules choose tp, pp, dp, zero, sp,
   // recompute (the scenario supplies seq, batch, precision, dtypes, optimizer).
   bool keep_plan = false;
-  bool search = true;           // run SearchPlans for the recommendation
-  SearchOptions search_options; // objective, threads, ... (tokens below overrides its tokens)
-  double tokens = 0;            // tokens of the run; 0: 20 per parameter (Hoffmann et al. 2022)
-  int64_t trials = 100;         // Monte Carlo trials behind the goodput's p50/p90
+  bool search = true;            // run SearchPlans for the recommendation
+  SearchOptions search_options;  // objective, threads, ... (tokens below overrides its tokens)
+  double tokens = 0;             // tokens of the run; 0: 20 per parameter (Hoffmann et al. 2022)
+  int64_t trials = 100;          // Monte Carlo trials behind the goodput's p50/p90
 };
 
 // The whiteboard checklist for one scenario. With keep_plan, REQUIRES: s.plan passed ValidatePlan
@@ -87,9 +87,9 @@ core::Result<Explanation> ExplainScenario(const core::Scenario& s, const core::P
                                           const core::FailureModel& failures, const ExplainOptions& opt);
 
 enum class Topic { kZero, kTp, kSp, kPp, kCp, kEp, kCollectives, kPrecision, kRecompute, kCheckpoint, kFailures };
-const char* Name(Topic t);                          // "zero", "tp", ...
-bool FromName(const std::string& text, Topic* out); // false when `text` names none
-std::string TopicChoices();                         // "zero|tp|sp|pp|cp|ep|collectives|..."
+const char* Name(Topic t);                           // "zero", "tp", ...
+bool FromName(const std::string& text, Topic* out);  // false when `text` names none
+std::string TopicChoices();                          // "zero|tp|sp|pp|cp|ep|collectives|..."
 std::vector<Topic> AllTopics();
 
 // One concept with a worked example on the built-in presets (llama3-70b, llama3-405b,

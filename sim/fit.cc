@@ -113,8 +113,7 @@ std::vector<Param> ChooseParams(const std::vector<ComputeSample>& samples, const
       case OpKind::kOptimizer:
         mem[MemKey(s)].push_back(static_cast<double>(s.op.bytes) / per_call / dev.hbm_bytes_per_s);
         break;
-      default:
-        break;
+      default: break;
     }
   }
   std::vector<Param> ps;
@@ -163,9 +162,7 @@ struct Problem {
   const std::vector<Param>& params;
   Eigen::VectorXd theta0;
 
-  Eigen::Index Rows() const {
-    return static_cast<Eigen::Index>(compute.size() + 2 * layers.size()) + theta0.size();
-  }
+  Eigen::Index Rows() const { return static_cast<Eigen::Index>(compute.size() + 2 * layers.size()) + theta0.size(); }
   Eigen::VectorXd Residuals(const Eigen::VectorXd& theta) const {
     const core::Profile p = WithParams(base, params, theta);
     Eigen::VectorXd r(Rows());
@@ -305,8 +302,8 @@ core::Result<FitResult> FitProfile(const std::vector<ComputeSample>& compute,
     if (IsMemory(s.op.kind) && !(device.hbm_bytes_per_s > 0))
       return core::Status::InvalidArgument(where + ": device " + device.name + " has no memory bandwidth");
     if (s.op.kind != OpKind::kGemm && s.op.kind != OpKind::kAttention && !IsMemory(s.op.kind))
-      return core::Status::InvalidArgument(where + ": only compute ops are fitted here (got " +
-                                           core::Name(s.op.kind) + ")");
+      return core::Status::InvalidArgument(where + ": only compute ops are fitted here (got " + core::Name(s.op.kind) +
+                                           ")");
   }
   for (size_t i = 0; i < collectives.size(); ++i)
     if (!(collectives[i].time_s > 0) || collectives[i].bytes <= 0 || collectives[i].ranks < 2)
@@ -489,15 +486,14 @@ core::Result<FitResult> FitProfile(const std::vector<ComputeSample>& compute,
     rep.max_abs_rel_error_after = after.empty() ? 0 : *std::max_element(after.begin(), after.end());
     for (const auto& [name, e] : by_op) {
       const auto& [kind, b, a] = e;
-      rep.ops.push_back({name, kind, static_cast<int>(a.size()), Median(b), Median(a),
-                         *std::max_element(a.begin(), a.end())});
+      rep.ops.push_back(
+          {name, kind, static_cast<int>(a.size()), Median(b), Median(a), *std::max_element(a.begin(), a.end())});
     }
   }
 
   // Collectives, one alpha-beta line per (kind, tier, ranks) with at least two sizes.
   std::map<std::tuple<int, bool, int64_t>, std::vector<CollectiveSample>> groups;
-  for (const CollectiveSample& s : collectives)
-    groups[{static_cast<int>(s.kind), s.scale_out, s.ranks}].push_back(s);
+  for (const CollectiveSample& s : collectives) groups[{static_cast<int>(s.kind), s.scale_out, s.ranks}].push_back(s);
   if (!collectives.empty()) out.profile.collectives.clear();  // else the start's stay
   for (const auto& [key, xs] : groups) {
     std::vector<int64_t> sizes;

@@ -87,9 +87,9 @@ struct CollectiveFitReport {
 
 struct LayerFitReport {
   std::string id;
-  double forward_s = 0, backward_s = 0;                      // measured
-  double forward_before_s = 0, backward_before_s = 0;        // the starting profile
-  double forward_after_s = 0, backward_after_s = 0;          // the fitted one
+  double forward_s = 0, backward_s = 0;                // measured
+  double forward_before_s = 0, backward_before_s = 0;  // the starting profile
+  double forward_after_s = 0, backward_after_s = 0;    // the fitted one
 };
 
 struct FitReport {

@@ -96,16 +96,16 @@ std::vector<int64_t> SmallerMicroBatches(const PlanSpec& p) {
 FitAdvice AdviseFit(const core::Scenario& s, const core::Profile& profile) {
   FitAdvice a;
   const PlanSpec& p = s.plan;
-  const core::MemoryReport r0 = core::EstimateMemory(s.model, p, s.gpu, profile.memory, core::MemoryDetail::kTotalsOnly);
+  const core::MemoryReport r0 =
+      core::EstimateMemory(s.model, p, s.gpu, profile.memory, core::MemoryDetail::kTotalsOnly);
   if (r0.fits) {
     a.fits = true;
     return a;
   }
-  const double base_step =
-      EstimateStep(s.model, p, s.gpu, s.cluster, profile, nullptr, StepDetail::kTotalsOnly).time_s;
+  const double base_step = EstimateStep(s.model, p, s.gpu, s.cluster, profile, nullptr, StepDetail::kTotalsOnly).time_s;
   // ZeRO-3 is only a way out where it is not on yet and a data-parallel group can shard.
   a.further = p.zero < 3 && p.dp * p.cp > 1 ? "shard further (more tp or pp, --zero 3)"
-                                             : "shard over more GPUs (more tp, pp or dp)";
+                                            : "shard over more GPUs (more tp, pp or dp)";
 
   // Each setting alone.
   for (const Setting& k : Settings(p, s)) {
@@ -140,8 +140,7 @@ FitAdvice AdviseFit(const core::Scenario& s, const core::Profile& profile) {
   auto turn_on = [&](const Setting& k) {
     // A later ZeRO stage or recompute mode replaces the earlier one.
     for (const char* kind : {"--recompute", "--zero"})
-      if (k.flags.rfind(kind, 0) == 0)
-        std::erase_if(on, [kind](const auto& e) { return e.first.rfind(kind, 0) == 0; });
+      if (k.flags.rfind(kind, 0) == 0) std::erase_if(on, [kind](const auto& e) { return e.first.rfind(kind, 0) == 0; });
     on.emplace_back(k.flags, k.what);
   };
   PlanSpec q = p;

@@ -18,9 +18,9 @@ namespace meshplan::sim {
 
 // One change of the plan and what it gives.
 struct FitOption {
-  std::string flags;        // the command-line change, "--sp" or "--sp --zero 1"
-  std::string what;         // in words, "sequence parallelism"
-  core::PlanSpec plan;      // the changed plan (valid)
+  std::string flags;           // the command-line change, "--sp" or "--sp --zero 1"
+  std::string what;            // in words, "sequence parallelism"
+  core::PlanSpec plan;         // the changed plan (valid)
   int64_t per_gpu_bytes = 0;   // worst stage, as core::EstimateMemory
   int64_t headroom_bytes = 0;  // capacity - per_gpu_bytes (negative: still does not fit)
   double step_time_s = 0;      // sim::EstimateStep
@@ -28,12 +28,12 @@ struct FitOption {
 };
 
 struct FitAdvice {
-  bool fits = false;              // the original plan fits (nothing else is filled in)
+  bool fits = false;  // the original plan fits (nothing else is filled in)
   // Each standard setting alone that makes the plan fit, the cheapest in step time first.
   std::vector<FitOption> alone;
   // When none fits alone: the settings turned on together in the order below (a later ZeRO
-  // stage or recompute mode replacing the earlier), stopping at the first that fits. `together_fits` false: even all of them do not fit (the option then
-  // holds all of them, with its negative headroom); empty when no setting applies.
+  // stage or recompute mode replacing the earlier), stopping at the first that fits. `together_fits` false: even all of
+  // them do not fit (the option then holds all of them, with its negative headroom); empty when no setting applies.
   std::optional<FitOption> together;
   bool together_fits = false;
   // What is left when nothing fits: "shard further (more tp or pp, --zero 3)", or "shard over

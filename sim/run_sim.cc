@@ -270,12 +270,13 @@ core::Result<RunSimResult> SimulateRun(const RunParams& rp, const RunSimOptions&
     return Status::InvalidArgument("weibull_shape: must be > 0 (got " + Num(rp.weibull_shape) + ")");
   const core::GoodputEstimate g = core::ExpectedGoodput(rp, opt.interval_s);
   if (!(g.wall_per_work <= 1000))
-    return Status::InvalidArgument("interval_s: with interruptions every " + Num(g.mtbf_s) + " s and checkpoints every " +
-                                   Num(opt.interval_s) + " s the run would take more than 1000x its training time");
+    return Status::InvalidArgument("interval_s: with interruptions every " + Num(g.mtbf_s) +
+                                   " s and checkpoints every " + Num(opt.interval_s) +
+                                   " s the run would take more than 1000x its training time");
 
   const auto n = static_cast<size_t>(opt.trials);
-  std::vector<double> days(n), goodput(n), interruptions(n), planned(n), spikes(n), waits(n), lost(n), down(n),
-      ckpt(n), tokens(n), gpu_hours(n), cost(n);
+  std::vector<double> days(n), goodput(n), interruptions(n), planned(n), spikes(n), waits(n), lost(n), down(n), ckpt(n),
+      tokens(n), gpu_hours(n), cost(n);
   for (size_t i = 0; i < n; ++i) {
     Trial trial(rp, opt, SplitMix64(opt.seed ^ SplitMix64(i)));
     const TrialStats s = trial.Run();

@@ -25,14 +25,14 @@ namespace meshplan::sim {
 struct RunSimOptions {
   int64_t trials = 1000;
   uint64_t seed = 1;
-  double interval_s = 1800;        // tau: training seconds between checkpoints
+  double interval_s = 1800;  // tau: training seconds between checkpoints
   // The run ends when `work_s` seconds of training are done (tokens / tokens_per_s), or, when
   // work_s is 0, after `horizon_s` seconds of wall-clock time. Exactly one is > 0.
   double work_s = 0;
   double horizon_s = 0;
-  double billed_gpus = 0;          // GPUs paid for while the run holds the cluster (job + spares)
+  double billed_gpus = 0;  // GPUs paid for while the run holds the cluster (job + spares)
   double price_per_gpu_hour_usd = 0;
-  double tokens_per_s = 0;         // at full speed; converts training time to tokens
+  double tokens_per_s = 0;  // at full speed; converts training time to tokens
 };
 
 // Distribution of one quantity over the trials (linear interpolation between order statistics).
@@ -42,17 +42,17 @@ struct Quantiles {
 
 struct RunSimResult {
   int64_t trials = 0;
-  Quantiles days;              // wall-clock
-  Quantiles goodput;           // training time kept / wall-clock time
-  Quantiles interruptions;     // unexpected (loss spikes not included)
-  Quantiles planned;           // planned maintenance stops
+  Quantiles days;           // wall-clock
+  Quantiles goodput;        // training time kept / wall-clock time
+  Quantiles interruptions;  // unexpected (loss spikes not included)
+  Quantiles planned;        // planned maintenance stops
   Quantiles loss_spikes;
-  Quantiles replacement_waits; // hardware failures that found no free spare
-  Quantiles lost_work_h;       // training redone
-  Quantiles downtime_h;        // detection, requeue, replacement, restart (no planned stops)
-  Quantiles checkpoint_h;      // checkpoint pauses
-  Quantiles tokens;            // trained (horizon runs; the target for work runs)
-  Quantiles gpu_hours;         // billed_gpus x wall-clock hours
+  Quantiles replacement_waits;  // hardware failures that found no free spare
+  Quantiles lost_work_h;        // training redone
+  Quantiles downtime_h;         // detection, requeue, replacement, restart (no planned stops)
+  Quantiles checkpoint_h;       // checkpoint pauses
+  Quantiles tokens;             // trained (horizon runs; the target for work runs)
+  Quantiles gpu_hours;          // billed_gpus x wall-clock hours
   Quantiles cost_usd;
   // Empty when the trials ran. Otherwise why they did not (EstimateReliability's work bound,
   // kMaxMonteCarloEvents), and every quantile above is the closed form's expectation (trials 0;
@@ -77,10 +77,10 @@ core::Result<RunSimResult> SimulateRun(const core::RunParams& rp, const RunSimOp
 // ---------------------------------------------------------------------------------------------
 struct ReliabilityOptions {
   core::CheckpointMode mode = core::CheckpointMode::kAsync;
-  double interval_s = 0;       // 0: OptimalInterval
-  double tokens = 0;           // train this many tokens ...
-  double days = 0;             // ... or run this many wall-clock days (exactly one > 0)
-  int64_t spare_nodes = -1;    // -1: core::DefaultSpareNodes
+  double interval_s = 0;     // 0: OptimalInterval
+  double tokens = 0;         // train this many tokens ...
+  double days = 0;           // ... or run this many wall-clock days (exactly one > 0)
+  int64_t spare_nodes = -1;  // -1: core::DefaultSpareNodes
   int64_t trials = 1000;
   uint64_t seed = 1;
   std::vector<double> sweep_intervals_s;  // empty: a default ladder around the optimum
@@ -95,12 +95,12 @@ struct ReliabilityReport {
   double interval_s = 0;                          // the one simulated
   core::GoodputEstimate expected;                 // closed form at interval_s
   core::GoodputEstimate at_optimum;
-  std::vector<core::GoodputEstimate> sweep;       // ascending interval; includes interval_s and optimal_s
-  double work_s = 0;           // training seconds at full speed (tokens runs)
-  double horizon_s = 0;        // wall-clock seconds (days runs)
+  std::vector<core::GoodputEstimate> sweep;  // ascending interval; includes interval_s and optimal_s
+  double work_s = 0;                         // training seconds at full speed (tokens runs)
+  double horizon_s = 0;                      // wall-clock seconds (days runs)
   double tokens_per_s = 0;
-  double ideal_days = 0;       // tokens runs: work without failures or checkpoints
-  double expected_days = 0;    // closed form
+  double ideal_days = 0;              // tokens runs: work without failures or checkpoints
+  double expected_days = 0;           // closed form
   double expected_interruptions = 0;  // unexpected, over the run (closed form)
   double expected_planned = 0;
   double expected_tokens = 0;

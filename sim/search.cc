@@ -90,8 +90,18 @@ using Knobs = std::array<int64_t, 12>;
 Knobs KnobsOf(const PlanSpec& p) {
   // Simpler first: lower degrees, less ZeRO, less recompute (none < selective < full).
   const int64_t recompute = 2 - RecomputeOrder(p.recompute);
-  return {p.tp, p.pp, p.cp, p.ep, p.vpp, static_cast<int64_t>(p.zero), recompute, p.sequence_parallel ? 0 : 1,
-          p.micro_batch, static_cast<int64_t>(p.schedule), static_cast<int64_t>(p.cp_kind), p.dp};
+  return {p.tp,
+          p.pp,
+          p.cp,
+          p.ep,
+          p.vpp,
+          static_cast<int64_t>(p.zero),
+          recompute,
+          p.sequence_parallel ? 0 : 1,
+          p.micro_batch,
+          static_cast<int64_t>(p.schedule),
+          static_cast<int64_t>(p.cp_kind),
+          p.dp};
 }
 struct Key {
   double score;
@@ -178,8 +188,8 @@ class Searcher {
     budget_ = static_cast<int64_t>(std::floor(o.max_memory_frac * static_cast<double>(g.hbm_bytes)));
     tokens_ = o.tokens > 0 ? o.tokens : core::DefaultTrainingTokens(params_.total);
     fixed_bytes_ = prof.memory.cuda_context_bytes + prof.memory.cublas_workspace_bytes;
-    offload_ = base.offload_optimizer != core::OffloadTarget::kNone ||
-               base.offload_params != core::OffloadTarget::kNone;
+    offload_ =
+        base.offload_optimizer != core::OffloadTarget::kNone || base.offload_params != core::OffloadTarget::kNone;
     for (Recompute r : o.recompute) recompute_.push_back(r);
     std::sort(recompute_.begin(), recompute_.end(),
               [](Recompute a, Recompute b) { return RecomputeOrder(a) < RecomputeOrder(b); });
@@ -389,8 +399,7 @@ class Searcher {
         ++st.out_of_memory;
         lighter_failed = true;
         if (!local->lightest || mem.per_gpu_bytes < local->lightest->per_gpu_bytes ||
-            (mem.per_gpu_bytes == local->lightest->per_gpu_bytes &&
-             KnobsOf(p) < KnobsOf(local->lightest->plan))) {
+            (mem.per_gpu_bytes == local->lightest->per_gpu_bytes && KnobsOf(p) < KnobsOf(local->lightest->plan))) {
           RankedPlan lr;
           lr.plan = p;
           lr.per_gpu_bytes = mem.per_gpu_bytes;
@@ -617,8 +626,8 @@ std::vector<WellKnownVerdict> ExplainWellKnownPlans(const core::ModelSpec& m, co
       v.reasons.push_back("out of memory: even the lightest variant (" + Variant(v.lightest->plan) + ") needs " +
                           Gb(v.lightest->per_gpu_bytes) + " per GPU (stage " + std::to_string(s.stage) +
                           ": model states " + Gb(s.weights_bytes + s.grads_bytes + s.optimizer_bytes) +
-                          ", activations " + Gb(s.activations_bytes) + ", other " + Gb(s.other_bytes) +
-                          ") > budget " + Gb(budget));
+                          ", activations " + Gb(s.activations_bytes) + ", other " + Gb(s.other_bytes) + ") > budget " +
+                          Gb(budget));
     } else {
       // Nothing was generated or everything failed validation: let ValidatePlan say why on the
       // family's simplest plan.
@@ -644,8 +653,9 @@ std::vector<WellKnownVerdict> ExplainWellKnownPlans(const core::ModelSpec& m, co
         for (const auto& e : r.invalid_examples) v.reasons.push_back("invalid: " + e);
       } else {
         v.kind = WellKnownVerdict::Kind::kOutsideSearch;
-        v.reasons.push_back("no variant in the search space (ZeRO with nothing to shard over, micro batch or "
-                            "schedule limits): try --mbs/--zero/--schedule");
+        v.reasons.push_back(
+            "no variant in the search space (ZeRO with nothing to shard over, micro batch or "
+            "schedule limits): try --mbs/--zero/--schedule");
       }
     }
     out.push_back(std::move(v));

@@ -44,19 +44,18 @@ struct SearchOptions {
   std::vector<int> zero = {0, 1, 2, 3};
   std::vector<core::Recompute> recompute = {core::Recompute::kNone, core::Recompute::kSelective,
                                             core::Recompute::kFull};
-  std::vector<core::Schedule> schedules = {core::Schedule::kGpipe, core::Schedule::k1F1B,
-                                           core::Schedule::kInterleaved, core::Schedule::kZeroBubble,
-                                           core::Schedule::kDualPipe};
+  std::vector<core::Schedule> schedules = {core::Schedule::kGpipe, core::Schedule::k1F1B, core::Schedule::kInterleaved,
+                                           core::Schedule::kZeroBubble, core::Schedule::kDualPipe};
   std::vector<core::CpKind> cp_kinds = {core::CpKind::kRing};
   std::vector<bool> sequence_parallel = {true, false};  // tried only where tp > 1
   // Without an explicit `tp` list, tp stays within cluster.scale_up_domain_gpus.
-  int64_t max_mbs = 8;                     // largest micro batch tried without an `mbs` list
+  int64_t max_mbs = 8;  // largest micro batch tried without an `mbs` list
   // cp > 1 only while seq/cp >= this (no `cp` list). 4096: the finest split published recipes use
   // at seq 8192 (NeMo's Llama 3.1 405B pretraining recipe: CP 2). The step model hides the ring's
   // KV exchange under the whole layer and does not charge the small attention blocks of finer
   // splits, so below this it favours CP more than practice does (docs/search.md).
   int64_t min_tokens_per_cp_rank = 4096;
-  bool uneven_splits = true;               // try core::DefaultStageSplit when layers don't divide
+  bool uneven_splits = true;  // try core::DefaultStageSplit when layers don't divide
 
   // Skip plans that provably cannot fit before calling EstimateMemory (closed-form model-state
   // lower bound; recompute monotonicity). False: estimate every valid plan (tests use this to
@@ -73,10 +72,10 @@ struct RankedPlan {
   core::PlanSpec plan;
   core::StageMemory worst_stage;  // memory breakdown of the stage that sets per_gpu_bytes
   int64_t per_gpu_bytes = 0;
-  int64_t capacity_bytes = 0;     // gpu.hbm_bytes
+  int64_t capacity_bytes = 0;  // gpu.hbm_bytes
   StepEstimate step;
   TrainEstimate train;
-  double score = 0;               // the objective, lower is better: -tokens/s, days or dollars
+  double score = 0;  // the objective, lower is better: -tokens/s, days or dollars
 };
 
 struct SearchStats {
@@ -96,8 +95,8 @@ struct SearchStats {
 
 struct SearchResult {
   SearchStats stats;
-  double tokens = 0;                    // the training run behind time and cost
-  std::vector<RankedPlan> top;          // best first, at most top_k
+  double tokens = 0;            // the training run behind time and cost
+  std::vector<RankedPlan> top;  // best first, at most top_k
   // Non-dominated in (tokens/s up, per-GPU bytes down, cost down), by tokens/s descending.
   std::vector<RankedPlan> pareto;
   // The estimated plan that missed the budget by the least (no step estimate); for explanations.
@@ -112,10 +111,9 @@ struct SearchResult {
 SearchResult SearchPlans(const core::ModelSpec& m, const core::GpuSpec& g, const core::ClusterSpec& c,
                          const core::PlanSpec& base, const core::Profile& profile, const SearchOptions& options);
 
-
 // A plan everyone tries first, and what became of it in this scenario.
 struct WellKnownVerdict {
-  std::string name;                    // "FSDP (ZeRO-3), no TP/PP"
+  std::string name;  // "FSDP (ZeRO-3), no TP/PP"
   int64_t tp = 1, pp = 1;
   enum class Kind { kFits, kOutOfMemory, kInvalid, kOutsideSearch } kind = Kind::kInvalid;
   std::vector<std::string> reasons;    // ValidatePlan errors, or the memory shortfall, in words

@@ -34,7 +34,7 @@ struct PassCost {
   double attention = 0;  // the core-attention part of `compute`: all a CP ring exchange can hide under
   std::array<double, core::kCommGroups> blocking{};  // exposed collective time by CommGroup
   std::array<double, core::kCommGroups> hidden{};    // overlappable collective time by CommGroup
-  bool comm = false;  // a collective was added (most passes of most lists have none)
+  bool comm = false;                                 // a collective was added (most passes of most lists have none)
 };
 // One microbatch of a finished list as a rank adds it (Accumulate): the passes' times as
 // StageTimes holds them (recompute runs inside the backward pass), the compute and recompute parts
@@ -402,8 +402,7 @@ double ComputeOpTime(const Op& op, const core::GpuSpec& g, const core::Profile& 
       }
       return static_cast<double>(op.bytes) / hbm + kernels * prof.kernel_overhead_s;
     }
-    default:
-      return 0;
+    default: return 0;
   }
 }
 
@@ -443,16 +442,15 @@ ListKey KeyOf(const core::PlanSpec& p) {
   auto e = [](auto v) { return static_cast<int64_t>(v); };
   int64_t placement = 0;
   for (core::Axis a : p.placement) placement = placement * 8 + e(a) + 1;
-  const int64_t enums = e(p.precision) | e(p.recompute) << 4 | e(p.tp_overlap) << 8 | e(p.cp_kind) << 12 |
-                        e(p.sharding) << 16 | e(p.optimizer) << 20 | e(p.dtypes.weights) << 24 |
-                        e(p.dtypes.grads) << 28 | e(p.dtypes.master_weights) << 32 |
-                        e(p.dtypes.optimizer_states) << 36 | e(p.sequence_parallel) << 40 |
-                        e(p.grad_accum_fusion) << 41 | e(p.schedule == core::Schedule::kDualPipe || p.ep_overlap) << 42 |
-                        e(p.zero3_gather) << 43 |
-                        e(p.zero3_gather == core::Zero3Gather::kPerTensor && p.overlap_grad_reduce) << 44 |
-                        e(p.precision == core::Dtype::kFp8 ? p.fp8_scaling : core::Fp8Scaling::kDelayed) << 45 |
-                        e(p.recompute == core::Recompute::kSelective ? p.recompute_modules : 0u) << 48 |
-                        e(p.elementwise) << 55 | e(p.cross_entropy) << 56;
+  const int64_t enums =
+      e(p.precision) | e(p.recompute) << 4 | e(p.tp_overlap) << 8 | e(p.cp_kind) << 12 | e(p.sharding) << 16 |
+      e(p.optimizer) << 20 | e(p.dtypes.weights) << 24 | e(p.dtypes.grads) << 28 | e(p.dtypes.master_weights) << 32 |
+      e(p.dtypes.optimizer_states) << 36 | e(p.sequence_parallel) << 40 | e(p.grad_accum_fusion) << 41 |
+      e(p.schedule == core::Schedule::kDualPipe || p.ep_overlap) << 42 | e(p.zero3_gather) << 43 |
+      e(p.zero3_gather == core::Zero3Gather::kPerTensor && p.overlap_grad_reduce) << 44 |
+      e(p.precision == core::Dtype::kFp8 ? p.fp8_scaling : core::Fp8Scaling::kDelayed) << 45 |
+      e(p.recompute == core::Recompute::kSelective ? p.recompute_modules : 0u) << 48 | e(p.elementwise) << 55 |
+      e(p.cross_entropy) << 56;
   // (recompute_modules: 7 bits, 48-54; elementwise 55, cross entropy 56.)
   return {p.tp, p.cp, p.ep, p.etp, p.pp, p.dp, p.micro_batch, p.seq_len, p.zero, p.hsdp_shard_size, enums, placement};
 }
@@ -538,8 +536,7 @@ ListKey SyncPartKey(ListKey k, int64_t sync_spans) {
   // whether its per-microbatch reduce-scatters overlap (44).
   constexpr int64_t kPerTensorZero3 = int64_t{1} << 43;
   const int64_t kept = int64_t{0xF} | (int64_t{0xFFFFFF} << 16) | int64_t{1} << 41 | kPerTensorZero3 |
-                       int64_t{1} << 44 |
-                       ((k[10] & kPerTensorZero3) ? int64_t{0xF} << 4 : 0);
+                       int64_t{1} << 44 | ((k[10] & kPerTensorZero3) ? int64_t{0xF} << 4 : 0);
   k[10] &= kept;
   k[4] = k[6] = k[7] = -1;  // pp, micro batch, sequence
   k[11] = sync_spans;       // replaces the placement
@@ -555,11 +552,11 @@ ListKey PartKey(ListKey k, core::LayerPart part, int64_t compute_spans, int64_t 
   // elementwise kernels and cross entropy (55-56).
   // Blanked: sharding, optimizer, the four state dtypes, grad_accum_fusion (41), the ZeRO-3 gather
   // kind (43-44).
-  constexpr int64_t kKept = int64_t{0xFFFF} | int64_t{1} << 40 | int64_t{1} << 42 | int64_t{3} << 45 |
-                            int64_t{0x7F} << 48 | int64_t{3} << 55;
+  constexpr int64_t kKept =
+      int64_t{0xFFFF} | int64_t{1} << 40 | int64_t{1} << 42 | int64_t{3} << 45 | int64_t{0x7F} << 48 | int64_t{3} << 55;
   k[10] &= kKept;
   k[4] = k[5] = k[8] = k[9] = -1;  // pp, dp, zero, hsdp shard
-  k[11] = compute_spans;  // replaces the placement: only these groups' spans reach the costs
+  k[11] = compute_spans;           // replaces the placement: only these groups' spans reach the costs
   return k;
 }
 
@@ -680,8 +677,7 @@ void CostLists(const core::ModelSpec& m, const core::PlanSpec& p, const core::Gp
   stage_key[10] &= ~kRecomputeBits;
   auto [sit, sfresh] = cache->stage_lists.try_emplace(stage_key);
   if (sfresh) {
-    auto [cit, cfresh] =
-        cache->stage_compute.try_emplace(PartKey(key, core::LayerPart::kCompute, spans, sync_spans));
+    auto [cit, cfresh] = cache->stage_compute.try_emplace(PartKey(key, core::LayerPart::kCompute, spans, sync_spans));
     if (cfresh) cit->second = CostStagePart(m, p, g, coster, prof, core::LayerPart::kCompute);
     auto [yit, yfresh] = cache->stage_sync.try_emplace(SyncPartKey(key, sync_spans));
     if (yfresh) yit->second = CostStagePart(m, p, g, coster, prof, core::LayerPart::kSync);
@@ -706,8 +702,7 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
   const CostedLists& L = cache ? cache->impl().Get(m, p, g, c, prof) : own_lists;
   const StageListCosts& S = *L.stage;
   const ListTotals &dense = L.dense, &moe = L.moe, &emb = S.emb, &head = S.head;
-  const StepWork &dense_step = L.dense_step, &moe_step = L.moe_step, &emb_step = S.emb_step,
-                 &head_step = S.head_step;
+  const StepWork &dense_step = L.dense_step, &moe_step = L.moe_step, &emb_step = S.emb_step, &head_step = S.head_step;
   const double p2p = S.p2p;
   const double sends = SendsPerMicrobatch(p);
   auto step_costs = [&](const StepWork& w, double count, RankCost* r) {
@@ -789,7 +784,8 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
   b.ep_comm_s = rc.comm[static_cast<int>(CommGroup::kEp)] * scale;
   b.dp_comm_s = (rc.comm[static_cast<int>(CommGroup::kDpCp)] + rc.comm[static_cast<int>(CommGroup::kDp)] +
                  rc.comm[static_cast<int>(CommGroup::kExpertDp)] + rc.comm[static_cast<int>(CommGroup::kHsdpShard)] +
-                 rc.comm[static_cast<int>(CommGroup::kHsdpReplica)]) * scale;
+                 rc.comm[static_cast<int>(CommGroup::kHsdpReplica)]) *
+                scale;
   b.pp_comm_s = rc.p2p * scale;
   b.bubble_s = bubble;
   // The step-level part: exposed synchronisation and optimizer of the slowest rank at that phase
@@ -823,8 +819,7 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
   // 16-bit peak, so the denominator weights each part by its own peak.
   const double gemm_peak = Peak(g, p.precision);
   const double attn_peak = Peak(g, p.precision == core::Dtype::kFp8 ? core::Dtype::kBf16 : p.precision);
-  const double ideal_per_flop =
-      ((fwd.matmul + fwd.logits) / gemm_peak + fwd.attention / attn_peak) / fwd.Total();
+  const double ideal_per_flop = ((fwd.matmul + fwd.logits) / gemm_peak + fwd.attention / attn_peak) / fwd.Total();
   e.tflops_per_gpu = e.model_flops / e.time_s / gpus / 1e12;
   e.mfu = e.model_flops * ideal_per_flop / (e.time_s * gpus);
   e.mfu_causal = e.model_flops_causal * ideal_per_flop / (e.time_s * gpus);

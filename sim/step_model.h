@@ -43,13 +43,13 @@ struct StepEstimate {
   StepBreakdown breakdown;
   std::vector<StageTimes> stages;
   int64_t critical_stage = 0;
-  double bubble_fraction = 0;      // bubble_s / time_s
+  double bubble_fraction = 0;  // bubble_s / time_s
   double tokens_per_s = 0;
   double tokens_per_s_per_gpu = 0;
   // FLOPs per step, whole job. Default convention: full s^2 attention scores (PaLM, Narayanan,
   // Korthikanti); `_causal`: only the lower triangle (Megatron-Core, FlashAttention).
   double model_flops = 0, model_flops_causal = 0, hardware_flops = 0;
-  double tflops_per_gpu = 0;       // model FLOPs / s / GPU, in TFLOP/s
+  double tflops_per_gpu = 0;  // model FLOPs / s / GPU, in TFLOP/s
   double mfu = 0, hfu = 0, mfu_causal = 0;
 };
 
@@ -62,7 +62,8 @@ StageTimes DenseLayerTimes(const core::ModelSpec& m, const core::PlanSpec& p, co
 
 // Names this step model in stored predictions (core/result_store.h); bump it when a change moves
 // predictions, so history can tell predictions of different models apart.
-inline constexpr const char* kStepModelVersion = "meshplan 0.1.0 step-model/4 (TP backward all-reduce without SP, scatter/gather receiver all-gather)";
+inline constexpr const char* kStepModelVersion =
+    "meshplan 0.1.0 step-model/4 (TP backward all-reduce without SP, scatter/gather receiver all-gather)";
 
 // The costed op lists of a plan (its layers, embedding, head, pipeline send, once-per-step work)
 // depend on the plan's sharding, batch shape, precision and placement but not on its pipeline
@@ -96,14 +97,15 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
                           const core::ClusterSpec& c, const core::Profile& profile, StepCostCache* cache = nullptr,
                           StepDetail detail = StepDetail::kFull);
 
-// A training run of `tokens` tokens at the step's throughput, without failures (EstimateReliability, sim/run_sim.h, adds them).
+// A training run of `tokens` tokens at the step's throughput, without failures (EstimateReliability, sim/run_sim.h,
+// adds them).
 struct TrainEstimate {
   double tokens = 0;
   double steps = 0;
   double days = 0;
   double gpu_hours = 0;
-  double cost_usd = 0;     // gpu_hours x cluster price per GPU-hour
-  double energy_kwh = 0;   // GPUs x TDP x hours: an upper bound on the GPUs' draw
+  double cost_usd = 0;    // gpu_hours x cluster price per GPU-hour
+  double energy_kwh = 0;  // GPUs x TDP x hours: an upper bound on the GPUs' draw
 };
 TrainEstimate EstimateTraining(const StepEstimate& step, const core::PlanSpec& p, const core::GpuSpec& g,
                                const core::ClusterSpec& c, double tokens);

@@ -25,12 +25,13 @@ std::vector<std::pair<std::string, std::string>> GroupsOf(const core::PublishedR
   const char* scale = p.gpus <= 64 ? "<=64" : p.gpus <= 1024 ? "<=1024" : ">1024";
   std::vector<std::pair<std::string, std::string>> groups;
   if (!run.dataset.empty()) groups.emplace_back("dataset", run.dataset);
-  for (auto& g : std::vector<std::pair<std::string, std::string>>{{"gpu", run.scenario.gpu.name},
-          {"model", run.scenario.model.moe ? "moe" : "dense"},
-          {"precision", core::Name(p.precision)},
-          {"sharding", p.zero == 0 ? "ddp" : "zero-" + std::to_string(p.zero)},
-          {"scale", scale},
-          {"stack", run.stack}})
+  for (auto& g : std::vector<std::pair<std::string, std::string>>{
+           {"gpu", run.scenario.gpu.name},
+           {"model", run.scenario.model.moe ? "moe" : "dense"},
+           {"precision", core::Name(p.precision)},
+           {"sharding", p.zero == 0 ? "ddp" : "zero-" + std::to_string(p.zero)},
+           {"scale", scale},
+           {"stack", run.stack}})
     groups.push_back(std::move(g));
   return groups;
 }
@@ -93,8 +94,7 @@ ValidationSummary ValidateMemory(const std::vector<core::PublishedMemory>& recor
     const auto& s = rec.scenario;
     const core::PlanSpec& p = s.plan;
     const core::MemoryReport mem = core::EstimateMemory(s.model, p, s.gpu, o, core::MemoryDetail::kFull);
-    const core::StageMemory& st =
-        rec.last_stage ? mem.stages.back() : mem.stages[static_cast<size_t>(mem.worst_stage)];
+    const core::StageMemory& st = rec.last_stage ? mem.stages.back() : mem.stages[static_cast<size_t>(mem.worst_stage)];
     // What the framework's allocator counts (core::PeakReservedBytes, PeakAllocatedBytes).
     const double reserved = static_cast<double>(core::PeakReservedBytes(st));
     const double allocated = static_cast<double>(core::PeakAllocatedBytes(st));
@@ -104,8 +104,8 @@ ValidationSummary ValidateMemory(const std::vector<core::PublishedMemory>& recor
     std::snprintf(buf, sizeof buf, "peak %s %.4g GiB", rec.reserved ? "reserved" : "allocated", rec.measured_gib);
     r.printed = buf;
     const std::string stage = rec.last_stage ? "last stage" : "worst stage";
-    r.conversion = "predicted: " + stage + " total - CUDA context - NCCL buffers" +
-                   (rec.reserved ? "" : " - fragmentation");
+    r.conversion =
+        "predicted: " + stage + " total - CUDA context - NCCL buffers" + (rec.reserved ? "" : " - fragmentation");
     r.stack = rec.stack;
     r.published = rec.measured_gib;
     r.predicted = (rec.reserved ? reserved : allocated) / kGiB;

@@ -33,8 +33,8 @@ struct ValidationRecord {
 struct ErrorSummary {
   size_t n = 0;
   double median_abs_error = 0, p90_abs_error = 0, mean_abs_error = 0, max_abs_error = 0;
-  double median_error = 0;  // signed: > 0 means the model is too fast on the typical run
-  size_t out_of_memory = 0; // runs that really ran but are predicted not to fit
+  double median_error = 0;   // signed: > 0 means the model is too fast on the typical run
+  size_t out_of_memory = 0;  // runs that really ran but are predicted not to fit
 };
 ErrorSummary Summarize(const std::vector<const ValidationRecord*>& records);
 

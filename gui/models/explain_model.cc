@@ -34,10 +34,8 @@ void ExplainModel::Start() {
     auto shared = std::make_shared<core::Result<sim::Explanation>>(std::move(r));
     ctx.Post([this, shared] {
       beginResetModel();
-      if (shared->ok())
-        explanation_ = std::move(shared->value());
-      else
-        error_ = Q(shared->status().message());
+      if (shared->ok()) explanation_ = std::move(shared->value());
+      else error_ = Q(shared->status().message());
       endResetModel();
     });
   });
@@ -61,18 +59,12 @@ QVariant ExplainModel::data(const QModelIndex& index, int role) const {
   if (role != Qt::DisplayRole && role != Qt::ToolTipRole) return {};
   const sim::ExplainStep& s = explanation_.steps[static_cast<size_t>(index.row())];
   switch (index.column()) {
-    case kTitle:
-      return Q(s.title);
-    case kRule:
-      return Q(s.rule);
-    case kFormula:
-      return Q(s.formula);
-    case kSubstituted:
-      return Q(s.substituted);
-    case kResult:
-      return Q(s.result);
-    case kNote:
-      return Q(s.seeds_note);
+    case kTitle: return Q(s.title);
+    case kRule: return Q(s.rule);
+    case kFormula: return Q(s.formula);
+    case kSubstituted: return Q(s.substituted);
+    case kResult: return Q(s.result);
+    case kNote: return Q(s.seeds_note);
   }
   return {};
 }
@@ -80,18 +72,12 @@ QVariant ExplainModel::data(const QModelIndex& index, int role) const {
 QVariant ExplainModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
   switch (section) {
-    case kTitle:
-      return "step";
-    case kRule:
-      return "rule";
-    case kFormula:
-      return "formula";
-    case kSubstituted:
-      return "with the numbers";
-    case kResult:
-      return "result";
-    case kNote:
-      return "note";
+    case kTitle: return "step";
+    case kRule: return "rule";
+    case kFormula: return "formula";
+    case kSubstituted: return "with the numbers";
+    case kResult: return "result";
+    case kNote: return "note";
   }
   return {};
 }

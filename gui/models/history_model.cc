@@ -56,26 +56,16 @@ QString HistoryModel::ErrorText(const core::HistoryRow& r) {
 
 QString HistoryModel::columnName(Column c) {
   switch (c) {
-    case kWhen:
-      return "when (UTC)";
-    case kPlan:
-      return "plan";
-    case kBackend:
-      return "backend";
-    case kMode:
-      return "mode";
-    case kHost:
-      return "host";
-    case kMeasured:
-      return "measured step (s)";
-    case kPredicted:
-      return "predicted step (s)";
-    case kError:
-      return "error";
-    case kProfile:
-      return "profile";
-    case kColumnCount:
-      break;
+    case kWhen: return "when (UTC)";
+    case kPlan: return "plan";
+    case kBackend: return "backend";
+    case kMode: return "mode";
+    case kHost: return "host";
+    case kMeasured: return "measured step (s)";
+    case kPredicted: return "predicted step (s)";
+    case kError: return "error";
+    case kProfile: return "profile";
+    case kColumnCount: break;
   }
   return {};
 }
@@ -90,26 +80,16 @@ QVariant HistoryModel::data(const QModelIndex& index, int role) const {
   switch (role) {
     case Qt::DisplayRole:
       switch (c) {
-        case kWhen:
-          return WhenText(r.created_at);
-        case kPlan:
-          return r.plan_label.empty() ? QString("(microbenchmark)") : Q(r.plan_label);
-        case kBackend:
-          return OrDash(r.backend);
-        case kMode:
-          return OrDash(r.mode);
-        case kHost:
-          return OrDash(r.hostname);
-        case kMeasured:
-          return SecondsText(r.measured_step_s);
-        case kPredicted:
-          return SecondsText(r.predicted_step_s);
-        case kError:
-          return ErrorText(r);
-        case kProfile:
-          return OrDash(r.profile_name);
-        case kColumnCount:
-          break;
+        case kWhen: return WhenText(r.created_at);
+        case kPlan: return r.plan_label.empty() ? QString("(microbenchmark)") : Q(r.plan_label);
+        case kBackend: return OrDash(r.backend);
+        case kMode: return OrDash(r.mode);
+        case kHost: return OrDash(r.hostname);
+        case kMeasured: return SecondsText(r.measured_step_s);
+        case kPredicted: return SecondsText(r.predicted_step_s);
+        case kError: return ErrorText(r);
+        case kProfile: return OrDash(r.profile_name);
+        case kColumnCount: break;
       }
       return {};
     case kValueRole:
@@ -119,8 +99,7 @@ QVariant HistoryModel::data(const QModelIndex& index, int role) const {
         if (const auto e = ErrorPercent(r)) return *e;
       }
       return {};
-    case Qt::TextAlignmentRole:
-      return numeric ? Right() : Left();
+    case Qt::TextAlignmentRole: return numeric ? Right() : Left();
     case Qt::ForegroundRole:
       if (c == kError) {
         if (const auto e = ErrorPercent(r); e && std::fabs(*e) > kWarnErrorPct) return QBrush(QColor(176, 0, 0));
@@ -136,8 +115,7 @@ QVariant HistoryModel::data(const QModelIndex& index, int role) const {
       if (c == kWhen) tip += "\ncreated " + Q(r.created_at);
       return tip;
     }
-    default:
-      return {};
+    default: return {};
   }
 }
 
@@ -184,24 +162,18 @@ QVariant ProfilesModel::data(const QModelIndex& index, int role) const {
   switch (role) {
     case Qt::DisplayRole:
       switch (c) {
-        case kName:
-          return Q(p.name);
-        case kVersion:
-          return QString::number(p.version);
-        case kCreated:
-          return WhenText(p.created_at);
-        case kSources:
-          return QString::number(static_cast<qlonglong>(p.measurement_ids.size()));
-        case kColumnCount:
-          break;
+        case kName: return Q(p.name);
+        case kVersion: return QString::number(p.version);
+        case kCreated: return WhenText(p.created_at);
+        case kSources: return QString::number(static_cast<qlonglong>(p.measurement_ids.size()));
+        case kColumnCount: break;
       }
       return {};
     case kValueRole:
       if (c == kVersion) return static_cast<qlonglong>(p.version);
       if (c == kSources) return static_cast<qlonglong>(p.measurement_ids.size());
       return {};
-    case Qt::TextAlignmentRole:
-      return c == kVersion || c == kSources ? Right() : Left();
+    case Qt::TextAlignmentRole: return c == kVersion || c == kSources ? Right() : Left();
     case Qt::ToolTipRole: {
       if (p.measurement_ids.empty())
         return QString("%1 v%2: fitted from no stored measurement").arg(Q(p.name)).arg(p.version);
@@ -212,22 +184,17 @@ QVariant ProfilesModel::data(const QModelIndex& index, int role) const {
           .arg(p.version)
           .arg(ids.join(", "));
     }
-    default:
-      return {};
+    default: return {};
   }
 }
 
 QVariant ProfilesModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
   switch (section) {
-    case kName:
-      return "profile";
-    case kVersion:
-      return "version";
-    case kCreated:
-      return "created (UTC)";
-    case kSources:
-      return "sources (#)";
+    case kName: return "profile";
+    case kVersion: return "version";
+    case kCreated: return "created (UTC)";
+    case kSources: return "sources (#)";
   }
   return {};
 }

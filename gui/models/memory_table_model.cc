@@ -37,76 +37,44 @@ int64_t MemoryTableModel::bytes(int row, Column column) const {
   if (row < 0 || row >= rowCount()) return 0;
   const core::StageMemory& s = report_.stages[static_cast<size_t>(row)];
   switch (column) {
-    case kStage:
-      return s.stage;
-    case kLayers:
-      return static_cast<int64_t>(s.layers.size());
-    case kWeights:
-      return s.weights_bytes;
-    case kGrads:
-      return s.grads_bytes;
-    case kMasterWeights:
-      return s.master_weights_bytes;
-    case kMoments:
-      return s.optimizer_moments_bytes;
-    case kActivations:
-      return s.activations_bytes;
-    case kCudaContext:
-      return s.cuda_context_bytes;
-    case kCublas:
-      return s.cublas_workspace_bytes;
-    case kNccl:
-      return s.nccl_bytes;
-    case kZero3Buffers:
-      return s.zero3_prefetch_bytes;
-    case kFragmentation:
-      return s.fragmentation_bytes;
-    case kOverheads:
-      return s.other_bytes;
-    case kTotal:
-      return s.total_bytes;
-    case kHeadroom:
-      return report_.capacity_bytes - s.total_bytes;
-    case kColumnCount:
-      break;
+    case kStage: return s.stage;
+    case kLayers: return static_cast<int64_t>(s.layers.size());
+    case kWeights: return s.weights_bytes;
+    case kGrads: return s.grads_bytes;
+    case kMasterWeights: return s.master_weights_bytes;
+    case kMoments: return s.optimizer_moments_bytes;
+    case kActivations: return s.activations_bytes;
+    case kCudaContext: return s.cuda_context_bytes;
+    case kCublas: return s.cublas_workspace_bytes;
+    case kNccl: return s.nccl_bytes;
+    case kZero3Buffers: return s.zero3_prefetch_bytes;
+    case kFragmentation: return s.fragmentation_bytes;
+    case kOverheads: return s.other_bytes;
+    case kTotal: return s.total_bytes;
+    case kHeadroom: return report_.capacity_bytes - s.total_bytes;
+    case kColumnCount: break;
   }
   return 0;
 }
 
 QString MemoryTableModel::termName(Column c) {
   switch (c) {
-    case kStage:
-      return "stage";
-    case kLayers:
-      return "layers";
-    case kWeights:
-      return "weights";
-    case kGrads:
-      return "gradients";
-    case kMasterWeights:
-      return "master weights";
-    case kMoments:
-      return "optimizer moments";
-    case kActivations:
-      return "activations";
-    case kCudaContext:
-      return "CUDA context";
-    case kCublas:
-      return "cuBLAS workspace";
-    case kNccl:
-      return "NCCL buffers";
-    case kZero3Buffers:
-      return "ZeRO-3 buffers";
-    case kFragmentation:
-      return "fragmentation";
-    case kOverheads:
-      return "fixed overheads";
-    case kTotal:
-      return "total";
-    case kHeadroom:
-      return "headroom";
-    case kColumnCount:
-      break;
+    case kStage: return "stage";
+    case kLayers: return "layers";
+    case kWeights: return "weights";
+    case kGrads: return "gradients";
+    case kMasterWeights: return "master weights";
+    case kMoments: return "optimizer moments";
+    case kActivations: return "activations";
+    case kCudaContext: return "CUDA context";
+    case kCublas: return "cuBLAS workspace";
+    case kNccl: return "NCCL buffers";
+    case kZero3Buffers: return "ZeRO-3 buffers";
+    case kFragmentation: return "fragmentation";
+    case kOverheads: return "fixed overheads";
+    case kTotal: return "total";
+    case kHeadroom: return "headroom";
+    case kColumnCount: break;
   }
   return {};
 }
@@ -155,16 +123,11 @@ QString MemoryTableModel::termTooltip(int row, Column c) const {
                         .arg(s.deferred_wgrad_bytes
                                  ? QString(" + deferred head wgrad buffers %1 GB").arg(Gb(s.deferred_wgrad_bytes))
                                  : QString());
-    case kCudaContext:
-      return head + "assumed (profile.memory.cuda_context_bytes)";
-    case kCublas:
-      return head + "cuBLAS workspace (profile.memory.cublas_workspace_bytes)";
-    case kNccl:
-      return head + "communicators x channels x 2 x NCCL_BUFFSIZE";
-    case kZero3Buffers:
-      return head + "ZeRO-3: two layers' weights gathered at a time";
-    case kFragmentation:
-      return head + "caching-allocator fragmentation, a share of activations (assumed)";
+    case kCudaContext: return head + "assumed (profile.memory.cuda_context_bytes)";
+    case kCublas: return head + "cuBLAS workspace (profile.memory.cublas_workspace_bytes)";
+    case kNccl: return head + "communicators x channels x 2 x NCCL_BUFFSIZE";
+    case kZero3Buffers: return head + "ZeRO-3: two layers' weights gathered at a time";
+    case kFragmentation: return head + "caching-allocator fragmentation, a share of activations (assumed)";
     case kOverheads:
       return head + QString("CUDA context %1 + cuBLAS %2 + NCCL %3 + ZeRO-3 buffers %4 + fragmentation %5 GB")
                         .arg(Gb(s.cuda_context_bytes), Gb(s.cublas_workspace_bytes), Gb(s.nccl_bytes),
@@ -175,16 +138,13 @@ QString MemoryTableModel::termTooltip(int row, Column c) const {
                         .arg(s.total_bytes > report_.capacity_bytes
                                  ? QString(": over by %1 GB").arg(Gb(s.total_bytes - report_.capacity_bytes))
                                  : QString());
-    case kHeadroom:
-      return head + "HBM minus total (negative: does not fit)";
-    case kStage:
-      return QString("pipeline rank %1").arg(s.stage);
+    case kHeadroom: return head + "HBM minus total (negative: does not fit)";
+    case kStage: return QString("pipeline rank %1").arg(s.stage);
     case kLayers:
       return QString("model layers %1%2")
           .arg(LayerRange(s.layers))
           .arg(s.mtp_layers > 0 ? QString(" and %1 multi-token-prediction module(s)").arg(s.mtp_layers) : QString());
-    case kColumnCount:
-      break;
+    case kColumnCount: break;
   }
   return {};
 }
@@ -201,17 +161,14 @@ QVariant MemoryTableModel::data(const QModelIndex& index, int role) const {
         return LayerRange(st.layers) + (st.mtp_layers > 0 ? QString("+mtp") : QString());
       }
       return Gb(bytes(row, c));
-    case kBytesRole:
-      return QVariant::fromValue<qint64>(bytes(row, c));
-    case Qt::ToolTipRole:
-      return termTooltip(row, c);
+    case kBytesRole: return QVariant::fromValue<qint64>(bytes(row, c));
+    case Qt::ToolTipRole: return termTooltip(row, c);
     case Qt::TextAlignmentRole:
       return QVariant::fromValue(c == kLayers ? Qt::AlignLeft | Qt::AlignVCenter : Qt::AlignRight | Qt::AlignVCenter);
     case Qt::ForegroundRole:
       if ((c == kTotal || c == kHeadroom || c == kStage) && overCapacity(row)) return QBrush(QColor(200, 0, 0));
       return {};
-    default:
-      return {};
+    default: return {};
   }
 }
 

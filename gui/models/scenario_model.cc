@@ -47,16 +47,11 @@ QString JoinErrors(const core::Diagnostics& d) {
 
 int64_t* DegreeField(core::PlanSpec* p, Degree d) {
   switch (d) {
-    case Degree::kTp:
-      return &p->tp;
-    case Degree::kPp:
-      return &p->pp;
-    case Degree::kCp:
-      return &p->cp;
-    case Degree::kEp:
-      return &p->ep;
-    case Degree::kVpp:
-      return &p->vpp;
+    case Degree::kTp: return &p->tp;
+    case Degree::kPp: return &p->pp;
+    case Degree::kCp: return &p->cp;
+    case Degree::kEp: return &p->ep;
+    case Degree::kVpp: return &p->vpp;
   }
   return &p->tp;
 }
@@ -65,16 +60,11 @@ int64_t* DegreeField(core::PlanSpec* p, Degree d) {
 
 const char* Name(Degree d) {
   switch (d) {
-    case Degree::kTp:
-      return "tp";
-    case Degree::kPp:
-      return "pp";
-    case Degree::kCp:
-      return "cp";
-    case Degree::kEp:
-      return "ep";
-    case Degree::kVpp:
-      return "vpp";
+    case Degree::kTp: return "tp";
+    case Degree::kPp: return "pp";
+    case Degree::kCp: return "cp";
+    case Degree::kEp: return "ep";
+    case Degree::kVpp: return "vpp";
   }
   return "?";
 }
@@ -146,10 +136,8 @@ void ScenarioModel::Evaluate() {
   core::Diagnostics d;
   core::ValidatePlan(s_.plan, s_.model, s_.gpu, s_.cluster, &d);
   for (const auto& item : d.all()) {
-    if (item.severity == core::Diagnostic::Severity::kError)
-      e_.errors << Q(item.ToString());
-    else
-      e_.warnings << Q(item.ToString());
+    if (item.severity == core::Diagnostic::Severity::kError) e_.errors << Q(item.ToString());
+    else e_.warnings << Q(item.ToString());
   }
   if (d.has_errors()) {
     e_.eval_ms = static_cast<double>(timer.nsecsElapsed()) / 1e6;
@@ -477,21 +465,11 @@ std::vector<Choice> ScenarioModel::choices(Degree d) const {
   std::vector<int64_t> values;
   const int64_t gpus = std::max<int64_t>(s_.plan.gpus, 1);
   switch (d) {
-    case Degree::kTp:
-      values = Divisors(gpus, 128);
-      break;
-    case Degree::kPp:
-      values = Divisors(gpus, std::max<int64_t>(s_.model.layers, 1));
-      break;
-    case Degree::kCp:
-      values = Divisors(gpus, 64);
-      break;
-    case Degree::kEp:
-      values = Divisors(gpus, s_.model.moe ? std::max<int64_t>(s_.model.moe->experts, 1) : 8);
-      break;
-    case Degree::kVpp:
-      values = {1, 2, 3, 4, 5, 6, 7, 8};
-      break;
+    case Degree::kTp: values = Divisors(gpus, 128); break;
+    case Degree::kPp: values = Divisors(gpus, std::max<int64_t>(s_.model.layers, 1)); break;
+    case Degree::kCp: values = Divisors(gpus, 64); break;
+    case Degree::kEp: values = Divisors(gpus, s_.model.moe ? std::max<int64_t>(s_.model.moe->experts, 1) : 8); break;
+    case Degree::kVpp: values = {1, 2, 3, 4, 5, 6, 7, 8}; break;
   }
   core::PlanSpec copy = s_.plan;
   const int64_t current = *DegreeField(&copy, d);
@@ -603,15 +581,11 @@ QString ScenarioModel::commandLine() const {
     arg("--model", Q(s_.model.name));
     notes << "model \"" + Q(s_.model.name) + "\" is not a preset";
   }
-  if (!gpu_ref_.isEmpty())
-    arg("--gpu", gpu_ref_);
-  else
-    notes << "GPU \"" + Q(s_.gpu.name) + "\" is not a preset";
+  if (!gpu_ref_.isEmpty()) arg("--gpu", gpu_ref_);
+  else notes << "GPU \"" + Q(s_.gpu.name) + "\" is not a preset";
   if (!gpu_ref_.isEmpty() && !(s_.gpu == gpu_base_)) notes << "the GPU has edits no flag expresses";
-  if (!cluster_ref_.isEmpty())
-    arg("--cluster", cluster_ref_);
-  else
-    notes << "cluster \"" + Q(s_.cluster.name) + "\" is not a preset";
+  if (!cluster_ref_.isEmpty()) arg("--cluster", cluster_ref_);
+  else notes << "cluster \"" + Q(s_.cluster.name) + "\" is not a preset";
   if (!cluster_ref_.isEmpty() && !(s_.cluster == cluster_base_)) {
     if (s_.cluster.price_per_gpu_hour_usd != cluster_base_.price_per_gpu_hour_usd)
       notes << QString("price per GPU-hour $%1 (the preset's is $%2; the CLI has no flag for it)")

@@ -16,27 +16,13 @@ std::vector<int64_t> Divisors(int64_t n, int64_t cap) {
 
 void Restrict(sim::SearchOptions* o, SearchAxis a, int64_t v) {
   switch (a) {
-    case SearchAxis::kTp:
-      o->tp = {v};
-      break;
-    case SearchAxis::kPp:
-      o->pp = {v};
-      break;
-    case SearchAxis::kCp:
-      o->cp = {v};
-      break;
-    case SearchAxis::kEp:
-      o->ep = {v};
-      break;
-    case SearchAxis::kVpp:
-      o->vpp = {v};
-      break;
-    case SearchAxis::kZero:
-      o->zero = {static_cast<int>(v)};
-      break;
-    case SearchAxis::kMbs:
-      o->mbs = {v};
-      break;
+    case SearchAxis::kTp: o->tp = {v}; break;
+    case SearchAxis::kPp: o->pp = {v}; break;
+    case SearchAxis::kCp: o->cp = {v}; break;
+    case SearchAxis::kEp: o->ep = {v}; break;
+    case SearchAxis::kVpp: o->vpp = {v}; break;
+    case SearchAxis::kZero: o->zero = {static_cast<int>(v)}; break;
+    case SearchAxis::kMbs: o->mbs = {v}; break;
   }
 }
 
@@ -51,40 +37,26 @@ bool SameSearchInputs(const core::Scenario& a, const core::Scenario& b) {
 
 const char* Name(SearchAxis a) {
   switch (a) {
-    case SearchAxis::kTp:
-      return "TP";
-    case SearchAxis::kPp:
-      return "PP";
-    case SearchAxis::kCp:
-      return "CP";
-    case SearchAxis::kEp:
-      return "EP";
-    case SearchAxis::kVpp:
-      return "VPP";
-    case SearchAxis::kZero:
-      return "ZeRO";
-    case SearchAxis::kMbs:
-      return "micro batch";
+    case SearchAxis::kTp: return "TP";
+    case SearchAxis::kPp: return "PP";
+    case SearchAxis::kCp: return "CP";
+    case SearchAxis::kEp: return "EP";
+    case SearchAxis::kVpp: return "VPP";
+    case SearchAxis::kZero: return "ZeRO";
+    case SearchAxis::kMbs: return "micro batch";
   }
   return "?";
 }
 
 int64_t SearchGridModel::PlanValue(const core::PlanSpec& p, SearchAxis a) {
   switch (a) {
-    case SearchAxis::kTp:
-      return p.tp;
-    case SearchAxis::kPp:
-      return p.pp;
-    case SearchAxis::kCp:
-      return p.cp;
-    case SearchAxis::kEp:
-      return p.ep;
-    case SearchAxis::kVpp:
-      return p.vpp;
-    case SearchAxis::kZero:
-      return p.zero;
-    case SearchAxis::kMbs:
-      return p.micro_batch;
+    case SearchAxis::kTp: return p.tp;
+    case SearchAxis::kPp: return p.pp;
+    case SearchAxis::kCp: return p.cp;
+    case SearchAxis::kEp: return p.ep;
+    case SearchAxis::kVpp: return p.vpp;
+    case SearchAxis::kZero: return p.zero;
+    case SearchAxis::kMbs: return p.micro_batch;
   }
   return 0;
 }
@@ -104,20 +76,13 @@ std::vector<int64_t> SearchGridModel::axisValues(SearchAxis a) const {
   const core::Scenario& s = scenario_->scenario();
   const int64_t gpus = std::max<int64_t>(s.plan.gpus, 1);
   switch (a) {
-    case SearchAxis::kTp:
-      return Divisors(gpus, 32);
-    case SearchAxis::kPp:
-      return Divisors(gpus, std::min<int64_t>(std::max<int64_t>(s.model.layers, 1), 32));
-    case SearchAxis::kCp:
-      return Divisors(gpus, 16);
-    case SearchAxis::kEp:
-      return Divisors(gpus, s.model.moe ? std::min<int64_t>(s.model.moe->experts, 64) : 1);
-    case SearchAxis::kVpp:
-      return {1, 2, 3, 4, 6, 8};
-    case SearchAxis::kZero:
-      return {0, 1, 2, 3};
-    case SearchAxis::kMbs:
-      return {1, 2, 4, 8};
+    case SearchAxis::kTp: return Divisors(gpus, 32);
+    case SearchAxis::kPp: return Divisors(gpus, std::min<int64_t>(std::max<int64_t>(s.model.layers, 1), 32));
+    case SearchAxis::kCp: return Divisors(gpus, 16);
+    case SearchAxis::kEp: return Divisors(gpus, s.model.moe ? std::min<int64_t>(s.model.moe->experts, 64) : 1);
+    case SearchAxis::kVpp: return {1, 2, 3, 4, 6, 8};
+    case SearchAxis::kZero: return {0, 1, 2, 3};
+    case SearchAxis::kMbs: return {1, 2, 4, 8};
   }
   return {};
 }
@@ -215,18 +180,13 @@ QVariant SearchGridModel::data(const QModelIndex& index, int role) const {
   switch (role) {
     case Qt::DisplayRole:
       switch (c.state) {
-        case CellState::kPending:
-          return "...";
-        case CellState::kFits:
-          return Count(c.plan->step.tokens_per_s_per_gpu);
-        case CellState::kOutOfMemory:
-          return "OOM";
-        case CellState::kNoPlan:
-          return "n/a";
+        case CellState::kPending: return "...";
+        case CellState::kFits: return Count(c.plan->step.tokens_per_s_per_gpu);
+        case CellState::kOutOfMemory: return "OOM";
+        case CellState::kNoPlan: return "n/a";
       }
       return {};
-    case kStateRole:
-      return static_cast<int>(c.state);
+    case kStateRole: return static_cast<int>(c.state);
     case kTokensPerSPerGpuRole:
       return c.state == CellState::kFits ? QVariant(c.plan->step.tokens_per_s_per_gpu) : QVariant();
     case Qt::ToolTipRole: {
@@ -258,14 +218,11 @@ QVariant SearchGridModel::data(const QModelIndex& index, int role) const {
         t += QString("\nstep %1, %2 tokens/s (%3 per GPU), MFU %4\n%5 days, %6\nclick to load this plan")
                  .arg(Duration(rp.step.time_s), Count(rp.step.tokens_per_s), Count(rp.step.tokens_per_s_per_gpu),
                       Percent(rp.step.mfu), QString::number(rp.train.days, 'f', 1), Dollars(rp.train.cost_usd));
-      else
-        t += "\nclick to load it and see where the memory goes";
+      else t += "\nclick to load it and see where the memory goes";
       return t;
     }
-    case Qt::TextAlignmentRole:
-      return QVariant::fromValue(Qt::AlignCenter);
-    default:
-      return {};
+    case Qt::TextAlignmentRole: return QVariant::fromValue(Qt::AlignCenter);
+    default: return {};
   }
 }
 

@@ -23,84 +23,51 @@ int StepTableModel::columnCount(const QModelIndex& parent) const { return parent
 double StepTableModel::seconds(Row r) const {
   const auto& b = step_.breakdown;
   switch (r) {
-    case kCompute:
-      return b.compute_s;
-    case kRecompute:
-      return b.recompute_s;
-    case kTpComm:
-      return b.tp_comm_s;
-    case kCpComm:
-      return b.cp_comm_s;
-    case kEpComm:
-      return b.ep_comm_s;
-    case kDpComm:
-      return b.dp_comm_s;
-    case kPpComm:
-      return b.pp_comm_s;
-    case kBubble:
-      return b.bubble_s;
-    case kOptimizer:
-      return b.optimizer_s;
-    case kStep:
-      return step_.time_s;
-    case kRowCount:
-      break;
+    case kCompute: return b.compute_s;
+    case kRecompute: return b.recompute_s;
+    case kTpComm: return b.tp_comm_s;
+    case kCpComm: return b.cp_comm_s;
+    case kEpComm: return b.ep_comm_s;
+    case kDpComm: return b.dp_comm_s;
+    case kPpComm: return b.pp_comm_s;
+    case kBubble: return b.bubble_s;
+    case kOptimizer: return b.optimizer_s;
+    case kStep: return step_.time_s;
+    case kRowCount: break;
   }
   return 0;
 }
 
 QString StepTableModel::termName(Row r) {
   switch (r) {
-    case kCompute:
-      return "compute";
-    case kRecompute:
-      return "recompute";
-    case kTpComm:
-      return "TP communication";
-    case kCpComm:
-      return "CP communication";
-    case kEpComm:
-      return "EP all-to-all";
-    case kDpComm:
-      return "DP communication";
-    case kPpComm:
-      return "pipeline sends";
-    case kBubble:
-      return "pipeline bubble";
-    case kOptimizer:
-      return "optimizer step";
-    case kStep:
-      return "step";
-    case kRowCount:
-      break;
+    case kCompute: return "compute";
+    case kRecompute: return "recompute";
+    case kTpComm: return "TP communication";
+    case kCpComm: return "CP communication";
+    case kEpComm: return "EP all-to-all";
+    case kDpComm: return "DP communication";
+    case kPpComm: return "pipeline sends";
+    case kBubble: return "pipeline bubble";
+    case kOptimizer: return "optimizer step";
+    case kStep: return "step";
+    case kRowCount: break;
   }
   return {};
 }
 
 QString StepTableModel::termHelp(Row r) {
   switch (r) {
-    case kCompute:
-      return "forward and backward kernels (GEMMs, attention, memory-bound ops) on the critical path";
-    case kRecompute:
-      return "forward kernels run again in backward (activation recomputation)";
-    case kTpComm:
-      return "tensor-parallel all-reduce / reduce-scatter / all-gather not hidden under GEMMs";
-    case kCpComm:
-      return "context-parallel KV exchange not hidden under attention";
-    case kEpComm:
-      return "expert-parallel token dispatch and combine not hidden under compute";
-    case kDpComm:
-      return "data-parallel gradient reduction / parameter gathering not hidden under backward";
-    case kPpComm:
-      return "pipeline activation sends on the critical path";
-    case kBubble:
-      return "pipeline fill and drain (idle ranks)";
-    case kOptimizer:
-      return "the optimizer step (memory bound)";
-    case kStep:
-      return "one optimizer step: the sum of the rows above";
-    case kRowCount:
-      break;
+    case kCompute: return "forward and backward kernels (GEMMs, attention, memory-bound ops) on the critical path";
+    case kRecompute: return "forward kernels run again in backward (activation recomputation)";
+    case kTpComm: return "tensor-parallel all-reduce / reduce-scatter / all-gather not hidden under GEMMs";
+    case kCpComm: return "context-parallel KV exchange not hidden under attention";
+    case kEpComm: return "expert-parallel token dispatch and combine not hidden under compute";
+    case kDpComm: return "data-parallel gradient reduction / parameter gathering not hidden under backward";
+    case kPpComm: return "pipeline activation sends on the critical path";
+    case kBubble: return "pipeline fill and drain (idle ranks)";
+    case kOptimizer: return "the optimizer step (memory bound)";
+    case kStep: return "one optimizer step: the sum of the rows above";
+    case kRowCount: break;
   }
   return {};
 }
@@ -118,25 +85,20 @@ QVariant StepTableModel::data(const QModelIndex& index, int role) const {
     case kSecondsRole:
       if (index.column() == kTerm) return {};
       return index.column() == kSeconds ? sec : share;
-    case Qt::ToolTipRole:
-      return termHelp(r);
+    case Qt::ToolTipRole: return termHelp(r);
     case Qt::TextAlignmentRole:
       return QVariant::fromValue(index.column() == kTerm ? Qt::AlignLeft | Qt::AlignVCenter
                                                          : Qt::AlignRight | Qt::AlignVCenter);
-    default:
-      return {};
+    default: return {};
   }
 }
 
 QVariant StepTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || role != Qt::DisplayRole || section < 0 || section >= kColumnCount) return {};
   switch (section) {
-    case kTerm:
-      return "term";
-    case kSeconds:
-      return "time (s)";
-    case kShare:
-      return "share (%)";
+    case kTerm: return "term";
+    case kSeconds: return "time (s)";
+    case kShare: return "share (%)";
   }
   return {};
 }

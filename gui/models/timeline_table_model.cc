@@ -25,12 +25,9 @@ int TimelineTableModel::columnCount(const QModelIndex& parent) const { return pa
 
 QString TimelineTableModel::kindName(sim::PipeOpKind k) {
   switch (k) {
-    case sim::PipeOpKind::kForward:
-      return "F";
-    case sim::PipeOpKind::kBackward:
-      return "B";
-    case sim::PipeOpKind::kWeight:
-      return "W";
+    case sim::PipeOpKind::kForward: return "F";
+    case sim::PipeOpKind::kBackward: return "B";
+    case sim::PipeOpKind::kWeight: return "W";
   }
   return "?";
 }
@@ -40,18 +37,12 @@ QVariant TimelineTableModel::data(const QModelIndex& index, int role) const {
   const sim::TimelineOp& o = op(index.row());
   if (role == Qt::DisplayRole || role == kValueRole) {
     switch (index.column()) {
-      case kRank:
-        return QVariant::fromValue<qint64>(o.stage);
-      case kChunk:
-        return QVariant::fromValue<qint64>(o.chunk);
-      case kMicrobatch:
-        return QVariant::fromValue<qint64>(o.microbatch);
-      case kKind:
-        return kindName(o.kind);
-      case kStart:
-        return role == kValueRole ? QVariant(o.start_s) : QVariant(QString::number(o.start_s, 'f', 4));
-      case kEnd:
-        return role == kValueRole ? QVariant(o.end_s) : QVariant(QString::number(o.end_s, 'f', 4));
+      case kRank: return QVariant::fromValue<qint64>(o.stage);
+      case kChunk: return QVariant::fromValue<qint64>(o.chunk);
+      case kMicrobatch: return QVariant::fromValue<qint64>(o.microbatch);
+      case kKind: return kindName(o.kind);
+      case kStart: return role == kValueRole ? QVariant(o.start_s) : QVariant(QString::number(o.start_s, 'f', 4));
+      case kEnd: return role == kValueRole ? QVariant(o.end_s) : QVariant(QString::number(o.end_s, 'f', 4));
     }
   }
   return {};
@@ -60,18 +51,12 @@ QVariant TimelineTableModel::data(const QModelIndex& index, int role) const {
 QVariant TimelineTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
   switch (section) {
-    case kRank:
-      return "rank";
-    case kChunk:
-      return "chunk";
-    case kMicrobatch:
-      return "microbatch";
-    case kKind:
-      return "kind";
-    case kStart:
-      return "start (s)";
-    case kEnd:
-      return "end (s)";
+    case kRank: return "rank";
+    case kChunk: return "chunk";
+    case kMicrobatch: return "microbatch";
+    case kKind: return "kind";
+    case kStart: return "start (s)";
+    case kEnd: return "end (s)";
   }
   return {};
 }

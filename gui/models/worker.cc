@@ -30,10 +30,8 @@ void Worker::Drain() {
     items.swap(inbox_);
   }
   for (const Item& item : items) {
-    if (item.returned)
-      JobReturned(item.generation, item.cancelled);
-    else
-      Deliver(item.generation, item.fn);
+    if (item.returned) JobReturned(item.generation, item.cancelled);
+    else Deliver(item.generation, item.fn);
   }
 }
 

@@ -74,12 +74,9 @@ void FillPresets(QComboBox* box, const std::string& kind, const QString& current
   int i = current_ref.isEmpty() || edited ? -1 : box->findData(current_ref);
   if (i < 0) {
     QString label = current_name;
-    if (edited)
-      label += " (edited)";
-    else if (current_ref.isEmpty())
-      label += " (from the plan file)";
-    else
-      label += " (file)";
+    if (edited) label += " (edited)";
+    else if (current_ref.isEmpty()) label += " (from the plan file)";
+    else label += " (file)";
     box->addItem(label, QString());
     i = box->count() - 1;
   }

@@ -19,20 +19,13 @@ namespace {
 
 QColor TermColor(MemoryTableModel::Column c) {
   switch (c) {
-    case MemoryTableModel::kWeights:
-      return QColor(31, 119, 180);
-    case MemoryTableModel::kGrads:
-      return QColor(255, 127, 14);
-    case MemoryTableModel::kMasterWeights:
-      return QColor(44, 160, 44);
-    case MemoryTableModel::kMoments:
-      return QColor(152, 223, 138);
-    case MemoryTableModel::kActivations:
-      return QColor(148, 103, 189);
-    case MemoryTableModel::kOverheads:
-      return QColor(127, 127, 127);
-    default:
-      return QColor(0, 0, 0);
+    case MemoryTableModel::kWeights: return QColor(31, 119, 180);
+    case MemoryTableModel::kGrads: return QColor(255, 127, 14);
+    case MemoryTableModel::kMasterWeights: return QColor(44, 160, 44);
+    case MemoryTableModel::kMoments: return QColor(152, 223, 138);
+    case MemoryTableModel::kActivations: return QColor(148, 103, 189);
+    case MemoryTableModel::kOverheads: return QColor(127, 127, 127);
+    default: return QColor(0, 0, 0);
   }
 }
 
@@ -107,8 +100,7 @@ void MemoryView::Rebuild() {
                         .arg(r)
                         .arg(Gb(model_->bytes(r, MemoryTableModel::kTotal)))
                         .arg(is_over ? "\nOVER" : "");
-    else
-      categories << QString("%1%2").arg(r).arg(is_over ? "!" : "");
+    else categories << QString("%1%2").arg(r).arg(is_over ? "!" : "");
   }
   // The value axis first: its rounded top is where the over-capacity band ends.
   auto* y = new QValueAxis();
@@ -146,10 +138,8 @@ void MemoryView::Rebuild() {
     }
     bars_.push_back(values);
     connect(set, &QBarSet::hovered, this, [this, c](bool status, int index) {
-      if (status)
-        QToolTip::showText(QCursor::pos(), model_->termTooltip(index, c));
-      else
-        QToolTip::hideText();
+      if (status) QToolTip::showText(QCursor::pos(), model_->termTooltip(index, c));
+      else QToolTip::hideText();
     });
     series->append(set);
   }

@@ -87,9 +87,7 @@ void HeatMapWidget::paintEvent(QPaintEvent*) {
       QColor fill(235, 235, 235);
       QColor text = Qt::darkGray;
       switch (state) {
-        case SearchGridModel::CellState::kPending:
-          fill = QColor(245, 245, 245);
-          break;
+        case SearchGridModel::CellState::kPending: fill = QColor(245, 245, 245); break;
         case SearchGridModel::CellState::kFits: {
           // Coloured from the slowest fitting cell (light) to the fastest (dark).
           const double v = model_->data(idx, SearchGridModel::kTokensPerSPerGpuRole).toDouble();
@@ -102,9 +100,7 @@ void HeatMapWidget::paintEvent(QPaintEvent*) {
           fill = QColor(250, 210, 210);
           text = QColor(170, 0, 0);
           break;
-        case SearchGridModel::CellState::kNoPlan:
-          fill = QColor(215, 215, 215);
-          break;
+        case SearchGridModel::CellState::kNoPlan: fill = QColor(215, 215, 215); break;
       }
       p.fillRect(box, fill);
       if (state == SearchGridModel::CellState::kOutOfMemory)
@@ -264,8 +260,7 @@ void SearchView::UpdateStatus() {
                   .arg(p.global_batch)
                   .arg(p.seq_len)
                   .arg(core::Name(p.precision));
-  if (busy)
-    t += model_->worker()->label() + " on a worker thread...";
+  if (busy) t += model_->worker()->label() + " on a worker thread...";
   else if (model_->stale())
     t += "<span style='color:#b00000'>The inputs changed since this map was computed: run it again.</span>";
   status_->setText(t);

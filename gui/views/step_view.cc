@@ -79,8 +79,7 @@ void StepView::Rebuild() {
   connect(set, &QBarSet::hovered, this, [rows](bool status, int index) {
     if (status && index >= 0 && index < static_cast<int>(rows.size()))
       QToolTip::showText(QCursor::pos(), StepTableModel::termHelp(rows[static_cast<size_t>(index)]));
-    else
-      QToolTip::hideText();
+    else QToolTip::hideText();
   });
   auto* series = new QHorizontalBarSeries();
   series->append(set);

@@ -20,40 +20,29 @@ constexpr int kLeft = 70, kRight = 16, kTop = 30, kBottom = 62;
 
 QColor KindColor(sim::PipeOpKind k) {
   switch (k) {
-    case sim::PipeOpKind::kForward:
-      return QColor(66, 133, 244);
-    case sim::PipeOpKind::kBackward:
-      return QColor(244, 160, 0);
-    case sim::PipeOpKind::kWeight:
-      return QColor(52, 168, 83);
+    case sim::PipeOpKind::kForward: return QColor(66, 133, 244);
+    case sim::PipeOpKind::kBackward: return QColor(244, 160, 0);
+    case sim::PipeOpKind::kWeight: return QColor(52, 168, 83);
   }
   return Qt::gray;
 }
 
 QString KindWord(sim::PipeOpKind k) {
   switch (k) {
-    case sim::PipeOpKind::kForward:
-      return "forward";
-    case sim::PipeOpKind::kBackward:
-      return "backward (input gradients)";
-    case sim::PipeOpKind::kWeight:
-      return "backward (weight gradients)";
+    case sim::PipeOpKind::kForward: return "forward";
+    case sim::PipeOpKind::kBackward: return "backward (input gradients)";
+    case sim::PipeOpKind::kWeight: return "backward (weight gradients)";
   }
   return {};
 }
 
 QColor TaskColor(sim::TaskKind k) {
   switch (k) {
-    case sim::TaskKind::kExposedComm:
-      return QColor(219, 68, 55);
-    case sim::TaskKind::kOverlappedComm:
-      return QColor(240, 170, 165);
-    case sim::TaskKind::kSend:
-      return QColor(110, 110, 110);
-    case sim::TaskKind::kGradSync:
-      return QColor(142, 36, 170);
-    case sim::TaskKind::kOptimizer:
-      return QColor(60, 60, 60);
+    case sim::TaskKind::kExposedComm: return QColor(219, 68, 55);
+    case sim::TaskKind::kOverlappedComm: return QColor(240, 170, 165);
+    case sim::TaskKind::kSend: return QColor(110, 110, 110);
+    case sim::TaskKind::kGradSync: return QColor(142, 36, 170);
+    case sim::TaskKind::kOptimizer: return QColor(60, 60, 60);
   }
   return Qt::gray;
 }
@@ -243,10 +232,11 @@ void GanttWidget::paintEvent(QPaintEvent*) {
              "numbers: microbatch; darker: second model chunk; blank: idle (bubble)");
   // The streams under each row.
   lx = r.left();
-  const std::pair<sim::TaskKind, const char*> tasks[] = {
-      {sim::TaskKind::kExposedComm, "exposed collective"}, {sim::TaskKind::kOverlappedComm, "overlapped collective"},
-      {sim::TaskKind::kSend, "pipeline send"}, {sim::TaskKind::kGradSync, "DP gradient sync"},
-      {sim::TaskKind::kOptimizer, "optimizer"}};
+  const std::pair<sim::TaskKind, const char*> tasks[] = {{sim::TaskKind::kExposedComm, "exposed collective"},
+                                                         {sim::TaskKind::kOverlappedComm, "overlapped collective"},
+                                                         {sim::TaskKind::kSend, "pipeline send"},
+                                                         {sim::TaskKind::kGradSync, "DP gradient sync"},
+                                                         {sim::TaskKind::kOptimizer, "optimizer"}};
   for (const auto& [kind, word] : tasks) {
     p.fillRect(QRectF(lx, r.bottom() + 46, 10, 8), TaskColor(kind));
     p.drawText(QRectF(lx + 13, r.bottom() + 42, 200, 16), Qt::AlignLeft | Qt::AlignVCenter, word);

@@ -47,7 +47,7 @@ class GanttWidget : public QWidget {
   int drag_x_ = -1;
   double drag_t0_ = 0, drag_t1_ = 1;
   std::vector<std::vector<int>> by_rank_;  // op rows per rank, in start order
-  double Full() const;                      // the whole step: the time axis at zoom 1
+  double Full() const;                     // the whole step: the time axis at zoom 1
 };
 
 class TimelineView : public View {

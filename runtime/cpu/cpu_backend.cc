@@ -189,21 +189,16 @@ class CpuBackend final : public Backend {
       Eigen::Map<RowMat> C(F(*c) + i * m * n, m, n);
       // beta == 0 must not read C (it may hold anything, NaN included), as BLAS specifies.
       auto run = [&](const auto& opa, const auto& opb) {
-        if (args.beta == 0.0f)
-          C.noalias() = args.alpha * (opa * opb);
+        if (args.beta == 0.0f) C.noalias() = args.alpha * (opa * opb);
         else {
           C *= args.beta;
           C.noalias() += args.alpha * (opa * opb);
         }
       };
-      if (!args.transpose_a && !args.transpose_b)
-        run(A, B);
-      else if (args.transpose_a && !args.transpose_b)
-        run(A.transpose(), B);
-      else if (!args.transpose_a && args.transpose_b)
-        run(A, B.transpose());
-      else
-        run(A.transpose(), B.transpose());
+      if (!args.transpose_a && !args.transpose_b) run(A, B);
+      else if (args.transpose_a && !args.transpose_b) run(A.transpose(), B);
+      else if (!args.transpose_a && args.transpose_b) run(A, B.transpose());
+      else run(A.transpose(), B.transpose());
     }
     RoundAll(c);
     return Status::Ok();

@@ -38,7 +38,7 @@ using core::Result;
 using core::Status;
 
 constexpr size_t kLtWorkspaceBytes = size_t{32} << 20;  // cuBLASLt's advice for Hopper
-constexpr int64_t kMaxSharedPerBlock = 48 * 1024;        // without opting in to more
+constexpr int64_t kMaxSharedPerBlock = 48 * 1024;       // without opting in to more
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 
 // ---- argument checks (as runtime/cpu/cpu_backend.cc) -------------------------------------------
@@ -59,12 +59,9 @@ Status Prefixed(const std::string& what, const Status& s) {
   if (s.ok()) return s;
   std::string msg = "cuda backend: " + what + ": " + s.message();
   switch (s.code()) {
-    case Status::Code::kInvalidArgument:
-      return Status::InvalidArgument(std::move(msg));
-    case Status::Code::kUnavailable:
-      return Status::Unavailable(std::move(msg));
-    default:
-      return Status::Internal(std::move(msg));
+    case Status::Code::kInvalidArgument: return Status::InvalidArgument(std::move(msg));
+    case Status::Code::kUnavailable: return Status::Unavailable(std::move(msg));
+    default: return Status::Internal(std::move(msg));
   }
 }
 
@@ -73,21 +70,12 @@ Status Prefixed(const std::string& what, const Status& s) {
 bool ElemOf(Dtype d, ElemType* out) {
   switch (d) {
     case Dtype::kFp32:
-    case Dtype::kTf32:
-      *out = ElemType::kF32;
-      return true;
-    case Dtype::kBf16:
-      *out = ElemType::kBf16;
-      return true;
-    case Dtype::kFp16:
-      *out = ElemType::kF16;
-      return true;
-    case Dtype::kFp8:
-      *out = ElemType::kFp8E4M3;
-      return true;
+    case Dtype::kTf32: *out = ElemType::kF32; return true;
+    case Dtype::kBf16: *out = ElemType::kBf16; return true;
+    case Dtype::kFp16: *out = ElemType::kF16; return true;
+    case Dtype::kFp8: *out = ElemType::kFp8E4M3; return true;
     case Dtype::kInt8:
-    case Dtype::kNone:
-      break;
+    case Dtype::kNone: break;
   }
   return false;
 }
@@ -101,12 +89,9 @@ DevPtr Dev(const Tensor& t) {
 Result<ncclDataType_t> NcclType(const std::string& what, Dtype d) {
   switch (d) {
     case Dtype::kFp32:
-    case Dtype::kTf32:
-      return ncclFloat32;
-    case Dtype::kBf16:
-      return ncclBfloat16;
-    case Dtype::kFp16:
-      return ncclFloat16;
+    case Dtype::kTf32: return ncclFloat32;
+    case Dtype::kBf16: return ncclBfloat16;
+    case Dtype::kFp16: return ncclFloat16;
     case Dtype::kFp8:
 #if NCCL_VERSION_CODE >= 22400  // ncclFloat8e4m3 arrived in NCCL 2.24
       return ncclFloat8e4m3;
@@ -114,8 +99,7 @@ Result<ncclDataType_t> NcclType(const std::string& what, Dtype d) {
       break;
 #endif
     case Dtype::kInt8:
-    case Dtype::kNone:
-      break;
+    case Dtype::kNone: break;
   }
   return Status::Unavailable("cuda backend: " + what + ": NCCL has no " + core::Name(d) + " type in this build");
 }
@@ -263,9 +247,9 @@ class CudaBackend final : public Backend {
     description_ = "cuda: " + info_.name + " (sm_" + std::to_string(info_.compute_capability_major) +
                    std::to_string(info_.compute_capability_minor) + ", " + std::to_string(info_.sm_count) + " SMs, " +
                    memory + "), device " + std::to_string(device_) + " of " + std::to_string(device_count_) +
-                   "; CUDA runtime " + CudaVersionText(runtime) + ", driver " + CudaVersionText(driver) +
-                   "; cuBLAS " + std::to_string(blas_major) + "." + std::to_string(blas_minor) + "." +
-                   std::to_string(blas_patch) + "; NCCL " + (nccl.empty() ? "?" : nccl);
+                   "; CUDA runtime " + CudaVersionText(runtime) + ", driver " + CudaVersionText(driver) + "; cuBLAS " +
+                   std::to_string(blas_major) + "." + std::to_string(blas_minor) + "." + std::to_string(blas_patch) +
+                   "; NCCL " + (nccl.empty() ? "?" : nccl);
     return Status::Ok();
   }
 
@@ -306,8 +290,7 @@ class CudaBackend final : public Backend {
       MESHPLAN_RETURN_IF_CUDA_ERROR(cudaMemcpyAsync(d.data, src, bytes, cudaMemcpyHostToDevice, compute_));
     } else {
       MESHPLAN_RETURN_IF_ERROR(staging_.Reserve(static_cast<int64_t>(bytes), "host copy staging"));
-      MESHPLAN_RETURN_IF_CUDA_ERROR(
-          cudaMemcpyAsync(staging_.get(), src, bytes, cudaMemcpyHostToDevice, compute_));
+      MESHPLAN_RETURN_IF_CUDA_ERROR(cudaMemcpyAsync(staging_.get(), src, bytes, cudaMemcpyHostToDevice, compute_));
       MESHPLAN_RETURN_IF_CUDA_ERROR(LaunchConvertFromF32(staging_.floats(), d, n, compute_));
     }
     MESHPLAN_RETURN_IF_CUDA_ERROR(cudaStreamSynchronize(compute_));  // `src` may be reused on return
@@ -356,19 +339,11 @@ class CudaBackend final : public Backend {
     cudaDataType_t type = CUDA_R_32F;
     cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
     switch (a.dtype()) {
-      case Dtype::kFp32:
-        break;
-      case Dtype::kTf32:
-        compute = CUBLAS_COMPUTE_32F_FAST_TF32;
-        break;
-      case Dtype::kBf16:
-        type = CUDA_R_16BF;
-        break;
-      case Dtype::kFp16:
-        type = CUDA_R_16F;
-        break;
-      default:
-        return Status::Unavailable(std::string("cuda backend: gemm: no ") + core::Name(a.dtype()) + " GEMM");
+      case Dtype::kFp32: break;
+      case Dtype::kTf32: compute = CUBLAS_COMPUTE_32F_FAST_TF32; break;
+      case Dtype::kBf16: type = CUDA_R_16BF; break;
+      case Dtype::kFp16: type = CUDA_R_16F; break;
+      default: return Status::Unavailable(std::string("cuda backend: gemm: no ") + core::Name(a.dtype()) + " GEMM");
     }
     // Row-major C [m x n] is column-major C^T [n x m] = op(B)^T op(A)^T: cuBLAS's "A" is our B
     // (column-major [n x k] when not transposed, ld n; else [k x n], ld k) and its "B" our A
@@ -387,8 +362,8 @@ class CudaBackend final : public Backend {
   // fp8 e4m3 x e4m3 -> e4m3 with fp32 accumulation and unit scales, on cuBLASLt (the sample
   // LtFp8Matmul in NVIDIA's CUDALibrarySamples shows the type combination: C descriptor bf16, unread
   // with beta = 0).
-  Status GemmFp8(const GemmArgs& args, const Tensor& a, const Tensor& b, Tensor* c, int64_t batch, int64_t m,
-                 int64_t n, int64_t k) {
+  Status GemmFp8(const GemmArgs& args, const Tensor& a, const Tensor& b, Tensor* c, int64_t batch, int64_t m, int64_t n,
+                 int64_t k) {
     const int cc = info_.compute_capability_major * 10 + info_.compute_capability_minor;
     if (cc < 89)
       return Status::Unavailable("cuda backend: gemm: fp8 GEMMs need an sm_89 or newer GPU (Ada, Hopper, Blackwell); " +
@@ -418,9 +393,9 @@ class CudaBackend final : public Backend {
     }
     MESHPLAN_ASSIGN_OR_RETURN(const Fp8Plan* plan, Fp8PlanFor(batch, m, n, k, ta, tb));
     MESHPLAN_RETURN_IF_CUBLAS_ERROR(cublasLtMatmul(lt_, plan->op.get(), &args.alpha, pb, plan->layouts[0].get(), pa,
-                                                   plan->layouts[1].get(), &args.beta, nullptr,
-                                                   plan->layouts[2].get(), c->data(), plan->layouts[3].get(),
-                                                   &plan->algo, lt_workspace_.get(), lt_workspace_.bytes(), compute_));
+                                                   plan->layouts[1].get(), &args.beta, nullptr, plan->layouts[2].get(),
+                                                   c->data(), plan->layouts[3].get(), &plan->algo, lt_workspace_.get(),
+                                                   lt_workspace_.bytes(), compute_));
     return Status::Ok();
   }
 
@@ -478,8 +453,8 @@ class CudaBackend final : public Backend {
     cublasLtMatmulHeuristicResult_t heuristic{};
     int found = 0;
     MESHPLAN_RETURN_IF_CUBLAS_ERROR(cublasLtMatmulAlgoGetHeuristic(
-        lt_, plan.op.get(), plan.layouts[0].get(), plan.layouts[1].get(), plan.layouts[2].get(),
-        plan.layouts[3].get(), pref.get(), 1, &heuristic, &found));
+        lt_, plan.op.get(), plan.layouts[0].get(), plan.layouts[1].get(), plan.layouts[2].get(), plan.layouts[3].get(),
+        pref.get(), 1, &heuristic, &found));
     if (found == 0)
       return Status::Unavailable("cuda backend: gemm: cuBLASLt has no fp8 kernel for " + std::to_string(m) + "x" +
                                  std::to_string(n) + "x" + std::to_string(k) + " on " + info_.name);
@@ -512,8 +487,7 @@ class CudaBackend final : public Backend {
     MESHPLAN_RETURN_IF_ERROR(Defined("attention_forward", {out, lse}));
     MESHPLAN_RETURN_IF_ERROR(NumelIs("attention_forward", *out, x.b * x.h * x.sq * x.dv, "out"));
     MESHPLAN_RETURN_IF_ERROR(NumelIs("attention_forward", *lse, x.b * x.h * x.sq, "lse"));
-    MESHPLAN_RETURN_IF_CUDA_ERROR(
-        LaunchAttentionForward(x, Dev(q), Dev(k), Dev(v), Dev(*out), Dev(*lse), compute_));
+    MESHPLAN_RETURN_IF_CUDA_ERROR(LaunchAttentionForward(x, Dev(q), Dev(k), Dev(v), Dev(*out), Dev(*lse), compute_));
     return Status::Ok();
   }
 
@@ -528,8 +502,8 @@ class CudaBackend final : public Backend {
     MESHPLAN_RETURN_IF_ERROR(SameNumel("attention_backward", q, *dq));
     MESHPLAN_RETURN_IF_ERROR(SameNumel("attention_backward", k, *dk));
     MESHPLAN_RETURN_IF_ERROR(SameNumel("attention_backward", v, *dv));
-    MESHPLAN_RETURN_IF_ERROR(rows_scratch_.Reserve(x.b * x.h * x.sq * static_cast<int64_t>(sizeof(float)),
-                                                   "attention backward row sums"));
+    MESHPLAN_RETURN_IF_ERROR(
+        rows_scratch_.Reserve(x.b * x.h * x.sq * static_cast<int64_t>(sizeof(float)), "attention backward row sums"));
     MESHPLAN_RETURN_IF_CUDA_ERROR(LaunchAttentionBackward(x, Dev(q), Dev(k), Dev(v), Dev(out), Dev(dout), Dev(lse),
                                                           Dev(*dq), Dev(*dk), Dev(*dv), rows_scratch_.floats(),
                                                           compute_));
@@ -639,8 +613,8 @@ class CudaBackend final : public Backend {
     CudaCommunicator& c = Cast(comm);
     if (c.nccl() == nullptr) return Status::Ok();  // the sum over one rank
     return OnCommStream(what, c, [&] {
-      MESHPLAN_RETURN_IF_NCCL_ERROR(ncclAllReduce(buf->data(), buf->data(), static_cast<size_t>(buf->numel()), type,
-                                                  ncclSum, c.nccl(), comm_));
+      MESHPLAN_RETURN_IF_NCCL_ERROR(
+          ncclAllReduce(buf->data(), buf->data(), static_cast<size_t>(buf->numel()), type, ncclSum, c.nccl(), comm_));
       return Status::Ok();
     });
   }
@@ -663,8 +637,8 @@ class CudaBackend final : public Backend {
     CudaCommunicator& c = Cast(comm);
     if (c.nccl() == nullptr) return CopyOnCompute(what, in, out);
     return OnCommStream(what, c, [&] {
-      MESHPLAN_RETURN_IF_NCCL_ERROR(ncclReduceScatter(in.data(), out->data(), static_cast<size_t>(out->numel()), type,
-                                                      ncclSum, c.nccl(), comm_));
+      MESHPLAN_RETURN_IF_NCCL_ERROR(
+          ncclReduceScatter(in.data(), out->data(), static_cast<size_t>(out->numel()), type, ncclSum, c.nccl(), comm_));
       return Status::Ok();
     });
   }
@@ -699,8 +673,8 @@ class CudaBackend final : public Backend {
     CudaCommunicator& c = Cast(comm);
     if (c.nccl() == nullptr) return Status::Ok();  // the root is this rank
     return OnCommStream(what, c, [&] {
-      MESHPLAN_RETURN_IF_NCCL_ERROR(ncclBroadcast(buf->data(), buf->data(), static_cast<size_t>(buf->numel()), type,
-                                                  root, c.nccl(), comm_));
+      MESHPLAN_RETURN_IF_NCCL_ERROR(
+          ncclBroadcast(buf->data(), buf->data(), static_cast<size_t>(buf->numel()), type, root, c.nccl(), comm_));
       return Status::Ok();
     });
   }
@@ -717,16 +691,20 @@ class CudaBackend final : public Backend {
     MESHPLAN_ASSIGN_OR_RETURN(const ncclDataType_t type, NcclType(what, buf->dtype()));
     CudaCommunicator& c = Cast(comm);
     // This rank's pending sends and the receive in one group, so that neither waits on the other.
-    return OnCommStream(what, c, [&] {
-      MESHPLAN_RETURN_IF_NCCL_ERROR(
-          ncclRecv(buf->data(), static_cast<size_t>(buf->numel()), type, peer, c.nccl(), comm_));
-      return Status::Ok();
-    }, /*group_pending=*/true);
+    return OnCommStream(
+        what, c,
+        [&] {
+          MESHPLAN_RETURN_IF_NCCL_ERROR(
+              ncclRecv(buf->data(), static_cast<size_t>(buf->numel()), type, peer, c.nccl(), comm_));
+          return Status::Ok();
+        },
+        /*group_pending=*/true);
   }
   Status FlushSends(Communicator& comm, const char* what) override {
     CudaCommunicator& c = Cast(comm);
     if (c.nccl() == nullptr || c.pending().empty()) return Status::Ok();
-    return OnCommStream(what, c, [] { return Status::Ok(); }, /*group_pending=*/true);
+    return OnCommStream(
+        what, c, [] { return Status::Ok(); }, /*group_pending=*/true);
   }
 
   // ---- timing
@@ -798,7 +776,8 @@ class CudaBackend final : public Backend {
   Status OnCommStream(const char* what, CudaCommunicator& c, const std::function<Status()>& body,
                       bool group_pending = false) {
     if (!group_pending && !c.pending().empty())
-      MESHPLAN_RETURN_IF_ERROR(OnCommStream(what, c, [] { return Status::Ok(); }, true));
+      MESHPLAN_RETURN_IF_ERROR(OnCommStream(
+          what, c, [] { return Status::Ok(); }, true));
     Status s = [&]() -> Status {
       MESHPLAN_RETURN_IF_CUDA_ERROR(cudaEventRecord(ready_, compute_));
       MESHPLAN_RETURN_IF_CUDA_ERROR(cudaStreamWaitEvent(comm_, ready_, 0));
@@ -842,12 +821,12 @@ class CudaBackend final : public Backend {
   cublasHandle_t blas_ = nullptr;
   cublasLtHandle_t lt_ = nullptr;
   Scratch lt_workspace_;
-  Scratch staging_;       // fp32 values of a host copy of a 16/8-bit tensor
-  Scratch rows_scratch_;  // attention backward: D per query row
-  Scratch norm_scratch_;  // norm backward: partial column sums
-  Scratch fp8_a_, fp8_b_;  // fp8 GEMM operands transposed to cuBLASLt's TN layout
+  Scratch staging_;                                      // fp32 values of a host copy of a 16/8-bit tensor
+  Scratch rows_scratch_;                                 // attention backward: D per query row
+  Scratch norm_scratch_;                                 // norm backward: partial column sums
+  Scratch fp8_a_, fp8_b_;                                // fp8 GEMM operands transposed to cuBLASLt's TN layout
   std::map<std::array<int64_t, 6>, Fp8Plan> fp8_plans_;  // by (batch, m, n, k, ta, tb)
-  std::vector<cudaEvent_t> events_;  // pool; the first used_events_ are this round's
+  std::vector<cudaEvent_t> events_;                      // pool; the first used_events_ are this round's
   size_t used_events_ = 0;
   std::shared_ptr<Stats> stats_;
 };
@@ -869,8 +848,8 @@ Result<int> DefaultDevice(int count) {
                                  "\" is not a device ordinal");
     return v;
   }
-  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "MV2_COMM_WORLD_LOCAL_RANK",
-                           "SLURM_LOCALID", "LOCAL_RANK"}) {
+  for (const char* name :
+       {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "MV2_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "LOCAL_RANK"}) {
     if (const char* e = std::getenv(name); e != nullptr && parse(e, &v)) return v % count;
   }
   return 0;

@@ -40,16 +40,14 @@ inline bool IsUnavailableCudaError(cudaError_t err) {
     case cudaErrorSystemNotReady:
     case cudaErrorCompatNotSupportedOnDevice:
     case cudaErrorStubLibrary:
-    case cudaErrorCallRequiresNewerDriver:
-      return true;
-    default:
-      return false;
+    case cudaErrorCallRequiresNewerDriver: return true;
+    default: return false;
   }
 }
 
 inline std::string CudaErrorMessage(cudaError_t err, const char* expr, const char* file, int line) {
-  return std::string(cudaGetErrorString(err)) + " (" + cudaGetErrorName(err) + ") from " + expr +
-         " at " + file + ":" + std::to_string(line);
+  return std::string(cudaGetErrorString(err)) + " (" + cudaGetErrorName(err) + ") from " + expr + " at " + file + ":" +
+         std::to_string(line);
 }
 
 // REQUIRES: err != cudaSuccess. Also clears the thread's last CUDA error, so that a later
@@ -66,12 +64,10 @@ inline core::Status CudaErrorStatus(cudaError_t err, const char* expr, const cha
 // non-blocking communicators return, counts as an error here: use the macro on blocking calls.
 // REQUIRES: res != ncclSuccess.
 inline core::Status NcclErrorStatus(ncclResult_t res, const char* expr, const char* file, int line) {
-  std::string msg = std::string(ncclGetErrorString(res)) + " (ncclResult_t " +
-                    std::to_string(static_cast<int>(res)) + ") from " + expr + " at " + file + ":" +
-                    std::to_string(line);
+  std::string msg = std::string(ncclGetErrorString(res)) + " (ncclResult_t " + std::to_string(static_cast<int>(res)) +
+                    ") from " + expr + " at " + file + ":" + std::to_string(line);
   const bool unavailable = res == ncclSystemError || res == ncclRemoteError;
-  return unavailable ? core::Status::Unavailable(std::move(msg))
-                     : core::Status::Internal(std::move(msg));
+  return unavailable ? core::Status::Unavailable(std::move(msg)) : core::Status::Internal(std::move(msg));
 }
 
 // cuBLAS and cuBLASLt (one status type): "not supported" (no kernel for this dtype, layout or
@@ -84,41 +80,37 @@ inline core::Status CublasErrorStatus(cublasStatus_t st, const char* expr, const
                     std::to_string(line);
   const bool unavailable = st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_ALLOC_FAILED ||
                            st == CUBLAS_STATUS_ARCH_MISMATCH || st == CUBLAS_STATUS_NOT_INITIALIZED;
-  return unavailable ? core::Status::Unavailable(std::move(msg))
-                     : core::Status::Internal(std::move(msg));
+  return unavailable ? core::Status::Unavailable(std::move(msg)) : core::Status::Internal(std::move(msg));
 }
 
 }  // namespace meshplan::runtime::cuda
 
 // Evaluates expr (a CUDA runtime call returning cudaError_t) once; on failure returns the Status
 // from the enclosing function, which must return core::Status or core::Result<T>.
-#define MESHPLAN_RETURN_IF_CUDA_ERROR(expr)                                                     \
-  do {                                                                                          \
-    const cudaError_t meshplan_cuda_err_ = (expr);                                              \
-    if (meshplan_cuda_err_ != cudaSuccess) {                                                    \
-      return ::meshplan::runtime::cuda::CudaErrorStatus(meshplan_cuda_err_, #expr, __FILE__,    \
-                                                        __LINE__);                              \
-    }                                                                                           \
+#define MESHPLAN_RETURN_IF_CUDA_ERROR(expr)                                                             \
+  do {                                                                                                  \
+    const cudaError_t meshplan_cuda_err_ = (expr);                                                      \
+    if (meshplan_cuda_err_ != cudaSuccess) {                                                            \
+      return ::meshplan::runtime::cuda::CudaErrorStatus(meshplan_cuda_err_, #expr, __FILE__, __LINE__); \
+    }                                                                                                   \
   } while (0)
 
 // The same for an NCCL call returning ncclResult_t.
-#define MESHPLAN_RETURN_IF_NCCL_ERROR(expr)                                                     \
-  do {                                                                                          \
-    const ncclResult_t meshplan_nccl_res_ = (expr);                                             \
-    if (meshplan_nccl_res_ != ncclSuccess) {                                                    \
-      return ::meshplan::runtime::cuda::NcclErrorStatus(meshplan_nccl_res_, #expr, __FILE__,    \
-                                                        __LINE__);                              \
-    }                                                                                           \
+#define MESHPLAN_RETURN_IF_NCCL_ERROR(expr)                                                             \
+  do {                                                                                                  \
+    const ncclResult_t meshplan_nccl_res_ = (expr);                                                     \
+    if (meshplan_nccl_res_ != ncclSuccess) {                                                            \
+      return ::meshplan::runtime::cuda::NcclErrorStatus(meshplan_nccl_res_, #expr, __FILE__, __LINE__); \
+    }                                                                                                   \
   } while (0)
 
 // The same for a cuBLAS or cuBLASLt call returning cublasStatus_t.
-#define MESHPLAN_RETURN_IF_CUBLAS_ERROR(expr)                                                   \
-  do {                                                                                          \
-    const cublasStatus_t meshplan_cublas_st_ = (expr);                                          \
-    if (meshplan_cublas_st_ != CUBLAS_STATUS_SUCCESS) {                                         \
-      return ::meshplan::runtime::cuda::CublasErrorStatus(meshplan_cublas_st_, #expr, __FILE__, \
-                                                          __LINE__);                            \
-    }                                                                                           \
+#define MESHPLAN_RETURN_IF_CUBLAS_ERROR(expr)                                                              \
+  do {                                                                                                     \
+    const cublasStatus_t meshplan_cublas_st_ = (expr);                                                     \
+    if (meshplan_cublas_st_ != CUBLAS_STATUS_SUCCESS) {                                                    \
+      return ::meshplan::runtime::cuda::CublasErrorStatus(meshplan_cublas_st_, #expr, __FILE__, __LINE__); \
+    }                                                                                                      \
   } while (0)
 
 #endif  // MESHPLAN_RUNTIME_CUDA_CUDA_CHECK_H_

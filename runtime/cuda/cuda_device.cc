@@ -27,8 +27,7 @@ std::string DriverHint(cudaError_t err) {
   (void)cudaDriverGetVersion(&driver);  // Sets 0, and succeeds, when no driver is loaded.
   (void)cudaRuntimeGetVersion(&runtime);
   if (driver == 0) return "; no NVIDIA driver (libcuda.so.1) is installed";
-  return "; the driver supports CUDA " + CudaVersionText(driver) + ", this runtime is CUDA " +
-         CudaVersionText(runtime);
+  return "; the driver supports CUDA " + CudaVersionText(driver) + ", this runtime is CUDA " + CudaVersionText(runtime);
 }
 
 }  // namespace
@@ -40,8 +39,8 @@ core::Result<std::vector<DeviceInfo>> ListDevices() {
   // without a GPU run the same binaries.
   if (const cudaError_t err = cudaGetDeviceCount(&count); err != cudaSuccess) {
     (void)cudaGetLastError();  // Not sticky; do not let a later check see it again.
-    return core::Status::Unavailable(
-        CudaErrorMessage(err, "cudaGetDeviceCount(&count)", __FILE__, __LINE__) + DriverHint(err));
+    return core::Status::Unavailable(CudaErrorMessage(err, "cudaGetDeviceCount(&count)", __FILE__, __LINE__) +
+                                     DriverHint(err));
   }
   if (count <= 0) {  // Documented not to happen (cudaErrorNoDevice instead); kept for safety.
     return core::Status::Unavailable("cudaGetDeviceCount found no CUDA-capable device");

@@ -24,14 +24,10 @@ constexpr float kGeluC = 0.7978845608028654f;  // sqrt(2/pi), as the cpu backend
 
 __device__ __forceinline__ float Ld(const void* p, ElemType t, int64_t i) {
   switch (t) {
-    case ElemType::kBf16:
-      return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
-    case ElemType::kF16:
-      return __half2float(static_cast<const __half*>(p)[i]);
-    case ElemType::kFp8E4M3:
-      return static_cast<float>(static_cast<const __nv_fp8_e4m3*>(p)[i]);
-    case ElemType::kF32:
-      break;
+    case ElemType::kBf16: return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+    case ElemType::kF16: return __half2float(static_cast<const __half*>(p)[i]);
+    case ElemType::kFp8E4M3: return static_cast<float>(static_cast<const __nv_fp8_e4m3*>(p)[i]);
+    case ElemType::kF32: break;
   }
   return static_cast<const float*>(p)[i];
 }
@@ -40,17 +36,10 @@ __device__ __forceinline__ float Ld(DevPtr p, int64_t i) { return Ld(p.data, p.t
 // Round to nearest even: bf16 and fp16 as the cpu's RoundToDtype; fp8 e4m3 saturates (+-448).
 __device__ __forceinline__ void St(DevPtr p, int64_t i, float x) {
   switch (p.type) {
-    case ElemType::kBf16:
-      static_cast<__nv_bfloat16*>(p.data)[i] = __float2bfloat16_rn(x);
-      return;
-    case ElemType::kF16:
-      static_cast<__half*>(p.data)[i] = __float2half_rn(x);
-      return;
-    case ElemType::kFp8E4M3:
-      static_cast<__nv_fp8_e4m3*>(p.data)[i] = __nv_fp8_e4m3(x);
-      return;
-    case ElemType::kF32:
-      break;
+    case ElemType::kBf16: static_cast<__nv_bfloat16*>(p.data)[i] = __float2bfloat16_rn(x); return;
+    case ElemType::kF16: static_cast<__half*>(p.data)[i] = __float2half_rn(x); return;
+    case ElemType::kFp8E4M3: static_cast<__nv_fp8_e4m3*>(p.data)[i] = __nv_fp8_e4m3(x); return;
+    case ElemType::kF32: break;
   }
   static_cast<float*>(p.data)[i] = x;
 }
@@ -58,14 +47,10 @@ __device__ __forceinline__ void St(DevPtr p, int64_t i, float x) {
 // The smallest positive subnormal of each element type, as a float.
 __device__ __forceinline__ float SmallestSubnormal(ElemType t) {
   switch (t) {
-    case ElemType::kBf16:
-      return __int_as_float(0x00010000);  // bf16 0x0001 = 2^-133
-    case ElemType::kF16:
-      return 5.9604644775390625e-08f;  // 2^-24
-    case ElemType::kFp8E4M3:
-      return 0.001953125f;  // 2^-9
-    case ElemType::kF32:
-      break;
+    case ElemType::kBf16: return __int_as_float(0x00010000);  // bf16 0x0001 = 2^-133
+    case ElemType::kF16: return 5.9604644775390625e-08f;      // 2^-24
+    case ElemType::kFp8E4M3: return 0.001953125f;             // 2^-9
+    case ElemType::kF32: break;
   }
   return __int_as_float(1);  // 2^-149
 }
@@ -338,9 +323,8 @@ __global__ void __launch_bounds__(kAttnThreads)
 // ---- norms ------------------------------------------------------------------------------------
 
 // One block per row: mean, then the variance about it (two passes, as the cpu backend).
-__global__ void __launch_bounds__(kThreads) NormForwardKernel(bool rms, DevPtr x, DevPtr gamma, DevPtr beta,
-                                                              float eps, DevPtr y, DevPtr mean, DevPtr rstd,
-                                                              int64_t h) {
+__global__ void __launch_bounds__(kThreads) NormForwardKernel(bool rms, DevPtr x, DevPtr gamma, DevPtr beta, float eps,
+                                                              DevPtr y, DevPtr mean, DevPtr rstd, int64_t h) {
   __shared__ float red[32];
   const int64_t r = blockIdx.x, base = r * h;
   const float hf = static_cast<float>(h);
@@ -538,15 +522,14 @@ cudaError_t LaunchTranspose(const void* src, void* dst, int elem_bytes, int64_t 
                                                   cols);
       break;
     case 2:
-      TransposeKernel<<<grid, block, 0, stream>>>(static_cast<const uint16_t*>(src), static_cast<uint16_t*>(dst),
-                                                  rows, cols);
+      TransposeKernel<<<grid, block, 0, stream>>>(static_cast<const uint16_t*>(src), static_cast<uint16_t*>(dst), rows,
+                                                  cols);
       break;
     case 4:
-      TransposeKernel<<<grid, block, 0, stream>>>(static_cast<const uint32_t*>(src), static_cast<uint32_t*>(dst),
-                                                  rows, cols);
+      TransposeKernel<<<grid, block, 0, stream>>>(static_cast<const uint32_t*>(src), static_cast<uint32_t*>(dst), rows,
+                                                  cols);
       break;
-    default:
-      return cudaErrorInvalidValue;
+    default: return cudaErrorInvalidValue;
   }
   return cudaGetLastError();
 }
@@ -578,7 +561,7 @@ cudaError_t LaunchAttentionBackward(const AttentionShape& s, DevPtr q, DevPtr k,
   if (rows > 0) {
     const size_t shared = static_cast<size_t>(2 * s.d + s.dv + kAttnThreads + 32) * sizeof(float);
     AttentionBackwardRowsKernel<<<static_cast<unsigned>(rows), kAttnThreads, shared, stream>>>(s, q, k, v, out, dout,
-                                                                                              lse, dq, row_scratch);
+                                                                                               lse, dq, row_scratch);
     if (const cudaError_t err = cudaGetLastError(); err != cudaSuccess) return err;
   }
   if (key_rows > 0) {
@@ -612,8 +595,7 @@ cudaError_t LaunchNormBackward(bool rms, DevPtr x, DevPtr gamma, DevPtr mean, De
   const int64_t per = RowsPerChunk(rows > 0 ? rows : 1);
   const int64_t chunks = rows > 0 ? (rows + per - 1) / per : 0;
   if (rows > 0) {
-    NormBackwardRowsKernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(rms, x, gamma, mean, rstd, dy, dx,
-                                                                                h);
+    NormBackwardRowsKernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(rms, x, gamma, mean, rstd, dy, dx, h);
     if (const cudaError_t err = cudaGetLastError(); err != cudaSuccess) return err;
     const dim3 grid(static_cast<unsigned>((h + kThreads - 1) / kThreads), static_cast<unsigned>(chunks));
     NormBackwardParamsPartialKernel<<<grid, kThreads, 0, stream>>>(rms, x, mean, rstd, dy, rows, h, per, scratch);

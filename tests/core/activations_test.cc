@@ -90,10 +90,9 @@ TEST(ActivationsTest, TableTwoSelectiveRecompute) {
   for (const auto& c : kConfigs) {
     const ModelSpec m = PaperGpt(c.layers, c.hidden, c.heads);
     const int64_t sbh = 2048 * c.mbs * c.hidden, t = c.tp;
-    EXPECT_EQ(LayerActivationBytes(m, Plan(t, false, c.mbs), false, Recompute::kSelective),
-              10 * sbh + 24 * sbh / t) << c.name;
-    EXPECT_EQ(LayerActivationBytes(m, Plan(t, true, c.mbs), false, Recompute::kSelective), 34 * sbh / t)
+    EXPECT_EQ(LayerActivationBytes(m, Plan(t, false, c.mbs), false, Recompute::kSelective), 10 * sbh + 24 * sbh / t)
         << c.name;
+    EXPECT_EQ(LayerActivationBytes(m, Plan(t, true, c.mbs), false, Recompute::kSelective), 34 * sbh / t) << c.name;
   }
 }
 
@@ -104,8 +103,7 @@ TEST(ActivationsTest, TableTwoFullRecompute) {
     const ModelSpec m = PaperGpt(c.layers, c.hidden, c.heads);
     const int64_t sbh = 2048 * c.mbs * c.hidden;
     EXPECT_EQ(LayerActivationBytes(m, Plan(c.tp, false, c.mbs), false, Recompute::kFull), 2 * sbh) << c.name;
-    EXPECT_EQ(LayerActivationBytes(m, Plan(c.tp, true, c.mbs), false, Recompute::kFull), 2 * sbh / c.tp)
-        << c.name;
+    EXPECT_EQ(LayerActivationBytes(m, Plan(c.tp, true, c.mbs), false, Recompute::kFull), 2 * sbh / c.tp) << c.name;
   }
 }
 
@@ -216,8 +214,8 @@ TEST(ActivationsTest, GqaAndSwigluFollowTheirTensors) {
   PlanSpec p;
   p.seq_len = 8192;
   const int64_t s = 8192, h = 8192;
-  const int64_t expect = 2 * 2 * s * h + 2 * s * h + 2 * s * h + 2 * 2 * s * 1024 + 4 * 64 * s + 2 * s * h +
-                         2 * s * h + 2 * 2 * s * 28672 + 2 * s * 28672;
+  const int64_t expect = 2 * 2 * s * h + 2 * s * h + 2 * s * h + 2 * 2 * s * 1024 + 4 * 64 * s + 2 * s * h + 2 * s * h +
+                         2 * 2 * s * 28672 + 2 * s * 28672;
   EXPECT_EQ(LayerActivationBytes(*m, p, false, Recompute::kNone), expect);
 }
 

@@ -63,8 +63,8 @@ TEST(CollectivesTest, DefaultsReproducePublishedBusbw) {
   // Model, 16 ranks on 2 nodes: B_up = 240e9, B_out = 22.5e9; the 8 rails of a node carry
   // 8 * 22.5e9 = 180e9 < 8/7 * 240e9, so busbw -> 180 GB/s (178.4 at 1 GiB with latency): -7%.
   const ClusterSpec a100 = Cluster("dgx-a100");
-  auto multi = CollectiveTimeWith(CollectiveAlgorithm::kRing, CollectiveKind::kAllReduce, kGiB,
-                                  SpanOfStride(16, 1, a100), a100);
+  auto multi =
+      CollectiveTimeWith(CollectiveAlgorithm::kRing, CollectiveKind::kAllReduce, kGiB, SpanOfStride(16, 1, a100), a100);
   ASSERT_TRUE(multi.has_value());
   EXPECT_NEAR(multi->busbw_bytes_per_s / 192e9, 1.0, 0.10);
 }
@@ -233,7 +233,8 @@ TEST(CollectivesTest, SharpReducesCrossNodeAllReduce) {
   EXPECT_STREQ(on.algorithm, "sharp");
   EXPECT_NEAR(on.time_s, 2 * kAout + S / kBout + kLaunch, 1e-12);
   EXPECT_LT(on.time_s, 0.55 * off.time_s);
-  EXPECT_FALSE(CollectiveTimeWith(CollectiveAlgorithm::kSharp, CollectiveKind::kAllReduce, kGiB, dp, without).has_value());
+  EXPECT_FALSE(
+      CollectiveTimeWith(CollectiveAlgorithm::kSharp, CollectiveKind::kAllReduce, kGiB, dp, without).has_value());
 }
 
 TEST(CollectivesTest, ZeroBytesCostOnlyLatency) {
@@ -259,7 +260,7 @@ TEST(CollectivesTest, GroupOfOneCostsNothing) {
 
 TEST(CollectivesTest, TimeIsMonotonicInBytes) {
   const ClusterSpec c = Cluster("dgx-h100");
-  const std::vector<GroupSpan> spans = {SpanOfStride(2, 1, c), SpanOfStride(8, 1, c), SpanOfStride(16, 1, c),
+  const std::vector<GroupSpan> spans = {SpanOfStride(2, 1, c),  SpanOfStride(8, 1, c),   SpanOfStride(16, 1, c),
                                         SpanOfStride(64, 1, c), SpanOfStride(128, 8, c), SpanOfStride(4, 4, c)};
   for (CollectiveKind k : {CollectiveKind::kAllReduce, CollectiveKind::kAllGather, CollectiveKind::kReduceScatter,
                            CollectiveKind::kAllToAll, CollectiveKind::kBroadcast, CollectiveKind::kSendRecv}) {
@@ -311,8 +312,7 @@ TEST(CollectivesTest, AllGatherRingMatchesHandDerivation) {
   EXPECT_NEAR(ag.time_s, 7 * kAup + 0.875 * S / kBup + kLaunch, 1e-12);
   EXPECT_NEAR(ag.busbw_bytes_per_s / kBup, 1.0, 0.02);
   // Reduce-scatter costs the same in this model.
-  EXPECT_DOUBLE_EQ(CollectiveTime(CollectiveKind::kReduceScatter, kGiB, SpanOfStride(8, 1, c), c).time_s,
-                   ag.time_s);
+  EXPECT_DOUBLE_EQ(CollectiveTime(CollectiveKind::kReduceScatter, kGiB, SpanOfStride(8, 1, c), c).time_s, ag.time_s);
 }
 
 TEST(CollectivesTest, NamesMatchNcclTests) {

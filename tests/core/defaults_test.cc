@@ -97,8 +97,8 @@ TEST(ModelOverridesTest, GroupedQueryKeepsItsGroupSize) {
     o.heads = 16;
     auto [m, d, notes] = Apply(base, o);
     EXPECT_FALSE(d.has_errors());
-    EXPECT_EQ(m.kv_heads, 4);      // 16 / 4
-    EXPECT_EQ(m.head_dim, 256);    // 4096 / 16
+    EXPECT_EQ(m.kv_heads, 4);        // 16 / 4
+    EXPECT_EQ(m.head_dim, 256);      // 4096 / 16
     EXPECT_EQ(m.ffn_hidden, 14336);  // hidden unchanged
   }
   {

@@ -226,17 +226,14 @@ TEST(FailureJsonTest, EveryErrorNamesItsField) {
   })");
   ASSERT_FALSE(f.ok());
   const std::string msg = f.status().message();
-  for (const char* want : {"failures.unexpected[0].observed: must be >= 0 (got -1)",
-                           "failures.unexpected[1].scale: is required",
-                           "failures.unexpected[2].scale: must be one of gpu|node",
-                           "failures.unexpected[3]: give observed",
-                           "failures.unexpected[4]: needs observed",
-                           "failures.restart.detection_s: must be in [0, 1e+07] (got -5)",
-                           "failures.restart.reqeue_s: is not a known field",
-                           "failures.spares.hot_spare_fraction: must be in [0, 1] (got 2)",
-                           "failures.checkpoint.snapshot_bytes_per_s: must be bytes per second",
-                           "failures.arrivals.distribution: must be one of exponential|weibull",
-                           "failures.bogus: is not a known field"})
+  for (const char* want :
+       {"failures.unexpected[0].observed: must be >= 0 (got -1)", "failures.unexpected[1].scale: is required",
+        "failures.unexpected[2].scale: must be one of gpu|node", "failures.unexpected[3]: give observed",
+        "failures.unexpected[4]: needs observed", "failures.restart.detection_s: must be in [0, 1e+07] (got -5)",
+        "failures.restart.reqeue_s: is not a known field",
+        "failures.spares.hot_spare_fraction: must be in [0, 1] (got 2)",
+        "failures.checkpoint.snapshot_bytes_per_s: must be bytes per second",
+        "failures.arrivals.distribution: must be one of exponential|weibull", "failures.bogus: is not a known field"})
     EXPECT_NE(msg.find(want), std::string::npos) << "missing \"" << want << "\" in:\n" << msg;
 }
 
@@ -266,7 +263,8 @@ TEST(FailureJsonTest, RatesMayBeGivenDirectly) {
   EXPECT_EQ(f->arrivals, Arrivals::kWeibull);
   EXPECT_DOUBLE_EQ(f->weibull_shape, 0.8);
   // A count needs an exposure to become a rate.
-  const auto g = ParseFailureModelJson(R"({"name": "x", "unexpected": [{"name": "a", "scale": "gpu", "observed": 3}]})");
+  const auto g =
+      ParseFailureModelJson(R"({"name": "x", "unexpected": [{"name": "a", "scale": "gpu", "observed": 3}]})");
   ASSERT_FALSE(g.ok());
   EXPECT_NE(g.status().message().find("failures.unexpected[0].observed: needs the file's \"exposure\""),
             std::string::npos);
@@ -377,8 +375,8 @@ TEST(FailureGoodputTest, NinetyPercentNeedsAutomatedRestartsOfAFewMinutes) {
   const MemoryReport mem = EstimateMemory(s.model, s.plan, s.gpu);
   auto f = LoadFailureModel("llama3-405b");
   ASSERT_TRUE(f.ok());
-  const double phases = f->restart.detection_s + f->restart.requeue_s + f->restart.spare_swap_s +
-                        f->restart.reinit_s + f->restart.warmup_s;
+  const double phases = f->restart.detection_s + f->restart.requeue_s + f->restart.spare_swap_s + f->restart.reinit_s +
+                        f->restart.warmup_s;
   EXPECT_DOUBLE_EQ(phases, 180);
   const auto goodput = [&](const FailureModel& fm) {
     const auto rates = JobRates(fm, 16384, 8);
@@ -415,9 +413,9 @@ TEST(FailureGoodputTest, SyncToSlowStorageCostsClearlyMoreThanAsync) {
   const double gs = ExpectedGoodput(*sync, 30 * kMin).goodput;
   EXPECT_GT(ga - gs, 0.03) << "async " << ga << " sync " << gs;
   // Each at its own optimum, sync still loses clearly.
-  EXPECT_GT(ExpectedGoodput(*async, OptimalInterval(*async)).goodput -
-                ExpectedGoodput(*sync, OptimalInterval(*sync)).goodput,
-            0.03);
+  EXPECT_GT(
+      ExpectedGoodput(*async, OptimalInterval(*async)).goodput - ExpectedGoodput(*sync, OptimalInterval(*sync)).goodput,
+      0.03);
 }
 
 }  // namespace

@@ -65,8 +65,8 @@ TEST(FlopsTest, SelectiveRecomputeAddsTheAttentionScoresOnce) {
   auto m = LoadModel("gpt3-175b");
   ASSERT_TRUE(m.ok());
   const PlanSpec p = Batch(64, 2048, Recompute::kSelective);
-  const double diff = HardwareFlopsPerIteration(*m, p, AttentionFlops::kFull) -
-                      ModelFlopsPerIteration(*m, p, AttentionFlops::kFull);
+  const double diff =
+      HardwareFlopsPerIteration(*m, p, AttentionFlops::kFull) - ModelFlopsPerIteration(*m, p, AttentionFlops::kFull);
   EXPECT_NEAR(diff, 64.0 * 2048 * ForwardFlopsPerToken(*m, 2048, AttentionFlops::kFull).attention, 1e6);
 }
 
@@ -77,8 +77,8 @@ TEST(FlopsTest, RecomputeModulesAddTheirGemmsToHardwareFlops) {
   ASSERT_TRUE(m.ok());
   PlanSpec p = Batch(8, 8192, Recompute::kSelective);
   p.recompute_modules = ModuleBit(RecomputeModule::kMlp);
-  const double diff = HardwareFlopsPerIteration(*m, p, AttentionFlops::kFull) -
-                      ModelFlopsPerIteration(*m, p, AttentionFlops::kFull);
+  const double diff =
+      HardwareFlopsPerIteration(*m, p, AttentionFlops::kFull) - ModelFlopsPerIteration(*m, p, AttentionFlops::kFull);
   EXPECT_NEAR(diff, 8.0 * 8192 * 32 * 2 * 3.0 * 4096 * 14336, 1e6);
 }
 

@@ -84,8 +84,7 @@ void ExpectSameModel(const ModelSpec& got, const ModelSpec& want) {
 
 // Imports tests/data/hf/<file> into *got and loads the built-in preset `preset` into *want, with
 // name and source copied from *got (those only say where each copy came from).
-void ImportAndLoad(const std::string& file, const std::string& preset, ModelSpec* got,
-                   ModelSpec* want) {
+void ImportAndLoad(const std::string& file, const std::string& preset, ModelSpec* got, ModelSpec* want) {
   Result<ModelSpec> imported = Import(file);
   ASSERT_TRUE(imported.ok()) << imported.status().ToString();
   Result<ModelSpec> builtin = LoadModel(preset);
@@ -104,13 +103,9 @@ void ExpectMatchesPreset(const std::string& file, const std::string& preset) {
 
 // ---- the published config.json files against the presets ------------------------------------
 
-TEST(HfConfigTest, Llama3SeventyBMatchesPreset) {
-  ExpectMatchesPreset("llama3-70b.json", "llama3-70b");
-}
+TEST(HfConfigTest, Llama3SeventyBMatchesPreset) { ExpectMatchesPreset("llama3-70b.json", "llama3-70b"); }
 
-TEST(HfConfigTest, Mixtral8x7BMatchesPreset) {
-  ExpectMatchesPreset("mixtral-8x7b.json", "mixtral-8x7b");
-}
+TEST(HfConfigTest, Mixtral8x7BMatchesPreset) { ExpectMatchesPreset("mixtral-8x7b.json", "mixtral-8x7b"); }
 
 TEST(HfConfigTest, DeepSeekV3MatchesPreset) {
   ModelSpec got, want;
@@ -122,13 +117,9 @@ TEST(HfConfigTest, DeepSeekV3MatchesPreset) {
   ExpectSameModel(got, want);
 }
 
-TEST(HfConfigTest, Qwen3ThirtyBA3BMatchesPreset) {
-  ExpectMatchesPreset("qwen3-30b-a3b.json", "qwen3-30b-a3b");
-}
+TEST(HfConfigTest, Qwen3ThirtyBA3BMatchesPreset) { ExpectMatchesPreset("qwen3-30b-a3b.json", "qwen3-30b-a3b"); }
 
-TEST(HfConfigTest, GptOss120BMatchesPreset) {
-  ExpectMatchesPreset("gpt-oss-120b.json", "gpt-oss-120b");
-}
+TEST(HfConfigTest, GptOss120BMatchesPreset) { ExpectMatchesPreset("gpt-oss-120b.json", "gpt-oss-120b"); }
 
 // ---- the same files against the numbers in them (independent of the presets) ----------------
 
@@ -305,8 +296,7 @@ TEST(HfConfigTest, LlamaDefaultsFollowTransformers) {
 
 TEST(HfConfigTest, NullOptionalFieldsTakeDefaults) {
   Result<ModelSpec> m = ModelFromHfConfig(
-      MinimalLlama(R"(, "num_key_value_heads": null, "head_dim": null, "rope_scaling": null)"),
-      "tiny", "inline");
+      MinimalLlama(R"(, "num_key_value_heads": null, "head_dim": null, "rope_scaling": null)"), "tiny", "inline");
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   EXPECT_EQ(m->kv_heads, 4);
   EXPECT_EQ(m->head_dim, 16);
@@ -371,15 +361,13 @@ TEST(HfConfigTest, Qwen3MoeScatteredMlpOnlyLayersIsAnError) {
   Result<ModelSpec> m = ModelFromHfConfig(Qwen3Moe(R"(, "mlp_only_layers": [5])"), "q", "");
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.status().code(), Status::Code::kInvalidArgument);
-  EXPECT_NE(m.status().message().find("config.mlp_only_layers"), std::string::npos)
-      << m.status().message();
+  EXPECT_NE(m.status().message().find("config.mlp_only_layers"), std::string::npos) << m.status().message();
 }
 
 TEST(HfConfigTest, Qwen3MoeMlpOnlyLayerOutOfRangeIsAnError) {
   Result<ModelSpec> m = ModelFromHfConfig(Qwen3Moe(R"(, "mlp_only_layers": [8])"), "q", "");
   ASSERT_FALSE(m.ok());
-  EXPECT_NE(m.status().message().find("config.mlp_only_layers"), std::string::npos)
-      << m.status().message();
+  EXPECT_NE(m.status().message().find("config.mlp_only_layers"), std::string::npos) << m.status().message();
 }
 
 TEST(HfConfigTest, DeepSeekLayerFreqFollowsItsOwnRule) {
@@ -409,16 +397,15 @@ TEST(HfConfigTest, DeepSeekLayerFreqFollowsItsOwnRule) {
 }
 
 TEST(HfConfigTest, IgnoresKeysItDoesNotUse) {
-  Result<ModelSpec> m = ModelFromHfConfig(
-      MinimalLlama(R"(, "some_future_key": {"nested": [1, 2]}, "x": "y")"), "tiny", "inline");
+  Result<ModelSpec> m =
+      ModelFromHfConfig(MinimalLlama(R"(, "some_future_key": {"nested": [1, 2]}, "x": "y")"), "tiny", "inline");
   EXPECT_TRUE(m.ok()) << m.status().ToString();
 }
 
 // ---- errors ------------------------------------------------------------------------------------
 
 TEST(HfConfigTest, UnknownModelTypeNamesTheFieldAndTheChoices) {
-  Result<ModelSpec> m =
-      ModelFromHfConfig(R"({"model_type": "xyz", "num_hidden_layers": 2})", "x", "inline");
+  Result<ModelSpec> m = ModelFromHfConfig(R"({"model_type": "xyz", "num_hidden_layers": 2})", "x", "inline");
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.status().code(), Status::Code::kInvalidArgument);
   const std::string& msg = m.status().message();
@@ -430,8 +417,7 @@ TEST(HfConfigTest, UnknownModelTypeNamesTheFieldAndTheChoices) {
 TEST(HfConfigTest, MissingModelTypeNamesTheField) {
   Result<ModelSpec> m = ModelFromHfConfig(R"({"num_hidden_layers": 2})", "x", "inline");
   ASSERT_FALSE(m.ok());
-  EXPECT_NE(m.status().message().find("config.model_type"), std::string::npos)
-      << m.status().message();
+  EXPECT_NE(m.status().message().find("config.model_type"), std::string::npos) << m.status().message();
 }
 
 TEST(HfConfigTest, MissingNumHiddenLayersNamesTheField) {
@@ -441,34 +427,28 @@ TEST(HfConfigTest, MissingNumHiddenLayersNamesTheField) {
       "x", "inline");
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.status().code(), Status::Code::kInvalidArgument);
-  EXPECT_NE(m.status().message().find("config.num_hidden_layers"), std::string::npos)
-      << m.status().message();
+  EXPECT_NE(m.status().message().find("config.num_hidden_layers"), std::string::npos) << m.status().message();
 }
 
 TEST(HfConfigTest, ReportsEveryMissingFieldAtOnce) {
-  Result<ModelSpec> m =
-      ModelFromHfConfig(R"({"model_type": "mixtral", "hidden_size": 64})", "x", "inline");
+  Result<ModelSpec> m = ModelFromHfConfig(R"({"model_type": "mixtral", "hidden_size": 64})", "x", "inline");
   ASSERT_FALSE(m.ok());
   const std::string& msg = m.status().message();
-  for (const char* field :
-       {"config.num_hidden_layers", "config.num_attention_heads", "config.intermediate_size",
-        "config.vocab_size", "config.num_local_experts", "config.num_experts_per_tok"}) {
+  for (const char* field : {"config.num_hidden_layers", "config.num_attention_heads", "config.intermediate_size",
+                            "config.vocab_size", "config.num_local_experts", "config.num_experts_per_tok"}) {
     EXPECT_NE(msg.find(field), std::string::npos) << field << " not in: " << msg;
   }
   EXPECT_EQ(msg.find("config.hidden_size"), std::string::npos) << msg;
 }
 
 TEST(HfConfigTest, WrongTypeNamesTheField) {
-  Result<ModelSpec> m =
-      ModelFromHfConfig(MinimalLlama(R"(, "num_key_value_heads": "4")"), "x", "inline");
+  Result<ModelSpec> m = ModelFromHfConfig(MinimalLlama(R"(, "num_key_value_heads": "4")"), "x", "inline");
   ASSERT_FALSE(m.ok());
-  EXPECT_NE(m.status().message().find("config.num_key_value_heads"), std::string::npos)
-      << m.status().message();
+  EXPECT_NE(m.status().message().find("config.num_key_value_heads"), std::string::npos) << m.status().message();
 }
 
 TEST(HfConfigTest, MalformedJsonIsInvalidArgument) {
-  Result<ModelSpec> m =
-      ModelFromHfConfig(R"({"model_type": "llama", "hidden_size": })", "x", "inline");
+  Result<ModelSpec> m = ModelFromHfConfig(R"({"model_type": "llama", "hidden_size": })", "x", "inline");
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.status().code(), Status::Code::kInvalidArgument);
   EXPECT_NE(m.status().message().find("parse error"), std::string::npos)

@@ -30,7 +30,7 @@ using Code = Status::Code;
 enum class Kind { kModel, kGpu, kCluster, kPlan, kModelFile, kGpuFile, kClusterFile };
 
 struct MalformedCase {
-  const char* file;                   // under tests/data/malformed/
+  const char* file;  // under tests/data/malformed/
   Kind kind;
   Code code;                          // expected status code
   int lines;                          // error lines in the message: every problem, once each
@@ -41,9 +41,7 @@ struct MalformedCase {
 // Failure output names the fixture rather than dumping the struct's bytes.
 void PrintTo(const MalformedCase& c, std::ostream* os) { *os << c.file; }
 
-std::string FixturePath(const std::string& file) {
-  return std::string(MESHPLAN_TEST_DATA_DIR) + "/malformed/" + file;
-}
+std::string FixturePath(const std::string& file) { return std::string(MESHPLAN_TEST_DATA_DIR) + "/malformed/" + file; }
 
 std::vector<std::string> SplitLines(const std::string& s) {
   std::vector<std::string> out;
@@ -82,8 +80,7 @@ Outcome RunCase(const MalformedCase& c) {
     case Kind::kClusterFile:
       if (auto r = LoadCluster(path); !r.ok()) out.status = r.status();
       return out;
-    default:
-      break;
+    default: break;
   }
   Result<std::string> text = ReadTextFile(path);
   if (!text.ok()) {
@@ -100,8 +97,7 @@ Outcome RunCase(const MalformedCase& c) {
     case Kind::kCluster:
       if (auto r = ParseClusterJson(*text); !r.ok()) out.status = r.status();
       return out;
-    default:
-      break;
+    default: break;
   }
   Result<PlanFile> file = ParsePlanFileJson(*text);
   if (!file.ok()) {
@@ -134,8 +130,7 @@ TEST_P(MalformedInputTest, ReportsFieldAndRule) {
 
   // Through a Load* call the message starts with the file's path, then the per-field lines.
   std::string body = msg;
-  const bool through_load =
-      c.kind == Kind::kModelFile || c.kind == Kind::kGpuFile || c.kind == Kind::kClusterFile;
+  const bool through_load = c.kind == Kind::kModelFile || c.kind == Kind::kGpuFile || c.kind == Kind::kClusterFile;
   if (through_load) {
     const std::string path = FixturePath(c.file);
     ASSERT_EQ(msg.rfind(path, 0), 0u) << "must start with " << path << ":\n" << msg;
@@ -168,96 +163,201 @@ TEST_P(MalformedInputTest, ReportsFieldAndRule) {
 
 const MalformedCase kCases[] = {
     // ---- model: syntax and shape --------------------------------------------------------------
-    {"model_invalid_syntax.json", Kind::kModel, Code::kInvalidArgument, 1,
+    {"model_invalid_syntax.json",
+     Kind::kModel,
+     Code::kInvalidArgument,
+     1,
      {"model: not valid JSON: ", "parse error at line 5"}},
-    {"model_top_level_array.json", Kind::kModel, Code::kInvalidArgument, 1,
-     {"model: must be a JSON object (got [{"}},
+    {"model_top_level_array.json", Kind::kModel, Code::kInvalidArgument, 1, {"model: must be a JSON object (got [{"}},
     // ---- model: fields and types --------------------------------------------------------------
     {"model_missing_layers.json", Kind::kModel, Code::kInvalidArgument, 1, {"model.layers: is required"}},
-    {"model_string_for_integer.json", Kind::kModel, Code::kInvalidArgument, 1,
+    {"model_string_for_integer.json",
+     Kind::kModel,
+     Code::kInvalidArgument,
+     1,
      {"model.layers: must be an integer (got \"32\")"}},
-    {"model_float_for_integer.json", Kind::kModel, Code::kInvalidArgument, 1,
+    {"model_float_for_integer.json",
+     Kind::kModel,
+     Code::kInvalidArgument,
+     1,
      {"model.heads: must be an integer (got 32.5)"}},
-    {"model_number_for_bool.json", Kind::kModel, Code::kInvalidArgument, 1,
+    {"model_number_for_bool.json",
+     Kind::kModel,
+     Code::kInvalidArgument,
+     1,
      {"model.tied_embeddings: must be true or false (got 1)"}},
-    {"model_negative_and_zero_sizes.json", Kind::kModel, Code::kInvalidArgument, 2,
+    {"model_negative_and_zero_sizes.json",
+     Kind::kModel,
+     Code::kInvalidArgument,
+     2,
      {"model.layers: must be > 0 (got -2)", "model.hidden: must be > 0 (got 0)"}},
     // A million heads (a hang before the bounds: the step took centuries and the reliability Monte Carlo
     // simulated them): refused at once, by the physical bounds.
-    {"model_million_heads.json", Kind::kModel, Code::kInvalidArgument, 2,
+    {"model_million_heads.json",
+     Kind::kModel,
+     Code::kInvalidArgument,
+     2,
      {"model.heads: must be in [1, 65536] (got 1e+06)",
       "model.heads: heads x head_dim = 1.28e+08 must be at most 16 x hidden = 65536"}},
-    {"model_unknown_mlp.json", Kind::kModel, Code::kInvalidArgument, 1,
+    {"model_unknown_mlp.json",
+     Kind::kModel,
+     Code::kInvalidArgument,
+     1,
      {"model.mlp: must be one of gelu|swiglu (got \"relu\")"}},
-    {"model_unknown_key_typo.json", Kind::kModel, Code::kInvalidArgument, 2,
+    {"model_unknown_key_typo.json",
+     Kind::kModel,
+     Code::kInvalidArgument,
+     2,
      {"model.hidden: is required", "model.hiden: is not a known field (did you mean \"hidden\"?)"}},
-    {"model_many_type_errors.json", Kind::kModel, Code::kInvalidArgument, 5,
+    {"model_many_type_errors.json",
+     Kind::kModel,
+     Code::kInvalidArgument,
+     5,
      {"model.layers: must be an integer (got \"thirty-two\")", "model.heads: must be an integer (got 32.5)",
       "model.mlp: must be one of gelu|swiglu (got \"relu\")",
       "model.tied_embeddings: must be true or false (got \"no\")",
       "model.dropuot: is not a known field (did you mean \"dropout\"?)"}},
     // ---- model: attention heads -----------------------------------------------------------------
-    {"model_kv_heads_not_dividing_heads.json", Kind::kModel, Code::kInvalidArgument, 1,
+    {"model_kv_heads_not_dividing_heads.json",
+     Kind::kModel,
+     Code::kInvalidArgument,
+     1,
      {"model.kv_heads: 3 must divide heads=64"}},
-    {"model_kv_heads_exceed_heads.json", Kind::kModel, Code::kInvalidArgument, 1,
+    {"model_kv_heads_exceed_heads.json",
+     Kind::kModel,
+     Code::kInvalidArgument,
+     1,
      {"model.kv_heads: must be between 1 and heads=8 (got 16)"}},
-    {"model_mla_kv_heads_not_heads.json", Kind::kModel, Code::kInvalidArgument, 1,
+    {"model_mla_kv_heads_not_heads.json",
+     Kind::kModel,
+     Code::kInvalidArgument,
+     1,
      {"model.kv_heads: with mla must equal heads=128 (got 8)"}},
     // ---- model: mixture of experts --------------------------------------------------------------
-    {"model_moe_top_k_exceeds_experts.json", Kind::kModel, Code::kInvalidArgument, 1,
+    {"model_moe_top_k_exceeds_experts.json",
+     Kind::kModel,
+     Code::kInvalidArgument,
+     1,
      {"model.moe.top_k: must be between 1 and experts=8 (got 10)"}},
-    {"model_moe_first_dense_layers_too_many.json", Kind::kModel, Code::kInvalidArgument, 1,
+    {"model_moe_first_dense_layers_too_many.json",
+     Kind::kModel,
+     Code::kInvalidArgument,
+     1,
      {"model.moe.first_dense_layers: must be between 0 and layers-1=31 (got 32)"}},
-    {"model_moe_capacity_factor_fraction.json", Kind::kModel, Code::kInvalidArgument, 1,
+    {"model_moe_capacity_factor_fraction.json",
+     Kind::kModel,
+     Code::kInvalidArgument,
+     1,
      {"model.moe.capacity_factor: must be 0 (dropless) or >= 1 (got 0.5)"}},
-    {"model_moe_unknown_key.json", Kind::kModel, Code::kInvalidArgument, 2,
+    {"model_moe_unknown_key.json",
+     Kind::kModel,
+     Code::kInvalidArgument,
+     2,
      {"model.moe.top_k: is required", "model.moe.top-k: is not a known field (did you mean \"top_k\"?)"}},
     // ---- gpu ------------------------------------------------------------------------------------
-    {"gpu_no_peaks.json", Kind::kGpu, Code::kInvalidArgument, 1,
+    {"gpu_no_peaks.json",
+     Kind::kGpu,
+     Code::kInvalidArgument,
+     1,
      {"gpu.peak_flops_per_s: must list at least one dtype"}},
-    {"gpu_negative_peak.json", Kind::kGpu, Code::kInvalidArgument, 1,
+    {"gpu_negative_peak.json",
+     Kind::kGpu,
+     Code::kInvalidArgument,
+     1,
      {"gpu.peak_flops_per_s.bf16: must be > 0 (got -1e+15)"}},
-    {"gpu_hbm_ambiguous_unit.json", Kind::kGpu, Code::kInvalidArgument, 1,
+    {"gpu_hbm_ambiguous_unit.json",
+     Kind::kGpu,
+     Code::kInvalidArgument,
+     1,
      {"gpu.hbm_bytes: \"80G\" is ambiguous: write \"80GiB\" (binary) or \"80GB\" (decimal)"}},
-    {"gpu_unknown_dtype.json", Kind::kGpu, Code::kInvalidArgument, 1,
+    {"gpu_unknown_dtype.json",
+     Kind::kGpu,
+     Code::kInvalidArgument,
+     1,
      {"gpu.peak_flops_per_s.bf8: is not a dtype (one of fp32|tf32|bf16|fp16|fp8|int8)"}},
-    {"gpu_peaks_not_object.json", Kind::kGpu, Code::kInvalidArgument, 1,
+    {"gpu_peaks_not_object.json",
+     Kind::kGpu,
+     Code::kInvalidArgument,
+     1,
      {"gpu.peak_flops_per_s: must be an object of dtype -> FLOP/s (got 989000000000000.0)"}},
-    {"gpu_negative_sizes.json", Kind::kGpu, Code::kInvalidArgument, 2,
+    {"gpu_negative_sizes.json",
+     Kind::kGpu,
+     Code::kInvalidArgument,
+     2,
      {"gpu.hbm_bytes: must be > 0 (got -1)", "gpu.tdp_w: must be > 0 (got 0)"}},
     // ---- cluster --------------------------------------------------------------------------------
-    {"cluster_oversubscription_below_one.json", Kind::kCluster, Code::kInvalidArgument, 1,
+    {"cluster_oversubscription_below_one.json",
+     Kind::kCluster,
+     Code::kInvalidArgument,
+     1,
      {"cluster.oversubscription: must be >= 1 (1 = non-blocking; got 0.5)"}},
-    {"cluster_scale_up_domain_not_aligned.json", Kind::kCluster, Code::kInvalidArgument, 1,
+    {"cluster_scale_up_domain_not_aligned.json",
+     Kind::kCluster,
+     Code::kInvalidArgument,
+     1,
      {"cluster.scale_up_domain_gpus: 12 must be a multiple or a divisor of gpus_per_node=8"}},
-    {"cluster_bandwidth_word.json", Kind::kCluster, Code::kInvalidArgument, 1,
+    {"cluster_bandwidth_word.json",
+     Kind::kCluster,
+     Code::kInvalidArgument,
+     1,
      {"cluster.nic_bytes_per_s: must be bytes per second or a rate with a unit such as \"400Gb/s\" or "
       "\"450GB/s\" (got \"fast\")"}},
-    {"gpu_peak_in_tflops_typo.json", Kind::kGpu, Code::kInvalidArgument, 2,
-     {"gpu.peak_flops_per_s.bf16: must be in [1e+09, 1e+17] (got 989)", "gpu.tdp_w: must be in [1, 100000] (got 700000)"}},
-    {"cluster_unknown_topology.json", Kind::kCluster, Code::kInvalidArgument, 1,
+    {"gpu_peak_in_tflops_typo.json",
+     Kind::kGpu,
+     Code::kInvalidArgument,
+     2,
+     {"gpu.peak_flops_per_s.bf16: must be in [1e+09, 1e+17] (got 989)",
+      "gpu.tdp_w: must be in [1, 100000] (got 700000)"}},
+    {"cluster_unknown_topology.json",
+     Kind::kCluster,
+     Code::kInvalidArgument,
+     1,
      {"cluster.topology: must be one of rail-optimized-fat-tree|fat-tree|torus|single-switch (got "
       "\"dragonfly\")"}},
-    {"cluster_zero_nics_negative_latency.json", Kind::kCluster, Code::kInvalidArgument, 2,
+    {"cluster_zero_nics_negative_latency.json",
+     Kind::kCluster,
+     Code::kInvalidArgument,
+     2,
      {"cluster.nics_per_node: must be > 0 (got 0)", "cluster.scale_out_latency_s: must be >= 0 (got -5e-06)"}},
     // A latency of a million seconds (the other hang; microseconds typed as seconds) and
     // bandwidths in GB/s or bits typed as bytes per second.
-    {"cluster_latency_in_seconds_typo.json", Kind::kCluster, Code::kInvalidArgument, 1,
+    {"cluster_latency_in_seconds_typo.json",
+     Kind::kCluster,
+     Code::kInvalidArgument,
+     1,
      {"cluster.scale_out_latency_s: must be in [0, 0.1] (got 1e+06): seconds"}},
-    {"cluster_bandwidth_units_slip.json", Kind::kCluster, Code::kInvalidArgument, 1,
+    {"cluster_bandwidth_units_slip.json",
+     Kind::kCluster,
+     Code::kInvalidArgument,
+     1,
      {"cluster.scale_up_bytes_per_s: must be in [1e+08, 1e+14] (got 450)"}},
-    {"cluster_missing_required.json", Kind::kCluster, Code::kInvalidArgument, 2,
+    {"cluster_missing_required.json",
+     Kind::kCluster,
+     Code::kInvalidArgument,
+     2,
      {"cluster.gpus_per_node: is required", "cluster.scale_up_bytes_per_s: is required"}},
     // ---- plan: syntax, references ---------------------------------------------------------------
     {"plan_truncated.json", Kind::kPlan, Code::kInvalidArgument, 1, {"plan: not valid JSON: ", "parse error"}},
     {"plan_top_level_array.json", Kind::kPlan, Code::kInvalidArgument, 1, {"plan: must be a JSON object (got [{"}},
-    {"plan_unknown_model_preset.json", Kind::kPlan, Code::kInvalidArgument, 1,
+    {"plan_unknown_model_preset.json",
+     Kind::kPlan,
+     Code::kInvalidArgument,
+     1,
      {"plan.model: no model preset named 'llama4-70b' (built in: ", "llama3-70b"}},
-    {"plan_missing_cluster.json", Kind::kPlan, Code::kInvalidArgument, 1,
+    {"plan_missing_cluster.json",
+     Kind::kPlan,
+     Code::kInvalidArgument,
+     1,
      {"plan.cluster: is required (a preset name or an object)"}},
-    {"plan_placement_missing_axis.json", Kind::kPlan, Code::kInvalidArgument, 1,
+    {"plan_placement_missing_axis.json",
+     Kind::kPlan,
+     Code::kInvalidArgument,
+     1,
      {"plan.placement: must order all five axes tp, cp, ep, dp, pp once each", "(got \"tp-cp-dp-pp\")"}},
-    {"plan_parse_errors_with_embedded_model.json", Kind::kPlan, Code::kInvalidArgument, 4,
+    {"plan_parse_errors_with_embedded_model.json",
+     Kind::kPlan,
+     Code::kInvalidArgument,
+     4,
      {"plan.tp: must be an integer (got \"8\")",
       "plan.schedule: must be one of gpipe|1f1b|interleaved|zero-bubble|dualpipe (got \"1f1b-interleaved\")",
       "plan.model.kv_heads: 3 must divide heads=64",
@@ -265,71 +365,154 @@ const MalformedCase kCases[] = {
     // ---- plan: ranges ---------------------------------------------------------------------------
     {"plan_zero_four.json", Kind::kPlan, Code::kInvalidArgument, 1, {"plan.zero: must be 0, 1, 2 or 3 (got 4)"}},
     // ---- plan: devices, tensor and pipeline parallel --------------------------------------------
-    {"plan_gpus_not_product.json", Kind::kPlan, Code::kInvalidArgument, 1,
+    {"plan_gpus_not_product.json",
+     Kind::kPlan,
+     Code::kInvalidArgument,
+     1,
      {"plan.gpus: 48 must equal tp*pp*dp*cp = 8*2*4*1 = 64"}},
-    {"plan_tp_not_dividing_heads.json", Kind::kPlan, Code::kInvalidArgument, 1,
+    {"plan_tp_not_dividing_heads.json",
+     Kind::kPlan,
+     Code::kInvalidArgument,
+     1,
      {"plan.tp: 128 must divide model.heads=64"},
      {"warning: plan.tp: 128 spans more than one scale-up domain (cluster.scale_up_domain_gpus=8)"}},
-    {"plan_layers_not_split_over_pp.json", Kind::kPlan, Code::kInvalidArgument, 1,
+    {"plan_layers_not_split_over_pp.json",
+     Kind::kPlan,
+     Code::kInvalidArgument,
+     1,
      {"plan.pp: model.layers=80 must split evenly over pp*vpp=3"}},
-    {"plan_layers_not_split_over_pp_vpp.json", Kind::kPlan, Code::kInvalidArgument, 1,
+    {"plan_layers_not_split_over_pp_vpp.json",
+     Kind::kPlan,
+     Code::kInvalidArgument,
+     1,
      {"plan.pp: model.layers=80 must split evenly over pp*vpp=6"}},
-    {"plan_stage_layers_wrong_length.json", Kind::kPlan, Code::kInvalidArgument, 1,
+    {"plan_stage_layers_wrong_length.json",
+     Kind::kPlan,
+     Code::kInvalidArgument,
+     1,
      {"plan.stage_layers: must have pp*vpp=2 entries (got 3)"}},
-    {"plan_stage_layers_wrong_sum.json", Kind::kPlan, Code::kInvalidArgument, 1,
+    {"plan_stage_layers_wrong_sum.json",
+     Kind::kPlan,
+     Code::kInvalidArgument,
+     1,
      {"plan.stage_layers: must sum to model.layers=80 (got 79)"}},
     // ---- plan: batch and schedule ---------------------------------------------------------------
-    {"plan_vpp_without_interleaved.json", Kind::kPlan, Code::kInvalidArgument, 1,
+    {"plan_vpp_without_interleaved.json",
+     Kind::kPlan,
+     Code::kInvalidArgument,
+     1,
      {"plan.vpp: 2 needs plan.schedule=interleaved (got 1f1b)"}},
-    {"plan_interleaved_with_vpp_one.json", Kind::kPlan, Code::kInvalidArgument, 1,
+    {"plan_interleaved_with_vpp_one.json",
+     Kind::kPlan,
+     Code::kInvalidArgument,
+     1,
      {"plan.schedule: interleaved needs plan.vpp >= 2 (got 1)"}},
-    {"plan_dualpipe_odd_pp.json", Kind::kPlan, Code::kInvalidArgument, 1,
+    {"plan_dualpipe_odd_pp.json",
+     Kind::kPlan,
+     Code::kInvalidArgument,
+     1,
      {"plan.pp: dualpipe needs an even pp >= 2 (got 5)"}},
-    {"plan_global_batch_not_divisible.json", Kind::kPlan, Code::kInvalidArgument, 1,
+    {"plan_global_batch_not_divisible.json",
+     Kind::kPlan,
+     Code::kInvalidArgument,
+     1,
      {"plan.global_batch: 64 must be divisible by micro_batch*dp = 3*1 = 3"}},
-    {"plan_sequence_parallel_tp1_warning.json", Kind::kPlan, Code::kInvalidArgument, 1,
+    {"plan_sequence_parallel_tp1_warning.json",
+     Kind::kPlan,
+     Code::kInvalidArgument,
+     1,
      {"plan.global_batch: 100 must be divisible by micro_batch*dp = 1*64 = 64"},
      {"warning: plan.sequence_parallel: has no effect with tp=1"}},
     // ---- plan: context and expert parallel ------------------------------------------------------
-    {"plan_seq_len_not_divisible_ring_cp.json", Kind::kPlan, Code::kInvalidArgument, 1,
+    {"plan_seq_len_not_divisible_ring_cp.json",
+     Kind::kPlan,
+     Code::kInvalidArgument,
+     1,
      {"plan.seq_len: 8198 must be divisible by 2*cp=4 (load-balanced causal ring)"},
      {"warning: plan.seq_len: 8198 exceeds model.max_seq=8192"}},
-    {"plan_ep_on_dense_model.json", Kind::kPlan, Code::kInvalidArgument, 1,
+    {"plan_ep_on_dense_model.json",
+     Kind::kPlan,
+     Code::kInvalidArgument,
+     1,
      {"plan.ep: 4 needs an MoE model (model.moe is absent)"}},
-    {"plan_ep_not_dividing_experts.json", Kind::kPlan, Code::kInvalidArgument, 1,
+    {"plan_ep_not_dividing_experts.json",
+     Kind::kPlan,
+     Code::kInvalidArgument,
+     1,
      {"plan.ep: 3 must divide model.moe.experts=8"}},
-    {"plan_etp_not_dividing_expert_ffn.json", Kind::kPlan, Code::kInvalidArgument, 1,
+    {"plan_etp_not_dividing_expert_ffn.json",
+     Kind::kPlan,
+     Code::kInvalidArgument,
+     1,
      {"plan.etp: 3 must divide model.moe.expert_ffn_hidden=14336"}},
     // ---- plan: sharding and offload -------------------------------------------------------------
-    {"plan_hsdp_without_shard_size.json", Kind::kPlan, Code::kInvalidArgument, 1,
+    {"plan_hsdp_without_shard_size.json",
+     Kind::kPlan,
+     Code::kInvalidArgument,
+     1,
      {"plan.hsdp_shard_size: must be >= 1 with sharding=hsdp (got 0)"}},
-    {"plan_hsdp_shard_size_not_dividing.json", Kind::kPlan, Code::kInvalidArgument, 1,
+    {"plan_hsdp_shard_size_not_dividing.json",
+     Kind::kPlan,
+     Code::kInvalidArgument,
+     1,
      {"plan.hsdp_shard_size: 3 must divide dp*cp=4"}},
-    {"plan_offload_params_without_zero3.json", Kind::kPlan, Code::kInvalidArgument, 1,
+    {"plan_offload_params_without_zero3.json",
+     Kind::kPlan,
+     Code::kInvalidArgument,
+     1,
      {"plan.offload.params: parameter offload needs plan.zero=3 (got 1)"}},
-    {"plan_nvme_optimizer_without_zero3.json", Kind::kPlan, Code::kInvalidArgument, 1,
+    {"plan_nvme_optimizer_without_zero3.json",
+     Kind::kPlan,
+     Code::kInvalidArgument,
+     1,
      {"plan.offload.optimizer: nvme offload needs plan.zero=3 (ZeRO-Infinity; got 2)"}},
     // ---- plan: precision, optimizer, recompute --------------------------------------------------
-    {"plan_fp8_on_a100.json", Kind::kPlan, Code::kInvalidArgument, 1,
+    {"plan_fp8_on_a100.json",
+     Kind::kPlan,
+     Code::kInvalidArgument,
+     1,
      {"plan.precision: fp8 is not supported by gpu a100-80g (it has: fp32|tf32|bf16|fp16|int8)"}},
-    {"plan_adam8bit_fp32_moments.json", Kind::kPlan, Code::kInvalidArgument, 1,
+    {"plan_adam8bit_fp32_moments.json",
+     Kind::kPlan,
+     Code::kInvalidArgument,
+     1,
      {"plan.dtypes.optimizer_states: adam-8bit keeps int8 moments (got fp32)"}},
-    {"plan_int8_moments_with_adamw.json", Kind::kPlan, Code::kInvalidArgument, 1,
+    {"plan_int8_moments_with_adamw.json",
+     Kind::kPlan,
+     Code::kInvalidArgument,
+     1,
      {"plan.dtypes.optimizer_states: int8 moments need optimizer=adam-8bit (got adamw)"}},
-    {"plan_recompute_layers_without_full.json", Kind::kPlan, Code::kInvalidArgument, 1,
+    {"plan_recompute_layers_without_full.json",
+     Kind::kPlan,
+     Code::kInvalidArgument,
+     1,
      {"plan.recompute_layers: needs plan.recompute=full (got selective)"}},
     // ---- plan: five unrelated errors, all reported in one pass ----------------------------------
-    {"plan_five_errors.json", Kind::kPlan, Code::kInvalidArgument, 5,
-     {"plan.gpus: 100 must equal tp*pp*dp*cp = 8*3*2*1 = 48", "plan.pp: model.layers=80 must split evenly over pp*vpp=3",
+    {"plan_five_errors.json",
+     Kind::kPlan,
+     Code::kInvalidArgument,
+     5,
+     {"plan.gpus: 100 must equal tp*pp*dp*cp = 8*3*2*1 = 48",
+      "plan.pp: model.layers=80 must split evenly over pp*vpp=3",
       "plan.global_batch: 10 must be divisible by micro_batch*dp = 4*2 = 8",
       "plan.ep: 2 needs an MoE model (model.moe is absent)",
       "plan.offload.params: parameter offload needs plan.zero=3 (got 1)"},
      {"warning: plan.global_batch: 1 microbatches per pipeline never fill pp=3 stages"}},
     // ---- through LoadModel/LoadGpu/LoadCluster with a path: the message starts with the path ----
-    {"model_kv_heads_not_dividing_heads.json", Kind::kModelFile, Code::kInvalidArgument, 1,
+    {"model_kv_heads_not_dividing_heads.json",
+     Kind::kModelFile,
+     Code::kInvalidArgument,
+     1,
      {"model.kv_heads: 3 must divide heads=64"}},
-    {"gpu_hbm_ambiguous_unit.json", Kind::kGpuFile, Code::kInvalidArgument, 1, {"gpu.hbm_bytes: ", "\"80G\" is ambiguous"}},
-    {"cluster_oversubscription_below_one.json", Kind::kClusterFile, Code::kInvalidArgument, 1,
+    {"gpu_hbm_ambiguous_unit.json",
+     Kind::kGpuFile,
+     Code::kInvalidArgument,
+     1,
+     {"gpu.hbm_bytes: ", "\"80G\" is ambiguous"}},
+    {"cluster_oversubscription_below_one.json",
+     Kind::kClusterFile,
+     Code::kInvalidArgument,
+     1,
      {"cluster.oversubscription: must be >= 1"}},
     {"model_invalid_syntax.json", Kind::kModelFile, Code::kInvalidArgument, 1, {"model: not valid JSON: "}},
     {"no_such_model.json", Kind::kModelFile, Code::kIoError, 1, {"no_such_model.json: cannot open for reading"}},
@@ -365,9 +548,8 @@ TEST(MalformedFixturesTest, EveryFixtureIsInTheTable) {
   const std::set<std::string> own_test = {"profile_comm_not_an_object.json", "measurement_float_for_integer.json"};
   for (const auto& entry : std::filesystem::directory_iterator(FixturePath(""))) {
     const std::string file = entry.path().filename().string();
-    const bool listed = own_test.count(file) > 0 ||
-                        std::any_of(std::begin(kCases), std::end(kCases),
-                                    [&](const MalformedCase& c) { return file == c.file; });
+    const bool listed = own_test.count(file) > 0 || std::any_of(std::begin(kCases), std::end(kCases),
+                                                                [&](const MalformedCase& c) { return file == c.file; });
     EXPECT_TRUE(listed) << file << " is not in kCases";
   }
 }
@@ -476,7 +658,8 @@ TEST(MalformedPlanTest, OutOfRangeIntegersAreNotNarrowed) {
   const std::string msg = f.status().message();
   EXPECT_NE(msg.find("plan.gpus: must be at most 9223372036854775807"), std::string::npos) << msg;
   EXPECT_NE(msg.find("plan.zero: must be an integer between -2147483648 and 2147483647 (got 4294967296)"),
-            std::string::npos) << msg;
+            std::string::npos)
+      << msg;
 }
 
 TEST(MalformedModelTest, HeadDimIsRequiredWhenHiddenDoesNotSplitOverHeads) {
@@ -484,7 +667,8 @@ TEST(MalformedModelTest, HeadDimIsRequiredWhenHiddenDoesNotSplitOverHeads) {
                               "mlp": "gelu", "vocab": 1000, "max_seq": 128})");
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().message().find("model.head_dim: is required when hidden=4000 is not divisible by heads=64"),
-            std::string::npos) << m.status().message();
+            std::string::npos)
+      << m.status().message();
 }
 
 }  // namespace

@@ -61,8 +61,10 @@ TEST(MemoryTest, ZeroPaperTableOneEveryCell) {
     const double psi = r["model"]["params_b"].get<double>() * 1e9;
     const int64_t dp = r["parallel"]["dp"];
     const auto& gb = r["measured"]["other"]["model_state_memory_GB_per_device"];
-    const struct { const char* key; int zero; } kCols[] = {
-        {"P_os (ZeRO-1)", 1}, {"P_os+g (ZeRO-2)", 2}, {"P_os+g+p (ZeRO-3)", 3}};
+    const struct {
+      const char* key;
+      int zero;
+    } kCols[] = {{"P_os (ZeRO-1)", 1}, {"P_os+g (ZeRO-2)", 2}, {"P_os+g+p (ZeRO-3)", 3}};
     for (const auto& col : kCols) {
       if (!gb.contains(col.key) || gb[col.key].is_null()) continue;
       const double published = gb[col.key].get<double>();
@@ -175,8 +177,7 @@ TEST(MemoryTest, MtpModuleSitsOnTheLastStage) {
   // and a second set of head inputs and logits.
   const int64_t sbh = 8192LL * 1 * 8192 * 2 / 8;  // one s x b x h bf16 tensor, ÷t under SP; the concat is two
   EXPECT_EQ(r.stages[3].loss_activations_bytes, 2 * base.stages[3].loss_activations_bytes + 4 * sbh);
-  EXPECT_EQ(r.stages[3].layer_activations_bytes,
-            base.stages[3].layer_activations_bytes * 21 / 20);
+  EXPECT_EQ(r.stages[3].layer_activations_bytes, base.stages[3].layer_activations_bytes * 21 / 20);
 }
 
 TEST(MemoryTest, NativeFusedLossAndDeferredHeadWgradHoldMoreOnTheLastStage) {
@@ -278,8 +279,8 @@ TEST(MemoryTest, OverheadsAreNamedAndCounted) {
   EXPECT_EQ(st.cublas_workspace_bytes, 32LL << 20);
   EXPECT_EQ(st.nccl_bytes, 1 * 16 * 2 * (4LL << 20));  // one communicator (dp): 128 MiB
   EXPECT_EQ(st.fragmentation_bytes, std::llround(0.05 * static_cast<double>(st.activations_bytes)));
-  EXPECT_EQ(st.total_bytes, st.weights_bytes + st.grads_bytes + st.optimizer_bytes + st.activations_bytes +
-                                st.other_bytes);
+  EXPECT_EQ(st.total_bytes,
+            st.weights_bytes + st.grads_bytes + st.optimizer_bytes + st.activations_bytes + st.other_bytes);
   // The allocator's two peaks: reserved = on the GPU less the CUDA context (512 MiB) and NCCL's
   // buffers (128 MiB), which the caching allocator never holds; allocated = reserved less the
   // fragmentation term.
@@ -338,7 +339,8 @@ TEST(MemoryTest, TotalsOnlyFindsTheSameWorstStage) {
     EXPECT_EQ(fast.worst_stage, full.worst_stage) << k.model << " pp" << k.pp;
     EXPECT_EQ(fast.per_gpu_bytes, full.per_gpu_bytes) << k.model << " pp" << k.pp;
     EXPECT_EQ(fast.stages.front().stage, full.worst_stage);
-    EXPECT_EQ(fast.stages.front().activations_bytes, full.stages[static_cast<size_t>(full.worst_stage)].activations_bytes);
+    EXPECT_EQ(fast.stages.front().activations_bytes,
+              full.stages[static_cast<size_t>(full.worst_stage)].activations_bytes);
   }
 }
 
@@ -353,12 +355,12 @@ TEST(MemoryTest, RankLayoutGroupsRanksByWhatTheyHold) {
     std::vector<int64_t> split;
   };
   const std::vector<Case> cases = {
-      {"llama3-70b", 4, 1, Schedule::k1F1B, {}},          // first, middle x2, last: 3 kinds
-      {"llama3-70b", 4, 2, Schedule::kInterleaved, {}},   // rank 0 has chunk 0, rank 3 the last
-      {"llama3-70b", 8, 1, Schedule::kDualPipe, {}},      // ranks 0 and 7 hold both ends
+      {"llama3-70b", 4, 1, Schedule::k1F1B, {}},         // first, middle x2, last: 3 kinds
+      {"llama3-70b", 4, 2, Schedule::kInterleaved, {}},  // rank 0 has chunk 0, rank 3 the last
+      {"llama3-70b", 8, 1, Schedule::kDualPipe, {}},     // ranks 0 and 7 hold both ends
       {"llama3-405b", 16, 1, Schedule::k1F1B, {7, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7}},
       {"deepseek-v3", 4, 1, Schedule::k1F1B, {13, 16, 16, 16}},  // 3 dense layers on rank 0
-      {"llama3-70b", 1, 1, Schedule::k1F1B, {}},          // one rank holds everything
+      {"llama3-70b", 1, 1, Schedule::k1F1B, {}},                 // one rank holds everything
   };
   for (const Case& k : cases) {
     const ModelSpec m = *LoadModel(k.model);

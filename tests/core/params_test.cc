@@ -74,10 +74,12 @@ TEST(ParamsTest, DeepSeekV3TotalAndActive) {
 TEST(ParamsTest, MegatronFamilyMatchesNarayananTableOne) {
   // Narayanan 2021 Table 1 sizes, from P = 12lh^2(1 + 13/12h + (V+s)/12lh) (their Eq. in §5.1);
   // the table rounds to one decimal (1.7B is 1.65e9 by the same formula).
-  const struct { const char* preset; double billions; } kRows[] = {
-      {"gpt-1.7b", 1.7},     {"gpt-3.6b", 3.6},     {"gpt-7.5b", 7.5},      {"gpt-18.4b", 18.4},
-      {"gpt-39.1b", 39.1},   {"gpt-76.1b", 76.1},   {"gpt-145.6b", 145.6},  {"gpt-310.1b", 310.1},
-      {"gpt-529.6b", 529.6}, {"gpt-1t", 1008.0}};
+  const struct {
+    const char* preset;
+    double billions;
+  } kRows[] = {{"gpt-1.7b", 1.7},     {"gpt-3.6b", 3.6},   {"gpt-7.5b", 7.5},     {"gpt-18.4b", 18.4},
+               {"gpt-39.1b", 39.1},   {"gpt-76.1b", 76.1}, {"gpt-145.6b", 145.6}, {"gpt-310.1b", 310.1},
+               {"gpt-529.6b", 529.6}, {"gpt-1t", 1008.0}};
   for (const auto& row : kRows) {
     const double total = static_cast<double>(Count(row.preset).total);
     EXPECT_NEAR(total / 1e9, row.billions, 0.06) << row.preset;

@@ -12,8 +12,8 @@ namespace {
 TEST(PresetsTest, TheDesignedPresetsAreBuiltIn) {
   const auto models = PresetNames("models");
   for (const char* name : {"tiny", "gpt3-175b", "gpt-1.7b", "gpt-1t", "llama2-7b", "llama2-13b", "llama2-70b",
-                           "llama3-8b", "llama3-70b", "llama3-405b", "mixtral-8x7b", "mixtral-8x22b",
-                           "deepseek-v3", "qwen3-30b-a3b", "qwen3-235b-a22b", "gpt-oss-120b"})
+                           "llama3-8b", "llama3-70b", "llama3-405b", "mixtral-8x7b", "mixtral-8x22b", "deepseek-v3",
+                           "qwen3-30b-a3b", "qwen3-235b-a22b", "gpt-oss-120b"})
     EXPECT_NE(std::find(models.begin(), models.end(), name), models.end()) << name;
   EXPECT_EQ(PresetNames("gpus").size(), 13u);  // + h100-96g-hbm2e (torchtitan's Grand Teton H100s), b300, gb300
   const auto clusters = PresetNames("clusters");
@@ -78,7 +78,6 @@ TEST(PresetsTest, MissingFileIsAnIoErrorNamingThePath) {
   EXPECT_EQ(m.status().code(), Status::Code::kIoError);
   EXPECT_NE(m.status().message().find("/nonexistent/model.json"), std::string::npos);
 }
-
 
 TEST(PresetsTest, WriteTextFileAtomicallyReplacesWholeOrNothing) {
   // Written whole, then replaced whole; no .tmp left. Into a folder that does not exist: IoError

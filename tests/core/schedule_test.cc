@@ -50,18 +50,48 @@ TEST(ScheduleTest, DualPipeFollowsDeepSeeksPhases) {
   // the same phases with the directions swapped.
   auto orders = PipelineOrders(Schedule::kDualPipe, 2, 1, 4);
   ASSERT_TRUE(orders.ok()) << orders.status().ToString();
-  EXPECT_EQ((*orders)[0], (Order{{F, 0, 0}, {F, 1, 2}, {F, 0, 1}, {B, 1, 2}, {W, 1, 2}, {F, 1, 3}, {B, 0, 0},
-                                 {W, 0, 0}, {B, 1, 3}, {W, 1, 3}, {B, 0, 1}, {W, 0, 1}}));
-  EXPECT_EQ((*orders)[1], (Order{{F, 1, 2}, {F, 0, 0}, {F, 1, 3}, {B, 0, 0}, {W, 0, 0}, {F, 0, 1}, {B, 1, 2},
-                                 {W, 1, 2}, {B, 0, 1}, {W, 0, 1}, {B, 1, 3}, {W, 1, 3}}));
+  EXPECT_EQ((*orders)[0], (Order{{F, 0, 0},
+                                 {F, 1, 2},
+                                 {F, 0, 1},
+                                 {B, 1, 2},
+                                 {W, 1, 2},
+                                 {F, 1, 3},
+                                 {B, 0, 0},
+                                 {W, 0, 0},
+                                 {B, 1, 3},
+                                 {W, 1, 3},
+                                 {B, 0, 1},
+                                 {W, 0, 1}}));
+  EXPECT_EQ((*orders)[1], (Order{{F, 1, 2},
+                                 {F, 0, 0},
+                                 {F, 1, 3},
+                                 {B, 0, 0},
+                                 {W, 0, 0},
+                                 {F, 0, 1},
+                                 {B, 1, 2},
+                                 {W, 1, 2},
+                                 {B, 0, 1},
+                                 {W, 0, 1},
+                                 {B, 1, 3},
+                                 {W, 1, 3}}));
 }
 
 TEST(ScheduleTest, ZeroBubbleDelaysEachRanksWeightGradientsByItsIndex) {
   // ZB-H1 (Qi et al. 2024, Fig. 3), pp = 2, m = 4: rank 1 runs W of microbatch k - 1 after B k.
   auto orders = PipelineOrders(Schedule::kZeroBubble, 2, 1, 4);
   ASSERT_TRUE(orders.ok());
-  EXPECT_EQ((*orders)[1], (Order{{F, 0, 0}, {B, 0, 0}, {F, 0, 1}, {B, 0, 1}, {W, 0, 0}, {F, 0, 2}, {B, 0, 2},
-                                 {W, 0, 1}, {F, 0, 3}, {B, 0, 3}, {W, 0, 2}, {W, 0, 3}}));
+  EXPECT_EQ((*orders)[1], (Order{{F, 0, 0},
+                                 {B, 0, 0},
+                                 {F, 0, 1},
+                                 {B, 0, 1},
+                                 {W, 0, 0},
+                                 {F, 0, 2},
+                                 {B, 0, 2},
+                                 {W, 0, 1},
+                                 {F, 0, 3},
+                                 {B, 0, 3},
+                                 {W, 0, 2},
+                                 {W, 0, 3}}));
 }
 
 // Most microbatches of a rank through F but not yet through the pass that frees their
@@ -79,8 +109,8 @@ TEST(ScheduleTest, EveryOrderRunsEachPassOnceAfterItsPredecessorWithinItsMemoryB
   // Each (pass, chunk, microbatch) once; B after its F; W after its B. Activations in flight per
   // rank: 1F1B at most pp; ZB-H1 pp (its first stage's 1F1B peak); DualPipe pp + 1 (DeepSeek-V3
   // Table 2); GPipe all m.
-  for (Schedule s : {Schedule::kGpipe, Schedule::k1F1B, Schedule::kInterleaved, Schedule::kZeroBubble,
-                     Schedule::kDualPipe}) {
+  for (Schedule s :
+       {Schedule::kGpipe, Schedule::k1F1B, Schedule::kInterleaved, Schedule::kZeroBubble, Schedule::kDualPipe}) {
     for (int64_t pp : {2, 4, 8}) {
       for (int64_t m : {2 * pp, 4 * pp, 6 * pp}) {
         const int64_t vpp = s == Schedule::kInterleaved ? 2 : 1;

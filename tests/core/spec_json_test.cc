@@ -48,17 +48,21 @@ TEST(SpecJsonTest, RecomputeModulesAreAListOfMegatronCoreNames) {
   EXPECT_NE(text.find(R"("recompute_modules": [
     "moe_act",
     "layernorm"
-  ])"), std::string::npos) << text;
+  ])"),
+            std::string::npos)
+      << text;
   auto back = ParsePlanFileJson(text);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->plan, f.plan);
   for (const char* bad : {R"(["moe"])", R"([])", R"("mlp")", R"(["mlp", "mlp"])"}) {
     auto r = ParsePlanFileJson(std::string(R"({"gpus": 8, "dp": 8, "micro_batch": 1, "global_batch": 8, "seq_len": 4096,
-                                                "recompute": "selective", "recompute_modules": )") + bad + "}");
+                                                "recompute": "selective", "recompute_modules": )") +
+                               bad + "}");
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_NE(r.status().message().find("plan.recompute_modules"), std::string::npos) << r.status().message();
     EXPECT_NE(r.status().message().find("core_attn|moe_act|layernorm|mla_up_proj|mlp|shared_experts"),
-              std::string::npos) << r.status().message();
+              std::string::npos)
+        << r.status().message();
   }
 }
 
@@ -159,7 +163,8 @@ TEST(SpecJsonTest, GpuAttentionEfficiencyIsPerFusedKernel) {
                                      "attention_efficiency_source": "s"})");
   ASSERT_FALSE(over.ok());
   EXPECT_NE(over.status().message().find("gpu.attention_efficiency.flash.forward"), std::string::npos);
-  auto missing = ParseGpuJson(base + R"("attention_efficiency": {"flash": {"forward": 0.5}}, "attention_efficiency_source": "s"})");
+  auto missing = ParseGpuJson(
+      base + R"("attention_efficiency": {"flash": {"forward": 0.5}}, "attention_efficiency_source": "s"})");
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("backward"), std::string::npos) << missing.status().message();
   auto no_source = ParseGpuJson(base + R"("attention_efficiency": {"flash": {"forward": 0.5, "backward": 0.4}}})");
@@ -193,8 +198,10 @@ TEST(SpecJsonTest, GpuAttentionCurveIsMeasuredPointsPerFusedKernel) {
        "gpu.attention_curve.flash2[1]"},
       {R"("attention_curve": {"flash2": [{"head_dim": 0, "seq": 512, "tflops": 100}]}, "attention_curve_source": "s"})",
        "gpu.attention_curve.flash2[0].head_dim"},
-      {R"("attention_curve": {"flash2": [{"head_dim": 64, "seq": 512, "tflops": 100}]}})", "gpu.attention_curve_source"},
-      {R"("attention_curve": {"flash2": {"head_dim": 64}}, "attention_curve_source": "s"})", "gpu.attention_curve.flash2"},
+      {R"("attention_curve": {"flash2": [{"head_dim": 64, "seq": 512, "tflops": 100}]}})",
+       "gpu.attention_curve_source"},
+      {R"("attention_curve": {"flash2": {"head_dim": 64}}, "attention_curve_source": "s"})",
+       "gpu.attention_curve.flash2"},
   };
   for (const auto& [json, field] : bad) {
     auto r = ParseGpuJson(base + json);

@@ -75,8 +75,8 @@ TEST(StackTest, TorchtitanFsdpUnderPipelineParallelismHoldsTheStageUnsharded) {
   auto tt = LoadStack("torchtitan-2024");
   ASSERT_TRUE(tt.ok());
   EXPECT_TRUE(tt->zero3_unsharded_under_pp);
-  EXPECT_TRUE(tt->microbatches_equal_pp);                  // config_manager.py: as many as stages
-  EXPECT_EQ(tt->cross_entropy, CrossEntropy::kUpcast);     // train.py: cross_entropy(pred.float())
+  EXPECT_TRUE(tt->microbatches_equal_pp);               // config_manager.py: as many as stages
+  EXPECT_EQ(tt->cross_entropy, CrossEntropy::kUpcast);  // train.py: cross_entropy(pred.float())
   PlanSpec p;
   p.tp = 8;
   p.pp = 8;

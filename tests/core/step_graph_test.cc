@@ -373,7 +373,8 @@ TEST(StepGraphTest, PerTensorZeroThreeGathersEveryTensorBlockingWithListCopies) 
   p.zero3_gather = Zero3Gather::kFlat;
   int flat = 0;
   for (const Op& op : BuildStepGraph(*m, p).dense_layer)
-    if (op.kind == OpKind::kCollective && op.collective == CollectiveKind::kAllGather) flat += op.overlappable ? 1 : 100;
+    if (op.kind == OpKind::kCollective && op.collective == CollectiveKind::kAllGather)
+      flat += op.overlappable ? 1 : 100;
   EXPECT_EQ(flat, 2);
 }
 
@@ -498,7 +499,6 @@ TEST(StepGraphTest, MoeTokensArePermutedAroundTheAllToAlls) {
 
 }  // namespace
 }  // namespace meshplan::core
-
 
 namespace meshplan::core {
 namespace {

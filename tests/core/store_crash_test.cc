@@ -41,8 +41,7 @@ using Clock = std::chrono::steady_clock;
 
 fs::path MakeTestDir() {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  fs::path dir = fs::path(::testing::TempDir()) /
-                 ("meshplan_crash_" + std::to_string(getpid()) + "_" + info->name());
+  fs::path dir = fs::path(::testing::TempDir()) / ("meshplan_crash_" + std::to_string(getpid()) + "_" + info->name());
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
@@ -145,8 +144,7 @@ class WriterLog {
   }
   // Reads until EOF: call after the writer has exited.
   void ReadToEnd() {
-    while (ReadOne(std::chrono::seconds(10))) {
-    }
+    while (ReadOne(std::chrono::seconds(10))) {}
   }
   bool SawCommit() const {
     return std::any_of(messages_.begin(), messages_.end(), [](const auto& m) { return m[0] != 0; });
@@ -216,8 +214,7 @@ TEST(StoreCrashTest, KilledWritersLeaveOnlyWholeCommittedRecords) {
     const bool started = log.ReadOne(std::chrono::seconds(10));
     // Every fifth round lets a commit through first, so that committed ids always get checked.
     if (started && round % 5 == 4)
-      while (!log.SawCommit() && log.ReadOne(std::chrono::seconds(10))) {
-      }
+      while (!log.SawCommit() && log.ReadOne(std::chrono::seconds(10))) {}
     std::this_thread::sleep_for(std::chrono::microseconds(kill_after_us(rng)));
     kill(pid, SIGKILL);
     int status = 0;
@@ -454,8 +451,7 @@ TEST(StoreCrashTest, ProcessesOpeningANewFileTogetherMigrateItOnce) {
 #endif
       close(gate[1]);
       char c;
-      while (read(gate[0], &c, 1) > 0) {
-      }
+      while (read(gate[0], &c, 1) > 0) {}
       auto store = OpenSqliteResultStore(path);
       if (!store.ok()) {
         std::fprintf(stderr, "opener %d: %s\n", i, store.status().ToString().c_str());

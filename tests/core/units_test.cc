@@ -19,7 +19,7 @@ TEST(UnitsTest, ByteSizesDistinguishBinaryAndDecimal) {
 
 TEST(UnitsTest, BareOrUnknownUnitsAreRejected) {
   int64_t v = 7;
-  EXPECT_FALSE(ParseByteSize("80G", &v));   // ambiguous: 7% apart at this size
+  EXPECT_FALSE(ParseByteSize("80G", &v));  // ambiguous: 7% apart at this size
   EXPECT_FALSE(ParseByteSize("80", &v));
   EXPECT_FALSE(ParseByteSize("GiB", &v));
   EXPECT_FALSE(ParseByteSize("-1GB", &v));

@@ -206,8 +206,9 @@ TEST(GuiDriveTest, CopyAsCommandMeansTheSamePlan) {
                                               [&] {
                                                 core::PlanSpec p = s.plan();
                                                 p.recompute = core::Recompute::kSelective;
-                                                p.recompute_modules = core::ModuleBit(core::RecomputeModule::kLayernorm) |
-                                                                      core::ModuleBit(core::RecomputeModule::kMlp);
+                                                p.recompute_modules =
+                                                    core::ModuleBit(core::RecomputeModule::kLayernorm) |
+                                                    core::ModuleBit(core::RecomputeModule::kMlp);
                                                 p.cross_entropy = core::CrossEntropy::kUpcast;
                                                 p.elementwise = core::Elementwise::kEager;
                                                 p.zero3_gather = core::Zero3Gather::kPerTensor;

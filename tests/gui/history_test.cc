@@ -373,10 +373,17 @@ TEST(GuiHistoryTest, ViewPollsWhileCliWritersAreKilled) {
     std::string name = "p";
     name += std::to_string(i);
     std::vector<std::string> args =
-        fit ? std::vector<std::string>{cli, "calibrate", "fit", "--name", name, "--db", path,
-                                       data + "/measurements/tiny-cpu.json", data + "/measurements/cpu-bench-gemm.json"}
-            : std::vector<std::string>{cli, "report", "--model", "tiny", "--gpu", "h100-sxm", "--gpus", "2", "--save",
-                                       "--db", path};
+        fit ? std::vector<std::string>{cli,
+                                       "calibrate",
+                                       "fit",
+                                       "--name",
+                                       name,
+                                       "--db",
+                                       path,
+                                       data + "/measurements/tiny-cpu.json",
+                                       data + "/measurements/cpu-bench-gemm.json"}
+            : std::vector<std::string>{cli,      "report", "--model", "tiny", "--gpu", "h100-sxm",
+                                       "--gpus", "2",      "--save",  "--db", path};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

@@ -93,9 +93,8 @@ INSTANTIATE_TEST_SUITE_P(AllViews, GuiScreenshotTest,
                          [](const auto& test) { return std::string(test.param); });
 
 TEST(GuiScreenshotTest, EveryViewIdIsTested) {
-  EXPECT_EQ(MainWindow::viewIds(),
-            QStringList({"memory", "step", "timeline", "search", "reliability", "cost", "compare", "explain",
-                         "history"}));
+  EXPECT_EQ(MainWindow::viewIds(), QStringList({"memory", "step", "timeline", "search", "reliability", "cost",
+                                                "compare", "explain", "history"}));
   EXPECT_EQ(MainWindow().view("nope"), nullptr);
 }
 

@@ -525,8 +525,8 @@ TEST_P(CudaBackendTest, Fp8GemmMatchesReferenceInEveryLayout) {
       if (s.code() == core::Status::Code::kUnavailable) GTEST_SKIP() << s.ToString();  // before sm_89
       ASSERT_TRUE(s.ok()) << s.ToString();
       const Vec want = RefGemm(Read(a), Read(b), {}, std::max<int64_t>(batch, 1), m, n, k, ta, tb, 0.5, 0);
-      EXPECT_TRUE(Near(Read(c), want, RelativeTolerance(Dtype::kFp8, k))) << "batch " << batch << " ta " << ta
-                                                                          << " tb " << tb;
+      EXPECT_TRUE(Near(Read(c), want, RelativeTolerance(Dtype::kFp8, k)))
+          << "batch " << batch << " ta " << ta << " tb " << tb;
     }
   }
   Tensor a = Random({32, 40}, Dtype::kFp8), b = Random({40, 16}, Dtype::kFp8), c = Empty({32, 16}, Dtype::kFp8);
@@ -538,8 +538,8 @@ TEST_P(CudaBackendTest, Tf32GemmMatchesReference) {
   Tensor a = Random({m, k}, Dtype::kTf32), b = Random({k, n}, Dtype::kTf32), c = Empty({m, n}, Dtype::kTf32);
   ASSERT_TRUE(backend_->Gemm({}, a, b, &c).ok());
   // tf32 keeps 11 significand bits of each input: bf16's tolerance is a safe bound.
-  EXPECT_TRUE(Near(Read(c), RefGemm(Read(a), Read(b), {}, 1, m, n, k, false, false, 1, 0),
-                   RelativeTolerance(Dtype::kBf16, k)));
+  EXPECT_TRUE(
+      Near(Read(c), RefGemm(Read(a), Read(b), {}, 1, m, n, k, false, false, 1, 0), RelativeTolerance(Dtype::kBf16, k)));
 }
 
 TEST_P(CudaBackendTest, LargeGemmMatchesTheCpuBackend) {
@@ -586,7 +586,8 @@ TEST_P(CudaBackendTest, WideRowsMatchTheCpuBackend) {
   const int64_t rows = 700, h = 1000;
   for (bool rms : {false, true}) {
     Tensor x = Random({rows, h}, Dtype::kFp32), g = Random({h}, Dtype::kFp32), be = Random({h}, Dtype::kFp32);
-    Tensor dy = Random({rows, h}, Dtype::kFp32), y = Empty({rows, h}, Dtype::kFp32), dx = Empty({rows, h}, Dtype::kFp32);
+    Tensor dy = Random({rows, h}, Dtype::kFp32), y = Empty({rows, h}, Dtype::kFp32),
+           dx = Empty({rows, h}, Dtype::kFp32);
     Tensor mean = Empty({rows}, Dtype::kFp32), rstd = Empty({rows}, Dtype::kFp32);
     Tensor dg = Empty({h}, Dtype::kFp32), db = Empty({h}, Dtype::kFp32);
     Tensor cx = OnCpu(x), cg = OnCpu(g), cbe = OnCpu(be), cdy = OnCpu(dy);

@@ -19,8 +19,7 @@ TEST(DeviceTest, ListCudaDevicesIsUnavailableWithoutCudaBackend) {
   ASSERT_FALSE(devices.ok());
   EXPECT_EQ(devices.status().code(), core::Status::Code::kUnavailable);
   // The message tells the user how to get the backend, so it must name CUDA.
-  EXPECT_NE(devices.status().message().find("CUDA"), std::string::npos)
-      << devices.status().ToString();
+  EXPECT_NE(devices.status().message().find("CUDA"), std::string::npos) << devices.status().ToString();
 }
 
 TEST(DeviceTest, NcclVersionIsEmptyWithoutCudaBackend) { EXPECT_EQ(NcclVersionString(), ""); }
@@ -31,11 +30,9 @@ TEST(DeviceTest, ListCudaDevicesReturnsDevicesOrUnavailable) {
   const auto devices = ListCudaDevices();
   if (!devices.ok()) {
     // No GPU or no driver here: the "no GPU" path, reported with the CUDA error string.
-    EXPECT_EQ(devices.status().code(), core::Status::Code::kUnavailable)
-        << devices.status().ToString();
+    EXPECT_EQ(devices.status().code(), core::Status::Code::kUnavailable) << devices.status().ToString();
     EXPECT_FALSE(devices.status().message().empty());
-    if (const char* require = std::getenv("MESHPLAN_REQUIRE_GPU");
-        require != nullptr && std::string(require) == "1") {
+    if (const char* require = std::getenv("MESHPLAN_REQUIRE_GPU"); require != nullptr && std::string(require) == "1") {
       ADD_FAILURE() << "MESHPLAN_REQUIRE_GPU=1 but " << devices.status().ToString();
     }
     return;
@@ -72,9 +69,7 @@ TEST(DeviceTest, NcclVersionIsMajorMinorPatch) {
 
 // cudaDeviceProp names as the CUDA runtime prints them (nvidia-smi -L shows the same).
 TEST(DeviceTest, GpuPresetForDeviceMapsKnownNames) {
-  auto preset = [](const char* name, int64_t gib) {
-    return GpuPresetForDevice({name, gib << 30, 9, 0, 132});
-  };
+  auto preset = [](const char* name, int64_t gib) { return GpuPresetForDevice({name, gib << 30, 9, 0, 132}); };
   EXPECT_EQ(preset("NVIDIA H100 80GB HBM3", 80), "h100-sxm");
   EXPECT_EQ(preset("NVIDIA H100 PCIe", 80), "h100-pcie");
   EXPECT_EQ(preset("NVIDIA H100 NVL", 94), "");  // no preset: the caller asks for --gpu

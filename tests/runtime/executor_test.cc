@@ -585,10 +585,8 @@ TEST(BenchTest, CollectivesOnOneRankAreCorrectWithNcclTestsFactors) {
     EXPECT_EQ(r.wrong, 0);
     EXPECT_EQ(r.ranks, 1);
     // One rank: all-reduce and all-gather move nothing over a bus ((n-1)/n = 0); broadcast's factor is 1.
-    if (r.kind == core::CollectiveKind::kBroadcast)
-      EXPECT_DOUBLE_EQ(r.busbw_bytes_per_s, r.algbw_bytes_per_s);
-    else
-      EXPECT_EQ(r.busbw_bytes_per_s, 0);
+    if (r.kind == core::CollectiveKind::kBroadcast) EXPECT_DOUBLE_EQ(r.busbw_bytes_per_s, r.algbw_bytes_per_s);
+    else EXPECT_EQ(r.busbw_bytes_per_s, 0);
   }
   EXPECT_EQ(SizeSweep(8, 64), (std::vector<int64_t>{8, 16, 32, 64}));
 }

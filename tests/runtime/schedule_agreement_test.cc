@@ -52,9 +52,9 @@ TEST(ScheduleAgreementTest, TheSimulatorPlacesExactlyTheOrderTheRuntimeRuns) {
     int64_t vpp;
   };
   int compared = 0;
-  for (const Case c : {Case{core::Schedule::kGpipe, 1}, Case{core::Schedule::k1F1B, 1},
-                       Case{core::Schedule::kInterleaved, 2}, Case{core::Schedule::kZeroBubble, 1},
-                       Case{core::Schedule::kDualPipe, 1}}) {
+  for (const Case c :
+       {Case{core::Schedule::kGpipe, 1}, Case{core::Schedule::k1F1B, 1}, Case{core::Schedule::kInterleaved, 2},
+        Case{core::Schedule::kZeroBubble, 1}, Case{core::Schedule::kDualPipe, 1}}) {
     for (int64_t pp : {2, 4, 8}) {
       for (int64_t m : {2 * pp, 4 * pp}) {
         const core::PlanSpec plan = PipePlan(c.schedule, pp, m, c.vpp);

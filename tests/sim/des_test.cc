@@ -58,7 +58,8 @@ TEST(DesTest, InterleavedMatchesTheClosedFormWithinOnePercent) {
   for (int64_t p : {2, 4, 8}) {
     for (int64_t v : {2, 3, 4}) {
       for (int64_t m : {p, 4 * p, 16 * p}) {
-        const double des = Des(core::Schedule::kInterleaved, p, m, v), ana = Analytic(core::Schedule::kInterleaved, p, m, v);
+        const double des = Des(core::Schedule::kInterleaved, p, m, v),
+                     ana = Analytic(core::Schedule::kInterleaved, p, m, v);
         EXPECT_NEAR(des, ana, 0.01 * ana) << "p " << p << " v " << v << " m " << m;
       }
     }
@@ -189,8 +190,8 @@ void ExpectSerialStreams(const DesResult& r, const std::string& what) {
   for (const auto& [key, v] : StreamIntervals(r)) {
     for (size_t i = 0; i + 1 < v.size(); ++i)
       EXPECT_LE(v[i].second, v[i + 1].first + 1e-12)
-          << what << ": rank " << key.first << " " << Name(key.second) << " runs [" << v[i].first << ", "
-          << v[i].second << "] and [" << v[i + 1].first << ", " << v[i + 1].second << "] at once";
+          << what << ": rank " << key.first << " " << Name(key.second) << " runs [" << v[i].first << ", " << v[i].second
+          << "] and [" << v[i + 1].first << ", " << v[i + 1].second << "] at once";
   }
 }
 
@@ -224,8 +225,11 @@ TEST(DesStreamsTest, EveryScheduleWaitsForTheSend) {
   // Whatever the schedule, a pass that consumes another rank's output starts no earlier than
   // that pass's end + one send (0.25 here).
   const double send = 0.25;
-  for (auto [s, v] : {std::pair{core::Schedule::kGpipe, 1}, {core::Schedule::k1F1B, 1}, {core::Schedule::kInterleaved, 2},
-                      {core::Schedule::kZeroBubble, 1}, {core::Schedule::kDualPipe, 1}}) {
+  for (auto [s, v] : {std::pair{core::Schedule::kGpipe, 1},
+                      {core::Schedule::k1F1B, 1},
+                      {core::Schedule::kInterleaved, 2},
+                      {core::Schedule::kZeroBubble, 1},
+                      {core::Schedule::kDualPipe, 1}}) {
     const int64_t pp = 4;
     auto streams = UniformStreams(pp, 1, 1, send);
     for (auto& st : streams) st.backward_weight.compute_s = 1;
@@ -235,7 +239,8 @@ TEST(DesStreamsTest, EveryScheduleWaitsForTheSend) {
     // Key: (virtual stage, kind, microbatch). DualPipe: direction d's stage j on rank j or p-1-j.
     std::map<std::tuple<int64_t, PipeOpKind, int64_t>, TimelineOp> by;
     for (const auto& op : r->ops) {
-      const int64_t vs = dual ? op.chunk * pp + (op.chunk == 0 ? op.stage : pp - 1 - op.stage) : op.chunk * pp + op.stage;
+      const int64_t vs =
+          dual ? op.chunk * pp + (op.chunk == 0 ? op.stage : pp - 1 - op.stage) : op.chunk * pp + op.stage;
       by[{vs, op.kind, op.microbatch}] = op;
     }
     int64_t checked = 0;

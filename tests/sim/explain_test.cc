@@ -110,8 +110,8 @@ TEST(ExplainZeroTest, ZeroThreeIsOneAndAHalfTimesDdpCommunication) {
 TEST(ExplainCollectivesTest, RingAllReduceMovesTwoNMinusOneOverNTimesM) {
   const Explanation e = OfTopic(Topic::kCollectives);
   const ExplainStep& st = Step(e, "ring_all_reduce");
-  EXPECT_DOUBLE_EQ(st.Value("all_reduce_factor_2"), 1.0);               // 2 x 1/2
-  EXPECT_DOUBLE_EQ(st.Value("all_reduce_factor_8"), 1.75);              // 2 x 7/8
+  EXPECT_DOUBLE_EQ(st.Value("all_reduce_factor_2"), 1.0);   // 2 x 1/2
+  EXPECT_DOUBLE_EQ(st.Value("all_reduce_factor_8"), 1.75);  // 2 x 7/8
   EXPECT_DOUBLE_EQ(st.Value("all_reduce_factor_16384"), 2.0 * 16383 / 16384);
   // AllReduce = ReduceScatter + AllGather: 7/8 + 7/8.
   EXPECT_DOUBLE_EQ(st.Value("reduce_scatter_factor_8") + st.Value("all_gather_factor_8"), 1.75);
@@ -151,8 +151,8 @@ TEST(ExplainPpTest, Llama405BRecipeIsTp8Pp16Dp128) {
   const ExplainStep& st = Step(e, "recipe_405b");
   EXPECT_EQ(st.Value("tp"), 8.0);
   EXPECT_EQ(st.Value("pp"), 16.0);
-  EXPECT_EQ(st.Value("dp"), 128.0);                 // 16384 / (8 x 16)
-  EXPECT_EQ(st.Value("microbatches"), 16.0);        // 2048 / (1 x 128)
+  EXPECT_EQ(st.Value("dp"), 128.0);                                 // 16384 / (8 x 16)
+  EXPECT_EQ(st.Value("microbatches"), 16.0);                        // 2048 / (1 x 128)
   EXPECT_DOUBLE_EQ(st.Value("p2p_bytes"), 8192.0 * 16384 * 2 / 8);  // s*b*h*2 B, sequence-sharded by SP
 }
 
@@ -226,8 +226,8 @@ TEST(ExplainScenarioTest, Llama405BOn16kH100sRulesGiveTp8Pp16Dp128) {
 
 TEST(ExplainScenarioTest, ChecklistOrder) {
   const Explanation e = Scenario(Load("llama3-70b", "dgx-h100", 64, 8192, 512));
-  const std::vector<std::string> want = {"model_size", "memory_budget", "parallelism", "memory_fit",
-                                         "precision",  "checkpoint",    "failures",    "overlap",
+  const std::vector<std::string> want = {"model_size", "memory_budget",  "parallelism", "memory_fit",
+                                         "precision",  "checkpoint",     "failures",    "overlap",
                                          "mfu",        "recommendation", "cost"};
   ASSERT_EQ(e.steps.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(e.steps[i].id, want[i]);

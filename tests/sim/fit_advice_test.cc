@@ -111,8 +111,7 @@ TEST(FitAdviceTest, NothingStandardFitsOnOneGpu) {
   ASSERT_TRUE(a.together.has_value());
   EXPECT_FALSE(a.together_fits);
   EXPECT_LT(a.together->headroom_bytes, 0);
-  EXPECT_EQ(FitAdviceLine(a).rfind("no standard setting fits, not even --sp --recompute full together", 0),
-            0u)
+  EXPECT_EQ(FitAdviceLine(a).rfind("no standard setting fits, not even --sp --recompute full together", 0), 0u)
       << FitAdviceLine(a);
   // DP 1: ZeRO-3 would shard over nothing, so the way out is more GPUs.
   EXPECT_EQ(a.further, "shard over more GPUs (more tp, pp or dp)");

@@ -33,8 +33,10 @@ core::Profile Truth() {
   t.kernel_overhead_s = 6e-6;
   t.attention_fwd_efficiency = 0.52;
   t.attention_bwd_efficiency = 0.41;
-  t.memory_op_efficiency = {{"attn_norm.forward", 0.62}, {"mlp_activation.forward", 0.45},
-                            {"mlp_activation.backward_input", 0.38}, {"optimizer_step.step", 0.71}};
+  t.memory_op_efficiency = {{"attn_norm.forward", 0.62},
+                            {"mlp_activation.forward", 0.45},
+                            {"mlp_activation.backward_input", 0.38},
+                            {"optimizer_step.step", 0.71}};
   return t;
 }
 
@@ -80,8 +82,9 @@ std::vector<ComputeSample> Synthetic(const core::GpuSpec& g, double noise) {
     }
   for (int64_t seq : {256, 512, 1024, 2048, 4096, 8192})
     for (Pass p : {Pass::kForward, Pass::kBackwardInput}) xs.push_back(Attention(seq, p));
-  for (auto [name, pass] : {std::pair{"attn_norm", Pass::kForward}, std::pair{"mlp_activation", Pass::kForward},
-                            std::pair{"mlp_activation", Pass::kBackwardInput}, std::pair{"optimizer_step", Pass::kStep}})
+  for (auto [name, pass] :
+       {std::pair{"attn_norm", Pass::kForward}, std::pair{"mlp_activation", Pass::kForward},
+        std::pair{"mlp_activation", Pass::kBackwardInput}, std::pair{"optimizer_step", Pass::kStep}})
     for (int64_t b = 1 << 14; b <= (int64_t{1} << 30); b *= 4) xs.push_back(Memory(name, pass, b));
   const core::Profile truth = Truth();
   std::mt19937_64 rng(7);
@@ -145,9 +148,9 @@ TEST(FitProfile, CollectivesAlphaBetaFromRawTimes) {
   EXPECT_STREQ(cost.algorithm, "fitted");
   EXPECT_NEAR(cost.time_s, 12e-6 + 1073741824 / 150e9, 1e-9);
   // A 4-rank group has no fit: the analytic model answers.
-  EXPECT_STRNE(core::ProfiledCollectiveTime(fit->profile, core::CollectiveKind::kAllReduce, 1 << 20, {4, 4, 1}, c)
-                   .algorithm,
-               "fitted");
+  EXPECT_STRNE(
+      core::ProfiledCollectiveTime(fit->profile, core::CollectiveKind::kAllReduce, 1 << 20, {4, 4, 1}, c).algorithm,
+      "fitted");
 }
 
 TEST(FitProfile, OneSizeCannotSeparateAlphaFromBeta) {

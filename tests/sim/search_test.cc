@@ -259,8 +259,8 @@ TEST(SearchExplainTest, SevenBZeroZeroIsOutOfMemoryAndZeroOneFits) {
   const Scenario s = Load("llama2-7b", "dgx-h100", 8, 4096, 512);
   const SearchResult r = RunSearch(s, SearchOptions{});
   ASSERT_FALSE(r.top.empty());
-  const auto verdicts = ExplainWellKnownPlans(s.model, s.gpu, s.cluster, s.base, core::Profile{}, SearchOptions{},
-                                              &r.top.front());
+  const auto verdicts =
+      ExplainWellKnownPlans(s.model, s.gpu, s.cluster, s.base, core::Profile{}, SearchOptions{}, &r.top.front());
   ASSERT_GE(verdicts.size(), 4u);
   EXPECT_EQ(verdicts[0].kind, WellKnownVerdict::Kind::kOutOfMemory) << verdicts[0].name;
   ASSERT_TRUE(verdicts[0].lightest.has_value());
@@ -275,8 +275,8 @@ TEST(SearchExplainTest, SevenBZeroZeroIsOutOfMemoryAndZeroOneFits) {
 TEST(SearchExplainTest, DivisibilityIsExplainedByValidatePlan) {
   // 2048 sequences cannot be spread over 16,384 data-parallel ranks.
   const Scenario s = Load("llama3-405b", "dgx-h100", 16384, 8192, 2048);
-  const auto verdicts = ExplainWellKnownPlans(s.model, s.gpu, s.cluster, s.base, core::Profile{}, SearchOptions{},
-                                              nullptr);
+  const auto verdicts =
+      ExplainWellKnownPlans(s.model, s.gpu, s.cluster, s.base, core::Profile{}, SearchOptions{}, nullptr);
   ASSERT_FALSE(verdicts.empty());
   EXPECT_EQ(verdicts[0].kind, WellKnownVerdict::Kind::kInvalid);
   ASSERT_FALSE(verdicts[0].reasons.empty());

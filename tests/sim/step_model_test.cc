@@ -259,8 +259,8 @@ TEST(StepModelTest, BreakdownAddsUpToTheStepTime) {
   ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
   const StepEstimate e = EstimateStep(s.model, p, s.gpu, s.cluster, core::Profile{});
   const StepBreakdown& b = e.breakdown;
-  const double sum = b.compute_s + b.recompute_s + b.tp_comm_s + b.cp_comm_s + b.ep_comm_s + b.dp_comm_s +
-                     b.pp_comm_s + b.bubble_s + b.optimizer_s;
+  const double sum = b.compute_s + b.recompute_s + b.tp_comm_s + b.cp_comm_s + b.ep_comm_s + b.dp_comm_s + b.pp_comm_s +
+                     b.bubble_s + b.optimizer_s;
   EXPECT_NEAR(sum, e.time_s, e.time_s * 1e-9);
   // MFU is model FLOPs over the job's peak: tflops_per_gpu / 989.4 for a bf16 plan.
   EXPECT_NEAR(e.mfu, e.tflops_per_gpu * 1e12 / 989.4e12, 1e-12);

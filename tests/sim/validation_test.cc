@@ -138,9 +138,10 @@ TEST(ValidationTest, BeyondTuningRecordsAreComparedInTokensPerGpu) {
   // l 105, h 20480, s 2048, V 64000 = 3.2298e12 FLOPs per token: 47.53 tokens/s per GPU.
   const auto* f9 = Find(runs, "megascale-fig9-megatron-lm-530B-2240gpu");
   ASSERT_TRUE(f9);
-  EXPECT_NEAR(f9->published, 0.492 * 312e12 / (72.0 * 105 * 20480.0 * 20480 *
-                                              (1 + 2048.0 / (6 * 20480) + 64000.0 / (12.0 * 105 * 20480))),
-              1e-9);
+  EXPECT_NEAR(
+      f9->published,
+      0.492 * 312e12 / (72.0 * 105 * 20480.0 * 20480 * (1 + 2048.0 / (6 * 20480) + 64000.0 / (12.0 * 105 * 20480))),
+      1e-9);
   // Printed tokens/s (Megatron-Bridge), the named model's preset, FP8, FSDP over the 8 GPUs.
   const auto* b8 = Find(runs, "megatron-bridge-2511-dgx-h100-llama3-8b-8gpu");
   ASSERT_TRUE(b8);
@@ -264,7 +265,7 @@ TEST(ValidationTest, TorchtitanH100RunsMapToTheirTables) {
   EXPECT_EQ(cp8->scenario.model.name, "llama3-8b");  // "Llama 3.1 8B"
   const auto* il = Find(*runs, "torchtitan-2412-t5-405b-512gpu-3d-interleaved1f1b");
   ASSERT_TRUE(il);
-  EXPECT_EQ(il->scenario.plan.vpp, 2);  // torchtitan's default for multi-stage schedules
+  EXPECT_EQ(il->scenario.plan.vpp, 2);                              // torchtitan's default for multi-stage schedules
   EXPECT_EQ(il->scenario.plan.tp_overlap, core::TpOverlap::kFull);  // AsyncTP
   EXPECT_EQ(il->scenario.plan.precision, core::Dtype::kFp8);
   EXPECT_EQ(il->scenario.plan.fp8_scaling, core::Fp8Scaling::kCurrent);  // float8 tensorwise
@@ -533,9 +534,9 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // MAMF: the paper does not print its interleaving, so its runs are mapped as 1F1B with a 31-47%
   // bubble, docs/validation.md).
   const std::map<std::string, double> stack_bound = {
-      {"llm-foundry-2023", 0.075},       {"megatron-core-2024", 0.10}, {"torchtitan-2024", 0.255},
-      {"megatron-lm-2021", 0.04},       {"megatron-lm-2022", 0.081},   {"megascale-2024", 0.107},
-      {"deepspeed-zero3-2021", 0.274},  {"llama3-2024", 0.165},        {"megatron-deepspeed-2022", 0.224}};
+      {"llm-foundry-2023", 0.075},     {"megatron-core-2024", 0.10}, {"torchtitan-2024", 0.255},
+      {"megatron-lm-2021", 0.04},      {"megatron-lm-2022", 0.081},  {"megascale-2024", 0.107},
+      {"deepspeed-zero3-2021", 0.274}, {"llama3-2024", 0.165},       {"megatron-deepspeed-2022", 0.224}};
   for (const auto& g : v.groups)
     if (g.dimension == "stack") {
       auto it = stack_bound.find(g.value);
@@ -563,7 +564,7 @@ TEST(ValidationTest, MeasuredMemoryPeaksAgainstTheMemoryModel) {
   ASSERT_EQ(records->size(), 34u);
   for (const auto& rec : *records) {
     if (rec.id != "megatron-ci-gpt3-mcore-tp1-pp4-dgx-h100") continue;
-    EXPECT_TRUE(rec.last_stage);  // measured.which_rank: "last PP stage"
+    EXPECT_TRUE(rec.last_stage);                                           // measured.which_rank: "last PP stage"
     EXPECT_EQ(rec.scenario.model.attention, core::AttentionImpl::kNaive);  // notes: "local impl"
   }
   // Every record maps: the three MoE CI runs by the architecture they state (model.moe, MLA,

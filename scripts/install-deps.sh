@@ -28,6 +28,7 @@ packages=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   libopenmpi-dev openmpi-bin
   clang libclang-rt-14-dev                               # libFuzzer harnesses (fuzz/, the fuzz preset)
+  clang-format                                           # the format check (.clang-format, a ctest test)
   python3                                                # scripts/mutation_sweep.py (a ctest test)
 )
 # Qt 6.4 Widgets + Charts as find_package(Qt6 COMPONENTS Widgets Charts) needs them on Debian 12:

@@ -12,6 +12,7 @@
 #include "cli/plan_flags.h"
 #include "core/failures.h"
 #include "core/profile.h"
+#include "core/spec_json.h"
 #include "core/units.h"
 #include "sim/explain.h"
 
@@ -104,23 +105,7 @@ std::string RenderMarkdown(const sim::Explanation& ex, const std::vector<std::st
   return o;
 }
 
-OJson PlanJson(const core::PlanSpec& p) {
-  return {{"gpus", p.gpus},
-          {"tp", p.tp},
-          {"pp", p.pp},
-          {"dp", p.dp},
-          {"cp", p.cp},
-          {"ep", p.ep},
-          {"vpp", p.vpp},
-          {"zero", p.zero},
-          {"sequence_parallel", p.sequence_parallel},
-          {"recompute", core::Name(p.recompute)},
-          {"micro_batch", p.micro_batch},
-          {"global_batch", p.global_batch},
-          {"seq_len", p.seq_len},
-          {"schedule", core::Name(p.schedule)},
-          {"stage_layers", p.stage_layers}};
-}
+OJson PlanJson(const core::PlanSpec& p) { return OJson::parse(core::PlanToJson(p)); }
 
 std::string RenderJson(const sim::Explanation& ex, const char* kind, const std::vector<std::string>& notes,
                        const std::vector<std::string>& warnings) {

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "core/spec_json.h"
 #include "core/units.h"
 
 namespace meshplan::cli {
@@ -273,26 +274,8 @@ std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r, con
   j["gpu"] = s.gpu.name;
   j["cluster"] = s.cluster.name;
   const auto& p = s.plan;
-  OJson plan;
-  plan["gpus"] = p.gpus;
-  plan["tp"] = p.tp;
-  plan["pp"] = p.pp;
-  plan["dp"] = p.dp;
-  plan["cp"] = p.cp;
-  plan["ep"] = p.ep;
-  plan["etp"] = p.etp;
-  plan["vpp"] = p.vpp;
-  plan["zero"] = p.zero;
-  plan["sequence_parallel"] = p.sequence_parallel;
-  plan["recompute"] = core::Name(p.recompute);
-  if (p.recompute == core::Recompute::kSelective && p.recompute_modules != core::kDefaultRecomputeModules)
-    plan["recompute_modules"] = core::RecomputeModulesString(p.recompute_modules);
-  plan["micro_batch"] = p.micro_batch;
-  plan["global_batch"] = p.global_batch;
-  plan["seq_len"] = p.seq_len;
+  OJson plan = OJson::parse(core::PlanToJson(p));
   plan["microbatches"] = p.Microbatches();
-  plan["schedule"] = core::Name(p.schedule);
-  plan["precision"] = core::Name(p.precision);
   j["plan"] = plan;
   j["params_total"] = r.params.total;
   j["params_active"] = r.params.active;

@@ -19,6 +19,7 @@
 #include "core/failures.h"
 #include "core/memory.h"
 #include "core/profile.h"
+#include "core/spec_json.h"
 #include "core/units.h"
 #include "sim/evaluate.h"
 #include "sim/run_sim.h"
@@ -221,9 +222,7 @@ std::string ReliabilityJson(const core::Scenario& s, const core::FailureModel& f
   j["model"] = s.model.name;
   j["gpu"] = s.gpu.name;
   j["cluster"] = s.cluster.name;
-  j["plan"] = {{"gpus", p.gpus},      {"tp", p.tp}, {"pp", p.pp},     {"dp", p.dp},
-               {"cp", p.cp},          {"ep", p.ep}, {"zero", p.zero}, {"global_batch", p.global_batch},
-               {"seq_len", p.seq_len}};
+  j["plan"] = OJson::parse(core::PlanToJson(p));
   OJson comps = OJson::array();
   for (size_t i = 0; i < f.components.size(); ++i) {
     const auto& c = f.components[i];

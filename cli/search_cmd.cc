@@ -104,19 +104,8 @@ OJson PlanJson(const sim::RankedPlan& r, int64_t rank) {
   const sim::StepBreakdown& b = r.step.breakdown;
   OJson j;
   if (rank > 0) j["rank"] = rank;
-  j["tp"] = p.tp;
-  j["pp"] = p.pp;
-  j["dp"] = p.dp;
-  j["cp"] = p.cp;
-  j["ep"] = p.ep;
-  j["vpp"] = p.vpp;
-  j["zero"] = p.zero;
-  j["recompute"] = core::Name(p.recompute);
-  j["sequence_parallel"] = p.sequence_parallel;
-  j["mbs"] = p.micro_batch;
-  j["schedule"] = core::Name(p.schedule);
-  j["cp_kind"] = core::Name(p.cp_kind);
-  j["stage_layers"] = p.stage_layers;
+  j.update(OJson::parse(core::PlanToJson(p)));  // the plan's fields, as a plan file names them
+  j["mbs"] = p.micro_batch;                     // micro_batch's short name, kept for existing readers
   j["microbatches"] = p.Microbatches();
   j["step_time_s"] = r.step.time_s;
   j["tokens_per_s"] = r.step.tokens_per_s;

@@ -708,6 +708,8 @@ Result<PlanFile> ParsePlanFileJson(const std::string& text) {
   return file;
 }
 
+std::string PlanToJson(const PlanSpec& p) { return Dump(WritePlan(p)); }
+
 std::string PlanFileToJson(const PlanFile& file) {
   OJson j = WritePlan(file.plan);
   if (file.model) j["model"] = WriteModel(*file.model);

@@ -39,6 +39,9 @@ struct PlanFile {
 // cluster run later in ValidatePlan (validate.h), once those are resolved.
 Result<PlanFile> ParsePlanFileJson(const std::string& text);
 std::string PlanFileToJson(const PlanFile& file);
+// The plan alone as a JSON object (every field, the names a plan file uses): the one writer of a
+// plan that every report, search, explain and reliability output embeds.
+std::string PlanToJson(const PlanSpec& p);
 
 }  // namespace meshplan::core
 

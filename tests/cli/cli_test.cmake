@@ -219,7 +219,7 @@ run(simulate_bad_straggler 2 "--straggler: \"9:1.1\" must be RANK:FACTOR" simula
 
 # search: the seeds' sanity checks end to end, the winner as a plan file, explanations,
 # usage errors; export of a known plan to each framework.
-run(search_7b_json 0 "\"evaluated\": [1-9][0-9]*.*\"plans\": \\[[ \n]*\\{[ \n]*\"rank\": 1,[ \n]*\"tp\": 1,[ \n]*\"pp\": 1,[ \n]*\"dp\": 8,"
+run(search_7b_json 0 "\"evaluated\": [1-9][0-9]*.*\"plans\": \\[[ \n]*\\{[ \n]*\"rank\": 1,[ \n]*\"gpus\": 8,[ \n]*\"tp\": 1,[ \n]*\"pp\": 1,[ \n]*\"dp\": 8,"
     search --model llama2-7b --cluster dgx-h100 --gpus 8 --seq 4096 --gbs 512 --format json)
 run(search_405b 0 "# top 3\n#rank[^\n]*\n#[^\n]*\n +1 +8 +(8|16|32|64) "
     search --model llama3-405b --cluster dgx-h100 --gpus 16384 --seq 8192 --gbs 2048 --top 3)
@@ -228,7 +228,7 @@ run(search_output 0 "wrote .*winner.json"
 run(search_output_read 0 "\"fits\": true" report --plan ${WORK}/winner.json --format json)
 run(search_explain 0 "data parallel \\(DDP, ZeRO-0\\): out_of_memory.*needs [0-9.]+ GB per GPU.*ZeRO-1/2: fits"
     search --model llama2-7b --cluster dgx-h100 --gpus 8 --seq 4096 --gbs 512 --top 1 --explain-rejections)
-run(search_restrict 0 "\"plans\": \\[[ \n]*\\{[ \n]*\"rank\": 1,[ \n]*\"tp\": 4,[ \n]*\"pp\": 2,"
+run(search_restrict 0 "\"plans\": \\[[ \n]*\\{[ \n]*\"rank\": 1,[ \n]*\"gpus\": 64,[ \n]*\"tp\": 4,[ \n]*\"pp\": 2,"
     search --model llama3-70b --cluster dgx-h100 --gpus 64 --seq 8192 --gbs 128 --tp 4 --pp 2 --zero 1,2 --format json)
 run(search_no_fit 1 "no plan fits" search --model llama3-405b --cluster dgx-h100 --gpus 8 --seq 8192 --gbs 64)
 run(search_no_gpus 2 "--gpus: is required" search --model llama3-8b --cluster dgx-h100 --gbs 64)

@@ -13,6 +13,7 @@ void AddPresetsCommand(CLI::App* app, int* exit_code);
 void AddValidateCommand(CLI::App* app, int* exit_code);
 void AddReliabilityCommand(CLI::App* app, int* exit_code);
 void AddSearchCommand(CLI::App* app, int* exit_code);
+void AddExportCommand(CLI::App* app, int* exit_code);
 void AddSimulateCommand(CLI::App* app, int* exit_code);
 void AddExplainCommand(CLI::App* app, int* exit_code);
 void AddCalibrateCommand(CLI::App* app, int* exit_code);

@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
   meshplan::cli::AddValidateCommand(&app, &exit_code);
   meshplan::cli::AddReliabilityCommand(&app, &exit_code);
   meshplan::cli::AddSearchCommand(&app, &exit_code);
+  meshplan::cli::AddExportCommand(&app, &exit_code);
   meshplan::cli::AddSimulateCommand(&app, &exit_code);
   meshplan::cli::AddExplainCommand(&app, &exit_code);
   meshplan::cli::AddCalibrateCommand(&app, &exit_code);

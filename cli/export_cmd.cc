@@ -1,0 +1,68 @@
+// meshplan export: a plan file as Megatron-LM arguments, a torchtitan TOML or a DeepSpeed JSON
+// (the writers are core/export.h's).
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "core/diagnostics.h"
+#include "core/export.h"
+#include "core/presets.h"
+#include "core/spec_json.h"
+#include "core/validate.h"
+
+namespace meshplan::cli {
+
+void AddExportCommand(CLI::App* app, int* exit_code) {
+  auto* exp =
+      app->add_subcommand("export", "A plan file as Megatron-LM arguments, a torchtitan TOML or a DeepSpeed JSON");
+  auto plan = std::make_shared<std::string>();
+  auto to = std::make_shared<std::string>();
+  exp->add_option("--plan", *plan, "A plan JSON file (meshplan plan/search --output)")->required();
+  exp->add_option("--to", *to, "megatron|torchtitan|deepspeed")->required();
+  exp->callback([plan, to, exit_code] {
+    if (*to != "megatron" && *to != "torchtitan" && *to != "deepspeed") {
+      std::cerr << "error: --to: must be megatron, torchtitan or deepspeed (got \"" << *to << "\")\n";
+      *exit_code = 2;
+      return;
+    }
+    auto text = core::ReadTextFile(*plan);
+    if (!text.ok()) {
+      std::cerr << "error: --plan: " << text.status().message() << "\n";
+      *exit_code = 2;
+      return;
+    }
+    auto file = core::ParsePlanFileJson(*text);
+    if (!file.ok()) {
+      std::cerr << "error: --plan: " << *plan << ":\n" << file.status().message() << "\n";
+      *exit_code = 1;
+      return;
+    }
+    auto s = core::ResolvePlanFile(*file);
+    if (!s.ok()) {
+      std::cerr << "error: --plan: " << *plan << ":\n" << s.status().message() << "\n";
+      *exit_code = 1;
+      return;
+    }
+    core::Diagnostics d;
+    core::ValidatePlan(s->plan, s->model, s->gpu, s->cluster, &d);
+    if (d.has_errors()) {
+      for (const auto& e : d.errors()) std::cerr << "error: " << e.ToString() << "\n";
+      *exit_code = 1;
+      return;
+    }
+    if (*to == "megatron") {
+      std::cout << core::ExportMegatron(*s);
+    } else if (*to == "torchtitan") {
+      std::cout << core::ExportTorchtitan(*s);
+    } else {
+      std::vector<std::string> notes;
+      std::cout << core::ExportDeepSpeed(*s, &notes);
+      for (const auto& n : notes) std::cerr << "# note: " << n << "\n";
+    }
+    *exit_code = 0;
+  });
+}
+
+}  // namespace meshplan::cli

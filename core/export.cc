@@ -1,0 +1,308 @@
+#include "core/export.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace meshplan::core {
+
+namespace {
+
+using OJson = nlohmann::ordered_json;
+
+std::string Join(const std::vector<int64_t>& v, const char* sep) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i > 0) out += sep;
+    out += std::to_string(v[i]);
+  }
+  return out;
+}
+
+// Layers per chunk, even splits written out.
+std::vector<int64_t> ChunkLayers(const ModelSpec& m, const PlanSpec& p) {
+  if (!p.stage_layers.empty()) return p.stage_layers;
+  const int64_t chunks = p.pp * p.vpp;
+  return std::vector<int64_t>(static_cast<size_t>(chunks), m.layers / chunks);
+}
+
+}  // namespace
+
+// Megatron-LM (pretrain_gpt.py / Megatron-Core) arguments, one per line.
+std::string ExportMegatron(const Scenario& s) {
+  const ModelSpec& m = s.model;
+  const PlanSpec& p = s.plan;
+  std::vector<std::string> args, notes;
+  auto arg = [&](const std::string& a) { args.push_back(a); };
+  // Model.
+  arg("--num-layers " + std::to_string(m.layers));
+  arg("--hidden-size " + std::to_string(m.hidden));
+  arg("--num-attention-heads " + std::to_string(m.heads));
+  if (m.ffn_hidden > 0) arg("--ffn-hidden-size " + std::to_string(m.ffn_hidden));
+  if (m.head_dim * m.heads != m.hidden) arg("--kv-channels " + std::to_string(m.head_dim));
+  if (m.kv_heads != m.heads) {
+    arg("--group-query-attention");
+    arg("--num-query-groups " + std::to_string(m.kv_heads));
+  }
+  if (m.mlp == MlpKind::kSwiglu) arg("--swiglu");
+  if (m.norm == NormKind::kRmsNorm) arg("--normalization RMSNorm");
+  if (m.position == PositionKind::kRope) arg("--position-embedding-type rope");
+  if (m.bias == BiasKind::kNone) arg("--disable-bias-linear");
+  if (!m.tied_embeddings) arg("--untie-embeddings-and-output-weights");
+  arg("--seq-length " + std::to_string(p.seq_len));
+  arg("--max-position-embeddings " + std::to_string(std::max(m.max_seq, p.seq_len)));
+  if (m.moe) {
+    arg("--num-experts " + std::to_string(m.moe->experts));
+    arg("--moe-router-topk " + std::to_string(m.moe->top_k));
+    arg("--moe-ffn-hidden-size " + std::to_string(m.moe->expert_ffn_hidden));
+    if (m.moe->shared_experts > 0)
+      arg("--moe-shared-expert-intermediate-size " +
+          std::to_string(m.moe->shared_experts * m.moe->shared_expert_ffn_hidden));
+  }
+  if (m.mtp_layers > 0) arg("--mtp-num-layers " + std::to_string(m.mtp_layers));
+  // The loss and the output layer's weight gradient as the plan costs them (core/specs.h).
+  if (p.cross_entropy == CrossEntropy::kNative) {
+    arg("--cross-entropy-loss-fusion");
+    arg("--cross-entropy-fusion-impl native");
+  }
+  if (p.deferred_head_wgrad > 0) {
+    arg("--defer-embedding-wgrad-compute");
+    // Megatron's 0 defers every microbatch, which is the plan's count when it equals the step's.
+    arg("--wgrad-deferral-limit " +
+        std::to_string(p.deferred_head_wgrad >= p.Microbatches() ? 0 : p.deferred_head_wgrad));
+  }
+  // Parallelism.
+  arg("--tensor-model-parallel-size " + std::to_string(p.tp));
+  arg("--pipeline-model-parallel-size " + std::to_string(p.pp));
+  if (!p.stage_layers.empty()) {
+    // Megatron-Core places first/last-stage counts and splits the rest evenly.
+    const std::vector<int64_t> chunks = ChunkLayers(m, p);
+    const int64_t first = chunks.front(), last = chunks.back();
+    bool middle_even = p.vpp == 1;
+    for (size_t i = 1; i + 1 < chunks.size(); ++i) middle_even &= chunks[i] == chunks[1];
+    if (middle_even) {
+      arg("--decoder-first-pipeline-num-layers " + std::to_string(first));
+      arg("--decoder-last-pipeline-num-layers " + std::to_string(last));
+    } else {
+      notes.push_back("uneven split with vpp " + std::to_string(p.vpp) + " (layers per chunk " + Join(chunks, ",") +
+                      "): express it with --pipeline-model-parallel-layout");
+    }
+  }
+  if (p.vpp > 1) {
+    if (p.stage_layers.empty())
+      arg("--num-layers-per-virtual-pipeline-stage " + std::to_string(m.layers / (p.pp * p.vpp)));
+    else arg("--num-virtual-stages-per-pipeline-rank " + std::to_string(p.vpp));
+  }
+  if (p.cp > 1) {
+    arg("--context-parallel-size " + std::to_string(p.cp));
+    arg(std::string("--cp-comm-type ") + (p.cp_kind == CpKind::kRing ? "p2p" : "a2a"));
+  }
+  if (p.ep > 1) arg("--expert-model-parallel-size " + std::to_string(p.ep));
+  if (p.etp > 1 || (m.moe && p.tp > 1)) arg("--expert-tensor-parallel-size " + std::to_string(p.etp));
+  if (p.sequence_parallel && p.tp > 1) arg("--sequence-parallel");
+  if (p.tp_overlap == TpOverlap::kFull && p.tp > 1) arg("--tp-comm-overlap");
+  // Data parallel and ZeRO.
+  if (p.zero == 3) {
+    arg("--use-torch-fsdp2");
+    notes.push_back("zero 3: Megatron-LM runs full sharding through PyTorch FSDP2 (--use-torch-fsdp2)");
+  } else if (p.zero >= 1) {
+    arg("--use-distributed-optimizer");
+    if (p.zero == 2)
+      notes.push_back(
+          "zero 2: the distributed optimizer shards optimizer states and reduce-scatters gradients; "
+          "it keeps a full gradient buffer (ZeRO-1 memory)");
+  }
+  if (p.overlap_grad_reduce && p.dp * p.cp > 1) arg("--overlap-grad-reduce");
+  if (!p.grad_accum_fusion) arg("--no-gradient-accumulation-fusion");
+  if (p.ep_overlap) arg("--overlap-moe-expert-parallel-comm --delay-wgrad-compute");
+  if (p.zero >= 1 && p.zero < 3 && p.dp * p.cp > 1) arg("--overlap-param-gather");
+  if (p.offload_optimizer == OffloadTarget::kCpu) arg("--optimizer-cpu-offload");
+  // Recompute.
+  if (p.recompute == Recompute::kSelective) {
+    arg("--recompute-granularity selective");
+    if (p.Recomputes(RecomputeModule::kTorchtitanOp)) {
+      notes.push_back(
+          "recompute modules [torchtitan_op]: torchtitan's per-op policy has no Megatron-LM equivalent; "
+          "the default selective recomputation (core_attn) is exported");
+    } else if (p.recompute_modules != kDefaultRecomputeModules) {  // space-separated (nargs *)
+      std::string mods = RecomputeModulesString(p.recompute_modules);
+      std::replace(mods.begin(), mods.end(), ',', ' ');
+      arg("--recompute-modules " + mods);
+    }
+  } else if (p.recompute == Recompute::kFull) {
+    arg("--recompute-granularity full");
+    if (p.recompute_layers > 0) {
+      arg("--recompute-method block");
+      arg("--recompute-num-layers " + std::to_string(p.recompute_layers));
+    } else {
+      arg("--recompute-method uniform");
+      arg("--recompute-num-layers 1");
+    }
+  }
+  // Batch and precision.
+  arg("--micro-batch-size " + std::to_string(p.micro_batch));
+  arg("--global-batch-size " + std::to_string(p.global_batch));
+  if (p.precision == Dtype::kBf16) arg("--bf16");
+  else if (p.precision == Dtype::kFp16) arg("--fp16");
+  else if (p.precision == Dtype::kFp8) {
+    arg("--bf16");
+    arg("--fp8-format hybrid");
+  }
+  if (p.dtypes.grads == Dtype::kFp32) arg("--accumulate-allreduce-grads-in-fp32");
+  if (p.optimizer == Optimizer::kSgdMomentum) arg("--optimizer sgd");
+  else arg("--optimizer adam");
+  switch (p.schedule) {
+    case Schedule::kGpipe:
+      notes.push_back("schedule gpipe: Megatron-LM has none; it runs 1F1B (same bubble, less activation memory)");
+      break;
+    case Schedule::kZeroBubble:
+      notes.push_back("schedule zero-bubble: not in Megatron-LM mainline (Qi et al. 2023 ship a fork)");
+      break;
+    case Schedule::kDualPipe:
+      notes.push_back("schedule dualpipe: not in Megatron-LM; DeepSeek's DualPipe is a separate implementation");
+      break;
+    default: break;
+  }
+  std::ostringstream out;
+  out << "# Megatron-LM arguments: " << m.name << " on " << p.gpus << " GPUs (tp " << p.tp << ", pp " << p.pp << ", dp "
+      << p.dp << ", cp " << p.cp << ", ep " << p.ep << ")\n";
+  for (const auto& n : notes) out << "# note: " << n << "\n";
+  for (size_t i = 0; i < args.size(); ++i) out << args[i] << (i + 1 < args.size() ? " \\\n" : "\n");
+  return out.str();
+}
+
+// torchtitan job config (TOML).
+std::string ExportTorchtitan(const Scenario& s) {
+  const ModelSpec& m = s.model;
+  const PlanSpec& p = s.plan;
+  std::ostringstream out;
+  std::vector<std::string> notes;
+  out << "# torchtitan job config: " << m.name << " on " << p.gpus << " GPUs\n";
+  // torchtitan's data parallelism is DDP (replicate) or FSDP2 (shard, ZeRO-3; with
+  // reshard_after_forward = never it keeps gathered weights between forward and backward, ZeRO-2).
+  int64_t replicate = 1, shard = 1;
+  if (p.zero == 0) replicate = p.dp;
+  else shard = p.dp;
+  if (p.zero == 1)
+    notes.push_back(
+        "zero 1: torchtitan has no optimizer-only sharding; FSDP2 without resharding after "
+        "forward (ZeRO-2) is the nearest");
+  if (p.sharding == Sharding::kHsdp && p.hsdp_shard_size > 0) {
+    shard = std::max<int64_t>(1, p.hsdp_shard_size / p.cp);
+    replicate = p.dp / std::max<int64_t>(shard, 1);
+  }
+  const char* schedule = "1F1B";
+  switch (p.schedule) {
+    case Schedule::kGpipe: schedule = "GPipe"; break;
+    case Schedule::k1F1B: schedule = "1F1B"; break;
+    case Schedule::kInterleaved: schedule = "Interleaved1F1B"; break;
+    case Schedule::kZeroBubble:
+      schedule = "InterleavedZeroBubble";
+      notes.push_back("zero-bubble: PyTorch's zero-bubble schedules are looped (two or more stages per rank)");
+      break;
+    case Schedule::kDualPipe: schedule = "DualPipeV"; break;
+  }
+  const int64_t local_batch = p.pp > 1 ? p.global_batch / p.dp : p.micro_batch;
+  out << "\n[training]\n";
+  out << "local_batch_size = " << local_batch << "\n";
+  out << "global_batch_size = " << p.global_batch << "\n";
+  out << "seq_len = " << p.seq_len << "\n";
+  out << "mixed_precision_param = \"" << (p.precision == Dtype::kFp32 ? "float32" : "bfloat16") << "\"\n";
+  out << "\n[parallelism]\n";
+  out << "data_parallel_replicate_degree = " << replicate << "\n";
+  out << "data_parallel_shard_degree = " << shard << "\n";
+  if (p.zero == 1 || p.zero == 2) out << "fsdp_reshard_after_forward = \"never\"\n";
+  out << "tensor_parallel_degree = " << p.tp << "\n";
+  if (p.tp > 1 && p.tp_overlap == TpOverlap::kFull) out << "enable_async_tensor_parallel = true\n";
+  out << "pipeline_parallel_degree = " << p.pp << "\n";
+  if (p.pp > 1) {
+    out << "pipeline_parallel_schedule = \"" << schedule << "\"\n";
+    out << "pipeline_parallel_microbatch_size = " << p.micro_batch << "\n";
+    const std::vector<int64_t> chunks = ChunkLayers(m, p);
+    if (p.stage_layers.empty()) {
+      out << "pipeline_parallel_layers_per_stage = " << chunks.front() << "\n";
+    } else {
+      // Split points name the first layer of every chunk after the first.
+      out << "pipeline_parallel_split_points = [";
+      int64_t layer = 0;
+      for (size_t i = 0; i + 1 < chunks.size(); ++i) {
+        layer += chunks[i];
+        out << (i ? ", " : "") << "\"layers." << layer << "\"";
+      }
+      out << "]\n";
+    }
+  }
+  out << "context_parallel_degree = " << p.cp << "\n";
+  if (p.ep > 1) out << "expert_parallel_degree = " << p.ep << "\n";
+  if (p.cp > 1 && p.cp_kind == CpKind::kUlysses)
+    notes.push_back("cp ulysses: torchtitan's context parallelism is ring attention");
+  if (!p.sequence_parallel && p.tp > 1)
+    notes.push_back("torchtitan always shards norms and dropout along the sequence with TP (sequence parallel on)");
+  out << "\n[activation_checkpoint]\n";
+  out << "mode = \"" << Name(p.recompute) << "\"\n";
+  if (p.recompute == Recompute::kSelective) out << "selective_ac_option = \"op\"\n";
+  if (p.recompute == Recompute::kSelective && !p.Recomputes(RecomputeModule::kTorchtitanOp))
+    notes.push_back("recompute selective [" + RecomputeModulesString(p.recompute_modules) +
+                    "]: torchtitan's selective AC \"op\" is its own per-op policy (recompute_modules torchtitan_op), "
+                    "not Megatron-Core's modules");
+  if (p.offload_optimizer != OffloadTarget::kNone || p.offload_params != OffloadTarget::kNone)
+    notes.push_back(
+        "offload: set training.enable_cpu_offload = true (FSDP2 offloads parameters, gradients and "
+        "optimizer states together)");
+  for (const auto& n : notes) out << "# note: " << n << "\n";
+  return out.str();
+}
+
+// DeepSpeed config JSON; what DeepSpeed sets in code (pipeline stages) goes to `notes`.
+std::string ExportDeepSpeed(const Scenario& s, std::vector<std::string>* notes) {
+  const PlanSpec& p = s.plan;
+  OJson j;
+  j["train_batch_size"] = p.global_batch;
+  j["train_micro_batch_size_per_gpu"] = p.micro_batch;
+  j["gradient_accumulation_steps"] = p.Microbatches();
+  if (p.precision == Dtype::kBf16 || p.precision == Dtype::kFp8) j["bf16"] = {{"enabled", true}};
+  else if (p.precision == Dtype::kFp16) j["fp16"] = {{"enabled", true}};
+  OJson zero = {{"stage", p.zero}};
+  if (p.zero >= 1) {
+    zero["overlap_comm"] = p.overlap_grad_reduce;
+    zero["contiguous_gradients"] = true;
+    zero["reduce_scatter"] = true;
+  }
+  auto device = [](OffloadTarget t) { return t == OffloadTarget::kCpu ? "cpu" : "nvme"; };
+  if (p.offload_optimizer != OffloadTarget::kNone)
+    zero["offload_optimizer"] = {{"device", device(p.offload_optimizer)}, {"pin_memory", true}};
+  if (p.offload_params != OffloadTarget::kNone)
+    zero["offload_param"] = {{"device", device(p.offload_params)}, {"pin_memory", true}};
+  if (p.sharding == Sharding::kHsdp && p.hsdp_shard_size > 0)
+    zero["zero_hpz_partition_size"] = p.hsdp_shard_size;  // ZeRO++ hierarchical partitioning
+  j["zero_optimization"] = zero;
+  if (p.tp > 1) j["tensor_parallel"] = {{"autotp_size", p.tp}};
+  if (p.cp > 1) {
+    j["sequence_parallel_size"] = p.cp;
+    if (p.cp_kind == CpKind::kRing)
+      notes->push_back(
+          "cp ring: DeepSpeed's sequence parallelism is Ulysses (all-to-all); ring attention needs "
+          "an external implementation");
+  }
+  if (p.recompute != Recompute::kNone) {
+    j["activation_checkpointing"] = {{"partition_activations", p.sequence_parallel && p.tp > 1},
+                                     {"contiguous_memory_optimization", false},
+                                     {"cpu_checkpointing", false}};
+    notes->push_back(std::string("recompute ") + Name(p.recompute) +
+                     ": wrap each transformer layer in deepspeed.checkpointing.checkpoint" +
+                     (p.recompute == Recompute::kSelective ? " (attention core only, for selective)" : ""));
+  }
+  if (p.pp > 1) {
+    notes->push_back("pipeline: build the model as deepspeed.pipe.PipelineModule(layers=..., num_stages=" +
+                     std::to_string(p.pp) + ", partition_method=" +
+                     (p.stage_layers.empty()
+                          ? std::string("'uniform')")
+                          : "a custom partition: " + Join(ChunkLayers(s.model, s.plan), ",") + " layers per stage)") +
+                     "; DeepSpeed runs 1F1B");
+    if (p.vpp > 1) notes->push_back("vpp: DeepSpeed's pipeline engine has no interleaved schedule");
+  }
+  if (p.ep > 1) notes->push_back("ep: deepspeed.moe.layer.MoE(ep_size=" + std::to_string(p.ep) + ")");
+  return j.dump(2) + "\n";
+}
+
+}  // namespace meshplan::core

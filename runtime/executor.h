@@ -14,10 +14,11 @@
 //   gemm       C = A B (forward, recompute), dA = dC B^T (backward_input), dB = A^T dC
 //              (backward_weight), rank-3 batched for local experts;
 //   attention  causal attention forward; backward (dQ, dK, dV) from the saved forward;
-//   memory     the kernel the op names: *_norm -> layernorm/rmsnorm (model.norm), *_activation ->
-//              gelu/swiglu (model.mlp), softmax/cross_entropy/router_topk -> softmax, each with
-//              its own backward, on tensors sized from the op's bytes; any other memory op
-//              (residuals, rope, embedding lookup) -> an elementwise add moving the op's bytes;
+//   memory     the kernel of what the op computes (core::Op::mem_op): norm -> layernorm/rmsnorm
+//              (model.norm), activation -> gelu/swiglu (model.mlp), the attention scores' softmax,
+//              the router and the cross entropy -> softmax, each with its own backward, on tensors
+//              sized from the op's bytes; any other memory op (residuals, rope, embedding lookup,
+//              permutes, FP8 casts) -> an elementwise add moving the op's bytes;
 //   optimizer  AdamW on this rank's optimizer states (below); on op.bytes / 28 fp32 parameters
 //              of its own when the states cannot feed the kernel (SGD, 8-bit Adam, offload);
 //   collective on the rank's real group for the op's CommGroup when the caller supplies one
@@ -53,33 +54,12 @@
 #include "core/status.h"
 #include "core/step_graph.h"
 #include "runtime/backend.h"
+#include "runtime/groups.h"
 #include "runtime/host_comm.h"
 #include "runtime/measurement.h"
+#include "runtime/pipeline.h"
 
 namespace meshplan::runtime {
-
-// Where the members of a plan group sit among the global ranks: core::LayoutOfGroup, the layout
-// the simulator costs (Megatron-Core's regrouping for the expert axes).
-// The global ranks of `rank`'s group `g`, in group order. REQUIRES: 0 <= rank < p.gpus.
-std::vector<int64_t> GroupMembers(core::CommGroup g, const core::PlanSpec& p, int64_t rank);
-// The pipeline stage of a global rank.
-int64_t StageOfRank(const core::PlanSpec& p, int64_t rank);
-
-// This rank's real communicators, by core::CommGroup (null: modeled), and the world (null: this
-// process alone). Not owned; must outlive the call.
-struct RankGroups {
-  std::array<HostComm*, core::kCommGroups> groups{};
-  HostComm* world = nullptr;
-};
-
-// This rank's communicator for every plan group, split from `world` (size == plan.gpus; world
-// rank = global rank in placement order): members of a group share a color (their smallest
-// global rank) and are keyed by their index in the group. Collective over `world`.
-struct PlanGroups {
-  std::array<std::unique_ptr<HostComm>, core::kCommGroups> owned;
-  RankGroups view;  // points into `owned`; world = the argument
-};
-core::Result<std::unique_ptr<PlanGroups>> SplitPlanGroups(HostComm& world, const core::PlanSpec& p);
 
 struct ExecutorOptions {
   int warmup_steps = 1;
@@ -102,45 +82,6 @@ struct ExecutorOptions {
 // call ExecuteStep with the same scenario and options.
 core::Result<Measurement> ExecuteStep(Backend& backend, const core::Scenario& scenario, const ExecutorOptions& options,
                                       const RankGroups& groups);
-
-// ---- pipeline schedules across ranks
-//
-// The pipeline's virtual stages and every schedule's per-rank order are core/schedule.h's
-// (core::PipeTopology, core::PipelineOrders), the orders sim/des.cc simulates.
-using PipePass = core::PipePass;  // F, B, W (W: weight gradients split from B)
-using PipeSlot = core::ScheduleSlot;
-
-// The passes pipeline rank `stage` runs in one step, in order: core::PipelineOrders' for the
-// plan's schedule. InvalidArgument naming the plan field for a pipeline the schedule cannot order
-// (core::CheckPipelineSchedule) or a stage outside [0, pp).
-core::Result<std::vector<PipeSlot>> PipelineOrder(const core::PlanSpec& p, int64_t stage);
-
-// The message a pass sends: the activation of virtual stage `from_vstage` (F) or the input
-// gradient it passes back (B), for one microbatch.
-struct PipeMessage {
-  bool gradient = false;
-  int64_t from_vstage = 0;
-  int64_t microbatch = 0;
-  friend bool operator==(const PipeMessage&, const PipeMessage&) = default;
-};
-
-// One step of a rank's pipeline program: run a pass, or receive / send a message from / to the
-// pipeline rank `peer` (its rank in the pipeline group = its stage).
-struct PipeAction {
-  enum Kind { kRecv, kRun, kSend } kind = kRun;
-  PipeSlot slot;        // kRun: the pass; kRecv, kSend: the pass the message is received for / sent by
-  int64_t peer = -1;    // kRecv, kSend
-  PipeMessage message;  // kRecv, kSend
-};
-
-// PipelineOrder(p, stage) with its messages: each pass's sends follow it (sends are buffered:
-// they never block); its receives precede it, and receive in the order the peer sends, so a
-// message the peer sent earlier than the one a pass needs is received (and held) first. Then, on
-// every pair of ranks, the sends of one and the receives of the other are the same sequence,
-// which is what untagged point-to-point channels (MPI's non-overtaking order, NCCL) need; and a
-// program whose passes follow a valid timeline cannot deadlock (a receive waits only for sends
-// its pass depends on or that precede them). Errors as PipelineOrder.
-core::Result<std::vector<PipeAction>> PipelineProgram(const core::PlanSpec& p, int64_t stage);
 
 }  // namespace meshplan::runtime
 

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/output.h"
 #include "cli/store_flags.h"
 #include "core/result_store.h"
 
@@ -28,12 +29,6 @@ struct HistoryFlags {
   bool sweeps = false;
   bool predictions = false;
 };
-
-std::string Fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
 
 // nccl-tests layout: a '#' header row, a '#' units row, then the rows; columns as wide as their
 // widest cell, text left-aligned and numbers right-aligned.

@@ -9,15 +9,17 @@
 #include "core/units.h"
 
 namespace meshplan::cli {
-namespace {
-
-using OJson = nlohmann::ordered_json;
 
 std::string Fmt(const char* format, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, format, v);
   return buf;
 }
+
+namespace {
+
+using OJson = nlohmann::ordered_json;
+
 }  // namespace
 
 std::string PlanLabel(const core::Scenario& s) {

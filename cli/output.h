@@ -20,6 +20,8 @@ enum class Format { kTable, kJson, kCsv };
 bool ParseFormat(const std::string& text, Format* out);
 // 70553706496 -> "70.55B", 2760000 -> "2.76M": parameter counts as people say them.
 std::string HumanCount(int64_t n);
+// printf of one number (a format with one conversion), for table cells.
+std::string Fmt(const char* format, double v);
 // "llama3-70b tp8 pp2 dp4 mbs1 seq8192 on 64x h100-sxm": how the result store labels a plan.
 std::string PlanLabel(const core::Scenario& s);
 

@@ -42,12 +42,6 @@ struct ReliabilityFlags {
   std::optional<uint64_t> seed;
 };
 
-std::string Fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
 // "auto" -> 0; "90s", "30m", "30min", "1.5h", "2d", or bare seconds.
 bool ParseInterval(const std::string& text, double* seconds) {
   if (text == "auto") {

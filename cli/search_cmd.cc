@@ -31,11 +31,6 @@ namespace {
 
 using OJson = nlohmann::ordered_json;
 
-std::string Fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
 std::string Gb(int64_t bytes) { return Fmt("%.1f", static_cast<double>(bytes) / 1e9); }
 
 // ---------------------------------------------------------------------------------------------

@@ -254,6 +254,225 @@ void ValidateCluster(const ClusterSpec& c, const std::string& p, Diagnostics* d)
          "USD per GPU-hour: on-demand prices are a few dollars");
 }
 
+namespace {
+
+// Legal but unusual inputs (docs/reliability.md §1): said once per report, not refused.
+void WarnUnusual(const ModelSpec& m, const ClusterSpec& c, Diagnostics* d) {
+  if (d->wants_warnings()) {
+    for (auto [field, v] : {std::pair{"cluster.scale_up_latency_s", c.scale_up_latency_s},
+                            std::pair{"cluster.scale_out_latency_s", c.scale_out_latency_s}})
+      if (v > 1e-4)
+        d->Warning(field, S(v) +
+                              " s is above 100 us; NCCL's collective latencies are microseconds (nccl-tests: a few "
+                              "within a node, 10-30 across nodes): is it in seconds?");
+    if (m.layers > 1000)
+      d->Warning("model.layers", S(m.layers) + " is more than any published LLM has (Llama 3.1 405B 126)");
+    if (static_cast<double>(m.heads) * static_cast<double>(m.head_dim) > 4.0 * static_cast<double>(m.hidden))
+      d->Warning("model.heads", "heads x head_dim = " + S(m.heads * m.head_dim) + " is more than 4 x hidden = " +
+                                    S(4 * m.hidden) + " (published models: at most 3.4x, DeepSeek-V3's MLA query)");
+    if (c.price_per_gpu_hour_usd > 100)
+      d->Warning("cluster.price_per_gpu_hour_usd",
+                 S(c.price_per_gpu_hour_usd) + " USD per GPU-hour: on-demand prices are a few dollars");
+  }
+}
+
+// The device count and tensor parallelism: heads, kv heads and the MLP split evenly.
+void CheckDegrees(const PlanSpec& pl, const ModelSpec& m, const ClusterSpec& c, Diagnostics* d) {
+  // Device count.
+  const int64_t product = pl.tp * pl.pp * pl.dp * pl.cp;
+  if (product != pl.gpus)
+    d->Error("plan.gpus", S(pl.gpus) + " must equal tp*pp*dp*cp = " + S(pl.tp) + "*" + S(pl.pp) + "*" + S(pl.dp) + "*" +
+                              S(pl.cp) + " = " + S(product));
+
+  // Tensor parallel: heads, kv heads and the MLP split evenly.
+  if (m.heads % pl.tp != 0) d->Error("plan.tp", S(pl.tp) + " must divide model.heads=" + S(m.heads));
+  if (m.kv_heads % pl.tp != 0 && pl.tp % m.kv_heads != 0)
+    d->Error("plan.tp", S(pl.tp) + " must divide model.kv_heads=" + S(m.kv_heads) +
+                            " or be a multiple of it (kv heads are then replicated)");
+  if (m.ffn_hidden > 0 && m.ffn_hidden % pl.tp != 0)
+    d->Error("plan.tp", S(pl.tp) + " must divide model.ffn_hidden=" + S(m.ffn_hidden));
+  if (pl.tp > c.scale_up_domain_gpus)
+    d->Warning("plan.tp", S(pl.tp) + " spans more than one scale-up domain (cluster.scale_up_domain_gpus=" +
+                              S(c.scale_up_domain_gpus) + "): tensor-parallel traffic crosses the scale-out network");
+  if (pl.sequence_parallel && pl.tp == 1) d->Warning("plan.sequence_parallel", "has no effect with tp=1");
+}
+
+// Layers over pipeline stages.
+void CheckStages(const PlanSpec& pl, const ModelSpec& m, Diagnostics* d) {
+  const int64_t chunks = pl.pp * pl.vpp;
+  if (pl.stage_layers.empty()) {
+    if (m.layers % chunks != 0)
+      d->Error("plan.pp", "model.layers=" + S(m.layers) + " must split evenly over pp*vpp=" + S(chunks) +
+                              " (or give plan.stage_layers for an uneven split)");
+  } else {
+    if (static_cast<int64_t>(pl.stage_layers.size()) != chunks) {
+      d->Error("plan.stage_layers", "must have pp*vpp=" + S(chunks) + " entries (got " +
+                                        S(static_cast<int64_t>(pl.stage_layers.size())) + ")");
+    } else {
+      int64_t sum = 0;
+      for (size_t i = 0; i < pl.stage_layers.size(); ++i) {
+        if (pl.stage_layers[i] < 1)
+          d->Error("plan.stage_layers[" + std::to_string(i) + "]", "must be >= 1 (got " + S(pl.stage_layers[i]) + ")");
+        sum += pl.stage_layers[i];
+      }
+      if (sum != m.layers)
+        d->Error("plan.stage_layers", "must sum to model.layers=" + S(m.layers) + " (got " + S(sum) + ")");
+    }
+  }
+}
+
+// Batch and schedule.
+void CheckBatchAndSchedule(const PlanSpec& pl, Diagnostics* d) {
+  if (pl.global_batch % (pl.micro_batch * pl.dp) != 0)
+    d->Error("plan.global_batch", S(pl.global_batch) + " must be divisible by micro_batch*dp = " + S(pl.micro_batch) +
+                                      "*" + S(pl.dp) + " = " + S(pl.micro_batch * pl.dp));
+  const int64_t mb = pl.global_batch / (pl.micro_batch * pl.dp);
+  if (pl.vpp > 1 && pl.schedule != Schedule::kInterleaved)
+    d->Error("plan.vpp", S(pl.vpp) + " needs plan.schedule=interleaved (got " + Name(pl.schedule) + ")");
+  if (pl.schedule == Schedule::kInterleaved) {
+    if (pl.vpp < 2) d->Error("plan.schedule", "interleaved needs plan.vpp >= 2 (got " + S(pl.vpp) + ")");
+    if (pl.pp < 2) d->Error("plan.schedule", "interleaved needs plan.pp >= 2 (got " + S(pl.pp) + ")");
+    if (mb > 0 && mb % pl.pp != 0)
+      d->Error("plan.global_batch", "interleaved schedule needs the microbatches per pipeline (" + S(mb) +
+                                        ") to be a multiple of pp=" + S(pl.pp));
+  }
+  if (pl.schedule == Schedule::kZeroBubble && pl.pp > 1 && mb < pl.pp)
+    d->Error("plan.schedule", "zero-bubble needs at least pp=" + S(pl.pp) + " microbatches (got " + S(mb) + ")");
+  if (pl.schedule == Schedule::kDualPipe) {
+    if (pl.pp < 2 || pl.pp % 2 != 0) d->Error("plan.pp", "dualpipe needs an even pp >= 2 (got " + S(pl.pp) + ")");
+    else if (mb < 2 * pl.pp || mb % 2 != 0)
+      d->Error("plan.global_batch", "dualpipe needs an even number of microbatches per pipeline, at least 2*pp=" +
+                                        S(2 * pl.pp) + " (got " + S(mb) + "; DeepSeek's dualpipe.py asserts both)");
+  }
+  if ((pl.schedule == Schedule::k1F1B || pl.schedule == Schedule::kGpipe) && pl.pp > 1 && mb > 0 && mb < pl.pp &&
+      d->wants_warnings())
+    d->Warning("plan.global_batch", S(mb) + " microbatches per pipeline never fill pp=" + S(pl.pp) + " stages");
+}
+
+// Context parallel.
+void CheckContextParallel(const PlanSpec& pl, const ModelSpec& m, Diagnostics* d) {
+  if (pl.cp > 1) {
+    const int64_t chunks_needed = pl.cp_kind == CpKind::kRing ? 2 * pl.cp : pl.cp;
+    if (pl.seq_len % chunks_needed != 0)
+      d->Error("plan.seq_len", S(pl.seq_len) + " must be divisible by " +
+                                   (pl.cp_kind == CpKind::kRing ? "2*cp=" : "cp=") + S(chunks_needed) +
+                                   (pl.cp_kind == CpKind::kRing ? " (load-balanced causal ring)" : ""));
+    if (pl.cp_kind == CpKind::kUlysses && m.heads % (pl.tp * pl.cp) != 0)
+      d->Error("plan.cp", "ulysses needs tp*cp=" + S(pl.tp * pl.cp) + " to divide model.heads=" + S(m.heads));
+  }
+  if (pl.sequence_parallel && pl.tp > 1 && (pl.seq_len / pl.cp) % pl.tp != 0)
+    d->Error("plan.seq_len",
+             "with sequence_parallel, seq_len/cp=" + S(pl.seq_len / pl.cp) + " must be divisible by tp=" + S(pl.tp));
+  if (pl.seq_len > m.max_seq) d->Warning("plan.seq_len", S(pl.seq_len) + " exceeds model.max_seq=" + S(m.max_seq));
+}
+
+// Expert parallel.
+void CheckExpertParallel(const PlanSpec& pl, const ModelSpec& m, Diagnostics* d) {
+  if (!m.moe) {
+    if (pl.ep > 1) d->Error("plan.ep", S(pl.ep) + " needs an MoE model (model.moe is absent)");
+    if (pl.etp > 1) d->Error("plan.etp", S(pl.etp) + " needs an MoE model (model.moe is absent)");
+  } else {
+    if (m.moe->experts % pl.ep != 0)
+      d->Error("plan.ep", S(pl.ep) + " must divide model.moe.experts=" + S(m.moe->experts));
+    const int64_t pool = pl.tp * pl.cp * pl.dp;
+    if (pool % (pl.ep * pl.etp) != 0)
+      d->Error("plan.ep", "ep*etp=" + S(pl.ep * pl.etp) + " must divide tp*cp*dp=" + S(pool) +
+                              " (expert layers regroup a stage's ranks as etp x ep x expert-dp)");
+    if (m.moe->expert_ffn_hidden % pl.etp != 0)
+      d->Error("plan.etp", S(pl.etp) + " must divide model.moe.expert_ffn_hidden=" + S(m.moe->expert_ffn_hidden));
+  }
+}
+
+// Sharding and offload.
+void CheckShardingAndOffload(const PlanSpec& pl, Diagnostics* d) {
+  if (pl.sharding == Sharding::kHsdp) {
+    if (pl.zero < 1) d->Error("plan.sharding", "hsdp shards state, so it needs plan.zero >= 1 (got 0)");
+    if (pl.hsdp_shard_size < 1)
+      d->Error("plan.hsdp_shard_size", "must be >= 1 with sharding=hsdp (got " + S(pl.hsdp_shard_size) + ")");
+    else if ((pl.dp * pl.cp) % pl.hsdp_shard_size != 0)
+      d->Error("plan.hsdp_shard_size", S(pl.hsdp_shard_size) + " must divide dp*cp=" + S(pl.dp * pl.cp));
+  } else if (pl.hsdp_shard_size != 0) {
+    d->Error("plan.hsdp_shard_size", "is only used with sharding=hsdp (got sharding=fsdp)");
+  }
+  if (pl.offload_params != OffloadTarget::kNone && pl.zero != 3)
+    d->Error("plan.offload.params", "parameter offload needs plan.zero=3 (got " + S(int64_t{pl.zero}) + ")");
+  if (pl.offload_optimizer == OffloadTarget::kCpu && pl.zero < 1)
+    d->Error("plan.offload.optimizer", "optimizer offload needs plan.zero >= 1 (got 0)");
+  if (pl.offload_optimizer == OffloadTarget::kNvme && pl.zero != 3)
+    d->Error("plan.offload.optimizer",
+             "nvme offload needs plan.zero=3 (ZeRO-Infinity; got " + S(int64_t{pl.zero}) + ")");
+
+  if (pl.ep_overlap && pl.ep <= 1)
+    d->Error(
+        "plan.ep_overlap",
+        "needs plan.ep > 1: without expert parallelism there are no all-to-alls to overlap (got ep " + S(pl.ep) + ")");
+}
+
+// Recompute.
+void CheckRecompute(const PlanSpec& pl, const ModelSpec& m, Diagnostics* d) {
+  if (pl.recompute_layers > 0) {
+    if (pl.recompute != Recompute::kFull)
+      d->Error("plan.recompute_layers", "needs plan.recompute=full (got " + std::string(Name(pl.recompute)) + ")");
+    const int64_t chunks = pl.pp * pl.vpp;
+    int64_t per_stage = chunks > 0 ? m.layers / chunks * pl.vpp : m.layers;
+    if (pl.recompute_layers > per_stage)
+      d->Error("plan.recompute_layers",
+               S(pl.recompute_layers) + " exceeds the layers per pipeline stage (" + S(per_stage) + ")");
+  }
+  if (pl.recompute_modules == 0 || (pl.recompute_modules >> 7) != 0) {
+    d->Error("plan.recompute_modules", "must name at least one of " + Choices<RecomputeModule>());
+  } else if (pl.recompute_modules != kDefaultRecomputeModules) {
+    const std::string mods = "[" + RecomputeModulesString(pl.recompute_modules) + "]";
+    if (pl.recompute != Recompute::kSelective)
+      d->Error("plan.recompute_modules",
+               mods + " needs plan.recompute=selective (got " + std::string(Name(pl.recompute)) + ")");
+    // Megatron-Core refuses mla_up_proj without MLA (transformer_config.py __post_init__); the
+    // others would recompute nothing on this model: said, not refused.
+    if ((pl.recompute_modules & ModuleBit(RecomputeModule::kMlaUpProj)) && !m.mla)
+      d->Error("plan.recompute_modules", "mla_up_proj needs a model with multi-latent attention (model.mla)");
+    if ((pl.recompute_modules & ModuleBit(RecomputeModule::kMoeAct)) && !m.moe)
+      d->Warning("plan.recompute_modules", "moe_act recomputes nothing: the model has no MoE layers");
+    if ((pl.recompute_modules & ModuleBit(RecomputeModule::kSharedExperts)) && (!m.moe || m.moe->shared_experts == 0))
+      d->Warning("plan.recompute_modules", "shared_experts recomputes nothing: the model has no shared experts");
+    if (pl.recompute_modules & ModuleBit(RecomputeModule::kTorchtitanOp)) {
+      if (pl.recompute_modules != ModuleBit(RecomputeModule::kTorchtitanOp))
+        d->Error("plan.recompute_modules", "torchtitan_op is a whole policy: list it alone (got " + mods + ")");
+      if (m.moe || m.mla || m.attention == AttentionImpl::kNaive || m.bias != BiasKind::kNone)
+        d->Error("plan.recompute_modules",
+                 "torchtitan_op is torchtitan's policy for dense Llama-style layers: fused attention, no MoE, MLA or "
+                 "biases (a biased linear runs addmm, which the policy does not count)");
+    }
+  }
+}
+
+// Precision and state dtypes.
+void CheckPrecision(const PlanSpec& pl, const GpuSpec& g, Diagnostics* d) {
+  if (pl.precision == Dtype::kNone || pl.precision == Dtype::kInt8) {
+    d->Error("plan.precision", std::string("must be a floating-point compute dtype (got ") + Name(pl.precision) + ")");
+  } else if (!g.peak_flops_per_s.count(pl.precision)) {
+    std::string have;
+    for (const auto& [dt, v] : g.peak_flops_per_s) {
+      if (!have.empty()) have += "|";
+      have += Name(dt);
+    }
+    d->Error("plan.precision",
+             std::string(Name(pl.precision)) + " is not supported by gpu " + g.name + " (it has: " + have + ")");
+  }
+  if (pl.dtypes.weights == Dtype::kNone) d->Error("plan.dtypes.weights", "must not be none");
+  if (pl.dtypes.grads == Dtype::kNone) d->Error("plan.dtypes.grads", "must not be none");
+  const bool eight_bit = pl.optimizer == Optimizer::kAdam8bit;
+  if (eight_bit && pl.dtypes.optimizer_states != Dtype::kInt8)
+    d->Error("plan.dtypes.optimizer_states",
+             std::string("adam-8bit keeps int8 moments (got ") + Name(pl.dtypes.optimizer_states) + ")");
+  if (!eight_bit && pl.dtypes.optimizer_states == Dtype::kInt8)
+    d->Error("plan.dtypes.optimizer_states",
+             std::string("int8 moments need optimizer=adam-8bit (got ") + Name(pl.optimizer) + ")");
+  if (pl.optimizer != Optimizer::kSgdMomentum && pl.dtypes.optimizer_states == Dtype::kNone)
+    d->Error("plan.dtypes.optimizer_states", std::string(Name(pl.optimizer)) + " keeps moments; none is not allowed");
+}
+
+}  // namespace
+
 void ValidatePlan(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, const ClusterSpec& c, Diagnostics* d) {
   // Ranges first; the cross-checks below assume positive degrees.
   Diagnostics r;
@@ -313,198 +532,16 @@ void ValidatePlan(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, cons
     }
   }
 
-  // Legal but unusual inputs (docs/reliability.md §1): said once per report, not refused.
-  if (d->wants_warnings()) {
-    for (auto [field, v] : {std::pair{"cluster.scale_up_latency_s", c.scale_up_latency_s},
-                            std::pair{"cluster.scale_out_latency_s", c.scale_out_latency_s}})
-      if (v > 1e-4)
-        d->Warning(field, S(v) +
-                              " s is above 100 us; NCCL's collective latencies are microseconds (nccl-tests: a few "
-                              "within a node, 10-30 across nodes): is it in seconds?");
-    if (m.layers > 1000)
-      d->Warning("model.layers", S(m.layers) + " is more than any published LLM has (Llama 3.1 405B 126)");
-    if (static_cast<double>(m.heads) * static_cast<double>(m.head_dim) > 4.0 * static_cast<double>(m.hidden))
-      d->Warning("model.heads", "heads x head_dim = " + S(m.heads * m.head_dim) + " is more than 4 x hidden = " +
-                                    S(4 * m.hidden) + " (published models: at most 3.4x, DeepSeek-V3's MLA query)");
-    if (c.price_per_gpu_hour_usd > 100)
-      d->Warning("cluster.price_per_gpu_hour_usd",
-                 S(c.price_per_gpu_hour_usd) + " USD per GPU-hour: on-demand prices are a few dollars");
-  }
-
-  // Device count.
-  const int64_t product = pl.tp * pl.pp * pl.dp * pl.cp;
-  if (product != pl.gpus)
-    d->Error("plan.gpus", S(pl.gpus) + " must equal tp*pp*dp*cp = " + S(pl.tp) + "*" + S(pl.pp) + "*" + S(pl.dp) + "*" +
-                              S(pl.cp) + " = " + S(product));
-
-  // Tensor parallel: heads, kv heads and the MLP split evenly.
-  if (m.heads % pl.tp != 0) d->Error("plan.tp", S(pl.tp) + " must divide model.heads=" + S(m.heads));
-  if (m.kv_heads % pl.tp != 0 && pl.tp % m.kv_heads != 0)
-    d->Error("plan.tp", S(pl.tp) + " must divide model.kv_heads=" + S(m.kv_heads) +
-                            " or be a multiple of it (kv heads are then replicated)");
-  if (m.ffn_hidden > 0 && m.ffn_hidden % pl.tp != 0)
-    d->Error("plan.tp", S(pl.tp) + " must divide model.ffn_hidden=" + S(m.ffn_hidden));
-  if (pl.tp > c.scale_up_domain_gpus)
-    d->Warning("plan.tp", S(pl.tp) + " spans more than one scale-up domain (cluster.scale_up_domain_gpus=" +
-                              S(c.scale_up_domain_gpus) + "): tensor-parallel traffic crosses the scale-out network");
-  if (pl.sequence_parallel && pl.tp == 1) d->Warning("plan.sequence_parallel", "has no effect with tp=1");
-
-  // Layers over pipeline stages.
-  const int64_t chunks = pl.pp * pl.vpp;
-  if (pl.stage_layers.empty()) {
-    if (m.layers % chunks != 0)
-      d->Error("plan.pp", "model.layers=" + S(m.layers) + " must split evenly over pp*vpp=" + S(chunks) +
-                              " (or give plan.stage_layers for an uneven split)");
-  } else {
-    if (static_cast<int64_t>(pl.stage_layers.size()) != chunks) {
-      d->Error("plan.stage_layers", "must have pp*vpp=" + S(chunks) + " entries (got " +
-                                        S(static_cast<int64_t>(pl.stage_layers.size())) + ")");
-    } else {
-      int64_t sum = 0;
-      for (size_t i = 0; i < pl.stage_layers.size(); ++i) {
-        if (pl.stage_layers[i] < 1)
-          d->Error("plan.stage_layers[" + std::to_string(i) + "]", "must be >= 1 (got " + S(pl.stage_layers[i]) + ")");
-        sum += pl.stage_layers[i];
-      }
-      if (sum != m.layers)
-        d->Error("plan.stage_layers", "must sum to model.layers=" + S(m.layers) + " (got " + S(sum) + ")");
-    }
-  }
-
-  // Batch and schedule.
-  if (pl.global_batch % (pl.micro_batch * pl.dp) != 0)
-    d->Error("plan.global_batch", S(pl.global_batch) + " must be divisible by micro_batch*dp = " + S(pl.micro_batch) +
-                                      "*" + S(pl.dp) + " = " + S(pl.micro_batch * pl.dp));
-  const int64_t mb = pl.global_batch / (pl.micro_batch * pl.dp);
-  if (pl.vpp > 1 && pl.schedule != Schedule::kInterleaved)
-    d->Error("plan.vpp", S(pl.vpp) + " needs plan.schedule=interleaved (got " + Name(pl.schedule) + ")");
-  if (pl.schedule == Schedule::kInterleaved) {
-    if (pl.vpp < 2) d->Error("plan.schedule", "interleaved needs plan.vpp >= 2 (got " + S(pl.vpp) + ")");
-    if (pl.pp < 2) d->Error("plan.schedule", "interleaved needs plan.pp >= 2 (got " + S(pl.pp) + ")");
-    if (mb > 0 && mb % pl.pp != 0)
-      d->Error("plan.global_batch", "interleaved schedule needs the microbatches per pipeline (" + S(mb) +
-                                        ") to be a multiple of pp=" + S(pl.pp));
-  }
-  if (pl.schedule == Schedule::kZeroBubble && pl.pp > 1 && mb < pl.pp)
-    d->Error("plan.schedule", "zero-bubble needs at least pp=" + S(pl.pp) + " microbatches (got " + S(mb) + ")");
-  if (pl.schedule == Schedule::kDualPipe) {
-    if (pl.pp < 2 || pl.pp % 2 != 0) d->Error("plan.pp", "dualpipe needs an even pp >= 2 (got " + S(pl.pp) + ")");
-    else if (mb < 2 * pl.pp || mb % 2 != 0)
-      d->Error("plan.global_batch", "dualpipe needs an even number of microbatches per pipeline, at least 2*pp=" +
-                                        S(2 * pl.pp) + " (got " + S(mb) + "; DeepSeek's dualpipe.py asserts both)");
-  }
-  if ((pl.schedule == Schedule::k1F1B || pl.schedule == Schedule::kGpipe) && pl.pp > 1 && mb > 0 && mb < pl.pp &&
-      d->wants_warnings())
-    d->Warning("plan.global_batch", S(mb) + " microbatches per pipeline never fill pp=" + S(pl.pp) + " stages");
-
-  // Context parallel.
-  if (pl.cp > 1) {
-    const int64_t chunks_needed = pl.cp_kind == CpKind::kRing ? 2 * pl.cp : pl.cp;
-    if (pl.seq_len % chunks_needed != 0)
-      d->Error("plan.seq_len", S(pl.seq_len) + " must be divisible by " +
-                                   (pl.cp_kind == CpKind::kRing ? "2*cp=" : "cp=") + S(chunks_needed) +
-                                   (pl.cp_kind == CpKind::kRing ? " (load-balanced causal ring)" : ""));
-    if (pl.cp_kind == CpKind::kUlysses && m.heads % (pl.tp * pl.cp) != 0)
-      d->Error("plan.cp", "ulysses needs tp*cp=" + S(pl.tp * pl.cp) + " to divide model.heads=" + S(m.heads));
-  }
-  if (pl.sequence_parallel && pl.tp > 1 && (pl.seq_len / pl.cp) % pl.tp != 0)
-    d->Error("plan.seq_len",
-             "with sequence_parallel, seq_len/cp=" + S(pl.seq_len / pl.cp) + " must be divisible by tp=" + S(pl.tp));
-  if (pl.seq_len > m.max_seq) d->Warning("plan.seq_len", S(pl.seq_len) + " exceeds model.max_seq=" + S(m.max_seq));
-
-  // Expert parallel.
-  if (!m.moe) {
-    if (pl.ep > 1) d->Error("plan.ep", S(pl.ep) + " needs an MoE model (model.moe is absent)");
-    if (pl.etp > 1) d->Error("plan.etp", S(pl.etp) + " needs an MoE model (model.moe is absent)");
-  } else {
-    if (m.moe->experts % pl.ep != 0)
-      d->Error("plan.ep", S(pl.ep) + " must divide model.moe.experts=" + S(m.moe->experts));
-    const int64_t pool = pl.tp * pl.cp * pl.dp;
-    if (pool % (pl.ep * pl.etp) != 0)
-      d->Error("plan.ep", "ep*etp=" + S(pl.ep * pl.etp) + " must divide tp*cp*dp=" + S(pool) +
-                              " (expert layers regroup a stage's ranks as etp x ep x expert-dp)");
-    if (m.moe->expert_ffn_hidden % pl.etp != 0)
-      d->Error("plan.etp", S(pl.etp) + " must divide model.moe.expert_ffn_hidden=" + S(m.moe->expert_ffn_hidden));
-  }
-
-  // Sharding and offload.
-  if (pl.sharding == Sharding::kHsdp) {
-    if (pl.zero < 1) d->Error("plan.sharding", "hsdp shards state, so it needs plan.zero >= 1 (got 0)");
-    if (pl.hsdp_shard_size < 1)
-      d->Error("plan.hsdp_shard_size", "must be >= 1 with sharding=hsdp (got " + S(pl.hsdp_shard_size) + ")");
-    else if ((pl.dp * pl.cp) % pl.hsdp_shard_size != 0)
-      d->Error("plan.hsdp_shard_size", S(pl.hsdp_shard_size) + " must divide dp*cp=" + S(pl.dp * pl.cp));
-  } else if (pl.hsdp_shard_size != 0) {
-    d->Error("plan.hsdp_shard_size", "is only used with sharding=hsdp (got sharding=fsdp)");
-  }
-  if (pl.offload_params != OffloadTarget::kNone && pl.zero != 3)
-    d->Error("plan.offload.params", "parameter offload needs plan.zero=3 (got " + S(int64_t{pl.zero}) + ")");
-  if (pl.offload_optimizer == OffloadTarget::kCpu && pl.zero < 1)
-    d->Error("plan.offload.optimizer", "optimizer offload needs plan.zero >= 1 (got 0)");
-  if (pl.offload_optimizer == OffloadTarget::kNvme && pl.zero != 3)
-    d->Error("plan.offload.optimizer",
-             "nvme offload needs plan.zero=3 (ZeRO-Infinity; got " + S(int64_t{pl.zero}) + ")");
-
-  if (pl.ep_overlap && pl.ep <= 1)
-    d->Error(
-        "plan.ep_overlap",
-        "needs plan.ep > 1: without expert parallelism there are no all-to-alls to overlap (got ep " + S(pl.ep) + ")");
-
-  // Recompute.
-  if (pl.recompute_layers > 0) {
-    if (pl.recompute != Recompute::kFull)
-      d->Error("plan.recompute_layers", "needs plan.recompute=full (got " + std::string(Name(pl.recompute)) + ")");
-    int64_t per_stage = chunks > 0 ? m.layers / chunks * pl.vpp : m.layers;
-    if (pl.recompute_layers > per_stage)
-      d->Error("plan.recompute_layers",
-               S(pl.recompute_layers) + " exceeds the layers per pipeline stage (" + S(per_stage) + ")");
-  }
-  if (pl.recompute_modules == 0 || (pl.recompute_modules >> 7) != 0) {
-    d->Error("plan.recompute_modules", "must name at least one of " + Choices<RecomputeModule>());
-  } else if (pl.recompute_modules != kDefaultRecomputeModules) {
-    const std::string mods = "[" + RecomputeModulesString(pl.recompute_modules) + "]";
-    if (pl.recompute != Recompute::kSelective)
-      d->Error("plan.recompute_modules",
-               mods + " needs plan.recompute=selective (got " + std::string(Name(pl.recompute)) + ")");
-    // Megatron-Core refuses mla_up_proj without MLA (transformer_config.py __post_init__); the
-    // others would recompute nothing on this model: said, not refused.
-    if ((pl.recompute_modules & ModuleBit(RecomputeModule::kMlaUpProj)) && !m.mla)
-      d->Error("plan.recompute_modules", "mla_up_proj needs a model with multi-latent attention (model.mla)");
-    if ((pl.recompute_modules & ModuleBit(RecomputeModule::kMoeAct)) && !m.moe)
-      d->Warning("plan.recompute_modules", "moe_act recomputes nothing: the model has no MoE layers");
-    if ((pl.recompute_modules & ModuleBit(RecomputeModule::kSharedExperts)) && (!m.moe || m.moe->shared_experts == 0))
-      d->Warning("plan.recompute_modules", "shared_experts recomputes nothing: the model has no shared experts");
-    if (pl.recompute_modules & ModuleBit(RecomputeModule::kTorchtitanOp)) {
-      if (pl.recompute_modules != ModuleBit(RecomputeModule::kTorchtitanOp))
-        d->Error("plan.recompute_modules", "torchtitan_op is a whole policy: list it alone (got " + mods + ")");
-      if (m.moe || m.mla || m.attention == AttentionImpl::kNaive || m.bias != BiasKind::kNone)
-        d->Error("plan.recompute_modules",
-                 "torchtitan_op is torchtitan's policy for dense Llama-style layers: fused attention, no MoE, MLA or "
-                 "biases (a biased linear runs addmm, which the policy does not count)");
-    }
-  }
-
-  // Precision and state dtypes.
-  if (pl.precision == Dtype::kNone || pl.precision == Dtype::kInt8) {
-    d->Error("plan.precision", std::string("must be a floating-point compute dtype (got ") + Name(pl.precision) + ")");
-  } else if (!g.peak_flops_per_s.count(pl.precision)) {
-    std::string have;
-    for (const auto& [dt, v] : g.peak_flops_per_s) have += (have.empty() ? "" : "|") + std::string(Name(dt));
-    d->Error("plan.precision",
-             std::string(Name(pl.precision)) + " is not supported by gpu " + g.name + " (it has: " + have + ")");
-  }
-  if (pl.dtypes.weights == Dtype::kNone) d->Error("plan.dtypes.weights", "must not be none");
-  if (pl.dtypes.grads == Dtype::kNone) d->Error("plan.dtypes.grads", "must not be none");
-  const bool eight_bit = pl.optimizer == Optimizer::kAdam8bit;
-  if (eight_bit && pl.dtypes.optimizer_states != Dtype::kInt8)
-    d->Error("plan.dtypes.optimizer_states",
-             std::string("adam-8bit keeps int8 moments (got ") + Name(pl.dtypes.optimizer_states) + ")");
-  if (!eight_bit && pl.dtypes.optimizer_states == Dtype::kInt8)
-    d->Error("plan.dtypes.optimizer_states",
-             std::string("int8 moments need optimizer=adam-8bit (got ") + Name(pl.optimizer) + ")");
-  if (pl.optimizer != Optimizer::kSgdMomentum && pl.dtypes.optimizer_states == Dtype::kNone)
-    d->Error("plan.dtypes.optimizer_states", std::string(Name(pl.optimizer)) + " keeps moments; none is not allowed");
-
+  // The cross-checks, by area; each reports every broken rule.
+  WarnUnusual(m, c, d);
+  CheckDegrees(pl, m, c, d);
+  CheckStages(pl, m, d);
+  CheckBatchAndSchedule(pl, d);
+  CheckContextParallel(pl, m, d);
+  CheckExpertParallel(pl, m, d);
+  CheckShardingAndOffload(pl, d);
+  CheckRecompute(pl, m, d);
+  CheckPrecision(pl, g, d);
   if (!c.gpu.empty() && c.gpu != g.name)
     d->Warning("gpu.name", g.name + " differs from the GPU of cluster " + c.name + " (" + c.gpu + ")");
 }

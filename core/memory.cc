@@ -315,6 +315,105 @@ int64_t LayerActivationBytes(const ModelSpec& m, const PlanSpec& p, bool moe_lay
   return total;
 }
 
+namespace {
+
+// A stage's model states: its dense and expert parameters' weights, gradients, master weights and
+// moments, each sharded over its group by the ZeRO stage, and what offload moves to the host or NVMe.
+void PlaceModelStates(const PlanSpec& p, int64_t dense, int64_t expert, int64_t dense_group, int64_t expert_group,
+                      StageMemory* out) {
+  StageMemory& st = *out;
+  const ModelStateBytes ds = ShardedModelStates(static_cast<double>(dense), p, dense_group);
+  const ModelStateBytes es = ShardedModelStates(static_cast<double>(expert), p, expert_group);
+  st.weights_bytes = RoundBytes(ds.weights + es.weights);
+  st.grads_bytes = RoundBytes(ds.grads + es.grads);
+  st.master_weights_bytes = RoundBytes(ds.master_weights + es.master_weights);
+  st.optimizer_moments_bytes = RoundBytes(ds.moments + es.moments);
+  if (p.offload_optimizer != OffloadTarget::kNone) {
+    int64_t& dest = p.offload_optimizer == OffloadTarget::kCpu ? st.host_bytes : st.nvme_bytes;
+    dest += st.master_weights_bytes + st.optimizer_moments_bytes;
+    st.master_weights_bytes = 0;
+    st.optimizer_moments_bytes = 0;
+  }
+  if (p.offload_params != OffloadTarget::kNone) {
+    int64_t& dest = p.offload_params == OffloadTarget::kCpu ? st.host_bytes : st.nvme_bytes;
+    dest += st.weights_bytes;
+    st.weights_bytes = 0;
+  }
+  st.optimizer_bytes = st.master_weights_bytes + st.optimizer_moments_bytes;
+}
+
+// A stage's activations: the in-flight microbatches of its layers (per_mb each), the embedding's
+// and the loss's, deferred output-layer gradients and recompute's working set.
+void PlaceActivations(const ModelSpec& m, const PlanSpec& p, int64_t stage, bool has_first, bool has_last,
+                      int64_t per_mb, int64_t max_working, StageMemory* out) {
+  StageMemory& st = *out;
+  const int64_t t = p.tp;
+  st.inflight_microbatches = InflightMicrobatches(p, stage);
+  st.layer_activations_bytes = per_mb;
+  const int64_t e = ActBytes(p);
+  const int64_t s = p.seq_len / p.cp, b = p.micro_batch, h = m.hidden;
+  const int64_t rep_div = p.sequence_parallel ? t : 1;
+  if (has_first && m.dropout) st.embedding_activations_bytes = s * b * h / rep_div;  // dropout mask
+  if (has_last) {
+    // Final norm input and output-head input (2sbh each), and the fp32 logits the
+    // vocab-parallel cross entropy keeps (4sbv/t): Korthikanti §4.3's 4sbh/t + 4sbv/t.
+    // The final norm's and the head's inputs, and the logits at the loss: bytes per logit by the
+    // cross entropy's implementation (core/specs.h CrossEntropy).
+    const int64_t per_logit = p.cross_entropy == CrossEntropy::kUpcast   ? (t > 1 ? 16 : 12)
+                              : p.cross_entropy == CrossEntropy::kNative ? 10
+                              : p.cross_entropy == CrossEntropy::kFlash  ? 4
+                                                                         : 6;
+    st.loss_activations_bytes = 2 * e * s * b * h / rep_div + per_logit * s * b * m.vocab / t;
+    // Each MTP module keeps its enorm and hnorm inputs (sbh each) and eh_proj's input, the
+    // concatenation (2sbh), then its own final norm, head input and logits as above.
+    if (m.mtp_layers > 0)
+      st.loss_activations_bytes += m.mtp_layers * (4 * e * s * b * h / rep_div + st.loss_activations_bytes);
+  }
+  const double loss_inflight = p.schedule == Schedule::kGpipe && p.pp > 1 ? static_cast<double>(p.Microbatches()) : 1.0;
+  st.recompute_working_bytes = max_working;
+  // A deferred output-layer weight gradient keeps, per deferred microbatch, the bf16 logits
+  // gradient (2 B per logit, cast to the input dtype) and the head's input until the step's end
+  // (Megatron-Core tensor_parallel/layers.py grad_output_buffer, GPTModel
+  // embedding_activation_buffer).
+  if (has_last && p.deferred_head_wgrad > 0)
+    st.deferred_wgrad_bytes = std::min(p.deferred_head_wgrad, p.Microbatches()) *
+                              (2 * s * b * ((m.vocab + t - 1) / t) + e * s * b * h / rep_div);
+  st.activations_bytes =
+      RoundBytes(static_cast<double>(per_mb + st.embedding_activations_bytes) * st.inflight_microbatches) +
+      RoundBytes(static_cast<double>(st.loss_activations_bytes) * loss_inflight) + st.deferred_wgrad_bytes +
+      st.recompute_working_bytes;
+}
+
+// A stage's named overheads: CUDA context, cuBLAS workspace, NCCL buffers of its `comms`
+// communicators, ZeRO-3's gathered and prefetched layers (largest layer `max_layer` parameters),
+// fragmentation; then its total.
+void PlaceOverheads(const ModelSpec& m, const PlanSpec& p, const MemoryOverheads& o, int64_t comms, int64_t max_layer,
+                    StageMemory* out) {
+  StageMemory& st = *out;
+  st.cuda_context_bytes = o.cuda_context_bytes;
+  st.cublas_workspace_bytes = o.cublas_workspace_bytes;
+  st.nccl_bytes = comms * o.nccl_channels * 2 * o.nccl_buffsize_bytes;
+  // ZeRO-3 gathers a layer's full (TP-local) weights before using it and prefetches the next.
+  // Per-tensor gathers (DeepSpeed 0.3) hold fewer: the sub-module in use plus what was
+  // prefetched, which stops at stage3_max_live_parameters = 1e9 elements (DeepSpeed v0.3.13
+  // constants.py and stage3.py prefetch_next_sub_modules): at most 1e9 elements plus one layer's
+  // largest matrix, the MLP's (fused gated) weight.
+  if (p.zero == 3) {
+    int64_t live = 2 * max_layer;
+    if (p.zero3_gather == Zero3Gather::kPerTensor) {
+      const int64_t mlp = m.ffn_hidden * m.hidden * (m.mlp == MlpKind::kSwiglu ? 2 : 1) / p.tp;
+      live = std::min(live, int64_t{1000000000} + mlp);
+    }
+    st.zero3_prefetch_bytes = live * DtypeBytes(p.dtypes.weights);
+  }
+  st.fragmentation_bytes = RoundBytes(o.fragmentation_frac * static_cast<double>(st.activations_bytes));
+  st.other_bytes = st.cuda_context_bytes + st.cublas_workspace_bytes + st.nccl_bytes + st.zero3_prefetch_bytes +
+                   st.fragmentation_bytes;
+  st.total_bytes = st.weights_bytes + st.grads_bytes + st.optimizer_bytes + st.activations_bytes + st.other_bytes;
+}
+
+}  // namespace
+
 MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g, const MemoryOverheads& o,
                             MemoryDetail detail) {
   MemoryReport r;
@@ -448,84 +547,10 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
     st.expert_params = expert;
     st.params = dense + expert;
 
-    // ---- model states, sharded by ZeRO stage
-    const ModelStateBytes ds = ShardedModelStates(static_cast<double>(dense), p, dense_group);
-    const ModelStateBytes es = ShardedModelStates(static_cast<double>(expert), p, expert_group);
-    st.weights_bytes = RoundBytes(ds.weights + es.weights);
-    st.grads_bytes = RoundBytes(ds.grads + es.grads);
-    st.master_weights_bytes = RoundBytes(ds.master_weights + es.master_weights);
-    st.optimizer_moments_bytes = RoundBytes(ds.moments + es.moments);
-    if (p.offload_optimizer != OffloadTarget::kNone) {
-      int64_t& dest = p.offload_optimizer == OffloadTarget::kCpu ? st.host_bytes : st.nvme_bytes;
-      dest += st.master_weights_bytes + st.optimizer_moments_bytes;
-      st.master_weights_bytes = 0;
-      st.optimizer_moments_bytes = 0;
-    }
-    if (p.offload_params != OffloadTarget::kNone) {
-      int64_t& dest = p.offload_params == OffloadTarget::kCpu ? st.host_bytes : st.nvme_bytes;
-      dest += st.weights_bytes;
-      st.weights_bytes = 0;
-    }
-    st.optimizer_bytes = st.master_weights_bytes + st.optimizer_moments_bytes;
-
-    // ---- activations
-    st.inflight_microbatches = InflightMicrobatches(p, stage);
-    st.layer_activations_bytes = per_mb;
-    const int64_t e = ActBytes(p);
-    const int64_t s = p.seq_len / p.cp, b = p.micro_batch, h = m.hidden;
-    const int64_t rep_div = p.sequence_parallel ? t : 1;
-    if (has_first && m.dropout) st.embedding_activations_bytes = s * b * h / rep_div;  // dropout mask
-    if (has_last) {
-      // Final norm input and output-head input (2sbh each), and the fp32 logits the
-      // vocab-parallel cross entropy keeps (4sbv/t): Korthikanti §4.3's 4sbh/t + 4sbv/t.
-      // The final norm's and the head's inputs, and the logits at the loss: bytes per logit by the
-      // cross entropy's implementation (core/specs.h CrossEntropy).
-      const int64_t per_logit = p.cross_entropy == CrossEntropy::kUpcast   ? (t > 1 ? 16 : 12)
-                                : p.cross_entropy == CrossEntropy::kNative ? 10
-                                : p.cross_entropy == CrossEntropy::kFlash  ? 4
-                                                                           : 6;
-      st.loss_activations_bytes = 2 * e * s * b * h / rep_div + per_logit * s * b * m.vocab / t;
-      // Each MTP module keeps its enorm and hnorm inputs (sbh each) and eh_proj's input, the
-      // concatenation (2sbh), then its own final norm, head input and logits as above.
-      if (m.mtp_layers > 0)
-        st.loss_activations_bytes += m.mtp_layers * (4 * e * s * b * h / rep_div + st.loss_activations_bytes);
-    }
-    const double loss_inflight =
-        p.schedule == Schedule::kGpipe && p.pp > 1 ? static_cast<double>(p.Microbatches()) : 1.0;
-    st.recompute_working_bytes = max_working;
-    // A deferred output-layer weight gradient keeps, per deferred microbatch, the bf16 logits
-    // gradient (2 B per logit, cast to the input dtype) and the head's input until the step's end
-    // (Megatron-Core tensor_parallel/layers.py grad_output_buffer, GPTModel
-    // embedding_activation_buffer).
-    if (has_last && p.deferred_head_wgrad > 0)
-      st.deferred_wgrad_bytes = std::min(p.deferred_head_wgrad, p.Microbatches()) *
-                                (2 * s * b * ((m.vocab + t - 1) / t) + e * s * b * h / rep_div);
-    st.activations_bytes =
-        RoundBytes(static_cast<double>(per_mb + st.embedding_activations_bytes) * st.inflight_microbatches) +
-        RoundBytes(static_cast<double>(st.loss_activations_bytes) * loss_inflight) + st.deferred_wgrad_bytes +
-        st.recompute_working_bytes;
-
-    // ---- named overheads
-    st.cuda_context_bytes = o.cuda_context_bytes;
-    st.cublas_workspace_bytes = o.cublas_workspace_bytes;
-    st.nccl_bytes = comms * o.nccl_channels * 2 * o.nccl_buffsize_bytes;
-    // ZeRO-3 gathers a layer's full (TP-local) weights before using it and prefetches the next.
-    // Per-tensor gathers (DeepSpeed 0.3) hold fewer: the sub-module in use plus what was
-    // prefetched, which stops at stage3_max_live_parameters = 1e9 elements (DeepSpeed v0.3.13
-    // constants.py and stage3.py prefetch_next_sub_modules): at most 1e9 elements plus one layer's
-    // largest matrix, the MLP's (fused gated) weight.
-    if (p.zero == 3) {
-      int64_t live = 2 * max_layer;
-      if (p.zero3_gather == Zero3Gather::kPerTensor) {
-        const int64_t mlp = m.ffn_hidden * m.hidden * (m.mlp == MlpKind::kSwiglu ? 2 : 1) / p.tp;
-        live = std::min(live, int64_t{1000000000} + mlp);
-      }
-      st.zero3_prefetch_bytes = live * DtypeBytes(p.dtypes.weights);
-    }
-    st.fragmentation_bytes = RoundBytes(o.fragmentation_frac * static_cast<double>(st.activations_bytes));
-    st.other_bytes = st.cuda_context_bytes + st.cublas_workspace_bytes + st.nccl_bytes + st.zero3_prefetch_bytes +
-                     st.fragmentation_bytes;
-    st.total_bytes = st.weights_bytes + st.grads_bytes + st.optimizer_bytes + st.activations_bytes + st.other_bytes;
+    // ---- model states, activations and overheads
+    PlaceModelStates(p, dense, expert, dense_group, expert_group, &st);
+    PlaceActivations(m, p, stage, has_first, has_last, per_mb, max_working, &st);
+    PlaceOverheads(m, p, o, comms, max_layer, &st);
     if (detail == MemoryDetail::kFull) {
       r.stages.push_back(std::move(st));
     } else if (r.stages.empty() || st.total_bytes > r.stages.front().total_bytes) {

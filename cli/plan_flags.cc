@@ -119,9 +119,11 @@ void SetEnum(const std::optional<std::string>& text, const char* flag, const cha
 
 }  // namespace
 
-bool PlanFlags::Resolve(core::Scenario* out, Diagnostics* d, std::vector<std::string>* notes) const {
-  core::Scenario s;
-  // The plan file's specs, each replaced by its flag when one is given.
+// The scenario's specs: a plan file's (or the fallback plan's), each replaced by its flag when
+// one is given; the plan file's plan into s->plan. False on an error (in `d`).
+bool PlanFlags::ResolveSources(core::Scenario* out, bool* has_file, Diagnostics* d,
+                               std::vector<std::string>* notes) const {
+  core::Scenario& s = *out;
   core::ScenarioSources src;
   src.model = {std::nullopt, "", "--model", "is required (a preset name such as llama3-70b, or a JSON file)"};
   src.gpu = {std::nullopt, "", "--gpu", "is required (a preset name such as h100-sxm, or a JSON file)"};
@@ -165,10 +167,14 @@ bool PlanFlags::Resolve(core::Scenario* out, Diagnostics* d, std::vector<std::st
   from_flag(src.gpu, gpu, "--gpu");
   from_flag(src.cluster, cluster, "--cluster");
   if (!core::ResolveSpecs(src, &s, d, notes)) return false;
+  *has_file = file.has_value();
+  return true;
+}
 
-  // Model overrides, with the dimensions the preset derives from them following (core/defaults.h);
-  // then re-validate the model: an override can break it (heads vs kv_heads).
-  core::ModelSpec& m = s.model;
+// Model overrides, with the dimensions the preset derives from them following (core/defaults.h);
+// then re-validate the model: an override can break it (heads vs kv_heads).
+void PlanFlags::ApplyModelFlags(core::ModelSpec* spec, Diagnostics* d, std::vector<std::string>* notes) const {
+  core::ModelSpec& m = *spec;
   core::ModelOverrides mo{layers, hidden, heads, kv_heads, head_dim, ffn, vocab};
   bool model_changed = !mo.empty();
   if (model_changed) m = core::ApplyModelOverrides(m, mo, d, notes);
@@ -188,10 +194,14 @@ bool PlanFlags::Resolve(core::Scenario* out, Diagnostics* d, std::vector<std::st
     m.name += " (modified)";
     core::ValidateModel(m, "model", d);
   }
+}
 
-  // Plan: a plan file's values, overridden by flags.
-  core::PlanSpec& p = s.plan;
-  const bool from_file = file.has_value();
+// Plan: a plan file's values (from_file), overridden by flags; a stack's defaults (which may set
+// the model's attention) before them; what was filled in by default goes to `notes`.
+void PlanFlags::ApplyPlanFlags(bool from_file, core::ModelSpec* spec, core::PlanSpec* plan, Diagnostics* d,
+                               std::vector<std::string>* notes) const {
+  core::ModelSpec& m = *spec;
+  core::PlanSpec& p = *plan;
   if (tp) p.tp = *tp;
   // The stack's defaults first (they read tp for sequence parallelism); the flags below override.
   std::optional<core::SoftwareStack> sw;
@@ -299,6 +309,16 @@ bool PlanFlags::Resolve(core::Scenario* out, Diagnostics* d, std::vector<std::st
   else if (!sp && !from_file) core::ApplyDefaultSequenceParallel(&p, notes);
   if (sw)
     if (std::string said = core::ApplyStackPipelineSharding(*sw, &p); !said.empty()) notes->push_back(said);
+}
+
+bool PlanFlags::Resolve(core::Scenario* out, Diagnostics* d, std::vector<std::string>* notes) const {
+  core::Scenario s;
+  bool from_file = false;
+  if (!ResolveSources(&s, &from_file, d, notes)) return false;
+  ApplyModelFlags(&s.model, d, notes);
+  ApplyPlanFlags(from_file, &s.model, &s.plan, d, notes);
+  const core::ModelSpec& m = s.model;
+  core::PlanSpec& p = s.plan;
   core::ApplyDefaultStageSplit(m, &p, notes);
   if (d->has_errors()) return false;
   core::ValidatePlan(p, m, s.gpu, s.cluster, d);

@@ -39,6 +39,13 @@ struct PlanFlags {
   // Builds and validates the scenario. Every problem goes to `diag` (errors and warnings);
   // returns false when there is an error. `notes` lists the defaults that were filled in.
   bool Resolve(core::Scenario* out, core::Diagnostics* diag, std::vector<std::string>* notes) const;
+
+ private:
+  // Resolve's steps: the specs from presets, files and flags; the model flags; the plan flags.
+  bool ResolveSources(core::Scenario* out, bool* has_file, core::Diagnostics* d, std::vector<std::string>* notes) const;
+  void ApplyModelFlags(core::ModelSpec* spec, core::Diagnostics* d, std::vector<std::string>* notes) const;
+  void ApplyPlanFlags(bool from_file, core::ModelSpec* spec, core::PlanSpec* plan, core::Diagnostics* d,
+                      std::vector<std::string>* notes) const;
 };
 
 // Resolve() for a command: errors go to stderr one line each; warnings are returned. On failure

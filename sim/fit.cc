@@ -281,10 +281,11 @@ double PredictSample(const ComputeSample& s, const core::GpuSpec& device, const 
   return ComputeOpTime(op, device, profile) * s.calls;
 }
 
-core::Result<FitResult> FitProfile(const std::vector<ComputeSample>& compute,
-                                   const std::vector<CollectiveSample>& collectives, const core::GpuSpec& device,
-                                   const core::Profile& start, const FitOptions& options,
-                                   const std::vector<LayerSample>& layers) {
+namespace {
+
+// Every sample usable, or InvalidArgument naming it.
+core::Status CheckSamples(const std::vector<ComputeSample>& compute, const std::vector<CollectiveSample>& collectives,
+                          const core::GpuSpec& device, const std::vector<LayerSample>& layers) {
   if (compute.empty() && collectives.empty() && layers.empty())
     return core::Status::InvalidArgument("calibrate: no samples (the files hold no op rows, GEMMs or collectives)");
   for (const LayerSample& l : layers)
@@ -309,189 +310,197 @@ core::Result<FitResult> FitProfile(const std::vector<ComputeSample>& compute,
     if (!(collectives[i].time_s > 0) || collectives[i].bytes <= 0 || collectives[i].ranks < 2)
       return core::Status::InvalidArgument("collective sample " + std::to_string(i) +
                                            ": needs time_s > 0, bytes > 0 and ranks >= 2");
+  return core::Status::Ok();
+}
 
-  FitResult out;
-  out.profile = start;
+// The compute fit: GEMM, attention and HBM efficiencies (and the per-layer fractions) by least
+// squares on the op and layer samples, and its report; InvalidArgument for a fraction of the
+// device's peak above 1 (the device spec understates the hardware).
+core::Status FitCompute(const std::vector<ComputeSample>& compute, const std::vector<LayerSample>& layers,
+                        const core::GpuSpec& device, const core::Profile& start, const FitOptions& options,
+                        FitResult* result) {
+  FitResult& out = *result;
   FitReport& rep = out.report;
-  rep.compute_samples = static_cast<int>(compute.size());
   core::GpuSpec dev = device;
+  std::vector<Param> ps = ChooseParams(compute, dev, start);
+  // Per-layer timings add what a whole layer exercises: the GEMM efficiency of its precision,
+  // F_half, attention when fused, the HBM fraction of its memory-bound kernels and the
+  // scale-up bandwidth of its tensor-parallel collectives; they start from `start`.
+  std::vector<bool> layer_param(ps.size(), false);
+  auto add = [&](ParamKind kind, Dtype d, const std::string& label) {
+    for (size_t k = 0; k < ps.size(); ++k)
+      if (ps[k].label == label) {
+        layer_param[k] = true;
+        return;
+      }
+    Param p{kind, d, "", label, 0, 0};
+    p.start = GetParam(p, start);
+    ps.push_back(p);
+    layer_param.push_back(true);
+  };
+  for (const LayerSample& l : layers) {
+    const core::PlanSpec& lp = l.scenario.plan;
+    add(ParamKind::kGemmEff, lp.precision, std::string("gemm_efficiency.") + core::Name(lp.precision));
+    add(ParamKind::kHalfFlops, Dtype::kBf16, "gemm_half_flops");
+    add(ParamKind::kOverhead, Dtype::kBf16, "kernel_overhead_s");
+    if (l.scenario.model.attention != core::AttentionImpl::kNaive) {
+      add(ParamKind::kAttnFwd, Dtype::kBf16, "attention_fwd_efficiency");
+      add(ParamKind::kAttnBwd, Dtype::kBf16, "attention_bwd_efficiency");
+    }
+    add(ParamKind::kHbm, Dtype::kBf16, "hbm_efficiency");
+    if (lp.tp > 1 || lp.cp > 1 || lp.ep > 1) add(ParamKind::kScaleUp, Dtype::kBf16, "comm.scale_up");
+  }
+  const Eigen::Index np = static_cast<Eigen::Index>(ps.size());
+  Eigen::VectorXd theta0(np);
+  for (Eigen::Index k = 0; k < np; ++k) {
+    Param& p = ps[static_cast<size_t>(k)];
+    for (const ComputeSample& s : compute) p.samples += Uses(p, s) ? 1 : 0;
+    if (layer_param[static_cast<size_t>(k)]) p.samples += 2 * static_cast<int>(layers.size());
+    theta0[k] = std::log(std::max(p.start, 1e-300));
+    p.start = GetParam(p, start);  // the report's "start" is the starting profile's value
+  }
+  Eigen::VectorXd theta = theta0;
+  rep.iterations = LevenbergMarquardt(Problem{compute, layers, dev, start, ps, theta0}, options.max_iterations, &theta,
+                                      &rep.converged);
+  out.profile = WithParams(start, ps, theta);
+  // Bounded least squares for the fractions a whole layer fits (active set): a layer-level HBM
+  // or scale-up fraction above 1 says the model counts more bytes than the real (fused)
+  // kernels move; it is held at 1 and the rest refitted, and the report says so.
+  core::Profile bounded = start;
+  std::vector<Param> free_ps;
+  Eigen::VectorXd free0(np);
+  Eigen::Index nf = 0;
+  for (Eigen::Index k = 0; k < np; ++k) {
+    const Param& p = ps[static_cast<size_t>(k)];
+    const double v = std::exp(theta[k]);
+    if ((p.kind == ParamKind::kHbm || p.kind == ParamKind::kScaleUp) && v > 1) {
+      SetParam(p, 1.0, &bounded);
+      rep.kept.push_back(p.label + " held at 1 (fitted " + std::to_string(v) +
+                         "): the model moves more bytes than the measured kernels");
+      continue;
+    }
+    free_ps.push_back(p);
+    free0[nf++] = theta0[k];
+  }
+  if (static_cast<Eigen::Index>(free_ps.size()) < np) {
+    free0.conservativeResize(nf);
+    Eigen::VectorXd ft = free0;
+    rep.iterations += LevenbergMarquardt(Problem{compute, layers, dev, bounded, free_ps, free0}, options.max_iterations,
+                                         &ft, &rep.converged);
+    out.profile = WithParams(bounded, free_ps, ft);
+    for (Eigen::Index k = 0; k < np; ++k) theta[k] = std::log(GetParam(ps[static_cast<size_t>(k)], out.profile));
+  }
+  for (Eigen::Index k = 0; k < np; ++k) {
+    const Param& p = ps[static_cast<size_t>(k)];
+    rep.parameters.push_back({p.label, p.start, std::exp(theta[k]), p.samples});
+  }
+  // The global HBM fraction for kernels the samples did not cover: all memory bytes over the
+  // time they took at full bandwidth (a bytes-weighted harmonic mean of the per-op fractions).
+  double bytes = 0, full_bw_time = 0;
+  for (const ComputeSample& s : compute) {
+    if (!IsMemory(s.op.kind)) continue;
+    const double e = out.profile.memory_op_efficiency.at(MemKey(s));
+    bytes += static_cast<double>(s.op.bytes) * s.calls;
+    full_bw_time += static_cast<double>(s.op.bytes) * s.calls / e;
+  }
+  bool hbm_fitted = false;
+  for (const Param& p : ps) hbm_fitted |= p.kind == ParamKind::kHbm;
+  if (bytes > 0 && !hbm_fitted) {
+    out.profile.hbm_efficiency = bytes / full_bw_time;
+    rep.parameters.push_back({"hbm_efficiency (bytes-weighted mean of the op fractions)", start.hbm_efficiency,
+                              out.profile.hbm_efficiency, 0});
+  }
+  for (const char* kept : {"attention_fwd_efficiency", "attention_bwd_efficiency", "gemm_half_flops"}) {
+    bool fitted = false;
+    for (const Param& p : ps) fitted |= p.label == kept;
+    if (!fitted) rep.kept.push_back(kept);
+  }
+  if (bytes == 0 && !hbm_fitted) rep.kept.push_back("hbm_efficiency");
 
-  if (!compute.empty() || !layers.empty()) {
-    std::vector<Param> ps = ChooseParams(compute, dev, start);
-    // Per-layer timings add what a whole layer exercises: the GEMM efficiency of its precision,
-    // F_half, attention when fused, the HBM fraction of its memory-bound kernels and the
-    // scale-up bandwidth of its tensor-parallel collectives; they start from `start`.
-    std::vector<bool> layer_param(ps.size(), false);
-    auto add = [&](ParamKind kind, Dtype d, const std::string& label) {
-      for (size_t k = 0; k < ps.size(); ++k)
-        if (ps[k].label == label) {
-          layer_param[k] = true;
-          return;
-        }
-      Param p{kind, d, "", label, 0, 0};
-      p.start = GetParam(p, start);
-      ps.push_back(p);
-      layer_param.push_back(true);
-    };
-    for (const LayerSample& l : layers) {
-      const core::PlanSpec& lp = l.scenario.plan;
-      add(ParamKind::kGemmEff, lp.precision, std::string("gemm_efficiency.") + core::Name(lp.precision));
-      add(ParamKind::kHalfFlops, Dtype::kBf16, "gemm_half_flops");
-      add(ParamKind::kOverhead, Dtype::kBf16, "kernel_overhead_s");
-      if (l.scenario.model.attention != core::AttentionImpl::kNaive) {
-        add(ParamKind::kAttnFwd, Dtype::kBf16, "attention_fwd_efficiency");
-        add(ParamKind::kAttnBwd, Dtype::kBf16, "attention_bwd_efficiency");
-      }
-      add(ParamKind::kHbm, Dtype::kBf16, "hbm_efficiency");
-      if (lp.tp > 1 || lp.cp > 1 || lp.ep > 1) add(ParamKind::kScaleUp, Dtype::kBf16, "comm.scale_up");
+  if (options.rescale_device) {
+    // Peaks follow the efficiencies so that the highest is 1; times depend on peak x efficiency.
+    double mc = 0, mh = out.profile.hbm_efficiency;
+    for (const Param& p : ps) {
+      const double v = GetParam(p, out.profile);
+      if (p.kind == ParamKind::kGemmEff || p.kind == ParamKind::kAttnFwd || p.kind == ParamKind::kAttnBwd)
+        mc = std::max(mc, v);
+      if (p.kind == ParamKind::kMemOp) mh = std::max(mh, v);
     }
-    const Eigen::Index np = static_cast<Eigen::Index>(ps.size());
-    Eigen::VectorXd theta0(np);
-    for (Eigen::Index k = 0; k < np; ++k) {
-      Param& p = ps[static_cast<size_t>(k)];
-      for (const ComputeSample& s : compute) p.samples += Uses(p, s) ? 1 : 0;
-      if (layer_param[static_cast<size_t>(k)]) p.samples += 2 * static_cast<int>(layers.size());
-      theta0[k] = std::log(std::max(p.start, 1e-300));
-      p.start = GetParam(p, start);  // the report's "start" is the starting profile's value
+    if (mc > 0) {
+      for (auto& [d, peak] : dev.peak_flops_per_s) peak *= mc;
+      for (auto& [d, e] : out.profile.gemm_efficiency) e = std::min(1.0, e / mc);
+      out.profile.attention_fwd_efficiency = std::min(1.0, out.profile.attention_fwd_efficiency / mc);
+      out.profile.attention_bwd_efficiency = std::min(1.0, out.profile.attention_bwd_efficiency / mc);
     }
-    Eigen::VectorXd theta = theta0;
-    rep.iterations = LevenbergMarquardt(Problem{compute, layers, dev, start, ps, theta0}, options.max_iterations,
-                                        &theta, &rep.converged);
-    out.profile = WithParams(start, ps, theta);
-    // Bounded least squares for the fractions a whole layer fits (active set): a layer-level HBM
-    // or scale-up fraction above 1 says the model counts more bytes than the real (fused)
-    // kernels move; it is held at 1 and the rest refitted, and the report says so.
-    core::Profile bounded = start;
-    std::vector<Param> free_ps;
-    Eigen::VectorXd free0(np);
-    Eigen::Index nf = 0;
-    for (Eigen::Index k = 0; k < np; ++k) {
-      const Param& p = ps[static_cast<size_t>(k)];
-      const double v = std::exp(theta[k]);
-      if ((p.kind == ParamKind::kHbm || p.kind == ParamKind::kScaleUp) && v > 1) {
-        SetParam(p, 1.0, &bounded);
-        rep.kept.push_back(p.label + " held at 1 (fitted " + std::to_string(v) +
-                           "): the model moves more bytes than the measured kernels");
-        continue;
-      }
-      free_ps.push_back(p);
-      free0[nf++] = theta0[k];
+    if (mh > 0) {
+      dev.hbm_bytes_per_s *= mh;
+      out.profile.hbm_efficiency /= mh;
+      for (auto& [name, e] : out.profile.memory_op_efficiency) e /= mh;
     }
-    if (static_cast<Eigen::Index>(free_ps.size()) < np) {
-      free0.conservativeResize(nf);
-      Eigen::VectorXd ft = free0;
-      rep.iterations += LevenbergMarquardt(Problem{compute, layers, dev, bounded, free_ps, free0},
-                                           options.max_iterations, &ft, &rep.converged);
-      out.profile = WithParams(bounded, free_ps, ft);
-      for (Eigen::Index k = 0; k < np; ++k) theta[k] = std::log(GetParam(ps[static_cast<size_t>(k)], out.profile));
+    out.profile.device = dev;
+    for (FittedParameter& fp : rep.parameters) {
+      core::Profile probe = out.profile;
+      for (const Param& p : ps)
+        if (p.label == fp.name) fp.value = GetParam(p, probe);
+      if (fp.name.rfind("hbm_efficiency", 0) == 0) fp.value = out.profile.hbm_efficiency;
     }
-    for (Eigen::Index k = 0; k < np; ++k) {
-      const Param& p = ps[static_cast<size_t>(k)];
-      rep.parameters.push_back({p.label, p.start, std::exp(theta[k]), p.samples});
-    }
-    // The global HBM fraction for kernels the samples did not cover: all memory bytes over the
-    // time they took at full bandwidth (a bytes-weighted harmonic mean of the per-op fractions).
-    double bytes = 0, full_bw_time = 0;
-    for (const ComputeSample& s : compute) {
-      if (!IsMemory(s.op.kind)) continue;
-      const double e = out.profile.memory_op_efficiency.at(MemKey(s));
-      bytes += static_cast<double>(s.op.bytes) * s.calls;
-      full_bw_time += static_cast<double>(s.op.bytes) * s.calls / e;
-    }
-    bool hbm_fitted = false;
-    for (const Param& p : ps) hbm_fitted |= p.kind == ParamKind::kHbm;
-    if (bytes > 0 && !hbm_fitted) {
-      out.profile.hbm_efficiency = bytes / full_bw_time;
-      rep.parameters.push_back({"hbm_efficiency (bytes-weighted mean of the op fractions)", start.hbm_efficiency,
-                                out.profile.hbm_efficiency, 0});
-    }
-    for (const char* kept : {"attention_fwd_efficiency", "attention_bwd_efficiency", "gemm_half_flops"}) {
-      bool fitted = false;
-      for (const Param& p : ps) fitted |= p.label == kept;
-      if (!fitted) rep.kept.push_back(kept);
-    }
-    if (bytes == 0 && !hbm_fitted) rep.kept.push_back("hbm_efficiency");
-
-    if (options.rescale_device) {
-      // Peaks follow the efficiencies so that the highest is 1; times depend on peak x efficiency.
-      double mc = 0, mh = out.profile.hbm_efficiency;
-      for (const Param& p : ps) {
-        const double v = GetParam(p, out.profile);
-        if (p.kind == ParamKind::kGemmEff || p.kind == ParamKind::kAttnFwd || p.kind == ParamKind::kAttnBwd)
-          mc = std::max(mc, v);
-        if (p.kind == ParamKind::kMemOp) mh = std::max(mh, v);
-      }
-      if (mc > 0) {
-        for (auto& [d, peak] : dev.peak_flops_per_s) peak *= mc;
-        for (auto& [d, e] : out.profile.gemm_efficiency) e = std::min(1.0, e / mc);
-        out.profile.attention_fwd_efficiency = std::min(1.0, out.profile.attention_fwd_efficiency / mc);
-        out.profile.attention_bwd_efficiency = std::min(1.0, out.profile.attention_bwd_efficiency / mc);
-      }
-      if (mh > 0) {
-        dev.hbm_bytes_per_s *= mh;
-        out.profile.hbm_efficiency /= mh;
-        for (auto& [name, e] : out.profile.memory_op_efficiency) e /= mh;
-      }
-      out.profile.device = dev;
-      for (FittedParameter& fp : rep.parameters) {
-        core::Profile probe = out.profile;
-        for (const Param& p : ps)
-          if (p.label == fp.name) fp.value = GetParam(p, probe);
-        if (fp.name.rfind("hbm_efficiency", 0) == 0) fp.value = out.profile.hbm_efficiency;
-      }
-    } else {
-      for (const Param& p : ps) {
-        const double v = GetParam(p, out.profile);
-        if (p.kind != ParamKind::kHalfFlops && p.kind != ParamKind::kOverhead && v > 1)
-          return core::Status::InvalidArgument(
-              "calibrate: " + p.label + " fitted to " + std::to_string(v) + " of " + device.name +
-              "'s peak (above 1): the device spec understates this hardware; check the GPU preset and its clocks");
-      }
-    }
-
-    for (const LayerSample& l : layers) {
-      const core::Scenario& sc = l.scenario;
-      const StageTimes b = DenseLayerTimes(sc.model, sc.plan, sc.gpu, sc.cluster, start);
-      const StageTimes a = DenseLayerTimes(sc.model, sc.plan, sc.gpu, sc.cluster, out.profile);
-      rep.layers.push_back({l.id, l.forward_s, l.backward_s, b.forward_s, b.backward_input_s + b.backward_weight_s,
-                            a.forward_s, a.backward_input_s + a.backward_weight_s});
-    }
-    // Fit quality and per-op errors, before (the starting profile) and after.
-    std::vector<double> before, after, ly, lyhat;
-    std::map<std::string, std::tuple<std::string, std::vector<double>, std::vector<double>>> by_op;
-    for (const ComputeSample& s : compute) {
-      const double b = std::abs(PredictSample(s, device, start) - s.time_s) / s.time_s;
-      const double pa = PredictSample(s, dev, out.profile);
-      const double a = std::abs(pa - s.time_s) / s.time_s;
-      before.push_back(b);
-      after.push_back(a);
-      ly.push_back(std::log(s.time_s));
-      lyhat.push_back(std::log(pa));
-      auto& e = by_op[s.name];
-      std::get<0>(e) = core::Name(s.op.kind);
-      std::get<1>(e).push_back(b);
-      std::get<2>(e).push_back(a);
-    }
-    double mean = 0;
-    for (double y : ly) mean += y;
-    if (!ly.empty()) mean /= static_cast<double>(ly.size());
-    double ss_res = 0, ss_tot = 0;
-    for (size_t i = 0; i < ly.size(); ++i) {
-      ss_res += (ly[i] - lyhat[i]) * (ly[i] - lyhat[i]);
-      ss_tot += (ly[i] - mean) * (ly[i] - mean);
-    }
-    rep.r2_log = ss_tot > 0 ? 1 - ss_res / ss_tot : 1;
-    rep.median_abs_rel_error_before = Median(before);
-    rep.median_abs_rel_error_after = Median(after);
-    rep.max_abs_rel_error_after = after.empty() ? 0 : *std::max_element(after.begin(), after.end());
-    for (const auto& [name, e] : by_op) {
-      const auto& [kind, b, a] = e;
-      rep.ops.push_back(
-          {name, kind, static_cast<int>(a.size()), Median(b), Median(a), *std::max_element(a.begin(), a.end())});
+  } else {
+    for (const Param& p : ps) {
+      const double v = GetParam(p, out.profile);
+      if (p.kind != ParamKind::kHalfFlops && p.kind != ParamKind::kOverhead && v > 1)
+        return core::Status::InvalidArgument(
+            "calibrate: " + p.label + " fitted to " + std::to_string(v) + " of " + device.name +
+            "'s peak (above 1): the device spec understates this hardware; check the GPU preset and its clocks");
     }
   }
 
-  // Collectives, one alpha-beta line per (kind, tier, ranks) with at least two sizes.
+  for (const LayerSample& l : layers) {
+    const core::Scenario& sc = l.scenario;
+    const StageTimes b = DenseLayerTimes(sc.model, sc.plan, sc.gpu, sc.cluster, start);
+    const StageTimes a = DenseLayerTimes(sc.model, sc.plan, sc.gpu, sc.cluster, out.profile);
+    rep.layers.push_back({l.id, l.forward_s, l.backward_s, b.forward_s, b.backward_input_s + b.backward_weight_s,
+                          a.forward_s, a.backward_input_s + a.backward_weight_s});
+  }
+  // Fit quality and per-op errors, before (the starting profile) and after.
+  std::vector<double> before, after, ly, lyhat;
+  std::map<std::string, std::tuple<std::string, std::vector<double>, std::vector<double>>> by_op;
+  for (const ComputeSample& s : compute) {
+    const double b = std::abs(PredictSample(s, device, start) - s.time_s) / s.time_s;
+    const double pa = PredictSample(s, dev, out.profile);
+    const double a = std::abs(pa - s.time_s) / s.time_s;
+    before.push_back(b);
+    after.push_back(a);
+    ly.push_back(std::log(s.time_s));
+    lyhat.push_back(std::log(pa));
+    auto& e = by_op[s.name];
+    std::get<0>(e) = core::Name(s.op.kind);
+    std::get<1>(e).push_back(b);
+    std::get<2>(e).push_back(a);
+  }
+  double mean = 0;
+  for (double y : ly) mean += y;
+  if (!ly.empty()) mean /= static_cast<double>(ly.size());
+  double ss_res = 0, ss_tot = 0;
+  for (size_t i = 0; i < ly.size(); ++i) {
+    ss_res += (ly[i] - lyhat[i]) * (ly[i] - lyhat[i]);
+    ss_tot += (ly[i] - mean) * (ly[i] - mean);
+  }
+  rep.r2_log = ss_tot > 0 ? 1 - ss_res / ss_tot : 1;
+  rep.median_abs_rel_error_before = Median(before);
+  rep.median_abs_rel_error_after = Median(after);
+  rep.max_abs_rel_error_after = after.empty() ? 0 : *std::max_element(after.begin(), after.end());
+  for (const auto& [name, e] : by_op) {
+    const auto& [kind, b, a] = e;
+    rep.ops.push_back(
+        {name, kind, static_cast<int>(a.size()), Median(b), Median(a), *std::max_element(a.begin(), a.end())});
+  }
+  return core::Status::Ok();
+}
+
+// Collectives, one alpha-beta line per (kind, tier, ranks) with at least two sizes.
+void FitCollectives(const std::vector<CollectiveSample>& collectives, FitResult* result) {
+  FitResult& out = *result;
+  FitReport& rep = out.report;
   std::map<std::tuple<int, bool, int64_t>, std::vector<CollectiveSample>> groups;
   for (const CollectiveSample& s : collectives) groups[{static_cast<int>(s.kind), s.scale_out, s.ranks}].push_back(s);
   if (!collectives.empty()) out.profile.collectives.clear();  // else the start's stay
@@ -510,6 +519,22 @@ core::Result<FitResult> FitProfile(const std::vector<ComputeSample>& compute,
     out.profile.collectives.push_back(cr.fit);
     rep.collectives.push_back(cr);
   }
+}
+
+}  // namespace
+
+core::Result<FitResult> FitProfile(const std::vector<ComputeSample>& compute,
+                                   const std::vector<CollectiveSample>& collectives, const core::GpuSpec& device,
+                                   const core::Profile& start, const FitOptions& options,
+                                   const std::vector<LayerSample>& layers) {
+  if (core::Status st = CheckSamples(compute, collectives, device, layers); !st.ok()) return st;
+  FitResult out;
+  out.profile = start;
+  out.report.compute_samples = static_cast<int>(compute.size());
+  if (!compute.empty() || !layers.empty()) {
+    if (core::Status st = FitCompute(compute, layers, device, start, options, &out); !st.ok()) return st;
+  }
+  FitCollectives(collectives, &out);
   return out;
 }
 

@@ -53,7 +53,13 @@ void AddExportCommand(CLI::App* app, int* exit_code) {
       return;
     }
     if (*to == "megatron") {
-      std::cout << core::ExportMegatron(*s);
+      auto args = core::ExportMegatron(*s);
+      if (!args.ok()) {
+        std::cerr << "error: --to megatron: " << args.status().message() << "\n";
+        *exit_code = 1;
+        return;
+      }
+      std::cout << *args;
     } else if (*to == "torchtitan") {
       std::cout << core::ExportTorchtitan(*s);
     } else {

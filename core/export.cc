@@ -1,6 +1,7 @@
 #include "core/export.h"
 
 #include <algorithm>
+#include <cctype>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -9,6 +10,13 @@ namespace meshplan::core {
 namespace {
 
 using OJson = nlohmann::ordered_json;
+
+// Blackwell and later (compute capability 10+), by the GPU preset's name: B200, B300, GB200, GB300.
+bool IsBlackwellOrLater(const GpuSpec& g) {
+  std::string n = g.name;
+  std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return n.rfind("b2", 0) == 0 || n.rfind("b3", 0) == 0 || n.rfind("gb2", 0) == 0 || n.rfind("gb3", 0) == 0;
+}
 
 std::string Join(const std::vector<int64_t>& v, const char* sep) {
   std::string out;
@@ -28,12 +36,40 @@ std::vector<int64_t> ChunkLayers(const ModelSpec& m, const PlanSpec& p) {
 
 }  // namespace
 
-// Megatron-LM (pretrain_gpt.py / Megatron-Core) arguments, one per line.
-std::string ExportMegatron(const Scenario& s) {
+// Megatron-LM (pretrain_gpt.py / Megatron-Core) arguments, one per line, for the commit named in
+// kMegatronCommit; every rule cited below is megatron/training/arguments.py's (or the file named)
+// at that commit.
+Result<std::string> ExportMegatron(const Scenario& s) {
   const ModelSpec& m = s.model;
   const PlanSpec& p = s.plan;
-  std::vector<std::string> args, notes;
+  std::vector<std::string> args, notes, env;
   auto arg = [&](const std::string& a) { args.push_back(a); };
+  auto refuse = [](const std::string& rule, const std::string& nearest) {
+    return Status::InvalidArgument(std::string("megatron (") + kMegatronCommit + "): " + rule +
+                                   "; nearest plan it runs: " + nearest);
+  };
+  // What Megatron-LM cannot express, before anything is written.
+  if (p.optimizer == Optimizer::kAdam8bit)
+    return refuse(
+        "--optimizer has no 8-bit Adam (choices adam, sgd, muon, dist_muon, lion, soap, adaptive_muon: "
+        "arguments.py:2913)",
+        "--optimizer adamw");
+  if (p.offload_optimizer == OffloadTarget::kNvme || p.offload_params != OffloadTarget::kNone)
+    return refuse("no NVMe or parameter offload (only --optimizer-cpu-offload, arguments.py:2918)",
+                  "--offload-optimizer cpu --offload-params none");
+  if (p.offload_optimizer == OffloadTarget::kCpu && p.zero == 0)
+    return refuse(
+        "--optimizer-cpu-offload needs --use-precision-aware-optimizer (arguments.py:1884), which needs the "
+        "distributed optimizer (megatron/core/optimizer/__init__.py:1057)",
+        "--zero 1 with the optimizer offloaded");
+  if (p.sharding == Sharding::kHsdp)
+    return refuse(
+        "HSDP is not mapped by this exporter (Megatron-FSDP's --outer-dp-sharding-strategy, "
+        "arguments.py:3193, is not written yet)",
+        "--sharding fsdp");
+  // Megatron-FSDP for ZeRO-2 and ZeRO-3: PyTorch FSDP2 refuses pipeline and expert parallelism
+  // and tied embeddings (arguments.py:1033-1045); Megatron-FSDP takes them (arguments.py:1118).
+  const bool fsdp = p.zero >= 2;
   // Model.
   arg("--num-layers " + std::to_string(m.layers));
   arg("--hidden-size " + std::to_string(m.hidden));
@@ -46,6 +82,7 @@ std::string ExportMegatron(const Scenario& s) {
   }
   if (m.mlp == MlpKind::kSwiglu) arg("--swiglu");
   if (m.norm == NormKind::kRmsNorm) arg("--normalization RMSNorm");
+  if (m.qk_norm) arg("--qk-layernorm");  // TransformerConfig.qk_layernorm (transformer_config.py:259)
   if (m.position == PositionKind::kRope) arg("--position-embedding-type rope");
   if (m.bias == BiasKind::kNone) arg("--disable-bias-linear");
   if (!m.tied_embeddings) arg("--untie-embeddings-and-output-weights");
@@ -102,21 +139,23 @@ std::string ExportMegatron(const Scenario& s) {
   if (p.sequence_parallel && p.tp > 1) arg("--sequence-parallel");
   if (p.tp_overlap == TpOverlap::kFull && p.tp > 1) arg("--tp-comm-overlap");
   // Data parallel and ZeRO.
-  if (p.zero == 3) {
-    arg("--use-torch-fsdp2");
-    notes.push_back("zero 3: Megatron-LM runs full sharding through PyTorch FSDP2 (--use-torch-fsdp2)");
-  } else if (p.zero >= 1) {
+  if (fsdp) {
+    arg("--use-megatron-fsdp");
+    arg(std::string("--data-parallel-sharding-strategy ") + (p.zero == 3 ? "optim_grads_params" : "optim_grads"));
+    arg("--ckpt-format fsdp_dtensor");  // Megatron-FSDP requires it (arguments.py:1169)
+  } else if (p.zero == 1) {
     arg("--use-distributed-optimizer");
-    if (p.zero == 2)
-      notes.push_back(
-          "zero 2: the distributed optimizer shards optimizer states and reduce-scatters gradients; "
-          "it keeps a full gradient buffer (ZeRO-1 memory)");
   }
   if (p.overlap_grad_reduce && p.dp * p.cp > 1) arg("--overlap-grad-reduce");
   if (!p.grad_accum_fusion) arg("--no-gradient-accumulation-fusion");
   if (p.ep_overlap) arg("--overlap-moe-expert-parallel-comm --delay-wgrad-compute");
-  if (p.zero >= 1 && p.zero < 3 && p.dp * p.cp > 1) arg("--overlap-param-gather");
-  if (p.offload_optimizer == OffloadTarget::kCpu) arg("--optimizer-cpu-offload");
+  // --overlap-param-gather needs the distributed optimizer or Megatron-FSDP and
+  // --overlap-grad-reduce (arguments.py:1024-1029).
+  if (p.zero >= 1 && p.overlap_grad_reduce && p.dp * p.cp > 1) arg("--overlap-param-gather");
+  if (p.offload_optimizer == OffloadTarget::kCpu) {
+    arg("--use-precision-aware-optimizer");  // needed by the offload (arguments.py:1884)
+    arg("--optimizer-cpu-offload");
+  }
   // Recompute.
   if (p.recompute == Recompute::kSelective) {
     arg("--recompute-granularity selective");
@@ -163,11 +202,23 @@ std::string ExportMegatron(const Scenario& s) {
       break;
     default: break;
   }
+  // TP or CP on GPUs before Blackwell, without FSDP or the MoE all-to-all overlap, asserts
+  // CUDA_DEVICE_MAX_CONNECTIONS=1 (arguments.py:1453-1479); FSDP asserts it is not 1
+  // (arguments.py:1166).
+  if (fsdp) {
+    notes.push_back("Megatron-FSDP: leave CUDA_DEVICE_MAX_CONNECTIONS unset (it must not be 1)");
+  } else if ((p.tp > 1 || p.cp > 1) && !p.ep_overlap && !IsBlackwellOrLater(s.gpu)) {
+    env.push_back("export CUDA_DEVICE_MAX_CONNECTIONS=1");
+  }
+  const int64_t per_node = std::max<int64_t>(1, std::min(p.gpus, s.cluster.gpus_per_node));
   std::ostringstream out;
-  out << "# Megatron-LM arguments: " << m.name << " on " << p.gpus << " GPUs (tp " << p.tp << ", pp " << p.pp << ", dp "
-      << p.dp << ", cp " << p.cp << ", ep " << p.ep << ")\n";
+  out << "# Megatron-LM " << kMegatronCommit << " arguments: " << m.name << " on " << p.gpus << " GPUs (tp " << p.tp
+      << ", pp " << p.pp << ", dp " << p.dp << ", cp " << p.cp << ", ep " << p.ep << ")\n";
   for (const auto& n : notes) out << "# note: " << n << "\n";
-  for (size_t i = 0; i < args.size(); ++i) out << args[i] << (i + 1 < args.size() ? " \\\n" : "\n");
+  for (const auto& e : env) out << e << "\n";
+  out << "torchrun --nproc-per-node " << per_node << " --nnodes " << (p.gpus + per_node - 1) / per_node
+      << " pretrain_gpt.py \\\n";
+  for (size_t i = 0; i < args.size(); ++i) out << "  " << args[i] << (i + 1 < args.size() ? " \\\n" : "\n");
   return out.str();
 }
 

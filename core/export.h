@@ -9,12 +9,18 @@
 #include <vector>
 
 #include "core/presets.h"
+#include "core/status.h"
 
 namespace meshplan::core {
 
 // REQUIRES (all three): ValidatePlan(s.plan, s.model, s.gpu, s.cluster) reported no errors.
-// Megatron-LM (pretrain_gpt.py / Megatron-Core) arguments, one per line.
-std::string ExportMegatron(const Scenario& s);
+// The Megatron-LM commit the arguments are written for and checked against (2026-08-22).
+inline constexpr const char* kMegatronCommit = "d98e8a64";
+// Megatron-LM (pretrain_gpt.py / Megatron-Core) arguments, one per line, after the environment it
+// asserts and its torchrun line. InvalidArgument, naming Megatron's rule (file and line at
+// kMegatronCommit) and the nearest plan it runs, for a plan it cannot express (8-bit Adam, NVMe
+// or parameter offload, optimizer offload without the distributed optimizer, HSDP).
+Result<std::string> ExportMegatron(const Scenario& s);
 // torchtitan job config (TOML).
 std::string ExportTorchtitan(const Scenario& s);
 // DeepSpeed config JSON; what DeepSpeed sets in code (pipeline stages) goes to `notes`.

@@ -252,6 +252,14 @@ run(export_deepspeed 0 "\"train_batch_size\": 2048,.*\"gradient_accumulation_ste
     export --plan ${WORK}/l3.json --to deepspeed)
 run(export_torchtitan 0 "\\[parallelism\\].*data_parallel_shard_degree = 128.*tensor_parallel_degree = 8.*pipeline_parallel_degree = 16.*pipeline_parallel_split_points = \\[\"layers.7\", \"layers.15\".*\\[activation_checkpoint\\][ \n]*mode = \"selective\""
     export --plan ${WORK}/l3.json --to torchtitan)
+# Megatron-LM's environment and launcher (its commit on the first line), and a plan it cannot
+# express refused naming its rule (8-bit Adam: --optimizer's choices, arguments.py:2913 at d98e8a64).
+run(export_megatron_launch 0 "^# Megatron-LM d98e8a64 arguments:.*export CUDA_DEVICE_MAX_CONNECTIONS=1[ \n]+torchrun --nproc-per-node 8 --nnodes 2048 pretrain_gpt.py"
+    export --plan ${WORK}/l3.json --to megatron)
+run(export_plan_adam8 0 "wrote" plan --model llama3-8b --cluster dgx-h100 --gpus 8 --zero 1 --optimizer adam-8bit
+    --output ${WORK}/adam8.json)
+run(export_megatron_refused 1 "error: --to megatron: megatron \\(d98e8a64\\): --optimizer has no 8-bit Adam.*arguments.py:2913.*nearest plan it runs"
+    export --plan ${WORK}/adam8.json --to megatron)
 run(export_bad_target 2 "--to: must be megatron, torchtitan or deepspeed" export --plan ${WORK}/l3.json --to jax)
 run(export_missing_plan 2 "--plan: .*cannot open" export --plan ${WORK}/none.json --to megatron)
 

@@ -4,12 +4,31 @@
 #include <cctype>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace meshplan::core {
 
 namespace {
 
 using OJson = nlohmann::ordered_json;
+
+// The model's MoE layers as a run-length Python list expression, "([0]*3+[1]*58)"; "" when every
+// layer is MoE (Megatron's default --moe-layer-freq 1).
+std::string MoeLayerPattern(const ModelSpec& m) {
+  std::vector<std::pair<int, int64_t>> runs;
+  for (int64_t l = 0; l < m.layers; ++l) {
+    const int moe = m.IsMoeLayer(l) ? 1 : 0;
+    if (runs.empty() || runs.back().first != moe) runs.push_back({moe, 0});
+    ++runs.back().second;
+  }
+  if (runs.size() == 1 && runs.front().first == 1) return "";
+  std::string out = "(";
+  for (size_t i = 0; i < runs.size(); ++i)
+    out += (i ? "+[" : "[") + std::to_string(runs[i].first) + "]*" + std::to_string(runs[i].second);
+  return out + ")";
+}
 
 // Blackwell and later (compute capability 10+), by the GPU preset's name: B200, B300, GB200, GB300.
 bool IsBlackwellOrLater(const GpuSpec& g) {
@@ -75,8 +94,17 @@ Result<std::string> ExportMegatron(const Scenario& s) {
   arg("--hidden-size " + std::to_string(m.hidden));
   arg("--num-attention-heads " + std::to_string(m.heads));
   if (m.ffn_hidden > 0) arg("--ffn-hidden-size " + std::to_string(m.ffn_hidden));
-  if (m.head_dim * m.heads != m.hidden) arg("--kv-channels " + std::to_string(m.head_dim));
-  if (m.kv_heads != m.heads) {
+  if (!m.mla && m.head_dim * m.heads != m.hidden) arg("--kv-channels " + std::to_string(m.head_dim));
+  if (m.mla) {
+    // Multi-latent attention (TransformerConfig.multi_latent_attention, transformer_config.py:288;
+    // the ranks and head dimensions, arguments.py:3548-3556); exclusive with GQA (1973).
+    arg("--multi-latent-attention");
+    if (m.mla->q_lora_rank > 0) arg("--q-lora-rank " + std::to_string(m.mla->q_lora_rank));
+    arg("--kv-lora-rank " + std::to_string(m.mla->kv_lora_rank));
+    arg("--qk-head-dim " + std::to_string(m.mla->qk_nope_head_dim));
+    arg("--qk-pos-emb-head-dim " + std::to_string(m.mla->qk_rope_head_dim));
+    arg("--v-head-dim " + std::to_string(m.mla->v_head_dim));
+  } else if (m.kv_heads != m.heads) {
     arg("--group-query-attention");
     arg("--num-query-groups " + std::to_string(m.kv_heads));
   }
@@ -95,6 +123,17 @@ Result<std::string> ExportMegatron(const Scenario& s) {
     if (m.moe->shared_experts > 0)
       arg("--moe-shared-expert-intermediate-size " +
           std::to_string(m.moe->shared_experts * m.moe->shared_expert_ffn_hidden));
+    // Which layers are MoE, as a Python list expression (arguments.py:3520), when not all are.
+    const std::string pattern = MoeLayerPattern(m);
+    if (!pattern.empty()) arg("--moe-layer-freq \"" + pattern + "\"");
+    // The router (transformer_config.py:808, 816): sigmoid scores; the score-correction bias of
+    // aux-loss-free balancing, which Megatron allows with sigmoid only (2617).
+    if (m.moe->router == RouterKind::kSigmoid) arg("--moe-router-score-function sigmoid");
+    if (m.moe->router_bias && m.moe->router == RouterKind::kSigmoid) arg("--moe-router-enable-expert-bias");
+    else if (m.moe->router_bias)
+      notes.push_back("router bias of a softmax router: not mapped (Megatron's expert bias needs sigmoid scores)");
+    // A softmax router choosing one expert needs the pre-softmax order (transformer_config.py:2662).
+    if (m.moe->router == RouterKind::kSoftmax && m.moe->top_k == 1) arg("--moe-router-pre-softmax");
   }
   if (m.mtp_layers > 0) arg("--mtp-num-layers " + std::to_string(m.mtp_layers));
   // The loss and the output layer's weight gradient as the plan costs them (core/specs.h).

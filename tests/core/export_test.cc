@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/defaults.h"
 #include "core/diagnostics.h"
 #include "core/presets.h"
 #include "core/validate.h"
@@ -138,6 +139,35 @@ TEST(ExportTest, MegatronKeepsQwen3sQkNorm) {
   ValidatePlan(s.plan, s.model, s.gpu, s.cluster, &d);
   ASSERT_FALSE(d.has_errors()) << d.all().front().ToString();
   EXPECT_TRUE(Has(*ExportMegatron(s), "--qk-layernorm"));
+}
+
+TEST(ExportTest, MegatronWritesDeepSeekV3sAttentionLayersAndRouter) {
+  // DeepSeek-V3 (its preset: MLA with q/kv ranks 1536/512, head dims 128 + 64 rope, v 128; the
+  // first 3 of 61 layers dense; 256 sigmoid-scored experts with the aux-loss-free bias):
+  // --multi-latent-attention and its ranks (arguments.py:3548-3556; exclusive with GQA, 1973),
+  // --moe-layer-freq as a list expression (3520), the router's score function and expert bias
+  // (transformer_config.py:808, 816; the bias only with sigmoid, 2617).
+  Scenario s;
+  s.model = *LoadModel("deepseek-v3");
+  s.gpu = *LoadGpu("h800");
+  s.cluster = *LoadCluster("hgx-h800");
+  s.plan.gpus = 2048;
+  s.plan.pp = 16;
+  s.plan.dp = 128;
+  s.plan.ep = 64;
+  s.plan.zero = 1;
+  s.plan.seq_len = 4096;
+  s.plan.global_batch = 4096;
+  ApplyDefaultStageSplit(s.model, &s.plan, nullptr);  // 61 layers over 16 stages
+  Diagnostics d;
+  ValidatePlan(s.plan, s.model, s.gpu, s.cluster, &d);
+  ASSERT_FALSE(d.has_errors()) << d.all().front().ToString();
+  const std::string out = *ExportMegatron(s);
+  for (const char* want : {"--multi-latent-attention", "--q-lora-rank 1536", "--kv-lora-rank 512", "--qk-head-dim 128",
+                           "--qk-pos-emb-head-dim 64", "--v-head-dim 128", "--moe-layer-freq \"([0]*3+[1]*58)\"",
+                           "--moe-router-score-function sigmoid", "--moe-router-enable-expert-bias"})
+    EXPECT_TRUE(Has(out, want)) << want << "\n" << out;
+  EXPECT_FALSE(Has(out, "--group-query-attention")) << out;
 }
 
 }  // namespace

@@ -150,8 +150,13 @@ Result<std::string> ExportMegatron(const Scenario& s) {
   // Parallelism.
   arg("--tensor-model-parallel-size " + std::to_string(p.tp));
   arg("--pipeline-model-parallel-size " + std::to_string(p.pp));
+  // The split: Megatron places first/last-stage counts and splits the rest evenly; any other
+  // split (uneven middle stages, or uneven with interleaving) is a --pipeline-model-parallel-layout
+  // (arguments.py:3103): the virtual stages in model order, E on the first, the MTP layers and L
+  // on the last; it excludes the first/last counts (transformer_config.py:2245) and the vpp
+  // arguments (arguments.py:926-938).
+  bool layout = false;
   if (!p.stage_layers.empty()) {
-    // Megatron-Core places first/last-stage counts and splits the rest evenly.
     const std::vector<int64_t> chunks = ChunkLayers(m, p);
     const int64_t first = chunks.front(), last = chunks.back();
     bool middle_even = p.vpp == 1;
@@ -160,11 +165,18 @@ Result<std::string> ExportMegatron(const Scenario& s) {
       arg("--decoder-first-pipeline-num-layers " + std::to_string(first));
       arg("--decoder-last-pipeline-num-layers " + std::to_string(last));
     } else {
-      notes.push_back("uneven split with vpp " + std::to_string(p.vpp) + " (layers per chunk " + Join(chunks, ",") +
-                      "): express it with --pipeline-model-parallel-layout");
+      std::string text;
+      for (size_t i = 0; i < chunks.size(); ++i) {
+        if (i > 0) text += "|";
+        if (i == 0) text += "E";
+        if (chunks[i] > 0) text += chunks[i] == 1 ? "t" : "t*" + std::to_string(chunks[i]);
+        if (i + 1 == chunks.size()) text += std::string(static_cast<size_t>(m.mtp_layers), 'm') + "L";
+      }
+      arg("--pipeline-model-parallel-layout \"" + text + "\"");
+      layout = true;
     }
   }
-  if (p.vpp > 1) {
+  if (p.vpp > 1 && !layout) {
     if (p.stage_layers.empty())
       arg("--num-layers-per-virtual-pipeline-stage " + std::to_string(m.layers / (p.pp * p.vpp)));
     else arg("--num-virtual-stages-per-pipeline-rank " + std::to_string(p.vpp));

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -168,6 +170,71 @@ TEST(ExportTest, MegatronWritesDeepSeekV3sAttentionLayersAndRouter) {
                            "--moe-router-score-function sigmoid", "--moe-router-enable-expert-bias"})
     EXPECT_TRUE(Has(out, want)) << want << "\n" << out;
   EXPECT_FALSE(Has(out, "--group-query-attention")) << out;
+}
+
+// Megatron's own reading of a layout (pipeline_parallel_layer_layout.py parse_str_to_list at
+// d98e8a64): commas dropped, "x*n" unrolled, stages split at "|".
+std::vector<std::string> UnrollLayout(std::string text) {
+  text = std::regex_replace(text, std::regex(","), "");
+  std::smatch mt;
+  while (std::regex_search(text, mt, std::regex(R"((.)\*(\d+))")))
+    text = mt.prefix().str() + std::string(static_cast<size_t>(std::stoi(mt[2].str())), mt[1].str()[0]) +
+           mt.suffix().str();
+  std::vector<std::string> stages(1);
+  for (char ch : text) {
+    if (ch == '|') stages.emplace_back();
+    else stages.back() += ch;
+  }
+  return stages;
+}
+
+TEST(ExportTest, MegatronWritesAnUnevenInterleavedSplitAsItsLayout) {
+  // Llama 3 405B, 126 layers over pp 8 x vpp 2 = 16 chunks (7, 8 x 14, 7): not first/last counts
+  // with an even middle, so a --pipeline-model-parallel-layout. Megatron's checks
+  // (validate_layer_layout, pipeline_parallel_layer_layout.py:86-112): stages a multiple of pp,
+  // E first and once, L last and once, one t per decoder layer; no vpp argument beside it
+  // (arguments.py:926-938) and no first/last counts (transformer_config.py:2245).
+  Scenario s;
+  s.model = *LoadModel("llama3-405b");
+  s.gpu = *LoadGpu("h100-sxm");
+  s.cluster = *LoadCluster("dgx-h100");
+  PlanSpec& p = s.plan;
+  p.gpus = 512;
+  p.tp = 8;
+  p.pp = 8;
+  p.vpp = 2;
+  p.dp = 8;
+  p.zero = 1;
+  p.sequence_parallel = true;
+  p.schedule = Schedule::kInterleaved;
+  p.seq_len = 8192;
+  p.global_batch = 64;
+  ApplyDefaultStageSplit(s.model, &p, nullptr);
+  ASSERT_EQ(p.stage_layers.size(), 16u);
+  Diagnostics d;
+  ValidatePlan(p, s.model, s.gpu, s.cluster, &d);
+  ASSERT_FALSE(d.has_errors()) << d.all().front().ToString();
+  const std::string out = *ExportMegatron(s);
+  const std::smatch found = [&] {
+    std::smatch x;
+    std::regex_search(out, x, std::regex("--pipeline-model-parallel-layout \"([^\"]+)\""));
+    return x;
+  }();
+  ASSERT_FALSE(found.empty()) << out;
+  const std::vector<std::string> stages = UnrollLayout(found[1].str());
+  ASSERT_EQ(stages.size(), 16u);
+  EXPECT_EQ(stages.size() % static_cast<size_t>(p.pp), 0u);
+  std::string flat;
+  for (const std::string& st : stages) flat += st;
+  EXPECT_EQ(flat.front(), 'E');
+  EXPECT_EQ(flat.back(), 'L');
+  EXPECT_EQ(std::count(flat.begin(), flat.end(), 'E'), 1);
+  EXPECT_EQ(std::count(flat.begin(), flat.end(), 'L'), 1);
+  EXPECT_EQ(std::count(flat.begin(), flat.end(), 't'), 126);
+  for (size_t i = 0; i < stages.size(); ++i)  // the plan's layers per chunk, in model order
+    EXPECT_EQ(std::count(stages[i].begin(), stages[i].end(), 't'), p.stage_layers[i]) << i;
+  EXPECT_FALSE(Has(out, "--num-virtual-stages-per-pipeline-rank")) << out;
+  EXPECT_FALSE(Has(out, "--decoder-first-pipeline-num-layers")) << out;
 }
 
 }  // namespace

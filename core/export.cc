@@ -235,8 +235,13 @@ Result<std::string> ExportMegatron(const Scenario& s) {
   if (p.precision == Dtype::kBf16) arg("--bf16");
   else if (p.precision == Dtype::kFp16) arg("--fp16");
   else if (p.precision == Dtype::kFp8) {
+    // Transformer Engine's FP8 (TransformerConfig.fp8 as --fp8-format, fp8_recipe:
+    // transformer_config.py:587-600): the plan's scaling as the recipe of the same name.
     arg("--bf16");
     arg("--fp8-format hybrid");
+    arg(std::string("--fp8-recipe ") + (p.fp8_scaling == Fp8Scaling::kCurrent ? "tensorwise"
+                                        : p.fp8_scaling == Fp8Scaling::kBlock ? "blockwise"
+                                                                              : "delayed"));
   }
   if (p.dtypes.grads == Dtype::kFp32) arg("--accumulate-allreduce-grads-in-fp32");
   if (p.optimizer == Optimizer::kSgdMomentum) arg("--optimizer sgd");

@@ -124,6 +124,19 @@ TEST(ExportTest, MegatronRefusesWhatItCannotExpressNamingTheRule) {
   EXPECT_TRUE(Has(offload, "--optimizer-cpu-offload")) << offload;
 }
 
+TEST(ExportTest, MegatronRunsFp8WithThePlansScalingRecipe) {
+  // TransformerConfig.fp8 (--fp8-format) and fp8_recipe (transformer_config.py:587-600): the
+  // plan's delayed / current / block scaling as Transformer Engine's delayed / tensorwise /
+  // blockwise recipes.
+  Scenario s = Llama70B();
+  s.plan.precision = Dtype::kFp8;
+  EXPECT_TRUE(Has(*ExportMegatron(s), "--fp8-format hybrid \\\n  --fp8-recipe delayed"));
+  s.plan.fp8_scaling = Fp8Scaling::kCurrent;
+  EXPECT_TRUE(Has(*ExportMegatron(s), "--fp8-recipe tensorwise"));
+  s.plan.fp8_scaling = Fp8Scaling::kBlock;
+  EXPECT_TRUE(Has(*ExportMegatron(s), "--fp8-recipe blockwise"));
+}
+
 TEST(ExportTest, MegatronKeepsQwen3sQkNorm) {
   // Qwen3 normalises q and k per head: TransformerConfig.qk_layernorm (transformer_config.py:259).
   Scenario s = Llama70B();

@@ -368,6 +368,8 @@ std::string ExportDeepSpeed(const Scenario& s, std::vector<std::string>* notes) 
   j["train_micro_batch_size_per_gpu"] = p.micro_batch;
   j["gradient_accumulation_steps"] = p.Microbatches();
   if (p.precision == Dtype::kBf16 || p.precision == Dtype::kFp8) j["bf16"] = {{"enabled", true}};
+  if (p.precision == Dtype::kFp8)
+    notes->push_back("precision fp8: written as bf16; this exporter maps no FP8 recipe for DeepSpeed");
   else if (p.precision == Dtype::kFp16) j["fp16"] = {{"enabled", true}};
   OJson zero = {{"stage", p.zero}};
   if (p.zero >= 1) {

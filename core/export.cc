@@ -364,7 +364,17 @@ std::string ExportTorchtitan(const Scenario& s) {
 std::string ExportDeepSpeed(const Scenario& s, std::vector<std::string>* notes) {
   const PlanSpec& p = s.plan;
   OJson j;
-  j["train_batch_size"] = p.global_batch;
+  // DeepSpeedConfig asserts train_batch_size == micro x accumulation x the world size it sees
+  // (deepspeed/runtime/config.py:919-934 at 38327e07f), which is every rank unless the model
+  // passes an mpu or mesh (725-730): with TP, PP or CP the data-parallel size is smaller, so the
+  // global batch is left for DeepSpeed to derive from the other two (its 960-964).
+  const bool model_parallel = p.tp * p.pp * p.cp > 1;
+  if (!model_parallel) j["train_batch_size"] = p.global_batch;
+  else
+    notes->push_back("train_batch_size left out (" + std::to_string(p.global_batch) +
+                     " sequences = micro x accumulation x dp " + std::to_string(p.dp) +
+                     "): DeepSpeed checks it against all ranks unless an mpu is passed "
+                     "(deepspeed/runtime/config.py:725-730, 919-934)");
   j["train_micro_batch_size_per_gpu"] = p.micro_batch;
   j["gradient_accumulation_steps"] = p.Microbatches();
   if (p.precision == Dtype::kBf16 || p.precision == Dtype::kFp8) j["bf16"] = {{"enabled", true}};

@@ -64,7 +64,13 @@ void AddExportCommand(CLI::App* app, int* exit_code) {
       std::cout << core::ExportTorchtitan(*s);
     } else {
       std::vector<std::string> notes;
-      std::cout << core::ExportDeepSpeed(*s, &notes);
+      auto config = core::ExportDeepSpeed(*s, &notes);
+      if (!config.ok()) {
+        std::cerr << "error: --to deepspeed: " << config.status().message() << "\n";
+        *exit_code = 1;
+        return;
+      }
+      std::cout << *config;
       for (const auto& n : notes) std::cerr << "# note: " << n << "\n";
     }
     *exit_code = 0;

@@ -361,8 +361,18 @@ std::string ExportTorchtitan(const Scenario& s) {
 }
 
 // DeepSpeed config JSON; what DeepSpeed sets in code (pipeline stages) goes to `notes`.
-std::string ExportDeepSpeed(const Scenario& s, std::vector<std::string>* notes) {
+Result<std::string> ExportDeepSpeed(const Scenario& s, std::vector<std::string>* notes) {
   const PlanSpec& p = s.plan;
+  auto refuse = [](const std::string& rule, const std::string& nearest) {
+    return Status::InvalidArgument("deepspeed (38327e07f): " + rule + "; nearest plan it runs: " + nearest);
+  };
+  if (p.pp > 1 && p.zero >= 2)
+    return refuse(
+        "\"ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism\" "
+        "(deepspeed/runtime/pipe/engine.py:77-78)",
+        "--zero 1 with the same pipeline");
+  if (s.model.moe && p.zero == 3)
+    return refuse("\"MoE not supported with Stage 3\" (deepspeed/runtime/engine.py:1675)", "--zero 2");
   OJson j;
   // DeepSpeedConfig asserts train_batch_size == micro x accumulation x the world size it sees
   // (deepspeed/runtime/config.py:919-934 at 38327e07f), which is every rank unless the model
@@ -387,11 +397,24 @@ std::string ExportDeepSpeed(const Scenario& s, std::vector<std::string>* notes) 
     zero["contiguous_gradients"] = true;
     zero["reduce_scatter"] = true;
   }
-  auto device = [](OffloadTarget t) { return t == OffloadTarget::kCpu ? "cpu" : "nvme"; };
-  if (p.offload_optimizer != OffloadTarget::kNone)
-    zero["offload_optimizer"] = {{"device", device(p.offload_optimizer)}, {"pin_memory", true}};
-  if (p.offload_params != OffloadTarget::kNone)
-    zero["offload_param"] = {{"device", device(p.offload_params)}, {"pin_memory", true}};
+  // Offload: NVMe needs a path (offload_config.py:30, 61; None by default), and a ZeRO-Offload run
+  // needs DeepSpeed's own optimizer from the config: a client optimizer other than
+  // DeepSpeedCPUAdam raises (engine.py:1356-1370).
+  auto offload = [&](OffloadTarget t) {
+    OJson o = {{"device", t == OffloadTarget::kCpu ? "cpu" : "nvme"}, {"pin_memory", true}};
+    if (t == OffloadTarget::kNvme) o["nvme_path"] = "/local_nvme";
+    return o;
+  };
+  if (p.offload_optimizer != OffloadTarget::kNone) zero["offload_optimizer"] = offload(p.offload_optimizer);
+  if (p.offload_params != OffloadTarget::kNone) zero["offload_param"] = offload(p.offload_params);
+  if (p.offload_optimizer == OffloadTarget::kNvme || p.offload_params == OffloadTarget::kNvme)
+    notes->push_back("nvme_path: set it to a local NVMe mount (written as /local_nvme)");
+  if (p.offload_optimizer != OffloadTarget::kNone || p.offload_params != OffloadTarget::kNone) {
+    j["optimizer"] = {{"type", "AdamW"}, {"params", OJson::object()}};
+    notes->push_back(
+        "optimizer: DeepSpeed's AdamW from the config, as ZeRO-Offload needs; set its lr, betas and "
+        "weight_decay to the recipe's");
+  }
   if (p.sharding == Sharding::kHsdp && p.hsdp_shard_size > 0)
     zero["zero_hpz_partition_size"] = p.hsdp_shard_size;  // ZeRO++ hierarchical partitioning
   j["zero_optimization"] = zero;

@@ -23,8 +23,10 @@ inline constexpr const char* kMegatronCommit = "d98e8a64";
 Result<std::string> ExportMegatron(const Scenario& s);
 // torchtitan job config (TOML).
 std::string ExportTorchtitan(const Scenario& s);
-// DeepSpeed config JSON; what DeepSpeed sets in code (pipeline stages) goes to `notes`.
-std::string ExportDeepSpeed(const Scenario& s, std::vector<std::string>* notes);
+// DeepSpeed config JSON (rules read at DeepSpeed 38327e07f); what DeepSpeed sets in code
+// (pipeline stages) goes to `notes`. InvalidArgument, naming DeepSpeed's rule and the nearest plan
+// it runs, for ZeRO-2/3 with a pipeline and MoE with ZeRO-3.
+Result<std::string> ExportDeepSpeed(const Scenario& s, std::vector<std::string>* notes);
 
 }  // namespace meshplan::core
 

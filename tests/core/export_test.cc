@@ -53,7 +53,7 @@ TEST(ExportTest, EachFrameworkGetsThePlansDegreesUnderItsOwnNames) {
   EXPECT_TRUE(Has(titan, "tensor_parallel_degree = 8")) << titan;
   EXPECT_TRUE(Has(titan, "pipeline_parallel_degree = 4")) << titan;
   std::vector<std::string> notes;
-  const std::string ds = ExportDeepSpeed(s, &notes);
+  const std::string ds = *ExportDeepSpeed(s, &notes);
   // 128 sequences = micro 1 x 64 accumulation steps x DP 2. DeepSpeedConfig would check a
   // train_batch_size against all 64 ranks without an mpu (deepspeed/runtime/config.py:919-934 at
   // 38327e07f), so with TP and PP it is left for DeepSpeed to derive, and a note says why.
@@ -72,7 +72,7 @@ TEST(ExportTest, EachFrameworkGetsThePlansDegreesUnderItsOwnNames) {
   dp.plan.stage_layers.clear();
   dp.plan.zero = 3;
   std::vector<std::string> dp_notes;
-  EXPECT_TRUE(Has(ExportDeepSpeed(dp, &dp_notes), "\"train_batch_size\": 128"));
+  EXPECT_TRUE(Has(*ExportDeepSpeed(dp, &dp_notes), "\"train_batch_size\": 128"));
 }
 
 // Megatron-LM's own rules at kMegatronCommit (d98e8a64, megatron/training/arguments.py unless
@@ -263,6 +263,41 @@ TEST(ExportTest, MegatronWritesAnUnevenInterleavedSplitAsItsLayout) {
     EXPECT_EQ(std::count(stages[i].begin(), stages[i].end(), 't'), p.stage_layers[i]) << i;
   EXPECT_FALSE(Has(out, "--num-virtual-stages-per-pipeline-rank")) << out;
   EXPECT_FALSE(Has(out, "--decoder-first-pipeline-num-layers")) << out;
+}
+
+// DeepSpeed's own rules, read at 38327e07f (deepspeed/runtime/...): refused plans name the rule;
+// offload gets what DeepSpeed needs to start.
+TEST(ExportTest, DeepSpeedRefusesWhatItCannotRunAndCompletesOffload) {
+  Scenario s = Llama70B();  // PP 4
+  std::vector<std::string> notes;
+  s.plan.zero = 3;  // pipe/engine.py:77-78: ZeRO-2 and -3 are incompatible with pipeline parallelism
+  auto piped = ExportDeepSpeed(s, &notes);
+  ASSERT_FALSE(piped.ok());
+  EXPECT_TRUE(Has(piped.status().message(), "deepspeed/runtime/pipe/engine.py:77-78")) << piped.status().message();
+  EXPECT_TRUE(Has(piped.status().message(), "nearest plan it runs: --zero 1")) << piped.status().message();
+  // Mixtral with ZeRO-3 and no pipeline: engine.py:1675, "MoE not supported with Stage 3".
+  Scenario moe;
+  moe.model = *LoadModel("mixtral-8x7b");
+  moe.gpu = *LoadGpu("h100-sxm");
+  moe.cluster = *LoadCluster("dgx-h100");
+  moe.plan.gpus = 64;
+  moe.plan.dp = 64;
+  moe.plan.ep = 8;
+  moe.plan.zero = 3;
+  moe.plan.seq_len = 4096;
+  moe.plan.global_batch = 64;
+  auto refused = ExportDeepSpeed(moe, &notes);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(Has(refused.status().message(), "engine.py:1675")) << refused.status().message();
+  // ZeRO-1 with the optimizer on NVMe: a path (offload_config.py: None by default) and DeepSpeed's
+  // own optimizer in the config (a client optimizer raises under ZeRO-Offload, engine.py:1356-1370).
+  s.plan.zero = 1;
+  s.plan.offload_optimizer = OffloadTarget::kNvme;
+  notes.clear();
+  const std::string nvme = *ExportDeepSpeed(s, &notes);
+  EXPECT_TRUE(Has(nvme, "\"nvme_path\": \"/local_nvme\"")) << nvme;
+  EXPECT_TRUE(Has(nvme, "\"optimizer\": {")) << nvme;
+  EXPECT_TRUE(Has(nvme, "\"type\": \"AdamW\"")) << nvme;
 }
 
 }  // namespace

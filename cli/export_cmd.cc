@@ -61,7 +61,13 @@ void AddExportCommand(CLI::App* app, int* exit_code) {
       }
       std::cout << *args;
     } else if (*to == "torchtitan") {
-      std::cout << core::ExportTorchtitan(*s);
+      auto toml = core::ExportTorchtitan(*s);
+      if (!toml.ok()) {
+        std::cerr << "error: --to torchtitan: " << toml.status().message() << "\n";
+        *exit_code = 1;
+        return;
+      }
+      std::cout << *toml;
     } else {
       std::vector<std::string> notes;
       auto config = core::ExportDeepSpeed(*s, &notes);

@@ -278,13 +278,52 @@ Result<std::string> ExportMegatron(const Scenario& s) {
   return out.str();
 }
 
-// torchtitan job config (TOML).
-std::string ExportTorchtitan(const Scenario& s) {
+// torchtitan job config (TOML) for commit kTorchtitanCommit, the last that reads TOML; every rule
+// cited is torchtitan's at that commit.
+Result<std::string> ExportTorchtitan(const Scenario& s) {
   const ModelSpec& m = s.model;
   const PlanSpec& p = s.plan;
+  auto refuse = [](const std::string& rule, const std::string& nearest) {
+    return Status::InvalidArgument(std::string("torchtitan (") + kTorchtitanCommit + "): " + rule +
+                                   "; nearest plan it runs: " + nearest);
+  };
+  // The model torchtitan builds: a flavor of one of its model definitions, matched by preset and
+  // checked against its layers and hidden size (torchtitan/models/<name>/__init__.py).
+  struct Flavor {
+    const char* preset;
+    const char* name;
+    const char* flavor;
+    int64_t layers, hidden;
+  };
+  static constexpr Flavor kFlavors[] = {
+      {"llama3-8b", "llama3", "8B", 32, 4096},
+      {"llama3-70b", "llama3", "70B", 80, 8192},
+      {"llama3-405b", "llama3", "405B", 126, 16384},
+      {"deepseek-v3", "deepseek_v3", "671B", 61, 7168},
+      {"gpt-oss-120b", "gpt_oss", "120b", 36, 2880},
+      {"qwen3-30b-a3b", "qwen3", "30B-A3B", 48, 2048},
+      {"qwen3-235b-a22b", "qwen3", "235B-A22B", 94, 4096},
+  };
+  const Flavor* flavor = nullptr;
+  for (const Flavor& f : kFlavors)
+    if (m.name == f.preset && m.layers == f.layers && m.hidden == f.hidden) flavor = &f;
+  if (flavor == nullptr)
+    return refuse("no model definition for " + m.name +
+                      " (torchtitan/models: llama3 8B/70B/405B, deepseek_v3, gpt_oss, qwen3, llama4, flux; without "
+                      "[model] it trains its debug model)",
+                  "a model torchtitan defines, e.g. --model llama3-8b");
+  // DDP (ZeRO-0) only as the only parallelism (models/llama3/infra/parallelize.py:151).
+  if (p.zero == 0 && p.dp > 1 && p.tp * p.pp * p.cp * p.ep > 1)
+    return refuse("\"DDP has not supported > 1D parallelism\" (torchtitan/models/llama3/infra/parallelize.py:151)",
+                  "--zero 3 (FSDP2) with the same degrees");
+  if (p.offload_optimizer == OffloadTarget::kNvme || p.offload_params == OffloadTarget::kNvme)
+    return refuse("no NVMe offload (training.enable_cpu_offload offloads to host memory, job_config.py:270)",
+                  "--offload-optimizer cpu");
   std::ostringstream out;
   std::vector<std::string> notes;
-  out << "# torchtitan job config: " << m.name << " on " << p.gpus << " GPUs\n";
+  out << "# torchtitan job config (TOML) for torchtitan " << kTorchtitanCommit
+      << " (2026-02-23), the last commit that reads TOML (later commits configure in Python): " << m.name << " on "
+      << p.gpus << " GPUs\n";
   // torchtitan's data parallelism is DDP (replicate) or FSDP2 (shard, ZeRO-3; with
   // reshard_after_forward = never it keeps gathered weights between forward and backward, ZeRO-2).
   int64_t replicate = 1, shard = 1;
@@ -309,35 +348,54 @@ std::string ExportTorchtitan(const Scenario& s) {
       break;
     case Schedule::kDualPipe: schedule = "DualPipeV"; break;
   }
+  out << "\n[model]\n";
+  out << "name = \"" << flavor->name << "\"\n";
+  out << "flavor = \"" << flavor->flavor << "\"\n";
+  // FP8 through torchao's Float8Linear converter (components/quantization/float8.py:238).
+  if (p.precision == Dtype::kFp8) out << "converters = [\"quantize.linear.float8\"]\n";
   const int64_t local_batch = p.pp > 1 ? p.global_batch / p.dp : p.micro_batch;
   out << "\n[training]\n";
   out << "local_batch_size = " << local_batch << "\n";
   out << "global_batch_size = " << p.global_batch << "\n";
   out << "seq_len = " << p.seq_len << "\n";
   out << "mixed_precision_param = \"" << (p.precision == Dtype::kFp32 ? "float32" : "bfloat16") << "\"\n";
+  if (p.offload_optimizer == OffloadTarget::kCpu || p.offload_params == OffloadTarget::kCpu) {
+    out << "enable_cpu_offload = true\n";
+    notes.push_back("offload: FSDP2 offloads parameters, gradients and optimizer states together");
+  }
   out << "\n[parallelism]\n";
   out << "data_parallel_replicate_degree = " << replicate << "\n";
   out << "data_parallel_shard_degree = " << shard << "\n";
   if (p.zero == 1 || p.zero == 2) out << "fsdp_reshard_after_forward = \"never\"\n";
   out << "tensor_parallel_degree = " << p.tp << "\n";
-  if (p.tp > 1 && p.tp_overlap == TpOverlap::kFull) out << "enable_async_tensor_parallel = true\n";
+  const bool async_tp = p.tp > 1 && p.tp_overlap == TpOverlap::kFull;
+  if (async_tp) out << "enable_async_tensor_parallel = true\n";
   out << "pipeline_parallel_degree = " << p.pp << "\n";
   if (p.pp > 1) {
     out << "pipeline_parallel_schedule = \"" << schedule << "\"\n";
     out << "pipeline_parallel_microbatch_size = " << p.micro_batch << "\n";
+    // The plan's exact split, chunk by chunk in model order (Parallelism.module_fqns_per_model_part,
+    // job_config.py:367; torchtitan's own split from layers_per_stage weights the embedding and the
+    // output as a layer each, distributed/pipeline_parallel.py:236-330).
     const std::vector<int64_t> chunks = ChunkLayers(m, p);
-    if (p.stage_layers.empty()) {
-      out << "pipeline_parallel_layers_per_stage = " << chunks.front() << "\n";
-    } else {
-      // Split points name the first layer of every chunk after the first.
-      out << "pipeline_parallel_split_points = [";
-      int64_t layer = 0;
-      for (size_t i = 0; i + 1 < chunks.size(); ++i) {
-        layer += chunks[i];
-        out << (i ? ", " : "") << "\"layers." << layer << "\"";
+    out << "module_fqns_per_model_part = [";
+    int64_t layer = 0;
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      out << (i ? ", [" : "[");
+      bool first = true;
+      auto item = [&](const std::string& fqn) {
+        out << (first ? "" : ", ") << "\"" << fqn << "\"";
+        first = false;
+      };
+      if (i == 0) item("tok_embeddings");
+      for (int64_t k = 0; k < chunks[i]; ++k) item("layers." + std::to_string(layer++));
+      if (i + 1 == chunks.size()) {
+        item("norm");
+        item("output");
       }
-      out << "]\n";
+      out << "]";
     }
+    out << "]\n";
   }
   out << "context_parallel_degree = " << p.cp << "\n";
   if (p.ep > 1) out << "expert_parallel_degree = " << p.ep << "\n";
@@ -352,10 +410,8 @@ std::string ExportTorchtitan(const Scenario& s) {
     notes.push_back("recompute selective [" + RecomputeModulesString(p.recompute_modules) +
                     "]: torchtitan's selective AC \"op\" is its own per-op policy (recompute_modules torchtitan_op), "
                     "not Megatron-Core's modules");
-  if (p.offload_optimizer != OffloadTarget::kNone || p.offload_params != OffloadTarget::kNone)
-    notes.push_back(
-        "offload: set training.enable_cpu_offload = true (FSDP2 offloads parameters, gradients and "
-        "optimizer states together)");
+  // Async TP needs the compiled model (distributed/tensor_parallel.py:20-23).
+  if (async_tp) out << "\n[compile]\nenable = true\ncomponents = [\"model\", \"loss\"]\n";
   for (const auto& n : notes) out << "# note: " << n << "\n";
   return out.str();
 }

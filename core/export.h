@@ -21,8 +21,14 @@ inline constexpr const char* kMegatronCommit = "d98e8a64";
 // kMegatronCommit) and the nearest plan it runs, for a plan it cannot express (8-bit Adam, NVMe
 // or parameter offload, optimizer offload without the distributed optimizer, HSDP).
 Result<std::string> ExportMegatron(const Scenario& s);
-// torchtitan job config (TOML).
-std::string ExportTorchtitan(const Scenario& s);
+// The torchtitan commit the TOML is for: the last that reads TOML (2026-02-23); later commits
+// (b5bcd76 and on) configure in Python.
+inline constexpr const char* kTorchtitanCommit = "238fa99";
+// torchtitan job config (TOML) for kTorchtitanCommit: [model] names the torchtitan model and flavor
+// the preset is, the split is written module by module. InvalidArgument, naming torchtitan's rule
+// and the nearest plan it runs, for a model it does not define, DDP beside other parallelism, or
+// NVMe offload.
+Result<std::string> ExportTorchtitan(const Scenario& s);
 // DeepSpeed config JSON (rules read at DeepSpeed 38327e07f); what DeepSpeed sets in code
 // (pipeline stages) goes to `notes`. InvalidArgument, naming DeepSpeed's rule and the nearest plan
 // it runs, for ZeRO-2/3 with a pipeline and MoE with ZeRO-3.

@@ -250,7 +250,7 @@ run(export_megatron_mtp 0 "--mtp-num-layers 1.*--cross-entropy-loss-fusion.*--cr
     export --plan ${WORK}/dsv3.json --to megatron)
 run(export_deepspeed 0 "\"train_micro_batch_size_per_gpu\": 1,.*\"gradient_accumulation_steps\": 16,.*\"zero_optimization\": \\{[ \n]*\"stage\": 1,.*\"autotp_size\": 8.*train_batch_size left out \\(2048 sequences.*num_stages=16"
     export --plan ${WORK}/l3.json --to deepspeed)
-run(export_torchtitan 0 "\\[parallelism\\].*data_parallel_shard_degree = 128.*tensor_parallel_degree = 8.*pipeline_parallel_degree = 16.*pipeline_parallel_split_points = \\[\"layers.7\", \"layers.15\".*\\[activation_checkpoint\\][ \n]*mode = \"selective\""
+run(export_torchtitan 0 "^# torchtitan job config \\(TOML\\) for torchtitan 238fa99.*\\[model\\][ \n]*name = \"llama3\"[ \n]*flavor = \"405B\".*\\[parallelism\\].*data_parallel_shard_degree = 128.*tensor_parallel_degree = 8.*pipeline_parallel_degree = 16.*module_fqns_per_model_part = \\[\\[\"tok_embeddings\", \"layers.0\",.*\"layers.6\"\\], \\[\"layers.7\",.*\"layers.125\", \"norm\", \"output\"\\]\\].*\\[activation_checkpoint\\][ \n]*mode = \"selective\""
     export --plan ${WORK}/l3.json --to torchtitan)
 # Megatron-LM's environment and launcher (its commit on the first line), and a plan it cannot
 # express refused naming its rule (8-bit Adam: --optimizer's choices, arguments.py:2913 at d98e8a64).

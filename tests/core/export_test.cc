@@ -49,7 +49,7 @@ TEST(ExportTest, EachFrameworkGetsThePlansDegreesUnderItsOwnNames) {
   EXPECT_TRUE(Has(megatron, "--pipeline-model-parallel-size 4")) << megatron;
   EXPECT_TRUE(Has(megatron, "--num-layers 80")) << megatron;
   EXPECT_TRUE(Has(megatron, "--global-batch-size 128")) << megatron;
-  const std::string titan = ExportTorchtitan(s);
+  const std::string titan = *ExportTorchtitan(s);
   EXPECT_TRUE(Has(titan, "tensor_parallel_degree = 8")) << titan;
   EXPECT_TRUE(Has(titan, "pipeline_parallel_degree = 4")) << titan;
   std::vector<std::string> notes;
@@ -298,6 +298,43 @@ TEST(ExportTest, DeepSpeedRefusesWhatItCannotRunAndCompletesOffload) {
   EXPECT_TRUE(Has(nvme, "\"nvme_path\": \"/local_nvme\"")) << nvme;
   EXPECT_TRUE(Has(nvme, "\"optimizer\": {")) << nvme;
   EXPECT_TRUE(Has(nvme, "\"type\": \"AdamW\"")) << nvme;
+}
+
+// torchtitan's rules at 238fa99, the last commit that reads TOML.
+TEST(ExportTest, TorchtitanNamesItsModelSplitsModuleByModuleAndRefusesWhatItCannotRun) {
+  Scenario s = Llama70B();  // TP 8, PP 4 x vpp 2, ZeRO-1
+  const std::string toml = *ExportTorchtitan(s);
+  EXPECT_EQ(toml.rfind("# torchtitan job config (TOML) for torchtitan 238fa99", 0), 0u) << toml;
+  // [model]: torchtitan's llama3 "70B" flavor (torchtitan/models/llama3/__init__.py:82), not its
+  // debug model.
+  EXPECT_TRUE(Has(toml, "[model]\nname = \"llama3\"\nflavor = \"70B\"")) << toml;
+  // The split chunk by chunk (module_fqns_per_model_part, job_config.py:367): 80 layers over 8
+  // chunks of 10, the embedding on the first, norm and output on the last.
+  EXPECT_TRUE(Has(toml, "module_fqns_per_model_part = [[\"tok_embeddings\", \"layers.0\"")) << toml;
+  EXPECT_TRUE(Has(toml, "[\"layers.70\", \"layers.71\"")) << toml;
+  EXPECT_TRUE(Has(toml, "\"layers.79\", \"norm\", \"output\"]]")) << toml;
+  EXPECT_FALSE(Has(toml, "pipeline_parallel_split_points")) << toml;  // gone at 238fa99
+  // Async TP needs the compiled model (distributed/tensor_parallel.py:20-23); FP8 is torchao's
+  // converter (components/quantization/float8.py:238).
+  s.plan.tp_overlap = TpOverlap::kFull;
+  s.plan.precision = Dtype::kFp8;
+  const std::string async = *ExportTorchtitan(s);
+  EXPECT_TRUE(Has(async, "enable_async_tensor_parallel = true")) << async;
+  EXPECT_TRUE(Has(async, "[compile]\nenable = true\ncomponents = [\"model\", \"loss\"]")) << async;
+  EXPECT_TRUE(Has(async, "converters = [\"quantize.linear.float8\"]")) << async;
+  // ZeRO-0 with TP and PP is DDP, which torchtitan refuses beyond 1D (models/llama3/infra/
+  // parallelize.py:151).
+  s.plan.zero = 0;
+  auto ddp = ExportTorchtitan(s);
+  ASSERT_FALSE(ddp.ok());
+  EXPECT_TRUE(Has(ddp.status().message(), "parallelize.py:151")) << ddp.status().message();
+  EXPECT_TRUE(Has(ddp.status().message(), "nearest plan it runs: --zero 3")) << ddp.status().message();
+  // A model torchtitan does not define: refused rather than training its debug model.
+  s.plan.zero = 1;
+  s.model.name = "llama2-70b";
+  auto other = ExportTorchtitan(s);
+  ASSERT_FALSE(other.ok());
+  EXPECT_TRUE(Has(other.status().message(), "no model definition for llama2-70b")) << other.status().message();
 }
 
 }  // namespace

@@ -81,6 +81,14 @@ Result<std::string> ExportMegatron(const Scenario& s) {
         "--optimizer-cpu-offload needs --use-precision-aware-optimizer (arguments.py:1884), which needs the "
         "distributed optimizer (megatron/core/optimizer/__init__.py:1057)",
         "--zero 1 with the optimizer offloaded");
+  // Megatron-Core runs 1F1B or interleaved 1F1B (get_forward_backward_func,
+  // megatron/core/pipeline_parallel/schedules.py:161-168 at the commit).
+  if (p.pp > 1 &&
+      (p.schedule == Schedule::kGpipe || p.schedule == Schedule::kZeroBubble || p.schedule == Schedule::kDualPipe))
+    return refuse(std::string("no ") + Name(p.schedule) +
+                      " schedule: Megatron-Core runs 1F1B or interleaved 1F1B "
+                      "(megatron/core/pipeline_parallel/schedules.py:161-168)",
+                  "--schedule 1f1b");
   if (p.sharding == Sharding::kHsdp)
     return refuse(
         "HSDP is not mapped by this exporter (Megatron-FSDP's --outer-dp-sharding-strategy, "
@@ -246,18 +254,6 @@ Result<std::string> ExportMegatron(const Scenario& s) {
   if (p.dtypes.grads == Dtype::kFp32) arg("--accumulate-allreduce-grads-in-fp32");
   if (p.optimizer == Optimizer::kSgdMomentum) arg("--optimizer sgd");
   else arg("--optimizer adam");
-  switch (p.schedule) {
-    case Schedule::kGpipe:
-      notes.push_back("schedule gpipe: Megatron-LM has none; it runs 1F1B (same bubble, less activation memory)");
-      break;
-    case Schedule::kZeroBubble:
-      notes.push_back("schedule zero-bubble: not in Megatron-LM mainline (Qi et al. 2023 ship a fork)");
-      break;
-    case Schedule::kDualPipe:
-      notes.push_back("schedule dualpipe: not in Megatron-LM; DeepSeek's DualPipe is a separate implementation");
-      break;
-    default: break;
-  }
   // TP or CP on GPUs before Blackwell, without FSDP or the MoE all-to-all overlap, asserts
   // CUDA_DEVICE_MAX_CONNECTIONS=1 (arguments.py:1453-1479); FSDP asserts it is not 1
   // (arguments.py:1166).
@@ -319,6 +315,19 @@ Result<std::string> ExportTorchtitan(const Scenario& s) {
   if (p.offload_optimizer == OffloadTarget::kNvme || p.offload_params == OffloadTarget::kNvme)
     return refuse("no NVMe offload (training.enable_cpu_offload offloads to host memory, job_config.py:270)",
                   "--offload-optimizer cpu");
+  // Context parallelism is ring attention: the kv shards exchanged by all-gather or all-to-all
+  // (Parallelism.context_parallel_rotate_method, job_config.py:446), never Ulysses' head split.
+  if (p.cp > 1 && p.cp_kind == CpKind::kUlysses)
+    return refuse("context parallelism is ring attention (context_parallel_rotate_method, job_config.py:446)",
+                  "--cp-kind ring");
+  // FSDP2 shards parameters, gradients and optimizer states together, or keeps the parameters
+  // gathered after the forward (fsdp_reshard_after_forward, job_config.py:336): no optimizer-only
+  // sharding.
+  if (p.zero == 1 && p.dp > 1)
+    return refuse(
+        "no optimizer-only sharding (FSDP2; fsdp_reshard_after_forward = \"never\" is ZeRO-2, "
+        "job_config.py:336)",
+        "--zero 2");
   std::ostringstream out;
   std::vector<std::string> notes;
   out << "# torchtitan job config (TOML) for torchtitan " << kTorchtitanCommit
@@ -329,10 +338,6 @@ Result<std::string> ExportTorchtitan(const Scenario& s) {
   int64_t replicate = 1, shard = 1;
   if (p.zero == 0) replicate = p.dp;
   else shard = p.dp;
-  if (p.zero == 1)
-    notes.push_back(
-        "zero 1: torchtitan has no optimizer-only sharding; FSDP2 without resharding after "
-        "forward (ZeRO-2) is the nearest");
   if (p.sharding == Sharding::kHsdp && p.hsdp_shard_size > 0) {
     shard = std::max<int64_t>(1, p.hsdp_shard_size / p.cp);
     replicate = p.dp / std::max<int64_t>(shard, 1);
@@ -366,7 +371,7 @@ Result<std::string> ExportTorchtitan(const Scenario& s) {
   out << "\n[parallelism]\n";
   out << "data_parallel_replicate_degree = " << replicate << "\n";
   out << "data_parallel_shard_degree = " << shard << "\n";
-  if (p.zero == 1 || p.zero == 2) out << "fsdp_reshard_after_forward = \"never\"\n";
+  if (p.zero == 2) out << "fsdp_reshard_after_forward = \"never\"\n";
   out << "tensor_parallel_degree = " << p.tp << "\n";
   const bool async_tp = p.tp > 1 && p.tp_overlap == TpOverlap::kFull;
   if (async_tp) out << "enable_async_tensor_parallel = true\n";
@@ -399,8 +404,7 @@ Result<std::string> ExportTorchtitan(const Scenario& s) {
   }
   out << "context_parallel_degree = " << p.cp << "\n";
   if (p.ep > 1) out << "expert_parallel_degree = " << p.ep << "\n";
-  if (p.cp > 1 && p.cp_kind == CpKind::kUlysses)
-    notes.push_back("cp ulysses: torchtitan's context parallelism is ring attention");
+
   if (!p.sequence_parallel && p.tp > 1)
     notes.push_back("torchtitan always shards norms and dropout along the sequence with TP (sequence parallel on)");
   out << "\n[activation_checkpoint]\n";
@@ -429,6 +433,17 @@ Result<std::string> ExportDeepSpeed(const Scenario& s, std::vector<std::string>*
         "--zero 1 with the same pipeline");
   if (s.model.moe && p.zero == 3)
     return refuse("\"MoE not supported with Stage 3\" (deepspeed/runtime/engine.py:1675)", "--zero 2");
+  // DeepSpeed's context parallelism is Ulysses: all-to-all over heads (deepspeed/sequence/layer.py).
+  if (p.cp > 1 && p.cp_kind == CpKind::kRing)
+    return refuse(
+        "sequence parallelism is Ulysses, all-to-all over heads (deepspeed/sequence/layer.py "
+        "DistributedAttention); no ring attention",
+        "--cp-kind ulysses");
+  // DeepSpeed's PipelineEngine runs its TrainSchedule, one stage per rank (pipe/engine.py:386).
+  if (p.pp > 1 && (p.schedule != Schedule::k1F1B || p.vpp > 1))
+    return refuse(std::string("the pipeline engine runs its own 1F1B TrainSchedule, one stage per rank, not ") +
+                      Name(p.schedule) + " (deepspeed/runtime/pipe/engine.py:386)",
+                  "--schedule 1f1b --vpp 1");
   OJson j;
   // DeepSpeedConfig asserts train_batch_size == micro x accumulation x the world size it sees
   // (deepspeed/runtime/config.py:919-934 at 38327e07f), which is every rank unless the model
@@ -475,13 +490,7 @@ Result<std::string> ExportDeepSpeed(const Scenario& s, std::vector<std::string>*
     zero["zero_hpz_partition_size"] = p.hsdp_shard_size;  // ZeRO++ hierarchical partitioning
   j["zero_optimization"] = zero;
   if (p.tp > 1) j["tensor_parallel"] = {{"autotp_size", p.tp}};
-  if (p.cp > 1) {
-    j["sequence_parallel_size"] = p.cp;
-    if (p.cp_kind == CpKind::kRing)
-      notes->push_back(
-          "cp ring: DeepSpeed's sequence parallelism is Ulysses (all-to-all); ring attention needs "
-          "an external implementation");
-  }
+  if (p.cp > 1) j["sequence_parallel_size"] = p.cp;
   if (p.recompute != Recompute::kNone) {
     j["activation_checkpointing"] = {{"partition_activations", p.sequence_parallel && p.tp > 1},
                                      {"contiguous_memory_optimization", false},
@@ -497,7 +506,6 @@ Result<std::string> ExportDeepSpeed(const Scenario& s, std::vector<std::string>*
                           ? std::string("'uniform')")
                           : "a custom partition: " + Join(ChunkLayers(s.model, s.plan), ",") + " layers per stage)") +
                      "; DeepSpeed runs 1F1B");
-    if (p.vpp > 1) notes->push_back("vpp: DeepSpeed's pipeline engine has no interleaved schedule");
   }
   if (p.ep > 1) notes->push_back("ep: deepspeed.moe.layer.MoE(ep_size=" + std::to_string(p.ep) + ")");
   return j.dump(2) + "\n";

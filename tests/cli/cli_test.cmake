@@ -250,8 +250,14 @@ run(export_megatron_mtp 0 "--mtp-num-layers 1.*--cross-entropy-loss-fusion.*--cr
     export --plan ${WORK}/dsv3.json --to megatron)
 run(export_deepspeed 0 "\"train_micro_batch_size_per_gpu\": 1,.*\"gradient_accumulation_steps\": 16,.*\"zero_optimization\": \\{[ \n]*\"stage\": 1,.*\"autotp_size\": 8.*train_batch_size left out \\(2048 sequences.*num_stages=16"
     export --plan ${WORK}/l3.json --to deepspeed)
-run(export_torchtitan 0 "^# torchtitan job config \\(TOML\\) for torchtitan 238fa99.*\\[model\\][ \n]*name = \"llama3\"[ \n]*flavor = \"405B\".*\\[parallelism\\].*data_parallel_shard_degree = 128.*tensor_parallel_degree = 8.*pipeline_parallel_degree = 16.*module_fqns_per_model_part = \\[\\[\"tok_embeddings\", \"layers.0\",.*\"layers.6\"\\], \\[\"layers.7\",.*\"layers.125\", \"norm\", \"output\"\\]\\].*\\[activation_checkpoint\\][ \n]*mode = \"selective\""
+# torchtitan has no optimizer-only sharding (FSDP2): the ZeRO-1 plan is refused naming the rule,
+# the same plan at ZeRO-2 exports.
+run(export_torchtitan_zero1 1 "error: --to torchtitan: torchtitan \\(238fa99\\): no optimizer-only sharding.*nearest plan it runs: --zero 2"
     export --plan ${WORK}/l3.json --to torchtitan)
+run(export_plan_zero2 0 "wrote" plan --model llama3-405b --cluster dgx-h100 --gpus 16384 --tp 8 --pp 16 --sp --zero 2
+    --recompute selective --gbs 2048 --seq 8192 --stage-layers 7,8,8,8,8,8,8,8,8,8,8,8,8,8,8,7 --output ${WORK}/l3z2.json)
+run(export_torchtitan 0 "^# torchtitan job config \\(TOML\\) for torchtitan 238fa99.*\\[model\\][ \n]*name = \"llama3\"[ \n]*flavor = \"405B\".*\\[parallelism\\].*data_parallel_shard_degree = 128.*tensor_parallel_degree = 8.*pipeline_parallel_degree = 16.*module_fqns_per_model_part = \\[\\[\"tok_embeddings\", \"layers.0\",.*\"layers.6\"\\], \\[\"layers.7\",.*\"layers.125\", \"norm\", \"output\"\\]\\].*\\[activation_checkpoint\\][ \n]*mode = \"selective\""
+    export --plan ${WORK}/l3z2.json --to torchtitan)
 # Megatron-LM's environment and launcher (its commit on the first line), and a plan it cannot
 # express refused naming its rule (8-bit Adam: --optimizer's choices, arguments.py:2913 at d98e8a64).
 run(export_megatron_launch 0 "^# Megatron-LM d98e8a64 arguments:.*export CUDA_DEVICE_MAX_CONNECTIONS=1[ \n]+torchrun --nproc-per-node 8 --nnodes 2048 pretrain_gpt.py"

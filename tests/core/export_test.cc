@@ -37,23 +37,41 @@ Scenario Llama70B() {
   return s;
 }
 
+// The same with ZeRO-2 and plain 1F1B (PP 4, no interleaving), a plan all three frameworks run.
+Scenario Llama70BOneFOneB() {
+  Scenario s = Llama70B();
+  s.plan.zero = 2;
+  s.plan.vpp = 1;
+  s.plan.schedule = Schedule::k1F1B;
+  return s;
+}
+
 bool Has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
 
+// An export that must succeed: its text, or "" and a failure naming the refusal.
+std::string Text(const Result<std::string>& r) {
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? *r : std::string();
+}
+
 TEST(ExportTest, EachFrameworkGetsThePlansDegreesUnderItsOwnNames) {
-  const Scenario s = Llama70B();
+  const Scenario s = Llama70BOneFOneB();
   Diagnostics d;
   ValidatePlan(s.plan, s.model, s.gpu, s.cluster, &d);
   ASSERT_FALSE(d.has_errors());
-  const std::string megatron = *ExportMegatron(s);
+  const std::string megatron = Text(ExportMegatron(s));
   EXPECT_TRUE(Has(megatron, "--tensor-model-parallel-size 8")) << megatron;
   EXPECT_TRUE(Has(megatron, "--pipeline-model-parallel-size 4")) << megatron;
   EXPECT_TRUE(Has(megatron, "--num-layers 80")) << megatron;
   EXPECT_TRUE(Has(megatron, "--global-batch-size 128")) << megatron;
-  const std::string titan = *ExportTorchtitan(s);
+  const std::string titan = Text(ExportTorchtitan(s));
   EXPECT_TRUE(Has(titan, "tensor_parallel_degree = 8")) << titan;
   EXPECT_TRUE(Has(titan, "pipeline_parallel_degree = 4")) << titan;
+  // DeepSpeed refuses ZeRO-2 with a pipeline (pipe/engine.py:77-78): the same plan at ZeRO-1.
+  Scenario z1 = s;
+  z1.plan.zero = 1;
   std::vector<std::string> notes;
-  const std::string ds = *ExportDeepSpeed(s, &notes);
+  const std::string ds = Text(ExportDeepSpeed(z1, &notes));
   // 128 sequences = micro 1 x 64 accumulation steps x DP 2. DeepSpeedConfig would check a
   // train_batch_size against all 64 ranks without an mpu (deepspeed/runtime/config.py:919-934 at
   // 38327e07f), so with TP and PP it is left for DeepSpeed to derive, and a note says why.
@@ -72,14 +90,14 @@ TEST(ExportTest, EachFrameworkGetsThePlansDegreesUnderItsOwnNames) {
   dp.plan.stage_layers.clear();
   dp.plan.zero = 3;
   std::vector<std::string> dp_notes;
-  EXPECT_TRUE(Has(*ExportDeepSpeed(dp, &dp_notes), "\"train_batch_size\": 128"));
+  EXPECT_TRUE(Has(Text(ExportDeepSpeed(dp, &dp_notes)), "\"train_batch_size\": 128"));
 }
 
 // Megatron-LM's own rules at kMegatronCommit (d98e8a64, megatron/training/arguments.py unless
 // another file is named), each checked on the export it shapes.
 TEST(ExportTest, MegatronWritesTheEnvironmentAndLauncherItAsserts) {
   Scenario s = Llama70B();
-  const std::string h100 = *ExportMegatron(s);
+  const std::string h100 = Text(ExportMegatron(s));
   // The first line names the commit; TP 8 on Hopper without FSDP asserts
   // CUDA_DEVICE_MAX_CONNECTIONS == "1" (arguments.py:1477); 64 GPUs on 8-GPU nodes: 8 nodes.
   EXPECT_EQ(h100.rfind("# Megatron-LM d98e8a64 arguments:", 0), 0u) << h100;
@@ -89,11 +107,11 @@ TEST(ExportTest, MegatronWritesTheEnvironmentAndLauncherItAsserts) {
   EXPECT_TRUE(Has(h100, "--use-distributed-optimizer")) << h100;
   EXPECT_TRUE(Has(h100, "--overlap-param-gather")) << h100;
   s.plan.overlap_grad_reduce = false;
-  EXPECT_FALSE(Has(*ExportMegatron(s), "--overlap-param-gather"));
+  EXPECT_FALSE(Has(Text(ExportMegatron(s)), "--overlap-param-gather"));
   // Blackwell has no such requirement (arguments.py:1455: "no longer exists since the Blackwell
   // architecture").
   s.gpu = *LoadGpu("b200");
-  EXPECT_FALSE(Has(*ExportMegatron(s), "CUDA_DEVICE_MAX_CONNECTIONS=1"));
+  EXPECT_FALSE(Has(Text(ExportMegatron(s)), "CUDA_DEVICE_MAX_CONNECTIONS=1"));
 }
 
 TEST(ExportTest, MegatronShardsZeroTwoAndThreeWithMegatronFsdpEvenWithPipelines) {
@@ -105,14 +123,14 @@ TEST(ExportTest, MegatronShardsZeroTwoAndThreeWithMegatronFsdpEvenWithPipelines)
   Diagnostics d;
   ValidatePlan(s.plan, s.model, s.gpu, s.cluster, &d);
   ASSERT_FALSE(d.has_errors());
-  const std::string z3 = *ExportMegatron(s);
+  const std::string z3 = Text(ExportMegatron(s));
   EXPECT_TRUE(Has(z3, "--use-megatron-fsdp")) << z3;
   EXPECT_TRUE(Has(z3, "--data-parallel-sharding-strategy optim_grads_params")) << z3;
   EXPECT_TRUE(Has(z3, "--ckpt-format fsdp_dtensor")) << z3;
   EXPECT_FALSE(Has(z3, "--use-torch-fsdp2")) << z3;
   EXPECT_FALSE(Has(z3, "export CUDA_DEVICE_MAX_CONNECTIONS=1")) << z3;
   s.plan.zero = 2;  // sharded gradients and optimizer states: optim_grads (3190)
-  EXPECT_TRUE(Has(*ExportMegatron(s), "--data-parallel-sharding-strategy optim_grads \\"));
+  EXPECT_TRUE(Has(Text(ExportMegatron(s)), "--data-parallel-sharding-strategy optim_grads \\"));
 }
 
 TEST(ExportTest, MegatronRefusesWhatItCannotExpressNamingTheRule) {
@@ -134,7 +152,12 @@ TEST(ExportTest, MegatronRefusesWhatItCannotExpressNamingTheRule) {
                     // distributed optimizer (megatron/core/optimizer/__init__.py:1057)
   refused("megatron/core/optimizer/__init__.py:1057");
   s.plan.zero = 1;
-  const std::string offload = *ExportMegatron(s);
+  const std::string offload = Text(ExportMegatron(s));
+  // Megatron-Core runs 1F1B or interleaved 1F1B (schedules.py:161-168): DualPipe is refused.
+  s.plan.offload_optimizer = OffloadTarget::kNone;
+  s.plan.vpp = 1;
+  s.plan.schedule = Schedule::kDualPipe;
+  refused("megatron/core/pipeline_parallel/schedules.py:161-168");
   EXPECT_TRUE(Has(offload, "--use-precision-aware-optimizer")) << offload;
   EXPECT_TRUE(Has(offload, "--optimizer-cpu-offload")) << offload;
 }
@@ -145,11 +168,11 @@ TEST(ExportTest, MegatronRunsFp8WithThePlansScalingRecipe) {
   // blockwise recipes.
   Scenario s = Llama70B();
   s.plan.precision = Dtype::kFp8;
-  EXPECT_TRUE(Has(*ExportMegatron(s), "--fp8-format hybrid \\\n  --fp8-recipe delayed"));
+  EXPECT_TRUE(Has(Text(ExportMegatron(s)), "--fp8-format hybrid \\\n  --fp8-recipe delayed"));
   s.plan.fp8_scaling = Fp8Scaling::kCurrent;
-  EXPECT_TRUE(Has(*ExportMegatron(s), "--fp8-recipe tensorwise"));
+  EXPECT_TRUE(Has(Text(ExportMegatron(s)), "--fp8-recipe tensorwise"));
   s.plan.fp8_scaling = Fp8Scaling::kBlock;
-  EXPECT_TRUE(Has(*ExportMegatron(s), "--fp8-recipe blockwise"));
+  EXPECT_TRUE(Has(Text(ExportMegatron(s)), "--fp8-recipe blockwise"));
 }
 
 TEST(ExportTest, MegatronKeepsQwen3sQkNorm) {
@@ -168,7 +191,7 @@ TEST(ExportTest, MegatronKeepsQwen3sQkNorm) {
   Diagnostics d;
   ValidatePlan(s.plan, s.model, s.gpu, s.cluster, &d);
   ASSERT_FALSE(d.has_errors()) << d.all().front().ToString();
-  EXPECT_TRUE(Has(*ExportMegatron(s), "--qk-layernorm"));
+  EXPECT_TRUE(Has(Text(ExportMegatron(s)), "--qk-layernorm"));
 }
 
 TEST(ExportTest, MegatronWritesDeepSeekV3sAttentionLayersAndRouter) {
@@ -192,7 +215,7 @@ TEST(ExportTest, MegatronWritesDeepSeekV3sAttentionLayersAndRouter) {
   Diagnostics d;
   ValidatePlan(s.plan, s.model, s.gpu, s.cluster, &d);
   ASSERT_FALSE(d.has_errors()) << d.all().front().ToString();
-  const std::string out = *ExportMegatron(s);
+  const std::string out = Text(ExportMegatron(s));
   for (const char* want : {"--multi-latent-attention", "--q-lora-rank 1536", "--kv-lora-rank 512", "--qk-head-dim 128",
                            "--qk-pos-emb-head-dim 64", "--v-head-dim 128", "--moe-layer-freq \"([0]*3+[1]*58)\"",
                            "--moe-router-score-function sigmoid", "--moe-router-enable-expert-bias"})
@@ -242,7 +265,7 @@ TEST(ExportTest, MegatronWritesAnUnevenInterleavedSplitAsItsLayout) {
   Diagnostics d;
   ValidatePlan(p, s.model, s.gpu, s.cluster, &d);
   ASSERT_FALSE(d.has_errors()) << d.all().front().ToString();
-  const std::string out = *ExportMegatron(s);
+  const std::string out = Text(ExportMegatron(s));
   const std::smatch found = [&] {
     std::smatch x;
     std::regex_search(out, x, std::regex("--pipeline-model-parallel-layout \"([^\"]+)\""));
@@ -291,10 +314,25 @@ TEST(ExportTest, DeepSpeedRefusesWhatItCannotRunAndCompletesOffload) {
   EXPECT_TRUE(Has(refused.status().message(), "engine.py:1675")) << refused.status().message();
   // ZeRO-1 with the optimizer on NVMe: a path (offload_config.py: None by default) and DeepSpeed's
   // own optimizer in the config (a client optimizer raises under ZeRO-Offload, engine.py:1356-1370).
+  // Interleaving: the pipeline engine runs its own 1F1B schedule, one stage per rank
+  // (pipe/engine.py:386).
+  s.plan.zero = 1;
+  auto interleaved = ExportDeepSpeed(s, &notes);
+  ASSERT_FALSE(interleaved.ok());
+  EXPECT_TRUE(Has(interleaved.status().message(), "pipe/engine.py:386")) << interleaved.status().message();
+  // Ring context parallelism: DeepSpeed's is Ulysses (deepspeed/sequence/layer.py).
+  s = Llama70BOneFOneB();
+  s.plan.zero = 1;
+  s.plan.cp = 2;
+  s.plan.dp = 1;
+  auto ring = ExportDeepSpeed(s, &notes);
+  ASSERT_FALSE(ring.ok());
+  EXPECT_TRUE(Has(ring.status().message(), "nearest plan it runs: --cp-kind ulysses")) << ring.status().message();
+  s = Llama70BOneFOneB();
   s.plan.zero = 1;
   s.plan.offload_optimizer = OffloadTarget::kNvme;
   notes.clear();
-  const std::string nvme = *ExportDeepSpeed(s, &notes);
+  const std::string nvme = Text(ExportDeepSpeed(s, &notes));
   EXPECT_TRUE(Has(nvme, "\"nvme_path\": \"/local_nvme\"")) << nvme;
   EXPECT_TRUE(Has(nvme, "\"optimizer\": {")) << nvme;
   EXPECT_TRUE(Has(nvme, "\"type\": \"AdamW\"")) << nvme;
@@ -302,8 +340,13 @@ TEST(ExportTest, DeepSpeedRefusesWhatItCannotRunAndCompletesOffload) {
 
 // torchtitan's rules at 238fa99, the last commit that reads TOML.
 TEST(ExportTest, TorchtitanNamesItsModelSplitsModuleByModuleAndRefusesWhatItCannotRun) {
-  Scenario s = Llama70B();  // TP 8, PP 4 x vpp 2, ZeRO-1
-  const std::string toml = *ExportTorchtitan(s);
+  Scenario s = Llama70B();  // TP 8, PP 4 x vpp 2
+  // ZeRO-1: FSDP2 has no optimizer-only sharding (fsdp_reshard_after_forward, job_config.py:336).
+  auto z1 = ExportTorchtitan(s);
+  ASSERT_FALSE(z1.ok());
+  EXPECT_TRUE(Has(z1.status().message(), "nearest plan it runs: --zero 2")) << z1.status().message();
+  s.plan.zero = 2;
+  const std::string toml = Text(ExportTorchtitan(s));
   EXPECT_EQ(toml.rfind("# torchtitan job config (TOML) for torchtitan 238fa99", 0), 0u) << toml;
   // [model]: torchtitan's llama3 "70B" flavor (torchtitan/models/llama3/__init__.py:82), not its
   // debug model.
@@ -318,7 +361,7 @@ TEST(ExportTest, TorchtitanNamesItsModelSplitsModuleByModuleAndRefusesWhatItCann
   // converter (components/quantization/float8.py:238).
   s.plan.tp_overlap = TpOverlap::kFull;
   s.plan.precision = Dtype::kFp8;
-  const std::string async = *ExportTorchtitan(s);
+  const std::string async = Text(ExportTorchtitan(s));
   EXPECT_TRUE(Has(async, "enable_async_tensor_parallel = true")) << async;
   EXPECT_TRUE(Has(async, "[compile]\nenable = true\ncomponents = [\"model\", \"loss\"]")) << async;
   EXPECT_TRUE(Has(async, "converters = [\"quantize.linear.float8\"]")) << async;
@@ -329,8 +372,16 @@ TEST(ExportTest, TorchtitanNamesItsModelSplitsModuleByModuleAndRefusesWhatItCann
   ASSERT_FALSE(ddp.ok());
   EXPECT_TRUE(Has(ddp.status().message(), "parallelize.py:151")) << ddp.status().message();
   EXPECT_TRUE(Has(ddp.status().message(), "nearest plan it runs: --zero 3")) << ddp.status().message();
+  // Ulysses context parallelism: torchtitan's is ring attention (job_config.py:446).
+  Scenario ulysses = Llama70BOneFOneB();
+  ulysses.plan.cp = 2;
+  ulysses.plan.dp = 1;
+  ulysses.plan.cp_kind = CpKind::kUlysses;
+  auto u = ExportTorchtitan(ulysses);
+  ASSERT_FALSE(u.ok());
+  EXPECT_TRUE(Has(u.status().message(), "nearest plan it runs: --cp-kind ring")) << u.status().message();
   // A model torchtitan does not define: refused rather than training its debug model.
-  s.plan.zero = 1;
+  s.plan.zero = 2;
   s.model.name = "llama2-70b";
   auto other = ExportTorchtitan(s);
   ASSERT_FALSE(other.ok());

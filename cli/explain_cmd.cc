@@ -105,7 +105,11 @@ std::string RenderMarkdown(const sim::Explanation& ex, const std::vector<std::st
   return o;
 }
 
-OJson PlanJson(const core::PlanSpec& p) { return OJson::parse(core::PlanToJson(p)); }
+OJson PlanJson(const core::PlanSpec& p) {
+  OJson j = OJson::parse(core::PlanToJson(p));
+  j["stage_layers"] = p.stage_layers;  // always, as before (the plan writer omits an even split)
+  return j;
+}
 
 std::string RenderJson(const sim::Explanation& ex, const char* kind, const std::vector<std::string>& notes,
                        const std::vector<std::string>& warnings) {

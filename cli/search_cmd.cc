@@ -99,6 +99,7 @@ OJson PlanJson(const sim::RankedPlan& r, int64_t rank) {
   if (rank > 0) j["rank"] = rank;
   j.update(OJson::parse(core::PlanToJson(p)));  // the plan's fields, as a plan file names them
   j["mbs"] = p.micro_batch;                     // micro_batch's short name, kept for existing readers
+  j["stage_layers"] = p.stage_layers;           // always, as before (the plan writer omits an even split)
   j["microbatches"] = p.Microbatches();
   j["step_time_s"] = r.step.time_s;
   j["tokens_per_s"] = r.step.tokens_per_s;

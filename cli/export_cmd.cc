@@ -52,33 +52,17 @@ void AddExportCommand(CLI::App* app, int* exit_code) {
       *exit_code = 1;
       return;
     }
-    if (*to == "megatron") {
-      auto args = core::ExportMegatron(*s);
-      if (!args.ok()) {
-        std::cerr << "error: --to megatron: " << args.status().message() << "\n";
-        *exit_code = 1;
-        return;
-      }
-      std::cout << *args;
-    } else if (*to == "torchtitan") {
-      auto toml = core::ExportTorchtitan(*s);
-      if (!toml.ok()) {
-        std::cerr << "error: --to torchtitan: " << toml.status().message() << "\n";
-        *exit_code = 1;
-        return;
-      }
-      std::cout << *toml;
-    } else {
-      std::vector<std::string> notes;
-      auto config = core::ExportDeepSpeed(*s, &notes);
-      if (!config.ok()) {
-        std::cerr << "error: --to deepspeed: " << config.status().message() << "\n";
-        *exit_code = 1;
-        return;
-      }
-      std::cout << *config;
-      for (const auto& n : notes) std::cerr << "# note: " << n << "\n";
+    std::vector<std::string> notes;  // DeepSpeed's, on stderr: its output must stay valid JSON
+    const core::Result<std::string> out = *to == "megatron"     ? core::ExportMegatron(*s)
+                                          : *to == "torchtitan" ? core::ExportTorchtitan(*s)
+                                                                : core::ExportDeepSpeed(*s, &notes);
+    if (!out.ok()) {
+      std::cerr << "error: --to " << *to << ": " << out.status().message() << "\n";
+      *exit_code = 1;
+      return;
     }
+    std::cout << *out;
+    for (const auto& n : notes) std::cerr << "# note: " << n << "\n";
     *exit_code = 0;
   });
 }

@@ -14,6 +14,13 @@ namespace {
 
 using OJson = nlohmann::ordered_json;
 
+// A plan the framework cannot run as planned: "<framework> (<commit>): <rule>; nearest plan it
+// runs: <flags>".
+Status Refusal(const char* framework, const char* commit, const std::string& rule, const std::string& nearest) {
+  return Status::InvalidArgument(std::string(framework) + " (" + commit + "): " + rule +
+                                 "; nearest plan it runs: " + nearest);
+}
+
 // The model's MoE layers as a run-length Python list expression, "([0]*3+[1]*58)"; "" when every
 // layer is MoE (Megatron's default --moe-layer-freq 1).
 std::string MoeLayerPattern(const ModelSpec& m) {
@@ -64,8 +71,7 @@ Result<std::string> ExportMegatron(const Scenario& s) {
   std::vector<std::string> args, notes, env;
   auto arg = [&](const std::string& a) { args.push_back(a); };
   auto refuse = [](const std::string& rule, const std::string& nearest) {
-    return Status::InvalidArgument(std::string("megatron (") + kMegatronCommit + "): " + rule +
-                                   "; nearest plan it runs: " + nearest);
+    return Refusal("megatron", kMegatronCommit, rule, nearest);
   };
   // What Megatron-LM cannot express, before anything is written.
   if (p.optimizer == Optimizer::kAdam8bit)
@@ -280,8 +286,7 @@ Result<std::string> ExportTorchtitan(const Scenario& s) {
   const ModelSpec& m = s.model;
   const PlanSpec& p = s.plan;
   auto refuse = [](const std::string& rule, const std::string& nearest) {
-    return Status::InvalidArgument(std::string("torchtitan (") + kTorchtitanCommit + "): " + rule +
-                                   "; nearest plan it runs: " + nearest);
+    return Refusal("torchtitan", kTorchtitanCommit, rule, nearest);
   };
   // The model torchtitan builds: a flavor of one of its model definitions, matched by preset and
   // checked against its layers and hidden size (torchtitan/models/<name>/__init__.py).
@@ -424,7 +429,7 @@ Result<std::string> ExportTorchtitan(const Scenario& s) {
 Result<std::string> ExportDeepSpeed(const Scenario& s, std::vector<std::string>* notes) {
   const PlanSpec& p = s.plan;
   auto refuse = [](const std::string& rule, const std::string& nearest) {
-    return Status::InvalidArgument("deepspeed (38327e07f): " + rule + "; nearest plan it runs: " + nearest);
+    return Refusal("deepspeed", kDeepSpeedCommit, rule, nearest);
   };
   if (p.pp > 1 && p.zero >= 2)
     return refuse(

@@ -29,7 +29,9 @@ inline constexpr const char* kTorchtitanCommit = "238fa99";
 // and the nearest plan it runs, for a model it does not define, DDP beside other parallelism, or
 // NVMe offload.
 Result<std::string> ExportTorchtitan(const Scenario& s);
-// DeepSpeed config JSON (rules read at DeepSpeed 38327e07f); what DeepSpeed sets in code
+// The DeepSpeed commit its rules were read at (2025-02-21).
+inline constexpr const char* kDeepSpeedCommit = "38327e07f";
+// DeepSpeed config JSON (rules read at kDeepSpeedCommit); what DeepSpeed sets in code
 // (pipeline stages) goes to `notes`. InvalidArgument, naming DeepSpeed's rule and the nearest plan
 // it runs, for ZeRO-2/3 with a pipeline and MoE with ZeRO-3.
 Result<std::string> ExportDeepSpeed(const Scenario& s, std::vector<std::string>* notes);

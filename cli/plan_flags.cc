@@ -49,6 +49,9 @@ void PlanFlags::Register(CLI::App* app) {
       "--no-overlap-grad-reduce", [this] { overlap_grad_reduce = false; },
       "DP gradient reduction after the last backward, not under it");
   p->add_flag_callback(
+      "--no-overlap-param-gather", [this] { overlap_param_gather = false; },
+      "ZeRO-1/2: the parameter all-gather after the optimizer step, not under the next step's first forward");
+  p->add_flag_callback(
       "--no-grad-accum-fusion", [this] { grad_accum_fusion = false; },
       "Weight gradients added into the gradient buffer by a separate kernel every microbatch");
   p->add_flag_callback(
@@ -226,6 +229,7 @@ void PlanFlags::ApplyPlanFlags(bool from_file, core::ModelSpec* spec, core::Plan
   if (hsdp_shard) p.hsdp_shard_size = *hsdp_shard;
   if (sp) p.sequence_parallel = *sp;
   if (overlap_grad_reduce) p.overlap_grad_reduce = *overlap_grad_reduce;
+  if (overlap_param_gather) p.overlap_param_gather = *overlap_param_gather;
   if (grad_accum_fusion) p.grad_accum_fusion = *grad_accum_fusion;
   if (ep_overlap) p.ep_overlap = *ep_overlap;
   if (recompute_layers) p.recompute_layers = *recompute_layers;

@@ -95,6 +95,11 @@ Result<std::string> ExportMegatron(const Scenario& s) {
                       " schedule: Megatron-Core runs 1F1B or interleaved 1F1B "
                       "(megatron/core/pipeline_parallel/schedules.py:161-168)",
                   "--schedule 1f1b");
+  // The parameter all-gather overlaps the forward only beside the overlapped gradient reduction
+  // (arguments.py:1028-1029).
+  if (p.zero >= 1 && p.zero <= 2 && p.dp * p.cp > 1 && p.overlap_param_gather && !p.overlap_grad_reduce)
+    return refuse("--overlap-param-gather needs --overlap-grad-reduce (arguments.py:1028-1029)",
+                  "--no-overlap-param-gather");
   if (p.sharding == Sharding::kHsdp)
     return refuse(
         "HSDP is not mapped by this exporter (Megatron-FSDP's --outer-dp-sharding-strategy, "
@@ -216,7 +221,7 @@ Result<std::string> ExportMegatron(const Scenario& s) {
   if (p.ep_overlap) arg("--overlap-moe-expert-parallel-comm --delay-wgrad-compute");
   // --overlap-param-gather needs the distributed optimizer or Megatron-FSDP and
   // --overlap-grad-reduce (arguments.py:1024-1029).
-  if (p.zero >= 1 && p.overlap_grad_reduce && p.dp * p.cp > 1) arg("--overlap-param-gather");
+  if (p.zero >= 1 && p.overlap_grad_reduce && p.overlap_param_gather && p.dp * p.cp > 1) arg("--overlap-param-gather");
   if (p.offload_optimizer == OffloadTarget::kCpu) {
     arg("--use-precision-aware-optimizer");  // needed by the offload (arguments.py:1884)
     arg("--optimizer-cpu-offload");
@@ -473,6 +478,13 @@ Result<std::string> ExportDeepSpeed(const Scenario& s, std::vector<std::string>*
     zero["contiguous_gradients"] = true;
     zero["reduce_scatter"] = true;
   }
+  // ZeRO-1/2 gather the updated weights at the end of the optimizer step, blocking
+  // (deepspeed/runtime/zero/stage_1_and_2.py:1930, all_gather_dp_groups in step()): no setting
+  // overlaps them with the next forward, so a plan that does runs slower here than planned.
+  if (p.zero >= 1 && p.zero <= 2 && p.dp * p.cp > 1 && p.overlap_param_gather)
+    notes->push_back(
+        "parameter all-gather: DeepSpeed runs it inside the optimizer step (stage_1_and_2.py:1930), not under the "
+        "next forward as the plan does; the plan with --no-overlap-param-gather predicts this run");
   // Offload: NVMe needs a path (offload_config.py:30, 61; None by default), and a ZeRO-Offload run
   // needs DeepSpeed's own optimizer from the config: a client optimizer other than
   // DeepSpeedCPUAdam raises (engine.py:1356-1370).

@@ -165,6 +165,9 @@ struct LaunchConfig {
   // Megatron-Core's ddp.grad_reduce_in_fp32 as the recipe sets it (absent: the launch file does
   // not say): false keeps the gradient buffer, its accumulation and its DP reduction in bf16.
   std::optional<bool> grad_reduce_in_fp32;
+  // Megatron-Core's DDP overlaps as the recipe sets them (CommOverlapConfig or the recipe's ddp
+  // config; absent: the launch file does not say).
+  std::optional<bool> overlap_grad_reduce, overlap_param_gather;
   std::string recipe;  // the recipe file and preset, for the assumptions
   std::string source;
   // The run's --pipeline-model-parallel-layout (scripts/megatron_bridge_layouts.py): decoder
@@ -204,6 +207,8 @@ std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
                                           .activation_offload_layers = IntOr(v, "activation_offload_layers", 0),
                                           .ep_overlap = BoolAt(v, "moe_a2a_overlap").value_or(false),
                                           .grad_reduce_in_fp32 = BoolAt(v, "grad_reduce_in_fp32"),
+                                          .overlap_grad_reduce = BoolAt(v, "overlap_grad_reduce"),
+                                          .overlap_param_gather = BoolAt(v, "overlap_param_gather"),
                                           .recipe = StrOr(v, "recipe"),
                                           .source = StrOr(j, "source"),
                                           .pp_layout = StrOr(v, "pp_layout"),
@@ -795,6 +800,19 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     run.assumptions.push_back(std::string("gradients accumulated and reduced in ") + Name(p.dtypes.grads) +
                               " (grad_reduce_in_fp32 " + (*launch->grad_reduce_in_fp32 ? "true" : "false") + ") from " +
                               launch_name());
+  }
+  // The recipe's DP overlaps. Megatron-LM asserts --overlap-param-gather only beside
+  // --overlap-grad-reduce (arguments.py:1028-1029 at d98e8a64), so a run that ran without the
+  // latter gathered after the step.
+  if (launch && (launch->overlap_grad_reduce || launch->overlap_param_gather)) {
+    if (launch->overlap_grad_reduce) p.overlap_grad_reduce = *launch->overlap_grad_reduce;
+    if (launch->overlap_param_gather) p.overlap_param_gather = *launch->overlap_param_gather;
+    p.overlap_param_gather = p.overlap_param_gather && p.overlap_grad_reduce;
+    if (!p.overlap_grad_reduce || !p.overlap_param_gather)
+      run.assumptions.push_back(
+          std::string("gradient reduction ") + (p.overlap_grad_reduce ? "under the backward" : "after the backward") +
+          ", parameter all-gather " + (p.overlap_param_gather ? "under the next forward" : "after the optimizer step") +
+          " (overlap_grad_reduce/overlap_param_gather) from " + launch_name());
   }
   // The recipe's Adam moments (Megatron-Core's precision-aware optimizer with bf16 exp_avg and
   // exp_avg_sq: 2 + 2 bytes per parameter instead of 4 + 4).

@@ -563,6 +563,7 @@ void ReadPlan(ObjectReader& r, const std::string& prefix, PlanSpec* p, Diagnosti
                  placement + "\")");
   }
   r.Bool("overlap_grad_reduce", &p->overlap_grad_reduce);
+  r.Bool("overlap_param_gather", &p->overlap_param_gather);
   r.Bool("grad_accum_fusion", &p->grad_accum_fusion);
   r.Bool("ep_overlap", &p->ep_overlap);
   r.Enum("tp_overlap", &p->tp_overlap);
@@ -632,6 +633,7 @@ OJson WritePlan(const PlanSpec& p) {
   j["placement"] = PlacementString(p.placement);
   if (!p.stage_layers.empty()) j["stage_layers"] = p.stage_layers;
   j["overlap_grad_reduce"] = p.overlap_grad_reduce;
+  j["overlap_param_gather"] = p.overlap_param_gather;
   j["grad_accum_fusion"] = p.grad_accum_fusion;
   j["ep_overlap"] = p.ep_overlap;
   j["tp_overlap"] = Name(p.tp_overlap);

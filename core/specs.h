@@ -289,6 +289,12 @@ struct PlanSpec {
   std::vector<Axis> placement = {Axis::kTp, Axis::kCp, Axis::kEp, Axis::kDp, Axis::kPp};
   std::vector<int64_t> stage_layers;  // optional uneven split: pp*vpp entries summing to layers
   bool overlap_grad_reduce = true;    // DP gradient reduction runs under the last backward
+  // ZeRO-1/2: the updated parameters' all-gather runs bucket by bucket under the next step's first
+  // microbatch forward, each module waiting only for its own bucket (Megatron-Core
+  // --overlap-param-gather: distributed_data_parallel.py forward pre-hooks,
+  // param_and_grad_buffer.py finish_param_sync, at d98e8a64). Off: the all-gather runs after the
+  // optimizer step and nothing overlaps it.
+  bool overlap_param_gather = true;
   // Weight-gradient GEMMs accumulate straight into the gradient buffer (beta = 1; Megatron-LM's
   // gradient-accumulation fusion, Transformer Engine's default). Off: every microbatch writes a
   // fresh gradient and a separate kernel adds it into the buffer.

@@ -70,6 +70,7 @@ Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string&
         BoolField(j, "sequence_parallel", prefix, &s.sequence_parallel),
         BoolField(j, "grad_accum_fusion", prefix, &s.grad_accum_fusion),
         BoolField(j, "overlap_grad_reduce", prefix, &s.overlap_grad_reduce),
+        BoolField(j, "overlap_param_gather", prefix, &s.overlap_param_gather),
         BoolField(j, "zero3_unsharded_under_pp", prefix, &s.zero3_unsharded_under_pp),
         BoolField(j, "microbatches_equal_pp", prefix, &s.microbatches_equal_pp)}) {
     if (!st.ok()) return st;
@@ -120,6 +121,7 @@ void ApplyStack(const SoftwareStack& s, ModelSpec* m, PlanSpec* p) {
   p->tp_overlap = s.tp_overlap;
   p->grad_accum_fusion = s.grad_accum_fusion;
   p->overlap_grad_reduce = s.overlap_grad_reduce;
+  p->overlap_param_gather = s.overlap_param_gather;
   p->zero = s.zero;
   p->zero3_gather = s.zero3_gather;
   p->dtypes.grads = s.grads;
@@ -142,8 +144,11 @@ std::string StackSummary(const SoftwareStack& s) {
   return "stack " + s.name + ": " + Name(s.precision) + ", " + Name(s.attention) + " attention, recompute " +
          Name(s.recompute) + ", sequence parallel " + (s.sequence_parallel ? "with tp" : "off") + ", tp overlap " +
          Name(s.tp_overlap) + ", gradient-accumulation fusion " + (s.grad_accum_fusion ? "on" : "off") +
-         ", DP overlap " + (s.overlap_grad_reduce ? "on" : "off") + ", " + Name(s.grads) + " gradients, zero " +
-         std::to_string(s.zero) +
+         ", DP overlap " + (s.overlap_grad_reduce ? "on" : "off") +
+         (s.zero == 1 || s.zero == 2
+              ? std::string(", param gather ") + (s.overlap_param_gather ? "overlapped" : "after the step")
+              : std::string()) +
+         ", " + Name(s.grads) + " gradients, zero " + std::to_string(s.zero) +
          (s.zero3_gather == Zero3Gather::kFlat ? std::string()
                                                : std::string(", zero-3 gathers ") + Name(s.zero3_gather)) +
          " (" + s.source + ")";

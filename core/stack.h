@@ -39,6 +39,9 @@ struct SoftwareStack {
   TpOverlap tp_overlap = TpOverlap::kBackward;
   bool grad_accum_fusion = true;
   bool overlap_grad_reduce = true;
+  // ZeRO-1/2: the parameter all-gather under the next step's first forward (PlanSpec); off, as
+  // Megatron-LM's default, when a stack file does not say.
+  bool overlap_param_gather = false;
   int zero = 0;                                   // the stack's data-parallel sharding when a run does not name one
   Zero3Gather zero3_gather = Zero3Gather::kFlat;  // how its ZeRO-3 gathers (core/specs.h)
   Dtype grads = Dtype::kBf16;                     // the gradient buffer it accumulates and reduces in

@@ -31,6 +31,7 @@ const char* Name(TaskKind k) {
     case TaskKind::kSend: return "send";
     case TaskKind::kGradSync: return "grad_sync";
     case TaskKind::kOptimizer: return "optimizer";
+    case TaskKind::kParamGather: return "param_gather";
   }
   return "?";
 }
@@ -69,7 +70,7 @@ struct PassSplit {
 };
 struct ListSplit {
   std::array<PassSplit, 3> pass;  // by PassIndex
-  double grad_sync = 0, optimizer = 0;
+  double grad_sync = 0, optimizer = 0, param_gather = 0;
   void Add(const ListSplit& o, double count) {
     for (size_t i = 0; i < 3; ++i) {
       pass[i].compute += o.pass[i].compute * count;
@@ -80,6 +81,7 @@ struct ListSplit {
     }
     grad_sync += o.grad_sync * count;
     optimizer += o.optimizer * count;
+    param_gather += o.param_gather * count;
   }
 };
 
@@ -102,8 +104,9 @@ std::vector<StageStreams> StageStreamCosts(const core::ModelSpec& m, const core:
     for (const core::Op& op : ops) {
       const bool comm = op.kind == core::OpKind::kCollective || op.kind == core::OpKind::kP2p;
       const int pass = PassIndex(op.pass);
-      if (pass < 0) {  // once per step: gradient synchronisation and the optimizer
-        if (comm) s.grad_sync += collective(op);
+      if (pass < 0) {  // once per step: gradient synchronisation, the optimizer, ZeRO-1/2's gather
+        if (comm && op.collective == core::CollectiveKind::kAllGather) s.param_gather += collective(op);
+        else if (comm) s.grad_sync += collective(op);
         else s.optimizer += ComputeOpTime(op, g, profile);
         continue;
       }
@@ -146,6 +149,7 @@ std::vector<StageStreams> StageStreamCosts(const core::ModelSpec& m, const core:
     s.p2p_s = p2p;
     s.grad_sync_s = total.grad_sync;
     s.optimizer_s = total.optimizer;
+    s.param_gather_s = std::max(0.0, total.param_gather - (p.overlap_param_gather ? t.forward_s : 0.0));
     const std::array<double, 3> pass_time = {t.forward_s, t.backward_input_s, t.backward_weight_s};
     std::array<PassStreams*, 3> passes = {&s.forward, &s.backward_input, &s.backward_weight};
     for (size_t k = 0; k < 3; ++k) {
@@ -221,7 +225,7 @@ struct Interval {
 // Per rank: what one pass op costs (F, B, W of one chunk), its send, and the step-level work.
 struct RankCost {
   std::array<OpCost, 3> op;
-  double send = 0, grad_sync = 0, optimizer = 0;
+  double send = 0, grad_sync = 0, optimizer = 0, param_gather = 0;
 };
 
 class Simulator {
@@ -332,7 +336,8 @@ class Simulator {
   // the limit of small buckets the chunk's share (the rank's total split evenly over its chunks)
   // is ready from the start of that backward, so the reduction ends at max(backward end,
   // start + its time), the step model's rule. Not overlapped: it starts when the rank's last
-  // backward finishes. Returns the end of the optimizer step.
+  // backward finishes. Then the exposed part of ZeRO-1/2's parameter all-gather
+  // (StageStreams::param_gather_s) on dp_comm. Returns the end of the rank's step.
   double Finish(int64_t r, bool overlap, const std::vector<int64_t>& hosted) {
     const size_t ri = static_cast<size_t>(r);
     const RankCost& rc = cost_[ri];
@@ -354,7 +359,12 @@ class Simulator {
     busy_[ri][static_cast<size_t>(Stream::kCompute)] += rc.optimizer;
     if (timeline_ && rc.optimizer > 0)
       timeline_->tasks.push_back({r, -1, -1, PipeOpKind::kWeight, TaskKind::kOptimizer, Stream::kCompute, start, end});
-    return end;
+    if (rc.param_gather <= 0) return end;
+    busy_[ri][static_cast<size_t>(Stream::kDpComm)] += rc.param_gather;
+    if (timeline_)
+      timeline_->tasks.push_back(
+          {r, -1, -1, PipeOpKind::kWeight, TaskKind::kParamGather, Stream::kDpComm, end, end + rc.param_gather});
+    return end + rc.param_gather;
   }
 
   double Free(int64_t rank) const { return free_[static_cast<size_t>(rank)]; }
@@ -454,10 +464,11 @@ core::Result<DesResult> SimulateStreams(const core::PlanSpec& plan, const std::v
                               {&s.backward_weight, "backward_weight"}}) {
       if (core::Status st = CheckPass(*pass, r, name); !st.ok()) return st;
     }
-    for (double v : {s.p2p_s, s.grad_sync_s, s.optimizer_s})
+    for (double v : {s.p2p_s, s.grad_sync_s, s.optimizer_s, s.param_gather_s})
       if (!(v >= 0) || !std::isfinite(v))
-        return core::Status::InvalidArgument("stages[" + std::to_string(r) +
-                                             "]: p2p, grad_sync and optimizer times must be finite and >= 0");
+        return core::Status::InvalidArgument(
+            "stages[" + std::to_string(r) +
+            "]: p2p, grad_sync, optimizer and param_gather times must be finite and >= 0");
   }
 
   // The schedule's fixed per-rank orders (core/schedule.h), the ones the runtime runs.
@@ -477,6 +488,7 @@ core::Result<DesResult> SimulateStreams(const core::PlanSpec& plan, const std::v
     rc.send = s.p2p_s * slow;
     rc.grad_sync = s.grad_sync_s;
     rc.optimizer = s.optimizer_s;
+    rc.param_gather = s.param_gather_s;
     cost.push_back(rc);
   }
   DesResult res;
@@ -569,6 +581,7 @@ const char* TaskColour(TaskKind k) {
     case TaskKind::kSend: return "#b279a2";
     case TaskKind::kGradSync: return "#9d755d";
     case TaskKind::kOptimizer: return "#79706e";
+    case TaskKind::kParamGather: return "#bab0ac";
   }
   return "#000";
 }
@@ -705,7 +718,7 @@ std::string AsciiGantt(const DesResult& r, int64_t stages, int width) {
                                              : 'W');
   // Overlapped collectives first, so that a one-column exposed one stays visible.
   for (const TaskKind k : {TaskKind::kOverlappedComm, TaskKind::kGradSync, TaskKind::kExposedComm, TaskKind::kSend,
-                           TaskKind::kOptimizer}) {
+                           TaskKind::kOptimizer, TaskKind::kParamGather}) {
     for (const auto& t : r.tasks) {
       if (t.kind != k) continue;
       char c = 'O';
@@ -715,6 +728,7 @@ std::string AsciiGantt(const DesResult& r, int64_t stages, int width) {
         case TaskKind::kExposedComm: c = '='; break;
         case TaskKind::kSend: c = t.pass == PipeOpKind::kForward ? '>' : '<'; break;
         case TaskKind::kOptimizer: c = 'O'; break;
+        case TaskKind::kParamGather: c = 'G'; break;
       }
       paint(t.stage, line_of(t.stream), t.start_s, t.end_s, c);
     }
@@ -734,7 +748,8 @@ std::string AsciiGantt(const DesResult& r, int64_t stages, int width) {
   if (optimizer) o << "  O step-level work";
   o << "\n";
   if (!comm.empty())
-    o << "        = exposed  ~ overlapped collective  > activation send  < gradient send  R gradient sync\n";
+    o << "        = exposed  ~ overlapped collective  > activation send  < gradient send  R gradient sync"
+         "  G parameter all-gather\n";
   return o.str();
 }
 

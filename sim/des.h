@@ -57,8 +57,10 @@ enum class TaskKind {
   kSend,            // a pipeline send (p2p): F activations forward, B input gradients back
   kGradSync,        // the step's DP gradient synchronisation, or one bucket of it (dp_comm)
   kOptimizer,       // the optimizer step (compute)
+  kParamGather,     // ZeRO-1/2's parameter all-gather, its exposed part (dp_comm)
 };
-const char* Name(TaskKind k);  // "exposed", "overlapped", "send", "grad_sync", "optimizer"
+// "exposed", "overlapped", "send", "grad_sync", "optimizer", "param_gather"
+const char* Name(TaskKind k);
 
 // A task on a stream other than a pass's compute: communication and the step-level work.
 struct TimelineTask {
@@ -88,8 +90,12 @@ struct StageStreams {
   PassStreams backward_input;   // input gradients and recompute
   PassStreams backward_weight;  // weight gradients
   double p2p_s = 0;             // one pipeline send (the step graph's pipeline_send), per pass op
-  double grad_sync_s = 0;       // per step: DP synchronisation before any overlap (dp_comm)
+  double grad_sync_s = 0;       // per step: DP gradient synchronisation before any overlap (dp_comm)
   double optimizer_s = 0;       // per step: the optimizer (compute)
+  // Per step: the exposed part of ZeRO-1/2's parameter all-gather (dp_comm), after the optimizer:
+  // all of it, or with overlap_param_gather what one microbatch's forward does not cover (that
+  // forward is the next step's first, which waits for it; one simulated step carries the wait).
+  double param_gather_s = 0;
 };
 
 // Splits the analytic model's per-rank times by stream with the per-op costs the step model
@@ -98,8 +104,8 @@ struct StageStreams {
 // (F and B carry p2p_s x sends per microbatch there, sends = vpp for interleaved, else 1); the
 // exposed part of the overlappable collectives is shared between tp_comm and dp_comm in
 // proportion to their overlappable time. grad_sync_s and optimizer_s are the step graph's
-// per-step ops on the rank. REQUIRES: ValidatePlan reported no errors;
-// stages == EstimateStep(m, p, g, c, profile).stages.
+// per-step ops on the rank; param_gather_s the exposed all-gather by the step model's rule. REQUIRES: ValidatePlan
+// reported no errors; stages == EstimateStep(m, p, g, c, profile).stages.
 std::vector<StageStreams> StageStreamCosts(const core::ModelSpec& m, const core::PlanSpec& p, const core::GpuSpec& g,
                                            const core::ClusterSpec& c, const core::Profile& profile,
                                            const std::vector<StageTimes>& stages);

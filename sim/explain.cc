@@ -787,13 +787,15 @@ ExplainStep OverlapStep(const core::Scenario& s, const PlanSpec& p, const core::
                         const StepEstimate& e) {
   PlanSpec none = p;
   none.overlap_grad_reduce = false;
+  none.overlap_param_gather = false;
   none.tp_overlap = core::TpOverlap::kNone;
   const StepEstimate en = EstimateStep(s.model, none, s.gpu, s.cluster, profile);
   auto comm = [](const StepBreakdown& b) { return b.tp_comm_s + b.cp_comm_s + b.ep_comm_s + b.dp_comm_s; };
   ExplainStep st = NewStep("overlap", "NCCL communication/compute overlap");
   st.rule =
       "Run communication on its own NCCL stream under compute: the DP gradient reduction under the last "
-      "microbatch's backward, TP reductions under the weight-gradient GEMMs (Megatron's asynchronous TP), "
+      "microbatch's backward, ZeRO-1/2's parameter all-gather under the next step's first forward, TP reductions under "
+      "the weight-gradient GEMMs (Megatron's asynchronous TP), "
       "ZeRO-3 gathers one layer ahead. Only what does not fit under compute is exposed. docs/compute.md.";
   st.formula = "t_step = compute + exposed communication + bubble + optimizer;  exposed = max(0, t_comm − window)";
   auto parts = [](const StepBreakdown& b) {
@@ -802,11 +804,15 @@ ExplainStep OverlapStep(const core::Scenario& s, const PlanSpec& p, const core::
     if (b.ep_comm_s > 0) t += " + EP " + Secs(b.ep_comm_s);
     return t;
   };
-  st.substituted = Fmt(
-      "no overlap: %s exposed, step %s; with the plan's overlap (%s TP overlap, gradient "
-      "reduction %s): %s, step %s",
-      parts(en.breakdown).c_str(), Secs(en.time_s).c_str(), core::Name(p.tp_overlap),
-      p.overlap_grad_reduce ? "under backward" : "after backward", parts(e.breakdown).c_str(), Secs(e.time_s).c_str());
+  st.substituted =
+      Fmt("no overlap: %s exposed, step %s; with the plan's overlap (%s TP overlap, gradient "
+          "reduction %s%s): %s, step %s",
+          parts(en.breakdown).c_str(), Secs(en.time_s).c_str(), core::Name(p.tp_overlap),
+          p.overlap_grad_reduce ? "under backward" : "after backward",
+          p.zero == 1 || p.zero == 2
+              ? (p.overlap_param_gather ? ", parameter gather under forward" : ", parameter gather after the step")
+              : "",
+          parts(e.breakdown).c_str(), Secs(e.time_s).c_str());
   st.result = Fmt("overlap hides %s of communication per step (%s of the step without it); %s stays exposed",
                   Secs(comm(en.breakdown) - comm(e.breakdown)).c_str(), Pct((en.time_s - e.time_s) / en.time_s).c_str(),
                   Secs(comm(e.breakdown)).c_str());

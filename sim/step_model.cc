@@ -209,6 +209,7 @@ struct RankCost {
   double compute = 0, recompute = 0, p2p = 0;
   std::array<double, core::kCommGroups> comm{};  // exposed, per microbatch, by group
   double step_comm = 0, optimizer = 0;
+  double param_gather = 0;  // of step_comm: the ZeRO-1/2 parameter all-gather (StepWork)
 };
 
 // `count` microbatch-passes of a finished list added to a rank (the per-list sums from Finish()).
@@ -417,10 +418,15 @@ StageTimes DenseLayerTimes(const core::ModelSpec& m, const core::PlanSpec& p, co
 
 namespace {
 
-// Once-per-step work of one list (gradient sync, optimizer), costed once per list.
+// Once-per-step work of one list (gradient sync, optimizer), costed once per list. `comm` is all
+// of the step's collectives; `param_gather` the part of it that is ZeRO-1/2's all-gather of the
+// updated parameters (the step's only all-gather: core/step_graph.cc ParamSync), which overlaps a
+// different pass than the gradient reduction.
 struct StepWork {
-  double comm = 0, optimizer = 0;
-  StepWork operator+(const StepWork& o) const { return {comm + o.comm, optimizer + o.optimizer}; }
+  double comm = 0, optimizer = 0, param_gather = 0;
+  StepWork operator+(const StepWork& o) const {
+    return {comm + o.comm, optimizer + o.optimizer, param_gather + o.param_gather};
+  }
 };
 
 struct StageListCosts;
@@ -486,8 +492,13 @@ StepWork StepWorkOf(const std::vector<Op>& ops, const Coster& coster, const core
   StepWork w;
   for (const Op& op : ops) {
     if (op.pass != Pass::kStep) continue;
-    if (op.kind == OpKind::kCollective) w.comm += coster.CollectiveTime(op);
-    else w.optimizer += ComputeOpTime(op, g, prof);
+    if (op.kind == OpKind::kCollective) {
+      const double t = coster.CollectiveTime(op);
+      w.comm += t;
+      if (op.collective == core::CollectiveKind::kAllGather) w.param_gather += t;
+    } else {
+      w.optimizer += ComputeOpTime(op, g, prof);
+    }
   }
   return w;
 }
@@ -707,6 +718,7 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
   const double sends = SendsPerMicrobatch(p);
   auto step_costs = [&](const StepWork& w, double count, RankCost* r) {
     r->step_comm += w.comm * count;
+    r->param_gather += w.param_gather * count;
     r->optimizer += w.optimizer * count;
   };
 
@@ -743,9 +755,16 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
       r.times.forward_s += t;
       r.times.backward_input_s += t;
     }
-    // Gradient synchronisation runs under the last microbatch's backward when overlapped.
-    const double window = p.overlap_grad_reduce ? r.times.backward_input_s + r.times.backward_weight_s : 0.0;
-    r.step_comm = std::max(0.0, r.step_comm - window);
+    // Gradient synchronisation runs under the last microbatch's backward when overlapped
+    // (Megatron-LM's overlap_grad_reduce: each bucket's reduction starts once its gradients are
+    // final); ZeRO-1/2's parameter all-gather under the next step's first forward when
+    // overlap_param_gather, else after the optimizer step. In the limit of small buckets each
+    // collective hides under its pass's time and what does not fit is exposed (the DES places
+    // the same rule in time).
+    const double grad_sync = r.step_comm - r.param_gather;
+    const double grad_window = p.overlap_grad_reduce ? r.times.backward_input_s + r.times.backward_weight_s : 0.0;
+    const double param_window = p.overlap_param_gather ? r.times.forward_s : 0.0;
+    r.step_comm = std::max(0.0, grad_sync - grad_window) + std::max(0.0, r.param_gather - param_window);
     r.times.step_s = r.step_comm + r.optimizer;
   }
 

@@ -630,6 +630,7 @@ QString ScenarioModel::commandLine() const {
   if (p.cp_kind != d.cp_kind) arg("--cp-kind", core::Name(p.cp_kind));
   if (p.placement != d.placement) arg("--placement", Q(core::PlacementString(p.placement)));
   if (!p.overlap_grad_reduce) args << "--no-overlap-grad-reduce";
+  if (!p.overlap_param_gather) args << "--no-overlap-param-gather";
   if (!p.grad_accum_fusion) args << "--no-grad-accum-fusion";
   if (p.ep_overlap) args << "--ep-overlap";
   if (p.tp_overlap != d.tp_overlap) arg("--tp-overlap", core::Name(p.tp_overlap));

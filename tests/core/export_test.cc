@@ -81,6 +81,15 @@ TEST(ExportTest, EachFrameworkGetsThePlansDegreesUnderItsOwnNames) {
   bool said = false;
   for (const std::string& n : notes) said |= Has(n, "train_batch_size left out (128 sequences");
   EXPECT_TRUE(said);
+  // ZeRO-1/2 gather the updated weights inside the optimizer step (stage_1_and_2.py:1930): the
+  // plan's overlapped gather is not what this run does, and a note says so.
+  bool gather_said = false;
+  for (const std::string& n : notes) gather_said |= Has(n, "stage_1_and_2.py:1930");
+  EXPECT_TRUE(gather_said);
+  z1.plan.overlap_param_gather = false;
+  notes.clear();
+  Text(ExportDeepSpeed(z1, &notes));
+  for (const std::string& n : notes) EXPECT_FALSE(Has(n, "stage_1_and_2.py:1930")) << n;
   // Data parallel alone: DeepSpeed's world size is the DP size, and the global batch is written.
   Scenario dp = s;
   dp.plan.tp = dp.plan.pp = dp.plan.vpp = 1;
@@ -106,8 +115,16 @@ TEST(ExportTest, MegatronWritesTheEnvironmentAndLauncherItAsserts) {
   // --overlap-param-gather needs the distributed optimizer and --overlap-grad-reduce (1024-1029).
   EXPECT_TRUE(Has(h100, "--use-distributed-optimizer")) << h100;
   EXPECT_TRUE(Has(h100, "--overlap-param-gather")) << h100;
+  // A plan that overlaps the parameter all-gather but not the gradient reduction (MegaScale's
+  // kind) is refused, naming the rule (1028-1029), rather than written without the overlap.
   s.plan.overlap_grad_reduce = false;
+  const auto refused = ExportMegatron(s);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(Has(refused.status().message(), "arguments.py:1028-1029")) << refused.status().ToString();
+  EXPECT_TRUE(Has(refused.status().message(), "nearest plan it runs: --no-overlap-param-gather"));
+  s.plan.overlap_param_gather = false;
   EXPECT_FALSE(Has(Text(ExportMegatron(s)), "--overlap-param-gather"));
+  EXPECT_FALSE(Has(Text(ExportMegatron(s)), "--overlap-grad-reduce"));
   // Blackwell has no such requirement (arguments.py:1455: "no longer exists since the Blackwell
   // architecture").
   s.gpu = *LoadGpu("b200");

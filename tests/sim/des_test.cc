@@ -406,6 +406,55 @@ TEST(DesStreamsTest, DataParallelSyncMatchesTheAnalyticModel) {
   EXPECT_NEAR(ro->step_time_s, eo.time_s, 0.01 * eo.time_s);
 }
 
+TEST(DesStreamsTest, ParameterGatherHidesUnderTheNextForwardOnly) {
+  // ZeRO-1's all-gather of the updated parameters (Megatron-Core --overlap-param-gather: bucket by
+  // bucket under the next step's first forward; off: after the optimizer step). One pipeline
+  // rank, so the step is m (F + B) + exposed sync + optimizer + exposed gather, and by hand
+  //   step(off) - step(on) = AG - max(0, AG - F) = min(AG, F),
+  // with AG the gather's time and F one microbatch's forward. Llama 3 8B at TP 1 x DP 8 in one
+  // node gathers 16 GB over NVLink in less than a forward (hidden whole); Llama 3 70B at TP 8 x
+  // DP 16 gathers 8.8B bf16 parameters over one InfiniBand NIC per GPU, longer than a forward
+  // (exposed by AG - F). The DES places the same rule.
+  struct Case {
+    const char* model;
+    int64_t tp, dp;
+    bool gather_longer_than_forward;
+  };
+  for (const Case& c : {Case{"llama3-8b", 1, 8, false}, Case{"llama3-70b", 8, 16, true}}) {
+    SCOPED_TRACE(c.model);
+    RealPlan s = Llama8B(core::Schedule::k1F1B, 1, true);
+    s.model = *core::LoadModel(c.model);
+    s.plan.tp = c.tp;
+    s.plan.sequence_parallel = c.tp > 1;
+    s.plan.pp = 1;
+    s.plan.dp = c.dp;
+    s.plan.gpus = c.tp * c.dp;
+    s.plan.global_batch = 2 * c.dp;  // two microbatches per rank
+    auto run = [&](bool overlap) {
+      s.plan.overlap_param_gather = overlap;
+      Simulated out;
+      out.e = EstimateStep(s.model, s.plan, s.gpu, s.cluster, core::Profile{});
+      out.streams = StageStreamCosts(s.model, s.plan, s.gpu, s.cluster, core::Profile{}, out.e.stages);
+      out.r = SimulateStreams(s.plan, out.streams, s.plan.Microbatches(), DesOptions{});
+      return out;
+    };
+    const Simulated on = run(true), off = run(false);
+    ASSERT_TRUE(on.r.ok() && off.r.ok());
+    const double ag = off.streams[0].param_gather_s, f = on.e.stages[0].forward_s;
+    ASSERT_GT(ag, 0);
+    EXPECT_EQ(ag > f, c.gather_longer_than_forward) << "AG " << ag << " s, F " << f << " s";
+    EXPECT_NEAR(on.streams[0].param_gather_s, std::max(0.0, ag - f), 1e-12);
+    EXPECT_NEAR(off.e.time_s - on.e.time_s, std::min(ag, f), 1e-9 * off.e.time_s);
+    EXPECT_NEAR(off.e.breakdown.dp_comm_s - on.e.breakdown.dp_comm_s, std::min(ag, f), 1e-9 * off.e.time_s);
+    // The DES: the same difference, the gather after the optimizer on dp_comm.
+    EXPECT_NEAR(off.r->step_time_s - on.r->step_time_s, std::min(ag, f), 1e-9 * off.e.time_s);
+    EXPECT_NEAR(on.r->step_time_s, on.e.time_s, 0.01 * on.e.time_s);
+    int gathers = 0;
+    for (const auto& t : off.r->tasks) gathers += t.kind == TaskKind::kParamGather ? 1 : 0;
+    EXPECT_EQ(gathers, 1);
+  }
+}
+
 TEST(DesStreamsTest, ExposedModelParallelTimeMatchesTheBreakdown) {
   // The split by stream keeps the step model's exposure: over m microbatches (1F1B scales the
   // critical rank's per-microbatch parts by m), the critical rank's exposed TP/CP/EP time is the

@@ -292,9 +292,13 @@ TEST(ValidationTest, BeyondTuningRegressionBound) {
   // H100's sustained GEMM efficiency (GPU presets' MSMF, 0.716 bf16 and 0.651 fp8 instead of the
   // flat 0.80 and 0.70): median 16.3%, p90 30.3%, max 77.6%, H100 median 20.4% -> 13.1%. With
   // GEMM wave quantization and the full node's slowest GPU (docs/compute.md): 10.2%, 26.1%, 73.9%;
-  // with the H100's own burst measurement 10.2%, 23.9%, 71.5% (H100 rows 7.9% -> 3.9%).
-  EXPECT_LE(v.all.median_abs_error, 0.105);
-  EXPECT_LE(v.all.p90_abs_error, 0.245);
+  // with the H100's own burst measurement 10.2%, 23.9%, 71.5% (H100 rows 7.9% -> 3.9%). With
+  // ZeRO-1/2's parameter all-gather under the next step's first forward, no longer under the
+  // backward beside the gradient reduction (Megatron-Core --overlap-param-gather; two windows
+  // hide more than one): 10.5%, 24.9%, 71.5%, the 32B README row -22.1% -> -17.7%, the smaller
+  // H100 rows, already too fast, 1-7 points faster (docs/validation.md).
+  EXPECT_LE(v.all.median_abs_error, 0.106);
+  EXPECT_LE(v.all.p90_abs_error, 0.25);
   EXPECT_LE(v.all.max_abs_error, 0.72);
   EXPECT_EQ(v.all.out_of_memory, 0u);
   for (const auto& g : v.groups) {
@@ -532,9 +536,10 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // quantization lowered every stack's but Llama 3's (8.7% -> 10.8%: its three 405B runs, already
   // too slow, slowed further; 12.6% with the full node's slowest GPU and 16.4% with the H100's own
   // MAMF: the paper does not print its interleaving, so its runs are mapped as 1F1B with a 31-47%
-  // bubble, docs/validation.md).
+  // bubble, docs/validation.md). torchtitan's 25.0% -> 25.8% when the parameter all-gather of
+  // its FSDP under PP hid under the first forward (FSDP2's prefetch), where it was exposed.
   const std::map<std::string, double> stack_bound = {
-      {"llm-foundry-2023", 0.075},     {"megatron-core-2024", 0.10}, {"torchtitan-2024", 0.255},
+      {"llm-foundry-2023", 0.075},     {"megatron-core-2024", 0.10}, {"torchtitan-2024", 0.263},
       {"megatron-lm-2021", 0.04},      {"megatron-lm-2022", 0.081},  {"megascale-2024", 0.107},
       {"deepspeed-zero3-2021", 0.274}, {"llama3-2024", 0.165},       {"megatron-deepspeed-2022", 0.224}};
   for (const auto& g : v.groups)

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/export_check.h"
 #include "core/diagnostics.h"
 #include "core/export.h"
 #include "core/presets.h"
@@ -19,9 +20,18 @@ void AddExportCommand(CLI::App* app, int* exit_code) {
       app->add_subcommand("export", "A plan file as Megatron-LM arguments, a torchtitan TOML or a DeepSpeed JSON");
   auto plan = std::make_shared<std::string>();
   auto to = std::make_shared<std::string>();
+  auto check = std::make_shared<bool>(false);
+  auto python = std::make_shared<std::string>("python3");
   exp->add_option("--plan", *plan, "A plan JSON file (meshplan plan/search --output)")->required();
   exp->add_option("--to", *to, "megatron|torchtitan|deepspeed")->required();
-  exp->callback([plan, to, exit_code] {
+  exp->add_flag("--check", *check,
+                "Also run the framework's own validation on the export in Python (Megatron-LM parse_args and "
+                "validate_args, DeepSpeedConfig, torchtitan's ConfigManager and ParallelDims; no GPU): exit 0 "
+                "accepted, 1 rejected, 4 when it could not run (the framework not importable)");
+  exp->add_option("--python", *python,
+                  "The Python interpreter for --check (default python3; its path and "
+                  "PYTHONPATH must import the framework)");
+  exp->callback([plan, to, check, python, exit_code] {
     if (*to != "megatron" && *to != "torchtitan" && *to != "deepspeed") {
       std::cerr << "error: --to: must be megatron, torchtitan or deepspeed (got \"" << *to << "\")\n";
       *exit_code = 2;
@@ -64,6 +74,21 @@ void AddExportCommand(CLI::App* app, int* exit_code) {
     std::cout << *out;
     for (const auto& n : notes) std::cerr << "# note: " << n << "\n";
     *exit_code = 0;
+    if (!*check) return;
+    std::cout.flush();
+    const CheckResult r =
+        CheckExport(*to, *out, s->plan.gpus, s->plan.dp, core::ComputeCapabilityMajor(s->gpu), *python);
+    switch (r.verdict) {
+      case CheckVerdict::kAccepted: std::cerr << "check: " << r.message << "\n"; break;
+      case CheckVerdict::kRejected:
+        std::cerr << "error: --check: the framework rejects the export: " << r.message << "\n";
+        *exit_code = 1;
+        break;
+      case CheckVerdict::kNotRun:
+        std::cerr << "error: --check: the framework's validation did not run: " << r.message << "\n";
+        *exit_code = 4;
+        break;
+    }
   });
 }
 

@@ -37,12 +37,8 @@ std::string MoeLayerPattern(const ModelSpec& m) {
   return out + ")";
 }
 
-// Blackwell and later (compute capability 10+), by the GPU preset's name: B200, B300, GB200, GB300.
-bool IsBlackwellOrLater(const GpuSpec& g) {
-  std::string n = g.name;
-  std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return n.rfind("b2", 0) == 0 || n.rfind("b3", 0) == 0 || n.rfind("gb2", 0) == 0 || n.rfind("gb3", 0) == 0;
-}
+// Blackwell and later (compute capability 10+): B200, B300, GB200, GB300.
+bool IsBlackwellOrLater(const GpuSpec& g) { return ComputeCapabilityMajor(g) >= 10; }
 
 std::string Join(const std::vector<int64_t>& v, const char* sep) {
   std::string out;
@@ -526,6 +522,17 @@ Result<std::string> ExportDeepSpeed(const Scenario& s, std::vector<std::string>*
   }
   if (p.ep > 1) notes->push_back("ep: deepspeed.moe.layer.MoE(ep_size=" + std::to_string(p.ep) + ")");
   return j.dump(2) + "\n";
+}
+
+int ComputeCapabilityMajor(const GpuSpec& g) {
+  std::string n = g.name;
+  std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  auto starts = [&](const char* prefix) { return n.rfind(prefix, 0) == 0; };
+  if (starts("b2") || starts("b3") || starts("gb2") || starts("gb3")) return 10;
+  if (starts("h100") || starts("h200") || starts("h800") || starts("gh200")) return 9;
+  if (starts("a100") || starts("a800")) return 8;
+  if (starts("v100")) return 7;
+  return 0;
 }
 
 }  // namespace meshplan::core

@@ -36,6 +36,11 @@ inline constexpr const char* kDeepSpeedCommit = "38327e07f";
 // it runs, for ZeRO-2/3 with a pipeline and MoE with ZeRO-3.
 Result<std::string> ExportDeepSpeed(const Scenario& s, std::vector<std::string>* notes);
 
+// The CUDA compute capability's major version of an NVIDIA GPU preset, by its name (V100 7, A100 8,
+// H100/H200/H800 9, B200/B300/GB200/GB300 10); 0 for a GPU that is not one of them (MI300X, a
+// custom file). What Megatron-LM's get_device_arch_version returns on that GPU.
+int ComputeCapabilityMajor(const GpuSpec& g);
+
 }  // namespace meshplan::core
 
 #endif  // MESHPLAN_CORE_EXPORT_H_

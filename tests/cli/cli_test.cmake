@@ -268,6 +268,16 @@ run(export_megatron_refused 1 "error: --to megatron: megatron \\(d98e8a64\\): --
     export --plan ${WORK}/adam8.json --to megatron)
 run(export_bad_target 2 "--to: must be megatron, torchtitan or deepspeed" export --plan ${WORK}/l3.json --to jax)
 run(export_missing_plan 2 "--plan: .*cannot open" export --plan ${WORK}/none.json --to megatron)
+# --check runs the framework's own validation in Python: without the framework importable it
+# says so and exits 4; with it (here the test doubles of data/export_check, see its README) the
+# verdict is printed and sets the exit code.
+set(ENV{PYTHONPATH} ${WORK}/no_such_dir)
+run(export_check_not_run 4 "error: --check: the framework's validation did not run: cannot import megatron.training.arguments"
+    export --plan ${WORK}/l3.json --to megatron --check)
+set(ENV{PYTHONPATH} ${DATA}/export_check)
+run(export_check_megatron 0 "--tensor-model-parallel-size 8.*check: Megatron-LM \\(megatron.core test-double\\): parse_args and validate_args accept"
+    export --plan ${WORK}/l3.json --to megatron --check)
+unset(ENV{PYTHONPATH})
 
 # Reliability: the Llama 3 405B snapshot (16,384 H100s, 54 days, async checkpoints every
 # 30 min to 2 TB/s) -> MTBF 3.09 h, 419 expected unexpected interruptions, goodput above 90%;

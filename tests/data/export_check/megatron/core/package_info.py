@@ -1,0 +1,2 @@
+# Test double (see ../../README.md).
+__version__ = "test-double"

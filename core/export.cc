@@ -96,11 +96,21 @@ Result<std::string> ExportMegatron(const Scenario& s) {
   if (p.zero >= 1 && p.zero <= 2 && p.dp * p.cp > 1 && p.overlap_param_gather && !p.overlap_grad_reduce)
     return refuse("--overlap-param-gather needs --overlap-grad-reduce (arguments.py:1028-1029)",
                   "--no-overlap-param-gather");
-  if (p.sharding == Sharding::kHsdp)
-    return refuse(
-        "HSDP is not mapped by this exporter (Megatron-FSDP's --outer-dp-sharding-strategy, "
-        "arguments.py:3193, is not written yet)",
-        "--sharding fsdp");
+  // HSDP: the optimizer (ZeRO-1) or Megatron-FSDP's state (ZeRO-2/3) sharded inside groups of
+  // hsdp_shard_size data-parallel ranks and replicated over dp*cp/hsdp_shard_size instances
+  // (--num-distributed-optimizer-instances, arguments.py:3216; Megatron-FSDP turns Hybrid FSDP on
+  // when it is above 1, megatron/core/distributed/fsdp/mcore_fsdp_adapter.py:346). The expert
+  // data-parallel group must divide the same way (megatron/core/parallel_state.py:1447-1449).
+  const int64_t instances =
+      p.sharding == Sharding::kHsdp && p.hsdp_shard_size > 0 ? p.dp * p.cp / p.hsdp_shard_size : 1;
+  if (instances > 1 && m.moe && p.ep > 1) {
+    const int64_t expert_dp = p.tp * p.cp * p.dp / (p.ep * p.etp);
+    if (expert_dp % instances != 0)
+      return refuse("the expert data-parallel size " + std::to_string(expert_dp) +
+                        " must be divisible by --num-distributed-optimizer-instances " + std::to_string(instances) +
+                        " (megatron/core/parallel_state.py:1447-1449)",
+                    "--hsdp-shard with dp*cp/shard dividing " + std::to_string(expert_dp));
+  }
   // Megatron-FSDP for ZeRO-2 and ZeRO-3: PyTorch FSDP2 refuses pipeline and expert parallelism
   // and tied embeddings (arguments.py:1033-1045); Megatron-FSDP takes them (arguments.py:1118).
   const bool fsdp = p.zero >= 2;
@@ -211,6 +221,12 @@ Result<std::string> ExportMegatron(const Scenario& s) {
     arg("--ckpt-format fsdp_dtensor");  // Megatron-FSDP requires it (arguments.py:1169)
   } else if (p.zero == 1) {
     arg("--use-distributed-optimizer");
+  }
+  if (instances > 1) {
+    arg("--num-distributed-optimizer-instances " + std::to_string(instances));
+    // The outer (replica) group holds whole copies: Megatron-FSDP's default, written out
+    // (arguments.py:3193; "optim" would shard the optimizer across replicas too).
+    if (fsdp) arg("--outer-dp-sharding-strategy no_shard");
   }
   if (p.overlap_grad_reduce && p.dp * p.cp > 1) arg("--overlap-grad-reduce");
   if (!p.grad_accum_fusion) arg("--no-gradient-accumulation-fusion");
@@ -439,6 +455,11 @@ Result<std::string> ExportDeepSpeed(const Scenario& s, std::vector<std::string>*
         "--zero 1 with the same pipeline");
   if (s.model.moe && p.zero == 3)
     return refuse("\"MoE not supported with Stage 3\" (deepspeed/runtime/engine.py:1675)", "--zero 2");
+  if (p.sharding == Sharding::kHsdp && p.zero < 3)
+    return refuse(
+        "hybrid sharding (MiCS, mics_shard_size) is ZeRO-3's only: ZeRO-1/2 shard over the whole data-parallel group "
+        "(deepspeed/runtime/engine.py:1706)",
+        "--zero 3 with the same --hsdp-shard, or --sharding fsdp");
   // DeepSpeed's context parallelism is Ulysses: all-to-all over heads (deepspeed/sequence/layer.py).
   if (p.cp > 1 && p.cp_kind == CpKind::kRing)
     return refuse(
@@ -499,8 +520,12 @@ Result<std::string> ExportDeepSpeed(const Scenario& s, std::vector<std::string>*
         "optimizer: DeepSpeed's AdamW from the config, as ZeRO-Offload needs; set its lr, betas and "
         "weight_decay to the recipe's");
   }
-  if (p.sharding == Sharding::kHsdp && p.hsdp_shard_size > 0)
-    zero["zero_hpz_partition_size"] = p.hsdp_shard_size;  // ZeRO++ hierarchical partitioning
+  // HSDP is MiCS: ZeRO-3's state sharded inside groups of mics_shard_size ranks and replicated
+  // across them (zero/config.py:326, read at config.py:819; engine.py:1706 builds MiCS_Optimizer
+  // in the stage-3 branch only). Not ZeRO++'s zero_hpz_partition_size, which keeps a second
+  // copy of the parameters inside the group while gradients and optimizer state stay sharded over
+  // all ranks.
+  if (p.sharding == Sharding::kHsdp && p.hsdp_shard_size > 0) zero["mics_shard_size"] = p.hsdp_shard_size;
   j["zero_optimization"] = zero;
   if (p.tp > 1) j["tensor_parallel"] = {{"autotp_size", p.tp}};
   if (p.cp > 1) j["sequence_parallel_size"] = p.cp;

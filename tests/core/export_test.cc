@@ -150,6 +150,84 @@ TEST(ExportTest, MegatronShardsZeroTwoAndThreeWithMegatronFsdpEvenWithPipelines)
   EXPECT_TRUE(Has(Text(ExportMegatron(s)), "--data-parallel-sharding-strategy optim_grads \\"));
 }
 
+TEST(ExportTest, MegatronRunsHsdpAsDistributedOptimizerInstances) {
+  // HSDP with shard groups of 8 over DP 32: 32 / 8 = 4 replicas, which Megatron calls
+  // distributed-optimizer instances (--num-distributed-optimizer-instances, arguments.py:3216):
+  // the partial data-parallel group is dp*cp / instances = 8 ranks (parallel_state.py:922-929).
+  // Under ZeRO-3 it is Megatron-FSDP's Hybrid FSDP (on when instances > 1,
+  // mcore_fsdp_adapter.py:346) with whole copies across replicas (--outer-dp-sharding-strategy
+  // no_shard, 3193); under ZeRO-1 the distributed optimizer's.
+  Scenario s = Llama70B();
+  s.plan.tp = 8;
+  s.plan.pp = s.plan.vpp = 1;
+  s.plan.schedule = Schedule::k1F1B;
+  s.plan.dp = 32;
+  s.plan.gpus = 256;
+  s.plan.global_batch = 256;
+  s.plan.stage_layers.clear();
+  s.plan.sharding = Sharding::kHsdp;
+  s.plan.hsdp_shard_size = 8;
+  s.plan.zero = 3;
+  Diagnostics d;
+  ValidatePlan(s.plan, s.model, s.gpu, s.cluster, &d);
+  ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+  const std::string z3 = Text(ExportMegatron(s));
+  EXPECT_TRUE(Has(z3, "--use-megatron-fsdp")) << z3;
+  EXPECT_TRUE(Has(z3, "--num-distributed-optimizer-instances 4")) << z3;
+  EXPECT_TRUE(Has(z3, "--outer-dp-sharding-strategy no_shard")) << z3;
+  s.plan.zero = 1;
+  const std::string z1 = Text(ExportMegatron(s));
+  EXPECT_TRUE(Has(z1, "--use-distributed-optimizer")) << z1;
+  EXPECT_TRUE(Has(z1, "--num-distributed-optimizer-instances 4")) << z1;
+  EXPECT_FALSE(Has(z1, "--outer-dp-sharding-strategy")) << z1;
+  // DeepSpeed's hybrid sharding is MiCS, ZeRO-3's only (engine.py:1706): mics_shard_size 8 at
+  // ZeRO-3 (not ZeRO++'s zero_hpz_partition_size, which leaves gradients and optimizer state
+  // sharded over all ranks), refused at ZeRO-1.
+  std::vector<std::string> notes;
+  const auto ds1 = ExportDeepSpeed(s, &notes);
+  ASSERT_FALSE(ds1.ok());
+  EXPECT_TRUE(Has(ds1.status().message(), "MiCS")) << ds1.status().ToString();
+  s.plan.zero = 3;
+  const std::string ds3 = Text(ExportDeepSpeed(s, &notes));
+  EXPECT_TRUE(Has(ds3, "\"mics_shard_size\": 8")) << ds3;
+  EXPECT_FALSE(Has(ds3, "zero_hpz_partition_size")) << ds3;
+  // Without HSDP no instances are written (Megatron's default, 1).
+  s.plan.sharding = Sharding::kFsdp;
+  s.plan.hsdp_shard_size = 0;
+  EXPECT_FALSE(Has(Text(ExportMegatron(s)), "--num-distributed-optimizer-instances"));
+}
+
+TEST(ExportTest, MegatronRefusesHsdpWhoseExpertGroupDoesNotDivide) {
+  // Mixtral 8x7B, EP 8 over DP 16: the expert data-parallel group is tp*cp*dp / (ep*etp) = 2.
+  // HSDP shard 2 makes 16 / 2 = 8 instances, and 2 is not divisible by 8
+  // (parallel_state.py:1447-1449).
+  Scenario s;
+  s.model = *LoadModel("mixtral-8x7b");
+  s.gpu = *LoadGpu("h100-sxm");
+  s.cluster = *LoadCluster("dgx-h100");
+  s.plan.dp = 16;
+  s.plan.ep = 8;
+  s.plan.gpus = 16;
+  s.plan.zero = 1;
+  s.plan.sharding = Sharding::kHsdp;
+  s.plan.hsdp_shard_size = 2;
+  s.plan.seq_len = 4096;
+  s.plan.global_batch = 64;
+  Diagnostics d;
+  ValidatePlan(s.plan, s.model, s.gpu, s.cluster, &d);
+  ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+  const auto r = ExportMegatron(s);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(Has(r.status().message(),
+                  "expert data-parallel size 2 must be divisible by "
+                  "--num-distributed-optimizer-instances 8"))
+      << r.status().ToString();
+  EXPECT_TRUE(Has(r.status().message(), "parallel_state.py:1447-1449"));
+  // Shard 8: 2 instances, which divide 2.
+  s.plan.hsdp_shard_size = 8;
+  EXPECT_TRUE(Has(Text(ExportMegatron(s)), "--num-distributed-optimizer-instances 2"));
+}
+
 TEST(ExportTest, MegatronRefusesWhatItCannotExpressNamingTheRule) {
   Scenario s = Llama70B();
   auto refused = [&](const std::string& rule) {

@@ -22,10 +22,10 @@ namespace {
 
 // Shared by the three checkers: argv is `export world_size dp arch` (arch: the plan's GPU's
 // compute capability major, 0 when unknown). The checker prints one line and
-// exits 0 (accepted), 1 (rejected: the framework raised an assertion, an argument or a value
-// error) or 3 (no verdict: Python or the framework could not be imported, or it stopped for
-// another reason). The framework's own printing is captured, so that an argument parser's
-// error line can be quoted.
+// exits 0 (accepted), 1 (rejected: the framework raised an assertion, an argument, a value or a
+// key error, or an attribute error: a field its slotted config classes do not have) or 3 (no verdict: Python or the
+// framework could not be imported, or it stopped for another reason). The framework's own printing is captured, so that
+// an argument parser's error line can be quoted.
 constexpr const char* kPrelude = R"PY(import contextlib, importlib, io, os, sys
 path, world, dp, arch = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 
@@ -59,7 +59,7 @@ def verdict(fn, what):
     except SystemExit as e:
         lines = [l for l in buf.getvalue().splitlines() if l.strip()]
         done(1, "%s: %s" % (what, lines[-1] if lines else "exited with %s" % e.code))
-    except (AssertionError, ValueError, KeyError) as e:
+    except (AssertionError, ValueError, KeyError, AttributeError) as e:
         done(1, "%s: %s: %s" % (what, type(e).__name__, e))
     except BaseException as e:
         done(3, "%s stopped without a verdict on the export (%s: %s)" % (what, type(e).__name__, e))
@@ -151,6 +151,41 @@ verdict(run, what)
 done(0, what + ": ConfigManager, ParallelDims (%d GPUs) and the model's train spec accept the config" % world)
 )PY";
 
+// torchtitan's Python configuration (b5bcd76c6): the module is imported by name from the
+// export's directory and its function loaded by ConfigManager as `torchtitan.train --module
+// --config` loads it (torchtitan/config/manager.py:54-159; tyro then rebuilds the tree, re-running
+// every __post_init__ check), then ParallelDims over the plan's GPUs (its _validate,
+// distributed/parallel_dims.py:166-192) and the trainer's checks that need no GPU: CUDA graphs
+// beside PP or EP (trainer.py:168-199) and the step's tokens (trainer.py:409-428).
+constexpr const char* kTorchtitanPy = R"PY(import inspect
+sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+module = os.path.splitext(os.path.basename(path))[0]
+config = need("torchtitan.config")
+distributed = need("torchtitan.distributed")
+what = "torchtitan %s" % version("torchtitan")
+
+def run():
+    c = config.ConfigManager().parse_args(["--module", module, "--config", "meshplan_plan"])
+    p = c.parallelism
+    dims = distributed.ParallelDims
+    if hasattr(dims, "from_config"):
+        d = dims.from_config(p, world)
+    else:
+        d = dims(dp_replicate=p.data_parallel_replicate_degree, dp_shard=p.data_parallel_shard_degree,
+                 cp=p.context_parallel_degree, tp=p.tensor_parallel_degree, pp=p.pipeline_parallel_degree,
+                 ep=p.expert_parallel_degree, world_size=world)
+    t = c.training
+    dp_ranks = d.dp_replicate * d.dp_shard
+    m = p.num_pp_microbatches if p.pipeline_parallel_degree > 1 else 1
+    per_step = t.num_tokens_per_microbatch_per_dp_rank * m * dp_ranks
+    if t.num_tokens_per_train_step > 0 and t.num_tokens_per_train_step % per_step != 0:
+        raise ValueError("num_tokens_per_train_step %d is not divisible by tokens per microbatch x microbatches x "
+                         "dp ranks = %d (trainer.py:419-425)" % (t.num_tokens_per_train_step, per_step))
+
+verdict(run, what)
+done(0, what + ": ConfigManager loads the configuration; ParallelDims (%d GPUs) and the step's tokens accept it" % world)
+)PY";
+
 struct TempDir {
   std::string path;
   std::vector<std::string> files;
@@ -172,10 +207,11 @@ CheckResult NotRun(const std::string& why) { return {CheckVerdict::kNotRun, why}
 
 CheckResult CheckExport(const std::string& framework, const std::string& text, int64_t world_size, int64_t dp, int arch,
                         const std::string& python) {
-  const char* body = framework == "megatron"     ? kMegatron
-                     : framework == "deepspeed"  ? kDeepSpeed
-                     : framework == "torchtitan" ? kTorchtitan
-                                                 : nullptr;
+  const char* body = framework == "megatron"        ? kMegatron
+                     : framework == "deepspeed"     ? kDeepSpeed
+                     : framework == "torchtitan"    ? kTorchtitan
+                     : framework == "torchtitan-py" ? kTorchtitanPy
+                                                    : nullptr;
   if (body == nullptr) return NotRun("no checker for framework '" + framework + "'");
   const char* tmp = std::getenv("TMPDIR");
   std::string pattern = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/meshplan-check-XXXXXX";
@@ -185,8 +221,12 @@ CheckResult CheckExport(const std::string& framework, const std::string& text, i
   if (mkdtemp(buf.data()) == nullptr)
     return NotRun("cannot create a temporary directory: " + std::string(strerror(errno)));
   dir.path = buf.data();
-  const std::string ext = framework == "megatron" ? "sh" : framework == "deepspeed" ? "json" : "toml";
-  const std::string exported = dir.path + "/export." + ext, checker = dir.path + "/check.py";
+  // torchtitan imports the Python configuration by module name: the file is the module.
+  const std::string exported = dir.path + (framework == "megatron"        ? "/export.sh"
+                                           : framework == "deepspeed"     ? "/export.json"
+                                           : framework == "torchtitan-py" ? "/meshplan_plan.py"
+                                                                          : "/export.toml");
+  const std::string checker = dir.path + "/check.py";
   dir.files = {exported, checker};
   if (!WriteFile(exported, text) || !WriteFile(checker, std::string(kPrelude) + body))
     return NotRun("cannot write the export and its checker under " + dir.path);

@@ -17,13 +17,18 @@ namespace meshplan::cli {
 
 void AddExportCommand(CLI::App* app, int* exit_code) {
   auto* exp =
-      app->add_subcommand("export", "A plan file as Megatron-LM arguments, a torchtitan TOML or a DeepSpeed JSON");
+      app->add_subcommand("export",
+                          "A plan file as Megatron-LM arguments, a torchtitan TOML or Python configuration or a "
+                          "DeepSpeed JSON");
   auto plan = std::make_shared<std::string>();
   auto to = std::make_shared<std::string>();
   auto check = std::make_shared<bool>(false);
   auto python = std::make_shared<std::string>("python3");
   exp->add_option("--plan", *plan, "A plan JSON file (meshplan plan/search --output)")->required();
-  exp->add_option("--to", *to, "megatron|torchtitan|deepspeed")->required();
+  exp->add_option("--to", *to,
+                  "megatron|torchtitan|torchtitan-py|deepspeed (torchtitan: TOML for torchtitan 238fa99, the last that "
+                  "reads TOML; torchtitan-py: a Python configuration module for torchtitan b5bcd76c6)")
+      ->required();
   exp->add_flag("--check", *check,
                 "Also run the framework's own validation on the export in Python (Megatron-LM parse_args and "
                 "validate_args, DeepSpeedConfig, torchtitan's ConfigManager and ParallelDims; no GPU): exit 0 "
@@ -32,8 +37,8 @@ void AddExportCommand(CLI::App* app, int* exit_code) {
                   "The Python interpreter for --check (default python3; its path and "
                   "PYTHONPATH must import the framework)");
   exp->callback([plan, to, check, python, exit_code] {
-    if (*to != "megatron" && *to != "torchtitan" && *to != "deepspeed") {
-      std::cerr << "error: --to: must be megatron, torchtitan or deepspeed (got \"" << *to << "\")\n";
+    if (*to != "megatron" && *to != "torchtitan" && *to != "torchtitan-py" && *to != "deepspeed") {
+      std::cerr << "error: --to: must be megatron, torchtitan, torchtitan-py or deepspeed (got \"" << *to << "\")\n";
       *exit_code = 2;
       return;
     }
@@ -63,9 +68,10 @@ void AddExportCommand(CLI::App* app, int* exit_code) {
       return;
     }
     std::vector<std::string> notes;  // DeepSpeed's, on stderr: its output must stay valid JSON
-    const core::Result<std::string> out = *to == "megatron"     ? core::ExportMegatron(*s)
-                                          : *to == "torchtitan" ? core::ExportTorchtitan(*s)
-                                                                : core::ExportDeepSpeed(*s, &notes);
+    const core::Result<std::string> out = *to == "megatron"        ? core::ExportMegatron(*s)
+                                          : *to == "torchtitan"    ? core::ExportTorchtitan(*s)
+                                          : *to == "torchtitan-py" ? core::ExportTorchtitanPython(*s)
+                                                                   : core::ExportDeepSpeed(*s, &notes);
     if (!out.ok()) {
       std::cerr << "error: --to " << *to << ": " << out.status().message() << "\n";
       *exit_code = 1;

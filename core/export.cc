@@ -40,6 +40,35 @@ std::string MoeLayerPattern(const ModelSpec& m) {
 // Blackwell and later (compute capability 10+): B200, B300, GB200, GB300.
 bool IsBlackwellOrLater(const GpuSpec& g) { return ComputeCapabilityMajor(g) >= 10; }
 
+// The model torchtitan builds: a flavor of one of its model definitions, matched by preset and
+// checked against its layers and hidden size (torchtitan/models/<name>/__init__.py, at both
+// commits), with the function that configures it in torchtitan's config_registry at
+// kTorchtitanPythonCommit ("" where there is none: Qwen3 235B-A22B has a flavor, not a
+// function, and is derived from the 30B-A3B function), and the longest sequence its RoPE takes
+// there (models/common/decoder.py:216-225 raises beyond it).
+struct TitanFlavor {
+  const char* preset;
+  const char* name;
+  const char* flavor;
+  int64_t layers, hidden;
+  const char* registry_function;
+  int64_t max_context;
+};
+const TitanFlavor* TitanFlavorOf(const ModelSpec& m) {
+  static constexpr TitanFlavor kFlavors[] = {
+      {"llama3-8b", "llama3", "8B", 32, 4096, "llama3_8b", 131072},
+      {"llama3-70b", "llama3", "70B", 80, 8192, "llama3_70b", 131072},
+      {"llama3-405b", "llama3", "405B", 126, 16384, "llama3_405b", 131072},
+      {"deepseek-v3", "deepseek_v3", "671B", 61, 7168, "deepseek_v3_671b", 16384},
+      {"gpt-oss-120b", "gpt_oss", "120b", 36, 2880, "gpt_oss_120b", 131072},
+      {"qwen3-30b-a3b", "qwen3", "30B-A3B", 48, 2048, "qwen3_30b_a3b", 40960},
+      {"qwen3-235b-a22b", "qwen3", "235B-A22B", 94, 4096, "", 40960},
+  };
+  for (const TitanFlavor& f : kFlavors)
+    if (m.name == f.preset && m.layers == f.layers && m.hidden == f.hidden) return &f;
+  return nullptr;
+}
+
 std::string Join(const std::vector<int64_t>& v, const char* sep) {
   std::string out;
   for (size_t i = 0; i < v.size(); ++i) {
@@ -305,26 +334,7 @@ Result<std::string> ExportTorchtitan(const Scenario& s) {
   auto refuse = [](const std::string& rule, const std::string& nearest) {
     return Refusal("torchtitan", kTorchtitanCommit, rule, nearest);
   };
-  // The model torchtitan builds: a flavor of one of its model definitions, matched by preset and
-  // checked against its layers and hidden size (torchtitan/models/<name>/__init__.py).
-  struct Flavor {
-    const char* preset;
-    const char* name;
-    const char* flavor;
-    int64_t layers, hidden;
-  };
-  static constexpr Flavor kFlavors[] = {
-      {"llama3-8b", "llama3", "8B", 32, 4096},
-      {"llama3-70b", "llama3", "70B", 80, 8192},
-      {"llama3-405b", "llama3", "405B", 126, 16384},
-      {"deepseek-v3", "deepseek_v3", "671B", 61, 7168},
-      {"gpt-oss-120b", "gpt_oss", "120b", 36, 2880},
-      {"qwen3-30b-a3b", "qwen3", "30B-A3B", 48, 2048},
-      {"qwen3-235b-a22b", "qwen3", "235B-A22B", 94, 4096},
-  };
-  const Flavor* flavor = nullptr;
-  for (const Flavor& f : kFlavors)
-    if (m.name == f.preset && m.layers == f.layers && m.hidden == f.hidden) flavor = &f;
+  const TitanFlavor* flavor = TitanFlavorOf(m);
   if (flavor == nullptr)
     return refuse("no model definition for " + m.name +
                       " (torchtitan/models: llama3 8B/70B/405B, deepseek_v3, gpt_oss, qwen3, llama4, flux; without "
@@ -438,6 +448,232 @@ Result<std::string> ExportTorchtitan(const Scenario& s) {
                     "not Megatron-Core's modules");
   // Async TP needs the compiled model (distributed/tensor_parallel.py:20-23).
   if (async_tp) out << "\n[compile]\nenable = true\ncomponents = [\"model\", \"loss\"]\n";
+  for (const auto& n : notes) out << "# note: " << n << "\n";
+  return out.str();
+}
+
+// torchtitan configuration as a Python module for kTorchtitanPythonCommit; every rule cited is
+// torchtitan's at that commit (CFG: torchtitan/config/configs.py).
+Result<std::string> ExportTorchtitanPython(const Scenario& s) {
+  const ModelSpec& m = s.model;
+  const PlanSpec& p = s.plan;
+  auto refuse = [](const std::string& rule, const std::string& nearest) {
+    return Refusal("torchtitan", kTorchtitanPythonCommit, rule, nearest);
+  };
+  const TitanFlavor* flavor = TitanFlavorOf(m);
+  if (flavor == nullptr)
+    return refuse("no model definition for " + m.name +
+                      " (torchtitan/models: llama3 8B/70B/405B, deepseek_v3 671B, gpt_oss 120b, qwen3 30B-A3B and "
+                      "235B-A22B, among others)",
+                  "a model torchtitan defines, e.g. --model llama3-8b");
+  if (p.offload_optimizer == OffloadTarget::kNvme || p.offload_params == OffloadTarget::kNvme)
+    return refuse("no NVMe offload (training.enable_cpu_offload offloads to host memory, CFG:70)",
+                  "--offload-optimizer cpu");
+  // FSDP2 shards parameters, gradients and optimizer states together, or keeps the parameters
+  // gathered after the forward (fsdp_reshard_after_forward "never", CFG:145): no optimizer-only
+  // sharding.
+  if (p.zero == 1 && p.dp > 1)
+    return refuse("no optimizer-only sharding (FSDP2; fsdp_reshard_after_forward \"never\" is ZeRO-2, CFG:145)",
+                  "--zero 2");
+  // Context parallelism all-gathers K and V (models/common/decoder_sharding.py:275-284): no
+  // head-split (Ulysses) all-to-all.
+  if (p.cp > 1 && p.cp_kind == CpKind::kUlysses)
+    return refuse("context parallelism all-gathers K and V (models/common/decoder_sharding.py:275-284), no Ulysses",
+                  "--cp-kind ring");
+  // TP shards the attention heads and the KV heads (models/common/decoder.py update_from_config).
+  if (p.tp > 1 && m.kv_heads % p.tp != 0)
+    return refuse("tensor_parallel_degree must divide the " + std::to_string(m.kv_heads) +
+                      " KV heads (models/common/decoder.py:139-236)",
+                  "--tp dividing " + std::to_string(m.kv_heads));
+  // Expert tensor parallelism was removed: with EP the routed experts shard on EP alone, without
+  // it on TP (models/common/MOE_SHARDING.md; ParallelismConfig has no expert_tensor_parallel_degree).
+  if (m.moe && ((p.ep > 1 && p.etp > 1) || (p.ep == 1 && p.tp > 1 && p.etp != p.tp)))
+    return refuse(
+        "no expert tensor parallelism: with EP the experts shard on EP alone, without it on TP "
+        "(models/common/MOE_SHARDING.md)",
+        p.ep > 1 ? "--etp 1" : "--etp " + std::to_string(p.tp));
+  // Pipeline schedules from PyTorch's pipelining: DualPipeV cuts the model in 2 x pp stages, one
+  // copy of the weights (not DualPipe's two), and the zero-bubble schedules run two or more stages
+  // per rank (distributed/pipeline_parallel.py:252-257, 551-563).
+  if (p.pp > 1 && p.schedule == Schedule::kDualPipe)
+    return refuse(
+        "PyTorch's DualPipeV splits the model into 2 x pp stages in a V, one copy of the weights, not "
+        "DualPipe's two (distributed/pipeline_parallel.py:551-563)",
+        "--schedule interleaved --vpp 2");
+  if (p.pp > 1 && p.schedule == Schedule::kZeroBubble)
+    return refuse(
+        "PyTorch's zero-bubble schedules run two or more stages per rank "
+        "(distributed/pipeline_parallel.py:252-257), not ZB-H1's one",
+        "--schedule 1f1b");
+  if (p.seq_len > flavor->max_context)
+    return refuse("sequence " + std::to_string(p.seq_len) + " is longer than the " +
+                      std::to_string(flavor->max_context) + " tokens " + flavor->name + " " + flavor->flavor +
+                      "'s RoPE takes (models/common/decoder.py:216-225)",
+                  "--seq " + std::to_string(flavor->max_context));
+  // Multi-token prediction: DeepSeek-V3's only, and not beside PP or CP
+  // (models/deepseek_v3/mtp.py:197-206).
+  const bool dsv3 = std::string(flavor->name) == "deepseek_v3";
+  if (m.mtp_layers > 0 && (!dsv3 || p.pp > 1 || p.cp > 1))
+    return refuse(dsv3 ? "\"MTP does not support pipeline parallelism yet\" (nor context parallelism; "
+                         "models/deepseek_v3/mtp.py:197-206)"
+                       : "multi-token prediction is DeepSeek-V3's only (models/deepseek_v3/mtp.py)",
+                  "--mtp-layers 0");
+  // FSDP (dp_shard) and its replicas (dp_replicate): ZeRO-0 is FSDP over one rank, replicated.
+  int64_t replicate = 1, shard = 1;
+  if (p.zero == 0) replicate = p.dp;
+  else shard = p.dp;
+  if (p.sharding == Sharding::kHsdp && p.hsdp_shard_size > 0) {
+    shard = std::max<int64_t>(1, p.hsdp_shard_size / p.cp);
+    replicate = p.dp / std::max<int64_t>(shard, 1);
+  }
+  // EP borrows its ranks from dp_shard x cp x tp (distributed/parallel_dims.py:187-192).
+  if (p.ep > 1 && (shard * p.cp * p.tp) % p.ep != 0)
+    return refuse("expert_parallel_degree " + std::to_string(p.ep) + " must divide dp_shard x cp x tp = " +
+                      std::to_string(shard * p.cp * p.tp) + " (distributed/parallel_dims.py:187-192)",
+                  "--ep dividing " + std::to_string(shard * p.cp * p.tp));
+  // Tokens per microbatch divide over the sequence shards (trainer.py:296-308).
+  const int64_t tokens_mb = p.micro_batch * p.seq_len;
+  const int64_t shards = (p.sequence_parallel && p.tp > 1 ? p.tp : 1) * (p.cp > 1 ? 2 * p.cp : 1);
+  if (tokens_mb % shards != 0)
+    return refuse("num_tokens_per_microbatch_per_dp_rank " + std::to_string(tokens_mb) + " must divide by " +
+                      std::to_string(shards) + " (tp with SP x 2 cp, trainer.py:296-308)",
+                  "--seq a multiple of " + std::to_string(shards));
+
+  std::vector<std::string> notes;
+  const bool async_tp = p.tp > 1 && p.tp_overlap == TpOverlap::kFull;
+  // torch.compile fuses the norms, RoPE and activations (the plan's fused elementwise kernels) and
+  // async TP needs the compiled model (CFG:306-313).
+  const bool compile = p.elementwise == Elementwise::kFused || async_tp;
+  const bool fp8 = p.precision == Dtype::kFp8;
+  const std::string module = std::string("torchtitan.models.") + flavor->name;
+  std::ostringstream out;
+  out << "# torchtitan configuration (Python) for torchtitan " << kTorchtitanPythonCommit << " (2026-08-21): " << m.name
+      << " on " << p.gpus << " GPUs (tp " << p.tp << ", pp " << p.pp << ", dp " << p.dp << ", cp " << p.cp << ", ep "
+      << p.ep << ")\n";
+  out << "# Save as meshplan_plan.py in the launch directory (or on PYTHONPATH): torchtitan takes an importable\n"
+      << "# module name, not a path (torchtitan/config/manager.py:129-158). Then, on each of the " << (p.gpus + 7) / 8
+      << " nodes:\n"
+      << "#   torchrun --nproc-per-node " << std::min<int64_t>(p.gpus, 8) << " --nnodes " << (p.gpus + 7) / 8
+      << " -m torchtitan.train --module meshplan_plan --config " << kTorchtitanPythonFunction << "\n";
+  out << "from " << module << " import model_registry\n";
+  if (*flavor->registry_function != '\0')
+    out << "from " << module << ".config_registry import " << flavor->registry_function << "\n";
+  else out << "from " << module << ".config_registry import qwen3_30b_a3b\n";
+  out << "from torchtitan.distributed.activation_checkpoint import FullAC, SelectiveAC\n";
+  out << "from torchtitan.trainer import Trainer\n\n\n";
+  out << "def " << kTorchtitanPythonFunction << "() -> Trainer.Config:\n";
+  if (*flavor->registry_function != '\0') {
+    out << "    config = " << flavor->registry_function << "()\n";
+  } else {
+    out << "    config = qwen3_30b_a3b()  # torchtitan configures 235B-A22B by its flavor only\n";
+    notes.push_back(
+        "qwen3 235B-A22B: torchtitan has the flavor but no configuration function; this one starts from "
+        "qwen3_30b_a3b (same tokenizer family) and swaps the model");
+  }
+  // The model: torchtitan's flavor, with FP8 converters and the attention backend CP needs.
+  std::vector<std::string> registry_args = {"\"" + std::string(flavor->flavor) + "\""};
+  if (p.cp > 1 && std::string(flavor->name) == "gpt_oss")
+    registry_args.push_back("attn_backend=\"flex\"");  // CP needs FlexAttention (decoder.py:176-183)
+  if (m.mtp_layers > 0) registry_args.push_back("num_mtp_layers=" + std::to_string(m.mtp_layers));
+  if (fp8) {
+    out << "    from torchtitan.components.quantization import Float8LinearConverter";
+    if (m.moe) out << ", Float8GroupedExpertsConverter";
+    out << "\n";
+    std::string conv = "[Float8LinearConverter.Config(filter_fqns=[\"lm_head\"";
+    if (m.moe) conv += ", \"router.gate\"";
+    conv += std::string("], model_compile_enabled=") + (compile ? "True" : "False") + ")";
+    if (m.moe)
+      conv += std::string(", Float8GroupedExpertsConverter.Config(model_compile_enabled=") +
+              (compile ? "True" : "False") + ")";
+    conv += "]";
+    registry_args.push_back("converters=" + conv);
+    notes.push_back(std::string("fp8: torchao's rowwise dynamic scaling (recipe_name rowwise, "
+                                "components/quantization/float8.py:58; the plan costs ") +
+                    Name(p.fp8_scaling) +
+                    " scaling); the converter is built when the configuration loads and needs torchao and an SM89+ GPU "
+                    "(float8.py:77-96)");
+  }
+  out << "    config.model_spec = model_registry(";
+  for (size_t i = 0; i < registry_args.size(); ++i) out << (i ? ", " : "") << registry_args[i];
+  out << ")\n";
+  // Parallelism (CFG:120-290).
+  out << "    p = config.parallelism\n";
+  out << "    p.data_parallel_replicate_degree = " << replicate << "\n";
+  out << "    p.data_parallel_shard_degree = " << shard << "\n";
+  // ZeRO-3 reshards after the forward, ZeRO-2 keeps the gathered weights to the backward; the
+  // default would follow the pipeline instead (distributed/fsdp.py:112-136).
+  if (p.zero >= 2) out << "    p.fsdp_reshard_after_forward = \"" << (p.zero == 3 ? "always" : "never") << "\"\n";
+  out << "    p.tensor_parallel_degree = " << p.tp << "\n";
+  out << "    p.enable_sequence_parallel = " << (p.sequence_parallel || p.tp == 1 ? "True" : "False") << "\n";
+  out << "    p.pipeline_parallel_degree = " << p.pp << "\n";
+  if (p.pp > 1) {
+    out << "    p.pipeline_parallel_schedule = \""
+        << (p.schedule == Schedule::kInterleaved ? "Interleaved1F1B"
+            : p.schedule == Schedule::kGpipe     ? "GPipe"
+                                                 : "1F1B")
+        << "\"\n";
+    // The step's microbatches in one accumulation step (CFG:232; trainer.py:409-428).
+    out << "    p.num_pp_microbatches = " << p.Microbatches() << "\n";
+    // The plan's split, part by part in model order (CFG:187; module names as
+    // distributed/pipeline_parallel.py:384-387 writes them).
+    const std::vector<int64_t> chunks = ChunkLayers(m, p);
+    out << "    p.module_fqns_per_model_part = [";
+    int64_t layer = 0;
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      out << (i ? ", [" : "[");
+      bool first = true;
+      auto item = [&](const std::string& fqn) {
+        out << (first ? "" : ", ") << "\"" << fqn << "\"";
+        first = false;
+      };
+      if (i == 0) item("tok_embeddings");
+      for (int64_t k = 0; k < chunks[i]; ++k) item("layers." + std::to_string(layer++));
+      if (i + 1 == chunks.size()) {
+        item("norm");
+        item("lm_head");
+      }
+      out << "]";
+    }
+    out << "]\n";
+  }
+  out << "    p.context_parallel_degree = " << p.cp << "\n";
+  if (p.cp > 1)
+    notes.push_back(
+        "cp: torchtitan all-gathers K and V (models/common/decoder_sharding.py:275-284) where the plan "
+        "costs a ring");
+  out << "    p.expert_parallel_degree = " << p.ep << "\n";
+  // Tokens (CFG:37-51): G sequences of S tokens, b per microbatch; the accumulation is derived
+  // (trainer.py:409-428).
+  out << "    t = config.training\n";
+  out << "    t.max_context_length = " << p.seq_len << "\n";
+  out << "    t.num_tokens_per_microbatch_per_dp_rank = " << tokens_mb << "\n";
+  out << "    t.num_tokens_per_train_step = " << p.global_batch * p.seq_len << "\n";
+  out << "    t.mixed_precision_param = \"bfloat16\"\n";
+  out << "    t.enable_cpu_offload = "
+      << (p.offload_optimizer == OffloadTarget::kCpu || p.offload_params == OffloadTarget::kCpu ? "True" : "False")
+      << "\n";
+  if (p.offload_optimizer == OffloadTarget::kCpu || p.offload_params == OffloadTarget::kCpu)
+    notes.push_back("offload: FSDP2 offloads parameters, gradients and optimizer states together");
+  // CUDA graphs are refused beside PP and the standard EP dispatcher (trainer.py:168-199).
+  if (p.pp > 1 || p.ep > 1) out << "    t.disable_cuda_graphs = True\n";
+  // Recomputation (distributed/activation_checkpoint.py:332-337): none, all (FullAC) or torchtitan's
+  // per-op selective policy.
+  out << "    config.activation_checkpoint = "
+      << (p.recompute == Recompute::kFull        ? "FullAC.Config()"
+          : p.recompute == Recompute::kSelective ? "SelectiveAC.Config()"
+                                                 : "None")
+      << "\n";
+  if (p.recompute == Recompute::kSelective && !p.Recomputes(RecomputeModule::kTorchtitanOp))
+    notes.push_back("recompute selective [" + RecomputeModulesString(p.recompute_modules) +
+                    "]: torchtitan's SelectiveAC is its own per-op policy (recompute_modules torchtitan_op), not "
+                    "Megatron-Core's modules");
+  if (p.recompute == Recompute::kFull && p.recompute_layers > 0)
+    notes.push_back("recompute: FullAC wraps every layer; the plan recomputes " + std::to_string(p.recompute_layers) +
+                    " per stage");
+  out << "    config.compile.enable = " << (compile ? "True" : "False") << "\n";
+  if (compile) out << "    config.compile.components = [\"model\", \"loss\"]\n";
+  out << "    config.compile.enable_async_tensor_parallel = " << (async_tp ? "True" : "False") << "\n";
+  out << "    return config\n";
   for (const auto& n : notes) out << "# note: " << n << "\n";
   return out.str();
 }

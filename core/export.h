@@ -29,6 +29,18 @@ inline constexpr const char* kTorchtitanCommit = "238fa99";
 // and the nearest plan it runs, for a model it does not define, DDP beside other parallelism, or
 // NVMe offload.
 Result<std::string> ExportTorchtitan(const Scenario& s);
+// The torchtitan commit the Python configuration is for (2026-08-21): torchtitan's configuration
+// mechanism since it stopped reading TOML (torchtitan/config/README.md there).
+inline constexpr const char* kTorchtitanPythonCommit = "b5bcd76c6";
+// The function name the Python configuration defines (torchtitan's --config).
+inline constexpr const char* kTorchtitanPythonFunction = "meshplan_plan";
+// torchtitan configuration as a Python module for kTorchtitanPythonCommit: one function,
+// kTorchtitanPythonFunction, that starts from torchtitan's own configuration of the model
+// (config_registry) and sets the plan's degrees, split, schedule, tokens, recomputation,
+// precision and compile; run with torchtitan's --module <the file's module name> --config
+// meshplan_plan. InvalidArgument, naming torchtitan's rule and the nearest plan it runs, for what
+// it cannot express.
+Result<std::string> ExportTorchtitanPython(const Scenario& s);
 // The DeepSpeed commit its rules were read at (2025-02-21).
 inline constexpr const char* kDeepSpeedCommit = "38327e07f";
 // DeepSpeed config JSON (rules read at kDeepSpeedCommit); what DeepSpeed sets in code

@@ -266,7 +266,10 @@ run(export_plan_adam8 0 "wrote" plan --model llama3-8b --cluster dgx-h100 --gpus
     --output ${WORK}/adam8.json)
 run(export_megatron_refused 1 "error: --to megatron: megatron \\(d98e8a64\\): --optimizer has no 8-bit Adam.*arguments.py:2913.*nearest plan it runs"
     export --plan ${WORK}/adam8.json --to megatron)
-run(export_bad_target 2 "--to: must be megatron, torchtitan or deepspeed" export --plan ${WORK}/l3.json --to jax)
+run(export_bad_target 2 "--to: must be megatron, torchtitan, torchtitan-py or deepspeed" export --plan ${WORK}/l3.json --to jax)
+# torchtitan's Python configuration (b5bcd76c6): the plan's degrees in a module torchtitan loads by name.
+run(export_torchtitan_py 0 "^# torchtitan configuration \\(Python\\) for torchtitan b5bcd76c6.*--module meshplan_plan --config meshplan_plan.*config = llama3_405b\\(\\).*p.data_parallel_shard_degree = 128.*p.tensor_parallel_degree = 8.*p.pipeline_parallel_degree = 16.*t.num_tokens_per_train_step = 16777216"
+    export --plan ${WORK}/l3z2.json --to torchtitan-py)
 run(export_missing_plan 2 "--plan: .*cannot open" export --plan ${WORK}/none.json --to megatron)
 # --check runs the framework's own validation in Python: without the framework importable it
 # says so and exits 4; with it (here the test doubles of data/export_check, see its README) the

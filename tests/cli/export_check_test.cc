@@ -111,6 +111,32 @@ TEST_F(ExportCheckTest, TorchtitanParsesTheTomlAndChecksTheMeshOverThePlansGpus)
   EXPECT_TRUE(Has(r.message, "!= WORLD_SIZE(32)")) << r.message;
 }
 
+TEST_F(ExportCheckTest, TorchtitanLoadsThePythonConfigurationByModuleName) {
+  // torchtitan b5bcd76c6: the module is imported by name and its function called, as
+  // `torchtitan.train --module meshplan_plan --config meshplan_plan` does (manager.py:54-159).
+  const std::string text = *core::ExportTorchtitanPython(Llama8B(2));
+  CheckResult r = CheckExport("torchtitan-py", text, 16, 4, 9, "python3");
+  EXPECT_EQ(r.verdict, CheckVerdict::kAccepted) << r.message;
+  EXPECT_TRUE(Has(r.message, "ConfigManager loads the configuration")) << r.message;
+  // The world size reaches ParallelDims.
+  r = CheckExport("torchtitan-py", text, 32, 4, 9, "python3");
+  EXPECT_EQ(r.verdict, CheckVerdict::kRejected) << r.message;
+  EXPECT_TRUE(Has(r.message, "!= WORLD_SIZE(32)")) << r.message;
+  // A field the configuration classes no longer have (238fa99's pipeline microbatch size,
+  // replaced by num_pp_microbatches) is an AttributeError of their slots: rejected.
+  std::string old_field = text;
+  old_field.replace(old_field.find("p.num_pp_microbatches"), 21, "p.pipeline_parallel_microbatch_size");
+  r = CheckExport("torchtitan-py", old_field, 16, 4, 9, "python3");
+  EXPECT_EQ(r.verdict, CheckVerdict::kRejected) << r.message;
+  EXPECT_TRUE(Has(r.message, "AttributeError")) << r.message;
+  // Without disable_cuda_graphs a pipeline is refused (trainer.py:172-176).
+  std::string graphs = text;
+  graphs.erase(graphs.find("    t.disable_cuda_graphs = True\n"), 33);
+  r = CheckExport("torchtitan-py", graphs, 16, 4, 9, "python3");
+  EXPECT_EQ(r.verdict, CheckVerdict::kRejected) << r.message;
+  EXPECT_TRUE(Has(r.message, "CUDA graphs")) << r.message;
+}
+
 TEST_F(ExportCheckTest, WithoutTheFrameworkOrPythonThereIsNoVerdict) {
   const std::string text = *core::ExportMegatron(Llama8B(1));
   setenv("PYTHONPATH", MESHPLAN_TEST_DATA_DIR "/no_such_dir", 1);

@@ -483,5 +483,111 @@ TEST(ExportTest, TorchtitanNamesItsModelSplitsModuleByModuleAndRefusesWhatItCann
   EXPECT_TRUE(Has(other.status().message(), "no model definition for llama2-70b")) << other.status().message();
 }
 
+// torchtitan's Python configuration at kTorchtitanPythonCommit (b5bcd76c6); CFG is
+// torchtitan/config/configs.py there.
+TEST(ExportTest, TorchtitanPythonConfigurationReproducesThePlan) {
+  Scenario s = Llama70B();  // TP 8, PP 4 x vpp 2, DP 2, mbs 1, gbs 128, seq 8192
+  s.plan.zero = 2;
+  s.plan.recompute = Recompute::kFull;
+  const std::string py = Text(ExportTorchtitanPython(s));
+  EXPECT_EQ(py.rfind("# torchtitan configuration (Python) for torchtitan b5bcd76c6", 0), 0u) << py;
+  // Loaded by module name (manager.py:129-158), from torchtitan's own 70B configuration
+  // (models/llama3/config_registry.py:267) with the plan's model flavor.
+  EXPECT_TRUE(Has(py, "-m torchtitan.train --module meshplan_plan --config meshplan_plan")) << py;
+  EXPECT_TRUE(Has(py, "from torchtitan.models.llama3.config_registry import llama3_70b\n")) << py;
+  EXPECT_TRUE(Has(py, "def meshplan_plan() -> Trainer.Config:\n    config = llama3_70b()\n")) << py;
+  EXPECT_TRUE(Has(py, "config.model_spec = model_registry(\"70B\")")) << py;
+  // Degrees (CFG:122-282); ZeRO-2 keeps the gathered weights (fsdp_reshard_after_forward, CFG:145).
+  EXPECT_TRUE(Has(py, "p.data_parallel_shard_degree = 2\n")) << py;
+  EXPECT_TRUE(Has(py, "p.fsdp_reshard_after_forward = \"never\"")) << py;
+  EXPECT_TRUE(Has(py, "p.tensor_parallel_degree = 8\n")) << py;
+  EXPECT_TRUE(Has(py, "p.pipeline_parallel_schedule = \"Interleaved1F1B\"")) << py;
+  // 128 sequences over DP 2 at micro batch 1: 64 microbatches, one accumulation step
+  // (trainer.py:409-428): tokens per microbatch 8192, per step 128 x 8192 = 1048576.
+  EXPECT_TRUE(Has(py, "p.num_pp_microbatches = 64\n")) << py;
+  EXPECT_TRUE(Has(py, "t.num_tokens_per_microbatch_per_dp_rank = 8192\n")) << py;
+  EXPECT_TRUE(Has(py, "t.num_tokens_per_train_step = 1048576\n")) << py;
+  EXPECT_TRUE(Has(py, "t.max_context_length = 8192\n")) << py;
+  // 8 parts of 10 layers, the output layer named lm_head (distributed/pipeline_parallel.py:384-387).
+  EXPECT_TRUE(Has(py, "\"layers.79\", \"norm\", \"lm_head\"]]")) << py;
+  // PP refuses CUDA graphs (trainer.py:172-176); full recomputation is FullAC.
+  EXPECT_TRUE(Has(py, "t.disable_cuda_graphs = True\n")) << py;
+  EXPECT_TRUE(Has(py, "config.activation_checkpoint = FullAC.Config()\n")) << py;
+  // Removed since 238fa99: none of its keys is written.
+  for (const char* gone : {"pipeline_parallel_microbatch_size", "local_batch_size", "seq_len",
+                           "context_parallel_rotate", "expert_tensor_parallel_degree"})
+    EXPECT_FALSE(Has(py, gone)) << gone;
+  // Async TP is the compiler's (CFG:298, 306-313: it needs compile with "model"); FP8 is torchao's
+  // rowwise converter on the model spec (components/quantization/float8.py:56-72).
+  s.plan.tp_overlap = TpOverlap::kFull;
+  s.plan.precision = Dtype::kFp8;
+  s.plan.elementwise = Elementwise::kEager;
+  const std::string fp8 = Text(ExportTorchtitanPython(s));
+  EXPECT_TRUE(Has(fp8, "config.compile.enable = True\n")) << fp8;
+  EXPECT_TRUE(Has(fp8, "config.compile.enable_async_tensor_parallel = True\n")) << fp8;
+  EXPECT_TRUE(Has(fp8,
+                  "converters=[Float8LinearConverter.Config(filter_fqns=[\"lm_head\"], "
+                  "model_compile_enabled=True)]"))
+      << fp8;
+  // ZeRO-3 reshards after the forward even under PP (the default would not).
+  s.plan.zero = 3;
+  EXPECT_TRUE(Has(Text(ExportTorchtitanPython(s)), "p.fsdp_reshard_after_forward = \"always\""));
+}
+
+TEST(ExportTest, TorchtitanPythonConfigurationRefusesWhatItsVersionCannotRun) {
+  Scenario s = Llama70BOneFOneB();  // ZeRO-2, 1F1B over PP 4
+  auto refused = [&](const Scenario& v, const std::string& rule) {
+    const auto r = ExportTorchtitanPython(v);
+    ASSERT_FALSE(r.ok()) << rule;
+    EXPECT_TRUE(Has(r.status().message(), "torchtitan (b5bcd76c6)")) << r.status().message();
+    EXPECT_TRUE(Has(r.status().message(), rule)) << r.status().message();
+  };
+  Scenario v = s;
+  v.plan.zero = 1;  // no optimizer-only sharding (CFG:145)
+  refused(v, "nearest plan it runs: --zero 2");
+  v = s;
+  v.plan.schedule = Schedule::kZeroBubble;  // PyTorch's are multi-stage (pipeline_parallel.py:252-257)
+  refused(v, "pipeline_parallel.py:252-257");
+  v = s;
+  v.plan.tp = 16;  // 8 KV heads (models/common/decoder.py)
+  v.plan.gpus = 128;
+  refused(v, "must divide the 8 KV heads");
+  // CP all-gathers K and V: Ulysses refused, ring written with a note.
+  v = s;
+  v.plan.cp = 2;
+  v.plan.dp = 1;
+  v.plan.cp_kind = CpKind::kUlysses;
+  refused(v, "nearest plan it runs: --cp-kind ring");
+  v.plan.cp_kind = CpKind::kRing;
+  const std::string ring = Text(ExportTorchtitanPython(v));
+  EXPECT_TRUE(Has(ring, "p.context_parallel_degree = 2\n")) << ring;
+  EXPECT_TRUE(Has(ring, "# note: cp: torchtitan all-gathers K and V")) << ring;
+  // Qwen3 235B-A22B has a flavor but no function: derived from the 30B-A3B one, and said so.
+  Scenario q;
+  q.model = *LoadModel("qwen3-235b-a22b");
+  q.gpu = *LoadGpu("h100-sxm");
+  q.cluster = *LoadCluster("dgx-h100");
+  q.plan.tp = 4;
+  q.plan.ep = 8;
+  q.plan.etp = 1;
+  q.plan.pp = 2;
+  q.plan.dp = 32;
+  q.plan.gpus = 256;
+  q.plan.zero = 2;
+  q.plan.sequence_parallel = true;
+  q.plan.seq_len = 4096;
+  q.plan.global_batch = 512;
+  Diagnostics d;
+  ValidatePlan(q.plan, q.model, q.gpu, q.cluster, &d);
+  ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+  const std::string qwen = Text(ExportTorchtitanPython(q));
+  EXPECT_TRUE(Has(qwen, "config = qwen3_30b_a3b()")) << qwen;
+  EXPECT_TRUE(Has(qwen, "config.model_spec = model_registry(\"235B-A22B\")")) << qwen;
+  EXPECT_TRUE(Has(qwen, "p.expert_parallel_degree = 8\n")) << qwen;
+  // EP borrows from dp_shard x cp x tp = 32 x 4 (parallel_dims.py:187-192); expert TP was removed.
+  q.plan.etp = 4;
+  refused(q, "--etp 1");
+}
+
 }  // namespace
 }  // namespace meshplan::core

@@ -360,6 +360,14 @@ Result<std::string> ExportTorchtitan(const Scenario& s) {
         "no optimizer-only sharding (FSDP2; fsdp_reshard_after_forward = \"never\" is ZeRO-2, "
         "job_config.py:336)",
         "--zero 2");
+  // PyTorch's DualPipeV is V-shaped: two of 2 x pp stages per rank, one copy of the weights
+  // ("v schedules assume 2 stages per rank", distributed/pipeline_parallel.py:455-460), not
+  // DualPipe's two copies of one stage.
+  if (p.pp > 1 && p.schedule == Schedule::kDualPipe)
+    return refuse(
+        "PyTorch's DualPipeV runs two of 2 x pp stages per rank, one copy of the weights, not DualPipe's "
+        "two (\"v schedules assume 2 stages per rank\", distributed/pipeline_parallel.py:455-460)",
+        "--schedule interleaved --vpp 2");
   std::ostringstream out;
   std::vector<std::string> notes;
   out << "# torchtitan job config (TOML) for torchtitan " << kTorchtitanCommit
@@ -383,7 +391,7 @@ Result<std::string> ExportTorchtitan(const Scenario& s) {
       schedule = "InterleavedZeroBubble";
       notes.push_back("zero-bubble: PyTorch's zero-bubble schedules are looped (two or more stages per rank)");
       break;
-    case Schedule::kDualPipe: schedule = "DualPipeV"; break;
+    case Schedule::kDualPipe: break;  // refused above
   }
   out << "\n[model]\n";
   out << "name = \"" << flavor->name << "\"\n";

@@ -475,6 +475,13 @@ TEST(ExportTest, TorchtitanNamesItsModelSplitsModuleByModuleAndRefusesWhatItCann
   auto u = ExportTorchtitan(ulysses);
   ASSERT_FALSE(u.ok());
   EXPECT_TRUE(Has(u.status().message(), "nearest plan it runs: --cp-kind ring")) << u.status().message();
+  // DualPipe: PyTorch's DualPipeV is V-shaped, two of 2 x pp stages per rank with one copy of the
+  // weights (distributed/pipeline_parallel.py:455-460), not DualPipe's two copies.
+  Scenario dual = Llama70BOneFOneB();
+  dual.plan.schedule = Schedule::kDualPipe;
+  auto dv = ExportTorchtitan(dual);
+  ASSERT_FALSE(dv.ok());
+  EXPECT_TRUE(Has(dv.status().message(), "pipeline_parallel.py:455-460")) << dv.status().message();
   // A model torchtitan does not define: refused rather than training its debug model.
   s.plan.zero = 2;
   s.model.name = "llama2-70b";

@@ -178,6 +178,9 @@ struct LaunchConfig {
   // Adam's moments as the recipe keeps them (Megatron-Core's precision-aware optimizer,
   // exp_avg_dtype/exp_avg_sq_dtype); empty: the stack's.
   std::string optimizer_states_dtype;
+  // The recipe's compute precision ("fp8", "bf16") and FP8 scaling ("delayed", "current",
+  // "block"), for a record whose table prints none; empty: the launch file does not say.
+  std::string precision, fp8_scaling;
 };
 std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
   // Every launch file parsed once (the presets are compiled in and never change).
@@ -214,7 +217,9 @@ std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
                                           .pp_layout = StrOr(v, "pp_layout"),
                                           .stage_layers = split,
                                           .mtp_layers = IntOr(v, "mtp_layers", -1),
-                                          .optimizer_states_dtype = StrOr(v, "optimizer_states_dtype")});
+                                          .optimizer_states_dtype = StrOr(v, "optimizer_states_dtype"),
+                                          .precision = StrOr(v, "precision"),
+                                          .fp8_scaling = StrOr(v, "fp8_scaling")});
       }
     }
     return runs;
@@ -722,6 +727,22 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   }
   std::string precision = StrOr(r, "precision");
   if (precision.empty()) precision = StrOr(hj, "precision");
+  // A table that prints no precision: the recipe's, where the launch file names it (Megatron-Bridge
+  // 25.09: every first value is an FP8 per-tensor run, presets/launches).
+  if (precision.empty() && launch && !launch->precision.empty()) {
+    if (!FromName(launch->precision, &p.precision)) {
+      skip("launch precision '" + launch->precision + "' is not a dtype meshplan models");
+      return false;
+    }
+    if (!launch->fp8_scaling.empty() && !FromName(launch->fp8_scaling, &p.fp8_scaling)) {
+      skip("launch fp8_scaling '" + launch->fp8_scaling + "' is not an FP8 scaling meshplan models");
+      return false;
+    }
+    run.assumptions.push_back("precision " + launch->precision +
+                              (p.precision == Dtype::kFp8 ? " (" + std::string(Name(p.fp8_scaling)) + " scaling)" : "") +
+                              " from " + launch_name());
+    precision = "(launch)";
+  }
   if (precision.find("FP4") != std::string::npos || precision.find("fp4") != std::string::npos) {
     skip("precision '" + precision + "': 4-bit GEMMs are not modelled");
     return false;
@@ -740,7 +761,7 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     p.precision = Dtype::kBf16;
   } else if (precision.find("FP16") != std::string::npos || precision.find("fp16") != std::string::npos) {
     p.precision = Dtype::kFp16;
-  } else {
+  } else if (precision != "(launch)") {
     from_stack.push_back(std::string("precision ") + Name(p.precision));
   }
   // Data-parallel sharding: a ZeRO stage, or an FSDP degree (Megatron-Bridge: "FSDP > 0: FSDP

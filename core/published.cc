@@ -567,8 +567,15 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   p.vpp = printed_or_launched(IntOr(pj, "vpp", 0), &LaunchConfig::vpp, "interleave degree");
   if (p.vpp <= 0) {
     p.vpp = 1;
-    if (p.pp > 1 && StrOr(pj, "notes").find("nterleav") != std::string::npos)
+    const bool named_interleaved = StrOr(pj, "schedule").find("nterleav") != std::string::npos;
+    if (p.pp > 1 && named_interleaved && stack->interleaved_stages_per_rank > 1) {
+      // The schedule the record names, with the stack's default model chunks per rank.
+      p.vpp = stack->interleaved_stages_per_rank;
+      run.assumptions.push_back("interleave degree not printed: " + std::to_string(p.vpp) + " (stack " + stack->name +
+                                ": its default stages per rank for the interleaved schedule the record names)");
+    } else if (p.pp > 1 && (named_interleaved || StrOr(pj, "notes").find("nterleav") != std::string::npos)) {
       run.assumptions.push_back("interleave degree not printed: 1F1B (no interleaving)");
+    }
   }
   if (p.pp == 1 && p.vpp > 1) {
     run.assumptions.push_back("interleave degree " + std::to_string(p.vpp) +
@@ -738,9 +745,10 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
       skip("launch fp8_scaling '" + launch->fp8_scaling + "' is not an FP8 scaling meshplan models");
       return false;
     }
-    run.assumptions.push_back("precision " + launch->precision +
-                              (p.precision == Dtype::kFp8 ? " (" + std::string(Name(p.fp8_scaling)) + " scaling)" : "") +
-                              " from " + launch_name());
+    run.assumptions.push_back(
+        "precision " + launch->precision +
+        (p.precision == Dtype::kFp8 ? " (" + std::string(Name(p.fp8_scaling)) + " scaling)" : "") + " from " +
+        launch_name());
     precision = "(launch)";
   }
   if (precision.find("FP4") != std::string::npos || precision.find("fp4") != std::string::npos) {

@@ -79,6 +79,11 @@ Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string&
     return Status::InvalidArgument(prefix + ".precision: must be a 16- or 8-bit training dtype (bf16|fp16|fp8)");
   if (s.grads != Dtype::kFp32 && s.grads != Dtype::kBf16 && s.grads != Dtype::kFp16)
     return Status::InvalidArgument(prefix + ".grads_dtype: must be fp32, bf16 or fp16");
+  if (auto it = j.find("interleaved_stages_per_rank"); it != j.end()) {
+    if (!it->is_number_integer() || it->get<int64_t>() < 2 || it->get<int64_t>() > 64)
+      return Status::InvalidArgument(prefix + ".interleaved_stages_per_rank: must be an integer from 2 to 64");
+    s.interleaved_stages_per_rank = it->get<int64_t>();
+  }
   if (auto it = j.find("zero"); it != j.end()) {
     if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 3)
       return Status::InvalidArgument(prefix + ".zero: must be 0, 1, 2 or 3");

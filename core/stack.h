@@ -56,6 +56,10 @@ struct SoftwareStack {
   // microbatches as it has stages (torchtitan 2024: pipeline_parallel_microbatches defaults to
   // the number of stages, config_manager.py at 3f20451b).
   bool microbatches_equal_pp = false;
+  // A run named an interleaved (looped) schedule without its virtual stages: the stack's default
+  // model chunks per pipeline rank (torchtitan 9dec370: generate_split_points takes 2 stages per
+  // rank for multi-stage schedules, torchtitan/parallelisms/pipelining_utils.py:22-27); 0: none.
+  int64_t interleaved_stages_per_rank = 0;
 };
 
 Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string& prefix = "stack");

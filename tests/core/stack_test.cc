@@ -58,6 +58,13 @@ TEST(StackTest, BadStackFilesNameTheFieldAndTheRule) {
   r = bad(R"(, "grads_dtype": "int8")");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("stack.grads_dtype: must be fp32, bf16 or fp16"), std::string::npos);
+  for (const char* n : {"1", "2.5", "\"two\"", "65"}) {
+    r = bad(std::string(R"(, "interleaved_stages_per_rank": )") + n);
+    ASSERT_FALSE(r.ok()) << n;
+    EXPECT_NE(r.status().message().find("stack.interleaved_stages_per_rank: must be an integer from 2 to 64"),
+              std::string::npos);
+  }
+  EXPECT_EQ(bad(R"(, "interleaved_stages_per_rank": 2)")->interleaved_stages_per_rank, 2);
   r = bad(R"(, "flop_count": "6N")");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("stack.flop_count"), std::string::npos);

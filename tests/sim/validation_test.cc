@@ -568,6 +568,10 @@ TEST(ValidationTest, MeasuredMemoryPeaksAgainstTheMemoryModel) {
   ASSERT_TRUE(records.ok());
   ASSERT_EQ(records->size(), 34u);
   for (const auto& rec : *records) {
+    if (rec.id == "torchtitan-2412-t5-405b-512gpu-3d-interleaved1f1b") {
+      EXPECT_EQ(rec.scenario.plan.vpp, 2);
+      EXPECT_EQ(rec.scenario.plan.schedule, core::Schedule::kInterleaved);
+    }
     if (rec.id != "megatron-ci-gpt3-mcore-tp1-pp4-dgx-h100") continue;
     EXPECT_TRUE(rec.last_stage);                                           // measured.which_rank: "last PP stage"
     EXPECT_EQ(rec.scenario.model.attention, core::AttentionImpl::kNaive);  // notes: "local impl"
@@ -607,6 +611,10 @@ TEST(ValidationTest, MeasuredMemoryPeaksAgainstTheMemoryModel) {
   EXPECT_LE(v.all.p90_abs_error, 0.21);
   for (const auto& r : v.records) {
     if (r.id == "torchtitan-2412-t5-405b-512gpu-3d-1f1b") EXPECT_NEAR(r.predicted, 61.3, 0.1);
+    // "Interleaved 1F1B" without a printed degree: torchtitan's 2 stages per rank (generate_split_points
+    // at 9dec370), 16 chunks of 7-8 layers, more microbatch-chunks in flight than 1F1B: 61.3 -> 63.3 GiB
+    // against 72.7 measured.
+    if (r.id == "torchtitan-2412-t5-405b-512gpu-3d-interleaved1f1b") EXPECT_NEAR(r.predicted, 63.3, 0.1);
     // The small MoE run's allgather token dispatcher gathers every EP rank's tokens (its
     // buffers are not modelled): -14.9%. The two DeepSeek-V3-like proxies (MLA, MoE, MTP): -3.6%
     // and -3.7%.

@@ -513,7 +513,8 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // predicted at 289.3 GB of 288 with the recipe's bf16 Adam moments (299.8 GB with fp32 ones;
   // the default split's 31 layers were at 99.9%): over by 1.3 GB, within the 9.0 GB the assumed
   // 5% fragmentation adds (docs/validation.md).
-  EXPECT_LE(v.all.out_of_memory, 8u);
+  // 7 since Megatron-Bridge 25.09's runs take their recipes' FP8 (Qwen3-235B-A22B on 64 B200s fits).
+  EXPECT_LE(v.all.out_of_memory, 7u);
   // The DeepSeek-V3 runs: the launch file's layout and MTP module (scripts/megatron_bridge_layouts.py),
   // and a run named without MTP trains none.
   for (const auto& run : all) {

@@ -686,7 +686,19 @@ Result<std::string> ExportTorchtitanPython(const Scenario& s) {
   return out.str();
 }
 
-// DeepSpeed config JSON; what DeepSpeed sets in code (pipeline stages) goes to `notes`.
+// The AutoEP preset DeepSpeed has for a model (deepspeed/module_inject/auto_ep_presets at
+// kDeepSpeedCommit: mixtral, qwen3_moe, qwen3_5_moe, deepseek_v2, deepseek_v3), by meshplan's
+// preset name; "" for an MoE model it has none for (gpt-oss).
+std::string AutoEpPreset(const ModelSpec& m) {
+  const std::string& n = m.name;
+  if (n.rfind("mixtral-", 0) == 0) return "mixtral";
+  if (n.rfind("qwen3-", 0) == 0) return "qwen3_moe";
+  if (n == "deepseek-v3") return "deepseek_v3";
+  return "";
+}
+
+// DeepSpeed config JSON; what DeepSpeed sets in code (pipeline stages) goes to `notes`. Every rule
+// read at kDeepSpeedCommit (edaa72212, 2026-08-22).
 Result<std::string> ExportDeepSpeed(const Scenario& s, std::vector<std::string>* notes) {
   const PlanSpec& p = s.plan;
   auto refuse = [](const std::string& rule, const std::string& nearest) {
@@ -695,38 +707,92 @@ Result<std::string> ExportDeepSpeed(const Scenario& s, std::vector<std::string>*
   if (p.pp > 1 && p.zero >= 2)
     return refuse(
         "\"ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism\" "
-        "(deepspeed/runtime/pipe/engine.py:77-78)",
+        "(deepspeed/runtime/pipe/engine.py:76-77)",
         "--zero 1 with the same pipeline");
-  if (s.model.moe && p.zero == 3)
-    return refuse("\"MoE not supported with Stage 3\" (deepspeed/runtime/engine.py:1675)", "--zero 2");
+  // MoE: AutoEP (deepspeed/module_inject/auto_ep.py; docs/code-docs/source/autoep.rst) replaces the
+  // Hugging Face model's MoE layers for the models it has a preset for; other MoE models need the
+  // native deepspeed.moe.layer.MoE, which ZeRO-3 refuses (engine.py:1889-1891).
+  const std::string autoep = s.model.moe ? AutoEpPreset(s.model) : "";
+  if (!autoep.empty()) {
+    // AutoEP's folding rules at every ZeRO stage (deepspeed/module_inject/auto_ep_folding.py
+    // validate_folding_global, run before any process group is made).
+    const char* folding = "deepspeed/module_inject/auto_ep_folding.py";
+    if (p.etp > 1)
+      return refuse(std::string("\"expert_parallel.expert_tensor_parallel_size ... is not supported yet\" (") +
+                        folding + ":214-217)",
+                    "--etp 1");
+    if (p.tp > 1 && p.pp > 1)
+      return refuse(
+          std::string("\"AutoEP+AutoTP folding currently supports pp_size=1 only\" (") + folding + ":206-208)",
+          "--pp 1 with the same --tp, or --tp 1");
+    if (p.tp > 1 && p.cp > 1)
+      return refuse(std::string("\"tensor_parallel.autotp_size and Ulysses sequence parallelism are mutually exclusive "
+                                "for AutoEP folding\" (") +
+                        folding + ":210-212)",
+                    "--cp 1 with the same --tp, or --tp 1");
+    if (p.tp > 1 && p.ep == 1)
+      return refuse(
+          std::string("\"AutoEP+AutoTP folding requires expert_parallel.autoep_size > 1\" (") + folding + ":240-242)",
+          "--ep 2 or more, or --tp 1");
+    if (p.tp > 1 && (p.offload_optimizer != OffloadTarget::kNone || p.offload_params != OffloadTarget::kNone))
+      return refuse(
+          std::string("\"ZeRO optimizer/parameter offload with AutoEP+AutoTP folding is not validated yet\" (") +
+              folding + ":252-254)",
+          "--offload-optimizer none --offload-params none, or --tp 1");
+  }
+  if (s.model.moe && p.zero == 3) {
+    if (autoep.empty())
+      return refuse(
+          "\"Native DeepSpeed MoE is not supported with ZeRO Stage 3. Use AutoEP or choose ZeRO stage 1/2.\" "
+          "(deepspeed/runtime/engine.py:1889-1891; AutoEP has no preset for " +
+              s.model.name + ": deepspeed/module_inject/auto_ep_presets)",
+          "--zero 2");
+    // AutoEP's ZeRO-3 rules (engine.py _validate_zero3_moe_compatibility, 1894-1907; expert TP,
+    // 1913-1916, is refused at every stage above).
+    if (p.tp > 1)
+      return refuse("\"AutoEP with ZeRO Stage 3 does not support AutoTP yet\" (deepspeed/runtime/engine.py:1894-1897)",
+                    "--zero 2 with the same --tp, or --tp 1");
+    if (p.cp > 1)
+      return refuse(
+          "\"AutoEP with ZeRO Stage 3 does not support sequence parallelism yet\" "
+          "(deepspeed/runtime/engine.py:1898-1900)",
+          "--zero 2 with the same --cp, or --cp 1");
+    if (p.sharding == Sharding::kHsdp)
+      return refuse("\"AutoEP with ZeRO Stage 3 does not support MiCS yet\" (deepspeed/runtime/engine.py:1904-1907)",
+                    "--sharding fsdp");
+  }
+  // MiCS is built in the stage-3 branch only (engine.py:2434, 2468-2469).
   if (p.sharding == Sharding::kHsdp && p.zero < 3)
     return refuse(
         "hybrid sharding (MiCS, mics_shard_size) is ZeRO-3's only: ZeRO-1/2 shard over the whole data-parallel group "
-        "(deepspeed/runtime/engine.py:1706)",
+        "(deepspeed/runtime/engine.py:2434, 2468-2469)",
         "--zero 3 with the same --hsdp-shard, or --sharding fsdp");
-  // DeepSpeed's context parallelism is Ulysses: all-to-all over heads (deepspeed/sequence/layer.py).
+  // DeepSpeed's context parallelism is Ulysses: all-to-all over heads (deepspeed/sequence/layer.py
+  // DistributedAttention, 351).
   if (p.cp > 1 && p.cp_kind == CpKind::kRing)
     return refuse(
-        "sequence parallelism is Ulysses, all-to-all over heads (deepspeed/sequence/layer.py "
+        "sequence parallelism is Ulysses, all-to-all over heads (deepspeed/sequence/layer.py:351 "
         "DistributedAttention); no ring attention",
         "--cp-kind ulysses");
-  // DeepSpeed's PipelineEngine runs its TrainSchedule, one stage per rank (pipe/engine.py:386).
+  // DeepSpeed's PipelineEngine runs its TrainSchedule, one stage per rank (pipe/engine.py:389).
   if (p.pp > 1 && (p.schedule != Schedule::k1F1B || p.vpp > 1))
     return refuse(std::string("the pipeline engine runs its own 1F1B TrainSchedule, one stage per rank, not ") +
-                      Name(p.schedule) + " (deepspeed/runtime/pipe/engine.py:386)",
+                      Name(p.schedule) + " (deepspeed/runtime/pipe/engine.py:389)",
                   "--schedule 1f1b --vpp 1");
+  notes->push_back(std::string("DeepSpeed ") + kDeepSpeedCommit +
+                   " (2026-08-22): the configuration and its rules were read at this commit");
   OJson j;
   // DeepSpeedConfig asserts train_batch_size == micro x accumulation x the world size it sees
-  // (deepspeed/runtime/config.py:919-934 at 38327e07f), which is every rank unless the model
-  // passes an mpu or mesh (725-730): with TP, PP or CP the data-parallel size is smaller, so the
-  // global batch is left for DeepSpeed to derive from the other two (its 960-964).
+  // (deepspeed/runtime/config.py:925-940 at edaa72212), which is every rank unless the model
+  // passes an mpu or mesh (711-724): with TP, PP or CP the data-parallel size is smaller, so the
+  // global batch is left for DeepSpeed to derive from the other two (its 966-969).
   const bool model_parallel = p.tp * p.pp * p.cp > 1;
   if (!model_parallel) j["train_batch_size"] = p.global_batch;
   else
     notes->push_back("train_batch_size left out (" + std::to_string(p.global_batch) +
                      " sequences = micro x accumulation x dp " + std::to_string(p.dp) +
                      "): DeepSpeed checks it against all ranks unless an mpu is passed "
-                     "(deepspeed/runtime/config.py:725-730, 919-934)");
+                     "(deepspeed/runtime/config.py:711-724, 925-940)");
   j["train_micro_batch_size_per_gpu"] = p.micro_batch;
   j["gradient_accumulation_steps"] = p.Microbatches();
   if (p.precision == Dtype::kBf16 || p.precision == Dtype::kFp8) j["bf16"] = {{"enabled", true}};
@@ -740,15 +806,15 @@ Result<std::string> ExportDeepSpeed(const Scenario& s, std::vector<std::string>*
     zero["reduce_scatter"] = true;
   }
   // ZeRO-1/2 gather the updated weights at the end of the optimizer step, blocking
-  // (deepspeed/runtime/zero/stage_1_and_2.py:1930, all_gather_dp_groups in step()): no setting
+  // (deepspeed/runtime/zero/stage_1_and_2.py:2396, all_gather_dp_groups in step()): no setting
   // overlaps them with the next forward, so a plan that does runs slower here than planned.
   if (p.zero >= 1 && p.zero <= 2 && p.dp * p.cp > 1 && p.overlap_param_gather)
     notes->push_back(
-        "parameter all-gather: DeepSpeed runs it inside the optimizer step (stage_1_and_2.py:1930), not under the "
+        "parameter all-gather: DeepSpeed runs it inside the optimizer step (stage_1_and_2.py:2396), not under the "
         "next forward as the plan does; the plan with --no-overlap-param-gather predicts this run");
-  // Offload: NVMe needs a path (offload_config.py:30, 61; None by default), and a ZeRO-Offload run
+  // Offload: NVMe needs a path (offload_config.py:30, 64; None by default), and a ZeRO-Offload run
   // needs DeepSpeed's own optimizer from the config: a client optimizer other than
-  // DeepSpeedCPUAdam raises (engine.py:1356-1370).
+  // DeepSpeedCPUAdam raises (engine.py:2040-2045).
   auto offload = [&](OffloadTarget t) {
     OJson o = {{"device", t == OffloadTarget::kCpu ? "cpu" : "nvme"}, {"pin_memory", true}};
     if (t == OffloadTarget::kNvme) o["nvme_path"] = "/local_nvme";
@@ -765,8 +831,8 @@ Result<std::string> ExportDeepSpeed(const Scenario& s, std::vector<std::string>*
         "weight_decay to the recipe's");
   }
   // HSDP is MiCS: ZeRO-3's state sharded inside groups of mics_shard_size ranks and replicated
-  // across them (zero/config.py:326, read at config.py:819; engine.py:1706 builds MiCS_Optimizer
-  // in the stage-3 branch only). Not ZeRO++'s zero_hpz_partition_size, which keeps a second
+  // across them (zero/config.py:341, read at config.py:814; engine.py:2468-2469 builds
+  // MiCS_Optimizer in the stage-3 branch only). Not ZeRO++'s zero_hpz_partition_size, which keeps a second
   // copy of the parameters inside the group while gradients and optimizer state stay sharded over
   // all ranks.
   if (p.sharding == Sharding::kHsdp && p.hsdp_shard_size > 0) zero["mics_shard_size"] = p.hsdp_shard_size;
@@ -789,7 +855,22 @@ Result<std::string> ExportDeepSpeed(const Scenario& s, std::vector<std::string>*
                           : "a custom partition: " + Join(ChunkLayers(s.model, s.plan), ",") + " layers per stage)") +
                      "; DeepSpeed runs 1F1B");
   }
-  if (p.ep > 1) notes->push_back("ep: deepspeed.moe.layer.MoE(ep_size=" + std::to_string(p.ep) + ")");
+  if (s.model.moe && !autoep.empty()) {
+    // AutoEP (config.py:69 "expert_parallel", parsed by auto_ep_config.py parse_autoep_config):
+    // the preset knows the model's router, expert and weight names.
+    OJson ep = {{"enabled", true}, {"autoep_size", p.ep}, {"preset_model", autoep}};
+    j["expert_parallel"] = ep;
+    notes->push_back("expert_parallel: AutoEP replaces the Hugging Face " + autoep +
+                     " model's MoE layers in deepspeed.initialize (its presets need Transformers >= 5.0.0, "
+                     "docs/code-docs/source/autoep.rst)");
+    if (s.model.moe->router_bias)
+      notes->push_back(
+          "router: AutoEP does not update the aux-loss-free expert bias (load_balance_coeff is rejected, "
+          "auto_ep_presets/base.py _raise_unsupported_load_balance_coeff); the bias stays as loaded");
+  } else if (s.model.moe) {
+    notes->push_back("ep: no AutoEP preset for " + s.model.name +
+                     ": build its MoE layers as deepspeed.moe.layer.MoE(ep_size=" + std::to_string(p.ep) + ")");
+  }
   return j.dump(2) + "\n";
 }
 

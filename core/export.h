@@ -41,11 +41,14 @@ inline constexpr const char* kTorchtitanPythonFunction = "meshplan_plan";
 // meshplan_plan. InvalidArgument, naming torchtitan's rule and the nearest plan it runs, for what
 // it cannot express.
 Result<std::string> ExportTorchtitanPython(const Scenario& s);
-// The DeepSpeed commit its rules were read at (2025-02-21).
-inline constexpr const char* kDeepSpeedCommit = "38327e07f";
-// DeepSpeed config JSON (rules read at kDeepSpeedCommit); what DeepSpeed sets in code
-// (pipeline stages) goes to `notes`. InvalidArgument, naming DeepSpeed's rule and the nearest plan
-// it runs, for ZeRO-2/3 with a pipeline and MoE with ZeRO-3.
+// The DeepSpeed commit its rules were read at (2026-08-22).
+inline constexpr const char* kDeepSpeedCommit = "edaa72212";
+// DeepSpeed config JSON (rules read at kDeepSpeedCommit); the commit and what DeepSpeed sets in
+// code (pipeline stages, MoE layers) go to `notes`, the commit first. MoE models with an AutoEP
+// preset (Mixtral, Qwen3-MoE, DeepSeek-V3) get its expert_parallel section. InvalidArgument,
+// naming DeepSpeed's rule and the nearest plan it runs, for ZeRO-2/3 with a pipeline, ZeRO-3 with
+// native MoE or with AutoEP beside TP, CP, MiCS or expert TP, ring CP, and other pipeline
+// schedules.
 Result<std::string> ExportDeepSpeed(const Scenario& s, std::vector<std::string>* notes);
 
 // The CUDA compute capability's major version of an NVIDIA GPU preset, by its name (V100 7, A100 8,

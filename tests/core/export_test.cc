@@ -67,29 +67,29 @@ TEST(ExportTest, EachFrameworkGetsThePlansDegreesUnderItsOwnNames) {
   const std::string titan = Text(ExportTorchtitan(s));
   EXPECT_TRUE(Has(titan, "tensor_parallel_degree = 8")) << titan;
   EXPECT_TRUE(Has(titan, "pipeline_parallel_degree = 4")) << titan;
-  // DeepSpeed refuses ZeRO-2 with a pipeline (pipe/engine.py:77-78): the same plan at ZeRO-1.
+  // DeepSpeed refuses ZeRO-2 with a pipeline (pipe/engine.py:76-77): the same plan at ZeRO-1.
   Scenario z1 = s;
   z1.plan.zero = 1;
   std::vector<std::string> notes;
   const std::string ds = Text(ExportDeepSpeed(z1, &notes));
   // 128 sequences = micro 1 x 64 accumulation steps x DP 2. DeepSpeedConfig would check a
-  // train_batch_size against all 64 ranks without an mpu (deepspeed/runtime/config.py:919-934 at
-  // 38327e07f), so with TP and PP it is left for DeepSpeed to derive, and a note says why.
+  // train_batch_size against all 64 ranks without an mpu (deepspeed/runtime/config.py:925-940 at
+  // edaa72212), so with TP and PP it is left for DeepSpeed to derive, and a note says why.
   EXPECT_FALSE(Has(ds, "\"train_batch_size\"")) << ds;
   EXPECT_TRUE(Has(ds, "\"train_micro_batch_size_per_gpu\": 1")) << ds;
   EXPECT_TRUE(Has(ds, "\"gradient_accumulation_steps\": 64")) << ds;
   bool said = false;
   for (const std::string& n : notes) said |= Has(n, "train_batch_size left out (128 sequences");
   EXPECT_TRUE(said);
-  // ZeRO-1/2 gather the updated weights inside the optimizer step (stage_1_and_2.py:1930): the
+  // ZeRO-1/2 gather the updated weights inside the optimizer step (stage_1_and_2.py:2396): the
   // plan's overlapped gather is not what this run does, and a note says so.
   bool gather_said = false;
-  for (const std::string& n : notes) gather_said |= Has(n, "stage_1_and_2.py:1930");
+  for (const std::string& n : notes) gather_said |= Has(n, "stage_1_and_2.py:2396");
   EXPECT_TRUE(gather_said);
   z1.plan.overlap_param_gather = false;
   notes.clear();
   Text(ExportDeepSpeed(z1, &notes));
-  for (const std::string& n : notes) EXPECT_FALSE(Has(n, "stage_1_and_2.py:1930")) << n;
+  for (const std::string& n : notes) EXPECT_FALSE(Has(n, "stage_1_and_2.py:2396")) << n;
   // Data parallel alone: DeepSpeed's world size is the DP size, and the global batch is written.
   Scenario dp = s;
   dp.plan.tp = dp.plan.pp = dp.plan.vpp = 1;
@@ -383,17 +383,19 @@ TEST(ExportTest, MegatronWritesAnUnevenInterleavedSplitAsItsLayout) {
   EXPECT_FALSE(Has(out, "--decoder-first-pipeline-num-layers")) << out;
 }
 
-// DeepSpeed's own rules, read at 38327e07f (deepspeed/runtime/...): refused plans name the rule;
-// offload gets what DeepSpeed needs to start.
+// DeepSpeed's own rules, read at edaa72212 (deepspeed/runtime/...): refused plans name the rule;
+// offload gets what DeepSpeed needs to start; MoE models with an AutoEP preset get its section.
 TEST(ExportTest, DeepSpeedRefusesWhatItCannotRunAndCompletesOffload) {
   Scenario s = Llama70B();  // PP 4
   std::vector<std::string> notes;
-  s.plan.zero = 3;  // pipe/engine.py:77-78: ZeRO-2 and -3 are incompatible with pipeline parallelism
+  s.plan.zero = 3;  // pipe/engine.py:76-77: ZeRO-2 and -3 are incompatible with pipeline parallelism
   auto piped = ExportDeepSpeed(s, &notes);
   ASSERT_FALSE(piped.ok());
-  EXPECT_TRUE(Has(piped.status().message(), "deepspeed/runtime/pipe/engine.py:77-78")) << piped.status().message();
+  EXPECT_TRUE(Has(piped.status().message(), "deepspeed (edaa72212)")) << piped.status().message();
+  EXPECT_TRUE(Has(piped.status().message(), "deepspeed/runtime/pipe/engine.py:76-77")) << piped.status().message();
   EXPECT_TRUE(Has(piped.status().message(), "nearest plan it runs: --zero 1")) << piped.status().message();
-  // Mixtral with ZeRO-3 and no pipeline: engine.py:1675, "MoE not supported with Stage 3".
+  // Mixtral with ZeRO-3 and no pipeline: AutoEP's mixtral preset runs it (engine.py
+  // _validate_zero3_moe_compatibility: AutoEP-managed MoE layers pass at stage 3).
   Scenario moe;
   moe.model = *LoadModel("mixtral-8x7b");
   moe.gpu = *LoadGpu("h100-sxm");
@@ -404,17 +406,75 @@ TEST(ExportTest, DeepSpeedRefusesWhatItCannotRunAndCompletesOffload) {
   moe.plan.zero = 3;
   moe.plan.seq_len = 4096;
   moe.plan.global_batch = 64;
-  auto refused = ExportDeepSpeed(moe, &notes);
-  ASSERT_FALSE(refused.ok());
-  EXPECT_TRUE(Has(refused.status().message(), "engine.py:1675")) << refused.status().message();
+  notes.clear();
+  const std::string autoep = Text(ExportDeepSpeed(moe, &notes));
+  EXPECT_TRUE(Has(autoep, "\"expert_parallel\": {")) << autoep;
+  EXPECT_TRUE(Has(autoep, "\"autoep_size\": 8")) << autoep;
+  EXPECT_TRUE(Has(autoep, "\"preset_model\": \"mixtral\"")) << autoep;
+  EXPECT_TRUE(Has(autoep, "\"stage\": 3")) << autoep;
+  ASSERT_FALSE(notes.empty());
+  EXPECT_EQ(notes.front().rfind("DeepSpeed edaa72212", 0), 0u) << notes.front();
+  // AutoEP at ZeRO-3 beside AutoTP (engine.py:1894-1897), or with expert TP at any stage
+  // (auto_ep_folding.py:214-217): refused.
+  moe.plan.tp = 2;
+  moe.plan.dp = 32;
+  auto with_tp = ExportDeepSpeed(moe, &notes);
+  ASSERT_FALSE(with_tp.ok());
+  EXPECT_TRUE(Has(with_tp.status().message(), "AutoEP with ZeRO Stage 3 does not support AutoTP yet"))
+      << with_tp.status().message();
+  EXPECT_TRUE(Has(with_tp.status().message(), "engine.py:1894-1897")) << with_tp.status().message();
+  moe.plan.tp = 1;
+  moe.plan.dp = 64;
+  moe.plan.etp = 2;
+  auto with_etp = ExportDeepSpeed(moe, &notes);
+  ASSERT_FALSE(with_etp.ok());
+  EXPECT_TRUE(Has(with_etp.status().message(), "auto_ep_folding.py:214-217")) << with_etp.status().message();
+  EXPECT_TRUE(Has(with_etp.status().message(), "nearest plan it runs: --etp 1")) << with_etp.status().message();
+  // AutoEP beside AutoTP at ZeRO-1 with a pipeline: folding supports pp 1 only (auto_ep_folding.py:206-208).
+  moe.plan.etp = 1;
+  moe.plan.zero = 1;
+  moe.plan.tp = 2;
+  moe.plan.pp = 2;
+  moe.plan.dp = 16;
+  auto tp_pp = ExportDeepSpeed(moe, &notes);
+  ASSERT_FALSE(tp_pp.ok());
+  EXPECT_TRUE(Has(tp_pp.status().message(), "auto_ep_folding.py:206-208")) << tp_pp.status().message();
+  moe.plan.tp = moe.plan.pp = 1;
+  moe.plan.dp = 64;
+  moe.plan.zero = 3;
+  // gpt-oss has no AutoEP preset: native deepspeed.moe.layer.MoE, which ZeRO-3 refuses
+  // (engine.py:1889-1891); at ZeRO-2 the note says to build it.
+  moe.plan.etp = 1;
+  moe.model = *LoadModel("gpt-oss-120b");
+  auto native = ExportDeepSpeed(moe, &notes);
+  ASSERT_FALSE(native.ok());
+  EXPECT_TRUE(Has(native.status().message(), "Native DeepSpeed MoE is not supported with ZeRO Stage 3"))
+      << native.status().message();
+  EXPECT_TRUE(Has(native.status().message(), "nearest plan it runs: --zero 2")) << native.status().message();
+  moe.plan.zero = 2;
+  notes.clear();
+  const std::string native2 = Text(ExportDeepSpeed(moe, &notes));
+  EXPECT_FALSE(Has(native2, "expert_parallel")) << native2;
+  bool says_native = false;
+  for (const auto& n : notes) says_native |= Has(n, "deepspeed.moe.layer.MoE(ep_size=8)");
+  EXPECT_TRUE(says_native);
+  // DeepSeek-V3's aux-loss-free expert bias: AutoEP's deepseek_v3 preset does not update it, said.
+  moe.model = *LoadModel("deepseek-v3");
+  moe.plan.dp = 64;
+  notes.clear();
+  const std::string dsv3 = Text(ExportDeepSpeed(moe, &notes));
+  EXPECT_TRUE(Has(dsv3, "\"preset_model\": \"deepseek_v3\"")) << dsv3;
+  bool says_bias = false;
+  for (const auto& n : notes) says_bias |= Has(n, "aux-loss-free expert bias");
+  EXPECT_TRUE(says_bias);
   // ZeRO-1 with the optimizer on NVMe: a path (offload_config.py: None by default) and DeepSpeed's
-  // own optimizer in the config (a client optimizer raises under ZeRO-Offload, engine.py:1356-1370).
+  // own optimizer in the config (a client optimizer raises under ZeRO-Offload, engine.py:2040-2045).
   // Interleaving: the pipeline engine runs its own 1F1B schedule, one stage per rank
-  // (pipe/engine.py:386).
+  // (pipe/engine.py:389).
   s.plan.zero = 1;
   auto interleaved = ExportDeepSpeed(s, &notes);
   ASSERT_FALSE(interleaved.ok());
-  EXPECT_TRUE(Has(interleaved.status().message(), "pipe/engine.py:386")) << interleaved.status().message();
+  EXPECT_TRUE(Has(interleaved.status().message(), "pipe/engine.py:389")) << interleaved.status().message();
   // Ring context parallelism: DeepSpeed's is Ulysses (deepspeed/sequence/layer.py).
   s = Llama70BOneFOneB();
   s.plan.zero = 1;

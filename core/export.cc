@@ -855,7 +855,7 @@ Result<std::string> ExportDeepSpeed(const Scenario& s, std::vector<std::string>*
                           : "a custom partition: " + Join(ChunkLayers(s.model, s.plan), ",") + " layers per stage)") +
                      "; DeepSpeed runs 1F1B");
   }
-  if (s.model.moe && !autoep.empty()) {
+  if (!autoep.empty()) {
     // AutoEP (config.py:69 "expert_parallel", parsed by auto_ep_config.py parse_autoep_config):
     // the preset knows the model's router, expert and weight names.
     OJson ep = {{"enabled", true}, {"autoep_size", p.ep}, {"preset_model", autoep}};

@@ -736,7 +736,8 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   if (precision.empty()) precision = StrOr(hj, "precision");
   // A table that prints no precision: the recipe's, where the launch file names it (Megatron-Bridge
   // 25.09: every first value is an FP8 per-tensor run, presets/launches).
-  if (precision.empty() && launch && !launch->precision.empty()) {
+  const bool launch_precision = precision.empty() && launch && !launch->precision.empty();
+  if (launch_precision) {
     if (!FromName(launch->precision, &p.precision)) {
       skip("launch precision '" + launch->precision + "' is not a dtype meshplan models");
       return false;
@@ -749,7 +750,6 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
         "precision " + launch->precision +
         (p.precision == Dtype::kFp8 ? " (" + std::string(Name(p.fp8_scaling)) + " scaling)" : "") + " from " +
         launch_name());
-    precision = "(launch)";
   }
   if (precision.find("FP4") != std::string::npos || precision.find("fp4") != std::string::npos) {
     skip("precision '" + precision + "': 4-bit GEMMs are not modelled");
@@ -769,7 +769,7 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     p.precision = Dtype::kBf16;
   } else if (precision.find("FP16") != std::string::npos || precision.find("fp16") != std::string::npos) {
     p.precision = Dtype::kFp16;
-  } else if (precision != "(launch)") {
+  } else if (!launch_precision) {
     from_stack.push_back(std::string("precision ") + Name(p.precision));
   }
   // Data-parallel sharding: a ZeRO stage, or an FSDP degree (Megatron-Bridge: "FSDP > 0: FSDP

@@ -285,10 +285,12 @@ CollectiveCost CollectiveTime(CollectiveKind kind, int64_t bytes, const GroupSpa
   if (span.size <= 1) return CollectiveCost{.algorithm = "none"};
   std::optional<CollectiveCost> best;
   // Ties (within rounding) keep the earlier, simpler algorithm: on two domains tree and SHARP
-  // can cost exactly the same.
+  // can cost exactly the same. Only what NCCL can choose: the hierarchical composition is not an
+  // NCCL algorithm ([NCCL] tuning.cc ncclTopoTuneModel: `if (coll != ncclCollAllReduce && a !=
+  // NCCL_ALGO_RING) continue;`, all-gather and reduce-scatter run the ring), so it is costed only
+  // when forced (CollectiveTimeWith).
   for (CollectiveAlgorithm a : {CollectiveAlgorithm::kRing, CollectiveAlgorithm::kPairwise, CollectiveAlgorithm::kP2p,
-                                CollectiveAlgorithm::kTree, CollectiveAlgorithm::kHierarchical,
-                                CollectiveAlgorithm::kNvls, CollectiveAlgorithm::kSharp}) {
+                                CollectiveAlgorithm::kTree, CollectiveAlgorithm::kNvls, CollectiveAlgorithm::kSharp}) {
     auto cost = CollectiveTimeWith(a, kind, bytes, span, c, eff);
     if (cost && (!best || cost->time_s < best->time_s * (1 - 1e-12))) best = cost;
   }

@@ -215,6 +215,14 @@ TEST(CollectivesTest, HierarchicalBeatsFlatRingForDataParallelSixtyFour) {
   EXPECT_LT(ring_big, hier_big);
   // The automatic choice is never worse than either.
   EXPECT_LE(CollectiveTime(CollectiveKind::kAllReduce, 16 * kMiB, dp, c).time_s, hier);
+  // All-gather: NCCL runs the ring alone (tuning.cc skips every other algorithm for it), so the
+  // automatic choice is the ring even where the composition would be cheaper. Ring: (63 - 7) *
+  // 3 us + 7 * 5 us = 203 us + 63/64 S / B_up = 45.88 us, + 5 us; composition: 7 * 3 + 7 * 5 =
+  // 56 us + 7/8 S / B_up + 7/8 (S/8) / B_out = 81.56 us, + 5 us.
+  const CollectiveCost ag = CollectiveTime(CollectiveKind::kAllGather, 16 * kMiB, dp, c);
+  EXPECT_STREQ(ag.algorithm, "ring");
+  EXPECT_NEAR(ag.time_s, 203e-6 + 63.0 / 64 * S / kBup + kLaunch, 1e-12);
+  EXPECT_LT(Forced(CollectiveAlgorithm::kHierarchical, CollectiveKind::kAllGather, 16 * kMiB, dp, c), ag.time_s);
 }
 
 TEST(CollectivesTest, SharpReducesCrossNodeAllReduce) {

@@ -296,8 +296,10 @@ TEST(ValidationTest, BeyondTuningRegressionBound) {
   // ZeRO-1/2's parameter all-gather under the next step's first forward, no longer under the
   // backward beside the gradient reduction (Megatron-Core --overlap-param-gather; two windows
   // hide more than one): 10.5%, 24.9%, 71.5%, the 32B README row -22.1% -> -17.7%, the smaller
-  // H100 rows, already too fast, 1-7 points faster (docs/validation.md).
-  EXPECT_LE(v.all.median_abs_error, 0.106);
+  // H100 rows, already too fast, 1-7 points faster (docs/validation.md). With all-gathers and
+  // reduce-scatters on NCCL's ring (not the hierarchical composition NCCL does not run): 9.8%,
+  // 24.9%, 71.5%; ZeRO-3 175B at 1,536 GPUs +15.0% -> -6.7%, 529.6B at 2,240 +46.8% -> +31.8%.
+  EXPECT_LE(v.all.median_abs_error, 0.099);
   EXPECT_LE(v.all.p90_abs_error, 0.25);
   EXPECT_LE(v.all.max_abs_error, 0.72);
   EXPECT_EQ(v.all.out_of_memory, 0u);
@@ -502,8 +504,9 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // reduction halves, and gpt-oss-120b on B200/B300, already too fast, went from +41..61% to
   // +61..76%; docs/validation.md lists what those runs lack), then 42.4% with torchtitan's eager
   // elementwise kernels, then 40.5% with wave quantization, 35.6% with the full node's pace and
-  // 32.3% with each GPU's own burst measurement.
-  EXPECT_LE(v.all.p90_abs_error, 0.33);
+  // 32.3% with each GPU's own burst measurement; 31.9% with NCCL's ring for every all-gather
+  // and reduce-scatter.
+  EXPECT_LE(v.all.p90_abs_error, 0.32);
   // 4 runs that ran are called out of memory (75 before FP8 plans kept their linear inputs in
   // one byte, 41 before the recipes' bf16 gradients and module-level recomputation, 6 before
   // torchtitan's per-op checkpointing): two token-drop MoE runs and Nemotron-4 340B at 8k

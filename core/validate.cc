@@ -310,9 +310,16 @@ void CheckStages(const PlanSpec& pl, const ModelSpec& m, Diagnostics* d) {
                                         S(static_cast<int64_t>(pl.stage_layers.size())) + ")");
     } else {
       int64_t sum = 0;
+      // The first chunk may hold the embedding alone and the last the output layer and loss alone
+      // (Megatron-Core's layout "E|t|...|t|L", pipeline_parallel_layer_layout.py at d98e8a64; the
+      // Llama 3 paper §3.3.2: "the first model chunk on the first stage has only the embedding,
+      // and the last model chunk on the last stage has only output projection and loss").
       for (size_t i = 0; i < pl.stage_layers.size(); ++i) {
-        if (pl.stage_layers[i] < 1)
-          d->Error("plan.stage_layers[" + std::to_string(i) + "]", "must be >= 1 (got " + S(pl.stage_layers[i]) + ")");
+        const bool end = i == 0 || i + 1 == pl.stage_layers.size();
+        if (pl.stage_layers[i] < (end ? 0 : 1))
+          d->Error("plan.stage_layers[" + std::to_string(i) + "]",
+                   std::string(end ? "must be >= 0" : "must be >= 1 (only the first and last chunks may be empty)") +
+                       " (got " + S(pl.stage_layers[i]) + ")");
         sum += pl.stage_layers[i];
       }
       if (sum != m.layers)

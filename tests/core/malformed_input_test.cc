@@ -396,6 +396,12 @@ const MalformedCase kCases[] = {
      Code::kInvalidArgument,
      1,
      {"plan.stage_layers: must sum to model.layers=80 (got 79)"}},
+    // Only the end chunks (embedding alone, output layer and loss alone) may be empty.
+    {"plan_stage_layers_empty_middle_chunk.json",
+     Kind::kPlan,
+     Code::kInvalidArgument,
+     1,
+     {"plan.stage_layers[1]: must be >= 1 (only the first and last chunks may be empty) (got 0)"}},
     // ---- plan: batch and schedule ---------------------------------------------------------------
     {"plan_vpp_without_interleaved.json",
      Kind::kPlan,

@@ -505,8 +505,10 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // +61..76%; docs/validation.md lists what those runs lack), then 42.4% with torchtitan's eager
   // elementwise kernels, then 40.5% with wave quantization, 35.6% with the full node's pace and
   // 32.3% with each GPU's own burst measurement; 31.9% with NCCL's ring for every all-gather
-  // and reduce-scatter.
-  EXPECT_LE(v.all.p90_abs_error, 0.32);
+  // and reduce-scatter; 32.4% when Llama 3's runs took the paper's pipeline layout (one layer per
+  // model chunk, V = 8: the two 8K rows -16%/-32% -> +5%/+6%, the 128K CP row, whose -8% had
+  // come from a 94% bubble, +50%: docs/validation.md).
+  EXPECT_LE(v.all.p90_abs_error, 0.325);
   // 4 runs that ran are called out of memory (75 before FP8 plans kept their linear inputs in
   // one byte, 41 before the recipes' bf16 gradients and module-level recomputation, 6 before
   // torchtitan's per-op checkpointing): two token-drop MoE runs and Nemotron-4 340B at 8k
@@ -517,7 +519,10 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // the default split's 31 layers were at 99.9%): over by 1.3 GB, within the 9.0 GB the assumed
   // 5% fragmentation adds (docs/validation.md).
   // 7 since Megatron-Bridge 25.09's runs take their recipes' FP8 (Qwen3-235B-A22B on 64 B200s fits).
-  EXPECT_LE(v.all.out_of_memory, 7u);
+  // 8 since Llama 3's runs take the paper's layout: the 8,192-GPU 8K row, 32 microbatches of the
+  // interleaved schedule with no checkpointing, at 87.1 GB of 85.9: over by 1.2 GB, within the
+  // 3.8 GB the assumed 5% fragmentation adds.
+  EXPECT_LE(v.all.out_of_memory, 8u);
   // The DeepSeek-V3 runs: the launch file's layout and MTP module (scripts/megatron_bridge_layouts.py),
   // and a run named without MTP trains none.
   for (const auto& run : all) {
@@ -531,6 +536,16 @@ TEST(ValidationTest, CorpusRegressionBound) {
     }
     if (run.id == "megatron-bridge-2511-dgx-gb300-deepseekv3-w-o-mtp-256gpu-fp8-mx")
       EXPECT_EQ(run.scenario.model.mtp_layers, 0);
+    // Llama 3 §3.3.2: the first chunk holds the embedding alone, the last the output layer and
+    // loss alone, one layer in every other: 126 + 2 chunks on PP 16 are V = 8 ("E|(t|)*126L").
+    if (run.id == "llama3-2024-t4-405b-16384gpu-seq8192") {
+      std::vector<int64_t> want(128, 1);
+      want.front() = 0;
+      want.back() = 0;
+      EXPECT_EQ(p.vpp, 8);
+      EXPECT_EQ(p.schedule, core::Schedule::kInterleaved);
+      EXPECT_EQ(p.stage_layers, want);
+    }
   }
   // Per stack, today's medians (+0.5 points): the bound each change must keep. torchtitan's rose
   // from 36.4% to 37.9% when FlashAttention-2 took its measured curve by sequence: at 32k and more
@@ -542,10 +557,12 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // MAMF: the paper does not print its interleaving, so its runs are mapped as 1F1B with a 31-47%
   // bubble, docs/validation.md). torchtitan's 25.0% -> 25.8% when the parameter all-gather of
   // its FSDP under PP hid under the first forward (FSDP2's prefetch), where it was exposed.
+  // Llama 3's 16.4% -> 6.4% with the paper's layout (V = 8); its 128K row is +50%.
+  // DeepSpeed ZeRO-3 2021's 26.9% -> 23.5% with NCCL's ring for its all-gathers.
   const std::map<std::string, double> stack_bound = {
-      {"llm-foundry-2023", 0.075},     {"megatron-core-2024", 0.10}, {"torchtitan-2024", 0.263},
-      {"megatron-lm-2021", 0.04},      {"megatron-lm-2022", 0.081},  {"megascale-2024", 0.107},
-      {"deepspeed-zero3-2021", 0.274}, {"llama3-2024", 0.165},       {"megatron-deepspeed-2022", 0.224}};
+      {"llm-foundry-2023", 0.075},    {"megatron-core-2024", 0.10}, {"torchtitan-2024", 0.263},
+      {"megatron-lm-2021", 0.04},     {"megatron-lm-2022", 0.081},  {"megascale-2024", 0.107},
+      {"deepspeed-zero3-2021", 0.24}, {"llama3-2024", 0.07},        {"megatron-deepspeed-2022", 0.224}};
   for (const auto& g : v.groups)
     if (g.dimension == "stack") {
       auto it = stack_bound.find(g.value);

@@ -383,6 +383,46 @@ TEST(ExportTest, MegatronWritesAnUnevenInterleavedSplitAsItsLayout) {
   EXPECT_FALSE(Has(out, "--decoder-first-pipeline-num-layers")) << out;
 }
 
+TEST(ExportTest, EmptyEndChunksHoldTheEmbeddingAndTheHeadAlone) {
+  // Llama 3 as its paper trained it (§3.3.2: the first chunk holds the embedding alone, the last
+  // the output projection and loss alone): 126 layers over pp 16 x vpp 8, one per middle chunk.
+  // Megatron-Core takes it as a layout "E|t|...|t|L" (empty stages are allowed,
+  // pipeline_parallel_layer_layout.py:86-112); torchtitan as model parts, the first
+  // ["tok_embeddings"] and the last ["norm", "output"].
+  Scenario s;
+  s.model = *LoadModel("llama3-405b");
+  s.gpu = *LoadGpu("h100-sxm");
+  s.cluster = *LoadCluster("dgx-h100");
+  PlanSpec& p = s.plan;
+  p.gpus = 16384;
+  p.tp = 8;
+  p.pp = 16;
+  p.vpp = 8;
+  p.dp = 128;
+  p.zero = 2;
+  p.sequence_parallel = true;
+  p.schedule = Schedule::kInterleaved;
+  p.seq_len = 8192;
+  p.global_batch = 2048;
+  p.stage_layers.assign(128, 1);
+  p.stage_layers.front() = 0;
+  p.stage_layers.back() = 0;
+  Diagnostics d;
+  ValidatePlan(p, s.model, s.gpu, s.cluster, &d);
+  ASSERT_FALSE(d.has_errors()) << d.all().front().ToString();
+  const std::string out = Text(ExportMegatron(s));
+  std::smatch found;
+  ASSERT_TRUE(std::regex_search(out, found, std::regex("--pipeline-model-parallel-layout \"([^\"]+)\""))) << out;
+  const std::vector<std::string> stages = UnrollLayout(found[1].str());
+  ASSERT_EQ(stages.size(), 128u);
+  EXPECT_EQ(stages.front(), "E");
+  EXPECT_EQ(stages[1], "t");
+  EXPECT_EQ(stages.back(), "L");
+  const std::string toml = Text(ExportTorchtitan(s));
+  EXPECT_TRUE(Has(toml, "module_fqns_per_model_part = [[\"tok_embeddings\"], [\"layers.0\"], [\"layers.1\"]")) << toml;
+  EXPECT_TRUE(Has(toml, "[\"layers.125\"], [\"norm\", \"output\"]]")) << toml;
+}
+
 // DeepSpeed's own rules, read at edaa72212 (deepspeed/runtime/...): refused plans name the rule;
 // offload gets what DeepSpeed needs to start; MoE models with an AutoEP preset get its section.
 TEST(ExportTest, DeepSpeedRefusesWhatItCannotRunAndCompletesOffload) {

@@ -18,6 +18,26 @@ namespace meshplan::core {
 namespace {
 
 // Llama 3 70B on 64 H100s: TP 8, PP 4 with 2 virtual stages, DP 2, ZeRO-1, 128 sequences of 8k.
+// Llama 3 405B on dgx-h100 with TP 8, SP and the interleaved schedule over pp x vpp chunks.
+Scenario Llama405BInterleaved(int64_t pp, int64_t vpp, int64_t dp, int zero, int64_t global_batch) {
+  Scenario s;
+  s.model = *LoadModel("llama3-405b");
+  s.gpu = *LoadGpu("h100-sxm");
+  s.cluster = *LoadCluster("dgx-h100");
+  PlanSpec& p = s.plan;
+  p.gpus = 8 * pp * dp;
+  p.tp = 8;
+  p.pp = pp;
+  p.vpp = vpp;
+  p.dp = dp;
+  p.zero = zero;
+  p.sequence_parallel = true;
+  p.schedule = Schedule::kInterleaved;
+  p.seq_len = 8192;
+  p.global_batch = global_batch;
+  return s;
+}
+
 Scenario Llama70B() {
   Scenario s;
   s.model = *LoadModel("llama3-70b");
@@ -340,21 +360,8 @@ TEST(ExportTest, MegatronWritesAnUnevenInterleavedSplitAsItsLayout) {
   // (validate_layer_layout, pipeline_parallel_layer_layout.py:86-112): stages a multiple of pp,
   // E first and once, L last and once, one t per decoder layer; no vpp argument beside it
   // (arguments.py:926-938) and no first/last counts (transformer_config.py:2245).
-  Scenario s;
-  s.model = *LoadModel("llama3-405b");
-  s.gpu = *LoadGpu("h100-sxm");
-  s.cluster = *LoadCluster("dgx-h100");
+  Scenario s = Llama405BInterleaved(/*pp=*/8, /*vpp=*/2, /*dp=*/8, /*zero=*/1, /*global_batch=*/64);
   PlanSpec& p = s.plan;
-  p.gpus = 512;
-  p.tp = 8;
-  p.pp = 8;
-  p.vpp = 2;
-  p.dp = 8;
-  p.zero = 1;
-  p.sequence_parallel = true;
-  p.schedule = Schedule::kInterleaved;
-  p.seq_len = 8192;
-  p.global_batch = 64;
   ApplyDefaultStageSplit(s.model, &p, nullptr);
   ASSERT_EQ(p.stage_layers.size(), 16u);
   Diagnostics d;
@@ -389,21 +396,8 @@ TEST(ExportTest, EmptyEndChunksHoldTheEmbeddingAndTheHeadAlone) {
   // Megatron-Core takes it as a layout "E|t|...|t|L" (empty stages are allowed,
   // pipeline_parallel_layer_layout.py:86-112); torchtitan as model parts, the first
   // ["tok_embeddings"] and the last ["norm", "output"].
-  Scenario s;
-  s.model = *LoadModel("llama3-405b");
-  s.gpu = *LoadGpu("h100-sxm");
-  s.cluster = *LoadCluster("dgx-h100");
+  Scenario s = Llama405BInterleaved(/*pp=*/16, /*vpp=*/8, /*dp=*/128, /*zero=*/2, /*global_batch=*/2048);
   PlanSpec& p = s.plan;
-  p.gpus = 16384;
-  p.tp = 8;
-  p.pp = 16;
-  p.vpp = 8;
-  p.dp = 128;
-  p.zero = 2;
-  p.sequence_parallel = true;
-  p.schedule = Schedule::kInterleaved;
-  p.seq_len = 8192;
-  p.global_batch = 2048;
   p.stage_layers.assign(128, 1);
   p.stage_layers.front() = 0;
   p.stage_layers.back() = 0;

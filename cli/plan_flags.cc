@@ -105,7 +105,7 @@ void PlanFlags::Register(CLI::App* app) {
   p->add_option("--moments-dtype", moments_dtype, "Optimizer moments dtype (default fp32)");
   p->add_option("--offload-optimizer", offload_optimizer, "none|cpu|nvme");
   p->add_option("--offload-params", offload_params, "none|cpu|nvme");
-  p->add_option("--cp-kind", cp_kind, "ring|ulysses (default ring)");
+  p->add_option("--cp-kind", cp_kind, "ring|ulysses|allgather (default ring)");
   p->add_option("--placement", placement, "Rank order, innermost first (default tp-cp-ep-dp-pp)");
   p->add_option("--stage-layers", stage_layers, "Uneven split: layers per pipeline chunk")->delimiter(',');
 }

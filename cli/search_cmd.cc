@@ -537,7 +537,7 @@ void AddSearchCommand(CLI::App* app, int* exit_code) {
   space->add_option("--min-cp-tokens", f->min_cp_tokens, "Smallest sequence slice per CP rank (default 4096)");
   space->add_option("--schedule", f->schedules, "Pipeline schedules (default all)")->delimiter(',');
   space->add_option("--recompute", f->recompute, "Recompute modes (default none,selective,full)")->delimiter(',');
-  space->add_option("--cp-kind", f->cp_kinds, "ring|ulysses (default ring)")->delimiter(',');
+  space->add_option("--cp-kind", f->cp_kinds, "ring|ulysses|allgather (default ring)")->delimiter(',');
   space->add_option("--sp", f->sp, "Sequence parallel: on|off|both (default both)");
   space->add_option("--precision", f->precision, "bf16|fp16|fp8|fp32 GEMM precision (default bf16)");
   space->add_option("--recipe", f->recipe, "Model-state recipe: zero (16 B/param) or megatron (18 B/param)");

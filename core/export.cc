@@ -237,7 +237,10 @@ Result<std::string> ExportMegatron(const Scenario& s) {
   }
   if (p.cp > 1) {
     arg("--context-parallel-size " + std::to_string(p.cp));
-    arg(std::string("--cp-comm-type ") + (p.cp_kind == CpKind::kRing ? "p2p" : "a2a"));
+    // megatron/training/arguments.py:3221 (d98e8a64): p2p (the ring), a2a (Ulysses), allgather.
+    arg(std::string("--cp-comm-type ") + (p.cp_kind == CpKind::kRing        ? "p2p"
+                                          : p.cp_kind == CpKind::kAllGather ? "allgather"
+                                                                            : "a2a"));
   }
   if (p.ep > 1) arg("--expert-model-parallel-size " + std::to_string(p.ep));
   if (p.etp > 1 || (m.moe && p.tp > 1)) arg("--expert-tensor-parallel-size " + std::to_string(p.etp));
@@ -347,11 +350,14 @@ Result<std::string> ExportTorchtitan(const Scenario& s) {
   if (p.offload_optimizer == OffloadTarget::kNvme || p.offload_params == OffloadTarget::kNvme)
     return refuse("no NVMe offload (training.enable_cpu_offload offloads to host memory, job_config.py:270)",
                   "--offload-optimizer cpu");
-  // Context parallelism is ring attention: the kv shards exchanged by all-gather or all-to-all
-  // (Parallelism.context_parallel_rotate_method, job_config.py:446), never Ulysses' head split.
+  // Context parallelism is PyTorch's ring attention, the K/V shards passed on by all-to-all (a
+  // ring) or all-gathered (Parallelism.context_parallel_rotate_method, job_config.py:446), never
+  // Ulysses' head split.
   if (p.cp > 1 && p.cp_kind == CpKind::kUlysses)
-    return refuse("context parallelism is ring attention (context_parallel_rotate_method, job_config.py:446)",
-                  "--cp-kind ring");
+    return refuse(
+        "context parallelism is ring attention, its K/V shards rotated or all-gathered "
+        "(context_parallel_rotate_method, job_config.py:446)",
+        "--cp-kind ring");
   // FSDP2 shards parameters, gradients and optimizer states together, or keeps the parameters
   // gathered after the forward (fsdp_reshard_after_forward, job_config.py:336): no optimizer-only
   // sharding.
@@ -443,6 +449,11 @@ Result<std::string> ExportTorchtitan(const Scenario& s) {
     out << "]\n";
   }
   out << "context_parallel_degree = " << p.cp << "\n";
+  // The K/V exchange (job_config.py:446, default "allgather"; distributed/utils.py:216 hands it to
+  // PyTorch's set_rotate_method): "alltoall" passes each shard to the next rank, the ring.
+  if (p.cp > 1)
+    out << "context_parallel_rotate_method = \"" << (p.cp_kind == CpKind::kAllGather ? "allgather" : "alltoall")
+        << "\"\n";
   if (p.ep > 1) out << "expert_parallel_degree = " << p.ep << "\n";
 
   if (!p.sequence_parallel && p.tp > 1)
@@ -483,11 +494,13 @@ Result<std::string> ExportTorchtitanPython(const Scenario& s) {
   if (p.zero == 1 && p.dp > 1)
     return refuse("no optimizer-only sharding (FSDP2; fsdp_reshard_after_forward \"never\" is ZeRO-2, CFG:145)",
                   "--zero 2");
-  // Context parallelism all-gathers K and V (models/common/decoder_sharding.py:275-284): no
-  // head-split (Ulysses) all-to-all.
-  if (p.cp > 1 && p.cp_kind == CpKind::kUlysses)
-    return refuse("context parallelism all-gathers K and V (models/common/decoder_sharding.py:275-284), no Ulysses",
-                  "--cp-kind ring");
+  // Context parallelism all-gathers K and V at the attention's local_map boundary and reduces
+  // their gradients on the way out (models/common/decoder_sharding.py:275-284): neither the
+  // head-split (Ulysses) all-to-all nor a ring.
+  if (p.cp > 1 && p.cp_kind != CpKind::kAllGather)
+    return refuse("context parallelism all-gathers K and V (models/common/decoder_sharding.py:275-284), no " +
+                      std::string(p.cp_kind == CpKind::kUlysses ? "Ulysses" : "ring"),
+                  "--cp-kind allgather");
   // TP shards the attention heads and the KV heads (models/common/decoder.py update_from_config).
   if (p.tp > 1 && m.kv_heads % p.tp != 0)
     return refuse("tensor_parallel_degree must divide the " + std::to_string(m.kv_heads) +
@@ -645,10 +658,6 @@ Result<std::string> ExportTorchtitanPython(const Scenario& s) {
     out << "]\n";
   }
   out << "    p.context_parallel_degree = " << p.cp << "\n";
-  if (p.cp > 1)
-    notes.push_back(
-        "cp: torchtitan all-gathers K and V (models/common/decoder_sharding.py:275-284) where the plan "
-        "costs a ring");
   out << "    p.expert_parallel_degree = " << p.ep << "\n";
   // Tokens (CFG:37-51): G sequences of S tokens, b per microbatch; the accumulation is derived
   // (trainer.py:409-428).
@@ -769,10 +778,10 @@ Result<std::string> ExportDeepSpeed(const Scenario& s, std::vector<std::string>*
         "--zero 3 with the same --hsdp-shard, or --sharding fsdp");
   // DeepSpeed's context parallelism is Ulysses: all-to-all over heads (deepspeed/sequence/layer.py
   // DistributedAttention, 351).
-  if (p.cp > 1 && p.cp_kind == CpKind::kRing)
+  if (p.cp > 1 && p.cp_kind != CpKind::kUlysses)
     return refuse(
         "sequence parallelism is Ulysses, all-to-all over heads (deepspeed/sequence/layer.py:351 "
-        "DistributedAttention); no ring attention",
+        "DistributedAttention); no ring or all-gather context parallelism",
         "--cp-kind ulysses");
   // DeepSpeed's PipelineEngine runs its TrainSchedule, one stage per rank (pipe/engine.py:389).
   if (p.pp > 1 && (p.schedule != Schedule::k1F1B || p.vpp > 1))

@@ -817,6 +817,7 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   } else {
     from_stack.push_back(std::string("attention ") + Name(m.attention));
   }
+  if (p.cp > 1) from_stack.push_back(std::string("context parallelism ") + Name(p.cp_kind));
   if (launch && launch->ep_overlap && p.ep > 1) {
     p.ep_overlap = true;
     run.assumptions.push_back(

@@ -203,7 +203,11 @@ constexpr uint32_t kDefaultRecomputeModules = ModuleBit(RecomputeModule::kCoreAt
 enum class Schedule { kGpipe, k1F1B, kInterleaved, kZeroBubble, kDualPipe };
 enum class Optimizer { kAdam, kAdamW, kSgdMomentum, kAdam8bit };
 enum class OffloadTarget { kNone, kCpu, kNvme };
-enum class CpKind { kRing, kUlysses };
+// Context parallelism: ring (K/V blocks circulate, each exchange under an attention block),
+// Ulysses (all-to-alls that trade the sequence split for a head split), or all-gather (K and V
+// gathered whole before attention, exposed; Llama 3 §3.3.2, Transformer Engine's cp_comm_type
+// all_gather, torchtitan's default).
+enum class CpKind { kRing, kUlysses, kAllGather };
 enum class Axis { kTp, kCp, kEp, kDp, kPp };
 enum class TpOverlap { kNone, kBackward, kFull };
 // How ZeRO-3 moves parameters and gradients. flat: one all-gather per layer before its forward and

@@ -67,7 +67,7 @@ Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string&
         EnumField(j, "recompute", prefix, &s.recompute), EnumField(j, "tp_overlap", prefix, &s.tp_overlap),
         EnumField(j, "zero3_gather", prefix, &s.zero3_gather), EnumField(j, "grads_dtype", prefix, &s.grads),
         EnumField(j, "cross_entropy", prefix, &s.cross_entropy), EnumField(j, "elementwise", prefix, &s.elementwise),
-        BoolField(j, "sequence_parallel", prefix, &s.sequence_parallel),
+        EnumField(j, "cp_kind", prefix, &s.cp_kind), BoolField(j, "sequence_parallel", prefix, &s.sequence_parallel),
         BoolField(j, "grad_accum_fusion", prefix, &s.grad_accum_fusion),
         BoolField(j, "overlap_grad_reduce", prefix, &s.overlap_grad_reduce),
         BoolField(j, "overlap_param_gather", prefix, &s.overlap_param_gather),
@@ -132,6 +132,7 @@ void ApplyStack(const SoftwareStack& s, ModelSpec* m, PlanSpec* p) {
   p->dtypes.grads = s.grads;
   p->cross_entropy = s.cross_entropy;
   p->elementwise = s.elementwise;
+  p->cp_kind = s.cp_kind;
   p->sequence_parallel = s.sequence_parallel && p->tp > 1;
 }
 
@@ -156,7 +157,7 @@ std::string StackSummary(const SoftwareStack& s) {
          ", " + Name(s.grads) + " gradients, zero " + std::to_string(s.zero) +
          (s.zero3_gather == Zero3Gather::kFlat ? std::string()
                                                : std::string(", zero-3 gathers ") + Name(s.zero3_gather)) +
-         " (" + s.source + ")";
+         (s.cp_kind == CpKind::kRing ? std::string() : std::string(", CP ") + Name(s.cp_kind)) + " (" + s.source + ")";
 }
 
 double SourceFlopsPerToken(FlopCount count, const ModelSpec& m, int64_t seq) {

@@ -51,6 +51,7 @@ struct SoftwareStack {
   // FSDP's gradient sync and resharding off until the last backward): ZeRO-1's memory and traffic.
   bool zero3_unsharded_under_pp = false;
   CrossEntropy cross_entropy = CrossEntropy::kFused;  // how its loss computes the cross entropy
+  CpKind cp_kind = CpKind::kRing;                     // its context parallelism
   Elementwise elementwise = Elementwise::kFused;      // its norms, RoPE and activations
   // Without a microbatch count, the pipeline splits a data-parallel rank's batch into as many
   // microbatches as it has stages (torchtitan 2024: pipeline_parallel_microbatches defaults to

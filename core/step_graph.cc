@@ -398,13 +398,19 @@ class Builder {
     if (m_.position == PositionKind::kRope)
       Pointwise(ops, "rope", MemOp::kRope, tokens_ * (a + kv_heads) * dqk, &kEagerRope, 2);
     // Context parallel: each rank's queries meet every rank's keys. Ring: cp-1 KV exchanges
-    // overlapped with attention blocks; Ulysses: all-to-alls of q, k, v and the output.
+    // overlapped with attention blocks; Ulysses: all-to-alls of q, k, v and the output; all-gather:
+    // K and V gathered whole before the attention, on the critical path (Llama 3 §3.3.2: "the
+    // all-gather communication latency is exposed"; Transformer Engine
+    // AttnFuncWithCPAndKVAllGather, context_parallel.py at d0067d0d: "KV all-gather between CP
+    // ranks is exposed"). Its backward gathers K and V again and reduce-scatters dK, dV (Backward).
     const int64_t seq_kv = s_ * p_.cp;
     if (p_.cp > 1) {
       const int64_t kv_bytes = 2 * tokens_ * kv_heads * dqk * e_;
       if (p_.cp_kind == CpKind::kRing) {
         for (int64_t i = 1; i < p_.cp; ++i)
           Coll(ops, "cp_kv_exchange", CollectiveKind::kSendRecv, CommGroup::kCp, kv_bytes, true);
+      } else if (p_.cp_kind == CpKind::kAllGather) {
+        Coll(ops, "cp_kv_all_gather", CollectiveKind::kAllGather, CommGroup::kCp, kv_bytes * p_.cp);
       } else {
         Coll(ops, "ulysses_qkv", CollectiveKind::kAllToAll, CommGroup::kCp, tokens_ * (a + 2 * kv_heads) * dqk * e_);
       }
@@ -574,6 +580,9 @@ class Builder {
             break;
           }
           // Other groups: all-to-all stays itself; the ring's KV exchange carries dK and dV back.
+          // All-gather CP's backward gathers K and V again from the saved local shards, then
+          // reduce-scatters dK and dV (Transformer Engine AttnFuncWithCPAndKVAllGather.backward).
+          if (op.group == CommGroup::kCp && op.collective == CollectiveKind::kAllGather) out->push_back(op);
           if (op.collective == CollectiveKind::kAllGather) op.collective = CollectiveKind::kReduceScatter;
           else if (op.collective == CollectiveKind::kReduceScatter) op.collective = CollectiveKind::kAllGather;
           if (op.group == CommGroup::kCp && op.collective == CollectiveKind::kSendRecv) op.bytes *= 2;

@@ -496,7 +496,7 @@ core::Result<Explanation> TopicCp(const core::Profile& profile) {
     st.rule =
         "Context parallelism splits the sequence over cp ranks inside attention as well, so every "
         "activation of a layer shrinks by cp (ring attention: K/V blocks circulate; Ulysses: all-to-alls "
-        "swap sequence and heads).";
+        "swap sequence and heads; all-gather: K and V gathered whole for the layer's attention only).";
     st.formula = "a_layer(cp) = a_layer(s / cp)";
     std::vector<std::string> parts;
     double base = 0;

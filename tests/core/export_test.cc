@@ -527,6 +527,37 @@ TEST(ExportTest, DeepSpeedRefusesWhatItCannotRunAndCompletesOffload) {
   EXPECT_TRUE(Has(nvme, "\"type\": \"AdamW\"")) << nvme;
 }
 
+// Each context-parallel kind under its framework's name, or refused naming the rule.
+TEST(ExportTest, ContextParallelKindsMapToEachFrameworksOwn) {
+  Scenario s = Llama70BOneFOneB();
+  s.plan.zero = 2;
+  s.plan.cp = 2;
+  s.plan.dp = 1;
+  auto with = [&](CpKind kind) {
+    Scenario v = s;
+    v.plan.cp_kind = kind;
+    return v;
+  };
+  // Megatron-LM --cp-comm-type p2p | a2a | allgather (megatron/training/arguments.py:3221).
+  EXPECT_TRUE(Has(Text(ExportMegatron(with(CpKind::kRing))), "--cp-comm-type p2p"));
+  EXPECT_TRUE(Has(Text(ExportMegatron(with(CpKind::kUlysses))), "--cp-comm-type a2a"));
+  EXPECT_TRUE(Has(Text(ExportMegatron(with(CpKind::kAllGather))), "--cp-comm-type allgather"));
+  // torchtitan 238fa99: the K/V rotation is written, since its default is "allgather"
+  // (job_config.py:446): "alltoall" passes each shard on, the ring.
+  EXPECT_TRUE(Has(Text(ExportTorchtitan(with(CpKind::kRing))), "context_parallel_rotate_method = \"alltoall\""));
+  EXPECT_TRUE(Has(Text(ExportTorchtitan(with(CpKind::kAllGather))), "context_parallel_rotate_method = \"allgather\""));
+  // DeepSpeed's sequence parallelism is Ulysses alone (deepspeed/sequence/layer.py:351).
+  Scenario ds = with(CpKind::kAllGather);
+  ds.plan.pp = 1;
+  ds.plan.gpus = 16;
+  ds.plan.zero = 1;
+  std::vector<std::string> notes;
+  auto refused = ExportDeepSpeed(ds, &notes);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(Has(refused.status().message(), "layer.py:351")) << refused.status().message();
+  EXPECT_TRUE(Has(refused.status().message(), "nearest plan it runs: --cp-kind ulysses")) << refused.status().message();
+}
+
 // torchtitan's rules at 238fa99, the last commit that reads TOML.
 TEST(ExportTest, TorchtitanNamesItsModelSplitsModuleByModuleAndRefusesWhatItCannotRun) {
   Scenario s = Llama70B();  // TP 8, PP 4 x vpp 2
@@ -653,16 +684,18 @@ TEST(ExportTest, TorchtitanPythonConfigurationRefusesWhatItsVersionCannotRun) {
   v.plan.tp = 16;  // 8 KV heads (models/common/decoder.py)
   v.plan.gpus = 128;
   refused(v, "must divide the 8 KV heads");
-  // CP all-gathers K and V: Ulysses refused, ring written with a note.
+  // CP all-gathers K and V (decoder_sharding.py:275-284): Ulysses and the ring refused, the
+  // all-gather CP written.
   v = s;
   v.plan.cp = 2;
   v.plan.dp = 1;
   v.plan.cp_kind = CpKind::kUlysses;
-  refused(v, "nearest plan it runs: --cp-kind ring");
+  refused(v, "nearest plan it runs: --cp-kind allgather");
   v.plan.cp_kind = CpKind::kRing;
-  const std::string ring = Text(ExportTorchtitanPython(v));
-  EXPECT_TRUE(Has(ring, "p.context_parallel_degree = 2\n")) << ring;
-  EXPECT_TRUE(Has(ring, "# note: cp: torchtitan all-gathers K and V")) << ring;
+  refused(v, "decoder_sharding.py:275-284), no ring; nearest plan it runs: --cp-kind allgather");
+  v.plan.cp_kind = CpKind::kAllGather;
+  const std::string gathered = Text(ExportTorchtitanPython(v));
+  EXPECT_TRUE(Has(gathered, "p.context_parallel_degree = 2\n")) << gathered;
   // Qwen3 235B-A22B has a flavor but no function: derived from the 30B-A3B one, and said so.
   Scenario q;
   q.model = *LoadModel("qwen3-235b-a22b");

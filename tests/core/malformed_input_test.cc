@@ -436,6 +436,12 @@ const MalformedCase kCases[] = {
      1,
      {"plan.seq_len: 8198 must be divisible by 2*cp=4 (load-balanced causal ring)"},
      {"warning: plan.seq_len: 8198 exceeds model.max_seq=8192"}},
+    // All-gather CP splits the sequence into 2*cp balanced chunks too (Llama 3 §3.3.2).
+    {"plan_seq_len_not_divisible_allgather_cp.json",
+     Kind::kPlan,
+     Code::kInvalidArgument,
+     1,
+     {"plan.seq_len: 8186 must be divisible by 2*cp=4 (load-balanced causal all-gather CP)"}},
     {"plan_ep_on_dense_model.json",
      Kind::kPlan,
      Code::kInvalidArgument,

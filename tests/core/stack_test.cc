@@ -65,6 +65,16 @@ TEST(StackTest, BadStackFilesNameTheFieldAndTheRule) {
               std::string::npos);
   }
   EXPECT_EQ(bad(R"(, "interleaved_stages_per_rank": 2)")->interleaved_stages_per_rank, 2);
+  r = bad(R"(, "cp_kind": "star")");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("stack.cp_kind: must be one of"), std::string::npos) << r.status().message();
+  EXPECT_EQ(bad(R"(, "cp_kind": "allgather")")->cp_kind, CpKind::kAllGather);
+  EXPECT_EQ(bad("")->cp_kind, CpKind::kRing);
+  // The stacks whose context parallelism all-gathers K and V: Llama 3 (§3.3.2) and torchtitan
+  // (context_parallel_rotate_method default "allgather" at 9dec370).
+  EXPECT_EQ(StackForRecord("llama3-2024-t4-405b-16384gpu-seq131072")->cp_kind, CpKind::kAllGather);
+  EXPECT_EQ(StackForRecord("torchtitan-2412-t2-8b-8gpu-fsdp1-cp8-seq256k")->cp_kind, CpKind::kAllGather);
+  EXPECT_EQ(StackForRecord("megatron-bridge-2511-dgx-h100-llama3-1-405b-1024gpu")->cp_kind, CpKind::kRing);
   r = bad(R"(, "flop_count": "6N")");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("stack.flop_count"), std::string::npos);

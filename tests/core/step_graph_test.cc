@@ -431,6 +431,46 @@ TEST(StepGraphTest, ExpertParallelAddsDispatchAndCombine) {
     }
 }
 
+TEST(StepGraphTest, AllGatherContextParallelGathersKvExposedAndReduceScattersItsGradients) {
+  // Llama 3 8B (8 KV heads of 128), CP 4, 8192 tokens: each rank holds 2048 tokens, so K and V
+  // are 2 x 2048 x 8 x 128 x 2 B = 8 MiB per rank and the gathered buffer 4 x 8 = 32 MiB. The
+  // forward all-gathers it on the critical path (Llama 3 §3.3.2; Transformer Engine's
+  // all_gather); the backward gathers K and V again and reduce-scatters dK and dV, the same bytes.
+  auto m = LoadModel("llama3-8b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p = Plan(1, 1, false);
+  p.cp = 4;
+  p.gpus = 4;
+  p.seq_len = 8192;
+  p.cp_kind = CpKind::kAllGather;
+  const StepGraph g = BuildStepGraph(*m, p);
+  std::vector<const Op*> cp;
+  for (const Op& op : g.dense_layer)
+    if (op.kind == OpKind::kCollective && op.group == CommGroup::kCp) cp.push_back(&op);
+  ASSERT_EQ(cp.size(), 3u);
+  const int64_t gathered = 4 * 2 * 2048 * 8 * 128 * 2;
+  EXPECT_EQ(cp[0]->collective, CollectiveKind::kAllGather);
+  EXPECT_EQ(cp[0]->pass, Pass::kForward);
+  EXPECT_EQ(cp[1]->collective, CollectiveKind::kAllGather);
+  EXPECT_EQ(cp[1]->pass, Pass::kBackwardInput);
+  EXPECT_EQ(cp[2]->collective, CollectiveKind::kReduceScatter);
+  EXPECT_EQ(cp[2]->pass, Pass::kBackwardInput);
+  for (const Op* op : cp) {
+    EXPECT_EQ(op->bytes, gathered);
+    EXPECT_FALSE(op->overlappable);
+  }
+  // A ring moves the same K and V in cp - 1 exchanges, each under an attention block.
+  p.cp_kind = CpKind::kRing;
+  int exchanges = 0;
+  const StepGraph ring = BuildStepGraph(*m, p);
+  for (const Op& op : ring.dense_layer)
+    if (op.kind == OpKind::kCollective && op.group == CommGroup::kCp && op.pass == Pass::kForward) {
+      ++exchanges;
+      EXPECT_TRUE(op.overlappable);
+    }
+  EXPECT_EQ(exchanges, 3);
+}
+
 TEST(StepGraphTest, EpOverlapHidesTheAllToAllsAsDualPipeDoes) {
   // Exposed under 1F1B; under Megatron-Core's batch-level EP overlap (plan.ep_overlap) and under
   // DualPipe each all-to-all runs under another microbatch's compute: overlappable. The bytes do

@@ -208,6 +208,10 @@ enum class OffloadTarget { kNone, kCpu, kNvme };
 // gathered whole before attention, exposed; Llama 3 §3.3.2, Transformer Engine's cp_comm_type
 // all_gather, torchtitan's default).
 enum class CpKind { kRing, kUlysses, kAllGather };
+// The chunks context parallelism cuts a sequence into: the ring and the all-gather 2*cp, rank i
+// holding chunks i and 2cp-1-i so that causal work is balanced (Llama 3 §3.3.2; Transformer
+// Engine's all_gather requires seq_len % 2 == 0 per rank); Ulysses cp.
+constexpr int64_t CpSequenceChunks(CpKind kind, int64_t cp) { return kind == CpKind::kUlysses ? cp : 2 * cp; }
 enum class Axis { kTp, kCp, kEp, kDp, kPp };
 enum class TpOverlap { kNone, kBackward, kFull };
 // How ZeRO-3 moves parameters and gradients. flat: one all-gather per layer before its forward and

@@ -359,17 +359,13 @@ void CheckBatchAndSchedule(const PlanSpec& pl, Diagnostics* d) {
 // Context parallel.
 void CheckContextParallel(const PlanSpec& pl, const ModelSpec& m, Diagnostics* d) {
   if (pl.cp > 1) {
-    // Ring and all-gather CP split the sequence into 2*cp chunks, rank i holding chunks i and
-    // 2cp-1-i so that causal work is balanced (Llama 3 §3.3.2; Transformer Engine's all_gather
-    // requires seq_len % 2 == 0 per rank).
-    const bool balanced = pl.cp_kind != CpKind::kUlysses;
-    const int64_t chunks_needed = balanced ? 2 * pl.cp : pl.cp;
+    const int64_t chunks_needed = CpSequenceChunks(pl.cp_kind, pl.cp);
+    const char* why = pl.cp_kind == CpKind::kRing        ? " (load-balanced causal ring)"
+                      : pl.cp_kind == CpKind::kAllGather ? " (load-balanced causal all-gather CP)"
+                                                         : "";
     if (pl.seq_len % chunks_needed != 0)
-      d->Error("plan.seq_len", S(pl.seq_len) + " must be divisible by " + (balanced ? "2*cp=" : "cp=") +
-                                   S(chunks_needed) +
-                                   (pl.cp_kind == CpKind::kRing        ? " (load-balanced causal ring)"
-                                    : pl.cp_kind == CpKind::kAllGather ? " (load-balanced causal all-gather CP)"
-                                                                       : ""));
+      d->Error("plan.seq_len", S(pl.seq_len) + " must be divisible by " +
+                                   (pl.cp_kind == CpKind::kUlysses ? "cp=" : "2*cp=") + S(chunks_needed) + why);
     if (pl.cp_kind == CpKind::kUlysses && m.heads % (pl.tp * pl.cp) != 0)
       d->Error("plan.cp", "ulysses needs tp*cp=" + S(pl.tp * pl.cp) + " to divide model.heads=" + S(m.heads));
   }

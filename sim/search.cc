@@ -244,8 +244,7 @@ class Searcher {
           if (cp == 1 && kind != kinds.front()) continue;  // the kind only matters with cp > 1
           const CpKind cp_kind = cp == 1 ? base_.cp_kind : kind;
           if (cp > 1) {
-            const int64_t need = cp_kind == CpKind::kUlysses ? cp : 2 * cp;
-            if (seq % need != 0) continue;
+            if (seq % core::CpSequenceChunks(cp_kind, cp) != 0) continue;
             if (cp_kind == CpKind::kUlysses && m_.heads % (tp * cp) != 0) continue;
           }
           for (int64_t pp : divs) {

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# One GPU session's checks, in one command: the cuda backend's tests, its GEMM sweep, the executor
+# on one GPU (a tiny plan, a 1.7B plan and two held-out plans), the one-process numerics check, a
+# GEMM sweep over the validation corpus's layer shapes, and the PyTorch probes (scripts/gpu_probes.py:
+# CUDA context memory, SDPA attention speeds, sustained GEMM rate, a torchtitan-style step's memory). Each step has its own time
+# limit and log, so one failure does not hide the others.
+#
+#   scripts/gpu-session.sh BIN_DIR OUT_DIR [STAGE ...]
+#
+# STAGEs (default: all, in this order): gtest gemm tiny verify gpt17b context_attention gemm_shapes
+# heldout sustained memory memory_expandable memory_default8 sustained_more memory_expandable8. The first GPU session (2026-11-28, H200) ran the first six; the second the
+# rest and tiny, verify again; the third memory_expandable and memory_default8; the fourth sustained_more and memory_expandable8. Everything lands in OUT_DIR: one session.log and a JSON per stage.
+#
+# BIN_DIR holds meshplan-run and runtime_tests built with the cuda backend (a build with
+# -DMESHPLAN_CUDA=ON -DMESHPLAN_MPI=OFF travels alone; cuBLAS and NCCL come from the machine),
+# and BIN_DIR/lib any other shared library it needs that the GPU machine may lack.
+set -u
+bin=$1
+out=$2
+shift 2
+stages="$*"
+mkdir -p "$out"
+log() { echo "== $* ($(date -u +%H:%M:%S))"; }
+
+# cuBLAS, cudart and NCCL: wherever this machine keeps them (toolkit, or the Python wheels).
+libdirs=""
+for name in libcublasLt.so.13 libcudart.so.13 libnccl.so.2; do
+  f=$(find /usr/local/cuda* /usr/lib /opt -name "$name" 2>/dev/null | head -1)
+  [ -n "$f" ] && libdirs="$libdirs:$(dirname "$f")"
+  echo "$name: ${f:-NOT FOUND}"
+done
+# $bin/lib last: libraries the build machine linked that this one may lack (libgomp).
+export LD_LIBRARY_PATH="${libdirs#:}:$bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,power.limit,temperature.gpu --format=csv |
+  tee "$out/nvidia-smi.csv"
+ldd "$bin/meshplan-run" | grep -E "not found|cublas|nccl|cudart" || true
+
+step() {  # step NAME SECONDS COMMAND...: its output to the session log ($out/session.log)
+  local name=$1 secs=$2
+  shift 2
+  log "$name" | tee -a "$out/session.log"
+  timeout "$secs" "$@" >>"$out/session.log" 2>&1
+  echo "rc=$?" | tee -a "$out/session.log"
+}
+want() { [ -z "$stages" ] || [[ " $stages " == *" $1 "* ]]; }
+
+# GEMM shapes of the validation corpus's layers (tokens x N x K, N and K as TP 1 or 8 splits them):
+# Llama 3 8B (TP 1), 70B and 405B (TP 8), GPT-3 175B (TP 8, 2048 tokens); small-M rows; N = 1024,
+# 1152, 1280, 1536 at 8192 x K 8192, where 128x256 tiles fill 97%, 81%, 81%, 97% of their waves.
+shapes="8192x6144x4096 8192x4096x4096 8192x28672x4096 8192x4096x14336
+  8192x1280x8192 8192x8192x1024 8192x7168x8192 8192x8192x3584
+  8192x2304x16384 8192x16384x2048 8192x13312x16384 8192x16384x6656
+  2048x4608x12288 2048x12288x1536 2048x6144x12288 2048x12288x6144
+  512x4096x4096 1024x4096x4096 2048x4096x4096 4096x4096x4096
+  8192x1024x8192 8192x1152x8192 8192x1536x8192"
+shape_args=""
+for s in $shapes; do shape_args="$shape_args --shape $s:bf16"; done
+for s in 8192x1280x8192 8192x8192x1024 8192x7168x8192 8192x8192x3584 8192x2304x16384 8192x13312x16384 \
+  8192x16384x6656 8192x6144x4096 8192x28672x4096 8192x4096x14336; do
+  shape_args="$shape_args --shape $s:fp8"
+done
+
+export MESHPLAN_REQUIRE_GPU=1
+run="$bin/meshplan-run"
+want gtest && step gtest_gpu 120 "$bin/runtime_tests" --gtest_filter='Cuda/*:*Device*:*Cuda*' --gtest_brief=1
+want gemm && step bench_gemm 100 "$run" --backend cuda bench gemm --format json -o "$out/gemm.json"
+want tiny && step tiny 40 "$run" --backend cuda --plan tests/runtime/data/tiny_1gpu.json --steps 3 -o "$out/tiny.json"
+want verify && step verify 40 "$run" verify --backend cuda --plan tests/runtime/data/tiny_1gpu.json
+want gpt17b && step gpt17b 60 "$run" --backend cuda --plan scripts/gpu-plans/gpt-1.7b-h200.json --steps 3 \
+  --warmup 1 -o "$out/gpt17b.json"
+want context_attention && step context_attention 100 env -u LD_LIBRARY_PATH python3 scripts/gpu_probes.py \
+  context_attention "$out/probes.json"
+# shellcheck disable=SC2086
+want gemm_shapes && step gemm_shapes 90 "$run" --backend cuda bench gemm --warmup 5 -n 20 $shape_args \
+  -o "$out/gemm_shapes.json"
+want heldout && step gpt36b 60 "$run" --backend cuda --plan scripts/gpu-plans/gpt-3.6b-h200.json --steps 3 \
+  --warmup 1 -o "$out/gpt36b.json"
+want heldout && step gpt17b_s4k 60 "$run" --backend cuda --plan scripts/gpu-plans/gpt-1.7b-s4096-h200.json \
+  --steps 3 --warmup 1 -o "$out/gpt17b_s4k.json"
+want sustained && step sustained 70 env -u LD_LIBRARY_PATH python3 scripts/gpu_probes.py sustained "$out/sustained.json"
+want memory && step memory 90 env -u LD_LIBRARY_PATH python3 scripts/gpu_probes.py memory "$out/memory.json"
+# torchtitan's launcher sets expandable segments (run_llama_train.sh since a5e57e4a9, 2024-10-22).
+want memory_expandable && step memory_expandable 150 env -u LD_LIBRARY_PATH \
+  PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True python3 scripts/gpu_probes.py memory \
+  "$out/memory_expandable.json" 2:1:8192 4:1:8192 4:2:4096 8:1:8192
+want sustained_more && step sustained_more 100 env -u LD_LIBRARY_PATH python3 scripts/gpu_probes.py sustained \
+  "$out/sustained_more.json" fp8:8192x8192x8192:15 fp8:8448x8192x16384:15 bf16:8192x28672x4096:12 \
+  bf16:2048x4608x12288:12 bf16:8192x1280x8192:12
+want memory_expandable8 && step memory_expandable8 90 env -u LD_LIBRARY_PATH \
+  PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True python3 scripts/gpu_probes.py memory \
+  "$out/memory_expandable8.json" 8:1:8192
+want memory_default8 && step memory_default8 90 env -u LD_LIBRARY_PATH python3 scripts/gpu_probes.py memory \
+  "$out/memory_default8.json" 8:1:8192
+log done

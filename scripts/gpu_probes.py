@@ -1,0 +1,321 @@
+#!/usr/bin/env python3
+"""Measurements on a real GPU that the memory and compute models take as inputs.
+
+Run by scripts/gpu-session.sh on a machine with an NVIDIA GPU and PyTorch 2.x:
+`gpu_probes.py MODE OUT.json`, MODE one of context_attention, sustained, memory (each function's
+docstring says what it measures); writes one JSON file. Nothing here is fitted to a published run: each number is what this GPU, driver
+and PyTorch did, recorded with the versions that did it.
+
+  context:   device memory a process holds beyond PyTorch's reserved bytes after CUDA's
+             initialisation (lazy loading, the default since CUDA 11.7), then after the first
+             bf16 cuBLAS GEMM (handle + workspace), read with cudaMemGetInfo (the GPU holds no
+             other process) against the free memory before this process touched the GPU
+             (nvidia-smi).
+  attention: PyTorch SDPA's causal attention, bf16, per backend (FLASH_ATTENTION is
+             FlashAttention-2; CUDNN_ATTENTION is cuDNN's fused kernel), forward and forward +
+             backward, over the FlashAttention-2 benchmark's grid: 16k tokens per batch
+             (batch = 16384 / seq), hidden 2048 (heads = 2048 / d), d 64 and 128, seq 512..16k.
+             FLOPs as benchmark_flash_attention.py counts them: forward 4*b*s^2*h*d / 2 (causal),
+             backward 2.5 x forward. Median of 20 timed runs after 5 warm-ups (CUDA events), fresh
+             random inputs per case.
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+
+def smi(query):
+    out = subprocess.check_output(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits"])
+    return [x.strip() for x in out.decode().strip().splitlines()[0].split(",")]
+
+
+def main_context_attention(path):
+    free_before_mib = float(smi("memory.free")[0])
+    import torch  # noqa: E402 (the free memory above is read before CUDA starts)
+
+    res = {
+        "format": "meshplan.gpu_probes/1",
+        "command": "python3 scripts/gpu_probes.py context_attention OUT.json (scripts/gpu-session.sh)",
+        "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "gpu": smi("name")[0],
+        "driver": smi("driver_version")[0],
+        "torch": torch.__version__,
+        "cuda_runtime": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version(),
+    }
+
+    # --- context -----------------------------------------------------------------------------
+    ctx = {"free_before_process_mib": free_before_mib}
+    torch.zeros(1, device="cuda")
+    torch.cuda.synchronize()
+    free, total = torch.cuda.mem_get_info()
+    ctx["total_mib"] = total / 2**20
+    ctx["after_init_used_beyond_reserved_mib"] = (free_before_mib * 2**20 - free - torch.cuda.memory_reserved()) / 2**20
+    a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    (a @ b).sum().item()
+    torch.cuda.synchronize()
+    free, _ = torch.cuda.mem_get_info()
+    ctx["after_bf16_gemm_used_beyond_reserved_mib"] = (free_before_mib * 2**20 - free - torch.cuda.memory_reserved()) / 2**20
+    ctx["reserved_mib"] = torch.cuda.memory_reserved() / 2**20
+    ctx["allocated_mib"] = torch.cuda.memory_allocated() / 2**20
+    res["context"] = ctx
+    del a, b
+    torch.cuda.empty_cache()
+    print("context:", json.dumps(ctx), flush=True)
+
+    # --- attention -----------------------------------------------------------------------------
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    import torch.nn.functional as F
+
+    def timed(fn, reps=20, warm=5):
+        for _ in range(warm):
+            fn()
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(reps):
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            fn()
+            e.record()
+            e.synchronize()
+            times.append(s.elapsed_time(e) / 1e3)
+        times.sort()
+        return times[len(times) // 2]
+
+    rows = []
+    for backend in ("FLASH_ATTENTION", "CUDNN_ATTENTION"):
+        for d in (64, 128):
+            for seq in (512, 1024, 2048, 4096, 8192, 16384):
+                bsz, heads = 16384 // seq, 2048 // d
+                row = {"backend": backend, "head_dim": d, "seq": seq, "batch": bsz, "heads": heads}
+                try:
+                    q, k, v = (torch.randn(bsz, heads, seq, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+                               for _ in range(3))
+                    g = torch.randn(bsz, heads, seq, d, device="cuda", dtype=torch.bfloat16)
+                    fwd_flops = 4.0 * bsz * seq * seq * heads * d / 2
+                    with sdpa_kernel([getattr(SDPBackend, backend)]):
+                        t_f = timed(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True))
+
+                        def fb():
+                            o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                            torch.autograd.grad(o, (q, k, v), g)  # no accumulation into .grad
+
+                        t_fb = timed(fb)
+                    t_b = max(t_fb - t_f, 1e-9)
+                    row.update({"fwd_s": t_f, "fwd_bwd_s": t_fb, "fwd_tflops": fwd_flops / t_f / 1e12,
+                                "bwd_tflops": 2.5 * fwd_flops / t_b / 1e12,
+                                "fwd_bwd_tflops": 3.5 * fwd_flops / t_fb / 1e12})
+                    del q, k, v, g
+                except Exception as ex:  # a backend that refuses a shape: recorded, not fatal
+                    row["error"] = f"{type(ex).__name__}: {str(ex).splitlines()[0][:200]}"
+                rows.append(row)
+                print("attention:", json.dumps(row), flush=True)
+    res["attention"] = rows
+    with open(path, "w") as f:
+        json.dump(res, f, indent=1)
+
+
+def header(torch):
+    return {"command": "python3 scripts/gpu_probes.py " + " ".join(sys.argv[1:]) + " (scripts/gpu-session.sh)",
+            "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "gpu": smi("name")[0],
+            "driver": smi("driver_version")[0], "torch": torch.__version__, "cuda_runtime": torch.version.cuda}
+
+
+def main_sustained(path, *cases):
+    """GEMMs back to back for SECONDS per case: TFLOP/s per 1 s window, with the SM clock and power
+    read after each window (nvidia-smi), to compare a short burst with the settled rate. cases:
+    DTYPE:MxNxK:SECONDS (DTYPE bf16 or fp8; fp8 is torch._scaled_mm, e4m3 in, unit scales, bf16
+    out, B column-major as cuBLASLt's fp8 kernels take it); default bf16:8192x8192x8192:20 and
+    bf16:8192x8448x20480:20 (ml-engineering's H200 bf16 MSMF shape)."""
+    import torch
+
+    res = header(torch)
+    res["format"] = "meshplan.gpu_sustained/1"
+    res["shapes"] = []
+    for case in cases or ("bf16:8192x8192x8192:20", "bf16:8192x8448x20480:20"):
+        dtype, shape, seconds = case.split(":")
+        m, n, k = (int(x) for x in shape.split("x"))
+        seconds = float(seconds)
+        if dtype == "fp8":
+            a = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
+            b = torch.randn(n, k, device="cuda").to(torch.float8_e4m3fn).t()
+            one = torch.tensor(1.0, device="cuda")
+
+            def gemm():
+                torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+        else:
+            a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+            b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
+            c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+
+            def gemm():
+                torch.matmul(a, b, out=c)
+        flops = 2.0 * m * n * k
+        for _ in range(3):
+            gemm()
+        torch.cuda.synchronize()
+        windows, t0 = [], time.time()
+        while time.time() - t0 < seconds:
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            n_calls = 0
+            w0 = time.time()
+            while time.time() - w0 < 1.0:
+                for _ in range(20):
+                    gemm()
+                n_calls += 20
+                e.record()
+                e.synchronize()
+            e.record()
+            e.synchronize()
+            t = s.elapsed_time(e) / 1e3
+            clk, pw = smi("clocks.sm,power.draw")
+            windows.append({"tflops": flops * n_calls / t / 1e12, "sm_mhz": float(clk), "power_w": float(pw)})
+        row = {"dtype": dtype, "m": m, "n": n, "k": k, "windows": windows,
+               "first_window_tflops": windows[0]["tflops"],
+               "last5_mean_tflops": sum(w["tflops"] for w in windows[-5:]) / len(windows[-5:])}
+        res["shapes"].append(row)
+        print("sustained:", json.dumps({x: row[x] for x in row if x != "windows"}),
+              "last clock/power:", windows[-1]["sm_mhz"], windows[-1]["power_w"], flush=True)
+        del a, b
+        torch.cuda.empty_cache()
+    with open(path, "w") as f:
+        json.dump(res, f, indent=1)
+
+
+def main_memory(path, *configs):
+    """Peak allocated and reserved bytes of a Llama 3 training step written as torchtitan wrote it in
+    December 2024 (torchtitan/models/llama/model.py then: RMSNorm in fp32 then type_as, complex
+    RoPE, repeat_kv, SDPA causal, SwiGLU w2(silu(w1 x) * w3 x), output(h).float(), cross entropy),
+    FSDP2 over a one-rank group with torchtitan's mixed precision (bf16 params, fp32 reduce), each
+    block and the root wrapped, reshard after forward; fused AdamW; gradient clipping at 1.0; no
+    activation checkpointing, no torch.compile. torch.cuda.max_memory_* after reset each step.
+    configs: LAYERS:MBS:SEQ each (default 2:1:8192 4:1:8192 4:2:4096); the allocator's settings
+    are the environment's (PYTORCH_CUDA_ALLOC_CONF, recorded)."""
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "29511")
+    torch.distributed.init_process_group("nccl", rank=0, world_size=1)
+    torch.cuda.set_device(0)
+
+    class RMSNorm(nn.Module):
+        def __init__(self, d, eps=1e-5):
+            super().__init__()
+            self.eps, self.weight = eps, nn.Parameter(torch.ones(d))
+
+        def forward(self, x):
+            xf = x.float()
+            return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)).type_as(x) * self.weight
+
+    def rope(x, freqs):
+        xc = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
+        return torch.view_as_real(xc * freqs.view(1, x.shape[1], 1, -1)).flatten(3).type_as(x)
+
+    class Attention(nn.Module):
+        def __init__(self, h, heads, kv):
+            super().__init__()
+            self.heads, self.kv, self.d = heads, kv, h // heads
+            self.wq = nn.Linear(h, heads * self.d, bias=False)
+            self.wk = nn.Linear(h, kv * self.d, bias=False)
+            self.wv = nn.Linear(h, kv * self.d, bias=False)
+            self.wo = nn.Linear(heads * self.d, h, bias=False)
+
+        def forward(self, x, freqs):
+            b, s, _ = x.shape
+            q = self.wq(x).view(b, s, self.heads, self.d)
+            k = self.wk(x).view(b, s, self.kv, self.d)
+            v = self.wv(x).view(b, s, self.kv, self.d)
+            q, k = rope(q, freqs), rope(k, freqs)
+            rep = self.heads // self.kv
+            k = k[:, :, :, None, :].expand(b, s, self.kv, rep, self.d).reshape(b, s, self.heads, self.d)
+            v = v[:, :, :, None, :].expand(b, s, self.kv, rep, self.d).reshape(b, s, self.heads, self.d)
+            o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True)
+            return self.wo(o.transpose(1, 2).contiguous().view(b, s, -1))
+
+    class Block(nn.Module):
+        def __init__(self, h, heads, kv, ffn):
+            super().__init__()
+            self.attention, self.attention_norm, self.ffn_norm = Attention(h, heads, kv), RMSNorm(h), RMSNorm(h)
+            self.w1, self.w2, self.w3 = nn.Linear(h, ffn, bias=False), nn.Linear(ffn, h, bias=False), nn.Linear(h, ffn, bias=False)
+
+        def forward(self, x, freqs):
+            h = x + self.attention(self.attention_norm(x), freqs)
+            y = self.ffn_norm(h)
+            return h + self.w2(F.silu(self.w1(y)) * self.w3(y))
+
+    class Model(nn.Module):
+        def __init__(self, layers, h, heads, kv, ffn, vocab, seq):
+            super().__init__()
+            self.tok_embeddings = nn.Embedding(vocab, h)
+            self.layers = nn.ModuleDict({str(i): Block(h, heads, kv, ffn) for i in range(layers)})
+            self.norm, self.output = RMSNorm(h), nn.Linear(h, vocab, bias=False)
+            d = h // heads
+            inv = 1.0 / (500000.0 ** (torch.arange(0, d, 2).float() / d))
+            self.register_buffer("freqs_cis", torch.polar(torch.ones(seq, d // 2), torch.outer(torch.arange(seq).float(), inv)),
+                                 persistent=True)
+
+        def forward(self, tokens):
+            h = self.tok_embeddings(tokens)
+            for layer in self.layers.values():
+                h = layer(h, self.freqs_cis[: tokens.shape[1]])
+            return self.output(self.norm(h)).float()
+
+    res = header(torch)
+    res["format"] = "meshplan.gpu_memory/1"
+    res["model"] = "Llama 3 8B dimensions (h 4096, 32 heads, 8 kv heads, ffn 14336, vocab 128256), fewer layers"
+    res["alloc_conf"] = os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "") or os.environ.get("PYTORCH_ALLOC_CONF", "")
+    res["runs"] = []
+    for layers, mbs, seq in [tuple(int(x) for x in c.split(":")) for c in (configs or ("2:1:8192", "4:1:8192", "4:2:4096"))]:
+        torch.manual_seed(0)
+        with torch.device("cuda"):
+            model = Model(layers, 4096, 32, 8, 14336, 128256, seq)
+        for p in model.parameters():
+            nn.init.normal_(p, std=0.02)
+        mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+        for blk in model.layers.values():
+            fully_shard(blk, mp_policy=mp, reshard_after_forward=True)
+        fully_shard(model, mp_policy=mp, reshard_after_forward=True)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+        n_params = sum(p.numel() for p in model.parameters())
+        steps = []
+        for _ in range(3):
+            torch.cuda.reset_peak_memory_stats()
+            tokens = torch.randint(0, 128256, (mbs, seq + 1), device="cuda")
+            out = model(tokens[:, :-1])
+            loss = F.cross_entropy(out.flatten(0, 1), tokens[:, 1:].flatten(0, 1))
+            del out
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, foreach=True)
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            torch.cuda.synchronize()
+            steps.append({"max_allocated_bytes": torch.cuda.max_memory_allocated(),
+                          "max_reserved_bytes": torch.cuda.max_memory_reserved(),
+                          "loss": loss.item()})
+        free, total = torch.cuda.mem_get_info()
+        row = {"layers": layers, "mbs": mbs, "seq": seq, "params": n_params, "steps": steps,
+               "device_used_bytes_end": total - free}
+        res["runs"].append(row)
+        print("memory:", json.dumps(row), flush=True)
+        del model, opt
+        # FSDP's modules and their hooks form reference cycles: without a collection the previous
+        # model's fp32 parameters stay allocated into the next configuration (the first sessions'
+        # files, tests/data/gpu/h200-2026-11-28/README.md).
+        import gc
+        gc.collect()
+        torch.cuda.empty_cache()
+    torch.distributed.destroy_process_group()
+    with open(path, "w") as f:
+        json.dump(res, f, indent=1)
+
+
+if __name__ == "__main__":
+    modes = {"context_attention": main_context_attention, "sustained": main_sustained, "memory": main_memory}
+    modes[sys.argv[1]](*sys.argv[2:])

@@ -379,6 +379,7 @@ void ReadGpu(const Json& j, const std::string& prefix, GpuSpec* g, Diagnostics* 
   r.Bandwidth("hbm_bytes_per_s", &g->hbm_bytes_per_s, true);
   r.Double("tdp_w", &g->tdp_w, true);
   r.Int("sms", &g->sms);
+  r.Bool("gemm_wave_quantization", &g->gemm_wave_quantization);
   ReadDtypeMap(r.Find("gemm_efficiency", false), prefix + ".gemm_efficiency", "fraction of the dtype's peak",
                &g->gemm_efficiency, d);
   r.String("gemm_efficiency_source", &g->gemm_efficiency_source);
@@ -430,6 +431,7 @@ OJson WriteGpu(const GpuSpec& g) {
   j["hbm_bytes_per_s"] = g.hbm_bytes_per_s;
   j["tdp_w"] = g.tdp_w;
   if (g.sms > 0) j["sms"] = g.sms;
+  if (!g.gemm_wave_quantization) j["gemm_wave_quantization"] = false;
   if (!g.gemm_efficiency.empty()) {
     OJson eff = OJson::object();
     for (const auto& [dt, v] : g.gemm_efficiency) eff[Name(dt)] = v;

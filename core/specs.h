@@ -122,6 +122,11 @@ struct GpuSpec {
   // named in `source`: how many GEMM thread-block tiles run at once (docs/compute.md, wave
   // quantization). 0: not known, and no wave quantization is costed.
   int64_t sms = 0;
+  // Whether the GPU's GEMM library pays for a partial last wave of fixed 128x256 tiles (NVIDIA's
+  // Matrix Multiplication Background guide, measured on V100/A100). false where a measurement
+  // showed it does not: Hopper with cuBLAS 13.1 runs 8192x1280x8192 (81% of its last wave filled)
+  // at the speed of 8192x1024x8192 (tests/data/gpu/h200-2026-11-28, docs/compute.md).
+  bool gemm_wave_quantization = true;
   // The fraction of the dense peak a long, power-saturated GEMM sustains, per dtype, from a public
   // measurement named in `gemm_efficiency_source` (docs/compute.md): what a training step sees,
   // below the short-burst best at the boost clock. Used where the calibration profile has not

@@ -351,7 +351,7 @@ namespace {
 // 1 / GemmWaveEfficiency: the waves' capacity over the tiles (integer tiles and waves, one
 // floating division: ComputeOpTime runs it for every GEMM of an estimate).
 double GemmWaveCost(const Op& op, const core::GpuSpec& g) {
-  if (op.kind != OpKind::kGemm || g.sms <= 0) return 1.0;
+  if (op.kind != OpKind::kGemm || g.sms <= 0 || !g.gemm_wave_quantization) return 1.0;
   // The GEMM's output: forward (and its recompute) C[m x n]; the input gradient dX[m x k]; the
   // weight gradient dW[k x n].
   int64_t rows = op.m, cols = op.n;

@@ -141,7 +141,8 @@ double ComputeOpTime(const core::Op& op, const core::GpuSpec& g, const core::Pro
 // efficiencies, ml-engineering 082816f9be8a): the output is cut into tiles of 128 x 256, `sms` of
 // them run at once, and a partial last wave costs a whole one. The fraction of the waves' capacity
 // the GEMM fills, blocks / (ceil(blocks / sms) x sms), from one full wave up (batched GEMMs' tiles
-// share the waves); 1 under one wave or for a GPU without `sms`.
+// share the waves); 1 under one wave, for a GPU without `sms`, or one whose
+// `gemm_wave_quantization` is false (Hopper: measured, docs/compute.md).
 inline constexpr int64_t kGemmTileRows = 128, kGemmTileCols = 256;
 double GemmWaveEfficiency(const core::Op& op, const core::GpuSpec& g);
 // The achieved fraction of `g`'s dense peak for a large GEMM in dtype `d`: the profile's when it

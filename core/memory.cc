@@ -217,6 +217,24 @@ void VisitLayerActivations(const ModelSpec& m, const PlanSpec& p, bool moe_layer
 
   const int64_t a = LocalHeads(m, p);
   const bool naive = m.attention == AttentionImpl::kNaive;
+  // `elementwise eager` is torchtitan's 2024 model code run op by op (torchtitan/models/llama/
+  // model.py and models/norms.py at 3f20451b): its RMSNorm upcasts (x.float(): pow and mul save the
+  // fp32 copy) and keeps the normalized bf16 tensor for the weight's gradient, not the bf16 input;
+  // repeat_kv copies K and V to every query head before SDPA, which saves those copies; SDPA's
+  // output is saved and copied again (.transpose(1, 2).contiguous()) as wo's input; SwiGLU's
+  // silu(w1 x) * w3 x saves w1's output, silu's output and w3's output. Checked against a
+  // measurement on an H200 (tests/data/gpu/h200-2026-11-28/memory_default8.json: 1.75 GB per
+  // layer at Llama 3 8B's width over 8,192 tokens, 52 T*h bytes; these terms give 54, the fused
+  // ones 34; docs/memory.md).
+  const bool eager = p.elementwise == Elementwise::kEager;
+  auto norm_terms = [&](const char* input_name, const char* fp32_name, const char* normalized_name) {
+    if (!eager) {
+      add(input_name, e * sbh / rep_div);
+      return;
+    }
+    add(fp32_name, 4 * sbh / rep_div);
+    add(normalized_name, e * sbh / rep_div);
+  };
   // Selective recomputation's modules (PlanSpec::recompute_modules): what they recompute in the
   // backward is not kept (Megatron-Core: core_attn and mlp checkpoint their inputs; moe_act,
   // layernorm and mla_up_proj discard their outputs, CheckpointWithoutOutput).
@@ -224,7 +242,7 @@ void VisitLayerActivations(const ModelSpec& m, const PlanSpec& p, bool moe_layer
     return recompute == Recompute::kSelective && (p.recompute_modules & ModuleBit(mod)) != 0;
   };
   // ---- attention block: Korthikanti §4.1 "11sbh + 5as^2b" plus its LayerNorm's 2sbh.
-  add("attn_norm_input", e * sbh / rep_div);
+  norm_terms("attn_norm_input", "attn_norm_fp32_input", "attn_norm_normalized");
   // The norm's output, the QKV (or MLA down-projection) input. Transformer Engine fuses the norm
   // into that linear for standard attention (LayerNormLinear: layernorm recompute does not apply);
   // MLA's input norm is its own module.
@@ -241,7 +259,7 @@ void VisitLayerActivations(const ModelSpec& m, const PlanSpec& p, bool moe_layer
   } else {
     // Naive attention expands GQA's kv heads to every query head before QK^T (Megatron's
     // unfused path); flash attention reads the grouped kv heads directly.
-    const int64_t kv = naive ? a : LocalKvHeads(m, p);
+    const int64_t kv = naive || eager ? a : LocalKvHeads(m, p);
     q_dim = a * m.head_dim;
     k_dim = kv * m.head_dim;
     v_dim = kv * m.head_dim;
@@ -260,7 +278,8 @@ void VisitLayerActivations(const ModelSpec& m, const PlanSpec& p, bool moe_layer
         add("softmax_dropout_output", e * a * s * s_kv * b);
       }
     } else {
-      add("softmax_lse", 4 * a * s * b);  // flash attention's fp32 log-sum-exp per row
+      add("softmax_lse", 4 * a * s * b);                          // flash attention's fp32 log-sum-exp per row
+      if (eager) add("sdpa_output", e * s * b * a * m.head_dim);  // wo's input is a copy of it
     }
   }
   const int64_t attn_out = m.mla ? a * m.mla->v_head_dim : a * m.head_dim;
@@ -268,10 +287,11 @@ void VisitLayerActivations(const ModelSpec& m, const PlanSpec& p, bool moe_layer
   if (m.dropout) add("attn_dropout_mask", sbh / rep_div);
 
   // ---- MLP block: Korthikanti "19sbh" (for f = 4h) plus its LayerNorm's 2sbh.
-  add("mlp_norm_input", e * sbh / rep_div);
+  norm_terms("mlp_norm_input", "mlp_norm_fp32_input", "mlp_norm_normalized");
   auto mlp_terms = [&](const char* act_name, const char* fc2_name, int64_t tokens, int64_t f_local,
                        bool act_recomputed) {
-    const int64_t act_mult = m.mlp == MlpKind::kSwiglu ? 2 : 1;  // swiglu saves gate and up
+    // swiglu saves gate and up; op by op also silu's output
+    const int64_t act_mult = m.mlp == MlpKind::kSwiglu ? (eager ? 3 : 2) : 1;
     add(act_name, act_mult * e * tokens * f_local);
     if (!act_recomputed) add(fc2_name, LinearInputBytes(p, tokens * f_local));
   };

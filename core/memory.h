@@ -19,9 +19,11 @@ namespace meshplan::core {
 
 // Fixed per-GPU overheads: explicit, named, and overridable (a calibration profile replaces them).
 struct MemoryOverheads {
-  // CUDA context with lazy module loading (CUDA >= 11.7): typically 0.3-0.6 GiB; measure yours as
-  // nvidia-smi's used memory minus the framework's reserved memory.
-  int64_t cuda_context_bytes = 512 * (int64_t{1} << 20);
+  // CUDA context with lazy module loading (CUDA >= 11.7), cuBLAS's kernels loaded: 685 MiB of device
+  // memory beyond PyTorch's reserved bytes on an H200 (driver 580.159.04, CUDA 13.0, PyTorch 2.11)
+  // after its first bf16 GEMM, 619 MiB before it (tests/data/gpu/h200-2026-11-28/probes.json,
+  // scripts/gpu_probes.py context_attention). Other drivers and GPUs differ: measure yours the same way.
+  int64_t cuda_context_bytes = 685 * (int64_t{1} << 20);
   // cuBLAS workspace: 32 MiB, the size the cuBLAS documentation recommends for Hopper
   // (CUBLAS_WORKSPACE_CONFIG=:4096:8).
   int64_t cublas_workspace_bytes = 32 * (int64_t{1} << 20);

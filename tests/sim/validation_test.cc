@@ -624,18 +624,22 @@ TEST(ValidationTest, MeasuredMemoryPeaksAgainstTheMemoryModel) {
   // Today's level (the target: within 10%): median 9.5%, p90 27.8%. Before
   // torchtitan's FSDP under PP kept the stage unsharded, its per-op checkpointing and upcast
   // cross entropy were modelled and its pipeline took as many microbatches as stages: median
-  // 32.3%, p90 58.1%, 405B at TP 8 x PP 8 19 GiB against 82.5 measured (now 61.3); docs/memory.md.
+  // 32.3%, p90 58.1%, 405B at TP 8 x PP 8 19 GiB against 82.5 measured (now 62.7); docs/memory.md.
   // Then 4.6% / 20.5% when Megatron-Core's local layer spec ran unfused attention, the CI peaks
   // were compared on the last stage's rank they were logged on, and the fused cross entropy held
   // the bf16 logits beside its fp32 buffer (6 B per logit): every Megatron CI record within 7.5%.
-  EXPECT_LE(v.all.median_abs_error, 0.05);
-  EXPECT_LE(v.all.p90_abs_error, 0.21);
+  // Then 2.8% / 17.3% when torchtitan's eager layer kept what its model code saves (the fp32 norm
+  // input, repeat_kv's K/V copies, SDPA's output and its copy, silu's output: 54 T*h bytes per layer
+  // against the fused 34, measured 52 on an H200, core/memory.cc): +1.3 GiB on the rows below,
+  // the layer being recomputed in the backward at the peak.
+  EXPECT_LE(v.all.median_abs_error, 0.03);
+  EXPECT_LE(v.all.p90_abs_error, 0.18);
   for (const auto& r : v.records) {
-    if (r.id == "torchtitan-2412-t5-405b-512gpu-3d-1f1b") EXPECT_NEAR(r.predicted, 61.3, 0.1);
+    if (r.id == "torchtitan-2412-t5-405b-512gpu-3d-1f1b") EXPECT_NEAR(r.predicted, 62.7, 0.1);
     // "Interleaved 1F1B" without a printed degree: torchtitan's 2 stages per rank (generate_split_points
-    // at 9dec370), 16 chunks of 7-8 layers, more microbatch-chunks in flight than 1F1B: 61.3 -> 63.3 GiB
+    // at 9dec370), 16 chunks of 7-8 layers, more microbatch-chunks in flight than 1F1B: 62.7 -> 64.6 GiB
     // against 72.7 measured.
-    if (r.id == "torchtitan-2412-t5-405b-512gpu-3d-interleaved1f1b") EXPECT_NEAR(r.predicted, 63.3, 0.1);
+    if (r.id == "torchtitan-2412-t5-405b-512gpu-3d-interleaved1f1b") EXPECT_NEAR(r.predicted, 64.6, 0.1);
     // The small MoE run's allgather token dispatcher gathers every EP rank's tokens (its
     // buffers are not modelled): -14.9%. The two DeepSeek-V3-like proxies (MLA, MoE, MTP): -3.6%
     // and -3.7%.
@@ -646,7 +650,7 @@ TEST(ValidationTest, MeasuredMemoryPeaksAgainstTheMemoryModel) {
     if (r.id == "megatron-ci-gpt3-mcore-tp1-pp4-dgx-h100")
       EXPECT_NE(r.conversion.find("last stage"), std::string::npos) << r.conversion;
     // Llama 3.1 8B FSDP on 8 GPUs, selective per-op checkpointing: 82.4 GiB reserved measured.
-    if (r.id == "torchtitan-2412-t1-8b-8gpu-fsdp") EXPECT_NEAR(r.predicted, 76.4, 0.1);
+    if (r.id == "torchtitan-2412-t1-8b-8gpu-fsdp") EXPECT_NEAR(r.predicted, 77.7, 0.1);
   }
 }
 

@@ -93,8 +93,9 @@ double PeakOf(const core::GpuSpec& g, Dtype d) {
 // The parameters the samples determine, with data-driven starting values where the starting
 // profile is far off (a cpu device): the median achieved fraction of peak or bandwidth.
 std::vector<Param> ChooseParams(const std::vector<ComputeSample>& samples, const core::GpuSpec& dev,
-                                const core::Profile& start) {
+                                const core::Profile& start, bool gemm_memory_side) {
   std::map<Dtype, std::vector<double>> gemm;
+  int gemm_bw_samples = 0;  // GEMMs whose memory side binds at the starting profile
   std::vector<double> attn_fwd, attn_bwd;
   std::map<std::string, std::vector<double>> mem;
   for (const ComputeSample& s : samples) {
@@ -104,6 +105,17 @@ std::vector<Param> ChooseParams(const std::vector<ComputeSample>& samples, const
         gemm[s.op.dtype].push_back(2.0 * static_cast<double>(s.op.m) * static_cast<double>(s.op.n) *
                                    static_cast<double>(s.op.k) * static_cast<double>(s.op.batch) / per_call /
                                    PeakOf(dev, s.op.dtype));
+        if (gemm_memory_side) {
+          // A GEMM whose roofline is its memory side at the starting profile (the attention's
+          // batched score and value GEMMs: s x s outputs over a head's width).
+          const double bytes = static_cast<double>(s.op.batch) *
+                               static_cast<double>(s.op.m * s.op.k + s.op.k * s.op.n + s.op.m * s.op.n) *
+                               static_cast<double>(core::DtypeBytes(s.op.dtype));
+          const double flops_side = 2.0 * static_cast<double>(s.op.m) * static_cast<double>(s.op.n) *
+                                    static_cast<double>(s.op.k) * static_cast<double>(s.op.batch) /
+                                    (PeakOf(dev, s.op.dtype) * GemmEfficiency(start, dev, s.op.dtype));
+          if (bytes / (dev.hbm_bytes_per_s * start.hbm_efficiency) > flops_side) ++gemm_bw_samples;
+        }
         break;
       case OpKind::kAttention:
         (s.op.pass == Pass::kBackwardInput ? attn_bwd : attn_fwd)
@@ -128,6 +140,12 @@ std::vector<Param> ChooseParams(const std::vector<ComputeSample>& samples, const
     ps.push_back({ParamKind::kAttnBwd, Dtype::kBf16, "", "attention_bwd_efficiency", Median(attn_bwd), 0});
   for (const auto& [name, v] : mem)
     ps.push_back({ParamKind::kMemOp, Dtype::kBf16, name, "memory_op_efficiency." + name, Median(v), 0});
+  // The GEMMs' memory side reads hbm_efficiency (ComputeOpTime): fitted from memory-bound GEMMs,
+  // not left to the mean of the memory kernels (which a runtime's own kernels can put far below
+  // what cuBLAS streams: docs/calibration.md, "On a GPU").
+  // Started from the starting profile's value: a small GEMM that looks memory-bound there may be
+  // ramp-bound (F_half) in truth, and its achieved bandwidth would be a misleading start.
+  if (gemm_bw_samples > 0) ps.push_back({ParamKind::kHbm, Dtype::kBf16, "", "hbm_efficiency", start.hbm_efficiency, 0});
   return ps;
 }
 
@@ -139,7 +157,7 @@ bool Uses(const Param& p, const ComputeSample& s) {
     case ParamKind::kAttnFwd: return s.op.kind == OpKind::kAttention && s.op.pass != Pass::kBackwardInput;
     case ParamKind::kAttnBwd: return s.op.kind == OpKind::kAttention && s.op.pass == Pass::kBackwardInput;
     case ParamKind::kMemOp: return IsMemory(s.op.kind) && MemKey(s) == p.op;
-    case ParamKind::kHbm: return false;  // per-kernel samples fit their own kernel's efficiency
+    case ParamKind::kHbm: return s.op.kind == OpKind::kGemm;  // the GEMMs' memory side (kernels have their own)
     case ParamKind::kScaleUp: return false;
   }
   return false;
@@ -322,7 +340,9 @@ core::Status FitCompute(const std::vector<ComputeSample>& compute, const std::ve
   FitResult& out = *result;
   FitReport& rep = out.report;
   core::GpuSpec dev = device;
-  std::vector<Param> ps = ChooseParams(compute, dev, start);
+  // On a GPU (published peaks) the GEMMs' memory side is fitted where a GEMM sample is memory-bound;
+  // the cpu backend's bandwidth is itself the fastest memory op's (rescale_device).
+  std::vector<Param> ps = ChooseParams(compute, dev, start, !options.rescale_device);
   // Per-layer timings add what a whole layer exercises: the GEMM efficiency of its precision,
   // F_half, attention when fused, the HBM fraction of its memory-bound kernels and the
   // scale-up bandwidth of its tensor-parallel collectives; they start from `start`.

@@ -106,15 +106,11 @@ std::vector<Param> ChooseParams(const std::vector<ComputeSample>& samples, const
                                    static_cast<double>(s.op.k) * static_cast<double>(s.op.batch) / per_call /
                                    PeakOf(dev, s.op.dtype));
         if (gemm_memory_side) {
-          // A GEMM whose roofline is its memory side at the starting profile (the attention's
-          // batched score and value GEMMs: s x s outputs over a head's width).
-          const double bytes = static_cast<double>(s.op.batch) *
-                               static_cast<double>(s.op.m * s.op.k + s.op.k * s.op.n + s.op.m * s.op.n) *
-                               static_cast<double>(core::DtypeBytes(s.op.dtype));
-          const double flops_side = 2.0 * static_cast<double>(s.op.m) * static_cast<double>(s.op.n) *
-                                    static_cast<double>(s.op.k) * static_cast<double>(s.op.batch) /
-                                    (PeakOf(dev, s.op.dtype) * GemmEfficiency(start, dev, s.op.dtype));
-          if (bytes / (dev.hbm_bytes_per_s * start.hbm_efficiency) > flops_side) ++gemm_bw_samples;
+          // A GEMM whose memory side binds at the starting profile once it runs at its full rate
+          // (the ramp and the wave are fitted too): the attention's batched score and value
+          // GEMMs, s x s outputs over a head's width.
+          const GemmRoofline r = GemmSides(s.op, dev, start);
+          if (r.memory_s > r.full_rate_s) ++gemm_bw_samples;
         }
         break;
       case OpKind::kAttention:

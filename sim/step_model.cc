@@ -368,20 +368,26 @@ double GemmWaveCost(const Op& op, const core::GpuSpec& g) {
 
 double GemmWaveEfficiency(const Op& op, const core::GpuSpec& g) { return 1.0 / GemmWaveCost(op, g); }
 
+GemmRoofline GemmSides(const Op& op, const core::GpuSpec& g, const core::Profile& prof) {
+  // Roofline per instance: compute at the dtype's peak x efficiency, the efficiency falling for
+  // small GEMMs as F/(F + F_half); or the bytes of A, B and C at HBM speed, if slower. The
+  // efficiency is a wave-perfect shape's; a shape whose tiles leave the last wave part empty runs
+  // that wave anyway (GemmWaveEfficiency).
+  const double f1 = 2.0 * static_cast<double>(op.m) * static_cast<double>(op.n) * static_cast<double>(op.k);
+  const double eff = GemmEfficiency(prof, g, op.dtype);
+  const double bytes =
+      static_cast<double>(op.m * op.k + op.k * op.n + op.m * op.n) * static_cast<double>(core::DtypeBytes(op.dtype));
+  const double rate = Peak(g, op.dtype) * eff;
+  return {(f1 * GemmWaveCost(op, g) + prof.gemm_half_flops) / rate, bytes / (g.hbm_bytes_per_s * prof.hbm_efficiency),
+          f1 / rate};
+}
+
 double ComputeOpTime(const Op& op, const core::GpuSpec& g, const core::Profile& prof) {
   const double hbm = g.hbm_bytes_per_s * prof.hbm_efficiency;
   switch (op.kind) {
     case OpKind::kGemm: {
-      // Roofline per instance: compute at the dtype's peak x efficiency, the efficiency falling
-      // for small GEMMs as F/(F + F_half); or the bytes of A, B and C at HBM speed, if slower.
-      // The efficiency is a wave-perfect shape's; a shape whose tiles leave the last wave part
-      // empty runs that wave anyway (GemmWaveEfficiency).
-      const double f1 = 2.0 * static_cast<double>(op.m) * static_cast<double>(op.n) * static_cast<double>(op.k);
-      const double eff = GemmEfficiency(prof, g, op.dtype);
-      const double compute = (f1 * GemmWaveCost(op, g) + prof.gemm_half_flops) / (Peak(g, op.dtype) * eff);
-      const double bytes = static_cast<double>(op.m * op.k + op.k * op.n + op.m * op.n) *
-                           static_cast<double>(core::DtypeBytes(op.dtype));
-      return static_cast<double>(op.batch) * std::max(compute, bytes / hbm) + prof.kernel_overhead_s;
+      const GemmRoofline r = GemmSides(op, g, prof);
+      return static_cast<double>(op.batch) * std::max(r.compute_s, r.memory_s) + prof.kernel_overhead_s;
     }
     case OpKind::kAttention: {
       const double eff =

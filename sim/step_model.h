@@ -145,6 +145,16 @@ double ComputeOpTime(const core::Op& op, const core::GpuSpec& g, const core::Pro
 // `gemm_wave_quantization` is false (Hopper: measured, docs/compute.md).
 inline constexpr int64_t kGemmTileRows = 128, kGemmTileCols = 256;
 double GemmWaveEfficiency(const core::Op& op, const core::GpuSpec& g);
+// One GEMM instance's two roofline sides, as ComputeOpTime costs them: compute at the dtype's peak x
+// efficiency (with the wave fraction and the F_half ramp), and A, B and C at HBM speed x the
+// profile's hbm_efficiency. The op takes batch x the larger, plus the kernel overhead.
+// full_rate_s is the compute side at the full efficiency alone (no ramp, no partial wave).
+struct GemmRoofline {
+  double compute_s = 0;
+  double memory_s = 0;
+  double full_rate_s = 0;
+};
+GemmRoofline GemmSides(const core::Op& op, const core::GpuSpec& g, const core::Profile& profile);
 // The achieved fraction of `g`'s dense peak for a large GEMM in dtype `d`: the profile's when it
 // measured one (Profile::gemm_efficiency_measured), else the GPU preset's sustained figure
 // (GpuSpec::gemm_efficiency, from a public measurement), else the profile's default (0.8 when

@@ -109,6 +109,15 @@ std::string SpeedTable(const core::Scenario& s, const SpeedReport& sp) {
   if (b.bubble_s > 0) row("pipeline bubble", b.bubble_s);
   row("optimizer step", b.optimizer_s);
   row("step", e.time_s);
+  // The compute above runs at the pace of the plan's slowest GPU (docs/compute.md).
+  const int64_t gpus = s.plan.tp * s.plan.cp * s.plan.pp * s.plan.dp;
+  if (const double pace = sim::SlowestGpuPace(gpus, s.gpu.speed_spread); pace > 1) {
+    std::snprintf(line, sizeof line,
+                  "#   (compute at the slowest of %lld GPUs' pace: x %.3f, the GPU's speed spread %.2f%%; "
+                  "docs/compute.md)\n",
+                  static_cast<long long>(gpus), pace, 100 * s.gpu.speed_spread);
+    o << line;
+  }
   std::snprintf(line, sizeof line,
                 "#   %.0f tokens/s (%.0f per GPU); %.1f TFLOP/s per GPU; MFU %.1f%% (causal-attention count %.1f%%), "
                 "HFU %.1f%%\n",
@@ -360,6 +369,7 @@ std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r, con
     st["hardware_flops"] = e.hardware_flops;
     st["bubble_fraction"] = e.bubble_fraction;
     st["critical_stage"] = e.critical_stage;
+    st["slowest_gpu_pace"] = sim::SlowestGpuPace(s.plan, s.gpu);
     st["profile"] = speed->profile;
     const auto& bd = e.breakdown;
     st["breakdown"] = {{"compute_s", bd.compute_s}, {"recompute_s", bd.recompute_s}, {"tp_comm_s", bd.tp_comm_s},

@@ -380,6 +380,8 @@ void ReadGpu(const Json& j, const std::string& prefix, GpuSpec* g, Diagnostics* 
   r.Double("tdp_w", &g->tdp_w, true);
   r.Int("sms", &g->sms);
   r.Bool("gemm_wave_quantization", &g->gemm_wave_quantization);
+  r.Double("speed_spread", &g->speed_spread);
+  r.String("speed_spread_source", &g->speed_spread_source);
   ReadDtypeMap(r.Find("gemm_efficiency", false), prefix + ".gemm_efficiency", "fraction of the dtype's peak",
                &g->gemm_efficiency, d);
   r.String("gemm_efficiency_source", &g->gemm_efficiency_source);
@@ -432,6 +434,8 @@ OJson WriteGpu(const GpuSpec& g) {
   j["tdp_w"] = g.tdp_w;
   if (g.sms > 0) j["sms"] = g.sms;
   if (!g.gemm_wave_quantization) j["gemm_wave_quantization"] = false;
+  j["speed_spread"] = g.speed_spread;
+  if (!g.speed_spread_source.empty()) j["speed_spread_source"] = g.speed_spread_source;
   if (!g.gemm_efficiency.empty()) {
     OJson eff = OJson::object();
     for (const auto& [dt, v] : g.gemm_efficiency) eff[Name(dt)] = v;

@@ -127,6 +127,19 @@ struct GpuSpec {
   // showed it does not: Hopper with cuBLAS 13.1 runs 8192x1280x8192 (81% of its last wave filled)
   // at the speed of 8192x1024x8192 (tests/data/gpu/h200-2026-11-28, docs/compute.md).
   bool gemm_wave_quantization = true;
+  // The relative standard deviation of one GPU's sustained speed between GPUs of this SKU busy at
+  // once (manufacturing and power-management variability), from the measurement named in
+  // `speed_spread_source`: a synchronous job runs at its slowest GPU's pace, so sim::SlowestGpuPace
+  // scales the compute of an n-GPU plan by 1 + speed_spread x E[max of n standard normals]
+  // (docs/compute.md "The slowest GPU"). The efficiencies above are a typical GPU's. 0: off.
+  double speed_spread = kDefaultSpeedSpread;
+  std::string speed_spread_source;
+  // Without a measurement for the GPU: Sinha et al., "Not All GPUs Are Created Equal:
+  // Characterizing Variability in Large-Scale, Accelerator-Rich Systems", SC22 (arXiv
+  // 2208.11035): 8% average performance variation between the GPUs (one SKU) of each of five
+  // clusters of hundreds to thousands of GPUs, read as their range, about 6 standard deviations
+  // at those sizes (2 x E[max] of 400 to 4,000 normals is 5.9-7.2): 8% / 6.
+  static constexpr double kDefaultSpeedSpread = 0.013;
   // The fraction of the dense peak a long, power-saturated GEMM sustains, per dtype, from a public
   // measurement named in `gemm_efficiency_source` (docs/compute.md): what a training step sees,
   // below the short-burst best at the boost clock. Used where the calibration profile has not

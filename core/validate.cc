@@ -170,6 +170,11 @@ void ValidateGpu(const GpuSpec& g, const std::string& p, Diagnostics* d) {
   if (g.sms < 0 || g.sms > 2048)
     d->Error(p + ".sms",
              "must be 0 (unknown) or the GPU's streaming multiprocessors, at most 2048 (got " + S(g.sms) + ")");
+  if (!(g.speed_spread >= 0 && g.speed_spread <= 0.2))
+    d->Error(p + ".speed_spread",
+             "must be a fraction in [0, 0.2]: the relative standard deviation of one GPU's speed (0.013 = 1.3%; 0 "
+             "turns the slowest-GPU pace off; got " +
+                 S(g.speed_spread) + ")");
   for (const auto& [dt, v] : g.gemm_efficiency) {
     if (!(v > 0 && v <= 1))
       d->Error(p + ".gemm_efficiency." + Name(dt), "must be a fraction of the peak in (0, 1] (got " + S(v) + ")");

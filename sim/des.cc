@@ -99,6 +99,9 @@ std::vector<StageStreams> StageStreamCosts(const core::ModelSpec& m, const core:
     return core::ProfiledCollectiveTime(profile, op.collective, op.bytes, spans[static_cast<size_t>(op.group)], c)
         .time_s;
   };
+  // Compute at the pace of the job's slowest GPU, as the step model's Coster costs it.
+  const double pace = SlowestGpuPace(p, g);
+  auto op_time = [&](const core::Op& op) { return pace * ComputeOpTime(op, g, profile); };
   auto split = [&](const std::vector<core::Op>& ops) {
     ListSplit s;
     for (const core::Op& op : ops) {
@@ -107,16 +110,16 @@ std::vector<StageStreams> StageStreamCosts(const core::ModelSpec& m, const core:
       if (pass < 0) {  // once per step: gradient synchronisation, the optimizer, ZeRO-1/2's gather
         if (comm && op.collective == core::CollectiveKind::kAllGather) s.param_gather += collective(op);
         else if (comm) s.grad_sync += collective(op);
-        else s.optimizer += ComputeOpTime(op, g, profile);
+        else s.optimizer += op_time(op);
         continue;
       }
       PassSplit& ps = s.pass[static_cast<size_t>(pass)];
       if (!comm && op.group == core::CommGroup::kNone) {
-        ps.compute += ComputeOpTime(op, g, profile);
+        ps.compute += op_time(op);
         continue;
       }
       if (!comm) {  // a collective's own kernels (list-collective copies): blocking, as in the step model
-        ps.blocking[static_cast<size_t>(CommStream(op.group))] += ComputeOpTime(op, g, profile);
+        ps.blocking[static_cast<size_t>(CommStream(op.group))] += op_time(op);
         continue;
       }
       const bool hide = CollectiveHidden(op, p);

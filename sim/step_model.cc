@@ -125,9 +125,11 @@ class Coster {
  public:
   Coster(const core::PlanSpec& p, const core::GpuSpec& g, const core::ClusterSpec& c, const core::Profile& prof,
          CollectiveMemo* shared = nullptr)
-      : p_(p), g_(g), c_(c), prof_(prof), shared_(shared) {
+      : p_(p), g_(g), c_(c), prof_(prof), shared_(shared), pace_(SlowestGpuPace(p, g)) {
     memo_.reserve(16);  // a plan has a handful of distinct collectives
   }
+  // A compute op's time at the pace of the job's slowest GPU (SlowestGpuPace).
+  double OpTime(const Op& op) const { return pace_ * ComputeOpTime(op, g_, prof_); }
 
   ListTotals Cost(const std::vector<Op>& ops) const {
     ListCost lc;
@@ -147,10 +149,10 @@ class Coster {
         pc.comm = true;
       } else if (op.group != CommGroup::kNone) {
         // Work of a collective done by kernels (a list collective's copies): exposed, its group's.
-        pc.blocking[static_cast<int>(op.group)] += ComputeOpTime(op, g_, prof_);
+        pc.blocking[static_cast<int>(op.group)] += OpTime(op);
         pc.comm = true;
       } else {
-        const double t = ComputeOpTime(op, g_, prof_);
+        const double t = OpTime(op);
         pc.compute += t;
         if (IsAttentionCore(op)) pc.attention += t;
       }
@@ -201,6 +203,7 @@ class Coster {
   const core::ClusterSpec& c_;
   const core::Profile& prof_;
   CollectiveMemo* shared_;
+  double pace_;  // SlowestGpuPace of the plan on the cluster
 };
 
 // What one microbatch costs a pipeline rank, split for the breakdown.
@@ -382,6 +385,50 @@ GemmRoofline GemmSides(const Op& op, const core::GpuSpec& g, const core::Profile
           f1 / rate};
 }
 
+namespace {
+// The standard normal quantile Phi^-1(q), 0 < q < 1: Acklam's rational approximation (relative
+// error below 1.2e-9; P. J. Acklam, "An algorithm for computing the inverse normal cumulative
+// distribution function", 2003), its central region and its tails.
+double NormalQuantile(double q) {
+  static constexpr double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,  -2.759285104469687e+02,
+                                 1.383577518672690e+02,  -3.066479806614716e+01, 2.506628277459239e+00};
+  static constexpr double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
+                                 6.680131188771972e+01, -1.328068155288572e+01};
+  static constexpr double c[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
+                                 -2.549732539343734e+00, 4.374664141464968e+00,  2.938163982698783e+00};
+  static constexpr double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
+                                 3.754408661907416e+00};
+  constexpr double kLow = 0.02425;
+  auto tail = [&](double t) {  // t = q or 1 - q, below kLow
+    const double r = std::sqrt(-2 * std::log(t));
+    return (((((c[0] * r + c[1]) * r + c[2]) * r + c[3]) * r + c[4]) * r + c[5]) /
+           ((((d[0] * r + d[1]) * r + d[2]) * r + d[3]) * r + 1);
+  };
+  if (q < kLow) return tail(q);
+  if (q > 1 - kLow) return -tail(1 - q);
+  const double u = q - 0.5, r = u * u;
+  return (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * u /
+         (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
+}
+}  // namespace
+
+double SlowestGpuPace(int64_t gpus, double spread) {
+  if (gpus <= 1 || !(spread > 0)) return 1.0;
+  // Every estimate of a search asks for the same plan size: the last answer is kept per thread.
+  thread_local int64_t last_gpus = 0;
+  thread_local double last_spread = 0, last_pace = 1.0;
+  if (gpus == last_gpus && spread == last_spread) return last_pace;
+  const double n = static_cast<double>(gpus);
+  last_gpus = gpus;
+  last_spread = spread;
+  last_pace = 1.0 + spread * NormalQuantile((n - 0.375) / (n + 0.25));
+  return last_pace;
+}
+
+double SlowestGpuPace(const core::PlanSpec& p, const core::GpuSpec& g) {
+  return SlowestGpuPace(p.tp * p.cp * p.pp * p.dp, g.speed_spread);
+}
+
 double ComputeOpTime(const Op& op, const core::GpuSpec& g, const core::Profile& prof) {
   const double hbm = g.hbm_bytes_per_s * prof.hbm_efficiency;
   switch (op.kind) {
@@ -493,8 +540,7 @@ struct LayerPartCosts {
   std::array<StepWork, 2> step{};  // kSync only: its once-per-step work
 };
 
-StepWork StepWorkOf(const std::vector<Op>& ops, const Coster& coster, const core::GpuSpec& g,
-                    const core::Profile& prof) {
+StepWork StepWorkOf(const std::vector<Op>& ops, const Coster& coster) {
   StepWork w;
   for (const Op& op : ops) {
     if (op.pass != Pass::kStep) continue;
@@ -503,19 +549,19 @@ StepWork StepWorkOf(const std::vector<Op>& ops, const Coster& coster, const core
       w.comm += t;
       if (op.collective == core::CollectiveKind::kAllGather) w.param_gather += t;
     } else {
-      w.optimizer += ComputeOpTime(op, g, prof);
+      w.optimizer += coster.OpTime(op);
     }
   }
   return w;
 }
 
-LayerPartCosts CostLayerPart(const core::ModelSpec& m, const core::PlanSpec& p, const core::GpuSpec& g,
-                             const Coster& coster, const core::Profile& prof, core::LayerPart part) {
+LayerPartCosts CostLayerPart(const core::ModelSpec& m, const core::PlanSpec& p, const Coster& coster,
+                             core::LayerPart part) {
   LayerPartCosts out;
   for (int moe = 0; moe < (m.moe ? 2 : 1); ++moe) {
     const std::vector<Op> ops = core::BuildLayerPart(m, p, moe == 1, part);
     coster.Add(ops, &out.lists[static_cast<size_t>(moe)]);
-    if (part == core::LayerPart::kSync) out.step[static_cast<size_t>(moe)] = StepWorkOf(ops, coster, g, prof);
+    if (part == core::LayerPart::kSync) out.step[static_cast<size_t>(moe)] = StepWorkOf(ops, coster);
   }
   return out;
 }
@@ -636,21 +682,21 @@ void CostListsOnce(const core::ModelSpec& m, const core::PlanSpec& p, const core
   stage->emb = coster.Cost(graph.embedding);
   stage->head = coster.Cost(graph.head);
   stage->p2p = p.pp > 1 ? coster.PipelineSendTime(graph.p2p, graph.p2p_gather) : 0.0;
-  out->dense_step = StepWorkOf(graph.dense_layer, coster, g, prof);
-  out->moe_step = StepWorkOf(graph.moe_layer, coster, g, prof);
-  stage->emb_step = StepWorkOf(graph.embedding, coster, g, prof);
-  stage->head_step = StepWorkOf(graph.head, coster, g, prof);
+  out->dense_step = StepWorkOf(graph.dense_layer, coster);
+  out->moe_step = StepWorkOf(graph.moe_layer, coster);
+  stage->emb_step = StepWorkOf(graph.embedding, coster);
+  stage->head_step = StepWorkOf(graph.head, coster);
   out->stage = stage;
 }
 
-StagePartCosts CostStagePart(const core::ModelSpec& m, const core::PlanSpec& p, const core::GpuSpec& g,
-                             const Coster& coster, const core::Profile& prof, core::LayerPart part) {
+StagePartCosts CostStagePart(const core::ModelSpec& m, const core::PlanSpec& p, const Coster& coster,
+                             core::LayerPart part) {
   StagePartCosts out;
   const std::vector<Op> emb = core::BuildEmbeddingPart(m, p, part), head = core::BuildHeadPart(m, p, part);
   coster.Add(emb, &out.emb);
   coster.Add(head, &out.head);
-  out.emb_step = StepWorkOf(emb, coster, g, prof);
-  out.head_step = StepWorkOf(head, coster, g, prof);
+  out.emb_step = StepWorkOf(emb, coster);
+  out.head_step = StepWorkOf(head, coster);
   return out;
 }
 
@@ -676,7 +722,7 @@ void CostLists(const core::ModelSpec& m, const core::PlanSpec& p, const core::Gp
   for (int i = 0; i < 3; ++i) {
     const auto which = static_cast<core::LayerPart>(i);
     auto [it, fresh] = cache->parts[static_cast<size_t>(i)].try_emplace(PartKey(key, which, spans, sync_spans));
-    if (fresh) it->second = CostLayerPart(m, p, g, coster, prof, which);
+    if (fresh) it->second = CostLayerPart(m, p, coster, which);
     part[static_cast<size_t>(i)] = &it->second;
   }
   ListTotals* layer[2] = {&out->dense, &out->moe};
@@ -695,9 +741,9 @@ void CostLists(const core::ModelSpec& m, const core::PlanSpec& p, const core::Gp
   auto [sit, sfresh] = cache->stage_lists.try_emplace(stage_key);
   if (sfresh) {
     auto [cit, cfresh] = cache->stage_compute.try_emplace(PartKey(key, core::LayerPart::kCompute, spans, sync_spans));
-    if (cfresh) cit->second = CostStagePart(m, p, g, coster, prof, core::LayerPart::kCompute);
+    if (cfresh) cit->second = CostStagePart(m, p, coster, core::LayerPart::kCompute);
     auto [yit, yfresh] = cache->stage_sync.try_emplace(SyncPartKey(key, sync_spans));
-    if (yfresh) yit->second = CostStagePart(m, p, g, coster, prof, core::LayerPart::kSync);
+    if (yfresh) yit->second = CostStagePart(m, p, coster, core::LayerPart::kSync);
     CostStageLists(m, p, coster, cit->second, yit->second, &sit->second);
   }
   out->stage = &sit->second;

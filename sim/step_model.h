@@ -134,6 +134,16 @@ inline bool CollectiveHidden(const core::Op& op, const core::PlanSpec& p) {
 // the rank runs (interleaved: vpp; DualPipe: its two stages; otherwise one).
 double SendsPerMicrobatch(const core::PlanSpec& p);
 
+// The pace of a synchronous job's slowest GPU relative to a typical one: 1 + spread x E[max of n
+// standard normals], the expectation by Blom's approximation, Phi^-1((n - 0.375) / (n + 0.25))
+// (Blom 1958; within 4% of the exact expectation from n = 2). Every GPU of a data-, tensor-,
+// pipeline- or context-parallel job waits for the others at least once per step, so the step
+// runs at the slowest one's speed; `spread` is the relative standard deviation of one GPU's
+// sustained speed (core::GpuSpec::speed_spread). 1 for one GPU or spread 0.
+double SlowestGpuPace(int64_t gpus, double spread);
+// The plan's GPUs (tp x cp x pp x dp) of `g`: SlowestGpuPace's factor for its compute.
+double SlowestGpuPace(const core::PlanSpec& p, const core::GpuSpec& g);
+
 // Time of one compute op (GEMM, attention, memory-bound, optimizer) on `g` under `profile`.
 double ComputeOpTime(const core::Op& op, const core::GpuSpec& g, const core::Profile& profile);
 // Wave quantization (NVIDIA's Matrix Multiplication Background guide §3.2; the rule

@@ -122,6 +122,28 @@ TEST(SpecJsonTest, GpuStreamingMultiprocessorsRoundTripAndAreBounded) {
   }
 }
 
+TEST(SpecJsonTest, GpuSpeedSpreadDefaultsToSinhaEtAlRoundTripsAndIsBounded) {
+  const std::string base = R"({"name": "x", "peak_flops_per_s": {"bf16": 1e15}, "hbm_bytes": "80GiB",
+                               "hbm_bytes_per_s": 3e12, "tdp_w": 700)";
+  auto none = ParseGpuJson(base + "}");  // not given: Sinha et al. SC22's 8% over about 6 sigma
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_DOUBLE_EQ(none->speed_spread, 0.013);
+  auto ok = ParseGpuJson(base + R"(, "speed_spread": 0.02, "speed_spread_source": "a node sweep"})");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_DOUBLE_EQ(ok->speed_spread, 0.02);
+  auto back = ParseGpuJson(GpuToJson(*ok));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, *ok);
+  auto off = ParseGpuJson(base + R"(, "speed_spread": 0})");  // 0: every GPU alike
+  ASSERT_TRUE(off.ok());
+  EXPECT_DOUBLE_EQ(off->speed_spread, 0.0);
+  for (const char* bad : {R"(, "speed_spread": -0.01})", R"(, "speed_spread": 0.5})", R"(, "speed_spread": 8})"}) {
+    auto r = ParseGpuJson(base + bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("gpu.speed_spread"), std::string::npos) << r.status().message();
+  }
+}
+
 TEST(SpecJsonTest, GpuSustainedGemmEfficiencyNeedsASourceAndAPeak) {
   const std::string base = R"({"name": "x", "peak_flops_per_s": {"bf16": 1e15}, "hbm_bytes": "80GiB",
                                "hbm_bytes_per_s": 3e12, "tdp_w": 700, )";

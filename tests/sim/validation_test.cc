@@ -34,9 +34,10 @@ TEST(ValidationTest, PublishedRunsRegressionBound) {
   // Narayanan Table 1 (10 rows), Korthikanti Table 5 (8 rows) and its §6.3 DP=8 run.
   ASSERT_EQ(runs->size(), 19u);
   const ValidationSummary v = ValidateRuns(*runs, core::Profile{});
-  for (const auto& r : v.records) EXPECT_LT(std::abs(r.error), 0.15) << r.id;
-  EXPECT_LE(v.median_abs_error, 0.10);
-  EXPECT_LE(v.max_abs_error, 0.15);
+  // 3.1% median, 6.7% max since compute runs at the slowest GPU's pace (5.0% / 10.0% before).
+  for (const auto& r : v.records) EXPECT_LT(std::abs(r.error), 0.07) << r.id;
+  EXPECT_LE(v.median_abs_error, 0.035);
+  EXPECT_LE(v.max_abs_error, 0.07);
   EXPECT_EQ(v.all.out_of_memory, 0u);
 }
 
@@ -299,23 +300,26 @@ TEST(ValidationTest, BeyondTuningRegressionBound) {
   // H100 rows, already too fast, 1-7 points faster (docs/validation.md). With all-gathers and
   // reduce-scatters on NCCL's ring (not the hierarchical composition NCCL does not run): 9.8%,
   // 24.9%, 71.5%; ZeRO-3 175B at 1,536 GPUs +15.0% -> -6.7%, 529.6B at 2,240 +46.8% -> +31.8%.
-  EXPECT_LE(v.all.median_abs_error, 0.099);
-  EXPECT_LE(v.all.p90_abs_error, 0.25);
-  EXPECT_LE(v.all.max_abs_error, 0.72);
+  // With compute at the pace of the slowest of the plan's GPUs (sim::SlowestGpuPace; the Hopper
+  // presets a typical busy GPU's, not the slowest of a node's): 5.9%, 22.6%, 70.3% (signed median
+  // +9.2% -> +4.9%; A100 10.9% -> 6.9%, MegaScale 10.5% -> 5.9%, ZeRO-3 16.1% -> 12.6%).
+  EXPECT_LE(v.all.median_abs_error, 0.062);
+  EXPECT_LE(v.all.p90_abs_error, 0.23);
+  EXPECT_LE(v.all.max_abs_error, 0.71);
   EXPECT_EQ(v.all.out_of_memory, 0u);
   for (const auto& g : v.groups) {
-    if (g.dimension == "stack" && g.value == "megatron-lm-2021") EXPECT_LE(g.summary.median_abs_error, 0.07);
+    if (g.dimension == "stack" && g.value == "megatron-lm-2021") EXPECT_LE(g.summary.median_abs_error, 0.03);
     if (g.dimension == "sharding" && g.value == "zero-3") {
-      EXPECT_LE(g.summary.median_abs_error, 0.25);
+      EXPECT_LE(g.summary.median_abs_error, 0.13);
       EXPECT_EQ(g.summary.out_of_memory, 0u);
     }
-    if (g.dimension == "scale" && g.value == ">1024") EXPECT_LE(g.summary.median_abs_error, 0.23);
+    if (g.dimension == "scale" && g.value == ">1024") EXPECT_LE(g.summary.median_abs_error, 0.08);
     // FP8 (5 runs): Llama 3 8B/70B +4%, 405B +23%, Qwen3-30B-A3B +76%, Qwen3-235B-A22B +20%
     // (-11% before its recipe's batch-level EP all-to-all overlap was modelled: hidden in full, an
     // upper bound, it was too slow with the overlap missing and is too fast with it whole).
-    if (g.dimension == "precision" && g.value == "fp8") EXPECT_LE(g.summary.median_abs_error, 0.205);
-    if (g.dimension == "gpu" && g.value == "h100-sxm") EXPECT_LE(g.summary.median_abs_error, 0.14);
-    if (g.dimension == "model" && g.value == "moe") EXPECT_LE(g.summary.median_abs_error, 0.21);
+    if (g.dimension == "precision" && g.value == "fp8") EXPECT_LE(g.summary.median_abs_error, 0.145);
+    if (g.dimension == "gpu" && g.value == "h100-sxm") EXPECT_LE(g.summary.median_abs_error, 0.055);
+    if (g.dimension == "model" && g.value == "moe") EXPECT_LE(g.summary.median_abs_error, 0.18);
   }
 }
 
@@ -499,7 +503,7 @@ TEST(ValidationTest, CorpusRegressionBound) {
   }
   const ValidationSummary v = ValidateRuns(all, core::Profile{});
   ASSERT_EQ(v.all.n, 579u);
-  EXPECT_LE(v.all.median_abs_error, 0.09);
+  EXPECT_LE(v.all.median_abs_error, 0.085);
   // p90 42.5% -> 44.0% when the Megatron-Bridge runs took their recipes' bf16 gradients (their DP
   // reduction halves, and gpt-oss-120b on B200/B300, already too fast, went from +41..61% to
   // +61..76%; docs/validation.md lists what those runs lack), then 42.4% with torchtitan's eager
@@ -507,8 +511,9 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // 32.3% with each GPU's own burst measurement; 31.9% with NCCL's ring for every all-gather
   // and reduce-scatter; 32.4% when Llama 3's runs took the paper's pipeline layout (one layer per
   // model chunk, V = 8: the two 8K rows -16%/-32% -> +5%/+6%, the 128K CP row, whose -8% had
-  // come from a 94% bubble, +50%: docs/validation.md).
-  EXPECT_LE(v.all.p90_abs_error, 0.325);
+  // come from a 94% bubble, +50%: docs/validation.md); 31.3% (median 8.3% -> 8.2%) with compute at
+  // the slowest GPU's pace.
+  EXPECT_LE(v.all.p90_abs_error, 0.315);
   // 4 runs that ran are called out of memory (75 before FP8 plans kept their linear inputs in
   // one byte, 41 before the recipes' bf16 gradients and module-level recomputation, 6 before
   // torchtitan's per-op checkpointing): two token-drop MoE runs and Nemotron-4 340B at 8k
@@ -558,11 +563,14 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // bubble, docs/validation.md). torchtitan's 25.0% -> 25.8% when the parameter all-gather of
   // its FSDP under PP hid under the first forward (FSDP2's prefetch), where it was exposed.
   // Llama 3's 16.4% -> 6.4% with the paper's layout (V = 8); its 128K row is +50%.
-  // DeepSpeed ZeRO-3 2021's 26.9% -> 23.5% with NCCL's ring for its all-gathers.
+  // DeepSpeed ZeRO-3 2021's 26.9% -> 23.5% with NCCL's ring for its all-gathers. With compute at
+  // the slowest GPU's pace: LLM Foundry 7.2% -> 6.6%, Megatron-Core 9.9% -> 9.1%, torchtitan 24.5%
+  // -> 22.5%, Megatron-LM 2021 3.5% -> 2.2% and 2022 7.6% -> 4.5%, MegaScale 10.5% -> 5.9%,
+  // DeepSpeed ZeRO-3 23.5% -> 19.6%, Llama 3 5.3% -> 3.7%, Megatron-DeepSpeed 21.9% -> 17.6%.
   const std::map<std::string, double> stack_bound = {
-      {"llm-foundry-2023", 0.075},    {"megatron-core-2024", 0.10}, {"torchtitan-2024", 0.263},
-      {"megatron-lm-2021", 0.04},     {"megatron-lm-2022", 0.081},  {"megascale-2024", 0.107},
-      {"deepspeed-zero3-2021", 0.24}, {"llama3-2024", 0.07},        {"megatron-deepspeed-2022", 0.224}};
+      {"llm-foundry-2023", 0.071},     {"megatron-core-2024", 0.096}, {"torchtitan-2024", 0.23},
+      {"megatron-lm-2021", 0.027},     {"megatron-lm-2022", 0.05},    {"megascale-2024", 0.064},
+      {"deepspeed-zero3-2021", 0.201}, {"llama3-2024", 0.042},        {"megatron-deepspeed-2022", 0.181}};
   for (const auto& g : v.groups)
     if (g.dimension == "stack") {
       auto it = stack_bound.find(g.value);
@@ -806,8 +814,8 @@ TEST(ValidationTest, ProfileFittedToTable4ReproducesItAndIsTheShippedPreset) {
   EXPECT_NEAR(shipped->hbm_efficiency, f.hbm_efficiency, 1e-12);
   EXPECT_NEAR(shipped->comm.scale_up, f.comm.scale_up, 1e-9);
   // Today's values (meshplan calibrate published ... -o presets/profiles/a100-megatron-2022.json).
-  EXPECT_NEAR(f.gemm_efficiency.at(core::Dtype::kFp16), 0.8338, 0.001);
-  EXPECT_NEAR(f.comm.scale_up, 0.6957, 0.001);
+  EXPECT_NEAR(f.gemm_efficiency.at(core::Dtype::kFp16), 0.8523, 0.001);
+  EXPECT_NEAR(f.comm.scale_up, 0.6949, 0.001);
   EXPECT_DOUBLE_EQ(f.hbm_efficiency, 1.0);
 
   // The defaults already time the layer within 5% (GEMM wave quantization, docs/compute.md; 6-9%
@@ -821,12 +829,13 @@ TEST(ValidationTest, ProfileFittedToTable4ReproducesItAndIsTheShippedPreset) {
   const ValidationSummary with = ValidateRuns(*runs, *shipped);
   const ValidationSummary without = ValidateRuns(*runs, core::Profile{});
   // Since the layer is right, fitting it no longer moves the 19 end-to-end records: with the
-  // profile median 5.2%, max 11.8%; with the defaults 5.0% and 10.0% (before wave quantization
+  // profile median 4.0%, max 9.5%; with the defaults 3.1% and 6.7% (5.2%/11.8% and 5.0%/10.0% before
+  // the slowest-GPU pace, SlowestGpuPace; before wave quantization
   // the profile gave 2.9% / 6.5% and the defaults 9.4% / 12.6%: it stood in for the mechanism).
-  EXPECT_LE(without.median_abs_error, 0.055);
-  EXPECT_LE(without.max_abs_error, 0.105);
-  EXPECT_LE(with.median_abs_error, 0.055);
-  EXPECT_LE(with.max_abs_error, 0.12);
+  EXPECT_LE(without.median_abs_error, 0.035);
+  EXPECT_LE(without.max_abs_error, 0.07);
+  EXPECT_LE(with.median_abs_error, 0.045);
+  EXPECT_LE(with.max_abs_error, 0.10);
 }
 
 }  // namespace

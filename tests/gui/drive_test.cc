@@ -7,11 +7,9 @@
 
 #include <CLI/CLI.hpp>
 #include <QApplication>
-#include <QElapsedTimer>
 #include <QStandardItemModel>
 #include <QTemporaryDir>
 #include <QTest>
-#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -315,10 +313,10 @@ TEST(GuiDriveTest, HuggingFaceConfigLoads) {
   EXPECT_EQ(w.scenario()->plan().tp, 4);
 }
 
-TEST(GuiDriveTest, Dense405BPlanEvaluatesWithinAFrame) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  GTEST_SKIP() << "timing under a sanitizer means nothing";
-#endif
+// How long a change takes is bench/gui_bench.cc's (BM_GuiTpChangeLlama405B16384Gpus, against a
+// 16 ms frame); here, that the largest preset plan re-evaluates on every change of a degree, and
+// that the panel's timer records each evaluation.
+TEST(GuiDriveTest, Dense405BPlanReevaluatesOnEveryDegreeChange) {
   MainWindow w;
   w.resize(1400, 900);
   w.show();
@@ -332,28 +330,15 @@ TEST(GuiDriveTest, Dense405BPlanEvaluatesWithinAFrame) {
   s->setDegree(Degree::kPp, 16);
   ASSERT_TRUE(s->evaluation().valid) << s->evaluation().errors.join("\n").toStdString();
   QApplication::processEvents();
-  // The whole synchronous update a TP change causes: evaluation, every model and view, the panel.
-  // Warm up (first chart layout, font caches), then time 9 changes; the machine may be shared, so
-  // the user-visible bound is checked on the median and the evaluation on the worst.
-  s->setDegree(Degree::kTp, 4);
-  s->setDegree(Degree::kTp, 8);
-  std::vector<double> ui_ms;
-  double worst_eval_ms = 0;
-  for (int i = 0; i < 9; ++i) {
-    QElapsedTimer t;
-    t.start();
-    s->setDegree(Degree::kTp, i % 2 ? 8 : 4);
-    ui_ms.push_back(static_cast<double>(t.nsecsElapsed()) / 1e6);
-    worst_eval_ms = std::max(worst_eval_ms, s->evaluation().eval_ms);
-    ASSERT_TRUE(s->evaluation().valid);
+  for (int i = 0; i < 4; ++i) {
+    const int64_t tp = i % 2 ? 8 : 4;
+    s->setDegree(Degree::kTp, tp);
+    ASSERT_TRUE(s->evaluation().valid) << tp;
+    EXPECT_EQ(s->plan().tp, tp);
+    EXPECT_EQ(s->plan().tp * s->plan().pp * s->plan().dp * s->plan().cp, 16384);
+    EXPECT_GT(s->evaluation().eval_ms, 0.0);
+    EXPECT_GT(s->evaluation().step.time_s, 0.0);
   }
-  std::sort(ui_ms.begin(), ui_ms.end());
-  std::printf(
-      "405B on 16384 GPUs, tp change: evaluation <= %.2f ms; with every view and the panel: median %.2f ms, "
-      "worst %.2f ms\n",
-      worst_eval_ms, ui_ms[ui_ms.size() / 2], ui_ms.back());
-  EXPECT_LT(worst_eval_ms, 16.0);
-  EXPECT_LT(ui_ms[ui_ms.size() / 2], 16.0);
 }
 
 }  // namespace

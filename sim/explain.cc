@@ -843,6 +843,12 @@ ExplainStep MfuStep(const core::Scenario& s, const PlanSpec& p, const StepEstima
   if (worst.second > 0)
     st.result += Fmt("; the largest loss besides compute is the %s (%s, %s of the step)", worst.first.c_str(),
                      Secs(worst.second).c_str(), Pct(worst.second / e.time_s).c_str());
+  // The compute itself runs at the pace of the plan's slowest GPU (docs/compute.md).
+  const double pace = SlowestGpuPace(p, s.gpu);
+  if (pace > 1)
+    st.substituted += Fmt("; the compute at the slowest of %s GPUs' pace, x %.3f (speed spread %s)",
+                          Int(p.gpus).c_str(), pace, Pct(s.gpu.speed_spread).c_str());
+  Set(&st, "slowest_gpu_pace", pace);
   Set(&st, "model_flops", e.model_flops, "FLOP");
   Set(&st, "step_s", e.time_s, "s");
   Set(&st, "peak_flops_per_s", peak, "FLOP/s");

@@ -2,13 +2,14 @@
 # One GPU session's checks, in one command: the cuda backend's tests, its GEMM sweep, the executor
 # on one GPU (a tiny plan, a 1.7B plan and two held-out plans), the one-process numerics check, a
 # GEMM sweep over the validation corpus's layer shapes, and the PyTorch probes (scripts/gpu_probes.py:
-# CUDA context memory, SDPA attention speeds, sustained GEMM rate, a torchtitan-style step's memory). Each step has its own time
+# CUDA context memory, SDPA attention speeds, sustained GEMM rate, a torchtitan-style step's memory, host cost). Each step has its own time
 # limit and log, so one failure does not hide the others.
 #
 #   scripts/gpu-session.sh BIN_DIR OUT_DIR [STAGE ...]
 #
 # STAGEs (default: all, in this order): gtest gemm tiny verify gpt17b context_attention gemm_shapes
-# heldout sustained memory memory_expandable memory_default8 sustained_more memory_expandable8. The first GPU session (2026-11-28, H200) ran the first six; the second the
+# heldout sustained memory memory_expandable memory_default8 sustained_more memory_expandable8 host_moe (not yet run: the
+# host cost per eager op and a dropless MoE layer, scripts/gpu_probes.py host_moe). The first GPU session (2026-11-28, H200) ran the first six; the second the
 # rest and tiny, verify again; the third memory_expandable and memory_default8; the fourth sustained_more and memory_expandable8. Everything lands in OUT_DIR: one session.log and a JSON per stage.
 #
 # BIN_DIR holds meshplan-run and runtime_tests built with the cuda backend (a build with
@@ -91,4 +92,7 @@ want memory_expandable8 && step memory_expandable8 90 env -u LD_LIBRARY_PATH \
   "$out/memory_expandable8.json" 8:1:8192
 want memory_default8 && step memory_default8 90 env -u LD_LIBRARY_PATH python3 scripts/gpu_probes.py memory \
   "$out/memory_default8.json" 8:1:8192
+# Host dispatch cost per eager op and a dropless MoE layer's wall time against its kernels' (for a
+# host-bound floor under small MoE layers: docs/validation.md's MoE rows).
+want host_moe && step host_moe 90 env -u LD_LIBRARY_PATH python3 scripts/gpu_probes.py host_moe "$out/host_moe.json"
 log done

@@ -2,7 +2,7 @@
 """Measurements on a real GPU that the memory and compute models take as inputs.
 
 Run by scripts/gpu-session.sh on a machine with an NVIDIA GPU and PyTorch 2.x:
-`gpu_probes.py MODE OUT.json`, MODE one of context_attention, sustained, memory (each function's
+`gpu_probes.py MODE OUT.json`, MODE one of context_attention, sustained, memory, host_moe (each function's
 docstring says what it measures); writes one JSON file. Nothing here is fitted to a published run: each number is what this GPU, driver
 and PyTorch did, recorded with the versions that did it.
 
@@ -316,6 +316,130 @@ def main_memory(path, *configs):
         json.dump(res, f, indent=1)
 
 
+def main_host_moe(path, *configs):
+    """Where an eager step waits on the host rather than the GPU, for the step model's per-kernel
+    cost and a dropless MoE layer's (docs/compute.md).
+    (1) dispatch: the host time of one eager PyTorch op, no grad and under autograd (forward then
+    backward), on one-element tensors whose kernels take about a microsecond: wall time per op over
+    20,000 ops, and the GPU time per op by CUDA events around the same loop.
+    (2) moe: one dropless MoE layer as Megatron-Core's all-to-all dispatcher runs it on one rank
+    (EP 1, so the all-to-alls are the identity): router linear and softmax, top-k, the tokens per
+    expert copied to the host (the sync the dispatcher needs for its splits), permute by a stable
+    sort of the expert ids, one GEMM pair per expert over its rows (SwiGLU fc1, fc2; a loop, as
+    Transformer Engine's GroupedLinear issues one cuBLAS GEMM per expert), unpermute weighted by
+    the router probabilities; bf16, balanced random routing. Per config: wall time of forward and
+    forward + backward (median of 10 after 3 warm-ups), the CUDA kernels' summed time from
+    torch.profiler for one forward + backward, and the kernel count. configs:
+    TOKENS:HIDDEN:EXPERTS:TOPK:FFN each (default Qwen3-30B-A3B's layer as one EP-8 rank sees it,
+    8192 tokens, 2048 hidden, 16 local experts of 128 with top-8 keeping a sixteenth of the
+    tokens' copies: 8192:2048:16:1:768; and gpt-oss-120b's (top-4 of 128, micro batch 4), 8192:2880:16:1:2880; and a dense
+    check, 8192:4096:1:1:14336)."""
+    import torch
+    import torch.nn.functional as F
+
+    res = header(torch)
+    res["format"] = "meshplan.gpu_host_moe/1"
+    dev = torch.device("cuda")
+
+    def wall_and_gpu(fn, n):
+        torch.cuda.synchronize()
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        t0 = time.perf_counter()
+        s.record()
+        fn(n)
+        e.record()
+        t_host = time.perf_counter() - t0  # the host returns before the GPU finishes
+        e.synchronize()
+        return t_host, s.elapsed_time(e) / 1e3
+
+    x = torch.zeros(1, device=dev)
+
+    def plain(n):
+        for _ in range(n):
+            x.add_(1.0)
+
+    w = torch.zeros(1, device=dev, requires_grad=True)
+
+    def graph(n):
+        y = w
+        for _ in range(n):
+            y = y * 1.0001
+        y.backward()
+
+    n = 20000
+    plain(100)
+    graph(100)
+    rows = []
+    for name, fn in (("add_ no grad", plain), ("mul under autograd + backward", graph)):
+        host, gpu = wall_and_gpu(fn, n)
+        rows.append({"op": name, "ops": n, "host_us_per_op": host / n * 1e6, "gpu_us_per_op": gpu / n * 1e6})
+        print("dispatch:", json.dumps(rows[-1]), flush=True)
+    res["dispatch"] = rows
+
+    def moe_layer(tokens, hidden, experts, topk, ffn):
+        router = torch.randn(hidden, experts, device=dev, dtype=torch.bfloat16, requires_grad=True)
+        fc1 = [torch.randn(hidden, 2 * ffn, device=dev, dtype=torch.bfloat16).mul_(0.02).requires_grad_()
+               for _ in range(experts)]
+        fc2 = [torch.randn(ffn, hidden, device=dev, dtype=torch.bfloat16).mul_(0.02).requires_grad_()
+               for _ in range(experts)]
+        inp = torch.randn(tokens, hidden, device=dev, dtype=torch.bfloat16, requires_grad=True)
+
+        def forward():
+            logits = inp @ router
+            probs, idx = torch.topk(torch.softmax(logits.float(), dim=-1), topk, dim=-1)
+            flat = idx.flatten()
+            per_expert = torch.bincount(flat, minlength=experts).tolist()  # the host sync
+            order = torch.argsort(flat, stable=True)
+            src = order // topk
+            x = inp.index_select(0, src)
+            outs, start = [], 0
+            for ei, rows_e in enumerate(per_expert):
+                h = x[start:start + rows_e] @ fc1[ei]
+                a, b = h.chunk(2, dim=-1)
+                outs.append((F.silu(a) * b) @ fc2[ei])
+                start += rows_e
+            y = torch.cat(outs, 0) * probs.flatten()[order].unsqueeze(-1).to(torch.bfloat16)
+            return torch.zeros_like(inp).index_add(0, src, y)
+
+        return forward, inp
+
+    res["moe"] = []
+    for cfg in configs or ("8192:2048:16:1:768", "8192:2880:16:1:2880", "8192:4096:1:1:14336"):
+        tokens, hidden, experts, topk, ffn = (int(v) for v in cfg.split(":"))
+        forward, inp = moe_layer(tokens, hidden, experts, topk, ffn)
+        fwd_ms, step_ms = [], []
+        for i in range(13):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            out = forward()
+            torch.cuda.synchronize()
+            t1 = time.perf_counter()
+            out.float().sum().backward()
+            torch.cuda.synchronize()
+            t2 = time.perf_counter()
+            if i >= 3:
+                fwd_ms.append((t1 - t0) * 1e3)
+                step_ms.append((t2 - t0) * 1e3)
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            forward().float().sum().backward()
+            torch.cuda.synchronize()
+        kernels = [ev for ev in prof.events() if ev.device_type.name == "CUDA"]
+        kernel_ms = sum(ev.device_time for ev in kernels) / 1e3  # device_time in us
+        flops = 2.0 * tokens * topk * hidden * 3 * ffn * 3  # fc1 (2 ffn) + fc2, forward and backward
+        row = {"tokens": tokens, "hidden": hidden, "experts": experts, "topk": topk, "ffn": ffn,
+               "forward_ms_median": sorted(fwd_ms)[len(fwd_ms) // 2],
+               "forward_backward_ms_median": sorted(step_ms)[len(step_ms) // 2],
+               "kernel_ms_sum": kernel_ms, "kernels": len(kernels), "expert_gemm_flops": flops}
+        res["moe"].append(row)
+        print("moe:", json.dumps(row), flush=True)
+        del forward, inp
+        torch.cuda.empty_cache()
+    with open(path, "w") as f:
+        json.dump(res, f, indent=1)
+
+
 if __name__ == "__main__":
-    modes = {"context_attention": main_context_attention, "sustained": main_sustained, "memory": main_memory}
+    modes = {"context_attention": main_context_attention, "sustained": main_sustained, "memory": main_memory,
+             "host_moe": main_host_moe}
     modes[sys.argv[1]](*sys.argv[2:])

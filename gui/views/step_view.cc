@@ -54,6 +54,14 @@ void StepView::Rebuild() {
   const Evaluation& e = scenario_->evaluation();
   const sim::StepEstimate& s = e.step;
   step_time_->setText(Duration(s.time_s));
+  // The compute runs at the pace of the plan's slowest GPU (sim::SlowestGpuPace, docs/compute.md).
+  const core::PlanSpec& plan = scenario_->plan();
+  const double pace = sim::SlowestGpuPace(plan, scenario_->scenario().gpu);
+  step_time_->setToolTip(pace > 1 ? QString("compute at the slowest of %1 GPUs' pace: x %2 (the GPU's speed spread %3)")
+                                        .arg(plan.tp * plan.cp * plan.pp * plan.dp)
+                                        .arg(pace, 0, 'f', 3)
+                                        .arg(Percent(scenario_->scenario().gpu.speed_spread))
+                                  : QString("one GPU: no slower GPU to wait for"));
   tokens_->setText(QString("%1 tokens/s\n%2 per GPU").arg(Count(s.tokens_per_s), Count(s.tokens_per_s_per_gpu)));
   tflops_->setText(QString::number(s.tflops_per_gpu, 'f', 1));
   mfu_->setText(QString("%1 (%2)").arg(Percent(s.mfu), Percent(s.mfu_causal)));

@@ -115,6 +115,10 @@ core::GpuSpec CpuDevice(const std::vector<Loaded>& files, const std::vector<sim:
   // The cpu's power is not measured: tdp_w 0, and predictions take the plan GPU's (a note says so).
   g.tdp_w = 0;
   g.source += "; power not measured (tdp_w 0)";
+  // The ranks' spread of speed is not measured either (Sinha et al.'s GPU figure is not a CPU's):
+  // 0, so a multi-rank prediction on this device is not paced by a slowest rank.
+  g.speed_spread = 0;
+  g.speed_spread_source = "not measured on the cpu backend: 0 (no slowest-rank pace)";
   return g;
 }
 

@@ -136,7 +136,7 @@ double SendsPerMicrobatch(const core::PlanSpec& p);
 
 // The pace of a synchronous job's slowest GPU relative to a typical one: 1 + spread x E[max of n
 // standard normals], the expectation by Blom's approximation, Phi^-1((n - 0.375) / (n + 0.25))
-// (Blom 1958; within 4% of the exact expectation from n = 2). Every GPU of a data-, tensor-,
+// (Blom 1958; 4.5% above the exact expectation at n = 2, within 1% from n = 8). Every GPU of a data-, tensor-,
 // pipeline- or context-parallel job waits for the others at least once per step, so the step
 // runs at the slowest one's speed; `spread` is the relative standard deviation of one GPU's
 // sustained speed (core::GpuSpec::speed_spread). 1 for one GPU or spread 0.

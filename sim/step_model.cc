@@ -203,7 +203,7 @@ class Coster {
   const core::ClusterSpec& c_;
   const core::Profile& prof_;
   CollectiveMemo* shared_;
-  double pace_;  // SlowestGpuPace of the plan on the cluster
+  double pace_;  // SlowestGpuPace of the plan's GPUs
 };
 
 // What one microbatch costs a pipeline rank, split for the breakdown.

@@ -110,12 +110,11 @@ std::string SpeedTable(const core::Scenario& s, const SpeedReport& sp) {
   row("optimizer step", b.optimizer_s);
   row("step", e.time_s);
   // The compute above runs at the pace of the plan's slowest GPU (docs/compute.md).
-  const int64_t gpus = s.plan.tp * s.plan.cp * s.plan.pp * s.plan.dp;
-  if (const double pace = sim::SlowestGpuPace(gpus, s.gpu.speed_spread); pace > 1) {
+  if (const double pace = sim::SlowestGpuPace(s.plan, s.gpu); pace > 1) {
     std::snprintf(line, sizeof line,
                   "#   (compute at the slowest of %lld GPUs' pace: x %.3f, the GPU's speed spread %.2f%%; "
                   "docs/compute.md)\n",
-                  static_cast<long long>(gpus), pace, 100 * s.gpu.speed_spread);
+                  static_cast<long long>(s.plan.gpus), pace, 100 * s.gpu.speed_spread);
     o << line;
   }
   std::snprintf(line, sizeof line,

@@ -414,15 +414,8 @@ double NormalQuantile(double q) {
 
 double SlowestGpuPace(int64_t gpus, double spread) {
   if (gpus <= 1 || !(spread > 0)) return 1.0;
-  // Every estimate of a search asks for the same plan size: the last answer is kept per thread.
-  thread_local int64_t last_gpus = 0;
-  thread_local double last_spread = 0, last_pace = 1.0;
-  if (gpus == last_gpus && spread == last_spread) return last_pace;
   const double n = static_cast<double>(gpus);
-  last_gpus = gpus;
-  last_spread = spread;
-  last_pace = 1.0 + spread * NormalQuantile((n - 0.375) / (n + 0.25));
-  return last_pace;
+  return 1.0 + spread * NormalQuantile((n - 0.375) / (n + 0.25));
 }
 
 double SlowestGpuPace(const core::PlanSpec& p, const core::GpuSpec& g) {

@@ -58,7 +58,7 @@ void StepView::Rebuild() {
   const core::PlanSpec& plan = scenario_->plan();
   const double pace = sim::SlowestGpuPace(plan, scenario_->scenario().gpu);
   step_time_->setToolTip(pace > 1 ? QString("compute at the slowest of %1 GPUs' pace: x %2 (the GPU's speed spread %3)")
-                                        .arg(plan.tp * plan.cp * plan.pp * plan.dp)
+                                        .arg(plan.gpus)
                                         .arg(pace, 0, 'f', 3)
                                         .arg(Percent(scenario_->scenario().gpu.speed_spread))
                                   : QString("one GPU: no slower GPU to wait for"));

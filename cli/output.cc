@@ -117,6 +117,14 @@ std::string SpeedTable(const core::Scenario& s, const SpeedReport& sp) {
                   static_cast<long long>(s.plan.gpus), pace, 100 * s.gpu.speed_spread);
     o << line;
   }
+  // Of the exposed communication above: the compute the hidden collectives slowed (docs/compute.md).
+  if (e.overlap_slowdown_s > 0) {
+    std::snprintf(line, sizeof line,
+                  "#   (overlapped communication slows the compute beside it: +%.3f s, counted in the exposed "
+                  "communication above; docs/compute.md)\n",
+                  e.overlap_slowdown_s);
+    o << line;
+  }
   std::snprintf(line, sizeof line,
                 "#   %.0f tokens/s (%.0f per GPU); %.1f TFLOP/s per GPU; MFU %.1f%% (causal-attention count %.1f%%), "
                 "HFU %.1f%%\n",
@@ -369,6 +377,7 @@ std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r, con
     st["bubble_fraction"] = e.bubble_fraction;
     st["critical_stage"] = e.critical_stage;
     st["slowest_gpu_pace"] = sim::SlowestGpuPace(s.plan, s.gpu);
+    st["overlap_slowdown_s"] = e.overlap_slowdown_s;
     st["profile"] = speed->profile;
     const auto& bd = e.breakdown;
     st["breakdown"] = {{"compute_s", bd.compute_s}, {"recompute_s", bd.recompute_s}, {"tp_comm_s", bd.tp_comm_s},

@@ -123,7 +123,8 @@ std::vector<StageStreams> StageStreamCosts(const core::ModelSpec& m, const core:
         continue;
       }
       const bool hide = CollectiveHidden(op, p);
-      (hide ? ps.hidden : ps.blocking)[static_cast<size_t>(CommStream(op.group))] += collective(op);
+      const double t = collective(op);
+      (hide ? ps.hidden : ps.blocking)[static_cast<size_t>(CommStream(op.group))] += t;
     }
     return s;
   };
@@ -153,17 +154,25 @@ std::vector<StageStreams> StageStreamCosts(const core::ModelSpec& m, const core:
     s.grad_sync_s = total.grad_sync;
     s.optimizer_s = total.optimizer;
     s.param_gather_s = std::max(0.0, total.param_gather - (p.overlap_param_gather ? t.forward_s : 0.0));
+    // The step model's rule: the gradient synchronisation under one microbatch's backward and the
+    // parameter gather under one forward slow that compute (OverlapExtra).
+    const double grad_window = p.overlap_grad_reduce ? t.backward_input_s + t.backward_weight_s : 0.0;
+    const double param_window = p.overlap_param_gather ? t.forward_s : 0.0;
+    s.overlap_slowdown_s = OverlapExtra(total.grad_sync, grad_window) + OverlapExtra(total.param_gather, param_window);
     const std::array<double, 3> pass_time = {t.forward_s, t.backward_input_s, t.backward_weight_s};
+    const std::array<double, 3> pass_slowed = {t.forward_slowdown_s, t.backward_input_slowdown_s,
+                                               t.backward_weight_slowdown_s};
     std::array<PassStreams*, 3> passes = {&s.forward, &s.backward_input, &s.backward_weight};
     for (size_t k = 0; k < 3; ++k) {
       const PassSplit& ps = total.pass[k];
       const double in_pass_p2p = k < 2 ? p2p * sends : 0.0;
       // The step model's exposed communication is what its pass time holds beyond the kernels
       // and the sends; of that, the blocking collectives first, then the spill of the
-      // overlappable ones, shared between the streams by their overlappable time.
+      // overlappable ones, shared between the streams by their overlappable time. The compute
+      // the hidden ones slow (StageTimes' per-pass slowdown) stays with the kernels.
       const double exposed = std::max(0.0, pass_time[k] - in_pass_p2p - ps.compute);
       const double hidden = ps.hidden[0] + ps.hidden[1];
-      const double spill = std::clamp(exposed - ps.blocking[0] - ps.blocking[1], 0.0, hidden);
+      const double spill = std::clamp(exposed - ps.blocking[0] - ps.blocking[1] - pass_slowed[k], 0.0, hidden);
       std::array<double, 2> spill_by{};
       for (size_t i = 0; i < 2; ++i) spill_by[i] = hidden > 0 ? spill * ps.hidden[i] / hidden : 0.0;
       PassStreams& out_pass = *passes[k];
@@ -229,6 +238,7 @@ struct Interval {
 struct RankCost {
   std::array<OpCost, 3> op;
   double send = 0, grad_sync = 0, optimizer = 0, param_gather = 0;
+  double slowdown = 0;  // StageStreams::overlap_slowdown_s
 };
 
 class Simulator {
@@ -357,9 +367,11 @@ class Simulator {
       for (double t : ready) sync_end = std::max(sync_end, FillGaps(r, t, share));
       busy_[ri][static_cast<size_t>(Stream::kDpComm)] += rc.grad_sync;
     }
-    const double start = std::max(free_[ri], sync_end);
+    // The compute the hidden synchronisation slowed (StageStreams::overlap_slowdown_s) ends
+    // before the optimizer, as the step model adds it.
+    const double start = std::max(free_[ri], sync_end) + rc.slowdown;
     const double end = start + rc.optimizer;
-    busy_[ri][static_cast<size_t>(Stream::kCompute)] += rc.optimizer;
+    busy_[ri][static_cast<size_t>(Stream::kCompute)] += rc.slowdown + rc.optimizer;
     if (timeline_ && rc.optimizer > 0)
       timeline_->tasks.push_back({r, -1, -1, PipeOpKind::kWeight, TaskKind::kOptimizer, Stream::kCompute, start, end});
     if (rc.param_gather <= 0) return end;
@@ -467,11 +479,11 @@ core::Result<DesResult> SimulateStreams(const core::PlanSpec& plan, const std::v
                               {&s.backward_weight, "backward_weight"}}) {
       if (core::Status st = CheckPass(*pass, r, name); !st.ok()) return st;
     }
-    for (double v : {s.p2p_s, s.grad_sync_s, s.optimizer_s, s.param_gather_s})
+    for (double v : {s.p2p_s, s.grad_sync_s, s.optimizer_s, s.param_gather_s, s.overlap_slowdown_s})
       if (!(v >= 0) || !std::isfinite(v))
         return core::Status::InvalidArgument(
             "stages[" + std::to_string(r) +
-            "]: p2p, grad_sync, optimizer and param_gather times must be finite and >= 0");
+            "]: p2p, grad_sync, optimizer, param_gather and overlap_slowdown times must be finite and >= 0");
   }
 
   // The schedule's fixed per-rank orders (core/schedule.h), the ones the runtime runs.
@@ -492,6 +504,7 @@ core::Result<DesResult> SimulateStreams(const core::PlanSpec& plan, const std::v
     rc.grad_sync = s.grad_sync_s;
     rc.optimizer = s.optimizer_s;
     rc.param_gather = s.param_gather_s;
+    rc.slowdown = s.overlap_slowdown_s;
     cost.push_back(rc);
   }
   DesResult res;

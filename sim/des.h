@@ -96,6 +96,9 @@ struct StageStreams {
   // all of it, or with overlap_param_gather what one microbatch's forward does not cover (that
   // forward is the next step's first, which waits for it; one simulated step carries the wait).
   double param_gather_s = 0;
+  // Per step: the compute slowed by the hidden part of the gradient synchronisation and the
+  // parameter gather (the step model's rule, OverlapSlowdown), before the optimizer.
+  double overlap_slowdown_s = 0;
 };
 
 // Splits the analytic model's per-rank times by stream with the per-op costs the step model

@@ -34,14 +34,17 @@ struct PassCost {
   double attention = 0;  // the core-attention part of `compute`: all a CP ring exchange can hide under
   std::array<double, core::kCommGroups> blocking{};  // exposed collective time by CommGroup
   std::array<double, core::kCommGroups> hidden{};    // overlappable collective time by CommGroup
-  bool comm = false;                                 // a collective was added (most passes of most lists have none)
+  double slow = 0, slow_cp = 0;  // of `hidden` (other groups', CP's) x OverlapSlowdown: the compute it slows
+  bool comm = false;             // a collective was added (most passes of most lists have none)
 };
 // One microbatch of a finished list as a rank adds it (Accumulate): the passes' times as
 // StageTimes holds them (recompute runs inside the backward pass), the compute and recompute parts
-// of the breakdown, and the exposed communication by group over the passes. Small (15 doubles):
-// it is what the cache keeps per plan.
+// of the breakdown, and the exposed communication by group over the passes (with the compute the
+// hidden collectives slow, also per pass in slowdown_s). Small (18 doubles): it is what the cache
+// keeps per plan.
 struct ListTotals {
   double forward_s = 0, backward_input_s = 0, backward_weight_s = 0, compute_s = 0, recompute_s = 0;
+  std::array<double, 3> slowdown_s{};  // forward, backward input (with recompute), backward weight
   std::array<double, core::kCommGroups> exposed_s{};
 };
 struct ListCost {
@@ -58,19 +61,25 @@ struct ListCost {
         pass[ps].blocking[g] += o.pass[ps].blocking[g];
         pass[ps].hidden[g] += o.pass[ps].hidden[g];
       }
+      pass[ps].slow += o.pass[ps].slow;
+      pass[ps].slow_cp += o.pass[ps].slow_cp;
     }
   }
   // Finishes the list: applies the overlap rule to each pass and returns the totals a rank adds.
   // A ring-attention KV exchange runs under the attention blocks it feeds (Liu et al. 2023; the
   // ring step i+1's transfer overlaps step i's block), so it hides only under attention compute;
   // the other overlappable collectives hide under the pass's remaining compute, and what does not
-  // fit is exposed, shared among their groups in proportion to their times.
+  // fit is exposed, shared among their groups in proportion to their times. While they run they
+  // slow the compute beside it (OverlapSlowdown): with H the overlappable time, W the compute it
+  // hides under and K = sum of OverlapSlowdown x time, the pass holds max(H, W + K) instead of
+  // max(H, W), i.e. K less the spill more (nothing once the collectives outlast the slowed
+  // compute), shared among the groups as the spill is and counted with their exposed time.
   ListTotals Finish() const {
     constexpr int kF = static_cast<int>(Pass::kForward), kB = static_cast<int>(Pass::kBackwardInput),
                   kW = static_cast<int>(Pass::kBackwardWeight), kR = static_cast<int>(Pass::kRecompute);
     constexpr int cp = static_cast<int>(CommGroup::kCp);
     ListTotals t;
-    double time[4] = {};
+    double time[4] = {}, slowed[4] = {};
     for (int ps : {kF, kB, kW, kR}) {
       const PassCost& c = pass[ps];
       time[ps] = c.compute;
@@ -80,21 +89,27 @@ struct ListCost {
         if (i != cp) hidden_total += c.hidden[i];
       const double room = std::max(0.0, c.compute - std::min(c.hidden[cp], c.attention));
       const double spill = std::max(0.0, hidden_total - room);
+      const double extra = std::max(0.0, c.slow - spill);
       for (int g = 0; g < core::kCommGroups; ++g) {
-        double e;
+        double e, slowdown;
         if (g == cp) {
-          e = c.blocking[cp] + std::max(0.0, c.hidden[cp] - c.attention);
+          const double cp_spill = std::max(0.0, c.hidden[cp] - c.attention);
+          e = c.blocking[cp] + cp_spill;
+          slowdown = std::max(0.0, c.slow_cp - cp_spill);
         } else {
           const double share = hidden_total > 0 ? c.hidden[g] / hidden_total : 0;
           e = c.blocking[g] + spill * share;
+          slowdown = extra * share;
         }
-        t.exposed_s[g] += e;
-        time[ps] += e;
+        t.exposed_s[g] += e + slowdown;
+        slowed[ps] += slowdown;
+        time[ps] += e + slowdown;
       }
     }
     t.forward_s = time[kF];
     t.backward_input_s = time[kB] + time[kR];  // recompute runs inside the backward pass
     t.backward_weight_s = time[kW];
+    t.slowdown_s = {slowed[kF], slowed[kB] + slowed[kR], slowed[kW]};
     t.compute_s = pass[kF].compute + pass[kB].compute + pass[kW].compute;
     t.recompute_s = pass[kR].compute;
     return t;
@@ -131,13 +146,14 @@ class Coster {
   // A compute op's time at the pace of the job's slowest GPU (SlowestGpuPace).
   double OpTime(const Op& op) const { return pace_ * ComputeOpTime(op, g_, prof_); }
 
-  ListTotals Cost(const std::vector<Op>& ops) const {
+  // `layer`: the ops are a transformer layer's (OverlapSlowdown).
+  ListTotals Cost(const std::vector<Op>& ops, bool layer = true) const {
     ListCost lc;
-    Add(ops, &lc);
+    Add(ops, &lc, layer);
     return lc.Finish();
   }
   // The ops' times added into `lc`'s per-pass sums (no Finish: parts of a list are added first).
-  void Add(const std::vector<Op>& ops, ListCost* out) const {
+  void Add(const std::vector<Op>& ops, ListCost* out, bool layer = true) const {
     ListCost& lc = *out;
     for (const Op& op : ops) {
       if (op.pass == Pass::kStep) continue;  // StepWorkOf's
@@ -146,6 +162,7 @@ class Coster {
         const double t = CollectiveTime(op);
         const bool hide = CollectiveHidden(op, p_);
         (hide ? pc.hidden : pc.blocking)[static_cast<int>(op.group)] += t;
+        if (hide) (op.group == CommGroup::kCp ? pc.slow_cp : pc.slow) += OverlapSlowdown(op, p_, g_, layer) * t;
         pc.comm = true;
       } else if (op.group != CommGroup::kNone) {
         // Work of a collective done by kernels (a list collective's copies): exposed, its group's.
@@ -211,8 +228,10 @@ struct RankCost {
   StageTimes times;
   double compute = 0, recompute = 0, p2p = 0;
   std::array<double, core::kCommGroups> comm{};  // exposed, per microbatch, by group
+  double slowdown = 0;                           // of comm: compute slowed by hidden collectives
   double step_comm = 0, optimizer = 0;
-  double param_gather = 0;  // of step_comm: the ZeRO-1/2 parameter all-gather (StepWork)
+  double param_gather = 0;   // of step_comm: the ZeRO-1/2 parameter all-gather (StepWork)
+  double step_slowdown = 0;  // of step_comm (once exposed): compute slowed by the hidden DP sync
 };
 
 // `count` microbatch-passes of a finished list added to a rank (the per-list sums from Finish()).
@@ -223,6 +242,10 @@ void Accumulate(const ListTotals& lc, double count, RankCost* r) {
   r->compute += lc.compute_s * count;
   r->recompute += lc.recompute_s * count;
   for (int g = 0; g < core::kCommGroups; ++g) r->comm[g] += lc.exposed_s[g] * count;
+  r->times.forward_slowdown_s += lc.slowdown_s[0] * count;
+  r->times.backward_input_slowdown_s += lc.slowdown_s[1] * count;
+  r->times.backward_weight_slowdown_s += lc.slowdown_s[2] * count;
+  r->slowdown += (lc.slowdown_s[0] + lc.slowdown_s[1] + lc.slowdown_s[2]) * count;
 }
 
 }  // namespace
@@ -420,6 +443,11 @@ double SlowestGpuPace(int64_t gpus, double spread) {
 
 double SlowestGpuPace(const core::PlanSpec& p, const core::GpuSpec& g) {
   return SlowestGpuPace(p.tp * p.cp * p.pp * p.dp, g.speed_spread);
+}
+
+double OverlapExtra(double comm_s, double window_s) {
+  if (window_s <= 0) return 0;
+  return std::max(0.0, kNcclOverlapSlowdown * comm_s - std::max(0.0, comm_s - window_s));
 }
 
 double ComputeOpTime(const Op& op, const core::GpuSpec& g, const core::Profile& prof) {
@@ -672,8 +700,8 @@ void CostListsOnce(const core::ModelSpec& m, const core::PlanSpec& p, const core
   const Coster coster(p, g, c, prof);
   out->dense = coster.Cost(graph.dense_layer);
   out->moe = coster.Cost(graph.moe_layer);
-  stage->emb = coster.Cost(graph.embedding);
-  stage->head = coster.Cost(graph.head);
+  stage->emb = coster.Cost(graph.embedding, /*layer=*/false);
+  stage->head = coster.Cost(graph.head, /*layer=*/false);
   stage->p2p = p.pp > 1 ? coster.PipelineSendTime(graph.p2p, graph.p2p_gather) : 0.0;
   out->dense_step = StepWorkOf(graph.dense_layer, coster);
   out->moe_step = StepWorkOf(graph.moe_layer, coster);
@@ -686,8 +714,8 @@ StagePartCosts CostStagePart(const core::ModelSpec& m, const core::PlanSpec& p, 
                              core::LayerPart part) {
   StagePartCosts out;
   const std::vector<Op> emb = core::BuildEmbeddingPart(m, p, part), head = core::BuildHeadPart(m, p, part);
-  coster.Add(emb, &out.emb);
-  coster.Add(head, &out.head);
+  coster.Add(emb, &out.emb, /*layer=*/false);
+  coster.Add(head, &out.head, /*layer=*/false);
   out.emb_step = StepWorkOf(emb, coster);
   out.head_step = StepWorkOf(head, coster);
   return out;
@@ -805,11 +833,14 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
     // final); ZeRO-1/2's parameter all-gather under the next step's first forward when
     // overlap_param_gather, else after the optimizer step. In the limit of small buckets each
     // collective hides under its pass's time and what does not fit is exposed (the DES places
-    // the same rule in time).
+    // the same rule in time); while they run they slow that compute (OverlapSlowdown, NCCL's), the
+    // passes' rule with H the collective and W its window (OverlapExtra).
     const double grad_sync = r.step_comm - r.param_gather;
     const double grad_window = p.overlap_grad_reduce ? r.times.backward_input_s + r.times.backward_weight_s : 0.0;
     const double param_window = p.overlap_param_gather ? r.times.forward_s : 0.0;
-    r.step_comm = std::max(0.0, grad_sync - grad_window) + std::max(0.0, r.param_gather - param_window);
+    r.step_slowdown = OverlapExtra(grad_sync, grad_window) + OverlapExtra(r.param_gather, param_window);
+    r.step_comm =
+        std::max(0.0, grad_sync - grad_window) + std::max(0.0, r.param_gather - param_window) + r.step_slowdown;
     r.times.step_s = r.step_comm + r.optimizer;
   }
 
@@ -854,7 +885,7 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
   b.bubble_s = bubble;
   // The step-level part: exposed synchronisation and optimizer of the slowest rank at that phase
   // (of equally slow ranks, the last).
-  double step_comm = 0, optimizer = 0;
+  double step_comm = 0, optimizer = 0, step_slowdown = 0;
   int64_t step_rank = -1;
   for (size_t k = 0; k < ranks.size(); ++k) {
     const RankCost& r = ranks[k];
@@ -862,9 +893,11 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
     if (r.times.step_s > best || (r.times.step_s == best && layout.last_rank[k] > step_rank)) {
       step_comm = r.step_comm;
       optimizer = r.optimizer;
+      step_slowdown = r.step_slowdown;
       step_rank = layout.last_rank[k];
     }
   }
+  e.overlap_slowdown_s = rc.slowdown * scale + step_slowdown;
   b.dp_comm_s += step_comm;
   b.optimizer_s = optimizer;
   e.bubble_fraction = e.time_s > 0 ? bubble / e.time_s : 0;

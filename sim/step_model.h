@@ -6,6 +6,7 @@
 #ifndef MESHPLAN_SIM_STEP_MODEL_H_
 #define MESHPLAN_SIM_STEP_MODEL_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -35,6 +36,8 @@ struct StageTimes {
   double backward_input_s = 0;   // input gradients (and recompute)
   double backward_weight_s = 0;  // weight gradients
   double step_s = 0;             // once per step: exposed DP sync + optimizer
+  // Of each pass's time: the compute the collectives hidden under it slow (OverlapSlowdown).
+  double forward_slowdown_s = 0, backward_input_slowdown_s = 0, backward_weight_slowdown_s = 0;
   double Total() const { return forward_s + backward_input_s + backward_weight_s; }
 };
 
@@ -51,6 +54,9 @@ struct StepEstimate {
   double model_flops = 0, model_flops_causal = 0, hardware_flops = 0;
   double tflops_per_gpu = 0;  // model FLOPs / s / GPU, in TFLOP/s
   double mfu = 0, hfu = 0, mfu_causal = 0;
+  // Of the exposed communication in `breakdown`: the compute slowed by the collectives hidden
+  // under it on the critical path (OverlapSlowdown), per step.
+  double overlap_slowdown_s = 0;
 };
 
 // REQUIRES: ValidatePlan(plan, model, gpu, cluster) reported no errors.
@@ -143,6 +149,39 @@ double SendsPerMicrobatch(const core::PlanSpec& p);
 double SlowestGpuPace(int64_t gpus, double spread);
 // The plan's GPUs (tp x cp x pp x dp) of `g`: SlowestGpuPace's factor for its compute.
 double SlowestGpuPace(const core::PlanSpec& p, const core::GpuSpec& g);
+
+// Overlap slows the compute beside it (docs/compute.md): a collective hidden under compute takes
+// GPU resources from it, so for each second the collective runs beside the compute, the compute
+// loses this fraction of a second of progress. NCCL's kernels: Lee et al. 2025 ("Characterizing
+// Compute-Communication Overlap in GPU-Accelerated Distributed Deep Learning", arXiv 2507.03114:
+// compute beside a collective takes on average 18.9% longer, A100 and H100, GPT and Llama
+// training), 1 - 1/1.189. Under full TP overlap with SP a layer's linear layers' TP collectives
+// run on Transformer Engine userbuffers instead (transformer_engine/pytorch/module/base.py at
+// d0067d0d, initialize_ub's default methods and get_default_config), which hold SMs out of the
+// GEMM beside them: 1 for "ring_exchange" (the copy engines move the data: the forward
+// all-gathers before qkv and fc1, as the recompute reruns them, and the backward all-gathers of
+// proj's and fc2's output gradient, the blocking conjugates of their forward reduce-scatters) and
+// 16 for "pipeline" and "bulk" (set_sm_margin: the forward reduce-scatters after proj and fc2, the
+// backward reduce-scatter of qkv's and fc1's input gradient and the overlappable all-gather of
+// their input for the weight gradient); 0 on a GPU whose SM count is unknown. `layer`: the op is a
+// transformer layer's (not the embedding's, the head's or the MTP module's, which stay NCCL's).
+inline constexpr double kNcclOverlapSlowdown = 1.0 - 1.0 / 1.189;
+inline constexpr int64_t kUserbufferSms = 16;
+inline double OverlapSlowdown(const core::Op& op, const core::PlanSpec& p, const core::GpuSpec& g, bool layer) {
+  if (!layer || op.group != core::CommGroup::kTp || p.tp_overlap != core::TpOverlap::kFull || !p.sequence_parallel ||
+      p.tp <= 1)
+    return kNcclOverlapSlowdown;
+  if (g.sms <= 0) return 0.0;
+  const bool all_gather = op.collective == core::CollectiveKind::kAllGather;
+  const bool ring_exchange = (op.pass == core::Pass::kForward || op.pass == core::Pass::kRecompute)
+                                 ? all_gather
+                                 : op.pass == core::Pass::kBackwardInput && all_gather && !op.overlappable;
+  return std::min(1.0, (ring_exchange ? 1.0 : static_cast<double>(kUserbufferSms)) / static_cast<double>(g.sms));
+}
+// The time NCCL's slowdown adds to a window of `window_s` compute with a collective of `comm_s`
+// run under it: max(comm, window + s x comm) - max(comm, window), i.e. s x comm less what spills
+// past the window (0 without a window: nothing runs beside it).
+double OverlapExtra(double comm_s, double window_s);
 
 // Time of one compute op (GEMM, attention, memory-bound, optimizer) on `g` under `profile`.
 double ComputeOpTime(const core::Op& op, const core::GpuSpec& g, const core::Profile& profile);

@@ -62,6 +62,12 @@ void StepView::Rebuild() {
                                         .arg(pace, 0, 'f', 3)
                                         .arg(Percent(scenario_->scenario().gpu.speed_spread))
                                   : QString("one GPU: no slower GPU to wait for"));
+  // Of the exposed communication: the compute the hidden collectives slowed (docs/compute.md).
+  if (s.overlap_slowdown_s > 0)
+    step_time_->setToolTip(step_time_->toolTip() +
+                           QString("\noverlapped communication slows the compute beside it: +%1 (in the "
+                                   "exposed communication)")
+                               .arg(Duration(s.overlap_slowdown_s)));
   tokens_->setText(QString("%1 tokens/s\n%2 per GPU").arg(Count(s.tokens_per_s), Count(s.tokens_per_s_per_gpu)));
   tflops_->setText(QString::number(s.tflops_per_gpu, 'f', 1));
   mfu_->setText(QString("%1 (%2)").arg(Percent(s.mfu), Percent(s.mfu_causal)));

@@ -182,7 +182,7 @@ run(report_gemm_only 0 "energy uses h100-sxm's TDP: cpu:vm's power was not measu
     report --model tiny --gpu h100-sxm --gpus 1 --profile gemm-only --db ${WORK}/cal.db)
 run(calibrate_published 0 "korthikanti2022-t4-22B-1layer-baseline-no-recompute +7.70 .*saved profile t4 version 1"
     calibrate published --dataset ${DATA}/validation/published.json --name t4 --db ${WORK}/cal.db)
-run(validate_shipped_profile 0 "median 4.0%, p90 7.7%, mean 4.4%, max 9.5%.*with the built-in defaults: \\|error\\| median 3.1%"
+run(validate_shipped_profile 0 "median 5.6%, p90 9.7%, mean 5.9%, max 11.7%.*with the built-in defaults: \\|error\\| median 2.5%"
     validate --dataset ${DATA}/validation/published.json --profile a100-megatron-2022)
 # The stage's three totals: what torch reports as peak allocated and reserved, and what the GPU
 # holds (the fit verdict's number); JSON has the first two per stage.

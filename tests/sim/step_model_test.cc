@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/memory.h"
@@ -202,6 +203,93 @@ TEST(StepModelTest, GemmsRunAtTheGpuPresetsSustainedEfficiencyUnlessTheProfileMe
   ASSERT_TRUE(back.ok());
   EXPECT_FALSE(back->gemm_efficiency_measured);
   EXPECT_DOUBLE_EQ(GemmEfficiency(*back, h100, core::Dtype::kBf16), 0.643);
+}
+
+TEST(StepModelTest, OverlappedCommunicationSlowsTheComputeBesideIt) {
+  // What a hidden collective costs the compute beside it, per second of the collective: NCCL's
+  // kernels 1 - 1/1.189 (Lee et al. 2025: compute 18.9% slower while overlapped); Transformer
+  // Engine userbuffers (full TP overlap with SP, a layer's linear layers) the SMs they hold, 16 of
+  // H100's 132 (pipeline, bulk) or 1 (ring exchange); nothing for userbuffers on a GPU whose SM
+  // count is unknown.
+  const core::GpuSpec h100 = *core::LoadGpu("h100-sxm");
+  ASSERT_EQ(h100.sms, 132);
+  core::ModelSpec m = *core::LoadModel("llama3-8b");
+  core::PlanSpec p;
+  p.tp = 8;
+  p.dp = 1;
+  p.gpus = 8;
+  p.sequence_parallel = true;
+  p.micro_batch = 1;
+  p.global_batch = 2;
+  p.seq_len = 4096;
+  p.tp_overlap = core::TpOverlap::kFull;
+  // Each TP collective of a layer under full overlap, by pass and kind (TE base.py's default
+  // methods): forward all-gathers ring_exchange, forward reduce-scatters pipeline; backward, qkv's
+  // and fc1's input-gradient reduce-scatter (weight-gradient pass) and input all-gather (the
+  // overlappable regather) bulk, proj's and fc2's output-gradient all-gather (the blocking
+  // conjugate) ring_exchange. The output head's gather stays NCCL's.
+  auto slowdowns = [&](const std::vector<core::Op>& ops, core::Pass pass, core::CollectiveKind kind, bool layer) {
+    std::vector<double> out;
+    for (const core::Op& o : ops)
+      if (o.kind == core::OpKind::kCollective && o.group == core::CommGroup::kTp && o.pass == pass &&
+          o.collective == kind)
+        out.push_back(OverlapSlowdown(o, p, h100, layer));
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  using K = core::CollectiveKind;
+  const double ring = 1.0 / 132, held = 16.0 / 132, nccl = kNcclOverlapSlowdown;
+  EXPECT_NEAR(nccl, 0.189 / 1.189, 1e-12);
+  const core::StepGraph full = core::BuildStepGraph(m, p);
+  EXPECT_EQ(slowdowns(full.dense_layer, core::Pass::kForward, K::kAllGather, true), (std::vector<double>{ring, ring}));
+  EXPECT_EQ(slowdowns(full.dense_layer, core::Pass::kForward, K::kReduceScatter, true),
+            (std::vector<double>{held, held}));
+  EXPECT_EQ(slowdowns(full.dense_layer, core::Pass::kBackwardWeight, K::kReduceScatter, true),
+            (std::vector<double>{held, held}));
+  EXPECT_EQ(slowdowns(full.dense_layer, core::Pass::kBackwardInput, K::kAllGather, true),
+            (std::vector<double>{ring, ring, held, held}));
+  EXPECT_EQ(slowdowns(full.head, core::Pass::kForward, K::kAllGather, false), (std::vector<double>{nccl}));
+  core::GpuSpec unknown = h100;
+  unknown.sms = 0;
+  for (const core::Op& o : full.dense_layer)
+    if (o.kind == core::OpKind::kCollective && o.group == core::CommGroup::kTp)
+      EXPECT_EQ(OverlapSlowdown(o, p, unknown, true), 0) << o.name;
+  // Megatron's asynchronous TP (tp_overlap backward) is NCCL's throughout.
+  p.tp_overlap = core::TpOverlap::kBackward;
+  for (const core::Op& o : core::BuildStepGraph(m, p).dense_layer)
+    if (o.kind == core::OpKind::kCollective) EXPECT_NEAR(OverlapSlowdown(o, p, h100, true), nccl, 1e-15) << o.name;
+
+  // The step. Llama 3 8B on 16 H100s in two nodes, DDP (TP 1, DP 16), two microbatches of 4096
+  // tokens: the gradient all-reduce fits under one microbatch's backward, so overlapped its
+  // exposed time is 0 and it slows that backward by s x its time; not overlapped it is exposed
+  // whole. By hand: dp_comm(on) = s x dp_comm(off), and the step grows by exactly that.
+  core::PlanSpec d;
+  d.dp = 16;
+  d.gpus = 16;
+  d.micro_batch = 1;
+  d.global_batch = 32;
+  d.seq_len = 4096;
+  const core::ClusterSpec c = *core::LoadCluster("dgx-h100");
+  d.overlap_grad_reduce = false;
+  const StepEstimate off = EstimateStep(m, d, h100, c, core::Profile{});
+  d.overlap_grad_reduce = true;
+  const StepEstimate on = EstimateStep(m, d, h100, c, core::Profile{});
+  const double all_reduce = off.breakdown.dp_comm_s;
+  ASSERT_GT(all_reduce, 0);
+  ASSERT_LT(all_reduce, on.stages[0].backward_input_s + on.stages[0].backward_weight_s);
+  EXPECT_EQ(off.overlap_slowdown_s, 0);
+  EXPECT_NEAR(on.breakdown.dp_comm_s, kNcclOverlapSlowdown * all_reduce, 1e-12);
+  EXPECT_NEAR(on.overlap_slowdown_s, kNcclOverlapSlowdown * all_reduce, 1e-12);
+  EXPECT_NEAR(off.time_s - on.time_s, (1 - kNcclOverlapSlowdown) * all_reduce, 1e-9 * off.time_s);
+  // The event simulation adds the same slowdown before the optimizer.
+  for (const StepEstimate* e : {&off, &on}) {
+    d.overlap_grad_reduce = e == &on;
+    const std::vector<StageStreams> streams = StageStreamCosts(m, d, h100, c, core::Profile{}, e->stages);
+    const auto r = SimulateStreams(d, streams, d.Microbatches(), DesOptions{});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_NEAR(streams[0].overlap_slowdown_s, e->overlap_slowdown_s, 1e-12);
+    EXPECT_NEAR(r->step_time_s, e->time_s, 1e-6 * e->time_s);
+  }
 }
 
 TEST(StepModelTest, ASynchronousJobRunsAtItsSlowestGpusPace) {

@@ -302,23 +302,27 @@ TEST(ValidationTest, BeyondTuningRegressionBound) {
   // 24.9%, 71.5%; ZeRO-3 175B at 1,536 GPUs +15.0% -> -6.7%, 529.6B at 2,240 +46.8% -> +31.8%.
   // With compute at the pace of the slowest of the plan's GPUs (sim::SlowestGpuPace; the Hopper
   // presets a typical busy GPU's, not the slowest of a node's): 5.9%, 22.6%, 70.3% (signed median
-  // +9.2% -> +4.9%; A100 10.9% -> 6.9%, MegaScale 10.5% -> 5.9%, ZeRO-3 16.1% -> 12.6%).
-  EXPECT_LE(v.all.median_abs_error, 0.062);
-  EXPECT_LE(v.all.p90_abs_error, 0.23);
+  // +9.2% -> +4.9%; A100 10.9% -> 6.9%, MegaScale 10.5% -> 5.9%, ZeRO-3 16.1% -> 12.6%). With
+  // hidden collectives slowing the compute beside them (sim::OverlapSlowdown: NCCL's 18.9%, Lee
+  // et al. 2025; Transformer Engine userbuffers' 16 or 1 SMs): 6.4%, 19.6%, 70.2% (mean 10.2% ->
+  // 9.7%; the Megatron README H100 rows, whose TP collectives all overlap, 1-5 points slower, so
+  // the H100 median 5.0% -> 6.4% while MegaScale 5.9% -> 4.4%, FP8 14.1% -> 11.4%).
+  EXPECT_LE(v.all.median_abs_error, 0.065);
+  EXPECT_LE(v.all.p90_abs_error, 0.20);
   EXPECT_LE(v.all.max_abs_error, 0.71);
   EXPECT_EQ(v.all.out_of_memory, 0u);
   for (const auto& g : v.groups) {
     if (g.dimension == "stack" && g.value == "megatron-lm-2021") EXPECT_LE(g.summary.median_abs_error, 0.03);
     if (g.dimension == "sharding" && g.value == "zero-3") {
-      EXPECT_LE(g.summary.median_abs_error, 0.13);
+      EXPECT_LE(g.summary.median_abs_error, 0.115);
       EXPECT_EQ(g.summary.out_of_memory, 0u);
     }
     if (g.dimension == "scale" && g.value == ">1024") EXPECT_LE(g.summary.median_abs_error, 0.08);
     // FP8 (5 runs): Llama 3 8B/70B +4%, 405B +23%, Qwen3-30B-A3B +76%, Qwen3-235B-A22B +20%
     // (-11% before its recipe's batch-level EP all-to-all overlap was modelled: hidden in full, an
     // upper bound, it was too slow with the overlap missing and is too fast with it whole).
-    if (g.dimension == "precision" && g.value == "fp8") EXPECT_LE(g.summary.median_abs_error, 0.145);
-    if (g.dimension == "gpu" && g.value == "h100-sxm") EXPECT_LE(g.summary.median_abs_error, 0.055);
+    if (g.dimension == "precision" && g.value == "fp8") EXPECT_LE(g.summary.median_abs_error, 0.12);
+    if (g.dimension == "gpu" && g.value == "h100-sxm") EXPECT_LE(g.summary.median_abs_error, 0.065);
     if (g.dimension == "model" && g.value == "moe") EXPECT_LE(g.summary.median_abs_error, 0.18);
   }
 }
@@ -813,29 +817,37 @@ TEST(ValidationTest, ProfileFittedToTable4ReproducesItAndIsTheShippedPreset) {
   EXPECT_NEAR(shipped->kernel_overhead_s / f.kernel_overhead_s, 1.0, 1e-9);
   EXPECT_NEAR(shipped->hbm_efficiency, f.hbm_efficiency, 1e-12);
   EXPECT_NEAR(shipped->comm.scale_up, f.comm.scale_up, 1e-9);
-  // Today's values (meshplan calibrate published ... -o presets/profiles/a100-megatron-2022.json).
-  EXPECT_NEAR(f.gemm_efficiency.at(core::Dtype::kFp16), 0.8523, 0.001);
-  EXPECT_NEAR(f.comm.scale_up, 0.6949, 0.001);
+  // Today's values (meshplan calibrate published ... -o presets/profiles/a100-megatron-2022.json;
+  // 0.8523 and 0.6949 before the hidden TP all-reduces slowed the weight-gradient GEMMs beside
+  // them: the fit now takes faster GEMMs and a slower NVLink).
+  EXPECT_NEAR(f.gemm_efficiency.at(core::Dtype::kFp16), 0.8859, 0.001);
+  EXPECT_NEAR(f.comm.scale_up, 0.6343, 0.001);
   EXPECT_DOUBLE_EQ(f.hbm_efficiency, 1.0);
 
-  // The defaults already time the layer within 5% (GEMM wave quantization, docs/compute.md; 6-9%
-  // too fast before it): today forward -2% to -4%, backward -4% to +1%.
+  // The defaults time the layer within 6% (GEMM wave quantization, docs/compute.md; 6-9% too
+  // fast before it): today forward -3% to -1%, backward -0.4% to +5.1%. The backward was -4% to
+  // +1% before the hidden TP collectives slowed the weight-gradient GEMMs beside them (NCCL's
+  // 18.9%, Lee et al. 2025): the no-SP baseline, whose two asynchronous all-reduces are the
+  // largest hidden collectives here, went from +1% to +5.1%, a sign that Megatron's async
+  // all-reduce on A100 NVLink slows the GEMMs less than that mean (docs/compute.md).
   for (const auto& l : fit->report.layers) {
-    EXPECT_NEAR(l.forward_before_s / l.forward_s, 1.0, 0.05) << l.id;
-    EXPECT_NEAR(l.backward_before_s / l.backward_s, 1.0, 0.05) << l.id;
+    EXPECT_NEAR(l.forward_before_s / l.forward_s, 1.0, 0.06) << l.id;
+    EXPECT_NEAR(l.backward_before_s / l.backward_s, 1.0, 0.06) << l.id;
   }
   auto runs = core::LoadPublishedRuns(*text, nullptr);
   ASSERT_TRUE(runs.ok());
   const ValidationSummary with = ValidateRuns(*runs, *shipped);
   const ValidationSummary without = ValidateRuns(*runs, core::Profile{});
-  // Since the layer is right, fitting it no longer moves the 19 end-to-end records: with the
-  // profile median 4.0%, max 9.5%; with the defaults 3.1% and 6.7% (5.2%/11.8% and 5.0%/10.0% before
-  // the slowest-GPU pace, SlowestGpuPace; before wave quantization
-  // the profile gave 2.9% / 6.5% and the defaults 9.4% / 12.6%: it stood in for the mechanism).
-  EXPECT_LE(without.median_abs_error, 0.035);
+  // Since the layer is right, fitting it no longer helps the 19 end-to-end records: with the
+  // profile median 5.6%, max 11.7%; with the defaults 2.5% and 6.5% (4.0%/9.5% and 3.1%/6.7%
+  // before hidden collectives slowed the compute beside them, OverlapSlowdown: the fit answers the
+  // slower backward with faster GEMMs, which the end-to-end runs do not show; 5.2%/11.8% and
+  // 5.0%/10.0% before the slowest-GPU pace; before wave quantization the profile gave 2.9% / 6.5%
+  // and the defaults 9.4% / 12.6%: it stood in for the mechanism).
+  EXPECT_LE(without.median_abs_error, 0.03);
   EXPECT_LE(without.max_abs_error, 0.07);
-  EXPECT_LE(with.median_abs_error, 0.045);
-  EXPECT_LE(with.max_abs_error, 0.10);
+  EXPECT_LE(with.median_abs_error, 0.06);
+  EXPECT_LE(with.max_abs_error, 0.12);
 }
 
 }  // namespace

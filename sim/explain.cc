@@ -800,8 +800,8 @@ ExplainStep OverlapStep(const core::Scenario& s, const PlanSpec& p, const core::
       "the compute beside it (NCCL's kernels: 18.9% on average, Lee et al. 2025; Transformer Engine userbuffers: "
       "the SMs they hold). docs/compute.md.";
   st.formula =
-      "t_step = compute + exposed communication + bubble + optimizer;  exposed = max(0, t_comm − window) + s × "
-      "min(t_comm, window)";
+      "t_step = compute + exposed communication + bubble + optimizer;  exposed = max(t_comm, window + s × t_comm) − "
+      "window";
   auto parts = [](const StepBreakdown& b) {
     std::string t = "TP " + Secs(b.tp_comm_s) + " + DP " + Secs(b.dp_comm_s);
     if (b.cp_comm_s > 0) t += " + CP " + Secs(b.cp_comm_s);

@@ -123,8 +123,7 @@ std::vector<StageStreams> StageStreamCosts(const core::ModelSpec& m, const core:
         continue;
       }
       const bool hide = CollectiveHidden(op, p);
-      const double t = collective(op);
-      (hide ? ps.hidden : ps.blocking)[static_cast<size_t>(CommStream(op.group))] += t;
+      (hide ? ps.hidden : ps.blocking)[static_cast<size_t>(CommStream(op.group))] += collective(op);
     }
     return s;
   };
@@ -154,11 +153,8 @@ std::vector<StageStreams> StageStreamCosts(const core::ModelSpec& m, const core:
     s.grad_sync_s = total.grad_sync;
     s.optimizer_s = total.optimizer;
     s.param_gather_s = std::max(0.0, total.param_gather - (p.overlap_param_gather ? t.forward_s : 0.0));
-    // The step model's rule: the gradient synchronisation under one microbatch's backward and the
-    // parameter gather under one forward slow that compute (OverlapExtra).
-    const double grad_window = p.overlap_grad_reduce ? t.backward_input_s + t.backward_weight_s : 0.0;
-    const double param_window = p.overlap_param_gather ? t.forward_s : 0.0;
-    s.overlap_slowdown_s = OverlapExtra(total.grad_sync, grad_window) + OverlapExtra(total.param_gather, param_window);
+    // The step model's rule (StepOverlapSlowdown): the hidden synchronisation slows the compute.
+    s.overlap_slowdown_s = StepOverlapSlowdown(p, t, total.grad_sync, total.param_gather);
     const std::array<double, 3> pass_time = {t.forward_s, t.backward_input_s, t.backward_weight_s};
     const std::array<double, 3> pass_slowed = {t.forward_slowdown_s, t.backward_input_slowdown_s,
                                                t.backward_weight_slowdown_s};

@@ -228,7 +228,6 @@ struct RankCost {
   StageTimes times;
   double compute = 0, recompute = 0, p2p = 0;
   std::array<double, core::kCommGroups> comm{};  // exposed, per microbatch, by group
-  double slowdown = 0;                           // of comm: compute slowed by hidden collectives
   double step_comm = 0, optimizer = 0;
   double param_gather = 0;   // of step_comm: the ZeRO-1/2 parameter all-gather (StepWork)
   double step_slowdown = 0;  // of step_comm (once exposed): compute slowed by the hidden DP sync
@@ -245,7 +244,6 @@ void Accumulate(const ListTotals& lc, double count, RankCost* r) {
   r->times.forward_slowdown_s += lc.slowdown_s[0] * count;
   r->times.backward_input_slowdown_s += lc.slowdown_s[1] * count;
   r->times.backward_weight_slowdown_s += lc.slowdown_s[2] * count;
-  r->slowdown += (lc.slowdown_s[0] + lc.slowdown_s[1] + lc.slowdown_s[2]) * count;
 }
 
 }  // namespace
@@ -448,6 +446,12 @@ double SlowestGpuPace(const core::PlanSpec& p, const core::GpuSpec& g) {
 double OverlapExtra(double comm_s, double window_s) {
   if (window_s <= 0) return 0;
   return std::max(0.0, kNcclOverlapSlowdown * comm_s - std::max(0.0, comm_s - window_s));
+}
+
+double StepOverlapSlowdown(const core::PlanSpec& p, const StageTimes& t, double grad_sync_s, double param_gather_s) {
+  const double grad_window = p.overlap_grad_reduce ? t.backward_input_s + t.backward_weight_s : 0.0;
+  const double param_window = p.overlap_param_gather ? t.forward_s : 0.0;
+  return OverlapExtra(grad_sync_s, grad_window) + OverlapExtra(param_gather_s, param_window);
 }
 
 double ComputeOpTime(const Op& op, const core::GpuSpec& g, const core::Profile& prof) {
@@ -838,7 +842,7 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
     const double grad_sync = r.step_comm - r.param_gather;
     const double grad_window = p.overlap_grad_reduce ? r.times.backward_input_s + r.times.backward_weight_s : 0.0;
     const double param_window = p.overlap_param_gather ? r.times.forward_s : 0.0;
-    r.step_slowdown = OverlapExtra(grad_sync, grad_window) + OverlapExtra(r.param_gather, param_window);
+    r.step_slowdown = StepOverlapSlowdown(p, r.times, grad_sync, r.param_gather);
     r.step_comm =
         std::max(0.0, grad_sync - grad_window) + std::max(0.0, r.param_gather - param_window) + r.step_slowdown;
     r.times.step_s = r.step_comm + r.optimizer;
@@ -897,7 +901,7 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
       step_rank = layout.last_rank[k];
     }
   }
-  e.overlap_slowdown_s = rc.slowdown * scale + step_slowdown;
+  e.overlap_slowdown_s = rc.times.Slowdown() * scale + step_slowdown;
   b.dp_comm_s += step_comm;
   b.optimizer_s = optimizer;
   e.bubble_fraction = e.time_s > 0 ? bubble / e.time_s : 0;

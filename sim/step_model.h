@@ -39,6 +39,7 @@ struct StageTimes {
   // Of each pass's time: the compute the collectives hidden under it slow (OverlapSlowdown).
   double forward_slowdown_s = 0, backward_input_slowdown_s = 0, backward_weight_slowdown_s = 0;
   double Total() const { return forward_s + backward_input_s + backward_weight_s; }
+  double Slowdown() const { return forward_slowdown_s + backward_input_slowdown_s + backward_weight_slowdown_s; }
 };
 
 struct StepEstimate {
@@ -182,6 +183,11 @@ inline double OverlapSlowdown(const core::Op& op, const core::PlanSpec& p, const
 // run under it: max(comm, window + s x comm) - max(comm, window), i.e. s x comm less what spills
 // past the window (0 without a window: nothing runs beside it).
 double OverlapExtra(double comm_s, double window_s);
+// The step-level part, for a rank with per-microbatch times `t`: its gradient synchronisation
+// (`grad_sync_s`) under one microbatch's backward when overlap_grad_reduce, its ZeRO-1/2 parameter
+// gather (`param_gather_s`) under one forward when overlap_param_gather (the step model and the
+// DES alike).
+double StepOverlapSlowdown(const core::PlanSpec& p, const StageTimes& t, double grad_sync_s, double param_gather_s);
 
 // Time of one compute op (GEMM, attention, memory-bound, optimizer) on `g` under `profile`.
 double ComputeOpTime(const core::Op& op, const core::GpuSpec& g, const core::Profile& profile);

@@ -57,17 +57,16 @@ void StepView::Rebuild() {
   // The compute runs at the pace of the plan's slowest GPU (sim::SlowestGpuPace, docs/compute.md).
   const core::PlanSpec& plan = scenario_->plan();
   const double pace = sim::SlowestGpuPace(plan, scenario_->scenario().gpu);
-  step_time_->setToolTip(pace > 1 ? QString("compute at the slowest of %1 GPUs' pace: x %2 (the GPU's speed spread %3)")
-                                        .arg(plan.gpus)
-                                        .arg(pace, 0, 'f', 3)
-                                        .arg(Percent(scenario_->scenario().gpu.speed_spread))
-                                  : QString("one GPU: no slower GPU to wait for"));
+  QString tip = pace > 1 ? QString("compute at the slowest of %1 GPUs' pace: x %2 (the GPU's speed spread %3)")
+                               .arg(plan.gpus)
+                               .arg(pace, 0, 'f', 3)
+                               .arg(Percent(scenario_->scenario().gpu.speed_spread))
+                         : QString("one GPU: no slower GPU to wait for");
   // Of the exposed communication: the compute the hidden collectives slowed (docs/compute.md).
   if (s.overlap_slowdown_s > 0)
-    step_time_->setToolTip(step_time_->toolTip() +
-                           QString("\noverlapped communication slows the compute beside it: +%1 (in the "
-                                   "exposed communication)")
-                               .arg(Duration(s.overlap_slowdown_s)));
+    tip += QString("\noverlapped communication slows the compute beside it: +%1 (in the exposed communication)")
+               .arg(Duration(s.overlap_slowdown_s));
+  step_time_->setToolTip(tip);
   tokens_->setText(QString("%1 tokens/s\n%2 per GPU").arg(Count(s.tokens_per_s), Count(s.tokens_per_s_per_gpu)));
   tflops_->setText(QString::number(s.tflops_per_gpu, 'f', 1));
   mfu_->setText(QString("%1 (%2)").arg(Percent(s.mfu), Percent(s.mfu_causal)));

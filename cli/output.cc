@@ -156,6 +156,180 @@ std::string SpeedTable(const core::Scenario& s, const SpeedReport& sp) {
   return o.str();
 }
 
+// What an op is, in a few words: a GEMM's m x n x k (x batch), core attention's batch x heads x
+// queries x keys and head dim, a memory-bound op's kind.
+std::string OpShape(const core::Op& op) {
+  char b[96];
+  switch (op.kind) {
+    case core::OpKind::kGemm:
+      if (op.batch > 1)
+        std::snprintf(b, sizeof b, "%lldx%lldx%lld x%lld", static_cast<long long>(op.m), static_cast<long long>(op.n),
+                      static_cast<long long>(op.k), static_cast<long long>(op.batch));
+      else
+        std::snprintf(b, sizeof b, "%lldx%lldx%lld", static_cast<long long>(op.m), static_cast<long long>(op.n),
+                      static_cast<long long>(op.k));
+      return b;
+    case core::OpKind::kAttention:
+      std::snprintf(b, sizeof b, "%lldx%lld %lldx%lld d%lld", static_cast<long long>(op.attn_batch),
+                    static_cast<long long>(op.heads), static_cast<long long>(op.seq_q),
+                    static_cast<long long>(op.seq_kv), static_cast<long long>(op.head_dim_qk));
+      return b;
+    case core::OpKind::kCollective:
+    case core::OpKind::kP2p: return core::Name(op.collective);
+    default:
+      if (op.batch <= 1) return "";
+      std::snprintf(b, sizeof b, "x%lld kernels", static_cast<long long>(op.batch));
+      return b;
+  }
+}
+
+// How the model costed it: the rate the op's time implies and what bounds it; for a collective its
+// group on the tiers, the algorithm and whether it may hide under its pass's compute.
+std::string OpNote(const sim::CostedOp& c) {
+  const core::Op& op = c.op;
+  char b[160];
+  switch (op.kind) {
+    case core::OpKind::kGemm:
+      std::snprintf(b, sizeof b, "%.0f TFLOP/s, %s", c.time_s > 0 ? op.Flops() / c.time_s / 1e12 : 0.0,
+                    c.memory_bound ? "memory-bound" : "compute-bound");
+      return b;
+    case core::OpKind::kAttention:
+      std::snprintf(b, sizeof b, "%.0f TFLOP/s, %s%s", c.time_s > 0 ? op.Flops() / c.time_s / 1e12 : 0.0,
+                    core::Name(op.attention), op.causal ? ", causal" : "");
+      return b;
+    case core::OpKind::kCollective:
+    case core::OpKind::kP2p: {
+      std::snprintf(b, sizeof b, "%s %lld ranks (%lld x %lld domains), %s", core::Name(op.group),
+                    static_cast<long long>(c.span.size), static_cast<long long>(c.span.per_domain),
+                    static_cast<long long>(c.span.domains), c.algorithm);
+      std::string note = b;
+      if (c.hidden) {
+        std::snprintf(b, sizeof b, "; may hide, slows compute by %.3f", c.slowdown);
+        note += b;
+      } else {
+        note += "; exposed";
+      }
+      return note;
+    }
+    default:
+      std::snprintf(b, sizeof b, "%.2f TB/s%s", c.time_s > 0 ? static_cast<double>(op.bytes) / c.time_s / 1e12 : 0.0,
+                    op.group != core::CommGroup::kNone ? "; part of its collective (exposed)" : "");
+      return b;
+  }
+}
+
+const char* ShortPass(core::Pass p) {
+  switch (p) {
+    case core::Pass::kForward: return "fwd";
+    case core::Pass::kBackwardInput: return "bwd-in";
+    case core::Pass::kBackwardWeight: return "bwd-w";
+    case core::Pass::kRecompute: return "recomp";
+    case core::Pass::kStep: return "step";
+  }
+  return "?";
+}
+
+std::string OpsTable(const core::Scenario& s, const SpeedReport& sp) {
+  std::ostringstream o;
+  char line[320];
+  const double pace = sim::SlowestGpuPace(s.plan, s.gpu);
+  std::snprintf(line, sizeof line,
+                "# Per-op costs (--ops): one microbatch on one rank (step ops: once per step); compute at the "
+                "slowest GPU's pace x %.3f; docs/compute.md\n",
+                pace);
+  o << line;
+  o << "# Whether a collective that may hide does is decided per pass over its list (the step time above).\n";
+  for (const auto& list : sp.ops) {
+    if (list.count > 1)
+      std::snprintf(line, sizeof line, "# %s: %s (%lld in the model)\n", list.name, list.where,
+                    static_cast<long long>(list.count));
+    else std::snprintf(line, sizeof line, "# %s: %s\n", list.name, list.where);
+    o << line;
+    std::snprintf(line, sizeof line, "# %-7s %-30s %-24s %-5s %10s %10s %10s  %s\n", "pass", "op", "shape", "dtype",
+                  "GFLOP", "MB", "time(us)", "how");
+    o << line;
+    double compute[5] = {}, comm[5] = {};
+    for (const auto& c : list.ops) {
+      const core::Op& op = c.op;
+      const bool is_comm = op.kind == core::OpKind::kCollective || op.kind == core::OpKind::kP2p;
+      (is_comm || op.group != core::CommGroup::kNone ? comm : compute)[static_cast<int>(op.pass)] += c.time_s;
+      const double flops = op.Flops();
+      const std::string gflop = flops > 0 ? Fmt("%.2f", flops / 1e9) : "-";
+      const std::string mb = op.bytes > 0 ? Fmt("%.2f", static_cast<double>(op.bytes) / 1e6) : "-";
+      const char* dtype =
+          op.kind == core::OpKind::kGemm || op.kind == core::OpKind::kAttention ? core::Name(op.dtype) : "";
+      std::snprintf(line, sizeof line, "  %-7s %-30s %-24s %-5s %10s %10s %10.1f  %s\n", ShortPass(op.pass), op.name,
+                    OpShape(op).c_str(), dtype, gflop.c_str(), mb.c_str(), 1e6 * c.time_s, OpNote(c).c_str());
+      o << line;
+    }
+    std::string totals = "#   sums:";
+    for (core::Pass ps : {core::Pass::kForward, core::Pass::kBackwardInput, core::Pass::kBackwardWeight,
+                          core::Pass::kRecompute, core::Pass::kStep}) {
+      const int i = static_cast<int>(ps);
+      if (compute[i] == 0 && comm[i] == 0) continue;
+      totals += std::string(" ") + ShortPass(ps) + Fmt(" %.1f us compute", 1e6 * compute[i]);
+      if (comm[i] > 0) totals += Fmt(" + %.1f us communication", 1e6 * comm[i]);
+      totals += ";";
+    }
+    totals.back() = '\n';
+    o << totals;
+  }
+  o << "#\n";
+  return o.str();
+}
+
+OJson OpsJson(const core::Scenario& s, const SpeedReport& sp) {
+  OJson lists = OJson::array();
+  for (const auto& list : sp.ops) {
+    OJson ops = OJson::array();
+    for (const auto& c : list.ops) {
+      const core::Op& op = c.op;
+      OJson row = {
+          {"name", op.name}, {"pass", core::Name(op.pass)}, {"kind", core::Name(op.kind)}, {"time_s", c.time_s}};
+      switch (op.kind) {
+        case core::OpKind::kGemm:
+          row["m"] = op.m;
+          row["n"] = op.n;
+          row["k"] = op.k;
+          row["batch"] = op.batch;
+          row["dtype"] = core::Name(op.dtype);
+          row["flops"] = op.Flops();
+          break;
+        case core::OpKind::kAttention:
+          row["batch"] = op.attn_batch;
+          row["heads"] = op.heads;
+          row["seq_q"] = op.seq_q;
+          row["seq_kv"] = op.seq_kv;
+          row["head_dim"] = op.head_dim_qk;
+          row["causal"] = op.causal;
+          row["kernel"] = core::Name(op.attention);
+          row["dtype"] = core::Name(op.dtype);
+          row["flops"] = op.Flops();
+          break;
+        case core::OpKind::kCollective:
+        case core::OpKind::kP2p:
+          row["collective"] = core::Name(op.collective);
+          row["group"] = core::Name(op.group);
+          row["bytes"] = op.bytes;
+          row["ranks"] = c.span.size;
+          row["per_domain"] = c.span.per_domain;
+          row["domains"] = c.span.domains;
+          row["algorithm"] = c.algorithm;
+          row["may_hide"] = c.hidden;
+          row["overlap_slowdown"] = c.slowdown;
+          break;
+        default:
+          row["bytes"] = op.bytes;
+          row["kernels"] = op.batch;
+          if (op.group != core::CommGroup::kNone) row["group"] = core::Name(op.group);
+      }
+      ops.push_back(std::move(row));
+    }
+    lists.push_back({{"list", list.name}, {"where", list.where}, {"count", list.count}, {"ops", std::move(ops)}});
+  }
+  return {{"slowest_gpu_pace", sim::SlowestGpuPace(s.plan, s.gpu)}, {"lists", std::move(lists)}};
+}
+
 }  // namespace
 
 bool ParseFormat(const std::string& text, Format* out) {
@@ -240,6 +414,7 @@ std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r, co
   row("= on the GPU", w.total_bytes, "nvidia-smi: reserved + CUDA context + NCCL; the fit verdict's number");
   o << "#\n";
   if (speed) o << SpeedTable(s, *speed);
+  if (speed && !speed->ops.empty()) o << OpsTable(s, *speed);
   const double cap = static_cast<double>(r.capacity_bytes);
   const double used = static_cast<double>(r.per_gpu_bytes);
   if (r.fits) {
@@ -391,6 +566,7 @@ std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r, con
                              {"step_s", t.step_s}});
     st["stages"] = stage_times;
     j["step"] = st;
+    if (!speed->ops.empty()) j["ops"] = OpsJson(s, *speed);
     const auto& t = speed->train;
     j["train"] = {{"tokens", t.tokens},       {"steps", t.steps},       {"days", t.days},
                   {"gpu_hours", t.gpu_hours}, {"cost_usd", t.cost_usd}, {"energy_kwh", t.energy_kwh}};

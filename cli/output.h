@@ -33,6 +33,9 @@ struct SpeedReport {
   std::optional<sim::ReliabilityReport> reliability;  // failures, checkpoints and goodput
   std::string failure_model;
   std::optional<sim::FitAdvice> fit_advice;  // when the plan does not fit: what makes it fit
+  // `report --ops`: every op of the step graph as the step model costs it (sim::CostStepGraph),
+  // printed after the step time; empty otherwise.
+  std::vector<sim::CostedOpList> ops;
 };
 
 // The settings that make a plan fit, as table lines (after the DOES NOT FIT verdict).

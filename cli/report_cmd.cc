@@ -32,18 +32,22 @@ void AddReportCommand(CLI::App* app, int* exit_code) {
   auto compare = std::make_shared<std::string>();
   auto db = std::make_shared<std::string>();
   auto save = std::make_shared<bool>(false);
+  auto ops = std::make_shared<bool>(false);
   flags->Register(cmd);
   cmd->add_option("--format", *format, "table|json|csv");
   cmd->add_option("--profile", *profile_ref,
                   "Calibration profile: default, a JSON file, or a name fitted by meshplan calibrate (in --db)");
   AddDbFlag(cmd, db.get());
   cmd->add_flag("--save", *save, "Store the plan and this prediction in the result store (--db; meshplan history)");
+  cmd->add_flag("--ops", *ops,
+                "Also list every op of one microbatch (GEMMs, attention, memory-bound kernels, collectives) with the "
+                "time the step model gives it (table and JSON; docs/compute.md)");
   cmd->add_option("--tokens", *tokens, "Tokens to train (default 20 per parameter, Hoffmann et al. 2022)");
   cmd->add_option("--failures", *failure_ref, "Failure-rate preset or JSON file (default llama3-405b)");
   cmd->add_option("--compare", *compare,
                   "A meshplan-run measurement JSON: show it against the prediction (its plan is used unless "
                   "--plan/--model are given)");
-  cmd->callback([flags, format, profile_ref, tokens, failure_ref, compare, db, save, exit_code] {
+  cmd->callback([flags, format, profile_ref, tokens, failure_ref, compare, db, save, ops, exit_code] {
     Format f;
     if (!ParseFormat(*format, &f)) {
       std::cerr << "error: --format must be table, json or csv (got \"" << *format << "\")\n";
@@ -104,6 +108,7 @@ void AddReportCommand(CLI::App* app, int* exit_code) {
       notes.push_back("tokens " + HumanCount(static_cast<int64_t>(ev.tokens)) +
                       " (20 per parameter, Chinchilla; --tokens to change)");
     speed.train = ev.train;
+    if (*ops) speed.ops = sim::CostStepGraph(s.model, s.plan, s.gpu, s.cluster, *profile);
     if (ev.reliability->ok()) {
       speed.reliability = std::move(ev.reliability->value());
       speed.failure_model = *failure_ref;

@@ -485,6 +485,52 @@ double ComputeOpTime(const Op& op, const core::GpuSpec& g, const core::Profile& 
   }
 }
 
+std::vector<CostedOpList> CostStepGraph(const core::ModelSpec& m, const core::PlanSpec& p, const core::GpuSpec& g,
+                                        const core::ClusterSpec& c, const core::Profile& prof) {
+  const core::StepGraph graph = core::BuildStepGraph(m, p);
+  const Coster coster(p, g, c, prof);
+  auto costed = [&](const char* name, const char* where, int64_t count, const std::vector<Op>& ops, bool layer) {
+    CostedOpList list{name, where, count, {}};
+    list.ops.reserve(ops.size());
+    for (const Op& op : ops) {
+      CostedOp row;
+      row.op = op;
+      if (op.kind == OpKind::kCollective || op.kind == OpKind::kP2p) {
+        row.span = core::SpanOfGroup(op.group, p, c);
+        const core::CollectiveCost cc = core::ProfiledCollectiveTime(prof, op.collective, op.bytes, row.span, c);
+        row.time_s = cc.time_s;
+        row.algorithm = cc.algorithm;
+        row.hidden = op.pass != Pass::kStep && CollectiveHidden(op, p);
+        if (row.hidden) row.slowdown = OverlapSlowdown(op, p, g, layer);
+      } else {
+        row.time_s = coster.OpTime(op);
+        if (op.kind == OpKind::kGemm) {
+          const GemmRoofline sides = GemmSides(op, g, prof);
+          row.memory_bound = sides.memory_s > sides.compute_s;
+        }
+      }
+      list.ops.push_back(row);
+    }
+    return list;
+  };
+  std::vector<CostedOpList> out;
+  const int64_t moe_layers = m.MoeLayerCount();
+  if (m.layers - moe_layers > 0)
+    out.push_back(
+        costed("dense layer", "every rank, per layer of its stage", m.layers - moe_layers, graph.dense_layer, true));
+  if (moe_layers > 0)
+    out.push_back(costed("MoE layer", "every rank, per layer of its stage", moe_layers, graph.moe_layer, true));
+  out.push_back(costed("embedding", "the first pipeline stage", 1, graph.embedding, false));
+  out.push_back(costed("head", "the last pipeline stage", 1, graph.head, false));
+  if (p.pp > 1) {
+    std::vector<Op> send{graph.p2p};
+    if (graph.p2p_gather.bytes > 0) send.push_back(graph.p2p_gather);
+    out.push_back(costed("pipeline send", "per model chunk and direction", 1, send, false));
+  }
+  if (!graph.step.empty()) out.push_back(costed("step", "every rank, once per step", 1, graph.step, false));
+  return out;
+}
+
 StageTimes DenseLayerTimes(const core::ModelSpec& m, const core::PlanSpec& p, const core::GpuSpec& g,
                            const core::ClusterSpec& c, const core::Profile& prof) {
   const core::StepGraph graph = core::BuildStepGraph(m, p);

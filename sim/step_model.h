@@ -67,6 +67,32 @@ struct StepEstimate {
 StageTimes DenseLayerTimes(const core::ModelSpec& m, const core::PlanSpec& p, const core::GpuSpec& g,
                            const core::ClusterSpec& c, const core::Profile& profile);
 
+// One op of a plan's step graph as the step model costs it (`meshplan report --ops`): a compute
+// op's time at the pace of the plan's slowest GPU (ComputeOpTime x SlowestGpuPace), a collective's
+// or pipeline send's on the tiers its group spans (core::ProfiledCollectiveTime, with the
+// algorithm it picks), whether it may run under its pass's compute (CollectiveHidden) and, if so,
+// the fraction of a second of compute each of its seconds costs (OverlapSlowdown). Times are per
+// microbatch, except the ops of Pass::kStep (once per step). What hides and what is exposed is
+// decided per pass over the whole list (the step breakdown), not per op.
+struct CostedOp {
+  core::Op op;
+  double time_s = 0;
+  bool hidden = false;
+  double slowdown = 0;
+  bool memory_bound = false;   // a GEMM whose operands' HBM traffic outlasts its math (GemmSides)
+  core::GroupSpan span;        // a collective's or send's group on the cluster's tiers
+  const char* algorithm = "";  // a collective's or send's algorithm ("ring", "tree", ...)
+};
+struct CostedOpList {
+  const char* name = "";   // "dense layer", "MoE layer", "embedding", "head", "pipeline send", "step"
+  const char* where = "";  // which ranks run it and how often
+  int64_t count = 0;       // layers of this kind in the model (1 for the other lists)
+  std::vector<CostedOp> ops;
+};
+// REQUIRES: ValidatePlan(plan, model, gpu, cluster) reported no errors.
+std::vector<CostedOpList> CostStepGraph(const core::ModelSpec& m, const core::PlanSpec& p, const core::GpuSpec& g,
+                                        const core::ClusterSpec& c, const core::Profile& profile);
+
 // Names this step model in stored predictions (core/result_store.h); bump it when a change moves
 // predictions, so history can tell predictions of different models apart.
 inline constexpr const char* kStepModelVersion =

@@ -49,6 +49,14 @@ run(main_job 0 "fits: "
            --recompute selective --mbs 1 --gbs 512 --seq 8192)
 run(csv 0 "stage,layers,params"
     report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 1 --seq 4096 --format csv)
+# report --ops: every op of one microbatch as the step model costs it. Llama 3 8B at TP 2, seq
+# 8192 on 8 H100s: the forward QKV GEMM (8192 x 3072 x 4096, w = 1 on Hopper) takes
+# pace x ((2mnk + F_half) / (peak x eta) + t_k) = 1.014916 x ((2.06158e11 + 1e9) / (989.4e12 x
+# 0.643) + 4e-6) = 334.54 us, the pace 1 + 0.0104 x Phi^-1((8 - 0.375) / 8.25) (docs/compute.md).
+run(report_ops_json 0 "\"name\": \"qkv_proj\",[^}]*\"pass\": \"forward\",[^}]*\"time_s\": 0\\.00033454"
+    report --model llama3-8b --gpu h100-sxm --gpus 8 --tp 2 --seq 8192 --zero 1 --ops --format json)
+run(report_ops_table 0 "fwd +qkv_proj +8192x3072x4096 +bf16 +206\\.16 +- +334\\.5 +616 TFLOP/s, compute-bound"
+    report --model llama3-8b --gpu h100-sxm --gpus 8 --tp 2 --seq 8192 --zero 1 --ops)
 # Usage errors exit 2, inconsistent plans 1; every message names the field.
 run(unknown_model 2 "--model: .*no model preset named 'llama9'" report --model llama9 --gpu h100-sxm --gpus 8)
 run(bad_format 2 "--format must be" report --model tiny --gpu h100-sxm --gpus 1 --format xml)

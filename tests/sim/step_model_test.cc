@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 
 #include "core/memory.h"
 #include "core/presets.h"
@@ -98,6 +99,63 @@ TEST(StepModelTest, MtpModuleRunsOnTheLastStage) {
   EXPECT_LT(grown, 1.3 * layer + head);
   EXPECT_EQ(e.critical_stage, 3);
   EXPECT_GT(e.time_s, base.time_s);
+}
+
+TEST(StepModelTest, CostedOpsAddUpToTheLayerTimes) {
+  // `report --ops` lists the ops as the step model costs them: on one GPU (pace 1, no
+  // collectives in the layer) a layer's forward is the sum of its forward ops, its backward-input
+  // time the sum of its input-gradient and recomputed ops, its weight-gradient time the sum of its
+  // weight-gradient ops.
+  Scenario s = Load("llama3-8b");
+  core::PlanSpec p;
+  p.gpus = 1;
+  p.seq_len = 4096;
+  p.global_batch = 4;
+  p.recompute = core::Recompute::kSelective;
+  const StageTimes t = DenseLayerTimes(s.model, p, s.gpu, s.cluster, core::Profile{});
+  const std::vector<CostedOpList> lists = CostStepGraph(s.model, p, s.gpu, s.cluster, core::Profile{});
+  ASSERT_GE(lists.size(), 3u);
+  EXPECT_STREQ(lists[0].name, "dense layer");
+  EXPECT_EQ(lists[0].count, 32);
+  double sum[5] = {};
+  for (const CostedOp& c : lists[0].ops) {
+    EXPECT_NE(c.op.kind, core::OpKind::kCollective) << c.op.name;
+    sum[static_cast<int>(c.op.pass)] += c.time_s;
+  }
+  EXPECT_GT(sum[static_cast<int>(core::Pass::kRecompute)], 0);
+  EXPECT_NEAR(sum[static_cast<int>(core::Pass::kForward)], t.forward_s, 1e-15);
+  EXPECT_NEAR(sum[static_cast<int>(core::Pass::kBackwardInput)] + sum[static_cast<int>(core::Pass::kRecompute)],
+              t.backward_input_s, 1e-15);
+  EXPECT_NEAR(sum[static_cast<int>(core::Pass::kBackwardWeight)], t.backward_weight_s, 1e-15);
+
+  // On 16 GPUs (TP 8 inside a dgx-h100 node, PP 2 across two): the TP collectives span 8 ranks in
+  // one domain; the pipeline send crosses the network (2 ranks, 1 per domain); compute ops carry
+  // the slowest-of-16 pace.
+  p.gpus = 16;
+  p.tp = 8;
+  p.pp = 2;
+  p.sequence_parallel = true;
+  p.global_batch = 8;
+  const std::vector<CostedOpList> big = CostStepGraph(s.model, p, s.gpu, s.cluster, core::Profile{});
+  bool saw_tp = false, saw_send = false;
+  for (const CostedOpList& l : big)
+    for (const CostedOp& c : l.ops) {
+      if (c.op.kind == core::OpKind::kGemm)
+        EXPECT_DOUBLE_EQ(c.time_s, SlowestGpuPace(p, s.gpu) * ComputeOpTime(c.op, s.gpu, core::Profile{}));
+      if (c.op.group == core::CommGroup::kTp && c.op.kind == core::OpKind::kCollective) {
+        saw_tp = true;
+        EXPECT_EQ(c.span.size, 8);
+        EXPECT_EQ(c.span.domains, 1);
+      }
+      if (std::string_view(l.name) == "pipeline send") {
+        saw_send = true;
+        EXPECT_EQ(c.span.size, 2);
+        EXPECT_EQ(c.span.domains, 2);
+        EXPECT_FALSE(c.hidden);
+      }
+    }
+  EXPECT_TRUE(saw_tp);
+  EXPECT_TRUE(saw_send);
 }
 
 TEST(StepModelTest, GemmsPayForTheirPartialLastWave) {

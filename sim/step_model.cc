@@ -500,8 +500,17 @@ std::vector<CostedOpList> CostStepGraph(const core::ModelSpec& m, const core::Pl
         const core::CollectiveCost cc = core::ProfiledCollectiveTime(prof, op.collective, op.bytes, row.span, c);
         row.time_s = cc.time_s;
         row.algorithm = cc.algorithm;
-        row.hidden = op.pass != Pass::kStep && CollectiveHidden(op, p);
-        if (row.hidden) row.slowdown = OverlapSlowdown(op, p, g, layer);
+        if (op.pass == Pass::kStep) {
+          // The step's synchronisation (StepOverlapSlowdown's windows): the parameter all-gather
+          // under the next step's first forward with overlap_param_gather, the gradient reduction
+          // under the last microbatch's backward with overlap_grad_reduce; NCCL's kernels.
+          row.hidden =
+              op.collective == core::CollectiveKind::kAllGather ? p.overlap_param_gather : p.overlap_grad_reduce;
+          if (row.hidden) row.slowdown = kNcclOverlapSlowdown;
+        } else {
+          row.hidden = CollectiveHidden(op, p);
+          if (row.hidden) row.slowdown = OverlapSlowdown(op, p, g, layer);
+        }
       } else {
         row.time_s = coster.OpTime(op);
         if (op.kind == OpKind::kGemm) {

@@ -156,79 +156,6 @@ std::string SpeedTable(const core::Scenario& s, const SpeedReport& sp) {
   return o.str();
 }
 
-// What an op is, in a few words: a GEMM's m x n x k (x batch), core attention's batch x heads x
-// queries x keys and head dim, a memory-bound op's kind.
-std::string OpShape(const core::Op& op) {
-  char b[96];
-  switch (op.kind) {
-    case core::OpKind::kGemm:
-      if (op.batch > 1)
-        std::snprintf(b, sizeof b, "%lldx%lldx%lld x%lld", static_cast<long long>(op.m), static_cast<long long>(op.n),
-                      static_cast<long long>(op.k), static_cast<long long>(op.batch));
-      else
-        std::snprintf(b, sizeof b, "%lldx%lldx%lld", static_cast<long long>(op.m), static_cast<long long>(op.n),
-                      static_cast<long long>(op.k));
-      return b;
-    case core::OpKind::kAttention:
-      std::snprintf(b, sizeof b, "%lldx%lld %lldx%lld d%lld", static_cast<long long>(op.attn_batch),
-                    static_cast<long long>(op.heads), static_cast<long long>(op.seq_q),
-                    static_cast<long long>(op.seq_kv), static_cast<long long>(op.head_dim_qk));
-      return b;
-    case core::OpKind::kCollective:
-    case core::OpKind::kP2p: return core::Name(op.collective);
-    default:
-      if (op.batch <= 1) return "";
-      std::snprintf(b, sizeof b, "x%lld kernels", static_cast<long long>(op.batch));
-      return b;
-  }
-}
-
-// How the model costed it: the rate the op's time implies and what bounds it; for a collective its
-// group on the tiers, the algorithm and whether it may hide under its pass's compute.
-std::string OpNote(const sim::CostedOp& c) {
-  const core::Op& op = c.op;
-  char b[160];
-  switch (op.kind) {
-    case core::OpKind::kGemm:
-      std::snprintf(b, sizeof b, "%.0f TFLOP/s, %s", c.time_s > 0 ? op.Flops() / c.time_s / 1e12 : 0.0,
-                    c.memory_bound ? "memory-bound" : "compute-bound");
-      return b;
-    case core::OpKind::kAttention:
-      std::snprintf(b, sizeof b, "%.0f TFLOP/s, %s%s", c.time_s > 0 ? op.Flops() / c.time_s / 1e12 : 0.0,
-                    core::Name(op.attention), op.causal ? ", causal" : "");
-      return b;
-    case core::OpKind::kCollective:
-    case core::OpKind::kP2p: {
-      std::snprintf(b, sizeof b, "%s %lld ranks (%lld x %lld domains), %s", core::Name(op.group),
-                    static_cast<long long>(c.span.size), static_cast<long long>(c.span.per_domain),
-                    static_cast<long long>(c.span.domains), c.algorithm);
-      std::string note = b;
-      if (c.hidden) {
-        std::snprintf(b, sizeof b, "; may hide, slows compute by %.3f", c.slowdown);
-        note += b;
-      } else {
-        note += "; exposed";
-      }
-      return note;
-    }
-    default:
-      std::snprintf(b, sizeof b, "%.2f TB/s%s", c.time_s > 0 ? static_cast<double>(op.bytes) / c.time_s / 1e12 : 0.0,
-                    op.group != core::CommGroup::kNone ? "; part of its collective (exposed)" : "");
-      return b;
-  }
-}
-
-const char* ShortPass(core::Pass p) {
-  switch (p) {
-    case core::Pass::kForward: return "fwd";
-    case core::Pass::kBackwardInput: return "bwd-in";
-    case core::Pass::kBackwardWeight: return "bwd-w";
-    case core::Pass::kRecompute: return "recomp";
-    case core::Pass::kStep: return "step";
-  }
-  return "?";
-}
-
 std::string OpsTable(const core::Scenario& s, const SpeedReport& sp) {
   std::ostringstream o;
   char line[320];
@@ -258,8 +185,9 @@ std::string OpsTable(const core::Scenario& s, const SpeedReport& sp) {
       const std::string mb = op.bytes > 0 ? Fmt("%.2f", static_cast<double>(op.bytes) / 1e6) : "-";
       const char* dtype =
           op.kind == core::OpKind::kGemm || op.kind == core::OpKind::kAttention ? core::Name(op.dtype) : "";
-      std::snprintf(line, sizeof line, "  %-7s %-30s %-24s %-5s %10s %10s %10.1f  %s\n", ShortPass(op.pass), op.name,
-                    OpShape(op).c_str(), dtype, gflop.c_str(), mb.c_str(), 1e6 * c.time_s, OpNote(c).c_str());
+      std::snprintf(line, sizeof line, "  %-7s %-30s %-24s %-5s %10s %10s %10.1f  %s\n", sim::PassShortName(op.pass),
+                    op.name, sim::CostedOpShape(op).c_str(), dtype, gflop.c_str(), mb.c_str(), 1e6 * c.time_s,
+                    sim::CostedOpHow(c).c_str());
       o << line;
     }
     std::string totals = "#   sums:";
@@ -267,7 +195,7 @@ std::string OpsTable(const core::Scenario& s, const SpeedReport& sp) {
                           core::Pass::kRecompute, core::Pass::kStep}) {
       const int i = static_cast<int>(ps);
       if (compute[i] == 0 && comm[i] == 0) continue;
-      totals += std::string(" ") + ShortPass(ps) + Fmt(" %.1f us compute", 1e6 * compute[i]);
+      totals += std::string(" ") + sim::PassShortName(ps) + Fmt(" %.1f us compute", 1e6 * compute[i]);
       if (comm[i] > 0) totals += Fmt(" + %.1f us communication", 1e6 * comm[i]);
       totals += ";";
     }

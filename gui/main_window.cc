@@ -31,6 +31,7 @@ MainWindow::MainWindow(QWidget* parent)
     : QMainWindow(parent),
       memory_(&scenario_),
       step_(&scenario_),
+      ops_(&scenario_),
       cost_(&scenario_),
       reliability_(&scenario_),
       timeline_(&scenario_),
@@ -50,15 +51,9 @@ MainWindow::MainWindow(QWidget* parent)
   search_view_ = new SearchView(&scenario_, &search_);
   compare_view_ = new CompareView(&scenario_, &compare_);
   history_view_ = new HistoryView(&scenario_, &history_, &profiles_);
-  views_ = {memory_view_,
-            new StepView(&scenario_, &step_),
-            new TimelineView(&scenario_, &timeline_),
-            search_view_,
-            new ReliabilityView(&scenario_, &reliability_),
-            new CostView(&scenario_, &cost_),
-            compare_view_,
-            new ExplainView(&scenario_, &explain_),
-            history_view_};
+  views_ = {memory_view_,  new StepView(&scenario_, &step_, &ops_),        new TimelineView(&scenario_, &timeline_),
+            search_view_,  new ReliabilityView(&scenario_, &reliability_), new CostView(&scenario_, &cost_),
+            compare_view_, new ExplainView(&scenario_, &explain_),         history_view_};
   const QStringList names = {"Memory", "Step",    "Timeline", "Search", "Reliability",
                              "Cost",   "Compare", "Explain",  "History"};
   for (size_t i = 0; i < views_.size(); ++i) tabs_->addTab(views_[i], names[static_cast<int>(i)]);

@@ -18,6 +18,7 @@
 #include "gui/models/explain_model.h"
 #include "gui/models/history_model.h"
 #include "gui/models/memory_table_model.h"
+#include "gui/models/ops_table_model.h"
 #include "gui/models/reliability_table_model.h"
 #include "gui/models/scenario_model.h"
 #include "gui/models/search_grid_model.h"
@@ -45,6 +46,7 @@ class MainWindow : public QMainWindow {
   InputsPanel* inputs() { return inputs_; }
   MemoryTableModel* memoryModel() { return &memory_; }
   StepTableModel* stepModel() { return &step_; }
+  OpsTableModel* opsModel() { return &ops_; }
   CostTableModel* costModel() { return &cost_; }
   ReliabilityTableModel* reliabilityModel() { return &reliability_; }
   TimelineTableModel* timelineModel() { return &timeline_; }
@@ -83,6 +85,7 @@ class MainWindow : public QMainWindow {
   ScenarioModel scenario_;
   MemoryTableModel memory_;
   StepTableModel step_;
+  OpsTableModel ops_;
   CostTableModel cost_;
   ReliabilityTableModel reliability_;
   TimelineTableModel timeline_;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/profile.h"
@@ -94,6 +95,15 @@ struct CostedOpList {
 // REQUIRES: ValidatePlan(plan, model, gpu, cluster) reported no errors.
 std::vector<CostedOpList> CostStepGraph(const core::ModelSpec& m, const core::PlanSpec& p, const core::GpuSpec& g,
                                         const core::ClusterSpec& c, const core::Profile& profile);
+// How `report --ops` and meshplan-gui's op table describe a costed op (sim/op_costs.cc): its shape
+// (a GEMM's "m x n x k" and batch, core attention's "batch x heads queries x keys" and head dim, a
+// collective's kind, a memory-bound op's kernel count), how it was costed (the TFLOP/s or TB/s its
+// time implies and whether a GEMM is compute- or memory-bound; a collective's group, span,
+// algorithm and whether it may hide) and a pass's short name ("fwd", "bwd-in", "bwd-w", "recomp",
+// "step").
+std::string CostedOpShape(const core::Op& op);
+std::string CostedOpHow(const CostedOp& c);
+const char* PassShortName(core::Pass p);
 
 // Names this step model in stored predictions (core/result_store.h); bump it when a change moves
 // predictions, so history can tell predictions of different models apart.

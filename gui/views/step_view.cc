@@ -15,7 +15,7 @@
 
 namespace meshplan::gui {
 
-StepView::StepView(ScenarioModel* scenario, StepTableModel* model, QWidget* parent)
+StepView::StepView(ScenarioModel* scenario, StepTableModel* model, OpsTableModel* ops, QWidget* parent)
     : View(scenario, "step", "One training step: where the time goes", true, parent), model_(model) {
   auto* body = new QWidget();
   auto* layout = new QVBoxLayout(body);
@@ -38,7 +38,15 @@ StepView::StepView(ScenarioModel* scenario, StepTableModel* model, QWidget* pare
   split->setStretchFactor(0, 3);
   split->setStretchFactor(1, 1);
   split->setSizes({800, 360});
-  layout->addWidget(split, 1);
+  // Every op of one microbatch below the chart (`meshplan report --ops`).
+  ops_table_ = MakeTable(ops);
+  ops_table_->setToolTip("every op of one microbatch as the step model costs it (meshplan report --ops)");
+  auto* vsplit = new QSplitter(Qt::Vertical);
+  vsplit->addWidget(split);
+  vsplit->addWidget(ops_table_);
+  vsplit->setStretchFactor(0, 3);
+  vsplit->setStretchFactor(1, 2);
+  layout->addWidget(vsplit, 1);
   setBody(body);
   connect(model_, &QAbstractItemModel::modelReset, this, &StepView::Rebuild);
   Rebuild();

@@ -1,7 +1,8 @@
 // One training step: where the time goes (compute, recompute, exposed communication per group,
 // pipeline bubble, optimizer; sim::EstimateStep's breakdown, as `meshplan report`) as horizontal
 // bars with their share of the step, and the throughput metrics above them: step time, tokens/s,
-// TFLOP/s per GPU, MFU (both attention conventions), HFU and the bubble fraction.
+// TFLOP/s per GPU, MFU (both attention conventions), HFU and the bubble fraction; below them every op
+// of one microbatch as the step model costs it (OpsTableModel, `meshplan report --ops`).
 #ifndef MESHPLAN_GUI_VIEWS_STEP_VIEW_H_
 #define MESHPLAN_GUI_VIEWS_STEP_VIEW_H_
 
@@ -10,6 +11,7 @@
 #include <QLabel>
 #include <QTableView>
 
+#include "gui/models/ops_table_model.h"
 #include "gui/models/step_table_model.h"
 #include "gui/views/view.h"
 
@@ -19,7 +21,8 @@ class StepView : public View {
   Q_OBJECT
 
  public:
-  StepView(ScenarioModel* scenario, StepTableModel* model, QWidget* parent = nullptr);
+  StepView(ScenarioModel* scenario, StepTableModel* model, OpsTableModel* ops, QWidget* parent = nullptr);
+  QTableView* opsTable() { return ops_table_; }
   QWidget* chartWidget() override { return chart_view_; }
 
  private:
@@ -28,6 +31,7 @@ class StepView : public View {
   QChart* chart_;
   QChartView* chart_view_;
   QTableView* table_;
+  QTableView* ops_table_;
   QLabel *step_time_, *tokens_, *tflops_, *mfu_, *hfu_, *bubble_;
 };
 

@@ -15,6 +15,7 @@
 #include "gui/models/cost_table_model.h"
 #include "gui/models/explain_model.h"
 #include "gui/models/memory_table_model.h"
+#include "gui/models/ops_table_model.h"
 #include "gui/models/reliability_table_model.h"
 #include "gui/models/scenario_model.h"
 #include "gui/models/search_grid_model.h"
@@ -95,6 +96,37 @@ TEST(GuiModelsTest, StepTableModel) {
       m.data(m.index(StepTableModel::kStep, StepTableModel::kSeconds), StepTableModel::kSecondsRole).toDouble(), step);
   Exercise(&s);
   EXPECT_EQ(m.rowCount(), StepTableModel::kRowCount);
+}
+
+TEST(GuiModelsTest, OpsTableModel) {
+  // The rows are sim::CostStepGraph's ops, list by list (`meshplan report --ops`): the default
+  // plan's first row is the dense layer's first op, every GEMM at the slowest GPU's pace times its
+  // roofline time, and an invalid plan shows nothing.
+  ScenarioModel s;
+  OpsTableModel m(&s);
+  Tester t(&m, kFatal);
+  const core::Scenario& sc = s.scenario();
+  const auto lists = sim::CostStepGraph(sc.model, sc.plan, sc.gpu, sc.cluster, s.profile());
+  size_t n = 0;
+  for (const auto& l : lists) n += l.ops.size();
+  ASSERT_EQ(m.rowCount(), static_cast<int>(n));
+  EXPECT_EQ(m.data(m.index(0, OpsTableModel::kList)).toString(), "dense layer");
+  int gemms = 0;
+  for (int r = 0; r < m.rowCount(); ++r) {
+    const sim::CostedOp& c = m.op(r);
+    EXPECT_DOUBLE_EQ(m.data(m.index(r, OpsTableModel::kTime), OpsTableModel::kSecondsRole).toDouble(), c.time_s);
+    if (c.op.kind != core::OpKind::kGemm) continue;
+    ++gemms;
+    EXPECT_DOUBLE_EQ(c.time_s, sim::SlowestGpuPace(sc.plan, sc.gpu) * sim::ComputeOpTime(c.op, sc.gpu, s.profile()));
+    EXPECT_TRUE(m.data(m.index(r, OpsTableModel::kHow)).toString().contains("TFLOP/s")) << r;
+  }
+  EXPECT_GT(gemms, 0);
+  core::PlanSpec p = s.plan();
+  p.global_batch = 127;  // invalid: nothing to show
+  s.setPlan(p);
+  EXPECT_EQ(m.rowCount(), 0);
+  Exercise(&s);
+  EXPECT_GT(m.rowCount(), 0);
 }
 
 TEST(GuiModelsTest, CostTableModelFillsInReliabilityRows) {

@@ -1,0 +1,79 @@
+// How a costed op is described (`meshplan report --ops`, meshplan-gui's op table): sim/step_model.h.
+#include <cstdio>
+#include <string>
+
+#include "core/collectives.h"
+#include "sim/step_model.h"
+
+namespace meshplan::sim {
+
+std::string CostedOpShape(const core::Op& op) {
+  char b[96];
+  switch (op.kind) {
+    case core::OpKind::kGemm:
+      if (op.batch > 1)
+        std::snprintf(b, sizeof b, "%lldx%lldx%lld x%lld", static_cast<long long>(op.m), static_cast<long long>(op.n),
+                      static_cast<long long>(op.k), static_cast<long long>(op.batch));
+      else
+        std::snprintf(b, sizeof b, "%lldx%lldx%lld", static_cast<long long>(op.m), static_cast<long long>(op.n),
+                      static_cast<long long>(op.k));
+      return b;
+    case core::OpKind::kAttention:
+      std::snprintf(b, sizeof b, "%lldx%lld %lldx%lld d%lld", static_cast<long long>(op.attn_batch),
+                    static_cast<long long>(op.heads), static_cast<long long>(op.seq_q),
+                    static_cast<long long>(op.seq_kv), static_cast<long long>(op.head_dim_qk));
+      return b;
+    case core::OpKind::kCollective:
+    case core::OpKind::kP2p: return core::Name(op.collective);
+    default:
+      if (op.batch <= 1) return "";
+      std::snprintf(b, sizeof b, "x%lld kernels", static_cast<long long>(op.batch));
+      return b;
+  }
+}
+
+std::string CostedOpHow(const CostedOp& c) {
+  const core::Op& op = c.op;
+  char b[160];
+  switch (op.kind) {
+    case core::OpKind::kGemm:
+      std::snprintf(b, sizeof b, "%.0f TFLOP/s, %s", c.time_s > 0 ? op.Flops() / c.time_s / 1e12 : 0.0,
+                    c.memory_bound ? "memory-bound" : "compute-bound");
+      return b;
+    case core::OpKind::kAttention:
+      std::snprintf(b, sizeof b, "%.0f TFLOP/s, %s%s", c.time_s > 0 ? op.Flops() / c.time_s / 1e12 : 0.0,
+                    core::Name(op.attention), op.causal ? ", causal" : "");
+      return b;
+    case core::OpKind::kCollective:
+    case core::OpKind::kP2p: {
+      std::snprintf(b, sizeof b, "%s %lld ranks (%lld x %lld domains), %s", core::Name(op.group),
+                    static_cast<long long>(c.span.size), static_cast<long long>(c.span.per_domain),
+                    static_cast<long long>(c.span.domains), c.algorithm);
+      std::string note = b;
+      if (c.hidden) {
+        std::snprintf(b, sizeof b, "; may hide, slows compute by %.3f", c.slowdown);
+        note += b;
+      } else {
+        note += "; exposed";
+      }
+      return note;
+    }
+    default:
+      std::snprintf(b, sizeof b, "%.2f TB/s%s", c.time_s > 0 ? static_cast<double>(op.bytes) / c.time_s / 1e12 : 0.0,
+                    op.group != core::CommGroup::kNone ? "; part of its collective (exposed)" : "");
+      return b;
+  }
+}
+
+const char* PassShortName(core::Pass p) {
+  switch (p) {
+    case core::Pass::kForward: return "fwd";
+    case core::Pass::kBackwardInput: return "bwd-in";
+    case core::Pass::kBackwardWeight: return "bwd-w";
+    case core::Pass::kRecompute: return "recomp";
+    case core::Pass::kStep: return "step";
+  }
+  return "?";
+}
+
+}  // namespace meshplan::sim

@@ -223,12 +223,13 @@ OJson OpsJson(const core::Scenario& s, const SpeedReport& sp) {
           row["dtype"] = core::Name(op.dtype);
           row["flops"] = op.Flops();
           break;
-        case core::OpKind::kAttention:
-          row["batch"] = op.attn_batch;
+        case core::OpKind::kAttention:  // the field names of meshplan-run's op measurements
+          row["attn_batch"] = op.attn_batch;
           row["heads"] = op.heads;
           row["seq_q"] = op.seq_q;
           row["seq_kv"] = op.seq_kv;
-          row["head_dim"] = op.head_dim_qk;
+          row["head_dim_qk"] = op.head_dim_qk;
+          row["head_dim_v"] = op.head_dim_v;
           row["causal"] = op.causal;
           row["kernel"] = core::Name(op.attention);
           row["dtype"] = core::Name(op.dtype);
@@ -239,7 +240,7 @@ OJson OpsJson(const core::Scenario& s, const SpeedReport& sp) {
           row["collective"] = core::Name(op.collective);
           row["group"] = core::Name(op.group);
           row["bytes"] = op.bytes;
-          row["ranks"] = c.span.size;
+          row["group_size"] = c.span.size;
           row["per_domain"] = c.span.per_domain;
           row["domains"] = c.span.domains;
           row["algorithm"] = c.algorithm;

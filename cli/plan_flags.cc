@@ -91,6 +91,10 @@ void PlanFlags::Register(CLI::App* app) {
   p->add_option("--elementwise", elementwise,
                 "How norms, RoPE and activations run: fused (default: one kernel each) or eager (PyTorch eager's "
                 "op-by-op RMSNorm, RoPE and SwiGLU, torchtitan 2024 without torch.compile)");
+  p->add_option("--moe-dispatcher", moe_dispatcher,
+                "MoE: alltoall (default: Megatron-Core's all-to-all dispatcher, k copies per token, permuted around "
+                "the NCCL all-to-alls) or flex (its DeepEP/HybridEP dispatcher: each token sent once per rank that "
+                "holds one of its experts)");
   p->add_option("--stack", stack,
                 "Software stack whose defaults the plan takes (meshplan presets stacks): precision, attention, "
                 "recompute, SP, overlaps, ZeRO; the other flags override them");
@@ -245,6 +249,7 @@ void PlanFlags::ApplyPlanFlags(bool from_file, core::ModelSpec* spec, core::Plan
   SetEnum(cross_entropy, "cross-entropy", "plan.cross_entropy", &p.cross_entropy, d);
   if (deferred_head_wgrad) p.deferred_head_wgrad = *deferred_head_wgrad;
   SetEnum(elementwise, "elementwise", "plan.elementwise", &p.elementwise, d);
+  SetEnum(moe_dispatcher, "moe-dispatcher", "plan.moe_dispatcher", &p.moe_dispatcher, d);
   SetEnum(offload_optimizer, "offload-optimizer", "plan.offload.optimizer", &p.offload_optimizer, d);
   SetEnum(offload_params, "offload-params", "plan.offload.params", &p.offload_params, d);
   if (optimizer) {

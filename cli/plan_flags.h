@@ -27,8 +27,8 @@ struct PlanFlags {
   std::optional<int> zero;
   std::optional<bool> sp, overlap_grad_reduce, overlap_param_gather, grad_accum_fusion, ep_overlap;
   std::optional<std::string> tp_overlap, zero3_gather, fp8_scaling;
-  std::optional<std::string> recompute, recompute_modules, cross_entropy, elementwise, schedule, precision, optimizer,
-      sharding, cp_kind, placement;
+  std::optional<std::string> recompute, recompute_modules, cross_entropy, elementwise, moe_dispatcher, schedule,
+      precision, optimizer, sharding, cp_kind, placement;
   std::optional<std::string> weights_dtype, grads_dtype, master_dtype, moments_dtype;
   std::optional<std::string> offload_optimizer, offload_params, recipe, stack;
   std::vector<int64_t> stage_layers;

@@ -242,7 +242,12 @@ Result<std::string> ExportMegatron(const Scenario& s) {
                                           : p.cp_kind == CpKind::kAllGather ? "allgather"
                                                                             : "a2a"));
   }
-  if (p.ep > 1) arg("--expert-model-parallel-size " + std::to_string(p.ep));
+  if (p.ep > 1) {
+    arg("--expert-model-parallel-size " + std::to_string(p.ep));
+    // The dispatcher meshplan costs (transformer_config.py:891, 898: Megatron's own default is
+    // allgather, which meshplan does not cost); flex with its default DeepEP backend.
+    arg(std::string("--moe-token-dispatcher-type ") + (p.moe_dispatcher == MoeDispatcher::kFlex ? "flex" : "alltoall"));
+  }
   if (p.etp > 1 || (m.moe && p.tp > 1)) arg("--expert-tensor-parallel-size " + std::to_string(p.etp));
   if (p.sequence_parallel && p.tp > 1) arg("--sequence-parallel");
   if (p.tp_overlap == TpOverlap::kFull && p.tp > 1) arg("--tp-comm-overlap");

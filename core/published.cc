@@ -162,6 +162,9 @@ struct LaunchConfig {
   int64_t recompute_layers = 0;
   int64_t activation_offload_layers = 0;  // layers whose activations go to host memory
   bool ep_overlap = false;                // Megatron-Core's batch-level EP all-to-all overlap
+  // The recipe's moe_token_dispatcher_type and flex backend ("alltoall", "flex/deepep",
+  // "flex/hybridep"; empty: the launch file does not say).
+  std::string moe_dispatcher;
   // Megatron-Core's ddp.grad_reduce_in_fp32 as the recipe sets it (absent: the launch file does
   // not say): false keeps the gradient buffer, its accumulation and its DP reduction in bf16.
   std::optional<bool> grad_reduce_in_fp32;
@@ -209,6 +212,7 @@ std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
                                           .recompute_layers = IntOr(v, "recompute_num_layers", 0),
                                           .activation_offload_layers = IntOr(v, "activation_offload_layers", 0),
                                           .ep_overlap = BoolAt(v, "moe_a2a_overlap").value_or(false),
+                                          .moe_dispatcher = StrOr(v, "moe_dispatcher"),
                                           .grad_reduce_in_fp32 = BoolAt(v, "grad_reduce_in_fp32"),
                                           .overlap_grad_reduce = BoolAt(v, "overlap_grad_reduce"),
                                           .overlap_param_gather = BoolAt(v, "overlap_param_gather"),
@@ -823,6 +827,14 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     run.assumptions.push_back(
         "EP all-to-alls under another microbatch's compute (overlap_moe_expert_parallel_comm) from " + launch_name());
   }
+  // The recipe's token dispatcher, said but not applied: DeepEP's and HybridEP's flex dispatcher
+  // (core/specs.h MoeDispatcher::kFlex) sends each token once per rank and skips two of the
+  // all-to-all dispatcher's four permutations, which takes the MoE runs of the corpus further from
+  // their measurements while their host-side costs are not modelled (docs/validation.md), so they
+  // are costed as alltoall.
+  if (launch && p.ep > 1 && launch->moe_dispatcher.rfind("flex", 0) == 0)
+    run.assumptions.push_back("token dispatcher " + launch->moe_dispatcher + " from " + launch_name() +
+                              ", costed as alltoall (docs/validation.md)");
   // The recipe's gradient dtype (Megatron-Bridge's performance recipes: ddp.grad_reduce_in_fp32 =
   // False): 2 bytes per parameter of gradient buffer instead of 4, and half the DP reduction bytes.
   if (launch && launch->grad_reduce_in_fp32) {

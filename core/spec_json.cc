@@ -578,6 +578,7 @@ void ReadPlan(ObjectReader& r, const std::string& prefix, PlanSpec* p, Diagnosti
   r.Enum("cross_entropy", &p->cross_entropy);
   r.Int("deferred_head_wgrad", &p->deferred_head_wgrad);
   r.Enum("elementwise", &p->elementwise);
+  r.Enum("moe_dispatcher", &p->moe_dispatcher);
   if (const Json* v = r.Find("stage_layers", false)) {
     if (!v->is_array()) {
       d->Error(prefix + ".stage_layers", "must be an array of layer counts (got " + Show(*v) + ")");
@@ -648,6 +649,7 @@ OJson WritePlan(const PlanSpec& p) {
   j["cross_entropy"] = Name(p.cross_entropy);
   if (p.deferred_head_wgrad > 0) j["deferred_head_wgrad"] = p.deferred_head_wgrad;
   j["elementwise"] = Name(p.elementwise);
+  j["moe_dispatcher"] = Name(p.moe_dispatcher);
   return j;
 }
 

@@ -51,6 +51,7 @@ MESHPLAN_NAMES(Fp8Scaling, {Fp8Scaling::kDelayed, "delayed"}, {Fp8Scaling::kCurr
 MESHPLAN_NAMES(CrossEntropy, {CrossEntropy::kFused, "fused"}, {CrossEntropy::kUpcast, "upcast"},
                {CrossEntropy::kFlash, "flash"}, {CrossEntropy::kNative, "native"})
 MESHPLAN_NAMES(Elementwise, {Elementwise::kFused, "fused"}, {Elementwise::kEager, "eager"})
+MESHPLAN_NAMES(MoeDispatcher, {MoeDispatcher::kAllToAll, "alltoall"}, {MoeDispatcher::kFlex, "flex"})
 #undef MESHPLAN_NAMES
 
 template <typename E>
@@ -108,6 +109,7 @@ MESHPLAN_ENUM_FUNCS(Zero3Gather)
 MESHPLAN_ENUM_FUNCS(Fp8Scaling)
 MESHPLAN_ENUM_FUNCS(CrossEntropy)
 MESHPLAN_ENUM_FUNCS(Elementwise)
+MESHPLAN_ENUM_FUNCS(MoeDispatcher)
 #undef MESHPLAN_ENUM_FUNCS
 
 bool ModelSpec::IsMoeLayer(int64_t layer) const {

@@ -280,6 +280,15 @@ enum class CrossEntropy { kFused, kUpcast, kFlash, kNative };
 // apply_rotary_emb and FeedForward at 3f20451b), each op reading and writing its whole tensor, in
 // fp32 where the code upcasts (docs/compute.md).
 enum class Elementwise { kFused, kEager };
+// How an MoE layer moves its tokens to the experts (Megatron-Core's --moe-token-dispatcher-type,
+// megatron/core/transformer/moe/token_dispatcher.py at d98e8a64): alltoall
+// (MoEAlltoAllTokenDispatcher: each token's k copies are permuted into expert order, sent by an
+// NCCL all-to-all, sorted by local expert on arrival, and the inverses run around the combine);
+// flex (MoEFlexTokenDispatcher with the DeepEP or HybridEP backend: the dispatch kernel reads the
+// tokens where they are and sends each one once to every rank that holds one of its experts,
+// DeepEP's get_dispatch_layout is_token_in_rank, the receiver sorts them by local expert, and the
+// combine returns one partial sum per rank; docs/compute.md).
+enum class MoeDispatcher { kAllToAll, kFlex };
 
 struct StateDtypes {
   Dtype weights = Dtype::kBf16;           // working copy used by forward/backward
@@ -338,6 +347,7 @@ struct PlanSpec {
   Fp8Scaling fp8_scaling = Fp8Scaling::kDelayed;  // with precision = fp8
   CrossEntropy cross_entropy = CrossEntropy::kFused;
   Elementwise elementwise = Elementwise::kFused;
+  MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;  // with ep > 1
   // Microbatches whose output-layer weight gradient is deferred to the end of the step
   // (Megatron-Core --defer-embedding-wgrad-compute with --wgrad-deferral-limit n; its 0, "all",
   // is the plan's microbatches): the last stage keeps each one's logits gradient and the head's
@@ -373,6 +383,7 @@ const char* Name(TpOverlap v);
 const char* Name(Zero3Gather v);
 const char* Name(Fp8Scaling v);
 const char* Name(CrossEntropy v);
+const char* Name(MoeDispatcher v);
 const char* Name(Elementwise v);
 // Inverse of Name(); false when `text` names no value. The accepted spellings are listed by
 // the *Choices() functions for error messages ("one of gelu|swiglu").
@@ -397,6 +408,7 @@ bool FromName(const std::string& text, Zero3Gather* out);
 bool FromName(const std::string& text, Fp8Scaling* out);
 bool FromName(const std::string& text, CrossEntropy* out);
 bool FromName(const std::string& text, Elementwise* out);
+bool FromName(const std::string& text, MoeDispatcher* out);
 template <typename E>
 std::string Choices();  // "gelu|swiglu"
 

@@ -45,6 +45,19 @@ const char* Name(CommGroup g) {
   return "?";
 }
 
+double RanksPerToken(int64_t experts, int64_t top_k, int64_t ranks) {
+  if (ranks <= 1 || experts <= 0) return 1.0;
+  const int64_t per_rank = experts / ranks;
+  // P(no expert on a given rank) = C(E - L, k) / C(E, k) = prod_{i<k} (E - L - i) / (E - i).
+  double miss = 1.0;
+  for (int64_t i = 0; i < top_k; ++i) {
+    const int64_t num = experts - per_rank - i;
+    if (num <= 0) return static_cast<double>(ranks);
+    miss *= static_cast<double>(num) / static_cast<double>(experts - i);
+  }
+  return static_cast<double>(ranks) * (1.0 - miss);
+}
+
 double Op::Flops() const {
   if (kind == OpKind::kGemm)
     return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(batch);
@@ -489,19 +502,30 @@ class Builder {
     // before the all-to-all, permutation 2 sorts the received tokens by local expert (more than one
     // local expert), and their inverses run before and after the combine all-to-all; each reads
     // and writes the k copies' activations once (moe_utils.permute/unpermute, sort_chunks_by_idxs).
-    Mem(ops, "moe_permute", 2 * local * x.top_k * h * e_, MemOp::kPermute);
-    if (p_.ep > 1)
-      Coll(ops, "ep_dispatch", CollectiveKind::kAllToAll, CommGroup::kEp, local * x.top_k * h * e_, hide_a2a);
-    if (local_experts > 1) Mem(ops, "moe_permute_local", 2 * expert_tokens * h * e_, MemOp::kPermute);
+    // Its flex dispatcher (MoEFlexTokenDispatcher, d98e8a64) hands the tokens unpermuted to
+    // DeepEP's or HybridEP's kernels, which send each token once to every rank holding one of its
+    // experts (fused_a2a.py FusedDispatch: get_dispatch_layout's is_token_in_rank; the combine
+    // returns one partial sum per rank): no permutation before the dispatch or after the combine,
+    // D rows per token on the wire instead of k (RanksPerToken), and the receiver sorts the D-fold
+    // received tokens into the k-fold expert order (_DeepepManager.get_permuted_hidden_states_by_
+    // experts, HybridEP's permute blocks) and back.
+    const bool flex = p_.moe_dispatcher == MoeDispatcher::kFlex && p_.ep > 1;
+    const double rows = flex ? RanksPerToken(x.experts, x.top_k, p_.ep) : static_cast<double>(x.top_k);
+    const int64_t sent = static_cast<int64_t>(static_cast<double>(local) * rows);
+    const int64_t received =
+        flex ? static_cast<int64_t>(static_cast<double>(expert_tokens) * rows / static_cast<double>(x.top_k))
+             : expert_tokens;
+    if (!flex) Mem(ops, "moe_permute", 2 * local * x.top_k * h * e_, MemOp::kPermute);
+    if (p_.ep > 1) Coll(ops, "ep_dispatch", CollectiveKind::kAllToAll, CommGroup::kEp, sent * h * e_, hide_a2a);
+    if (local_experts > 1) Mem(ops, "moe_permute_local", (received + expert_tokens) * h * e_, MemOp::kPermute);
     const int64_t fl = x.expert_ffn_hidden / p_.etp;
     const int64_t per_expert = std::max<int64_t>(expert_tokens / std::max<int64_t>(local_experts, 1), 1);
     Gemm(ops, "expert_fc1", per_expert, (glu ? 2 : 1) * fl, h, local_experts);
     Activation(ops, "expert_activation", expert_tokens * fl);
     Gemm(ops, "expert_fc2", per_expert, h, fl, local_experts);
-    if (local_experts > 1) Mem(ops, "moe_permute_local_restore", 2 * expert_tokens * h * e_, MemOp::kPermute);
-    if (p_.ep > 1)
-      Coll(ops, "ep_combine", CollectiveKind::kAllToAll, CommGroup::kEp, local * x.top_k * h * e_, hide_a2a);
-    Mem(ops, "moe_permute_restore", 2 * local * x.top_k * h * e_, MemOp::kPermute);
+    if (local_experts > 1) Mem(ops, "moe_permute_local_restore", (received + expert_tokens) * h * e_, MemOp::kPermute);
+    if (p_.ep > 1) Coll(ops, "ep_combine", CollectiveKind::kAllToAll, CommGroup::kEp, sent * h * e_, hide_a2a);
+    if (!flex) Mem(ops, "moe_permute_restore", 2 * local * x.top_k * h * e_, MemOp::kPermute);
     if (x.shared_experts > 0) {
       const int64_t fs = x.shared_experts * x.shared_expert_ffn_hidden / t_;
       TpGather(ops, "shared_gather");

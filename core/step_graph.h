@@ -94,6 +94,14 @@ struct StepGraph {
 // REQUIRES: ValidatePlan(plan, model, ...) reported no errors.
 StepGraph BuildStepGraph(const ModelSpec& m, const PlanSpec& p);
 
+// The expected number of `ranks` expert-parallel ranks (each holding experts/ranks experts) that
+// a token's `top_k` distinct experts land on when it picks them uniformly at random among
+// `experts` (what balanced routing averages to; Megatron-Bridge's MoE benchmarks force it,
+// moe_router_force_load_balancing: random router logits):
+// ranks x (1 - C(experts - experts/ranks, k) / C(experts, k)); 1 for one rank. What a dispatcher
+// that sends each token once per rank (MoeDispatcher::kFlex) puts on the wire, against k.
+double RanksPerToken(int64_t experts, int64_t top_k, int64_t ranks);
+
 // One layer's ops in three parts, by what they depend on, so that a search can cost each part
 // once for all the plans that share it: kCompute, the forward and backward ops (the same for
 // every recompute mode and ZeRO stage); kRecompute, the recomputed forward (the plan's recompute

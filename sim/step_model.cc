@@ -589,8 +589,8 @@ ListKey KeyOf(const core::PlanSpec& p) {
       e(p.zero3_gather == core::Zero3Gather::kPerTensor && p.overlap_grad_reduce) << 44 |
       e(p.precision == core::Dtype::kFp8 ? p.fp8_scaling : core::Fp8Scaling::kDelayed) << 45 |
       e(p.recompute == core::Recompute::kSelective ? p.recompute_modules : 0u) << 48 | e(p.elementwise) << 55 |
-      e(p.cross_entropy) << 56;
-  // (recompute_modules: 7 bits, 48-54; elementwise 55, cross entropy 56.)
+      e(p.cross_entropy) << 56 | e(p.ep > 1 ? p.moe_dispatcher : core::MoeDispatcher::kAllToAll) << 58;
+  // (recompute_modules: 7 bits, 48-54; elementwise 55, cross entropy 56-57; MoE dispatcher 58.)
   return {p.tp, p.cp, p.ep, p.etp, p.pp, p.dp, p.micro_batch, p.seq_len, p.zero, p.hsdp_shard_size, enums, placement};
 }
 struct ListKeyHash {

@@ -256,6 +256,16 @@ run(export_plan_dsv3 0 "wrote" plan --model deepseek-v3 --gpu h800 --gpus 2048 -
     --cross-entropy native --defer-head-wgrad 2 --output ${WORK}/dsv3.json)
 run(export_megatron_mtp 0 "--mtp-num-layers 1.*--cross-entropy-loss-fusion.*--cross-entropy-fusion-impl native.*--defer-embedding-wgrad-compute.*--wgrad-deferral-limit 2"
     export --plan ${WORK}/dsv3.json --to megatron)
+# The MoE token dispatcher meshplan costs reaches Megatron's flags (its own default, allgather,
+# is not what meshplan costs); a dispatcher it does not cost is refused naming the field.
+run(export_plan_q30_flex 0 "wrote" plan --model qwen3-30b-a3b --gpu h100-sxm --gpus 8 --ep 8 --zero 1 --seq 4096
+    --moe-dispatcher flex --output ${WORK}/q30.json)
+run(export_megatron_flex 0 "--expert-model-parallel-size 8.*--moe-token-dispatcher-type flex"
+    export --plan ${WORK}/q30.json --to megatron)
+run(export_megatron_alltoall 0 "--moe-token-dispatcher-type alltoall"
+    export --plan ${WORK}/dsv3.json --to megatron)
+run(moe_dispatcher_bad 2 "--moe-dispatcher: must be one of alltoall\\|flex"
+    report --model qwen3-30b-a3b --gpu h100-sxm --gpus 8 --ep 8 --moe-dispatcher nccl)
 run(export_deepspeed 0 "\"train_micro_batch_size_per_gpu\": 1,.*\"gradient_accumulation_steps\": 16,.*\"zero_optimization\": \\{[ \n]*\"stage\": 1,.*\"autotp_size\": 8.*# note: DeepSpeed edaa72212 \\(2026-08-22\\).*train_batch_size left out \\(2048 sequences.*num_stages=16"
     export --plan ${WORK}/l3.json --to deepspeed)
 # torchtitan has no optimizer-only sharding (FSDP2): the ZeRO-1 plan is refused naming the rule,

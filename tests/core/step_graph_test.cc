@@ -537,6 +537,47 @@ TEST(StepGraphTest, MoeTokensArePermutedAroundTheAllToAlls) {
   EXPECT_EQ(sorts, 0);
 }
 
+TEST(StepGraphTest, FlexDispatcherSendsEachTokenOncePerRankAndSkipsTheOuterPermutations) {
+  // The ranks a token's k distinct experts land on, uniform routing: R (1 - C(E - E/R, k) / C(E, k)).
+  // One expert per rank: k ranks (8 experts, k = 2, R = 8 -> 2). Qwen3-30B-A3B over EP 8: 128
+  // experts, 16 per rank, k = 8: C(112, 8) / C(128, 8) = prod_{i<8} (112 - i) / (128 - i) =
+  // 0.332580, so 8 x 0.667420 = 5.339357 ranks per token instead of 8 copies.
+  EXPECT_DOUBLE_EQ(RanksPerToken(8, 2, 8), 2.0);
+  EXPECT_DOUBLE_EQ(RanksPerToken(128, 8, 1), 1.0);
+  EXPECT_NEAR(RanksPerToken(128, 8, 8), 5.339357, 1e-6);
+  // A token never lands on more ranks than it has experts or than there are ranks.
+  for (int64_t r : {2, 4, 8, 16, 32, 64, 128}) {
+    EXPECT_LE(RanksPerToken(128, 8, r), std::min<double>(8, static_cast<double>(r)) + 1e-12) << r;
+    EXPECT_GT(RanksPerToken(128, 8, r), 1.0) << r;
+  }
+  auto m = LoadModel("qwen3-30b-a3b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p = Plan(1, 8, false);
+  p.ep = 8;
+  p.seq_len = 4096;
+  p.moe_dispatcher = MoeDispatcher::kFlex;
+  // T = 4096 tokens, h = 2048, 2 bytes: the wire carries T D h e per direction, the local sort
+  // reads the T D received rows and writes the T k expert copies (and back).
+  const double d = RanksPerToken(128, 8, 8);
+  const int64_t sent = static_cast<int64_t>(4096 * d), received = static_cast<int64_t>(4096.0 * 8 * d / 8);
+  int outer = 0, local = 0, a2a = 0;
+  for (const Op& op : BuildStepGraph(*m, p).moe_layer) {
+    const std::string_view name(op.name);
+    if (name == "moe_permute" || name == "moe_permute_restore") ++outer;
+    if (name.rfind("moe_permute_local", 0) == 0) {
+      ++local;
+      EXPECT_EQ(op.bytes, (received + int64_t{4096} * 8) * 2048 * 2) << op.name;
+    }
+    if (name == "ep_dispatch" || name == "ep_combine") {
+      ++a2a;
+      EXPECT_EQ(op.bytes, sent * 2048 * 2) << op.name;
+    }
+  }
+  EXPECT_EQ(outer, 0);
+  EXPECT_EQ(local, 4);  // the sort and its inverse, forward and backward
+  EXPECT_EQ(a2a, 4);
+}
+
 }  // namespace
 }  // namespace meshplan::core
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 
@@ -76,6 +77,53 @@ int LoadDatasets(const std::vector<std::string>& files, Load load, std::vector<R
   return 0;
 }
 
+// The scenario of a record as a plan file (`meshplan report --plan FILE` reads it back).
+nlohmann::ordered_json PlanJson(const core::Scenario& sc) {
+  core::PlanFile pf;
+  pf.plan = sc.plan;
+  pf.model = sc.model;
+  pf.gpu = sc.gpu;
+  pf.cluster = sc.cluster;
+  return nlohmann::ordered_json::parse(core::PlanFileToJson(pf));
+}
+
+// --record ID keeps the one record of that id (published runs or memory peaks alike) and
+// --plan-out FILE writes its scenario as a plan file (`meshplan report --plan FILE --ops`: where
+// its predicted time goes). Returns the exit code of a failure (said on stderr), 0 on success.
+template <typename Record>
+int SelectRecord(const std::string& id, const std::string& plan_out, const std::vector<std::string>& skipped,
+                 std::vector<Record>* records) {
+  if (id.empty()) {
+    if (!plan_out.empty()) {
+      std::cerr << "error: --plan-out: needs --record ID (the one record whose plan to write)\n";
+      return 2;
+    }
+    return 0;
+  }
+  std::vector<Record> kept;
+  for (auto& r : *records)
+    if (r.id == id) kept.push_back(std::move(r));
+  if (kept.empty()) {
+    for (const auto& s : skipped)
+      if (s.find(": " + id + ":") != std::string::npos) {
+        std::cerr << "error: --record: " << id << " is skipped: " << s << "\n";
+        return 1;
+      }
+    std::cerr << "error: --record: no record '" << id << "' in the datasets (" << records->size() << " records)\n";
+    return 2;
+  }
+  *records = std::move(kept);
+  if (!plan_out.empty()) {
+    std::ofstream f(plan_out);
+    f << PlanJson(records->front().scenario).dump(2) << "\n";
+    if (!f) {
+      std::cerr << "error: --plan-out: cannot write " << plan_out << "\n";
+      return 2;
+    }
+  }
+  return 0;
+}
+
 // The groups of a record, and of a summary, as JSON.
 nlohmann::ordered_json RecordGroupsJson(const sim::ValidationRecord& r) {
   nlohmann::ordered_json groups = nlohmann::ordered_json::object();
@@ -103,16 +151,6 @@ nlohmann::ordered_json RecordJson(const sim::ValidationRecord& r, const char* me
       {"fits", r.fits},   {total_key, r.memory_gib}, {"groups", RecordGroupsJson(r)}, {"assumptions", r.assumptions}};
 }
 
-// The scenario of a record as a plan file (`meshplan report --plan FILE` reads it back).
-nlohmann::ordered_json PlanJson(const core::Scenario& sc) {
-  core::PlanFile pf;
-  pf.plan = sc.plan;
-  pf.model = sc.model;
-  pf.gpu = sc.gpu;
-  pf.cluster = sc.cluster;
-  return nlohmann::ordered_json::parse(core::PlanFileToJson(pf));
-}
-
 // The group table and the closing line, shared by both modes.
 void PrintGroups(const sim::ValidationSummary& v, const char* sign_meaning) {
   std::printf("# %-40s %4s %8s %8s %8s %8s %4s\n", "group", "n", "median", "p90", "max", "signed", "oom");
@@ -125,11 +163,12 @@ void PrintGroups(const sim::ValidationSummary& v, const char* sign_meaning) {
 
 // validate --memory: measured per-GPU peaks against the memory model (sim::ValidateMemory); the
 // profile's memory overheads (CUDA context, workspaces, NCCL buffers, fragmentation) are used.
-int RunMemoryValidation(const std::vector<std::string>& files, const std::string& format,
-                        const core::Profile& profile) {
+int RunMemoryValidation(const std::vector<std::string>& files, const std::string& format, const core::Profile& profile,
+                        const std::string& record, const std::string& plan_out) {
   std::vector<core::PublishedMemory> records;
   std::vector<std::string> skipped;
   if (int rc = LoadDatasets(files, core::LoadPublishedMemory, &records, &skipped); rc != 0) return rc;
+  if (int rc = SelectRecord(record, plan_out, skipped, &records); rc != 0) return rc;
   const sim::ValidationSummary v = sim::ValidateMemory(records, profile.memory);
   if (format == "json") {
     nlohmann::ordered_json out = nlohmann::ordered_json::array();
@@ -191,6 +230,12 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
   cmd->add_flag("--memory", *memory,
                 "Judge measured per-GPU memory peaks instead (records with measured.peak_allocated_gib or "
                 "reserved_gib, e.g. shared/validation/memory_measured.json), in GiB against the memory model");
+  auto record = std::make_shared<std::string>();
+  auto plan_out = std::make_shared<std::string>();
+  cmd->add_option("--record", *record, "Only the record with this id");
+  cmd->add_option("--plan-out", *plan_out,
+                  "With --record: write the record's scenario as a plan file (meshplan report --plan FILE --ops "
+                  "shows where its predicted time goes)");
   AddDbFlag(cmd, db.get());
   cmd->callback([=] {
     if (*format != "table" && *format != "json") {
@@ -221,12 +266,16 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
       files.insert(files.end(), found->begin(), found->end());
     }
     if (*memory) {
-      *exit_code = RunMemoryValidation(files, *format, *profile);
+      *exit_code = RunMemoryValidation(files, *format, *profile, *record, *plan_out);
       return;
     }
     std::vector<core::PublishedRun> runs;
     std::vector<std::string> skipped;
     if (int rc = LoadDatasets(files, core::LoadPublishedRuns, &runs, &skipped); rc != 0) {
+      *exit_code = rc;
+      return;
+    }
+    if (int rc = SelectRecord(*record, *plan_out, skipped, &runs); rc != 0) {
       *exit_code = rc;
       return;
     }

@@ -692,11 +692,11 @@ ListKey PartKey(ListKey k, core::LayerPart part, int64_t compute_spans, int64_t 
   if (part != core::LayerPart::kRecompute) k[10] &= ~kRecomputeBits;  // recompute
   // Kept: precision (bits 0-3), recompute (4-7 and its modules 48-54), tp_overlap (8-11), cp_kind
   // (12-15), SP (40), EP all-to-alls hidden (42: DualPipe or ep_overlap), FP8 scaling (45-46),
-  // elementwise kernels and cross entropy (55-56).
+  // elementwise kernels (55), cross entropy (56-57) and the MoE dispatcher (58).
   // Blanked: sharding, optimizer, the four state dtypes, grad_accum_fusion (41), the ZeRO-3 gather
   // kind (43-44).
-  constexpr int64_t kKept =
-      int64_t{0xFFFF} | int64_t{1} << 40 | int64_t{1} << 42 | int64_t{3} << 45 | int64_t{0x7F} << 48 | int64_t{3} << 55;
+  constexpr int64_t kKept = int64_t{0xFFFF} | int64_t{1} << 40 | int64_t{1} << 42 | int64_t{3} << 45 |
+                            int64_t{0x7F} << 48 | int64_t{0xF} << 55;
   k[10] &= kKept;
   k[4] = k[5] = k[8] = k[9] = -1;  // pp, dp, zero, hsdp shard
   k[11] = compute_spans;           // replaces the placement: only these groups' spans reach the costs

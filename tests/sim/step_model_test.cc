@@ -685,6 +685,57 @@ TEST(StepCostCacheTest, CachedEstimatesEqualUncachedOnes) {
   }
 }
 
+TEST(StepCostCacheTest, MoeDispatcherReachesTheCachedMoeLayer) {
+  // The token dispatcher changes the MoE layer's ops (flex: no outer permutations, fewer rows on
+  // the wire), so two plans differing only in it must not share a cached MoE list: each cached
+  // estimate equals its uncached one, and flex is faster here (Mixtral 8x7B, EP 8 over 8 experts:
+  // 2 ranks per token either way, but two permutations fewer).
+  const core::GpuSpec g = *core::LoadGpu("h100-sxm");
+  const core::ClusterSpec c = *core::LoadCluster("dgx-h100");
+  const core::Profile prof;
+  const core::ModelSpec m = *core::LoadModel("mixtral-8x7b");
+  StepCostCache cache;
+  double t[2] = {};
+  for (core::MoeDispatcher d : {core::MoeDispatcher::kAllToAll, core::MoeDispatcher::kFlex}) {
+    core::PlanSpec p;
+    p.gpus = 64;
+    p.tp = 2;
+    p.pp = 4;
+    p.dp = 8;
+    p.ep = 8;
+    p.zero = 1;
+    p.sequence_parallel = true;
+    p.seq_len = 4096;
+    p.global_batch = 64;
+    p.moe_dispatcher = d;
+    core::Diagnostics diag;
+    core::ValidatePlan(p, m, g, c, &diag);
+    ASSERT_FALSE(diag.has_errors());
+    const StepEstimate a = EstimateStep(m, p, g, c, prof);
+    const StepEstimate b = EstimateStep(m, p, g, c, prof, &cache);
+    EXPECT_NEAR(a.time_s, b.time_s, 1e-12 * a.time_s) << core::Name(d);
+    t[static_cast<int>(d)] = b.time_s;
+  }
+  EXPECT_LT(t[1], t[0]);
+  // The same for the cross entropy (two bits of the key: flash and native differ from fused in the
+  // high one), whose ops sit in the head's compute part.
+  const core::ModelSpec llama = *core::LoadModel("llama3-8b");
+  StepCostCache ce_cache;
+  for (core::CrossEntropy ce : {core::CrossEntropy::kFused, core::CrossEntropy::kUpcast, core::CrossEntropy::kFlash,
+                                core::CrossEntropy::kNative}) {
+    core::PlanSpec p;
+    p.gpus = 8;
+    p.pp = 2;
+    p.dp = 4;
+    p.seq_len = 4096;
+    p.global_batch = 32;
+    p.cross_entropy = ce;
+    const StepEstimate a = EstimateStep(llama, p, g, c, prof);
+    const StepEstimate b = EstimateStep(llama, p, g, c, prof, &ce_cache);
+    EXPECT_NEAR(a.time_s, b.time_s, 1e-12 * a.time_s) << core::Name(ce);
+  }
+}
+
 TEST(StepCostCacheTest, PlacementReachesTheSharedComputeParts) {
   // A layer's compute part is shared between plans whose TP, CP and EP groups span the cluster
   // alike, whatever their pp, dp or ZeRO stage. Putting PP innermost moves TP across nodes: the

@@ -249,6 +249,7 @@ core::Result<Explanation> TopicTp(const core::Profile& profile) {
     Set(&st, "forward_collectives", cc.forward);
     Set(&st, "backward_collectives", cc.backward);
     Set(&st, "bytes_each", static_cast<double>(cc.bytes), "B");
+    Set(&st, "flex_rows_per_token", core::RanksPerToken(k->m.moe->experts, k->m.moe->top_k, p.ep));
     ex.steps.push_back(st);
   }
   {
@@ -563,7 +564,9 @@ core::Result<Explanation> TopicEp(const core::Profile& profile) {
     ExplainStep st = NewStep("all_to_alls", "All-to-alls per MoE layer");
     st.rule =
         "Each token goes to its top-k experts on other GPUs (dispatch all-to-all) and comes back (combine). "
-        "Backward sends the gradients the same two ways.";
+        "Backward sends the gradients the same two ways. Megatron-Core's flex dispatcher (DeepEP, HybridEP; "
+        "--moe-dispatcher flex) sends a token once to each rank holding one of its experts: D = R(1 − "
+        "C(E − E/R, k)/C(E, k)) rows per token on R ranks with uniform routing instead of k (docs/compute.md).";
     st.formula = "per layer and microbatch: 2 forward + 2 backward all-to-alls of s·b·k·h·2 B";
     st.substituted =
         Fmt("the step graph of one mixtral layer at EP 8: %d forward + %d backward all-to-alls of %s "

@@ -181,6 +181,9 @@ struct LaunchConfig {
   // Adam's moments as the recipe keeps them (Megatron-Core's precision-aware optimizer,
   // exp_avg_dtype/exp_avg_sq_dtype); empty: the stack's.
   std::string optimizer_states_dtype;
+  // The optimizer's own copy of the weights as the recipe keeps it (Apex DistributedFusedAdam's
+  // state dtype, NeMo's optim.dtype); empty: the stack's.
+  std::string master_weights_dtype;
   // The recipe's compute precision ("fp8", "bf16") and FP8 scaling ("delayed", "current",
   // "block"), for a record whose table prints none; empty: the launch file does not say.
   std::string precision, fp8_scaling;
@@ -222,6 +225,7 @@ std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
                                           .stage_layers = split,
                                           .mtp_layers = IntOr(v, "mtp_layers", -1),
                                           .optimizer_states_dtype = StrOr(v, "optimizer_states_dtype"),
+                                          .master_weights_dtype = StrOr(v, "master_weights_dtype"),
                                           .precision = StrOr(v, "precision"),
                                           .fp8_scaling = StrOr(v, "fp8_scaling")});
       }
@@ -865,7 +869,16 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
       return false;
     }
     p.dtypes.optimizer_states = moments;
-    run.assumptions.push_back(std::string("Adam moments in ") + Name(moments) + " (precision-aware optimizer) from " +
+    run.assumptions.push_back(std::string("Adam moments in ") + Name(moments) + " from " + launch_name());
+  }
+  if (launch && !launch->master_weights_dtype.empty()) {
+    Dtype master;
+    if (!FromName(launch->master_weights_dtype, &master)) {
+      skip("launch file: master_weights_dtype '" + launch->master_weights_dtype + "' is not a dtype");
+      return false;
+    }
+    p.dtypes.master_weights = master;
+    run.assumptions.push_back(std::string("the optimizer's copy of the weights in ") + Name(master) + " from " +
                               launch_name());
   }
   if (launch && launch->ddp == "torch") {

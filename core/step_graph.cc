@@ -792,7 +792,18 @@ class Builder {
     const int64_t gb = DtypeBytes(p_.dtypes.grads), wb = DtypeBytes(p_.dtypes.weights);
     const int64_t each_w = std::max<int64_t>(params * wb / tensors, 1),
                   each_g = std::max<int64_t>(params * gb / tensors, 1);
+    // DeepSpeed v0.3.13 partition_parameters.py _allgather_param: each parameter's gather first
+    // allocates its whole tensor with torch.zeros (one fill kernel writing it), and average_tensor
+    // (stage3.py) divides each gradient by the group size before its reduce-scatter (one kernel
+    // reading and writing it); both are part of their collective's path.
+    auto part_of = [&](const char* name, int64_t bytes, Pass pass) {
+      Mem(out, name, bytes);
+      out->back().pass = pass;
+      out->back().batch = tensors;
+      out->back().group = g;
+    };
     auto gather = [&](Pass pass) {
+      part_of("zero3_gather_zero_fill", params * wb, pass);
       for (int64_t i = 0; i < tensors; ++i) {
         Coll(out, "zero3_tensor_gather", CollectiveKind::kAllGather, g, each_w);
         out->back().pass = pass;
@@ -805,6 +816,7 @@ class Builder {
     gather(Pass::kForward);
     if (recomputed) gather(Pass::kRecompute);
     gather(Pass::kBackwardInput);
+    part_of("zero3_grad_predivide", 2 * params * gb, Pass::kBackwardWeight);
     for (int64_t i = 0; i < tensors; ++i) {
       Coll(out, "zero3_tensor_reduce_scatter", CollectiveKind::kReduceScatter, g, each_g, p_.overlap_grad_reduce);
       out->back().pass = Pass::kBackwardWeight;

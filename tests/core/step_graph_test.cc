@@ -342,6 +342,9 @@ TEST(StepGraphTest, PerTensorZeroThreeGathersEveryTensorBlockingWithListCopies) 
   // backward, and its gradient reduce-scattered once: 36 gathers and 12 reduce-scatters per
   // microbatch, still 3 psi gathered per pass pair as with flat gathers (ZeRO paper §7.2.2), and
   // each of the 4 list collectives per tensor launches one copy kernel per rank (12 x 16 here).
+  // Before each pass's gathers every tensor is allocated with torch.zeros (one fill writing the
+  // layer's 2 psi bytes), and before the reduce-scatters each gradient is divided by the group
+  // size (reading and writing its 2 psi bytes): DeepSpeed v0.3.13 _allgather_param, average_tensor.
   auto m = LoadModel("gpt3-175b");
   ASSERT_TRUE(m.ok());
   PlanSpec p = Plan(1, 16, false);
@@ -352,7 +355,23 @@ TEST(StepGraphTest, PerTensorZeroThreeGathersEveryTensorBlockingWithListCopies) 
   int gathers = 0, scatters = 0, step_ops = 0;
   int64_t gathered = 0;
   std::vector<int64_t> copy_kernels;
+  int fills = 0, divides = 0;
+  const LayerParams lp = CountLayerParams(*m, false);
   for (const Op& op : layer) {
+    const std::string_view name(op.name);
+    if (name == "zero3_gather_zero_fill") {
+      ++fills;
+      EXPECT_EQ(op.batch, 12);
+      EXPECT_EQ(op.group, CommGroup::kDpCp);
+      EXPECT_NEAR(static_cast<double>(op.bytes), 2.0 * static_cast<double>(lp.NonExpert()), 2.0);
+      continue;
+    }
+    if (name == "zero3_grad_predivide") {
+      ++divides;
+      EXPECT_EQ(op.pass, Pass::kBackwardWeight);
+      EXPECT_NEAR(static_cast<double>(op.bytes), 2.0 * 2.0 * static_cast<double>(lp.NonExpert()), 4.0);
+      continue;
+    }
     if (op.pass == Pass::kStep && op.kind == OpKind::kCollective) ++step_ops;
     if (op.kind == OpKind::kCollective && op.collective == CollectiveKind::kAllGather) {
       ++gathers;
@@ -367,7 +386,8 @@ TEST(StepGraphTest, PerTensorZeroThreeGathersEveryTensorBlockingWithListCopies) 
   EXPECT_EQ(step_ops, 0);  // nothing left for the step: the gradients are reduced every microbatch
   ASSERT_EQ(copy_kernels.size(), 4u);
   for (int64_t k : copy_kernels) EXPECT_EQ(k, 12 * 16);
-  const LayerParams lp = CountLayerParams(*m, false);
+  EXPECT_EQ(fills, 3);  // forward, recomputed forward, backward
+  EXPECT_EQ(divides, 1);
   EXPECT_NEAR(static_cast<double>(gathered), 3.0 * static_cast<double>(lp.NonExpert()) * 2, 3.0 * 12);
   // Flat gathers (the default): one prefetched all-gather per layer and pass.
   p.zero3_gather = Zero3Gather::kFlat;

@@ -306,7 +306,9 @@ TEST(ValidationTest, BeyondTuningRegressionBound) {
   // hidden collectives slowing the compute beside them (sim::OverlapSlowdown: NCCL's 18.9%, Lee
   // et al. 2025; Transformer Engine userbuffers' 16 or 1 SMs): 6.4%, 19.6%, 70.2% (mean 10.2% ->
   // 9.7%; the Megatron README H100 rows, whose TP collectives all overlap, 1-5 points slower, so
-  // the H100 median 5.0% -> 6.4% while MegaScale 5.9% -> 4.4%, FP8 14.1% -> 11.4%).
+  // the H100 median 5.0% -> 6.4% while MegaScale 5.9% -> 4.4%, FP8 14.1% -> 11.4%). With DeepSpeed
+  // 0.3's zero fill before each gather and gradient pre-division: 6.4%, 19.5%, 70.2% (ZeRO-3 11.2%
+  // -> 10.3%).
   EXPECT_LE(v.all.median_abs_error, 0.065);
   EXPECT_LE(v.all.p90_abs_error, 0.20);
   EXPECT_LE(v.all.max_abs_error, 0.71);
@@ -314,7 +316,7 @@ TEST(ValidationTest, BeyondTuningRegressionBound) {
   for (const auto& g : v.groups) {
     if (g.dimension == "stack" && g.value == "megatron-lm-2021") EXPECT_LE(g.summary.median_abs_error, 0.03);
     if (g.dimension == "sharding" && g.value == "zero-3") {
-      EXPECT_LE(g.summary.median_abs_error, 0.115);
+      EXPECT_LE(g.summary.median_abs_error, 0.105);
       EXPECT_EQ(g.summary.out_of_memory, 0u);
     }
     if (g.dimension == "scale" && g.value == ">1024") EXPECT_LE(g.summary.median_abs_error, 0.08);

@@ -120,6 +120,11 @@ struct ListCost {
 // kernel, or the unfused path's two batched GEMMs and softmax.
 bool IsAttentionCore(const Op& op) { return op.kind == OpKind::kAttention || op.attention_core; }
 
+// Of a step's collectives, the ZeRO-1/2 all-gather of the updated parameters (the step's only
+// all-gather: core/step_graph.cc ParamSync), which overlaps the next step's first forward; the
+// others are the gradient reduction, under the last microbatch's backward (StepOverlapSlowdown).
+bool IsParamGather(const Op& op) { return op.collective == core::CollectiveKind::kAllGather; }
+
 // Collective times shared by the plans of one search: a collective's time depends only on its
 // kind, size and the span of its group (the cluster and profile are fixed per cache).
 struct CollectiveKey {
@@ -504,8 +509,7 @@ std::vector<CostedOpList> CostStepGraph(const core::ModelSpec& m, const core::Pl
           // The step's synchronisation (StepOverlapSlowdown's windows): the parameter all-gather
           // under the next step's first forward with overlap_param_gather, the gradient reduction
           // under the last microbatch's backward with overlap_grad_reduce; NCCL's kernels.
-          row.hidden =
-              op.collective == core::CollectiveKind::kAllGather ? p.overlap_param_gather : p.overlap_grad_reduce;
+          row.hidden = IsParamGather(op) ? p.overlap_param_gather : p.overlap_grad_reduce;
           if (row.hidden) row.slowdown = kNcclOverlapSlowdown;
         } else {
           row.hidden = CollectiveHidden(op, p);
@@ -627,7 +631,7 @@ StepWork StepWorkOf(const std::vector<Op>& ops, const Coster& coster) {
     if (op.kind == OpKind::kCollective) {
       const double t = coster.CollectiveTime(op);
       w.comm += t;
-      if (op.collective == core::CollectiveKind::kAllGather) w.param_gather += t;
+      if (IsParamGather(op)) w.param_gather += t;
     } else {
       w.optimizer += coster.OpTime(op);
     }

@@ -39,11 +39,11 @@ StepView::StepView(ScenarioModel* scenario, StepTableModel* model, OpsTableModel
   split->setStretchFactor(1, 1);
   split->setSizes({800, 360});
   // Every op of one microbatch below the chart (`meshplan report --ops`).
-  ops_table_ = MakeTable(ops);
-  ops_table_->setToolTip("every op of one microbatch as the step model costs it (meshplan report --ops)");
+  QTableView* ops_table = MakeTable(ops);
+  ops_table->setToolTip("every op of one microbatch as the step model costs it (meshplan report --ops)");
   auto* vsplit = new QSplitter(Qt::Vertical);
   vsplit->addWidget(split);
-  vsplit->addWidget(ops_table_);
+  vsplit->addWidget(ops_table);
   vsplit->setStretchFactor(0, 3);
   vsplit->setStretchFactor(1, 2);
   layout->addWidget(vsplit, 1);

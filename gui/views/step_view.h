@@ -22,7 +22,6 @@ class StepView : public View {
 
  public:
   StepView(ScenarioModel* scenario, StepTableModel* model, OpsTableModel* ops, QWidget* parent = nullptr);
-  QTableView* opsTable() { return ops_table_; }
   QWidget* chartWidget() override { return chart_view_; }
 
  private:
@@ -31,7 +30,6 @@ class StepView : public View {
   QChart* chart_;
   QChartView* chart_view_;
   QTableView* table_;
-  QTableView* ops_table_;
   QLabel *step_time_, *tokens_, *tflops_, *mfu_, *hfu_, *bubble_;
 };
 

@@ -231,6 +231,8 @@ OJson OpsJson(const core::Scenario& s, const SpeedReport& sp) {
           row["head_dim_qk"] = op.head_dim_qk;
           row["head_dim_v"] = op.head_dim_v;
           row["causal"] = op.causal;
+          row["window"] = op.window;  // 0: the whole causal sequence
+          row["share"] = op.share;    // of the list's layers; flops and time are per layer, x share
           row["kernel"] = core::Name(op.attention);
           row["dtype"] = core::Name(op.dtype);
           row["flops"] = op.Flops();
@@ -278,6 +280,15 @@ std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r, co
   o << "# plan: " << PlanLine(p, r) << "\n";
   o << "# parameters: " << Count(r.params.total) << " total (" << r.params.total << "), " << Count(r.params.active)
     << " active per token\n";
+  if (s.model.sliding_window > 0) {
+    const int64_t windowed = s.model.WindowedLayerCount(false) + s.model.WindowedLayerCount(true);
+    o << "# attention: " << windowed << " of " << s.model.layers << " layers attend a " << s.model.sliding_window
+      << "-token window"
+      << (s.model.global_attention_every > 0
+              ? "; the last of every " + std::to_string(s.model.global_attention_every) + " the whole sequence"
+              : std::string())
+      << (s.model.sliding_window >= p.seq_len ? " (not shorter than the sequence: no effect)" : "") << "\n";
+  }
   o << "# " << StateLine(p, r) << "\n";
   for (const auto& n : notes) o << "# default: " << n << "\n";
   for (const auto& w : warnings) o << "# " << w << "\n";

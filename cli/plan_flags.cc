@@ -26,6 +26,12 @@ void PlanFlags::Register(CLI::App* app) {
   m->add_option("--mlp", mlp, "gelu|swiglu");
   m->add_option("--mtp-layers", mtp_layers,
                 "Multi-token prediction modules on the last stage (DeepSeek-V3: 1; 0 trains without; docs/memory.md)");
+  m->add_option("--sliding-window", sliding_window,
+                "Keys a windowed layer's queries attend, themselves included (0: every layer global; gpt-oss 128, "
+                "Mistral 7B 4096)");
+  m->add_option("--global-attention-every", global_attention_every,
+                "With --sliding-window: the last of every N layers attends the whole sequence (0: every layer "
+                "windowed; gpt-oss 2, Gemma 3 6)");
   m->add_option("--attention", attention,
                 "flash|flash2|flash1|triton|naive (flash: the GPU's fastest fused kernel; flash2: FlashAttention-2; "
                 "flash1: FlashAttention v1; triton: the Triton FlashAttention kernel; naive keeps the s^2 scores)");
@@ -191,6 +197,16 @@ void PlanFlags::ApplyModelFlags(core::ModelSpec* spec, Diagnostics* d, std::vect
   }
   if (mtp_layers) {
     m.mtp_layers = *mtp_layers;
+    model_changed = true;
+  }
+  if (sliding_window) {
+    m.sliding_window = *sliding_window;
+    // No window: no global layers among windowed ones either (unless given, and then refused).
+    if (*sliding_window == 0) m.global_attention_every = 0;
+    model_changed = true;
+  }
+  if (global_attention_every) {
+    m.global_attention_every = *global_attention_every;
     model_changed = true;
   }
   if (attention) {

@@ -19,7 +19,8 @@ namespace meshplan::cli {
 struct PlanFlags {
   std::string plan_file, model, gpu, cluster;
   // Model overrides.
-  std::optional<int64_t> layers, hidden, heads, kv_heads, head_dim, ffn, vocab, mtp_layers;
+  std::optional<int64_t> layers, hidden, heads, kv_heads, head_dim, ffn, vocab, mtp_layers, sliding_window,
+      global_attention_every;
   std::optional<std::string> mlp, attention;
   // Plan.
   std::optional<int64_t> gpus, tp, pp, dp, cp, ep, etp, vpp, mbs, gbs, gbs_tokens, seq, recompute_layers, hsdp_shard,

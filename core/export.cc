@@ -165,6 +165,13 @@ Result<std::string> ExportMegatron(const Scenario& s) {
   if (m.mlp == MlpKind::kSwiglu) arg("--swiglu");
   if (m.norm == NormKind::kRmsNorm) arg("--normalization RMSNorm");
   if (m.qk_norm) arg("--qk-layernorm");  // TransformerConfig.qk_layernorm (transformer_config.py:259)
+  if (m.sliding_window > 0) {
+    // TransformerConfig.window_size (left, right) and window_attn_skip_freq (every N-th layer global,
+    // transformer/utils.py is_layer_window_attention). Transformer Engine's left window counts the
+    // keys before the query, meshplan's window the query too: w keys are (w - 1, 0).
+    arg("--window-size " + std::to_string(m.sliding_window - 1) + ",0");
+    if (m.global_attention_every > 0) arg("--window-attn-skip-freq " + std::to_string(m.global_attention_every));
+  }
   if (m.position == PositionKind::kRope) arg("--position-embedding-type rope");
   if (m.bias == BiasKind::kNone) arg("--disable-bias-linear");
   if (!m.tied_embeddings) arg("--untie-embeddings-and-output-weights");

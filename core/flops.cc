@@ -74,9 +74,17 @@ double SelectiveRecomputeMatmulParams(const ModelSpec& m, const PlanSpec& p) {
 
 }  // namespace
 
+double KeysPerQuery(int64_t seq_len, int64_t window, AttentionFlops convention) {
+  const double s = static_cast<double>(seq_len);
+  if (window <= 0 || window >= seq_len) return convention == AttentionFlops::kCausal ? 0.5 * s : s;
+  // A causal window of w keys: query i meets min(i + 1, w) keys, on average w - w^2/(2s) (the
+  // continuous count, equal to the causal s/2 at w = s); the full convention counts w per query.
+  const double w = static_cast<double>(window);
+  return convention == AttentionFlops::kCausal ? w - w * w / (2 * s) : w;
+}
+
 ForwardFlops ForwardFlopsPerToken(const ModelSpec& m, int64_t seq_len, AttentionFlops convention) {
   ForwardFlops f;
-  const double s = static_cast<double>(seq_len);
   // QK^T: 2*s*(a*d_qk) per token; AV: 2*s*(a*d_v). Causal kernels skip half the scores.
   double qk_dim, v_dim;
   if (m.mla) {
@@ -85,19 +93,26 @@ ForwardFlops ForwardFlopsPerToken(const ModelSpec& m, int64_t seq_len, Attention
   } else {
     qk_dim = v_dim = static_cast<double>(m.heads * m.head_dim);
   }
-  const double causal = convention == AttentionFlops::kCausal ? 0.5 : 1.0;
   const double moe_layers = static_cast<double>(m.MoeLayerCount());
   const double dense_layers = static_cast<double>(m.layers) - moe_layers;
   f.matmul = 2 * dense_layers * LayerMatmulParams(m, false) +
              (moe_layers > 0 ? 2 * moe_layers * LayerMatmulParams(m, true) : 0.0);
-  f.attention = static_cast<double>(m.layers) * 2 * s * (qk_dim + v_dim) * causal;
+  // Per token 2 (d_qk + d_v) FLOPs per key it meets: the whole (causal) sequence in a global
+  // layer, the window in a windowed one.
+  const double full_keys = KeysPerQuery(seq_len, 0, convention);
+  const double windowed = static_cast<double>(m.WindowedLayerCount(false) + m.WindowedLayerCount(true));
+  f.attention = 2 * (qk_dim + v_dim) *
+                ((static_cast<double>(m.layers) - windowed) * full_keys +
+                 windowed * KeysPerQuery(seq_len, m.sliding_window, convention));
   f.logits = 2 * static_cast<double>(m.hidden) * static_cast<double>(m.vocab);
   if (m.mtp_layers > 0) {
     // Each MTP module: eh_proj (2h x h), one layer of the last layer's kind, its own logits
     // (Megatron-LM training.py num_floating_point_operations counts the same three).
     const double d = static_cast<double>(m.mtp_layers), h = static_cast<double>(m.hidden);
     f.matmul += d * (2 * LayerMatmulParams(m, m.MtpLayerIsMoe()) + 2 * 2 * h * h);
-    f.attention += d * 2 * s * (qk_dim + v_dim) * causal;
+    // Its layer is the last decoder layer's kind, window included.
+    const bool last_windowed = m.layers > 0 && m.IsWindowedLayer(m.layers - 1);
+    f.attention += d * 2 * (qk_dim + v_dim) * KeysPerQuery(seq_len, last_windowed ? m.sliding_window : 0, convention);
     f.logits *= 1 + d;
   }
   return f;

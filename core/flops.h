@@ -21,6 +21,9 @@ struct ForwardFlops {
   double Total() const { return matmul + attention + logits; }
 };
 ForwardFlops ForwardFlopsPerToken(const ModelSpec& m, int64_t seq_len, AttentionFlops convention);
+// Keys a query meets on average in a sequence of `seq_len` tokens: s/2 (causal) or s (full)
+// without a window (window 0 or >= seq_len); with a window of w keys, w - w^2/(2s) (causal) or w.
+double KeysPerQuery(int64_t seq_len, int64_t window, AttentionFlops convention);
 
 // Model FLOPs of one iteration (global batch): 3x forward (forward + backward). MFU uses this.
 double ModelFlopsPerIteration(const ModelSpec& m, const PlanSpec& p, AttentionFlops convention);

@@ -148,6 +148,7 @@ class FieldReader {
   }
 
   void Error(const char* key, std::string message) { diag_->Error(Path(key), std::move(message)); }
+  const Json& Object() const { return j_; }
   static std::string Path(const char* key) { return std::string("config.") + key; }
 
  private:
@@ -221,6 +222,56 @@ void SetMoeLayers(const std::vector<bool>& is_moe, MoeSpec moe, FieldReader& r, 
     return;
   }
   m->moe = moe;
+}
+
+// Sliding-window attention (ModelSpec::sliding_window, global_attention_every). transformers
+// states it per layer in `layer_types` ("sliding_attention" / "full_attention": gpt-oss, Gemma,
+// and every family since v4.54); Mistral and Mixtral window every layer when `sliding_window` is
+// set (modeling_mistral.py); Qwen2/Qwen3 window the layers from `max_window_layers` on only when
+// `use_sliding_window` is true (configuration_qwen2.py; false in every released config).
+void ReadSlidingWindow(const std::string& type, FieldReader& r, ModelSpec* m) {
+  std::vector<bool> windowed;
+  const Json& j = r.Object();
+  if (auto it = j.find("layer_types"); it != j.end() && !it->is_null()) {
+    if (!it->is_array() || static_cast<int64_t>(it->size()) != m->layers) {
+      r.Error("layer_types", "expected a list of " + std::to_string(m->layers) + " layer types (num_hidden_layers)");
+      return;
+    }
+    for (const Json& e : *it) {
+      const std::string t = e.is_string() ? e.get<std::string>() : "";
+      if (t != "sliding_attention" && t != "full_attention") {
+        r.Error("layer_types", "has " + Brief(e) + "; meshplan knows sliding_attention and full_attention");
+        return;
+      }
+      windowed.push_back(t == "sliding_attention");
+    }
+  } else if ((type == "mistral" || type == "mixtral") && r.Has("sliding_window")) {
+    windowed.assign(static_cast<size_t>(std::max<int64_t>(m->layers, 0)), true);
+  } else if ((type == "qwen2" || type == "qwen3" || type == "qwen3_moe") && r.Bool("use_sliding_window", false)) {
+    const int64_t from = r.Optional("max_window_layers", 0);
+    for (int64_t l = 0; l < m->layers; ++l) windowed.push_back(l >= from);
+  }
+  int64_t count = 0;
+  for (bool w : windowed) count += w ? 1 : 0;
+  if (count == 0) return;
+  m->sliding_window = r.Required("sliding_window");
+  if (count == static_cast<int64_t>(windowed.size())) return;  // every layer windowed: G = 0
+  // Global layers at 1-based numbers divisible by G: the first global layer fixes G.
+  int64_t g = 0;
+  while (g < static_cast<int64_t>(windowed.size()) && windowed[static_cast<size_t>(g)]) ++g;
+  const int64_t every = g + 1;
+  for (int64_t l = 0; l < static_cast<int64_t>(windowed.size()); ++l)
+    if (windowed[static_cast<size_t>(l)] != ((l + 1) % every != 0)) {
+      r.Error(r.Has("layer_types") ? "layer_types" : "max_window_layers",
+              "gives windowed layers meshplan cannot express (it needs a global layer every n-th layer, the others "
+              "windowed, or every layer windowed)");
+      return;
+    }
+  if (every < 2) {
+    r.Error("layer_types", "starts with a global layer: meshplan needs the global layers at every n-th layer (n >= 2)");
+    return;
+  }
+  m->global_attention_every = every;
 }
 
 void ReadGpt2(FieldReader& r, ModelSpec* m) {
@@ -304,6 +355,7 @@ void ReadDecoder(const std::string& type, FieldReader& r, ModelSpec* m) {
   }
   m->qk_norm = type == "qwen3" || type == "qwen3_moe";
   m->attention_sinks = type == "gpt_oss";
+  ReadSlidingWindow(type, r, m);
 
   const int64_t layers = m->layers;
   if (type == "mixtral" || type == "gpt_oss") {

@@ -242,6 +242,8 @@ void ReadModel(const Json& j, const std::string& prefix, ModelSpec* m, Diagnosti
   r.Bool("dropout", &m->dropout);
   r.Enum("attention", &m->attention);
   r.Int("mtp_layers", &m->mtp_layers);
+  r.Int("sliding_window", &m->sliding_window);
+  r.Int("global_attention_every", &m->global_attention_every);
   if (const Json* v = r.Find("mla", false)) {
     MlaSpec mla;
     ObjectReader q(*v, prefix + ".mla", d);
@@ -304,6 +306,10 @@ OJson WriteModel(const ModelSpec& m) {
   j["dropout"] = m.dropout;
   j["attention"] = Name(m.attention);
   if (m.mtp_layers > 0) j["mtp_layers"] = m.mtp_layers;
+  if (m.sliding_window > 0) {
+    j["sliding_window"] = m.sliding_window;
+    j["global_attention_every"] = m.global_attention_every;
+  }
   if (m.mla) {
     OJson q;
     q["q_lora_rank"] = m.mla->q_lora_rank;

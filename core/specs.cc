@@ -120,6 +120,19 @@ bool ModelSpec::IsMoeLayer(int64_t layer) const {
 
 int64_t ModelSpec::MoeLayerCount() const { return MoeLayersBefore(layers); }
 
+bool ModelSpec::IsWindowedLayer(int64_t layer) const {
+  if (sliding_window <= 0) return false;
+  return global_attention_every <= 0 || (layer + 1) % global_attention_every != 0;
+}
+
+int64_t ModelSpec::WindowedLayerCount(bool moe_layers) const {
+  if (sliding_window <= 0) return 0;
+  int64_t n = 0;
+  for (int64_t i = 0; i < layers; ++i)
+    if (IsMoeLayer(i) == moe_layers && IsWindowedLayer(i)) ++n;
+  return n;
+}
+
 std::string RecomputeModulesString(uint32_t modules) {
   std::string s;
   for (const auto& [value, name] : NameTable<RecomputeModule>::kEntries) {

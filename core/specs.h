@@ -79,8 +79,20 @@ struct ModelSpec {
   // embedding, projects their concatenation 2h -> h (eh_proj), runs one transformer layer of the
   // last decoder layer's kind, then its own final norm, the shared output head and a loss.
   int64_t mtp_layers = 0;
+  // Sliding-window (local) attention: a windowed layer's queries attend only the
+  // `sliding_window` most recent tokens, themselves included (0: every layer attends the whole
+  // sequence). Every `global_attention_every`-th layer (1-based layer number divisible by it:
+  // Megatron-Core's --window-attn-skip-freq, transformer/utils.py is_layer_window_attention)
+  // attends the whole sequence; 0: every layer is windowed. gpt-oss: 128 and 2 (Hugging Face
+  // config.json layer_types: sliding, full, sliding, ...); Gemma 3: 1024 and 6; Mistral 7B: 4096
+  // and 0.
+  int64_t sliding_window = 0;
+  int64_t global_attention_every = 0;
 
-  bool IsMoeLayer(int64_t layer) const;  // REQUIRES: 0 <= layer < layers
+  bool IsMoeLayer(int64_t layer) const;       // REQUIRES: 0 <= layer < layers
+  bool IsWindowedLayer(int64_t layer) const;  // REQUIRES: 0 <= layer < layers
+  // Windowed layers among the MoE (moe = true) or dense decoder layers.
+  int64_t WindowedLayerCount(bool moe) const;
   int64_t MoeLayerCount() const;
   // An MTP module's layer takes the last decoder layer's spec (Megatron-Core's MTP block spec).
   bool MtpLayerIsMoe() const { return layers > 0 && IsMoeLayer(layers - 1); }

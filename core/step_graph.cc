@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string_view>
 
+#include "core/flops.h"
 #include "core/memory.h"
 #include "core/params.h"
 
@@ -65,10 +66,10 @@ double Op::Flops() const {
     // QK^T (2 s_q s_kv d_qk) + AV (2 s_q s_kv d_v) per head; backward recomputes the scores and
     // forms dQ, dK, dV, dS: 2.5x forward (FlashAttention-2 paper, §3.1 accounting).
     double f = 2.0 * static_cast<double>(attn_batch) * static_cast<double>(heads) * static_cast<double>(seq_q) *
-               static_cast<double>(seq_kv) * static_cast<double>(head_dim_qk + head_dim_v);
-    if (causal) f *= 0.5;
+               KeysPerQuery(seq_kv, window, causal ? AttentionFlops::kCausal : AttentionFlops::kFull) *
+               static_cast<double>(head_dim_qk + head_dim_v);
     if (pass == Pass::kBackwardInput) f *= 2.5;
-    return f;
+    return f * share;
   }
   return 0;
 }
@@ -90,7 +91,7 @@ class Builder {
   std::vector<Op> Forward(bool moe) {
     std::vector<Op> fwd;
     fwd.reserve(40);
-    Attention(&fwd);
+    Attention(&fwd, moe);
     if (moe && m_.moe) MoeMlp(&fwd);
     else DenseMlp(&fwd, m_.ffn_hidden, "mlp");
     return fwd;
@@ -383,7 +384,7 @@ class Builder {
   }
 
   // ---- attention block
-  void Attention(std::vector<Op>* ops) {
+  void Attention(std::vector<Op>* ops, bool moe) {
     const int64_t h = m_.hidden, a = m_.heads / t_;
     const int64_t norm_div = sp_ ? t_ : 1;
     Norm(ops, "attn_norm", tokens_ * h / norm_div);
@@ -443,7 +444,21 @@ class Builder {
       op.causal = true;
       op.flash = true;
       op.dtype = gemm_dtype_ == Dtype::kFp8 ? Dtype::kBf16 : gemm_dtype_;
-      ops->push_back(op);
+      // Sliding-window layers: the fused kernels skip the key blocks outside the window
+      // (FlashAttention's window_size, cuDNN's sliding window), so a windowed layer's attention
+      // is its own op; with global layers in the same list, each op carries its layers' share.
+      const int64_t layers = moe ? m_.MoeLayerCount() : m_.layers - m_.MoeLayerCount();
+      const int64_t windowed = m_.sliding_window > 0 && m_.sliding_window < seq_kv && layers > 0
+                                   ? m_.WindowedLayerCount(moe && m_.moe.has_value())
+                                   : 0;
+      if (windowed < layers) op.share = static_cast<double>(layers - windowed) / static_cast<double>(layers);
+      if (windowed < layers || windowed == 0) ops->push_back(op);
+      if (windowed > 0) {
+        op.name = "flash_attention_window";
+        op.window = m_.sliding_window;
+        op.share = static_cast<double>(windowed) / static_cast<double>(layers);
+        ops->push_back(op);
+      }
     } else {
       // Unfused attention (Megatron 2021): batched GEMMs over b*a heads plus a fused
       // scale-mask-softmax(-dropout) kernel over the full s x s scores.

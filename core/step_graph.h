@@ -57,6 +57,11 @@ struct Op {
   // kAttention (core attention, per rank): batch x heads of (seq_q x seq_kv) scores.
   int64_t attn_batch = 0, heads = 0, seq_q = 0, seq_kv = 0, head_dim_qk = 0, head_dim_v = 0;
   bool causal = true, flash = true;
+  // kAttention: the keys a query meets at most (ModelSpec::sliding_window; 0: the whole causal
+  // sequence), and the share of the list's layers that run this op: a model mixing windowed and
+  // global layers gets one op of each kind per layer, weighted by their shares.
+  int64_t window = 0;
+  double share = 1.0;
   AttentionImpl attention = AttentionImpl::kFlash;  // the fused kernel (kFlash or kFlash2)
   // kMemoryBound, kOptimizer: bytes read + written (by `batch` kernels). kCollective, kP2p:
   // nccl-tests' S.
@@ -71,8 +76,9 @@ struct Op {
   // collective's per-rank copies): its time is that group's exposed communication.
   CommGroup group = CommGroup::kNone;
   bool overlappable = false;  // a collective that may run under compute of the same pass
-  // FLOPs this op executes: 2mnk x batch for a GEMM; for attention 2 s_q s_kv (d_qk + d_v) per
-  // head (x2.5 in backward: dQ, dK, dV, dS and the recomputed scores), halved when causal.
+  // FLOPs this op executes: 2mnk x batch for a GEMM; for attention 2 s_q K (d_qk + d_v) per head,
+  // K the keys a query meets (s_kv, s_kv/2 when causal, the window's count with one: KeysPerQuery),
+  // x2.5 in backward (dQ, dK, dV, dS and the recomputed scores), x share.
   double Flops() const;
 };
 

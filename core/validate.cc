@@ -110,6 +110,22 @@ void ValidateModel(const ModelSpec& m, const std::string& p, Diagnostics* d) {
   // module is a whole layer on the last stage, so more than the decoder's own layers is a typo.
   if (m.mtp_layers < 0 || (m.layers > 0 && m.mtp_layers > m.layers))
     d->Error(p + ".mtp_layers", "must be between 0 and layers=" + S(m.layers) + " (got " + S(m.mtp_layers) + ")");
+  // Sliding-window attention: a window of at least one token (the query itself); a global layer
+  // every G layers, G >= 2 (G = 1 would make every layer global: no window at all).
+  if (m.sliding_window < 0)
+    d->Error(p + ".sliding_window", "must be >= 0 (0: no sliding-window layers; got " + S(m.sliding_window) + ")");
+  else if (m.sliding_window > 0)
+    Within(d, p + ".sliding_window", static_cast<double>(m.sliding_window), 1, 134217728,
+           "a window is at most the longest published context (10M tokens)");
+  if (m.global_attention_every < 0)
+    d->Error(p + ".global_attention_every",
+             "must be >= 0 (0: every layer windowed; got " + S(m.global_attention_every) + ")");
+  else if (m.global_attention_every == 1 && m.sliding_window > 0)
+    d->Error(p + ".global_attention_every",
+             "1 makes every layer global: set sliding_window to 0 for a model without windowed layers, or 0 "
+             "(every layer windowed) or >= 2 (gpt-oss 2, Gemma 3 6)");
+  else if (m.global_attention_every > 0 && m.sliding_window == 0)
+    d->Error(p + ".global_attention_every", "needs sliding_window > 0 (the window of the other layers)");
   // Exact integer byte counts need every size to stay far below 2^63; refuse absurd inputs
   // rather than overflow (checked in double, which cannot overflow here).
   {

@@ -1040,6 +1040,12 @@ class Executor {
 
 Result<Measurement> ExecuteStep(Backend& backend, const core::Scenario& scenario, const ExecutorOptions& options,
                                 const RankGroups& groups) {
+  // The backends' attention kernels attend the whole causal sequence; a windowed layer would run
+  // (and be measured) as a global one.
+  if (scenario.model.sliding_window > 0)
+    return Status::InvalidArgument(
+        "execute: model.sliding_window: must be 0 (meshplan-run's attention kernels have no sliding window; the "
+        "step model costs it)");
   Executor ex(backend, scenario, options, groups);
   return ex.Run();
 }

@@ -40,10 +40,18 @@ std::string CostedOpHow(const CostedOp& c) {
       std::snprintf(b, sizeof b, "%.0f TFLOP/s, %s", c.time_s > 0 ? op.Flops() / c.time_s / 1e12 : 0.0,
                     c.memory_bound ? "memory-bound" : "compute-bound");
       return b;
-    case core::OpKind::kAttention:
+    case core::OpKind::kAttention: {
       std::snprintf(b, sizeof b, "%.0f TFLOP/s, %s%s", c.time_s > 0 ? op.Flops() / c.time_s / 1e12 : 0.0,
                     core::Name(op.attention), op.causal ? ", causal" : "");
-      return b;
+      std::string how = b;
+      // The FLOPs and time are the share's: per layer of the list, averaged over its layers.
+      if (op.window > 0) how += ", window " + std::to_string(op.window);
+      if (op.share < 1.0) {
+        std::snprintf(b, sizeof b, ", in %.0f%% of the layers", 100 * op.share);
+        how += b;
+      }
+      return how;
+    }
     case core::OpKind::kCollective:
     case core::OpKind::kP2p: {
       std::snprintf(b, sizeof b, "%s %lld ranks (%lld x %lld domains), %s", core::Name(op.group),

@@ -57,6 +57,17 @@ run(report_ops_json 0 "\"name\": \"qkv_proj\",[^}]*\"pass\": \"forward\",[^}]*\"
     report --model llama3-8b --gpu h100-sxm --gpus 8 --tp 2 --seq 8192 --zero 1 --ops --format json)
 run(report_ops_table 0 "fwd +qkv_proj +8192x3072x4096 +bf16 +206\\.16 +- +334\\.5 +616 TFLOP/s, compute-bound"
     report --model llama3-8b --gpu h100-sxm --gpus 8 --tp 2 --seq 8192 --zero 1 --ops)
+# Sliding-window attention: gpt-oss-120b's 18 windowed layers (128 keys) and 18 global ones; the
+# windowed op's forward: 2 x 64 heads x 4096 x (128 - 128^2/8192 = 126 keys) x (64 + 64) x 1/2
+# (its share of the layers) = 4.23 GFLOP.
+run(report_sliding_window 0
+    "18 of 36 layers attend a 128-token window; the last of every 2 the whole sequence.*fwd +flash_attention_window +1x64 4096x4096 d64 +bf16 +4\\.23 .*window 128, in 50% of the layers"
+    report --model gpt-oss-120b --gpu h100-sxm --cluster dgx-h100 --gpus 64 --tp 1 --pp 4 --ep 8 --seq 4096
+           --gbs 1280 --mbs 1 --zero 1 --ops)
+run(sliding_window_bad 1 "model.global_attention_every: 1 makes every layer global"
+    report --model gpt-oss-120b --gpu h100-sxm --gpus 64 --pp 4 --ep 8 --seq 4096 --zero 1 --global-attention-every 1)
+run(sliding_window_mistral 0 "32 of 32 layers attend a 4096-token window\n" report --model llama3-8b --gpu h100-sxm --gpus 8 --seq 8192 --zero 3
+    --sliding-window 4096)
 # Usage errors exit 2, inconsistent plans 1; every message names the field.
 run(unknown_model 2 "--model: .*no model preset named 'llama9'" report --model llama9 --gpu h100-sxm --gpus 8)
 run(bad_format 2 "--format must be" report --model tiny --gpu h100-sxm --gpus 1 --format xml)

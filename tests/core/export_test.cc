@@ -725,3 +725,32 @@ TEST(ExportTest, TorchtitanPythonConfigurationRefusesWhatItsVersionCannotRun) {
 
 }  // namespace
 }  // namespace meshplan::core
+
+namespace meshplan::core {
+namespace {
+
+TEST(ExportTest, MegatronWritesTheSlidingWindow) {
+  // gpt-oss: 128-key windows (Transformer Engine's left window 127: it counts the keys before the
+  // query) and a global layer every 2nd layer (--window-attn-skip-freq 2).
+  Scenario s = Llama70B();
+  s.model = *LoadModel("gpt-oss-120b");
+  s.plan.tp = 1;
+  s.plan.pp = 4;
+  s.plan.vpp = 1;
+  s.plan.dp = 16;
+  s.plan.ep = 8;
+  s.plan.sequence_parallel = false;
+  s.plan.schedule = Schedule::k1F1B;
+  s.plan.seq_len = 4096;
+  s.plan.global_batch = 1280;
+  const std::string text = Text(ExportMegatron(s));
+  EXPECT_TRUE(Has(text, "--window-size 127,0")) << text;
+  EXPECT_TRUE(Has(text, "--window-attn-skip-freq 2")) << text;
+  // A model without windows writes neither.
+  const std::string llama = Text(ExportMegatron(Llama70B()));
+  EXPECT_FALSE(Has(llama, "--window-size"));
+  EXPECT_FALSE(Has(llama, "--window-attn-skip-freq"));
+}
+
+}  // namespace
+}  // namespace meshplan::core

@@ -84,3 +84,35 @@ TEST(FlopsTest, RecomputeModulesAddTheirGemmsToHardwareFlops) {
 
 }  // namespace
 }  // namespace meshplan::core
+
+namespace meshplan::core {
+namespace {
+
+TEST(FlopsTest, KeysPerQueryOfAWindow) {
+  // Without a window (or one as long as the sequence): s/2 causal, s full.
+  EXPECT_EQ(KeysPerQuery(4096, 0, AttentionFlops::kCausal), 2048);
+  EXPECT_EQ(KeysPerQuery(4096, 4096, AttentionFlops::kCausal), 2048);
+  EXPECT_EQ(KeysPerQuery(4096, 0, AttentionFlops::kFull), 4096);
+  // A 128-key window over 4096 tokens: w - w^2/(2s) = 128 - 16384/8192 = 126 causal; 128 full.
+  EXPECT_EQ(KeysPerQuery(4096, 128, AttentionFlops::kCausal), 126);
+  EXPECT_EQ(KeysPerQuery(4096, 128, AttentionFlops::kFull), 128);
+}
+
+TEST(FlopsTest, SlidingWindowLayersCountTheirWindow) {
+  // gpt-oss-120b at 4096 tokens: 64 heads x head dim 64 (qk = v = 4096 wide), 18 global layers
+  // and 18 windowed ones (128 keys). Attention FLOPs per token = 2 (qk + v) x sum of keys:
+  // causal 16384 x (18 x 2048 + 18 x 126) = 641,138,688; full 16384 x (18 x 4096 + 18 x 128)
+  // = 1,245,708,288. Without the window: 16384 x 36 x 2048 = 1,207,959,552 (causal).
+  auto m = LoadModel("gpt-oss-120b");
+  ASSERT_TRUE(m.ok());
+  ASSERT_EQ(m->sliding_window, 128);
+  EXPECT_DOUBLE_EQ(ForwardFlopsPerToken(*m, 4096, AttentionFlops::kCausal).attention, 641138688.0);
+  EXPECT_DOUBLE_EQ(ForwardFlopsPerToken(*m, 4096, AttentionFlops::kFull).attention, 1245708288.0);
+  ModelSpec global = *m;
+  global.sliding_window = 0;
+  global.global_attention_every = 0;
+  EXPECT_DOUBLE_EQ(ForwardFlopsPerToken(global, 4096, AttentionFlops::kCausal).attention, 1207959552.0);
+}
+
+}  // namespace
+}  // namespace meshplan::core

@@ -58,6 +58,8 @@ void ExpectSameModel(const ModelSpec& got, const ModelSpec& want) {
   EXPECT_EQ(got.attention_sinks, want.attention_sinks);
   EXPECT_EQ(got.dropout, want.dropout);
   EXPECT_STREQ(Name(got.attention), Name(want.attention));
+  EXPECT_EQ(got.sliding_window, want.sliding_window);
+  EXPECT_EQ(got.global_attention_every, want.global_attention_every);
   ASSERT_EQ(got.mla.has_value(), want.mla.has_value());
   if (got.mla) {
     EXPECT_EQ(got.mla->q_lora_rank, want.mla->q_lora_rank);
@@ -459,6 +461,64 @@ TEST(HfConfigTest, NonObjectJsonIsInvalidArgument) {
   Result<ModelSpec> m = ModelFromHfConfig("[1, 2, 3]", "x", "inline");
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.status().code(), Status::Code::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace meshplan::core
+
+namespace meshplan::core {
+namespace {
+
+// ---- sliding-window attention -------------------------------------------------------------
+
+TEST(HfConfigTest, GptOssAlternatesWindowedAndGlobalLayers) {
+  // layer_types: sliding, full, sliding, ... (36 entries) and sliding_window 128: the 1-based
+  // layers 2, 4, ..., 36 are global, so a global layer every 2nd layer; 18 of 36 windowed.
+  Result<ModelSpec> m = Import("gpt-oss-120b.json");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->sliding_window, 128);
+  EXPECT_EQ(m->global_attention_every, 2);
+  EXPECT_TRUE(m->IsWindowedLayer(0));
+  EXPECT_FALSE(m->IsWindowedLayer(1));
+  EXPECT_EQ(m->WindowedLayerCount(/*moe=*/true), 18);
+  EXPECT_EQ(m->WindowedLayerCount(/*moe=*/false), 0);  // every gpt-oss layer is MoE
+}
+
+TEST(HfConfigTest, QwenWindowsOnlyWithUseSlidingWindow) {
+  // Qwen2-7B's config.json has sliding_window 131072 but use_sliding_window false: no window.
+  Result<ModelSpec> m = Import("qwen2-7b.json");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->sliding_window, 0);
+  EXPECT_EQ(m->global_attention_every, 0);
+}
+
+TEST(HfConfigTest, MistralWindowsEveryLayer) {
+  // Mistral 7B v0.1 (sliding_window 4096, no layer_types): every layer windowed.
+  Result<ModelSpec> m = ModelFromHfConfig(
+      R"({"model_type": "mistral", "num_hidden_layers": 4, "hidden_size": 64, "num_attention_heads": 4,
+          "intermediate_size": 128, "vocab_size": 100, "sliding_window": 4096})",
+      "mistral", "inline");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->sliding_window, 4096);
+  EXPECT_EQ(m->global_attention_every, 0);
+  EXPECT_EQ(m->WindowedLayerCount(false), 4);
+}
+
+TEST(HfConfigTest, LayerTypesMeshplanCannotExpressAreRefused) {
+  // Global layers 2 and 3 (1-based): not "every n-th layer".
+  Result<ModelSpec> m = ModelFromHfConfig(
+      R"({"model_type": "llama", "num_hidden_layers": 4, "hidden_size": 64, "num_attention_heads": 4,
+          "intermediate_size": 128, "vocab_size": 100, "sliding_window": 8,
+          "layer_types": ["sliding_attention", "full_attention", "full_attention", "sliding_attention"]})",
+      "odd", "inline");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("config.layer_types"), std::string::npos) << m.status().ToString();
+  // A type meshplan does not know.
+  m = ModelFromHfConfig(
+      MinimalLlama(R"(, "sliding_window": 8, "layer_types": ["chunked_attention", "full_attention"])"), "odd",
+      "inline");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("chunked_attention"), std::string::npos) << m.status().ToString();
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "core/spec_json.h"
 
+#include <tuple>
+
 #include <gtest/gtest.h>
 
 #include "core/presets.h"
@@ -100,6 +102,30 @@ TEST(SpecJsonTest, ModelMtpLayersRoundTripAndAreBounded) {
     auto r = ParseModelJson(base + bad);
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_NE(r.status().message().find("model.mtp_layers"), std::string::npos) << r.status().message();
+  }
+}
+
+TEST(SpecJsonTest, ModelSlidingWindowRoundTripsAndIsChecked) {
+  const std::string base = R"({"name": "m", "layers": 4, "hidden": 64, "heads": 4, "ffn_hidden": 256,
+                               "mlp": "swiglu", "vocab": 1000, "max_seq": 128)";
+  auto ok = ParseModelJson(base + R"(, "sliding_window": 32, "global_attention_every": 2})");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->sliding_window, 32);
+  EXPECT_EQ(ok->global_attention_every, 2);
+  auto back = ParseModelJson(ModelToJson(*ok));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, *ok);
+  // Each bad value names its field and the rule.
+  for (auto [bad, field, rule] :
+       {std::tuple{R"(, "sliding_window": -1})", "model.sliding_window", ">= 0"},
+        {R"(, "sliding_window": 32, "global_attention_every": 1})", "model.global_attention_every",
+         "every layer global"},
+        {R"(, "global_attention_every": 2})", "model.global_attention_every", "needs sliding_window > 0"},
+        {R"(, "sliding_window": 32, "global_attention_every": -2})", "model.global_attention_every", ">= 0"}}) {
+    auto r = ParseModelJson(base + bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find(field), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find(rule), std::string::npos) << r.status().message();
   }
 }
 

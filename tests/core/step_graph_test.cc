@@ -682,3 +682,55 @@ TEST(GroupLayoutTest, EveryGroupHasOneLayoutAndItsSpanIsThatLayouts) {
 
 }  // namespace
 }  // namespace meshplan::core
+
+namespace meshplan::core {
+namespace {
+
+// The attention ops of the MoE layer's forward, by name.
+std::vector<Op> ForwardAttention(const std::vector<Op>& ops) {
+  std::vector<Op> out;
+  for (const Op& op : ops)
+    if (op.kind == OpKind::kAttention && op.pass == Pass::kForward) out.push_back(op);
+  return out;
+}
+
+TEST(StepGraphTest, SlidingWindowLayersGetTheirOwnAttentionOp) {
+  // gpt-oss-120b, one sequence of 4096 on one GPU: every layer is MoE, half of them windowed
+  // (128 keys). The MoE layer carries a global op and a windowed one, each at share 1/2:
+  // global 2 x 64 heads x 4096 x 2048 keys x (64 + 64) = 137,438,953,472, x 1/2;
+  // windowed 2 x 64 x 4096 x 126 keys x 128 x 1/2 = 4,227,858,432 (126 = 128 - 128^2/8192).
+  auto m = LoadModel("gpt-oss-120b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p = Plan(1, 1, false);
+  p.seq_len = 4096;
+  const StepGraph g = BuildStepGraph(*m, p);
+  const std::vector<Op> attn = ForwardAttention(g.moe_layer);
+  ASSERT_EQ(attn.size(), 2u);
+  EXPECT_EQ(attn[0].window, 0);
+  EXPECT_DOUBLE_EQ(attn[0].share, 0.5);
+  EXPECT_DOUBLE_EQ(attn[0].Flops(), 137438953472.0 / 2);
+  EXPECT_STREQ(attn[1].name, "flash_attention_window");
+  EXPECT_EQ(attn[1].window, 128);
+  EXPECT_DOUBLE_EQ(attn[1].share, 0.5);
+  EXPECT_DOUBLE_EQ(attn[1].Flops(), 4227858432.0);
+  // The graph's forward attention per layer, x 36 layers / 4096 tokens, is ForwardFlopsPerToken's.
+  const double per_token = (attn[0].Flops() + attn[1].Flops()) * 36 / 4096;
+  EXPECT_DOUBLE_EQ(per_token, ForwardFlopsPerToken(*m, 4096, AttentionFlops::kCausal).attention);
+
+  // Every layer windowed (global_attention_every 0): one op, share 1.
+  ModelSpec w = *m;
+  w.global_attention_every = 0;
+  const std::vector<Op> all = ForwardAttention(BuildStepGraph(w, p).moe_layer);
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].window, 128);
+  EXPECT_DOUBLE_EQ(all[0].share, 1.0);
+  // A window as long as the sequence changes nothing: one global op.
+  w.sliding_window = 4096;
+  const std::vector<Op> none = ForwardAttention(BuildStepGraph(w, p).moe_layer);
+  ASSERT_EQ(none.size(), 1u);
+  EXPECT_EQ(none[0].window, 0);
+  EXPECT_DOUBLE_EQ(none[0].Flops(), 137438953472.0);
+}
+
+}  // namespace
+}  // namespace meshplan::core

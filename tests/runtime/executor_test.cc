@@ -676,3 +676,20 @@ TEST(MeasurementTest, JsonRoundTrips) {
 
 }  // namespace
 }  // namespace meshplan::runtime
+
+namespace meshplan::runtime {
+namespace {
+
+TEST(ExecutorTest, SlidingWindowModelsAreRefusedNotRunAsGlobalAttention) {
+  // The backends' attention kernels have no window: a windowed model would be measured as a
+  // global one, so the run stops naming the field.
+  core::Scenario s = Tiny(1, 1, 1, /*global_batch=*/2);
+  s.model.sliding_window = 8;
+  auto backend = MakeCpuBackend({.clock = std::make_shared<FakeClock>()});
+  auto m = ExecuteStep(*backend, s, FastOptions(), {});
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("model.sliding_window"), std::string::npos) << m.status().ToString();
+}
+
+}  // namespace
+}  // namespace meshplan::runtime

@@ -801,7 +801,9 @@ class Builder {
   // NCCL buffer and one tensor per rank: `group_size` copy kernels per collective, each paying the
   // per-kernel overhead (the op's batch), and the buffer's bytes read and written once. The
   // tensors are taken as equal shares of the parameters (the bytes add up; what the count sets is
-  // the collectives' latency and the copies).
+  // the collectives' latency and the copies). The count is every parameter tensor, although
+  // DeepSpeed keeps those of <= stage3_param_persistence_threshold (1e5) elements resident: a known
+  // gap, docs/validation.md (Narayanan Table 2) says what the source count does to the rows.
   void PerTensorZero3(int64_t params, int64_t tensors, CommGroup g, int64_t group_size, bool recomputed,
                       std::vector<Op>* out) {
     const int64_t gb = DtypeBytes(p_.dtypes.grads), wb = DtypeBytes(p_.dtypes.weights);

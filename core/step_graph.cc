@@ -65,8 +65,11 @@ double Op::Flops() const {
   if (kind == OpKind::kAttention) {
     // QK^T (2 s_q s_kv d_qk) + AV (2 s_q s_kv d_v) per head; backward recomputes the scores and
     // forms dQ, dK, dV, dS: 2.5x forward (FlashAttention-2 paper, §3.1 accounting).
-    double f = 2.0 * static_cast<double>(attn_batch) * static_cast<double>(heads) * static_cast<double>(seq_q) *
-               KeysPerQuery(seq_kv, window, causal ? AttentionFlops::kCausal : AttentionFlops::kFull) *
+    // Keys per query: KeysPerQuery's, its no-window case inline (the search costs every op).
+    const double keys = window > 0 && window < seq_kv
+                            ? KeysPerQuery(seq_kv, window, causal ? AttentionFlops::kCausal : AttentionFlops::kFull)
+                            : static_cast<double>(seq_kv) * (causal ? 0.5 : 1.0);
+    double f = 2.0 * static_cast<double>(attn_batch) * static_cast<double>(heads) * static_cast<double>(seq_q) * keys *
                static_cast<double>(head_dim_qk + head_dim_v);
     if (pass == Pass::kBackwardInput) f *= 2.5;
     return f * share;

@@ -45,36 +45,37 @@ enum class MemOp {
 };
 
 struct Op {
+  // Fields by size (8-byte, then the enums, then the flags): the search copies millions of ops.
   // What the op is, for reports, traces and measurements: a string literal with static storage
   // (the builder assigns only literals), so it outlives every graph; never parsed for meaning
   // outside the builder (`mem_op`, `kind`, `pass` and `group` say what the op does).
   const char* name = "";
-  OpKind kind = OpKind::kGemm;
-  Pass pass = Pass::kForward;
   // kGemm: C[m x n] = A[m x k] B[k x n], `batch` independent instances (local experts).
   int64_t m = 0, n = 0, k = 0, batch = 1;
-  Dtype dtype = Dtype::kBf16;
   // kAttention (core attention, per rank): batch x heads of (seq_q x seq_kv) scores.
   int64_t attn_batch = 0, heads = 0, seq_q = 0, seq_kv = 0, head_dim_qk = 0, head_dim_v = 0;
-  bool causal = true, flash = true;
   // kAttention: the keys a query meets at most (ModelSpec::sliding_window; 0: the whole causal
   // sequence), and the share of the list's layers that run this op: a model mixing windowed and
   // global layers gets one op of each kind per layer, weighted by their shares.
   int64_t window = 0;
   double share = 1.0;
-  AttentionImpl attention = AttentionImpl::kFlash;  // the fused kernel (kFlash or kFlash2)
   // kMemoryBound, kOptimizer: bytes read + written (by `batch` kernels). kCollective, kP2p:
   // nccl-tests' S.
   int64_t bytes = 0;
-  MemOp mem_op = MemOp::kCopy;  // kMemoryBound: what it computes
-  // Part of core attention: the fused kernel (kAttention) or the unfused path's score and value
-  // GEMMs and softmax (what selective recompute's core_attn reruns and a ring's KV exchange hides
-  // under).
-  bool attention_core = false;
+  OpKind kind = OpKind::kGemm;
+  Pass pass = Pass::kForward;
+  Dtype dtype = Dtype::kBf16;
+  AttentionImpl attention = AttentionImpl::kFlash;  // kAttention: the fused kernel (kFlash or kFlash2)
+  MemOp mem_op = MemOp::kCopy;                      // kMemoryBound: what it computes
   CollectiveKind collective = CollectiveKind::kAllReduce;
   // A collective's group; on a memory-bound op, the collective it is part of (a list
   // collective's per-rank copies): its time is that group's exposed communication.
   CommGroup group = CommGroup::kNone;
+  bool causal = true, flash = true;  // kAttention
+  // Part of core attention: the fused kernel (kAttention) or the unfused path's score and value
+  // GEMMs and softmax (what selective recompute's core_attn reruns and a ring's KV exchange hides
+  // under).
+  bool attention_core = false;
   bool overlappable = false;  // a collective that may run under compute of the same pass
   // FLOPs this op executes: 2mnk x batch for a GEMM; for attention 2 s_q K (d_qk + d_v) per head,
   // K the keys a query meets (s_kv, s_kv/2 when causal, the window's count with one: KeysPerQuery),

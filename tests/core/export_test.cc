@@ -723,12 +723,6 @@ TEST(ExportTest, TorchtitanPythonConfigurationRefusesWhatItsVersionCannotRun) {
   refused(q, "--etp 1");
 }
 
-}  // namespace
-}  // namespace meshplan::core
-
-namespace meshplan::core {
-namespace {
-
 TEST(ExportTest, MegatronWritesTheSlidingWindow) {
   // gpt-oss: 128-key windows (Transformer Engine's left window 127: it counts the keys before the
   // query) and a global layer every 2nd layer (--window-attn-skip-freq 2).

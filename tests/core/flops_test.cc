@@ -82,12 +82,6 @@ TEST(FlopsTest, RecomputeModulesAddTheirGemmsToHardwareFlops) {
   EXPECT_NEAR(diff, 8.0 * 8192 * 32 * 2 * 3.0 * 4096 * 14336, 1e6);
 }
 
-}  // namespace
-}  // namespace meshplan::core
-
-namespace meshplan::core {
-namespace {
-
 TEST(FlopsTest, KeysPerQueryOfAWindow) {
   // Without a window (or one as long as the sequence): s/2 causal, s full.
   EXPECT_EQ(KeysPerQuery(4096, 0, AttentionFlops::kCausal), 2048);

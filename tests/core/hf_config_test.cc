@@ -463,12 +463,6 @@ TEST(HfConfigTest, NonObjectJsonIsInvalidArgument) {
   EXPECT_EQ(m.status().code(), Status::Code::kInvalidArgument);
 }
 
-}  // namespace
-}  // namespace meshplan::core
-
-namespace meshplan::core {
-namespace {
-
 // ---- sliding-window attention -------------------------------------------------------------
 
 TEST(HfConfigTest, GptOssAlternatesWindowedAndGlobalLayers) {

@@ -598,12 +598,6 @@ TEST(StepGraphTest, FlexDispatcherSendsEachTokenOncePerRankAndSkipsTheOuterPermu
   EXPECT_EQ(a2a, 4);
 }
 
-}  // namespace
-}  // namespace meshplan::core
-
-namespace meshplan::core {
-namespace {
-
 const Op* FindOp(const std::vector<Op>& ops, std::string_view name) {
   for (const Op& op : ops)
     if (name == op.name) return &op;

@@ -674,12 +674,6 @@ TEST(MeasurementTest, JsonRoundTrips) {
   EXPECT_EQ(w->ops[0].calls_per_step, 1000000);
 }
 
-}  // namespace
-}  // namespace meshplan::runtime
-
-namespace meshplan::runtime {
-namespace {
-
 TEST(ExecutorTest, SlidingWindowModelsAreRefusedNotRunAsGlobalAttention) {
   // The backends' attention kernels have no window: a windowed model would be measured as a
   // global one, so the run stops naming the field.

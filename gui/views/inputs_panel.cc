@@ -107,7 +107,7 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
   model_->setToolTip("Built-in model presets (presets/models)");
   load_hf_ = new QPushButton("Load HF config.json...");
   load_hf_->setToolTip(
-      "A Hugging Face config.json (llama, mistral, mixtral, qwen2/3, deepseek_v3, gpt2) or a meshplan "
+      "A Hugging Face config.json (llama, mistral, mixtral, qwen2/3, deepseek_v3, gpt2, gpt_oss) or a meshplan "
       "model JSON");
   mf->addRow("preset", model_);
   mf->addRow("", load_hf_);
@@ -117,12 +117,16 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
   kv_heads_ = IntBox(1, 1 << 16, "Key/value heads (GQA); = heads for MHA");
   ffn_ = IntBox(1, 1 << 22, "Dense MLP intermediate size");
   vocab_ = IntBox(1, 1 << 24, "Vocabulary size");
+  window_ = IntBox(0, 1 << 27,
+                   "Sliding window: keys a windowed layer's query attends, itself included (0: every layer "
+                   "global; gpt-oss 128). Which layers are windowed is the model's (global_attention_every)");
   mf->addRow("layers", layers_);
   mf->addRow("hidden", hidden_);
   mf->addRow("heads", heads_);
   mf->addRow("kv heads", kv_heads_);
   mf->addRow("ffn hidden", ffn_);
   mf->addRow("vocab", vocab_);
+  mf->addRow("sliding window", window_);
   params_ = new QLabel();
   mf->addRow("parameters", params_);
   col->addWidget(mg);
@@ -235,6 +239,12 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
   model_field(kv_heads_, &core::ModelOverrides::kv_heads);
   model_field(ffn_, &core::ModelOverrides::ffn_hidden);
   model_field(vocab_, &core::ModelOverrides::vocab);
+  connect(window_, &QSpinBox::valueChanged, this, [this](int v) {
+    EditModel([&](core::ModelSpec& m) {
+      m.sliding_window = v;
+      if (v == 0) m.global_attention_every = 0;  // as the CLI's --sliding-window 0
+    });
+  });
   connect(gpu_, &QComboBox::currentIndexChanged, this, [this](int i) {
     const QString name = gpu_->itemData(i).toString();
     QString err;
@@ -325,6 +335,7 @@ void InputsPanel::Refresh() {
   SetValue(kv_heads_, s.model.kv_heads);
   SetValue(ffn_, s.model.ffn_hidden);
   SetValue(vocab_, s.model.vocab);
+  SetValue(window_, s.model.sliding_window);
   const core::ParamCount pc = core::CountParams(s.model);
   params_->setText(
       pc.active != pc.total

@@ -46,7 +46,7 @@ class InputsPanel : public QScrollArea {
   ScenarioModel* scenario_;
   QComboBox *model_, *gpu_, *cluster_;
   QPushButton* load_hf_;
-  QSpinBox *layers_, *hidden_, *heads_, *kv_heads_, *ffn_, *vocab_;
+  QSpinBox *layers_, *hidden_, *heads_, *kv_heads_, *ffn_, *vocab_, *window_;
   QLabel* params_;
   QDoubleSpinBox *hbm_, *peak_, *price_, *tokens_;
   QLabel* peak_label_;

@@ -220,6 +220,14 @@ TEST(GuiDriveTest, CopyAsCommandMeansTheSamePlan) {
                                                 p.cross_entropy = core::CrossEntropy::kNative;
                                                 p.deferred_head_wgrad = 2;
                                                 s.setPlan(p);
+                                              },
+                                              // Sliding-window layers (the Inputs panel's box):
+                                              // --sliding-window and --global-attention-every.
+                                              [&] {
+                                                core::ModelSpec m = s.scenario().model;
+                                                m.sliding_window = 4096;
+                                                m.global_attention_every = 4;
+                                                s.setModel(m);
                                               }};
   for (size_t i = 0; i < edits.size(); ++i) {
     SCOPED_TRACE("case " + std::to_string(i));
@@ -238,11 +246,19 @@ TEST(GuiDriveTest, CopyAsCommandMeansTheSamePlan) {
     std::string error;
     ASSERT_TRUE(ResolveCommand(command, &cli, &error)) << error << "\n" << command.toStdString();
     EXPECT_EQ(cli.plan, s.plan()) << command.toStdString();
-    EXPECT_EQ(cli.model, s.scenario().model);
+    // The CLI names a model its flags modified "<preset> (modified)"; the GUI keeps the name.
+    core::ModelSpec want = s.scenario().model;
+    if (cli.model.name != want.name) {
+      EXPECT_EQ(cli.model.name, want.name + " (modified)");
+      want.name = cli.model.name;
+    }
+    EXPECT_EQ(cli.model, want) << command.toStdString();
     EXPECT_EQ(cli.gpu, s.scenario().gpu);
     EXPECT_EQ(cli.cluster, s.scenario().cluster);
   }
   EXPECT_TRUE(s.commandLine().contains("--tokens 15600000000000"));
+  EXPECT_TRUE(s.commandLine().contains("--sliding-window 4096 --global-attention-every 4"))
+      << s.commandLine().toStdString();
   // An edit no flag expresses is said, not dropped.
   s.setPricePerGpuHour(1.25);
   EXPECT_TRUE(s.commandLine().contains("# not expressed: price per GPU-hour $1.25"));

@@ -281,7 +281,7 @@ std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r, co
   o << "# parameters: " << Count(r.params.total) << " total (" << r.params.total << "), " << Count(r.params.active)
     << " active per token\n";
   if (s.model.sliding_window > 0) {
-    const int64_t windowed = s.model.WindowedLayerCount(false) + s.model.WindowedLayerCount(true);
+    const int64_t windowed = s.model.WindowedLayerCount();
     o << "# attention: " << windowed << " of " << s.model.layers << " layers attend a " << s.model.sliding_window
       << "-token window"
       << (s.model.global_attention_every > 0

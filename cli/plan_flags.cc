@@ -188,7 +188,8 @@ bool PlanFlags::ResolveSources(core::Scenario* out, bool* has_file, Diagnostics*
 // then re-validate the model: an override can break it (heads vs kv_heads).
 void PlanFlags::ApplyModelFlags(core::ModelSpec* spec, Diagnostics* d, std::vector<std::string>* notes) const {
   core::ModelSpec& m = *spec;
-  core::ModelOverrides mo{layers, hidden, heads, kv_heads, head_dim, ffn, vocab};
+  core::ModelOverrides mo{
+      layers, hidden, heads, kv_heads, head_dim, ffn, vocab, sliding_window, global_attention_every};
   bool model_changed = !mo.empty();
   if (model_changed) m = core::ApplyModelOverrides(m, mo, d, notes);
   if (mlp) {
@@ -197,16 +198,6 @@ void PlanFlags::ApplyModelFlags(core::ModelSpec* spec, Diagnostics* d, std::vect
   }
   if (mtp_layers) {
     m.mtp_layers = *mtp_layers;
-    model_changed = true;
-  }
-  if (sliding_window) {
-    m.sliding_window = *sliding_window;
-    // No window: no global layers among windowed ones either (unless given, and then refused).
-    if (*sliding_window == 0) m.global_attention_every = 0;
-    model_changed = true;
-  }
-  if (global_attention_every) {
-    m.global_attention_every = *global_attention_every;
     model_changed = true;
   }
   if (attention) {

@@ -92,6 +92,13 @@ ModelSpec ApplyModelOverrides(const ModelSpec& base, const ModelOverrides& o, Di
     if (!why.empty()) notes->push_back("kv_heads " + S(m.kv_heads) + " (" + why + "; --kv-heads to change)");
   }
 
+  // Sliding-window layers: turning the window off leaves no windowed layers to interleave.
+  if (o.sliding_window) {
+    m.sliding_window = *o.sliding_window;
+    if (*o.sliding_window == 0) m.global_attention_every = 0;
+  }
+  if (o.global_attention_every) m.global_attention_every = *o.global_attention_every;
+
   // head_dim = hidden / heads where the preset derives it so.
   if (o.head_dim) {
     m.head_dim = *o.head_dim;

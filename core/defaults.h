@@ -20,8 +20,12 @@ namespace meshplan::core {
 // Architecture fields a user may override on a preset. Unset fields keep the preset's value,
 // or follow an overridden field as ApplyModelOverrides says.
 struct ModelOverrides {
-  std::optional<int64_t> layers, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab;
-  bool empty() const { return !layers && !hidden && !heads && !kv_heads && !head_dim && !ffn_hidden && !vocab; }
+  std::optional<int64_t> layers, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, sliding_window,
+      global_attention_every;
+  bool empty() const {
+    return !layers && !hidden && !heads && !kv_heads && !head_dim && !ffn_hidden && !vocab && !sliding_window &&
+           !global_attention_every;
+  }
 };
 
 // `base` with `o` applied, keeping the dimensions the preset derives from others consistent
@@ -37,6 +41,8 @@ struct ModelOverrides {
 //    8B to 405B). When neither divides, kv_heads is left for validation to reject.
 //  - head_dim = hidden / heads when the preset's head_dim is hidden / heads (a preset with a
 //    decoupled head_dim, such as Qwen3's 128, keeps it).
+//  - global_attention_every follows sliding_window to 0 when the window is turned off (no
+//    windowed layers, so no global ones among them).
 // Every followed value that differs from the preset is appended to `notes` ("ffn_hidden 9216
 // (4 x hidden 2304, the preset's ratio; --ffn to change)"). Problems go to `d` under
 // "model.<field>"; either may be nullptr (the GUI applies edits silently and validates after).

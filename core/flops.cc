@@ -100,7 +100,7 @@ ForwardFlops ForwardFlopsPerToken(const ModelSpec& m, int64_t seq_len, Attention
   // Per token 2 (d_qk + d_v) FLOPs per key it meets: the whole (causal) sequence in a global
   // layer, the window in a windowed one.
   const double full_keys = KeysPerQuery(seq_len, 0, convention);
-  const double windowed = static_cast<double>(m.WindowedLayerCount(false) + m.WindowedLayerCount(true));
+  const double windowed = static_cast<double>(m.WindowedLayerCount());
   f.attention = 2 * (qk_dim + v_dim) *
                 ((static_cast<double>(m.layers) - windowed) * full_keys +
                  windowed * KeysPerQuery(seq_len, m.sliding_window, convention));

@@ -256,7 +256,8 @@ void ReadSlidingWindow(const std::string& type, FieldReader& r, ModelSpec* m) {
   if (count == 0) return;
   m->sliding_window = r.Required("sliding_window");
   if (count == static_cast<int64_t>(windowed.size())) return;  // every layer windowed: G = 0
-  // Global layers at 1-based numbers divisible by G: the first global layer fixes G.
+  // Global layers at 1-based numbers divisible by G: the first global layer fixes G (a global
+  // first layer gives G = 1, which the check below refuses: some layer is windowed).
   int64_t g = 0;
   while (g < static_cast<int64_t>(windowed.size()) && windowed[static_cast<size_t>(g)]) ++g;
   const int64_t every = g + 1;
@@ -267,10 +268,6 @@ void ReadSlidingWindow(const std::string& type, FieldReader& r, ModelSpec* m) {
               "windowed, or every layer windowed)");
       return;
     }
-  if (every < 2) {
-    r.Error("layer_types", "starts with a global layer: meshplan needs the global layers at every n-th layer (n >= 2)");
-    return;
-  }
   m->global_attention_every = every;
 }
 

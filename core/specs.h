@@ -91,8 +91,9 @@ struct ModelSpec {
 
   bool IsMoeLayer(int64_t layer) const;       // REQUIRES: 0 <= layer < layers
   bool IsWindowedLayer(int64_t layer) const;  // REQUIRES: 0 <= layer < layers
-  // Windowed layers among the MoE (moe = true) or dense decoder layers.
+  // Windowed layers among the MoE (moe = true) or dense decoder layers, or among all of them.
   int64_t WindowedLayerCount(bool moe) const;
+  int64_t WindowedLayerCount() const { return WindowedLayerCount(false) + WindowedLayerCount(true); }
   int64_t MoeLayerCount() const;
   // An MTP module's layer takes the last decoder layer's spec (Megatron-Core's MTP block spec).
   bool MtpLayerIsMoe() const { return layers > 0 && IsMoeLayer(layers - 1); }

@@ -66,7 +66,7 @@ double Op::Flops() const {
     // QK^T (2 s_q s_kv d_qk) + AV (2 s_q s_kv d_v) per head; backward recomputes the scores and
     // forms dQ, dK, dV, dS: 2.5x forward (FlashAttention-2 paper, §3.1 accounting).
     // Keys per query: KeysPerQuery's, its no-window case inline (the search costs every op).
-    const double keys = window > 0 && window < seq_kv
+    const double keys = Windowed()
                             ? KeysPerQuery(seq_kv, window, causal ? AttentionFlops::kCausal : AttentionFlops::kFull)
                             : static_cast<double>(seq_kv) * (causal ? 0.5 : 1.0);
     double f = 2.0 * static_cast<double>(attn_batch) * static_cast<double>(heads) * static_cast<double>(seq_q) * keys *
@@ -451,15 +451,18 @@ class Builder {
       // (FlashAttention's window_size, cuDNN's sliding window), so a windowed layer's attention
       // is its own op; with global layers in the same list, each op carries its layers' share.
       const int64_t layers = moe ? m_.MoeLayerCount() : m_.layers - m_.MoeLayerCount();
-      const int64_t windowed = m_.sliding_window > 0 && m_.sliding_window < seq_kv && layers > 0
-                                   ? m_.WindowedLayerCount(moe && m_.moe.has_value())
-                                   : 0;
-      if (windowed < layers) op.share = static_cast<double>(layers - windowed) / static_cast<double>(layers);
-      if (windowed < layers || windowed == 0) ops->push_back(op);
-      if (windowed > 0) {
+      const int64_t windowed = m_.sliding_window < seq_kv ? m_.WindowedLayerCount(moe) : 0;
+      if (windowed == 0) {
+        ops->push_back(op);
+      } else {
+        const double share = static_cast<double>(windowed) / static_cast<double>(layers);
+        if (windowed < layers) {
+          op.share = 1 - share;
+          ops->push_back(op);
+        }
         op.name = "flash_attention_window";
         op.window = m_.sliding_window;
-        op.share = static_cast<double>(windowed) / static_cast<double>(layers);
+        op.share = share;
         ops->push_back(op);
       }
     } else {

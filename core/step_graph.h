@@ -59,6 +59,8 @@ struct Op {
   // global layers gets one op of each kind per layer, weighted by their shares.
   int64_t window = 0;
   double share = 1.0;
+  // kAttention: a window shorter than the keys, so fewer keys per query than the causal sequence.
+  bool Windowed() const { return window > 0 && window < seq_kv; }
   // kMemoryBound, kOptimizer: bytes read + written (by `batch` kernels). kCollective, kP2p:
   // nccl-tests' S.
   int64_t bytes = 0;

@@ -469,7 +469,7 @@ double ComputeOpTime(const Op& op, const core::GpuSpec& g, const core::Profile& 
     case OpKind::kAttention: {
       // A windowed layer's kernel runs rows of w keys, as long as a causal kernel's at sequence 2w
       // (its rows average s/2 keys): its speed is the curve's at min(s, 2w) (docs/compute.md).
-      const int64_t seq = op.window > 0 && op.window < op.seq_kv ? std::min(op.seq_q, 2 * op.window) : op.seq_q;
+      const int64_t seq = op.Windowed() ? std::min(op.seq_q, 2 * op.window) : op.seq_q;
       const double eff =
           AttentionEfficiency(prof, g, op.attention, op.pass == Pass::kBackwardInput, op.head_dim_qk, seq);
       return op.Flops() / (Peak(g, op.dtype) * eff) + op.share * prof.kernel_overhead_s;

@@ -571,19 +571,12 @@ QString ScenarioModel::commandLine() const {
     flag(m.kv_heads, b.kv_heads, &o.kv_heads, "--kv-heads");
     flag(m.ffn_hidden, b.ffn_hidden, &o.ffn_hidden, "--ffn");
     flag(m.vocab, b.vocab, &o.vocab, "--vocab");
+    flag(m.sliding_window, b.sliding_window, &o.sliding_window, "--sliding-window");
+    flag(m.global_attention_every, b.global_attention_every, &o.global_attention_every, "--global-attention-every");
     core::ModelSpec expressed = core::ApplyModelOverrides(b, o, nullptr, nullptr);
     if (expressed.head_dim != m.head_dim) arg("--head-dim", num(m.head_dim)), expressed.head_dim = m.head_dim;
     if (m.mlp != b.mlp) arg("--mlp", core::Name(m.mlp)), expressed.mlp = m.mlp;
     if (m.attention != b.attention) arg("--attention", core::Name(m.attention)), expressed.attention = m.attention;
-    if (m.sliding_window != b.sliding_window) {
-      arg("--sliding-window", num(m.sliding_window));
-      expressed.sliding_window = m.sliding_window;
-      if (m.sliding_window == 0) expressed.global_attention_every = 0;
-    }
-    if (m.global_attention_every != expressed.global_attention_every) {
-      arg("--global-attention-every", num(m.global_attention_every));
-      expressed.global_attention_every = m.global_attention_every;
-    }
     expressed.name = m.name;  // the CLI renames a modified model
     if (!(expressed == m)) notes << "the model has edits no flag expresses";
   } else {

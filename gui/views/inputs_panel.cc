@@ -239,12 +239,7 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
   model_field(kv_heads_, &core::ModelOverrides::kv_heads);
   model_field(ffn_, &core::ModelOverrides::ffn_hidden);
   model_field(vocab_, &core::ModelOverrides::vocab);
-  connect(window_, &QSpinBox::valueChanged, this, [this](int v) {
-    EditModel([&](core::ModelSpec& m) {
-      m.sliding_window = v;
-      if (v == 0) m.global_attention_every = 0;  // as the CLI's --sliding-window 0
-    });
-  });
+  model_field(window_, &core::ModelOverrides::sliding_window);
   connect(gpu_, &QComboBox::currentIndexChanged, this, [this](int i) {
     const QString name = gpu_->itemData(i).toString();
     QString err;

@@ -283,18 +283,28 @@ std::optional<CollectiveCost> CollectiveTimeWith(CollectiveAlgorithm algo, Colle
 CollectiveCost CollectiveTime(CollectiveKind kind, int64_t bytes, const GroupSpan& span, const ClusterSpec& c,
                               const CommEfficiency& eff) {
   if (span.size <= 1) return CollectiveCost{.algorithm = "none"};
-  std::optional<CollectiveCost> best;
   // Ties (within rounding) keep the earlier, simpler algorithm: on two domains tree and SHARP
   // can cost exactly the same. Only what NCCL can choose: the hierarchical composition is not an
   // NCCL algorithm ([NCCL] tuning.cc ncclTopoTuneModel: `if (coll != ncclCollAllReduce && a !=
   // NCCL_ALGO_RING) continue;`, all-gather and reduce-scatter run the ring), so it is costed only
   // when forced (CollectiveTimeWith).
+  // (CollectiveTimeWith per algorithm, with the tiers found once and only the fastest finished.)
+  const Tiers tiers = TiersOf(c, eff);
+  const double volume = static_cast<double>(std::max<int64_t>(0, bytes));
+  CollectiveAlgorithm best = CollectiveAlgorithm::kRing;
+  double best_s = 0;
+  bool found = false;
   for (CollectiveAlgorithm a : {CollectiveAlgorithm::kRing, CollectiveAlgorithm::kPairwise, CollectiveAlgorithm::kP2p,
                                 CollectiveAlgorithm::kTree, CollectiveAlgorithm::kNvls, CollectiveAlgorithm::kSharp}) {
-    auto cost = CollectiveTimeWith(a, kind, bytes, span, c, eff);
-    if (cost && (!best || cost->time_s < best->time_s * (1 - 1e-12))) best = cost;
+    if (!Applies(a, kind, span, c)) continue;
+    const double t = Seconds(a, kind, volume, span, tiers, eff) + eff.launch_s;
+    if (!found || t < best_s * (1 - 1e-12)) {
+      best = a;
+      best_s = t;
+      found = true;
+    }
   }
-  return *best;  // every kind has at least one algorithm
+  return Finish(best, kind, bytes, span.size, best_s);  // every kind has at least one algorithm
 }
 
 }  // namespace meshplan::core

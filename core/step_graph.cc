@@ -91,24 +91,30 @@ class Builder {
     gemm_dtype_ = p.precision;
   }
 
+  // One layer's forward ops into `fwd` (cleared first; its capacity is kept).
+  void ForwardInto(bool moe, std::vector<Op>* fwd) {
+    fwd->clear();
+    fwd->reserve(40);
+    Attention(fwd, moe);
+    if (moe && m_.moe) MoeMlp(fwd);
+    else DenseMlp(fwd, m_.ffn_hidden, "mlp");
+  }
   std::vector<Op> Forward(bool moe) {
     std::vector<Op> fwd;
-    fwd.reserve(40);
-    Attention(&fwd, moe);
-    if (moe && m_.moe) MoeMlp(&fwd);
-    else DenseMlp(&fwd, m_.ffn_hidden, "mlp");
+    ForwardInto(moe, &fwd);
     return fwd;
   }
 
-  std::vector<Op> Layer(bool moe) {
-    const std::vector<Op> fwd = Forward(moe);
-    std::vector<Op> out;
-    out.reserve(4 * fwd.size() + 8);
-    out = fwd;
-    Backward(fwd, &out);
-    Recompute(fwd, &out);
-    GradSync(moe, &out);
-    return out;
+  // The whole layer into `out` (its forward built in `fwd`): both are cleared first and keep
+  // their capacity, so a caller that reuses them builds a graph without allocating.
+  void LayerInto(bool moe, std::vector<Op>* fwd, std::vector<Op>* out) {
+    ForwardInto(moe, fwd);
+    out->clear();
+    out->reserve(4 * fwd->size() + 8);
+    out->insert(out->end(), fwd->begin(), fwd->end());
+    Backward(*fwd, out);
+    Recompute(*fwd, out);
+    GradSync(moe, out);
   }
 
   std::vector<Op> Part(bool moe, LayerPart part) {
@@ -131,43 +137,58 @@ class Builder {
   }
 
   // (Capacities are reserved up front: the search builds a graph per candidate plan.)
-  std::vector<Op> Embedding() {
-    std::vector<Op> out = EmbeddingCompute();
-    StageParamSync(EmbeddingParams(), EmbeddingTensors(), &out);
-    return out;
+  // The embedding's list into `out`, with `fwd` as scratch (both cleared first, as LayerInto).
+  void EmbeddingInto(std::vector<Op>* fwd, std::vector<Op>* out) {
+    EmbeddingCompute(fwd, out);
+    StageParamSync(EmbeddingParams(), EmbeddingTensors(), out);
   }
   std::vector<Op> EmbeddingPart(LayerPart part) {
     return StagePart(
-        part, [this] { return EmbeddingCompute(); }, EmbeddingParams(), EmbeddingTensors());
+        part,
+        [this] {
+          std::vector<Op> fwd, out;
+          EmbeddingCompute(&fwd, &out);
+          return out;
+        },
+        EmbeddingParams(), EmbeddingTensors());
   }
-  std::vector<Op> EmbeddingCompute() {
-    std::vector<Op> out;
-    std::vector<Op> fwd;
+  void EmbeddingCompute(std::vector<Op>* fwd_ops, std::vector<Op>* out_ops) {
+    std::vector<Op>& fwd = *fwd_ops;
+    std::vector<Op>& out = *out_ops;
+    fwd.clear();
+    out.clear();
     fwd.reserve(4);
     Mem(&fwd, "embedding_lookup", tokens_ * m_.hidden * e_ * 2);
     // Vocab-parallel embedding: partial rows summed over TP (reduce-scatter under SP).
     TpReduce(&fwd, "embedding_reduce");
     out.reserve(4 * fwd.size() + 8);
-    out = fwd;
+    out.insert(out.end(), fwd.begin(), fwd.end());
     // Without SP the reduction's backward is the identity (Megatron's
     // reduce_from_tensor_model_parallel_region); under SP the reduce-scatter's is an all-gather.
-    if (sp_) Backward(fwd, &out);
-    else Backward({fwd.front()}, &out);
-    return out;
+    if (!sp_) fwd.resize(1);
+    Backward(fwd, &out);
   }
 
-  std::vector<Op> Head() {
-    std::vector<Op> out = HeadCompute();
-    StageParamSync(HeadParams(), HeadTensors(), &out);
-    return out;
+  // The head's list into `out`, with `fwd` as scratch (both cleared first, as LayerInto).
+  void HeadInto(std::vector<Op>* fwd, std::vector<Op>* out) {
+    HeadCompute(fwd, out);
+    StageParamSync(HeadParams(), HeadTensors(), out);
   }
   std::vector<Op> HeadPart(LayerPart part) {
     return StagePart(
-        part, [this] { return HeadCompute(); }, HeadParams(), HeadTensors());
+        part,
+        [this] {
+          std::vector<Op> fwd, out;
+          HeadCompute(&fwd, &out);
+          return out;
+        },
+        HeadParams(), HeadTensors());
   }
-  std::vector<Op> HeadCompute() {
-    std::vector<Op> out;
-    std::vector<Op> fwd;
+  void HeadCompute(std::vector<Op>* fwd_ops, std::vector<Op>* out_ops) {
+    std::vector<Op>& fwd = *fwd_ops;
+    std::vector<Op>& out = *out_ops;
+    fwd.clear();
+    out.clear();
     fwd.reserve(8 + 16 * static_cast<size_t>(m_.mtp_layers));
     // Each multi-token-prediction module before the main head's loss (Megatron-Core
     // MultiTokenPredictionLayer.forward): embed the shifted tokens (vocab-parallel, reduced over
@@ -187,7 +208,7 @@ class Builder {
     }
     HeadLoss(&fwd, "final_norm");
     out.reserve(4 * fwd.size() + 8);
-    out = fwd;
+    out.insert(out.end(), fwd.begin(), fwd.end());
     Backward(fwd, &out);
     // Without SP the head's input is the identity forward (f, no forward op) and all-reduces its
     // gradient backward (Shoeybi 2019 Fig. 3), overlapped with the weight gradient as a layer's
@@ -198,7 +219,6 @@ class Builder {
            overlap);
       out.back().pass = overlap ? Pass::kBackwardWeight : Pass::kBackwardInput;
     }
-    return out;
   }
   // The final norm, the vocab-parallel output head and the loss, forward.
   void HeadLoss(std::vector<Op>* ops, const char* norm_name) {
@@ -925,17 +945,24 @@ std::vector<Op> BuildHeadPart(const ModelSpec& m, const PlanSpec& p, LayerPart p
 Op BuildP2pOp(const ModelSpec& m, const PlanSpec& p) { return Builder(m, p).P2p(); }
 Op BuildP2pGatherOp(const ModelSpec& m, const PlanSpec& p) { return Builder(m, p).P2pGather(); }
 
-StepGraph BuildStepGraph(const ModelSpec& m, const PlanSpec& p) {
+void BuildStepGraph(const ModelSpec& m, const PlanSpec& p, StepGraph* g) {
   Builder b(m, p);
+  thread_local std::vector<Op> fwd;  // each list's forward, scratch: kept per thread, reused
+  b.LayerInto(false, &fwd, &g->dense_layer);
+  if (m.moe) b.LayerInto(true, &fwd, &g->moe_layer);
+  else g->moe_layer.clear();
+  b.EmbeddingInto(&fwd, &g->embedding);
+  b.HeadInto(&fwd, &g->head);
+  g->p2p = b.P2p();
+  g->p2p_gather = b.P2pGather();
+  g->step.clear();
+  g->microbatches = p.Microbatches();
+  g->tokens_per_microbatch = p.seq_len / p.cp * p.micro_batch;
+}
+
+StepGraph BuildStepGraph(const ModelSpec& m, const PlanSpec& p) {
   StepGraph g;
-  g.dense_layer = b.Layer(false);
-  if (m.moe) g.moe_layer = b.Layer(true);
-  g.embedding = b.Embedding();
-  g.head = b.Head();
-  g.p2p = b.P2p();
-  g.p2p_gather = b.P2pGather();
-  g.microbatches = p.Microbatches();
-  g.tokens_per_microbatch = p.seq_len / p.cp * p.micro_batch;
+  BuildStepGraph(m, p, &g);
   return g;
 }
 

@@ -102,6 +102,9 @@ struct StepGraph {
 
 // REQUIRES: ValidatePlan(plan, model, ...) reported no errors.
 StepGraph BuildStepGraph(const ModelSpec& m, const PlanSpec& p);
+// The same into `g`, whose lists are cleared and refilled: a caller that keeps one StepGraph per
+// thread builds graph after graph without allocating (the one-plan estimate, sim/step_model.cc).
+void BuildStepGraph(const ModelSpec& m, const PlanSpec& p, StepGraph* g);
 
 // The expected number of `ranks` expert-parallel ranks (each holding experts/ranks experts) that
 // a token's `top_k` distinct experts land on when it picks them uniformly at random among

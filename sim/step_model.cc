@@ -28,6 +28,37 @@ double Peak(const core::GpuSpec& g, core::Dtype d) {
   return g.peak_flops_per_s.begin()->second;
 }
 
+// The per-dtype figures ComputeOpTime reads from the GPU's and profile's maps, each looked up on
+// first use: the Coster keeps one per plan for its few dozen ops, a lone call a fresh one.
+class OpRates {
+ public:
+  double PeakOf(const core::GpuSpec& g, core::Dtype d) {
+    const auto i = static_cast<size_t>(d);
+    if (!have_peak_[i]) {
+      peak_[i] = Peak(g, d);
+      have_peak_[i] = true;
+    }
+    return peak_[i];
+  }
+  // Peak(d) x GemmEfficiency(d): the GEMM rate before the small-GEMM ramp and wave quantization.
+  double GemmRate(const core::GpuSpec& g, const core::Profile& prof, core::Dtype d) {
+    const auto i = static_cast<size_t>(d);
+    if (!have_rate_[i]) {
+      const double eff = GemmEfficiency(prof, g, d);
+      rate_[i] = PeakOf(g, d) * eff;
+      have_rate_[i] = true;
+    }
+    return rate_[i];
+  }
+
+ private:
+  static constexpr size_t kDtypes = static_cast<size_t>(core::Dtype::kNone) + 1;
+  std::array<double, kDtypes> peak_{}, rate_{};
+  std::array<bool, kDtypes> have_peak_{}, have_rate_{};
+};
+
+double ComputeOpTimeWith(const Op& op, const core::GpuSpec& g, const core::Profile& prof, OpRates* rates);
+
 // Costed ops of one list, grouped by pass.
 struct PassCost {
   double compute = 0;
@@ -145,11 +176,9 @@ class Coster {
  public:
   Coster(const core::PlanSpec& p, const core::GpuSpec& g, const core::ClusterSpec& c, const core::Profile& prof,
          CollectiveMemo* shared = nullptr)
-      : p_(p), g_(g), c_(c), prof_(prof), shared_(shared), pace_(SlowestGpuPace(p, g)) {
-    memo_.reserve(16);  // a plan has a handful of distinct collectives
-  }
+      : p_(p), g_(g), c_(c), prof_(prof), shared_(shared), pace_(SlowestGpuPace(p, g)) {}
   // A compute op's time at the pace of the job's slowest GPU (SlowestGpuPace).
-  double OpTime(const Op& op) const { return pace_ * ComputeOpTime(op, g_, prof_); }
+  double OpTime(const Op& op) const { return pace_ * ComputeOpTimeWith(op, g_, prof_, &rates_); }
 
   // `layer`: the ops are a transformer layer's (OverlapSlowdown).
   ListTotals Cost(const std::vector<Op>& ops, bool layer = true) const {
@@ -183,8 +212,10 @@ class Coster {
 
   // Layers repeat the same few collectives (same kind, group and size): each is costed once.
   double CollectiveTime(const Op& op) const {
-    for (const auto& e : memo_)
+    for (size_t i = 0; i < memo_count_; ++i) {
+      const Memo& e = memo_[i];
       if (e.kind == op.collective && e.group == op.group && e.bytes == op.bytes) return e.time_s;
+    }
     // A group's span is found on its first collective (a plan's lists use a few of the groups).
     const int gi = static_cast<int>(op.group);
     if (!have_span_[gi]) {
@@ -201,7 +232,7 @@ class Coster {
     } else {
       t = core::ProfiledCollectiveTime(prof_, op.collective, op.bytes, span, c_).time_s;
     }
-    memo_.push_back({op.collective, op.group, op.bytes, t});
+    if (memo_count_ < memo_.size()) memo_[memo_count_++] = {op.collective, op.group, op.bytes, t};
     return t;
   }
   // One pipeline send as the pass that waits for it sees it: the send, then the receiver's
@@ -217,8 +248,11 @@ class Coster {
     int64_t bytes;
     double time_s;
   };
-  mutable std::vector<Memo> memo_;
+  // A plan has a handful of distinct collectives; past this many the rest are costed each time.
+  mutable std::array<Memo, 32> memo_;
+  mutable size_t memo_count_ = 0;
   mutable std::array<core::GroupSpan, core::kCommGroups> spans_;
+  mutable OpRates rates_;  // the plan's GEMM rates and peaks, each looked up once
   mutable std::array<bool, core::kCommGroups> have_span_{};
   const core::PlanSpec& p_;
   const core::GpuSpec& g_;
@@ -397,18 +431,24 @@ double GemmWaveCost(const Op& op, const core::GpuSpec& g) {
 
 double GemmWaveEfficiency(const Op& op, const core::GpuSpec& g) { return 1.0 / GemmWaveCost(op, g); }
 
-GemmRoofline GemmSides(const Op& op, const core::GpuSpec& g, const core::Profile& prof) {
+namespace {
+GemmRoofline GemmSidesWith(const Op& op, const core::GpuSpec& g, const core::Profile& prof, OpRates* rates) {
   // Roofline per instance: compute at the dtype's peak x efficiency, the efficiency falling for
   // small GEMMs as F/(F + F_half); or the bytes of A, B and C at HBM speed, if slower. The
   // efficiency is a wave-perfect shape's; a shape whose tiles leave the last wave part empty runs
   // that wave anyway (GemmWaveEfficiency).
   const double f1 = 2.0 * static_cast<double>(op.m) * static_cast<double>(op.n) * static_cast<double>(op.k);
-  const double eff = GemmEfficiency(prof, g, op.dtype);
   const double bytes =
       static_cast<double>(op.m * op.k + op.k * op.n + op.m * op.n) * static_cast<double>(core::DtypeBytes(op.dtype));
-  const double rate = Peak(g, op.dtype) * eff;
+  const double rate = rates->GemmRate(g, prof, op.dtype);
   return {(f1 * GemmWaveCost(op, g) + prof.gemm_half_flops) / rate, bytes / (g.hbm_bytes_per_s * prof.hbm_efficiency),
           f1 / rate};
+}
+}  // namespace
+
+GemmRoofline GemmSides(const Op& op, const core::GpuSpec& g, const core::Profile& prof) {
+  OpRates rates;
+  return GemmSidesWith(op, g, prof, &rates);
 }
 
 namespace {
@@ -459,11 +499,12 @@ double StepOverlapSlowdown(const core::PlanSpec& p, const StageTimes& t, double 
   return OverlapExtra(grad_sync_s, grad_window) + OverlapExtra(param_gather_s, param_window);
 }
 
-double ComputeOpTime(const Op& op, const core::GpuSpec& g, const core::Profile& prof) {
+namespace {
+double ComputeOpTimeWith(const Op& op, const core::GpuSpec& g, const core::Profile& prof, OpRates* rates) {
   const double hbm = g.hbm_bytes_per_s * prof.hbm_efficiency;
   switch (op.kind) {
     case OpKind::kGemm: {
-      const GemmRoofline r = GemmSides(op, g, prof);
+      const GemmRoofline r = GemmSidesWith(op, g, prof, rates);
       return static_cast<double>(op.batch) * std::max(r.compute_s, r.memory_s) + prof.kernel_overhead_s;
     }
     case OpKind::kAttention: {
@@ -472,7 +513,7 @@ double ComputeOpTime(const Op& op, const core::GpuSpec& g, const core::Profile& 
       const int64_t seq = op.Windowed() ? std::min(op.seq_q, 2 * op.window) : op.seq_q;
       const double eff =
           AttentionEfficiency(prof, g, op.attention, op.pass == Pass::kBackwardInput, op.head_dim_qk, seq);
-      return op.Flops() / (Peak(g, op.dtype) * eff) + op.share * prof.kernel_overhead_s;
+      return op.Flops() / (rates->PeakOf(g, op.dtype) * eff) + op.share * prof.kernel_overhead_s;
     }
     case OpKind::kMemoryBound:
     case OpKind::kOptimizer: {
@@ -491,6 +532,12 @@ double ComputeOpTime(const Op& op, const core::GpuSpec& g, const core::Profile& 
     }
     default: return 0;
   }
+}
+}  // namespace
+
+double ComputeOpTime(const Op& op, const core::GpuSpec& g, const core::Profile& prof) {
+  OpRates rates;
+  return ComputeOpTimeWith(op, g, prof, &rates);
 }
 
 std::vector<CostedOpList> CostStepGraph(const core::ModelSpec& m, const core::PlanSpec& p, const core::GpuSpec& g,
@@ -762,7 +809,8 @@ namespace {
 // in the rounding of their order (tests/sim/step_model_test.cc: within 1e-12).
 void CostListsOnce(const core::ModelSpec& m, const core::PlanSpec& p, const core::GpuSpec& g,
                    const core::ClusterSpec& c, const core::Profile& prof, CostedLists* out, StageListCosts* stage) {
-  const core::StepGraph graph = core::BuildStepGraph(m, p);
+  thread_local core::StepGraph graph;  // refilled per plan: kept per thread, its lists' capacity reused
+  core::BuildStepGraph(m, p, &graph);
   const Coster coster(p, g, c, prof);
   out->dense = coster.Cost(graph.dense_layer);
   out->moe = coster.Cost(graph.moe_layer);

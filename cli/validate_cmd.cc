@@ -170,12 +170,33 @@ int RunMemoryValidation(const std::vector<std::string>& files, const std::string
   if (int rc = LoadDatasets(files, core::LoadPublishedMemory, &records, &skipped); rc != 0) return rc;
   if (int rc = SelectRecord(record, plan_out, skipped, &records); rc != 0) return rc;
   const sim::ValidationSummary v = sim::ValidateMemory(records, profile.memory);
+  // The records with a peak, in v.records' order; those with only a published outcome are in
+  // v.verdicts (sim::ValidateMemory keeps both in input order).
+  std::vector<const core::PublishedMemory*> peaks, outcomes;
+  for (const auto& r : records) (r.outcome == core::PublishedMemory::Outcome::kPeak ? peaks : outcomes).push_back(&r);
+  auto outcome_name = [](bool fits) { return fits ? "fits" : "out_of_memory"; };
   if (format == "json") {
     nlohmann::ordered_json out = nlohmann::ordered_json::array();
     for (size_t i = 0; i < v.records.size(); ++i) {
       nlohmann::ordered_json rec = RecordJson(v.records[i], "memory_gib", "measured", "total_gib");
-      rec["plan"] = PlanJson(records[i].scenario);
+      rec["plan"] = PlanJson(peaks[i]->scenario);
       out.push_back(rec);
+    }
+    nlohmann::ordered_json verdicts = nlohmann::ordered_json::array();
+    for (size_t i = 0; i < v.verdicts.size(); ++i) {
+      const sim::VerdictRecord& vr = v.verdicts[i];
+      nlohmann::ordered_json groups = nlohmann::ordered_json::object();
+      for (const auto& [dim, value] : vr.groups) groups[dim] = value;
+      verdicts.push_back({{"id", vr.id},
+                          {"published", outcome_name(vr.published_fits)},
+                          {"predicted", outcome_name(vr.predicted_fits)},
+                          {"right", vr.Right()},
+                          {"total_gib", vr.predicted_gib},
+                          {"capacity_gib", vr.capacity_gib},
+                          {"stack", vr.stack},
+                          {"groups", groups},
+                          {"assumptions", vr.assumptions},
+                          {"plan", PlanJson(outcomes[i]->scenario)}});
     }
     nlohmann::ordered_json j;
     j["datasets"] = files;
@@ -184,6 +205,9 @@ int RunMemoryValidation(const std::vector<std::string>& files, const std::string
     j["records"] = out;
     j["summary"] = SummaryJson(v.all);
     j["groups"] = GroupsJson(v);
+    j["verdicts"] = verdicts;
+    j["verdict_summary"] = {
+        {"n", v.verdicts.size()}, {"right", v.verdicts.size() - v.verdicts_wrong}, {"wrong", v.verdicts_wrong}};
     j["skipped"] = skipped;
     std::cout << j.dump(2) << "\n";
     return 0;
@@ -194,14 +218,27 @@ int RunMemoryValidation(const std::vector<std::string>& files, const std::string
   std::printf("# %-58s %-10s %9s %9s %8s\n", "record", "measured", "GiB", "predicted", "error");
   for (size_t i = 0; i < v.records.size(); ++i) {
     const auto& r = v.records[i];
-    std::printf("  %-58s %-10s %9.1f %9.1f %+7.1f%%%s\n", r.id.c_str(), records[i].reserved ? "reserved" : "allocated",
+    std::printf("  %-58s %-10s %9.1f %9.1f %+7.1f%%%s\n", r.id.c_str(), peaks[i]->reserved ? "reserved" : "allocated",
                 r.published, r.predicted, 100 * r.error, r.fits ? "" : "  does not fit");
+  }
+  if (!v.verdicts.empty()) {
+    std::printf(
+        "# published outcomes (no peak printed) against the fit verdict: the worst stage on the GPU, CUDA context "
+        "and NCCL buffers included, within its memory (GiB)\n");
+    std::printf("# %-58s %-13s %9s %9s %s\n", "record", "published", "predicted", "capacity", "verdict");
+    for (const auto& vr : v.verdicts)
+      std::printf(
+          "  %-58s %-13s %9.1f %9.1f %s\n", vr.id.c_str(), outcome_name(vr.published_fits), vr.predicted_gib,
+          vr.capacity_gib,
+          vr.Right() ? "right" : (vr.predicted_fits ? "wrong (predicted to fit)" : "wrong (predicted out of memory)"));
+    std::printf("# %zu published outcomes: %zu right, %zu wrong\n", v.verdicts.size(),
+                v.verdicts.size() - v.verdicts_wrong, v.verdicts_wrong);
   }
   std::printf(
       "# predicted: the worst pipeline stage, less the CUDA context and NCCL's buffers (outside the "
       "framework's allocator), less fragmentation for peak allocated (docs/memory.md)\n");
   std::printf(
-      "# %zu records from %zu file(s), %zu skipped (no model, GPU preset, plan, stack or measured peak; "
+      "# %zu records from %zu file(s), %zu skipped (no model, GPU preset, plan or measured peak or outcome; "
       "--format json lists them)\n",
       v.all.n, files.size(), skipped.size());
   PrintGroups(v, "predicted too large");
@@ -229,7 +266,8 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
   auto memory = std::make_shared<bool>(false);
   cmd->add_flag("--memory", *memory,
                 "Judge measured per-GPU memory peaks instead (records with measured.peak_allocated_gib or "
-                "reserved_gib, e.g. shared/validation/memory_measured.json), in GiB against the memory model");
+                "reserved_gib, e.g. shared/validation/memory_measured.json), in GiB against the memory model; "
+                "records with measured.outcome out_of_memory|fits and no peak are judged by the fit verdict");
   auto record = std::make_shared<std::string>();
   auto plan_out = std::make_shared<std::string>();
   cmd->add_option("--record", *record, "Only the record with this id");
@@ -333,7 +371,7 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
         "# published: what the source prints, turned into tokens/s per GPU with its batch and its own FLOP "
         "count (--format json: printed, conversion)\n");
     std::printf(
-        "# %zu records from %zu file(s), %zu skipped (no model, GPU preset, plan, stack or measurement; "
+        "# %zu records from %zu file(s), %zu skipped (no model, GPU preset, plan or measurement; "
         "--format json lists them)\n",
         v.all.n, files.size(), skipped.size());
     PrintGroups(v, "too fast");

@@ -384,6 +384,23 @@ bool ApplyRecordArchitecture(const Json& mj, ModelSpec* m, std::vector<std::stri
 // (presets/stacks), then from the authors' launch script (presets/launches), each said in the
 // assumptions. With `with_measurement`, also the published tokens/s per GPU (a record without
 // one is skipped).
+// A record's source as text for SoftwareStack::recognized_by: its source's paper, repo, path,
+// url, table, row, software and config path, and the record's framework and software fields;
+// and its row alone.
+std::pair<std::string, std::string> RecordSourceText(const Json& r) {
+  std::string text, row;
+  auto add = [&](const Json& j, const char* key) {
+    if (j.is_object() && j.contains(key) && j[key].is_string()) text += j[key].get<std::string>() + " | ";
+  };
+  if (r.contains("source") && r["source"].is_object()) {
+    const Json& src = r["source"];
+    for (const char* key : {"paper", "repo", "path", "url", "table", "row", "software", "config_path"}) add(src, key);
+    if (src.contains("row") && src["row"].is_string()) row = src["row"].get<std::string>();
+  }
+  for (const char* key : {"framework", "software"}) add(r, key);
+  return {text, row};
+}
+
 bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::string* why) {
   const std::string id = StrOr(r, "id");
   if (!r.contains("model") || !r.contains("parallel") || !r.contains("measured") || !r["model"].is_object() ||
@@ -401,10 +418,24 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   if (r.contains("source") && r["source"].is_object())
     run.source = StrOr(r["source"], "paper") + ", " + StrOr(r["source"], "table") + ", " + StrOr(r["source"], "row");
 
-  const std::optional<SoftwareStack> stack = StackForRecord(id);
+  // The software that produced the run: the stack whose applies_to names the record's id prefix,
+  // else the one its source names (SoftwareStack::recognized_by), else the default stack, said.
+  std::optional<SoftwareStack> stack = StackForRecord(id);
   if (!stack) {
-    skip("no software-stack preset produced it (presets/stacks/*.json applies_to)");
-    return false;
+    const auto [source_text, row_text] = RecordSourceText(r);
+    stack = StackForSource(source_text, row_text);
+    if (stack) {
+      run.assumptions.push_back("stack " + stack->name + ": recognised from the record's source");
+    } else {
+      auto fallback = LoadStack(kDefaultStack);
+      if (!fallback.ok()) {
+        skip("the default stack " + std::string(kDefaultStack) + " does not load: " + fallback.status().message());
+        return false;
+      }
+      stack = *fallback;
+      run.assumptions.push_back("stack " + stack->name + ": the record's id and source name no stack meshplan has (" +
+                                "presets/stacks), so the default's");
+    }
   }
   run.stack = stack->name;
 
@@ -786,7 +817,16 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   // PyTorch FSDP's sharding strategies: FULL_SHARD shards parameters, gradients and optimizer
   // state (ZeRO-3); SHARD_GRAD_OP keeps the parameters whole between forward and backward (ZeRO-2).
   const std::string fsdp = StrOr(pj, "fsdp");
-  const int64_t fsdp_degree = !fsdp.empty() && std::isdigit(static_cast<unsigned char>(fsdp[0])) ? std::stoll(fsdp) : 0;
+  // The degree: a number ("8"), or one after "FSDP=" (dgxc-benchmarking's MaxText tables print
+  // "FSDP=128").
+  int64_t fsdp_degree = 0;
+  if (!fsdp.empty() && std::isdigit(static_cast<unsigned char>(fsdp[0]))) {
+    fsdp_degree = std::stoll(fsdp);
+  } else if (const size_t eq = fsdp.find('='); eq != std::string::npos && fsdp.rfind("FSDP", 0) == 0 &&
+                                               eq + 1 < fsdp.size() &&
+                                               std::isdigit(static_cast<unsigned char>(fsdp[eq + 1]))) {
+    fsdp_degree = std::stoll(fsdp.substr(eq + 1));
+  }
   if (zero >= 0 && zero <= 3) {
     p.zero = static_cast<int>(zero);
   } else if (fsdp.rfind("SHARD_GRAD_OP", 0) == 0) {
@@ -795,6 +835,34 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     p.zero = 3;
   } else {
     from_stack.push_back("ZeRO " + std::to_string(p.zero));
+  }
+  // What a run keeps in host memory (parallel.offload: a string or list of "optimizer", "params",
+  // "activations"): optimizer states and parameters as ZeRO-Offload does (PlanSpec); activations
+  // are not modelled.
+  if (pj.contains("offload") && !pj["offload"].is_null()) {
+    std::vector<std::string> parts;
+    if (pj["offload"].is_string()) parts.push_back(pj["offload"].get<std::string>());
+    else if (pj["offload"].is_array())
+      for (const Json& v : pj["offload"])
+        if (v.is_string()) parts.push_back(v.get<std::string>());
+    if (parts.empty()) {
+      skip("parallel.offload must be a string or a list of optimizer, params, activations");
+      return false;
+    }
+    for (const std::string& what : parts) {
+      if (what == "optimizer") {
+        p.offload_optimizer = OffloadTarget::kCpu;
+      } else if (what == "params") {
+        p.offload_params = OffloadTarget::kCpu;
+      } else if (what == "activations") {
+        skip("parallel.offload: the run keeps activations in host memory: activation offloading is not modelled");
+        return false;
+      } else {
+        skip("parallel.offload '" + what + "' is not optimizer, params or activations");
+        return false;
+      }
+      run.assumptions.push_back(what + " offloaded to host memory (parallel.offload)");
+    }
   }
   // A run that names its TP overlap (torchtitan's AsyncTP) overrides the stack's.
   if (pj.contains("async_tp") && pj["async_tp"].is_boolean() && pj["async_tp"].get<bool>()) {
@@ -1034,6 +1102,16 @@ Result<std::vector<PublishedMemory>> LoadPublishedMemory(const std::string& text
     const std::string metric = StrOr(me, "metric");
     PublishedMemory mem;
     mem.metric = metric;
+    const std::string outcome = StrOr(me, "outcome");
+    if (!outcome.empty() && outcome != "out_of_memory" && outcome != "fits") {
+      skip("measured.outcome '" + outcome + "' must be out_of_memory or fits");
+      continue;
+    }
+    if (outcome == "out_of_memory" &&
+        (NumOr(me, "peak_allocated_gib", 0) > 0 || NumOr(me, "reserved_gib", 0) > 0 || NumOr(me, "peak_gib", 0) > 0)) {
+      skip("measured.outcome out_of_memory with a measured peak: a run with a peak ran");
+      continue;
+    }
     if (const double a = NumOr(me, "peak_allocated_gib", 0); a > 0) {
       mem.measured_gib = a;
     } else if (const double rsv = NumOr(me, "reserved_gib", 0); rsv > 0) {
@@ -1042,8 +1120,10 @@ Result<std::vector<PublishedMemory>> LoadPublishedMemory(const std::string& text
     } else if (const double pk = NumOr(me, "peak_gib", 0); pk > 0 && metric.find("reserved") != std::string::npos) {
       mem.measured_gib = pk;
       mem.reserved = true;
+    } else if (!outcome.empty()) {
+      mem.outcome = outcome == "fits" ? PublishedMemory::Outcome::kFits : PublishedMemory::Outcome::kOutOfMemory;
     } else {
-      skip("no measured peak_allocated_gib or reserved_gib");
+      skip("no measured peak_allocated_gib, reserved_gib or outcome");
       continue;
     }
     const std::string which = StrOr(me, "which_rank");

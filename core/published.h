@@ -52,10 +52,16 @@ struct PublishedMemory {
   // the maximum over the ranks).
   bool last_stage = false;
   std::string metric;  // the record's own description
+  // What the source says became of the run when it prints no peak (measured.outcome): it ran out
+  // of memory, or it ran (fit). A record with an outcome and no peak is judged by the memory
+  // model's fit verdict alone (measured_gib 0); a record with a peak ran by definition.
+  enum class Outcome { kPeak, kFits, kOutOfMemory };
+  Outcome outcome = Outcome::kPeak;
   std::vector<std::string> assumptions;
 };
 // Every record with measured.peak_allocated_gib, or reserved_gib (or peak_gib with a metric that
-// says reserved), that maps to a scenario; the rest are listed in `skipped` with the reason.
+// says reserved), or only measured.outcome ("out_of_memory" or "fits": a published verdict), that
+// maps to a scenario; the rest are listed in `skipped` with the reason.
 Result<std::vector<PublishedMemory>> LoadPublishedMemory(const std::string& json_text,
                                                          std::vector<std::string>* skipped);
 

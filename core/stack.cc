@@ -1,5 +1,8 @@
 #include "core/stack.h"
 
+#include <algorithm>
+#include <cctype>
+
 #include <nlohmann/json.hpp>
 
 #include "core/params.h"
@@ -55,6 +58,32 @@ Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string&
       s.applies_to.push_back(v.get<std::string>());
     }
   }
+  if (auto it = j.find("recognized_by"); it != j.end()) {
+    const std::string where = prefix + ".recognized_by";
+    if (!it->is_array()) return Status::InvalidArgument(where + ": must be an array of {source, row} objects");
+    for (const Json& e : *it) {
+      if (!e.is_object()) return Status::InvalidArgument(where + ": every entry must be an object");
+      SourceMatch m;
+      for (const auto& [key, v] : e.items()) {
+        std::vector<std::string>* out = key == "source"   ? &m.source
+                                        : key == "row"    ? &m.row
+                                        : key == "unless" ? &m.unless
+                                                          : nullptr;
+        if (out == nullptr) return Status::InvalidArgument(where + "." + key + ": unknown key (source, row, unless)");
+        if (!v.is_array() || v.empty())
+          return Status::InvalidArgument(where + "." + key + ": must be a non-empty array of strings");
+        for (const Json& t : v) {
+          if (!t.is_string() || t.get<std::string>().empty())
+            return Status::InvalidArgument(where + "." + key + ": every entry must be a non-empty string");
+          std::string lower = t.get<std::string>();
+          std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+          out->push_back(lower);
+        }
+      }
+      if (m.Terms() == 0) return Status::InvalidArgument(where + ": an entry must list source or row strings");
+      s.recognized_by.push_back(std::move(m));
+    }
+  }
   if (auto it = j.find("flop_count"); it != j.end()) {
     const std::string v = it->is_string() ? it->get<std::string>() : "";
     if (v == "narayanan-eq3") s.flop_count = FlopCount::kNarayananEq3;
@@ -105,18 +134,48 @@ Result<SoftwareStack> LoadStack(const std::string& name) {
   return s;
 }
 
-std::optional<SoftwareStack> StackForRecord(const std::string& record_id) {
-  // The built-in stacks, parsed once (they are compiled in and never change).
+namespace {
+// The built-in stacks, parsed once (they are compiled in and never change).
+const std::vector<SoftwareStack>& BuiltInStacks() {
   static const std::vector<SoftwareStack> kStacks = [] {
     std::vector<SoftwareStack> stacks;
     for (const auto& name : PresetNames("stacks"))
       if (auto s = LoadStack(name); s.ok()) stacks.push_back(*s);
     return stacks;
   }();
-  for (const auto& s : kStacks)
+  return kStacks;
+}
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+}  // namespace
+
+std::optional<SoftwareStack> StackForRecord(const std::string& record_id) {
+  for (const auto& s : BuiltInStacks())
     for (const auto& prefix : s.applies_to)
       if (record_id.rfind(prefix, 0) == 0) return s;
   return std::nullopt;
+}
+
+std::optional<SoftwareStack> StackForSource(const std::string& source_text, const std::string& row_text) {
+  const std::string text = Lower(source_text), row = Lower(row_text);
+  auto all_in = [](const std::vector<std::string>& terms, const std::string& in) {
+    return std::all_of(terms.begin(), terms.end(),
+                       [&](const std::string& t) { return in.find(t) != std::string::npos; });
+  };
+  const SoftwareStack* best = nullptr;
+  size_t best_terms = 0;
+  for (const auto& s : BuiltInStacks())
+    for (const auto& m : s.recognized_by)
+      if (m.Terms() > best_terms && all_in(m.source, text) && all_in(m.row, row) &&
+          std::none_of(m.unless.begin(), m.unless.end(),
+                       [&](const std::string& t) { return text.find(t) != std::string::npos; })) {
+        best = &s;
+        best_terms = m.Terms();
+      }
+  if (best == nullptr) return std::nullopt;
+  return *best;
 }
 
 void ApplyStack(const SoftwareStack& s, ModelSpec* m, PlanSpec* p) {

@@ -28,9 +28,19 @@ namespace meshplan::core {
 enum class FlopCount { kNarayananEq3, kMegatron, kPalm };
 const char* Name(FlopCount v);
 
+// One way a published record's source names the software that produced it: every string of
+// `source` appears (case-insensitively) in the record's source text (its source's paper, repo,
+// path, url, table, row and software, and the record's framework), every string of `row` in its
+// row, and none of `unless` in the source text.
+struct SourceMatch {
+  std::vector<std::string> source, row, unless;
+  size_t Terms() const { return source.size() + row.size(); }
+};
+
 struct SoftwareStack {
   std::string name, source, notes;
-  std::vector<std::string> applies_to;  // published-record id prefixes this stack produced
+  std::vector<std::string> applies_to;     // published-record id prefixes this stack produced
+  std::vector<SourceMatch> recognized_by;  // the sources it produced, for records of other ids
   FlopCount flop_count = FlopCount::kMegatron;
   Dtype precision = Dtype::kBf16;
   AttentionImpl attention = AttentionImpl::kFlash;
@@ -68,6 +78,12 @@ Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string&
 Result<SoftwareStack> LoadStack(const std::string& name);
 // The built-in stack whose applies_to names a prefix of `record_id`; nullopt when none does.
 std::optional<SoftwareStack> StackForRecord(const std::string& record_id);
+// The built-in stack a record's source names (SoftwareStack::recognized_by, matched against
+// `source_text` and `row_text`): of the stacks with a matching entry, the one whose entry lists
+// the most strings (the most specific; ties to the first name in order); nullopt when none does.
+std::optional<SoftwareStack> StackForSource(const std::string& source_text, const std::string& row_text);
+// The stack a published record without a recognisable source is predicted with.
+inline constexpr const char* kDefaultStack = "megatron-core-2024";
 
 // The stack's defaults applied to a plan and model: precision, attention kernel, recomputation,
 // TP overlap, gradient-accumulation fusion, DP overlap, ZeRO stage, and sequence parallelism

@@ -94,6 +94,27 @@ ValidationSummary ValidateMemory(const std::vector<core::PublishedMemory>& recor
     const auto& s = rec.scenario;
     const core::PlanSpec& p = s.plan;
     const core::MemoryReport mem = core::EstimateMemory(s.model, p, s.gpu, o, core::MemoryDetail::kFull);
+    std::string par;
+    for (auto [n, name] : {std::pair{p.tp, "tp"}, std::pair{p.pp, "pp"}, std::pair{p.cp, "cp"}, std::pair{p.ep, "ep"}})
+      if (n > 1) par += (par.empty() ? "" : "+") + std::string(name);
+    if (par.empty()) par = "dp only";
+    if (rec.outcome != core::PublishedMemory::Outcome::kPeak) {
+      VerdictRecord v;
+      v.id = rec.id;
+      v.stack = rec.stack;
+      v.published_fits = rec.outcome == core::PublishedMemory::Outcome::kFits;
+      v.predicted_fits = mem.fits;
+      v.predicted_gib = static_cast<double>(mem.per_gpu_bytes) / kGiB;
+      v.capacity_gib = static_cast<double>(mem.capacity_bytes) / kGiB;
+      if (!rec.dataset.empty()) v.groups.emplace_back("dataset", rec.dataset);
+      v.groups.emplace_back("gpu", s.gpu.name);
+      v.groups.emplace_back("parallelism", par);
+      v.groups.emplace_back("stack", rec.stack);
+      v.assumptions = rec.assumptions;
+      if (!v.Right()) ++out.verdicts_wrong;
+      out.verdicts.push_back(std::move(v));
+      continue;
+    }
     const core::StageMemory& st = rec.last_stage ? mem.stages.back() : mem.stages[static_cast<size_t>(mem.worst_stage)];
     // What the framework's allocator counts (core::PeakReservedBytes, PeakAllocatedBytes).
     const double reserved = static_cast<double>(core::PeakReservedBytes(st));
@@ -112,10 +133,6 @@ ValidationSummary ValidateMemory(const std::vector<core::PublishedMemory>& recor
     r.error = (r.predicted - r.published) / r.published;
     r.fits = mem.fits;
     r.memory_gib = static_cast<double>(mem.per_gpu_bytes) / kGiB;
-    std::string par;
-    for (auto [n, name] : {std::pair{p.tp, "tp"}, std::pair{p.pp, "pp"}, std::pair{p.cp, "cp"}, std::pair{p.ep, "ep"}})
-      if (n > 1) par += (par.empty() ? "" : "+") + std::string(name);
-    if (par.empty()) par = "dp only";
     if (!rec.dataset.empty()) r.groups.emplace_back("dataset", rec.dataset);
     r.groups.emplace_back("gpu", s.gpu.name);
     r.groups.emplace_back("model", s.model.moe ? "moe" : "dense");

@@ -43,8 +43,26 @@ struct GroupSummary {
   ErrorSummary summary;
 };
 
+// A published outcome without a peak (core::PublishedMemory::Outcome: the source says the run
+// ran out of memory, or that it ran) against the memory model's fit verdict: the worst stage's
+// on-GPU total (CUDA context and NCCL buffers included) within the GPU's memory.
+struct VerdictRecord {
+  std::string id, stack;
+  bool published_fits = false;  // the source's outcome
+  bool predicted_fits = false;  // the memory model's verdict
+  double predicted_gib = 0;     // the worst stage's total on the GPU
+  double capacity_gib = 0;      // the GPU's memory
+  std::vector<std::pair<std::string, std::string>> groups;
+  std::vector<std::string> assumptions;
+  bool Right() const { return published_fits == predicted_fits; }
+};
+
 struct ValidationSummary {
   std::vector<ValidationRecord> records;
+  // validate --memory only: the records that print an outcome instead of a peak, in input order,
+  // and how many of them the fit verdict gets wrong.
+  std::vector<VerdictRecord> verdicts;
+  size_t verdicts_wrong = 0;
   ErrorSummary all;
   std::vector<GroupSummary> groups;  // by dimension in the order above, then value
   // The overall figures, kept under their earlier names.
@@ -54,7 +72,8 @@ struct ValidationSummary {
 
 ValidationSummary ValidateRuns(const std::vector<core::PublishedRun>& runs, const core::Profile& profile);
 
-// Measured per-GPU memory peaks against the memory model's worst stage, in GiB: each record's
+// Measured per-GPU memory peaks against the memory model's worst stage, in GiB (records with a
+// published outcome and no peak go to `verdicts` instead): each record's
 // `published` is the measured peak, `predicted` the model's peak of the same kind (allocated: the
 // GPU total less the CUDA context, NCCL's buffers and fragmentation; reserved: with the
 // fragmentation), `error` > 0 an overestimate. Groups: dataset, gpu, model, precision, sharding,

@@ -17,6 +17,7 @@ TEST(StackTest, EveryBuiltInStackParsesAndNamesItsSource) {
     EXPECT_EQ(s->name, n);
     EXPECT_FALSE(s->source.empty()) << n;
     EXPECT_FALSE(s->applies_to.empty()) << n;
+    EXPECT_FALSE(s->recognized_by.empty()) << n;
   }
 }
 
@@ -40,6 +41,35 @@ TEST(StackTest, RecordsFindTheStackThatProducedThem) {
   // Megatron-Bridge's Llama 3 H100 recipes set ddp.grad_reduce_in_fp32).
   EXPECT_EQ(StackForRecord("megatronlm-readme-h100-2024-1.7B")->grads, Dtype::kFp32);
   EXPECT_FALSE(StackForRecord("someone-else-2030-run"));
+}
+
+TEST(StackTest, SourcesNameTheirStackWithoutTheRecordId) {
+  // SoftwareStack::recognized_by: the record's source text (paper, repo, path, table, row...)
+  // names the software; the most specific entry wins.
+  auto named = [](const std::string& source, const std::string& row = "") {
+    auto s = StackForSource(source, row);
+    return s ? s->name : std::string("none");
+  };
+  EXPECT_EQ(named("pytorch/torchtitan | benchmarks/llama3_h100_202412_torchtitan.md"), "torchtitan-2024");
+  EXPECT_EQ(named("LLM Foundry benchmarking README (github.com/mosaicml/llm-foundry)"), "llm-foundry-2023");
+  // One paper, two stacks: MegaScale's own rows and its Megatron-LM baseline, by the row.
+  const std::string megascale = "MegaScale (ByteDance, arXiv 2402.15627v1, NSDI 2024) | Table 2";
+  EXPECT_EQ(named(megascale, "MegaScale, 256 GPUs, batch 768"), "megascale-2024");
+  EXPECT_EQ(named(megascale, "Megatron-LM, 256 GPUs, batch 768"), "megatron-lm-2022");
+  // Narayanan 2021 Table 2: PTD-P is Megatron-LM of SC21, the ZeRO-3 rows DeepSpeed.
+  const std::string sc21 = "Narayanan2021-MegatronLM-PTDP (SC21, arXiv 2104.04473)";
+  EXPECT_EQ(named(sc21, "PTD parallelism, 174.6B, 384 GPUs"), "megatron-lm-2021");
+  EXPECT_EQ(named(sc21, "ZeRO-3 without model parallelism, 174.6B, 384 GPUs"), "deepspeed-zero3-2021");
+  EXPECT_EQ(named("Korthikanti2022-ReducingActivationRecomputation (arXiv 2205.05198)", "530B"), "megatron-lm-2022");
+  EXPECT_EQ(named("Megatron-Bridge performance summary (github.com/NVIDIA-NeMo/Megatron-Bridge)"),
+            "megatron-core-2024");
+  EXPECT_EQ(named("Using DeepSpeed and Megatron to Train Megatron-Turing NLG 530B"), "megatron-deepspeed-2022");
+  // dgxc-benchmarking publishes NeMo runs (Megatron-Core) and JAX MaxText runs: only the former.
+  EXPECT_EQ(named("NVIDIA dgxc-benchmarking v25.03 | line 12: Nemotron4 15b"), "megatron-core-2024");
+  EXPECT_EQ(named("NVIDIA dgxc-benchmarking v25.03 | line 51: Maxtext Llama3 70b BF16"), "none");
+  EXPECT_EQ(named("someone's blog about a run"), "none");
+  EXPECT_STREQ(kDefaultStack, "megatron-core-2024");
+  ASSERT_TRUE(LoadStack(kDefaultStack).ok());
 }
 
 TEST(StackTest, BadStackFilesNameTheFieldAndTheRule) {
@@ -75,6 +105,20 @@ TEST(StackTest, BadStackFilesNameTheFieldAndTheRule) {
   EXPECT_EQ(StackForRecord("llama3-2024-t4-405b-16384gpu-seq131072")->cp_kind, CpKind::kAllGather);
   EXPECT_EQ(StackForRecord("torchtitan-2412-t2-8b-8gpu-fsdp1-cp8-seq256k")->cp_kind, CpKind::kAllGather);
   EXPECT_EQ(StackForRecord("megatron-bridge-2511-dgx-h100-llama3-1-405b-1024gpu")->cp_kind, CpKind::kRing);
+  r = bad(R"(, "recognized_by": [{"paper": ["x"]}])");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("stack.recognized_by.paper: unknown key (source, row, unless)"),
+            std::string::npos)
+      << r.status().message();
+  r = bad(R"(, "recognized_by": [{"source": []}])");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("stack.recognized_by.source: must be a non-empty array of strings"),
+            std::string::npos);
+  r = bad(R"(, "recognized_by": [{"unless": ["x"]}])");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("an entry must list source or row strings"), std::string::npos);
+  ASSERT_EQ(bad(R"(, "recognized_by": [{"source": ["Foo"], "row": ["Bar"]}])")->recognized_by.size(), 1u);
+  EXPECT_EQ(bad(R"(, "recognized_by": [{"source": ["Foo"]}])")->recognized_by[0].source[0], "foo");  // lower case
   r = bad(R"(, "flop_count": "6N")");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("stack.flop_count"), std::string::npos);

@@ -65,6 +65,23 @@ TEST(PresetsTest, H100HasEightyGibibytesAndDensePeaks) {
   EXPECT_DOUBLE_EQ(g->hbm_bytes_per_s, 3.35e12);
 }
 
+TEST(PresetsTest, Mi300xTakesItsOwnMeasuredGemmAndAttentionSpeeds) {
+  // ml-engineering's MAMF table (commit 082816f9be8a): MI300X bf16 668.4 TFLOP/s of 1307.4; fp8 by
+  // AMD's own fp8/bf16 ratio on one stack (ROCm blog, hipblaslt-bench: 1223.6 / 708); attention:
+  // AITER's measured forward (attn-dsl-bench @603819b3cf24) x 0.9735 for an assumed backward.
+  auto g = LoadGpu("mi300x");
+  ASSERT_TRUE(g.ok());
+  EXPECT_NEAR(g->gemm_efficiency.at(Dtype::kBf16), 668.4 / 1307.4, 1e-4);
+  EXPECT_NEAR(g->gemm_efficiency.at(Dtype::kFp8), 668.4 * 1223.6 / 708 / 2614.9, 1e-4);
+  bool found = false;
+  for (const auto& pt : g->attention_curve.at(AttentionImpl::kFlash))
+    if (pt.head_dim == 128 && pt.seq == 4096) {
+      found = true;
+      EXPECT_NEAR(pt.tflops, 408.8 * 3.5 * (499.0 / 518) / (499.0 / 518 + 2.5), 0.06);
+    }
+  EXPECT_TRUE(found);
+}
+
 TEST(PresetsTest, UnknownNameListsTheBuiltIns) {
   auto m = LoadModel("llama9-1t");
   ASSERT_FALSE(m.ok());

@@ -63,11 +63,10 @@ double SelectiveRecomputeMatmulParams(const ModelSpec& m, const PlanSpec& p) {
   if (p.Recomputes(RecomputeModule::kSharedExperts) && m.moe)
     params += moe_layers * mats * h * static_cast<double>(m.moe->shared_experts * m.moe->shared_expert_ffn_hidden);
   if (p.Recomputes(RecomputeModule::kTorchtitanOp)) {
-    // wk, wo and w3 (SwiGLU) or fc2 (GELU); every linear under FP8 (core/step_graph.cc).
+    // wk, wo and w3 (SwiGLU) or fc2 (GELU), under FP8 too (core/step_graph.cc).
     const double kv = static_cast<double>(m.kv_heads * m.head_dim), q = static_cast<double>(m.heads * m.head_dim);
     const double f = static_cast<double>(m.ffn_hidden);
-    params += static_cast<double>(m.layers) *
-              (p.precision == Dtype::kFp8 ? 2 * h * q + 2 * h * kv + mats * h * f : h * kv + q * h + h * f);
+    params += static_cast<double>(m.layers) * (h * kv + q * h + h * f);
   }
   return params;
 }

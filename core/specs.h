@@ -226,8 +226,9 @@ enum class Recompute { kNone, kSelective, kFull };
 // (selective_ac_option "op", torchtitan/parallelisms/parallelize_llama.py _save_list and
 // _custom_policy at 3f20451b): each layer keeps its input and the outputs of every other aten.mm
 // (the 1st, 3rd, 5th, 7th: wq, wv, w1, w2), of SDPA and of the SP reduce-scatters, and recomputes
-// everything else; FP8 linears run torch._scaled_mm, not aten.mm, so under FP8 every linear is
-// recomputed. Dense models without MLA only, and alone in the list.
+// everything else; under FP8 the same (torchao's Float8Linear calls torch.mm on its float8
+// subclass, which the policy's dispatch mode sees as aten.mm), the linears' input casts rerun.
+// Dense models without MLA only, and alone in the list.
 enum class RecomputeModule { kCoreAttn, kMoeAct, kLayernorm, kMlaUpProj, kMlp, kSharedExperts, kTorchtitanOp };
 constexpr uint32_t ModuleBit(RecomputeModule m) { return uint32_t{1} << static_cast<int>(m); }
 constexpr uint32_t kDefaultRecomputeModules = ModuleBit(RecomputeModule::kCoreAttn);

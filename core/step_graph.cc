@@ -679,7 +679,9 @@ class Builder {
   // torchtitan's per-op policy (core/specs.h RecomputeModule::kTorchtitanOp) replays the layer's
   // forward with the saved outputs served from memory: every op again but SDPA, the SP
   // reduce-scatters and the saved matmuls (wq, wv, w1, w2; fc1 with GELU). The fused QKV GEMM
-  // reruns its wk columns, fc1 its w3 half. Under FP8 every linear (and its quantization) reruns.
+  // reruns its wk columns, fc1 its w3 half. Under FP8 the same matmuls are saved (torchao's
+  // Float8Linear calls torch.mm on its float8 subclass: the policy sees aten.mm), and every
+  // linear's input quantization reruns (its casts are not saved; the backward needs them).
   void RecomputeTorchtitanOps(const std::vector<Op>& fwd, std::vector<Op>* out) {
     const bool fp8 = p_.precision == Dtype::kFp8;
     const bool glu = m_.mlp == MlpKind::kSwiglu;
@@ -695,7 +697,7 @@ class Builder {
         if (fp8) out->push_back(op);  // with its GEMM, next
         continue;
       }
-      if (op.kind == OpKind::kGemm && !fp8) {
+      if (op.kind == OpKind::kGemm) {
         if (n == "qkv_proj") op.n = std::max<int64_t>(m_.kv_heads / t_, 1) * m_.head_dim;  // wk
         else if (n == "mlp_fc1" && glu) op.n /= 2;                                         // w3
         else if (n == "mlp_fc1" || (n == "mlp_fc2" && glu)) continue;                      // saved

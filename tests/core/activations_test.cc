@@ -328,9 +328,11 @@ TEST(ActivationsTest, TorchtitanPerOpPolicyKeepsEveryOtherMatmul) {
   p.recompute_modules = ModuleBit(RecomputeModule::kTorchtitanOp);
   const int64_t s = 8192, h = 4096;
   EXPECT_EQ(LayerActivationBytes(*m, p, false, Recompute::kSelective), 2 * s * (4 * h + 1024 + 14336) + 4 * 32 * s);
-  // FP8 linears run torch._scaled_mm, which the policy does not save: input, SDPA output, LSE.
+  // FP8 the same: torchao's Float8Linear calls torch.mm on its float8 subclass, which the policy
+  // sees (and saves) as aten.mm; the matmuls' outputs are bf16. (torchtitan's 8B FSDP runs with
+  // torch.compile: 77.0 GiB measured, 76.8 with float8.)
   p.precision = Dtype::kFp8;
-  EXPECT_EQ(LayerActivationBytes(*m, p, false, Recompute::kSelective), 2 * s * h + 2 * s * h + 4 * 32 * s);
+  EXPECT_EQ(LayerActivationBytes(*m, p, false, Recompute::kSelective), 2 * s * (4 * h + 1024 + 14336) + 4 * 32 * s);
   // TP 2 with SP: the two reduce-scatter outputs (T x h / t) are saved too; w2's output is the
   // row-parallel partial sum over the whole sequence.
   p.precision = Dtype::kBf16;

@@ -665,14 +665,19 @@ TEST(ValidationTest, MeasuredMemoryPeaksAgainstTheMemoryModel) {
   // input, repeat_kv's K/V copies, SDPA's output and its copy, silu's output: 54 T*h bytes per layer
   // against the fused 34, measured 52 on an H200, core/memory.cc): +1.3 GiB on the rows below,
   // the layer being recomputed in the backward at the peak.
-  EXPECT_LE(v.all.median_abs_error, 0.03);
+  // Then 3.2% / 17.8% when the records' "Float8" (torchao) was read as FP8, the precision they ran
+  // (their linears' inputs in one byte: the 70B 2D rows -12.7% / -7.2% -> -9.0% / -3.2%, the
+  // 405B rows 0.5 GiB smaller), with the per-op policy saving the float8 matmuls' outputs (8B:
+  // +0.7% and -0.4%; -31% and -40% had they been recomputed).
+  EXPECT_LE(v.all.median_abs_error, 0.033);
   EXPECT_LE(v.all.p90_abs_error, 0.18);
   for (const auto& r : v.records) {
-    if (r.id == "torchtitan-2412-t5-405b-512gpu-3d-1f1b") EXPECT_NEAR(r.predicted, 62.7, 0.1);
+    if (r.id == "torchtitan-2412-t1-8b-8gpu-fsdp-compile-float8") EXPECT_NEAR(r.error, 0.007, 0.01);
+    if (r.id == "torchtitan-2412-t5-405b-512gpu-3d-1f1b") EXPECT_NEAR(r.predicted, 62.2, 0.1);
     // "Interleaved 1F1B" without a printed degree: torchtitan's 2 stages per rank (generate_split_points
-    // at 9dec370), 16 chunks of 7-8 layers, more microbatch-chunks in flight than 1F1B: 62.7 -> 64.6 GiB
+    // at 9dec370), 16 chunks of 7-8 layers, more microbatch-chunks in flight than 1F1B: 62.2 -> 64.2 GiB
     // against 72.7 measured.
-    if (r.id == "torchtitan-2412-t5-405b-512gpu-3d-interleaved1f1b") EXPECT_NEAR(r.predicted, 64.6, 0.1);
+    if (r.id == "torchtitan-2412-t5-405b-512gpu-3d-interleaved1f1b") EXPECT_NEAR(r.predicted, 64.2, 0.1);
     // The small MoE run's allgather token dispatcher gathers every EP rank's tokens (its
     // buffers are not modelled): -14.9%. The two DeepSeek-V3-like proxies (MLA, MoE, MTP): -3.6%
     // and -3.7%.

@@ -137,20 +137,22 @@ class Builder {
   }
 
   // (Capacities are reserved up front: the search builds a graph per candidate plan.)
-  // The embedding's list into `out`, with `fwd` as scratch (both cleared first, as LayerInto).
+  // The embedding's and head's lists into `out`, with `fwd` as scratch (both cleared first, as
+  // LayerInto); by part, each alone (BuildEmbeddingPart, BuildHeadPart).
+  using StageCompute = void (Builder::*)(std::vector<Op>*, std::vector<Op>*);
   void EmbeddingInto(std::vector<Op>* fwd, std::vector<Op>* out) {
     EmbeddingCompute(fwd, out);
     StageParamSync(EmbeddingParams(), EmbeddingTensors(), out);
   }
   std::vector<Op> EmbeddingPart(LayerPart part) {
-    return StagePart(
-        part,
-        [this] {
-          std::vector<Op> fwd, out;
-          EmbeddingCompute(&fwd, &out);
-          return out;
-        },
-        EmbeddingParams(), EmbeddingTensors());
+    return StagePart(part, &Builder::EmbeddingCompute, EmbeddingParams(), EmbeddingTensors());
+  }
+  void HeadInto(std::vector<Op>* fwd, std::vector<Op>* out) {
+    HeadCompute(fwd, out);
+    StageParamSync(HeadParams(), HeadTensors(), out);
+  }
+  std::vector<Op> HeadPart(LayerPart part) {
+    return StagePart(part, &Builder::HeadCompute, HeadParams(), HeadTensors());
   }
   void EmbeddingCompute(std::vector<Op>* fwd_ops, std::vector<Op>* out_ops) {
     std::vector<Op>& fwd = *fwd_ops;
@@ -169,21 +171,6 @@ class Builder {
     Backward(fwd, &out);
   }
 
-  // The head's list into `out`, with `fwd` as scratch (both cleared first, as LayerInto).
-  void HeadInto(std::vector<Op>* fwd, std::vector<Op>* out) {
-    HeadCompute(fwd, out);
-    StageParamSync(HeadParams(), HeadTensors(), out);
-  }
-  std::vector<Op> HeadPart(LayerPart part) {
-    return StagePart(
-        part,
-        [this] {
-          std::vector<Op> fwd, out;
-          HeadCompute(&fwd, &out);
-          return out;
-        },
-        HeadParams(), HeadTensors());
-  }
   void HeadCompute(std::vector<Op>* fwd_ops, std::vector<Op>* out_ops) {
     std::vector<Op>& fwd = *fwd_ops;
     std::vector<Op>& out = *out_ops;
@@ -241,11 +228,14 @@ class Builder {
   }
   // One part of the embedding or head: its forward and backward (`compute()`), the sync of its
   // `params`, or nothing (they are never recomputed).
-  template <typename Compute>
-  std::vector<Op> StagePart(LayerPart part, Compute compute, int64_t params, int64_t tensors) {
-    if (part == LayerPart::kCompute) return compute();
+  std::vector<Op> StagePart(LayerPart part, StageCompute compute, int64_t params, int64_t tensors) {
     std::vector<Op> out;
-    if (part == LayerPart::kSync) StageParamSync(params, tensors, &out);
+    if (part == LayerPart::kCompute) {
+      std::vector<Op> fwd;
+      (this->*compute)(&fwd, &out);
+    } else if (part == LayerPart::kSync) {
+      StageParamSync(params, tensors, &out);
+    }
     return out;
   }
   // The head's own parameters (untied output projection) and the final norm.

@@ -515,8 +515,8 @@ TEST(ValidationTest, CorpusRegressionBound) {
   }
   const ValidationSummary v = ValidateRuns(all, core::Profile{});
   // 601 since records are given the stack their source names or the default one (22 more: MT-NLG
-  // +16..+21%, the 2020 Megatron-LM README's A100 runs -15..-32%, dgxc's JAX MaxText runs
-  // -9..-18% with Megatron-Core's defaults); median 7.2% -> 7.5%, p90 30.1% -> 28.0%.
+  // +16..+21%, the 2020 Megatron-LM README's A100 runs -8..+5%, dgxc's JAX MaxText runs
+  // -9..-18% with Megatron-Core's defaults); median 7.2% -> 7.3%, p90 30.1% -> 27.5%.
   ASSERT_EQ(v.all.n, 601u);
   EXPECT_LE(v.all.median_abs_error, 0.085);
   // p90 42.5% -> 44.0% when the Megatron-Bridge runs took their recipes' bf16 gradients (their DP
@@ -590,11 +590,12 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // the slowest GPU's pace: LLM Foundry 7.2% -> 6.6%, Megatron-Core 9.9% -> 9.1%, torchtitan 24.5%
   // -> 22.5%, Megatron-LM 2021 3.5% -> 2.2% and 2022 7.6% -> 4.5%, MegaScale 10.5% -> 5.9%,
   // DeepSpeed ZeRO-3 23.5% -> 19.6%, Llama 3 5.3% -> 3.7%, Megatron-DeepSpeed 21.9% -> 17.6%.
-  // Megatron-LM 2021's 2.2% -> 3.6% when the 2020 Megatron-LM README's nine A100 runs took it by
-  // their source (-15% to -32%: too slow, docs/validation.md).
+  // Megatron-LM 2021's 2.2% -> 2.3% when the 2020 Megatron-LM README's nine A100 runs took it by
+  // their source (-8% to +5% with that code's micro batch, its --batch-size being per model
+  // instance; -15% to -32% read as micro batch 1).
   const std::map<std::string, double> stack_bound = {
       {"llm-foundry-2023", 0.071},     {"megatron-core-2024", 0.096}, {"torchtitan-2024", 0.23},
-      {"megatron-lm-2021", 0.041},     {"megatron-lm-2022", 0.05},    {"megascale-2024", 0.064},
+      {"megatron-lm-2021", 0.028},     {"megatron-lm-2022", 0.05},    {"megascale-2024", 0.064},
       {"deepspeed-zero3-2021", 0.201}, {"llama3-2024", 0.042},        {"megatron-deepspeed-2022", 0.181}};
   for (const auto& g : v.groups)
     if (g.dimension == "stack") {

@@ -218,7 +218,10 @@ int RunMemoryValidation(const std::vector<std::string>& files, const std::string
   std::printf("# %-58s %-10s %9s %9s %8s\n", "record", "measured", "GiB", "predicted", "error");
   for (size_t i = 0; i < v.records.size(); ++i) {
     const auto& r = v.records[i];
-    std::printf("  %-58s %-10s %9.1f %9.1f %+7.1f%%%s\n", r.id.c_str(), peaks[i]->reserved ? "reserved" : "allocated",
+    std::printf("  %-58s %-10s %9.1f %9.1f %+7.1f%%%s\n", r.id.c_str(),
+                peaks[i]->device     ? "device"
+                : peaks[i]->reserved ? "reserved"
+                                     : "allocated",
                 r.published, r.predicted, 100 * r.error, r.fits ? "" : "  does not fit");
   }
   if (!v.verdicts.empty()) {
@@ -264,10 +267,12 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
                   "Calibration profile: default, a JSON file, or a name fitted by meshplan calibrate (in --db); "
                   "errors are shown with and without it");
   auto memory = std::make_shared<bool>(false);
-  cmd->add_flag("--memory", *memory,
-                "Judge measured per-GPU memory peaks instead (records with measured.peak_allocated_gib or "
-                "reserved_gib, e.g. shared/validation/memory_measured.json), in GiB against the memory model; "
-                "records with measured.outcome out_of_memory|fits and no peak are judged by the fit verdict");
+  cmd->add_flag(
+      "--memory", *memory,
+      "Judge measured per-GPU memory peaks instead (records with measured.peak_allocated_gib or "
+      "reserved_gib, e.g. shared/validation/memory_measured.json, or device_gib as nvidia-smi shows it), in GiB "
+      "against the memory model; "
+      "records with measured.outcome out_of_memory|fits and no peak are judged by the fit verdict");
   auto record = std::make_shared<std::string>();
   auto plan_out = std::make_shared<std::string>();
   cmd->add_option("--record", *record, "Only the record with this id");

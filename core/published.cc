@@ -1114,8 +1114,8 @@ Result<std::vector<PublishedMemory>> LoadPublishedMemory(const std::string& text
       skip("measured.outcome '" + outcome + "' must be out_of_memory or fits");
       continue;
     }
-    if (outcome == "out_of_memory" &&
-        (NumOr(me, "peak_allocated_gib", 0) > 0 || NumOr(me, "reserved_gib", 0) > 0 || NumOr(me, "peak_gib", 0) > 0)) {
+    if (outcome == "out_of_memory" && (NumOr(me, "peak_allocated_gib", 0) > 0 || NumOr(me, "reserved_gib", 0) > 0 ||
+                                       NumOr(me, "peak_gib", 0) > 0 || NumOr(me, "device_gib", 0) > 0)) {
       skip("measured.outcome out_of_memory with a measured peak: a run with a peak ran");
       continue;
     }
@@ -1127,10 +1127,13 @@ Result<std::vector<PublishedMemory>> LoadPublishedMemory(const std::string& text
     } else if (const double pk = NumOr(me, "peak_gib", 0); pk > 0 && metric.find("reserved") != std::string::npos) {
       mem.measured_gib = pk;
       mem.reserved = true;
+    } else if (const double dev = NumOr(me, "device_gib", 0); dev > 0) {
+      mem.measured_gib = dev;
+      mem.device = true;
     } else if (!outcome.empty()) {
       mem.outcome = outcome == "fits" ? PublishedMemory::Outcome::kFits : PublishedMemory::Outcome::kOutOfMemory;
     } else {
-      skip("no measured peak_allocated_gib, reserved_gib or outcome");
+      skip("no measured peak_allocated_gib, reserved_gib, device_gib or outcome");
       continue;
     }
     const std::string which = StrOr(me, "which_rank");

@@ -47,6 +47,9 @@ struct PublishedMemory {
   // What was measured: the caching allocator's peak reserved bytes (torchtitan logs these), else
   // its peak allocated bytes (Megatron-LM's CI).
   bool reserved = false;
+  // The device's used memory as nvidia-smi shows it (measured.device_gib): the whole stage on the
+  // GPU, the CUDA context and NCCL's buffers included (the fit verdict's number).
+  bool device = false;
   // The record measured the last pipeline stage's rank (measured.which_rank says so: Megatron-LM's
   // CI logs on the last global rank); otherwise the worst stage is compared (torchtitan prints
   // the maximum over the ranks).
@@ -60,8 +63,8 @@ struct PublishedMemory {
   std::vector<std::string> assumptions;
 };
 // Every record with measured.peak_allocated_gib, or reserved_gib (or peak_gib with a metric that
-// says reserved), or only measured.outcome ("out_of_memory" or "fits": a published verdict), that
-// maps to a scenario; the rest are listed in `skipped` with the reason.
+// says reserved), or device_gib (nvidia-smi), or only measured.outcome ("out_of_memory" or "fits": a published
+// verdict), that maps to a scenario; the rest are listed in `skipped` with the reason.
 Result<std::vector<PublishedMemory>> LoadPublishedMemory(const std::string& json_text,
                                                          std::vector<std::string>* skipped);
 

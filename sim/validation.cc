@@ -122,14 +122,16 @@ ValidationSummary ValidateMemory(const std::vector<core::PublishedMemory>& recor
     ValidationRecord r;
     r.id = rec.id;
     char buf[160];
-    std::snprintf(buf, sizeof buf, "peak %s %.4g GiB", rec.reserved ? "reserved" : "allocated", rec.measured_gib);
+    const char* kind = rec.device ? "device (nvidia-smi)" : rec.reserved ? "reserved" : "allocated";
+    std::snprintf(buf, sizeof buf, "peak %s %.4g GiB", kind, rec.measured_gib);
     r.printed = buf;
     const std::string stage = rec.last_stage ? "last stage" : "worst stage";
     r.conversion =
-        "predicted: " + stage + " total - CUDA context - NCCL buffers" + (rec.reserved ? "" : " - fragmentation");
+        "predicted: " + stage + " total" +
+        (rec.device ? "" : " - CUDA context - NCCL buffers" + std::string(rec.reserved ? "" : " - fragmentation"));
     r.stack = rec.stack;
     r.published = rec.measured_gib;
-    r.predicted = (rec.reserved ? reserved : allocated) / kGiB;
+    r.predicted = (rec.device ? static_cast<double>(st.total_bytes) : rec.reserved ? reserved : allocated) / kGiB;
     r.error = (r.predicted - r.published) / r.published;
     r.fits = mem.fits;
     r.memory_gib = static_cast<double>(mem.per_gpu_bytes) / kGiB;
@@ -139,7 +141,7 @@ ValidationSummary ValidateMemory(const std::vector<core::PublishedMemory>& recor
     r.groups.emplace_back("precision", core::Name(p.precision));
     r.groups.emplace_back("sharding", p.zero == 0 ? "ddp" : "zero-" + std::to_string(p.zero));
     r.groups.emplace_back("parallelism", par);
-    r.groups.emplace_back("measured", rec.reserved ? "reserved" : "allocated");
+    r.groups.emplace_back("measured", rec.device ? "device" : rec.reserved ? "reserved" : "allocated");
     r.groups.emplace_back("stack", rec.stack);
     r.assumptions = rec.assumptions;
     out.records.push_back(std::move(r));

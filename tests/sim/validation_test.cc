@@ -908,8 +908,9 @@ TEST(ValidationTest, PublishedOutOfMemoryOutcomesAgainstTheFitVerdict) {
 TEST(ValidationTest, PublishedOutcomesAndPeaksFromSourcesNotTunedOn) {
   // tests/data/memory/published_outcomes.json: torchtitan's docs and commits (Llama 2 70B/13B on
   // 64 A100s, Llama 3.1 405B on 128 H100s, Qwen3-32B at FSDP 8-32 x TP 1-8) and BigScience's
-  // BLOOM sizing runs (181B-206B on 384 A100s): 27 printed outcomes (out of memory, or ran) and 6
-  // allocator peaks. None of their ids is a known prefix: each takes its stack by its source.
+  // BLOOM sizing runs (176B-206B on 384 A100s): 20 printed outcomes (out of memory, or ran), 6
+  // torchtitan-logged reserved peaks and 7 nvidia-smi peaks. None of their ids is a known
+  // prefix: each takes its stack by its source.
   auto text = core::ReadTextFile(MESHPLAN_TEST_DATA_DIR "/memory/published_outcomes.json");
   ASSERT_TRUE(text.ok());
   std::vector<std::string> skipped;
@@ -920,15 +921,21 @@ TEST(ValidationTest, PublishedOutcomesAndPeaksFromSourcesNotTunedOn) {
   for (const auto& r : *records)
     EXPECT_EQ(r.stack, r.id.rfind("torchtitan-", 0) == 0 ? "torchtitan-2024" : "megatron-deepspeed-2022") << r.id;
   const ValidationSummary v = ValidateMemory(*records);
-  // Qwen3-32B's six logged reserved peaks (43-89 GiB): every one within 5% (+2.1% to +4.5%).
-  ASSERT_EQ(v.all.n, 6u);
-  EXPECT_LE(v.all.max_abs_error, 0.05);
-  // 23 of 27 verdicts right. Wrong: Llama 2 13B without checkpointing at 2 x 4096 tokens (ran;
+  ASSERT_EQ(v.all.n, 13u);
+  for (const auto& r : v.records) {
+    // Qwen3-32B's six logged reserved peaks (43-89 GiB): every one within 5% (+2.1% to +4.5%).
+    if (r.id.find("qwen3") != std::string::npos) EXPECT_LT(std::fabs(r.error), 0.05) << r.id;
+    // BLOOM 181B in fp16 (DeepSpeed's ZeRO-1 optimizer), nvidia-smi: -4.1%, +11.9%, -1.9%. Its
+    // bf16 layouts (DeepSpeed's BF16_Optimizer) are 30-35% under: that optimizer keeps the bf16
+    // gradients beside its unsharded fp32 buffer, not costed (docs/memory.md).
+    if (r.id.find("bloom-181b") != std::string::npos) EXPECT_LT(std::fabs(r.error), 0.12) << r.id;
+    if (r.id.find("bloom-184b") != std::string::npos) EXPECT_LT(r.error, -0.25) << r.id;
+  }
+  // 16 of 20 verdicts right. Wrong: Llama 2 13B without checkpointing at 2 x 4096 tokens (ran;
   // predicted 86.8 GiB with torchtitan's eager kernels of Dec 2024: the April 2024 run's flags are
-  // not printed), and three BLOOM layouts that ran out of memory at 57-63 GiB predicted (the same
-  // source's nvidia-smi peaks of the layouts that ran are 7-24 GB above the predictions too:
-  // DeepSpeed's BF16_Optimizer keeps bf16 and fp32 gradients side by side, docs/memory.md).
-  ASSERT_EQ(v.verdicts.size(), 27u);
+  // not printed), and three bf16 BLOOM layouts that ran out of memory at 45-63 GiB predicted (the
+  // missing BF16_Optimizer term above).
+  ASSERT_EQ(v.verdicts.size(), 20u);
   EXPECT_LE(v.verdicts_wrong, 4u);
   for (const auto& vr : v.verdicts)
     if (vr.id.find("qwen3") != std::string::npos || vr.id.find("405b") != std::string::npos ||

@@ -241,7 +241,7 @@ int RunMemoryValidation(const std::vector<std::string>& files, const std::string
       "# predicted: the worst pipeline stage, less the CUDA context and NCCL's buffers (outside the "
       "framework's allocator), less fragmentation for peak allocated (docs/memory.md)\n");
   std::printf(
-      "# %zu records from %zu file(s), %zu skipped (no model, GPU preset, plan or measured peak or outcome; "
+      "# %zu records from %zu file(s), %zu skipped (no model, GPU preset, plan, measured peak or outcome; "
       "--format json lists them)\n",
       v.all.n, files.size(), skipped.size());
   PrintGroups(v, "predicted too large");

@@ -1,6 +1,7 @@
 #include "core/published.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -378,12 +379,6 @@ bool ApplyRecordArchitecture(const Json& mj, ModelSpec* m, std::vector<std::stri
   return true;
 }
 
-// The one fixed mapping from a record to a scenario (model, GPU, cluster, plan) with the
-// assumptions it made; false (and `why`) for a record that does not describe a run we can plan.
-// What the record prints wins; what it does not print comes from the software stack that ran it
-// (presets/stacks), then from the authors' launch script (presets/launches), each said in the
-// assumptions. With `with_measurement`, also the published tokens/s per GPU (a record without
-// one is skipped).
 // A record's source as text for SoftwareStack::recognized_by: its source's paper, repo, path,
 // url, table, row, software and config path, and the record's framework and software fields;
 // and its row alone.
@@ -401,6 +396,12 @@ std::pair<std::string, std::string> RecordSourceText(const Json& r) {
   return {text, row};
 }
 
+// The one fixed mapping from a record to a scenario (model, GPU, cluster, plan) with the
+// assumptions it made; false (and `why`) for a record that does not describe a run we can plan.
+// What the record prints wins; what it does not print comes from the software stack that ran it
+// (presets/stacks), then from the authors' launch script (presets/launches), each said in the
+// assumptions. With `with_measurement`, also the published tokens/s per GPU (a record without
+// one is skipped).
 bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::string* why) {
   const std::string id = StrOr(r, "id");
   if (!r.contains("model") || !r.contains("parallel") || !r.contains("measured") || !r["model"].is_object() ||
@@ -822,14 +823,14 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   // state (ZeRO-3); SHARD_GRAD_OP keeps the parameters whole between forward and backward (ZeRO-2).
   const std::string fsdp = StrOr(pj, "fsdp");
   // The degree: a number ("8"), or one after "FSDP=" (dgxc-benchmarking's MaxText tables print
-  // "FSDP=128").
+  // "FSDP=128"); digits that do not fit an int64 are not a degree.
   int64_t fsdp_degree = 0;
-  if (!fsdp.empty() && std::isdigit(static_cast<unsigned char>(fsdp[0]))) {
-    fsdp_degree = std::stoll(fsdp);
-  } else if (const size_t eq = fsdp.find('='); eq != std::string::npos && fsdp.rfind("FSDP", 0) == 0 &&
-                                               eq + 1 < fsdp.size() &&
-                                               std::isdigit(static_cast<unsigned char>(fsdp[eq + 1]))) {
-    fsdp_degree = std::stoll(fsdp.substr(eq + 1));
+  const size_t digits_at = !fsdp.empty() && std::isdigit(static_cast<unsigned char>(fsdp[0])) ? 0
+                           : fsdp.rfind("FSDP=", 0) == 0                                      ? 5
+                                                                                              : std::string::npos;
+  if (digits_at != std::string::npos && digits_at < fsdp.size()) {
+    const char* first = fsdp.data() + digits_at;
+    if (std::from_chars(first, fsdp.data() + fsdp.size(), fsdp_degree).ec != std::errc()) fsdp_degree = 0;
   }
   if (zero >= 0 && zero <= 3) {
     p.zero = static_cast<int>(zero);

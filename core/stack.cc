@@ -13,6 +13,11 @@ namespace {
 
 using Json = nlohmann::json;
 
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
 template <typename E>
 Status EnumField(const Json& j, const char* key, const std::string& prefix, E* out) {
   auto it = j.find(key);
@@ -75,9 +80,7 @@ Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string&
         for (const Json& t : v) {
           if (!t.is_string() || t.get<std::string>().empty())
             return Status::InvalidArgument(where + "." + key + ": every entry must be a non-empty string");
-          std::string lower = t.get<std::string>();
-          std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-          out->push_back(lower);
+          out->push_back(Lower(t.get<std::string>()));
         }
       }
       if (m.Terms() == 0) return Status::InvalidArgument(where + ": an entry must list source or row strings");
@@ -144,10 +147,6 @@ const std::vector<SoftwareStack>& BuiltInStacks() {
     return stacks;
   }();
   return kStacks;
-}
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
 }
 }  // namespace
 

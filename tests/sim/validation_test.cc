@@ -845,6 +845,11 @@ TEST(ValidationTest, RecordsSayWhatTheyOffloadAndTheirFsdpDegree) {
   ASSERT_TRUE(runs.ok());
   ASSERT_EQ(runs->size(), 1u) << (skipped.empty() ? "" : skipped.front());
   EXPECT_EQ(runs->front().scenario.plan.zero, 3);
+  // A degree that does not fit an int64 is no degree (the stack's ZeRO stage), never a crash.
+  runs = core::LoadPublishedRuns(rec(R"(, "fsdp": "FSDP=99999999999999999999999")"), &skipped);
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs->size(), 1u);
+  EXPECT_EQ(runs->front().scenario.plan.zero, 1);  // megatron-core-2024's distributed optimizer
   runs = core::LoadPublishedRuns(rec(R"(, "zero_stage": 3, "offload": ["optimizer"])"), &skipped);
   ASSERT_TRUE(runs.ok());
   ASSERT_EQ(runs->size(), 1u);

@@ -96,7 +96,8 @@ void PlanFlags::Register(CLI::App* app) {
                 "gradients (Megatron-Core --defer-embedding-wgrad-compute with --wgrad-deferral-limit n; default 0)");
   p->add_option("--elementwise", elementwise,
                 "How norms, RoPE and activations run: fused (default: one kernel each) or eager (PyTorch eager's "
-                "op-by-op RMSNorm, RoPE and SwiGLU, torchtitan 2024 without torch.compile)");
+                "op-by-op RMSNorm, RoPE and SwiGLU, torchtitan 2024 without torch.compile) or eager-fused-norm (the "
+                "same with torchtitan's Triton RMSNorm, norm_type = \"fused_rmsnorm\")");
   p->add_option("--moe-dispatcher", moe_dispatcher,
                 "MoE: alltoall (default: Megatron-Core's all-to-all dispatcher, k copies per token, permuted around "
                 "the NCCL all-to-alls) or flex (its DeepEP/HybridEP dispatcher: each token sent once per rank that "

@@ -699,6 +699,11 @@ Result<std::string> ExportTorchtitanPython(const Scenario& s) {
   if (p.recompute == Recompute::kFull && p.recompute_layers > 0)
     notes.push_back("recompute: FullAC wraps every layer; the plan recomputes " + std::to_string(p.recompute_layers) +
                     " per stage");
+  if (p.elementwise == Elementwise::kEagerFusedNorm)
+    notes.push_back(
+        "elementwise eager-fused-norm: torchtitan removed its Triton RMSNorm (norm_type "
+        "fused_rmsnorm) in 37c4b8181 (2025-02-06, #826); this configuration runs the norms op by op "
+        "like RoPE and SwiGLU, keeping their fp32 copies (plan.elementwise eager)");
   out << "    config.compile.enable = " << (compile ? "True" : "False") << "\n";
   if (compile) out << "    config.compile.components = [\"model\", \"loss\"]\n";
   out << "    config.compile.enable_async_tensor_parallel = " << (async_tp ? "True" : "False") << "\n";

@@ -126,9 +126,9 @@ double HardwareFlopsPerIteration(const ForwardFlops& f, const ModelSpec& m, cons
   const double tokens = static_cast<double>(p.global_batch) * static_cast<double>(p.seq_len);
   double extra = 0;
   if (p.recompute == Recompute::kFull) {
-    const double share = p.recompute_layers > 0
-                             ? static_cast<double>(p.recompute_layers * p.pp * p.vpp) / static_cast<double>(m.layers)
-                             : 1.0;
+    // recompute_layers is per pipeline stage, all its model chunks together (PlanSpec).
+    const double share =
+        p.recompute_layers > 0 ? static_cast<double>(p.recompute_layers * p.pp) / static_cast<double>(m.layers) : 1.0;
     extra = (f.matmul + f.attention) * (share > 1.0 ? 1.0 : share);
   } else if (p.recompute == Recompute::kSelective) {
     extra = (p.Recomputes(RecomputeModule::kCoreAttn) ? f.attention : 0.0) + 2 * SelectiveRecomputeMatmulParams(m, p);

@@ -226,10 +226,14 @@ void VisitLayerActivations(const ModelSpec& m, const PlanSpec& p, bool moe_layer
   // silu(w1 x) * w3 x saves w1's output, silu's output and w3's output. Checked against a
   // measurement on an H200 (tests/data/gpu/h200-2026-11-28/memory_default8.json: 1.75 GB per
   // layer at Llama 3 8B's width over 8,192 tokens, 52 T*h bytes; these terms give 54, the fused
-  // ones 34; docs/memory.md).
-  const bool eager = p.elementwise == Elementwise::kEager;
+  // ones 34; docs/memory.md). `eager-fused-norm` runs the norms as torchtitan's Triton RMSNorm
+  // (models/norms.py TritonFusedRMSNorm at 395a526: ctx.save_for_backward(x, weight, rstd)), which
+  // keeps the bf16 input as a fused norm does (its fp32 rstd, 4 B per token, is left out here as
+  // for every fused norm).
+  const bool eager = p.elementwise != Elementwise::kFused;
+  const bool eager_norm = p.elementwise == Elementwise::kEager;
   auto norm_terms = [&](const char* input_name, const char* fp32_name, const char* normalized_name) {
-    if (!eager) {
+    if (!eager_norm) {
       add(input_name, e * sbh / rep_div);
       return;
     }

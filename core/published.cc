@@ -959,12 +959,27 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     p.overlap_grad_reduce = true;
     run.assumptions.push_back("PyTorch DDP (gradient all-reduce overlapped with backward) from " + launch->source);
   }
+  // torchtitan's own name for its norm (model.norm_type in its TOML, as the record's configuration
+  // sets it): fused_rmsnorm ran the Triton RMSNorm (models/norms.py at 395a526, removed in
+  // 37c4b8181), rmsnorm the op-by-op one the stack already costs.
+  if (mj.contains("norm_type")) {
+    const Json& nt = mj["norm_type"];
+    if (!nt.is_string() || (nt != "fused_rmsnorm" && nt != "rmsnorm")) {
+      skip("model.norm_type: must be rmsnorm or fused_rmsnorm (torchtitan's names for the RMSNorms it costs)");
+      return false;
+    }
+    if (nt == "fused_rmsnorm" && p.elementwise == Elementwise::kEager) {
+      p.elementwise = Elementwise::kEagerFusedNorm;
+      run.assumptions.push_back(
+          "norms: torchtitan's Triton RMSNorm (model.norm_type fused_rmsnorm), RoPE and SwiGLU op by op");
+    }
+  }
   // A run that says it ran under torch.compile had its norms, RoPE and activations fused.
   const Json& measured_other = r["measured"].contains("other") ? r["measured"]["other"] : kNone;
   // (measured.other.torch_compile only: read from the memory records' precision text as well, the
   // fused kernels' smaller saved set put their compiled torchtitan peaks at median 5.6% off
   // against 3.2% with the eager terms, docs/memory.md.)
-  if (p.elementwise == Elementwise::kEager && measured_other.is_object() &&
+  if (p.elementwise != Elementwise::kFused && measured_other.is_object() &&
       BoolAt(measured_other, "torch_compile").value_or(false)) {
     p.elementwise = Elementwise::kFused;
     run.assumptions.push_back("torch.compile: norms, RoPE and activations fused (the stack's eager kernels otherwise)");

@@ -292,8 +292,11 @@ enum class CrossEntropy { kFused, kUpcast, kFlash, kNative };
 // Engine, Apex, torch.compile); eager, PyTorch eager's op-by-op decomposition of torchtitan 2024's
 // RMSNorm, RoPE and SwiGLU (torchtitan/models/norms.py RMSNorm, models/llama/model.py
 // apply_rotary_emb and FeedForward at 3f20451b), each op reading and writing its whole tensor, in
-// fp32 where the code upcasts (docs/compute.md).
-enum class Elementwise { kFused, kEager };
+// fp32 where the code upcasts (docs/compute.md); eager-fused-norm, the same with torchtitan's Triton
+// RMSNorm (`norm_type = "fused_rmsnorm"`, the 7B and 13B configs of April 2024 at 395a526:
+// models/norms.py TritonFusedRMSNorm, one kernel each way that saves its bf16 input and the fp32
+// per-row rstd) while RoPE and SwiGLU stay op by op.
+enum class Elementwise { kFused, kEager, kEagerFusedNorm };
 // How an MoE layer moves its tokens to the experts (Megatron-Core's --moe-token-dispatcher-type,
 // megatron/core/transformer/moe/token_dispatcher.py at d98e8a64): alltoall
 // (MoEAlltoAllTokenDispatcher: each token's k copies are permuted into expert order, sent by an

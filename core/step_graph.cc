@@ -84,7 +84,8 @@ class Builder {
   Builder(const ModelSpec& m, const PlanSpec& p) : m_(m), p_(p) {
     t_ = p.tp;
     sp_ = p.sequence_parallel && p.tp > 1;
-    eager_ = p.elementwise == Elementwise::kEager;
+    eager_ = p.elementwise != Elementwise::kFused;
+    eager_norm_ = p.elementwise == Elementwise::kEager;
     s_ = p.seq_len / p.cp;
     tokens_ = s_ * p.micro_batch;
     e_ = (p.precision == Dtype::kFp32 || p.precision == Dtype::kTf32) ? 4 : 2;
@@ -350,9 +351,10 @@ class Builder {
     if (eager_ && eager != nullptr) Eager(ops, name, elements * eager->forward, eager->forward_kernels, what);
     else Mem(ops, name, fused_tensors * elements * e_, what);
   }
-  // A norm reads and writes the activation once when fused.
+  // A norm reads and writes the activation once when fused (eager-fused-norm: torchtitan's Triton
+  // RMSNorm beside the eager RoPE and SwiGLU).
   void Norm(std::vector<Op>* ops, const char* name, int64_t elements) {
-    Pointwise(ops, name, MemOp::kNorm, elements, &kEagerNorm, 2);
+    Pointwise(ops, name, MemOp::kNorm, elements, eager_norm_ ? &kEagerNorm : nullptr, 2);
   }
   // The MLP's activation over its `elements` outputs (T x f/t): GELU reads its input; SwiGLU its two.
   void Activation(std::vector<Op>* ops, const char* name, int64_t elements) {
@@ -365,7 +367,7 @@ class Builder {
     const EagerCost* c = nullptr;
     if (op->mem_op == MemOp::kCrossEntropy && p_.cross_entropy == CrossEntropy::kUpcast) c = &UpcastCrossEntropy();
     else if (!eager_) return false;
-    else if (op->mem_op == MemOp::kNorm) c = &kEagerNorm;
+    else if (op->mem_op == MemOp::kNorm) c = eager_norm_ ? &kEagerNorm : nullptr;
     else if (op->mem_op == MemOp::kRope) c = &kEagerRope;
     else if (m_.mlp == MlpKind::kSwiglu && op->mem_op == MemOp::kActivation) c = &kEagerSwiglu;
     if (c == nullptr) return false;
@@ -892,7 +894,7 @@ class Builder {
   const ModelSpec& m_;
   const PlanSpec& p_;
   int64_t t_ = 1, s_ = 0, tokens_ = 0, e_ = 2;
-  bool sp_ = false, eager_ = false;
+  bool sp_ = false, eager_ = false, eager_norm_ = false;
   Dtype gemm_dtype_ = Dtype::kBf16;
 };
 

@@ -145,6 +145,13 @@ struct ListCost {
     t.recompute_s = pass[kR].compute;
     return t;
   }
+  // The same list without its recompute pass: a layer that full recomputation of only some
+  // layers (PlanSpec::recompute_layers) leaves alone.
+  ListTotals FinishWithoutRecompute() const {
+    ListCost kept = *this;
+    kept.pass[static_cast<int>(Pass::kRecompute)] = PassCost{};
+    return kept.Finish();
+  }
 };
 
 // The core-attention part of a pass (what a ring-attention KV exchange can hide under): the fused
@@ -623,6 +630,9 @@ struct StageListCosts;
 // (into the cache's node-based table, or next to the lists on the one-plan path).
 struct CostedLists {
   ListTotals dense, moe;
+  // With full recomputation: the layers without their recompute pass (a stage recomputes only its
+  // first recompute_layers layers when that is set).
+  ListTotals dense_kept, moe_kept;
   StepWork dense_step, moe_step;
   const StageListCosts* stage = nullptr;
 };
@@ -643,8 +653,8 @@ ListKey KeyOf(const core::PlanSpec& p) {
       e(p.zero3_gather == core::Zero3Gather::kPerTensor && p.overlap_grad_reduce) << 44 |
       e(p.precision == core::Dtype::kFp8 ? p.fp8_scaling : core::Fp8Scaling::kDelayed) << 45 |
       e(p.recompute == core::Recompute::kSelective ? p.recompute_modules : 0u) << 48 | e(p.elementwise) << 55 |
-      e(p.cross_entropy) << 56 | e(p.ep > 1 ? p.moe_dispatcher : core::MoeDispatcher::kAllToAll) << 58;
-  // (recompute_modules: 7 bits, 48-54; elementwise 55, cross entropy 56-57; MoE dispatcher 58.)
+      e(p.cross_entropy) << 57 | e(p.ep > 1 ? p.moe_dispatcher : core::MoeDispatcher::kAllToAll) << 59;
+  // (recompute_modules: 7 bits, 48-54; elementwise 55-56, cross entropy 57-58; MoE dispatcher 59.)
   return {p.tp, p.cp, p.ep, p.etp, p.pp, p.dp, p.micro_batch, p.seq_len, p.zero, p.hsdp_shard_size, enums, placement};
 }
 struct ListKeyHash {
@@ -746,11 +756,11 @@ ListKey PartKey(ListKey k, core::LayerPart part, int64_t compute_spans, int64_t 
   if (part != core::LayerPart::kRecompute) k[10] &= ~kRecomputeBits;  // recompute
   // Kept: precision (bits 0-3), recompute (4-7 and its modules 48-54), tp_overlap (8-11), cp_kind
   // (12-15), SP (40), EP all-to-alls hidden (42: DualPipe or ep_overlap), FP8 scaling (45-46),
-  // elementwise kernels (55), cross entropy (56-57) and the MoE dispatcher (58).
+  // elementwise kernels (55-56), cross entropy (57-58) and the MoE dispatcher (59).
   // Blanked: sharding, optimizer, the four state dtypes, grad_accum_fusion (41), the ZeRO-3 gather
   // kind (43-44).
   constexpr int64_t kKept = int64_t{0xFFFF} | int64_t{1} << 40 | int64_t{1} << 42 | int64_t{3} << 45 |
-                            int64_t{0x7F} << 48 | int64_t{0xF} << 55;
+                            int64_t{0x7F} << 48 | int64_t{0x1F} << 55;
   k[10] &= kKept;
   k[4] = k[5] = k[8] = k[9] = -1;  // pp, dp, zero, hsdp shard
   k[11] = compute_spans;           // replaces the placement: only these groups' spans reach the costs
@@ -812,8 +822,15 @@ void CostListsOnce(const core::ModelSpec& m, const core::PlanSpec& p, const core
   thread_local core::StepGraph graph;  // refilled per plan: kept per thread, its lists' capacity reused
   core::BuildStepGraph(m, p, &graph);
   const Coster coster(p, g, c, prof);
-  out->dense = coster.Cost(graph.dense_layer);
-  out->moe = coster.Cost(graph.moe_layer);
+  ListCost dense, moe;
+  coster.Add(graph.dense_layer, &dense);
+  coster.Add(graph.moe_layer, &moe);
+  out->dense = dense.Finish();
+  out->moe = moe.Finish();
+  if (p.recompute == core::Recompute::kFull && p.recompute_layers > 0) {
+    out->dense_kept = dense.FinishWithoutRecompute();
+    out->moe_kept = moe.FinishWithoutRecompute();
+  }
   stage->emb = coster.Cost(graph.embedding, /*layer=*/false);
   stage->head = coster.Cost(graph.head, /*layer=*/false);
   stage->p2p = p.pp > 1 ? coster.PipelineSendTime(graph.p2p, graph.p2p_gather) : 0.0;
@@ -861,11 +878,14 @@ void CostLists(const core::ModelSpec& m, const core::PlanSpec& p, const core::Gp
     part[static_cast<size_t>(i)] = &it->second;
   }
   ListTotals* layer[2] = {&out->dense, &out->moe};
+  ListTotals* kept[2] = {&out->dense_kept, &out->moe_kept};
   for (size_t moe = 0; moe < (m.moe ? 2u : 1u); ++moe) {
     ListCost lc = part[0]->lists[moe];
     lc.AddPasses(part[1]->lists[moe]);
     lc.AddPasses(part[2]->lists[moe]);
     *layer[moe] = lc.Finish();
+    // (The key leaves out recompute_layers: every full-recompute entry carries both.)
+    if (p.recompute == core::Recompute::kFull) *kept[moe] = lc.FinishWithoutRecompute();
   }
   out->dense_step = part[2]->step[0];
   out->moe_step = part[2]->step[1];
@@ -900,6 +920,7 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
   const CostedLists& L = cache ? cache->impl().Get(m, p, g, c, prof) : own_lists;
   const StageListCosts& S = *L.stage;
   const ListTotals &dense = L.dense, &moe = L.moe, &emb = S.emb, &head = S.head;
+  const ListTotals &dense_kept = L.dense_kept, &moe_kept = L.moe_kept;
   const StepWork &dense_step = L.dense_step, &moe_step = L.moe_step, &emb_step = S.emb_step, &head_step = S.head_step;
   const double p2p = S.p2p;
   const double sends = SendsPerMicrobatch(p);
@@ -920,10 +941,20 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
     const int64_t n_dense = here.dense, n_moe = here.moe;
     const bool first = here.first, last = here.last;
     RankCost& r = ranks.emplace_back();
-    Accumulate(dense, static_cast<double>(n_dense), &r);
+    // Full recomputation of only the stage's first recompute_layers layers (PlanSpec; the memory
+    // model's order): the rest run without it. A model's leading dense layers come first.
+    int64_t rc_dense = n_dense, rc_moe = n_moe;
+    if (p.recompute == core::Recompute::kFull && p.recompute_layers > 0) {
+      const int64_t left = std::min(p.recompute_layers, n_dense + n_moe);
+      rc_dense = std::min(n_dense, left);
+      rc_moe = std::min(n_moe, left - rc_dense);
+    }
+    Accumulate(dense, static_cast<double>(rc_dense), &r);
+    if (rc_dense < n_dense) Accumulate(dense_kept, static_cast<double>(n_dense - rc_dense), &r);
     step_costs(dense_step, static_cast<double>(n_dense), &r);
     if (n_moe > 0) {
-      Accumulate(moe, static_cast<double>(n_moe), &r);
+      Accumulate(moe, static_cast<double>(rc_moe), &r);
+      if (rc_moe < n_moe) Accumulate(moe_kept, static_cast<double>(n_moe - rc_moe), &r);
       step_costs(moe_step, static_cast<double>(n_moe), &r);
     }
     if (first) {

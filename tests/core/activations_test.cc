@@ -399,5 +399,35 @@ TEST(ActivationsTest, TorchtitanEagerLayerKeepsWhatItsModelCodeSaves) {
   EXPECT_NEAR(eager / measured, 1.04, 0.01);
 }
 
+TEST(ActivationsTest, TorchtitanTritonRmsNormKeepsOnlyItsInput) {
+  // torchtitan's 13B config of April 2024 (norm_type fused_rmsnorm, 395a526): the Triton RMSNorm
+  // saves its bf16 input (and a per-row fp32 rstd, left out as for every fused norm) where the
+  // op-by-op one keeps the fp32 upcast and the normalized tensor. Llama 2 13B (h 5120, 40 heads,
+  // MHA, SwiGLU 13824) over 2 x 4096 tokens: eager 26 T*h + 8 T*f (norms 6 + 6, QKV input 2, q k
+  // v 6, SDPA output and wo's copy 2 + 2, fc1 input 2; gate, up and silu 6 T*f, fc2 input 2 T*f);
+  // with the Triton norm each norm keeps 2 instead of 6: 18 T*h + 8 T*f.
+  auto loaded = LoadModel("llama2-13b");
+  ASSERT_TRUE(loaded.ok());
+  const ModelSpec& m = *loaded;
+  ASSERT_EQ(m.hidden, 5120);
+  ASSERT_EQ(m.kv_heads, 40);
+  ASSERT_EQ(m.ffn_hidden, 13824);
+  PlanSpec p;
+  p.gpus = 1;
+  p.seq_len = 4096;
+  p.micro_batch = 2;
+  p.global_batch = 2;
+  const double T = 8192, h = 5120, f = 13824, lse = 4.0 * 40 * 8192;
+  p.elementwise = Elementwise::kEager;
+  EXPECT_DOUBLE_EQ(static_cast<double>(LayerActivationBytes(m, p, false, Recompute::kNone)),
+                   26 * T * h + 8 * T * f + lse);
+  p.elementwise = Elementwise::kEagerFusedNorm;
+  const double fused_norm = static_cast<double>(LayerActivationBytes(m, p, false, Recompute::kNone));
+  EXPECT_DOUBLE_EQ(fused_norm, 18 * T * h + 8 * T * f + lse);
+  // 1,660,944,384 B per layer (1,996,488,704 op by op): 40 layers hold 13.4 GB less, what decides
+  // whether torchtitan's no-checkpointing row of that table fits in 80 GiB (docs/memory.md).
+  EXPECT_DOUBLE_EQ(fused_norm - lse, 1660944384.0);
+}
+
 }  // namespace
 }  // namespace meshplan::core

@@ -664,6 +664,12 @@ TEST(ExportTest, TorchtitanPythonConfigurationReproducesThePlan) {
   // ZeRO-3 reshards after the forward even under PP (the default would not).
   s.plan.zero = 3;
   EXPECT_TRUE(Has(Text(ExportTorchtitanPython(s)), "p.fsdp_reshard_after_forward = \"always\""));
+  // The Triton RMSNorm is gone from that torchtitan (37c4b8181): exported eager, and said.
+  s.plan.tp_overlap = TpOverlap::kBackward;
+  s.plan.elementwise = Elementwise::kEagerFusedNorm;
+  const std::string triton = Text(ExportTorchtitanPython(s));
+  EXPECT_TRUE(Has(triton, "config.compile.enable = False\n")) << triton;
+  EXPECT_TRUE(Has(triton, "# note: elementwise eager-fused-norm: torchtitan removed its Triton RMSNorm")) << triton;
 }
 
 TEST(ExportTest, TorchtitanPythonConfigurationRefusesWhatItsVersionCannotRun) {

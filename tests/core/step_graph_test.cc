@@ -212,6 +212,20 @@ TEST(StepGraphTest, EagerElementwiseOpsMoveTheirDecompositionsBytes) {
   const StepGraph fused = BuildStepGraph(*m, p);
   for (const Op& op : fused.dense_layer)
     if (op.pass == Pass::kForward && std::string_view(op.name) == "attn_norm") EXPECT_EQ(op.bytes, 4 * T * h);
+  // eager-fused-norm (torchtitan's Triton RMSNorm): the norms move the fused 4 / 8 B per element,
+  // RoPE and SwiGLU keep their decompositions.
+  p.elementwise = Elementwise::kEagerFusedNorm;
+  const StepGraph triton = BuildStepGraph(*m, p);
+  auto triton_bytes = [&](const char* name, Pass pass) {
+    int64_t b = 0;
+    for (const Op& op : triton.dense_layer)
+      if (op.pass == pass && std::string_view(op.name) == name) b += op.bytes;
+    return b;
+  };
+  EXPECT_EQ(triton_bytes("attn_norm", Pass::kForward), 4 * T * h);
+  EXPECT_EQ(triton_bytes("attn_norm", Pass::kBackwardInput), 8 * T * h);
+  EXPECT_EQ(triton_bytes("rope", Pass::kForward), 20 * T * qk);
+  EXPECT_EQ(triton_bytes("mlp_activation", Pass::kBackwardInput), 18 * T * f);
   // The upcast cross entropy: 18 B per logit forward, 22 B backward (fused: 12 and 24).
   p.cross_entropy = CrossEntropy::kUpcast;
   const StepGraph up = BuildStepGraph(*m, p);

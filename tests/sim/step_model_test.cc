@@ -7,6 +7,7 @@
 #include <cmath>
 #include <string_view>
 
+#include "core/flops.h"
 #include "core/memory.h"
 #include "core/presets.h"
 #include "core/step_graph.h"
@@ -652,6 +653,52 @@ std::vector<core::PlanSpec> PipelineVariants(const core::ModelSpec& m, int64_t g
               if (!d.has_errors()) out.push_back(p);
             }
   return out;
+}
+
+TEST(StepModelTest, FullRecomputeOfSomeLayersRecomputesOnlyThose) {
+  // recompute_layers = n: a stage fully recomputes its first n layers and runs the others without
+  // recomputation (PlanSpec; torchtitan's selective layer AC checkpoints every second block,
+  // Megatron's --recompute-num-layers). Llama 3 70B, 80 layers, PP 4 (20 per stage), TP 8:
+  // recomputing 5 of each stage's 20 layers costs a quarter of full recomputation, the compute
+  // stays, and the cached path and a plan that differs only in n share the cached lists.
+  Scenario s = Load("llama3-70b");
+  core::PlanSpec p;
+  p.tp = 8;
+  p.pp = 4;
+  p.dp = 2;
+  p.gpus = 64;
+  p.zero = 1;
+  p.sequence_parallel = true;
+  p.seq_len = 8192;
+  p.global_batch = 64;
+  p.recompute = core::Recompute::kFull;
+  const StepEstimate all = EstimateStep(s.model, p, s.gpu, s.cluster, core::Profile{});
+  p.recompute_layers = 5;
+  core::Diagnostics d;
+  core::ValidatePlan(p, s.model, s.gpu, s.cluster, &d);
+  ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+  const StepEstimate quarter = EstimateStep(s.model, p, s.gpu, s.cluster, core::Profile{});
+  EXPECT_NEAR(quarter.breakdown.recompute_s, 0.25 * all.breakdown.recompute_s, 1e-9 * all.time_s);
+  EXPECT_NEAR(quarter.breakdown.compute_s, all.breakdown.compute_s, 1e-9 * all.time_s);
+  EXPECT_LT(quarter.time_s, all.time_s - 0.7 * all.breakdown.recompute_s);
+  p.recompute_layers = 20;  // every layer of the stage: the same as all
+  EXPECT_NEAR(EstimateStep(s.model, p, s.gpu, s.cluster, core::Profile{}).time_s, all.time_s, 1e-12 * all.time_s);
+  StepCostCache cache;
+  for (int64_t n : {0, 5, 20, 5}) {
+    p.recompute_layers = n;
+    const StepEstimate a = EstimateStep(s.model, p, s.gpu, s.cluster, core::Profile{});
+    const StepEstimate b = EstimateStep(s.model, p, s.gpu, s.cluster, core::Profile{}, &cache);
+    EXPECT_NEAR(a.time_s, b.time_s, 1e-12 * a.time_s) << n;
+    EXPECT_NEAR(a.breakdown.recompute_s, b.breakdown.recompute_s, 1e-12 * a.time_s) << n;
+  }
+  // The hardware FLOPs count the same share, per stage whatever the model chunks: with VPP 2 the
+  // stage's 5 of 20 layers are still a quarter of the forward's matmuls and attention again.
+  p.recompute_layers = 5;
+  p.vpp = 2;
+  const core::ForwardFlops f = core::ForwardFlopsPerToken(s.model, p.seq_len, core::AttentionFlops::kCausal);
+  const double tokens = 64.0 * 8192.0;
+  EXPECT_NEAR(core::HardwareFlopsPerIteration(f, s.model, p),
+              (3 * f.Total() + 0.25 * (f.matmul + f.attention)) * tokens, 1e-12 * 3 * f.Total() * tokens);
 }
 
 TEST(StepCostCacheTest, CachedEstimatesEqualUncachedOnes) {

@@ -447,6 +447,15 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     return false;
   }
   if (!gpu_assumed.empty()) run.assumptions.push_back(gpu_assumed);
+  // A100s the record places on IDRIS's Jean Zay (BigScience's runs): 4 Omni-Path links per node,
+  // not a DGX A100's 8 HDR NICs (presets/clusters/jean-zay-a100.json).
+  if (cluster == "dgx-a100") {
+    const std::string where = StrOr(hj, "gpu") + " " + StrOr(hj, "gpu_as_printed") + " " + StrOr(hj, "notes");
+    if (where.find("Jean Zay") != std::string::npos) {
+      cluster = "jean-zay-a100";
+      run.assumptions.push_back("cluster jean-zay-a100 (the record names Jean Zay: 4 x 100 Gb/s Omni-Path per node)");
+    }
+  }
   Scenario& s = run.scenario;
   auto g = LoadGpu(gpu);
   auto c = LoadCluster(cluster);

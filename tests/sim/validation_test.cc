@@ -986,20 +986,20 @@ TEST(ValidationTest, PublishedOutOfMemoryOutcomesAgainstTheFitVerdict) {
 TEST(ValidationTest, PublishedOutcomesAndPeaksFromSourcesNotTunedOn) {
   // tests/data/memory/published_outcomes.json: torchtitan's docs and commits (Llama 2 70B/13B on
   // 64 A100s, Llama 3.1 405B on 128 H100s, Qwen3-32B at FSDP 8-32 x TP 1-8) and BigScience's
-  // BLOOM sizing runs (176B-206B on 384 A100s): 20 printed outcomes (out of memory, or ran), 6
-  // torchtitan-logged reserved peaks and 7 nvidia-smi peaks. None of their ids is a known
-  // prefix: each takes its stack by its source.
+  // BLOOM sizing runs (176B-206B on 384 A100s, and the 20B/200B fp16 and bf16 runs of February
+  // 17, 2022): 20 printed outcomes (out of memory, or ran), 6 torchtitan-logged reserved peaks and
+  // 13 nvidia-smi peaks. None of their ids is a known prefix: each takes its stack by its source.
   auto text = core::ReadTextFile(MESHPLAN_TEST_DATA_DIR "/memory/published_outcomes.json");
   ASSERT_TRUE(text.ok());
   std::vector<std::string> skipped;
   auto records = core::LoadPublishedMemory(*text, &skipped);
   ASSERT_TRUE(records.ok());
-  EXPECT_EQ(records->size(), 33u);
+  EXPECT_EQ(records->size(), 39u);
   EXPECT_TRUE(skipped.empty()) << (skipped.empty() ? "" : skipped.front());
   for (const auto& r : *records)
     EXPECT_EQ(r.stack, r.id.rfind("torchtitan-", 0) == 0 ? "torchtitan-2024" : "megatron-deepspeed-2022") << r.id;
   const ValidationSummary v = ValidateMemory(*records);
-  ASSERT_EQ(v.all.n, 13u);
+  ASSERT_EQ(v.all.n, 19u);
   for (const auto& r : v.records) {
     // Qwen3-32B's six logged reserved peaks (43-89 GiB): every one within 5% (+2.1% to +4.5%).
     if (r.id.find("qwen3") != std::string::npos) EXPECT_LT(std::fabs(r.error), 0.05) << r.id;
@@ -1008,13 +1008,17 @@ TEST(ValidationTest, PublishedOutcomesAndPeaksFromSourcesNotTunedOn) {
     // gradients beside its unsharded fp32 buffer, not costed (docs/memory.md).
     if (r.id.find("bloom-181b") != std::string::npos) EXPECT_LT(std::fabs(r.error), 0.12) << r.id;
     if (r.id.find("bloom-184b") != std::string::npos) EXPECT_LT(r.error, -0.25) << r.id;
+    // The February 17 runs, fp16 and bf16 alike, are 22-25% under: DeepSpeed 0.5's ZeRO-1 step
+    // holds more than the 16 B/param the stack costs (docs/memory.md).
+    if (r.id.find("prequel-0217") != std::string::npos) EXPECT_LT(r.error, -0.2) << r.id;
   }
-  // 16 of 20 verdicts right. Wrong: Llama 2 13B without checkpointing at 2 x 4096 tokens (ran;
-  // predicted 86.8 GiB with torchtitan's eager kernels of Dec 2024: the April 2024 run's flags are
-  // not printed), and three bf16 BLOOM layouts that ran out of memory at 45-63 GiB predicted (the
-  // missing BF16_Optimizer term above).
+  // 17 of 20 verdicts right: Llama 2 13B without checkpointing at 2 x 4096 tokens ran at 73.7 GiB
+  // predicted with its config's Triton RMSNorm (86.8 GiB op by op). Wrong: three bf16 BLOOM layouts
+  // that ran out of memory at 45-63 GiB predicted (the missing BF16_Optimizer term above).
   ASSERT_EQ(v.verdicts.size(), 20u);
-  EXPECT_LE(v.verdicts_wrong, 4u);
+  EXPECT_LE(v.verdicts_wrong, 3u);
+  for (const auto& vr : v.verdicts)
+    if (vr.id.find("llama2-13b") != std::string::npos) EXPECT_TRUE(vr.Right()) << vr.predicted_gib;
   for (const auto& vr : v.verdicts)
     if (vr.id.find("qwen3") != std::string::npos || vr.id.find("405b") != std::string::npos ||
         vr.id.find("llama2-70b") != std::string::npos)

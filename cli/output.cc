@@ -168,9 +168,9 @@ std::string OpsTable(const core::Scenario& s, const SpeedReport& sp) {
   o << "# Whether a collective that may hide does is decided per pass over its list (the step time above).\n";
   for (const auto& list : sp.ops) {
     if (list.count > 1)
-      std::snprintf(line, sizeof line, "# %s: %s (%lld in the model)\n", list.name, list.where,
+      std::snprintf(line, sizeof line, "# %s: %s (%lld in the model)\n", list.name, list.where.c_str(),
                     static_cast<long long>(list.count));
-    else std::snprintf(line, sizeof line, "# %s: %s\n", list.name, list.where);
+    else std::snprintf(line, sizeof line, "# %s: %s\n", list.name, list.where.c_str());
     o << line;
     std::snprintf(line, sizeof line, "# %-7s %-30s %-24s %-5s %10s %10s %10s  %s\n", "pass", "op", "shape", "dtype",
                   "GFLOP", "MB", "time(us)", "how");

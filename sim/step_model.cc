@@ -551,8 +551,8 @@ std::vector<CostedOpList> CostStepGraph(const core::ModelSpec& m, const core::Pl
                                         const core::ClusterSpec& c, const core::Profile& prof) {
   const core::StepGraph graph = core::BuildStepGraph(m, p);
   const Coster coster(p, g, c, prof);
-  auto costed = [&](const char* name, const char* where, int64_t count, const std::vector<Op>& ops, bool layer) {
-    CostedOpList list{name, where, count, {}};
+  auto costed = [&](const char* name, std::string where, int64_t count, const std::vector<Op>& ops, bool layer) {
+    CostedOpList list{name, std::move(where), count, {}};
     list.ops.reserve(ops.size());
     for (const Op& op : ops) {
       CostedOp row;
@@ -585,11 +585,14 @@ std::vector<CostedOpList> CostStepGraph(const core::ModelSpec& m, const core::Pl
   };
   std::vector<CostedOpList> out;
   const int64_t moe_layers = m.MoeLayerCount();
+  // With full recomputation of only some layers, the recompute rows are theirs alone.
+  const std::string per_layer = p.recompute == core::Recompute::kFull && p.recompute_layers > 0
+                                    ? "every rank, per layer of its stage (recompute: only its first " +
+                                          std::to_string(p.recompute_layers) + " layers)"
+                                    : "every rank, per layer of its stage";
   if (m.layers - moe_layers > 0)
-    out.push_back(
-        costed("dense layer", "every rank, per layer of its stage", m.layers - moe_layers, graph.dense_layer, true));
-  if (moe_layers > 0)
-    out.push_back(costed("MoE layer", "every rank, per layer of its stage", moe_layers, graph.moe_layer, true));
+    out.push_back(costed("dense layer", per_layer, m.layers - moe_layers, graph.dense_layer, true));
+  if (moe_layers > 0) out.push_back(costed("MoE layer", per_layer, moe_layers, graph.moe_layer, true));
   out.push_back(costed("embedding", "the first pipeline stage", 1, graph.embedding, false));
   out.push_back(costed("head", "the last pipeline stage", 1, graph.head, false));
   if (p.pp > 1) {

@@ -87,9 +87,9 @@ struct CostedOp {
   const char* algorithm = "";  // a collective's or send's algorithm ("ring", "tree", ...)
 };
 struct CostedOpList {
-  const char* name = "";   // "dense layer", "MoE layer", "embedding", "head", "pipeline send", "step"
-  const char* where = "";  // which ranks run it and how often
-  int64_t count = 0;       // layers of this kind in the model (1 for the other lists)
+  const char* name = "";  // "dense layer", "MoE layer", "embedding", "head", "pipeline send", "step"
+  std::string where;      // which ranks run it and how often
+  int64_t count = 0;      // layers of this kind in the model (1 for the other lists)
   std::vector<CostedOp> ops;
 };
 // REQUIRES: ValidatePlan(plan, model, gpu, cluster) reported no errors.

@@ -43,7 +43,7 @@ QVariant OpsTableModel::data(const QModelIndex& index, int role) const {
     return QVariant(Qt::AlignRight | Qt::AlignVCenter);
   if (role == Qt::ToolTipRole) {
     const sim::CostedOpList& l = list(index.row());
-    QString tip = QString("%1: %2").arg(Q(l.name), Q(l.where));
+    QString tip = QString("%1: %2").arg(Q(l.name), QString::fromStdString(l.where));
     if (l.count > 1) tip += QString(" (%1 in the model)").arg(l.count);
     return tip + QString("\nper microbatch%1; compute at the slowest GPU's pace (docs/compute.md)")
                      .arg(o.pass == core::Pass::kStep ? " (this op: once per step)" : "");

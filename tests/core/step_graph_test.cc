@@ -186,6 +186,14 @@ TEST(StepGraphTest, TorchtitanPerOpPolicyRerunsTheUnsavedMatmuls) {
   EXPECT_NE(moe.ToStatus().message().find("dense Llama-style layers"), std::string::npos) << moe.ToStatus().message();
 }
 
+// The bytes a dense layer's ops of this name move in this pass.
+int64_t DenseLayerBytes(const StepGraph& g, const char* name, Pass pass) {
+  int64_t b = 0;
+  for (const Op& op : g.dense_layer)
+    if (op.pass == pass && std::string_view(op.name) == name) b += op.bytes;
+  return b;
+}
+
 TEST(StepGraphTest, EagerElementwiseOpsMoveTheirDecompositionsBytes) {
   // Llama 3 8B, T = 2048 tokens, one GPU, PyTorch eager (torchtitan 2024 without compile): per
   // element, RMSNorm 36 B forward / 76 B backward, RoPE on q and k (32 + 8 heads of 128) 20 / 20,
@@ -195,12 +203,7 @@ TEST(StepGraphTest, EagerElementwiseOpsMoveTheirDecompositionsBytes) {
   PlanSpec p = Plan(1, 1, false);
   p.elementwise = Elementwise::kEager;
   const StepGraph g = BuildStepGraph(*m, p);
-  auto bytes = [&](const char* name, Pass pass) {
-    int64_t b = 0;
-    for (const Op& op : g.dense_layer)
-      if (op.pass == pass && std::string_view(op.name) == name) b += op.bytes;
-    return b;
-  };
+  auto bytes = [&](const char* name, Pass pass) { return DenseLayerBytes(g, name, pass); };
   const int64_t T = 2048, h = 4096, qk = 40 * 128, f = 14336;
   EXPECT_EQ(bytes("attn_norm", Pass::kForward), 36 * T * h);
   EXPECT_EQ(bytes("attn_norm", Pass::kBackwardInput), 76 * T * h);
@@ -216,12 +219,7 @@ TEST(StepGraphTest, EagerElementwiseOpsMoveTheirDecompositionsBytes) {
   // RoPE and SwiGLU keep their decompositions.
   p.elementwise = Elementwise::kEagerFusedNorm;
   const StepGraph triton = BuildStepGraph(*m, p);
-  auto triton_bytes = [&](const char* name, Pass pass) {
-    int64_t b = 0;
-    for (const Op& op : triton.dense_layer)
-      if (op.pass == pass && std::string_view(op.name) == name) b += op.bytes;
-    return b;
-  };
+  auto triton_bytes = [&](const char* name, Pass pass) { return DenseLayerBytes(triton, name, pass); };
   EXPECT_EQ(triton_bytes("attn_norm", Pass::kForward), 4 * T * h);
   EXPECT_EQ(triton_bytes("attn_norm", Pass::kBackwardInput), 8 * T * h);
   EXPECT_EQ(triton_bytes("rope", Pass::kForward), 20 * T * qk);

@@ -476,8 +476,9 @@ TEST(StepModelTest, AttentionRunsAtItsKernelsMeasuredSpeedOnTheGpu) {
             EstimateStep(m, p, h100, *core::LoadCluster("dgx-h100"), defaults).time_s);
 }
 
-TEST(StepModelTest, BreakdownAddsUpToTheStepTime) {
-  Scenario s = Load("llama3-70b");
+// Llama 3 70B's 80 layers on 64 GPUs: TP 8 with SP, PP 4 (20 layers per stage), DP 2 with
+// ZeRO-1, 64 sequences of 8,192 tokens, checkpointing as given.
+core::PlanSpec Llama70BTp8Pp4(core::Recompute recompute) {
   core::PlanSpec p;
   p.tp = 8;
   p.pp = 4;
@@ -485,9 +486,15 @@ TEST(StepModelTest, BreakdownAddsUpToTheStepTime) {
   p.gpus = 64;
   p.zero = 1;
   p.sequence_parallel = true;
-  p.recompute = core::Recompute::kSelective;
+  p.recompute = recompute;
   p.seq_len = 8192;
   p.global_batch = 64;
+  return p;
+}
+
+TEST(StepModelTest, BreakdownAddsUpToTheStepTime) {
+  Scenario s = Load("llama3-70b");
+  core::PlanSpec p = Llama70BTp8Pp4(core::Recompute::kSelective);
   core::Diagnostics d;
   core::ValidatePlan(p, s.model, s.gpu, s.cluster, &d);
   ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
@@ -662,16 +669,7 @@ TEST(StepModelTest, FullRecomputeOfSomeLayersRecomputesOnlyThose) {
   // recomputing 5 of each stage's 20 layers costs a quarter of full recomputation, the compute
   // stays, and the cached path and a plan that differs only in n share the cached lists.
   Scenario s = Load("llama3-70b");
-  core::PlanSpec p;
-  p.tp = 8;
-  p.pp = 4;
-  p.dp = 2;
-  p.gpus = 64;
-  p.zero = 1;
-  p.sequence_parallel = true;
-  p.seq_len = 8192;
-  p.global_batch = 64;
-  p.recompute = core::Recompute::kFull;
+  core::PlanSpec p = Llama70BTp8Pp4(core::Recompute::kFull);
   const StepEstimate all = EstimateStep(s.model, p, s.gpu, s.cluster, core::Profile{});
   p.recompute_layers = 5;
   core::Diagnostics d;
@@ -691,6 +689,11 @@ TEST(StepModelTest, FullRecomputeOfSomeLayersRecomputesOnlyThose) {
     EXPECT_NEAR(a.time_s, b.time_s, 1e-12 * a.time_s) << n;
     EXPECT_NEAR(a.breakdown.recompute_s, b.breakdown.recompute_s, 1e-12 * a.time_s) << n;
   }
+  // report --ops says whose rows the recompute ones are.
+  p.recompute_layers = 5;
+  const auto lists = CostStepGraph(s.model, p, s.gpu, s.cluster, core::Profile{});
+  ASSERT_FALSE(lists.empty());
+  EXPECT_NE(lists.front().where.find("recompute: only its first 5 layers"), std::string::npos) << lists.front().where;
   // The hardware FLOPs count the same share, per stage whatever the model chunks: with VPP 2 the
   // stage's 5 of 20 layers are still a quarter of the forward's matmuls and attention again.
   p.recompute_layers = 5;

@@ -255,7 +255,14 @@ enum class TpOverlap { kNone, kBackward, kFull };
 // overlap compute; each goes through PyTorch's list all_gather/reduce_scatter, which copies the
 // flat buffer to or from one tensor per rank (ProcessGroupNCCL: dp copy kernels per collective);
 // the forward is re-gathered for full recompute.
-enum class Zero3Gather { kFlat, kPerTensor };
+// fsdp2: PyTorch's FSDP2 (fully_shard; torch/distributed/_composable/fsdp/_fsdp_collectives.py at
+// 415cc26): flat per layer, plus its copies on the GPU: each all-gather's output is copied into the
+// per-parameter unsharded tensors on the compute stream (foreach_all_gather_copy_out:
+// torch.split_with_sizes_copy, the gathered bytes read and written), and the reduce-scatter's input
+// is the unsharded gradients copied and cast to the reduce dtype (foreach_reduce_scatter_copy_in:
+// torch._chunk_cat). Costed with ZeRO-3 only (not under pipeline parallelism, where the stack keeps
+// stages gathered).
+enum class Zero3Gather { kFlat, kPerTensor, kFsdp2 };
 // How FP8 GEMM operands are scaled (Transformer Engine recipes), which sets the memory traffic of
 // quantizing each FP8 GEMM's input in the forward and its output gradient in the backward, both
 // row- and column-wise (the wgrad GEMM reads the transpose): delayed (amax from history, one

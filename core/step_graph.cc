@@ -807,6 +807,7 @@ class Builder {
           Coll(out, "zero3_gather_fwd", CollectiveKind::kAllGather, g, params * wb, true);
           Coll(out, "zero3_gather_bwd", CollectiveKind::kAllGather, g, params * wb, true);
           out->back().pass = Pass::kBackwardInput;
+          if (p_.zero3_gather == Zero3Gather::kFsdp2) Fsdp2Copies(params, out);
         }
       }
     }
@@ -862,6 +863,23 @@ class Builder {
     out->back().pass = Pass::kBackwardWeight;
     out->back().batch = tensors * group_size;
     out->back().group = g;
+  }
+
+  // FSDP2's copies beside its flat collectives (Zero3Gather::kFsdp2, core/specs.h), on the GPU per
+  // microbatch: after each all-gather the compute stream copies the gathered bytes into the
+  // per-parameter tensors (read and write), and before the reduce-scatter the unsharded gradients
+  // (the weights' dtype, as autograd makes them) are copied into its input in the reduce dtype.
+  // The copy-in runs on the reduce-scatter's stream beside the backward; it is charged as the
+  // backward's memory traffic. (torchtitan runs one microbatch per step without PP, so per
+  // microbatch is per step there.)
+  void Fsdp2Copies(int64_t params, std::vector<Op>* out) {
+    const int64_t gb = DtypeBytes(p_.dtypes.grads), wb = DtypeBytes(p_.dtypes.weights);
+    for (Pass pass : {Pass::kForward, Pass::kBackwardInput}) {
+      Mem(out, "fsdp2_all_gather_copy_out", 2 * params * wb);
+      out->back().pass = pass;
+    }
+    Mem(out, "fsdp2_reduce_scatter_copy_in", params * (wb + gb));
+    out->back().pass = Pass::kBackwardWeight;
   }
 
   void OptimizerStep(int64_t params, int64_t group_size, std::vector<Op>* out) {

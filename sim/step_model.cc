@@ -653,11 +653,12 @@ ListKey KeyOf(const core::PlanSpec& p) {
       e(p.optimizer) << 20 | e(p.dtypes.weights) << 24 | e(p.dtypes.grads) << 28 | e(p.dtypes.master_weights) << 32 |
       e(p.dtypes.optimizer_states) << 36 | e(p.sequence_parallel) << 40 | e(p.grad_accum_fusion) << 41 |
       e(p.schedule == core::Schedule::kDualPipe || p.ep_overlap) << 42 | e(p.zero3_gather) << 43 |
-      e(p.zero3_gather == core::Zero3Gather::kPerTensor && p.overlap_grad_reduce) << 44 |
+      e(p.zero3_gather == core::Zero3Gather::kPerTensor && p.overlap_grad_reduce) << 60 |
       e(p.precision == core::Dtype::kFp8 ? p.fp8_scaling : core::Fp8Scaling::kDelayed) << 45 |
       e(p.recompute == core::Recompute::kSelective ? p.recompute_modules : 0u) << 48 | e(p.elementwise) << 55 |
       e(p.cross_entropy) << 57 | e(p.ep > 1 ? p.moe_dispatcher : core::MoeDispatcher::kAllToAll) << 59;
-  // (recompute_modules: 7 bits, 48-54; elementwise 55-56, cross entropy 57-58; MoE dispatcher 59.)
+  // (ZeRO-3 gather kind: 43-44; recompute_modules: 7 bits, 48-54; elementwise 55-56, cross entropy
+  // 57-58; MoE dispatcher 59; per-tensor ZeRO-3's overlapped reduce-scatters 60.)
   return {p.tp, p.cp, p.ep, p.etp, p.pp, p.dp, p.micro_batch, p.seq_len, p.zero, p.hsdp_shard_size, enums, placement};
 }
 struct ListKeyHash {
@@ -742,11 +743,13 @@ int64_t SyncSpans(const core::PlanSpec& p, const core::ClusterSpec& c) {
 ListKey SyncPartKey(ListKey k, int64_t sync_spans) {
   // Kept: precision (bits 0-3), sharding (16-19), optimizer (20-23), the state dtypes (24-39),
   // grad_accum_fusion (41).
-  // Per-tensor ZeRO-3 (bit 43) also reads the recompute mode (4-7: full recompute re-gathers) and
-  // whether its per-microbatch reduce-scatters overlap (44).
-  constexpr int64_t kPerTensorZero3 = int64_t{1} << 43;
-  const int64_t kept = int64_t{0xF} | (int64_t{0xFFFFFF} << 16) | int64_t{1} << 41 | kPerTensorZero3 |
-                       int64_t{1} << 44 | ((k[10] & kPerTensorZero3) ? int64_t{0xF} << 4 : 0);
+  // The ZeRO-3 gather kind (43-44: flat 0, per-tensor 1, fsdp2 2). Per-tensor ZeRO-3 also reads
+  // the recompute mode (4-7: full recompute re-gathers) and whether its per-microbatch
+  // reduce-scatters overlap (60).
+  constexpr int64_t kGatherKind = int64_t{3} << 43;
+  const bool per_tensor = ((k[10] & kGatherKind) >> 43) == static_cast<int64_t>(core::Zero3Gather::kPerTensor);
+  const int64_t kept = int64_t{0xF} | (int64_t{0xFFFFFF} << 16) | int64_t{1} << 41 | kGatherKind | int64_t{1} << 60 |
+                       (per_tensor ? int64_t{0xF} << 4 : 0);
   k[10] &= kept;
   k[4] = k[6] = k[7] = -1;  // pp, micro batch, sequence
   k[11] = sync_spans;       // replaces the placement

@@ -412,6 +412,33 @@ TEST(StepGraphTest, PerTensorZeroThreeGathersEveryTensorBlockingWithListCopies) 
   EXPECT_EQ(flat, 2);
 }
 
+TEST(StepGraphTest, Fsdp2CopiesTheGatheredWeightsOutAndTheGradientsIn) {
+  // PyTorch FSDP2 (_fsdp_collectives.py at 415cc26): after each flat all-gather the compute
+  // stream copies the gathered bytes into the per-parameter tensors (split_with_sizes_copy: read
+  // and write), and the reduce-scatter's input is the bf16 gradients copied and cast to fp32
+  // (_chunk_cat: read 2, write 4). Llama 3 8B on 8 GPUs, ZeRO-3: a layer's 218,112,000
+  // parameters (q and o 4096 x 4096 each, k and v 4096 x 1024, SwiGLU 3 x 4096 x 14336, two
+  // norms of 4096): copy-out 2 x 218,112,000 x 2 B in the forward and again in the backward,
+  // copy-in 218,112,000 x (2 + 4) B with the weight gradients. Flat gathers have no copies.
+  auto m = LoadModel("llama3-8b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p = Plan(1, 8, false);
+  p.zero = 3;
+  p.dtypes.grads = Dtype::kFp32;
+  p.zero3_gather = Zero3Gather::kFsdp2;
+  const int64_t params = 218112000;
+  const StepGraph g = BuildStepGraph(*m, p);
+  EXPECT_EQ(DenseLayerBytes(g, "fsdp2_all_gather_copy_out", Pass::kForward), 4 * params);
+  EXPECT_EQ(DenseLayerBytes(g, "fsdp2_all_gather_copy_out", Pass::kBackwardInput), 4 * params);
+  EXPECT_EQ(DenseLayerBytes(g, "fsdp2_reduce_scatter_copy_in", Pass::kBackwardWeight), 6 * params);
+  p.zero3_gather = Zero3Gather::kFlat;
+  const StepGraph flat = BuildStepGraph(*m, p);
+  for (Pass pass : {Pass::kForward, Pass::kBackwardInput, Pass::kBackwardWeight}) {
+    EXPECT_EQ(DenseLayerBytes(flat, "fsdp2_all_gather_copy_out", pass), 0);
+    EXPECT_EQ(DenseLayerBytes(flat, "fsdp2_reduce_scatter_copy_in", pass), 0);
+  }
+}
+
 TEST(StepGraphTest, Fp8QuantizesEachLinearInputAndOutputGradientHeadAndRouterStayBf16) {
   // Transformer Engine's FP8 linear (v2.9 module/linear.py): the input is quantized row- and
   // column-wise before the forward GEMM and the output gradient before the backward ones. Llama 3

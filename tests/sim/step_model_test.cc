@@ -735,6 +735,32 @@ TEST(StepCostCacheTest, CachedEstimatesEqualUncachedOnes) {
   }
 }
 
+TEST(StepCostCacheTest, Zero3GatherKindReachesTheCachedSyncPart) {
+  // The ZeRO-3 gather kind changes the layer's sync ops (fsdp2 adds its copies, per-tensor its
+  // list collectives), so plans differing only in it must not share a cached sync list: each
+  // cached estimate equals its uncached one, and FSDP2's copies make it the slower of flat and
+  // fsdp2 (Llama 3 8B, FSDP over 64 GPUs, one sequence of 8,192 tokens each).
+  const core::GpuSpec g = *core::LoadGpu("h100-sxm");
+  const core::ClusterSpec c = *core::LoadCluster("dgx-h100");
+  const core::ModelSpec m = *core::LoadModel("llama3-8b");
+  StepCostCache cache;
+  double t[3] = {};
+  for (core::Zero3Gather kind : {core::Zero3Gather::kFlat, core::Zero3Gather::kPerTensor, core::Zero3Gather::kFsdp2}) {
+    core::PlanSpec p;
+    p.gpus = 64;
+    p.dp = 64;
+    p.zero = 3;
+    p.seq_len = 8192;
+    p.global_batch = 64;
+    p.zero3_gather = kind;
+    const StepEstimate a = EstimateStep(m, p, g, c, core::Profile{});
+    const StepEstimate b = EstimateStep(m, p, g, c, core::Profile{}, &cache);
+    EXPECT_NEAR(a.time_s, b.time_s, 1e-12 * a.time_s) << core::Name(kind);
+    t[static_cast<int>(kind)] = b.time_s;
+  }
+  EXPECT_GT(t[static_cast<int>(core::Zero3Gather::kFsdp2)], t[static_cast<int>(core::Zero3Gather::kFlat)]);
+}
+
 TEST(StepCostCacheTest, MoeDispatcherReachesTheCachedMoeLayer) {
   // The token dispatcher changes the MoE layer's ops (flex: no outer permutations, fewer rows on
   // the wire), so two plans differing only in it must not share a cached MoE list: each cached

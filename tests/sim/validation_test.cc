@@ -238,7 +238,7 @@ TEST(ValidationTest, TorchtitanH100RunsMapToTheirTables) {
   for (const auto& r : *runs) {
     EXPECT_EQ(r.stack, "torchtitan-2024") << r.id;
     EXPECT_EQ(r.scenario.gpu.name, "h100-96g-hbm2e");
-    EXPECT_EQ(r.scenario.plan.zero3_gather, core::Zero3Gather::kFlat);
+    EXPECT_EQ(r.scenario.plan.zero3_gather, core::Zero3Gather::kFsdp2);             // FSDP2's copies
     EXPECT_EQ(r.scenario.plan.cross_entropy, core::CrossEntropy::kUpcast) << r.id;  // train.py loss_fn
     // Eager norms, RoPE and SwiGLU, unless the run was compiled (measured.other.torch_compile):
     // only the two 8B FSDP rows without compile ran eager.
@@ -598,8 +598,9 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // instance; -15% to -32% read as micro batch 1). Megatron-DeepSpeed 2022's 17.2% -> 15.9% on
   // Jean Zay's own network (4 Omni-Path links per node, jean-zay-a100), then 19.8% with the 29
   // topology-search rows of February 2022 (all too fast, median +20.7%; docs/validation.md).
+  // torchtitan's 16.9% (with its April 2024 A100 rows) -> 13.8% with FSDP2's copy-out and copy-in.
   const std::map<std::string, double> stack_bound = {
-      {"llm-foundry-2023", 0.071},     {"megatron-core-2024", 0.096}, {"torchtitan-2024", 0.23},
+      {"llm-foundry-2023", 0.071},     {"megatron-core-2024", 0.096}, {"torchtitan-2024", 0.143},
       {"megatron-lm-2021", 0.028},     {"megatron-lm-2022", 0.05},    {"megascale-2024", 0.064},
       {"deepspeed-zero3-2021", 0.201}, {"llama3-2024", 0.042},        {"megatron-deepspeed-2022", 0.203}};
   for (const auto& g : v.groups)

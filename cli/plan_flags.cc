@@ -80,8 +80,9 @@ void PlanFlags::Register(CLI::App* app) {
                 "gpipe|1f1b|interleaved|zero-bubble|dualpipe (default 1f1b, "
                 "interleaved when --vpp > 1)");
   p->add_option("--zero3-gather", zero3_gather,
-                "How ZeRO-3 gathers: flat (one prefetched collective per layer: FSDP, DeepSpeed >= 0.4) or "
-                "per-tensor (one blocking list collective per parameter tensor: DeepSpeed 0.3)");
+                "How ZeRO-3 gathers: flat (one prefetched collective per layer: FSDP's flat parameters, DeepSpeed "
+                ">= 0.4), fsdp2 (the same with FSDP2's copy-out and copy-in kernels: torchtitan) or per-tensor (one "
+                "blocking list collective per parameter tensor: DeepSpeed 0.3)");
   p->add_option("--fp8-scaling", fp8_scaling,
                 "FP8 recipe's scaling: delayed (default), current (an amax pass per quantization) or block "
                 "(per-tile scales, re-quantized transposed for the backward)");

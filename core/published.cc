@@ -41,9 +41,11 @@ std::optional<bool> BoolAt(const Json& j, const char* key) {
   return it != j.end() && it->is_boolean() ? std::optional<bool>(it->get<bool>()) : std::nullopt;
 }
 
-// GPU names as the records print them -> our presets (GPU, cluster), with what the mapping
-// assumed. The more specific names first ("A100 40GB" before "A100").
-bool MapGpu(const std::string& text, std::string* gpu, std::string* cluster, std::string* assumed) {
+// A record's hardware -> our presets (GPU, cluster), with what the mapping assumed. The GPU from
+// its printed name, the more specific names first ("A100 40GB" before "A100"); the cluster the
+// GPU's usual one, unless the hardware names the machine (Jean Zay).
+bool MapGpu(const Json& hardware, std::string* gpu, std::string* cluster, std::vector<std::string>* assumed) {
+  const std::string text = StrOr(hardware, "gpu");
   auto has = [&](const char* w) { return text.find(w) != std::string::npos; };
   if (has("A100") && has("40GB")) {
     *gpu = "a100-40g";
@@ -55,7 +57,7 @@ bool MapGpu(const std::string& text, std::string* gpu, std::string* cluster, std
     // MegaScale §6 names "NVIDIA Ampere GPUs"; its MFU figures divide by 312 TFLOP/s (A100).
     *gpu = "a100-80g";
     *cluster = "dgx-a100";
-    *assumed = "GPU printed as 'Ampere': A100 80GB in 8-GPU NVLink nodes with 8 x 200 Gb/s NICs (dgx-a100)";
+    assumed->push_back("GPU printed as 'Ampere': A100 80GB in 8-GPU NVLink nodes with 8 x 200 Gb/s NICs (dgx-a100)");
   } else if (has("H800")) {
     *gpu = "h800";
     *cluster = "hgx-h800";
@@ -87,6 +89,13 @@ bool MapGpu(const std::string& text, std::string* gpu, std::string* cluster, std
     *cluster = "mi300x-8";
   } else {
     return false;
+  }
+  // A100s the record places on IDRIS's Jean Zay (BigScience's runs): 4 Omni-Path links per node,
+  // not a DGX A100's 8 HDR NICs (presets/clusters/jean-zay-a100.json).
+  const std::string where = text + " " + StrOr(hardware, "gpu_as_printed") + " " + StrOr(hardware, "notes");
+  if (*cluster == "dgx-a100" && where.find("Jean Zay") != std::string::npos) {
+    *cluster = "jean-zay-a100";
+    assumed->push_back("cluster jean-zay-a100 (the record names Jean Zay: 4 x 100 Gb/s Omni-Path per node)");
   }
   return true;
 }
@@ -441,20 +450,10 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   run.stack = stack->name;
 
   // Hardware.
-  std::string gpu, cluster, gpu_assumed;
-  if (!MapGpu(StrOr(hj, "gpu"), &gpu, &cluster, &gpu_assumed)) {
+  std::string gpu, cluster;
+  if (!MapGpu(hj, &gpu, &cluster, &run.assumptions)) {
     skip("no GPU preset for '" + StrOr(hj, "gpu") + "'");
     return false;
-  }
-  if (!gpu_assumed.empty()) run.assumptions.push_back(gpu_assumed);
-  // A100s the record places on IDRIS's Jean Zay (BigScience's runs): 4 Omni-Path links per node,
-  // not a DGX A100's 8 HDR NICs (presets/clusters/jean-zay-a100.json).
-  if (cluster == "dgx-a100") {
-    const std::string where = StrOr(hj, "gpu") + " " + StrOr(hj, "gpu_as_printed") + " " + StrOr(hj, "notes");
-    if (where.find("Jean Zay") != std::string::npos) {
-      cluster = "jean-zay-a100";
-      run.assumptions.push_back("cluster jean-zay-a100 (the record names Jean Zay: 4 x 100 Gb/s Omni-Path per node)");
-    }
   }
   Scenario& s = run.scenario;
   auto g = LoadGpu(gpu);

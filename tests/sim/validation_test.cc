@@ -334,6 +334,13 @@ TEST(ValidationTest, BeyondTuningRegressionBound) {
 }
 
 // The whole corpus of tests/data/validation (at least 150 runs with provenance).
+// A file of tests/data/memory, read and mapped as `validate --memory` does.
+core::Result<std::vector<core::PublishedMemory>> MemoryCorpus(const char* file, std::vector<std::string>* skipped) {
+  auto text = core::ReadTextFile(std::string(MESHPLAN_TEST_DATA_DIR "/memory/") + file);
+  if (!text.ok()) return text.status();
+  return core::LoadPublishedMemory(*text, skipped);
+}
+
 std::vector<core::PublishedRun> Corpus(const char* file, size_t* skipped_count = nullptr,
                                        std::vector<std::string>* skipped_out = nullptr) {
   auto text = core::ReadTextFile(std::string(MESHPLAN_TEST_DATA_DIR "/validation/") + file);
@@ -622,11 +629,9 @@ TEST(ValidationTest, MeasuredMemoryPeaksAgainstTheMemoryModel) {
   // peaks; 31 map (the three MoE CI runs name no MoE model). torchtitan logs the allocator's peak
   // reserved bytes, Megatron-LM's CI its peak allocated bytes, and each is compared with the same
   // kind of prediction.
-  auto text = core::ReadTextFile(MESHPLAN_TEST_DATA_DIR "/memory/memory_measured.json");
-  ASSERT_TRUE(text.ok());
   std::vector<std::string> skipped;
-  auto records = core::LoadPublishedMemory(*text, &skipped);
-  ASSERT_TRUE(records.ok());
+  auto records = MemoryCorpus("memory_measured.json", &skipped);
+  ASSERT_TRUE(records.ok()) << records.status().ToString();
   ASSERT_EQ(records->size(), 34u);
   for (const auto& rec : *records) {
     if (rec.id == "torchtitan-2412-t5-405b-512gpu-3d-interleaved1f1b") {
@@ -705,11 +710,9 @@ TEST(ValidationTest, MegatronCiGoldenValuesCorpus) {
   // with each test's arguments, as they stood when the values were committed, translated to a
   // model.spec). 177 records; 5 do not map (an interleaved schedule whose 5 microbatches per
   // pipeline are not a multiple of pp = 2).
-  auto text = core::ReadTextFile(MESHPLAN_TEST_DATA_DIR "/memory/megatron_ci_memory.json");
-  ASSERT_TRUE(text.ok());
   std::vector<std::string> skipped;
-  auto records = core::LoadPublishedMemory(*text, &skipped);
-  ASSERT_TRUE(records.ok());
+  auto records = MemoryCorpus("megatron_ci_memory.json", &skipped);
+  ASSERT_TRUE(records.ok()) << records.status().ToString();
   EXPECT_EQ(records->size(), 172u);
   EXPECT_EQ(skipped.size(), 5u);
   for (const auto& s : skipped) EXPECT_NE(s.find("interleaved"), std::string::npos) << s;
@@ -990,11 +993,9 @@ TEST(ValidationTest, PublishedOutcomesAndPeaksFromSourcesNotTunedOn) {
   // BLOOM sizing runs (176B-206B on 384 A100s, and the 20B/200B fp16 and bf16 runs of February
   // 17, 2022): 20 printed outcomes (out of memory, or ran), 6 torchtitan-logged reserved peaks and
   // 13 nvidia-smi peaks. None of their ids is a known prefix: each takes its stack by its source.
-  auto text = core::ReadTextFile(MESHPLAN_TEST_DATA_DIR "/memory/published_outcomes.json");
-  ASSERT_TRUE(text.ok());
   std::vector<std::string> skipped;
-  auto records = core::LoadPublishedMemory(*text, &skipped);
-  ASSERT_TRUE(records.ok());
+  auto records = MemoryCorpus("published_outcomes.json", &skipped);
+  ASSERT_TRUE(records.ok()) << records.status().ToString();
   EXPECT_EQ(records->size(), 39u);
   EXPECT_TRUE(skipped.empty()) << (skipped.empty() ? "" : skipped.front());
   for (const auto& r : *records)

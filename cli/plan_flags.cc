@@ -99,6 +99,10 @@ void PlanFlags::Register(CLI::App* app) {
                 "How norms, RoPE and activations run: fused (default: one kernel each) or eager (PyTorch eager's "
                 "op-by-op RMSNorm, RoPE and SwiGLU, torchtitan 2024 without torch.compile) or eager-fused-norm (the "
                 "same with torchtitan's Triton RMSNorm, norm_type = \"fused_rmsnorm\")");
+  p->add_flag_callback(
+      "--repeat-kv", [this] { repeat_kv = true; },
+      "GQA's K and V copied to every query head before the attention kernel (torchtitan 2024's repeat_kv; "
+      "--stack torchtitan-2024 sets it): the copies, their saved tensors and CP's K/V exchanges at every head");
   p->add_option("--moe-dispatcher", moe_dispatcher,
                 "MoE: alltoall (default: Megatron-Core's all-to-all dispatcher, k copies per token, permuted around "
                 "the NCCL all-to-alls) or flex (its DeepEP/HybridEP dispatcher: each token sent once per rank that "
@@ -245,6 +249,7 @@ void PlanFlags::ApplyPlanFlags(bool from_file, core::ModelSpec* spec, core::Plan
   if (overlap_param_gather) p.overlap_param_gather = *overlap_param_gather;
   if (grad_accum_fusion) p.grad_accum_fusion = *grad_accum_fusion;
   if (ep_overlap) p.ep_overlap = *ep_overlap;
+  if (repeat_kv) p.repeat_kv = *repeat_kv;
   if (recompute_layers) p.recompute_layers = *recompute_layers;
   if (mbs) p.micro_batch = *mbs;
   if (!stage_layers.empty()) p.stage_layers = stage_layers;

@@ -263,8 +263,10 @@ void VisitLayerActivations(const ModelSpec& m, const PlanSpec& p, bool moe_layer
     add("kv_latent", LinearInputBytes(p, s * b * m.mla->kv_lora_rank / rep_div));
   } else {
     // Naive attention expands GQA's kv heads to every query head before QK^T (Megatron's
-    // unfused path); flash attention reads the grouped kv heads directly.
-    const int64_t kv = naive || eager ? a : LocalKvHeads(m, p);
+    // unfused path), and so does model code that calls repeat_kv before the kernel
+    // (PlanSpec::repeat_kv; torchtitan's eager layer, `eager` above, is that code): the kernel
+    // saves the copies. Flash attention called on the grouped heads reads them directly.
+    const int64_t kv = naive || eager || p.repeat_kv ? a : LocalKvHeads(m, p);
     q_dim = a * m.head_dim;
     k_dim = kv * m.head_dim;
     v_dim = kv * m.head_dim;

@@ -584,6 +584,7 @@ void ReadPlan(ObjectReader& r, const std::string& prefix, PlanSpec* p, Diagnosti
   r.Enum("cross_entropy", &p->cross_entropy);
   r.Int("deferred_head_wgrad", &p->deferred_head_wgrad);
   r.Enum("elementwise", &p->elementwise);
+  r.Bool("repeat_kv", &p->repeat_kv);
   r.Enum("moe_dispatcher", &p->moe_dispatcher);
   if (const Json* v = r.Find("stage_layers", false)) {
     if (!v->is_array()) {
@@ -655,6 +656,7 @@ OJson WritePlan(const PlanSpec& p) {
   j["cross_entropy"] = Name(p.cross_entropy);
   if (p.deferred_head_wgrad > 0) j["deferred_head_wgrad"] = p.deferred_head_wgrad;
   j["elementwise"] = Name(p.elementwise);
+  j["repeat_kv"] = p.repeat_kv;
   j["moe_dispatcher"] = Name(p.moe_dispatcher);
   return j;
 }

@@ -371,6 +371,12 @@ struct PlanSpec {
   Fp8Scaling fp8_scaling = Fp8Scaling::kDelayed;  // with precision = fp8
   CrossEntropy cross_entropy = CrossEntropy::kFused;
   Elementwise elementwise = Elementwise::kFused;
+  // The model code copies GQA's K and V to every query head before the attention kernel
+  // (torchtitan 2024's Llama: repeat_kv before F.scaled_dot_product_attention,
+  // torchtitan/models/llama/model.py at 9dec370), eager or compiled: the kernel, the copies saved
+  // for its backward and context parallelism's K/V exchanges see a query heads, not kv_heads.
+  // Off: the kernel reads the grouped heads (flash-attn, cuDNN, Transformer Engine).
+  bool repeat_kv = false;
   MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;  // with ep > 1
   // Microbatches whose output-layer weight gradient is deferred to the end of the step
   // (Megatron-Core --defer-embedding-wgrad-compute with --wgrad-deferral-limit n; its 0, "all",

@@ -104,7 +104,8 @@ Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string&
         BoolField(j, "overlap_grad_reduce", prefix, &s.overlap_grad_reduce),
         BoolField(j, "overlap_param_gather", prefix, &s.overlap_param_gather),
         BoolField(j, "zero3_unsharded_under_pp", prefix, &s.zero3_unsharded_under_pp),
-        BoolField(j, "microbatches_equal_pp", prefix, &s.microbatches_equal_pp)}) {
+        BoolField(j, "microbatches_equal_pp", prefix, &s.microbatches_equal_pp),
+        BoolField(j, "repeat_kv", prefix, &s.repeat_kv)}) {
     if (!st.ok()) return st;
   }
   if (s.precision == Dtype::kNone || s.precision == Dtype::kInt8 || s.precision == Dtype::kFp32)
@@ -190,6 +191,7 @@ void ApplyStack(const SoftwareStack& s, ModelSpec* m, PlanSpec* p) {
   p->dtypes.grads = s.grads;
   p->cross_entropy = s.cross_entropy;
   p->elementwise = s.elementwise;
+  p->repeat_kv = s.repeat_kv;
   p->cp_kind = s.cp_kind;
   p->sequence_parallel = s.sequence_parallel && p->tp > 1;
 }
@@ -215,7 +217,8 @@ std::string StackSummary(const SoftwareStack& s) {
          ", " + Name(s.grads) + " gradients, zero " + std::to_string(s.zero) +
          (s.zero3_gather == Zero3Gather::kFlat ? std::string()
                                                : std::string(", zero-3 gathers ") + Name(s.zero3_gather)) +
-         (s.cp_kind == CpKind::kRing ? std::string() : std::string(", CP ") + Name(s.cp_kind)) + " (" + s.source + ")";
+         (s.cp_kind == CpKind::kRing ? std::string() : std::string(", CP ") + Name(s.cp_kind)) +
+         (s.repeat_kv ? ", K and V repeated to every query head" : "") + " (" + s.source + ")";
 }
 
 double SourceFlopsPerToken(FlopCount count, const ModelSpec& m, int64_t seq) {

@@ -426,6 +426,14 @@ class Builder {
     }
     if (m_.position == PositionKind::kRope)
       Pointwise(ops, "rope", MemOp::kRope, tokens_ * (a + kv_heads) * dqk, &kEagerRope, 2);
+    // repeat_kv (PlanSpec::repeat_kv): K and V read at kv_heads and written at a heads, one
+    // expand-and-reshape copy each; the backward reads the a-head gradients and writes their sums
+    // (the same bytes). From here on the attention and its CP exchanges see a heads of K and V.
+    int64_t kv_seen = kv_heads;
+    if (p_.repeat_kv && !m_.mla && kv_heads < a) {
+      if (Mem(ops, "repeat_kv", 2 * tokens_ * (kv_heads + a) * dqk * e_, MemOp::kRepeatKv)) ops->back().batch = 2;
+      kv_seen = a;
+    }
     // Context parallel: each rank's queries meet every rank's keys. Ring: cp-1 KV exchanges
     // overlapped with attention blocks; Ulysses: all-to-alls of q, k, v and the output; all-gather:
     // K and V gathered whole before the attention, on the critical path (Llama 3 §3.3.2: "the
@@ -434,14 +442,14 @@ class Builder {
     // ranks is exposed"). Its backward gathers K and V again and reduce-scatters dK, dV (Backward).
     const int64_t seq_kv = s_ * p_.cp;
     if (p_.cp > 1) {
-      const int64_t kv_bytes = 2 * tokens_ * kv_heads * dqk * e_;
+      const int64_t kv_bytes = 2 * tokens_ * kv_seen * dqk * e_;
       if (p_.cp_kind == CpKind::kRing) {
         for (int64_t i = 1; i < p_.cp; ++i)
           Coll(ops, "cp_kv_exchange", CollectiveKind::kSendRecv, CommGroup::kCp, kv_bytes, true);
       } else if (p_.cp_kind == CpKind::kAllGather) {
         Coll(ops, "cp_kv_all_gather", CollectiveKind::kAllGather, CommGroup::kCp, kv_bytes * p_.cp);
       } else {
-        Coll(ops, "ulysses_qkv", CollectiveKind::kAllToAll, CommGroup::kCp, tokens_ * (a + 2 * kv_heads) * dqk * e_);
+        Coll(ops, "ulysses_qkv", CollectiveKind::kAllToAll, CommGroup::kCp, tokens_ * (a + 2 * kv_seen) * dqk * e_);
       }
     }
     const bool flash = m_.attention != AttentionImpl::kNaive;
@@ -597,7 +605,7 @@ class Builder {
           // A permutation's gradient is the inverse permutation (the same bytes); an eager op's as
           // its decomposition's autograd runs it; other ops read the saved input and the incoming
           // gradient and write two gradients.
-          if (!EagerBackward(&op) && op.mem_op != MemOp::kPermute) op.bytes *= 2;
+          if (!EagerBackward(&op) && op.mem_op != MemOp::kPermute && op.mem_op != MemOp::kRepeatKv) op.bytes *= 2;
           out->push_back(op);
           break;
         case OpKind::kCollective: {

@@ -42,6 +42,7 @@ enum class MemOp {
   kCrossEntropy,  // the loss over the vocabulary
   kPermute,       // MoE token permutation and its inverse (the gradient is the inverse permutation)
   kFp8Quantize,   // FP8 cast(-transpose) of a GEMM's input (forward) or gradient (backward)
+  kRepeatKv,      // GQA's K and V copied to every query head (the gradient sums the copies back)
 };
 
 struct Op {

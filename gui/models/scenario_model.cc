@@ -641,6 +641,7 @@ QString ScenarioModel::commandLine() const {
   if (p.cross_entropy != d.cross_entropy) arg("--cross-entropy", core::Name(p.cross_entropy));
   if (p.deferred_head_wgrad != d.deferred_head_wgrad) arg("--defer-head-wgrad", num(p.deferred_head_wgrad));
   if (p.elementwise != d.elementwise) arg("--elementwise", core::Name(p.elementwise));
+  if (p.repeat_kv) args << "--repeat-kv";
   if (p.moe_dispatcher != d.moe_dispatcher) arg("--moe-dispatcher", core::Name(p.moe_dispatcher));
   if (!p.stage_layers.empty()) {
     QStringList parts;

@@ -429,5 +429,27 @@ TEST(ActivationsTest, TorchtitanTritonRmsNormKeepsOnlyItsInput) {
   EXPECT_DOUBLE_EQ(fused_norm - lse, 1660944384.0);
 }
 
+TEST(ActivationsTest, RepeatKvSavesTheCopiesTheKernelSaw) {
+  // torchtitan's repeat_kv runs eager or compiled (plan.repeat_kv): SDPA saves the K and V it was
+  // given, the copies at 32 heads instead of Llama 3 8B's 8. With fused elementwise kernels
+  // (torch.compile) each token keeps 2 x 2 B x (32 - 8) x 128 = 12,288 B more per layer; the eager
+  // layer already counts them (ActivationsTest above), so the flag adds nothing there.
+  auto loaded = LoadModel("llama3-8b");
+  ASSERT_TRUE(loaded.ok());
+  const ModelSpec& m = *loaded;
+  PlanSpec p;
+  p.gpus = 1;
+  p.seq_len = 8192;
+  p.micro_batch = 1;
+  p.global_batch = 1;
+  const int64_t grouped = LayerActivationBytes(m, p, false, Recompute::kNone);
+  p.repeat_kv = true;
+  EXPECT_EQ(LayerActivationBytes(m, p, false, Recompute::kNone) - grouped, int64_t{12288} * 8192);
+  p.elementwise = Elementwise::kEager;
+  const int64_t eager_repeat = LayerActivationBytes(m, p, false, Recompute::kNone);
+  p.repeat_kv = false;
+  EXPECT_EQ(LayerActivationBytes(m, p, false, Recompute::kNone), eager_repeat);
+}
+
 }  // namespace
 }  // namespace meshplan::core

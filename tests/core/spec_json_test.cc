@@ -23,6 +23,7 @@ TEST(SpecJsonTest, PlanFileRoundTripsWithEmbeddedSpecs) {
   f.plan.seq_len = 8192;
   f.plan.stage_layers = {39, 41};
   f.plan.placement = {Axis::kTp, Axis::kDp, Axis::kCp, Axis::kEp, Axis::kPp};
+  f.plan.repeat_kv = true;
   f.model = *LoadModel("llama3-70b");
   f.gpu = *LoadGpu("h100-sxm");
   f.cluster = *LoadCluster("dgx-h100");

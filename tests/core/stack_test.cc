@@ -138,6 +138,7 @@ TEST(StackTest, TorchtitanFsdpUnderPipelineParallelismHoldsTheStageUnsharded) {
   EXPECT_TRUE(tt->zero3_unsharded_under_pp);
   EXPECT_TRUE(tt->microbatches_equal_pp);               // config_manager.py: as many as stages
   EXPECT_EQ(tt->cross_entropy, CrossEntropy::kUpcast);  // train.py: cross_entropy(pred.float())
+  EXPECT_TRUE(tt->repeat_kv);                           // models/llama/model.py: repeat_kv before SDPA
   PlanSpec p;
   p.tp = 8;
   p.pp = 8;
@@ -145,6 +146,7 @@ TEST(StackTest, TorchtitanFsdpUnderPipelineParallelismHoldsTheStageUnsharded) {
   ModelSpec m;
   ApplyStack(*tt, &m, &p);
   ASSERT_EQ(p.zero, 3);
+  EXPECT_TRUE(p.repeat_kv);
   EXPECT_NE(ApplyStackPipelineSharding(*tt, &p).find("ZeRO-1's memory and traffic"), std::string::npos);
   EXPECT_EQ(p.zero, 1);
   EXPECT_EQ(p.dtypes.grads, Dtype::kFp32);
@@ -161,10 +163,14 @@ TEST(StackTest, TorchtitanFsdpUnderPipelineParallelismHoldsTheStageUnsharded) {
   r.zero = 3;
   EXPECT_EQ(ApplyStackPipelineSharding(*mc, &r), "");
   EXPECT_EQ(r.zero, 3);
+  EXPECT_FALSE(mc->repeat_kv);  // Transformer Engine's attention reads the grouped heads
   // The flag is a boolean, said so otherwise.
   auto bad = ParseStackJson(R"({"name": "x", "source": "s", "notes": "n", "zero3_unsharded_under_pp": 1})");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("stack.zero3_unsharded_under_pp"), std::string::npos);
+  bad = ParseStackJson(R"({"name": "x", "source": "s", "notes": "n", "repeat_kv": "yes"})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("stack.repeat_kv"), std::string::npos);
 }
 
 TEST(StackTest, NarayananEq3PerToken) {

@@ -532,6 +532,48 @@ TEST(StepGraphTest, AllGatherContextParallelGathersKvExposedAndReduceScattersIts
   EXPECT_EQ(exchanges, 3);
 }
 
+TEST(StepGraphTest, RepeatKvCopiesKvToEveryHeadAndContextParallelGathersTheCopies) {
+  // torchtitan 2024's Llama attention calls repeat_kv before SDPA (plan.repeat_kv): Llama 3 8B's
+  // 8 KV heads become 32 copies of 128. Same plan as above (CP 4, 2048 tokens per rank): the copy
+  // reads K and V at 8 heads and writes them at 32, 2 x 2048 x (8 + 32) x 128 x 2 B = 40 MiB in 2
+  // kernels, and its backward sums the copies back over the same bytes; the all-gather then moves
+  // 4 x (2 x 2048 x 32 x 128 x 2 B) = 128 MiB, four times the grouped heads' 32 MiB.
+  auto m = LoadModel("llama3-8b");
+  ASSERT_TRUE(m.ok());
+  ASSERT_EQ(m->heads, 32);
+  ASSERT_EQ(m->kv_heads, 8);
+  PlanSpec p = Plan(1, 1, false);
+  p.cp = 4;
+  p.gpus = 4;
+  p.seq_len = 8192;
+  p.cp_kind = CpKind::kAllGather;
+  p.repeat_kv = true;
+  const StepGraph g = BuildStepGraph(*m, p);
+  std::vector<const Op*> copies, cp;
+  for (const Op& op : g.dense_layer) {
+    if (op.kind == OpKind::kMemoryBound && op.mem_op == MemOp::kRepeatKv) copies.push_back(&op);
+    if (op.kind == OpKind::kCollective && op.group == CommGroup::kCp) cp.push_back(&op);
+  }
+  ASSERT_EQ(copies.size(), 2u);
+  EXPECT_EQ(copies[0]->pass, Pass::kForward);
+  EXPECT_EQ(copies[1]->pass, Pass::kBackwardInput);
+  for (const Op* op : copies) {
+    EXPECT_EQ(op->bytes, int64_t{2} * 2048 * (8 + 32) * 128 * 2);
+    EXPECT_EQ(op->batch, 2);
+  }
+  ASSERT_EQ(cp.size(), 3u);
+  for (const Op* op : cp) EXPECT_EQ(op->bytes, int64_t{4} * 2 * 2048 * 32 * 128 * 2);
+  // The ring's exchanges carry the copies too; a model without GQA has nothing to copy.
+  p.cp_kind = CpKind::kRing;
+  for (const Op& op : BuildStepGraph(*m, p).dense_layer)
+    if (op.kind == OpKind::kCollective && op.group == CommGroup::kCp && op.pass == Pass::kForward)
+      EXPECT_EQ(op.bytes, int64_t{2} * 2048 * 32 * 128 * 2);
+  auto mha = LoadModel("llama2-13b");
+  ASSERT_TRUE(mha.ok());
+  ASSERT_EQ(mha->kv_heads, mha->heads);
+  for (const Op& op : BuildStepGraph(*mha, p).dense_layer) EXPECT_NE(op.mem_op, MemOp::kRepeatKv);
+}
+
 TEST(StepGraphTest, EpOverlapHidesTheAllToAllsAsDualPipeDoes) {
   // Exposed under 1F1B; under Megatron-Core's batch-level EP overlap (plan.ep_overlap) and under
   // DualPipe each all-to-all runs under another microbatch's compute: overlappable. The bytes do

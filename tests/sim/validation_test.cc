@@ -537,8 +537,8 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // and reduce-scatter; 32.4% when Llama 3's runs took the paper's pipeline layout (one layer per
   // model chunk, V = 8: the two 8K rows -16%/-32% -> +5%/+6%, the 128K CP row, whose -8% had
   // come from a 94% bubble, +50%: docs/validation.md); 31.3% (median 8.3% -> 8.2%) with compute at
-  // the slowest GPU's pace.
-  EXPECT_LE(v.all.p90_abs_error, 0.315);
+  // the slowest GPU's pace; 30.0% -> 29.1% (median 7.9% -> 7.8%) with torchtitan's repeat_kv.
+  EXPECT_LE(v.all.p90_abs_error, 0.30);
   // 4 runs that ran are called out of memory (75 before FP8 plans kept their linear inputs in
   // one byte, 41 before the recipes' bf16 gradients and module-level recomputation, 6 before
   // torchtitan's per-op checkpointing): two token-drop MoE runs and Nemotron-4 340B at 8k
@@ -605,9 +605,11 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // instance; -15% to -32% read as micro batch 1). Megatron-DeepSpeed 2022's 17.2% -> 15.9% on
   // Jean Zay's own network (4 Omni-Path links per node, jean-zay-a100), then 19.8% with the 29
   // topology-search rows of February 2022 (all too fast, median +20.7%; docs/validation.md).
-  // torchtitan's 16.9% (with its April 2024 A100 rows) -> 13.8% with FSDP2's copy-out and copy-in.
+  // torchtitan's 16.9% (with its April 2024 A100 rows) -> 13.8% with FSDP2's copy-out and copy-in,
+  // 12.9% with repeat_kv (its Llama copies K and V to every query head before SDPA: the copies,
+  // and the 405B CP rows' all-gathers over the network at 128 heads, +45..+70% -> +24..+36%).
   const std::map<std::string, double> stack_bound = {
-      {"llm-foundry-2023", 0.071},     {"megatron-core-2024", 0.096}, {"torchtitan-2024", 0.143},
+      {"llm-foundry-2023", 0.071},     {"megatron-core-2024", 0.096}, {"torchtitan-2024", 0.133},
       {"megatron-lm-2021", 0.028},     {"megatron-lm-2022", 0.05},    {"megascale-2024", 0.064},
       {"deepspeed-zero3-2021", 0.201}, {"llama3-2024", 0.042},        {"megatron-deepspeed-2022", 0.203}};
   for (const auto& g : v.groups)

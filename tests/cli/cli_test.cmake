@@ -285,6 +285,13 @@ run(export_megatron_flex 0 "--expert-model-parallel-size 8.*--moe-token-dispatch
     export --plan ${WORK}/q30.json --to megatron)
 run(export_megatron_alltoall 0 "--moe-token-dispatcher-type alltoall"
     export --plan ${WORK}/dsv3.json --to megatron)
+# --repeat-kv (torchtitan's repeat_kv): Llama 3 8B's 8 KV heads copied to 32 before the kernel,
+# 2 x 8192 x (8 + 32) x 128 x 2 B = 167.77 MB per layer at 8k tokens per rank, and CP 8 gathers
+# the copies: 8 x 2 x 8192 x 32 x 128 x 2 B = 1073.74 MB (268.44 MB without the flag).
+run(report_repeat_kv 0 "fwd +repeat_kv +x2 kernels +- +167\\.77.*fwd +cp_kv_all_gather +all_gather +- +1073\\.74"
+    report --model llama3-8b --gpu h100-sxm --gpus 8 --cp 8 --zero 3 --seq 65536 --gbs 1 --cp-kind allgather --repeat-kv --ops)
+run(report_grouped_kv 0 "fwd +cp_kv_all_gather +all_gather +- +268\\.44"
+    report --model llama3-8b --gpu h100-sxm --gpus 8 --cp 8 --zero 3 --seq 65536 --gbs 1 --cp-kind allgather --ops)
 run(moe_dispatcher_bad 2 "--moe-dispatcher: must be one of alltoall\\|flex"
     report --model qwen3-30b-a3b --gpu h100-sxm --gpus 8 --ep 8 --moe-dispatcher nccl)
 run(export_deepspeed 0 "\"train_micro_batch_size_per_gpu\": 1,.*\"gradient_accumulation_steps\": 16,.*\"zero_optimization\": \\{[ \n]*\"stage\": 1,.*\"autotp_size\": 8.*# note: DeepSpeed edaa72212 \\(2026-08-22\\).*train_batch_size left out \\(2048 sequences.*num_stages=16"

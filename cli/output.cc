@@ -82,6 +82,9 @@ std::string StateLine(const core::PlanSpec& p, const core::MemoryReport& r) {
   const int moments = p.optimizer == core::Optimizer::kSgdMomentum ? 1 : 2;
   o << Fmt("%.4g", r.bytes_per_param) << " B/param of model state = weights " << core::Name(d.weights) << " "
     << core::DtypeBytes(d.weights) << " + grads " << core::Name(d.grads) << " " << core::DtypeBytes(d.grads)
+    << (p.keep_lp_grads
+            ? " + " + std::string(core::Name(d.weights)) + " grads kept " + std::to_string(core::DtypeBytes(d.weights))
+            : std::string())
     << " + master " << core::Name(d.master_weights) << " " << core::DtypeBytes(d.master_weights) << " + "
     << core::Name(p.optimizer) << " moments " << moments << " x " << core::Name(d.optimizer_states) << " "
     << core::DtypeBytes(d.optimizer_states);

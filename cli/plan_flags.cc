@@ -103,6 +103,10 @@ void PlanFlags::Register(CLI::App* app) {
       "--repeat-kv", [this] { repeat_kv = true; },
       "GQA's K and V copied to every query head before the attention kernel (torchtitan 2024's repeat_kv; "
       "--stack torchtitan-2024 sets it): the copies, their saved tensors and CP's K/V exchanges at every head");
+  p->add_flag_callback(
+      "--keep-lp-grads", [this] { keep_lp_grads = true; },
+      "The 16-bit gradients stay allocated beside the gradient buffer for the whole step (DeepSpeed's "
+      "BF16_Optimizer with fp32 gradient accumulation): weights-dtype bytes more per parameter");
   p->add_option("--moe-dispatcher", moe_dispatcher,
                 "MoE: alltoall (default: Megatron-Core's all-to-all dispatcher, k copies per token, permuted around "
                 "the NCCL all-to-alls) or flex (its DeepEP/HybridEP dispatcher: each token sent once per rank that "
@@ -250,6 +254,7 @@ void PlanFlags::ApplyPlanFlags(bool from_file, core::ModelSpec* spec, core::Plan
   if (grad_accum_fusion) p.grad_accum_fusion = *grad_accum_fusion;
   if (ep_overlap) p.ep_overlap = *ep_overlap;
   if (repeat_kv) p.repeat_kv = *repeat_kv;
+  if (keep_lp_grads) p.keep_lp_grads = *keep_lp_grads;
   if (recompute_layers) p.recompute_layers = *recompute_layers;
   if (mbs) p.micro_batch = *mbs;
   if (!stage_layers.empty()) p.stage_layers = stage_layers;

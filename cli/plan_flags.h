@@ -26,7 +26,8 @@ struct PlanFlags {
   std::optional<int64_t> gpus, tp, pp, dp, cp, ep, etp, vpp, mbs, gbs, gbs_tokens, seq, recompute_layers, hsdp_shard,
       deferred_head_wgrad;
   std::optional<int> zero;
-  std::optional<bool> sp, overlap_grad_reduce, overlap_param_gather, grad_accum_fusion, ep_overlap, repeat_kv;
+  std::optional<bool> sp, overlap_grad_reduce, overlap_param_gather, grad_accum_fusion, ep_overlap, repeat_kv,
+      keep_lp_grads;
   std::optional<std::string> tp_overlap, zero3_gather, fp8_scaling;
   std::optional<std::string> recompute, recompute_modules, cross_entropy, elementwise, moe_dispatcher, schedule,
       precision, optimizer, sharding, cp_kind, placement;

@@ -87,6 +87,7 @@ ModelStateBytes ShardedModelStates(double params, const PlanSpec& p, int64_t gro
   ModelStateBytes s;
   s.weights = params * static_cast<double>(DtypeBytes(p.dtypes.weights)) / div(3);
   s.grads = params * static_cast<double>(DtypeBytes(p.dtypes.grads)) / div(2);
+  if (p.keep_lp_grads) s.grads += params * static_cast<double>(DtypeBytes(p.dtypes.weights)) / div(2);
   s.master_weights = params * static_cast<double>(DtypeBytes(p.dtypes.master_weights)) / div(1);
   s.moments = params * moment_bytes / div(1);
   return s;

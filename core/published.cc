@@ -992,6 +992,20 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     p.elementwise = Elementwise::kFused;
     run.assumptions.push_back("torch.compile: norms, RoPE and activations fused (the stack's eager kernels otherwise)");
   }
+  // DeepSpeed's BF16_Optimizer, when the record names it (its framework, software or optimizer
+  // field): the bf16 gradients stay beside the fp32 accumulation buffer (PlanSpec::keep_lp_grads).
+  // BigScience switched to it on 2022-02-28 (chronicles-prequel.md at 9e64ede: "from now on the
+  // testing is happening with BF16 optimizer"); the runs before it do not name it.
+  if (p.precision == Dtype::kBf16 && p.dtypes.grads == Dtype::kFp32) {
+    std::string said_opt = StrOr(r, "framework") + " " + StrOr(r, "software") + " " + StrOr(r, "optimizer");
+    for (char& ch : said_opt) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (said_opt.find("bf16_optimizer") != std::string::npos || said_opt.find("bf16 optimizer") != std::string::npos) {
+      p.keep_lp_grads = true;
+      run.assumptions.push_back(
+          "optimizer: DeepSpeed's BF16_Optimizer keeps the bf16 gradients beside its fp32 accumulation buffer "
+          "(+2 B per parameter on the rank, bf16_optimizer.py at 56c5223)");
+    }
+  }
   if (std::string said_pp = ApplyStackPipelineSharding(*stack, &p); !said_pp.empty())
     run.assumptions.push_back(said_pp);
   // Layers that do not divide over pp*vpp chunks: the project's default uneven split.

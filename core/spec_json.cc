@@ -585,6 +585,7 @@ void ReadPlan(ObjectReader& r, const std::string& prefix, PlanSpec* p, Diagnosti
   r.Int("deferred_head_wgrad", &p->deferred_head_wgrad);
   r.Enum("elementwise", &p->elementwise);
   r.Bool("repeat_kv", &p->repeat_kv);
+  r.Bool("keep_lp_grads", &p->keep_lp_grads);
   r.Enum("moe_dispatcher", &p->moe_dispatcher);
   if (const Json* v = r.Find("stage_layers", false)) {
     if (!v->is_array()) {
@@ -657,6 +658,7 @@ OJson WritePlan(const PlanSpec& p) {
   if (p.deferred_head_wgrad > 0) j["deferred_head_wgrad"] = p.deferred_head_wgrad;
   j["elementwise"] = Name(p.elementwise);
   j["repeat_kv"] = p.repeat_kv;
+  j["keep_lp_grads"] = p.keep_lp_grads;
   j["moe_dispatcher"] = Name(p.moe_dispatcher);
   return j;
 }

@@ -377,6 +377,14 @@ struct PlanSpec {
   // for its backward and context parallelism's K/V exchanges see a query heads, not kv_heads.
   // Off: the kernel reads the grouped heads (flash-attn, cuDNN, Transformer Engine).
   bool repeat_kv = false;
+  // The 16-bit gradients stay allocated beside the gradient buffer for the whole step: DeepSpeed's
+  // BF16_Optimizer (deepspeed/runtime/bf16_optimizer.py at 56c5223: backward(clear_lp_grads=False)
+  // adds each microbatch's bf16 .grad into its fp32 fp32_groups_gradients and leaves the bf16 one
+  // in place), which BigScience measured as "4bytes x params and ... not sharded across gpus" over
+  // fp16's 16-bit accumulation (train/tr11-176B-ml/chronicles-prequel.md at 9e64ede). With
+  // dtypes.grads fp32 the rank holds weights-dtype bytes more per parameter, sharded as the
+  // gradients are.
+  bool keep_lp_grads = false;
   MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;  // with ep > 1
   // Microbatches whose output-layer weight gradient is deferred to the end of the step
   // (Megatron-Core --defer-embedding-wgrad-compute with --wgrad-deferral-limit n; its 0, "all",

@@ -316,6 +316,11 @@ void CheckDegrees(const PlanSpec& pl, const ModelSpec& m, const ClusterSpec& c, 
     d->Warning("plan.tp", S(pl.tp) + " spans more than one scale-up domain (cluster.scale_up_domain_gpus=" +
                               S(c.scale_up_domain_gpus) + "): tensor-parallel traffic crosses the scale-out network");
   if (pl.sequence_parallel && pl.tp == 1) d->Warning("plan.sequence_parallel", "has no effect with tp=1");
+  if (pl.keep_lp_grads && DtypeBytes(pl.dtypes.grads) <= DtypeBytes(pl.dtypes.weights))
+    d->Error("plan.keep_lp_grads", std::string("keeps the ") + Name(pl.dtypes.weights) +
+                                       " gradients beside a wider gradient buffer: needs plan.dtypes.grads wider than "
+                                       "the weights (got grads " +
+                                       Name(pl.dtypes.grads) + ", weights " + Name(pl.dtypes.weights) + ")");
 }
 
 // Layers over pipeline stages.

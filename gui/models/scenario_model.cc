@@ -642,6 +642,7 @@ QString ScenarioModel::commandLine() const {
   if (p.deferred_head_wgrad != d.deferred_head_wgrad) arg("--defer-head-wgrad", num(p.deferred_head_wgrad));
   if (p.elementwise != d.elementwise) arg("--elementwise", core::Name(p.elementwise));
   if (p.repeat_kv) args << "--repeat-kv";
+  if (p.keep_lp_grads) args << "--keep-lp-grads";
   if (p.moe_dispatcher != d.moe_dispatcher) arg("--moe-dispatcher", core::Name(p.moe_dispatcher));
   if (!p.stage_layers.empty()) {
     QStringList parts;

@@ -292,6 +292,12 @@ run(report_repeat_kv 0 "fwd +repeat_kv +x2 kernels +- +167\\.77.*fwd +cp_kv_all_
     report --model llama3-8b --gpu h100-sxm --gpus 8 --cp 8 --zero 3 --seq 65536 --gbs 1 --cp-kind allgather --repeat-kv --ops)
 run(report_grouped_kv 0 "fwd +cp_kv_all_gather +all_gather +- +268\\.44"
     report --model llama3-8b --gpu h100-sxm --gpus 8 --cp 8 --zero 3 --seq 65536 --gbs 1 --cp-kind allgather --ops)
+# --keep-lp-grads (DeepSpeed's BF16_Optimizer): 2 + 4 + 2 + 4 + 2 x 4 = 20 B of model state per
+# parameter before sharding; refused beside a 16-bit gradient buffer, naming the field.
+run(report_keep_lp_grads 0 "20 B/param of model state = weights bf16 2 \\+ grads fp32 4 \\+ bf16 grads kept 2 \\+ master fp32 4"
+    report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 2 --seq 4096 --grads-dtype fp32 --keep-lp-grads)
+run(report_keep_lp_grads_bad 1 "plan.keep_lp_grads: keeps the bf16 gradients beside a wider gradient buffer"
+    report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 1 --seq 4096 --grads-dtype bf16 --keep-lp-grads)
 run(moe_dispatcher_bad 2 "--moe-dispatcher: must be one of alltoall\\|flex"
     report --model qwen3-30b-a3b --gpu h100-sxm --gpus 8 --ep 8 --moe-dispatcher nccl)
 run(export_deepspeed 0 "\"train_micro_batch_size_per_gpu\": 1,.*\"gradient_accumulation_steps\": 16,.*\"zero_optimization\": \\{[ \n]*\"stage\": 1,.*\"autotp_size\": 8.*# note: DeepSpeed edaa72212 \\(2026-08-22\\).*train_batch_size left out \\(2048 sequences.*num_stages=16"

@@ -88,6 +88,23 @@ TEST(MemoryTest, MegatronRecipeIsEighteenBytesAndDistributedOptimizerSixPlusTwel
   EXPECT_DOUBLE_EQ(ShardedModelStates(1.0, p, 8).Total(), 6.0 + 12.0 / 8.0);
 }
 
+TEST(MemoryTest, Bf16OptimizerKeepsTheBf16GradientsBesideItsFp32Buffer) {
+  // DeepSpeed's BF16_Optimizer (bf16_optimizer.py at 56c5223, backward(clear_lp_grads=False)):
+  // the bf16 .grad stays beside the fp32 accumulation buffer, 2 + 4 B of gradients per parameter;
+  // with its ZeRO-1 sharding of master weights and moments: 2 + 4 + 2 + 12/d (BigScience: "4bytes x
+  // params ... not sharded across gpus" over fp16's 2 B of 16-bit accumulation, 6 B against 2).
+  PlanSpec p = ZeroPlan(1, 8);
+  p.dtypes.grads = Dtype::kFp32;
+  p.keep_lp_grads = true;
+  ModelStateBytes s = ShardedModelStates(1.0, p, 8);
+  EXPECT_DOUBLE_EQ(s.grads, 6.0);
+  EXPECT_DOUBLE_EQ(s.Total(), 8.0 + 12.0 / 8.0);
+  // The kept gradients are sharded as the gradients are (ZeRO-2: both over d).
+  p.zero = 2;
+  s = ShardedModelStates(1.0, p, 8);
+  EXPECT_DOUBLE_EQ(s.grads, 6.0 / 8.0);
+}
+
 struct Loaded {
   ModelSpec model;
   GpuSpec gpu;

@@ -24,6 +24,7 @@ TEST(SpecJsonTest, PlanFileRoundTripsWithEmbeddedSpecs) {
   f.plan.stage_layers = {39, 41};
   f.plan.placement = {Axis::kTp, Axis::kDp, Axis::kCp, Axis::kEp, Axis::kPp};
   f.plan.repeat_kv = true;
+  f.plan.keep_lp_grads = true;
   f.model = *LoadModel("llama3-70b");
   f.gpu = *LoadGpu("h100-sxm");
   f.cluster = *LoadCluster("dgx-h100");

@@ -1008,17 +1008,23 @@ TEST(ValidationTest, PublishedOutcomesAndPeaksFromSourcesNotTunedOn) {
     // Qwen3-32B's six logged reserved peaks (43-89 GiB): every one within 5% (+2.1% to +4.5%).
     if (r.id.find("qwen3") != std::string::npos) EXPECT_LT(std::fabs(r.error), 0.05) << r.id;
     // BLOOM 181B in fp16 (DeepSpeed's ZeRO-1 optimizer), nvidia-smi: -4.1%, +11.9%, -1.9%. Its
-    // bf16 layouts (DeepSpeed's BF16_Optimizer) are 30-35% under: that optimizer keeps the bf16
-    // gradients beside its unsharded fp32 buffer, not costed (docs/memory.md).
+    // bf16 layouts of 2022-02-28 name DeepSpeed's BF16_Optimizer, which keeps the bf16 gradients
+    // beside its unsharded fp32 buffer (plan.keep_lp_grads, +2 B per parameter): -30..-35% ->
+    // -19..-23% (184B at TP 8 x PP 6: 3.68e9 parameters per GPU, 6.9 GiB more). The rest is not
+    // yet traced (docs/memory.md).
     if (r.id.find("bloom-181b") != std::string::npos) EXPECT_LT(std::fabs(r.error), 0.12) << r.id;
-    if (r.id.find("bloom-184b") != std::string::npos) EXPECT_LT(r.error, -0.25) << r.id;
+    if (r.id.find("bloom-184b") != std::string::npos || r.id.find("bloom-176b") != std::string::npos ||
+        r.id.find("bloom-195b") != std::string::npos) {
+      EXPECT_LT(r.error, -0.15) << r.id;
+      EXPECT_GT(r.error, -0.25) << r.id;
+    }
     // The February 17 runs, fp16 and bf16 alike, are 22-25% under: DeepSpeed 0.5's ZeRO-1 step
     // holds more than the 16 B/param the stack costs (docs/memory.md).
     if (r.id.find("prequel-0217") != std::string::npos) EXPECT_LT(r.error, -0.2) << r.id;
   }
   // 17 of 20 verdicts right: Llama 2 13B without checkpointing at 2 x 4096 tokens ran at 73.7 GiB
   // predicted with its config's Triton RMSNorm (86.8 GiB op by op). Wrong: three bf16 BLOOM layouts
-  // that ran out of memory at 45-63 GiB predicted (the missing BF16_Optimizer term above).
+  // that ran out of memory at 53-78 GiB predicted (45-63 before the BF16_Optimizer's gradients).
   ASSERT_EQ(v.verdicts.size(), 20u);
   EXPECT_LE(v.verdicts_wrong, 3u);
   for (const auto& vr : v.verdicts)

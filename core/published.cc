@@ -36,6 +36,10 @@ std::string StrOr(const Json& j, const char* key) {
   auto it = j.find(key);
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
+std::string Lower(std::string t) {
+  for (char& ch : t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return t;
+}
 std::optional<bool> BoolAt(const Json& j, const char* key) {
   auto it = j.find(key);
   return it != j.end() && it->is_boolean() ? std::optional<bool>(it->get<bool>()) : std::nullopt;
@@ -299,27 +303,23 @@ std::optional<std::vector<int64_t>> ParseMegatronLayout(const std::string& text)
 // layer_pattern ("layer 0 dense, layers 1-15 MoE", "layers 0-2 dense, ...") and mtp_layers.
 // False (and `why`) when a stated field cannot be read.
 bool ApplyRecordArchitecture(const Json& mj, ModelSpec* m, std::vector<std::string>* notes, std::string* why) {
-  auto lower = [](std::string t) {
-    for (char& ch : t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    return t;
-  };
   std::vector<std::string> said;
   if (const auto tied = BoolAt(mj, "tied_embeddings")) {
     m->tied_embeddings = *tied;
     said.push_back(*tied ? "tied embeddings" : "untied embeddings");
   }
-  if (const std::string act = lower(StrOr(mj, "activation")); !act.empty()) {
+  if (const std::string act = Lower(StrOr(mj, "activation")); !act.empty()) {
     // GELU first: "GeLU (no --swiglu)" names the flag it does not use.
     if (act.find("gelu") != std::string::npos) m->mlp = MlpKind::kGelu;
     else if (act.find("swiglu") != std::string::npos) m->mlp = MlpKind::kSwiglu;
     said.push_back(std::string(Name(m->mlp)));
   }
-  if (const std::string norm = lower(StrOr(mj, "norm")); !norm.empty()) {
+  if (const std::string norm = Lower(StrOr(mj, "norm")); !norm.empty()) {
     if (norm.find("rmsnorm") != std::string::npos) m->norm = NormKind::kRmsNorm;
     else if (norm.find("layernorm") != std::string::npos) m->norm = NormKind::kLayerNorm;
     said.push_back(std::string(Name(m->norm)));
   }
-  if (const std::string pos = lower(StrOr(mj, "position")); !pos.empty()) {
+  if (const std::string pos = Lower(StrOr(mj, "position")); !pos.empty()) {
     if (pos.find("rope") != std::string::npos) m->position = PositionKind::kRope;
     else if (pos.find("learned") != std::string::npos) m->position = PositionKind::kLearned;
     said.push_back(std::string(Name(m->position)));
@@ -332,7 +332,7 @@ bool ApplyRecordArchitecture(const Json& mj, ModelSpec* m, std::vector<std::stri
   }
   if (mj.contains("attention") && mj["attention"].is_object()) {
     const Json& a = mj["attention"];
-    if (lower(StrOr(a, "type")) == "mla") {
+    if (Lower(StrOr(a, "type")) == "mla") {
       MlaSpec mla;
       mla.q_lora_rank = IntOr(a, "q_lora_rank", 0);
       mla.kv_lora_rank = IntOr(a, "kv_lora_rank", 0);
@@ -357,7 +357,7 @@ bool ApplyRecordArchitecture(const Json& mj, ModelSpec* m, std::vector<std::stri
     moe.expert_ffn_hidden = IntOr(e, "moe_ffn_hidden", 0);
     moe.shared_expert_ffn_hidden = IntOr(e, "shared_expert_ffn", 0);
     moe.shared_experts = moe.shared_expert_ffn_hidden > 0 ? 1 : 0;
-    const std::string router = lower(StrOr(e, "router"));
+    const std::string router = Lower(StrOr(e, "router"));
     moe.router = router.find("sigmoid") != std::string::npos ? RouterKind::kSigmoid : RouterKind::kSoftmax;
     moe.router_bias = router.find("expert bias") != std::string::npos;
     if (moe.experts <= 0 || moe.top_k <= 0 || moe.expert_ffn_hidden <= 0) {
@@ -366,7 +366,7 @@ bool ApplyRecordArchitecture(const Json& mj, ModelSpec* m, std::vector<std::stri
     }
     // "layer 0 dense, ..." / "layers 0-2 dense, ...": the leading dense layers end at the number
     // before " dense".
-    const std::string pattern = lower(StrOr(mj, "layer_pattern"));
+    const std::string pattern = Lower(StrOr(mj, "layer_pattern"));
     if (const size_t at = pattern.find(" dense"); pattern.rfind("layer", 0) == 0 && at != std::string::npos) {
       size_t start = at;
       while (start > 0 && std::isdigit(static_cast<unsigned char>(pattern[start - 1]))) --start;
@@ -997,8 +997,8 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   // BigScience switched to it on 2022-02-28 (chronicles-prequel.md at 9e64ede: "from now on the
   // testing is happening with BF16 optimizer"); the runs before it do not name it.
   if (p.precision == Dtype::kBf16 && p.dtypes.grads == Dtype::kFp32) {
-    std::string said_opt = StrOr(r, "framework") + " " + StrOr(r, "software") + " " + StrOr(r, "optimizer");
-    for (char& ch : said_opt) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    const std::string said_opt =
+        Lower(StrOr(r, "framework") + " " + StrOr(r, "software") + " " + StrOr(r, "optimizer"));
     if (said_opt.find("bf16_optimizer") != std::string::npos || said_opt.find("bf16 optimizer") != std::string::npos) {
       p.keep_lp_grads = true;
       run.assumptions.push_back(

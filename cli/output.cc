@@ -336,7 +336,9 @@ std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r, co
           (w.loss_activations_bytes ? " + logits/loss" : "") +
           (w.recompute_working_bytes ? " + recompute working set" : "") +
           (w.deferred_wgrad_bytes ? " + deferred head wgrad buffers" : ""));
-  row("CUDA context", w.cuda_context_bytes, "measured on one H200, CUDA 13 (docs/memory.md)");
+  row("CUDA context", w.cuda_context_bytes,
+      p.cuda_context_bytes > 0 ? "the plan's (--cuda-context-mib, or its stack's measurement; docs/memory.md)"
+                               : "measured on one H200, CUDA 13 (docs/memory.md)");
   row("cuBLAS workspace", w.cublas_workspace_bytes,
       Fmt("%.0f MiB", static_cast<double>(w.cublas_workspace_bytes) / (1 << 20)));
   row("NCCL buffers", w.nccl_bytes, "communicators x channels x 2 x NCCL_BUFFSIZE");

@@ -107,6 +107,10 @@ void PlanFlags::Register(CLI::App* app) {
       "--keep-lp-grads", [this] { keep_lp_grads = true; },
       "The 16-bit gradients stay allocated beside the gradient buffer for the whole step (DeepSpeed's "
       "BF16_Optimizer with fp32 gradient accumulation): weights-dtype bytes more per parameter");
+  p->add_option("--cuda-context-mib", cuda_context_mib,
+                "The CUDA context your software holds per GPU, MiB (nvidia-smi's used memory beyond PyTorch's "
+                "reserved bytes after the first GEMM; default: the profile's 685 MiB, measured with lazy module "
+                "loading; --stack megatron-deepspeed-2022 sets BigScience's 1573)");
   p->add_option("--moe-dispatcher", moe_dispatcher,
                 "MoE: alltoall (default: Megatron-Core's all-to-all dispatcher, k copies per token, permuted around "
                 "the NCCL all-to-alls) or flex (its DeepEP/HybridEP dispatcher: each token sent once per rank that "
@@ -267,6 +271,12 @@ void PlanFlags::ApplyPlanFlags(bool from_file, core::ModelSpec* spec, core::Plan
   SetEnum(fp8_scaling, "fp8-scaling", "plan.fp8_scaling", &p.fp8_scaling, d);
   SetEnum(cross_entropy, "cross-entropy", "plan.cross_entropy", &p.cross_entropy, d);
   if (deferred_head_wgrad) p.deferred_head_wgrad = *deferred_head_wgrad;
+  if (cuda_context_mib) {
+    if (*cuda_context_mib <= 0 || *cuda_context_mib > 65536)
+      d->Error("--cuda-context-mib",
+               "must be a MiB count from 1 to 65536 (got " + std::to_string(*cuda_context_mib) + ")");
+    else p.cuda_context_bytes = *cuda_context_mib << 20;
+  }
   SetEnum(elementwise, "elementwise", "plan.elementwise", &p.elementwise, d);
   SetEnum(moe_dispatcher, "moe-dispatcher", "plan.moe_dispatcher", &p.moe_dispatcher, d);
   SetEnum(offload_optimizer, "offload-optimizer", "plan.offload.optimizer", &p.offload_optimizer, d);

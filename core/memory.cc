@@ -418,7 +418,7 @@ void PlaceActivations(const ModelSpec& m, const PlanSpec& p, int64_t stage, bool
 void PlaceOverheads(const ModelSpec& m, const PlanSpec& p, const MemoryOverheads& o, int64_t comms, int64_t max_layer,
                     StageMemory* out) {
   StageMemory& st = *out;
-  st.cuda_context_bytes = o.cuda_context_bytes;
+  st.cuda_context_bytes = p.cuda_context_bytes > 0 ? p.cuda_context_bytes : o.cuda_context_bytes;
   st.cublas_workspace_bytes = o.cublas_workspace_bytes;
   st.nccl_bytes = comms * o.nccl_channels * 2 * o.nccl_buffsize_bytes;
   // ZeRO-3 gathers a layer's full (TP-local) weights before using it and prefetches the next.

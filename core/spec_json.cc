@@ -586,6 +586,7 @@ void ReadPlan(ObjectReader& r, const std::string& prefix, PlanSpec* p, Diagnosti
   r.Enum("elementwise", &p->elementwise);
   r.Bool("repeat_kv", &p->repeat_kv);
   r.Bool("keep_lp_grads", &p->keep_lp_grads);
+  r.Int("cuda_context_bytes", &p->cuda_context_bytes);
   r.Enum("moe_dispatcher", &p->moe_dispatcher);
   if (const Json* v = r.Find("stage_layers", false)) {
     if (!v->is_array()) {
@@ -659,6 +660,7 @@ OJson WritePlan(const PlanSpec& p) {
   j["elementwise"] = Name(p.elementwise);
   j["repeat_kv"] = p.repeat_kv;
   j["keep_lp_grads"] = p.keep_lp_grads;
+  if (p.cuda_context_bytes > 0) j["cuda_context_bytes"] = p.cuda_context_bytes;
   j["moe_dispatcher"] = Name(p.moe_dispatcher);
   return j;
 }

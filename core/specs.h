@@ -391,6 +391,11 @@ struct PlanSpec {
   // is the plan's microbatches): the last stage keeps each one's logits gradient and the head's
   // input until then (tensor_parallel/layers.py grad_output_buffer). 0: computed in place.
   int64_t deferred_head_wgrad = 0;
+  // The CUDA context the training software's process holds on each GPU, in bytes: device memory
+  // nvidia-smi shows beyond the caching allocator's reserve (the context, the loaded kernels, the
+  // runtime's own heaps). 0: the profile's (MemoryOverheads::cuda_context_bytes, measured with
+  // lazy module loading). A stack whose source measured its own sets it (core/stack.h).
+  int64_t cuda_context_bytes = 0;
 
   int64_t Microbatches() const { return global_batch / (micro_batch * dp); }  // per pipeline
   // True when selective recomputation recomputes `module` (never under none or full).

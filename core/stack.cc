@@ -117,6 +117,11 @@ Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string&
       return Status::InvalidArgument(prefix + ".interleaved_stages_per_rank: must be an integer from 2 to 64");
     s.interleaved_stages_per_rank = it->get<int64_t>();
   }
+  if (auto it = j.find("cuda_context_bytes"); it != j.end()) {
+    if (!it->is_number_integer() || it->get<int64_t>() <= 0 || it->get<int64_t>() > (int64_t{64} << 30))
+      return Status::InvalidArgument(prefix + ".cuda_context_bytes: must be a byte count from 1 to 64 GiB");
+    s.cuda_context_bytes = it->get<int64_t>();
+  }
   if (auto it = j.find("zero"); it != j.end()) {
     if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 3)
       return Status::InvalidArgument(prefix + ".zero: must be 0, 1, 2 or 3");
@@ -194,6 +199,7 @@ void ApplyStack(const SoftwareStack& s, ModelSpec* m, PlanSpec* p) {
   p->repeat_kv = s.repeat_kv;
   p->cp_kind = s.cp_kind;
   p->sequence_parallel = s.sequence_parallel && p->tp > 1;
+  if (s.cuda_context_bytes > 0) p->cuda_context_bytes = s.cuda_context_bytes;
 }
 
 std::string ApplyStackPipelineSharding(const SoftwareStack& s, PlanSpec* p) {
@@ -218,7 +224,9 @@ std::string StackSummary(const SoftwareStack& s) {
          (s.zero3_gather == Zero3Gather::kFlat ? std::string()
                                                : std::string(", zero-3 gathers ") + Name(s.zero3_gather)) +
          (s.cp_kind == CpKind::kRing ? std::string() : std::string(", CP ") + Name(s.cp_kind)) +
-         (s.repeat_kv ? ", K and V repeated to every query head" : "") + " (" + s.source + ")";
+         (s.repeat_kv ? ", K and V repeated to every query head" : "") +
+         (s.cuda_context_bytes > 0 ? ", CUDA context " + std::to_string(s.cuda_context_bytes >> 20) + " MiB" : "") +
+         " (" + s.source + ")";
 }
 
 double SourceFlopsPerToken(FlopCount count, const ModelSpec& m, int64_t seq) {

@@ -72,6 +72,11 @@ struct SoftwareStack {
   // model chunks per pipeline rank (torchtitan 9dec370: generate_split_points takes 2 stages per
   // rank for multi-stage schedules, torchtitan/parallelisms/pipelining_utils.py:22-27); 0: none.
   int64_t interleaved_stages_per_rank = 0;
+  // The CUDA context its process holds per GPU where the stack's own source measured it (bytes; 0:
+  // the profile's, measured with lazy module loading). Software of before lazy loading (CUDA 11.7,
+  // CUDA_MODULE_LOADING=LAZY) loads every kernel of its libraries when the context is created:
+  // BigScience measured 1,573 MiB for its 2022 stack against meshplan's 619-685 MiB (docs/memory.md).
+  int64_t cuda_context_bytes = 0;
 };
 
 Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string& prefix = "stack");

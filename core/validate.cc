@@ -536,6 +536,10 @@ void ValidatePlan(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, cons
   // Not divisors of anything below: reported without stopping the cross-checks.
   if (pl.zero < 0 || pl.zero > 3) d->Error("plan.zero", "must be 0, 1, 2 or 3 (got " + S(int64_t{pl.zero}) + ")");
   if (pl.recompute_layers < 0) d->Error("plan.recompute_layers", "must be >= 0 (got " + S(pl.recompute_layers) + ")");
+  // A CUDA context is hundreds of MiB to a few GiB (docs/memory.md); 64 GiB bounds a typo in bytes.
+  if (pl.cuda_context_bytes < 0 || pl.cuda_context_bytes > (int64_t{64} << 30))
+    d->Error("plan.cuda_context_bytes",
+             "must be 0 (the profile's) or a byte count up to 64 GiB (got " + S(pl.cuda_context_bytes) + ")");
   // Deferred output-layer weight gradients: at most one per microbatch of the step (checked as a
   // count; more than the step holds is a typo, not Megatron's 0 = all, which is the count itself).
   if (pl.deferred_head_wgrad < 0)

@@ -298,6 +298,14 @@ run(report_keep_lp_grads 0 "20 B/param of model state = weights bf16 2 \\+ grads
     report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 2 --seq 4096 --grads-dtype fp32 --keep-lp-grads)
 run(report_keep_lp_grads_bad 1 "plan.keep_lp_grads: keeps the bf16 gradients beside a wider gradient buffer"
     report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 1 --seq 4096 --grads-dtype bf16 --keep-lp-grads)
+# --cuda-context-mib: the software's own CUDA context (BigScience's 2022 stack: 1573 MiB =
+# 1.65 GB) replaces the profile's 685 MiB (0.72 GB); --stack megatron-deepspeed-2022 sets it.
+run(report_cuda_context 0 "CUDA context +1\\.65 GB +the plan's"
+    report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 1 --seq 4096 --cuda-context-mib 1573)
+run(report_cuda_context_stack 0 "CUDA context 1573 MiB.*CUDA context +1\\.65 GB"
+    report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 1 --seq 4096 --stack megatron-deepspeed-2022)
+run(report_cuda_context_bad 2 "--cuda-context-mib: must be a MiB count from 1 to 65536 \\(got 0\\)"
+    report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 1 --seq 4096 --cuda-context-mib 0)
 run(moe_dispatcher_bad 2 "--moe-dispatcher: must be one of alltoall\\|flex"
     report --model qwen3-30b-a3b --gpu h100-sxm --gpus 8 --ep 8 --moe-dispatcher nccl)
 run(export_deepspeed 0 "\"train_micro_batch_size_per_gpu\": 1,.*\"gradient_accumulation_steps\": 16,.*\"zero_optimization\": \\{[ \n]*\"stage\": 1,.*\"autotp_size\": 8.*# note: DeepSpeed edaa72212 \\(2026-08-22\\).*train_batch_size left out \\(2048 sequences.*num_stages=16"

@@ -145,6 +145,34 @@ TEST(MemoryTest, Llama3SeventyBZeroThreeOnEightH100s) {
   EXPECT_GT(r.per_gpu_bytes, r.capacity_bytes);
 }
 
+TEST(MemoryTest, ThePlansCudaContextReplacesTheProfiles) {
+  // A CUDA context is outside the allocator: it moves the total on the GPU, not the peak
+  // allocated. BigScience's stack: 1,573 MiB (chronicles-prequel.md at 9e64ede) against the
+  // profile's 685 MiB, 888 MiB more on every stage.
+  Loaded l = Load("llama3-70b", "h100-sxm", "dgx-h100");
+  PlanSpec p = ZeroPlan(3, 8);
+  p.seq_len = 8192;
+  const MemoryReport base = EstimateMemory(l.model, p, l.gpu);
+  EXPECT_EQ(base.stages[0].cuda_context_bytes, 685LL << 20);
+  p.cuda_context_bytes = 1573LL << 20;
+  Diagnostics d;
+  ValidatePlan(p, l.model, l.gpu, l.cluster, &d);
+  ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+  const MemoryReport r = EstimateMemory(l.model, p, l.gpu);
+  EXPECT_EQ(r.stages[0].cuda_context_bytes, 1573LL << 20);
+  EXPECT_EQ(r.stages[0].total_bytes - base.stages[0].total_bytes, 888LL << 20);
+  EXPECT_EQ(PeakAllocatedBytes(r.stages[0]), PeakAllocatedBytes(base.stages[0]));
+  // Out of range: named with its rule.
+  for (int64_t bad : {int64_t{-1}, (int64_t{64} << 30) + 1}) {
+    p.cuda_context_bytes = bad;
+    Diagnostics e;
+    ValidatePlan(p, l.model, l.gpu, l.cluster, &e);
+    EXPECT_NE(e.ToStatus().ToString().find("plan.cuda_context_bytes: must be 0 (the profile's) or a byte count"),
+              std::string::npos)
+        << e.ToStatus().ToString();
+  }
+}
+
 // Llama-3-70B at TP 8 x PP 4 with SP, 16 microbatches of 8192 tokens.
 PlanSpec Llama70bTp8Pp4() {
   PlanSpec p;

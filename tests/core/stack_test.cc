@@ -119,6 +119,27 @@ TEST(StackTest, BadStackFilesNameTheFieldAndTheRule) {
   EXPECT_NE(r.status().message().find("an entry must list source or row strings"), std::string::npos);
   ASSERT_EQ(bad(R"(, "recognized_by": [{"source": ["Foo"], "row": ["Bar"]}])")->recognized_by.size(), 1u);
   EXPECT_EQ(bad(R"(, "recognized_by": [{"source": ["Foo"]}])")->recognized_by[0].source[0], "foo");  // lower case
+  // A stack's own measurement of its CUDA context: a positive byte count up to 64 GiB.
+  for (const char* n : {"0", "-5", "1.5", "\"big\"", "68719476737"}) {
+    r = bad(std::string(R"(, "cuda_context_bytes": )") + n);
+    ASSERT_FALSE(r.ok()) << n;
+    EXPECT_NE(r.status().message().find("stack.cuda_context_bytes: must be a byte count from 1 to 64 GiB"),
+              std::string::npos);
+  }
+  EXPECT_EQ(bad("")->cuda_context_bytes, 0);
+  // BigScience measured its 2022 stack's: 1,573 MiB (chronicles-prequel.md at 9e64ede); the plan
+  // takes it, and the summary says it. Stacks without a measurement leave the profile's.
+  const auto bloom = StackForRecord("bloom-2022-tr11-176b-384gpu-iter85376");
+  ASSERT_TRUE(bloom.has_value());
+  EXPECT_EQ(bloom->cuda_context_bytes, 1573LL << 20);
+  ModelSpec m;
+  PlanSpec p;
+  ApplyStack(*bloom, &m, &p);
+  EXPECT_EQ(p.cuda_context_bytes, 1573LL << 20);
+  EXPECT_NE(StackSummary(*bloom).find("CUDA context 1573 MiB"), std::string::npos) << StackSummary(*bloom);
+  PlanSpec q;
+  ApplyStack(*StackForRecord("torchtitan-2412-t2-8b-8gpu-fsdp1-cp8-seq256k"), &m, &q);
+  EXPECT_EQ(q.cuda_context_bytes, 0);
   r = bad(R"(, "flop_count": "6N")");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("stack.flop_count"), std::string::npos);

@@ -1007,24 +1007,32 @@ TEST(ValidationTest, PublishedOutcomesAndPeaksFromSourcesNotTunedOn) {
   for (const auto& r : v.records) {
     // Qwen3-32B's six logged reserved peaks (43-89 GiB): every one within 5% (+2.1% to +4.5%).
     if (r.id.find("qwen3") != std::string::npos) EXPECT_LT(std::fabs(r.error), 0.05) << r.id;
-    // BLOOM 181B in fp16 (DeepSpeed's ZeRO-1 optimizer), nvidia-smi: -4.1%, +11.9%, -1.9%. Its
+    // The stack's CUDA context is BigScience's own measurement, 1,573 MiB (888 MiB above the
+    // profile's 685 MiB, on every one of these nvidia-smi peaks).
+    // BLOOM 181B in fp16 (DeepSpeed's ZeRO-1 optimizer), nvidia-smi: -3.0%, +13.3%, -0.7%. Its
     // bf16 layouts of 2022-02-28 name DeepSpeed's BF16_Optimizer, which keeps the bf16 gradients
     // beside its unsharded fp32 buffer (plan.keep_lp_grads, +2 B per parameter): -30..-35% ->
-    // -19..-23% (184B at TP 8 x PP 6: 3.68e9 parameters per GPU, 6.9 GiB more). The rest is not
+    // -18..-21% (184B at TP 8 x PP 6: 3.68e9 parameters per GPU, 6.9 GiB more). The rest is not
     // yet traced (docs/memory.md).
-    if (r.id.find("bloom-181b") != std::string::npos) EXPECT_LT(std::fabs(r.error), 0.12) << r.id;
+    if (r.id.find("bloom-181b") != std::string::npos) EXPECT_LT(std::fabs(r.error), 0.14) << r.id;
     if (r.id.find("bloom-184b") != std::string::npos || r.id.find("bloom-176b") != std::string::npos ||
         r.id.find("bloom-195b") != std::string::npos) {
       EXPECT_LT(r.error, -0.15) << r.id;
-      EXPECT_GT(r.error, -0.25) << r.id;
+      EXPECT_GT(r.error, -0.23) << r.id;
     }
-    // The February 17 runs, fp16 and bf16 alike, are 22-25% under: DeepSpeed 0.5's ZeRO-1 step
+    // The February 17 runs, fp16 and bf16 alike, are 20-24% under: DeepSpeed 0.5's ZeRO-1 step
     // holds more than the 16 B/param the stack costs (docs/memory.md).
-    if (r.id.find("prequel-0217") != std::string::npos) EXPECT_LT(r.error, -0.2) << r.id;
+    if (r.id.find("prequel-0217") != std::string::npos) {
+      EXPECT_LT(r.error, -0.2) << r.id;
+      EXPECT_GT(r.error, -0.245) << r.id;
+    }
   }
   // 17 of 20 verdicts right: Llama 2 13B without checkpointing at 2 x 4096 tokens ran at 73.7 GiB
   // predicted with its config's Triton RMSNorm (86.8 GiB op by op). Wrong: three bf16 BLOOM layouts
-  // that ran out of memory at 53-78 GiB predicted (45-63 before the BF16_Optimizer's gradients).
+  // that ran out of memory at 54-79 GiB predicted (45-63 before the BF16_Optimizer's gradients, 53-78
+  // before the stack's own CUDA context).
+  // The 19 peaks: median 18.2% (19.4% with the profile's CUDA context on the BLOOM ones).
+  EXPECT_LT(v.all.median_abs_error, 0.185);
   ASSERT_EQ(v.verdicts.size(), 20u);
   EXPECT_LE(v.verdicts_wrong, 3u);
   for (const auto& vr : v.verdicts)

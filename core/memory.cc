@@ -222,7 +222,7 @@ void VisitLayerActivations(const ModelSpec& m, const PlanSpec& p, bool moe_layer
   // `elementwise eager` is torchtitan's 2024 model code run op by op (torchtitan/models/llama/
   // model.py and models/norms.py at 3f20451b): its RMSNorm upcasts (x.float(): pow and mul save the
   // fp32 copy) and keeps the normalized bf16 tensor for the weight's gradient, not the bf16 input;
-  // repeat_kv copies K and V to every query head before SDPA, which saves those copies; SDPA's
+  // (its repeat_kv copies of K and V, which SDPA saves, are PlanSpec::repeat_kv's, below); SDPA's
   // output is saved and copied again (.transpose(1, 2).contiguous()) as wo's input; SwiGLU's
   // silu(w1 x) * w3 x saves w1's output, silu's output and w3's output. Checked against a
   // measurement on an H200 (tests/data/gpu/h200-2026-11-28/memory_default8.json: 1.75 GB per
@@ -265,9 +265,10 @@ void VisitLayerActivations(const ModelSpec& m, const PlanSpec& p, bool moe_layer
   } else {
     // Naive attention expands GQA's kv heads to every query head before QK^T (Megatron's
     // unfused path), and so does model code that calls repeat_kv before the kernel
-    // (PlanSpec::repeat_kv; torchtitan's eager layer, `eager` above, is that code): the kernel
-    // saves the copies. Flash attention called on the grouped heads reads them directly.
-    const int64_t kv = naive || eager || p.repeat_kv ? a : LocalKvHeads(m, p);
+    // (PlanSpec::repeat_kv, eager or compiled; the torchtitan stack sets it): the kernel saves the
+    // copies. Flash attention called on the grouped heads reads them directly. The step graph
+    // costs the copies on the same rule, so time and memory agree.
+    const int64_t kv = naive || p.repeat_kv ? a : LocalKvHeads(m, p);
     q_dim = a * m.head_dim;
     k_dim = kv * m.head_dim;
     v_dim = kv * m.head_dim;

@@ -341,6 +341,9 @@ std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r, co
                                : "measured on one H200, CUDA 13 (docs/memory.md)");
   row("cuBLAS workspace", w.cublas_workspace_bytes,
       Fmt("%.0f MiB", static_cast<double>(w.cublas_workspace_bytes) / (1 << 20)));
+  if (w.te_workspace_bytes)
+    row("Transformer Engine workspaces", w.te_workspace_bytes,
+        "TE's own cuBLAS workspace, 4 more for MoE grouped GEMM (docs/memory.md)");
   row("NCCL buffers", w.nccl_bytes, "communicators x channels x 2 x NCCL_BUFFSIZE");
   if (w.zero3_prefetch_bytes)
     row("ZeRO-3 gather buffers", w.zero3_prefetch_bytes,
@@ -468,6 +471,7 @@ std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r, con
     OJson other;
     other["cuda_context_bytes"] = st.cuda_context_bytes;
     other["cublas_workspace_bytes"] = st.cublas_workspace_bytes;
+    other["te_workspace_bytes"] = st.te_workspace_bytes;
     other["nccl_bytes"] = st.nccl_bytes;
     other["zero3_prefetch_bytes"] = st.zero3_prefetch_bytes;
     other["fragmentation_bytes"] = st.fragmentation_bytes;

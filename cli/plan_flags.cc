@@ -107,6 +107,15 @@ void PlanFlags::Register(CLI::App* app) {
       "--keep-lp-grads", [this] { keep_lp_grads = true; },
       "The 16-bit gradients stay allocated beside the gradient buffer for the whole step (DeepSpeed's "
       "BF16_Optimizer with fp32 gradient accumulation): weights-dtype bytes more per parameter");
+  p->add_flag_callback(
+      "--transformer-engine", [this] { transformer_engine = true; },
+      "The layers run as Transformer Engine's modules (Megatron-Core's default; --stack megatron-core-2024 "
+      "sets it): TE's own cuBLAS workspaces, 32 MiB on Hopper and later, 4 MiB before, and 4 more with MoE "
+      "grouped GEMM");
+  p->add_flag_callback(
+      "--no-moe-grouped-gemm", [this] { moe_grouped_gemm = false; },
+      "MoE experts run one GEMM after another (Megatron-Core without --moe-grouped-gemm) instead of one "
+      "grouped GEMM");
   p->add_option("--cuda-context-mib", cuda_context_mib,
                 "The CUDA context your software holds per GPU, MiB (nvidia-smi's used memory beyond PyTorch's "
                 "reserved bytes after the first GEMM; default: the profile's 685 MiB, measured with lazy module "
@@ -259,6 +268,8 @@ void PlanFlags::ApplyPlanFlags(bool from_file, core::ModelSpec* spec, core::Plan
   if (ep_overlap) p.ep_overlap = *ep_overlap;
   if (repeat_kv) p.repeat_kv = *repeat_kv;
   if (keep_lp_grads) p.keep_lp_grads = *keep_lp_grads;
+  if (transformer_engine) p.transformer_engine = *transformer_engine;
+  if (moe_grouped_gemm) p.moe_grouped_gemm = *moe_grouped_gemm;
   if (recompute_layers) p.recompute_layers = *recompute_layers;
   if (mbs) p.micro_batch = *mbs;
   if (!stage_layers.empty()) p.stage_layers = stage_layers;

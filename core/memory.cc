@@ -416,11 +416,22 @@ void PlaceActivations(const ModelSpec& m, const PlanSpec& p, int64_t stage, bool
 // A stage's named overheads: CUDA context, cuBLAS workspace, NCCL buffers of its `comms`
 // communicators, ZeRO-3's gathered and prefetched layers (largest layer `max_layer` parameters),
 // fragmentation; then its total.
-void PlaceOverheads(const ModelSpec& m, const PlanSpec& p, const MemoryOverheads& o, int64_t comms, int64_t max_layer,
-                    StageMemory* out) {
+void PlaceOverheads(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g, const MemoryOverheads& o, int64_t comms,
+                    int64_t max_layer, bool has_experts, StageMemory* out) {
   StageMemory& st = *out;
   st.cuda_context_bytes = p.cuda_context_bytes > 0 ? p.cuda_context_bytes : o.cuda_context_bytes;
   st.cublas_workspace_bytes = o.cublas_workspace_bytes;
+  // Transformer Engine allocates cuBLAS workspaces of its own through PyTorch's allocator
+  // (transformer_engine/pytorch/module/base.py: get_workspace() holds one of
+  // get_cublas_workspace_size_bytes(), 33,554,432 B from compute capability 9 up and 4,194,304
+  // below; GroupedLinear, the MoE grouped GEMM, one more per compute stream,
+  // get_multi_stream_cublas_workspace(), 4 streams: common/util/multi_stream.cpp). Megatron CI's
+  // golden peaks say the same: the same test peaks 28 MiB higher on H100 than on A100 with TE,
+  // about 0.18 GiB with TE's grouped GEMM, and no higher without TE (docs/memory.md §4).
+  if (p.transformer_engine) {
+    const int64_t ws = g.compute_capability_major >= 9 ? int64_t{33554432} : int64_t{4194304};
+    st.te_workspace_bytes = ws * (1 + (has_experts && p.moe_grouped_gemm ? 4 : 0));
+  }
   st.nccl_bytes = comms * o.nccl_channels * 2 * o.nccl_buffsize_bytes;
   // ZeRO-3 gathers a layer's full (TP-local) weights before using it and prefetches the next.
   // Per-tensor gathers (DeepSpeed 0.3) hold fewer: the sub-module in use plus what was
@@ -436,8 +447,8 @@ void PlaceOverheads(const ModelSpec& m, const PlanSpec& p, const MemoryOverheads
     st.zero3_prefetch_bytes = live * DtypeBytes(p.dtypes.weights);
   }
   st.fragmentation_bytes = RoundBytes(o.fragmentation_frac * static_cast<double>(st.activations_bytes));
-  st.other_bytes = st.cuda_context_bytes + st.cublas_workspace_bytes + st.nccl_bytes + st.zero3_prefetch_bytes +
-                   st.fragmentation_bytes;
+  st.other_bytes = st.cuda_context_bytes + st.cublas_workspace_bytes + st.te_workspace_bytes + st.nccl_bytes +
+                   st.zero3_prefetch_bytes + st.fragmentation_bytes;
   st.total_bytes = st.weights_bytes + st.grads_bytes + st.optimizer_bytes + st.activations_bytes + st.other_bytes;
 }
 
@@ -579,7 +590,7 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
     // ---- model states, activations and overheads
     PlaceModelStates(p, dense, expert, dense_group, expert_group, &st);
     PlaceActivations(m, p, stage, has_first, has_last, per_mb, max_working, &st);
-    PlaceOverheads(m, p, o, comms, max_layer, &st);
+    PlaceOverheads(m, p, g, o, comms, max_layer, expert > 0, &st);
     if (detail == MemoryDetail::kFull) {
       r.stages.push_back(std::move(st));
     } else if (r.stages.empty() || st.total_bytes > r.stages.front().total_bytes) {

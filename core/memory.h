@@ -68,6 +68,7 @@ struct StageMemory {
   int64_t activations_bytes = 0;
   int64_t cuda_context_bytes = 0;
   int64_t cublas_workspace_bytes = 0;
+  int64_t te_workspace_bytes = 0;  // Transformer Engine's own cuBLAS workspaces (plan.transformer_engine)
   int64_t nccl_bytes = 0;
   int64_t zero3_prefetch_bytes = 0;
   int64_t fragmentation_bytes = 0;

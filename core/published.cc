@@ -692,6 +692,24 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     run.assumptions.push_back("output-layer weight gradient deferred for " + std::to_string(n) +
                               " microbatches (the record's parallel.deferred_head_wgrad)");
   }
+  // Transformer Engine as the stack runs it, unless the record's launch arguments name Megatron-Core's
+  // local layer spec (--transformer-impl local; transformer_engine is its default); with TE, MoE
+  // experts run as its GroupedLinear only under --moe-grouped-gemm (scripts/megatron_ci_memory.py
+  // keeps the arguments whole in source.model_args).
+  if (r.contains("source") && r["source"].is_object() && r["source"].contains("model_args") &&
+      r["source"]["model_args"].is_object()) {
+    const Json& a = r["source"]["model_args"];
+    if (StrOr(a, "--transformer-impl") == "local" && p.transformer_engine) {
+      p.transformer_engine = false;
+      run.assumptions.push_back("no Transformer Engine (the record's --transformer-impl local)");
+    }
+    const bool grouped =
+        a.contains("--moe-grouped-gemm") && a["--moe-grouped-gemm"].is_boolean() && a["--moe-grouped-gemm"].get<bool>();
+    if (m.moe && !grouped) {
+      p.moe_grouped_gemm = false;
+      run.assumptions.push_back("experts one GEMM after another (the record's arguments have no --moe-grouped-gemm)");
+    }
+  }
   // A recipe that offloads activations to host memory is a mechanism not modelled.
   if (launch && launch->activation_offload_layers > 0) {
     skip("the recipe offloads the activations of " + std::to_string(launch->activation_offload_layers) +
@@ -903,6 +921,9 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     run.assumptions.push_back(
         "attention unfused (naive: the s x s scores kept), as the record's notes say (local "
         "layer spec or attention-backend unfused)");
+    // The local spec's linears are Megatron-Core's own, not Transformer Engine's.
+    if (notes.find("local impl") != std::string::npos || notes.find("local (non-TE)") != std::string::npos)
+      p.transformer_engine = false;
   } else {
     from_stack.push_back(std::string("attention ") + Name(m.attention));
   }

@@ -385,6 +385,7 @@ void ReadGpu(const Json& j, const std::string& prefix, GpuSpec* g, Diagnostics* 
   r.Bandwidth("hbm_bytes_per_s", &g->hbm_bytes_per_s, true);
   r.Double("tdp_w", &g->tdp_w, true);
   r.Int("sms", &g->sms);
+  r.Int("compute_capability_major", &g->compute_capability_major);
   r.Bool("gemm_wave_quantization", &g->gemm_wave_quantization);
   r.Double("speed_spread", &g->speed_spread);
   r.String("speed_spread_source", &g->speed_spread_source);
@@ -439,6 +440,7 @@ OJson WriteGpu(const GpuSpec& g) {
   j["hbm_bytes_per_s"] = g.hbm_bytes_per_s;
   j["tdp_w"] = g.tdp_w;
   if (g.sms > 0) j["sms"] = g.sms;
+  if (g.compute_capability_major > 0) j["compute_capability_major"] = g.compute_capability_major;
   if (!g.gemm_wave_quantization) j["gemm_wave_quantization"] = false;
   j["speed_spread"] = g.speed_spread;
   if (!g.speed_spread_source.empty()) j["speed_spread_source"] = g.speed_spread_source;
@@ -587,6 +589,8 @@ void ReadPlan(ObjectReader& r, const std::string& prefix, PlanSpec* p, Diagnosti
   r.Bool("repeat_kv", &p->repeat_kv);
   r.Bool("keep_lp_grads", &p->keep_lp_grads);
   r.Int("cuda_context_bytes", &p->cuda_context_bytes);
+  r.Bool("transformer_engine", &p->transformer_engine);
+  r.Bool("moe_grouped_gemm", &p->moe_grouped_gemm);
   r.Enum("moe_dispatcher", &p->moe_dispatcher);
   if (const Json* v = r.Find("stage_layers", false)) {
     if (!v->is_array()) {
@@ -661,6 +665,8 @@ OJson WritePlan(const PlanSpec& p) {
   j["repeat_kv"] = p.repeat_kv;
   j["keep_lp_grads"] = p.keep_lp_grads;
   if (p.cuda_context_bytes > 0) j["cuda_context_bytes"] = p.cuda_context_bytes;
+  j["transformer_engine"] = p.transformer_engine;
+  if (!p.moe_grouped_gemm) j["moe_grouped_gemm"] = false;
   j["moe_dispatcher"] = Name(p.moe_dispatcher);
   return j;
 }

@@ -135,6 +135,10 @@ struct GpuSpec {
   // named in `source`: how many GEMM thread-block tiles run at once (docs/compute.md, wave
   // quantization). 0: not known, and no wave quantization is costed.
   int64_t sms = 0;
+  // CUDA compute capability, major (7 Volta, 8 Ampere, 9 Hopper, 10 Blackwell); 0: not a CUDA GPU
+  // or not known. Libraries size their buffers by it (Transformer Engine's cuBLAS workspace:
+  // 32 MiB from 9 up, 4 MiB below; docs/memory.md §4).
+  int compute_capability_major = 0;
   // Whether the GPU's GEMM library pays for a partial last wave of fixed 128x256 tiles (NVIDIA's
   // Matrix Multiplication Background guide, measured on V100/A100). false where a measurement
   // showed it does not: Hopper with cuBLAS 13.1 runs 8192x1280x8192 (81% of its last wave filled)
@@ -396,6 +400,14 @@ struct PlanSpec {
   // runtime's own heaps). 0: the profile's (MemoryOverheads::cuda_context_bytes, measured with
   // lazy module loading). A stack whose source measured its own sets it (core/stack.h).
   int64_t cuda_context_bytes = 0;
+  // The layers run as Transformer Engine's modules (Megatron-Core's --transformer-impl
+  // transformer_engine, its default; NeMo, Megatron-Bridge): TE holds cuBLAS workspaces of its
+  // own beside PyTorch's (docs/memory.md §4). The megatron-core-2024 stack sets it.
+  bool transformer_engine = false;
+  // MoE experts run as one grouped GEMM (Megatron-Core --moe-grouped-gemm; with Transformer Engine
+  // its GroupedLinear, which holds a cuBLAS workspace per compute stream). Off: one GEMM per
+  // expert in turn (SequentialMLP).
+  bool moe_grouped_gemm = true;
 
   int64_t Microbatches() const { return global_batch / (micro_batch * dp); }  // per pipeline
   // True when selective recomputation recomputes `module` (never under none or full).

@@ -105,7 +105,8 @@ Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string&
         BoolField(j, "overlap_param_gather", prefix, &s.overlap_param_gather),
         BoolField(j, "zero3_unsharded_under_pp", prefix, &s.zero3_unsharded_under_pp),
         BoolField(j, "microbatches_equal_pp", prefix, &s.microbatches_equal_pp),
-        BoolField(j, "repeat_kv", prefix, &s.repeat_kv)}) {
+        BoolField(j, "repeat_kv", prefix, &s.repeat_kv),
+        BoolField(j, "transformer_engine", prefix, &s.transformer_engine)}) {
     if (!st.ok()) return st;
   }
   if (s.precision == Dtype::kNone || s.precision == Dtype::kInt8 || s.precision == Dtype::kFp32)
@@ -200,6 +201,7 @@ void ApplyStack(const SoftwareStack& s, ModelSpec* m, PlanSpec* p) {
   p->cp_kind = s.cp_kind;
   p->sequence_parallel = s.sequence_parallel && p->tp > 1;
   if (s.cuda_context_bytes > 0) p->cuda_context_bytes = s.cuda_context_bytes;
+  p->transformer_engine = s.transformer_engine;
 }
 
 std::string ApplyStackPipelineSharding(const SoftwareStack& s, PlanSpec* p) {
@@ -225,6 +227,7 @@ std::string StackSummary(const SoftwareStack& s) {
                                                : std::string(", zero-3 gathers ") + Name(s.zero3_gather)) +
          (s.cp_kind == CpKind::kRing ? std::string() : std::string(", CP ") + Name(s.cp_kind)) +
          (s.repeat_kv ? ", K and V repeated to every query head" : "") +
+         (s.transformer_engine ? ", Transformer Engine" : "") +
          (s.cuda_context_bytes > 0 ? ", CUDA context " + std::to_string(s.cuda_context_bytes >> 20) + " MiB" : "") +
          " (" + s.source + ")";
 }

@@ -77,6 +77,8 @@ struct SoftwareStack {
   // CUDA_MODULE_LOADING=LAZY) loads every kernel of its libraries when the context is created:
   // BigScience measured 1,573 MiB for its 2022 stack against meshplan's 619-685 MiB (docs/memory.md).
   int64_t cuda_context_bytes = 0;
+  // Its layers run as Transformer Engine's modules (PlanSpec::transformer_engine).
+  bool transformer_engine = false;
 };
 
 Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string& prefix = "stack");

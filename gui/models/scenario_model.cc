@@ -643,6 +643,8 @@ QString ScenarioModel::commandLine() const {
   if (p.elementwise != d.elementwise) arg("--elementwise", core::Name(p.elementwise));
   if (p.repeat_kv) args << "--repeat-kv";
   if (p.keep_lp_grads) args << "--keep-lp-grads";
+  if (p.transformer_engine) args << "--transformer-engine";
+  if (!p.moe_grouped_gemm) args << "--no-moe-grouped-gemm";
   if (p.cuda_context_bytes > 0) arg("--cuda-context-mib", num((p.cuda_context_bytes + (int64_t{1} << 20) - 1) >> 20));
   if (p.moe_dispatcher != d.moe_dispatcher) arg("--moe-dispatcher", core::Name(p.moe_dispatcher));
   if (!p.stage_layers.empty()) {

@@ -306,6 +306,12 @@ run(report_cuda_context_stack 0 "CUDA context 1573 MiB.*CUDA context +1\\.65 GB"
     report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 1 --seq 4096 --stack megatron-deepspeed-2022)
 run(report_cuda_context_bad 2 "--cuda-context-mib: must be a MiB count from 1 to 65536 \\(got 0\\)"
     report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 1 --seq 4096 --cuda-context-mib 0)
+# Transformer Engine's own cuBLAS workspaces: 33,554,432 B on an H100 (0.03 GB), five of them
+# with an MoE grouped GEMM (167.77 MB = 0.17 GB).
+run(report_te_workspace 0 "Transformer Engine workspaces +0\\.03 GB"
+    report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 1 --seq 4096 --transformer-engine)
+run(report_te_workspace_moe 0 "Transformer Engine workspaces +0\\.17 GB"
+    report --model qwen3-30b-a3b --gpu h100-sxm --gpus 8 --ep 8 --zero 1 --seq 4096 --recompute full --stack megatron-core-2024)
 run(moe_dispatcher_bad 2 "--moe-dispatcher: must be one of alltoall\\|flex"
     report --model qwen3-30b-a3b --gpu h100-sxm --gpus 8 --ep 8 --moe-dispatcher nccl)
 run(export_deepspeed 0 "\"train_micro_batch_size_per_gpu\": 1,.*\"gradient_accumulation_steps\": 16,.*\"zero_optimization\": \\{[ \n]*\"stage\": 1,.*\"autotp_size\": 8.*# note: DeepSpeed edaa72212 \\(2026-08-22\\).*train_batch_size left out \\(2048 sequences.*num_stages=16"

@@ -173,6 +173,33 @@ TEST(MemoryTest, ThePlansCudaContextReplacesTheProfiles) {
   }
 }
 
+TEST(MemoryTest, TransformerEngineHoldsItsOwnCublasWorkspaces) {
+  // transformer_engine/pytorch/module/base.py: get_cublas_workspace_size_bytes() is 33,554,432 B
+  // from compute capability 9 up and 4,194,304 below; GroupedLinear holds one more per compute
+  // stream (4). They go through PyTorch's allocator: peak allocated moves with them.
+  Loaded h = Load("llama3-8b", "h100-sxm", "dgx-h100");
+  PlanSpec p = ZeroPlan(1, 8);
+  p.seq_len = 4096;
+  const MemoryReport none = EstimateMemory(h.model, p, h.gpu);
+  EXPECT_EQ(none.stages[0].te_workspace_bytes, 0);
+  p.transformer_engine = true;
+  const MemoryReport te = EstimateMemory(h.model, p, h.gpu);
+  EXPECT_EQ(te.stages[0].te_workspace_bytes, 33554432);
+  EXPECT_EQ(PeakAllocatedBytes(te.stages[0]) - PeakAllocatedBytes(none.stages[0]), 33554432);
+  Loaded a = Load("llama3-8b", "a100-80g", "dgx-a100");
+  EXPECT_EQ(a.gpu.compute_capability_major, 8);
+  EXPECT_EQ(EstimateMemory(a.model, p, a.gpu).stages[0].te_workspace_bytes, 4194304);
+  // An MoE stage with the grouped GEMM: 1 + 4 workspaces; its experts one after another: 1.
+  Loaded q = Load("qwen3-30b-a3b", "h100-sxm", "dgx-h100");
+  PlanSpec e = ZeroPlan(1, 8);
+  e.seq_len = 4096;
+  e.ep = 8;
+  e.transformer_engine = true;
+  EXPECT_EQ(EstimateMemory(q.model, e, q.gpu).stages[0].te_workspace_bytes, 5 * 33554432LL);
+  e.moe_grouped_gemm = false;
+  EXPECT_EQ(EstimateMemory(q.model, e, q.gpu).stages[0].te_workspace_bytes, 33554432);
+}
+
 // Llama-3-70B at TP 8 x PP 4 with SP, 16 microbatches of 8192 tokens.
 PlanSpec Llama70bTp8Pp4() {
   PlanSpec p;

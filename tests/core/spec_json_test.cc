@@ -26,6 +26,8 @@ TEST(SpecJsonTest, PlanFileRoundTripsWithEmbeddedSpecs) {
   f.plan.repeat_kv = true;
   f.plan.keep_lp_grads = true;
   f.plan.cuda_context_bytes = 1573LL << 20;
+  f.plan.transformer_engine = true;
+  f.plan.moe_grouped_gemm = false;
   f.model = *LoadModel("llama3-70b");
   f.gpu = *LoadGpu("h100-sxm");
   f.cluster = *LoadCluster("dgx-h100");

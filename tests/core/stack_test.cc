@@ -140,6 +140,15 @@ TEST(StackTest, BadStackFilesNameTheFieldAndTheRule) {
   PlanSpec q;
   ApplyStack(*StackForRecord("torchtitan-2412-t2-8b-8gpu-fsdp1-cp8-seq256k"), &m, &q);
   EXPECT_EQ(q.cuda_context_bytes, 0);
+  // Megatron-Core runs its layers as Transformer Engine's modules; torchtitan and BigScience's
+  // Megatron-DeepSpeed do not.
+  EXPECT_FALSE(q.transformer_engine);
+  EXPECT_FALSE(p.transformer_engine);
+  PlanSpec mc;
+  const auto core_stack = StackForRecord("megatron-bridge-2511-dgx-h100-llama3-1-405b-1024gpu");
+  ApplyStack(*core_stack, &m, &mc);
+  EXPECT_TRUE(mc.transformer_engine);
+  EXPECT_NE(StackSummary(*core_stack).find("Transformer Engine"), std::string::npos);
   r = bad(R"(, "flop_count": "6N")");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("stack.flop_count"), std::string::npos);

@@ -342,8 +342,8 @@ std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r, co
   row("cuBLAS workspace", w.cublas_workspace_bytes,
       Fmt("%.0f MiB", static_cast<double>(w.cublas_workspace_bytes) / (1 << 20)));
   if (w.te_workspace_bytes)
-    row("Transformer Engine workspaces", w.te_workspace_bytes,
-        "TE's own cuBLAS workspace, 4 more for MoE grouped GEMM (docs/memory.md)");
+    row("TE cuBLAS workspaces", w.te_workspace_bytes,
+        "Transformer Engine's own, 4 more for MoE grouped GEMM (docs/memory.md)");
   row("NCCL buffers", w.nccl_bytes, "communicators x channels x 2 x NCCL_BUFFSIZE");
   if (w.zero3_prefetch_bytes)
     row("ZeRO-3 gather buffers", w.zero3_prefetch_bytes,

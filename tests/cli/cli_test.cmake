@@ -308,9 +308,9 @@ run(report_cuda_context_bad 2 "--cuda-context-mib: must be a MiB count from 1 to
     report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 1 --seq 4096 --cuda-context-mib 0)
 # Transformer Engine's own cuBLAS workspaces: 33,554,432 B on an H100 (0.03 GB), five of them
 # with an MoE grouped GEMM (167.77 MB = 0.17 GB).
-run(report_te_workspace 0 "Transformer Engine workspaces +0\\.03 GB"
+run(report_te_workspace 0 "TE cuBLAS workspaces +0\\.03 GB"
     report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 1 --seq 4096 --transformer-engine)
-run(report_te_workspace_moe 0 "Transformer Engine workspaces +0\\.17 GB"
+run(report_te_workspace_moe 0 "TE cuBLAS workspaces +0\\.17 GB"
     report --model qwen3-30b-a3b --gpu h100-sxm --gpus 8 --ep 8 --zero 1 --seq 4096 --recompute full --stack megatron-core-2024)
 run(moe_dispatcher_bad 2 "--moe-dispatcher: must be one of alltoall\\|flex"
     report --model qwen3-30b-a3b --gpu h100-sxm --gpus 8 --ep 8 --moe-dispatcher nccl)

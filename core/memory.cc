@@ -419,7 +419,7 @@ void PlaceActivations(const ModelSpec& m, const PlanSpec& p, int64_t stage, bool
 void PlaceOverheads(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g, const MemoryOverheads& o, int64_t comms,
                     int64_t max_layer, bool has_experts, StageMemory* out) {
   StageMemory& st = *out;
-  st.cuda_context_bytes = p.cuda_context_bytes > 0 ? p.cuda_context_bytes : o.cuda_context_bytes;
+  st.cuda_context_bytes = CudaContextBytes(p, o);
   st.cublas_workspace_bytes = o.cublas_workspace_bytes;
   // Transformer Engine allocates cuBLAS workspaces of its own through PyTorch's allocator
   // (transformer_engine/pytorch/module/base.py: get_workspace() holds one of

@@ -87,6 +87,11 @@ struct StageMemory {
 //   torchtitan's logged "memory"): allocated plus fragmentation;
 // - on the GPU (nvidia-smi): reserved plus the CUDA context and NCCL's buffers = total_bytes.
 // The fit verdict compares the last with the GPU's memory: that is what must fit on the device.
+// The CUDA context a stage holds: the plan's where it sets one (its software's own measurement),
+// else the profile's.
+inline int64_t CudaContextBytes(const PlanSpec& p, const MemoryOverheads& o) {
+  return p.cuda_context_bytes > 0 ? p.cuda_context_bytes : o.cuda_context_bytes;
+}
 inline int64_t PeakReservedBytes(const StageMemory& st) {
   return st.total_bytes - st.cuda_context_bytes - st.nccl_bytes;
 }

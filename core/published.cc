@@ -903,6 +903,12 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   // A record that names its attention kernel (model.attention_kernel: flash, flash2, flash1,
   // triton, naive) overrides the stack's.
   const std::string kernel = StrOr(mj, "attention_kernel");
+  // Megatron-Core's local layer spec, as the record's notes name it: its linears are Megatron-Core's
+  // own, not Transformer Engine's.
+  const std::string notes = StrOr(pj, "notes");
+  const bool local_spec =
+      notes.find("local impl") != std::string::npos || notes.find("local (non-TE)") != std::string::npos;
+  if (local_spec) p.transformer_engine = false;
   if (!kernel.empty()) {
     AttentionImpl impl;
     if (!FromName(kernel, &impl)) {
@@ -911,9 +917,7 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     }
     m.attention = impl;
     run.assumptions.push_back("attention kernel " + kernel + " (the record's model.attention_kernel)");
-  } else if (const std::string notes = StrOr(pj, "notes");
-             notes.find("local impl") != std::string::npos || notes.find("local (non-TE)") != std::string::npos ||
-             notes.find("attention-backend unfused") != std::string::npos) {
+  } else if (local_spec || notes.find("attention-backend unfused") != std::string::npos) {
     // Megatron-Core's local (non-Transformer-Engine) layer spec runs its own unfused
     // DotProductAttention (models/backends.py LocalSpecProvider.core_attention at d98e8a64), as
     // does TE with --attention-backend unfused: the s x s scores are kept.
@@ -921,9 +925,6 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     run.assumptions.push_back(
         "attention unfused (naive: the s x s scores kept), as the record's notes say (local "
         "layer spec or attention-backend unfused)");
-    // The local spec's linears are Megatron-Core's own, not Transformer Engine's.
-    if (notes.find("local impl") != std::string::npos || notes.find("local (non-TE)") != std::string::npos)
-      p.transformer_engine = false;
   } else {
     from_stack.push_back(std::string("attention ") + Name(m.attention));
   }

@@ -187,8 +187,7 @@ class Searcher {
     moe_layers_ = m.moe ? m.MoeLayerCount() : 0;
     budget_ = static_cast<int64_t>(std::floor(o.max_memory_frac * static_cast<double>(g.hbm_bytes)));
     tokens_ = o.tokens > 0 ? o.tokens : core::DefaultTrainingTokens(params_.total);
-    fixed_bytes_ = (base.cuda_context_bytes > 0 ? base.cuda_context_bytes : prof.memory.cuda_context_bytes) +
-                   prof.memory.cublas_workspace_bytes;
+    fixed_bytes_ = core::CudaContextBytes(base, prof.memory) + prof.memory.cublas_workspace_bytes;
     offload_ =
         base.offload_optimizer != core::OffloadTarget::kNone || base.offload_params != core::OffloadTarget::kNone;
     for (Recompute r : o.recompute) recompute_.push_back(r);

@@ -45,19 +45,63 @@ std::optional<bool> BoolAt(const Json& j, const char* key) {
   return it != j.end() && it->is_boolean() ? std::optional<bool>(it->get<bool>()) : std::nullopt;
 }
 
+// A GPU name as the matcher reads it: upper case, and a memory size written apart from its unit
+// joined to it ("40 GB", "40 GiB" -> "40GB"), so that "a100 40 GB" reads as "A100 40GB".
+std::string GpuNameKey(const std::string& text) {
+  std::string up;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char ch = static_cast<char>(std::toupper(static_cast<unsigned char>(text[i])));
+    if (ch == ' ' && !up.empty() && std::isdigit(static_cast<unsigned char>(up.back())) && i + 2 < text.size() &&
+        std::toupper(static_cast<unsigned char>(text[i + 1])) == 'G' &&
+        (std::toupper(static_cast<unsigned char>(text[i + 2])) == 'B' ||
+         (std::toupper(static_cast<unsigned char>(text[i + 2])) == 'I' && i + 3 < text.size() &&
+          std::toupper(static_cast<unsigned char>(text[i + 3])) == 'B')))
+      continue;
+    up += ch;
+  }
+  // "40GIB" -> "40GB": the same part, whichever unit the source prints.
+  for (size_t at = up.find("GIB"); at != std::string::npos; at = up.find("GIB", at))
+    if (at > 0 && std::isdigit(static_cast<unsigned char>(up[at - 1]))) up.erase(at + 1, 1);
+    else ++at;
+  return up;
+}
+
 // A record's hardware -> our presets (GPU, cluster), with what the mapping assumed. The GPU from
-// its printed name, the more specific names first ("A100 40GB" before "A100"); the cluster the
-// GPU's usual one, unless the hardware names the machine (Jean Zay).
-bool MapGpu(const Json& hardware, std::string* gpu, std::string* cluster, std::vector<std::string>* assumed) {
+// its printed name, read without case (GpuNameKey), the more specific names first ("A100 40GB"
+// before "A100", "GB200" before "B200", "GH200" before "H200"); the cluster the GPU's usual one,
+// unless the hardware names the machine (Jean Zay). A part that looks like a preset's but is not
+// the same machine (a PCIe card, a Grace Hopper module, an export variant with narrower NVLink, a
+// V100 without a cluster preset) is refused with the reason in `why`, never mapped to the
+// look-alike.
+bool MapGpu(const Json& hardware, std::string* gpu, std::string* cluster, std::vector<std::string>* assumed,
+            std::string* why) {
   const std::string text = StrOr(hardware, "gpu");
-  auto has = [&](const char* w) { return text.find(w) != std::string::npos; };
+  const std::string key = GpuNameKey(text);
+  auto has = [&](const char* w) { return key.find(w) != std::string::npos; };
+  auto refuse = [&](const std::string& reason) {
+    *why = reason;
+    return false;
+  };
+  if (has("GH200"))
+    return refuse(
+        "a Grace Hopper GH200 module (its own HBM, NVLink-C2C to a Grace CPU, 4 per node on HPE/Cray "
+        "systems) has no preset; an 8-GPU DGX H200 would be another machine");
+  if (has("A800") || (has("H20") && !has("H200")))
+    return refuse(
+        "an export variant (A800: NVLink 400 GB/s; H20: a reduced Hopper) has no preset; the part it "
+        "derives from would be another machine");
+  if ((has("A100") || has("H100")) && (has("PCIE") || has("H100 NVL") || has("H100-NVL") || has("H100NVL")))
+    return refuse(
+        "a PCIe card (or the NVLink-bridged H100 NVL pair) has no cluster preset; the SXM part's "
+        "NVSwitch node would be another machine");
+  if (has("V100")) return refuse("V100: no cluster preset (DGX-1, DGX-2) for it yet");
   if (has("A100") && has("40GB")) {
     *gpu = "a100-40g";
     *cluster = "dgx-a100";
   } else if (has("A100")) {
     *gpu = "a100-80g";
     *cluster = "dgx-a100";
-  } else if (has("Ampere")) {
+  } else if (has("AMPERE")) {
     // MegaScale §6 names "NVIDIA Ampere GPUs"; its MFU figures divide by 312 TFLOP/s (A100).
     *gpu = "a100-80g";
     *cluster = "dgx-a100";
@@ -83,8 +127,6 @@ bool MapGpu(const Json& hardware, std::string* gpu, std::string* cluster, std::v
   } else if (has("H100") && has("96GB")) {
     *gpu = "h100-96g-hbm2e";
     *cluster = "grand-teton-h100";
-  } else if (has("H100") && has("PCIe")) {
-    return false;  // no PCIe cluster preset
   } else if (has("H100")) {
     *gpu = "h100-sxm";
     *cluster = "dgx-h100";
@@ -92,12 +134,12 @@ bool MapGpu(const Json& hardware, std::string* gpu, std::string* cluster, std::v
     *gpu = "mi300x";
     *cluster = "mi300x-8";
   } else {
-    return false;
+    return refuse("no GPU preset for '" + text + "'");
   }
   // A100s the record places on IDRIS's Jean Zay (BigScience's runs): 4 Omni-Path links per node,
   // not a DGX A100's 8 HDR NICs (presets/clusters/jean-zay-a100.json).
-  const std::string where = text + " " + StrOr(hardware, "gpu_as_printed") + " " + StrOr(hardware, "notes");
-  if (*cluster == "dgx-a100" && where.find("Jean Zay") != std::string::npos) {
+  const std::string where = GpuNameKey(text + " " + StrOr(hardware, "gpu_as_printed") + " " + StrOr(hardware, "notes"));
+  if (*cluster == "dgx-a100" && where.find("JEAN ZAY") != std::string::npos) {
     *cluster = "jean-zay-a100";
     assumed->push_back("cluster jean-zay-a100 (the record names Jean Zay: 4 x 100 Gb/s Omni-Path per node)");
   }
@@ -450,9 +492,9 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   run.stack = stack->name;
 
   // Hardware.
-  std::string gpu, cluster;
-  if (!MapGpu(hj, &gpu, &cluster, &run.assumptions)) {
-    skip("no GPU preset for '" + StrOr(hj, "gpu") + "'");
+  std::string gpu, cluster, gpu_why;
+  if (!MapGpu(hj, &gpu, &cluster, &run.assumptions, &gpu_why)) {
+    skip(gpu_why);
     return false;
   }
   Scenario& s = run.scenario;

@@ -537,8 +537,10 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // and reduce-scatter; 32.4% when Llama 3's runs took the paper's pipeline layout (one layer per
   // model chunk, V = 8: the two 8K rows -16%/-32% -> +5%/+6%, the 128K CP row, whose -8% had
   // come from a 94% bubble, +50%: docs/validation.md); 31.3% (median 8.3% -> 8.2%) with compute at
-  // the slowest GPU's pace; 30.0% -> 29.1% (median 7.9% -> 7.8%) with torchtitan's repeat_kv.
-  EXPECT_LE(v.all.p90_abs_error, 0.30);
+  // the slowest GPU's pace; 30.0% -> 29.1% (median 7.9% -> 7.8%) with torchtitan's repeat_kv;
+  // 26.4% when Jean Zay's Omni-Path ports carry what NCCL reached through one (5.1 GB/s each way,
+  // BigScience's benchmark: the 31 Megatron-DeepSpeed rows on it, median +20% -> +13%).
+  EXPECT_LE(v.all.p90_abs_error, 0.27);
   // 4 runs that ran are called out of memory (75 before FP8 plans kept their linear inputs in
   // one byte, 41 before the recipes' bf16 gradients and module-level recomputation, 6 before
   // torchtitan's per-op checkpointing): two token-drop MoE runs and Nemotron-4 340B at 8k
@@ -604,14 +606,15 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // their source (-8% to +5% with that code's micro batch, its --batch-size being per model
   // instance; -15% to -32% read as micro batch 1). Megatron-DeepSpeed 2022's 17.2% -> 15.9% on
   // Jean Zay's own network (4 Omni-Path links per node, jean-zay-a100), then 19.8% with the 29
-  // topology-search rows of February 2022 (all too fast, median +20.7%; docs/validation.md).
+  // topology-search rows of February 2022 (all too fast, median +20.7%; docs/validation.md), then
+  // 13.4% with Jean Zay's ports at the 5.1 GB/s NCCL reached through one (presets/clusters).
   // torchtitan's 16.9% (with its April 2024 A100 rows) -> 13.8% with FSDP2's copy-out and copy-in,
   // 12.9% with repeat_kv (its Llama copies K and V to every query head before SDPA: the copies,
   // and the 405B CP rows' all-gathers over the network at 128 heads, +45..+70% -> +24..+36%).
   const std::map<std::string, double> stack_bound = {
       {"llm-foundry-2023", 0.071},     {"megatron-core-2024", 0.096}, {"torchtitan-2024", 0.133},
       {"megatron-lm-2021", 0.028},     {"megatron-lm-2022", 0.05},    {"megascale-2024", 0.064},
-      {"deepspeed-zero3-2021", 0.201}, {"llama3-2024", 0.042},        {"megatron-deepspeed-2022", 0.203}};
+      {"deepspeed-zero3-2021", 0.201}, {"llama3-2024", 0.042},        {"megatron-deepspeed-2022", 0.139}};
   for (const auto& g : v.groups)
     if (g.dimension == "stack") {
       auto it = stack_bound.find(g.value);
@@ -897,9 +900,12 @@ TEST(ValidationTest, RecordsSayWhatTheyOffloadAndTheirFsdpDegree) {
 }
 
 TEST(ValidationTest, RecordsOnJeanZayTakeItsNetwork) {
-  // BigScience's A100s on IDRIS's Jean Zay: 4 Omni-Path links of 100 Gb/s per node
-  // (train/tr11-176B-ml/README.md 'Hardware'), not a DGX A100's 8 HDR NICs; a record that names
-  // Jean Zay anywhere in its hardware gets that cluster, and says so.
+  // BigScience's A100s on IDRIS's Jean Zay: 4 Omni-Path links per node
+  // (train/tr11-176B-ml/README.md 'Hardware'), not a DGX A100's 8 HDR NICs, each at the 5.1 GB/s
+  // NCCL 2.10 reached through one (experiments/bandwidth/all_reduce_bench-a100-n4.txt: a 4 GB
+  // all-reduce over 32 GPUs in 1.52 s, its ring leaving each node through one port:
+  // 2 x 31/32 x 4e9 / 1.52 = 5.1e9); a record that names Jean Zay anywhere in its hardware gets
+  // that cluster, and says so.
   auto rec = [](const std::string& hardware) {
     return R"([{"id": "x-4", "source": {"repo": "bigscience-workshop/bigscience"}, "hardware": {"gpu": "A100 80GB", )" +
            hardware + R"( "count": 384}, "model": {"name": "g", "layers": 72, "hidden": 14336, "heads": 64,
@@ -914,7 +920,7 @@ TEST(ValidationTest, RecordsOnJeanZayTakeItsNetwork) {
   const core::ClusterSpec& c = runs->front().scenario.cluster;
   EXPECT_EQ(c.name, "jean-zay-a100");
   EXPECT_EQ(c.nics_per_node, 4);
-  EXPECT_DOUBLE_EQ(c.nic_bytes_per_s, 12.5e9);
+  EXPECT_DOUBLE_EQ(c.nic_bytes_per_s, 5.1e9);
   bool said = false;
   for (const auto& a : runs->front().assumptions) said |= a.find("cluster jean-zay-a100") != std::string::npos;
   EXPECT_TRUE(said);
@@ -922,6 +928,51 @@ TEST(ValidationTest, RecordsOnJeanZayTakeItsNetwork) {
   ASSERT_TRUE(runs.ok());
   ASSERT_EQ(runs->size(), 1u);
   EXPECT_EQ(runs->front().scenario.cluster.name, "dgx-a100");
+}
+
+TEST(ValidationTest, GpuNamesAreReadWithoutCaseAndLookAlikesAreRefused) {
+  // The GPU is read from the printed name without case and with a size written apart from its unit
+  // ("a100 40 GB" is an A100 40GB); a part that only looks like a preset's (a Grace Hopper module,
+  // a PCIe card, an export variant, a V100 without a cluster preset) is skipped with the reason,
+  // never costed as the look-alike.
+  auto rec = [](const std::string& gpu) {
+    return R"([{"id": "x-5", "source": {"paper": "p"}, "hardware": {"gpu": ")" + gpu + R"(", "count": 64},
+      "model": {"name": "g", "layers": 32, "hidden": 4096, "heads": 32, "ffn_hidden": 16384, "vocab": 51200,
+      "seq_len": 2048}, "parallel": {"tp": 1, "pp": 1, "dp": 64}, "microbatch": 1, "global_batch": 512,
+      "seq_len": 2048, "precision": "bf16", "measured": {"tokens_per_s_per_gpu": 3000}}])";
+  };
+  struct Case {
+    const char* printed;
+    const char* gpu;      // the preset, or "" when refused
+    const char* refusal;  // a fragment of the reason when refused
+  };
+  const Case cases[] = {
+      {"a100 40 GB", "a100-40g", ""},
+      {"NVIDIA A100-SXM4-40GB", "a100-40g", ""},
+      {"A100 40GiB", "a100-40g", ""},
+      {"nvidia h100 80gb hbm3", "h100-sxm", ""},
+      {"A100 80GB (Jean Zay; 8 GPUs/node, NVLink, 4x Omni-Path per node)", "a100-80g", ""},
+      {"NVIDIA GH200 Grace Hopper (Alps)", "", "Grace Hopper"},
+      {"A800 80GB", "", "export variant"},
+      {"NVIDIA H20", "", "export variant"},
+      {"A100 80GB PCIe", "", "PCIe"},
+      {"H100 NVL", "", "PCIe"},
+      {"V100 SXM3 32GB (DGX-2H)", "", "V100"},
+      {"TPU v4", "", "no GPU preset for 'TPU v4'"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> skipped;
+    auto runs = core::LoadPublishedRuns(rec(c.printed), &skipped);
+    ASSERT_TRUE(runs.ok()) << c.printed;
+    if (*c.gpu) {
+      ASSERT_EQ(runs->size(), 1u) << c.printed << ": " << (skipped.empty() ? "" : skipped.front());
+      EXPECT_EQ(runs->front().scenario.gpu.name, c.gpu) << c.printed;
+    } else {
+      EXPECT_TRUE(runs->empty()) << c.printed;
+      ASSERT_EQ(skipped.size(), 1u) << c.printed;
+      EXPECT_NE(skipped.front().find(c.refusal), std::string::npos) << skipped.front();
+    }
+  }
 }
 
 TEST(ValidationTest, RecordsNameTorchtitansNorm) {

@@ -312,15 +312,19 @@ TEST(ValidationTest, BeyondTuningRegressionBound) {
   // 9.7%; the Megatron README H100 rows, whose TP collectives all overlap, 1-5 points slower, so
   // the H100 median 5.0% -> 6.4% while MegaScale 5.9% -> 4.4%, FP8 14.1% -> 11.4%). With DeepSpeed
   // 0.3's zero fill before each gather and gradient pre-division: 6.4%, 19.5%, 70.2% (ZeRO-3 11.2%
-  // -> 10.3%).
-  EXPECT_LE(v.all.median_abs_error, 0.065);
-  EXPECT_LE(v.all.p90_abs_error, 0.20);
+  // -> 10.3%). With its reduce-scatters exposed (the next sub-module's fetch calls
+  // torch.cuda.synchronize(), and the group's collectives share one NCCL stream): 5.0%, 17.3%,
+  // 70.2%; the ZeRO-3 rows +7.4/+9.1/-10.3/+23.6/+23.6/+25.6% -> +3.6/+2.4/-14.7/+19.5/+16.6/
+  // +16.5% (mean 16.6% -> 12.2%), the ZeRO-3 group's median 10.3% -> 14.7%: its middle row is
+  // now the 1,536-GPU one, slower than measured (every gather counted exposed, an upper bound).
+  EXPECT_LE(v.all.median_abs_error, 0.051);
+  EXPECT_LE(v.all.p90_abs_error, 0.174);
   EXPECT_LE(v.all.max_abs_error, 0.71);
   EXPECT_EQ(v.all.out_of_memory, 0u);
   for (const auto& g : v.groups) {
     if (g.dimension == "stack" && g.value == "megatron-lm-2021") EXPECT_LE(g.summary.median_abs_error, 0.03);
     if (g.dimension == "sharding" && g.value == "zero-3") {
-      EXPECT_LE(g.summary.median_abs_error, 0.105);
+      EXPECT_LE(g.summary.median_abs_error, 0.148);
       EXPECT_EQ(g.summary.out_of_memory, 0u);
     }
     if (g.dimension == "scale" && g.value == ">1024") EXPECT_LE(g.summary.median_abs_error, 0.08);
@@ -608,13 +612,15 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // Jean Zay's own network (4 Omni-Path links per node, jean-zay-a100), then 19.8% with the 29
   // topology-search rows of February 2022 (all too fast, median +20.7%; docs/validation.md), then
   // 13.4% with Jean Zay's ports at the 5.1 GB/s NCCL reached through one (presets/clusters).
+  // DeepSpeed ZeRO-3 2021's 17.0% -> 15.6% with its reduce-scatters exposed (stage3.py's
+  // torch.cuda.synchronize() in every fetch; presets/stacks/deepspeed-zero3-2021.json).
   // torchtitan's 16.9% (with its April 2024 A100 rows) -> 13.8% with FSDP2's copy-out and copy-in,
   // 12.9% with repeat_kv (its Llama copies K and V to every query head before SDPA: the copies,
   // and the 405B CP rows' all-gathers over the network at 128 heads, +45..+70% -> +24..+36%).
   const std::map<std::string, double> stack_bound = {
       {"llm-foundry-2023", 0.071},     {"megatron-core-2024", 0.096}, {"torchtitan-2024", 0.133},
       {"megatron-lm-2021", 0.028},     {"megatron-lm-2022", 0.05},    {"megascale-2024", 0.064},
-      {"deepspeed-zero3-2021", 0.201}, {"llama3-2024", 0.042},        {"megatron-deepspeed-2022", 0.139}};
+      {"deepspeed-zero3-2021", 0.161}, {"llama3-2024", 0.042},        {"megatron-deepspeed-2022", 0.139}};
   for (const auto& g : v.groups)
     if (g.dimension == "stack") {
       auto it = stack_bound.find(g.value);

@@ -1140,25 +1140,42 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     run.conversion =
         fmt((std::string("TFLOP/s / FLOPs per token (") + Name(stack->flop_count) + ":").c_str(), flops_per_token) +
         ")";
-  } else if (const double mfu = NumOr(me, "mfu_pct", 0); mfu > 0) {
-    // MFU against the peak the authors state, else the GPU's dense 16-bit peak.
+  } else if (const double pf = NumOr(me, "aggregate_pflops", 0); pf > 0) {
+    // The whole run's FLOP rate, counted as the source counts (the stack's FLOP count), shared by
+    // its GPUs.
+    run.published = pf * 1e15 / gpus / flops_per_token;
+    run.printed = fmt("aggregate_pflops", pf);
+    run.conversion = fmt((std::string("PFLOP/s / GPUs / FLOPs per token (") + Name(stack->flop_count) + ":").c_str(),
+                         flops_per_token) +
+                     ")";
+  } else if (const double mfu = NumOr(me, "mfu_pct", 0) > 0 ? NumOr(me, "mfu_pct", 0) : NumOr(me, "pct_of_peak", 0);
+             mfu > 0) {
+    // MFU, or a percentage of the theoretical peak (Narayanan 2021's, counted with Eq. 3, which
+    // includes the recomputation: the stack's FLOP count says which count the source used), against
+    // the peak the authors state, else the GPU's dense 16-bit peak.
+    const char* field = NumOr(me, "mfu_pct", 0) > 0 ? "mfu_pct" : "pct_of_peak";
     double peak = NumOr(hj, "peak_tflops_per_gpu_used_by_authors", 0) * 1e12;
     if (peak <= 0) {
       auto it16 = s.gpu.peak_flops_per_s.find(Dtype::kBf16);
       if (it16 == s.gpu.peak_flops_per_s.end()) it16 = s.gpu.peak_flops_per_s.find(Dtype::kFp16);
       if (it16 == s.gpu.peak_flops_per_s.end()) {
-        skip("MFU printed but the GPU has no 16-bit peak");
+        skip(std::string("measured.") + field + " printed but the GPU has no 16-bit peak");
         return false;
       }
       peak = it16->second;
     }
     run.published = mfu / 100 * peak / flops_per_token;
-    run.printed = fmt("mfu_pct", mfu);
+    run.printed = fmt(field, mfu);
     run.conversion =
-        fmt("MFU x peak", peak / 1e12) + " TFLOP/s" +
+        fmt(NumOr(me, "mfu_pct", 0) > 0 ? "MFU x peak" : "percent of peak x peak", peak / 1e12) + " TFLOP/s" +
         fmt((std::string(" / FLOPs per token (") + Name(stack->flop_count) + ":").c_str(), flops_per_token) + ")";
+  } else if (NumOr(me, "hfu_pct", 0) > 0) {
+    skip(
+        "measured.hfu_pct alone: hardware FLOPs count the recomputation, and the record does not say how the "
+        "source counted it");
+    return false;
   } else {
-    skip("no measured tokens/s, iteration time, TFLOP/s or MFU");
+    skip("no measured tokens/s, iteration time, TFLOP/s, aggregate PFLOP/s, MFU or percent of peak");
     return false;
   }
   return true;

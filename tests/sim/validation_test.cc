@@ -981,6 +981,51 @@ TEST(ValidationTest, GpuNamesAreReadWithoutCaseAndLookAlikesAreRefused) {
   }
 }
 
+TEST(ValidationTest, AggregateRateAndPercentOfPeakConvertWithTheSourcesCount) {
+  // Narayanan 2021 Table 1's 1.7B row prints 137 TFLOP/s per GPU, 4.4 PFLOP/s over its 32 GPUs
+  // and 44% of the 312 TFLOP/s peak, all counted with Eq. 3: per token
+  // 96 l h^2 (1 + s/6h + V/16lh) = 96 x 24 x 2304^2 x (1 + 2048/13824 + 51200/884736)
+  // = 1.22306e10 x 1.206019 = 1.47503e10 FLOPs. A record that prints only one of the three
+  // converts it with the same count: 137e12 / F = 9288.0, 4.4e15 / 32 / F = 9321.8,
+  // 0.44 x 312e12 / F = 9306.9 tokens/s per GPU.
+  auto rec = [](const std::string& measured) {
+    return R"([{"id": "narayanan2021-t1-1.7B-x", "source": {"paper": "arXiv 2104.04473"},
+      "hardware": {"gpu": "A100 80GB", "count": 32, "peak_tflops_per_gpu_used_by_authors": 312},
+      "model": {"name": "GPT 1.7B", "layers": 24, "hidden": 2304, "heads": 24, "vocab": 51200, "seq_len": 2048},
+      "parallel": {"tp": 1, "pp": 1, "dp": 32}, "global_batch": 512, "measured": {)" +
+           measured + "}}]";
+  };
+  const double l = 24, h = 2304, s = 2048, v = 51200;
+  const double f = 96 * l * h * h * (1 + s / (6 * h) + v / (16 * l * h));
+  struct Case {
+    const char* measured;
+    double published;
+    const char* conversion;
+  };
+  const Case cases[] = {
+      {R"("tflops_per_gpu": 137, "aggregate_pflops": 4.4, "pct_of_peak": 44)", 137e12 / f, "TFLOP/s"},
+      {R"("aggregate_pflops": 4.4, "pct_of_peak": 44)", 4.4e15 / 32 / f, "PFLOP/s / GPUs"},
+      {R"("pct_of_peak": 44)", 0.44 * 312e12 / f, "percent of peak"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> skipped;
+    auto runs = core::LoadPublishedRuns(rec(c.measured), &skipped);
+    ASSERT_TRUE(runs.ok());
+    ASSERT_EQ(runs->size(), 1u) << c.measured << ": " << (skipped.empty() ? "" : skipped.front());
+    EXPECT_NEAR(runs->front().published, c.published, 1e-9 * c.published) << c.measured;
+    EXPECT_NE(runs->front().conversion.find(c.conversion), std::string::npos) << runs->front().conversion;
+  }
+  EXPECT_NEAR(137e12 / f, 9288.0, 0.5);  // the published.json figure validate prints
+  // HFU alone is not converted: hardware FLOPs count the recomputation, which the record does
+  // not say how the source counted; the record is skipped saying so.
+  std::vector<std::string> skipped;
+  auto runs = core::LoadPublishedRuns(rec(R"("hfu_pct": 57.0)"), &skipped);
+  ASSERT_TRUE(runs.ok());
+  EXPECT_TRUE(runs->empty());
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_NE(skipped.front().find("hfu_pct"), std::string::npos) << skipped.front();
+}
+
 TEST(ValidationTest, RecordsNameTorchtitansNorm) {
   // model.norm_type, torchtitan's own key: fused_rmsnorm (its Triton RMSNorm, the 13B config of
   // April 2024) under a stack that runs its elementwise ops eagerly gives eager-fused-norm and is

@@ -708,6 +708,29 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     }
   }
   if (p.vpp > 1) p.schedule = Schedule::kInterleaved;
+  // A schedule the record names other than 1F1B and its interleaving: GPipe (all forwards, then
+  // all backwards), the zero-bubble schedules (Qi et al. 2023: ZB-H1, split weight gradients) and
+  // DeepSeek's DualPipe, each costed as meshplan's schedule of that name (docs/schedules.md).
+  if (p.pp > 1 && p.vpp == 1) {
+    const std::string named_schedule = Lower(StrOr(pj, "schedule"));
+    auto says = [&](const char* w) { return named_schedule.find(w) != std::string::npos; };
+    std::optional<Schedule> sched;
+    if (says("zb-v") || says("zbv") || says("dualpipev") || says("dualpipe-v") || says("dualpipe v")) {
+      // V-shaped schedules (two stages per rank folded back: ZB-V, DualPipeV) are not the ones
+      // meshplan costs; 1F1B would be another schedule.
+      skip("parallel.schedule '" + StrOr(pj, "schedule") +
+           "': a V-shaped schedule meshplan does not cost (it costs 1F1B, interleaved, GPipe, ZB-H1 and DualPipe)");
+      return false;
+    }
+    if (says("dualpipe")) sched = Schedule::kDualPipe;
+    else if (says("zero bubble") || says("zero-bubble") || says("zb-h1") || says("zbh1")) sched = Schedule::kZeroBubble;
+    else if (says("gpipe")) sched = Schedule::kGpipe;
+    if (sched) {
+      p.schedule = *sched;
+      run.assumptions.push_back(std::string("schedule ") + Name(*sched) + " as the record names it ('" +
+                                StrOr(pj, "schedule") + "')");
+    }
+  }
 
   // The stack's defaults (ApplyStack), then what the record prints instead; `from_stack` names
   // the defaults the record left standing.

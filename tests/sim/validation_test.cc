@@ -1026,6 +1026,50 @@ TEST(ValidationTest, AggregateRateAndPercentOfPeakConvertWithTheSourcesCount) {
   EXPECT_NE(skipped.front().find("hfu_pct"), std::string::npos) << skipped.front();
 }
 
+TEST(ValidationTest, ASchedulesNameIsCostedAsThatSchedule) {
+  // parallel.schedule naming GPipe, a zero-bubble schedule (ZB-H1) or DualPipe is costed as that
+  // schedule and said; a V-shaped one (ZB-V, DualPipeV), which meshplan does not cost, is skipped
+  // saying so; a named schedule the plan cannot run (DualPipe with an odd pp) is skipped as invalid.
+  auto rec = [](const std::string& schedule, int pp) {
+    return R"([{"id": "x-6", "source": {"paper": "p"}, "hardware": {"gpu": "H100 80GB", "count": )" +
+           std::to_string(8 * pp) + R"(}, "model": {"name": "g", "layers": 48, "hidden": 4096, "heads": 32,
+      "ffn_hidden": 16384, "vocab": 51200, "seq_len": 2048}, "parallel": {"tp": 8, "pp": )" +
+           std::to_string(pp) + R"(, "dp": 1, "schedule": ")" + schedule +
+           R"("}, "microbatch": 1, "global_batch": 64, "seq_len": 2048, "precision": "bf16",
+      "measured": {"tokens_per_s_per_gpu": 3000}}])";
+  };
+  struct Case {
+    const char* schedule;
+    core::Schedule want;
+  };
+  const Case cases[] = {{"GPipe", core::Schedule::kGpipe},
+                        {"ZB-H1 (zero bubble)", core::Schedule::kZeroBubble},
+                        {"DualPipe", core::Schedule::kDualPipe},
+                        {"1F1B", core::Schedule::k1F1B}};
+  for (const Case& c : cases) {
+    std::vector<std::string> skipped;
+    auto runs = core::LoadPublishedRuns(rec(c.schedule, 4), &skipped);
+    ASSERT_TRUE(runs.ok());
+    ASSERT_EQ(runs->size(), 1u) << c.schedule << ": " << (skipped.empty() ? "" : skipped.front());
+    EXPECT_EQ(runs->front().scenario.plan.schedule, c.want) << c.schedule;
+    bool said = false;
+    for (const auto& a : runs->front().assumptions) said |= a.find("as the record names it") != std::string::npos;
+    EXPECT_EQ(said, c.want != core::Schedule::k1F1B) << c.schedule;
+  }
+  std::vector<std::string> skipped;
+  auto runs = core::LoadPublishedRuns(rec("ZB-V", 4), &skipped);
+  ASSERT_TRUE(runs.ok());
+  EXPECT_TRUE(runs->empty());
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_NE(skipped.front().find("V-shaped"), std::string::npos) << skipped.front();
+  skipped.clear();
+  runs = core::LoadPublishedRuns(rec("DualPipe", 3), &skipped);
+  ASSERT_TRUE(runs.ok());
+  EXPECT_TRUE(runs->empty());
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_NE(skipped.front().find("plan invalid"), std::string::npos) << skipped.front();
+}
+
 TEST(ValidationTest, RecordsNameTorchtitansNorm) {
   // model.norm_type, torchtitan's own key: fused_rmsnorm (its Triton RMSNorm, the 13B config of
   // April 2024) under a stack that runs its elementwise ops eagerly gives eager-fused-norm and is

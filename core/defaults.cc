@@ -118,7 +118,12 @@ ModelSpec ApplyModelOverrides(const ModelSpec& base, const ModelOverrides& o, Di
 }
 
 std::optional<std::vector<int64_t>> DefaultStageSplit(int64_t layers, int64_t chunks) {
-  if (chunks < 1 || layers < chunks) return std::nullopt;
+  // One or two chunks more than layers: the last chunk holds the output layer and loss alone and
+  // the first the embedding alone, as Megatron-Core splits layers + 2 when the embedding and the
+  // loss count as layers (--account-for-embedding-in-pipeline-split,
+  // --account-for-loss-in-pipeline-split, which Megatron-Bridge's Llama 3.1 405B recipe sets) and
+  // as Llama 3 trained (Dubey et al. 2024 §3.3.2); no other chunk may be empty.
+  if (chunks < 1 || layers < 1 || layers < chunks - 2) return std::nullopt;
   if (layers % chunks == 0) return std::vector<int64_t>{};
   const int64_t k = (layers + chunks - 1) / chunks;  // the common chunk size
   const int64_t short_chunks = chunks * k - layers;  // chunks holding k-1 layers; < chunks

@@ -57,7 +57,10 @@ ModelSpec ApplyModelOverrides(const ModelSpec& base, const ModelOverrides& o, Di
 // then from the chunks next to them, alternating inwards: Llama 3 405B's 126 layers on 16 stages
 // are 7 + 14 x 8 + 7 (Dubey et al. 2024 §3.3.2), as Megatron-Core's
 // account_for_embedding/loss_in_pipeline_split gives. Every chunk holds k or k-1 layers, so the
-// slowest stage is never slower than the balanced split's. nullopt when chunks > layers.
+// slowest stage is never slower than the balanced split's. With one or two chunks more than
+// layers, the last (then the first) chunk holds no layer: the output layer and loss alone, the
+// embedding alone (Megatron-Core's split of layers + 2, Llama 3's 126 layers on 128 chunks).
+// nullopt when chunks > layers + 2.
 std::optional<std::vector<int64_t>> DefaultStageSplit(int64_t layers, int64_t chunks);
 // The same for model `m`: when its layers do not divide by `chunks` and it has MTP modules (which
 // run on the last chunk), the layers and the modules are split together and the last chunk keeps

@@ -197,6 +197,23 @@ TEST(DefaultStageSplitTest, MtpModulesTakeTheLastChunksPlaces) {
   EXPECT_EQ(DefaultStageSplit(plain, 16), DefaultStageSplit(61, 16));
 }
 
+TEST(DefaultStageSplitTest, EndChunksMayHoldOnlyTheEmbeddingAndTheLoss) {
+  // Megatron-Bridge's Llama 3.1 405B recipe counts the embedding and the loss as layers
+  // (account_for_embedding/loss_in_pipeline_split): 126 + 2 over pp 16 x vpp 8 = 128 chunks is
+  // one each, so the first chunk holds the embedding alone and the last the loss alone, the
+  // layout Llama 3 trained with (Dubey et al. 2024 §3.3.2, "E|(t|)*126L").
+  std::vector<int64_t> want(128, 1);
+  want.front() = 0;
+  want.back() = 0;
+  EXPECT_EQ(DefaultStageSplit(126, 128), want);
+  // One chunk more than layers: the loss's chunk alone is empty.
+  std::vector<int64_t> one(128, 1);
+  one.back() = 0;
+  EXPECT_EQ(DefaultStageSplit(127, 128), one);
+  // Three more: a middle chunk would be empty, which no framework splits by default.
+  EXPECT_FALSE(DefaultStageSplit(125, 128).has_value());
+}
+
 TEST(DefaultStageSplitTest, OneShortGoesToTheLastChunk) {
   EXPECT_EQ(DefaultStageSplit(80, 3), (std::vector<int64_t>{27, 27, 26}));
 }
@@ -239,8 +256,9 @@ TEST(DefaultStageSplitTest, EveryChunkHoldsKOrKMinusOne) {
       EXPECT_EQ(split->back(), k - 1);  // the head's chunk always gives up a layer
     }
   }
-  EXPECT_FALSE(DefaultStageSplit(3, 4).has_value());
-  EXPECT_FALSE(DefaultStageSplit(126, 128).has_value());
+  // More than two chunks beyond the layers: no default (a middle chunk would be empty).
+  EXPECT_FALSE(DefaultStageSplit(3, 6).has_value());
+  EXPECT_FALSE(DefaultStageSplit(125, 128).has_value());
 }
 
 TEST(DefaultStageSplitTest, ApplyFillsOnlyWhatIsMissing) {

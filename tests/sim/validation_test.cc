@@ -368,13 +368,15 @@ TEST(ValidationTest, CorpusMapsMoreThan150RunsWithProvenance) {
   // dgxc-benchmarking at scale (126 of 159: no V100 cluster, MoE models without a preset, runs
   // that offload activations; 104 before records were given the stack their source names or the
   // default one: MT-NLG, the 2020 Megatron-LM README's A100 runs, dgxc's JAX MaxText runs), and
-  // the three earlier sets.
+  // the three earlier sets. The NeMo summaries map 178 since the default pipeline split lets the
+  // end chunks hold only the embedding and the loss (five Llama 3.1 405B runs on PP 16 x VP 8:
+  // 126 layers on 128 chunks, core::DefaultStageSplit).
   struct Want {
     const char* file;
     size_t mapped, skipped;
   };
   size_t total = 0;
-  for (const Want& w : {Want{"llmfoundry_benchmarks.json", 216, 0}, Want{"nemo_performance_summaries.json", 173, 99},
+  for (const Want& w : {Want{"llmfoundry_benchmarks.json", 216, 0}, Want{"nemo_performance_summaries.json", 178, 94},
                         Want{"papers_at_scale.json", 126, 33}, Want{"published.json", 19, 71},
                         Want{"published_beyond_tuning.json", 49, 2}, Want{"torchtitan_h100_2412.json", 18, 0}}) {
     size_t skipped = 0;
@@ -388,7 +390,7 @@ TEST(ValidationTest, CorpusMapsMoreThan150RunsWithProvenance) {
       EXPECT_GT(r.published, 0) << r.id;
     }
   }
-  EXPECT_EQ(total, 601u);
+  EXPECT_EQ(total, 606u);
 }
 
 TEST(ValidationTest, MegatronBridgeRunsTakeTheirRecipesRecomputation) {
@@ -531,7 +533,9 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // 606 with torchtitan's April 2024 A100 table (five rows, +4..+16%); 601 since records are given
   // the stack their source names or the default one (22 more: MT-NLG +16..+21%, the 2020 Megatron-LM README's A100 runs
   // -8..+5%, dgxc's JAX MaxText runs -9..-18% with Megatron-Core's defaults); median 7.2% -> 7.3%, p90 30.1% -> 27.5%.
-  ASSERT_EQ(v.all.n, 635u);
+  // 640 with five Llama 3.1 405B runs on PP 16 x VP 8 (126 layers on 128 chunks, the end chunks
+  // the embedding and the loss alone: -13..-16%).
+  ASSERT_EQ(v.all.n, 640u);
   EXPECT_LE(v.all.median_abs_error, 0.085);
   // p90 42.5% -> 44.0% when the Megatron-Bridge runs took their recipes' bf16 gradients (their DP
   // reduction halves, and gpt-oss-120b on B200/B300, already too fast, went from +41..61% to

@@ -186,8 +186,16 @@ std::optional<std::string> ModelPresetFor(const std::string& name) {
     else if (depth == 0) bare += ch;
   }
   std::string key = Squash(bare);
+  // Hugging Face's repository names carry the organisation: Meta-Llama-3-8B is Llama 3 8B.
+  if (key.rfind("metallama", 0) == 0) key = key.substr(4);
   // Llama 3.1 keeps Llama 3's shapes (a longer context): llama3.1-8b is the llama3-8b preset.
   if (key.rfind("llama31", 0) == 0) key = "llama3" + key.substr(7);
+  // NeMo 24.07's performance summary names Nemotron models without their generation; its own
+  // TFLOP/s over tokens/s per row matches Megatron's FLOP count on Nemotron 3 8B and 22B and
+  // Nemotron-4 340B within 0.1% (presets/models/nemotron*.json).
+  static const std::map<std::string, std::string> kNemotron = {
+      {"nemotron8b", "nemotron38b"}, {"nemotron22b", "nemotron322b"}, {"nemotron340b", "nemotron4340b"}};
+  if (auto it = kNemotron.find(key); it != kNemotron.end()) key = it->second;
   // The exact name wins; else a size after a preset's own name ("DeepSeek-V3 671B"), when the rest
   // is only the size in billions.
   std::optional<std::string> sized;
@@ -633,6 +641,21 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   p.seq_len = m.max_seq;
   if (seq > 0) p.seq_len = seq;
   p.global_batch = IntOr(r, "global_batch", 0);
+  // A batch printed in tokens only ("4M tokens per step"): in sequences of the record's length.
+  if (const double printed_tokens = NumOr(r, "global_batch_tokens", 0); p.global_batch <= 0 && printed_tokens > 0) {
+    const int64_t batch_tokens = printed_tokens <= 1e15 ? static_cast<int64_t>(printed_tokens) : 0;
+    if (p.seq_len <= 0 || batch_tokens <= 0 || static_cast<double>(batch_tokens) != printed_tokens ||
+        batch_tokens % p.seq_len != 0) {
+      char printed[32];
+      std::snprintf(printed, sizeof printed, "%.17g", printed_tokens);
+      skip(std::string("global_batch_tokens ") + printed + " is not a whole number of sequences of " +
+           std::to_string(p.seq_len) + " tokens, and global_batch is not printed");
+      return false;
+    }
+    p.global_batch = batch_tokens / p.seq_len;
+    run.assumptions.push_back("global batch " + std::to_string(p.global_batch) + " sequences = global_batch_tokens " +
+                              std::to_string(batch_tokens) + " / sequence " + std::to_string(p.seq_len));
+  }
   const std::optional<LaunchConfig> launch = FindLaunchConfig(id);
   // What the record prints, else what the launch script gives (said in the assumptions), else 0.
   auto printed_or_launched = [&](int64_t printed, int64_t LaunchConfig::*field, const char* what) -> int64_t {

@@ -370,13 +370,14 @@ TEST(ValidationTest, CorpusMapsMoreThan150RunsWithProvenance) {
   // default one: MT-NLG, the 2020 Megatron-LM README's A100 runs, dgxc's JAX MaxText runs), and
   // the three earlier sets. The NeMo summaries map 178 since the default pipeline split lets the
   // end chunks hold only the embedding and the loss (five Llama 3.1 405B runs on PP 16 x VP 8:
-  // 126 layers on 128 chunks, core::DefaultStageSplit).
+  // 126 layers on 128 chunks, core::DefaultStageSplit), and 183 with the presets NeMo 24.07 names
+  // without their architecture (GPT3-5B/20B, Nemotron-8B/22B/340B: presets/models).
   struct Want {
     const char* file;
     size_t mapped, skipped;
   };
   size_t total = 0;
-  for (const Want& w : {Want{"llmfoundry_benchmarks.json", 216, 0}, Want{"nemo_performance_summaries.json", 178, 94},
+  for (const Want& w : {Want{"llmfoundry_benchmarks.json", 216, 0}, Want{"nemo_performance_summaries.json", 183, 89},
                         Want{"papers_at_scale.json", 126, 33}, Want{"published.json", 19, 71},
                         Want{"published_beyond_tuning.json", 49, 2}, Want{"torchtitan_h100_2412.json", 18, 0}}) {
     size_t skipped = 0;
@@ -390,7 +391,7 @@ TEST(ValidationTest, CorpusMapsMoreThan150RunsWithProvenance) {
       EXPECT_GT(r.published, 0) << r.id;
     }
   }
-  EXPECT_EQ(total, 606u);
+  EXPECT_EQ(total, 611u);
 }
 
 TEST(ValidationTest, MegatronBridgeRunsTakeTheirRecipesRecomputation) {
@@ -534,8 +535,10 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // the stack their source names or the default one (22 more: MT-NLG +16..+21%, the 2020 Megatron-LM README's A100 runs
   // -8..+5%, dgxc's JAX MaxText runs -9..-18% with Megatron-Core's defaults); median 7.2% -> 7.3%, p90 30.1% -> 27.5%.
   // 640 with five Llama 3.1 405B runs on PP 16 x VP 8 (126 layers on 128 chunks, the end chunks
-  // the embedding and the loss alone: -13..-16%).
-  ASSERT_EQ(v.all.n, 640u);
+  // the embedding and the loss alone: -13..-16%), 645 with five NeMo 24.07 rows that name their
+  // model only (GPT3-5B +10%, GPT3-20B +15%, Nemotron-8B +17%, Nemotron-22B -1%, Nemotron-340B
+  // -18%).
+  ASSERT_EQ(v.all.n, 645u);
   EXPECT_LE(v.all.median_abs_error, 0.085);
   // p90 42.5% -> 44.0% when the Megatron-Bridge runs took their recipes' bf16 gradients (their DP
   // reduction halves, and gpt-oss-120b on B200/B300, already too fast, went from +41..61% to
@@ -1072,6 +1075,33 @@ TEST(ValidationTest, ASchedulesNameIsCostedAsThatSchedule) {
   EXPECT_TRUE(runs->empty());
   ASSERT_EQ(skipped.size(), 1u);
   EXPECT_NE(skipped.front().find("plan invalid"), std::string::npos) << skipped.front();
+}
+
+TEST(ValidationTest, ABatchPrintedInTokensIsTakenInSequences) {
+  // global_batch_tokens alone (a batch printed as tokens per step): 4,194,304 tokens of 4,096 are
+  // 1,024 sequences, said; a count that is not whole sequences is skipped naming the field.
+  auto rec = [](const std::string& batch) {
+    return R"([{"id": "x-7", "source": {"paper": "p"}, "hardware": {"gpu": "H100 80GB", "count": 64},
+      "model": {"name": "g", "layers": 32, "hidden": 4096, "heads": 32, "ffn_hidden": 16384, "vocab": 51200,
+      "seq_len": 4096}, "parallel": {"tp": 8, "pp": 1, "dp": 8}, "microbatch": 1, )" +
+           batch + R"(, "seq_len": 4096, "precision": "bf16", "measured": {"iteration_time_s": 10.0}}])";
+  };
+  std::vector<std::string> skipped;
+  auto runs = core::LoadPublishedRuns(rec(R"("global_batch_tokens": 4194304)"), &skipped);
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs->size(), 1u) << (skipped.empty() ? "" : skipped.front());
+  EXPECT_EQ(runs->front().scenario.plan.global_batch, 1024);
+  EXPECT_DOUBLE_EQ(runs->front().published, 4194304.0 / (10.0 * 64));  // tokens / (iteration x GPUs)
+  bool said = false;
+  for (const auto& a : runs->front().assumptions) said |= a.find("global_batch_tokens 4194304") != std::string::npos;
+  EXPECT_TRUE(said);
+  skipped.clear();
+  runs = core::LoadPublishedRuns(rec(R"("global_batch_tokens": 4000000)"), &skipped);
+  ASSERT_TRUE(runs.ok());
+  EXPECT_TRUE(runs->empty());
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_NE(skipped.front().find("global_batch_tokens 4000000 is not a whole number"), std::string::npos)
+      << skipped.front();
 }
 
 TEST(ValidationTest, RecordsNameTorchtitansNorm) {

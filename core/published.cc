@@ -918,15 +918,25 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   // tensor by its own amax at cast time: current scaling (its "dynamic").
   const bool torchao_float8 =
       precision.find("Float8") != std::string::npos || precision.find("float8") != std::string::npos;
-  if (precision.find("FP8") != std::string::npos || precision.find("fp8") != std::string::npos || torchao_float8) {
+  const std::string lower_precision = Lower(precision);
+  auto names = [&](const char* w) { return lower_precision.find(w) != std::string::npos; };
+  if (names("fp8") || torchao_float8) {
     p.precision = Dtype::kFp8;
-    // Megatron-Bridge's recipe names: FP8-CS current scaling, FP8-DS delayed, FP8-MX / MXFP8 block.
-    if (precision.find("CS") != std::string::npos || torchao_float8) p.fp8_scaling = Fp8Scaling::kCurrent;
-    else if (precision.find("MX") != std::string::npos) p.fp8_scaling = Fp8Scaling::kBlock;
-  } else if (precision.find("BF16") != std::string::npos || precision.find("bf16") != std::string::npos) {
+    // Megatron-Bridge's recipe names: FP8-CS current scaling, FP8-DS delayed, FP8-MX / MXFP8
+    // block; the scaling in words ("current scaling", "blockwise") as well.
+    if (precision.find("CS") != std::string::npos || names("current") || torchao_float8)
+      p.fp8_scaling = Fp8Scaling::kCurrent;
+    else if (precision.find("MX") != std::string::npos || names("mxfp8") || names("block"))
+      p.fp8_scaling = Fp8Scaling::kBlock;
+  } else if (names("bf16") || names("bfloat16")) {
     p.precision = Dtype::kBf16;
-  } else if (precision.find("FP16") != std::string::npos || precision.find("fp16") != std::string::npos) {
+  } else if (names("fp16") || names("float16")) {
     p.precision = Dtype::kFp16;
+  } else if (names("tf32")) {
+    // No 16- or 8-bit type named: the tensor cores' TF32 (or plain FP32 below), as printed.
+    p.precision = Dtype::kTf32;
+  } else if (names("fp32") || names("float32")) {
+    p.precision = Dtype::kFp32;
   } else if (!launch_precision) {
     from_stack.push_back(std::string("precision ") + Name(p.precision));
   }

@@ -1104,6 +1104,43 @@ TEST(ValidationTest, ABatchPrintedInTokensIsTakenInSequences) {
       << skipped.front();
 }
 
+TEST(ValidationTest, PrecisionIsReadAsPrintedWithoutCase) {
+  // The record's precision, read without case: FP8 with its scaling in Megatron-Bridge's short
+  // names or in words, bf16/fp16 under either spelling, and TF32 or FP32 where no 16- or 8-bit
+  // type is named (they had fallen to the stack's bf16).
+  auto rec = [](const std::string& precision) {
+    return R"([{"id": "x-8", "source": {"paper": "p"}, "hardware": {"gpu": "H100 80GB", "count": 64},
+      "model": {"name": "g", "layers": 32, "hidden": 4096, "heads": 32, "ffn_hidden": 16384, "vocab": 51200,
+      "seq_len": 4096}, "parallel": {"tp": 8, "pp": 1, "dp": 8}, "microbatch": 1, "global_batch": 64,
+      "seq_len": 4096, "precision": ")" +
+           precision + R"(", "measured": {"tokens_per_s_per_gpu": 1000}}])";
+  };
+  struct Case {
+    const char* printed;
+    core::Dtype dtype;
+    core::Fp8Scaling scaling;
+  };
+  const Case cases[] = {
+      {"FP8-CS", core::Dtype::kFp8, core::Fp8Scaling::kCurrent},
+      {"fp8 (current scaling)", core::Dtype::kFp8, core::Fp8Scaling::kCurrent},
+      {"FP8-DS", core::Dtype::kFp8, core::Fp8Scaling::kDelayed},
+      {"MXFP8", core::Dtype::kFp8, core::Fp8Scaling::kBlock},
+      {"fp8 blockwise", core::Dtype::kFp8, core::Fp8Scaling::kBlock},
+      {"bfloat16", core::Dtype::kBf16, core::Fp8Scaling::kDelayed},
+      {"FP16 mixed", core::Dtype::kFp16, core::Fp8Scaling::kDelayed},
+      {"TF32", core::Dtype::kTf32, core::Fp8Scaling::kDelayed},
+      {"fp32", core::Dtype::kFp32, core::Fp8Scaling::kDelayed},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> skipped;
+    auto runs = core::LoadPublishedRuns(rec(c.printed), &skipped);
+    ASSERT_TRUE(runs.ok());
+    ASSERT_EQ(runs->size(), 1u) << c.printed << ": " << (skipped.empty() ? "" : skipped.front());
+    EXPECT_EQ(runs->front().scenario.plan.precision, c.dtype) << c.printed;
+    if (c.dtype == core::Dtype::kFp8) EXPECT_EQ(runs->front().scenario.plan.fp8_scaling, c.scaling) << c.printed;
+  }
+}
+
 TEST(ValidationTest, RecordsNameTorchtitansNorm) {
   // model.norm_type, torchtitan's own key: fused_rmsnorm (its Triton RMSNorm, the 13B config of
   // April 2024) under a stack that runs its elementwise ops eagerly gives eager-fused-norm and is

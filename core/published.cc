@@ -807,7 +807,28 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   auto launch_name = [&] { return launch->recipe.empty() ? launch->source : launch->recipe; };
   // Recomputation as the record prints it, else as the run's recipe sets it (presets/launches),
   // else the stack's.
-  const std::string rc = StrOr(pj, "recompute");
+  // The record's words, read without case: "Full activation checkpointing" is full, "None" none;
+  // a boolean is full or none; activation checkpointing that names no granularity checkpoints
+  // every layer (Megatron's --checkpoint-activations, DeepSpeed's and PyTorch's per-block
+  // checkpointing): full. Text not read this way is said, and the stack's setting stands.
+  std::string rc = Lower(StrOr(pj, "recompute"));
+  if (pj.contains("recompute") && pj["recompute"].is_boolean()) rc = pj["recompute"].get<bool>() ? "full" : "none";
+  if (!rc.empty() && rc.rfind("full", 0) != 0 && rc.rfind("selective", 0) != 0 && rc.rfind("none", 0) != 0) {
+    const std::string printed = StrOr(pj, "recompute");
+    auto has_word = [&](const char* w) { return rc.find(w) != std::string::npos; };
+    if (has_word("selective")) rc = "selective (" + printed + ")";
+    else if (rc == "no" || rc == "off" || rc == "false" || has_word("no recomput") || has_word("no activation") ||
+             has_word("disabled"))
+      rc = "none (" + printed + ")";
+    else if (has_word("full") || has_word("checkpoint") || rc == "yes" || rc == "on" || rc == "true") {
+      rc = "full (" + printed + ")";
+      run.assumptions.push_back("parallel.recompute '" + printed +
+                                "' read as full recomputation (every layer's activations recomputed)");
+    } else {
+      run.assumptions.push_back("parallel.recompute '" + printed + "' not read: the stack's setting stands");
+      rc.clear();
+    }
+  }
   const bool printed_rc = rc.rfind("full", 0) == 0 || rc.rfind("selective", 0) == 0 || rc.rfind("none", 0) == 0;
   std::string said_rc = printed_rc ? rc : launch ? launch->recompute : std::string();
   // Megatron-Core's selective recomputation names modules (PlanSpec::recompute_modules); a module

@@ -1141,6 +1141,47 @@ TEST(ValidationTest, PrecisionIsReadAsPrintedWithoutCase) {
   }
 }
 
+TEST(ValidationTest, RecomputationIsReadAsPrintedWithoutCase) {
+  // parallel.recompute read without case, against a stack whose default is full recomputation
+  // (megatron-deepspeed-2022, recognised by "bigscience"): an explicit "None" or false is none,
+  // "Full activation checkpointing" or true full, checkpointing that names no granularity full
+  // (said), and text not read leaves the stack's full, said.
+  auto rec = [](const std::string& recompute) {
+    return R"([{"id": "x-9", "source": {"repo": "bigscience-workshop/bigscience"}, "hardware": {"gpu": "A100 80GB",
+      "count": 64}, "model": {"name": "g", "layers": 32, "hidden": 4096, "heads": 32, "ffn_hidden": 16384,
+      "vocab": 51200, "seq_len": 2048}, "parallel": {"tp": 8, "pp": 1, "dp": 8, "recompute": )" +
+           recompute + R"(}, "microbatch": 1, "global_batch": 64, "seq_len": 2048, "precision": "bf16",
+      "measured": {"tokens_per_s_per_gpu": 1000}}])";
+  };
+  struct Case {
+    const char* printed;
+    core::Recompute want;
+    const char* said;  // a fragment of an assumption, or ""
+  };
+  const Case cases[] = {
+      {R"("None")", core::Recompute::kNone, ""},
+      {"false", core::Recompute::kNone, ""},
+      {R"("Full activation checkpointing")", core::Recompute::kFull, ""},
+      {"true", core::Recompute::kFull, ""},
+      {R"("Selective")", core::Recompute::kSelective, ""},
+      {R"("activation checkpointing")", core::Recompute::kFull, "read as full recomputation"},
+      {R"("partial")", core::Recompute::kFull, "'partial' not read: the stack's setting stands"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> skipped;
+    auto runs = core::LoadPublishedRuns(rec(c.printed), &skipped);
+    ASSERT_TRUE(runs.ok());
+    ASSERT_EQ(runs->size(), 1u) << c.printed << ": " << (skipped.empty() ? "" : skipped.front());
+    EXPECT_EQ(runs->front().stack, "megatron-deepspeed-2022");
+    EXPECT_EQ(runs->front().scenario.plan.recompute, c.want) << c.printed;
+    if (*c.said) {
+      bool said = false;
+      for (const auto& a : runs->front().assumptions) said |= a.find(c.said) != std::string::npos;
+      EXPECT_TRUE(said) << c.printed;
+    }
+  }
+}
+
 TEST(ValidationTest, RecordsNameTorchtitansNorm) {
   // model.norm_type, torchtitan's own key: fused_rmsnorm (its Triton RMSNorm, the 13B config of
   // April 2024) under a stack that runs its elementwise ops eagerly gives eager-fused-norm and is

@@ -963,10 +963,27 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   }
   // Data-parallel sharding: a ZeRO stage, or an FSDP degree (Megatron-Bridge: "FSDP > 0: FSDP
   // over #GPUs/(TP x PP)", i.e. parameters, gradients and optimizer state over the DP group).
-  const int64_t zero = IntOr(pj, "zero_stage", -1);
+  // The stage as a number (3, 3.0) or in words ("ZeRO-3", "stage 2"): its one digit 0-3.
+  int64_t zero = -1;
+  if (pj.contains("zero_stage")) {
+    const Json& z = pj["zero_stage"];
+    if (z.is_number() && z.get<double>() >= 0 && z.get<double>() <= 3 && z.get<double>() == std::floor(z.get<double>()))
+      zero = static_cast<int64_t>(z.get<double>());
+    else if (z.is_string()) {
+      std::string digits;
+      for (char ch : z.get<std::string>())
+        if (std::isdigit(static_cast<unsigned char>(ch))) digits += ch;
+      if (digits.size() == 1 && digits[0] <= '3') zero = digits[0] - '0';
+    }
+    if (zero < 0 && !z.is_null())
+      run.assumptions.push_back("parallel.zero_stage " + z.dump() + " not read: the stack's ZeRO stage stands");
+  }
   // PyTorch FSDP's sharding strategies: FULL_SHARD shards parameters, gradients and optimizer
   // state (ZeRO-3); SHARD_GRAD_OP keeps the parameters whole between forward and backward (ZeRO-2).
-  const std::string fsdp = StrOr(pj, "fsdp");
+  // An FSDP degree as a number or a string; true is FULL_SHARD.
+  std::string fsdp = StrOr(pj, "fsdp");
+  if (pj.contains("fsdp") && pj["fsdp"].is_number_integer()) fsdp = std::to_string(pj["fsdp"].get<int64_t>());
+  if (pj.contains("fsdp") && pj["fsdp"].is_boolean()) fsdp = pj["fsdp"].get<bool>() ? "FULL_SHARD" : "0";
   // The degree: a number ("8"), or one after "FSDP=" (dgxc-benchmarking's MaxText tables print
   // "FSDP=128"); digits that do not fit an int64 are not a degree.
   int64_t fsdp_degree = 0;
@@ -983,7 +1000,11 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     p.zero = 2;
   } else if (fsdp_degree > 0 || fsdp.rfind("FULL_SHARD", 0) == 0) {
     p.zero = 3;
+  } else if (fsdp.rfind("NO_SHARD", 0) == 0) {
+    p.zero = 0;  // PyTorch FSDP's NO_SHARD: plain data parallelism
   } else {
+    if (!fsdp.empty() && digits_at == std::string::npos)
+      run.assumptions.push_back("parallel.fsdp '" + fsdp + "' not read: the stack's ZeRO stage stands");
     from_stack.push_back("ZeRO " + std::to_string(p.zero));
   }
   // What a run keeps in host memory (parallel.offload: a string or list of "optimizer", "params",

@@ -1182,6 +1182,40 @@ TEST(ValidationTest, RecomputationIsReadAsPrintedWithoutCase) {
   }
 }
 
+TEST(ValidationTest, ShardingIsReadAsPrinted) {
+  // parallel.zero_stage as a number or in words, parallel.fsdp as a degree (number or string),
+  // true (FULL_SHARD) or NO_SHARD; what is not read ("HYBRID_SHARD") leaves the stack's stage
+  // (megatron-core-2024: the distributed optimizer, ZeRO-1) and is said.
+  auto rec = [](const std::string& sharding) {
+    return R"([{"id": "x-10", "source": {"paper": "p"}, "hardware": {"gpu": "H100 80GB", "count": 64},
+      "model": {"name": "g", "layers": 32, "hidden": 4096, "heads": 32, "ffn_hidden": 16384, "vocab": 51200,
+      "seq_len": 4096}, "parallel": {"tp": 2, "pp": 1, "dp": 32, )" +
+           sharding + R"(}, "microbatch": 1, "global_batch": 64, "seq_len": 4096, "precision": "bf16",
+      "measured": {"tokens_per_s_per_gpu": 1000}}])";
+  };
+  struct Case {
+    const char* printed;
+    int zero;
+    bool said;
+  };
+  const Case cases[] = {
+      {R"("zero_stage": "ZeRO-3")", 3, false}, {R"("zero_stage": "stage 2")", 2, false},
+      {R"("zero_stage": 3.0)", 3, false},      {R"("fsdp": 8)", 3, false},
+      {R"("fsdp": true)", 3, false},           {R"("fsdp": "NO_SHARD")", 0, false},
+      {R"("fsdp": "HYBRID_SHARD")", 1, true},  {R"("zero_stage": "ZeRO-12")", 1, true},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> skipped;
+    auto runs = core::LoadPublishedRuns(rec(c.printed), &skipped);
+    ASSERT_TRUE(runs.ok());
+    ASSERT_EQ(runs->size(), 1u) << c.printed << ": " << (skipped.empty() ? "" : skipped.front());
+    EXPECT_EQ(runs->front().scenario.plan.zero, c.zero) << c.printed;
+    bool said = false;
+    for (const auto& a : runs->front().assumptions) said |= a.find("not read") != std::string::npos;
+    EXPECT_EQ(said, c.said) << c.printed;
+  }
+}
+
 TEST(ValidationTest, RecordsNameTorchtitansNorm) {
   // model.norm_type, torchtitan's own key: fused_rmsnorm (its Triton RMSNorm, the 13B config of
   // April 2024) under a stack that runs its elementwise ops eagerly gives eager-fused-norm and is

@@ -24,9 +24,17 @@ namespace {
 
 using Json = nlohmann::json;
 
+// An integer field: a JSON integer, or a float that holds a whole number within int64's range
+// (1536.0, 4.194304e6); anything else is the fallback.
 int64_t IntOr(const Json& j, const char* key, int64_t fallback) {
   auto it = j.find(key);
-  return it != j.end() && it->is_number_integer() ? it->get<int64_t>() : fallback;
+  if (it == j.end()) return fallback;
+  if (it->is_number_integer()) return it->get<int64_t>();
+  if (it->is_number_float()) {
+    const double v = it->get<double>();
+    if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 9.0e15) return static_cast<int64_t>(v);
+  }
+  return fallback;
 }
 double NumOr(const Json& j, const char* key, double fallback) {
   auto it = j.find(key);

@@ -1102,6 +1102,16 @@ TEST(ValidationTest, ABatchPrintedInTokensIsTakenInSequences) {
   ASSERT_EQ(skipped.size(), 1u);
   EXPECT_NE(skipped.front().find("global_batch_tokens 4000000 is not a whole number"), std::string::npos)
       << skipped.front();
+  // An integer field written as a whole float (1024.0) is that integer; 1024.5 is not one.
+  skipped.clear();
+  runs = core::LoadPublishedRuns(rec(R"("global_batch": 1024.0)"), &skipped);
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs->size(), 1u) << (skipped.empty() ? "" : skipped.front());
+  EXPECT_EQ(runs->front().scenario.plan.global_batch, 1024);
+  skipped.clear();
+  runs = core::LoadPublishedRuns(rec(R"("global_batch": 1024.5)"), &skipped);
+  ASSERT_TRUE(runs.ok());
+  EXPECT_TRUE(runs->empty());
 }
 
 TEST(ValidationTest, PrecisionIsReadAsPrintedWithoutCase) {

@@ -1317,6 +1317,19 @@ Result<std::vector<PublishedRun>> LoadPublishedRuns(const std::string& text, std
   return runs;
 }
 
+namespace {
+// What a memory record's metric text says it measured: "reserved" (the caching allocator's
+// reserved or "cached" bytes), "device" (nvidia-smi's used memory), "allocated", or "" when it
+// names none of them.
+std::string MemoryMetricKind(const std::string& metric) {
+  const std::string kind = Lower(metric);
+  if (kind.find("reserved") != std::string::npos || kind.find("cached") != std::string::npos) return "reserved";
+  if (kind.find("nvidia-smi") != std::string::npos || kind.find("device") != std::string::npos) return "device";
+  if (kind.find("alloc") != std::string::npos) return "allocated";
+  return "";
+}
+}  // namespace
+
 Result<std::vector<PublishedMemory>> LoadPublishedMemory(const std::string& text, std::vector<std::string>* skipped) {
   auto records = ParseDataset(text);
   if (!records.ok()) return records.status();
@@ -1349,21 +1362,30 @@ Result<std::vector<PublishedMemory>> LoadPublishedMemory(const std::string& text
     } else if (const double rsv = NumOr(me, "reserved_gib", 0); rsv > 0) {
       mem.measured_gib = rsv;
       mem.reserved = true;
-    } else if (const double pk = NumOr(me, "peak_gib", 0); pk > 0 && metric.find("reserved") != std::string::npos) {
+    } else if (const double pk = NumOr(me, "peak_gib", 0); pk > 0 && !MemoryMetricKind(metric).empty()) {
+      // The one number the record compares against, of the kind its metric names (read without
+      // case): the allocator's reserved (or "cached") bytes, its allocated bytes, or the device's
+      // used memory as nvidia-smi shows it.
+      const std::string kind = MemoryMetricKind(metric);
       mem.measured_gib = pk;
-      mem.reserved = true;
+      mem.reserved = kind == "reserved";
+      mem.device = kind == "device";
     } else if (const double dev = NumOr(me, "device_gib", 0); dev > 0) {
       mem.measured_gib = dev;
       mem.device = true;
+    } else if (NumOr(me, "peak_gib", 0) > 0) {
+      skip("measured.peak_gib with a metric that names neither allocated, reserved nor nvidia-smi memory ('" + metric +
+           "')");
+      continue;
     } else if (!outcome.empty()) {
       mem.outcome = outcome == "fits" ? PublishedMemory::Outcome::kFits : PublishedMemory::Outcome::kOutOfMemory;
     } else {
       skip("no measured peak_allocated_gib, reserved_gib, device_gib or outcome");
       continue;
     }
-    const std::string which = StrOr(me, "which_rank");
+    const std::string which = Lower(StrOr(me, "which_rank"));
     mem.last_stage =
-        which.find("last PP stage") != std::string::npos || which.find("last pipeline stage") != std::string::npos;
+        which.find("last pp stage") != std::string::npos || which.find("last pipeline stage") != std::string::npos;
     PublishedRun run;
     std::string why;
     if (!MapRecord(r, /*with_measurement=*/false, &run, &why)) {

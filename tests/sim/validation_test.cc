@@ -1226,6 +1226,44 @@ TEST(ValidationTest, ShardingIsReadAsPrinted) {
   }
 }
 
+TEST(ValidationTest, AMemoryPeakIsTheKindItsMetricNames) {
+  // measured.peak_gib ("the one number to compare against", shared/validation/README.md) is of the
+  // kind its metric names, read without case: reserved (or cached), nvidia-smi's device memory,
+  // or allocated; a metric naming none of them is skipped saying so.
+  auto rec = [](const std::string& metric) {
+    return R"([{"id": "x-11", "source": {"repo": "pytorch/torchtitan"}, "model": {"name": "Llama 3.1 8B",
+      "layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8, "ffn_hidden": 14336, "vocab": 128256,
+      "seq_len": 8192}, "hardware": {"gpu": "H100 80GB", "count": 8}, "parallel": {"tp": 1, "pp": 1, "dp": 8,
+      "zero_stage": 3}, "microbatch": 1, "global_batch": 8, "seq_len": 8192, "precision": "bf16",
+      "measured": {"peak_gib": 60.0, "metric": ")" +
+           metric + R"("}}])";
+  };
+  struct Case {
+    const char* metric;
+    bool reserved, device;
+  };
+  const Case cases[] = {{"Max Reserved GiB", true, false},
+                        {"torch.cuda.max_memory_cached", true, false},
+                        {"nvidia-smi used memory", false, true},
+                        {"torch.cuda.max_memory_allocated()", false, false}};
+  for (const Case& c : cases) {
+    std::vector<std::string> skipped;
+    auto records = core::LoadPublishedMemory(rec(c.metric), &skipped);
+    ASSERT_TRUE(records.ok());
+    ASSERT_EQ(records->size(), 1u) << c.metric << ": " << (skipped.empty() ? "" : skipped.front());
+    EXPECT_DOUBLE_EQ(records->front().measured_gib, 60.0);
+    EXPECT_EQ(records->front().reserved, c.reserved) << c.metric;
+    EXPECT_EQ(records->front().device, c.device) << c.metric;
+  }
+  std::vector<std::string> skipped;
+  auto records = core::LoadPublishedMemory(rec("memory"), &skipped);
+  ASSERT_TRUE(records.ok());
+  EXPECT_TRUE(records->empty());
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_NE(skipped.front().find("names neither allocated, reserved nor nvidia-smi"), std::string::npos)
+      << skipped.front();
+}
+
 TEST(ValidationTest, RecordsNameTorchtitansNorm) {
   // model.norm_type, torchtitan's own key: fused_rmsnorm (its Triton RMSNorm, the 13B config of
   // April 2024) under a stack that runs its elementwise ops eagerly gives eager-fused-norm and is

@@ -1294,7 +1294,13 @@ Result<Json> ParseDataset(const std::string& text) {
   } catch (const Json::exception& e) {
     return Status::InvalidArgument(std::string("dataset: not valid JSON: ") + e.what());
   }
-  if (!records.is_array()) return Status::InvalidArgument("dataset: must be a JSON array of records");
+  // The records themselves, or an object that holds them under "records".
+  if (records.is_object() && records.contains("records") && records["records"].is_array()) {
+    Json inner = std::move(records["records"]);
+    return inner;
+  }
+  if (!records.is_array())
+    return Status::InvalidArgument("dataset: must be a JSON array of records (or an object with a \"records\" array)");
   return records;
 }
 

@@ -1264,6 +1264,26 @@ TEST(ValidationTest, AMemoryPeakIsTheKindItsMetricNames) {
       << skipped.front();
 }
 
+TEST(ValidationTest, ADatasetMayHoldItsRecordsUnderRecords) {
+  // A dataset is a JSON array of records, or an object holding that array under "records"; any
+  // other shape is refused naming the rule.
+  const std::string record = R"({"id": "x-12", "source": {"paper": "p"}, "hardware": {"gpu": "H100 80GB",
+      "count": 64}, "model": {"name": "g", "layers": 32, "hidden": 4096, "heads": 32, "ffn_hidden": 16384,
+      "vocab": 51200, "seq_len": 4096}, "parallel": {"tp": 8, "pp": 1, "dp": 8}, "microbatch": 1,
+      "global_batch": 64, "seq_len": 4096, "precision": "bf16", "measured": {"tokens_per_s_per_gpu": 1000}})";
+  std::vector<std::string> skipped;
+  auto plain = core::LoadPublishedRuns("[" + record + "]", &skipped);
+  auto wrapped = core::LoadPublishedRuns(R"({"source": "x", "records": [)" + record + "]}", &skipped);
+  ASSERT_TRUE(plain.ok());
+  ASSERT_TRUE(wrapped.ok());
+  ASSERT_EQ(plain->size(), 1u);
+  ASSERT_EQ(wrapped->size(), 1u);
+  EXPECT_DOUBLE_EQ(plain->front().published, wrapped->front().published);
+  auto bad = core::LoadPublishedRuns(R"({"records": 5})", &skipped);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("must be a JSON array of records"), std::string::npos);
+}
+
 TEST(ValidationTest, RecordsNameTorchtitansNorm) {
   // model.norm_type, torchtitan's own key: fused_rmsnorm (its Triton RMSNorm, the 13B config of
   // April 2024) under a stack that runs its elementwise ops eagerly gives eager-fused-norm and is

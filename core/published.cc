@@ -767,9 +767,18 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   // the defaults the record left standing.
   ApplyStack(*stack, &m, &p);
   std::vector<std::string> from_stack;
-  const bool sp_printed = pj.contains("sequence_parallel") && pj["sequence_parallel"].is_boolean();
+  // Sequence parallelism as a boolean, or in words ("yes", "on", "true"; "no", "off", "false").
+  std::optional<bool> sp_said;
+  if (pj.contains("sequence_parallel") && pj["sequence_parallel"].is_boolean()) {
+    sp_said = pj["sequence_parallel"].get<bool>();
+  } else if (const std::string sp_text = Lower(StrOr(pj, "sequence_parallel")); !sp_text.empty()) {
+    if (sp_text == "yes" || sp_text == "on" || sp_text == "true" || sp_text == "enabled") sp_said = true;
+    else if (sp_text == "no" || sp_text == "off" || sp_text == "false" || sp_text == "disabled") sp_said = false;
+    else run.assumptions.push_back("parallel.sequence_parallel '" + sp_text + "' not read: the stack's setting stands");
+  }
+  const bool sp_printed = sp_said.has_value();
   if (sp_printed) {
-    p.sequence_parallel = pj["sequence_parallel"].get<bool>() && p.tp > 1;
+    p.sequence_parallel = *sp_said && p.tp > 1;
   } else if (p.tp > 1) {
     from_stack.push_back(std::string("sequence parallel ") + (p.sequence_parallel ? "on" : "off"));
   }
@@ -1076,7 +1085,29 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   } else {
     from_stack.push_back(std::string("attention ") + Name(m.attention));
   }
-  if (p.cp > 1) from_stack.push_back(std::string("context parallelism ") + Name(p.cp_kind));
+  // How context parallelism exchanges K and V, where the record says (parallel.cp_kind, or
+  // Transformer Engine's cp_comm_type): the ring (p2p), Ulysses' all-to-alls (a2a), or an
+  // all-gather; a hierarchical a2a+p2p is not one meshplan costs and is said.
+  const std::string cp_text = Lower(!StrOr(pj, "cp_kind").empty() ? StrOr(pj, "cp_kind") : StrOr(pj, "cp_comm_type"));
+  if (p.cp > 1 && !cp_text.empty()) {
+    auto says = [&](const char* w) { return cp_text.find(w) != std::string::npos; };
+    std::optional<CpKind> read;
+    if (!(says("a2a") && says("p2p"))) {
+      if (says("ring") || cp_text == "p2p") read = CpKind::kRing;
+      else if (says("ulysses") || says("a2a") || says("all-to-all") || says("alltoall")) read = CpKind::kUlysses;
+      else if (says("allgather") || says("all_gather") || says("all-gather")) read = CpKind::kAllGather;
+    }
+    if (read) {
+      p.cp_kind = *read;
+      run.assumptions.push_back(std::string("context parallelism ") + Name(p.cp_kind) + " as the record says ('" +
+                                cp_text + "')");
+    } else {
+      run.assumptions.push_back("context parallelism '" + cp_text + "' not read: the stack's " + Name(p.cp_kind) +
+                                " stands");
+    }
+  } else if (p.cp > 1) {
+    from_stack.push_back(std::string("context parallelism ") + Name(p.cp_kind));
+  }
   if (launch && launch->ep_overlap && p.ep > 1) {
     p.ep_overlap = true;
     run.assumptions.push_back(

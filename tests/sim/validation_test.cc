@@ -1284,6 +1284,36 @@ TEST(ValidationTest, ADatasetMayHoldItsRecordsUnderRecords) {
   EXPECT_NE(bad.status().message().find("must be a JSON array of records"), std::string::npos);
 }
 
+TEST(ValidationTest, SequenceParallelismAndTheCpExchangeAreReadAsPrinted) {
+  // parallel.sequence_parallel in words ("off" overrides megatron-core-2024's on-with-TP), and the
+  // CP exchange from parallel.cp_kind or Transformer Engine's cp_comm_type: p2p is the ring, a2a
+  // Ulysses, all_gather the all-gather; a2a+p2p (hierarchical) is not costed and is said.
+  auto rec = [](const std::string& fields) {
+    return R"([{"id": "x-13", "source": {"paper": "p"}, "hardware": {"gpu": "H100 80GB", "count": 64},
+      "model": {"name": "g", "layers": 32, "hidden": 4096, "heads": 32, "ffn_hidden": 16384, "vocab": 51200,
+      "seq_len": 16384}, "parallel": {"tp": 2, "pp": 1, "cp": 4, "dp": 8, )" +
+           fields + R"(}, "microbatch": 1, "global_batch": 8, "seq_len": 16384, "precision": "bf16",
+      "measured": {"tokens_per_s_per_gpu": 1000}}])";
+  };
+  auto one = [&](const std::string& fields) {
+    std::vector<std::string> skipped;
+    auto runs = core::LoadPublishedRuns(rec(fields), &skipped);
+    EXPECT_TRUE(runs.ok());
+    EXPECT_EQ(runs->size(), 1u) << fields << ": " << (skipped.empty() ? "" : skipped.front());
+    return runs->empty() ? core::PublishedRun{} : runs->front();
+  };
+  EXPECT_FALSE(one(R"("sequence_parallel": "off")").scenario.plan.sequence_parallel);
+  EXPECT_TRUE(one(R"("sequence_parallel": "Yes")").scenario.plan.sequence_parallel);
+  EXPECT_EQ(one(R"("cp_comm_type": "a2a")").scenario.plan.cp_kind, core::CpKind::kUlysses);
+  EXPECT_EQ(one(R"("cp_comm_type": "all_gather")").scenario.plan.cp_kind, core::CpKind::kAllGather);
+  EXPECT_EQ(one(R"x("cp_kind": "Ring (p2p)")x").scenario.plan.cp_kind, core::CpKind::kRing);
+  const core::PublishedRun h = one(R"("cp_comm_type": "a2a+p2p")");
+  EXPECT_EQ(h.scenario.plan.cp_kind, core::CpKind::kRing);  // megatron-core-2024's
+  bool said = false;
+  for (const auto& a : h.assumptions) said |= a.find("'a2a+p2p' not read") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
 TEST(ValidationTest, RecordsNameTorchtitansNorm) {
   // model.norm_type, torchtitan's own key: fused_rmsnorm (its Triton RMSNorm, the 13B config of
   // April 2024) under a stack that runs its elementwise ops eagerly gives eager-fused-norm and is

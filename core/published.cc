@@ -1285,12 +1285,15 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     run.conversion = fmt((std::string("PFLOP/s / GPUs / FLOPs per token (") + Name(stack->flop_count) + ":").c_str(),
                          flops_per_token) +
                      ")";
-  } else if (const double mfu = NumOr(me, "mfu_pct", 0) > 0 ? NumOr(me, "mfu_pct", 0) : NumOr(me, "pct_of_peak", 0);
-             mfu > 0) {
+  } else if (const char* field = NumOr(me, "mfu_pct", 0) > 0       ? "mfu_pct"
+                                 : NumOr(me, "pct_of_peak", 0) > 0 ? "pct_of_peak"
+                                                                   : nullptr;
+             field != nullptr) {
     // MFU, or a percentage of the theoretical peak (Narayanan 2021's, counted with Eq. 3, which
     // includes the recomputation: the stack's FLOP count says which count the source used), against
     // the peak the authors state, else the GPU's dense 16-bit peak.
-    const char* field = NumOr(me, "mfu_pct", 0) > 0 ? "mfu_pct" : "pct_of_peak";
+    const bool is_mfu = std::string_view(field) == "mfu_pct";
+    const double percent = NumOr(me, field, 0);
     double peak = NumOr(hj, "peak_tflops_per_gpu_used_by_authors", 0) * 1e12;
     if (peak <= 0) {
       auto it16 = s.gpu.peak_flops_per_s.find(Dtype::kBf16);
@@ -1301,10 +1304,10 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
       }
       peak = it16->second;
     }
-    run.published = mfu / 100 * peak / flops_per_token;
-    run.printed = fmt(field, mfu);
+    run.published = percent / 100 * peak / flops_per_token;
+    run.printed = fmt(field, percent);
     run.conversion =
-        fmt(NumOr(me, "mfu_pct", 0) > 0 ? "MFU x peak" : "percent of peak x peak", peak / 1e12) + " TFLOP/s" +
+        fmt(is_mfu ? "MFU x peak" : "percent of peak x peak", peak / 1e12) + " TFLOP/s" +
         fmt((std::string(" / FLOPs per token (") + Name(stack->flop_count) + ":").c_str(), flops_per_token) + ")";
   } else if (NumOr(me, "hfu_pct", 0) > 0) {
     skip(

@@ -29,6 +29,13 @@
 namespace meshplan::sim {
 namespace {
 
+// Whether any of a run's assumptions says `fragment`.
+bool Says(const std::vector<std::string>& assumptions, const std::string& fragment) {
+  for (const auto& a : assumptions)
+    if (a.find(fragment) != std::string::npos) return true;
+  return false;
+}
+
 TEST(ValidationTest, PublishedRunsRegressionBound) {
   auto text = core::ReadTextFile(MESHPLAN_TEST_DATA_DIR "/validation/published.json");
   ASSERT_TRUE(text.ok()) << text.status().ToString();
@@ -184,8 +191,7 @@ TEST(ValidationTest, UnprintedMemorySaversAreTheCheapestThatFit) {
   ASSERT_TRUE(ms);
   EXPECT_TRUE(ms->scenario.plan.sequence_parallel);
   EXPECT_EQ(ms->scenario.plan.recompute, core::Recompute::kSelective);
-  bool said = false;
-  for (const auto& a : ms->assumptions) said |= a.find("cheapest memory savers that fit") != std::string::npos;
+  const bool said = Says(ms->assumptions, "cheapest memory savers that fit");
   EXPECT_TRUE(said);
   const ValidationSummary v = ValidateRuns({*ms}, core::Profile{});
   EXPECT_TRUE(v.records[0].fits);
@@ -257,8 +263,7 @@ TEST(ValidationTest, TorchtitanH100RunsMapToTheirTables) {
     EXPECT_EQ(r.scenario.plan.zero, 1) << r.id;
     EXPECT_EQ(r.scenario.plan.dtypes.grads, core::Dtype::kFp32) << r.id;
     EXPECT_FALSE(r.scenario.plan.overlap_grad_reduce) << r.id;
-    bool said = false;
-    for (const auto& a : r.assumptions) said |= a.find("ZeRO-3 under pipeline parallelism keeps") != std::string::npos;
+    const bool said = Says(r.assumptions, "ZeRO-3 under pipeline parallelism keeps");
     EXPECT_TRUE(said) << r.id;
   }
   const auto* cp8 = Find(*runs, "torchtitan-2412-t2-8b-8gpu-fsdp1-cp8-seq256k");
@@ -870,8 +875,7 @@ TEST(ValidationTest, RecordsNeedNoKnownIdToFindTheirStack) {
   ASSERT_TRUE(runs.ok());
   ASSERT_EQ(runs->size(), 1u) << (skipped.empty() ? "" : skipped.front());
   EXPECT_EQ(runs->front().stack, core::kDefaultStack);
-  bool said = false;
-  for (const auto& a : runs->front().assumptions) said |= a.find("the default's") != std::string::npos;
+  const bool said = Says(runs->front().assumptions, "the default's");
   EXPECT_TRUE(said);
 }
 
@@ -934,8 +938,7 @@ TEST(ValidationTest, RecordsOnJeanZayTakeItsNetwork) {
   EXPECT_EQ(c.name, "jean-zay-a100");
   EXPECT_EQ(c.nics_per_node, 4);
   EXPECT_DOUBLE_EQ(c.nic_bytes_per_s, 5.1e9);
-  bool said = false;
-  for (const auto& a : runs->front().assumptions) said |= a.find("cluster jean-zay-a100") != std::string::npos;
+  const bool said = Says(runs->front().assumptions, "cluster jean-zay-a100");
   EXPECT_TRUE(said);
   runs = core::LoadPublishedRuns(rec(""), &skipped);
   ASSERT_TRUE(runs.ok());
@@ -1059,8 +1062,7 @@ TEST(ValidationTest, ASchedulesNameIsCostedAsThatSchedule) {
     ASSERT_TRUE(runs.ok());
     ASSERT_EQ(runs->size(), 1u) << c.schedule << ": " << (skipped.empty() ? "" : skipped.front());
     EXPECT_EQ(runs->front().scenario.plan.schedule, c.want) << c.schedule;
-    bool said = false;
-    for (const auto& a : runs->front().assumptions) said |= a.find("as the record names it") != std::string::npos;
+    const bool said = Says(runs->front().assumptions, "as the record names it");
     EXPECT_EQ(said, c.want != core::Schedule::k1F1B) << c.schedule;
   }
   std::vector<std::string> skipped;
@@ -1092,8 +1094,7 @@ TEST(ValidationTest, ABatchPrintedInTokensIsTakenInSequences) {
   ASSERT_EQ(runs->size(), 1u) << (skipped.empty() ? "" : skipped.front());
   EXPECT_EQ(runs->front().scenario.plan.global_batch, 1024);
   EXPECT_DOUBLE_EQ(runs->front().published, 4194304.0 / (10.0 * 64));  // tokens / (iteration x GPUs)
-  bool said = false;
-  for (const auto& a : runs->front().assumptions) said |= a.find("global_batch_tokens 4194304") != std::string::npos;
+  const bool said = Says(runs->front().assumptions, "global_batch_tokens 4194304");
   EXPECT_TRUE(said);
   skipped.clear();
   runs = core::LoadPublishedRuns(rec(R"("global_batch_tokens": 4000000)"), &skipped);
@@ -1185,8 +1186,7 @@ TEST(ValidationTest, RecomputationIsReadAsPrintedWithoutCase) {
     EXPECT_EQ(runs->front().stack, "megatron-deepspeed-2022");
     EXPECT_EQ(runs->front().scenario.plan.recompute, c.want) << c.printed;
     if (*c.said) {
-      bool said = false;
-      for (const auto& a : runs->front().assumptions) said |= a.find(c.said) != std::string::npos;
+      const bool said = Says(runs->front().assumptions, c.said);
       EXPECT_TRUE(said) << c.printed;
     }
   }
@@ -1220,8 +1220,7 @@ TEST(ValidationTest, ShardingIsReadAsPrinted) {
     ASSERT_TRUE(runs.ok());
     ASSERT_EQ(runs->size(), 1u) << c.printed << ": " << (skipped.empty() ? "" : skipped.front());
     EXPECT_EQ(runs->front().scenario.plan.zero, c.zero) << c.printed;
-    bool said = false;
-    for (const auto& a : runs->front().assumptions) said |= a.find("not read") != std::string::npos;
+    const bool said = Says(runs->front().assumptions, "not read");
     EXPECT_EQ(said, c.said) << c.printed;
   }
 }
@@ -1309,8 +1308,7 @@ TEST(ValidationTest, SequenceParallelismAndTheCpExchangeAreReadAsPrinted) {
   EXPECT_EQ(one(R"x("cp_kind": "Ring (p2p)")x").scenario.plan.cp_kind, core::CpKind::kRing);
   const core::PublishedRun h = one(R"("cp_comm_type": "a2a+p2p")");
   EXPECT_EQ(h.scenario.plan.cp_kind, core::CpKind::kRing);  // megatron-core-2024's
-  bool said = false;
-  for (const auto& a : h.assumptions) said |= a.find("'a2a+p2p' not read") != std::string::npos;
+  const bool said = Says(h.assumptions, "'a2a+p2p' not read");
   EXPECT_TRUE(said);
 }
 
@@ -1332,8 +1330,7 @@ TEST(ValidationTest, RecordsNameTorchtitansNorm) {
   ASSERT_EQ(runs->size(), 1u) << (skipped.empty() ? "" : skipped.front());
   EXPECT_EQ(runs->front().stack, "torchtitan-2024");
   EXPECT_EQ(runs->front().scenario.plan.elementwise, core::Elementwise::kEagerFusedNorm);
-  bool said = false;
-  for (const auto& a : runs->front().assumptions) said |= a.find("Triton RMSNorm") != std::string::npos;
+  const bool said = Says(runs->front().assumptions, "Triton RMSNorm");
   EXPECT_TRUE(said);
   runs = core::LoadPublishedRuns(rec("pytorch/torchtitan", R"("rmsnorm")"), &skipped);
   ASSERT_TRUE(runs.ok());

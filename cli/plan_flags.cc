@@ -369,6 +369,9 @@ bool PlanFlags::Resolve(core::Scenario* out, Diagnostics* d, std::vector<std::st
   const core::ModelSpec& m = s.model;
   core::PlanSpec& p = s.plan;
   core::ApplyDefaultStageSplit(m, &p, notes);
+  // The default precision (bf16) on a GPU without bf16 (V100): fp16, said; a precision the user,
+  // a stack or a plan file chose is kept and validated as given.
+  if (!from_file && !precision && !stack) core::ApplyDefaultPrecision(s.gpu, &p, notes);
   if (d->has_errors()) return false;
   core::ValidatePlan(p, m, s.gpu, s.cluster, d);
   if (d->has_errors()) return false;

@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "cli/output.h"
 #include "cli/store_flags.h"
+#include "core/defaults.h"
 #include "core/params.h"
 #include "core/presets.h"
 #include "core/profile.h"
@@ -424,6 +425,7 @@ void RunSearch(const SearchFlags& f, int* exit_code) {
         "the search still tries every ZeRO stage, recompute mode and SP setting (--zero, --recompute, "
         "--sp to hold the stack's)");
   }
+  if (!f.precision && !f.stack) core::ApplyDefaultPrecision(s.gpu, &p, &notes);
   if (f.precision && !core::FromName(*f.precision, &p.precision)) {
     std::cerr << "error: --precision: must be one of " << core::Choices<core::Dtype>() << " (got \"" << *f.precision
               << "\")\n";

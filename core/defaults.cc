@@ -174,6 +174,13 @@ void ApplyDefaultSequenceParallel(PlanSpec* p, std::vector<std::string>* notes) 
   }
 }
 
+void ApplyDefaultPrecision(const GpuSpec& g, PlanSpec* p, std::vector<std::string>* notes) {
+  if (p->precision != Dtype::kBf16 || g.peak_flops_per_s.count(Dtype::kBf16) || !g.peak_flops_per_s.count(Dtype::kFp16))
+    return;
+  p->precision = Dtype::kFp16;
+  notes->push_back("precision fp16 (" + g.name + " has no bf16; --precision to change)");
+}
+
 std::string StageSplitText(const std::vector<int64_t>& split) {
   std::string out;
   for (size_t i = 0; i < split.size();) {

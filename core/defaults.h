@@ -79,6 +79,10 @@ void ApplyDefaultStageSplit(const ModelSpec& m, PlanSpec* plan, std::vector<std:
 // does not divide by tp. For a plan whose sequence_parallel the user did not give.
 void ApplyDefaultSequenceParallel(PlanSpec* plan, std::vector<std::string>* notes);
 
+// The default precision (bf16) on a GPU without bf16 tensor cores but with fp16 (V100): fp16,
+// noted. For a plan whose precision neither the user, a stack nor a plan file gave.
+void ApplyDefaultPrecision(const GpuSpec& gpu, PlanSpec* plan, std::vector<std::string>* notes);
+
 // Layers per chunk as text, runs of equal counts compressed: "7, 8 (x14), 7".
 std::string StageSplitText(const std::vector<int64_t>& split);
 

@@ -102,8 +102,22 @@ bool MapGpu(const Json& hardware, std::string* gpu, std::string* cluster, std::v
     return refuse(
         "a PCIe card (or the NVLink-bridged H100 NVL pair) has no cluster preset; the SXM part's "
         "NVSwitch node would be another machine");
-  if (has("V100")) return refuse("V100: no cluster preset (DGX-1, DGX-2) for it yet");
-  if (has("A100") && has("40GB")) {
+  if (has("V100") && (has("PCIE") || has("16GB") || has("DGX-1") || has("DGX1")))
+    return refuse(
+        "a V100 other than the DGX-2's 32GB SXM3 (a PCIe card, a 16GB part, or a DGX-1's hybrid cube-mesh "
+        "NVLink, where not every pair of GPUs is linked) has no preset; the DGX-2's NVSwitch node would be "
+        "another machine");
+  if (has("V100") && (has("DGX-2H") || has("DGX2H"))) {
+    // Shoeybi et al. 2019: V100 SXM3 32GB at the DGX-2H's 450 W and 130 TFLOP/s.
+    *gpu = "v100-dgx2h";
+    *cluster = "dgx-2h";
+  } else if (has("V100")) {
+    *gpu = "v100";
+    *cluster = "dgx-2";
+    if (!has("DGX-2") && !has("DGX2"))
+      assumed->push_back(
+          "V100 without its machine printed: 32GB SXM3 in a DGX-2 (16 GPUs on NVSwitch, 8 x 100 Gb/s NICs)");
+  } else if (has("A100") && has("40GB")) {
     *gpu = "a100-40g";
     *cluster = "dgx-a100";
   } else if (has("A100")) {

@@ -298,6 +298,8 @@ bool ScenarioModel::setGpuPreset(const QString& name, QString* error) {
   }
   s_.gpu = gpu_base_ = s.gpu;
   s_.cluster = cluster_base_ = s.cluster;
+  // The default precision on a GPU without it (bf16 on a V100): fp16, as `meshplan report` does.
+  core::ApplyDefaultPrecision(s_.gpu, &s_.plan, &notes);
   gpu_ref_ = name;
   cluster_ref_ = Q(s.cluster.name);
   emit scenarioChanged();

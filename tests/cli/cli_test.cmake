@@ -99,6 +99,12 @@ run(split_qwen3_interleaved 0 "# default: stage_layers 2, 3 \\(x30\\), 2 "
 # Sequence parallelism is on with TP unless --no-sp, and says so.
 run(sp_default 0 "# default: sequence parallel on \\(with tp 8"
     report --model llama3-70b --gpu h100-sxm --cluster dgx-h100 --gpus 64 --tp 8 --pp 2 --zero 1 --seq 8192 --gbs 512)
+# A V100 has no bf16: the default precision becomes fp16 on its DGX-2, and says so; bf16 asked for is
+# refused naming the field and what the GPU has.
+run(v100_default_precision 0 "1f1b, 1 microbatches \\| fp16.*# default: precision fp16 \\(v100 has no bf16"
+    report --model gpt-1.7b --gpu v100 --gpus 16 --mbs 4 --gbs 64 --recompute full)
+run(v100_bf16_refused 1 "plan.precision: bf16 is not supported by gpu v100 \\(it has: fp32\\|fp16\\)"
+    report --model gpt-1.7b --gpu v100 --gpus 16 --mbs 4 --gbs 64 --precision bf16)
 # A plan that does not fit names the standard setting that makes it fit, on stderr and in the
 # table. Llama 3's 405B recipe typed without the distributed optimizer (SP is on by default):
 # ZeRO-1 is the cheapest setting that fits. Llama 3 8B on 8 H100s without ZeRO (16 B/param x

@@ -15,9 +15,11 @@ TEST(PresetsTest, TheDesignedPresetsAreBuiltIn) {
                            "llama3-8b", "llama3-70b", "llama3-405b", "mixtral-8x7b", "mixtral-8x22b", "deepseek-v3",
                            "qwen3-30b-a3b", "qwen3-235b-a22b", "gpt-oss-120b"})
     EXPECT_NE(std::find(models.begin(), models.end(), name), models.end()) << name;
-  EXPECT_EQ(PresetNames("gpus").size(), 13u);  // + h100-96g-hbm2e (torchtitan's Grand Teton H100s), b300, gb300
+  EXPECT_EQ(PresetNames("gpus").size(),
+            14u);  // + h100-96g-hbm2e (torchtitan's Grand Teton H100s), b300, gb300, v100-dgx2h
   const auto clusters = PresetNames("clusters");
-  for (const char* name : {"dgx-a100", "dgx-h100", "hgx-h800", "dgx-b200", "gb200-nvl72", "mi300x-8"})
+  for (const char* name :
+       {"dgx-a100", "dgx-h100", "hgx-h800", "dgx-b200", "gb200-nvl72", "mi300x-8", "dgx-2", "dgx-2h"})
     EXPECT_NE(std::find(clusters.begin(), clusters.end(), name), clusters.end()) << name;
 }
 

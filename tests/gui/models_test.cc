@@ -57,6 +57,18 @@ TEST(GuiModelsTest, DefaultScenarioIsValidAndFits) {
   EXPECT_GT(e.step.tokens_per_s, 0);
 }
 
+TEST(GuiModelsTest, AGpuWithoutTheDefaultPrecisionTakesFp16) {
+  // The default plan runs bf16; a V100 has none, so choosing it switches the plan to fp16 (as
+  // `meshplan report --gpu v100` does) and the plan stays valid on its DGX-2.
+  ScenarioModel s;
+  EXPECT_EQ(s.plan().precision, core::Dtype::kBf16);
+  QString error;
+  ASSERT_TRUE(s.setGpuPreset("v100", &error)) << error.toStdString();
+  EXPECT_EQ(s.scenario().cluster.name, "dgx-2");
+  EXPECT_EQ(s.plan().precision, core::Dtype::kFp16);
+  EXPECT_EQ(s.evaluation().errors.join("\n").toStdString().find("precision"), std::string::npos);
+}
+
 TEST(GuiModelsTest, MemoryTableModel) {
   ScenarioModel s;
   MemoryTableModel m(&s);

@@ -264,6 +264,38 @@ TEST(StepModelTest, GemmsRunAtTheGpuPresetsSustainedEfficiencyUnlessTheProfileMe
   EXPECT_DOUBLE_EQ(GemmEfficiency(*back, h100, core::Dtype::kBf16), 0.643);
 }
 
+TEST(StepModelTest, V100GemmsTimeDeepBenchsShapes) {
+  // DeepBench's training GEMMs on a DGX-1 V100 (results/train/DeepBench_NV_V100.xlsx at 30c5115,
+  // CUDA 10.1, fp16 inputs with fp32 accumulation): 1024 x 48000 x 2816 (NN) in 2.571 ms, 107.7
+  // TFLOP/s. Its output is 8 x 188 = 1504 tiles of 128 x 256, 19 waves of 80 SMs (w = 1504/1520),
+  // so the preset's eta solves (2mnk / w + F_half) / (125e12 x eta) + 4 us = 2.571 ms:
+  // (2.76823e11 x 1520/1504 + 1e9) / 2.567e-3 / 125e12 = 0.8748 -> 0.875.
+  const core::GpuSpec v100 = *core::LoadGpu("v100"), dgx2h = *core::LoadGpu("v100-dgx2h");
+  const core::Profile defaults;
+  EXPECT_DOUBLE_EQ(GemmEfficiency(defaults, v100, core::Dtype::kFp16), 0.875);
+  EXPECT_DOUBLE_EQ(GemmEfficiency(defaults, v100, core::Dtype::kFp32), 0.825);
+  EXPECT_DOUBLE_EQ(GemmEfficiency(defaults, dgx2h, core::Dtype::kFp16), 0.875);
+  EXPECT_DOUBLE_EQ(dgx2h.peak_flops_per_s.at(core::Dtype::kFp16), 130e12);  // 39 TFLOP/s = 30% (Shoeybi 2019)
+  core::Op op;
+  op.kind = core::OpKind::kGemm;
+  op.m = 1024, op.n = 48000, op.k = 2816;
+  op.dtype = core::Dtype::kFp16;
+  EXPECT_NEAR(GemmWaveEfficiency(op, v100), 1504.0 / 1520.0, 1e-12);
+  EXPECT_NEAR(ComputeOpTime(op, v100, defaults), 2.571e-3, 0.002 * 2.571e-3);
+  // fp32 (12.77 TFLOP/s, 21.677 ms) the same way: eta 0.825.
+  op.dtype = core::Dtype::kFp32;
+  EXPECT_NEAR(ComputeOpTime(op, v100, defaults), 21.677e-3, 0.002 * 21.677e-3);
+  // The sheet's fastest fp16 shape, 4096 x 7000 x 4096 in 2.092 ms (112.3 TFLOP/s), is 32 x 28 =
+  // 896 tiles of the rule's 128 x 256, 11.2 waves run as 12 (w = 896/960): costed at 2.314 ms,
+  // 10.6% slow. Its output fills 11 whole waves of 256 x 128 tiles, another of Volta's cuBLAS
+  // tiles; the rule's one tile is an upper bound on the loss (docs/compute.md).
+  op.m = 4096, op.n = 7000, op.k = 4096;
+  op.dtype = core::Dtype::kFp16;
+  const double t = ComputeOpTime(op, v100, defaults);
+  EXPECT_NEAR(t, (2.0 * 4096 * 7000 * 4096 * 960.0 / 896.0 + 1e9) / (125e12 * 0.875) + 4e-6, 1e-12);
+  EXPECT_NEAR(t / 2.092e-3, 1.106, 0.002);
+}
+
 TEST(StepModelTest, OverlappedCommunicationSlowsTheComputeBesideIt) {
   // What a hidden collective costs the compute beside it, per second of the collective: NCCL's
   // kernels 1 - 1/1.189 (Lee et al. 2025: compute 18.9% slower while overlapped); Transformer

@@ -79,7 +79,8 @@ std::string PlanLine(const core::PlanSpec& p, const core::MemoryReport& r) {
 std::string StateLine(const core::PlanSpec& p, const core::MemoryReport& r) {
   std::ostringstream o;
   const auto& d = p.dtypes;
-  const int moments = p.optimizer == core::Optimizer::kSgdMomentum ? 1 : 2;
+  const bool one = p.optimizer == core::Optimizer::kSgdMomentum || p.optimizer == core::Optimizer::kMuon;
+  const int moments = one ? 1 : 2;
   o << Fmt("%.4g", r.bytes_per_param) << " B/param of model state = weights " << core::Name(d.weights) << " "
     << core::DtypeBytes(d.weights) << " + grads " << core::Name(d.grads) << " " << core::DtypeBytes(d.grads)
     << (p.keep_lp_grads
@@ -87,7 +88,8 @@ std::string StateLine(const core::PlanSpec& p, const core::MemoryReport& r) {
             : std::string())
     << " + master " << core::Name(d.master_weights) << " " << core::DtypeBytes(d.master_weights) << " + "
     << core::Name(p.optimizer) << " moments " << moments << " x " << core::Name(d.optimizer_states) << " "
-    << core::DtypeBytes(d.optimizer_states);
+    << core::DtypeBytes(d.optimizer_states)
+    << (p.optimizer == core::Optimizer::kMuon ? " (the embedding, head and norms: Adam's 2)" : "");
   return o.str();
 }
 

@@ -128,7 +128,9 @@ void PlanFlags::Register(CLI::App* app) {
                 "Software stack whose defaults the plan takes (meshplan presets stacks): precision, attention, "
                 "recompute, SP, overlaps, ZeRO; the other flags override them");
   p->add_option("--precision", precision, "bf16|fp16|fp8|fp32 GEMM precision (default bf16)");
-  p->add_option("--optimizer", optimizer, "adam|adamw|sgd-momentum|adam-8bit (default adamw)");
+  p->add_option("--optimizer", optimizer,
+                "adam|adamw|sgd-momentum|adam-8bit|muon (default adamw; muon: one momentum buffer for the 2D "
+                "weights, Adam for the embedding, head and norms, and its Newton-Schulz steps)");
   p->add_option("--recipe", recipe,
                 "Model-state recipe: zero (16 B/param: bf16 grads) or megatron "
                 "(18 B/param: fp32 main grads)");

@@ -104,6 +104,16 @@ Result<std::string> ExportMegatron(const Scenario& s) {
         "--optimizer has no 8-bit Adam (choices adam, sgd, muon, dist_muon, lion, soap, adaptive_muon: "
         "arguments.py:2913)",
         "--optimizer adamw");
+  // Muon: bf16 only, its states sharded layer by layer (dist_muon) or not at all
+  // (megatron/core/optimizer/muon.py: "muon with fp16 is not supported", "muon with dist optimizer
+  // is not supported").
+  if (p.optimizer == Optimizer::kMuon && p.precision == Dtype::kFp16)
+    return refuse("Muon runs without fp16 (megatron/core/optimizer/muon.py)", "--precision bf16");
+  if (p.optimizer == Optimizer::kMuon && (p.zero >= 2 || p.offload_optimizer != OffloadTarget::kNone))
+    return refuse(
+        "Muon shards its states layer by layer (--optimizer dist_muon, ZeRO-1's memory) or not at all: no "
+        "Megatron-FSDP, distributed optimizer or optimizer offload (megatron/core/optimizer/muon.py)",
+        "--zero 1 --offload-optimizer none");
   if (p.offload_optimizer == OffloadTarget::kNvme || p.offload_params != OffloadTarget::kNone)
     return refuse("no NVMe or parameter offload (only --optimizer-cpu-offload, arguments.py:2918)",
                   "--offload-optimizer cpu --offload-params none");
@@ -263,7 +273,9 @@ Result<std::string> ExportMegatron(const Scenario& s) {
     arg("--use-megatron-fsdp");
     arg(std::string("--data-parallel-sharding-strategy ") + (p.zero == 3 ? "optim_grads_params" : "optim_grads"));
     arg("--ckpt-format fsdp_dtensor");  // Megatron-FSDP requires it (arguments.py:1169)
-  } else if (p.zero == 1) {
+  } else if (p.zero == 1 && p.optimizer != Optimizer::kMuon) {
+    // Muon shards its states layer by layer instead (--optimizer dist_muon, below): Megatron-Core
+    // refuses Muon with the distributed optimizer (optimizer/muon.py).
     arg("--use-distributed-optimizer");
   }
   if (instances > 1) {
@@ -277,7 +289,9 @@ Result<std::string> ExportMegatron(const Scenario& s) {
   if (p.ep_overlap) arg("--overlap-moe-expert-parallel-comm --delay-wgrad-compute");
   // --overlap-param-gather needs the distributed optimizer or Megatron-FSDP and
   // --overlap-grad-reduce (arguments.py:1024-1029).
-  if (p.zero >= 1 && p.overlap_grad_reduce && p.overlap_param_gather && p.dp * p.cp > 1) arg("--overlap-param-gather");
+  if (p.zero >= 1 && p.optimizer != Optimizer::kMuon && p.overlap_grad_reduce && p.overlap_param_gather &&
+      p.dp * p.cp > 1)
+    arg("--overlap-param-gather");
   if (p.offload_optimizer == OffloadTarget::kCpu) {
     arg("--use-precision-aware-optimizer");  // needed by the offload (arguments.py:1884)
     arg("--optimizer-cpu-offload");
@@ -320,6 +334,7 @@ Result<std::string> ExportMegatron(const Scenario& s) {
   }
   if (p.dtypes.grads == Dtype::kFp32) arg("--accumulate-allreduce-grads-in-fp32");
   if (p.optimizer == Optimizer::kSgdMomentum) arg("--optimizer sgd");
+  else if (p.optimizer == Optimizer::kMuon) arg(p.zero >= 1 ? "--optimizer dist_muon" : "--optimizer muon");
   else arg("--optimizer adam");
   // TP or CP on GPUs before Blackwell, without FSDP or the MoE all-to-all overlap, asserts
   // CUDA_DEVICE_MAX_CONNECTIONS=1 (arguments.py:1453-1479); FSDP asserts it is not 1
@@ -355,6 +370,10 @@ Result<std::string> ExportTorchtitan(const Scenario& s) {
                       " (torchtitan/models: llama3 8B/70B/405B, deepseek_v3, gpt_oss, qwen3, llama4, flux; without "
                       "[model] it trains its debug model)",
                   "a model torchtitan defines, e.g. --model llama3-8b");
+  if (p.optimizer != Optimizer::kAdam && p.optimizer != Optimizer::kAdamW)
+    return refuse(std::string("no ") + Name(p.optimizer) +
+                      " optimizer (torchtitan/components/optimizer.py:315-316: Adam and AdamW only)",
+                  "--optimizer adamw");
   // DDP (ZeRO-0) only as the only parallelism (models/llama3/infra/parallelize.py:151).
   if (p.zero == 0 && p.dp > 1 && p.tp * p.pp * p.cp * p.ep > 1)
     return refuse("\"DDP has not supported > 1D parallelism\" (torchtitan/models/llama3/infra/parallelize.py:151)",
@@ -497,6 +516,13 @@ Result<std::string> ExportTorchtitanPython(const Scenario& s) {
                       " (torchtitan/models: llama3 8B/70B/405B, deepseek_v3 671B, gpt_oss 120b, qwen3 30B-A3B and "
                       "235B-A22B, among others)",
                   "a model torchtitan defines, e.g. --model llama3-8b");
+  // Adam, AdamW and DistMuon (components/optimizer/optimizer.py:143-146); meshplan writes the first
+  // two (DistMuon's flex_shard configuration is not written).
+  if (p.optimizer != Optimizer::kAdam && p.optimizer != Optimizer::kAdamW)
+    return refuse(std::string("no ") + Name(p.optimizer) +
+                      " optimizer written (torchtitan/components/optimizer/optimizer.py:143-146: Adam, AdamW, and "
+                      "DistMuon, whose flex_shard configuration meshplan does not write)",
+                  "--optimizer adamw");
   if (p.offload_optimizer == OffloadTarget::kNvme || p.offload_params == OffloadTarget::kNvme)
     return refuse("no NVMe offload (training.enable_cpu_offload offloads to host memory, CFG:70)",
                   "--offload-optimizer cpu");

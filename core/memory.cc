@@ -77,9 +77,10 @@ double BytesPerParam(const PlanSpec& p) {
 }
 
 ModelStateBytes ShardedModelStates(double params, const PlanSpec& p, int64_t group) {
-  // Moments: Adam/AdamW keep m and v, SGD-momentum one buffer; 8-bit Adam adds one fp32 scale per
-  // 2048-value block per moment (bitsandbytes' blockwise quantisation).
-  const int moments = p.optimizer == Optimizer::kSgdMomentum ? 1 : 2;
+  // Moments: Adam/AdamW keep m and v, SGD-momentum and Muon one buffer (Muon's momentum; the
+  // parameters it leaves to Adam add theirs in PlaceModelStates); 8-bit Adam adds one fp32 scale
+  // per 2048-value block per moment (bitsandbytes' blockwise quantisation).
+  const int moments = p.optimizer == Optimizer::kSgdMomentum || p.optimizer == Optimizer::kMuon ? 1 : 2;
   double moment_bytes = moments * static_cast<double>(DtypeBytes(p.dtypes.optimizer_states));
   if (p.optimizer == Optimizer::kAdam8bit) moment_bytes += moments * 4.0 / 2048.0;
   const double g = static_cast<double>(group);
@@ -348,10 +349,17 @@ namespace {
 
 // A stage's model states: its dense and expert parameters' weights, gradients, master weights and
 // moments, each sharded over its group by the ZeRO stage, and what offload moves to the host or NVMe.
+// Under Muon the embedding, the output head and the norms (`adam_params` of the dense ones) keep
+// Adam's second moment beside the momentum every parameter has (Megatron-Core's
+// get_megatron_muon_optimizer: Muon for 2D non-embedding weights, its scalar optimizer, Adam, for
+// the rest).
 void PlaceModelStates(const PlanSpec& p, int64_t dense, int64_t expert, int64_t dense_group, int64_t expert_group,
-                      StageMemory* out) {
+                      int64_t adam_params, StageMemory* out) {
   StageMemory& st = *out;
-  const ModelStateBytes ds = ShardedModelStates(static_cast<double>(dense), p, dense_group);
+  ModelStateBytes ds = ShardedModelStates(static_cast<double>(dense), p, dense_group);
+  if (p.optimizer == Optimizer::kMuon)
+    ds.moments += static_cast<double>(adam_params) * static_cast<double>(DtypeBytes(p.dtypes.optimizer_states)) /
+                  (p.zero >= 1 ? static_cast<double>(dense_group) : 1.0);
   const ModelStateBytes es = ShardedModelStates(static_cast<double>(expert), p, expert_group);
   st.weights_bytes = RoundBytes(ds.weights + es.weights);
   st.grads_bytes = RoundBytes(ds.grads + es.grads);
@@ -531,6 +539,7 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
     // layers in execution order: full recompute covers the first recompute_layers, or all).
     int64_t dense = 0, expert = 0, max_layer = 0, layers_here = 0;
     int64_t per_mb = 0, max_working = 0;
+    int64_t layer_count = 0;  // layers on this rank, for the norms Muon leaves to Adam
     if (uniform) {
       // Every layer of a kind costs the same, so the sums below are counts times one layer (the
       // search's hot path: no loop over layers).
@@ -540,6 +549,7 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
         const RankParams& rp = moe ? moe_rank : dense_rank;
         dense += n[moe] * rp.dense;
         expert += n[moe] * rp.expert;
+        layer_count += n[moe];
         max_layer = std::max(max_layer, rp.dense + rp.expert);
         per_mb += n[moe] * act[moe][mode];
         if (mode != 0) max_working = std::max(max_working, act[moe][0] - act[moe][mode]);
@@ -551,6 +561,7 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
         const int64_t d = rp.dense, x = rp.expert;
         dense += d;
         expert += x;
+        ++layer_count;
         max_layer = std::max(max_layer, d + x);
         const bool full = full_all || (p.recompute == Recompute::kFull && layers_here < p.recompute_layers);
         const int mode = full ? 2 : (p.recompute == Recompute::kSelective ? 1 : 0);
@@ -569,6 +580,8 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
       max_layer = std::max(max_layer, rp.dense + rp.expert);
       per_mb += m.mtp_layers * act[moe][0];
     }
+    // What Muon leaves to Adam: the layers' norms, the embedding, the output head and the final norm.
+    const int64_t dense_before_ends = dense;
     if (has_first) dense += r.params.embedding / t + r.params.position;  // vocab-parallel embedding
     if (has_last) {
       // The output head; with tied embeddings and pp > 1 the last stage keeps its own copy of
@@ -587,9 +600,10 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
     st.dense_params = dense;
     st.expert_params = expert;
     st.params = dense + expert;
+    const int64_t adam_params = (dense - dense_before_ends) + layer_count * dl.norms;
 
     // ---- model states, activations and overheads
-    PlaceModelStates(p, dense, expert, dense_group, expert_group, &st);
+    PlaceModelStates(p, dense, expert, dense_group, expert_group, adam_params, &st);
     PlaceActivations(m, p, stage, has_first, has_last, per_mb, max_working, &st);
     PlaceOverheads(m, p, g, o, comms, max_layer, expert > 0, &st);
     if (detail == MemoryDetail::kFull) {

@@ -270,6 +270,9 @@ struct LaunchConfig {
   // The optimizer's own copy of the weights as the recipe keeps it (Apex DistributedFusedAdam's
   // state dtype, NeMo's optim.dtype); empty: the stack's.
   std::string master_weights_dtype;
+  // The recipe's optimizer when it is not the stack's ("muon": Megatron-Core's layer-wise
+  // distributed Muon, dist_muon); empty: the stack's.
+  std::string optimizer;
   // The recipe's compute precision ("fp8", "bf16") and FP8 scaling ("delayed", "current",
   // "block"), for a record whose table prints none; empty: the launch file does not say.
   std::string precision, fp8_scaling;
@@ -312,6 +315,7 @@ std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
                                           .mtp_layers = IntOr(v, "mtp_layers", -1),
                                           .optimizer_states_dtype = StrOr(v, "optimizer_states_dtype"),
                                           .master_weights_dtype = StrOr(v, "master_weights_dtype"),
+                                          .optimizer = StrOr(v, "optimizer"),
                                           .precision = StrOr(v, "precision"),
                                           .fp8_scaling = StrOr(v, "fp8_scaling")});
       }
@@ -1166,6 +1170,17 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     }
     p.dtypes.optimizer_states = moments;
     run.assumptions.push_back(std::string("Adam moments in ") + Name(moments) + " from " + launch_name());
+  }
+  // The recipe's optimizer (Kimi K2's runs train with Muon: one momentum buffer for the 2D hidden
+  // weights, Adam's two for the rest, and a Newton-Schulz orthogonalisation per step).
+  if (launch && !launch->optimizer.empty()) {
+    Optimizer opt;
+    if (!FromName(launch->optimizer, &opt)) {
+      skip("launch file: optimizer '" + launch->optimizer + "' is not one of " + Choices<Optimizer>());
+      return false;
+    }
+    p.optimizer = opt;
+    run.assumptions.push_back(std::string("optimizer ") + Name(opt) + " from " + launch_name());
   }
   if (launch && !launch->master_weights_dtype.empty()) {
     Dtype master;

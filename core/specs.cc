@@ -39,7 +39,8 @@ MESHPLAN_NAMES(Schedule, {Schedule::kGpipe, "gpipe"}, {Schedule::k1F1B, "1f1b"},
                {Schedule::kInterleaved, "interleaved"}, {Schedule::kZeroBubble, "zero-bubble"},
                {Schedule::kDualPipe, "dualpipe"})
 MESHPLAN_NAMES(Optimizer, {Optimizer::kAdam, "adam"}, {Optimizer::kAdamW, "adamw"},
-               {Optimizer::kSgdMomentum, "sgd-momentum"}, {Optimizer::kAdam8bit, "adam-8bit"})
+               {Optimizer::kSgdMomentum, "sgd-momentum"}, {Optimizer::kAdam8bit, "adam-8bit"},
+               {Optimizer::kMuon, "muon"})
 MESHPLAN_NAMES(OffloadTarget, {OffloadTarget::kNone, "none"}, {OffloadTarget::kCpu, "cpu"},
                {OffloadTarget::kNvme, "nvme"})
 MESHPLAN_NAMES(CpKind, {CpKind::kRing, "ring"}, {CpKind::kUlysses, "ulysses"}, {CpKind::kAllGather, "allgather"})

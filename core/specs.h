@@ -237,7 +237,9 @@ enum class RecomputeModule { kCoreAttn, kMoeAct, kLayernorm, kMlaUpProj, kMlp, k
 constexpr uint32_t ModuleBit(RecomputeModule m) { return uint32_t{1} << static_cast<int>(m); }
 constexpr uint32_t kDefaultRecomputeModules = ModuleBit(RecomputeModule::kCoreAttn);
 enum class Schedule { kGpipe, k1F1B, kInterleaved, kZeroBubble, kDualPipe };
-enum class Optimizer { kAdam, kAdamW, kSgdMomentum, kAdam8bit };
+// Muon (Jordan et al. 2024; Megatron-Core's TensorParallelMuon): momentum orthogonalised by Newton-Schulz
+// for the 2D hidden weights, Adam for the embedding, the output head and the norms.
+enum class Optimizer { kAdam, kAdamW, kSgdMomentum, kAdam8bit, kMuon };
 enum class OffloadTarget { kNone, kCpu, kNvme };
 // Context parallelism: ring (K/V blocks circulate, each exchange under an attention block),
 // Ulysses (all-to-alls that trade the sequence split for a head split), or all-gather (K and V

@@ -1,6 +1,7 @@
 #include "core/step_graph.h"
 
 #include <algorithm>
+#include <array>
 #include <string_view>
 
 #include "core/flops.h"
@@ -61,7 +62,8 @@ double RanksPerToken(int64_t experts, int64_t top_k, int64_t ranks) {
 
 double Op::Flops() const {
   if (kind == OpKind::kGemm)
-    return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(batch);
+    return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(batch) *
+           share;
   if (kind == OpKind::kAttention) {
     // QK^T (2 s_q s_kv d_qk) + AV (2 s_q s_kv d_v) per head; backward recomputes the scores and
     // forms dQ, dK, dV, dS: 2.5x forward (FlashAttention-2 paper, §3.1 accounting).
@@ -733,6 +735,72 @@ class Builder {
     ParamSync(rp.dense, CommGroup::kDpCp, p_.dp * p_.cp, out, DenseTensors(moe), recomputed);
     ParamSync(rp.expert, CommGroup::kExpertDp, p_.tp * p_.cp * p_.dp / (p_.ep * p_.etp), out, ExpertTensors(moe),
               recomputed);
+    if (p_.optimizer == Optimizer::kMuon) MuonNewtonSchulz(moe, out);
+  }
+
+  // Muon's orthogonalisation of this layer's 2D weights, once per step (Jordan et al. 2024,
+  // "Muon: An optimizer for hidden layers in neural networks"; Megatron-Core's TensorParallelMuon
+  // with its defaults, megatron/core/optimizer/optimizer_config.py at 17a67b9a97: 5 quintic
+  // Newton-Schulz steps, "blockwise" TP mode (each rank orthogonalises its own shard), QKV split
+  // per query group). Each step on an r x c matrix X (r <= c, transposed otherwise): A = X X^T
+  // (r x r x c), B = bA + cA A (r x r x r), X = aX + B X (r x c x r): 4r^2 c + 2r^3 FLOPs. The
+  // momentum is fp32, multiplied at "medium" fp32 precision (bf16 tensor cores). With the
+  // optimizer sharded (ZeRO >= 1: Megatron's layer-wise distributed Muon) each rank orthogonalises
+  // 1/group of the matrices (`share`); without it, all of them. Embedding, head and norms take Adam.
+  void MuonNewtonSchulz(bool moe, std::vector<Op>* out) {
+    const int64_t h = m_.hidden, t = t_;
+    const int64_t dense_group = p_.dp * p_.cp;
+    const int64_t expert_group = std::max<int64_t>(p_.tp * p_.cp * p_.dp / (p_.ep * p_.etp), 1);
+    auto add = [&](int64_t rows, int64_t cols, int64_t count, int64_t group) {
+      if (rows <= 0 || cols <= 0 || count <= 0) return;
+      const int64_t r = std::min(rows, cols), c = std::max(rows, cols);
+      const double share = p_.zero >= 1 ? 1.0 / static_cast<double>(std::max<int64_t>(group, 1)) : 1.0;
+      for (const auto& [mm, nn, kk] : {std::array<int64_t, 3>{r, r, c}, {r, r, r}, {r, c, r}}) {
+        Op op;
+        op.name = "muon_newton_schulz";
+        op.kind = OpKind::kGemm;
+        op.pass = Pass::kStep;
+        op.m = mm, op.n = nn, op.k = kk;
+        op.batch = 5 * count;
+        op.dtype = Dtype::kBf16;
+        op.share = share;
+        out->push_back(op);
+      }
+    };
+    // Attention: Megatron's linear_qkv split per query group (q of heads/groups heads, k, v), or
+    // MLA's down and up projections; the output projection.
+    if (m_.mla) {
+      const MlaSpec& a = *m_.mla;
+      const int64_t qk = a.qk_nope_head_dim + a.qk_rope_head_dim;
+      if (a.q_lora_rank > 0) {
+        add(a.q_lora_rank, h, 1, dense_group);
+        add(m_.heads * qk / t, a.q_lora_rank, 1, dense_group);
+      } else {
+        add(m_.heads * qk / t, h, 1, dense_group);
+      }
+      add(a.kv_lora_rank + a.qk_rope_head_dim, h, 1, dense_group);
+      add(m_.heads * (a.qk_nope_head_dim + a.v_head_dim) / t, a.kv_lora_rank, 1, dense_group);
+      add(h, m_.heads * a.v_head_dim / t, 1, dense_group);
+    } else {
+      const int64_t groups = std::max<int64_t>(m_.kv_heads / std::min(t, m_.kv_heads), 1);
+      const int64_t q_rows = m_.heads / std::max<int64_t>(m_.kv_heads, 1) * m_.head_dim;
+      add(q_rows, h, groups, dense_group);
+      add(m_.head_dim, h, 2 * groups, dense_group);
+      add(h, m_.heads * m_.head_dim / t, 1, dense_group);
+    }
+    const bool gated = m_.mlp == MlpKind::kSwiglu;
+    auto mlp = [&](int64_t f, int64_t shard, int64_t count, int64_t group) {
+      add((gated ? 2 : 1) * f / shard, h, count, group);
+      add(h, f / shard, count, group);
+    };
+    if (!moe) {
+      mlp(m_.ffn_hidden, t, 1, dense_group);
+      return;
+    }
+    const MoeSpec& x = *m_.moe;
+    add(x.experts, h, 1, dense_group);  // the router
+    if (x.shared_experts > 0) mlp(x.shared_experts * x.shared_expert_ffn_hidden, t, 1, dense_group);
+    mlp(x.expert_ffn_hidden, p_.etp, x.experts / p_.ep, expert_group);
   }
   void StageParamSync(int64_t params, int64_t tensors, std::vector<Op>* out) {
     ParamSync(params, CommGroup::kDpCp, p_.dp * p_.cp, out, tensors, /*recomputed=*/false);
@@ -897,7 +965,7 @@ class Builder {
     // moments, write the working weights, and zero the gradient buffer for the next step
     // (Megatron-LM's clip_grad_norm_fp32, optimizer.step, zero_grad_buffer).
     const int64_t shard = p_.zero >= 1 ? std::max<int64_t>(params / group_size, 1) : params;
-    const int64_t moments = p_.optimizer == Optimizer::kSgdMomentum ? 1 : 2;
+    const int64_t moments = p_.optimizer == Optimizer::kSgdMomentum || p_.optimizer == Optimizer::kMuon ? 1 : 2;
     // fp16 trains with dynamic loss scaling: before the step the gradients are unscaled and checked
     // for inf/NaN (read + write in fp32; 16-bit gradients are first copied to fp32, and the norm
     // and the update then read that copy). Megatron-LM's Float16Optimizer

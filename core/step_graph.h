@@ -57,7 +57,8 @@ struct Op {
   int64_t attn_batch = 0, heads = 0, seq_q = 0, seq_kv = 0, head_dim_qk = 0, head_dim_v = 0;
   // kAttention: the keys a query meets at most (ModelSpec::sliding_window; 0: the whole causal
   // sequence), and the share of the list's layers that run this op: a model mixing windowed and
-  // global layers gets one op of each kind per layer, weighted by their shares.
+  // global layers gets one op of each kind per layer, weighted by their shares. kGemm: the share
+  // of the GEMMs this rank runs (Muon's orthogonalisation spread over a sharded optimizer's group).
   int64_t window = 0;
   double share = 1.0;
   // kAttention: a window shorter than the keys, so fewer keys per query than the causal sequence.

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""Pipeline layouts of the Megatron-Bridge DeepSeek-V3 performance runs.
+"""Pipeline layouts of the Megatron-Bridge DeepSeek-V3 and Kimi K2 performance runs.
 
-For each DeepSeek-V3 run in presets/launches/megatron-bridge-performance.json, reads the recipe it
+For each DeepSeek-V3 or Kimi K2 run in presets/launches/megatron-bridge-performance.json, reads the recipe it
 names, at the commit it names, in a Megatron-Bridge git directory, and records the run's
 --pipeline-model-parallel-layout: the variant's `pp_layout` (scripts/performance/configs/deepseek/
 deepseek_workload_base_configs.py, followed through its `replace(...)` chain and aliases) or the
 layout string the flat perf recipe passes (perf_recipes/deepseek/<gpu>/deepseek_v3.py); where
 neither is set, the recipe library's default for the run's PP x VP
-(`_get_deepseek_v3_pipeline_layout` in src/megatron/bridge/recipes/deepseek/, at the same commit).
+(`_get_deepseek_v3_pipeline_layout` in src/megatron/bridge/recipes/deepseek/, at the same commit;
+for Kimi K2 `_get_kimi_k2_pipeline_layout`'s `map_pp_vp_to_layout` in src/megatron/bridge/recipes/kimi/,
+the table kimi_llm_pretrain.py reads when the variant sets no `pp_layout`; Kimi K2 has no MTP module).
 Writes, per run: `pp_layout` (the layout as Megatron-Core takes it, one string), `stage_layers`
 (decoder layers per model chunk, in chunk order) and `mtp_layers` (MTP modules, on the last
 chunk). Runs whose layout cannot be read are left as they are and listed on stderr. Also
@@ -60,16 +62,22 @@ def variant_fields(text, name):
     return fields
 
 
-def default_layout(repo, commit, pp, vp, mtp):
-    """The recipe library's DeepSeek-V3 layout for pp x vp (a list of chunks), or None: the
+def default_layout(repo, commit, pp, vp, mtp, model="deepseek"):
+    """The recipe library's layout for pp x vp (a list of chunks), or None. DeepSeek-V3: the
     `layout_map` dict literal of set_deepseek_v3_pipeline_model_parallel_layout (or, later,
-    _get_deepseek_v3_pipeline_layout), evaluated with its `last_layer` (MTP modules, then loss)."""
-    for path in ("src/megatron/bridge/recipes/deepseek/deepseek_v3.py",
-                 "src/megatron/bridge/recipes/deepseek/h100/deepseek_v3.py"):
+    _get_deepseek_v3_pipeline_layout), evaluated with its `last_layer` (MTP modules, then loss).
+    Kimi K2: the `map_pp_vp_to_layout` dict literal of _get_kimi_k2_pipeline_layout."""
+    if model == "kimi":
+        paths, key = ("src/megatron/bridge/recipes/kimi/kimi_k2.py",
+                      "src/megatron/bridge/recipes/kimi/h100/kimi_k2.py"), "map_pp_vp_to_layout = {"
+    else:
+        paths, key = ("src/megatron/bridge/recipes/deepseek/deepseek_v3.py",
+                      "src/megatron/bridge/recipes/deepseek/h100/deepseek_v3.py"), "layout_map = {"
+    for path in paths:
         text = show(repo, commit, path)
-        if not text or "layout_map = {" not in text:
+        if not text or key not in text:
             continue
-        at = text.index("layout_map = {") + len("layout_map = ")
+        at = text.index(key) + len(key) - 1
         depth, end = 0, at
         for end in range(at, len(text)):
             depth += {"{": 1, "}": -1}.get(text[end], 0)
@@ -133,7 +141,8 @@ def main():
         launch = json.load(f)
     done = 0
     for rid, run in launch["runs"].items():
-        if "deepseekv3" not in rid:
+        model = "kimi" if "kimi-k2" in rid else "deepseek" if "deepseekv3" in rid else None
+        if model is None:
             continue
         recipe = run.get("recipe", "")
         m = re.match(r"(\S+) (\S+?)(?:\(\))? @\S+ \((?:main )?([0-9a-f]{7,40})", recipe)
@@ -145,7 +154,8 @@ def main():
         if text is None:
             print(f"{rid}: {path} not at {commit}", file=sys.stderr)
             continue
-        mtp = 0 if "w-o-mtp" in rid else 1  # DeepSeek-V3's provider: mtp_num_layers 1
+        # DeepSeek-V3's provider: mtp_num_layers 1; Kimi K2's: None.
+        mtp = 0 if "w-o-mtp" in rid or model == "kimi" else 1
         layout, pp, vp = None, None, None
         if path.endswith("_workload_base_configs.py") or path.endswith("workload_base_configs.py"):
             fields = variant_fields(text, name)
@@ -162,11 +172,11 @@ def main():
             pp = int(pm.group(1)) if pm else None
             vp = int(vm.group(1)) if vm and vm.group(1) != "None" else None
         if layout is None and pp:
-            layout = default_layout(args.repo, commit, pp, vp or 1, mtp)
+            layout = default_layout(args.repo, commit, pp, vp or 1, mtp, model)
         if not layout:
             print(f"{rid}: no layout (pp {pp}, vp {vp})", file=sys.stderr)
             continue
-        if bf16_moments(args.repo, commit) and not run.get("megatron_fsdp"):
+        if model == "deepseek" and bf16_moments(args.repo, commit) and not run.get("megatron_fsdp"):
             run["optimizer_states_dtype"] = "bf16"
         chunks = expand(layout)
         text_layout = layout if isinstance(layout, str) else "|".join(chunks)

@@ -473,10 +473,14 @@ ExplainStep MemoryBudgetStep(const core::Scenario& s) {
   const double state = st_bytes.Total();
   const int64_t min_gpus = static_cast<int64_t>(std::ceil(state / hbm));
   ExplainStep st = NewStep("memory_budget", "Memory budget: weights + gradients + optimizer");
-  st.rule =
-      "Mixed-precision Adam keeps, per parameter, the working weights and gradients plus the optimizer's "
-      "master weights and two moments: 2 + 2 + 4 + 4 + 4 = 16 B in bf16/fp32 (Rajbhandari et al. 2020, "
-      "§3.1, K = 12). Activations come on top (step 4).";
+  st.rule = s.plan.optimizer == core::Optimizer::kMuon
+                ? "Muon keeps, per parameter, the working weights and gradients plus the optimizer's master weights "
+                  "and one momentum buffer: 2 + 2 + 4 + 4 = 12 B in bf16/fp32 (Megatron-Core's Muon; the embedding, "
+                  "output head and norms also keep Adam's second moment, counted per stage in the memory table). "
+                  "Activations come on top (step 4)."
+                : "Mixed-precision Adam keeps, per parameter, the working weights and gradients plus the optimizer's "
+                  "master weights and two moments: 2 + 2 + 4 + 4 + 4 = 16 B in bf16/fp32 (Rajbhandari et al. 2020, "
+                  "§3.1, K = 12). Activations come on top (step 4).";
   st.formula = "state = N × (weights + grads + master + moments);  GPUs for the state ≥ ⌈state / HBM⌉";
   st.substituted =
       Fmt("%s × (%.4g + %.4g + %.4g + %.4g) B = %s;  %s / %s = %.2f", Eng(n).c_str(), per.weights, per.grads,
@@ -484,7 +488,8 @@ ExplainStep MemoryBudgetStep(const core::Scenario& s) {
   st.result =
       Fmt("%s of model state (%.4g B/param); one %s holds %s ⇒ the state alone needs ≥ %lld GPUs", Bytes(state).c_str(),
           per.Total(), s.gpu.name.c_str(), Hbm(s.gpu.hbm_bytes).c_str(), static_cast<long long>(min_gpus));
-  if (s.plan.dtypes.master_weights != Dtype::kNone && s.plan.optimizer != core::Optimizer::kSgdMomentum) {
+  if (s.plan.dtypes.master_weights != Dtype::kNone && s.plan.optimizer != core::Optimizer::kSgdMomentum &&
+      s.plan.optimizer != core::Optimizer::kMuon) {
     PlanSpec no_master = p0;
     no_master.dtypes.master_weights = Dtype::kNone;
     const double wrong = core::ShardedModelStates(n, no_master, 1).Total();

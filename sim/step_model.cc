@@ -511,8 +511,10 @@ double ComputeOpTimeWith(const Op& op, const core::GpuSpec& g, const core::Profi
   const double hbm = g.hbm_bytes_per_s * prof.hbm_efficiency;
   switch (op.kind) {
     case OpKind::kGemm: {
+      // `share`: the part of the GEMMs this rank runs (1 but for Muon's orthogonalisation, which a
+      // sharded optimizer spreads over its group: core/step_graph.cc MuonNewtonSchulz).
       const GemmRoofline r = GemmSidesWith(op, g, prof, rates);
-      return static_cast<double>(op.batch) * std::max(r.compute_s, r.memory_s) + prof.kernel_overhead_s;
+      return op.share * (static_cast<double>(op.batch) * std::max(r.compute_s, r.memory_s) + prof.kernel_overhead_s);
     }
     case OpKind::kAttention: {
       // A windowed layer's kernel runs rows of w keys, as long as a causal kernel's at sequence 2w

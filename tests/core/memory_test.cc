@@ -31,6 +31,29 @@ TEST(MemoryTest, MixedPrecisionAdamIsSixteenBytesPerParam) {
   EXPECT_DOUBLE_EQ(s.Optimizer(), 12.0);
 }
 
+TEST(MemoryTest, MuonKeepsOneMomentAndAdamsTwoForTheEmbeddingHeadAndNorms) {
+  // Megatron-Core's Muon: one momentum buffer for the 2D hidden weights, its scalar optimizer
+  // (Adam, m and v) for the embedding, the output head and the norms. Llama-3-8B on one GPU:
+  // 8,030,261,248 parameters, of which Adam's: the embedding and the untied head 2 x 128,256 x
+  // 4,096 = 1,050,673,152, the final norm 4,096 and 32 layers x 2 norms x 4,096 = 262,144, so
+  // 1,050,939,392. Moments: 4 x 8,030,261,248 + 4 x 1,050,939,392 = 36,324,802,560 B (AdamW:
+  // 8 x 8,030,261,248 = 64,242,089,984).
+  auto m = LoadModel("llama3-8b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p = ZeroPlan(0, 1);
+  p.optimizer = Optimizer::kMuon;
+  const MemoryReport r = EstimateMemory(*m, p, *LoadGpu("h100-sxm"));
+  ASSERT_EQ(r.stages.size(), 1u);
+  EXPECT_EQ(r.stages[0].params, 8'030'261'248);
+  EXPECT_EQ(r.stages[0].optimizer_moments_bytes, 36'324'802'560);
+  p.optimizer = Optimizer::kAdamW;
+  EXPECT_EQ(EstimateMemory(*m, p, *LoadGpu("h100-sxm")).stages[0].optimizer_moments_bytes, 64'242'089'984);
+  // Sharded (ZeRO-1 over 8, the layer-wise distributed Muon): both parts over the group.
+  PlanSpec z = ZeroPlan(1, 8);
+  z.optimizer = Optimizer::kMuon;
+  EXPECT_EQ(EstimateMemory(*m, z, *LoadGpu("h100-sxm")).stages[0].optimizer_moments_bytes, 36'324'802'560 / 8);
+}
+
 TEST(MemoryTest, SeventyBNeedsOnePointOneTwoTerabytes) {
   // The seeds: 70e9 x 16 B = 1.12 TB; ZeRO-3 over 8 ranks = 140 GB.
   EXPECT_DOUBLE_EQ(ShardedModelStates(70e9, ZeroPlan(0, 8), 8).Total(), 1.12e12);

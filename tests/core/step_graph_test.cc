@@ -724,6 +724,44 @@ TEST(StepGraphTest, Fp16OptimizerUnscalesTheGradientsInFp32) {
   EXPECT_EQ(fp16->bytes, 50 * 218'112'000LL);
 }
 
+TEST(StepGraphTest, MuonOrthogonalisesEach2DWeightWithFiveNewtonSchulzSteps) {
+  // Llama-3-8B layer on one GPU: Muon orthogonalises its momentum, matrix by matrix, 5 steps of
+  // A = X X^T, B = bA + cA A, X = aX + B X on r x c (r <= c): 4 r^2 c + 2 r^3 FLOPs a step. QKV split
+  // per query group (8 groups: q 512 x 4096, k and v 128 x 4096 each), the output 4096 x 4096, the
+  // gated fc1 28672 x 4096 and fc2 4096 x 14336:
+  //   q    8 x (4 x 512^2 x 4096 + 2 x 512^3)       =    36,507,222,016
+  //   k, v 16 x (4 x 128^2 x 4096 + 2 x 128^3)      =     4,362,076,160
+  //   o    4 x 4096^3 + 2 x 4096^3                  =   412,316,860,416
+  //   fc1  4 x 4096^2 x 28672 + 2 x 4096^3          = 2,061,584,302,080
+  //   fc2  4 x 4096^2 x 14336 + 2 x 4096^3          = 1,099,511,627,776
+  //   a step 3,614,282,088,448; 5 steps 18,071,410,442,240 FLOPs, in bf16, once per step.
+  // With the optimizer sharded over 8 (ZeRO-1: the layer-wise distributed Muon) a rank runs 1/8.
+  auto m = LoadModel("llama3-8b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p = Plan(1, 1, false);
+  auto ns_flops = [](const std::vector<Op>& ops) {
+    double f = 0;
+    for (const Op& op : ops)
+      if (std::string_view(op.name) == "muon_newton_schulz") {
+        EXPECT_EQ(op.pass, Pass::kStep);
+        EXPECT_EQ(op.dtype, Dtype::kBf16);
+        f += op.Flops();
+      }
+    return f;
+  };
+  EXPECT_EQ(ns_flops(BuildStepGraph(*m, p).dense_layer), 0.0);  // AdamW: none
+  p.optimizer = Optimizer::kMuon;
+  EXPECT_DOUBLE_EQ(ns_flops(BuildStepGraph(*m, p).dense_layer), 18'071'410'442'240.0);
+  // The step's memory pass keeps one moment (the momentum): 3 x 2 + 2 x 4 + 2 x 4 + 2 = 24 B.
+  const Op* step = FindOp(BuildStepGraph(*m, p).dense_layer, "optimizer_step");
+  ASSERT_NE(step, nullptr);
+  EXPECT_EQ(step->bytes, 24 * 218'112'000LL);
+  PlanSpec sharded = Plan(1, 8, false);
+  sharded.optimizer = Optimizer::kMuon;
+  sharded.zero = 1;
+  EXPECT_DOUBLE_EQ(ns_flops(BuildStepGraph(*m, sharded).dense_layer), 18'071'410'442'240.0 / 8);
+}
+
 TEST(GroupLayoutTest, EveryGroupHasOneLayoutAndItsSpanIsThatLayouts) {
   // tp 2, dp 4, pp 2, ep 2 (etp 1) in tp-cp-ep-dp-pp, by hand: dense axes skip ep, so tp stride
   // 1, dp stride tp*cp = 2, pp stride tp*cp*dp = 8; the expert regrouping etp x ep x edp has ep

@@ -385,10 +385,16 @@ bool ApplyRecordArchitecture(const Json& mj, ModelSpec* m, std::vector<std::stri
     said.push_back(*tied ? "tied embeddings" : "untied embeddings");
   }
   if (const std::string act = Lower(StrOr(mj, "activation")); !act.empty()) {
-    // GELU first: "GeLU (no --swiglu)" names the flag it does not use.
-    if (act.find("gelu") != std::string::npos) m->mlp = MlpKind::kGelu;
-    else if (act.find("swiglu") != std::string::npos) m->mlp = MlpKind::kSwiglu;
-    said.push_back(std::string(Name(m->mlp)));
+    // A gated GELU (GeGLU: NeMo's "fast-geglu") has SwiGLU's three matrices and is costed with
+    // them; then GELU, before SwiGLU: "GeLU (no --swiglu)" names the flag it does not use.
+    if (act.find("geglu") != std::string::npos) {
+      m->mlp = MlpKind::kSwiglu;
+      said.push_back("gated GELU (GeGLU), costed with SwiGLU's three matrices");
+    } else {
+      if (act.find("gelu") != std::string::npos) m->mlp = MlpKind::kGelu;
+      else if (act.find("swiglu") != std::string::npos) m->mlp = MlpKind::kSwiglu;
+      said.push_back(std::string(Name(m->mlp)));
+    }
   }
   if (const std::string norm = Lower(StrOr(mj, "norm")); !norm.empty()) {
     if (norm.find("rmsnorm") != std::string::npos) m->norm = NormKind::kRmsNorm;
@@ -451,6 +457,32 @@ bool ApplyRecordArchitecture(const Json& mj, ModelSpec* m, std::vector<std::stri
     m->moe = moe;
     said.push_back("MoE " + std::to_string(moe.experts) + " experts top-" + std::to_string(moe.top_k) +
                    (moe.first_dense_layers > 0 ? ", first " + std::to_string(moe.first_dense_layers) + " dense" : ""));
+  }
+  // MoE given as flat fields (dgxc-benchmarking's records: model.moe_experts, model.moe_topk,
+  // model.moe_ffn_hidden): every layer an MoE layer of experts that wide, a softmax router, no
+  // shared expert; model.moe_capacity_factor when the run drops tokens at a capacity. Without the
+  // experts' width the layout is not known (Llama 4 Maverick's interleaved layers and shared expert
+  // do not fit this shape): skipped, saying so.
+  if (!m->moe && IntOr(mj, "moe_experts", 0) > 0) {
+    MoeSpec moe;
+    moe.experts = IntOr(mj, "moe_experts", 0);
+    moe.top_k = IntOr(mj, "moe_topk", 0);
+    moe.expert_ffn_hidden = IntOr(mj, "moe_ffn_hidden", 0);
+    moe.capacity_factor = NumOr(mj, "moe_capacity_factor", 0);
+    if (moe.expert_ffn_hidden <= 0) {
+      *why =
+          "model.moe_ffn_hidden: flat MoE fields (moe_experts, moe_topk) need the experts' width; without it "
+          "the MoE layout (shared experts, dense layers between) is not known";
+      return false;
+    }
+    if (moe.top_k <= 0 || moe.top_k > moe.experts || moe.capacity_factor < 0) {
+      *why = "model.moe_topk: needs 1 <= moe_topk <= moe_experts and moe_capacity_factor >= 0";
+      return false;
+    }
+    m->moe = moe;
+    said.push_back(
+        "MoE " + std::to_string(moe.experts) + " experts top-" + std::to_string(moe.top_k) +
+        (moe.capacity_factor > 0 ? ", capacity factor " + std::to_string(moe.capacity_factor).substr(0, 4) : ""));
   }
   if (const int64_t mtp = IntOr(mj, "mtp_layers", 0); mtp > 0) {
     m->mtp_layers = mtp;

@@ -753,7 +753,8 @@ TEST(StepGraphTest, MuonOrthogonalisesEach2DWeightWithFiveNewtonSchulzSteps) {
   p.optimizer = Optimizer::kMuon;
   EXPECT_DOUBLE_EQ(ns_flops(BuildStepGraph(*m, p).dense_layer), 18'071'410'442'240.0);
   // The step's memory pass keeps one moment (the momentum): 3 x 2 + 2 x 4 + 2 x 4 + 2 = 24 B.
-  const Op* step = FindOp(BuildStepGraph(*m, p).dense_layer, "optimizer_step");
+  const StepGraph muon = BuildStepGraph(*m, p);
+  const Op* step = FindOp(muon.dense_layer, "optimizer_step");
   ASSERT_NE(step, nullptr);
   EXPECT_EQ(step->bytes, 24 * 218'112'000LL);
   PlanSpec sharded = Plan(1, 8, false);

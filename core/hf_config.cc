@@ -15,7 +15,7 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr const char* kSupported = "llama|mistral|mixtral|qwen2|qwen3|qwen3_moe|deepseek_v3|gpt2|gpt_oss";
+constexpr const char* kSupported = "llama|mistral|mixtral|qwen2|qwen3|qwen3_moe|deepseek_v3|kimi_k2|gpt2|gpt_oss";
 
 // What a config.json may leave out. Size-defining fields (layers, widths, vocab, expert counts
 // and sizes, MLA ranks) are required: a transformers default there would silently plan a
@@ -447,7 +447,9 @@ Result<ModelSpec> ModelFromHfConfig(const std::string& json_text, const std::str
     if (type == "gpt2") {
       ReadGpt2(r, &m);
     } else {
-      ReadDecoder(type, r, &m);
+      // Kimi K2's config is DeepSeek-V3's (architectures DeepseekV3ForCausalLM; Megatron-Bridge's
+      // KimiK2Bridge reuses the DeepSeek MLA/MoE mapping, docs/models/kimi/kimi-k2.md).
+      ReadDecoder(type == "kimi_k2" ? "deepseek_v3" : type, r, &m);
     }
   } catch (const Json::exception& e) {  // FieldReader checks types first; this is a backstop
     return Status::InvalidArgument(std::string("config: ") + e.what());

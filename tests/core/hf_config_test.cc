@@ -6,6 +6,7 @@
 #include <sstream>
 #include <string>
 
+#include "core/params.h"
 #include "core/presets.h"
 #include "core/specs.h"
 #include "core/status.h"
@@ -117,6 +118,21 @@ TEST(HfConfigTest, DeepSeekV3MatchesPreset) {
   EXPECT_EQ(got.max_seq, 163840);
   want.max_seq = got.max_seq;
   ExpectSameModel(got, want);
+}
+
+TEST(HfConfigTest, KimiK2IsReadAsDeepSeekV3AndMatchesPreset) {
+  // Kimi K2 ships DeepSeek-V3's architecture under model_type "kimi_k2" (Moonshot's deployment
+  // guide: "Kimi-K2 reuses the DeepSeekV3CausalLM architecture"; Megatron-Bridge's KimiK2Bridge maps
+  // it as DeepSeek's). tests/data/hf/kimi-k2.json holds Kimi K2's config fields in Hugging Face's
+  // DeepSeek-V3 names, valued as Megatron-Bridge v0.3.0's KimiK2Provider (the preset's source):
+  // 1.026T parameters, no MTP module. Its max_position_embeddings is the long-context 131072; the
+  // preset records the 4096 pretraining length, as deepseek-v3's does.
+  ModelSpec got, want;
+  ASSERT_NO_FATAL_FAILURE(ImportAndLoad("kimi-k2.json", "kimi-k2", &got, &want));
+  EXPECT_EQ(got.max_seq, 131072);
+  want.max_seq = got.max_seq;
+  ExpectSameModel(got, want);
+  EXPECT_EQ(CountParams(got).total, 1'026'408'232'448);
 }
 
 TEST(HfConfigTest, Qwen3ThirtyBA3BMatchesPreset) { ExpectMatchesPreset("qwen3-30b-a3b.json", "qwen3-30b-a3b"); }

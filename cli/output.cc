@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "core/memory.h"
 #include "core/spec_json.h"
 #include "core/units.h"
 
@@ -79,8 +80,7 @@ std::string PlanLine(const core::PlanSpec& p, const core::MemoryReport& r) {
 std::string StateLine(const core::PlanSpec& p, const core::MemoryReport& r) {
   std::ostringstream o;
   const auto& d = p.dtypes;
-  const bool one = p.optimizer == core::Optimizer::kSgdMomentum || p.optimizer == core::Optimizer::kMuon;
-  const int moments = one ? 1 : 2;
+  const int moments = core::MomentBuffers(p.optimizer);
   o << Fmt("%.4g", r.bytes_per_param) << " B/param of model state = weights " << core::Name(d.weights) << " "
     << core::DtypeBytes(d.weights) << " + grads " << core::Name(d.grads) << " " << core::DtypeBytes(d.grads)
     << (p.keep_lp_grads

@@ -71,6 +71,8 @@ RankParams LayerParamsOnRank(const ModelSpec& m, const PlanSpec& p, const LayerP
   return r;
 }
 
+int MomentBuffers(Optimizer o) { return o == Optimizer::kSgdMomentum || o == Optimizer::kMuon ? 1 : 2; }
+
 double BytesPerParam(const PlanSpec& p) {
   const ModelStateBytes s = ShardedModelStates(1.0, p, 1);
   return s.Total();
@@ -80,7 +82,7 @@ ModelStateBytes ShardedModelStates(double params, const PlanSpec& p, int64_t gro
   // Moments: Adam/AdamW keep m and v, SGD-momentum and Muon one buffer (Muon's momentum; the
   // parameters it leaves to Adam add theirs in PlaceModelStates); 8-bit Adam adds one fp32 scale
   // per 2048-value block per moment (bitsandbytes' blockwise quantisation).
-  const int moments = p.optimizer == Optimizer::kSgdMomentum || p.optimizer == Optimizer::kMuon ? 1 : 2;
+  const int moments = MomentBuffers(p.optimizer);
   double moment_bytes = moments * static_cast<double>(DtypeBytes(p.dtypes.optimizer_states));
   if (p.optimizer == Optimizer::kAdam8bit) moment_bytes += moments * 4.0 / 2048.0;
   const double g = static_cast<double>(group);

@@ -121,6 +121,11 @@ struct ModelStateBytes {
 double BytesPerParam(const PlanSpec& p);  // unsharded: 16 for bf16 mixed-precision Adam
 ModelStateBytes ShardedModelStates(double params, const PlanSpec& p, int64_t group);
 
+// The optimizer's state buffers per parameter beside the master weights: Adam/AdamW (and 8-bit
+// Adam) keep m and v, SGD-momentum and Muon one buffer (Muon's momentum; the parameters it leaves
+// to Adam keep two, counted by the memory model per stage).
+int MomentBuffers(Optimizer o);
+
 // kTotalsOnly is the search's hot path: MemoryReport::stages holds only the worst stage (its
 // `stage` field says which; worst_stage and per_gpu_bytes are as with kFull) and its `layers`
 // list is empty; every byte count is the same as kFull's.

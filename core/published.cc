@@ -48,6 +48,12 @@ std::string Lower(std::string t) {
   for (char& ch : t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   return t;
 }
+// A number with two decimals ("1.00", "1.25").
+std::string TwoDecimals(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  return buf;
+}
 std::optional<bool> BoolAt(const Json& j, const char* key) {
   auto it = j.find(key);
   return it != j.end() && it->is_boolean() ? std::optional<bool>(it->get<bool>()) : std::nullopt;
@@ -480,9 +486,8 @@ bool ApplyRecordArchitecture(const Json& mj, ModelSpec* m, std::vector<std::stri
       return false;
     }
     m->moe = moe;
-    said.push_back(
-        "MoE " + std::to_string(moe.experts) + " experts top-" + std::to_string(moe.top_k) +
-        (moe.capacity_factor > 0 ? ", capacity factor " + std::to_string(moe.capacity_factor).substr(0, 4) : ""));
+    said.push_back("MoE " + std::to_string(moe.experts) + " experts top-" + std::to_string(moe.top_k) +
+                   (moe.capacity_factor > 0 ? ", capacity factor " + TwoDecimals(moe.capacity_factor) : ""));
   }
   if (const int64_t mtp = IntOr(mj, "mtp_layers", 0); mtp > 0) {
     m->mtp_layers = mtp;

@@ -965,7 +965,7 @@ class Builder {
     // moments, write the working weights, and zero the gradient buffer for the next step
     // (Megatron-LM's clip_grad_norm_fp32, optimizer.step, zero_grad_buffer).
     const int64_t shard = p_.zero >= 1 ? std::max<int64_t>(params / group_size, 1) : params;
-    const int64_t moments = p_.optimizer == Optimizer::kSgdMomentum || p_.optimizer == Optimizer::kMuon ? 1 : 2;
+    const int64_t moments = MomentBuffers(p_.optimizer);
     // fp16 trains with dynamic loss scaling: before the step the gradients are unscaled and checked
     // for inf/NaN (read + write in fp32; 16-bit gradients are first copied to fp32, and the norm
     // and the update then read that copy). Megatron-LM's Float16Optimizer

@@ -488,8 +488,7 @@ ExplainStep MemoryBudgetStep(const core::Scenario& s) {
   st.result =
       Fmt("%s of model state (%.4g B/param); one %s holds %s ⇒ the state alone needs ≥ %lld GPUs", Bytes(state).c_str(),
           per.Total(), s.gpu.name.c_str(), Hbm(s.gpu.hbm_bytes).c_str(), static_cast<long long>(min_gpus));
-  if (s.plan.dtypes.master_weights != Dtype::kNone && s.plan.optimizer != core::Optimizer::kSgdMomentum &&
-      s.plan.optimizer != core::Optimizer::kMuon) {
+  if (s.plan.dtypes.master_weights != Dtype::kNone && core::MomentBuffers(s.plan.optimizer) == 2) {
     PlanSpec no_master = p0;
     no_master.dtypes.master_weights = Dtype::kNone;
     const double wrong = core::ShardedModelStates(n, no_master, 1).Total();

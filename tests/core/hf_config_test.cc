@@ -110,14 +110,22 @@ TEST(HfConfigTest, Llama3SeventyBMatchesPreset) { ExpectMatchesPreset("llama3-70
 
 TEST(HfConfigTest, Mixtral8x7BMatchesPreset) { ExpectMatchesPreset("mixtral-8x7b.json", "mixtral-8x7b"); }
 
-TEST(HfConfigTest, DeepSeekV3MatchesPreset) {
+// As ExpectMatchesPreset, but for the one deliberate difference of the long-context configs: their
+// max_position_embeddings (`max_seq`) against the preset's pretraining length.
+void ExpectMatchesPresetButMaxSeq(const std::string& file, const std::string& preset, int64_t max_seq,
+                                  ModelSpec* imported = nullptr) {
   ModelSpec got, want;
-  ASSERT_NO_FATAL_FAILURE(ImportAndLoad("deepseek-v3.json", "deepseek-v3", &got, &want));
-  // The one deliberate difference: config.json's max_position_embeddings is the YaRN-extended
-  // 163840, while the preset records the 4096 pretraining length (its source says why).
-  EXPECT_EQ(got.max_seq, 163840);
+  ASSERT_NO_FATAL_FAILURE(ImportAndLoad(file, preset, &got, &want));
+  EXPECT_EQ(got.max_seq, max_seq);
   want.max_seq = got.max_seq;
   ExpectSameModel(got, want);
+  if (imported != nullptr) *imported = got;
+}
+
+TEST(HfConfigTest, DeepSeekV3MatchesPreset) {
+  // config.json's max_position_embeddings is the YaRN-extended 163840, while the preset records
+  // the 4096 pretraining length (its source says why).
+  ExpectMatchesPresetButMaxSeq("deepseek-v3.json", "deepseek-v3", 163840);
 }
 
 TEST(HfConfigTest, KimiK2IsReadAsDeepSeekV3AndMatchesPreset) {
@@ -127,11 +135,8 @@ TEST(HfConfigTest, KimiK2IsReadAsDeepSeekV3AndMatchesPreset) {
   // DeepSeek-V3 names, valued as Megatron-Bridge v0.3.0's KimiK2Provider (the preset's source):
   // 1.026T parameters, no MTP module. Its max_position_embeddings is the long-context 131072; the
   // preset records the 4096 pretraining length, as deepseek-v3's does.
-  ModelSpec got, want;
-  ASSERT_NO_FATAL_FAILURE(ImportAndLoad("kimi-k2.json", "kimi-k2", &got, &want));
-  EXPECT_EQ(got.max_seq, 131072);
-  want.max_seq = got.max_seq;
-  ExpectSameModel(got, want);
+  ModelSpec got;
+  ASSERT_NO_FATAL_FAILURE(ExpectMatchesPresetButMaxSeq("kimi-k2.json", "kimi-k2", 131072, &got));
   EXPECT_EQ(CountParams(got).total, 1'026'408'232'448);
 }
 

@@ -337,7 +337,8 @@ std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r, co
       Fmt("%.3g", w.inflight_microbatches) + " microbatches in flight (" + core::Name(p.schedule) + ")" +
           (w.loss_activations_bytes ? " + logits/loss" : "") +
           (w.recompute_working_bytes ? " + recompute working set" : "") +
-          (w.deferred_wgrad_bytes ? " + deferred head wgrad buffers" : ""));
+          (w.deferred_wgrad_bytes ? " + deferred head wgrad buffers" : "") +
+          (w.pipeline_buffers_bytes ? " + pipeline runtime's per-microbatch outputs and gradient buffers" : ""));
   row("CUDA context", w.cuda_context_bytes,
       p.cuda_context_bytes > 0 ? "the plan's (--cuda-context-mib, or its stack's measurement; docs/memory.md)"
                                : "measured on one H200, CUDA 13 (docs/memory.md)");
@@ -469,6 +470,7 @@ std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r, con
     e["loss_activations_bytes"] = st.loss_activations_bytes;
     e["recompute_working_bytes"] = st.recompute_working_bytes;
     e["deferred_wgrad_bytes"] = st.deferred_wgrad_bytes;
+    if (st.pipeline_buffers_bytes) e["pipeline_buffers_bytes"] = st.pipeline_buffers_bytes;
     e["other_bytes"] = st.other_bytes;
     OJson other;
     other["cuda_context_bytes"] = st.cuda_context_bytes;

@@ -104,6 +104,11 @@ void PlanFlags::Register(CLI::App* app) {
       "GQA's K and V copied to every query head before the attention kernel (torchtitan 2024's repeat_kv; "
       "--stack torchtitan-2024 sets it): the copies, their saved tensors and CP's K/V exchanges at every head");
   p->add_flag_callback(
+      "--keep-pp-outputs", [this] { keep_pp_outputs = true; },
+      "The pipeline runtime keeps per-microbatch tensors for the step (PyTorch's torch.distributed.pipelining: "
+      "the last stage every microbatch's logits, the others a gradient receive buffer per microbatch; "
+      "--stack torchtitan-2024 sets it; docs/memory.md)");
+  p->add_flag_callback(
       "--keep-lp-grads", [this] { keep_lp_grads = true; },
       "The 16-bit gradients stay allocated beside the gradient buffer for the whole step (DeepSpeed's "
       "BF16_Optimizer with fp32 gradient accumulation): weights-dtype bytes more per parameter");
@@ -269,6 +274,7 @@ void PlanFlags::ApplyPlanFlags(bool from_file, core::ModelSpec* spec, core::Plan
   if (grad_accum_fusion) p.grad_accum_fusion = *grad_accum_fusion;
   if (ep_overlap) p.ep_overlap = *ep_overlap;
   if (repeat_kv) p.repeat_kv = *repeat_kv;
+  if (keep_pp_outputs) p.keep_pp_outputs = *keep_pp_outputs;
   if (keep_lp_grads) p.keep_lp_grads = *keep_lp_grads;
   if (transformer_engine) p.transformer_engine = *transformer_engine;
   if (moe_grouped_gemm) p.moe_grouped_gemm = *moe_grouped_gemm;

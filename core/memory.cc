@@ -417,10 +417,23 @@ void PlaceActivations(const ModelSpec& m, const PlanSpec& p, int64_t stage, bool
   if (has_last && p.deferred_head_wgrad > 0)
     st.deferred_wgrad_bytes = std::min(p.deferred_head_wgrad, p.Microbatches()) *
                               (2 * s * b * ((m.vocab + t - 1) / t) + e * s * b * h / rep_div);
+  // PyTorch's pipeline stage (PlanSpec::keep_pp_outputs): the last stage keeps every microbatch's
+  // output, the logits in the activations' dtype and vocab-parallel over t, until the step ends,
+  // so at the last microbatch's loss the other m - 1 are alive beside the one the loss counts;
+  // every other stage keeps its output (the layer output, sequence-parallel over t) of each of
+  // the m microbatches and holds a gradient receive buffer of the same size for each. A rank with
+  // v interleaved stages holds v of them, the last rank the last stage and v - 1 others.
+  if (p.keep_pp_outputs && p.pp > 1) {
+    const int64_t mbs = p.Microbatches();
+    const int64_t stages_here = std::max<int64_t>(1, p.vpp);
+    const int64_t grad_buffers = (stages_here - (has_last ? 1 : 0)) * 2 * mbs * e * s * b * h / rep_div;
+    const int64_t kept_logits = has_last ? (mbs - 1) * e * s * b * ((m.vocab + t - 1) / t) : 0;
+    st.pipeline_buffers_bytes = grad_buffers + kept_logits;
+  }
   st.activations_bytes =
       RoundBytes(static_cast<double>(per_mb + st.embedding_activations_bytes) * st.inflight_microbatches) +
       RoundBytes(static_cast<double>(st.loss_activations_bytes) * loss_inflight) + st.deferred_wgrad_bytes +
-      st.recompute_working_bytes;
+      st.pipeline_buffers_bytes + st.recompute_working_bytes;
 }
 
 // A stage's named overheads: CUDA context, cuBLAS workspace, NCCL buffers of its `comms`

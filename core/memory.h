@@ -65,6 +65,10 @@ struct StageMemory {
   int64_t loss_activations_bytes = 0;
   int64_t recompute_working_bytes = 0;
   int64_t deferred_wgrad_bytes = 0;  // last stage: logits gradients kept for a deferred head wgrad
+  // The pipeline runtime's per-microbatch tensors (PlanSpec::keep_pp_outputs): the last stage's
+  // kept logits of the step's other microbatches, other stages' kept outputs and gradient
+  // receive buffers.
+  int64_t pipeline_buffers_bytes = 0;
   int64_t activations_bytes = 0;
   int64_t cuda_context_bytes = 0;
   int64_t cublas_workspace_bytes = 0;

@@ -397,6 +397,16 @@ struct PlanSpec {
   // is the plan's microbatches): the last stage keeps each one's logits gradient and the head's
   // input until then (tensor_parallel/layers.py grad_output_buffer). 0: computed in place.
   int64_t deferred_head_wgrad = 0;
+  // The pipeline runtime holds per-microbatch tensors for the whole step (PyTorch's
+  // torch.distributed.pipelining before torch 2.8, stage.py _PipelineStageBase): every stage
+  // appends each microbatch's output to output_chunks in forward_one_chunk and drops them only
+  // when the next step clears its runtime state (PR 153383, torch 2.8, keeps the last stage's
+  // alone), so at the last microbatch the step's earlier outputs are all alive, on the last stage
+  // its logits; and _prepare_backward_infra allocates a gradient receive buffer the size of the
+  // stage's output for each microbatch up front (grad_recv_info), on every stage but the last.
+  // Off: Megatron's schedules, which free each microbatch's output after its backward and receive
+  // into fresh tensors. With pp > 1.
+  bool keep_pp_outputs = false;
   // The CUDA context the training software's process holds on each GPU, in bytes: device memory
   // nvidia-smi shows beyond the caching allocator's reserve (the context, the loaded kernels, the
   // runtime's own heaps). 0: the profile's (MemoryOverheads::cuda_context_bytes, measured with

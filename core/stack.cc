@@ -105,7 +105,7 @@ Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string&
         BoolField(j, "overlap_param_gather", prefix, &s.overlap_param_gather),
         BoolField(j, "zero3_unsharded_under_pp", prefix, &s.zero3_unsharded_under_pp),
         BoolField(j, "microbatches_equal_pp", prefix, &s.microbatches_equal_pp),
-        BoolField(j, "repeat_kv", prefix, &s.repeat_kv),
+        BoolField(j, "repeat_kv", prefix, &s.repeat_kv), BoolField(j, "keep_pp_outputs", prefix, &s.keep_pp_outputs),
         BoolField(j, "transformer_engine", prefix, &s.transformer_engine)}) {
     if (!st.ok()) return st;
   }
@@ -198,6 +198,7 @@ void ApplyStack(const SoftwareStack& s, ModelSpec* m, PlanSpec* p) {
   p->cross_entropy = s.cross_entropy;
   p->elementwise = s.elementwise;
   p->repeat_kv = s.repeat_kv;
+  p->keep_pp_outputs = s.keep_pp_outputs;
   p->cp_kind = s.cp_kind;
   p->sequence_parallel = s.sequence_parallel && p->tp > 1;
   if (s.cuda_context_bytes > 0) p->cuda_context_bytes = s.cuda_context_bytes;
@@ -227,6 +228,7 @@ std::string StackSummary(const SoftwareStack& s) {
                                                : std::string(", zero-3 gathers ") + Name(s.zero3_gather)) +
          (s.cp_kind == CpKind::kRing ? std::string() : std::string(", CP ") + Name(s.cp_kind)) +
          (s.repeat_kv ? ", K and V repeated to every query head" : "") +
+         (s.keep_pp_outputs ? ", pipeline outputs and gradient buffers kept per microbatch" : "") +
          (s.transformer_engine ? ", Transformer Engine" : "") +
          (s.cuda_context_bytes > 0 ? ", CUDA context " + std::to_string(s.cuda_context_bytes >> 20) + " MiB" : "") +
          " (" + s.source + ")";

@@ -108,21 +108,25 @@ QString MemoryTableModel::termTooltip(int row, Column c) const {
                         .arg(core::Name(p.dtypes.optimizer_states))
                         .arg(p.zero >= 1 ? "sharded over " + group + " ranks (ZeRO >= 1)" : QString("replicated"));
     case kActivations:
-      return head + QString("%1 GB per microbatch for %2 layers (recompute %3) x %4 microbatches in flight (%5)%6%7%8")
-                        .arg(Gb(s.layer_activations_bytes))
-                        .arg(s.layers.size())
-                        .arg(core::Name(p.recompute))
-                        .arg(s.inflight_microbatches, 0, 'g', 3)
-                        .arg(core::Name(p.schedule))
-                        .arg(s.loss_activations_bytes
-                                 ? QString(" + logits/loss %1 GB").arg(Gb(s.loss_activations_bytes))
-                                 : QString())
-                        .arg(s.recompute_working_bytes
-                                 ? QString(" + recompute working set %1 GB").arg(Gb(s.recompute_working_bytes))
-                                 : QString())
-                        .arg(s.deferred_wgrad_bytes
-                                 ? QString(" + deferred head wgrad buffers %1 GB").arg(Gb(s.deferred_wgrad_bytes))
-                                 : QString());
+      return head +
+             QString("%1 GB per microbatch for %2 layers (recompute %3) x %4 microbatches in flight (%5)%6%7%8%9")
+                 .arg(Gb(s.layer_activations_bytes))
+                 .arg(s.layers.size())
+                 .arg(core::Name(p.recompute))
+                 .arg(s.inflight_microbatches, 0, 'g', 3)
+                 .arg(core::Name(p.schedule))
+                 .arg(s.loss_activations_bytes ? QString(" + logits/loss %1 GB").arg(Gb(s.loss_activations_bytes))
+                                               : QString())
+                 .arg(s.recompute_working_bytes
+                          ? QString(" + recompute working set %1 GB").arg(Gb(s.recompute_working_bytes))
+                          : QString())
+                 .arg(s.deferred_wgrad_bytes
+                          ? QString(" + deferred head wgrad buffers %1 GB").arg(Gb(s.deferred_wgrad_bytes))
+                          : QString())
+                 .arg(s.pipeline_buffers_bytes
+                          ? QString(" + pipeline runtime's kept outputs and gradient buffers %1 GB")
+                                .arg(Gb(s.pipeline_buffers_bytes))
+                          : QString());
     case kCudaContext: return head + "assumed (profile.memory.cuda_context_bytes)";
     case kCublas: return head + "cuBLAS workspace (profile.memory.cublas_workspace_bytes)";
     case kNccl: return head + "communicators x channels x 2 x NCCL_BUFFSIZE";

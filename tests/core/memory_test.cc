@@ -303,6 +303,40 @@ TEST(MemoryTest, NativeFusedLossAndDeferredHeadWgradHoldMoreOnTheLastStage) {
   EXPECT_NE(d.ToStatus().message().find("plan.deferred_head_wgrad"), std::string::npos) << d.ToStatus().message();
 }
 
+TEST(MemoryTest, TorchPipelineKeepsTheLastStagesOutputsAndGradientBuffers) {
+  // PyTorch's pipeline stage (plan.keep_pp_outputs): Llama-3-70B, TP 8 x PP 4 with SP, 16
+  // microbatches of 8192 tokens.
+  //  - the last stage keeps the other 15 microbatches' bf16 logits, vocab-parallel:
+  //    15 x 2 B x 8192 x ceil(128256/8) = 15 x 262,668,288 = 3,940,024,320 bytes;
+  //  - the others keep each microbatch's output (the layer output, sequence-parallel) and hold a
+  //    gradient receive buffer of its size per microbatch: 2 x 16 x 2 B x 8192 x 8192 / 8 =
+  //    2 x 16 x 16,777,216 = 536,870,912 bytes.
+  Loaded l = Load("llama3-70b", "h100-sxm", "dgx-h100");
+  PlanSpec p = Llama70bTp8Pp4();
+  const MemoryReport base = EstimateMemory(l.model, p, l.gpu);
+  p.keep_pp_outputs = true;
+  const MemoryReport kept = EstimateMemory(l.model, p, l.gpu);
+  EXPECT_EQ(kept.stages[3].pipeline_buffers_bytes, 3940024320);
+  EXPECT_EQ(kept.stages[3].activations_bytes - base.stages[3].activations_bytes, 3940024320);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(kept.stages[i].pipeline_buffers_bytes, 536870912) << i;
+    EXPECT_EQ(kept.stages[i].activations_bytes - base.stages[i].activations_bytes, 536870912) << i;
+  }
+  // Two interleaved stages per rank: the last rank's other stage adds its 2 x 16, the other ranks
+  // hold twice theirs.
+  p.vpp = 2;
+  p.schedule = Schedule::kInterleaved;
+  const MemoryReport v2 = EstimateMemory(l.model, p, l.gpu);
+  EXPECT_EQ(v2.stages[3].pipeline_buffers_bytes, 3940024320 + 536870912);
+  EXPECT_EQ(v2.stages[0].pipeline_buffers_bytes, 2 * 536870912);
+  // Without pipeline parallelism there is no pipeline runtime.
+  p = Llama70bTp8Pp4();
+  p.pp = 1;
+  p.gpus = 8;
+  p.keep_pp_outputs = true;
+  EXPECT_EQ(EstimateMemory(l.model, p, l.gpu).stages[0].pipeline_buffers_bytes, 0);
+}
+
 TEST(MemoryTest, GpipeHoldsAllMicrobatchesOneFOneBAtMostP) {
   Loaded l = Load("llama3-8b", "h100-sxm", "dgx-h100");
   PlanSpec p;

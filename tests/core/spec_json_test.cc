@@ -25,6 +25,7 @@ TEST(SpecJsonTest, PlanFileRoundTripsWithEmbeddedSpecs) {
   f.plan.placement = {Axis::kTp, Axis::kDp, Axis::kCp, Axis::kEp, Axis::kPp};
   f.plan.repeat_kv = true;
   f.plan.keep_lp_grads = true;
+  f.plan.keep_pp_outputs = true;
   f.plan.cuda_context_bytes = 1573LL << 20;
   f.plan.transformer_engine = true;
   f.plan.moe_grouped_gemm = false;

@@ -169,6 +169,7 @@ TEST(StackTest, TorchtitanFsdpUnderPipelineParallelismHoldsTheStageUnsharded) {
   EXPECT_TRUE(tt->microbatches_equal_pp);               // config_manager.py: as many as stages
   EXPECT_EQ(tt->cross_entropy, CrossEntropy::kUpcast);  // train.py: cross_entropy(pred.float())
   EXPECT_TRUE(tt->repeat_kv);                           // models/llama/model.py: repeat_kv before SDPA
+  EXPECT_TRUE(tt->keep_pp_outputs);                     // pipelining/stage.py: output_chunks, grad_recv_info
   PlanSpec p;
   p.tp = 8;
   p.pp = 8;

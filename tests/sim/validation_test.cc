@@ -725,15 +725,23 @@ TEST(ValidationTest, MeasuredMemoryPeaksAgainstTheMemoryModel) {
   // (their linears' inputs in one byte: the 70B 2D rows -12.7% / -7.2% -> -9.0% / -3.2%, the
   // 405B rows 0.5 GiB smaller), with the per-op policy saving the float8 matmuls' outputs (8B:
   // +0.7% and -0.4%; -31% and -40% had they been recomputed).
+  // Then 3.2% / 15.0% when PyTorch's pipeline stage (torch before 2.8) kept every microbatch's
+  // output to the step's end and a gradient receive buffer per microbatch (keep_pp_outputs): on
+  // the 405B PP rows' last rank 7 x 2 B x 4 x 8192 x 16032 = 7.35 GB of logits more, on the others
+  // 2 x 8 x 4 x 8192 x 16384 x 2 B / 8 = 2.15 GB (1F1B -24.6% -> -22.0%, the CP rows -17..-27% ->
+  // -15..-24%); interleaved holds both on its last rank: -11.6% -> +0.6%.
   EXPECT_LE(v.all.median_abs_error, 0.033);
-  EXPECT_LE(v.all.p90_abs_error, 0.18);
+  EXPECT_LE(v.all.p90_abs_error, 0.152);
   for (const auto& r : v.records) {
     if (r.id == "torchtitan-2412-t1-8b-8gpu-fsdp-compile-float8") EXPECT_NEAR(r.error, 0.007, 0.01);
-    if (r.id == "torchtitan-2412-t5-405b-512gpu-3d-1f1b") EXPECT_NEAR(r.predicted, 62.2, 0.1);
+    // 62.2 GiB before the pipeline runtime's kept tensors, then its first stage (+2.15 GB and 5% of
+    // it as fragmentation): 64.3 GiB against 82.5 measured.
+    if (r.id == "torchtitan-2412-t5-405b-512gpu-3d-1f1b") EXPECT_NEAR(r.predicted, 64.3, 0.1);
     // "Interleaved 1F1B" without a printed degree: torchtitan's 2 stages per rank (generate_split_points
-    // at 9dec370), 16 chunks of 7-8 layers, more microbatch-chunks in flight than 1F1B: 62.2 -> 64.2 GiB
+    // at 9dec370), 16 chunks of 7-8 layers, more microbatch-chunks in flight than 1F1B: 62.2 -> 64.2 GiB;
+    // the last rank's kept logits and its other stage's kept outputs and gradient buffers: 73.1
     // against 72.7 measured.
-    if (r.id == "torchtitan-2412-t5-405b-512gpu-3d-interleaved1f1b") EXPECT_NEAR(r.predicted, 64.2, 0.1);
+    if (r.id == "torchtitan-2412-t5-405b-512gpu-3d-interleaved1f1b") EXPECT_NEAR(r.predicted, 73.1, 0.1);
     // The small MoE run's allgather token dispatcher gathers every EP rank's tokens (its
     // buffers are not modelled): -9.9% (-14.9% before Transformer Engine's workspaces: 5 x 32 MiB
     // with its grouped GEMM on an H100). The two DeepSeek-V3-like proxies (MLA, MoE, MTP): -3.6%

@@ -99,6 +99,12 @@ Result<std::string> ExportMegatron(const Scenario& s) {
     return Refusal("megatron", kMegatronCommit, rule, nearest);
   };
   // What Megatron-LM cannot express, before anything is written.
+  if (m.Hybrid())
+    return refuse(
+        "a hybrid model (model.hybrid_pattern) trains through Megatron-LM's hybrid entry point with "
+        "--hybrid-layer-pattern and the Mamba arguments, which this export does not write (it writes "
+        "pretrain_gpt.py's)",
+        "a transformer model, e.g. --model llama3-8b");
   if (p.optimizer == Optimizer::kAdam8bit)
     return refuse(
         "--optimizer has no 8-bit Adam (choices adam, sgd, muon, dist_muon, lion, soap, adaptive_muon: "
@@ -756,6 +762,9 @@ Result<std::string> ExportDeepSpeed(const Scenario& s, std::vector<std::string>*
   auto refuse = [](const std::string& rule, const std::string& nearest) {
     return Refusal("deepspeed", kDeepSpeedCommit, rule, nearest);
   };
+  if (s.model.Hybrid())
+    return refuse("no Mamba layers in the GPT model this config trains (a hybrid model.hybrid_pattern)",
+                  "a transformer model, e.g. --model llama3-8b");
   if (p.pp > 1 && p.zero >= 2)
     return refuse(
         "\"ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism\" "

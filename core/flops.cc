@@ -1,5 +1,7 @@
 #include "core/flops.h"
 
+#include <algorithm>
+
 #include "core/params.h"
 
 namespace meshplan::core {
@@ -16,36 +18,56 @@ double MlaUpProjectionParams(const ModelSpec& m) {
          static_cast<double>(a.kv_lora_rank) * heads * static_cast<double>(a.qk_nope_head_dim + a.v_head_dim);
 }
 
-// Weights one token multiplies in a layer: everything but norms, biases and sinks, with routed
-// experts counted top_k times. Biases and norms are O(h) per token and left out, as in every
-// published FLOP formula.
-double LayerMatmulParams(const ModelSpec& m, bool moe_layer) {
+// Weights one token multiplies in a layer's attention block: the projections.
+double AttentionMatmulParams(const ModelSpec& m) {
   const double h = static_cast<double>(m.hidden);
-  double attn;
   if (m.mla) {
     const MlaSpec& a = *m.mla;
     // The down-projections (q's latent when there is one, kv's latent and RoPE key), the
     // up-projections, the output projection.
-    attn = (a.q_lora_rank > 0 ? h * static_cast<double>(a.q_lora_rank) : 0.0) +
+    return (a.q_lora_rank > 0 ? h * static_cast<double>(a.q_lora_rank) : 0.0) +
            h * static_cast<double>(a.kv_lora_rank + a.qk_rope_head_dim) + MlaUpProjectionParams(m) +
            static_cast<double>(m.heads * a.v_head_dim) * h;
-  } else {
-    const double q = static_cast<double>(m.heads * m.head_dim);
-    const double kv = static_cast<double>(m.kv_heads * m.head_dim);
-    attn = 2 * h * q + 2 * h * kv;
   }
+  const double q = static_cast<double>(m.heads * m.head_dim);
+  const double kv = static_cast<double>(m.kv_heads * m.head_dim);
+  return 2 * h * q + 2 * h * kv;
+}
+
+// ... in its MLP or MoE block: the MLP, or the routed experts top_k times, the shared experts and
+// the router.
+double FfnMatmulParams(const ModelSpec& m, bool moe_layer) {
+  const double h = static_cast<double>(m.hidden);
   const double mats = m.mlp == MlpKind::kSwiglu ? 3 : 2;
-  double mlp;
   if (moe_layer && m.moe) {
     const MoeSpec& e = *m.moe;
-    mlp = mats * h *
-              (static_cast<double>(e.top_k * e.expert_ffn_hidden) +
-               static_cast<double>(e.shared_experts * e.shared_expert_ffn_hidden)) +
-          h * static_cast<double>(e.experts);  // router
-  } else {
-    mlp = mats * h * static_cast<double>(m.ffn_hidden);
+    return mats * h *
+               (static_cast<double>(e.top_k * e.expert_ffn_hidden) +
+                static_cast<double>(e.shared_experts * e.shared_expert_ffn_hidden)) +
+           h * static_cast<double>(e.experts);  // router
   }
-  return attn + mlp;
+  return mats * h * static_cast<double>(m.ffn_hidden);
+}
+
+// ... in a Mamba-2 mixer: in_proj and out_proj (core/params.h).
+double MambaMatmulParams(const ModelSpec& m) {
+  const MambaSpec& x = *m.mamba;
+  return static_cast<double>(m.hidden) * static_cast<double>(x.InProjWidth() + x.Inner());
+}
+
+// Weights one token multiplies in a layer: everything but norms, biases and sinks, with routed
+// experts counted top_k times. Biases and norms are O(h) per token and left out, as in every
+// published FLOP formula. A hybrid model's layer: its kinds' weighted by their counts.
+double LayerMatmulParams(const ModelSpec& m, bool moe_layer) {
+  if (m.Hybrid()) {
+    const HybridCounts c = m.HybridLayerCounts();
+    double sum = static_cast<double>(c.attention) * AttentionMatmulParams(m) +
+                 static_cast<double>(c.mlp) * FfnMatmulParams(m, false) +
+                 static_cast<double>(c.moe) * FfnMatmulParams(m, true);
+    if (m.mamba) sum += static_cast<double>(c.mamba) * MambaMatmulParams(m);
+    return sum / static_cast<double>(std::max<int64_t>(m.layers, 1));
+  }
+  return AttentionMatmulParams(m) + FfnMatmulParams(m, moe_layer);
 }
 
 // Weights one token multiplies again, per model, under selective recomputation's GEMM modules
@@ -54,8 +76,13 @@ double LayerMatmulParams(const ModelSpec& m, bool moe_layer) {
 double SelectiveRecomputeMatmulParams(const ModelSpec& m, const PlanSpec& p) {
   const double h = static_cast<double>(m.hidden);
   const double mats = m.mlp == MlpKind::kSwiglu ? 3 : 2;
-  const double moe_layers = static_cast<double>(m.MoeLayerCount());
-  const double dense_layers = static_cast<double>(m.layers) - moe_layers;
+  double moe_layers = static_cast<double>(m.MoeLayerCount());
+  double dense_layers = static_cast<double>(m.layers) - moe_layers;
+  if (m.Hybrid()) {  // the '-' and 'E' layers
+    const HybridCounts c = m.HybridLayerCounts();
+    dense_layers = static_cast<double>(c.mlp);
+    moe_layers = static_cast<double>(c.moe);
+  }
   double params = 0;
   if (p.Recomputes(RecomputeModule::kMlp)) params += dense_layers * mats * h * static_cast<double>(m.ffn_hidden);
   if (p.Recomputes(RecomputeModule::kMlaUpProj) && m.mla)
@@ -72,6 +99,15 @@ double SelectiveRecomputeMatmulParams(const ModelSpec& m, const PlanSpec& p) {
 }
 
 }  // namespace
+
+double SsdForwardFlopsPerToken(const MambaSpec& x) {
+  // Mamba-2's SSD in chunks of Q tokens (Dao & Gu 2024, arXiv 2405.21060 §6): per chunk and group
+  // C B^T (Q x Q, N deep: 2 Q^2 N), per chunk and head (C B^T o L) X (Q x P, Q deep: 2 Q^2 P), the
+  // chunk's state B^T X (N x P, Q deep: 2 N P Q) and the output from the carried state C S
+  // (Q x P, N deep: 2 Q N P); per token 2 Q N G + H (2 Q P + 4 N P).
+  const double q = static_cast<double>(x.chunk), n = static_cast<double>(x.state), pd = static_cast<double>(x.head_dim);
+  return 2 * q * n * static_cast<double>(x.groups) + static_cast<double>(x.heads) * (2 * q * pd + 4 * n * pd);
+}
 
 double KeysPerQuery(int64_t seq_len, int64_t window, AttentionFlops convention) {
   const double s = static_cast<double>(seq_len);
@@ -97,12 +133,16 @@ ForwardFlops ForwardFlopsPerToken(const ModelSpec& m, int64_t seq_len, Attention
   f.matmul = 2 * dense_layers * LayerMatmulParams(m, false) +
              (moe_layers > 0 ? 2 * moe_layers * LayerMatmulParams(m, true) : 0.0);
   // Per token 2 (d_qk + d_v) FLOPs per key it meets: the whole (causal) sequence in a global
-  // layer, the window in a windowed one.
+  // layer, the window in a windowed one. A hybrid model attends in its '*' layers only, and its
+  // Mamba layers add the SSD scan's matmuls (SsdForwardFlopsPerToken).
   const double full_keys = KeysPerQuery(seq_len, 0, convention);
   const double windowed = static_cast<double>(m.WindowedLayerCount());
+  const double attending =
+      m.Hybrid() ? static_cast<double>(m.HybridLayerCounts().attention) : static_cast<double>(m.layers);
   f.attention = 2 * (qk_dim + v_dim) *
-                ((static_cast<double>(m.layers) - windowed) * full_keys +
-                 windowed * KeysPerQuery(seq_len, m.sliding_window, convention));
+                ((attending - windowed) * full_keys + windowed * KeysPerQuery(seq_len, m.sliding_window, convention));
+  if (m.Hybrid() && m.mamba)
+    f.matmul += static_cast<double>(m.HybridLayerCounts().mamba) * SsdForwardFlopsPerToken(*m.mamba);
   f.logits = 2 * static_cast<double>(m.hidden) * static_cast<double>(m.vocab);
   if (m.mtp_layers > 0) {
     // Each MTP module: eh_proj (2h x h), one layer of the last layer's kind, its own logits

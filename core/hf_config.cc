@@ -15,7 +15,8 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr const char* kSupported = "llama|mistral|mixtral|qwen2|qwen3|qwen3_moe|deepseek_v3|kimi_k2|gpt2|gpt_oss";
+constexpr const char* kSupported =
+    "llama|mistral|mixtral|qwen2|qwen3|qwen3_moe|deepseek_v3|kimi_k2|gpt2|gpt_oss|nemotron_h";
 
 // What a config.json may leave out. Size-defining fields (layers, widths, vocab, expert counts
 // and sizes, MLA ranks) are required: a transformers default there would silently plan a
@@ -297,6 +298,63 @@ void ReadGpt2(FieldReader& r, ModelSpec* m) {
   m->dropout = r.Number("resid_pdrop", 0.1) > 0 || r.Number("embd_pdrop", 0.1) > 0;
 }
 
+// Nemotron-H and Nemotron 3 (model_type nemotron_h, NVIDIA's configuration_nemotron_h.py shipped
+// with the checkpoints), read as Megatron-Bridge's NemotronHBridge maps them
+// (src/megatron/bridge/models/nemotronh/nemotron_h_bridge.py at 067f987df, with the base
+// CONFIG_MAPPING of models/conversion/model_bridge.py): hybrid_override_pattern the layer kinds
+// (core/specs.h ModelSpec::hybrid_pattern), mamba_num_heads, mamba_head_dim, ssm_state_size,
+// n_groups, conv_kernel and chunk_size the Mamba-2 mixer, head_dim or attention_head_dim the
+// attention's kv_channels, n_routed_experts, num_experts_per_tok, moe_intermediate_size and
+// moe_shared_expert_intermediate_size the MoE blocks; no position embedding, squared ReLU (not
+// gated: costed as a two-matrix MLP), a sigmoid router with expert bias (the bridge's defaults).
+void ReadNemotronH(FieldReader& r, ModelSpec* m) {
+  m->layers = r.Required("num_hidden_layers");
+  m->hidden = r.Required("hidden_size");
+  m->heads = r.Required("num_attention_heads");
+  m->vocab = r.Required("vocab_size");
+  m->ffn_hidden = r.Required("intermediate_size");
+  m->kv_heads = r.Optional("num_key_value_heads", m->heads);
+  m->max_seq = r.Optional("max_position_embeddings", 4096);
+  m->tied_embeddings = r.Bool("tie_word_embeddings", false);
+  if (r.Has("head_dim")) m->head_dim = r.Required("head_dim");
+  else if (r.Has("attention_head_dim")) m->head_dim = r.Required("attention_head_dim");
+  else if (m->hidden > 0 && m->heads > 0 && m->hidden % m->heads == 0) m->head_dim = m->hidden / m->heads;
+  else r.Error("head_dim", "absent (nor attention_head_dim), and hidden_size is not divisible by num_attention_heads");
+  m->mlp = MlpKind::kGelu;
+  m->norm = NormKind::kRmsNorm;
+  m->position = PositionKind::kNone;
+  m->attention = AttentionImpl::kFlash;
+  m->dropout = false;
+  m->bias = r.Bool("attention_bias", false) ? BiasKind::kQkv : BiasKind::kNone;
+  if (!r.Has("hybrid_override_pattern")) r.Error("hybrid_override_pattern", "missing (required: the layer kinds)");
+  m->hybrid_pattern = r.String("hybrid_override_pattern", "");
+  if (m->layers > 0 && !m->hybrid_pattern.empty() && static_cast<int64_t>(m->hybrid_pattern.size()) != m->layers)
+    r.Error("hybrid_override_pattern", "has " + std::to_string(m->hybrid_pattern.size()) +
+                                           " characters for num_hidden_layers=" + std::to_string(m->layers));
+  MambaSpec x;
+  x.heads = r.Required("mamba_num_heads");
+  x.head_dim = r.Required("mamba_head_dim");
+  x.state = r.Required("ssm_state_size");
+  x.groups = r.Required("n_groups");
+  x.conv_kernel = r.Optional("conv_kernel", 4);
+  x.chunk = r.Optional("chunk_size", 128);
+  m->mamba = x;
+  if (r.Optional("num_nextn_predict_layers", 0) > 0)
+    r.Error("num_nextn_predict_layers", "multi-token prediction in a hybrid model is not modelled");
+  if (r.Has("moe_latent_size")) r.Error("moe_latent_size", "latent MoE (Nemotron 3 Super, Ultra) is not modelled");
+  if (m->hybrid_pattern.find('E') != std::string::npos) {
+    MoeSpec moe;
+    moe.experts = r.Required("n_routed_experts");
+    moe.top_k = r.Required("num_experts_per_tok");
+    moe.expert_ffn_hidden = r.Required("moe_intermediate_size");
+    moe.shared_expert_ffn_hidden = r.Optional("moe_shared_expert_intermediate_size", 0);
+    moe.shared_experts = moe.shared_expert_ffn_hidden > 0 ? 1 : 0;
+    moe.router = RouterKind::kSigmoid;
+    moe.router_bias = true;
+    m->moe = moe;
+  }
+}
+
 void ReadDecoder(const std::string& type, FieldReader& r, ModelSpec* m) {
   const FamilyDefaults d = DefaultsFor(type);
   m->layers = r.Required("num_hidden_layers");
@@ -446,6 +504,8 @@ Result<ModelSpec> ModelFromHfConfig(const std::string& json_text, const std::str
   try {
     if (type == "gpt2") {
       ReadGpt2(r, &m);
+    } else if (type == "nemotron_h") {
+      ReadNemotronH(r, &m);
     } else {
       // Kimi K2's config is DeepSeek-V3's (architectures DeepseekV3ForCausalLM; Megatron-Bridge's
       // KimiK2Bridge reuses the DeepSeek MLA/MoE mapping, docs/models/kimi/kimi-k2.md).

@@ -66,7 +66,7 @@ RankParams LayerParamsOnRank(const ModelSpec& m, const PlanSpec& p, const LayerP
   const int64_t kv_local = m.kv_heads >= t ? lp.attn_kv_proj / t : lp.attn_kv_proj / m.kv_heads;
   RankParams r;
   r.dense = (lp.attn_tp_sharded - lp.attn_kv_proj) / t + kv_local + lp.attn_replicated + lp.mlp_tp_sharded / t +
-            lp.mlp_replicated + lp.norms + lp.router;
+            lp.mlp_replicated + lp.norms + lp.router + lp.mamba_tp_sharded / t;
   r.expert = lp.experts / p.ep * (lp.expert_etp_sharded / p.etp + lp.expert_replicated);
   return r;
 }
@@ -119,6 +119,7 @@ const RankLayout& RankLayoutOf(const ModelSpec& m, const PlanSpec& p) {
   struct Memo {
     bool valid = false;
     int64_t layers = 0, first_dense = -1, freq = -1, pp = 0, vpp = 0, mtp = 0;
+    int hybrid = 0;  // 0: not hybrid; 1: hybrid with MoE blocks (all layers costed as MoE); 2: without
     bool dualpipe = false;
     std::vector<int64_t> split;
     RankLayout layout;
@@ -127,11 +128,13 @@ const RankLayout& RankLayoutOf(const ModelSpec& m, const PlanSpec& p) {
   thread_local Memo memo;
   const int64_t first_dense = m.moe ? m.moe->first_dense_layers : -1, freq = m.moe ? m.moe->layer_freq : -1;
   const bool dualpipe = p.schedule == Schedule::kDualPipe;
+  const int hybrid = m.Hybrid() ? (m.HybridHasMoe() ? 1 : 2) : 0;
   if (memo.valid && memo.layers == m.layers && memo.mtp == m.mtp_layers && memo.first_dense == first_dense &&
-      memo.freq == freq && memo.pp == p.pp && memo.vpp == p.vpp && memo.dualpipe == dualpipe &&
+      memo.freq == freq && memo.hybrid == hybrid && memo.pp == p.pp && memo.vpp == p.vpp && memo.dualpipe == dualpipe &&
       memo.split == p.stage_layers)
     return memo.layout;
   memo.valid = true;
+  memo.hybrid = hybrid;
   memo.layers = m.layers;
   memo.mtp = m.mtp_layers;
   memo.first_dense = first_dense;
@@ -189,8 +192,11 @@ void VisitLayerActivations(const ModelSpec& m, const PlanSpec& p, bool moe_layer
   const int64_t h = m.hidden;
   const int64_t sbh = s * b * h;
   const int64_t rep_div = p.sequence_parallel ? t : 1;
+  // A hybrid model's layer is its kinds' mix (core/specs.h ModelSpec::hybrid_pattern): each
+  // block's terms weighted by its kind's share of the layers.
+  double scale = 1.0;
   auto add = [&](const char* name, int64_t bytes) {
-    if (bytes > 0) add_term(name, bytes);
+    if (bytes > 0) add_term(name, scale == 1.0 ? bytes : std::llround(static_cast<double>(bytes) * scale));
   };
 
   if (recompute == Recompute::kFull) {
@@ -251,85 +257,120 @@ void VisitLayerActivations(const ModelSpec& m, const PlanSpec& p, bool moe_layer
     return recompute == Recompute::kSelective && (p.recompute_modules & ModuleBit(mod)) != 0;
   };
   // ---- attention block: Korthikanti §4.1 "11sbh + 5as^2b" plus its LayerNorm's 2sbh.
-  norm_terms("attn_norm_input", "attn_norm_fp32_input", "attn_norm_normalized");
-  // The norm's output, the QKV (or MLA down-projection) input. Transformer Engine fuses the norm
-  // into that linear for standard attention (LayerNormLinear: layernorm recompute does not apply);
-  // MLA's input norm is its own module.
-  if (!(m.mla && recomputed(RecomputeModule::kLayernorm))) add("qkv_input", LinearInputBytes(p, sbh / rep_div));
-  int64_t q_dim, k_dim, v_dim;  // per-token widths of the saved q, k, v on this rank
-  if (m.mla) {
-    const int64_t qk = m.mla->qk_nope_head_dim + m.mla->qk_rope_head_dim;
-    q_dim = a * qk;
-    k_dim = a * qk;
-    v_dim = a * m.mla->v_head_dim;
-    // The latents are the inputs of the up-projection linears.
-    if (m.mla->q_lora_rank > 0) add("q_latent", LinearInputBytes(p, s * b * m.mla->q_lora_rank / rep_div));
-    add("kv_latent", LinearInputBytes(p, s * b * m.mla->kv_lora_rank / rep_div));
-  } else {
-    // Naive attention expands GQA's kv heads to every query head before QK^T (Megatron's
-    // unfused path), and so does model code that calls repeat_kv before the kernel
-    // (PlanSpec::repeat_kv, eager or compiled; the torchtitan stack sets it): the kernel saves the
-    // copies. Flash attention called on the grouped heads reads them directly. The step graph
-    // costs the copies on the same rule, so time and memory agree.
-    const int64_t kv = naive || p.repeat_kv ? a : LocalKvHeads(m, p);
-    q_dim = a * m.head_dim;
-    k_dim = kv * m.head_dim;
-    v_dim = kv * m.head_dim;
-  }
-  if (!(m.mla && recomputed(RecomputeModule::kMlaUpProj))) {  // MLA's up-projections and RoPE again
-    add("q", e * s * b * q_dim);
-    add("k", e * s * b * k_dim);
-    add("v", e * s * b * v_dim);
-  }
-  if (!recomputed(RecomputeModule::kCoreAttn)) {
-    if (naive) {
-      // The s^2 terms: softmax output 2as^2b, with dropout also its mask as^2b and output 2as^2b.
-      add("softmax_output", e * a * s * s_kv * b);
-      if (m.dropout) {
-        add("softmax_dropout_mask", a * s * s_kv * b);
-        add("softmax_dropout_output", e * a * s * s_kv * b);
-      }
+  auto attention_terms = [&]() {
+    norm_terms("attn_norm_input", "attn_norm_fp32_input", "attn_norm_normalized");
+    // The norm's output, the QKV (or MLA down-projection) input. Transformer Engine fuses the norm
+    // into that linear for standard attention (LayerNormLinear: layernorm recompute does not apply);
+    // MLA's input norm is its own module.
+    if (!(m.mla && recomputed(RecomputeModule::kLayernorm))) add("qkv_input", LinearInputBytes(p, sbh / rep_div));
+    int64_t q_dim, k_dim, v_dim;  // per-token widths of the saved q, k, v on this rank
+    if (m.mla) {
+      const int64_t qk = m.mla->qk_nope_head_dim + m.mla->qk_rope_head_dim;
+      q_dim = a * qk;
+      k_dim = a * qk;
+      v_dim = a * m.mla->v_head_dim;
+      // The latents are the inputs of the up-projection linears.
+      if (m.mla->q_lora_rank > 0) add("q_latent", LinearInputBytes(p, s * b * m.mla->q_lora_rank / rep_div));
+      add("kv_latent", LinearInputBytes(p, s * b * m.mla->kv_lora_rank / rep_div));
     } else {
-      add("softmax_lse", 4 * a * s * b);                          // flash attention's fp32 log-sum-exp per row
-      if (eager) add("sdpa_output", e * s * b * a * m.head_dim);  // wo's input is a copy of it
+      // Naive attention expands GQA's kv heads to every query head before QK^T (Megatron's
+      // unfused path), and so does model code that calls repeat_kv before the kernel
+      // (PlanSpec::repeat_kv, eager or compiled; the torchtitan stack sets it): the kernel saves the
+      // copies. Flash attention called on the grouped heads reads them directly. The step graph
+      // costs the copies on the same rule, so time and memory agree.
+      const int64_t kv = naive || p.repeat_kv ? a : LocalKvHeads(m, p);
+      q_dim = a * m.head_dim;
+      k_dim = kv * m.head_dim;
+      v_dim = kv * m.head_dim;
     }
-  }
-  const int64_t attn_out = m.mla ? a * m.mla->v_head_dim : a * m.head_dim;
-  add("attn_out_proj_input", LinearInputBytes(p, s * b * attn_out));
-  if (m.dropout) add("attn_dropout_mask", sbh / rep_div);
+    if (!(m.mla && recomputed(RecomputeModule::kMlaUpProj))) {  // MLA's up-projections and RoPE again
+      add("q", e * s * b * q_dim);
+      add("k", e * s * b * k_dim);
+      add("v", e * s * b * v_dim);
+    }
+    if (!recomputed(RecomputeModule::kCoreAttn)) {
+      if (naive) {
+        // The s^2 terms: softmax output 2as^2b, with dropout also its mask as^2b and output 2as^2b.
+        add("softmax_output", e * a * s * s_kv * b);
+        if (m.dropout) {
+          add("softmax_dropout_mask", a * s * s_kv * b);
+          add("softmax_dropout_output", e * a * s * s_kv * b);
+        }
+      } else {
+        add("softmax_lse", 4 * a * s * b);                          // flash attention's fp32 log-sum-exp per row
+        if (eager) add("sdpa_output", e * s * b * a * m.head_dim);  // wo's input is a copy of it
+      }
+    }
+    const int64_t attn_out = m.mla ? a * m.mla->v_head_dim : a * m.head_dim;
+    add("attn_out_proj_input", LinearInputBytes(p, s * b * attn_out));
+    if (m.dropout) add("attn_dropout_mask", sbh / rep_div);
+  };
 
   // ---- MLP block: Korthikanti "19sbh" (for f = 4h) plus its LayerNorm's 2sbh.
-  norm_terms("mlp_norm_input", "mlp_norm_fp32_input", "mlp_norm_normalized");
-  auto mlp_terms = [&](const char* act_name, const char* fc2_name, int64_t tokens, int64_t f_local,
-                       bool act_recomputed) {
-    // swiglu saves gate and up; op by op also silu's output
-    const int64_t act_mult = m.mlp == MlpKind::kSwiglu ? (eager ? 3 : 2) : 1;
-    add(act_name, act_mult * e * tokens * f_local);
-    if (!act_recomputed) add(fc2_name, LinearInputBytes(p, tokens * f_local));
-  };
-  if (moe_layer && m.moe) {
-    const MoeSpec& x = *m.moe;
-    // The pre-MLP norm's output (router and dispatcher input): a module of its own in MoE layers.
-    if (!recomputed(RecomputeModule::kLayernorm)) add("router_input", e * sbh / rep_div);
-    add("router_probs", 4 * s * b * x.experts / rep_div);
-    // Tokens this GPU's experts process per microbatch. A stage's tp*cp*dp ranks regroup as
-    // etp x ep x edp for expert layers; with balanced routing each GPU receives
-    // s*b*k*etp/tp tokens (s per CP rank), each with f/etp of the expert's width.
-    double tokens = static_cast<double>(s * b * x.top_k * p.etp) / static_cast<double>(t);
-    if (x.capacity_factor > 0) tokens *= x.capacity_factor;  // buffers padded to capacity
-    const int64_t tok = Ceil(tokens);
-    add("expert_input", LinearInputBytes(p, tok * h));
-    mlp_terms("expert_act_input", "expert_fc2_input", tok, x.expert_ffn_hidden / p.etp,
-              recomputed(RecomputeModule::kMoeAct));
-    add("expert_output", e * tok * h);
-    if (x.shared_experts > 0 && !recomputed(RecomputeModule::kSharedExperts))  // checkpointed: input only
-      mlp_terms("shared_act_input", "shared_fc2_input", s * b, x.shared_experts * x.shared_expert_ffn_hidden / t,
+  auto ffn_terms = [&](bool moe_block) {
+    norm_terms("mlp_norm_input", "mlp_norm_fp32_input", "mlp_norm_normalized");
+    auto mlp_terms = [&](const char* act_name, const char* fc2_name, int64_t tokens, int64_t f_local,
+                         bool act_recomputed) {
+      // swiglu saves gate and up; op by op also silu's output
+      const int64_t act_mult = m.mlp == MlpKind::kSwiglu ? (eager ? 3 : 2) : 1;
+      add(act_name, act_mult * e * tokens * f_local);
+      if (!act_recomputed) add(fc2_name, LinearInputBytes(p, tokens * f_local));
+    };
+    if (moe_block && m.moe) {
+      const MoeSpec& x = *m.moe;
+      // The pre-MLP norm's output (router and dispatcher input): a module of its own in MoE layers.
+      if (!recomputed(RecomputeModule::kLayernorm)) add("router_input", e * sbh / rep_div);
+      add("router_probs", 4 * s * b * x.experts / rep_div);
+      // Tokens this GPU's experts process per microbatch. A stage's tp*cp*dp ranks regroup as
+      // etp x ep x edp for expert layers; with balanced routing each GPU receives
+      // s*b*k*etp/tp tokens (s per CP rank), each with f/etp of the expert's width.
+      double tokens = static_cast<double>(s * b * x.top_k * p.etp) / static_cast<double>(t);
+      if (x.capacity_factor > 0) tokens *= x.capacity_factor;  // buffers padded to capacity
+      const int64_t tok = Ceil(tokens);
+      add("expert_input", LinearInputBytes(p, tok * h));
+      mlp_terms("expert_act_input", "expert_fc2_input", tok, x.expert_ffn_hidden / p.etp,
+                recomputed(RecomputeModule::kMoeAct));
+      add("expert_output", e * tok * h);
+      if (x.shared_experts > 0 && !recomputed(RecomputeModule::kSharedExperts))  // checkpointed: input only
+        mlp_terms("shared_act_input", "shared_fc2_input", s * b, x.shared_experts * x.shared_expert_ffn_hidden / t,
+                  false);
+    } else if (!recomputed(RecomputeModule::kMlp)) {  // mlp: the block checkpoints its input alone
+      add("fc1_input", LinearInputBytes(p, sbh / rep_div));
+      mlp_terms(m.mlp == MlpKind::kSwiglu ? "swiglu_gate_up" : "gelu_input", "fc2_input", s * b, m.ffn_hidden / t,
                 false);
-  } else if (!recomputed(RecomputeModule::kMlp)) {  // mlp: the block checkpoints its input alone
-    add("fc1_input", LinearInputBytes(p, sbh / rep_div));
-    mlp_terms(m.mlp == MlpKind::kSwiglu ? "swiglu_gate_up" : "gelu_input", "fc2_input", s * b, m.ffn_hidden / t, false);
+    }
+    if (m.dropout) add("mlp_dropout_mask", sbh / rep_div);
+  };
+
+  if (!m.Hybrid()) {
+    attention_terms();
+    ffn_terms(moe_layer);
+    return;
   }
-  if (m.dropout) add("mlp_dropout_mask", sbh / rep_div);
+  // ---- a hybrid model's mix. A Mamba layer (Megatron-Core mamba_mixer.py, memory-efficient
+  // path) keeps its pre-norm's input and in_proj's input (the norm is fused into in_proj, as the
+  // attention block's into QKV), in_proj's output zxbcdt and the scan's output out_x (mamba_ssm
+  // MambaSplitConv1dScanCombinedFn.forward: save_for_backward(zxbcdt, ..., out_x, ...); the conv
+  // and the SSD states are recomputed in its backward), its z-gated output y, which the gated
+  // RMSNorm saves as its input, and the norm's output, out_proj's input.
+  const HybridCounts c = m.HybridLayerCounts();
+  const double n = static_cast<double>(std::max<int64_t>(m.layers, 1));
+  scale = static_cast<double>(c.attention) / n;
+  if (c.attention > 0) attention_terms();
+  scale = static_cast<double>(c.mlp) / n;
+  if (c.mlp > 0) ffn_terms(false);
+  scale = static_cast<double>(c.moe) / n;
+  if (c.moe > 0) ffn_terms(true);
+  scale = static_cast<double>(c.mamba) / n;
+  if (c.mamba > 0 && m.mamba) {
+    const MambaSpec& x = *m.mamba;
+    norm_terms("mamba_norm_input", "mamba_norm_fp32_input", "mamba_norm_normalized");
+    add("in_proj_input", LinearInputBytes(p, sbh / rep_div));
+    add("in_proj_output", e * s * b * x.InProjWidth() / t);
+    add("scan_output", e * s * b * x.Inner() / t);
+    add("gated_scan_output", e * s * b * x.Inner() / t);
+    add("out_proj_input", LinearInputBytes(p, s * b * x.Inner() / t));
+  }
 }
 
 std::vector<ActivationTerm> LayerActivationTerms(const ModelSpec& m, const PlanSpec& p, bool moe_layer,

@@ -1,5 +1,8 @@
 #include "core/params.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace meshplan::core {
 namespace {
 
@@ -20,8 +23,10 @@ int64_t NormParams(const ModelSpec& m, int64_t dim) {
   return m.norm == NormKind::kLayerNorm ? 2 * dim : dim;  // LayerNorm: gain + bias
 }
 
-LayerParams CountLayerParams(const ModelSpec& m, bool moe_layer) {
-  LayerParams p;
+namespace {
+
+void AddAttention(const ModelSpec& m, LayerParams* out) {
+  LayerParams& p = *out;
   const int64_t h = m.hidden;
   if (m.mla) {
     // Multi-head latent attention (DeepSeek-V2 §2.1; V3 config.json): low-rank down-projections
@@ -50,11 +55,13 @@ LayerParams CountLayerParams(const ModelSpec& m, bool moe_layer) {
   }
   if (m.qk_norm) p.attn_replicated += 2 * NormParams(m, m.head_dim);
   if (m.attention_sinks) p.attn_tp_sharded += m.heads;
-  p.norms = 2 * NormParams(m, h);
+}
 
+void AddFfn(const ModelSpec& m, bool moe_layer, LayerParams* out) {
+  LayerParams& p = *out;
   if (moe_layer && m.moe) {
     const MoeSpec& e = *m.moe;
-    p.router = h * e.experts + (e.router_bias ? e.experts : 0);
+    p.router = m.hidden * e.experts + (e.router_bias ? e.experts : 0);
     AddMlp(m, e.expert_ffn_hidden, &p.expert_etp_sharded, &p.expert_replicated);
     p.experts = e.experts;
     p.top_k = e.top_k;
@@ -63,6 +70,64 @@ LayerParams CountLayerParams(const ModelSpec& m, bool moe_layer) {
   } else {
     AddMlp(m, m.ffn_hidden, &p.mlp_tp_sharded, &p.mlp_replicated);
   }
+}
+
+}  // namespace
+
+LayerParams HybridLayerParams(const ModelSpec& m, char kind) {
+  LayerParams p;
+  p.norms = NormParams(m, m.hidden);  // the block's pre-norm
+  if (kind == '*') AddAttention(m, &p);
+  else if (kind == '-') AddFfn(m, false, &p);
+  else if (kind == 'E') AddFfn(m, true, &p);
+  else if (kind == 'M' && m.mamba) {
+    const MambaSpec& x = *m.mamba;
+    const int64_t conv = x.Inner() + 2 * x.groups * x.state;
+    p.mamba_tp_sharded =
+        m.hidden * x.InProjWidth() + conv * (x.conv_kernel + 1) + 3 * x.heads + x.Inner() + x.Inner() * m.hidden;
+  }
+  return p;
+}
+
+LayerParams CountLayerParams(const ModelSpec& m, bool moe_layer) {
+  if (m.Hybrid()) {
+    // The mix: every field's sum over the pattern's layers, divided by their number.
+    const HybridCounts c = m.HybridLayerCounts();
+    const double n = static_cast<double>(std::max<int64_t>(m.layers, 1));
+    LayerParams mix;
+    const std::pair<char, int64_t> kinds[] = {{'M', c.mamba}, {'*', c.attention}, {'-', c.mlp}, {'E', c.moe}};
+    double f[12] = {};
+    for (const auto& [kind, count] : kinds) {
+      if (count == 0) continue;
+      const LayerParams k = HybridLayerParams(m, kind);
+      const double w = static_cast<double>(count);
+      const int64_t v[12] = {k.attn_tp_sharded,
+                             k.attn_kv_proj,
+                             k.attn_replicated,
+                             k.mlp_tp_sharded,
+                             k.mlp_replicated,
+                             k.norms,
+                             k.mamba_tp_sharded,
+                             k.router,
+                             k.expert_etp_sharded,
+                             k.expert_replicated,
+                             0,
+                             0};
+      for (int i = 0; i < 10; ++i) f[i] += w * static_cast<double>(v[i]);
+      if (k.experts > 0) mix.experts = k.experts, mix.top_k = k.top_k;
+    }
+    int64_t* out[10] = {&mix.attn_tp_sharded,  &mix.attn_kv_proj,   &mix.attn_replicated,
+                        &mix.mlp_tp_sharded,   &mix.mlp_replicated, &mix.norms,
+                        &mix.mamba_tp_sharded, &mix.router,         &mix.expert_etp_sharded,
+                        &mix.expert_replicated};
+    for (int i = 0; i < 10; ++i) *out[i] = std::llround(f[i] / n);
+    (void)moe_layer;
+    return mix;
+  }
+  LayerParams p;
+  AddAttention(m, &p);
+  p.norms = 2 * NormParams(m, m.hidden);
+  AddFfn(m, moe_layer, &p);
   return p;
 }
 
@@ -79,6 +144,15 @@ ParamCount CountParams(const ModelSpec& m) {
   const int64_t outside = c.embedding + c.position + c.output_head + c.final_norm;
   c.total = outside + c.dense_layers * c.dense_layer.Total() + c.moe_layers * c.moe_layer.Total();
   c.active = outside + c.dense_layers * c.dense_layer.Active() + c.moe_layers * c.moe_layer.Active();
+  if (m.Hybrid()) {
+    // Exact, kind by kind (the per-layer mix above is rounded).
+    c.total = c.active = outside;
+    for (char kind : m.hybrid_pattern) {
+      const LayerParams k = HybridLayerParams(m, kind);
+      c.total += k.Total();
+      c.active += k.Active();
+    }
+  }
   if (m.mtp_layers > 0) {
     // Megatron-Core MultiTokenPredictionLayer: enorm, hnorm, eh_proj(2h -> h, bias=False), one
     // transformer layer of the decoder's last layer spec, final_layernorm; embedding and output

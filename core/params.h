@@ -21,7 +21,12 @@ struct LayerParams {
   int64_t attn_replicated = 0;
   int64_t mlp_tp_sharded = 0;  // dense MLP, or the shared experts of an MoE layer
   int64_t mlp_replicated = 0;
-  int64_t norms = 0;               // the two pre-norms (replicated)
+  int64_t norms = 0;  // the two pre-norms (replicated)
+  // A Mamba-2 mixer's (ModelSpec::mamba), all split over TP (Megatron-Core mamba_mixer.py splits
+  // in_proj's outputs, the conv, dt_bias, A_log, D and the gated norm by head and group, out_proj's
+  // input): in_proj h x (2 Inner + 2 G N + heads), conv1d (Inner + 2 G N) x (kernel + 1 bias),
+  // dt_bias, A_log and D (heads each), the gated norm (Inner), out_proj Inner x h.
+  int64_t mamba_tp_sharded = 0;
   int64_t router = 0;              // replicated
   int64_t expert_etp_sharded = 0;  // ONE routed expert, split over expert-TP ranks
   int64_t expert_replicated = 0;   // ONE routed expert's output bias
@@ -30,12 +35,20 @@ struct LayerParams {
 
   int64_t Attention() const { return attn_tp_sharded + attn_replicated; }
   int64_t RoutedExpert() const { return expert_etp_sharded + expert_replicated; }
-  int64_t NonExpert() const { return Attention() + mlp_tp_sharded + mlp_replicated + norms + router; }
+  int64_t NonExpert() const {
+    return Attention() + mamba_tp_sharded + mlp_tp_sharded + mlp_replicated + norms + router;
+  }
   int64_t Total() const { return NonExpert() + experts * RoutedExpert(); }
   int64_t Active() const { return NonExpert() + top_k * RoutedExpert(); }
 };
 
+// One layer of the kind `moe_layer` selects. A hybrid model's (ModelSpec::hybrid_pattern) is its
+// mix: each field the layer kinds' parameters weighted by their counts, over the layers, rounded
+// (what one layer holds on average; ParamCount's totals are exact).
 LayerParams CountLayerParams(const ModelSpec& m, bool moe_layer);
+// The parameters of one layer of a hybrid pattern's kind ('M', '*', '-', 'E'; its pre-norm
+// included), exact.
+LayerParams HybridLayerParams(const ModelSpec& m, char kind);
 
 struct ParamCount {
   int64_t total = 0;

@@ -255,6 +255,19 @@ void ReadModel(const Json& j, const std::string& prefix, ModelSpec* m, Diagnosti
     q.Finish();
     m->mla = mla;
   }
+  r.String("hybrid_pattern", &m->hybrid_pattern);
+  if (const Json* v = r.Find("mamba", false)) {
+    MambaSpec mamba;
+    ObjectReader q(*v, prefix + ".mamba", d);
+    q.Int("heads", &mamba.heads, true);
+    q.Int("head_dim", &mamba.head_dim);
+    q.Int("state", &mamba.state);
+    q.Int("groups", &mamba.groups);
+    q.Int("conv_kernel", &mamba.conv_kernel);
+    q.Int("chunk", &mamba.chunk);
+    q.Finish();
+    m->mamba = mamba;
+  }
   if (const Json* v = r.Find("moe", false)) {
     MoeSpec moe;
     ObjectReader q(*v, prefix + ".moe", d);
@@ -318,6 +331,17 @@ OJson WriteModel(const ModelSpec& m) {
     q["qk_rope_head_dim"] = m.mla->qk_rope_head_dim;
     q["v_head_dim"] = m.mla->v_head_dim;
     j["mla"] = q;
+  }
+  if (!m.hybrid_pattern.empty()) j["hybrid_pattern"] = m.hybrid_pattern;
+  if (m.mamba) {
+    OJson q;
+    q["heads"] = m.mamba->heads;
+    q["head_dim"] = m.mamba->head_dim;
+    q["state"] = m.mamba->state;
+    q["groups"] = m.mamba->groups;
+    q["conv_kernel"] = m.mamba->conv_kernel;
+    q["chunk"] = m.mamba->chunk;
+    j["mamba"] = q;
   }
   if (m.moe) {
     OJson q;

@@ -115,8 +115,20 @@ MESHPLAN_ENUM_FUNCS(Elementwise)
 MESHPLAN_ENUM_FUNCS(MoeDispatcher)
 #undef MESHPLAN_ENUM_FUNCS
 
+HybridCounts ModelSpec::HybridLayerCounts() const {
+  HybridCounts c;
+  for (char ch : hybrid_pattern) {
+    if (ch == 'M') ++c.mamba;
+    else if (ch == '*') ++c.attention;
+    else if (ch == '-') ++c.mlp;
+    else if (ch == 'E') ++c.moe;
+  }
+  return c;
+}
+
 bool ModelSpec::IsMoeLayer(int64_t layer) const {
   if (!moe) return false;
+  if (Hybrid()) return HybridHasMoe();
   if (layer < moe->first_dense_layers) return false;
   return (layer - moe->first_dense_layers) % moe->layer_freq == 0;
 }

@@ -52,6 +52,29 @@ struct MoeSpec {
   friend bool operator==(const MoeSpec&, const MoeSpec&) = default;
 };
 
+// A Mamba-2 mixer (Dao & Gu 2024, arXiv 2405.21060; Megatron-Core megatron/core/ssm/mamba_mixer.py
+// at d98e8a64): in_proj h -> z, x (heads x head_dim each), B, C (groups x state each) and dt
+// (heads); a depthwise causal conv1d of conv_kernel taps over x, B and C (with a bias); the SSD
+// scan in chunks of `chunk` tokens; a gated RMSNorm over x's width; out_proj back to h. Tensor
+// parallelism splits heads and groups.
+struct MambaSpec {
+  int64_t heads = 0;        // mamba_num_heads
+  int64_t head_dim = 64;    // mamba_head_dim (P)
+  int64_t state = 128;      // mamba_state_dim (N)
+  int64_t groups = 8;       // mamba_num_groups (G)
+  int64_t conv_kernel = 4;  // d_conv
+  int64_t chunk = 128;      // the SSD's chunk length (mamba_chunk_size)
+  int64_t Inner() const { return heads * head_dim; }
+  // in_proj's output width: z and x (Inner() each), B and C (groups x state each), dt (heads).
+  int64_t InProjWidth() const { return 2 * Inner() + 2 * groups * state + heads; }
+  friend bool operator==(const MambaSpec&, const MambaSpec&) = default;
+};
+
+// The layers of a hybrid model by kind (ModelSpec::hybrid_pattern).
+struct HybridCounts {
+  int64_t mamba = 0, attention = 0, mlp = 0, moe = 0;
+};
+
 struct ModelSpec {
   std::string name;
   std::string source;  // citation: paper/model card/config the numbers come from
@@ -88,6 +111,21 @@ struct ModelSpec {
   // and 0.
   int64_t sliding_window = 0;
   int64_t global_attention_every = 0;
+  // A hybrid model (Megatron-Core's hybrid_layer_pattern, megatron/core/models/hybrid/
+  // hybrid_layer_allocation.py: Nemotron-H, Nemotron 3): one character per layer, each layer one
+  // pre-norm block with its own residual: 'M' a Mamba-2 mixer (`mamba`), '*' self-attention alone,
+  // '-' a dense MLP alone, 'E' an MoE block alone. Empty: every layer is a transformer layer
+  // (attention, then the MLP or MoE block). meshplan costs a hybrid model's layers as one mix:
+  // every layer carries each kind's ops weighted by that kind's share of the layers (exact for the
+  // whole model and for pp = 1; a pipeline stage is costed at the model's mix, docs/compute.md).
+  std::string hybrid_pattern;
+  std::optional<MambaSpec> mamba;
+
+  bool Hybrid() const { return !hybrid_pattern.empty(); }
+  HybridCounts HybridLayerCounts() const;
+  // A hybrid model with MoE blocks: all its layers are costed as "MoE layers" (the mix includes
+  // the MoE block at its share), the rest as dense ones.
+  bool HybridHasMoe() const { return hybrid_pattern.find('E') != std::string::npos; }
 
   bool IsMoeLayer(int64_t layer) const;       // REQUIRES: 0 <= layer < layers
   bool IsWindowedLayer(int64_t layer) const;  // REQUIRES: 0 <= layer < layers
@@ -99,6 +137,7 @@ struct ModelSpec {
   bool MtpLayerIsMoe() const { return layers > 0 && IsMoeLayer(layers - 1); }
   // MoE layers among layers [0, end): closed form, no loop (inline: the search calls it per stage).
   int64_t MoeLayersBefore(int64_t end) const {
+    if (!hybrid_pattern.empty()) return moe && HybridHasMoe() ? end : 0;  // the mix, above
     // Layers first_dense_layers, first_dense_layers + freq, ... below `end`.
     if (!moe || end <= moe->first_dense_layers || moe->layer_freq <= 0) return 0;
     return (end - moe->first_dense_layers + moe->layer_freq - 1) / moe->layer_freq;

@@ -98,6 +98,10 @@ class Builder {
   void ForwardInto(bool moe, std::vector<Op>* fwd) {
     fwd->clear();
     fwd->reserve(40);
+    if (m_.Hybrid()) {
+      HybridMix(fwd);
+      return;
+    }
     Attention(fwd, moe);
     if (moe && m_.moe) MoeMlp(fwd);
     else DenseMlp(fwd, m_.ffn_hidden, "mlp");
@@ -505,6 +509,57 @@ class Builder {
     Mem(ops, "attn_residual", (m_.dropout ? 4 : 3) * tokens_ * h * e_ / norm_div);
   }
 
+  // ---- a hybrid model's layer (core/specs.h ModelSpec::hybrid_pattern): each kind's block, its
+  // ops weighted by the kind's share of the layers (Op::share: the GEMMs' and attention's FLOPs
+  // and every op's time scale by it), so the model's layers together run each block as often as
+  // its pattern has it.
+  void HybridMix(std::vector<Op>* fwd) {
+    const HybridCounts c = m_.HybridLayerCounts();
+    const double n = static_cast<double>(std::max<int64_t>(m_.layers, 1));
+    auto part = [&](int64_t count, auto&& emit) {
+      if (count == 0) return;
+      const size_t first = fwd->size();
+      emit();
+      for (size_t i = first; i < fwd->size(); ++i) (*fwd)[i].share *= static_cast<double>(count) / n;
+    };
+    if (m_.mamba) part(c.mamba, [&] { MambaMixer(fwd); });
+    part(c.attention, [&] { Attention(fwd, false); });
+    part(c.mlp, [&] { DenseMlp(fwd, m_.ffn_hidden, "mlp"); });
+    if (m_.moe) part(c.moe, [&] { MoeMlp(fwd); });
+  }
+
+  // A Mamba-2 layer (Megatron-Core mamba_mixer.py, memory-efficient path): its pre-norm (fused
+  // into in_proj), in_proj (column-parallel: z, x, B, C and dt split by head and group), the
+  // depthwise causal conv1d with SiLU over x, B and C, the SSD scan, the z-gated RMSNorm over x's
+  // width, out_proj (row-parallel), the residual. The SSD (Dao & Gu 2024 §6, chunks of Q tokens;
+  // core/flops.cc SsdForwardFlopsPerToken) as its four matmuls, each costed as one 16-bit GEMM of
+  // all its rows (C B^T per group, the masked scores times X per head, the chunk states B^T X, the
+  // output from the carried states C S), and the state passing between chunks: the fp32 states
+  // (heads x P x N per chunk) written by the chunk-state kernel, read and rewritten by the state
+  // passing and read by the chunk scan. The Triton kernels' own speed is not measured: the GEMM
+  // rule and HBM bandwidth stand in for it (docs/compute.md).
+  void MambaMixer(std::vector<Op>* ops) {
+    const MambaSpec& x = *m_.mamba;
+    const int64_t h = m_.hidden, norm_div = sp_ ? t_ : 1;
+    const int64_t heads = x.heads / t_, groups = x.groups / t_, inner = x.Inner() / t_;
+    const int64_t conv = inner + 2 * groups * x.state;
+    const int64_t chunks = (s_ + x.chunk - 1) / x.chunk;
+    const int64_t b = p_.micro_batch;
+    Norm(ops, "mamba_norm", tokens_ * h / norm_div);
+    TpGather(ops, "mamba_gather");
+    Gemm(ops, "mamba_in_proj", tokens_, x.InProjWidth() / t_, h);
+    Mem(ops, "mamba_conv1d", 2 * tokens_ * conv * e_, MemOp::kActivation);
+    Gemm(ops, "ssd_cb", tokens_ * groups, x.chunk, x.state, 1, /*sixteen_bit=*/true);
+    Gemm(ops, "ssd_scores_x", tokens_ * heads, x.head_dim, x.chunk, 1, /*sixteen_bit=*/true);
+    Gemm(ops, "ssd_chunk_states", b * chunks * heads * x.state, x.head_dim, x.chunk, 1, /*sixteen_bit=*/true);
+    Gemm(ops, "ssd_state_output", tokens_ * heads, x.head_dim, x.state, 1, /*sixteen_bit=*/true);
+    Mem(ops, "ssd_state_passing", 4 * b * chunks * heads * x.head_dim * x.state * 4);
+    Mem(ops, "mamba_gated_norm", 3 * tokens_ * inner * e_, MemOp::kNorm);
+    Gemm(ops, "mamba_out_proj", tokens_, h, inner);
+    TpReduce(ops, "mamba_reduce");
+    Mem(ops, "mamba_residual", 3 * tokens_ * h * e_ / norm_div);
+  }
+
   // ---- MLP blocks
   void DenseMlp(std::vector<Op>* ops, int64_t f, const char* prefix) {
     const int64_t h = m_.hidden, fl = f / t_;
@@ -588,8 +643,11 @@ class Builder {
         case OpKind::kGemm: {
           // dX = dY W^T (m x k from m x n) and dW = X^T dY (k x n over m): each 2mnk. An FP8
           // GEMM's output gradient dY is quantized first (both layouts: dgrad and wgrad read it).
-          if (op.dtype == Dtype::kFp8)
+          if (op.dtype == Dtype::kFp8) {
+            const size_t before = out->size();
             Fp8Quantize(out, "fp8_quantize_grad", op.m * op.n * op.batch, Pass::kBackwardInput);
+            if (out->size() > before) out->back().share = op.share;  // a hybrid block's weight
+          }
           op.pass = Pass::kBackwardInput;
           out->push_back(op);
           op.pass = Pass::kBackwardWeight;

@@ -74,6 +74,47 @@ void ValidateModel(const ModelSpec& m, const std::string& p, Diagnostics* d) {
     if (m.kv_heads != m.heads)
       d->Error(p + ".kv_heads", "with mla must equal heads=" + S(m.heads) + " (got " + S(m.kv_heads) + ")");
   }
+  if (m.Hybrid()) {
+    const std::string hp = p + ".hybrid_pattern";
+    if (static_cast<int64_t>(m.hybrid_pattern.size()) != m.layers)
+      d->Error(hp, "must have one character per layer: layers=" + S(m.layers) + ", the pattern has " +
+                       S(static_cast<int64_t>(m.hybrid_pattern.size())));
+    for (size_t i = 0; i < m.hybrid_pattern.size(); ++i) {
+      const char ch = m.hybrid_pattern[i];
+      if (ch != 'M' && ch != '*' && ch != '-' && ch != 'E') {
+        d->Error(hp, "character " + S(static_cast<int64_t>(i)) + " '" + std::string(1, ch) +
+                         "' is not a layer kind meshplan models (M Mamba-2, * attention, - MLP, E MoE)");
+        break;
+      }
+    }
+    const HybridCounts c = m.HybridLayerCounts();
+    if (c.mamba > 0 && !m.mamba) d->Error(p + ".mamba", "is required by the pattern's " + S(c.mamba) + " M layers");
+    if (c.moe > 0 && !m.moe) d->Error(p + ".moe", "is required by the pattern's " + S(c.moe) + " E layers");
+    if (c.mlp > 0 && m.ffn_hidden <= 0)
+      d->Error(p + ".ffn_hidden",
+               "must be > 0 for the pattern's " + S(c.mlp) + " - layers (got " + S(m.ffn_hidden) + ")");
+    if (m.moe && (m.moe->first_dense_layers != 0 || m.moe->layer_freq != 1))
+      d->Error(p + ".moe.layer_freq",
+               "must be 1 with first_dense_layers 0 in a hybrid model: its pattern places the "
+               "MoE layers");
+    if (m.mla) d->Error(hp, "with multi-latent attention (model.mla) is not modelled");
+    if (m.mtp_layers > 0) d->Error(hp, "with multi-token prediction (model.mtp_layers) is not modelled");
+    if (m.sliding_window > 0) d->Error(hp, "with sliding-window attention (model.sliding_window) is not modelled");
+  } else if (m.mamba) {
+    d->Error(p + ".mamba", "needs model.hybrid_pattern, which says which layers are Mamba (M)");
+  }
+  if (m.mamba) {
+    const std::string q = p + ".mamba";
+    Positive(d, q + ".heads", m.mamba->heads);
+    Positive(d, q + ".head_dim", m.mamba->head_dim);
+    Positive(d, q + ".state", m.mamba->state);
+    Positive(d, q + ".groups", m.mamba->groups);
+    Positive(d, q + ".conv_kernel", m.mamba->conv_kernel);
+    Positive(d, q + ".chunk", m.mamba->chunk);
+    if (m.mamba->heads > 0 && m.mamba->groups > 0 && m.mamba->heads % m.mamba->groups != 0)
+      d->Error(q + ".groups", S(m.mamba->groups) + " must divide heads=" + S(m.mamba->heads) +
+                                  " (heads share B and C within a group; Megatron-Core mamba_mixer.py)");
+  }
   // Physical bounds, each far beyond the largest published model (so a real one never trips
   // them) and far below what makes the step graph, the event simulation or the byte counts
   // overflow or run for minutes.
@@ -307,6 +348,10 @@ void CheckDegrees(const PlanSpec& pl, const ModelSpec& m, const ClusterSpec& c, 
 
   // Tensor parallel: heads, kv heads and the MLP split evenly.
   if (m.heads % pl.tp != 0) d->Error("plan.tp", S(pl.tp) + " must divide model.heads=" + S(m.heads));
+  if (m.mamba && m.mamba->heads > 0 && m.mamba->groups > 0 &&
+      (m.mamba->heads % pl.tp != 0 || m.mamba->groups % pl.tp != 0))
+    d->Error("plan.tp", S(pl.tp) + " must divide model.mamba.heads=" + S(m.mamba->heads) +
+                            " and model.mamba.groups=" + S(m.mamba->groups) + " (Megatron-Core mamba_mixer.py)");
   if (m.kv_heads % pl.tp != 0 && pl.tp % m.kv_heads != 0)
     d->Error("plan.tp", S(pl.tp) + " must divide model.kv_heads=" + S(m.kv_heads) +
                             " or be a multiple of it (kv heads are then replicated)");
@@ -394,6 +439,10 @@ void CheckContextParallel(const PlanSpec& pl, const ModelSpec& m, Diagnostics* d
                                    (pl.cp_kind == CpKind::kUlysses ? "cp=" : "2*cp=") + S(chunks_needed) + why);
     if (pl.cp_kind == CpKind::kUlysses && m.heads % (pl.tp * pl.cp) != 0)
       d->Error("plan.cp", "ulysses needs tp*cp=" + S(pl.tp * pl.cp) + " to divide model.heads=" + S(m.heads));
+    if (m.Hybrid() && m.HybridLayerCounts().mamba > 0)
+      d->Error("plan.cp", S(pl.cp) +
+                              ": context parallelism of Mamba layers (Megatron-Core's all-to-all to head "
+                              "sharding, mamba_context_parallel.py) is not modelled");
   }
   if (pl.sequence_parallel && pl.tp > 1 && (pl.seq_len / pl.cp) % pl.tp != 0)
     d->Error("plan.seq_len",
@@ -445,6 +494,10 @@ void CheckShardingAndOffload(const PlanSpec& pl, Diagnostics* d) {
 
 // Recompute.
 void CheckRecompute(const PlanSpec& pl, const ModelSpec& m, Diagnostics* d) {
+  if (m.Hybrid() && pl.recompute == Recompute::kSelective &&
+      (pl.recompute_modules & ModuleBit(RecomputeModule::kTorchtitanOp)))
+    d->Error("plan.recompute_modules",
+             "torchtitan's per-op policy is a Llama layer's; a hybrid model's is not modelled");
   if (pl.recompute_layers > 0) {
     if (pl.recompute != Recompute::kFull)
       d->Error("plan.recompute_layers", "needs plan.recompute=full (got " + std::string(Name(pl.recompute)) + ")");

@@ -90,6 +90,10 @@ class Executor {
                                      std::to_string(p_.gpus) + " ranks");
     if (o_.steps < 1 || o_.warmup_steps < 0)
       return Status::InvalidArgument("executor: steps must be >= 1 and warmup steps >= 0");
+    if (s_.model.Hybrid())
+      return Status::InvalidArgument("executor: model " + s_.model.name +
+                                     " is hybrid (model.hybrid_pattern): the runtime has no Mamba kernels and runs "
+                                     "transformer layers only");
     seed_ = o_.seed * 1000003;
     graph_ = core::BuildStepGraph(s_.model, p_);
     stage_ = StageOfRank(p_, o_.rank);

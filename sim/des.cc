@@ -96,8 +96,9 @@ std::vector<StageStreams> StageStreamCosts(const core::ModelSpec& m, const core:
   // The same costs as the step model's Coster: compute ops by ComputeOpTime, collectives by
   // ProfiledCollectiveTime on the tiers their group spans, hidden or exposed by CollectiveHidden.
   auto collective = [&](const core::Op& op) {
-    return core::ProfiledCollectiveTime(profile, op.collective, op.bytes, spans[static_cast<size_t>(op.group)], c)
-        .time_s;
+    return op.share *  // 1 but for a hybrid model's blocks (core/step_graph.cc HybridMix)
+           core::ProfiledCollectiveTime(profile, op.collective, op.bytes, spans[static_cast<size_t>(op.group)], c)
+               .time_s;
   };
   // Compute at the pace of the job's slowest GPU, as the step model's Coster costs it.
   const double pace = SlowestGpuPace(p, g);

@@ -446,9 +446,26 @@ ExplainStep ModelSizeStep(const ModelSpec& m) {
     sum.push_back(Fmt("%lld × (%s + %s)", static_cast<long long>(pc.mtp_layers), Count(ml.Total()).c_str(),
                       Count(pc.mtp_extra).c_str()));
   }
+  if (m.Hybrid()) {
+    // The exact count is kind by kind; the layer above is their mix.
+    const core::HybridCounts c = m.HybridLayerCounts();
+    std::vector<std::string> kinds;
+    const std::pair<char, int64_t> all[] = {{'M', c.mamba}, {'*', c.attention}, {'-', c.mlp}, {'E', c.moe}};
+    for (const auto& [kind, count] : all)
+      if (count > 0)
+        kinds.push_back(Fmt("%lld × %s ('%c')", static_cast<long long>(count),
+                            Count(core::HybridLayerParams(m, kind).Total()).c_str(), kind));
+    formula += "; hybrid: the pattern's layers kind by kind, each layer costed as their mix";
+    sum.clear();
+    sum.push_back(Join(kinds, " + "));
+    sum.push_back(Count(pc.embedding + pc.position));
+    sum.push_back(Count(pc.output_head));
+    sum.push_back(Count(pc.final_norm));
+  }
   st.formula = formula;
   const core::LayerParams& lp = pc.dense_layers > 0 ? pc.dense_layer : pc.moe_layer;
-  st.substituted = Fmt("N_layer = attention %s + MLP %s + norms %s%s; ", Count(lp.Attention()).c_str(),
+  st.substituted = Fmt("N_layer = attention %s%s + MLP %s + norms %s%s; ", Count(lp.Attention()).c_str(),
+                       lp.mamba_tp_sharded ? (" + Mamba " + Count(lp.mamba_tp_sharded)).c_str() : "",
                        Count(lp.mlp_tp_sharded + lp.mlp_replicated + lp.experts * lp.RoutedExpert()).c_str(),
                        Count(lp.norms).c_str(), lp.router ? (" + router " + Count(lp.router)).c_str() : "") +
                    "N = " + Join(sum, " + ") + " = " + Eng(static_cast<double>(pc.total));

@@ -35,11 +35,18 @@ std::string CostedOpShape(const core::Op& op) {
 std::string CostedOpHow(const CostedOp& c) {
   const core::Op& op = c.op;
   char b[160];
+  // A hybrid model's block (or a share of the layers): FLOPs, bytes and time are the share's, per
+  // layer of the list averaged over its layers.
+  std::string in_share;
+  if (op.share < 1.0 && op.kind != core::OpKind::kAttention) {
+    std::snprintf(b, sizeof b, ", in %.0f%% of the layers", 100 * op.share);
+    in_share = b;
+  }
   switch (op.kind) {
     case core::OpKind::kGemm:
       std::snprintf(b, sizeof b, "%.0f TFLOP/s, %s", c.time_s > 0 ? op.Flops() / c.time_s / 1e12 : 0.0,
                     c.memory_bound ? "memory-bound" : "compute-bound");
-      return b;
+      return b + in_share;
     case core::OpKind::kAttention: {
       std::snprintf(b, sizeof b, "%.0f TFLOP/s, %s%s", c.time_s > 0 ? op.Flops() / c.time_s / 1e12 : 0.0,
                     core::Name(op.attention), op.causal ? ", causal" : "");
@@ -64,12 +71,13 @@ std::string CostedOpHow(const CostedOp& c) {
       } else {
         note += "; exposed";
       }
-      return note;
+      return note + in_share;
     }
     default:
-      std::snprintf(b, sizeof b, "%.2f TB/s%s", c.time_s > 0 ? static_cast<double>(op.bytes) / c.time_s / 1e12 : 0.0,
+      std::snprintf(b, sizeof b, "%.2f TB/s%s",
+                    c.time_s > 0 ? op.share * static_cast<double>(op.bytes) / c.time_s / 1e12 : 0.0,
                     op.group != core::CommGroup::kNone ? "; part of its collective (exposed)" : "");
-      return b;
+      return b + in_share;
   }
 }
 

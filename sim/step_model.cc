@@ -200,7 +200,7 @@ class Coster {
       if (op.pass == Pass::kStep) continue;  // StepWorkOf's
       PassCost& pc = lc.pass[static_cast<int>(op.pass)];
       if (op.kind == OpKind::kCollective || op.kind == OpKind::kP2p) {
-        const double t = CollectiveTime(op);
+        const double t = op.share * CollectiveTime(op);  // share: a hybrid block's (HybridMix)
         const bool hide = CollectiveHidden(op, p_);
         (hide ? pc.hidden : pc.blocking)[static_cast<int>(op.group)] += t;
         if (hide) (op.group == CommGroup::kCp ? pc.slow_cp : pc.slow) += OverlapSlowdown(op, p_, g_, layer) * t;
@@ -527,7 +527,8 @@ double ComputeOpTimeWith(const Op& op, const core::GpuSpec& g, const core::Profi
     case OpKind::kMemoryBound:
     case OpKind::kOptimizer: {
       // `batch` kernels move the bytes between them, each paying the per-kernel overhead (one for
-      // most ops; a list collective's per-rank copies: core/step_graph.cc PerTensorZero3).
+      // most ops; a list collective's per-rank copies: core/step_graph.cc PerTensorZero3); x share
+      // (1 but for a hybrid model's blocks, core/step_graph.cc HybridMix).
       const double kernels = static_cast<double>(std::max<int64_t>(op.batch, 1));
       // A calibrated kernel's own efficiency (docs/calibration.md), else the profile's HBM fraction.
       // Keys: "name.pass" (a kernel whose backward differs from its forward), then "name".
@@ -535,9 +536,10 @@ double ComputeOpTimeWith(const Op& op, const core::GpuSpec& g, const core::Profi
         auto it = prof.memory_op_efficiency.find(std::string(op.name) + "." + core::Name(op.pass));
         if (it == prof.memory_op_efficiency.end()) it = prof.memory_op_efficiency.find(op.name);
         if (it != prof.memory_op_efficiency.end())
-          return static_cast<double>(op.bytes) / (g.hbm_bytes_per_s * it->second) + kernels * prof.kernel_overhead_s;
+          return op.share *
+                 (static_cast<double>(op.bytes) / (g.hbm_bytes_per_s * it->second) + kernels * prof.kernel_overhead_s);
       }
-      return static_cast<double>(op.bytes) / hbm + kernels * prof.kernel_overhead_s;
+      return op.share * (static_cast<double>(op.bytes) / hbm + kernels * prof.kernel_overhead_s);
     }
     default: return 0;
   }
@@ -562,7 +564,7 @@ std::vector<CostedOpList> CostStepGraph(const core::ModelSpec& m, const core::Pl
       if (op.kind == OpKind::kCollective || op.kind == OpKind::kP2p) {
         row.span = core::SpanOfGroup(op.group, p, c);
         const core::CollectiveCost cc = core::ProfiledCollectiveTime(prof, op.collective, op.bytes, row.span, c);
-        row.time_s = cc.time_s;
+        row.time_s = op.share * cc.time_s;
         row.algorithm = cc.algorithm;
         if (op.pass == Pass::kStep) {
           // The step's synchronisation (StepOverlapSlowdown's windows): the parameter all-gather

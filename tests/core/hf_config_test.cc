@@ -140,6 +140,27 @@ TEST(HfConfigTest, KimiK2IsReadAsDeepSeekV3AndMatchesPreset) {
   EXPECT_EQ(CountParams(got).total, 1'026'408'232'448);
 }
 
+TEST(HfConfigTest, NemotronHybridIsReadAsMegatronBridgeMapsIt) {
+  // model_type nemotron_h (Nemotron 3 Nano): tests/data/hf/nemotron-3-nano.json holds Megatron-Bridge's
+  // NemotronH bridge test fixture (tests/unit_tests/models/nemotronh/test_nemotron_h_bridge.py at
+  // 067f987df: the hybrid pattern, Mamba and attention fields) with Nemotron3NanoProvider's MoE
+  // sizes in the base CONFIG_MAPPING's names (n_routed_experts, num_experts_per_tok,
+  // moe_intermediate_size, moe_shared_expert_intermediate_size). Its max_position_embeddings is
+  // 8192; the preset records the provider's 262144.
+  ModelSpec got;
+  ASSERT_NO_FATAL_FAILURE(ExpectMatchesPresetButMaxSeq("nemotron-3-nano.json", "nemotron-3-nano", 8192, &got));
+  EXPECT_EQ(CountParams(got).total, 31'577'940'288LL);
+  // What the hybrid reader cannot express is refused, naming the field.
+  for (const auto& [field, value] :
+       {std::pair<std::string, std::string>{"num_nextn_predict_layers", "2"}, {"moe_latent_size", "1024"}}) {
+    std::string text = ReadFixture("nemotron-3-nano.json");
+    text.insert(text.find('{') + 1, "\"" + field + "\": " + value + ",");
+    const auto bad = ModelFromHfConfig(text, "x", "test");
+    ASSERT_FALSE(bad.ok()) << field;
+    EXPECT_NE(bad.status().message().find("config." + field), std::string::npos) << bad.status().ToString();
+  }
+}
+
 TEST(HfConfigTest, Qwen3ThirtyBA3BMatchesPreset) { ExpectMatchesPreset("qwen3-30b-a3b.json", "qwen3-30b-a3b"); }
 
 TEST(HfConfigTest, GptOss120BMatchesPreset) { ExpectMatchesPreset("gpt-oss-120b.json", "gpt-oss-120b"); }

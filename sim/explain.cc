@@ -623,6 +623,11 @@ ExplainStep MemoryFitStep(const core::Scenario& s, const PlanSpec& p, const core
       "selective recompute drops the attention-score tensors (the 5as/h term; flash attention never stores "
       "them); full recompute keeps only the layer input, 2sbh. A pipeline rank holds its layers for the "
       "microbatches in flight (1F1B: p − i on rank i). docs/memory.md §3.";
+  if (m.Hybrid())
+    st.rule +=
+        " A hybrid model's layer holds its kinds' tensors weighted by their share of the layers (the "
+        "attention block's in its attention layers, the MLP's or MoE block's, a Mamba-2 mixer's: in_proj's "
+        "output and input, the scan's outputs, the gated norm's and out_proj's inputs).";
   st.formula = "per GPU = states + layers on the rank × in-flight microbatches × a_layer + other";
   std::string ladder = Fmt("a_layer at s = %lld, b = %lld, h = %lld, t = %lld: %s with no SP and no recompute",
                            static_cast<long long>(p.seq_len / p.cp), static_cast<long long>(p.micro_batch),

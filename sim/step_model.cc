@@ -595,8 +595,11 @@ std::vector<CostedOpList> CostStepGraph(const core::ModelSpec& m, const core::Pl
                                           std::to_string(p.recompute_layers) + " layers)"
                                     : "every rank, per layer of its stage";
   if (m.layers - moe_layers > 0)
-    out.push_back(costed("dense layer", per_layer, m.layers - moe_layers, graph.dense_layer, true));
-  if (moe_layers > 0) out.push_back(costed("MoE layer", per_layer, moe_layers, graph.moe_layer, true));
+    out.push_back(costed(m.Hybrid() ? "hybrid layer (its kinds' mix)" : "dense layer", per_layer, m.layers - moe_layers,
+                         graph.dense_layer, true));
+  if (moe_layers > 0)
+    out.push_back(costed(m.Hybrid() ? "hybrid layer (its kinds' mix)" : "MoE layer", per_layer, moe_layers,
+                         graph.moe_layer, true));
   out.push_back(costed("embedding", "the first pipeline stage", 1, graph.embedding, false));
   out.push_back(costed("head", "the last pipeline stage", 1, graph.head, false));
   if (p.pp > 1) {

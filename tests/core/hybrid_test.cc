@@ -17,18 +17,13 @@
 namespace meshplan::core {
 namespace {
 
-// Nemotron 3 Nano 4B (Megatron-Bridge recipes/nemotronh/h100/nemotron_3_nano_4b.py at 067f987df):
-// 42 layers, 21 Mamba-2, 17 MLP, 4 attention.
+// Nemotron 3 Nano 4B (presets/models/nemotron-3-nano-4b.json, from Megatron-Bridge
+// recipes/nemotronh/h100/nemotron_3_nano_4b.py at 067f987df): 42 layers, 21 Mamba-2, 17 MLP, 4
+// attention.
 ModelSpec Nano4B() {
-  auto m = ParseModelJson(R"J({
-    "name": "nemotron-3-nano-4b", "source": "test",
-    "layers": 42, "hidden": 3136, "heads": 40, "kv_heads": 8, "head_dim": 128,
-    "ffn_hidden": 12544, "mlp": "gelu", "vocab": 131072, "max_seq": 8192,
-    "tied_embeddings": false, "position": "none", "norm": "rmsnorm",
-    "hybrid_pattern": "M-M-M-MM-M-M*-M-M*-M-M-M*-M-M-MM*-MMM-M-M-",
-    "mamba": {"heads": 96, "head_dim": 80, "state": 128, "groups": 8, "chunk": 256}})J");
+  auto m = LoadModel("nemotron-3-nano-4b");
   EXPECT_TRUE(m.ok()) << m.status().ToString();
-  return *m;
+  return m.ok() ? *m : ModelSpec{};
 }
 
 TEST(HybridTest, NemotronNano4BMatchesItsVerificationCard) {

@@ -110,6 +110,17 @@ TEST(HybridTest, ActivationsAreTheKindsMix) {
   EXPECT_EQ(LayerActivationBytes(*m, p, false, Recompute::kFull), 2 * 33'554'432);
 }
 
+TEST(HybridTest, ModelJsonRoundTripsThePatternAndTheMixer) {
+  // What `presets models` and `plan` write is what they read back, the hybrid fields included.
+  auto nano = LoadModel("nemotron-3-nano");
+  ASSERT_TRUE(nano.ok());
+  const std::string text = ModelToJson(*nano);
+  EXPECT_NE(text.find("\"hybrid_pattern\""), std::string::npos);
+  auto back = ParseModelJson(text);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, *nano);
+}
+
 TEST(HybridTest, MalformedPatternsAreRefusedNamingTheField) {
   auto parse = [](const std::string& pattern, const std::string& extra) {
     return ParseModelJson(R"J({"name": "x", "source": "s", "layers": 4, "hidden": 512, "heads": 8,

@@ -240,6 +240,34 @@ double SourceFlopsPerToken(FlopCount count, const ModelSpec& m, int64_t seq) {
   if (count == FlopCount::kNarayananEq3) return 96 * l * h * h * (1 + s / (6 * h) + v / (16 * l * h));
   if (count == FlopCount::kPalm)
     return 6 * static_cast<double>(CountParams(m).total) + 12 * l * static_cast<double>(m.heads * m.head_dim) * s;
+  if (m.Hybrid()) {
+    // Megatron-LM's hybrid_flops (megatron/training/training.py at d98e8a64; Megatron-Bridge's
+    // flop_utils.py the same), per token: an attention layer 4 h p (h + h g/a) + 2 s h p (p =
+    // kv_channels x heads / h, g the query groups; causal: the s^2 sum halved), an MLP layer
+    // 4 f h (x 1.5 gated), an MoE layer 4 h (f_e k + f_s) (x 1.5 gated), a Mamba layer with its
+    // inner width taken as 2h whatever its heads: 2 h (4h + 2 G N + H) + 7 (2h) N + 2 (2h) h, and
+    // the logits 2 h V; x 3 for the backward. Megatron-Bridge's Nemotron 3 Nano rows print this
+    // count (GB200, 26.06.01: 34,816 tokens/s per GPU and 776 TFLOP/s).
+    const HybridCounts c = m.HybridLayerCounts();
+    const double p = static_cast<double>(m.heads * m.head_dim) / h;
+    const double g = static_cast<double>(m.kv_heads), a = static_cast<double>(m.heads);
+    const double scale = m.mlp == MlpKind::kSwiglu ? 1.5 : 1.0;
+    const double attn = 4 * h * p * (h + h * g / a) + 2 * s * h * p;
+    const double mlp = 4 * static_cast<double>(m.ffn_hidden) * h * scale;
+    double moe = 0, mamba = 0;
+    if (m.moe)
+      moe = 4 * h *
+            (static_cast<double>(m.moe->expert_ffn_hidden * m.moe->top_k) +
+             static_cast<double>(m.moe->shared_experts * m.moe->shared_expert_ffn_hidden)) *
+            scale;
+    if (m.mamba) {
+      const double d_in = 2 * h, n = static_cast<double>(m.mamba->state);
+      mamba = 2 * h * (2 * d_in + 2 * static_cast<double>(m.mamba->groups) * n + static_cast<double>(m.mamba->heads)) +
+              7 * d_in * n + 2 * d_in * h;
+    }
+    return 3 * (static_cast<double>(c.attention) * attn + static_cast<double>(c.mlp) * mlp +
+                static_cast<double>(c.moe) * moe + static_cast<double>(c.mamba) * mamba + 2 * h * v);
+  }
   // Megatron-LM num_floating_point_operations, per token: 12 h^2 per layer times the attention,
   // MLP and logit terms; MoE layers count top_k routed experts plus the shared ones at their own
   // widths (the later form of the same function, with moe_layer_freq and shared experts).

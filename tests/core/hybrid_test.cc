@@ -11,6 +11,7 @@
 #include "core/params.h"
 #include "core/presets.h"
 #include "core/spec_json.h"
+#include "core/stack.h"
 #include "core/step_graph.h"
 #include "core/validate.h"
 
@@ -68,6 +69,19 @@ TEST(HybridTest, SsdFlopsAreItsFourChunkedMatmuls) {
   auto nano = LoadModel("nemotron-3-nano");
   ASSERT_TRUE(nano.ok());
   EXPECT_DOUBLE_EQ(SsdForwardFlopsPerToken(*nano->mamba), 3'407'872.0);
+}
+
+TEST(HybridTest, MegatronsOwnCountMatchesThePrintedTflops) {
+  // Megatron-LM's hybrid_flops per token (core/stack.cc): Nemotron 3 Nano at 8192 tokens, attention
+  // 4 x 4096 x 2856 + 2 x 8192 x 4096 = 113,901,568, MoE 4 x 2688 x 14848 = 159,645,696, Mamba (inner
+  // width taken as 2h) 2 x 2688 x 12864 + 7 x 5376 x 128 + 2 x 5376 x 2688 = 102,875,136, logits
+  // 2 x 2688 x 131072 = 704,643,072: 3 x (6, 23, 23 layers and the logits) = 22,278,094,848. The
+  // page it converts: Megatron-Bridge 26.06.01, GB200, 34,816 tokens/s per GPU and 776 TFLOP/s.
+  auto nano = LoadModel("nemotron-3-nano");
+  ASSERT_TRUE(nano.ok());
+  const double f = SourceFlopsPerToken(FlopCount::kMegatron, *nano, 8192);
+  EXPECT_DOUBLE_EQ(f, 22'278'094'848.0);
+  EXPECT_NEAR(f * 34816 / 1e12, 776.0, 0.5);
 }
 
 TEST(HybridTest, StepGraphForwardFlopsEqualTheClosedForm) {

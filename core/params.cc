@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 namespace meshplan::core {
 namespace {
@@ -91,36 +92,21 @@ LayerParams HybridLayerParams(const ModelSpec& m, char kind) {
 
 LayerParams CountLayerParams(const ModelSpec& m, bool moe_layer) {
   if (m.Hybrid()) {
-    // The mix: every field's sum over the pattern's layers, divided by their number.
-    const HybridCounts c = m.HybridLayerCounts();
-    const double n = static_cast<double>(std::max<int64_t>(m.layers, 1));
+    // The mix: every parameter field's sum over the pattern's layers, divided by their number.
+    static constexpr int64_t LayerParams::*kFields[] = {
+        &LayerParams::attn_tp_sharded,  &LayerParams::attn_kv_proj,   &LayerParams::attn_replicated,
+        &LayerParams::mlp_tp_sharded,   &LayerParams::mlp_replicated, &LayerParams::norms,
+        &LayerParams::mamba_tp_sharded, &LayerParams::router,         &LayerParams::expert_etp_sharded,
+        &LayerParams::expert_replicated};
+    double sums[std::size(kFields)] = {};
     LayerParams mix;
-    const std::pair<char, int64_t> kinds[] = {{'M', c.mamba}, {'*', c.attention}, {'-', c.mlp}, {'E', c.moe}};
-    double f[12] = {};
-    for (const auto& [kind, count] : kinds) {
-      if (count == 0) continue;
+    for (char kind : m.hybrid_pattern) {
       const LayerParams k = HybridLayerParams(m, kind);
-      const double w = static_cast<double>(count);
-      const int64_t v[12] = {k.attn_tp_sharded,
-                             k.attn_kv_proj,
-                             k.attn_replicated,
-                             k.mlp_tp_sharded,
-                             k.mlp_replicated,
-                             k.norms,
-                             k.mamba_tp_sharded,
-                             k.router,
-                             k.expert_etp_sharded,
-                             k.expert_replicated,
-                             0,
-                             0};
-      for (int i = 0; i < 10; ++i) f[i] += w * static_cast<double>(v[i]);
+      for (size_t i = 0; i < std::size(kFields); ++i) sums[i] += static_cast<double>(k.*kFields[i]);
       if (k.experts > 0) mix.experts = k.experts, mix.top_k = k.top_k;
     }
-    int64_t* out[10] = {&mix.attn_tp_sharded,  &mix.attn_kv_proj,   &mix.attn_replicated,
-                        &mix.mlp_tp_sharded,   &mix.mlp_replicated, &mix.norms,
-                        &mix.mamba_tp_sharded, &mix.router,         &mix.expert_etp_sharded,
-                        &mix.expert_replicated};
-    for (int i = 0; i < 10; ++i) *out[i] = std::llround(f[i] / n);
+    const double n = static_cast<double>(std::max<int64_t>(m.layers, 1));
+    for (size_t i = 0; i < std::size(kFields); ++i) mix.*kFields[i] = std::llround(sums[i] / n);
     (void)moe_layer;
     return mix;
   }

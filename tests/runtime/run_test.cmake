@@ -8,6 +8,11 @@ function(run_case out_rc out_text)
   # ARGN: ranks (0 = no mpirun), then meshplan-run arguments.
   list(POP_FRONT ARGN ranks)
   if(ranks GREATER 0)
+    # Each case's own Open MPI session directory: two mpirun launched at once (ctest -j) race to
+    # create the shared default, /tmp/ompi.<host>.<uid>, and the loser fails with "File exists"
+    # (orte/util/session_dir.c).
+    file(MAKE_DIRECTORY ${WORK}/ompi-${CASE})
+    set(ENV{OMPI_MCA_orte_tmpdir_base} ${WORK}/ompi-${CASE})
     set(cmd ${MPIEXEC} ${MPIEXEC_FLAGS} -np ${ranks} ${RUN} ${ARGN})
   else()
     set(cmd ${RUN} ${ARGN})

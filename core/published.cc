@@ -225,7 +225,8 @@ std::optional<std::string> ModelPresetFor(const std::string& name) {
       {"nemotron8b", "nemotron38b"}, {"nemotron22b", "nemotron322b"}, {"nemotron340b", "nemotron4340b"}};
   if (auto it = kNemotron.find(key); it != kNemotron.end()) key = it->second;
   // The exact name wins; else a size after a preset's own name ("DeepSeek-V3 671B"), when the rest
-  // is only the size in billions.
+  // is only the size in billions (and, for an MoE model, "MoE": "Llama 4 Maverick 400B MoE").
+  if (key.size() > 4 && key.compare(key.size() - 4, 4, "bmoe") == 0) key.resize(key.size() - 3);
   std::optional<std::string> sized;
   for (const auto& preset : PresetNames("models")) {
     const std::string p = Squash(preset);

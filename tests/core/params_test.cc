@@ -45,6 +45,18 @@ TEST(ParamsTest, MixtralTotalAndActive) {
   EXPECT_NEAR(static_cast<double>(c.active), 12.9e9, 12.9e9 * 0.01);
 }
 
+TEST(ParamsTest, Llama4MaverickTotalAndActive) {
+  // 48 layers alternating dense and MoE (Megatron-Bridge moe_layer_freq [0, 1] x 24): attention
+  // 5120 x (5120 + 2 x 1024) + 5120 x 5120 = 62,914,560 per layer; a dense layer's SwiGLU
+  // 3 x 5120 x 16384 = 251,658,240; an MoE layer's 128 routed and 1 shared expert of
+  // 3 x 5120 x 8192 = 125,829,120 each and its router 5120 x 128; 97 RMSNorms of 5120; untied
+  // embedding and head 2 x 202048 x 5120. Total 400,711,848,960 ("400B"); a token visits 1 of 128
+  // routed experts: 400,711,848,960 - 24 x 127 x 125,829,120 = 17,184,691,200 ("17B active").
+  const ParamCount c = Count("llama4-maverick");
+  EXPECT_EQ(c.total, 400'711'848'960LL);
+  EXPECT_EQ(c.active, 17'184'691'200LL);
+}
+
 TEST(ParamsTest, DeepSeekV3TotalAndActive) {
   // MLA attention per layer: q_a 7168*1536 + norm 1536 + q_b 1536*128*192 + kv_a 7168*576 + norm
   // 512 + kv_b 512*128*256 + o 16384*7168 = 187,107,328. 3 dense layers (SwiGLU 18432) and 58 MoE

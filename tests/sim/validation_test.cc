@@ -371,7 +371,7 @@ TEST(ValidationTest, CorpusMapsMoreThan150RunsWithProvenance) {
   // tables (216 of 216), NVIDIA's NeMo 24.07 and Megatron-Bridge 25.09-26.08 summaries (173 of
   // 272: no B300/GB300 NVFP4 GEMMs, no presets for Nemotron 3 or Kimi K2 (187 with kimi-k2), 12 runs whose recipes
   // offload activations to host memory), papers and NVIDIA's
-  // dgxc-benchmarking at scale (146 of 159: Llama 4 Maverick, runs
+  // dgxc-benchmarking at scale (154 of 159: not the runs
   // that offload activations; 104 before records were given the stack their source names or the
   // default one: MT-NLG, the 2020 Megatron-LM README's A100 runs, dgxc's JAX MaxText runs), and
   // the three earlier sets. The NeMo summaries map 178 since the default pipeline split lets the
@@ -382,14 +382,15 @@ TEST(ValidationTest, CorpusMapsMoreThan150RunsWithProvenance) {
   // Megatron-LM 2019's DGX-2H rows (dgx-2h), and 146 with dgxc-benchmarking's 14 Grok-1 rows
   // (model.moe_experts/moe_topk read, GeGLU, their expert TP). Megatron-Bridge's pages map 207 (187
   // before) with the 20 Nemotron 3 Nano runs (a hybrid Mamba-2/MoE model: presets/models/
-  // nemotron-3-nano.json).
+  // nemotron-3-nano.json). The papers map 154 with dgxc-benchmarking's 8 Llama 4 Maverick rows (their
+  // "400B MoE" names the llama4-maverick preset: interleaved dense and MoE layers, a shared expert).
   struct Want {
     const char* file;
     size_t mapped, skipped;
   };
   size_t total = 0;
   for (const Want& w : {Want{"llmfoundry_benchmarks.json", 216, 0}, Want{"nemo_performance_summaries.json", 207, 65},
-                        Want{"papers_at_scale.json", 146, 13}, Want{"published.json", 19, 71},
+                        Want{"papers_at_scale.json", 154, 5}, Want{"published.json", 19, 71},
                         Want{"published_beyond_tuning.json", 49, 2}, Want{"torchtitan_h100_2412.json", 18, 0}}) {
     size_t skipped = 0;
     const auto runs = Corpus(w.file, &skipped);
@@ -402,7 +403,7 @@ TEST(ValidationTest, CorpusMapsMoreThan150RunsWithProvenance) {
       EXPECT_GT(r.published, 0) << r.id;
     }
   }
-  EXPECT_EQ(total, 655u);
+  EXPECT_EQ(total, 663u);
 }
 
 TEST(ValidationTest, MegatronBridgeRunsTakeTheirRecipesRecomputation) {
@@ -516,6 +517,18 @@ TEST(ValidationTest, CorpusRecordsMapAsTheirSourcesRanThem) {
   const auto* ds = Find(papers, "dgxc-v25051-deepseek-v3-671b-gb200-128gpu-bf16");
   ASSERT_TRUE(ds);
   EXPECT_EQ(ds->scenario.model.name, "deepseek-v3");
+  // "Llama 4 Maverick 400B MoE (NeMo recipe)": the preset (its 48 layers and hidden 5120 agree),
+  // not the flat MoE fields, whose every-layer top-1 MoE without a shared expert is another model;
+  // the H100 layout's expert TP 4 as printed. 400,711,848,960 parameters = 24 dense layers x
+  // (62,914,560 attention + 3 x 5120 x 16384) + 24 MoE layers x (62,914,560 + 129 x 3 x 5120 x
+  // 8192 + 5120 x 128 router) + 2 x 202048 x 5120 + 97 x 5120 norms.
+  const auto* mav = Find(papers, "dgxc-v25051-llama4-maverick-400b-h100-512gpu-bf16");
+  ASSERT_TRUE(mav);
+  EXPECT_EQ(mav->scenario.model.name, "llama4-maverick");
+  EXPECT_EQ(core::CountParams(mav->scenario.model).total, 400'711'848'960);
+  EXPECT_EQ(mav->scenario.model.MoeLayerCount(), 24);
+  EXPECT_EQ(mav->scenario.plan.etp, 4);
+  EXPECT_EQ(mav->scenario.plan.ep, 128);
   // Llama 3 Table 4 prints TFLOP/s per GPU, counted as PaLM does: 400 TFLOP/s over 2.6381e12
   // FLOPs per token (tests/core/stack_test.cc) = 151.6 tokens/s per GPU.
   const auto* l3 = Find(papers, "llama3-2024-t4-405b-16384gpu-seq8192");
@@ -553,8 +566,9 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // on 256 GB300s (-4.8% to +0.9%, with their recipe's pipeline layout and Muon), 669 with
   // dgxc-benchmarking's 14 Grok-1 runs (flat MoE fields, GeGLU, expert TP: -4.6% to +28.6%), 689
   // with Megatron-Bridge's 20 Nemotron 3 Nano runs (hybrid Mamba-2/MoE: +19% to +42%, too fast as
-  // the pages' other MoE runs at one to four sequences per microbatch; median 8.0% -> 8.5%).
-  ASSERT_EQ(v.all.n, 689u);
+  // the pages' other MoE runs at one to four sequences per microbatch; median 8.0% -> 8.5%), 697 with
+  // dgxc-benchmarking's 8 Llama 4 Maverick runs (the llama4-maverick preset: +2% to +14%).
+  ASSERT_EQ(v.all.n, 697u);
   EXPECT_LE(v.all.median_abs_error, 0.085);
   // p90 42.5% -> 44.0% when the Megatron-Bridge runs took their recipes' bf16 gradients (their DP
   // reduction halves, and gpt-oss-120b on B200/B300, already too fast, went from +41..61% to
@@ -1360,7 +1374,8 @@ TEST(ValidationTest, FlatMoeFieldsAndAGatedGeluAreRead) {
   EXPECT_TRUE(runs->empty());
   ASSERT_EQ(skipped.size(), 1u);
   EXPECT_NE(skipped.front().find("model.moe_topk"), std::string::npos) << skipped.front();
-  // Without the experts' width the layout is not guessed (Llama 4 Maverick's records).
+  // Without the experts' width the layout is not guessed (Llama 4 Maverick's records map by their
+  // name to the llama4-maverick preset instead).
   skipped.clear();
   runs = core::LoadPublishedRuns(rec(R"("moe_experts": 128, "moe_topk": 1)"), &skipped);
   ASSERT_TRUE(runs.ok());

@@ -112,6 +112,7 @@ std::string SpeedTable(const core::Scenario& s, const SpeedReport& sp) {
   if (b.dp_comm_s > 0) row("DP communication (exposed)", b.dp_comm_s);
   if (b.pp_comm_s > 0) row("pipeline sends", b.pp_comm_s);
   if (b.bubble_s > 0) row("pipeline bubble", b.bubble_s);
+  if (b.offload_s > 0) row("offload copies (exposed)", b.offload_s);
   row("optimizer step", b.optimizer_s);
   row("step", e.time_s);
   // The compute above runs at the pace of the plan's slowest GPU (docs/compute.md).
@@ -333,6 +334,10 @@ std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r, co
       std::to_string(w.layers.size()) + " layers" +
           (w.mtp_layers > 0 ? " + " + std::to_string(w.mtp_layers) + " MTP" : "") + ", recompute " +
           core::Name(p.recompute));
+  if (w.offloaded_activations_bytes)
+    row("activations offloaded", w.offloaded_activations_bytes,
+        "per microbatch: the first " + std::to_string(p.offload_activation_layers) +
+            " layers' saved tensors, in host memory (--offload-activations)");
   row("activations held", w.activations_bytes,
       Fmt("%.3g", w.inflight_microbatches) + " microbatches in flight (" + core::Name(p.schedule) + ")" +
           (w.loss_activations_bytes ? " + logits/loss" : "") +
@@ -510,7 +515,8 @@ std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r, con
     const auto& bd = e.breakdown;
     st["breakdown"] = {{"compute_s", bd.compute_s}, {"recompute_s", bd.recompute_s}, {"tp_comm_s", bd.tp_comm_s},
                        {"cp_comm_s", bd.cp_comm_s}, {"ep_comm_s", bd.ep_comm_s},     {"dp_comm_s", bd.dp_comm_s},
-                       {"pp_comm_s", bd.pp_comm_s}, {"bubble_s", bd.bubble_s},       {"optimizer_s", bd.optimizer_s}};
+                       {"pp_comm_s", bd.pp_comm_s}, {"bubble_s", bd.bubble_s},       {"optimizer_s", bd.optimizer_s},
+                       {"offload_s", bd.offload_s}};
     OJson stage_times = OJson::array();
     for (const auto& t : e.stages)
       stage_times.push_back({{"forward_s", t.forward_s},

@@ -145,6 +145,10 @@ void PlanFlags::Register(CLI::App* app) {
   p->add_option("--moments-dtype", moments_dtype, "Optimizer moments dtype (default fp32)");
   p->add_option("--offload-optimizer", offload_optimizer, "none|cpu|nvme");
   p->add_option("--offload-params", offload_params, "none|cpu|nvme");
+  p->add_option("--offload-activations", offload_activation_layers,
+                "Layers whose activations go to host memory during the forward and come back for their backward "
+                "(Megatron-Core --cpu-offloading --cpu-offloading-num-layers N; needs pp 1, no recompute and the "
+                "GPU's host_link_bytes_per_s; default 0)");
   p->add_option("--cp-kind", cp_kind, "ring|ulysses|allgather (default ring)");
   p->add_option("--placement", placement, "Rank order, innermost first (default tp-cp-ep-dp-pp)");
   p->add_option("--stage-layers", stage_layers, "Uneven split: layers per pipeline chunk")->delimiter(',');
@@ -290,6 +294,7 @@ void PlanFlags::ApplyPlanFlags(bool from_file, core::ModelSpec* spec, core::Plan
   SetEnum(fp8_scaling, "fp8-scaling", "plan.fp8_scaling", &p.fp8_scaling, d);
   SetEnum(cross_entropy, "cross-entropy", "plan.cross_entropy", &p.cross_entropy, d);
   if (deferred_head_wgrad) p.deferred_head_wgrad = *deferred_head_wgrad;
+  if (offload_activation_layers) p.offload_activation_layers = *offload_activation_layers;
   if (cuda_context_mib) {
     if (*cuda_context_mib <= 0 || *cuda_context_mib > 65536)
       d->Error("--cuda-context-mib",

@@ -302,6 +302,10 @@ Result<std::string> ExportMegatron(const Scenario& s) {
     arg("--use-precision-aware-optimizer");  // needed by the offload (arguments.py:1884)
     arg("--optimizer-cpu-offload");
   }
+  // Activation offloading: the TransformerConfig field as an argument, which turns cpu_offloading
+  // on (arguments.py:1950-1951); activations only by default (model_parallel_config.py:471-474).
+  if (p.offload_activation_layers > 0)
+    arg("--cpu-offloading-num-layers " + std::to_string(p.offload_activation_layers));
   // Recompute.
   if (p.recompute == Recompute::kSelective) {
     arg("--recompute-granularity selective");
@@ -387,6 +391,11 @@ Result<std::string> ExportTorchtitan(const Scenario& s) {
   if (p.offload_optimizer == OffloadTarget::kNvme || p.offload_params == OffloadTarget::kNvme)
     return refuse("no NVMe offload (training.enable_cpu_offload offloads to host memory, job_config.py:270)",
                   "--offload-optimizer cpu");
+  if (p.offload_activation_layers > 0)
+    return refuse(
+        "no activation offloading (training.enable_cpu_offload offloads FSDP's parameters, gradients and "
+        "optimizer states, job_config.py:270-273)",
+        "--offload-activations 0, or activation checkpointing (--recompute full)");
   // Context parallelism is PyTorch's ring attention, the K/V shards passed on by all-to-all (a
   // ring) or all-gathered (Parallelism.context_parallel_rotate_method, job_config.py:446), never
   // Ulysses' head split.
@@ -532,6 +541,11 @@ Result<std::string> ExportTorchtitanPython(const Scenario& s) {
   if (p.offload_optimizer == OffloadTarget::kNvme || p.offload_params == OffloadTarget::kNvme)
     return refuse("no NVMe offload (training.enable_cpu_offload offloads to host memory, CFG:70)",
                   "--offload-optimizer cpu");
+  if (p.offload_activation_layers > 0)
+    return refuse(
+        "no activation offloading (training.enable_cpu_offload offloads FSDP's parameters, gradients and "
+        "optimizer states, CFG:70-73)",
+        "--offload-activations 0, or activation checkpointing (--recompute full)");
   // FSDP2 shards parameters, gradients and optimizer states together, or keeps the parameters
   // gathered after the forward (fsdp_reshard_after_forward "never", CFG:145): no optimizer-only
   // sharding.
@@ -765,6 +779,14 @@ Result<std::string> ExportDeepSpeed(const Scenario& s, std::vector<std::string>*
   if (s.model.Hybrid())
     return refuse("no Mamba layers in the GPT model this config trains (a hybrid model.hybrid_pattern)",
                   "a transformer model, e.g. --model llama3-8b");
+  // DeepSpeed moves activation checkpoints to host memory (activation_checkpointing
+  // cpu_checkpointing, runtime/activation_checkpointing/config.py), which recomputes; not the
+  // layer offloading without recomputation the plan costs.
+  if (p.offload_activation_layers > 0)
+    return refuse(
+        "no activation offloading without recomputation (cpu_checkpointing moves activation checkpoints, "
+        "deepspeed/runtime/activation_checkpointing/config.py)",
+        "--offload-activations 0");
   if (p.pp > 1 && p.zero >= 2)
     return refuse(
         "\"ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism\" "

@@ -658,6 +658,20 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
     st.params = dense + expert;
     const int64_t adam_params = (dense - dense_before_ends) + layer_count * dl.norms;
 
+    // Activation offloading (PlanSpec::offload_activation_layers; pp = 1, no recomputation): the
+    // first N layers' saved tensors go to host memory, so at most the other layers' sets are on
+    // the GPU at once (Transformer Engine's default scheduling: "at most (model_layers -
+    // num_layers) sets of activations are on GPU at any time", cpu_offloading.rst at d0067d0d).
+    if (p.offload_activation_layers > 0) {
+      int64_t offloaded = 0;
+      for (int64_t l = 0; l < std::min(p.offload_activation_layers, m.layers); ++l)
+        offloaded += act[m.IsMoeLayer(l) ? 1 : 0][0];
+      offloaded = std::min(offloaded, per_mb);
+      per_mb -= offloaded;
+      st.offloaded_activations_bytes = offloaded;
+      st.host_bytes += offloaded;
+    }
+
     // ---- model states, activations and overheads
     PlaceModelStates(p, dense, expert, dense_group, expert_group, adam_params, &st);
     PlaceActivations(m, p, stage, has_first, has_last, per_mb, max_working, &st);

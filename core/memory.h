@@ -69,6 +69,9 @@ struct StageMemory {
   // kept logits of the step's other microbatches, other stages' kept outputs and gradient
   // receive buffers.
   int64_t pipeline_buffers_bytes = 0;
+  // Activation offloading (PlanSpec::offload_activation_layers): the offloaded layers' saved
+  // tensors of one microbatch, in host memory (counted in host_bytes), not in the activations.
+  int64_t offloaded_activations_bytes = 0;
   int64_t activations_bytes = 0;
   int64_t cuda_context_bytes = 0;
   int64_t cublas_workspace_bytes = 0;

@@ -871,11 +871,14 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
       run.assumptions.push_back("experts one GEMM after another (the record's arguments have no --moe-grouped-gemm)");
     }
   }
-  // A recipe that offloads activations to host memory is a mechanism not modelled.
+  // A recipe that offloads the activations of its first N layers to host memory (Megatron-Core
+  // --cpu-offloading --cpu-offloading-num-layers N, activations only): PlanSpec::
+  // offload_activation_layers (pp 1, no recomputation, a GPU with a known host link: the plan's
+  // validation says which rule a run breaks).
   if (launch && launch->activation_offload_layers > 0) {
-    skip("the recipe offloads the activations of " + std::to_string(launch->activation_offload_layers) +
-         " layers to host memory (" + launch->recipe + "): activation offloading is not modelled");
-    return false;
+    p.offload_activation_layers = launch->activation_offload_layers;
+    run.assumptions.push_back("the activations of the first " + std::to_string(launch->activation_offload_layers) +
+                              " layers offloaded to host memory (" + launch->recipe + ")");
   }
   auto launch_name = [&] { return launch->recipe.empty() ? launch->source : launch->recipe; };
   // Recomputation as the record prints it, else as the run's recipe sets it (presets/launches),
@@ -1099,7 +1102,11 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
       } else if (what == "params") {
         p.offload_params = OffloadTarget::kCpu;
       } else if (what == "activations") {
-        skip("parallel.offload: the run keeps activations in host memory: activation offloading is not modelled");
+        // DeepSpeed's activation checkpoints in host memory (activation_checkpointing
+        // cpu_checkpointing, with recomputation), not the layer offloading PlanSpec holds.
+        skip(
+            "parallel.offload: the run keeps its activation checkpoints in host memory (DeepSpeed's "
+            "cpu_checkpointing): offloaded checkpoints are not modelled");
         return false;
       } else {
         skip("parallel.offload '" + what + "' is not optimizer, params or activations");

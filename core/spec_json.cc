@@ -410,6 +410,8 @@ void ReadGpu(const Json& j, const std::string& prefix, GpuSpec* g, Diagnostics* 
   r.Double("tdp_w", &g->tdp_w, true);
   r.Int("sms", &g->sms);
   r.Int("compute_capability_major", &g->compute_capability_major);
+  r.Bandwidth("host_link_bytes_per_s", &g->host_link_bytes_per_s);
+  r.String("host_link_source", &g->host_link_source);
   r.Bool("gemm_wave_quantization", &g->gemm_wave_quantization);
   r.Double("speed_spread", &g->speed_spread);
   r.String("speed_spread_source", &g->speed_spread_source);
@@ -465,6 +467,10 @@ OJson WriteGpu(const GpuSpec& g) {
   j["tdp_w"] = g.tdp_w;
   if (g.sms > 0) j["sms"] = g.sms;
   if (g.compute_capability_major > 0) j["compute_capability_major"] = g.compute_capability_major;
+  if (g.host_link_bytes_per_s > 0) {
+    j["host_link_bytes_per_s"] = g.host_link_bytes_per_s;
+    j["host_link_source"] = g.host_link_source;
+  }
   if (!g.gemm_wave_quantization) j["gemm_wave_quantization"] = false;
   j["speed_spread"] = g.speed_spread;
   if (!g.speed_spread_source.empty()) j["speed_spread_source"] = g.speed_spread_source;
@@ -590,6 +596,7 @@ void ReadPlan(ObjectReader& r, const std::string& prefix, PlanSpec* p, Diagnosti
     ObjectReader q(*v, prefix + ".offload", d);
     q.Enum("optimizer", &p->offload_optimizer);
     q.Enum("params", &p->offload_params);
+    q.Int("activation_layers", &p->offload_activation_layers);
     q.Finish();
   }
   r.Enum("cp_kind", &p->cp_kind);
@@ -673,6 +680,7 @@ OJson WritePlan(const PlanSpec& p) {
   OJson off;
   off["optimizer"] = Name(p.offload_optimizer);
   off["params"] = Name(p.offload_params);
+  if (p.offload_activation_layers > 0) off["activation_layers"] = p.offload_activation_layers;
   j["offload"] = off;
   j["cp_kind"] = Name(p.cp_kind);
   j["placement"] = PlacementString(p.placement);

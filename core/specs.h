@@ -178,6 +178,12 @@ struct GpuSpec {
   // or not known. Libraries size their buffers by it (Transformer Engine's cuBLAS workspace:
   // 32 MiB from 9 up, 4 MiB below; docs/memory.md §4).
   int compute_capability_major = 0;
+  // The link between this GPU and its CPU's memory, per direction, from the document named in
+  // `host_link_source`: what activation offloading (PlanSpec::offload_activation_layers) moves
+  // the saved tensors over. 0: not known, and a plan that offloads activations is refused on this
+  // GPU until it is set.
+  double host_link_bytes_per_s = 0;
+  std::string host_link_source;
   // Whether the GPU's GEMM library pays for a partial last wave of fixed 128x256 tiles (NVIDIA's
   // Matrix Multiplication Background guide, measured on V100/A100). false where a measurement
   // showed it does not: Hopper with cuBLAS 13.1 runs 8192x1280x8192 (81% of its last wave filled)
@@ -389,6 +395,14 @@ struct PlanSpec {
   Optimizer optimizer = Optimizer::kAdamW;
   OffloadTarget offload_optimizer = OffloadTarget::kNone;
   OffloadTarget offload_params = OffloadTarget::kNone;
+  // Activation offloading (Megatron-Core --cpu-offloading --cpu-offloading-num-layers N, its
+  // activations only; Transformer Engine's get_cpu_offload_context): the tensors the first N
+  // layers save for their backward go to host memory during the forward and come back before
+  // their backward, on a stream of their own beside the compute; at most (layers - N) layers'
+  // sets are on the GPU at once (Transformer Engine docs/features/other_optimizations/
+  // cpu_offloading/cpu_offloading.rst at d0067d0d). Megatron-Core allows it with pp = 1 and no
+  // recomputation only (transformer_config.py at d98e8a64). 0: off.
+  int64_t offload_activation_layers = 0;
   CpKind cp_kind = CpKind::kRing;
   std::vector<Axis> placement = {Axis::kTp, Axis::kCp, Axis::kEp, Axis::kDp, Axis::kPp};
   std::vector<int64_t> stage_layers;  // optional uneven split: pp*vpp entries summing to layers

@@ -223,6 +223,10 @@ void ValidateGpu(const GpuSpec& g, const std::string& p, Diagnostics* d) {
   Within(d, p + ".hbm_bytes_per_s", g.hbm_bytes_per_s, 1e9, 1e15,
          "bytes/s: HBM moves TB/s (H100 3.35e12, B300 8e12), a CPU's DRAM tens of GB/s; a value in GB is a unit slip");
   Within(d, p + ".tdp_w", g.tdp_w, 1, 100000, "watts: accelerators draw 300-1,400 W (B300 1,400 W)");
+  // 0 = unknown; else a host link: PCIe Gen3 x16 moves 16 GB/s each way, NVLink-C2C 450 GB/s.
+  if (g.host_link_bytes_per_s != 0)
+    Within(d, p + ".host_link_bytes_per_s", g.host_link_bytes_per_s, 1e9, 1e13,
+           "bytes/s per direction: 0 (unknown) or a host link's GB/s (PCIe Gen5 x16 64e9, NVLink-C2C 450e9)");
   // 0 = unknown. The largest accelerators have a few hundred (MI300X: 304 CUs); thousands is a typo.
   if (g.sms < 0 || g.sms > 2048)
     d->Error(p + ".sms",
@@ -468,7 +472,7 @@ void CheckExpertParallel(const PlanSpec& pl, const ModelSpec& m, Diagnostics* d)
 }
 
 // Sharding and offload.
-void CheckShardingAndOffload(const PlanSpec& pl, Diagnostics* d) {
+void CheckShardingAndOffload(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, Diagnostics* d) {
   if (pl.sharding == Sharding::kHsdp) {
     if (pl.zero < 1) d->Error("plan.sharding", "hsdp shards state, so it needs plan.zero >= 1 (got 0)");
     if (pl.hsdp_shard_size < 1)
@@ -485,6 +489,35 @@ void CheckShardingAndOffload(const PlanSpec& pl, Diagnostics* d) {
   if (pl.offload_optimizer == OffloadTarget::kNvme && pl.zero != 3)
     d->Error("plan.offload.optimizer",
              "nvme offload needs plan.zero=3 (ZeRO-Infinity; got " + S(int64_t{pl.zero}) + ")");
+
+  // Activation offloading as Megatron-Core runs it (transformer_config.py at d98e8a64: fewer
+  // layers than the model's, no pipeline parallelism, no recomputation), over a known host link.
+  if (pl.offload_activation_layers < 0) {
+    d->Error("plan.offload.activation_layers", "must be >= 0 layers (got " + S(pl.offload_activation_layers) + ")");
+  } else if (pl.offload_activation_layers > 0) {
+    const int64_t a = pl.offload_activation_layers;
+    if (a >= m.layers)
+      d->Error("plan.offload.activation_layers", "must be fewer than model.layers=" + S(m.layers) +
+                                                     " (at least one layer's activations stay on the GPU; got " + S(a) +
+                                                     ")");
+    if (pl.pp > 1)
+      d->Error("plan.offload.activation_layers",
+               "activation offloading needs plan.pp=1: Megatron-Core has no pipeline-parallel CPU offloading (got pp " +
+                   S(pl.pp) + ")");
+    if (pl.recompute != Recompute::kNone)
+      d->Error("plan.offload.activation_layers",
+               "activation offloading needs plan.recompute=none: Megatron-Core's CPU offloading does not run with "
+               "recomputation (got " +
+                   std::string(Name(pl.recompute)) + ")");
+    if (m.Hybrid())
+      d->Error("plan.offload.activation_layers",
+               "a hybrid model's layers are costed as one mix; offloading some of "
+               "them is not modelled");
+    if (g.host_link_bytes_per_s <= 0)
+      d->Error("plan.offload.activation_layers", "gpu " + g.name +
+                                                     " has no host_link_bytes_per_s (its CPU link's bandwidth per "
+                                                     "direction): set it in the GPU's JSON to offload activations");
+  }
 
   if (pl.ep_overlap && pl.ep <= 1)
     d->Error(
@@ -631,7 +664,7 @@ void ValidatePlan(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, cons
   CheckBatchAndSchedule(pl, d);
   CheckContextParallel(pl, m, d);
   CheckExpertParallel(pl, m, d);
-  CheckShardingAndOffload(pl, d);
+  CheckShardingAndOffload(pl, m, g, d);
   CheckRecompute(pl, m, d);
   CheckPrecision(pl, g, d);
   if (!c.gpu.empty() && c.gpu != g.name)

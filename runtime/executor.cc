@@ -94,6 +94,11 @@ class Executor {
       return Status::InvalidArgument("executor: model " + s_.model.name +
                                      " is hybrid (model.hybrid_pattern): the runtime has no Mamba kernels and runs "
                                      "transformer layers only");
+    if (p_.offload_activation_layers > 0)
+      return Status::InvalidArgument(
+          "executor: plan.offload.activation_layers " + std::to_string(p_.offload_activation_layers) +
+          ": the runtime does not copy activations to host memory and back, so it would measure neither the "
+          "copies nor the memory they free; run the plan without --offload-activations");
     seed_ = o_.seed * 1000003;
     graph_ = core::BuildStepGraph(s_.model, p_);
     stage_ = StageOfRank(p_, o_.rank);

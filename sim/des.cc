@@ -163,11 +163,14 @@ std::vector<StageStreams> StageStreamCosts(const core::ModelSpec& m, const core:
     for (size_t k = 0; k < 3; ++k) {
       const PassSplit& ps = total.pass[k];
       const double in_pass_p2p = k < 2 ? p2p * sends : 0.0;
+      // The activation-offload wait (StageTimes) is neither kernel nor collective: the compute
+      // stream holds it below (the timeline shows it as compute; the breakdown names it).
+      const double in_pass_offload = k == 0 ? t.forward_offload_s : k == 1 ? t.backward_input_offload_s : 0.0;
       // The step model's exposed communication is what its pass time holds beyond the kernels
       // and the sends; of that, the blocking collectives first, then the spill of the
       // overlappable ones, shared between the streams by their overlappable time. The compute
       // the hidden ones slow (StageTimes' per-pass slowdown) stays with the kernels.
-      const double exposed = std::max(0.0, pass_time[k] - in_pass_p2p - ps.compute);
+      const double exposed = std::max(0.0, pass_time[k] - in_pass_p2p - in_pass_offload - ps.compute);
       const double hidden = ps.hidden[0] + ps.hidden[1];
       const double spill = std::clamp(exposed - ps.blocking[0] - ps.blocking[1] - pass_slowed[k], 0.0, hidden);
       std::array<double, 2> spill_by{};

@@ -220,6 +220,7 @@ std::vector<std::pair<std::string, double>> BreakdownTerms(const StepBreakdown& 
           {"exposed DP communication", b.dp_comm_s},
           {"pipeline sends", b.pp_comm_s},
           {"pipeline bubble", b.bubble_s},
+          {"exposed activation offload", b.offload_s},
           {"optimizer step", b.optimizer_s}};
 }
 
@@ -642,6 +643,18 @@ ExplainStep MemoryFitStep(const core::Scenario& s, const PlanSpec& p, const core
                    Bytes(states).c_str(), Bytes(static_cast<double>(w.activations_bytes)).c_str(),
                    Bytes(static_cast<double>(w.other_bytes)).c_str(),
                    Bytes(static_cast<double>(w.total_bytes)).c_str());
+  if (w.offloaded_activations_bytes > 0) {
+    // Activation offloading: the first N layers' saved tensors in host memory (Transformer Engine
+    // keeps at most layers − N layers' sets on the GPU).
+    st.rule +=
+        Fmt(" With activation offloading the first N = %lld layers' saved tensors go to host memory, so at most "
+            "the other layers' are on the GPU.",
+            static_cast<long long>(p.offload_activation_layers));
+    st.substituted += Fmt(" (after %s of the first %lld layers went to host memory)",
+                          Bytes(static_cast<double>(w.offloaded_activations_bytes)).c_str(),
+                          static_cast<long long>(p.offload_activation_layers));
+    Set(&st, "offloaded_activations_bytes", static_cast<double>(w.offloaded_activations_bytes), "B");
+  }
   if (mem.fits)
     st.result = Fmt("%s of %s per GPU on the fullest stage: fits (%s headroom)",
                     Bytes(static_cast<double>(mem.per_gpu_bytes)).c_str(), Bytes(cap).c_str(),

@@ -275,6 +275,7 @@ struct RankCost {
   double compute = 0, recompute = 0, p2p = 0;
   std::array<double, core::kCommGroups> comm{};  // exposed, per microbatch, by group
   double step_comm = 0, optimizer = 0;
+  double offload = 0;        // exposed activation-offload transfers, per microbatch
   double param_gather = 0;   // of step_comm: the ZeRO-1/2 parameter all-gather (StepWork)
   double step_slowdown = 0;  // of step_comm (once exposed): compute slowed by the hidden DP sync
 };
@@ -925,6 +926,22 @@ StepCostCache::~StepCostCache() = default;
 int64_t StepCostCache::hits() const { return impl_->hits; }
 int64_t StepCostCache::misses() const { return impl_->misses; }
 
+int64_t OffloadedActivationBytes(const core::ModelSpec& m, const core::PlanSpec& p) {
+  int64_t bytes = 0, per[2] = {-1, -1};
+  for (int64_t l = 0; l < std::min(p.offload_activation_layers, m.layers); ++l) {
+    const int k = m.IsMoeLayer(l) ? 1 : 0;
+    if (per[k] < 0) per[k] = core::LayerActivationBytes(m, p, k == 1, core::Recompute::kNone);
+    bytes += per[k];
+  }
+  return bytes;
+}
+
+double OffloadExposed(double bytes, double link_bytes_per_s, double pass_s, int64_t layers) {
+  if (bytes <= 0 || link_bytes_per_s <= 0) return 0;
+  const double window = layers > 1 ? pass_s * static_cast<double>(layers - 1) / static_cast<double>(layers) : 0.0;
+  return std::max(0.0, bytes / link_bytes_per_s - window);
+}
+
 StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, const core::GpuSpec& g,
                           const core::ClusterSpec& c, const core::Profile& prof, StepCostCache* cache,
                           StepDetail detail) {
@@ -987,6 +1004,21 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
       r.times.forward_s += t;
       r.times.backward_input_s += t;
     }
+    // Activation offloading (pp = 1): the offloaded layers' saved tensors cross the host link
+    // during the forward and come back for their backward on a stream of their own, so the copies
+    // hide under the compute; the compute waits only when they outlast it (OffloadExposed).
+    if (p.offload_activation_layers > 0) {
+      const double bytes = static_cast<double>(OffloadedActivationBytes(m, p));
+      const int64_t layers = n_dense + n_moe;
+      const double f = OffloadExposed(bytes, g.host_link_bytes_per_s, r.times.forward_s, layers);
+      const double b =
+          OffloadExposed(bytes, g.host_link_bytes_per_s, r.times.backward_input_s + r.times.backward_weight_s, layers);
+      r.offload = f + b;
+      r.times.forward_s += f;
+      r.times.backward_input_s += b;
+      r.times.forward_offload_s = f;
+      r.times.backward_input_offload_s = b;
+    }
     // Gradient synchronisation runs under the last microbatch's backward when overlapped
     // (Megatron-LM's overlap_grad_reduce: each bucket's reduction starts once its gradients are
     // final); ZeRO-1/2's parameter all-gather under the next step's first forward when
@@ -1041,6 +1073,7 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
                  rc.comm[static_cast<int>(CommGroup::kHsdpReplica)]) *
                 scale;
   b.pp_comm_s = rc.p2p * scale;
+  b.offload_s = rc.offload * scale;
   b.bubble_s = bubble;
   // The step-level part: exposed synchronisation and optimizer of the slowest rank at that phase
   // (of equally slow ranks, the last).

@@ -29,6 +29,7 @@ struct StepBreakdown {
   double pp_comm_s = 0;    // pipeline sends on the critical path
   double bubble_s = 0;     // pipeline fill and drain
   double optimizer_s = 0;  // the optimizer step
+  double offload_s = 0;    // activation offloading's host-link transfers the compute waits for
 };
 
 // Per-microbatch times of one pipeline rank, in seconds (exposed communication included).
@@ -39,6 +40,9 @@ struct StageTimes {
   double step_s = 0;             // once per step: exposed DP sync + optimizer
   // Of each pass's time: the compute the collectives hidden under it slow (OverlapSlowdown).
   double forward_slowdown_s = 0, backward_input_slowdown_s = 0, backward_weight_slowdown_s = 0;
+  // Of the forward and input-gradient passes' time: the activation-offload copies the compute
+  // waits for (OffloadExposed).
+  double forward_offload_s = 0, backward_input_offload_s = 0;
   double Total() const { return forward_s + backward_input_s + backward_weight_s; }
   double Slowdown() const { return forward_slowdown_s + backward_input_slowdown_s + backward_weight_slowdown_s; }
 };
@@ -60,6 +64,20 @@ struct StepEstimate {
   // under it on the critical path (OverlapSlowdown), per step.
   double overlap_slowdown_s = 0;
 };
+
+// Activation offloading (PlanSpec::offload_activation_layers): the bytes one microbatch's first
+// N layers save for their backward, which cross the host link each way (core::
+// LayerActivationBytes without recomputation, the MoE layers' where the model's are MoE).
+int64_t OffloadedActivationBytes(const core::ModelSpec& m, const core::PlanSpec& p);
+// What of a pass the compute waits for the offload copies: `bytes` over the host link at
+// `link_bytes_per_s`, on a copy stream beside the pass's compute (`pass_s` over `layers` layers).
+// The copies of the first offloaded layer start only once it has saved its tensors, and the
+// reload of the last one needed must end before its layer's backward starts, so they hide under
+// all but one layer's share of the pass: max(0, bytes / link - pass_s (layers - 1) / layers)
+// (Transformer Engine's default scheduling, cpu_offloading.rst at d0067d0d: asynchronous
+// transfers, compute stalled only to keep at most layers - N sets on the GPU). Not costed: the
+// copies' HBM traffic beside the compute (the same document: "unlikely to affect" GEMMs).
+double OffloadExposed(double bytes, double link_bytes_per_s, double pass_s, int64_t layers);
 
 // REQUIRES: ValidatePlan(plan, model, gpu, cluster) reported no errors.
 // One dense transformer layer, one microbatch, on one rank: forward and backward (input and

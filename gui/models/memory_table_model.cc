@@ -126,7 +126,11 @@ QString MemoryTableModel::termTooltip(int row, Column c) const {
                  .arg(s.pipeline_buffers_bytes
                           ? QString(" + pipeline runtime's kept outputs and gradient buffers %1 GB")
                                 .arg(Gb(s.pipeline_buffers_bytes))
-                          : QString());
+                          : QString()) +
+             (s.offloaded_activations_bytes ? QString("; the first %1 layers' %2 GB offloaded to host memory")
+                                                  .arg(p.offload_activation_layers)
+                                                  .arg(Gb(s.offloaded_activations_bytes))
+                                            : QString());
     case kCudaContext: return head + "assumed (profile.memory.cuda_context_bytes)";
     case kCublas: return head + "cuBLAS workspace (profile.memory.cublas_workspace_bytes)";
     case kNccl: return head + "communicators x channels x 2 x NCCL_BUFFSIZE";

@@ -31,6 +31,7 @@ double StepTableModel::seconds(Row r) const {
     case kDpComm: return b.dp_comm_s;
     case kPpComm: return b.pp_comm_s;
     case kBubble: return b.bubble_s;
+    case kOffload: return b.offload_s;
     case kOptimizer: return b.optimizer_s;
     case kStep: return step_.time_s;
     case kRowCount: break;
@@ -48,6 +49,7 @@ QString StepTableModel::termName(Row r) {
     case kDpComm: return "DP communication";
     case kPpComm: return "pipeline sends";
     case kBubble: return "pipeline bubble";
+    case kOffload: return "activation offload";
     case kOptimizer: return "optimizer step";
     case kStep: return "step";
     case kRowCount: break;
@@ -65,6 +67,7 @@ QString StepTableModel::termHelp(Row r) {
     case kDpComm: return "data-parallel gradient reduction / parameter gathering not hidden under backward";
     case kPpComm: return "pipeline activation sends on the critical path";
     case kBubble: return "pipeline fill and drain (idle ranks)";
+    case kOffload: return "activation copies to and from host memory the compute waits for (offloaded layers)";
     case kOptimizer: return "the optimizer step (memory bound)";
     case kStep: return "one optimizer step: the sum of the rows above";
     case kRowCount: break;

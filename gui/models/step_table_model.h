@@ -17,7 +17,20 @@ class StepTableModel : public QAbstractTableModel {
   Q_OBJECT
 
  public:
-  enum Row { kCompute, kRecompute, kTpComm, kCpComm, kEpComm, kDpComm, kPpComm, kBubble, kOptimizer, kStep, kRowCount };
+  enum Row {
+    kCompute,
+    kRecompute,
+    kTpComm,
+    kCpComm,
+    kEpComm,
+    kDpComm,
+    kPpComm,
+    kBubble,
+    kOffload,
+    kOptimizer,
+    kStep,
+    kRowCount
+  };
   enum Column { kTerm, kSeconds, kShare, kColumnCount };
   static constexpr int kSecondsRole = Qt::UserRole;  // double seconds (kShare: the fraction)
 

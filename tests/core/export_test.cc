@@ -277,6 +277,39 @@ TEST(ExportTest, MegatronRefusesWhatItCannotExpressNamingTheRule) {
   EXPECT_TRUE(Has(offload, "--optimizer-cpu-offload")) << offload;
 }
 
+TEST(ExportTest, ActivationOffloadIsMegatronsNumLayersAndRefusedElsewhere) {
+  // Llama 3 70B on 64 GB200s with Megatron-FSDP (ZeRO-3), pp 1, 40 layers' activations in host
+  // memory: Megatron-LM's --cpu-offloading-num-layers 40 (arguments.py:1950-1951 turns
+  // cpu_offloading on); torchtitan's enable_cpu_offload moves FSDP's states, not activations,
+  // and DeepSpeed's cpu_checkpointing moves recomputed checkpoints: both refuse, naming why.
+  Scenario s;
+  s.model = *LoadModel("llama3-70b");
+  s.gpu = *LoadGpu("gb200");
+  s.cluster = *LoadCluster("gb200-nvl72");
+  s.plan.gpus = 64;
+  s.plan.dp = 64;
+  s.plan.zero = 3;
+  s.plan.micro_batch = 2;
+  s.plan.seq_len = 8192;
+  s.plan.global_batch = 256;
+  s.plan.offload_activation_layers = 40;
+  Diagnostics d;
+  ValidatePlan(s.plan, s.model, s.gpu, s.cluster, &d);
+  ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+  const std::string megatron = Text(ExportMegatron(s));
+  EXPECT_TRUE(Has(megatron, "--cpu-offloading-num-layers 40")) << megatron;
+  auto titan = ExportTorchtitan(s);
+  ASSERT_FALSE(titan.ok());
+  EXPECT_TRUE(Has(titan.status().message(), "no activation offloading")) << titan.status().message();
+  auto titan_py = ExportTorchtitanPython(s);
+  ASSERT_FALSE(titan_py.ok());
+  EXPECT_TRUE(Has(titan_py.status().message(), "no activation offloading")) << titan_py.status().message();
+  std::vector<std::string> notes;
+  auto ds = ExportDeepSpeed(s, &notes);
+  ASSERT_FALSE(ds.ok());
+  EXPECT_TRUE(Has(ds.status().message(), "cpu_checkpointing")) << ds.status().message();
+}
+
 TEST(ExportTest, MegatronRunsFp8WithThePlansScalingRecipe) {
   // TransformerConfig.fp8 (--fp8-format) and fp8_recipe (transformer_config.py:587-600): the
   // plan's delayed / current / block scaling as Transformer Engine's delayed / tensorwise /

@@ -384,6 +384,60 @@ TEST(MemoryTest, OffloadMovesOptimizerStateToTheHost) {
   EXPECT_EQ(on_gpu.stages[0].total_bytes - off.stages[0].total_bytes, on_gpu.stages[0].optimizer_bytes);
 }
 
+TEST(MemoryTest, ActivationOffloadKeepsTheOtherLayersOnTheGpu) {
+  // Megatron-Core --cpu-offloading-num-layers 20 on Llama 3 8B (32 layers, pp 1, no recompute):
+  // Transformer Engine keeps at most 32 - 20 layers' activation sets on the GPU, the other 20
+  // layers' saved tensors are in host memory. Every layer is the same, so the GPU loses exactly
+  // 20 x LayerActivationBytes of one microbatch and the host holds them.
+  Loaded l = Load("llama3-8b", "h100-sxm", "dgx-h100");
+  PlanSpec p = ZeroPlan(3, 8);
+  p.seq_len = 8192;
+  p.micro_batch = 2;
+  p.global_batch = 16;
+  const MemoryReport on_gpu = EstimateMemory(l.model, p, l.gpu);
+  p.offload_activation_layers = 20;
+  const MemoryReport off = EstimateMemory(l.model, p, l.gpu);
+  const int64_t layer = LayerActivationBytes(l.model, p, false, Recompute::kNone);
+  EXPECT_EQ(off.stages[0].offloaded_activations_bytes, 20 * layer);
+  EXPECT_EQ(off.stages[0].host_bytes, 20 * layer);
+  EXPECT_EQ(off.stages[0].layer_activations_bytes, 12 * layer);
+  EXPECT_EQ(on_gpu.stages[0].layer_activations_bytes, 32 * layer);
+  // The activations (and the 5% fragmentation assumed on them) shrink by what moved.
+  EXPECT_EQ(on_gpu.stages[0].activations_bytes - off.stages[0].activations_bytes, 20 * layer);
+  EXPECT_GT(on_gpu.stages[0].total_bytes - off.stages[0].total_bytes, 20 * layer);
+}
+
+TEST(MemoryTest, ActivationOffloadIsRefusedWhereMegatronRefusesIt) {
+  // Megatron-Core (transformer_config.py at d98e8a64): fewer layers than the model's, pp 1, no
+  // recomputation; and meshplan needs the GPU's host link to cost the copies.
+  Loaded l = Load("llama3-8b", "h100-sxm", "dgx-h100");
+  auto errors = [&](const PlanSpec& p, const GpuSpec& g) {
+    Diagnostics d;
+    ValidatePlan(p, l.model, g, l.cluster, &d);
+    return d.ToStatus().ToString();
+  };
+  PlanSpec p = ZeroPlan(3, 8);
+  p.offload_activation_layers = 16;
+  EXPECT_EQ(errors(p, l.gpu).find("offload"), std::string::npos) << errors(p, l.gpu);
+  PlanSpec all = p;
+  all.offload_activation_layers = 32;
+  EXPECT_NE(errors(all, l.gpu).find("plan.offload.activation_layers: must be fewer than model.layers=32"),
+            std::string::npos);
+  PlanSpec neg = p;
+  neg.offload_activation_layers = -1;
+  EXPECT_NE(errors(neg, l.gpu).find("plan.offload.activation_layers: must be >= 0"), std::string::npos);
+  PlanSpec piped = p;
+  piped.pp = 2;
+  piped.dp = 4;
+  EXPECT_NE(errors(piped, l.gpu).find("needs plan.pp=1"), std::string::npos) << errors(piped, l.gpu);
+  PlanSpec rc = p;
+  rc.recompute = Recompute::kFull;
+  EXPECT_NE(errors(rc, l.gpu).find("needs plan.recompute=none"), std::string::npos) << errors(rc, l.gpu);
+  GpuSpec unknown = l.gpu;
+  unknown.host_link_bytes_per_s = 0;
+  EXPECT_NE(errors(p, unknown).find("has no host_link_bytes_per_s"), std::string::npos) << errors(p, unknown);
+}
+
 TEST(MemoryTest, HsdpShardsWithinTheShardGroupOnly) {
   // HSDP over dp=64 with shard groups of 8: states are divided by 8, not 64.
   Loaded l = Load("llama3-8b", "h100-sxm", "dgx-h100");

@@ -26,6 +26,7 @@ TEST(SpecJsonTest, PlanFileRoundTripsWithEmbeddedSpecs) {
   f.plan.repeat_kv = true;
   f.plan.keep_lp_grads = true;
   f.plan.keep_pp_outputs = true;
+  f.plan.offload_activation_layers = 12;
   f.plan.cuda_context_bytes = 1573LL << 20;
   f.plan.transformer_engine = true;
   f.plan.moe_grouped_gemm = false;
@@ -38,6 +39,10 @@ TEST(SpecJsonTest, PlanFileRoundTripsWithEmbeddedSpecs) {
   EXPECT_EQ(*back->model, *f.model);
   EXPECT_EQ(*back->gpu, *f.gpu);
   EXPECT_EQ(*back->cluster, *f.cluster);
+  // The GPU's host link, with its source, and the offloaded layers under plan.offload.
+  EXPECT_DOUBLE_EQ(back->gpu->host_link_bytes_per_s, 64e9);
+  EXPECT_FALSE(back->gpu->host_link_source.empty());
+  EXPECT_NE(PlanFileToJson(f).find(R"("activation_layers": 12)"), std::string::npos);
 }
 
 TEST(SpecJsonTest, RecomputeModulesAreAListOfMegatronCoreNames) {

@@ -349,6 +349,17 @@ TEST(PipelineProgramTest, PipelinesTheScheduleCannotOrderAreRefusedNamingTheFiel
   EXPECT_FALSE(PipelineOrder(zero, 0).ok());
 }
 
+TEST(ExecutorTest, ActivationOffloadIsRefusedNamingTheField) {
+  // The runtime has no host copies of activations: a plan that offloads them is refused, not run
+  // without them.
+  core::Scenario s = Tiny(1, 1, 1, /*global_batch=*/2);
+  s.plan.offload_activation_layers = 1;
+  auto backend = MakeCpuBackend({.clock = std::make_shared<FakeClock>()});
+  auto m = ExecuteStep(*backend, s, FastOptions(), {});
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("plan.offload.activation_layers"), std::string::npos) << m.status().message();
+}
+
 TEST(ExecutorTest, PeakMemoryHoldsTheModelStatesTheMemoryModelPredicts) {
   // tiny (presets/models/tiny.json) on one GPU: every parameter on the one rank.
   //   word embedding 4096 x 256                                   = 1,048,576

@@ -533,13 +533,62 @@ TEST(StepModelTest, BreakdownAddsUpToTheStepTime) {
   const StepEstimate e = EstimateStep(s.model, p, s.gpu, s.cluster, core::Profile{});
   const StepBreakdown& b = e.breakdown;
   const double sum = b.compute_s + b.recompute_s + b.tp_comm_s + b.cp_comm_s + b.ep_comm_s + b.dp_comm_s + b.pp_comm_s +
-                     b.bubble_s + b.optimizer_s;
+                     b.bubble_s + b.optimizer_s + b.offload_s;
   EXPECT_NEAR(sum, e.time_s, e.time_s * 1e-9);
   // MFU is model FLOPs over the job's peak: tflops_per_gpu / 989.4 for a bf16 plan.
   EXPECT_NEAR(e.mfu, e.tflops_per_gpu * 1e12 / 989.4e12, 1e-12);
   EXPECT_GT(e.hfu, e.mfu);  // selective recompute runs the attention scores twice
   EXPECT_GT(e.mfu, 0.2);
   EXPECT_LT(e.mfu, 0.8);
+}
+
+TEST(StepModelTest, ActivationOffloadWaitsOnlyWhenTheCopiesOutlastThePass) {
+  // OffloadExposed by hand: 32 GB over 64 GB/s is 0.5 s; a 0.4 s pass over 8 layers hides it
+  // under all but one layer, 0.35 s, so the compute waits 0.15 s. Over 450 GB/s (NVLink-C2C) the
+  // copies take 0.071 s and hide; one layer has no window.
+  EXPECT_NEAR(OffloadExposed(32e9, 64e9, 0.4, 8), 0.5 - 0.35, 1e-12);
+  EXPECT_DOUBLE_EQ(OffloadExposed(32e9, 450e9, 0.4, 8), 0.0);
+  EXPECT_NEAR(OffloadExposed(32e9, 64e9, 0.4, 1), 0.5, 1e-12);
+  EXPECT_DOUBLE_EQ(OffloadExposed(0, 64e9, 0.4, 8), 0.0);
+
+  // Llama 3 8B on 8 H100s (ZeRO-3, 4 x 8192 tokens per microbatch), 16 of its 32 layers'
+  // activations offloaded over PCIe Gen5 (64 GB/s each way): the 16 layers' saved tensors
+  // (OffloadedActivationBytes = 16 x LayerActivationBytes) cross the link each way per
+  // microbatch, and what outlasts 31/32 of each pass is exposed, in the breakdown as offload_s.
+  Scenario s = Load("llama3-8b");
+  core::PlanSpec p;
+  p.gpus = 8;
+  p.dp = 8;
+  p.zero = 3;
+  p.micro_batch = 4;
+  p.seq_len = 8192;
+  p.global_batch = 64;
+  core::PlanSpec off = p;
+  off.offload_activation_layers = 16;
+  core::Diagnostics d;
+  core::ValidatePlan(off, s.model, s.gpu, s.cluster, &d);
+  ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+  const int64_t bytes = OffloadedActivationBytes(s.model, off);
+  EXPECT_EQ(bytes, 16 * core::LayerActivationBytes(s.model, off, false, core::Recompute::kNone));
+  const StepEstimate base = EstimateStep(s.model, p, s.gpu, s.cluster, core::Profile{}, nullptr, StepDetail::kFull);
+  const StepEstimate e = EstimateStep(s.model, off, s.gpu, s.cluster, core::Profile{}, nullptr, StepDetail::kFull);
+  const StageTimes& t = base.stages[0];
+  const double f = OffloadExposed(static_cast<double>(bytes), 64e9, t.forward_s, 32);
+  const double b = OffloadExposed(static_cast<double>(bytes), 64e9, t.backward_input_s + t.backward_weight_s, 32);
+  // 16 layers of about 4 x 8192 x 4096 x 34 B = 4.6 GB: 73 GB, 1.14 s each way, against a forward
+  // of about 1.04 s: the forward waits, the backward (twice as long) hides the reloads.
+  EXPECT_NEAR(static_cast<double>(bytes), 73.08e9, 0.01e9);
+  EXPECT_GT(f, 0.1);
+  EXPECT_DOUBLE_EQ(b, 0.0);
+  EXPECT_NEAR(e.stages[0].forward_offload_s, f, 1e-12);
+  EXPECT_NEAR(e.stages[0].backward_input_offload_s, b, 1e-12);
+  EXPECT_NEAR(e.breakdown.offload_s, static_cast<double>(p.Microbatches()) * (f + b), 1e-9);
+  EXPECT_NEAR(e.breakdown.compute_s, base.breakdown.compute_s, 1e-9);
+  EXPECT_GT(e.time_s, base.time_s);
+  // The same plan on a GB200 (NVLink-C2C, 450 GB/s each way) hides the copies.
+  core::GpuSpec gb = *core::LoadGpu("gb200");
+  const StepEstimate c2c = EstimateStep(s.model, off, gb, *core::LoadCluster("gb200-nvl72"), core::Profile{});
+  EXPECT_DOUBLE_EQ(c2c.breakdown.offload_s, 0.0);
 }
 
 TEST(StepModelTest, TensorParallelAcrossNodesIsMuchSlower) {

@@ -197,6 +197,9 @@ Result<std::string> ExportMegatron(const Scenario& s) {
     arg("--num-experts " + std::to_string(m.moe->experts));
     arg("--moe-router-topk " + std::to_string(m.moe->top_k));
     arg("--moe-ffn-hidden-size " + std::to_string(m.moe->expert_ffn_hidden));
+    // Latent MoE: TransformerConfig.moe_latent_size (transformer_config.py:952), an argument as
+    // every TransformerConfig field is.
+    if (m.moe->latent_size > 0) arg("--moe-latent-size " + std::to_string(m.moe->latent_size));
     if (m.moe->shared_experts > 0)
       arg("--moe-shared-expert-intermediate-size " +
           std::to_string(m.moe->shared_experts * m.moe->shared_expert_ffn_hidden));
@@ -213,6 +216,7 @@ Result<std::string> ExportMegatron(const Scenario& s) {
     if (m.moe->router == RouterKind::kSoftmax && m.moe->top_k == 1) arg("--moe-router-pre-softmax");
   }
   if (m.mtp_layers > 0) arg("--mtp-num-layers " + std::to_string(m.mtp_layers));
+  if (m.mtp_shared) arg("--mtp-use-repeated-layer");  // transformer_config.py:82
   // The loss and the output layer's weight gradient as the plan costs them (core/specs.h).
   if (p.cross_entropy == CrossEntropy::kNative) {
     arg("--cross-entropy-loss-fusion");
@@ -779,6 +783,11 @@ Result<std::string> ExportDeepSpeed(const Scenario& s, std::vector<std::string>*
   if (s.model.Hybrid())
     return refuse("no Mamba layers in the GPT model this config trains (a hybrid model.hybrid_pattern)",
                   "a transformer model, e.g. --model llama3-8b");
+  if (s.model.moe && s.model.moe->latent_size > 0)
+    return refuse(
+        "no latent MoE: deepspeed.moe.layer.MoE routes hidden_size-wide tokens to its experts "
+        "(deepspeed/moe/layer.py), with no latent projection around them",
+        "a model without model.moe.latent_size");
   // DeepSpeed moves activation checkpoints to host memory (activation_checkpointing
   // cpu_checkpointing, runtime/activation_checkpointing/config.py), which recomputes; not the
   // layer offloading without recomputation the plan costs.

@@ -40,11 +40,13 @@ double FfnMatmulParams(const ModelSpec& m, bool moe_layer) {
   const double h = static_cast<double>(m.hidden);
   const double mats = m.mlp == MlpKind::kSwiglu ? 3 : 2;
   if (moe_layer && m.moe) {
+    // A latent MoE's experts multiply latent-wide tokens, between its two latent projections.
     const MoeSpec& e = *m.moe;
-    return mats * h *
-               (static_cast<double>(e.top_k * e.expert_ffn_hidden) +
-                static_cast<double>(e.shared_experts * e.shared_expert_ffn_hidden)) +
-           h * static_cast<double>(e.experts);  // router
+    const double w = static_cast<double>(e.Width(m.hidden));
+    return mats * (w * static_cast<double>(e.top_k * e.expert_ffn_hidden) +
+                   h * static_cast<double>(e.shared_experts * e.shared_expert_ffn_hidden)) +
+           h * static_cast<double>(e.experts) +         // router
+           2 * h * static_cast<double>(e.latent_size);  // latent projections
   }
   return mats * h * static_cast<double>(m.ffn_hidden);
 }
@@ -53,6 +55,15 @@ double FfnMatmulParams(const ModelSpec& m, bool moe_layer) {
 double MambaMatmulParams(const ModelSpec& m) {
   const MambaSpec& x = *m.mamba;
   return static_cast<double>(m.hidden) * static_cast<double>(x.InProjWidth() + x.Inner());
+}
+
+// ... in one block of a hybrid pattern's kind ('M', '*', '-', 'E').
+double HybridBlockMatmulParams(const ModelSpec& m, char kind) {
+  if (kind == '*') return AttentionMatmulParams(m);
+  if (kind == '-') return FfnMatmulParams(m, false);
+  if (kind == 'E') return FfnMatmulParams(m, true);
+  if (kind == 'M' && m.mamba) return MambaMatmulParams(m);
+  return 0;
 }
 
 // Weights one token multiplies in a layer: everything but norms, biases and sinks, with routed
@@ -146,12 +157,25 @@ ForwardFlops ForwardFlopsPerToken(const ModelSpec& m, int64_t seq_len, Attention
   f.logits = 2 * static_cast<double>(m.hidden) * static_cast<double>(m.vocab);
   if (m.mtp_layers > 0) {
     // Each MTP module: eh_proj (2h x h), one layer of the last layer's kind, its own logits
-    // (Megatron-LM training.py num_floating_point_operations counts the same three).
+    // (Megatron-LM training.py num_floating_point_operations counts the same three); a hybrid
+    // model's layer is its mtp_pattern's blocks, each depth running them once.
     const double d = static_cast<double>(m.mtp_layers), h = static_cast<double>(m.hidden);
-    f.matmul += d * (2 * LayerMatmulParams(m, m.MtpLayerIsMoe()) + 2 * 2 * h * h);
-    // Its layer is the last decoder layer's kind, window included.
-    const bool last_windowed = m.layers > 0 && m.IsWindowedLayer(m.layers - 1);
-    f.attention += d * 2 * (qk_dim + v_dim) * KeysPerQuery(seq_len, last_windowed ? m.sliding_window : 0, convention);
+    if (m.Hybrid()) {
+      double params = 0, attending_blocks = 0, mamba_blocks = 0;
+      for (char kind : m.mtp_pattern) {
+        params += HybridBlockMatmulParams(m, kind);
+        attending_blocks += kind == '*' ? 1 : 0;
+        mamba_blocks += kind == 'M' ? 1 : 0;
+      }
+      f.matmul += d * (2 * params + 2 * 2 * h * h);
+      if (m.mamba) f.matmul += d * mamba_blocks * SsdForwardFlopsPerToken(*m.mamba);
+      f.attention += d * attending_blocks * 2 * (qk_dim + v_dim) * full_keys;
+    } else {
+      f.matmul += d * (2 * LayerMatmulParams(m, m.MtpLayerIsMoe()) + 2 * 2 * h * h);
+      // Its layer is the last decoder layer's kind, window included.
+      const bool last_windowed = m.layers > 0 && m.IsWindowedLayer(m.layers - 1);
+      f.attention += d * 2 * (qk_dim + v_dim) * KeysPerQuery(seq_len, last_windowed ? m.sliding_window : 0, convention);
+    }
     f.logits *= 1 + d;
   }
   return f;

@@ -305,8 +305,10 @@ void ReadGpt2(FieldReader& r, ModelSpec* m) {
 // (core/specs.h ModelSpec::hybrid_pattern), mamba_num_heads, mamba_head_dim, ssm_state_size,
 // n_groups, conv_kernel and chunk_size the Mamba-2 mixer, head_dim or attention_head_dim the
 // attention's kv_channels, n_routed_experts, num_experts_per_tok, moe_intermediate_size and
-// moe_shared_expert_intermediate_size the MoE blocks; no position embedding, squared ReLU (not
-// gated: costed as a two-matrix MLP), a sigmoid router with expert bias (the bridge's defaults).
+// moe_shared_expert_intermediate_size the MoE blocks, moe_latent_size a latent MoE's width,
+// num_nextn_predict_layers, mtp_hybrid_override_pattern and mtp_use_repeated_layer the MTP
+// modules; no position embedding, squared ReLU (not gated: costed as a two-matrix MLP), a sigmoid
+// router with expert bias (the bridge's defaults).
 void ReadNemotronH(FieldReader& r, ModelSpec* m) {
   m->layers = r.Required("num_hidden_layers");
   m->hidden = r.Required("hidden_size");
@@ -339,9 +341,17 @@ void ReadNemotronH(FieldReader& r, ModelSpec* m) {
   x.conv_kernel = r.Optional("conv_kernel", 4);
   x.chunk = r.Optional("chunk_size", 128);
   m->mamba = x;
-  if (r.Optional("num_nextn_predict_layers", 0) > 0)
-    r.Error("num_nextn_predict_layers", "multi-token prediction in a hybrid model is not modelled");
-  if (r.Has("moe_latent_size")) r.Error("moe_latent_size", "latent MoE (Nemotron 3 Super, Ultra) is not modelled");
+  // Multi-token prediction (Nemotron 3 Super, Ultra): num_nextn_predict_layers modules whose
+  // layer is mtp_hybrid_override_pattern's blocks (the bridge refuses the first without the
+  // second), one module serving every depth unless mtp_use_repeated_layer is false (the
+  // bridge's default: true).
+  m->mtp_layers = r.Optional("num_nextn_predict_layers", 0);
+  if (m->mtp_layers > 0) {
+    if (!r.Has("mtp_hybrid_override_pattern"))
+      r.Error("mtp_hybrid_override_pattern", "missing: num_nextn_predict_layers > 0 needs the MTP layer's blocks");
+    m->mtp_pattern = r.String("mtp_hybrid_override_pattern", "");
+    m->mtp_shared = r.Bool("mtp_use_repeated_layer", true);
+  }
   if (m->hybrid_pattern.find('E') != std::string::npos) {
     MoeSpec moe;
     moe.experts = r.Required("n_routed_experts");
@@ -351,6 +361,8 @@ void ReadNemotronH(FieldReader& r, ModelSpec* m) {
     moe.shared_experts = moe.shared_expert_ffn_hidden > 0 ? 1 : 0;
     moe.router = RouterKind::kSigmoid;
     moe.router_bias = true;
+    // Latent MoE (Nemotron 3 Super, Ultra): the bridge copies moe_latent_size when present.
+    moe.latent_size = r.Optional("moe_latent_size", 0);
     m->moe = moe;
   }
 }

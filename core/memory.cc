@@ -129,14 +129,14 @@ const RankLayout& RankLayoutOf(const ModelSpec& m, const PlanSpec& p) {
   const int64_t first_dense = m.moe ? m.moe->first_dense_layers : -1, freq = m.moe ? m.moe->layer_freq : -1;
   const bool dualpipe = p.schedule == Schedule::kDualPipe;
   const int hybrid = m.Hybrid() ? (m.HybridHasMoe() ? 1 : 2) : 0;
-  if (memo.valid && memo.layers == m.layers && memo.mtp == m.mtp_layers && memo.first_dense == first_dense &&
+  if (memo.valid && memo.layers == m.layers && memo.mtp == m.MtpCostedLayers() && memo.first_dense == first_dense &&
       memo.freq == freq && memo.hybrid == hybrid && memo.pp == p.pp && memo.vpp == p.vpp && memo.dualpipe == dualpipe &&
       memo.split == p.stage_layers)
     return memo.layout;
   memo.valid = true;
   memo.hybrid = hybrid;
   memo.layers = m.layers;
-  memo.mtp = m.mtp_layers;
+  memo.mtp = m.MtpCostedLayers();
   memo.first_dense = first_dense;
   memo.freq = freq;
   memo.pp = p.pp;
@@ -327,10 +327,18 @@ void VisitLayerActivations(const ModelSpec& m, const PlanSpec& p, bool moe_layer
       double tokens = static_cast<double>(s * b * x.top_k * p.etp) / static_cast<double>(t);
       if (x.capacity_factor > 0) tokens *= x.capacity_factor;  // buffers padded to capacity
       const int64_t tok = Ceil(tokens);
-      add("expert_input", LinearInputBytes(p, tok * h));
+      // A latent MoE's experts see latent-wide tokens (MoeSpec::latent_size); fc1_latent_proj
+      // reads the router's input (an FP8 plan keeps its own FP8 copy of it) and fc2_latent_proj's
+      // input is the combined latent output of this rank's tokens.
+      const int64_t w = x.Width(h);
+      if (x.latent_size > 0) {
+        if (p.precision == Dtype::kFp8) add("latent_down_input", LinearInputBytes(p, sbh / rep_div));
+        add("latent_up_input", LinearInputBytes(p, s * b * w / rep_div));
+      }
+      add("expert_input", LinearInputBytes(p, tok * w));
       mlp_terms("expert_act_input", "expert_fc2_input", tok, x.expert_ffn_hidden / p.etp,
                 recomputed(RecomputeModule::kMoeAct));
-      add("expert_output", e * tok * h);
+      add("expert_output", e * tok * w);
       if (x.shared_experts > 0 && !recomputed(RecomputeModule::kSharedExperts))  // checkpointed: input only
         mlp_terms("shared_act_input", "shared_fc2_input", s * b, x.shared_experts * x.shared_expert_ffn_hidden / t,
                   false);
@@ -353,8 +361,9 @@ void VisitLayerActivations(const ModelSpec& m, const PlanSpec& p, bool moe_layer
   // MambaSplitConv1dScanCombinedFn.forward: save_for_backward(zxbcdt, ..., out_x, ...); the conv
   // and the SSD states are recomputed in its backward), its z-gated output y, which the gated
   // RMSNorm saves as its input, and the norm's output, out_proj's input.
-  const HybridCounts c = m.HybridLayerCounts();
-  const double n = static_cast<double>(std::max<int64_t>(m.layers, 1));
+  // The MTP modules' blocks are in the mix (ModelSpec::HybridCostedCounts), as in the step graph.
+  const HybridCounts c = m.HybridCostedCounts();
+  const double n = static_cast<double>(std::max<int64_t>(m.HybridCostedLayers(), 1));
   scale = static_cast<double>(c.attention) / n;
   if (c.attention > 0) attention_terms();
   scale = static_cast<double>(c.mlp) / n;
@@ -540,6 +549,17 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
   const LayerParams& dl = r.params.dense_layer;
   const LayerParams& ml = r.params.moe_layer;
   const RankParams dense_rank = LayerParamsOnRank(m, p, dl), moe_rank = LayerParamsOnRank(m, p, ml);
+  // One MTP module's layer on its rank: the decoder's layer of its kind, or a hybrid model's
+  // mtp_pattern blocks kind by kind.
+  RankParams mtp_rank = r.params.mtp_moe ? moe_rank : dense_rank;
+  if (m.Hybrid() && m.mtp_layers > 0) {
+    mtp_rank = RankParams{};
+    for (char kind : m.mtp_pattern) {
+      const RankParams k = LayerParamsOnRank(m, p, HybridLayerParams(m, kind));
+      mtp_rank.dense += k.dense;
+      mtp_rank.expert += k.expert;
+    }
+  }
 
   // Communicators this rank joins with more than one member: tp, cp, dp, pp, ep (+ the
   // dp-with-cp and expert-dp groups when they differ from dp).
@@ -626,15 +646,25 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
         if (mode != 0) max_working = std::max(max_working, act[moe][0] - act[moe][mode]);
         ++layers_here;
       });
-    if (!uniform && has_last && m.mtp_layers > 0) {
-      // The MTP modules' layers (counted in the kinds above when `uniform`): recomputed as the
-      // plan's selective modules say, never by full recompute's first-layers count.
+    if (has_last && m.mtp_layers > 0) {
+      // The MTP modules' layers: their activations those of the costed layers they make (one per
+      // module, a hybrid model's one per mtp_pattern block, as its mix), recomputed as the plan's
+      // selective modules say, never by full recompute's first-layers count; their parameters
+      // exact (mtp_copies of one module's layer, a hybrid model's blocks kind by kind). The
+      // `uniform` kinds above counted them as layers of their kind: that count is replaced here.
       const int moe = r.params.mtp_moe ? 1 : 0;
       const RankParams& rp = moe ? moe_rank : dense_rank;
-      dense += m.mtp_layers * rp.dense;
-      expert += m.mtp_layers * rp.expert;
-      max_layer = std::max(max_layer, rp.dense + rp.expert);
-      per_mb += m.mtp_layers * act[moe][0];
+      const int64_t costed = m.MtpCostedLayers();
+      if (uniform) {
+        dense -= costed * rp.dense;
+        expert -= costed * rp.expert;
+      } else {
+        const int mode = p.recompute == Recompute::kSelective ? 1 : 0;
+        per_mb += costed * act[moe][mode];
+      }
+      dense += r.params.mtp_copies * mtp_rank.dense;
+      expert += r.params.mtp_copies * mtp_rank.expert;
+      max_layer = std::max(max_layer, mtp_rank.dense + mtp_rank.expert);
     }
     // What Muon leaves to Adam: the layers' norms, the embedding, the output head and the final norm.
     const int64_t dense_before_ends = dense;
@@ -650,7 +680,7 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
         // embedding here too (Megatron-Core GPTModel builds it when pre_process or mtp_process).
         if (!m.tied_embeddings && !has_first) dense += r.params.embedding / t;
         // eh_proj is column-parallel (2h x h/t); the three norms are replicated.
-        dense += m.mtp_layers * (r.params.mtp_eh_proj / t + r.params.mtp_norms);
+        dense += r.params.mtp_copies * (r.params.mtp_eh_proj / t + r.params.mtp_norms);
       }
     }
     st.dense_params = dense;

@@ -210,8 +210,9 @@ inline StageComposition StageCompositionOf(const ModelSpec& m, const PlanSpec& p
     if (begin + count == m.layers) {
       s.last = true;
       // The MTP modules run on the stage with the last decoder layer (Megatron-Core
-      // mtp_on_this_rank), each one layer of that layer's kind (core/params.h).
-      if (m.mtp_layers > 0) (m.MtpLayerIsMoe() ? s.moe : s.dense) += m.mtp_layers;
+      // mtp_on_this_rank), each one layer of that layer's kind (core/params.h); a hybrid model's
+      // one costed layer per block of its mtp_pattern (ModelSpec::MtpCostedLayers).
+      if (m.mtp_layers > 0) (m.MtpLayerIsMoe() ? s.moe : s.dense) += m.MtpCostedLayers();
     }
   });
   return s;

@@ -7,14 +7,16 @@
 namespace meshplan::core {
 namespace {
 
-// Parameters of one MLP h -> f -> h: weights, then biases when the model has them.
+// Parameters of one MLP h -> f -> h (h the model's hidden size, or `width`: a latent MoE's
+// experts): weights, then biases when the model has them.
 // gelu: fc1 (h*f) + fc2 (f*h); swiglu: gate + up (2*h*f) + down (f*h).
-void AddMlp(const ModelSpec& m, int64_t f, int64_t* sharded, int64_t* replicated) {
+void AddMlp(const ModelSpec& m, int64_t f, int64_t* sharded, int64_t* replicated, int64_t width = 0) {
+  const int64_t h = width > 0 ? width : m.hidden;
   const int64_t in_mats = m.mlp == MlpKind::kSwiglu ? 2 : 1;
-  *sharded += in_mats * m.hidden * f + f * m.hidden;
+  *sharded += in_mats * h * f + f * h;
   if (m.bias == BiasKind::kAll) {
     *sharded += in_mats * f;  // column-parallel biases split with their columns
-    *replicated += m.hidden;  // the row-parallel output bias is added once, after the reduce
+    *replicated += h;         // the row-parallel output bias is added once, after the reduce
   }
 }
 
@@ -63,7 +65,11 @@ void AddFfn(const ModelSpec& m, bool moe_layer, LayerParams* out) {
   if (moe_layer && m.moe) {
     const MoeSpec& e = *m.moe;
     p.router = m.hidden * e.experts + (e.router_bias ? e.experts : 0);
-    AddMlp(m, e.expert_ffn_hidden, &p.expert_etp_sharded, &p.expert_replicated);
+    AddMlp(m, e.expert_ffn_hidden, &p.expert_etp_sharded, &p.expert_replicated, e.Width(m.hidden));
+    // Latent MoE: fc1_latent_proj (h -> latent) and fc2_latent_proj (latent -> h), whole on every
+    // TP rank (TE Linear, parallel_mode "duplicated"; their biases with add_bias_linear).
+    if (e.latent_size > 0)
+      p.mlp_replicated += 2 * m.hidden * e.latent_size + (m.bias == BiasKind::kAll ? e.latent_size + m.hidden : 0);
     p.experts = e.experts;
     p.top_k = e.top_k;
     for (int64_t i = 0; i < e.shared_experts; ++i)
@@ -141,16 +147,28 @@ ParamCount CountParams(const ModelSpec& m) {
   }
   if (m.mtp_layers > 0) {
     // Megatron-Core MultiTokenPredictionLayer: enorm, hnorm, eh_proj(2h -> h, bias=False), one
-    // transformer layer of the decoder's last layer spec, final_layernorm; embedding and output
-    // head shared with the main model.
+    // transformer layer of the decoder's last layer spec (a hybrid model: its mtp_pattern's
+    // blocks), final_layernorm; embedding and output head shared with the main model. With
+    // mtp_shared one module serves every depth (mtp_use_repeated_layer): its parameters once.
     c.mtp_layers = m.mtp_layers;
     c.mtp_moe = m.MtpLayerIsMoe();
     c.mtp_eh_proj = 2 * m.hidden * m.hidden;
     c.mtp_norms = 3 * NormParams(m, m.hidden);
     c.mtp_extra = c.mtp_eh_proj + c.mtp_norms;
-    const LayerParams& l = c.mtp_moe ? c.moe_layer : c.dense_layer;
-    c.total += c.mtp_layers * (l.Total() + c.mtp_extra);
-    c.active += c.mtp_layers * (l.Active() + c.mtp_extra);
+    c.mtp_copies = m.MtpParamCopies();
+    if (m.Hybrid()) {
+      for (char kind : m.mtp_pattern) {
+        const LayerParams k = HybridLayerParams(m, kind);
+        c.mtp_layer_total += k.Total();
+        c.mtp_layer_active += k.Active();
+      }
+    } else {
+      const LayerParams& l = c.mtp_moe ? c.moe_layer : c.dense_layer;
+      c.mtp_layer_total = l.Total();
+      c.mtp_layer_active = l.Active();
+    }
+    c.total += c.mtp_copies * (c.mtp_layer_total + c.mtp_extra);
+    c.active += c.mtp_copies * (c.mtp_layer_active + c.mtp_extra);
   }
   return c;
 }

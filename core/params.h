@@ -60,13 +60,17 @@ struct ParamCount {
   int64_t dense_layers = 0, moe_layers = 0;
   LayerParams dense_layer, moe_layer;
   // Multi-token prediction (ModelSpec::mtp_layers) on the last stage: `mtp_layers` modules, each
-  // one layer of the last decoder layer's kind (`mtp_moe`) plus `mtp_extra`: eh_proj (2h x h,
-  // column-parallel, no bias) and its three norms (enorm, hnorm, final). Included in total/active.
+  // one layer of the last decoder layer's kind (`mtp_moe`; a hybrid model's: its mtp_pattern's
+  // blocks, `mtp_layer_total` parameters) plus `mtp_extra`: eh_proj (2h x h, column-parallel, no
+  // bias) and its three norms (enorm, hnorm, final). `mtp_copies` of them hold parameters (1 with
+  // ModelSpec::mtp_shared). Included in total/active.
   int64_t mtp_layers = 0;
   bool mtp_moe = false;
-  int64_t mtp_extra = 0;    // per module: mtp_eh_proj + mtp_norms
-  int64_t mtp_eh_proj = 0;  // 2h x h, split over TP
-  int64_t mtp_norms = 0;    // enorm, hnorm, final norm (replicated)
+  int64_t mtp_copies = 0;
+  int64_t mtp_layer_total = 0, mtp_layer_active = 0;  // one module's layer
+  int64_t mtp_extra = 0;                              // per module: mtp_eh_proj + mtp_norms
+  int64_t mtp_eh_proj = 0;                            // 2h x h, split over TP
+  int64_t mtp_norms = 0;                              // enorm, hnorm, final norm (replicated)
 };
 
 // Parameters of one norm over `dim`: LayerNorm's gain and bias, RMSNorm's gain.

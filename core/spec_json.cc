@@ -242,6 +242,8 @@ void ReadModel(const Json& j, const std::string& prefix, ModelSpec* m, Diagnosti
   r.Bool("dropout", &m->dropout);
   r.Enum("attention", &m->attention);
   r.Int("mtp_layers", &m->mtp_layers);
+  r.String("mtp_pattern", &m->mtp_pattern);
+  r.Bool("mtp_shared", &m->mtp_shared);
   r.Int("sliding_window", &m->sliding_window);
   r.Int("global_attention_every", &m->global_attention_every);
   if (const Json* v = r.Find("mla", false)) {
@@ -281,6 +283,7 @@ void ReadModel(const Json& j, const std::string& prefix, ModelSpec* m, Diagnosti
     q.Enum("router", &moe.router);
     q.Bool("router_bias", &moe.router_bias);
     q.Double("capacity_factor", &moe.capacity_factor);
+    q.Int("latent_size", &moe.latent_size);
     q.Finish();
     m->moe = moe;
   }
@@ -319,6 +322,8 @@ OJson WriteModel(const ModelSpec& m) {
   j["dropout"] = m.dropout;
   j["attention"] = Name(m.attention);
   if (m.mtp_layers > 0) j["mtp_layers"] = m.mtp_layers;
+  if (!m.mtp_pattern.empty()) j["mtp_pattern"] = m.mtp_pattern;
+  if (m.mtp_shared) j["mtp_shared"] = true;
   if (m.sliding_window > 0) {
     j["sliding_window"] = m.sliding_window;
     j["global_attention_every"] = m.global_attention_every;
@@ -355,6 +360,7 @@ OJson WriteModel(const ModelSpec& m) {
     q["router"] = Name(m.moe->router);
     q["router_bias"] = m.moe->router_bias;
     q["capacity_factor"] = m.moe->capacity_factor;
+    if (m.moe->latent_size > 0) q["latent_size"] = m.moe->latent_size;
     j["moe"] = q;
   }
   return j;

@@ -126,6 +126,18 @@ HybridCounts ModelSpec::HybridLayerCounts() const {
   return c;
 }
 
+HybridCounts ModelSpec::HybridCostedCounts() const {
+  HybridCounts c = HybridLayerCounts();
+  for (char ch : mtp_pattern) {
+    const int64_t n = mtp_layers;
+    if (ch == 'M') c.mamba += n;
+    else if (ch == '*') c.attention += n;
+    else if (ch == '-') c.mlp += n;
+    else if (ch == 'E') c.moe += n;
+  }
+  return c;
+}
+
 bool ModelSpec::IsMoeLayer(int64_t layer) const {
   if (!moe) return false;
   if (Hybrid()) return HybridHasMoe();

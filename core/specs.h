@@ -49,6 +49,15 @@ struct MoeSpec {
   RouterKind router = RouterKind::kSoftmax;
   bool router_bias = false;    // a bias (or score-correction vector) of `experts` values
   double capacity_factor = 0;  // 0: dropless; else tokens per expert cap = cf * T*k/E
+  // Latent MoE (Megatron-Core moe_latent_size; Nemotron 3 Super and Ultra): the routed experts
+  // work in a latent width instead of the hidden size. The router sees the hidden states;
+  // fc1_latent_proj (h -> latent) before the dispatch and fc2_latent_proj (latent -> h) after the
+  // combine are held whole on every TP rank (TE Linear, parallel_mode "duplicated"), so the
+  // dispatch, the permutations and the experts move and multiply latent-wide tokens; the shared
+  // experts see the hidden states (megatron/core/transformer/moe/moe_layer.py at d98e8a64).
+  // 0: no latent projection.
+  int64_t latent_size = 0;
+  int64_t Width(int64_t hidden) const { return latent_size > 0 ? latent_size : hidden; }
   friend bool operator==(const MoeSpec&, const MoeSpec&) = default;
 };
 
@@ -102,6 +111,13 @@ struct ModelSpec {
   // embedding, projects their concatenation 2h -> h (eh_proj), runs one transformer layer of the
   // last decoder layer's kind, then its own final norm, the shared output head and a loss.
   int64_t mtp_layers = 0;
+  // A hybrid model's MTP module layer as hybrid_pattern blocks (Megatron-Core's pattern after
+  // '/': Nemotron 3 Super's "*E", an attention block then an MoE block); required with mtp_layers
+  // in a hybrid model, empty otherwise.
+  std::string mtp_pattern;
+  // One MTP module run mtp_layers times (Megatron-Core mtp_use_repeated_layer): its parameters
+  // once, its work at every depth.
+  bool mtp_shared = false;
   // Sliding-window (local) attention: a windowed layer's queries attend only the
   // `sliding_window` most recent tokens, themselves included (0: every layer attends the whole
   // sequence). Every `global_attention_every`-th layer (1-based layer number divisible by it:
@@ -133,8 +149,21 @@ struct ModelSpec {
   int64_t WindowedLayerCount(bool moe) const;
   int64_t WindowedLayerCount() const { return WindowedLayerCount(false) + WindowedLayerCount(true); }
   int64_t MoeLayerCount() const;
-  // An MTP module's layer takes the last decoder layer's spec (Megatron-Core's MTP block spec).
-  bool MtpLayerIsMoe() const { return layers > 0 && IsMoeLayer(layers - 1); }
+  // An MTP module's layer takes the last decoder layer's spec (Megatron-Core's MTP block spec); a
+  // hybrid model's is its mtp_pattern's blocks, costed in the hybrid mix (all "MoE" layers when
+  // the model has MoE blocks).
+  bool MtpLayerIsMoe() const { return Hybrid() ? HybridHasMoe() : layers > 0 && IsMoeLayer(layers - 1); }
+  // The layers the MTP modules add to the last stage's costed layers: one per module, or in a
+  // hybrid model one per block of its mtp_pattern per module.
+  int64_t MtpCostedLayers() const {
+    return Hybrid() ? mtp_layers * static_cast<int64_t>(mtp_pattern.size()) : mtp_layers;
+  }
+  // The MTP modules whose parameters the model holds (mtp_shared: one).
+  int64_t MtpParamCopies() const { return mtp_layers > 0 && mtp_shared ? 1 : mtp_layers; }
+  // A hybrid model's blocks as costed: its pattern's and its MTP modules' (mtp_layers x
+  // mtp_pattern), and how many costed layers they make (layers + MtpCostedLayers()).
+  HybridCounts HybridCostedCounts() const;
+  int64_t HybridCostedLayers() const { return layers + MtpCostedLayers(); }
   // MoE layers among layers [0, end): closed form, no loop (inline: the search calls it per stage).
   int64_t MoeLayersBefore(int64_t end) const {
     if (!hybrid_pattern.empty()) return moe && HybridHasMoe() ? end : 0;  // the mix, above

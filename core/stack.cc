@@ -247,26 +247,33 @@ double SourceFlopsPerToken(FlopCount count, const ModelSpec& m, int64_t seq) {
     // 4 f h (x 1.5 gated), an MoE layer 4 h (f_e k + f_s) (x 1.5 gated), a Mamba layer with its
     // inner width taken as 2h whatever its heads: 2 h (4h + 2 G N + H) + 7 (2h) N + 2 (2h) h, and
     // the logits 2 h V; x 3 for the backward. Megatron-Bridge's Nemotron 3 Nano rows print this
-    // count (GB200, 26.06.01: 34,816 tokens/s per GPU and 776 TFLOP/s).
-    const HybridCounts c = m.HybridLayerCounts();
+    // count (GB200, 26.06.01: 34,816 tokens/s per GPU and 776 TFLOP/s). The layer counts include
+    // the MTP modules' blocks once per depth (hybrid_layer_allocation.py get_hybrid_layer_counts,
+    // the pattern after '/') and each depth adds its logits; a latent MoE's routed experts run at
+    // the latent width, plus its two projections 4 h l (moe_layer_flops).
+    const HybridCounts c = m.HybridCostedCounts();
     const double p = static_cast<double>(m.heads * m.head_dim) / h;
     const double g = static_cast<double>(m.kv_heads), a = static_cast<double>(m.heads);
     const double scale = m.mlp == MlpKind::kSwiglu ? 1.5 : 1.0;
     const double attn = 4 * h * p * (h + h * g / a) + 2 * s * h * p;
     const double mlp = 4 * static_cast<double>(m.ffn_hidden) * h * scale;
     double moe = 0, mamba = 0;
-    if (m.moe)
-      moe = 4 * h *
-            (static_cast<double>(m.moe->expert_ffn_hidden * m.moe->top_k) +
-             static_cast<double>(m.moe->shared_experts * m.moe->shared_expert_ffn_hidden)) *
-            scale;
+    if (m.moe) {
+      const double w = static_cast<double>(m.moe->Width(m.hidden));
+      moe = 4 *
+                (w * static_cast<double>(m.moe->expert_ffn_hidden * m.moe->top_k) +
+                 h * static_cast<double>(m.moe->shared_experts * m.moe->shared_expert_ffn_hidden)) *
+                scale +
+            4 * h * static_cast<double>(m.moe->latent_size);
+    }
     if (m.mamba) {
       const double d_in = 2 * h, n = static_cast<double>(m.mamba->state);
       mamba = 2 * h * (2 * d_in + 2 * static_cast<double>(m.mamba->groups) * n + static_cast<double>(m.mamba->heads)) +
               7 * d_in * n + 2 * d_in * h;
     }
     return 3 * (static_cast<double>(c.attention) * attn + static_cast<double>(c.mlp) * mlp +
-                static_cast<double>(c.moe) * moe + static_cast<double>(c.mamba) * mamba + 2 * h * v);
+                static_cast<double>(c.moe) * moe + static_cast<double>(c.mamba) * mamba +
+                2 * h * v * static_cast<double>(1 + m.mtp_layers));
   }
   // Megatron-LM num_floating_point_operations, per token: 12 h^2 per layer times the attention,
   // MLP and logit terms; MoE layers count top_k routed experts plus the shared ones at their own

@@ -251,7 +251,7 @@ class Builder {
   int64_t HeadParams() const {
     int64_t n = (m_.tied_embeddings ? 0 : m_.vocab * m_.hidden / t_) + m_.hidden;
     if (m_.mtp_layers > 0) {
-      n += m_.mtp_layers * (2 * m_.hidden * m_.hidden / t_ + 3 * NormParams(m_, m_.hidden));
+      n += m_.MtpParamCopies() * (2 * m_.hidden * m_.hidden / t_ + 3 * NormParams(m_, m_.hidden));
       if (!m_.tied_embeddings && p_.pp > 1) n += m_.vocab * m_.hidden / t_;
     }
     return n;
@@ -512,10 +512,12 @@ class Builder {
   // ---- a hybrid model's layer (core/specs.h ModelSpec::hybrid_pattern): each kind's block, its
   // ops weighted by the kind's share of the layers (Op::share: the GEMMs' and attention's FLOPs
   // and every op's time scale by it), so the model's layers together run each block as often as
-  // its pattern has it.
+  // its pattern has it. The MTP modules' blocks (ModelSpec::mtp_pattern) join the mix as the
+  // costed layers they add to the last stage (ModelSpec::HybridCostedCounts), so the model's
+  // layers and its MTP layers together run each block as often as the model does.
   void HybridMix(std::vector<Op>* fwd) {
-    const HybridCounts c = m_.HybridLayerCounts();
-    const double n = static_cast<double>(std::max<int64_t>(m_.layers, 1));
+    const HybridCounts c = m_.HybridCostedCounts();
+    const double n = static_cast<double>(std::max<int64_t>(m_.HybridCostedLayers(), 1));
     auto part = [&](int64_t count, auto&& emit) {
       if (count == 0) return;
       const size_t first = fwd->size();
@@ -578,6 +580,9 @@ class Builder {
   void MoeMlp(std::vector<Op>* ops) {
     const MoeSpec& x = *m_.moe;
     const int64_t h = m_.hidden;
+    // What the dispatch, the permutations and the experts move: latent-wide tokens in a latent
+    // MoE (MoeSpec::latent_size), else hidden-wide.
+    const int64_t w = x.Width(h);
     const int64_t norm_div = sp_ ? t_ : 1;
     const bool glu = m_.mlp == MlpKind::kSwiglu;
     Norm(ops, "moe_norm", tokens_ * h / norm_div);
@@ -585,6 +590,9 @@ class Builder {
     const int64_t local = tokens_ / norm_div;
     Gemm(ops, "router", local, x.experts, h, 1, /*sixteen_bit=*/true);
     Mem(ops, "router_topk", local * x.experts * 4 * 2, MemOp::kRouter);
+    // Latent MoE: fc1_latent_proj on this rank's tokens, whole weights (parallel_mode
+    // "duplicated"), before the dispatcher's preprocessing (moe_layer.py preprocess).
+    if (x.latent_size > 0) Gemm(ops, "moe_latent_down", local, x.latent_size, h);
     // Balanced routing: each GPU's experts receive s*b*k*etp/t tokens (see memory.cc).
     double tok = static_cast<double>(tokens_ * x.top_k * p_.etp) / static_cast<double>(t_);
     if (x.capacity_factor > 0) tok *= x.capacity_factor;
@@ -613,17 +621,19 @@ class Builder {
     const int64_t received =
         flex ? static_cast<int64_t>(static_cast<double>(expert_tokens) * rows / static_cast<double>(x.top_k))
              : expert_tokens;
-    if (!flex) Mem(ops, "moe_permute", 2 * local * x.top_k * h * e_, MemOp::kPermute);
-    if (p_.ep > 1) Coll(ops, "ep_dispatch", CollectiveKind::kAllToAll, CommGroup::kEp, sent * h * e_, hide_a2a);
-    if (local_experts > 1) Mem(ops, "moe_permute_local", (received + expert_tokens) * h * e_, MemOp::kPermute);
+    if (!flex) Mem(ops, "moe_permute", 2 * local * x.top_k * w * e_, MemOp::kPermute);
+    if (p_.ep > 1) Coll(ops, "ep_dispatch", CollectiveKind::kAllToAll, CommGroup::kEp, sent * w * e_, hide_a2a);
+    if (local_experts > 1) Mem(ops, "moe_permute_local", (received + expert_tokens) * w * e_, MemOp::kPermute);
     const int64_t fl = x.expert_ffn_hidden / p_.etp;
     const int64_t per_expert = std::max<int64_t>(expert_tokens / std::max<int64_t>(local_experts, 1), 1);
-    Gemm(ops, "expert_fc1", per_expert, (glu ? 2 : 1) * fl, h, local_experts);
+    Gemm(ops, "expert_fc1", per_expert, (glu ? 2 : 1) * fl, w, local_experts);
     Activation(ops, "expert_activation", expert_tokens * fl);
-    Gemm(ops, "expert_fc2", per_expert, h, fl, local_experts);
-    if (local_experts > 1) Mem(ops, "moe_permute_local_restore", (received + expert_tokens) * h * e_, MemOp::kPermute);
-    if (p_.ep > 1) Coll(ops, "ep_combine", CollectiveKind::kAllToAll, CommGroup::kEp, sent * h * e_, hide_a2a);
-    if (!flex) Mem(ops, "moe_permute_restore", 2 * local * x.top_k * h * e_, MemOp::kPermute);
+    Gemm(ops, "expert_fc2", per_expert, w, fl, local_experts);
+    if (local_experts > 1) Mem(ops, "moe_permute_local_restore", (received + expert_tokens) * w * e_, MemOp::kPermute);
+    if (p_.ep > 1) Coll(ops, "ep_combine", CollectiveKind::kAllToAll, CommGroup::kEp, sent * w * e_, hide_a2a);
+    if (!flex) Mem(ops, "moe_permute_restore", 2 * local * x.top_k * w * e_, MemOp::kPermute);
+    // fc2_latent_proj back to the hidden size after the combine (moe_layer.py postprocess).
+    if (x.latent_size > 0) Gemm(ops, "moe_latent_up", local, h, x.latent_size);
     if (x.shared_experts > 0) {
       const int64_t fs = x.shared_experts * x.shared_expert_ffn_hidden / t_;
       TpGather(ops, "shared_gather");

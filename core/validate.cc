@@ -98,11 +98,32 @@ void ValidateModel(const ModelSpec& m, const std::string& p, Diagnostics* d) {
                "must be 1 with first_dense_layers 0 in a hybrid model: its pattern places the "
                "MoE layers");
     if (m.mla) d->Error(hp, "with multi-latent attention (model.mla) is not modelled");
-    if (m.mtp_layers > 0) d->Error(hp, "with multi-token prediction (model.mtp_layers) is not modelled");
+    // An MTP module's layer in a hybrid model: its blocks (Megatron-Core's pattern after '/'),
+    // each a kind the decoder has, so the costed mix holds it.
+    if (m.mtp_layers > 0 && m.mtp_pattern.empty())
+      d->Error(p + ".mtp_pattern",
+               "is required with mtp_layers in a hybrid model: the blocks of one MTP module's layer, e.g. \"*E\"");
+    for (size_t i = 0; i < m.mtp_pattern.size(); ++i) {
+      const char ch = m.mtp_pattern[i];
+      if (m.hybrid_pattern.find(ch) == std::string::npos) {
+        d->Error(p + ".mtp_pattern", "character " + S(static_cast<int64_t>(i)) + " '" + std::string(1, ch) +
+                                         "' is not a block kind of model.hybrid_pattern (M, *, - or E that the "
+                                         "decoder has)");
+        break;
+      }
+    }
+    if (m.mtp_pattern.size() > 64)
+      d->Error(p + ".mtp_pattern",
+               "must have at most 64 blocks (got " + S(static_cast<int64_t>(m.mtp_pattern.size())) + ")");
+    if (m.mtp_layers == 0 && !m.mtp_pattern.empty()) d->Error(p + ".mtp_pattern", "needs model.mtp_layers > 0 (got 0)");
     if (m.sliding_window > 0) d->Error(hp, "with sliding-window attention (model.sliding_window) is not modelled");
   } else if (m.mamba) {
     d->Error(p + ".mamba", "needs model.hybrid_pattern, which says which layers are Mamba (M)");
   }
+  if (!m.Hybrid() && !m.mtp_pattern.empty())
+    d->Error(p + ".mtp_pattern",
+             "is a hybrid model's (model.hybrid_pattern); a transformer's MTP layer is its last layer's kind");
+  if (m.mtp_shared && m.mtp_layers <= 0) d->Error(p + ".mtp_shared", "needs model.mtp_layers > 0 (got 0)");
   if (m.mamba) {
     const std::string q = p + ".mamba";
     Positive(d, q + ".heads", m.mamba->heads);
@@ -204,6 +225,9 @@ void ValidateModel(const ModelSpec& m, const std::string& p, Diagnostics* d) {
     Positive(d, q + ".layer_freq", e.layer_freq);
     if (!(e.capacity_factor == 0 || e.capacity_factor >= 1.0))
       d->Error(q + ".capacity_factor", "must be 0 (dropless) or >= 1 (got " + S(e.capacity_factor) + ")");
+    if (e.latent_size < 0 || e.latent_size > (int64_t{1} << 20))
+      d->Error(q + ".latent_size",
+               "must be 0 (no latent projection) or the experts' width, up to 1048576 (got " + S(e.latent_size) + ")");
   }
 }
 

@@ -441,10 +441,13 @@ ExplainStep ModelSizeStep(const ModelSpec& m) {
   sum.push_back(Count(pc.output_head));
   sum.push_back(Count(pc.final_norm));
   if (pc.mtp_layers > 0) {
-    // Each MTP module: one layer of the last layer's kind, eh_proj (2h x h) and three norms.
-    formula += " + D_mtp × (N_" + std::string(pc.mtp_moe ? "moe_layer" : "layer") + " + 2h² + 3 N_norm)";
-    const core::LayerParams& ml = pc.mtp_moe ? pc.moe_layer : pc.dense_layer;
-    sum.push_back(Fmt("%lld × (%s + %s)", static_cast<long long>(pc.mtp_layers), Count(ml.Total()).c_str(),
+    // Each MTP module: one layer of the last layer's kind (a hybrid model's: its mtp_pattern's
+    // blocks), eh_proj (2h x h) and three norms; one module for every depth when shared.
+    const std::string layer =
+        m.Hybrid() ? "N_mtp_blocks(" + m.mtp_pattern + ")" : "N_" + std::string(pc.mtp_moe ? "moe_layer" : "layer");
+    formula +=
+        std::string(m.mtp_shared ? " + 1 shared MTP module" : " + D_mtp") + " × (" + layer + " + 2h² + 3 N_norm)";
+    sum.push_back(Fmt("%lld × (%s + %s)", static_cast<long long>(pc.mtp_copies), Count(pc.mtp_layer_total).c_str(),
                       Count(pc.mtp_extra).c_str()));
   }
   if (m.Hybrid()) {

@@ -150,15 +150,32 @@ TEST(HfConfigTest, NemotronHybridIsReadAsMegatronBridgeMapsIt) {
   ModelSpec got;
   ASSERT_NO_FATAL_FAILURE(ExpectMatchesPresetButMaxSeq("nemotron-3-nano.json", "nemotron-3-nano", 8192, &got));
   EXPECT_EQ(CountParams(got).total, 31'577'940'288LL);
-  // What the hybrid reader cannot express is refused, naming the field.
-  for (const auto& [field, value] :
-       {std::pair<std::string, std::string>{"num_nextn_predict_layers", "2"}, {"moe_latent_size", "1024"}}) {
-    std::string text = ReadFixture("nemotron-3-nano.json");
-    text.insert(text.find('{') + 1, "\"" + field + "\": " + value + ",");
-    const auto bad = ModelFromHfConfig(text, "x", "test");
-    ASSERT_FALSE(bad.ok()) << field;
-    EXPECT_NE(bad.status().message().find("config." + field), std::string::npos) << bad.status().ToString();
-  }
+  // MTP without the blocks of its layer is refused, naming the field (the bridge raises too).
+  std::string text = ReadFixture("nemotron-3-nano.json");
+  text.insert(text.find('{') + 1, "\"num_nextn_predict_layers\": 2,");
+  const auto bad = ModelFromHfConfig(text, "x", "test");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("config.mtp_hybrid_override_pattern"), std::string::npos)
+      << bad.status().ToString();
+}
+
+TEST(HfConfigTest, NemotronSuperReadsItsLatentMoeAndSharedMtpModule) {
+  // Nemotron 3 Super in NemotronHBridge's names (tests/data/hf/nemotron-3-super.json: the Nano
+  // fixture's fields valued as Megatron-LM's arguments for the released checkpoint,
+  // examples/post_training/modelopt/conf/nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16.sh at
+  // d98e8a64, and the bridge's unit test of Super's MoE fields: moe_latent_size 1024; MTP as the
+  // checkpoint holds it, one module of "*E" used at every depth). The preset runs the recipes'
+  // two depths (mtp_num_layers 2 with the repeated layer): the same parameters, one more depth.
+  ModelSpec got, want;
+  ASSERT_NO_FATAL_FAILURE(ImportAndLoad("nemotron-3-super.json", "nemotron-3-super", &got, &want));
+  EXPECT_EQ(got.moe->latent_size, 1024);
+  EXPECT_EQ(got.mtp_layers, 1);
+  EXPECT_EQ(got.mtp_pattern, "*E");
+  EXPECT_TRUE(got.mtp_shared);
+  EXPECT_EQ(CountParams(got).total, CountParams(want).total);
+  want.mtp_layers = got.mtp_layers;
+  want.max_seq = got.max_seq;
+  ExpectSameModel(got, want);
 }
 
 TEST(HfConfigTest, Qwen3ThirtyBA3BMatchesPreset) { ExpectMatchesPreset("qwen3-30b-a3b.json", "qwen3-30b-a3b"); }

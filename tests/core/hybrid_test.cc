@@ -124,6 +124,126 @@ TEST(HybridTest, ActivationsAreTheKindsMix) {
   EXPECT_EQ(LayerActivationBytes(*m, p, false, Recompute::kFull), 2 * 33'554'432);
 }
 
+TEST(HybridTest, NemotronSuperCountsItsLatentExpertsAndOneSharedMtpModule) {
+  // Nemotron 3 Super (presets/models/nemotron-3-super.json), by hand. h = 4096.
+  //   '*': q 4096^2 + k, v 2 x 4096 x 256 + o 4096^2 + norm 4096           =    35,655,680
+  //   'M': in_proj 4096 x (2 x 8192 + 2 x 8 x 128 + 128) = 76,021,760, conv (8192 + 2048) x 5,
+  //        dt_bias/A_log/D 3 x 128, gated norm 8192, out_proj 8192 x 4096, norm 4096 = 109,640,064
+  //   'E': router 4096 x 512 + 512 bias; 512 experts of 2 x 1024 x 2688 (latent-wide, squared
+  //        ReLU: two matrices); shared 2 x 4096 x 5376; latent projections 2 x 4096 x 1024;
+  //        norm 4096                                                          = 2,873,102,848
+  //   8 '*' + 40 'M' + 40 'E' + embedding and head 2 x 131072 x 4096 + final norm 4096
+  //                                                                          = 120,668,707,840
+  //   one MTP module ("*E", shared by both depths) + eh_proj 2 x 4096^2 + 3 norms
+  //                                                    2,908,758,528 + 33,566,720 = 2,942,325,248
+  auto m = LoadModel("nemotron-3-super");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(HybridLayerParams(*m, '*').Total(), 35'655'680);
+  EXPECT_EQ(HybridLayerParams(*m, 'M').Total(), 109'640'064);
+  EXPECT_EQ(HybridLayerParams(*m, 'E').Total(), 2'873'102'848);
+  const ParamCount c = CountParams(*m);
+  EXPECT_EQ(c.mtp_copies, 1);
+  EXPECT_EQ(c.mtp_layer_total, 2'908'758'528);
+  EXPECT_EQ(c.total, 120'668'707'840 + 2'942'325'248);
+  // Active: a token visits 22 of 512 experts: each 'E' 175,641,088 (router, 22 experts, shared,
+  // projections, norm), the decoder 12,770,237,440 ("A12B"), the MTP module 244,863,488 more.
+  EXPECT_EQ(HybridLayerParams(*m, 'E').Active(), 175'641'088);
+  EXPECT_EQ(c.active, 12'770'237'440 + 244'863'488);
+  // Two depths without the shared module would hold it twice.
+  ModelSpec unshared = *m;
+  unshared.mtp_shared = false;
+  EXPECT_EQ(CountParams(unshared).total, c.total + 2'942'325'248);
+}
+
+TEST(HybridTest, SuperStepGraphRunsTheMtpBlocksInTheMix) {
+  // One sequence of 8192 tokens on one rank: the mix layer over the 88 decoder layers and the 2 x
+  // "*E" MTP blocks (92 costed layers: 10 attention, 42 MoE, 40 Mamba blocks), plus the head with
+  // both MTP depths' eh_proj and logits, is ForwardFlopsPerToken x tokens; the routed experts see
+  // 1024-wide tokens between the latent projections.
+  auto m = LoadModel("nemotron-3-super");
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->MtpCostedLayers(), 4);
+  EXPECT_EQ(m->HybridCostedCounts().attention, 10);
+  EXPECT_EQ(m->HybridCostedCounts().moe, 42);
+  PlanSpec p;
+  p.seq_len = 8192;
+  p.global_batch = 1;
+  const StepGraph g = BuildStepGraph(*m, p);
+  double per_layer = 0;
+  bool latent_down = false;
+  for (const Op& op : g.moe_layer) {
+    if (op.pass == Pass::kForward) per_layer += op.Flops();
+    if (op.pass == Pass::kForward && op.name == std::string("expert_fc1")) EXPECT_EQ(op.k, 1024);
+    latent_down |= op.name == std::string("moe_latent_down");
+  }
+  EXPECT_TRUE(latent_down);
+  double head = 0;
+  for (const Op& op : g.head)
+    if (op.pass == Pass::kForward) head += op.Flops();
+  const ForwardFlops f = ForwardFlopsPerToken(*m, 8192, AttentionFlops::kCausal);
+  EXPECT_NEAR(per_layer * 92 + head, f.Total() * 8192, f.Total() * 8192 * 1e-9);
+  // Megatron-LM's hybrid_flops, counting the MTP blocks once per depth and each depth's logits:
+  // attention 4h(h + h g/a) + 2sh = 138,412,032, MoE 4(1024 x 2688 x 22 + 4096 x 5376) + 4 x 4096
+  // x 1024 = 347,078,656, Mamba 2h(4h + 2GN + H) + 7(2h)N + 2(2h)h = 226,492,416, logits 2hV x 3;
+  // 3 x (10 x attention + 42 x MoE + 40 x Mamba + logits) = 84,727,037,952 per token.
+  EXPECT_DOUBLE_EQ(SourceFlopsPerToken(FlopCount::kMegatron, *m, 8192), 84'727'037'952.0);
+}
+
+TEST(HybridTest, LatentExpertsSaveLatentWideTensors) {
+  // Qwen3-30B-A3B with a 512-wide latent MoE, 4096 tokens, TP 1, bf16, nothing recomputed: the
+  // experts' input and output are 8 x 4096 tokens x 512 x 2 B = 33,554,432 each, fc2_latent_proj's
+  // input 4096 x 512 x 2 = 4,194,304; without the latent, 2048-wide: 134,217,728.
+  auto m = LoadModel("qwen3-30b-a3b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p;
+  p.seq_len = 4096;
+  p.global_batch = 1;
+  auto term = [&](const ModelSpec& x, const char* name) {
+    for (const auto& t : LayerActivationTerms(x, p, true, Recompute::kNone))
+      if (t.name == name) return t.bytes;
+    return int64_t{-1};
+  };
+  EXPECT_EQ(term(*m, "expert_input"), 134'217'728);
+  EXPECT_EQ(term(*m, "latent_up_input"), -1);
+  ModelSpec latent = *m;
+  latent.moe->latent_size = 512;
+  EXPECT_EQ(term(latent, "expert_input"), 33'554'432);
+  EXPECT_EQ(term(latent, "expert_output"), 33'554'432);
+  EXPECT_EQ(term(latent, "latent_up_input"), 4'194'304);
+  // Its parameters: experts 128 x 3 x 512 x 768 (SwiGLU) and the projections 2 x 2048 x 512 in
+  // every layer, instead of 128 x 3 x 2048 x 768.
+  EXPECT_EQ(CountLayerParams(*m, true).Total() - CountLayerParams(latent, true).Total(),
+            128LL * 3 * (2048 - 512) * 768 - 2LL * 2048 * 512);
+}
+
+TEST(HybridTest, MtpPatternsAreCheckedNamingTheField) {
+  auto m = LoadModel("nemotron-3-super");
+  ASSERT_TRUE(m.ok());
+  auto error = [](const ModelSpec& x) {
+    Diagnostics d;
+    ValidateModel(x, "model", &d);
+    return d.ToStatus().ToString();
+  };
+  EXPECT_EQ(error(*m).find("model."), std::string::npos) << error(*m);
+  ModelSpec none = *m;
+  none.mtp_pattern.clear();
+  EXPECT_NE(error(none).find("model.mtp_pattern: is required with mtp_layers"), std::string::npos) << error(none);
+  ModelSpec foreign = *m;
+  foreign.mtp_pattern = "*-";  // Super's decoder has no MLP block
+  EXPECT_NE(error(foreign).find("model.mtp_pattern: character 1 '-'"), std::string::npos) << error(foreign);
+  ModelSpec dense = *LoadModel("llama3-8b");
+  dense.mtp_layers = 1;
+  dense.mtp_pattern = "*E";
+  EXPECT_NE(error(dense).find("model.mtp_pattern: is a hybrid model's"), std::string::npos) << error(dense);
+  dense.mtp_pattern.clear();
+  dense.mtp_layers = 0;
+  dense.mtp_shared = true;
+  EXPECT_NE(error(dense).find("model.mtp_shared: needs model.mtp_layers > 0"), std::string::npos) << error(dense);
+  ModelSpec bad_latent = *m;
+  bad_latent.moe->latent_size = -1;
+  EXPECT_NE(error(bad_latent).find("model.moe.latent_size"), std::string::npos) << error(bad_latent);
+}
+
 TEST(HybridTest, ModelJsonRoundTripsThePatternAndTheMixer) {
   // What `presets models` and `plan` write is what they read back, the hybrid fields included.
   auto nano = LoadModel("nemotron-3-nano");

@@ -386,13 +386,15 @@ TEST(ValidationTest, CorpusMapsMoreThan150RunsWithProvenance) {
   // nemotron-3-nano.json). The papers map 154 with dgxc-benchmarking's 8 Llama 4 Maverick rows (their
   // "400B MoE" names the llama4-maverick preset: interleaved dense and MoE layers, a shared expert),
   // and Megatron-Bridge's pages 219 with the 12 runs whose recipes offload activations to host
-  // memory (PlanSpec::offload_activation_layers).
+  // memory (PlanSpec::offload_activation_layers), 234 with the 15 Nemotron 3 Super MXFP8 runs
+  // (presets/models/nemotron-3-super.json: latent MoE and a shared MTP module; its NVFP4 runs and
+  // Nemotron 3 Ultra and 3.5 Lightning stay skipped).
   struct Want {
     const char* file;
     size_t mapped, skipped;
   };
   size_t total = 0;
-  for (const Want& w : {Want{"llmfoundry_benchmarks.json", 216, 0}, Want{"nemo_performance_summaries.json", 219, 53},
+  for (const Want& w : {Want{"llmfoundry_benchmarks.json", 216, 0}, Want{"nemo_performance_summaries.json", 234, 38},
                         Want{"papers_at_scale.json", 154, 5}, Want{"published.json", 19, 71},
                         Want{"published_beyond_tuning.json", 49, 2}, Want{"torchtitan_h100_2412.json", 18, 0}}) {
     size_t skipped = 0;
@@ -406,7 +408,7 @@ TEST(ValidationTest, CorpusMapsMoreThan150RunsWithProvenance) {
       EXPECT_GT(r.published, 0) << r.id;
     }
   }
-  EXPECT_EQ(total, 675u);
+  EXPECT_EQ(total, 690u);
 }
 
 TEST(ValidationTest, MegatronBridgeRunsTakeTheirRecipesRecomputation) {
@@ -588,9 +590,13 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // dgxc-benchmarking's 8 Llama 4 Maverick runs (the llama4-maverick preset: +2% to +14%), 709 with
   // Megatron-Bridge's 12 runs whose recipes offload activations (Llama 3 70B on 64 GB200s, 40
   // layers: +6% to +16%; on 64 GB300s, 20: -8% to +5%; 405B on 128 GB200s, 95: +19%; the copies
-  // hide under the compute over NVLink-C2C; p90 30.7% -> 30.1%).
-  ASSERT_EQ(v.all.n, 709u);
-  EXPECT_LE(v.all.median_abs_error, 0.085);
+  // hide under the compute over NVLink-C2C; p90 30.7% -> 30.1%), 724 with Megatron-Bridge's 15
+  // Nemotron 3 Super MXFP8 runs (latent MoE, 512 experts top-22, a shared MTP module; EP 64 in
+  // the NVL72 racks, EP 8 on B300: GB300 +22..+30%, GB200 at TP 2 +55..+64%, B300 +49..+68%, too
+  // fast as the pages' other MoE runs at one sequence per microbatch; B200, EP 64 over eight
+  // nodes' network, -30% and called out of memory; median 8.5% -> 8.7%, p90 30.1% -> 32.9%).
+  ASSERT_EQ(v.all.n, 724u);
+  EXPECT_LE(v.all.median_abs_error, 0.088);
   // p90 42.5% -> 44.0% when the Megatron-Bridge runs took their recipes' bf16 gradients (their DP
   // reduction halves, and gpt-oss-120b on B200/B300, already too fast, went from +41..61% to
   // +61..76%; docs/validation.md lists what those runs lack), then 42.4% with torchtitan's eager
@@ -603,8 +609,8 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // 26.4% when Jean Zay's Omni-Path ports carry what NCCL reached through one (5.1 GB/s each way,
   // BigScience's benchmark: the 31 Megatron-DeepSpeed rows on it, median +20% -> +13%); 30.9% with
   // the 20 Nemotron 3 Nano runs (all but one above the old p90's 26.5%: the MoE group's too-fast
-  // runs, docs/validation.md).
-  EXPECT_LE(v.all.p90_abs_error, 0.31);
+  // runs, docs/validation.md); 32.9% with the 15 Nemotron 3 Super runs (the same pattern).
+  EXPECT_LE(v.all.p90_abs_error, 0.33);
   // 4 runs that ran are called out of memory (75 before FP8 plans kept their linear inputs in
   // one byte, 41 before the recipes' bf16 gradients and module-level recomputation, 6 before
   // torchtitan's per-op checkpointing): two token-drop MoE runs and Nemotron-4 340B at 8k
@@ -621,7 +627,12 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // 6 since dgxc-benchmarking v25.03's Nemotron-4 340B rows take their config's optimizer
   // (nemotron4-340b-synth.yaml: Apex DistributedFusedAdam with dtype and grad_sync_dtype bf16,
   // presets/launches/dgxc-benchmarking.json): the 128-GPU rows fit at 68 GiB (102 GB with fp32).
-  EXPECT_LE(v.all.out_of_memory, 6u);
+  // 8 with Nemotron 3 Super's two B200 rows (TP 1, EP 64, selective recomputation of moe_act
+  // and layernorm): 197.7 GB of 192, over by 5.7 GB, within the 6.4 GB the assumed 5%
+  // fragmentation adds; their MXFP8 recipe's fp8_param_gather and
+  // reuse_grad_buf_for_mxfp8_param_ag (Megatron-Bridge mixed_precision.py bf16_with_mxfp8_mixed)
+  // are not modelled.
+  EXPECT_LE(v.all.out_of_memory, 8u);
   // The DeepSeek-V3 runs: the launch file's layout and MTP module (scripts/megatron_bridge_layouts.py),
   // and a run named without MTP trains none.
   for (const auto& run : all) {

@@ -310,6 +310,36 @@ TEST(ExportTest, ActivationOffloadIsMegatronsNumLayersAndRefusedElsewhere) {
   EXPECT_TRUE(Has(ds.status().message(), "cpu_checkpointing")) << ds.status().message();
 }
 
+TEST(ExportTest, LatentMoeAndASharedMtpModuleAreMegatronArguments) {
+  // A transformer with a latent MoE and one MTP module used at both depths: Megatron-LM's
+  // --moe-latent-size and --mtp-use-repeated-layer (TransformerConfig fields, arguments as every
+  // field is); DeepSpeed's MoE layer routes hidden-size tokens and refuses it.
+  Scenario s;
+  s.model = *LoadModel("qwen3-30b-a3b");
+  s.model.moe->latent_size = 512;
+  s.model.mtp_layers = 2;
+  s.model.mtp_shared = true;
+  s.gpu = *LoadGpu("h100-sxm");
+  s.cluster = *LoadCluster("dgx-h100");
+  s.plan.gpus = 8;
+  s.plan.dp = 8;
+  s.plan.ep = 8;
+  s.plan.zero = 1;
+  s.plan.seq_len = 4096;
+  s.plan.global_batch = 64;
+  Diagnostics d;
+  ValidatePlan(s.plan, s.model, s.gpu, s.cluster, &d);
+  ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+  const std::string megatron = Text(ExportMegatron(s));
+  EXPECT_TRUE(Has(megatron, "--moe-latent-size 512")) << megatron;
+  EXPECT_TRUE(Has(megatron, "--mtp-num-layers 2")) << megatron;
+  EXPECT_TRUE(Has(megatron, "--mtp-use-repeated-layer")) << megatron;
+  std::vector<std::string> notes;
+  auto ds = ExportDeepSpeed(s, &notes);
+  ASSERT_FALSE(ds.ok());
+  EXPECT_TRUE(Has(ds.status().message(), "no latent MoE")) << ds.status().message();
+}
+
 TEST(ExportTest, MegatronRunsFp8WithThePlansScalingRecipe) {
   // TransformerConfig.fp8 (--fp8-format) and fp8_recipe (transformer_config.py:587-600): the
   // plan's delayed / current / block scaling as Transformer Engine's delayed / tensorwise /

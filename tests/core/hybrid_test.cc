@@ -136,6 +136,10 @@ TEST(HybridTest, NemotronSuperCountsItsLatentExpertsAndOneSharedMtpModule) {
   //                                                                          = 120,668,707,840
   //   one MTP module ("*E", shared by both depths) + eh_proj 2 x 4096^2 + 3 norms
   //                                                    2,908,758,528 + 33,566,720 = 2,942,325,248
+  // 123,611,033,088 in all: Megatron-Bridge's verification card for the released checkpoint
+  // (examples/model_verification_cards/nemotron-3-super-120b-a12b/card.yaml at 067f987df: "all
+  // 42,683 source tensors and 123,611,033,088 elements, including the 41 FP32 router
+  // correction-bias tensors", 40 MoE layers and the MTP module's).
   auto m = LoadModel("nemotron-3-super");
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   EXPECT_EQ(HybridLayerParams(*m, '*').Total(), 35'655'680);
@@ -145,6 +149,7 @@ TEST(HybridTest, NemotronSuperCountsItsLatentExpertsAndOneSharedMtpModule) {
   EXPECT_EQ(c.mtp_copies, 1);
   EXPECT_EQ(c.mtp_layer_total, 2'908'758'528);
   EXPECT_EQ(c.total, 120'668'707'840 + 2'942'325'248);
+  EXPECT_EQ(c.total, 123'611'033'088);
   // Active: a token visits 22 of 512 experts: each 'E' 175,641,088 (router, 22 experts, shared,
   // projections, norm), the decoder 12,770,237,440 ("A12B"), the MTP module 244,863,488 more.
   EXPECT_EQ(HybridLayerParams(*m, 'E').Active(), 175'641'088);
@@ -153,6 +158,20 @@ TEST(HybridTest, NemotronSuperCountsItsLatentExpertsAndOneSharedMtpModule) {
   ModelSpec unshared = *m;
   unshared.mtp_shared = false;
   EXPECT_EQ(CountParams(unshared).total, c.total + 2'942'325'248);
+}
+
+TEST(HybridTest, NemotronLightningIsNanoWithASharedMtpModule) {
+  // Nemotron 3.5 Lightning: Nano's decoder (31,577,940,288) and one "*E" MTP module used at both
+  // depths: attention 2688 x 4096 x 2 + 2 x 2688 x 256 + norm 2688 = 23,399,040; MoE router
+  // 2688 x 128 + 128 bias, 128 experts of 2 x 2688 x 1856, shared 2 x 2688 x 3712, norm 2688 =
+  // 1,297,468,160; eh_proj 2 x 2688^2 = 14,450,688 and three norms 8,064: 1,335,325,952.
+  // 32,913,266,240 in all, Megatron-Bridge's verification card (examples/model_verification_cards/
+  // nemotron-3.5-lightning/card.yaml at 067f987df: "all 6,513 tensors and 32,913,266,240
+  // parameters match").
+  auto m = LoadModel("nemotron-3-5-lightning");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(CountParams(*m).total, 32'913'266'240);
+  EXPECT_EQ(CountParams(*m).total - CountParams(*LoadModel("nemotron-3-nano")).total, 1'335'325'952);
 }
 
 TEST(HybridTest, SuperStepGraphRunsTheMtpBlocksInTheMix) {

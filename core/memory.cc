@@ -391,6 +391,16 @@ std::vector<ActivationTerm> LayerActivationTerms(const ModelSpec& m, const PlanS
   return terms;
 }
 
+int64_t OffloadedActivationBytes(const ModelSpec& m, const PlanSpec& p) {
+  int64_t bytes = 0, per[2] = {-1, -1};
+  for (int64_t l = 0; l < std::min(p.offload_activation_layers, m.layers); ++l) {
+    const int k = m.IsMoeLayer(l) ? 1 : 0;
+    if (per[k] < 0) per[k] = LayerActivationBytes(m, p, k == 1, Recompute::kNone);
+    bytes += per[k];
+  }
+  return bytes;
+}
+
 int64_t LayerActivationBytes(const ModelSpec& m, const PlanSpec& p, bool moe_layer, Recompute recompute) {
   int64_t total = 0;
   VisitLayerActivations(m, p, moe_layer, recompute, [&](const char*, int64_t bytes) { total += bytes; });
@@ -693,10 +703,7 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
     // the GPU at once (Transformer Engine's default scheduling: "at most (model_layers -
     // num_layers) sets of activations are on GPU at any time", cpu_offloading.rst at d0067d0d).
     if (p.offload_activation_layers > 0) {
-      int64_t offloaded = 0;
-      for (int64_t l = 0; l < std::min(p.offload_activation_layers, m.layers); ++l)
-        offloaded += act[m.IsMoeLayer(l) ? 1 : 0][0];
-      offloaded = std::min(offloaded, per_mb);
+      const int64_t offloaded = std::min(OffloadedActivationBytes(m, p), per_mb);
       per_mb -= offloaded;
       st.offloaded_activations_bytes = offloaded;
       st.host_bytes += offloaded;

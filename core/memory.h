@@ -46,6 +46,10 @@ struct ActivationTerm {
 std::vector<ActivationTerm> LayerActivationTerms(const ModelSpec& m, const PlanSpec& p, bool moe_layer,
                                                  Recompute recompute);
 int64_t LayerActivationBytes(const ModelSpec& m, const PlanSpec& p, bool moe_layer, Recompute recompute);
+// Activation offloading (PlanSpec::offload_activation_layers): the bytes one microbatch's first N
+// layers save for their backward (LayerActivationBytes without recomputation, each layer's kind),
+// which go to host memory and cross the host link each way.
+int64_t OffloadedActivationBytes(const ModelSpec& m, const PlanSpec& p);
 
 struct StageMemory {
   int64_t stage = 0;            // pipeline rank

@@ -926,16 +926,6 @@ StepCostCache::~StepCostCache() = default;
 int64_t StepCostCache::hits() const { return impl_->hits; }
 int64_t StepCostCache::misses() const { return impl_->misses; }
 
-int64_t OffloadedActivationBytes(const core::ModelSpec& m, const core::PlanSpec& p) {
-  int64_t bytes = 0, per[2] = {-1, -1};
-  for (int64_t l = 0; l < std::min(p.offload_activation_layers, m.layers); ++l) {
-    const int k = m.IsMoeLayer(l) ? 1 : 0;
-    if (per[k] < 0) per[k] = core::LayerActivationBytes(m, p, k == 1, core::Recompute::kNone);
-    bytes += per[k];
-  }
-  return bytes;
-}
-
 double OffloadExposed(double bytes, double link_bytes_per_s, double pass_s, int64_t layers) {
   if (bytes <= 0 || link_bytes_per_s <= 0) return 0;
   const double window = layers > 1 ? pass_s * static_cast<double>(layers - 1) / static_cast<double>(layers) : 0.0;
@@ -1008,7 +998,7 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
     // during the forward and come back for their backward on a stream of their own, so the copies
     // hide under the compute; the compute waits only when they outlast it (OffloadExposed).
     if (p.offload_activation_layers > 0) {
-      const double bytes = static_cast<double>(OffloadedActivationBytes(m, p));
+      const double bytes = static_cast<double>(core::OffloadedActivationBytes(m, p));
       const int64_t layers = n_dense + n_moe;
       const double f = OffloadExposed(bytes, g.host_link_bytes_per_s, r.times.forward_s, layers);
       const double b =

@@ -65,11 +65,8 @@ struct StepEstimate {
   double overlap_slowdown_s = 0;
 };
 
-// Activation offloading (PlanSpec::offload_activation_layers): the bytes one microbatch's first
-// N layers save for their backward, which cross the host link each way (core::
-// LayerActivationBytes without recomputation, the MoE layers' where the model's are MoE).
-int64_t OffloadedActivationBytes(const core::ModelSpec& m, const core::PlanSpec& p);
-// What of a pass the compute waits for the offload copies: `bytes` over the host link at
+// Activation offloading (PlanSpec::offload_activation_layers): what of a pass the compute waits
+// for the offload copies, `bytes` (core::OffloadedActivationBytes) over the host link at
 // `link_bytes_per_s`, on a copy stream beside the pass's compute (`pass_s` over `layers` layers).
 // The copies of the first offloaded layer start only once it has saved its tensors, and the
 // reload of the last one needed must end before its layer's backward starts, so they hide under

@@ -568,7 +568,7 @@ TEST(StepModelTest, ActivationOffloadWaitsOnlyWhenTheCopiesOutlastThePass) {
   core::Diagnostics d;
   core::ValidatePlan(off, s.model, s.gpu, s.cluster, &d);
   ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
-  const int64_t bytes = OffloadedActivationBytes(s.model, off);
+  const int64_t bytes = core::OffloadedActivationBytes(s.model, off);
   EXPECT_EQ(bytes, 16 * core::LayerActivationBytes(s.model, off, false, core::Recompute::kNone));
   const StepEstimate base = EstimateStep(s.model, p, s.gpu, s.cluster, core::Profile{}, nullptr, StepDetail::kFull);
   const StepEstimate e = EstimateStep(s.model, off, s.gpu, s.cluster, core::Profile{}, nullptr, StepDetail::kFull);

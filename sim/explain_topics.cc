@@ -765,7 +765,7 @@ core::Result<Explanation> TopicPrecision(const core::Profile& profile) {
   return ex;
 }
 
-core::Result<Explanation> TopicRecompute(const core::Profile&) {
+core::Result<Explanation> TopicRecompute(const core::Profile& profile) {
   auto gpt = LoadCase("gpt3-175b", "dgx-h100");
   if (!gpt.ok()) return gpt.status();
   auto l70 = LoadCase("llama3-70b", "dgx-h100");
@@ -871,6 +871,69 @@ core::Result<Explanation> TopicRecompute(const core::Profile&) {
     Set(&st, "dp", static_cast<double>(p.dp));
     Set(&st, "accumulation_steps", static_cast<double>(accum));
     Set(&st, "batch_tokens", tokens, "tokens");
+    ex.steps.push_back(st);
+  }
+  {
+    // Offloading instead of recomputing (Megatron-Core --cpu-offloading-num-layers; Transformer
+    // Engine's default scheduling): llama3-70b, 2 x 8192 tokens per microbatch, ZeRO-3 over 64
+    // GPUs, FP8, as Megatron-Bridge's GB200 recipe runs it with 40 layers offloaded; and llama3-8b
+    // on 8 H100s (4 x 8192 tokens, 16 of 32 layers), whose host link is PCIe.
+    auto gb = LoadCase("llama3-70b", "gb200-nvl72");
+    if (!gb.ok()) return gb.status();
+    auto h1 = LoadCase("llama3-8b", "dgx-h100");
+    if (!h1.ok()) return h1.status();
+    PlanSpec none = MakePlan(64, 1, 1, 1, 3, false, Recompute::kNone, 8192, 256, gb->m.layers);
+    none.micro_batch = 2;
+    none.precision = core::Dtype::kFp8;
+    PlanSpec full = none;
+    full.recompute = Recompute::kFull;
+    PlanSpec off = none;
+    off.offload_activation_layers = 40;
+    PlanSpec small = MakePlan(8, 1, 1, 1, 3, false, Recompute::kNone, 8192, 64, h1->m.layers);
+    small.micro_batch = 4;
+    small.offload_activation_layers = 16;
+    if (Status v = RequireValid(off, *gb, "70B offload 40 on GB200"); !v.ok()) return v;
+    if (Status v = RequireValid(full, *gb, "70B full recompute on GB200"); !v.ok()) return v;
+    if (Status v = RequireValid(small, *h1, "8B offload 16 on H100"); !v.ok()) return v;
+    auto gpu_bytes = [](const Case& k, const PlanSpec& p) {
+      return static_cast<double>(core::EstimateMemory(k.m, p, k.g).per_gpu_bytes);
+    };
+    const double m_none = gpu_bytes(*gb, none), m_full = gpu_bytes(*gb, full), m_off = gpu_bytes(*gb, off);
+    const StepEstimate t_full = EstimateStep(gb->m, full, gb->g, gb->c, profile);
+    const StepEstimate t_off = EstimateStep(gb->m, off, gb->g, gb->c, profile);
+    const StepEstimate t_pcie = EstimateStep(h1->m, small, h1->g, h1->c, profile);
+    const double moved = static_cast<double>(core::OffloadedActivationBytes(gb->m, off));
+    const double moved_small = static_cast<double>(core::OffloadedActivationBytes(h1->m, small));
+    ExplainStep st = NewStep("offload_vs_recompute", "Offloading activations instead of recomputing them");
+    st.rule =
+        "Activation offloading (Megatron-Core --cpu-offloading-num-layers N, Transformer Engine's default "
+        "scheduling) sends the first N layers' saved tensors to host memory during the forward and brings "
+        "them back for the backward on a copy stream: at most L − N layers' sets stay on the GPU, and the "
+        "compute waits only for copies that outlast its pass. No forward is rerun, so it costs nothing where "
+        "the host link is fast enough (NVLink-C2C) and the exposed copies where it is not (PCIe).";
+    st.formula = "GPU activations = (L − N) × a_layer;  wait per pass = max(0, N·a_layer / host link − pass·(L−1)/L)";
+    st.substituted =
+        Fmt("llama3-70b on 64 GB200s, 2 × 8192 tokens, ZeRO-3, FP8, 40 of 80 layers: %s per microbatch to the "
+            "host over NVLink-C2C (%s/s each way): %s per GPU, step %.2f s, the compute waits %.3f s; full "
+            "recomputation: %s, step %.2f s; neither: %s (does not fit). llama3-8b on 8 H100s, 4 × 8192 tokens, "
+            "16 of 32 layers: %s per microbatch over PCIe Gen5 (%s/s each way): step %.2f s, %.2f s of it waiting",
+            Bytes(moved).c_str(), Bytes(gb->g.host_link_bytes_per_s).c_str(), Bytes(m_off).c_str(), t_off.time_s,
+            t_off.breakdown.offload_s, Bytes(m_full).c_str(), t_full.time_s, Bytes(m_none).c_str(),
+            Bytes(moved_small).c_str(), Bytes(h1->g.host_link_bytes_per_s).c_str(), t_pcie.time_s,
+            t_pcie.breakdown.offload_s);
+    st.result =
+        Fmt("on GB200 offloading fits in %s at %.2f s per step, %.0f%% faster than full recomputation "
+            "(%s); over PCIe the copies cost %.2f s a step",
+            Bytes(m_off).c_str(), t_off.time_s, 100 * (t_full.time_s / t_off.time_s - 1), Bytes(m_full).c_str(),
+            t_pcie.breakdown.offload_s);
+    Set(&st, "offloaded_bytes_per_microbatch", moved, "B");
+    Set(&st, "gb200_offload_per_gpu_bytes", m_off, "B");
+    Set(&st, "gb200_full_recompute_per_gpu_bytes", m_full, "B");
+    Set(&st, "gb200_none_per_gpu_bytes", m_none, "B");
+    Set(&st, "gb200_offload_step_s", t_off.time_s, "s");
+    Set(&st, "gb200_full_recompute_step_s", t_full.time_s, "s");
+    Set(&st, "gb200_offload_wait_s", t_off.breakdown.offload_s, "s");
+    Set(&st, "h100_offload_wait_s", t_pcie.breakdown.offload_s, "s");
     ex.steps.push_back(st);
   }
   return ex;

@@ -177,6 +177,23 @@ TEST(ExplainRecomputeTest, SelectiveIsCheapAndFullCostsAThird) {
   EXPECT_FALSE(st.seeds_note.empty());
 }
 
+TEST(ExplainRecomputeTest, OffloadingFitsWithoutRerunningTheForwardWhereTheHostLinkKeepsUp) {
+  const Explanation e = OfTopic(Topic::kRecompute);
+  const ExplainStep& st = Step(e, "offload_vs_recompute");
+  // Llama 3 70B on 64 GB200s, 40 of 80 layers offloaded: exactly 40 layers' activations leave the
+  // GPU (145.1 GB per microbatch), the plan fits where keeping them does not (199.7 GB), and it
+  // is faster than full recomputation because nothing reruns and NVLink-C2C hides the copies.
+  EXPECT_NEAR(st.Value("offloaded_bytes_per_microbatch"),
+              st.Value("gb200_none_per_gpu_bytes") - st.Value("gb200_offload_per_gpu_bytes"),
+              0.06 * st.Value("offloaded_bytes_per_microbatch"));  // the 5% fragmentation term moves too
+  EXPECT_LT(st.Value("gb200_offload_per_gpu_bytes"), 199.7e9);
+  EXPECT_GT(st.Value("gb200_none_per_gpu_bytes"), 199.7e9);
+  EXPECT_EQ(st.Value("gb200_offload_wait_s"), 0.0);
+  EXPECT_LT(st.Value("gb200_offload_step_s"), st.Value("gb200_full_recompute_step_s"));
+  // Over PCIe Gen5 the 8B example's 73 GB per microbatch outlast its forward.
+  EXPECT_GT(st.Value("h100_offload_wait_s"), 0.1);
+}
+
 TEST(ExplainTopicTest, EveryTopicHasCompleteSteps) {
   for (Topic t : AllTopics()) {
     const Explanation e = OfTopic(t);

@@ -289,7 +289,7 @@ std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r, co
   if (s.model.sliding_window > 0) {
     const int64_t windowed = s.model.WindowedLayerCount();
     o << "# attention: " << windowed << " of " << s.model.layers << " layers attend a " << s.model.sliding_window
-      << "-token window"
+      << (s.model.chunked_attention ? "-token chunk (their own, run as separate sequences)" : "-token window")
       << (s.model.global_attention_every > 0
               ? "; the last of every " + std::to_string(s.model.global_attention_every) + " the whole sequence"
               : std::string())

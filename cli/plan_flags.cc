@@ -29,6 +29,10 @@ void PlanFlags::Register(CLI::App* app) {
   m->add_option("--sliding-window", sliding_window,
                 "Keys a windowed layer's queries attend, themselves included (0: every layer global; gpt-oss 128, "
                 "Mistral 7B 4096)");
+  m->add_flag_callback(
+      "--chunked-attention", [this] { chunked_attention = true; },
+      "With --sliding-window: the windowed layers attend within aligned chunks of that many tokens, each run as its "
+      "own sequence (Llama 4's attention_chunk_size), instead of a sliding window");
   m->add_option("--global-attention-every", global_attention_every,
                 "With --sliding-window: the last of every N layers attends the whole sequence (0: every layer "
                 "windowed; gpt-oss 2, Gemma 3 6)");
@@ -232,6 +236,10 @@ void PlanFlags::ApplyModelFlags(core::ModelSpec* spec, Diagnostics* d, std::vect
   }
   if (mtp_layers) {
     m.mtp_layers = *mtp_layers;
+    model_changed = true;
+  }
+  if (chunked_attention) {
+    m.chunked_attention = *chunked_attention;
     model_changed = true;
   }
   if (attention) {

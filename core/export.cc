@@ -181,6 +181,11 @@ Result<std::string> ExportMegatron(const Scenario& s) {
   if (m.mlp == MlpKind::kSwiglu) arg("--swiglu");
   if (m.norm == NormKind::kRmsNorm) arg("--normalization RMSNorm");
   if (m.qk_norm) arg("--qk-layernorm");  // TransformerConfig.qk_layernorm (transformer_config.py:259)
+  if (m.chunked_attention)
+    return refuse(
+        "no chunked attention in pretrain_gpt.py's layers (Megatron-Bridge's Llama4SelfAttention "
+        "chunkifies; TransformerConfig has a sliding window_size only, transformer_config.py)",
+        "a model without model.chunked_attention");
   if (m.sliding_window > 0) {
     // TransformerConfig.window_size (left, right) and window_attn_skip_freq (every N-th layer global,
     // transformer/utils.py is_layer_window_attention). Transformer Engine's left window counts the

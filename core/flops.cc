@@ -1,6 +1,7 @@
 #include "core/flops.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/params.h"
 
@@ -129,6 +130,13 @@ double KeysPerQuery(int64_t seq_len, int64_t window, AttentionFlops convention) 
   return convention == AttentionFlops::kCausal ? w - w * w / (2 * s) : w;
 }
 
+double ChunkedKeysPerQuery(int64_t seq_len, int64_t chunk, AttentionFlops convention) {
+  if (chunk <= 0 || chunk >= seq_len) return KeysPerQuery(seq_len, 0, convention);
+  const double s = static_cast<double>(seq_len), c = static_cast<double>(chunk);
+  const double n = std::ceil(s / c);
+  return (convention == AttentionFlops::kCausal ? 0.5 : 1.0) * n * c * c / s;
+}
+
 ForwardFlops ForwardFlopsPerToken(const ModelSpec& m, int64_t seq_len, AttentionFlops convention) {
   ForwardFlops f;
   // QK^T: 2*s*(a*d_qk) per token; AV: 2*s*(a*d_v). Causal kernels skip half the scores.
@@ -150,8 +158,9 @@ ForwardFlops ForwardFlopsPerToken(const ModelSpec& m, int64_t seq_len, Attention
   const double windowed = static_cast<double>(m.WindowedLayerCount());
   const double attending =
       m.Hybrid() ? static_cast<double>(m.HybridLayerCounts().attention) : static_cast<double>(m.layers);
-  f.attention = 2 * (qk_dim + v_dim) *
-                ((attending - windowed) * full_keys + windowed * KeysPerQuery(seq_len, m.sliding_window, convention));
+  const double window_keys = m.chunked_attention ? ChunkedKeysPerQuery(seq_len, m.sliding_window, convention)
+                                                 : KeysPerQuery(seq_len, m.sliding_window, convention);
+  f.attention = 2 * (qk_dim + v_dim) * ((attending - windowed) * full_keys + windowed * window_keys);
   if (m.Hybrid() && m.mamba)
     f.matmul += static_cast<double>(m.HybridLayerCounts().mamba) * SsdForwardFlopsPerToken(*m.mamba);
   f.logits = 2 * static_cast<double>(m.hidden) * static_cast<double>(m.vocab);
@@ -174,7 +183,7 @@ ForwardFlops ForwardFlopsPerToken(const ModelSpec& m, int64_t seq_len, Attention
       f.matmul += d * (2 * LayerMatmulParams(m, m.MtpLayerIsMoe()) + 2 * 2 * h * h);
       // Its layer is the last decoder layer's kind, window included.
       const bool last_windowed = m.layers > 0 && m.IsWindowedLayer(m.layers - 1);
-      f.attention += d * 2 * (qk_dim + v_dim) * KeysPerQuery(seq_len, last_windowed ? m.sliding_window : 0, convention);
+      f.attention += d * 2 * (qk_dim + v_dim) * (last_windowed ? window_keys : full_keys);
     }
     f.logits *= 1 + d;
   }

@@ -24,6 +24,10 @@ ForwardFlops ForwardFlopsPerToken(const ModelSpec& m, int64_t seq_len, Attention
 // Keys a query meets on average in a sequence of `seq_len` tokens: s/2 (causal) or s (full)
 // without a window (window 0 or >= seq_len); with a window of w keys, w - w^2/(2s) (causal) or w.
 double KeysPerQuery(int64_t seq_len, int64_t window, AttentionFlops convention);
+// The same for chunked attention (ModelSpec::chunked_attention): the sequence padded to
+// n = ceil(s/c) chunks of c tokens, each attended as its own sequence: n c^2 / (2 s) (causal) or
+// n c^2 / s (full) keys per real token; no chunking when c >= s.
+double ChunkedKeysPerQuery(int64_t seq_len, int64_t chunk, AttentionFlops convention);
 // The forward FLOPs per token of a Mamba-2 layer's SSD scan: its four chunked matmuls (core/flops.cc).
 double SsdForwardFlopsPerToken(const MambaSpec& x);
 

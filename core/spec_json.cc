@@ -246,6 +246,7 @@ void ReadModel(const Json& j, const std::string& prefix, ModelSpec* m, Diagnosti
   r.Bool("mtp_shared", &m->mtp_shared);
   r.Int("sliding_window", &m->sliding_window);
   r.Int("global_attention_every", &m->global_attention_every);
+  r.Bool("chunked_attention", &m->chunked_attention);
   if (const Json* v = r.Find("mla", false)) {
     MlaSpec mla;
     ObjectReader q(*v, prefix + ".mla", d);
@@ -327,6 +328,7 @@ OJson WriteModel(const ModelSpec& m) {
   if (m.sliding_window > 0) {
     j["sliding_window"] = m.sliding_window;
     j["global_attention_every"] = m.global_attention_every;
+    if (m.chunked_attention) j["chunked_attention"] = true;
   }
   if (m.mla) {
     OJson q;

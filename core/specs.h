@@ -127,6 +127,12 @@ struct ModelSpec {
   // and 0.
   int64_t sliding_window = 0;
   int64_t global_attention_every = 0;
+  // The windowed layers attend within aligned chunks of sliding_window tokens instead of a sliding
+  // window (Llama 4's attention_chunk_size on its RoPE layers, every 4th layer global): Megatron-
+  // Bridge's Llama4SelfAttention pads the sequence to a multiple of the chunk and runs the chunks as
+  // separate sequences when the sequence is longer (src/megatron/bridge/models/llama/llama4_utils.py
+  // chunkify at 067f987df), so a query meets the keys of its own chunk only.
+  bool chunked_attention = false;
   // A hybrid model (Megatron-Core's hybrid_layer_pattern, megatron/core/models/hybrid/
   // hybrid_layer_allocation.py: Nemotron-H, Nemotron 3): one character per layer, each layer one
   // pre-norm block with its own residual: 'M' a Mamba-2 mixer (`mamba`), '*' self-attention alone,

@@ -68,9 +68,10 @@ double Op::Flops() const {
     // QK^T (2 s_q s_kv d_qk) + AV (2 s_q s_kv d_v) per head; backward recomputes the scores and
     // forms dQ, dK, dV, dS: 2.5x forward (FlashAttention-2 paper, §3.1 accounting).
     // Keys per query: KeysPerQuery's, its no-window case inline (the search costs every op).
-    const double keys = Windowed()
-                            ? KeysPerQuery(seq_kv, window, causal ? AttentionFlops::kCausal : AttentionFlops::kFull)
-                            : static_cast<double>(seq_kv) * (causal ? 0.5 : 1.0);
+    const AttentionFlops conv = causal ? AttentionFlops::kCausal : AttentionFlops::kFull;
+    const double keys = !Windowed() ? static_cast<double>(seq_kv) * (causal ? 0.5 : 1.0)
+                        : chunked   ? ChunkedKeysPerQuery(seq_kv, window, conv)
+                                    : KeysPerQuery(seq_kv, window, conv);
     double f = 2.0 * static_cast<double>(attn_batch) * static_cast<double>(heads) * static_cast<double>(seq_q) * keys *
                static_cast<double>(head_dim_qk + head_dim_v);
     if (pass == Pass::kBackwardInput) f *= 2.5;
@@ -486,8 +487,9 @@ class Builder {
           op.share = 1 - share;
           ops->push_back(op);
         }
-        op.name = "flash_attention_window";
+        op.name = m_.chunked_attention ? "flash_attention_chunked" : "flash_attention_window";
         op.window = m_.sliding_window;
+        op.chunked = m_.chunked_attention;
         op.share = share;
         ops->push_back(op);
       }

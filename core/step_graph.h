@@ -76,6 +76,7 @@ struct Op {
   // collective's per-rank copies): its time is that group's exposed communication.
   CommGroup group = CommGroup::kNone;
   bool causal = true, flash = true;  // kAttention
+  bool chunked = false;              // kAttention: `window` is a chunk (ModelSpec::chunked_attention)
   // Part of core attention: the fused kernel (kAttention) or the unfused path's score and value
   // GEMMs and softmax (what selective recompute's core_attn reruns and a ring's KV exchange hides
   // under).

@@ -188,6 +188,8 @@ void ValidateModel(const ModelSpec& m, const std::string& p, Diagnostics* d) {
              "(every layer windowed) or >= 2 (gpt-oss 2, Gemma 3 6)");
   else if (m.global_attention_every > 0 && m.sliding_window == 0)
     d->Error(p + ".global_attention_every", "needs sliding_window > 0 (the window of the other layers)");
+  if (m.chunked_attention && m.sliding_window <= 0)
+    d->Error(p + ".chunked_attention", "needs sliding_window > 0 (the chunk's length in tokens)");
   // Exact integer byte counts need every size to stay far below 2^63; refuse absurd inputs
   // rather than overflow (checked in double, which cannot overflow here).
   {
@@ -471,6 +473,9 @@ void CheckContextParallel(const PlanSpec& pl, const ModelSpec& m, Diagnostics* d
       d->Error("plan.cp", S(pl.cp) +
                               ": context parallelism of Mamba layers (Megatron-Core's all-to-all to head "
                               "sharding, mamba_context_parallel.py) is not modelled");
+    if (m.chunked_attention && m.sliding_window < pl.seq_len)
+      d->Error("plan.cp", S(pl.cp) + ": context parallelism of chunked attention (model.chunked_attention: chunks of " +
+                              S(m.sliding_window) + " tokens run as separate sequences) is not modelled");
   }
   if (pl.sequence_parallel && pl.tp > 1 && (pl.seq_len / pl.cp) % pl.tp != 0)
     d->Error("plan.seq_len",

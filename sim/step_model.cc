@@ -520,7 +520,8 @@ double ComputeOpTimeWith(const Op& op, const core::GpuSpec& g, const core::Profi
     case OpKind::kAttention: {
       // A windowed layer's kernel runs rows of w keys, as long as a causal kernel's at sequence 2w
       // (its rows average s/2 keys): its speed is the curve's at min(s, 2w) (docs/compute.md).
-      const int64_t seq = op.Windowed() ? std::min(op.seq_q, 2 * op.window) : op.seq_q;
+      // A chunked layer's kernel runs sequences of one chunk: its speed is the curve's at the chunk.
+      const int64_t seq = !op.Windowed() ? op.seq_q : (op.chunked ? op.window : std::min(op.seq_q, 2 * op.window));
       const double eff =
           AttentionEfficiency(prof, g, op.attention, op.pass == Pass::kBackwardInput, op.head_dim_qk, seq);
       return op.Flops() / (rates->PeakOf(g, op.dtype) * eff) + op.share * prof.kernel_overhead_s;

@@ -340,6 +340,27 @@ TEST(ExportTest, LatentMoeAndASharedMtpModuleAreMegatronArguments) {
   EXPECT_TRUE(Has(ds.status().message(), "no latent MoE")) << ds.status().message();
 }
 
+TEST(ExportTest, MegatronRefusesChunkedAttention) {
+  // Llama 4's chunked attention is Megatron-Bridge's layer (Llama4SelfAttention), not a
+  // TransformerConfig field pretrain_gpt.py's layers read: refused, naming it.
+  Scenario s;
+  s.model = *LoadModel("llama4-maverick");
+  s.gpu = *LoadGpu("h100-sxm");
+  s.cluster = *LoadCluster("dgx-h100");
+  s.plan.gpus = 512;
+  s.plan.tp = 4;
+  s.plan.dp = 128;
+  s.plan.ep = 128;
+  s.plan.etp = 4;
+  s.plan.zero = 1;
+  s.plan.sequence_parallel = true;
+  s.plan.seq_len = 8192;
+  s.plan.global_batch = 1024;
+  auto r = ExportMegatron(s);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(Has(r.status().message(), "no chunked attention")) << r.status().message();
+}
+
 TEST(ExportTest, MegatronRunsFp8WithThePlansScalingRecipe) {
   // TransformerConfig.fp8 (--fp8-format) and fp8_recipe (transformer_config.py:587-600): the
   // plan's delayed / current / block scaling as Transformer Engine's delayed / tensorwise /

@@ -108,5 +108,30 @@ TEST(FlopsTest, SlidingWindowLayersCountTheirWindow) {
   EXPECT_DOUBLE_EQ(ForwardFlopsPerToken(global, 4096, AttentionFlops::kCausal).attention, 1207959552.0);
 }
 
+TEST(FlopsTest, ChunkedLayersAttendTheirOwnPaddedChunk) {
+  // Chunks of c keys over s tokens, padded to n = ceil(s/c) chunks run as separate sequences:
+  // n c^2 / (2 s) keys per token (causal). s = 32768, c = 8192: 4 x 8192^2 / 65536 = 4096 (full
+  // convention 8192); s = 10000: 2 chunks, 2 x 8192^2 / 20000 = 6710.8864 (the padding's share is
+  // counted: the kernel runs it); a chunk as long as the sequence is no chunking: s/2.
+  EXPECT_DOUBLE_EQ(ChunkedKeysPerQuery(32768, 8192, AttentionFlops::kCausal), 4096.0);
+  EXPECT_DOUBLE_EQ(ChunkedKeysPerQuery(32768, 8192, AttentionFlops::kFull), 8192.0);
+  EXPECT_DOUBLE_EQ(ChunkedKeysPerQuery(10000, 8192, AttentionFlops::kCausal), 2.0 * 8192 * 8192 / 20000);
+  EXPECT_DOUBLE_EQ(ChunkedKeysPerQuery(8192, 8192, AttentionFlops::kCausal), 4096.0);
+  // Llama 4 Maverick at 32768 tokens: 40 heads x 128 (qk = v = 5120 wide), 12 global layers (every
+  // 4th) and 36 chunked ones: 2 x 10240 x (12 x 16384 + 36 x 4096) = 7,046,430,720 per token; a
+  // sliding window of the same length would meet 8192 - 8192^2/65536 = 7168 keys.
+  auto m = LoadModel("llama4-maverick");
+  ASSERT_TRUE(m.ok());
+  ASSERT_TRUE(m->chunked_attention);
+  EXPECT_EQ(m->WindowedLayerCount(), 36);
+  EXPECT_DOUBLE_EQ(ForwardFlopsPerToken(*m, 32768, AttentionFlops::kCausal).attention, 7046430720.0);
+  ModelSpec sliding = *m;
+  sliding.chunked_attention = false;
+  EXPECT_DOUBLE_EQ(ForwardFlopsPerToken(sliding, 32768, AttentionFlops::kCausal).attention,
+                   2.0 * 10240 * (12 * 16384 + 36 * 7168));
+  // At 8192 tokens one chunk is the sequence: every layer attends it whole.
+  EXPECT_DOUBLE_EQ(ForwardFlopsPerToken(*m, 8192, AttentionFlops::kCausal).attention, 2.0 * 10240 * 48 * 4096);
+}
+
 }  // namespace
 }  // namespace meshplan::core

@@ -848,5 +848,47 @@ TEST(StepGraphTest, SlidingWindowLayersGetTheirOwnAttentionOp) {
   EXPECT_DOUBLE_EQ(none[0].Flops(), 137438953472.0);
 }
 
+TEST(StepGraphTest, ChunkedLayersAreTheirOwnAttentionOpAndPlansRespectTheirRules) {
+  // Llama 4 Maverick at 32768 tokens on one GPU: 24 dense and 24 MoE layers, each list's global
+  // and chunked ops weighted by its own layers' shares; the graph's attention over both lists,
+  // x 24 layers each, is ForwardFlopsPerToken's, and the chunked op is marked so its kernel runs
+  // at the chunk's length.
+  auto m = LoadModel("llama4-maverick");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p;
+  p.seq_len = 32768;
+  p.global_batch = 1;
+  const StepGraph g = BuildStepGraph(*m, p);
+  double sum = 0;
+  bool chunked = false;
+  for (const auto* list : {&g.dense_layer, &g.moe_layer}) {
+    for (const Op& op : ForwardAttention(*list)) {
+      sum += op.Flops() * 24;
+      if (op.chunked) {
+        chunked = true;
+        EXPECT_STREQ(op.name, "flash_attention_chunked");
+        EXPECT_EQ(op.window, 8192);
+      }
+    }
+  }
+  EXPECT_TRUE(chunked);
+  EXPECT_NEAR(sum / 32768, ForwardFlopsPerToken(*m, 32768, AttentionFlops::kCausal).attention, 1e-3);
+  // Refused: chunks without a length, and context parallelism over chunked layers (not modelled).
+  Diagnostics d;
+  ModelSpec bad = *m;
+  bad.sliding_window = 0;
+  bad.global_attention_every = 0;
+  ValidateModel(bad, "model", &d);
+  EXPECT_NE(d.ToStatus().ToString().find("model.chunked_attention: needs sliding_window > 0"), std::string::npos)
+      << d.ToStatus().ToString();
+  PlanSpec cp = p;
+  cp.gpus = 2;
+  cp.cp = 2;
+  Diagnostics dc;
+  ValidatePlan(cp, *m, *LoadGpu("h100-sxm"), *LoadCluster("dgx-h100"), &dc);
+  EXPECT_NE(dc.ToStatus().ToString().find("context parallelism of chunked attention"), std::string::npos)
+      << dc.ToStatus().ToString();
+}
+
 }  // namespace
 }  // namespace meshplan::core

@@ -10,6 +10,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -51,6 +52,8 @@ struct SearchFlags {
   std::vector<std::string> schedules, recompute, cp_kinds;
   std::optional<int64_t> max_mbs, min_cp_tokens;
   std::optional<std::string> sp, precision, recipe, stack;
+  std::optional<std::string> offload_optimizer, offload_params;
+  std::optional<int64_t> offload_activations;
   bool save = false;  // --save: keep the sweep in the result store
   std::string db;     // --db (empty: the default store)
 };
@@ -295,6 +298,9 @@ std::string SearchArgsJson(const SearchFlags& f) {
   opt("min_cp_tokens", f.min_cp_tokens);
   opt("sp", f.sp);
   opt("precision", f.precision);
+  opt("offload_optimizer", f.offload_optimizer);
+  opt("offload_params", f.offload_params);
+  opt("offload_activations", f.offload_activations);
   opt("recipe", f.recipe);
   opt("stack", f.stack);
   if (f.exhaustive) j["exhaustive"] = true;
@@ -433,6 +439,26 @@ void RunSearch(const SearchFlags& f, int* exit_code) {
     *exit_code = 2;
     return;
   }
+  // What every plan keeps in host memory: the optimizer states or parameters (ZeRO-Offload), the
+  // first N layers' activations (Megatron-Core --cpu-offloading-num-layers); plans the rules refuse
+  // with them (ZeRO stages, pp > 1, recomputation) are counted invalid.
+  for (auto [flag, text, field] : {std::tuple{"--offload-optimizer", &f.offload_optimizer, &p.offload_optimizer},
+                                   std::tuple{"--offload-params", &f.offload_params, &p.offload_params}}) {
+    if (*text && !core::FromName(**text, field)) {
+      std::cerr << "error: " << flag << ": must be one of " << core::Choices<core::OffloadTarget>() << " (got \""
+                << **text << "\")\n";
+      *exit_code = 2;
+      return;
+    }
+  }
+  if (f.offload_activations) {
+    if (*f.offload_activations < 0) {
+      std::cerr << "error: --offload-activations: must be >= 0 layers (got " << *f.offload_activations << ")\n";
+      *exit_code = 2;
+      return;
+    }
+    p.offload_activation_layers = *f.offload_activations;
+  }
   if (f.recipe) {
     if (*f.recipe == "megatron") p.dtypes.grads = core::Dtype::kFp32;
     else if (*f.recipe == "zero") p.dtypes.grads = core::Dtype::kBf16;
@@ -544,6 +570,10 @@ void AddSearchCommand(CLI::App* app, int* exit_code) {
   space->add_option("--sp", f->sp, "Sequence parallel: on|off|both (default both)");
   space->add_option("--precision", f->precision, "bf16|fp16|fp8|fp32 GEMM precision (default bf16)");
   space->add_option("--recipe", f->recipe, "Model-state recipe: zero (16 B/param) or megatron (18 B/param)");
+  space->add_option("--offload-optimizer", f->offload_optimizer, "none|cpu|nvme: every plan's optimizer states");
+  space->add_option("--offload-params", f->offload_params, "none|cpu|nvme: every plan's parameters (ZeRO-3)");
+  space->add_option("--offload-activations", f->offload_activations,
+                    "Every plan offloads its first N layers' activations to host memory (pp 1, no recompute)");
   space->add_option("--stack", f->stack,
                     "Software stack whose defaults the plans take (meshplan presets stacks): precision, attention, "
                     "overlaps, gradient dtype; ZeRO, recompute and SP stay searched");

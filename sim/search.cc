@@ -370,7 +370,9 @@ class Searcher {
     }
     bool lighter_failed = false;
     // No check of ValidatePlan reads the recompute mode while recompute_layers is 0 (Work() sets
-    // it so), so the first variant's verdict serves them all.
+    // it so), but activation offloading's (no recomputation with offloaded activations): the
+    // first variant's verdict serves them all unless the base plan offloads activations.
+    const bool per_mode = p.offload_activation_layers > 0;
     std::optional<bool> valid;
     for (Recompute r : recompute_) {
       if (o_.prune && lighter_failed) {
@@ -380,7 +382,7 @@ class Searcher {
         continue;
       }
       p.recompute = r;
-      if (!valid) {
+      if (!valid || per_mode) {
         core::Diagnostics d;
         d.set_errors_only(true);  // a candidate's warnings are never shown
         core::ValidatePlan(p, m_, g_, c_, &d);

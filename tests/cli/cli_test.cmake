@@ -267,6 +267,17 @@ run(search_restrict 0 "\"plans\": \\[[ \n]*\\{[ \n]*\"rank\": 1,[ \n]*\"gpus\": 
     search --model llama3-70b --cluster dgx-h100 --gpus 64 --seq 8192 --gbs 128 --tp 4 --pp 2 --zero 1,2 --format json)
 run(search_no_fit 1 "no plan fits" search --model llama3-405b --cluster dgx-h100 --gpus 8 --seq 8192 --gbs 64)
 run(search_no_gpus 2 "--gpus: is required" search --model llama3-8b --cluster dgx-h100 --gbs 64)
+# Activation offloading in every plan: Llama 3 70B on 64 GB200s, 40 layers in host memory; the
+# recipe's own plan (DP 64, ZeRO-3, micro batch 2) is among the top, pp 1 and no recomputation only.
+run(search_offload_activations 0 "\"pp\": 1,.*\"recompute\": \"none\".*\"activation_layers\": 40"
+    search --model llama3-70b --gpu gb200 --gpus 64 --gbs 256 --precision fp8 --offload-activations 40 --top 3 --format json)
+run(search_offload_bad 2 "--offload-optimizer: must be one of none\\|cpu\\|nvme"
+    search --model llama3-70b --gpu gb200 --gpus 64 --gbs 256 --offload-optimizer bogus)
+# Report with activation offloading: the offloaded bytes on their own line, the copies costed.
+run(report_offload_activations 0 "activations offloaded +145\\.12 GB.*fits"
+    report --model llama3-70b --gpu gb200 --gpus 64 --zero 3 --mbs 2 --gbs 256 --precision fp8 --offload-activations 40)
+run(report_offload_activations_pp 1 "plan.offload.activation_layers: activation offloading needs plan.pp=1"
+    report --model llama3-70b --gpu gb200 --gpus 64 --pp 2 --zero 1 --gbs 256 --offload-activations 40)
 run(search_bad_objective 2 "--objective: must be throughput, time or cost"
     search --model llama3-8b --cluster dgx-h100 --gpus 8 --gbs 64 --objective speed)
 run(search_bad_frac 2 "--max-memory-frac: must be in \\(0, 1\\]"

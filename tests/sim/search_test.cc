@@ -115,6 +115,26 @@ TEST(SearchTest, EveryRankedPlanIsValidFitsAndMatchesTheModels) {
     EXPECT_LE(r.top[i].step.tokens_per_s, r.top[i - 1].step.tokens_per_s) << "ranked by throughput, best first";
 }
 
+TEST(SearchTest, ABasePlanThatOffloadsActivationsRanksOnlyPlansThatMayOffload) {
+  // The GUI's search grid starts from the scenario's plan: with 40 of Llama 3 70B's layers
+  // offloaded, every ranked plan keeps pp 1 and no recomputation (Megatron-Core's rules), the
+  // validity of each recompute mode checked on its own.
+  Scenario s = Load("llama3-70b", "gb200-nvl72", 64, 8192, 256);
+  s.base.offload_activation_layers = 40;
+  SearchOptions o;
+  o.top_k = 20;
+  const SearchResult r = RunSearch(s, o);
+  ASSERT_FALSE(r.top.empty());
+  for (const RankedPlan& rp : r.top) {
+    core::Diagnostics d;
+    core::ValidatePlan(rp.plan, s.model, s.gpu, s.cluster, &d);
+    EXPECT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+    EXPECT_EQ(rp.plan.pp, 1);
+    EXPECT_EQ(rp.plan.recompute, core::Recompute::kNone);
+    EXPECT_EQ(rp.plan.offload_activation_layers, 40);
+  }
+}
+
 TEST(SearchTest, CountsAddUp) {
   const Scenario s = Load("llama3-70b", "dgx-h100", 64, 8192, 128);
   const SearchResult r = RunSearch(s, SearchOptions{});

@@ -68,6 +68,15 @@ Scenario Llama70BOneFOneB() {
 
 bool Has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
 
+// A scenario of presets with the plan's degrees still to set.
+Scenario On(const char* model, const char* gpu, const char* cluster) {
+  Scenario s;
+  s.model = *LoadModel(model);
+  s.gpu = *LoadGpu(gpu);
+  s.cluster = *LoadCluster(cluster);
+  return s;
+}
+
 // An export that must succeed: its text, or "" and a failure naming the refusal.
 std::string Text(const Result<std::string>& r) {
   EXPECT_TRUE(r.ok()) << r.status().ToString();
@@ -282,10 +291,7 @@ TEST(ExportTest, ActivationOffloadIsMegatronsNumLayersAndRefusedElsewhere) {
   // memory: Megatron-LM's --cpu-offloading-num-layers 40 (arguments.py:1950-1951 turns
   // cpu_offloading on); torchtitan's enable_cpu_offload moves FSDP's states, not activations,
   // and DeepSpeed's cpu_checkpointing moves recomputed checkpoints: both refuse, naming why.
-  Scenario s;
-  s.model = *LoadModel("llama3-70b");
-  s.gpu = *LoadGpu("gb200");
-  s.cluster = *LoadCluster("gb200-nvl72");
+  Scenario s = On("llama3-70b", "gb200", "gb200-nvl72");
   s.plan.gpus = 64;
   s.plan.dp = 64;
   s.plan.zero = 3;
@@ -314,13 +320,10 @@ TEST(ExportTest, LatentMoeAndASharedMtpModuleAreMegatronArguments) {
   // A transformer with a latent MoE and one MTP module used at both depths: Megatron-LM's
   // --moe-latent-size and --mtp-use-repeated-layer (TransformerConfig fields, arguments as every
   // field is); DeepSpeed's MoE layer routes hidden-size tokens and refuses it.
-  Scenario s;
-  s.model = *LoadModel("qwen3-30b-a3b");
+  Scenario s = On("qwen3-30b-a3b", "h100-sxm", "dgx-h100");
   s.model.moe->latent_size = 512;
   s.model.mtp_layers = 2;
   s.model.mtp_shared = true;
-  s.gpu = *LoadGpu("h100-sxm");
-  s.cluster = *LoadCluster("dgx-h100");
   s.plan.gpus = 8;
   s.plan.dp = 8;
   s.plan.ep = 8;
@@ -343,10 +346,7 @@ TEST(ExportTest, LatentMoeAndASharedMtpModuleAreMegatronArguments) {
 TEST(ExportTest, MegatronRefusesChunkedAttention) {
   // Llama 4's chunked attention is Megatron-Bridge's layer (Llama4SelfAttention), not a
   // TransformerConfig field pretrain_gpt.py's layers read: refused, naming it.
-  Scenario s;
-  s.model = *LoadModel("llama4-maverick");
-  s.gpu = *LoadGpu("h100-sxm");
-  s.cluster = *LoadCluster("dgx-h100");
+  Scenario s = On("llama4-maverick", "h100-sxm", "dgx-h100");
   s.plan.gpus = 512;
   s.plan.tp = 4;
   s.plan.dp = 128;

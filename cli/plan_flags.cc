@@ -92,9 +92,10 @@ void PlanFlags::Register(CLI::App* app) {
                 "(per-tile scales, re-quantized transposed for the backward)");
   p->add_option(
       "--cross-entropy", cross_entropy,
-      "How the loss computes the cross entropy: fused (default: bf16 logits and one fp32 buffer, 6 B per logit; "
-      "Megatron-Core, Transformer Engine), upcast (bf16 logits .float() into PyTorch's cross_entropy, torchtitan "
-      "2024: 12 B), flash (FlashAttention's kernel on the bf16 logits, LLM Foundry: 4 B) or native "
+      "How the loss computes the cross entropy: fused (default: Megatron-Core's vocab_parallel_cross_entropy, "
+      "eager, bf16 logits and one fp32 buffer, 6 B per logit), te (Transformer Engine's Triton kernels, "
+      "--cross-entropy-fusion-impl te: 6 B), upcast (bf16 logits .float() into PyTorch's cross_entropy, "
+      "torchtitan 2024: 12 B), flash (FlashAttention's kernel on the bf16 logits, LLM Foundry: 4 B) or native "
       "(Megatron-Core --cross-entropy-loss-fusion, its compiled native impl: 10 B)");
   p->add_option("--defer-head-wgrad", deferred_head_wgrad,
                 "Microbatches whose output-layer weight gradient waits for the step's end, keeping their logits "

@@ -223,9 +223,9 @@ Result<std::string> ExportMegatron(const Scenario& s) {
   if (m.mtp_layers > 0) arg("--mtp-num-layers " + std::to_string(m.mtp_layers));
   if (m.mtp_shared) arg("--mtp-use-repeated-layer");  // transformer_config.py:82
   // The loss and the output layer's weight gradient as the plan costs them (core/specs.h).
-  if (p.cross_entropy == CrossEntropy::kNative) {
+  if (p.cross_entropy == CrossEntropy::kNative || p.cross_entropy == CrossEntropy::kTe) {
     arg("--cross-entropy-loss-fusion");
-    arg("--cross-entropy-fusion-impl native");
+    arg(p.cross_entropy == CrossEntropy::kTe ? "--cross-entropy-fusion-impl te" : "--cross-entropy-fusion-impl native");
   }
   if (p.deferred_head_wgrad > 0) {
     arg("--defer-embedding-wgrad-compute");

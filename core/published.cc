@@ -283,6 +283,9 @@ struct LaunchConfig {
   // The recipe's compute precision ("fp8", "bf16") and FP8 scaling ("delayed", "current",
   // "block"), for a record whose table prints none; empty: the launch file does not say.
   std::string precision, fp8_scaling;
+  // The loss's cross-entropy implementation as the recipe sets it (core/specs.h CrossEntropy
+  // names: "native", "te"); empty: the launch file does not say.
+  std::string cross_entropy;
 };
 std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
   // Every launch file parsed once (the presets are compiled in and never change).
@@ -324,7 +327,8 @@ std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
                                           .master_weights_dtype = StrOr(v, "master_weights_dtype"),
                                           .optimizer = StrOr(v, "optimizer"),
                                           .precision = StrOr(v, "precision"),
-                                          .fp8_scaling = StrOr(v, "fp8_scaling")});
+                                          .fp8_scaling = StrOr(v, "fp8_scaling"),
+                                          .cross_entropy = StrOr(v, "cross_entropy")});
       }
     }
     return runs;
@@ -332,6 +336,34 @@ std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
   auto it = kRuns.find(id);
   if (it == kRuns.end()) return std::nullopt;
   return it->second;
+}
+
+// What every run of one release of a framework sets whatever its recipe variant (a launch file's
+// "release_defaults": the first entry whose id_prefix starts the record's id), for records that
+// no run entry names as well as those one does.
+struct ReleaseDefaults {
+  std::string cross_entropy;  // core/specs.h CrossEntropy name; empty: not said
+  std::string source;         // the launch file's source and the entry's evidence
+};
+std::optional<ReleaseDefaults> FindReleaseDefaults(const std::string& id) {
+  static const std::vector<std::pair<std::string, ReleaseDefaults>> kPrefixes = [] {
+    std::vector<std::pair<std::string, ReleaseDefaults>> out;
+    for (const auto& name : PresetNames("launches")) {
+      auto text = PresetText("launches", name);
+      if (!text.ok()) continue;
+      const Json j = Json::parse(*text, nullptr, /*allow_exceptions=*/false);
+      if (!j.is_object() || !j.contains("release_defaults") || !j["release_defaults"].is_array()) continue;
+      for (const Json& v : j["release_defaults"]) {
+        if (!v.is_object() || StrOr(v, "id_prefix").empty()) continue;
+        out.emplace_back(StrOr(v, "id_prefix"),
+                         ReleaseDefaults{.cross_entropy = StrOr(v, "cross_entropy"), .source = StrOr(v, "evidence")});
+      }
+    }
+    return out;
+  }();
+  for (const auto& [prefix, d] : kPrefixes)
+    if (id.rfind(prefix, 0) == 0) return d;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -1191,6 +1223,21 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     run.assumptions.push_back(std::string("gradients accumulated and reduced in ") + Name(p.dtypes.grads) +
                               " (grad_reduce_in_fp32 " + (*launch->grad_reduce_in_fp32 ? "true" : "false") + ") from " +
                               launch_name());
+  }
+  // The recipe's cross entropy, else its release's (Megatron-Bridge's GPT and hybrid providers turn
+  // cross_entropy_loss_fusion on; from 25.11 its performance scripts pick Transformer Engine's
+  // kernels, cross_entropy_fusion_impl = "te": presets/launches/megatron-bridge-performance.json).
+  {
+    const std::optional<ReleaseDefaults> release = FindReleaseDefaults(id);
+    const bool from_launch = launch && !launch->cross_entropy.empty();
+    const std::string ce = from_launch ? launch->cross_entropy : release ? release->cross_entropy : "";
+    if (!ce.empty() && StrOr(pj, "cross_entropy").empty()) {  // the record's own wins (above)
+      if (!FromName(ce, &p.cross_entropy)) {
+        skip("launch cross_entropy '" + ce + "' is not a cross-entropy kind meshplan models");
+        return false;
+      }
+      run.assumptions.push_back("cross entropy " + ce + " from " + (from_launch ? launch_name() : release->source));
+    }
   }
   // The recipe's DP overlaps. Megatron-LM asserts --overlap-param-gather only beside
   // --overlap-grad-reduce (arguments.py:1028-1029 at d98e8a64), so a run that ran without the

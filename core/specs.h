@@ -358,11 +358,15 @@ enum class Zero3Gather { kFlat, kPerTensor, kFsdp2 };
 // backward: 2 + 1 + 1 + 1 B).
 enum class Fp8Scaling { kDelayed, kCurrent, kBlock };
 // How the loss turns the logits into a cross entropy, which sets the bytes per logit the last
-// stage holds at the loss (docs/memory.md). fused: the bf16 logits and one fp32 buffer the kernel
-// computes the softmax and its gradient in, 6 B (Megatron-Core's vocab_parallel_cross_entropy,
-// tensor_parallel/cross_entropy.py at d98e8a64: logits.float(), exp in place, saved for the
-// backward; Transformer Engine's parallel_cross_entropy, triton/cross_entropy.py at 70f53666: an
-// fp32 grad_input beside the bf16 input). upcast: the bf16 logits upcast with .float() into
+// stage holds at the loss (docs/memory.md) and the passes its kernels make over them
+// (docs/compute.md). fused: Megatron-Core's vocab_parallel_cross_entropy, what runs without
+// --cross-entropy-loss-fusion (tensor_parallel/cross_entropy.py at d98e8a64, the same steps at
+// f2e5db402c): logits.float(), exp in place, saved for the backward: the bf16 logits and one fp32
+// buffer, 6 B; its eager in-place ops pass over the logits six times forward and twice backward.
+// te: Transformer Engine's parallel_cross_entropy (--cross-entropy-fusion-impl te; Triton kernels,
+// triton/cross_entropy.py at d0067d0d): an online softmax over the bf16 logits, then one kernel
+// that writes the loss and an fp32 gradient beside them, 6 B (before TE's #3193, 2026-07-09, the
+// gradient overwrote the logits in place). upcast: the bf16 logits upcast with .float() into
 // PyTorch's cross_entropy (torchtitan 2024, train.py loss_fn at 3f20451b): at its backward the
 // saved fp32 log-softmax, the fp32 gradient flowing in and the one flowing out are alive at once,
 // 12 B (at the forward's end: bf16 logits 2 + fp32 copy 4 + log-softmax 4 = 10 B). With tp > 1
@@ -380,7 +384,7 @@ enum class Fp8Scaling { kDelayed, kCurrent, kBlock };
 // fp32 exp/softmax buffer alive together at the forward's peak (Megatron-LM CI: its
 // gpt3_mcore_te_tp2_pp2_cross_entropy_loss_fusion peaks 0.41 GiB above the unfused twin, 4.3 B
 // per logit on its 103M logits).
-enum class CrossEntropy { kFused, kUpcast, kFlash, kNative };
+enum class CrossEntropy { kFused, kUpcast, kFlash, kNative, kTe };
 // How the elementwise layers run: fused, one kernel per norm, RoPE and activation (Transformer
 // Engine, Apex, torch.compile); eager, PyTorch eager's op-by-op decomposition of torchtitan 2024's
 // RMSNorm, RoPE and SwiGLU (torchtitan/models/norms.py RMSNorm, models/llama/model.py

@@ -150,10 +150,18 @@ class Builder {
   using StageCompute = void (Builder::*)(std::vector<Op>*, std::vector<Op>*);
   void EmbeddingInto(std::vector<Op>* fwd, std::vector<Op>* out) {
     EmbeddingCompute(fwd, out);
+    EmbeddingWeightGrad(out);
     StageParamSync(EmbeddingParams(), EmbeddingTensors(), out);
   }
+  // The embedding's weight gradient joins its sync part: like the unfused gradient accumulation
+  // it depends on the state dtypes, the fusion and the ZeRO stage, not on the tokens.
   std::vector<Op> EmbeddingPart(LayerPart part) {
-    return StagePart(part, &Builder::EmbeddingCompute, EmbeddingParams(), EmbeddingTensors());
+    if (part != LayerPart::kSync)
+      return StagePart(part, &Builder::EmbeddingCompute, EmbeddingParams(), EmbeddingTensors());
+    std::vector<Op> out;
+    EmbeddingWeightGrad(&out);
+    StageParamSync(EmbeddingParams(), EmbeddingTensors(), &out);
+    return out;
   }
   void HeadInto(std::vector<Op>* fwd, std::vector<Op>* out) {
     HeadCompute(fwd, out);
@@ -177,6 +185,22 @@ class Builder {
     // reduce_from_tensor_model_parallel_region); under SP the reduce-scatter's is an all-gather.
     if (!sp_) fwd.resize(1);
     Backward(fwd, &out);
+  }
+  // The embedding's weight gradient, every microbatch. F.embedding's backward materializes a dense
+  // gradient of the whole (vocab-parallel) table: PyTorch's embedding_dense_backward allocates it
+  // with at::zeros (one write of the table in the weights' dtype) and adds each token's row (as
+  // many rows as tokens, the lookup's size, counted in its backward). No GEMM writes it into the
+  // gradient buffer, so gradient-accumulation fusion does not reach it: Megatron-Core's DDP hook
+  // adds it there (distributed_data_parallel.py _make_backward_post_hook at d98e8a64:
+  // param.main_grad.add_(param.grad.data); read the gradient and the buffer, write the buffer).
+  // Without the fusion that add is every parameter's (ParamSync's grad_accumulate); ZeRO-3 hands
+  // the dense gradient to its reduce-scatter (whose copies its gather kind costs).
+  void EmbeddingWeightGrad(std::vector<Op>* out) {
+    const int64_t params = EmbeddingParams();
+    const int64_t wb = DtypeBytes(p_.dtypes.weights), gb = DtypeBytes(p_.dtypes.grads);
+    if (Mem(out, "embedding_grad_zero_fill", params * wb)) out->back().pass = Pass::kBackwardWeight;
+    if (p_.grad_accum_fusion && p_.zero < 3 && Mem(out, "embedding_grad_accumulate", params * (wb + 2 * gb)))
+      out->back().pass = Pass::kBackwardWeight;
   }
 
   void HeadCompute(std::vector<Op>* fwd_ops, std::vector<Op>* out_ops) {
@@ -223,15 +247,12 @@ class Builder {
     // The vocab-parallel head: each rank holds ceil(V/t) columns (the last one padded).
     const int64_t v_local = (m_.vocab + t_ - 1) / t_;
     Gemm(&fwd, "output_head", tokens_, v_local, m_.hidden, 1, /*sixteen_bit=*/true);
-    // Vocab-parallel cross entropy in fp32: read the logits, write softmax, read it in backward.
-    // Upcast (core/specs.h CrossEntropy): .float() (read 2, write 4), log_softmax (read 4 twice,
-    // write 4) and the loss: 18 B per logit in 3 kernels; its backward 22 B (the loss's dense
-    // gradient 4, log_softmax's backward 12, the cast back 6).
-    // Flash (FlashAttention's kernel) is costed as fused: its passes over the bf16 logits are not
-    // measured here (its memory is modelled: core/memory.cc).
-    if (p_.cross_entropy == CrossEntropy::kUpcast)
-      Eager(&fwd, "cross_entropy", UpcastCrossEntropy().forward * tokens_ * v_local,
-            UpcastCrossEntropy().forward_kernels, MemOp::kCrossEntropy);
+    // The loss over this rank's logits, by its implementation's passes (CrossEntropyCost; the
+    // backward's from EagerBackward). Flash (FlashAttention's kernel) keeps the three fp32 passes
+    // it was costed with: its passes over the bf16 logits are not traced here (its memory is
+    // modelled: core/memory.cc).
+    if (const EagerCost* c = CrossEntropyCost())
+      Eager(&fwd, "cross_entropy", c->forward * tokens_ * v_local, c->forward_kernels, MemOp::kCrossEntropy);
     else Mem(&fwd, "cross_entropy", 3 * tokens_ * v_local * 4, MemOp::kCrossEntropy);
   }
   // One part of the embedding or head: its forward and backward (`compute()`), the sync of its
@@ -345,12 +366,39 @@ class Builder {
     int64_t forward, backward, forward_kernels, backward_kernels;
   };
   static constexpr EagerCost kEagerNorm{36, 76, 8, 10}, kEagerRope{20, 20, 6, 6}, kEagerSwiglu{10, 18, 2, 3};
-  // The upcast cross entropy per logit (HeadCompute). With tp > 1, loss_parallel's DTensor
-  // decomposition (torch/distributed/tensor/parallel/loss.py, torch 2.5-2.6): forward .float() 2+4,
-  // amax 4, x - max 4+4, exp 4+4, sum 4, shifted - logsumexp 4+4 = 38 B in 6 kernels; backward
-  // zeros_like 4, exp 4+4, add 8+4, mul by the per-row gradient 4+4, the cast back 4+2 = 38 B in 5.
-  static constexpr EagerCost kUpcastCrossEntropy{18, 22, 3, 3}, kLossParallelCrossEntropy{38, 38, 6, 5};
-  const EagerCost& UpcastCrossEntropy() const { return t_ > 1 ? kLossParallelCrossEntropy : kUpcastCrossEntropy; }
+  // The cross entropy per logit (HeadCompute; core/specs.h CrossEntropy), bf16 logits in:
+  //  upcast, .float() (read 2, write 4), log_softmax (read 4 twice, write 4) and the loss: 18 B in
+  //    3 kernels; backward 22 B in 3 (the loss's dense gradient 4, log_softmax's backward 12, the
+  //    cast back 6). With tp > 1, loss_parallel's DTensor decomposition (torch/distributed/tensor/
+  //    parallel/loss.py, torch 2.5-2.6): forward .float() 2+4, amax 4, x - max 4+4, exp 4+4, sum 4,
+  //    shifted - logsumexp 4+4 = 38 B in 6 kernels; backward zeros_like 4, exp 4+4, add 8+4, mul by
+  //    the per-row gradient 4+4, the cast back 4+2 = 38 B in 5;
+  //  fused, Megatron-Core's eager vocab_parallel_cross_entropy (tensor_parallel/cross_entropy.py at
+  //    d98e8a64 and f2e5db402c): .float() 2+4, max 4, in-place subtract 4+4, exp 4+4, sum 4,
+  //    in-place divide 4+4 = 38 B in 6 kernels; backward the in-place scale by the per-token
+  //    gradient 4+4 (the update at the targets touches one logit per token) and autograd's cast of
+  //    the fp32 gradient to the logits' bf16 4+2 = 14 B in 2;
+  //  native, the same steps in three jit_fuser functions (fusions/fused_cross_entropy.py at
+  //    d98e8a64), each writing its fp32 result once: cast and max 2+4, subtract, exp and sum 4+4,
+  //    divide 4+4 = 22 B in 3 kernels; backward one function, the scaled gradient cast to bf16
+  //    4+2 = 6 B in 1;
+  //  te, Transformer Engine's Triton kernels (triton/cross_entropy.py at d0067d0d):
+  //    online_softmax_kernel reads the logits 2, cross_entropy_kernel reads them again 2 and writes
+  //    the fp32 gradient 4 = 8 B in 2 kernels; backward element_mul_kernel scales it in place 4+4
+  //    (Megatron passes per-token losses, so the incoming gradient is not the scalar 1 TE skips)
+  //    and autograd casts it to bf16 4+2 = 14 B in 2.
+  static constexpr EagerCost kUpcastCrossEntropy{18, 22, 3, 3}, kLossParallelCrossEntropy{38, 38, 6, 5},
+      kMegatronCrossEntropy{38, 14, 6, 2}, kNativeCrossEntropy{22, 6, 3, 1}, kTeCrossEntropy{8, 14, 2, 2};
+  const EagerCost* CrossEntropyCost() const {
+    switch (p_.cross_entropy) {
+      case CrossEntropy::kUpcast: return t_ > 1 ? &kLossParallelCrossEntropy : &kUpcastCrossEntropy;
+      case CrossEntropy::kFused: return &kMegatronCrossEntropy;
+      case CrossEntropy::kNative: return &kNativeCrossEntropy;
+      case CrossEntropy::kTe: return &kTeCrossEntropy;
+      case CrossEntropy::kFlash: return nullptr;
+    }
+    return nullptr;
+  }
   // One pointwise op over `elements`: eager, its decomposition's bytes and kernels (`eager`, when
   // the op has one); fused, one kernel moving `fused_tensors` activation-sized tensors.
   void Pointwise(std::vector<Op>* ops, const char* name, MemOp what, int64_t elements, const EagerCost* eager,
@@ -372,7 +420,7 @@ class Builder {
   // and kernels from the table above; false for any other op.
   bool EagerBackward(Op* op) const {
     const EagerCost* c = nullptr;
-    if (op->mem_op == MemOp::kCrossEntropy && p_.cross_entropy == CrossEntropy::kUpcast) c = &UpcastCrossEntropy();
+    if (op->mem_op == MemOp::kCrossEntropy) c = CrossEntropyCost();
     else if (!eager_) return false;
     else if (op->mem_op == MemOp::kNorm) c = eager_norm_ ? &kEagerNorm : nullptr;
     else if (op->mem_op == MemOp::kRope) c = &kEagerRope;

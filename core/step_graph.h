@@ -126,7 +126,8 @@ double RanksPerToken(int64_t experts, int64_t top_k, int64_t ranks);
 enum class LayerPart { kCompute, kRecompute, kSync };
 std::vector<Op> BuildLayerPart(const ModelSpec& m, const PlanSpec& p, bool moe, LayerPart part);
 // StepGraph's embedding and head lists by the same parts: kCompute, forward and backward; kSync,
-// the synchronisation and optimizer of their parameters; kRecompute, nothing (they are never
+// the synchronisation and optimizer of their parameters (the embedding's also its dense weight
+// gradient's zero fill and its add into the gradient buffer); kRecompute, nothing (they are never
 // recomputed). Concatenated in that order they are StepGraph's entries. And its p2p entry alone.
 std::vector<Op> BuildEmbeddingPart(const ModelSpec& m, const PlanSpec& p, LayerPart part);
 std::vector<Op> BuildHeadPart(const ModelSpec& m, const PlanSpec& p, LayerPart part);

@@ -289,7 +289,7 @@ def main():
         # model_parallel_config.py); unfused, Megatron's in-place vocab_parallel_cross_entropy.
         if flag(args, "--cross-entropy-loss-fusion"):
             impl = arg(args, "--cross-entropy-fusion-impl", "native")
-            parallel["cross_entropy"] = "native" if impl == "native" else "fused"
+            parallel["cross_entropy"] = "native" if impl == "native" else "te"
         # --defer-embedding-wgrad-compute keeps the output layer's logits gradients of the first
         # --wgrad-deferral-limit microbatches (0: all of them) until the step's end.
         if flag(args, "--defer-embedding-wgrad-compute"):

@@ -652,7 +652,7 @@ struct CostedLists {
 // The plan fields the costed lists depend on (core/step_graph.cc's Builder and the groups' spans,
 // core/collectives.cc); everything else is the pipeline's. Adding a field that the step graph
 // reads means adding it here.
-using ListKey = std::array<int64_t, 12>;
+using ListKey = std::array<int64_t, 13>;
 ListKey KeyOf(const core::PlanSpec& p) {
   auto e = [](auto v) { return static_cast<int64_t>(v); };
   int64_t placement = 0;
@@ -665,11 +665,22 @@ ListKey KeyOf(const core::PlanSpec& p) {
       e(p.zero3_gather == core::Zero3Gather::kPerTensor && p.overlap_grad_reduce) << 60 |
       e(p.precision == core::Dtype::kFp8 ? p.fp8_scaling : core::Fp8Scaling::kDelayed) << 45 |
       e(p.recompute == core::Recompute::kSelective ? p.recompute_modules : 0u) << 48 | e(p.elementwise) << 55 |
-      e(p.cross_entropy) << 57 | e(p.ep > 1 ? p.moe_dispatcher : core::MoeDispatcher::kAllToAll) << 59 |
-      e(p.repeat_kv) << 61;
-  // (ZeRO-3 gather kind: 43-44; recompute_modules: 7 bits, 48-54; elementwise 55-56, cross entropy
-  // 57-58; MoE dispatcher 59; per-tensor ZeRO-3's overlapped reduce-scatters 60; repeat_kv 61.)
-  return {p.tp, p.cp, p.ep, p.etp, p.pp, p.dp, p.micro_batch, p.seq_len, p.zero, p.hsdp_shard_size, enums, placement};
+      e(p.ep > 1 ? p.moe_dispatcher : core::MoeDispatcher::kAllToAll) << 59 | e(p.repeat_kv) << 61;
+  // (ZeRO-3 gather kind: 43-44; recompute_modules: 7 bits, 48-54; elementwise 55-56; MoE dispatcher
+  // 59; per-tensor ZeRO-3's overlapped reduce-scatters 60; repeat_kv 61.)
+  return {p.tp,
+          p.cp,
+          p.ep,
+          p.etp,
+          p.pp,
+          p.dp,
+          p.micro_batch,
+          p.seq_len,
+          p.zero,
+          p.hsdp_shard_size,
+          enums,
+          placement,
+          e(p.cross_entropy)};
 }
 struct ListKeyHash {
   size_t operator()(const ListKey& k) const {

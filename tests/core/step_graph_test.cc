@@ -224,7 +224,7 @@ TEST(StepGraphTest, EagerElementwiseOpsMoveTheirDecompositionsBytes) {
   EXPECT_EQ(triton_bytes("attn_norm", Pass::kBackwardInput), 8 * T * h);
   EXPECT_EQ(triton_bytes("rope", Pass::kForward), 20 * T * qk);
   EXPECT_EQ(triton_bytes("mlp_activation", Pass::kBackwardInput), 18 * T * f);
-  // The upcast cross entropy: 18 B per logit forward, 22 B backward (fused: 12 and 24).
+  // The upcast cross entropy: 18 B per logit forward, 22 B backward.
   p.cross_entropy = CrossEntropy::kUpcast;
   const StepGraph up = BuildStepGraph(*m, p);
   for (const Op& op : up.head) {
@@ -243,6 +243,84 @@ TEST(StepGraphTest, EagerElementwiseOpsMoveTheirDecompositionsBytes) {
     ++seen;
   }
   EXPECT_EQ(seen, 2);
+}
+
+TEST(StepGraphTest, CrossEntropyPassesOverTheLogitsAsEachImplementationRunsThem) {
+  // Bytes per logit and kernels, forward / backward (core/step_graph.cc CrossEntropyCost, by hand
+  // from each implementation's code):
+  //  fused (Megatron-Core's eager vocab_parallel_cross_entropy): .float() 2+4, max 4, x -= max
+  //    4+4, exp_ 4+4, sum 4, /= sum 4+4 = 38 B in 6; backward the in-place scale 4+4 and
+  //    autograd's cast to bf16 4+2 = 14 B in 2;
+  //  native (three jit_fuser functions): 2+4, 4+4, 4+4 = 22 B in 3; backward 4+2 = 6 B in 1;
+  //  te (Transformer Engine's Triton kernels): 2, 2+4 = 8 B in 2; backward 4+4, 4+2 = 14 B in 2.
+  // Llama 3 8B on 8 GPUs at TP 2: 8,192 tokens x 64,128 local logits.
+  auto m = LoadModel("llama3-8b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p;
+  p.gpus = 8;
+  p.tp = 2;
+  p.dp = 4;
+  p.seq_len = 8192;
+  p.global_batch = 16;
+  const int64_t logits = int64_t{8192} * (128256 / 2);
+  struct Want {
+    CrossEntropy ce;
+    int64_t fwd, bwd, fwd_kernels, bwd_kernels;
+  };
+  for (const Want w : {Want{CrossEntropy::kFused, 38, 14, 6, 2}, Want{CrossEntropy::kNative, 22, 6, 3, 1},
+                       Want{CrossEntropy::kTe, 8, 14, 2, 2}}) {
+    p.cross_entropy = w.ce;
+    const StepGraph g = BuildStepGraph(*m, p);
+    int seen = 0;
+    for (const Op& op : g.head) {
+      if (std::string_view(op.name) != "cross_entropy") continue;
+      const bool fwd = op.pass == Pass::kForward;
+      EXPECT_EQ(op.bytes, (fwd ? w.fwd : w.bwd) * logits) << Name(w.ce) << " " << Name(op.pass);
+      EXPECT_EQ(op.batch, fwd ? w.fwd_kernels : w.bwd_kernels) << Name(w.ce) << " " << Name(op.pass);
+      ++seen;
+    }
+    EXPECT_EQ(seen, 2) << Name(w.ce);
+  }
+}
+
+TEST(StepGraphTest, TheEmbeddingsDenseGradientIsZeroedAndAddedEveryMicrobatch) {
+  // F.embedding's backward writes a zeroed dense gradient of the local table (128,256 / 2 rows x
+  // 4,096 on a TP-2 rank of Llama 3 8B: 262,668,288 values) in bf16, 2 B each; Megatron-Core's DDP
+  // hook adds it into the fp32 main gradient (read 2 + 4, write 4 = 10 B). Without gradient-
+  // accumulation fusion that add is the generic grad_accumulate (the same 10 B) and not a second
+  // one; under ZeRO-3 there is no add, only the zero fill.
+  auto m = LoadModel("llama3-8b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p;
+  p.gpus = 8;
+  p.tp = 2;
+  p.dp = 4;
+  p.seq_len = 8192;
+  p.global_batch = 16;
+  p.dtypes.grads = Dtype::kFp32;
+  const int64_t table = int64_t{128256} / 2 * 4096;
+  auto bytes = [](const StepGraph& g, std::string_view name) {
+    int64_t b = 0;
+    for (const Op& op : g.embedding)
+      if (op.name == name) {
+        EXPECT_EQ(op.pass, Pass::kBackwardWeight) << name;
+        b += op.bytes;
+      }
+    return b;
+  };
+  const StepGraph fused = BuildStepGraph(*m, p);
+  EXPECT_EQ(bytes(fused, "embedding_grad_zero_fill"), 2 * table);
+  EXPECT_EQ(bytes(fused, "embedding_grad_accumulate"), 10 * table);
+  EXPECT_EQ(bytes(fused, "grad_accumulate"), 0);
+  p.grad_accum_fusion = false;
+  const StepGraph unfused = BuildStepGraph(*m, p);
+  EXPECT_EQ(bytes(unfused, "embedding_grad_accumulate"), 0);
+  EXPECT_EQ(bytes(unfused, "grad_accumulate"), 10 * table);
+  p.grad_accum_fusion = true;
+  p.zero = 3;
+  const StepGraph zero3 = BuildStepGraph(*m, p);
+  EXPECT_EQ(bytes(zero3, "embedding_grad_zero_fill"), 2 * table);
+  EXPECT_EQ(bytes(zero3, "embedding_grad_accumulate"), 0);
 }
 
 TEST(StepGraphTest, TensorParallelMovesTheSameBytesWithAndWithoutSequenceParallel) {

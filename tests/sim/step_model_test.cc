@@ -874,12 +874,12 @@ TEST(StepCostCacheTest, MoeDispatcherReachesTheCachedMoeLayer) {
     t[static_cast<int>(d)] = b.time_s;
   }
   EXPECT_LT(t[1], t[0]);
-  // The same for the cross entropy (two bits of the key: flash and native differ from fused in the
-  // high one), whose ops sit in the head's compute part.
+  // The same for the cross entropy (a word of the key of its own), whose ops sit in the head's
+  // compute part.
   const core::ModelSpec llama = *core::LoadModel("llama3-8b");
   StepCostCache ce_cache;
   for (core::CrossEntropy ce : {core::CrossEntropy::kFused, core::CrossEntropy::kUpcast, core::CrossEntropy::kFlash,
-                                core::CrossEntropy::kNative}) {
+                                core::CrossEntropy::kNative, core::CrossEntropy::kTe}) {
     core::PlanSpec p;
     p.gpus = 8;
     p.pp = 2;

@@ -233,6 +233,38 @@ TEST(ValidationTest, ZeroThreeThroughputFallsWithScaleAsNarayananTable2Measured)
   EXPECT_GT(ValidateRuns({flat}, core::Profile{}).records[0].predicted, 3 * v.records[2].predicted);
 }
 
+TEST(ValidationTest, MegatronRunsTakeTheCrossEntropyTheirCodeRan) {
+  // Megatron-Bridge turns cross_entropy_loss_fusion on in its GPT and hybrid providers; 25.09
+  // (v0.1.0rc3) leaves Megatron-Core's default impl, native; from 25.11 the performance scripts set
+  // cross_entropy_fusion_impl = "te" (presets/launches/megatron-bridge-performance.json,
+  // release_defaults). Megatron-LM's pretrain_gpt runs without the flag: the eager
+  // vocab_parallel_cross_entropy (fused, the stack's).
+  auto text = core::ReadTextFile(MESHPLAN_TEST_DATA_DIR "/validation/nemo_performance_summaries.json");
+  ASSERT_TRUE(text.ok());
+  std::vector<std::string> skipped;
+  auto runs = core::LoadPublishedRuns(*text, &skipped);
+  ASSERT_TRUE(runs.ok());
+  int native = 0, te = 0;
+  for (const auto& r : *runs) {
+    if (r.id.rfind("megatron-bridge-", 0) != 0) continue;
+    const bool r2509 = r.id.rfind("megatron-bridge-2509-", 0) == 0;
+    EXPECT_EQ(r.scenario.plan.cross_entropy, r2509 ? core::CrossEntropy::kNative : core::CrossEntropy::kTe) << r.id;
+    (r2509 ? native : te) += 1;
+  }
+  EXPECT_GT(native, 10);
+  EXPECT_GT(te, 150);
+  auto beyond = core::ReadTextFile(MESHPLAN_TEST_DATA_DIR "/validation/published_beyond_tuning.json");
+  ASSERT_TRUE(beyond.ok());
+  auto shared = core::LoadPublishedRuns(*beyond, &skipped);
+  ASSERT_TRUE(shared.ok());
+  for (const auto& r : *shared) {
+    if (r.id.rfind("megatronlm-readme-", 0) == 0)
+      EXPECT_EQ(r.scenario.plan.cross_entropy, core::CrossEntropy::kFused) << r.id;
+    if (r.id.rfind("megatron-bridge-2511-", 0) == 0)
+      EXPECT_EQ(r.scenario.plan.cross_entropy, core::CrossEntropy::kTe) << r.id;
+  }
+}
+
 TEST(ValidationTest, TorchtitanH100RunsMapToTheirTables) {
   // torchtitan benchmarks/llama3_h100_202412_torchtitan.md (@31a17bfdb7), Tables 1-6: 18 runs of
   // Llama 3.1 8B/70B/405B on 96GB H100s at 500 W, printed as TPS/GPU.
@@ -324,9 +356,15 @@ TEST(ValidationTest, BeyondTuningRegressionBound) {
   // 70.2%; the ZeRO-3 rows +7.4/+9.1/-10.3/+23.6/+23.6/+25.6% -> +3.6/+2.4/-14.7/+19.5/+16.6/
   // +16.5% (mean 16.6% -> 12.2%), the ZeRO-3 group's median 10.3% -> 14.7%: its middle row is
   // now the 1,536-GPU one, slower than measured (every gather counted exposed, an upper bound).
-  EXPECT_LE(v.all.median_abs_error, 0.051);
+  // With the cross entropy costed as each stack's code runs it (Megatron-LM's eager
+  // vocab_parallel_cross_entropy 52 B per logit, Megatron-Bridge's Transformer Engine kernels 22 B,
+  // both 36 B before) and the embedding's dense weight gradient (its zero fill and its add into
+  // the main gradient): 5.1%, 16.8%, 72.7%; the Megatron README 1.7B and 7.1B rows +23.8/+17.2% ->
+  // +17.9/+15.2%, the Bridge 25.11 MoE rows, too fast already, 1-3 points faster (Qwen3-30B-A3B
+  // +70.2% -> +72.7%, the H100 group's median 6.4% -> 7.1%, MoE 17.6% -> 19.0%).
+  EXPECT_LE(v.all.median_abs_error, 0.052);
   EXPECT_LE(v.all.p90_abs_error, 0.174);
-  EXPECT_LE(v.all.max_abs_error, 0.71);
+  EXPECT_LE(v.all.max_abs_error, 0.73);
   EXPECT_EQ(v.all.out_of_memory, 0u);
   for (const auto& g : v.groups) {
     if (g.dimension == "stack" && g.value == "megatron-lm-2021") EXPECT_LE(g.summary.median_abs_error, 0.03);
@@ -339,8 +377,8 @@ TEST(ValidationTest, BeyondTuningRegressionBound) {
     // (-11% before its recipe's batch-level EP all-to-all overlap was modelled: hidden in full, an
     // upper bound, it was too slow with the overlap missing and is too fast with it whole).
     if (g.dimension == "precision" && g.value == "fp8") EXPECT_LE(g.summary.median_abs_error, 0.12);
-    if (g.dimension == "gpu" && g.value == "h100-sxm") EXPECT_LE(g.summary.median_abs_error, 0.065);
-    if (g.dimension == "model" && g.value == "moe") EXPECT_LE(g.summary.median_abs_error, 0.18);
+    if (g.dimension == "gpu" && g.value == "h100-sxm") EXPECT_LE(g.summary.median_abs_error, 0.072);
+    if (g.dimension == "model" && g.value == "moe") EXPECT_LE(g.summary.median_abs_error, 0.191);
   }
 }
 
@@ -596,9 +634,12 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // the NVL72 racks, EP 8 on B300: GB300 +22..+30%, GB200 at TP 2 +55..+64%, B300 +49..+68%, too
   // fast as the pages' other MoE runs at one sequence per microbatch; B200, EP 64 over eight
   // nodes' network, -30% and called out of memory; median 8.5% -> 8.7%, p90 30.1% -> 32.9%), 725
-  // with Nemotron 3.5 Lightning's GB200 run (+25.5%).
+  // with Nemotron 3.5 Lightning's GB200 run (+25.5%). The cross entropy as each stack runs it and
+  // the embedding's dense weight gradient: median 8.7% -> 8.8% (341 runs closer, 225 further: the
+  // Megatron-Bridge runs' Transformer Engine loss is cheaper than the 36 B per logit costed before,
+  // and their MoE rows were too fast already).
   ASSERT_EQ(v.all.n, 725u);
-  EXPECT_LE(v.all.median_abs_error, 0.088);
+  EXPECT_LE(v.all.median_abs_error, 0.089);
   // p90 42.5% -> 44.0% when the Megatron-Bridge runs took their recipes' bf16 gradients (their DP
   // reduction halves, and gpt-oss-120b on B200/B300, already too fast, went from +41..61% to
   // +61..76%; docs/validation.md lists what those runs lack), then 42.4% with torchtitan's eager

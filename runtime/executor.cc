@@ -585,8 +585,11 @@ class Executor {
             return b;
           }
           case MemKernel::kSoftmax: {
-            // softmax: scores in the activation dtype (read, write); cross_entropy: fp32 logits
-            // (read logits, write softmax, read it back in backward); router_topk: fp32 router scores.
+            // softmax: scores in the activation dtype (read, write); cross_entropy: fp32 logits,
+            // the microbatch's tokens by this rank's vocabulary whatever passes the plan's loss
+            // implementation makes over them (core/step_graph.cc CrossEntropyCost: the kernel here
+            // reads the logits, writes the softmax and reads it back in backward); router_topk:
+            // fp32 router scores.
             const bool scores = op.mem_op == core::MemOp::kSoftmax, loss = op.mem_op == core::MemOp::kCrossEntropy;
             const bool fp32 = !scores;
             const int64_t factor = loss ? 3 : 2;
@@ -595,7 +598,8 @@ class Executor {
                                  : s_.model.moe ? s_.model.moe->experts
                                                 : 0;
             const Dtype d = fp32 ? Dtype::kFp32 : act_;
-            const auto x = Rows(fwd_bytes / (factor * core::DtypeBytes(d)), last);
+            const auto x =
+                loss ? std::vector<int64_t>{tokens, last} : Rows(fwd_bytes / (factor * core::DtypeBytes(d)), last);
             for (auto [shape, random] : {std::pair{x, true}, {x, false}, {x, true}, {x, false}}) {
               MESHPLAN_ASSIGN_OR_RETURN(Tensor t, New(shape, d, random));
               b->t.push_back(t);

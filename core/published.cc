@@ -343,8 +343,12 @@ std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
 // no run entry names as well as those one does.
 struct ReleaseDefaults {
   std::string cross_entropy;  // core/specs.h CrossEntropy name; empty: not said
-  std::string source;         // the launch file's source and the entry's evidence
+  std::string source;         // the entry's evidence
+  // Megatron-Core's ddp.grad_reduce_in_fp32 (absent: not said).
+  std::optional<bool> grad_reduce_in_fp32;
+  std::string grad_source;  // the evidence of the entry that set it
 };
+// Each setting is the first entry's that matches the id and says it.
 std::optional<ReleaseDefaults> FindReleaseDefaults(const std::string& id) {
   static const std::vector<std::pair<std::string, ReleaseDefaults>> kPrefixes = [] {
     std::vector<std::pair<std::string, ReleaseDefaults>> out;
@@ -355,15 +359,29 @@ std::optional<ReleaseDefaults> FindReleaseDefaults(const std::string& id) {
       if (!j.is_object() || !j.contains("release_defaults") || !j["release_defaults"].is_array()) continue;
       for (const Json& v : j["release_defaults"]) {
         if (!v.is_object() || StrOr(v, "id_prefix").empty()) continue;
-        out.emplace_back(StrOr(v, "id_prefix"),
-                         ReleaseDefaults{.cross_entropy = StrOr(v, "cross_entropy"), .source = StrOr(v, "evidence")});
+        const std::optional<bool> grad = BoolAt(v, "grad_reduce_in_fp32");
+        out.emplace_back(StrOr(v, "id_prefix"), ReleaseDefaults{.cross_entropy = StrOr(v, "cross_entropy"),
+                                                                .source = StrOr(v, "evidence"),
+                                                                .grad_reduce_in_fp32 = grad,
+                                                                .grad_source = grad ? StrOr(v, "evidence") : ""});
       }
     }
     return out;
   }();
-  for (const auto& [prefix, d] : kPrefixes)
-    if (id.rfind(prefix, 0) == 0) return d;
-  return std::nullopt;
+  std::optional<ReleaseDefaults> found;
+  for (const auto& [prefix, d] : kPrefixes) {
+    if (id.rfind(prefix, 0) != 0) continue;
+    if (!found) found = ReleaseDefaults{};
+    if (found->cross_entropy.empty() && !d.cross_entropy.empty()) {
+      found->cross_entropy = d.cross_entropy;
+      found->source = d.source;
+    }
+    if (!found->grad_reduce_in_fp32 && d.grad_reduce_in_fp32) {
+      found->grad_reduce_in_fp32 = d.grad_reduce_in_fp32;
+      found->grad_source = d.grad_source;
+    }
+  }
+  return found;
 }
 
 }  // namespace
@@ -1217,12 +1235,16 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     run.assumptions.push_back("token dispatcher " + launch->moe_dispatcher + " from " + launch_name() +
                               ", costed as alltoall (docs/validation.md)");
   // The recipe's gradient dtype (Megatron-Bridge's performance recipes: ddp.grad_reduce_in_fp32 =
-  // False): 2 bytes per parameter of gradient buffer instead of 4, and half the DP reduction bytes.
-  if (launch && launch->grad_reduce_in_fp32) {
-    p.dtypes.grads = *launch->grad_reduce_in_fp32 ? Dtype::kFp32 : Dtype::kBf16;
+  // False), else its release's: 2 bytes per parameter of gradient buffer instead of 4, and half the
+  // DP reduction bytes.
+  if (const std::optional<ReleaseDefaults> release = FindReleaseDefaults(id);
+      (launch && launch->grad_reduce_in_fp32) || (release && release->grad_reduce_in_fp32)) {
+    const bool from_launch = launch && launch->grad_reduce_in_fp32;
+    const bool fp32 = from_launch ? *launch->grad_reduce_in_fp32 : *release->grad_reduce_in_fp32;
+    p.dtypes.grads = fp32 ? Dtype::kFp32 : Dtype::kBf16;
     run.assumptions.push_back(std::string("gradients accumulated and reduced in ") + Name(p.dtypes.grads) +
-                              " (grad_reduce_in_fp32 " + (*launch->grad_reduce_in_fp32 ? "true" : "false") + ") from " +
-                              launch_name());
+                              " (grad_reduce_in_fp32 " + (fp32 ? "true" : "false") + ") from " +
+                              (from_launch ? launch_name() : release->grad_source));
   }
   // The recipe's cross entropy, else its release's (Megatron-Bridge's GPT and hybrid providers turn
   // cross_entropy_loss_fusion on; from 25.11 its performance scripts pick Transformer Engine's

@@ -65,6 +65,10 @@ void PlanFlags::Register(CLI::App* app) {
       "--no-grad-accum-fusion", [this] { grad_accum_fusion = false; },
       "Weight gradients added into the gradient buffer by a separate kernel every microbatch");
   p->add_flag_callback(
+      "--no-grad-prescale", [this] { grad_prescale = false; },
+      "ZeRO 0-2: DP gradients averaged inside the collective (Megatron-Core --ddp-average-in-collective), "
+      "not divided by the DP size in a pass of their own before it");
+  p->add_flag_callback(
       "--ep-overlap", [this] { ep_overlap = true; },
       "MoE: each microbatch's EP all-to-alls run under another microbatch's compute "
       "(Megatron-Core --overlap-moe-expert-parallel-comm; needs --ep > 1)");
@@ -285,6 +289,7 @@ void PlanFlags::ApplyPlanFlags(bool from_file, core::ModelSpec* spec, core::Plan
   if (overlap_grad_reduce) p.overlap_grad_reduce = *overlap_grad_reduce;
   if (overlap_param_gather) p.overlap_param_gather = *overlap_param_gather;
   if (grad_accum_fusion) p.grad_accum_fusion = *grad_accum_fusion;
+  if (grad_prescale) p.grad_prescale = *grad_prescale;
   if (ep_overlap) p.ep_overlap = *ep_overlap;
   if (repeat_kv) p.repeat_kv = *repeat_kv;
   if (keep_pp_outputs) p.keep_pp_outputs = *keep_pp_outputs;

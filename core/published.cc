@@ -347,6 +347,9 @@ struct ReleaseDefaults {
   // Megatron-Core's ddp.grad_reduce_in_fp32 (absent: not said).
   std::optional<bool> grad_reduce_in_fp32;
   std::string grad_source;  // the evidence of the entry that set it
+  // Megatron-Core's ddp.average_in_collective (absent: not said); true: no prescale pass.
+  std::optional<bool> average_in_collective;
+  std::string average_source;
 };
 // Each setting is the first entry's that matches the id and says it.
 std::optional<ReleaseDefaults> FindReleaseDefaults(const std::string& id) {
@@ -360,10 +363,13 @@ std::optional<ReleaseDefaults> FindReleaseDefaults(const std::string& id) {
       for (const Json& v : j["release_defaults"]) {
         if (!v.is_object() || StrOr(v, "id_prefix").empty()) continue;
         const std::optional<bool> grad = BoolAt(v, "grad_reduce_in_fp32");
+        const std::optional<bool> average = BoolAt(v, "average_in_collective");
         out.emplace_back(StrOr(v, "id_prefix"), ReleaseDefaults{.cross_entropy = StrOr(v, "cross_entropy"),
                                                                 .source = StrOr(v, "evidence"),
                                                                 .grad_reduce_in_fp32 = grad,
-                                                                .grad_source = grad ? StrOr(v, "evidence") : ""});
+                                                                .grad_source = grad ? StrOr(v, "evidence") : "",
+                                                                .average_in_collective = average,
+                                                                .average_source = average ? StrOr(v, "evidence") : ""});
       }
     }
     return out;
@@ -379,6 +385,10 @@ std::optional<ReleaseDefaults> FindReleaseDefaults(const std::string& id) {
     if (!found->grad_reduce_in_fp32 && d.grad_reduce_in_fp32) {
       found->grad_reduce_in_fp32 = d.grad_reduce_in_fp32;
       found->grad_source = d.grad_source;
+    }
+    if (!found->average_in_collective && d.average_in_collective) {
+      found->average_in_collective = d.average_in_collective;
+      found->average_source = d.average_source;
     }
   }
   return found;
@@ -1260,6 +1270,17 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
       }
       run.assumptions.push_back("cross entropy " + ce + " from " + (from_launch ? launch_name() : release->source));
     }
+  }
+  // Whether the DP reduction averages in the collective (Megatron-Bridge's recipes set
+  // ddp.average_in_collective = True from 25.11) or the gradients are divided before it
+  // (PlanSpec::grad_prescale).
+  if (const std::optional<ReleaseDefaults> release = FindReleaseDefaults(id);
+      release && release->average_in_collective) {
+    p.grad_prescale = !*release->average_in_collective;
+    run.assumptions.push_back(std::string("DP gradients ") +
+                              (p.grad_prescale ? "divided by the DP size before their reduction"
+                                               : "averaged inside the reduction (average_in_collective)") +
+                              " from " + release->average_source);
   }
   // The recipe's DP overlaps. Megatron-LM asserts --overlap-param-gather only beside
   // --overlap-grad-reduce (arguments.py:1028-1029 at d98e8a64), so a run that ran without the

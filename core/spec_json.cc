@@ -618,6 +618,7 @@ void ReadPlan(ObjectReader& r, const std::string& prefix, PlanSpec* p, Diagnosti
   r.Bool("overlap_grad_reduce", &p->overlap_grad_reduce);
   r.Bool("overlap_param_gather", &p->overlap_param_gather);
   r.Bool("grad_accum_fusion", &p->grad_accum_fusion);
+  r.Bool("grad_prescale", &p->grad_prescale);
   r.Bool("ep_overlap", &p->ep_overlap);
   r.Enum("tp_overlap", &p->tp_overlap);
   r.Enum("zero3_gather", &p->zero3_gather);
@@ -696,6 +697,7 @@ OJson WritePlan(const PlanSpec& p) {
   j["overlap_grad_reduce"] = p.overlap_grad_reduce;
   j["overlap_param_gather"] = p.overlap_param_gather;
   j["grad_accum_fusion"] = p.grad_accum_fusion;
+  j["grad_prescale"] = p.grad_prescale;
   j["ep_overlap"] = p.ep_overlap;
   j["tp_overlap"] = Name(p.tp_overlap);
   j["zero3_gather"] = Name(p.zero3_gather);

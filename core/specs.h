@@ -456,6 +456,12 @@ struct PlanSpec {
   // gradient-accumulation fusion, Transformer Engine's default). Off: every microbatch writes a
   // fresh gradient and a separate kernel adds it into the buffer.
   bool grad_accum_fusion = true;
+  // ZeRO 0-2: the gradient buffer is divided by the data-parallel size in a pass of its own before
+  // its reduction, once per step (Megatron-Core's DDP without average_in_collective, its default:
+  // param_and_grad_buffer.py start_grad_sync `grad_data *= gradient_scaling_factor` at f2e5db402c
+  // and d98e8a64; Megatron-LM 2020-22's local DDP divides its buffer the same way). Off: the
+  // average is taken inside the collective (--ddp-average-in-collective, NCCL's ReduceOp.AVG).
+  bool grad_prescale = true;
   // MoE: the expert-parallel all-to-alls of one microbatch run under the computation of another
   // (Megatron-Core's --overlap-moe-expert-parallel-comm, "batch-level EP A2A overlap": the
   // forward and backward passes of adjacent microbatches are merged; megatron/core/transformer/

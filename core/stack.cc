@@ -101,6 +101,7 @@ Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string&
         EnumField(j, "cross_entropy", prefix, &s.cross_entropy), EnumField(j, "elementwise", prefix, &s.elementwise),
         EnumField(j, "cp_kind", prefix, &s.cp_kind), BoolField(j, "sequence_parallel", prefix, &s.sequence_parallel),
         BoolField(j, "grad_accum_fusion", prefix, &s.grad_accum_fusion),
+        BoolField(j, "grad_prescale", prefix, &s.grad_prescale),
         BoolField(j, "overlap_grad_reduce", prefix, &s.overlap_grad_reduce),
         BoolField(j, "overlap_param_gather", prefix, &s.overlap_param_gather),
         BoolField(j, "zero3_unsharded_under_pp", prefix, &s.zero3_unsharded_under_pp),
@@ -190,6 +191,7 @@ void ApplyStack(const SoftwareStack& s, ModelSpec* m, PlanSpec* p) {
   p->recompute = s.recompute;
   p->tp_overlap = s.tp_overlap;
   p->grad_accum_fusion = s.grad_accum_fusion;
+  p->grad_prescale = s.grad_prescale;
   p->overlap_grad_reduce = s.overlap_grad_reduce;
   p->overlap_param_gather = s.overlap_param_gather;
   p->zero = s.zero;

@@ -48,6 +48,7 @@ struct SoftwareStack {
   bool sequence_parallel = false;  // with tp > 1
   TpOverlap tp_overlap = TpOverlap::kBackward;
   bool grad_accum_fusion = true;
+  bool grad_prescale = true;  // its DDP divides the gradients before their reduction (PlanSpec)
   bool overlap_grad_reduce = true;
   // ZeRO-1/2: the parameter all-gather under the next step's first forward (PlanSpec); off, as
   // Megatron-LM's default, when a stack file does not say.

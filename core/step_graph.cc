@@ -985,6 +985,13 @@ class Builder {
       out->back().pass = Pass::kStep;
     }
     if (group_size > 1) {
+      // Megatron-Core's DDP divides each bucket by the group size before reducing it, unless it
+      // averages in the collective (PlanSpec::grad_prescale): a pass over the gradient buffer, once
+      // per step, on the compute stream.
+      if (p_.zero < 3 && p_.grad_prescale) {
+        Mem(out, "grad_prescale", params * 2 * gb);
+        out->back().pass = Pass::kStep;
+      }
       if (p_.zero == 0) {
         Coll(out, "grad_all_reduce", CollectiveKind::kAllReduce, g, params * gb, true);
         out->back().pass = Pass::kStep;

@@ -665,9 +665,10 @@ ListKey KeyOf(const core::PlanSpec& p) {
       e(p.zero3_gather == core::Zero3Gather::kPerTensor && p.overlap_grad_reduce) << 60 |
       e(p.precision == core::Dtype::kFp8 ? p.fp8_scaling : core::Fp8Scaling::kDelayed) << 45 |
       e(p.recompute == core::Recompute::kSelective ? p.recompute_modules : 0u) << 48 | e(p.elementwise) << 55 |
-      e(p.ep > 1 ? p.moe_dispatcher : core::MoeDispatcher::kAllToAll) << 59 | e(p.repeat_kv) << 61;
+      e(p.ep > 1 ? p.moe_dispatcher : core::MoeDispatcher::kAllToAll) << 59 | e(p.repeat_kv) << 61 |
+      e(p.grad_prescale) << 62;
   // (ZeRO-3 gather kind: 43-44; recompute_modules: 7 bits, 48-54; elementwise 55-56; MoE dispatcher
-  // 59; per-tensor ZeRO-3's overlapped reduce-scatters 60; repeat_kv 61.)
+  // 59; per-tensor ZeRO-3's overlapped reduce-scatters 60; repeat_kv 61; grad_prescale 62.)
   return {p.tp,
           p.cp,
           p.ep,
@@ -763,14 +764,14 @@ int64_t SyncSpans(const core::PlanSpec& p, const core::ClusterSpec& c) {
 // of its groups: not the micro batch, sequence, pp, TP overlap, CP kind, SP or schedule.
 ListKey SyncPartKey(ListKey k, int64_t sync_spans) {
   // Kept: precision (bits 0-3), sharding (16-19), optimizer (20-23), the state dtypes (24-39),
-  // grad_accum_fusion (41).
+  // grad_accum_fusion (41), grad_prescale (62).
   // The ZeRO-3 gather kind (43-44: flat 0, per-tensor 1, fsdp2 2). Per-tensor ZeRO-3 also reads
   // the recompute mode (4-7: full recompute re-gathers) and whether its per-microbatch
   // reduce-scatters overlap (60).
   constexpr int64_t kGatherKind = int64_t{3} << 43;
   const bool per_tensor = ((k[10] & kGatherKind) >> 43) == static_cast<int64_t>(core::Zero3Gather::kPerTensor);
   const int64_t kept = int64_t{0xF} | (int64_t{0xFFFFFF} << 16) | int64_t{1} << 41 | kGatherKind | int64_t{1} << 60 |
-                       (per_tensor ? int64_t{0xF} << 4 : 0);
+                       int64_t{1} << 62 | (per_tensor ? int64_t{0xF} << 4 : 0);
   k[10] &= kept;
   k[4] = k[6] = k[7] = -1;  // pp, micro batch, sequence
   k[11] = sync_spans;       // replaces the placement
@@ -783,7 +784,7 @@ ListKey PartKey(ListKey k, core::LayerPart part, int64_t compute_spans, int64_t 
   if (part != core::LayerPart::kRecompute) k[10] &= ~kRecomputeBits;  // recompute
   // Kept: precision (bits 0-3), recompute (4-7 and its modules 48-54), tp_overlap (8-11), cp_kind
   // (12-15), SP (40), EP all-to-alls hidden (42: DualPipe or ep_overlap), FP8 scaling (45-46),
-  // elementwise kernels (55-56), cross entropy (57-58) and the MoE dispatcher (59).
+  // elementwise kernels (55-56) and the MoE dispatcher (59); the cross entropy (word 12).
   // Blanked: sharding, optimizer, the four state dtypes, grad_accum_fusion (41), the ZeRO-3 gather
   // kind (43-44).
   constexpr int64_t kKept = int64_t{0xFFFF} | int64_t{1} << 40 | int64_t{1} << 42 | int64_t{3} << 45 |

@@ -637,6 +637,7 @@ QString ScenarioModel::commandLine() const {
   if (!p.overlap_grad_reduce) args << "--no-overlap-grad-reduce";
   if (!p.overlap_param_gather) args << "--no-overlap-param-gather";
   if (!p.grad_accum_fusion) args << "--no-grad-accum-fusion";
+  if (!p.grad_prescale) args << "--no-grad-prescale";
   if (p.ep_overlap) args << "--ep-overlap";
   if (p.tp_overlap != d.tp_overlap) arg("--tp-overlap", core::Name(p.tp_overlap));
   if (p.zero3_gather != d.zero3_gather) arg("--zero3-gather", core::Name(p.zero3_gather));

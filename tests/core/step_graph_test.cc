@@ -323,6 +323,41 @@ TEST(StepGraphTest, TheEmbeddingsDenseGradientIsZeroedAndAddedEveryMicrobatch) {
   EXPECT_EQ(bytes(zero3, "embedding_grad_accumulate"), 0);
 }
 
+TEST(StepGraphTest, DdpDividesTheGradientsBeforeReducingThemUnlessTheCollectiveAverages) {
+  // Megatron-Core's DDP scales each bucket by 1/dp in place before its reduce-scatter
+  // (grad_data *= gradient_scaling_factor): once per step, read and write every gradient of the
+  // rank, fp32 here (8 B per parameter). Averaging in the collective (average_in_collective) and
+  // ZeRO-3 (the framework's own path) have no such pass. Llama 3 8B, TP 2, DP 4, ZeRO-1, one
+  // layer's parameters on a rank: (QKV 4096 x 6144 + O 4096 x 4096 + 3 x 4096 x 14336) / 2 and
+  // the two norms' 2 x 4096.
+  auto m = LoadModel("llama3-8b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p;
+  p.gpus = 8;
+  p.tp = 2;
+  p.dp = 4;
+  p.zero = 1;
+  p.seq_len = 8192;
+  p.global_batch = 16;
+  p.dtypes.grads = Dtype::kFp32;
+  auto prescale = [](const StepGraph& g) {
+    int64_t b = 0;
+    for (const Op& op : g.dense_layer)
+      if (std::string_view(op.name) == "grad_prescale") {
+        EXPECT_EQ(op.pass, Pass::kStep);
+        b += op.bytes;
+      }
+    return b;
+  };
+  const int64_t layer = (int64_t{4096} * 6144 + int64_t{4096} * 4096 + 3 * int64_t{4096} * 14336) / 2 + 2 * 4096;
+  EXPECT_EQ(prescale(BuildStepGraph(*m, p)), 8 * layer);
+  p.grad_prescale = false;
+  EXPECT_EQ(prescale(BuildStepGraph(*m, p)), 0);
+  p.grad_prescale = true;
+  p.zero = 3;
+  EXPECT_EQ(prescale(BuildStepGraph(*m, p)), 0);
+}
+
 TEST(StepGraphTest, TensorParallelMovesTheSameBytesWithAndWithoutSequenceParallel) {
   // Korthikanti §4.2.2: SP replaces each all-reduce by a reduce-scatter + all-gather pair of the
   // same total volume. Per layer: 4 all-reduces of sbh (fwd + bwd) = 4 x 2(t-1)/t x 2sbh bytes.

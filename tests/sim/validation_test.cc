@@ -252,6 +252,8 @@ TEST(ValidationTest, MegatronRunsTakeTheCrossEntropyTheirCodeRan) {
     const bool r2509 = r.id.rfind("megatron-bridge-2509-", 0) == 0;
     EXPECT_EQ(r.scenario.plan.cross_entropy, r2509 ? core::CrossEntropy::kNative : core::CrossEntropy::kTe) << r.id;
     EXPECT_EQ(r.scenario.plan.dtypes.grads, core::Dtype::kBf16) << r.id;
+    // 25.09's recipes leave average_in_collective at Megatron-Core's False; 25.11 on set it.
+    EXPECT_EQ(r.scenario.plan.grad_prescale, r2509) << r.id;
     (r2509 ? native : te) += 1;
   }
   EXPECT_GT(native, 10);
@@ -261,8 +263,10 @@ TEST(ValidationTest, MegatronRunsTakeTheCrossEntropyTheirCodeRan) {
   auto shared = core::LoadPublishedRuns(*beyond, &skipped);
   ASSERT_TRUE(shared.ok());
   for (const auto& r : *shared) {
-    if (r.id.rfind("megatronlm-readme-", 0) == 0)
+    if (r.id.rfind("megatronlm-readme-", 0) == 0) {
       EXPECT_EQ(r.scenario.plan.cross_entropy, core::CrossEntropy::kFused) << r.id;
+      EXPECT_TRUE(r.scenario.plan.grad_prescale) << r.id;  // --ddp-average-in-collective is off by default
+    }
     if (r.id.rfind("megatron-bridge-2511-", 0) == 0)
       EXPECT_EQ(r.scenario.plan.cross_entropy, core::CrossEntropy::kTe) << r.id;
   }
@@ -364,9 +368,12 @@ TEST(ValidationTest, BeyondTuningRegressionBound) {
   // both 36 B before) and the embedding's dense weight gradient (its zero fill and its add into
   // the main gradient): 5.1%, 16.8%, 72.7%; the Megatron README 1.7B and 7.1B rows +23.8/+17.2% ->
   // +17.9/+15.2%, the Bridge 25.11 MoE rows, too fast already, 1-3 points faster (Qwen3-30B-A3B
-  // +70.2% -> +72.7%, the H100 group's median 6.4% -> 7.1%, MoE 17.6% -> 19.0%).
-  EXPECT_LE(v.all.median_abs_error, 0.052);
-  EXPECT_LE(v.all.p90_abs_error, 0.174);
+  // +70.2% -> +72.7%, the H100 group's median 6.4% -> 7.1%, MoE 17.6% -> 19.0%). With the DP
+  // gradients divided before their reduction where Megatron-Core's DDP does it (PlanSpec::
+  // grad_prescale): 5.2%, 16.5%, 72.8% (README 1.7B/7.1B +17.9/+15.2% -> +16.2/+13.4%, the large
+  // README rows, too slow already, 0.1-1 point slower: 32B -18.7% -> -19.7%).
+  EXPECT_LE(v.all.median_abs_error, 0.053);
+  EXPECT_LE(v.all.p90_abs_error, 0.166);
   EXPECT_LE(v.all.max_abs_error, 0.73);
   EXPECT_EQ(v.all.out_of_memory, 0u);
   for (const auto& g : v.groups) {
@@ -380,7 +387,7 @@ TEST(ValidationTest, BeyondTuningRegressionBound) {
     // (-11% before its recipe's batch-level EP all-to-all overlap was modelled: hidden in full, an
     // upper bound, it was too slow with the overlap missing and is too fast with it whole).
     if (g.dimension == "precision" && g.value == "fp8") EXPECT_LE(g.summary.median_abs_error, 0.12);
-    if (g.dimension == "gpu" && g.value == "h100-sxm") EXPECT_LE(g.summary.median_abs_error, 0.072);
+    if (g.dimension == "gpu" && g.value == "h100-sxm") EXPECT_LE(g.summary.median_abs_error, 0.073);
     if (g.dimension == "model" && g.value == "moe") EXPECT_LE(g.summary.median_abs_error, 0.191);
   }
 }
@@ -645,8 +652,10 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // the cheapest-that-fits rule had given full recomputation with fp32 gradients) and the 26.02.01
   // GB300 Llama 3 70B MXFP8 row's layout as its release's only configuration sets it (-45% ->
   // -8.5%).
+  // 8.66% with the DP gradients divided before their reduction where Megatron-Core's DDP and
+  // FSDP do it (200 runs closer, 41 further).
   ASSERT_EQ(v.all.n, 725u);
-  EXPECT_LE(v.all.median_abs_error, 0.088);
+  EXPECT_LE(v.all.median_abs_error, 0.087);
   // p90 42.5% -> 44.0% when the Megatron-Bridge runs took their recipes' bf16 gradients (their DP
   // reduction halves, and gpt-oss-120b on B200/B300, already too fast, went from +41..61% to
   // +61..76%; docs/validation.md lists what those runs lack), then 42.4% with torchtitan's eager

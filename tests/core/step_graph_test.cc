@@ -245,6 +245,29 @@ TEST(StepGraphTest, EagerElementwiseOpsMoveTheirDecompositionsBytes) {
   EXPECT_EQ(seen, 2);
 }
 
+// Llama 3 8B on 8 GPUs at TP 2 x DP 4, 8,192 tokens, fp32 gradients: the plan of the loss,
+// embedding-gradient and DDP tests below.
+PlanSpec Llama8bTp2Plan() {
+  PlanSpec p;
+  p.gpus = 8;
+  p.tp = 2;
+  p.dp = 4;
+  p.seq_len = 8192;
+  p.global_batch = 16;
+  p.dtypes.grads = Dtype::kFp32;
+  return p;
+}
+// The bytes of the ops named `name` in `ops`, each expected in `pass`.
+int64_t NamedBytes(const std::vector<Op>& ops, std::string_view name, Pass pass) {
+  int64_t b = 0;
+  for (const Op& op : ops)
+    if (name == op.name) {
+      EXPECT_EQ(op.pass, pass) << name;
+      b += op.bytes;
+    }
+  return b;
+}
+
 TEST(StepGraphTest, CrossEntropyPassesOverTheLogitsAsEachImplementationRunsThem) {
   // Bytes per logit and kernels, forward / backward (core/step_graph.cc CrossEntropyCost, by hand
   // from each implementation's code):
@@ -256,12 +279,7 @@ TEST(StepGraphTest, CrossEntropyPassesOverTheLogitsAsEachImplementationRunsThem)
   // Llama 3 8B on 8 GPUs at TP 2: 8,192 tokens x 64,128 local logits.
   auto m = LoadModel("llama3-8b");
   ASSERT_TRUE(m.ok());
-  PlanSpec p;
-  p.gpus = 8;
-  p.tp = 2;
-  p.dp = 4;
-  p.seq_len = 8192;
-  p.global_batch = 16;
+  PlanSpec p = Llama8bTp2Plan();
   const int64_t logits = int64_t{8192} * (128256 / 2);
   struct Want {
     CrossEntropy ce;
@@ -291,22 +309,10 @@ TEST(StepGraphTest, TheEmbeddingsDenseGradientIsZeroedAndAddedEveryMicrobatch) {
   // one; under ZeRO-3 there is no add, only the zero fill.
   auto m = LoadModel("llama3-8b");
   ASSERT_TRUE(m.ok());
-  PlanSpec p;
-  p.gpus = 8;
-  p.tp = 2;
-  p.dp = 4;
-  p.seq_len = 8192;
-  p.global_batch = 16;
-  p.dtypes.grads = Dtype::kFp32;
+  PlanSpec p = Llama8bTp2Plan();
   const int64_t table = int64_t{128256} / 2 * 4096;
   auto bytes = [](const StepGraph& g, std::string_view name) {
-    int64_t b = 0;
-    for (const Op& op : g.embedding)
-      if (op.name == name) {
-        EXPECT_EQ(op.pass, Pass::kBackwardWeight) << name;
-        b += op.bytes;
-      }
-    return b;
+    return NamedBytes(g.embedding, name, Pass::kBackwardWeight);
   };
   const StepGraph fused = BuildStepGraph(*m, p);
   EXPECT_EQ(bytes(fused, "embedding_grad_zero_fill"), 2 * table);
@@ -332,23 +338,9 @@ TEST(StepGraphTest, DdpDividesTheGradientsBeforeReducingThemUnlessTheCollectiveA
   // the two norms' 2 x 4096.
   auto m = LoadModel("llama3-8b");
   ASSERT_TRUE(m.ok());
-  PlanSpec p;
-  p.gpus = 8;
-  p.tp = 2;
-  p.dp = 4;
+  PlanSpec p = Llama8bTp2Plan();
   p.zero = 1;
-  p.seq_len = 8192;
-  p.global_batch = 16;
-  p.dtypes.grads = Dtype::kFp32;
-  auto prescale = [](const StepGraph& g) {
-    int64_t b = 0;
-    for (const Op& op : g.dense_layer)
-      if (std::string_view(op.name) == "grad_prescale") {
-        EXPECT_EQ(op.pass, Pass::kStep);
-        b += op.bytes;
-      }
-    return b;
-  };
+  auto prescale = [](const StepGraph& g) { return NamedBytes(g.dense_layer, "grad_prescale", Pass::kStep); };
   const int64_t layer = (int64_t{4096} * 6144 + int64_t{4096} * 4096 + 3 * int64_t{4096} * 14336) / 2 + 2 * 4096;
   EXPECT_EQ(prescale(BuildStepGraph(*m, p)), 8 * layer);
   p.grad_prescale = false;

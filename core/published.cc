@@ -339,19 +339,19 @@ std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
 }
 
 // What every run of one release of a framework sets whatever its recipe variant (a launch file's
-// "release_defaults": the first entry whose id_prefix starts the record's id), for records that
-// no run entry names as well as those one does.
-struct ReleaseDefaults {
-  std::string cross_entropy;  // core/specs.h CrossEntropy name; empty: not said
-  std::string source;         // the entry's evidence
-  // Megatron-Core's ddp.grad_reduce_in_fp32 (absent: not said).
-  std::optional<bool> grad_reduce_in_fp32;
-  std::string grad_source;  // the evidence of the entry that set it
-  // Megatron-Core's ddp.average_in_collective (absent: not said); true: no prescale pass.
-  std::optional<bool> average_in_collective;
-  std::string average_source;
+// "release_defaults"), for records that no run entry names as well as those one does. Each
+// setting is the first matching entry's that says it (its id_prefix starts the record's id), with
+// that entry's evidence.
+template <class T>
+struct Sourced {
+  std::optional<T> value;
+  std::string source;
 };
-// Each setting is the first entry's that matches the id and says it.
+struct ReleaseDefaults {
+  Sourced<std::string> cross_entropy;   // core/specs.h CrossEntropy name
+  Sourced<bool> grad_reduce_in_fp32;    // Megatron-Core's ddp.grad_reduce_in_fp32
+  Sourced<bool> average_in_collective;  // Megatron-Core's ddp.average_in_collective
+};
 std::optional<ReleaseDefaults> FindReleaseDefaults(const std::string& id) {
   static const std::vector<std::pair<std::string, ReleaseDefaults>> kPrefixes = [] {
     std::vector<std::pair<std::string, ReleaseDefaults>> out;
@@ -362,34 +362,26 @@ std::optional<ReleaseDefaults> FindReleaseDefaults(const std::string& id) {
       if (!j.is_object() || !j.contains("release_defaults") || !j["release_defaults"].is_array()) continue;
       for (const Json& v : j["release_defaults"]) {
         if (!v.is_object() || StrOr(v, "id_prefix").empty()) continue;
-        const std::optional<bool> grad = BoolAt(v, "grad_reduce_in_fp32");
-        const std::optional<bool> average = BoolAt(v, "average_in_collective");
-        out.emplace_back(StrOr(v, "id_prefix"), ReleaseDefaults{.cross_entropy = StrOr(v, "cross_entropy"),
-                                                                .source = StrOr(v, "evidence"),
-                                                                .grad_reduce_in_fp32 = grad,
-                                                                .grad_source = grad ? StrOr(v, "evidence") : "",
-                                                                .average_in_collective = average,
-                                                                .average_source = average ? StrOr(v, "evidence") : ""});
+        const std::string evidence = StrOr(v, "evidence"), ce = StrOr(v, "cross_entropy");
+        out.emplace_back(
+            StrOr(v, "id_prefix"),
+            ReleaseDefaults{.cross_entropy = {ce.empty() ? std::nullopt : std::optional<std::string>(ce), evidence},
+                            .grad_reduce_in_fp32 = {BoolAt(v, "grad_reduce_in_fp32"), evidence},
+                            .average_in_collective = {BoolAt(v, "average_in_collective"), evidence}});
       }
     }
     return out;
   }();
+  auto take = [](auto* found, const auto& entry) {
+    if (!found->value && entry.value) *found = entry;
+  };
   std::optional<ReleaseDefaults> found;
   for (const auto& [prefix, d] : kPrefixes) {
     if (id.rfind(prefix, 0) != 0) continue;
     if (!found) found = ReleaseDefaults{};
-    if (found->cross_entropy.empty() && !d.cross_entropy.empty()) {
-      found->cross_entropy = d.cross_entropy;
-      found->source = d.source;
-    }
-    if (!found->grad_reduce_in_fp32 && d.grad_reduce_in_fp32) {
-      found->grad_reduce_in_fp32 = d.grad_reduce_in_fp32;
-      found->grad_source = d.grad_source;
-    }
-    if (!found->average_in_collective && d.average_in_collective) {
-      found->average_in_collective = d.average_in_collective;
-      found->average_source = d.average_source;
-    }
+    take(&found->cross_entropy, d.cross_entropy);
+    take(&found->grad_reduce_in_fp32, d.grad_reduce_in_fp32);
+    take(&found->average_in_collective, d.average_in_collective);
   }
   return found;
 }
@@ -1247,40 +1239,41 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   // The recipe's gradient dtype (Megatron-Bridge's performance recipes: ddp.grad_reduce_in_fp32 =
   // False), else its release's: 2 bytes per parameter of gradient buffer instead of 4, and half the
   // DP reduction bytes.
-  if (const std::optional<ReleaseDefaults> release = FindReleaseDefaults(id);
-      (launch && launch->grad_reduce_in_fp32) || (release && release->grad_reduce_in_fp32)) {
+  const std::optional<ReleaseDefaults> release = FindReleaseDefaults(id);
+  if ((launch && launch->grad_reduce_in_fp32) || (release && release->grad_reduce_in_fp32.value)) {
     const bool from_launch = launch && launch->grad_reduce_in_fp32;
-    const bool fp32 = from_launch ? *launch->grad_reduce_in_fp32 : *release->grad_reduce_in_fp32;
+    const bool fp32 = from_launch ? *launch->grad_reduce_in_fp32 : *release->grad_reduce_in_fp32.value;
     p.dtypes.grads = fp32 ? Dtype::kFp32 : Dtype::kBf16;
     run.assumptions.push_back(std::string("gradients accumulated and reduced in ") + Name(p.dtypes.grads) +
                               " (grad_reduce_in_fp32 " + (fp32 ? "true" : "false") + ") from " +
-                              (from_launch ? launch_name() : release->grad_source));
+                              (from_launch ? launch_name() : release->grad_reduce_in_fp32.source));
   }
   // The recipe's cross entropy, else its release's (Megatron-Bridge's GPT and hybrid providers turn
   // cross_entropy_loss_fusion on; from 25.11 its performance scripts pick Transformer Engine's
   // kernels, cross_entropy_fusion_impl = "te": presets/launches/megatron-bridge-performance.json).
   {
-    const std::optional<ReleaseDefaults> release = FindReleaseDefaults(id);
     const bool from_launch = launch && !launch->cross_entropy.empty();
-    const std::string ce = from_launch ? launch->cross_entropy : release ? release->cross_entropy : "";
+    const std::string ce = from_launch                               ? launch->cross_entropy
+                           : release && release->cross_entropy.value ? *release->cross_entropy.value
+                                                                     : "";
     if (!ce.empty() && StrOr(pj, "cross_entropy").empty()) {  // the record's own wins (above)
       if (!FromName(ce, &p.cross_entropy)) {
         skip("launch cross_entropy '" + ce + "' is not a cross-entropy kind meshplan models");
         return false;
       }
-      run.assumptions.push_back("cross entropy " + ce + " from " + (from_launch ? launch_name() : release->source));
+      run.assumptions.push_back("cross entropy " + ce + " from " +
+                                (from_launch ? launch_name() : release->cross_entropy.source));
     }
   }
   // Whether the DP reduction averages in the collective (Megatron-Bridge's recipes set
   // ddp.average_in_collective = True from 25.11) or the gradients are divided before it
   // (PlanSpec::grad_prescale).
-  if (const std::optional<ReleaseDefaults> release = FindReleaseDefaults(id);
-      release && release->average_in_collective) {
-    p.grad_prescale = !*release->average_in_collective;
+  if (release && release->average_in_collective.value) {
+    p.grad_prescale = !*release->average_in_collective.value;
     run.assumptions.push_back(std::string("DP gradients ") +
                               (p.grad_prescale ? "divided by the DP size before their reduction"
                                                : "averaged inside the reduction (average_in_collective)") +
-                              " from " + release->average_source);
+                              " from " + release->average_in_collective.source);
   }
   // The recipe's DP overlaps. Megatron-LM asserts --overlap-param-gather only beside
   // --overlap-grad-reduce (arguments.py:1028-1029 at d98e8a64), so a run that ran without the

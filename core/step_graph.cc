@@ -150,17 +150,20 @@ class Builder {
   using StageCompute = void (Builder::*)(std::vector<Op>*, std::vector<Op>*);
   void EmbeddingInto(std::vector<Op>* fwd, std::vector<Op>* out) {
     EmbeddingCompute(fwd, out);
+    EmbeddingSync(out);
+  }
+  // The embedding's sync part: its weight gradient (like the unfused gradient accumulation it
+  // depends on the state dtypes, the fusion and the ZeRO stage, not on the tokens), then the
+  // synchronisation and optimizer of its parameters.
+  void EmbeddingSync(std::vector<Op>* out) {
     EmbeddingWeightGrad(out);
     StageParamSync(EmbeddingParams(), EmbeddingTensors(), out);
   }
-  // The embedding's weight gradient joins its sync part: like the unfused gradient accumulation
-  // it depends on the state dtypes, the fusion and the ZeRO stage, not on the tokens.
   std::vector<Op> EmbeddingPart(LayerPart part) {
     if (part != LayerPart::kSync)
       return StagePart(part, &Builder::EmbeddingCompute, EmbeddingParams(), EmbeddingTensors());
     std::vector<Op> out;
-    EmbeddingWeightGrad(&out);
-    StageParamSync(EmbeddingParams(), EmbeddingTensors(), &out);
+    EmbeddingSync(&out);
     return out;
   }
   void HeadInto(std::vector<Op>* fwd, std::vector<Op>* out) {

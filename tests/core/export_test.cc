@@ -83,11 +83,22 @@ std::string Text(const Result<std::string>& r) {
   return r.ok() ? *r : std::string();
 }
 
-TEST(ExportTest, EachFrameworkGetsThePlansDegreesUnderItsOwnNames) {
-  const Scenario s = Llama70BOneFOneB();
+// An export that must be refused with a message saying `why`.
+void ExpectRefused(const Result<std::string>& r, const std::string& why) {
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(Has(std::string(r.status().message()), why)) << r.status().message();
+}
+
+// What ValidatePlan says against the scenario's plan: "" when it reports no error.
+std::string PlanErrors(const Scenario& s) {
   Diagnostics d;
   ValidatePlan(s.plan, s.model, s.gpu, s.cluster, &d);
-  ASSERT_FALSE(d.has_errors());
+  return d.has_errors() ? d.ToStatus().ToString() : std::string();
+}
+
+TEST(ExportTest, EachFrameworkGetsThePlansDegreesUnderItsOwnNames) {
+  const Scenario s = Llama70BOneFOneB();
+  ASSERT_EQ(PlanErrors(s), "");
   const std::string megatron = Text(ExportMegatron(s));
   EXPECT_TRUE(Has(megatron, "--tensor-model-parallel-size 8")) << megatron;
   EXPECT_TRUE(Has(megatron, "--pipeline-model-parallel-size 4")) << megatron;
@@ -166,9 +177,7 @@ TEST(ExportTest, MegatronShardsZeroTwoAndThreeWithMegatronFsdpEvenWithPipelines)
   // CUDA_DEVICE_MAX_CONNECTIONS not 1 (1166).
   Scenario s = Llama70B();
   s.plan.zero = 3;
-  Diagnostics d;
-  ValidatePlan(s.plan, s.model, s.gpu, s.cluster, &d);
-  ASSERT_FALSE(d.has_errors());
+  ASSERT_EQ(PlanErrors(s), "");
   const std::string z3 = Text(ExportMegatron(s));
   EXPECT_TRUE(Has(z3, "--use-megatron-fsdp")) << z3;
   EXPECT_TRUE(Has(z3, "--data-parallel-sharding-strategy optim_grads_params")) << z3;
@@ -197,9 +206,7 @@ TEST(ExportTest, MegatronRunsHsdpAsDistributedOptimizerInstances) {
   s.plan.sharding = Sharding::kHsdp;
   s.plan.hsdp_shard_size = 8;
   s.plan.zero = 3;
-  Diagnostics d;
-  ValidatePlan(s.plan, s.model, s.gpu, s.cluster, &d);
-  ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+  ASSERT_EQ(PlanErrors(s), "");
   const std::string z3 = Text(ExportMegatron(s));
   EXPECT_TRUE(Has(z3, "--use-megatron-fsdp")) << z3;
   EXPECT_TRUE(Has(z3, "--num-distributed-optimizer-instances 4")) << z3;
@@ -242,9 +249,7 @@ TEST(ExportTest, MegatronRefusesHsdpWhoseExpertGroupDoesNotDivide) {
   s.plan.hsdp_shard_size = 2;
   s.plan.seq_len = 4096;
   s.plan.global_batch = 64;
-  Diagnostics d;
-  ValidatePlan(s.plan, s.model, s.gpu, s.cluster, &d);
-  ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+  ASSERT_EQ(PlanErrors(s), "");
   const auto r = ExportMegatron(s);
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(Has(r.status().message(),
@@ -299,21 +304,13 @@ TEST(ExportTest, ActivationOffloadIsMegatronsNumLayersAndRefusedElsewhere) {
   s.plan.seq_len = 8192;
   s.plan.global_batch = 256;
   s.plan.offload_activation_layers = 40;
-  Diagnostics d;
-  ValidatePlan(s.plan, s.model, s.gpu, s.cluster, &d);
-  ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+  ASSERT_EQ(PlanErrors(s), "");
   const std::string megatron = Text(ExportMegatron(s));
   EXPECT_TRUE(Has(megatron, "--cpu-offloading-num-layers 40")) << megatron;
-  auto titan = ExportTorchtitan(s);
-  ASSERT_FALSE(titan.ok());
-  EXPECT_TRUE(Has(titan.status().message(), "no activation offloading")) << titan.status().message();
-  auto titan_py = ExportTorchtitanPython(s);
-  ASSERT_FALSE(titan_py.ok());
-  EXPECT_TRUE(Has(titan_py.status().message(), "no activation offloading")) << titan_py.status().message();
+  ExpectRefused(ExportTorchtitan(s), "no activation offloading");
+  ExpectRefused(ExportTorchtitanPython(s), "no activation offloading");
   std::vector<std::string> notes;
-  auto ds = ExportDeepSpeed(s, &notes);
-  ASSERT_FALSE(ds.ok());
-  EXPECT_TRUE(Has(ds.status().message(), "cpu_checkpointing")) << ds.status().message();
+  ExpectRefused(ExportDeepSpeed(s, &notes), "cpu_checkpointing");
 }
 
 TEST(ExportTest, LatentMoeAndASharedMtpModuleAreMegatronArguments) {
@@ -330,17 +327,13 @@ TEST(ExportTest, LatentMoeAndASharedMtpModuleAreMegatronArguments) {
   s.plan.zero = 1;
   s.plan.seq_len = 4096;
   s.plan.global_batch = 64;
-  Diagnostics d;
-  ValidatePlan(s.plan, s.model, s.gpu, s.cluster, &d);
-  ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+  ASSERT_EQ(PlanErrors(s), "");
   const std::string megatron = Text(ExportMegatron(s));
   EXPECT_TRUE(Has(megatron, "--moe-latent-size 512")) << megatron;
   EXPECT_TRUE(Has(megatron, "--mtp-num-layers 2")) << megatron;
   EXPECT_TRUE(Has(megatron, "--mtp-use-repeated-layer")) << megatron;
   std::vector<std::string> notes;
-  auto ds = ExportDeepSpeed(s, &notes);
-  ASSERT_FALSE(ds.ok());
-  EXPECT_TRUE(Has(ds.status().message(), "no latent MoE")) << ds.status().message();
+  ExpectRefused(ExportDeepSpeed(s, &notes), "no latent MoE");
 }
 
 TEST(ExportTest, MegatronRefusesChunkedAttention) {
@@ -356,9 +349,7 @@ TEST(ExportTest, MegatronRefusesChunkedAttention) {
   s.plan.sequence_parallel = true;
   s.plan.seq_len = 8192;
   s.plan.global_batch = 1024;
-  auto r = ExportMegatron(s);
-  ASSERT_FALSE(r.ok());
-  EXPECT_TRUE(Has(r.status().message(), "no chunked attention")) << r.status().message();
+  ExpectRefused(ExportMegatron(s), "no chunked attention");
 }
 
 TEST(ExportTest, MegatronRunsFp8WithThePlansScalingRecipe) {
@@ -387,9 +378,7 @@ TEST(ExportTest, MegatronKeepsQwen3sQkNorm) {
   s.plan.sequence_parallel = true;
   s.plan.seq_len = 4096;
   s.plan.global_batch = 64;
-  Diagnostics d;
-  ValidatePlan(s.plan, s.model, s.gpu, s.cluster, &d);
-  ASSERT_FALSE(d.has_errors()) << d.all().front().ToString();
+  ASSERT_EQ(PlanErrors(s), "");
   EXPECT_TRUE(Has(Text(ExportMegatron(s)), "--qk-layernorm"));
 }
 
@@ -411,9 +400,7 @@ TEST(ExportTest, MegatronWritesDeepSeekV3sAttentionLayersAndRouter) {
   s.plan.seq_len = 4096;
   s.plan.global_batch = 4096;
   ApplyDefaultStageSplit(s.model, &s.plan, nullptr);  // 61 layers over 16 stages
-  Diagnostics d;
-  ValidatePlan(s.plan, s.model, s.gpu, s.cluster, &d);
-  ASSERT_FALSE(d.has_errors()) << d.all().front().ToString();
+  ASSERT_EQ(PlanErrors(s), "");
   const std::string out = Text(ExportMegatron(s));
   for (const char* want : {"--multi-latent-attention", "--q-lora-rank 1536", "--kv-lora-rank 512", "--qk-head-dim 128",
                            "--qk-pos-emb-head-dim 64", "--v-head-dim 128", "--moe-layer-freq \"([0]*3+[1]*58)\"",
@@ -590,17 +577,13 @@ TEST(ExportTest, DeepSpeedRefusesWhatItCannotRunAndCompletesOffload) {
   // Interleaving: the pipeline engine runs its own 1F1B schedule, one stage per rank
   // (pipe/engine.py:389).
   s.plan.zero = 1;
-  auto interleaved = ExportDeepSpeed(s, &notes);
-  ASSERT_FALSE(interleaved.ok());
-  EXPECT_TRUE(Has(interleaved.status().message(), "pipe/engine.py:389")) << interleaved.status().message();
+  ExpectRefused(ExportDeepSpeed(s, &notes), "pipe/engine.py:389");
   // Ring context parallelism: DeepSpeed's is Ulysses (deepspeed/sequence/layer.py).
   s = Llama70BOneFOneB();
   s.plan.zero = 1;
   s.plan.cp = 2;
   s.plan.dp = 1;
-  auto ring = ExportDeepSpeed(s, &notes);
-  ASSERT_FALSE(ring.ok());
-  EXPECT_TRUE(Has(ring.status().message(), "nearest plan it runs: --cp-kind ulysses")) << ring.status().message();
+  ExpectRefused(ExportDeepSpeed(s, &notes), "nearest plan it runs: --cp-kind ulysses");
   s = Llama70BOneFOneB();
   s.plan.zero = 1;
   s.plan.offload_optimizer = OffloadTarget::kNvme;
@@ -646,9 +629,7 @@ TEST(ExportTest, ContextParallelKindsMapToEachFrameworksOwn) {
 TEST(ExportTest, TorchtitanNamesItsModelSplitsModuleByModuleAndRefusesWhatItCannotRun) {
   Scenario s = Llama70B();  // TP 8, PP 4 x vpp 2
   // ZeRO-1: FSDP2 has no optimizer-only sharding (fsdp_reshard_after_forward, job_config.py:336).
-  auto z1 = ExportTorchtitan(s);
-  ASSERT_FALSE(z1.ok());
-  EXPECT_TRUE(Has(z1.status().message(), "nearest plan it runs: --zero 2")) << z1.status().message();
+  ExpectRefused(ExportTorchtitan(s), "nearest plan it runs: --zero 2");
   s.plan.zero = 2;
   const std::string toml = Text(ExportTorchtitan(s));
   EXPECT_EQ(toml.rfind("# torchtitan job config (TOML) for torchtitan 238fa99", 0), 0u) << toml;
@@ -694,9 +675,7 @@ TEST(ExportTest, TorchtitanNamesItsModelSplitsModuleByModuleAndRefusesWhatItCann
   // A model torchtitan does not define: refused rather than training its debug model.
   s.plan.zero = 2;
   s.model.name = "llama2-70b";
-  auto other = ExportTorchtitan(s);
-  ASSERT_FALSE(other.ok());
-  EXPECT_TRUE(Has(other.status().message(), "no model definition for llama2-70b")) << other.status().message();
+  ExpectRefused(ExportTorchtitan(s), "no model definition for llama2-70b");
 }
 
 // torchtitan's Python configuration at kTorchtitanPythonCommit (b5bcd76c6); CFG is

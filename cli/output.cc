@@ -326,7 +326,10 @@ std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r, co
   if (w.expert_params > 0)
     o << " (" << Count(w.expert_params) << " of them expert, sharded over " << r.expert_shard_group << ")";
   o << "\n";
-  row("weights", w.weights_bytes, p.zero >= 3 ? "sharded (zero 3)" : "replicated");
+  const bool fsdp2_weights = p.zero >= 3 && p.zero3_gather == core::Zero3Gather::kFsdp2 && w.master_weights_bytes > 0;
+  row("weights", w.weights_bytes,
+      fsdp2_weights ? "none kept: FSDP2's shards are the master weights, cast while gathered"
+                    : (p.zero >= 3 ? "sharded (zero 3)" : "replicated"));
   row("gradients", w.grads_bytes, p.zero >= 2 ? "sharded (zero >= 2)" : "replicated");
   row("master weights", w.master_weights_bytes, p.zero >= 1 ? "sharded (zero >= 1)" : "replicated");
   row("optimizer moments", w.optimizer_moments_bytes, p.zero >= 1 ? "sharded (zero >= 1)" : "replicated");
@@ -357,6 +360,11 @@ std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r, co
     row("ZeRO-3 gather buffers", w.zero3_prefetch_bytes,
         p.zero3_gather == core::Zero3Gather::kPerTensor ? "<= 1e9 elements live + one MLP matrix (per-tensor)"
                                                         : "2 layers gathered");
+  if (w.rs_pool_bytes)
+    row("FSDP2 reduce-scatter pool", w.rs_pool_bytes,
+        std::string(p.zero >= 2 ? "the gradients above" : "the sharded gradients, beside the accumulators") +
+            ", on the reduce-scatter stream's pool; " + Gb(w.rs_pool_idle_bytes) +
+            " GB of it reserved, not allocated, at the activations' peak");
   row("allocator fragmentation", w.fragmentation_bytes,
       (w.activations_bytes > 0 ? Fmt("%.0f%%", 100.0 * static_cast<double>(w.fragmentation_bytes) /
                                                    static_cast<double>(w.activations_bytes))
@@ -365,8 +373,11 @@ std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r, co
   if (w.host_bytes) row("offloaded to CPU", w.host_bytes, "not on the GPU");
   if (w.nvme_bytes) row("offloaded to NVMe", w.nvme_bytes, "not on the GPU");
   row("= peak allocated", core::PeakAllocatedBytes(w),
-      "torch.cuda.max_memory_allocated: all but context, NCCL, fragmentation");
-  row("= peak reserved", core::PeakReservedBytes(w), "torch.cuda.max_memory_reserved: allocated + fragmentation");
+      w.rs_pool_idle_bytes ? "torch.cuda.max_memory_allocated: all but context, NCCL, fragmentation, idle pool"
+                           : "torch.cuda.max_memory_allocated: all but context, NCCL, fragmentation");
+  row("= peak reserved", core::PeakReservedBytes(w),
+      w.rs_pool_idle_bytes ? "torch.cuda.max_memory_reserved: allocated + fragmentation + idle pool"
+                           : "torch.cuda.max_memory_reserved: allocated + fragmentation");
   row("= on the GPU", w.total_bytes, "nvidia-smi: reserved + CUDA context + NCCL; the fit verdict's number");
   o << "#\n";
   if (speed) o << SpeedTable(s, *speed);
@@ -484,6 +495,11 @@ std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r, con
     other["nccl_bytes"] = st.nccl_bytes;
     other["zero3_prefetch_bytes"] = st.zero3_prefetch_bytes;
     other["fragmentation_bytes"] = st.fragmentation_bytes;
+    if (st.rs_pool_bytes) {
+      e["rs_pool_bytes"] = st.rs_pool_bytes;
+      e["rs_pool_idle_bytes"] = st.rs_pool_idle_bytes;
+      if (s.plan.zero < 2) other["rs_pool_bytes"] = st.rs_pool_bytes;
+    }
     e["other"] = other;
     e["total_bytes"] = st.total_bytes;
     e["peak_allocated_bytes"] = core::PeakAllocatedBytes(st);

@@ -89,6 +89,13 @@ ModelStateBytes ShardedModelStates(double params, const PlanSpec& p, int64_t gro
   auto div = [&](int min_stage) { return p.zero >= min_stage ? g : 1.0; };
   ModelStateBytes s;
   s.weights = params * static_cast<double>(DtypeBytes(p.dtypes.weights)) / div(3);
+  // FSDP2 (fully_shard with a MixedPrecisionPolicy) keeps the sharded parameter in its own dtype,
+  // the master's, and casts only the all-gather's input to param_dtype: the low-precision copy
+  // exists only while a layer is gathered (zero3_prefetch_bytes), so ZeRO-3 under FSDP2 holds no
+  // sharded weights beside the master (torch/distributed/_composable/fsdp/_fsdp_param.py
+  // all_gather_inputs: _to_dtype_if_needed(sharded_param_data, param_dtype); torchtitan builds
+  // its model in fp32 and wraps it with param_dtype bf16).
+  if (p.zero >= 3 && p.zero3_gather == Zero3Gather::kFsdp2 && p.dtypes.master_weights != Dtype::kNone) s.weights = 0;
   s.grads = params * static_cast<double>(DtypeBytes(p.dtypes.grads)) / div(2);
   if (p.keep_lp_grads) s.grads += params * static_cast<double>(DtypeBytes(p.dtypes.weights)) / div(2);
   s.master_weights = params * static_cast<double>(DtypeBytes(p.dtypes.master_weights)) / div(1);
@@ -439,6 +446,24 @@ void PlaceModelStates(const PlanSpec& p, int64_t dense, int64_t expert, int64_t 
     st.weights_bytes = 0;
   }
   st.optimizer_bytes = st.master_weights_bytes + st.optimizer_moments_bytes;
+  // FSDP2 allocates each reduce-scatter's output, which becomes the sharded gradient, on its
+  // reduce-scatter stream, and PyTorch's caching allocator keeps a freed block in the pool of the
+  // stream it was allocated on (PyTorch PR 129721, awgu, 2024-06-27: "The reduce-scatter outputs
+  // are still allocated in the separate reduce_scatter stream ... we iteratively allocate them
+  // through backward and free them altogether after optimizer"; memory in a non-default stream's
+  // pool "cannot be reused by the default stream"; _fsdp_collectives.py foreach_reduce,
+  // reduce_output = reduce_scatter_input.new_empty(...) under the reduce-scatter stream). Under
+  // ZeRO-2/3 those are the stage's gradients; under pipeline parallelism (the stack's ZeRO-1
+  // memory) they come beside the unsharded fp32 accumulators, sharded over the data-parallel group.
+  if (p.zero3_gather == Zero3Gather::kFsdp2 && p.zero >= 1) {
+    if (p.zero >= 2) {
+      st.rs_pool_bytes = st.grads_bytes;
+    } else {
+      const double grad_bytes = static_cast<double>(DtypeBytes(p.dtypes.grads));
+      st.rs_pool_bytes = RoundBytes(static_cast<double>(dense) * grad_bytes / static_cast<double>(dense_group) +
+                                    static_cast<double>(expert) * grad_bytes / static_cast<double>(expert_group));
+    }
+  }
 }
 
 // A stage's activations: the in-flight microbatches of its layers (per_mb each), the embedding's
@@ -531,8 +556,20 @@ void PlaceOverheads(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g, con
     st.zero3_prefetch_bytes = live * DtypeBytes(p.dtypes.weights);
   }
   st.fragmentation_bytes = RoundBytes(o.fragmentation_frac * static_cast<double>(st.activations_bytes));
+  // FSDP2's sharded gradients on the reduce-scatter stream's pool (PlaceModelStates). The optimizer
+  // frees them (zero_grad sets them to None, PyTorch's default), so through the next forward that
+  // pool holds their blocks reserved where the compute stream's activations cannot use them: at the
+  // activations' peak they are reserved, not allocated. Not so under ZeRO-2/3 with several
+  // microbatches a step, whose later forwards run with the sharded gradients accumulating. Under
+  // pipeline parallelism they are made after the step's last backward, beside the unsharded
+  // accumulators, and counted here on top of them.
+  if (st.rs_pool_bytes > 0) {
+    const bool accumulating = p.zero >= 2 && p.Microbatches() > 1;
+    st.rs_pool_idle_bytes = accumulating ? 0 : std::min(st.rs_pool_bytes, st.activations_bytes);
+  }
+  const int64_t rs_pool_extra = p.zero < 2 ? st.rs_pool_bytes : 0;
   st.other_bytes = st.cuda_context_bytes + st.cublas_workspace_bytes + st.te_workspace_bytes + st.nccl_bytes +
-                   st.zero3_prefetch_bytes + st.fragmentation_bytes;
+                   st.zero3_prefetch_bytes + st.fragmentation_bytes + rs_pool_extra;
   st.total_bytes = st.weights_bytes + st.grads_bytes + st.optimizer_bytes + st.activations_bytes + st.other_bytes;
 }
 

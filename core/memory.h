@@ -83,6 +83,13 @@ struct StageMemory {
   int64_t nccl_bytes = 0;
   int64_t zero3_prefetch_bytes = 0;
   int64_t fragmentation_bytes = 0;
+  // FSDP2 (zero3_gather fsdp2, ZeRO >= 1): its sharded gradients, the reduce-scatter outputs, which
+  // live in the reduce-scatter stream's pool of the caching allocator. Under ZeRO-2/3 they are the
+  // gradients above (grads_bytes); under ZeRO-1 (pipeline parallelism) they come beside the
+  // unsharded accumulators and are counted in other_bytes. rs_pool_idle_bytes: the part of them
+  // that pool holds reserved but not allocated at the activations' peak (docs/memory.md §4).
+  int64_t rs_pool_bytes = 0;
+  int64_t rs_pool_idle_bytes = 0;
   int64_t other_bytes = 0;
   int64_t total_bytes = 0;  // on the GPU
   int64_t host_bytes = 0;   // offloaded to CPU memory
@@ -92,10 +99,11 @@ struct StageMemory {
 // The three numbers a user compares a stage with (docs/memory.md §4):
 // - peak allocated: what the framework's caching allocator hands out at the peak
 //   (torch.cuda.max_memory_allocated; Megatron-LM's "mem-max-allocated-bytes"): the stage total
-//   less the CUDA context and NCCL's buffers (cudaMalloc'd by NCCL outside the allocator) and
-//   less the allocator's fragmentation;
+//   less the CUDA context and NCCL's buffers (cudaMalloc'd by NCCL outside the allocator), less
+//   the allocator's fragmentation and less what FSDP2's reduce-scatter stream pool holds idle at
+//   the activations' peak (rs_pool_idle_bytes);
 // - peak reserved: the segments the allocator holds (torch.cuda.max_memory_reserved,
-//   torchtitan's logged "memory"): allocated plus fragmentation;
+//   torchtitan's logged "memory"): allocated plus fragmentation plus that idle pool;
 // - on the GPU (nvidia-smi): reserved plus the CUDA context and NCCL's buffers = total_bytes.
 // The fit verdict compares the last with the GPU's memory: that is what must fit on the device.
 // The CUDA context a stage holds: the plan's where it sets one (its software's own measurement),
@@ -106,7 +114,9 @@ inline int64_t CudaContextBytes(const PlanSpec& p, const MemoryOverheads& o) {
 inline int64_t PeakReservedBytes(const StageMemory& st) {
   return st.total_bytes - st.cuda_context_bytes - st.nccl_bytes;
 }
-inline int64_t PeakAllocatedBytes(const StageMemory& st) { return PeakReservedBytes(st) - st.fragmentation_bytes; }
+inline int64_t PeakAllocatedBytes(const StageMemory& st) {
+  return PeakReservedBytes(st) - st.fragmentation_bytes - st.rs_pool_idle_bytes;
+}
 
 struct MemoryReport {
   ParamCount params;

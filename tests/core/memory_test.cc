@@ -472,6 +472,56 @@ TEST(MemoryTest, OverheadsAreNamedAndCounted) {
   EXPECT_LT(PeakAllocatedBytes(st), PeakReservedBytes(st));
 }
 
+TEST(MemoryTest, Fsdp2KeepsNoLowPrecisionShardsAndItsGradientsInTheReduceScatterPool) {
+  // Llama 3 8B (8,030,261,248 parameters) on 8 H100s, ZeRO-3 with fp32 gradients as torchtitan
+  // runs FSDP2, one microbatch of 8,192 tokens per rank. The flat ZeRO-3 keeps a bf16 shard beside
+  // the fp32 master: 8,030,261,248 x 2 / 8 = 2,007,565,312 B; FSDP2's shard is the master itself.
+  // Its sharded gradients, 8,030,261,248 x 4 / 8 = 4,015,130,624 B, are the reduce-scatter outputs
+  // in that stream's pool (PyTorch PR 129721): freed by zero_grad, reserved and idle at the
+  // activations' peak, so the peak allocated is the reserved less them and the fragmentation.
+  Loaded l = Load("llama3-8b", "h100-sxm", "dgx-h100");
+  PlanSpec p = ZeroPlan(3, 8);
+  p.seq_len = 8192;
+  p.dtypes.grads = Dtype::kFp32;
+  const StageMemory flat = EstimateMemory(l.model, p, l.gpu).stages[0];
+  p.zero3_gather = Zero3Gather::kFsdp2;
+  Diagnostics d;
+  ValidatePlan(p, l.model, l.gpu, l.cluster, &d);
+  ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+  const StageMemory st = EstimateMemory(l.model, p, l.gpu).stages[0];
+  EXPECT_EQ(flat.weights_bytes, 2'007'565'312);
+  EXPECT_EQ(st.weights_bytes, 0);
+  EXPECT_EQ(st.grads_bytes, 4'015'130'624);
+  EXPECT_EQ(st.rs_pool_bytes, 4'015'130'624);
+  EXPECT_EQ(st.rs_pool_idle_bytes, 4'015'130'624);
+  EXPECT_EQ(flat.rs_pool_bytes, 0);
+  EXPECT_EQ(PeakReservedBytes(flat) - PeakReservedBytes(st), 2'007'565'312);
+  EXPECT_EQ(PeakAllocatedBytes(st), PeakReservedBytes(st) - st.fragmentation_bytes - 4'015'130'624);
+  // Two microbatches a step: the second forward runs with the first's gradients accumulated in
+  // the sharded buffers, so they are allocated at its peak.
+  p.global_batch = 16;
+  const StageMemory two = EstimateMemory(l.model, p, l.gpu).stages[0];
+  EXPECT_EQ(two.rs_pool_idle_bytes, 0);
+  EXPECT_EQ(PeakAllocatedBytes(two), PeakReservedBytes(two) - two.fragmentation_bytes);
+  // Under pipeline parallelism torchtitan's stages stay gathered with unsharded fp32 accumulators
+  // (ZeRO-1's memory); the reduce-scatter outputs come beside them, sharded over the 4 DP ranks,
+  // on top of the total and idle at the peak. Stage 0 of PP 2 holds 16 layers and the embedding.
+  PlanSpec q = ZeroPlan(1, 4);
+  q.gpus = 8;
+  q.pp = 2;
+  q.seq_len = 8192;
+  q.global_batch = 8;
+  q.dtypes.grads = Dtype::kFp32;
+  const StageMemory q_flat = EstimateMemory(l.model, q, l.gpu).stages[0];
+  q.zero3_gather = Zero3Gather::kFsdp2;
+  const StageMemory q_fsdp2 = EstimateMemory(l.model, q, l.gpu).stages[0];
+  EXPECT_EQ(q_fsdp2.weights_bytes, q_flat.weights_bytes);  // gathered for the step
+  EXPECT_EQ(q_fsdp2.grads_bytes, q_flat.params * 4);       // the unsharded accumulators
+  EXPECT_EQ(q_fsdp2.rs_pool_bytes, q_flat.params * 4 / 4);
+  EXPECT_EQ(q_fsdp2.total_bytes - q_flat.total_bytes, q_fsdp2.rs_pool_bytes);
+  EXPECT_EQ(PeakAllocatedBytes(q_fsdp2), PeakAllocatedBytes(q_flat));
+}
+
 }  // namespace
 }  // namespace meshplan::core
 

@@ -365,6 +365,9 @@ std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r, co
         std::string(p.zero >= 2 ? "the gradients above" : "the sharded gradients, beside the accumulators") +
             ", on the reduce-scatter stream's pool; " + Gb(w.rs_pool_idle_bytes) +
             " GB of it reserved, not allocated, at the activations' peak");
+  if (w.ag_pool_idle_bytes)
+    row("FSDP2 all-gather pool", w.ag_pool_idle_bytes,
+        "the root module's flat all-gather buffer beyond a block's, idle on the copy-in stream's pool");
   row("allocator fragmentation", w.fragmentation_bytes,
       (w.activations_bytes > 0 ? Fmt("%.0f%%", 100.0 * static_cast<double>(w.fragmentation_bytes) /
                                                    static_cast<double>(w.activations_bytes))
@@ -373,11 +376,13 @@ std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r, co
   if (w.host_bytes) row("offloaded to CPU", w.host_bytes, "not on the GPU");
   if (w.nvme_bytes) row("offloaded to NVMe", w.nvme_bytes, "not on the GPU");
   row("= peak allocated", core::PeakAllocatedBytes(w),
-      w.rs_pool_idle_bytes ? "torch.cuda.max_memory_allocated: all but context, NCCL, fragmentation, idle pool"
-                           : "torch.cuda.max_memory_allocated: all but context, NCCL, fragmentation");
+      w.rs_pool_idle_bytes + w.ag_pool_idle_bytes > 0
+          ? "torch.cuda.max_memory_allocated: all but context, NCCL, fragmentation, idle pools"
+          : "torch.cuda.max_memory_allocated: all but context, NCCL, fragmentation");
   row("= peak reserved", core::PeakReservedBytes(w),
-      w.rs_pool_idle_bytes ? "torch.cuda.max_memory_reserved: allocated + fragmentation + idle pool"
-                           : "torch.cuda.max_memory_reserved: allocated + fragmentation");
+      w.rs_pool_idle_bytes + w.ag_pool_idle_bytes > 0
+          ? "torch.cuda.max_memory_reserved: allocated + fragmentation + idle pools"
+          : "torch.cuda.max_memory_reserved: allocated + fragmentation");
   row("= on the GPU", w.total_bytes, "nvidia-smi: reserved + CUDA context + NCCL; the fit verdict's number");
   o << "#\n";
   if (speed) o << SpeedTable(s, *speed);
@@ -495,6 +500,7 @@ std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r, con
     other["nccl_bytes"] = st.nccl_bytes;
     other["zero3_prefetch_bytes"] = st.zero3_prefetch_bytes;
     other["fragmentation_bytes"] = st.fragmentation_bytes;
+    if (st.ag_pool_idle_bytes) other["ag_pool_idle_bytes"] = st.ag_pool_idle_bytes;
     if (st.rs_pool_bytes) {
       e["rs_pool_bytes"] = st.rs_pool_bytes;
       e["rs_pool_idle_bytes"] = st.rs_pool_idle_bytes;

@@ -525,7 +525,7 @@ void PlaceActivations(const ModelSpec& m, const PlanSpec& p, int64_t stage, bool
 // communicators, ZeRO-3's gathered and prefetched layers (largest layer `max_layer` parameters),
 // fragmentation; then its total.
 void PlaceOverheads(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g, const MemoryOverheads& o, int64_t comms,
-                    int64_t max_layer, bool has_experts, StageMemory* out) {
+                    int64_t max_layer, int64_t end_params, bool has_experts, StageMemory* out) {
   StageMemory& st = *out;
   st.cuda_context_bytes = CudaContextBytes(p, o);
   st.cublas_workspace_bytes = o.cublas_workspace_bytes;
@@ -568,8 +568,18 @@ void PlaceOverheads(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g, con
     st.rs_pool_idle_bytes = accumulating ? 0 : std::min(st.rs_pool_bytes, st.activations_bytes);
   }
   const int64_t rs_pool_extra = p.zero < 2 ? st.rs_pool_bytes : 0;
+  // FSDP2's all-gathers allocate their flat output on the all-gather copy-in stream
+  // (_fsdp_collectives.py foreach_all_gather: all_gather_output = torch.empty(...) under
+  // all_gather_copy_in_stream, at 415cc26) and free it once copied out into the parameters, so that
+  // stream's pool keeps the largest group's flat buffer for the rest of the run. torchtitan wraps
+  // each block and the root module (the embedding, the final norm and an untied output head), whose
+  // group is the largest wherever the vocabulary's share outweighs a block's (Llama 3 8B: 1.05e9
+  // parameters against 0.22e9). At the activations' peak one block's flat buffer may still be held
+  // (the last all-gather's), so the pool holds at least the difference idle, in the gathered dtype.
+  if (p.zero3_gather == Zero3Gather::kFsdp2 && p.zero >= 1 && end_params > max_layer)
+    st.ag_pool_idle_bytes = (end_params - max_layer) * DtypeBytes(p.dtypes.weights);
   st.other_bytes = st.cuda_context_bytes + st.cublas_workspace_bytes + st.te_workspace_bytes + st.nccl_bytes +
-                   st.zero3_prefetch_bytes + st.fragmentation_bytes + rs_pool_extra;
+                   st.zero3_prefetch_bytes + st.fragmentation_bytes + rs_pool_extra + st.ag_pool_idle_bytes;
   st.total_bytes = st.weights_bytes + st.grads_bytes + st.optimizer_bytes + st.activations_bytes + st.other_bytes;
 }
 
@@ -749,7 +759,7 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
     // ---- model states, activations and overheads
     PlaceModelStates(p, dense, expert, dense_group, expert_group, adam_params, &st);
     PlaceActivations(m, p, stage, has_first, has_last, per_mb, max_working, &st);
-    PlaceOverheads(m, p, g, o, comms, max_layer, expert > 0, &st);
+    PlaceOverheads(m, p, g, o, comms, max_layer, dense - dense_before_ends, expert > 0, &st);
     if (detail == MemoryDetail::kFull) {
       r.stages.push_back(std::move(st));
     } else if (r.stages.empty() || st.total_bytes > r.stages.front().total_bytes) {

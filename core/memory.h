@@ -90,6 +90,10 @@ struct StageMemory {
   // that pool holds reserved but not allocated at the activations' peak (docs/memory.md §4).
   int64_t rs_pool_bytes = 0;
   int64_t rs_pool_idle_bytes = 0;
+  // FSDP2: what its all-gather copy-in stream's pool holds idle at the activations' peak, the
+  // largest flat all-gather buffer (the root module's: embedding, final norm, untied head) less the
+  // one block's buffer that may still be held; reserved, not allocated (docs/memory.md §4).
+  int64_t ag_pool_idle_bytes = 0;
   int64_t other_bytes = 0;
   int64_t total_bytes = 0;  // on the GPU
   int64_t host_bytes = 0;   // offloaded to CPU memory
@@ -100,10 +104,10 @@ struct StageMemory {
 // - peak allocated: what the framework's caching allocator hands out at the peak
 //   (torch.cuda.max_memory_allocated; Megatron-LM's "mem-max-allocated-bytes"): the stage total
 //   less the CUDA context and NCCL's buffers (cudaMalloc'd by NCCL outside the allocator), less
-//   the allocator's fragmentation and less what FSDP2's reduce-scatter stream pool holds idle at
-//   the activations' peak (rs_pool_idle_bytes);
+//   the allocator's fragmentation and less what FSDP2's reduce-scatter and all-gather stream
+//   pools hold idle at the activations' peak (rs_pool_idle_bytes, ag_pool_idle_bytes);
 // - peak reserved: the segments the allocator holds (torch.cuda.max_memory_reserved,
-//   torchtitan's logged "memory"): allocated plus fragmentation plus that idle pool;
+//   torchtitan's logged "memory"): allocated plus fragmentation plus those idle pools;
 // - on the GPU (nvidia-smi): reserved plus the CUDA context and NCCL's buffers = total_bytes.
 // The fit verdict compares the last with the GPU's memory: that is what must fit on the device.
 // The CUDA context a stage holds: the plan's where it sets one (its software's own measurement),
@@ -115,7 +119,7 @@ inline int64_t PeakReservedBytes(const StageMemory& st) {
   return st.total_bytes - st.cuda_context_bytes - st.nccl_bytes;
 }
 inline int64_t PeakAllocatedBytes(const StageMemory& st) {
-  return PeakReservedBytes(st) - st.fragmentation_bytes - st.rs_pool_idle_bytes;
+  return PeakReservedBytes(st) - st.fragmentation_bytes - st.rs_pool_idle_bytes - st.ag_pool_idle_bytes;
 }
 
 struct MemoryReport {

@@ -495,14 +495,20 @@ TEST(MemoryTest, Fsdp2KeepsNoLowPrecisionShardsAndItsGradientsInTheReduceScatter
   EXPECT_EQ(st.rs_pool_bytes, 4'015'130'624);
   EXPECT_EQ(st.rs_pool_idle_bytes, 4'015'130'624);
   EXPECT_EQ(flat.rs_pool_bytes, 0);
-  EXPECT_EQ(PeakReservedBytes(flat) - PeakReservedBytes(st), 2'007'565'312);
-  EXPECT_EQ(PeakAllocatedBytes(st), PeakReservedBytes(st) - st.fragmentation_bytes - 4'015'130'624);
+  // Its all-gathers' flat outputs live on the copy-in stream's pool, which keeps the largest: the
+  // root module's (embedding and head 2 x 525,336,576, final norm 4,096: 1,050,677,248 parameters)
+  // against a block's 218,112,000, of which one may still be held at the peak: (1,050,677,248 -
+  // 218,112,000) x 2 B = 1,665,130,496 B idle.
+  EXPECT_EQ(st.ag_pool_idle_bytes, 1'665'130'496);
+  EXPECT_EQ(flat.ag_pool_idle_bytes, 0);
+  EXPECT_EQ(PeakReservedBytes(flat) - PeakReservedBytes(st), 2'007'565'312 - 1'665'130'496);
+  EXPECT_EQ(PeakAllocatedBytes(st), PeakReservedBytes(st) - st.fragmentation_bytes - 4'015'130'624 - 1'665'130'496);
   // Two microbatches a step: the second forward runs with the first's gradients accumulated in
   // the sharded buffers, so they are allocated at its peak.
   p.global_batch = 16;
   const StageMemory two = EstimateMemory(l.model, p, l.gpu).stages[0];
   EXPECT_EQ(two.rs_pool_idle_bytes, 0);
-  EXPECT_EQ(PeakAllocatedBytes(two), PeakReservedBytes(two) - two.fragmentation_bytes);
+  EXPECT_EQ(PeakAllocatedBytes(two), PeakReservedBytes(two) - two.fragmentation_bytes - 1'665'130'496);
   // Under pipeline parallelism torchtitan's stages stay gathered with unsharded fp32 accumulators
   // (ZeRO-1's memory); the reduce-scatter outputs come beside them, sharded over the 4 DP ranks,
   // on top of the total and idle at the peak. Stage 0 of PP 2 holds 16 layers and the embedding.
@@ -518,7 +524,9 @@ TEST(MemoryTest, Fsdp2KeepsNoLowPrecisionShardsAndItsGradientsInTheReduceScatter
   EXPECT_EQ(q_fsdp2.weights_bytes, q_flat.weights_bytes);  // gathered for the step
   EXPECT_EQ(q_fsdp2.grads_bytes, q_flat.params * 4);       // the unsharded accumulators
   EXPECT_EQ(q_fsdp2.rs_pool_bytes, q_flat.params * 4 / 4);
-  EXPECT_EQ(q_fsdp2.total_bytes - q_flat.total_bytes, q_fsdp2.rs_pool_bytes);
+  // Stage 0's root share, the embedding (525,336,576), against a block: 614,449,152 B idle.
+  EXPECT_EQ(q_fsdp2.ag_pool_idle_bytes, (525'336'576 - 218'112'000) * 2);
+  EXPECT_EQ(q_fsdp2.total_bytes - q_flat.total_bytes, q_fsdp2.rs_pool_bytes + q_fsdp2.ag_pool_idle_bytes);
   EXPECT_EQ(PeakAllocatedBytes(q_fsdp2), PeakAllocatedBytes(q_flat));
 }
 

@@ -847,11 +847,12 @@ TEST(ValidationTest, MeasuredMemoryPeaksAgainstTheMemoryModel) {
   // sat in the reduce-scatter stream's pool (PyTorch PR 129721): the 405B PP rows +2.95 GiB
   // reserved (405.9e9 / 64 x 4 B / 8, the reduce-scatter outputs beside the unsharded
   // accumulators), -18.5% / -10.7..-20.8%; the FSDP rows 2 B / FSDP degree less (the 8B rows
-  // -1.9 GiB, -5.7% -> -7.9%).
-  EXPECT_LE(v.all.median_abs_error, 0.042);
+  // -1.9 GiB, -5.7% -> -7.9%). Then 3.3% / 11.2% with the all-gather copy-in stream's pool
+  // holding the root module's flat buffer (the 8B rows +1.55 GiB: -7.9% -> -6.0%).
+  EXPECT_LE(v.all.median_abs_error, 0.034);
   EXPECT_LE(v.all.p90_abs_error, 0.112);
   for (const auto& r : v.records) {
-    if (r.id == "torchtitan-2412-t1-8b-8gpu-fsdp-compile-float8") EXPECT_NEAR(r.error, -0.018, 0.01);
+    if (r.id == "torchtitan-2412-t1-8b-8gpu-fsdp-compile-float8") EXPECT_NEAR(r.error, 0.002, 0.01);
     // 62.2 GiB before the pipeline runtime's kept tensors, then its first stage (+2.15 GB and 5% of
     // it as fragmentation): 64.3 GiB; with FSDP2's reduce-scatter pool (+3.17 GB) 67.2 GiB against
     // 82.5 measured.
@@ -872,8 +873,9 @@ TEST(ValidationTest, MeasuredMemoryPeaksAgainstTheMemoryModel) {
     if (r.id == "megatron-ci-gpt3-mcore-tp1-pp4-dgx-h100")
       EXPECT_NE(r.conversion.find("last stage"), std::string::npos) << r.conversion;
     // Llama 3.1 8B FSDP on 8 GPUs, selective per-op checkpointing: 82.4 GiB reserved measured;
-    // 77.7 before FSDP2's shards were the master weights (2 B x 8.03e9 / 8 = 1.87 GiB less).
-    if (r.id == "torchtitan-2412-t1-8b-8gpu-fsdp") EXPECT_NEAR(r.predicted, 75.9, 0.1);
+    // 77.7 before FSDP2's shards were the master weights (2 B x 8.03e9 / 8 = 1.87 GiB less), 75.9,
+    // and with the all-gather pool's root buffer (1.665e9 B) 77.4.
+    if (r.id == "torchtitan-2412-t1-8b-8gpu-fsdp") EXPECT_NEAR(r.predicted, 77.4, 0.1);
   }
 }
 
@@ -900,11 +902,11 @@ TEST(ValidationTest, Fsdp2PeaksMeasuredOnAnH200AllocatedAndReserved) {
     // shard and the gradients were counted at the peak).
     if (r.id == "meshplan-h200-2611-fsdp2-1rank-llama8b-2layers-allocated") EXPECT_NEAR(r.error, -0.035, 0.01);
     if (r.id == "meshplan-h200-2611-fsdp2-1rank-llama8b-8layers-allocated") EXPECT_NEAR(r.error, -0.014, 0.01);
-    // Reserved: 44.6 and 73.2 GiB measured, 39.0 and 69.1 predicted. Not modelled: FSDP2's
-    // all-gather copy-in stream pool (the root module's flat buffer, embedding and head, 2.1 GB,
-    // its largest) and the rest of the fragmentation (docs/memory.md).
-    if (r.id == "meshplan-h200-2611-fsdp2-1rank-llama8b-2layers-reserved") EXPECT_NEAR(r.error, -0.125, 0.01);
-    if (r.id == "meshplan-h200-2611-fsdp2-1rank-llama8b-8layers-reserved") EXPECT_NEAR(r.error, -0.055, 0.01);
+    // Reserved: 44.6 and 73.2 GiB measured, 40.6 and 70.7 predicted with the all-gather copy-in
+    // pool's root buffer ((1,050,677,248 - 218,112,000) x 2 B idle; 39.0 and 69.1 without); 3.1
+    // and 1.9 GB not explained (docs/memory.md).
+    if (r.id == "meshplan-h200-2611-fsdp2-1rank-llama8b-2layers-reserved") EXPECT_NEAR(r.error, -0.090, 0.01);
+    if (r.id == "meshplan-h200-2611-fsdp2-1rank-llama8b-8layers-reserved") EXPECT_NEAR(r.error, -0.034, 0.01);
   }
 }
 

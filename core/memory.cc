@@ -586,9 +586,9 @@ void PlaceOverheads(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g, con
 }  // namespace
 
 MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g, const MemoryOverheads& o,
-                            MemoryDetail detail) {
+                            MemoryDetail detail, const ParamCount* params) {
   MemoryReport r;
-  r.params = CountParams(m);
+  r.params = params != nullptr ? *params : CountParams(m);
   r.capacity_bytes = g.hbm_bytes;
 
   // Sharding groups. Dense states: DP x CP (CP ranks hold identical weights; Megatron's

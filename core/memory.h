@@ -156,9 +156,11 @@ int MomentBuffers(Optimizer o);
 // list is empty; every byte count is the same as kFull's.
 enum class MemoryDetail { kFull, kTotalsOnly };
 
-// REQUIRES: ValidatePlan(plan, model, gpu, cluster) reported no errors.
+// REQUIRES: ValidatePlan(plan, model, gpu, cluster) reported no errors. `params`, when given, is
+// CountParams(m), which a caller estimating many plans of one model (the search) counts once.
 MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g,
-                            const MemoryOverheads& overheads = {}, MemoryDetail detail = MemoryDetail::kFull);
+                            const MemoryOverheads& overheads = {}, MemoryDetail detail = MemoryDetail::kFull,
+                            const ParamCount* params = nullptr);
 
 // Parameters of one layer held by one GPU, before ZeRO sharding: `dense` (sharded over the dense
 // data-parallel group) and `expert` (routed experts, sharded over the expert-data-parallel group).

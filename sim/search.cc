@@ -394,7 +394,7 @@ class Searcher {
         ++st.invalid;
         continue;
       }
-      core::MemoryReport mem = core::EstimateMemory(m_, p, g_, prof_.memory, core::MemoryDetail::kTotalsOnly);
+      core::MemoryReport mem = core::EstimateMemory(m_, p, g_, prof_.memory, core::MemoryDetail::kTotalsOnly, &params_);
       ++st.memory_estimates;
       if (mem.per_gpu_bytes > budget_) {
         ++st.out_of_memory;

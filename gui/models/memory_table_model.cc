@@ -91,7 +91,10 @@ QString MemoryTableModel::termTooltip(int row, Column c) const {
                         .arg(Count(static_cast<double>(s.params)))
                         .arg(core::DtypeBytes(p.dtypes.weights))
                         .arg(core::Name(p.dtypes.weights))
-                        .arg(p.zero >= 3 ? "sharded over " + group + " ranks (ZeRO-3)" : QString("replicated"));
+                        .arg(p.zero >= 3 && p.zero3_gather == core::Zero3Gather::kFsdp2 && s.weights_bytes == 0
+                                 ? QString("none kept: FSDP2's shards are the master weights, cast while gathered")
+                             : p.zero >= 3 ? "sharded over " + group + " ranks (ZeRO-3)"
+                                           : QString("replicated"));
     case kGrads:
       return head + QString("%1 bytes per parameter (%2), %3")
                         .arg(core::DtypeBytes(p.dtypes.grads))
@@ -136,10 +139,19 @@ QString MemoryTableModel::termTooltip(int row, Column c) const {
     case kNccl: return head + "communicators x channels x 2 x NCCL_BUFFSIZE";
     case kZero3Buffers: return head + "ZeRO-3: two layers' weights gathered at a time";
     case kFragmentation: return head + "caching-allocator fragmentation, a share of activations (assumed)";
-    case kOverheads:
-      return head + QString("CUDA context %1 + cuBLAS %2 + NCCL %3 + ZeRO-3 buffers %4 + fragmentation %5 GB")
-                        .arg(Gb(s.cuda_context_bytes), Gb(s.cublas_workspace_bytes), Gb(s.nccl_bytes),
-                             Gb(s.zero3_prefetch_bytes), Gb(s.fragmentation_bytes));
+    case kOverheads: {
+      // The pools of FSDP2's streams (docs/memory.md §4): the reduce-scatter pool's sharded gradients
+      // count here only when they come beside the gradients (ZeRO-1 under PP).
+      const int64_t rs_extra = p.zero < 2 ? s.rs_pool_bytes : 0;
+      return head +
+             QString(
+                 "CUDA context %1 + cuBLAS %2 + TE workspaces %3 + NCCL %4 + ZeRO-3 buffers %5 + fragmentation %6 GB")
+                 .arg(Gb(s.cuda_context_bytes), Gb(s.cublas_workspace_bytes), Gb(s.te_workspace_bytes),
+                      Gb(s.nccl_bytes), Gb(s.zero3_prefetch_bytes), Gb(s.fragmentation_bytes)) +
+             (rs_extra ? QString(" + FSDP2 reduce-scatter pool %1 GB").arg(Gb(rs_extra)) : QString()) +
+             (s.ag_pool_idle_bytes ? QString(" + FSDP2 all-gather pool %1 GB").arg(Gb(s.ag_pool_idle_bytes))
+                                   : QString());
+    }
     case kTotal:
       return head + QString("of %1 GB HBM%2")
                         .arg(Gb(report_.capacity_bytes))

@@ -239,7 +239,8 @@ int RunMemoryValidation(const std::vector<std::string>& files, const std::string
   }
   std::printf(
       "# predicted: the worst pipeline stage, less the CUDA context and NCCL's buffers (outside the "
-      "framework's allocator), less fragmentation for peak allocated (docs/memory.md)\n");
+      "framework's allocator), less fragmentation and FSDP2's idle stream pools for peak allocated "
+      "(docs/memory.md)\n");
   std::printf(
       "# %zu records from %zu file(s), %zu skipped (no model, GPU preset, plan, measured peak or outcome; "
       "--format json lists them)\n",

@@ -11,6 +11,8 @@
 # heldout sustained memory memory_expandable memory_default8 sustained_more memory_expandable8 host_moe (not yet run: the
 # host cost per eager op and a dropless MoE layer, scripts/gpu_probes.py host_moe). The first GPU session (2026-11-28, H200) ran the first six; the second the
 # rest and tiny, verify again; the third memory_expandable and memory_default8; the fourth sustained_more and memory_expandable8. Everything lands in OUT_DIR: one session.log and a JSON per stage.
+# Since 2026-11-29 (not yet run) the memory stages also write the caching allocator's segments after the last step by stream
+# (pools_after_last_step), the check of FSDP2's reduce-scatter and all-gather pools in docs/memory.md §4.
 #
 # BIN_DIR holds meshplan-run and runtime_tests built with the cuda backend (a build with
 # -DMESHPLAN_CUDA=ON -DMESHPLAN_MPI=OFF travels alone; cuBLAS and NCCL come from the machine),

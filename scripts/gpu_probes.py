@@ -302,6 +302,18 @@ def main_memory(path, *configs):
         free, total = torch.cuda.mem_get_info()
         row = {"layers": layers, "mbs": mbs, "seq": seq, "params": n_params, "steps": steps,
                "device_used_bytes_end": total - free}
+        # The caching allocator's segments after the last step, by the stream whose pool holds them
+        # (torch.cuda.memory_snapshot: each segment's stream, total_size, allocated_size): FSDP2's
+        # reduce-scatter outputs and all-gather buffers live in their streams' pools, which the
+        # compute stream cannot reuse (docs/memory.md §4). The default stream is handle 0.
+        pools = {}
+        for seg in torch.cuda.memory_snapshot():
+            key = "default" if seg["stream"] == 0 else "stream %d" % seg["stream"]
+            pool = pools.setdefault(key, {"segments": 0, "reserved_bytes": 0, "allocated_bytes": 0})
+            pool["segments"] += 1
+            pool["reserved_bytes"] += seg["total_size"]
+            pool["allocated_bytes"] += seg["allocated_size"]
+        row["pools_after_last_step"] = pools
         res["runs"].append(row)
         print("memory:", json.dumps(row), flush=True)
         del model, opt

@@ -326,10 +326,9 @@ std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r, co
   if (w.expert_params > 0)
     o << " (" << Count(w.expert_params) << " of them expert, sharded over " << r.expert_shard_group << ")";
   o << "\n";
-  const bool fsdp2_weights = p.zero >= 3 && p.zero3_gather == core::Zero3Gather::kFsdp2 && w.master_weights_bytes > 0;
   row("weights", w.weights_bytes,
-      fsdp2_weights ? "none kept: FSDP2's shards are the master weights, cast while gathered"
-                    : (p.zero >= 3 ? "sharded (zero 3)" : "replicated"));
+      core::Fsdp2KeepsNoLowPrecisionShard(p) ? "none kept: FSDP2's shards are the master weights, cast while gathered"
+                                             : (p.zero >= 3 ? "sharded (zero 3)" : "replicated"));
   row("gradients", w.grads_bytes, p.zero >= 2 ? "sharded (zero >= 2)" : "replicated");
   row("master weights", w.master_weights_bytes, p.zero >= 1 ? "sharded (zero >= 1)" : "replicated");
   row("optimizer moments", w.optimizer_moments_bytes, p.zero >= 1 ? "sharded (zero >= 1)" : "replicated");
@@ -504,7 +503,7 @@ std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r, con
     if (st.rs_pool_bytes) {
       e["rs_pool_bytes"] = st.rs_pool_bytes;
       e["rs_pool_idle_bytes"] = st.rs_pool_idle_bytes;
-      if (s.plan.zero < 2) other["rs_pool_bytes"] = st.rs_pool_bytes;
+      if (core::RsPoolOnTopBytes(st, s.plan) > 0) other["rs_pool_bytes"] = st.rs_pool_bytes;
     }
     e["other"] = other;
     e["total_bytes"] = st.total_bytes;

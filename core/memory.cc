@@ -95,7 +95,7 @@ ModelStateBytes ShardedModelStates(double params, const PlanSpec& p, int64_t gro
   // sharded weights beside the master (torch/distributed/_composable/fsdp/_fsdp_param.py
   // all_gather_inputs: _to_dtype_if_needed(sharded_param_data, param_dtype); torchtitan builds
   // its model in fp32 and wraps it with param_dtype bf16).
-  if (p.zero >= 3 && p.zero3_gather == Zero3Gather::kFsdp2 && p.dtypes.master_weights != Dtype::kNone) s.weights = 0;
+  if (Fsdp2KeepsNoLowPrecisionShard(p)) s.weights = 0;
   s.grads = params * static_cast<double>(DtypeBytes(p.dtypes.grads)) / div(2);
   if (p.keep_lp_grads) s.grads += params * static_cast<double>(DtypeBytes(p.dtypes.weights)) / div(2);
   s.master_weights = params * static_cast<double>(DtypeBytes(p.dtypes.master_weights)) / div(1);
@@ -567,7 +567,6 @@ void PlaceOverheads(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g, con
     const bool accumulating = p.zero >= 2 && p.Microbatches() > 1;
     st.rs_pool_idle_bytes = accumulating ? 0 : std::min(st.rs_pool_bytes, st.activations_bytes);
   }
-  const int64_t rs_pool_extra = p.zero < 2 ? st.rs_pool_bytes : 0;
   // FSDP2's all-gathers allocate their flat output on the all-gather copy-in stream
   // (_fsdp_collectives.py foreach_all_gather: all_gather_output = torch.empty(...) under
   // all_gather_copy_in_stream, at 415cc26) and free it once copied out into the parameters, so that
@@ -579,7 +578,7 @@ void PlaceOverheads(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g, con
   if (p.zero3_gather == Zero3Gather::kFsdp2 && p.zero >= 1 && end_params > max_layer)
     st.ag_pool_idle_bytes = (end_params - max_layer) * DtypeBytes(p.dtypes.weights);
   st.other_bytes = st.cuda_context_bytes + st.cublas_workspace_bytes + st.te_workspace_bytes + st.nccl_bytes +
-                   st.zero3_prefetch_bytes + st.fragmentation_bytes + rs_pool_extra + st.ag_pool_idle_bytes;
+                   st.zero3_prefetch_bytes + st.fragmentation_bytes + RsPoolOnTopBytes(st, p) + st.ag_pool_idle_bytes;
   st.total_bytes = st.weights_bytes + st.grads_bytes + st.optimizer_bytes + st.activations_bytes + st.other_bytes;
 }
 

@@ -112,6 +112,14 @@ struct StageMemory {
 // The fit verdict compares the last with the GPU's memory: that is what must fit on the device.
 // The CUDA context a stage holds: the plan's where it sets one (its software's own measurement),
 // else the profile's.
+// FSDP2's two rules the report and the GUI also print (docs/memory.md §2, §4): under ZeRO-3 with a
+// master copy it keeps no low-precision shard (the shard is the master weight), and its
+// reduce-scatter pool comes on top of the stage's gradients only under ZeRO-1 (torchtitan's stages
+// under pipeline parallelism); under ZeRO-2/3 it holds the gradients themselves.
+inline bool Fsdp2KeepsNoLowPrecisionShard(const PlanSpec& p) {
+  return p.zero >= 3 && p.zero3_gather == Zero3Gather::kFsdp2 && p.dtypes.master_weights != Dtype::kNone;
+}
+inline int64_t RsPoolOnTopBytes(const StageMemory& st, const PlanSpec& p) { return p.zero < 2 ? st.rs_pool_bytes : 0; }
 inline int64_t CudaContextBytes(const PlanSpec& p, const MemoryOverheads& o) {
   return p.cuda_context_bytes > 0 ? p.cuda_context_bytes : o.cuda_context_bytes;
 }

@@ -91,7 +91,7 @@ QString MemoryTableModel::termTooltip(int row, Column c) const {
                         .arg(Count(static_cast<double>(s.params)))
                         .arg(core::DtypeBytes(p.dtypes.weights))
                         .arg(core::Name(p.dtypes.weights))
-                        .arg(p.zero >= 3 && p.zero3_gather == core::Zero3Gather::kFsdp2 && s.weights_bytes == 0
+                        .arg(core::Fsdp2KeepsNoLowPrecisionShard(p)
                                  ? QString("none kept: FSDP2's shards are the master weights, cast while gathered")
                              : p.zero >= 3 ? "sharded over " + group + " ranks (ZeRO-3)"
                                            : QString("replicated"));
@@ -142,7 +142,7 @@ QString MemoryTableModel::termTooltip(int row, Column c) const {
     case kOverheads: {
       // The pools of FSDP2's streams (docs/memory.md §4): the reduce-scatter pool's sharded gradients
       // count here only when they come beside the gradients (ZeRO-1 under PP).
-      const int64_t rs_extra = p.zero < 2 ? s.rs_pool_bytes : 0;
+      const int64_t rs_extra = core::RsPoolOnTopBytes(s, p);
       return head +
              QString(
                  "CUDA context %1 + cuBLAS %2 + TE workspaces %3 + NCCL %4 + ZeRO-3 buffers %5 + fragmentation %6 GB")

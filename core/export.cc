@@ -223,9 +223,15 @@ Result<std::string> ExportMegatron(const Scenario& s) {
   if (m.mtp_layers > 0) arg("--mtp-num-layers " + std::to_string(m.mtp_layers));
   if (m.mtp_shared) arg("--mtp-use-repeated-layer");  // transformer_config.py:82
   // The loss and the output layer's weight gradient as the plan costs them (core/specs.h).
-  if (p.cross_entropy == CrossEntropy::kNative || p.cross_entropy == CrossEntropy::kTe) {
+  const bool te_loss = p.cross_entropy == CrossEntropy::kTe || p.cross_entropy == CrossEntropy::kTeInplace;
+  if (p.cross_entropy == CrossEntropy::kNative || te_loss) {
     arg("--cross-entropy-loss-fusion");
-    arg(p.cross_entropy == CrossEntropy::kTe ? "--cross-entropy-fusion-impl te" : "--cross-entropy-fusion-impl native");
+    arg(te_loss ? "--cross-entropy-fusion-impl te" : "--cross-entropy-fusion-impl native");
+    // The flag cannot pick between the two: the installed Transformer Engine does (#3193, v2.18).
+    if (p.cross_entropy == CrossEntropy::kTeInplace)
+      notes.push_back("cross entropy te-inplace: Transformer Engine 2.17 or older (2.18 keeps an fp32 gradient)");
+    else if (p.cross_entropy == CrossEntropy::kTe)
+      notes.push_back("cross entropy te: Transformer Engine 2.18 or newer (older ones write the gradient in place)");
   }
   if (p.deferred_head_wgrad > 0) {
     arg("--defer-embedding-wgrad-compute");

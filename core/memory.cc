@@ -483,10 +483,11 @@ void PlaceActivations(const ModelSpec& m, const PlanSpec& p, int64_t stage, bool
     // vocab-parallel cross entropy keeps (4sbv/t): Korthikanti §4.3's 4sbh/t + 4sbv/t.
     // The final norm's and the head's inputs, and the logits at the loss: bytes per logit by the
     // cross entropy's implementation (core/specs.h CrossEntropy).
-    const int64_t per_logit = p.cross_entropy == CrossEntropy::kUpcast   ? (t > 1 ? 16 : 12)
-                              : p.cross_entropy == CrossEntropy::kNative ? 10
-                              : p.cross_entropy == CrossEntropy::kFlash  ? 4
-                                                                         : 6;  // fused, te
+    const int64_t per_logit = p.cross_entropy == CrossEntropy::kUpcast      ? (t > 1 ? 16 : 12)
+                              : p.cross_entropy == CrossEntropy::kNative    ? 10
+                              : p.cross_entropy == CrossEntropy::kFlash     ? 4
+                              : p.cross_entropy == CrossEntropy::kTeInplace ? 2
+                                                                            : 6;  // fused, te
     st.loss_activations_bytes = 2 * e * s * b * h / rep_div + per_logit * s * b * m.vocab / t;
     // Each MTP module keeps its enorm and hnorm inputs (sbh each) and eh_proj's input, the
     // concatenation (2sbh), then its own final norm, head input and logits as above.

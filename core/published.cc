@@ -284,7 +284,7 @@ struct LaunchConfig {
   // "block"), for a record whose table prints none; empty: the launch file does not say.
   std::string precision, fp8_scaling;
   // The loss's cross-entropy implementation as the recipe sets it (core/specs.h CrossEntropy
-  // names: "native", "te"); empty: the launch file does not say.
+  // names: "native", "te", "te-inplace"); empty: the launch file does not say.
   std::string cross_entropy;
 };
 std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
@@ -1250,7 +1250,8 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   }
   // The recipe's cross entropy, else its release's (Megatron-Bridge's GPT and hybrid providers turn
   // cross_entropy_loss_fusion on; from 25.11 its performance scripts pick Transformer Engine's
-  // kernels, cross_entropy_fusion_impl = "te": presets/launches/megatron-bridge-performance.json).
+  // kernels, cross_entropy_fusion_impl = "te", which the TE versions its releases pin run in place,
+  // "te-inplace": presets/launches/megatron-bridge-performance.json).
   {
     const bool from_launch = launch && !launch->cross_entropy.empty();
     const std::string ce = from_launch                               ? launch->cross_entropy

@@ -51,7 +51,8 @@ MESHPLAN_NAMES(Zero3Gather, {Zero3Gather::kFlat, "flat"}, {Zero3Gather::kPerTens
 MESHPLAN_NAMES(Fp8Scaling, {Fp8Scaling::kDelayed, "delayed"}, {Fp8Scaling::kCurrent, "current"},
                {Fp8Scaling::kBlock, "block"})
 MESHPLAN_NAMES(CrossEntropy, {CrossEntropy::kFused, "fused"}, {CrossEntropy::kUpcast, "upcast"},
-               {CrossEntropy::kFlash, "flash"}, {CrossEntropy::kNative, "native"}, {CrossEntropy::kTe, "te"})
+               {CrossEntropy::kFlash, "flash"}, {CrossEntropy::kNative, "native"}, {CrossEntropy::kTe, "te"},
+               {CrossEntropy::kTeInplace, "te-inplace"})
 MESHPLAN_NAMES(Elementwise, {Elementwise::kFused, "fused"}, {Elementwise::kEager, "eager"},
                {Elementwise::kEagerFusedNorm, "eager-fused-norm"})
 MESHPLAN_NAMES(MoeDispatcher, {MoeDispatcher::kAllToAll, "alltoall"}, {MoeDispatcher::kFlex, "flex"})

@@ -365,8 +365,10 @@ enum class Fp8Scaling { kDelayed, kCurrent, kBlock };
 // buffer, 6 B; its eager in-place ops pass over the logits six times forward and twice backward.
 // te: Transformer Engine's parallel_cross_entropy (--cross-entropy-fusion-impl te; Triton kernels,
 // triton/cross_entropy.py at d0067d0d): an online softmax over the bf16 logits, then one kernel
-// that writes the loss and an fp32 gradient beside them, 6 B (before TE's #3193, 2026-07-09, the
-// gradient overwrote the logits in place). upcast: the bf16 logits upcast with .float() into
+// that writes the loss and an fp32 gradient beside them, 6 B (TE v2.18 on: #3193, 01bbe3eea,
+// 2026-07-09). te-inplace: the same kernels before #3193 (TE v2.17.1 and earlier: every
+// Megatron-Bridge release's pinned TE, uv.lock v0.2.0 2.9.0 to v0.6.0 2.17.1): the gradient is
+// written over the bf16 logits in place, 2 B. upcast: the bf16 logits upcast with .float() into
 // PyTorch's cross_entropy (torchtitan 2024, train.py loss_fn at 3f20451b): at its backward the
 // saved fp32 log-softmax, the fp32 gradient flowing in and the one flowing out are alive at once,
 // 12 B (at the forward's end: bf16 logits 2 + fp32 copy 4 + log-softmax 4 = 10 B). With tp > 1
@@ -384,7 +386,7 @@ enum class Fp8Scaling { kDelayed, kCurrent, kBlock };
 // fp32 exp/softmax buffer alive together at the forward's peak (Megatron-LM CI: its
 // gpt3_mcore_te_tp2_pp2_cross_entropy_loss_fusion peaks 0.41 GiB above the unfused twin, 4.3 B
 // per logit on its 103M logits).
-enum class CrossEntropy { kFused, kUpcast, kFlash, kNative, kTe };
+enum class CrossEntropy { kFused, kUpcast, kFlash, kNative, kTe, kTeInplace };
 // How the elementwise layers run: fused, one kernel per norm, RoPE and activation (Transformer
 // Engine, Apex, torch.compile); eager, PyTorch eager's op-by-op decomposition of torchtitan 2024's
 // RMSNorm, RoPE and SwiGLU (torchtitan/models/norms.py RMSNorm, models/llama/model.py

@@ -389,15 +389,21 @@ class Builder {
   //    online_softmax_kernel reads the logits 2, cross_entropy_kernel reads them again 2 and writes
   //    the fp32 gradient 4 = 8 B in 2 kernels; backward element_mul_kernel scales it in place 4+4
   //    (Megatron passes per-token losses, so the incoming gradient is not the scalar 1 TE skips)
-  //    and autograd casts it to bf16 4+2 = 14 B in 2.
+  //    and autograd casts it to bf16 4+2 = 14 B in 2;
+  //  te-inplace, the same kernels before TE #3193 (v2.17.1 and earlier, triton/cross_entropy.py at
+  //    70f53666 and 4329ff84): cross_entropy_kernel stores the gradient over the bf16 logits,
+  //    2 + (2 + 2) = 6 B in 2 kernels; backward element_mul_kernel scales it in place 2+2 = 4 B in
+  //    1, already in the logits' dtype (no cast).
   static constexpr EagerCost kUpcastCrossEntropy{18, 22, 3, 3}, kLossParallelCrossEntropy{38, 38, 6, 5},
-      kMegatronCrossEntropy{38, 14, 6, 2}, kNativeCrossEntropy{22, 6, 3, 1}, kTeCrossEntropy{8, 14, 2, 2};
+      kMegatronCrossEntropy{38, 14, 6, 2}, kNativeCrossEntropy{22, 6, 3, 1}, kTeCrossEntropy{8, 14, 2, 2},
+      kTeInplaceCrossEntropy{6, 4, 2, 1};
   const EagerCost* CrossEntropyCost() const {
     switch (p_.cross_entropy) {
       case CrossEntropy::kUpcast: return t_ > 1 ? &kLossParallelCrossEntropy : &kUpcastCrossEntropy;
       case CrossEntropy::kFused: return &kMegatronCrossEntropy;
       case CrossEntropy::kNative: return &kNativeCrossEntropy;
       case CrossEntropy::kTe: return &kTeCrossEntropy;
+      case CrossEntropy::kTeInplace: return &kTeInplaceCrossEntropy;
       case CrossEntropy::kFlash: return nullptr;
     }
     return nullptr;

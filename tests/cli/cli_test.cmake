@@ -297,8 +297,13 @@ run(export_megatron_mtp 0 "--mtp-num-layers 1.*--cross-entropy-loss-fusion.*--cr
 # Transformer Engine's cross entropy (Megatron-Bridge's performance runs since 25.11).
 run(export_plan_te_loss 0 "wrote" plan --model llama3-8b --gpu h100-sxm --gpus 8 --cross-entropy te
     --output ${WORK}/te_loss.json)
-run(export_megatron_te_loss 0 "--cross-entropy-loss-fusion.*--cross-entropy-fusion-impl te"
+run(export_megatron_te_loss 0 "Transformer Engine 2.18 or newer.*--cross-entropy-loss-fusion.*--cross-entropy-fusion-impl te"
     export --plan ${WORK}/te_loss.json --to megatron)
+# The same flags for the in-place kernels of TE 2.17 and older, which only the installed TE picks.
+run(export_plan_te_inplace_loss 0 "wrote" plan --model llama3-8b --gpu h100-sxm --gpus 8 --cross-entropy te-inplace
+    --output ${WORK}/te_inplace_loss.json)
+run(export_megatron_te_inplace_loss 0 "Transformer Engine 2.17 or older.*--cross-entropy-fusion-impl te"
+    export --plan ${WORK}/te_inplace_loss.json --to megatron)
 # Gradients averaged inside the DP collective (Megatron-Bridge's recipes since 25.11).
 run(export_plan_average_in_collective 0 "wrote" plan --model llama3-8b --gpu h100-sxm --gpus 8 --zero 1
     --no-grad-prescale --output ${WORK}/avg.json)

@@ -280,6 +280,8 @@ TEST(MemoryTest, NativeFusedLossAndDeferredHeadWgradHoldMoreOnTheLastStage) {
   // 8192 x ceil(128256/8) = 8192 x 16032 = 131,334,144 per microbatch.
   //  - native (Megatron-Core --cross-entropy-loss-fusion, compiled): 10 B per logit against the
   //    in-place loss's 6 B: 4 x 131,334,144 = 525,336,576 bytes more;
+  //  - te-inplace (Transformer Engine before #3193: the gradient stored over the bf16 logits): 2 B,
+  //    4 x 131,334,144 = 525,336,576 bytes less than the fused loss's 6 B;
   //  - 2 deferred output-layer weight gradients: 2 x (2 B x 131,334,144 logits + the head's input
   //    8192 x 8192 x 2 B / 8 under SP) = 2 x (262,668,288 + 16,777,216) = 558,891,008 bytes.
   Loaded l = Load("llama3-70b", "h100-sxm", "dgx-h100");
@@ -289,6 +291,9 @@ TEST(MemoryTest, NativeFusedLossAndDeferredHeadWgradHoldMoreOnTheLastStage) {
   const MemoryReport native = EstimateMemory(l.model, p, l.gpu);
   EXPECT_EQ(native.stages[3].loss_activations_bytes - base.stages[3].loss_activations_bytes, 525336576);
   EXPECT_EQ(native.stages[0].total_bytes, base.stages[0].total_bytes);
+  p.cross_entropy = CrossEntropy::kTeInplace;
+  const MemoryReport inplace = EstimateMemory(l.model, p, l.gpu);
+  EXPECT_EQ(base.stages[3].loss_activations_bytes - inplace.stages[3].loss_activations_bytes, 525336576);
   p.cross_entropy = CrossEntropy::kFused;
   p.deferred_head_wgrad = 2;
   const MemoryReport deferred = EstimateMemory(l.model, p, l.gpu);

@@ -275,7 +275,9 @@ TEST(StepGraphTest, CrossEntropyPassesOverTheLogitsAsEachImplementationRunsThem)
   //    4+4, exp_ 4+4, sum 4, /= sum 4+4 = 38 B in 6; backward the in-place scale 4+4 and
   //    autograd's cast to bf16 4+2 = 14 B in 2;
   //  native (three jit_fuser functions): 2+4, 4+4, 4+4 = 22 B in 3; backward 4+2 = 6 B in 1;
-  //  te (Transformer Engine's Triton kernels): 2, 2+4 = 8 B in 2; backward 4+4, 4+2 = 14 B in 2.
+  //  te (Transformer Engine's Triton kernels): 2, 2+4 = 8 B in 2; backward 4+4, 4+2 = 14 B in 2;
+  //  te-inplace (the same before TE #3193, the gradient stored over the bf16 logits): 2, 2+2 = 6 B
+  //    in 2; backward the in-place scale 2+2 = 4 B in 1, no cast.
   // Llama 3 8B on 8 GPUs at TP 2: 8,192 tokens x 64,128 local logits.
   auto m = LoadModel("llama3-8b");
   ASSERT_TRUE(m.ok());
@@ -286,7 +288,7 @@ TEST(StepGraphTest, CrossEntropyPassesOverTheLogitsAsEachImplementationRunsThem)
     int64_t fwd, bwd, fwd_kernels, bwd_kernels;
   };
   for (const Want w : {Want{CrossEntropy::kFused, 38, 14, 6, 2}, Want{CrossEntropy::kNative, 22, 6, 3, 1},
-                       Want{CrossEntropy::kTe, 8, 14, 2, 2}}) {
+                       Want{CrossEntropy::kTe, 8, 14, 2, 2}, Want{CrossEntropy::kTeInplace, 6, 4, 2, 1}}) {
     p.cross_entropy = w.ce;
     const StepGraph g = BuildStepGraph(*m, p);
     int seen = 0;

@@ -202,12 +202,19 @@ TEST(ValidationTest, UnprintedMemorySaversAreTheCheapestThatFit) {
   const auto* own = Find(runs, "megascale-t2-megascale-256gpu");
   ASSERT_TRUE(own);
   EXPECT_EQ(own->scenario.plan.recompute, core::Recompute::kNone);
-  // Qwen3-30B-A3B on 16 H100s (PP 2, vpp 24, EP 8, mbs 2, seq 4096) holds 48 layer-microbatches
-  // of MoE activations at stage 0; only full recomputation fits it in 80 GiB.
+  // Qwen3-30B-A3B on 16 H100s (PP 2, vpp 24, EP 8, mbs 2, seq 4096): its last stage, at 81.4 GB
+  // on the GPU without recomputation, fits 80 GiB (85.9 GB) with the loss its release's
+  // Transformer Engine runs in place (te-inplace, 2 B per logit). The same loss keeping an fp32
+  // gradient (TE 2.18's te, 6 B) adds 4 B x 8,192 tokens x 151,936 logits = 4.98 GB: 86.4 GB, over,
+  // and only full recomputation would fit it.
   const auto* q = Find(runs, "megatron-bridge-2511-dgx-h100-qwen3-30b-a3b-16gpu");
   ASSERT_TRUE(q);
-  EXPECT_EQ(q->scenario.plan.recompute, core::Recompute::kFull);
+  EXPECT_EQ(q->scenario.plan.cross_entropy, core::CrossEntropy::kTeInplace);
+  EXPECT_EQ(q->scenario.plan.recompute, core::Recompute::kNone);
   EXPECT_TRUE(ValidateRuns({*q}, core::Profile{}).records[0].fits);
+  core::PublishedRun fp32_grad = *q;
+  fp32_grad.scenario.plan.cross_entropy = core::CrossEntropy::kTe;
+  EXPECT_FALSE(ValidateRuns({fp32_grad}, core::Profile{}).records[0].fits);
 }
 
 TEST(ValidationTest, ZeroThreeThroughputFallsWithScaleAsNarayananTable2Measured) {
@@ -237,10 +244,11 @@ TEST(ValidationTest, MegatronRunsTakeTheCrossEntropyTheirCodeRan) {
   // Megatron-Bridge turns cross_entropy_loss_fusion on in its GPT and hybrid providers; 25.09
   // (v0.1.0rc3) leaves Megatron-Core's default impl, native; from 25.11 the performance scripts set
   // cross_entropy_fusion_impl = "te" (presets/launches/megatron-bridge-performance.json,
-  // release_defaults). Megatron-LM's pretrain_gpt runs without the flag: the eager
-  // vocab_parallel_cross_entropy (fused, the stack's). Every Bridge performance run keeps its
-  // gradients in bf16 (grad_reduce_in_fp32 = False in all 245 traced configurations), also the rows
-  // whose printed layout matches no traced variant (release_defaults).
+  // release_defaults), whose kernels write the gradient over the logits in every TE those releases
+  // pin (2.9.0 to 2.17.1; TE #3193 keeps an fp32 gradient from 2.18): te-inplace. Megatron-LM's pretrain_gpt runs
+  // without the flag: the eager vocab_parallel_cross_entropy (fused, the stack's). Every Bridge performance run keeps
+  // its gradients in bf16 (grad_reduce_in_fp32 = False in all 245 traced configurations), also the rows whose printed
+  // layout matches no traced variant (release_defaults).
   auto text = core::ReadTextFile(MESHPLAN_TEST_DATA_DIR "/validation/nemo_performance_summaries.json");
   ASSERT_TRUE(text.ok());
   std::vector<std::string> skipped;
@@ -250,7 +258,8 @@ TEST(ValidationTest, MegatronRunsTakeTheCrossEntropyTheirCodeRan) {
   for (const auto& r : *runs) {
     if (r.id.rfind("megatron-bridge-", 0) != 0) continue;
     const bool r2509 = r.id.rfind("megatron-bridge-2509-", 0) == 0;
-    EXPECT_EQ(r.scenario.plan.cross_entropy, r2509 ? core::CrossEntropy::kNative : core::CrossEntropy::kTe) << r.id;
+    EXPECT_EQ(r.scenario.plan.cross_entropy, r2509 ? core::CrossEntropy::kNative : core::CrossEntropy::kTeInplace)
+        << r.id;
     EXPECT_EQ(r.scenario.plan.dtypes.grads, core::Dtype::kBf16) << r.id;
     // 25.09's recipes leave average_in_collective at Megatron-Core's False; 25.11 on set it.
     EXPECT_EQ(r.scenario.plan.grad_prescale, r2509) << r.id;
@@ -268,7 +277,7 @@ TEST(ValidationTest, MegatronRunsTakeTheCrossEntropyTheirCodeRan) {
       EXPECT_TRUE(r.scenario.plan.grad_prescale) << r.id;  // --ddp-average-in-collective is off by default
     }
     if (r.id.rfind("megatron-bridge-2511-", 0) == 0)
-      EXPECT_EQ(r.scenario.plan.cross_entropy, core::CrossEntropy::kTe) << r.id;
+      EXPECT_EQ(r.scenario.plan.cross_entropy, core::CrossEntropy::kTeInplace) << r.id;
   }
 }
 
@@ -371,10 +380,16 @@ TEST(ValidationTest, BeyondTuningRegressionBound) {
   // +70.2% -> +72.7%, the H100 group's median 6.4% -> 7.1%, MoE 17.6% -> 19.0%). With the DP
   // gradients divided before their reduction where Megatron-Core's DDP does it (PlanSpec::
   // grad_prescale): 5.2%, 16.5%, 72.8% (README 1.7B/7.1B +17.9/+15.2% -> +16.2/+13.4%, the large
-  // README rows, too slow already, 0.1-1 point slower: 32B -18.7% -> -19.7%).
-  EXPECT_LE(v.all.median_abs_error, 0.053);
+  // README rows, too slow already, 0.1-1 point slower: 32B -18.7% -> -19.7%). With Megatron-
+  // Bridge's Transformer Engine loss as its pinned TE runs it, in place (te-inplace: 10 B per logit
+  // moved, 2 B held, against 22 and 6): 4.9%, 16.5%, 131.7%; Llama 3 8B/70B -4.1/-5.6% ->
+  // -3.3/-4.9%, gpt-oss-120b +7.7% -> +10.2%, Qwen3-235B-A22B +19.0% -> +20.3%, and Qwen3-30B-A3B
+  // +72.8% -> +131.7%: with 5 GB fewer at the loss it fits without recomputation (its recipe
+  // recomputes only layernorm and moe_act), and full recomputation had been hiding most of the
+  // per-microbatch host floor it lacks (docs/validation.md).
+  EXPECT_LE(v.all.median_abs_error, 0.050);
   EXPECT_LE(v.all.p90_abs_error, 0.166);
-  EXPECT_LE(v.all.max_abs_error, 0.73);
+  EXPECT_LE(v.all.max_abs_error, 1.32);
   EXPECT_EQ(v.all.out_of_memory, 0u);
   for (const auto& g : v.groups) {
     if (g.dimension == "stack" && g.value == "megatron-lm-2021") EXPECT_LE(g.summary.median_abs_error, 0.03);
@@ -388,7 +403,7 @@ TEST(ValidationTest, BeyondTuningRegressionBound) {
     // upper bound, it was too slow with the overlap missing and is too fast with it whole).
     if (g.dimension == "precision" && g.value == "fp8") EXPECT_LE(g.summary.median_abs_error, 0.12);
     if (g.dimension == "gpu" && g.value == "h100-sxm") EXPECT_LE(g.summary.median_abs_error, 0.073);
-    if (g.dimension == "model" && g.value == "moe") EXPECT_LE(g.summary.median_abs_error, 0.191);
+    if (g.dimension == "model" && g.value == "moe") EXPECT_LE(g.summary.median_abs_error, 0.204);
   }
 }
 
@@ -653,9 +668,11 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // GB300 Llama 3 70B MXFP8 row's layout as its release's only configuration sets it (-45% ->
   // -8.5%).
   // 8.66% with the DP gradients divided before their reduction where Megatron-Core's DDP and
-  // FSDP do it (200 runs closer, 41 further).
+  // FSDP do it (200 runs closer, 41 further); 8.74% with Megatron-Bridge's Transformer Engine loss
+  // in place, as the TE its releases pin runs it (205 runs moved: dense 36 closer, 17 further; MoE,
+  // too fast already, 41 closer, 117 further).
   ASSERT_EQ(v.all.n, 725u);
-  EXPECT_LE(v.all.median_abs_error, 0.087);
+  EXPECT_LE(v.all.median_abs_error, 0.0875);
   // p90 42.5% -> 44.0% when the Megatron-Bridge runs took their recipes' bf16 gradients (their DP
   // reduction halves, and gpt-oss-120b on B200/B300, already too fast, went from +41..61% to
   // +61..76%; docs/validation.md lists what those runs lack), then 42.4% with torchtitan's eager
@@ -669,8 +686,10 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // BigScience's benchmark: the 31 Megatron-DeepSpeed rows on it, median +20% -> +13%); 30.9% with
   // the 20 Nemotron 3 Nano runs (all but one above the old p90's 26.5%: the MoE group's too-fast
   // runs, docs/validation.md); 32.9% with the 15 Nemotron 3 Super runs (the same pattern); 32.3%
-  // with the Megatron-Bridge runs' bf16 gradients and the corrected GB300 row (above).
-  EXPECT_LE(v.all.p90_abs_error, 0.325);
+  // with the Megatron-Bridge runs' bf16 gradients and the corrected GB300 row (above); 33.2% with
+  // their Transformer Engine loss in place (the MoE rows 1-5 points faster, Qwen3-30B-A3B on 16
+  // H100s without the full recomputation it had been given).
+  EXPECT_LE(v.all.p90_abs_error, 0.333);
   // 4 runs that ran are called out of memory (75 before FP8 plans kept their linear inputs in
   // one byte, 41 before the recipes' bf16 gradients and module-level recomputation, 6 before
   // torchtitan's per-op checkpointing): two token-drop MoE runs and Nemotron-4 340B at 8k
@@ -691,8 +710,9 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // and layernorm): 197.7 GB of 192, over by 5.7 GB, within the 6.4 GB the assumed 5%
   // fragmentation adds; their MXFP8 recipe's fp8_param_gather and
   // reuse_grad_buf_for_mxfp8_param_ag (Megatron-Bridge mixed_precision.py bf16_with_mxfp8_mixed)
-  // are not modelled.
-  EXPECT_LE(v.all.out_of_memory, 8u);
+  // are not modelled. 6 since the Megatron-Bridge runs hold their Transformer Engine loss in place
+  // (2 B per logit, not 6): those two rows fit at 171.5 GB.
+  EXPECT_LE(v.all.out_of_memory, 6u);
   // The DeepSeek-V3 runs: the launch file's layout and MTP module (scripts/megatron_bridge_layouts.py),
   // and a run named without MTP trains none.
   for (const auto& run : all) {

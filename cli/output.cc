@@ -73,7 +73,9 @@ std::string PlanLine(const core::PlanSpec& p, const core::MemoryReport& r) {
   if (p.recompute == core::Recompute::kSelective && p.recompute_modules != core::kDefaultRecomputeModules)
     o << " [" << core::RecomputeModulesString(p.recompute_modules) << "]";
   o << " | mbs " << p.micro_batch << " . gbs " << p.global_batch << " . seq " << p.seq_len << " | "
-    << core::Name(p.schedule) << ", " << p.Microbatches() << " microbatches | " << core::Name(p.precision);
+    << core::Name(p.schedule) << ", " << p.Microbatches() << " microbatches";
+  if (p.schedule == core::Schedule::kInterleaved && p.vpp_group > 0) o << " in groups of " << p.vpp_group;
+  o << " | " << core::Name(p.precision);
   return o.str();
 }
 

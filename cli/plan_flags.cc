@@ -48,6 +48,10 @@ void PlanFlags::Register(CLI::App* app) {
   p->add_option("--ep", ep, "Expert parallel size (default 1)");
   p->add_option("--etp", etp, "Expert tensor parallel size (default 1)");
   p->add_option("--vpp", vpp, "Virtual pipeline stages per rank (interleaved schedule)");
+  p->add_option("--vpp-group", vpp_group,
+                "Interleaved schedule: microbatches each model chunk runs in a row (Megatron-Core "
+                "--microbatch-group-size-per-virtual-pipeline-stage; default pp). From pp to the microbatches per "
+                "pipeline, leaving a last group of 0 or at least pp");
   p->add_option("--zero", zero, "ZeRO stage 0-3 (default 0)");
   p->add_option("--sharding", sharding, "fsdp|hsdp (default fsdp)");
   p->add_option("--hsdp-shard", hsdp_shard, "HSDP shard group size");
@@ -284,6 +288,7 @@ void PlanFlags::ApplyPlanFlags(bool from_file, core::ModelSpec* spec, core::Plan
   if (ep) p.ep = *ep;
   if (etp) p.etp = *etp;
   if (vpp) p.vpp = *vpp;
+  if (vpp_group) p.vpp_group = *vpp_group;
   if (zero) p.zero = *zero;
   if (hsdp_shard) p.hsdp_shard_size = *hsdp_shard;
   if (sp) p.sequence_parallel = *sp;

@@ -273,6 +273,10 @@ Result<std::string> ExportMegatron(const Scenario& s) {
       arg("--num-layers-per-virtual-pipeline-stage " + std::to_string(m.layers / (p.pp * p.vpp)));
     else arg("--num-virtual-stages-per-pipeline-rank " + std::to_string(p.vpp));
   }
+  // The tunable interleaved schedule (arguments.py --microbatch-group-size-per-virtual-pipeline-stage;
+  // its rules are the plan's, core/validate.cc).
+  if (p.schedule == Schedule::kInterleaved && p.vpp_group > 0)
+    arg("--microbatch-group-size-per-virtual-pipeline-stage " + std::to_string(p.vpp_group));
   if (p.cp > 1) {
     arg("--context-parallel-size " + std::to_string(p.cp));
     // megatron/training/arguments.py:3221 (d98e8a64): p2p (the ring), a2a (Ulysses), allgather.
@@ -436,6 +440,10 @@ Result<std::string> ExportTorchtitan(const Scenario& s) {
         "PyTorch's DualPipeV runs two of 2 x pp stages per rank, one copy of the weights, not DualPipe's "
         "two (\"v schedules assume 2 stages per rank\", distributed/pipeline_parallel.py:455-460)",
         "--schedule interleaved --vpp 2");
+  // PyTorch's Interleaved1F1B has no microbatch groups of its own (Megatron-Core's tunable schedule).
+  if (p.schedule == Schedule::kInterleaved && p.vpp_group > 0 && p.vpp_group != p.pp)
+    return refuse("PyTorch's Interleaved1F1B runs no microbatch groups (plan.vpp_group, Megatron-Core's)",
+                  "--vpp-group 0 with a multiple of pp microbatches per pipeline");
   std::ostringstream out;
   std::vector<std::string> notes;
   out << "# torchtitan job config (TOML) for torchtitan " << kTorchtitanCommit
@@ -595,6 +603,9 @@ Result<std::string> ExportTorchtitanPython(const Scenario& s) {
         "PyTorch's DualPipeV splits the model into 2 x pp stages in a V, one copy of the weights, not "
         "DualPipe's two (distributed/pipeline_parallel.py:551-563)",
         "--schedule interleaved --vpp 2");
+  if (p.schedule == Schedule::kInterleaved && p.vpp_group > 0 && p.vpp_group != p.pp)
+    return refuse("PyTorch's Interleaved1F1B runs no microbatch groups (plan.vpp_group, Megatron-Core's)",
+                  "--vpp-group 0 with a multiple of pp microbatches per pipeline");
   if (p.pp > 1 && p.schedule == Schedule::kZeroBubble)
     return refuse(
         "PyTorch's zero-bubble schedules run two or more stages per rank "

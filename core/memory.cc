@@ -47,8 +47,12 @@ double InflightMicrobatches(const PlanSpec& p, int64_t rank) {
     case Schedule::k1F1B:
     case Schedule::kZeroBubble: return std::min(pp - static_cast<double>(rank), m);
     case Schedule::kInterleaved: {
+      // Megatron-Core's warm-up, 2(pp - r - 1) + (v - 1)N chunk-microbatches for a microbatch
+      // group of N (plan.vpp_group, default pp; schedules.py get_pp_rank_microbatches), plus the
+      // one in flight, each holding 1/v of the rank's layers.
       const double v = static_cast<double>(p.vpp);
-      const double chunks = 2.0 * (pp - static_cast<double>(rank) - 1) + (v - 1) * pp + 1;
+      const double group = static_cast<double>(p.VppGroup());
+      const double chunks = 2.0 * (pp - static_cast<double>(rank) - 1) + (v - 1) * group + 1;
       return std::min(chunks, m * v) / v;
     }
     case Schedule::kDualPipe: return std::min((pp + 1) / 2.0, m);

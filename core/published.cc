@@ -912,6 +912,12 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   if (r.contains("source") && r["source"].is_object() && r["source"].contains("model_args") &&
       r["source"]["model_args"].is_object()) {
     const Json& a = r["source"]["model_args"];
+    // Megatron-Core's tunable interleaved schedule (its microbatch group per virtual stage).
+    if (const int64_t group = IntOr(a, "--microbatch-group-size-per-virtual-pipeline-stage", 0); group > 0) {
+      p.vpp_group = group;
+      run.assumptions.push_back("interleaved in microbatch groups of " + std::to_string(group) +
+                                " (the record's --microbatch-group-size-per-virtual-pipeline-stage)");
+    }
     if (StrOr(a, "--transformer-impl") == "local" && p.transformer_engine) {
       p.transformer_engine = false;
       run.assumptions.push_back("no Transformer Engine (the record's --transformer-impl local)");

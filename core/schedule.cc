@@ -26,7 +26,7 @@ PipeTopology::PipeTopology(Schedule schedule, int64_t pp_, int64_t vpp, int64_t 
 
 bool SplitsWeightGradients(Schedule s) { return s == Schedule::kZeroBubble || s == Schedule::kDualPipe; }
 
-Status CheckPipelineSchedule(Schedule schedule, int64_t pp, int64_t vpp, int64_t m) {
+Status CheckPipelineSchedule(Schedule schedule, int64_t pp, int64_t vpp, int64_t m, int64_t group) {
   auto bad = [](const std::string& field, const std::string& rule) {
     return Status::InvalidArgument("pipeline schedule: " + field + ": " + rule);
   };
@@ -36,9 +36,21 @@ Status CheckPipelineSchedule(Schedule schedule, int64_t pp, int64_t vpp, int64_t
   if (m < 1) return bad("plan.global_batch", "must hold at least one microbatch per pipeline (micro_batch * dp)");
   if (vpp > 1 && schedule != Schedule::kInterleaved)
     return bad("plan.vpp", std::to_string(vpp) + " needs plan.schedule=interleaved (got " + name + ")");
-  if (schedule == Schedule::kInterleaved && m % pp != 0)
-    return bad("plan.global_batch", "interleaved needs the microbatches per pipeline (" + std::to_string(m) +
-                                        ") to be a multiple of pp=" + std::to_string(pp));
+  if (group < 0) return bad("plan.vpp_group", "must be >= 0 (got " + std::to_string(group) + ")");
+  if (group > 0 && schedule != Schedule::kInterleaved)
+    return bad("plan.vpp_group", "needs plan.schedule=interleaved (got " + name + ")");
+  if (schedule == Schedule::kInterleaved) {
+    const int64_t n = group > 0 ? group : pp;
+    if (group == 0 && m % pp != 0)
+      return bad("plan.global_batch", "interleaved needs the microbatches per pipeline (" + std::to_string(m) +
+                                          ") to be a multiple of pp=" + std::to_string(pp));
+    if (n < pp || n > m)
+      return bad("plan.vpp_group", "must range from pp=" + std::to_string(pp) + " to the microbatches per pipeline (" +
+                                       std::to_string(m) + ") (got " + std::to_string(n) + ")");
+    if (m % n != 0 && m % n < pp)
+      return bad("plan.vpp_group", "leaves a last group of " + std::to_string(m % n) +
+                                       " microbatches, fewer than pp=" + std::to_string(pp));
+  }
   if (schedule == Schedule::kDualPipe) {
     if (pp < 2 || pp % 2 != 0) return bad("plan.pp", "dualpipe needs an even pp >= 2 (got " + std::to_string(pp) + ")");
     if (m % 2 != 0 || m < 2 * pp)
@@ -49,7 +61,8 @@ Status CheckPipelineSchedule(Schedule schedule, int64_t pp, int64_t vpp, int64_t
   return Status::Ok();
 }
 
-std::vector<ScheduleSlot> StageOrder(Schedule schedule, int64_t pp, int64_t vpp, int64_t stage, int64_t microbatches) {
+std::vector<ScheduleSlot> StageOrder(Schedule schedule, int64_t pp, int64_t vpp, int64_t stage, int64_t microbatches,
+                                     int64_t group) {
   constexpr PipePass F = PipePass::kForward, B = PipePass::kBackward;
   std::vector<ScheduleSlot> order;
   const int64_t p = pp, m = microbatches;
@@ -69,13 +82,22 @@ std::vector<ScheduleSlot> StageOrder(Schedule schedule, int64_t pp, int64_t vpp,
     for (int64_t i = m - warm; i < m; ++i) order.push_back({B, 0, i});
     return order;
   }
-  const int64_t total = m * v, group = p * v;
+  // Megatron-Core's schedule table: groups of n microbatches from the first, the last one taking
+  // what remains; each group runs chunk 0 on its microbatches, then chunk 1, ...
+  const int64_t total = m * v, n = group > 0 ? group : p;
+  std::vector<std::pair<int64_t, int64_t>> table;  // (microbatch, chunk) of virtual microbatch k
+  table.reserve(static_cast<size_t>(total));
+  for (int64_t first = 0; first < m; first += n) {
+    const int64_t last = first + n >= m ? m : first + n;
+    for (int64_t c = 0; c < v; ++c)
+      for (int64_t i = first; i < last; ++i) table.emplace_back(i, c);
+    if (last == m) break;
+  }
   auto slot = [&](int64_t k, PipePass pass) {
-    int64_t chunk = (k % group) / p;
-    if (pass == B) chunk = v - 1 - chunk;
-    return ScheduleSlot{pass, chunk, (k / group) * p + k % p};
+    const auto [mb, c] = table[static_cast<size_t>(k)];
+    return ScheduleSlot{pass, pass == B ? v - 1 - c : c, mb};
   };
-  const int64_t warm = std::min((p - stage - 1) * 2 + (v - 1) * p, total);
+  const int64_t warm = std::min((p - stage - 1) * 2 + (v - 1) * n, total);
   for (int64_t k = 0; k < warm; ++k) order.push_back(slot(k, F));
   for (int64_t k = 0; k < total - warm; ++k) {
     order.push_back(slot(warm + k, F));
@@ -180,8 +202,8 @@ std::vector<ScheduleSlot> DualPipeOrder(const PipeTopology& topo, int64_t rank) 
 }  // namespace
 
 Result<std::vector<std::vector<ScheduleSlot>>> PipelineOrders(Schedule schedule, int64_t pp, int64_t vpp,
-                                                              int64_t microbatches) {
-  if (Status s = CheckPipelineSchedule(schedule, pp, vpp, microbatches); !s.ok()) return s;
+                                                              int64_t microbatches, int64_t group) {
+  if (Status s = CheckPipelineSchedule(schedule, pp, vpp, microbatches, group); !s.ok()) return s;
   const PipeTopology topo(schedule, pp, vpp, microbatches);
   std::vector<std::vector<ScheduleSlot>> out;
   out.reserve(static_cast<size_t>(pp));
@@ -189,7 +211,7 @@ Result<std::vector<std::vector<ScheduleSlot>>> PipelineOrders(Schedule schedule,
     switch (schedule) {
       case Schedule::kZeroBubble: out.push_back(ZeroBubbleOrder(pp, r, microbatches)); break;
       case Schedule::kDualPipe: out.push_back(DualPipeOrder(topo, r)); break;
-      default: out.push_back(StageOrder(schedule, pp, vpp, r, microbatches)); break;
+      default: out.push_back(StageOrder(schedule, pp, vpp, r, microbatches, group)); break;
     }
   }
   return out;

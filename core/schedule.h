@@ -60,18 +60,23 @@ struct PipeTopology {
 bool SplitsWeightGradients(Schedule s);
 
 // OK, or InvalidArgument naming the plan field, for a pipeline the schedule cannot order: pp or
-// vpp < 1; vpp > 1 without interleaved; interleaved with m not a multiple of pp; DualPipe with
-// an odd pp or m odd or below 2 pp (DeepSeek's dualpipe.py asserts both).
-Status CheckPipelineSchedule(Schedule schedule, int64_t pp, int64_t vpp, int64_t microbatches);
+// vpp < 1; vpp > 1 without interleaved; interleaved with a microbatch group `group` (0: pp; plan
+// vpp_group) outside [pp, m] or leaving a last group of m mod group below pp (with the default,
+// m not a multiple of pp); DualPipe with an odd pp or m odd or below 2 pp (DeepSeek's dualpipe.py
+// asserts both).
+Status CheckPipelineSchedule(Schedule schedule, int64_t pp, int64_t vpp, int64_t microbatches, int64_t group = 0);
 
 // Every pipeline rank's order (index = rank), each pass of each (chunk, microbatch) once, B after
 // its F, W right after its B or later:
 //   gpipe: all F, then all B.
 //   1f1b (Narayanan 2021 §2.2, Megatron-LM schedules.py): min(pp - r - 1, m) warm-up forwards,
 //     then one F / one B, then the remaining Bs.
-//   interleaved (vpp > 1, Megatron-LM): warm-up of 2(pp - r - 1) + (v - 1)pp virtual
-//     microbatches; virtual microbatch k runs chunk (k mod pv)/p (reversed in backward) on
-//     microbatch (k / pv) p + k mod p.
+//   interleaved (vpp > 1, Megatron-Core schedules.py get_schedule_table and
+//     get_pp_rank_microbatches at d98e8a64): microbatches in groups of N (`group`, 0: pp), the
+//     last group taking the remainder; within a group every chunk in turn runs the group's
+//     microbatches, so virtual microbatch k is the k-th (microbatch, chunk) of that table, its
+//     chunk reversed in backward; warm-up of 2(pp - r - 1) + (v - 1)N virtual microbatches. With
+//     N = pp and m a multiple of pp: chunk (k mod pv)/p on microbatch (k / pv) p + k mod p.
 //   zero-bubble (ZB-H1, Qi et al. 2024 §2.1 and Figure 3): 1F1B's F and B; rank i runs the W of
 //     microbatch k - i after the B of microbatch k, so every rank holds at most pp microbatches
 //     (1F1B's first-stage peak) and the deferred Ws fill the drain: one pending W after each
@@ -81,12 +86,13 @@ Status CheckPipelineSchedule(Schedule schedule, int64_t pp, int64_t vpp, int64_t
 //     autograd call there) is B immediately followed by its W.
 // Errors as CheckPipelineSchedule.
 Result<std::vector<std::vector<ScheduleSlot>>> PipelineOrders(Schedule schedule, int64_t pp, int64_t vpp,
-                                                              int64_t microbatches);
+                                                              int64_t microbatches, int64_t group = 0);
 
 // The fixed orders of one rank for GPipe, 1F1B and interleaved (zero-bubble and DualPipe: use
-// PipelineOrders). REQUIRES: 0 <= stage < pp; microbatches >= 1; for interleaved, microbatches %
-// pp == 0.
-std::vector<ScheduleSlot> StageOrder(Schedule schedule, int64_t pp, int64_t vpp, int64_t stage, int64_t microbatches);
+// PipelineOrders). REQUIRES: 0 <= stage < pp; microbatches >= 1; for interleaved,
+// CheckPipelineSchedule(..., group) passed.
+std::vector<ScheduleSlot> StageOrder(Schedule schedule, int64_t pp, int64_t vpp, int64_t stage, int64_t microbatches,
+                                     int64_t group = 0);
 
 }  // namespace meshplan::core
 

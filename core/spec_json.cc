@@ -567,6 +567,7 @@ void ReadPlan(ObjectReader& r, const std::string& prefix, PlanSpec* p, Diagnosti
   r.Int("ep", &p->ep);
   r.Int("etp", &p->etp);
   r.Int("vpp", &p->vpp);
+  r.Int("vpp_group", &p->vpp_group);
   r.Int("zero", &p->zero);
   r.Enum("sharding", &p->sharding);
   r.Int("hsdp_shard_size", &p->hsdp_shard_size);
@@ -660,6 +661,7 @@ OJson WritePlan(const PlanSpec& p) {
   j["ep"] = p.ep;
   j["etp"] = p.etp;
   j["vpp"] = p.vpp;
+  if (p.vpp_group > 0) j["vpp_group"] = p.vpp_group;
   j["zero"] = p.zero;
   j["sharding"] = Name(p.sharding);
   j["hsdp_shard_size"] = p.hsdp_shard_size;

@@ -419,7 +419,11 @@ struct PlanSpec {
   int64_t tp = 1, pp = 1, dp = 1, cp = 1, ep = 1;
   int64_t etp = 1;  // expert tensor parallel (MCore); ep*etp | tp*cp*dp
   int64_t vpp = 1;  // virtual stages (model chunks) per pipeline rank
-  int zero = 0;     // 0..3
+  // Interleaved: consecutive microbatches each model chunk runs before the next chunk's turn
+  // (Megatron-Core --microbatch-group-size-per-virtual-pipeline-stage, its tunable schedule,
+  // schedules.py get_schedule_table); 0 = pp, Megatron's default and the classic interleaving.
+  int64_t vpp_group = 0;
+  int zero = 0;  // 0..3
   Sharding sharding = Sharding::kFsdp;
   int64_t hsdp_shard_size = 0;  // HSDP: ranks one shard group spans; 0 unless hsdp
   bool sequence_parallel = false;
@@ -522,6 +526,7 @@ struct PlanSpec {
   bool moe_grouped_gemm = true;
 
   int64_t Microbatches() const { return global_batch / (micro_batch * dp); }  // per pipeline
+  int64_t VppGroup() const { return vpp_group > 0 ? vpp_group : pp; }         // interleaved's group
   // True when selective recomputation recomputes `module` (never under none or full).
   bool Recomputes(RecomputeModule module) const {
     return recompute == Recompute::kSelective && (recompute_modules & ModuleBit(module)) != 0;

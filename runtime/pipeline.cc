@@ -21,7 +21,7 @@ namespace {
 Status CheckPipeline(const core::PlanSpec& p, int64_t stage) {
   if (p.micro_batch < 1 || p.dp < 1)
     return Status::InvalidArgument("pipeline schedule: plan.micro_batch: micro_batch and dp must be >= 1");
-  MESHPLAN_RETURN_IF_ERROR(core::CheckPipelineSchedule(p.schedule, p.pp, p.vpp, p.Microbatches()));
+  MESHPLAN_RETURN_IF_ERROR(core::CheckPipelineSchedule(p.schedule, p.pp, p.vpp, p.Microbatches(), p.vpp_group));
   if (stage < 0 || stage >= p.pp)
     return Status::InvalidArgument("pipeline schedule: plan.pp: stage " + std::to_string(stage) + " is outside [0, " +
                                    std::to_string(p.pp) + ")");
@@ -29,7 +29,7 @@ Status CheckPipeline(const core::PlanSpec& p, int64_t stage) {
 }
 
 Result<std::vector<std::vector<PipeSlot>>> AllOrders(const core::PlanSpec& p) {
-  return core::PipelineOrders(p.schedule, p.pp, p.vpp, p.Microbatches());
+  return core::PipelineOrders(p.schedule, p.pp, p.vpp, p.Microbatches(), p.vpp_group);
 }
 
 }  // namespace

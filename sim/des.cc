@@ -487,7 +487,7 @@ core::Result<DesResult> SimulateStreams(const core::PlanSpec& plan, const std::v
   }
 
   // The schedule's fixed per-rank orders (core/schedule.h), the ones the runtime runs.
-  auto orders = core::PipelineOrders(plan.schedule, pp, plan.vpp, microbatches);
+  auto orders = core::PipelineOrders(plan.schedule, pp, plan.vpp, microbatches, plan.vpp_group);
   if (!orders.ok()) return orders.status();
   const Pipe pipe(plan.schedule, pp, plan.vpp, microbatches);
   // Per-op durations: a rank's per-microbatch times split over its chunks (DualPipe: two stages).

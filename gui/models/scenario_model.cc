@@ -622,6 +622,7 @@ QString ScenarioModel::commandLine() const {
   arg("--gbs", num(p.global_batch));
   arg("--seq", num(p.seq_len));
   arg("--schedule", core::Name(p.schedule));
+  if (p.vpp_group > 0) arg("--vpp-group", num(p.vpp_group));
   arg("--precision", core::Name(p.precision));
   if (p.optimizer != d.optimizer) arg("--optimizer", core::Name(p.optimizer));
   if (p.dtypes.weights != d.dtypes.weights) arg("--weights-dtype", core::Name(p.dtypes.weights));

@@ -347,6 +347,21 @@ run(moe_dispatcher_bad 2 "--moe-dispatcher: must be one of alltoall\\|flex"
     report --model qwen3-30b-a3b --gpu h100-sxm --gpus 8 --ep 8 --moe-dispatcher nccl)
 run(export_deepspeed 0 "\"train_micro_batch_size_per_gpu\": 1,.*\"gradient_accumulation_steps\": 16,.*\"zero_optimization\": \\{[ \n]*\"stage\": 1,.*\"autotp_size\": 8.*# note: DeepSpeed edaa72212 \\(2026-08-22\\).*train_batch_size left out \\(2048 sequences.*num_stages=16"
     export --plan ${WORK}/l3.json --to deepspeed)
+# Megatron-Core's tunable interleaved schedule: 10 microbatches over pp 4 run in groups of 5
+# (--vpp-group, its --microbatch-group-size-per-virtual-pipeline-stage); the default group (pp)
+# needs a multiple of pp, and a group leaving a last group below pp is refused naming the field.
+run(plan_vpp_group 0 "wrote" plan --model llama3-8b --gpu h100-sxm --gpus 4 --pp 4 --vpp 2 --gbs 10 --vpp-group 5
+    --seq 2048 --output ${WORK}/vppg.json)
+run(report_vpp_group 0 "interleaved, 10 microbatches in groups of 5" report --plan ${WORK}/vppg.json)
+run(report_vpp_group_default 1 "plan.global_batch: interleaved schedule needs the microbatches per pipeline \\(10\\) to be a multiple of pp=4"
+    report --model llama3-8b --gpu h100-sxm --gpus 4 --pp 4 --vpp 2 --gbs 10)
+run(report_vpp_group_remainder 1 "plan.vpp_group: leaves a last group of 2 microbatches"
+    report --model llama3-8b --gpu h100-sxm --gpus 4 --pp 4 --vpp 2 --gbs 10 --vpp-group 4)
+run(export_megatron_vpp_group 0 "--num-layers-per-virtual-pipeline-stage 4.*--microbatch-group-size-per-virtual-pipeline-stage 5"
+    export --plan ${WORK}/vppg.json --to megatron)
+run(export_torchtitan_vpp_group 1 "error: --to torchtitan: .*no microbatch groups.*nearest plan it runs: --vpp-group 0"
+    export --plan ${WORK}/vppg.json --to torchtitan)
+run(simulate_vpp_group 0 "step" simulate --plan ${WORK}/vppg.json)
 # torchtitan has no optimizer-only sharding (FSDP2): the ZeRO-1 plan is refused naming the rule,
 # the same plan at ZeRO-2 exports.
 run(export_torchtitan_zero1 1 "error: --to torchtitan: torchtitan \\(238fa99\\): no optimizer-only sharding.*nearest plan it runs: --zero 2"

@@ -408,6 +408,18 @@ const MalformedCase kCases[] = {
      Code::kInvalidArgument,
      1,
      {"plan.vpp: 2 needs plan.schedule=interleaved (got 1f1b)"}},
+    // Megatron-Core's microbatch groups: 10 microbatches per pipeline (20 / dp 2) over pp 4 in
+    // groups of 4 leave a last group of 2 < pp; a group needs the interleaved schedule.
+    {"plan_vpp_group_short_last_group.json",
+     Kind::kPlan,
+     Code::kInvalidArgument,
+     1,
+     {"plan.vpp_group: leaves a last group of 2 microbatches (10 mod 4), fewer than pp=4"}},
+    {"plan_vpp_group_without_interleaved.json",
+     Kind::kPlan,
+     Code::kInvalidArgument,
+     1,
+     {"plan.vpp_group: needs plan.schedule=interleaved (got 1f1b)"}},
     {"plan_interleaved_with_vpp_one.json",
      Kind::kPlan,
      Code::kInvalidArgument,

@@ -355,6 +355,19 @@ TEST(MemoryTest, GpipeHoldsAllMicrobatchesOneFOneBAtMostP) {
   p.schedule = Schedule::k1F1B;
   r = EstimateMemory(l.model, p, l.gpu);
   for (const auto& st : r.stages) EXPECT_DOUBLE_EQ(st.inflight_microbatches, 4.0 - static_cast<double>(st.stage));
+  // Interleaved, pp 4 x 2 chunks (32 layers, 4 per chunk), in Megatron-Core's warm-up chunks:
+  // 2(pp - r - 1) + (v - 1)N + 1 over v. With the default group N = pp = 4: rank 0 (6 + 4 + 1)/2
+  // = 5.5, rank 3 (0 + 4 + 1)/2 = 2.5. With groups of 8 microbatches (plan.vpp_group 8, 32 a
+  // multiple of it): rank 0 (6 + 8 + 1)/2 = 7.5, rank 3 (0 + 8 + 1)/2 = 4.5.
+  p.schedule = Schedule::kInterleaved;
+  p.vpp = 2;
+  r = EstimateMemory(l.model, p, l.gpu);
+  EXPECT_DOUBLE_EQ(r.stages[0].inflight_microbatches, 5.5);
+  EXPECT_DOUBLE_EQ(r.stages[3].inflight_microbatches, 2.5);
+  p.vpp_group = 8;
+  r = EstimateMemory(l.model, p, l.gpu);
+  EXPECT_DOUBLE_EQ(r.stages[0].inflight_microbatches, 7.5);
+  EXPECT_DOUBLE_EQ(r.stages[3].inflight_microbatches, 4.5);
 }
 
 TEST(MemoryTest, ExpertParallelDividesExpertsAndShardsOverExpertDataParallel) {

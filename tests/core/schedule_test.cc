@@ -41,6 +41,37 @@ TEST(ScheduleTest, InterleavedVisitsEveryChunkAndMicrobatchOnce) {
       for (int n : c) EXPECT_EQ(n, 1);
 }
 
+TEST(ScheduleTest, InterleavedRunsMegatronsMicrobatchGroups) {
+  // Megatron-Core's tunable schedule (schedules.py get_schedule_table, get_pp_rank_microbatches
+  // at d98e8a64), as its CI test gpt3_mcore_te_tp1_pp4_vp1_tunable_overlap runs it: pp 4, 3
+  // chunks, 5 microbatches in one group of 5 (--microbatch-group-size-per-virtual-pipeline-stage
+  // 5). The table is chunk 0 on microbatches 0-4, chunk 1 on 0-4, chunk 2 on 0-4. Rank 3 warms up
+  // with 2(4 - 3 - 1) + (3 - 1) x 5 = 10 forwards, then five F/B pairs, then ten Bs; a backward
+  // runs the table's microbatch on the mirrored chunk, 2 - c.
+  const Order r3 = StageOrder(Schedule::kInterleaved, 4, 3, 3, 5, 5);
+  ASSERT_EQ(r3.size(), 30u);
+  for (int k = 0; k < 10; ++k) EXPECT_EQ(r3[k], (ScheduleSlot{F, k / 5, k % 5})) << k;
+  EXPECT_EQ(r3[10], (ScheduleSlot{F, 2, 0}));  // virtual microbatch 10
+  EXPECT_EQ(r3[11], (ScheduleSlot{B, 2, 0}));  // backward 0: microbatch 0, chunk 2 - 0
+  EXPECT_EQ(r3[19], (ScheduleSlot{B, 2, 4}));
+  EXPECT_EQ(r3[20], (ScheduleSlot{B, 1, 0}));  // the drain: backward 5, microbatch 0 of chunk 1
+  EXPECT_EQ(r3[29], (ScheduleSlot{B, 0, 4}));
+  // Rank 0 warms up with 6 + 10 = 16 >= 15: every forward, then every backward.
+  const Order r0 = StageOrder(Schedule::kInterleaved, 4, 3, 0, 5, 5);
+  for (int k = 0; k < 15; ++k) EXPECT_EQ(r0[k].pass, F) << k;
+  // A group of pp over a multiple of pp is the classic interleaving: pp 2, 2 chunks, 4 microbatches.
+  for (int64_t r = 0; r < 2; ++r)
+    EXPECT_EQ(StageOrder(Schedule::kInterleaved, 2, 2, r, 4, 2), StageOrder(Schedule::kInterleaved, 2, 2, r, 4));
+  // Groups of 3 over 8 microbatches at pp 2: [0, 3), [3, 6), then the last group [6, 8) of 2 >= pp.
+  // Rank 1 warms up with 0 + (2 - 1) x 3 = 3: chunk 0 of microbatches 0-2.
+  const Order g = StageOrder(Schedule::kInterleaved, 2, 2, 1, 8, 3);
+  EXPECT_EQ(g[0], (ScheduleSlot{F, 0, 0}));
+  EXPECT_EQ(g[2], (ScheduleSlot{F, 0, 2}));
+  EXPECT_EQ(g[3], (ScheduleSlot{F, 1, 0}));  // virtual microbatch 3: chunk 1 of the first group
+  EXPECT_EQ(g[4], (ScheduleSlot{B, 1, 0}));
+  ASSERT_TRUE(PipelineOrders(Schedule::kInterleaved, 2, 2, 8, 3).ok());
+}
+
 TEST(ScheduleTest, DualPipeFollowsDeepSeeksPhases) {
   // pp = 2, m = 4 by hand from dualpipe.py's DualPipe.step: half_rank 0 on both ranks, 2
   // microbatches per direction (direction 0: 0, 1; direction 1: 2, 3). Rank 0 (first half: phase
@@ -155,6 +186,16 @@ TEST(ScheduleTest, PipelinesAScheduleCannotOrderAreRefusedNamingTheField) {
   EXPECT_NE(msg(Schedule::kDualPipe, 4, 1, 9).find("at least 2*pp=8"), std::string::npos);
   EXPECT_NE(msg(Schedule::kInterleaved, 4, 2, 6).find("plan.global_batch: interleaved needs"), std::string::npos);
   EXPECT_NE(msg(Schedule::k1F1B, 2, 2, 4).find("plan.vpp"), std::string::npos);
+  // Megatron-Core's microbatch groups: N in [pp, m], a last group of 0 or at least pp.
+  auto grouped = [](int64_t pp, int64_t m, int64_t n) {
+    return CheckPipelineSchedule(Schedule::kInterleaved, pp, 3, m, n).message();
+  };
+  EXPECT_TRUE(CheckPipelineSchedule(Schedule::kInterleaved, 4, 3, 5, 5).ok());
+  EXPECT_NE(grouped(4, 5, 4).find("plan.vpp_group: leaves a last group of 1"), std::string::npos);
+  EXPECT_NE(grouped(4, 5, 3).find("plan.vpp_group: must range from pp=4"), std::string::npos);
+  EXPECT_NE(grouped(4, 5, 6).find("plan.vpp_group: must range from pp=4"), std::string::npos);
+  EXPECT_NE(CheckPipelineSchedule(Schedule::k1F1B, 4, 1, 5, 5).message().find("plan.vpp_group: needs"),
+            std::string::npos);
   EXPECT_TRUE(CheckPipelineSchedule(Schedule::kDualPipe, 4, 1, 8).ok());
   EXPECT_FALSE(PipelineOrders(Schedule::k1F1B, 2, 1, 0).ok());
 }

@@ -147,7 +147,7 @@ elseif(CASE MATCHES "^mpi_plan_(.*)_([0-9]+)$")
   # Every rank reports its peak beside the memory model's prediction for its stage.
   expect_match("${json}" "\"logical_peak_bytes\": [1-9]" "step.memory")
   expect_match("${json}" "\"predicted_memory_bytes\": [1-9]" "ranks[].predicted_memory_bytes")
-  if(layout MATCHES "^(interleaved|zero_bubble|dualpipe)_pp")
+  if(layout MATCHES "^(interleaved|zero_bubble|dualpipe)_(group_)?pp")
     # The schedule ran across real pipeline ranks: rank 0 sent activations and received
     # gradients over the pipeline group (interleaved and DualPipe also receive activations).
     string(REPLACE "_" "-" schedule "${CMAKE_MATCH_1}")

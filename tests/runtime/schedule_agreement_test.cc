@@ -50,14 +50,16 @@ TEST(ScheduleAgreementTest, TheSimulatorPlacesExactlyTheOrderTheRuntimeRuns) {
   struct Case {
     core::Schedule schedule;
     int64_t vpp;
+    int64_t group_per_pp = 0;  // interleaved: microbatch groups of this many times pp (plan.vpp_group)
   };
   int compared = 0;
-  for (const Case c :
-       {Case{core::Schedule::kGpipe, 1}, Case{core::Schedule::k1F1B, 1}, Case{core::Schedule::kInterleaved, 2},
-        Case{core::Schedule::kZeroBubble, 1}, Case{core::Schedule::kDualPipe, 1}}) {
+  for (const Case c : {Case{core::Schedule::kGpipe, 1}, Case{core::Schedule::k1F1B, 1},
+                       Case{core::Schedule::kInterleaved, 2}, Case{core::Schedule::kInterleaved, 2, 2},
+                       Case{core::Schedule::kZeroBubble, 1}, Case{core::Schedule::kDualPipe, 1}}) {
     for (int64_t pp : {2, 4, 8}) {
       for (int64_t m : {2 * pp, 4 * pp}) {
-        const core::PlanSpec plan = PipePlan(c.schedule, pp, m, c.vpp);
+        core::PlanSpec plan = PipePlan(c.schedule, pp, m, c.vpp);
+        plan.vpp_group = c.group_per_pp * pp;  // 2pp: one group at m = 2pp, two at 4pp
         sim::DesOptions straggler, jitter;
         straggler.stage_slowdown.assign(static_cast<size_t>(pp), 1.0);
         straggler.stage_slowdown[static_cast<size_t>(pp / 2)] = 1.5;
@@ -81,7 +83,7 @@ TEST(ScheduleAgreementTest, TheSimulatorPlacesExactlyTheOrderTheRuntimeRuns) {
       }
     }
   }
-  EXPECT_EQ(compared, 5 * (2 + 4 + 8) * 2 * 3);
+  EXPECT_EQ(compared, 6 * (2 + 4 + 8) * 2 * 3);
 }
 
 }  // namespace

@@ -26,6 +26,16 @@ PipeTopology::PipeTopology(Schedule schedule, int64_t pp_, int64_t vpp, int64_t 
 
 bool SplitsWeightGradients(Schedule s) { return s == Schedule::kZeroBubble || s == Schedule::kDualPipe; }
 
+std::string VppGroupViolation(int64_t pp, int64_t m, int64_t group) {
+  if (group < pp || group > m)
+    return "must range from pp=" + std::to_string(pp) + " to the microbatches per pipeline (" + std::to_string(m) +
+           ") (got " + std::to_string(group) + ")";
+  if (m % group != 0 && m % group < pp)
+    return "leaves a last group of " + std::to_string(m % group) + " microbatches (" + std::to_string(m) + " mod " +
+           std::to_string(group) + "), fewer than pp=" + std::to_string(pp) + ": Megatron-Core refuses its bubbles";
+  return "";
+}
+
 Status CheckPipelineSchedule(Schedule schedule, int64_t pp, int64_t vpp, int64_t m, int64_t group) {
   auto bad = [](const std::string& field, const std::string& rule) {
     return Status::InvalidArgument("pipeline schedule: " + field + ": " + rule);
@@ -39,18 +49,11 @@ Status CheckPipelineSchedule(Schedule schedule, int64_t pp, int64_t vpp, int64_t
   if (group < 0) return bad("plan.vpp_group", "must be >= 0 (got " + std::to_string(group) + ")");
   if (group > 0 && schedule != Schedule::kInterleaved)
     return bad("plan.vpp_group", "needs plan.schedule=interleaved (got " + name + ")");
-  if (schedule == Schedule::kInterleaved) {
-    const int64_t n = group > 0 ? group : pp;
-    if (group == 0 && m % pp != 0)
-      return bad("plan.global_batch", "interleaved needs the microbatches per pipeline (" + std::to_string(m) +
-                                          ") to be a multiple of pp=" + std::to_string(pp));
-    if (n < pp || n > m)
-      return bad("plan.vpp_group", "must range from pp=" + std::to_string(pp) + " to the microbatches per pipeline (" +
-                                       std::to_string(m) + ") (got " + std::to_string(n) + ")");
-    if (m % n != 0 && m % n < pp)
-      return bad("plan.vpp_group", "leaves a last group of " + std::to_string(m % n) +
-                                       " microbatches, fewer than pp=" + std::to_string(pp));
-  }
+  if (schedule == Schedule::kInterleaved && group == 0 && m % pp != 0)
+    return bad("plan.global_batch", "interleaved needs the microbatches per pipeline (" + std::to_string(m) +
+                                        ") to be a multiple of pp=" + std::to_string(pp));
+  if (schedule == Schedule::kInterleaved && group > 0)
+    if (std::string rule = VppGroupViolation(pp, m, group); !rule.empty()) return bad("plan.vpp_group", rule);
   if (schedule == Schedule::kDualPipe) {
     if (pp < 2 || pp % 2 != 0) return bad("plan.pp", "dualpipe needs an even pp >= 2 (got " + std::to_string(pp) + ")");
     if (m % 2 != 0 || m < 2 * pp)

@@ -9,6 +9,7 @@
 #define MESHPLAN_CORE_SCHEDULE_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/specs.h"
@@ -65,6 +66,13 @@ bool SplitsWeightGradients(Schedule s);
 // m not a multiple of pp); DualPipe with an odd pp or m odd or below 2 pp (DeepSeek's dualpipe.py
 // asserts both).
 Status CheckPipelineSchedule(Schedule schedule, int64_t pp, int64_t vpp, int64_t microbatches, int64_t group = 0);
+
+// Megatron-Core's rule on an interleaved microbatch group of `group` (> 0) over m >= 1
+// microbatches per pipeline (schedules.py forward_backward_pipelining_with_interleaving at
+// d98e8a64, after its tunable schedule, 4295be1a6c): the group in [pp, m] and a last group of
+// m mod group that is empty or at least pp. Empty when it holds, else what plan.vpp_group breaks
+// (the plan checks and CheckPipelineSchedule both say it so).
+std::string VppGroupViolation(int64_t pp, int64_t microbatches, int64_t group);
 
 // Every pipeline rank's order (index = rank), each pass of each (chunk, microbatch) once, B after
 // its F, W right after its B or later:

@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/schedule.h"
+
 namespace meshplan::core {
 namespace {
 
@@ -440,11 +442,8 @@ void CheckBatchAndSchedule(const PlanSpec& pl, Diagnostics* d) {
   if (pl.schedule == Schedule::kInterleaved) {
     if (pl.vpp < 2) d->Error("plan.schedule", "interleaved needs plan.vpp >= 2 (got " + S(pl.vpp) + ")");
     if (pl.pp < 2) d->Error("plan.schedule", "interleaved needs plan.pp >= 2 (got " + S(pl.pp) + ")");
-    // Megatron-Core's rules for its microbatch groups (schedules.py
-    // forward_backward_pipelining_with_interleaving at d98e8a64, after its tunable schedule,
-    // 4295be1a6c): a group of N in [pp, m], and a last group of m mod N that is empty or at least
-    // pp; with the default N = pp, m a multiple of pp.
-    const int64_t n = pl.VppGroup();
+    // Megatron-Core's microbatch groups (core/schedule.h VppGroupViolation); with the default
+    // group of pp, m a multiple of pp.
     if (pl.vpp_group < 0) {
       d->Error("plan.vpp_group", "must be >= 0 (0: pp) (got " + S(pl.vpp_group) + ")");
     } else if (pl.vpp_group == 0) {
@@ -452,12 +451,9 @@ void CheckBatchAndSchedule(const PlanSpec& pl, Diagnostics* d) {
         d->Error("plan.global_batch", "interleaved schedule needs the microbatches per pipeline (" + S(mb) +
                                           ") to be a multiple of pp=" + S(pl.pp) +
                                           " (or a microbatch group, plan.vpp_group, that leaves no remainder)");
-    } else if (n < pl.pp || (mb > 0 && n > mb)) {
-      d->Error("plan.vpp_group", "must range from pp=" + S(pl.pp) + " to the microbatches per pipeline (" + S(mb) +
-                                     ") (got " + S(n) + ")");
-    } else if (mb > 0 && mb % n != 0 && mb % n < pl.pp) {
-      d->Error("plan.vpp_group", "leaves a last group of " + S(mb % n) + " microbatches (" + S(mb) + " mod " + S(n) +
-                                     "), fewer than pp=" + S(pl.pp) + ": Megatron-Core refuses its bubbles");
+    } else if (mb > 0) {
+      if (std::string rule = VppGroupViolation(pl.pp, mb, pl.vpp_group); !rule.empty())
+        d->Error("plan.vpp_group", rule);
     }
   } else if (pl.vpp_group != 0) {
     d->Error("plan.vpp_group", std::string("needs plan.schedule=interleaved (got ") + Name(pl.schedule) + ")");

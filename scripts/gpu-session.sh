@@ -8,10 +8,9 @@
 #   scripts/gpu-session.sh BIN_DIR OUT_DIR [STAGE ...]
 #
 # STAGEs (default: all, in this order): gtest gemm tiny verify gpt17b context_attention gemm_shapes
-# heldout sustained memory memory_expandable memory_default8 sustained_more memory_expandable8 host_moe (not yet run: the
-# host cost per eager op and a dropless MoE layer, scripts/gpu_probes.py host_moe). The first GPU session (2026-11-28, H200) ran the first six; the second the
-# rest and tiny, verify again; the third memory_expandable and memory_default8; the fourth sustained_more and memory_expandable8. Everything lands in OUT_DIR: one session.log and a JSON per stage.
-# Since 2026-11-29 (not yet run) the memory stages also write the caching allocator's segments after the last step by stream
+# heldout sustained memory memory_expandable memory_default8 sustained_more memory_expandable8 host_moe expert_gemm megatron_moe memory_pools. The first GPU session (2026-11-28, H200) ran the first six; the second the
+# rest and tiny, verify again; the third memory_expandable and memory_default8; the fourth sustained_more and memory_expandable8; the fifth (2026-11-30) host_moe, expert_gemm and memory_pools, then megatron_moe by itself. Everything lands in OUT_DIR: one session.log and a JSON per stage.
+# Since 2026-11-29 the memory stages also write the caching allocator's segments after the last step by stream
 # (pools_after_last_step), the check of FSDP2's reduce-scatter and all-gather pools in docs/memory.md §4.
 #
 # BIN_DIR holds meshplan-run and runtime_tests built with the cuda backend (a build with
@@ -96,5 +95,16 @@ want memory_default8 && step memory_default8 90 env -u LD_LIBRARY_PATH python3 s
   "$out/memory_default8.json" 8:1:8192
 # Host dispatch cost per eager op and a dropless MoE layer's wall time against its kernels' (for a
 # host-bound floor under small MoE layers: docs/validation.md's MoE rows).
-want host_moe && step host_moe 90 env -u LD_LIBRARY_PATH python3 scripts/gpu_probes.py host_moe "$out/host_moe.json"
+want host_moe && step host_moe 120 env -u LD_LIBRARY_PATH python3 scripts/gpu_probes.py host_moe "$out/host_moe.json"
+# Expert GEMMs against rows per expert: a per-expert cuBLAS loop (eager and graphed) and
+# torch._grouped_mm, for the MoE rows' GEMM efficiency (docs/compute.md).
+want expert_gemm && step expert_gemm 200 env -u LD_LIBRARY_PATH python3 scripts/gpu_probes.py expert_gemm \
+  "$out/expert_gemm.json"
+# Megatron-Core's own MoE layer, for its host floor (docs/compute.md): MEGATRON_CORE_DIR holds
+# megatron/core of Megatron-LM d98e8a64 (git archive d98e8a64 megatron/core | tar -x -C DIR).
+want megatron_moe && step megatron_moe 200 env -u LD_LIBRARY_PATH python3 scripts/gpu_probes.py megatron_moe \
+  "$out/megatron_moe.json" "${MEGATRON_CORE_DIR:-.mcore}"
+# The allocator's segments by stream after an FSDP2 step (pools_after_last_step; docs/memory.md §4).
+want memory_pools && step memory_pools 100 env -u LD_LIBRARY_PATH python3 scripts/gpu_probes.py memory \
+  "$out/memory_pools.json" 2:1:8192
 log done

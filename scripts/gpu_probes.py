@@ -451,7 +451,200 @@ def main_host_moe(path, *configs):
         json.dump(res, f, indent=1)
 
 
+def main_expert_gemm(path, *cases):
+    """An MoE layer's expert GEMMs against the rows each expert gets (docs/compute.md: the small-GEMM
+    ramp and wave quantization at low tokens per expert). Per case, 8 experts' GEMMs of one pass,
+    bf16, fresh random inputs: forward Y[r x N] = X[r x K] W[K x N], input gradient dX[r x K] =
+    dY W^T, weight gradient dW[K x N] = X^T dY, for r rows per expert. Two ways to run them: a loop
+    of one cuBLAS GEMM per expert (Transformer Engine's GroupedLinear before its CUTLASS path, and
+    Megatron-Core's SequentialMLP), timed eagerly (host launches included) and as a CUDA graph
+    (device time alone); and torch._grouped_mm, one kernel for all experts (torchtitan's MoE),
+    as a graph. Median of 5 trials of 20 calls each (5 above a TFLOP a call) after 3 warm-ups (CUDA events). cases:
+    NAME:K:N each, the layer's fc1 (hidden -> 2 x ffn for a GLU) and fc2 (ffn -> hidden); default
+    Qwen3-30B-A3B, Qwen3-235B-A22B, DeepSeek-V3, gpt-oss-120b and Mixtral 8x7B; rows 64..8192
+    (Mixtral to 4096)."""
+    import torch
+
+    res = header(torch)
+    res["format"] = "meshplan.gpu_expert_gemm/1"
+    res["experts_per_call"] = experts = 8
+    dev = torch.device("cuda")
+    grouped = hasattr(torch, "_grouped_mm")
+    res["torch_grouped_mm"] = grouped
+    res["cases"] = []
+
+    def median_ms(fn, calls, trials=5):
+        for _ in range(3):
+            fn()
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(trials):
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            for _ in range(calls):
+                fn()
+            e.record()
+            e.synchronize()
+            times.append(s.elapsed_time(e) / calls)
+        return sorted(times)[len(times) // 2]
+
+    def as_graph(fn):
+        fn()
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            fn()
+        return g.replay
+
+    layers = cases or ("qwen3-30b-a3b.fc1:2048:1536", "qwen3-30b-a3b.fc2:768:2048",
+                       "qwen3-235b-a22b.fc1:4096:3072", "qwen3-235b-a22b.fc2:1536:4096",
+                       "deepseek-v3.fc1:7168:4096", "deepseek-v3.fc2:2048:7168",
+                       "gpt-oss-120b.fc1:2880:5760", "gpt-oss-120b.fc2:2880:2880",
+                       "mixtral-8x7b.fc1:4096:28672", "mixtral-8x7b.fc2:14336:4096")
+    for layer in layers:
+        name, k, n = layer.split(":")
+        k, n = int(k), int(n)
+        for r in (64, 128, 256, 512, 1024, 2048, 4096, 8192):
+            if r * n * k > 8192 * 4096 * 28672 // 2:
+                continue
+            x = torch.randn(experts * r, k, device=dev, dtype=torch.bfloat16)
+            w = torch.randn(experts, n, k, device=dev, dtype=torch.bfloat16) * 0.02  # (E, N, K) as torchtitan
+            dy = torch.randn(experts * r, n, device=dev, dtype=torch.bfloat16)
+            offs = torch.arange(1, experts + 1, device=dev, dtype=torch.int32) * r
+            y = torch.empty(experts * r, n, device=dev, dtype=torch.bfloat16)
+            dx = torch.empty(experts * r, k, device=dev, dtype=torch.bfloat16)
+            dw = torch.empty(experts, k, n, device=dev, dtype=torch.bfloat16)
+            xs, dys = x.split(r), dy.split(r)
+            ys, dxs = y.split(r), dx.split(r)
+            passes = {
+                "fwd": (r, n, k, lambda: [torch.mm(xs[e], w[e].t(), out=ys[e]) for e in range(experts)],
+                        lambda: torch._grouped_mm(x, w.transpose(-2, -1), offs=offs)),
+                "dgrad": (r, k, n, lambda: [torch.mm(dys[e], w[e], out=dxs[e]) for e in range(experts)],
+                          lambda: torch._grouped_mm(dy, w, offs=offs)),
+                "wgrad": (k, n, r, lambda: [torch.mm(xs[e].t(), dys[e], out=dw[e]) for e in range(experts)],
+                          lambda: torch._grouped_mm(x.t(), dy, offs=offs)),
+            }
+            for pname, (m_, n_, k_, loop, one) in passes.items():
+                flops = 2.0 * m_ * n_ * k_ * experts
+                calls = 20 if flops < 1e12 else 5  # the largest cases take milliseconds a call
+                row = {"layer": name, "pass": pname, "rows_per_expert": r, "m": m_, "n": n_, "k": k_,
+                       "experts": experts, "flops": flops}
+                try:
+                    row["loop_eager_ms"] = median_ms(loop, calls)
+                    row["loop_graph_ms"] = median_ms(as_graph(loop), calls)
+                    row["loop_graph_tflops"] = flops / row["loop_graph_ms"] / 1e9
+                    row["loop_eager_tflops"] = flops / row["loop_eager_ms"] / 1e9
+                except Exception as ex:  # recorded, not fatal: the other cases still run
+                    row["loop_error"] = repr(ex)[:200]
+                if grouped:
+                    try:
+                        row["grouped_graph_ms"] = median_ms(as_graph(one), calls)
+                        row["grouped_graph_tflops"] = flops / row["grouped_graph_ms"] / 1e9
+                    except Exception as ex:
+                        row["grouped_error"] = repr(ex)[:200]
+                res["cases"].append(row)
+                print("expert_gemm:", json.dumps(row), flush=True)
+            del x, w, dy, y, dx, dw, xs, dys, ys, dxs, passes
+            torch.cuda.empty_cache()
+    with open(path, "w") as f:
+        json.dump(res, f, indent=1)
+
+
+def main_megatron_moe(path, megatron_dir, *configs):
+    """Megatron-Core's own MoE layer on one GPU: the host time a dropless MoE layer costs as its
+    code runs it (docs/compute.md, the per-microbatch host floor). MEGATRON_DIR holds megatron/core
+    of a recorded commit (no Transformer Engine on the machine: the local spec, SequentialMLP, one
+    ColumnParallelLinear/RowParallelLinear pair per expert, unfused permutation). EP 1 and TP 1, so
+    the all-to-alls are the identity, but the router, the dispatcher's permutations and its
+    device-to-host synchronisation of the tokens per expert run as in training. Per config: wall
+    time of forward and of forward + backward (median of 10 after 3 warm-ups, the GPU idle at the
+    start of each), the kernels' summed time and count (torch.profiler, one forward + backward),
+    the host CPU. configs: EXPERTS:TOPK:TOKENS:HIDDEN:FFN (default an EP-8 rank of Qwen3-30B-A3B at
+    one 4,096-token sequence per microbatch, 16 local experts of 768 with 2,048 rows each:
+    16:8:4096:2048:768; the same rows per expert over 4 experts, 4:2:4096:2048:768; and one expert,
+    1:1:4096:2048:768)."""
+    sys.path.insert(0, megatron_dir)
+    import torch
+    import torch.nn.functional as F
+
+    res = header(torch)
+    res["format"] = "meshplan.gpu_megatron_moe/1"
+    res["megatron_dir"] = megatron_dir
+    try:
+        res["cpu"] = [ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")][0]
+    except Exception as ex:  # recorded, not fatal
+        res["cpu"] = repr(ex)
+    res["cpus"] = os.cpu_count()
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "29512")
+    torch.cuda.set_device(0)
+    torch.distributed.init_process_group("nccl", rank=0, world_size=1)
+    from megatron.core import parallel_state
+    from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_submodules
+    from megatron.core.tensor_parallel.random import model_parallel_cuda_manual_seed
+    from megatron.core.transformer.moe.moe_layer import MoELayer
+    from megatron.core.transformer.spec_utils import get_submodules
+    from megatron.core.transformer.transformer_config import TransformerConfig
+
+    parallel_state.initialize_model_parallel(tensor_model_parallel_size=1, pipeline_model_parallel_size=1)
+    model_parallel_cuda_manual_seed(123)
+    res["runs"] = []
+    for cfg in configs or ("16:8:4096:2048:768", "4:2:4096:2048:768", "1:1:4096:2048:768"):
+        experts, topk, tokens, hidden, ffn = (int(v) for v in cfg.split(":"))
+        row = {"experts": experts, "topk": topk, "tokens": tokens, "hidden": hidden, "ffn": ffn}
+        try:
+            config = TransformerConfig(
+                num_layers=1, hidden_size=hidden, num_attention_heads=16, num_moe_experts=experts,
+                moe_ffn_hidden_size=ffn, ffn_hidden_size=ffn, moe_router_topk=topk,
+                moe_token_dispatcher_type="alltoall", moe_router_load_balancing_type="aux_loss",
+                moe_aux_loss_coeff=1e-3, moe_grouped_gemm=False, gated_linear_unit=True,
+                activation_func=F.silu, add_bias_linear=False, bf16=True, params_dtype=torch.bfloat16,
+                use_cpu_initialization=True)
+            submodules = get_submodules(get_gpt_layer_local_submodules(num_experts=experts,
+                                                                       moe_grouped_gemm=False).mlp)
+            layer = MoELayer(config, submodules).cuda()
+            layer.set_layer_number(1)  # the router's aux-loss tracker indexes losses by layer
+            row["layer"] = type(layer.experts).__name__ + " / " + type(layer.token_dispatcher).__name__
+            x = torch.randn(tokens, 1, hidden, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+            fwd_ms, step_ms = [], []
+            for i in range(13):
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                out = layer(x)[0]
+                torch.cuda.synchronize()
+                t1 = time.perf_counter()
+                out.float().sum().backward()
+                torch.cuda.synchronize()
+                t2 = time.perf_counter()
+                if i >= 3:
+                    fwd_ms.append((t1 - t0) * 1e3)
+                    step_ms.append((t2 - t0) * 1e3)
+            from torch.profiler import ProfilerActivity, profile
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                layer(x)[0].float().sum().backward()
+                torch.cuda.synchronize()
+            kernels = [ev for ev in prof.events() if ev.device_type.name == "CUDA"]
+            syncs = [ev for ev in prof.events() if ev.device_type.name == "CPU" and
+                     ev.name in ("cudaStreamSynchronize", "cudaEventSynchronize", "cudaDeviceSynchronize",
+                                 "cudaMemcpyAsync", "aten::_local_scalar_dense", "aten::to", "aten::copy_")]
+            row.update({"forward_ms_median": sorted(fwd_ms)[len(fwd_ms) // 2],
+                        "forward_backward_ms_median": sorted(step_ms)[len(step_ms) // 2],
+                        "kernel_ms_sum": sum(ev.device_time for ev in kernels) / 1e3, "kernels": len(kernels),
+                        "host_sync_like_calls": len(syncs)})
+            del layer, x, out
+            torch.cuda.empty_cache()
+        except Exception:  # recorded, not fatal: the other configs still run
+            import traceback
+            row["error"] = traceback.format_exc()[-1500:]
+        res["runs"].append(row)
+        print("megatron_moe:", json.dumps(row), flush=True)
+    torch.distributed.destroy_process_group()
+    with open(path, "w") as f:
+        json.dump(res, f, indent=1)
+
+
 if __name__ == "__main__":
     modes = {"context_attention": main_context_attention, "sustained": main_sustained, "memory": main_memory,
-             "host_moe": main_host_moe}
+             "host_moe": main_host_moe, "expert_gemm": main_expert_gemm,
+             "megatron_moe": main_megatron_moe}
     modes[sys.argv[1]](*sys.argv[2:])

@@ -115,6 +115,7 @@ std::string SpeedTable(const core::Scenario& s, const SpeedReport& sp) {
   if (b.pp_comm_s > 0) row("pipeline sends", b.pp_comm_s);
   if (b.bubble_s > 0) row("pipeline bubble", b.bubble_s);
   if (b.offload_s > 0) row("offload copies (exposed)", b.offload_s);
+  if (b.host_s > 0) row("waiting for the host (MoE)", b.host_s);
   row("optimizer step", b.optimizer_s);
   row("step", e.time_s);
   // The compute above runs at the pace of the plan's slowest GPU (docs/compute.md).
@@ -131,6 +132,14 @@ std::string SpeedTable(const core::Scenario& s, const SpeedReport& sp) {
                   "#   (overlapped communication slows the compute beside it: +%.3f s, counted in the exposed "
                   "communication above; docs/compute.md)\n",
                   e.overlap_slowdown_s);
+    o << line;
+  }
+  // The MoE layers' host floor (docs/compute.md): what each layer takes at least, and how to drop it.
+  if (b.host_s > 0) {
+    std::snprintf(line, sizeof line,
+                  "#   (each MoE layer takes at least the host time Megatron-Core's MoE layer was measured to need, "
+                  "%.2f ms per microbatch; --moe-host none drops it; docs/compute.md)\n",
+                  1e3 * sim::MoeLayerHostFloor(s.model, s.plan));
     o << line;
   }
   std::snprintf(line, sizeof line,
@@ -536,10 +545,17 @@ std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r, con
     st["overlap_slowdown_s"] = e.overlap_slowdown_s;
     st["profile"] = speed->profile;
     const auto& bd = e.breakdown;
-    st["breakdown"] = {{"compute_s", bd.compute_s}, {"recompute_s", bd.recompute_s}, {"tp_comm_s", bd.tp_comm_s},
-                       {"cp_comm_s", bd.cp_comm_s}, {"ep_comm_s", bd.ep_comm_s},     {"dp_comm_s", bd.dp_comm_s},
-                       {"pp_comm_s", bd.pp_comm_s}, {"bubble_s", bd.bubble_s},       {"optimizer_s", bd.optimizer_s},
-                       {"offload_s", bd.offload_s}};
+    st["breakdown"] = {{"compute_s", bd.compute_s},
+                       {"recompute_s", bd.recompute_s},
+                       {"tp_comm_s", bd.tp_comm_s},
+                       {"cp_comm_s", bd.cp_comm_s},
+                       {"ep_comm_s", bd.ep_comm_s},
+                       {"dp_comm_s", bd.dp_comm_s},
+                       {"pp_comm_s", bd.pp_comm_s},
+                       {"bubble_s", bd.bubble_s},
+                       {"optimizer_s", bd.optimizer_s},
+                       {"offload_s", bd.offload_s},
+                       {"host_s", bd.host_s}};
     OJson stage_times = OJson::array();
     for (const auto& t : e.stages)
       stage_times.push_back({{"forward_s", t.forward_s},

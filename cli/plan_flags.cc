@@ -143,6 +143,10 @@ void PlanFlags::Register(CLI::App* app) {
                 "MoE: alltoall (default: Megatron-Core's all-to-all dispatcher, k copies per token, permuted around "
                 "the NCCL all-to-alls) or flex (its DeepEP/HybridEP dispatcher: each token sent once per rank that "
                 "holds one of its experts)");
+  p->add_option("--moe-host", moe_host,
+                "MoE: megatron-core (default: each MoE layer takes at least the host time Megatron-Core's own MoE "
+                "layer was measured to need, its dropless dispatcher waiting on the host once per layer) or none "
+                "(no host floor: another framework, or the MoE layer captured in CUDA graphs)");
   p->add_option("--stack", stack,
                 "Software stack whose defaults the plan takes (meshplan presets stacks): precision, attention, "
                 "recompute, SP, overlaps, ZeRO; the other flags override them");
@@ -323,6 +327,7 @@ void PlanFlags::ApplyPlanFlags(bool from_file, core::ModelSpec* spec, core::Plan
   }
   SetEnum(elementwise, "elementwise", "plan.elementwise", &p.elementwise, d);
   SetEnum(moe_dispatcher, "moe-dispatcher", "plan.moe_dispatcher", &p.moe_dispatcher, d);
+  SetEnum(moe_host, "moe-host", "plan.moe_host", &p.moe_host, d);
   SetEnum(offload_optimizer, "offload-optimizer", "plan.offload.optimizer", &p.offload_optimizer, d);
   SetEnum(offload_params, "offload-params", "plan.offload.params", &p.offload_params, d);
   if (optimizer) {

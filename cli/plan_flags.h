@@ -29,8 +29,8 @@ struct PlanFlags {
   std::optional<bool> sp, overlap_grad_reduce, overlap_param_gather, grad_accum_fusion, grad_prescale, ep_overlap,
       repeat_kv, keep_lp_grads, keep_pp_outputs, transformer_engine, moe_grouped_gemm, chunked_attention;
   std::optional<std::string> tp_overlap, zero3_gather, fp8_scaling;
-  std::optional<std::string> recompute, recompute_modules, cross_entropy, elementwise, moe_dispatcher, schedule,
-      precision, optimizer, sharding, cp_kind, placement;
+  std::optional<std::string> recompute, recompute_modules, cross_entropy, elementwise, moe_dispatcher, moe_host,
+      schedule, precision, optimizer, sharding, cp_kind, placement;
   std::optional<std::string> weights_dtype, grads_dtype, master_dtype, moments_dtype;
   std::optional<std::string> offload_optimizer, offload_params, recipe, stack;
   std::vector<int64_t> stage_layers;

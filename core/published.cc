@@ -286,6 +286,9 @@ struct LaunchConfig {
   // The loss's cross-entropy implementation as the recipe sets it (core/specs.h CrossEntropy
   // names: "native", "te", "te-inplace"); empty: the launch file does not say.
   std::string cross_entropy;
+  // What the recipe captures in CUDA graphs ("none", "full_iteration", "local (...)",
+  // "transformer_engine: attn, moe_router, ..."; empty: the launch file does not say).
+  std::string cuda_graph;
 };
 std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
   // Every launch file parsed once (the presets are compiled in and never change).
@@ -328,7 +331,8 @@ std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
                                           .optimizer = StrOr(v, "optimizer"),
                                           .precision = StrOr(v, "precision"),
                                           .fp8_scaling = StrOr(v, "fp8_scaling"),
-                                          .cross_entropy = StrOr(v, "cross_entropy")});
+                                          .cross_entropy = StrOr(v, "cross_entropy"),
+                                          .cuda_graph = StrOr(v, "cuda_graph")});
       }
     }
     return runs;
@@ -708,6 +712,15 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     m = *loaded;
     m.max_seq = std::max(m.max_seq, seq);
     run.assumptions.push_back("model '" + StrOr(mj, "name") + "' not dimensioned: preset " + *named);
+    // Megatron-Bridge's "(tokendrop)" runs: apply_moe_token_drop's defaults, capacity factor 1.0
+    // with each expert's input padded to its capacity (src/megatron/bridge/training/utils/
+    // moe_token_drop.py at bf71eba07b), so the dispatcher needs no host synchronisation.
+    if (m.moe && m.moe->capacity_factor == 0 && Squash(StrOr(mj, "name")).find("tokendrop") != std::string::npos) {
+      m.moe->capacity_factor = 1.0;
+      run.assumptions.push_back(
+          "token dropping: capacity factor 1.0, padded to capacity (Megatron-Bridge "
+          "apply_moe_token_drop's defaults)");
+    }
   } else {
     skip("no model dimensions (layers, hidden, heads), no model preset named '" + StrOr(mj, "name") +
          "', or no sequence length");
@@ -1233,6 +1246,16 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     p.ep_overlap = true;
     run.assumptions.push_back(
         "EP all-to-alls under another microbatch's compute (overlap_moe_expert_parallel_comm) from " + launch_name());
+  }
+  // The MoE layer's host floor (core/specs.h MoeHost): a recipe that captures whole layers or the
+  // whole iteration in CUDA graphs (Megatron-Core's cuda_graph_impl local, or full_iteration)
+  // replays them without the host issuing each kernel. A capture of only the router and the
+  // dispatcher's preprocessing (transformer_engine: moe_router, moe_preprocess) leaves the
+  // synchronisation and everything after it to the host: the floor stays (docs/compute.md).
+  if (m.moe && launch &&
+      (launch->cuda_graph.find("full_iteration") != std::string::npos || launch->cuda_graph.rfind("local", 0) == 0)) {
+    p.moe_host = MoeHost::kNone;
+    run.assumptions.push_back("no MoE host floor: CUDA graphs (" + launch->cuda_graph + ") from " + launch_name());
   }
   // The recipe's token dispatcher, said but not applied: DeepEP's and HybridEP's flex dispatcher
   // (core/specs.h MoeDispatcher::kFlex) sends each token once per rank and skips two of the

@@ -634,6 +634,7 @@ void ReadPlan(ObjectReader& r, const std::string& prefix, PlanSpec* p, Diagnosti
   r.Bool("transformer_engine", &p->transformer_engine);
   r.Bool("moe_grouped_gemm", &p->moe_grouped_gemm);
   r.Enum("moe_dispatcher", &p->moe_dispatcher);
+  r.Enum("moe_host", &p->moe_host);
   if (const Json* v = r.Find("stage_layers", false)) {
     if (!v->is_array()) {
       d->Error(prefix + ".stage_layers", "must be an array of layer counts (got " + Show(*v) + ")");
@@ -714,6 +715,7 @@ OJson WritePlan(const PlanSpec& p) {
   j["transformer_engine"] = p.transformer_engine;
   if (!p.moe_grouped_gemm) j["moe_grouped_gemm"] = false;
   j["moe_dispatcher"] = Name(p.moe_dispatcher);
+  if (p.moe_host != MoeHost::kMegatronCore) j["moe_host"] = Name(p.moe_host);
   return j;
 }
 

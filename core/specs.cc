@@ -56,6 +56,7 @@ MESHPLAN_NAMES(CrossEntropy, {CrossEntropy::kFused, "fused"}, {CrossEntropy::kUp
 MESHPLAN_NAMES(Elementwise, {Elementwise::kFused, "fused"}, {Elementwise::kEager, "eager"},
                {Elementwise::kEagerFusedNorm, "eager-fused-norm"})
 MESHPLAN_NAMES(MoeDispatcher, {MoeDispatcher::kAllToAll, "alltoall"}, {MoeDispatcher::kFlex, "flex"})
+MESHPLAN_NAMES(MoeHost, {MoeHost::kMegatronCore, "megatron-core"}, {MoeHost::kNone, "none"})
 #undef MESHPLAN_NAMES
 
 template <typename E>
@@ -114,6 +115,7 @@ MESHPLAN_ENUM_FUNCS(Fp8Scaling)
 MESHPLAN_ENUM_FUNCS(CrossEntropy)
 MESHPLAN_ENUM_FUNCS(Elementwise)
 MESHPLAN_ENUM_FUNCS(MoeDispatcher)
+MESHPLAN_ENUM_FUNCS(MoeHost)
 #undef MESHPLAN_ENUM_FUNCS
 
 HybridCounts ModelSpec::HybridLayerCounts() const {

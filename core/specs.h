@@ -405,6 +405,15 @@ enum class Elementwise { kFused, kEager, kEagerFusedNorm };
 // DeepEP's get_dispatch_layout is_token_in_rank, the receiver sorts them by local expert, and the
 // combine returns one partial sum per rank; docs/compute.md).
 enum class MoeDispatcher { kAllToAll, kFlex };
+// The host time of an MoE layer as the framework's code runs it (docs/compute.md, "The MoE layer's
+// host floor"). Megatron-Core's dropless dispatchers wait on the host once per MoE layer forward
+// for the tokens per expert (token_dispatcher.py `_maybe_dtoh_and_synchronize` at d98e8a64), so
+// the host cannot run ahead of the GPU across MoE layers, and a layer whose kernels finish before
+// the host has issued them takes the host's time: kMegatronCore costs that floor from Megatron-
+// Core's own MoE layer measured on a GPU (tests/data/gpu/h200-2026-11-30/megatron_moe.json).
+// kNone: no host floor (a framework whose MoE host time is not measured, or a run that captures
+// the MoE layer in CUDA graphs).
+enum class MoeHost { kMegatronCore, kNone };
 
 struct StateDtypes {
   Dtype weights = Dtype::kBf16;           // working copy used by forward/backward
@@ -496,6 +505,7 @@ struct PlanSpec {
   // gradients are.
   bool keep_lp_grads = false;
   MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;  // with ep > 1
+  MoeHost moe_host = MoeHost::kMegatronCore;                // the MoE layer's host floor (above)
   // Microbatches whose output-layer weight gradient is deferred to the end of the step
   // (Megatron-Core --defer-embedding-wgrad-compute with --wgrad-deferral-limit n; its 0, "all",
   // is the plan's microbatches): the last stage keeps each one's logits gradient and the head's
@@ -556,6 +566,7 @@ const char* Name(Zero3Gather v);
 const char* Name(Fp8Scaling v);
 const char* Name(CrossEntropy v);
 const char* Name(MoeDispatcher v);
+const char* Name(MoeHost v);
 const char* Name(Elementwise v);
 // Inverse of Name(); false when `text` names no value. The accepted spellings are listed by
 // the *Choices() functions for error messages ("one of gelu|swiglu").
@@ -581,6 +592,7 @@ bool FromName(const std::string& text, Fp8Scaling* out);
 bool FromName(const std::string& text, CrossEntropy* out);
 bool FromName(const std::string& text, Elementwise* out);
 bool FromName(const std::string& text, MoeDispatcher* out);
+bool FromName(const std::string& text, MoeHost* out);
 template <typename E>
 std::string Choices();  // "gelu|swiglu"
 

@@ -559,7 +559,8 @@ def main_megatron_moe(path, megatron_dir, *configs):
     device-to-host synchronisation of the tokens per expert run as in training. Per config: wall
     time of forward and of forward + backward (median of 10 after 3 warm-ups, the GPU idle at the
     start of each), the kernels' summed time and count (torch.profiler, one forward + backward),
-    the host CPU. configs: EXPERTS:TOPK:TOKENS:HIDDEN:FFN (default an EP-8 rank of Qwen3-30B-A3B at
+    the host CPU; the router alone, forward and backward. configs: EXPERTS:TOPK:TOKENS:HIDDEN:FFN[:ds]
+    (ds: DeepSeek-V3's router, group-limited sigmoid with expert bias, and a shared expert) (default an EP-8 rank of Qwen3-30B-A3B at
     one 4,096-token sequence per microbatch, 16 local experts of 768 with 2,048 rows each:
     16:8:4096:2048:768; the same rows per expert over 4 experts, 4:2:4096:2048:768; and one expert,
     1:1:4096:2048:768)."""
@@ -590,16 +591,26 @@ def main_megatron_moe(path, megatron_dir, *configs):
     model_parallel_cuda_manual_seed(123)
     res["runs"] = []
     for cfg in configs or ("16:8:4096:2048:768", "4:2:4096:2048:768", "1:1:4096:2048:768"):
-        experts, topk, tokens, hidden, ffn = (int(v) for v in cfg.split(":"))
-        row = {"experts": experts, "topk": topk, "tokens": tokens, "hidden": hidden, "ffn": ffn}
+        fields = cfg.split(":")
+        experts, topk, tokens, hidden, ffn = (int(v) for v in fields[:5])
+        deepseek = len(fields) > 5 and fields[5] == "ds"
+        row = {"experts": experts, "topk": topk, "tokens": tokens, "hidden": hidden, "ffn": ffn,
+               "router": "deepseek-v3" if deepseek else "softmax-aux-loss"}
+        # DeepSeek-V3's router as Megatron-Bridge's provider sets it: sigmoid scores in fp32 with a
+        # per-expert bias, group-limited top-k (8 groups, 4 of them), scaling 2.5, the sequence-wise
+        # aux loss, and one shared expert of the routed experts' width.
+        router_args = dict(moe_router_score_function="sigmoid", moe_router_enable_expert_bias=True,
+                           moe_router_num_groups=8, moe_router_group_topk=4, moe_router_topk_scaling_factor=2.5,
+                           moe_router_dtype="fp32", moe_router_load_balancing_type="seq_aux_loss",
+                           moe_aux_loss_coeff=1e-4, moe_shared_expert_intermediate_size=ffn) if deepseek else \
+            dict(moe_router_load_balancing_type="aux_loss", moe_aux_loss_coeff=1e-3)
         try:
             config = TransformerConfig(
                 num_layers=1, hidden_size=hidden, num_attention_heads=16, num_moe_experts=experts,
                 moe_ffn_hidden_size=ffn, ffn_hidden_size=ffn, moe_router_topk=topk,
-                moe_token_dispatcher_type="alltoall", moe_router_load_balancing_type="aux_loss",
-                moe_aux_loss_coeff=1e-3, moe_grouped_gemm=False, gated_linear_unit=True,
+                moe_token_dispatcher_type="alltoall", moe_grouped_gemm=False, gated_linear_unit=True,
                 activation_func=F.silu, add_bias_linear=False, bf16=True, params_dtype=torch.bfloat16,
-                use_cpu_initialization=True)
+                use_cpu_initialization=True, **router_args)
             submodules = get_submodules(get_gpt_layer_local_submodules(num_experts=experts,
                                                                        moe_grouped_gemm=False).mlp)
             layer = MoELayer(config, submodules).cuda()
@@ -619,6 +630,16 @@ def main_megatron_moe(path, megatron_dir, *configs):
                 if i >= 3:
                     fwd_ms.append((t1 - t0) * 1e3)
                     step_ms.append((t2 - t0) * 1e3)
+            router_ms = []  # the router alone, forward and backward
+            for i in range(13):
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                probs = layer.router(x)[0]
+                probs.float().sum().backward()
+                torch.cuda.synchronize()
+                if i >= 3:
+                    router_ms.append((time.perf_counter() - t0) * 1e3)
+            row["router_forward_backward_ms_median"] = sorted(router_ms)[len(router_ms) // 2]
             from torch.profiler import ProfilerActivity, profile
             with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
                 layer(x)[0].float().sum().backward()

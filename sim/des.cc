@@ -166,11 +166,16 @@ std::vector<StageStreams> StageStreamCosts(const core::ModelSpec& m, const core:
       // The activation-offload wait (StageTimes) is neither kernel nor collective: the compute
       // stream holds it below (the timeline shows it as compute; the breakdown names it).
       const double in_pass_offload = k == 0 ? t.forward_offload_s : k == 1 ? t.backward_input_offload_s : 0.0;
+      // So is the wait for the host (the MoE layers' host floor, StageTimes): the compute stream
+      // holds it too.
+      const double in_pass_host = k == 0   ? t.forward_host_s
+                                  : k == 1 ? t.backward_input_host_s
+                                           : t.backward_weight_host_s;
       // The step model's exposed communication is what its pass time holds beyond the kernels
       // and the sends; of that, the blocking collectives first, then the spill of the
       // overlappable ones, shared between the streams by their overlappable time. The compute
       // the hidden ones slow (StageTimes' per-pass slowdown) stays with the kernels.
-      const double exposed = std::max(0.0, pass_time[k] - in_pass_p2p - in_pass_offload - ps.compute);
+      const double exposed = std::max(0.0, pass_time[k] - in_pass_p2p - in_pass_offload - in_pass_host - ps.compute);
       const double hidden = ps.hidden[0] + ps.hidden[1];
       const double spill = std::clamp(exposed - ps.blocking[0] - ps.blocking[1] - pass_slowed[k], 0.0, hidden);
       std::array<double, 2> spill_by{};

@@ -221,6 +221,7 @@ std::vector<std::pair<std::string, double>> BreakdownTerms(const StepBreakdown& 
           {"pipeline sends", b.pp_comm_s},
           {"pipeline bubble", b.bubble_s},
           {"exposed activation offload", b.offload_s},
+          {"waiting for the host (MoE layers)", b.host_s},
           {"optimizer step", b.optimizer_s}};
 }
 

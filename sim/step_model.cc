@@ -276,6 +276,7 @@ struct RankCost {
   std::array<double, core::kCommGroups> comm{};  // exposed, per microbatch, by group
   double step_comm = 0, optimizer = 0;
   double offload = 0;        // exposed activation-offload transfers, per microbatch
+  double host = 0;           // the GPU waiting for the host (MoE layers' host floor), per microbatch
   double param_gather = 0;   // of step_comm: the ZeRO-1/2 parameter all-gather (StepWork)
   double step_slowdown = 0;  // of step_comm (once exposed): compute slowed by the hidden DP sync
 };
@@ -291,6 +292,23 @@ void Accumulate(const ListTotals& lc, double count, RankCost* r) {
   r->times.forward_slowdown_s += lc.slowdown_s[0] * count;
   r->times.backward_input_slowdown_s += lc.slowdown_s[1] * count;
   r->times.backward_weight_slowdown_s += lc.slowdown_s[2] * count;
+}
+
+// `count` MoE layers whose forward and backward of one microbatch (the list's passes) take less
+// than the host's `floor`: each takes the floor, the wait shared among its passes as their times
+// are (MoeLayerHostFloor).
+void HostWait(const ListTotals& lc, double floor, double count, RankCost* r) {
+  const double gpu = lc.forward_s + lc.backward_input_s + lc.backward_weight_s;
+  if (!(floor > gpu) || gpu <= 0 || count <= 0) return;
+  const double k = (floor - gpu) / gpu * count;
+  const double f = lc.forward_s * k, bi = lc.backward_input_s * k, bw = lc.backward_weight_s * k;
+  r->times.forward_s += f;
+  r->times.backward_input_s += bi;
+  r->times.backward_weight_s += bw;
+  r->times.forward_host_s += f;
+  r->times.backward_input_host_s += bi;
+  r->times.backward_weight_host_s += bw;
+  r->host += f + bi + bw;
 }
 
 }  // namespace
@@ -350,6 +368,15 @@ double SendsPerMicrobatch(const core::PlanSpec& p) {
   if (p.schedule == core::Schedule::kInterleaved) return static_cast<double>(p.vpp);
   if (p.schedule == core::Schedule::kDualPipe) return 2.0;
   return 1.0;
+}
+
+double MoeLayerHostFloor(const core::ModelSpec& m, const core::PlanSpec& p) {
+  if (!m.moe || p.moe_host == core::MoeHost::kNone) return 0.0;
+  // Token dropping pads each expert's input to its capacity (Megatron-Core's drop_and_pad, as
+  // Megatron-Bridge's token-drop recipes set it): the splits are known without the host sync.
+  if (m.moe->capacity_factor > 0) return 0.0;
+  const int64_t local_experts = std::max<int64_t>(m.moe->experts / std::max<int64_t>(p.ep, 1), 1);
+  return kMoeHostBaseS + (p.moe_grouped_gemm ? 0.0 : kMoeHostPerExpertS * static_cast<double>(local_experts));
 }
 
 double GemmEfficiency(const core::Profile& prof, const core::GpuSpec& g, core::Dtype d) {
@@ -958,6 +985,7 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
   const StepWork &dense_step = L.dense_step, &moe_step = L.moe_step, &emb_step = S.emb_step, &head_step = S.head_step;
   const double p2p = S.p2p;
   const double sends = SendsPerMicrobatch(p);
+  const double moe_host_floor = MoeLayerHostFloor(m, p);
   auto step_costs = [&](const StepWork& w, double count, RankCost* r) {
     r->step_comm += w.comm * count;
     r->param_gather += w.param_gather * count;
@@ -989,6 +1017,10 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
     if (n_moe > 0) {
       Accumulate(moe, static_cast<double>(rc_moe), &r);
       if (rc_moe < n_moe) Accumulate(moe_kept, static_cast<double>(n_moe - rc_moe), &r);
+      if (moe_host_floor > 0) {
+        HostWait(moe, moe_host_floor, static_cast<double>(rc_moe), &r);
+        if (rc_moe < n_moe) HostWait(moe_kept, moe_host_floor, static_cast<double>(n_moe - rc_moe), &r);
+      }
       step_costs(moe_step, static_cast<double>(n_moe), &r);
     }
     if (first) {
@@ -1077,6 +1109,7 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
                 scale;
   b.pp_comm_s = rc.p2p * scale;
   b.offload_s = rc.offload * scale;
+  b.host_s = rc.host * scale;
   b.bubble_s = bubble;
   // The step-level part: exposed synchronisation and optimizer of the slowest rank at that phase
   // (of equally slow ranks, the last).

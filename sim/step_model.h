@@ -30,6 +30,7 @@ struct StepBreakdown {
   double bubble_s = 0;     // pipeline fill and drain
   double optimizer_s = 0;  // the optimizer step
   double offload_s = 0;    // activation offloading's host-link transfers the compute waits for
+  double host_s = 0;       // the GPU waiting for the host: MoE layers under their host floor (MoeLayerHostFloor)
 };
 
 // Per-microbatch times of one pipeline rank, in seconds (exposed communication included).
@@ -43,6 +44,9 @@ struct StageTimes {
   // Of the forward and input-gradient passes' time: the activation-offload copies the compute
   // waits for (OffloadExposed).
   double forward_offload_s = 0, backward_input_offload_s = 0;
+  // Of each pass's time: the GPU waiting for the host, the MoE layers' host floor beyond their
+  // kernels (MoeLayerHostFloor).
+  double forward_host_s = 0, backward_input_host_s = 0, backward_weight_host_s = 0;
   double Total() const { return forward_s + backward_input_s + backward_weight_s; }
   double Slowdown() const { return forward_slowdown_s + backward_input_slowdown_s + backward_weight_slowdown_s; }
 };
@@ -268,6 +272,19 @@ GemmRoofline GemmSides(const core::Op& op, const core::GpuSpec& g, const core::P
 // (GpuSpec::gemm_efficiency, from a public measurement), else the profile's default (0.8 when
 // the dtype is not listed).
 double GemmEfficiency(const core::Profile& profile, const core::GpuSpec& g, core::Dtype d);
+
+// The host time of one MoE layer, forward and backward of one microbatch, that the layer takes at
+// least when its kernels finish sooner (PlanSpec::moe_host; docs/compute.md, "The MoE layer's host
+// floor"): Megatron-Core's MoE layer, measured host-bound on two lent H200 machines
+// (tests/data/gpu/h200-2026-11-30/megatron_moe*.json: forward + backward with 16 and with 4 local
+// experts, the medians of 10 and 6 runs 18.975 and 8.109 ms), kMoeHostBaseS = 8.109 - 4 x 0.906
+// for the router, the dispatcher and its device-to-host synchronisation, plus kMoeHostPerExpertS
+// = (18.975 - 8.109) / 12 for each local expert when the experts run one after another
+// (moe_grouped_gemm off: SequentialMLP). A grouped
+// GEMM's own host time per expert is not measured and counts 0, so the floor is a lower bound
+// there. 0 without MoE, under capacity-factor token dropping, or with moe_host none.
+inline constexpr double kMoeHostBaseS = 4.49e-3, kMoeHostPerExpertS = 0.906e-3;
+double MoeLayerHostFloor(const core::ModelSpec& m, const core::PlanSpec& p);
 // The achieved fraction of the 16-bit peak for fused attention kernel `impl` (forward, or
 // backward) at head dim `head_dim` and `seq` queries per sequence: the profile's when it measured
 // them (Profile::attention_efficiency_measured), else the GPU preset's measured curve for that

@@ -653,6 +653,7 @@ QString ScenarioModel::commandLine() const {
   if (!p.moe_grouped_gemm) args << "--no-moe-grouped-gemm";
   if (p.cuda_context_bytes > 0) arg("--cuda-context-mib", num((p.cuda_context_bytes + (int64_t{1} << 20) - 1) >> 20));
   if (p.moe_dispatcher != d.moe_dispatcher) arg("--moe-dispatcher", core::Name(p.moe_dispatcher));
+  if (p.moe_host != d.moe_host) arg("--moe-host", core::Name(p.moe_host));
   if (!p.stage_layers.empty()) {
     QStringList parts;
     for (int64_t v : p.stage_layers) parts << num(v);

@@ -32,6 +32,7 @@ double StepTableModel::seconds(Row r) const {
     case kPpComm: return b.pp_comm_s;
     case kBubble: return b.bubble_s;
     case kOffload: return b.offload_s;
+    case kHost: return b.host_s;
     case kOptimizer: return b.optimizer_s;
     case kStep: return step_.time_s;
     case kRowCount: break;
@@ -50,6 +51,7 @@ QString StepTableModel::termName(Row r) {
     case kPpComm: return "pipeline sends";
     case kBubble: return "pipeline bubble";
     case kOffload: return "activation offload";
+    case kHost: return "waiting for the host";
     case kOptimizer: return "optimizer step";
     case kStep: return "step";
     case kRowCount: break;
@@ -68,6 +70,9 @@ QString StepTableModel::termHelp(Row r) {
     case kPpComm: return "pipeline activation sends on the critical path";
     case kBubble: return "pipeline fill and drain (idle ranks)";
     case kOffload: return "activation copies to and from host memory the compute waits for (offloaded layers)";
+    case kHost:
+      return "MoE layers whose kernels finish before the host has issued them: the framework's host time per layer "
+             "(Megatron-Core's, measured) beyond the GPU's";
     case kOptimizer: return "the optimizer step (memory bound)";
     case kStep: return "one optimizer step: the sum of the rows above";
     case kRowCount: break;

@@ -27,6 +27,7 @@ class StepTableModel : public QAbstractTableModel {
     kPpComm,
     kBubble,
     kOffload,
+    kHost,
     kOptimizer,
     kStep,
     kRowCount

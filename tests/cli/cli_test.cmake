@@ -343,6 +343,15 @@ run(report_te_workspace 0 "TE cuBLAS workspaces +0\\.03 GB"
     report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 1 --seq 4096 --transformer-engine)
 run(report_te_workspace_moe 0 "TE cuBLAS workspaces +0\\.17 GB"
     report --model qwen3-30b-a3b --gpu h100-sxm --gpus 8 --ep 8 --zero 1 --seq 4096 --recompute full --stack megatron-core-2024)
+# The MoE layers' host floor (docs/compute.md): Qwen3-30B-A3B at EP 8 on B200s, one sequence a
+# microbatch, takes Megatron-Core's measured 4.49 ms per layer; --moe-host none drops it; a name it
+# does not know is refused naming the field.
+run(report_moe_host_floor 0 "waiting for the host \\(MoE\\).*at least the host time.*4\\.49 ms per microbatch"
+    report --model qwen3-30b-a3b --gpu b200 --gpus 8 --ep 8 --zero 1 --seq 4096 --gbs 64)
+run(report_moe_host_none 0 "\\(exposed\\) +[0-9.]+ s +[0-9.]+%\n#   optimizer step"
+    report --model qwen3-30b-a3b --gpu b200 --gpus 8 --ep 8 --zero 1 --seq 4096 --gbs 64 --moe-host none)
+run(moe_host_bad 2 "--moe-host: must be one of megatron-core\\|none"
+    report --model qwen3-30b-a3b --gpu b200 --gpus 8 --ep 8 --moe-host gpu)
 run(moe_dispatcher_bad 2 "--moe-dispatcher: must be one of alltoall\\|flex"
     report --model qwen3-30b-a3b --gpu h100-sxm --gpus 8 --ep 8 --moe-dispatcher nccl)
 run(export_deepspeed 0 "\"train_micro_batch_size_per_gpu\": 1,.*\"gradient_accumulation_steps\": 16,.*\"zero_optimization\": \\{[ \n]*\"stage\": 1,.*\"autotp_size\": 8.*# note: DeepSpeed edaa72212 \\(2026-08-22\\).*train_batch_size left out \\(2048 sequences.*num_stages=16"

@@ -533,13 +533,73 @@ TEST(StepModelTest, BreakdownAddsUpToTheStepTime) {
   const StepEstimate e = EstimateStep(s.model, p, s.gpu, s.cluster, core::Profile{});
   const StepBreakdown& b = e.breakdown;
   const double sum = b.compute_s + b.recompute_s + b.tp_comm_s + b.cp_comm_s + b.ep_comm_s + b.dp_comm_s + b.pp_comm_s +
-                     b.bubble_s + b.optimizer_s + b.offload_s;
+                     b.bubble_s + b.optimizer_s + b.offload_s + b.host_s;
   EXPECT_NEAR(sum, e.time_s, e.time_s * 1e-9);
   // MFU is model FLOPs over the job's peak: tflops_per_gpu / 989.4 for a bf16 plan.
   EXPECT_NEAR(e.mfu, e.tflops_per_gpu * 1e12 / 989.4e12, 1e-12);
   EXPECT_GT(e.hfu, e.mfu);  // selective recompute runs the attention scores twice
   EXPECT_GT(e.mfu, 0.2);
   EXPECT_LT(e.mfu, 0.8);
+}
+
+TEST(StepModelTest, MoeLayersTakeAtLeastMegatronCoresMeasuredHostTime) {
+  // Megatron-Core d98e8a64's MoE layer on two lent H200 machines (tests/data/gpu/h200-2026-11-30/
+  // megatron_moe*.json, scripts/gpu_probes.py megatron_moe): forward + backward with 16 local
+  // experts of 2,048 rows, 10 runs from 12.8 to 23.0 ms, median 18.975, its kernels 1.8 to 13.5 ms
+  // (1,024 to 16,384 tokens): host-bound; with 4, 6 runs from 6.2 to 9.8 ms, median 8.109. Each
+  // SequentialMLP expert (18.975 - 8.109) / 12 = 0.906 ms, the rest 8.109 - 4 x 0.906 = 4.49 ms.
+  // Qwen3-30B-A3B at EP 8 holds 128 / 8 = 16 experts a rank: one after another 4.49 + 16 x 0.906 =
+  // 18.986 ms (the 16-expert median, to rounding); as a grouped GEMM (its host time per expert not
+  // measured) 4.49 ms, a lower bound.
+  Scenario s = Load("qwen3-30b-a3b");
+  s.gpu = *core::LoadGpu("b200");
+  s.cluster = *core::LoadCluster("dgx-b200");
+  core::PlanSpec p;
+  p.ep = 8;
+  p.dp = 8;
+  p.gpus = 8;
+  p.seq_len = 4096;
+  p.global_batch = 64;  // 8 microbatches of one sequence per rank
+  core::Diagnostics d;
+  core::ValidatePlan(p, s.model, s.gpu, s.cluster, &d);
+  ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+  EXPECT_DOUBLE_EQ(MoeLayerHostFloor(s.model, p), 4.49e-3);
+  core::PlanSpec sequential = p;
+  sequential.moe_grouped_gemm = false;
+  EXPECT_NEAR(MoeLayerHostFloor(s.model, sequential), 18.986e-3, 1e-12);
+  core::PlanSpec none = p;
+  none.moe_host = core::MoeHost::kNone;
+  EXPECT_EQ(MoeLayerHostFloor(s.model, none), 0.0);
+  core::ModelSpec dropping = s.model;
+  dropping.moe->capacity_factor = 1.0;  // padded to capacity: no host synchronisation
+  EXPECT_EQ(MoeLayerHostFloor(dropping, p), 0.0);
+  EXPECT_EQ(MoeLayerHostFloor(*core::LoadModel("llama3-8b"), p), 0.0);
+
+  // On a B200 one sequence's MoE layer runs its kernels in less than the floor: each of the 48
+  // layers takes the floor, the GPU waiting for the host the rest, shared among the passes.
+  const StepEstimate gpu = EstimateStep(s.model, none, s.gpu, s.cluster, core::Profile{});
+  const StepEstimate e = EstimateStep(s.model, p, s.gpu, s.cluster, core::Profile{});
+  EXPECT_EQ(gpu.breakdown.host_s, 0.0);
+  const StageTimes &t = e.stages[0], &t0 = gpu.stages[0];
+  const double wait = t.forward_host_s + t.backward_input_host_s + t.backward_weight_host_s;
+  EXPECT_NEAR(t.Total() - t0.Total(), wait, 1e-12);
+  // The layer's GPU time per microbatch, from the wait: 48 (floor - layer) = wait.
+  const double layer = 4.49e-3 - wait / 48;
+  EXPECT_GT(layer, 1e-3);
+  EXPECT_LT(layer, 4.49e-3);
+  EXPECT_GT(t.forward_host_s, 0);
+  EXPECT_GT(t.backward_input_host_s, t.forward_host_s);  // as the layer's kernels: backward the longer
+  EXPECT_NEAR(e.breakdown.host_s, 8 * wait, 1e-9);
+  const StepBreakdown& b = e.breakdown;
+  EXPECT_NEAR(b.compute_s + b.recompute_s + b.tp_comm_s + b.cp_comm_s + b.ep_comm_s + b.dp_comm_s + b.pp_comm_s +
+                  b.bubble_s + b.optimizer_s + b.offload_s + b.host_s,
+              e.time_s, 1e-9 * e.time_s);
+  EXPECT_GT(e.time_s, gpu.time_s + 0.9 * b.host_s);
+  // Eight sequences a microbatch: the layer's kernels outlast the floor, which then costs nothing.
+  p.micro_batch = none.micro_batch = 8;
+  const StepEstimate big = EstimateStep(s.model, p, s.gpu, s.cluster, core::Profile{});
+  EXPECT_EQ(big.breakdown.host_s, 0.0);
+  EXPECT_DOUBLE_EQ(big.time_s, EstimateStep(s.model, none, s.gpu, s.cluster, core::Profile{}).time_s);
 }
 
 TEST(StepModelTest, ActivationOffloadWaitsOnlyWhenTheCopiesOutlastThePass) {

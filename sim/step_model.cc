@@ -376,7 +376,17 @@ double MoeLayerHostFloor(const core::ModelSpec& m, const core::PlanSpec& p) {
   // Megatron-Bridge's token-drop recipes set it): the splits are known without the host sync.
   if (m.moe->capacity_factor > 0) return 0.0;
   const int64_t local_experts = std::max<int64_t>(m.moe->experts / std::max<int64_t>(p.ep, 1), 1);
-  return kMoeHostBaseS + (p.moe_grouped_gemm ? 0.0 : kMoeHostPerExpertS * static_cast<double>(local_experts));
+  const double floor =
+      kMoeHostBaseS + (p.moe_grouped_gemm ? 0.0 : kMoeHostPerExpertS * static_cast<double>(local_experts));
+  // A hybrid model's layer list is one mixed layer per layer (core/step_graph.cc HybridMix), its
+  // MoE block weighted by the MoE layers' share: between two MoE layers' synchronisations run
+  // n / moe layers, whose GPU time the floor is weighed against, so each mixed layer takes at
+  // least the floor times that share.
+  if (m.Hybrid()) {
+    const double n = static_cast<double>(std::max<int64_t>(m.HybridCostedLayers(), 1));
+    return floor * static_cast<double>(m.HybridCostedCounts().moe) / n;
+  }
+  return floor;
 }
 
 double GemmEfficiency(const core::Profile& prof, const core::GpuSpec& g, core::Dtype d) {

@@ -282,7 +282,8 @@ double GemmEfficiency(const core::Profile& profile, const core::GpuSpec& g, core
 // = (18.975 - 8.109) / 12 for each local expert when the experts run one after another
 // (moe_grouped_gemm off: SequentialMLP). A grouped
 // GEMM's own host time per expert is not measured and counts 0, so the floor is a lower bound
-// there. 0 without MoE, under capacity-factor token dropping, or with moe_host none.
+// there. 0 without MoE, under capacity-factor token dropping, or with moe_host none. For a hybrid
+// model, per mixed layer: the floor times the MoE layers' share of its layers.
 inline constexpr double kMoeHostBaseS = 4.49e-3, kMoeHostPerExpertS = 0.906e-3;
 double MoeLayerHostFloor(const core::ModelSpec& m, const core::PlanSpec& p);
 // The achieved fraction of the 16-bit peak for fused attention kernel `impl` (forward, or

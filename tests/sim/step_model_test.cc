@@ -574,6 +574,9 @@ TEST(StepModelTest, MoeLayersTakeAtLeastMegatronCoresMeasuredHostTime) {
   dropping.moe->capacity_factor = 1.0;  // padded to capacity: no host synchronisation
   EXPECT_EQ(MoeLayerHostFloor(dropping, p), 0.0);
   EXPECT_EQ(MoeLayerHostFloor(*core::LoadModel("llama3-8b"), p), 0.0);
+  // A hybrid model's layer list is one mixed layer per layer, its MoE block weighted by the MoE
+  // layers' share: Nemotron 3 Nano has 23 MoE layers of 52, so 4.49 x 23 / 52 ms a mixed layer.
+  EXPECT_NEAR(MoeLayerHostFloor(*core::LoadModel("nemotron-3-nano"), p), 4.49e-3 * 23 / 52, 1e-15);
 
   // On a B200 one sequence's MoE layer runs its kernels in less than the floor: each of the 48
   // layers takes the floor, the GPU waiting for the host the rest, shared among the passes.

@@ -458,8 +458,10 @@ def main_expert_gemm(path, *cases):
     dY W^T, weight gradient dW[K x N] = X^T dY, for r rows per expert. Two ways to run them: a loop
     of one cuBLAS GEMM per expert (Transformer Engine's GroupedLinear before its CUTLASS path, and
     Megatron-Core's SequentialMLP), timed eagerly (host launches included) and as a CUDA graph
-    (device time alone); and torch._grouped_mm, one kernel for all experts (torchtitan's MoE),
-    as a graph. Median of 5 trials of 20 calls each (5 above a TFLOP a call) after 3 warm-ups (CUDA events). cases:
+    (device time alone); the same loop over 4 streams as a graph (Transformer Engine's default
+    multi-stream cuBLAS grouped GEMM; added after the 2026-11-30 run, not yet run: that run's
+    expert_gemm.json has no loop4 fields); and torch._grouped_mm, one kernel for all experts
+    (torchtitan's MoE), as a graph. Median of 5 trials of 20 calls each (5 above a TFLOP a call) after 3 warm-ups (CUDA events). cases:
     NAME:K:N each, the layer's fc1 (hidden -> 2 x ffn for a GLU) and fc2 (ffn -> hidden); default
     Qwen3-30B-A3B, Qwen3-235B-A22B, DeepSeek-V3, gpt-oss-120b and Mixtral 8x7B; rows 64..8192
     (Mixtral to 4096)."""
@@ -472,6 +474,7 @@ def main_expert_gemm(path, *cases):
     grouped = hasattr(torch, "_grouped_mm")
     res["torch_grouped_mm"] = grouped
     res["cases"] = []
+    side = [torch.cuda.Stream() for _ in range(4)]  # Transformer Engine's 4 compute streams
 
     def median_ms(fn, calls, trials=5):
         for _ in range(3):
@@ -529,6 +532,28 @@ def main_expert_gemm(path, *cases):
                 calls = 20 if flops < 1e12 else 5  # the largest cases take milliseconds a call
                 row = {"layer": name, "pass": pname, "rows_per_expert": r, "m": m_, "n": n_, "k": k_,
                        "experts": experts, "flops": flops}
+                def loop4(loop=loop, m_=m_, n_=n_, k_=k_, pname=pname):
+                    # Transformer Engine's default grouped GEMM (general_grouped_gemm -> multi-stream
+                    # cuBLAS, transformer_engine/common/gemm/cublaslt_gemm.cu at d0067d0d): GEMM i on
+                    # compute stream i % 4 after the main stream, the main stream then waits on all.
+                    cur = torch.cuda.current_stream()
+                    for st in side:
+                        st.wait_stream(cur)
+                    for e in range(experts):
+                        with torch.cuda.stream(side[e % 4]):
+                            if pname == "fwd":
+                                torch.mm(xs[e], w[e].t(), out=ys[e])
+                            elif pname == "dgrad":
+                                torch.mm(dys[e], w[e], out=dxs[e])
+                            else:
+                                torch.mm(xs[e].t(), dys[e], out=dw[e])
+                    for st in side:
+                        cur.wait_stream(st)
+                try:
+                    row["loop4_graph_ms"] = median_ms(as_graph(loop4), calls)
+                    row["loop4_graph_tflops"] = flops / row["loop4_graph_ms"] / 1e9
+                except Exception as ex:
+                    row["loop4_error"] = repr(ex)[:200]
                 try:
                     row["loop_eager_ms"] = median_ms(loop, calls)
                     row["loop_graph_ms"] = median_ms(as_graph(loop), calls)

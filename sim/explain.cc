@@ -893,6 +893,12 @@ ExplainStep MfuStep(const core::Scenario& s, const PlanSpec& p, const StepEstima
   if (worst.second > 0)
     st.result += Fmt("; the largest loss besides compute is the %s (%s, %s of the step)", worst.first.c_str(),
                      Secs(worst.second).c_str(), Pct(worst.second / e.time_s).c_str());
+  // Host-bound MoE layers: Megatron-Core's own cures (megatron/core/transformer/moe/README.md at
+  // d98e8a64, "CPU Overhead Bottleneck"; docs/compute.md).
+  if (worst.second > 0 && worst.second == e.breakdown.host_s)
+    st.result +=
+        "; its cures: a larger micro batch, or CUDA graphs for the router and the dispatcher's "
+        "preprocessing (explain --topic ep)";
   // The compute itself runs at the pace of the plan's slowest GPU (docs/compute.md).
   const double pace = SlowestGpuPace(p, s.gpu);
   if (pace > 1)

@@ -94,20 +94,26 @@ Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string&
     else if (v == "palm") s.flop_count = FlopCount::kPalm;
     else return Status::InvalidArgument(prefix + ".flop_count: must be one of narayanan-eq3|megatron|palm");
   }
-  for (Status st :
-       {EnumField(j, "precision", prefix, &s.precision), EnumField(j, "attention", prefix, &s.attention),
-        EnumField(j, "recompute", prefix, &s.recompute), EnumField(j, "tp_overlap", prefix, &s.tp_overlap),
-        EnumField(j, "zero3_gather", prefix, &s.zero3_gather), EnumField(j, "grads_dtype", prefix, &s.grads),
-        EnumField(j, "cross_entropy", prefix, &s.cross_entropy), EnumField(j, "elementwise", prefix, &s.elementwise),
-        EnumField(j, "cp_kind", prefix, &s.cp_kind), BoolField(j, "sequence_parallel", prefix, &s.sequence_parallel),
-        BoolField(j, "grad_accum_fusion", prefix, &s.grad_accum_fusion),
-        BoolField(j, "grad_prescale", prefix, &s.grad_prescale),
-        BoolField(j, "overlap_grad_reduce", prefix, &s.overlap_grad_reduce),
-        BoolField(j, "overlap_param_gather", prefix, &s.overlap_param_gather),
-        BoolField(j, "zero3_unsharded_under_pp", prefix, &s.zero3_unsharded_under_pp),
-        BoolField(j, "microbatches_equal_pp", prefix, &s.microbatches_equal_pp),
-        BoolField(j, "repeat_kv", prefix, &s.repeat_kv), BoolField(j, "keep_pp_outputs", prefix, &s.keep_pp_outputs),
-        BoolField(j, "transformer_engine", prefix, &s.transformer_engine)}) {
+  for (Status st : {EnumField(j, "precision", prefix, &s.precision),
+                    EnumField(j, "attention", prefix, &s.attention),
+                    EnumField(j, "recompute", prefix, &s.recompute),
+                    EnumField(j, "tp_overlap", prefix, &s.tp_overlap),
+                    EnumField(j, "zero3_gather", prefix, &s.zero3_gather),
+                    EnumField(j, "grads_dtype", prefix, &s.grads),
+                    EnumField(j, "cross_entropy", prefix, &s.cross_entropy),
+                    EnumField(j, "elementwise", prefix, &s.elementwise),
+                    EnumField(j, "moe_host", prefix, &s.moe_host),
+                    EnumField(j, "cp_kind", prefix, &s.cp_kind),
+                    BoolField(j, "sequence_parallel", prefix, &s.sequence_parallel),
+                    BoolField(j, "grad_accum_fusion", prefix, &s.grad_accum_fusion),
+                    BoolField(j, "grad_prescale", prefix, &s.grad_prescale),
+                    BoolField(j, "overlap_grad_reduce", prefix, &s.overlap_grad_reduce),
+                    BoolField(j, "overlap_param_gather", prefix, &s.overlap_param_gather),
+                    BoolField(j, "zero3_unsharded_under_pp", prefix, &s.zero3_unsharded_under_pp),
+                    BoolField(j, "microbatches_equal_pp", prefix, &s.microbatches_equal_pp),
+                    BoolField(j, "repeat_kv", prefix, &s.repeat_kv),
+                    BoolField(j, "keep_pp_outputs", prefix, &s.keep_pp_outputs),
+                    BoolField(j, "transformer_engine", prefix, &s.transformer_engine)}) {
     if (!st.ok()) return st;
   }
   if (s.precision == Dtype::kNone || s.precision == Dtype::kInt8 || s.precision == Dtype::kFp32)
@@ -198,6 +204,7 @@ void ApplyStack(const SoftwareStack& s, ModelSpec* m, PlanSpec* p) {
   p->zero3_gather = s.zero3_gather;
   p->dtypes.grads = s.grads;
   p->cross_entropy = s.cross_entropy;
+  p->moe_host = s.moe_host;
   p->elementwise = s.elementwise;
   p->repeat_kv = s.repeat_kv;
   p->keep_pp_outputs = s.keep_pp_outputs;
@@ -232,6 +239,7 @@ std::string StackSummary(const SoftwareStack& s) {
          (s.repeat_kv ? ", K and V repeated to every query head" : "") +
          (s.keep_pp_outputs ? ", pipeline outputs and gradient buffers kept per microbatch" : "") +
          (s.transformer_engine ? ", Transformer Engine" : "") +
+         (s.moe_host == MoeHost::kNone ? ", no MoE host floor (its MoE host time not measured)" : "") +
          (s.cuda_context_bytes > 0 ? ", CUDA context " + std::to_string(s.cuda_context_bytes >> 20) + " MiB" : "") +
          " (" + s.source + ")";
 }

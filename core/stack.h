@@ -62,9 +62,12 @@ struct SoftwareStack {
   // FSDP's gradient sync and resharding off until the last backward): ZeRO-1's memory and traffic.
   bool zero3_unsharded_under_pp = false;
   CrossEntropy cross_entropy = CrossEntropy::kFused;  // how its loss computes the cross entropy
-  CpKind cp_kind = CpKind::kRing;                     // its context parallelism
-  Elementwise elementwise = Elementwise::kFused;      // its norms, RoPE and activations
-  bool repeat_kv = false;                             // its model code expands GQA's K, V (PlanSpec)
+  // Whose measured host time its MoE layers take at least (PlanSpec::moe_host): Megatron-Core's,
+  // measured on its own MoE layer; none for a stack whose MoE host time is not measured.
+  MoeHost moe_host = MoeHost::kMegatronCore;
+  CpKind cp_kind = CpKind::kRing;                 // its context parallelism
+  Elementwise elementwise = Elementwise::kFused;  // its norms, RoPE and activations
+  bool repeat_kv = false;                         // its model code expands GQA's K, V (PlanSpec)
   bool keep_pp_outputs = false;  // its pipeline runtime keeps per-microbatch outputs for the step (PlanSpec)
   // Without a microbatch count, the pipeline splits a data-parallel rank's batch into as many
   // microbatches as it has stages (torchtitan 2024: pipeline_parallel_microbatches defaults to

@@ -149,6 +149,16 @@ TEST(StackTest, BadStackFilesNameTheFieldAndTheRule) {
   ApplyStack(*core_stack, &m, &mc);
   EXPECT_TRUE(mc.transformer_engine);
   EXPECT_NE(StackSummary(*core_stack).find("Transformer Engine"), std::string::npos);
+  // The MoE layers' host floor is Megatron-Core's measurement: its stack keeps it, torchtitan's
+  // (whose MoE host time is not measured) says it has none; a name it does not know is refused.
+  EXPECT_EQ(mc.moe_host, MoeHost::kMegatronCore);
+  EXPECT_EQ(q.moe_host, MoeHost::kNone);
+  EXPECT_EQ(StackSummary(*core_stack).find("no MoE host floor"), std::string::npos);
+  EXPECT_NE(StackSummary(*StackForRecord("torchtitan-2412-t2-8b-8gpu-fsdp1-cp8-seq256k")).find("no MoE host floor"),
+            std::string::npos);
+  r = bad(R"(, "moe_host": "torchtitan")");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("stack.moe_host"), std::string::npos);
   r = bad(R"(, "flop_count": "6N")");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("stack.flop_count"), std::string::npos);

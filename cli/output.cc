@@ -545,17 +545,9 @@ std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r, con
     st["overlap_slowdown_s"] = e.overlap_slowdown_s;
     st["profile"] = speed->profile;
     const auto& bd = e.breakdown;
-    st["breakdown"] = {{"compute_s", bd.compute_s},
-                       {"recompute_s", bd.recompute_s},
-                       {"tp_comm_s", bd.tp_comm_s},
-                       {"cp_comm_s", bd.cp_comm_s},
-                       {"ep_comm_s", bd.ep_comm_s},
-                       {"dp_comm_s", bd.dp_comm_s},
-                       {"pp_comm_s", bd.pp_comm_s},
-                       {"bubble_s", bd.bubble_s},
-                       {"optimizer_s", bd.optimizer_s},
-                       {"offload_s", bd.offload_s},
-                       {"host_s", bd.host_s}};
+    OJson breakdown = OJson::object();
+    for (const sim::BreakdownTerm& t : sim::BreakdownTerms(bd)) breakdown[std::string(t.key) + "_s"] = t.seconds;
+    st["breakdown"] = breakdown;
     OJson stage_times = OJson::array();
     for (const auto& t : e.stages)
       stage_times.push_back({{"forward_s", t.forward_s},

@@ -117,17 +117,9 @@ OJson PlanJson(const sim::RankedPlan& r, int64_t rank) {
                  {"optimizer_bytes", s.optimizer_bytes},
                  {"activations_bytes", s.activations_bytes},
                  {"other_bytes", s.other_bytes}};
-  j["breakdown"] = {{"compute_s", b.compute_s},
-                    {"recompute_s", b.recompute_s},
-                    {"tp_comm_s", b.tp_comm_s},
-                    {"cp_comm_s", b.cp_comm_s},
-                    {"ep_comm_s", b.ep_comm_s},
-                    {"dp_comm_s", b.dp_comm_s},
-                    {"pp_comm_s", b.pp_comm_s},
-                    {"bubble_s", b.bubble_s},
-                    {"optimizer_s", b.optimizer_s},
-                    {"offload_s", b.offload_s},
-                    {"host_s", b.host_s}};
+  OJson breakdown = OJson::object();
+  for (const sim::BreakdownTerm& t : sim::BreakdownTerms(b)) breakdown[std::string(t.key) + "_s"] = t.seconds;
+  j["breakdown"] = breakdown;
   return j;
 }
 

@@ -336,17 +336,9 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
         // `meshplan report --plan FILE` (and simulate, explain) read back.
         const sim::StepBreakdown& b = r.breakdown;
         rec["step_s"] = r.step_s;
-        rec["breakdown_s"] = {{"compute", b.compute_s},
-                              {"recompute", b.recompute_s},
-                              {"tp_comm", b.tp_comm_s},
-                              {"cp_comm", b.cp_comm_s},
-                              {"ep_comm", b.ep_comm_s},
-                              {"dp_comm", b.dp_comm_s},
-                              {"pp_comm", b.pp_comm_s},
-                              {"bubble", b.bubble_s},
-                              {"optimizer", b.optimizer_s},
-                              {"offload", b.offload_s},
-                              {"host", b.host_s}};
+        nlohmann::ordered_json breakdown = nlohmann::ordered_json::object();
+        for (const sim::BreakdownTerm& t : sim::BreakdownTerms(b)) breakdown[t.key] = t.seconds;
+        rec["breakdown_s"] = breakdown;
         rec["plan"] = PlanJson(runs[i].scenario);
         if (both) rec["predicted_default"] = v0.records[i].predicted, rec["error_default"] = v0.records[i].error;
         records.push_back(rec);

@@ -124,6 +124,37 @@ def header(torch):
             "driver": smi("driver_version")[0], "torch": torch.__version__, "cuda_runtime": torch.version.cuda}
 
 
+def fwd_bwd_wall_ms(torch, forward, iters=13, warmup=3):
+    """Median wall times (ms) of `forward()` and of it with `.float().sum().backward()` on its output,
+    each started from an idle GPU, over `iters` runs after `warmup`: a host-bound layer shows its
+    host time here, not its kernels'."""
+    fwd_ms, step_ms = [], []
+    for i in range(iters):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        out = forward()
+        torch.cuda.synchronize()
+        t1 = time.perf_counter()
+        out.float().sum().backward()
+        torch.cuda.synchronize()
+        t2 = time.perf_counter()
+        if i >= warmup:
+            fwd_ms.append((t1 - t0) * 1e3)
+            step_ms.append((t2 - t0) * 1e3)
+    return sorted(fwd_ms)[len(fwd_ms) // 2], sorted(step_ms)[len(step_ms) // 2]
+
+
+def profiled_fwd_bwd(torch, forward, cpu=False):
+    """One forward and backward under torch.profiler: its CUDA kernels' summed time (ms), their
+    count, and every profiler event (CPU ones too when `cpu`)."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=([ProfilerActivity.CPU] if cpu else []) + [ProfilerActivity.CUDA]) as prof:
+        forward().float().sum().backward()
+        torch.cuda.synchronize()
+    kernels = [ev for ev in prof.events() if ev.device_type.name == "CUDA"]
+    return sum(ev.device_time for ev in kernels) / 1e3, len(kernels), prof.events()  # device_time in us
+
+
 def main_sustained(path, *cases):
     """GEMMs back to back for SECONDS per case: TFLOP/s per 1 s window, with the SM clock and power
     read after each window (nvidia-smi), to compare a short burst with the settled rate. cases:
@@ -419,30 +450,12 @@ def main_host_moe(path, *configs):
     for cfg in configs or ("8192:2048:16:1:768", "8192:2880:16:1:2880", "8192:4096:1:1:14336"):
         tokens, hidden, experts, topk, ffn = (int(v) for v in cfg.split(":"))
         forward, inp = moe_layer(tokens, hidden, experts, topk, ffn)
-        fwd_ms, step_ms = [], []
-        for i in range(13):
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            out = forward()
-            torch.cuda.synchronize()
-            t1 = time.perf_counter()
-            out.float().sum().backward()
-            torch.cuda.synchronize()
-            t2 = time.perf_counter()
-            if i >= 3:
-                fwd_ms.append((t1 - t0) * 1e3)
-                step_ms.append((t2 - t0) * 1e3)
-        from torch.profiler import ProfilerActivity, profile
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            forward().float().sum().backward()
-            torch.cuda.synchronize()
-        kernels = [ev for ev in prof.events() if ev.device_type.name == "CUDA"]
-        kernel_ms = sum(ev.device_time for ev in kernels) / 1e3  # device_time in us
+        fwd_ms, step_ms = fwd_bwd_wall_ms(torch, forward)
+        kernel_ms, kernels, _ = profiled_fwd_bwd(torch, forward)
         flops = 2.0 * tokens * topk * hidden * 3 * ffn * 3  # fc1 (2 ffn) + fc2, forward and backward
         row = {"tokens": tokens, "hidden": hidden, "experts": experts, "topk": topk, "ffn": ffn,
-               "forward_ms_median": sorted(fwd_ms)[len(fwd_ms) // 2],
-               "forward_backward_ms_median": sorted(step_ms)[len(step_ms) // 2],
-               "kernel_ms_sum": kernel_ms, "kernels": len(kernels), "expert_gemm_flops": flops}
+               "forward_ms_median": fwd_ms, "forward_backward_ms_median": step_ms,
+               "kernel_ms_sum": kernel_ms, "kernels": kernels, "expert_gemm_flops": flops}
         res["moe"].append(row)
         print("moe:", json.dumps(row), flush=True)
         del forward, inp
@@ -642,19 +655,7 @@ def main_megatron_moe(path, megatron_dir, *configs):
             layer.set_layer_number(1)  # the router's aux-loss tracker indexes losses by layer
             row["layer"] = type(layer.experts).__name__ + " / " + type(layer.token_dispatcher).__name__
             x = torch.randn(tokens, 1, hidden, device="cuda", dtype=torch.bfloat16, requires_grad=True)
-            fwd_ms, step_ms = [], []
-            for i in range(13):
-                torch.cuda.synchronize()
-                t0 = time.perf_counter()
-                out = layer(x)[0]
-                torch.cuda.synchronize()
-                t1 = time.perf_counter()
-                out.float().sum().backward()
-                torch.cuda.synchronize()
-                t2 = time.perf_counter()
-                if i >= 3:
-                    fwd_ms.append((t1 - t0) * 1e3)
-                    step_ms.append((t2 - t0) * 1e3)
+            fwd_ms, step_ms = fwd_bwd_wall_ms(torch, lambda: layer(x)[0])
             router_ms = []  # the router alone, forward and backward
             for i in range(13):
                 torch.cuda.synchronize()
@@ -665,19 +666,13 @@ def main_megatron_moe(path, megatron_dir, *configs):
                 if i >= 3:
                     router_ms.append((time.perf_counter() - t0) * 1e3)
             row["router_forward_backward_ms_median"] = sorted(router_ms)[len(router_ms) // 2]
-            from torch.profiler import ProfilerActivity, profile
-            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-                layer(x)[0].float().sum().backward()
-                torch.cuda.synchronize()
-            kernels = [ev for ev in prof.events() if ev.device_type.name == "CUDA"]
-            syncs = [ev for ev in prof.events() if ev.device_type.name == "CPU" and
+            kernel_ms, kernels, events = profiled_fwd_bwd(torch, lambda: layer(x)[0], cpu=True)
+            syncs = [ev for ev in events if ev.device_type.name == "CPU" and
                      ev.name in ("cudaStreamSynchronize", "cudaEventSynchronize", "cudaDeviceSynchronize",
                                  "cudaMemcpyAsync", "aten::_local_scalar_dense", "aten::to", "aten::copy_")]
-            row.update({"forward_ms_median": sorted(fwd_ms)[len(fwd_ms) // 2],
-                        "forward_backward_ms_median": sorted(step_ms)[len(step_ms) // 2],
-                        "kernel_ms_sum": sum(ev.device_time for ev in kernels) / 1e3, "kernels": len(kernels),
-                        "host_sync_like_calls": len(syncs)})
-            del layer, x, out
+            row.update({"forward_ms_median": fwd_ms, "forward_backward_ms_median": step_ms,
+                        "kernel_ms_sum": kernel_ms, "kernels": kernels, "host_sync_like_calls": len(syncs)})
+            del layer, x
             torch.cuda.empty_cache()
         except Exception:  # recorded, not fatal: the other configs still run
             import traceback

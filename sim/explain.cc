@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <limits>
 #include <set>
+#include <string_view>
 #include <utility>
 
 #include "core/defaults.h"
@@ -208,21 +209,6 @@ double UniformBubble(Schedule schedule, int64_t p, int64_t m, int64_t v) {
   for (auto& s : stages) s.forward_s = s.backward_input_s = s.backward_weight_s = 1.0 / 3.0;
   const PipelineTime t = SchedulePipeline(schedule, stages, m, v);
   return t.bubble_s / (t.work_s + t.bubble_s);
-}
-
-// The breakdown terms of a step, named, for "why is this plan faster".
-std::vector<std::pair<std::string, double>> BreakdownTerms(const StepBreakdown& b) {
-  return {{"compute", b.compute_s},
-          {"recompute", b.recompute_s},
-          {"exposed TP communication", b.tp_comm_s},
-          {"exposed CP communication", b.cp_comm_s},
-          {"exposed EP all-to-all", b.ep_comm_s},
-          {"exposed DP communication", b.dp_comm_s},
-          {"pipeline sends", b.pp_comm_s},
-          {"pipeline bubble", b.bubble_s},
-          {"exposed activation offload", b.offload_s},
-          {"waiting for the host (MoE layers)", b.host_s},
-          {"optimizer step", b.optimizer_s}};
 }
 
 core::Result<Case> LoadCase(const std::string& model, const std::string& cluster) {
@@ -884,10 +870,9 @@ ExplainStep MfuStep(const core::Scenario& s, const PlanSpec& p, const StepEstima
   st.substituted = Fmt("%s FLOP / (%s × %s × %s) = %s (%.0f TFLOP/s per GPU; causal-attention count %s, HFU %s)",
                        Eng(e.model_flops).c_str(), Secs(e.time_s).c_str(), Int(p.gpus).c_str(), Tflops(peak).c_str(),
                        Pct(e.mfu).c_str(), e.tflops_per_gpu, Pct(e.mfu_causal).c_str(), Pct(e.hfu).c_str());
-  auto terms = BreakdownTerms(e.breakdown);
   std::pair<std::string, double> worst{"", 0};
-  for (const auto& t : terms)
-    if (t.first != "compute" && t.second > worst.second) worst = t;
+  for (const BreakdownTerm& t : BreakdownTerms(e.breakdown))
+    if (std::string_view(t.key) != "compute" && t.seconds > worst.second) worst = {t.name, t.seconds};
   st.result = Fmt("MFU %s, %s tokens/s: %s", Pct(e.mfu).c_str(), Count(e.tokens_per_s).c_str(),
                   e.mfu >= 0.40 ? "meets the 40% target" : "below the 40% target");
   if (worst.second > 0)
@@ -920,7 +905,7 @@ ExplainStep MfuStep(const core::Scenario& s, const PlanSpec& p, const StepEstima
 std::string WhyFaster(const StepEstimate& mine, const StepEstimate& best) {
   auto a = BreakdownTerms(mine.breakdown), b = BreakdownTerms(best.breakdown);
   std::vector<std::pair<double, std::string>> diffs;
-  for (size_t i = 0; i < a.size(); ++i) diffs.push_back({a[i].second - b[i].second, a[i].first});
+  for (size_t i = 0; i < a.size(); ++i) diffs.push_back({a[i].seconds - b[i].seconds, a[i].name});
   std::sort(diffs.begin(), diffs.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
   std::vector<std::string> parts;
   for (const auto& d : diffs) {

@@ -62,7 +62,6 @@ struct CollectiveCount {
 };
 CollectiveCount CountCollectives(const std::vector<core::Op>& ops, core::CommGroup group);
 double UniformBubble(Schedule schedule, int64_t p, int64_t m, int64_t v);
-std::vector<std::pair<std::string, double>> BreakdownTerms(const StepBreakdown& b);
 struct Case {
   ModelSpec m;
   core::GpuSpec g;

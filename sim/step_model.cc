@@ -370,6 +370,20 @@ double SendsPerMicrobatch(const core::PlanSpec& p) {
   return 1.0;
 }
 
+std::array<BreakdownTerm, 11> BreakdownTerms(const StepBreakdown& b) {
+  return {{{"compute", "compute", b.compute_s},
+           {"recompute", "recompute", b.recompute_s},
+           {"tp_comm", "exposed TP communication", b.tp_comm_s},
+           {"cp_comm", "exposed CP communication", b.cp_comm_s},
+           {"ep_comm", "exposed EP all-to-all", b.ep_comm_s},
+           {"dp_comm", "exposed DP communication", b.dp_comm_s},
+           {"pp_comm", "pipeline sends", b.pp_comm_s},
+           {"bubble", "pipeline bubble", b.bubble_s},
+           {"optimizer", "optimizer step", b.optimizer_s},
+           {"offload", "exposed activation offload", b.offload_s},
+           {"host", "waiting for the host (MoE layers)", b.host_s}}};
+}
+
 double MoeLayerHostFloor(const core::ModelSpec& m, const core::PlanSpec& p) {
   if (!m.moe || p.moe_host == core::MoeHost::kNone) return 0.0;
   // Token dropping pads each expert's input to its capacity (Megatron-Core's drop_and_pad, as

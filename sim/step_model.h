@@ -7,6 +7,7 @@
 #define MESHPLAN_SIM_STEP_MODEL_H_
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -32,6 +33,17 @@ struct StepBreakdown {
   double offload_s = 0;    // activation offloading's host-link transfers the compute waits for
   double host_s = 0;       // the GPU waiting for the host: MoE layers under their host floor (MoeLayerHostFloor)
 };
+
+// One term of a StepBreakdown: its key in the JSON outputs ("tp_comm"; report and search add
+// "_s"), its name for people ("exposed TP communication") and its seconds.
+struct BreakdownTerm {
+  const char* key;
+  const char* name;
+  double seconds;
+};
+// Every term, in the order the outputs list them: the one list that report, validate, search and
+// explain read.
+std::array<BreakdownTerm, 11> BreakdownTerms(const StepBreakdown& b);
 
 // Per-microbatch times of one pipeline rank, in seconds (exposed communication included).
 struct StageTimes {

@@ -444,6 +444,46 @@ TEST(StepModelTest, ASynchronousJobRunsAtItsSlowestGpusPace) {
     EXPECT_NEAR(s_paced[i].forward.compute_s / s_even[i].forward.compute_s, pace, 1e-9) << i;
 }
 
+TEST(StepModelTest, BlackwellAttentionRunsAtCudnnsOwnTrainingBenchmark) {
+  // cudnn-frontend benchmark/sdpa_benchmark_training (results of 2026-04-29, fb682ce761): bf16,
+  // causal, non-deterministic backward; forward f and backward b TFLOP/s joined as
+  // 3.5 / (1/f + 2.5/b). GB200 llama3.1 (head dim 128) at 4k: f 1408, b 1148 -> 1211.9 of the
+  // 2500 peak; its dsv3 config (MLA, 192/128) at 8k: f 1585, b 1193 -> 1283.7.
+  const core::Profile defaults;
+  using core::AttentionImpl;
+  const core::GpuSpec gb200 = *core::LoadGpu("gb200"), gb300 = *core::LoadGpu("gb300"), b200 = *core::LoadGpu("b200");
+  EXPECT_NEAR(3.5 / (1 / 1408.0 + 2.5 / 1148), 1211.9, 0.05);
+  EXPECT_DOUBLE_EQ(AttentionEfficiency(defaults, gb200, AttentionImpl::kFlash, false, 128, 4096), 1211.9 / 2500);
+  EXPECT_DOUBLE_EQ(AttentionEfficiency(defaults, gb200, AttentionImpl::kFlash, true, 192, 8192), 1283.7 / 2500);
+  // GB300 at 8k: f 1856, b 1435 -> 1534.4, 10% above the GB200's 1393.2 at the same peak.
+  EXPECT_DOUBLE_EQ(AttentionEfficiency(defaults, gb300, AttentionImpl::kFlash, false, 128, 8192), 1534.4 / 2500);
+  // The B200 takes the GB200's times the burst GEMM bests, 1770.9 / 1822.0: 1393.2 x 0.9720 = 1354.1
+  // at 8k, of its own 2250 peak.
+  EXPECT_DOUBLE_EQ(AttentionEfficiency(defaults, b200, AttentionImpl::kFlash, false, 128, 8192), 1354.1 / 2250);
+  // gpt-oss's 128-token window (gpt_oss config, GB200, 4k: f 161, b 182 -> 175.5) is the head-dim-64
+  // point at 2w = 256; a windowed layer's op looks there. Head dim 64 at full length is head dim
+  // 128's; between 256 and 2k linear in log2: 1k is two thirds of the way to 936.7.
+  EXPECT_NEAR(3.5 / (1 / 161.0 + 2.5 / 182), 175.5, 0.05);
+  EXPECT_DOUBLE_EQ(AttentionEfficiency(defaults, gb200, AttentionImpl::kFlash, false, 64, 256), 175.5 / 2500);
+  EXPECT_DOUBLE_EQ(AttentionEfficiency(defaults, gb200, AttentionImpl::kFlash, false, 64, 4096), 1211.9 / 2500);
+  EXPECT_NEAR(AttentionEfficiency(defaults, gb200, AttentionImpl::kFlash, false, 64, 1024),
+              (175.5 + 2.0 / 3.0 * (936.7 - 175.5)) / 2500, 1e-9);
+  // One windowed op as the benchmark ran it (batch 2, 128 heads of 64, 4k, window 128: on average
+  // w - w^2 / 2s = 128 - 128^2 / 8192 = 126.0 keys per query (core::KeysPerQuery), 2·b·h·s·keys·(64 + 64) FLOPs; the
+  // CSV's 0.210 ms x 161 TFLOP/s gives 125.9): forward + backward take the measured 0.210 + 0.465 ms, within the
+  // rounding of its printed TFLOP/s and the two 4 us overheads.
+  core::Op op;
+  op.kind = core::OpKind::kAttention;
+  op.attn_batch = 2, op.heads = 128, op.seq_q = op.seq_kv = 4096, op.head_dim_qk = op.head_dim_v = 64;
+  op.window = 128;
+  op.attention = AttentionImpl::kFlash;
+  EXPECT_NEAR(op.Flops() / (2.0 * 2 * 128 * 4096 * 128), 126.0, 1e-9);
+  core::Op bwd = op;
+  bwd.pass = core::Pass::kBackwardInput;
+  const double both_s = ComputeOpTime(op, gb200, defaults) + ComputeOpTime(bwd, gb200, defaults);
+  EXPECT_NEAR(both_s, 0.210e-3 + 0.465e-3, 0.012e-3);
+}
+
 TEST(StepModelTest, AttentionRunsAtItsKernelsMeasuredSpeedOnTheGpu) {
   // flash on H100 is cuDNN's curve: FlashAttention-3 paper Fig. 5 forward (causal) times
   // 3.5 / (1 + 2.5 x 518/499) = 0.9735 for the backward (Fig. 6 at head dim 128, 4k): head dim

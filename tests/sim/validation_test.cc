@@ -730,8 +730,12 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // runs, docs/validation.md); 32.9% with the 15 Nemotron 3 Super runs (the same pattern); 32.3%
   // with the Megatron-Bridge runs' bf16 gradients and the corrected GB300 row (above); 33.2% with
   // their Transformer Engine loss in place (the MoE rows 1-5 points faster, Qwen3-30B-A3B on 16
-  // H100s without the full recomputation it had been given).
-  EXPECT_LE(v.all.p90_abs_error, 0.333);
+  // H100s without the full recomputation it had been given); 33.9% (mean 15.31% -> 15.24%) with
+  // cuDNN's measured attention on Blackwell (cudnn-frontend's training SDPA benchmark, GB200 and
+  // GB300, B200 and B300 from them) instead of the profile's 0.60 / 0.50: 224 runs moved, 117
+  // closer (GB300 dense -7.8% -> -5.8%, gpt-oss's 128-token windows at their measured speed 1-8
+  // points closer), the Blackwell MoE and GB200 dense rows, too fast already, slightly faster.
+  EXPECT_LE(v.all.p90_abs_error, 0.340);
   // 4 runs that ran are called out of memory (75 before FP8 plans kept their linear inputs in
   // one byte, 41 before the recipes' bf16 gradients and module-level recomputation, 6 before
   // torchtitan's per-op checkpointing): two token-drop MoE runs and Nemotron-4 340B at 8k

@@ -8,8 +8,8 @@
 #   scripts/gpu-session.sh BIN_DIR OUT_DIR [STAGE ...]
 #
 # STAGEs (default: all, in this order): gtest gemm tiny verify gpt17b context_attention gemm_shapes
-# heldout sustained memory memory_expandable memory_default8 sustained_more memory_expandable8 host_moe expert_gemm megatron_moe memory_pools. The first GPU session (2026-11-28, H200) ran the first six; the second the
-# rest and tiny, verify again; the third memory_expandable and memory_default8; the fourth sustained_more and memory_expandable8; the fifth (2026-11-30) host_moe, expert_gemm and memory_pools, then megatron_moe by itself. Everything lands in OUT_DIR: one session.log and a JSON per stage.
+# heldout sustained memory memory_expandable memory_default8 sustained_more memory_expandable8 host_moe expert_gemm megatron_moe megatron_layer memory_pools. The first GPU session (2026-11-28, H200) ran the first six; the second the
+# rest and tiny, verify again; the third memory_expandable and memory_default8; the fourth sustained_more and memory_expandable8; the fifth (2026-11-30) host_moe, expert_gemm and memory_pools, then megatron_moe by itself; megatron_layer is new (2026-11-30, not yet run). Everything lands in OUT_DIR: one session.log and a JSON per stage.
 # Since 2026-11-29 the memory stages also write the caching allocator's segments after the last step by stream
 # (pools_after_last_step), the check of FSDP2's reduce-scatter and all-gather pools in docs/memory.md §4.
 #
@@ -104,6 +104,11 @@ want expert_gemm && step expert_gemm 200 env -u LD_LIBRARY_PATH python3 scripts/
 # megatron/core of Megatron-LM d98e8a64 (git archive d98e8a64 megatron/core | tar -x -C DIR).
 want megatron_moe && step megatron_moe 200 env -u LD_LIBRARY_PATH python3 scripts/gpu_probes.py megatron_moe \
   "$out/megatron_moe.json" "${MEGATRON_CORE_DIR:-.mcore}"
+# Megatron-Core's whole layer (attention + MoE, local spec) against its kernels at 1k-16k tokens,
+# its attention block alone and a chain of 4: the attention block's host time and how host and GPU
+# time combine when each MoE layer synchronises (docs/validation.md, the MoE rows' lead).
+want megatron_layer && step megatron_layer 300 env -u LD_LIBRARY_PATH python3 scripts/gpu_probes.py megatron_layer \
+  "$out/megatron_layer.json" "${MEGATRON_CORE_DIR:-.mcore}"
 # The allocator's segments by stream after an FSDP2 step (pools_after_last_step; docs/memory.md §4).
 want memory_pools && step memory_pools 100 env -u LD_LIBRARY_PATH python3 scripts/gpu_probes.py memory \
   "$out/memory_pools.json" 2:1:8192

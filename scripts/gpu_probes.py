@@ -2,8 +2,8 @@
 """Measurements on a real GPU that the memory and compute models take as inputs.
 
 Run by scripts/gpu-session.sh on a machine with an NVIDIA GPU and PyTorch 2.x:
-`gpu_probes.py MODE OUT.json`, MODE one of context_attention, sustained, memory, host_moe (each function's
-docstring says what it measures); writes one JSON file. Nothing here is fitted to a published run: each number is what this GPU, driver
+`gpu_probes.py MODE OUT.json`, MODE one of context_attention, sustained, memory, host_moe, expert_gemm,
+megatron_moe, megatron_layer (each function's docstring says what it measures); writes one JSON file. Nothing here is fitted to a published run: each number is what this GPU, driver
 and PyTorch did, recorded with the versions that did it.
 
   context:   device memory a process holds beyond PyTorch's reserved bytes after CUDA's
@@ -684,8 +684,92 @@ def main_megatron_moe(path, megatron_dir, *configs):
         json.dump(res, f, indent=1)
 
 
+def main_megatron_layer(path, megatron_dir, *configs):
+    """Megatron-Core's whole transformer layer (attention block + MoE block, local spec: no Transformer
+    Engine on the machine) on one GPU: what the per-microbatch host floor of an MoE layer
+    (docs/compute.md) leaves out, the attention block's host time, and how host and GPU time
+    combine once a device-to-host synchronisation drains the queue in every layer. Per config,
+    wall time of forward + backward (median of 10 after 3 warm-ups, each from an idle GPU) against
+    the kernels' summed time (torch.profiler), for the layer, for its attention block alone and for
+    a chain of CHAIN layers run back to back as a pipeline stage runs them; TOKENS sweeps the GPU
+    work at fixed host work, so that wall = max(host, kernels) shows as wall flat then following
+    the kernels, and wall = kernels + a fixed exposed host part as a constant gap. configs:
+    EXPERTS:TOPK:TOKENS:HIDDEN:FFN:HEADS:KV_HEADS:CHAIN (default Qwen3-30B-A3B's EP-8 rank, 16 local
+    experts of 768, 32 heads of 128 with 4 kv heads, at 1,024 to 16,384 tokens, chains of 4)."""
+    sys.path.insert(0, megatron_dir)
+    import torch
+    import torch.nn.functional as F
+
+    res = header(torch)
+    res["format"] = "meshplan.gpu_megatron_layer/1"
+    res["megatron_dir"] = megatron_dir
+    try:
+        res["cpu"] = [ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")][0]
+    except Exception as ex:  # recorded, not fatal
+        res["cpu"] = repr(ex)
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "29513")
+    torch.cuda.set_device(0)
+    torch.distributed.init_process_group("nccl", rank=0, world_size=1)
+    from megatron.core import parallel_state
+    from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
+    from megatron.core.tensor_parallel.random import model_parallel_cuda_manual_seed
+    from megatron.core.transformer.spec_utils import build_module
+    from megatron.core.transformer.transformer_config import TransformerConfig
+
+    parallel_state.initialize_model_parallel(tensor_model_parallel_size=1, pipeline_model_parallel_size=1)
+    model_parallel_cuda_manual_seed(123)
+    res["runs"] = []
+    default = tuple("16:8:%d:2048:768:32:4:4" % n for n in (1024, 4096, 16384))
+    for cfg in configs or default:
+        experts, topk, tokens, hidden, ffn, heads, kv_heads, chain = (int(v) for v in cfg.split(":"))
+        row = {"experts": experts, "topk": topk, "tokens": tokens, "hidden": hidden, "ffn": ffn,
+               "heads": heads, "kv_heads": kv_heads, "chain": chain}
+        try:
+            config = TransformerConfig(
+                num_layers=chain, hidden_size=hidden, num_attention_heads=heads, num_query_groups=kv_heads,
+                kv_channels=128, num_moe_experts=experts, moe_ffn_hidden_size=ffn, ffn_hidden_size=ffn,
+                moe_router_topk=topk, moe_token_dispatcher_type="alltoall", moe_grouped_gemm=False,
+                moe_router_load_balancing_type="aux_loss", moe_aux_loss_coeff=1e-3, gated_linear_unit=True,
+                activation_func=F.silu, add_bias_linear=False, normalization="RMSNorm", qk_layernorm=True,
+                bf16=True, params_dtype=torch.bfloat16, use_cpu_initialization=True)
+            spec = get_gpt_layer_local_spec(num_experts=experts, moe_grouped_gemm=False, qk_layernorm=True,
+                                            normalization="RMSNorm")
+            layers = [build_module(spec, config=config, layer_number=i + 1).cuda() for i in range(chain)]
+            row["layer"] = type(layers[0]).__name__ + " / " + type(layers[0].mlp).__name__
+            x = torch.randn(tokens, 1, hidden, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+
+            def one():
+                return layers[0](x, attention_mask=None)[0]
+
+            def attention():
+                return layers[0].self_attention(x, attention_mask=None)[0]
+
+            def stage():
+                h = x
+                for layer in layers:
+                    h = layer(h, attention_mask=None)[0]
+                return h
+
+            for name, fn in (("layer", one), ("attention", attention), ("chain", stage)):
+                fwd_ms, step_ms = fwd_bwd_wall_ms(torch, fn)
+                kernel_ms, kernels, _ = profiled_fwd_bwd(torch, fn)
+                row[name] = {"forward_ms_median": fwd_ms, "forward_backward_ms_median": step_ms,
+                             "kernel_ms_sum": kernel_ms, "kernels": kernels}
+            del layers, x
+            torch.cuda.empty_cache()
+        except Exception:  # recorded, not fatal: the other configs still run
+            import traceback
+            row["error"] = traceback.format_exc()[-1500:]
+        res["runs"].append(row)
+        print("megatron_layer:", json.dumps(row), flush=True)
+    torch.distributed.destroy_process_group()
+    with open(path, "w") as f:
+        json.dump(res, f, indent=1)
+
+
 if __name__ == "__main__":
     modes = {"context_attention": main_context_attention, "sustained": main_sustained, "memory": main_memory,
              "host_moe": main_host_moe, "expert_gemm": main_expert_gemm,
-             "megatron_moe": main_megatron_moe}
+             "megatron_moe": main_megatron_moe, "megatron_layer": main_megatron_layer}
     modes[sys.argv[1]](*sys.argv[2:])

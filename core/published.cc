@@ -264,6 +264,11 @@ struct LaunchConfig {
   // Megatron-Core's DDP overlaps as the recipe sets them (CommOverlapConfig or the recipe's ddp
   // config; absent: the launch file does not say).
   std::optional<bool> overlap_grad_reduce, overlap_param_gather;
+  // Transformer Engine's TP communication overlap as the recipe's CommOverlapConfig requests it
+  // after Megatron-Bridge's runtime rule (kept only with TP >= 2 and sequence parallelism; its
+  // NVFP4 recipes turn it off: llama3_llm_pretrain.py "tp_comm_overlap = False if precision ==
+  // \"nvfp4\"" at v0.4.0); absent: the launch file does not say.
+  std::optional<bool> tp_comm_overlap;
   std::string recipe;  // the recipe file and preset, for the assumptions
   std::string source;
   // The run's --pipeline-model-parallel-layout (scripts/megatron_bridge_layouts.py): decoder
@@ -321,6 +326,7 @@ std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
                                           .grad_reduce_in_fp32 = BoolAt(v, "grad_reduce_in_fp32"),
                                           .overlap_grad_reduce = BoolAt(v, "overlap_grad_reduce"),
                                           .overlap_param_gather = BoolAt(v, "overlap_param_gather"),
+                                          .tp_comm_overlap = BoolAt(v, "tp_comm_overlap"),
                                           .recipe = StrOr(v, "recipe"),
                                           .source = StrOr(j, "source"),
                                           .pp_layout = StrOr(v, "pp_layout"),
@@ -1317,6 +1323,12 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
           std::string("gradient reduction ") + (p.overlap_grad_reduce ? "under the backward" : "after the backward") +
           ", parameter all-gather " + (p.overlap_param_gather ? "under the next forward" : "after the optimizer step") +
           " (overlap_grad_reduce/overlap_param_gather) from " + launch_name());
+  }
+  // The recipe's TP overlap: without Transformer Engine's userbuffers the sequence-parallel
+  // all-gathers and reduce-scatters run between the GEMMs, exposed.
+  if (launch && launch->tp_comm_overlap && !*launch->tp_comm_overlap && p.tp > 1 && p.tp_overlap != TpOverlap::kNone) {
+    p.tp_overlap = TpOverlap::kNone;
+    run.assumptions.push_back("TP communication not overlapped (tp_comm_overlap false) from " + launch_name());
   }
   // The recipe's Adam moments (Megatron-Core's precision-aware optimizer with bf16 exp_avg and
   // exp_avg_sq: 2 + 2 bytes per parameter instead of 4 + 4).

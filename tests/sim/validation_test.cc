@@ -281,6 +281,37 @@ TEST(ValidationTest, MegatronRunsTakeTheCrossEntropyTheirCodeRan) {
   }
 }
 
+TEST(ValidationTest, RecipesWithoutTpCommOverlapExposeTheirTpCollectives) {
+  // presets/launches/megatron-bridge-performance.json tp_comm_overlap: the recipe's
+  // CommOverlapConfig after Megatron-Bridge's runtime rule. Nemotron 3 Super on 64 GB200s (TP 2,
+  // 26.04) runs without Transformer Engine's userbuffers, so its sequence-parallel collectives sit
+  // between the GEMMs (tp_overlap none); Llama 3 70B on 64 GB200s with MXFP8 (TP 2, 26.04), whose
+  // recipe keeps the overlap, keeps the stack's full overlap.
+  auto text = core::ReadTextFile(MESHPLAN_TEST_DATA_DIR "/validation/nemo_performance_summaries.json");
+  ASSERT_TRUE(text.ok());
+  std::vector<std::string> skipped;
+  auto runs = core::LoadPublishedRuns(*text, &skipped);
+  ASSERT_TRUE(runs.ok());
+  int seen = 0;
+  for (const auto& r : *runs) {
+    const core::PlanSpec& p = r.scenario.plan;
+    if (r.id == "megatron-bridge-2604-dgx-gb200-nemotron-3-super-64gpu-mxfp8") {
+      ++seen;
+      EXPECT_EQ(p.tp, 2);
+      EXPECT_EQ(p.tp_overlap, core::TpOverlap::kNone);
+      bool said = false;
+      for (const auto& a : r.assumptions) said = said || a.find("tp_comm_overlap false") != std::string::npos;
+      EXPECT_TRUE(said) << r.id;
+    }
+    if (r.id == "megatron-bridge-2604-dgx-gb200-llama3-70b-64gpu-mxfp8") {
+      ++seen;
+      EXPECT_EQ(p.tp, 2);
+      EXPECT_EQ(p.tp_overlap, core::TpOverlap::kFull);
+    }
+  }
+  EXPECT_EQ(seen, 2);
+}
+
 TEST(ValidationTest, MoeRunsKeepTheHostFloorUnlessTheirRecipeGraphsTheLayers) {
   // The MoE layer's host floor (core/specs.h MoeHost, docs/compute.md) stays unless the recipe
   // captures whole layers or the whole iteration in CUDA graphs (presets/launches/

@@ -353,7 +353,12 @@ Result<std::string> ExportMegatron(const Scenario& s) {
   arg("--global-batch-size " + std::to_string(p.global_batch));
   if (p.precision == Dtype::kBf16) arg("--bf16");
   else if (p.precision == Dtype::kFp16) arg("--fp16");
-  else if (p.precision == Dtype::kFp8) {
+  else if (p.precision == Dtype::kNvfp4) {
+    // Transformer Engine's NVFP4 (TransformerConfig.fp4 as --fp4-format, fp4_recipe "nvfp4" by
+    // default: transformer_config.py:673-679 at d98e8a64), with BF16 outside the linear layers.
+    arg("--bf16");
+    arg("--fp4-format e2m1");
+  } else if (p.precision == Dtype::kFp8) {
     // Transformer Engine's FP8 (TransformerConfig.fp8 as --fp8-format, fp8_recipe:
     // transformer_config.py:587-600): the plan's scaling as the recipe of the same name.
     arg("--bf16");
@@ -394,6 +399,9 @@ Result<std::string> ExportTorchtitan(const Scenario& s) {
   auto refuse = [](const std::string& rule, const std::string& nearest) {
     return Refusal("torchtitan", kTorchtitanCommit, rule, nearest);
   };
+  if (p.precision == Dtype::kNvfp4)
+    return refuse("this exporter maps no NVFP4 recipe for torchtitan (it writes torchao's float8 converter for fp8)",
+                  "--precision fp8");
   const TitanFlavor* flavor = TitanFlavorOf(m);
   if (flavor == nullptr)
     return refuse("no model definition for " + m.name +
@@ -549,6 +557,9 @@ Result<std::string> ExportTorchtitanPython(const Scenario& s) {
   auto refuse = [](const std::string& rule, const std::string& nearest) {
     return Refusal("torchtitan", kTorchtitanPythonCommit, rule, nearest);
   };
+  if (p.precision == Dtype::kNvfp4)
+    return refuse("this exporter maps no NVFP4 recipe for torchtitan (it writes torchao's float8 converter for fp8)",
+                  "--precision fp8");
   const TitanFlavor* flavor = TitanFlavorOf(m);
   if (flavor == nullptr)
     return refuse("no model definition for " + m.name +
@@ -803,6 +814,8 @@ Result<std::string> ExportDeepSpeed(const Scenario& s, std::vector<std::string>*
   auto refuse = [](const std::string& rule, const std::string& nearest) {
     return Refusal("deepspeed", kDeepSpeedCommit, rule, nearest);
   };
+  if (p.precision == Dtype::kNvfp4)
+    return refuse("this exporter maps no NVFP4 recipe for DeepSpeed (it maps none for FP8 either)", "--precision bf16");
   if (s.model.Hybrid())
     return refuse("no Mamba layers in the GPT model this config trains (a hybrid model.hybrid_pattern)",
                   "a transformer model, e.g. --model llama3-8b");

@@ -17,8 +17,12 @@ int64_t ActBytes(const PlanSpec& p) { return (p.precision == Dtype::kFp32 || p.p
 // quantized for the forward GEMM, one byte per element (the FP8 copy's row-wise data is dropped
 // and its column-wise data kept for the weight-gradient GEMM), not the 16-bit input. Block
 // scaling adds one scale per 32 elements (MXFP8's E8M0; DeepSeek's 1x128 fp32 scales are the same
-// 1/32 byte per element); tensor scaling adds one scalar. Other precisions: ActBytes.
+// 1/32 byte per element); tensor scaling adds one scalar. NVFP4 keeps the same column-wise copy
+// (linear.py at v2.12, "Discard row-wise data since it is not needed in backward pass"): 4 bits
+// and one E4M3 scale per 16 elements, 9/16 B per element (its fp32 per-tensor scale aside).
+// Other precisions: ActBytes.
 int64_t LinearInputBytes(const PlanSpec& p, int64_t elems) {
+  if (p.precision == Dtype::kNvfp4) return (elems * 9 + 15) / 16;
   if (p.precision != Dtype::kFp8) return ActBytes(p) * elems;
   return elems + (p.fp8_scaling == Fp8Scaling::kBlock ? elems / 32 : 0);
 }
@@ -343,7 +347,7 @@ void VisitLayerActivations(const ModelSpec& m, const PlanSpec& p, bool moe_layer
       // input is the combined latent output of this rank's tokens.
       const int64_t w = x.Width(h);
       if (x.latent_size > 0) {
-        if (p.precision == Dtype::kFp8) add("latent_down_input", LinearInputBytes(p, sbh / rep_div));
+        if (Quantized(p.precision)) add("latent_down_input", LinearInputBytes(p, sbh / rep_div));
         add("latent_up_input", LinearInputBytes(p, s * b * w / rep_div));
       }
       add("expert_input", LinearInputBytes(p, tok * w));

@@ -1079,8 +1079,19 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
         (p.precision == Dtype::kFp8 ? " (" + std::string(Name(p.fp8_scaling)) + " scaling)" : "") + " from " +
         launch_name());
   }
-  if (precision.find("FP4") != std::string::npos || precision.find("fp4") != std::string::npos) {
-    skip("precision '" + precision + "': 4-bit GEMMs are not modelled");
+  const bool nvfp4 = Lower(precision).find("nvfp4") != std::string::npos;
+  if (!nvfp4 && (precision.find("FP4") != std::string::npos || precision.find("fp4") != std::string::npos)) {
+    skip("precision '" + precision + "': 4-bit formats other than NVFP4 are not modelled");
+    return false;
+  }
+  // Megatron-Bridge's Nemotron 3 Super NVFP4 recipe keeps its last 14 layers in BF16
+  // (scripts/performance/configs/nemotronh/nemotron_3_llm_pretrain.py:48-50 at v0.4.0,
+  // num_layers_at_end_in_bf16 = 14; perf_recipes/nemotronh/common.py at v0.6.0 through
+  // nemotron_3_super_bf16_with_nvfp4_mixed): a plan has one GEMM precision for every layer.
+  if (nvfp4 && m.name == "nemotron-3-super") {
+    skip("precision '" + precision +
+         "': the recipe keeps its last 14 layers in BF16 (num_layers_at_end_in_bf16), and a plan has one GEMM "
+         "precision for every layer");
     return false;
   }
   // Composer's FSDP mixed precision PURE reduces gradients in bf16 (DEFAULT: in fp32).
@@ -1094,7 +1105,11 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
       precision.find("Float8") != std::string::npos || precision.find("float8") != std::string::npos;
   const std::string lower_precision = Lower(precision);
   auto names = [&](const char* w) { return lower_precision.find(w) != std::string::npos; };
-  if (names("fp8") || torchao_float8) {
+  if (nvfp4) {
+    // Transformer Engine's NVFP4BlockScaling for every linear layer (Megatron-Bridge's
+    // bf16_with_nvfp4_mixed: training/mixed_precision.py at v0.4.0, no BF16 layers).
+    p.precision = Dtype::kNvfp4;
+  } else if (names("fp8") || torchao_float8) {
     p.precision = Dtype::kFp8;
     // Megatron-Bridge's recipe names: FP8-CS current scaling, FP8-DS delayed, FP8-MX / MXFP8
     // block; the scaling in words ("current scaling", "blockwise") as well.

@@ -26,7 +26,7 @@ MESHPLAN_NAMES(AttentionImpl, {AttentionImpl::kFlash, "flash"}, {AttentionImpl::
                {AttentionImpl::kTriton, "triton"})
 MESHPLAN_NAMES(RouterKind, {RouterKind::kSoftmax, "softmax"}, {RouterKind::kSigmoid, "sigmoid"})
 MESHPLAN_NAMES(Dtype, {Dtype::kFp32, "fp32"}, {Dtype::kTf32, "tf32"}, {Dtype::kBf16, "bf16"}, {Dtype::kFp16, "fp16"},
-               {Dtype::kFp8, "fp8"}, {Dtype::kInt8, "int8"}, {Dtype::kNone, "none"})
+               {Dtype::kFp8, "fp8"}, {Dtype::kInt8, "int8"}, {Dtype::kNone, "none"}, {Dtype::kNvfp4, "nvfp4"})
 MESHPLAN_NAMES(Topology, {Topology::kRailOptimizedFatTree, "rail-optimized-fat-tree"}, {Topology::kFatTree, "fat-tree"},
                {Topology::kTorus, "torus"}, {Topology::kSingleSwitch, "single-switch"})
 MESHPLAN_NAMES(Sharding, {Sharding::kFsdp, "fsdp"}, {Sharding::kHsdp, "hsdp"})

@@ -183,8 +183,15 @@ struct ModelSpec {
 // ---------------------------------------------------------------------------------------------
 // GPU
 // ---------------------------------------------------------------------------------------------
-enum class Dtype { kFp32, kTf32, kBf16, kFp16, kFp8, kInt8, kNone };
-// fp32 4, tf32 4, bf16 2, fp16 2, fp8 1, int8 1, none 0 (inline: the search calls it per op).
+// kNvfp4 is NVIDIA's 4-bit block-scaled format (E2M1 values, one E4M3 scale per 16 of them and one
+// fp32 scale per tensor: Transformer Engine's NVFP4BlockScaling recipe), a compute precision only:
+// no weight, gradient or optimizer state is held in it (core/validate.cc).
+enum class Dtype { kFp32, kTf32, kBf16, kFp16, kFp8, kInt8, kNone, kNvfp4 };
+inline constexpr size_t kDtypeCount = static_cast<size_t>(Dtype::kNvfp4) + 1;  // the last one
+// fp32 4, tf32 4, bf16 2, fp16 2, fp8 1, int8 1, none 0 (inline: the search calls it per op);
+// nvfp4 1: half a byte and a one-byte scale per 16 values, 9/16 B, rounded up where a whole
+// number of bytes is counted (a GEMM's operand traffic); the memory model counts its 9/16
+// (core/memory.cc LinearInputBytes).
 constexpr int64_t DtypeBytes(Dtype d) {
   switch (d) {
     case Dtype::kFp32:
@@ -192,11 +199,15 @@ constexpr int64_t DtypeBytes(Dtype d) {
     case Dtype::kBf16:
     case Dtype::kFp16: return 2;
     case Dtype::kFp8:
-    case Dtype::kInt8: return 1;
+    case Dtype::kInt8:
+    case Dtype::kNvfp4: return 1;
     case Dtype::kNone: return 0;
   }
   return 0;
 }
+// A GEMM dtype that Transformer Engine quantizes to from 16-bit inputs (FP8 or NVFP4): its linear
+// layers' inputs and output gradients pass through quantize kernels, attention stays in BF16.
+constexpr bool Quantized(Dtype d) { return d == Dtype::kFp8 || d == Dtype::kNvfp4; }
 
 struct GpuSpec {
   std::string name;

@@ -116,7 +116,8 @@ Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string&
                     BoolField(j, "transformer_engine", prefix, &s.transformer_engine)}) {
     if (!st.ok()) return st;
   }
-  if (s.precision == Dtype::kNone || s.precision == Dtype::kInt8 || s.precision == Dtype::kFp32)
+  if (s.precision == Dtype::kNone || s.precision == Dtype::kInt8 || s.precision == Dtype::kFp32 ||
+      s.precision == Dtype::kNvfp4)
     return Status::InvalidArgument(prefix + ".precision: must be a 16- or 8-bit training dtype (bf16|fp16|fp8)");
   if (s.grads != Dtype::kFp32 && s.grads != Dtype::kBf16 && s.grads != Dtype::kFp16)
     return Status::InvalidArgument(prefix + ".grads_dtype: must be fp32, bf16 or fp16");

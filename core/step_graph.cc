@@ -309,10 +309,10 @@ class Builder {
 
  private:
   // ---- op helpers
-  // A linear layer's GEMM in the plan's precision; `sixteen_bit` keeps an FP8 plan's GEMM in
-  // BF16 (what Transformer Engine does not run in FP8: Megatron-Core's output layer is a plain
+  // A linear layer's GEMM in the plan's precision; `sixteen_bit` keeps an FP8 or NVFP4 plan's GEMM
+  // in BF16 (what Transformer Engine does not quantize: Megatron-Core's output layer is a plain
   // ColumnParallelLinear and its router a torch linear in the router dtype; gpt_model.py,
-  // router.py). An FP8 GEMM first quantizes its input (Fp8Scaling, core/specs.h).
+  // router.py). A quantized GEMM first quantizes its input (Fp8Scaling, core/specs.h; NVFP4 below).
   // Returns whether it added the GEMM (none for an empty shape).
   bool Gemm(std::vector<Op>* ops, const char* name, int64_t m, int64_t n, int64_t k, int64_t batch = 1,
             bool sixteen_bit = false) {
@@ -324,18 +324,32 @@ class Builder {
     op.n = n;
     op.k = k;
     op.batch = batch;
-    op.dtype = sixteen_bit && gemm_dtype_ == Dtype::kFp8 ? Dtype::kBf16 : gemm_dtype_;
-    if (op.dtype == Dtype::kFp8) Fp8Quantize(ops, "fp8_quantize_input", m * k * batch, Pass::kForward);
+    op.dtype = sixteen_bit && Quantized(gemm_dtype_) ? Dtype::kBf16 : gemm_dtype_;
+    if (Quantized(op.dtype)) Quantize(ops, /*grad=*/false, m * k * batch, Pass::kForward);
     ops->push_back(op);
     return true;
   }
-  // Quantizing `elements` 16-bit values to FP8 for a GEMM, row- and column-wise: bytes read and
-  // written per element and kernels by the scaling recipe (core/specs.h Fp8Scaling).
-  void Fp8Quantize(std::vector<Op>* ops, const char* name, int64_t elements, Pass pass) {
-    int64_t bytes_per = 4, kernels = 1;  // delayed: cast-transpose, read 2 B, write 1 + 1 B
-    if (p_.fp8_scaling == Fp8Scaling::kCurrent) bytes_per = 6, kernels = 2;  // + an amax pass
-    if (p_.fp8_scaling == Fp8Scaling::kBlock) bytes_per = 5, kernels = 2;    // + transposed re-quantize
-    if (!Mem(ops, name, elements * bytes_per, MemOp::kFp8Quantize)) return;
+  // Quantizing `elements` 16-bit values for a GEMM, row- and column-wise: bytes read and written
+  // per element and kernels by the recipe. FP8 by its scaling (core/specs.h Fp8Scaling). NVFP4
+  // (Transformer Engine's NVFP4BlockScaling, transformer_engine/common/recipe/__init__.py at
+  // v2.12): an amax pass over the input and over its 16-point random Hadamard transform (the
+  // per-tensor fp32 scales), then one quantize that reads the 2 B again and writes both layouts,
+  // each 4 bits and an E4M3 scale per 16 values (9/16 B): 2 + 2 + 2 x 9/16 = 41/8 B in 2 kernels;
+  // the Hadamard transform (16 multiply-adds a value, on the column-wise copy the weight gradient
+  // reads) and the gradients' stochastic rounding run inside them.
+  void Quantize(std::vector<Op>* ops, bool grad, int64_t elements, Pass pass) {
+    const bool nvfp4 = gemm_dtype_ == Dtype::kNvfp4;
+    const char* name = nvfp4 ? (grad ? "nvfp4_quantize_grad" : "nvfp4_quantize_input")
+                             : (grad ? "fp8_quantize_grad" : "fp8_quantize_input");
+    int64_t bytes = elements * 4, kernels = 1;  // FP8 delayed: cast-transpose, read 2 B, write 1 + 1 B
+    if (nvfp4) {
+      bytes = elements * 41 / 8, kernels = 2;
+    } else if (p_.fp8_scaling == Fp8Scaling::kCurrent) {
+      bytes = elements * 6, kernels = 2;  // + an amax pass
+    } else if (p_.fp8_scaling == Fp8Scaling::kBlock) {
+      bytes = elements * 5, kernels = 2;  // + transposed re-quantize
+    }
+    if (!Mem(ops, name, bytes, MemOp::kFp8Quantize)) return;
     ops->back().pass = pass;
     ops->back().batch = kernels;
   }
@@ -530,7 +544,7 @@ class Builder {
       op.head_dim_v = dv;
       op.causal = true;
       op.flash = true;
-      op.dtype = gemm_dtype_ == Dtype::kFp8 ? Dtype::kBf16 : gemm_dtype_;
+      op.dtype = Quantized(gemm_dtype_) ? Dtype::kBf16 : gemm_dtype_;
       // Sliding-window layers: the fused kernels skip the key blocks outside the window
       // (FlashAttention's window_size, cuDNN's sliding window), so a windowed layer's attention
       // is its own op; with global layers in the same list, each op carries its layers' share.
@@ -710,11 +724,11 @@ class Builder {
       Op op = *it;
       switch (op.kind) {
         case OpKind::kGemm: {
-          // dX = dY W^T (m x k from m x n) and dW = X^T dY (k x n over m): each 2mnk. An FP8
+          // dX = dY W^T (m x k from m x n) and dW = X^T dY (k x n over m): each 2mnk. A quantized
           // GEMM's output gradient dY is quantized first (both layouts: dgrad and wgrad read it).
-          if (op.dtype == Dtype::kFp8) {
+          if (Quantized(op.dtype)) {
             const size_t before = out->size();
-            Fp8Quantize(out, "fp8_quantize_grad", op.m * op.n * op.batch, Pass::kBackwardInput);
+            Quantize(out, /*grad=*/true, op.m * op.n * op.batch, Pass::kBackwardInput);
             if (out->size() > before) out->back().share = op.share;  // a hybrid block's weight
           }
           op.pass = Pass::kBackwardInput;
@@ -812,7 +826,7 @@ class Builder {
   // Float8Linear calls torch.mm on its float8 subclass: the policy sees aten.mm), and every
   // linear's input quantization reruns (its casts are not saved; the backward needs them).
   void RecomputeTorchtitanOps(const std::vector<Op>& fwd, std::vector<Op>* out) {
-    const bool fp8 = p_.precision == Dtype::kFp8;
+    const bool fp8 = Quantized(p_.precision);
     const bool glu = m_.mlp == MlpKind::kSwiglu;
     for (size_t i = 0; i < fwd.size(); ++i) {
       Op op = fwd[i];

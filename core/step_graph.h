@@ -41,7 +41,7 @@ enum class MemOp {
   kRouter,        // the MoE router's softmax and top-k over the experts
   kCrossEntropy,  // the loss over the vocabulary
   kPermute,       // MoE token permutation and its inverse (the gradient is the inverse permutation)
-  kFp8Quantize,   // FP8 cast(-transpose) of a GEMM's input (forward) or gradient (backward)
+  kFp8Quantize,   // FP8 or NVFP4 quantize of a GEMM's input (forward) or gradient (backward)
   kRepeatKv,      // GQA's K and V copied to every query head (the gradient sums the copies back)
 };
 

@@ -622,6 +622,16 @@ void CheckPrecision(const PlanSpec& pl, const GpuSpec& g, Diagnostics* d) {
     d->Error("plan.precision",
              std::string(Name(pl.precision)) + " is not supported by gpu " + g.name + " (it has: " + have + ")");
   }
+  if (pl.precision == Dtype::kNvfp4 && !pl.transformer_engine)
+    d->Error("plan.precision",
+             "nvfp4 is Transformer Engine's NVFP4BlockScaling recipe: needs plan.transformer_engine "
+             "(--transformer-engine, or a stack that runs it, e.g. --stack megatron-core-2024)");
+  for (auto [field, dt] : {std::pair{"weights", pl.dtypes.weights}, std::pair{"grads", pl.dtypes.grads},
+                           std::pair{"master_weights", pl.dtypes.master_weights},
+                           std::pair{"optimizer_states", pl.dtypes.optimizer_states}})
+    if (dt == Dtype::kNvfp4)
+      d->Error(std::string("plan.dtypes.") + field,
+               "nvfp4 is a compute precision only (plan.precision): no state is held in it");
   if (pl.dtypes.weights == Dtype::kNone) d->Error("plan.dtypes.weights", "must not be none");
   if (pl.dtypes.grads == Dtype::kNone) d->Error("plan.dtypes.grads", "must not be none");
   const bool eight_bit = pl.optimizer == Optimizer::kAdam8bit;

@@ -99,6 +99,10 @@ class Executor {
           "executor: plan.offload.activation_layers " + std::to_string(p_.offload_activation_layers) +
           ": the runtime does not copy activations to host memory and back, so it would measure neither the "
           "copies nor the memory they free; run the plan without --offload-activations");
+    if (p_.precision == Dtype::kNvfp4)
+      return Status::InvalidArgument(
+          "executor: plan.precision nvfp4: the runtime has no NVFP4 GEMMs (its GEMMs are cuBLAS fp32, bf16, fp16 and "
+          "fp8), so it would measure another precision; run the plan with --precision fp8 or bf16");
     seed_ = o_.seed * 1000003;
     graph_ = core::BuildStepGraph(s_.model, p_);
     stage_ = StageOfRank(p_, o_.rank);

@@ -52,7 +52,7 @@ class OpRates {
   }
 
  private:
-  static constexpr size_t kDtypes = static_cast<size_t>(core::Dtype::kNone) + 1;
+  static constexpr size_t kDtypes = core::kDtypeCount;
   std::array<double, kDtypes> peak_{}, rate_{};
   std::array<bool, kDtypes> have_peak_{}, have_rate_{};
 };
@@ -1167,7 +1167,7 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
   // The peak the FLOPs could run at: FP8 plans run GEMMs at the FP8 peak and attention at the
   // 16-bit peak, so the denominator weights each part by its own peak.
   const double gemm_peak = Peak(g, p.precision);
-  const double attn_peak = Peak(g, p.precision == core::Dtype::kFp8 ? core::Dtype::kBf16 : p.precision);
+  const double attn_peak = Peak(g, core::Quantized(p.precision) ? core::Dtype::kBf16 : p.precision);
   const double ideal_per_flop = ((fwd.matmul + fwd.logits) / gemm_peak + fwd.attention / attn_peak) / fwd.Total();
   e.tflops_per_gpu = e.model_flops / e.time_s / gpus / 1e12;
   e.mfu = e.model_flops * ideal_per_flop / (e.time_s * gpus);

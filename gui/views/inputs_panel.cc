@@ -188,7 +188,7 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
   seq_ = IntBox(1, 1 << 24, "Sequence length in tokens");
   schedule_ = new QComboBox();
   precision_ = new QComboBox();
-  for (auto d : {core::Dtype::kBf16, core::Dtype::kFp16, core::Dtype::kFp8, core::Dtype::kFp32})
+  for (auto d : {core::Dtype::kBf16, core::Dtype::kFp16, core::Dtype::kFp8, core::Dtype::kNvfp4, core::Dtype::kFp32})
     precision_->addItem(core::Name(d), static_cast<int>(d));
   precision_->setToolTip("GEMM compute precision");
   bf->addRow("micro batch", mbs_);

@@ -115,6 +115,10 @@ class CpuBackend final : public Backend {
     if (dtype == Dtype::kFp8 || dtype == Dtype::kInt8)
       return Status::Unavailable(std::string("cpu backend: ") + core::Name(dtype) +
                                  " tensors are not supported (fp8 GEMMs need Hopper tensor cores: use --backend cuda)");
+    if (dtype == Dtype::kNvfp4)
+      return Status::Unavailable(
+          "cpu backend: nvfp4 tensors are not supported (no backend of the runtime has NVFP4 "
+          "GEMMs)");
     if (dtype == Dtype::kNone) return Bad("allocate", "dtype none");
     int64_t n = 1;
     for (int64_t d : shape) {

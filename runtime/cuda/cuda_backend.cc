@@ -75,7 +75,8 @@ bool ElemOf(Dtype d, ElemType* out) {
     case Dtype::kFp16: *out = ElemType::kF16; return true;
     case Dtype::kFp8: *out = ElemType::kFp8E4M3; return true;
     case Dtype::kInt8:
-    case Dtype::kNone: break;
+    case Dtype::kNone:
+    case Dtype::kNvfp4: break;
   }
   return false;
 }
@@ -99,7 +100,8 @@ Result<ncclDataType_t> NcclType(const std::string& what, Dtype d) {
       break;
 #endif
     case Dtype::kInt8:
-    case Dtype::kNone: break;
+    case Dtype::kNone:
+    case Dtype::kNvfp4: break;
   }
   return Status::Unavailable("cuda backend: " + what + ": NCCL has no " + core::Name(d) + " type in this build");
 }
@@ -260,6 +262,8 @@ class CudaBackend final : public Backend {
   Result<Tensor> Allocate(const std::vector<int64_t>& shape, Dtype dtype) override {
     if (dtype == Dtype::kInt8)
       return Status::Unavailable("cuda backend: int8 tensors are not supported (no op of the interface takes them)");
+    if (dtype == Dtype::kNvfp4)
+      return Status::Unavailable("cuda backend: nvfp4 tensors are not supported (the backend has no NVFP4 GEMM)");
     if (dtype == Dtype::kNone) return Bad("allocate", "dtype none");
     int64_t n = 1;
     for (int64_t d : shape) {

@@ -57,6 +57,19 @@ run(report_ops_json 0 "\"name\": \"qkv_proj\",[^}]*\"pass\": \"forward\",[^}]*\"
     report --model llama3-8b --gpu h100-sxm --gpus 8 --tp 2 --seq 8192 --zero 1 --ops --format json)
 run(report_ops_table 0 "fwd +qkv_proj +8192x3072x4096 +bf16 +206\\.16 +- +334\\.5 +616 TFLOP/s, compute-bound"
     report --model llama3-8b --gpu h100-sxm --gpus 8 --tp 2 --seq 8192 --zero 1 --ops)
+# NVFP4 (Transformer Engine's NVFP4BlockScaling): Llama 3 70B at TP 2 on 64 GB200s, the forward QKV
+# GEMM 8192 x 5120 x 8192 at the GB200's nvfp4 rate, 1e16 x 0.440 (presets/gpus/gb200.json),
+# 1280 tiles of 128 x 256 over 148 SMs in 9 waves (w = 1280 / 1332), at 64 GPUs' pace
+# 1 + 0.0241 x Phi^-1(63.625 / 64.25) = 1.0563: 1.0563 x ((687.19e9 + 1e9) / (4.4e15 x 1280 / 1332)
+# + 4e-6) = 176.1 us, its input quantized first (41/8 B per element in 2 kernels, docs/compute.md).
+run(report_nvfp4_ops 0 "fwd +nvfp4_quantize_input +x2 kernels +- +343\\.93 .*fwd +qkv_proj +8192x5120x8192 +nvfp4 +687\\.19 +- +176\\.1 "
+    report --model llama3-70b --gpu gb200 --gpus 64 --tp 2 --pp 4 --zero 1 --gbs 256 --seq 8192 --precision nvfp4
+           --transformer-engine --ops)
+run(report_nvfp4_on_h100 1 "plan.precision: nvfp4 is not supported by gpu h100-sxm"
+    report --model llama3-70b --gpu h100-sxm --gpus 64 --tp 2 --pp 4 --zero 1 --gbs 256 --precision nvfp4
+           --transformer-engine)
+run(report_nvfp4_without_te 1 "plan.precision: nvfp4 is Transformer Engine's NVFP4BlockScaling recipe: needs plan.transformer_engine"
+    report --model llama3-70b --gpu gb200 --gpus 64 --tp 2 --pp 4 --zero 1 --gbs 256 --precision nvfp4)
 # Sliding-window attention: gpt-oss-120b's 18 windowed layers (128 keys) and 18 global ones; the
 # windowed op's forward: 2 x 64 heads x 4096 x (128 - 128^2/8192 = 126 keys) x (64 + 64) x 1/2
 # (its share of the layers) = 4.23 GFLOP.

@@ -205,6 +205,20 @@ TEST(ActivationsTest, Fp8KeepsTheLinearLayersInputsInOneByte) {
   EXPECT_EQ(LayerActivationBytes(m, p, false, Recompute::kFull), 2 * sbh);
 }
 
+TEST(ActivationsTest, Nvfp4KeepsTheLinearLayersInputsInNineSixteenthsOfAByte) {
+  // Transformer Engine's NVFP4 keeps the same column-wise copy of each linear layer's input as FP8
+  // (module/linear.py at v2.12: the row-wise data dropped), 4 bits and one E4M3 scale per 16
+  // elements: 9/16 B. Of Korthikanti's 34sbh the linear inputs 2 + 2 + 2 + 8 = 14sbh become
+  // 7sbh x 9/16 (each rounded up to whole bytes, none here), the rest and the s^2 terms unchanged.
+  const ModelSpec m = PaperGpt(96, 12288, 96);
+  const int64_t s = 2048, b = 1, h = 12288, a = 96, sbh = s * b * h;
+  PlanSpec p = Plan(1, false, b);
+  p.precision = Dtype::kNvfp4;
+  EXPECT_EQ(LayerActivationBytes(m, p, false, Recompute::kNone),
+            20 * sbh + 3 * (sbh * 9 / 16) + 4 * sbh * 9 / 16 + 5 * a * s * s * b);
+  EXPECT_EQ(LayerActivationBytes(m, p, false, Recompute::kFull), 2 * sbh);
+}
+
 TEST(ActivationsTest, GqaAndSwigluFollowTheirTensors) {
   // Llama-3-70B, one GPU, s=8192, b=1, flash: per layer (bytes, bf16)
   //   norms 2x2sbh, qkv input 2sbh, q 2sbh, k and v 2sb*1024 each, lse 4*64*s, out-proj input 2sbh,

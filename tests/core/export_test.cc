@@ -365,6 +365,21 @@ TEST(ExportTest, MegatronRunsFp8WithThePlansScalingRecipe) {
   EXPECT_TRUE(Has(Text(ExportMegatron(s)), "--fp8-recipe blockwise"));
 }
 
+TEST(ExportTest, Nvfp4IsMegatronsFp4FormatAndNoOtherExportersRecipe) {
+  // TransformerConfig.fp4 as --fp4-format e2m1, fp4_recipe "nvfp4" by default
+  // (transformer_config.py:673-679 at d98e8a64), BF16 elsewhere. The torchtitan and DeepSpeed
+  // exporters map no NVFP4 recipe: refused, naming the nearest precision they write.
+  Scenario s = Llama70B();
+  s.plan.precision = Dtype::kNvfp4;
+  const std::string text = Text(ExportMegatron(s));
+  EXPECT_TRUE(Has(text, "--bf16 \\\n  --fp4-format e2m1")) << text;
+  EXPECT_FALSE(Has(text, "--fp8-format"));
+  ExpectRefused(ExportTorchtitan(s), "no NVFP4 recipe");
+  ExpectRefused(ExportTorchtitanPython(s), "no NVFP4 recipe");
+  std::vector<std::string> notes;
+  ExpectRefused(ExportDeepSpeed(s, &notes), "no NVFP4 recipe");
+}
+
 TEST(ExportTest, MegatronKeepsQwen3sQkNorm) {
   // Qwen3 normalises q and k per head: TransformerConfig.qk_layernorm (transformer_config.py:259).
   Scenario s = Llama70B();

@@ -580,6 +580,37 @@ TEST(StepGraphTest, Fp8QuantizesEachLinearInputAndOutputGradientHeadAndRouterSta
   EXPECT_EQ(quantized(Fp8Scaling::kCurrent, "fp8_quantize_input"), 0);
 }
 
+TEST(StepGraphTest, Nvfp4QuantizesEachLinearInputAndOutputGradientAttentionHeadAndRouterStayBf16) {
+  // Transformer Engine's NVFP4BlockScaling (recipe/__init__.py at v2.12): every linear layer's
+  // GEMMs in NVFP4, its input quantized before the forward and its output gradient before the
+  // backward, each by an amax pass over the tensor and its Hadamard transform and a quantize that
+  // reads the 2 B again and writes both layouts at 9/16 B: 2 + 2 + 2 x 9/16 = 41/8 B per element
+  // in 2 kernels. Llama 3 8B, one 8192-token sequence, t = 1: 218,103,808 input elements and
+  // 352,321,536 output-gradient elements (as in the FP8 test above).
+  auto m = LoadModel("llama3-8b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p = Plan(1, 1, false);
+  p.seq_len = 8192;
+  p.precision = Dtype::kNvfp4;
+  const StepGraph g = BuildStepGraph(*m, p);
+  int64_t in = 0, grad = 0;
+  for (const Op& op : g.dense_layer) {
+    const std::string_view n(op.name);
+    if (n == "nvfp4_quantize_input") {
+      in += op.bytes;
+      EXPECT_EQ(op.batch, 2);  // two kernels
+    }
+    if (n == "nvfp4_quantize_grad") grad += op.bytes;
+    if (n == "fp8_quantize_input" || n == "fp8_quantize_grad") ADD_FAILURE() << "an FP8 quantize in an NVFP4 plan";
+    if (op.kind == OpKind::kGemm) EXPECT_EQ(op.dtype, Dtype::kNvfp4) << op.name;
+    if (op.kind == OpKind::kAttention) EXPECT_EQ(op.dtype, Dtype::kBf16) << op.name;
+  }
+  EXPECT_EQ(in, int64_t{218103808} * 41 / 8);
+  EXPECT_EQ(grad, int64_t{352321536} * 41 / 8);
+  for (const Op& op : g.head)
+    if (op.kind == OpKind::kGemm) EXPECT_EQ(op.dtype, Dtype::kBf16) << op.name;
+}
+
 TEST(StepGraphTest, ExpertParallelAddsDispatchAndCombine) {
   auto m = LoadModel("mixtral-8x7b");
   ASSERT_TRUE(m.ok());

@@ -360,6 +360,21 @@ TEST(ExecutorTest, ActivationOffloadIsRefusedNamingTheField) {
   EXPECT_NE(m.status().message().find("plan.offload.activation_layers"), std::string::npos) << m.status().message();
 }
 
+TEST(ExecutorTest, Nvfp4IsRefusedNamingTheFieldAndTheBackendsSayTheyHaveNoNvfp4) {
+  // No backend of the runtime has NVFP4 GEMMs: a plan in nvfp4 is refused, not run in another
+  // precision, and an nvfp4 tensor is not allocated.
+  core::Scenario s = Tiny(1, 1, 1, /*global_batch=*/2);
+  s.plan.precision = core::Dtype::kNvfp4;
+  auto backend = MakeCpuBackend({.clock = std::make_shared<FakeClock>()});
+  auto m = ExecuteStep(*backend, s, FastOptions(), {});
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("plan.precision nvfp4"), std::string::npos) << m.status().message();
+  auto t = backend->Allocate({4, 4}, core::Dtype::kNvfp4);
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), core::Status::Code::kUnavailable);
+  EXPECT_NE(t.status().message().find("nvfp4"), std::string::npos) << t.status().message();
+}
+
 TEST(ExecutorTest, PeakMemoryHoldsTheModelStatesTheMemoryModelPredicts) {
   // tiny (presets/models/tiny.json) on one GPU: every parameter on the one rank.
   //   word embedding 4096 x 256                                   = 1,048,576

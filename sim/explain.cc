@@ -697,7 +697,7 @@ ExplainStep PrecisionStep(const core::Scenario& s, const PlanSpec& p, const core
   st.rule =
       "GEMMs in bf16 (fp32's exponent range, no loss scaling); fp8 (E4M3 forward, E5M2 backward, per-tensor "
       "or per-tile scales) on Hopper and later; master weights and Adam moments stay fp32 (the 16 B/param "
-      "of step 2), and fp8 plans keep bf16 saved activations here.";
+      "of step 2), and fp8 plans keep the linear layers' saved inputs in one byte (docs/memory.md).";
   st.formula = "speedup = t_step(bf16) / t_step(fp8) ≤ peak(fp8) / peak(bf16)";
   Set(&st, "peak_bf16_flops_per_s", bf16, "FLOP/s");
   Set(&st, "peak_fp8_flops_per_s", fp8, "FLOP/s");

@@ -774,7 +774,9 @@ core::Result<Explanation> TopicPrecision(const core::Profile& profile) {
   PlanSpec p = MakePlan(64, 8, 2, 1, 1, true, Recompute::kSelective, 8192, 512, k->m.layers);
   if (Status v = RequireValid(p, *k, "70B on 64"); !v.ok()) return v;
   Explanation ex;
-  ex.title = "Mixed precision: bf16, fp8, and what stays fp32 (worked example: llama3-70b on 64 × h100-sxm)";
+  ex.title =
+      "Mixed precision: bf16, fp8, nvfp4, and what stays fp32 (worked examples: llama3-70b on 64 × h100-sxm and on "
+      "64 × gb200)";
   ex.fits = true;
   {
     PlanSpec no_master = p, mega = p, bnb = p;
@@ -804,6 +806,48 @@ core::Result<Explanation> TopicPrecision(const core::Profile& profile) {
   st.id = "fp8_step";
   st.title = "fp8 vs bf16: the step, not the peak";
   ex.steps.push_back(st);
+  {
+    // NVFP4 on Blackwell: llama3-70b on 64 GB200s as Megatron-Bridge's NVFP4 recipe lays it out
+    // (TP 2, PP 4, VP 5, one 8192-token sequence a microbatch, 256 a step; its TP overlap off).
+    auto gb = LoadCase("llama3-70b", "gb200-nvl72");
+    if (!gb.ok()) return gb.status();
+    PlanSpec q = MakePlan(64, 2, 4, 1, 1, true, Recompute::kNone, 8192, 256, gb->m.layers);
+    q.vpp = 5;
+    q.schedule = core::Schedule::kInterleaved;
+    q.stage_layers.clear();
+    q.transformer_engine = true;
+    q.tp_overlap = core::TpOverlap::kNone;
+    PlanSpec q8 = q, q4 = q;
+    q8.precision = Dtype::kFp8;
+    q8.fp8_scaling = core::Fp8Scaling::kCurrent;
+    q4.precision = Dtype::kNvfp4;
+    if (Status v = RequireValid(q4, *gb, "70B NVFP4 on GB200"); !v.ok()) return v;
+    const double tb = EstimateStep(gb->m, q, gb->g, gb->c, profile).time_s;
+    const double t8 = EstimateStep(gb->m, q8, gb->g, gb->c, profile).time_s;
+    const StepEstimate e4 = EstimateStep(gb->m, q4, gb->g, gb->c, profile);
+    const double pb = Peak(gb->g, Dtype::kBf16), p8 = Peak(gb->g, Dtype::kFp8), p4 = Peak(gb->g, Dtype::kNvfp4);
+    const double rb = pb * GemmEfficiency(profile, gb->g, Dtype::kBf16);
+    const double r4 = p4 * GemmEfficiency(profile, gb->g, Dtype::kNvfp4);
+    ExplainStep n = NewStep("nvfp4_step", "NVFP4 on Blackwell: four times the peak, not the step");
+    n.rule =
+        "NVFP4 (Transformer Engine's NVFP4BlockScaling) runs every linear layer's GEMMs in 4-bit E2M1 with an "
+        "E4M3 scale per 16 values; attention, the output layer and the router stay bf16, and each GEMM first "
+        "quantizes its input and output gradient (an amax pass and a quantize writing both layouts: 41/8 B "
+        "per element). The GEMMs' sustained rate, not their peak, is what a step sees (docs/compute.md).";
+    n.formula = "speedup = t_step(bf16) / t_step(nvfp4) ≤ sustained GEMM rate(nvfp4) / rate(bf16) ≤ peak ratio";
+    n.substituted =
+        Fmt("GB200 peaks %s (bf16), %s (fp8), %s (nvfp4); sustained GEMM rates %s and %s (%.2f×); step %s (bf16) → "
+            "%s (fp8) → %s (nvfp4)",
+            Tflops(pb).c_str(), Tflops(p8).c_str(), Tflops(p4).c_str(), Tflops(rb).c_str(), Tflops(r4).c_str(), r4 / rb,
+            Secs(tb).c_str(), Secs(t8).c_str(), Secs(e4.time_s).c_str());
+    n.result = Fmt("nvfp4 makes this step %.2f× faster than bf16 and %.2f× faster than fp8, against a %.0f× peak",
+                   tb / e4.time_s, t8 / e4.time_s, p4 / pb);
+    Set(&n, "step_bf16_s", tb, "s");
+    Set(&n, "step_fp8_s", t8, "s");
+    Set(&n, "step_nvfp4_s", e4.time_s, "s");
+    Set(&n, "gemm_rate_ratio", r4 / rb);
+    ex.steps.push_back(n);
+  }
   return ex;
 }
 

@@ -207,6 +207,33 @@ TEST(ExplainEpTest, OneSequenceAMicrobatchWaitsForTheHostAndFourDoNot) {
   EXPECT_GT(st.Value("tokens_per_s_per_gpu_mbs4"), 1.4 * st.Value("tokens_per_s_per_gpu_mbs1"));
 }
 
+TEST(ExplainTopicTest, Nvfp4OnBlackwellIsTheStepModelsNvfp4Step) {
+  // llama3-70b on 64 GB200s (TP 2, PP 4, VP 5, no TP overlap, Megatron-Bridge's NVFP4 layout): the
+  // step model's bf16, fp8 and nvfp4 steps; the sustained GEMM rates 1e16 x 0.440 against
+  // 2.5e15 x 0.587 (presets/gpus/gb200.json) are 3.00x apart, the step far less.
+  const Explanation e = OfTopic(Topic::kPrecision);
+  const ExplainStep& st = Step(e, "nvfp4_step");
+  EXPECT_NEAR(st.Value("gemm_rate_ratio"), 1e16 * 0.440 / (2.5e15 * 0.587), 1e-9);
+  const double bf16 = st.Value("step_bf16_s"), fp8 = st.Value("step_fp8_s"), nvfp4 = st.Value("step_nvfp4_s");
+  EXPECT_LT(nvfp4, fp8);
+  EXPECT_LT(fp8, bf16);
+  EXPECT_LT(bf16 / nvfp4, st.Value("gemm_rate_ratio"));
+  // The same numbers as the step model's, for the plan the topic names.
+  auto m = core::LoadModel("llama3-70b");
+  auto c = core::LoadCluster("gb200-nvl72");
+  ASSERT_TRUE(m.ok() && c.ok());
+  auto g = core::LoadGpu(c->gpu);
+  ASSERT_TRUE(g.ok());
+  core::PlanSpec q;
+  q.gpus = 64, q.tp = 2, q.pp = 4, q.dp = 8, q.vpp = 5, q.zero = 1, q.sequence_parallel = true;
+  q.micro_batch = 1, q.global_batch = 256, q.seq_len = 8192;
+  q.schedule = core::Schedule::kInterleaved;
+  q.transformer_engine = true;
+  q.tp_overlap = core::TpOverlap::kNone;
+  q.precision = core::Dtype::kNvfp4;
+  EXPECT_DOUBLE_EQ(nvfp4, EstimateStep(*m, q, *g, *c, core::Profile{}).time_s);
+}
+
 TEST(ExplainTopicTest, EveryTopicHasCompleteSteps) {
   for (Topic t : AllTopics()) {
     const Explanation e = OfTopic(t);

@@ -246,7 +246,7 @@ class Builder {
   void HeadLoss(std::vector<Op>* ops, const char* norm_name) {
     std::vector<Op>& fwd = *ops;
     Norm(&fwd, norm_name, tokens_ * m_.hidden / (sp_ ? t_ : 1));
-    TpGather(&fwd, "head_gather");
+    TpGather(&fwd, "head_gather", /*sixteen_bit=*/true);
     // The vocab-parallel head: each rank holds ceil(V/t) columns (the last one padded).
     const int64_t v_local = (m_.vocab + t_ - 1) / t_;
     Gemm(&fwd, "output_head", tokens_, v_local, m_.hidden, 1, /*sixteen_bit=*/true);
@@ -467,8 +467,23 @@ class Builder {
   // The TP boundary before a column-parallel GEMM (all-gather of the sequence-sharded input under
   // SP; nothing without SP) and after a row-parallel GEMM (all-reduce, or reduce-scatter under SP).
   // Korthikanti 2022 §4.2.2: the same bytes either way.
-  void TpGather(std::vector<Op>* ops, const char* name) {
-    if (sp_) Coll(ops, name, CollectiveKind::kAllGather, CommGroup::kTp, tokens_ * m_.hidden * e_);
+  // The sequence-parallel all-gather of a column-parallel linear layer's input. Transformer
+  // Engine quantizes the local input first and gathers the quantized data when the GEMM is FP8 or
+  // NVFP4 (module/linear.py and layernorm_linear.py at v2.12: gather_along_first_dim(inputmat,
+  // tp_group, quantizer=...), the userbuffers path likewise): 1 B per element (block scaling's
+  // scale byte per 32 with it), 9/16 B in NVFP4, instead of 2. `sixteen_bit`: the GEMM behind it
+  // is not quantized (the output layer).
+  void TpGather(std::vector<Op>* ops, const char* name, bool sixteen_bit = false) {
+    if (!sp_) return;
+    const int64_t elems = tokens_ * m_.hidden;
+    int64_t bytes = elems * e_;
+    const bool quantized = p_.transformer_engine && !sixteen_bit;
+    if (quantized && gemm_dtype_ == Dtype::kNvfp4) {
+      bytes = (elems * 9 + 15) / 16;
+    } else if (quantized && gemm_dtype_ == Dtype::kFp8) {
+      bytes = elems + (p_.fp8_scaling == Fp8Scaling::kBlock ? elems / 32 : 0);
+    }
+    Coll(ops, name, CollectiveKind::kAllGather, CommGroup::kTp, bytes);
   }
   void TpReduce(std::vector<Op>* ops, const char* name) {
     if (t_ == 1) return;
@@ -763,9 +778,12 @@ class Builder {
             const bool column_input =
                 (sp_ ? op.collective == CollectiveKind::kAllGather : op.collective == CollectiveKind::kAllReduce) &&
                 p_.tp_overlap != TpOverlap::kNone;
+            // The input gradient's reduction is 16-bit whatever the forward gathered (TpGather).
+            const int64_t grad_bytes = tokens_ * m_.hidden * e_;
             if (column_input) {
-              Op regather = op;
+              Op regather = op;  // the saved (quantized) input gathered again
               op.collective = sp_ ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
+              op.bytes = grad_bytes;
               op.pass = Pass::kBackwardWeight;
               op.overlappable = true;
               out->push_back(op);
@@ -783,6 +801,7 @@ class Builder {
               if (!sp_) op.collective = CollectiveKind::kAllReduce;
               else if (op.collective == CollectiveKind::kReduceScatter) op.collective = CollectiveKind::kAllGather;
               else op.collective = CollectiveKind::kReduceScatter;
+              op.bytes = grad_bytes;
               out->push_back(op);
             }
             break;

@@ -611,6 +611,37 @@ TEST(StepGraphTest, Nvfp4QuantizesEachLinearInputAndOutputGradientAttentionHeadA
     if (op.kind == OpKind::kGemm) EXPECT_EQ(op.dtype, Dtype::kBf16) << op.name;
 }
 
+TEST(StepGraphTest, TransformerEngineGathersQuantizedInputsAndReducesSixteenBitGradients) {
+  // Sequence parallelism at TP 2 (Llama 3 8B, 8192 tokens): Transformer Engine quantizes a
+  // column-parallel layer's local input and all-gathers the quantized data (module/linear.py at
+  // v2.12, gather_along_first_dim(..., quantizer=...)): 8192 x 4096 elements at 1 B in FP8
+  // (33,554,432 B), 9/16 B in NVFP4 (18,874,368 B), 2 B in BF16 or without Transformer Engine
+  // (67,108,864 B). The backward reduce-scatters the input gradient in 16 bits and gathers the
+  // saved quantized input again for the weight gradient; the output layer's gather stays 16-bit.
+  auto m = LoadModel("llama3-8b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p = Plan(2, 1, true);
+  p.seq_len = 8192;
+  p.transformer_engine = true;
+  auto bytes = [&](Dtype d, const char* name, Pass pass, CollectiveKind kind) {
+    p.precision = d;
+    const StepGraph g = BuildStepGraph(*m, p);
+    for (const std::vector<Op>* list : {&g.dense_layer, &g.head})
+      for (const Op& op : *list)
+        if (std::string_view(op.name) == name && op.pass == pass && op.collective == kind) return op.bytes;
+    return int64_t{-1};
+  };
+  const int64_t elems = int64_t{8192} * 4096;
+  EXPECT_EQ(bytes(Dtype::kFp8, "attn_gather", Pass::kForward, CollectiveKind::kAllGather), elems);
+  EXPECT_EQ(bytes(Dtype::kNvfp4, "mlp_gather", Pass::kForward, CollectiveKind::kAllGather), elems * 9 / 16);
+  EXPECT_EQ(bytes(Dtype::kBf16, "attn_gather", Pass::kForward, CollectiveKind::kAllGather), 2 * elems);
+  EXPECT_EQ(bytes(Dtype::kFp8, "attn_gather", Pass::kBackwardWeight, CollectiveKind::kReduceScatter), 2 * elems);
+  EXPECT_EQ(bytes(Dtype::kFp8, "attn_gather", Pass::kBackwardInput, CollectiveKind::kAllGather), elems);
+  EXPECT_EQ(bytes(Dtype::kFp8, "head_gather", Pass::kForward, CollectiveKind::kAllGather), 2 * elems);
+  p.transformer_engine = false;
+  EXPECT_EQ(bytes(Dtype::kFp8, "attn_gather", Pass::kForward, CollectiveKind::kAllGather), 2 * elems);
+}
+
 TEST(StepGraphTest, ExpertParallelAddsDispatchAndCombine) {
   auto m = LoadModel("mixtral-8x7b");
   ASSERT_TRUE(m.ok());

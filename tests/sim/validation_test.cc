@@ -445,7 +445,10 @@ TEST(ValidationTest, BeyondTuningRegressionBound) {
     // upper bound, it was too slow with the overlap missing and is too fast with it whole).
     if (g.dimension == "precision" && g.value == "fp8") EXPECT_LE(g.summary.median_abs_error, 0.12);
     if (g.dimension == "gpu" && g.value == "h100-sxm") EXPECT_LE(g.summary.median_abs_error, 0.073);
-    if (g.dimension == "model" && g.value == "moe") EXPECT_LE(g.summary.median_abs_error, 0.204);
+    // MoE: its median row, Qwen3-235B-A22B at TP 2 in FP8, +20.3% -> +20.5% since Transformer
+    // Engine's sequence-parallel all-gathers carry the quantized inputs (1 B, not 2): too fast
+    // already, its hidden TP collectives slow the compute beside them a little less.
+    if (g.dimension == "model" && g.value == "moe") EXPECT_LE(g.summary.median_abs_error, 0.206);
   }
 }
 

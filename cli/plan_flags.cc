@@ -150,7 +150,9 @@ void PlanFlags::Register(CLI::App* app) {
   p->add_option("--stack", stack,
                 "Software stack whose defaults the plan takes (meshplan presets stacks): precision, attention, "
                 "recompute, SP, overlaps, ZeRO; the other flags override them");
-  p->add_option("--precision", precision, "bf16|fp16|fp8|fp32 GEMM precision (default bf16)");
+  p->add_option("--precision", precision,
+                "bf16|fp16|fp8|nvfp4|fp32 GEMM precision (default bf16; nvfp4 needs --transformer-engine and a "
+                "Blackwell GPU)");
   p->add_option("--optimizer", optimizer,
                 "adam|adamw|sgd-momentum|adam-8bit|muon (default adamw; muon: one momentum buffer for the 2D "
                 "weights, Adam for the embedding, head and norms, and its Newton-Schulz steps)");

@@ -54,8 +54,9 @@ struct SearchFlags {
   std::optional<std::string> sp, precision, recipe, stack;
   std::optional<std::string> offload_optimizer, offload_params;
   std::optional<int64_t> offload_activations;
-  bool save = false;  // --save: keep the sweep in the result store
-  std::string db;     // --db (empty: the default store)
+  bool transformer_engine = false;  // --transformer-engine: every plan runs Transformer Engine's modules
+  bool save = false;                // --save: keep the sweep in the result store
+  std::string db;                   // --db (empty: the default store)
 };
 
 template <typename E>
@@ -302,6 +303,7 @@ std::string SearchArgsJson(const SearchFlags& f) {
   opt("offload_activations", f.offload_activations);
   opt("recipe", f.recipe);
   opt("stack", f.stack);
+  if (f.transformer_engine) j["transformer_engine"] = true;
   if (f.exhaustive) j["exhaustive"] = true;
   if (f.explain) j["explain_rejections"] = true;
   return j.dump();
@@ -431,6 +433,7 @@ void RunSearch(const SearchFlags& f, int* exit_code) {
         "the search still tries every ZeRO stage, recompute mode and SP setting (--zero, --recompute, "
         "--sp to hold the stack's)");
   }
+  if (f.transformer_engine) p.transformer_engine = true;
   if (!f.precision && !f.stack) core::ApplyDefaultPrecision(s.gpu, &p, &notes);
   if (f.precision && !core::FromName(*f.precision, &p.precision)) {
     std::cerr << "error: --precision: must be one of " << core::Choices<core::Dtype>() << " (got \"" << *f.precision
@@ -567,7 +570,9 @@ void AddSearchCommand(CLI::App* app, int* exit_code) {
   space->add_option("--recompute", f->recompute, "Recompute modes (default none,selective,full)")->delimiter(',');
   space->add_option("--cp-kind", f->cp_kinds, "ring|ulysses|allgather (default ring)")->delimiter(',');
   space->add_option("--sp", f->sp, "Sequence parallel: on|off|both (default both)");
-  space->add_option("--precision", f->precision, "bf16|fp16|fp8|fp32 GEMM precision (default bf16)");
+  space->add_option("--precision", f->precision, "bf16|fp16|fp8|nvfp4|fp32 GEMM precision (default bf16)");
+  space->add_flag("--transformer-engine", f->transformer_engine,
+                  "Every plan runs Transformer Engine's modules (--stack megatron-core-2024 sets it; nvfp4 needs it)");
   space->add_option("--recipe", f->recipe, "Model-state recipe: zero (16 B/param) or megatron (18 B/param)");
   space->add_option("--offload-optimizer", f->offload_optimizer, "none|cpu|nvme: every plan's optimizer states");
   space->add_option("--offload-params", f->offload_params, "none|cpu|nvme: every plan's parameters (ZeRO-3)");

@@ -65,6 +65,10 @@ run(report_ops_table 0 "fwd +qkv_proj +8192x3072x4096 +bf16 +206\\.16 +- +334\\.
 run(report_nvfp4_ops 0 "fwd +nvfp4_quantize_input +x2 kernels +- +343\\.93 .*fwd +qkv_proj +8192x5120x8192 +nvfp4 +687\\.19 +- +176\\.1 "
     report --model llama3-70b --gpu gb200 --gpus 64 --tp 2 --pp 4 --zero 1 --gbs 256 --seq 8192 --precision nvfp4
            --transformer-engine --ops)
+# search takes --transformer-engine too: an NVFP4 sweep on GB200 ranks plans (each one's GEMMs nvfp4).
+run(search_nvfp4 0 "top 1\n.*\n.*\n +1 +[0-9]+ +[0-9]+"
+    search --model llama3-70b --gpu gb200 --gpus 64 --gbs 256 --seq 8192 --precision nvfp4 --transformer-engine
+           --top 1)
 run(report_nvfp4_on_h100 1 "plan.precision: nvfp4 is not supported by gpu h100-sxm"
     report --model llama3-70b --gpu h100-sxm --gpus 64 --tp 2 --pp 4 --zero 1 --gbs 256 --precision nvfp4
            --transformer-engine)

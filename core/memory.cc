@@ -11,22 +11,6 @@ namespace {
 // tensors other than linear inputs), 4 for fp32/tf32.
 int64_t ActBytes(const PlanSpec& p) { return (p.precision == Dtype::kFp32 || p.precision == Dtype::kTf32) ? 4 : 2; }
 
-// Bytes of `elems` saved inputs of FP8 linear layers. Transformer Engine's Linear,
-// LayerNormLinear and GroupedLinear (v2.9, transformer_engine/pytorch/module/linear.py around
-// line 385, layernorm_linear.py 414, grouped_linear.py 204) keep for the backward the input they
-// quantized for the forward GEMM, one byte per element (the FP8 copy's row-wise data is dropped
-// and its column-wise data kept for the weight-gradient GEMM), not the 16-bit input. Block
-// scaling adds one scale per 32 elements (MXFP8's E8M0; DeepSeek's 1x128 fp32 scales are the same
-// 1/32 byte per element); tensor scaling adds one scalar. NVFP4 keeps the same column-wise copy
-// (linear.py at v2.12, "Discard row-wise data since it is not needed in backward pass"): 4 bits
-// and one E4M3 scale per 16 elements, 9/16 B per element (its fp32 per-tensor scale aside).
-// Other precisions: ActBytes.
-int64_t LinearInputBytes(const PlanSpec& p, int64_t elems) {
-  if (p.precision == Dtype::kNvfp4) return (elems * 9 + 15) / 16;
-  if (p.precision != Dtype::kFp8) return ActBytes(p) * elems;
-  return elems + (p.fp8_scaling == Fp8Scaling::kBlock ? elems / 32 : 0);
-}
-
 // Query and kv heads one TP rank computes. With tp > kv_heads each rank keeps one (replicated)
 // kv head, which is how Megatron and vLLM split GQA past the group count.
 int64_t LocalHeads(const ModelSpec& m, const PlanSpec& p) { return m.heads / p.tp; }
@@ -67,6 +51,22 @@ double InflightMicrobatches(const PlanSpec& p, int64_t rank) {
 int64_t Ceil(double v) { return static_cast<int64_t>(std::ceil(v)); }
 
 }  // namespace
+
+// Bytes of `elems` saved inputs of FP8 linear layers. Transformer Engine's Linear,
+// LayerNormLinear and GroupedLinear (v2.9, transformer_engine/pytorch/module/linear.py around
+// line 385, layernorm_linear.py 414, grouped_linear.py 204) keep for the backward the input they
+// quantized for the forward GEMM, one byte per element (the FP8 copy's row-wise data is dropped
+// and its column-wise data kept for the weight-gradient GEMM), not the 16-bit input. Block
+// scaling adds one scale per 32 elements (MXFP8's E8M0; DeepSeek's 1x128 fp32 scales are the same
+// 1/32 byte per element); tensor scaling adds one scalar. NVFP4 keeps the same column-wise copy
+// (linear.py at v2.12, "Discard row-wise data since it is not needed in backward pass"): 4 bits
+// and one E4M3 scale per 16 elements, 9/16 B per element (its fp32 per-tensor scale aside).
+// Other precisions: ActBytes.
+int64_t LinearInputBytes(const PlanSpec& p, int64_t elems) {
+  if (p.precision == Dtype::kNvfp4) return (elems * 9 + 15) / 16;
+  if (p.precision != Dtype::kFp8) return ActBytes(p) * elems;
+  return elems + (p.fp8_scaling == Fp8Scaling::kBlock ? elems / 32 : 0);
+}
 
 RankParams LayerParamsOnRank(const ModelSpec& m, const PlanSpec& p, const LayerParams& lp) {
   const int64_t t = p.tp;

@@ -41,6 +41,11 @@ struct ActivationTerm {
   int64_t bytes = 0;
 };
 
+// Bytes of `elems` inputs of a linear layer as its quantized GEMM holds them (FP8: 1 B, block
+// scaling a scale byte per 32 more; NVFP4: 9/16 B, rounded up), 2 or 4 B in other precisions:
+// what Transformer Engine saves for the backward and what it all-gathers under SP.
+int64_t LinearInputBytes(const PlanSpec& p, int64_t elems);
+
 // Activations one layer keeps for backward, per microbatch, on one GPU, under `recompute`.
 // REQUIRES: the plan is valid for the model (ValidatePlan).
 std::vector<ActivationTerm> LayerActivationTerms(const ModelSpec& m, const PlanSpec& p, bool moe_layer,

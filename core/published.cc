@@ -1079,7 +1079,8 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
         (p.precision == Dtype::kFp8 ? " (" + std::string(Name(p.fp8_scaling)) + " scaling)" : "") + " from " +
         launch_name());
   }
-  const bool nvfp4 = Lower(precision).find("nvfp4") != std::string::npos;
+  const std::string lower_precision = Lower(precision);
+  const bool nvfp4 = lower_precision.find("nvfp4") != std::string::npos;
   if (!nvfp4 && (precision.find("FP4") != std::string::npos || precision.find("fp4") != std::string::npos)) {
     skip("precision '" + precision + "': 4-bit formats other than NVFP4 are not modelled");
     return false;
@@ -1103,7 +1104,6 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   // tensor by its own amax at cast time: current scaling (its "dynamic").
   const bool torchao_float8 =
       precision.find("Float8") != std::string::npos || precision.find("float8") != std::string::npos;
-  const std::string lower_precision = Lower(precision);
   auto names = [&](const char* w) { return lower_precision.find(w) != std::string::npos; };
   if (nvfp4) {
     // Transformer Engine's NVFP4BlockScaling for every linear layer (Megatron-Bridge's

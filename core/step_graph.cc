@@ -476,14 +476,8 @@ class Builder {
   void TpGather(std::vector<Op>* ops, const char* name, bool sixteen_bit = false) {
     if (!sp_) return;
     const int64_t elems = tokens_ * m_.hidden;
-    int64_t bytes = elems * e_;
-    const bool quantized = p_.transformer_engine && !sixteen_bit;
-    if (quantized && gemm_dtype_ == Dtype::kNvfp4) {
-      bytes = (elems * 9 + 15) / 16;
-    } else if (quantized && gemm_dtype_ == Dtype::kFp8) {
-      bytes = elems + (p_.fp8_scaling == Fp8Scaling::kBlock ? elems / 32 : 0);
-    }
-    Coll(ops, name, CollectiveKind::kAllGather, CommGroup::kTp, bytes);
+    const bool quantized = p_.transformer_engine && !sixteen_bit && Quantized(gemm_dtype_);
+    Coll(ops, name, CollectiveKind::kAllGather, CommGroup::kTp, quantized ? LinearInputBytes(p_, elems) : elems * e_);
   }
   void TpReduce(std::vector<Op>* ops, const char* name) {
     if (t_ == 1) return;

@@ -588,6 +588,33 @@ def main_expert_gemm(path, *cases):
         json.dump(res, f, indent=1)
 
 
+def megatron_one_gpu(megatron_dir, fmt, port):
+    """Megatron-Core from MEGATRON_DIR on GPU 0 as a one-rank job (TP 1, PP 1, a fixed seed): torch
+    and the result's header, with the format, the Megatron directory and the host CPU recorded."""
+    sys.path.insert(0, megatron_dir)
+    import torch
+
+    res = header(torch)
+    res["format"] = fmt
+    res["megatron_dir"] = megatron_dir
+    try:
+        res["cpu"] = [ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")][0]
+    except Exception as ex:  # recorded, not fatal
+        res["cpu"] = repr(ex)
+    res["cpus"] = os.cpu_count()
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", port)
+    torch.cuda.set_device(0)
+    torch.distributed.init_process_group("nccl", rank=0, world_size=1)
+    from megatron.core import parallel_state
+    from megatron.core.tensor_parallel.random import model_parallel_cuda_manual_seed
+
+    parallel_state.initialize_model_parallel(tensor_model_parallel_size=1, pipeline_model_parallel_size=1)
+    model_parallel_cuda_manual_seed(123)
+    res["runs"] = []
+    return torch, res
+
+
 def main_megatron_moe(path, megatron_dir, *configs):
     """Megatron-Core's own MoE layer on one GPU: the host time a dropless MoE layer costs as its
     code runs it (docs/compute.md, the per-microbatch host floor). MEGATRON_DIR holds megatron/core
@@ -602,32 +629,13 @@ def main_megatron_moe(path, megatron_dir, *configs):
     one 4,096-token sequence per microbatch, 16 local experts of 768 with 2,048 rows each:
     16:8:4096:2048:768; the same rows per expert over 4 experts, 4:2:4096:2048:768; and one expert,
     1:1:4096:2048:768)."""
-    sys.path.insert(0, megatron_dir)
-    import torch
+    torch, res = megatron_one_gpu(megatron_dir, "meshplan.gpu_megatron_moe/1", "29512")
     import torch.nn.functional as F
-
-    res = header(torch)
-    res["format"] = "meshplan.gpu_megatron_moe/1"
-    res["megatron_dir"] = megatron_dir
-    try:
-        res["cpu"] = [ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")][0]
-    except Exception as ex:  # recorded, not fatal
-        res["cpu"] = repr(ex)
-    res["cpus"] = os.cpu_count()
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", "29512")
-    torch.cuda.set_device(0)
-    torch.distributed.init_process_group("nccl", rank=0, world_size=1)
-    from megatron.core import parallel_state
     from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_submodules
-    from megatron.core.tensor_parallel.random import model_parallel_cuda_manual_seed
     from megatron.core.transformer.moe.moe_layer import MoELayer
     from megatron.core.transformer.spec_utils import get_submodules
     from megatron.core.transformer.transformer_config import TransformerConfig
 
-    parallel_state.initialize_model_parallel(tensor_model_parallel_size=1, pipeline_model_parallel_size=1)
-    model_parallel_cuda_manual_seed(123)
-    res["runs"] = []
     for cfg in configs or ("16:8:4096:2048:768", "4:2:4096:2048:768", "1:1:4096:2048:768"):
         fields = cfg.split(":")
         experts, topk, tokens, hidden, ffn = (int(v) for v in fields[:5])
@@ -696,30 +704,12 @@ def main_megatron_layer(path, megatron_dir, *configs):
     the kernels, and wall = kernels + a fixed exposed host part as a constant gap. configs:
     EXPERTS:TOPK:TOKENS:HIDDEN:FFN:HEADS:KV_HEADS:CHAIN (default Qwen3-30B-A3B's EP-8 rank, 16 local
     experts of 768, 32 heads of 128 with 4 kv heads, at 1,024 to 16,384 tokens, chains of 4)."""
-    sys.path.insert(0, megatron_dir)
-    import torch
+    torch, res = megatron_one_gpu(megatron_dir, "meshplan.gpu_megatron_layer/1", "29513")
     import torch.nn.functional as F
-
-    res = header(torch)
-    res["format"] = "meshplan.gpu_megatron_layer/1"
-    res["megatron_dir"] = megatron_dir
-    try:
-        res["cpu"] = [ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")][0]
-    except Exception as ex:  # recorded, not fatal
-        res["cpu"] = repr(ex)
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", "29513")
-    torch.cuda.set_device(0)
-    torch.distributed.init_process_group("nccl", rank=0, world_size=1)
-    from megatron.core import parallel_state
     from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
-    from megatron.core.tensor_parallel.random import model_parallel_cuda_manual_seed
     from megatron.core.transformer.spec_utils import build_module
     from megatron.core.transformer.transformer_config import TransformerConfig
 
-    parallel_state.initialize_model_parallel(tensor_model_parallel_size=1, pipeline_model_parallel_size=1)
-    model_parallel_cuda_manual_seed(123)
-    res["runs"] = []
     default = tuple("16:8:%d:2048:768:32:4:4" % n for n in (1024, 4096, 16384))
     for cfg in configs or default:
         experts, topk, tokens, hidden, ffn, heads, kv_heads, chain = (int(v) for v in cfg.split(":"))

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 namespace meshplan::core {
 namespace {
@@ -241,6 +242,56 @@ GroupLayout ExpertDpLayout(const PlanSpec& p) {
 GroupSpan SpanOf(Axis axis, const PlanSpec& p, const ClusterSpec& c) {
   const GroupLayout l = AxisLayout(axis, p);
   return SpanOfStride(l.size, l.stride, c);
+}
+
+PipelineLinks PipelineLinkCounts(const PlanSpec& p, const ClusterSpec& c) {
+  PipelineLinks out;
+  const int64_t pp = p.pp;
+  if (pp <= 1) return out;
+  const bool wrap = p.schedule == Schedule::kInterleaved;
+  const int64_t s = std::max<int64_t>(1, StrideOf(Axis::kPp, p));
+  const int64_t domain = std::max<int64_t>(1, c.scale_up_domain_gpus);
+  const int64_t world = std::max<int64_t>(1, p.tp) * std::max<int64_t>(1, p.cp) * std::max<int64_t>(1, p.dp) * pp;
+  // A member's links: to the next stage (the first, under interleaving, from the last) and to the
+  // previous one (the last, under interleaving, from the first).
+  auto links = [&](int64_t i) { return static_cast<int>(i + 1 < pp || wrap) + static_cast<int>(i > 0 || wrap); };
+  if (s >= domain) {
+    // Consecutive members are a stride of at least a domain apart: every link crosses.
+    out.Add(links(0), 0);
+    out.Add(links(pp / 2), 0);
+    return out;
+  }
+  // The members of a group sit at base + i s, with base a rank whose PP coordinate is 0: the first
+  // s ranks of every block of s pp ranks. Whether a link crosses depends on the ranks' positions
+  // modulo the domain, which repeat every domain / gcd(domain, s pp) blocks: those cover every case.
+  const int64_t block = s * pp;
+  const int64_t blocks = std::min(std::max<int64_t>(1, world / block), domain / std::gcd(domain, block));
+  for (int64_t q = 0; q < blocks; ++q)
+    for (int64_t o = 0; o < s; ++o) {
+      const int64_t base = q * block + o;
+      for (int64_t i = 0; i < pp; ++i) {
+        const int64_t k = base + i * s;
+        int crossing = 0, inside = 0;
+        auto link = [&](int64_t j) { ++(k / domain != (base + j * s) / domain ? crossing : inside); };
+        if (i + 1 < pp) link(i + 1);
+        else if (wrap) link(0);
+        if (i > 0) link(i - 1);
+        else if (wrap) link(pp - 1);
+        out.Add(crossing, inside);
+      }
+    }
+  return out;
+}
+
+PipelinePace PipelineLinkPace(const PipelineLinks& links, double inside_s, double crossing_s) {
+  PipelinePace best;
+  for (int crossing = 0; crossing <= 2; ++crossing)
+    for (int inside = 0; crossing + inside <= 2; ++inside) {
+      if (!links.Has(crossing, inside)) continue;
+      const double t = crossing * crossing_s + inside * inside_s;
+      if (t > best.seconds) best = {t, crossing, inside};
+    }
+  return best;
 }
 
 GroupSpan SpanOfExpertDp(const PlanSpec& p, const ClusterSpec& c) {

@@ -33,6 +33,30 @@ struct GroupSpan {
 GroupSpan SpanOf(Axis axis, const PlanSpec& p, const ClusterSpec& c);
 // Rank distance between consecutive members of the group along `axis` (the rule above).
 int64_t StrideOf(Axis axis, const PlanSpec& p);
+// A pipeline's neighbour links (docs/collectives.md 4.7). Every schedule exchanges each
+// microbatch's activations and input gradients with the neighbour stages, one batched send/recv
+// per neighbour and step (Megatron-LM p2p_communication.py: send_forward_recv_backward with the
+// next stage, send_backward_recv_forward with the previous one, both directions of a pair in flight
+// together), so a rank's per-microbatch link time is the sum over its neighbour links, each at the
+// tier it crosses, and the rank whose links cost most sets the pace. The links: consecutive members
+// of the PP group (plan.placement's stride apart), and under the interleaved schedule also the last
+// stage's link back to the first (the next model chunk); the end ranks of the other schedules have
+// one neighbour. Scale-up domains are cluster.scale_up_domain_gpus consecutive ranks, as
+// SpanOfStride assumes. PipelineLinkCounts says which (links leaving the rank's domain, links
+// inside it) pairs the group's ranks have; the pace is the costliest of them.
+struct PipelineLinks {
+  uint16_t seen = 0;  // bit crossing * 3 + inside, for crossing + inside <= 2
+  void Add(int crossing, int inside) { seen = static_cast<uint16_t>(seen | 1u << (crossing * 3 + inside)); }
+  bool Has(int crossing, int inside) const { return (seen >> (crossing * 3 + inside)) & 1u; }
+};
+PipelineLinks PipelineLinkCounts(const PlanSpec& p, const ClusterSpec& c);
+struct PipelinePace {
+  double seconds = 0;  // the pacing rank's time on its links per microbatch
+  int crossing = 0, inside = 0;
+};
+// The costliest of `links` with one link's time inside a domain and across two.
+PipelinePace PipelineLinkPace(const PipelineLinks& links, double inside_s, double crossing_s);
+
 // The expert-data-parallel group (edp = tp*cp*dp/(ep*etp) ranks holding the same experts), placed
 // where dp sits in the expert regrouping. REQUIRES: ep*etp divides tp*cp*dp.
 GroupSpan SpanOfExpertDp(const PlanSpec& p, const ClusterSpec& c);

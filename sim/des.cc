@@ -130,8 +130,9 @@ std::vector<StageStreams> StageStreamCosts(const core::ModelSpec& m, const core:
   };
   const ListSplit dense = split(graph.dense_layer), moe = split(graph.moe_layer), emb = split(graph.embedding),
                   head = split(graph.head);
-  const double p2p =
-      p.pp > 1 ? collective(graph.p2p) + (graph.p2p_gather.bytes > 0 ? collective(graph.p2p_gather) : 0.0) : 0.0;
+  const double p2p = p.pp > 1 ? PipelineSendSeconds(graph.p2p, p, c, profile) +
+                                    (graph.p2p_gather.bytes > 0 ? collective(graph.p2p_gather) : 0.0)
+                              : 0.0;
   // The step model puts p2p x sends into each microbatch's F and B (one send per model chunk).
   const double sends = SendsPerMicrobatch(p);
 

@@ -244,8 +244,12 @@ class Coster {
   }
   // One pipeline send as the pass that waits for it sees it: the send, then the receiver's
   // scatter/gather all-gather when the graph has one (core::StepGraph::p2p_gather).
-  double PipelineSendTime(const Op& send, const Op& gather) const {
-    return CollectiveTime(send) + (gather.bytes > 0 ? CollectiveTime(gather) : 0.0);
+  double PipelineSendTime(const Op& send, const Op& gather) const { return PipelineSendTime(send, gather, p_); }
+  // The same under another schedule (StageListCosts holds the interleaved one's beside the rest's).
+  double PipelineSendTime(const Op& send, const Op& gather, core::Schedule schedule) const {
+    core::PlanSpec q = p_;
+    q.schedule = schedule;
+    return PipelineSendTime(send, gather, q);
   }
 
  private:
@@ -256,6 +260,9 @@ class Coster {
     double time_s;
   };
   // A plan has a handful of distinct collectives; past this many the rest are costed each time.
+  double PipelineSendTime(const Op& send, const Op& gather, const core::PlanSpec& p) const {
+    return PipelineSendSeconds(send, p, c_, prof_) + (gather.bytes > 0 ? CollectiveTime(gather) : 0.0);
+  }
   mutable std::array<Memo, 32> memo_;
   mutable size_t memo_count_ = 0;
   mutable std::array<core::GroupSpan, core::kCommGroups> spans_;
@@ -547,6 +554,28 @@ double SlowestGpuPace(const core::PlanSpec& p, const core::GpuSpec& g) {
   return SlowestGpuPace(p.tp * p.cp * p.pp * p.dp, g.speed_spread);
 }
 
+double PipelineSendSeconds(const core::Op& send, const core::PlanSpec& p, const core::ClusterSpec& c,
+                           const core::Profile& prof, core::PipelinePace* pace) {
+  if (p.pp <= 1) return 0.0;
+  const core::PipelineLinks links = core::PipelineLinkCounts(p, c);
+  // Each tier costed only if some rank has a link on it.
+  auto any = [&](bool crossing) {
+    for (int x = 0; x <= 2; ++x)
+      for (int y = 0; x + y <= 2; ++y)
+        if (links.Has(x, y) && (crossing ? x : y) > 0) return true;
+    return false;
+  };
+  auto link = [&](bool crossing) {
+    return core::ProfiledCollectiveTime(prof, send.collective, send.bytes,
+                                        crossing ? core::GroupSpan{2, 1, 2} : core::GroupSpan{2, 2, 1}, c)
+        .time_s;
+  };
+  const core::PipelinePace paced =
+      core::PipelineLinkPace(links, any(false) ? link(false) : 0.0, any(true) ? link(true) : 0.0);
+  if (pace) *pace = paced;
+  return paced.seconds / 2;
+}
+
 double OverlapExtra(double comm_s, double window_s) {
   if (window_s <= 0) return 0;
   return std::max(0.0, kNcclOverlapSlowdown * comm_s - std::max(0.0, comm_s - window_s));
@@ -658,7 +687,16 @@ std::vector<CostedOpList> CostStepGraph(const core::ModelSpec& m, const core::Pl
   if (p.pp > 1) {
     std::vector<Op> send{graph.p2p};
     if (graph.p2p_gather.bytes > 0) send.push_back(graph.p2p_gather);
-    out.push_back(costed("pipeline send", "per model chunk and direction", 1, send, false));
+    // The send as the passes charge it: half the pacing rank's time on its neighbour links.
+    core::PipelinePace pace;
+    const double seconds = PipelineSendSeconds(graph.p2p, p, c, prof, &pace);
+    CostedOpList list = costed("pipeline send",
+                               "per model chunk and direction: half the pacing rank's neighbour links, " +
+                                   std::to_string(pace.crossing) + " leaving its scale-up domain and " +
+                                   std::to_string(pace.inside) + " inside (docs/collectives.md 4.7)",
+                               1, send, false);
+    list.ops.front().time_s = seconds;
+    out.push_back(std::move(list));
   }
   if (!graph.step.empty()) out.push_back(costed("step", "every rank, once per step", 1, graph.step, false));
   return out;
@@ -743,10 +781,15 @@ struct ListKeyHash {
 };
 
 // The embedding and head lists and the pipeline send: they do not depend on the recompute mode.
+// The send depends on the schedule only through the interleaved one's link from the last stage
+// back to the first (core::PipelineLinkCounts), so both are held and EstimateStep takes its own.
 struct StageListCosts {
   ListTotals emb, head;
   StepWork emb_step, head_step;
-  double p2p = 0;
+  double p2p = 0, p2p_interleaved = 0;
+  double P2p(const core::PlanSpec& p) const {
+    return p.schedule == core::Schedule::kInterleaved ? p2p_interleaved : p2p;
+  }
 };
 
 // One part (core::LayerPart) of the embedding and head lists, costed but not finished.
@@ -912,7 +955,7 @@ void CostListsOnce(const core::ModelSpec& m, const core::PlanSpec& p, const core
   }
   stage->emb = coster.Cost(graph.embedding, /*layer=*/false);
   stage->head = coster.Cost(graph.head, /*layer=*/false);
-  stage->p2p = p.pp > 1 ? coster.PipelineSendTime(graph.p2p, graph.p2p_gather) : 0.0;
+  stage->p2p = stage->p2p_interleaved = p.pp > 1 ? coster.PipelineSendTime(graph.p2p, graph.p2p_gather) : 0.0;
   out->dense_step = StepWorkOf(graph.dense_layer, coster);
   out->moe_step = StepWorkOf(graph.moe_layer, coster);
   stage->emb_step = StepWorkOf(graph.embedding, coster);
@@ -942,7 +985,11 @@ void CostStageLists(const core::ModelSpec& m, const core::PlanSpec& p, const Cos
   s->head = head.Finish();
   s->emb_step = compute.emb_step + sync.emb_step;
   s->head_step = compute.head_step + sync.head_step;
-  s->p2p = p.pp > 1 ? coster.PipelineSendTime(core::BuildP2pOp(m, p), core::BuildP2pGatherOp(m, p)) : 0.0;
+  if (p.pp > 1) {
+    const Op send = core::BuildP2pOp(m, p), gather = core::BuildP2pGatherOp(m, p);
+    s->p2p = coster.PipelineSendTime(send, gather, core::Schedule::k1F1B);
+    s->p2p_interleaved = coster.PipelineSendTime(send, gather, core::Schedule::kInterleaved);
+  }
 }
 
 void CostLists(const core::ModelSpec& m, const core::PlanSpec& p, const core::GpuSpec& g, const core::ClusterSpec& c,
@@ -1007,7 +1054,7 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
   const ListTotals &dense = L.dense, &moe = L.moe, &emb = S.emb, &head = S.head;
   const ListTotals &dense_kept = L.dense_kept, &moe_kept = L.moe_kept;
   const StepWork &dense_step = L.dense_step, &moe_step = L.moe_step, &emb_step = S.emb_step, &head_step = S.head_step;
-  const double p2p = S.p2p;
+  const double p2p = S.P2p(p);
   const double sends = SendsPerMicrobatch(p);
   const double moe_host_floor = MoeLayerHostFloor(m, p);
   auto step_costs = [&](const StepWork& w, double count, RankCost* r) {

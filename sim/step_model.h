@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/collectives.h"
 #include "core/profile.h"
 #include "core/specs.h"
 #include "core/step_graph.h"
@@ -219,6 +220,14 @@ double SendsPerMicrobatch(const core::PlanSpec& p);
 double SlowestGpuPace(int64_t gpus, double spread);
 // The plan's GPUs (tp x cp x pp x dp) of `g`: SlowestGpuPace's factor for its compute.
 double SlowestGpuPace(const core::PlanSpec& p, const core::GpuSpec& g);
+
+// One pipeline send as every pass charges it (per model chunk and direction): half the pacing
+// rank's per-microbatch time on its neighbour links (core::PipelineLinkPace, docs/collectives.md
+// 4.7), each link the send's message at the tier it crosses (ProfiledCollectiveTime on a pair inside
+// one scale-up domain or across two). 0 with one stage. `pace`, when given, receives the rank's
+// link counts.
+double PipelineSendSeconds(const core::Op& send, const core::PlanSpec& p, const core::ClusterSpec& c,
+                           const core::Profile& prof, core::PipelinePace* pace = nullptr);
 
 // Overlap slows the compute beside it (docs/compute.md): a collective hidden under compute takes
 // GPU resources from it, so for each second the collective runs beside the compute, the compute

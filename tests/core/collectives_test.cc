@@ -310,6 +310,55 @@ TEST(CollectivesTest, SendRecvUsesTheTierBetweenPeers) {
   EXPECT_DOUBLE_EQ(cross.busbw_bytes_per_s, cross.algbw_bytes_per_s);
 }
 
+TEST(CollectivesTest, PipelineLinksCountEachRanksNeighbourLinksByTheTierTheyCross) {
+  // Links of a pipeline's ranks (PipelineLinkCounts): a pair (crossing, inside) per rank, the
+  // stages' members a PP stride apart (placement tp, cp, ep, dp, pp: stride tp x cp x dp).
+  const ClusterSpec h100 = Cluster("dgx-h100");      // 8 GPUs per NVLink domain
+  const ClusterSpec gb200 = Cluster("gb200-nvl72");  // 72
+  PlanSpec p;
+  p.tp = 8;
+  p.dp = 4;
+  p.pp = 16;
+  p.schedule = Schedule::k1F1B;
+  // Stride 32 >= 8: every link crosses; the middle ranks have two, the ends one.
+  PipelineLinks l = PipelineLinkCounts(p, h100);
+  EXPECT_TRUE(l.Has(2, 0));
+  EXPECT_TRUE(l.Has(1, 0));
+  EXPECT_FALSE(l.Has(1, 1));
+  // The Llama 3.1 405B layout of Megatron-Bridge's GB200 runs: TP 4 x DP 4, PP 16 interleaved,
+  // stride 16 on 72-GPU domains. Ranks 0-71 share a domain, so stages 0-3 and the first half of
+  // stage 4 (ranks 64-71) are together; rank 56 + j (stage 3) sends to 72 + j across, and its
+  // link back to 40 + j stays inside: (1, 1). Stage 1 and 2 (ranks 16-47) have both neighbours in
+  // their domain: (0, 2). No rank has both links across (that needs a domain shorter than two
+  // strides). The wrap link (stage 15 to stage 0: ranks 240-255 to 0-15) crosses.
+  p.tp = 4;
+  p.pp = 16;
+  p.schedule = Schedule::kInterleaved;
+  p.vpp = 8;
+  l = PipelineLinkCounts(p, gb200);
+  EXPECT_TRUE(l.Has(1, 1));
+  EXPECT_TRUE(l.Has(0, 2));
+  EXPECT_FALSE(l.Has(2, 0));
+  // The pace: one link across and one inside, with a link costing 10 across and 1 inside: 11.
+  const PipelinePace pace = PipelineLinkPace(l, 1.0, 10.0);
+  EXPECT_DOUBLE_EQ(pace.seconds, 11.0);
+  EXPECT_EQ(pace.crossing, 1);
+  EXPECT_EQ(pace.inside, 1);
+  // A domain shorter than two strides: stride 16 on 24-GPU domains puts ranks 8-15 of each
+  // domain (mod 24) with both neighbours outside it.
+  ClusterSpec narrow = gb200;
+  narrow.scale_up_domain_gpus = 24;
+  EXPECT_TRUE(PipelineLinkCounts(p, narrow).Has(2, 0));
+  // The whole pipeline in one domain: every link inside; one stage: no links.
+  p.dp = 1;
+  p.pp = 8;  // 32 ranks of 72
+  l = PipelineLinkCounts(p, gb200);
+  EXPECT_TRUE(l.Has(0, 2));
+  EXPECT_EQ(l.seen, 1u << 2);
+  p.pp = 1;
+  EXPECT_EQ(PipelineLinkCounts(p, gb200).seen, 0u);
+}
+
 TEST(CollectivesTest, AllGatherRingMatchesHandDerivation) {
   // FSDP all-gather of 1 GiB (total output) over 8 GPUs of a node: 7 alpha_up + 7/8 S / B_up +
   // launch = 21 + 2609.79 + 5 us; busbw -> B_up (7/8 factor).

@@ -752,6 +752,55 @@ TEST(StepModelTest, PipelineSendIncludesTheReceiversGather) {
   EXPECT_NEAR(sp.breakdown.pp_comm_s, 2 * 8 * send, 1e-9);
 }
 
+TEST(StepModelTest, PipelineSendsPayTheNetworkOnlyOnLinksThatLeaveTheNvlinkDomain) {
+  // Llama 3.1 405B as Megatron-Bridge runs it on GB200 NVL72: TP 4 x DP 4, PP 16 interleaved (VP 8),
+  // sequence 8192, one sequence per microbatch, SP. Consecutive stages are 16 ranks apart, so in a
+  // 72-GPU NVLink domain the pacing rank (e.g. rank 56: its next stage is rank 72, across; its
+  // previous one rank 40, inside) has one link on each tier (core::PipelineLinkCounts). One send
+  // is S = T h e / t = 8192 x 16384 x 2 / 4 = 67,108,864 B, by hand:
+  //   across = 5 us + S / (50e9 x 0.9) + 5 us  = 1501.3 us    (the GPU's 400 Gb/s NIC, launch)
+  //   inside = 3 us + S / (900e9 x 0.8) + 5 us =  101.2 us    (NVLink 5, launch)
+  // and each pass charges half the pacing rank's two links: (across + inside) / 2 = 801.3 us per send,
+  // where costing every link across (a domain of one tray, 4 GPUs) charges 1501.3 us.
+  core::PlanSpec p;
+  p.tp = 4;
+  p.dp = 4;
+  p.pp = 16;
+  p.vpp = 8;
+  p.schedule = core::Schedule::kInterleaved;
+  p.gpus = 256;
+  p.micro_batch = 1;
+  p.global_batch = 1536;
+  p.seq_len = 8192;
+  p.sequence_parallel = true;
+  // One layer per chunk, the first chunk the embedding alone and the last the loss alone (the
+  // recipe's account_for_embedding/loss_in_pipeline_split: 126 + 2 = 128 = 16 x 8).
+  p.stage_layers.assign(128, 1);
+  p.stage_layers.front() = p.stage_layers.back() = 0;
+  const core::ModelSpec m = *core::LoadModel("llama3-405b");
+  const core::GpuSpec g = *core::LoadGpu("gb200");
+  core::ClusterSpec c = *core::LoadCluster("gb200-nvl72");
+  core::Diagnostics d;
+  core::ValidatePlan(p, m, g, c, &d);
+  ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+  const double S = 8192.0 * 16384 * 2 / 4;
+  const double across = 5e-6 + S / (50e9 * 0.9) + 5e-6, inside = 3e-6 + S / (900e9 * 0.8) + 5e-6;
+  const core::Op send = core::BuildP2pOp(m, p);
+  ASSERT_EQ(send.bytes, static_cast<int64_t>(S));
+  core::PipelinePace pace;
+  EXPECT_NEAR(PipelineSendSeconds(send, p, c, core::Profile{}, &pace), (across + inside) / 2, 1e-12);
+  EXPECT_EQ(pace.crossing, 1);
+  EXPECT_EQ(pace.inside, 1);
+  const StepEstimate nvl72 = EstimateStep(m, p, g, c, core::Profile{});
+  c.scale_up_domain_gpus = 4;  // every link across
+  EXPECT_NEAR(PipelineSendSeconds(send, p, c, core::Profile{}), across, 1e-12);
+  const StepEstimate trays = EstimateStep(m, p, g, c, core::Profile{});
+  // Every pass charges its sends: the breakdown's sends scale with the send's cost (the TP
+  // collectives, inside a tray in both, do not move).
+  EXPECT_NEAR(nvl72.breakdown.pp_comm_s / trays.breakdown.pp_comm_s, (across + inside) / (2 * across), 1e-9);
+  EXPECT_LT(nvl72.time_s, trays.time_s);
+}
+
 TEST(StepModelTest, TrainingCostIsGpuHoursTimesPrice) {
   // The seeds: 16k H100s x 2 weeks x $3/h ~= $16M. Here: whatever the days, cost = hours x gpus x $3.
   Scenario s = Load("llama3-8b");

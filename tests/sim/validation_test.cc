@@ -769,8 +769,12 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // 743 with the 18 NVFP4 runs of Llama 3 70B and 3.1 405B (-35% to +13%; the 405B ones on GB200
   // at PP 16 x VP 8, one layer a chunk, -28..-35% as that layout's MXFP8 runs are -13..-16%, their
   // TP collectives now exposed): median 8.74% -> 8.82%.
+  // 8.71% with pipeline sends costed link by link (core::PipelineLinkCounts: the pacing rank's
+  // neighbour links each at its own tier; 24 runs moved, 16 closer: the GB200 405B rows at a PP
+  // stride of 16 in 72-GPU domains, one link across and one inside, MXFP8 VP 8 -12..-15% ->
+  // -7..-10%).
   ASSERT_EQ(v.all.n, 743u);
-  EXPECT_LE(v.all.median_abs_error, 0.0885);
+  EXPECT_LE(v.all.median_abs_error, 0.0875);
   // p90 42.5% -> 44.0% when the Megatron-Bridge runs took their recipes' bf16 gradients (their DP
   // reduction halves, and gpt-oss-120b on B200/B300, already too fast, went from +41..61% to
   // +61..76%; docs/validation.md lists what those runs lack), then 42.4% with torchtitan's eager

@@ -482,6 +482,47 @@ core::Result<Explanation> TopicPp(const core::Profile& profile) {
     Set(&st, "p2p_s", send.time_s, "s");
     ex.steps.push_back(st);
   }
+  {
+    // The same model as Megatron-Bridge lays it on GB200 NVL72: consecutive stages 16 ranks apart
+    // in 72-GPU NVLink domains, so most stage boundaries stay inside a domain (docs/collectives.md 4.7).
+    auto k = LoadCase("llama3-405b", "gb200-nvl72");
+    if (!k.ok()) return k.status();
+    PlanSpec p = MakePlan(256, 4, 16, 1, 1, true, Recompute::kNone, 8192, 1536, k->m.layers);
+    p.schedule = Schedule::kInterleaved;
+    p.vpp = 8;
+    p.stage_layers.assign(128, 1);  // one layer a chunk, the end chunks the embedding and the loss alone
+    p.stage_layers.front() = p.stage_layers.back() = 0;
+    if (Status v = RequireValid(p, *k, "405B on GB200 NVL72"); !v.ok()) return v;
+    const core::Op send = core::BuildP2pOp(k->m, p);
+    const double across =
+        core::ProfiledCollectiveTime(profile, send.collective, send.bytes, core::GroupSpan{2, 1, 2}, k->c).time_s;
+    const double inside =
+        core::ProfiledCollectiveTime(profile, send.collective, send.bytes, core::GroupSpan{2, 2, 1}, k->c).time_s;
+    core::PipelinePace pace;
+    const double charged = PipelineSendSeconds(send, p, k->c, profile, &pace);
+    const int64_t stride = core::StrideOf(core::Axis::kPp, p);
+    ExplainStep st = NewStep("nvl72_links", "Pipeline sends on GB200 NVL72: which links leave the NVLink domain");
+    st.rule =
+        "Every stage exchanges each microbatch with its neighbour stages, one send/recv pair per neighbour "
+        "(Megatron-LM p2p_communication.py), so the rank whose links cost most sets the pace; each link runs "
+        "over NVLink when both ranks share a scale-up domain, else over the network (the interleaved schedule "
+        "adds the link from the last stage back to the first).";
+    st.formula = "send charged per pass = (Σ over the pacing rank's links of α + S/B at the link's tier) / 2";
+    st.substituted =
+        Fmt("TP 4 × DP 4 puts consecutive stages %lld ranks apart in %lld-GPU domains: the pacing rank has %d link(s) "
+            "across (%s each) and %d inside (%s each) for S = %s",
+            static_cast<long long>(stride), static_cast<long long>(k->c.scale_up_domain_gpus), pace.crossing,
+            Secs(across).c_str(), pace.inside, Secs(inside).c_str(), Bytes(static_cast<double>(send.bytes)).c_str());
+    st.result = Fmt("%s per send and pass, against %s if every send crossed the network", Secs(charged).c_str(),
+                    Secs(across).c_str());
+    Set(&st, "stride", static_cast<double>(stride));
+    Set(&st, "crossing_links", pace.crossing);
+    Set(&st, "inside_links", pace.inside);
+    Set(&st, "across_s", across, "s");
+    Set(&st, "inside_s", inside, "s");
+    Set(&st, "send_s", charged, "s");
+    ex.steps.push_back(st);
+  }
   return ex;
 }
 

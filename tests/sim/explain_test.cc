@@ -156,6 +156,21 @@ TEST(ExplainPpTest, Llama405BRecipeIsTp8Pp16Dp128) {
   EXPECT_DOUBLE_EQ(st.Value("p2p_bytes"), 8192.0 * 16384 * 2 / 8);  // s*b*h*2 B, sequence-sharded by SP
 }
 
+TEST(ExplainPpTest, Gb200PipelineSendsCrossTheNetworkOnOneLinkOfTwo) {
+  // Llama 3.1 405B on 256 GB200 (TP 4 x DP 4 x PP 16, VP 8): stages 16 ranks apart in 72-GPU
+  // domains, the pacing rank one link across and one inside. S = 8192 x 16384 x 2 / 4 B;
+  // across = 5 us + S / (50e9 x 0.9) + 5 us, inside = 3 us + S / (900e9 x 0.8) + 5 us, by hand.
+  const Explanation e = OfTopic(Topic::kPp);
+  const ExplainStep& st = Step(e, "nvl72_links");
+  const double S = 8192.0 * 16384 * 2 / 4;
+  EXPECT_EQ(st.Value("stride"), 16.0);
+  EXPECT_EQ(st.Value("crossing_links"), 1.0);
+  EXPECT_EQ(st.Value("inside_links"), 1.0);
+  EXPECT_NEAR(st.Value("across_s"), 5e-6 + S / (50e9 * 0.9) + 5e-6, 1e-12);
+  EXPECT_NEAR(st.Value("inside_s"), 3e-6 + S / (900e9 * 0.8) + 5e-6, 1e-12);
+  EXPECT_NEAR(st.Value("send_s"), (st.Value("across_s") + st.Value("inside_s")) / 2, 1e-12);
+}
+
 TEST(ExplainRecomputeTest, FourMillionTokenBatchIs2kTokensTimes8GpusTimes256Steps) {
   const Explanation e = OfTopic(Topic::kRecompute);
   const ExplainStep& st = Step(e, "grad_accumulation");

@@ -266,6 +266,14 @@ PipelineLinks PipelineLinkCounts(const PlanSpec& p, const ClusterSpec& c) {
   // modulo the domain, which repeat every domain / gcd(domain, s pp) blocks: those cover every case.
   const int64_t block = s * pp;
   const int64_t blocks = std::min(std::max<int64_t>(1, world / block), domain / std::gcd(domain, block));
+  // Bounded work (docs/reliability.md §2): a placement that would need more visits than this (only
+  // a custom placement with many blocks, a wide domain and a deep pipeline can) is costed as if every
+  // link crossed, the slowest-hop rule, which can only overstate the sends.
+  if (static_cast<double>(blocks) * static_cast<double>(s) * static_cast<double>(pp) > kMaxPipelineLinkVisits) {
+    out.Add(links(0), 0);
+    out.Add(links(pp / 2), 0);
+    return out;
+  }
   for (int64_t q = 0; q < blocks; ++q)
     for (int64_t o = 0; o < s; ++o) {
       const int64_t base = q * block + o;

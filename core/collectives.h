@@ -49,6 +49,8 @@ struct PipelineLinks {
   void Add(int crossing, int inside) { seen = static_cast<uint16_t>(seen | 1u << (crossing * 3 + inside)); }
   bool Has(int crossing, int inside) const { return (seen >> (crossing * 3 + inside)) & 1u; }
 };
+// At most this many (rank, stage) visits; past it every link is counted as crossing.
+inline constexpr double kMaxPipelineLinkVisits = 1 << 22;
 PipelineLinks PipelineLinkCounts(const PlanSpec& p, const ClusterSpec& c);
 struct PipelinePace {
   double seconds = 0;  // the pacing rank's time on its links per microbatch

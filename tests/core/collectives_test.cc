@@ -357,6 +357,20 @@ TEST(CollectivesTest, PipelineLinksCountEachRanksNeighbourLinksByTheTierTheyCros
   EXPECT_EQ(l.seen, 1u << 2);
   p.pp = 1;
   EXPECT_EQ(PipelineLinkCounts(p, gb200).seen, 0u);
+  // Bounded work: PP placed inside DP (stride 64) with 1,000 stages on a 65,536-GPU domain needs
+  // 128 blocks x 64 x 1,000 = 8.2e6 visits, above kMaxPipelineLinkVisits: every link is counted
+  // across (the slowest-hop rule), at once.
+  ClusterSpec wide = gb200;
+  wide.scale_up_domain_gpus = 65536;
+  p.tp = 64;
+  p.pp = 1000;
+  p.dp = 4096;
+  p.schedule = Schedule::k1F1B;
+  p.placement = {Axis::kTp, Axis::kCp, Axis::kEp, Axis::kPp, Axis::kDp};
+  l = PipelineLinkCounts(p, wide);
+  EXPECT_TRUE(l.Has(2, 0));
+  EXPECT_TRUE(l.Has(1, 0));
+  EXPECT_FALSE(l.Has(1, 1));
 }
 
 TEST(CollectivesTest, AllGatherRingMatchesHandDerivation) {

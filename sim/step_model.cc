@@ -80,7 +80,7 @@ struct ListTotals {
 };
 struct ListCost {
   // By core::Pass, the four that repeat per microbatch; once-per-step work (Pass::kStep) is
-  // costed apart (StepWorkOf).
+  // costed apart (Coster::Add's StepWork).
   std::array<PassCost, 4> pass;
   void AddPasses(const ListCost& o) {
     for (size_t ps = 0; ps < pass.size(); ++ps) {
@@ -179,6 +179,17 @@ struct CollectiveKeyHash {
 };
 using CollectiveMemo = std::unordered_map<CollectiveKey, double, CollectiveKeyHash>;
 
+// Once-per-step work of one list (gradient sync, optimizer), costed once per list. `comm` is all
+// of the step's collectives; `param_gather` the part of it that is ZeRO-1/2's all-gather of the
+// updated parameters (the step's only all-gather: core/step_graph.cc ParamSync), which overlaps a
+// different pass than the gradient reduction.
+struct StepWork {
+  double comm = 0, optimizer = 0, param_gather = 0;
+  StepWork operator+(const StepWork& o) const {
+    return {comm + o.comm, optimizer + o.optimizer, param_gather + o.param_gather};
+  }
+};
+
 class Coster {
  public:
   Coster(const core::PlanSpec& p, const core::GpuSpec& g, const core::ClusterSpec& c, const core::Profile& prof,
@@ -188,16 +199,28 @@ class Coster {
   double OpTime(const Op& op) const { return pace_ * ComputeOpTimeWith(op, g_, prof_, &rates_); }
 
   // `layer`: the ops are a transformer layer's (OverlapSlowdown).
-  ListTotals Cost(const std::vector<Op>& ops, bool layer = true) const {
+  ListTotals Cost(const std::vector<Op>& ops, bool layer = true, StepWork* step = nullptr) const {
     ListCost lc;
-    Add(ops, &lc, layer);
+    Add(ops, &lc, layer, step);
     return lc.Finish();
   }
-  // The ops' times added into `lc`'s per-pass sums (no Finish: parts of a list are added first).
-  void Add(const std::vector<Op>& ops, ListCost* out, bool layer = true) const {
+  // The ops' times added into `lc`'s per-pass sums (no Finish: parts of a list are added first);
+  // the once-per-step ops' into `step` when given (gradient sync and the parameter all-gather by
+  // their collective time, the optimizer by its kernels'), else skipped.
+  void Add(const std::vector<Op>& ops, ListCost* out, bool layer = true, StepWork* step = nullptr) const {
     ListCost& lc = *out;
     for (const Op& op : ops) {
-      if (op.pass == Pass::kStep) continue;  // StepWorkOf's
+      if (op.pass == Pass::kStep) {
+        if (!step) continue;
+        if (op.kind == OpKind::kCollective) {
+          const double t = CollectiveTime(op);
+          step->comm += t;
+          if (IsParamGather(op)) step->param_gather += t;
+        } else {
+          step->optimizer += OpTime(op);
+        }
+        continue;
+      }
       PassCost& pc = lc.pass[static_cast<int>(op.pass)];
       if (op.kind == OpKind::kCollective || op.kind == OpKind::kP2p) {
         const double t = op.share * CollectiveTime(op);  // share: a hybrid block's (HybridMix)
@@ -713,17 +736,6 @@ StageTimes DenseLayerTimes(const core::ModelSpec& m, const core::PlanSpec& p, co
 
 namespace {
 
-// Once-per-step work of one list (gradient sync, optimizer), costed once per list. `comm` is all
-// of the step's collectives; `param_gather` the part of it that is ZeRO-1/2's all-gather of the
-// updated parameters (the step's only all-gather: core/step_graph.cc ParamSync), which overlaps a
-// different pass than the gradient reduction.
-struct StepWork {
-  double comm = 0, optimizer = 0, param_gather = 0;
-  StepWork operator+(const StepWork& o) const {
-    return {comm + o.comm, optimizer + o.optimizer, param_gather + o.param_gather};
-  }
-};
-
 struct StageListCosts;
 
 // Everything EstimateStep needs from the op lists: what StepCostCache keeps. The embedding, head
@@ -804,28 +816,13 @@ struct LayerPartCosts {
   std::array<StepWork, 2> step{};  // kSync only: its once-per-step work
 };
 
-StepWork StepWorkOf(const std::vector<Op>& ops, const Coster& coster) {
-  StepWork w;
-  for (const Op& op : ops) {
-    if (op.pass != Pass::kStep) continue;
-    if (op.kind == OpKind::kCollective) {
-      const double t = coster.CollectiveTime(op);
-      w.comm += t;
-      if (IsParamGather(op)) w.param_gather += t;
-    } else {
-      w.optimizer += coster.OpTime(op);
-    }
-  }
-  return w;
-}
-
 LayerPartCosts CostLayerPart(const core::ModelSpec& m, const core::PlanSpec& p, const Coster& coster,
                              core::LayerPart part) {
   LayerPartCosts out;
   for (int moe = 0; moe < (m.moe ? 2 : 1); ++moe) {
     const std::vector<Op> ops = core::BuildLayerPart(m, p, moe == 1, part);
-    coster.Add(ops, &out.lists[static_cast<size_t>(moe)]);
-    if (part == core::LayerPart::kSync) out.step[static_cast<size_t>(moe)] = StepWorkOf(ops, coster);
+    coster.Add(ops, &out.lists[static_cast<size_t>(moe)], true,
+               part == core::LayerPart::kSync ? &out.step[static_cast<size_t>(moe)] : nullptr);
   }
   return out;
 }
@@ -945,21 +942,18 @@ void CostListsOnce(const core::ModelSpec& m, const core::PlanSpec& p, const core
   core::BuildStepGraph(m, p, &graph);
   const Coster coster(p, g, c, prof);
   ListCost dense, moe;
-  coster.Add(graph.dense_layer, &dense);
-  coster.Add(graph.moe_layer, &moe);
+  out->dense_step = out->moe_step = stage->emb_step = stage->head_step = StepWork{};
+  coster.Add(graph.dense_layer, &dense, true, &out->dense_step);
+  coster.Add(graph.moe_layer, &moe, true, &out->moe_step);
   out->dense = dense.Finish();
   out->moe = moe.Finish();
   if (p.recompute == core::Recompute::kFull && p.recompute_layers > 0) {
     out->dense_kept = dense.FinishWithoutRecompute();
     out->moe_kept = moe.FinishWithoutRecompute();
   }
-  stage->emb = coster.Cost(graph.embedding, /*layer=*/false);
-  stage->head = coster.Cost(graph.head, /*layer=*/false);
+  stage->emb = coster.Cost(graph.embedding, /*layer=*/false, &stage->emb_step);
+  stage->head = coster.Cost(graph.head, /*layer=*/false, &stage->head_step);
   stage->p2p = stage->p2p_interleaved = p.pp > 1 ? coster.PipelineSendTime(graph.p2p, graph.p2p_gather) : 0.0;
-  out->dense_step = StepWorkOf(graph.dense_layer, coster);
-  out->moe_step = StepWorkOf(graph.moe_layer, coster);
-  stage->emb_step = StepWorkOf(graph.embedding, coster);
-  stage->head_step = StepWorkOf(graph.head, coster);
   out->stage = stage;
 }
 
@@ -967,10 +961,8 @@ StagePartCosts CostStagePart(const core::ModelSpec& m, const core::PlanSpec& p, 
                              core::LayerPart part) {
   StagePartCosts out;
   const std::vector<Op> emb = core::BuildEmbeddingPart(m, p, part), head = core::BuildHeadPart(m, p, part);
-  coster.Add(emb, &out.emb, /*layer=*/false);
-  coster.Add(head, &out.head, /*layer=*/false);
-  out.emb_step = StepWorkOf(emb, coster);
-  out.head_step = StepWorkOf(head, coster);
+  coster.Add(emb, &out.emb, /*layer=*/false, &out.emb_step);
+  coster.Add(head, &out.head, /*layer=*/false, &out.head_step);
   return out;
 }
 

@@ -255,12 +255,14 @@ PipelineLinks PipelineLinkCounts(const PlanSpec& p, const ClusterSpec& c) {
   // A member's links: to the next stage (the first, under interleaving, from the last) and to the
   // previous one (the last, under interleaving, from the first).
   auto links = [&](int64_t i) { return static_cast<int>(i + 1 < pp || wrap) + static_cast<int>(i > 0 || wrap); };
-  if (s >= domain) {
-    // Consecutive members are a stride of at least a domain apart: every link crosses.
+  // Every link across: an end rank's and a middle one's.
+  auto all_cross = [&] {
     out.Add(links(0), 0);
     out.Add(links(pp / 2), 0);
     return out;
-  }
+  };
+  // Consecutive members are a stride of at least a domain apart: every link crosses.
+  if (s >= domain) return all_cross();
   // The members of a group sit at base + i s, with base a rank whose PP coordinate is 0: the first
   // s ranks of every block of s pp ranks. Whether a link crosses depends on the ranks' positions
   // modulo the domain, which repeat every domain / gcd(domain, s pp) blocks: those cover every case.
@@ -269,11 +271,8 @@ PipelineLinks PipelineLinkCounts(const PlanSpec& p, const ClusterSpec& c) {
   // Bounded work (docs/reliability.md §2): a placement that would need more visits than this (only
   // a custom placement with many blocks, a wide domain and a deep pipeline can) is costed as if every
   // link crossed, the slowest-hop rule, which can only overstate the sends.
-  if (static_cast<double>(blocks) * static_cast<double>(s) * static_cast<double>(pp) > kMaxPipelineLinkVisits) {
-    out.Add(links(0), 0);
-    out.Add(links(pp / 2), 0);
-    return out;
-  }
+  if (static_cast<double>(blocks) * static_cast<double>(s) * static_cast<double>(pp) > kMaxPipelineLinkVisits)
+    return all_cross();
   for (int64_t q = 0; q < blocks; ++q)
     for (int64_t o = 0; o < s; ++o) {
       const int64_t base = q * block + o;
@@ -297,7 +296,7 @@ PipelinePace PipelineLinkPace(const PipelineLinks& links, double inside_s, doubl
     for (int inside = 0; crossing + inside <= 2; ++inside) {
       if (!links.Has(crossing, inside)) continue;
       const double t = crossing * crossing_s + inside * inside_s;
-      if (t > best.seconds) best = {t, crossing, inside};
+      if (t > best.seconds) best = {t, crossing, inside, inside_s, crossing_s};
     }
   return best;
 }

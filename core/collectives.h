@@ -48,6 +48,9 @@ struct PipelineLinks {
   uint16_t seen = 0;  // bit crossing * 3 + inside, for crossing + inside <= 2
   void Add(int crossing, int inside) { seen = static_cast<uint16_t>(seen | 1u << (crossing * 3 + inside)); }
   bool Has(int crossing, int inside) const { return (seen >> (crossing * 3 + inside)) & 1u; }
+  // Whether some rank has a link across its domain (inside it).
+  bool AnyCrossing() const { return Has(1, 0) || Has(1, 1) || Has(2, 0); }
+  bool AnyInside() const { return Has(0, 1) || Has(0, 2) || Has(1, 1); }
 };
 // At most this many (rank, stage) visits; past it every link is counted as crossing.
 inline constexpr double kMaxPipelineLinkVisits = 1 << 22;
@@ -55,6 +58,7 @@ PipelineLinks PipelineLinkCounts(const PlanSpec& p, const ClusterSpec& c);
 struct PipelinePace {
   double seconds = 0;  // the pacing rank's time on its links per microbatch
   int crossing = 0, inside = 0;
+  double inside_s = 0, crossing_s = 0;  // one link's time on each tier, as given
 };
 // The costliest of `links` with one link's time inside a domain and across two.
 PipelinePace PipelineLinkPace(const PipelineLinks& links, double inside_s, double crossing_s);

@@ -494,12 +494,9 @@ core::Result<Explanation> TopicPp(const core::Profile& profile) {
     p.stage_layers.front() = p.stage_layers.back() = 0;
     if (Status v = RequireValid(p, *k, "405B on GB200 NVL72"); !v.ok()) return v;
     const core::Op send = core::BuildP2pOp(k->m, p);
-    const double across =
-        core::ProfiledCollectiveTime(profile, send.collective, send.bytes, core::GroupSpan{2, 1, 2}, k->c).time_s;
-    const double inside =
-        core::ProfiledCollectiveTime(profile, send.collective, send.bytes, core::GroupSpan{2, 2, 1}, k->c).time_s;
     core::PipelinePace pace;
     const double charged = PipelineSendSeconds(send, p, k->c, profile, &pace);
+    const double across = pace.crossing_s, inside = pace.inside_s;
     const int64_t stride = core::StrideOf(core::Axis::kPp, p);
     ExplainStep st = NewStep("nvl72_links", "Pipeline sends on GB200 NVL72: which links leave the NVLink domain");
     st.rule =

@@ -582,19 +582,13 @@ double PipelineSendSeconds(const core::Op& send, const core::PlanSpec& p, const 
   if (p.pp <= 1) return 0.0;
   const core::PipelineLinks links = core::PipelineLinkCounts(p, c);
   // Each tier costed only if some rank has a link on it.
-  auto any = [&](bool crossing) {
-    for (int x = 0; x <= 2; ++x)
-      for (int y = 0; x + y <= 2; ++y)
-        if (links.Has(x, y) && (crossing ? x : y) > 0) return true;
-    return false;
-  };
   auto link = [&](bool crossing) {
     return core::ProfiledCollectiveTime(prof, send.collective, send.bytes,
                                         crossing ? core::GroupSpan{2, 1, 2} : core::GroupSpan{2, 2, 1}, c)
         .time_s;
   };
   const core::PipelinePace paced =
-      core::PipelineLinkPace(links, any(false) ? link(false) : 0.0, any(true) ? link(true) : 0.0);
+      core::PipelineLinkPace(links, links.AnyInside() ? link(false) : 0.0, links.AnyCrossing() ? link(true) : 0.0);
   if (pace) *pace = paced;
   return paced.seconds / 2;
 }

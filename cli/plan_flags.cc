@@ -95,6 +95,12 @@ void PlanFlags::Register(CLI::App* app) {
                 "How ZeRO-3 gathers: flat (one prefetched collective per layer: FSDP's flat parameters, DeepSpeed "
                 ">= 0.4), fsdp2 (the same with FSDP2's copy-out and copy-in kernels: torchtitan) or per-tensor (one "
                 "blocking list collective per parameter tensor: DeepSpeed 0.3)");
+  p->add_option("--bf16-layers-at-start", bf16_layers_at_start,
+                "Under --precision fp8|nvfp4: the model's first this many layers keep their GEMMs in BF16 "
+                "(Megatron-Core --first-last-layers-bf16 --num-layers-at-start-in-bf16)");
+  p->add_option("--bf16-layers-at-end", bf16_layers_at_end,
+                "Under --precision fp8|nvfp4: the model's last this many layers keep their GEMMs in BF16 "
+                "(Megatron-Core --num-layers-at-end-in-bf16)");
   p->add_option("--fp8-scaling", fp8_scaling,
                 "FP8 recipe's scaling: delayed (default), current (an amax pass per quantization) or block "
                 "(per-tile scales, re-quantized transposed for the backward)");
@@ -309,6 +315,8 @@ void PlanFlags::ApplyPlanFlags(bool from_file, core::ModelSpec* spec, core::Plan
   if (transformer_engine) p.transformer_engine = *transformer_engine;
   if (moe_grouped_gemm) p.moe_grouped_gemm = *moe_grouped_gemm;
   if (recompute_layers) p.recompute_layers = *recompute_layers;
+  if (bf16_layers_at_start) p.bf16_layers_at_start = *bf16_layers_at_start;
+  if (bf16_layers_at_end) p.bf16_layers_at_end = *bf16_layers_at_end;
   if (mbs) p.micro_batch = *mbs;
   if (!stage_layers.empty()) p.stage_layers = stage_layers;
   SetEnum(sharding, "sharding", "plan.sharding", &p.sharding, d);

@@ -24,7 +24,8 @@ struct PlanFlags {
   std::optional<std::string> mlp, attention;
   // Plan.
   std::optional<int64_t> gpus, tp, pp, dp, cp, ep, etp, vpp, vpp_group, mbs, gbs, gbs_tokens, seq, recompute_layers,
-      hsdp_shard, deferred_head_wgrad, cuda_context_mib, offload_activation_layers;
+      bf16_layers_at_start, bf16_layers_at_end, hsdp_shard, deferred_head_wgrad, cuda_context_mib,
+      offload_activation_layers;
   std::optional<int> zero;
   std::optional<bool> sp, overlap_grad_reduce, overlap_param_gather, grad_accum_fusion, grad_prescale, ep_overlap,
       repeat_kv, keep_lp_grads, keep_pp_outputs, transformer_engine, moe_grouped_gemm, chunked_attention;

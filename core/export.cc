@@ -367,6 +367,13 @@ Result<std::string> ExportMegatron(const Scenario& s) {
                                         : p.fp8_scaling == Fp8Scaling::kBlock ? "blockwise"
                                                                               : "delayed"));
   }
+  // The layers kept in BF16: TransformerConfig's first_last_layers_bf16 and its two counts, flags
+  // of the transformer group (arguments.py:2373 at d98e8a64, ArgumentGroupFactory(TransformerConfig)).
+  if (Quantized(p.precision) && p.HasBf16Layers()) {
+    arg("--first-last-layers-bf16");
+    arg("--num-layers-at-start-in-bf16 " + std::to_string(p.bf16_layers_at_start));
+    arg("--num-layers-at-end-in-bf16 " + std::to_string(p.bf16_layers_at_end));
+  }
   if (p.dtypes.grads == Dtype::kFp32) arg("--accumulate-allreduce-grads-in-fp32");
   if (p.optimizer == Optimizer::kSgdMomentum) arg("--optimizer sgd");
   else if (p.optimizer == Optimizer::kMuon) arg(p.zero >= 1 ? "--optimizer dist_muon" : "--optimizer muon");
@@ -402,6 +409,9 @@ Result<std::string> ExportTorchtitan(const Scenario& s) {
   if (p.precision == Dtype::kNvfp4)
     return refuse("this exporter maps no NVFP4 recipe for torchtitan (it writes torchao's float8 converter for fp8)",
                   "--precision fp8");
+  if (Quantized(p.precision) && p.HasBf16Layers())
+    return refuse("this exporter keeps no layer out of torchao's float8 conversion (plan.bf16_layers_at_start/_at_end)",
+                  "no --bf16-layers-at-start/--bf16-layers-at-end");
   const TitanFlavor* flavor = TitanFlavorOf(m);
   if (flavor == nullptr)
     return refuse("no model definition for " + m.name +
@@ -560,6 +570,9 @@ Result<std::string> ExportTorchtitanPython(const Scenario& s) {
   if (p.precision == Dtype::kNvfp4)
     return refuse("this exporter maps no NVFP4 recipe for torchtitan (it writes torchao's float8 converter for fp8)",
                   "--precision fp8");
+  if (Quantized(p.precision) && p.HasBf16Layers())
+    return refuse("this exporter keeps no layer out of torchao's float8 conversion (plan.bf16_layers_at_start/_at_end)",
+                  "no --bf16-layers-at-start/--bf16-layers-at-end");
   const TitanFlavor* flavor = TitanFlavorOf(m);
   if (flavor == nullptr)
     return refuse("no model definition for " + m.name +

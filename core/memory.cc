@@ -136,6 +136,7 @@ const RankLayout& RankLayoutOf(const ModelSpec& m, const PlanSpec& p) {
     int64_t layers = 0, first_dense = -1, freq = -1, pp = 0, vpp = 0, mtp = 0;
     int hybrid = 0;  // 0: not hybrid; 1: hybrid with MoE blocks (all layers costed as MoE); 2: without
     bool dualpipe = false;
+    int64_t bf16_start = 0, bf16_end = 0;  // the plan's BF16 layers, when its precision is quantized
     std::vector<int64_t> split;
     RankLayout layout;
     std::vector<int64_t> starts;
@@ -144,11 +145,15 @@ const RankLayout& RankLayoutOf(const ModelSpec& m, const PlanSpec& p) {
   const int64_t first_dense = m.moe ? m.moe->first_dense_layers : -1, freq = m.moe ? m.moe->layer_freq : -1;
   const bool dualpipe = p.schedule == Schedule::kDualPipe;
   const int hybrid = m.Hybrid() ? (m.HybridHasMoe() ? 1 : 2) : 0;
+  const bool quantized = Quantized(p.precision);
+  const int64_t bf16_start = quantized ? p.bf16_layers_at_start : 0, bf16_end = quantized ? p.bf16_layers_at_end : 0;
   if (memo.valid && memo.layers == m.layers && memo.mtp == m.MtpCostedLayers() && memo.first_dense == first_dense &&
       memo.freq == freq && memo.hybrid == hybrid && memo.pp == p.pp && memo.vpp == p.vpp && memo.dualpipe == dualpipe &&
-      memo.split == p.stage_layers)
+      memo.bf16_start == bf16_start && memo.bf16_end == bf16_end && memo.split == p.stage_layers)
     return memo.layout;
   memo.valid = true;
+  memo.bf16_start = bf16_start;
+  memo.bf16_end = bf16_end;
   memo.hybrid = hybrid;
   memo.layers = m.layers;
   memo.mtp = m.MtpCostedLayers();
@@ -637,10 +642,19 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
   // the same for every layer of a kind, so computed once, not per layer.
   // Only the modes this plan uses: none (what recompute re-materialises against) and its own.
   int64_t act[2][3] = {};
+  // The same for the layers that keep their GEMMs in BF16 under a quantized precision
+  // (PlanSpec::KeepsLayerInBf16): their linear inputs saved in 16 bits, not as FP8/FP4 copies.
+  int64_t act_bf16[2][3] = {};
+  const bool bf16_layers = Quantized(p.precision) && p.HasBf16Layers();
+  PlanSpec pb = p;
+  pb.precision = Dtype::kBf16;
   for (int moe = 0; moe < (m.moe ? 2 : 1); ++moe) {
     const Recompute modes[3] = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
     for (int mode = 0; mode < 3; ++mode)
-      if (mode == 0 || modes[mode] == p.recompute) act[moe][mode] = LayerActivationBytes(m, p, moe == 1, modes[mode]);
+      if (mode == 0 || modes[mode] == p.recompute) {
+        act[moe][mode] = LayerActivationBytes(m, p, moe == 1, modes[mode]);
+        if (bf16_layers) act_bf16[moe][mode] = LayerActivationBytes(m, pb, moe == 1, modes[mode]);
+      }
   }
 
   // The model chunks a pipeline rank holds. Interleaved: rank r holds chunks r, r + pp, ...
@@ -665,11 +679,14 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
     const int64_t stage = by_kind ? layout->first_rank[static_cast<size_t>(visit)] : visit;
     const bool has_first = holds_first(stage);
     const bool has_last = holds_last(stage);
-    int64_t n[2] = {0, 0};  // dense, MoE layers on this rank (when `uniform`)
+    int64_t n[2] = {0, 0};       // dense, MoE layers on this rank (when `uniform`)
+    int64_t n_bf16[2] = {0, 0};  // of them, the BF16 ones
     if (uniform) {
       const StageComposition& here = layout->kinds[layout->kind_of[static_cast<size_t>(stage)]];
       n[0] = here.dense;
       n[1] = here.moe;
+      n_bf16[0] = here.bf16_dense;
+      n_bf16[1] = here.bf16_moe;
     }
     StageMemory st;
     st.stage = stage;
@@ -692,8 +709,9 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
         expert += n[moe] * rp.expert;
         layer_count += n[moe];
         max_layer = std::max(max_layer, rp.dense + rp.expert);
-        per_mb += n[moe] * act[moe][mode];
+        per_mb += (n[moe] - n_bf16[moe]) * act[moe][mode] + n_bf16[moe] * act_bf16[moe][mode];
         if (mode != 0) max_working = std::max(max_working, act[moe][0] - act[moe][mode]);
+        if (mode != 0 && n_bf16[moe] > 0) max_working = std::max(max_working, act_bf16[moe][0] - act_bf16[moe][mode]);
       }
     } else
       ForEachStageLayer(m, p, stage, [&](int64_t l) {
@@ -706,9 +724,10 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
         max_layer = std::max(max_layer, d + x);
         const bool full = full_all || (p.recompute == Recompute::kFull && layers_here < p.recompute_layers);
         const int mode = full ? 2 : (p.recompute == Recompute::kSelective ? 1 : 0);
-        per_mb += act[moe][mode];
+        const auto& a = bf16_layers && p.KeepsLayerInBf16(l, m.layers) ? act_bf16[moe] : act[moe];
+        per_mb += a[mode];
         // Backward of a recomputed layer re-materialises what recompute dropped, one layer at a time.
-        if (mode != 0) max_working = std::max(max_working, act[moe][0] - act[moe][mode]);
+        if (mode != 0) max_working = std::max(max_working, a[0] - a[mode]);
         ++layers_here;
       });
     if (has_last && m.mtp_layers > 0) {

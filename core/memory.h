@@ -7,6 +7,7 @@
 #ifndef MESHPLAN_CORE_MEMORY_H_
 #define MESHPLAN_CORE_MEMORY_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -229,16 +230,33 @@ void ForEachStageChunk(const std::vector<int64_t>& starts, const PlanSpec& p, in
 // head). `starts` = ChunkStarts(m, p).
 struct StageComposition {
   int64_t dense = 0, moe = 0;
+  // Of those, the layers that keep their GEMMs in BF16 under a quantized precision
+  // (PlanSpec::KeepsLayerInBf16; 0 unless the plan has some and its precision is fp8 or nvfp4).
+  int64_t bf16_dense = 0, bf16_moe = 0;
   bool first = false, last = false;
   friend bool operator==(const StageComposition&, const StageComposition&) = default;
 };
 inline StageComposition StageCompositionOf(const ModelSpec& m, const PlanSpec& p, const std::vector<int64_t>& starts,
                                            int64_t stage) {
   StageComposition s;
+  const bool bf16 = Quantized(p.precision) && p.HasBf16Layers();
   ForEachStageChunk(starts, p, stage, [&](int64_t begin, int64_t count) {
     const int64_t moe_here = m.MoeLayersBefore(begin + count) - m.MoeLayersBefore(begin);
     s.moe += moe_here;
     s.dense += count - moe_here;
+    if (bf16) {
+      // The chunk's share of the BF16 ranges [0, start) and [layers - end, layers).
+      const int64_t ranges[2][2] = {{0, p.bf16_layers_at_start}, {m.layers - p.bf16_layers_at_end, m.layers}};
+      int64_t covered = begin;  // the two ranges may meet: count no layer twice
+      for (const auto& r : ranges) {
+        const int64_t a = std::max({r[0], begin, covered}), b = std::min(r[1], begin + count);
+        if (a >= b) continue;
+        const int64_t moe_bf16 = m.MoeLayersBefore(b) - m.MoeLayersBefore(a);
+        s.bf16_moe += moe_bf16;
+        s.bf16_dense += b - a - moe_bf16;
+        covered = b;
+      }
+    }
     s.first |= begin == 0;
     if (begin + count == m.layers) {
       s.last = true;

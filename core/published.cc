@@ -1087,12 +1087,16 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   }
   // Megatron-Bridge's Nemotron 3 Super NVFP4 recipe keeps its last 14 layers in BF16
   // (scripts/performance/configs/nemotronh/nemotron_3_llm_pretrain.py:48-50 at v0.4.0,
-  // num_layers_at_end_in_bf16 = 14; perf_recipes/nemotronh/common.py at v0.6.0 through
-  // nemotron_3_super_bf16_with_nvfp4_mixed): a plan has one GEMM precision for every layer.
+  // num_layers_at_end_in_bf16 = 14, which PlanSpec::bf16_layers_at_end says) but also sets a
+  // quantization recipe by module (cfg.model.quant_recipe = te_quant.cfg beside it, v0.4.0 to
+  // v0.5.1; perf_recipes/nemotronh/te_quant.cfg at v0.6.0): every layer's attention QKV and output
+  // projections, its MoE latent projections and the MTP modules in BF16, the Mamba out_proj in
+  // MXFP8, the rest NVFP4. A plan has one GEMM precision for the linears of a layer.
   if (nvfp4 && m.name == "nemotron-3-super") {
     skip("precision '" + precision +
-         "': the recipe keeps its last 14 layers in BF16 (num_layers_at_end_in_bf16), and a plan has one GEMM "
-         "precision for every layer");
+         "': the recipe's quantization file (te_quant.cfg) keeps every layer's attention projections, MoE latent "
+         "projections and MTP modules in BF16 and the Mamba out_proj in MXFP8, and a plan has one GEMM precision "
+         "for a layer's linears");
     return false;
   }
   // Composer's FSDP mixed precision PURE reduces gradients in bf16 (DEFAULT: in fp32).

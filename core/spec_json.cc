@@ -592,6 +592,8 @@ void ReadPlan(ObjectReader& r, const std::string& prefix, PlanSpec* p, Diagnosti
   r.Int("seq_len", &p->seq_len, true);
   r.Enum("schedule", &p->schedule);
   r.Enum("precision", &p->precision);
+  r.Int("bf16_layers_at_start", &p->bf16_layers_at_start);
+  r.Int("bf16_layers_at_end", &p->bf16_layers_at_end);
   if (const Json* v = r.Find("dtypes", false)) {
     ObjectReader q(*v, prefix + ".dtypes", d);
     q.Enum("weights", &p->dtypes.weights);
@@ -682,6 +684,8 @@ OJson WritePlan(const PlanSpec& p) {
   j["seq_len"] = p.seq_len;
   j["schedule"] = Name(p.schedule);
   j["precision"] = Name(p.precision);
+  if (p.bf16_layers_at_start > 0) j["bf16_layers_at_start"] = p.bf16_layers_at_start;
+  if (p.bf16_layers_at_end > 0) j["bf16_layers_at_end"] = p.bf16_layers_at_end;
   OJson dt;
   dt["weights"] = Name(p.dtypes.weights);
   dt["grads"] = Name(p.dtypes.grads);

@@ -499,6 +499,14 @@ struct PlanSpec {
   TpOverlap tp_overlap = TpOverlap::kBackward;
   Zero3Gather zero3_gather = Zero3Gather::kFlat;  // with zero = 3
   Fp8Scaling fp8_scaling = Fp8Scaling::kDelayed;  // with precision = fp8
+  // Under a quantized precision (fp8, nvfp4), the model's first and last this many decoder layers
+  // keep their GEMMs in BF16 (Megatron-Core --first-last-layers-bf16 with
+  // --num-layers-at-start-in-bf16 / --num-layers-at-end-in-bf16: fp8_utils.py and fp4_utils.py
+  // is_first_last_bf16_layer at d98e8a64, by the global layer index, so whichever stage holds the
+  // layer; each at most layers / pp, and never with delayed scaling, transformer_config.py). Such a
+  // layer runs as the plan would with precision bf16. The MTP modules keep the plan's precision.
+  int64_t bf16_layers_at_start = 0;
+  int64_t bf16_layers_at_end = 0;
   CrossEntropy cross_entropy = CrossEntropy::kFused;
   Elementwise elementwise = Elementwise::kFused;
   // The model code copies GQA's K and V to every query head before the attention kernel
@@ -547,7 +555,13 @@ struct PlanSpec {
   bool moe_grouped_gemm = true;
 
   int64_t Microbatches() const { return global_batch / (micro_batch * dp); }  // per pipeline
-  int64_t VppGroup() const { return vpp_group > 0 ? vpp_group : pp; }         // interleaved's group
+  // True when decoder layer `layer` (0-based, of `layers`) keeps its GEMMs in BF16 under a
+  // quantized precision (bf16_layers_at_start / _at_end above).
+  bool KeepsLayerInBf16(int64_t layer, int64_t layers) const {
+    return layer < bf16_layers_at_start || layer >= layers - bf16_layers_at_end;
+  }
+  bool HasBf16Layers() const { return bf16_layers_at_start > 0 || bf16_layers_at_end > 0; }
+  int64_t VppGroup() const { return vpp_group > 0 ? vpp_group : pp; }  // interleaved's group
   // True when selective recomputation recomputes `module` (never under none or full).
   bool Recomputes(RecomputeModule module) const {
     return recompute == Recompute::kSelective && (recompute_modules & ModuleBit(module)) != 0;

@@ -568,6 +568,40 @@ void CheckShardingAndOffload(const PlanSpec& pl, const ModelSpec& m, const GpuSp
         "needs plan.ep > 1: without expert parallelism there are no all-to-alls to overlap (got ep " + S(pl.ep) + ")");
 }
 
+// The first and last layers kept in BF16 under a quantized precision (Megatron-Core's rules,
+// transformer_config.py at d98e8a64: each count within 0..layers / pp; not with delayed scaling,
+// whose amax history a per-layer change of context would corrupt).
+void CheckBf16Layers(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, Diagnostics* d) {
+  const std::pair<const char*, int64_t> counts[] = {{"plan.bf16_layers_at_start", pl.bf16_layers_at_start},
+                                                    {"plan.bf16_layers_at_end", pl.bf16_layers_at_end}};
+  const int64_t per_stage = pl.pp > 0 ? m.layers / pl.pp : m.layers;
+  for (const auto& [field, n] : counts) {
+    if (n < 0) d->Error(field, "must be >= 0 layers (got " + S(n) + ")");
+    if (n <= 0) continue;
+    if (!Quantized(pl.precision))
+      d->Error(field, std::string("keeps layers in BF16 under a quantized plan.precision (fp8, nvfp4); got ") +
+                          Name(pl.precision) + ", in which every layer already runs");
+    if (n > per_stage)
+      d->Error(field, S(n) + " exceeds the layers per pipeline stage (" + S(per_stage) + " = " + S(m.layers) +
+                          " layers / pp " + S(pl.pp) + "), Megatron-Core's bound");
+  }
+  if (!pl.HasBf16Layers() || !Quantized(pl.precision)) return;
+  if (pl.bf16_layers_at_start + pl.bf16_layers_at_end > m.layers)
+    d->Error("plan.bf16_layers_at_end", "the BF16 layers at the start (" + S(pl.bf16_layers_at_start) + ") and end (" +
+                                            S(pl.bf16_layers_at_end) + ") exceed the model's " + S(m.layers) +
+                                            " layers");
+  if (pl.recompute == Recompute::kFull && pl.recompute_layers > 0)
+    d->Error("plan.bf16_layers_at_start",
+             "BF16 layers beside full recomputation of only some layers (plan.recompute_layers " +
+                 S(pl.recompute_layers) + ") are not modelled: recompute every layer or none");
+  if (pl.precision == Dtype::kFp8 && pl.fp8_scaling == Fp8Scaling::kDelayed)
+    d->Error("plan.bf16_layers_at_start",
+             "BF16 layers need an FP8 scaling other than delayed (plan.fp8_scaling current or block): "
+             "Megatron-Core refuses them with delayed scaling");
+  if (!g.peak_flops_per_s.count(Dtype::kBf16))
+    d->Error("plan.bf16_layers_at_start", "gpu " + g.name + " has no bf16 peak for the BF16 layers");
+}
+
 // Recompute.
 void CheckRecompute(const PlanSpec& pl, const ModelSpec& m, Diagnostics* d) {
   if (m.Hybrid() && pl.recompute == Recompute::kSelective &&
@@ -720,6 +754,7 @@ void ValidatePlan(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, cons
   CheckShardingAndOffload(pl, m, g, d);
   CheckRecompute(pl, m, d);
   CheckPrecision(pl, g, d);
+  CheckBf16Layers(pl, m, g, d);
   if (!c.gpu.empty() && c.gpu != g.name)
     d->Warning("gpu.name", g.name + " differs from the GPU of cluster " + c.name + " (" + c.gpu + ")");
 }

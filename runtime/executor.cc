@@ -99,6 +99,11 @@ class Executor {
           "executor: plan.offload.activation_layers " + std::to_string(p_.offload_activation_layers) +
           ": the runtime does not copy activations to host memory and back, so it would measure neither the "
           "copies nor the memory they free; run the plan without --offload-activations");
+    if (core::Quantized(p_.precision) && p_.HasBf16Layers())
+      return Status::InvalidArgument(
+          "executor: plan.bf16_layers_at_start/_at_end: the runtime runs every layer's GEMMs in the plan's one "
+          "precision, so it would measure the BF16 layers in " +
+          std::string(core::Name(p_.precision)) + "; run the plan without --bf16-layers-at-start/--bf16-layers-at-end");
     if (p_.precision == Dtype::kNvfp4)
       return Status::InvalidArgument(
           "executor: plan.precision nvfp4: the runtime has no NVFP4 GEMMs (its GEMMs are cuBLAS fp32, bf16, fp16 and "

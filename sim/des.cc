@@ -130,6 +130,15 @@ std::vector<StageStreams> StageStreamCosts(const core::ModelSpec& m, const core:
   };
   const ListSplit dense = split(graph.dense_layer), moe = split(graph.moe_layer), emb = split(graph.embedding),
                   head = split(graph.head);
+  // The layers kept in BF16 under a quantized precision: the plan's layers with precision bf16.
+  ListSplit dense_bf16, moe_bf16;
+  if (core::Quantized(p.precision) && p.HasBf16Layers()) {
+    core::PlanSpec pb = p;
+    pb.precision = core::Dtype::kBf16;
+    const core::StepGraph gb = core::BuildStepGraph(m, pb);
+    dense_bf16 = split(gb.dense_layer);
+    moe_bf16 = split(gb.moe_layer);
+  }
   const double p2p = p.pp > 1 ? PipelineSendSeconds(graph.p2p, p, c, profile) +
                                     (graph.p2p_gather.bytes > 0 ? collective(graph.p2p_gather) : 0.0)
                               : 0.0;
@@ -144,8 +153,10 @@ std::vector<StageStreams> StageStreamCosts(const core::ModelSpec& m, const core:
     const core::StageComposition& here = layout.kinds[layout.kind_of[static_cast<size_t>(r)]];
     const int64_t n_moe = here.moe, n_dense = here.dense;
     const bool first = here.first, last = here.last;
-    total.Add(dense, static_cast<double>(n_dense));
-    if (n_moe > 0) total.Add(moe, static_cast<double>(n_moe));
+    total.Add(dense, static_cast<double>(n_dense - here.bf16_dense));
+    if (here.bf16_dense > 0) total.Add(dense_bf16, static_cast<double>(here.bf16_dense));
+    if (n_moe > 0) total.Add(moe, static_cast<double>(n_moe - here.bf16_moe));
+    if (here.bf16_moe > 0) total.Add(moe_bf16, static_cast<double>(here.bf16_moe));
     if (first) total.Add(emb, 1);
     if (last) total.Add(head, 1);
 

@@ -1040,6 +1040,21 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
   const ListTotals &dense = L.dense, &moe = L.moe, &emb = S.emb, &head = S.head;
   const ListTotals &dense_kept = L.dense_kept, &moe_kept = L.moe_kept;
   const StepWork &dense_step = L.dense_step, &moe_step = L.moe_step, &emb_step = S.emb_step, &head_step = S.head_step;
+  // The layers kept in BF16 under a quantized precision (PlanSpec::KeepsLayerInBf16): costed as
+  // the plan's layers with precision bf16, from the cache under that key when there is one.
+  CostedLists own_bf16;
+  StageListCosts own_bf16_stage;
+  const CostedLists* LB = nullptr;
+  if (core::Quantized(p.precision) && p.HasBf16Layers()) {
+    core::PlanSpec pb = p;
+    pb.precision = core::Dtype::kBf16;
+    if (cache) {
+      LB = &cache->impl().Get(m, pb, g, c, prof);
+    } else {
+      CostListsOnce(m, pb, g, c, prof, &own_bf16, &own_bf16_stage);
+      LB = &own_bf16;
+    }
+  }
   const double p2p = S.P2p(p);
   const double sends = SendsPerMicrobatch(p);
   const double moe_host_floor = MoeLayerHostFloor(m, p);
@@ -1068,17 +1083,31 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
       rc_dense = std::min(n_dense, left);
       rc_moe = std::min(n_moe, left - rc_dense);
     }
+    // The BF16 layers (ValidatePlan refuses them beside a partial full recomputation, so every
+    // layer here takes the plan's one recompute mode): taken out of the counts above.
+    const int64_t b_dense = LB ? here.bf16_dense : 0, b_moe = LB ? here.bf16_moe : 0;
+    rc_dense = std::max<int64_t>(rc_dense - b_dense, 0);
+    rc_moe = std::max<int64_t>(rc_moe - b_moe, 0);
     Accumulate(dense, static_cast<double>(rc_dense), &r);
-    if (rc_dense < n_dense) Accumulate(dense_kept, static_cast<double>(n_dense - rc_dense), &r);
-    step_costs(dense_step, static_cast<double>(n_dense), &r);
+    if (rc_dense + b_dense < n_dense) Accumulate(dense_kept, static_cast<double>(n_dense - rc_dense - b_dense), &r);
+    step_costs(dense_step, static_cast<double>(n_dense - b_dense), &r);
+    if (b_dense > 0) {
+      Accumulate(LB->dense, static_cast<double>(b_dense), &r);
+      step_costs(LB->dense_step, static_cast<double>(b_dense), &r);
+    }
     if (n_moe > 0) {
       Accumulate(moe, static_cast<double>(rc_moe), &r);
-      if (rc_moe < n_moe) Accumulate(moe_kept, static_cast<double>(n_moe - rc_moe), &r);
+      if (rc_moe + b_moe < n_moe) Accumulate(moe_kept, static_cast<double>(n_moe - rc_moe - b_moe), &r);
       if (moe_host_floor > 0) {
         HostWait(moe, moe_host_floor, static_cast<double>(rc_moe), &r);
-        if (rc_moe < n_moe) HostWait(moe_kept, moe_host_floor, static_cast<double>(n_moe - rc_moe), &r);
+        if (rc_moe + b_moe < n_moe) HostWait(moe_kept, moe_host_floor, static_cast<double>(n_moe - rc_moe - b_moe), &r);
       }
-      step_costs(moe_step, static_cast<double>(n_moe), &r);
+      step_costs(moe_step, static_cast<double>(n_moe - b_moe), &r);
+      if (b_moe > 0) {
+        Accumulate(LB->moe, static_cast<double>(b_moe), &r);
+        if (moe_host_floor > 0) HostWait(LB->moe, moe_host_floor, static_cast<double>(b_moe), &r);
+        step_costs(LB->moe_step, static_cast<double>(b_moe), &r);
+      }
     }
     if (first) {
       Accumulate(emb, 1, &r);

@@ -365,6 +365,23 @@ TEST(ExportTest, MegatronRunsFp8WithThePlansScalingRecipe) {
   EXPECT_TRUE(Has(Text(ExportMegatron(s)), "--fp8-recipe blockwise"));
 }
 
+TEST(ExportTest, Bf16LayersAreMegatronsFirstLastLayersFlagsAndRefusedByTorchtitan) {
+  // TransformerConfig.first_last_layers_bf16 with its two counts (flags of the transformer group,
+  // arguments.py:2373 at d98e8a64); torchtitan's exporters convert every linear but the head with
+  // torchao's float8: refused.
+  Scenario s = Llama70B();
+  s.plan.precision = Dtype::kFp8;
+  s.plan.fp8_scaling = Fp8Scaling::kCurrent;
+  EXPECT_FALSE(Has(Text(ExportMegatron(s)), "--first-last-layers-bf16"));
+  s.plan.bf16_layers_at_end = 2;
+  const std::string text = Text(ExportMegatron(s));
+  EXPECT_TRUE(
+      Has(text, "--first-last-layers-bf16 \\\n  --num-layers-at-start-in-bf16 0 \\\n  --num-layers-at-end-in-bf16 2"))
+      << text;
+  ExpectRefused(ExportTorchtitan(s), "plan.bf16_layers_at_start/_at_end");
+  ExpectRefused(ExportTorchtitanPython(s), "plan.bf16_layers_at_start/_at_end");
+}
+
 TEST(ExportTest, Nvfp4IsMegatronsFp4FormatAndNoOtherExportersRecipe) {
   // TransformerConfig.fp4 as --fp4-format e2m1, fp4_recipe "nvfp4" by default
   // (transformer_config.py:673-679 at d98e8a64), BF16 elsewhere. The torchtitan and DeepSpeed

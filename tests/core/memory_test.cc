@@ -662,5 +662,72 @@ TEST(MemoryTest, RankLayoutGroupsRanksByWhatTheyHold) {
   EXPECT_EQ(b.count, (std::vector<int64_t>{1, 2, 1}));
 }
 
+// Llama 3 8B on 8 B200s: TP 1 x PP 4 x DP 2 (8 layers per stage), one 8,192-token sequence per
+// microbatch, Transformer Engine's modules.
+PlanSpec Llama8BOnB200sPp4() {
+  PlanSpec p;
+  p.gpus = 8, p.tp = 1, p.pp = 4, p.dp = 2, p.zero = 1;
+  p.micro_batch = 1, p.global_batch = 64, p.seq_len = 8192;
+  p.transformer_engine = true;
+  return p;
+}
+
+TEST(MemoryTest, Bf16LayersSaveTheirLinearInputsInSixteenBits) {
+  // Llama 3 8B on 8 B200s (TP 1, PP 4: 8 layers per stage), NVFP4, the last 4 layers kept in BF16
+  // (Megatron-Core --first-last-layers-bf16 --num-layers-at-end-in-bf16 4, the Llama 3 8B NVFP4
+  // recipe of Megatron-Bridge, recipes/llama/h100/llama3.py:596-598 at v0.6.0). Those four layers
+  // save their activations as the BF16 plan's layers do (linear inputs in 2 B, not 9/16 B); the
+  // other stages hold none of them.
+  Loaded l = Load("llama3-8b", "b200", "dgx-b200");
+  PlanSpec p = Llama8BOnB200sPp4();
+  p.precision = Dtype::kNvfp4;
+  PlanSpec pb = p;
+  pb.precision = Dtype::kBf16;
+  PlanSpec pe = p;
+  pe.bf16_layers_at_end = 4;
+  Diagnostics d;
+  ValidatePlan(pe, l.model, l.gpu, l.cluster, &d);
+  ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+  const int64_t fp4 = LayerActivationBytes(l.model, p, false, Recompute::kNone);
+  const int64_t bf16 = LayerActivationBytes(l.model, pb, false, Recompute::kNone);
+  ASSERT_GT(bf16, fp4);
+  const MemoryReport a = EstimateMemory(l.model, p, l.gpu), e = EstimateMemory(l.model, pe, l.gpu);
+  for (int s = 0; s < 3; ++s) EXPECT_EQ(e.stages[s].layer_activations_bytes, a.stages[s].layer_activations_bytes) << s;
+  EXPECT_EQ(a.stages[3].layer_activations_bytes, 8 * fp4);
+  EXPECT_EQ(e.stages[3].layer_activations_bytes, 4 * fp4 + 4 * bf16);
+}
+
+TEST(MemoryTest, Bf16LayersAreRefusedWhereMegatronCoreRefusesThem) {
+  // transformer_config.py at d98e8a64: each count within 0..layers / pp, not with delayed FP8
+  // scaling; meshplan: only under a quantized precision, and not beside a partial recomputation.
+  Loaded l = Load("llama3-8b", "b200", "dgx-b200");
+  PlanSpec p = Llama8BOnB200sPp4();
+  auto error_of = [&](const PlanSpec& q) {
+    Diagnostics d;
+    ValidatePlan(q, l.model, l.gpu, l.cluster, &d);
+    return d.has_errors() ? d.ToStatus().ToString() : std::string();
+  };
+  PlanSpec q = p;
+  q.bf16_layers_at_end = 2;  // bf16 precision: nothing to keep
+  EXPECT_NE(error_of(q).find("plan.bf16_layers_at_end: keeps layers in BF16 under a quantized plan.precision"),
+            std::string::npos)
+      << error_of(q);
+  q.precision = Dtype::kFp8;
+  q.fp8_scaling = Fp8Scaling::kDelayed;
+  EXPECT_NE(error_of(q).find("Megatron-Core refuses them with delayed scaling"), std::string::npos) << error_of(q);
+  q.fp8_scaling = Fp8Scaling::kCurrent;
+  EXPECT_EQ(error_of(q), "");
+  q.bf16_layers_at_end = 9;  // 32 layers / pp 4 = 8
+  EXPECT_NE(error_of(q).find("plan.bf16_layers_at_end: 9 exceeds the layers per pipeline stage (8 = 32 layers / pp 4)"),
+            std::string::npos)
+      << error_of(q);
+  q.bf16_layers_at_end = -1;
+  EXPECT_NE(error_of(q).find("plan.bf16_layers_at_end: must be >= 0 layers (got -1)"), std::string::npos);
+  q.bf16_layers_at_end = 2;
+  q.recompute = Recompute::kFull;
+  q.recompute_layers = 4;
+  EXPECT_NE(error_of(q).find("are not modelled: recompute every layer or none"), std::string::npos) << error_of(q);
+}
+
 }  // namespace
 }  // namespace meshplan::core

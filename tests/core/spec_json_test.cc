@@ -30,6 +30,8 @@ TEST(SpecJsonTest, PlanFileRoundTripsWithEmbeddedSpecs) {
   f.plan.cuda_context_bytes = 1573LL << 20;
   f.plan.transformer_engine = true;
   f.plan.moe_grouped_gemm = false;
+  f.plan.bf16_layers_at_start = 1;
+  f.plan.bf16_layers_at_end = 3;
   f.model = *LoadModel("llama3-70b");
   f.gpu = *LoadGpu("h100-sxm");
   f.cluster = *LoadCluster("dgx-h100");
@@ -43,6 +45,7 @@ TEST(SpecJsonTest, PlanFileRoundTripsWithEmbeddedSpecs) {
   EXPECT_DOUBLE_EQ(back->gpu->host_link_bytes_per_s, 64e9);
   EXPECT_FALSE(back->gpu->host_link_source.empty());
   EXPECT_NE(PlanFileToJson(f).find(R"("activation_layers": 12)"), std::string::npos);
+  EXPECT_NE(PlanFileToJson(f).find(R"("bf16_layers_at_end": 3)"), std::string::npos);
 }
 
 TEST(SpecJsonTest, RecomputeModulesAreAListOfMegatronCoreNames) {

@@ -360,6 +360,19 @@ TEST(ExecutorTest, ActivationOffloadIsRefusedNamingTheField) {
   EXPECT_NE(m.status().message().find("plan.offload.activation_layers"), std::string::npos) << m.status().message();
 }
 
+TEST(ExecutorTest, Bf16LayersAreRefusedNamingTheField) {
+  // The runtime runs every layer in the plan's one precision: an FP8 plan that keeps some layers
+  // in BF16 is refused, not measured with those layers in FP8.
+  core::Scenario s = Tiny(1, 1, 1, /*global_batch=*/2);
+  s.plan.precision = core::Dtype::kFp8;
+  s.plan.fp8_scaling = core::Fp8Scaling::kCurrent;
+  s.plan.bf16_layers_at_end = 1;
+  auto backend = MakeCpuBackend({.clock = std::make_shared<FakeClock>()});
+  auto m = ExecuteStep(*backend, s, FastOptions(), {});
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("plan.bf16_layers_at_start/_at_end"), std::string::npos) << m.status().message();
+}
+
 TEST(ExecutorTest, Nvfp4IsRefusedNamingTheFieldAndTheBackendsSayTheyHaveNoNvfp4) {
   // No backend of the runtime has NVFP4 GEMMs: a plan in nvfp4 is refused, not run in another
   // precision, and an nvfp4 tensor is not allocated.

@@ -468,35 +468,43 @@ TEST(DesStreamsTest, ExposedModelParallelTimeMatchesTheBreakdown) {
   // breakdown's less the compute the hidden collectives slow (counted there, run on the compute
   // stream here), its pipeline sends are pp_comm_s, and the passes add up to the analytic ones.
   // TP 16 spans two nodes: there the overlappable collectives outlast the kernels and spill.
-  for (int64_t tp : {2, 16}) {
-    for (core::TpOverlap o : {core::TpOverlap::kNone, core::TpOverlap::kBackward, core::TpOverlap::kFull}) {
-      RealPlan s = Llama8B(core::Schedule::k1F1B, 1, true);
-      s.plan.tp = tp;
-      s.plan.gpus = tp * s.plan.pp * s.plan.dp;
-      s.plan.tp_overlap = o;
-      const StepEstimate e = EstimateStep(s.model, s.plan, s.gpu, s.cluster, core::Profile{});
-      const auto streams = StageStreamCosts(s.model, s.plan, s.gpu, s.cluster, core::Profile{}, e.stages);
-      const StageStreams& c = streams[static_cast<size_t>(e.critical_stage)];
-      const double m = static_cast<double>(s.plan.Microbatches());
-      const double exposed = c.forward.tp_exposed_s + c.backward_input.tp_exposed_s + c.backward_weight.tp_exposed_s;
-      const double want = e.breakdown.tp_comm_s + e.breakdown.cp_comm_s + e.breakdown.ep_comm_s;
-      size_t k = 0;  // the rank whose step-level work the breakdown takes (the last of the longest)
-      for (size_t i = 0; i < e.stages.size(); ++i)
-        if (e.stages[i].step_s >= e.stages[k].step_s) k = i;
-      const double slowed = e.overlap_slowdown_s - streams[k].overlap_slowdown_s;  // in the passes
-      if (o != core::TpOverlap::kNone) EXPECT_GT(slowed, 0) << core::Name(o);
-      if (o != core::TpOverlap::kFull || tp == 16)
-        EXPECT_GT(want - slowed, 0) << core::Name(o);  // TP 2, full: all hidden
-      EXPECT_NEAR(exposed * m + slowed, want, 1e-12 + 1e-9 * want) << core::Name(o);
-      EXPECT_NEAR(2 * c.p2p_s * m, e.breakdown.pp_comm_s, 1e-9 * e.breakdown.pp_comm_s);
-      const StageTimes& t = e.stages[static_cast<size_t>(e.critical_stage)];
-      EXPECT_NEAR(c.forward.Held() + c.p2p_s, t.forward_s, 1e-12);
-      EXPECT_NEAR(c.backward_input.Held() + c.p2p_s, t.backward_input_s, 1e-12);
-      EXPECT_NEAR(c.backward_weight.Held(), t.backward_weight_s, 1e-12);
-      if (o == core::TpOverlap::kFull) EXPECT_GT(c.forward.tp_overlapped_s, 0);
-      if (o == core::TpOverlap::kNone) EXPECT_EQ(c.forward.tp_overlapped_s + c.backward_input.tp_overlapped_s, 0);
+  // The same under FP8 with the last stage's 8 layers kept in BF16 (plan.bf16_layers_at_end): its
+  // kernels are the BF16 layers', whose longer GEMMs hide more of the spill.
+  for (int64_t bf16_end : {0, 8})
+    for (int64_t tp : {2, 16}) {
+      for (core::TpOverlap o : {core::TpOverlap::kNone, core::TpOverlap::kBackward, core::TpOverlap::kFull}) {
+        RealPlan s = Llama8B(core::Schedule::k1F1B, 1, true);
+        if (bf16_end > 0) {
+          s.plan.precision = core::Dtype::kFp8;
+          s.plan.fp8_scaling = core::Fp8Scaling::kCurrent;
+          s.plan.bf16_layers_at_end = bf16_end;
+        }
+        s.plan.tp = tp;
+        s.plan.gpus = tp * s.plan.pp * s.plan.dp;
+        s.plan.tp_overlap = o;
+        const StepEstimate e = EstimateStep(s.model, s.plan, s.gpu, s.cluster, core::Profile{});
+        const auto streams = StageStreamCosts(s.model, s.plan, s.gpu, s.cluster, core::Profile{}, e.stages);
+        const StageStreams& c = streams[static_cast<size_t>(e.critical_stage)];
+        const double m = static_cast<double>(s.plan.Microbatches());
+        const double exposed = c.forward.tp_exposed_s + c.backward_input.tp_exposed_s + c.backward_weight.tp_exposed_s;
+        const double want = e.breakdown.tp_comm_s + e.breakdown.cp_comm_s + e.breakdown.ep_comm_s;
+        size_t k = 0;  // the rank whose step-level work the breakdown takes (the last of the longest)
+        for (size_t i = 0; i < e.stages.size(); ++i)
+          if (e.stages[i].step_s >= e.stages[k].step_s) k = i;
+        const double slowed = e.overlap_slowdown_s - streams[k].overlap_slowdown_s;  // in the passes
+        if (o != core::TpOverlap::kNone) EXPECT_GT(slowed, 0) << core::Name(o);
+        if (o != core::TpOverlap::kFull || tp == 16)
+          EXPECT_GT(want - slowed, 0) << core::Name(o);  // TP 2, full: all hidden
+        EXPECT_NEAR(exposed * m + slowed, want, 1e-12 + 1e-9 * want) << core::Name(o);
+        EXPECT_NEAR(2 * c.p2p_s * m, e.breakdown.pp_comm_s, 1e-9 * e.breakdown.pp_comm_s);
+        const StageTimes& t = e.stages[static_cast<size_t>(e.critical_stage)];
+        EXPECT_NEAR(c.forward.Held() + c.p2p_s, t.forward_s, 1e-12);
+        EXPECT_NEAR(c.backward_input.Held() + c.p2p_s, t.backward_input_s, 1e-12);
+        EXPECT_NEAR(c.backward_weight.Held(), t.backward_weight_s, 1e-12);
+        if (o == core::TpOverlap::kFull) EXPECT_GT(c.forward.tp_overlapped_s, 0);
+        if (o == core::TpOverlap::kNone) EXPECT_EQ(c.forward.tp_overlapped_s + c.backward_input.tp_overlapped_s, 0);
+      }
     }
-  }
 }
 
 TEST(DesStreamsTest, RealPlansAgreeWithTheAnalyticModelAndKeepStreamsSerial) {

@@ -1115,5 +1115,44 @@ TEST(StepCostCacheTest, ACacheForgetsAnotherModel) {
   EXPECT_EQ(cache.misses(), 2);
 }
 
+TEST(StepModelTest, Bf16LayersCostAsTheBf16PlansLayersOnTheStagesThatHoldThem) {
+  // Llama 3 8B on 8 B200s, TP 1 x PP 4 x DP 2 (8 layers per stage), NVFP4 with the last 4 layers
+  // kept in BF16 (Megatron-Core --first-last-layers-bf16 --num-layers-at-end-in-bf16 4, by the
+  // global layer index: fp8_utils.py is_first_last_bf16_layer at d98e8a64). Stages 0-2 hold none
+  // and take the NVFP4 plan's times; the last holds 4 of its 8 layers in BF16, so each pass there
+  // takes the NVFP4 plan's time plus 4 x (one BF16 layer - one NVFP4 layer), a layer's time being
+  // stage 1's (layers only, no embedding or head) / 8 under each plan.
+  const core::GpuSpec g = *core::LoadGpu("b200");
+  const core::ClusterSpec c = *core::LoadCluster("dgx-b200");
+  const core::ModelSpec m = *core::LoadModel("llama3-8b");
+  const core::Profile prof;
+  core::PlanSpec p;
+  p.gpus = 8, p.tp = 1, p.pp = 4, p.dp = 2, p.zero = 1;
+  p.micro_batch = 1, p.global_batch = 64, p.seq_len = 8192;
+  p.transformer_engine = true;
+  p.precision = core::Dtype::kNvfp4;
+  core::PlanSpec pb = p, pe = p;
+  pb.precision = core::Dtype::kBf16;
+  pe.bf16_layers_at_end = 4;
+  core::Diagnostics d;
+  core::ValidatePlan(pe, m, g, c, &d);
+  ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+  const StepEstimate a = EstimateStep(m, p, g, c, prof), b = EstimateStep(m, pb, g, c, prof),
+                     e = EstimateStep(m, pe, g, c, prof);
+  ASSERT_EQ(e.stages.size(), 4u);
+  for (int s = 0; s < 3; ++s) EXPECT_DOUBLE_EQ(e.stages[s].forward_s, a.stages[s].forward_s) << s;
+  auto layer = [](const StepEstimate& x, double StageTimes::*pass) { return x.stages[1].*pass / 8; };
+  for (double StageTimes::*pass :
+       {&StageTimes::forward_s, &StageTimes::backward_input_s, &StageTimes::backward_weight_s})
+    EXPECT_NEAR(e.stages[3].*pass, a.stages[3].*pass + 4 * (layer(b, pass) - layer(a, pass)), 1e-9 * a.stages[3].*pass);
+  EXPECT_GT(e.time_s, a.time_s);
+  EXPECT_LT(e.time_s, b.time_s);
+  // The search's cache costs the BF16 layers under the BF16 plan's key: the same numbers.
+  StepCostCache cache;
+  const StepEstimate ec = EstimateStep(m, pe, g, c, prof, &cache);
+  EXPECT_NEAR(ec.time_s, e.time_s, 1e-12 * e.time_s);
+  EXPECT_NEAR(EstimateStep(m, p, g, c, prof, &cache).time_s, a.time_s, 1e-12 * a.time_s);
+}
+
 }  // namespace
 }  // namespace meshplan::sim

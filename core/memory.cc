@@ -646,15 +646,17 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
   // (PlanSpec::KeepsLayerInBf16): their linear inputs saved in 16 bits, not as FP8/FP4 copies.
   int64_t act_bf16[2][3] = {};
   const bool bf16_layers = Quantized(p.precision) && p.HasBf16Layers();
-  PlanSpec pb = p;
-  pb.precision = Dtype::kBf16;
-  for (int moe = 0; moe < (m.moe ? 2 : 1); ++moe) {
-    const Recompute modes[3] = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
+  const Recompute modes[3] = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
+  for (int moe = 0; moe < (m.moe ? 2 : 1); ++moe)
     for (int mode = 0; mode < 3; ++mode)
-      if (mode == 0 || modes[mode] == p.recompute) {
-        act[moe][mode] = LayerActivationBytes(m, p, moe == 1, modes[mode]);
-        if (bf16_layers) act_bf16[moe][mode] = LayerActivationBytes(m, pb, moe == 1, modes[mode]);
-      }
+      if (mode == 0 || modes[mode] == p.recompute) act[moe][mode] = LayerActivationBytes(m, p, moe == 1, modes[mode]);
+  if (bf16_layers) {
+    PlanSpec pb = p;  // (a copy only for such plans: the search's hot path has none)
+    pb.precision = Dtype::kBf16;
+    for (int moe = 0; moe < (m.moe ? 2 : 1); ++moe)
+      for (int mode = 0; mode < 3; ++mode)
+        if (mode == 0 || modes[mode] == p.recompute)
+          act_bf16[moe][mode] = LayerActivationBytes(m, pb, moe == 1, modes[mode]);
   }
 
   // The model chunks a pipeline rank holds. Interleaved: rank r holds chunks r, r + pp, ...

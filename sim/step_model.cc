@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <unordered_map>
 
@@ -1042,18 +1043,15 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
   const StepWork &dense_step = L.dense_step, &moe_step = L.moe_step, &emb_step = S.emb_step, &head_step = S.head_step;
   // The layers kept in BF16 under a quantized precision (PlanSpec::KeepsLayerInBf16): costed as
   // the plan's layers with precision bf16, from the cache under that key when there is one.
-  CostedLists own_bf16;
-  StageListCosts own_bf16_stage;
+  // Without a cache, a cache of their own (built only for such plans; the one-plan path keeps its
+  // single call of CostListsOnce, which the compiler inlines).
+  std::optional<StepCostCache> own_bf16;
   const CostedLists* LB = nullptr;
   if (core::Quantized(p.precision) && p.HasBf16Layers()) {
     core::PlanSpec pb = p;
     pb.precision = core::Dtype::kBf16;
-    if (cache) {
-      LB = &cache->impl().Get(m, pb, g, c, prof);
-    } else {
-      CostListsOnce(m, pb, g, c, prof, &own_bf16, &own_bf16_stage);
-      LB = &own_bf16;
-    }
+    StepCostCache* bc = cache ? cache : &own_bf16.emplace();
+    LB = &bc->impl().Get(m, pb, g, c, prof);
   }
   const double p2p = S.P2p(p);
   const double sends = SendsPerMicrobatch(p);

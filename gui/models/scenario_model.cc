@@ -624,6 +624,8 @@ QString ScenarioModel::commandLine() const {
   arg("--schedule", core::Name(p.schedule));
   if (p.vpp_group > 0) arg("--vpp-group", num(p.vpp_group));
   arg("--precision", core::Name(p.precision));
+  if (p.bf16_layers_at_start != d.bf16_layers_at_start) arg("--bf16-layers-at-start", num(p.bf16_layers_at_start));
+  if (p.bf16_layers_at_end != d.bf16_layers_at_end) arg("--bf16-layers-at-end", num(p.bf16_layers_at_end));
   if (p.optimizer != d.optimizer) arg("--optimizer", core::Name(p.optimizer));
   if (p.dtypes.weights != d.dtypes.weights) arg("--weights-dtype", core::Name(p.dtypes.weights));
   if (p.dtypes.grads != d.dtypes.grads) arg("--grads-dtype", core::Name(p.dtypes.grads));

@@ -371,6 +371,13 @@ run(moe_host_bad 2 "--moe-host: must be one of megatron-core\\|none"
     report --model qwen3-30b-a3b --gpu b200 --gpus 8 --ep 8 --moe-host gpu)
 run(moe_dispatcher_bad 2 "--moe-dispatcher: must be one of alltoall\\|flex"
     report --model qwen3-30b-a3b --gpu h100-sxm --gpus 8 --ep 8 --moe-dispatcher nccl)
+# --bf16-layers-at-end (Megatron-Core's --first-last-layers-bf16): Llama 3 8B on 8 B200s in NVFP4
+# with its last 4 of 32 layers in BF16 takes 3.300 s + 4/32 x (5.740 - 3.300) s = 3.605 s, the
+# all-NVFP4 and all-BF16 steps being 3.300 and 5.740 s; under bf16 it is refused naming the rule.
+run(report_bf16_layers 0 "\\| nvfp4 \\(bf16: last 4 layers\\).*step +3\\.605 s"
+    report --model llama3-8b --gpu b200 --gpus 8 --stack megatron-core-2024 --precision nvfp4 --gbs 128 --mbs 2 --seq 8192 --bf16-layers-at-end 4)
+run(report_bf16_layers_bad 1 "plan\\.bf16_layers_at_end: keeps layers in BF16 under a quantized plan\\.precision"
+    report --model llama3-8b --gpu b200 --gpus 8 --precision bf16 --gbs 128 --seq 8192 --bf16-layers-at-end 4)
 run(export_deepspeed 0 "\"train_micro_batch_size_per_gpu\": 1,.*\"gradient_accumulation_steps\": 16,.*\"zero_optimization\": \\{[ \n]*\"stage\": 1,.*\"autotp_size\": 8.*# note: DeepSpeed edaa72212 \\(2026-08-22\\).*train_batch_size left out \\(2048 sequences.*num_stages=16"
     export --plan ${WORK}/l3.json --to deepspeed)
 # Megatron-Core's tunable interleaved schedule: 10 microbatches over pp 4 run in groups of 5

@@ -221,6 +221,15 @@ TEST(GuiDriveTest, CopyAsCommandMeansTheSamePlan) {
                                                 p.deferred_head_wgrad = 2;
                                                 s.setPlan(p);
                                               },
+                                              // FP8 with the first layer and the last two kept in
+                                              // BF16 (--bf16-layers-at-start/--bf16-layers-at-end).
+                                              [&] {
+                                                core::PlanSpec p = s.plan();
+                                                p.precision = core::Dtype::kFp8;
+                                                p.bf16_layers_at_start = 1;
+                                                p.bf16_layers_at_end = 2;
+                                                s.setPlan(p);
+                                              },
                                               // Sliding-window layers (the Inputs panel's box):
                                               // --sliding-window and --global-attention-every.
                                               [&] {

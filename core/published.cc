@@ -791,6 +791,12 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     run.assumptions.push_back("global batch " + std::to_string(p.global_batch) + " sequences = global_batch_tokens " +
                               std::to_string(batch_tokens) + " / sequence " + std::to_string(p.seq_len));
   }
+  if (p.global_batch <= 0) {
+    // Nothing to size the step by: a record printing its batch only in words ("2M tokens" among its
+    // notes) is not read.
+    skip("no global batch: neither global_batch (sequences) nor global_batch_tokens is printed");
+    return false;
+  }
   const std::optional<LaunchConfig> launch = FindLaunchConfig(id);
   // What the record prints, else what the launch script gives (said in the assumptions), else 0.
   auto printed_or_launched = [&](int64_t printed, int64_t LaunchConfig::*field, const char* what) -> int64_t {

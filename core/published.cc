@@ -108,11 +108,11 @@ bool MapGpu(const Json& hardware, std::string* gpu, std::string* cluster, std::v
     return refuse(
         "a PCIe card (or the NVLink-bridged H100 NVL pair) has no cluster preset; the SXM part's "
         "NVSwitch node would be another machine");
-  if (has("V100") && (has("PCIE") || has("16GB") || has("DGX-1") || has("DGX1")))
+  if (has("V100") && (has("PCIE") || has("16GB") || has("DGX-1") || has("DGX1") || has("SXM2")))
     return refuse(
-        "a V100 other than the DGX-2's 32GB SXM3 (a PCIe card, a 16GB part, or a DGX-1's hybrid cube-mesh "
-        "NVLink, where not every pair of GPUs is linked) has no preset; the DGX-2's NVSwitch node would be "
-        "another machine");
+        "a V100 other than the DGX-2's 32GB SXM3 (a PCIe card, a 16GB part, or an SXM2 module in a DGX-1's "
+        "hybrid cube-mesh NVLink, where not every pair of GPUs is linked) has no preset; the DGX-2's NVSwitch "
+        "node would be another machine");
   if (has("V100") && (has("DGX-2H") || has("DGX2H"))) {
     // Shoeybi et al. 2019: V100 SXM3 32GB at the DGX-2H's 450 W and 130 TFLOP/s.
     *gpu = "v100-dgx2h";
@@ -1119,11 +1119,14 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     // Transformer Engine's NVFP4BlockScaling for every linear layer (Megatron-Bridge's
     // bf16_with_nvfp4_mixed: training/mixed_precision.py at v0.4.0, no BF16 layers).
     p.precision = Dtype::kNvfp4;
-  } else if (names("fp8") || torchao_float8) {
+  } else if (names("fp8") || names("e4m3") || names("e5m2") || torchao_float8) {
+    // (FP8 also by its formats' names: E4M3, E5M2, Transformer Engine's "hybrid" of the two.)
     p.precision = Dtype::kFp8;
     // Megatron-Bridge's recipe names: FP8-CS current scaling, FP8-DS delayed, FP8-MX / MXFP8
-    // block; the scaling in words ("current scaling", "blockwise") as well.
-    if (precision.find("CS") != std::string::npos || names("current") || torchao_float8)
+    // block; the scaling in words ("current scaling", "blockwise") as well, and Megatron-Core's
+    // --fp8-recipe names: tensorwise is Transformer Engine's Float8CurrentScaling
+    // (fp8_utils.py:777 at d98e8a64), blockwise its 1x128/128x128 block scaling.
+    if (precision.find("CS") != std::string::npos || names("current") || names("tensorwise") || torchao_float8)
       p.fp8_scaling = Fp8Scaling::kCurrent;
     else if (precision.find("MX") != std::string::npos || names("mxfp8") || names("block"))
       p.fp8_scaling = Fp8Scaling::kBlock;

@@ -1294,7 +1294,8 @@ TEST(ValidationTest, RecordsOnJeanZayTakeItsNetwork) {
 TEST(ValidationTest, GpuNamesAreReadWithoutCaseAndLookAlikesAreRefused) {
   // The GPU is read from the printed name without case and with a size written apart from its unit
   // ("a100 40 GB" is an A100 40GB); a part that only looks like a preset's (a Grace Hopper module,
-  // a PCIe card, an export variant, a V100 that is not the DGX-2's) is skipped with the reason,
+  // a PCIe card, an export variant, a V100 that is not the DGX-2's SXM3: an SXM2 module sits in a
+  // DGX-1-style hybrid cube mesh, as on AWS's p3dn) is skipped with the reason,
   // never costed as the look-alike. V100s are the DGX-2's 32GB SXM3 (dgx-2), or the DGX-2H's at 450 W
   // where the machine is named (dgx-2h, Shoeybi et al. 2019).
   auto rec = [](const std::string& gpu) {
@@ -1324,7 +1325,8 @@ TEST(ValidationTest, GpuNamesAreReadWithoutCaseAndLookAlikesAreRefused) {
       {"H100 NVL", "", "PCIe"},
       {"V100 SXM3 32GB (DGX-2H)", "v100-dgx2h", ""},
       {"V100 (DGX-2)", "v100", ""},
-      {"Tesla V100-SXM2-32GB", "v100", ""},
+      {"Tesla V100-SXM3-32GB", "v100", ""},
+      {"Tesla V100-SXM2-32GB", "", "SXM2 module in a DGX-1's hybrid cube-mesh"},
       {"Tesla V100-SXM2-16GB", "", "16GB"},
       {"V100 PCIe 32GB", "", "PCIe"},
       {"8x V100 32GB (DGX-1)", "", "hybrid cube-mesh"},
@@ -1491,6 +1493,11 @@ TEST(ValidationTest, PrecisionIsReadAsPrintedWithoutCase) {
       {"FP8-DS", core::Dtype::kFp8, core::Fp8Scaling::kDelayed},
       {"MXFP8", core::Dtype::kFp8, core::Fp8Scaling::kBlock},
       {"fp8 blockwise", core::Dtype::kFp8, core::Fp8Scaling::kBlock},
+      // Megatron-Core's --fp8-recipe tensorwise is Transformer Engine's Float8CurrentScaling; FP8
+      // named by its formats (E4M3, E5M2) is FP8.
+      {"FP8 tensorwise", core::Dtype::kFp8, core::Fp8Scaling::kCurrent},
+      {"E4M3", core::Dtype::kFp8, core::Fp8Scaling::kDelayed},
+      {"bf16 with e5m2 gradients", core::Dtype::kFp8, core::Fp8Scaling::kDelayed},
       {"bfloat16", core::Dtype::kBf16, core::Fp8Scaling::kDelayed},
       {"FP16 mixed", core::Dtype::kFp16, core::Fp8Scaling::kDelayed},
       {"TF32", core::Dtype::kTf32, core::Fp8Scaling::kDelayed},

@@ -216,8 +216,10 @@ std::optional<std::string> ModelPresetFor(const std::string& name) {
   std::string key = Squash(bare);
   // Hugging Face's repository names carry the organisation: Meta-Llama-3-8B is Llama 3 8B.
   if (key.rfind("metallama", 0) == 0) key = key.substr(4);
-  // Llama 3.1 keeps Llama 3's shapes (a longer context): llama3.1-8b is the llama3-8b preset.
-  if (key.rfind("llama31", 0) == 0) key = "llama3" + key.substr(7);
+  // Llama 3.1 keeps Llama 3's shapes (a longer context): llama3.1-8b is the llama3-8b preset. So
+  // does Llama 3.3 70B, its one size (oumi-ai/oumi configs/recipes/llama3_3/README.md at bd18cd68:
+  // vocab 128,256, hidden 8192, MLP 28,672, 80 layers, 64 heads, 8 KV heads, untied).
+  if (key.rfind("llama31", 0) == 0 || key.rfind("llama33", 0) == 0) key = "llama3" + key.substr(7);
   // NeMo 24.07's performance summary names Nemotron models without their generation; its own
   // TFLOP/s over tokens/s per row matches Megatron's FLOP count on Nemotron 3 8B and 22B and
   // Nemotron-4 340B within 0.1% (presets/models/nemotron*.json).
@@ -656,9 +658,46 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   // layers, hidden, heads and ffn; built as a GPT it would lose its GQA and SwiGLU).
   const std::optional<std::string> named = ModelPresetFor(StrOr(mj, "name"));
   std::optional<ModelSpec> agreeing;
+  std::string disagreeing;  // a printed dimension the named preset contradicts, said below
   if (named && layers > 0 && hidden > 0 && seq > 0) {
     auto loaded = LoadModel(*named);
-    if (loaded.ok() && loaded->layers == layers && loaded->hidden == hidden) agreeing = *loaded;
+    if (loaded.ok() && loaded->layers == layers && loaded->hidden == hidden) {
+      // The record's own printed architecture wins over a name: a proxy or variant of the named
+      // model (dgxc-benchmarking's "Grok-1 314B MoE (NeMo proxy recipe)" drops tokens at capacity
+      // factor 1.0 where xAI's Grok-1 is dropless) is built from what it prints, not from the
+      // preset. A printed vocabulary agrees when it is the preset's padded up to a multiple of
+      // 128 (Megatron's make-vocab-size-divisible-by: 51,200 for GPT-3's 50,257) or the preset's
+      // rounded in prose, within 0.5% (the Llama 3 paper's "128,000" for 128,256).
+      const int64_t printed_ffn = IntOr(mj, "ffn_hidden", 0);
+      const bool ffn_agrees = printed_ffn <= 0 || printed_ffn == loaded->ffn_hidden ||
+                              (loaded->moe && printed_ffn == loaded->moe->expert_ffn_hidden);
+      const MoeSpec none;
+      const MoeSpec& lm = loaded->moe ? *loaded->moe : none;
+      const std::pair<const char*, std::pair<int64_t, int64_t>> checks[] = {
+          {"heads", {heads, loaded->heads}},
+          {"kv_heads", {IntOr(mj, "kv_heads", 0), loaded->kv_heads}},
+          {"moe_experts", {IntOr(mj, "moe_experts", 0), lm.experts}},
+          {"moe_topk", {IntOr(mj, "moe_topk", 0), lm.top_k}}};
+      for (const auto& [field, v] : checks)
+        if (v.first > 0 && v.first != v.second)
+          disagreeing =
+              std::string(field) + " " + std::to_string(v.first) + " (the preset's " + std::to_string(v.second) + ")";
+      if (!ffn_agrees) disagreeing = "ffn_hidden " + std::to_string(printed_ffn);
+      if (const int64_t v = IntOr(mj, "vocab", 0); v > 0 && v != loaded->vocab) {
+        const bool padded = v > loaded->vocab && v % 128 == 0 && v - loaded->vocab < 128 * 64;
+        const bool rounded =
+            std::fabs(static_cast<double>(v - loaded->vocab)) <= 0.005 * static_cast<double>(loaded->vocab);
+        if (!padded && !rounded)
+          disagreeing = "vocab " + std::to_string(v) + " (the preset's " + std::to_string(loaded->vocab) + ")";
+      }
+      if (const double cf = NumOr(mj, "moe_capacity_factor", 0); cf > 0 && cf != lm.capacity_factor) {
+        char text[64];
+        std::snprintf(text, sizeof text, "moe_capacity_factor %g (the preset's %g, 0 dropless)", cf,
+                      lm.capacity_factor);
+        disagreeing = text;
+      }
+      if (disagreeing.empty()) agreeing = *loaded;
+    }
   }
   if (mj.contains("spec") && mj["spec"].is_object()) {
     // The record gives the model as a meshplan model spec, translated from the run's own launch
@@ -679,6 +718,9 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   } else if (layers > 0 && hidden > 0 && heads > 0) {
     // The GPT of Megatron-LM (Narayanan 2021 §5.1, Korthikanti 2022 §3; Megatron-Core's GPT
     // defaults): f = 4h GELU MLP, biases, LayerNorm, learned positions, tied embeddings, dropout.
+    if (!disagreeing.empty())
+      run.assumptions.push_back("model '" + StrOr(mj, "name") + "': not preset " + *named + ", whose " + disagreeing +
+                                " the record contradicts; built from its printed dimensions");
     m.name = StrOr(mj, "name").empty() ? id : StrOr(mj, "name");
     m.source = run.source;
     m.layers = layers;

@@ -57,6 +57,29 @@ TEST(ParamsTest, Llama4MaverickTotalAndActive) {
   EXPECT_EQ(c.active, 17'184'691'200LL);
 }
 
+TEST(ParamsTest, MistralSevenBAndQwenThreeAreExact) {
+  // Mistral 7B (v0.1): q, o 4096^2 each, k, v 4096 x 1024 each = 41,943,040; SwiGLU
+  // 3 x 4096 x 14336 = 176,160,768; two RMSNorms 8,192: 218,112,000 x 32 = 6,979,584,000; untied
+  // embedding and head 2 x 32000 x 4096 = 262,144,000; final norm 4,096. Total 7,241,732,096
+  // (Mistral: 7.24B).
+  EXPECT_EQ(Count("mistral-7b").total, 7'241'732'096LL);
+  // Qwen3-8B: attention as Mistral's 41,943,040 + q/k RMSNorms 2 x 128; SwiGLU 3 x 4096 x 12288 =
+  // 150,994,944; norms 8,192: 192,946,432 x 36 = 6,946,071,552; untied 2 x 151936 x 4096 =
+  // 1,244,659,712; final norm 4,096. Total 8,190,735,360 (Qwen: 8.2B).
+  EXPECT_EQ(Count("qwen3-8b").total, 8'190'735'360LL);
+  // Qwen3-32B: 64 heads of 128 (8,192 wide, not the hidden 5,120): q, o 5120 x 8192 each, k, v
+  // 5120 x 1024 each = 94,371,840; q/k norms 256; SwiGLU 3 x 5120 x 25600 = 393,216,000; norms
+  // 10,240: 487,598,336 x 64 = 31,206,293,504; untied 2 x 151936 x 5120 = 1,555,824,640; final
+  // norm 5,120. Total 32,762,123,264 (Qwen: 32.8B).
+  EXPECT_EQ(Count("qwen3-32b").total, 32'762'123'264LL);
+}
+
+TEST(ParamsTest, GptOssTwentyBMatchesMegatronBridgesCount) {
+  // Megatron-Bridge's verification card for gpt-oss-20b (examples/model_verification_cards/
+  // gpt-oss-20b/card.yaml at 8a84d71660) counts 20,914,757,184 parameters.
+  EXPECT_EQ(Count("gpt-oss-20b").total, 20'914'757'184LL);
+}
+
 TEST(ParamsTest, DeepSeekV3TotalAndActive) {
   // MLA attention per layer: q_a 7168*1536 + norm 1536 + q_b 1536*128*192 + kv_a 7168*576 + norm
   // 512 + kv_b 512*128*256 + o 16384*7168 = 187,107,328. 3 dense layers (SwiGLU 18432) and 58 MoE

@@ -519,6 +519,55 @@ TEST(ValidationTest, ARecordWithoutAGlobalBatchIsSkippedSayingSo) {
   EXPECT_EQ(seen, 1);
 }
 
+TEST(ValidationTest, ModelNamesReachTheirPresetsUnlessThePrintedArchitectureDiffers) {
+  // A record that names its model without dimensions is costed as the preset of that name (Llama
+  // 3.3 70B keeps Llama 3's shapes). A record that prints dimensions agreeing with a preset in
+  // layers and hidden size is that preset, unless what else it prints contradicts it: then it is
+  // built from what it prints, said (dgxc-benchmarking's Grok-1 proxy: a 128,256-word vocabulary
+  // where xAI's Grok-1 has 131,072; a padded vocabulary, 51,200 for GPT-3's 50,257, agrees).
+  auto rec = [](const std::string& model, int ep) {
+    return R"([{"id": "x-7", "source": {"paper": "p"}, "hardware": {"gpu": "H100 80GB", "count": 64},
+      "model": )" +
+           model + R"(, "parallel": {"tp": 8, "pp": 1, "dp": 8, "ep": )" + std::to_string(ep) +
+           R"(}, "microbatch": 1, "global_batch": 64, "precision": "bf16",
+      "measured": {"tokens_per_s_per_gpu": 1000}}])";
+  };
+  struct Case {
+    const char* model;
+    const char* preset;  // the model the run is costed as
+    int ep = 1;          // expert parallelism for the MoE models
+  };
+  const Case cases[] = {
+      {R"({"name": "Llama 3.3 70B", "seq_len": 8192})", "llama3-70b"},
+      {R"({"name": "Qwen3-32B", "seq_len": 4096})", "qwen3-32b"},
+      {R"({"name": "Qwen3 8B", "seq_len": 4096})", "qwen3-8b"},
+      {R"({"name": "Qwen2.5-72B", "seq_len": 4096})", "qwen2.5-72b"},
+      {R"({"name": "Mistral 7B", "seq_len": 4096})", "mistral-7b"},
+      {R"({"name": "gpt-oss-20b", "seq_len": 4096})", "gpt-oss-20b", 8},
+      {R"({"name": "Llama-4-Scout", "seq_len": 8192})", "llama4-scout", 8},
+      {R"({"name": "Grok-1 314B", "layers": 64, "hidden": 6144, "heads": 48, "seq_len": 8192, "vocab": 131072})",
+       "grok-1", 8},
+      {R"({"name": "Grok-1 314B", "layers": 64, "hidden": 6144, "heads": 48, "seq_len": 8192, "vocab": 128256,
+          "ffn_hidden": 32768, "moe_experts": 8, "moe_topk": 2, "moe_ffn_hidden": 32768})",
+       "Grok-1 314B", 8},
+      {R"({"name": "GPT-3 175B", "layers": 96, "hidden": 12288, "heads": 96, "seq_len": 2048, "vocab": 51200})",
+       "gpt3-175b"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> skipped;
+    auto runs = core::LoadPublishedRuns(rec(c.model, c.ep), &skipped);
+    ASSERT_TRUE(runs.ok()) << c.model;
+    ASSERT_EQ(runs->size(), 1u) << c.model << ": " << (skipped.empty() ? "" : skipped.front());
+    EXPECT_EQ(runs->front().scenario.model.name, c.preset) << c.model;
+    if (std::string(c.preset) == "Grok-1 314B") {
+      bool said = false;
+      for (const auto& a : runs->front().assumptions)
+        said = said || a.find("not preset grok-1, whose vocab 128256 (the preset's 131072)") != std::string::npos;
+      EXPECT_TRUE(said) << c.model;
+    }
+  }
+}
+
 TEST(ValidationTest, RecipesWithoutTpCommOverlapExposeTheirTpCollectives) {
   // presets/launches/megatron-bridge-performance.json tp_comm_overlap: the recipe's
   // CommOverlapConfig after Megatron-Bridge's runtime rule. Nemotron 3 Super on 64 GB200s (TP 2,

@@ -1017,9 +1017,10 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   if (!rc.empty() && rc.rfind("full", 0) != 0 && rc.rfind("selective", 0) != 0 && rc.rfind("none", 0) != 0) {
     const std::string printed = StrOr(pj, "recompute");
     auto has_word = [&](const char* w) { return rc.find(w) != std::string::npos; };
-    if (has_word("selective")) rc = "selective (" + printed + ")";
+    // torchtitan's words too: "SAC" (selective activation checkpointing), "no AC".
+    if (has_word("selective") || has_word(" sac") || rc.rfind("sac", 0) == 0) rc = "selective (" + printed + ")";
     else if (rc == "no" || rc == "off" || rc == "false" || has_word("no recomput") || has_word("no activation") ||
-             has_word("disabled"))
+             rc == "no ac" || has_word("disabled"))
       rc = "none (" + printed + ")";
     else if (has_word("full") || has_word("checkpoint") || rc == "yes" || rc == "on" || rc == "true") {
       rc = "full (" + printed + ")";
@@ -1225,6 +1226,22 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     p.zero = 3;
   } else if (fsdp.rfind("NO_SHARD", 0) == 0) {
     p.zero = 0;  // PyTorch FSDP's NO_SHARD: plain data parallelism
+  } else if (fsdp.rfind("HYBRID_SHARD", 0) == 0 || fsdp.rfind("_HYBRID_SHARD_ZERO2", 0) == 0) {
+    // PyTorch FSDP's HYBRID_SHARD: "FULL_SHARD within a node, and replicate parameters across
+    // nodes" (torch/distributed/fsdp/api.py ShardingStrategy; _HYBRID_SHARD_ZERO2 the same with
+    // SHARD_GRAD_OP): HSDP over the data-parallel ranks one node holds (its GPUs over TP, the
+    // innermost axis), the largest such count that divides dp x cp.
+    const int64_t group = p.dp * p.cp;
+    int64_t shard = std::clamp<int64_t>(s.cluster.gpus_per_node / std::max<int64_t>(p.tp, 1), 1, group);
+    while (group % shard != 0) --shard;
+    p.zero = fsdp.rfind("_HYBRID", 0) == 0 ? 2 : 3;
+    p.sharding = Sharding::kHsdp;
+    p.hsdp_shard_size = shard;
+    run.assumptions.push_back("parallel.fsdp " + fsdp + ": HSDP, ZeRO-" + std::to_string(p.zero) +
+                              " within each node's " + std::to_string(shard) +
+                              " data-parallel ranks, replicated across nodes");
+  } else if (fsdp.rfind("FSDP2", 0) == 0 || Lower(fsdp).find("fully_shard") != std::string::npos) {
+    p.zero = 3;  // FSDP2's fully_shard: parameters, gradients and optimizer state sharded
   } else {
     if (!fsdp.empty() && digits_at == std::string::npos)
       run.assumptions.push_back("parallel.fsdp '" + fsdp + "' not read: the stack's ZeRO stage stands");

@@ -1587,6 +1587,8 @@ TEST(ValidationTest, RecomputationIsReadAsPrintedWithoutCase) {
       {R"("Selective")", core::Recompute::kSelective, ""},
       {R"("activation checkpointing")", core::Recompute::kFull, "read as full recomputation"},
       {R"("partial")", core::Recompute::kFull, "'partial' not read: the stack's setting stands"},
+      {R"("no AC")", core::Recompute::kNone, ""},
+      {R"("op-level SAC")", core::Recompute::kSelective, ""},
   };
   for (const Case& c : cases) {
     std::vector<std::string> skipped;
@@ -1604,8 +1606,9 @@ TEST(ValidationTest, RecomputationIsReadAsPrintedWithoutCase) {
 
 TEST(ValidationTest, ShardingIsReadAsPrinted) {
   // parallel.zero_stage as a number or in words, parallel.fsdp as a degree (number or string),
-  // true (FULL_SHARD) or NO_SHARD; what is not read ("HYBRID_SHARD") leaves the stack's stage
-  // (megatron-core-2024: the distributed optimizer, ZeRO-1) and is said.
+  // true (FULL_SHARD), FSDP2 or NO_SHARD; what is not read ("ZeRO-12") leaves the stack's stage
+  // (megatron-core-2024: the distributed optimizer, ZeRO-1) and is said. HYBRID_SHARD is HSDP over
+  // a node's data-parallel ranks: 8 GPUs a node over TP 2 = 4 (below).
   auto rec = [](const std::string& sharding) {
     return R"([{"id": "x-10", "source": {"paper": "p"}, "hardware": {"gpu": "H100 80GB", "count": 64},
       "model": {"name": "g", "layers": 32, "hidden": 4096, "heads": 32, "ffn_hidden": 16384, "vocab": 51200,
@@ -1622,7 +1625,7 @@ TEST(ValidationTest, ShardingIsReadAsPrinted) {
       {R"("zero_stage": "ZeRO-3")", 3, false}, {R"("zero_stage": "stage 2")", 2, false},
       {R"("zero_stage": 3.0)", 3, false},      {R"("fsdp": 8)", 3, false},
       {R"("fsdp": true)", 3, false},           {R"("fsdp": "NO_SHARD")", 0, false},
-      {R"("fsdp": "HYBRID_SHARD")", 1, true},  {R"("zero_stage": "ZeRO-12")", 1, true},
+      {R"("fsdp": "FSDP2")", 3, false},        {R"("zero_stage": "ZeRO-12")", 1, true},
   };
   for (const Case& c : cases) {
     std::vector<std::string> skipped;
@@ -1632,6 +1635,18 @@ TEST(ValidationTest, ShardingIsReadAsPrinted) {
     EXPECT_EQ(runs->front().scenario.plan.zero, c.zero) << c.printed;
     const bool said = Says(runs->front().assumptions, "not read");
     EXPECT_EQ(said, c.said) << c.printed;
+  }
+  for (const auto& [printed, zero] :
+       {std::pair{R"("fsdp": "HYBRID_SHARD")", 3}, {R"("fsdp": "_HYBRID_SHARD_ZERO2")", 2}}) {
+    std::vector<std::string> skipped;
+    auto runs = core::LoadPublishedRuns(rec(printed), &skipped);
+    ASSERT_TRUE(runs.ok());
+    ASSERT_EQ(runs->size(), 1u) << printed << ": " << (skipped.empty() ? "" : skipped.front());
+    const core::PlanSpec& p = runs->front().scenario.plan;
+    EXPECT_EQ(p.zero, zero) << printed;
+    EXPECT_EQ(p.sharding, core::Sharding::kHsdp) << printed;
+    EXPECT_EQ(p.hsdp_shard_size, 4) << printed;
+    EXPECT_TRUE(Says(runs->front().assumptions, "within each node's 4 data-parallel ranks")) << printed;
   }
 }
 

@@ -76,7 +76,7 @@ std::string PlanLine(const core::PlanSpec& p, const core::MemoryReport& r) {
     << core::Name(p.schedule) << ", " << p.Microbatches() << " microbatches";
   if (p.schedule == core::Schedule::kInterleaved && p.vpp_group > 0) o << " in groups of " << p.vpp_group;
   o << " | " << core::Name(p.precision);
-  if (core::Quantized(p.precision) && p.HasBf16Layers()) {
+  if (p.HasBf16Layers()) {
     o << " (bf16:";
     if (p.bf16_layers_at_start > 0) o << " first " << p.bf16_layers_at_start;
     if (p.bf16_layers_at_start > 0 && p.bf16_layers_at_end > 0) o << ",";

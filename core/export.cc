@@ -369,7 +369,7 @@ Result<std::string> ExportMegatron(const Scenario& s) {
   }
   // The layers kept in BF16: TransformerConfig's first_last_layers_bf16 and its two counts, flags
   // of the transformer group (arguments.py:2373 at d98e8a64, ArgumentGroupFactory(TransformerConfig)).
-  if (Quantized(p.precision) && p.HasBf16Layers()) {
+  if (p.HasBf16Layers()) {
     arg("--first-last-layers-bf16");
     arg("--num-layers-at-start-in-bf16 " + std::to_string(p.bf16_layers_at_start));
     arg("--num-layers-at-end-in-bf16 " + std::to_string(p.bf16_layers_at_end));
@@ -409,7 +409,7 @@ Result<std::string> ExportTorchtitan(const Scenario& s) {
   if (p.precision == Dtype::kNvfp4)
     return refuse("this exporter maps no NVFP4 recipe for torchtitan (it writes torchao's float8 converter for fp8)",
                   "--precision fp8");
-  if (Quantized(p.precision) && p.HasBf16Layers())
+  if (p.HasBf16Layers())
     return refuse("this exporter keeps no layer out of torchao's float8 conversion (plan.bf16_layers_at_start/_at_end)",
                   "no --bf16-layers-at-start/--bf16-layers-at-end");
   const TitanFlavor* flavor = TitanFlavorOf(m);
@@ -570,7 +570,7 @@ Result<std::string> ExportTorchtitanPython(const Scenario& s) {
   if (p.precision == Dtype::kNvfp4)
     return refuse("this exporter maps no NVFP4 recipe for torchtitan (it writes torchao's float8 converter for fp8)",
                   "--precision fp8");
-  if (Quantized(p.precision) && p.HasBf16Layers())
+  if (p.HasBf16Layers())
     return refuse("this exporter keeps no layer out of torchao's float8 conversion (plan.bf16_layers_at_start/_at_end)",
                   "no --bf16-layers-at-start/--bf16-layers-at-end");
   const TitanFlavor* flavor = TitanFlavorOf(m);

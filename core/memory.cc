@@ -145,8 +145,8 @@ const RankLayout& RankLayoutOf(const ModelSpec& m, const PlanSpec& p) {
   const int64_t first_dense = m.moe ? m.moe->first_dense_layers : -1, freq = m.moe ? m.moe->layer_freq : -1;
   const bool dualpipe = p.schedule == Schedule::kDualPipe;
   const int hybrid = m.Hybrid() ? (m.HybridHasMoe() ? 1 : 2) : 0;
-  const bool quantized = Quantized(p.precision);
-  const int64_t bf16_start = quantized ? p.bf16_layers_at_start : 0, bf16_end = quantized ? p.bf16_layers_at_end : 0;
+  const bool bf16 = p.HasBf16Layers();
+  const int64_t bf16_start = bf16 ? p.bf16_layers_at_start : 0, bf16_end = bf16 ? p.bf16_layers_at_end : 0;
   if (memo.valid && memo.layers == m.layers && memo.mtp == m.MtpCostedLayers() && memo.first_dense == first_dense &&
       memo.freq == freq && memo.hybrid == hybrid && memo.pp == p.pp && memo.vpp == p.vpp && memo.dualpipe == dualpipe &&
       memo.bf16_start == bf16_start && memo.bf16_end == bf16_end && memo.split == p.stage_layers)
@@ -645,19 +645,14 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
   // The same for the layers that keep their GEMMs in BF16 under a quantized precision
   // (PlanSpec::KeepsLayerInBf16): their linear inputs saved in 16 bits, not as FP8/FP4 copies.
   int64_t act_bf16[2][3] = {};
-  const bool bf16_layers = Quantized(p.precision) && p.HasBf16Layers();
-  const Recompute modes[3] = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
-  for (int moe = 0; moe < (m.moe ? 2 : 1); ++moe)
-    for (int mode = 0; mode < 3; ++mode)
-      if (mode == 0 || modes[mode] == p.recompute) act[moe][mode] = LayerActivationBytes(m, p, moe == 1, modes[mode]);
-  if (bf16_layers) {
-    PlanSpec pb = p;  // (a copy only for such plans: the search's hot path has none)
-    pb.precision = Dtype::kBf16;
+  auto fill = [&](const PlanSpec& q, int64_t(&out)[2][3]) {
+    const Recompute modes[3] = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
     for (int moe = 0; moe < (m.moe ? 2 : 1); ++moe)
       for (int mode = 0; mode < 3; ++mode)
-        if (mode == 0 || modes[mode] == p.recompute)
-          act_bf16[moe][mode] = LayerActivationBytes(m, pb, moe == 1, modes[mode]);
-  }
+        if (mode == 0 || modes[mode] == p.recompute) out[moe][mode] = LayerActivationBytes(m, q, moe == 1, modes[mode]);
+  };
+  fill(p, act);
+  if (p.HasBf16Layers()) fill(p.Bf16LayerPlan(), act_bf16);  // (a copy only for such plans: none on the search's path)
 
   // The model chunks a pipeline rank holds. Interleaved: rank r holds chunks r, r + pp, ...
   // (chunk c on rank c mod pp while c / pp < vpp), so the first chunk (0) is rank 0's and the last
@@ -726,7 +721,7 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
         max_layer = std::max(max_layer, d + x);
         const bool full = full_all || (p.recompute == Recompute::kFull && layers_here < p.recompute_layers);
         const int mode = full ? 2 : (p.recompute == Recompute::kSelective ? 1 : 0);
-        const auto& a = bf16_layers && p.KeepsLayerInBf16(l, m.layers) ? act_bf16[moe] : act[moe];
+        const auto& a = p.KeepsLayerInBf16(l, m.layers) ? act_bf16[moe] : act[moe];
         per_mb += a[mode];
         // Backward of a recomputed layer re-materialises what recompute dropped, one layer at a time.
         if (mode != 0) max_working = std::max(max_working, a[0] - a[mode]);

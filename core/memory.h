@@ -239,7 +239,7 @@ struct StageComposition {
 inline StageComposition StageCompositionOf(const ModelSpec& m, const PlanSpec& p, const std::vector<int64_t>& starts,
                                            int64_t stage) {
   StageComposition s;
-  const bool bf16 = Quantized(p.precision) && p.HasBf16Layers();
+  const bool bf16 = p.HasBf16Layers();
   ForEachStageChunk(starts, p, stage, [&](int64_t begin, int64_t count) {
     const int64_t moe_here = m.MoeLayersBefore(begin + count) - m.MoeLayersBefore(begin);
     s.moe += moe_here;

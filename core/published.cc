@@ -691,8 +691,8 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
           disagreeing = "vocab " + std::to_string(v) + " (the preset's " + std::to_string(loaded->vocab) + ")";
       }
       if (const double cf = NumOr(mj, "moe_capacity_factor", 0); cf > 0 && cf != lm.capacity_factor) {
-        char text[64];
-        std::snprintf(text, sizeof text, "moe_capacity_factor %g (the preset's %g, 0 dropless)", cf,
+        char text[128];
+        std::snprintf(text, sizeof text, "moe_capacity_factor %g (the preset's %g; 0 is dropless)", cf,
                       lm.capacity_factor);
         disagreeing = text;
       }

@@ -555,12 +555,18 @@ struct PlanSpec {
   bool moe_grouped_gemm = true;
 
   int64_t Microbatches() const { return global_batch / (micro_batch * dp); }  // per pipeline
-  // True when decoder layer `layer` (0-based, of `layers`) keeps its GEMMs in BF16 under a
-  // quantized precision (bf16_layers_at_start / _at_end above).
+  // True when the plan runs some layers in BF16 beside its quantized ones (bf16_layers_at_start /
+  // _at_end above, under fp8 or nvfp4), and when decoder layer `layer` (0-based, of `layers`) is
+  // one of them; such a layer runs as Bf16LayerPlan() runs its layers.
+  bool HasBf16Layers() const { return Quantized(precision) && (bf16_layers_at_start > 0 || bf16_layers_at_end > 0); }
   bool KeepsLayerInBf16(int64_t layer, int64_t layers) const {
-    return layer < bf16_layers_at_start || layer >= layers - bf16_layers_at_end;
+    return HasBf16Layers() && (layer < bf16_layers_at_start || layer >= layers - bf16_layers_at_end);
   }
-  bool HasBf16Layers() const { return bf16_layers_at_start > 0 || bf16_layers_at_end > 0; }
+  PlanSpec Bf16LayerPlan() const {
+    PlanSpec q = *this;
+    q.precision = Dtype::kBf16;
+    return q;
+  }
   int64_t VppGroup() const { return vpp_group > 0 ? vpp_group : pp; }  // interleaved's group
   // True when selective recomputation recomputes `module` (never under none or full).
   bool Recomputes(RecomputeModule module) const {

@@ -585,7 +585,7 @@ void CheckBf16Layers(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, D
       d->Error(field, S(n) + " exceeds the layers per pipeline stage (" + S(per_stage) + " = " + S(m.layers) +
                           " layers / pp " + S(pl.pp) + "), Megatron-Core's bound");
   }
-  if (!pl.HasBf16Layers() || !Quantized(pl.precision)) return;
+  if (!pl.HasBf16Layers()) return;
   if (pl.bf16_layers_at_start + pl.bf16_layers_at_end > m.layers)
     d->Error("plan.bf16_layers_at_end", "the BF16 layers at the start (" + S(pl.bf16_layers_at_start) + ") and end (" +
                                             S(pl.bf16_layers_at_end) + ") exceed the model's " + S(m.layers) +

@@ -132,10 +132,8 @@ std::vector<StageStreams> StageStreamCosts(const core::ModelSpec& m, const core:
                   head = split(graph.head);
   // The layers kept in BF16 under a quantized precision: the plan's layers with precision bf16.
   ListSplit dense_bf16, moe_bf16;
-  if (core::Quantized(p.precision) && p.HasBf16Layers()) {
-    core::PlanSpec pb = p;
-    pb.precision = core::Dtype::kBf16;
-    const core::StepGraph gb = core::BuildStepGraph(m, pb);
+  if (p.HasBf16Layers()) {
+    const core::StepGraph gb = core::BuildStepGraph(m, p.Bf16LayerPlan());
     dense_bf16 = split(gb.dense_layer);
     moe_bf16 = split(gb.moe_layer);
   }

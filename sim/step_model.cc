@@ -1047,11 +1047,9 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
   // single call of CostListsOnce, which the compiler inlines).
   std::optional<StepCostCache> own_bf16;
   const CostedLists* LB = nullptr;
-  if (core::Quantized(p.precision) && p.HasBf16Layers()) {
-    core::PlanSpec pb = p;
-    pb.precision = core::Dtype::kBf16;
+  if (p.HasBf16Layers()) {
     StepCostCache* bc = cache ? cache : &own_bf16.emplace();
-    LB = &bc->impl().Get(m, pb, g, c, prof);
+    LB = &bc->impl().Get(m, p.Bf16LayerPlan(), g, c, prof);
   }
   const double p2p = S.P2p(p);
   const double sends = SendsPerMicrobatch(p);
@@ -1060,6 +1058,19 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
     r->step_comm += w.comm * count;
     r->param_gather += w.param_gather * count;
     r->optimizer += w.optimizer * count;
+  };
+
+  // `n` layers of one kind: the first `rc` with their recompute pass (`all`), the rest without it
+  // (`kept`); an MoE layer waits for the host floor.
+  auto add_layers = [&](const ListTotals& all, const ListTotals& kept, const StepWork& w, int64_t n, int64_t rc,
+                        bool moe_layers, RankCost* r) {
+    Accumulate(all, static_cast<double>(rc), r);
+    if (rc < n) Accumulate(kept, static_cast<double>(n - rc), r);
+    if (moe_layers && moe_host_floor > 0) {
+      HostWait(all, moe_host_floor, static_cast<double>(rc), r);
+      if (rc < n) HostWait(kept, moe_host_floor, static_cast<double>(n - rc), r);
+    }
+    step_costs(w, static_cast<double>(n), r);
   };
 
   // A rank's cost depends only on what it holds: its dense and MoE layer counts and whether it
@@ -1082,30 +1093,13 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
       rc_moe = std::min(n_moe, left - rc_dense);
     }
     // The BF16 layers (ValidatePlan refuses them beside a partial full recomputation, so every
-    // layer here takes the plan's one recompute mode): taken out of the counts above.
+    // layer here takes the plan's one recompute mode) are costed from their own lists.
     const int64_t b_dense = LB ? here.bf16_dense : 0, b_moe = LB ? here.bf16_moe : 0;
-    rc_dense = std::max<int64_t>(rc_dense - b_dense, 0);
-    rc_moe = std::max<int64_t>(rc_moe - b_moe, 0);
-    Accumulate(dense, static_cast<double>(rc_dense), &r);
-    if (rc_dense + b_dense < n_dense) Accumulate(dense_kept, static_cast<double>(n_dense - rc_dense - b_dense), &r);
-    step_costs(dense_step, static_cast<double>(n_dense - b_dense), &r);
-    if (b_dense > 0) {
-      Accumulate(LB->dense, static_cast<double>(b_dense), &r);
-      step_costs(LB->dense_step, static_cast<double>(b_dense), &r);
-    }
+    add_layers(dense, dense_kept, dense_step, n_dense - b_dense, std::min(rc_dense, n_dense - b_dense), false, &r);
+    if (b_dense > 0) add_layers(LB->dense, LB->dense, LB->dense_step, b_dense, b_dense, false, &r);
     if (n_moe > 0) {
-      Accumulate(moe, static_cast<double>(rc_moe), &r);
-      if (rc_moe + b_moe < n_moe) Accumulate(moe_kept, static_cast<double>(n_moe - rc_moe - b_moe), &r);
-      if (moe_host_floor > 0) {
-        HostWait(moe, moe_host_floor, static_cast<double>(rc_moe), &r);
-        if (rc_moe + b_moe < n_moe) HostWait(moe_kept, moe_host_floor, static_cast<double>(n_moe - rc_moe - b_moe), &r);
-      }
-      step_costs(moe_step, static_cast<double>(n_moe - b_moe), &r);
-      if (b_moe > 0) {
-        Accumulate(LB->moe, static_cast<double>(b_moe), &r);
-        if (moe_host_floor > 0) HostWait(LB->moe, moe_host_floor, static_cast<double>(b_moe), &r);
-        step_costs(LB->moe_step, static_cast<double>(b_moe), &r);
-      }
+      add_layers(moe, moe_kept, moe_step, n_moe - b_moe, std::min(rc_moe, n_moe - b_moe), true, &r);
+      if (b_moe > 0) add_layers(LB->moe, LB->moe, LB->moe_step, b_moe, b_moe, true, &r);
     }
     if (first) {
       Accumulate(emb, 1, &r);

@@ -191,11 +191,27 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
   for (auto d : {core::Dtype::kBf16, core::Dtype::kFp16, core::Dtype::kFp8, core::Dtype::kNvfp4, core::Dtype::kFp32})
     precision_->addItem(core::Name(d), static_cast<int>(d));
   precision_->setToolTip("GEMM compute precision");
+  fp8_scaling_ = new QComboBox();
+  for (auto f : {core::Fp8Scaling::kDelayed, core::Fp8Scaling::kCurrent, core::Fp8Scaling::kBlock})
+    fp8_scaling_->addItem(core::Name(f), static_cast<int>(f));
+  fp8_scaling_->setToolTip(
+      "Under fp8: how each GEMM operand is scaled (Transformer Engine recipes). delayed: from an amax "
+      "history; current: from the tensor's own amax, one more pass; block: per 1x128 tile (DeepSeek-V3). "
+      "BF16 first/last layers need current or block");
+  bf16_start_ = IntBox(0, 100000,
+                       "Under fp8 or nvfp4: the model's first N decoder layers run their GEMMs in BF16 "
+                       "(Megatron-Core --first-last-layers-bf16 --num-layers-at-start-in-bf16 N)");
+  bf16_end_ = IntBox(0, 100000,
+                     "Under fp8 or nvfp4: the model's last M decoder layers run their GEMMs in BF16 "
+                     "(Megatron-Core --first-last-layers-bf16 --num-layers-at-end-in-bf16 M)");
   bf->addRow("micro batch", mbs_);
   bf->addRow("global batch", gbs_);
   bf->addRow("sequence", seq_);
   bf->addRow("schedule", schedule_);
   bf->addRow("precision", precision_);
+  bf->addRow("FP8 scaling", fp8_scaling_);
+  bf->addRow("BF16 layers at start", bf16_start_);
+  bf->addRow("BF16 layers at end", bf16_end_);
   col->addWidget(bg);
 
   // ---- the run ------------------------------------------------------------------------------
@@ -286,6 +302,15 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
     if (i >= 0)
       EditPlan([&](core::PlanSpec& p) { p.precision = static_cast<core::Dtype>(precision_->itemData(i).toInt()); });
   });
+  connect(fp8_scaling_, &QComboBox::currentIndexChanged, this, [this](int i) {
+    if (i >= 0)
+      EditPlan(
+          [&](core::PlanSpec& p) { p.fp8_scaling = static_cast<core::Fp8Scaling>(fp8_scaling_->itemData(i).toInt()); });
+  });
+  connect(bf16_start_, &QSpinBox::valueChanged, this,
+          [this](int v) { EditPlan([&](core::PlanSpec& p) { p.bf16_layers_at_start = v; }); });
+  connect(bf16_end_, &QSpinBox::valueChanged, this,
+          [this](int v) { EditPlan([&](core::PlanSpec& p) { p.bf16_layers_at_end = v; }); });
   connect(scenario_, &ScenarioModel::evaluated, this, &InputsPanel::Refresh);
   Refresh();
 }
@@ -362,14 +387,22 @@ void InputsPanel::Refresh() {
   FillChoices(schedule_, scenario_->scheduleChoices(), static_cast<int64_t>(p.schedule),
               [](int64_t v) { return QString(core::Name(static_cast<core::Schedule>(v))); });
   {
-    const QSignalBlocker b1(sp_), b2(recompute_), b3(precision_);
+    const QSignalBlocker b1(sp_), b2(recompute_), b3(precision_), b4(fp8_scaling_);
     sp_->setChecked(p.sequence_parallel);
     recompute_->setCurrentIndex(recompute_->findData(static_cast<int>(p.recompute)));
     precision_->setCurrentIndex(precision_->findData(static_cast<int>(p.precision)));
+    fp8_scaling_->setCurrentIndex(fp8_scaling_->findData(static_cast<int>(p.fp8_scaling)));
+    fp8_scaling_->setEnabled(p.precision == core::Dtype::kFp8);
   }
   SetValue(mbs_, p.micro_batch);
   SetValue(gbs_, p.global_batch);
   SetValue(seq_, p.seq_len);
+  SetValue(bf16_start_, p.bf16_layers_at_start);
+  SetValue(bf16_end_, p.bf16_layers_at_end);
+  // Only a quantized precision has layers to keep in BF16; a count set before the precision
+  // changed stays in the plan, shown, so that validation names it (never silently dropped).
+  const bool quantized = core::Quantized(p.precision);
+  for (QSpinBox* b : {bf16_start_, bf16_end_}) b->setEnabled(quantized || b->value() > 0);
 
   QString html;
   if (!error_.isEmpty()) html += "<p style='color:#b00000'><b>Could not load:</b> " + error_.toHtmlEscaped() + "</p>";

@@ -2,7 +2,8 @@
 // config.json...", the GPU count, the parallel degrees (lists that offer every candidate but
 // enable only the values core::ValidatePlan accepts for the current model and GPU count; hovering
 // a greyed value shows the rule it breaks), ZeRO, SP, recompute, batch, sequence, schedule,
-// precision, tokens to train and the price per GPU-hour. Every change goes straight to the
+// precision (with FP8's scaling and the BF16 first and last layers under fp8/nvfp4), tokens to train and the
+// price per GPU-hour. Every change goes straight to the
 // ScenarioModel, which re-evaluates at once; the panel then shows the model's state.
 // Thread-safety: GUI thread only. Slots never throw.
 #ifndef MESHPLAN_GUI_VIEWS_INPUTS_PANEL_H_
@@ -33,6 +34,10 @@ class InputsPanel : public QScrollArea {
   QComboBox* modelBox() const { return model_; }
   QComboBox* zeroBox() const { return zero_; }
   QSpinBox* gbsBox() const { return gbs_; }
+  QComboBox* precisionBox() const { return precision_; }
+  QComboBox* fp8ScalingBox() const { return fp8_scaling_; }
+  QSpinBox* bf16LayersAtStartBox() const { return bf16_start_; }
+  QSpinBox* bf16LayersAtEndBox() const { return bf16_end_; }
   QLabel* messages() const { return messages_; }
   // Opens a file dialog and loads a Hugging Face config.json (or meshplan model JSON).
   void loadModelFileDialog();
@@ -53,9 +58,10 @@ class InputsPanel : public QScrollArea {
   QSpinBox* gpus_;
   std::map<Degree, QComboBox*> degree_;
   QLabel* dp_;
-  QComboBox *zero_, *recompute_, *schedule_, *precision_;
+  QComboBox *zero_, *recompute_, *schedule_, *precision_, *fp8_scaling_;
   QCheckBox* sp_;
   QSpinBox *mbs_, *gbs_, *seq_;
+  QSpinBox *bf16_start_, *bf16_end_;  // plan.bf16_layers_at_start / _at_end
   QLabel* messages_;
   QString error_;  // the last load error, shown until the next successful change
 };

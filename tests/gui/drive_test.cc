@@ -1,8 +1,8 @@
 // The window driven like a user: the inputs panel's lists and boxes change the plan, and what the
 // memory view shows must be what `meshplan report` computes for the same plan (the plan as the
 // CLI resolves it from the GUI's "copy as command" line, then core::EstimateMemory). Also: invalid
-// values greyed with their rule, save/open round trip, a search cell click, the HF config import
-// and the evaluation time of a dense 405B plan.
+// values greyed with their rule, the BF16 first/last layers under FP8, save/open round trip, a
+// search cell click, the HF config import and the evaluation time of a dense 405B plan.
 #include <gtest/gtest.h>
 
 #include <CLI/CLI.hpp>
@@ -20,6 +20,7 @@
 #include "gui/main_window.h"
 #include "gui/views/memory_view.h"
 #include "gui/views/search_view.h"
+#include "sim/step_model.h"
 
 namespace meshplan::gui {
 namespace {
@@ -271,6 +272,74 @@ TEST(GuiDriveTest, CopyAsCommandMeansTheSamePlan) {
   // An edit no flag expresses is said, not dropped.
   s.setPricePerGpuHour(1.25);
   EXPECT_TRUE(s.commandLine().contains("# not expressed: price per GPU-hour $1.25"));
+}
+
+// The BF16 first and last layers under FP8, set in the inputs panel as a user does: the boxes are
+// off under bf16, choosing fp8 turns them and FP8's scaling on, and what the window evaluates is
+// what `meshplan report` computes for its copy-as-command line. Llama-3-70B on 64 GPUs at PP 4:
+// 20 layers a stage, so the last 4 in BF16 lie on the last stage alone, which then paces the
+// pipeline: the step lies between the all-FP8 and the all-BF16 plans'.
+TEST(GuiDriveTest, Bf16LayersUnderFp8AreSetInThePanelAndCostAsTheCliSays) {
+  MainWindow w;
+  ScenarioModel* s = w.scenario();
+  InputsPanel* in = w.inputs();
+  ASSERT_EQ(s->plan().precision, core::Dtype::kBf16);
+  ASSERT_EQ(s->plan().pp, 4);
+  ASSERT_EQ(s->scenario().model.layers, 80);
+  EXPECT_FALSE(in->bf16LayersAtStartBox()->isEnabled());
+  EXPECT_FALSE(in->bf16LayersAtEndBox()->isEnabled());
+  EXPECT_FALSE(in->fp8ScalingBox()->isEnabled());
+  ASSERT_TRUE(s->evaluation().valid);
+  const double bf16_step = s->evaluation().step.time_s;
+
+  auto choose = [](QComboBox* box, int data) {
+    const int i = box->findData(data);
+    ASSERT_GE(i, 0) << "the list does not offer " << data;
+    box->setCurrentIndex(i);
+  };
+  choose(in->precisionBox(), static_cast<int>(core::Dtype::kFp8));
+  ASSERT_EQ(s->plan().precision, core::Dtype::kFp8);
+  EXPECT_TRUE(in->bf16LayersAtEndBox()->isEnabled());
+  EXPECT_TRUE(in->fp8ScalingBox()->isEnabled());
+  // Megatron-Core refuses BF16 layers beside delayed scaling (the plan's default): current.
+  choose(in->fp8ScalingBox(), static_cast<int>(core::Fp8Scaling::kCurrent));
+  ASSERT_EQ(s->plan().fp8_scaling, core::Fp8Scaling::kCurrent);
+  ASSERT_TRUE(s->evaluation().valid) << s->evaluation().errors.join("\n").toStdString();
+  const double fp8_step = s->evaluation().step.time_s;
+
+  in->bf16LayersAtEndBox()->setValue(4);
+  ASSERT_EQ(s->plan().bf16_layers_at_end, 4);
+  ASSERT_TRUE(s->evaluation().valid) << s->evaluation().errors.join("\n").toStdString();
+  const double mixed_step = s->evaluation().step.time_s;
+  EXPECT_LT(fp8_step, mixed_step);
+  EXPECT_LT(mixed_step, bf16_step);
+
+  const QString command = s->commandLine();
+  EXPECT_TRUE(command.contains("--bf16-layers-at-end 4")) << command.toStdString();
+  core::Scenario cli;
+  std::string error;
+  ASSERT_TRUE(ResolveCommand(command, &cli, &error)) << error << "\n" << command.toStdString();
+  EXPECT_EQ(cli.plan, s->plan()) << command.toStdString();
+  const auto profile = core::LoadProfile("default");
+  ASSERT_TRUE(profile.ok());
+  EXPECT_NEAR(sim::EstimateStep(cli.model, cli.plan, cli.gpu, cli.cluster, *profile).time_s, mixed_step,
+              1e-12 * mixed_step);
+  EXPECT_EQ(core::EstimateMemory(cli.model, cli.plan, cli.gpu, profile->memory).per_gpu_bytes,
+            s->evaluation().memory.per_gpu_bytes);
+
+  // Back to bf16 with a count set: kept and refused naming the field (never silently dropped),
+  // the box left on so that the user can clear it.
+  choose(in->precisionBox(), static_cast<int>(core::Dtype::kBf16));
+  EXPECT_FALSE(s->evaluation().valid);
+  EXPECT_TRUE(s->evaluation().errors.join("\n").contains("plan.bf16_layers_at_end"))
+      << s->evaluation().errors.join("\n").toStdString();
+  EXPECT_TRUE(in->bf16LayersAtEndBox()->isEnabled());
+  EXPECT_EQ(in->bf16LayersAtEndBox()->value(), 4);
+  EXPECT_FALSE(in->bf16LayersAtStartBox()->isEnabled());
+  in->bf16LayersAtEndBox()->setValue(0);
+  ASSERT_TRUE(s->evaluation().valid) << s->evaluation().errors.join("\n").toStdString();
+  EXPECT_FALSE(in->bf16LayersAtEndBox()->isEnabled());
+  EXPECT_DOUBLE_EQ(s->evaluation().step.time_s, bf16_step);
 }
 
 TEST(GuiDriveTest, SaveAndOpenPlanRoundTrips) {

@@ -697,6 +697,31 @@ TEST(ValidationTest, MegatronBridgeRunsTakeTheirRecipesRecomputation) {
   EXPECT_FALSE(without.fits);
 }
 
+// Megatron-Bridge 26.02.01 prints its GB300 Llama 3 70B MXFP8 and NVFP4 rows with a layout that
+// no configuration of its release (v0.3.1) has (MBS 2, VP n/a; the NVFP4 one PP 1 and DDP, every
+// GPU holding the 70.6B parameters' bf16 weights and gradients: 282 GB beside the activations on
+// a 288 GB GPU). Both records take the release's one GB300 configuration of their precision at
+// GBS 256, PP 4 x VP 5 at micro batch 1 (llama3_workload_base_configs.py:219-231 at v0.3.1), as
+// 26.02, 26.04 and 26.04.01 print it, and then fit.
+TEST(ValidationTest, GB300Llama70BRowsOf260201TakeTheirReleasesLayout) {
+  const auto nemo = Corpus("nemo_performance_summaries.json");
+  for (const char* id : {"megatron-bridge-260201-dgx-gb300-llama3-70b-64gpu-mxfp8",
+                         "megatron-bridge-260201-dgx-gb300-llama3-70b-64gpu-nvfp4"}) {
+    SCOPED_TRACE(id);
+    const auto* r = Find(nemo, id);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->scenario.plan.tp, 1);
+    EXPECT_EQ(r->scenario.plan.pp, 4);
+    EXPECT_EQ(r->scenario.plan.vpp, 5);
+    EXPECT_EQ(r->scenario.plan.micro_batch, 1);
+    EXPECT_EQ(r->scenario.plan.dp, 16);
+    EXPECT_EQ(r->scenario.plan.recompute, core::Recompute::kNone);  // the recipe sets none
+    const core::MemoryReport m =
+        core::EstimateMemory(r->scenario.model, r->scenario.plan, r->scenario.gpu, core::MemoryOverheads{});
+    EXPECT_TRUE(m.fits) << m.per_gpu_bytes / 1e9 << " GB";
+  }
+}
+
 TEST(ValidationTest, AnUnknownAttentionKernelSkipsTheRecordSayingWhy) {
   auto text = core::ReadTextFile(MESHPLAN_TEST_DATA_DIR "/validation/llmfoundry_benchmarks.json");
   ASSERT_TRUE(text.ok());

@@ -153,6 +153,12 @@ void PlanFlags::Register(CLI::App* app) {
                 "MoE: megatron-core (default: each MoE layer takes at least the host time Megatron-Core's own MoE "
                 "layer was measured to need, its dropless dispatcher waiting on the host once per layer) or none "
                 "(no host floor: another framework, or the MoE layer captured in CUDA graphs)");
+  p->add_option("--moe-probs", moe_probs,
+                "MoE: where the router's probabilities weight the tokens, which sets what is kept for their "
+                "gradient: fused (default: a fused weighted SwiGLU/quick-GeGLU/squared-ReLU, Megatron-Core 0.13 on; "
+                "nothing more), activation (the activation's output times them, kept: Megatron-Core 0.13 on "
+                "without the fusion, as GELU experts run) or unpermute (the experts' output times them at the "
+                "unpermutation, kept: Megatron-Core before 0.13 and DeepSpeed; --stack megatron-core-2024 sets it)");
   p->add_option("--stack", stack,
                 "Software stack whose defaults the plan takes (meshplan presets stacks): precision, attention, "
                 "recompute, SP, overlaps, ZeRO; the other flags override them");
@@ -338,6 +344,7 @@ void PlanFlags::ApplyPlanFlags(bool from_file, core::ModelSpec* spec, core::Plan
   SetEnum(elementwise, "elementwise", "plan.elementwise", &p.elementwise, d);
   SetEnum(moe_dispatcher, "moe-dispatcher", "plan.moe_dispatcher", &p.moe_dispatcher, d);
   SetEnum(moe_host, "moe-host", "plan.moe_host", &p.moe_host, d);
+  SetEnum(moe_probs, "moe-probs", "plan.moe_probs", &p.moe_probs, d);
   SetEnum(offload_optimizer, "offload-optimizer", "plan.offload.optimizer", &p.offload_optimizer, d);
   SetEnum(offload_params, "offload-params", "plan.offload.params", &p.offload_params, d);
   if (optimizer) {

@@ -31,7 +31,7 @@ struct PlanFlags {
       repeat_kv, keep_lp_grads, keep_pp_outputs, transformer_engine, moe_grouped_gemm, chunked_attention;
   std::optional<std::string> tp_overlap, zero3_gather, fp8_scaling;
   std::optional<std::string> recompute, recompute_modules, cross_entropy, elementwise, moe_dispatcher, moe_host,
-      schedule, precision, optimizer, sharding, cp_kind, placement;
+      moe_probs, schedule, precision, optimizer, sharding, cp_kind, placement;
   std::optional<std::string> weights_dtype, grads_dtype, master_dtype, moments_dtype;
   std::optional<std::string> offload_optimizer, offload_params, recipe, stack;
   std::vector<int64_t> stage_layers;

@@ -358,7 +358,11 @@ void VisitLayerActivations(const ModelSpec& m, const PlanSpec& p, bool moe_layer
       add("expert_input", LinearInputBytes(p, tok * w));
       mlp_terms("expert_act_input", "expert_fc2_input", tok, x.expert_ffn_hidden / p.etp,
                 recomputed(RecomputeModule::kMoeAct));
-      add("expert_output", e * tok * w);
+      // What the router's probabilities weight is kept for their gradient (PlanSpec::moe_probs):
+      // the experts' output at the unpermutation, the activation's output in a separate multiply;
+      // a fused weighted activation keeps nothing more.
+      if (p.moe_probs == MoeProbs::kUnpermute) add("expert_output", e * tok * w);
+      if (p.moe_probs == MoeProbs::kActivation) add("expert_weighted_act", e * tok * (x.expert_ffn_hidden / p.etp));
       if (x.shared_experts > 0 && !recomputed(RecomputeModule::kSharedExperts))  // checkpointed: input only
         mlp_terms("shared_act_input", "shared_fc2_input", s * b, x.shared_experts * x.shared_expert_ffn_hidden / t,
                   false);

@@ -363,7 +363,13 @@ struct ReleaseDefaults {
   Sourced<std::string> cross_entropy;   // core/specs.h CrossEntropy name
   Sourced<bool> grad_reduce_in_fp32;    // Megatron-Core's ddp.grad_reduce_in_fp32
   Sourced<bool> average_in_collective;  // Megatron-Core's ddp.average_in_collective
+  Sourced<std::string> moe_probs;       // core/specs.h MoeProbs name (its Megatron-Core's MoE code)
+  Sourced<std::string> moe_probs_gelu;  // the same for non-gated (GELU) experts, where it differs
 };
+std::optional<std::string> OptStr(const Json& v, const char* key) {
+  const std::string s = StrOr(v, key);
+  return s.empty() ? std::nullopt : std::optional<std::string>(s);
+}
 std::optional<ReleaseDefaults> FindReleaseDefaults(const std::string& id) {
   static const std::vector<std::pair<std::string, ReleaseDefaults>> kPrefixes = [] {
     std::vector<std::pair<std::string, ReleaseDefaults>> out;
@@ -379,7 +385,9 @@ std::optional<ReleaseDefaults> FindReleaseDefaults(const std::string& id) {
             StrOr(v, "id_prefix"),
             ReleaseDefaults{.cross_entropy = {ce.empty() ? std::nullopt : std::optional<std::string>(ce), evidence},
                             .grad_reduce_in_fp32 = {BoolAt(v, "grad_reduce_in_fp32"), evidence},
-                            .average_in_collective = {BoolAt(v, "average_in_collective"), evidence}});
+                            .average_in_collective = {BoolAt(v, "average_in_collective"), evidence},
+                            .moe_probs = {OptStr(v, "moe_probs"), evidence},
+                            .moe_probs_gelu = {OptStr(v, "moe_probs_gelu"), evidence}});
       }
     }
     return out;
@@ -394,6 +402,8 @@ std::optional<ReleaseDefaults> FindReleaseDefaults(const std::string& id) {
     take(&found->cross_entropy, d.cross_entropy);
     take(&found->grad_reduce_in_fp32, d.grad_reduce_in_fp32);
     take(&found->average_in_collective, d.average_in_collective);
+    take(&found->moe_probs, d.moe_probs);
+    take(&found->moe_probs_gelu, d.moe_probs_gelu);
   }
   return found;
 }
@@ -1397,6 +1407,38 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
                               (p.grad_prescale ? "divided by the DP size before their reduction"
                                                : "averaged inside the reduction (average_in_collective)") +
                               " from " + release->average_in_collective.source);
+  }
+  // Where the router's probabilities weight the tokens (PlanSpec::moe_probs): the Megatron-Core its
+  // release or commit runs, when the stack's era is not it; for non-gated (GELU) experts the
+  // release's own rule where it has one (Megatron-Core fuses the weighting into SwiGLU and
+  // quick-GeGLU only), and a record whose launch arguments turn the SwiGLU fusion off
+  // (--no-bias-swiglu-fusion) multiplies the activation's output instead.
+  if (release && m.moe && (release->moe_probs.value || release->moe_probs_gelu.value)) {
+    const bool gated = m.mlp != MlpKind::kGelu;
+    const Sourced<std::string>& where =
+        !gated && release->moe_probs_gelu.value ? release->moe_probs_gelu : release->moe_probs;
+    if (where.value) {
+      if (!FromName(*where.value, &p.moe_probs)) {
+        skip("release moe_probs '" + *where.value + "' is not a place meshplan models");
+        return false;
+      }
+      std::string why = " from " + where.source;
+      if (gated && p.moe_probs == MoeProbs::kFused && r.contains("source") && r["source"].is_object() &&
+          r["source"].contains("model_args") && r["source"]["model_args"].is_object()) {
+        const Json& a = r["source"]["model_args"];
+        if (a.contains("--no-bias-swiglu-fusion") && a["--no-bias-swiglu-fusion"].is_boolean() &&
+            a["--no-bias-swiglu-fusion"].get<bool>()) {
+          p.moe_probs = MoeProbs::kActivation;
+          why += "; --no-bias-swiglu-fusion (the record's arguments): not fused";
+        }
+      }
+      run.assumptions.push_back(std::string("MoE probabilities applied ") +
+                                (p.moe_probs == MoeProbs::kUnpermute ? "at the unpermutation (the experts' output kept)"
+                                 : p.moe_probs == MoeProbs::kActivation
+                                     ? "to the activation's output (that output kept)"
+                                     : "in a fused weighted activation (nothing more kept)") +
+                                why);
+    }
   }
   // The recipe's DP overlaps. Megatron-LM asserts --overlap-param-gather only beside
   // --overlap-grad-reduce (arguments.py:1028-1029 at d98e8a64), so a run that ran without the

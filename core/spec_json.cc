@@ -637,6 +637,7 @@ void ReadPlan(ObjectReader& r, const std::string& prefix, PlanSpec* p, Diagnosti
   r.Bool("moe_grouped_gemm", &p->moe_grouped_gemm);
   r.Enum("moe_dispatcher", &p->moe_dispatcher);
   r.Enum("moe_host", &p->moe_host);
+  r.Enum("moe_probs", &p->moe_probs);
   if (const Json* v = r.Find("stage_layers", false)) {
     if (!v->is_array()) {
       d->Error(prefix + ".stage_layers", "must be an array of layer counts (got " + Show(*v) + ")");
@@ -720,6 +721,7 @@ OJson WritePlan(const PlanSpec& p) {
   if (!p.moe_grouped_gemm) j["moe_grouped_gemm"] = false;
   j["moe_dispatcher"] = Name(p.moe_dispatcher);
   if (p.moe_host != MoeHost::kMegatronCore) j["moe_host"] = Name(p.moe_host);
+  if (p.moe_probs != MoeProbs::kFused) j["moe_probs"] = Name(p.moe_probs);
   return j;
 }
 

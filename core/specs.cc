@@ -57,6 +57,8 @@ MESHPLAN_NAMES(Elementwise, {Elementwise::kFused, "fused"}, {Elementwise::kEager
                {Elementwise::kEagerFusedNorm, "eager-fused-norm"})
 MESHPLAN_NAMES(MoeDispatcher, {MoeDispatcher::kAllToAll, "alltoall"}, {MoeDispatcher::kFlex, "flex"})
 MESHPLAN_NAMES(MoeHost, {MoeHost::kMegatronCore, "megatron-core"}, {MoeHost::kNone, "none"})
+MESHPLAN_NAMES(MoeProbs, {MoeProbs::kFused, "fused"}, {MoeProbs::kActivation, "activation"},
+               {MoeProbs::kUnpermute, "unpermute"})
 #undef MESHPLAN_NAMES
 
 template <typename E>
@@ -116,6 +118,7 @@ MESHPLAN_ENUM_FUNCS(CrossEntropy)
 MESHPLAN_ENUM_FUNCS(Elementwise)
 MESHPLAN_ENUM_FUNCS(MoeDispatcher)
 MESHPLAN_ENUM_FUNCS(MoeHost)
+MESHPLAN_ENUM_FUNCS(MoeProbs)
 #undef MESHPLAN_ENUM_FUNCS
 
 HybridCounts ModelSpec::HybridLayerCounts() const {

@@ -425,6 +425,19 @@ enum class MoeDispatcher { kAllToAll, kFlex };
 // kNone: no host floor (a framework whose MoE host time is not measured, or a run that captures
 // the MoE layer in CUDA graphs).
 enum class MoeHost { kMegatronCore, kNone };
+// Where the router's probabilities weight an MoE layer's tokens, which sets what autograd keeps for
+// the probabilities' gradient (docs/memory.md §3). fused: inside a fused weighted activation that
+// recomputes what it needs, nothing more kept (Megatron-Core 0.13 on with bias_activation_fusion
+// for SwiGLU and quick-GeGLU, weighted_bias_swiglu_impl / weighted_bias_quick_geglu_impl, or
+// use_fused_weighted_squared_relu; experts.py at d98e8a64). activation: the activation's output
+// times the probabilities as a separate multiply, which keeps that output (tokens x top-k x
+// f, 16-bit): Megatron-Core 0.13 on with the fusion off, which GELU experts require
+// (TEGroupedMLP's fused path takes only SwiGLU and quick-GeGLU). unpermute: the experts' output
+// times the probabilities where the tokens are unpermuted, which keeps that output (tokens x top-k
+// x hidden): Megatron-Core before 0.13 (token_dispatcher.py unpermute(..., probs=self.probs) until
+// Megatron-LM 2659630721, 2025-04-09, "Memory efficient token permutation") and DeepSpeed's MoE
+// (sharded_moe.py: einsum("sec,ecm->sm", combine_weights, expert_output)).
+enum class MoeProbs { kFused, kActivation, kUnpermute };
 
 struct StateDtypes {
   Dtype weights = Dtype::kBf16;           // working copy used by forward/backward
@@ -525,6 +538,7 @@ struct PlanSpec {
   bool keep_lp_grads = false;
   MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;  // with ep > 1
   MoeHost moe_host = MoeHost::kMegatronCore;                // the MoE layer's host floor (above)
+  MoeProbs moe_probs = MoeProbs::kFused;                    // where the router's probabilities apply (above)
   // Microbatches whose output-layer weight gradient is deferred to the end of the step
   // (Megatron-Core --defer-embedding-wgrad-compute with --wgrad-deferral-limit n; its 0, "all",
   // is the plan's microbatches): the last stage keeps each one's logits gradient and the head's
@@ -598,6 +612,7 @@ const char* Name(Fp8Scaling v);
 const char* Name(CrossEntropy v);
 const char* Name(MoeDispatcher v);
 const char* Name(MoeHost v);
+const char* Name(MoeProbs v);
 const char* Name(Elementwise v);
 // Inverse of Name(); false when `text` names no value. The accepted spellings are listed by
 // the *Choices() functions for error messages ("one of gelu|swiglu").
@@ -624,6 +639,7 @@ bool FromName(const std::string& text, CrossEntropy* out);
 bool FromName(const std::string& text, Elementwise* out);
 bool FromName(const std::string& text, MoeDispatcher* out);
 bool FromName(const std::string& text, MoeHost* out);
+bool FromName(const std::string& text, MoeProbs* out);
 template <typename E>
 std::string Choices();  // "gelu|swiglu"
 

@@ -113,7 +113,8 @@ Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string&
                     BoolField(j, "microbatches_equal_pp", prefix, &s.microbatches_equal_pp),
                     BoolField(j, "repeat_kv", prefix, &s.repeat_kv),
                     BoolField(j, "keep_pp_outputs", prefix, &s.keep_pp_outputs),
-                    BoolField(j, "transformer_engine", prefix, &s.transformer_engine)}) {
+                    BoolField(j, "transformer_engine", prefix, &s.transformer_engine),
+                    EnumField(j, "moe_probs", prefix, &s.moe_probs)}) {
     if (!st.ok()) return st;
   }
   if (s.precision == Dtype::kNone || s.precision == Dtype::kInt8 || s.precision == Dtype::kFp32 ||
@@ -206,6 +207,7 @@ void ApplyStack(const SoftwareStack& s, ModelSpec* m, PlanSpec* p) {
   p->dtypes.grads = s.grads;
   p->cross_entropy = s.cross_entropy;
   p->moe_host = s.moe_host;
+  p->moe_probs = s.moe_probs;
   p->elementwise = s.elementwise;
   p->repeat_kv = s.repeat_kv;
   p->keep_pp_outputs = s.keep_pp_outputs;
@@ -241,6 +243,8 @@ std::string StackSummary(const SoftwareStack& s) {
          (s.keep_pp_outputs ? ", pipeline outputs and gradient buffers kept per microbatch" : "") +
          (s.transformer_engine ? ", Transformer Engine" : "") +
          (s.moe_host == MoeHost::kNone ? ", no MoE host floor (its MoE host time not measured)" : "") +
+         (s.moe_probs == MoeProbs::kFused ? std::string()
+                                          : std::string(", MoE probabilities at the ") + Name(s.moe_probs)) +
          (s.cuda_context_bytes > 0 ? ", CUDA context " + std::to_string(s.cuda_context_bytes >> 20) + " MiB" : "") +
          " (" + s.source + ")";
 }

@@ -65,6 +65,7 @@ struct SoftwareStack {
   // Whose measured host time its MoE layers take at least (PlanSpec::moe_host): Megatron-Core's,
   // measured on its own MoE layer; none for a stack whose MoE host time is not measured.
   MoeHost moe_host = MoeHost::kMegatronCore;
+  MoeProbs moe_probs = MoeProbs::kFused;          // where its MoE applies the router's probabilities (PlanSpec)
   CpKind cp_kind = CpKind::kRing;                 // its context parallelism
   Elementwise elementwise = Elementwise::kFused;  // its norms, RoPE and activations
   bool repeat_kv = false;                         // its model code expands GQA's K, V (PlanSpec)

@@ -656,6 +656,7 @@ QString ScenarioModel::commandLine() const {
   if (p.cuda_context_bytes > 0) arg("--cuda-context-mib", num((p.cuda_context_bytes + (int64_t{1} << 20) - 1) >> 20));
   if (p.moe_dispatcher != d.moe_dispatcher) arg("--moe-dispatcher", core::Name(p.moe_dispatcher));
   if (p.moe_host != d.moe_host) arg("--moe-host", core::Name(p.moe_host));
+  if (p.moe_probs != d.moe_probs) arg("--moe-probs", core::Name(p.moe_probs));
   if (!p.stage_layers.empty()) {
     QStringList parts;
     for (int64_t v : p.stage_layers) parts << num(v);

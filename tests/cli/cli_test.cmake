@@ -369,6 +369,18 @@ run(report_moe_host_none 0 "\\(exposed\\) +[0-9.]+ s +[0-9.]+%\n#   optimizer st
     report --model qwen3-30b-a3b --gpu b200 --gpus 8 --ep 8 --zero 1 --seq 4096 --gbs 64 --moe-host none)
 run(moe_host_bad 2 "--moe-host: must be one of megatron-core\\|none"
     report --model qwen3-30b-a3b --gpu b200 --gpus 8 --ep 8 --moe-host gpu)
+# Where the router's probabilities weight the tokens (docs/memory.md §3): Qwen3-30B-A3B at EP 8,
+# 4,096 tokens x top-8 per microbatch, 48 MoE layers. fused (the default) keeps 20.66 GB a
+# microbatch; unpermute also the experts' output, 2 B x 32,768 x 2,048 x 48 = 6.44 GB (27.10);
+# activation the activation's output, 2 B x 32,768 x 768 x 48 = 2.42 GB (23.08).
+run(report_moe_probs_fused 0 "activations / microbatch +20\\.66 GB"
+    report --model qwen3-30b-a3b --gpu b200 --gpus 8 --ep 8 --zero 1 --seq 4096 --gbs 64)
+run(report_moe_probs_unpermute 0 "activations / microbatch +27\\.10 GB"
+    report --model qwen3-30b-a3b --gpu b200 --gpus 8 --ep 8 --zero 1 --seq 4096 --gbs 64 --moe-probs unpermute)
+run(report_moe_probs_activation 0 "activations / microbatch +23\\.08 GB"
+    report --model qwen3-30b-a3b --gpu b200 --gpus 8 --ep 8 --zero 1 --seq 4096 --gbs 64 --moe-probs activation)
+run(moe_probs_bad 2 "--moe-probs: must be one of fused\\|activation\\|unpermute"
+    report --model qwen3-30b-a3b --gpu b200 --gpus 8 --ep 8 --moe-probs sideways)
 run(moe_dispatcher_bad 2 "--moe-dispatcher: must be one of alltoall\\|flex"
     report --model qwen3-30b-a3b --gpu h100-sxm --gpus 8 --ep 8 --moe-dispatcher nccl)
 # --bf16-layers-at-end (Megatron-Core's --first-last-layers-bf16): Llama 3 8B on 8 B200s in NVFP4

@@ -255,12 +255,21 @@ TEST(ActivationsTest, MoeExpertTokensScaleWithTopK) {
   p.ep = 8;
   p.dp = 8;
   const int64_t s = 4096, h = 4096, f = 14336, k = 2;
-  int64_t expert_terms = 0;
-  for (const auto& term : LayerActivationTerms(*m, p, true, Recompute::kNone)) {
-    if (term.name.rfind("expert_", 0) == 0) expert_terms += term.bytes;
-  }
-  // input 2*sk*h, act 2*2*sk*f, fc2 input 2*sk*f, output 2*sk*h
-  EXPECT_EQ(expert_terms, 2 * s * k * h + 4 * s * k * f + 2 * s * k * f + 2 * s * k * h);
+  auto expert_terms = [&] {
+    int64_t sum = 0;
+    for (const auto& term : LayerActivationTerms(*m, p, true, Recompute::kNone))
+      if (term.name.rfind("expert_", 0) == 0) sum += term.bytes;
+    return sum;
+  };
+  // The router's probabilities inside the fused weighted SwiGLU (the default, Megatron-Core 0.13
+  // on): input 2*sk*h, gate and up 2*2*sk*f, fc2 input 2*sk*f.
+  EXPECT_EQ(expert_terms(), 2 * s * k * h + 4 * s * k * f + 2 * s * k * f);
+  // Applied at the unpermutation (Megatron-Core before 0.13, DeepSpeed): the experts' output, 2*sk*h.
+  p.moe_probs = MoeProbs::kUnpermute;
+  EXPECT_EQ(expert_terms(), 2 * s * k * h + 4 * s * k * f + 2 * s * k * f + 2 * s * k * h);
+  // To the activation's output in a multiply of its own: that output, 2*sk*f.
+  p.moe_probs = MoeProbs::kActivation;
+  EXPECT_EQ(expert_terms(), 2 * s * k * h + 4 * s * k * f + 2 * s * k * f + 2 * s * k * f);
 }
 
 TEST(ActivationsTest, RecomputeModulesDropWhatTheyRecompute) {

@@ -210,7 +210,8 @@ TEST(HybridTest, SuperStepGraphRunsTheMtpBlocksInTheMix) {
 
 TEST(HybridTest, LatentExpertsSaveLatentWideTensors) {
   // Qwen3-30B-A3B with a 512-wide latent MoE, 4096 tokens, TP 1, bf16, nothing recomputed: the
-  // experts' input and output are 8 x 4096 tokens x 512 x 2 B = 33,554,432 each, fc2_latent_proj's
+  // experts' input and output (the output kept where the router's probabilities weight it, at the
+  // unpermutation) are 8 x 4096 tokens x 512 x 2 B = 33,554,432 each, fc2_latent_proj's
   // input 4096 x 512 x 2 = 4,194,304; without the latent, 2048-wide: 134,217,728.
   auto m = LoadModel("qwen3-30b-a3b");
   ASSERT_TRUE(m.ok());
@@ -227,7 +228,10 @@ TEST(HybridTest, LatentExpertsSaveLatentWideTensors) {
   ModelSpec latent = *m;
   latent.moe->latent_size = 512;
   EXPECT_EQ(term(latent, "expert_input"), 33'554'432);
-  EXPECT_EQ(term(latent, "expert_output"), 33'554'432);
+  EXPECT_EQ(term(latent, "expert_output"), -1);  // weighted inside the fused SwiGLU (moe_probs fused)
+  p.moe_probs = MoeProbs::kUnpermute;
+  EXPECT_EQ(term(latent, "expert_output"), 33'554'432);  // weighted at the unpermutation: kept, latent-wide
+  p.moe_probs = MoeProbs::kFused;
   EXPECT_EQ(term(latent, "latent_up_input"), 4'194'304);
   // Its parameters: experts 128 x 3 x 512 x 768 (SwiGLU) and the projections 2 x 2048 x 512 in
   // every layer, instead of 128 x 3 x 2048 x 768.

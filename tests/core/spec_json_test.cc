@@ -32,6 +32,7 @@ TEST(SpecJsonTest, PlanFileRoundTripsWithEmbeddedSpecs) {
   f.plan.moe_grouped_gemm = false;
   f.plan.bf16_layers_at_start = 1;
   f.plan.bf16_layers_at_end = 3;
+  f.plan.moe_probs = MoeProbs::kUnpermute;
   f.model = *LoadModel("llama3-70b");
   f.gpu = *LoadGpu("h100-sxm");
   f.cluster = *LoadCluster("dgx-h100");

@@ -201,7 +201,8 @@ TEST(GuiDriveTest, CopyAsCommandMeansTheSamePlan) {
                                               // The fields a stack sets: module-level selective
                                               // recomputation, the cross entropy, eager
                                               // elementwise kernels, per-tensor ZeRO-3 gathers,
-                                              // FP8 current scaling.
+                                              // FP8 current scaling, MoE probabilities at the
+                                              // unpermutation.
                                               [&] {
                                                 core::PlanSpec p = s.plan();
                                                 p.recompute = core::Recompute::kSelective;
@@ -212,6 +213,7 @@ TEST(GuiDriveTest, CopyAsCommandMeansTheSamePlan) {
                                                 p.elementwise = core::Elementwise::kEager;
                                                 p.zero3_gather = core::Zero3Gather::kPerTensor;
                                                 p.fp8_scaling = core::Fp8Scaling::kCurrent;
+                                                p.moe_probs = core::MoeProbs::kUnpermute;
                                                 s.setPlan(p);
                                               },
                                               // Megatron-Core's native fused loss and a deferred

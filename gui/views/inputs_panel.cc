@@ -212,6 +212,15 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
   bf->addRow("FP8 scaling", fp8_scaling_);
   bf->addRow("BF16 layers at start", bf16_start_);
   bf->addRow("BF16 layers at end", bf16_end_);
+  moe_probs_ = new QComboBox();
+  for (auto m : {core::MoeProbs::kFused, core::MoeProbs::kActivation, core::MoeProbs::kUnpermute})
+    moe_probs_->addItem(core::Name(m), static_cast<int>(m));
+  moe_probs_->setToolTip(
+      "MoE: where the router's probabilities weight the tokens, which sets what is kept for their "
+      "gradient. fused: a fused weighted SwiGLU/quick-GeGLU/squared-ReLU (Megatron-Core 0.13 on), nothing "
+      "more; activation: the activation's output times them (GELU experts), that output kept; unpermute: "
+      "the experts' output times them (Megatron-Core before 0.13, DeepSpeed), that output kept");
+  bf->addRow("MoE probabilities", moe_probs_);
   col->addWidget(bg);
 
   // ---- the run ------------------------------------------------------------------------------
@@ -307,6 +316,10 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
       EditPlan(
           [&](core::PlanSpec& p) { p.fp8_scaling = static_cast<core::Fp8Scaling>(fp8_scaling_->itemData(i).toInt()); });
   });
+  connect(moe_probs_, &QComboBox::currentIndexChanged, this, [this](int i) {
+    if (i >= 0)
+      EditPlan([&](core::PlanSpec& p) { p.moe_probs = static_cast<core::MoeProbs>(moe_probs_->itemData(i).toInt()); });
+  });
   connect(bf16_start_, &QSpinBox::valueChanged, this,
           [this](int v) { EditPlan([&](core::PlanSpec& p) { p.bf16_layers_at_start = v; }); });
   connect(bf16_end_, &QSpinBox::valueChanged, this,
@@ -387,12 +400,14 @@ void InputsPanel::Refresh() {
   FillChoices(schedule_, scenario_->scheduleChoices(), static_cast<int64_t>(p.schedule),
               [](int64_t v) { return QString(core::Name(static_cast<core::Schedule>(v))); });
   {
-    const QSignalBlocker b1(sp_), b2(recompute_), b3(precision_), b4(fp8_scaling_);
+    const QSignalBlocker b1(sp_), b2(recompute_), b3(precision_), b4(fp8_scaling_), b5(moe_probs_);
     sp_->setChecked(p.sequence_parallel);
     recompute_->setCurrentIndex(recompute_->findData(static_cast<int>(p.recompute)));
     precision_->setCurrentIndex(precision_->findData(static_cast<int>(p.precision)));
     fp8_scaling_->setCurrentIndex(fp8_scaling_->findData(static_cast<int>(p.fp8_scaling)));
     fp8_scaling_->setEnabled(p.precision == core::Dtype::kFp8);
+    moe_probs_->setCurrentIndex(moe_probs_->findData(static_cast<int>(p.moe_probs)));
+    moe_probs_->setEnabled(s.model.moe.has_value());
   }
   SetValue(mbs_, p.micro_batch);
   SetValue(gbs_, p.global_batch);

@@ -2,7 +2,8 @@
 // config.json...", the GPU count, the parallel degrees (lists that offer every candidate but
 // enable only the values core::ValidatePlan accepts for the current model and GPU count; hovering
 // a greyed value shows the rule it breaks), ZeRO, SP, recompute, batch, sequence, schedule,
-// precision (with FP8's scaling and the BF16 first and last layers under fp8/nvfp4), tokens to train and the
+// precision (with FP8's scaling and the BF16 first and last layers under fp8/nvfp4), where an MoE
+// model's router probabilities weight its tokens, tokens to train and the
 // price per GPU-hour. Every change goes straight to the
 // ScenarioModel, which re-evaluates at once; the panel then shows the model's state.
 // Thread-safety: GUI thread only. Slots never throw.
@@ -36,6 +37,7 @@ class InputsPanel : public QScrollArea {
   QSpinBox* gbsBox() const { return gbs_; }
   QComboBox* precisionBox() const { return precision_; }
   QComboBox* fp8ScalingBox() const { return fp8_scaling_; }
+  QComboBox* moeProbsBox() const { return moe_probs_; }
   QSpinBox* bf16LayersAtStartBox() const { return bf16_start_; }
   QSpinBox* bf16LayersAtEndBox() const { return bf16_end_; }
   QLabel* messages() const { return messages_; }
@@ -58,7 +60,7 @@ class InputsPanel : public QScrollArea {
   QSpinBox* gpus_;
   std::map<Degree, QComboBox*> degree_;
   QLabel* dp_;
-  QComboBox *zero_, *recompute_, *schedule_, *precision_, *fp8_scaling_;
+  QComboBox *zero_, *recompute_, *schedule_, *precision_, *fp8_scaling_, *moe_probs_;
   QCheckBox* sp_;
   QSpinBox *mbs_, *gbs_, *seq_;
   QSpinBox *bf16_start_, *bf16_end_;  // plan.bf16_layers_at_start / _at_end

@@ -1,7 +1,8 @@
 // The window driven like a user: the inputs panel's lists and boxes change the plan, and what the
 // memory view shows must be what `meshplan report` computes for the same plan (the plan as the
 // CLI resolves it from the GUI's "copy as command" line, then core::EstimateMemory). Also: invalid
-// values greyed with their rule, the BF16 first/last layers under FP8, save/open round trip, a
+// values greyed with their rule, the BF16 first/last layers under FP8, the MoE probabilities'
+// placement, save/open round trip, a
 // search cell click, the HF config import and the evaluation time of a dense 405B plan.
 #include <gtest/gtest.h>
 
@@ -342,6 +343,46 @@ TEST(GuiDriveTest, Bf16LayersUnderFp8AreSetInThePanelAndCostAsTheCliSays) {
   ASSERT_TRUE(s->evaluation().valid) << s->evaluation().errors.join("\n").toStdString();
   EXPECT_FALSE(in->bf16LayersAtEndBox()->isEnabled());
   EXPECT_DOUBLE_EQ(s->evaluation().step.time_s, bf16_step);
+}
+
+// Where an MoE model's router probabilities weight its tokens (plan.moe_probs), set in the inputs
+// panel: off for the dense default, on for Qwen3-30B-A3B. On 8 GPUs at EP 8 (one pipeline stage,
+// one microbatch of 8,192 tokens in flight), weighting at the unpermutation keeps every MoE layer's
+// experts' output: 48 layers x 2 B x 8,192 tokens x top-8 x 2,048 = 12.88 GB more activations than
+// the fused default; the copy-as-command line carries it.
+TEST(GuiDriveTest, MoeProbabilitiesAreSetInThePanel) {
+  MainWindow w;
+  ScenarioModel* s = w.scenario();
+  InputsPanel* in = w.inputs();
+  EXPECT_FALSE(in->moeProbsBox()->isEnabled());  // Llama 3 70B: no experts
+  in->modelBox()->setCurrentIndex(in->modelBox()->findData("qwen3-30b-a3b"));
+  ASSERT_TRUE(s->scenario().model.moe.has_value());
+  in->gpusBox()->setValue(8);
+  Choose(in->degreeBox(Degree::kPp), 1);
+  Choose(in->degreeBox(Degree::kTp), 1);
+  Choose(in->degreeBox(Degree::kEp), 8);
+  core::PlanSpec p = s->plan();  // the preset's 40,960-token context; train at 8,192
+  p.seq_len = 8192;
+  p.micro_batch = 1;
+  s->setPlan(p);
+  ASSERT_TRUE(s->evaluation().valid) << s->evaluation().errors.join("\n").toStdString();
+  EXPECT_TRUE(in->moeProbsBox()->isEnabled());
+  EXPECT_EQ(s->plan().moe_probs, core::MoeProbs::kFused);
+  const int64_t fused = s->evaluation().memory.stages[0].activations_bytes;
+
+  QComboBox* box = in->moeProbsBox();
+  box->setCurrentIndex(box->findData(static_cast<int>(core::MoeProbs::kUnpermute)));
+  ASSERT_EQ(s->plan().moe_probs, core::MoeProbs::kUnpermute);
+  ASSERT_TRUE(s->evaluation().valid) << s->evaluation().errors.join("\n").toStdString();
+  EXPECT_NEAR(static_cast<double>(s->evaluation().memory.stages[0].activations_bytes - fused),
+              48.0 * 2 * 8192 * 8 * 2048, 1e6);
+
+  const QString command = s->commandLine();
+  EXPECT_TRUE(command.contains("--moe-probs unpermute")) << command.toStdString();
+  core::Scenario cli;
+  std::string error;
+  ASSERT_TRUE(ResolveCommand(command, &cli, &error)) << error << "\n" << command.toStdString();
+  EXPECT_EQ(cli.plan, s->plan()) << command.toStdString();
 }
 
 TEST(GuiDriveTest, SaveAndOpenPlanRoundTrips) {

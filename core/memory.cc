@@ -355,14 +355,14 @@ void VisitLayerActivations(const ModelSpec& m, const PlanSpec& p, bool moe_layer
         if (Quantized(p.precision)) add("latent_down_input", LinearInputBytes(p, sbh / rep_div));
         add("latent_up_input", LinearInputBytes(p, s * b * w / rep_div));
       }
+      const int64_t f_local = x.expert_ffn_hidden / p.etp;
       add("expert_input", LinearInputBytes(p, tok * w));
-      mlp_terms("expert_act_input", "expert_fc2_input", tok, x.expert_ffn_hidden / p.etp,
-                recomputed(RecomputeModule::kMoeAct));
+      mlp_terms("expert_act_input", "expert_fc2_input", tok, f_local, recomputed(RecomputeModule::kMoeAct));
       // What the router's probabilities weight is kept for their gradient (PlanSpec::moe_probs):
       // the experts' output at the unpermutation, the activation's output in a separate multiply;
       // a fused weighted activation keeps nothing more.
       if (p.moe_probs == MoeProbs::kUnpermute) add("expert_output", e * tok * w);
-      if (p.moe_probs == MoeProbs::kActivation) add("expert_weighted_act", e * tok * (x.expert_ffn_hidden / p.etp));
+      if (p.moe_probs == MoeProbs::kActivation) add("expert_weighted_act", e * tok * f_local);
       if (x.shared_experts > 0 && !recomputed(RecomputeModule::kSharedExperts))  // checkpointed: input only
         mlp_terms("shared_act_input", "shared_fc2_input", s * b, x.shared_experts * x.shared_expert_ffn_hidden / t,
                   false);

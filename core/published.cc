@@ -370,6 +370,17 @@ std::optional<std::string> OptStr(const Json& v, const char* key) {
   const std::string s = StrOr(v, key);
   return s.empty() ? std::nullopt : std::optional<std::string>(s);
 }
+// A record's launch arguments, kept whole in source.model_args (scripts/megatron_ci_memory.py);
+// null when it has none.
+const Json* ModelArgs(const Json& r) {
+  if (!r.contains("source") || !r["source"].is_object()) return nullptr;
+  const Json& src = r["source"];
+  return src.contains("model_args") && src["model_args"].is_object() ? &src["model_args"] : nullptr;
+}
+// A store_true launch argument that is set.
+bool FlagSet(const Json& args, const char* flag) {
+  return args.contains(flag) && args[flag].is_boolean() && args[flag].get<bool>();
+}
 std::optional<ReleaseDefaults> FindReleaseDefaults(const std::string& id) {
   static const std::vector<std::pair<std::string, ReleaseDefaults>> kPrefixes = [] {
     std::vector<std::pair<std::string, ReleaseDefaults>> out;
@@ -380,14 +391,13 @@ std::optional<ReleaseDefaults> FindReleaseDefaults(const std::string& id) {
       if (!j.is_object() || !j.contains("release_defaults") || !j["release_defaults"].is_array()) continue;
       for (const Json& v : j["release_defaults"]) {
         if (!v.is_object() || StrOr(v, "id_prefix").empty()) continue;
-        const std::string evidence = StrOr(v, "evidence"), ce = StrOr(v, "cross_entropy");
-        out.emplace_back(
-            StrOr(v, "id_prefix"),
-            ReleaseDefaults{.cross_entropy = {ce.empty() ? std::nullopt : std::optional<std::string>(ce), evidence},
-                            .grad_reduce_in_fp32 = {BoolAt(v, "grad_reduce_in_fp32"), evidence},
-                            .average_in_collective = {BoolAt(v, "average_in_collective"), evidence},
-                            .moe_probs = {OptStr(v, "moe_probs"), evidence},
-                            .moe_probs_gelu = {OptStr(v, "moe_probs_gelu"), evidence}});
+        const std::string evidence = StrOr(v, "evidence");
+        out.emplace_back(StrOr(v, "id_prefix"),
+                         ReleaseDefaults{.cross_entropy = {OptStr(v, "cross_entropy"), evidence},
+                                         .grad_reduce_in_fp32 = {BoolAt(v, "grad_reduce_in_fp32"), evidence},
+                                         .average_in_collective = {BoolAt(v, "average_in_collective"), evidence},
+                                         .moe_probs = {OptStr(v, "moe_probs"), evidence},
+                                         .moe_probs_gelu = {OptStr(v, "moe_probs_gelu"), evidence}});
       }
     }
     return out;
@@ -986,9 +996,8 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   // local layer spec (--transformer-impl local; transformer_engine is its default); with TE, MoE
   // experts run as its GroupedLinear only under --moe-grouped-gemm (scripts/megatron_ci_memory.py
   // keeps the arguments whole in source.model_args).
-  if (r.contains("source") && r["source"].is_object() && r["source"].contains("model_args") &&
-      r["source"]["model_args"].is_object()) {
-    const Json& a = r["source"]["model_args"];
+  if (const Json* args = ModelArgs(r)) {
+    const Json& a = *args;
     // Megatron-Core's tunable interleaved schedule (its microbatch group per virtual stage).
     if (const int64_t group = IntOr(a, "--microbatch-group-size-per-virtual-pipeline-stage", 0); group > 0) {
       p.vpp_group = group;
@@ -999,9 +1008,7 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
       p.transformer_engine = false;
       run.assumptions.push_back("no Transformer Engine (the record's --transformer-impl local)");
     }
-    const bool grouped =
-        a.contains("--moe-grouped-gemm") && a["--moe-grouped-gemm"].is_boolean() && a["--moe-grouped-gemm"].get<bool>();
-    if (m.moe && !grouped) {
+    if (m.moe && !FlagSet(a, "--moe-grouped-gemm")) {
       p.moe_grouped_gemm = false;
       run.assumptions.push_back("experts one GEMM after another (the record's arguments have no --moe-grouped-gemm)");
     }
@@ -1422,22 +1429,18 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
         skip("release moe_probs '" + *where.value + "' is not a place meshplan models");
         return false;
       }
-      std::string why = " from " + where.source;
-      if (gated && p.moe_probs == MoeProbs::kFused && r.contains("source") && r["source"].is_object() &&
-          r["source"].contains("model_args") && r["source"]["model_args"].is_object()) {
-        const Json& a = r["source"]["model_args"];
-        if (a.contains("--no-bias-swiglu-fusion") && a["--no-bias-swiglu-fusion"].is_boolean() &&
-            a["--no-bias-swiglu-fusion"].get<bool>()) {
-          p.moe_probs = MoeProbs::kActivation;
-          why += "; --no-bias-swiglu-fusion (the record's arguments): not fused";
-        }
+      std::string said = " from " + where.source;
+      const Json* args = ModelArgs(r);
+      if (gated && p.moe_probs == MoeProbs::kFused && args && FlagSet(*args, "--no-bias-swiglu-fusion")) {
+        p.moe_probs = MoeProbs::kActivation;
+        said += "; --no-bias-swiglu-fusion (the record's arguments): not fused";
       }
       run.assumptions.push_back(std::string("MoE probabilities applied ") +
                                 (p.moe_probs == MoeProbs::kUnpermute ? "at the unpermutation (the experts' output kept)"
                                  : p.moe_probs == MoeProbs::kActivation
                                      ? "to the activation's output (that output kept)"
                                      : "in a fused weighted activation (nothing more kept)") +
-                                why);
+                                said);
     }
   }
   // The recipe's DP overlaps. Megatron-LM asserts --overlap-param-gather only beside

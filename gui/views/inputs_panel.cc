@@ -33,6 +33,21 @@ QDoubleSpinBox* RealBox(double min, double max, int decimals, const QString& suf
   return b;
 }
 
+// A list of an enum's values, each shown by its name (core::Name) and holding the value.
+template <typename E>
+QComboBox* EnumBox(std::initializer_list<E> values, const QString& tip) {
+  auto* b = new QComboBox();
+  for (E v : values) b->addItem(core::Name(v), static_cast<int>(v));
+  b->setToolTip(tip);
+  return b;
+}
+
+// Selects `value` in an EnumBox.
+template <typename E>
+void SelectEnum(QComboBox* box, E value) {
+  box->setCurrentIndex(box->findData(static_cast<int>(value)));
+}
+
 // Fills a list with the choices; invalid ones greyed out with the rule they break as tooltip.
 // Keeps the items (and so the popup) when the values are unchanged.
 void FillChoices(QComboBox* box, const std::vector<Choice>& choices, int64_t current,
@@ -93,6 +108,13 @@ void SetValue(QDoubleSpinBox* b, double v) {
 }
 
 }  // namespace
+
+template <typename E>
+void InputsPanel::BindEnum(QComboBox* box, E core::PlanSpec::*field) {
+  connect(box, &QComboBox::currentIndexChanged, this, [this, box, field](int i) {
+    if (i >= 0) EditPlan([&](core::PlanSpec& p) { p.*field = static_cast<E>(box->itemData(i).toInt()); });
+  });
+}
 
 InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea(parent), scenario_(scenario) {
   setWidgetResizable(true);
@@ -173,10 +195,8 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
   sp_ = new QCheckBox("sequence parallel");
   sp_->setToolTip("Shard norms and dropout activations over the TP group (Korthikanti et al. 2022)");
   pf->addRow("", sp_);
-  recompute_ = new QComboBox();
-  for (auto r : {core::Recompute::kNone, core::Recompute::kSelective, core::Recompute::kFull})
-    recompute_->addItem(core::Name(r), static_cast<int>(r));
-  recompute_->setToolTip("Activation recomputation: selective drops the attention scores, full keeps layer inputs");
+  recompute_ = EnumBox({core::Recompute::kNone, core::Recompute::kSelective, core::Recompute::kFull},
+                       "Activation recomputation: selective drops the attention scores, full keeps layer inputs");
   pf->addRow("recompute", recompute_);
   col->addWidget(pg);
 
@@ -187,17 +207,14 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
   gbs_ = IntBox(1, 1 << 30, "Global batch size in sequences per optimizer step");
   seq_ = IntBox(1, 1 << 24, "Sequence length in tokens");
   schedule_ = new QComboBox();
-  precision_ = new QComboBox();
-  for (auto d : {core::Dtype::kBf16, core::Dtype::kFp16, core::Dtype::kFp8, core::Dtype::kNvfp4, core::Dtype::kFp32})
-    precision_->addItem(core::Name(d), static_cast<int>(d));
-  precision_->setToolTip("GEMM compute precision");
-  fp8_scaling_ = new QComboBox();
-  for (auto f : {core::Fp8Scaling::kDelayed, core::Fp8Scaling::kCurrent, core::Fp8Scaling::kBlock})
-    fp8_scaling_->addItem(core::Name(f), static_cast<int>(f));
-  fp8_scaling_->setToolTip(
-      "Under fp8: how each GEMM operand is scaled (Transformer Engine recipes). delayed: from an amax "
-      "history; current: from the tensor's own amax, one more pass; block: per 1x128 tile (DeepSeek-V3). "
-      "BF16 first/last layers need current or block");
+  precision_ =
+      EnumBox({core::Dtype::kBf16, core::Dtype::kFp16, core::Dtype::kFp8, core::Dtype::kNvfp4, core::Dtype::kFp32},
+              "GEMM compute precision");
+  fp8_scaling_ =
+      EnumBox({core::Fp8Scaling::kDelayed, core::Fp8Scaling::kCurrent, core::Fp8Scaling::kBlock},
+              "Under fp8: how each GEMM operand is scaled (Transformer Engine recipes). delayed: from an amax "
+              "history; current: from the tensor's own amax, one more pass; block: per 1x128 tile (DeepSeek-V3). "
+              "BF16 first/last layers need current or block");
   bf16_start_ = IntBox(0, 100000,
                        "Under fp8 or nvfp4: the model's first N decoder layers run their GEMMs in BF16 "
                        "(Megatron-Core --first-last-layers-bf16 --num-layers-at-start-in-bf16 N)");
@@ -212,14 +229,12 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
   bf->addRow("FP8 scaling", fp8_scaling_);
   bf->addRow("BF16 layers at start", bf16_start_);
   bf->addRow("BF16 layers at end", bf16_end_);
-  moe_probs_ = new QComboBox();
-  for (auto m : {core::MoeProbs::kFused, core::MoeProbs::kActivation, core::MoeProbs::kUnpermute})
-    moe_probs_->addItem(core::Name(m), static_cast<int>(m));
-  moe_probs_->setToolTip(
-      "MoE: where the router's probabilities weight the tokens, which sets what is kept for their "
-      "gradient. fused: a fused weighted SwiGLU/quick-GeGLU/squared-ReLU (Megatron-Core 0.13 on), nothing "
-      "more; activation: the activation's output times them (GELU experts), that output kept; unpermute: "
-      "the experts' output times them (Megatron-Core before 0.13, DeepSpeed), that output kept");
+  moe_probs_ =
+      EnumBox({core::MoeProbs::kFused, core::MoeProbs::kActivation, core::MoeProbs::kUnpermute},
+              "MoE: where the router's probabilities weight the tokens, which sets what is kept for their "
+              "gradient. fused: a fused weighted SwiGLU/quick-GeGLU/squared-ReLU (Megatron-Core 0.13 on), nothing "
+              "more; activation: the activation's output times them (GELU experts), that output kept; unpermute: "
+              "the experts' output times them (Megatron-Core before 0.13, DeepSpeed), that output kept");
   bf->addRow("MoE probabilities", moe_probs_);
   col->addWidget(bg);
 
@@ -293,10 +308,7 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
   });
   connect(sp_, &QCheckBox::toggled, this,
           [this](bool on) { EditPlan([&](core::PlanSpec& p) { p.sequence_parallel = on; }); });
-  connect(recompute_, &QComboBox::currentIndexChanged, this, [this](int i) {
-    if (i >= 0)
-      EditPlan([&](core::PlanSpec& p) { p.recompute = static_cast<core::Recompute>(recompute_->itemData(i).toInt()); });
-  });
+  BindEnum(recompute_, &core::PlanSpec::recompute);
   connect(mbs_, &QSpinBox::valueChanged, this,
           [this](int v) { EditPlan([&](core::PlanSpec& p) { p.micro_batch = v; }); });
   connect(gbs_, &QSpinBox::valueChanged, this,
@@ -307,19 +319,9 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
       EditPlan(
           [&](core::PlanSpec& p) { p.schedule = static_cast<core::Schedule>(schedule_->itemData(i).toLongLong()); });
   });
-  connect(precision_, &QComboBox::currentIndexChanged, this, [this](int i) {
-    if (i >= 0)
-      EditPlan([&](core::PlanSpec& p) { p.precision = static_cast<core::Dtype>(precision_->itemData(i).toInt()); });
-  });
-  connect(fp8_scaling_, &QComboBox::currentIndexChanged, this, [this](int i) {
-    if (i >= 0)
-      EditPlan(
-          [&](core::PlanSpec& p) { p.fp8_scaling = static_cast<core::Fp8Scaling>(fp8_scaling_->itemData(i).toInt()); });
-  });
-  connect(moe_probs_, &QComboBox::currentIndexChanged, this, [this](int i) {
-    if (i >= 0)
-      EditPlan([&](core::PlanSpec& p) { p.moe_probs = static_cast<core::MoeProbs>(moe_probs_->itemData(i).toInt()); });
-  });
+  BindEnum(precision_, &core::PlanSpec::precision);
+  BindEnum(fp8_scaling_, &core::PlanSpec::fp8_scaling);
+  BindEnum(moe_probs_, &core::PlanSpec::moe_probs);
   connect(bf16_start_, &QSpinBox::valueChanged, this,
           [this](int v) { EditPlan([&](core::PlanSpec& p) { p.bf16_layers_at_start = v; }); });
   connect(bf16_end_, &QSpinBox::valueChanged, this,
@@ -402,11 +404,11 @@ void InputsPanel::Refresh() {
   {
     const QSignalBlocker b1(sp_), b2(recompute_), b3(precision_), b4(fp8_scaling_), b5(moe_probs_);
     sp_->setChecked(p.sequence_parallel);
-    recompute_->setCurrentIndex(recompute_->findData(static_cast<int>(p.recompute)));
-    precision_->setCurrentIndex(precision_->findData(static_cast<int>(p.precision)));
-    fp8_scaling_->setCurrentIndex(fp8_scaling_->findData(static_cast<int>(p.fp8_scaling)));
+    SelectEnum(recompute_, p.recompute);
+    SelectEnum(precision_, p.precision);
+    SelectEnum(fp8_scaling_, p.fp8_scaling);
     fp8_scaling_->setEnabled(p.precision == core::Dtype::kFp8);
-    moe_probs_->setCurrentIndex(moe_probs_->findData(static_cast<int>(p.moe_probs)));
+    SelectEnum(moe_probs_, p.moe_probs);
     moe_probs_->setEnabled(s.model.moe.has_value());
   }
   SetValue(mbs_, p.micro_batch);

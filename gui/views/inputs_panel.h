@@ -49,6 +49,9 @@ class InputsPanel : public QScrollArea {
   void ShowError(const QString& error);
   void EditModel(const std::function<void(core::ModelSpec&)>& edit);
   void EditPlan(const std::function<void(core::PlanSpec&)>& edit);
+  // A change of an EnumBox sets the plan field it stands for.
+  template <typename E>
+  void BindEnum(QComboBox* box, E core::PlanSpec::*field);
 
   ScenarioModel* scenario_;
   QComboBox *model_, *gpu_, *cluster_;

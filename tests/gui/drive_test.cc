@@ -50,6 +50,14 @@ bool ResolveCommand(const QString& command, core::Scenario* out, std::string* er
   return true;
 }
 
+// The CLI's resolution of the window's copy-as-command line, which must mean the window's plan.
+void ResolveTheWindowsCommand(const ScenarioModel& s, core::Scenario* cli) {
+  const QString command = s.commandLine();
+  std::string error;
+  ASSERT_TRUE(ResolveCommand(command, cli, &error)) << error << "\n" << command.toStdString();
+  EXPECT_EQ(cli->plan, s.plan()) << command.toStdString();
+}
+
 // Selects `value` in a degree list the way a user does (the list must offer it enabled).
 void Choose(QComboBox* box, int64_t value) {
   const int i = box->findData(QVariant::fromValue<qlonglong>(value));
@@ -76,12 +84,9 @@ TEST(GuiDriveTest, TpOneToEightMemoryViewEqualsReport) {
     ASSERT_EQ(s->plan().dp, 64 / tp);  // dp follows the GPU count
     ASSERT_TRUE(s->evaluation().valid) << s->evaluation().errors.join("\n").toStdString();
 
-    const QString command = s->commandLine();
-    ASSERT_FALSE(command.contains('\n')) << command.toStdString();
+    ASSERT_FALSE(s->commandLine().contains('\n')) << s->commandLine().toStdString();
     core::Scenario cli;
-    std::string error;
-    ASSERT_TRUE(ResolveCommand(command, &cli, &error)) << error << "\n" << command.toStdString();
-    EXPECT_EQ(cli.plan, s->plan()) << command.toStdString();
+    ASSERT_NO_FATAL_FAILURE(ResolveTheWindowsCommand(*s, &cli));
     const core::MemoryReport want = core::EstimateMemory(cli.model, cli.plan, cli.gpu, profile->memory);
 
     // The table model: exact bytes.
@@ -256,9 +261,7 @@ TEST(GuiDriveTest, CopyAsCommandMeansTheSamePlan) {
     const QString command = s.commandLine();
     ASSERT_FALSE(command.contains('\n')) << command.toStdString();
     core::Scenario cli;
-    std::string error;
-    ASSERT_TRUE(ResolveCommand(command, &cli, &error)) << error << "\n" << command.toStdString();
-    EXPECT_EQ(cli.plan, s.plan()) << command.toStdString();
+    ASSERT_NO_FATAL_FAILURE(ResolveTheWindowsCommand(s, &cli));
     // The CLI names a model its flags modified "<preset> (modified)"; the GUI keeps the name.
     core::ModelSpec want = s.scenario().model;
     if (cli.model.name != want.name) {
@@ -317,12 +320,9 @@ TEST(GuiDriveTest, Bf16LayersUnderFp8AreSetInThePanelAndCostAsTheCliSays) {
   EXPECT_LT(fp8_step, mixed_step);
   EXPECT_LT(mixed_step, bf16_step);
 
-  const QString command = s->commandLine();
-  EXPECT_TRUE(command.contains("--bf16-layers-at-end 4")) << command.toStdString();
+  EXPECT_TRUE(s->commandLine().contains("--bf16-layers-at-end 4")) << s->commandLine().toStdString();
   core::Scenario cli;
-  std::string error;
-  ASSERT_TRUE(ResolveCommand(command, &cli, &error)) << error << "\n" << command.toStdString();
-  EXPECT_EQ(cli.plan, s->plan()) << command.toStdString();
+  ASSERT_NO_FATAL_FAILURE(ResolveTheWindowsCommand(*s, &cli));
   const auto profile = core::LoadProfile("default");
   ASSERT_TRUE(profile.ok());
   EXPECT_NEAR(sim::EstimateStep(cli.model, cli.plan, cli.gpu, cli.cluster, *profile).time_s, mixed_step,
@@ -377,12 +377,9 @@ TEST(GuiDriveTest, MoeProbabilitiesAreSetInThePanel) {
   EXPECT_NEAR(static_cast<double>(s->evaluation().memory.stages[0].activations_bytes - fused),
               48.0 * 2 * 8192 * 8 * 2048, 1e6);
 
-  const QString command = s->commandLine();
-  EXPECT_TRUE(command.contains("--moe-probs unpermute")) << command.toStdString();
+  EXPECT_TRUE(s->commandLine().contains("--moe-probs unpermute")) << s->commandLine().toStdString();
   core::Scenario cli;
-  std::string error;
-  ASSERT_TRUE(ResolveCommand(command, &cli, &error)) << error << "\n" << command.toStdString();
-  EXPECT_EQ(cli.plan, s->plan()) << command.toStdString();
+  ASSERT_NO_FATAL_FAILURE(ResolveTheWindowsCommand(*s, &cli));
 }
 
 TEST(GuiDriveTest, SaveAndOpenPlanRoundTrips) {

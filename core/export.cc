@@ -128,6 +128,24 @@ Result<std::string> ExportMegatron(const Scenario& s) {
         "--optimizer-cpu-offload needs --use-precision-aware-optimizer (arguments.py:1884), which needs the "
         "distributed optimizer (megatron/core/optimizer/__init__.py:1057)",
         "--zero 1 with the optimizer offloaded");
+  // Where the router's probabilities weight an MoE layer's tokens (PlanSpec::moe_probs): this
+  // commit descends from 2659630721 (2025-04-09, first in core_v0.13.0), which moved the weighting
+  // from the unpermutation into the experts' activation (experts.py bias_act_func): fused into
+  // SwiGLU under --bias-swiglu-fusion (the default), else the activation's output multiplied and
+  // kept; GELU experts always the latter (the fused weighted path takes SwiGLU and quick-GeGLU only).
+  if (m.moe) {
+    const bool gated = m.mlp != MlpKind::kGelu;
+    if (p.moe_probs == MoeProbs::kUnpermute)
+      return refuse(
+          "the router's probabilities weight the experts' activation since 2659630721 (experts.py "
+          "bias_act_func), not the unpermutation (plan.moe_probs unpermute: Megatron-Core before 0.13)",
+          gated ? "--moe-probs fused" : "--moe-probs activation");
+    if (!gated && p.moe_probs == MoeProbs::kFused)
+      return refuse(
+          "GELU experts multiply the activation's output by the probabilities (experts.py bias_act_func "
+          "fuses the weighting into SwiGLU and quick-GeGLU only)",
+          "--moe-probs activation");
+  }
   // Megatron-Core runs 1F1B or interleaved 1F1B (get_forward_backward_func,
   // megatron/core/pipeline_parallel/schedules.py:161-168 at the commit).
   if (p.pp > 1 &&
@@ -219,6 +237,15 @@ Result<std::string> ExportMegatron(const Scenario& s) {
       notes.push_back("router bias of a softmax router: not mapped (Megatron's expert bias needs sigmoid scores)");
     // A softmax router choosing one expert needs the pre-softmax order (transformer_config.py:2662).
     if (m.moe->router == RouterKind::kSoftmax && m.moe->top_k == 1) arg("--moe-router-pre-softmax");
+    // The weighting outside the SwiGLU kernel: its output kept (plan.moe_probs activation). The
+    // flag is TransformerConfig.bias_activation_fusion, which every other SwiGLU MLP reads too.
+    if (m.mlp != MlpKind::kGelu && p.moe_probs == MoeProbs::kActivation) {
+      arg("--no-bias-swiglu-fusion");
+      if (!pattern.empty() || m.moe->shared_experts > 0)
+        notes.push_back(
+            "moe probs activation: --no-bias-swiglu-fusion also runs the dense layers' and shared experts' "
+            "SwiGLU unfused (bias_activation_fusion), which the plan costs fused (plan.elementwise)");
+    }
   }
   if (m.mtp_layers > 0) arg("--mtp-num-layers " + std::to_string(m.mtp_layers));
   if (m.mtp_shared) arg("--mtp-use-repeated-layer");  // transformer_config.py:82

@@ -235,8 +235,11 @@ Result<FailureModel> ParseFailureModelJson(const std::string& text) {
     Reader er(e, r.Path("exposure"), &d);
     int64_t gpus = 0, per_node = 0;
     double days = 0;
-    const bool ok = er.Count("gpus", &gpus, 1, true) & er.Count("gpus_per_node", &per_node, 1, true) &
-                    er.Number("days", &days, 1e-9, 36500, true);  // a century of observation
+    // Each read on its own line so that every bad field is reported, not only the first.
+    const bool gpus_ok = er.Count("gpus", &gpus, 1, true);
+    const bool per_node_ok = er.Count("gpus_per_node", &per_node, 1, true);
+    const bool days_ok = er.Number("days", &days, 1e-9, 36500, true);  // a century of observation
+    const bool ok = gpus_ok && per_node_ok && days_ok;
     er.Finish();
     if (ok) {
       exposure.given = true;

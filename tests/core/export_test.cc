@@ -77,6 +77,18 @@ Scenario On(const char* model, const char* gpu, const char* cluster) {
   return s;
 }
 
+// Qwen3-30B-A3B on one DGX H100: DP 8 with its 128 experts over EP 8, ZeRO-1, 64 x 4,096 tokens.
+Scenario Qwen3MoeOnOneNode() {
+  Scenario s = On("qwen3-30b-a3b", "h100-sxm", "dgx-h100");
+  s.plan.gpus = 8;
+  s.plan.dp = 8;
+  s.plan.ep = 8;
+  s.plan.zero = 1;
+  s.plan.seq_len = 4096;
+  s.plan.global_batch = 64;
+  return s;
+}
+
 // An export that must succeed: its text, or "" and a failure naming the refusal.
 std::string Text(const Result<std::string>& r) {
   EXPECT_TRUE(r.ok()) << r.status().ToString();
@@ -317,16 +329,10 @@ TEST(ExportTest, LatentMoeAndASharedMtpModuleAreMegatronArguments) {
   // A transformer with a latent MoE and one MTP module used at both depths: Megatron-LM's
   // --moe-latent-size and --mtp-use-repeated-layer (TransformerConfig fields, arguments as every
   // field is); DeepSpeed's MoE layer routes hidden-size tokens and refuses it.
-  Scenario s = On("qwen3-30b-a3b", "h100-sxm", "dgx-h100");
+  Scenario s = Qwen3MoeOnOneNode();
   s.model.moe->latent_size = 512;
   s.model.mtp_layers = 2;
   s.model.mtp_shared = true;
-  s.plan.gpus = 8;
-  s.plan.dp = 8;
-  s.plan.ep = 8;
-  s.plan.zero = 1;
-  s.plan.seq_len = 4096;
-  s.plan.global_batch = 64;
   ASSERT_EQ(PlanErrors(s), "");
   const std::string megatron = Text(ExportMegatron(s));
   EXPECT_TRUE(Has(megatron, "--moe-latent-size 512")) << megatron;
@@ -845,6 +851,32 @@ TEST(ExportTest, MegatronWritesTheSlidingWindow) {
   const std::string llama = Text(ExportMegatron(Llama70B()));
   EXPECT_FALSE(Has(llama, "--window-size"));
   EXPECT_FALSE(Has(llama, "--window-attn-skip-freq"));
+}
+
+TEST(ExportTest, MegatronPlacesTheRouterProbabilitiesAsItsMoeCodeDoes) {
+  // plan.moe_probs against Megatron-LM at the export's commit (a descendant of 2659630721, which
+  // moved the weighting into the experts' activation, experts.py bias_act_func): fused is its
+  // default (--bias-swiglu-fusion), activation is --no-bias-swiglu-fusion, unpermute (Megatron-Core
+  // before 0.13) is refused; GELU experts always multiply the activation's output, so fused is
+  // refused for them.
+  Scenario s = Qwen3MoeOnOneNode();
+  ASSERT_EQ(PlanErrors(s), "");
+  EXPECT_FALSE(Has(Text(ExportMegatron(s)), "bias-swiglu-fusion"));
+  s.plan.moe_probs = MoeProbs::kActivation;
+  const std::string unfused = Text(ExportMegatron(s));
+  EXPECT_TRUE(Has(unfused, "--no-bias-swiglu-fusion")) << unfused;
+  EXPECT_FALSE(Has(unfused, "dense layers' and shared experts'")) << unfused;  // every layer MoE, none shared
+  s.plan.moe_probs = MoeProbs::kUnpermute;
+  ExpectRefused(ExportMegatron(s), "plan.moe_probs unpermute");
+  ExpectRefused(ExportMegatron(s), "nearest plan it runs: --moe-probs fused");
+  s.model.mlp = MlpKind::kGelu;
+  ExpectRefused(ExportMegatron(s), "nearest plan it runs: --moe-probs activation");
+  s.plan.moe_probs = MoeProbs::kFused;
+  ExpectRefused(ExportMegatron(s), "GELU experts multiply the activation's output");
+  s.plan.moe_probs = MoeProbs::kActivation;
+  const std::string gelu = Text(ExportMegatron(s));
+  EXPECT_TRUE(Has(gelu, "--num-experts 128")) << gelu;
+  EXPECT_FALSE(Has(gelu, "bias-swiglu-fusion")) << gelu;
 }
 
 }  // namespace

@@ -198,7 +198,50 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
   recompute_ = EnumBox({core::Recompute::kNone, core::Recompute::kSelective, core::Recompute::kFull},
                        "Activation recomputation: selective drops the attention scores, full keeps layer inputs");
   pf->addRow("recompute", recompute_);
+  recompute_layers_ = IntBox(0, 100000,
+                             "Under full recompute: layers per stage recomputed, the rest keep their activations "
+                             "(Megatron-Core --recompute-method block --recompute-num-layers N); 0: every layer");
+  recompute_layers_->setSpecialValueText("all");
+  pf->addRow("recomputed layers", recompute_layers_);
+  tp_overlap_ =
+      EnumBox({core::TpOverlap::kNone, core::TpOverlap::kBackward, core::TpOverlap::kFull},
+              "With TP > 1: which TP collectives run under GEMMs. none: every one exposed (Megatron-LM 2021); "
+              "backward: the input-gradient reduction under the weight-gradient GEMM (Megatron-LM since "
+              "2022); full: the forward's too (Transformer Engine userbuffers)");
+  pf->addRow("TP overlap", tp_overlap_);
+  cp_kind_ = EnumBox({core::CpKind::kRing, core::CpKind::kUlysses, core::CpKind::kAllGather},
+                     "With CP > 1: how context parallelism exchanges K and V. ring: blocks circulate under the "
+                     "attention; ulysses: all-to-alls trade the sequence split for a head split; allgather: K and V "
+                     "gathered whole before attention, exposed (Llama 3, torchtitan's default)");
+  pf->addRow("CP kind", cp_kind_);
   col->addWidget(pg);
+
+  // ---- memory savers ------------------------------------------------------------------------
+  auto* og = new QGroupBox("Offload and loss");
+  auto* of = new QFormLayout(og);
+  offload_optimizer_ =
+      EnumBox({core::OffloadTarget::kNone, core::OffloadTarget::kCpu, core::OffloadTarget::kNvme},
+              "Where the optimizer's states and step live: on the GPU, in host memory or on NVMe (ZeRO-Offload, "
+              "ZeRO-Infinity; Megatron-Core --optimizer-cpu-offload)");
+  offload_params_ = EnumBox({core::OffloadTarget::kNone, core::OffloadTarget::kCpu, core::OffloadTarget::kNvme},
+                            "Where the sharded parameters live between uses (ZeRO-3 parameter offload)");
+  offload_activations_ =
+      IntBox(0, 100000,
+             "Layers whose activations go to host memory during the forward and come back for their backward "
+             "(Megatron-Core --cpu-offloading-num-layers N; needs PP 1, no recompute and the GPU's host link)");
+  offload_activations_->setSpecialValueText("none");
+  cross_entropy_ =
+      EnumBox({core::CrossEntropy::kFused, core::CrossEntropy::kTe, core::CrossEntropy::kTeInplace,
+               core::CrossEntropy::kUpcast, core::CrossEntropy::kFlash, core::CrossEntropy::kNative},
+              "How the loss computes the cross entropy, and so the bytes per logit it holds: fused (Megatron-Core's "
+              "vocab-parallel loss, 6 B), te (Transformer Engine 2.18 on, 6 B), te-inplace (before 2.18, 2 B), "
+              "upcast (bf16 logits .float() into PyTorch's, torchtitan 2024: 12 B), flash (FlashAttention's "
+              "kernel, LLM Foundry: 4 B), native (Megatron-Core --cross-entropy-loss-fusion native: 10 B)");
+  of->addRow("offload optimizer", offload_optimizer_);
+  of->addRow("offload parameters", offload_params_);
+  of->addRow("offload activations", offload_activations_);
+  of->addRow("cross entropy", cross_entropy_);
+  col->addWidget(og);
 
   // ---- batch, schedule, precision ----------------------------------------------------------
   auto* bg = new QGroupBox("Batch and schedule");
@@ -309,6 +352,15 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
   connect(sp_, &QCheckBox::toggled, this,
           [this](bool on) { EditPlan([&](core::PlanSpec& p) { p.sequence_parallel = on; }); });
   BindEnum(recompute_, &core::PlanSpec::recompute);
+  connect(recompute_layers_, &QSpinBox::valueChanged, this,
+          [this](int v) { EditPlan([&](core::PlanSpec& p) { p.recompute_layers = v; }); });
+  BindEnum(tp_overlap_, &core::PlanSpec::tp_overlap);
+  BindEnum(cp_kind_, &core::PlanSpec::cp_kind);
+  BindEnum(offload_optimizer_, &core::PlanSpec::offload_optimizer);
+  BindEnum(offload_params_, &core::PlanSpec::offload_params);
+  connect(offload_activations_, &QSpinBox::valueChanged, this,
+          [this](int v) { EditPlan([&](core::PlanSpec& p) { p.offload_activation_layers = v; }); });
+  BindEnum(cross_entropy_, &core::PlanSpec::cross_entropy);
   connect(mbs_, &QSpinBox::valueChanged, this,
           [this](int v) { EditPlan([&](core::PlanSpec& p) { p.micro_batch = v; }); });
   connect(gbs_, &QSpinBox::valueChanged, this,
@@ -402,9 +454,17 @@ void InputsPanel::Refresh() {
   FillChoices(schedule_, scenario_->scheduleChoices(), static_cast<int64_t>(p.schedule),
               [](int64_t v) { return QString(core::Name(static_cast<core::Schedule>(v))); });
   {
-    const QSignalBlocker b1(sp_), b2(recompute_), b3(precision_), b4(fp8_scaling_), b5(moe_probs_);
+    const QSignalBlocker b1(sp_), b2(recompute_), b3(precision_), b4(fp8_scaling_), b5(moe_probs_), b6(tp_overlap_),
+        b7(cp_kind_), b8(offload_optimizer_), b9(offload_params_), b10(cross_entropy_);
     sp_->setChecked(p.sequence_parallel);
     SelectEnum(recompute_, p.recompute);
+    SelectEnum(tp_overlap_, p.tp_overlap);
+    tp_overlap_->setEnabled(p.tp > 1);
+    SelectEnum(cp_kind_, p.cp_kind);
+    cp_kind_->setEnabled(p.cp > 1);
+    SelectEnum(offload_optimizer_, p.offload_optimizer);
+    SelectEnum(offload_params_, p.offload_params);
+    SelectEnum(cross_entropy_, p.cross_entropy);
     SelectEnum(precision_, p.precision);
     SelectEnum(fp8_scaling_, p.fp8_scaling);
     fp8_scaling_->setEnabled(p.precision == core::Dtype::kFp8);
@@ -420,6 +480,10 @@ void InputsPanel::Refresh() {
   // changed stays in the plan, shown, so that validation names it (never silently dropped).
   const bool quantized = core::Quantized(p.precision);
   for (QSpinBox* b : {bf16_start_, bf16_end_}) b->setEnabled(quantized || b->value() > 0);
+  // The same for a count of recomputed layers outside full recompute.
+  SetValue(recompute_layers_, p.recompute_layers);
+  recompute_layers_->setEnabled(p.recompute == core::Recompute::kFull || p.recompute_layers > 0);
+  SetValue(offload_activations_, p.offload_activation_layers);
 
   QString html;
   if (!error_.isEmpty()) html += "<p style='color:#b00000'><b>Could not load:</b> " + error_.toHtmlEscaped() + "</p>";

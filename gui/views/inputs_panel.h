@@ -40,6 +40,14 @@ class InputsPanel : public QScrollArea {
   QComboBox* moeProbsBox() const { return moe_probs_; }
   QSpinBox* bf16LayersAtStartBox() const { return bf16_start_; }
   QSpinBox* bf16LayersAtEndBox() const { return bf16_end_; }
+  QSpinBox* recomputeLayersBox() const { return recompute_layers_; }
+  QComboBox* recomputeBox() const { return recompute_; }
+  QComboBox* tpOverlapBox() const { return tp_overlap_; }
+  QComboBox* cpKindBox() const { return cp_kind_; }
+  QComboBox* offloadOptimizerBox() const { return offload_optimizer_; }
+  QComboBox* offloadParamsBox() const { return offload_params_; }
+  QSpinBox* offloadActivationsBox() const { return offload_activations_; }
+  QComboBox* crossEntropyBox() const { return cross_entropy_; }
   QLabel* messages() const { return messages_; }
   // Opens a file dialog and loads a Hugging Face config.json (or meshplan model JSON).
   void loadModelFileDialog();
@@ -64,6 +72,8 @@ class InputsPanel : public QScrollArea {
   std::map<Degree, QComboBox*> degree_;
   QLabel* dp_;
   QComboBox *zero_, *recompute_, *schedule_, *precision_, *fp8_scaling_, *moe_probs_;
+  QComboBox *tp_overlap_, *cp_kind_, *offload_optimizer_, *offload_params_, *cross_entropy_;
+  QSpinBox *recompute_layers_, *offload_activations_;  // plan.recompute_layers, plan.offload_activation_layers
   QCheckBox* sp_;
   QSpinBox *mbs_, *gbs_, *seq_;
   QSpinBox *bf16_start_, *bf16_end_;  // plan.bf16_layers_at_start / _at_end

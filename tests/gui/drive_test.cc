@@ -2,7 +2,7 @@
 // memory view shows must be what `meshplan report` computes for the same plan (the plan as the
 // CLI resolves it from the GUI's "copy as command" line, then core::EstimateMemory). Also: invalid
 // values greyed with their rule, the BF16 first/last layers under FP8, the MoE probabilities'
-// placement, save/open round trip, a
+// placement, TP overlap, the loss, offloading and recomputed layers, save/open round trip, a
 // search cell click, the HF config import and the evaluation time of a dense 405B plan.
 #include <gtest/gtest.h>
 
@@ -380,6 +380,88 @@ TEST(GuiDriveTest, MoeProbabilitiesAreSetInThePanel) {
   EXPECT_TRUE(s->commandLine().contains("--moe-probs unpermute")) << s->commandLine().toStdString();
   core::Scenario cli;
   ASSERT_NO_FATAL_FAILURE(ResolveTheWindowsCommand(*s, &cli));
+}
+
+// The plan's other knobs in the inputs panel, each as `meshplan report` takes it, on the default
+// plan (Llama 3 70B on 64 H100s: TP 8 x PP 4 x DP 2, ZeRO-1, one 8,192-token sequence per
+// microbatch). TP overlap on with TP 8 and CP kind off with CP 1; none exposes the input-gradient
+// reductions the default hides. The loss: te-inplace holds 2 B per logit where the fused default
+// holds 6, 4 x 8,192 x 128,256 / 8 = 525,336,576 B less on the last stage (vocab-parallel over TP 8).
+// The optimizer offloaded: stage 0's master weights and moments leave the GPU for host memory, byte
+// for byte. A recomputed-layer count under selective recompute, or activation offloading under
+// PP 4, stays in the plan and is refused naming its field (never silently dropped).
+TEST(GuiDriveTest, OverlapLossOffloadAndRecomputedLayersAreSetInThePanel) {
+  MainWindow w;
+  ScenarioModel* s = w.scenario();
+  InputsPanel* in = w.inputs();
+  ASSERT_EQ(s->plan().tp, 8);
+  ASSERT_EQ(s->plan().pp, 4);
+  ASSERT_EQ(s->plan().cp, 1);
+  ASSERT_EQ(s->plan().seq_len, 8192);
+  ASSERT_EQ(s->plan().micro_batch, 1);
+  ASSERT_EQ(s->scenario().model.vocab, 128256);
+  ASSERT_TRUE(s->evaluation().valid);
+  EXPECT_TRUE(in->tpOverlapBox()->isEnabled());
+  EXPECT_FALSE(in->cpKindBox()->isEnabled());
+  EXPECT_FALSE(in->recomputeLayersBox()->isEnabled());
+  auto choose = [](QComboBox* box, int data) {
+    const int i = box->findData(data);
+    ASSERT_GE(i, 0) << "the list does not offer " << data;
+    box->setCurrentIndex(i);
+  };
+  auto errors = [s] { return s->evaluation().errors.join("\n").toStdString(); };
+
+  const double backward = s->evaluation().step.time_s;
+  choose(in->tpOverlapBox(), static_cast<int>(core::TpOverlap::kNone));
+  ASSERT_EQ(s->plan().tp_overlap, core::TpOverlap::kNone);
+  ASSERT_TRUE(s->evaluation().valid) << errors();
+  EXPECT_GT(s->evaluation().step.time_s, backward);
+  choose(in->tpOverlapBox(), static_cast<int>(core::TpOverlap::kFull));
+  ASSERT_EQ(s->plan().tp_overlap, core::TpOverlap::kFull);
+
+  const size_t last = s->evaluation().memory.stages.size() - 1;
+  ASSERT_EQ(last, 3u);
+  const int64_t fused_loss = s->evaluation().memory.stages[last].loss_activations_bytes;
+  choose(in->crossEntropyBox(), static_cast<int>(core::CrossEntropy::kTeInplace));
+  ASSERT_EQ(s->plan().cross_entropy, core::CrossEntropy::kTeInplace);
+  ASSERT_TRUE(s->evaluation().valid) << errors();
+  EXPECT_EQ(fused_loss - s->evaluation().memory.stages[last].loss_activations_bytes, int64_t{525336576});
+
+  const core::StageMemory on_gpu = s->evaluation().memory.stages[0];
+  ASSERT_GT(on_gpu.optimizer_bytes, 0);
+  choose(in->offloadOptimizerBox(), static_cast<int>(core::OffloadTarget::kCpu));
+  ASSERT_EQ(s->plan().offload_optimizer, core::OffloadTarget::kCpu);
+  ASSERT_TRUE(s->evaluation().valid) << errors();
+  EXPECT_EQ(s->evaluation().memory.stages[0].optimizer_bytes, 0);
+  EXPECT_EQ(s->evaluation().memory.stages[0].host_bytes, on_gpu.host_bytes + on_gpu.optimizer_bytes);
+
+  in->recomputeLayersBox()->setValue(5);  // disabled, as a user cannot; the plan still says why
+  ASSERT_EQ(s->plan().recompute_layers, 5);
+  EXPECT_FALSE(s->evaluation().valid);
+  EXPECT_TRUE(QString::fromStdString(errors()).contains("plan.recompute_layers")) << errors();
+  EXPECT_TRUE(in->recomputeLayersBox()->isEnabled());  // left on to clear it
+  choose(in->recomputeBox(), static_cast<int>(core::Recompute::kFull));
+  ASSERT_TRUE(s->evaluation().valid) << errors();
+  EXPECT_EQ(in->recomputeLayersBox()->value(), 5);
+
+  in->offloadActivationsBox()->setValue(2);
+  ASSERT_EQ(s->plan().offload_activation_layers, 2);
+  EXPECT_FALSE(s->evaluation().valid);
+  EXPECT_TRUE(QString::fromStdString(errors()).contains("plan.offload.activation_layers")) << errors();
+  EXPECT_TRUE(QString::fromStdString(errors()).contains("plan.pp=1")) << errors();
+  in->offloadActivationsBox()->setValue(0);
+  ASSERT_TRUE(s->evaluation().valid) << errors();
+
+  const QString command = s->commandLine();
+  for (const char* flag : {"--tp-overlap full", "--cross-entropy te-inplace", "--offload-optimizer cpu",
+                           "--recompute full", "--recompute-layers 5"})
+    EXPECT_TRUE(command.contains(flag)) << flag << " in " << command.toStdString();
+  core::Scenario cli;
+  ASSERT_NO_FATAL_FAILURE(ResolveTheWindowsCommand(*s, &cli));
+  const auto profile = core::LoadProfile("default");
+  ASSERT_TRUE(profile.ok());
+  EXPECT_EQ(core::EstimateMemory(cli.model, cli.plan, cli.gpu, profile->memory).per_gpu_bytes,
+            s->evaluation().memory.per_gpu_bytes);
 }
 
 TEST(GuiDriveTest, SaveAndOpenPlanRoundTrips) {

@@ -110,7 +110,8 @@ void PlanFlags::Register(CLI::App* app) {
       "eager, bf16 logits and one fp32 buffer, 6 B per logit), te (Transformer Engine's Triton kernels, "
       "--cross-entropy-fusion-impl te, TE 2.18 on: 6 B), te-inplace (the same before TE 2.18, its gradient "
       "written over the logits: 2 B), upcast (bf16 logits .float() into PyTorch's cross_entropy, "
-      "torchtitan 2024: 12 B), flash (FlashAttention's kernel on the bf16 logits, LLM Foundry: 4 B) or native "
+      "torchtitan 2024: 12 B), compiled (the same under torch.compile, torchtitan from 2025-04: 4 B), flash "
+      "(FlashAttention's kernel on the bf16 logits, LLM Foundry: 4 B) or native "
       "(Megatron-Core --cross-entropy-loss-fusion, its compiled native impl: 10 B)");
   p->add_option("--defer-head-wgrad", deferred_head_wgrad,
                 "Microbatches whose output-layer weight gradient waits for the step's end, keeping their logits "

@@ -503,6 +503,7 @@ void PlaceActivations(const ModelSpec& m, const PlanSpec& p, int64_t stage, bool
     const int64_t per_logit = p.cross_entropy == CrossEntropy::kUpcast      ? (t > 1 ? 16 : 12)
                               : p.cross_entropy == CrossEntropy::kNative    ? 10
                               : p.cross_entropy == CrossEntropy::kFlash     ? 4
+                              : p.cross_entropy == CrossEntropy::kCompiled  ? 4
                               : p.cross_entropy == CrossEntropy::kTeInplace ? 2
                                                                             : 6;  // fused, te
     st.loss_activations_bytes = 2 * e * s * b * h / rep_div + per_logit * s * b * m.vocab / t;

@@ -1523,6 +1523,12 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
       BoolAt(measured_other, "torch_compile").value_or(false)) {
     p.elementwise = Elementwise::kFused;
     run.assumptions.push_back("torch.compile: norms, RoPE and activations fused (the stack's eager kernels otherwise)");
+    // A stack whose code compiles its loss with the model (torchtitan from bbb1b616e).
+    if (stack->compiled_cross_entropy && p.cross_entropy == stack->cross_entropy) {
+      p.cross_entropy = *stack->compiled_cross_entropy;
+      run.assumptions.push_back(std::string("torch.compile: the loss compiled too, cross entropy ") +
+                                Name(p.cross_entropy) + " (stack " + stack->name + ")");
+    }
   }
   // DeepSpeed's BF16_Optimizer, when the record names it (its framework, software or optimizer
   // field): the bf16 gradients stay beside the fp32 accumulation buffer (PlanSpec::keep_lp_grads).

@@ -52,7 +52,7 @@ MESHPLAN_NAMES(Fp8Scaling, {Fp8Scaling::kDelayed, "delayed"}, {Fp8Scaling::kCurr
                {Fp8Scaling::kBlock, "block"})
 MESHPLAN_NAMES(CrossEntropy, {CrossEntropy::kFused, "fused"}, {CrossEntropy::kUpcast, "upcast"},
                {CrossEntropy::kFlash, "flash"}, {CrossEntropy::kNative, "native"}, {CrossEntropy::kTe, "te"},
-               {CrossEntropy::kTeInplace, "te-inplace"})
+               {CrossEntropy::kTeInplace, "te-inplace"}, {CrossEntropy::kCompiled, "compiled"})
 MESHPLAN_NAMES(Elementwise, {Elementwise::kFused, "fused"}, {Elementwise::kEager, "eager"},
                {Elementwise::kEagerFusedNorm, "eager-fused-norm"})
 MESHPLAN_NAMES(MoeDispatcher, {MoeDispatcher::kAllToAll, "alltoall"}, {MoeDispatcher::kFlex, "flex"})

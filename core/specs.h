@@ -396,8 +396,13 @@ enum class Fp8Scaling { kDelayed, kCurrent, kBlock };
 // buffers where the eager version works in place), 10 B: the bf16 logits, the fp32 copy and the
 // fp32 exp/softmax buffer alive together at the forward's peak (Megatron-LM CI: its
 // gpt3_mcore_te_tp2_pp2_cross_entropy_loss_fusion peaks 0.41 GiB above the unfused twin, 4.3 B
-// per logit on its 103M logits).
-enum class CrossEntropy { kFused, kUpcast, kFlash, kNative, kTe, kTeInplace };
+// per logit on its 103M logits). compiled: the upcast loss under torch.compile (torchtitan from
+// bbb1b616e, 2025-04-02: components/loss.py build_cross_entropy_loss compiles it whenever the run
+// compiles, "reduction of memory and slightly better throughput"): Inductor fuses the upcast,
+// log-softmax and NLL into a reduction over each row and the backward's softmax, one-hot and
+// downcast into one pointwise kernel, so it keeps the bf16 logits and a per-row log-sum-exp and
+// its backward writes the bf16 gradient beside them, 4 B (assumed as derived, not measured alone).
+enum class CrossEntropy { kFused, kUpcast, kFlash, kNative, kTe, kTeInplace, kCompiled };
 // How the elementwise layers run: fused, one kernel per norm, RoPE and activation (Transformer
 // Engine, Apex, torch.compile); eager, PyTorch eager's op-by-op decomposition of torchtitan 2024's
 // RMSNorm, RoPE and SwiGLU (torchtitan/models/norms.py RMSNorm, models/llama/model.py

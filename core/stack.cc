@@ -122,6 +122,11 @@ Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string&
     return Status::InvalidArgument(prefix + ".precision: must be a 16- or 8-bit training dtype (bf16|fp16|fp8)");
   if (s.grads != Dtype::kFp32 && s.grads != Dtype::kBf16 && s.grads != Dtype::kFp16)
     return Status::InvalidArgument(prefix + ".grads_dtype: must be fp32, bf16 or fp16");
+  if (j.contains("compiled_cross_entropy")) {
+    CrossEntropy ce{};
+    if (Status st = EnumField(j, "compiled_cross_entropy", prefix, &ce); !st.ok()) return st;
+    s.compiled_cross_entropy = ce;
+  }
   if (auto it = j.find("interleaved_stages_per_rank"); it != j.end()) {
     if (!it->is_number_integer() || it->get<int64_t>() < 2 || it->get<int64_t>() > 64)
       return Status::InvalidArgument(prefix + ".interleaved_stages_per_rank: must be an integer from 2 to 64");

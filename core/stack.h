@@ -62,6 +62,9 @@ struct SoftwareStack {
   // FSDP's gradient sync and resharding off until the last backward): ZeRO-1's memory and traffic.
   bool zero3_unsharded_under_pp = false;
   CrossEntropy cross_entropy = CrossEntropy::kFused;  // how its loss computes the cross entropy
+  // How it does when the run compiles (a record's measured.other.torch_compile), where that differs
+  // (torchtitan from 2025-04 compiles its loss with the model): nullopt, as without compile.
+  std::optional<CrossEntropy> compiled_cross_entropy;
   // Whose measured host time its MoE layers take at least (PlanSpec::moe_host): Megatron-Core's,
   // measured on its own MoE layer; none for a stack whose MoE host time is not measured.
   MoeHost moe_host = MoeHost::kMegatronCore;

@@ -408,6 +408,10 @@ class Builder {
   //    70f53666 and 4329ff84): cross_entropy_kernel stores the gradient over the bf16 logits,
   //    2 + (2 + 2) = 6 B in 2 kernels; backward element_mul_kernel scales it in place 2+2 = 4 B in
   //    1, already in the logits' dtype (no cast).
+  //  compiled, the upcast loss under torch.compile: one looped reduction reading the bf16 logits
+  //    twice (the row's max, then its sum of exponentials) 2+2 = 4 B in 1 kernel; backward one
+  //    pointwise kernel reading them and writing the bf16 gradient 2+2 = 4 B in 1.
+  static constexpr EagerCost kCompiledCrossEntropy{4, 4, 1, 1};
   static constexpr EagerCost kUpcastCrossEntropy{18, 22, 3, 3}, kLossParallelCrossEntropy{38, 38, 6, 5},
       kMegatronCrossEntropy{38, 14, 6, 2}, kNativeCrossEntropy{22, 6, 3, 1}, kTeCrossEntropy{8, 14, 2, 2},
       kTeInplaceCrossEntropy{6, 4, 2, 1};
@@ -419,6 +423,7 @@ class Builder {
       case CrossEntropy::kTe: return &kTeCrossEntropy;
       case CrossEntropy::kTeInplace: return &kTeInplaceCrossEntropy;
       case CrossEntropy::kFlash: return nullptr;
+      case CrossEntropy::kCompiled: return &kCompiledCrossEntropy;
     }
     return nullptr;
   }

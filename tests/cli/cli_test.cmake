@@ -321,6 +321,13 @@ run(export_plan_te_inplace_loss 0 "wrote" plan --model llama3-8b --gpu h100-sxm 
     --output ${WORK}/te_inplace_loss.json)
 run(export_megatron_te_inplace_loss 0 "Transformer Engine 2.17 or older.*--cross-entropy-fusion-impl te"
     export --plan ${WORK}/te_inplace_loss.json --to megatron)
+# torchtitan's loss under torch.compile (from bbb1b616e): 4 B per logit where its eager upcast loss
+# holds 12: Llama 3 8B at 2 x 8,192 tokens on H200s, 98.57 GB of activations eager, 8 x 16,384 x
+# 128,256 B = 16.81 GB less compiled.
+run(report_cross_entropy_upcast 0 "activations held +98.57 GB" report --model llama3-8b --gpu h200 --gpus 32
+    --zero 3 --mbs 2 --seq 8192 --gbs 64 --cross-entropy upcast)
+run(report_cross_entropy_compiled 0 "activations held +81.76 GB" report --model llama3-8b --gpu h200 --gpus 32
+    --zero 3 --mbs 2 --seq 8192 --gbs 64 --cross-entropy compiled)
 # Gradients averaged inside the DP collective (Megatron-Bridge's recipes since 25.11).
 run(export_plan_average_in_collective 0 "wrote" plan --model llama3-8b --gpu h100-sxm --gpus 8 --zero 1
     --no-grad-prescale --output ${WORK}/avg.json)

@@ -282,6 +282,9 @@ TEST(MemoryTest, NativeFusedLossAndDeferredHeadWgradHoldMoreOnTheLastStage) {
   //    in-place loss's 6 B: 4 x 131,334,144 = 525,336,576 bytes more;
   //  - te-inplace (Transformer Engine before #3193: the gradient stored over the bf16 logits): 2 B,
   //    4 x 131,334,144 = 525,336,576 bytes less than the fused loss's 6 B;
+  //  - compiled (the upcast loss under torch.compile: the bf16 logits and the bf16 gradient): 4 B,
+  //    2 x 131,334,144 = 262,668,288 bytes less than fused, 12 x 131,334,144 = 1,576,009,728 less
+  //    than the same loss eager under loss_parallel (upcast at TP > 1: 16 B);
   //  - 2 deferred output-layer weight gradients: 2 x (2 B x 131,334,144 logits + the head's input
   //    8192 x 8192 x 2 B / 8 under SP) = 2 x (262,668,288 + 16,777,216) = 558,891,008 bytes.
   Loaded l = Load("llama3-70b", "h100-sxm", "dgx-h100");
@@ -294,6 +297,12 @@ TEST(MemoryTest, NativeFusedLossAndDeferredHeadWgradHoldMoreOnTheLastStage) {
   p.cross_entropy = CrossEntropy::kTeInplace;
   const MemoryReport inplace = EstimateMemory(l.model, p, l.gpu);
   EXPECT_EQ(base.stages[3].loss_activations_bytes - inplace.stages[3].loss_activations_bytes, 525336576);
+  p.cross_entropy = CrossEntropy::kCompiled;
+  const MemoryReport compiled = EstimateMemory(l.model, p, l.gpu);
+  EXPECT_EQ(base.stages[3].loss_activations_bytes - compiled.stages[3].loss_activations_bytes, 262668288);
+  p.cross_entropy = CrossEntropy::kUpcast;
+  const MemoryReport upcast = EstimateMemory(l.model, p, l.gpu);
+  EXPECT_EQ(upcast.stages[3].loss_activations_bytes - compiled.stages[3].loss_activations_bytes, 1576009728);
   p.cross_entropy = CrossEntropy::kFused;
   p.deferred_head_wgrad = 2;
   const MemoryReport deferred = EstimateMemory(l.model, p, l.gpu);

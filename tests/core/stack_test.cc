@@ -51,6 +51,9 @@ TEST(StackTest, SourcesNameTheirStackWithoutTheRecordId) {
     return s ? s->name : std::string("none");
   };
   EXPECT_EQ(named("pytorch/torchtitan | benchmarks/llama3_h100_202412_torchtitan.md"), "torchtitan-2024");
+  // torchtitan's June 2025 benchmark files: the 2025 stack (its loss compiled with the model).
+  EXPECT_EQ(named("pytorch/torchtitan | benchmarks/llama3_8b_h200_2025-06_torchtitan.md"), "torchtitan-2025");
+  EXPECT_EQ(named("torchtitan benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md"), "torchtitan-2025");
   EXPECT_EQ(named("LLM Foundry benchmarking README (github.com/mosaicml/llm-foundry)"), "llm-foundry-2023");
   // One paper, two stacks: MegaScale's own rows and its Megatron-LM baseline, by the row.
   const std::string megascale = "MegaScale (ByteDance, arXiv 2402.15627v1, NSDI 2024) | Table 2";
@@ -95,6 +98,12 @@ TEST(StackTest, BadStackFilesNameTheFieldAndTheRule) {
               std::string::npos);
   }
   EXPECT_EQ(bad(R"(, "interleaved_stages_per_rank": 2)")->interleaved_stages_per_rank, 2);
+  r = bad(R"(, "compiled_cross_entropy": "jit")");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("stack.compiled_cross_entropy: must be one of"), std::string::npos)
+      << r.status().message();
+  EXPECT_FALSE(bad("")->compiled_cross_entropy.has_value());
+  EXPECT_EQ(bad(R"(, "compiled_cross_entropy": "compiled")")->compiled_cross_entropy, CrossEntropy::kCompiled);
   r = bad(R"(, "cp_kind": "star")");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("stack.cp_kind: must be one of"), std::string::npos) << r.status().message();

@@ -277,7 +277,10 @@ TEST(StepGraphTest, CrossEntropyPassesOverTheLogitsAsEachImplementationRunsThem)
   //  native (three jit_fuser functions): 2+4, 4+4, 4+4 = 22 B in 3; backward 4+2 = 6 B in 1;
   //  te (Transformer Engine's Triton kernels): 2, 2+4 = 8 B in 2; backward 4+4, 4+2 = 14 B in 2;
   //  te-inplace (the same before TE #3193, the gradient stored over the bf16 logits): 2, 2+2 = 6 B
-  //    in 2; backward the in-place scale 2+2 = 4 B in 1, no cast.
+  //    in 2; backward the in-place scale 2+2 = 4 B in 1, no cast;
+  //  compiled (the upcast loss under torch.compile): one looped row reduction reading the bf16
+  //    logits twice, 2+2 = 4 B in 1; backward one kernel reading them and writing the bf16
+  //    gradient, 2+2 = 4 B in 1.
   // Llama 3 8B on 8 GPUs at TP 2: 8,192 tokens x 64,128 local logits.
   auto m = LoadModel("llama3-8b");
   ASSERT_TRUE(m.ok());
@@ -288,7 +291,8 @@ TEST(StepGraphTest, CrossEntropyPassesOverTheLogitsAsEachImplementationRunsThem)
     int64_t fwd, bwd, fwd_kernels, bwd_kernels;
   };
   for (const Want w : {Want{CrossEntropy::kFused, 38, 14, 6, 2}, Want{CrossEntropy::kNative, 22, 6, 3, 1},
-                       Want{CrossEntropy::kTe, 8, 14, 2, 2}, Want{CrossEntropy::kTeInplace, 6, 4, 2, 1}}) {
+                       Want{CrossEntropy::kTe, 8, 14, 2, 2}, Want{CrossEntropy::kTeInplace, 6, 4, 2, 1},
+                       Want{CrossEntropy::kCompiled, 4, 4, 1, 1}}) {
     p.cross_entropy = w.ce;
     const StepGraph g = BuildStepGraph(*m, p);
     int seen = 0;

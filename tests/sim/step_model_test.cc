@@ -1031,7 +1031,7 @@ TEST(StepCostCacheTest, MoeDispatcherReachesTheCachedMoeLayer) {
   const core::ModelSpec llama = *core::LoadModel("llama3-8b");
   StepCostCache ce_cache;
   for (core::CrossEntropy ce : {core::CrossEntropy::kFused, core::CrossEntropy::kUpcast, core::CrossEntropy::kFlash,
-                                core::CrossEntropy::kNative, core::CrossEntropy::kTe}) {
+                                core::CrossEntropy::kNative, core::CrossEntropy::kTe, core::CrossEntropy::kCompiled}) {
     core::PlanSpec p;
     p.gpus = 8;
     p.pp = 2;

@@ -421,7 +421,8 @@ TEST(ValidationTest, TorchtitanAsyncTpRowsPairVanillaAndAsyncTp) {
       const auto* vanilla = Find(*runs, stem + "-vanillatp");
       const auto* async = Find(*runs, stem + "-asynctp");
       ASSERT_TRUE(vanilla && async) << stem;
-      EXPECT_EQ(vanilla->stack, "torchtitan-2024");
+      EXPECT_EQ(vanilla->stack, "torchtitan-2025");  // June 2025: the loss compiled with the model
+      EXPECT_EQ(vanilla->scenario.plan.cross_entropy, core::CrossEntropy::kCompiled) << stem;
       EXPECT_EQ(vanilla->scenario.plan.tp, 8);
       EXPECT_EQ(vanilla->scenario.plan.zero, 3);
       EXPECT_EQ(vanilla->scenario.plan.elementwise, core::Elementwise::kFused) << stem;  // torch.compile
@@ -1244,6 +1245,51 @@ TEST(ValidationTest, Fsdp2PeaksMeasuredOnAnH200AllocatedAndReserved) {
     // and 1.9 GB not explained (docs/memory.md).
     if (r.id == "meshplan-h200-2611-fsdp2-1rank-llama8b-2layers-reserved") EXPECT_NEAR(r.error, -0.090, 0.01);
     if (r.id == "meshplan-h200-2611-fsdp2-1rank-llama8b-8layers-reserved") EXPECT_NEAR(r.error, -0.034, 0.01);
+  }
+}
+
+TEST(ValidationTest, TorchtitanJune2025RunsCompileTheirLossWithTheModel) {
+  // torchtitan's June 2025 runs (benchmarks/llama3_8b_h200_2025-06_torchtitan.md @bcdeaa37: Llama
+  // 3.1 8B on 32 and 64 H200s, FSDP over every GPU, torch.compile, float8 tensorwise, per-op
+  // selective checkpointing, 2 x 8,192 tokens per GPU) map to the torchtitan-2025 stack, whose
+  // code compiles the loss whenever the run compiles (components/loss.py build_cross_entropy_loss
+  // since bbb1b616e): the upcast loss's 12 B per logit become 4 B, 8 x 2 x 8,192 x 128,256 =
+  // 16,810,770,432 B less on every GPU. Measured (torchtitan's memory log, reserved): 47.96 and
+  // 46.97 GiB; predicted with the eager loss and kernels +37% / +36% (the records carry the
+  // run's --training.compile as measured.other.torch_compile).
+  const std::vector<core::PublishedRun> runs = Corpus("torchtitan_h200_2506.json");
+  ASSERT_EQ(runs.size(), 2u);
+  for (const auto& r : runs) {
+    EXPECT_EQ(r.stack, "torchtitan-2025") << r.id;
+    EXPECT_EQ(r.scenario.gpu.name, "h200") << r.id;
+    EXPECT_EQ(r.scenario.plan.cross_entropy, core::CrossEntropy::kCompiled) << r.id;
+    EXPECT_EQ(r.scenario.plan.elementwise, core::Elementwise::kFused) << r.id;
+    EXPECT_EQ(r.scenario.plan.recompute_modules, core::ModuleBit(core::RecomputeModule::kTorchtitanOp)) << r.id;
+    EXPECT_TRUE(Says(r.assumptions, "the loss compiled too, cross entropy compiled")) << r.id;
+    core::PlanSpec eager = r.scenario.plan;
+    eager.cross_entropy = core::CrossEntropy::kUpcast;
+    const auto compiled_mem = core::EstimateMemory(r.scenario.model, r.scenario.plan, r.scenario.gpu);
+    const auto eager_mem = core::EstimateMemory(r.scenario.model, eager, r.scenario.gpu);
+    EXPECT_EQ(eager_mem.stages[0].loss_activations_bytes - compiled_mem.stages[0].loss_activations_bytes,
+              int64_t{16810770432})
+        << r.id;
+  }
+  // The December 2024 runs, whose loss was not compiled (train.py:137-138 at 9dec370), keep it eager.
+  for (const auto& r : Corpus("torchtitan_h100_2412.json")) {
+    EXPECT_EQ(r.stack, "torchtitan-2024") << r.id;
+    EXPECT_EQ(r.scenario.plan.cross_entropy, core::CrossEntropy::kUpcast) << r.id;
+  }
+  std::vector<std::string> skipped;
+  auto records = MemoryCorpus("torchtitan_h200_2506_memory.json", &skipped);
+  ASSERT_TRUE(records.ok()) << records.status().ToString();
+  ASSERT_EQ(records->size(), 2u);
+  const ValidationSummary v = ValidateMemory(*records);
+  ASSERT_EQ(v.records.size(), 2u);
+  // Predicted 48.2 and 46.3 GiB: +0.5% and -1.3% (the compiled loss 15.7 GiB of the 17.6 GiB
+  // the eager predictions, 65.8 and 63.9, were over; the fused norms, RoPE and SwiGLU the rest).
+  for (const auto& r : v.records) {
+    EXPECT_EQ(r.stack, "torchtitan-2025") << r.id;
+    EXPECT_NEAR(r.error, r.id == "torchtitan-2506-h200-8b-32gpu-fsdp-float8" ? 0.005 : -0.013, 0.005) << r.id;
   }
 }
 

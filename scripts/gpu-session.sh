@@ -9,7 +9,7 @@
 #
 # STAGEs (default: all, in this order): gtest gemm tiny verify gpt17b context_attention gemm_shapes
 # heldout sustained memory memory_expandable memory_default8 sustained_more memory_expandable8 host_moe expert_gemm megatron_moe megatron_layer memory_pools. The first GPU session (2026-11-28, H200) ran the first six; the second the
-# rest and tiny, verify again; the third memory_expandable and memory_default8; the fourth sustained_more and memory_expandable8; the fifth (2026-11-30) host_moe, expert_gemm and memory_pools, then megatron_moe by itself; megatron_layer is new (2026-11-30, not yet run). Everything lands in OUT_DIR: one session.log and a JSON per stage.
+# rest and tiny, verify again; the third memory_expandable and memory_default8; the fourth sustained_more and memory_expandable8; the fifth (2026-11-30) host_moe, expert_gemm and memory_pools, then megatron_moe by itself; the sixth (2026-11-30) expert_gemm (with its four-stream loop) and megatron_layer. Everything lands in OUT_DIR: one session.log and a JSON per stage.
 # Since 2026-11-29 the memory stages also write the caching allocator's segments after the last step by stream
 # (pools_after_last_step), the check of FSDP2's reduce-scatter and all-gather pools in docs/memory.md §4.
 #

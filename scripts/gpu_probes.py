@@ -472,8 +472,8 @@ def main_expert_gemm(path, *cases):
     of one cuBLAS GEMM per expert (Transformer Engine's GroupedLinear before its CUTLASS path, and
     Megatron-Core's SequentialMLP), timed eagerly (host launches included) and as a CUDA graph
     (device time alone); the same loop over 4 streams as a graph (Transformer Engine's default
-    multi-stream cuBLAS grouped GEMM; added after the 2026-11-30 run, not yet run: that run's
-    expert_gemm.json has no loop4 fields); and torch._grouped_mm, one kernel for all experts
+    multi-stream cuBLAS grouped GEMM; added after the first 2026-11-30 run, whose
+    expert_gemm.json has no loop4 fields: expert_gemm_streams.json has them); and torch._grouped_mm, one kernel for all experts
     (torchtitan's MoE), as a graph. Median of 5 trials of 20 calls each (5 above a TFLOP a call) after 3 warm-ups (CUDA events). cases:
     NAME:K:N each, the layer's fc1 (hidden -> 2 x ffn for a GLU) and fc2 (ffn -> hidden); default
     Qwen3-30B-A3B, Qwen3-235B-A22B, DeepSeek-V3, gpt-oss-120b and Mixtral 8x7B; rows 64..8192
@@ -703,14 +703,15 @@ def main_megatron_layer(path, megatron_dir, *configs):
     work at fixed host work, so that wall = max(host, kernels) shows as wall flat then following
     the kernels, and wall = kernels + a fixed exposed host part as a constant gap. configs:
     EXPERTS:TOPK:TOKENS:HIDDEN:FFN:HEADS:KV_HEADS:CHAIN (default Qwen3-30B-A3B's EP-8 rank, 16 local
-    experts of 768, 32 heads of 128 with 4 kv heads, at 1,024 to 16,384 tokens, chains of 4)."""
+    experts of 768, 32 heads of 128 with 4 kv heads, at 1,024, 4,096 and 8,192 tokens, chains of 4)."""
     torch, res = megatron_one_gpu(megatron_dir, "meshplan.gpu_megatron_layer/1", "29513")
     import torch.nn.functional as F
     from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
     from megatron.core.transformer.spec_utils import build_module
     from megatron.core.transformer.transformer_config import TransformerConfig
 
-    default = tuple("16:8:%d:2048:768:32:4:4" % n for n in (1024, 4096, 16384))
+    # (16,384 tokens ran out of memory on an H200: the unfused attention's scores, four layers deep.)
+    default = tuple("16:8:%d:2048:768:32:4:4" % n for n in (1024, 4096, 8192))
     for cfg in configs or default:
         experts, topk, tokens, hidden, ffn, heads, kv_heads, chain = (int(v) for v in cfg.split(":"))
         row = {"experts": experts, "topk": topk, "tokens": tokens, "hidden": hidden, "ffn": ffn,

@@ -150,10 +150,11 @@ void PlanFlags::Register(CLI::App* app) {
                 "MoE: alltoall (default: Megatron-Core's all-to-all dispatcher, k copies per token, permuted around "
                 "the NCCL all-to-alls) or flex (its DeepEP/HybridEP dispatcher: each token sent once per rank that "
                 "holds one of its experts)");
-  p->add_option("--moe-host", moe_host,
-                "MoE: megatron-core (default: each MoE layer takes at least the host time Megatron-Core's own MoE "
-                "layer was measured to need, its dropless dispatcher waiting on the host once per layer) or none "
-                "(no host floor: another framework, or the MoE layer captured in CUDA graphs)");
+  p->add_option(
+      "--moe-host", moe_host,
+      "MoE: megatron-core (default: each MoE layer waits for the host time Megatron-Core's own MoE "
+      "layer was measured to need, its dropless dispatcher waiting on the host once per layer forward) or none "
+      "(no host floor: another framework, or the MoE layer captured in CUDA graphs)");
   p->add_option("--moe-probs", moe_probs,
                 "MoE: where the router's probabilities weight the tokens, which sets what is kept for their "
                 "gradient: fused (default: a fused weighted SwiGLU/quick-GeGLU/squared-ReLU, Megatron-Core 0.13 on; "

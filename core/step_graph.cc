@@ -709,7 +709,14 @@ class Builder {
         flex ? static_cast<int64_t>(static_cast<double>(expert_tokens) * rows / static_cast<double>(x.top_k))
              : expert_tokens;
     if (!flex) Mem(ops, "moe_permute", 2 * local * x.top_k * w * e_, MemOp::kPermute);
+    // The dispatcher's device-to-host synchronisation (token_dispatcher.py at d98e8a64,
+    // _maybe_dtoh_and_synchronize): the all-to-all dispatcher's after the first permutation (before
+    // the EP all-to-all, or at EP 1 before the second permutation or the dispatch's end); the flex
+    // dispatcher's after its dispatch, whose received counts the host waits for (fused_a2a.py).
+    // What follows, to the block's end, is queued only after it.
+    size_t synced = ops->size();
     if (p_.ep > 1) Coll(ops, "ep_dispatch", CollectiveKind::kAllToAll, CommGroup::kEp, sent * w * e_, hide_a2a);
+    if (flex) synced = ops->size();
     if (local_experts > 1) Mem(ops, "moe_permute_local", (received + expert_tokens) * w * e_, MemOp::kPermute);
     const int64_t fl = x.expert_ffn_hidden / p_.etp;
     const int64_t per_expert = std::max<int64_t>(expert_tokens / std::max<int64_t>(local_experts, 1), 1);
@@ -730,6 +737,7 @@ class Builder {
       TpReduce(ops, "shared_reduce");
     }
     Mem(ops, "moe_residual", (m_.dropout ? 4 : 3) * tokens_ * h * e_ / norm_div);
+    for (size_t i = synced; i < ops->size(); ++i) (*ops)[i].after_moe_sync = true;
   }
 
   // ---- backward and recompute, derived from the forward ops

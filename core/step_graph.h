@@ -82,6 +82,10 @@ struct Op {
   // under).
   bool attention_core = false;
   bool overlappable = false;  // a collective that may run under compute of the same pass
+  // An MoE block's op after its dispatcher's device-to-host synchronisation (the forward's; its
+  // copies in the other passes keep the flag, unread): the host queues it only once every kernel
+  // before the synchronisation has finished (sim::MoeLayerHostTime, docs/compute.md).
+  bool after_moe_sync = false;
   // FLOPs this op executes: 2mnk x batch for a GEMM; for attention 2 s_q K (d_qk + d_v) per head,
   // K the keys a query meets (s_kv, s_kv/2 when causal, the window's count with one: KeysPerQuery),
   // x2.5 in backward (dQ, dK, dV, dS and the recomputed scores), x share.

@@ -67,15 +67,19 @@ struct PassCost {
   std::array<double, core::kCommGroups> blocking{};  // exposed collective time by CommGroup
   std::array<double, core::kCommGroups> hidden{};    // overlappable collective time by CommGroup
   double slow = 0, slow_cp = 0;  // of `hidden` (other groups', CP's) x OverlapSlowdown: the compute it slows
-  bool comm = false;             // a collective was added (most passes of most lists have none)
+  // Of `compute` and `blocking`: the MoE block's ops after its dispatcher's synchronisation
+  // (Op::after_moe_sync), the only GPU work its forward host time can run beside (HostWait).
+  double after_sync = 0;
+  bool comm = false;  // a collective was added (most passes of most lists have none)
 };
 // One microbatch of a finished list as a rank adds it (Accumulate): the passes' times as
 // StageTimes holds them (recompute runs inside the backward pass), the compute and recompute parts
 // of the breakdown, and the exposed communication by group over the passes (with the compute the
-// hidden collectives slow, also per pass in slowdown_s). Small (18 doubles): it is what the cache
+// hidden collectives slow, also per pass in slowdown_s). Small (19 doubles): it is what the cache
 // keeps per plan.
 struct ListTotals {
   double forward_s = 0, backward_input_s = 0, backward_weight_s = 0, compute_s = 0, recompute_s = 0;
+  double forward_after_sync_s = 0;     // of forward_s: the MoE block's after its synchronisation (PassCost)
   std::array<double, 3> slowdown_s{};  // forward, backward input (with recompute), backward weight
   std::array<double, core::kCommGroups> exposed_s{};
 };
@@ -87,6 +91,7 @@ struct ListCost {
     for (size_t ps = 0; ps < pass.size(); ++ps) {
       pass[ps].compute += o.pass[ps].compute;
       pass[ps].attention += o.pass[ps].attention;
+      pass[ps].after_sync += o.pass[ps].after_sync;
       if (!o.pass[ps].comm) continue;
       pass[ps].comm = true;
       for (int g = 0; g < core::kCommGroups; ++g) {
@@ -139,6 +144,7 @@ struct ListCost {
       }
     }
     t.forward_s = time[kF];
+    t.forward_after_sync_s = pass[kF].after_sync;
     t.backward_input_s = time[kB] + time[kR];  // recompute runs inside the backward pass
     t.backward_weight_s = time[kW];
     t.slowdown_s = {slowed[kF], slowed[kB] + slowed[kR], slowed[kW]};
@@ -227,15 +233,19 @@ class Coster {
         const double t = op.share * CollectiveTime(op);  // share: a hybrid block's (HybridMix)
         const bool hide = CollectiveHidden(op, p_);
         (hide ? pc.hidden : pc.blocking)[static_cast<int>(op.group)] += t;
+        if (op.after_moe_sync && !hide) pc.after_sync += t;
         if (hide) (op.group == CommGroup::kCp ? pc.slow_cp : pc.slow) += OverlapSlowdown(op, p_, g_, layer) * t;
         pc.comm = true;
       } else if (op.group != CommGroup::kNone) {
         // Work of a collective done by kernels (a list collective's copies): exposed, its group's.
-        pc.blocking[static_cast<int>(op.group)] += OpTime(op);
+        const double t = OpTime(op);
+        pc.blocking[static_cast<int>(op.group)] += t;
+        if (op.after_moe_sync) pc.after_sync += t;
         pc.comm = true;
       } else {
         const double t = OpTime(op);
         pc.compute += t;
+        if (op.after_moe_sync) pc.after_sync += t;
         if (IsAttentionCore(op)) pc.attention += t;
       }
     }
@@ -325,14 +335,31 @@ void Accumulate(const ListTotals& lc, double count, RankCost* r) {
   r->times.backward_weight_slowdown_s += lc.slowdown_s[2] * count;
 }
 
-// `count` MoE layers whose forward and backward of one microbatch (the list's passes) take less
-// than the host's `floor`: each takes the floor, the wait shared among its passes as their times
-// are (MoeLayerHostFloor).
-void HostWait(const ListTotals& lc, double floor, double count, RankCost* r) {
-  const double gpu = lc.forward_s + lc.backward_input_s + lc.backward_weight_s;
-  if (!(floor > gpu) || gpu <= 0 || count <= 0) return;
-  const double k = (floor - gpu) / gpu * count;
-  const double f = lc.forward_s * k, bi = lc.backward_input_s * k, bw = lc.backward_weight_s * k;
+// `count` MoE layers' wait for the host (MoeLayerHostTime), per microbatch. Forward: the
+// dispatcher's synchronisation drains the queue, so the host issues the block's remaining ops only
+// once every kernel before it has run, and only those ops' kernels (forward_after_sync_s) run
+// beside the block's forward host time: the pass waits max(0, host forward - them), whatever ran
+// before. Backward: no synchronisation (the all-to-all splits are the forward's), so the host's
+// backward time runs beside the whole backward (its recompute too): max(0, host backward - that).
+// `merged`: a schedule that runs one microbatch's forward beside another's backward layer by
+// layer (Megatron-Core's EP overlap: model_chunk_schedule_plan.py run() at d98e8a64 queues the
+// backward's MLP before the forward's dispatch and its attention after, so both run beside the
+// host's work after the synchronisation; DualPipe likewise): one wait, max(0, host forward +
+// backward - forward after the synchronisation - backward), shared as the host times are. A
+// backward wait is shared between the input- and weight-gradient passes as their times are.
+void HostWait(const ListTotals& lc, const MoeHostTime& host, double count, bool merged, RankCost* r) {
+  if (count <= 0) return;
+  const double back = lc.backward_input_s + lc.backward_weight_s;
+  double f, wait_b;
+  if (merged) {
+    const double wait = std::max(0.0, host.Total() - lc.forward_after_sync_s - back) * count;
+    f = wait * host.forward_s / host.Total();
+    wait_b = wait - f;
+  } else {
+    f = std::max(0.0, host.forward_s - lc.forward_after_sync_s) * count;
+    wait_b = std::max(0.0, host.backward_s - back) * count;
+  }
+  const double bi = back > 0 ? wait_b * lc.backward_input_s / back : wait_b, bw = wait_b - bi;
   r->times.forward_s += f;
   r->times.backward_input_s += bi;
   r->times.backward_weight_s += bw;
@@ -415,23 +442,26 @@ std::array<BreakdownTerm, 11> BreakdownTerms(const StepBreakdown& b) {
            {"host", "waiting for the host (MoE layers)", b.host_s}}};
 }
 
-double MoeLayerHostFloor(const core::ModelSpec& m, const core::PlanSpec& p) {
-  if (!m.moe || p.moe_host == core::MoeHost::kNone) return 0.0;
+MoeHostTime MoeLayerHostTime(const core::ModelSpec& m, const core::PlanSpec& p) {
+  if (!m.moe || p.moe_host == core::MoeHost::kNone) return {};
   // Token dropping pads each expert's input to its capacity (Megatron-Core's drop_and_pad, as
   // Megatron-Bridge's token-drop recipes set it): the splits are known without the host sync.
-  if (m.moe->capacity_factor > 0) return 0.0;
-  const int64_t local_experts = std::max<int64_t>(m.moe->experts / std::max<int64_t>(p.ep, 1), 1);
-  const double floor =
-      kMoeHostBaseS + (p.moe_grouped_gemm ? 0.0 : kMoeHostPerExpertS * static_cast<double>(local_experts));
+  if (m.moe->capacity_factor > 0) return {};
+  const double experts =
+      p.moe_grouped_gemm ? 0.0 : static_cast<double>(std::max<int64_t>(m.moe->experts / std::max<int64_t>(p.ep, 1), 1));
+  MoeHostTime t{kMoeHostForwardBaseS + kMoeHostForwardPerExpertS * experts,
+                kMoeHostBackwardBaseS + kMoeHostBackwardPerExpertS * experts};
   // A hybrid model's layer list is one mixed layer per layer (core/step_graph.cc HybridMix), its
   // MoE block weighted by the MoE layers' share: between two MoE layers' synchronisations run
-  // n / moe layers, whose GPU time the floor is weighed against, so each mixed layer takes at
-  // least the floor times that share.
+  // n / moe layers, whose GPU time the host time is weighed against, so each mixed layer takes
+  // the host time times that share.
   if (m.Hybrid()) {
-    const double n = static_cast<double>(std::max<int64_t>(m.HybridCostedLayers(), 1));
-    return floor * static_cast<double>(m.HybridCostedCounts().moe) / n;
+    const double share = static_cast<double>(m.HybridCostedCounts().moe) /
+                         static_cast<double>(std::max<int64_t>(m.HybridCostedLayers(), 1));
+    t.forward_s *= share;
+    t.backward_s *= share;
   }
-  return floor;
+  return t;
 }
 
 double GemmEfficiency(const core::Profile& prof, const core::GpuSpec& g, core::Dtype d) {
@@ -1053,7 +1083,8 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
   }
   const double p2p = S.P2p(p);
   const double sends = SendsPerMicrobatch(p);
-  const double moe_host_floor = MoeLayerHostFloor(m, p);
+  const MoeHostTime moe_host = MoeLayerHostTime(m, p);
+  const bool merged_passes = p.ep_overlap || p.schedule == core::Schedule::kDualPipe;  // HostWait
   auto step_costs = [&](const StepWork& w, double count, RankCost* r) {
     r->step_comm += w.comm * count;
     r->param_gather += w.param_gather * count;
@@ -1066,9 +1097,9 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
                         bool moe_layers, RankCost* r) {
     Accumulate(all, static_cast<double>(rc), r);
     if (rc < n) Accumulate(kept, static_cast<double>(n - rc), r);
-    if (moe_layers && moe_host_floor > 0) {
-      HostWait(all, moe_host_floor, static_cast<double>(rc), r);
-      if (rc < n) HostWait(kept, moe_host_floor, static_cast<double>(n - rc), r);
+    if (moe_layers && moe_host.Total() > 0) {
+      HostWait(all, moe_host, static_cast<double>(rc), merged_passes, r);
+      if (rc < n) HostWait(kept, moe_host, static_cast<double>(n - rc), merged_passes, r);
     }
     step_costs(w, static_cast<double>(n), r);
   };

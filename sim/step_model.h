@@ -140,7 +140,7 @@ const char* PassShortName(core::Pass p);
 // Names this step model in stored predictions (core/result_store.h); bump it when a change moves
 // predictions, so history can tell predictions of different models apart.
 inline constexpr const char* kStepModelVersion =
-    "meshplan 0.1.0 step-model/4 (TP backward all-reduce without SP, scatter/gather receiver all-gather)";
+    "meshplan 0.1.0 step-model/5 (the MoE layer's host time split at its dispatcher's synchronisation)";
 
 // The costed op lists of a plan (its layers, embedding, head, pipeline send, once-per-step work)
 // depend on the plan's sharding, batch shape, precision and placement but not on its pipeline
@@ -294,19 +294,32 @@ GemmRoofline GemmSides(const core::Op& op, const core::GpuSpec& g, const core::P
 // the dtype is not listed).
 double GemmEfficiency(const core::Profile& profile, const core::GpuSpec& g, core::Dtype d);
 
-// The host time of one MoE layer, forward and backward of one microbatch, that the layer takes at
-// least when its kernels finish sooner (PlanSpec::moe_host; docs/compute.md, "The MoE layer's host
-// floor"): Megatron-Core's MoE layer, measured host-bound on two lent H200 machines
-// (tests/data/gpu/h200-2026-11-30/megatron_moe*.json: forward + backward with 16 and with 4 local
-// experts, the medians of 10 and 6 runs 18.975 and 8.109 ms), kMoeHostBaseS = 8.109 - 4 x 0.906
-// for the router, the dispatcher and its device-to-host synchronisation, plus kMoeHostPerExpertS
-// = (18.975 - 8.109) / 12 for each local expert when the experts run one after another
-// (moe_grouped_gemm off: SequentialMLP). A grouped
-// GEMM's own host time per expert is not measured and counts 0, so the floor is a lower bound
-// there. 0 without MoE, under capacity-factor token dropping, or with moe_host none. For a hybrid
-// model, per mixed layer: the floor times the MoE layers' share of its layers.
-inline constexpr double kMoeHostBaseS = 4.49e-3, kMoeHostPerExpertS = 0.906e-3;
-double MoeLayerHostFloor(const core::ModelSpec& m, const core::PlanSpec& p);
+// The host time of one MoE layer and microbatch, forward and backward (PlanSpec::moe_host;
+// docs/compute.md, "The MoE layer's host time"): Megatron-Core's MoE layer, measured host-bound
+// on three lent H200 machines (tests/data/gpu/h200-2026-11-30/megatron_moe*.json, SequentialMLP
+// experts of 2,048 x 768: with 16 local experts 12 runs, forward median 8.532 ms, forward +
+// backward 19.389; with 4, 8 runs, 4.125 and 8.628). Per expert run one after another
+// (moe_grouped_gemm off) (8.532 - 4.125) / 12 = 0.367 ms forward and (19.389 - 8.628) / 12 -
+// 0.367 = 0.530 ms backward; the rest, the router, the dispatcher and its synchronisation, 4.125 -
+// 4 x 0.367 = 2.656 ms forward and 8.628 - 4 x 0.897 - 2.656 = 2.385 ms backward. A grouped
+// GEMM's own host time per expert is not measured and counts 0, a lower bound there; so is the
+// host time of the layer's other blocks. The step model (HostWait) sets the forward host time
+// against the MoE block's kernels after the dispatcher's device-to-host synchronisation alone,
+// since the host queues them only once every kernel before it has run (measured on Megatron-Core's
+// whole layer, megatron_layer*.json), and the backward host time against the whole backward.
+// Zero without MoE, under capacity-factor token dropping, or with moe_host none. For a hybrid
+// model, per mixed layer: times the MoE layers' share of its layers.
+struct MoeHostTime {
+  double forward_s = 0, backward_s = 0;
+  double Total() const { return forward_s + backward_s; }
+};
+inline constexpr double kMoeHostForwardBaseS = 2.656e-3, kMoeHostForwardPerExpertS = 0.367e-3;
+inline constexpr double kMoeHostBackwardBaseS = 2.385e-3, kMoeHostBackwardPerExpertS = 0.530e-3;
+MoeHostTime MoeLayerHostTime(const core::ModelSpec& m, const core::PlanSpec& p);
+// Its forward and backward together.
+inline double MoeLayerHostFloor(const core::ModelSpec& m, const core::PlanSpec& p) {
+  return MoeLayerHostTime(m, p).Total();
+}
 // The achieved fraction of the 16-bit peak for fused attention kernel `impl` (forward, or
 // backward) at head dim `head_dim` and `seq` queries per sequence: the profile's when it measured
 // them (Profile::attention_efficiency_measured), else the GPU preset's measured curve for that

@@ -3,7 +3,7 @@
 
 Run by scripts/gpu-session.sh on a machine with an NVIDIA GPU and PyTorch 2.x:
 `gpu_probes.py MODE OUT.json`, MODE one of context_attention, sustained, memory, host_moe, expert_gemm,
-megatron_moe, megatron_layer (each function's docstring says what it measures); writes one JSON file. Nothing here is fitted to a published run: each number is what this GPU, driver
+megatron_moe, megatron_layer, cp_attention (each function's docstring says what it measures); writes one JSON file. Nothing here is fitted to a published run: each number is what this GPU, driver
 and PyTorch did, recorded with the versions that did it.
 
   context:   device memory a process holds beyond PyTorch's reserved bytes after CUDA's
@@ -759,8 +759,199 @@ def main_megatron_layer(path, megatron_dir, *configs):
         json.dump(res, f, indent=1)
 
 
+def main_cp_attention(path, *configs):
+    """The attention work of one context-parallel rank as PyTorch's load-balanced ring attention
+    does it with the all-gather rotater (torchtitan's December 2024 default; the loops of
+    torch/distributed/tensor/experimental/_attention.py as read at pytorch 0123248a:
+    _templated_ring_attention and _templated_ring_attention_backward), on one GPU with the
+    communication left out: per step the flash SDPA op on the step's blocks (the local causal
+    block first, then half the keys or half the queries, non-causal), the K/V concatenation each
+    step makes for its rotater, the fp32 merge of outputs and log-sum-exps (_SDPAMerger, with the
+    chunk-and-cat partial updates), and in the backward the flash backward op per step with the
+    fp32 accumulation and concatenation of dK/dV and dQ. Against it, one causal flash SDPA of the
+    whole sequence divided by the ranks: the same FLOPs in one kernel, what a step model that costs
+    CP attention as one kernel assumes. configs: SEQ:CP:HEADS (default Llama 3.1 8B with K/V copied
+    to 32 heads, head dim 128, as torchtitan's CP rows ran it: 65536:2, 131072:4, 262144:8)."""
+    import torch
+    import torch.nn.functional as F
+
+    res = header(torch)
+    res["format"] = "meshplan.gpu_cp_attention/1"
+    res["pytorch_code_read"] = "pytorch 0123248a torch/distributed/tensor/experimental/_attention.py"
+    res["runs"] = []
+    aten = torch.ops.aten
+    d, dt, dev = 128, torch.bfloat16, "cuda"
+
+    def median_ms(fn, reps=5, warm=2):
+        for _ in range(warm):
+            fn()
+        torch.cuda.synchronize()
+        ts = []
+        for _ in range(reps):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            fn()
+            b.record()
+            b.synchronize()
+            ts.append(a.elapsed_time(b))
+        return sorted(ts)[len(ts) // 2]
+
+    def partial_update(original, new, idx, add):
+        chunks = list(original.chunk(2, dim=2))
+        if add:
+            chunks[idx] += new
+        else:
+            chunks[idx] = new
+        return torch.cat(chunks, dim=2)
+
+    def ring(cp, q, agg):
+        """The ring's forward and backward for one rank holding `q`, the all-gather's output `agg`."""
+        n = q.numel()
+
+        def kv_at(idx):
+            flat = agg.chunk(cp)[idx]
+            return flat[:n].reshape(q.shape), flat[n:].reshape(q.shape)
+
+        def blocks(rank, i):  # the step's q, k, v slices and flags, as the ring chooses them
+            key, value = kv_at((rank - i) % cp)
+            if i == 0:
+                return q, key, value, True, False, key, value
+            if i <= rank:
+                return q, key.chunk(2, dim=2)[0], value.chunk(2, dim=2)[0], False, False, key, value
+            return q.chunk(2, dim=2)[1], key, value, False, True, key, value
+
+        first = aten._scaled_dot_product_flash_attention(q, q, q, 0.0, True)
+        cums, philox = (first[2], first[3]), (first[6], first[7])
+
+        def fwd(rank):
+            out = lse = None
+            for i in range(cp):
+                qq, k, v, causal, partial, key, value = blocks(rank, i)
+                if i < cp - 1:
+                    torch.cat([key.flatten(), value.flatten()])  # for the rotater
+                o, l = aten._scaled_dot_product_flash_attention(qq, k, v, 0.0, causal)[:2]
+                o, l = o.float(), l.float().unsqueeze(-1)
+                if lse is None:
+                    out, lse = o, l
+                    continue
+                lo = lse.chunk(2, dim=2)[1] if partial else lse
+                oo = out.chunk(2, dim=2)[1] if partial else out
+                oo = oo - F.sigmoid(l - lo) * (oo - o)
+                lo = lo - F.logsigmoid(lo - l)
+                if partial:
+                    lse = partial_update(lse, lo, 1, False)
+                    out = partial_update(out, oo, 1, False)
+                else:
+                    out, lse = oo, lo
+            return out.to(dt), lse.squeeze(-1)
+
+        def bwd(rank, out, lse, dout):
+            gq = torch.zeros_like(q, dtype=torch.float32)
+            gk = torch.zeros_like(q, dtype=torch.float32)
+            gv = torch.zeros_like(q, dtype=torch.float32)
+            grad_kv = None
+            for i in range(cp):
+                qq, k, v, causal, partial, key, value = blocks(rank, i)
+                if i != cp - 1:
+                    torch.cat([key.flatten(), value.flatten()])
+                oo = out.chunk(2, dim=2)[1] if partial else out
+                do = dout.chunk(2, dim=2)[1] if partial else dout
+                ll = lse.chunk(2, dim=2)[1].contiguous() if partial else lse
+                gq_, gk_, gv_ = aten._scaled_dot_product_flash_attention_backward(
+                    do, qq, k, v, oo, ll, cums[0], cums[1], qq.shape[2], k.shape[2], 0.0, causal,
+                    philox[0], philox[1])[:3]
+                if i == 0:
+                    gk += gk_
+                    gv += gv_
+                else:
+                    # The previous rank's accumulated dK/dV (emulated: this rank's own).
+                    gk, gv = grad_kv[:n].reshape(q.shape), grad_kv[n:].reshape(q.shape)
+                    if i <= rank:
+                        gk = partial_update(gk, gk_, 0, True)
+                        gv = partial_update(gv, gv_, 0, True)
+                    else:
+                        gk += gk_
+                        gv += gv_
+                grad_kv = torch.cat([gk.flatten(), gv.flatten()])
+                if i <= rank:
+                    gq += gq_
+                else:
+                    gq = partial_update(gq, gq_, 1, True)
+            return gq.to(dt), grad_kv.to(dt)
+
+        return fwd, bwd
+
+    # Correct first: the ring's output for each rank's round-robin chunks (rank r holds chunks r
+    # and 2 cp - 1 - r of the sequence) against one causal SDPA of the whole sequence, fp32.
+    torch.manual_seed(1)
+    cp_c, seq_c, heads_c = 4, 4096, 4
+    qf, kf, vf = (torch.randn(1, heads_c, seq_c, d, device=dev, dtype=dt) for _ in range(3))
+    ref = F.scaled_dot_product_attention(qf.float(), kf.float(), vf.float(), is_causal=True)
+    chunks = lambda t: t.chunk(2 * cp_c, dim=2)
+    errs = []
+    for rank in range(cp_c):
+        pick = lambda t: torch.cat([chunks(t)[rank], chunks(t)[2 * cp_c - 1 - rank]], dim=2)
+        parts = []
+        for r in range(cp_c):
+            kr = torch.cat([chunks(kf)[r], chunks(kf)[2 * cp_c - 1 - r]], dim=2)
+            vr = torch.cat([chunks(vf)[r], chunks(vf)[2 * cp_c - 1 - r]], dim=2)
+            parts.append(torch.cat([kr.flatten(), vr.flatten()]))
+        fwd, _ = ring(cp_c, pick(qf).contiguous(), torch.cat(parts))
+        out, _ = fwd(rank)
+        want = pick(ref)
+        errs.append(float((out.float() - want).norm() / want.norm()))
+    res["check_relative_error_by_rank"] = errs
+    print("cp_attention check:", errs, flush=True)
+
+    for cfg in configs or ("65536:2:32", "131072:4:32", "262144:8:32"):
+        seq, cp, heads = (int(v) for v in cfg.split(":"))
+        local = seq // cp
+        row = {"seq": seq, "cp": cp, "heads": heads, "head_dim": d, "local_tokens": local}
+        try:
+            torch.manual_seed(0)
+            q = torch.randn(1, heads, local, d, device=dev, dtype=dt)
+            # The all-gather's output: every rank's concatenated, flattened K and V.
+            agg = torch.cat([torch.cat([torch.randn(1, heads, local, d, device=dev, dtype=dt).flatten(),
+                                        torch.randn(1, heads, local, d, device=dev, dtype=dt).flatten()])
+                             for _ in range(cp)])
+            fwd, bwd = ring(cp, q, agg)
+            for rank in (0, cp - 1):
+                out, lse = fwd(rank)
+                dout = torch.randn_like(out)
+                row["rank%d_forward_ms" % rank] = median_ms(lambda: fwd(rank))
+                row["rank%d_backward_ms" % rank] = median_ms(lambda: bwd(rank, out, lse, dout))
+                del out, lse, dout
+            del q, agg, fwd, bwd
+            torch.cuda.empty_cache()
+            # One causal flash SDPA of the whole sequence.
+            qf, kf, vf = (torch.randn(1, heads, seq, d, device=dev, dtype=dt) for _ in range(3))
+            res_f = aten._scaled_dot_product_flash_attention(qf, kf, vf, 0.0, True)
+            of, lf = res_f[0], res_f[1]
+            dof = torch.randn_like(of)
+            row["whole_forward_ms"] = median_ms(lambda: aten._scaled_dot_product_flash_attention(qf, kf, vf, 0.0, True),
+                                                reps=3, warm=1)
+            row["whole_backward_ms"] = median_ms(lambda: aten._scaled_dot_product_flash_attention_backward(
+                dof, qf, kf, vf, of, lf, res_f[2], res_f[3], seq, seq, 0.0, True, res_f[6], res_f[7]), reps=3, warm=1)
+            flops = 4.0 * seq * seq / 2 * heads * d  # causal forward
+            row["whole_forward_tflops"] = flops / row["whole_forward_ms"] / 1e9
+            row["whole_backward_tflops"] = 2.5 * flops / row["whole_backward_ms"] / 1e9
+            for rank in (0, cp - 1):
+                row["rank%d_forward_over_whole_share" % rank] = row["rank%d_forward_ms" % rank] * cp / row["whole_forward_ms"]
+                row["rank%d_backward_over_whole_share" % rank] = row["rank%d_backward_ms" % rank] * cp / row["whole_backward_ms"]
+            del qf, kf, vf, of, lf, dof, res_f
+            torch.cuda.empty_cache()
+        except Exception:  # recorded, not fatal: the other configs still run
+            import traceback
+            row["error"] = traceback.format_exc()[-1500:]
+        res["runs"].append(row)
+        print("cp_attention:", json.dumps(row), flush=True)
+    with open(path, "w") as f:
+        json.dump(res, f, indent=1)
+
+
 if __name__ == "__main__":
     modes = {"context_attention": main_context_attention, "sustained": main_sustained, "memory": main_memory,
              "host_moe": main_host_moe, "expert_gemm": main_expert_gemm,
-             "megatron_moe": main_megatron_moe, "megatron_layer": main_megatron_layer}
+             "megatron_moe": main_megatron_moe, "megatron_layer": main_megatron_layer,
+             "cp_attention": main_cp_attention}
     modes[sys.argv[1]](*sys.argv[2:])

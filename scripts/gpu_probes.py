@@ -159,7 +159,10 @@ def main_sustained(path, *cases):
     """GEMMs back to back for SECONDS per case: TFLOP/s per 1 s window, with the SM clock and power
     read after each window (nvidia-smi), to compare a short burst with the settled rate. cases:
     DTYPE:MxNxK:SECONDS (DTYPE bf16 or fp8; fp8 is torch._scaled_mm, e4m3 in, unit scales, bf16
-    out, B column-major as cuBLASLt's fp8 kernels take it); default bf16:8192x8192x8192:20 and
+    out, B column-major as cuBLASLt's fp8 kernels take it), or attn:SEQ:SECONDS (a causal
+    FlashAttention-2 forward + backward of one SEQ-token sequence, 32 heads of 128, through SDPA's
+    flash backend: whether attention is held by the power limit as the GEMMs are); default
+    bf16:8192x8192x8192:20 and
     bf16:8192x8448x20480:20 (ml-engineering's H200 bf16 MSMF shape)."""
     import torch
 
@@ -168,9 +171,21 @@ def main_sustained(path, *cases):
     res["shapes"] = []
     for case in cases or ("bf16:8192x8192x8192:20", "bf16:8192x8448x20480:20"):
         dtype, shape, seconds = case.split(":")
-        m, n, k = (int(x) for x in shape.split("x"))
         seconds = float(seconds)
-        if dtype == "fp8":
+        if dtype == "attn":  # causal FlashAttention-2 (SDPA's flash backend), forward + backward
+            m, n, k = int(shape), 32, 128  # sequence, heads, head dim: one sequence
+            q, kk, v = (torch.randn(1, n, m, k, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+                        for _ in range(3))
+            from torch.nn.attention import SDPBackend, sdpa_kernel
+
+            def gemm():
+                with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+                    torch.nn.functional.scaled_dot_product_attention(q, kk, v, is_causal=True).sum().backward()
+            flops = 3.5 * 4.0 * m * m / 2 * n * k  # forward + backward (2.5x), causal
+            a, b = q, kk
+        elif dtype == "fp8":
+            m, n, k = (int(x) for x in shape.split("x"))
+            flops = 2.0 * m * n * k
             a = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
             b = torch.randn(n, k, device="cuda").to(torch.float8_e4m3fn).t()
             one = torch.tensor(1.0, device="cuda")
@@ -178,13 +193,14 @@ def main_sustained(path, *cases):
             def gemm():
                 torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
         else:
+            m, n, k = (int(x) for x in shape.split("x"))
+            flops = 2.0 * m * n * k
             a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
             b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
             c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
 
             def gemm():
                 torch.matmul(a, b, out=c)
-        flops = 2.0 * m * n * k
         for _ in range(3):
             gemm()
         torch.cuda.synchronize()

@@ -678,7 +678,8 @@ TEST(StepModelTest, MoeLayersWaitForMegatronCoresMeasuredHostTime) {
   // whole backward, one wait of 48 x (5.041 ms - both) a microbatch.
   core::PlanSpec merged = p;
   merged.ep_overlap = true;
-  const StageTimes& tm = EstimateStep(s.model, merged, s.gpu, s.cluster, core::Profile{}).stages[0];
+  const StepEstimate em = EstimateStep(s.model, merged, s.gpu, s.cluster, core::Profile{});
+  const StageTimes& tm = em.stages[0];
   const double merged_wait = tm.forward_host_s + tm.backward_input_host_s + tm.backward_weight_host_s;
   const Work m = work_of(merged);
   EXPECT_LT(m.after_sync, after_sync);  // the all-to-alls hide now, so they are left out

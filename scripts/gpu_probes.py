@@ -718,7 +718,9 @@ def main_megatron_layer(path, megatron_dir, *configs):
     a chain of CHAIN layers run back to back as a pipeline stage runs them; TOKENS sweeps the GPU
     work at fixed host work, so that wall = max(host, kernels) shows as wall flat then following
     the kernels, and wall = kernels + a fixed exposed host part as a constant gap. configs:
-    EXPERTS:TOPK:TOKENS:HIDDEN:FFN:HEADS:KV_HEADS:CHAIN (default Qwen3-30B-A3B's EP-8 rank, 16 local
+    EXPERTS:TOPK:TOKENS:HIDDEN:FFN:HEADS:KV_HEADS:CHAIN[:rc] (rc: each layer under Megatron-Core's
+    tensor_parallel.checkpoint, its forward, the dispatcher's synchronisation too, rerun in the
+    backward; default Qwen3-30B-A3B's EP-8 rank, 16 local
     experts of 768, 32 heads of 128 with 4 kv heads, at 1,024, 4,096 and 8,192 tokens, chains of 4)."""
     torch, res = megatron_one_gpu(megatron_dir, "meshplan.gpu_megatron_layer/1", "29513")
     import torch.nn.functional as F
@@ -729,9 +731,11 @@ def main_megatron_layer(path, megatron_dir, *configs):
     # (16,384 tokens ran out of memory on an H200: the unfused attention's scores, four layers deep.)
     default = tuple("16:8:%d:2048:768:32:4:4" % n for n in (1024, 4096, 8192))
     for cfg in configs or default:
-        experts, topk, tokens, hidden, ffn, heads, kv_heads, chain = (int(v) for v in cfg.split(":"))
+        fields = cfg.split(":")
+        experts, topk, tokens, hidden, ffn, heads, kv_heads, chain = (int(v) for v in fields[:8])
+        recompute = len(fields) > 8 and fields[8] == "rc"
         row = {"experts": experts, "topk": topk, "tokens": tokens, "hidden": hidden, "ffn": ffn,
-               "heads": heads, "kv_heads": kv_heads, "chain": chain}
+               "heads": heads, "kv_heads": kv_heads, "chain": chain, "recompute": "full" if recompute else "none"}
         try:
             config = TransformerConfig(
                 num_layers=chain, hidden_size=hidden, num_attention_heads=heads, num_query_groups=kv_heads,
@@ -746,8 +750,15 @@ def main_megatron_layer(path, megatron_dir, *configs):
             row["layer"] = type(layers[0]).__name__ + " / " + type(layers[0].mlp).__name__
             x = torch.randn(tokens, 1, hidden, device="cuda", dtype=torch.bfloat16, requires_grad=True)
 
+            from megatron.core import tensor_parallel
+
+            def run(layer, h):  # rc: the layer's forward rerun in its backward (Megatron's full recompute)
+                if recompute:
+                    return tensor_parallel.checkpoint(lambda t: layer(t, attention_mask=None)[0], False, h)
+                return layer(h, attention_mask=None)[0]
+
             def one():
-                return layers[0](x, attention_mask=None)[0]
+                return run(layers[0], x)
 
             def attention():
                 return layers[0].self_attention(x, attention_mask=None)[0]
@@ -755,7 +766,7 @@ def main_megatron_layer(path, megatron_dir, *configs):
             def stage():
                 h = x
                 for layer in layers:
-                    h = layer(h, attention_mask=None)[0]
+                    h = run(layer, h)
                 return h
 
             for name, fn in (("layer", one), ("attention", attention), ("chain", stage)):

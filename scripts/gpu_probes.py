@@ -71,19 +71,7 @@ def main_context_attention(path):
     import torch.nn.functional as F
 
     def timed(fn, reps=20, warm=5):
-        for _ in range(warm):
-            fn()
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(reps):
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            fn()
-            e.record()
-            e.synchronize()
-            times.append(s.elapsed_time(e) / 1e3)
-        times.sort()
-        return times[len(times) // 2]
+        return event_median_ms(torch, fn, reps, warm) / 1e3
 
     rows = []
     for backend in ("FLASH_ATTENTION", "CUDNN_ATTENTION"):
@@ -116,6 +104,24 @@ def main_context_attention(path):
     res["attention"] = rows
     with open(path, "w") as f:
         json.dump(res, f, indent=1)
+
+
+def event_median_ms(torch, fn, reps, warm, calls=1):
+    """The median over `reps` trials of `calls` back-to-back calls of `fn()`, per call, after `warm`
+    untimed calls, each trial timed by CUDA events around it (ms)."""
+    for _ in range(warm):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        for _ in range(calls):
+            fn()
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e) / calls)
+    return sorted(times)[len(times) // 2]
 
 
 def header(torch):
@@ -506,19 +512,7 @@ def main_expert_gemm(path, *cases):
     side = [torch.cuda.Stream() for _ in range(4)]  # Transformer Engine's 4 compute streams
 
     def median_ms(fn, calls, trials=5):
-        for _ in range(3):
-            fn()
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(trials):
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            for _ in range(calls):
-                fn()
-            e.record()
-            e.synchronize()
-            times.append(s.elapsed_time(e) / calls)
-        return sorted(times)[len(times) // 2]
+        return event_median_ms(torch, fn, trials, 3, calls)
 
     def as_graph(fn):
         fn()
@@ -810,18 +804,7 @@ def main_cp_attention(path, *configs):
     d, dt, dev = 128, torch.bfloat16, "cuda"
 
     def median_ms(fn, reps=5, warm=2):
-        for _ in range(warm):
-            fn()
-        torch.cuda.synchronize()
-        ts = []
-        for _ in range(reps):
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            fn()
-            b.record()
-            b.synchronize()
-            ts.append(a.elapsed_time(b))
-        return sorted(ts)[len(ts) // 2]
+        return event_median_ms(torch, fn, reps, warm)
 
     def partial_update(original, new, idx, add):
         chunks = list(original.chunk(2, dim=2))

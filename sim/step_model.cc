@@ -70,16 +70,20 @@ struct PassCost {
   // Of `compute` and `blocking`: the MoE block's ops after its dispatcher's synchronisation
   // (Op::after_moe_sync), the only GPU work its forward host time can run beside (HostWait).
   double after_sync = 0;
-  bool comm = false;  // a collective was added (most passes of most lists have none)
+  bool moe_sync = false;  // holds the MoE dispatcher's synchronisation (Op::moe_sync)
+  bool comm = false;      // a collective was added (most passes of most lists have none)
 };
 // One microbatch of a finished list as a rank adds it (Accumulate): the passes' times as
 // StageTimes holds them (recompute runs inside the backward pass), the compute and recompute parts
 // of the breakdown, and the exposed communication by group over the passes (with the compute the
-// hidden collectives slow, also per pass in slowdown_s). Small (19 doubles): it is what the cache
+// hidden collectives slow, also per pass in slowdown_s). Small (21 doubles): it is what the cache
 // keeps per plan.
 struct ListTotals {
   double forward_s = 0, backward_input_s = 0, backward_weight_s = 0, compute_s = 0, recompute_s = 0;
-  double forward_after_sync_s = 0;     // of forward_s: the MoE block's after its synchronisation (PassCost)
+  double forward_after_sync_s = 0;  // of forward_s: the MoE block's after its synchronisation (PassCost)
+  // The recomputed forward when it reruns the MoE dispatcher's synchronisation: its time (in
+  // backward_input_s) and, of it, the MoE block's after the synchronisation; 0 when it does not.
+  double recompute_pass_s = 0, recompute_after_sync_s = 0;
   std::array<double, 3> slowdown_s{};  // forward, backward input (with recompute), backward weight
   std::array<double, core::kCommGroups> exposed_s{};
 };
@@ -92,6 +96,7 @@ struct ListCost {
       pass[ps].compute += o.pass[ps].compute;
       pass[ps].attention += o.pass[ps].attention;
       pass[ps].after_sync += o.pass[ps].after_sync;
+      pass[ps].moe_sync = pass[ps].moe_sync || o.pass[ps].moe_sync;
       if (!o.pass[ps].comm) continue;
       pass[ps].comm = true;
       for (int g = 0; g < core::kCommGroups; ++g) {
@@ -145,6 +150,10 @@ struct ListCost {
     }
     t.forward_s = time[kF];
     t.forward_after_sync_s = pass[kF].after_sync;
+    if (pass[kR].moe_sync) {
+      t.recompute_pass_s = time[kR];
+      t.recompute_after_sync_s = pass[kR].after_sync;
+    }
     t.backward_input_s = time[kB] + time[kR];  // recompute runs inside the backward pass
     t.backward_weight_s = time[kW];
     t.slowdown_s = {slowed[kF], slowed[kB] + slowed[kR], slowed[kW]};
@@ -229,6 +238,7 @@ class Coster {
         continue;
       }
       PassCost& pc = lc.pass[static_cast<int>(op.pass)];
+      pc.moe_sync = pc.moe_sync || op.moe_sync;
       if (op.kind == OpKind::kCollective || op.kind == OpKind::kP2p) {
         const double t = op.share * CollectiveTime(op);  // share: a hybrid block's (HybridMix)
         const bool hide = CollectiveHidden(op, p_);
@@ -341,6 +351,11 @@ void Accumulate(const ListTotals& lc, double count, RankCost* r) {
 // beside the block's forward host time: the pass waits max(0, host forward - them), whatever ran
 // before. Backward: no synchronisation (the all-to-all splits are the forward's), so the host's
 // backward time runs beside the whole backward (its recompute too): max(0, host backward - that).
+// Unless the recomputed forward reruns the dispatcher (full recomputation, or a recomputed MoE
+// block): its synchronisation drains the queue again inside the backward, after which the host
+// issues the rerun's remaining ops and the backward, host forward + backward, beside the rerun's
+// GPU work after it and the backward's own: max(0, host forward + backward - those) (measured on
+// Megatron-Core's layer under tensor_parallel.checkpoint, megatron_layer_recompute.json).
 // `merged`: a schedule that runs one microbatch's forward beside another's backward layer by
 // layer (Megatron-Core's EP overlap: model_chunk_schedule_plan.py run() at d98e8a64 queues the
 // backward's MLP before the forward's dispatch and its attention after, so both run beside the
@@ -357,7 +372,9 @@ void HostWait(const ListTotals& lc, const MoeHostTime& host, double count, bool 
     wait_b = wait - f;
   } else {
     f = std::max(0.0, host.forward_s - lc.forward_after_sync_s) * count;
-    wait_b = std::max(0.0, host.backward_s - back) * count;
+    wait_b = lc.recompute_pass_s > 0
+                 ? std::max(0.0, host.Total() - lc.recompute_after_sync_s - (back - lc.recompute_pass_s)) * count
+                 : std::max(0.0, host.backward_s - back) * count;
   }
   const double bi = back > 0 ? wait_b * lc.backward_input_s / back : wait_b, bw = wait_b - bi;
   r->times.forward_s += f;

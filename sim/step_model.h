@@ -140,7 +140,8 @@ const char* PassShortName(core::Pass p);
 // Names this step model in stored predictions (core/result_store.h); bump it when a change moves
 // predictions, so history can tell predictions of different models apart.
 inline constexpr const char* kStepModelVersion =
-    "meshplan 0.1.0 step-model/5 (the MoE layer's host time split at its dispatcher's synchronisation)";
+    "meshplan 0.1.0 step-model/6 (the MoE layer's host time split at its dispatcher's synchronisation, a recomputed "
+    "one's too)";
 
 // The costed op lists of a plan (its layers, embedding, head, pipeline send, once-per-step work)
 // depend on the plan's sharding, batch shape, precision and placement but not on its pipeline

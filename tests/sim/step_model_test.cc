@@ -628,7 +628,7 @@ TEST(StepModelTest, MoeLayersWaitForMegatronCoresMeasuredHostTime) {
   // beside the 2.656 ms forward host time; the attention block before it does not hide any of it.
   // Backward: no synchronisation, the whole backward runs beside the 2.385 ms.
   struct Work {
-    double after_sync = 0, before_sync = 0, backward = 0;
+    double after_sync = 0, before_sync = 0, backward = 0, recompute_after_sync = 0;
   };
   auto work_of = [&](const core::PlanSpec& plan) {
     Work w;
@@ -639,13 +639,14 @@ TEST(StepModelTest, MoeLayersWaitForMegatronCoresMeasuredHostTime) {
         if (c.op.pass == core::Pass::kStep || c.hidden) continue;
         if (c.op.pass == core::Pass::kForward) (c.op.after_moe_sync ? w.after_sync : w.before_sync) += c.time_s;
         if (c.op.pass == core::Pass::kBackwardInput || c.op.pass == core::Pass::kBackwardWeight) w.backward += c.time_s;
+        if (c.op.pass == core::Pass::kRecompute && c.op.after_moe_sync) w.recompute_after_sync += c.time_s;
         if (std::string(c.op.name) == "ep_dispatch") EXPECT_TRUE(c.op.after_moe_sync);
         if (std::string(c.op.name) == "moe_permute") EXPECT_FALSE(c.op.after_moe_sync);
       }
     }
     return w;
   };
-  const auto [after_sync, before_sync, backward] = work_of(p);
+  const auto [after_sync, before_sync, backward, unused] = work_of(p);
   // On a B200 one sequence's MoE layer runs its kernels in less than the host's time: its block
   // after the synchronisation in less than 2.656 ms and its backward in less than 2.385 ms, so both
   // wait, 48 layers a microbatch.
@@ -688,6 +689,35 @@ TEST(StepModelTest, MoeLayersWaitForMegatronCoresMeasuredHostTime) {
   EXPECT_LT(merged_wait, 48 * (5.041e-3 - m.after_sync - m.backward));
   EXPECT_GT(merged_wait, 0.95 * 48 * (5.041e-3 - m.after_sync - m.backward));
   EXPECT_NEAR(tm.forward_host_s / merged_wait, 2.656 / 5.041, 1e-9);
+
+  // Full recomputation reruns the dispatcher, its synchronisation too, inside the backward: after
+  // it the host issues the rerun's remaining ops and the backward, 2.656 + 2.385 ms, beside the
+  // rerun's GPU work after the synchronisation and the backward's own, 48 x (5.041 ms - both)
+  // (megatron_layer_recompute.json); the forward's wait is as without recomputation.
+  core::PlanSpec full = p;
+  full.recompute = core::Recompute::kFull;
+  core::Diagnostics dr;
+  core::ValidatePlan(full, s.model, s.gpu, s.cluster, &dr);
+  ASSERT_FALSE(dr.has_errors()) << dr.ToStatus().ToString();
+  const Work r = work_of(full);
+  EXPECT_GT(r.recompute_after_sync, 0.0);
+  EXPECT_NEAR(r.backward, backward, 1e-12);
+  const StepEstimate er = EstimateStep(s.model, full, s.gpu, s.cluster, core::Profile{});
+  const StageTimes& tr = er.stages[0];
+  EXPECT_NEAR(tr.forward_host_s, 48 * (2.656e-3 - after_sync), 1e-9);
+  EXPECT_NEAR(tr.backward_input_host_s + tr.backward_weight_host_s, 48 * (5.041e-3 - r.recompute_after_sync - backward),
+              1e-9);
+  // Recomputing only the experts' activation (moe_act) reruns no dispatcher: the backward's host
+  // time against the whole backward, as without recomputation.
+  core::PlanSpec act = p;
+  act.recompute = core::Recompute::kSelective;
+  act.recompute_modules = core::ModuleBit(core::RecomputeModule::kMoeAct);
+  const StepEstimate ea = EstimateStep(s.model, act, s.gpu, s.cluster, core::Profile{});
+  const StageTimes& ta = ea.stages[0];
+  EXPECT_GT(work_of(act).recompute_after_sync, 0.0);  // the rerun activation is after the sync
+  // The rerun activation lengthens the backward the host time runs beside: a little less wait.
+  EXPECT_LT(ta.backward_input_host_s + ta.backward_weight_host_s, 48 * (2.385e-3 - backward));
+  EXPECT_GT(ta.backward_input_host_s + ta.backward_weight_host_s, 0.0);
 
   // Eight sequences a microbatch: the block's kernels after the sync outlast its forward host
   // time, which then costs nothing.

@@ -737,7 +737,6 @@ class Builder {
       TpReduce(ops, "shared_reduce");
     }
     Mem(ops, "moe_residual", (m_.dropout ? 4 : 3) * tokens_ * h * e_ / norm_div);
-    if (synced > 0) (*ops)[synced - 1].moe_sync = true;
     for (size_t i = synced; i < ops->size(); ++i) (*ops)[i].after_moe_sync = true;
   }
 

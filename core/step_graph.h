@@ -86,9 +86,6 @@ struct Op {
   // copies in the other passes keep the flag, unread): the host queues it only once every kernel
   // before the synchronisation has finished (sim::MoeLayerHostTime, docs/compute.md).
   bool after_moe_sync = false;
-  // The op the MoE dispatcher's device-to-host synchronisation waits for (the last before it): a
-  // pass that holds it synchronises, the recomputed forward too when it reruns the dispatcher.
-  bool moe_sync = false;
   // FLOPs this op executes: 2mnk x batch for a GEMM; for attention 2 s_q K (d_qk + d_v) per head,
   // K the keys a query meets (s_kv, s_kv/2 when causal, the window's count with one: KeysPerQuery),
   // x2.5 in backward (dQ, dK, dV, dS and the recomputed scores), x share.

@@ -70,8 +70,7 @@ struct PassCost {
   // Of `compute` and `blocking`: the MoE block's ops after its dispatcher's synchronisation
   // (Op::after_moe_sync), the only GPU work its forward host time can run beside (HostWait).
   double after_sync = 0;
-  bool moe_sync = false;  // holds the MoE dispatcher's synchronisation (Op::moe_sync)
-  bool comm = false;      // a collective was added (most passes of most lists have none)
+  bool comm = false;  // a collective was added (most passes of most lists have none)
 };
 // One microbatch of a finished list as a rank adds it (Accumulate): the passes' times as
 // StageTimes holds them (recompute runs inside the backward pass), the compute and recompute parts
@@ -81,8 +80,8 @@ struct PassCost {
 struct ListTotals {
   double forward_s = 0, backward_input_s = 0, backward_weight_s = 0, compute_s = 0, recompute_s = 0;
   double forward_after_sync_s = 0;  // of forward_s: the MoE block's after its synchronisation (PassCost)
-  // The recomputed forward when it reruns the MoE dispatcher's synchronisation: its time (in
-  // backward_input_s) and, of it, the MoE block's after the synchronisation; 0 when it does not.
+  // The recomputed forward's time (in backward_input_s) and, of it, the MoE block's after the
+  // dispatcher's synchronisation (HostWait: when the recomputation reruns the dispatcher).
   double recompute_pass_s = 0, recompute_after_sync_s = 0;
   std::array<double, 3> slowdown_s{};  // forward, backward input (with recompute), backward weight
   std::array<double, core::kCommGroups> exposed_s{};
@@ -96,7 +95,6 @@ struct ListCost {
       pass[ps].compute += o.pass[ps].compute;
       pass[ps].attention += o.pass[ps].attention;
       pass[ps].after_sync += o.pass[ps].after_sync;
-      pass[ps].moe_sync = pass[ps].moe_sync || o.pass[ps].moe_sync;
       if (!o.pass[ps].comm) continue;
       pass[ps].comm = true;
       for (int g = 0; g < core::kCommGroups; ++g) {
@@ -150,10 +148,8 @@ struct ListCost {
     }
     t.forward_s = time[kF];
     t.forward_after_sync_s = pass[kF].after_sync;
-    if (pass[kR].moe_sync) {
-      t.recompute_pass_s = time[kR];
-      t.recompute_after_sync_s = pass[kR].after_sync;
-    }
+    t.recompute_pass_s = time[kR];
+    t.recompute_after_sync_s = pass[kR].after_sync;
     t.backward_input_s = time[kB] + time[kR];  // recompute runs inside the backward pass
     t.backward_weight_s = time[kW];
     t.slowdown_s = {slowed[kF], slowed[kB] + slowed[kR], slowed[kW]};
@@ -238,7 +234,6 @@ class Coster {
         continue;
       }
       PassCost& pc = lc.pass[static_cast<int>(op.pass)];
-      pc.moe_sync = pc.moe_sync || op.moe_sync;
       if (op.kind == OpKind::kCollective || op.kind == OpKind::kP2p) {
         const double t = op.share * CollectiveTime(op);  // share: a hybrid block's (HybridMix)
         const bool hide = CollectiveHidden(op, p_);
@@ -351,8 +346,9 @@ void Accumulate(const ListTotals& lc, double count, RankCost* r) {
 // beside the block's forward host time: the pass waits max(0, host forward - them), whatever ran
 // before. Backward: no synchronisation (the all-to-all splits are the forward's), so the host's
 // backward time runs beside the whole backward (its recompute too): max(0, host backward - that).
-// Unless the recomputed forward reruns the dispatcher (full recomputation, or a recomputed MoE
-// block): its synchronisation drains the queue again inside the backward, after which the host
+// Unless the recomputed forward reruns the dispatcher (`rerun_sync`: full recomputation, or
+// torchtitan's per-op policy, which replays every op but SDPA): its synchronisation drains the
+// queue again inside the backward, after which the host
 // issues the rerun's remaining ops and the backward, host forward + backward, beside the rerun's
 // GPU work after it and the backward's own: max(0, host forward + backward - those) (measured on
 // Megatron-Core's layer under tensor_parallel.checkpoint, megatron_layer_recompute.json).
@@ -362,7 +358,7 @@ void Accumulate(const ListTotals& lc, double count, RankCost* r) {
 // host's work after the synchronisation; DualPipe likewise): one wait, max(0, host forward +
 // backward - forward after the synchronisation - backward), shared as the host times are. A
 // backward wait is shared between the input- and weight-gradient passes as their times are.
-void HostWait(const ListTotals& lc, const MoeHostTime& host, double count, bool merged, RankCost* r) {
+void HostWait(const ListTotals& lc, const MoeHostTime& host, double count, bool merged, bool rerun_sync, RankCost* r) {
   if (count <= 0) return;
   const double back = lc.backward_input_s + lc.backward_weight_s;
   double f, wait_b;
@@ -372,7 +368,7 @@ void HostWait(const ListTotals& lc, const MoeHostTime& host, double count, bool 
     wait_b = wait - f;
   } else {
     f = std::max(0.0, host.forward_s - lc.forward_after_sync_s) * count;
-    wait_b = lc.recompute_pass_s > 0
+    wait_b = rerun_sync && lc.recompute_pass_s > 0
                  ? std::max(0.0, host.Total() - lc.recompute_after_sync_s - (back - lc.recompute_pass_s)) * count
                  : std::max(0.0, host.backward_s - back) * count;
   }
@@ -1102,6 +1098,9 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
   const double sends = SendsPerMicrobatch(p);
   const MoeHostTime moe_host = MoeLayerHostTime(m, p);
   const bool merged_passes = p.ep_overlap || p.schedule == core::Schedule::kDualPipe;  // HostWait
+  // Whether a recomputed MoE layer reruns its dispatcher and synchronisation (HostWait): full
+  // recomputation, torchtitan's per-op policy; selective modules rerun no dispatcher.
+  const bool rerun_sync = p.recompute == core::Recompute::kFull || p.Recomputes(core::RecomputeModule::kTorchtitanOp);
   auto step_costs = [&](const StepWork& w, double count, RankCost* r) {
     r->step_comm += w.comm * count;
     r->param_gather += w.param_gather * count;
@@ -1115,8 +1114,8 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
     Accumulate(all, static_cast<double>(rc), r);
     if (rc < n) Accumulate(kept, static_cast<double>(n - rc), r);
     if (moe_layers && moe_host.Total() > 0) {
-      HostWait(all, moe_host, static_cast<double>(rc), merged_passes, r);
-      if (rc < n) HostWait(kept, moe_host, static_cast<double>(n - rc), merged_passes, r);
+      HostWait(all, moe_host, static_cast<double>(rc), merged_passes, rerun_sync, r);
+      if (rc < n) HostWait(kept, moe_host, static_cast<double>(n - rc), merged_passes, rerun_sync, r);
     }
     step_costs(w, static_cast<double>(n), r);
   };

@@ -143,12 +143,12 @@ std::string SpeedTable(const core::Scenario& s, const SpeedReport& sp) {
   }
   // The MoE layers' host floor (docs/compute.md): what each layer takes at least, and how to drop it.
   if (b.host_s > 0) {
+    const sim::MoeHostTime host = sim::MoeLayerHostTime(s.model, s.plan);
     std::snprintf(line, sizeof line,
                   "#   (each MoE layer waits for Megatron-Core's measured host time, %.3f ms forward and %.3f "
                   "ms backward per microbatch, beyond its kernels after the dispatcher's sync and its "
                   "backward's; --moe-host none drops it; docs/compute.md)\n",
-                  1e3 * sim::MoeLayerHostTime(s.model, s.plan).forward_s,
-                  1e3 * sim::MoeLayerHostTime(s.model, s.plan).backward_s);
+                  1e3 * host.forward_s, 1e3 * host.backward_s);
     o << line;
   }
   std::snprintf(line, sizeof line,

@@ -1195,6 +1195,10 @@ GroupSpan SpanOfGroup(CommGroup g, const PlanSpec& p, const ClusterSpec& c) {
   return SpanOfStride(l.size, l.stride, c);
 }
 
+bool RecomputeRerunsMoeDispatcher(const PlanSpec& p) {
+  return p.recompute == Recompute::kFull || p.Recomputes(RecomputeModule::kTorchtitanOp);
+}
+
 std::vector<Op> BuildLayerPart(const ModelSpec& m, const PlanSpec& p, bool moe, LayerPart part) {
   return Builder(m, p).Part(moe, part);
 }

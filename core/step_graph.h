@@ -129,6 +129,11 @@ double RanksPerToken(int64_t experts, int64_t top_k, int64_t ranks);
 // concatenated in this order. `moe` selects the MoE layer (REQUIRES: m.moe for true).
 enum class LayerPart { kCompute, kRecompute, kSync };
 std::vector<Op> BuildLayerPart(const ModelSpec& m, const PlanSpec& p, bool moe, LayerPart part);
+// Whether the plan's recomputed forward of an MoE layer reruns the dispatcher up to its
+// synchronisation (the recompute part holds the ops before and after it): full recomputation, and
+// torchtitan's per-op policy, which replays every op but SDPA and the SP reduce-scatters; no
+// selective module does (kMoeAct, kLayernorm, kSharedExperts rerun ops on one side of it).
+bool RecomputeRerunsMoeDispatcher(const PlanSpec& p);
 // StepGraph's embedding and head lists by the same parts: kCompute, forward and backward; kSync,
 // the synchronisation and optimizer of their parameters (the embedding's also its dense weight
 // gradient's zero fill and its add into the gradient buffer); kRecompute, nothing (they are never

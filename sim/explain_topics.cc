@@ -671,17 +671,22 @@ core::Result<Explanation> TopicEp(const core::Profile& profile) {
         "expert receives (the all-to-all's splits): the host queues the rest of the layer only once every "
         "kernel before that point has run, so only the MoE block's own kernels after it run beside its forward "
         "host time, and the attention block before it hides none of it (measured on Megatron-Core's whole layer "
-        "on an H200). The backward has no such point: its host time runs beside the whole backward. Megatron-"
-        "Core's own MoE layer needs 2.656 ms of host time forward and 2.385 ms backward per microbatch for its "
-        "router, dispatcher and synchronisation, 0.367 and 0.530 ms more per expert run one after another; the "
-        "grouped GEMM's and the attention's host time are not measured, so this is a lower bound "
+        "on an H200). The backward has no such point: its host time runs beside the whole backward. " +
+        Fmt("Megatron-Core's own MoE layer needs %.3f ms of host time forward and %.3f ms backward per microbatch "
+            "for its router, dispatcher and synchronisation, %.3f and %.3f ms more per expert run one after "
+            "another; ",
+            1e3 * kMoeHostForwardBaseS, 1e3 * kMoeHostBackwardBaseS, 1e3 * kMoeHostForwardPerExpertS,
+            1e3 * kMoeHostBackwardPerExpertS) +
+        "the grouped GEMM's and the attention's host time are not measured, so this is a lower bound "
         "(docs/compute.md). Megatron-Core's MoE guide names the cures: a larger micro batch, or CUDA graphs for "
         "the router and the dispatcher's preprocessing (megatron/core/transformer/moe/README.md at d98e8a64, "
         "'CPU Overhead Bottleneck').";
     st.formula =
-        "forward = GPU time before the sync + max(2.656 ms + 0.367 ms × experts / ep, the MoE block's GPU time after "
-        "it); backward = max(2.385 ms + 0.530 ms × experts / ep, the backward's GPU time) (the per-expert terms "
-        "without a grouped GEMM)";
+        Fmt("forward = GPU time before the sync + max(%.3f ms + %.3f ms × experts / ep, the MoE block's GPU time after "
+            "it); backward = max(%.3f ms + %.3f ms × experts / ep, the backward's GPU time) (the per-expert terms "
+            "without a grouped GEMM)",
+            1e3 * kMoeHostForwardBaseS, 1e3 * kMoeHostForwardPerExpertS, 1e3 * kMoeHostBackwardBaseS,
+            1e3 * kMoeHostBackwardPerExpertS);
     st.substituted =
         Fmt("qwen3-30b-a3b at EP 8 on dgx-b200, grouped GEMM: host time %s forward and %s backward per MoE layer "
             "and microbatch; one sequence a microbatch: %s of a %s step waiting for the host; four: %s of %s",

@@ -346,12 +346,12 @@ void Accumulate(const ListTotals& lc, double count, RankCost* r) {
 // beside the block's forward host time: the pass waits max(0, host forward - them), whatever ran
 // before. Backward: no synchronisation (the all-to-all splits are the forward's), so the host's
 // backward time runs beside the whole backward (its recompute too): max(0, host backward - that).
-// Unless the recomputed forward reruns the dispatcher (`rerun_sync`: full recomputation, or
-// torchtitan's per-op policy, which replays every op but SDPA): its synchronisation drains the
-// queue again inside the backward, after which the host
-// issues the rerun's remaining ops and the backward, host forward + backward, beside the rerun's
-// GPU work after it and the backward's own: max(0, host forward + backward - those) (measured on
-// Megatron-Core's layer under tensor_parallel.checkpoint, megatron_layer_recompute.json).
+// Unless the recomputed forward reruns the dispatcher (`rerun_sync`,
+// core::RecomputeRerunsMoeDispatcher): its synchronisation drains the queue again inside the
+// backward, after which the host issues the rerun's remaining ops and the backward, host forward +
+// backward, beside the rerun's GPU work after it and the backward's own: max(0, host forward +
+// backward - those) (measured on Megatron-Core's layer under tensor_parallel.checkpoint,
+// megatron_layer_recompute.json).
 // `merged`: a schedule that runs one microbatch's forward beside another's backward layer by
 // layer (Megatron-Core's EP overlap: model_chunk_schedule_plan.py run() at d98e8a64 queues the
 // backward's MLP before the forward's dispatch and its attention after, so both run beside the
@@ -1098,9 +1098,7 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
   const double sends = SendsPerMicrobatch(p);
   const MoeHostTime moe_host = MoeLayerHostTime(m, p);
   const bool merged_passes = p.ep_overlap || p.schedule == core::Schedule::kDualPipe;  // HostWait
-  // Whether a recomputed MoE layer reruns its dispatcher and synchronisation (HostWait): full
-  // recomputation, torchtitan's per-op policy; selective modules rerun no dispatcher.
-  const bool rerun_sync = p.recompute == core::Recompute::kFull || p.Recomputes(core::RecomputeModule::kTorchtitanOp);
+  const bool rerun_sync = core::RecomputeRerunsMoeDispatcher(p);                       // HostWait
   auto step_costs = [&](const StepWork& w, double count, RankCost* r) {
     r->step_comm += w.comm * count;
     r->param_gather += w.param_gather * count;

@@ -146,6 +146,43 @@ TEST(StepGraphTest, RecomputeModulesRerunTheirOwnOps) {
       << mla_diag.ToStatus().message();
 }
 
+TEST(StepGraphTest, RecomputeRerunsMoeDispatcherSaysWhetherTheRecomputedLayerSynchronises) {
+  // The MoE dispatcher synchronises after its first permutation (moe_permute), and what follows is
+  // marked after_moe_sync. RecomputeRerunsMoeDispatcher (read by the step model's host wait) holds
+  // exactly when the recomputed MoE layer reruns the permutation and ops after it.
+  auto m = LoadModel("qwen3-30b-a3b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p;
+  p.ep = 8;
+  p.dp = 8;
+  p.gpus = 8;
+  p.seq_len = 4096;
+  auto reruns = [&](const PlanSpec& q) {
+    bool permute = false, after = false;
+    for (const Op& op : BuildLayerPart(*m, q, true, LayerPart::kRecompute)) {
+      permute = permute || std::string_view(op.name) == "moe_permute";
+      after = after || op.after_moe_sync;
+    }
+    return permute && after;
+  };
+  p.recompute = Recompute::kFull;
+  EXPECT_TRUE(RecomputeRerunsMoeDispatcher(p));
+  EXPECT_TRUE(reruns(p));
+  p.recompute = Recompute::kSelective;
+  p.recompute_modules = ModuleBit(RecomputeModule::kTorchtitanOp);
+  EXPECT_TRUE(RecomputeRerunsMoeDispatcher(p));
+  EXPECT_TRUE(reruns(p));
+  for (RecomputeModule mod : {RecomputeModule::kCoreAttn, RecomputeModule::kMoeAct, RecomputeModule::kLayernorm,
+                              RecomputeModule::kSharedExperts, RecomputeModule::kMlp}) {
+    p.recompute_modules = ModuleBit(mod);
+    EXPECT_FALSE(RecomputeRerunsMoeDispatcher(p)) << static_cast<int>(mod);
+    EXPECT_FALSE(reruns(p)) << static_cast<int>(mod);
+  }
+  p.recompute = Recompute::kNone;
+  EXPECT_FALSE(RecomputeRerunsMoeDispatcher(p));
+  EXPECT_FALSE(reruns(p));
+}
+
 TEST(StepGraphTest, TorchtitanPerOpPolicyRerunsTheUnsavedMatmuls) {
   // Llama 3 8B, T = 2048 tokens on one GPU: the policy saves wq, wv, w1 and w2 and SDPA, so the
   // recompute pass reruns wk (T x 1024 x h), wo (T x h x h) and w3 (T x f x h) and no attention.

@@ -274,6 +274,7 @@ OJson OpsJson(const core::Scenario& s, const SpeedReport& sp) {
           row["algorithm"] = c.algorithm;
           row["may_hide"] = c.hidden;
           row["overlap_slowdown"] = c.slowdown;
+          if (c.fused) row["fused_exposed_s"] = c.exposed_s;  // AsyncTP: beyond its GEMMs
           break;
         default:
           row["bytes"] = op.bytes;

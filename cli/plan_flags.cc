@@ -77,8 +77,9 @@ void PlanFlags::Register(CLI::App* app) {
       "MoE: each microbatch's EP all-to-alls run under another microbatch's compute "
       "(Megatron-Core --overlap-moe-expert-parallel-comm; needs --ep > 1)");
   p->add_option("--tp-overlap", tp_overlap,
-                "TP collectives under GEMMs: none|backward|full (default backward, Megatron-LM's async "
-                "input-gradient reduction; full: Transformer Engine userbuffers)");
+                "TP collectives under GEMMs: none|backward|full|async (default backward, Megatron-LM's async "
+                "input-gradient reduction; full: Transformer Engine userbuffers; async: PyTorch's AsyncTP, "
+                "torchtitan's, with --sp)");
   p->add_option("--recompute", recompute, "none|selective|full (default none)");
   p->add_option("--recompute-layers", recompute_layers, "Full recompute for this many layers per stage");
   p->add_option("--recompute-modules", recompute_modules,

@@ -99,6 +99,11 @@ Result<std::string> ExportMegatron(const Scenario& s) {
     return Refusal("megatron", kMegatronCommit, rule, nearest);
   };
   // What Megatron-LM cannot express, before anything is written.
+  if (p.tp > 1 && p.tp_overlap == TpOverlap::kAsync)
+    return refuse(
+        "no PyTorch AsyncTP (torch.compile's micro-pipeline TP): Megatron-LM overlaps TP through Transformer "
+        "Engine's userbuffers (--tp-comm-overlap)",
+        "--tp-overlap full");
   if (m.Hybrid())
     return refuse(
         "a hybrid model (model.hybrid_pattern) trains through Megatron-LM's hybrid entry point with "
@@ -433,6 +438,11 @@ Result<std::string> ExportTorchtitan(const Scenario& s) {
   auto refuse = [](const std::string& rule, const std::string& nearest) {
     return Refusal("torchtitan", kTorchtitanCommit, rule, nearest);
   };
+  if (p.tp > 1 && p.tp_overlap == TpOverlap::kFull)
+    return refuse(
+        "Transformer Engine's userbuffers (tp_overlap full) are Megatron's; torchtitan overlaps TP with "
+        "PyTorch's AsyncTP",
+        "--tp-overlap async");
   if (p.precision == Dtype::kNvfp4)
     return refuse("this exporter maps no NVFP4 recipe for torchtitan (it writes torchao's float8 converter for fp8)",
                   "--precision fp8");
@@ -534,7 +544,7 @@ Result<std::string> ExportTorchtitan(const Scenario& s) {
   out << "data_parallel_shard_degree = " << shard << "\n";
   if (p.zero == 2) out << "fsdp_reshard_after_forward = \"never\"\n";
   out << "tensor_parallel_degree = " << p.tp << "\n";
-  const bool async_tp = p.tp > 1 && p.tp_overlap == TpOverlap::kFull;
+  const bool async_tp = p.tp > 1 && p.tp_overlap == TpOverlap::kAsync;
   if (async_tp) out << "enable_async_tensor_parallel = true\n";
   out << "pipeline_parallel_degree = " << p.pp << "\n";
   if (p.pp > 1) {
@@ -594,6 +604,11 @@ Result<std::string> ExportTorchtitanPython(const Scenario& s) {
   auto refuse = [](const std::string& rule, const std::string& nearest) {
     return Refusal("torchtitan", kTorchtitanPythonCommit, rule, nearest);
   };
+  if (p.tp > 1 && p.tp_overlap == TpOverlap::kFull)
+    return refuse(
+        "Transformer Engine's userbuffers (tp_overlap full) are Megatron's; torchtitan overlaps TP with "
+        "PyTorch's AsyncTP",
+        "--tp-overlap async");
   if (p.precision == Dtype::kNvfp4)
     return refuse("this exporter maps no NVFP4 recipe for torchtitan (it writes torchao's float8 converter for fp8)",
                   "--precision fp8");
@@ -697,7 +712,7 @@ Result<std::string> ExportTorchtitanPython(const Scenario& s) {
                   "--seq a multiple of " + std::to_string(shards));
 
   std::vector<std::string> notes;
-  const bool async_tp = p.tp > 1 && p.tp_overlap == TpOverlap::kFull;
+  const bool async_tp = p.tp > 1 && p.tp_overlap == TpOverlap::kAsync;
   // torch.compile fuses the norms, RoPE and activations (the plan's fused elementwise kernels) and
   // async TP needs the compiled model (CFG:306-313).
   const bool compile = p.elementwise == Elementwise::kFused || async_tp;

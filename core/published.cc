@@ -1298,8 +1298,10 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   }
   // A run that names its TP overlap (torchtitan's AsyncTP) overrides the stack's.
   if (pj.contains("async_tp") && pj["async_tp"].is_boolean() && pj["async_tp"].get<bool>()) {
-    p.tp_overlap = TpOverlap::kFull;
-    run.assumptions.push_back("AsyncTP: TP collectives overlapped with the GEMMs");
+    p.tp_overlap = TpOverlap::kAsync;
+    run.assumptions.push_back(
+        "AsyncTP (tp_overlap async): PyTorch's micro-pipeline TP fuses each all-gather and reduce-scatter "
+        "with its GEMMs, but not the backward reduce-scatters of the q/k/v and w1/w3 inputs' summed gradients");
   }
   // A record that names its attention kernel (model.attention_kernel: flash, flash2, flash1,
   // triton, naive) overrides the stack's.

@@ -342,7 +342,7 @@ enum class CpKind { kRing, kUlysses, kAllGather };
 // Engine's all_gather requires seq_len % 2 == 0 per rank); Ulysses cp.
 constexpr int64_t CpSequenceChunks(CpKind kind, int64_t cp) { return kind == CpKind::kUlysses ? cp : 2 * cp; }
 enum class Axis { kTp, kCp, kEp, kDp, kPp };
-enum class TpOverlap { kNone, kBackward, kFull };
+enum class TpOverlap { kNone, kBackward, kFull, kAsync };
 // How ZeRO-3 moves parameters and gradients. flat: one all-gather per layer before its forward and
 // again before its backward, prefetched under the previous layer's compute, and the gradients
 // reduce-scattered per layer (PyTorch FSDP's flat parameters; DeepSpeed's coalesced collectives).
@@ -513,7 +513,11 @@ struct PlanSpec {
   bool ep_overlap = false;
   // Which TP collectives run under GEMMs: none (Megatron-LM 2021), backward (the input-gradient
   // all-reduce/reduce-scatter under the weight-gradient GEMM, Megatron-LM since 2022), full
-  // (also the forward ones: Transformer Engine userbuffers).
+  // (also the forward ones: Transformer Engine userbuffers), async (PyTorch's micro-pipeline TP,
+  // torchtitan's AsyncTP: under SP, each all-gather fused with the GEMMs that read its output
+  // and each reduce-scatter with the one GEMM that writes its input; a backward reduce-scatter of
+  // an input that several GEMMs read, q/k/v or a gated MLP's w1/w3, stays a blocking NCCL one;
+  // core/step_graph.cc TpGather, docs/compute.md).
   TpOverlap tp_overlap = TpOverlap::kBackward;
   Zero3Gather zero3_gather = Zero3Gather::kFlat;  // with zero = 3
   Fp8Scaling fp8_scaling = Fp8Scaling::kDelayed;  // with precision = fp8

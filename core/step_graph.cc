@@ -87,6 +87,7 @@ class Builder {
   Builder(const ModelSpec& m, const PlanSpec& p) : m_(m), p_(p) {
     t_ = p.tp;
     sp_ = p.sequence_parallel && p.tp > 1;
+    async_tp_ = sp_ && p.tp_overlap == TpOverlap::kAsync;
     eager_ = p.elementwise != Elementwise::kFused;
     eager_norm_ = p.elementwise == Elementwise::kEager;
     s_ = p.seq_len / p.cp;
@@ -181,7 +182,7 @@ class Builder {
     fwd.reserve(4);
     Mem(&fwd, "embedding_lookup", tokens_ * m_.hidden * e_ * 2);
     // Vocab-parallel embedding: partial rows summed over TP (reduce-scatter under SP).
-    TpReduce(&fwd, "embedding_reduce");
+    TpReduce(&fwd, "embedding_reduce", /*after_gemm=*/false);
     out.reserve(4 * fwd.size() + 8);
     out.insert(out.end(), fwd.begin(), fwd.end());
     // Without SP the reduction's backward is the identity (Megatron's
@@ -219,7 +220,7 @@ class Builder {
     // transformer layer is counted with the stage's layers (core/memory.h StageCompositionOf).
     for (int64_t d = 0; d < m_.mtp_layers; ++d) {
       Mem(&fwd, "mtp_embedding_lookup", tokens_ * m_.hidden * e_ * 2);
-      TpReduce(&fwd, "mtp_embedding_reduce");
+      TpReduce(&fwd, "mtp_embedding_reduce", /*after_gemm=*/false);
       Norm(&fwd, "mtp_enorm", tokens_ * m_.hidden / (sp_ ? t_ : 1));
       Norm(&fwd, "mtp_hnorm", tokens_ * m_.hidden / (sp_ ? t_ : 1));
       TpGather(&fwd, "mtp_eh_gather");
@@ -482,12 +483,38 @@ class Builder {
     if (!sp_) return;
     const int64_t elems = tokens_ * m_.hidden;
     const bool quantized = p_.transformer_engine && !sixteen_bit && Quantized(gemm_dtype_);
-    Coll(ops, name, CollectiveKind::kAllGather, CommGroup::kTp, quantized ? LinearInputBytes(p_, elems) : elems * e_);
+    Coll(ops, name, CollectiveKind::kAllGather, CommGroup::kTp, quantized ? LinearInputBytes(p_, elems) : elems * e_,
+         async_tp_);
+    if (async_tp_) [[unlikely]]
+      AsyncTpKernels(ops, ops->back());
   }
-  void TpReduce(std::vector<Op>* ops, const char* name) {
+  // `after_gemm`: the reduced tensor is one GEMM's output alone (a row-parallel linear layer's),
+  // not the embedding's lookup, so AsyncTP fuses the reduce-scatter with that GEMM.
+  void TpReduce(std::vector<Op>* ops, const char* name, bool after_gemm = true) {
     if (t_ == 1) return;
     Coll(ops, name, sp_ ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, CommGroup::kTp,
-         tokens_ * m_.hidden * e_);
+         tokens_ * m_.hidden * e_, async_tp_ && after_gemm);
+    if (async_tp_ && after_gemm) [[unlikely]]
+      AsyncTpKernels(ops, ops->back());
+  }
+  // The kernels of an AsyncTP-fused collective `c` beyond its GEMMs (PyTorch
+  // torch/distributed/_symmetric_memory/__init__.py at 006b161f): the fused all-gather copies the
+  // local shard into the symmetric buffer before the first GEMM (_pipelined_multi_all_gather_and_
+  // consume: "giving up the chance to overlap mv ... with the first shard_consumer") and into the
+  // gathered output the backward keeps (return_A), S/t read and written twice; the fused
+  // reduce-scatter's GEMM chunks land as t partials that a kernel sums into the local shard
+  // (_fused_matmul_reduce_scatter_impl: reduce_fn over the stacked partials), S read and S/t
+  // written. S is the collective's whole size (nccl-tests' S). Charged to TP's exposed time, as a
+  // list collective's copies are; the transfers themselves are copies on the copy engines under
+  // the GEMMs (the collective, hidden).
+  // (`c` by value: it is often `ops`' last element, which the push may move. Out of line: plans
+  // without AsyncTP build their graphs as before.)
+  [[gnu::noinline, gnu::cold]] void AsyncTpKernels(std::vector<Op>* ops, const Op c) {
+    const int64_t bytes = c.collective == CollectiveKind::kAllGather ? 4 * c.bytes / t_ : c.bytes + c.bytes / t_;
+    if (!Mem(ops, c.name, bytes)) return;
+    ops->back().group = CommGroup::kTp;
+    ops->back().collective = c.collective;
+    ops->back().pass = c.pass;
   }
 
   // ---- attention block
@@ -740,6 +767,21 @@ class Builder {
     for (size_t i = synced; i < ops->size(); ++i) (*ops)[i].after_moe_sync = true;
   }
 
+  // AsyncTP's backward of the forward TP collective `f`, whose blocking conjugate is `out`'s last
+  // op: fused when the forward was and, for the reduce-scatter of an input gradient, when one GEMM
+  // wrote that gradient. In PyTorch's models q, k and v are three projections of the attention's
+  // gathered input (MLA's down-projections two), a gated MLP's w1 and w3 two (a shared expert's
+  // alike), so autograd sums their input gradients first; the output layer, a non-gated fc1,
+  // Mamba's in_proj and MTP's eh_proj are one GEMM each.
+  [[gnu::noinline, gnu::cold]] void AsyncTpConjugate(const Op& f, std::vector<Op>* out) {
+    const std::string_view n(f.name);
+    const bool glu = m_.mlp == MlpKind::kSwiglu;
+    const bool one_reader = n != "attn_gather" && !(glu && (n == "mlp_gather" || n == "shared_gather"));
+    Op& op = out->back();
+    op.overlappable = f.overlappable && (op.collective == CollectiveKind::kAllGather || one_reader);
+    if (op.overlappable) AsyncTpKernels(out, op);
+  }
+
   // ---- backward and recompute, derived from the forward ops
   void Backward(const std::vector<Op>& fwd, std::vector<Op>* out) {
     for (auto it = fwd.rbegin(); it != fwd.rend(); ++it) {
@@ -764,8 +806,9 @@ class Builder {
           out->push_back(op);
           break;
         case OpKind::kMemoryBound:
-          // The forward's FP8 quantization has no backward of its own (the gradient's is above).
-          if (op.mem_op == MemOp::kFp8Quantize) break;
+          // The forward's FP8 quantization has no backward of its own (the gradient's is above);
+          // nor has an AsyncTP collective's kernels (AsyncTpKernels: its conjugate's come with it).
+          if (op.mem_op == MemOp::kFp8Quantize || op.group == CommGroup::kTp) break;
           op.pass = Pass::kBackwardInput;
           // A permutation's gradient is the inverse permutation (the same bytes); an eager op's as
           // its decomposition's autograd runs it; other ops read the saved input and the incoming
@@ -782,9 +825,10 @@ class Builder {
             // (LinearWithGradAccumulationAndAsyncCommunication); under SP the input is also
             // all-gathered again for that weight gradient, overlapped with the input gradient.
             // The conjugate of a row-parallel output's reduce-scatter is a blocking all-gather.
+            // (AsyncTP keeps each conjugate below: PyTorch's autograd saves the gathered input.)
             const bool column_input =
                 (sp_ ? op.collective == CollectiveKind::kAllGather : op.collective == CollectiveKind::kAllReduce) &&
-                p_.tp_overlap != TpOverlap::kNone;
+                (p_.tp_overlap == TpOverlap::kBackward || p_.tp_overlap == TpOverlap::kFull);
             // The input gradient's reduction is 16-bit whatever the forward gathered (TpGather).
             const int64_t grad_bytes = tokens_ * m_.hidden * e_;
             if (column_input) {
@@ -809,7 +853,17 @@ class Builder {
               else if (op.collective == CollectiveKind::kReduceScatter) op.collective = CollectiveKind::kAllGather;
               else op.collective = CollectiveKind::kReduceScatter;
               op.bytes = grad_bytes;
+              // AsyncTP (PyTorch torch/_inductor/fx_passes/micro_pipeline_tp.py at 00122fb1, the
+              // same rules at 0e9ed9cf): a forward reduce-scatter's conjugate gathers the output
+              // gradient that the input-gradient GEMM reads as its left operand, so it fuses
+              // (fuse_all_gather_matmul; the weight-gradient GEMM reads it transposed, along the
+              // gathered dimension, which is never decomposed, and takes the gathered copy); a
+              // gather's conjugate reduce-scatters the input gradient, fused only when one GEMM
+              // wrote it (fuse_matmul_reduce_scatter: its input must be an mm's output with no
+              // other user), not when autograd summed several (q, k, v; w1, w3).
               out->push_back(op);
+              if (async_tp_) [[unlikely]]
+                AsyncTpConjugate(*it, out);
             }
             break;
           }
@@ -859,9 +913,9 @@ class Builder {
       op.pass = Pass::kRecompute;
       const std::string_view n(op.name);
       if (op.kind == OpKind::kAttention) continue;
-      if (op.kind == OpKind::kCollective && op.group == CommGroup::kTp &&
+      if ((op.kind == OpKind::kCollective || op.kind == OpKind::kMemoryBound) && op.group == CommGroup::kTp &&
           op.collective == CollectiveKind::kReduceScatter)
-        continue;
+        continue;  // the reduce-scatter, and under AsyncTP its partials' sum (AsyncTpKernels)
       if (op.kind == OpKind::kMemoryBound && op.mem_op == MemOp::kFp8Quantize) {
         if (fp8) out->push_back(op);  // with its GEMM, next
         continue;
@@ -1162,7 +1216,7 @@ class Builder {
   const ModelSpec& m_;
   const PlanSpec& p_;
   int64_t t_ = 1, s_ = 0, tokens_ = 0, e_ = 2;
-  bool sp_ = false, eager_ = false, eager_norm_ = false;
+  bool sp_ = false, async_tp_ = false, eager_ = false, eager_norm_ = false;
   Dtype gemm_dtype_ = Dtype::kBf16;
 };
 

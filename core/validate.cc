@@ -562,6 +562,12 @@ void CheckShardingAndOffload(const PlanSpec& pl, const ModelSpec& m, const GpuSp
                                                      "direction): set it in the GPU's JSON to offload activations");
   }
 
+  // PyTorch's micro-pipeline TP matches all-gathers and reduce-scatters only (torch/_inductor/
+  // fx_passes/micro_pipeline_tp.py): without SP the TP collectives are all-reduces it never fuses.
+  if (pl.tp_overlap == TpOverlap::kAsync && pl.tp > 1 && !pl.sequence_parallel)
+    d->Error("plan.tp_overlap",
+             "async (PyTorch's AsyncTP) fuses the sequence-parallel all-gathers and reduce-scatters with their GEMMs: "
+             "it needs plan.sequence_parallel (without it the TP collectives are all-reduces, which it leaves alone)");
   if (pl.ep_overlap && pl.ep <= 1)
     d->Error(
         "plan.ep_overlap",

@@ -105,7 +105,8 @@ std::vector<StageStreams> StageStreamCosts(const core::ModelSpec& m, const core:
   auto op_time = [&](const core::Op& op) { return pace * ComputeOpTime(op, g, profile); };
   auto split = [&](const std::vector<core::Op>& ops) {
     ListSplit s;
-    for (const core::Op& op : ops) {
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const core::Op& op = ops[i];
       const bool comm = op.kind == core::OpKind::kCollective || op.kind == core::OpKind::kP2p;
       const int pass = PassIndex(op.pass);
       if (pass < 0) {  // once per step: gradient synchronisation, the optimizer, ZeRO-1/2's gather
@@ -124,7 +125,13 @@ std::vector<StageStreams> StageStreamCosts(const core::ModelSpec& m, const core:
         continue;
       }
       const bool hide = CollectiveHidden(op, p);
-      (hide ? ps.hidden : ps.blocking)[static_cast<size_t>(CommStream(op.group))] += collective(op);
+      double t = collective(op);
+      if (hide && AsyncTpFused(op, p)) {  // AsyncTP: hidden only beside its own GEMMs, as the Coster
+        const double under = AsyncTpHidden(ops, i, t, p.tp, op_time);
+        ps.blocking[static_cast<size_t>(CommStream(op.group))] += t - under;
+        t = under;
+      }
+      (hide ? ps.hidden : ps.blocking)[static_cast<size_t>(CommStream(op.group))] += t;
     }
     return s;
   };

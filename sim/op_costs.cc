@@ -65,7 +65,10 @@ std::string CostedOpHow(const CostedOp& c) {
                     static_cast<long long>(c.span.size), static_cast<long long>(c.span.per_domain),
                     static_cast<long long>(c.span.domains), c.algorithm);
       std::string note = b;
-      if (c.hidden) {
+      if (c.fused) {
+        std::snprintf(b, sizeof b, "; fused with its GEMMs (AsyncTP), %.1f us of it exposed", c.exposed_s * 1e6);
+        note += b;
+      } else if (c.hidden) {
         std::snprintf(b, sizeof b, "; may hide, slows compute by %.3f", c.slowdown);
         note += b;
       } else {

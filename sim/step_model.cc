@@ -235,8 +235,10 @@ class Coster {
       }
       PassCost& pc = lc.pass[static_cast<int>(op.pass)];
       if (op.kind == OpKind::kCollective || op.kind == OpKind::kP2p) {
-        const double t = op.share * CollectiveTime(op);  // share: a hybrid block's (HybridMix)
+        double t = op.share * CollectiveTime(op);  // share: a hybrid block's (HybridMix)
         const bool hide = CollectiveHidden(op, p_);
+        if (hide && AsyncTpFused(op, p_)) [[unlikely]]
+          t = SplitFused(ops, static_cast<size_t>(&op - ops.data()), t, &pc);
         (hide ? pc.hidden : pc.blocking)[static_cast<int>(op.group)] += t;
         if (op.after_moe_sync && !hide) pc.after_sync += t;
         if (hide) (op.group == CommGroup::kCp ? pc.slow_cp : pc.slow) += OverlapSlowdown(op, p_, g_, layer) * t;
@@ -254,6 +256,15 @@ class Coster {
         if (IsAttentionCore(op)) pc.attention += t;
       }
     }
+  }
+
+  // AsyncTP: a fused collective of time `t` at ops[i] hides only beside its own GEMMs
+  // (AsyncTpHidden): the rest is added to `pc`'s exposed time, the hidden part returned. Out of
+  // line, so that Add's loop stays as small as it is without AsyncTP.
+  [[gnu::noinline, gnu::cold]] double SplitFused(const std::vector<Op>& ops, size_t i, double t, PassCost* pc) const {
+    const double under = AsyncTpHidden(ops, i, t, p_.tp, [&](const Op& x) { return OpTime(x); });
+    pc->blocking[static_cast<int>(ops[i].group)] += t - under;
+    return under;
   }
 
   // Layers repeat the same few collectives (same kind, group and size): each is costed once.
@@ -701,7 +712,8 @@ std::vector<CostedOpList> CostStepGraph(const core::ModelSpec& m, const core::Pl
   auto costed = [&](const char* name, std::string where, int64_t count, const std::vector<Op>& ops, bool layer) {
     CostedOpList list{name, std::move(where), count, {}};
     list.ops.reserve(ops.size());
-    for (const Op& op : ops) {
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const Op& op = ops[i];
       CostedOp row;
       row.op = op;
       if (op.kind == OpKind::kCollective || op.kind == OpKind::kP2p) {
@@ -718,6 +730,10 @@ std::vector<CostedOpList> CostStepGraph(const core::ModelSpec& m, const core::Pl
         } else {
           row.hidden = CollectiveHidden(op, p);
           if (row.hidden) row.slowdown = OverlapSlowdown(op, p, g, layer);
+          row.fused = row.hidden && AsyncTpFused(op, p);
+          if (row.fused)
+            row.exposed_s =
+                row.time_s - AsyncTpHidden(ops, i, row.time_s, p.tp, [&](const Op& x) { return coster.OpTime(x); });
         }
       } else {
         row.time_s = coster.OpTime(op);

@@ -114,6 +114,10 @@ struct CostedOp {
   double time_s = 0;
   bool hidden = false;
   double slowdown = 0;
+  // An AsyncTP-fused collective (AsyncTpFused), and the part of it that its own GEMM cannot hide
+  // (AsyncTpHidden), exposed.
+  bool fused = false;
+  double exposed_s = 0;
   bool memory_bound = false;   // a GEMM whose operands' HBM traffic outlasts its math (GemmSides)
   core::GroupSpan span;        // a collective's or send's group on the cluster's tiers
   const char* algorithm = "";  // a collective's or send's algorithm ("ring", "tree", ...)
@@ -140,8 +144,7 @@ const char* PassShortName(core::Pass p);
 // Names this step model in stored predictions (core/result_store.h); bump it when a change moves
 // predictions, so history can tell predictions of different models apart.
 inline constexpr const char* kStepModelVersion =
-    "meshplan 0.1.0 step-model/6 (the MoE layer's host time split at its dispatcher's synchronisation, a recomputed "
-    "one's too)";
+    "meshplan 0.1.0 step-model/7 (AsyncTP as PyTorch's micro-pipeline pass fuses it)";
 
 // The costed op lists of a plan (its layers, embedding, head, pipeline send, once-per-step work)
 // depend on the plan's sharding, batch shape, precision and placement but not on its pipeline
@@ -208,6 +211,43 @@ inline bool CollectiveHidden(const core::Op& op, const core::PlanSpec& p) {
   return op.overlappable || (op.group == core::CommGroup::kTp && p.tp_overlap == core::TpOverlap::kFull);
 }
 
+// AsyncTP (tp_overlap async): a fused collective runs beside the GEMMs it was fused with and
+// nothing else. PyTorch's fused ops (torch/distributed/_symmetric_memory/__init__.py at 006b161f)
+// are single graph nodes that start and end with a barrier: the all-gather's shard copies
+// alternate with the reader GEMM's t row chunks on two streams, the first chunk on the local
+// shard beside the first copy and the last chunk after the last copy
+// (_pipelined_all_gather_and_consume); the reduce-scatter's chunks each land before their copy,
+// the local one beside the last (_pipelined_produce_and_all2all). With G those GEMMs' time and C
+// the collective's, the op takes max(G, C + G/t): G (t - 1)/t of the GEMMs can hide it, and
+// what C exceeds that by is exposed. The GEMM is the first of its pass after an all-gather (the
+// QKV op, fc1, the output layer; MLA's first projection only, its kv down-projection left out of
+// the window) and the last before a reduce-scatter (the output projection, fc2); in the backward
+// the input-gradient GEMM. Returns the hidden part, min(C, G (t - 1)/t), of `ops[i]`'s time `c`
+// (`gemm_time` costs a GEMM). The step model and the DES both apply it.
+inline bool AsyncTpFused(const core::Op& op, const core::PlanSpec& p) {
+  return op.overlappable && op.group == core::CommGroup::kTp && p.tp_overlap == core::TpOverlap::kAsync;
+}
+template <class GemmTime>
+double AsyncTpHidden(const std::vector<core::Op>& ops, size_t i, double c, int64_t tp, GemmTime&& gemm_time) {
+  const core::Op& op = ops[i];
+  const bool ahead = op.collective == core::CollectiveKind::kAllGather;
+  double g = 0;
+  for (size_t j = i;;) {
+    if (ahead) {
+      if (++j >= ops.size()) break;
+    } else {
+      if (j == 0) break;
+      --j;
+    }
+    const core::Op& x = ops[j];
+    if (x.kind != core::OpKind::kGemm || x.pass != op.pass) continue;
+    g = gemm_time(x);
+    break;
+  }
+  const double t = static_cast<double>(std::max<int64_t>(tp, 1));
+  return std::min(c, g * (t - 1) / t);
+}
+
 // Pipeline sends a rank's StageTimes hold per microbatch in each direction: one per model chunk
 // the rank runs (interleaved: vpp; DualPipe: its two stages; otherwise one).
 double SendsPerMicrobatch(const core::PlanSpec& p);
@@ -245,9 +285,15 @@ double PipelineSendSeconds(const core::Op& send, const core::PlanSpec& p, const 
 // backward reduce-scatter of qkv's and fc1's input gradient and the overlappable all-gather of
 // their input for the weight gradient); 0 on a GPU whose SM count is unknown. `layer`: the op is a
 // transformer layer's (not the embedding's, the head's or the MTP module's, which stay NCCL's).
+// AsyncTP's fused collectives (tp_overlap async) move their shards by copies from the peers'
+// symmetric memory (Tensor.copy_, which PyTorch runs on the copy engines: the NOTE [low-contention
+// collectives] of torch/distributed/_symmetric_memory/__init__.py at 006b161f) and synchronise by
+// one-block barrier kernels, so they hold no SMs from the GEMM chunks beside them: 0 (their own
+// copy and sum kernels are costed, exposed: core/step_graph.cc AsyncTpKernels).
 inline constexpr double kNcclOverlapSlowdown = 1.0 - 1.0 / 1.189;
 inline constexpr int64_t kUserbufferSms = 16;
 inline double OverlapSlowdown(const core::Op& op, const core::PlanSpec& p, const core::GpuSpec& g, bool layer) {
+  if (op.group == core::CommGroup::kTp && p.tp_overlap == core::TpOverlap::kAsync) return 0.0;
   if (!layer || op.group != core::CommGroup::kTp || p.tp_overlap != core::TpOverlap::kFull || !p.sequence_parallel ||
       p.tp <= 1)
     return kNcclOverlapSlowdown;

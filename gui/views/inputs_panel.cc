@@ -204,10 +204,12 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
   recompute_layers_->setSpecialValueText("all");
   pf->addRow("recomputed layers", recompute_layers_);
   tp_overlap_ =
-      EnumBox({core::TpOverlap::kNone, core::TpOverlap::kBackward, core::TpOverlap::kFull},
+      EnumBox({core::TpOverlap::kNone, core::TpOverlap::kBackward, core::TpOverlap::kFull, core::TpOverlap::kAsync},
               "With TP > 1: which TP collectives run under GEMMs. none: every one exposed (Megatron-LM 2021); "
               "backward: the input-gradient reduction under the weight-gradient GEMM (Megatron-LM since "
-              "2022); full: the forward's too (Transformer Engine userbuffers)");
+              "2022); full: the forward's too (Transformer Engine userbuffers); async: PyTorch's AsyncTP "
+              "(torchtitan, needs SP), every one fused with its GEMMs but the backward reduce-scatters of "
+              "inputs several GEMMs read (q/k/v, a gated MLP's w1/w3)");
   pf->addRow("TP overlap", tp_overlap_);
   cp_kind_ = EnumBox({core::CpKind::kRing, core::CpKind::kUlysses, core::CpKind::kAllGather},
                      "With CP > 1: how context parallelism exchanges K and V. ring: blocks circulate under the "

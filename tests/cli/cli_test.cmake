@@ -57,6 +57,14 @@ run(report_ops_json 0 "\"name\": \"qkv_proj\",[^}]*\"pass\": \"forward\",[^}]*\"
     report --model llama3-8b --gpu h100-sxm --gpus 8 --tp 2 --seq 8192 --zero 1 --ops --format json)
 run(report_ops_table 0 "fwd +qkv_proj +8192x3072x4096 +bf16 +206\\.16 +- +334\\.5 +616 TFLOP/s, compute-bound"
     report --model llama3-8b --gpu h100-sxm --gpus 8 --tp 2 --seq 8192 --zero 1 --ops)
+# AsyncTP (PyTorch's micro-pipeline TP): Llama 3 8B at TP 8, 8192 tokens. The attention's gather
+# (67.11 MB, 189.1 us) runs beside the QKV GEMM only (87.9 us, 7/8 of it a window): 189.1 - 76.9 =
+# 112.2 us stays exposed; its kernels copy the local shard twice (4 x 67.11 / 8 = 33.55 MB).
+# Without SP it is refused.
+run(report_async_tp_ops 0 "fwd +attn_gather +all_gather +- +67\\.11 +189\\.1 +tp 8 ranks .*fused with its GEMMs \\(AsyncTP\\), 112\\.2 us of it exposed.*fwd +attn_gather +- +33\\.55 "
+    report --model llama3-8b --gpu h100-sxm --gpus 8 --tp 8 --seq 8192 --zero 1 --tp-overlap async --ops)
+run(report_async_tp_without_sp 1 "plan.tp_overlap: async \\(PyTorch's AsyncTP\\) fuses the sequence-parallel"
+    report --model llama3-8b --gpu h100-sxm --gpus 8 --tp 8 --no-sp --seq 8192 --zero 1 --tp-overlap async)
 # NVFP4 (Transformer Engine's NVFP4BlockScaling): Llama 3 70B at TP 2 on 64 GB200s, the forward QKV
 # GEMM 8192 x 5120 x 8192 at the GB200's nvfp4 rate, 1e16 x 0.440 (presets/gpus/gb200.json),
 # 1280 tiles of 128 x 256 over 148 SMs in 9 waves (w = 1280 / 1332), at 64 GPUs' pace
@@ -244,7 +252,7 @@ run(report_allocator_peaks_json 0 "\"peak_allocated_bytes\": [0-9]+,.*\"peak_res
     report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 3 --mbs 1 --gbs 8 --seq 8192 --format json)
 run(report_save 0 "saved plan [0-9]+ and prediction [0-9]+ to .*cal.db"
     report --model tiny --gpu h100-sxm --gpus 1 --save --db ${WORK}/cal.db)
-run(history_predictions 0 "tiny tp1 pp1 dp1 mbs1 seq.* default +meshplan 0.1.0 step-model/6"
+run(history_predictions 0 "tiny tp1 pp1 dp1 mbs1 seq.* default +meshplan 0.1.0 step-model/7"
     history --predictions --db ${WORK}/cal.db)
 
 # simulate: the event-by-event pipeline, its JSON and timelines, with a busy time per stream.

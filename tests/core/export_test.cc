@@ -177,6 +177,14 @@ TEST(ExportTest, MegatronWritesTheEnvironmentAndLauncherItAsserts) {
   s.plan.overlap_param_gather = false;
   EXPECT_FALSE(Has(Text(ExportMegatron(s)), "--overlap-param-gather"));
   EXPECT_FALSE(Has(Text(ExportMegatron(s)), "--overlap-grad-reduce"));
+  // PyTorch's AsyncTP has no Megatron-LM flag: refused, naming Transformer Engine's overlap.
+  Scenario async = s;
+  ASSERT_EQ(async.plan.tp, 8);
+  async.plan.tp_overlap = TpOverlap::kAsync;
+  const auto no_async = ExportMegatron(async);
+  ASSERT_FALSE(no_async.ok());
+  EXPECT_TRUE(Has(no_async.status().message(), "nearest plan it runs: --tp-overlap full"))
+      << no_async.status().message();
   // Blackwell has no such requirement (arguments.py:1455: "no longer exists since the Blackwell
   // architecture").
   s.gpu = *LoadGpu("b200");
@@ -682,7 +690,12 @@ TEST(ExportTest, TorchtitanNamesItsModelSplitsModuleByModuleAndRefusesWhatItCann
   EXPECT_FALSE(Has(toml, "pipeline_parallel_split_points")) << toml;  // gone at 238fa99
   // Async TP needs the compiled model (distributed/tensor_parallel.py:20-23); FP8 is torchao's
   // converter (components/quantization/float8.py:238).
-  s.plan.tp_overlap = TpOverlap::kFull;
+  s.plan.tp_overlap = TpOverlap::kFull;  // Transformer Engine's userbuffers: Megatron's, refused
+  auto userbuffers = ExportTorchtitan(s);
+  ASSERT_FALSE(userbuffers.ok());
+  EXPECT_TRUE(Has(userbuffers.status().message(), "nearest plan it runs: --tp-overlap async"))
+      << userbuffers.status().message();
+  s.plan.tp_overlap = TpOverlap::kAsync;
   s.plan.precision = Dtype::kFp8;
   const std::string async = Text(ExportTorchtitan(s));
   EXPECT_TRUE(Has(async, "enable_async_tensor_parallel = true")) << async;
@@ -752,7 +765,7 @@ TEST(ExportTest, TorchtitanPythonConfigurationReproducesThePlan) {
     EXPECT_FALSE(Has(py, gone)) << gone;
   // Async TP is the compiler's (CFG:298, 306-313: it needs compile with "model"); FP8 is torchao's
   // rowwise converter on the model spec (components/quantization/float8.py:56-72).
-  s.plan.tp_overlap = TpOverlap::kFull;
+  s.plan.tp_overlap = TpOverlap::kAsync;
   s.plan.precision = Dtype::kFp8;
   s.plan.elementwise = Elementwise::kEager;
   const std::string fp8 = Text(ExportTorchtitanPython(s));

@@ -683,6 +683,96 @@ TEST(StepGraphTest, TransformerEngineGathersQuantizedInputsAndReducesSixteenBitG
   EXPECT_EQ(bytes(Dtype::kFp8, "attn_gather", Pass::kForward, CollectiveKind::kAllGather), 2 * elems);
 }
 
+TEST(StepGraphTest, AsyncTpFusesEachCollectiveWithItsGemmsButTheSummedInputGradients) {
+  // PyTorch's micro-pipeline TP (tp_overlap async; torch/_inductor/fx_passes/micro_pipeline_tp.py):
+  // an all-gather fuses with the GEMMs that read its output as their left operand, a
+  // reduce-scatter with the one GEMM whose output is its whole input. Llama 3 8B at TP 8 with SP,
+  // 8192 tokens: each collective's S = 8192 x 4096 x 2 B = 67,108,864 B. Forward: the two gathers
+  // (before q/k/v and w1/w3) and the two reduce-scatters (after wo and w2) are fused. Backward:
+  // the reduce-scatters' conjugate gathers of the output gradient feed dX = dY W (fused); the
+  // gathers' conjugate reduce-scatters take dX summed over q, k, v (or w1, w3), not one GEMM's
+  // output, and stay NCCL's, blocking. The fused kernels beyond the GEMMs (torch/distributed/
+  // _symmetric_memory at 006b161f): a gather copies the local shard twice (into the symmetric
+  // buffer, into the kept output), 4 S / 8 = 33,554,432 B; a reduce-scatter sums 8 partials,
+  // S + S / 8 = 75,497,472 B. Autograd keeps the gathered input, so no gather is repeated for the
+  // weight gradient.
+  auto m = LoadModel("llama3-8b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p = Plan(8, 1, true);
+  p.seq_len = 8192;
+  p.tp_overlap = TpOverlap::kAsync;
+  const int64_t S = int64_t{8192} * 4096 * 2;
+  struct Seen {
+    int fused = 0, blocking = 0;
+    int64_t kernel_bytes = 0;
+  };
+  auto seen = [](const std::vector<Op>& ops, const char* name, Pass pass) {
+    Seen s;
+    for (const Op& op : ops) {
+      if (op.pass != pass || std::string_view(op.name) != name) continue;
+      if (op.kind == OpKind::kCollective) (op.overlappable ? s.fused : s.blocking) += 1;
+      else if (op.kind == OpKind::kMemoryBound && op.group == CommGroup::kTp) s.kernel_bytes += op.bytes;
+    }
+    return s;
+  };
+  StepGraph g = BuildStepGraph(*m, p);
+  for (const char* gather : {"attn_gather", "mlp_gather"}) {
+    const Seen f = seen(g.dense_layer, gather, Pass::kForward);
+    EXPECT_EQ(f.fused, 1) << gather;
+    EXPECT_EQ(f.kernel_bytes, 4 * S / 8) << gather;
+    const Seen b = seen(g.dense_layer, gather, Pass::kBackwardInput);
+    EXPECT_EQ(b.blocking, 1) << gather;  // the summed input gradient's reduce-scatter
+    EXPECT_EQ(b.fused + b.kernel_bytes, 0) << gather;
+  }
+  for (const char* reduce : {"attn_reduce", "mlp_reduce"}) {
+    const Seen f = seen(g.dense_layer, reduce, Pass::kForward);
+    EXPECT_EQ(f.fused, 1) << reduce;
+    EXPECT_EQ(f.kernel_bytes, S + S / 8) << reduce;
+    const Seen b = seen(g.dense_layer, reduce, Pass::kBackwardInput);
+    EXPECT_EQ(b.fused, 1) << reduce;  // the output gradient's gather, under dX = dY W
+    EXPECT_EQ(b.kernel_bytes, 4 * S / 8) << reduce;
+  }
+  for (const Op& op : g.dense_layer) EXPECT_FALSE(op.group == CommGroup::kTp && op.pass == Pass::kBackwardWeight);
+  // The output layer is one GEMM reading its gather: both directions fused. The embedding's
+  // reduce-scatter sums a lookup, no GEMM: NCCL's both ways.
+  EXPECT_EQ(seen(g.head, "head_gather", Pass::kForward).fused, 1);
+  EXPECT_EQ(seen(g.head, "head_gather", Pass::kBackwardInput).fused, 1);
+  EXPECT_EQ(seen(g.head, "head_gather", Pass::kBackwardInput).kernel_bytes, S + S / 8);
+  for (Pass pass : {Pass::kForward, Pass::kBackwardInput}) {
+    const Seen e = seen(g.embedding, "embedding_reduce", pass);
+    EXPECT_EQ(e.blocking, 1);
+    EXPECT_EQ(e.fused + e.kernel_bytes, 0);
+  }
+  // Full recomputation reruns the fused forward with its kernels; torchtitan's per-op policy keeps
+  // the reduce-scatters' outputs, so neither they nor their partials' sums rerun.
+  p.recompute = Recompute::kFull;
+  g = BuildStepGraph(*m, p);
+  EXPECT_EQ(seen(g.dense_layer, "mlp_gather", Pass::kRecompute).fused, 1);
+  EXPECT_EQ(seen(g.dense_layer, "mlp_reduce", Pass::kRecompute).kernel_bytes, S + S / 8);
+  p.recompute = Recompute::kSelective;
+  p.recompute_modules = ModuleBit(RecomputeModule::kTorchtitanOp);
+  g = BuildStepGraph(*m, p);
+  EXPECT_EQ(seen(g.dense_layer, "mlp_gather", Pass::kRecompute).kernel_bytes, 4 * S / 8);
+  const Seen rs = seen(g.dense_layer, "mlp_reduce", Pass::kRecompute);
+  EXPECT_EQ(rs.fused + rs.blocking + rs.kernel_bytes, 0);
+  // A GELU MLP's fc1 is the one GEMM reading its gather, so its input gradient's reduce-scatter
+  // fuses too (GPT-3 175B: S = 2048 x 12288 x 2 B).
+  auto gpt = LoadModel("gpt3-175b");
+  ASSERT_TRUE(gpt.ok());
+  PlanSpec q = Plan(8, 1, true);
+  q.tp_overlap = TpOverlap::kAsync;
+  g = BuildStepGraph(*gpt, q);
+  const Seen fc1 = seen(g.dense_layer, "mlp_gather", Pass::kBackwardInput);
+  EXPECT_EQ(fc1.fused, 1);
+  EXPECT_EQ(fc1.kernel_bytes, int64_t{2048} * 12288 * 2 * 9 / 8);
+  EXPECT_EQ(seen(g.dense_layer, "attn_gather", Pass::kBackwardInput).blocking, 1);
+  // Without SP the TP collectives are all-reduces, which the pass never fuses: refused.
+  q.sequence_parallel = false;
+  Diagnostics d;
+  ValidatePlan(q, *gpt, *LoadGpu("a100-80g"), *LoadCluster("dgx-a100"), &d);
+  EXPECT_TRUE(d.has_error_at("plan.tp_overlap")) << d.ToStatus().message();
+}
+
 TEST(StepGraphTest, ExpertParallelAddsDispatchAndCombine) {
   auto m = LoadModel("mixtral-8x7b");
   ASSERT_TRUE(m.ok());

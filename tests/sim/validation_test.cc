@@ -385,8 +385,8 @@ TEST(ValidationTest, TorchtitanH100RunsMapToTheirTables) {
   EXPECT_EQ(cp8->scenario.model.name, "llama3-8b");  // "Llama 3.1 8B"
   const auto* il = Find(*runs, "torchtitan-2412-t5-405b-512gpu-3d-interleaved1f1b");
   ASSERT_TRUE(il);
-  EXPECT_EQ(il->scenario.plan.vpp, 2);                              // torchtitan's default for multi-stage schedules
-  EXPECT_EQ(il->scenario.plan.tp_overlap, core::TpOverlap::kFull);  // AsyncTP
+  EXPECT_EQ(il->scenario.plan.vpp, 2);                               // torchtitan's default for multi-stage schedules
+  EXPECT_EQ(il->scenario.plan.tp_overlap, core::TpOverlap::kAsync);  // AsyncTP
   EXPECT_EQ(il->scenario.plan.precision, core::Dtype::kFp8);
   EXPECT_EQ(il->scenario.plan.fp8_scaling, core::Fp8Scaling::kCurrent);  // float8 tensorwise
   // 126 layers over 16 chunks, as torchtitan's generate_split_points makes them: 7, 8 x 14, 7.
@@ -1250,45 +1250,47 @@ TEST(ValidationTest, TorchtitanJune2025RunsCompileTheirLossWithTheModel) {
 TEST(ValidationTest, TorchtitanAsyncTpRowsPairVanillaAndAsyncTp) {
   // torchtitan benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md (@c720cb87): Llama 3.1 70B on
   // 256 and 8B on 64 96GB H100s, FSDP x TP 8, compiled, vanilla against async TP in bf16 and
-  // float8 tensorwise. Each pair is one plan but for the TP overlap: AsyncTP costed as every TP
-  // collective under its GEMM (tp_overlap full), vanilla TP as none hidden. The measured speedups
-  // (1.09 / 1.16 for 70B, 1.10 / 1.10 for 8B) are below what that predicts (1.22-1.37, in
-  // docs/validation.md), which the model holds as an upper bound.
+  // float8 tensorwise. Each pair is one plan but for the TP overlap: AsyncTP as PyTorch's
+  // micro-pipeline pass fuses it (tp_overlap async: each fused collective hidden only beside its
+  // own GEMMs, the backward reduce-scatters of the q/k/v and w1/w3 inputs' summed gradients
+  // exposed, the fused ops' copy and sum kernels; docs/compute.md), vanilla TP as none hidden.
+  // Measured speedups 1.092 / 1.164 (70B bf16 / float8) and 1.098 / 1.097 (8B); predicted 1.131 /
+  // 1.124 and 1.134 / 1.078 (every TP collective hidden under its pass had given 1.23 to 1.38).
   size_t skipped = 0;
   const std::vector<core::PublishedRun> all = Corpus("torchtitan_h100_2506_asynctp.json", &skipped);
   EXPECT_EQ(skipped, 0u);
   ASSERT_EQ(all.size(), 8u);
   const auto profile = core::LoadProfile("default");
   ASSERT_TRUE(profile.ok());
-  for (const char* size : {"70b-256gpu-fsdp32", "8b-64gpu-fsdp8"}) {
-    for (const char* prec : {"bf16", "fp8"}) {
-      const std::string stem = std::string("torchtitan-2506-") + size + "-tp8-" + prec;
-      const auto* vanilla = Find(all, stem + "-vanillatp");
-      const auto* async = Find(all, stem + "-asynctp");
-      ASSERT_TRUE(vanilla && async) << stem;
-      EXPECT_EQ(vanilla->stack, "torchtitan-2025");  // June 2025: the loss compiled with the model
-      EXPECT_EQ(vanilla->scenario.plan.cross_entropy, core::CrossEntropy::kCompiled) << stem;
-      EXPECT_EQ(vanilla->scenario.plan.tp, 8);
-      EXPECT_EQ(vanilla->scenario.plan.zero, 3);
-      EXPECT_EQ(vanilla->scenario.plan.elementwise, core::Elementwise::kFused) << stem;  // torch.compile
-      EXPECT_EQ(vanilla->scenario.plan.tp_overlap, core::TpOverlap::kNone) << stem;
-      EXPECT_EQ(async->scenario.plan.tp_overlap, core::TpOverlap::kFull) << stem;
-      core::PlanSpec same = async->scenario.plan;
-      same.tp_overlap = vanilla->scenario.plan.tp_overlap;
-      EXPECT_EQ(same, vanilla->scenario.plan) << stem;
-      const double measured = async->published / vanilla->published;
-      EXPECT_GT(measured, 1.08) << stem;
-      EXPECT_LT(measured, 1.17) << stem;
-      const double predicted = sim::EstimateStep(vanilla->scenario.model, vanilla->scenario.plan, vanilla->scenario.gpu,
-                                                 vanilla->scenario.cluster, *profile)
-                                   .time_s /
-                               sim::EstimateStep(async->scenario.model, async->scenario.plan, async->scenario.gpu,
-                                                 async->scenario.cluster, *profile)
-                                   .time_s;
-      // Every TP collective hidden is the most AsyncTP can buy: an upper bound on the measured gain.
-      EXPECT_GE(predicted, measured) << stem;
-      EXPECT_LT(predicted, 1.4) << stem;
-    }
+  const std::map<std::string, double> want = {{"torchtitan-2506-70b-256gpu-fsdp32-tp8-bf16", 1.131},
+                                              {"torchtitan-2506-70b-256gpu-fsdp32-tp8-fp8", 1.124},
+                                              {"torchtitan-2506-8b-64gpu-fsdp8-tp8-bf16", 1.134},
+                                              {"torchtitan-2506-8b-64gpu-fsdp8-tp8-fp8", 1.078}};
+  for (const auto& [stem, predicted_speedup] : want) {
+    const auto* vanilla = Find(all, stem + "-vanillatp");
+    const auto* async = Find(all, stem + "-asynctp");
+    ASSERT_TRUE(vanilla && async) << stem;
+    EXPECT_EQ(vanilla->stack, "torchtitan-2025");  // June 2025: the loss compiled with the model
+    EXPECT_EQ(vanilla->scenario.plan.cross_entropy, core::CrossEntropy::kCompiled) << stem;
+    EXPECT_EQ(vanilla->scenario.plan.tp, 8);
+    EXPECT_EQ(vanilla->scenario.plan.zero, 3);
+    EXPECT_EQ(vanilla->scenario.plan.elementwise, core::Elementwise::kFused) << stem;  // torch.compile
+    EXPECT_EQ(vanilla->scenario.plan.tp_overlap, core::TpOverlap::kNone) << stem;
+    EXPECT_EQ(async->scenario.plan.tp_overlap, core::TpOverlap::kAsync) << stem;
+    core::PlanSpec same = async->scenario.plan;
+    same.tp_overlap = vanilla->scenario.plan.tp_overlap;
+    EXPECT_EQ(same, vanilla->scenario.plan) << stem;
+    const double measured = async->published / vanilla->published;
+    EXPECT_GT(measured, 1.08) << stem;
+    EXPECT_LT(measured, 1.17) << stem;
+    const double predicted = sim::EstimateStep(vanilla->scenario.model, vanilla->scenario.plan, vanilla->scenario.gpu,
+                                               vanilla->scenario.cluster, *profile)
+                                 .time_s /
+                             sim::EstimateStep(async->scenario.model, async->scenario.plan, async->scenario.gpu,
+                                               async->scenario.cluster, *profile)
+                                 .time_s;
+    EXPECT_NEAR(predicted, predicted_speedup, 0.0015) << stem;
+    EXPECT_NEAR(predicted, measured, 0.045) << stem;
   }
 }
 

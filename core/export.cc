@@ -104,6 +104,15 @@ Result<std::string> ExportMegatron(const Scenario& s) {
         "no PyTorch AsyncTP (torch.compile's micro-pipeline TP): Megatron-LM overlaps TP through Transformer "
         "Engine's userbuffers (--tp-comm-overlap)",
         "--tp-overlap full");
+  // Megatron-LM's losses: the eager vocab_parallel_cross_entropy (fused, no flag) or
+  // --cross-entropy-loss-fusion with --cross-entropy-fusion-impl native|te (arguments.py); not
+  // torchtitan's upcast or compiled loss or FlashAttention's Triton one.
+  if (p.cross_entropy == CrossEntropy::kUpcast || p.cross_entropy == CrossEntropy::kFlash ||
+      p.cross_entropy == CrossEntropy::kCompiled)
+    return refuse(std::string("no ") + Name(p.cross_entropy) +
+                      " loss: Megatron-LM runs its vocab_parallel_cross_entropy (eager, or fused with "
+                      "--cross-entropy-loss-fusion --cross-entropy-fusion-impl native|te)",
+                  "--cross-entropy fused");
   if (m.Hybrid())
     return refuse(
         "a hybrid model (model.hybrid_pattern) trains through Megatron-LM's hybrid entry point with "

@@ -178,6 +178,16 @@ TEST(ExportTest, MegatronWritesTheEnvironmentAndLauncherItAsserts) {
   EXPECT_FALSE(Has(Text(ExportMegatron(s)), "--overlap-param-gather"));
   EXPECT_FALSE(Has(Text(ExportMegatron(s)), "--overlap-grad-reduce"));
   // PyTorch's AsyncTP has no Megatron-LM flag: refused, naming Transformer Engine's overlap.
+  // Losses Megatron-LM does not have (torchtitan's upcast and compiled ones, FlashAttention's
+  // Triton one) are refused, not written as its default.
+  for (CrossEntropy ce : {CrossEntropy::kUpcast, CrossEntropy::kFlash, CrossEntropy::kCompiled}) {
+    Scenario other = s;
+    other.plan.cross_entropy = ce;
+    const auto refused_loss = ExportMegatron(other);
+    ASSERT_FALSE(refused_loss.ok()) << Name(ce);
+    EXPECT_TRUE(Has(refused_loss.status().message(), "nearest plan it runs: --cross-entropy fused"))
+        << refused_loss.status().message();
+  }
   Scenario async = s;
   ASSERT_EQ(async.plan.tp, 8);
   async.plan.tp_overlap = TpOverlap::kAsync;

@@ -21,6 +21,25 @@ Status Refusal(const char* framework, const char* commit, const std::string& rul
                                  "; nearest plan it runs: " + nearest);
 }
 
+// What neither torchtitan exporter writes (the TOML one and the Python one alike): Transformer
+// Engine's TP overlap, NVFP4, layers kept out of the float8 conversion. `refuse` is the exporter's
+// (its commit). OK when the plan has none of them.
+template <class Refuse>
+Status TorchtitanRefusal(const PlanSpec& p, const Refuse& refuse) {
+  if (p.tp > 1 && p.tp_overlap == TpOverlap::kFull)
+    return refuse(
+        "Transformer Engine's userbuffers (tp_overlap full) are Megatron's; torchtitan overlaps TP with "
+        "PyTorch's AsyncTP",
+        "--tp-overlap async");
+  if (p.precision == Dtype::kNvfp4)
+    return refuse("this exporter maps no NVFP4 recipe for torchtitan (it writes torchao's float8 converter for fp8)",
+                  "--precision fp8");
+  if (p.HasBf16Layers())
+    return refuse("this exporter keeps no layer out of torchao's float8 conversion (plan.bf16_layers_at_start/_at_end)",
+                  "no --bf16-layers-at-start/--bf16-layers-at-end");
+  return Status::Ok();
+}
+
 // The model's MoE layers as a run-length Python list expression, "([0]*3+[1]*58)"; "" when every
 // layer is MoE (Megatron's default --moe-layer-freq 1).
 std::string MoeLayerPattern(const ModelSpec& m) {
@@ -447,17 +466,7 @@ Result<std::string> ExportTorchtitan(const Scenario& s) {
   auto refuse = [](const std::string& rule, const std::string& nearest) {
     return Refusal("torchtitan", kTorchtitanCommit, rule, nearest);
   };
-  if (p.tp > 1 && p.tp_overlap == TpOverlap::kFull)
-    return refuse(
-        "Transformer Engine's userbuffers (tp_overlap full) are Megatron's; torchtitan overlaps TP with "
-        "PyTorch's AsyncTP",
-        "--tp-overlap async");
-  if (p.precision == Dtype::kNvfp4)
-    return refuse("this exporter maps no NVFP4 recipe for torchtitan (it writes torchao's float8 converter for fp8)",
-                  "--precision fp8");
-  if (p.HasBf16Layers())
-    return refuse("this exporter keeps no layer out of torchao's float8 conversion (plan.bf16_layers_at_start/_at_end)",
-                  "no --bf16-layers-at-start/--bf16-layers-at-end");
+  if (Status no = TorchtitanRefusal(p, refuse); !no.ok()) return no;
   const TitanFlavor* flavor = TitanFlavorOf(m);
   if (flavor == nullptr)
     return refuse("no model definition for " + m.name +
@@ -613,17 +622,7 @@ Result<std::string> ExportTorchtitanPython(const Scenario& s) {
   auto refuse = [](const std::string& rule, const std::string& nearest) {
     return Refusal("torchtitan", kTorchtitanPythonCommit, rule, nearest);
   };
-  if (p.tp > 1 && p.tp_overlap == TpOverlap::kFull)
-    return refuse(
-        "Transformer Engine's userbuffers (tp_overlap full) are Megatron's; torchtitan overlaps TP with "
-        "PyTorch's AsyncTP",
-        "--tp-overlap async");
-  if (p.precision == Dtype::kNvfp4)
-    return refuse("this exporter maps no NVFP4 recipe for torchtitan (it writes torchao's float8 converter for fp8)",
-                  "--precision fp8");
-  if (p.HasBf16Layers())
-    return refuse("this exporter keeps no layer out of torchao's float8 conversion (plan.bf16_layers_at_start/_at_end)",
-                  "no --bf16-layers-at-start/--bf16-layers-at-end");
+  if (Status no = TorchtitanRefusal(p, refuse); !no.ok()) return no;
   const TitanFlavor* flavor = TitanFlavorOf(m);
   if (flavor == nullptr)
     return refuse("no model definition for " + m.name +

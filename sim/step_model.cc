@@ -262,9 +262,8 @@ class Coster {
   // (AsyncTpHidden): the rest is added to `pc`'s exposed time, the hidden part returned. Out of
   // line, so that Add's loop stays as small as it is without AsyncTP.
   [[gnu::noinline, gnu::cold]] double SplitFused(const std::vector<Op>& ops, size_t i, double t, PassCost* pc) const {
-    const double under = AsyncTpHidden(ops, i, t, p_.tp, [&](const Op& x) { return OpTime(x); });
-    pc->blocking[static_cast<int>(ops[i].group)] += t - under;
-    return under;
+    return AsyncTpSplit(
+        ops, i, t, p_.tp, [&](const Op& x) { return OpTime(x); }, &pc->blocking[static_cast<int>(ops[i].group)]);
   }
 
   // Layers repeat the same few collectives (same kind, group and size): each is costed once.

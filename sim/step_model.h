@@ -247,6 +247,15 @@ double AsyncTpHidden(const std::vector<core::Op>& ops, size_t i, double c, int64
   const double t = static_cast<double>(std::max<int64_t>(tp, 1));
   return std::min(c, g * (t - 1) / t);
 }
+// The same split applied: the part of `c` its GEMM cannot hide is added to `*exposed`, the
+// hidden part returned (what the pass's overlappable time takes).
+template <class GemmTime>
+double AsyncTpSplit(const std::vector<core::Op>& ops, size_t i, double c, int64_t tp, GemmTime&& gemm_time,
+                    double* exposed) {
+  const double under = AsyncTpHidden(ops, i, c, tp, gemm_time);
+  *exposed += c - under;
+  return under;
+}
 
 // Pipeline sends a rank's StageTimes hold per microbatch in each direction: one per model chunk
 // the rank runs (interleaved: vpp; DualPipe: its two stages; otherwise one).

@@ -388,6 +388,12 @@ std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r, co
   if (w.ag_pool_idle_bytes)
     row("FSDP2 all-gather pool", w.ag_pool_idle_bytes,
         "the root module's flat all-gather buffer beyond a block's, idle on the copy-in stream's pool");
+  if (w.step_copy_bytes)
+    row("step's all-reduce copy", w.step_copy_on_top_bytes,
+        Gb(w.step_copy_bytes) + " GB: BF16_Optimizer's fp32 gradients cast to " + core::Name(p.dtypes.weights) +
+            " for the all-reduce, beside the activations' cached blocks" +
+            (w.step_copy_on_top_bytes < w.step_copy_bytes ? " (over the GPU: after the cache is freed)" : "") + "; " +
+            Gb(w.step_copy_idle_bytes) + " GB of it not allocated at the peak");
   row("allocator fragmentation", w.fragmentation_bytes,
       (w.activations_bytes > 0 ? Fmt("%.0f%%", 100.0 * static_cast<double>(w.fragmentation_bytes) /
                                                    static_cast<double>(w.activations_bytes))
@@ -396,11 +402,11 @@ std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r, co
   if (w.host_bytes) row("offloaded to CPU", w.host_bytes, "not on the GPU");
   if (w.nvme_bytes) row("offloaded to NVMe", w.nvme_bytes, "not on the GPU");
   row("= peak allocated", core::PeakAllocatedBytes(w),
-      w.rs_pool_idle_bytes + w.ag_pool_idle_bytes > 0
+      w.rs_pool_idle_bytes + w.ag_pool_idle_bytes + w.step_copy_idle_bytes > 0
           ? "torch.cuda.max_memory_allocated: all but context, NCCL, fragmentation, idle pools"
           : "torch.cuda.max_memory_allocated: all but context, NCCL, fragmentation");
   row("= peak reserved", core::PeakReservedBytes(w),
-      w.rs_pool_idle_bytes + w.ag_pool_idle_bytes > 0
+      w.rs_pool_idle_bytes + w.ag_pool_idle_bytes + w.step_copy_idle_bytes > 0
           ? "torch.cuda.max_memory_reserved: allocated + fragmentation + idle pools"
           : "torch.cuda.max_memory_reserved: allocated + fragmentation");
   row("= on the GPU", w.total_bytes, "nvidia-smi: reserved + CUDA context + NCCL; the fit verdict's number");
@@ -521,6 +527,11 @@ std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r, con
     other["zero3_prefetch_bytes"] = st.zero3_prefetch_bytes;
     other["fragmentation_bytes"] = st.fragmentation_bytes;
     if (st.ag_pool_idle_bytes) other["ag_pool_idle_bytes"] = st.ag_pool_idle_bytes;
+    if (st.step_copy_bytes) {
+      e["step_copy_bytes"] = st.step_copy_bytes;
+      e["step_copy_idle_bytes"] = st.step_copy_idle_bytes;
+      other["step_copy_bytes"] = st.step_copy_on_top_bytes;
+    }
     if (st.rs_pool_bytes) {
       e["rs_pool_bytes"] = st.rs_pool_bytes;
       e["rs_pool_idle_bytes"] = st.rs_pool_idle_bytes;

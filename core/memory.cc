@@ -540,6 +540,39 @@ void PlaceActivations(const ModelSpec& m, const PlanSpec& p, int64_t stage, bool
       st.pipeline_buffers_bytes + st.recompute_working_bytes;
 }
 
+// DeepSpeed's BF16_Optimizer at the step (PlanSpec::keep_lp_grads; StageMemory::step_copy_bytes).
+// Its pipeline engine reduces the optimizer's fp32 gradient buffers (bf16_optimizer.py
+// get_grads_for_reduction: fp32_groups_gradients_flat, one flat tensor per parameter group) with
+// buffered_allreduce_fallback, whose allreduce_bucket casts each bucket to the engine's
+// communication dtype before dist.all_reduce: bf16 for bf16 under ZeRO stage 0, which BigScience's
+// runs set (engine.py communication_data_type and pipe/engine.py _bf16_reduce_grads at DeepSpeed
+// 15293139f, 2022-02-28, the day of their BF16_Optimizer runs). The weights' group is one tensor
+// larger than the 5e8-element bucket, so it is cast whole; the other group (biases and norms,
+// under 0.1% of it) is counted with it: the copy is the weights-dtype image of the fp32 buffer.
+// It is made after the last backward, when the microbatches' activations are freed but their
+// blocks stay cached, none of them that large: the allocator asks CUDA for a new segment while the
+// GPU has room (reserved = the activations' peak + the copy), and otherwise frees every cached
+// block and retries (PyTorch's CUDACachingAllocator malloc, v1.10-1.11: "Free all non-split cached
+// blocks and retry alloc"), when the step's own peak, the model states and the copy without the
+// activations, is what the GPU holds. The peak allocated is the larger of the two phases'.
+void PlaceStepCopy(const PlanSpec& p, const GpuSpec& g, StageMemory* out) {
+  StageMemory& st = *out;
+  const int64_t w = DtypeBytes(p.dtypes.weights), gr = DtypeBytes(p.dtypes.grads);
+  // grads_bytes holds the fp32 buffer and the kept weights-dtype gradients (ShardedModelStates).
+  st.step_copy_bytes = st.grads_bytes * w / (gr + w);
+  const int64_t idle_pools = st.ag_pool_idle_bytes + (RsPoolOnTopBytes(st, p) > 0 ? st.rs_pool_idle_bytes : 0);
+  const int64_t cached = st.total_bytes + st.step_copy_bytes;
+  const int64_t released =
+      st.total_bytes - st.activations_bytes - st.fragmentation_bytes - idle_pools + st.step_copy_bytes;
+  const int64_t on_top = cached <= g.hbm_bytes ? st.step_copy_bytes : std::max<int64_t>(0, released - st.total_bytes);
+  st.step_copy_on_top_bytes = on_top;
+  // Allocated at the peak: the activations' phase or the step's, whichever is larger.
+  st.step_copy_idle_bytes =
+      std::clamp<int64_t>(on_top - std::max<int64_t>(0, st.step_copy_bytes - st.activations_bytes), 0, on_top);
+  st.other_bytes += on_top;
+  st.total_bytes += on_top;
+}
+
 // A stage's named overheads: CUDA context, cuBLAS workspace, NCCL buffers of its `comms`
 // communicators, ZeRO-3's gathered and prefetched layers (largest layer `max_layer` parameters),
 // fragmentation; then its total.
@@ -599,6 +632,7 @@ void PlaceOverheads(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g, con
   st.other_bytes = st.cuda_context_bytes + st.cublas_workspace_bytes + st.te_workspace_bytes + st.nccl_bytes +
                    st.zero3_prefetch_bytes + st.fragmentation_bytes + RsPoolOnTopBytes(st, p) + st.ag_pool_idle_bytes;
   st.total_bytes = st.weights_bytes + st.grads_bytes + st.optimizer_bytes + st.activations_bytes + st.other_bytes;
+  if (p.keep_lp_grads) PlaceStepCopy(p, g, &st);
 }
 
 }  // namespace

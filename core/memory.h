@@ -100,6 +100,17 @@ struct StageMemory {
   // largest flat all-gather buffer (the root module's: embedding, final norm, untied head) less the
   // one block's buffer that may still be held; reserved, not allocated (docs/memory.md §4).
   int64_t ag_pool_idle_bytes = 0;
+  // DeepSpeed's BF16_Optimizer (PlanSpec::keep_lp_grads): at the step its engine casts the fp32
+  // gradient buffer to the weights dtype, its communication dtype, for the data-parallel
+  // all-reduce, after the microbatches' activations were freed. The caching allocator keeps those
+  // freed blocks and cannot serve the copy from them, so the copy comes on top of the activations'
+  // peak in reserved memory while the GPU has room; where it has none, the allocator frees its
+  // cached blocks and retries, and the step's own peak (states and the copy) is what must fit
+  // (docs/memory.md §4). step_copy_bytes: the copy; step_copy_on_top_bytes: what it adds to the
+  // stage's total; step_copy_idle_bytes: the part of that reserved, not allocated, at the peak.
+  int64_t step_copy_bytes = 0;
+  int64_t step_copy_on_top_bytes = 0;
+  int64_t step_copy_idle_bytes = 0;
   int64_t other_bytes = 0;
   int64_t total_bytes = 0;  // on the GPU
   int64_t host_bytes = 0;   // offloaded to CPU memory
@@ -111,7 +122,8 @@ struct StageMemory {
 //   (torch.cuda.max_memory_allocated; Megatron-LM's "mem-max-allocated-bytes"): the stage total
 //   less the CUDA context and NCCL's buffers (cudaMalloc'd by NCCL outside the allocator), less
 //   the allocator's fragmentation and less what FSDP2's reduce-scatter and all-gather stream
-//   pools hold idle at the activations' peak (rs_pool_idle_bytes, ag_pool_idle_bytes);
+//   pools hold idle at the activations' peak (rs_pool_idle_bytes, ag_pool_idle_bytes) and the
+//   part of the BF16_Optimizer's step copy that is not allocated at the peak (step_copy_idle_bytes);
 // - peak reserved: the segments the allocator holds (torch.cuda.max_memory_reserved,
 //   torchtitan's logged "memory"): allocated plus fragmentation plus those idle pools;
 // - on the GPU (nvidia-smi): reserved plus the CUDA context and NCCL's buffers = total_bytes.
@@ -133,7 +145,8 @@ inline int64_t PeakReservedBytes(const StageMemory& st) {
   return st.total_bytes - st.cuda_context_bytes - st.nccl_bytes;
 }
 inline int64_t PeakAllocatedBytes(const StageMemory& st) {
-  return PeakReservedBytes(st) - st.fragmentation_bytes - st.rs_pool_idle_bytes - st.ag_pool_idle_bytes;
+  return PeakReservedBytes(st) - st.fragmentation_bytes - st.rs_pool_idle_bytes - st.ag_pool_idle_bytes -
+         st.step_copy_idle_bytes;
 }
 
 struct MemoryReport {

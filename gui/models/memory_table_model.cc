@@ -150,7 +150,10 @@ QString MemoryTableModel::termTooltip(int row, Column c) const {
                       Gb(s.nccl_bytes), Gb(s.zero3_prefetch_bytes), Gb(s.fragmentation_bytes)) +
              (rs_extra ? QString(" + FSDP2 reduce-scatter pool %1 GB").arg(Gb(rs_extra)) : QString()) +
              (s.ag_pool_idle_bytes ? QString(" + FSDP2 all-gather pool %1 GB").arg(Gb(s.ag_pool_idle_bytes))
-                                   : QString());
+                                   : QString()) +
+             (s.step_copy_on_top_bytes
+                  ? QString(" + the step's all-reduce copy %1 GB").arg(Gb(s.step_copy_on_top_bytes))
+                  : QString());
     }
     case kTotal:
       return head + QString("of %1 GB HBM%2")

@@ -359,6 +359,12 @@ run(report_grouped_kv 0 "fwd +cp_kv_all_gather +all_gather +- +268\\.44"
 # parameter before sharding; refused beside a 16-bit gradient buffer, naming the field.
 run(report_keep_lp_grads 0 "20 B/param of model state = weights bf16 2 \\+ grads fp32 4 \\+ bf16 grads kept 2 \\+ master fp32 4"
     report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 2 --seq 4096 --grads-dtype fp32 --keep-lp-grads)
+# Its engine casts the fp32 gradients to bf16 for the step's all-reduce beside the activations'
+# cached blocks: 2 B x 7,352,821,248 parameters of GPT-3 175B's first stage at TP 8 x PP 3 = 14.71
+# GB on top, of which the activations' 1.93 GB is not allocated at the step's peak.
+run(report_keep_lp_grads_step_copy 0 "step's all-reduce copy +14\\.71 GB +14\\.71 GB: BF16_Optimizer's fp32 gradients cast to bf16 for the all-reduce, beside the activations' cached blocks; 1\\.93 GB"
+    report --model gpt3-175b --gpu a100-80g --tp 8 --pp 3 --dp 16 --zero 1 --recompute full --mbs 2 --gbs 2048
+    --seq 2048 --grads-dtype fp32 --keep-lp-grads)
 run(report_keep_lp_grads_bad 1 "plan.keep_lp_grads: keeps the bf16 gradients beside a wider gradient buffer"
     report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 1 --seq 4096 --grads-dtype bf16 --keep-lp-grads)
 # --cuda-context-mib: the software's own CUDA context (BigScience's 2022 stack: 1573 MiB =

@@ -168,6 +168,61 @@ TEST(MemoryTest, Llama3SeventyBZeroThreeOnEightH100s) {
   EXPECT_GT(r.per_gpu_bytes, r.capacity_bytes);
 }
 
+TEST(MemoryTest, Bf16OptimizerStepCastsItsFp32GradientsForTheAllReduceBesideTheCachedActivations) {
+  // DeepSpeed 15293139f (2022-02-28): the pipeline engine all-reduces the BF16_Optimizer's fp32
+  // gradient buffer through allreduce_bucket, which first casts it to the engine's communication
+  // dtype (bf16 under ZeRO stage 0): 2 B per parameter, made after the last backward, when the
+  // microbatches' activations are freed but their blocks stay cached. GPT-3 175B at TP 8 x PP 3 x
+  // DP 16 on A100 80GB: stage 0 holds 7,352,821,248 parameters, so the copy is 14,705,642,496 B.
+  Loaded l = Load("gpt3-175b", "a100-80g", "dgx-a100");
+  PlanSpec p;
+  p.tp = 8;
+  p.pp = 3;
+  p.dp = 16;
+  p.gpus = 384;
+  p.zero = 1;
+  p.sequence_parallel = true;
+  p.recompute = Recompute::kFull;
+  p.micro_batch = 2;
+  p.global_batch = 2048;
+  p.seq_len = 2048;
+  p.dtypes.grads = Dtype::kFp32;
+  Diagnostics d;
+  ValidatePlan(p, l.model, l.gpu, l.cluster, &d);
+  ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+  const MemoryReport without = EstimateMemory(l.model, p, l.gpu);
+  p.keep_lp_grads = true;
+  const MemoryReport with = EstimateMemory(l.model, p, l.gpu);
+  const StageMemory &a = without.stages[0], &b = with.stages[0];
+  constexpr int64_t kCopy = 14'705'642'496;
+  EXPECT_EQ(b.params, 7'352'821'248);
+  EXPECT_EQ(b.step_copy_bytes, kCopy);
+  EXPECT_EQ(a.step_copy_bytes, 0);
+  // Micro batch 2: beside the cached activations the stage holds 82.2 GB of 85.9: on the GPU it
+  // gains the kept bf16 gradients and the copy, 2 x 14.7 GB. The step's allocated peak (the
+  // states and the copy, 79.08 GB) is above the activations' (66.3 GB with the kept gradients),
+  // so the peak allocated gains the kept gradients and the copy less the activations (1.93 GB).
+  EXPECT_EQ(b.total_bytes - a.total_bytes, 2 * kCopy);
+  EXPECT_EQ(b.step_copy_on_top_bytes, kCopy);
+  EXPECT_EQ(PeakAllocatedBytes(b) - PeakAllocatedBytes(a), kCopy + kCopy - a.activations_bytes);
+  EXPECT_EQ(PeakReservedBytes(b) - PeakReservedBytes(a), 2 * kCopy);
+  EXPECT_TRUE(with.fits);
+  // Micro batch 8 (7.73 GB of activations): beside them the stage would hold 88.3 GB of 85.9, so
+  // the allocator frees its cached blocks and the step's own peak is what the GPU holds: the
+  // states (64.34 GB) and the copy (14.71 GB) with the context, cuBLAS's workspace and NCCL's
+  // buffers (1.15 GB), 80.20 GB.
+  p.micro_batch = 8;
+  const MemoryReport big = EstimateMemory(l.model, p, l.gpu, MemoryOverheads{}, MemoryDetail::kFull);
+  const StageMemory& c = big.stages[0];
+  EXPECT_GT(c.weights_bytes + c.grads_bytes + c.optimizer_bytes + c.activations_bytes + c.step_copy_bytes +
+                c.cuda_context_bytes + c.nccl_bytes,
+            big.capacity_bytes);
+  EXPECT_EQ(c.total_bytes, c.weights_bytes + c.grads_bytes + c.optimizer_bytes + kCopy + c.cuda_context_bytes +
+                               c.cublas_workspace_bytes + c.nccl_bytes);
+  EXPECT_NEAR(static_cast<double>(c.total_bytes), 80.20e9, 0.01e9);
+  EXPECT_LT(c.step_copy_on_top_bytes, kCopy);
+}
+
 TEST(MemoryTest, ThePlansCudaContextReplacesTheProfiles) {
   // A CUDA context is outside the allocator: it moves the total on the GPU, not the peak
   // allocated. BigScience's stack: 1,573 MiB (chronicles-prequel.md at 9e64ede) against the

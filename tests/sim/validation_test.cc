@@ -2056,16 +2056,16 @@ TEST(ValidationTest, PublishedOutcomesAndPeaksFromSourcesNotTunedOn) {
   // 64 A100s, Llama 3.1 405B on 128 H100s, Qwen3-32B at FSDP 8-32 x TP 1-8) and BigScience's
   // BLOOM sizing runs (176B-206B on 384 A100s, and the 20B/200B fp16 and bf16 runs of February
   // 17, 2022): 20 printed outcomes (out of memory, or ran), 6 torchtitan-logged reserved peaks and
-  // 13 nvidia-smi peaks. None of their ids is a known prefix: each takes its stack by its source.
+  // 26 nvidia-smi peaks. None of their ids is a known prefix: each takes its stack by its source.
   std::vector<std::string> skipped;
   auto records = MemoryCorpus("published_outcomes.json", &skipped);
   ASSERT_TRUE(records.ok()) << records.status().ToString();
-  EXPECT_EQ(records->size(), 39u);
+  EXPECT_EQ(records->size(), 52u);
   EXPECT_TRUE(skipped.empty()) << (skipped.empty() ? "" : skipped.front());
   for (const auto& r : *records)
     EXPECT_EQ(r.stack, r.id.rfind("torchtitan-", 0) == 0 ? "torchtitan-2024" : "megatron-deepspeed-2022") << r.id;
   const ValidationSummary v = ValidateMemory(*records);
-  ASSERT_EQ(v.all.n, 19u);
+  ASSERT_EQ(v.all.n, 32u);
   for (const auto& r : v.records) {
     // Qwen3-32B's six logged reserved peaks (43-89 GiB): every one within 5% (+2.1% to +4.5%).
     if (r.id.find("qwen3") != std::string::npos) EXPECT_LT(std::fabs(r.error), 0.05) << r.id;
@@ -2074,13 +2074,17 @@ TEST(ValidationTest, PublishedOutcomesAndPeaksFromSourcesNotTunedOn) {
     // BLOOM 181B in fp16 (DeepSpeed's ZeRO-1 optimizer), nvidia-smi: -3.0%, +13.3%, -0.7%. Its
     // bf16 layouts of 2022-02-28 name DeepSpeed's BF16_Optimizer, which keeps the bf16 gradients
     // beside its unsharded fp32 buffer (plan.keep_lp_grads, +2 B per parameter): -30..-35% ->
-    // -18..-21% (184B at TP 8 x PP 6: 3.68e9 parameters per GPU, 6.9 GiB more). The rest is not
-    // yet traced (docs/memory.md).
+    // -18..-21% (184B at TP 8 x PP 6: 3.68e9 parameters per GPU, 6.9 GiB more); and whose engine
+    // casts that buffer to bf16 for the step's all-reduce beside the activations' cached blocks
+    // (2 B per parameter more in reserved memory): the 17 bf16 peaks of the section -6.2% to
+    // -13.7% (the four of them measured before -18..-21%, the 13 added with it -6..-14%). The rest
+    // is not yet traced (docs/memory.md).
     if (r.id.find("bloom-181b") != std::string::npos) EXPECT_LT(std::fabs(r.error), 0.14) << r.id;
     if (r.id.find("bloom-184b") != std::string::npos || r.id.find("bloom-176b") != std::string::npos ||
-        r.id.find("bloom-195b") != std::string::npos) {
-      EXPECT_LT(r.error, -0.15) << r.id;
-      EXPECT_GT(r.error, -0.23) << r.id;
+        r.id.find("bloom-195b") != std::string::npos || r.id.find("bloom-178b") != std::string::npos ||
+        r.id.find("bloom-203b") != std::string::npos) {
+      EXPECT_LT(r.error, -0.05) << r.id;
+      EXPECT_GT(r.error, -0.145) << r.id;
     }
     // The February 17 runs, fp16 and bf16 alike, are 20-24% under: DeepSpeed 0.5's ZeRO-1 step
     // holds more than the 16 B/param the stack costs (docs/memory.md).
@@ -2089,14 +2093,27 @@ TEST(ValidationTest, PublishedOutcomesAndPeaksFromSourcesNotTunedOn) {
       EXPECT_GT(r.error, -0.245) << r.id;
     }
   }
-  // 17 of 20 verdicts right: Llama 2 13B without checkpointing at 2 x 4096 tokens ran at 73.7 GiB
-  // predicted with its config's Triton RMSNorm (86.8 GiB op by op). Wrong: three bf16 BLOOM layouts
-  // that ran out of memory at 54-79 GiB predicted (45-63 before the BF16_Optimizer's gradients, 53-78
-  // before the stack's own CUDA context).
-  // The 19 peaks: median 18.2% (19.4% with the profile's CUDA context on the BLOOM ones).
-  EXPECT_LT(v.all.median_abs_error, 0.185);
+  // 19 of 20 verdicts right: Llama 2 13B without checkpointing at 2 x 4096 tokens ran at 73.7 GiB
+  // predicted with its config's Triton RMSNorm (86.8 GiB op by op); the bf16 184B at DP 16 x TP 4
+  // x PP 6 ran out of memory at micro batch 1 and 2 alike, and its step's peak (the states and the
+  // all-reduce copy, the cache freed) is 82.5 GiB of 80 at both (73.0 and 78.6 before the copy).
+  // Wrong: 206B at DP 8 x TP 4 x PP 12, 62.6 GiB predicted, whose sibling 203B of the same table
+  // holds as many parameters per GPU and ran at 67 GB (62.7 predicted): no count of bytes
+  // separates the two (docs/memory.md).
+  // The 32 peaks: median 8.6% (18.2% over the 19 before the copy; 19.4% with the profile's CUDA
+  // context on the BLOOM ones).
+  EXPECT_LT(v.all.median_abs_error, 0.09);
   ASSERT_EQ(v.verdicts.size(), 20u);
-  EXPECT_LE(v.verdicts_wrong, 3u);
+  EXPECT_LE(v.verdicts_wrong, 1u);
+  double p203 = 0, p206 = 0;
+  for (const auto& r : v.records)
+    if (r.id.find("bloom-203b") != std::string::npos) p203 = r.predicted;
+  for (const auto& vr : v.verdicts) {
+    if (vr.id.find("bloom-184b-a100x384-dp16-tp4-pp6") != std::string::npos)
+      EXPECT_TRUE(vr.Right()) << vr.id << " predicted " << vr.predicted_gib << " GiB";
+    if (vr.id.find("bloom-206b") != std::string::npos) p206 = vr.predicted_gib;
+  }
+  EXPECT_NEAR(p206, p203, 0.5);
   for (const auto& vr : v.verdicts)
     if (vr.id.find("llama2-13b") != std::string::npos) EXPECT_TRUE(vr.Right()) << vr.predicted_gib;
   for (const auto& vr : v.verdicts)

@@ -559,7 +559,8 @@ void PlaceStepCopy(const PlanSpec& p, const GpuSpec& g, StageMemory* out) {
   StageMemory& st = *out;
   const int64_t w = DtypeBytes(p.dtypes.weights), gr = DtypeBytes(p.dtypes.grads);
   // grads_bytes holds the fp32 buffer and the kept weights-dtype gradients (ShardedModelStates).
-  st.step_copy_bytes = st.grads_bytes * w / (gr + w);
+  st.step_copy_bytes =
+      RoundBytes(static_cast<double>(st.grads_bytes) * static_cast<double>(w) / static_cast<double>(gr + w));
   const int64_t idle_pools = st.ag_pool_idle_bytes + (RsPoolOnTopBytes(st, p) > 0 ? st.rs_pool_idle_bytes : 0);
   const int64_t cached = st.total_bytes + st.step_copy_bytes;
   const int64_t released =

@@ -402,13 +402,12 @@ std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r, co
   if (w.host_bytes) row("offloaded to CPU", w.host_bytes, "not on the GPU");
   if (w.nvme_bytes) row("offloaded to NVMe", w.nvme_bytes, "not on the GPU");
   row("= peak allocated", core::PeakAllocatedBytes(w),
-      w.rs_pool_idle_bytes + w.ag_pool_idle_bytes + w.step_copy_idle_bytes > 0
+      core::IdleReservedBytes(w) > 0
           ? "torch.cuda.max_memory_allocated: all but context, NCCL, fragmentation, idle pools"
           : "torch.cuda.max_memory_allocated: all but context, NCCL, fragmentation");
   row("= peak reserved", core::PeakReservedBytes(w),
-      w.rs_pool_idle_bytes + w.ag_pool_idle_bytes + w.step_copy_idle_bytes > 0
-          ? "torch.cuda.max_memory_reserved: allocated + fragmentation + idle pools"
-          : "torch.cuda.max_memory_reserved: allocated + fragmentation");
+      core::IdleReservedBytes(w) > 0 ? "torch.cuda.max_memory_reserved: allocated + fragmentation + idle pools"
+                                     : "torch.cuda.max_memory_reserved: allocated + fragmentation");
   row("= on the GPU", w.total_bytes, "nvidia-smi: reserved + CUDA context + NCCL; the fit verdict's number");
   o << "#\n";
   if (speed) o << SpeedTable(s, *speed);

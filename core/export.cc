@@ -970,6 +970,67 @@ Result<std::string> ExportDeepSpeed(const Scenario& s, std::vector<std::string>*
     return refuse(std::string("the pipeline engine runs its own 1F1B TrainSchedule, one stage per rank, not ") +
                       Name(p.schedule) + " (deepspeed/runtime/pipe/engine.py:389)",
                   "--schedule 1f1b --vpp 1");
+  // The gradient dtype. DeepSpeed accumulates gradients in data_types.grad_accum_dtype, which
+  // defaults to the model's dtype whenever ZeRO is on and to fp32 for bf16 without ZeRO, and the
+  // pair picks the optimizer wrapper (engine.py get_data_types, _do_optimizer_sanity_check, read at
+  // 38327e07f, 2025-02-21, kDeepSpeedGradRulesCommit): bf16 with fp32 accumulation runs the
+  // BF16_Optimizer at ZeRO 0 and at ZeRO 1 without CPU offload, which keeps the bf16 gradients
+  // beside a whole fp32 gradient buffer and partitions the fp32 master weights and Adam states
+  // over the data-parallel group (bf16_optimizer.py: fp32_groups_gradients_flat, partition_size =
+  // numel // real_dp_world_size): the plan's --keep-lp-grads at ZeRO 1. Otherwise a ZeRO
+  // optimizer accumulates fp32 in a buffer of its own (stage_1_and_2.py use_separate_grad_accum;
+  // stage3.py gradient_accumulation_dtype).
+  const Dtype model_dtype = p.precision == Dtype::kBf16 || p.precision == Dtype::kFp8 ? Dtype::kBf16
+                            : p.precision == Dtype::kFp16                             ? Dtype::kFp16
+                                                                                      : Dtype::kFp32;
+  const Dtype grads = p.dtypes.grads;
+  const std::string grads_said =
+      std::string("gradients in ") + Name(grads) + " (plan.dtypes.grads) with a " + Name(model_dtype) + " model";
+  if (grads != model_dtype && grads != Dtype::kFp32)
+    return refuse(grads_said +
+                      ": DeepSpeed accumulates in the model's dtype or in fp32 (data_types.grad_accum_dtype, "
+                      "deepspeed/runtime/engine.py get_data_types at " +
+                      std::string(kDeepSpeedGradRulesCommit) + ")",
+                  std::string("--grads-dtype ") + Name(model_dtype));
+  const bool cpu_offload = p.offload_optimizer != OffloadTarget::kNone;
+  const bool bf16_optimizer =
+      model_dtype == Dtype::kBf16 && grads == Dtype::kFp32 && (p.zero == 0 || (p.zero == 1 && !cpu_offload));
+  if (model_dtype == Dtype::kBf16 && grads == Dtype::kFp32 && p.zero == 0)
+    return refuse(grads_said +
+                      " at ZeRO 0: DeepSpeed runs its BF16_Optimizer, which partitions the fp32 master "
+                      "weights and Adam states over the data-parallel group as ZeRO-1 does "
+                      "(deepspeed/runtime/bf16_optimizer.py fp32_groups_flat_partition, engine.py "
+                      "_do_optimizer_sanity_check at " +
+                      std::string(kDeepSpeedGradRulesCommit) + ")",
+                  "--zero 1 --keep-lp-grads, or --grads-dtype bf16 --zero 1");
+  if (bf16_optimizer && !p.keep_lp_grads)
+    return refuse(grads_said +
+                      " at ZeRO 1: DeepSpeed runs its BF16_Optimizer, which keeps the bf16 gradients "
+                      "beside its fp32 gradient buffer for the whole step (deepspeed/runtime/bf16_optimizer.py "
+                      "fp32_groups_gradients_flat; engine.py _do_optimizer_sanity_check at " +
+                      std::string(kDeepSpeedGradRulesCommit) + ")",
+                  "--keep-lp-grads, or --grads-dtype bf16");
+  if (p.keep_lp_grads && !bf16_optimizer)
+    return refuse(
+        "--keep-lp-grads is DeepSpeed's BF16_Optimizer, which runs only for a bf16 model with fp32 "
+        "gradient accumulation at ZeRO 0 or 1 without CPU offload (engine.py "
+        "_do_optimizer_sanity_check at " +
+            std::string(kDeepSpeedGradRulesCommit) + "); this plan's ZeRO optimizer frees its " + Name(model_dtype) +
+            " gradients into its own accumulation buffer",
+        "the plan without --keep-lp-grads");
+  if (grads == Dtype::kFp32 && model_dtype == Dtype::kFp16 && p.zero == 0)
+    return refuse(grads_said +
+                      " at ZeRO 0: \"unsupported mix of model dtype and gradient accumulation type\" "
+                      "(deepspeed/runtime/engine.py _do_optimizer_sanity_check at " +
+                      std::string(kDeepSpeedGradRulesCommit) + ")",
+                  "--zero 1 with the same gradients, or --grads-dtype fp16");
+  if (grads == Dtype::kBf16 && model_dtype == Dtype::kBf16 && p.zero == 0 && p.pp == 1)
+    return refuse(grads_said +
+                      " at ZeRO 0: \"Bfloat16 wrapper must use a gradient accumulation type of fp32, enable "
+                      "ZeRO to use Bfloat16 gradient accumulation\" (deepspeed/runtime/engine.py "
+                      "_do_optimizer_sanity_check at " +
+                      std::string(kDeepSpeedGradRulesCommit) + ")",
+                  "--zero 1");
   notes->push_back(std::string("DeepSpeed ") + kDeepSpeedCommit +
                    " (2026-08-22): the configuration and its rules were read at this commit");
   OJson j;
@@ -990,6 +1051,12 @@ Result<std::string> ExportDeepSpeed(const Scenario& s, std::vector<std::string>*
   if (p.precision == Dtype::kFp8)
     notes->push_back("precision fp8: written as bf16; this exporter maps no FP8 recipe for DeepSpeed");
   else if (p.precision == Dtype::kFp16) j["fp16"] = {{"enabled", true}};
+  // Written even where it is DeepSpeed's default, so the run cannot take another wrapper.
+  j["data_types"] = {{"grad_accum_dtype", Name(grads)}};
+  if (bf16_optimizer)
+    notes->push_back(
+        "data_types.grad_accum_dtype fp32 with bf16 at ZeRO 1: DeepSpeed runs its BF16_Optimizer (fp32 gradient "
+        "buffer, the bf16 gradients kept beside it: the plan's --keep-lp-grads)");
   OJson zero = {{"stage", p.zero}};
   if (p.zero >= 1) {
     zero["overlap_comm"] = p.overlap_grad_reduce;

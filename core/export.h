@@ -43,6 +43,9 @@ inline constexpr const char* kTorchtitanPythonFunction = "meshplan_plan";
 Result<std::string> ExportTorchtitanPython(const Scenario& s);
 // The DeepSpeed commit its rules were read at (2026-08-22).
 inline constexpr const char* kDeepSpeedCommit = "edaa72212";
+// Where the exporter's gradient-dtype rules were read (deepspeed/runtime/engine.py get_data_types
+// and _do_optimizer_sanity_check, bf16_optimizer.py, zero/stage_1_and_2.py, zero/stage3.py).
+inline constexpr const char* kDeepSpeedGradRulesCommit = "38327e07f";
 // DeepSpeed config JSON (rules read at kDeepSpeedCommit); the commit and what DeepSpeed sets in
 // code (pipeline stages, MoE layers) go to `notes`, the commit first. MoE models with an AutoEP
 // preset (Mixtral, Qwen3-MoE, DeepSeek-V3) get its expert_parallel section. InvalidArgument,

@@ -650,6 +650,55 @@ TEST(ExportTest, DeepSpeedRefusesWhatItCannotRunAndCompletesOffload) {
   EXPECT_TRUE(Has(nvme, "\"type\": \"AdamW\"")) << nvme;
 }
 
+// The gradient dtype picks DeepSpeed's optimizer wrapper (engine.py get_data_types and
+// _do_optimizer_sanity_check at 38327e07f): the export writes data_types.grad_accum_dtype so the
+// run holds the gradients the plan costs, and refuses the pairs that run another wrapper.
+TEST(ExportTest, DeepSpeedAccumulatesGradientsInThePlansDtype) {
+  Scenario s = Llama70BOneFOneB();  // bf16, PP 4
+  s.plan.zero = 1;
+  ASSERT_EQ(s.plan.dtypes.grads, Dtype::kBf16);
+  std::vector<std::string> notes;
+  // bf16 gradients under ZeRO-1: DeepSpeed's default with ZeRO on, written out.
+  const std::string zero1 = Text(ExportDeepSpeed(s, &notes));
+  EXPECT_TRUE(Has(zero1, "\"grad_accum_dtype\": \"bf16\"")) << zero1;
+  // fp32 gradients under ZeRO-1 without offload: the BF16_Optimizer, which keeps the bf16
+  // gradients beside its fp32 buffer; the plan must say so (--keep-lp-grads).
+  s.plan.dtypes.grads = Dtype::kFp32;
+  ExpectRefused(ExportDeepSpeed(s, &notes), "nearest plan it runs: --keep-lp-grads, or --grads-dtype bf16");
+  s.plan.keep_lp_grads = true;
+  ASSERT_EQ(PlanErrors(s), "");
+  notes.clear();
+  const std::string bf16_opt = Text(ExportDeepSpeed(s, &notes));
+  EXPECT_TRUE(Has(bf16_opt, "\"grad_accum_dtype\": \"fp32\"")) << bf16_opt;
+  bool says_wrapper = false;
+  for (const auto& n : notes) says_wrapper |= Has(n, "BF16_Optimizer");
+  EXPECT_TRUE(says_wrapper);
+  // At ZeRO 0 the same wrapper partitions the optimizer states as ZeRO-1 does: not the plan's.
+  s.plan.zero = 0;
+  ExpectRefused(ExportDeepSpeed(s, &notes), "--zero 1 --keep-lp-grads");
+  // ZeRO-2 without a pipeline: the ZeRO optimizer's own fp32 accumulation buffer; it keeps no
+  // bf16 gradients, so --keep-lp-grads is refused and the plain fp32 plan is written.
+  s.plan.pp = 1;
+  s.plan.dp = 8;
+  s.plan.stage_layers.clear();
+  s.plan.zero = 2;
+  ExpectRefused(ExportDeepSpeed(s, &notes), "--keep-lp-grads is DeepSpeed's BF16_Optimizer");
+  s.plan.keep_lp_grads = false;
+  const std::string zero2 = Text(ExportDeepSpeed(s, &notes));
+  EXPECT_TRUE(Has(zero2, "\"grad_accum_dtype\": \"fp32\"")) << zero2;
+  // bf16 gradients without ZeRO or a pipeline: DeepSpeed raises.
+  s.plan.dtypes.grads = Dtype::kBf16;
+  s.plan.zero = 0;
+  ExpectRefused(ExportDeepSpeed(s, &notes), "enable ZeRO to use Bfloat16 gradient accumulation");
+  // fp16 with fp32 gradients at ZeRO 0: "unsupported mix".
+  s.plan.precision = Dtype::kFp16;
+  s.plan.dtypes.weights = Dtype::kFp16;
+  s.plan.dtypes.grads = Dtype::kFp32;
+  ExpectRefused(ExportDeepSpeed(s, &notes), "unsupported mix of model dtype and gradient accumulation type");
+  s.plan.dtypes.grads = Dtype::kFp16;
+  EXPECT_TRUE(Has(Text(ExportDeepSpeed(s, &notes)), "\"grad_accum_dtype\": \"fp16\""));
+}
+
 // Each context-parallel kind under its framework's name, or refused naming the rule.
 TEST(ExportTest, ContextParallelKindsMapToEachFrameworksOwn) {
   Scenario s = Llama70BOneFOneB();

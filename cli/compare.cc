@@ -60,14 +60,18 @@ std::vector<MemoryRow> MemoryRows(const core::Scenario& s, const core::StepMemor
   if (stage < 0 || stage >= static_cast<int64_t>(r.stages.size())) return {};
   const core::StageMemory& p = r.stages[static_cast<size_t>(stage)];
   const core::MemoryBreakdown& h = held.held;
-  return {{"weights", h.weights_bytes, p.weights_bytes},
-          {"grads", h.grads_bytes, p.grads_bytes},
-          {"master_weights", h.master_weights_bytes, p.master_weights_bytes},
-          {"optimizer_moments", h.optimizer_moments_bytes, p.optimizer_moments_bytes},
-          {"activations", h.activations_bytes, p.activations_bytes},
-          {"states_and_activations",
-           h.weights_bytes + h.grads_bytes + h.master_weights_bytes + h.optimizer_moments_bytes + h.activations_bytes,
-           p.weights_bytes + p.grads_bytes + p.master_weights_bytes + p.optimizer_moments_bytes + p.activations_bytes}};
+  std::vector<MemoryRow> rows = {
+      {"weights", h.weights_bytes, p.weights_bytes},
+      {"grads", h.grads_bytes, p.grads_bytes},
+      {"master_weights", h.master_weights_bytes, p.master_weights_bytes},
+      {"optimizer_moments", h.optimizer_moments_bytes, p.optimizer_moments_bytes},
+      {"activations", h.activations_bytes, p.activations_bytes},
+      {"states_and_activations",
+       h.weights_bytes + h.grads_bytes + h.master_weights_bytes + h.optimizer_moments_bytes + h.activations_bytes,
+       p.weights_bytes + p.grads_bytes + p.master_weights_bytes + p.optimizer_moments_bytes + p.activations_bytes}};
+  // DeepSpeed's BF16_Optimizer: the weights-dtype copy of the fp32 gradients its step all-reduces.
+  if (s.plan.keep_lp_grads) rows.push_back({"step_copy", h.step_copy_bytes, p.step_copy_bytes});
+  return rows;
 }
 
 }  // namespace

@@ -115,6 +115,7 @@ ordered_json BreakdownJson(const MemoryBreakdown& b, bool predicted) {
   j["inflight_microbatches"] = b.inflight_microbatches;
   if (predicted) j["other_bytes"] = b.other_bytes;
   else j["working_set_bytes"] = b.working_set_bytes;
+  if (b.step_copy_bytes > 0) j["step_copy_bytes"] = b.step_copy_bytes;
   j["total_bytes"] = b.total_bytes;
   return j;
 }
@@ -128,6 +129,7 @@ MemoryBreakdown ParseBreakdown(const ordered_json& x) {
   b.inflight_microbatches = x.value("inflight_microbatches", 0.0);
   b.working_set_bytes = IntOr(x, "working_set_bytes", 0);
   b.other_bytes = IntOr(x, "other_bytes", 0);
+  b.step_copy_bytes = IntOr(x, "step_copy_bytes", 0);
   b.total_bytes = Int(x.at("total_bytes"));
   return b;
 }

@@ -76,8 +76,8 @@ struct OptimizerState {
 };
 
 // Where an executor tensor's bytes count (StepMemory::held).
-enum class Use { kWorkingSet, kWeights, kGrads, kMasterWeights, kMoments, kActivations };
-constexpr int kUses = 6;
+enum class Use { kWorkingSet, kWeights, kGrads, kMasterWeights, kMoments, kActivations, kStepCopy };
+constexpr int kUses = 7;
 
 class Executor {
  public:
@@ -300,6 +300,20 @@ class Executor {
     return sm.optimizer_moments_bytes / (2 * core::DtypeBytes(Dtype::kFp32));  // m and v, fp32
   }
 
+  // DeepSpeed's BF16_Optimizer (plan.keep_lp_grads): its kept weights-dtype gradients are the
+  // weights-dtype image of the fp32 gradient buffer, as large as the step's all-reduce copy
+  // (core::StageMemory::step_copy_bytes: grads_bytes x w / (g + w)).
+  int64_t KeptLowPrecisionGradBytes() const { return stage_memory_.step_copy_bytes; }
+  // Whether the memory model keeps the step copy on top of the cached activations (the GPU has
+  // room for both); otherwise the allocator frees its cached blocks for it at each step.
+  bool StepCopyCached() const {
+    const core::StageMemory& sm = stage_memory_;
+    return p_.keep_lp_grads && sm.step_copy_bytes > 0 && sm.step_copy_on_top_bytes >= sm.step_copy_bytes;
+  }
+  bool StepCopyReleasesActivations() const {
+    return p_.keep_lp_grads && o_.hold_training_state && stage_memory_.step_copy_bytes > 0 && !StepCopyCached();
+  }
+
   // Allocates what the memory model says this rank's stage holds besides the op buffers: model
   // states (split over the list instances' optimizer ops in proportion to their bytes, which the
   // step graph sizes from each list's parameter shard) and the activation pool.
@@ -356,7 +370,10 @@ class Executor {
     // Neither backend stores int8 (8-bit Adam's moments): such states are held as fp32 of the
     // same byte count.
     auto storable = [](Dtype dtype) { return dtype == Dtype::kInt8 || dtype == Dtype::kNone ? Dtype::kFp32 : dtype; };
-    const int64_t weights = numel(sm.weights_bytes, d.weights), grads = numel(sm.grads_bytes, d.grads);
+    // DeepSpeed's BF16_Optimizer (plan.keep_lp_grads): the gradient bytes are the fp32 buffer and
+    // the weights-dtype gradients kept beside it (core::EstimateMemory), held in their own dtypes.
+    const int64_t kept_lp = p_.keep_lp_grads ? KeptLowPrecisionGradBytes() : 0;
+    const int64_t weights = numel(sm.weights_bytes, d.weights), grads = numel(sm.grads_bytes - kept_lp, d.grads);
     const bool master = d.master_weights != Dtype::kNone && sm.master_weights_bytes > 0;
     const int64_t shard = states_feed_optimizer_ ? OptimizerShardParams() : 0;
     int64_t rest_weights = weights, rest_grads = grads;
@@ -402,6 +419,15 @@ class Executor {
     };
     if (rest_weights > 0) MESHPLAN_RETURN_IF_ERROR(hold(rest_weights, storable(d.weights), Use::kWeights));
     if (rest_grads > 0) MESHPLAN_RETURN_IF_ERROR(hold(rest_grads, storable(d.grads), Use::kGrads));
+    if (kept_lp > 0) MESHPLAN_RETURN_IF_ERROR(hold(numel(kept_lp, d.weights), storable(d.weights), Use::kGrads));
+    // The step's all-reduce copy (core::StageMemory::step_copy_bytes), where the memory model
+    // keeps it on top of the cached activations: the caching allocator keeps its block for the
+    // rest of the run, so it is held from the start. Otherwise it is made at each step (StepCopy).
+    if (StepCopyCached()) {
+      MESHPLAN_ASSIGN_OR_RETURN(
+          Tensor t, New({numel(sm.step_copy_bytes, d.weights)}, storable(d.weights), false, Use::kStepCopy));
+      states_.push_back(std::move(t));
+    }
     if (shard == 0) {
       const Dtype mw = storable(d.master_weights), md = storable(d.optimizer_states);
       if (master) MESHPLAN_RETURN_IF_ERROR(hold(numel(sm.master_weights_bytes, mw), mw, Use::kMasterWeights));
@@ -473,6 +499,7 @@ class Executor {
         MESHPLAN_ASSIGN_OR_RETURN(Tensor t, New({stash_[i].numel}, act_, true, Use::kActivations));
         stash_[i].free.push_back(t);
       }
+      stash_[i].count = most[i];
     }
     return Status::Ok();
   }
@@ -806,6 +833,19 @@ class Executor {
       if (a.kind == PipeAction::kRun) MESHPLAN_RETURN_IF_ERROR(RunPass(a.slot, step, timed));
       else MESHPLAN_RETURN_IF_ERROR(RunTransfer(a, step, timed));
     }
+    // The BF16_Optimizer's all-reduce copy where the GPU has no room for it beside the cached
+    // activations: PyTorch's caching allocator frees its cached blocks (the activation pool, every
+    // buffer free once the last backward is done) and retries; the next step's forwards allocate
+    // them again (core::PlaceStepCopy).
+    Tensor step_copy;
+    if (StepCopyReleasesActivations()) {
+      for (StashClass& c : stash_) c.free.clear();
+      const int64_t e = std::max<int64_t>(core::DtypeBytes(p_.dtypes.weights), 1);
+      const Dtype d = p_.dtypes.weights == Dtype::kInt8 ? Dtype::kFp32 : p_.dtypes.weights;
+      MESHPLAN_ASSIGN_OR_RETURN(step_copy, be_.Allocate({(stage_memory_.step_copy_bytes + e - 1) / e}, d));
+      if (step_copy_bytes_ == 0) held_by_dtype_[d] += step_copy.bytes();
+      step_copy_bytes_ = step_copy.bytes();
+    }
     // Once per step: every list instance's gradient synchronisation and optimizer update.
     size_t instance = 0;
     for (const Chunk& c : chunks_) {
@@ -821,6 +861,14 @@ class Executor {
     MESHPLAN_ASSIGN_OR_RETURN(Event stop, be_.RecordEvent());
     MESHPLAN_RETURN_IF_ERROR(be_.Synchronize());
     MESHPLAN_ASSIGN_OR_RETURN(double total, be_.ElapsedSeconds(start, stop));
+    if (StepCopyReleasesActivations()) {
+      step_copy = Tensor();
+      for (StashClass& c : stash_)
+        for (int64_t k = 0; k < c.count; ++k) {
+          MESHPLAN_ASSIGN_OR_RETURN(Tensor t, be_.Allocate({c.numel}, act_));
+          c.free.push_back(std::move(t));
+        }
+    }
     for (const Pending& p : pending_) {
       MESHPLAN_ASSIGN_OR_RETURN(double t, be_.ElapsedSeconds(p.start, p.stop));
       p.slot->time_s += t;
@@ -986,9 +1034,14 @@ class Executor {
     h.optimizer_moments_bytes = held(Use::kMoments);
     h.activations_bytes = held(Use::kActivations);
     h.working_set_bytes = held(Use::kWorkingSet);
+    h.step_copy_bytes = held(Use::kStepCopy) + step_copy_bytes_;
     h.inflight_microbatches = inflight_microbatches_;
     for (int64_t b : held_) h.total_bytes += b;
-    mem.logical_peak_bytes = h.total_bytes;  // every executor tensor is held for the whole run
+    h.total_bytes += step_copy_bytes_;
+    // Every executor tensor is held for the whole run, but for a step copy made at each step in
+    // place of the activation pool: then the peak is the larger of the two phases.
+    mem.logical_peak_bytes =
+        h.total_bytes - (step_copy_bytes_ > 0 ? std::min(h.activations_bytes, step_copy_bytes_) : 0);
     for (const auto& [dtype, bytes] : held_by_dtype_) mem.logical_bytes_by_dtype.push_back({core::Name(dtype), bytes});
     const core::StageMemory& sm = stage_memory_;
     mem.predicted_stage = sm.stage;
@@ -998,6 +1051,7 @@ class Executor {
     p.master_weights_bytes = sm.master_weights_bytes;
     p.optimizer_moments_bytes = sm.optimizer_moments_bytes;
     p.activations_bytes = sm.activations_bytes;
+    p.step_copy_bytes = sm.step_copy_bytes;
     p.inflight_microbatches = sm.inflight_microbatches;
     p.other_bytes = sm.other_bytes;
     p.total_bytes = sm.total_bytes;
@@ -1022,6 +1076,7 @@ class Executor {
   struct StashClass {
     int64_t numel = 0;
     std::vector<Tensor> free;
+    int64_t count = 0;  // buffers of this size the program ever has in flight
   };
 
   Backend& be_;
@@ -1053,6 +1108,7 @@ class Executor {
   double inflight_microbatches_ = 0;                    // the program's most, in units of the rank's layers
   std::map<std::pair<int64_t, int64_t>, Tensor> live_;  // (chunk, microbatch) -> its activations
   std::array<int64_t, kUses> held_{};                   // logical bytes by Use
+  int64_t step_copy_bytes_ = 0;                         // the step copy made at each step (StepCopyReleasesActivations)
   bool sizing_ = false;                                 // New() counts elements only
   std::map<Dtype, int64_t> sized_elements_;
   std::map<Dtype, int64_t> held_by_dtype_;

@@ -521,6 +521,10 @@ run(compare_memory 0 "memory +measured_MB +predicted_MB.*weights +5.519 +5.519 +
     report --compare ${DATA}/measurements/tiny-cpu-memory.json)
 run(compare_memory_json 0 "\"memory\": \\{.*\"weights\": \\{.*\"measured_bytes\": 5519360,.*\"predicted_bytes\": 5519360"
     report --compare ${DATA}/measurements/tiny-cpu-memory.json --format json)
+# DeepSpeed's BF16_Optimizer (--grads-dtype fp32 --keep-lp-grads): the kept bf16 gradients and the
+# step's all-reduce copy held by meshplan-run, 2 B per parameter each (2,759,680 parameters).
+run(compare_memory_step_copy 0 "grads +16.558 +16.558 +1.00.*step_copy +5.519 +5.519 +1.00"
+    report --compare ${DATA}/measurements/tiny-cpu-bf16-optimizer.json)
 run(compare_missing 2 "--compare: .*cannot open" report --compare ${WORK}/none.json)
 
 # The result store: history on an empty store, search --save then history --sweeps,

@@ -443,6 +443,53 @@ TEST(ExecutorTest, PeakMemoryHoldsTheModelStatesTheMemoryModelPredicts) {
   EXPECT_EQ(w->step->memory->predicted.total_bytes, predicted.total_bytes);
 }
 
+TEST(ExecutorTest, TheBf16OptimizersKeptGradientsAndStepCopyAreHeldAsTheMemoryModelPlacesThem) {
+  // tiny on one GPU with DeepSpeed's BF16_Optimizer (plan.keep_lp_grads, fp32 gradients): 2,759,680
+  // parameters (above), gradients 4 + 2 B each = 16,558,080 B (the fp32 buffer 11,038,720 and the
+  // kept bf16 gradients 5,519,360), and the step's all-reduce copy, the fp32 buffer cast to bf16:
+  // 2 B each = 5,519,360 B.
+  core::Scenario s = Tiny(1, 1, 1, /*global_batch=*/2);
+  s.plan.dtypes.grads = core::Dtype::kFp32;
+  s.plan.keep_lp_grads = true;
+  core::StageMemory predicted = core::EstimateMemory(s.model, s.plan, s.gpu).stages.at(0);
+  ASSERT_EQ(predicted.grads_bytes, 16558080);
+  ASSERT_EQ(predicted.step_copy_bytes, 5519360);
+  ASSERT_EQ(predicted.step_copy_on_top_bytes, 5519360);  // an H100 has room beside the activations
+  auto backend = MakeCpuBackend({.clock = std::make_shared<FakeClock>()});
+  auto cached = ExecuteStep(*backend, s, FastOptions(), {});
+  ASSERT_TRUE(cached.ok()) << cached.status().ToString();
+  const StepMemory& mem = *cached->step->memory;
+  EXPECT_EQ(mem.held.grads_bytes, 16558080);
+  EXPECT_EQ(mem.held.step_copy_bytes, 5519360);
+  EXPECT_EQ(mem.predicted.step_copy_bytes, 5519360);
+  EXPECT_EQ(mem.held.activations_bytes, predicted.activations_bytes);
+  EXPECT_EQ(mem.logical_peak_bytes, mem.held.total_bytes);  // the copy's block stays cached
+  int64_t bf16 = 0;
+  for (const auto& [dtype, bytes] : mem.logical_bytes_by_dtype)
+    if (dtype == "bf16") bf16 = bytes;
+  // bf16: the weights, the kept gradients and the copy (2 B a parameter each), the activations
+  // and the op buffers' bf16 tensors.
+  EXPECT_GE(bf16, 3 * 5519360 + mem.held.activations_bytes);
+
+  // A GPU one byte short of the activations' peak with the copy: the allocator frees the cached
+  // activation blocks for it (core::PlaceStepCopy), and the executor gives its activation pool back
+  // at the step and takes it again after, so its peak is the larger of the two phases'.
+  s.gpu.hbm_bytes = predicted.total_bytes - 1;
+  predicted = core::EstimateMemory(s.model, s.plan, s.gpu).stages.at(0);
+  ASSERT_LT(predicted.step_copy_on_top_bytes, predicted.step_copy_bytes);
+  ExecutorOptions two = FastOptions();
+  two.steps = 2;  // the second step's forwards run on the pool taken again
+  auto released = ExecuteStep(*backend, s, two, {});
+  ASSERT_TRUE(released.ok()) << released.status().ToString();
+  const StepMemory& rel = *released->step->memory;
+  EXPECT_EQ(rel.held.step_copy_bytes, 5519360);
+  EXPECT_EQ(rel.held.total_bytes, mem.held.total_bytes);
+  const int64_t overlap = std::min<int64_t>(rel.held.activations_bytes, 5519360);
+  EXPECT_EQ(rel.logical_peak_bytes, rel.held.total_bytes - overlap);
+  // The backend's storage (fp32 on the cpu: twice a bf16 tensor's bytes) peaks lower by the same.
+  EXPECT_EQ(cached->step->peak_memory_bytes - released->step->peak_memory_bytes, 2 * overlap);
+}
+
 TEST(ExecutorTest, RankSlicesRunEverySchedulesOrderWithWeightPassesWhereSplit) {
   // One process, rank 1 of pp = 2 under each schedule: the backward-weight ops run once per
   // microbatch and chunk (W passes for zero-bubble and DualPipe, inside B otherwise).

@@ -980,18 +980,24 @@ Result<std::string> ExportDeepSpeed(const Scenario& s, std::vector<std::string>*
   // numel // real_dp_world_size): the plan's --keep-lp-grads at ZeRO 1. Otherwise a ZeRO
   // optimizer accumulates fp32 in a buffer of its own (stage_1_and_2.py use_separate_grad_accum;
   // stage3.py gradient_accumulation_dtype).
+  // The plan's GEMM precision is DeepSpeed's model dtype (FP8 is written as bf16, below); its
+  // 16-bit gradients are accumulated in that dtype (the same bytes, whichever 16-bit type the plan
+  // names), fp32 gradients in fp32.
   const Dtype model_dtype = p.precision == Dtype::kBf16 || p.precision == Dtype::kFp8 ? Dtype::kBf16
                             : p.precision == Dtype::kFp16                             ? Dtype::kFp16
                                                                                       : Dtype::kFp32;
-  const Dtype grads = p.dtypes.grads;
+  const bool sixteen = p.dtypes.grads == Dtype::kBf16 || p.dtypes.grads == Dtype::kFp16;
+  if (!sixteen && p.dtypes.grads != Dtype::kFp32)
+    return refuse(std::string("gradients in ") + Name(p.dtypes.grads) +
+                      " (plan.dtypes.grads): DeepSpeed accumulates in bf16, fp16 or fp32 "
+                      "(data_types.grad_accum_dtype, deepspeed/runtime/constants.py at " +
+                      kDeepSpeedGradRulesCommit + ")",
+                  "--grads-dtype fp32");
+  const Dtype grads = sixteen && model_dtype != Dtype::kFp32 ? model_dtype : p.dtypes.grads;
   const std::string grads_said =
       std::string("gradients in ") + Name(grads) + " (plan.dtypes.grads) with a " + Name(model_dtype) + " model";
-  if (grads != model_dtype && grads != Dtype::kFp32)
-    return refuse(grads_said +
-                      ": DeepSpeed accumulates in the model's dtype or in fp32 (data_types.grad_accum_dtype, "
-                      "deepspeed/runtime/engine.py get_data_types at " +
-                      std::string(kDeepSpeedGradRulesCommit) + ")",
-                  std::string("--grads-dtype ") + Name(model_dtype));
+  const std::string sanity =
+      std::string("deepspeed/runtime/engine.py _do_optimizer_sanity_check at ") + kDeepSpeedGradRulesCommit;
   const bool cpu_offload = p.offload_optimizer != OffloadTarget::kNone;
   const bool bf16_optimizer =
       model_dtype == Dtype::kBf16 && grads == Dtype::kFp32 && (p.zero == 0 || (p.zero == 1 && !cpu_offload));
@@ -999,37 +1005,31 @@ Result<std::string> ExportDeepSpeed(const Scenario& s, std::vector<std::string>*
     return refuse(grads_said +
                       " at ZeRO 0: DeepSpeed runs its BF16_Optimizer, which partitions the fp32 master "
                       "weights and Adam states over the data-parallel group as ZeRO-1 does "
-                      "(deepspeed/runtime/bf16_optimizer.py fp32_groups_flat_partition, engine.py "
-                      "_do_optimizer_sanity_check at " +
-                      std::string(kDeepSpeedGradRulesCommit) + ")",
+                      "(deepspeed/runtime/bf16_optimizer.py fp32_groups_flat_partition; " +
+                      sanity + ")",
                   "--zero 1 --keep-lp-grads, or --grads-dtype bf16 --zero 1");
   if (bf16_optimizer && !p.keep_lp_grads)
     return refuse(grads_said +
                       " at ZeRO 1: DeepSpeed runs its BF16_Optimizer, which keeps the bf16 gradients "
                       "beside its fp32 gradient buffer for the whole step (deepspeed/runtime/bf16_optimizer.py "
-                      "fp32_groups_gradients_flat; engine.py _do_optimizer_sanity_check at " +
-                      std::string(kDeepSpeedGradRulesCommit) + ")",
+                      "fp32_groups_gradients_flat; " +
+                      sanity + ")",
                   "--keep-lp-grads, or --grads-dtype bf16");
   if (p.keep_lp_grads && !bf16_optimizer)
     return refuse(
         "--keep-lp-grads is DeepSpeed's BF16_Optimizer, which runs only for a bf16 model with fp32 "
-        "gradient accumulation at ZeRO 0 or 1 without CPU offload (engine.py "
-        "_do_optimizer_sanity_check at " +
-            std::string(kDeepSpeedGradRulesCommit) + "); this plan's ZeRO optimizer frees its " + Name(model_dtype) +
-            " gradients into its own accumulation buffer",
+        "gradient accumulation at ZeRO 0 or 1 without CPU offload (" +
+            sanity + "); this plan's optimizer keeps no 16-bit gradients beside its accumulation",
         "the plan without --keep-lp-grads");
-  if (grads == Dtype::kFp32 && model_dtype == Dtype::kFp16 && p.zero == 0)
-    return refuse(grads_said +
-                      " at ZeRO 0: \"unsupported mix of model dtype and gradient accumulation type\" "
-                      "(deepspeed/runtime/engine.py _do_optimizer_sanity_check at " +
-                      std::string(kDeepSpeedGradRulesCommit) + ")",
-                  "--zero 1 with the same gradients, or --grads-dtype fp16");
+  if (grads != model_dtype && p.zero == 0 && !bf16_optimizer)
+    return refuse(
+        grads_said + " at ZeRO 0: \"unsupported mix of model dtype and gradient accumulation type\" (" + sanity + ")",
+        std::string("--zero 1 with the same gradients, or --grads-dtype ") + Name(model_dtype));
   if (grads == Dtype::kBf16 && model_dtype == Dtype::kBf16 && p.zero == 0 && p.pp == 1)
     return refuse(grads_said +
                       " at ZeRO 0: \"Bfloat16 wrapper must use a gradient accumulation type of fp32, enable "
-                      "ZeRO to use Bfloat16 gradient accumulation\" (deepspeed/runtime/engine.py "
-                      "_do_optimizer_sanity_check at " +
-                      std::string(kDeepSpeedGradRulesCommit) + ")",
+                      "ZeRO to use Bfloat16 gradient accumulation\" (" +
+                      sanity + ")",
                   "--zero 1");
   notes->push_back(std::string("DeepSpeed ") + kDeepSpeedCommit +
                    " (2026-08-22): the configuration and its rules were read at this commit");
@@ -1053,6 +1053,10 @@ Result<std::string> ExportDeepSpeed(const Scenario& s, std::vector<std::string>*
   else if (p.precision == Dtype::kFp16) j["fp16"] = {{"enabled", true}};
   // Written even where it is DeepSpeed's default, so the run cannot take another wrapper.
   j["data_types"] = {{"grad_accum_dtype", Name(grads)}};
+  if (grads != p.dtypes.grads)
+    notes->push_back(std::string("data_types.grad_accum_dtype ") + Name(grads) + ": the plan's " +
+                     Name(p.dtypes.grads) + " gradients in the " + Name(model_dtype) +
+                     " model's own 16-bit type, as DeepSpeed accumulates them (the same bytes)");
   if (bf16_optimizer)
     notes->push_back(
         "data_types.grad_accum_dtype fp32 with bf16 at ZeRO 1: DeepSpeed runs its BF16_Optimizer (fp32 gradient "

@@ -697,6 +697,20 @@ TEST(ExportTest, DeepSpeedAccumulatesGradientsInThePlansDtype) {
   ExpectRefused(ExportDeepSpeed(s, &notes), "unsupported mix of model dtype and gradient accumulation type");
   s.plan.dtypes.grads = Dtype::kFp16;
   EXPECT_TRUE(Has(Text(ExportDeepSpeed(s, &notes)), "\"grad_accum_dtype\": \"fp16\""));
+  // The plan's default bf16 gradients under an fp16 model: the model's own 16-bit type (the same
+  // bytes), said in a note.
+  s.plan.dtypes.grads = Dtype::kBf16;
+  notes.clear();
+  EXPECT_TRUE(Has(Text(ExportDeepSpeed(s, &notes)), "\"grad_accum_dtype\": \"fp16\""));
+  bool says_type = false;
+  for (const auto& n : notes) says_type |= Has(n, "the plan's bf16 gradients in the fp16 model's own 16-bit type");
+  EXPECT_TRUE(says_type);
+  // An fp32 model with bf16 gradients at ZeRO 0: DeepSpeed raises; under ZeRO-1 it accumulates them.
+  s.plan.precision = Dtype::kFp32;
+  s.plan.dtypes.weights = Dtype::kFp32;
+  ExpectRefused(ExportDeepSpeed(s, &notes), "unsupported mix");
+  s.plan.zero = 1;
+  EXPECT_TRUE(Has(Text(ExportDeepSpeed(s, &notes)), "\"grad_accum_dtype\": \"bf16\""));
 }
 
 // Each context-parallel kind under its framework's name, or refused naming the rule.

@@ -71,6 +71,9 @@ std::vector<MemoryRow> MemoryRows(const core::Scenario& s, const core::StepMemor
        p.weights_bytes + p.grads_bytes + p.master_weights_bytes + p.optimizer_moments_bytes + p.activations_bytes}};
   // DeepSpeed's BF16_Optimizer: the weights-dtype copy of the fp32 gradients its step all-reduces.
   if (s.plan.keep_lp_grads) rows.push_back({"step_copy", h.step_copy_bytes, p.step_copy_bytes});
+  // The frameworks' other allocations: gathered ZeRO-3/FSDP layers, TE workspaces, FSDP2's pools.
+  const int64_t buffers = core::FrameworkBufferBytes(p, s.plan);
+  if (buffers > 0 || h.buffers_bytes > 0) rows.push_back({"framework_buffers", h.buffers_bytes, buffers});
   return rows;
 }
 
@@ -110,7 +113,9 @@ std::string CompareTable(const core::Scenario& s, const core::Measurement& m, co
       const auto rows = MemoryRows(s, *st.memory, m.stage, prof);
       if (!rows.empty()) {
         o << "# memory of rank " << m.rank << " (stage " << m.stage << "), logical bytes (each tensor at its dtype's "
-          << "size; the memory model's CUDA context, workspaces and NCCL buffers are not held by the executor)\n";
+          << "size; the memory model's CUDA context, cuBLAS workspace, NCCL buffers and fragmentation are not held by "
+             "the "
+          << "executor)\n";
         std::snprintf(line, sizeof line, "# %-24s %14s %14s %8s\n", "memory", "measured_MB", "predicted_MB", "ratio");
         o << line;
         for (const auto& r : rows) {

@@ -116,6 +116,7 @@ ordered_json BreakdownJson(const MemoryBreakdown& b, bool predicted) {
   if (predicted) j["other_bytes"] = b.other_bytes;
   else j["working_set_bytes"] = b.working_set_bytes;
   if (b.step_copy_bytes > 0) j["step_copy_bytes"] = b.step_copy_bytes;
+  if (b.buffers_bytes > 0) j["buffers_bytes"] = b.buffers_bytes;
   j["total_bytes"] = b.total_bytes;
   return j;
 }
@@ -130,6 +131,7 @@ MemoryBreakdown ParseBreakdown(const ordered_json& x) {
   b.working_set_bytes = IntOr(x, "working_set_bytes", 0);
   b.other_bytes = IntOr(x, "other_bytes", 0);
   b.step_copy_bytes = IntOr(x, "step_copy_bytes", 0);
+  b.buffers_bytes = IntOr(x, "buffers_bytes", 0);
   b.total_bytes = Int(x.at("total_bytes"));
   return b;
 }

@@ -120,14 +120,18 @@ struct MemoryBreakdown {
   // its step all-reduces (core::StageMemory::step_copy_bytes); predicted: counted in other_bytes
   // where it comes on top of the stage's peak.
   int64_t step_copy_bytes = 0;
+  // The frameworks' other allocations (core::FrameworkBufferBytes: gathered ZeRO-3/FSDP layers,
+  // Transformer Engine's workspaces, FSDP2's pools); predicted: counted in other_bytes.
+  int64_t buffers_bytes = 0;
   int64_t other_bytes = 0;  // predicted: CUDA context, cuBLAS, NCCL, ZeRO-3 prefetch, fragmentation
   int64_t total_bytes = 0;  // the sum of the above (held; predicted: as core::StageMemory)
 };
 
 // What the executor held against what the memory model (core::EstimateMemory) predicts for the
 // rank's pipeline stage. Compare logical_peak_bytes with predicted.total_bytes -
-// predicted.other_bytes (the backend holds no CUDA context or NCCL buffers as tensors), plus the
-// step copy where the model keeps it on top of the cached activations.
+// predicted.other_bytes + predicted.buffers_bytes (the backend holds no CUDA context, cuBLAS
+// workspace or NCCL buffers as tensors, nor the fragmentation term), plus the step copy where the
+// model keeps it on top of the cached activations.
 struct StepMemory {
   std::string storage;             // "fp32" (cpu: 4 bytes per element) or "dtype" (cuda)
   int64_t logical_peak_bytes = 0;  // the executor's tensors at their dtype's size, at the peak

@@ -138,6 +138,12 @@ inline bool Fsdp2KeepsNoLowPrecisionShard(const PlanSpec& p) {
   return p.zero >= 3 && p.zero3_gather == Zero3Gather::kFsdp2 && p.dtypes.master_weights != Dtype::kNone;
 }
 inline int64_t RsPoolOnTopBytes(const StageMemory& st, const PlanSpec& p) { return p.zero < 2 ? st.rs_pool_bytes : 0; }
+// The stage's allocations a framework makes through PyTorch's allocator beyond the model states,
+// the activations and the step copy: the gathered ZeRO-3/FSDP layers, Transformer Engine's
+// workspaces and FSDP2's two pools (what meshplan-run holds as its buffers).
+inline int64_t FrameworkBufferBytes(const StageMemory& st, const PlanSpec& p) {
+  return st.zero3_prefetch_bytes + st.te_workspace_bytes + RsPoolOnTopBytes(st, p) + st.ag_pool_idle_bytes;
+}
 inline int64_t CudaContextBytes(const PlanSpec& p, const MemoryOverheads& o) {
   return p.cuda_context_bytes > 0 ? p.cuda_context_bytes : o.cuda_context_bytes;
 }

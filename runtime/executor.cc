@@ -76,8 +76,8 @@ struct OptimizerState {
 };
 
 // Where an executor tensor's bytes count (StepMemory::held).
-enum class Use { kWorkingSet, kWeights, kGrads, kMasterWeights, kMoments, kActivations, kStepCopy };
-constexpr int kUses = 7;
+enum class Use { kWorkingSet, kWeights, kGrads, kMasterWeights, kMoments, kActivations, kStepCopy, kBuffers };
+constexpr int kUses = 8;
 
 class Executor {
  public:
@@ -324,6 +324,7 @@ class Executor {
     sizing_ = true;
     Status st = AllocateModelStates();
     if (st.ok()) st = AllocateActivationPool();
+    if (st.ok()) st = AllocateBuffers();
     sizing_ = false;
     optimizer_states_.clear();
     states_.clear();
@@ -331,6 +332,7 @@ class Executor {
     if (st.ok()) st = Probe();
     if (st.ok()) st = AllocateModelStates();
     if (st.ok()) st = AllocateActivationPool();
+    if (st.ok()) st = AllocateBuffers();
     if (st.ok() || st.code() != Status::Code::kUnavailable) return st;
     const core::StageMemory& sm = stage_memory_;
     return Status::Unavailable(
@@ -435,6 +437,28 @@ class Executor {
         MESHPLAN_RETURN_IF_ERROR(hold(numel(sm.optimizer_moments_bytes, md), md, Use::kMoments));
     }
     return Status::Ok();
+  }
+
+  // The frameworks' other allocations the memory model names (core::FrameworkBufferBytes): the
+  // gathered ZeRO-3/FSDP layers, Transformer Engine's workspaces, FSDP2's reduce-scatter and
+  // all-gather pools, held as one tensor for the run; and the pipeline runtime's per-microbatch
+  // buffers and the deferred head weight-gradient's kept logits gradients, which the memory model
+  // counts with the activations (core::StageMemory::pipeline_buffers_bytes, deferred_wgrad_bytes),
+  // as one more. Their contents are not used: they occupy what a training run keeps.
+  Status AllocateBuffers() {
+    const core::StageMemory& sm = stage_memory_;
+    auto hold = [&](int64_t bytes, Dtype d, Use use) -> Status {
+      const int64_t e = std::max<int64_t>(core::DtypeBytes(d), 1);
+      if (bytes <= 0) return Status::Ok();
+      MESHPLAN_ASSIGN_OR_RETURN(Tensor t, New({(bytes + e - 1) / e}, d, false, use));
+      states_.push_back(std::move(t));
+      return Status::Ok();
+    };
+    // In the weights' dtype (most of it is gathered weights); neither backend stores int8.
+    const Dtype w =
+        p_.dtypes.weights == Dtype::kInt8 || p_.dtypes.weights == Dtype::kNone ? Dtype::kFp32 : p_.dtypes.weights;
+    MESHPLAN_RETURN_IF_ERROR(hold(core::FrameworkBufferBytes(sm, p_), w, Use::kBuffers));
+    return hold(sm.pipeline_buffers_bytes + sm.deferred_wgrad_bytes, act_, Use::kActivations);
   }
 
   // Activations one microbatch leaves saved on each chunk (core::LayerActivationBytes per layer
@@ -1034,6 +1058,7 @@ class Executor {
     h.optimizer_moments_bytes = held(Use::kMoments);
     h.activations_bytes = held(Use::kActivations);
     h.working_set_bytes = held(Use::kWorkingSet);
+    h.buffers_bytes = held(Use::kBuffers);
     h.step_copy_bytes = held(Use::kStepCopy) + step_copy_bytes_;
     h.inflight_microbatches = inflight_microbatches_;
     for (int64_t b : held_) h.total_bytes += b;
@@ -1052,6 +1077,7 @@ class Executor {
     p.optimizer_moments_bytes = sm.optimizer_moments_bytes;
     p.activations_bytes = sm.activations_bytes;
     p.step_copy_bytes = sm.step_copy_bytes;
+    p.buffers_bytes = core::FrameworkBufferBytes(sm, p_);
     p.inflight_microbatches = sm.inflight_microbatches;
     p.other_bytes = sm.other_bytes;
     p.total_bytes = sm.total_bytes;

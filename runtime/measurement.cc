@@ -91,6 +91,7 @@ std::string StepTable(const Measurement& m) {
           << core::FormatBytes(h.master_weights_bytes) << " + moments " << core::FormatBytes(h.optimizer_moments_bytes)
           << " + activations " << core::FormatBytes(h.activations_bytes) << " (" << Fmt("%.2f", h.inflight_microbatches)
           << " microbatches) + op buffers " << core::FormatBytes(h.working_set_bytes)
+          << (h.buffers_bytes > 0 ? " + buffers " + core::FormatBytes(h.buffers_bytes) : std::string())
           << (h.step_copy_bytes > 0 ? " + step copy " + core::FormatBytes(h.step_copy_bytes) : std::string()) << "\n";
       out << "# memory model (stage " << mem.predicted_stage
           << "): " << core::FormatBytes(p.total_bytes - p.other_bytes) << " = weights "
@@ -98,6 +99,7 @@ std::string StepTable(const Measurement& m) {
           << core::FormatBytes(p.master_weights_bytes) << " + moments " << core::FormatBytes(p.optimizer_moments_bytes)
           << " + activations " << core::FormatBytes(p.activations_bytes) << " (" << Fmt("%.2f", p.inflight_microbatches)
           << " microbatches"
+          << (p.buffers_bytes > 0 ? "; buffers " + core::FormatBytes(p.buffers_bytes) : std::string())
           << (p.step_copy_bytes > 0 ? "; step copy " + core::FormatBytes(p.step_copy_bytes) : std::string()) << "); "
           << core::FormatBytes(p.total_bytes) << " with " << core::FormatBytes(p.other_bytes) << " of overheads\n";
     }

@@ -525,6 +525,10 @@ run(compare_memory_json 0 "\"memory\": \\{.*\"weights\": \\{.*\"measured_bytes\"
 # step's all-reduce copy held by meshplan-run, 2 B per parameter each (2,759,680 parameters).
 run(compare_memory_step_copy 0 "grads +16.558 +16.558 +1.00.*step_copy +5.519 +5.519 +1.00"
     report --compare ${DATA}/measurements/tiny-cpu-bf16-optimizer.json)
+# ZeRO-3: the two gathered layers (2 x 789,760 parameters x 2 B) held by meshplan-run as the
+# framework's buffers, against the memory model's ZeRO-3 gather buffers.
+run(compare_memory_framework_buffers 0 "framework_buffers +3.159 +3.159 +1.00"
+    report --compare ${DATA}/measurements/tiny-cpu-zero3.json)
 run(compare_missing 2 "--compare: .*cannot open" report --compare ${WORK}/none.json)
 
 # The result store: history on an empty store, search --save then history --sweeps,

@@ -113,9 +113,8 @@ std::string CompareTable(const core::Scenario& s, const core::Measurement& m, co
       const auto rows = MemoryRows(s, *st.memory, m.stage, prof);
       if (!rows.empty()) {
         o << "# memory of rank " << m.rank << " (stage " << m.stage << "), logical bytes (each tensor at its dtype's "
-          << "size; the memory model's CUDA context, cuBLAS workspace, NCCL buffers and fragmentation are not held by "
-             "the "
-          << "executor)\n";
+          << "size; the memory model's CUDA context, cuBLAS workspace, NCCL buffers and fragmentation are not "
+             "held by the executor)\n";
         std::snprintf(line, sizeof line, "# %-24s %14s %14s %8s\n", "memory", "measured_MB", "predicted_MB", "ratio");
         o << line;
         for (const auto& r : rows) {

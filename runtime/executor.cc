@@ -75,6 +75,15 @@ struct OptimizerState {
   Tensor param, grad, m, v;
 };
 
+// Neither backend stores int8 (8-bit Adam's moments): such bytes, and a state without a dtype, are
+// held as fp32 of the same byte count.
+Dtype Storable(Dtype d) { return d == Dtype::kInt8 || d == Dtype::kNone ? Dtype::kFp32 : d; }
+// Elements of `d` that hold `bytes` (rounded up; none for a count at or below 0).
+int64_t NumelOf(int64_t bytes, Dtype d) {
+  const int64_t e = std::max<int64_t>(core::DtypeBytes(d), 1);
+  return (std::max<int64_t>(bytes, 0) + e - 1) / e;
+}
+
 // Where an executor tensor's bytes count (StepMemory::held).
 enum class Use { kWorkingSet, kWeights, kGrads, kMasterWeights, kMoments, kActivations, kStepCopy, kBuffers };
 constexpr int kUses = 8;
@@ -365,17 +374,10 @@ class Executor {
   Status AllocateModelStates() {
     const core::StageMemory& sm = stage_memory_;
     const core::StateDtypes& d = p_.dtypes;
-    auto numel = [](int64_t bytes, Dtype dtype) {
-      const int64_t e = std::max<int64_t>(core::DtypeBytes(dtype), 1);
-      return (std::max<int64_t>(bytes, 0) + e - 1) / e;
-    };
-    // Neither backend stores int8 (8-bit Adam's moments): such states are held as fp32 of the
-    // same byte count.
-    auto storable = [](Dtype dtype) { return dtype == Dtype::kInt8 || dtype == Dtype::kNone ? Dtype::kFp32 : dtype; };
     // DeepSpeed's BF16_Optimizer (plan.keep_lp_grads): the gradient bytes are the fp32 buffer and
     // the weights-dtype gradients kept beside it (core::EstimateMemory), held in their own dtypes.
     const int64_t kept_lp = p_.keep_lp_grads ? KeptLowPrecisionGradBytes() : 0;
-    const int64_t weights = numel(sm.weights_bytes, d.weights), grads = numel(sm.grads_bytes - kept_lp, d.grads);
+    const int64_t weights = NumelOf(sm.weights_bytes, d.weights), grads = NumelOf(sm.grads_bytes - kept_lp, d.grads);
     const bool master = d.master_weights != Dtype::kNone && sm.master_weights_bytes > 0;
     const int64_t shard = states_feed_optimizer_ ? OptimizerShardParams() : 0;
     int64_t rest_weights = weights, rest_grads = grads;
@@ -402,8 +404,8 @@ class Executor {
         given += n;
         OptimizerState s;
         MESHPLAN_ASSIGN_OR_RETURN(s.param,
-                                  New({n}, storable(param_dtype), true, master ? Use::kMasterWeights : Use::kWeights));
-        MESHPLAN_ASSIGN_OR_RETURN(s.grad, New({n}, storable(d.grads), true, Use::kGrads));
+                                  New({n}, Storable(param_dtype), true, master ? Use::kMasterWeights : Use::kWeights));
+        MESHPLAN_ASSIGN_OR_RETURN(s.grad, New({n}, Storable(d.grads), true, Use::kGrads));
         MESHPLAN_ASSIGN_OR_RETURN(s.m, New({n}, Dtype::kFp32, true, Use::kMoments));
         MESHPLAN_ASSIGN_OR_RETURN(s.v, New({n}, Dtype::kFp32, false, Use::kMoments));
         if (!sizing_) MESHPLAN_RETURN_IF_ERROR(be_.Fill(&s.v, 0.01f));  // v >= 0
@@ -419,22 +421,18 @@ class Executor {
       states_.push_back(std::move(t));
       return Status::Ok();
     };
-    if (rest_weights > 0) MESHPLAN_RETURN_IF_ERROR(hold(rest_weights, storable(d.weights), Use::kWeights));
-    if (rest_grads > 0) MESHPLAN_RETURN_IF_ERROR(hold(rest_grads, storable(d.grads), Use::kGrads));
-    if (kept_lp > 0) MESHPLAN_RETURN_IF_ERROR(hold(numel(kept_lp, d.weights), storable(d.weights), Use::kGrads));
+    if (rest_weights > 0) MESHPLAN_RETURN_IF_ERROR(hold(rest_weights, Storable(d.weights), Use::kWeights));
+    if (rest_grads > 0) MESHPLAN_RETURN_IF_ERROR(hold(rest_grads, Storable(d.grads), Use::kGrads));
+    if (kept_lp > 0) MESHPLAN_RETURN_IF_ERROR(hold(NumelOf(kept_lp, d.weights), Storable(d.weights), Use::kGrads));
     // The step's all-reduce copy (core::StageMemory::step_copy_bytes), where the memory model
     // keeps it on top of the cached activations: the caching allocator keeps its block for the
     // rest of the run, so it is held from the start. Otherwise it is made at each step (StepCopy).
-    if (StepCopyCached()) {
-      MESHPLAN_ASSIGN_OR_RETURN(
-          Tensor t, New({numel(sm.step_copy_bytes, d.weights)}, storable(d.weights), false, Use::kStepCopy));
-      states_.push_back(std::move(t));
-    }
+    if (StepCopyCached()) MESHPLAN_RETURN_IF_ERROR(HoldBytes(sm.step_copy_bytes, d.weights, Use::kStepCopy));
     if (shard == 0) {
-      const Dtype mw = storable(d.master_weights), md = storable(d.optimizer_states);
-      if (master) MESHPLAN_RETURN_IF_ERROR(hold(numel(sm.master_weights_bytes, mw), mw, Use::kMasterWeights));
+      const Dtype mw = Storable(d.master_weights), md = Storable(d.optimizer_states);
+      if (master) MESHPLAN_RETURN_IF_ERROR(hold(NumelOf(sm.master_weights_bytes, mw), mw, Use::kMasterWeights));
       if (sm.optimizer_moments_bytes > 0)
-        MESHPLAN_RETURN_IF_ERROR(hold(numel(sm.optimizer_moments_bytes, md), md, Use::kMoments));
+        MESHPLAN_RETURN_IF_ERROR(hold(NumelOf(sm.optimizer_moments_bytes, md), md, Use::kMoments));
     }
     return Status::Ok();
   }
@@ -447,18 +445,18 @@ class Executor {
   // as one more. Their contents are not used: they occupy what a training run keeps.
   Status AllocateBuffers() {
     const core::StageMemory& sm = stage_memory_;
-    auto hold = [&](int64_t bytes, Dtype d, Use use) -> Status {
-      const int64_t e = std::max<int64_t>(core::DtypeBytes(d), 1);
-      if (bytes <= 0) return Status::Ok();
-      MESHPLAN_ASSIGN_OR_RETURN(Tensor t, New({(bytes + e - 1) / e}, d, false, use));
-      states_.push_back(std::move(t));
-      return Status::Ok();
-    };
-    // In the weights' dtype (most of it is gathered weights); neither backend stores int8.
-    const Dtype w =
-        p_.dtypes.weights == Dtype::kInt8 || p_.dtypes.weights == Dtype::kNone ? Dtype::kFp32 : p_.dtypes.weights;
-    MESHPLAN_RETURN_IF_ERROR(hold(core::FrameworkBufferBytes(sm, p_), w, Use::kBuffers));
-    return hold(sm.pipeline_buffers_bytes + sm.deferred_wgrad_bytes, act_, Use::kActivations);
+    // In the weights' dtype: most of it is gathered weights.
+    MESHPLAN_RETURN_IF_ERROR(HoldBytes(core::FrameworkBufferBytes(sm, p_), p_.dtypes.weights, Use::kBuffers));
+    return HoldBytes(sm.pipeline_buffers_bytes + sm.deferred_wgrad_bytes, act_, Use::kActivations);
+  }
+
+  // One tensor of `bytes` (none for 0) in `d` as a backend stores it, held for the run under `use`
+  // (its contents unused).
+  Status HoldBytes(int64_t bytes, Dtype d, Use use) {
+    if (bytes <= 0) return Status::Ok();
+    MESHPLAN_ASSIGN_OR_RETURN(Tensor t, New({NumelOf(bytes, Storable(d))}, Storable(d), false, use));
+    states_.push_back(std::move(t));
+    return Status::Ok();
   }
 
   // Activations one microbatch leaves saved on each chunk (core::LayerActivationBytes per layer
@@ -864,9 +862,8 @@ class Executor {
     Tensor step_copy;
     if (StepCopyReleasesActivations()) {
       for (StashClass& c : stash_) c.free.clear();
-      const int64_t e = std::max<int64_t>(core::DtypeBytes(p_.dtypes.weights), 1);
-      const Dtype d = p_.dtypes.weights == Dtype::kInt8 ? Dtype::kFp32 : p_.dtypes.weights;
-      MESHPLAN_ASSIGN_OR_RETURN(step_copy, be_.Allocate({(stage_memory_.step_copy_bytes + e - 1) / e}, d));
+      const Dtype d = Storable(p_.dtypes.weights);
+      MESHPLAN_ASSIGN_OR_RETURN(step_copy, be_.Allocate({NumelOf(stage_memory_.step_copy_bytes, d)}, d));
       if (step_copy_bytes_ == 0) held_by_dtype_[d] += step_copy.bytes();
       step_copy_bytes_ = step_copy.bytes();
     }

@@ -980,7 +980,7 @@ Result<std::string> ExportDeepSpeed(const Scenario& s, std::vector<std::string>*
   // numel // real_dp_world_size): the plan's --keep-lp-grads at ZeRO 1. Otherwise a ZeRO
   // optimizer accumulates fp32 in a buffer of its own (stage_1_and_2.py use_separate_grad_accum;
   // stage3.py gradient_accumulation_dtype).
-  // The plan's GEMM precision is DeepSpeed's model dtype (FP8 is written as bf16, below); its
+  // The plan's GEMM precision is DeepSpeed's model dtype (FP8 written as bf16, NVFP4 refused above); its
   // 16-bit gradients are accumulated in that dtype (the same bytes, whichever 16-bit type the plan
   // names), fp32 gradients in fp32.
   const Dtype model_dtype = p.precision == Dtype::kBf16 || p.precision == Dtype::kFp8 ? Dtype::kBf16
@@ -1001,7 +1001,7 @@ Result<std::string> ExportDeepSpeed(const Scenario& s, std::vector<std::string>*
   const bool cpu_offload = p.offload_optimizer != OffloadTarget::kNone;
   const bool bf16_optimizer =
       model_dtype == Dtype::kBf16 && grads == Dtype::kFp32 && (p.zero == 0 || (p.zero == 1 && !cpu_offload));
-  if (model_dtype == Dtype::kBf16 && grads == Dtype::kFp32 && p.zero == 0)
+  if (bf16_optimizer && p.zero == 0)
     return refuse(grads_said +
                       " at ZeRO 0: DeepSpeed runs its BF16_Optimizer, which partitions the fp32 master "
                       "weights and Adam states over the data-parallel group as ZeRO-1 does "
@@ -1047,10 +1047,10 @@ Result<std::string> ExportDeepSpeed(const Scenario& s, std::vector<std::string>*
                      "(deepspeed/runtime/config.py:711-724, 925-940)");
   j["train_micro_batch_size_per_gpu"] = p.micro_batch;
   j["gradient_accumulation_steps"] = p.Microbatches();
-  if (p.precision == Dtype::kBf16 || p.precision == Dtype::kFp8) j["bf16"] = {{"enabled", true}};
+  if (model_dtype == Dtype::kBf16) j["bf16"] = {{"enabled", true}};
+  if (model_dtype == Dtype::kFp16) j["fp16"] = {{"enabled", true}};
   if (p.precision == Dtype::kFp8)
     notes->push_back("precision fp8: written as bf16; this exporter maps no FP8 recipe for DeepSpeed");
-  else if (p.precision == Dtype::kFp16) j["fp16"] = {{"enabled", true}};
   // Written even where it is DeepSpeed's default, so the run cannot take another wrapper.
   j["data_types"] = {{"grad_accum_dtype", Name(grads)}};
   if (grads != p.dtypes.grads)

@@ -641,6 +641,17 @@ void PlaceOverheads(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g, con
 MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g, const MemoryOverheads& o,
                             MemoryDetail detail, const ParamCount* params) {
   MemoryReport r;
+  EstimateMemory(m, p, g, o, detail, params, &r);
+  return r;
+}
+
+void EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g, const MemoryOverheads& o,
+                    MemoryDetail detail, const ParamCount* params, MemoryReport* out) {
+  std::vector<StageMemory> kept = std::move(out->stages);  // its capacity, for the stages below
+  kept.clear();
+  *out = MemoryReport{};
+  out->stages = std::move(kept);
+  MemoryReport& r = *out;
   r.params = params != nullptr ? *params : CountParams(m);
   r.capacity_bytes = g.hbm_bytes;
 
@@ -839,7 +850,6 @@ MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec
     r.per_gpu_bytes = r.stages.front().total_bytes;
   }
   r.fits = r.per_gpu_bytes <= r.capacity_bytes;
-  return r;
 }
 
 }  // namespace meshplan::core

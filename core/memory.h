@@ -198,6 +198,10 @@ enum class MemoryDetail { kFull, kTotalsOnly };
 MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g,
                             const MemoryOverheads& overheads = {}, MemoryDetail detail = MemoryDetail::kFull,
                             const ParamCount* params = nullptr);
+// The same into `out`, replacing all of it but the capacity of its stages: a caller that reuses one
+// report (each search worker) estimates plan after plan without allocating.
+void EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g, const MemoryOverheads& overheads,
+                    MemoryDetail detail, const ParamCount* params, MemoryReport* out);
 
 // Parameters of one layer held by one GPU, before ZeRO sharding: `dense` (sharded over the dense
 // data-parallel group) and `expert` (routed experts, sharded over the expert-data-parallel group).

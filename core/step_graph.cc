@@ -932,9 +932,11 @@ class Builder {
   // Whether selective recomputation runs forward op `f` again: the plan's recompute_modules
   // (core/specs.h RecomputeModule), each the ops of its Megatron-Core module.
   bool SelectivelyRecomputed(const Op& f) const {
-    const std::string_view n(f.name);
     auto on = [&](RecomputeModule mod) { return (p_.recompute_modules & ModuleBit(mod)) != 0; };
     if (on(RecomputeModule::kCoreAttn) && (f.kind == OpKind::kAttention || f.attention_core)) return true;
+    // The modules below are told by the op's name; the default (core_attn alone) reads none.
+    if ((p_.recompute_modules & ~ModuleBit(RecomputeModule::kCoreAttn)) == 0) return false;
+    const std::string_view n(f.name);
     if (on(RecomputeModule::kMoeAct) && n == "expert_activation") return true;
     // The norms that are modules of their own: the MoE layer's pre-MLP norm, MLA's input norm.
     if (on(RecomputeModule::kLayernorm) && (n == "moe_norm" || (m_.mla && n == "attn_norm"))) return true;

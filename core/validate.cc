@@ -412,11 +412,21 @@ void CheckStages(const PlanSpec& pl, const ModelSpec& m, Diagnostics* d) {
       d->Error("plan.stage_layers", "must have pp*vpp=" + S(chunks) + " entries (got " +
                                         S(static_cast<int64_t>(pl.stage_layers.size())) + ")");
     } else {
-      int64_t sum = 0;
       // The first chunk may hold the embedding alone and the last the output layer and loss alone
       // (Megatron-Core's layout "E|t|...|t|L", pipeline_parallel_layer_layout.py at d98e8a64; the
       // Llama 3 paper §3.3.2: "the first model chunk on the first stage has only the embedding,
       // and the last model chunk on the last stage has only output projection and loss").
+      // A valid split (every candidate of a search: pp x vpp up to hundreds of chunks) is told by
+      // one pass without branches; only a split that fails it is walked again to name the entry.
+      const std::vector<int64_t>& v = pl.stage_layers;
+      int64_t sum = v.front() + (v.size() > 1 ? v.back() : 0), low = std::min(v.front(), v.back());
+      int64_t middle_low = 1;
+      for (size_t i = 1; i + 1 < v.size(); ++i) {
+        sum += v[i];
+        middle_low = std::min(middle_low, v[i]);
+      }
+      if (low >= 0 && middle_low >= 1 && sum == m.layers) return;
+      sum = 0;
       for (size_t i = 0; i < pl.stage_layers.size(); ++i) {
         const bool end = i == 0 || i + 1 == pl.stage_layers.size();
         if (pl.stage_layers[i] < (end ? 0 : 1))

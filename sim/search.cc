@@ -161,6 +161,7 @@ struct Local {
   std::vector<std::string> invalid_examples;
   // The worker's costed op lists, shared by its plans that differ only in pipeline shape.
   std::shared_ptr<StepCostCache> step_cache = std::make_shared<StepCostCache>();
+  core::MemoryReport mem;  // each candidate's memory estimate, refilled (its stages keep their capacity)
 };
 
 bool HeapLess(const RankedPlan& a, const RankedPlan& b) { return KeyOf(a) < KeyOf(b); }
@@ -394,7 +395,8 @@ class Searcher {
         ++st.invalid;
         continue;
       }
-      core::MemoryReport mem = core::EstimateMemory(m_, p, g_, prof_.memory, core::MemoryDetail::kTotalsOnly, &params_);
+      core::EstimateMemory(m_, p, g_, prof_.memory, core::MemoryDetail::kTotalsOnly, &params_, &local->mem);
+      core::MemoryReport& mem = local->mem;
       ++st.memory_estimates;
       if (mem.per_gpu_bytes > budget_) {
         ++st.out_of_memory;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <memory>
 #include <optional>
@@ -70,8 +71,11 @@ struct PassCost {
   // Of `compute` and `blocking`: the MoE block's ops after its dispatcher's synchronisation
   // (Op::after_moe_sync), the only GPU work its forward host time can run beside (HostWait).
   double after_sync = 0;
-  bool comm = false;  // a collective was added (most passes of most lists have none)
+  // The groups whose `blocking` or `hidden` time was added to, bit CommGroup: the others are zero
+  // (most passes of most lists carry no communication), so the overlap rule visits only these.
+  uint32_t groups = 0;
 };
+static_assert(core::kCommGroups <= 32, "PassCost::groups holds one bit per CommGroup");
 // One microbatch of a finished list as a rank adds it (Accumulate): the passes' times as
 // StageTimes holds them (recompute runs inside the backward pass), the compute and recompute parts
 // of the breakdown, and the exposed communication by group over the passes (with the compute the
@@ -95,9 +99,10 @@ struct ListCost {
       pass[ps].compute += o.pass[ps].compute;
       pass[ps].attention += o.pass[ps].attention;
       pass[ps].after_sync += o.pass[ps].after_sync;
-      if (!o.pass[ps].comm) continue;
-      pass[ps].comm = true;
-      for (int g = 0; g < core::kCommGroups; ++g) {
+      if (!o.pass[ps].groups) continue;
+      pass[ps].groups |= o.pass[ps].groups;
+      for (uint32_t bits = o.pass[ps].groups; bits; bits &= bits - 1) {
+        const int g = std::countr_zero(bits);
         pass[ps].blocking[g] += o.pass[ps].blocking[g];
         pass[ps].hidden[g] += o.pass[ps].hidden[g];
       }
@@ -123,14 +128,17 @@ struct ListCost {
     for (int ps : {kF, kB, kW, kR}) {
       const PassCost& c = pass[ps];
       time[ps] = c.compute;
-      if (!c.comm) continue;  // most passes of most lists carry no communication
+      if (!c.groups) continue;  // most passes of most lists carry no communication
+      // A group outside `groups` has no time and adds exactly nothing below (its share is 0; CP's
+      // slowdown is of its own hidden time): skipping it changes no sum.
       double hidden_total = 0;
-      for (int i = 0; i < core::kCommGroups; ++i)
-        if (i != cp) hidden_total += c.hidden[i];
+      for (uint32_t bits = c.groups; bits; bits &= bits - 1)
+        if (const int i = std::countr_zero(bits); i != cp) hidden_total += c.hidden[i];
       const double room = std::max(0.0, c.compute - std::min(c.hidden[cp], c.attention));
       const double spill = std::max(0.0, hidden_total - room);
       const double extra = std::max(0.0, c.slow - spill);
-      for (int g = 0; g < core::kCommGroups; ++g) {
+      for (uint32_t bits = c.groups; bits; bits &= bits - 1) {
+        const int g = std::countr_zero(bits);
         double e, slowdown;
         if (g == cp) {
           const double cp_spill = std::max(0.0, c.hidden[cp] - c.attention);
@@ -242,13 +250,13 @@ class Coster {
         (hide ? pc.hidden : pc.blocking)[static_cast<int>(op.group)] += t;
         if (op.after_moe_sync && !hide) pc.after_sync += t;
         if (hide) (op.group == CommGroup::kCp ? pc.slow_cp : pc.slow) += OverlapSlowdown(op, p_, g_, layer) * t;
-        pc.comm = true;
+        pc.groups |= 1u << static_cast<int>(op.group);
       } else if (op.group != CommGroup::kNone) {
         // Work of a collective done by kernels (a list collective's copies): exposed, its group's.
         const double t = OpTime(op);
         pc.blocking[static_cast<int>(op.group)] += t;
         if (op.after_moe_sync) pc.after_sync += t;
-        pc.comm = true;
+        pc.groups |= 1u << static_cast<int>(op.group);
       } else {
         const double t = OpTime(op);
         pc.compute += t;

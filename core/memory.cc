@@ -638,10 +638,16 @@ void PlaceOverheads(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g, con
 
 }  // namespace
 
+namespace {
+// The estimate into `r`, a report as MemoryReport{} leaves it but for its stages' capacity.
+void EstimateInto(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g, const MemoryOverheads& o,
+                  MemoryDetail detail, const ParamCount* params, MemoryReport& r);
+}  // namespace
+
 MemoryReport EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g, const MemoryOverheads& o,
                             MemoryDetail detail, const ParamCount* params) {
   MemoryReport r;
-  EstimateMemory(m, p, g, o, detail, params, &r);
+  EstimateInto(m, p, g, o, detail, params, r);
   return r;
 }
 
@@ -651,7 +657,12 @@ void EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g, con
   kept.clear();
   *out = MemoryReport{};
   out->stages = std::move(kept);
-  MemoryReport& r = *out;
+  EstimateInto(m, p, g, o, detail, params, *out);
+}
+
+namespace {
+void EstimateInto(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g, const MemoryOverheads& o,
+                  MemoryDetail detail, const ParamCount* params, MemoryReport& r) {
   r.params = params != nullptr ? *params : CountParams(m);
   r.capacity_bytes = g.hbm_bytes;
 
@@ -851,5 +862,6 @@ void EstimateMemory(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g, con
   }
   r.fits = r.per_gpu_bytes <= r.capacity_bytes;
 }
+}  // namespace
 
 }  // namespace meshplan::core

@@ -13,7 +13,7 @@
 
 namespace meshplan::core {
 
-enum class CollectiveKind { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kBroadcast, kSendRecv };
+enum class CollectiveKind : uint8_t { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kBroadcast, kSendRecv };
 const char* Name(CollectiveKind k);
 
 // How a group of `size` ranks sits on the cluster: `per_domain` members share one scale-up

@@ -25,7 +25,7 @@ enum class BiasKind { kNone, kQkv, kAll };                   // qkv: q/k/v proje
 // Hopper, as Transformer Engine runs it; FlashAttention-2 on Ampere); flash2: FlashAttention-2
 // itself (PyTorch SDPA's flash backend, the flash-attn 2 package) wherever it runs, the same
 // memory as flash but the kernel's own speed; naive keeps the s^2 scores (Korthikanti 2022).
-enum class AttentionImpl { kFlash, kNaive, kFlash2, kFlash1, kTriton };
+enum class AttentionImpl : uint8_t { kFlash, kNaive, kFlash2, kFlash1, kTriton };
 enum class RouterKind { kSoftmax, kSigmoid };
 
 // Multi-head latent attention (DeepSeek-V2/V3): low-rank q and kv projections.
@@ -186,7 +186,7 @@ struct ModelSpec {
 // kNvfp4 is NVIDIA's 4-bit block-scaled format (E2M1 values, one E4M3 scale per 16 of them and one
 // fp32 scale per tensor: Transformer Engine's NVFP4BlockScaling recipe), a compute precision only:
 // no weight, gradient or optimizer state is held in it (core/validate.cc).
-enum class Dtype { kFp32, kTf32, kBf16, kFp16, kFp8, kInt8, kNone, kNvfp4 };
+enum class Dtype : uint8_t { kFp32, kTf32, kBf16, kFp16, kFp8, kInt8, kNone, kNvfp4 };
 inline constexpr size_t kDtypeCount = static_cast<size_t>(Dtype::kNvfp4) + 1;  // the last one
 // fp32 4, tf32 4, bf16 2, fp16 2, fp8 1, int8 1, none 0 (inline: the search calls it per op);
 // nvfp4 1: half a byte and a one-byte scale per 16 values, 9/16 B, rounded up where a whole

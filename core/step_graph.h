@@ -17,13 +17,14 @@
 
 namespace meshplan::core {
 
-enum class OpKind { kGemm, kAttention, kMemoryBound, kCollective, kP2p, kOptimizer };
-enum class Pass { kForward, kBackwardInput, kBackwardWeight, kRecompute, kStep };
+// One byte each (as the enums of specs.h and collectives.h an Op holds): core::Op is 128 bytes.
+enum class OpKind : uint8_t { kGemm, kAttention, kMemoryBound, kCollective, kP2p, kOptimizer };
+enum class Pass : uint8_t { kForward, kBackwardInput, kBackwardWeight, kRecompute, kStep };
 // The communicator an op runs on. kDpCp: data parallel together with context parallel (the group
 // dense gradients are reduced over); kExpertDp: the expert-data-parallel group; kHsdpShard and
 // kHsdpReplica: HSDP's shard group (innermost hsdp_shard_size ranks of DP x CP) and the group of
 // replicas across shard groups.
-enum class CommGroup { kNone, kTp, kCp, kEp, kDp, kPp, kDpCp, kExpertDp, kHsdpShard, kHsdpReplica };
+enum class CommGroup : uint8_t { kNone, kTp, kCp, kEp, kDp, kPp, kDpCp, kExpertDp, kHsdpShard, kHsdpReplica };
 constexpr int kCommGroups = 10;
 const char* Name(OpKind k);
 const char* Name(Pass p);
@@ -32,7 +33,7 @@ const char* Name(CommGroup g);
 // What a memory-bound op computes: the runtime runs a kernel of that kind on the op's bytes
 // (runtime/executor.cc), and the step graph derives an eager op's backward and an FP8 GEMM's
 // quantization by it, never by the op's name.
-enum class MemOp {
+enum class MemOp : uint8_t {
   kCopy,          // data movement and adds: residuals, lookups, copies, gradient accumulation
   kNorm,          // LayerNorm / RMSNorm
   kActivation,    // the MLP's GELU or SwiGLU
@@ -91,6 +92,9 @@ struct Op {
   // x2.5 in backward (dQ, dK, dV, dS and the recomputed scores), x share.
   double Flops() const;
 };
+// Two cache lines: the step graph copies every op it derives (backward, recompute) and the search
+// builds a graph per candidate.
+static_assert(sizeof(Op) == 128, "core::Op is 128 bytes: one-byte enums, then the flags");
 
 struct StepGraph {
   std::vector<Op> dense_layer;  // one dense layer, one microbatch

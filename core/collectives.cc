@@ -338,9 +338,30 @@ std::optional<CollectiveCost> CollectiveTimeWith(CollectiveAlgorithm algo, Colle
   return Finish(algo, kind, bytes, span.size, t + eff.launch_s);
 }
 
+namespace {
+struct Best {
+  CollectiveAlgorithm algorithm;
+  double seconds;
+};
+Best BestAlgorithm(CollectiveKind kind, int64_t bytes, const GroupSpan& span, const ClusterSpec& c,
+                   const CommEfficiency& eff);
+}  // namespace
+
 CollectiveCost CollectiveTime(CollectiveKind kind, int64_t bytes, const GroupSpan& span, const ClusterSpec& c,
                               const CommEfficiency& eff) {
   if (span.size <= 1) return CollectiveCost{.algorithm = "none"};
+  const Best b = BestAlgorithm(kind, bytes, span, c, eff);
+  return Finish(b.algorithm, kind, bytes, span.size, b.seconds);  // every kind has at least one algorithm
+}
+
+double CollectiveSeconds(CollectiveKind kind, int64_t bytes, const GroupSpan& span, const ClusterSpec& c,
+                         const CommEfficiency& eff) {
+  return span.size <= 1 ? 0.0 : BestAlgorithm(kind, bytes, span, c, eff).seconds;
+}
+
+namespace {
+Best BestAlgorithm(CollectiveKind kind, int64_t bytes, const GroupSpan& span, const ClusterSpec& c,
+                   const CommEfficiency& eff) {
   // Ties (within rounding) keep the earlier, simpler algorithm: on two domains tree and SHARP
   // can cost exactly the same. Only what NCCL can choose: the hierarchical composition is not an
   // NCCL algorithm ([NCCL] tuning.cc ncclTopoTuneModel: `if (coll != ncclCollAllReduce && a !=
@@ -362,7 +383,8 @@ CollectiveCost CollectiveTime(CollectiveKind kind, int64_t bytes, const GroupSpa
       found = true;
     }
   }
-  return Finish(best, kind, bytes, span.size, best_s);  // every kind has at least one algorithm
+  return {best, best_s};
 }
+}  // namespace
 
 }  // namespace meshplan::core

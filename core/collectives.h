@@ -126,6 +126,9 @@ double ScaleOutBytesPerS(const ClusterSpec& c, const CommEfficiency& eff = {});
 // is chosen. size 1 costs nothing.
 CollectiveCost CollectiveTime(CollectiveKind kind, int64_t bytes, const GroupSpan& span, const ClusterSpec& c,
                               const CommEfficiency& eff = {});
+// Its time_s alone, without the bandwidth figures (what the step model's costs read).
+double CollectiveSeconds(CollectiveKind kind, int64_t bytes, const GroupSpan& span, const ClusterSpec& c,
+                         const CommEfficiency& eff = {});
 
 // nccl-tests busbw/algbw: all-reduce 2(n-1)/n; all-gather, reduce-scatter, all-to-all (n-1)/n;
 // broadcast and send/recv 1 (doc/PERFORMANCE.md).

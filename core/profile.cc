@@ -281,6 +281,14 @@ CollectiveCost ProfiledCollectiveTime(const Profile& p, CollectiveKind kind, int
   return CollectiveTime(kind, bytes, span, c, p.comm);
 }
 
+double ProfiledCollectiveSeconds(const Profile& p, CollectiveKind kind, int64_t bytes, const GroupSpan& span,
+                                 const ClusterSpec& c) {
+  if (span.size > 1 && !p.collectives.empty())
+    if (const CollectiveFit* f = FindCollectiveFit(p, kind, span.Crosses(), span.size, bytes))
+      return f->alpha_s + f->beta_s_per_byte * static_cast<double>(bytes);
+  return CollectiveSeconds(kind, bytes, span, c, p.comm);
+}
+
 Result<Profile> LoadProfile(const std::string& ref) {
   if (ref == "default") return Profile{};
   Result<std::string> text = LooksLikePath(ref) ? ReadTextFile(ref) : PresetText("profiles", ref);

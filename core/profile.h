@@ -76,6 +76,9 @@ const CollectiveFit* FindCollectiveFit(const Profile& p, CollectiveKind kind, bo
 // else the analytic model with p.comm.
 CollectiveCost ProfiledCollectiveTime(const Profile& p, CollectiveKind kind, int64_t bytes, const GroupSpan& span,
                                       const ClusterSpec& c);
+// Its time_s alone (CollectiveSeconds under the same rule).
+double ProfiledCollectiveSeconds(const Profile& p, CollectiveKind kind, int64_t bytes, const GroupSpan& span,
+                                 const ClusterSpec& c);
 
 // Reads versions 1 and 2 (version 1 has none of the fitted tables).
 Result<Profile> ParseProfileJson(const std::string& text);

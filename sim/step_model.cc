@@ -296,10 +296,10 @@ class Coster {
     if (shared_) {
       const CollectiveKey key{static_cast<int64_t>(op.collective), op.bytes, span.size, span.per_domain, span.domains};
       auto [it, fresh] = shared_->try_emplace(key, 0.0);
-      if (fresh) it->second = core::ProfiledCollectiveTime(prof_, op.collective, op.bytes, span, c_).time_s;
+      if (fresh) it->second = core::ProfiledCollectiveSeconds(prof_, op.collective, op.bytes, span, c_);
       t = it->second;
     } else {
-      t = core::ProfiledCollectiveTime(prof_, op.collective, op.bytes, span, c_).time_s;
+      t = core::ProfiledCollectiveSeconds(prof_, op.collective, op.bytes, span, c_);
     }
     if (memo_count_ < memo_.size()) memo_[memo_count_++] = {op.collective, op.group, op.bytes, t};
     return t;
@@ -653,9 +653,8 @@ double PipelineSendSeconds(const core::Op& send, const core::PlanSpec& p, const 
   const core::PipelineLinks links = core::PipelineLinkCounts(p, c);
   // Each tier costed only if some rank has a link on it.
   auto link = [&](bool crossing) {
-    return core::ProfiledCollectiveTime(prof, send.collective, send.bytes,
-                                        crossing ? core::GroupSpan{2, 1, 2} : core::GroupSpan{2, 2, 1}, c)
-        .time_s;
+    return core::ProfiledCollectiveSeconds(prof, send.collective, send.bytes,
+                                           crossing ? core::GroupSpan{2, 1, 2} : core::GroupSpan{2, 2, 1}, c);
   };
   const core::PipelinePace paced =
       core::PipelineLinkPace(links, links.AnyInside() ? link(false) : 0.0, links.AnyCrossing() ? link(true) : 0.0);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/presets.h"
+#include "core/profile.h"
 #include "core/units.h"
 
 namespace meshplan::core {
@@ -384,6 +385,34 @@ TEST(CollectivesTest, AllGatherRingMatchesHandDerivation) {
   EXPECT_NEAR(ag.busbw_bytes_per_s / kBup, 1.0, 0.02);
   // Reduce-scatter costs the same in this model.
   EXPECT_DOUBLE_EQ(CollectiveTime(CollectiveKind::kReduceScatter, kGiB, SpanOfStride(8, 1, c), c).time_s, ag.time_s);
+}
+
+// The time-only forms the step model reads are the full forms' time_s, bit for bit: every kind
+// on a node, across nodes and on a group of one; and, with a profile, a fitted alpha-beta where one
+// covers the size (alpha 40 us + 1 ns/B x 1 MiB = 40 + 1048.576 us) and the analytic model where
+// none does.
+TEST(CollectivesTest, SecondsAloneAreTheFullCostsTime) {
+  const ClusterSpec c = Cluster("dgx-h100");
+  for (CollectiveKind k : {CollectiveKind::kAllReduce, CollectiveKind::kAllGather, CollectiveKind::kReduceScatter,
+                           CollectiveKind::kAllToAll, CollectiveKind::kBroadcast, CollectiveKind::kSendRecv})
+    for (const GroupSpan& s : {SpanOfStride(8, 1, c), SpanOfStride(64, 8, c), SpanOfStride(64, 1, c), GroupSpan{}}) {
+      EXPECT_EQ(CollectiveSeconds(k, kGiB, s, c), CollectiveTime(k, kGiB, s, c).time_s) << Name(k) << " " << s.size;
+      EXPECT_EQ(CollectiveSeconds(k, 0, s, c), CollectiveTime(k, 0, s, c).time_s) << Name(k) << " " << s.size;
+    }
+  Profile fitted;
+  fitted.collectives.push_back({.kind = CollectiveKind::kAllReduce,
+                                .scale_out = false,
+                                .ranks = 8,
+                                .alpha_s = 40e-6,
+                                .beta_s_per_byte = 1e-9,
+                                .min_bytes = 1,
+                                .max_bytes = kGiB});
+  const GroupSpan node = SpanOfStride(8, 1, c);
+  EXPECT_DOUBLE_EQ(ProfiledCollectiveSeconds(fitted, CollectiveKind::kAllReduce, kMiB, node, c), 40e-6 + 1048576e-9);
+  EXPECT_EQ(ProfiledCollectiveSeconds(fitted, CollectiveKind::kAllReduce, kMiB, node, c),
+            ProfiledCollectiveTime(fitted, CollectiveKind::kAllReduce, kMiB, node, c).time_s);
+  EXPECT_EQ(ProfiledCollectiveSeconds(fitted, CollectiveKind::kAllGather, kMiB, node, c),
+            CollectiveTime(CollectiveKind::kAllGather, kMiB, node, c, fitted.comm).time_s);
 }
 
 TEST(CollectivesTest, NamesMatchNcclTests) {

@@ -784,39 +784,42 @@ class Builder {
 
   // ---- backward and recompute, derived from the forward ops
   void Backward(const std::vector<Op>& fwd, std::vector<Op>* out) {
+    // (Each op is copied straight into `out` and changed there: one copy per op derived.)
     for (auto it = fwd.rbegin(); it != fwd.rend(); ++it) {
-      Op op = *it;
-      switch (op.kind) {
+      const Op& f = *it;
+      switch (f.kind) {
         case OpKind::kGemm: {
           // dX = dY W^T (m x k from m x n) and dW = X^T dY (k x n over m): each 2mnk. A quantized
           // GEMM's output gradient dY is quantized first (both layouts: dgrad and wgrad read it).
-          if (Quantized(op.dtype)) {
+          if (Quantized(f.dtype)) {
             const size_t before = out->size();
-            Quantize(out, /*grad=*/true, op.m * op.n * op.batch, Pass::kBackwardInput);
-            if (out->size() > before) out->back().share = op.share;  // a hybrid block's weight
+            Quantize(out, /*grad=*/true, f.m * f.n * f.batch, Pass::kBackwardInput);
+            if (out->size() > before) out->back().share = f.share;  // a hybrid block's weight
           }
-          op.pass = Pass::kBackwardInput;
-          out->push_back(op);
-          op.pass = Pass::kBackwardWeight;
-          out->push_back(op);
+          out->push_back(f);
+          out->back().pass = Pass::kBackwardInput;
+          out->push_back(f);
+          out->back().pass = Pass::kBackwardWeight;
           break;
         }
         case OpKind::kAttention:
-          op.pass = Pass::kBackwardInput;
-          out->push_back(op);
+          out->push_back(f);
+          out->back().pass = Pass::kBackwardInput;
           break;
-        case OpKind::kMemoryBound:
+        case OpKind::kMemoryBound: {
           // The forward's FP8 quantization has no backward of its own (the gradient's is above);
           // nor has an AsyncTP collective's kernels (AsyncTpKernels: its conjugate's come with it).
-          if (op.mem_op == MemOp::kFp8Quantize || op.group == CommGroup::kTp) break;
+          if (f.mem_op == MemOp::kFp8Quantize || f.group == CommGroup::kTp) break;
+          Op& op = out->emplace_back(f);
           op.pass = Pass::kBackwardInput;
           // A permutation's gradient is the inverse permutation (the same bytes); an eager op's as
           // its decomposition's autograd runs it; other ops read the saved input and the incoming
           // gradient and write two gradients.
           if (!EagerBackward(&op) && op.mem_op != MemOp::kPermute && op.mem_op != MemOp::kRepeatKv) op.bytes *= 2;
-          out->push_back(op);
           break;
+        }
         case OpKind::kCollective: {
+          Op op = f;
           op.pass = Pass::kBackwardInput;
           if (op.group == CommGroup::kTp) {
             // Megatron's tensor-parallel backward (Shoeybi 2019 §3; Korthikanti 2022 §4.2.2):
@@ -894,9 +897,8 @@ class Builder {
                         ? fwd[i + 1]
                         : fwd[i];
       if (p_.recompute == Recompute::kSelective && !SelectivelyRecomputed(f)) continue;
-      Op op = fwd[i];
-      op.pass = Pass::kRecompute;
-      out->push_back(op);
+      out->push_back(fwd[i]);
+      out->back().pass = Pass::kRecompute;
     }
   }
   // torchtitan's per-op policy (core/specs.h RecomputeModule::kTorchtitanOp) replays the layer's

@@ -231,6 +231,17 @@ class Searcher {
     const int64_t n = base_.gpus;
     const int64_t seq = base_.seq_len;
     const std::vector<int64_t> divs = Divisors(n);
+    // The default split of each chunk count (pp x vpp <= layers), found once for every tp and cp.
+    std::vector<std::optional<std::vector<int64_t>>> splits(static_cast<size_t>(m_.layers) + 1);
+    std::vector<bool> split_found(static_cast<size_t>(m_.layers) + 1, false);
+    auto split_of = [&](int64_t chunks) -> const std::optional<std::vector<int64_t>>& {
+      const auto i = static_cast<size_t>(chunks);
+      if (!split_found[i]) {
+        splits[i] = core::DefaultStageSplit(m_, chunks);
+        split_found[i] = true;
+      }
+      return splits[i];
+    };
     for (int64_t tp : divs) {
       if (!Allowed(o_.tp, tp)) continue;
       if (o_.tp.empty() && tp > c_.scale_up_domain_gpus) continue;
@@ -253,30 +264,31 @@ class Searcher {
             const int64_t dp = n / (tp * cp * pp);
             if (base_.global_batch % dp != 0) continue;
             const int64_t per_replica = base_.global_batch / dp;  // sequences per DP rank per step
+            const std::vector<int64_t> mbs_divs = Divisors(per_replica);
             for (int64_t vpp = 1; pp * vpp <= m_.layers; ++vpp) {
               if (vpp > 1 && pp < 2) break;
               if (!Allowed(o_.vpp, vpp)) continue;
-              auto split = core::DefaultStageSplit(m_, pp * vpp);
+              const auto& split = split_of(pp * vpp);
               if (!split) continue;
               if (!split->empty() && !o_.uneven_splits) continue;
               for (int64_t ep = 1; ep <= (m_.moe ? m_.moe->experts : 1); ++ep) {
                 if (m_.moe && m_.moe->experts % ep != 0) continue;
                 if ((tp * cp * dp) % ep != 0 || !Allowed(o_.ep, ep)) continue;
-                for (int64_t mbs : Divisors(per_replica)) {
+                Outer proto;  // every micro batch's item but for mbs
+                proto.tp = tp;
+                proto.cp = cp;
+                proto.cp_kind = cp_kind;
+                proto.pp = pp;
+                proto.dp = dp;
+                proto.vpp = vpp;
+                proto.ep = ep;
+                FillParams(&proto);
+                for (int64_t mbs : mbs_divs) {
                   if (!Allowed(o_.mbs, mbs)) continue;
                   if (o_.mbs.empty() && mbs > o_.max_mbs) continue;
-                  Outer out;
-                  out.tp = tp;
-                  out.cp = cp;
-                  out.cp_kind = cp_kind;
-                  out.pp = pp;
-                  out.dp = dp;
-                  out.vpp = vpp;
-                  out.ep = ep;
+                  Outer& out = outer_.emplace_back(proto);
                   out.mbs = mbs;
                   out.split = *split;
-                  FillParams(&out);
-                  outer_.push_back(std::move(out));
                 }
               }
             }

@@ -134,12 +134,13 @@ bool Dominates(const RankedPlan& a, const RankedPlan& b) {
   return KeyOf(a) < KeyOf(b);
 }
 
-void OfferPareto(std::vector<RankedPlan>* front, const RankedPlan& r) {
+// (Takes the record: a caller that keeps no copy moves it in.)
+void OfferPareto(std::vector<RankedPlan>* front, RankedPlan&& r) {
   for (const RankedPlan& f : *front)
     if (Dominates(f, r)) return;
   front->erase(std::remove_if(front->begin(), front->end(), [&](const RankedPlan& f) { return Dominates(r, f); }),
                front->end());
-  front->push_back(r);
+  front->push_back(std::move(r));
 }
 
 // Would a plan with these numbers enter the Pareto front? (Checked before building the record.)
@@ -441,7 +442,7 @@ class Searcher {
       rp.step = std::move(step);
       rp.train = train;
       rp.score = score;
-      if (front) OfferPareto(&local->front, rp);
+      if (front) OfferPareto(&local->front, top ? RankedPlan(rp) : std::move(rp));
       if (top) OfferTop(&local->heap, static_cast<size_t>(o_.top_k), std::move(rp));
     }
   }
@@ -474,7 +475,7 @@ void Merge(Local&& from, Local* into, size_t top_k) {
   a.evaluated += b.evaluated;
   a.lists_costed += b.lists_costed;
   for (RankedPlan& r : from.heap) OfferTop(&into->heap, top_k, std::move(r));
-  for (const RankedPlan& r : from.front) OfferPareto(&into->front, r);
+  for (RankedPlan& r : from.front) OfferPareto(&into->front, std::move(r));
   if (from.lightest && (!into->lightest || from.lightest->per_gpu_bytes < into->lightest->per_gpu_bytes ||
                         (from.lightest->per_gpu_bytes == into->lightest->per_gpu_bytes &&
                          KnobsOf(from.lightest->plan) < KnobsOf(into->lightest->plan))))

@@ -266,27 +266,33 @@ const CollectiveFit* FindCollectiveFit(const Profile& p, CollectiveKind kind, bo
   return nullptr;
 }
 
+namespace {
+// The profile's fitted alpha-beta for this collective, or nullptr (a group of one, or none fits).
+const CollectiveFit* FitFor(const Profile& p, CollectiveKind kind, int64_t bytes, const GroupSpan& span) {
+  if (span.size <= 1 || p.collectives.empty()) return nullptr;
+  return FindCollectiveFit(p, kind, span.Crosses(), span.size, bytes);
+}
+double FitSeconds(const CollectiveFit& f, int64_t bytes) {
+  return f.alpha_s + f.beta_s_per_byte * static_cast<double>(bytes);
+}
+}  // namespace
+
 CollectiveCost ProfiledCollectiveTime(const Profile& p, CollectiveKind kind, int64_t bytes, const GroupSpan& span,
                                       const ClusterSpec& c) {
-  if (span.size > 1 && !p.collectives.empty()) {
-    if (const CollectiveFit* f = FindCollectiveFit(p, kind, span.Crosses(), span.size, bytes)) {
-      CollectiveCost r;
-      r.time_s = f->alpha_s + f->beta_s_per_byte * static_cast<double>(bytes);
-      r.algbw_bytes_per_s = r.time_s > 0 ? static_cast<double>(bytes) / r.time_s : 0;
-      r.busbw_bytes_per_s = r.algbw_bytes_per_s * BusBandwidthFactor(kind, span.size);
-      r.algorithm = "fitted";
-      return r;
-    }
-  }
-  return CollectiveTime(kind, bytes, span, c, p.comm);
+  const CollectiveFit* f = FitFor(p, kind, bytes, span);
+  if (!f) return CollectiveTime(kind, bytes, span, c, p.comm);
+  CollectiveCost r;
+  r.time_s = FitSeconds(*f, bytes);
+  r.algbw_bytes_per_s = r.time_s > 0 ? static_cast<double>(bytes) / r.time_s : 0;
+  r.busbw_bytes_per_s = r.algbw_bytes_per_s * BusBandwidthFactor(kind, span.size);
+  r.algorithm = "fitted";
+  return r;
 }
 
 double ProfiledCollectiveSeconds(const Profile& p, CollectiveKind kind, int64_t bytes, const GroupSpan& span,
                                  const ClusterSpec& c) {
-  if (span.size > 1 && !p.collectives.empty())
-    if (const CollectiveFit* f = FindCollectiveFit(p, kind, span.Crosses(), span.size, bytes))
-      return f->alpha_s + f->beta_s_per_byte * static_cast<double>(bytes);
-  return CollectiveSeconds(kind, bytes, span, c, p.comm);
+  const CollectiveFit* f = FitFor(p, kind, bytes, span);
+  return f ? FitSeconds(*f, bytes) : CollectiveSeconds(kind, bytes, span, c, p.comm);
 }
 
 Result<Profile> LoadProfile(const std::string& ref) {

@@ -418,6 +418,14 @@ std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r, co
     o << "fits: " << core::FormatBytes(r.per_gpu_bytes) << " of " << core::FormatBytes(r.capacity_bytes) << " ("
       << Fmt("%.0f", 100 * used / cap) << "%), " << core::FormatBytes(r.capacity_bytes - r.per_gpu_bytes)
       << " headroom on stage " << w.stage << "\n";
+  } else if (r.verdict == core::FitVerdict::kTight) {
+    o << "TIGHT: stage " << w.stage << " needs " << core::FormatBytes(r.per_gpu_bytes) << " with the allocator's "
+      << "reserve, the GPU has " << core::FormatBytes(r.capacity_bytes) << "; without the reserve (peak allocated, "
+      << "CUDA context, NCCL) the most any stage needs is " << core::FormatBytes(r.least_per_gpu_bytes)
+      << ": it runs only if PyTorch's caching allocator frees its cached blocks and retries (a cudaFree that waits "
+      << "for the GPU each time), and only if the blocks it cannot free stay under "
+      << core::FormatBytes(r.capacity_bytes - r.least_per_gpu_bytes) << " (docs/memory.md §4)\n";
+    if (speed && speed->fit_advice) o << FitAdviceTable(*speed->fit_advice);
   } else {
     o << "DOES NOT FIT: stage " << w.stage << " needs " << core::FormatBytes(r.per_gpu_bytes) << ", the GPU has "
       << core::FormatBytes(r.capacity_bytes) << ": over by " << core::FormatBytes(r.per_gpu_bytes - r.capacity_bytes)
@@ -452,6 +460,11 @@ std::string FitAdviceTable(const sim::FitAdvice& a) {
 }
 
 std::string DoesNotFitLine(const core::MemoryReport& r, const sim::FitAdvice& a) {
+  if (r.verdict == core::FitVerdict::kTight)
+    return "warning: tight: stage " + std::to_string(r.worst_stage) + " needs " + core::FormatBytes(r.per_gpu_bytes) +
+           " with the allocator's reserve, " + core::FormatBytes(r.least_per_gpu_bytes) + " without it, the GPU has " +
+           core::FormatBytes(r.capacity_bytes) + ": it runs only if the allocator frees its cached blocks; " +
+           sim::FitAdviceLine(a);
   return "error: does not fit: stage " + std::to_string(r.worst_stage) + " needs " +
          core::FormatBytes(r.per_gpu_bytes) + ", the GPU has " + core::FormatBytes(r.capacity_bytes) + "; " +
          sim::FitAdviceLine(a);
@@ -476,6 +489,8 @@ std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r, con
   mem["per_gpu_bytes"] = r.per_gpu_bytes;
   mem["capacity_bytes"] = r.capacity_bytes;
   mem["fits"] = r.fits;
+  mem["verdict"] = core::FitVerdictName(r.verdict);
+  mem["least_per_gpu_bytes"] = r.least_per_gpu_bytes;
   mem["headroom_bytes"] = r.capacity_bytes - r.per_gpu_bytes;
   mem["worst_stage"] = r.worst_stage;
   if (speed && speed->fit_advice && !speed->fit_advice->fits) {

@@ -419,8 +419,11 @@ void AddReliabilityCommand(CLI::App* app, int* exit_code) {
     if (rf->seed) opt.seed = *rf->seed;
     if (interval_s == 0) notes.push_back("checkpoint interval: the closed-form optimum (--ckpt-interval to change)");
     if (!mem.fits)
-      warnings.push_back("warning: the plan does not fit in GPU memory (" + core::FormatBytes(mem.per_gpu_bytes) +
-                         " > " + core::FormatBytes(mem.capacity_bytes) + "); see meshplan report");
+      warnings.push_back(std::string("warning: the plan ") +
+                         (mem.verdict == core::FitVerdict::kTight ? "fits only without the allocator's reserve ("
+                                                                  : "does not fit in GPU memory (") +
+                         core::FormatBytes(mem.per_gpu_bytes) + " > " + core::FormatBytes(mem.capacity_bytes) +
+                         "); see meshplan report");
     if (f.arrivals == core::Arrivals::kWeibull)
       warnings.push_back("warning: the closed form assumes exponential arrivals; the Monte Carlo uses Weibull");
 
@@ -437,7 +440,7 @@ void AddReliabilityCommand(CLI::App* app, int* exit_code) {
     if (format == Format::kJson) std::cout << ReliabilityJson(s, f, *r, notes, warnings);
     else std::cout << ReliabilityTable(s, f, *r, notes, warnings);
     if (!mem.fits) std::cerr << DoesNotFitLine(mem, sim::AdviseFit(s, *profile)) << "\n";
-    *exit_code = mem.fits ? 0 : 1;
+    *exit_code = mem.verdict == core::FitVerdict::kDoesNotFit ? 1 : 0;
   });
 }
 

@@ -148,7 +148,7 @@ void AddReportCommand(CLI::App* app, int* exit_code) {
     else if (f == Format::kCsv) std::cout << MemoryCsv(r);
     else std::cout << MemoryTable(s, r, notes, warnings, &speed);
     if (!r.fits) std::cerr << DoesNotFitLine(r, *speed.fit_advice) << "\n";
-    *exit_code = r.fits ? 0 : 1;
+    *exit_code = r.verdict == core::FitVerdict::kDoesNotFit ? 1 : 0;
   });
 }
 

@@ -141,14 +141,33 @@ nlohmann::ordered_json GroupsJson(const sim::ValidationSummary& v) {
   return groups;
 }
 
+// The fit verdict's name (core::FitVerdictName) from a record's two flags.
+const char* FitName(bool fits, bool tight) {
+  return core::FitVerdictName(!fits   ? core::FitVerdict::kDoesNotFit
+                              : tight ? core::FitVerdict::kTight
+                                      : core::FitVerdict::kFits);
+}
+
+// What a record's line ends with: nothing when the plan fits, else the verdict.
+const char* FitMark(bool fits, bool tight) { return !fits ? "  does not fit" : tight ? "  tight" : ""; }
+
 // A record's common fields: `measured_key` names the source's value ("published" tokens/s, or the
 // "measured" memory) and `total_key` the predicted worst-stage memory.
 nlohmann::ordered_json RecordJson(const sim::ValidationRecord& r, const char* metric, const char* measured_key,
                                   const char* total_key) {
-  return {
-      {"id", r.id},       {"metric", metric},        {measured_key, r.published},     {"predicted", r.predicted},
-      {"error", r.error}, {"printed", r.printed},    {"conversion", r.conversion},    {"stack", r.stack},
-      {"fits", r.fits},   {total_key, r.memory_gib}, {"groups", RecordGroupsJson(r)}, {"assumptions", r.assumptions}};
+  return {{"id", r.id},
+          {"metric", metric},
+          {measured_key, r.published},
+          {"predicted", r.predicted},
+          {"error", r.error},
+          {"printed", r.printed},
+          {"conversion", r.conversion},
+          {"stack", r.stack},
+          {"fits", r.fits},
+          {"fit", FitName(r.fits, r.tight)},
+          {total_key, r.memory_gib},
+          {"groups", RecordGroupsJson(r)},
+          {"assumptions", r.assumptions}};
 }
 
 // The group table and the closing line, shared by both modes.
@@ -175,6 +194,7 @@ int RunMemoryValidation(const std::vector<std::string>& files, const std::string
   std::vector<const core::PublishedMemory*> peaks, outcomes;
   for (const auto& r : records) (r.outcome == core::PublishedMemory::Outcome::kPeak ? peaks : outcomes).push_back(&r);
   auto outcome_name = [](bool fits) { return fits ? "fits" : "out_of_memory"; };
+  auto predicted_name = [](const sim::VerdictRecord& vr) { return FitName(vr.predicted_fits, vr.predicted_tight); };
   if (format == "json") {
     nlohmann::ordered_json out = nlohmann::ordered_json::array();
     for (size_t i = 0; i < v.records.size(); ++i) {
@@ -189,7 +209,7 @@ int RunMemoryValidation(const std::vector<std::string>& files, const std::string
       for (const auto& [dim, value] : vr.groups) groups[dim] = value;
       verdicts.push_back({{"id", vr.id},
                           {"published", outcome_name(vr.published_fits)},
-                          {"predicted", outcome_name(vr.predicted_fits)},
+                          {"predicted", predicted_name(vr)},
                           {"right", vr.Right()},
                           {"total_gib", vr.predicted_gib},
                           {"capacity_gib", vr.capacity_gib},
@@ -222,17 +242,18 @@ int RunMemoryValidation(const std::vector<std::string>& files, const std::string
                 peaks[i]->device     ? "device"
                 : peaks[i]->reserved ? "reserved"
                                      : "allocated",
-                r.published, r.predicted, 100 * r.error, r.fits ? "" : "  does not fit");
+                r.published, r.predicted, 100 * r.error, FitMark(r.fits, r.tight));
   }
   if (!v.verdicts.empty()) {
     std::printf(
         "# published outcomes (no peak printed) against the fit verdict: the worst stage on the GPU, CUDA context "
-        "and NCCL buffers included, within its memory (GiB)\n");
-    std::printf("# %-58s %-13s %9s %9s %s\n", "record", "published", "predicted", "capacity", "verdict");
+        "and NCCL buffers included, within its memory (GiB); out of memory when its peak allocated, context and NCCL "
+        "buffers are over it, tight when only the allocator's reserve is (a tight plan is predicted to run)\n");
+    std::printf("# %-58s %-13s %-13s %9s %9s %s\n", "record", "published", "predicted", "GiB", "capacity", "verdict");
     for (const auto& vr : v.verdicts)
       std::printf(
-          "  %-58s %-13s %9.1f %9.1f %s\n", vr.id.c_str(), outcome_name(vr.published_fits), vr.predicted_gib,
-          vr.capacity_gib,
+          "  %-58s %-13s %-13s %9.1f %9.1f %s\n", vr.id.c_str(), outcome_name(vr.published_fits), predicted_name(vr),
+          vr.predicted_gib, vr.capacity_gib,
           vr.Right() ? "right" : (vr.predicted_fits ? "wrong (predicted to fit)" : "wrong (predicted out of memory)"));
     std::printf("# %zu published outcomes: %zu right, %zu wrong\n", v.verdicts.size(),
                 v.verdicts.size() - v.verdicts_wrong, v.verdicts_wrong);
@@ -365,13 +386,15 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
         const auto& r = v.records[i];
         std::printf("  %-46s %-20s %10.4g %10.4g %+7.1f%% %10.4g %+7.1f%%%s\n", r.id.c_str(), r.stack.c_str(),
                     r.published, r.predicted, 100 * r.error, v0.records[i].predicted, 100 * v0.records[i].error,
-                    r.fits ? "" : "  (does not fit)");
+                    !r.fits   ? "  (does not fit)"
+                    : r.tight ? "  (tight)"
+                              : "");
       }
     } else {
       std::printf("# %-46s %-20s %10s %10s %8s %8s\n", "record", "stack", "published", "predicted", "error", "GiB");
       for (const auto& r : v.records)
         std::printf("  %-46s %-20s %10.4g %10.4g %+7.1f%% %8.1f%s\n", r.id.c_str(), r.stack.c_str(), r.published,
-                    r.predicted, 100 * r.error, r.memory_gib, r.fits ? "" : "  does not fit");
+                    r.predicted, 100 * r.error, r.memory_gib, FitMark(r.fits, r.tight));
     }
     std::printf(
         "# published: what the source prints, turned into tokens/s per GPU with its batch and its own FLOP "

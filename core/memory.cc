@@ -846,6 +846,7 @@ void EstimateInto(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g, const
     PlaceModelStates(p, dense, expert, dense_group, expert_group, adam_params, &st);
     PlaceActivations(m, p, stage, has_first, has_last, per_mb, max_working, &st);
     PlaceOverheads(m, p, g, o, comms, max_layer, dense - dense_before_ends, expert > 0, &st);
+    r.least_per_gpu_bytes = std::max(r.least_per_gpu_bytes, LeastOnGpuBytes(st));
     if (detail == MemoryDetail::kFull) {
       r.stages.push_back(std::move(st));
     } else if (r.stages.empty() || st.total_bytes > r.stages.front().total_bytes) {
@@ -861,7 +862,19 @@ void EstimateInto(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g, const
     r.per_gpu_bytes = r.stages.front().total_bytes;
   }
   r.fits = r.per_gpu_bytes <= r.capacity_bytes;
+  r.verdict = r.fits                                      ? FitVerdict::kFits
+              : r.least_per_gpu_bytes <= r.capacity_bytes ? FitVerdict::kTight
+                                                          : FitVerdict::kDoesNotFit;
 }
 }  // namespace
+
+const char* FitVerdictName(FitVerdict v) {
+  switch (v) {
+    case FitVerdict::kFits: return "fits";
+    case FitVerdict::kTight: return "tight";
+    case FitVerdict::kDoesNotFit: return "out_of_memory";
+  }
+  return "out_of_memory";
+}
 
 }  // namespace meshplan::core

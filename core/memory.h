@@ -158,6 +158,23 @@ inline int64_t IdleReservedBytes(const StageMemory& st) {
 inline int64_t PeakAllocatedBytes(const StageMemory& st) {
   return PeakReservedBytes(st) - st.fragmentation_bytes - IdleReservedBytes(st);
 }
+// The least a stage can hold on the GPU: its peak allocated plus the CUDA context and NCCL's
+// buffers. PyTorch's caching allocator holds the rest of its reserve (fragmentation, the idle
+// stream pools) only while the GPU has room: "If the cudaMalloc fails, the allocator will free all
+// cached blocks that are not split and retry the allocation" (c10/cuda/CUDACachingAllocator.cpp,
+// its header comment since the THC allocator), so a stage above its total but within this may run,
+// each retry a cudaFree that waits for the device, and one above this cannot (docs/memory.md §4).
+inline int64_t LeastOnGpuBytes(const StageMemory& st) {
+  return PeakAllocatedBytes(st) + st.cuda_context_bytes + st.nccl_bytes;
+}
+
+// The fit verdict (docs/memory.md §4): kFits, every stage's total within the GPU's memory;
+// kTight, some stage's total over it but every stage's LeastOnGpuBytes within it (it runs only if
+// the allocator frees its cached blocks, and only if the blocks it cannot free, split ones, stay
+// under the headroom); kDoesNotFit, some stage's LeastOnGpuBytes over it.
+enum class FitVerdict : uint8_t { kFits, kTight, kDoesNotFit };
+// "fits", "tight", "out_of_memory"
+const char* FitVerdictName(FitVerdict v);
 
 struct MemoryReport {
   ParamCount params;
@@ -165,7 +182,11 @@ struct MemoryReport {
   int64_t worst_stage = 0;
   int64_t per_gpu_bytes = 0;   // total of the worst stage
   int64_t capacity_bytes = 0;  // gpu.hbm_bytes
+  // per_gpu_bytes within capacity_bytes: the plan fits with the allocator's whole reserve. What the
+  // search, the fit advice and `explain` require.
   bool fits = false;
+  int64_t least_per_gpu_bytes = 0;  // the largest LeastOnGpuBytes of any stage
+  FitVerdict verdict = FitVerdict::kDoesNotFit;
   int64_t dense_shard_group = 1;   // ranks the dense states are sharded over
   int64_t expert_shard_group = 1;  // ranks the expert states are sharded over
   double bytes_per_param = 0;      // unsharded model-state bytes per parameter (16 for mixed Adam)

@@ -160,7 +160,9 @@ void MainWindow::UpdateStatus() {
   const auto& m = e.memory;
   status_->setText(
       QString("%1 %2 of %3 GB per GPU | step %4 | %5 tokens/s | MFU %6 | %7 days | %8 | evaluated in %9 ms")
-          .arg(m.fits ? "fits:" : "DOES NOT FIT:")
+          .arg(m.fits                                  ? "fits:"
+               : m.verdict == core::FitVerdict::kTight ? "TIGHT (fits only without the allocator's reserve):"
+                                                       : "DOES NOT FIT:")
           .arg(Gb(m.per_gpu_bytes), Gb(m.capacity_bytes), Duration(e.step.time_s), Count(e.step.tokens_per_s),
                Percent(e.step.mfu), QString::number(e.train.days, 'f', 1), Dollars(e.train.cost_usd))
           .arg(e.eval_ms, 0, 'f', 2));

@@ -103,7 +103,8 @@ ValidationSummary ValidateMemory(const std::vector<core::PublishedMemory>& recor
       v.id = rec.id;
       v.stack = rec.stack;
       v.published_fits = rec.outcome == core::PublishedMemory::Outcome::kFits;
-      v.predicted_fits = mem.fits;
+      v.predicted_fits = mem.verdict != core::FitVerdict::kDoesNotFit;
+      v.predicted_tight = mem.verdict == core::FitVerdict::kTight;
       v.predicted_gib = static_cast<double>(mem.per_gpu_bytes) / kGiB;
       v.capacity_gib = static_cast<double>(mem.capacity_bytes) / kGiB;
       if (!rec.dataset.empty()) v.groups.emplace_back("dataset", rec.dataset);
@@ -133,7 +134,8 @@ ValidationSummary ValidateMemory(const std::vector<core::PublishedMemory>& recor
     r.published = rec.measured_gib;
     r.predicted = (rec.device ? static_cast<double>(st.total_bytes) : rec.reserved ? reserved : allocated) / kGiB;
     r.error = (r.predicted - r.published) / r.published;
-    r.fits = mem.fits;
+    r.fits = mem.verdict != core::FitVerdict::kDoesNotFit;
+    r.tight = mem.verdict == core::FitVerdict::kTight;
     r.memory_gib = static_cast<double>(mem.per_gpu_bytes) / kGiB;
     if (!rec.dataset.empty()) r.groups.emplace_back("dataset", rec.dataset);
     r.groups.emplace_back("gpu", s.gpu.name);
@@ -155,7 +157,8 @@ ValidationSummary ValidateRuns(const std::vector<core::PublishedRun>& runs, cons
   for (const auto& run : runs) {
     const auto& s = run.scenario;
     const StepEstimate e = EstimateStep(s.model, s.plan, s.gpu, s.cluster, profile);
-    const core::MemoryReport mem = core::EstimateMemory(s.model, s.plan, s.gpu, {}, core::MemoryDetail::kTotalsOnly);
+    const core::MemoryReport mem =
+        core::EstimateMemory(s.model, s.plan, s.gpu, profile.memory, core::MemoryDetail::kTotalsOnly);
     ValidationRecord r;
     r.id = run.id;
     r.printed = run.printed;
@@ -164,7 +167,8 @@ ValidationSummary ValidateRuns(const std::vector<core::PublishedRun>& runs, cons
     r.published = run.published;
     r.predicted = e.tokens_per_s_per_gpu;
     r.error = (r.predicted - r.published) / r.published;
-    r.fits = mem.fits;
+    r.fits = mem.verdict != core::FitVerdict::kDoesNotFit;
+    r.tight = mem.verdict == core::FitVerdict::kTight;
     r.memory_gib = static_cast<double>(mem.per_gpu_bytes) / (1024.0 * 1024.0 * 1024.0);
     r.step_s = e.time_s;
     r.breakdown = e.breakdown;

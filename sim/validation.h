@@ -20,9 +20,12 @@ struct ValidationRecord {
   std::string printed, conversion, stack;
   double published = 0, predicted = 0;  // tokens/s per GPU
   double error = 0;                     // (predicted - published) / published: > 0 is too fast
-  bool fits = true;                     // the memory model says the plan fits the GPU
-  double memory_gib = 0;                // predicted peak of the worst stage
-  double step_s = 0;                    // predicted step time and where it goes (EstimateStep)
+  // The memory model's verdict (core::FitVerdict): `fits` is false only for kDoesNotFit, the run
+  // called out of memory; `tight` for a plan that fits only once the allocator frees its cache.
+  bool fits = true;
+  bool tight = false;
+  double memory_gib = 0;  // predicted on-GPU total of the worst stage
+  double step_s = 0;      // predicted step time and where it goes (EstimateStep)
   StepBreakdown breakdown;
   // (dimension, value): "dataset" its file (when known), "gpu" a100-80g, "model" dense|moe, "precision" fp16|bf16|fp8,
   // "sharding" ddp|zero-1|zero-2|zero-3, "scale" <=64|<=1024|>1024 GPUs, "stack" its name.
@@ -44,14 +47,16 @@ struct GroupSummary {
 };
 
 // A published outcome without a peak (core::PublishedMemory::Outcome: the source says the run
-// ran out of memory, or that it ran) against the memory model's fit verdict: the worst stage's
-// on-GPU total (CUDA context and NCCL buffers included) within the GPU's memory.
+// ran out of memory, or that it ran) against the memory model's fit verdict (core::FitVerdict): a
+// plan is called out of memory when some stage's least on-GPU bytes (peak allocated, CUDA context
+// and NCCL buffers) exceed the GPU's memory; a tight plan counts as predicted to run.
 struct VerdictRecord {
   std::string id, stack;
-  bool published_fits = false;  // the source's outcome
-  bool predicted_fits = false;  // the memory model's verdict
-  double predicted_gib = 0;     // the worst stage's total on the GPU
-  double capacity_gib = 0;      // the GPU's memory
+  bool published_fits = false;   // the source's outcome
+  bool predicted_fits = false;   // the memory model's verdict is not kDoesNotFit
+  bool predicted_tight = false;  // ... and is kTight
+  double predicted_gib = 0;      // the worst stage's total on the GPU
+  double capacity_gib = 0;       // the GPU's memory
   std::vector<std::pair<std::string, std::string>> groups;
   std::vector<std::string> assumptions;
   bool Right() const { return published_fits == predicted_fits; }

@@ -97,7 +97,7 @@ QString CompareModel::text(const Pin& pin, Row r) const {
   if (!e.valid) return r == kFits ? "invalid: " + e.errors.value(0) : QString("-");
   switch (r) {
     case kMemory: return QString("%1 of %2 GB").arg(Gb(e.memory.per_gpu_bytes), Gb(e.memory.capacity_bytes));
-    case kFits: return e.memory.fits ? "yes" : "NO";
+    case kFits: return e.memory.fits ? "yes" : e.memory.verdict == core::FitVerdict::kTight ? "tight" : "NO";
     case kStepTime: return Duration(e.step.time_s);
     case kTokensPerS: return Count(e.step.tokens_per_s);
     case kMfu: return Percent(e.step.mfu);

@@ -554,6 +554,48 @@ TEST(MemoryTest, OverheadsAreNamedAndCounted) {
   EXPECT_LT(PeakAllocatedBytes(st), PeakReservedBytes(st));
 }
 
+TEST(MemoryTest, FitVerdictIsTightWhereOnlyTheAllocatorsReserveIsOver) {
+  // Llama 3 8B on 8 H100s (80 GiB = 85,899,345,920 B), ZeRO-1, one sequence per microbatch.
+  // At 7,680 tokens the activations are 40,292,843,520 B, the assumed 5% fragmentation on them
+  // 2,014,642,176 B, and the rank holds 87,359,969,280 B with it: over the GPU. Without the
+  // allocator's reserve (no FSDP2 pools here) it holds 87,359,969,280 - 2,014,642,176 =
+  // 85,345,327,104 B: within it, so tight (the caching allocator frees its unsplit cached blocks
+  // and retries a failed cudaMalloc). 256 tokens more (7,936) and even that is over: out of memory.
+  Loaded l = Load("llama3-8b", "h100-sxm", "dgx-h100");
+  PlanSpec p = ZeroPlan(1, 8);
+  p.seq_len = 7680;
+  const MemoryReport r = EstimateMemory(l.model, p, l.gpu);
+  const StageMemory& st = r.stages[0];
+  EXPECT_EQ(st.activations_bytes, 40'292'843'520);
+  EXPECT_EQ(st.fragmentation_bytes, 2'014'642'176);
+  EXPECT_EQ(r.per_gpu_bytes, 87'359'969'280);
+  EXPECT_EQ(r.least_per_gpu_bytes, 85'345'327'104);
+  EXPECT_EQ(r.least_per_gpu_bytes, PeakAllocatedBytes(st) + st.cuda_context_bytes + st.nccl_bytes);
+  EXPECT_EQ(r.capacity_bytes, 85'899'345'920);
+  EXPECT_FALSE(r.fits);
+  EXPECT_EQ(r.verdict, FitVerdict::kTight);
+  EXPECT_STREQ(FitVerdictName(r.verdict), "tight");
+  // The search's path gives the same verdict from the worst stage alone.
+  EXPECT_EQ(EstimateMemory(l.model, p, l.gpu, {}, MemoryDetail::kTotalsOnly).verdict, FitVerdict::kTight);
+  p.seq_len = 7936;
+  const MemoryReport over = EstimateMemory(l.model, p, l.gpu);
+  EXPECT_GT(over.least_per_gpu_bytes, over.capacity_bytes);
+  EXPECT_EQ(over.verdict, FitVerdict::kDoesNotFit);
+  EXPECT_STREQ(FitVerdictName(over.verdict), "out_of_memory");
+  p.seq_len = 4096;
+  const MemoryReport fits = EstimateMemory(l.model, p, l.gpu);
+  EXPECT_TRUE(fits.fits);
+  EXPECT_EQ(fits.verdict, FitVerdict::kFits);
+  // A pipeline's stages: the least is the largest of any stage's, whichever stage is worst.
+  p.pp = 4;
+  p.dp = 2;
+  p.global_batch = 8;
+  const MemoryReport pp = EstimateMemory(l.model, p, l.gpu);
+  int64_t least = 0;
+  for (const StageMemory& s : pp.stages) least = std::max(least, LeastOnGpuBytes(s));
+  EXPECT_EQ(pp.least_per_gpu_bytes, least);
+}
+
 TEST(MemoryTest, Fsdp2KeepsNoLowPrecisionShardsAndItsGradientsInTheReduceScatterPool) {
   // Llama 3 8B (8,030,261,248 parameters) on 8 H100s, ZeRO-3 with fp32 gradients as torchtitan
   // runs FSDP2, one microbatch of 8,192 tokens per rank. The flat ZeRO-3 keeps a bf16 shard beside

@@ -978,7 +978,21 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // GB300 Llama 3 70B row prints TP 1, PP 1 and micro batch 2, no variant of its release's recipes
   // (its MXFP8 sibling's printed layout was a misprint too), and is called out of memory at 305 GB
   // of 288.
-  EXPECT_LE(v.all.out_of_memory, 7u);
+  // 0 since the fit verdict calls a plan out of memory only where a stage's peak allocated, CUDA
+  // context and NCCL buffers are over the GPU (2026-12-01, core::FitVerdict; the caching allocator
+  // frees its cached blocks and retries before it fails): the 8,192-GPU Llama 3 8K row, the one
+  // left, is tight, 83.5 GB of 85.9 without the 3.8 GB of assumed fragmentation (87.3 with it).
+  EXPECT_EQ(v.all.out_of_memory, 0u);
+  size_t tight = 0;
+  for (const auto& r : v.records) {
+    tight += r.tight ? 1 : 0;
+    if (r.id == "llama3-2024-t4-405b-8192gpu-seq8192") {
+      EXPECT_TRUE(r.fits);
+      EXPECT_TRUE(r.tight);
+      EXPECT_GT(r.memory_gib, 80.0);  // on the GPU with the reserve: over 80 GiB
+    }
+  }
+  EXPECT_EQ(tight, 1u);
   // The DeepSeek-V3 runs: the launch file's layout and MTP module (scripts/megatron_bridge_layouts.py),
   // and a run named without MTP trains none.
   for (const auto& run : all) {

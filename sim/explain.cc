@@ -649,6 +649,12 @@ ExplainStep MemoryFitStep(const core::Scenario& s, const PlanSpec& p, const core
     st.result = Fmt("%s of %s per GPU on the fullest stage: fits (%s headroom)",
                     Bytes(static_cast<double>(mem.per_gpu_bytes)).c_str(), Bytes(cap).c_str(),
                     Bytes(cap - static_cast<double>(mem.per_gpu_bytes)).c_str());
+  else if (mem.verdict == core::FitVerdict::kTight)
+    st.result =
+        Fmt("%s of %s per GPU: TIGHT, %s without the allocator's reserve (peak allocated, CUDA context, NCCL): it runs "
+            "only if the caching allocator frees its cached blocks and retries (docs/memory.md §4)",
+            Bytes(static_cast<double>(mem.per_gpu_bytes)).c_str(), Bytes(cap).c_str(),
+            Bytes(static_cast<double>(mem.least_per_gpu_bytes)).c_str());
   else
     st.result = Fmt("%s of %s per GPU: DOES NOT FIT (%.2f×)", Bytes(static_cast<double>(mem.per_gpu_bytes)).c_str(),
                     Bytes(cap).c_str(), static_cast<double>(mem.per_gpu_bytes) / cap);
@@ -683,6 +689,8 @@ ExplainStep MemoryFitStep(const core::Scenario& s, const PlanSpec& p, const core
   Set(&st, "per_gpu_bytes", static_cast<double>(mem.per_gpu_bytes), "B");
   Set(&st, "capacity_bytes", cap, "B");
   Set(&st, "fits", mem.fits ? 1 : 0);
+  Set(&st, "least_per_gpu_bytes", static_cast<double>(mem.least_per_gpu_bytes), "B");
+  Set(&st, "tight", mem.verdict == core::FitVerdict::kTight ? 1 : 0);
   return st;
 }
 

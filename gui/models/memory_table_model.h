@@ -47,6 +47,9 @@ class MemoryTableModel : public QAbstractTableModel {
   // The bytes of `column` for stage `row` (what kBytesRole returns).
   int64_t bytes(int row, Column column) const;
   int64_t capacityBytes() const;
+  // The fit verdict (core::FitVerdict) and the least any stage can hold (docs/memory.md §4).
+  core::FitVerdict verdict() const { return report_.verdict; }
+  int64_t leastBytes() const { return report_.least_per_gpu_bytes; }
   bool overCapacity(int row) const;
   static QString termName(Column c);             // "weights", "optimizer moments", ...
   QString termTooltip(int row, Column c) const;  // the term, its size and where it comes from

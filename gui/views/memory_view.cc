@@ -178,6 +178,11 @@ void MemoryView::Rebuild() {
                          .arg(Gb(worst_total), Gb(model_->capacityBytes()))
                          .arg(QString::number(100.0 * GbValue(worst_total) / cap, 'f', 0))
                          .arg(Gb(model_->capacityBytes() - worst_total)));
+  } else if (model_->verdict() == core::FitVerdict::kTight) {
+    chart_->setTitleBrush(QColor(190, 110, 0));
+    chart_->setTitle(QString("TIGHT: stage %1 needs %2 of %3 GB with the allocator's reserve, %4 GB without it")
+                         .arg(worst)
+                         .arg(Gb(worst_total), Gb(model_->capacityBytes()), Gb(model_->leastBytes())));
   } else {
     chart_->setTitleBrush(QColor(200, 0, 0));
     chart_->setTitle(QString("DOES NOT FIT: %1 of %2 stages over HBM; stage %3 needs %4 GB of %5 GB (%6x)")

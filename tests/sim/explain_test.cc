@@ -341,6 +341,9 @@ TEST(ExplainScenarioTest, SeventyBOnEightGpusFitsNowhere) {
   EXPECT_FALSE(e.fits);
   EXPECT_FALSE(e.recommended.has_value());
   EXPECT_EQ(Step(e, "memory_fit").Value("fits"), 0.0);
+  // Not tight either: even without the allocator's reserve the rules' plan is over the GPU.
+  EXPECT_EQ(Step(e, "memory_fit").Value("tight"), 0.0);
+  EXPECT_GT(Step(e, "memory_fit").Value("least_per_gpu_bytes"), Step(e, "memory_fit").Value("capacity_bytes"));
 }
 
 TEST(ExplainScenarioTest, SearchBestStandsAgainstTheRulesPlanHonestly) {

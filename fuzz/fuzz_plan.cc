@@ -31,6 +31,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (d.has_errors()) return 0;
   static const mc::Profile profile;
   const mc::MemoryReport mem = mc::EstimateMemory(s->model, s->plan, s->gpu, profile.memory);
+  // The fit verdict's invariants (core::FitVerdict): the least a stage can hold is within its
+  // total, the verdict follows the two totals, and the search's path (the worst stage alone) gives
+  // the same verdict and totals.
+  if (mem.least_per_gpu_bytes > mem.per_gpu_bytes) __builtin_trap();
+  if (mem.fits != (mem.verdict == mc::FitVerdict::kFits)) __builtin_trap();
+  if ((mem.verdict == mc::FitVerdict::kDoesNotFit) != (mem.least_per_gpu_bytes > mem.capacity_bytes)) __builtin_trap();
+  const mc::MemoryReport lean =
+      mc::EstimateMemory(s->model, s->plan, s->gpu, profile.memory, mc::MemoryDetail::kTotalsOnly);
+  if (lean.verdict != mem.verdict || lean.least_per_gpu_bytes != mem.least_per_gpu_bytes ||
+      lean.per_gpu_bytes != mem.per_gpu_bytes)
+    __builtin_trap();
   const meshplan::sim::StepEstimate step = meshplan::sim::EstimateStep(s->model, s->plan, s->gpu, s->cluster, profile);
   static const mc::FailureModel failures = *mc::LoadFailureModel("llama3-405b");
   meshplan::sim::ReliabilityOptions opt;

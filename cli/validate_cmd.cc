@@ -141,15 +141,21 @@ nlohmann::ordered_json GroupsJson(const sim::ValidationSummary& v) {
   return groups;
 }
 
-// The fit verdict's name (core::FitVerdictName) from a record's two flags.
-const char* FitName(bool fits, bool tight) {
-  return core::FitVerdictName(!fits   ? core::FitVerdict::kDoesNotFit
-                              : tight ? core::FitVerdict::kTight
-                                      : core::FitVerdict::kFits);
+// The fit verdict (core::FitVerdict) from a record's two flags (sim::ValidationRecord).
+core::FitVerdict VerdictOf(bool fits, bool tight) {
+  return tight ? core::FitVerdict::kTight : fits ? core::FitVerdict::kFits : core::FitVerdict::kDoesNotFit;
 }
+const char* FitName(bool fits, bool tight) { return core::FitVerdictName(VerdictOf(fits, tight)); }
 
 // What a record's line ends with: nothing when the plan fits, else the verdict.
-const char* FitMark(bool fits, bool tight) { return !fits ? "  does not fit" : tight ? "  tight" : ""; }
+const char* FitMark(bool fits, bool tight) {
+  switch (VerdictOf(fits, tight)) {
+    case core::FitVerdict::kFits: return "";
+    case core::FitVerdict::kTight: return "  tight";
+    case core::FitVerdict::kDoesNotFit: return "  does not fit";
+  }
+  return "";
+}
 
 // A record's common fields: `measured_key` names the source's value ("published" tokens/s, or the
 // "measured" memory) and `total_key` the predicted worst-stage memory.
@@ -194,7 +200,11 @@ int RunMemoryValidation(const std::vector<std::string>& files, const std::string
   std::vector<const core::PublishedMemory*> peaks, outcomes;
   for (const auto& r : records) (r.outcome == core::PublishedMemory::Outcome::kPeak ? peaks : outcomes).push_back(&r);
   auto outcome_name = [](bool fits) { return fits ? "fits" : "out_of_memory"; };
-  auto predicted_name = [](const sim::VerdictRecord& vr) { return FitName(vr.predicted_fits, vr.predicted_tight); };
+  auto predicted_name = [](const sim::VerdictRecord& vr) {
+    return core::FitVerdictName(!vr.predicted_fits   ? core::FitVerdict::kDoesNotFit
+                                : vr.predicted_tight ? core::FitVerdict::kTight
+                                                     : core::FitVerdict::kFits);
+  };
   if (format == "json") {
     nlohmann::ordered_json out = nlohmann::ordered_json::array();
     for (size_t i = 0; i < v.records.size(); ++i) {
@@ -386,9 +396,9 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
         const auto& r = v.records[i];
         std::printf("  %-46s %-20s %10.4g %10.4g %+7.1f%% %10.4g %+7.1f%%%s\n", r.id.c_str(), r.stack.c_str(),
                     r.published, r.predicted, 100 * r.error, v0.records[i].predicted, 100 * v0.records[i].error,
-                    !r.fits   ? "  (does not fit)"
-                    : r.tight ? "  (tight)"
-                              : "");
+                    r.tight  ? "  (tight)"
+                    : r.fits ? ""
+                             : "  (does not fit)");
       }
     } else {
       std::printf("# %-46s %-20s %10s %10s %8s %8s\n", "record", "stack", "published", "predicted", "error", "GiB");

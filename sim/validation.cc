@@ -44,7 +44,7 @@ ErrorSummary Summarize(const std::vector<const ValidationRecord*>& records) {
   for (const ValidationRecord* r : records) {
     abs_errors.push_back(std::fabs(r->error));
     errors.push_back(r->error);
-    if (!r->fits) ++s.out_of_memory;
+    if (r->OutOfMemory()) ++s.out_of_memory;
   }
   s.n = records.size();
   if (s.n == 0) return s;
@@ -134,7 +134,7 @@ ValidationSummary ValidateMemory(const std::vector<core::PublishedMemory>& recor
     r.published = rec.measured_gib;
     r.predicted = (rec.device ? static_cast<double>(st.total_bytes) : rec.reserved ? reserved : allocated) / kGiB;
     r.error = (r.predicted - r.published) / r.published;
-    r.fits = mem.verdict != core::FitVerdict::kDoesNotFit;
+    r.fits = mem.fits;
     r.tight = mem.verdict == core::FitVerdict::kTight;
     r.memory_gib = static_cast<double>(mem.per_gpu_bytes) / kGiB;
     if (!rec.dataset.empty()) r.groups.emplace_back("dataset", rec.dataset);
@@ -167,7 +167,7 @@ ValidationSummary ValidateRuns(const std::vector<core::PublishedRun>& runs, cons
     r.published = run.published;
     r.predicted = e.tokens_per_s_per_gpu;
     r.error = (r.predicted - r.published) / r.published;
-    r.fits = mem.verdict != core::FitVerdict::kDoesNotFit;
+    r.fits = mem.fits;
     r.tight = mem.verdict == core::FitVerdict::kTight;
     r.memory_gib = static_cast<double>(mem.per_gpu_bytes) / (1024.0 * 1024.0 * 1024.0);
     r.step_s = e.time_s;

@@ -20,10 +20,12 @@ struct ValidationRecord {
   std::string printed, conversion, stack;
   double published = 0, predicted = 0;  // tokens/s per GPU
   double error = 0;                     // (predicted - published) / published: > 0 is too fast
-  // The memory model's verdict (core::FitVerdict): `fits` is false only for kDoesNotFit, the run
-  // called out of memory; `tight` for a plan that fits only once the allocator frees its cache.
+  // The memory model's verdict (core::FitVerdict): `fits` as core::MemoryReport::fits (with the
+  // allocator's whole reserve), `tight` for a plan that fits only once the allocator frees its
+  // cache; neither is a run called out of memory.
   bool fits = true;
   bool tight = false;
+  bool OutOfMemory() const { return !fits && !tight; }
   double memory_gib = 0;  // predicted on-GPU total of the worst stage
   double step_s = 0;      // predicted step time and where it goes (EstimateStep)
   StepBreakdown breakdown;

@@ -43,6 +43,7 @@ struct SearchFlags {
   std::optional<int64_t> gpus, gbs, gbs_tokens, seq;
   int64_t top = 10;
   double max_memory_frac = 1.0;
+  bool allow_tight = false;  // --allow-tight: rank the plans over the budget only with the allocator's reserve
   double tokens = 0;
   int threads = 0;
   bool explain = false;
@@ -110,6 +111,7 @@ OJson PlanJson(const sim::RankedPlan& r, int64_t rank) {
   j["tokens_per_s"] = r.step.tokens_per_s;
   j["mfu"] = r.step.mfu;
   j["per_gpu_bytes"] = r.per_gpu_bytes;
+  j["tight"] = r.tight;
   j["days"] = r.train.days;
   j["cost_usd"] = r.train.cost_usd;
   j["memory"] = {{"stage", s.stage},
@@ -147,8 +149,8 @@ std::string PlanRow(const sim::RankedPlan& r) {
 
 std::string Metrics(const sim::RankedPlan& r) {
   char buf[160];
-  std::snprintf(buf, sizeof buf, "%8.3f %11.4g %5.3f %7s %7.2f %11.4g", r.step.time_s, r.step.tokens_per_s, r.step.mfu,
-                Gb(r.per_gpu_bytes).c_str(), r.train.days, r.train.cost_usd);
+  std::snprintf(buf, sizeof buf, "%8.3f %11.4g %5.3f %7s %7.2f %11.4g%s", r.step.time_s, r.step.tokens_per_s,
+                r.step.mfu, Gb(r.per_gpu_bytes).c_str(), r.train.days, r.train.cost_usd, r.tight ? "  tight" : "");
   return buf;
 }
 
@@ -171,6 +173,12 @@ void PrintTable(const core::Scenario& s, const sim::SearchOptions& o, const sim:
       static_cast<long long>(st.pruned_bound), static_cast<long long>(st.pruned_monotone),
       static_cast<long long>(st.invalid), static_cast<long long>(st.out_of_memory),
       static_cast<long long>(st.evaluated));
+  if (st.tight > 0)
+    std::printf(
+        "# %lld of the plans estimated are over the budget only with the allocator's reserve (tight, docs/memory.md "
+        "§4): %s\n",
+        static_cast<long long>(st.tight),
+        o.allow_tight ? "ranked (--allow-tight), marked 'tight'" : "--allow-tight ranks them");
   const double budget = std::floor(o.max_memory_frac * static_cast<double>(s.gpu.hbm_bytes));
   std::printf("# budget %.1f GB per GPU (%.2f x %.1f GB); run of %s tokens at $%.2f per GPU-hour\n", budget / 1e9,
               o.max_memory_frac, static_cast<double>(s.gpu.hbm_bytes) / 1e9,
@@ -241,6 +249,8 @@ std::string SearchJson(const core::Scenario& s, const sim::SearchOptions& o, con
   j["invalid"] = st.invalid;
   j["memory_estimates"] = st.memory_estimates;
   j["out_of_memory"] = st.out_of_memory;
+  j["tight"] = st.tight;
+  j["allow_tight"] = o.allow_tight;
   j["evaluated"] = st.evaluated;
   OJson plans = OJson::array();
   for (size_t i = 0; i < r.top.size(); ++i) plans.push_back(PlanJson(r.top[i], static_cast<int64_t>(i + 1)));
@@ -282,6 +292,7 @@ std::string SearchArgsJson(const SearchFlags& f) {
   j["objective"] = f.objective;
   j["top"] = f.top;
   j["max_memory_frac"] = f.max_memory_frac;
+  if (f.allow_tight) j["allow_tight"] = true;
   if (f.tokens > 0) j["tokens"] = f.tokens;
   j["profile"] = f.profile;
   list("tp", f.tp);
@@ -479,6 +490,7 @@ void RunSearch(const SearchFlags& f, int* exit_code) {
   if (!f.zero.empty()) o.zero = f.zero;
   o.top_k = f.top;
   o.max_memory_frac = f.max_memory_frac;
+  o.allow_tight = f.allow_tight;
   o.tokens = f.tokens;
   o.threads = f.threads;
   o.prune = !f.exhaustive;
@@ -547,6 +559,9 @@ void AddSearchCommand(CLI::App* app, int* exit_code) {
   cmd->add_option("--objective", f->objective, "throughput (tokens/s), time (days) or cost (dollars)");
   cmd->add_option("--top", f->top, "Plans to list (default 10)");
   cmd->add_option("--max-memory-frac", f->max_memory_frac, "Budget as a fraction of GPU memory (default 1.0)");
+  cmd->add_flag("--allow-tight", f->allow_tight,
+                "Also rank plans over the budget only with the allocator's reserve (tight: within it as peak allocated "
+                "+ CUDA context + NCCL; docs/memory.md §4), marked 'tight'");
   cmd->add_option("--format", f->format, "table|json");
   cmd->add_option("--output,-o", f->output, "Write the winner as a plan JSON file (for --plan)");
   cmd->add_flag("--explain-rejections", f->explain,

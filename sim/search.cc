@@ -411,7 +411,9 @@ class Searcher {
       core::EstimateMemory(m_, p, g_, prof_.memory, core::MemoryDetail::kTotalsOnly, &params_, &local->mem);
       core::MemoryReport& mem = local->mem;
       ++st.memory_estimates;
-      if (mem.per_gpu_bytes > budget_) {
+      const bool tight = mem.per_gpu_bytes > budget_ && mem.least_per_gpu_bytes <= budget_;
+      st.tight += tight ? 1 : 0;
+      if (mem.per_gpu_bytes > budget_ && !(tight && o_.allow_tight)) {
         ++st.out_of_memory;
         lighter_failed = true;
         if (!local->lightest || mem.per_gpu_bytes < local->lightest->per_gpu_bytes ||
@@ -438,6 +440,7 @@ class Searcher {
       rp.plan = p;
       rp.per_gpu_bytes = mem.per_gpu_bytes;
       rp.capacity_bytes = mem.capacity_bytes;
+      rp.tight = tight;
       rp.worst_stage = std::move(mem.stages.front());
       rp.step = std::move(step);
       rp.train = train;
@@ -472,6 +475,7 @@ void Merge(Local&& from, Local* into, size_t top_k) {
   a.invalid += b.invalid;
   a.memory_estimates += b.memory_estimates;
   a.out_of_memory += b.out_of_memory;
+  a.tight += b.tight;
   a.evaluated += b.evaluated;
   a.lists_costed += b.lists_costed;
   for (RankedPlan& r : from.heap) OfferTop(&into->heap, top_k, std::move(r));

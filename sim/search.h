@@ -33,6 +33,10 @@ struct SearchOptions {
   int64_t top_k = 10;
   // A plan fits when its worst stage's per-GPU bytes <= max_memory_frac x gpu.hbm_bytes.
   double max_memory_frac = 1.0;
+  // Also rank the tight plans: over the budget with the allocator's reserve (the assumed
+  // fragmentation, FSDP2's idle pools) but within it without (core::FitVerdict::kTight, their
+  // least_per_gpu_bytes), for runs that accept the caching allocator's frees and retries.
+  bool allow_tight = false;
   // Tokens of the training run behind `time` and `cost`; 0: 20 per parameter (Hoffmann 2022).
   double tokens = 0;
   // Worker threads; 0: std::thread::hardware_concurrency().
@@ -73,6 +77,7 @@ struct RankedPlan {
   core::StageMemory worst_stage;  // memory breakdown of the stage that sets per_gpu_bytes
   int64_t per_gpu_bytes = 0;
   int64_t capacity_bytes = 0;  // gpu.hbm_bytes
+  bool tight = false;          // over the budget but for the allocator's reserve (allow_tight)
   StepEstimate step;
   TrainEstimate train;
   double score = 0;  // the objective, lower is better: -tokens/s, days or dollars
@@ -85,6 +90,8 @@ struct SearchStats {
   int64_t invalid = 0;           // ValidatePlan reported an error
   int64_t memory_estimates = 0;  // EstimateMemory calls
   int64_t out_of_memory = 0;     // estimated and over the budget
+  int64_t tight = 0;             // estimated and over the budget only with the allocator's reserve
+                                 // (among out_of_memory, or with allow_tight among evaluated)
   int64_t evaluated = 0;         // fit, and costed with EstimateStep + EstimateTraining
   int64_t lists_costed = 0;      // of those, how many costed their op lists (the rest reused a
                                  // plan's with the same sharding: sim::StepCostCache)

@@ -154,6 +154,11 @@ run(tight_json 0 "\"verdict\": \"tight\",[ \n]*\"least_per_gpu_bytes\": 85345327
     report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 1 --seq 7680 --format json)
 run(tight_over 1 "DOES NOT FIT: stage 0"
     report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 1 --seq 7936)
+# The search counts that plan as tight and, with --allow-tight, ranks it, marked.
+run(search_tight_counted 1 "1 of the plans estimated are over the budget only with the allocator's reserve.*--allow-tight ranks them"
+    search --model llama3-8b --cluster dgx-h100 --gpus 8 --seq 7680 --gbs 8 --tp 1 --pp 1 --cp 1 --mbs 1 --zero 1 --recompute none)
+run(search_tight_ranked 0 "ranked \\(--allow-tight\\), marked 'tight'.*\n    1   1   1     8 .* tight\n"
+    search --model llama3-8b --cluster dgx-h100 --gpus 8 --seq 7680 --gbs 8 --tp 1 --pp 1 --cp 1 --mbs 1 --zero 1 --recompute none --allow-tight)
 
 # presets lists what is built in.
 run(presets 0 "llama3-70b.*h100-sxm.*dgx-h100" presets)

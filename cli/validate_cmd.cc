@@ -199,12 +199,10 @@ int RunMemoryValidation(const std::vector<std::string>& files, const std::string
   // v.verdicts (sim::ValidateMemory keeps both in input order).
   std::vector<const core::PublishedMemory*> peaks, outcomes;
   for (const auto& r : records) (r.outcome == core::PublishedMemory::Outcome::kPeak ? peaks : outcomes).push_back(&r);
-  auto outcome_name = [](bool fits) { return fits ? "fits" : "out_of_memory"; };
-  auto predicted_name = [](const sim::VerdictRecord& vr) {
-    return core::FitVerdictName(!vr.predicted_fits   ? core::FitVerdict::kDoesNotFit
-                                : vr.predicted_tight ? core::FitVerdict::kTight
-                                                     : core::FitVerdict::kFits);
+  auto outcome_name = [](bool fits) {
+    return core::FitVerdictName(fits ? core::FitVerdict::kFits : core::FitVerdict::kDoesNotFit);
   };
+  auto predicted_name = [](const sim::VerdictRecord& vr) { return core::FitVerdictName(vr.predicted_verdict); };
   if (format == "json") {
     nlohmann::ordered_json out = nlohmann::ordered_json::array();
     for (size_t i = 0; i < v.records.size(); ++i) {

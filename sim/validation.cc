@@ -103,8 +103,8 @@ ValidationSummary ValidateMemory(const std::vector<core::PublishedMemory>& recor
       v.id = rec.id;
       v.stack = rec.stack;
       v.published_fits = rec.outcome == core::PublishedMemory::Outcome::kFits;
+      v.predicted_verdict = mem.verdict;
       v.predicted_fits = mem.verdict != core::FitVerdict::kDoesNotFit;
-      v.predicted_tight = mem.verdict == core::FitVerdict::kTight;
       v.predicted_gib = static_cast<double>(mem.per_gpu_bytes) / kGiB;
       v.capacity_gib = static_cast<double>(mem.capacity_bytes) / kGiB;
       if (!rec.dataset.empty()) v.groups.emplace_back("dataset", rec.dataset);

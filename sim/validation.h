@@ -54,11 +54,11 @@ struct GroupSummary {
 // and NCCL buffers) exceed the GPU's memory; a tight plan counts as predicted to run.
 struct VerdictRecord {
   std::string id, stack;
-  bool published_fits = false;   // the source's outcome
-  bool predicted_fits = false;   // the memory model's verdict is not kDoesNotFit
-  bool predicted_tight = false;  // ... and is kTight
-  double predicted_gib = 0;      // the worst stage's total on the GPU
-  double capacity_gib = 0;       // the GPU's memory
+  bool published_fits = false;                                         // the source's outcome
+  core::FitVerdict predicted_verdict = core::FitVerdict::kDoesNotFit;  // the memory model's
+  bool predicted_fits = false;  // predicted_verdict is not kDoesNotFit: predicted to run
+  double predicted_gib = 0;     // the worst stage's total on the GPU
+  double capacity_gib = 0;      // the GPU's memory
   std::vector<std::pair<std::string, std::string>> groups;
   std::vector<std::string> assumptions;
   bool Right() const { return published_fits == predicted_fits; }

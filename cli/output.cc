@@ -2,7 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <sstream>
 
 #include "core/memory.h"
@@ -177,6 +179,76 @@ std::string SpeedTable(const core::Scenario& s, const SpeedReport& sp) {
       std::snprintf(line, sizeof line, "days %.1f, cost $%.3g (closed form)\n", r.mc.days.p50, r.mc.cost_usd.p50);
       o << line << "#   (" << r.mc.skipped << ")\n";
     }
+  }
+  o << "#\n";
+  return o.str();
+}
+
+// How close such predictions came: the shipped accuracy tables' rows for the plan's groups, step
+// time beside memory (docs/validation.md, How close).
+std::string AccuracyText(const SpeedReport& sp) {
+  if (!sp.step_accuracy && !sp.memory_accuracy) return "";
+  using Key = std::pair<std::string, std::string>;
+  // A group's cells: runs, |error| median and p90, signed median; blank where the table has no
+  // such dimension (scale is the step table's, parallelism the memory table's), "-" where it has
+  // no run of that group.
+  auto cells = [](const sim::AccuracyGroup* g) {
+    char c[64];
+    if (!g) std::snprintf(c, sizeof c, "%29s", "");
+    else if (g->n == 0) std::snprintf(c, sizeof c, "%5d %7s %7s %7s", 0, "-", "-", "-");
+    else
+      std::snprintf(c, sizeof c, "%5zu %6.1f%% %6.1f%% %+6.1f%%", g->n, 100 * g->median_abs_error,
+                    100 * g->p90_abs_error, 100 * g->median_error);
+    return std::string(c);
+  };
+  auto find = [](const std::optional<SpeedReport::Accuracy>& acc, const Key& k) -> const sim::AccuracyGroup* {
+    if (!acc) return nullptr;
+    if (k.first == "all") return &acc->table.all;
+    for (const auto& g : acc->groups)
+      if (g.dimension == k.first && g.value == k.second) return &g;
+    return nullptr;
+  };
+  // The rows: every group of either table, the step table's order first.
+  std::vector<Key> keys{{"all", "all"}};
+  for (const auto* acc : {&sp.step_accuracy, &sp.memory_accuracy})
+    if (*acc)
+      for (const auto& g : (*acc)->groups)
+        if (std::find(keys.begin(), keys.end(), Key{g.dimension, g.value}) == keys.end())
+          keys.emplace_back(g.dimension, g.value);
+  std::ostringstream o;
+  char line[320];
+  std::snprintf(line, sizeof line,
+                "# How close: the error on published runs in this plan's groups (meshplan validate, default profile: "
+                "%zu step times, %zu memory peaks; docs/validation.md)\n",
+                sp.step_accuracy ? sp.step_accuracy->table.all.n : 0,
+                sp.memory_accuracy ? sp.memory_accuracy->table.all.n : 0);
+  o << line;
+  std::snprintf(line, sizeof line, "#   %-28s %-29s | %s\n", "", "step time (tokens/s per GPU)",
+                "memory peak (per GPU)");
+  o << line;
+  std::snprintf(line, sizeof line, "#   %-28s %5s %7s %7s %7s | %5s %7s %7s %7s\n", "group", "runs", "median", "p90",
+                "signed", "runs", "median", "p90", "signed");
+  o << line;
+  for (const auto& k : keys) {
+    const std::string label = k.first == "all" ? "all" : k.first + " " + k.second;
+    std::string row = "#   " + label + std::string(label.size() < 28 ? 28 - label.size() : 0, ' ') + " " +
+                      cells(find(sp.step_accuracy, k)) + " | " + cells(find(sp.memory_accuracy, k));
+    row.erase(row.find_last_not_of(' ') + 1);  // a blank memory cell leaves no trailing spaces
+    o << row << "\n";
+  }
+  o << "#   (|error| median and p90 over the group's published runs; signed median: step time > 0 predicted too "
+       "fast, memory > 0 predicted too large)\n";
+  // A prediction is as uncertain as the least accurate group it falls in.
+  for (const auto* acc : {&sp.step_accuracy, &sp.memory_accuracy}) {
+    if (!*acc) continue;
+    const sim::AccuracyGroup* w = sim::LeastAccurate((*acc)->groups);
+    if (!w) continue;
+    std::snprintf(line, sizeof line,
+                  "#   %s: as uncertain as its least accurate group, %s %s: median %.1f%%, p90 %.1f%% (%zu runs, "
+                  "signed %+.1f%%)\n",
+                  acc == &sp.step_accuracy ? "step time" : "memory", w->dimension.c_str(), w->value.c_str(),
+                  100 * w->median_abs_error, 100 * w->p90_abs_error, w->n, 100 * w->median_error);
+    o << line;
   }
   o << "#\n";
   return o.str();
@@ -411,6 +483,7 @@ std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r, co
   row("= on the GPU", w.total_bytes, "nvidia-smi: reserved + CUDA context + NCCL; the fit verdict's number");
   o << "#\n";
   if (speed) o << SpeedTable(s, *speed);
+  if (speed) o << AccuracyText(*speed);
   if (speed && !speed->ops.empty()) o << OpsTable(s, *speed);
   const double cap = static_cast<double>(r.capacity_bytes);
   const double used = static_cast<double>(r.per_gpu_bytes);
@@ -608,6 +681,27 @@ std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r, con
       j["train"]["days_p90"] = rel.mc.days.p90;
       j["train"]["cost_usd_p50"] = rel.mc.cost_usd.p50;
     }
+  }
+  if (speed && (speed->step_accuracy || speed->memory_accuracy)) {
+    auto group = [](const sim::AccuracyGroup& g) {
+      return OJson{{"dimension", g.dimension},
+                   {"value", g.value},
+                   {"n", g.n},
+                   {"median_abs_error", g.median_abs_error},
+                   {"p90_abs_error", g.p90_abs_error},
+                   {"median_error", g.median_error}};
+    };
+    auto table = [&](const SpeedReport::Accuracy& a) {
+      OJson groups = OJson::array();
+      for (const auto& g : a.groups) groups.push_back(group(g));
+      return OJson{
+          {"metric", a.table.metric}, {"made_by", a.table.made_by}, {"all", group(a.table.all)}, {"groups", groups}};
+    };
+    OJson acc;
+    acc["profile"] = "default";
+    if (speed->step_accuracy) acc["step"] = table(*speed->step_accuracy);
+    if (speed->memory_accuracy) acc["memory"] = table(*speed->memory_accuracy);
+    j["accuracy"] = acc;
   }
   j["defaults"] = notes;
   j["warnings"] = warnings;

@@ -10,6 +10,7 @@
 #include "core/presets.h"
 #include <optional>
 
+#include "sim/accuracy.h"
 #include "sim/fit_advice.h"
 #include "sim/run_sim.h"
 #include "sim/step_model.h"
@@ -36,6 +37,14 @@ struct SpeedReport {
   // `report --ops`: every op of the step graph as the step model costs it (sim::CostStepGraph),
   // printed after the step time; empty otherwise.
   std::vector<sim::CostedOpList> ops;
+  // How close such predictions came on published runs (sim/accuracy.h): the shipped tables' rows
+  // for the plan's groups, step time and memory; absent with a calibrated profile (the tables are
+  // the default profile's).
+  struct Accuracy {
+    sim::AccuracyTable table;                // the whole table (its `all` row, made_by, datasets)
+    std::vector<sim::AccuracyGroup> groups;  // the plan's groups, in sim::StepGroupsOf / MemoryGroupsOf order
+  };
+  std::optional<Accuracy> step_accuracy, memory_accuracy;
 };
 
 // The settings that make a plan fit, as table lines (after the DOES NOT FIT verdict).

@@ -17,6 +17,7 @@
 #include "core/presets.h"
 #include "core/profile.h"
 #include "core/spec_json.h"
+#include "sim/accuracy.h"
 #include "sim/evaluate.h"
 #include "sim/step_model.h"
 
@@ -109,6 +110,22 @@ void AddReportCommand(CLI::App* app, int* exit_code) {
                       " (20 per parameter, Chinchilla; --tokens to change)");
     speed.train = ev.train;
     if (*ops) speed.ops = sim::CostStepGraph(s.model, s.plan, s.gpu, s.cluster, *profile);
+    // How close such predictions came on published runs: the shipped tables are the default
+    // profile's (a calibrated profile has its own errors: meshplan validate --profile).
+    if (profile->name == "default") {
+      const std::string stack = flags->stack.value_or("");
+      const bool moe = s.model.moe.has_value();
+      auto attach = [&](const char* name, const sim::Groups& groups, std::optional<SpeedReport::Accuracy>* out) {
+        auto t = sim::LoadAccuracyTable(name);
+        if (!t.ok()) {
+          warnings.push_back(std::string("warning: accuracy: ") + t.status().message());
+          return;
+        }
+        *out = SpeedReport::Accuracy{*t, sim::MatchAccuracy(*t, groups)};
+      };
+      attach("step", sim::StepGroupsOf(s.gpu.name, moe, s.plan, stack), &speed.step_accuracy);
+      attach("memory", sim::MemoryGroupsOf(s.gpu.name, moe, s.plan, stack), &speed.memory_accuracy);
+    }
     if (ev.reliability->ok()) {
       speed.reliability = std::move(ev.reliability->value());
       speed.failure_model = *failure_ref;

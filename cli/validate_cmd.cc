@@ -15,6 +15,7 @@
 #include "core/profile.h"
 #include "core/published.h"
 #include "core/spec_json.h"
+#include "sim/accuracy.h"
 #include "sim/validation.h"
 
 namespace meshplan::cli {
@@ -186,15 +187,37 @@ void PrintGroups(const sim::ValidationSummary& v, const char* sign_meaning) {
               100 * v.all.max_abs_error, 100 * v.all.median_error, sign_meaning);
 }
 
+// --accuracy-out FILE: the summary's groups as an accuracy table (sim::AccuracyTable: what
+// `report` shows of a plan's groups), written through a temporary file. Returns the exit code of
+// a failure (said on stderr), 0 on success.
+struct AccuracyOut {
+  std::string path;     // empty: not asked
+  std::string made_by;  // the command, as typed
+};
+int WriteAccuracy(const AccuracyOut& out, const sim::ValidationSummary& v, const char* metric,
+                  const std::string& profile, const std::vector<std::string>& files) {
+  if (out.path.empty()) return 0;
+  std::vector<std::string> names;
+  for (const auto& f : files) names.push_back(std::filesystem::path(f).filename().string());
+  const sim::AccuracyTable t = sim::AccuracyTableOf(v, metric, out.made_by, profile, names);
+  if (core::Status st = core::WriteTextFileAtomically(out.path, sim::AccuracyTableToJson(t)); !st.ok()) {
+    std::cerr << "error: --accuracy-out: " << st.message() << "\n";
+    return 2;
+  }
+  std::cerr << "wrote " << out.path << " (" << t.all.n << " runs, " << t.groups.size() << " groups)\n";
+  return 0;
+}
+
 // validate --memory: measured per-GPU peaks against the memory model (sim::ValidateMemory); the
 // profile's memory overheads (CUDA context, workspaces, NCCL buffers, fragmentation) are used.
 int RunMemoryValidation(const std::vector<std::string>& files, const std::string& format, const core::Profile& profile,
-                        const std::string& record, const std::string& plan_out) {
+                        const std::string& record, const std::string& plan_out, const AccuracyOut& accuracy_out) {
   std::vector<core::PublishedMemory> records;
   std::vector<std::string> skipped;
   if (int rc = LoadDatasets(files, core::LoadPublishedMemory, &records, &skipped); rc != 0) return rc;
   if (int rc = SelectRecord(record, plan_out, skipped, &records); rc != 0) return rc;
   const sim::ValidationSummary v = sim::ValidateMemory(records, profile.memory);
+  if (int rc = WriteAccuracy(accuracy_out, v, "memory_gib", profile.name, files); rc != 0) return rc;
   // The records with a peak, in v.records' order; those with only a published outcome are in
   // v.verdicts (sim::ValidateMemory keeps both in input order).
   std::vector<const core::PublishedMemory*> peaks, outcomes;
@@ -309,6 +332,11 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
   cmd->add_option("--plan-out", *plan_out,
                   "With --record: write the record's scenario as a plan file (meshplan report --plan FILE --ops "
                   "shows where its predicted time goes)");
+  auto accuracy_out = std::make_shared<std::string>();
+  cmd->add_option("--accuracy-out", *accuracy_out,
+                  "Write the groups' errors as an accuracy table (what `report` shows of a plan's groups: "
+                  "presets/accuracy/step.json from the throughput corpus, memory.json with --memory; "
+                  "docs/validation.md)");
   AddDbFlag(cmd, db.get());
   cmd->callback([=] {
     if (*format != "table" && *format != "json") {
@@ -328,6 +356,24 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
       *exit_code = 2;
       return;
     }
+    AccuracyOut acc;
+    if (!accuracy_out->empty()) {
+      if (*profile_ref != "default") {
+        std::cerr << "error: --accuracy-out: the accuracy table is the default profile's (report shows it for that "
+                     "profile); drop --profile\n";
+        *exit_code = 2;
+        return;
+      }
+      if (!record->empty()) {
+        std::cerr << "error: --accuracy-out: a table of every record; drop --record\n";
+        *exit_code = 2;
+        return;
+      }
+      acc.path = *accuracy_out;
+      acc.made_by = std::string("meshplan validate") + (*memory ? " --memory" : "");
+      for (const auto& ref : *datasets) acc.made_by += " --dataset " + ref;
+      acc.made_by += " --accuracy-out " + *accuracy_out;
+    }
     std::vector<std::string> files;
     for (const auto& ref : *datasets) {
       auto found = DatasetFiles(ref);
@@ -339,7 +385,7 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
       files.insert(files.end(), found->begin(), found->end());
     }
     if (*memory) {
-      *exit_code = RunMemoryValidation(files, *format, *profile, *record, *plan_out);
+      *exit_code = RunMemoryValidation(files, *format, *profile, *record, *plan_out, acc);
       return;
     }
     std::vector<core::PublishedRun> runs;
@@ -353,6 +399,10 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
       return;
     }
     const sim::ValidationSummary v = sim::ValidateRuns(runs, *profile);
+    if (int rc = WriteAccuracy(acc, v, "tokens_per_s_per_gpu", profile->name, files); rc != 0) {
+      *exit_code = rc;
+      return;
+    }
     // With a calibrated profile, the built-in defaults too: the error with and without it.
     const bool both = *profile_ref != "default";
     const sim::ValidationSummary v0 = both ? sim::ValidateRuns(runs, core::Profile{}) : v;

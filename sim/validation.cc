@@ -6,6 +6,7 @@
 #include <map>
 
 #include "core/memory.h"
+#include "sim/accuracy.h"
 #include "sim/step_model.h"
 
 namespace meshplan::sim {
@@ -20,19 +21,14 @@ double Quantile(const std::vector<double>& sorted, double q) {
   return sorted[lo] + (pos - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
 }
 
-std::vector<std::pair<std::string, std::string>> GroupsOf(const core::PublishedRun& run) {
-  const core::PlanSpec& p = run.scenario.plan;
-  const char* scale = p.gpus <= 64 ? "<=64" : p.gpus <= 1024 ? "<=1024" : ">1024";
-  std::vector<std::pair<std::string, std::string>> groups;
+// The step-time groups of a published run (StepGroupsOf: what a plan's report matches), after its
+// file's; the stack always, even unnamed.
+Groups GroupsOf(const core::PublishedRun& run) {
+  Groups groups;
   if (!run.dataset.empty()) groups.emplace_back("dataset", run.dataset);
-  for (auto& g : std::vector<std::pair<std::string, std::string>>{
-           {"gpu", run.scenario.gpu.name},
-           {"model", run.scenario.model.moe ? "moe" : "dense"},
-           {"precision", core::Name(p.precision)},
-           {"sharding", p.zero == 0 ? "ddp" : "zero-" + std::to_string(p.zero)},
-           {"scale", scale},
-           {"stack", run.stack}})
+  for (auto& g : StepGroupsOf(run.scenario.gpu.name, run.scenario.model.moe.has_value(), run.scenario.plan, ""))
     groups.push_back(std::move(g));
+  groups.emplace_back("stack", run.stack);
   return groups;
 }
 
@@ -94,10 +90,7 @@ ValidationSummary ValidateMemory(const std::vector<core::PublishedMemory>& recor
     const auto& s = rec.scenario;
     const core::PlanSpec& p = s.plan;
     const core::MemoryReport mem = core::EstimateMemory(s.model, p, s.gpu, o, core::MemoryDetail::kFull);
-    std::string par;
-    for (auto [n, name] : {std::pair{p.tp, "tp"}, std::pair{p.pp, "pp"}, std::pair{p.cp, "cp"}, std::pair{p.ep, "ep"}})
-      if (n > 1) par += (par.empty() ? "" : "+") + std::string(name);
-    if (par.empty()) par = "dp only";
+    const std::string par = ParallelismOf(p);
     if (rec.outcome != core::PublishedMemory::Outcome::kPeak) {
       VerdictRecord v;
       v.id = rec.id;
@@ -138,11 +131,7 @@ ValidationSummary ValidateMemory(const std::vector<core::PublishedMemory>& recor
     r.tight = mem.verdict == core::FitVerdict::kTight;
     r.memory_gib = static_cast<double>(mem.per_gpu_bytes) / kGiB;
     if (!rec.dataset.empty()) r.groups.emplace_back("dataset", rec.dataset);
-    r.groups.emplace_back("gpu", s.gpu.name);
-    r.groups.emplace_back("model", s.model.moe ? "moe" : "dense");
-    r.groups.emplace_back("precision", core::Name(p.precision));
-    r.groups.emplace_back("sharding", p.zero == 0 ? "ddp" : "zero-" + std::to_string(p.zero));
-    r.groups.emplace_back("parallelism", par);
+    for (auto& g : MemoryGroupsOf(s.gpu.name, s.model.moe.has_value(), p, "")) r.groups.push_back(std::move(g));
     r.groups.emplace_back("measured", rec.device ? "device" : rec.reserved ? "reserved" : "allocated");
     r.groups.emplace_back("stack", rec.stack);
     r.assumptions = rec.assumptions;

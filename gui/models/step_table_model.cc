@@ -14,7 +14,49 @@ void StepTableModel::Reset() {
   beginResetModel();
   valid_ = scenario_->evaluation().valid;
   step_ = valid_ ? scenario_->evaluation().step : sim::StepEstimate{};
+  accuracy_.clear();
+  accuracy_runs_ = 0;
+  if (valid_ && scenario_->profile().name != "default") {
+    accuracy_source_ =
+        "the accuracy table is the default profile's; meshplan validate --profile NAME measures "
+        "this profile's own";
+  } else if (valid_) {
+    // The shipped table, parsed once (it is built into the program).
+    static const core::Result<sim::AccuracyTable> table = sim::LoadAccuracyTable("step");
+    if (table.ok()) {
+      const core::Scenario& s = scenario_->scenario();
+      accuracy_ = sim::MatchAccuracy(*table, sim::StepGroupsOf(s.gpu.name, s.model.moe.has_value(), s.plan, ""));
+      accuracy_runs_ = table->all.n;
+      accuracy_source_ = QString::fromStdString(table->made_by);
+    } else {
+      accuracy_source_ = QString::fromStdString(table.status().message());
+    }
+  }
   endResetModel();
+}
+
+QString StepTableModel::accuracyText() const {
+  const sim::AccuracyGroup* w = sim::LeastAccurate(accuracy_);
+  if (!w) return "-";
+  // Two short lines (the metric's box is narrow); the p90 and every group are in accuracyHelp().
+  return QString("%1 median\n%2 %3")
+      .arg(Percent(w->median_abs_error), QString::fromStdString(w->dimension), QString::fromStdString(w->value));
+}
+
+QString StepTableModel::accuracyHelp() const {
+  QString t = QString(
+                  "How far off the step time came on published runs in this plan's groups (|error| median, p90; "
+                  "signed > 0: predicted too fast), of %1 runs:")
+                  .arg(accuracy_runs_);
+  for (const auto& g : accuracy_) {
+    t += QString("\n%1 %2: ").arg(QString::fromStdString(g.dimension), QString::fromStdString(g.value));
+    t += g.n == 0 ? QString("no published run")
+                  : QString("%1 runs, %2, %3, signed %4")
+                        .arg(g.n)
+                        .arg(Percent(g.median_abs_error), Percent(g.p90_abs_error))
+                        .arg(QString::asprintf("%+.1f%%", 100 * g.median_error));
+  }
+  return t + "\n(" + accuracy_source_ + "; docs/validation.md, How close)";
 }
 
 int StepTableModel::rowCount(const QModelIndex& parent) const { return parent.isValid() || !valid_ ? 0 : kRowCount; }

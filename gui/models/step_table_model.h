@@ -9,7 +9,10 @@
 
 #include <QAbstractTableModel>
 
+#include <vector>
+
 #include "gui/models/scenario_model.h"
+#include "sim/accuracy.h"
 
 namespace meshplan::gui {
 
@@ -46,11 +49,23 @@ class StepTableModel : public QAbstractTableModel {
   static QString termName(Row r);
   static QString termHelp(Row r);
 
+  // How close the step time came on published runs in the plan's groups (sim/accuracy.h: the
+  // rows `meshplan report` prints under "How close"; no stack row, the GUI names none). Empty for
+  // an invalid plan or a calibrated profile (the shipped table is the default profile's).
+  const std::vector<sim::AccuracyGroup>& accuracy() const { return accuracy_; }
+  // The accuracy text for the step view: the least accurate group's median |error| and its name,
+  // and a tooltip with every group's runs, median, p90 and signed median and where they come from.
+  QString accuracyText() const;
+  QString accuracyHelp() const;
+
  private:
   void Reset();
   ScenarioModel* scenario_;
   bool valid_ = false;
   sim::StepEstimate step_;
+  std::vector<sim::AccuracyGroup> accuracy_;
+  size_t accuracy_runs_ = 0;  // the table's runs
+  QString accuracy_source_;   // the command that made the table, or why there is none
 };
 
 }  // namespace meshplan::gui

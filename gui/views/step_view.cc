@@ -27,6 +27,7 @@ StepView::StepView(ScenarioModel* scenario, StepTableModel* model, OpsTableModel
   metrics->addWidget(MakeMetric("MFU (causal count)", &mfu_, body));
   metrics->addWidget(MakeMetric("HFU (with recompute)", &hfu_, body));
   metrics->addWidget(MakeMetric("pipeline bubble", &bubble_, body));
+  metrics->addWidget(MakeMetric("how close (published runs)", &accuracy_, body));
   layout->addLayout(metrics);
   chart_ = new QChart();
   chart_view_ = MakeChartView(chart_, /*legend=*/false);
@@ -80,6 +81,9 @@ void StepView::Rebuild() {
   mfu_->setText(QString("%1 (%2)").arg(Percent(s.mfu), Percent(s.mfu_causal)));
   hfu_->setText(Percent(s.hfu));
   bubble_->setText(Percent(s.bubble_fraction));
+  // How far off such predictions came on published runs (docs/validation.md, How close).
+  accuracy_->setText(model_->accuracyText());
+  accuracy_->setToolTip(model_->accuracyHelp());
 
   // Rows bottom-up in a horizontal bar chart: list them in reverse so compute is on top.
   auto* set = new QBarSet("seconds");

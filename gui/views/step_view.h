@@ -30,7 +30,7 @@ class StepView : public View {
   QChart* chart_;
   QChartView* chart_view_;
   QTableView* table_;
-  QLabel *step_time_, *tokens_, *tflops_, *mfu_, *hfu_, *bubble_;
+  QLabel *step_time_, *tokens_, *tflops_, *mfu_, *hfu_, *bubble_, *accuracy_;
 };
 
 }  // namespace meshplan::gui

@@ -28,6 +28,16 @@ function(run name code regex)
   message(STATUS "ok ${name}")
 endfunction()
 
+# run_without(<name> <expected exit code> <regex the output must not match> args...)
+function(run_without name code regex)
+  execute_process(COMMAND ${MESHPLAN} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL code OR "${out}${err}" MATCHES "${regex}")
+    message(SEND_ERROR "${name}: exit ${rc} (expected ${code}); output must not match '${regex}'\nstdout:\n${out}\nstderr:\n${err}")
+    return()
+  endif()
+  message(STATUS "ok ${name}")
+endfunction()
+
 # run_stderr(<name> <expected exit code> <regex stderr alone must match> args...)
 function(run_stderr name code regex)
   execute_process(COMMAND ${MESHPLAN} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -217,6 +227,30 @@ run(validate_two_datasets 0 "68 records from 2 file.*all +68 .*sharding zero-3 +
     validate --dataset ${DATA}/validation/published.json --dataset ${DATA}/validation/published_beyond_tuning.json)
 run(validate_directory 0 "narayanan2021-t2-zero3-174.6B-384gpu +deepspeed-zero3-2021 +100.4 .*dataset published_beyond_tuning.json +49 "
     validate --dataset ${DATA}/validation)
+# How close: report shows the shipped accuracy tables' rows of the plan's groups (presets/accuracy,
+# made by validate --accuracy-out on tests/data; docs/validation.md), step time beside memory, for
+# the default profile only; a group with no memory dimension (scale) or no step dimension
+# (parallelism) leaves that side blank.
+run(report_accuracy 0 "# How close: the error on published runs in this plan's groups \\(meshplan validate, default profile: [0-9]+ step times, [0-9]+ memory peaks.*\n#   all +[0-9]+ +[0-9.]+% +[0-9.]+% +[+-][0-9.]+% \\| +[0-9]+ .*\n#   model moe +[0-9]+ .*\n#   scale <=64 +[0-9]+ +[0-9.]+% +[0-9.]+% +[+-][0-9.]+% \\|\n#   stack megatron-core-2024 +[0-9]+ .*\n#   parallelism tp\\+pp\\+ep +\\| +[0-9]+ "
+    report --model mixtral-8x7b --gpu h100-sxm --gpus 64 --tp 2 --ep 8 --pp 2 --zero 1 --stack megatron-core-2024 --recompute full)
+run(report_accuracy_json 0 "\"accuracy\": \\{[ \n]*\"profile\": \"default\",[ \n]*\"step\": \\{[ \n]*\"metric\": \"tokens_per_s_per_gpu\",[ \n]*\"made_by\": \"meshplan validate --dataset tests/data/validation --accuracy-out presets/accuracy/step.json\""
+    report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 3 --format json)
+run_without(report_accuracy_profile 0 "How close|\"accuracy\""
+    report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 3 --profile a100-megatron-2022)
+# validate --accuracy-out writes the table (the command that made it inside); only for the
+# default profile and every record.
+file(REMOVE ${WORK}/acc.json)
+run_stderr(validate_accuracy_out 0 "wrote .*acc.json \\(19 runs, [0-9]+ groups\\)"
+    validate --dataset ${DATA}/validation/published.json --accuracy-out ${WORK}/acc.json)
+file(READ ${WORK}/acc.json acc_text)
+if(NOT acc_text MATCHES "\"metric\": \"tokens_per_s_per_gpu\",[ \n]*\"made_by\": \"meshplan validate --dataset [^\"]*published.json --accuracy-out [^\"]*acc.json\".*\"all\": \\{[ \n]*\"n\": 19,")
+  message(SEND_ERROR "validate_accuracy_out: the table does not say what made it:\n${acc_text}")
+endif()
+run(validate_accuracy_profile 2 "--accuracy-out: the accuracy table is the default profile's"
+    validate --dataset ${DATA}/validation/published.json --profile a100-megatron-2022 --accuracy-out ${WORK}/x.json)
+run(validate_accuracy_record 2 "--accuracy-out: a table of every record; drop --record"
+    validate --dataset ${DATA}/validation/published.json --record korthikanti2022-530B-dp8-2240gpu --accuracy-out ${WORK}/x.json)
+
 # A software stack's defaults for a plan: Narayanan Table 2's PTD-P run at 384 GPUs (the
 # validate row narayanan2021-t2-ptd-174.6B-384gpu predicts the same 104 tokens/s per GPU).
 run(stack_flag 0 "zero 0 \\| sp off \\| recompute full .*fp16.*default: stack megatron-lm-2021: fp16, naive attention.*\\(104 per GPU\\)"

@@ -139,6 +139,45 @@ TEST(GuiModelsTest, StepTableModel) {
   EXPECT_EQ(m.rowCount(), StepTableModel::kRowCount);
 }
 
+TEST(GuiModelsTest, StepTableModelSaysHowCloseSuchPredictionsCame) {
+  // The step view's "how close" metric: the shipped accuracy table's rows for the plan's groups
+  // (sim::StepGroupsOf, no stack), as `meshplan report` prints them, and the least accurate of
+  // them as its text; an MoE model's plan reads the MoE group's error; an invalid plan none.
+  ScenarioModel s;
+  StepTableModel m(&s);
+  auto table = sim::LoadAccuracyTable("step");
+  ASSERT_TRUE(table.ok());
+  auto want = [&] {
+    const core::Scenario& sc = s.scenario();
+    return sim::MatchAccuracy(*table, sim::StepGroupsOf(sc.gpu.name, sc.model.moe.has_value(), sc.plan, ""));
+  };
+  ASSERT_EQ(m.accuracy().size(), 5u);
+  for (size_t i = 0; i < m.accuracy().size(); ++i) {
+    EXPECT_EQ(m.accuracy()[i].dimension, want()[i].dimension);
+    EXPECT_EQ(m.accuracy()[i].value, want()[i].value);
+    EXPECT_EQ(m.accuracy()[i].n, want()[i].n);
+    EXPECT_GT(m.accuracy()[i].n, 0u) << m.accuracy()[i].value;
+  }
+  const sim::AccuracyGroup* worst = sim::LeastAccurate(m.accuracy());
+  ASSERT_NE(worst, nullptr);
+  EXPECT_TRUE(m.accuracyText().contains(QString::fromStdString(worst->value))) << m.accuracyText().toStdString();
+  EXPECT_TRUE(m.accuracyHelp().contains("meshplan validate --dataset tests/data/validation"))
+      << m.accuracyHelp().toStdString();
+  QString error;
+  ASSERT_TRUE(s.setModelPreset("mixtral-8x7b", &error)) << error.toStdString();
+  core::PlanSpec p = s.plan();
+  p.ep = 8;
+  s.setPlan(p);
+  ASSERT_TRUE(s.evaluation().valid) << s.evaluation().errors.join("\n").toStdString();
+  ASSERT_EQ(m.accuracy().size(), 5u);
+  EXPECT_EQ(m.accuracy()[1].value, "moe");
+  EXPECT_TRUE(m.accuracyText().contains("model moe")) << m.accuracyText().toStdString();
+  p.global_batch = 127;  // invalid: nothing to show
+  s.setPlan(p);
+  EXPECT_TRUE(m.accuracy().empty());
+  EXPECT_EQ(m.accuracyText(), "-");
+}
+
 TEST(GuiModelsTest, OpsTableModel) {
   // The rows are sim::CostStepGraph's ops, list by list (`meshplan report --ops`): the default
   // plan's first row is the dense layer's first op, every GEMM at the slowest GPU's pace times its

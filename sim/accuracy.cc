@@ -1,0 +1,202 @@
+#include "sim/accuracy.h"
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "core/presets.h"
+
+namespace meshplan::sim {
+namespace {
+
+// The file keeps fractions to 1e-4: finer digits would change with every rounding-level change of
+// the model and say nothing to a reader.
+double Round4(double v) { return std::round(v * 1e4) / 1e4; }
+
+AccuracyGroup GroupOf(const std::string& dimension, const std::string& value, const ErrorSummary& s) {
+  return {dimension, value, s.n, Round4(s.median_abs_error), Round4(s.p90_abs_error), Round4(s.median_error)};
+}
+
+nlohmann::ordered_json GroupJson(const AccuracyGroup& g) {
+  nlohmann::ordered_json j;
+  if (g.dimension != "all") {
+    j["dimension"] = g.dimension;
+    j["value"] = g.value;
+  }
+  j["n"] = g.n;
+  j["median_abs_error"] = g.median_abs_error;
+  j["p90_abs_error"] = g.p90_abs_error;
+  j["median_error"] = g.median_error;
+  return j;
+}
+
+// A group's figures from `j` (`where` names it in an error).
+core::Result<AccuracyGroup> ParseGroup(const nlohmann::json& j, const std::string& where, bool all) {
+  if (!j.is_object()) return core::Status::InvalidArgument(where + ": must be an object");
+  AccuracyGroup g;
+  if (all) {
+    g.dimension = g.value = "all";
+  } else {
+    for (const char* key : {"dimension", "value"})
+      if (!j.contains(key) || !j[key].is_string() || j[key].get<std::string>().empty())
+        return core::Status::InvalidArgument(where + "." + key + ": must be a non-empty string");
+    g.dimension = j["dimension"].get<std::string>();
+    g.value = j["value"].get<std::string>();
+  }
+  if (!j.contains("n") || !j["n"].is_number_unsigned() || j["n"].get<size_t>() == 0)
+    return core::Status::InvalidArgument(where + ".n: must be a whole number of runs, at least 1");
+  g.n = j["n"].get<size_t>();
+  for (auto [key, out] : {std::pair{"median_abs_error", &g.median_abs_error},
+                          std::pair{"p90_abs_error", &g.p90_abs_error}, std::pair{"median_error", &g.median_error}}) {
+    if (!j.contains(key) || !j[key].is_number() || !std::isfinite(j[key].get<double>()))
+      return core::Status::InvalidArgument(where + "." + key + ": must be a finite number (a fraction)");
+    *out = j[key].get<double>();
+  }
+  if (g.median_abs_error < 0 || g.p90_abs_error < g.median_abs_error)
+    return core::Status::InvalidArgument(where +
+                                         ": the errors must satisfy 0 <= median_abs_error <= p90_abs_error "
+                                         "(fractions of |error|)");
+  if (std::fabs(g.median_error) > g.p90_abs_error + 1e-9 && g.n > 1)
+    return core::Status::InvalidArgument(where + ".median_error: its size cannot exceed p90_abs_error");
+  return g;
+}
+
+}  // namespace
+
+std::string ParallelismOf(const core::PlanSpec& p) {
+  std::string par;
+  for (auto [n, name] : {std::pair{p.tp, "tp"}, std::pair{p.pp, "pp"}, std::pair{p.cp, "cp"}, std::pair{p.ep, "ep"}})
+    if (n > 1) {
+      if (!par.empty()) par += '+';
+      par += name;
+    }
+  return par.empty() ? "dp only" : par;
+}
+
+Groups StepGroupsOf(const std::string& gpu, bool moe, const core::PlanSpec& p, const std::string& stack) {
+  const char* scale = p.gpus <= 64 ? "<=64" : p.gpus <= 1024 ? "<=1024" : ">1024";
+  Groups g{{"gpu", gpu},
+           {"model", moe ? "moe" : "dense"},
+           {"precision", core::Name(p.precision)},
+           {"sharding", p.zero == 0 ? "ddp" : "zero-" + std::to_string(p.zero)},
+           {"scale", scale}};
+  if (!stack.empty()) g.emplace_back("stack", stack);
+  return g;
+}
+
+Groups MemoryGroupsOf(const std::string& gpu, bool moe, const core::PlanSpec& p, const std::string& stack) {
+  Groups g{{"gpu", gpu},
+           {"model", moe ? "moe" : "dense"},
+           {"precision", core::Name(p.precision)},
+           {"sharding", p.zero == 0 ? "ddp" : "zero-" + std::to_string(p.zero)},
+           {"parallelism", ParallelismOf(p)}};
+  if (!stack.empty()) g.emplace_back("stack", stack);
+  return g;
+}
+
+AccuracyTable AccuracyTableOf(const ValidationSummary& v, const std::string& metric, const std::string& made_by,
+                              const std::string& profile, const std::vector<std::string>& datasets) {
+  AccuracyTable t;
+  t.metric = metric;
+  t.made_by = made_by;
+  t.profile = profile;
+  t.datasets = datasets;
+  t.all = GroupOf("all", "all", v.all);
+  for (const auto& g : v.groups)
+    if (g.dimension != "dataset" && g.dimension != "measured")
+      t.groups.push_back(GroupOf(g.dimension, g.value, g.summary));
+  return t;
+}
+
+std::string AccuracyTableToJson(const AccuracyTable& t) {
+  nlohmann::ordered_json j;
+  j["metric"] = t.metric;
+  j["made_by"] = t.made_by;
+  j["profile"] = t.profile;
+  j["datasets"] = t.datasets;
+  j["note"] =
+      "How close meshplan's predictions came on these published runs, per group (fractions): median and p90 of "
+      "|predicted - published| / published and the signed median (step time: > 0 predicted too fast; memory: > 0 "
+      "predicted too large). Made by the command in made_by; tests/sim/accuracy_test.cc fails when it no longer "
+      "gives this table (docs/validation.md, How close).";
+  j["all"] = GroupJson(t.all);
+  nlohmann::ordered_json groups = nlohmann::ordered_json::array();
+  for (const auto& g : t.groups) groups.push_back(GroupJson(g));
+  j["groups"] = groups;
+  return j.dump(2) + "\n";
+}
+
+core::Result<AccuracyTable> ParseAccuracyTableJson(const std::string& json_text) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(json_text);
+  } catch (const nlohmann::json::exception& e) {
+    return core::Status::InvalidArgument(std::string("accuracy table: not JSON: ") + e.what());
+  }
+  if (!j.is_object()) return core::Status::InvalidArgument("accuracy table: must be a JSON object");
+  AccuracyTable t;
+  if (!j.contains("metric") || !j["metric"].is_string() ||
+      (j["metric"] != "tokens_per_s_per_gpu" && j["metric"] != "memory_gib"))
+    return core::Status::InvalidArgument("accuracy table: metric: must be tokens_per_s_per_gpu or memory_gib");
+  t.metric = j["metric"].get<std::string>();
+  for (auto [key, out] : {std::pair{"made_by", &t.made_by}, std::pair{"profile", &t.profile}}) {
+    if (!j.contains(key) || !j[key].is_string() || j[key].get<std::string>().empty())
+      return core::Status::InvalidArgument(std::string("accuracy table: ") + key + ": must be a non-empty string");
+    *out = j[key].get<std::string>();
+  }
+  if (j.contains("datasets")) {
+    if (!j["datasets"].is_array()) return core::Status::InvalidArgument("accuracy table: datasets: must be an array");
+    for (const auto& d : j["datasets"]) {
+      if (!d.is_string()) return core::Status::InvalidArgument("accuracy table: datasets: must hold file names");
+      t.datasets.push_back(d.get<std::string>());
+    }
+  }
+  if (!j.contains("all")) return core::Status::InvalidArgument("accuracy table: all: missing (every run's summary)");
+  auto all = ParseGroup(j["all"], "accuracy table: all", true);
+  if (!all.ok()) return all.status();
+  t.all = *all;
+  if (!j.contains("groups") || !j["groups"].is_array())
+    return core::Status::InvalidArgument("accuracy table: groups: must be an array");
+  for (size_t i = 0; i < j["groups"].size(); ++i) {
+    auto g = ParseGroup(j["groups"][i], "accuracy table: groups[" + std::to_string(i) + "]", false);
+    if (!g.ok()) return g.status();
+    if (g->n > t.all.n)
+      return core::Status::InvalidArgument("accuracy table: groups[" + std::to_string(i) +
+                                           "].n: a group cannot hold more runs than all (" + std::to_string(t.all.n) +
+                                           ")");
+    for (const auto& seen : t.groups)
+      if (seen.dimension == g->dimension && seen.value == g->value)
+        return core::Status::InvalidArgument("accuracy table: groups[" + std::to_string(i) + "]: " + g->dimension +
+                                             " " + g->value + " appears twice");
+    t.groups.push_back(*g);
+  }
+  return t;
+}
+
+core::Result<AccuracyTable> LoadAccuracyTable(const std::string& name) {
+  auto text = core::PresetText("accuracy", name);
+  if (!text.ok()) return text.status();
+  auto t = ParseAccuracyTableJson(*text);
+  if (!t.ok()) return core::Status::InvalidArgument("presets/accuracy/" + name + ".json: " + t.status().message());
+  return t;
+}
+
+std::vector<AccuracyGroup> MatchAccuracy(const AccuracyTable& t, const Groups& groups) {
+  std::vector<AccuracyGroup> out;
+  for (const auto& [dim, value] : groups) {
+    AccuracyGroup row{dim, value, 0, 0, 0, 0};
+    for (const auto& g : t.groups)
+      if (g.dimension == dim && g.value == value) row = g;
+    out.push_back(row);
+  }
+  return out;
+}
+
+const AccuracyGroup* LeastAccurate(const std::vector<AccuracyGroup>& rows) {
+  const AccuracyGroup* worst = nullptr;
+  for (const auto& g : rows)
+    if (g.n > 0 && (!worst || g.median_abs_error > worst->median_abs_error)) worst = &g;
+  return worst;
+}
+
+}  // namespace meshplan::sim

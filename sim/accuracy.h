@@ -1,0 +1,71 @@
+// How close the model comes on published runs like a plan: `meshplan validate`'s error on the
+// project's corpus of published runs (step time, in tokens/s per GPU) and measured peaks (memory),
+// per group, kept as a table beside the presets (presets/accuracy/step.json and memory.json) and
+// matched to a plan by the same groups validate gives a published run (GPU, dense/MoE, precision,
+// data-parallel sharding, scale or parallelism, software stack). The table is a measurement: the
+// file names the command that made it, and tests/sim/accuracy_test.cc fails when the shipped
+// table is no longer what that command gives. Pure; thread-safe.
+#ifndef MESHPLAN_SIM_ACCURACY_H_
+#define MESHPLAN_SIM_ACCURACY_H_
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/specs.h"
+#include "core/status.h"
+#include "sim/validation.h"
+
+namespace meshplan::sim {
+
+using Groups = std::vector<std::pair<std::string, std::string>>;
+
+// One group's error: n runs, the median and p90 of |error| and the signed median (fractions;
+// step time: > 0 the model is too fast; memory: > 0 it predicts too much).
+struct AccuracyGroup {
+  std::string dimension, value;  // "all" for every run
+  size_t n = 0;
+  double median_abs_error = 0, p90_abs_error = 0, median_error = 0;
+};
+
+struct AccuracyTable {
+  std::string metric;                 // "tokens_per_s_per_gpu" or "memory_gib" (validate --memory)
+  std::string made_by;                // the command that made the table
+  std::string profile;                // the profile it was made with ("default")
+  std::vector<std::string> datasets;  // the files, by name
+  AccuracyGroup all;
+  std::vector<AccuracyGroup> groups;  // validate's order: by dimension, then value
+};
+
+// The table of a validation run: every group but the per-file ("dataset") and, for memory, the
+// measurement kind ("measured": what a plan's report does not choose). Figures rounded to 1e-4
+// (0.01 points), as the file keeps them.
+AccuracyTable AccuracyTableOf(const ValidationSummary& v, const std::string& metric, const std::string& made_by,
+                              const std::string& profile, const std::vector<std::string>& datasets);
+
+std::string AccuracyTableToJson(const AccuracyTable& t);
+// InvalidArgument names the field and the rule.
+core::Result<AccuracyTable> ParseAccuracyTableJson(const std::string& json_text);
+// The built-in table: "step" or "memory" (presets/accuracy/).
+core::Result<AccuracyTable> LoadAccuracyTable(const std::string& name);
+
+// The groups of a plan as validate gives them to a published run of that plan (sim/validation.cc:
+// step time by GPU, model, precision, sharding, scale and stack; memory by GPU, model, precision,
+// sharding, parallelism and stack). An empty `stack` (a plan that names none) leaves that
+// dimension out.
+// "tp+pp+cp+ep": the parallelisms a plan uses beyond data parallelism; "dp only" for none.
+std::string ParallelismOf(const core::PlanSpec& p);
+Groups StepGroupsOf(const std::string& gpu, bool moe, const core::PlanSpec& p, const std::string& stack);
+Groups MemoryGroupsOf(const std::string& gpu, bool moe, const core::PlanSpec& p, const std::string& stack);
+
+// The table's rows of `groups`, in their order; a group without published runs gets a row with
+// n = 0 (no evidence either way).
+std::vector<AccuracyGroup> MatchAccuracy(const AccuracyTable& t, const Groups& groups);
+
+// Of `rows`, the group with published runs whose median |error| is largest (the first on a tie):
+// how uncertain a plan in all of them is. nullptr when none has runs.
+const AccuracyGroup* LeastAccurate(const std::vector<AccuracyGroup>& rows);
+
+}  // namespace meshplan::sim
+
+#endif  // MESHPLAN_SIM_ACCURACY_H_

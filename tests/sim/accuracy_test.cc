@@ -1,0 +1,206 @@
+// The accuracy tables `report` shows (presets/accuracy/step.json and memory.json): each is what
+// `meshplan validate --accuracy-out` gives on the project's corpus (tests/data/validation and
+// tests/data/memory), so a change to the model that moves any group's error fails here until the
+// tables are made again with the command they name; a plan's groups are the ones validate gives a
+// published run of that plan; a hand-edited table is refused naming the field.
+#include "sim/accuracy.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+
+#include "core/presets.h"
+#include "core/profile.h"
+#include "core/published.h"
+
+namespace meshplan::sim {
+namespace {
+
+// Every *.json of a tests/data directory, sorted, as `validate --dataset DIR` reads it.
+std::vector<std::string> DataFiles(const std::string& dir) {
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(MESHPLAN_TEST_DATA_DIR "/") + dir))
+    if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// Every record of those files, loaded with `load` (core::LoadPublishedRuns or LoadPublishedMemory).
+template <typename Record, typename Load>
+std::vector<Record> Corpus(const std::string& dir, Load load) {
+  std::vector<Record> records;
+  for (const auto& f : DataFiles(dir)) {
+    auto text = core::ReadTextFile(f);
+    EXPECT_TRUE(text.ok()) << f;
+    std::vector<std::string> skipped;
+    auto loaded = load(text.ok() ? *text : "[]", &skipped);
+    EXPECT_TRUE(loaded.ok()) << f;
+    if (loaded.ok()) records.insert(records.end(), loaded->begin(), loaded->end());
+  }
+  return records;
+}
+std::vector<core::PublishedRun> StepCorpus() {
+  return Corpus<core::PublishedRun>("validation", core::LoadPublishedRuns);
+}
+std::vector<core::PublishedMemory> MemoryCorpus() {
+  return Corpus<core::PublishedMemory>("memory", core::LoadPublishedMemory);
+}
+
+// The shipped table against the one the corpus gives today: the same runs and the same groups
+// with the same figures (both rounded to 1e-4).
+void ExpectSameTable(const AccuracyTable& shipped, const AccuracyTable& today, const std::string& command) {
+  const std::string stale = "presets/accuracy is stale: run `" + command + "` and commit the table";
+  EXPECT_EQ(shipped.all.n, today.all.n) << stale;
+  EXPECT_NEAR(shipped.all.median_abs_error, today.all.median_abs_error, 1e-9) << stale;
+  EXPECT_NEAR(shipped.all.p90_abs_error, today.all.p90_abs_error, 1e-9) << stale;
+  EXPECT_NEAR(shipped.all.median_error, today.all.median_error, 1e-9) << stale;
+  std::map<std::pair<std::string, std::string>, AccuracyGroup> by_key;
+  for (const auto& g : shipped.groups) by_key[{g.dimension, g.value}] = g;
+  EXPECT_EQ(shipped.groups.size(), today.groups.size()) << stale;
+  for (const auto& g : today.groups) {
+    auto it = by_key.find({g.dimension, g.value});
+    ASSERT_NE(it, by_key.end()) << g.dimension << " " << g.value << ": " << stale;
+    EXPECT_EQ(it->second.n, g.n) << g.dimension << " " << g.value << ": " << stale;
+    EXPECT_NEAR(it->second.median_abs_error, g.median_abs_error, 1e-9)
+        << g.dimension << " " << g.value << ": " << stale;
+    EXPECT_NEAR(it->second.p90_abs_error, g.p90_abs_error, 1e-9) << g.dimension << " " << g.value << ": " << stale;
+    EXPECT_NEAR(it->second.median_error, g.median_error, 1e-9) << g.dimension << " " << g.value << ": " << stale;
+  }
+}
+
+TEST(AccuracyTest, TheShippedStepTableIsWhatValidateGivesOnTheCorpus) {
+  auto shipped = LoadAccuracyTable("step");
+  ASSERT_TRUE(shipped.ok()) << shipped.status().ToString();
+  EXPECT_EQ(shipped->metric, "tokens_per_s_per_gpu");
+  EXPECT_EQ(shipped->profile, "default");
+  const ValidationSummary v = ValidateRuns(StepCorpus(), core::Profile{});
+  ExpectSameTable(*shipped, AccuracyTableOf(v, "tokens_per_s_per_gpu", "", "default", {}), shipped->made_by);
+  // The corpus of at least 150 runs (issue 16): 753 today, every one with a model group.
+  EXPECT_GE(shipped->all.n, 150u);
+}
+
+TEST(AccuracyTest, TheShippedMemoryTableIsWhatValidateGivesOnTheCorpus) {
+  auto shipped = LoadAccuracyTable("memory");
+  ASSERT_TRUE(shipped.ok()) << shipped.status().ToString();
+  EXPECT_EQ(shipped->metric, "memory_gib");
+  const ValidationSummary v = ValidateMemory(MemoryCorpus(), core::Profile{}.memory);
+  ExpectSameTable(*shipped, AccuracyTableOf(v, "memory_gib", "", "default", {}), shipped->made_by);
+  // Neither the per-file groups nor the measurement kind (which a plan does not choose) are kept.
+  for (const auto& g : shipped->groups) {
+    EXPECT_NE(g.dimension, "dataset");
+    EXPECT_NE(g.dimension, "measured");
+  }
+}
+
+TEST(AccuracyTest, APlansGroupsAreTheOnesValidateGivesAPublishedRunOfIt) {
+  // Every run of the corpus: its groups in validate (less its file) are StepGroupsOf its scenario
+  // and stack, in that order, so `report` on a run's plan shows the rows that run counted in.
+  const std::vector<core::PublishedRun> runs = StepCorpus();
+  const ValidationSummary v = ValidateRuns(runs, core::Profile{});
+  ASSERT_EQ(v.records.size(), runs.size());
+  for (size_t i = 0; i < runs.size(); ++i) {
+    Groups seen;
+    for (const auto& g : v.records[i].groups)
+      if (g.first != "dataset") seen.push_back(g);
+    const auto& s = runs[i].scenario;
+    EXPECT_EQ(seen, StepGroupsOf(s.gpu.name, s.model.moe.has_value(), s.plan, runs[i].stack)) << runs[i].id;
+  }
+  // Memory: validate's groups less the file and the measurement kind.
+  const std::vector<core::PublishedMemory> mem = MemoryCorpus();
+  const ValidationSummary vm = ValidateMemory(mem, core::Profile{}.memory);
+  size_t k = 0;
+  for (const auto& rec : mem) {
+    if (rec.outcome != core::PublishedMemory::Outcome::kPeak) continue;
+    Groups seen;
+    for (const auto& g : vm.records[k].groups)
+      if (g.first != "dataset" && g.first != "measured") seen.push_back(g);
+    const auto& s = rec.scenario;
+    EXPECT_EQ(seen, MemoryGroupsOf(s.gpu.name, s.model.moe.has_value(), s.plan, rec.stack)) << rec.id;
+    ++k;
+  }
+  EXPECT_EQ(k, vm.records.size());
+}
+
+TEST(AccuracyTest, APlanGetsItsGroupsRowsAndNoEvidenceForAGroupWithoutRuns) {
+  auto t = LoadAccuracyTable("step");
+  ASSERT_TRUE(t.ok());
+  core::PlanSpec p;
+  p.gpus = 64;
+  p.tp = 8;
+  p.dp = 8;
+  p.zero = 1;
+  p.precision = core::Dtype::kBf16;
+  const Groups groups = StepGroupsOf("h100-sxm", /*moe=*/true, p, "megatron-core-2024");
+  ASSERT_EQ(groups.size(), 6u);
+  EXPECT_EQ(groups[0], (std::pair<std::string, std::string>{"gpu", "h100-sxm"}));
+  EXPECT_EQ(groups[1].second, "moe");
+  EXPECT_EQ(groups[3].second, "zero-1");
+  EXPECT_EQ(groups[4].second, "<=64");  // 64 GPUs: the smallest scale bucket includes 64
+  const std::vector<AccuracyGroup> rows = MatchAccuracy(*t, groups);
+  ASSERT_EQ(rows.size(), groups.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i].dimension, groups[i].first);
+    EXPECT_EQ(rows[i].value, groups[i].second);
+    EXPECT_GT(rows[i].n, 0u) << rows[i].dimension << " " << rows[i].value;
+    EXPECT_LE(rows[i].n, t->all.n);
+  }
+  // The MoE row is the corpus's least accurate model group today (too fast: MoE host time and
+  // grouped GEMMs, docs/validation.md), and the report shows it as such.
+  EXPECT_GT(rows[1].median_abs_error, t->all.median_abs_error);
+  EXPECT_GT(rows[1].median_error, 0);
+  // A GPU no published run used: a row with no runs, not a borrowed figure. No stack: no row.
+  const std::vector<AccuracyGroup> unseen = MatchAccuracy(*t, StepGroupsOf("my-gpu", false, p, ""));
+  ASSERT_EQ(unseen.size(), 5u);
+  EXPECT_EQ(unseen[0].n, 0u);
+  EXPECT_EQ(unseen[0].value, "my-gpu");
+}
+
+TEST(AccuracyTest, ATableRoundTripsAndAHandEditedOneIsRefusedNamingTheField) {
+  auto t = LoadAccuracyTable("memory");
+  ASSERT_TRUE(t.ok());
+  auto back = ParseAccuracyTableJson(AccuracyTableToJson(*t));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ExpectSameTable(*t, *back, "round trip");
+  EXPECT_EQ(back->made_by, t->made_by);
+  EXPECT_EQ(back->datasets, t->datasets);
+
+  const std::string head = R"({"metric": "memory_gib", "made_by": "meshplan validate", "profile": "default", )";
+  const std::string all = R"("all": {"n": 10, "median_abs_error": 0.05, "p90_abs_error": 0.1, "median_error": -0.02})";
+  struct Case {
+    std::string text, field;
+  };
+  const Case cases[] = {
+      {R"({"metric": "tflops", "made_by": "x", "profile": "default", )" + all + R"(, "groups": []})", "metric"},
+      {R"({"metric": "memory_gib", "profile": "default", )" + all + R"(, "groups": []})", "made_by"},
+      {head + R"("groups": []})", "all"},
+      {head + R"("all": {"n": 0, "median_abs_error": 0, "p90_abs_error": 0, "median_error": 0}, "groups": []})",
+       "all.n"},
+      {head + R"("all": {"n": 3, "median_abs_error": 0.2, "p90_abs_error": 0.1, "median_error": 0}, "groups": []})",
+       "median_abs_error <= p90_abs_error"},
+      {head + all + R"(, "groups": [{"dimension": "gpu", "value": "h100-sxm", "n": 11, "median_abs_error": 0.1,
+        "p90_abs_error": 0.2, "median_error": 0}]})",
+       "groups[0].n"},
+      {head + all + R"(, "groups": [{"dimension": "gpu", "n": 1, "median_abs_error": 0.1, "p90_abs_error": 0.2,
+        "median_error": 0}]})",
+       "groups[0].value"},
+      {head + all + R"(, "groups": [{"dimension": "gpu", "value": "a", "n": 1, "median_abs_error": 0.1,
+        "p90_abs_error": 0.2, "median_error": 0}, {"dimension": "gpu", "value": "a", "n": 1,
+        "median_abs_error": 0.1, "p90_abs_error": 0.2, "median_error": 0}]})",
+       "appears twice"},
+      {head + all + R"(, "groups": [{"dimension": "gpu", "value": "a", "n": 2, "median_abs_error": 0.1,
+        "p90_abs_error": 0.2, "median_error": 0.5}]})",
+       "groups[0].median_error"},
+      {"[1, 2]", "JSON object"},
+      {"{", "not JSON"},
+  };
+  for (const auto& c : cases) {
+    auto r = ParseAccuracyTableJson(c.text);
+    ASSERT_FALSE(r.ok()) << c.field;
+    EXPECT_NE(r.status().message().find(c.field), std::string::npos) << r.status().message();
+  }
+}
+
+}  // namespace
+}  // namespace meshplan::sim

@@ -21,6 +21,7 @@
 #include "core/step_graph.h"
 #include "core/units.h"
 #include "core/validate.h"
+#include "sim/accuracy.h"
 #include "sim/evaluate.h"
 #include "sim/explain_internal.h"
 #include "sim/run_sim.h"
@@ -909,6 +910,57 @@ ExplainStep MfuStep(const core::Scenario& s, const PlanSpec& p, const StepEstima
   return st;
 }
 
+// How far to trust the step time: the error on published runs in the plan's groups (the shipped
+// accuracy table, sim/accuracy.h; docs/validation.md, How close). The table is the default
+// profile's: with another the step says so and stops there.
+ExplainStep AccuracyStep(const core::Scenario& s, const PlanSpec& p, const core::Profile& profile) {
+  ExplainStep st = NewStep("accuracy", "How close: the error on published runs like this plan");
+  st.rule =
+      "A step time is worth what the model's error is on published runs like the plan. meshplan validate predicts "
+      "every run of its corpus (tests/data/validation) with the default profile and keeps, per group (GPU, dense "
+      "or MoE, precision, sharding, scale), the median and p90 of |error| and the signed median (> 0: predicted "
+      "too fast); the groups overlap, and the least accurate one bounds how far to trust the plan.";
+  st.formula = "error = (predicted − published) / published, in tokens/s per GPU, over the group's runs";
+  if (profile.name != "default") {
+    st.substituted = "—";
+    st.result = "the table is the default profile's; meshplan validate --profile " + profile.name +
+                " measures this profile's own";
+    return st;
+  }
+  const core::Result<AccuracyTable> t = LoadAccuracyTable("step");
+  if (!t.ok()) {
+    st.substituted = "—";
+    st.result = "no accuracy table: " + t.status().message();
+    return st;
+  }
+  const std::vector<AccuracyGroup> rows = MatchAccuracy(*t, StepGroupsOf(s.gpu.name, s.model.moe.has_value(), p, ""));
+  std::vector<std::string> parts;
+  for (const auto& g : rows)
+    parts.push_back(g.n == 0 ? Fmt("%s %s: no published run", g.dimension.c_str(), g.value.c_str())
+                             : Fmt("%s %s: %lld runs, median %s, p90 %s, signed %+.1f%%", g.dimension.c_str(),
+                                   g.value.c_str(), static_cast<long long>(g.n), Pct(g.median_abs_error).c_str(),
+                                   Pct(g.p90_abs_error).c_str(), 100 * g.median_error));
+  st.substituted = Join(parts, "; ") + Fmt(" (of %lld runs: %s)", static_cast<long long>(t->all.n), t->made_by.c_str());
+  const AccuracyGroup* w = LeastAccurate(rows);
+  if (!w) {
+    st.result = "no published run is in any of this plan's groups: there is no evidence of how close it comes";
+    return st;
+  }
+  st.result =
+      Fmt("as uncertain as its least accurate group, %s %s: half of its %lld published runs were off by more "
+          "than %s, one in ten by more than %s, the typical one %s",
+          w->dimension.c_str(), w->value.c_str(), static_cast<long long>(w->n), Pct(w->median_abs_error).c_str(),
+          Pct(w->p90_abs_error).c_str(),
+          w->median_error > 0   ? Fmt("too fast by %s", Pct(w->median_error).c_str()).c_str()
+          : w->median_error < 0 ? Fmt("too slow by %s", Pct(-w->median_error).c_str()).c_str()
+                                : "neither too fast nor too slow");
+  Set(&st, "runs", static_cast<double>(w->n));
+  Set(&st, "median_abs_error", w->median_abs_error);
+  Set(&st, "p90_abs_error", w->p90_abs_error);
+  Set(&st, "median_error", w->median_error);
+  return st;
+}
+
 // Why `best` beats `mine`: the largest savings in the step breakdown.
 std::string WhyFaster(const StepEstimate& mine, const StepEstimate& best) {
   auto a = BreakdownTerms(mine.breakdown), b = BreakdownTerms(best.breakdown);
@@ -1081,6 +1133,7 @@ core::Result<Explanation> ExplainScenario(const core::Scenario& s, const core::P
   ex.steps.push_back(FailuresStep(here, failures, rel));
   ex.steps.push_back(OverlapStep(here, plan, profile, step));
   ex.steps.push_back(MfuStep(here, plan, step));
+  ex.steps.push_back(AccuracyStep(here, plan, profile));
 
   // The recommendation: the search's best, else the plan itself when it fits.
   std::optional<SearchResult> res;

@@ -1,7 +1,8 @@
 // Whiteboard sizing that shows its derivations (`meshplan explain`). An Explanation is a list of
 // steps, each one rule of the whiteboard checklist (model size -> memory budget -> parallelism ->
 // activation checkpointing + sequence parallel -> bf16/fp8 -> sharded async checkpoints -> health
-// check + requeue -> communication/compute overlap -> MFU -> cost) or one point of a concept
+// check + requeue -> communication/compute overlap -> MFU -> how close (the error on published runs
+// like the plan) -> recommendation -> cost) or one point of a concept
 // (ZeRO, TP, SP, PP, CP, EP, collectives, precision, recompute, checkpoints, failures), with the
 // rule, the formula, the numbers substituted, the result, and -- where a common rule of thumb
 // (the project's seed notes) gets it wrong -- the right derivation.

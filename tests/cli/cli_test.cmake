@@ -542,7 +542,7 @@ run(explain_405b_rules 0 "\"rules_plan\": \\{[^}]*\"tp\": 8,[^}]*\"pp\": 16,[^}]
     explain --model llama3-405b --cluster dgx-h100 --gpus 16384 --seq 8192 --gbs 2048 --format json)
 run(explain_70b_state 0 "\"state_bytes\": 1128859303936\\.0.*\"min_gpus_for_state\": 14\\.0"
     explain --model llama3-70b --gpu h100-sxm --gpus 64 --seq 8192 --gbs 512 --no-search --format json)
-run(explain_text 0 "1\\. Model size\n   rule: .*numbers: .*result: .*11\\. Time, cost and goodput.*recommended: tp "
+run(explain_text 0 "1\\. Model size\n   rule: .*numbers: .*result: .*12\\. Time, cost and goodput.*recommended: tp "
     explain --model llama3-70b --gpu h100-sxm --gpus 64 --seq 8192 --gbs 512)
 run(explain_own_plan 0 "\"parallelism\".*\"tp\": 4\\.0,[ \n]*\"pp\": 4\\.0"
     explain --model llama3-70b --gpu h100-sxm --gpus 64 --tp 4 --pp 4 --zero 1 --sp --recompute full --gbs 512

@@ -12,6 +12,7 @@
 #include "core/presets.h"
 #include "core/profile.h"
 #include "core/validate.h"
+#include "sim/accuracy.h"
 
 namespace meshplan::sim {
 namespace {
@@ -300,9 +301,9 @@ TEST(ExplainScenarioTest, Llama405BOn16kH100sRulesGiveTp8Pp16Dp128) {
 
 TEST(ExplainScenarioTest, ChecklistOrder) {
   const Explanation e = Scenario(Load("llama3-70b", "dgx-h100", 64, 8192, 512));
-  const std::vector<std::string> want = {"model_size", "memory_budget",  "parallelism", "memory_fit",
-                                         "precision",  "checkpoint",     "failures",    "overlap",
-                                         "mfu",        "recommendation", "cost"};
+  const std::vector<std::string> want = {"model_size", "memory_budget", "parallelism",    "memory_fit",
+                                         "precision",  "checkpoint",    "failures",       "overlap",
+                                         "mfu",        "accuracy",      "recommendation", "cost"};
   ASSERT_EQ(e.steps.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(e.steps[i].id, want[i]);
 }
@@ -324,6 +325,35 @@ TEST(ExplainScenarioTest, NumbersAreTheCoreModelsNumbers) {
   const StepEstimate step = EstimateStep(s.model, *e.rules_plan, s.gpu, s.cluster, core::Profile{});
   EXPECT_DOUBLE_EQ(Step(e, "mfu").Value("mfu"), step.mfu);
   EXPECT_DOUBLE_EQ(Step(e, "mfu").Value("step_s"), step.time_s);
+  // How close: the least accurate of the plan's groups in the shipped accuracy table, the rows
+  // `meshplan report` prints under "How close".
+  auto table = LoadAccuracyTable("step");
+  ASSERT_TRUE(table.ok());
+  const std::vector<AccuracyGroup> rows = MatchAccuracy(*table, StepGroupsOf(s.gpu.name, false, *e.rules_plan, ""));
+  const AccuracyGroup* worst = LeastAccurate(rows);
+  ASSERT_NE(worst, nullptr);
+  const ExplainStep& acc = Step(e, "accuracy");
+  EXPECT_EQ(acc.Value("runs"), static_cast<double>(worst->n));
+  EXPECT_DOUBLE_EQ(acc.Value("median_abs_error"), worst->median_abs_error);
+  EXPECT_DOUBLE_EQ(acc.Value("p90_abs_error"), worst->p90_abs_error);
+  EXPECT_NE(acc.result.find(worst->dimension + " " + worst->value), std::string::npos) << acc.result;
+  EXPECT_NE(acc.substituted.find("meshplan validate --dataset tests/data/validation"), std::string::npos);
+}
+
+TEST(ExplainScenarioTest, HowCloseSaysTheTableIsTheDefaultProfiles) {
+  // A calibrated profile has its own errors (meshplan validate --profile): the step says so and
+  // carries no figure of the default's.
+  const core::Scenario s = Load("llama3-70b", "dgx-h100", 64, 8192, 512);
+  core::Profile fitted;
+  fitted.name = "fitted-here";
+  ExplainOptions opt;
+  opt.search = false;
+  auto e = ExplainScenario(s, fitted, *core::LoadFailureModel("llama3-405b"), opt);
+  ASSERT_TRUE(e.ok());
+  const ExplainStep* acc = e->Step("accuracy");
+  ASSERT_NE(acc, nullptr);
+  EXPECT_FALSE(acc->Has("median_abs_error"));
+  EXPECT_NE(acc->result.find("meshplan validate --profile fitted-here"), std::string::npos) << acc->result;
 }
 
 TEST(ExplainScenarioTest, SevenBOnEightGpusIsDataParallelWithZero) {

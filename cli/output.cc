@@ -250,6 +250,28 @@ std::string AccuracyText(const SpeedReport& sp) {
                   100 * w->median_abs_error, 100 * w->p90_abs_error, w->n, 100 * w->median_error);
     o << line;
   }
+  // The published runs of this very model (on this GPU when there are any): the plan's precision
+  // first, then nearest in GPU count (sim::RunsLike).
+  constexpr size_t kLikeShown = 5;
+  for (const auto* acc : {&sp.step_accuracy, &sp.memory_accuracy}) {
+    if (!*acc || (*acc)->like.empty()) continue;
+    const auto& a = **acc;
+    const bool step = acc == &sp.step_accuracy;
+    const sim::AccuracyRun& first = a.like.front();
+    std::snprintf(line, sizeof line,
+                  "#   %s of %s%s%s, the plan's precision first, then nearest in GPU count (%zu of %zu; "
+                  "validate --record ID):\n",
+                  step ? "published runs" : "measured peaks", first.model.c_str(),
+                  a.like_same_gpu ? " on " : " (none on this GPU; on others)", a.like_same_gpu ? first.gpu.c_str() : "",
+                  std::min(kLikeShown, a.like.size()), a.like.size());
+    o << line;
+    for (size_t i = 0; i < a.like.size() && i < kLikeShown; ++i) {
+      const sim::AccuracyRun& r = a.like[i];
+      std::snprintf(line, sizeof line, "#     %-62s %6lld GPUs %-6s %-14s %+7.1f%%\n", r.id.c_str(),
+                    static_cast<long long>(r.gpus), r.precision.c_str(), r.gpu.c_str(), 100 * r.error);
+      o << line;
+    }
+  }
   o << "#\n";
   return o.str();
 }
@@ -694,8 +716,16 @@ std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r, con
     auto table = [&](const SpeedReport::Accuracy& a) {
       OJson groups = OJson::array();
       for (const auto& g : a.groups) groups.push_back(group(g));
-      return OJson{
-          {"metric", a.table.metric}, {"made_by", a.table.made_by}, {"all", group(a.table.all)}, {"groups", groups}};
+      OJson like = OJson::array();
+      for (const auto& run : a.like)
+        like.push_back({{"id", run.id},
+                        {"model", run.model},
+                        {"gpu", run.gpu},
+                        {"gpus", run.gpus},
+                        {"precision", run.precision},
+                        {"error", run.error}});
+      return OJson{{"metric", a.table.metric}, {"made_by", a.table.made_by}, {"all", group(a.table.all)},
+                   {"groups", groups},         {"runs_like", like},          {"runs_like_same_gpu", a.like_same_gpu}};
     };
     OJson acc;
     acc["profile"] = "default";

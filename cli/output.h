@@ -43,6 +43,10 @@ struct SpeedReport {
   struct Accuracy {
     sim::AccuracyTable table;                // the whole table (its `all` row, made_by, datasets)
     std::vector<sim::AccuracyGroup> groups;  // the plan's groups, in sim::StepGroupsOf / MemoryGroupsOf order
+    // The published runs of the plan's model (sim::RunsLike: on its GPU when there are any),
+    // nearest in GPU count first, all of them; `like_same_gpu` says whether they ran on its GPU.
+    std::vector<sim::AccuracyRun> like;
+    bool like_same_gpu = false;
   };
   std::optional<Accuracy> step_accuracy, memory_accuracy;
 };

@@ -121,7 +121,11 @@ void AddReportCommand(CLI::App* app, int* exit_code) {
           warnings.push_back(std::string("warning: accuracy: ") + t.status().message());
           return;
         }
-        *out = SpeedReport::Accuracy{*t, sim::MatchAccuracy(*t, groups)};
+        SpeedReport::Accuracy a{*t, sim::MatchAccuracy(*t, groups), {}, false};
+        for (const sim::AccuracyRun* run : sim::RunsLike(*t, s.model.name, s.gpu.name, core::Name(s.plan.precision),
+                                                         s.plan.gpus, t->runs.size(), &a.like_same_gpu))
+          a.like.push_back(*run);
+        *out = std::move(a);
       };
       attach("step", sim::StepGroupsOf(s.gpu.name, moe, s.plan, stack), &speed.step_accuracy);
       attach("memory", sim::MemoryGroupsOf(s.gpu.name, moe, s.plan, stack), &speed.memory_accuracy);

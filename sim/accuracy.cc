@@ -1,5 +1,6 @@
 #include "sim/accuracy.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <nlohmann/json.hpp>
@@ -105,6 +106,12 @@ AccuracyTable AccuracyTableOf(const ValidationSummary& v, const std::string& met
   for (const auto& g : v.groups)
     if (g.dimension != "dataset" && g.dimension != "measured")
       t.groups.push_back(GroupOf(g.dimension, g.value, g.summary));
+  for (const auto& r : v.records) {
+    std::string precision;
+    for (const auto& [dim, value] : r.groups)
+      if (dim == "precision") precision = value;
+    t.runs.push_back({r.id, r.model, r.gpu, precision, r.gpus, Round4(r.error)});
+  }
   return t;
 }
 
@@ -123,7 +130,24 @@ std::string AccuracyTableToJson(const AccuracyTable& t) {
   nlohmann::ordered_json groups = nlohmann::ordered_json::array();
   for (const auto& g : t.groups) groups.push_back(GroupJson(g));
   j["groups"] = groups;
-  return j.dump(2) + "\n";
+  // The runs one to a line, so that a change to the model shows in a diff as the runs it moved.
+  std::string text = j.dump(2);
+  text.pop_back();  // the closing brace
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  text += ",\n  \"runs\": [";
+  for (size_t i = 0; i < t.runs.size(); ++i) {
+    const AccuracyRun& r = t.runs[i];
+    nlohmann::ordered_json rj;
+    rj["id"] = r.id;
+    rj["model"] = r.model;
+    rj["gpu"] = r.gpu;
+    rj["gpus"] = r.gpus;
+    rj["precision"] = r.precision;
+    rj["error"] = r.error;
+    text += (i ? ",\n    " : "\n    ") + rj.dump();
+  }
+  text += t.runs.empty() ? "]\n}\n" : "\n  ]\n}\n";
+  return text;
 }
 
 core::Result<AccuracyTable> ParseAccuracyTableJson(const std::string& json_text) {
@@ -170,6 +194,32 @@ core::Result<AccuracyTable> ParseAccuracyTableJson(const std::string& json_text)
                                              " " + g->value + " appears twice");
     t.groups.push_back(*g);
   }
+  if (j.contains("runs")) {
+    if (!j["runs"].is_array()) return core::Status::InvalidArgument("accuracy table: runs: must be an array");
+    for (size_t i = 0; i < j["runs"].size(); ++i) {
+      const nlohmann::json& r = j["runs"][i];
+      const std::string where = "accuracy table: runs[" + std::to_string(i) + "]";
+      if (!r.is_object()) return core::Status::InvalidArgument(where + ": must be an object");
+      AccuracyRun run;
+      for (auto [key, out] : {std::pair{"id", &run.id}, std::pair{"model", &run.model}, std::pair{"gpu", &run.gpu},
+                              std::pair{"precision", &run.precision}}) {
+        if (!r.contains(key) || !r[key].is_string() || r[key].get<std::string>().empty())
+          return core::Status::InvalidArgument(where + "." + key + ": must be a non-empty string");
+        *out = r[key].get<std::string>();
+      }
+      if (!r.contains("gpus") || !r["gpus"].is_number_unsigned() || r["gpus"].get<int64_t>() < 1)
+        return core::Status::InvalidArgument(where + ".gpus: must be a whole number of GPUs, at least 1");
+      run.gpus = r["gpus"].get<int64_t>();
+      if (!r.contains("error") || !r["error"].is_number() || !std::isfinite(r["error"].get<double>()) ||
+          r["error"].get<double>() <= -1)
+        return core::Status::InvalidArgument(where + ".error: must be a finite fraction above -1");
+      run.error = r["error"].get<double>();
+      t.runs.push_back(std::move(run));
+    }
+    if (t.runs.size() != t.all.n)
+      return core::Status::InvalidArgument("accuracy table: runs: " + std::to_string(t.runs.size()) +
+                                           " runs where all.n says " + std::to_string(t.all.n));
+  }
   return t;
 }
 
@@ -189,6 +239,30 @@ std::vector<AccuracyGroup> MatchAccuracy(const AccuracyTable& t, const Groups& g
       if (g.dimension == dim && g.value == value) row = g;
     out.push_back(row);
   }
+  return out;
+}
+
+std::vector<const AccuracyRun*> RunsLike(const AccuracyTable& t, const std::string& model, const std::string& gpu,
+                                         const std::string& precision, int64_t gpus, size_t max, bool* same_gpu) {
+  std::vector<const AccuracyRun*> out;
+  for (bool on_gpu : {true, false}) {
+    for (const auto& r : t.runs)
+      if (r.model == model && (!on_gpu || r.gpu == gpu)) out.push_back(&r);
+    if (!out.empty()) {
+      if (same_gpu) *same_gpu = on_gpu;
+      break;
+    }
+  }
+  auto distance = [gpus](const AccuracyRun* r) {
+    return std::fabs(std::log2(static_cast<double>(r->gpus) / static_cast<double>(std::max<int64_t>(gpus, 1))));
+  };
+  std::stable_sort(out.begin(), out.end(), [&](const AccuracyRun* a, const AccuracyRun* b) {
+    const bool pa = a->precision == precision, pb = b->precision == precision;
+    if (pa != pb) return pa;
+    const double da = distance(a), db = distance(b);
+    return da != db ? da < db : a->id < b->id;
+  });
+  if (out.size() > max) out.resize(max);
   return out;
 }
 

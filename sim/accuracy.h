@@ -28,6 +28,13 @@ struct AccuracyGroup {
   double median_abs_error = 0, p90_abs_error = 0, median_error = 0;
 };
 
+// One published run as the table keeps it: enough to find the runs of a plan's model and GPU.
+struct AccuracyRun {
+  std::string id, model, gpu, precision;
+  int64_t gpus = 0;
+  double error = 0;  // signed, as the table's groups (rounded to 1e-4)
+};
+
 struct AccuracyTable {
   std::string metric;                 // "tokens_per_s_per_gpu" or "memory_gib" (validate --memory)
   std::string made_by;                // the command that made the table
@@ -35,6 +42,7 @@ struct AccuracyTable {
   std::vector<std::string> datasets;  // the files, by name
   AccuracyGroup all;
   std::vector<AccuracyGroup> groups;  // validate's order: by dimension, then value
+  std::vector<AccuracyRun> runs;      // every run, in validate's order
 };
 
 // The table of a validation run: every group but the per-file ("dataset") and, for memory, the
@@ -61,6 +69,13 @@ Groups MemoryGroupsOf(const std::string& gpu, bool moe, const core::PlanSpec& p,
 // The table's rows of `groups`, in their order; a group without published runs gets a row with
 // n = 0 (no evidence either way).
 std::vector<AccuracyGroup> MatchAccuracy(const AccuracyTable& t, const Groups& groups);
+
+// The table's runs of `model` on `gpu`, those in `precision` first, then nearest in GPU count
+// (|log2 of the ratio|), then by id, at most `max`; when none ran that model on that GPU, its runs
+// on any GPU, the same way. `same_gpu` says which. Empty when the model has no published run (a
+// model of one's own).
+std::vector<const AccuracyRun*> RunsLike(const AccuracyTable& t, const std::string& model, const std::string& gpu,
+                                         const std::string& precision, int64_t gpus, size_t max, bool* same_gpu);
 
 // Of `rows`, the group with published runs whose median |error| is largest (the first on a tie):
 // how uncertain a plan in all of them is. nullptr when none has runs.

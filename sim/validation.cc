@@ -130,6 +130,9 @@ ValidationSummary ValidateMemory(const std::vector<core::PublishedMemory>& recor
     r.fits = mem.fits;
     r.tight = mem.verdict == core::FitVerdict::kTight;
     r.memory_gib = static_cast<double>(mem.per_gpu_bytes) / kGiB;
+    r.model = s.model.name;
+    r.gpu = s.gpu.name;
+    r.gpus = p.gpus;
     if (!rec.dataset.empty()) r.groups.emplace_back("dataset", rec.dataset);
     for (auto& g : MemoryGroupsOf(s.gpu.name, s.model.moe.has_value(), p, "")) r.groups.push_back(std::move(g));
     r.groups.emplace_back("measured", rec.device ? "device" : rec.reserved ? "reserved" : "allocated");
@@ -160,6 +163,9 @@ ValidationSummary ValidateRuns(const std::vector<core::PublishedRun>& runs, cons
     r.tight = mem.verdict == core::FitVerdict::kTight;
     r.memory_gib = static_cast<double>(mem.per_gpu_bytes) / (1024.0 * 1024.0 * 1024.0);
     r.step_s = e.time_s;
+    r.model = s.model.name;
+    r.gpu = s.gpu.name;
+    r.gpus = s.plan.gpus;
     r.breakdown = e.breakdown;
     r.groups = GroupsOf(run);
     r.assumptions = run.assumptions;

@@ -18,6 +18,8 @@ namespace meshplan::sim {
 struct ValidationRecord {
   std::string id;
   std::string printed, conversion, stack;
+  std::string model, gpu;               // the scenario's model and GPU preset names
+  int64_t gpus = 0;                     // and its GPU count
   double published = 0, predicted = 0;  // tokens/s per GPU
   double error = 0;                     // (predicted - published) / published: > 0 is too fast
   // The memory model's verdict (core::FitVerdict): `fits` as core::MemoryReport::fits (with the

@@ -233,6 +233,10 @@ run(validate_directory 0 "narayanan2021-t2-zero3-174.6B-384gpu +deepspeed-zero3-
 # (parallelism) leaves that side blank.
 run(report_accuracy 0 "# How close: the error on published runs in this plan's groups \\(meshplan validate, default profile: [0-9]+ step times, [0-9]+ memory peaks.*\n#   all +[0-9]+ +[0-9.]+% +[0-9.]+% +[+-][0-9.]+% \\| +[0-9]+ .*\n#   model moe +[0-9]+ .*\n#   scale <=64 +[0-9]+ +[0-9.]+% +[0-9.]+% +[+-][0-9.]+% \\|\n#   stack megatron-core-2024 +[0-9]+ .*\n#   parallelism tp\\+pp\\+ep +\\| +[0-9]+ "
     report --model mixtral-8x7b --gpu h100-sxm --gpus 64 --tp 2 --ep 8 --pp 2 --zero 1 --stack megatron-core-2024 --recompute full)
+# ... and the published runs of the plan's very model on its GPU, its precision first, nearest in
+# GPU count: gpt-oss-120b on 64 H100s, Megatron-Bridge's five BF16 runs.
+run(report_accuracy_runs 0 "#   published runs of gpt-oss-120b on h100-sxm, the plan's precision first, then nearest in GPU count \\(5 of 5; validate --record ID\\):\n#     megatron-bridge-2511-dgx-h100-gpt-oss-120b-64gpu +64 GPUs bf16 +h100-sxm +[+-][0-9.]+%\n"
+    report --model gpt-oss-120b --gpu h100-sxm --gpus 64 --pp 4 --ep 8 --zero 1 --seq 4096 --gbs 1280)
 run(report_accuracy_json 0 "\"accuracy\": \\{[ \n]*\"profile\": \"default\",[ \n]*\"step\": \\{[ \n]*\"metric\": \"tokens_per_s_per_gpu\",[ \n]*\"made_by\": \"meshplan validate --dataset tests/data/validation --accuracy-out presets/accuracy/step.json\""
     report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 3 --format json)
 run_without(report_accuracy_profile 0 "How close|\"accuracy\""

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 
@@ -59,6 +60,17 @@ void ExpectSameTable(const AccuracyTable& shipped, const AccuracyTable& today, c
   std::map<std::pair<std::string, std::string>, AccuracyGroup> by_key;
   for (const auto& g : shipped.groups) by_key[{g.dimension, g.value}] = g;
   EXPECT_EQ(shipped.groups.size(), today.groups.size()) << stale;
+  // Every run, in order, with its signed error (the per-run lines a diff of the table shows).
+  ASSERT_EQ(shipped.runs.size(), today.runs.size()) << stale;
+  for (size_t i = 0; i < today.runs.size(); ++i) {
+    const AccuracyRun &a = shipped.runs[i], &b = today.runs[i];
+    EXPECT_EQ(a.id, b.id) << stale;
+    EXPECT_EQ(a.model, b.model) << a.id << ": " << stale;
+    EXPECT_EQ(a.gpu, b.gpu) << a.id << ": " << stale;
+    EXPECT_EQ(a.gpus, b.gpus) << a.id << ": " << stale;
+    EXPECT_EQ(a.precision, b.precision) << a.id << ": " << stale;
+    EXPECT_NEAR(a.error, b.error, 1e-9) << a.id << ": " << stale;
+  }
   for (const auto& g : today.groups) {
     auto it = by_key.find({g.dimension, g.value});
     ASSERT_NE(it, by_key.end()) << g.dimension << " " << g.value << ": " << stale;
@@ -157,6 +169,47 @@ TEST(AccuracyTest, APlanGetsItsGroupsRowsAndNoEvidenceForAGroupWithoutRuns) {
   EXPECT_EQ(unseen[0].value, "my-gpu");
 }
 
+TEST(AccuracyTest, ThePublishedRunsOfAPlansModelAreItsPrecisionFirstThenNearestInGpus) {
+  // gpt-oss-120b on H100s: Megatron-Bridge's five 64-GPU BF16 runs (25.11 to 26.04.01), the
+  // corpus's only ones of that model on that GPU; the errors are the table's per-run figures.
+  auto t = LoadAccuracyTable("step");
+  ASSERT_TRUE(t.ok());
+  bool same_gpu = false;
+  const auto oss = RunsLike(*t, "gpt-oss-120b", "h100-sxm", "bf16", 64, 10, &same_gpu);
+  EXPECT_TRUE(same_gpu);
+  ASSERT_EQ(oss.size(), 5u);
+  for (const AccuracyRun* r : oss) {
+    EXPECT_EQ(r->model, "gpt-oss-120b");
+    EXPECT_EQ(r->gpu, "h100-sxm");
+    EXPECT_EQ(r->gpus, 64);
+    const auto it = std::find_if(t->runs.begin(), t->runs.end(), [&](const AccuracyRun& x) { return x.id == r->id; });
+    ASSERT_NE(it, t->runs.end());
+    EXPECT_EQ(&*it, r);
+  }
+  // Llama 3 70B on H100s in BF16 at 64 GPUs: the BF16 runs come first, nearest in GPU count first.
+  const auto l70 = RunsLike(*t, "llama3-70b", "h100-sxm", "bf16", 64, 1000, &same_gpu);
+  ASSERT_GT(l70.size(), 5u);
+  bool seen_other = false;
+  double last = -1;
+  for (const AccuracyRun* r : l70) {
+    if (r->precision != "bf16") {
+      seen_other = true;
+      last = -1;
+      continue;
+    }
+    EXPECT_FALSE(seen_other) << r->id << ": a bf16 run after another precision's";
+    const double d = std::fabs(std::log2(static_cast<double>(r->gpus) / 64.0));
+    EXPECT_GE(d, last) << r->id;
+    last = d;
+  }
+  // A model no published run used, and a GPU none of the model's ran on (then the model's runs on
+  // others, said so).
+  EXPECT_TRUE(RunsLike(*t, "my-model", "h100-sxm", "bf16", 64, 10, &same_gpu).empty());
+  const auto elsewhere = RunsLike(*t, "gpt-oss-120b", "my-gpu", "bf16", 64, 3, &same_gpu);
+  EXPECT_FALSE(same_gpu);
+  EXPECT_EQ(elsewhere.size(), 3u);
+}
+
 TEST(AccuracyTest, ATableRoundTripsAndAHandEditedOneIsRefusedNamingTheField) {
   auto t = LoadAccuracyTable("memory");
   ASSERT_TRUE(t.ok());
@@ -165,6 +218,7 @@ TEST(AccuracyTest, ATableRoundTripsAndAHandEditedOneIsRefusedNamingTheField) {
   ExpectSameTable(*t, *back, "round trip");
   EXPECT_EQ(back->made_by, t->made_by);
   EXPECT_EQ(back->datasets, t->datasets);
+  EXPECT_EQ(back->runs.size(), t->all.n);
 
   const std::string head = R"({"metric": "memory_gib", "made_by": "meshplan validate", "profile": "default", )";
   const std::string all = R"("all": {"n": 10, "median_abs_error": 0.05, "p90_abs_error": 0.1, "median_error": -0.02})";
@@ -192,6 +246,15 @@ TEST(AccuracyTest, ATableRoundTripsAndAHandEditedOneIsRefusedNamingTheField) {
       {head + all + R"(, "groups": [{"dimension": "gpu", "value": "a", "n": 2, "median_abs_error": 0.1,
         "p90_abs_error": 0.2, "median_error": 0.5}]})",
        "groups[0].median_error"},
+      {head + all + R"(, "groups": [], "runs": [{"id": "a", "model": "m", "gpu": "g", "gpus": 0, "precision": "bf16",
+        "error": 0.1}]})",
+       "runs[0].gpus"},
+      {head + all + R"(, "groups": [], "runs": [{"id": "a", "model": "m", "gpu": "g", "gpus": 8, "precision": "bf16",
+        "error": -1.5}]})",
+       "runs[0].error"},
+      {head + all + R"(, "groups": [], "runs": [{"id": "a", "model": "m", "gpu": "g", "gpus": 8, "precision": "bf16",
+        "error": 0.1}]})",
+       "1 runs where all.n says 10"},
       {"[1, 2]", "JSON object"},
       {"{", "not JSON"},
   };

@@ -15,6 +15,7 @@ void StepTableModel::Reset() {
   valid_ = scenario_->evaluation().valid;
   step_ = valid_ ? scenario_->evaluation().step : sim::StepEstimate{};
   accuracy_.clear();
+  runs_like_.clear();
   accuracy_runs_ = 0;
   if (valid_ && scenario_->profile().name != "default") {
     accuracy_source_ =
@@ -28,6 +29,9 @@ void StepTableModel::Reset() {
       accuracy_ = sim::MatchAccuracy(*table, sim::StepGroupsOf(s.gpu.name, s.model.moe.has_value(), s.plan, ""));
       accuracy_runs_ = table->all.n;
       accuracy_source_ = QString::fromStdString(table->made_by);
+      for (const sim::AccuracyRun* r : sim::RunsLike(*table, s.model.name, s.gpu.name, core::Name(s.plan.precision),
+                                                     s.plan.gpus, 5, &runs_like_same_gpu_))
+        runs_like_.push_back(*r);
     } else {
       accuracy_source_ = QString::fromStdString(table.status().message());
     }
@@ -55,6 +59,18 @@ QString StepTableModel::accuracyHelp() const {
                         .arg(g.n)
                         .arg(Percent(g.median_abs_error), Percent(g.p90_abs_error))
                         .arg(QString::asprintf("%+.1f%%", 100 * g.median_error));
+  }
+  if (!runs_like_.empty()) {
+    t += QString("\npublished runs of %1%2:")
+             .arg(QString::fromStdString(runs_like_.front().model),
+                  runs_like_same_gpu_ ? " on " + QString::fromStdString(runs_like_.front().gpu)
+                                      : QString(" (none on this GPU; on others)"));
+    for (const auto& r : runs_like_)
+      t += QString("\n  %1: %2 GPUs, %3, %4, %5")
+               .arg(QString::fromStdString(r.id))
+               .arg(r.gpus)
+               .arg(QString::fromStdString(r.precision), QString::fromStdString(r.gpu),
+                    QString::asprintf("%+.1f%%", 100 * r.error));
   }
   return t + "\n(" + accuracy_source_ + "; docs/validation.md, How close)";
 }

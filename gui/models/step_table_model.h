@@ -54,7 +54,8 @@ class StepTableModel : public QAbstractTableModel {
   // an invalid plan or a calibrated profile (the shipped table is the default profile's).
   const std::vector<sim::AccuracyGroup>& accuracy() const { return accuracy_; }
   // The accuracy text for the step view: the least accurate group's median |error| and its name,
-  // and a tooltip with every group's runs, median, p90 and signed median and where they come from.
+  // and a tooltip with every group's runs, median, p90 and signed median, the published runs of
+  // the plan's model (its precision first, nearest in GPU count) and where they come from.
   QString accuracyText() const;
   QString accuracyHelp() const;
 
@@ -64,6 +65,8 @@ class StepTableModel : public QAbstractTableModel {
   bool valid_ = false;
   sim::StepEstimate step_;
   std::vector<sim::AccuracyGroup> accuracy_;
+  std::vector<sim::AccuracyRun> runs_like_;  // the model's published runs (sim::RunsLike), at most 5
+  bool runs_like_same_gpu_ = false;
   size_t accuracy_runs_ = 0;  // the table's runs
   QString accuracy_source_;   // the command that made the table, or why there is none
 };

@@ -163,6 +163,13 @@ TEST(GuiModelsTest, StepTableModelSaysHowCloseSuchPredictionsCame) {
   EXPECT_TRUE(m.accuracyText().contains(QString::fromStdString(worst->value))) << m.accuracyText().toStdString();
   EXPECT_TRUE(m.accuracyHelp().contains("meshplan validate --dataset tests/data/validation"))
       << m.accuracyHelp().toStdString();
+  // The default scenario's model has published runs on its GPU (llama3-70b on H100s): the tooltip
+  // lists the nearest, as report does.
+  bool same_gpu = false;
+  const auto like = sim::RunsLike(*table, s.scenario().model.name, s.scenario().gpu.name,
+                                  core::Name(s.plan().precision), s.plan().gpus, 5, &same_gpu);
+  ASSERT_FALSE(like.empty());
+  EXPECT_TRUE(m.accuracyHelp().contains(QString::fromStdString(like.front()->id))) << m.accuracyHelp().toStdString();
   QString error;
   ASSERT_TRUE(s.setModelPreset("mixtral-8x7b", &error)) << error.toStdString();
   core::PlanSpec p = s.plan();

@@ -204,12 +204,16 @@ std::string AccuracyText(const SpeedReport& sp) {
   auto find = [](const std::optional<SpeedReport::Accuracy>& acc, const Key& k) -> const sim::AccuracyGroup* {
     if (!acc) return nullptr;
     if (k.first == "all") return &acc->table.all;
+    if (k.first == "joint") return acc->joint.value == k.second ? &acc->joint : nullptr;
     for (const auto& g : acc->groups)
       if (g.dimension == k.first && g.value == k.second) return &g;
     return nullptr;
   };
   // The rows: every group of either table, the step table's order first.
   std::vector<Key> keys{{"all", "all"}};
+  for (const auto* acc : {&sp.step_accuracy, &sp.memory_accuracy})
+    if (*acc && std::find(keys.begin(), keys.end(), Key{"joint", (*acc)->joint.value}) == keys.end())
+      keys.emplace_back("joint", (*acc)->joint.value);
   for (const auto* acc : {&sp.step_accuracy, &sp.memory_accuracy})
     if (*acc)
       for (const auto& g : (*acc)->groups)
@@ -238,9 +242,21 @@ std::string AccuracyText(const SpeedReport& sp) {
   }
   o << "#   (|error| median and p90 over the group's published runs; signed median: step time > 0 predicted too "
        "fast, memory > 0 predicted too large)\n";
-  // A prediction is as uncertain as the least accurate group it falls in.
+  // The runs like the plan in GPU, dense/MoE and precision at once; and a prediction is as
+  // uncertain as the least accurate group it falls in.
   for (const auto* acc : {&sp.step_accuracy, &sp.memory_accuracy}) {
     if (!*acc) continue;
+    const sim::AccuracyGroup& j = (*acc)->joint;
+    if (j.n > 0)
+      std::snprintf(line, sizeof line,
+                    "#   %s: runs of this GPU, model kind and precision at once (%s): median %.1f%%, p90 %.1f%% "
+                    "(%zu runs, signed %+.1f%%)\n",
+                    acc == &sp.step_accuracy ? "step time" : "memory", j.value.c_str(), 100 * j.median_abs_error,
+                    100 * j.p90_abs_error, j.n, 100 * j.median_error);
+    else
+      std::snprintf(line, sizeof line, "#   %s: no published run of this GPU, model kind and precision at once (%s)\n",
+                    acc == &sp.step_accuracy ? "step time" : "memory", j.value.c_str());
+    o << line;
     const sim::AccuracyGroup* w = sim::LeastAccurate((*acc)->groups);
     if (!w) continue;
     std::snprintf(line, sizeof line,
@@ -723,9 +739,15 @@ std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r, con
                         {"gpu", run.gpu},
                         {"gpus", run.gpus},
                         {"precision", run.precision},
+                        {"moe", run.moe},
                         {"error", run.error}});
-      return OJson{{"metric", a.table.metric}, {"made_by", a.table.made_by}, {"all", group(a.table.all)},
-                   {"groups", groups},         {"runs_like", like},          {"runs_like_same_gpu", a.like_same_gpu}};
+      return OJson{{"metric", a.table.metric},
+                   {"made_by", a.table.made_by},
+                   {"all", group(a.table.all)},
+                   {"joint", group(a.joint)},
+                   {"groups", groups},
+                   {"runs_like", like},
+                   {"runs_like_same_gpu", a.like_same_gpu}};
     };
     OJson acc;
     acc["profile"] = "default";

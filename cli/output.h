@@ -43,6 +43,7 @@ struct SpeedReport {
   struct Accuracy {
     sim::AccuracyTable table;                // the whole table (its `all` row, made_by, datasets)
     std::vector<sim::AccuracyGroup> groups;  // the plan's groups, in sim::StepGroupsOf / MemoryGroupsOf order
+    sim::AccuracyGroup joint;                // the runs of its GPU, dense/MoE and precision at once (sim::JointGroup)
     // The published runs of the plan's model (sim::RunsLike: on its GPU when there are any),
     // nearest in GPU count first, all of them; `like_same_gpu` says whether they ran on its GPU.
     std::vector<sim::AccuracyRun> like;

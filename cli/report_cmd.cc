@@ -121,7 +121,11 @@ void AddReportCommand(CLI::App* app, int* exit_code) {
           warnings.push_back(std::string("warning: accuracy: ") + t.status().message());
           return;
         }
-        SpeedReport::Accuracy a{*t, sim::MatchAccuracy(*t, groups), {}, false};
+        SpeedReport::Accuracy a{*t,
+                                sim::MatchAccuracy(*t, groups),
+                                sim::JointGroup(*t, s.gpu.name, moe, core::Name(s.plan.precision)),
+                                {},
+                                false};
         for (const sim::AccuracyRun* run : sim::RunsLike(*t, s.model.name, s.gpu.name, core::Name(s.plan.precision),
                                                          s.plan.gpus, t->runs.size(), &a.like_same_gpu))
           a.like.push_back(*run);

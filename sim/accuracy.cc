@@ -110,7 +110,10 @@ AccuracyTable AccuracyTableOf(const ValidationSummary& v, const std::string& met
     std::string precision;
     for (const auto& [dim, value] : r.groups)
       if (dim == "precision") precision = value;
-    t.runs.push_back({r.id, r.model, r.gpu, precision, r.gpus, Round4(r.error)});
+    bool moe = false;
+    for (const auto& [dim, value] : r.groups)
+      if (dim == "model") moe = value == "moe";
+    t.runs.push_back({r.id, r.model, r.gpu, precision, moe, r.gpus, Round4(r.error)});
   }
   return t;
 }
@@ -143,6 +146,7 @@ std::string AccuracyTableToJson(const AccuracyTable& t) {
     rj["gpu"] = r.gpu;
     rj["gpus"] = r.gpus;
     rj["precision"] = r.precision;
+    rj["moe"] = r.moe;
     rj["error"] = r.error;
     text += (i ? ",\n    " : "\n    ") + rj.dump();
   }
@@ -207,6 +211,9 @@ core::Result<AccuracyTable> ParseAccuracyTableJson(const std::string& json_text)
           return core::Status::InvalidArgument(where + "." + key + ": must be a non-empty string");
         *out = r[key].get<std::string>();
       }
+      if (!r.contains("moe") || !r["moe"].is_boolean())
+        return core::Status::InvalidArgument(where + ".moe: must be true or false");
+      run.moe = r["moe"].get<bool>();
       if (!r.contains("gpus") || !r["gpus"].is_number_unsigned() || r["gpus"].get<int64_t>() < 1)
         return core::Status::InvalidArgument(where + ".gpus: must be a whole number of GPUs, at least 1");
       run.gpus = r["gpus"].get<int64_t>();
@@ -264,6 +271,13 @@ std::vector<const AccuracyRun*> RunsLike(const AccuracyTable& t, const std::stri
   });
   if (out.size() > max) out.resize(max);
   return out;
+}
+
+AccuracyGroup JointGroup(const AccuracyTable& t, const std::string& gpu, bool moe, const std::string& precision) {
+  std::vector<double> errors;
+  for (const auto& r : t.runs)
+    if (r.gpu == gpu && r.moe == moe && r.precision == precision) errors.push_back(r.error);
+  return GroupOf("joint", gpu + (moe ? " moe " : " dense ") + precision, SummarizeErrors(errors));
 }
 
 const AccuracyGroup* LeastAccurate(const std::vector<AccuracyGroup>& rows) {

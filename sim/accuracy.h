@@ -31,6 +31,7 @@ struct AccuracyGroup {
 // One published run as the table keeps it: enough to find the runs of a plan's model and GPU.
 struct AccuracyRun {
   std::string id, model, gpu, precision;
+  bool moe = false;
   int64_t gpus = 0;
   double error = 0;  // signed, as the table's groups (rounded to 1e-4)
 };
@@ -76,6 +77,11 @@ std::vector<AccuracyGroup> MatchAccuracy(const AccuracyTable& t, const Groups& g
 // model of one's own).
 std::vector<const AccuracyRun*> RunsLike(const AccuracyTable& t, const std::string& model, const std::string& gpu,
                                          const std::string& precision, int64_t gpus, size_t max, bool* same_gpu);
+
+// The runs like a plan in all three of GPU, dense/MoE and precision at once (the groups above are
+// each one alone), summarised as validate summarises a group: dimension "joint", value
+// "h100-sxm moe bf16"; n = 0 when no run is all three.
+AccuracyGroup JointGroup(const AccuracyTable& t, const std::string& gpu, bool moe, const std::string& precision);
 
 // Of `rows`, the group with published runs whose median |error| is largest (the first on a tie):
 // how uncertain a plan in all of them is. nullptr when none has runs.

@@ -940,6 +940,11 @@ ExplainStep AccuracyStep(const core::Scenario& s, const PlanSpec& p, const core:
                              : Fmt("%s %s: %lld runs, median %s, p90 %s, signed %+.1f%%", g.dimension.c_str(),
                                    g.value.c_str(), static_cast<long long>(g.n), Pct(g.median_abs_error).c_str(),
                                    Pct(g.p90_abs_error).c_str(), 100 * g.median_error));
+  const AccuracyGroup joint = JointGroup(*t, s.gpu.name, s.model.moe.has_value(), core::Name(p.precision));
+  parts.push_back(joint.n == 0 ? Fmt("%s at once: no published run", joint.value.c_str())
+                               : Fmt("%s at once: %lld runs, median %s, p90 %s, signed %+.1f%%", joint.value.c_str(),
+                                     static_cast<long long>(joint.n), Pct(joint.median_abs_error).c_str(),
+                                     Pct(joint.p90_abs_error).c_str(), 100 * joint.median_error));
   st.substituted = Join(parts, "; ") + Fmt(" (of %lld runs: %s)", static_cast<long long>(t->all.n), t->made_by.c_str());
   const AccuracyGroup* w = LeastAccurate(rows);
   if (!w) {

@@ -35,14 +35,19 @@ Groups GroupsOf(const core::PublishedRun& run) {
 }  // namespace
 
 ErrorSummary Summarize(const std::vector<const ValidationRecord*>& records) {
-  ErrorSummary s;
-  std::vector<double> abs_errors, errors;
-  for (const ValidationRecord* r : records) {
-    abs_errors.push_back(std::fabs(r->error));
-    errors.push_back(r->error);
+  std::vector<double> errors;
+  for (const ValidationRecord* r : records) errors.push_back(r->error);
+  ErrorSummary s = SummarizeErrors(errors);
+  for (const ValidationRecord* r : records)
     if (r->OutOfMemory()) ++s.out_of_memory;
-  }
-  s.n = records.size();
+  return s;
+}
+
+ErrorSummary SummarizeErrors(std::vector<double> errors) {
+  ErrorSummary s;
+  std::vector<double> abs_errors;
+  for (double e : errors) abs_errors.push_back(std::fabs(e));
+  s.n = errors.size();
   if (s.n == 0) return s;
   std::sort(abs_errors.begin(), abs_errors.end());
   std::sort(errors.begin(), errors.end());

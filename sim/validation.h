@@ -44,6 +44,8 @@ struct ErrorSummary {
   size_t out_of_memory = 0;  // runs that really ran but are predicted not to fit
 };
 ErrorSummary Summarize(const std::vector<const ValidationRecord*>& records);
+// The same figures of bare signed errors (no out-of-memory count).
+ErrorSummary SummarizeErrors(std::vector<double> errors);
 
 struct GroupSummary {
   std::string dimension, value;

@@ -28,6 +28,7 @@ void StepTableModel::Reset() {
       const core::Scenario& s = scenario_->scenario();
       accuracy_ = sim::MatchAccuracy(*table, sim::StepGroupsOf(s.gpu.name, s.model.moe.has_value(), s.plan, ""));
       accuracy_runs_ = table->all.n;
+      joint_ = sim::JointGroup(*table, s.gpu.name, s.model.moe.has_value(), core::Name(s.plan.precision));
       accuracy_source_ = QString::fromStdString(table->made_by);
       for (const sim::AccuracyRun* r : sim::RunsLike(*table, s.model.name, s.gpu.name, core::Name(s.plan.precision),
                                                      s.plan.gpus, 5, &runs_like_same_gpu_))
@@ -60,6 +61,14 @@ QString StepTableModel::accuracyHelp() const {
                         .arg(Percent(g.median_abs_error), Percent(g.p90_abs_error))
                         .arg(QString::asprintf("%+.1f%%", 100 * g.median_error));
   }
+  if (!accuracy_.empty())
+    t += joint_.n == 0 ? QString("\nno published run of this GPU, model kind and precision at once (%1)")
+                             .arg(QString::fromStdString(joint_.value))
+                       : QString("\nthis GPU, model kind and precision at once (%1): %2 runs, %3, %4, signed %5")
+                             .arg(QString::fromStdString(joint_.value))
+                             .arg(joint_.n)
+                             .arg(Percent(joint_.median_abs_error), Percent(joint_.p90_abs_error))
+                             .arg(QString::asprintf("%+.1f%%", 100 * joint_.median_error));
   if (!runs_like_.empty()) {
     t += QString("\npublished runs of %1%2:")
              .arg(QString::fromStdString(runs_like_.front().model),

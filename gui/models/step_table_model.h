@@ -65,6 +65,7 @@ class StepTableModel : public QAbstractTableModel {
   bool valid_ = false;
   sim::StepEstimate step_;
   std::vector<sim::AccuracyGroup> accuracy_;
+  sim::AccuracyGroup joint_;                 // the runs of the plan's GPU, model kind and precision at once
   std::vector<sim::AccuracyRun> runs_like_;  // the model's published runs (sim::RunsLike), at most 5
   bool runs_like_same_gpu_ = false;
   size_t accuracy_runs_ = 0;  // the table's runs

@@ -231,7 +231,7 @@ run(validate_directory 0 "narayanan2021-t2-zero3-174.6B-384gpu +deepspeed-zero3-
 # made by validate --accuracy-out on tests/data; docs/validation.md), step time beside memory, for
 # the default profile only; a group with no memory dimension (scale) or no step dimension
 # (parallelism) leaves that side blank.
-run(report_accuracy 0 "# How close: the error on published runs in this plan's groups \\(meshplan validate, default profile: [0-9]+ step times, [0-9]+ memory peaks.*\n#   all +[0-9]+ +[0-9.]+% +[0-9.]+% +[+-][0-9.]+% \\| +[0-9]+ .*\n#   model moe +[0-9]+ .*\n#   scale <=64 +[0-9]+ +[0-9.]+% +[0-9.]+% +[+-][0-9.]+% \\|\n#   stack megatron-core-2024 +[0-9]+ .*\n#   parallelism tp\\+pp\\+ep +\\| +[0-9]+ "
+run(report_accuracy 0 "# How close: the error on published runs in this plan's groups \\(meshplan validate, default profile: [0-9]+ step times, [0-9]+ memory peaks.*\n#   all +[0-9]+ +[0-9.]+% +[0-9.]+% +[+-][0-9.]+% \\| +[0-9]+ .*\n#   joint h100-sxm moe bf16 +[0-9]+ +[0-9.]+% .*\n#   model moe +[0-9]+ .*\n#   scale <=64 +[0-9]+ +[0-9.]+% +[0-9.]+% +[+-][0-9.]+% \\|\n#   stack megatron-core-2024 +[0-9]+ .*\n#   parallelism tp\\+pp\\+ep +\\| +[0-9]+ .*\n#   step time: runs of this GPU, model kind and precision at once \\(h100-sxm moe bf16\\): median [0-9.]+%, p90 [0-9.]+% \\([0-9]+ runs, signed [+-][0-9.]+%\\)\n#   step time: as uncertain as its least accurate group, model moe"
     report --model mixtral-8x7b --gpu h100-sxm --gpus 64 --tp 2 --ep 8 --pp 2 --zero 1 --stack megatron-core-2024 --recompute full)
 # ... and the published runs of the plan's very model on its GPU, its precision first, nearest in
 # GPU count: gpt-oss-120b on 64 H100s, Megatron-Bridge's five BF16 runs.

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <tuple>
 
 #include "core/presets.h"
 #include "core/profile.h"
@@ -69,6 +70,7 @@ void ExpectSameTable(const AccuracyTable& shipped, const AccuracyTable& today, c
     EXPECT_EQ(a.gpu, b.gpu) << a.id << ": " << stale;
     EXPECT_EQ(a.gpus, b.gpus) << a.id << ": " << stale;
     EXPECT_EQ(a.precision, b.precision) << a.id << ": " << stale;
+    EXPECT_EQ(a.moe, b.moe) << a.id << ": " << stale;
     EXPECT_NEAR(a.error, b.error, 1e-9) << a.id << ": " << stale;
   }
   for (const auto& g : today.groups) {
@@ -210,6 +212,39 @@ TEST(AccuracyTest, ThePublishedRunsOfAPlansModelAreItsPrecisionFirstThenNearestI
   EXPECT_EQ(elsewhere.size(), 3u);
 }
 
+TEST(AccuracyTest, TheJointGroupIsTheRunsOfThePlansGpuModelKindAndPrecisionAtOnce) {
+  // Summarised as validate summarises a group, over the runs (their errors as the table keeps
+  // them, to 1e-4) whose GPU, dense/MoE and precision are all the plan's.
+  auto t = LoadAccuracyTable("step");
+  ASSERT_TRUE(t.ok());
+  const ValidationSummary v = ValidateRuns(StepCorpus(), core::Profile{});
+  auto group_of = [](const ValidationRecord& r, const char* dim) {
+    for (const auto& [d, value] : r.groups)
+      if (d == dim) return value;
+    return std::string();
+  };
+  for (const auto& [gpu, moe, precision] : {std::tuple{"h100-sxm", false, "bf16"}, std::tuple{"h100-sxm", true, "fp8"},
+                                            std::tuple{"gb200", true, "fp8"}, std::tuple{"my-gpu", false, "bf16"}}) {
+    std::vector<double> errors;
+    for (const auto& r : v.records)
+      if (r.gpu == gpu && (group_of(r, "model") == "moe") == moe && group_of(r, "precision") == precision)
+        errors.push_back(std::round(r.error * 1e4) / 1e4);
+    const ErrorSummary want = SummarizeErrors(errors);
+    const AccuracyGroup j = JointGroup(*t, gpu, moe, precision);
+    EXPECT_EQ(j.dimension, "joint");
+    EXPECT_EQ(j.value, std::string(gpu) + (moe ? " moe " : " dense ") + precision);
+    EXPECT_EQ(j.n, want.n) << j.value;
+    EXPECT_NEAR(j.median_abs_error, want.median_abs_error, 5.1e-5) << j.value;
+    EXPECT_NEAR(j.p90_abs_error, want.p90_abs_error, 5.1e-5) << j.value;
+    EXPECT_NEAR(j.median_error, want.median_error, 5.1e-5) << j.value;
+  }
+  // H100 dense BF16 runs are closer than the H100 group as a whole (which holds the MoE runs).
+  const AccuracyGroup dense = JointGroup(*t, "h100-sxm", false, "bf16");
+  EXPECT_GE(dense.n, 100u);
+  EXPECT_LT(dense.median_abs_error, MatchAccuracy(*t, {{"gpu", "h100-sxm"}}).front().median_abs_error);
+  EXPECT_EQ(JointGroup(*t, "my-gpu", false, "bf16").n, 0u);
+}
+
 TEST(AccuracyTest, ATableRoundTripsAndAHandEditedOneIsRefusedNamingTheField) {
   auto t = LoadAccuracyTable("memory");
   ASSERT_TRUE(t.ok());
@@ -246,13 +281,16 @@ TEST(AccuracyTest, ATableRoundTripsAndAHandEditedOneIsRefusedNamingTheField) {
       {head + all + R"(, "groups": [{"dimension": "gpu", "value": "a", "n": 2, "median_abs_error": 0.1,
         "p90_abs_error": 0.2, "median_error": 0.5}]})",
        "groups[0].median_error"},
-      {head + all + R"(, "groups": [], "runs": [{"id": "a", "model": "m", "gpu": "g", "gpus": 0, "precision": "bf16",
+      {head + all +
+           R"(, "groups": [], "runs": [{"id": "a", "model": "m", "gpu": "g", "moe": false, "gpus": 0, "precision": "bf16",
         "error": 0.1}]})",
        "runs[0].gpus"},
-      {head + all + R"(, "groups": [], "runs": [{"id": "a", "model": "m", "gpu": "g", "gpus": 8, "precision": "bf16",
+      {head + all +
+           R"(, "groups": [], "runs": [{"id": "a", "model": "m", "gpu": "g", "moe": false, "gpus": 8, "precision": "bf16",
         "error": -1.5}]})",
        "runs[0].error"},
-      {head + all + R"(, "groups": [], "runs": [{"id": "a", "model": "m", "gpu": "g", "gpus": 8, "precision": "bf16",
+      {head + all +
+           R"(, "groups": [], "runs": [{"id": "a", "model": "m", "gpu": "g", "moe": false, "gpus": 8, "precision": "bf16",
         "error": 0.1}]})",
        "1 runs where all.n says 10"},
       {"[1, 2]", "JSON object"},

@@ -40,14 +40,9 @@ struct SpeedReport {
   // How close such predictions came on published runs (sim/accuracy.h): the shipped tables' rows
   // for the plan's groups, step time and memory; absent with a calibrated profile (the tables are
   // the default profile's).
-  struct Accuracy {
-    sim::AccuracyTable table;                // the whole table (its `all` row, made_by, datasets)
-    std::vector<sim::AccuracyGroup> groups;  // the plan's groups, in sim::StepGroupsOf / MemoryGroupsOf order
-    sim::AccuracyGroup joint;                // the runs of its GPU, dense/MoE and precision at once (sim::JointGroup)
-    // The published runs of the plan's model (sim::RunsLike: on its GPU when there are any),
-    // nearest in GPU count first, all of them; `like_same_gpu` says whether they ran on its GPU.
-    std::vector<sim::AccuracyRun> like;
-    bool like_same_gpu = false;
+  // sim::AccuracyOfPlan's rows for the plan, and the table they come from (its `all` row, made_by).
+  struct Accuracy : sim::PlanAccuracy {
+    sim::AccuracyTable table;
   };
   std::optional<Accuracy> step_accuracy, memory_accuracy;
 };

@@ -113,26 +113,16 @@ void AddReportCommand(CLI::App* app, int* exit_code) {
     // How close such predictions came on published runs: the shipped tables are the default
     // profile's (a calibrated profile has its own errors: meshplan validate --profile).
     if (profile->name == "default") {
-      const std::string stack = flags->stack.value_or("");
-      const bool moe = s.model.moe.has_value();
-      auto attach = [&](const char* name, const sim::Groups& groups, std::optional<SpeedReport::Accuracy>* out) {
+      auto attach = [&](const char* name, std::optional<SpeedReport::Accuracy>* out) {
         auto t = sim::LoadAccuracyTable(name);
         if (!t.ok()) {
           warnings.push_back(std::string("warning: accuracy: ") + t.status().message());
           return;
         }
-        SpeedReport::Accuracy a{*t,
-                                sim::MatchAccuracy(*t, groups),
-                                sim::JointGroup(*t, s.gpu.name, moe, core::Name(s.plan.precision)),
-                                {},
-                                false};
-        for (const sim::AccuracyRun* run : sim::RunsLike(*t, s.model.name, s.gpu.name, core::Name(s.plan.precision),
-                                                         s.plan.gpus, t->runs.size(), &a.like_same_gpu))
-          a.like.push_back(*run);
-        *out = std::move(a);
+        *out = SpeedReport::Accuracy{sim::AccuracyOfPlan(*t, s, flags->stack.value_or("")), std::move(*t)};
       };
-      attach("step", sim::StepGroupsOf(s.gpu.name, moe, s.plan, stack), &speed.step_accuracy);
-      attach("memory", sim::MemoryGroupsOf(s.gpu.name, moe, s.plan, stack), &speed.memory_accuracy);
+      attach("step", &speed.step_accuracy);
+      attach("memory", &speed.memory_accuracy);
     }
     if (ev.reliability->ok()) {
       speed.reliability = std::move(ev.reliability->value());

@@ -280,6 +280,19 @@ AccuracyGroup JointGroup(const AccuracyTable& t, const std::string& gpu, bool mo
   return GroupOf("joint", gpu + (moe ? " moe " : " dense ") + precision, SummarizeErrors(errors));
 }
 
+PlanAccuracy AccuracyOfPlan(const AccuracyTable& t, const core::Scenario& s, const std::string& stack) {
+  const bool moe = s.model.moe.has_value();
+  const std::string precision = core::Name(s.plan.precision);
+  PlanAccuracy a;
+  a.groups = MatchAccuracy(t, t.metric == "memory_gib" ? MemoryGroupsOf(s.gpu.name, moe, s.plan, stack)
+                                                       : StepGroupsOf(s.gpu.name, moe, s.plan, stack));
+  a.joint = JointGroup(t, s.gpu.name, moe, precision);
+  for (const AccuracyRun* r :
+       RunsLike(t, s.model.name, s.gpu.name, precision, s.plan.gpus, t.runs.size(), &a.like_same_gpu))
+    a.like.push_back(*r);
+  return a;
+}
+
 const AccuracyGroup* LeastAccurate(const std::vector<AccuracyGroup>& rows) {
   const AccuracyGroup* worst = nullptr;
   for (const auto& g : rows)

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/presets.h"
 #include "core/specs.h"
 #include "core/status.h"
 #include "sim/validation.h"
@@ -82,6 +83,17 @@ std::vector<const AccuracyRun*> RunsLike(const AccuracyTable& t, const std::stri
 // each one alone), summarised as validate summarises a group: dimension "joint", value
 // "h100-sxm moe bf16"; n = 0 when no run is all three.
 AccuracyGroup JointGroup(const AccuracyTable& t, const std::string& gpu, bool moe, const std::string& precision);
+
+// What a table says of one scenario: the rows of its groups (StepGroupsOf for the step table,
+// MemoryGroupsOf for the memory one, by the table's metric), its joint group and every published
+// run of its model (RunsLike, nearest first). What `report`, `explain` and the GUI show.
+struct PlanAccuracy {
+  std::vector<AccuracyGroup> groups;
+  AccuracyGroup joint;
+  std::vector<AccuracyRun> like;
+  bool like_same_gpu = false;
+};
+PlanAccuracy AccuracyOfPlan(const AccuracyTable& t, const core::Scenario& s, const std::string& stack);
 
 // Of `rows`, the group with published runs whose median |error| is largest (the first on a tie):
 // how uncertain a plan in all of them is. nullptr when none has runs.

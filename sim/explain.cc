@@ -910,10 +910,10 @@ ExplainStep MfuStep(const core::Scenario& s, const PlanSpec& p, const StepEstima
   return st;
 }
 
-// How far to trust the step time: the error on published runs in the plan's groups (the shipped
+// How far to trust the step time of the scenario's plan: the error on published runs in its groups (the shipped
 // accuracy table, sim/accuracy.h; docs/validation.md, How close). The table is the default
 // profile's: with another the step says so and stops there.
-ExplainStep AccuracyStep(const core::Scenario& s, const PlanSpec& p, const core::Profile& profile) {
+ExplainStep AccuracyStep(const core::Scenario& s, const core::Profile& profile) {
   ExplainStep st = NewStep("accuracy", "How close: the error on published runs like this plan");
   st.rule =
       "A step time is worth what the model's error is on published runs like the plan. meshplan validate predicts "
@@ -933,18 +933,17 @@ ExplainStep AccuracyStep(const core::Scenario& s, const PlanSpec& p, const core:
     st.result = "no accuracy table: " + t.status().message();
     return st;
   }
-  const std::vector<AccuracyGroup> rows = MatchAccuracy(*t, StepGroupsOf(s.gpu.name, s.model.moe.has_value(), p, ""));
+  const PlanAccuracy acc = AccuracyOfPlan(*t, s, "");
+  const std::vector<AccuracyGroup>& rows = acc.groups;
+  auto row = [](const std::string& label, const AccuracyGroup& g) {
+    return g.n == 0
+               ? Fmt("%s: no published run", label.c_str())
+               : Fmt("%s: %lld runs, median %s, p90 %s, signed %+.1f%%", label.c_str(), static_cast<long long>(g.n),
+                     Pct(g.median_abs_error).c_str(), Pct(g.p90_abs_error).c_str(), 100 * g.median_error);
+  };
   std::vector<std::string> parts;
-  for (const auto& g : rows)
-    parts.push_back(g.n == 0 ? Fmt("%s %s: no published run", g.dimension.c_str(), g.value.c_str())
-                             : Fmt("%s %s: %lld runs, median %s, p90 %s, signed %+.1f%%", g.dimension.c_str(),
-                                   g.value.c_str(), static_cast<long long>(g.n), Pct(g.median_abs_error).c_str(),
-                                   Pct(g.p90_abs_error).c_str(), 100 * g.median_error));
-  const AccuracyGroup joint = JointGroup(*t, s.gpu.name, s.model.moe.has_value(), core::Name(p.precision));
-  parts.push_back(joint.n == 0 ? Fmt("%s at once: no published run", joint.value.c_str())
-                               : Fmt("%s at once: %lld runs, median %s, p90 %s, signed %+.1f%%", joint.value.c_str(),
-                                     static_cast<long long>(joint.n), Pct(joint.median_abs_error).c_str(),
-                                     Pct(joint.p90_abs_error).c_str(), 100 * joint.median_error));
+  for (const auto& g : rows) parts.push_back(row(g.dimension + " " + g.value, g));
+  parts.push_back(row(acc.joint.value + " at once", acc.joint));
   st.substituted = Join(parts, "; ") + Fmt(" (of %lld runs: %s)", static_cast<long long>(t->all.n), t->made_by.c_str());
   const AccuracyGroup* w = LeastAccurate(rows);
   if (!w) {
@@ -1138,7 +1137,7 @@ core::Result<Explanation> ExplainScenario(const core::Scenario& s, const core::P
   ex.steps.push_back(FailuresStep(here, failures, rel));
   ex.steps.push_back(OverlapStep(here, plan, profile, step));
   ex.steps.push_back(MfuStep(here, plan, step));
-  ex.steps.push_back(AccuracyStep(here, plan, profile));
+  ex.steps.push_back(AccuracyStep(here, profile));
 
   // The recommendation: the search's best, else the plan itself when it fits.
   std::optional<SearchResult> res;

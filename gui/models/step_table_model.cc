@@ -25,14 +25,14 @@ void StepTableModel::Reset() {
     // The shipped table, parsed once (it is built into the program).
     static const core::Result<sim::AccuracyTable> table = sim::LoadAccuracyTable("step");
     if (table.ok()) {
-      const core::Scenario& s = scenario_->scenario();
-      accuracy_ = sim::MatchAccuracy(*table, sim::StepGroupsOf(s.gpu.name, s.model.moe.has_value(), s.plan, ""));
+      sim::PlanAccuracy a = sim::AccuracyOfPlan(*table, scenario_->scenario(), "");
+      accuracy_ = std::move(a.groups);
+      joint_ = a.joint;
+      if (a.like.size() > 5) a.like.resize(5);  // the tooltip's five nearest
+      runs_like_ = std::move(a.like);
+      runs_like_same_gpu_ = a.like_same_gpu;
       accuracy_runs_ = table->all.n;
-      joint_ = sim::JointGroup(*table, s.gpu.name, s.model.moe.has_value(), core::Name(s.plan.precision));
       accuracy_source_ = QString::fromStdString(table->made_by);
-      for (const sim::AccuracyRun* r : sim::RunsLike(*table, s.model.name, s.gpu.name, core::Name(s.plan.precision),
-                                                     s.plan.gpus, 5, &runs_like_same_gpu_))
-        runs_like_.push_back(*r);
     } else {
       accuracy_source_ = QString::fromStdString(table.status().message());
     }

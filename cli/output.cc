@@ -184,9 +184,34 @@ std::string SpeedTable(const core::Scenario& s, const SpeedReport& sp) {
   return o.str();
 }
 
+// The plan's numbers at the two ends of the range runs like it measured (sim::RangeOf): the
+// measured value is the prediction / (1 + error), a time or a cost the prediction x (1 + error).
+struct RangeEnds {
+  double tokens_per_s_per_gpu[2], step_s[2], days[2], cost_usd[2], on_gpu_bytes[2];
+};
+RangeEnds RangeEndsOf(const SpeedReport& sp, const core::MemoryReport& r) {
+  RangeEnds e{};
+  if (sp.step_accuracy) {
+    const sim::AccuracyRange& a = sp.step_accuracy->range;
+    for (int i = 0; i < 2; ++i) {
+      const double err = i == 0 ? a.p90_error : a.p10_error;  // the low end of throughput first
+      e.tokens_per_s_per_gpu[i] = sp.step.tokens_per_s_per_gpu / (1 + err);
+      e.step_s[1 - i] = sp.step.time_s * (1 + err);
+      e.days[1 - i] = sp.train.days * (1 + err);
+      e.cost_usd[1 - i] = sp.train.cost_usd * (1 + err);
+    }
+  }
+  if (sp.memory_accuracy) {
+    const sim::AccuracyRange& a = sp.memory_accuracy->range;
+    e.on_gpu_bytes[0] = static_cast<double>(r.per_gpu_bytes) / (1 + a.p90_error);
+    e.on_gpu_bytes[1] = static_cast<double>(r.per_gpu_bytes) / (1 + a.p10_error);
+  }
+  return e;
+}
+
 // How close such predictions came: the shipped accuracy tables' rows for the plan's groups, step
 // time beside memory (docs/validation.md, How close).
-std::string AccuracyText(const SpeedReport& sp) {
+std::string AccuracyText(const SpeedReport& sp, const core::MemoryReport& r) {
   if (!sp.step_accuracy && !sp.memory_accuracy) return "";
   using Key = std::pair<std::string, std::string>;
   // A group's cells: runs, |error| median and p90, signed median; blank where the table has no
@@ -220,7 +245,7 @@ std::string AccuracyText(const SpeedReport& sp) {
         if (std::find(keys.begin(), keys.end(), Key{g.dimension, g.value}) == keys.end())
           keys.emplace_back(g.dimension, g.value);
   std::ostringstream o;
-  char line[320];
+  char line[512];
   std::snprintf(line, sizeof line,
                 "# How close: the error on published runs in this plan's groups (meshplan validate, default profile: "
                 "%zu step times, %zu memory peaks; docs/validation.md)\n",
@@ -266,6 +291,31 @@ std::string AccuracyText(const SpeedReport& sp) {
                   100 * w->median_abs_error, 100 * w->p90_abs_error, w->n, 100 * w->median_error);
     o << line;
   }
+  // What runs like the plan measured, as a range of its own numbers (sim::RangeOf).
+  const RangeEnds e = RangeEndsOf(sp, r);
+  if (sp.step_accuracy && sp.step_accuracy->range.n > 0) {
+    const sim::AccuracyRange& a = sp.step_accuracy->range;
+    std::snprintf(line, sizeof line,
+                  "#   step time: runs like this plan (the %zu of %s) measured %.2fx to %.2fx the predicted tokens/s "
+                  "(their 10th to 90th percentile): %.0f to %.0f tokens/s per GPU, a step of %.3g to %.3g s, "
+                  "%.1f to %.1f days, $%.3g to $%.3g before failures\n",
+                  a.n, a.basis.c_str(), a.LowFactor(), a.HighFactor(), e.tokens_per_s_per_gpu[0],
+                  e.tokens_per_s_per_gpu[1], e.step_s[0], e.step_s[1], e.days[0], e.days[1], e.cost_usd[0],
+                  e.cost_usd[1]);
+    o << line;
+  }
+  if (sp.memory_accuracy && sp.memory_accuracy->range.n > 0) {
+    const sim::AccuracyRange& a = sp.memory_accuracy->range;
+    std::snprintf(
+        line, sizeof line,
+        "#   memory: peaks like this plan's (the %zu of %s) measured %.2fx to %.2fx the predicted (their "
+        "10th to 90th percentile): %s to %s GB on the GPU of %s GB%s\n",
+        a.n, a.basis.c_str(), a.LowFactor(), a.HighFactor(), Fmt("%.1f", e.on_gpu_bytes[0] / 1e9).c_str(),
+        Fmt("%.1f", e.on_gpu_bytes[1] / 1e9).c_str(), Fmt("%.1f", static_cast<double>(r.capacity_bytes) / 1e9).c_str(),
+        r.fits && e.on_gpu_bytes[1] > static_cast<double>(r.capacity_bytes) ? ": at the high end the plan does not fit"
+                                                                            : "");
+    o << line;
+  }
   // The published runs of this very model (on this GPU when there are any): the plan's precision
   // first, then nearest in GPU count (sim::RunsLike).
   constexpr size_t kLikeShown = 5;
@@ -282,9 +332,9 @@ std::string AccuracyText(const SpeedReport& sp) {
                   std::min(kLikeShown, a.like.size()), a.like.size());
     o << line;
     for (size_t i = 0; i < a.like.size() && i < kLikeShown; ++i) {
-      const sim::AccuracyRun& r = a.like[i];
-      std::snprintf(line, sizeof line, "#     %-62s %6lld GPUs %-6s %-14s %+7.1f%%\n", r.id.c_str(),
-                    static_cast<long long>(r.gpus), r.precision.c_str(), r.gpu.c_str(), 100 * r.error);
+      const sim::AccuracyRun& run = a.like[i];
+      std::snprintf(line, sizeof line, "#     %-62s %6lld GPUs %-6s %-14s %+7.1f%%\n", run.id.c_str(),
+                    static_cast<long long>(run.gpus), run.precision.c_str(), run.gpu.c_str(), 100 * run.error);
       o << line;
     }
   }
@@ -521,7 +571,7 @@ std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r, co
   row("= on the GPU", w.total_bytes, "nvidia-smi: reserved + CUDA context + NCCL; the fit verdict's number");
   o << "#\n";
   if (speed) o << SpeedTable(s, *speed);
-  if (speed) o << AccuracyText(*speed);
+  if (speed) o << AccuracyText(*speed, r);
   if (speed && !speed->ops.empty()) o << OpsTable(s, *speed);
   const double cap = static_cast<double>(r.capacity_bytes);
   const double used = static_cast<double>(r.per_gpu_bytes);
@@ -729,6 +779,16 @@ std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r, con
                    {"p90_abs_error", g.p90_abs_error},
                    {"median_error", g.median_error}};
     };
+    const RangeEnds ends = RangeEndsOf(*speed, r);
+    auto range = [](const sim::AccuracyRange& a) {
+      return OJson{{"basis", a.basis},
+                   {"n", a.n},
+                   {"p10_error", a.p10_error},
+                   {"p90_error", a.p90_error},
+                   {"low_factor", a.LowFactor()},
+                   {"high_factor", a.HighFactor()}};
+    };
+    auto pair = [](const double(&v)[2]) { return OJson::array({v[0], v[1]}); };
     auto table = [&](const SpeedReport::Accuracy& a) {
       OJson groups = OJson::array();
       for (const auto& g : a.groups) groups.push_back(group(g));
@@ -751,8 +811,21 @@ std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r, con
     };
     OJson acc;
     acc["profile"] = "default";
-    if (speed->step_accuracy) acc["step"] = table(*speed->step_accuracy);
-    if (speed->memory_accuracy) acc["memory"] = table(*speed->memory_accuracy);
+    if (speed->step_accuracy) {
+      acc["step"] = table(*speed->step_accuracy);
+      OJson rg = range(speed->step_accuracy->range);
+      rg["tokens_per_s_per_gpu"] = pair(ends.tokens_per_s_per_gpu);
+      rg["step_s"] = pair(ends.step_s);
+      rg["days"] = pair(ends.days);
+      rg["cost_usd"] = pair(ends.cost_usd);
+      acc["step"]["range"] = rg;
+    }
+    if (speed->memory_accuracy) {
+      acc["memory"] = table(*speed->memory_accuracy);
+      OJson rg = range(speed->memory_accuracy->range);
+      rg["on_gpu_bytes"] = pair(ends.on_gpu_bytes);
+      acc["memory"]["range"] = rg;
+    }
     j["accuracy"] = acc;
   }
   j["defaults"] = notes;

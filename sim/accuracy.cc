@@ -280,6 +280,31 @@ AccuracyGroup JointGroup(const AccuracyTable& t, const std::string& gpu, bool mo
   return GroupOf("joint", gpu + (moe ? " moe " : " dense ") + precision, SummarizeErrors(errors));
 }
 
+AccuracyRange RangeOf(const AccuracyTable& t, const std::string& gpu, bool moe, const std::string& precision) {
+  const std::string kind = moe ? "moe" : "dense";
+  struct Set {
+    std::string basis;
+    bool by_gpu, by_precision, by_kind;
+  };
+  const Set sets[] = {{gpu + " " + kind + " " + precision, true, true, true},
+                      {"any GPU, " + kind + " " + precision, false, true, true},
+                      {"any GPU, " + kind, false, false, true},
+                      {"all", false, false, false}};
+  AccuracyRange out;
+  for (const Set& set : sets) {
+    std::vector<double> errors;
+    for (const auto& r : t.runs)
+      if ((!set.by_gpu || r.gpu == gpu) && (!set.by_precision || r.precision == precision) &&
+          (!set.by_kind || r.moe == moe))
+        errors.push_back(r.error);
+    if (errors.empty()) continue;
+    std::sort(errors.begin(), errors.end());
+    out = {set.basis, errors.size(), Quantile(errors, 0.1), Quantile(errors, 0.9)};
+    if (errors.size() >= kRangeMinRuns) break;
+  }
+  return out;
+}
+
 PlanAccuracy AccuracyOfPlan(const AccuracyTable& t, const core::Scenario& s, const std::string& stack) {
   const bool moe = s.model.moe.has_value();
   const std::string precision = core::Name(s.plan.precision);
@@ -290,6 +315,7 @@ PlanAccuracy AccuracyOfPlan(const AccuracyTable& t, const core::Scenario& s, con
   for (const AccuracyRun* r :
        RunsLike(t, s.model.name, s.gpu.name, precision, s.plan.gpus, t.runs.size(), &a.like_same_gpu))
     a.like.push_back(*r);
+  a.range = RangeOf(t, s.gpu.name, moe, precision);
   return a;
 }
 

@@ -84,14 +84,34 @@ std::vector<const AccuracyRun*> RunsLike(const AccuracyTable& t, const std::stri
 // "h100-sxm moe bf16"; n = 0 when no run is all three.
 AccuracyGroup JointGroup(const AccuracyTable& t, const std::string& gpu, bool moe, const std::string& precision);
 
+// The range published runs like a plan measured, as multiples of the model's prediction: the 10th
+// and 90th percentiles of the signed errors (sim::Quantile, as validate's median and p90) of the
+// first of these sets with at least kRangeMinRuns runs: the plan's GPU, dense/MoE and precision at
+// once (JointGroup's runs); its dense/MoE and precision on any GPU; its dense/MoE alone; every run.
+// A run's error is predicted / measured - 1, so what it measured is the prediction / (1 + error):
+// the step table's tokens/s per GPU (a step time is the prediction x (1 + error)), the memory
+// table's peak. n = 0 only for an empty table.
+inline constexpr size_t kRangeMinRuns = 10;
+struct AccuracyRange {
+  std::string basis;  // the set, as "h100-sxm moe bf16", "any GPU, moe bf16", "any GPU, moe" or "all"
+  size_t n = 0;
+  double p10_error = 0, p90_error = 0;
+  // The measured value over the predicted one at the two ends: 1 / (1 + p90), 1 / (1 + p10).
+  double LowFactor() const { return 1.0 / (1.0 + p90_error); }
+  double HighFactor() const { return 1.0 / (1.0 + p10_error); }
+};
+AccuracyRange RangeOf(const AccuracyTable& t, const std::string& gpu, bool moe, const std::string& precision);
+
 // What a table says of one scenario: the rows of its groups (StepGroupsOf for the step table,
-// MemoryGroupsOf for the memory one, by the table's metric), its joint group and every published
-// run of its model (RunsLike, nearest first). What `report`, `explain` and the GUI show.
+// MemoryGroupsOf for the memory one, by the table's metric), its joint group, every published
+// run of its model (RunsLike, nearest first) and the range runs like it measured (RangeOf). What
+// `report`, `explain` and the GUI show.
 struct PlanAccuracy {
   std::vector<AccuracyGroup> groups;
   AccuracyGroup joint;
   std::vector<AccuracyRun> like;
   bool like_same_gpu = false;
+  AccuracyRange range;
 };
 PlanAccuracy AccuracyOfPlan(const AccuracyTable& t, const core::Scenario& s, const std::string& stack);
 

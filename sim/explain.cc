@@ -919,8 +919,12 @@ ExplainStep AccuracyStep(const core::Scenario& s, const core::Profile& profile) 
       "A step time is worth what the model's error is on published runs like the plan. meshplan validate predicts "
       "every run of its corpus (tests/data/validation) with the default profile and keeps, per group (GPU, dense "
       "or MoE, precision, sharding, scale), the median and p90 of |error| and the signed median (> 0: predicted "
-      "too fast); the groups overlap, and the least accurate one bounds how far to trust the plan.";
-  st.formula = "error = (predicted − published) / published, in tokens/s per GPU, over the group's runs";
+      "too fast); the groups overlap, and the least accurate one bounds how far to trust the plan. What runs like "
+      "it measured (the plan's GPU, dense or MoE and precision at once, else the first wider set of at least 10 "
+      "runs) is a range to budget with: their 10th to 90th percentile of error.";
+  st.formula =
+      "error = (predicted − published) / published, in tokens/s per GPU, over the group's runs; range = predicted / "
+      "(1 + p90 error) to predicted / (1 + p10 error)";
   if (profile.name != "default") {
     st.substituted = "—";
     st.result = "the table is the default profile's; meshplan validate --profile " + profile.name +
@@ -962,6 +966,14 @@ ExplainStep AccuracyStep(const core::Scenario& s, const core::Profile& profile) 
   Set(&st, "median_abs_error", w->median_abs_error);
   Set(&st, "p90_abs_error", w->p90_abs_error);
   Set(&st, "median_error", w->median_error);
+  const AccuracyRange& r = acc.range;
+  st.result +=
+      Fmt("; runs like it (the %lld of %s) measured %.2fx to %.2fx the predicted tokens/s (their 10th to "
+          "90th percentile)",
+          static_cast<long long>(r.n), r.basis.c_str(), r.LowFactor(), r.HighFactor());
+  Set(&st, "range_runs", static_cast<double>(r.n));
+  Set(&st, "range_low_factor", r.LowFactor());
+  Set(&st, "range_high_factor", r.HighFactor());
   return st;
 }
 

@@ -10,9 +10,7 @@
 #include "sim/step_model.h"
 
 namespace meshplan::sim {
-namespace {
 
-// The value at fraction q of the sorted list (nearest rank, interpolated between neighbours).
 double Quantile(const std::vector<double>& sorted, double q) {
   if (sorted.empty()) return 0;
   const double pos = q * static_cast<double>(sorted.size() - 1);
@@ -20,6 +18,8 @@ double Quantile(const std::vector<double>& sorted, double q) {
   const size_t hi = std::min(lo + 1, sorted.size() - 1);
   return sorted[lo] + (pos - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
 }
+
+namespace {
 
 // The step-time groups of a published run (StepGroupsOf: what a plan's report matches), after its
 // file's; the stack always, even unnamed.

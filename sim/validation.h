@@ -46,6 +46,9 @@ struct ErrorSummary {
 ErrorSummary Summarize(const std::vector<const ValidationRecord*>& records);
 // The same figures of bare signed errors (no out-of-memory count).
 ErrorSummary SummarizeErrors(std::vector<double> errors);
+// The value at fraction q (0..1) of an ascending list, linear between the neighbouring ranks
+// (position q x (n - 1)); 0 for an empty list. What the summaries' median and p90 are.
+double Quantile(const std::vector<double>& sorted, double q);
 
 struct GroupSummary {
   std::string dimension, value;

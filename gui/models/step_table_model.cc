@@ -16,6 +16,7 @@ void StepTableModel::Reset() {
   step_ = valid_ ? scenario_->evaluation().step : sim::StepEstimate{};
   accuracy_.clear();
   runs_like_.clear();
+  range_ = {};
   accuracy_runs_ = 0;
   if (valid_ && scenario_->profile().name != "default") {
     accuracy_source_ =
@@ -28,6 +29,7 @@ void StepTableModel::Reset() {
       sim::PlanAccuracy a = sim::AccuracyOfPlan(*table, scenario_->scenario(), "");
       accuracy_ = std::move(a.groups);
       joint_ = a.joint;
+      range_ = a.range;
       if (a.like.size() > 5) a.like.resize(5);  // the tooltip's five nearest
       runs_like_ = std::move(a.like);
       runs_like_same_gpu_ = a.like_same_gpu;
@@ -69,6 +71,16 @@ QString StepTableModel::accuracyHelp() const {
                              .arg(joint_.n)
                              .arg(Percent(joint_.median_abs_error), Percent(joint_.p90_abs_error))
                              .arg(QString::asprintf("%+.1f%%", 100 * joint_.median_error));
+  if (!accuracy_.empty() && range_.n > 0)
+    t += QString(
+             "\nruns like it (the %1 of %2) measured %3x to %4x the predicted tokens/s (their 10th to 90th "
+             "percentile): %5 to %6 tokens/s per GPU")
+             .arg(range_.n)
+             .arg(QString::fromStdString(range_.basis))
+             .arg(range_.LowFactor(), 0, 'f', 2)
+             .arg(range_.HighFactor(), 0, 'f', 2)
+             .arg(step_.tokens_per_s_per_gpu * range_.LowFactor(), 0, 'f', 0)
+             .arg(step_.tokens_per_s_per_gpu * range_.HighFactor(), 0, 'f', 0);
   if (!runs_like_.empty()) {
     t += QString("\npublished runs of %1%2:")
              .arg(QString::fromStdString(runs_like_.front().model),

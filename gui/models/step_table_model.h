@@ -68,6 +68,7 @@ class StepTableModel : public QAbstractTableModel {
   sim::AccuracyGroup joint_;                 // the runs of the plan's GPU, model kind and precision at once
   std::vector<sim::AccuracyRun> runs_like_;  // the model's published runs (sim::RunsLike), at most 5
   bool runs_like_same_gpu_ = false;
+  sim::AccuracyRange range_;  // what runs like the plan measured (sim::RangeOf)
   size_t accuracy_runs_ = 0;  // the table's runs
   QString accuracy_source_;   // the command that made the table, or why there is none
 };

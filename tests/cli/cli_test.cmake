@@ -237,6 +237,12 @@ run(report_accuracy 0 "# How close: the error on published runs in this plan's g
 # GPU count: gpt-oss-120b on 64 H100s, Megatron-Bridge's five BF16 runs.
 run(report_accuracy_runs 0 "#   published runs of gpt-oss-120b on h100-sxm, the plan's precision first, then nearest in GPU count \\(5 of 5; validate --record ID\\):\n#     megatron-bridge-2511-dgx-h100-gpt-oss-120b-64gpu +64 GPUs bf16 +h100-sxm +[+-][0-9.]+%\n"
     report --model gpt-oss-120b --gpu h100-sxm --gpus 64 --pp 4 --ep 8 --zero 1 --seq 4096 --gbs 1280)
+# ... and the range runs like it measured (sim::RangeOf; its figures: tests/sim/accuracy_test.cc),
+# as the plan's own numbers: tokens/s per GPU, step, days and cost; the peak against the GPU.
+run(report_accuracy_range 0 "#   step time: runs like this plan \\(the [0-9]+ of h100-sxm moe bf16\\) measured 0\\.[0-9]+x to [01]\\.[0-9]+x the predicted tokens/s \\(their 10th to 90th percentile\\): [0-9]+ to [0-9]+ tokens/s per GPU, a step of [0-9.]+ to [0-9.]+ s, [0-9.]+ to [0-9.]+ days, \\$[0-9.e+]+ to \\$[0-9.e+]+ before failures\n#   memory: peaks like this plan's \\(the [0-9]+ of h100-sxm moe bf16\\) measured [0-9.]+x to [0-9.]+x the predicted \\(their 10th to 90th percentile\\): [0-9.]+ to [0-9.]+ GB on the GPU of 85\\.9 GB\n"
+    report --model gpt-oss-120b --gpu h100-sxm --gpus 64 --pp 4 --ep 8 --zero 1 --seq 4096 --gbs 1280)
+run(report_accuracy_range_json 0 "\"range\": \\{[ \n]*\"basis\": \"h100-sxm dense bf16\",[ \n]*\"n\": [0-9]+,[ \n]*\"p10_error\": [-0-9.e]+,[ \n]*\"p90_error\": [-0-9.e]+,[ \n]*\"low_factor\": [0-9.e-]+,[ \n]*\"high_factor\": [0-9.e-]+,[ \n]*\"tokens_per_s_per_gpu\": \\[[-0-9.e+, \n]+\\],[ \n]*\"step_s\": \\[[-0-9.e+, \n]+\\],[ \n]*\"days\": \\[[-0-9.e+, \n]+\\],[ \n]*\"cost_usd\""
+    report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 3 --format json)
 run(report_accuracy_json 0 "\"accuracy\": \\{[ \n]*\"profile\": \"default\",[ \n]*\"step\": \\{[ \n]*\"metric\": \"tokens_per_s_per_gpu\",[ \n]*\"made_by\": \"meshplan validate --dataset tests/data/validation --accuracy-out presets/accuracy/step.json\""
     report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 3 --format json)
 run_without(report_accuracy_profile 0 "How close|\"accuracy\""

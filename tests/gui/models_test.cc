@@ -170,6 +170,21 @@ TEST(GuiModelsTest, StepTableModelSaysHowCloseSuchPredictionsCame) {
                                   core::Name(s.plan().precision), s.plan().gpus, 5, &same_gpu);
   ASSERT_FALSE(like.empty());
   EXPECT_TRUE(m.accuracyHelp().contains(QString::fromStdString(like.front()->id))) << m.accuracyHelp().toStdString();
+  // ... and the range runs like it measured (sim::RangeOf), as tokens/s per GPU: the prediction
+  // over (1 + the 90th percentile error) to over (1 + the 10th).
+  const sim::AccuracyRange r = sim::RangeOf(*table, s.scenario().gpu.name, false, core::Name(s.plan().precision));
+  ASSERT_GT(r.n, 0u);
+  const double tps = s.evaluation().step.tokens_per_s_per_gpu;
+  const QString range = QString("runs like it (the %1 of %2) measured %3x to %4x the predicted tokens/s")
+                            .arg(r.n)
+                            .arg(QString::fromStdString(r.basis))
+                            .arg(r.LowFactor(), 0, 'f', 2)
+                            .arg(r.HighFactor(), 0, 'f', 2);
+  EXPECT_TRUE(m.accuracyHelp().contains(range)) << m.accuracyHelp().toStdString();
+  EXPECT_TRUE(m.accuracyHelp().contains(QString("%1 to %2 tokens/s per GPU")
+                                            .arg(tps / (1 + r.p90_error), 0, 'f', 0)
+                                            .arg(tps / (1 + r.p10_error), 0, 'f', 0)))
+      << m.accuracyHelp().toStdString();
   QString error;
   ASSERT_TRUE(s.setModelPreset("mixtral-8x7b", &error)) << error.toStdString();
   core::PlanSpec p = s.plan();

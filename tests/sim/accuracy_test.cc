@@ -245,6 +245,51 @@ TEST(AccuracyTest, TheJointGroupIsTheRunsOfThePlansGpuModelKindAndPrecisionAtOnc
   EXPECT_EQ(JointGroup(*t, "my-gpu", false, "bf16").n, 0u);
 }
 
+TEST(AccuracyTest, TheRangeIsTheTenthToNinetiethPercentileOfTheNarrowestSetWithTenRuns) {
+  // A hand-made table: 12 H100 MoE BF16 runs with errors 0.00, 0.01, ..., 0.11; 3 B200 MoE BF16
+  // runs at -0.20, -0.10, 0.50; 5 H100 dense BF16 runs at 0.02.
+  AccuracyTable t;
+  for (int i = 0; i < 12; ++i) t.runs.push_back({"h" + std::to_string(i), "m", "h100-sxm", "bf16", true, 8, 0.01 * i});
+  for (double e : {-0.2, -0.1, 0.5}) t.runs.push_back({"b", "m", "b200", "bf16", true, 8, e});
+  for (int i = 0; i < 5; ++i) t.runs.push_back({"d", "m", "h100-sxm", "bf16", false, 8, 0.02});
+  // The joint set has 12 runs: the 10th percentile sits at position 0.1 x 11 = 1.1 of the sorted
+  // errors, 0.01 + 0.1 x 0.01 = 0.011; the 90th at 9.9, 0.09 + 0.9 x 0.01 = 0.099. Such runs
+  // measured 1 / 1.099 = 0.9099x to 1 / 1.011 = 0.9891x the predicted tokens/s.
+  AccuracyRange r = RangeOf(t, "h100-sxm", true, "bf16");
+  EXPECT_EQ(r.basis, "h100-sxm moe bf16");
+  EXPECT_EQ(r.n, 12u);
+  EXPECT_NEAR(r.p10_error, 0.011, 1e-12);
+  EXPECT_NEAR(r.p90_error, 0.099, 1e-12);
+  EXPECT_NEAR(r.LowFactor(), 1 / 1.099, 1e-12);
+  EXPECT_NEAR(r.HighFactor(), 1 / 1.011, 1e-12);
+  // Three B200 runs are too few: the MoE BF16 runs of any GPU, 15, sorted -0.2, -0.1, 0, ..., 0.11,
+  // 0.5: the 10th percentile at 1.4, -0.1 + 0.4 x 0.1 = -0.06; the 90th at 12.6, 0.10 + 0.6 x 0.01
+  // = 0.106.
+  r = RangeOf(t, "b200", true, "bf16");
+  EXPECT_EQ(r.basis, "any GPU, moe bf16");
+  EXPECT_EQ(r.n, 15u);
+  EXPECT_NEAR(r.p10_error, -0.06, 1e-12);
+  EXPECT_NEAR(r.p90_error, 0.106, 1e-12);
+  // No MoE FP8 run anywhere: the MoE runs of any precision, the same 15.
+  r = RangeOf(t, "h100-sxm", true, "fp8");
+  EXPECT_EQ(r.basis, "any GPU, moe");
+  EXPECT_EQ(r.n, 15u);
+  // Five dense runs at most, in any set but the last: every run, 20.
+  r = RangeOf(t, "h100-sxm", false, "bf16");
+  EXPECT_EQ(r.basis, "all");
+  EXPECT_EQ(r.n, 20u);
+  // An empty table has no range.
+  EXPECT_EQ(RangeOf(AccuracyTable{}, "h100-sxm", false, "bf16").n, 0u);
+  // The shipped table gives a plan its range through AccuracyOfPlan: 126 H100 dense BF16 runs at
+  // least, the high end above the low one.
+  auto shipped = LoadAccuracyTable("step");
+  ASSERT_TRUE(shipped.ok());
+  r = RangeOf(*shipped, "h100-sxm", false, "bf16");
+  EXPECT_EQ(r.basis, "h100-sxm dense bf16");
+  EXPECT_GE(r.n, 100u);
+  EXPECT_LT(r.LowFactor(), r.HighFactor());
+}
+
 TEST(AccuracyTest, ATableRoundTripsAndAHandEditedOneIsRefusedNamingTheField) {
   auto t = LoadAccuracyTable("memory");
   ASSERT_TRUE(t.ok());

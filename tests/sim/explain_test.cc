@@ -338,6 +338,16 @@ TEST(ExplainScenarioTest, NumbersAreTheCoreModelsNumbers) {
   EXPECT_DOUBLE_EQ(acc.Value("p90_abs_error"), worst->p90_abs_error);
   EXPECT_NE(acc.result.find(worst->dimension + " " + worst->value), std::string::npos) << acc.result;
   EXPECT_NE(acc.substituted.find("meshplan validate --dataset tests/data/validation"), std::string::npos);
+  // ... and the range runs like it measured: the 10th to 90th percentile of the joint runs'
+  // errors (126 H100 dense BF16 runs and more), as factors of the predicted tokens/s.
+  const AccuracyRange range = RangeOf(*table, s.gpu.name, false, core::Name(e.rules_plan->precision));
+  EXPECT_GE(range.n, 100u);
+  EXPECT_EQ(acc.Value("range_runs"), static_cast<double>(range.n));
+  EXPECT_DOUBLE_EQ(acc.Value("range_low_factor"), 1 / (1 + range.p90_error));
+  EXPECT_DOUBLE_EQ(acc.Value("range_high_factor"), 1 / (1 + range.p10_error));
+  EXPECT_NE(acc.result.find("runs like it (the " + std::to_string(range.n) + " of " + range.basis + ")"),
+            std::string::npos)
+      << acc.result;
 }
 
 TEST(ExplainScenarioTest, HowCloseSaysTheTableIsTheDefaultProfiles) {

@@ -813,18 +813,22 @@ std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r, con
     acc["profile"] = "default";
     if (speed->step_accuracy) {
       acc["step"] = table(*speed->step_accuracy);
-      OJson rg = range(speed->step_accuracy->range);
-      rg["tokens_per_s_per_gpu"] = pair(ends.tokens_per_s_per_gpu);
-      rg["step_s"] = pair(ends.step_s);
-      rg["days"] = pair(ends.days);
-      rg["cost_usd"] = pair(ends.cost_usd);
-      acc["step"]["range"] = rg;
+      if (speed->step_accuracy->range.n > 0) {  // (none only from an empty table)
+        OJson rg = range(speed->step_accuracy->range);
+        rg["tokens_per_s_per_gpu"] = pair(ends.tokens_per_s_per_gpu);
+        rg["step_s"] = pair(ends.step_s);
+        rg["days"] = pair(ends.days);
+        rg["cost_usd"] = pair(ends.cost_usd);
+        acc["step"]["range"] = rg;
+      }
     }
     if (speed->memory_accuracy) {
       acc["memory"] = table(*speed->memory_accuracy);
-      OJson rg = range(speed->memory_accuracy->range);
-      rg["on_gpu_bytes"] = pair(ends.on_gpu_bytes);
-      acc["memory"]["range"] = rg;
+      if (speed->memory_accuracy->range.n > 0) {
+        OJson rg = range(speed->memory_accuracy->range);
+        rg["on_gpu_bytes"] = pair(ends.on_gpu_bytes);
+        acc["memory"]["range"] = rg;
+      }
     }
     j["accuracy"] = acc;
   }

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <optional>
 #include <sstream>
@@ -184,28 +185,20 @@ std::string SpeedTable(const core::Scenario& s, const SpeedReport& sp) {
   return o.str();
 }
 
-// The plan's numbers at the two ends of the range runs like it measured (sim::RangeOf): the
-// measured value is the prediction / (1 + error), a time or a cost the prediction x (1 + error).
+// The plan's numbers at the two ends of the range runs like it measured (sim::AccuracyRange).
 struct RangeEnds {
-  double tokens_per_s_per_gpu[2], step_s[2], days[2], cost_usd[2], on_gpu_bytes[2];
+  std::array<double, 2> tokens_per_s_per_gpu{}, step_s{}, days{}, cost_usd{}, on_gpu_bytes{};
 };
 RangeEnds RangeEndsOf(const SpeedReport& sp, const core::MemoryReport& r) {
-  RangeEnds e{};
+  RangeEnds e;
   if (sp.step_accuracy) {
     const sim::AccuracyRange& a = sp.step_accuracy->range;
-    for (int i = 0; i < 2; ++i) {
-      const double err = i == 0 ? a.p90_error : a.p10_error;  // the low end of throughput first
-      e.tokens_per_s_per_gpu[i] = sp.step.tokens_per_s_per_gpu / (1 + err);
-      e.step_s[1 - i] = sp.step.time_s * (1 + err);
-      e.days[1 - i] = sp.train.days * (1 + err);
-      e.cost_usd[1 - i] = sp.train.cost_usd * (1 + err);
-    }
+    e.tokens_per_s_per_gpu = a.Measured(sp.step.tokens_per_s_per_gpu);
+    e.step_s = a.MeasuredTime(sp.step.time_s);
+    e.days = a.MeasuredTime(sp.train.days);
+    e.cost_usd = a.MeasuredTime(sp.train.cost_usd);
   }
-  if (sp.memory_accuracy) {
-    const sim::AccuracyRange& a = sp.memory_accuracy->range;
-    e.on_gpu_bytes[0] = static_cast<double>(r.per_gpu_bytes) / (1 + a.p90_error);
-    e.on_gpu_bytes[1] = static_cast<double>(r.per_gpu_bytes) / (1 + a.p10_error);
-  }
+  if (sp.memory_accuracy) e.on_gpu_bytes = sp.memory_accuracy->range.Measured(static_cast<double>(r.per_gpu_bytes));
   return e;
 }
 
@@ -788,19 +781,12 @@ std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r, con
                    {"low_factor", a.LowFactor()},
                    {"high_factor", a.HighFactor()}};
     };
-    auto pair = [](const double(&v)[2]) { return OJson::array({v[0], v[1]}); };
+    auto pair = [](const std::array<double, 2>& v) { return OJson::array({v[0], v[1]}); };
     auto table = [&](const SpeedReport::Accuracy& a) {
       OJson groups = OJson::array();
       for (const auto& g : a.groups) groups.push_back(group(g));
       OJson like = OJson::array();
-      for (const auto& run : a.like)
-        like.push_back({{"id", run.id},
-                        {"model", run.model},
-                        {"gpu", run.gpu},
-                        {"gpus", run.gpus},
-                        {"precision", run.precision},
-                        {"moe", run.moe},
-                        {"error", run.error}});
+      for (const auto& run : a.like) like.push_back(sim::AccuracyRunJson(run));
       return OJson{{"metric", a.table.metric},
                    {"made_by", a.table.made_by},
                    {"all", group(a.table.all)},

@@ -108,14 +108,26 @@ AccuracyTable AccuracyTableOf(const ValidationSummary& v, const std::string& met
       t.groups.push_back(GroupOf(g.dimension, g.value, g.summary));
   for (const auto& r : v.records) {
     std::string precision;
-    for (const auto& [dim, value] : r.groups)
-      if (dim == "precision") precision = value;
     bool moe = false;
-    for (const auto& [dim, value] : r.groups)
+    for (const auto& [dim, value] : r.groups) {
+      if (dim == "precision") precision = value;
       if (dim == "model") moe = value == "moe";
+    }
     t.runs.push_back({r.id, r.model, r.gpu, precision, moe, r.gpus, Round4(r.error)});
   }
   return t;
+}
+
+nlohmann::ordered_json AccuracyRunJson(const AccuracyRun& r) {
+  nlohmann::ordered_json j;
+  j["id"] = r.id;
+  j["model"] = r.model;
+  j["gpu"] = r.gpu;
+  j["gpus"] = r.gpus;
+  j["precision"] = r.precision;
+  j["moe"] = r.moe;
+  j["error"] = r.error;
+  return j;
 }
 
 std::string AccuracyTableToJson(const AccuracyTable& t) {
@@ -138,18 +150,7 @@ std::string AccuracyTableToJson(const AccuracyTable& t) {
   text.pop_back();  // the closing brace
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
   text += ",\n  \"runs\": [";
-  for (size_t i = 0; i < t.runs.size(); ++i) {
-    const AccuracyRun& r = t.runs[i];
-    nlohmann::ordered_json rj;
-    rj["id"] = r.id;
-    rj["model"] = r.model;
-    rj["gpu"] = r.gpu;
-    rj["gpus"] = r.gpus;
-    rj["precision"] = r.precision;
-    rj["moe"] = r.moe;
-    rj["error"] = r.error;
-    text += (i ? ",\n    " : "\n    ") + rj.dump();
-  }
+  for (size_t i = 0; i < t.runs.size(); ++i) text += (i ? ",\n    " : "\n    ") + AccuracyRunJson(t.runs[i]).dump();
   text += t.runs.empty() ? "]\n}\n" : "\n  ]\n}\n";
   return text;
 }

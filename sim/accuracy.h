@@ -8,9 +8,12 @@
 #ifndef MESHPLAN_SIM_ACCURACY_H_
 #define MESHPLAN_SIM_ACCURACY_H_
 
+#include <array>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "core/presets.h"
 #include "core/specs.h"
@@ -36,6 +39,9 @@ struct AccuracyRun {
   int64_t gpus = 0;
   double error = 0;  // signed, as the table's groups (rounded to 1e-4)
 };
+// A run as the table file and `report --format json` write it: id, model, gpu, gpus, precision,
+// moe, error.
+nlohmann::ordered_json AccuracyRunJson(const AccuracyRun& r);
 
 struct AccuracyTable {
   std::string metric;                 // "tokens_per_s_per_gpu" or "memory_gib" (validate --memory)
@@ -99,6 +105,15 @@ struct AccuracyRange {
   // The measured value over the predicted one at the two ends: 1 / (1 + p90), 1 / (1 + p10).
   double LowFactor() const { return 1.0 / (1.0 + p90_error); }
   double HighFactor() const { return 1.0 / (1.0 + p10_error); }
+  // A predicted rate or size (tokens/s, bytes) at the low and the high end: what such runs
+  // measured, prediction / (1 + error).
+  std::array<double, 2> Measured(double predicted) const {
+    return {predicted / (1 + p90_error), predicted / (1 + p10_error)};
+  }
+  // A predicted time or cost (the inverse of a rate), low end first: prediction x (1 + error).
+  std::array<double, 2> MeasuredTime(double predicted) const {
+    return {predicted * (1 + p10_error), predicted * (1 + p90_error)};
+  }
 };
 AccuracyRange RangeOf(const AccuracyTable& t, const std::string& gpu, bool moe, const std::string& precision);
 

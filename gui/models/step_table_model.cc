@@ -79,8 +79,8 @@ QString StepTableModel::accuracyHelp() const {
              .arg(QString::fromStdString(range_.basis))
              .arg(range_.LowFactor(), 0, 'f', 2)
              .arg(range_.HighFactor(), 0, 'f', 2)
-             .arg(step_.tokens_per_s_per_gpu * range_.LowFactor(), 0, 'f', 0)
-             .arg(step_.tokens_per_s_per_gpu * range_.HighFactor(), 0, 'f', 0);
+             .arg(range_.Measured(step_.tokens_per_s_per_gpu)[0], 0, 'f', 0)
+             .arg(range_.Measured(step_.tokens_per_s_per_gpu)[1], 0, 'f', 0);
   if (!runs_like_.empty()) {
     t += QString("\npublished runs of %1%2:")
              .arg(QString::fromStdString(runs_like_.front().model),

@@ -74,13 +74,18 @@ std::string ParallelismOf(const core::PlanSpec& p) {
   return par.empty() ? "dp only" : par;
 }
 
+const char* SequenceBucketOf(const core::PlanSpec& p) {
+  return p.seq_len <= 8192 ? "<=8k" : p.seq_len <= 32768 ? "<=32k" : ">32k";
+}
+
 Groups StepGroupsOf(const std::string& gpu, bool moe, const core::PlanSpec& p, const std::string& stack) {
   const char* scale = p.gpus <= 64 ? "<=64" : p.gpus <= 1024 ? "<=1024" : ">1024";
   Groups g{{"gpu", gpu},
            {"model", moe ? "moe" : "dense"},
            {"precision", core::Name(p.precision)},
            {"sharding", p.zero == 0 ? "ddp" : "zero-" + std::to_string(p.zero)},
-           {"scale", scale}};
+           {"scale", scale},
+           {"sequence", SequenceBucketOf(p)}};
   if (!stack.empty()) g.emplace_back("stack", stack);
   return g;
 }
@@ -90,7 +95,8 @@ Groups MemoryGroupsOf(const std::string& gpu, bool moe, const core::PlanSpec& p,
            {"model", moe ? "moe" : "dense"},
            {"precision", core::Name(p.precision)},
            {"sharding", p.zero == 0 ? "ddp" : "zero-" + std::to_string(p.zero)},
-           {"parallelism", ParallelismOf(p)}};
+           {"parallelism", ParallelismOf(p)},
+           {"sequence", SequenceBucketOf(p)}};
   if (!stack.empty()) g.emplace_back("stack", stack);
   return g;
 }

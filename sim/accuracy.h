@@ -2,7 +2,7 @@
 // project's corpus of published runs (step time, in tokens/s per GPU) and measured peaks (memory),
 // per group, kept as a table beside the presets (presets/accuracy/step.json and memory.json) and
 // matched to a plan by the same groups validate gives a published run (GPU, dense/MoE, precision,
-// data-parallel sharding, scale or parallelism, software stack). The table is a measurement: the
+// data-parallel sharding, scale or parallelism, sequence length, software stack). The table is a measurement: the
 // file names the command that made it, and tests/sim/accuracy_test.cc fails when the shipped
 // table is no longer what that command gives. Pure; thread-safe.
 #ifndef MESHPLAN_SIM_ACCURACY_H_
@@ -66,11 +66,15 @@ core::Result<AccuracyTable> ParseAccuracyTableJson(const std::string& json_text)
 core::Result<AccuracyTable> LoadAccuracyTable(const std::string& name);
 
 // The groups of a plan as validate gives them to a published run of that plan (sim/validation.cc:
-// step time by GPU, model, precision, sharding, scale and stack; memory by GPU, model, precision,
-// sharding, parallelism and stack). An empty `stack` (a plan that names none) leaves that
-// dimension out.
+// step time by GPU, model, precision, sharding, scale, sequence and stack; memory by GPU, model,
+// precision, sharding, parallelism, sequence and stack). An empty `stack` (a plan that names none)
+// leaves that dimension out.
 // "tp+pp+cp+ep": the parallelisms a plan uses beyond data parallelism; "dp only" for none.
 std::string ParallelismOf(const core::PlanSpec& p);
+// The tokens per sequence: "<=8k" (up to 8,192, the length the corpus's pretraining recipes run;
+// Llama 3 pretrains at 8,192), "<=32k", ">32k" (long context: the runs that need context
+// parallelism or a continued-pretraining stage).
+const char* SequenceBucketOf(const core::PlanSpec& p);
 Groups StepGroupsOf(const std::string& gpu, bool moe, const core::PlanSpec& p, const std::string& stack);
 Groups MemoryGroupsOf(const std::string& gpu, bool moe, const core::PlanSpec& p, const std::string& stack);
 

@@ -1,6 +1,6 @@
 // Predicting published runs: the error of the step model on each record, in tokens/s per GPU,
 // and summaries over all records and per group (GPU, dense/MoE, precision, data-parallel
-// sharding, scale, software stack). Pure; thread-safe.
+// sharding, scale, sequence length, software stack). Pure; thread-safe.
 #ifndef MESHPLAN_SIM_VALIDATION_H_
 #define MESHPLAN_SIM_VALIDATION_H_
 
@@ -32,7 +32,8 @@ struct ValidationRecord {
   double step_s = 0;      // predicted step time and where it goes (EstimateStep)
   StepBreakdown breakdown;
   // (dimension, value): "dataset" its file (when known), "gpu" a100-80g, "model" dense|moe, "precision" fp16|bf16|fp8,
-  // "sharding" ddp|zero-1|zero-2|zero-3, "scale" <=64|<=1024|>1024 GPUs, "stack" its name.
+  // "sharding" ddp|zero-1|zero-2|zero-3, "scale" <=64|<=1024|>1024 GPUs, "sequence" <=8k|<=32k|>32k
+  // tokens, "stack" its name.
   std::vector<std::pair<std::string, std::string>> groups;
   std::vector<std::string> assumptions;
 };

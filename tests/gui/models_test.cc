@@ -151,7 +151,7 @@ TEST(GuiModelsTest, StepTableModelSaysHowCloseSuchPredictionsCame) {
     const core::Scenario& sc = s.scenario();
     return sim::MatchAccuracy(*table, sim::StepGroupsOf(sc.gpu.name, sc.model.moe.has_value(), sc.plan, ""));
   };
-  ASSERT_EQ(m.accuracy().size(), 5u);
+  ASSERT_EQ(m.accuracy().size(), 6u);  // gpu, model, precision, sharding, scale, sequence
   for (size_t i = 0; i < m.accuracy().size(); ++i) {
     EXPECT_EQ(m.accuracy()[i].dimension, want()[i].dimension);
     EXPECT_EQ(m.accuracy()[i].value, want()[i].value);
@@ -191,7 +191,7 @@ TEST(GuiModelsTest, StepTableModelSaysHowCloseSuchPredictionsCame) {
   p.ep = 8;
   s.setPlan(p);
   ASSERT_TRUE(s.evaluation().valid) << s.evaluation().errors.join("\n").toStdString();
-  ASSERT_EQ(m.accuracy().size(), 5u);
+  ASSERT_EQ(m.accuracy().size(), 6u);  // gpu, model, precision, sharding, scale, sequence
   EXPECT_EQ(m.accuracy()[1].value, "moe");
   EXPECT_TRUE(m.accuracyText().contains("model moe")) << m.accuracyText().toStdString();
   p.global_batch = 127;  // invalid: nothing to show

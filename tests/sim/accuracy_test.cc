@@ -91,7 +91,7 @@ TEST(AccuracyTest, TheShippedStepTableIsWhatValidateGivesOnTheCorpus) {
   EXPECT_EQ(shipped->profile, "default");
   const ValidationSummary v = ValidateRuns(StepCorpus(), core::Profile{});
   ExpectSameTable(*shipped, AccuracyTableOf(v, "tokens_per_s_per_gpu", "", "default", {}), shipped->made_by);
-  // The corpus of at least 150 runs (issue 16): 753 today, every one with a model group.
+  // The corpus of at least 150 runs (issue 16): 770 today, every one with a model group.
   EXPECT_GE(shipped->all.n, 150u);
 }
 
@@ -146,12 +146,14 @@ TEST(AccuracyTest, APlanGetsItsGroupsRowsAndNoEvidenceForAGroupWithoutRuns) {
   p.dp = 8;
   p.zero = 1;
   p.precision = core::Dtype::kBf16;
+  p.seq_len = 8192;
   const Groups groups = StepGroupsOf("h100-sxm", /*moe=*/true, p, "megatron-core-2024");
-  ASSERT_EQ(groups.size(), 6u);
+  ASSERT_EQ(groups.size(), 7u);
   EXPECT_EQ(groups[0], (std::pair<std::string, std::string>{"gpu", "h100-sxm"}));
   EXPECT_EQ(groups[1].second, "moe");
   EXPECT_EQ(groups[3].second, "zero-1");
   EXPECT_EQ(groups[4].second, "<=64");  // 64 GPUs: the smallest scale bucket includes 64
+  EXPECT_EQ(groups[5], (std::pair<std::string, std::string>{"sequence", "<=8k"}));  // 8,192 included
   const std::vector<AccuracyGroup> rows = MatchAccuracy(*t, groups);
   ASSERT_EQ(rows.size(), groups.size());
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -166,9 +168,42 @@ TEST(AccuracyTest, APlanGetsItsGroupsRowsAndNoEvidenceForAGroupWithoutRuns) {
   EXPECT_GT(rows[1].median_error, 0);
   // A GPU no published run used: a row with no runs, not a borrowed figure. No stack: no row.
   const std::vector<AccuracyGroup> unseen = MatchAccuracy(*t, StepGroupsOf("my-gpu", false, p, ""));
-  ASSERT_EQ(unseen.size(), 5u);
+  ASSERT_EQ(unseen.size(), 6u);
   EXPECT_EQ(unseen[0].n, 0u);
   EXPECT_EQ(unseen[0].value, "my-gpu");
+}
+
+TEST(AccuracyTest, LongContextPlansAreJudgedByTheRunsOfTheirSequenceLength) {
+  // The buckets: up to 8,192 tokens (the corpus's pretraining recipes), up to 32,768, beyond.
+  core::PlanSpec p;
+  for (auto [seq, bucket] : {std::pair<int64_t, const char*>{4096, "<=8k"},
+                             {8192, "<=8k"},
+                             {8193, "<=32k"},
+                             {32768, "<=32k"},
+                             {32769, ">32k"},
+                             {1048576, ">32k"}}) {
+    p.seq_len = seq;
+    EXPECT_STREQ(SequenceBucketOf(p), bucket) << seq;
+  }
+  // Both tables have the dimension: a 128k plan of Llama 2 7B on 128 H100s (NeMo's long-sequence
+  // page's layout, TP 4 x CP 4) gets the long-context rows, which today are far less accurate than
+  // the corpus as a whole (too fast: NeMo's and torchtitan's CP runs, docs/validation.md).
+  p.seq_len = 131072;
+  p.gpus = 128;
+  p.tp = 4;
+  p.cp = 4;
+  p.dp = 8;
+  for (const char* name : {"step", "memory"}) {
+    auto t = LoadAccuracyTable(name);
+    ASSERT_TRUE(t.ok());
+    const Groups groups =
+        std::string(name) == "step" ? StepGroupsOf("h100-sxm", false, p, "") : MemoryGroupsOf("h100-sxm", false, p, "");
+    const std::vector<AccuracyGroup> rows = MatchAccuracy(*t, groups);
+    ASSERT_EQ(rows.back().dimension, "sequence") << name;
+    EXPECT_EQ(rows.back().value, ">32k") << name;
+    EXPECT_GT(rows.back().n, 5u) << name;
+    EXPECT_GT(rows.back().median_abs_error, t->all.median_abs_error) << name;
+  }
 }
 
 TEST(AccuracyTest, ThePublishedRunsOfAPlansModelAreItsPrecisionFirstThenNearestInGpus) {

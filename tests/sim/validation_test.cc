@@ -636,6 +636,8 @@ TEST(ValidationTest, CorpusMapsMoreThan150RunsWithProvenance) {
   // Nemotron 3 Ultra stay skipped), 235 with Nemotron 3.5 Lightning's (Nano with a shared MTP
   // module, presets/models/nemotron-3-5-lightning.json), 253 with the 18 Llama 3 70B and 3.1
   // 405B NVFP4 runs (plan.precision nvfp4; Nemotron 3 Super's 15 keep a BF16 tail, skipped).
+  // NeMo's long-sequence page (nemo_long_sequence.json) adds 17: Llama 2 7B on H100 and Llama 3 8B
+  // on B200 at 4K to 1024K tokens with CP up to 32.
   struct Want {
     const char* file;
     size_t mapped, skipped;
@@ -643,7 +645,8 @@ TEST(ValidationTest, CorpusMapsMoreThan150RunsWithProvenance) {
   size_t total = 0;
   for (const Want& w : {Want{"llmfoundry_benchmarks.json", 216, 0}, Want{"nemo_performance_summaries.json", 253, 19},
                         Want{"papers_at_scale.json", 154, 5}, Want{"published.json", 19, 71},
-                        Want{"published_beyond_tuning.json", 49, 2}, Want{"torchtitan_h100_2412.json", 18, 0}}) {
+                        Want{"published_beyond_tuning.json", 49, 2}, Want{"torchtitan_h100_2412.json", 18, 0},
+                        Want{"nemo_long_sequence.json", 17, 0}}) {
     size_t skipped = 0;
     const auto runs = Corpus(w.file, &skipped);
     EXPECT_EQ(runs.size(), w.mapped) << w.file;
@@ -655,7 +658,7 @@ TEST(ValidationTest, CorpusMapsMoreThan150RunsWithProvenance) {
       EXPECT_GT(r.published, 0) << r.id;
     }
   }
-  EXPECT_EQ(total, 709u);
+  EXPECT_EQ(total, 726u);
 }
 
 TEST(ValidationTest, MegatronBridgeRunsTakeTheirRecipesRecomputation) {
@@ -884,7 +887,7 @@ TEST(ValidationTest, CorpusRegressionBound) {
   std::vector<core::PublishedRun> all;
   for (const char* f : {"llmfoundry_benchmarks.json", "nemo_performance_summaries.json", "papers_at_scale.json",
                         "published.json", "published_beyond_tuning.json", "torchtitan_h100_2412.json",
-                        "torchtitan_a100_2404.json", "bloom_prequel_2202.json"}) {
+                        "torchtitan_a100_2404.json", "bloom_prequel_2202.json", "nemo_long_sequence.json"}) {
     auto runs = Corpus(f);
     all.insert(all.end(), runs.begin(), runs.end());
   }
@@ -930,8 +933,11 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // neighbour links each at its own tier; 24 runs moved, 16 closer: the GB200 405B rows at a PP
   // stride of 16 in 72-GPU domains, one link across and one inside, MXFP8 VP 8 -12..-15% ->
   // -7..-10%).
-  ASSERT_EQ(v.all.n, 743u);
-  EXPECT_LE(v.all.median_abs_error, 0.0875);
+  // 760 with NeMo's long-sequence page (17 runs, all too fast: Llama 2 7B on H100 +11% at 4K,
+  // +29% at 16K, +40..+48% from 32K to 1024K tokens; Llama 3 8B on B200 +16..+31%): median
+  // 8.71% -> 8.95%, p90 33.9% -> 34.2% (docs/validation.md).
+  ASSERT_EQ(v.all.n, 760u);
+  EXPECT_LE(v.all.median_abs_error, 0.0900);
   // p90 42.5% -> 44.0% when the Megatron-Bridge runs took their recipes' bf16 gradients (their DP
   // reduction halves, and gpt-oss-120b on B200/B300, already too fast, went from +41..61% to
   // +61..76%; docs/validation.md lists what those runs lack), then 42.4% with torchtitan's eager
@@ -952,7 +958,7 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // GB300, B200 and B300 from them) instead of the profile's 0.60 / 0.50: 224 runs moved, 117
   // closer (GB300 dense -7.8% -> -5.8%, gpt-oss's 128-token windows at their measured speed 1-8
   // points closer), the Blackwell MoE and GB200 dense rows, too fast already, slightly faster.
-  EXPECT_LE(v.all.p90_abs_error, 0.340);
+  EXPECT_LE(v.all.p90_abs_error, 0.343);
   // 4 runs that ran are called out of memory (75 before FP8 plans kept their linear inputs in
   // one byte, 41 before the recipes' bf16 gradients and module-level recomputation, 6 before
   // torchtitan's per-op checkpointing): two token-drop MoE runs and Nemotron-4 340B at 8k

@@ -460,6 +460,7 @@ std::string GpuPresetForDevice(const DeviceInfo& d) {
     return has("PCIE") ? "h100-pcie" : "h100-sxm";
   }
   if (has("A100")) return d.memory_bytes > (int64_t{60} << 30) ? "a100-80g" : "a100-40g";
+  if (has("A800")) return has("PCIE") ? "" : "a800";  // the SXM part; a PCIe card has no preset
   if (has("V100")) return "v100";
   return "";
 }

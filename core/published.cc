@@ -100,11 +100,13 @@ bool MapGpu(const Json& hardware, std::string* gpu, std::string* cluster, std::v
     return refuse(
         "a Grace Hopper GH200 module (its own HBM, NVLink-C2C to a Grace CPU, 4 per node on HPE/Cray "
         "systems) has no preset; an 8-GPU DGX H200 would be another machine");
-  if (has("A800") || (has("H20") && !has("H200")))
+  if (has("H20") && !has("H200"))
     return refuse(
-        "an export variant (A800: NVLink 400 GB/s; H20: a reduced Hopper) has no preset; the part it "
-        "derives from would be another machine");
-  if ((has("A100") || has("H100")) && (has("PCIE") || has("H100 NVL") || has("H100-NVL") || has("H100NVL")))
+        "an export variant (H20: a reduced Hopper) has no preset; the part it derives from would be another "
+        "machine");
+  // The A800's only 40GB part is a PCIe card (A800 40GB Active).
+  if ((has("A100") || has("A800") || has("H100")) &&
+      (has("PCIE") || has("H100 NVL") || has("H100-NVL") || has("H100NVL") || (has("A800") && has("40GB"))))
     return refuse(
         "a PCIe card (or the NVLink-bridged H100 NVL pair) has no cluster preset; the SXM part's "
         "NVSwitch node would be another machine");
@@ -129,6 +131,13 @@ bool MapGpu(const Json& hardware, std::string* gpu, std::string* cluster, std::v
   } else if (has("A100")) {
     *gpu = "a100-80g";
     *cluster = "dgx-a100";
+  } else if (has("A800")) {
+    // The A100 80GB SXM4 with NVLink at 400 GB/s (presets/gpus/a800.json).
+    *gpu = "a800";
+    *cluster = "hgx-a800";
+    assumed->push_back(
+        "A800 in an 8-GPU HGX node (hgx-a800): NVLink 200 GB/s per direction, the DGX A100's network assumed (8 x "
+        "200 Gb/s NICs)");
   } else if (has("AMPERE")) {
     // MegaScale §6 names "NVIDIA Ampere GPUs"; its MFU figures divide by 312 TFLOP/s (A100).
     *gpu = "a100-80g";

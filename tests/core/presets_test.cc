@@ -16,10 +16,10 @@ TEST(PresetsTest, TheDesignedPresetsAreBuiltIn) {
                            "qwen3-30b-a3b", "qwen3-235b-a22b", "gpt-oss-120b"})
     EXPECT_NE(std::find(models.begin(), models.end(), name), models.end()) << name;
   EXPECT_EQ(PresetNames("gpus").size(),
-            14u);  // + h100-96g-hbm2e (torchtitan's Grand Teton H100s), b300, gb300, v100-dgx2h
+            15u);  // + h100-96g-hbm2e (torchtitan's Grand Teton H100s), b300, gb300, v100-dgx2h, a800
   const auto clusters = PresetNames("clusters");
   for (const char* name :
-       {"dgx-a100", "dgx-h100", "hgx-h800", "dgx-b200", "gb200-nvl72", "mi300x-8", "dgx-2", "dgx-2h"})
+       {"dgx-a100", "hgx-a800", "dgx-h100", "hgx-h800", "dgx-b200", "gb200-nvl72", "mi300x-8", "dgx-2", "dgx-2h"})
     EXPECT_NE(std::find(clusters.begin(), clusters.end(), name), clusters.end()) << name;
 }
 

@@ -77,6 +77,8 @@ TEST(DeviceTest, GpuPresetForDeviceMapsKnownNames) {
   EXPECT_EQ(preset("NVIDIA H800", 80), "h800");
   EXPECT_EQ(preset("NVIDIA A100-SXM4-80GB", 80), "a100-80g");
   EXPECT_EQ(preset("NVIDIA A100-SXM4-40GB", 40), "a100-40g");
+  EXPECT_EQ(preset("NVIDIA A800-SXM4-80GB", 80), "a800");
+  EXPECT_EQ(preset("NVIDIA A800 80GB PCIe", 80), "");  // a PCIe card: no preset
   EXPECT_EQ(preset("NVIDIA B200", 180), "b200");
   EXPECT_EQ(preset("Tesla V100-SXM2-32GB", 32), "v100");
   EXPECT_EQ(preset("NVIDIA GeForce RTX 4090", 24), "");

@@ -776,6 +776,34 @@ TEST(StepModelTest, ActivationOffloadWaitsOnlyWhenTheCopiesOutlastThePass) {
   EXPECT_DOUBLE_EQ(c2c.breakdown.offload_s, 0.0);
 }
 
+TEST(StepModelTest, AnA800IsAnA100WhoseTensorParallelCollectivesMoveAtTwoThirdsTheRate) {
+  // presets/gpus/a800.json is the A100 80GB SXM4's figures; hgx-a800 its NVLink at 400 GB/s both
+  // ways (200 GB/s per direction) against the DGX A100's 600 (300). Llama 3 70B at TP 8 with SP
+  // inside one node: the same compute, and each TP all-gather and reduce-scatter of 8,192 x 8,192
+  // bf16 elements (134 MB) moves its bytes at 2/3 the rate: the exposed TP time is at most 1.5x
+  // the A100's (the bandwidth term alone) and a little less, since the per-hop latencies and the
+  // collectives' per-rank copies in HBM cost the same on both (1.47x).
+  Scenario s = Load("llama3-70b");
+  core::PlanSpec p;
+  p.tp = 8;
+  p.dp = 1;
+  p.gpus = 8;
+  p.zero = 1;
+  p.sequence_parallel = true;
+  p.recompute = core::Recompute::kFull;
+  p.seq_len = 8192;
+  p.global_batch = 8;
+  const core::GpuSpec a100 = *core::LoadGpu("a100-80g"), a800 = *core::LoadGpu("a800");
+  const StepEstimate on_a100 = EstimateStep(s.model, p, a100, *core::LoadCluster("dgx-a100"), core::Profile{});
+  const StepEstimate on_a800 = EstimateStep(s.model, p, a800, *core::LoadCluster("hgx-a800"), core::Profile{});
+  EXPECT_DOUBLE_EQ(on_a800.breakdown.compute_s, on_a100.breakdown.compute_s);
+  ASSERT_GT(on_a100.breakdown.tp_comm_s, 0);
+  const double ratio = on_a800.breakdown.tp_comm_s / on_a100.breakdown.tp_comm_s;
+  EXPECT_GT(ratio, 1.4);
+  EXPECT_LE(ratio, 1.5);
+  EXPECT_LT(on_a800.tokens_per_s_per_gpu, on_a100.tokens_per_s_per_gpu);
+}
+
 TEST(StepModelTest, TensorParallelAcrossNodesIsMuchSlower) {
   // The seeds' anti-pattern: on 32 H100s (4 DGX nodes), TP=16 spans two nodes. Each TP
   // collective then crosses the 50 GB/s-per-GPU NICs (8 x 400 Gb/s per node) as well as NVLink

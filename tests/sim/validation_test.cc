@@ -1579,7 +1579,10 @@ TEST(ValidationTest, GpuNamesAreReadWithoutCaseAndLookAlikesAreRefused) {
       {"nvidia h100 80gb hbm3", "h100-sxm", ""},
       {"A100 80GB (Jean Zay; 8 GPUs/node, NVLink, 4x Omni-Path per node)", "a100-80g", ""},
       {"NVIDIA GH200 Grace Hopper (Alps)", "", "Grace Hopper"},
-      {"A800 80GB", "", "export variant"},
+      {"A800 80GB", "a800", ""},  // the A100 80GB SXM4 with NVLink at 400 GB/s, on hgx-a800
+      {"NVIDIA A800-SXM4-80GB", "a800", ""},
+      {"A800 PCIe 80GB", "", "PCIe"},
+      {"NVIDIA A800 40GB Active", "", "PCIe"},
       {"NVIDIA H20", "", "export variant"},
       {"A100 80GB PCIe", "", "PCIe"},
       {"H100 NVL", "", "PCIe"},

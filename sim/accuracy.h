@@ -2,9 +2,9 @@
 // project's corpus of published runs (step time, in tokens/s per GPU) and measured peaks (memory),
 // per group, kept as a table beside the presets (presets/accuracy/step.json and memory.json) and
 // matched to a plan by the same groups validate gives a published run (GPU, dense/MoE, precision,
-// data-parallel sharding, scale or parallelism, sequence length, software stack). The table is a measurement: the
-// file names the command that made it, and tests/sim/accuracy_test.cc fails when the shipped
-// table is no longer what that command gives. Pure; thread-safe.
+// data-parallel sharding, scale or parallelism, sequence length, software stack). The table is a
+// measurement: the file names the command that made it, and tests/sim/accuracy_test.cc fails
+// when the shipped table is no longer what that command gives. Pure; thread-safe.
 #ifndef MESHPLAN_SIM_ACCURACY_H_
 #define MESHPLAN_SIM_ACCURACY_H_
 

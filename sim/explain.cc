@@ -918,11 +918,10 @@ ExplainStep AccuracyStep(const core::Scenario& s, const core::Profile& profile) 
   st.rule =
       "A step time is worth what the model's error is on published runs like the plan. meshplan validate predicts "
       "every run of its corpus (tests/data/validation) with the default profile and keeps, per group (GPU, dense "
-      "or MoE, precision, sharding, scale, sequence length), the median and p90 of |error| and the signed median (> 0: "
-      "predicted "
-      "too fast); the groups overlap, and the least accurate one bounds how far to trust the plan. What runs like "
-      "it measured (the plan's GPU, dense or MoE and precision at once, else the first wider set of at least 10 "
-      "runs) is a range to budget with: their 10th to 90th percentile of error.";
+      "or MoE, precision, sharding, scale, sequence length), the median and p90 of |error| and the signed median "
+      "(> 0: predicted too fast); the groups overlap, and the least accurate one bounds how far to trust the plan. "
+      "What runs like it measured (the plan's GPU, dense or MoE and precision at once, else the first wider set of "
+      "at least 10 runs) is a range to budget with: their 10th to 90th percentile of error.";
   st.formula =
       "error = (predicted − published) / published, in tokens/s per GPU, over the group's runs; range = predicted / "
       "(1 + p90 error) to predicted / (1 + p10 error)";

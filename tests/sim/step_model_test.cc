@@ -776,6 +776,21 @@ TEST(StepModelTest, ActivationOffloadWaitsOnlyWhenTheCopiesOutlastThePass) {
   EXPECT_DOUBLE_EQ(c2c.breakdown.offload_s, 0.0);
 }
 
+// TP with sequence parallelism, ZeRO-1 and full recomputation at 8,192 tokens, 8 sequences per
+// data-parallel rank.
+core::PlanSpec TpWithSpPlan(int64_t tp, int64_t dp) {
+  core::PlanSpec p;
+  p.tp = tp;
+  p.dp = dp;
+  p.gpus = tp * dp;
+  p.zero = 1;
+  p.sequence_parallel = true;
+  p.recompute = core::Recompute::kFull;
+  p.seq_len = 8192;
+  p.global_batch = 8 * dp;
+  return p;
+}
+
 TEST(StepModelTest, AnA800IsAnA100WhoseTensorParallelCollectivesMoveAtTwoThirdsTheRate) {
   // presets/gpus/a800.json is the A100 80GB SXM4's figures; hgx-a800 its NVLink at 400 GB/s both
   // ways (200 GB/s per direction) against the DGX A100's 600 (300). Llama 3 70B at TP 8 with SP
@@ -784,15 +799,7 @@ TEST(StepModelTest, AnA800IsAnA100WhoseTensorParallelCollectivesMoveAtTwoThirdsT
   // the A100's (the bandwidth term alone) and a little less, since the per-hop latencies and the
   // collectives' per-rank copies in HBM cost the same on both (1.47x).
   Scenario s = Load("llama3-70b");
-  core::PlanSpec p;
-  p.tp = 8;
-  p.dp = 1;
-  p.gpus = 8;
-  p.zero = 1;
-  p.sequence_parallel = true;
-  p.recompute = core::Recompute::kFull;
-  p.seq_len = 8192;
-  p.global_batch = 8;
+  const core::PlanSpec p = TpWithSpPlan(8, 1);
   const core::GpuSpec a100 = *core::LoadGpu("a100-80g"), a800 = *core::LoadGpu("a800");
   const StepEstimate on_a100 = EstimateStep(s.model, p, a100, *core::LoadCluster("dgx-a100"), core::Profile{});
   const StepEstimate on_a800 = EstimateStep(s.model, p, a800, *core::LoadCluster("hgx-a800"), core::Profile{});
@@ -810,15 +817,7 @@ TEST(StepModelTest, TensorParallelAcrossNodesIsMuchSlower) {
   // (450 GB/s): with the same DP x TP budget, the exposed TP time more than doubles and the
   // per-GPU throughput drops by over 20% although each GPU computes half as much per microbatch.
   Scenario s = Load("llama3-70b");
-  core::PlanSpec p;
-  p.tp = 8;
-  p.dp = 4;
-  p.gpus = 32;
-  p.zero = 1;
-  p.sequence_parallel = true;
-  p.recompute = core::Recompute::kFull;
-  p.seq_len = 8192;
-  p.global_batch = 32;
+  core::PlanSpec p = TpWithSpPlan(8, 4);
   const StepEstimate inside = EstimateStep(s.model, p, s.gpu, s.cluster, core::Profile{});
   p.tp = 16;
   p.dp = 2;

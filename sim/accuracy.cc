@@ -78,27 +78,30 @@ const char* SequenceBucketOf(const core::PlanSpec& p) {
   return p.seq_len <= 8192 ? "<=8k" : p.seq_len <= 32768 ? "<=32k" : ">32k";
 }
 
-Groups StepGroupsOf(const std::string& gpu, bool moe, const core::PlanSpec& p, const std::string& stack) {
-  const char* scale = p.gpus <= 64 ? "<=64" : p.gpus <= 1024 ? "<=1024" : ">1024";
+namespace {
+
+// The dimensions both tables share, with each table's own (`own`: step time's scale, memory's
+// parallelism) after the sharding.
+Groups GroupsOf(const std::string& gpu, bool moe, const core::PlanSpec& p, std::pair<std::string, std::string> own,
+                const std::string& stack) {
   Groups g{{"gpu", gpu},
            {"model", moe ? "moe" : "dense"},
            {"precision", core::Name(p.precision)},
            {"sharding", p.zero == 0 ? "ddp" : "zero-" + std::to_string(p.zero)},
-           {"scale", scale},
+           std::move(own),
            {"sequence", SequenceBucketOf(p)}};
   if (!stack.empty()) g.emplace_back("stack", stack);
   return g;
 }
 
+}  // namespace
+
+Groups StepGroupsOf(const std::string& gpu, bool moe, const core::PlanSpec& p, const std::string& stack) {
+  return GroupsOf(gpu, moe, p, {"scale", p.gpus <= 64 ? "<=64" : p.gpus <= 1024 ? "<=1024" : ">1024"}, stack);
+}
+
 Groups MemoryGroupsOf(const std::string& gpu, bool moe, const core::PlanSpec& p, const std::string& stack) {
-  Groups g{{"gpu", gpu},
-           {"model", moe ? "moe" : "dense"},
-           {"precision", core::Name(p.precision)},
-           {"sharding", p.zero == 0 ? "ddp" : "zero-" + std::to_string(p.zero)},
-           {"parallelism", ParallelismOf(p)},
-           {"sequence", SequenceBucketOf(p)}};
-  if (!stack.empty()) g.emplace_back("stack", stack);
-  return g;
+  return GroupsOf(gpu, moe, p, {"parallelism", ParallelismOf(p)}, stack);
 }
 
 AccuracyTable AccuracyTableOf(const ValidationSummary& v, const std::string& metric, const std::string& made_by,

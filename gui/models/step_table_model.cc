@@ -1,5 +1,7 @@
 #include "gui/models/step_table_model.h"
 
+#include <array>
+
 #include "gui/models/format.h"
 
 namespace meshplan::gui {
@@ -71,7 +73,8 @@ QString StepTableModel::accuracyHelp() const {
                              .arg(joint_.n)
                              .arg(Percent(joint_.median_abs_error), Percent(joint_.p90_abs_error))
                              .arg(QString::asprintf("%+.1f%%", 100 * joint_.median_error));
-  if (!accuracy_.empty() && range_.n > 0)
+  if (!accuracy_.empty() && range_.n > 0) {
+    const std::array<double, 2> tokens = range_.Measured(step_.tokens_per_s_per_gpu);
     t += QString(
              "\nruns like it (the %1 of %2) measured %3x to %4x the predicted tokens/s (their 10th to 90th "
              "percentile): %5 to %6 tokens/s per GPU")
@@ -79,8 +82,9 @@ QString StepTableModel::accuracyHelp() const {
              .arg(QString::fromStdString(range_.basis))
              .arg(range_.LowFactor(), 0, 'f', 2)
              .arg(range_.HighFactor(), 0, 'f', 2)
-             .arg(range_.Measured(step_.tokens_per_s_per_gpu)[0], 0, 'f', 0)
-             .arg(range_.Measured(step_.tokens_per_s_per_gpu)[1], 0, 'f', 0);
+             .arg(tokens[0], 0, 'f', 0)
+             .arg(tokens[1], 0, 'f', 0);
+  }
   if (!runs_like_.empty()) {
     t += QString("\npublished runs of %1%2:")
              .arg(QString::fromStdString(runs_like_.front().model),

@@ -36,9 +36,11 @@ void PlanFlags::Register(CLI::App* app) {
   m->add_option("--global-attention-every", global_attention_every,
                 "With --sliding-window: the last of every N layers attends the whole sequence (0: every layer "
                 "windowed; gpt-oss 2, Gemma 3 6)");
-  m->add_option("--attention", attention,
-                "flash|flash2|flash1|triton|naive (flash: the GPU's fastest fused kernel; flash2: FlashAttention-2; "
-                "flash1: FlashAttention v1; triton: the Triton FlashAttention kernel; naive keeps the s^2 scores)");
+  m->add_option(
+      "--attention", attention,
+      "flash|flash2|flash1|triton|cudnn-9.13|naive (flash: the GPU's fastest fused kernel; flash2: FlashAttention-2; "
+      "flash1: FlashAttention v1; triton: the Triton FlashAttention kernel; cudnn-9.13: cuDNN's before 9.17, "
+      "as NGC containers up to 25.09 ran it, measured on Blackwell; naive keeps the s^2 scores)");
   auto* p = app->add_option_group("Plan");
   p->add_option("--gpus", gpus, "Total GPUs (= tp*pp*dp*cp)");
   p->add_option("--tp", tp, "Tensor parallel size (default 1)");

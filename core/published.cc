@@ -1312,7 +1312,7 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
         "AsyncTP (tp_overlap async): PyTorch's micro-pipeline TP fuses each all-gather and reduce-scatter "
         "with its GEMMs, but not the backward reduce-scatters of the q/k/v and w1/w3 inputs' summed gradients");
   }
-  // A record that names its attention kernel (model.attention_kernel: flash, flash2, flash1,
+  // A record that names its attention kernel (model.attention_kernel: flash, flash2, flash1, cudnn-9.13,
   // triton, naive) overrides the stack's.
   const std::string kernel = StrOr(mj, "attention_kernel");
   // Megatron-Core's local layer spec, as the record's notes name it: its linears are Megatron-Core's
@@ -1324,7 +1324,8 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   if (!kernel.empty()) {
     AttentionImpl impl;
     if (!FromName(kernel, &impl)) {
-      skip("model.attention_kernel '" + kernel + "' is not an attention kernel (flash|flash2|flash1|triton|naive)");
+      skip("model.attention_kernel '" + kernel +
+           "' is not an attention kernel (flash|flash2|flash1|triton|cudnn-9.13|naive)");
       return false;
     }
     m.attention = impl;

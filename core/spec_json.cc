@@ -393,15 +393,15 @@ template <typename Read>
 void ForEachKernel(const Json* v, const std::string& path, const char* value_shape, Diagnostics* d, Read read) {
   if (v == nullptr) return;
   if (!v->is_object()) {
-    d->Error(path, std::string("must be an object of kernel (flash|flash2|flash1|triton) -> ") + value_shape +
-                       " (got " + Show(*v) + ")");
+    d->Error(path, std::string("must be an object of kernel (flash|flash2|flash1|triton|cudnn-9.13) -> ") +
+                       value_shape + " (got " + Show(*v) + ")");
     return;
   }
   for (auto it = v->begin(); it != v->end(); ++it) {
     AttentionImpl impl;
     const std::string at = path + "." + it.key();
     if (!FromName(it.key(), &impl) || impl == AttentionImpl::kNaive) {
-      d->Error(at, "is not a fused attention kernel (one of flash|flash2|flash1|triton)");
+      d->Error(at, "is not a fused attention kernel (one of flash|flash2|flash1|triton|cudnn-9.13)");
       continue;
     }
     read(impl, *it, at);

@@ -771,6 +771,12 @@ void ValidatePlan(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, cons
   CheckRecompute(pl, m, d);
   CheckPrecision(pl, g, d);
   CheckBf16Layers(pl, m, g, d);
+  // A dated kernel is a measurement of one library release on the GPUs it was measured on; on
+  // another GPU there is nothing to read it from (the undated kernels fall back to the profile's
+  // default efficiency).
+  if (m.attention == AttentionImpl::kCudnn913 && !g.attention_curve.count(AttentionImpl::kCudnn913))
+    d->Error("model.attention", "cudnn-9.13 (cuDNN before 9.17) is measured on Blackwell only; gpu " + g.name +
+                                    " has no attention_curve.cudnn-9.13: use flash (its current cuDNN)");
   if (!c.gpu.empty() && c.gpu != g.name)
     d->Warning("gpu.name", g.name + " differs from the GPU of cluster " + c.name + " (" + c.gpu + ")");
 }

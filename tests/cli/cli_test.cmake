@@ -195,6 +195,11 @@ run(gbs_tokens_bad 2 "--gbs-tokens: 1000 must be a positive multiple of seq=4096
 # Absurd sizes are refused, not overflowed.
 run(huge_seq 1 "plan.seq_len: .*meshplan accepts up to 1e17"
     report --model llama3-70b --gpu h100-sxm --gpus 8 --dp 8 --seq 1000000000 --attention naive)
+# A dated attention kernel runs only where it was measured: cuDNN 9.13's curve is Blackwell's.
+run(dated_kernel_hopper 1 "model.attention: cudnn-9.13 .*measured on Blackwell only; gpu h100-sxm"
+    report --model llama3-8b --gpu h100-sxm --gpus 8 --attention cudnn-9.13)
+run(dated_kernel_b200 0 "19081 per GPU"
+    report --model llama3-8b --gpu b200 --cluster dgx-b200 --gpus 8 --attention cudnn-9.13)
 
 # Speed and cost: report's step and train keys; validate's summary.
 run(step_keys 0 "\"step\": \\{.*\"time_s\".*\"mfu\".*\"breakdown\".*\"train\": \\{.*\"cost_usd\""

@@ -936,8 +936,12 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // 760 with NeMo's long-sequence page (17 runs, all too fast: Llama 2 7B on H100 +11% at 4K,
   // +29% at 16K, +40..+48% from 32K to 1024K tokens; Llama 3 8B on B200 +16..+31%): median
   // 8.71% -> 8.95%, p90 33.9% -> 34.2% (docs/validation.md).
+  // 8.84% (p90 33.7%) when the Blackwell runs in containers before cuDNN 9.17 (NeMo 25.04,
+  // dgxc-benchmarking v25.05.01, Megatron-Bridge 25.09: 52 runs, all too fast, every one closer)
+  // read cuDNN 9.13's measured attention (model.attention_kernel cudnn-9.13: the B200 long-sequence
+  // rows +16..+31% -> +8..+19%) and Llama 3's stack FlashAttention-2 (its 128K row +36% -> +7%).
   ASSERT_EQ(v.all.n, 760u);
-  EXPECT_LE(v.all.median_abs_error, 0.0900);
+  EXPECT_LE(v.all.median_abs_error, 0.0890);
   // p90 42.5% -> 44.0% when the Megatron-Bridge runs took their recipes' bf16 gradients (their DP
   // reduction halves, and gpt-oss-120b on B200/B300, already too fast, went from +41..61% to
   // +61..76%; docs/validation.md lists what those runs lack), then 42.4% with torchtitan's eager
@@ -958,7 +962,7 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // GB300, B200 and B300 from them) instead of the profile's 0.60 / 0.50: 224 runs moved, 117
   // closer (GB300 dense -7.8% -> -5.8%, gpt-oss's 128-token windows at their measured speed 1-8
   // points closer), the Blackwell MoE and GB200 dense rows, too fast already, slightly faster.
-  EXPECT_LE(v.all.p90_abs_error, 0.343);
+  EXPECT_LE(v.all.p90_abs_error, 0.340);
   // 4 runs that ran are called out of memory (75 before FP8 plans kept their linear inputs in
   // one byte, 41 before the recipes' bf16 gradients and module-level recomputation, 6 before
   // torchtitan's per-op checkpointing): two token-drop MoE runs and Nemotron-4 340B at 8k
@@ -1024,6 +1028,16 @@ TEST(ValidationTest, CorpusRegressionBound) {
       EXPECT_EQ(p.optimizer, core::Optimizer::kMuon);
       EXPECT_EQ(run.scenario.model.name, "kimi-k2");
     }
+    // Runs whose container predates cuDNN 9.17 read its Blackwell attention as it was (the record's
+    // model.attention_kernel); the same stack's later runs, and its Hopper runs, the current one.
+    if (run.id == "nemo-2504-long-seq-dgx-b200-llama3-8b-64k-16gpu-cp4-fp8" ||
+        run.id == "megatron-bridge-2509-dgx-gb200-llama3-8b-8gpu" ||
+        run.id == "dgxc-v25051-llama31-405b-gb200-128gpu-bf16")
+      EXPECT_EQ(run.scenario.model.attention, core::AttentionImpl::kCudnn913) << run.id;
+    if (run.id == "megatron-bridge-2511-dgx-gb200-llama3-8b-8gpu-fp8-cs" ||
+        run.id == "nemo-2403-long-seq-dgx-h100-llama2-7b-64k-64gpu-cp2-fp8")
+      EXPECT_EQ(run.scenario.model.attention, core::AttentionImpl::kFlash) << run.id;
+    if (run.id.rfind("llama3-2024-", 0) == 0) EXPECT_EQ(run.scenario.model.attention, core::AttentionImpl::kFlash2);
     if (run.id == "dgxc-v2503-nemotron4-340b-h100-128gpu-bf16") {
       EXPECT_EQ(p.dtypes.grads, core::Dtype::kBf16);
       EXPECT_EQ(p.dtypes.master_weights, core::Dtype::kBf16);
@@ -1069,11 +1083,13 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // Megatron-LM 2021's 2.3% -> 3.0% with the V100 runs its source names (the 2020 README's DGX-2
   // rows -14..-5%, Megatron-LM 2019's DGX-2H rows +17%/+38%, whose code predates the fused kernels
   // the stack assumes: docs/validation.md). Megatron-Core's 9.0% -> 10.2% with the 20 Nemotron 3
-  // Nano runs (hybrid Mamba-2/MoE, +19% to +42%).
+  // Nano runs (hybrid Mamba-2/MoE, +19% to +42%). Megatron-Core's 10.5% -> 10.0% with cuDNN
+  // 9.13's Blackwell attention for the runs in containers before cuDNN 9.17; Llama 3's 3.4% ->
+  // 0.7% with FlashAttention-2 (its rows +2.3/+3.4/+35.8% -> -0.4/+0.7/+7.4%).
   const std::map<std::string, double> stack_bound = {
-      {"llm-foundry-2023", 0.071},     {"megatron-core-2024", 0.107}, {"torchtitan-2024", 0.133},
+      {"llm-foundry-2023", 0.071},     {"megatron-core-2024", 0.105}, {"torchtitan-2024", 0.133},
       {"megatron-lm-2021", 0.035},     {"megatron-lm-2022", 0.05},    {"megascale-2024", 0.064},
-      {"deepspeed-zero3-2021", 0.161}, {"llama3-2024", 0.042},        {"megatron-deepspeed-2022", 0.139}};
+      {"deepspeed-zero3-2021", 0.161}, {"llama3-2024", 0.012},        {"megatron-deepspeed-2022", 0.139}};
   for (const auto& g : v.groups)
     if (g.dimension == "stack") {
       auto it = stack_bound.find(g.value);

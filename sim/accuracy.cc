@@ -116,13 +116,14 @@ AccuracyTable AccuracyTableOf(const ValidationSummary& v, const std::string& met
     if (g.dimension != "dataset" && g.dimension != "measured")
       t.groups.push_back(GroupOf(g.dimension, g.value, g.summary));
   for (const auto& r : v.records) {
-    std::string precision;
+    std::string precision, sequence;
     bool moe = false;
     for (const auto& [dim, value] : r.groups) {
       if (dim == "precision") precision = value;
       if (dim == "model") moe = value == "moe";
+      if (dim == "sequence") sequence = value;
     }
-    t.runs.push_back({r.id, r.model, r.gpu, precision, moe, r.gpus, Round4(r.error)});
+    t.runs.push_back({r.id, r.model, r.gpu, precision, moe, r.gpus, Round4(r.error), sequence});
   }
   return t;
 }
@@ -134,6 +135,7 @@ nlohmann::ordered_json AccuracyRunJson(const AccuracyRun& r) {
   j["gpu"] = r.gpu;
   j["gpus"] = r.gpus;
   j["precision"] = r.precision;
+  j["sequence"] = r.sequence;
   j["moe"] = r.moe;
   j["error"] = r.error;
   return j;
@@ -216,7 +218,7 @@ core::Result<AccuracyTable> ParseAccuracyTableJson(const std::string& json_text)
       if (!r.is_object()) return core::Status::InvalidArgument(where + ": must be an object");
       AccuracyRun run;
       for (auto [key, out] : {std::pair{"id", &run.id}, std::pair{"model", &run.model}, std::pair{"gpu", &run.gpu},
-                              std::pair{"precision", &run.precision}}) {
+                              std::pair{"precision", &run.precision}, std::pair{"sequence", &run.sequence}}) {
         if (!r.contains(key) || !r[key].is_string() || r[key].get<std::string>().empty())
           return core::Status::InvalidArgument(where + "." + key + ": must be a non-empty string");
         *out = r[key].get<std::string>();
@@ -290,22 +292,31 @@ AccuracyGroup JointGroup(const AccuracyTable& t, const std::string& gpu, bool mo
   return GroupOf("joint", gpu + (moe ? " moe " : " dense ") + precision, SummarizeErrors(errors));
 }
 
-AccuracyRange RangeOf(const AccuracyTable& t, const std::string& gpu, bool moe, const std::string& precision) {
+AccuracyRange RangeOf(const AccuracyTable& t, const std::string& gpu, bool moe, const std::string& precision,
+                      const std::string& sequence) {
   const std::string kind = moe ? "moe" : "dense";
   struct Set {
     std::string basis;
-    bool by_gpu, by_precision, by_kind;
+    bool by_gpu, by_precision, by_kind, by_sequence;
   };
-  const Set sets[] = {{gpu + " " + kind + " " + precision, true, true, true},
-                      {"any GPU, " + kind + " " + precision, false, true, true},
-                      {"any GPU, " + kind, false, false, true},
-                      {"all", false, false, false}};
+  std::vector<Set> sets;
+  if (sequence != "<=8k") {
+    const std::string in = ", sequence " + sequence;
+    sets = {{gpu + " " + kind + " " + precision + in, true, true, true, true},
+            {"any GPU, " + kind + " " + precision + in, false, true, true, true},
+            {"any GPU, " + kind + in, false, false, true, true},
+            {"sequence " + sequence, false, false, false, true}};
+  }
+  sets.insert(sets.end(), {{gpu + " " + kind + " " + precision, true, true, true, false},
+                           {"any GPU, " + kind + " " + precision, false, true, true, false},
+                           {"any GPU, " + kind, false, false, true, false},
+                           {"all", false, false, false, false}});
   AccuracyRange out;
   for (const Set& set : sets) {
     std::vector<double> errors;
     for (const auto& r : t.runs)
       if ((!set.by_gpu || r.gpu == gpu) && (!set.by_precision || r.precision == precision) &&
-          (!set.by_kind || r.moe == moe))
+          (!set.by_kind || r.moe == moe) && (!set.by_sequence || r.sequence == sequence))
         errors.push_back(r.error);
     if (errors.empty()) continue;
     std::sort(errors.begin(), errors.end());
@@ -325,7 +336,7 @@ PlanAccuracy AccuracyOfPlan(const AccuracyTable& t, const core::Scenario& s, con
   for (const AccuracyRun* r :
        RunsLike(t, s.model.name, s.gpu.name, precision, s.plan.gpus, t.runs.size(), &a.like_same_gpu))
     a.like.push_back(*r);
-  a.range = RangeOf(t, s.gpu.name, moe, precision);
+  a.range = RangeOf(t, s.gpu.name, moe, precision, SequenceBucketOf(s.plan));
   return a;
 }
 

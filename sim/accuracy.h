@@ -37,10 +37,11 @@ struct AccuracyRun {
   std::string id, model, gpu, precision;
   bool moe = false;
   int64_t gpus = 0;
-  double error = 0;  // signed, as the table's groups (rounded to 1e-4)
+  double error = 0;               // signed, as the table's groups (rounded to 1e-4)
+  std::string sequence = "<=8k";  // its sequence-length bucket (SequenceBucketOf)
 };
 // A run as the table file and `report --format json` write it: id, model, gpu, gpus, precision,
-// moe, error.
+// sequence, moe, error.
 nlohmann::ordered_json AccuracyRunJson(const AccuracyRun& r);
 
 struct AccuracyTable {
@@ -98,6 +99,9 @@ AccuracyGroup JointGroup(const AccuracyTable& t, const std::string& gpu, bool mo
 // and 90th percentiles of the signed errors (sim::Quantile, as validate's median and p90) of the
 // first of these sets with at least kRangeMinRuns runs: the plan's GPU, dense/MoE and precision at
 // once (JointGroup's runs); its dense/MoE and precision on any GPU; its dense/MoE alone; every run.
+// A plan longer than the pretraining length (its SequenceBucketOf not "<=8k") first tries the same
+// sets among the runs of its own sequence bucket (then that bucket alone), whose errors differ
+// from the short runs' (docs/validation.md).
 // A run's error is predicted / measured - 1, so what it measured is the prediction / (1 + error):
 // the step table's tokens/s per GPU (a step time is the prediction x (1 + error)), the memory
 // table's peak. n = 0 only for an empty table.
@@ -119,7 +123,8 @@ struct AccuracyRange {
     return {predicted * (1 + p10_error), predicted * (1 + p90_error)};
   }
 };
-AccuracyRange RangeOf(const AccuracyTable& t, const std::string& gpu, bool moe, const std::string& precision);
+AccuracyRange RangeOf(const AccuracyTable& t, const std::string& gpu, bool moe, const std::string& precision,
+                      const std::string& sequence);
 
 // What a table says of one scenario: the rows of its groups (StepGroupsOf for the step table,
 // MemoryGroupsOf for the memory one, by the table's metric), its joint group, every published

@@ -172,7 +172,8 @@ TEST(GuiModelsTest, StepTableModelSaysHowCloseSuchPredictionsCame) {
   EXPECT_TRUE(m.accuracyHelp().contains(QString::fromStdString(like.front()->id))) << m.accuracyHelp().toStdString();
   // ... and the range runs like it measured (sim::RangeOf), as tokens/s per GPU: the prediction
   // over (1 + the 90th percentile error) to over (1 + the 10th).
-  const sim::AccuracyRange r = sim::RangeOf(*table, s.scenario().gpu.name, false, core::Name(s.plan().precision));
+  const sim::AccuracyRange r = sim::RangeOf(*table, s.scenario().gpu.name, false, core::Name(s.plan().precision),
+                                            sim::SequenceBucketOf(s.plan()));
   ASSERT_GT(r.n, 0u);
   const double tps = s.evaluation().step.tokens_per_s_per_gpu;
   const QString range = QString("runs like it (the %1 of %2) measured %3x to %4x the predicted tokens/s")

@@ -290,7 +290,7 @@ TEST(AccuracyTest, TheRangeIsTheTenthToNinetiethPercentileOfTheNarrowestSetWithT
   // The joint set has 12 runs: the 10th percentile sits at position 0.1 x 11 = 1.1 of the sorted
   // errors, 0.01 + 0.1 x 0.01 = 0.011; the 90th at 9.9, 0.09 + 0.9 x 0.01 = 0.099. Such runs
   // measured 1 / 1.099 = 0.9099x to 1 / 1.011 = 0.9891x the predicted tokens/s.
-  AccuracyRange r = RangeOf(t, "h100-sxm", true, "bf16");
+  AccuracyRange r = RangeOf(t, "h100-sxm", true, "bf16", "<=8k");
   EXPECT_EQ(r.basis, "h100-sxm moe bf16");
   EXPECT_EQ(r.n, 12u);
   EXPECT_NEAR(r.p10_error, 0.011, 1e-12);
@@ -300,29 +300,61 @@ TEST(AccuracyTest, TheRangeIsTheTenthToNinetiethPercentileOfTheNarrowestSetWithT
   // Three B200 runs are too few: the MoE BF16 runs of any GPU, 15, sorted -0.2, -0.1, 0, ..., 0.11,
   // 0.5: the 10th percentile at 1.4, -0.1 + 0.4 x 0.1 = -0.06; the 90th at 12.6, 0.10 + 0.6 x 0.01
   // = 0.106.
-  r = RangeOf(t, "b200", true, "bf16");
+  r = RangeOf(t, "b200", true, "bf16", "<=8k");
   EXPECT_EQ(r.basis, "any GPU, moe bf16");
   EXPECT_EQ(r.n, 15u);
   EXPECT_NEAR(r.p10_error, -0.06, 1e-12);
   EXPECT_NEAR(r.p90_error, 0.106, 1e-12);
   // No MoE FP8 run anywhere: the MoE runs of any precision, the same 15.
-  r = RangeOf(t, "h100-sxm", true, "fp8");
+  r = RangeOf(t, "h100-sxm", true, "fp8", "<=8k");
   EXPECT_EQ(r.basis, "any GPU, moe");
   EXPECT_EQ(r.n, 15u);
   // Five dense runs at most, in any set but the last: every run, 20.
-  r = RangeOf(t, "h100-sxm", false, "bf16");
+  r = RangeOf(t, "h100-sxm", false, "bf16", "<=8k");
   EXPECT_EQ(r.basis, "all");
   EXPECT_EQ(r.n, 20u);
   // An empty table has no range.
-  EXPECT_EQ(RangeOf(AccuracyTable{}, "h100-sxm", false, "bf16").n, 0u);
+  EXPECT_EQ(RangeOf(AccuracyTable{}, "h100-sxm", false, "bf16", "<=8k").n, 0u);
   // The shipped table gives a plan its range through AccuracyOfPlan: 126 H100 dense BF16 runs at
   // least, the high end above the low one.
   auto shipped = LoadAccuracyTable("step");
   ASSERT_TRUE(shipped.ok());
-  r = RangeOf(*shipped, "h100-sxm", false, "bf16");
+  r = RangeOf(*shipped, "h100-sxm", false, "bf16", "<=8k");
   EXPECT_EQ(r.basis, "h100-sxm dense bf16");
   EXPECT_GE(r.n, 100u);
   EXPECT_LT(r.LowFactor(), r.HighFactor());
+}
+
+TEST(AccuracyTest, ALongContextPlansRangeComesFromRunsOfItsOwnLength) {
+  // 12 H100 dense BF16 runs at the pretraining length (errors 0.00 .. 0.11) and 10 beyond 32k
+  // tokens (0.30 .. 0.39). A > 32k plan reads the long runs: the 10th percentile at position
+  // 0.1 x 9 = 0.9 of them, 0.30 + 0.9 x 0.01 = 0.309; the 90th at 8.1, 0.38 + 0.1 x 0.01 = 0.381.
+  AccuracyTable t;
+  for (int i = 0; i < 12; ++i) t.runs.push_back({"s" + std::to_string(i), "m", "h100-sxm", "bf16", false, 8, 0.01 * i});
+  for (int i = 0; i < 10; ++i)
+    t.runs.push_back({"l" + std::to_string(i), "m", "h100-sxm", "bf16", false, 8, 0.30 + 0.01 * i, ">32k"});
+  AccuracyRange r = RangeOf(t, "h100-sxm", false, "bf16", ">32k");
+  EXPECT_EQ(r.basis, "h100-sxm dense bf16, sequence >32k");
+  EXPECT_EQ(r.n, 10u);
+  EXPECT_NEAR(r.p10_error, 0.309, 1e-12);
+  EXPECT_NEAR(r.p90_error, 0.381, 1e-12);
+  // An FP8 plan of that length: no long FP8 run, so the long dense runs of any precision.
+  EXPECT_EQ(RangeOf(t, "h100-sxm", false, "fp8", ">32k").basis, "any GPU, dense, sequence >32k");
+  // A pretraining-length plan reads every run, as before; a <= 32k plan, with none of its length,
+  // falls back to the same sets.
+  EXPECT_EQ(RangeOf(t, "h100-sxm", false, "bf16", "<=8k").n, 22u);
+  r = RangeOf(t, "h100-sxm", false, "bf16", "<=32k");
+  EXPECT_EQ(r.basis, "h100-sxm dense bf16");
+  EXPECT_EQ(r.n, 22u);
+  // The shipped table: 16 dense FP8 runs beyond 32k tokens (NeMo's from 64K up, 5 on H100 and 5
+  // on B200, and torchtitan's 6 FP8 CP rows on H100 96GB), the H100 SXM's 5 too few alone, so a
+  // 1M-token H100 FP8 plan reads those 16 (+11% to +68% too fast).
+  auto shipped = LoadAccuracyTable("step");
+  ASSERT_TRUE(shipped.ok());
+  r = RangeOf(*shipped, "h100-sxm", false, "fp8", ">32k");
+  EXPECT_EQ(r.basis, "any GPU, dense fp8, sequence >32k");
+  EXPECT_EQ(r.n, 16u);
+  EXPECT_GT(r.p10_error, 0.05);
 }
 
 TEST(AccuracyTest, ATableRoundTripsAndAHandEditedOneIsRefusedNamingTheField) {
@@ -363,15 +395,19 @@ TEST(AccuracyTest, ATableRoundTripsAndAHandEditedOneIsRefusedNamingTheField) {
        "groups[0].median_error"},
       {head + all +
            R"(, "groups": [], "runs": [{"id": "a", "model": "m", "gpu": "g", "moe": false, "gpus": 0, "precision": "bf16",
-        "error": 0.1}]})",
+        "sequence": "<=8k", "error": 0.1}]})",
        "runs[0].gpus"},
       {head + all +
            R"(, "groups": [], "runs": [{"id": "a", "model": "m", "gpu": "g", "moe": false, "gpus": 8, "precision": "bf16",
-        "error": -1.5}]})",
+        "error": 0.1}]})",
+       "runs[0].sequence"},
+      {head + all +
+           R"(, "groups": [], "runs": [{"id": "a", "model": "m", "gpu": "g", "moe": false, "gpus": 8, "precision": "bf16",
+        "sequence": "<=8k", "error": -1.5}]})",
        "runs[0].error"},
       {head + all +
            R"(, "groups": [], "runs": [{"id": "a", "model": "m", "gpu": "g", "moe": false, "gpus": 8, "precision": "bf16",
-        "error": 0.1}]})",
+        "sequence": "<=8k", "error": 0.1}]})",
        "1 runs where all.n says 10"},
       {"[1, 2]", "JSON object"},
       {"{", "not JSON"},

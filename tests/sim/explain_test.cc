@@ -340,7 +340,8 @@ TEST(ExplainScenarioTest, NumbersAreTheCoreModelsNumbers) {
   EXPECT_NE(acc.substituted.find("meshplan validate --dataset tests/data/validation"), std::string::npos);
   // ... and the range runs like it measured: the 10th to 90th percentile of the joint runs'
   // errors (126 H100 dense BF16 runs and more), as factors of the predicted tokens/s.
-  const AccuracyRange range = RangeOf(*table, s.gpu.name, false, core::Name(e.rules_plan->precision));
+  const AccuracyRange range =
+      RangeOf(*table, s.gpu.name, false, core::Name(e.rules_plan->precision), SequenceBucketOf(*e.rules_plan));
   EXPECT_GE(range.n, 100u);
   EXPECT_EQ(acc.Value("range_runs"), static_cast<double>(range.n));
   EXPECT_DOUBLE_EQ(acc.Value("range_low_factor"), 1 / (1 + range.p90_error));

@@ -25,10 +25,9 @@ enum class BiasKind { kNone, kQkv, kAll };                   // qkv: q/k/v proje
 // Hopper, as Transformer Engine runs it; FlashAttention-2 on Ampere); flash2: FlashAttention-2
 // itself (PyTorch SDPA's flash backend, the flash-attn 2 package) wherever it runs, the same
 // memory as flash but the kernel's own speed; naive keeps the s^2 scores (Korthikanti 2022).
-// kFlash: the GPU's fastest fused kernel as measured last (cuDNN's on Hopper and Blackwell);
-// kCudnn913: cuDNN's fused attention as it ran before cuDNN 9.17 (9.10-9.13, NGC PyTorch
-// containers 25.05-25.09), measured on Blackwell, where it ran up to a quarter slower
-// (docs/compute.md).
+// flash is the kernel as last measured; cudnn-9.13 is cuDNN's as it ran before cuDNN 9.17 (9.10 to
+// 9.13, NGC PyTorch containers 25.05 to 25.09), measured on Blackwell, where it ran a quarter
+// slower at 8k tokens and more at shorter ones (docs/compute.md).
 enum class AttentionImpl : uint8_t { kFlash, kNaive, kFlash2, kFlash1, kTriton, kCudnn913 };
 enum class RouterKind { kSoftmax, kSigmoid };
 

@@ -75,7 +75,7 @@ std::string ParallelismOf(const core::PlanSpec& p) {
 }
 
 const char* SequenceBucketOf(const core::PlanSpec& p) {
-  return p.seq_len <= 8192 ? "<=8k" : p.seq_len <= 32768 ? "<=32k" : ">32k";
+  return p.seq_len <= 8192 ? kPretrainSequenceBucket.data() : p.seq_len <= 32768 ? "<=32k" : ">32k";
 }
 
 namespace {
@@ -300,7 +300,7 @@ AccuracyRange RangeOf(const AccuracyTable& t, const std::string& gpu, bool moe, 
     bool by_gpu, by_precision, by_kind, by_sequence;
   };
   std::vector<Set> sets;
-  if (sequence != "<=8k") {
+  if (sequence != kPretrainSequenceBucket) {
     const std::string in = ", sequence " + sequence;
     sets = {{gpu + " " + kind + " " + precision + in, true, true, true, true},
             {"any GPU, " + kind + " " + precision + in, false, true, true, true},

@@ -10,6 +10,7 @@
 
 #include <array>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -32,13 +33,16 @@ struct AccuracyGroup {
   double median_abs_error = 0, p90_abs_error = 0, median_error = 0;
 };
 
+// SequenceBucketOf's bucket of the pretraining length, which most published runs train at.
+inline constexpr std::string_view kPretrainSequenceBucket = "<=8k";
+
 // One published run as the table keeps it: enough to find the runs of a plan's model and GPU.
 struct AccuracyRun {
   std::string id, model, gpu, precision;
   bool moe = false;
   int64_t gpus = 0;
-  double error = 0;               // signed, as the table's groups (rounded to 1e-4)
-  std::string sequence = "<=8k";  // its sequence-length bucket (SequenceBucketOf)
+  double error = 0;                               // signed, as the table's groups (rounded to 1e-4)
+  std::string sequence{kPretrainSequenceBucket};  // its sequence-length bucket (SequenceBucketOf)
 };
 // A run as the table file and `report --format json` write it: id, model, gpu, gpus, precision,
 // sequence, moe, error.

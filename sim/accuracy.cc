@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include <nlohmann/json.hpp>
 
@@ -74,8 +75,13 @@ std::string ParallelismOf(const core::PlanSpec& p) {
   return par.empty() ? "dp only" : par;
 }
 
+namespace {
+// SequenceBucketOf's buckets, shortest first (string literals: data() ends in a NUL).
+constexpr std::string_view kSequenceBuckets[] = {kPretrainSequenceBucket, "<=32k", ">32k"};
+}  // namespace
+
 const char* SequenceBucketOf(const core::PlanSpec& p) {
-  return p.seq_len <= 8192 ? kPretrainSequenceBucket.data() : p.seq_len <= 32768 ? "<=32k" : ">32k";
+  return kSequenceBuckets[p.seq_len <= 8192 ? 0 : p.seq_len <= 32768 ? 1 : 2].data();
 }
 
 namespace {
@@ -223,6 +229,13 @@ core::Result<AccuracyTable> ParseAccuracyTableJson(const std::string& json_text)
           return core::Status::InvalidArgument(where + "." + key + ": must be a non-empty string");
         *out = r[key].get<std::string>();
       }
+      // A bucket SequenceBucketOf never gives would match no plan, silently.
+      if (std::find(std::begin(kSequenceBuckets), std::end(kSequenceBuckets), run.sequence) ==
+          std::end(kSequenceBuckets))
+        return core::Status::InvalidArgument(where +
+                                             ".sequence: must be <=8k, <=32k or >32k (SequenceBucketOf's "
+                                             "buckets; got " +
+                                             run.sequence + ")");
       if (!r.contains("moe") || !r["moe"].is_boolean())
         return core::Status::InvalidArgument(where + ".moe: must be true or false");
       run.moe = r["moe"].get<bool>();

@@ -403,6 +403,10 @@ TEST(AccuracyTest, ATableRoundTripsAndAHandEditedOneIsRefusedNamingTheField) {
        "runs[0].sequence"},
       {head + all +
            R"(, "groups": [], "runs": [{"id": "a", "model": "m", "gpu": "g", "moe": false, "gpus": 8, "precision": "bf16",
+        "sequence": "long", "error": 0.1}]})",
+       "runs[0].sequence: must be <=8k, <=32k or >32k"},
+      {head + all +
+           R"(, "groups": [], "runs": [{"id": "a", "model": "m", "gpu": "g", "moe": false, "gpus": 8, "precision": "bf16",
         "sequence": "<=8k", "error": -1.5}]})",
        "runs[0].error"},
       {head + all +

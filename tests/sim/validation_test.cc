@@ -937,7 +937,7 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // +29% at 16K, +40..+48% from 32K to 1024K tokens; Llama 3 8B on B200 +16..+31%): median
   // 8.71% -> 8.95%, p90 33.9% -> 34.2% (docs/validation.md).
   // 8.84% (p90 33.7%) when the Blackwell runs in containers before cuDNN 9.17 (NeMo 25.04,
-  // dgxc-benchmarking v25.05.01, Megatron-Bridge 25.09: 52 runs, all too fast, every one closer)
+  // dgxc-benchmarking v25.05.01, Megatron-Bridge 25.09: 52 runs, all too fast, all but one closer)
   // read cuDNN 9.13's measured attention (model.attention_kernel cudnn-9.13: the B200 long-sequence
   // rows +16..+31% -> +8..+19%) and Llama 3's stack FlashAttention-2 (its 128K row +36% -> +7%).
   ASSERT_EQ(v.all.n, 760u);

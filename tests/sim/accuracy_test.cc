@@ -369,6 +369,12 @@ TEST(AccuracyTest, ATableRoundTripsAndAHandEditedOneIsRefusedNamingTheField) {
 
   const std::string head = R"({"metric": "memory_gib", "made_by": "meshplan validate", "profile": "default", )";
   const std::string all = R"("all": {"n": 10, "median_abs_error": 0.05, "p90_abs_error": 0.1, "median_error": -0.02})";
+  // A table of one run: the fields every case shares, then the case's own.
+  const auto one_run = [&](const std::string& rest) {
+    return head + all +
+           R"(, "groups": [], "runs": [{"id": "a", "model": "m", "gpu": "g", "moe": false, "precision": "bf16", )" +
+           rest + "}]}";
+  };
   struct Case {
     std::string text, field;
   };
@@ -393,26 +399,11 @@ TEST(AccuracyTest, ATableRoundTripsAndAHandEditedOneIsRefusedNamingTheField) {
       {head + all + R"(, "groups": [{"dimension": "gpu", "value": "a", "n": 2, "median_abs_error": 0.1,
         "p90_abs_error": 0.2, "median_error": 0.5}]})",
        "groups[0].median_error"},
-      {head + all +
-           R"(, "groups": [], "runs": [{"id": "a", "model": "m", "gpu": "g", "moe": false, "gpus": 0, "precision": "bf16",
-        "sequence": "<=8k", "error": 0.1}]})",
-       "runs[0].gpus"},
-      {head + all +
-           R"(, "groups": [], "runs": [{"id": "a", "model": "m", "gpu": "g", "moe": false, "gpus": 8, "precision": "bf16",
-        "error": 0.1}]})",
-       "runs[0].sequence"},
-      {head + all +
-           R"(, "groups": [], "runs": [{"id": "a", "model": "m", "gpu": "g", "moe": false, "gpus": 8, "precision": "bf16",
-        "sequence": "long", "error": 0.1}]})",
-       "runs[0].sequence: must be <=8k, <=32k or >32k"},
-      {head + all +
-           R"(, "groups": [], "runs": [{"id": "a", "model": "m", "gpu": "g", "moe": false, "gpus": 8, "precision": "bf16",
-        "sequence": "<=8k", "error": -1.5}]})",
-       "runs[0].error"},
-      {head + all +
-           R"(, "groups": [], "runs": [{"id": "a", "model": "m", "gpu": "g", "moe": false, "gpus": 8, "precision": "bf16",
-        "sequence": "<=8k", "error": 0.1}]})",
-       "1 runs where all.n says 10"},
+      {one_run(R"("gpus": 0, "sequence": "<=8k", "error": 0.1)"), "runs[0].gpus"},
+      {one_run(R"("gpus": 8, "error": 0.1)"), "runs[0].sequence"},
+      {one_run(R"("gpus": 8, "sequence": "long", "error": 0.1)"), "runs[0].sequence: must be <=8k, <=32k or >32k"},
+      {one_run(R"("gpus": 8, "sequence": "<=8k", "error": -1.5)"), "runs[0].error"},
+      {one_run(R"("gpus": 8, "sequence": "<=8k", "error": 0.1)"), "1 runs where all.n says 10"},
       {"[1, 2]", "JSON object"},
       {"{", "not JSON"},
   };

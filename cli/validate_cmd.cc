@@ -394,11 +394,40 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
       *exit_code = rc;
       return;
     }
-    if (int rc = SelectRecord(*record, *plan_out, skipped, &runs); rc != 0) {
-      *exit_code = rc;
-      return;
+    // Per-layer timings (measured.other.forward_ms and backward_ms) are judged in their own
+    // table: not skipped, and not in the runs' groups (they time one layer, not a step).
+    std::vector<core::PublishedLayerTiming> layers;
+    {
+      std::vector<std::string> none;
+      auto load_layers = [](const std::string& text, std::vector<std::string>*) {
+        return core::LoadPublishedLayerTimings(text);
+      };
+      if (int rc = LoadDatasets(files, load_layers, &layers, &none); rc != 0) {
+        *exit_code = rc;
+        return;
+      }
+      for (const auto& l : layers)
+        std::erase_if(skipped, [&](const std::string& s) {
+          return s == l.dataset + ": " + l.id || s.rfind(l.dataset + ": " + l.id + ": ", 0) == 0;
+        });
+    }
+    const bool layer_record =
+        std::any_of(layers.begin(), layers.end(), [&](const core::PublishedLayerTiming& l) { return l.id == *record; });
+    if (layer_record) {
+      if (int rc = SelectRecord(*record, *plan_out, skipped, &layers); rc != 0) {
+        *exit_code = rc;
+        return;
+      }
+      runs.clear();
+    } else {
+      if (int rc = SelectRecord(*record, *plan_out, skipped, &runs); rc != 0) {
+        *exit_code = rc;
+        return;
+      }
+      if (!record->empty()) layers.clear();
     }
     const sim::ValidationSummary v = sim::ValidateRuns(runs, *profile);
+    const sim::LayerTimingSummary lt = sim::ValidateLayerTimings(layers, *profile);
     if (int rc = WriteAccuracy(acc, v, "tokens_per_s_per_gpu", profile->name, files); rc != 0) {
       *exit_code = rc;
       return;
@@ -406,6 +435,7 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
     // With a calibrated profile, the built-in defaults too: the error with and without it.
     const bool both = *profile_ref != "default";
     const sim::ValidationSummary v0 = both ? sim::ValidateRuns(runs, core::Profile{}) : v;
+    const sim::LayerTimingSummary lt0 = both ? sim::ValidateLayerTimings(layers, core::Profile{}) : lt;
     if (*format == "json") {
       nlohmann::ordered_json records = nlohmann::ordered_json::array();
       for (size_t i = 0; i < v.records.size(); ++i) {
@@ -430,6 +460,28 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
       j["summary"] = SummaryJson(v.all);
       j["groups"] = GroupsJson(v);
       if (both) j["summary_default"] = SummaryJson(v0.all);
+      nlohmann::ordered_json layer_records = nlohmann::ordered_json::array();
+      for (size_t i = 0; i < lt.records.size(); ++i) {
+        const sim::LayerTimingRecord& r = lt.records[i];
+        nlohmann::ordered_json rec;
+        rec["id"] = r.id;
+        rec["dataset"] = r.dataset;
+        rec["stack"] = r.stack;
+        rec["published_forward_ms"] = 1e3 * r.published_forward_s;
+        rec["published_backward_ms"] = 1e3 * r.published_backward_s;
+        rec["predicted_forward_ms"] = 1e3 * r.predicted_forward_s;
+        rec["predicted_backward_ms"] = 1e3 * r.predicted_backward_s;
+        rec["forward_error"] = r.forward_error;
+        rec["backward_error"] = r.backward_error;
+        rec["error"] = r.error;
+        if (both) rec["error_default"] = lt0.records[i].error;
+        rec["assumptions"] = r.assumptions;
+        rec["plan"] = PlanJson(layers[i].scenario);
+        layer_records.push_back(rec);
+      }
+      j["layer_timings"] = layer_records;
+      j["layer_timings_summary"] = SummaryJson(lt.all);
+      if (both) j["layer_timings_summary_default"] = SummaryJson(lt0.all);
       j["skipped"] = skipped;
       std::cout << j.dump(2) << "\n";
       *exit_code = 0;
@@ -437,7 +489,9 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
     }
     std::printf("# meshplan validate (profile %s): tokens/s per GPU, published vs predicted\n", profile->name.c_str());
     for (const auto& f : files) std::printf("# dataset %s\n", f.c_str());
-    if (both) {
+    // --record naming a per-layer timing: that table alone.
+    const bool runs_table = !layer_record;
+    if (runs_table && both) {
       std::printf("# %-46s %-20s %10s %10s %8s %10s %8s\n", "record", "stack", "published", "predicted", "error",
                   "default", "error");
       for (size_t i = 0; i < v.records.size(); ++i) {
@@ -448,23 +502,43 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
                     : r.fits ? ""
                              : "  (does not fit)");
       }
-    } else {
+    } else if (runs_table) {
       std::printf("# %-46s %-20s %10s %10s %8s %8s\n", "record", "stack", "published", "predicted", "error", "GiB");
       for (const auto& r : v.records)
         std::printf("  %-46s %-20s %10.4g %10.4g %+7.1f%% %8.1f%s\n", r.id.c_str(), r.stack.c_str(), r.published,
                     r.predicted, 100 * r.error, r.memory_gib, FitMark(r.fits, r.tight));
     }
-    std::printf(
-        "# published: what the source prints, turned into tokens/s per GPU with its batch and its own FLOP "
-        "count (--format json: printed, conversion)\n");
-    std::printf(
-        "# %zu records from %zu file(s), %zu skipped (no model, GPU preset, plan or measurement; "
-        "--format json lists them)\n",
-        v.all.n, files.size(), skipped.size());
-    PrintGroups(v, "too fast");
-    if (both)
-      std::printf("# with the built-in defaults: |error| median %.1f%%, p90 %.1f%%, max %.1f%%\n",
-                  100 * v0.all.median_abs_error, 100 * v0.all.p90_abs_error, 100 * v0.all.max_abs_error);
+    if (runs_table) {
+      std::printf(
+          "# published: what the source prints, turned into tokens/s per GPU with its batch and its own FLOP "
+          "count (--format json: printed, conversion)\n");
+      std::printf(
+          "# %zu records from %zu file(s), %zu skipped (no model, GPU preset, plan or measurement; "
+          "--format json lists them)\n",
+          v.all.n, files.size(), skipped.size());
+      PrintGroups(v, "too fast");
+      if (both)
+        std::printf("# with the built-in defaults: |error| median %.1f%%, p90 %.1f%%, max %.1f%%\n",
+                    100 * v0.all.median_abs_error, 100 * v0.all.p90_abs_error, 100 * v0.all.max_abs_error);
+    }
+    if (!lt.records.empty()) {
+      std::printf(
+          "#\n# per-layer timings: one dense layer, one microbatch, one rank; forward and backward (with its "
+          "recompute) in ms, published vs predicted; not in the groups above\n");
+      std::printf("# %-46s %-20s %8s %8s %8s %8s %8s\n", "record", "stack", "fwd", "pred", "bwd", "pred", "error");
+      for (const sim::LayerTimingRecord& r : lt.records)
+        std::printf("  %-46s %-20s %8.2f %8.2f %8.2f %8.2f %+7.1f%%\n", r.id.c_str(), r.stack.c_str(),
+                    1e3 * r.published_forward_s, 1e3 * r.predicted_forward_s, 1e3 * r.published_backward_s,
+                    1e3 * r.predicted_backward_s, 100 * r.error);
+      std::printf(
+          "# %zu layer timings: |error| of forward + backward median %.1f%%, p90 %.1f%%, max %.1f%%; signed median "
+          "%+.1f%% (> 0: too fast)\n",
+          lt.all.n, 100 * lt.all.median_abs_error, 100 * lt.all.p90_abs_error, 100 * lt.all.max_abs_error,
+          100 * lt.all.median_error);
+      if (both)
+        std::printf("# layer timings with the built-in defaults: |error| median %.1f%%, max %.1f%%\n",
+                    100 * lt0.all.median_abs_error, 100 * lt0.all.max_abs_error);
+    }
     *exit_code = 0;
   });
 }

@@ -1807,7 +1807,7 @@ Result<std::vector<PublishedLayerTiming>> LoadPublishedLayerTimings(const std::s
     PublishedRun run;
     std::string why;
     if (!MapRecord(r, /*with_measurement=*/false, &run, &why)) continue;
-    out.push_back({run.id, run.source, run.scenario, f_ms / 1e3, b_ms / 1e3, run.assumptions});
+    out.push_back({run.id, run.source, run.scenario, run.dataset, run.stack, f_ms / 1e3, b_ms / 1e3, run.assumptions});
   }
   return out;
 }

@@ -75,6 +75,8 @@ struct PublishedLayerTiming {
   std::string id;
   std::string source;
   Scenario scenario;
+  std::string dataset;  // set by the caller
+  std::string stack;    // as PublishedRun::stack
   double forward_s = 0, backward_s = 0;
   std::vector<std::string> assumptions;
 };

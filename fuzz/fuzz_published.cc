@@ -2,9 +2,9 @@
 // shared/validation/published.json) through the whole judge: the converter of throughput records
 // (LoadPublishedRuns), of memory records (LoadPublishedMemory) and of per-layer timings
 // (LoadPublishedLayerTimings), then the prediction of every record that maps (ValidateRuns,
-// ValidateMemory). Published runs kept aside are judged by this same path, so a record the
-// converter has never seen must map, be skipped with a reason, or be refused with an error:
-// never crash, hang or blow up memory.
+// ValidateMemory, ValidateLayerTimings). Published runs kept aside are judged by this same path,
+// so a record the converter has never seen must map, be skipped with a reason, or be refused with
+// an error: never crash, hang or blow up memory.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -32,5 +32,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (memory.ok() && !memory->empty()) (void)meshplan::sim::ValidateMemory(*memory);
   auto timings = mc::LoadPublishedLayerTimings(text);
   if (!timings.ok() && timings.status().message().empty()) __builtin_trap();
+  if (timings.ok() && !timings->empty()) (void)meshplan::sim::ValidateLayerTimings(*timings, mc::Profile{});
   return 0;
 }

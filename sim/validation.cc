@@ -180,4 +180,30 @@ ValidationSummary ValidateRuns(const std::vector<core::PublishedRun>& runs, cons
   return out;
 }
 
+LayerTimingSummary ValidateLayerTimings(const std::vector<core::PublishedLayerTiming>& timings,
+                                        const core::Profile& profile) {
+  LayerTimingSummary out;
+  std::vector<double> errors;
+  for (const auto& t : timings) {
+    const auto& s = t.scenario;
+    const StageTimes p = DenseLayerTimes(s.model, s.plan, s.gpu, s.cluster, profile);
+    LayerTimingRecord r;
+    r.id = t.id;
+    r.dataset = t.dataset;
+    r.stack = t.stack;
+    r.published_forward_s = t.forward_s;
+    r.published_backward_s = t.backward_s;
+    r.predicted_forward_s = p.forward_s;
+    r.predicted_backward_s = p.backward_input_s + p.backward_weight_s;
+    r.forward_error = t.forward_s / r.predicted_forward_s - 1;
+    r.backward_error = t.backward_s / r.predicted_backward_s - 1;
+    r.error = (t.forward_s + t.backward_s) / (r.predicted_forward_s + r.predicted_backward_s) - 1;
+    r.assumptions = t.assumptions;
+    errors.push_back(r.error);
+    out.records.push_back(std::move(r));
+  }
+  out.all = SummarizeErrors(std::move(errors));
+  return out;
+}
+
 }  // namespace meshplan::sim

@@ -87,6 +87,26 @@ struct ValidationSummary {
 
 ValidationSummary ValidateRuns(const std::vector<core::PublishedRun>& runs, const core::Profile& profile);
 
+// A published per-layer timing (core::PublishedLayerTiming: one dense layer and one microbatch on
+// one rank, forward and backward, as Korthikanti 2022 Table 4 prints them) against the step
+// model's own cost of that layer (DenseLayerTimes: the backward with its weight gradients and
+// recompute, the layer's exposed communication). Errors in the runs' sense, published time over
+// predicted time less 1 (> 0: the model is too fast): `error` of the two passes together,
+// `forward_error` and `backward_error` of each.
+struct LayerTimingRecord {
+  std::string id, dataset, stack;
+  double published_forward_s = 0, published_backward_s = 0;
+  double predicted_forward_s = 0, predicted_backward_s = 0;
+  double forward_error = 0, backward_error = 0, error = 0;
+  std::vector<std::string> assumptions;
+};
+struct LayerTimingSummary {
+  std::vector<LayerTimingRecord> records;
+  ErrorSummary all;  // of `error`
+};
+LayerTimingSummary ValidateLayerTimings(const std::vector<core::PublishedLayerTiming>& timings,
+                                        const core::Profile& profile);
+
 // Measured per-GPU memory peaks against the memory model's worst stage, in GiB (records with a
 // published outcome and no peak go to `verdicts` instead): each record's
 // `published` is the measured peak, `predicted` the model's peak of the same kind (allocated: the

@@ -218,6 +218,15 @@ run(validate_record_none 2 "--record: no record 'nope' in the datasets \\(19 rec
     validate --dataset ${DATA}/validation/published.json --record nope)
 run(validate_plan_out_alone 2 "--plan-out: needs --record ID"
     validate --dataset ${DATA}/validation/published.json --plan-out ${WORK}/x.json)
+# Korthikanti 2022 Table 4's per-layer timings are judged in their own table (forward and backward
+# ms), not skipped; --record names one of them alone and --plan-out writes its plan.
+run(validate_layer_timings 0 "19 records from 1 file\\(s\\), 66 skipped.*per-layer timings.*\n.*\n  korthikanti2022-t4-22B-1layer-baseline-no-recompute +megatron-lm-2022 +7\\.70 +[0-9.]+ +11\\.90 +[0-9.]+ +[+-][0-9.]+%.*# 5 layer timings: \\|error\\| of forward \\+ backward median"
+    validate --dataset ${DATA}/validation/published.json)
+run(validate_layer_record 0 "# dataset [^\n]*\n#\n# per-layer timings[^\n]*\n[^\n]*\n  korthikanti2022-t4-22B-1layer-selective-recompute +megatron-lm-2022 +7\\.70 +[0-9.]+ +13\\.20 .*# 1 layer timings"
+    validate --dataset ${DATA}/validation/published.json --record korthikanti2022-t4-22B-1layer-selective-recompute
+    --plan-out ${WORK}/layer.json)
+run(validate_layer_json 0 "\"layer_timings\": \\[[ \n]*\\{[ \n]*\"id\": \"korthikanti2022-t4-22B-1layer-baseline-no-recompute\",.*\"published_forward_ms\": 7\\.7,.*\"layer_timings_summary\": \\{[ \n]*\"n\": 5,"
+    validate --dataset ${DATA}/validation/published.json --format json)
 # Each record says where its predicted step goes and carries the scenario as a plan file.
 run(validate_json_breakdown 0 "\"step_s\": [0-9.]+,[^\"]*\"breakdown_s\": \\{[^\"]*\"compute\": [0-9.]+.*\"plan\": \\{.*\"name\": \"gpt-1.7b\""
     validate --dataset ${DATA}/validation/published.json --format json)

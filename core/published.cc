@@ -305,6 +305,10 @@ struct LaunchConfig {
   // What the recipe captures in CUDA graphs ("none", "full_iteration", "local (...)",
   // "transformer_engine: attn, moe_router, ..."; empty: the launch file does not say).
   std::string cuda_graph;
+  // MoE token dropping as the recipe turns it on (NeMo's MegatronTokenDropCallback: Megatron-Core's
+  // moe_expert_capacity_factor, each expert's input padded to its capacity); 0: the launch file
+  // does not say.
+  double moe_capacity_factor = 0;
 };
 std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
   // Every launch file parsed once (the presets are compiled in and never change).
@@ -349,7 +353,8 @@ std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
                                           .precision = StrOr(v, "precision"),
                                           .fp8_scaling = StrOr(v, "fp8_scaling"),
                                           .cross_entropy = StrOr(v, "cross_entropy"),
-                                          .cuda_graph = StrOr(v, "cuda_graph")});
+                                          .cuda_graph = StrOr(v, "cuda_graph"),
+                                          .moe_capacity_factor = NumOr(v, "moe_capacity_factor", 0)});
       }
     }
     return runs;
@@ -869,6 +874,15 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     return false;
   }
   const std::optional<LaunchConfig> launch = FindLaunchConfig(id);
+  // Token dropping the recipe turns on and the record does not print: each expert's input capped
+  // and padded to that capacity, so the dispatcher needs no host synchronisation (the
+  // "(tokendrop)" rule above).
+  if (launch && launch->moe_capacity_factor > 0 && m.moe && m.moe->capacity_factor == 0) {
+    m.moe->capacity_factor = launch->moe_capacity_factor;
+    run.assumptions.push_back("token dropping: capacity factor " + TwoDecimals(launch->moe_capacity_factor) +
+                              ", padded to capacity, from " +
+                              (launch->recipe.empty() ? launch->source : launch->recipe));
+  }
   // What the record prints, else what the launch script gives (said in the assumptions), else 0.
   auto printed_or_launched = [&](int64_t printed, int64_t LaunchConfig::*field, const char* what) -> int64_t {
     if (printed > 0) return printed;

@@ -348,13 +348,16 @@ TEST(AccuracyTest, ALongContextPlansRangeComesFromRunsOfItsOwnLength) {
   EXPECT_EQ(r.n, 22u);
   // The shipped table: 16 dense FP8 runs beyond 32k tokens (NeMo's from 64K up, 5 on H100 and 5
   // on B200, and torchtitan's 6 FP8 CP rows on H100 96GB), the H100 SXM's 5 too few alone, so a
-  // 1M-token H100 FP8 plan reads those 16 (+11% to +68% too fast).
+  // 1M-token H100 FP8 plan reads those 16: NeMo 24.03's H100 rows -4.9% to +3.9% since they run
+  // FlashAttention-2 (their launcher's NVTE_FUSED_ATTN=0), the others +11% to +68% too fast; the
+  // 10th percentile -3.1%, the 90th about +46% (0.68x to 1.03x the predicted tokens/s).
   auto shipped = LoadAccuracyTable("step");
   ASSERT_TRUE(shipped.ok());
   r = RangeOf(*shipped, "h100-sxm", false, "fp8", ">32k");
   EXPECT_EQ(r.basis, "any GPU, dense fp8, sequence >32k");
   EXPECT_EQ(r.n, 16u);
-  EXPECT_GT(r.p10_error, 0.05);
+  EXPECT_LT(r.p10_error, 0.0);
+  EXPECT_GT(r.p90_error, 0.3);
 }
 
 TEST(AccuracyTest, ATableRoundTripsAndAHandEditedOneIsRefusedNamingTheField) {

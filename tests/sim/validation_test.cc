@@ -944,8 +944,12 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // (presets/launches/dgxc-benchmarking-v25051.json: 49 runs moved, 4 closer, Nemotron-4 15B and
   // Llama 3.1 405B BF16 on H100 -22.0/-21.6% -> +0.9/+4.2% now that they fit without recomputation;
   // the rest, too fast already, 0.1-6 points further; max 175% -> 182%, DeepSeek-V3 on GB200).
+  // 8.32% (p90 30.6%) when the runs whose launch turned cuDNN's fused attention off read
+  // FlashAttention-2 (NeMo-Framework-Launcher 24.01-24.07's NVTE_FUSED_ATTN: 0; dgxc v25.03's
+  // Nemotron-4 340B and Grok-1 configure.sh): 37 runs moved, 32 closer, NeMo 24.03's long-sequence
+  // H100 rows +11..+48% -> -5..+5%.
   ASSERT_EQ(v.all.n, 760u);
-  EXPECT_LE(v.all.median_abs_error, 0.0890);
+  EXPECT_LE(v.all.median_abs_error, 0.0840);
   // p90 42.5% -> 44.0% when the Megatron-Bridge runs took their recipes' bf16 gradients (their DP
   // reduction halves, and gpt-oss-120b on B200/B300, already too fast, went from +41..61% to
   // +61..76%; docs/validation.md lists what those runs lack), then 42.4% with torchtitan's eager
@@ -966,7 +970,8 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // GB300, B200 and B300 from them) instead of the profile's 0.60 / 0.50: 224 runs moved, 117
   // closer (GB300 dense -7.8% -> -5.8%, gpt-oss's 128-token windows at their measured speed 1-8
   // points closer), the Blackwell MoE and GB200 dense rows, too fast already, slightly faster.
-  EXPECT_LE(v.all.p90_abs_error, 0.340);
+  // 30.6% with FlashAttention-2 where the launch turned cuDNN's attention off (above).
+  EXPECT_LE(v.all.p90_abs_error, 0.310);
   // 4 runs that ran are called out of memory (75 before FP8 plans kept their linear inputs in
   // one byte, 41 before the recipes' bf16 gradients and module-level recomputation, 6 before
   // torchtitan's per-op checkpointing): two token-drop MoE runs and Nemotron-4 340B at 8k
@@ -1039,9 +1044,16 @@ TEST(ValidationTest, CorpusRegressionBound) {
         run.id == "dgxc-v25051-llama31-405b-gb200-128gpu-bf16")
       EXPECT_EQ(run.scenario.model.attention, core::AttentionImpl::kCudnn913) << run.id;
     if (run.id == "megatron-bridge-2511-dgx-gb200-llama3-8b-8gpu-fp8-cs" ||
-        run.id == "nemo-2403-long-seq-dgx-h100-llama2-7b-64k-64gpu-cp2-fp8")
+        run.id == "dgxc-v2503-nemotron4-15b-h100-16gpu-fp8")
       EXPECT_EQ(run.scenario.model.attention, core::AttentionImpl::kFlash) << run.id;
     if (run.id.rfind("llama3-2024-", 0) == 0) EXPECT_EQ(run.scenario.model.attention, core::AttentionImpl::kFlash2);
+    // Runs whose launch turned cuDNN's fused attention off (NVTE_FUSED_ATTN=0) read FlashAttention-2:
+    // NeMo-Framework-Launcher 24.01-24.07's config.yaml for every run it launched, dgxc-benchmarking
+    // v25.03's configure.sh for Nemotron-4 340B and Grok-1 (the record's model.attention_kernel).
+    if (run.id == "nemo-2403-long-seq-dgx-h100-llama2-7b-64k-64gpu-cp2-fp8" ||
+        run.id == "nemo-2407-dgx-h100-llama3-8b-8gpu-fp8" || run.id == "dgxc-v2503-nemotron4-340b-h100-128gpu-fp8" ||
+        run.id == "dgxc-v2503-grok1-314b-h100-512gpu-bf16")
+      EXPECT_EQ(run.scenario.model.attention, core::AttentionImpl::kFlash2) << run.id;
     if (run.id == "dgxc-v2503-nemotron4-340b-h100-128gpu-bf16") {
       EXPECT_EQ(p.dtypes.grads, core::Dtype::kBf16);
       EXPECT_EQ(p.dtypes.master_weights, core::Dtype::kBf16);

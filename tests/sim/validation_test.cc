@@ -1070,6 +1070,14 @@ TEST(ValidationTest, CorpusRegressionBound) {
       EXPECT_EQ(p.recompute, core::Recompute::kNone) << run.id;
     }
     if (run.id == "dgxc-v25051-deepseek-v3-671b-gb200-128gpu-bf16") EXPECT_EQ(p.dtypes.grads, core::Dtype::kFp32);
+    // NeMo 24.07's Nemotron-340B: its launcher config's bf16 optimizer state and selective
+    // recomputation (presets/launches/nemo-launcher-2407.json), with which it fits.
+    if (run.id == "nemo-2407-dgx-h100-nemotron-340b-128gpu-fp8") {
+      EXPECT_EQ(p.recompute, core::Recompute::kSelective);
+      EXPECT_EQ(p.dtypes.grads, core::Dtype::kBf16);
+      EXPECT_EQ(p.dtypes.master_weights, core::Dtype::kBf16);
+      EXPECT_EQ(p.dtypes.optimizer_states, core::Dtype::kBf16);
+    }
     if (run.id == "dgxc-v25051-grok1-314b-gb200-128gpu-fp8" ||
         run.id == "dgxc-v25051-deepseek-v3-671b-gb200-128gpu-bf16" ||
         run.id == "dgxc-v25051-llama4-maverick-400b-h100-512gpu-bf16") {

@@ -837,7 +837,9 @@ ListKey KeyOf(const core::PlanSpec& p) {
       e(p.ep > 1 ? p.moe_dispatcher : core::MoeDispatcher::kAllToAll) << 59 | e(p.repeat_kv) << 61 |
       e(p.grad_prescale) << 62;
   // (ZeRO-3 gather kind: 43-44; recompute_modules: 7 bits, 48-54; elementwise 55-56; MoE dispatcher
-  // 59; per-tensor ZeRO-3's overlapped reduce-scatters 60; repeat_kv 61; grad_prescale 62.)
+  // 59; per-tensor ZeRO-3's overlapped reduce-scatters 60; repeat_kv 61; grad_prescale 62. The last
+  // word: the cross entropy, and Transformer Engine at bit 8, whose FP8 TP gathers move the
+  // quantized bytes, core/step_graph.cc TpGather.)
   return {p.tp,
           p.cp,
           p.ep,
@@ -850,7 +852,7 @@ ListKey KeyOf(const core::PlanSpec& p) {
           p.hsdp_shard_size,
           enums,
           placement,
-          e(p.cross_entropy)};
+          e(p.cross_entropy) | e(p.transformer_engine) << 8};
 }
 struct ListKeyHash {
   size_t operator()(const ListKey& k) const {

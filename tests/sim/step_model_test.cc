@@ -1114,6 +1114,39 @@ TEST(StepCostCacheTest, CachedEstimatesEqualUncachedOnes) {
   }
 }
 
+TEST(StepCostCacheTest, TransformerEngineReachesTheCachedLists) {
+  // Transformer Engine gathers an FP8 plan's quantized TP inputs (1 B an element where the plan
+  // without it gathers 2: core/step_graph.cc TpGather), so two plans differing only in it must not
+  // share cached lists: each cached estimate equals its uncached one, and the 16-bit gathers make
+  // the plan without Transformer Engine the slower (Llama 3 70B FP8, TP 8 with SP, one node).
+  const core::GpuSpec g = *core::LoadGpu("h100-sxm");
+  const core::ClusterSpec c = *core::LoadCluster("dgx-h100");
+  const core::ModelSpec m = *core::LoadModel("llama3-70b");
+  StepCostCache cache;
+  double t[2] = {};
+  for (bool te : {true, false}) {
+    core::PlanSpec p;
+    p.gpus = 8;
+    p.tp = 8;
+    p.dp = 1;
+    p.sequence_parallel = true;
+    p.tp_overlap = core::TpOverlap::kNone;
+    p.precision = core::Dtype::kFp8;
+    p.recompute = core::Recompute::kFull;
+    p.seq_len = 4096;
+    p.global_batch = 1;
+    p.transformer_engine = te;
+    core::Diagnostics d;
+    core::ValidatePlan(p, m, g, c, &d);
+    ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+    const StepEstimate a = EstimateStep(m, p, g, c, core::Profile{});
+    const StepEstimate b = EstimateStep(m, p, g, c, core::Profile{}, &cache);
+    EXPECT_NEAR(a.time_s, b.time_s, 1e-12 * a.time_s) << te;
+    t[te] = b.time_s;
+  }
+  EXPECT_GT(t[0], t[1]);
+}
+
 TEST(StepCostCacheTest, Zero3GatherKindReachesTheCachedSyncPart) {
   // The ZeRO-3 gather kind changes the layer's sync ops (fsdp2 adds its copies, per-tensor its
   // list collectives), so plans differing only in it must not share a cached sync list: each

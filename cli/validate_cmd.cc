@@ -51,11 +51,14 @@ core::Result<std::vector<std::string>> DatasetFiles(const std::string& ref) {
 }
 
 // Loads every file with `load` (core::LoadPublishedRuns or LoadPublishedMemory), naming each
-// record's dataset by its file and each skipped record by file and id. Returns the exit code of a
-// failure (2: unreadable, 1: not a dataset; said on stderr), 0 on success.
-template <typename Record, typename Load>
+// record's dataset by its file and each skipped record by file and id; `also`, if given, loads
+// more records of another kind from the same text (each file read once). Returns the exit code of
+// a failure (2: unreadable, 1: not a dataset; said on stderr), 0 on success.
+template <typename Record, typename Load, typename AlsoRecord = Record>
 int LoadDatasets(const std::vector<std::string>& files, Load load, std::vector<Record>* records,
-                 std::vector<std::string>* skipped) {
+                 std::vector<std::string>* skipped,
+                 core::Result<std::vector<AlsoRecord>> (*also)(const std::string&) = nullptr,
+                 std::vector<AlsoRecord>* also_records = nullptr) {
   for (const auto& file : files) {
     auto text = core::ReadTextFile(file);
     if (!text.ok()) {
@@ -74,6 +77,16 @@ int LoadDatasets(const std::vector<std::string>& files, Load load, std::vector<R
       records->back().dataset = name;
     }
     for (auto& s : skipped_here) skipped->push_back(name + ": " + s);
+    if (also == nullptr) continue;
+    auto more = also(*text);
+    if (!more.ok()) {
+      std::cerr << "error: --dataset: " << file << ": " << more.status().message() << "\n";
+      return 1;
+    }
+    for (auto& r : *more) {
+      also_records->push_back(std::move(r));
+      also_records->back().dataset = name;
+    }
   }
   return 0;
 }
@@ -390,27 +403,18 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
     }
     std::vector<core::PublishedRun> runs;
     std::vector<std::string> skipped;
-    if (int rc = LoadDatasets(files, core::LoadPublishedRuns, &runs, &skipped); rc != 0) {
+    // Per-layer timings (measured.other.forward_ms and backward_ms), from the same files, are
+    // judged in their own table: not skipped, and not in the runs' groups (they time one layer,
+    // not a step).
+    std::vector<core::PublishedLayerTiming> layers;
+    if (int rc =
+            LoadDatasets(files, core::LoadPublishedRuns, &runs, &skipped, &core::LoadPublishedLayerTimings, &layers);
+        rc != 0) {
       *exit_code = rc;
       return;
     }
-    // Per-layer timings (measured.other.forward_ms and backward_ms) are judged in their own
-    // table: not skipped, and not in the runs' groups (they time one layer, not a step).
-    std::vector<core::PublishedLayerTiming> layers;
-    {
-      std::vector<std::string> none;
-      auto load_layers = [](const std::string& text, std::vector<std::string>*) {
-        return core::LoadPublishedLayerTimings(text);
-      };
-      if (int rc = LoadDatasets(files, load_layers, &layers, &none); rc != 0) {
-        *exit_code = rc;
-        return;
-      }
-      for (const auto& l : layers)
-        std::erase_if(skipped, [&](const std::string& s) {
-          return s == l.dataset + ": " + l.id || s.rfind(l.dataset + ": " + l.id + ": ", 0) == 0;
-        });
-    }
+    for (const auto& l : layers)
+      std::erase_if(skipped, [&](const std::string& s) { return s.rfind(l.dataset + ": " + l.id + ": ", 0) == 0; });
     const bool layer_record =
         std::any_of(layers.begin(), layers.end(), [&](const core::PublishedLayerTiming& l) { return l.id == *record; });
     if (layer_record) {

@@ -86,7 +86,8 @@ void PlanFlags::Register(CLI::App* app) {
   p->add_option("--recompute-layers", recompute_layers, "Full recompute for this many layers per stage");
   p->add_option("--recompute-modules", recompute_modules,
                 "Selective recompute's modules, comma-separated: core_attn (the default), moe_act, layernorm, "
-                "mla_up_proj, mlp, shared_experts (Megatron-Core --recompute-modules)");
+                "mla_up_proj, mlp, shared_experts (Megatron-Core --recompute-modules); or one whole policy: "
+                "torchtitan_op (torchtitan's per-op selective AC), save_qkv_proj (MaxText's remat policy)");
   p->add_option("--mbs", mbs, "Micro batch size in sequences (default 1)");
   p->add_option("--gbs", gbs, "Global batch size in sequences (default mbs*dp*pp)");
   p->add_option("--gbs-tokens", gbs_tokens, "Global batch in tokens (= gbs * seq; instead of --gbs)");

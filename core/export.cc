@@ -393,6 +393,10 @@ Result<std::string> ExportMegatron(const Scenario& s) {
       notes.push_back(
           "recompute modules [torchtitan_op]: torchtitan's per-op policy has no Megatron-LM equivalent; "
           "the default selective recomputation (core_attn) is exported");
+    } else if (p.Recomputes(RecomputeModule::kSaveQkvProj)) {
+      notes.push_back(
+          "recompute modules [save_qkv_proj]: MaxText's remat policy has no Megatron-LM equivalent; "
+          "the default selective recomputation (core_attn) is exported");
     } else if (p.recompute_modules != kDefaultRecomputeModules) {  // space-separated (nargs *)
       std::string mods = RecomputeModulesString(p.recompute_modules);
       std::replace(mods.begin(), mods.end(), ',', ' ');

@@ -107,6 +107,12 @@ double SelectiveRecomputeMatmulParams(const ModelSpec& m, const PlanSpec& p) {
     const double f = static_cast<double>(m.ffn_hidden);
     params += static_cast<double>(m.layers) * (h * kv + q * h + h * f);
   }
+  if (p.Recomputes(RecomputeModule::kSaveQkvProj)) {
+    // The attention's output projection and the MLP's input GEMM (w1 and w3 under SwiGLU), not
+    // its output GEMM nor Q/K/V (core/step_graph.cc); the attention itself, HardwareFlops.
+    const double q = static_cast<double>(m.heads * m.head_dim), f = static_cast<double>(m.ffn_hidden);
+    params += static_cast<double>(m.layers) * (q * h + (mats - 1) * h * f);
+  }
   return params;
 }
 
@@ -204,7 +210,8 @@ double HardwareFlopsPerIteration(const ForwardFlops& f, const ModelSpec& m, cons
         p.recompute_layers > 0 ? static_cast<double>(p.recompute_layers * p.pp) / static_cast<double>(m.layers) : 1.0;
     extra = (f.matmul + f.attention) * (share > 1.0 ? 1.0 : share);
   } else if (p.recompute == Recompute::kSelective) {
-    extra = (p.Recomputes(RecomputeModule::kCoreAttn) ? f.attention : 0.0) + 2 * SelectiveRecomputeMatmulParams(m, p);
+    const bool attention = p.Recomputes(RecomputeModule::kCoreAttn) || p.Recomputes(RecomputeModule::kSaveQkvProj);
+    extra = (attention ? f.attention : 0.0) + 2 * SelectiveRecomputeMatmulParams(m, p);
   }
   return (3 * f.Total() + extra) * tokens;
 }

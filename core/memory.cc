@@ -245,6 +245,16 @@ void VisitLayerActivations(const ModelSpec& m, const PlanSpec& p, bool moe_layer
     if (p.sequence_parallel && t > 1) add("tp_reduce_scatter_outputs", 2 * e * sbh / t);  // after wo and w2
     return;
   }
+  if (recompute == Recompute::kSelective && (p.recompute_modules & ModuleBit(RecomputeModule::kSaveQkvProj))) {
+    // MaxText's save_qkv_proj (core/specs.h RecomputeModule::kSaveQkvProj): the layer input (the
+    // scan's carry) and the named Q, K and V after RoPE, in the activations' dtype (the GEMMs'
+    // outputs under FP8 too); the rest is rematerialised in the backward.
+    const int64_t hd = m.head_dim;
+    add("layer_input_checkpoint", e * sbh / rep_div);
+    add("query_proj", e * s * b * LocalHeads(m, p) * hd);
+    add("key_value_proj", 2 * e * s * b * LocalKvHeads(m, p) * hd);
+    return;
+  }
 
   const int64_t a = LocalHeads(m, p);
   const bool naive = m.attention == AttentionImpl::kNaive;

@@ -676,7 +676,7 @@ OJson WritePlan(const PlanSpec& p) {
     OJson mods = OJson::array();
     for (RecomputeModule m : {RecomputeModule::kCoreAttn, RecomputeModule::kMoeAct, RecomputeModule::kLayernorm,
                               RecomputeModule::kMlaUpProj, RecomputeModule::kMlp, RecomputeModule::kSharedExperts,
-                              RecomputeModule::kTorchtitanOp})
+                              RecomputeModule::kTorchtitanOp, RecomputeModule::kSaveQkvProj})
       if (p.recompute_modules & ModuleBit(m)) mods.push_back(Name(m));
     j["recompute_modules"] = mods;
   }

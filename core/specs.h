@@ -327,7 +327,25 @@ enum class Recompute { kNone, kSelective, kFull };
 // everything else; under FP8 the same (torchao's Float8Linear calls torch.mm on its float8
 // subclass, which the policy's dispatch mode sees as aten.mm), the linears' input casts rerun.
 // Dense models without MLA only, and alone in the list.
-enum class RecomputeModule { kCoreAttn, kMoeAct, kLayernorm, kMlaUpProj, kMlp, kSharedExperts, kTorchtitanOp };
+// save_qkv_proj is not Megatron's either: MaxText's remat policy of that name
+// (layers/decoders.py get_remat_policy: jax.checkpoint_policies.save_only_these_names("query_proj",
+// "value_proj", "key_proj", "qkv_proj"), the Q, K and V projections after RoPE), on the scanned
+// decoder layer. The backward replays the layer's forward from its input with those served from
+// memory, and JAX keeps of the replay only what the backward reads (jax/_src/ad_checkpoint.py
+// remat_partial_eval: pe.dce_jaxpr over the staged jaxpr): the norms, the attention, its output
+// projection and residual, and the MLP up to its activation; not the Q/K/V GEMMs (saved) nor the
+// MLP's output GEMM, its TP reduction and residual (no gradient reads their outputs). Dense models
+// without MLA only, and alone in the list.
+enum class RecomputeModule {
+  kCoreAttn,
+  kMoeAct,
+  kLayernorm,
+  kMlaUpProj,
+  kMlp,
+  kSharedExperts,
+  kTorchtitanOp,
+  kSaveQkvProj
+};
 constexpr uint32_t ModuleBit(RecomputeModule m) { return uint32_t{1} << static_cast<int>(m); }
 constexpr uint32_t kDefaultRecomputeModules = ModuleBit(RecomputeModule::kCoreAttn);
 enum class Schedule { kGpipe, k1F1B, kInterleaved, kZeroBubble, kDualPipe };

@@ -891,6 +891,10 @@ class Builder {
       RecomputeTorchtitanOps(fwd, out);
       return;
     }
+    if (p_.Recomputes(RecomputeModule::kSaveQkvProj)) {
+      RecomputeSaveQkvProj(fwd, out);
+      return;
+    }
     for (size_t i = 0; i < fwd.size(); ++i) {
       // An FP8 GEMM's input quantization runs again with its GEMM.
       const Op& f = fwd[i].kind == OpKind::kMemoryBound && fwd[i].mem_op == MemOp::kFp8Quantize && i + 1 < fwd.size()
@@ -928,6 +932,24 @@ class Builder {
         else if (n == "mlp_fc1" || (n == "mlp_fc2" && glu)) continue;                      // saved
       }
       out->push_back(op);
+    }
+  }
+
+  // MaxText's save_qkv_proj policy (core/specs.h RecomputeModule::kSaveQkvProj) replays the
+  // layer's forward but what is saved or what no gradient reads: not the Q/K/V GEMM and RoPE (their
+  // outputs saved), nor the MLP's output GEMM, its TP reduction and the residual after it (JAX's
+  // dead-code elimination of the replay: the next layer's input is saved by the scan). An FP8
+  // GEMM's input quantization reruns with its GEMM only.
+  void RecomputeSaveQkvProj(const std::vector<Op>& fwd, std::vector<Op>* out) {
+    auto skipped = [](const Op& op) {
+      const std::string_view n(op.name);
+      return n == "qkv_proj" || n == "rope" || n == "mlp_fc2" || n == "mlp_reduce" || n == "mlp_residual";
+    };
+    for (size_t i = 0; i < fwd.size(); ++i) {
+      const bool quantize = fwd[i].kind == OpKind::kMemoryBound && fwd[i].mem_op == MemOp::kFp8Quantize;
+      if (skipped(quantize && i + 1 < fwd.size() ? fwd[i + 1] : fwd[i])) continue;
+      out->push_back(fwd[i]);
+      out->back().pass = Pass::kRecompute;
     }
   }
 

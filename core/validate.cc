@@ -633,7 +633,7 @@ void CheckRecompute(const PlanSpec& pl, const ModelSpec& m, Diagnostics* d) {
       d->Error("plan.recompute_layers",
                S(pl.recompute_layers) + " exceeds the layers per pipeline stage (" + S(per_stage) + ")");
   }
-  if (pl.recompute_modules == 0 || (pl.recompute_modules >> 7) != 0) {
+  if (pl.recompute_modules == 0 || (pl.recompute_modules >> 8) != 0) {
     d->Error("plan.recompute_modules", "must name at least one of " + Choices<RecomputeModule>());
   } else if (pl.recompute_modules != kDefaultRecomputeModules) {
     const std::string mods = "[" + RecomputeModulesString(pl.recompute_modules) + "]";
@@ -655,6 +655,14 @@ void CheckRecompute(const PlanSpec& pl, const ModelSpec& m, Diagnostics* d) {
         d->Error("plan.recompute_modules",
                  "torchtitan_op is torchtitan's policy for dense Llama-style layers: fused attention, no MoE, MLA or "
                  "biases (a biased linear runs addmm, which the policy does not count)");
+    }
+    if (pl.recompute_modules & ModuleBit(RecomputeModule::kSaveQkvProj)) {
+      if (pl.recompute_modules != ModuleBit(RecomputeModule::kSaveQkvProj))
+        d->Error("plan.recompute_modules", "save_qkv_proj is a whole policy: list it alone (got " + mods + ")");
+      if (m.moe || m.mla || m.Hybrid() || m.attention == AttentionImpl::kNaive)
+        d->Error("plan.recompute_modules",
+                 "save_qkv_proj is MaxText's policy as costed for dense Llama-style layers: fused attention, no MoE, "
+                 "MLA or hybrid layers");
     }
   }
 }

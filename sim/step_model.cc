@@ -833,10 +833,10 @@ ListKey KeyOf(const core::PlanSpec& p) {
       e(p.schedule == core::Schedule::kDualPipe || p.ep_overlap) << 42 | e(p.zero3_gather) << 43 |
       e(p.zero3_gather == core::Zero3Gather::kPerTensor && p.overlap_grad_reduce) << 60 |
       e(p.precision == core::Dtype::kFp8 ? p.fp8_scaling : core::Fp8Scaling::kDelayed) << 45 |
-      e(p.recompute == core::Recompute::kSelective ? p.recompute_modules : 0u) << 48 | e(p.elementwise) << 55 |
+      e(p.recompute == core::Recompute::kSelective ? p.recompute_modules : 0u) << 48 | e(p.elementwise) << 56 |
       e(p.ep > 1 ? p.moe_dispatcher : core::MoeDispatcher::kAllToAll) << 59 | e(p.repeat_kv) << 61 |
       e(p.grad_prescale) << 62;
-  // (ZeRO-3 gather kind: 43-44; recompute_modules: 7 bits, 48-54; elementwise 55-56; MoE dispatcher
+  // (ZeRO-3 gather kind: 43-44; recompute_modules: 8 bits, 48-55; elementwise 56-57; MoE dispatcher
   // 59; per-tensor ZeRO-3's overlapped reduce-scatters 60; repeat_kv 61; grad_prescale 62. The last
   // word: the cross entropy, and Transformer Engine at bit 8, whose FP8 TP gathers move the
   // quantized bytes, core/step_graph.cc TpGather.)
@@ -939,17 +939,18 @@ ListKey SyncPartKey(ListKey k, int64_t sync_spans) {
   return k;
 }
 // The recompute mode's bits in a ListKey's enum word (KeyOf): the mode and selective's modules.
-constexpr int64_t kRecomputeBits = int64_t{0xF} << 4 | int64_t{0x7F} << 48;
+constexpr int64_t kRecomputeBits = int64_t{0xF} << 4 | int64_t{0xFF} << 48;
 ListKey PartKey(ListKey k, core::LayerPart part, int64_t compute_spans, int64_t sync_spans) {
   if (part == core::LayerPart::kSync) return SyncPartKey(k, sync_spans);
   if (part != core::LayerPart::kRecompute) k[10] &= ~kRecomputeBits;  // recompute
-  // Kept: precision (bits 0-3), recompute (4-7 and its modules 48-54), tp_overlap (8-11), cp_kind
+  // Kept: precision (bits 0-3), recompute (4-7 and its modules 48-55), tp_overlap (8-11), cp_kind
   // (12-15), SP (40), EP all-to-alls hidden (42: DualPipe or ep_overlap), FP8 scaling (45-46),
-  // elementwise kernels (55-56) and the MoE dispatcher (59); the cross entropy (word 12).
+  // elementwise kernels (56-57), the MoE dispatcher (59) and repeat_kv (61: its copies are compute
+  // ops); the cross entropy (word 12).
   // Blanked: sharding, optimizer, the four state dtypes, grad_accum_fusion (41), the ZeRO-3 gather
   // kind (43-44).
   constexpr int64_t kKept = int64_t{0xFFFF} | int64_t{1} << 40 | int64_t{1} << 42 | int64_t{3} << 45 |
-                            int64_t{0x7F} << 48 | int64_t{0x1F} << 55;
+                            int64_t{0xFF} << 48 | int64_t{0xF} << 56 | int64_t{1} << 61;
   k[10] &= kKept;
   k[4] = k[5] = k[8] = k[9] = -1;  // pp, dp, zero, hsdp shard
   k[11] = compute_spans;           // replaces the placement: only these groups' spans reach the costs

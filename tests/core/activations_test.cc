@@ -366,6 +366,28 @@ TEST(ActivationsTest, TorchtitanPerOpPolicyKeepsEveryOtherMatmul) {
                 2 * 2 * s * h / 2);
 }
 
+TEST(ActivationsTest, MaxTextSaveQkvProjKeepsTheLayerInputAndQkv) {
+  // Llama 3 70B as MaxText runs it (remat_policy save_qkv_proj, FSDP, micro batch 2, s = 8192):
+  // the layer input 2sbh and Q, K, V after RoPE, 2sb(64 + 2 x 8) x 128, bf16 under FP8 too:
+  // 2sb(8192 + 10240) = 604 MB a layer at b = 2, 48 GB over 80 layers.
+  auto m = LoadModel("llama3-70b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p;
+  p.seq_len = 8192;
+  p.micro_batch = 2;
+  p.recompute = Recompute::kSelective;
+  p.recompute_modules = ModuleBit(RecomputeModule::kSaveQkvProj);
+  const int64_t s = 8192, b = 2, h = 8192;
+  EXPECT_EQ(LayerActivationBytes(*m, p, false, Recompute::kSelective), 2 * s * b * (h + (64 + 2 * 8) * 128));
+  p.precision = Dtype::kFp8;
+  EXPECT_EQ(LayerActivationBytes(*m, p, false, Recompute::kSelective), 2 * s * b * (h + (64 + 2 * 8) * 128));
+  // TP 8 with SP: the input sharded along s, one head group of Q (8 heads) and one of K and V each.
+  p.precision = Dtype::kBf16;
+  p.tp = 8;
+  p.sequence_parallel = true;
+  EXPECT_EQ(LayerActivationBytes(*m, p, false, Recompute::kSelective), 2 * s * b * (h / 8 + (8 + 2 * 1) * 128));
+}
+
 TEST(ActivationsTest, UpcastCrossEntropyHoldsTwelveBytesPerLogit) {
   // The last stage's loss terms: final-norm and head inputs 2 x 2sbh, and the logits at the loss
   // per CrossEntropy: fused 6 B each (bf16 logits and the kernel's fp32 buffer), upcast

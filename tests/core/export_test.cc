@@ -343,6 +343,26 @@ TEST(ExportTest, ActivationOffloadIsMegatronsNumLayersAndRefusedElsewhere) {
   ExpectRefused(ExportDeepSpeed(s, &notes), "cpu_checkpointing");
 }
 
+TEST(ExportTest, MaxTextsRematPolicyIsSaidNotExportedAsModules) {
+  // Llama 3 70B on 128 H100s as dgxc-benchmarking's MaxText runs it (FSDP, micro batch 2,
+  // save_qkv_proj): Megatron-LM has no such module list, so the export keeps --recompute-granularity
+  // selective with its default (core_attn) and says why, as it does for torchtitan's per-op policy.
+  Scenario s = On("llama3-70b", "h100-sxm", "dgx-h100");
+  s.plan.gpus = 128;
+  s.plan.dp = 128;
+  s.plan.zero = 3;
+  s.plan.micro_batch = 2;
+  s.plan.seq_len = 8192;
+  s.plan.global_batch = 256;
+  s.plan.recompute = Recompute::kSelective;
+  s.plan.recompute_modules = ModuleBit(RecomputeModule::kSaveQkvProj);
+  ASSERT_EQ(PlanErrors(s), "");
+  const std::string megatron = Text(ExportMegatron(s));
+  EXPECT_TRUE(Has(megatron, "--recompute-granularity selective")) << megatron;
+  EXPECT_FALSE(Has(megatron, "--recompute-modules")) << megatron;
+  EXPECT_TRUE(Has(megatron, "[save_qkv_proj]: MaxText's remat policy has no Megatron-LM equivalent")) << megatron;
+}
+
 TEST(ExportTest, LatentMoeAndASharedMtpModuleAreMegatronArguments) {
   // A transformer with a latent MoE and one MTP module used at both depths: Megatron-LM's
   // --moe-latent-size and --mtp-use-repeated-layer (TransformerConfig fields, arguments as every

@@ -82,6 +82,19 @@ TEST(FlopsTest, RecomputeModulesAddTheirGemmsToHardwareFlops) {
   EXPECT_NEAR(diff, 8.0 * 8192 * 32 * 2 * 3.0 * 4096 * 14336, 1e6);
 }
 
+TEST(FlopsTest, SaveQkvProjAddsTheAttentionWoAndTheMlpInput) {
+  // Llama 3 8B under MaxText's save_qkv_proj: hardware - model = one forward of the attention
+  // scores, of wo (h x h) and of w1 and w3 (2 x h x f) per token per layer; not Q/K/V or w2.
+  auto m = LoadModel("llama3-8b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p = Batch(8, 8192, Recompute::kSelective);
+  p.recompute_modules = ModuleBit(RecomputeModule::kSaveQkvProj);
+  const double diff =
+      HardwareFlopsPerIteration(*m, p, AttentionFlops::kFull) - ModelFlopsPerIteration(*m, p, AttentionFlops::kFull);
+  const double attention = ForwardFlopsPerToken(*m, 8192, AttentionFlops::kFull).attention;
+  EXPECT_NEAR(diff, 8.0 * 8192 * (attention + 32 * 2 * (4096.0 * 4096 + 2 * 4096.0 * 14336)), 1e6);
+}
+
 TEST(FlopsTest, KeysPerQueryOfAWindow) {
   // Without a window (or one as long as the sequence): s/2 causal, s full.
   EXPECT_EQ(KeysPerQuery(4096, 0, AttentionFlops::kCausal), 2048);

@@ -223,6 +223,68 @@ TEST(StepGraphTest, TorchtitanPerOpPolicyRerunsTheUnsavedMatmuls) {
   EXPECT_NE(moe.ToStatus().message().find("dense Llama-style layers"), std::string::npos) << moe.ToStatus().message();
 }
 
+TEST(StepGraphTest, MaxTextSaveQkvProjRerunsWhatTheBackwardReads) {
+  // Llama 3 8B, T = 2048 tokens on one GPU under MaxText's save_qkv_proj: Q, K and V are saved and
+  // JAX drops from the replay what no gradient reads, so the recompute pass reruns the attention,
+  // wo (T x h x h) and w1 with w3 (T x 2f x h): not the Q/K/V GEMM (T x (h + 2 x 1024) x h) nor w2.
+  // Against full recomputation's 2T(h(h + 2048) + h^2 + 3fh) GEMM FLOPs: 2T(h^2 + 2fh), plus the
+  // causal attention's 2T^2 h (QK^T and AV, 2T x T x h each, over half the scores).
+  auto m = LoadModel("llama3-8b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p = Plan(1, 1, false);
+  p.recompute = Recompute::kSelective;
+  p.recompute_modules = ModuleBit(RecomputeModule::kSaveQkvProj);
+  StepGraph g = BuildStepGraph(*m, p);
+  const double T = 2048, h = 4096, f = 14336;
+  EXPECT_DOUBLE_EQ(PassFlops(g.dense_layer, Pass::kRecompute), 2 * T * h * h + 2 * T * 2 * f * h + 2 * T * T * h);
+  std::vector<std::string> names;
+  for (const Op& op : g.dense_layer)
+    if (op.pass == Pass::kRecompute) names.push_back(op.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"attn_norm", "flash_attention", "attn_out_proj", "attn_residual",
+                                             "mlp_norm", "mlp_fc1", "mlp_activation"}));
+  // Under FP8 the rerun GEMMs' input quantizations rerun with them (wo's and w1/w3's), not Q/K/V's
+  // or w2's.
+  p.precision = Dtype::kFp8;
+  g = BuildStepGraph(*m, p);
+  EXPECT_DOUBLE_EQ(PassFlops(g.dense_layer, Pass::kRecompute), 2 * T * h * h + 2 * T * 2 * f * h + 2 * T * T * h);
+  int quantizes = 0;
+  for (const Op& op : g.dense_layer)
+    quantizes += op.pass == Pass::kRecompute && op.kind == OpKind::kMemoryBound && op.mem_op == MemOp::kFp8Quantize;
+  EXPECT_EQ(quantizes, 2);
+  // TP 2 with SP: the gathers before the attention and the MLP rerun (their outputs feed the
+  // rerun GEMMs' weight gradients), the attention's reduce-scatter too; the MLP's does not.
+  p.precision = Dtype::kBf16;
+  p.tp = 2;
+  p.gpus = 2;
+  p.sequence_parallel = true;
+  g = BuildStepGraph(*m, p);
+  names.clear();
+  for (const Op& op : g.dense_layer)
+    if (op.pass == Pass::kRecompute) names.push_back(op.name);
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"attn_norm", "attn_gather", "flash_attention", "attn_out_proj", "attn_reduce",
+                                      "attn_residual", "mlp_norm", "mlp_gather", "mlp_fc1", "mlp_activation"}));
+  // A whole policy, for dense Llama-style layers.
+  PlanSpec bad = Plan(1, 1, false);
+  bad.gpus = 1;
+  bad.global_batch = 1;
+  bad.recompute = Recompute::kSelective;
+  bad.recompute_modules = ModuleBit(RecomputeModule::kSaveQkvProj) | ModuleBit(RecomputeModule::kCoreAttn);
+  Diagnostics both;
+  ValidatePlan(bad, *m, *LoadGpu("h100-sxm"), *LoadCluster("dgx-h100"), &both);
+  EXPECT_NE(both.ToStatus().message().find("save_qkv_proj is a whole policy"), std::string::npos)
+      << both.ToStatus().message();
+  bad.recompute_modules = ModuleBit(RecomputeModule::kSaveQkvProj);
+  bad.ep = 8;
+  bad.dp = 8;
+  bad.gpus = 8;
+  bad.global_batch = 8;
+  Diagnostics moe;
+  ValidatePlan(bad, *LoadModel("mixtral-8x7b"), *LoadGpu("h100-sxm"), *LoadCluster("dgx-h100"), &moe);
+  EXPECT_NE(moe.ToStatus().message().find("MaxText's policy as costed for dense Llama-style layers"), std::string::npos)
+      << moe.ToStatus().message();
+}
+
 // The bytes a dense layer's ops of this name move in this pass.
 int64_t DenseLayerBytes(const StepGraph& g, const char* name, Pass pass) {
   int64_t b = 0;

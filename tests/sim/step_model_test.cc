@@ -1147,6 +1147,37 @@ TEST(StepCostCacheTest, TransformerEngineReachesTheCachedLists) {
   EXPECT_GT(t[0], t[1]);
 }
 
+TEST(StepCostCacheTest, RepeatKvAndRecomputePolicyReachTheCachedParts) {
+  // repeat_kv adds its K/V copies to the compute parts and the recompute policy decides the
+  // recompute part's ops, so plans differing only in them must not share cached parts: each
+  // cached estimate (in the order below, one cache) equals its uncached one. Llama 3 8B, one GPU.
+  const core::GpuSpec g = *core::LoadGpu("h100-sxm");
+  const core::ClusterSpec c = *core::LoadCluster("dgx-h100");
+  const core::ModelSpec m = *core::LoadModel("llama3-8b");
+  StepCostCache cache;
+  std::vector<double> t;
+  for (int variant = 0; variant < 4; ++variant) {
+    core::PlanSpec p;
+    p.gpus = 1;
+    p.seq_len = 8192;
+    p.global_batch = 1;
+    p.repeat_kv = variant == 1;
+    p.recompute = variant >= 2 ? core::Recompute::kSelective : core::Recompute::kNone;
+    if (variant >= 2)
+      p.recompute_modules =
+          core::ModuleBit(variant == 3 ? core::RecomputeModule::kSaveQkvProj : core::RecomputeModule::kTorchtitanOp);
+    core::Diagnostics d;
+    core::ValidatePlan(p, m, g, c, &d);
+    ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+    const StepEstimate a = EstimateStep(m, p, g, c, core::Profile{});
+    const StepEstimate b = EstimateStep(m, p, g, c, core::Profile{}, &cache);
+    EXPECT_NEAR(a.time_s, b.time_s, 1e-12 * a.time_s) << variant;
+    t.push_back(b.time_s);
+  }
+  EXPECT_GT(t[1], t[0]);  // the copies cost
+  EXPECT_NE(t[3], t[2]);  // the two policies rerun different ops
+}
+
 TEST(StepCostCacheTest, Zero3GatherKindReachesTheCachedSyncPart) {
   // The ZeRO-3 gather kind changes the layer's sync ops (fsdp2 adds its copies, per-tensor its
   // list collectives), so plans differing only in it must not share a cached sync list: each

@@ -948,8 +948,11 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // FlashAttention-2 (NeMo-Framework-Launcher 24.01-24.07's NVTE_FUSED_ATTN: 0; dgxc v25.03's
   // Nemotron-4 340B and Grok-1 configure.sh): 37 runs moved, 32 closer, NeMo 24.03's long-sequence
   // H100 rows +11..+48% -> -5..+5%.
+  // 8.1% when dgxc-benchmarking v25.03's MaxText runs took their configure.sh's remat policy
+  // (save_qkv_proj, costed as full recomputation before): the 10 Llama 3 70B rows -10..-18% ->
+  // -2..-12%.
   ASSERT_EQ(v.all.n, 760u);
-  EXPECT_LE(v.all.median_abs_error, 0.0840);
+  EXPECT_LE(v.all.median_abs_error, 0.0820);
   // p90 42.5% -> 44.0% when the Megatron-Bridge runs took their recipes' bf16 gradients (their DP
   // reduction halves, and gpt-oss-120b on B200/B300, already too fast, went from +41..61% to
   // +61..76%; docs/validation.md lists what those runs lack), then 42.4% with torchtitan's eager
@@ -1005,6 +1008,7 @@ TEST(ValidationTest, CorpusRegressionBound) {
   size_t tight = 0;
   for (const auto& r : v.records) {
     tight += r.tight ? 1 : 0;
+    if (r.id.rfind("dgxc-v2503-maxtext-", 0) == 0) EXPECT_TRUE(r.fits) << r.id;  // Q/K/V kept: 68-77 GB
     if (r.id == "llama3-2024-t4-405b-8192gpu-seq8192") {
       EXPECT_FALSE(r.fits);  // not with the allocator's whole reserve
       EXPECT_TRUE(r.tight);
@@ -1054,6 +1058,12 @@ TEST(ValidationTest, CorpusRegressionBound) {
         run.id == "nemo-2407-dgx-h100-llama3-8b-8gpu-fp8" || run.id == "dgxc-v2503-nemotron4-340b-h100-128gpu-fp8" ||
         run.id == "dgxc-v2503-grok1-314b-h100-512gpu-bf16")
       EXPECT_EQ(run.scenario.model.attention, core::AttentionImpl::kFlash2) << run.id;
+    // dgxc-benchmarking v25.03's MaxText runs recompute as their configure.sh sets (remat_policy
+    // save_qkv_proj, the record's parallel.recompute_modules), with the Q/K/V projections kept.
+    if (run.id.rfind("dgxc-v2503-maxtext-", 0) == 0) {
+      EXPECT_EQ(p.recompute, core::Recompute::kSelective) << run.id;
+      EXPECT_EQ(p.recompute_modules, core::ModuleBit(core::RecomputeModule::kSaveQkvProj)) << run.id;
+    }
     if (run.id == "dgxc-v2503-nemotron4-340b-h100-128gpu-bf16") {
       EXPECT_EQ(p.dtypes.grads, core::Dtype::kBf16);
       EXPECT_EQ(p.dtypes.master_weights, core::Dtype::kBf16);

@@ -1264,6 +1264,18 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     p.zero = 2;
   } else if (fsdp_degree > 0 || fsdp.rfind("FULL_SHARD", 0) == 0) {
     p.zero = 3;
+    // "FSDP=N" (dgxc-benchmarking's MaxText tables) is the size of the sharding axis, ici_fsdp x
+    // dcn_fsdp in MaxText's mesh; with fewer than the data-parallel ranks the rest replicate
+    // (dcn_data_parallelism: dgxc-benchmarking v25.03 maxtext/configure.sh sets dcn_FSDP=16 and
+    // dcn_DP = nodes / 16 from 64 nodes on): HSDP, sharded over N and replicated across.
+    const int64_t group = p.dp * p.cp;
+    if (digits_at == 5 && fsdp_degree < group && group % fsdp_degree == 0) {
+      p.sharding = Sharding::kHsdp;
+      p.hsdp_shard_size = fsdp_degree;
+      run.assumptions.push_back("parallel.fsdp " + fsdp + ": HSDP, ZeRO-3 over " + std::to_string(fsdp_degree) +
+                                " data-parallel ranks, replicated " + std::to_string(group / fsdp_degree) +
+                                " times (MaxText's fsdp and data-parallel mesh axes)");
+    }
   } else if (fsdp.rfind("NO_SHARD", 0) == 0) {
     p.zero = 0;  // PyTorch FSDP's NO_SHARD: plain data parallelism
   } else if (fsdp.rfind("HYBRID_SHARD", 0) == 0 || fsdp.rfind("_HYBRID_SHARD_ZERO2", 0) == 0) {

@@ -1063,6 +1063,11 @@ TEST(ValidationTest, CorpusRegressionBound) {
     if (run.id.rfind("dgxc-v2503-maxtext-", 0) == 0) {
       EXPECT_EQ(p.recompute, core::Recompute::kSelective) << run.id;
       EXPECT_EQ(p.recompute_modules, core::ModuleBit(core::RecomputeModule::kSaveQkvProj)) << run.id;
+      // "FSDP=128" on 512 GPUs and more: MaxText's fsdp axis over 16 nodes, the rest data-parallel.
+      const bool hsdp = p.gpus >= 512;
+      EXPECT_EQ(p.sharding, hsdp ? core::Sharding::kHsdp : core::Sharding::kFsdp) << run.id;
+      EXPECT_EQ(p.hsdp_shard_size, hsdp ? 128 : 0) << run.id;
+      EXPECT_EQ(p.zero, 3) << run.id;
     }
     if (run.id == "dgxc-v2503-nemotron4-340b-h100-128gpu-bf16") {
       EXPECT_EQ(p.dtypes.grads, core::Dtype::kBf16);

@@ -126,23 +126,23 @@ class Builder {
     GradSync(moe, out);
   }
 
-  std::vector<Op> Part(bool moe, LayerPart part) {
-    std::vector<Op> out;
+  // One part into `out`, the forward built in `fwd` (both cleared first, their capacity kept).
+  void PartInto(bool moe, LayerPart part, std::vector<Op>* out, std::vector<Op>* fwd) {
+    out->clear();
     if (part == LayerPart::kSync) {
-      out.reserve(8);
-      GradSync(moe, &out);
-      return out;
+      out->reserve(8);
+      GradSync(moe, out);
+      return;
     }
-    const std::vector<Op> fwd = Forward(moe);
+    ForwardInto(moe, fwd);
     if (part == LayerPart::kRecompute) {
-      out.reserve(fwd.size());
-      Recompute(fwd, &out);
-      return out;
+      out->reserve(fwd->size());
+      Recompute(*fwd, out);
+      return;
     }
-    out.reserve(3 * fwd.size());
-    out = fwd;
-    Backward(fwd, &out);
-    return out;
+    out->reserve(3 * fwd->size());
+    out->insert(out->end(), fwd->begin(), fwd->end());
+    Backward(*fwd, out);
   }
 
   // (Capacities are reserved up front: the search builds a graph per candidate plan.)
@@ -160,19 +160,20 @@ class Builder {
     EmbeddingWeightGrad(out);
     StageParamSync(EmbeddingParams(), EmbeddingTensors(), out);
   }
-  std::vector<Op> EmbeddingPart(LayerPart part) {
-    if (part != LayerPart::kSync)
-      return StagePart(part, &Builder::EmbeddingCompute, EmbeddingParams(), EmbeddingTensors());
-    std::vector<Op> out;
-    EmbeddingSync(&out);
-    return out;
+  void EmbeddingPartInto(LayerPart part, std::vector<Op>* out, std::vector<Op>* fwd) {
+    if (part != LayerPart::kSync) {
+      StagePartInto(part, &Builder::EmbeddingCompute, EmbeddingParams(), EmbeddingTensors(), out, fwd);
+      return;
+    }
+    out->clear();
+    EmbeddingSync(out);
   }
   void HeadInto(std::vector<Op>* fwd, std::vector<Op>* out) {
     HeadCompute(fwd, out);
     StageParamSync(HeadParams(), HeadTensors(), out);
   }
-  std::vector<Op> HeadPart(LayerPart part) {
-    return StagePart(part, &Builder::HeadCompute, HeadParams(), HeadTensors());
+  void HeadPartInto(LayerPart part, std::vector<Op>* out, std::vector<Op>* fwd) {
+    StagePartInto(part, &Builder::HeadCompute, HeadParams(), HeadTensors(), out, fwd);
   }
   void EmbeddingCompute(std::vector<Op>* fwd_ops, std::vector<Op>* out_ops) {
     std::vector<Op>& fwd = *fwd_ops;
@@ -261,15 +262,15 @@ class Builder {
   }
   // One part of the embedding or head: its forward and backward (`compute()`), the sync of its
   // `params`, or nothing (they are never recomputed).
-  std::vector<Op> StagePart(LayerPart part, StageCompute compute, int64_t params, int64_t tensors) {
-    std::vector<Op> out;
+  // (Into `out`, with `fwd` as scratch: both cleared first.)
+  void StagePartInto(LayerPart part, StageCompute compute, int64_t params, int64_t tensors, std::vector<Op>* out,
+                     std::vector<Op>* fwd) {
+    out->clear();
     if (part == LayerPart::kCompute) {
-      std::vector<Op> fwd;
-      (this->*compute)(&fwd, &out);
+      (this->*compute)(fwd, out);
     } else if (part == LayerPart::kSync) {
-      StageParamSync(params, tensors, &out);
+      StageParamSync(params, tensors, out);
     }
-    return out;
   }
   // The head's own parameters (untied output projection) and the final norm.
   // With MTP: each module's eh_proj (2h x h/t) and three norms, and, untied across stages, the
@@ -1279,14 +1280,32 @@ bool RecomputeRerunsMoeDispatcher(const PlanSpec& p) {
   return p.recompute == Recompute::kFull || p.Recomputes(RecomputeModule::kTorchtitanOp);
 }
 
+void BuildLayerPart(const ModelSpec& m, const PlanSpec& p, bool moe, LayerPart part, std::vector<Op>* out,
+                    std::vector<Op>* scratch) {
+  Builder(m, p).PartInto(moe, part, out, scratch);
+}
 std::vector<Op> BuildLayerPart(const ModelSpec& m, const PlanSpec& p, bool moe, LayerPart part) {
-  return Builder(m, p).Part(moe, part);
+  std::vector<Op> out, scratch;
+  BuildLayerPart(m, p, moe, part, &out, &scratch);
+  return out;
+}
+void BuildEmbeddingPart(const ModelSpec& m, const PlanSpec& p, LayerPart part, std::vector<Op>* out,
+                        std::vector<Op>* scratch) {
+  Builder(m, p).EmbeddingPartInto(part, out, scratch);
 }
 std::vector<Op> BuildEmbeddingPart(const ModelSpec& m, const PlanSpec& p, LayerPart part) {
-  return Builder(m, p).EmbeddingPart(part);
+  std::vector<Op> out, scratch;
+  BuildEmbeddingPart(m, p, part, &out, &scratch);
+  return out;
+}
+void BuildHeadPart(const ModelSpec& m, const PlanSpec& p, LayerPart part, std::vector<Op>* out,
+                   std::vector<Op>* scratch) {
+  Builder(m, p).HeadPartInto(part, out, scratch);
 }
 std::vector<Op> BuildHeadPart(const ModelSpec& m, const PlanSpec& p, LayerPart part) {
-  return Builder(m, p).HeadPart(part);
+  std::vector<Op> out, scratch;
+  BuildHeadPart(m, p, part, &out, &scratch);
+  return out;
 }
 Op BuildP2pOp(const ModelSpec& m, const PlanSpec& p) { return Builder(m, p).P2p(); }
 Op BuildP2pGatherOp(const ModelSpec& m, const PlanSpec& p) { return Builder(m, p).P2pGather(); }

@@ -133,6 +133,10 @@ double RanksPerToken(int64_t experts, int64_t top_k, int64_t ranks);
 // concatenated in this order. `moe` selects the MoE layer (REQUIRES: m.moe for true).
 enum class LayerPart { kCompute, kRecompute, kSync };
 std::vector<Op> BuildLayerPart(const ModelSpec& m, const PlanSpec& p, bool moe, LayerPart part);
+// The same into `out`, with `scratch` for the forward (both cleared first, their capacity kept:
+// a caller that reuses them builds parts without allocating).
+void BuildLayerPart(const ModelSpec& m, const PlanSpec& p, bool moe, LayerPart part, std::vector<Op>* out,
+                    std::vector<Op>* scratch);
 // Whether the plan's recomputed forward of an MoE layer reruns the dispatcher up to its
 // synchronisation (the recompute part holds the ops before and after it): full recomputation, and
 // torchtitan's per-op policy, which replays every op but SDPA and the SP reduce-scatters; no
@@ -144,6 +148,10 @@ bool RecomputeRerunsMoeDispatcher(const PlanSpec& p);
 // recomputed). Concatenated in that order they are StepGraph's entries. And its p2p entry alone.
 std::vector<Op> BuildEmbeddingPart(const ModelSpec& m, const PlanSpec& p, LayerPart part);
 std::vector<Op> BuildHeadPart(const ModelSpec& m, const PlanSpec& p, LayerPart part);
+void BuildEmbeddingPart(const ModelSpec& m, const PlanSpec& p, LayerPart part, std::vector<Op>* out,
+                        std::vector<Op>* scratch);
+void BuildHeadPart(const ModelSpec& m, const PlanSpec& p, LayerPart part, std::vector<Op>* out,
+                   std::vector<Op>* scratch);
 Op BuildP2pOp(const ModelSpec& m, const PlanSpec& p);
 Op BuildP2pGatherOp(const ModelSpec& m, const PlanSpec& p);
 

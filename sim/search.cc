@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <system_error>
 #include <thread>
 
@@ -79,7 +80,7 @@ int RecomputeOrder(Recompute r) {
 struct Outer {
   int64_t tp = 1, cp = 1, pp = 1, dp = 1, ep = 1, vpp = 1, mbs = 1;
   CpKind cp_kind = CpKind::kRing;
-  std::vector<int64_t> split;  // empty: even
+  const std::vector<int64_t>* split = nullptr;  // into Searcher::splits_; empty: even
   // Parameters of an average pipeline rank (before ZeRO), for the model-state lower bound.
   double dense_params_avg = 0, expert_params_avg = 0;
 };
@@ -233,15 +234,16 @@ class Searcher {
     const int64_t seq = base_.seq_len;
     const std::vector<int64_t> divs = Divisors(n);
     // The default split of each chunk count (pp x vpp <= layers), found once for every tp and cp.
-    std::vector<std::optional<std::vector<int64_t>>> splits(static_cast<size_t>(m_.layers) + 1);
+    // (Kept in splits_, which the items point into: sized once, never reallocated.)
+    splits_.assign(static_cast<size_t>(m_.layers) + 1, std::nullopt);
     std::vector<bool> split_found(static_cast<size_t>(m_.layers) + 1, false);
     auto split_of = [&](int64_t chunks) -> const std::optional<std::vector<int64_t>>& {
       const auto i = static_cast<size_t>(chunks);
       if (!split_found[i]) {
-        splits[i] = core::DefaultStageSplit(m_, chunks);
+        splits_[i] = core::DefaultStageSplit(m_, chunks);
         split_found[i] = true;
       }
-      return splits[i];
+      return splits_[i];
     };
     for (int64_t tp : divs) {
       if (!Allowed(o_.tp, tp)) continue;
@@ -289,7 +291,7 @@ class Searcher {
                   if (o_.mbs.empty() && mbs > o_.max_mbs) continue;
                   Outer& out = outer_.emplace_back(proto);
                   out.mbs = mbs;
-                  out.split = *split;
+                  out.split = &*split;
                 }
               }
             }
@@ -338,26 +340,30 @@ class Searcher {
     p.ep = o.ep;
     p.vpp = o.vpp;
     p.micro_batch = o.mbs;
-    p.stage_layers = o.split;
+    p.stage_layers = *o.split;  // into the plan's capacity
     const int64_t microbatches = base_.global_batch / (o.mbs * o.dp);
     const int64_t dense_group = o.dp * o.cp;
     const int64_t expert_group = o.tp * o.cp * o.dp / o.ep;
     const bool shardable = dense_group > 1 || (m_.moe && expert_group > 1);
     // pp == 1 runs only 1F1B; make sure it is tried even when the user's list lacks it.
-    std::vector<Schedule> schedules = o_.schedules;
-    if (o.pp == 1) schedules = {Schedule::k1F1B};
+    static constexpr Schedule kOneFOneB[] = {Schedule::k1F1B};
+    const std::span<const Schedule> schedules =
+        o.pp == 1 ? std::span<const Schedule>(kOneFOneB) : std::span<const Schedule>(o_.schedules);
     // SP only exists with tp > 1 (and needs seq/cp divisible by tp); tp == 1 runs without it.
-    std::vector<bool> sps;
+    // (At most the two values, in the user's order: no allocation per item.)
+    std::array<bool, 2> sps{};
+    size_t n_sps = 0;
     if (o.tp == 1) {
-      sps = {false};
+      sps[n_sps++] = false;
     } else {
       for (bool sp : o_.sequence_parallel)
-        if (!sp || (base_.seq_len / o.cp) % o.tp == 0) sps.push_back(sp);
+        if ((!sp || (base_.seq_len / o.cp) % o.tp == 0) && n_sps < sps.size()) sps[n_sps++] = sp;
     }
     for (Schedule s : schedules) {
       if (!ScheduleFits(s, o, microbatches)) continue;
       p.schedule = s;
-      for (bool sp : sps) {
+      for (size_t i_sp = 0; i_sp < n_sps; ++i_sp) {
+        const bool sp = sps[i_sp];
         p.sequence_parallel = sp;
         for (int zero : o_.zero) {
           if (zero > 0 && !shardable) continue;  // nothing to shard over: the same plan as ZeRO-0
@@ -463,6 +469,7 @@ class Searcher {
   bool offload_ = false;
   double tokens_ = 0;
   std::vector<Recompute> recompute_;
+  std::vector<std::optional<std::vector<int64_t>>> splits_;  // by chunk count (Enumerate)
   std::vector<Outer> outer_;
 };
 

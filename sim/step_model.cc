@@ -889,8 +889,9 @@ struct LayerPartCosts {
 LayerPartCosts CostLayerPart(const core::ModelSpec& m, const core::PlanSpec& p, const Coster& coster,
                              core::LayerPart part) {
   LayerPartCosts out;
+  thread_local std::vector<Op> ops, scratch;  // refilled per part: their capacity reused
   for (int moe = 0; moe < (m.moe ? 2 : 1); ++moe) {
-    const std::vector<Op> ops = core::BuildLayerPart(m, p, moe == 1, part);
+    core::BuildLayerPart(m, p, moe == 1, part, &ops, &scratch);
     coster.Add(ops, &out.lists[static_cast<size_t>(moe)], true,
                part == core::LayerPart::kSync ? &out.step[static_cast<size_t>(moe)] : nullptr);
   }
@@ -1037,9 +1038,11 @@ void CostListsOnce(const core::ModelSpec& m, const core::PlanSpec& p, const core
 StagePartCosts CostStagePart(const core::ModelSpec& m, const core::PlanSpec& p, const Coster& coster,
                              core::LayerPart part) {
   StagePartCosts out;
-  const std::vector<Op> emb = core::BuildEmbeddingPart(m, p, part), head = core::BuildHeadPart(m, p, part);
-  coster.Add(emb, &out.emb, /*layer=*/false, &out.emb_step);
-  coster.Add(head, &out.head, /*layer=*/false, &out.head_step);
+  thread_local std::vector<Op> ops, scratch;  // refilled per part: their capacity reused
+  core::BuildEmbeddingPart(m, p, part, &ops, &scratch);
+  coster.Add(ops, &out.emb, /*layer=*/false, &out.emb_step);
+  core::BuildHeadPart(m, p, part, &ops, &scratch);
+  coster.Add(ops, &out.head, /*layer=*/false, &out.head_step);
   return out;
 }
 

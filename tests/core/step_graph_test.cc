@@ -237,11 +237,14 @@ TEST(StepGraphTest, MaxTextSaveQkvProjRerunsWhatTheBackwardReads) {
   StepGraph g = BuildStepGraph(*m, p);
   const double T = 2048, h = 4096, f = 14336;
   EXPECT_DOUBLE_EQ(PassFlops(g.dense_layer, Pass::kRecompute), 2 * T * h * h + 2 * T * 2 * f * h + 2 * T * T * h);
-  std::vector<std::string> names;
-  for (const Op& op : g.dense_layer)
-    if (op.pass == Pass::kRecompute) names.push_back(op.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"attn_norm", "flash_attention", "attn_out_proj", "attn_residual",
-                                             "mlp_norm", "mlp_fc1", "mlp_activation"}));
+  auto recomputed = [](const StepGraph& graph) {
+    std::vector<std::string> names;
+    for (const Op& op : graph.dense_layer)
+      if (op.pass == Pass::kRecompute) names.push_back(op.name);
+    return names;
+  };
+  EXPECT_EQ(recomputed(g), (std::vector<std::string>{"attn_norm", "flash_attention", "attn_out_proj", "attn_residual",
+                                                     "mlp_norm", "mlp_fc1", "mlp_activation"}));
   // Under FP8 the rerun GEMMs' input quantizations rerun with them (wo's and w1/w3's), not Q/K/V's
   // or w2's.
   p.precision = Dtype::kFp8;
@@ -258,10 +261,7 @@ TEST(StepGraphTest, MaxTextSaveQkvProjRerunsWhatTheBackwardReads) {
   p.gpus = 2;
   p.sequence_parallel = true;
   g = BuildStepGraph(*m, p);
-  names.clear();
-  for (const Op& op : g.dense_layer)
-    if (op.pass == Pass::kRecompute) names.push_back(op.name);
-  EXPECT_EQ(names,
+  EXPECT_EQ(recomputed(g),
             (std::vector<std::string>{"attn_norm", "attn_gather", "flash_attention", "attn_out_proj", "attn_reduce",
                                       "attn_residual", "mlp_norm", "mlp_gather", "mlp_fc1", "mlp_activation"}));
   // A whole policy, for dense Llama-style layers.

@@ -674,10 +674,8 @@ OJson WritePlan(const PlanSpec& p) {
   j["recompute_layers"] = p.recompute_layers;
   if (p.recompute_modules != kDefaultRecomputeModules) {
     OJson mods = OJson::array();
-    for (RecomputeModule m : {RecomputeModule::kCoreAttn, RecomputeModule::kMoeAct, RecomputeModule::kLayernorm,
-                              RecomputeModule::kMlaUpProj, RecomputeModule::kMlp, RecomputeModule::kSharedExperts,
-                              RecomputeModule::kTorchtitanOp, RecomputeModule::kSaveQkvProj})
-      if (p.recompute_modules & ModuleBit(m)) mods.push_back(Name(m));
+    for (int i = 0; i <= static_cast<int>(kLastRecomputeModule); ++i)
+      if (const auto m = static_cast<RecomputeModule>(i); p.recompute_modules & ModuleBit(m)) mods.push_back(Name(m));
     j["recompute_modules"] = mods;
   }
   j["micro_batch"] = p.micro_batch;

@@ -347,6 +347,9 @@ enum class RecomputeModule {
   kSaveQkvProj
 };
 constexpr uint32_t ModuleBit(RecomputeModule m) { return uint32_t{1} << static_cast<int>(m); }
+// The last module and every module's bit (the enum is dense from 0).
+constexpr RecomputeModule kLastRecomputeModule = RecomputeModule::kSaveQkvProj;
+constexpr uint32_t kAllRecomputeModules = (ModuleBit(kLastRecomputeModule) << 1) - 1;
 constexpr uint32_t kDefaultRecomputeModules = ModuleBit(RecomputeModule::kCoreAttn);
 enum class Schedule { kGpipe, k1F1B, kInterleaved, kZeroBubble, kDualPipe };
 // Muon (Jordan et al. 2024; Megatron-Core's TensorParallelMuon): momentum orthogonalised by Newton-Schulz

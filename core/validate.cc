@@ -633,7 +633,7 @@ void CheckRecompute(const PlanSpec& pl, const ModelSpec& m, Diagnostics* d) {
       d->Error("plan.recompute_layers",
                S(pl.recompute_layers) + " exceeds the layers per pipeline stage (" + S(per_stage) + ")");
   }
-  if (pl.recompute_modules == 0 || (pl.recompute_modules >> 8) != 0) {
+  if (pl.recompute_modules == 0 || (pl.recompute_modules & ~kAllRecomputeModules) != 0) {
     d->Error("plan.recompute_modules", "must name at least one of " + Choices<RecomputeModule>());
   } else if (pl.recompute_modules != kDefaultRecomputeModules) {
     const std::string mods = "[" + RecomputeModulesString(pl.recompute_modules) + "]";

@@ -822,6 +822,7 @@ struct CostedLists {
 // core/collectives.cc); everything else is the pipeline's. Adding a field that the step graph
 // reads means adding it here.
 using ListKey = std::array<int64_t, 13>;
+static_assert(core::kAllRecomputeModules < (1u << 8), "KeyOf packs recompute_modules into 8 bits (48-55)");
 ListKey KeyOf(const core::PlanSpec& p) {
   auto e = [](auto v) { return static_cast<int64_t>(v); };
   int64_t placement = 0;

@@ -54,6 +54,11 @@ void PlanFlags::Register(CLI::App* app) {
                 "Interleaved schedule: microbatches each model chunk runs in a row (Megatron-Core "
                 "--microbatch-group-size-per-virtual-pipeline-stage; default pp). From pp to the microbatches per "
                 "pipeline, leaving a last group of 0 or at least pp");
+  p->add_option("--pp-flushes", pp_flushes,
+                "Pipeline flushes per step: the step's microbatches run in this many schedule runs, each with its "
+                "own warm-up and drain, before one optimizer step (torch.distributed.pipelining under NeMo "
+                "AutoModel's gradient accumulation: one schedule.step per local batch). Default 1, as Megatron's "
+                "schedules run the whole step in one");
   p->add_option("--zero", zero, "ZeRO stage 0-3 (default 0)");
   p->add_option("--sharding", sharding, "fsdp|hsdp (default fsdp)");
   p->add_option("--hsdp-shard", hsdp_shard, "HSDP shard group size");
@@ -115,8 +120,9 @@ void PlanFlags::Register(CLI::App* app) {
       "--cross-entropy-fusion-impl te, TE 2.18 on: 6 B), te-inplace (the same before TE 2.18, its gradient "
       "written over the logits: 2 B), upcast (bf16 logits .float() into PyTorch's cross_entropy, "
       "torchtitan 2024: 12 B), compiled (the same under torch.compile, torchtitan from 2025-04: 4 B), flash "
-      "(FlashAttention's kernel on the bf16 logits, LLM Foundry: 4 B) or native "
-      "(Megatron-Core --cross-entropy-loss-fusion, its compiled native impl: 10 B)");
+      "(FlashAttention's kernel on the bf16 logits, LLM Foundry: 4 B), native "
+      "(Megatron-Core --cross-entropy-loss-fusion, its compiled native impl: 10 B) or plain (PyTorch's "
+      "cross_entropy on the bf16 logits without the upcast, NeMo AutoModel's MoE benchmarks: 6 B)");
   p->add_option("--defer-head-wgrad", deferred_head_wgrad,
                 "Microbatches whose output-layer weight gradient waits for the step's end, keeping their logits "
                 "gradients (Megatron-Core --defer-embedding-wgrad-compute with --wgrad-deferral-limit n; default 0)");
@@ -154,6 +160,11 @@ void PlanFlags::Register(CLI::App* app) {
                 "MoE: alltoall (default: Megatron-Core's all-to-all dispatcher, k copies per token, permuted around "
                 "the NCCL all-to-alls) or flex (its DeepEP/HybridEP dispatcher: each token sent once per rank that "
                 "holds one of its experts)");
+  p->add_option("--moe-routing", moe_routing,
+                "MoE: which experts a token takes, balanced either way: uniform (default: k at random, as "
+                "Megatron-Core's forced load balancing draws them) or round-robin (k consecutive experts, token t "
+                "from expert t*k: NeMo AutoModel's fake balanced gate); with --moe-dispatcher flex it sets how many "
+                "ranks a token is sent to");
   p->add_option(
       "--moe-host", moe_host,
       "MoE: megatron-core (default: each MoE layer waits for the host time Megatron-Core's own MoE "
@@ -313,6 +324,7 @@ void PlanFlags::ApplyPlanFlags(bool from_file, core::ModelSpec* spec, core::Plan
   if (etp) p.etp = *etp;
   if (vpp) p.vpp = *vpp;
   if (vpp_group) p.vpp_group = *vpp_group;
+  if (pp_flushes) p.pp_flushes = *pp_flushes;
   if (zero) p.zero = *zero;
   if (hsdp_shard) p.hsdp_shard_size = *hsdp_shard;
   if (sp) p.sequence_parallel = *sp;
@@ -349,6 +361,7 @@ void PlanFlags::ApplyPlanFlags(bool from_file, core::ModelSpec* spec, core::Plan
   }
   SetEnum(elementwise, "elementwise", "plan.elementwise", &p.elementwise, d);
   SetEnum(moe_dispatcher, "moe-dispatcher", "plan.moe_dispatcher", &p.moe_dispatcher, d);
+  SetEnum(moe_routing, "moe-routing", "plan.moe_routing", &p.moe_routing, d);
   SetEnum(moe_host, "moe-host", "plan.moe_host", &p.moe_host, d);
   SetEnum(moe_probs, "moe-probs", "plan.moe_probs", &p.moe_probs, d);
   SetEnum(offload_optimizer, "offload-optimizer", "plan.offload.optimizer", &p.offload_optimizer, d);

@@ -23,15 +23,15 @@ struct PlanFlags {
       global_attention_every;
   std::optional<std::string> mlp, attention;
   // Plan.
-  std::optional<int64_t> gpus, tp, pp, dp, cp, ep, etp, vpp, vpp_group, mbs, gbs, gbs_tokens, seq, recompute_layers,
-      bf16_layers_at_start, bf16_layers_at_end, hsdp_shard, deferred_head_wgrad, cuda_context_mib,
+  std::optional<int64_t> gpus, tp, pp, dp, cp, ep, etp, vpp, vpp_group, pp_flushes, mbs, gbs, gbs_tokens, seq,
+      recompute_layers, bf16_layers_at_start, bf16_layers_at_end, hsdp_shard, deferred_head_wgrad, cuda_context_mib,
       offload_activation_layers;
   std::optional<int> zero;
   std::optional<bool> sp, overlap_grad_reduce, overlap_param_gather, grad_accum_fusion, grad_prescale, ep_overlap,
       repeat_kv, keep_lp_grads, keep_pp_outputs, transformer_engine, moe_grouped_gemm, chunked_attention;
   std::optional<std::string> tp_overlap, zero3_gather, fp8_scaling;
-  std::optional<std::string> recompute, recompute_modules, cross_entropy, elementwise, moe_dispatcher, moe_host,
-      moe_probs, schedule, precision, optimizer, sharding, cp_kind, placement;
+  std::optional<std::string> recompute, recompute_modules, cross_entropy, elementwise, moe_dispatcher, moe_routing,
+      moe_host, moe_probs, schedule, precision, optimizer, sharding, cp_kind, placement;
   std::optional<std::string> weights_dtype, grads_dtype, master_dtype, moments_dtype;
   std::optional<std::string> offload_optimizer, offload_params, recipe, stack;
   std::vector<int64_t> stage_layers;

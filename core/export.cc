@@ -118,6 +118,9 @@ Result<std::string> ExportMegatron(const Scenario& s) {
     return Refusal("megatron", kMegatronCommit, rule, nearest);
   };
   // What Megatron-LM cannot express, before anything is written.
+  if (p.pp > 1 && p.pp_flushes > 1)
+    return refuse("Megatron-LM's pipeline schedules run every microbatch of the step in one flush (plan.pp_flushes)",
+                  "--pp-flushes 1");
   if (p.tp > 1 && p.tp_overlap == TpOverlap::kAsync)
     return refuse(
         "no PyTorch AsyncTP (torch.compile's micro-pipeline TP): Megatron-LM overlaps TP through Transformer "
@@ -125,9 +128,9 @@ Result<std::string> ExportMegatron(const Scenario& s) {
         "--tp-overlap full");
   // Megatron-LM's losses: the eager vocab_parallel_cross_entropy (fused, no flag) or
   // --cross-entropy-loss-fusion with --cross-entropy-fusion-impl native|te (arguments.py); not
-  // torchtitan's upcast or compiled loss or FlashAttention's Triton one.
+  // torchtitan's upcast or compiled loss, FlashAttention's Triton one or a plain bf16 one.
   if (p.cross_entropy == CrossEntropy::kUpcast || p.cross_entropy == CrossEntropy::kFlash ||
-      p.cross_entropy == CrossEntropy::kCompiled)
+      p.cross_entropy == CrossEntropy::kCompiled || p.cross_entropy == CrossEntropy::kPlain)
     return refuse(std::string("no ") + Name(p.cross_entropy) +
                       " loss: Megatron-LM runs its vocab_parallel_cross_entropy (eager, or fused with "
                       "--cross-entropy-loss-fusion --cross-entropy-fusion-impl native|te)",
@@ -521,6 +524,9 @@ Result<std::string> ExportTorchtitan(const Scenario& s) {
   if (p.schedule == Schedule::kInterleaved && p.vpp_group > 0 && p.vpp_group != p.pp)
     return refuse("PyTorch's Interleaved1F1B runs no microbatch groups (plan.vpp_group, Megatron-Core's)",
                   "--vpp-group 0 with a multiple of pp microbatches per pipeline");
+  if (p.pp > 1 && p.pp_flushes > 1)
+    return refuse("its training loop runs the step's microbatches in one pipeline schedule run (plan.pp_flushes)",
+                  "--pp-flushes 1");
   std::ostringstream out;
   std::vector<std::string> notes;
   out << "# torchtitan job config (TOML) for torchtitan " << kTorchtitanCommit
@@ -684,6 +690,9 @@ Result<std::string> ExportTorchtitanPython(const Scenario& s) {
   if (p.schedule == Schedule::kInterleaved && p.vpp_group > 0 && p.vpp_group != p.pp)
     return refuse("PyTorch's Interleaved1F1B runs no microbatch groups (plan.vpp_group, Megatron-Core's)",
                   "--vpp-group 0 with a multiple of pp microbatches per pipeline");
+  if (p.pp > 1 && p.pp_flushes > 1)
+    return refuse("its training loop runs the step's microbatches in one pipeline schedule run (plan.pp_flushes)",
+                  "--pp-flushes 1");
   if (p.pp > 1 && p.schedule == Schedule::kZeroBubble)
     return refuse(
         "PyTorch's zero-bubble schedules run two or more stages per rank "
@@ -881,6 +890,11 @@ Result<std::string> ExportDeepSpeed(const Scenario& s, std::vector<std::string>*
   auto refuse = [](const std::string& rule, const std::string& nearest) {
     return Refusal("deepspeed", kDeepSpeedCommit, rule, nearest);
   };
+  if (p.pp > 1 && p.pp_flushes > 1)
+    return refuse(
+        "DeepSpeed's pipeline engine runs a step's gradient-accumulation microbatches in one flush "
+        "(plan.pp_flushes)",
+        "--pp-flushes 1");
   if (p.precision == Dtype::kNvfp4)
     return refuse("this exporter maps no NVFP4 recipe for DeepSpeed (it maps none for FP8 either)", "--precision bf16");
   if (s.model.Hybrid())

@@ -27,7 +27,7 @@ int64_t RoundBytes(double x) { return static_cast<int64_t>(x + 0.5); }
 // (Qi et al. 2023): the same peak as 1F1B. DualPipe (DeepSeek-V3 report, Table 2): PP+1
 // microbatches of one stage, and the rank holds two stages.
 double InflightMicrobatches(const PlanSpec& p, int64_t rank) {
-  const double m = static_cast<double>(p.Microbatches());
+  const double m = static_cast<double>(p.MicrobatchesPerFlush());  // one flush at a time
   const double pp = static_cast<double>(p.pp);
   if (p.pp == 1) return 1.0;  // gradient accumulation runs one microbatch at a time
   switch (p.schedule) {
@@ -515,30 +515,32 @@ void PlaceActivations(const ModelSpec& m, const PlanSpec& p, int64_t stage, bool
                               : p.cross_entropy == CrossEntropy::kFlash     ? 4
                               : p.cross_entropy == CrossEntropy::kCompiled  ? 4
                               : p.cross_entropy == CrossEntropy::kTeInplace ? 2
-                                                                            : 6;  // fused, te
+                                                                            : 6;  // fused, te, plain
     st.loss_activations_bytes = 2 * e * s * b * h / rep_div + per_logit * s * b * m.vocab / t;
     // Each MTP module keeps its enorm and hnorm inputs (sbh each) and eh_proj's input, the
     // concatenation (2sbh), then its own final norm, head input and logits as above.
     if (m.mtp_layers > 0)
       st.loss_activations_bytes += m.mtp_layers * (4 * e * s * b * h / rep_div + st.loss_activations_bytes);
   }
-  const double loss_inflight = p.schedule == Schedule::kGpipe && p.pp > 1 ? static_cast<double>(p.Microbatches()) : 1.0;
+  const double loss_inflight =
+      p.schedule == Schedule::kGpipe && p.pp > 1 ? static_cast<double>(p.MicrobatchesPerFlush()) : 1.0;
   st.recompute_working_bytes = max_working;
   // A deferred output-layer weight gradient keeps, per deferred microbatch, the bf16 logits
   // gradient (2 B per logit, cast to the input dtype) and the head's input until the step's end
   // (Megatron-Core tensor_parallel/layers.py grad_output_buffer, GPTModel
   // embedding_activation_buffer).
   if (has_last && p.deferred_head_wgrad > 0)
-    st.deferred_wgrad_bytes = std::min(p.deferred_head_wgrad, p.Microbatches()) *
+    st.deferred_wgrad_bytes = std::min(p.deferred_head_wgrad, p.MicrobatchesPerFlush()) *
                               (2 * s * b * ((m.vocab + t - 1) / t) + e * s * b * h / rep_div);
   // PyTorch's pipeline stage (PlanSpec::keep_pp_outputs): the last stage keeps every microbatch's
   // output, the logits in the activations' dtype and vocab-parallel over t, until the step ends,
   // so at the last microbatch's loss the other m - 1 are alive beside the one the loss counts;
   // every other stage keeps its output (the layer output, sequence-parallel over t) of each of
   // the m microbatches and holds a gradient receive buffer of the same size for each. A rank with
-  // v interleaved stages holds v of them, the last rank the last stage and v - 1 others.
+  // v interleaved stages holds v of them, the last rank the last stage and v - 1 others. Each
+  // schedule run clears them (plan.pp_flushes: the microbatches of one flush).
   if (p.keep_pp_outputs && p.pp > 1) {
-    const int64_t mbs = p.Microbatches();
+    const int64_t mbs = p.MicrobatchesPerFlush();
     const int64_t stages_here = std::max<int64_t>(1, p.vpp);
     const int64_t grad_buffers = (stages_here - (has_last ? 1 : 0)) * 2 * mbs * e * s * b * h / rep_div;
     const int64_t kept_logits = has_last ? (mbs - 1) * e * s * b * ((m.vocab + t - 1) / t) : 0;

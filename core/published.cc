@@ -235,6 +235,16 @@ std::optional<std::string> ModelPresetFor(const std::string& name) {
   static const std::map<std::string, std::string> kNemotron = {
       {"nemotron8b", "nemotron38b"}, {"nemotron22b", "nemotron322b"}, {"nemotron340b", "nemotron4340b"}};
   if (auto it = kNemotron.find(key); it != kNemotron.end()) key = it->second;
+  // NeMo AutoModel's performance summary writes Nemotron 3 as "Nemotron V3" ("Nemotron V3 Nano
+  // 30B", whose benchmark config loads nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16:
+  // examples/benchmark/configs/nemotron_nano_v3_te_deepep.yaml at c0e4fe1bc) and Qwen3's MoE models
+  // by their total size ("Qwen3 MoE 30B": Qwen/Qwen3-30B-A3B in qwen3_moe_30b_te_deepep.yaml at
+  // 8d9bfb90e); Qwen3's MoE models are 30B-A3B and 235B-A22B (Qwen3 Technical Report, arXiv
+  // 2505.09388, Table 2).
+  if (key.rfind("nemotronv3", 0) == 0) key = "nemotron3" + key.substr(10);
+  static const std::map<std::string, std::string> kQwen3Moe = {{"qwen3moe30b", "qwen330ba3b"},
+                                                               {"qwen3moe235b", "qwen3235ba22b"}};
+  if (auto it = kQwen3Moe.find(key); it != kQwen3Moe.end()) key = it->second;
   // The exact name wins; else a size after a preset's own name ("DeepSeek-V3 671B"), when the rest
   // is only the size in billions (and, for an MoE model, "MoE": "Llama 4 Maverick 400B MoE").
   if (key.size() > 4 && key.compare(key.size() - 4, 4, "bmoe") == 0) key.resize(key.size() - 3);
@@ -287,6 +297,9 @@ struct LaunchConfig {
   std::string pp_layout;
   std::vector<int64_t> stage_layers;
   int64_t mtp_layers = -1;
+  // Pipeline flushes per step (PlanSpec::pp_flushes): the training loop's schedule runs a step
+  // (0: the launch file does not say).
+  int64_t pp_flushes = 0;
   // Adam's moments as the recipe keeps them (Megatron-Core's precision-aware optimizer,
   // exp_avg_dtype/exp_avg_sq_dtype); empty: the stack's.
   std::string optimizer_states_dtype;
@@ -347,6 +360,7 @@ std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
                                           .pp_layout = StrOr(v, "pp_layout"),
                                           .stage_layers = split,
                                           .mtp_layers = IntOr(v, "mtp_layers", -1),
+                                          .pp_flushes = IntOr(v, "pp_flushes", 0),
                                           .optimizer_states_dtype = StrOr(v, "optimizer_states_dtype"),
                                           .master_weights_dtype = StrOr(v, "master_weights_dtype"),
                                           .optimizer = StrOr(v, "optimizer"),
@@ -944,6 +958,12 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   if (launch && launch->mtp_layers >= 0 && launch->mtp_layers != m.mtp_layers) {
     m.mtp_layers = launch->mtp_layers;
     run.assumptions.push_back(std::to_string(m.mtp_layers) + " MTP module(s) from " +
+                              (launch->recipe.empty() ? launch->source : launch->recipe));
+  }
+  if (launch && launch->pp_flushes > 1 && p.pp > 1) {
+    p.pp_flushes = launch->pp_flushes;
+    run.assumptions.push_back(std::to_string(p.pp_flushes) + " pipeline flushes a step, " +
+                              std::to_string(p.MicrobatchesPerFlush()) + " microbatches each, from " +
                               (launch->recipe.empty() ? launch->source : launch->recipe));
   }
   if (launch && p.stage_layers.empty() && !launch->stage_layers.empty() &&

@@ -568,6 +568,7 @@ void ReadPlan(ObjectReader& r, const std::string& prefix, PlanSpec* p, Diagnosti
   r.Int("etp", &p->etp);
   r.Int("vpp", &p->vpp);
   r.Int("vpp_group", &p->vpp_group);
+  r.Int("pp_flushes", &p->pp_flushes);
   r.Int("zero", &p->zero);
   r.Enum("sharding", &p->sharding);
   r.Int("hsdp_shard_size", &p->hsdp_shard_size);
@@ -636,6 +637,7 @@ void ReadPlan(ObjectReader& r, const std::string& prefix, PlanSpec* p, Diagnosti
   r.Bool("transformer_engine", &p->transformer_engine);
   r.Bool("moe_grouped_gemm", &p->moe_grouped_gemm);
   r.Enum("moe_dispatcher", &p->moe_dispatcher);
+  r.Enum("moe_routing", &p->moe_routing);
   r.Enum("moe_host", &p->moe_host);
   r.Enum("moe_probs", &p->moe_probs);
   if (const Json* v = r.Find("stage_layers", false)) {
@@ -666,6 +668,7 @@ OJson WritePlan(const PlanSpec& p) {
   j["etp"] = p.etp;
   j["vpp"] = p.vpp;
   if (p.vpp_group > 0) j["vpp_group"] = p.vpp_group;
+  if (p.pp_flushes != 1) j["pp_flushes"] = p.pp_flushes;
   j["zero"] = p.zero;
   j["sharding"] = Name(p.sharding);
   j["hsdp_shard_size"] = p.hsdp_shard_size;
@@ -718,6 +721,7 @@ OJson WritePlan(const PlanSpec& p) {
   j["transformer_engine"] = p.transformer_engine;
   if (!p.moe_grouped_gemm) j["moe_grouped_gemm"] = false;
   j["moe_dispatcher"] = Name(p.moe_dispatcher);
+  if (p.moe_routing != MoeRouting::kUniform) j["moe_routing"] = Name(p.moe_routing);
   if (p.moe_host != MoeHost::kMegatronCore) j["moe_host"] = Name(p.moe_host);
   if (p.moe_probs != MoeProbs::kFused) j["moe_probs"] = Name(p.moe_probs);
   return j;

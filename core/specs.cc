@@ -53,10 +53,12 @@ MESHPLAN_NAMES(Fp8Scaling, {Fp8Scaling::kDelayed, "delayed"}, {Fp8Scaling::kCurr
                {Fp8Scaling::kBlock, "block"})
 MESHPLAN_NAMES(CrossEntropy, {CrossEntropy::kFused, "fused"}, {CrossEntropy::kUpcast, "upcast"},
                {CrossEntropy::kFlash, "flash"}, {CrossEntropy::kNative, "native"}, {CrossEntropy::kTe, "te"},
-               {CrossEntropy::kTeInplace, "te-inplace"}, {CrossEntropy::kCompiled, "compiled"})
+               {CrossEntropy::kTeInplace, "te-inplace"}, {CrossEntropy::kCompiled, "compiled"},
+               {CrossEntropy::kPlain, "plain"})
 MESHPLAN_NAMES(Elementwise, {Elementwise::kFused, "fused"}, {Elementwise::kEager, "eager"},
                {Elementwise::kEagerFusedNorm, "eager-fused-norm"})
 MESHPLAN_NAMES(MoeDispatcher, {MoeDispatcher::kAllToAll, "alltoall"}, {MoeDispatcher::kFlex, "flex"})
+MESHPLAN_NAMES(MoeRouting, {MoeRouting::kUniform, "uniform"}, {MoeRouting::kRoundRobin, "round-robin"})
 MESHPLAN_NAMES(MoeHost, {MoeHost::kMegatronCore, "megatron-core"}, {MoeHost::kNone, "none"})
 MESHPLAN_NAMES(MoeProbs, {MoeProbs::kFused, "fused"}, {MoeProbs::kActivation, "activation"},
                {MoeProbs::kUnpermute, "unpermute"})
@@ -118,6 +120,7 @@ MESHPLAN_ENUM_FUNCS(Fp8Scaling)
 MESHPLAN_ENUM_FUNCS(CrossEntropy)
 MESHPLAN_ENUM_FUNCS(Elementwise)
 MESHPLAN_ENUM_FUNCS(MoeDispatcher)
+MESHPLAN_ENUM_FUNCS(MoeRouting)
 MESHPLAN_ENUM_FUNCS(MoeHost)
 MESHPLAN_ENUM_FUNCS(MoeProbs)
 #undef MESHPLAN_ENUM_FUNCS

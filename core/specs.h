@@ -426,7 +426,13 @@ enum class Fp8Scaling { kDelayed, kCurrent, kBlock };
 // log-softmax and NLL into a reduction over each row and the backward's softmax, one-hot and
 // downcast into one pointwise kernel, so it keeps the bf16 logits and a per-row log-sum-exp and
 // its backward writes the bf16 gradient beside them, 4 B (assumed as derived, not measured alone).
-enum class CrossEntropy { kFused, kUpcast, kFlash, kNative, kTe, kTeInplace, kCompiled };
+// plain: PyTorch's F.cross_entropy on the bf16 logits as they are, no upcast (NeMo AutoModel's
+// MaskedCrossEntropy with fp32_upcast false, nemo_automodel/components/loss/masked_ce.py at
+// 8d9bfb90e, its MoE benchmark configs): log_softmax keeps its bf16 output, and at the backward
+// that output, nll_loss's dense gradient and log_softmax's input gradient are alive together,
+// 6 B, counted as upcast's 12 B are (costed on the rank's logits; with TP AutoModel gathers the
+// whole logits first, DTensor full_tensor, which is not costed).
+enum class CrossEntropy { kFused, kUpcast, kFlash, kNative, kTe, kTeInplace, kCompiled, kPlain };
 // How the elementwise layers run: fused, one kernel per norm, RoPE and activation (Transformer
 // Engine, Apex, torch.compile); eager, PyTorch eager's op-by-op decomposition of torchtitan 2024's
 // RMSNorm, RoPE and SwiGLU (torchtitan/models/norms.py RMSNorm, models/llama/model.py
@@ -445,6 +451,16 @@ enum class Elementwise { kFused, kEager, kEagerFusedNorm };
 // DeepEP's get_dispatch_layout is_token_in_rank, the receiver sorts them by local expert, and the
 // combine returns one partial sum per rank; docs/compute.md).
 enum class MoeDispatcher { kAllToAll, kFlex };
+// Which experts a token's router picks, as the run's router does it (every pattern balanced: each
+// expert receives the same share of the tokens). uniform: k distinct experts at random, the
+// average of balanced routing (Megatron-Core's moe_router_force_load_balancing draws random
+// router scores, router.py at d98e8a64). round-robin: token t takes experts (t k + j) mod E for
+// j < k, k consecutive experts (NeMo AutoModel's FakeBalancedGate, nemo_automodel/components/moe/
+// layers.py at 8d9bfb90e: indices = arange(T k).view(-1, k) % E, the performance summary's "fake
+// balanced gate"); with experts placed in contiguous blocks per EP rank, a token reaches
+// ceil-wise one or two ranks instead of about k. It changes only what a dispatcher that sends
+// each token once per rank (flex) puts on the wire (RanksPerToken, core/step_graph.h).
+enum class MoeRouting { kUniform, kRoundRobin };
 // The host time of an MoE layer as the framework's code runs it (docs/compute.md, "The MoE layer's
 // host floor"). Megatron-Core's dropless dispatchers wait on the host once per MoE layer forward
 // for the tokens per expert (token_dispatcher.py `_maybe_dtoh_and_synchronize` at d98e8a64), so
@@ -485,6 +501,14 @@ struct PlanSpec {
   // (Megatron-Core --microbatch-group-size-per-virtual-pipeline-stage, its tunable schedule,
   // schedules.py get_schedule_table); 0 = pp, Megatron's default and the classic interleaving.
   int64_t vpp_group = 0;
+  // Pipeline flushes per step: the step's microbatches run through the pipeline in this many
+  // schedule runs of Microbatches() / pp_flushes each, every one with its own warm-up and drain,
+  // before the one optimizer step (torch.distributed.pipelining under NeMo AutoModel's gradient
+  // accumulation: nemo_automodel/recipes/llm/train_ft.py _run_train_optim_step at 8d9bfb90e calls
+  // schedule.step once per local batch, GA of them a step; the pipeline stage syncs the FSDP
+  // gradients at each run's last microbatch, stage.py backward_maybe_with_nosync). 1: one flush,
+  // as Megatron's schedules run every microbatch of the step. With pp > 1.
+  int64_t pp_flushes = 1;
   int zero = 0;  // 0..3
   Sharding sharding = Sharding::kFsdp;
   int64_t hsdp_shard_size = 0;  // HSDP: ranks one shard group spans; 0 unless hsdp
@@ -570,6 +594,7 @@ struct PlanSpec {
   // gradients are.
   bool keep_lp_grads = false;
   MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;  // with ep > 1
+  MoeRouting moe_routing = MoeRouting::kUniform;            // the router's expert pattern (above)
   MoeHost moe_host = MoeHost::kMegatronCore;                // the MoE layer's host floor (above)
   MoeProbs moe_probs = MoeProbs::kFused;                    // where the router's probabilities apply (above)
   // Microbatches whose output-layer weight gradient is deferred to the end of the step
@@ -602,6 +627,8 @@ struct PlanSpec {
   bool moe_grouped_gemm = true;
 
   int64_t Microbatches() const { return global_batch / (micro_batch * dp); }  // per pipeline
+  // The microbatches one pipeline flush runs (pp_flushes above).
+  int64_t MicrobatchesPerFlush() const { return Microbatches() / std::max<int64_t>(pp_flushes, 1); }
   // True when the plan runs some layers in BF16 beside its quantized ones (bf16_layers_at_start /
   // _at_end above, under fp8 or nvfp4), and when decoder layer `layer` (0-based, of `layers`) is
   // one of them; such a layer runs as Bf16LayerPlan() runs its layers.
@@ -644,6 +671,7 @@ const char* Name(Zero3Gather v);
 const char* Name(Fp8Scaling v);
 const char* Name(CrossEntropy v);
 const char* Name(MoeDispatcher v);
+const char* Name(MoeRouting v);
 const char* Name(MoeHost v);
 const char* Name(MoeProbs v);
 const char* Name(Elementwise v);
@@ -671,6 +699,7 @@ bool FromName(const std::string& text, Fp8Scaling* out);
 bool FromName(const std::string& text, CrossEntropy* out);
 bool FromName(const std::string& text, Elementwise* out);
 bool FromName(const std::string& text, MoeDispatcher* out);
+bool FromName(const std::string& text, MoeRouting* out);
 bool FromName(const std::string& text, MoeHost* out);
 bool FromName(const std::string& text, MoeProbs* out);
 template <typename E>

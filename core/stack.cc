@@ -114,7 +114,9 @@ Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string&
                     BoolField(j, "repeat_kv", prefix, &s.repeat_kv),
                     BoolField(j, "keep_pp_outputs", prefix, &s.keep_pp_outputs),
                     BoolField(j, "transformer_engine", prefix, &s.transformer_engine),
-                    EnumField(j, "moe_probs", prefix, &s.moe_probs)}) {
+                    EnumField(j, "moe_probs", prefix, &s.moe_probs),
+                    EnumField(j, "moe_dispatcher", prefix, &s.moe_dispatcher),
+                    EnumField(j, "moe_routing", prefix, &s.moe_routing)}) {
     if (!st.ok()) return st;
   }
   if (s.precision == Dtype::kNone || s.precision == Dtype::kInt8 || s.precision == Dtype::kFp32 ||
@@ -213,6 +215,8 @@ void ApplyStack(const SoftwareStack& s, ModelSpec* m, PlanSpec* p) {
   p->cross_entropy = s.cross_entropy;
   p->moe_host = s.moe_host;
   p->moe_probs = s.moe_probs;
+  p->moe_dispatcher = s.moe_dispatcher;
+  p->moe_routing = s.moe_routing;
   p->elementwise = s.elementwise;
   p->repeat_kv = s.repeat_kv;
   p->keep_pp_outputs = s.keep_pp_outputs;
@@ -250,6 +254,10 @@ std::string StackSummary(const SoftwareStack& s) {
          (s.moe_host == MoeHost::kNone ? ", no MoE host floor (its MoE host time not measured)" : "") +
          (s.moe_probs == MoeProbs::kFused ? std::string()
                                           : std::string(", MoE probabilities at the ") + Name(s.moe_probs)) +
+         (s.moe_dispatcher == MoeDispatcher::kAllToAll ? std::string()
+                                                       : std::string(", MoE dispatcher ") + Name(s.moe_dispatcher)) +
+         (s.moe_routing == MoeRouting::kUniform ? std::string()
+                                                : std::string(", ") + Name(s.moe_routing) + " expert routing") +
          (s.cuda_context_bytes > 0 ? ", CUDA context " + std::to_string(s.cuda_context_bytes >> 20) + " MiB" : "") +
          " (" + s.source + ")";
 }

@@ -68,7 +68,11 @@ struct SoftwareStack {
   // Whose measured host time its MoE layers take at least (PlanSpec::moe_host): Megatron-Core's,
   // measured on its own MoE layer; none for a stack whose MoE host time is not measured.
   MoeHost moe_host = MoeHost::kMegatronCore;
-  MoeProbs moe_probs = MoeProbs::kFused;          // where its MoE applies the router's probabilities (PlanSpec)
+  MoeProbs moe_probs = MoeProbs::kFused;  // where its MoE applies the router's probabilities (PlanSpec)
+  // Its MoE token dispatcher and the router pattern its benchmarks run (PlanSpec::moe_dispatcher,
+  // moe_routing): all-to-all and uniform unless a stack file says otherwise.
+  MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;
+  MoeRouting moe_routing = MoeRouting::kUniform;
   CpKind cp_kind = CpKind::kRing;                 // its context parallelism
   Elementwise elementwise = Elementwise::kFused;  // its norms, RoPE and activations
   bool repeat_kv = false;                         // its model code expands GQA's K, V (PlanSpec)

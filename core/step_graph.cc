@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <numeric>
 #include <string_view>
 
 #include "core/flops.h"
@@ -47,9 +48,22 @@ const char* Name(CommGroup g) {
   return "?";
 }
 
-double RanksPerToken(int64_t experts, int64_t top_k, int64_t ranks) {
+double RanksPerToken(int64_t experts, int64_t top_k, int64_t ranks, MoeRouting routing) {
   if (ranks <= 1 || experts <= 0) return 1.0;
   const int64_t per_rank = experts / ranks;
+  if (routing == MoeRouting::kRoundRobin && per_rank > 0 && top_k > 0) {
+    // Starts s = t k mod E, t = 0, 1, ...: the multiples of g = gcd(E, k) below E, each as often.
+    // The block [s, s + k) (mod E) spans ranks floor(s / L) .. floor((s + k - 1) / L), wrapping
+    // past the last expert to the first; k >= E covers every rank.
+    if (top_k >= experts) return static_cast<double>(ranks);
+    const int64_t g = std::gcd(experts, top_k);
+    int64_t spans = 0, starts = 0;
+    for (int64_t s = 0; s < experts; s += g, ++starts) {
+      const int64_t first = s / per_rank, last = ((s + top_k - 1) % experts) / per_rank;
+      spans += last >= first ? last - first + 1 : ranks - first + last + 1;
+    }
+    return static_cast<double>(spans) / static_cast<double>(starts);
+  }
   // P(no expert on a given rank) = C(E - L, k) / C(E, k) = prod_{i<k} (E - L - i) / (E - i).
   double miss = 1.0;
   for (int64_t i = 0; i < top_k; ++i) {
@@ -413,7 +427,11 @@ class Builder {
   //  compiled, the upcast loss under torch.compile: one looped reduction reading the bf16 logits
   //    twice (the row's max, then its sum of exponentials) 2+2 = 4 B in 1 kernel; backward one
   //    pointwise kernel reading them and writing the bf16 gradient 2+2 = 4 B in 1.
-  static constexpr EagerCost kCompiledCrossEntropy{4, 4, 1, 1};
+  //  plain, PyTorch's F.cross_entropy on the bf16 logits (no upcast): log_softmax reads them twice
+  //    and writes its bf16 output 2+2+2 = 6 B in 1 kernel (the NLL gathers one value a row);
+  //    backward nll_loss's zeroed dense gradient 2 and log_softmax's backward reading it and the
+  //    saved output, writing the input gradient, 2+2+2: 8 B in 2, no cast.
+  static constexpr EagerCost kCompiledCrossEntropy{4, 4, 1, 1}, kPlainCrossEntropy{6, 8, 1, 2};
   static constexpr EagerCost kUpcastCrossEntropy{18, 22, 3, 3}, kLossParallelCrossEntropy{38, 38, 6, 5},
       kMegatronCrossEntropy{38, 14, 6, 2}, kNativeCrossEntropy{22, 6, 3, 1}, kTeCrossEntropy{8, 14, 2, 2},
       kTeInplaceCrossEntropy{6, 4, 2, 1};
@@ -426,6 +444,7 @@ class Builder {
       case CrossEntropy::kTeInplace: return &kTeInplaceCrossEntropy;
       case CrossEntropy::kFlash: return nullptr;
       case CrossEntropy::kCompiled: return &kCompiledCrossEntropy;
+      case CrossEntropy::kPlain: return &kPlainCrossEntropy;
     }
     return nullptr;
   }
@@ -731,7 +750,7 @@ class Builder {
     // received tokens into the k-fold expert order (_DeepepManager.get_permuted_hidden_states_by_
     // experts, HybridEP's permute blocks) and back.
     const bool flex = p_.moe_dispatcher == MoeDispatcher::kFlex && p_.ep > 1;
-    const double rows = flex ? RanksPerToken(x.experts, x.top_k, p_.ep) : static_cast<double>(x.top_k);
+    const double rows = flex ? RanksPerToken(x.experts, x.top_k, p_.ep, p_.moe_routing) : static_cast<double>(x.top_k);
     const int64_t sent = static_cast<int64_t>(static_cast<double>(local) * rows);
     const int64_t received =
         flex ? static_cast<int64_t>(static_cast<double>(expert_tokens) * rows / static_cast<double>(x.top_k))

@@ -123,7 +123,11 @@ void BuildStepGraph(const ModelSpec& m, const PlanSpec& p, StepGraph* g);
 // moe_router_force_load_balancing: random router logits):
 // ranks x (1 - C(experts - experts/ranks, k) / C(experts, k)); 1 for one rank. What a dispatcher
 // that sends each token once per rank (MoeDispatcher::kFlex) puts on the wire, against k.
-double RanksPerToken(int64_t experts, int64_t top_k, int64_t ranks);
+// Under round-robin routing (MoeRouting::kRoundRobin: token t's experts are t k, ..., t k + k - 1
+// mod E, and rank r holds experts [r L, r L + L), L = experts/ranks) it is the exact average over
+// the E / gcd(E, k) starting experts the tokens cycle through of the ranks their k consecutive
+// experts span: 1 + (number of rank boundaries inside the block).
+double RanksPerToken(int64_t experts, int64_t top_k, int64_t ranks, MoeRouting routing = MoeRouting::kUniform);
 
 // One layer's ops in three parts, by what they depend on, so that a search can cost each part
 // once for all the plans that share it: kCompute, the forward and backward ops (the same for

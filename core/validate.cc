@@ -446,7 +446,18 @@ void CheckBatchAndSchedule(const PlanSpec& pl, Diagnostics* d) {
   if (pl.global_batch % (pl.micro_batch * pl.dp) != 0)
     d->Error("plan.global_batch", S(pl.global_batch) + " must be divisible by micro_batch*dp = " + S(pl.micro_batch) +
                                       "*" + S(pl.dp) + " = " + S(pl.micro_batch * pl.dp));
-  const int64_t mb = pl.global_batch / (pl.micro_batch * pl.dp);
+  int64_t mb = pl.global_batch / (pl.micro_batch * pl.dp);
+  // Several pipeline flushes a step: each runs mb / pp_flushes microbatches, which the schedule
+  // rules below apply to.
+  if (pl.pp_flushes < 1) {
+    d->Error("plan.pp_flushes", "must be >= 1 (got " + S(pl.pp_flushes) + ")");
+  } else if (pl.pp_flushes > 1) {
+    if (pl.pp < 2)
+      d->Error("plan.pp_flushes", "more than one pipeline flush needs plan.pp >= 2 (got " + S(pl.pp) + ")");
+    if (mb > 0 && mb % pl.pp_flushes != 0)
+      d->Error("plan.pp_flushes", S(pl.pp_flushes) + " must divide the microbatches per pipeline (" + S(mb) + ")");
+    else mb /= pl.pp_flushes;
+  }
   if (pl.vpp > 1 && pl.schedule != Schedule::kInterleaved)
     d->Error("plan.vpp", S(pl.vpp) + " needs plan.schedule=interleaved (got " + Name(pl.schedule) + ")");
   if (pl.schedule == Schedule::kInterleaved) {

@@ -471,6 +471,11 @@ core::Result<DesResult> SimulateStreams(const core::PlanSpec& plan, const std::v
     return core::Status::InvalidArgument("stages: " + std::to_string(stages.size()) +
                                          " given, plan.pp=" + std::to_string(pp));
   if (microbatches < 1) return core::Status::InvalidArgument("microbatches: must be >= 1");
+  if (pp > 1 && plan.pp_flushes > 1)
+    return core::Status::InvalidArgument(
+        "plan.pp_flushes: the stream simulation runs the step's microbatches in one pipeline flush; use report's "
+        "analytic step for " +
+        std::to_string(plan.pp_flushes) + " flushes");
   // Bounded work: every (rank, chunk, microbatch) is up to three passes, each an event with its
   // communication and, with a timeline, a record.
   const double passes = 3.0 * static_cast<double>(pp) * static_cast<double>(std::max<int64_t>(plan.vpp, 1)) *

@@ -839,8 +839,9 @@ ListKey KeyOf(const core::PlanSpec& p) {
       e(p.grad_prescale) << 62;
   // (ZeRO-3 gather kind: 43-44; recompute_modules: 8 bits, 48-55; elementwise 56-57; MoE dispatcher
   // 59; per-tensor ZeRO-3's overlapped reduce-scatters 60; repeat_kv 61; grad_prescale 62. The last
-  // word: the cross entropy, and Transformer Engine at bit 8, whose FP8 TP gathers move the
-  // quantized bytes, core/step_graph.cc TpGather.)
+  // word: the cross entropy, Transformer Engine at bit 8, whose FP8 TP gathers move the quantized
+  // bytes, core/step_graph.cc TpGather, and the MoE routing at bit 9 where the flex dispatcher
+  // reads it.)
   return {p.tp,
           p.cp,
           p.ep,
@@ -853,7 +854,9 @@ ListKey KeyOf(const core::PlanSpec& p) {
           p.hsdp_shard_size,
           enums,
           placement,
-          e(p.cross_entropy) | e(p.transformer_engine) << 8};
+          e(p.cross_entropy) | e(p.transformer_engine) << 8 |
+              e(p.ep > 1 && p.moe_dispatcher == core::MoeDispatcher::kFlex ? p.moe_routing : core::MoeRouting::kUniform)
+                  << 9};
 }
 struct ListKeyHash {
   size_t operator()(const ListKey& k) const {
@@ -1245,19 +1248,24 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
   // the critical rank is the lowest rank of the slowest kind (SchedulePipeline's choice).
   double sum_t = 0;
   size_t crit_kind = 0;
+  // Several pipeline flushes a step (plan.pp_flushes): each runs its share of the microbatches
+  // with its own warm-up and drain, and the exposed gradient synchronisation after each flush's
+  // last backward; the optimizer steps once.
+  const int64_t flushes = p.pp > 1 ? std::max<int64_t>(p.pp_flushes, 1) : 1;
+  auto rank_step = [&](const RankCost& r) { return r.times.step_s + static_cast<double>(flushes - 1) * r.step_comm; };
   for (size_t k = 0; k < ranks.size(); ++k) {
     sum_t += static_cast<double>(layout.count[k]) * ranks[k].times.Total();
     const double tk = ranks[k].times.Total(), tc = ranks[crit_kind].times.Total();
     if (tk > tc || (tk == tc && layout.first_rank[k] < layout.first_rank[crit_kind])) crit_kind = k;
   }
   const PipelineTime pipe = PipelineOf(p.schedule, sum_t, ranks[crit_kind].times, layout.first_rank[crit_kind], p.pp,
-                                       p.Microbatches(), p.vpp);
+                                       p.MicrobatchesPerFlush(), p.vpp);
   const size_t crit = static_cast<size_t>(pipe.critical_stage);
   const RankCost& rc = ranks[kind_of[crit]];
   const double t_max = rc.times.Total();
-  const double work = pipe.work_s, bubble = pipe.bubble_s;
+  const double work = pipe.work_s * static_cast<double>(flushes), bubble = pipe.bubble_s * static_cast<double>(flushes);
   double step_s = 0;
-  for (const auto& r : ranks) step_s = std::max(step_s, r.times.step_s);
+  for (const auto& r : ranks) step_s = std::max(step_s, rank_step(r));
   e.critical_stage = static_cast<int64_t>(crit);
   e.time_s = work + bubble + step_s;
 
@@ -1284,10 +1292,10 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
   for (size_t k = 0; k < ranks.size(); ++k) {
     const RankCost& r = ranks[k];
     const double best = step_comm + optimizer;
-    if (r.times.step_s > best || (r.times.step_s == best && layout.last_rank[k] > step_rank)) {
-      step_comm = r.step_comm;
+    if (rank_step(r) > best || (rank_step(r) == best && layout.last_rank[k] > step_rank)) {
+      step_comm = r.step_comm * static_cast<double>(flushes);
       optimizer = r.optimizer;
-      step_slowdown = r.step_slowdown;
+      step_slowdown = r.step_slowdown * static_cast<double>(flushes);
       step_rank = layout.last_rank[k];
     }
   }

@@ -623,6 +623,7 @@ QString ScenarioModel::commandLine() const {
   arg("--seq", num(p.seq_len));
   arg("--schedule", core::Name(p.schedule));
   if (p.vpp_group > 0) arg("--vpp-group", num(p.vpp_group));
+  if (p.pp_flushes != 1) arg("--pp-flushes", num(p.pp_flushes));
   arg("--precision", core::Name(p.precision));
   if (p.bf16_layers_at_start != d.bf16_layers_at_start) arg("--bf16-layers-at-start", num(p.bf16_layers_at_start));
   if (p.bf16_layers_at_end != d.bf16_layers_at_end) arg("--bf16-layers-at-end", num(p.bf16_layers_at_end));
@@ -655,6 +656,7 @@ QString ScenarioModel::commandLine() const {
   if (!p.moe_grouped_gemm) args << "--no-moe-grouped-gemm";
   if (p.cuda_context_bytes > 0) arg("--cuda-context-mib", num((p.cuda_context_bytes + (int64_t{1} << 20) - 1) >> 20));
   if (p.moe_dispatcher != d.moe_dispatcher) arg("--moe-dispatcher", core::Name(p.moe_dispatcher));
+  if (p.moe_routing != d.moe_routing) arg("--moe-routing", core::Name(p.moe_routing));
   if (p.moe_host != d.moe_host) arg("--moe-host", core::Name(p.moe_host));
   if (p.moe_probs != d.moe_probs) arg("--moe-probs", core::Name(p.moe_probs));
   if (!p.stage_layers.empty()) {

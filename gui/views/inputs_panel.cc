@@ -232,14 +232,16 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
              "Layers whose activations go to host memory during the forward and come back for their backward "
              "(Megatron-Core --cpu-offloading-num-layers N; needs PP 1, no recompute and the GPU's host link)");
   offload_activations_->setSpecialValueText("none");
-  cross_entropy_ = EnumBox(
-      {core::CrossEntropy::kFused, core::CrossEntropy::kTe, core::CrossEntropy::kTeInplace, core::CrossEntropy::kUpcast,
-       core::CrossEntropy::kCompiled, core::CrossEntropy::kFlash, core::CrossEntropy::kNative},
-      "How the loss computes the cross entropy, and so the bytes per logit it holds: fused (Megatron-Core's "
-      "vocab-parallel loss, 6 B), te (Transformer Engine 2.18 on, 6 B), te-inplace (before 2.18, 2 B), "
-      "upcast (bf16 logits .float() into PyTorch's, torchtitan 2024: 12 B), compiled (the same under "
-      "torch.compile, torchtitan from 2025-04: 4 B), flash (FlashAttention's "
-      "kernel, LLM Foundry: 4 B), native (Megatron-Core --cross-entropy-loss-fusion native: 10 B)");
+  cross_entropy_ =
+      EnumBox({core::CrossEntropy::kFused, core::CrossEntropy::kTe, core::CrossEntropy::kTeInplace,
+               core::CrossEntropy::kUpcast, core::CrossEntropy::kCompiled, core::CrossEntropy::kFlash,
+               core::CrossEntropy::kNative, core::CrossEntropy::kPlain},
+              "How the loss computes the cross entropy, and so the bytes per logit it holds: fused (Megatron-Core's "
+              "vocab-parallel loss, 6 B), te (Transformer Engine 2.18 on, 6 B), te-inplace (before 2.18, 2 B), "
+              "upcast (bf16 logits .float() into PyTorch's, torchtitan 2024: 12 B), compiled (the same under "
+              "torch.compile, torchtitan from 2025-04: 4 B), flash (FlashAttention's "
+              "kernel, LLM Foundry: 4 B), native (Megatron-Core --cross-entropy-loss-fusion native: 10 B), plain "
+              "(PyTorch's on the bf16 logits without the upcast, NeMo AutoModel's MoE benchmarks: 6 B)");
   of->addRow("offload optimizer", offload_optimizer_);
   of->addRow("offload parameters", offload_params_);
   of->addRow("offload activations", offload_activations_);

@@ -248,8 +248,9 @@ run(validate_directory 0 "narayanan2021-t2-zero3-174.6B-384gpu +deepspeed-zero3-
 run(report_accuracy 0 "# How close: the error on published runs in this plan's groups \\(meshplan validate, default profile: [0-9]+ step times, [0-9]+ memory peaks.*\n#   all +[0-9]+ +[0-9.]+% +[0-9.]+% +[+-][0-9.]+% \\| +[0-9]+ .*\n#   joint h100-sxm moe bf16 +[0-9]+ +[0-9.]+% .*\n#   model moe +[0-9]+ .*\n#   scale <=64 +[0-9]+ +[0-9.]+% +[0-9.]+% +[+-][0-9.]+% \\|\n#   sequence <=32k +[0-9]+ +[0-9.]+% +[0-9.]+% +[+-][0-9.]+% \\| +[0-9]+ .*\n#   stack megatron-core-2024 +[0-9]+ .*\n#   parallelism tp\\+pp\\+ep +\\| +[0-9]+ .*\n#   step time: runs of this GPU, model kind and precision at once \\(h100-sxm moe bf16\\): median [0-9.]+%, p90 [0-9.]+% \\([0-9]+ runs, signed [+-][0-9.]+%\\)\n#   step time: as uncertain as its least accurate group, model moe"
     report --model mixtral-8x7b --gpu h100-sxm --gpus 64 --tp 2 --ep 8 --pp 2 --zero 1 --stack megatron-core-2024 --recompute full)
 # ... and the published runs of the plan's very model on its GPU, its precision first, nearest in
-# GPU count: gpt-oss-120b on 64 H100s, Megatron-Bridge's five BF16 runs.
-run(report_accuracy_runs 0 "#   published runs of gpt-oss-120b on h100-sxm, the plan's precision first, then nearest in GPU count \\(5 of 5; validate --record ID\\):\n#     megatron-bridge-2511-dgx-h100-gpt-oss-120b-64gpu +64 GPUs bf16 +h100-sxm +[+-][0-9.]+%\n"
+# GPU count: gpt-oss-120b on 64 H100s, NeMo AutoModel's BF16 run and Megatron-Bridge's five (the
+# first five shown, in the table's order).
+run(report_accuracy_runs 0 "#   published runs of gpt-oss-120b on h100-sxm, the plan's precision first, then nearest in GPU count \\(5 of 6; validate --record ID\\):\n#     automodel-2510-h100-gpt-oss-120b-64gpu +64 GPUs bf16 +h100-sxm +[+-][0-9.]+%\n#     megatron-bridge-2511-dgx-h100-gpt-oss-120b-64gpu +64 GPUs bf16 +h100-sxm +[+-][0-9.]+%\n"
     report --model gpt-oss-120b --gpu h100-sxm --gpus 64 --pp 4 --ep 8 --zero 1 --seq 4096 --gbs 1280)
 # ... and the range runs like it measured (sim::RangeOf; its figures: tests/sim/accuracy_test.cc),
 # as the plan's own numbers: tokens/s per GPU, step, days and cost; the peak against the GPU.
@@ -386,6 +387,23 @@ run(export_plan 0 "wrote" plan --model llama3-405b --cluster dgx-h100 --gpus 163
     --recompute selective --gbs 2048 --seq 8192 --stage-layers 7,8,8,8,8,8,8,8,8,8,8,8,8,8,8,7 --output ${WORK}/l3.json)
 run(export_megatron 0 "--tensor-model-parallel-size 8.*--pipeline-model-parallel-size 16.*--decoder-first-pipeline-num-layers 7.*--decoder-last-pipeline-num-layers 7.*--sequence-parallel.*--use-distributed-optimizer.*--recompute-granularity selective.*--micro-batch-size 1.*--global-batch-size 2048"
     export --plan ${WORK}/l3.json --to megatron)
+# --pp-flushes 4: Llama 3 70B's 32 microbatches per pipeline in 4 schedule runs of 8 (torch's
+# pipelining under NeMo AutoModel's gradient accumulation). The step is 4 x (the 8-microbatch
+# step, gbs 16: 2.924 s, less its 0.018 s optimizer step) + 0.018 = 11.642 s, four bubbles of
+# 0.760 s (tests/sim/step_model_test.cc checks the identity exactly). The stream simulation and
+# the exports, which run a step in one flush, refuse it naming the field.
+run(report_pp_flushes 0 "1f1b, 32 microbatches in 4 flushes \\|.*pipeline bubble +3\\.0[34][0-9] s.*step +11\\.64[0-9] s"
+    report --model llama3-70b --gpu h100-sxm --gpus 64 --tp 8 --pp 4 --sp --zero 1 --seq 8192 --gbs 64 --recompute selective --pp-flushes 4)
+run(report_pp_flushes_one 0 "pipeline bubble +0\\.760 s.*step +2\\.924 s"
+    report --model llama3-70b --gpu h100-sxm --gpus 64 --tp 8 --pp 4 --sp --zero 1 --seq 8192 --gbs 16 --recompute selective)
+run(simulate_pp_flushes 2 "plan\\.pp_flushes: the stream simulation runs the step's microbatches in one pipeline flush"
+    simulate --model llama3-70b --gpu h100-sxm --gpus 64 --tp 8 --pp 4 --sp --zero 1 --seq 8192 --gbs 64 --pp-flushes 4)
+run(report_pp_flushes_bad 1 "plan\\.pp_flushes: more than one pipeline flush needs plan\\.pp >= 2"
+    report --model llama3-70b --gpu h100-sxm --gpus 64 --tp 8 --zero 1 --seq 8192 --gbs 64 --pp-flushes 2)
+run(plan_pp_flushes 0 "wrote" plan --model llama3-70b --gpu h100-sxm --gpus 64 --tp 8 --pp 4 --sp --zero 1 --seq 8192
+    --gbs 64 --recompute selective --pp-flushes 4 --output ${WORK}/flushes.json)
+run(export_pp_flushes 1 "Megatron-LM's pipeline schedules run every microbatch of the step in one flush \\(plan\\.pp_flushes\\)"
+    export --plan ${WORK}/flushes.json --to megatron)
 # The stage holding the MTP module says so in the per-stage table.
 run(report_mtp_stage 0 " 15 +59-60\\+mtp +[0-9]"
     report --model deepseek-v3 --gpu h800 --gpus 2048 --pp 16 --ep 64 --zero 1 --recompute full)
@@ -479,6 +497,16 @@ run(moe_probs_bad 2 "--moe-probs: must be one of fused\\|activation\\|unpermute"
     report --model qwen3-30b-a3b --gpu b200 --gpus 8 --ep 8 --moe-probs sideways)
 run(moe_dispatcher_bad 2 "--moe-dispatcher: must be one of alltoall\\|flex"
     report --model qwen3-30b-a3b --gpu h100-sxm --gpus 8 --ep 8 --moe-dispatcher nccl)
+# --moe-routing round-robin (NeMo AutoModel's fake balanced gate: token t takes experts 8t..8t+7)
+# with the flex dispatcher: Qwen3-30B-A3B's 16 experts per rank at EP 8 hold a token's whole block,
+# so each of 4,096 tokens goes to one rank: 4096 x 2048 x 2 B = 16.78 MB per dispatch (uniform
+# routing: 5.34 ranks, 89.58 MB).
+run(report_moe_routing 0 "fwd +ep_dispatch +alltoall +- +16\\.78 "
+    report --model qwen3-30b-a3b --gpu h100-sxm --gpus 8 --ep 8 --zero 1 --seq 4096 --gbs 64 --recompute full --moe-dispatcher flex --moe-routing round-robin --ops)
+run(report_moe_routing_uniform 0 "fwd +ep_dispatch +alltoall +- +89\\.58 "
+    report --model qwen3-30b-a3b --gpu h100-sxm --gpus 8 --ep 8 --zero 1 --seq 4096 --gbs 64 --recompute full --moe-dispatcher flex --ops)
+run(moe_routing_bad 2 "--moe-routing: must be one of uniform\\|round-robin"
+    report --model qwen3-30b-a3b --gpu h100-sxm --gpus 8 --ep 8 --moe-routing sideways)
 # --bf16-layers-at-end (Megatron-Core's --first-last-layers-bf16): Llama 3 8B on 8 B200s in NVFP4
 # with its last 4 of 32 layers in BF16 takes 3.300 s + 4/32 x (5.740 - 3.300) s = 3.605 s, the
 # all-NVFP4 and all-BF16 steps being 3.300 and 5.740 s; under bf16 it is refused naming the rule.

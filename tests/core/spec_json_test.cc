@@ -33,6 +33,9 @@ TEST(SpecJsonTest, PlanFileRoundTripsWithEmbeddedSpecs) {
   f.plan.bf16_layers_at_start = 1;
   f.plan.bf16_layers_at_end = 3;
   f.plan.moe_probs = MoeProbs::kUnpermute;
+  f.plan.moe_dispatcher = MoeDispatcher::kFlex;
+  f.plan.moe_routing = MoeRouting::kRoundRobin;
+  f.plan.pp_flushes = 2;
   f.model = *LoadModel("llama3-70b");
   f.gpu = *LoadGpu("h100-sxm");
   f.cluster = *LoadCluster("dgx-h100");
@@ -47,6 +50,7 @@ TEST(SpecJsonTest, PlanFileRoundTripsWithEmbeddedSpecs) {
   EXPECT_FALSE(back->gpu->host_link_source.empty());
   EXPECT_NE(PlanFileToJson(f).find(R"("activation_layers": 12)"), std::string::npos);
   EXPECT_NE(PlanFileToJson(f).find(R"("bf16_layers_at_end": 3)"), std::string::npos);
+  EXPECT_NE(PlanFileToJson(f).find(R"("moe_routing": "round-robin")"), std::string::npos);
 }
 
 TEST(SpecJsonTest, RecomputeModulesAreAListOfMegatronCoreNames) {

@@ -43,6 +43,27 @@ TEST(StackTest, RecordsFindTheStackThatProducedThem) {
   EXPECT_FALSE(StackForRecord("someone-else-2030-run"));
 }
 
+TEST(StackTest, AutoModelDispatchesThroughDeepEpWithItsFakeBalancedGate) {
+  // presets/stacks/nemo-automodel-2025.json: DeepEP (each token once per rank) and the
+  // benchmarks' FakeBalancedGate (k consecutive experts per token); every other stack keeps
+  // Megatron-Core's all-to-all dispatcher and uniform routing.
+  auto s = StackForRecord("automodel-2510-h100-deepseek-v3-671b-256gpu");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->name, "nemo-automodel-2025");
+  EXPECT_EQ(s->moe_dispatcher, MoeDispatcher::kFlex);
+  EXPECT_EQ(s->moe_routing, MoeRouting::kRoundRobin);
+  EXPECT_EQ(s->zero3_gather, Zero3Gather::kFsdp2);
+  PlanSpec p;
+  ModelSpec m;
+  ApplyStack(*s, &m, &p);
+  EXPECT_EQ(p.moe_dispatcher, MoeDispatcher::kFlex);
+  EXPECT_EQ(p.moe_routing, MoeRouting::kRoundRobin);
+  auto bridge = StackForRecord("megatron-bridge-2511-dgx-h100-qwen3-30b-a3b-16gpu");
+  ASSERT_TRUE(bridge);
+  EXPECT_EQ(bridge->moe_dispatcher, MoeDispatcher::kAllToAll);
+  EXPECT_EQ(bridge->moe_routing, MoeRouting::kUniform);
+}
+
 TEST(StackTest, SourcesNameTheirStackWithoutTheRecordId) {
   // SoftwareStack::recognized_by: the record's source text (paper, repo, path, table, row...)
   // names the software; the most specific entry wins.
@@ -55,6 +76,8 @@ TEST(StackTest, SourcesNameTheirStackWithoutTheRecordId) {
   EXPECT_EQ(named("pytorch/torchtitan | benchmarks/llama3_8b_h200_2025-06_torchtitan.md"), "torchtitan-2025");
   EXPECT_EQ(named("torchtitan benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md"), "torchtitan-2025");
   EXPECT_EQ(named("LLM Foundry benchmarking README (github.com/mosaicml/llm-foundry)"), "llm-foundry-2023");
+  // NeMo AutoModel (PyTorch FSDP2 with DeepEP) is not NeMo's Megatron-Core stack.
+  EXPECT_EQ(named("NeMo AutoModel performance summary (github.com/NVIDIA-NeMo/Automodel)"), "nemo-automodel-2025");
   // One paper, two stacks: MegaScale's own rows and its Megatron-LM baseline, by the row.
   const std::string megascale = "MegaScale (ByteDance, arXiv 2402.15627v1, NSDI 2024) | Table 2";
   EXPECT_EQ(named(megascale, "MegaScale, 256 GPUs, batch 768"), "megascale-2024");

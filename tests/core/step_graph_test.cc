@@ -42,6 +42,13 @@ PlanSpec Plan(int64_t tp, int64_t dp, bool sp) {
   p.global_batch = dp;
   return p;
 }
+// An MoE plan's usual test shape: 8 GPUs, all of them the EP group, 4096-token sequences.
+PlanSpec Ep8Plan() {
+  PlanSpec p = Plan(1, 8, false);
+  p.ep = 8;
+  p.seq_len = 4096;
+  return p;
+}
 
 TEST(StepGraphTest, ForwardFlopsEqualTheClosedForm) {
   // GPT-3 (naive attention: full s^2 scores computed) on tp=8: the ranks' forward FLOPs sum to
@@ -110,9 +117,7 @@ TEST(StepGraphTest, RecomputeModulesRerunTheirOwnOps) {
   // (T x 128*256 x 512); moe_act the experts' activation (a memory-bound op, no FLOPs).
   auto d = LoadModel("deepseek-v3");
   ASSERT_TRUE(d.ok());
-  PlanSpec q = Plan(1, 8, false);
-  q.ep = 8;
-  q.seq_len = 4096;
+  PlanSpec q = Ep8Plan();
   q.recompute = Recompute::kSelective;
   q.recompute_modules = ModuleBit(RecomputeModule::kMlaUpProj) | ModuleBit(RecomputeModule::kMoeAct);
   g = BuildStepGraph(*d, q);
@@ -838,9 +843,7 @@ TEST(StepGraphTest, AsyncTpFusesEachCollectiveWithItsGemmsButTheSummedInputGradi
 TEST(StepGraphTest, ExpertParallelAddsDispatchAndCombine) {
   auto m = LoadModel("mixtral-8x7b");
   ASSERT_TRUE(m.ok());
-  PlanSpec p = Plan(1, 8, false);
-  p.ep = 8;
-  p.seq_len = 4096;
+  PlanSpec p = Ep8Plan();
   const StepGraph g = BuildStepGraph(*m, p);
   int all_to_alls = 0;
   for (const Op& op : g.moe_layer)
@@ -942,9 +945,7 @@ TEST(StepGraphTest, EpOverlapHidesTheAllToAllsAsDualPipeDoes) {
   // not change.
   auto m = LoadModel("mixtral-8x7b");
   ASSERT_TRUE(m.ok());
-  PlanSpec p = Plan(1, 8, false);
-  p.ep = 8;
-  p.seq_len = 4096;
+  PlanSpec p = Ep8Plan();
   auto ep_ops = [&](const PlanSpec& q) {
     std::vector<std::pair<bool, int64_t>> out;
     for (const Op& op : BuildStepGraph(*m, q).moe_layer)
@@ -978,9 +979,7 @@ TEST(StepGraphTest, MoeTokensArePermutedAroundTheAllToAlls) {
   // Qwen3-30B-A3B, EP 8 (16 local experts), b = 1, s = 4096: T k h e = 4096 x 8 x 2048 x 2.
   auto m = LoadModel("qwen3-30b-a3b");
   ASSERT_TRUE(m.ok());
-  PlanSpec p = Plan(1, 8, false);
-  p.ep = 8;
-  p.seq_len = 4096;
+  PlanSpec p = Ep8Plan();
   const int64_t tkhe = int64_t{4096} * 8 * 2048 * 2;
   int64_t fwd = 0, bwd = 0;
   int kinds = 0;
@@ -1017,9 +1016,7 @@ TEST(StepGraphTest, FlexDispatcherSendsEachTokenOncePerRankAndSkipsTheOuterPermu
   }
   auto m = LoadModel("qwen3-30b-a3b");
   ASSERT_TRUE(m.ok());
-  PlanSpec p = Plan(1, 8, false);
-  p.ep = 8;
-  p.seq_len = 4096;
+  PlanSpec p = Ep8Plan();
   p.moe_dispatcher = MoeDispatcher::kFlex;
   // T = 4096 tokens, h = 2048, 2 bytes: the wire carries T D h e per direction, the local sort
   // reads the T D received rows and writes the T k expert copies (and back).
@@ -1047,6 +1044,43 @@ const Op* FindOp(const std::vector<Op>& ops, std::string_view name) {
   for (const Op& op : ops)
     if (name == op.name) return &op;
   return nullptr;
+}
+
+TEST(StepGraphTest, RoundRobinRoutingSendsEachTokenToTheRanksItsConsecutiveExpertsSpan) {
+  // NeMo AutoModel's fake balanced gate: token t takes experts t k .. t k + k - 1 (mod E), and EP
+  // rank r holds experts [r L, r L + L), L = E / R. The block starts cycle through the multiples
+  // of gcd(E, k); D is the average count of ranks a block spans, by hand:
+  //  DeepSeek-V3 over EP 64 (E 256, k 8, L 4): every block [8i, 8i + 8) is two whole ranks: 2,
+  //    where uniform routing gives 64 (1 - C(252, 8) / C(256, 8)) = 64 (1 - (248 x 247 x 246 x
+  //    245) / (256 x 255 x 254 x 253)) = 64 x (1 - 0.880066) = 7.6758.
+  //  Qwen3-30B-A3B over EP 8 (E 128, k 8, L 16): every block lies in one rank: 1 (uniform 5.34).
+  //  Kimi K2 over EP 32 (E 384, k 8, L 12): starts 0, 8, 16 mod 24 span 1, 2 (8..15 crosses 12)
+  //    and 1 rank: 4/3.
+  //  gpt-oss-120b over EP 64 (E 128, k 4, L 2): 2.
+  //  E 12, k 8, R 3 (L 4), a block past the last expert: starts 0, 4, 8; [8, 16) is experts 8..11
+  //    and 0..3, ranks 2 and 0: 2 each, 2.
+  EXPECT_DOUBLE_EQ(RanksPerToken(256, 8, 64, MoeRouting::kRoundRobin), 2.0);
+  EXPECT_NEAR(RanksPerToken(256, 8, 64), 7.6758, 1e-4);
+  EXPECT_DOUBLE_EQ(RanksPerToken(128, 8, 8, MoeRouting::kRoundRobin), 1.0);
+  EXPECT_DOUBLE_EQ(RanksPerToken(384, 8, 32, MoeRouting::kRoundRobin), 4.0 / 3.0);
+  EXPECT_DOUBLE_EQ(RanksPerToken(128, 4, 64, MoeRouting::kRoundRobin), 2.0);
+  EXPECT_DOUBLE_EQ(RanksPerToken(12, 8, 3, MoeRouting::kRoundRobin), 2.0);
+  EXPECT_DOUBLE_EQ(RanksPerToken(128, 8, 1, MoeRouting::kRoundRobin), 1.0);
+  // The flex dispatcher's all-to-alls carry D rows per token: Qwen3-30B-A3B at EP 8 sends each of
+  // its 4096 tokens' 2048 bf16 values once, 4096 x 2048 x 2 B, against 5.34 times that uniform.
+  auto m = LoadModel("qwen3-30b-a3b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p = Ep8Plan();
+  p.moe_dispatcher = MoeDispatcher::kFlex;
+  p.moe_routing = MoeRouting::kRoundRobin;
+  const Op* dispatch = FindOp(BuildStepGraph(*m, p).moe_layer, "ep_dispatch");
+  ASSERT_NE(dispatch, nullptr);
+  EXPECT_EQ(dispatch->bytes, int64_t{4096} * 2048 * 2);
+  // With the all-to-all dispatcher every token's k copies travel whatever the routing.
+  p.moe_dispatcher = MoeDispatcher::kAllToAll;
+  dispatch = FindOp(BuildStepGraph(*m, p).moe_layer, "ep_dispatch");
+  ASSERT_NE(dispatch, nullptr);
+  EXPECT_EQ(dispatch->bytes, int64_t{4096} * 8 * 2048 * 2);
 }
 
 TEST(StepGraphTest, UnfusedGradientAccumulationAddsOnePassOverTheLayerGradients) {

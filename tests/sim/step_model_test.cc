@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string_view>
+#include <tuple>
 
 #include "core/flops.h"
 #include "core/memory.h"
@@ -599,6 +600,55 @@ core::PlanSpec Llama70BTp8Pp4(core::Recompute recompute) {
   p.seq_len = 8192;
   p.global_batch = 64;
   return p;
+}
+
+TEST(StepModelTest, PipelineFlushesRepeatTheScheduleAndItsSynchronisation) {
+  // plan.pp_flushes F: the step's m microbatches run in F schedule runs of m / F, each with its own
+  // warm-up and drain and the exposed gradient synchronisation after its last backward; the
+  // optimizer steps once. So a step of F flushes of m / F microbatches is F times the step of one
+  // flush of m / F (its global batch / F) less F - 1 optimizer steps: Llama 3 70B on TP 8 x PP 4
+  // x DP 2, 64 sequences as 4 flushes of 8 microbatches against one of 8 (16 sequences).
+  Scenario s = Load("llama3-70b");
+  core::PlanSpec one = Llama70BTp8Pp4(core::Recompute::kSelective);
+  one.global_batch = 16;
+  core::PlanSpec four = Llama70BTp8Pp4(core::Recompute::kSelective);
+  four.pp_flushes = 4;
+  core::Diagnostics d;
+  core::ValidatePlan(four, s.model, s.gpu, s.cluster, &d);
+  ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+  EXPECT_EQ(four.MicrobatchesPerFlush(), 8);
+  const StepEstimate e1 = EstimateStep(s.model, one, s.gpu, s.cluster, core::Profile{});
+  const StepEstimate e4 = EstimateStep(s.model, four, s.gpu, s.cluster, core::Profile{});
+  const double opt = e1.breakdown.optimizer_s;
+  ASSERT_GT(opt, 0);
+  EXPECT_NEAR(e4.time_s, 4 * (e1.time_s - opt) + opt, 1e-9 * e4.time_s);
+  EXPECT_NEAR(e4.breakdown.bubble_s, 4 * e1.breakdown.bubble_s, 1e-12);
+  EXPECT_NEAR(e4.breakdown.optimizer_s, opt, 1e-12);
+  // A flush's microbatches are what a rank holds at once: with the PyTorch pipeline's kept
+  // outputs (8 a flush, not 32) the peak is the one-flush plan's.
+  one.keep_pp_outputs = four.keep_pp_outputs = true;
+  const core::MemoryReport m1 = core::EstimateMemory(s.model, one, s.gpu);
+  const core::MemoryReport m4 = core::EstimateMemory(s.model, four, s.gpu);
+  ASSERT_EQ(m1.stages.size(), m4.stages.size());
+  for (size_t i = 0; i < m1.stages.size(); ++i) {
+    EXPECT_EQ(m4.stages[i].activations_bytes, m1.stages[i].activations_bytes) << i;
+    EXPECT_GT(m4.stages[i].pipeline_buffers_bytes, 0) << i;
+  }
+  // One flush of all 32 microbatches pays one warm-up and drain: faster.
+  core::PlanSpec whole = four;
+  whole.pp_flushes = 1;
+  EXPECT_LT(EstimateStep(s.model, whole, s.gpu, s.cluster, core::Profile{}).time_s, e4.time_s);
+  // The rules: at least 1, more than 1 only with pp >= 2, dividing the microbatches per pipeline.
+  for (auto [flushes, pp, field] :
+       {std::tuple{int64_t{0}, int64_t{4}, "plan.pp_flushes"}, std::tuple{int64_t{3}, int64_t{4}, "plan.pp_flushes"},
+        std::tuple{int64_t{2}, int64_t{1}, "plan.pp_flushes"}}) {
+    core::PlanSpec bad = four;
+    bad.pp_flushes = flushes;
+    bad.pp = pp;
+    core::Diagnostics bd;
+    core::ValidatePlan(bad, s.model, s.gpu, s.cluster, &bd);
+    EXPECT_NE(bd.ToStatus().ToString().find(field), std::string::npos) << flushes;
+  }
 }
 
 TEST(StepModelTest, BreakdownAddsUpToTheStepTime) {

@@ -550,17 +550,20 @@ ExplainStep ParallelismStep(const core::Scenario& s, const RulesOutcome& rules, 
           static_cast<long long>(plan.micro_batch), static_cast<long long>(plan.dp),
           static_cast<long long>(plan.Microbatches())));
   if (plan.pp > 1) {
-    // The 1F1B bubble with equal stages, and the microbatches a bubble under 5% would take.
-    const int64_t m = plan.Microbatches();
+    // The 1F1B bubble with equal stages, and the microbatches a bubble under 5% would take; m is
+    // one pipeline flush's (plan.pp_flushes).
+    const int64_t m = plan.MicrobatchesPerFlush();
     const double bubble = UniformBubble(Schedule::k1F1B, plan.pp, m, 1);
     int64_t m5 = 1;
     while (UniformBubble(Schedule::k1F1B, plan.pp, m5, 1) >= 0.05) ++m5;
-    parts.push_back(
-        Fmt("1F1B bubble (p − 1)/(p − 1 + m) = %lld/%lld = %s; under 5%% takes m ≥ %lld (the seeds' "
-            "20(p − 1) = %lld), a %s-token batch at this DP",
-            static_cast<long long>(plan.pp - 1), static_cast<long long>(plan.pp - 1 + m), Pct(bubble).c_str(),
-            static_cast<long long>(m5), static_cast<long long>(20 * (plan.pp - 1)),
-            Count(static_cast<double>(m5 * plan.micro_batch * plan.dp * plan.seq_len)).c_str()));
+    parts.push_back(Fmt("1F1B bubble (p − 1)/(p − 1 + m) = %lld/%lld = %s; under 5%% takes m ≥ %lld (the seeds' "
+                        "20(p − 1) = %lld), a %s-token batch at this DP",
+                        static_cast<long long>(plan.pp - 1), static_cast<long long>(plan.pp - 1 + m),
+                        Pct(bubble).c_str(), static_cast<long long>(m5), static_cast<long long>(20 * (plan.pp - 1)),
+                        Count(static_cast<double>(m5 * plan.micro_batch * plan.dp * plan.seq_len)).c_str()) +
+                    (plan.pp_flushes > 1 ? Fmt(" (m per flush: %lld flushes a step, each with its bubble)",
+                                               static_cast<long long>(plan.pp_flushes))
+                                         : std::string()));
     Set(&st, "bubble_1f1b", bubble);
     Set(&st, "microbatches_for_5pct", static_cast<double>(m5));
   }

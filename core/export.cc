@@ -352,6 +352,12 @@ Result<std::string> ExportMegatron(const Scenario& s) {
     // The dispatcher meshplan costs (transformer_config.py:891, 898: Megatron's own default is
     // allgather, which meshplan does not cost); flex with its default DeepEP backend.
     arg(std::string("--moe-token-dispatcher-type ") + (p.moe_dispatcher == MoeDispatcher::kFlex ? "flex" : "alltoall"));
+    // Round-robin routing is a benchmark's fixed gate (NeMo AutoModel's FakeBalancedGate), not a
+    // router Megatron-LM has: its forced load balancing draws random scores (router.py).
+    if (p.moe_routing == MoeRouting::kRoundRobin)
+      notes.push_back(
+          "moe_routing round-robin (NeMo AutoModel's fake balanced gate) has no Megatron-LM flag: its trained router "
+          "routes as the data does, --moe-router-force-load-balancing at random (moe_routing uniform)");
   }
   if (p.etp > 1 || (m.moe && p.tp > 1)) arg("--expert-tensor-parallel-size " + std::to_string(p.etp));
   if (p.sequence_parallel && p.tp > 1) arg("--sequence-parallel");

@@ -505,6 +505,10 @@ run(report_moe_routing 0 "fwd +ep_dispatch +alltoall +- +16\\.78 "
     report --model qwen3-30b-a3b --gpu h100-sxm --gpus 8 --ep 8 --zero 1 --seq 4096 --gbs 64 --recompute full --moe-dispatcher flex --moe-routing round-robin --ops)
 run(report_moe_routing_uniform 0 "fwd +ep_dispatch +alltoall +- +89\\.58 "
     report --model qwen3-30b-a3b --gpu h100-sxm --gpus 8 --ep 8 --zero 1 --seq 4096 --gbs 64 --recompute full --moe-dispatcher flex --ops)
+run(plan_moe_routing 0 "wrote" plan --model qwen3-30b-a3b --gpu h100-sxm --gpus 8 --ep 8 --zero 1 --seq 4096 --gbs 64
+    --recompute full --moe-dispatcher flex --moe-routing round-robin --output ${WORK}/round_robin.json)
+run(export_moe_routing_note 0 "# note: moe_routing round-robin \\(NeMo AutoModel's fake balanced gate\\) has no Megatron-LM flag.*--moe-token-dispatcher-type flex"
+    export --plan ${WORK}/round_robin.json --to megatron)
 run(moe_routing_bad 2 "--moe-routing: must be one of uniform\\|round-robin"
     report --model qwen3-30b-a3b --gpu h100-sxm --gpus 8 --ep 8 --moe-routing sideways)
 # --bf16-layers-at-end (Megatron-Core's --first-last-layers-bf16): Llama 3 8B on 8 B200s in NVFP4

@@ -1073,12 +1073,14 @@ TEST(StepGraphTest, RoundRobinRoutingSendsEachTokenToTheRanksItsConsecutiveExper
   PlanSpec p = Ep8Plan();
   p.moe_dispatcher = MoeDispatcher::kFlex;
   p.moe_routing = MoeRouting::kRoundRobin;
-  const Op* dispatch = FindOp(BuildStepGraph(*m, p).moe_layer, "ep_dispatch");
+  const StepGraph flex = BuildStepGraph(*m, p);
+  const Op* dispatch = FindOp(flex.moe_layer, "ep_dispatch");
   ASSERT_NE(dispatch, nullptr);
   EXPECT_EQ(dispatch->bytes, int64_t{4096} * 2048 * 2);
   // With the all-to-all dispatcher every token's k copies travel whatever the routing.
   p.moe_dispatcher = MoeDispatcher::kAllToAll;
-  dispatch = FindOp(BuildStepGraph(*m, p).moe_layer, "ep_dispatch");
+  const StepGraph all_to_all = BuildStepGraph(*m, p);
+  dispatch = FindOp(all_to_all.moe_layer, "ep_dispatch");
   ASSERT_NE(dispatch, nullptr);
   EXPECT_EQ(dispatch->bytes, int64_t{4096} * 8 * 2048 * 2);
 }

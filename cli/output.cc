@@ -77,7 +77,7 @@ std::string PlanLine(const core::PlanSpec& p, const core::MemoryReport& r) {
     o << " [" << core::RecomputeModulesString(p.recompute_modules) << "]";
   o << " | mbs " << p.micro_batch << " . gbs " << p.global_batch << " . seq " << p.seq_len << " | "
     << core::Name(p.schedule) << ", " << p.Microbatches() << " microbatches";
-  if (p.pp > 1 && p.pp_flushes > 1) o << " in " << p.pp_flushes << " flushes";
+  if (p.Flushes() > 1) o << " in " << p.Flushes() << " flushes";
   if (p.schedule == core::Schedule::kInterleaved && p.vpp_group > 0) o << " in groups of " << p.vpp_group;
   o << " | " << core::Name(p.precision);
   if (p.HasBf16Layers()) {

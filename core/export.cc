@@ -118,7 +118,7 @@ Result<std::string> ExportMegatron(const Scenario& s) {
     return Refusal("megatron", kMegatronCommit, rule, nearest);
   };
   // What Megatron-LM cannot express, before anything is written.
-  if (p.pp > 1 && p.pp_flushes > 1)
+  if (p.Flushes() > 1)
     return refuse("Megatron-LM's pipeline schedules run every microbatch of the step in one flush (plan.pp_flushes)",
                   "--pp-flushes 1");
   if (p.tp > 1 && p.tp_overlap == TpOverlap::kAsync)
@@ -473,6 +473,10 @@ Result<std::string> ExportMegatron(const Scenario& s) {
 
 // torchtitan job config (TOML) for commit kTorchtitanCommit, the last that reads TOML; every rule
 // cited is torchtitan's at that commit.
+// Both torchtitan exports: its training loop runs a step's microbatches in one schedule run.
+constexpr char kTorchtitanOneFlush[] =
+    "its training loop runs the step's microbatches in one pipeline schedule run (plan.pp_flushes)";
+
 Result<std::string> ExportTorchtitan(const Scenario& s) {
   const ModelSpec& m = s.model;
   const PlanSpec& p = s.plan;
@@ -530,9 +534,7 @@ Result<std::string> ExportTorchtitan(const Scenario& s) {
   if (p.schedule == Schedule::kInterleaved && p.vpp_group > 0 && p.vpp_group != p.pp)
     return refuse("PyTorch's Interleaved1F1B runs no microbatch groups (plan.vpp_group, Megatron-Core's)",
                   "--vpp-group 0 with a multiple of pp microbatches per pipeline");
-  if (p.pp > 1 && p.pp_flushes > 1)
-    return refuse("its training loop runs the step's microbatches in one pipeline schedule run (plan.pp_flushes)",
-                  "--pp-flushes 1");
+  if (p.Flushes() > 1) return refuse(kTorchtitanOneFlush, "--pp-flushes 1");
   std::ostringstream out;
   std::vector<std::string> notes;
   out << "# torchtitan job config (TOML) for torchtitan " << kTorchtitanCommit
@@ -696,9 +698,7 @@ Result<std::string> ExportTorchtitanPython(const Scenario& s) {
   if (p.schedule == Schedule::kInterleaved && p.vpp_group > 0 && p.vpp_group != p.pp)
     return refuse("PyTorch's Interleaved1F1B runs no microbatch groups (plan.vpp_group, Megatron-Core's)",
                   "--vpp-group 0 with a multiple of pp microbatches per pipeline");
-  if (p.pp > 1 && p.pp_flushes > 1)
-    return refuse("its training loop runs the step's microbatches in one pipeline schedule run (plan.pp_flushes)",
-                  "--pp-flushes 1");
+  if (p.Flushes() > 1) return refuse(kTorchtitanOneFlush, "--pp-flushes 1");
   if (p.pp > 1 && p.schedule == Schedule::kZeroBubble)
     return refuse(
         "PyTorch's zero-bubble schedules run two or more stages per rank "
@@ -896,7 +896,7 @@ Result<std::string> ExportDeepSpeed(const Scenario& s, std::vector<std::string>*
   auto refuse = [](const std::string& rule, const std::string& nearest) {
     return Refusal("deepspeed", kDeepSpeedCommit, rule, nearest);
   };
-  if (p.pp > 1 && p.pp_flushes > 1)
+  if (p.Flushes() > 1)
     return refuse(
         "DeepSpeed's pipeline engine runs a step's gradient-accumulation microbatches in one flush "
         "(plan.pp_flushes)",

@@ -627,8 +627,10 @@ struct PlanSpec {
   bool moe_grouped_gemm = true;
 
   int64_t Microbatches() const { return global_batch / (micro_batch * dp); }  // per pipeline
-  // The microbatches one pipeline flush runs (pp_flushes above).
-  int64_t MicrobatchesPerFlush() const { return Microbatches() / std::max<int64_t>(pp_flushes, 1); }
+  // The pipeline flushes a step runs (pp_flushes above; one without pipeline parallelism, where
+  // accumulation runs a microbatch at a time) and the microbatches of each.
+  int64_t Flushes() const { return pp > 1 ? std::max<int64_t>(pp_flushes, 1) : 1; }
+  int64_t MicrobatchesPerFlush() const { return Microbatches() / Flushes(); }
   // True when the plan runs some layers in BF16 beside its quantized ones (bf16_layers_at_start /
   // _at_end above, under fp8 or nvfp4), and when decoder layer `layer` (0-based, of `layers`) is
   // one of them; such a layer runs as Bf16LayerPlan() runs its layers.

@@ -471,7 +471,7 @@ core::Result<DesResult> SimulateStreams(const core::PlanSpec& plan, const std::v
     return core::Status::InvalidArgument("stages: " + std::to_string(stages.size()) +
                                          " given, plan.pp=" + std::to_string(pp));
   if (microbatches < 1) return core::Status::InvalidArgument("microbatches: must be >= 1");
-  if (pp > 1 && plan.pp_flushes > 1)
+  if (plan.Flushes() > 1)
     return core::Status::InvalidArgument(
         "plan.pp_flushes: the stream simulation runs the step's microbatches in one pipeline flush; use report's "
         "analytic step for " +

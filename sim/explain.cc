@@ -561,9 +561,9 @@ ExplainStep ParallelismStep(const core::Scenario& s, const RulesOutcome& rules, 
                         static_cast<long long>(plan.pp - 1), static_cast<long long>(plan.pp - 1 + m),
                         Pct(bubble).c_str(), static_cast<long long>(m5), static_cast<long long>(20 * (plan.pp - 1)),
                         Count(static_cast<double>(m5 * plan.micro_batch * plan.dp * plan.seq_len)).c_str()) +
-                    (plan.pp_flushes > 1 ? Fmt(" (m per flush: %lld flushes a step, each with its bubble)",
-                                               static_cast<long long>(plan.pp_flushes))
-                                         : std::string()));
+                    (plan.Flushes() > 1 ? Fmt(" (m per flush: %lld flushes a step, each with its bubble)",
+                                              static_cast<long long>(plan.Flushes()))
+                                        : std::string()));
     Set(&st, "bubble_1f1b", bubble);
     Set(&st, "microbatches_for_5pct", static_cast<double>(m5));
   }

@@ -1251,7 +1251,7 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
   // Several pipeline flushes a step (plan.pp_flushes): each runs its share of the microbatches
   // with its own warm-up and drain, and the exposed gradient synchronisation after each flush's
   // last backward; the optimizer steps once.
-  const int64_t flushes = p.pp > 1 ? std::max<int64_t>(p.pp_flushes, 1) : 1;
+  const int64_t flushes = p.Flushes();
   auto rank_step = [&](const RankCost& r) { return r.times.step_s + static_cast<double>(flushes - 1) * r.step_comm; };
   for (size_t k = 0; k < ranks.size(); ++k) {
     sum_t += static_cast<double>(layout.count[k]) * ranks[k].times.Total();

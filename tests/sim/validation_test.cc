@@ -1449,6 +1449,54 @@ TEST(ValidationTest, AutoModelRunsTakeDeepEpTheFakeBalancedGateAndTheirConfigs) 
   EXPECT_EQ(v.all.out_of_memory, 0u);
 }
 
+TEST(ValidationTest, MlperfTrainingLogsAtTenThousandGpus) {
+  // tests/data/validation/mlperf_training.json (scripts/mlperf_corpus.py over the MLPerf Training
+  // results v3.1 to v5.1): NVIDIA NeMo runs of GPT-3 175B (256 to 11,616 H100s, 64 B200s) and Llama
+  // 3.1 405B (512 to 8,192 H100s, H200, GB200 to 2,496) and 8B (GB200, GB300), each timed from its
+  // own MLLOG lines, its layout from the config its README names. All 31 map.
+  size_t skipped = 0;
+  const std::vector<core::PublishedRun> all = Corpus("mlperf_training.json", &skipped);
+  EXPECT_EQ(skipped, 0u);
+  ASSERT_EQ(all.size(), 31u);
+  for (const auto& r : all) EXPECT_EQ(r.stack, "megatron-core-2024") << r.id;
+  // GPT-3 175B on 1,344 DGX H100s (v4.0, config_DGXH100_1344x8x6x4x6_mbs1_cg.sh): TP 4 x PP 6 x
+  // DP 448, interleave 8, one sequence per microbatch, MINIBS 6: 2,688 sequences a step. The log's
+  // training blocks carry 55,050,240 tokens each (10 steps); their median time 9.21 s gives
+  // 55,050,240 / 9.21 / 10,752 = 556.1 tokens/s per GPU, 0.921 s a step. Gradients reduced in bf16
+  // (distributed_fused_adam grad_sync_dtype bf16).
+  const auto* gpt3 = Find(all, "mlperf-v40-nvidia-eos-dfw-n1344-ngc24.04-nemo-gpt3");
+  ASSERT_TRUE(gpt3);
+  const core::PlanSpec& p = gpt3->scenario.plan;
+  EXPECT_EQ(p.tp, 4);
+  EXPECT_EQ(p.pp, 6);
+  EXPECT_EQ(p.dp, 448);
+  EXPECT_EQ(p.vpp, 8);
+  EXPECT_EQ(p.global_batch, 2688);
+  EXPECT_EQ(p.recompute, core::Recompute::kNone);
+  EXPECT_EQ(p.dtypes.grads, core::Dtype::kBf16);
+  EXPECT_EQ(p.precision, core::Dtype::kFp8);
+  EXPECT_NEAR(gpt3->published, 556.1, 0.05);
+  // Llama 3.1 405B (v5.0): the embedding and the loss count as layers in the split
+  // (ASYM_PP_EMBED / ASYM_PP_LOSS): 126 + 2 = 128 over PP 8 x VP 8 = 64 chunks of 2, so the first
+  // chunk holds the embedding and 1 layer, the last 1 layer and the loss.
+  const auto* l405 = Find(all, "mlperf-v50-nvidia-eos-dfw-n1024-ngc25.01-nemo-llama31-405b");
+  ASSERT_TRUE(l405);
+  const std::vector<int64_t>& split = l405->scenario.plan.stage_layers;
+  ASSERT_EQ(split.size(), 64u);
+  EXPECT_EQ(split.front(), 1);
+  EXPECT_EQ(split[1], 2);
+  EXPECT_EQ(split.back(), 1);
+  EXPECT_EQ(l405->scenario.plan.cp, 2);
+  // Today's level (2026-12-02), both signs: median 5.4%, p90 8.4%, max 16.9% (Llama 3.1 8B on 72
+  // GB200s, one 8,192-token sequence per GPU and step: the short-step rows); GPT-3 at 10,752 and
+  // 11,616 H100s -6.5% / -6.9% (docs/validation.md).
+  const ValidationSummary v = ValidateRuns(all, core::Profile{});
+  EXPECT_LE(v.all.median_abs_error, 0.055);
+  EXPECT_LE(v.all.p90_abs_error, 0.085);
+  EXPECT_LE(v.all.max_abs_error, 0.17);
+  EXPECT_EQ(v.all.out_of_memory, 0u);
+}
+
 TEST(ValidationTest, MegatronCiGoldenValuesCorpus) {
   // tests/data/memory/megatron_ci_memory.json: scripts/megatron_ci_memory.py over Megatron-LM at
   // d98e8a64 (the functional tests' golden "mem-max-allocated-bytes" on the last global rank,

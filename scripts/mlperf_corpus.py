@@ -1,0 +1,450 @@
+#!/usr/bin/env python3
+"""Throughput records from MLPerf Training submissions (github.com/mlcommons/training_results_vX.Y).
+
+An MLPerf Training result is a time to train, but its log (results/<system>/<benchmark>/result_N.txt,
+the MLLOG lines) also times the training between evaluations: each `block_start` / `block_stop`
+pair brackets `epoch_count` training tokens (the GPT-3 benchmark's custom_callbacks.py:
+`tokens_per_block = val_check_interval * global_batch_size * encoder_seq_length`), and the Llama 3.1
+logs of v5.0 on print every step's `train_step_time` (`tracked_stats`). This script turns them into
+tokens/s per GPU:
+
+  - GPT-3 175B (v3.1-v4.1): per block, epoch_count / (block_stop - block_start); the first block of
+    each run is left out (it holds the warm-up steps); the median over the remaining blocks of all
+    of a system's result files.
+  - Llama 3.1 (v5.0 on): the median printed `train_step_time` over all steps of all result files
+    (the first 3 steps of each file left out), tokens per step = global_batch_size x
+    max_sequence_length as the log prints them.
+
+The layout (TP, PP, VP, CP, micro batch, the per-GPU batch MINIBS) is read from the config_*.sh the
+submission's implementation directory holds for that system (its `export` lines, `source`d common
+files followed in order, `if` blocks skipped), and checked against the global batch the log
+prints. Writes the records (the format of shared/validation/published.json) and a launch file
+(presets/launches/) with what the configs set that the records do not print.
+
+    scripts/mlperf_corpus.py --mirror v3.1=<git dir> --mirror v4.0=<git dir> ... \\
+        --out tests/data/validation/mlperf_training.json --launch presets/launches/mlperf-training.json
+"""
+import argparse
+import json
+import re
+import statistics
+import subprocess
+import sys
+
+
+def git(repo, *args):
+    r = subprocess.run(["git", "-C", repo, *args], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"git {' '.join(args)} in {repo}: {r.stderr.strip()}")
+    return r.stdout
+
+
+def show(repo, path):
+    return git(repo, "show", f"HEAD:{path}")
+
+
+def shell_vars(repo, path, env=None, missing=None):
+    """The variables a config_*.sh exports, in order, following `source`; `if` blocks skipped; a sourced
+    file the submission does not hold is listed in `missing`."""
+    env = {} if env is None else env
+    try:
+        text = show(repo, path)
+    except RuntimeError:
+        if missing is None:
+            raise
+        missing.append(path.rsplit("/", 1)[1])
+        return env
+    depth = 0
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].strip() if not raw.strip().startswith("#") else ""
+        if not line:
+            continue
+        if re.match(r"^if\b", line):
+            depth += 1
+            continue
+        if line == "fi" or line.startswith("fi ") or line.endswith("; fi"):
+            depth = max(0, depth - 1)
+            continue
+        if depth:
+            continue
+        m = re.match(r"^source\s+\$\(dirname \$\{BASH_SOURCE\[0\]\}\)/(\S+)", line)
+        if m:
+            sub = path.rsplit("/", 1)[0] + "/" + m.group(1)
+            shell_vars(repo, sub, env, missing)
+            continue
+        m = re.match(r'^:\s*"\$\{(\w+):=([^}]*)\}"', line)
+        if m:
+            env.setdefault(m.group(1), m.group(2))
+            continue
+        m = re.match(r"^export\s+(\w+)=(.*)$", line)
+        if m:
+            name, value = m.group(1), m.group(2).strip().strip('"')
+            d = re.match(r"^\$\{(\w+):[-=]([^}]*)\}$", value)
+            if d:
+                value = env.get(d.group(1), d.group(2))
+            env[name] = value
+            continue
+        m = re.match(r"^unset\s+(\w+)", line)
+        if m:
+            env.pop(m.group(1), None)
+    return env
+
+
+def yaml_env_default(text, key):
+    """The default of `key: ${oc.decode:${oc.env:ENV,DEFAULT}}` in a Hydra yaml."""
+    m = re.search(rf"^\s*{key}:\s*\$\{{oc\.decode:\$\{{oc\.env:(\w+),([^}}]*)\}}\}}", text, re.M)
+    return (m.group(1), m.group(2)) if m else (None, None)
+
+
+def mllog(text):
+    events, sysjson = [], None
+    for line in text.splitlines():  # some logs prefix the lines (a rank, a shell trace)
+        at = line.find(":::MLLOG {")
+        if at >= 0:
+            try:
+                events.append(json.loads(line[at + len(":::MLLOG "):]))
+            except json.JSONDecodeError:
+                pass
+            continue
+        at = line.find(":::SYSJSON {")
+        if at >= 0 and sysjson is None:
+            try:
+                sysjson = json.loads(line[at + len(":::SYSJSON "):])
+            except json.JSONDecodeError:
+                pass
+    return events, sysjson
+
+
+def first_value(events, key):
+    for e in events:
+        if e["key"] == key:
+            return e["value"]
+    return None
+
+
+def block_rates(events):
+    """tokens/s of each block after the first: epoch_count / (block_stop - block_start)."""
+    rates, start = [], None
+    for e in events:
+        if e["key"] == "block_start":
+            start = e
+        elif e["key"] == "block_stop" and start is not None:
+            tokens = e["metadata"]["epoch_count"]
+            rates.append((tokens, (e["time_ms"] - start["time_ms"]) / 1000.0))
+            start = None
+    return rates[1:]
+
+
+def step_times(events, skip=3):
+    times = [e["value"]["train_step_time"] for e in events
+             if e["key"] == "tracked_stats" and isinstance(e["value"], dict) and "train_step_time" in e["value"]]
+    return times[skip:]
+
+
+GPU_NAMES = {"NVIDIA H100-SXM5-80GB": "H100 SXM5 80GB", "NVIDIA H100 80GB HBM3": "H100 SXM5 80GB"}
+
+
+def config_from_readme(repo, submitter, bench, system):
+    """(implementation dir, config) that the system's README-<system>.md says to `source`."""
+    base = f"{submitter}/benchmarks/{bench}/implementations/"
+    for impl in git(repo, "ls-tree", "--name-only", "HEAD", base).split():
+        impl = impl[len(base):]
+        try:
+            text = show(repo, f"{base}{impl}/README-{system}.md")
+        except RuntimeError:
+            continue
+        m = re.search(r"^source (config_\S+\.sh)", text, re.M)
+        if not m:
+            continue
+        for where in [impl] + [d[len(base):] for d in git(repo, "ls-tree", "--name-only", "HEAD", base).split()]:
+            try:  # the README's own directory, else the one that holds the config (a shared `nemo/`)
+                show(repo, f"{base}{where}/{m.group(1)}")
+                return where, m.group(1)
+            except RuntimeError:
+                continue
+    raise RuntimeError(f"{base}*/README-{system}.md names no config")
+
+
+def chunk_layout(layers, pp, vp, embed, loss):
+    """Decoder layers per model chunk when the embedding and the loss count as layers in the split
+    (Megatron-Core account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split)."""
+    chunks = pp * vp
+    total = layers + int(embed) + int(loss)
+    if total % chunks:
+        raise RuntimeError(f"{total} layers do not split over {chunks} chunks")
+    per = total // chunks
+    split = [per] * chunks
+    if embed:
+        split[0] -= 1
+    if loss:
+        split[-1] -= 1
+    inner = "t" * per
+    first = ("E" if embed else "") + "t" * split[0]
+    last = "t" * split[-1] + ("L" if loss else "")
+    return split, f"{first}|({inner}|)*{chunks - 2}{last}"
+
+
+def record_for(repo, version, commit, submitter, system, bench, impl_dir, config, model, notes, overrides):
+    res_dir = f"{submitter}/results/{system}/{bench}"
+    readme_note = ""
+    if config is None:
+        impl_dir, config = config_from_readme(repo, submitter, bench, system)
+        readme_note = f"config named by {submitter}/benchmarks/{bench}/implementations/{impl_dir}/README-{system}.md"
+
+    files = sorted(p for p in git(repo, "ls-tree", "--name-only", "HEAD", res_dir + "/").split()
+                   if re.search(r"/result_\d+\.txt$", p))
+    cfg_path = f"{submitter}/benchmarks/{bench}/implementations/{impl_dir}/{config}"
+    missing = []
+    env = shell_vars(repo, cfg_path, None, missing)
+    env.update(overrides)
+    custom = None
+    try:
+        custom = show(repo, f"{submitter}/benchmarks/{bench}/implementations/{impl_dir}/conf/custom.yaml")
+    except RuntimeError:
+        pass
+    tp = int(env["TENSOR_MODEL_PARALLEL"])
+    pp = int(env["PIPELINE_MODEL_PARALLEL"])
+    cp = int(env.get("CONTEXT_PARALLEL", "1"))
+    mbs = int(env["MICRO_BATCH_SIZE"])
+    minibs = int(env["MINIBS"])
+    vp = env.get("INTERLEAVED_PIPELINE")
+    vp_source = "config"
+    if vp is None and custom is not None:
+        name, default = yaml_env_default(custom, "virtual_pipeline_model_parallel_size")
+        vp, vp_source = default, f"conf/custom.yaml default of {name}"
+    vp = int(vp) if vp not in (None, "null", "None", "") else 1
+    per_file, gbs, seq, sysjson = [], None, None, None
+    rates_all, steps_all = [], []
+    for f in files:
+        events, sj = mllog(show(repo, f))
+        sysjson = sysjson or sj
+        g = first_value(events, "global_batch_size")
+        s = first_value(events, "max_sequence_length")
+        gbs = gbs or g
+        seq = seq or s
+        if model.get("timing") == "steps":
+            t = step_times(events)
+            steps_all += t
+            if t:
+                per_file.append(statistics.median(t))
+        else:
+            r = block_rates(events)
+            rates_all += [tok / sec for tok, sec in r]
+            if r:
+                per_file.append(statistics.median(tok / sec for tok, sec in r))
+    seq = seq or model["seq_len"]
+    try:  # the submission's own system description; the log's SYSJSON line where there is none
+        sysjson = json.loads(show(repo, f"{submitter}/systems/{system}.json"))
+    except RuntimeError:
+        pass
+    nodes = int(sysjson["number_of_nodes"])
+    gpn = int(sysjson["accelerators_per_node"])
+    gpus = nodes * gpn
+    dp = gpus // (tp * pp * cp)
+    if gbs != minibs * dp:
+        raise RuntimeError(f"{res_dir}: global batch {gbs} in the log, MINIBS {minibs} x DP {dp} in {config}")
+    if model.get("timing") == "steps":
+        step = statistics.median(steps_all)
+        tokens_s = gbs * seq / step
+        spread = [gbs * seq / x / gpus for x in per_file]
+        how = (f"median train_step_time over {len(steps_all)} steps of {len(files)} result files "
+               f"(first 3 of each left out): {step:.4f} s; tokens/s = global_batch_size {gbs} x "
+               f"max_sequence_length {seq} / step")
+    else:
+        tokens_s = statistics.median(rates_all)
+        step = gbs * seq / tokens_s
+        spread = [x / gpus for x in per_file]
+        how = (f"median over {len(rates_all)} blocks of {len(files)} result files (the first block of each "
+               f"left out) of epoch_count / (block_stop - block_start), epoch_count the block's training "
+               f"tokens; step = global_batch_size {gbs} x {seq} / that")
+    gpu = sysjson["accelerator_model_name"]
+    precision = "FP8" if env.get("FP8", "").lower() == "true" else "BF16"
+    if env.get("FP4", "").lower() == "true" or env.get("NVFP4", "").lower() == "true":
+        precision = "NVFP4"
+    rid = f"mlperf-{version.replace('.', '')}-{submitter.split('+')[0].lower()}-{system.lower().replace('_', '-')}-{bench.replace('_', '-')}"
+    url = f"https://github.com/mlcommons/training_results_{version}/tree/{commit}/{res_dir}"
+    rec = {
+        "id": rid,
+        "source": {
+            "paper": f"MLPerf Training {version} results (github.com/mlcommons/training_results_{version}), "
+                     f"{submitter}, system {system}, NVIDIA NeMo ({sysjson.get('framework', '')})",
+            "table": f"{res_dir}/result_*.txt ({len(files)} runs): " + (
+                "MLLOG tracked_stats train_step_time" if model.get("timing") == "steps" else
+                "MLLOG block_start / block_stop (the training between evaluations)"),
+            "row": f"{cfg_path}",
+            "url": url,
+            "commit": commit,
+            "path": res_dir,
+        },
+        "kind": "log",
+        "model": {k: model[k] for k in ("name", "params_b", "layers", "hidden", "heads", "kv_heads",
+                                          "ffn_hidden", "vocab")},
+        "hardware": {
+            "gpu": gpu,
+            "count": gpus,
+            "peak_tflops_per_gpu_used_by_authors": None,
+            "precision": precision,
+            "notes": f"{nodes} nodes x {gpn} {gpu} (SYSJSON); {sysjson.get('accelerator_interconnect', '')}; "
+                     f"{sysjson.get('host_networking', '')}",
+        },
+        "parallel": {
+            "tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": None, "vpp": vp,
+            "model_parallel_size": None, "zero_stage": None, "fsdp": None,
+            "recompute": model.get("recompute", "none"),
+            "sequence_parallel": True,
+            "notes": f"TP {tp}, PP {pp}, CP {cp}, MINIBS {minibs}, micro batch {mbs} from {config}"
+                     f"{' (' + readme_note + ')' if readme_note else ''}; interleave {vp} from the {vp_source}",
+        },
+        "microbatch": mbs,
+        "global_batch": gbs,
+        "global_batch_tokens": gbs * seq,
+        "measured": {
+            "tflops_per_gpu": None, "mfu_pct": None, "hfu_pct": None, "pct_of_peak": None,
+            "aggregate_pflops": None,
+            "iteration_time_s": round(step, 4),
+            "tokens_per_s": round(tokens_s, 1),
+            "tokens_per_s_per_gpu": round(tokens_s / gpus, 2),
+            "memory_gib": None, "training_days": None,
+            "other": {
+                "how": how,
+                "per_result_file_tokens_per_s_per_gpu": [round(x, 2) for x in spread],
+            },
+        },
+        "derived_fields": ["measured.iteration_time_s", "measured.tokens_per_s", "measured.tokens_per_s_per_gpu",
+                           "parallel.dp", "model.seq_len"],
+        "confidence": "high",
+        "notes": (notes + (" " if notes else "") + ("The config sources " + ", ".join(missing) +
+                  ", which the submission does not hold." if missing else "")).strip(),
+    }
+    rec["model"]["seq_len"] = seq
+    if model.get("cuda_graph_env"):
+        graphs = any(env.get(k, "").lower() in ("1", "true") for k in model["cuda_graph_env"]) or "_cg" in config
+    else:
+        graphs = env.get("LAYER_CUDA_GRAPH") == "1" or "_cg" in config
+    launch = {
+        "recompute": model.get("recompute", "none"),
+        "tp_comm_overlap": env.get("TP_COMM_OVERLAP", "").lower() == "true",
+        "overlap_grad_reduce": True,
+        "overlap_param_gather": True,
+        "grad_reduce_in_fp32": False,
+        "cuda_graph": "local: transformer layer" if graphs else "none",
+        "recipe": f"{cfg_path} @{commit[:10]} (mlcommons/training_results_{version})",
+        "evidence": model["evidence"],
+    }
+    if env.get("CE_FUSION_IMPL") == "te":
+        launch["cross_entropy"] = "te-inplace"
+        launch["evidence"] += ("; CE_FUSION_IMPL=te: Transformer Engine's Triton cross entropy, which before TE 2.18 "
+                               "(TransformerEngine #3193) writes its gradient over the bf16 logits")
+    if env.get("SEQ_PARALLEL", "").lower() == "false":
+        rec["parallel"]["sequence_parallel"] = False
+    embed = env.get("ASYM_PP_EMBED", "").lower() == "true"
+    loss = env.get("ASYM_PP_LOSS", "").lower() == "true"
+    if (embed or loss) and pp > 1:
+        split, layout = chunk_layout(model["layers"], pp, vp, embed, loss)
+        launch["pp_layout"] = layout
+        launch["stage_layers"] = split
+        launch["evidence"] += (f"; ASYM_PP_EMBED={embed}, ASYM_PP_LOSS={loss} (Megatron-Core account_for_embedding_in_"
+                               f"pipeline_split / account_for_loss_in_pipeline_split): the embedding and the loss each "
+                               f"count as a layer in the split of {model['layers']} layers over {pp * vp} chunks")
+    return rec, launch
+
+
+GPT3 = {
+    "name": "GPT-3 175B", "params_b": None, "layers": 96, "hidden": 12288, "heads": 96, "kv_heads": None,
+    "ffn_hidden": 49152, "vocab": 50257, "seq_len": 2048,
+    "evidence": "conf/custom.yaml (NeMo megatron_gpt_config overrides): num_layers 96, hidden_size 12288, "
+                "ffn_hidden_size 4 x hidden, 96 heads, encoder_seq_length 2048, dropout 0, sequence_parallel True, "
+                "activations_checkpoint_granularity null (no recomputation), transformer_engine True, "
+                "ub_tp_comm_overlap from TP_COMM_OVERLAP; conf/optim/distributed_fused_adam.yaml: "
+                "overlap_grad_sync and overlap_param_sync True, grad_sync_dtype bf16 (gradients reduced in bf16); "
+                "config_fp8.sh: FP8 hybrid, delayed scaling (amax history 1024); LAYER_CUDA_GRAPH=1 in the _cg configs",
+}
+
+
+LLAMA405 = {
+    "name": "Llama 3.1 405B", "params_b": None, "layers": 126, "hidden": 16384, "heads": 128, "kv_heads": 8,
+    "ffn_hidden": 53248, "vocab": 128256, "seq_len": 8192, "timing": "steps",
+    "cuda_graph_env": ["LAYER_CUDA_GRAPH", "MCORE_CUDA_GRAPH"],
+    "evidence": "pretrain.py (NeMo 2 Llama31Config405B, 126 layers unless OVERWRITTEN_NUM_LAYERS; FP8 from FP8, "
+                "delayed scaling unless FP8_RECIPE; DistributedDataParallelConfig grad_reduce_in_fp32=False, "
+                "overlap_grad_reduce / overlap_param_gather from OVERLAP_GRAD_REDUCE / OVERLAP_PARAM_GATHER, "
+                "fp8_param_gather from FP8_PARAMS); conf/custom.yaml: encoder_seq_length 8192, "
+                "activations_checkpoint_granularity null unless ACT_CKPT_GRANULARITY (no recomputation), "
+                "sequence_parallel True, ub_tp_comm_overlap from TP_COMM_OVERLAP; CUDA graphs from "
+                "LAYER_CUDA_GRAPH / MCORE_CUDA_GRAPH",
+}
+
+
+LLAMA8 = dict(LLAMA405, name="Llama 3.1 8B", layers=32, hidden=4096, heads=32, kv_heads=8, ffn_hidden=14336)
+LLAMA8["evidence"] = LLAMA405["evidence"].replace("Llama31Config405B, 126 layers unless OVERWRITTEN_NUM_LAYERS",
+                                                  "Llama31Config8B; config_common_8b.sh OVERWRITTEN_NUM_LAYERS=32")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mirror", action="append", required=True, help="VERSION=<git dir of training_results_VERSION>")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--launch", required=True)
+    args = ap.parse_args()
+    repos = dict(m.split("=", 1) for m in args.mirror)
+    runs = [
+        # version, submitter, results system, benchmark, implementation dir, config, model, notes
+        ("v3.1", "NVIDIA", "eos_n64_ngc23.09_nemo", "gpt3", "pytorch", "config_DGXH100_96x8x128x4x8_mbs1.sh", GPT3,
+         "The log prints a global batch of 2,048 = MINIBS 128 x DP 16: config_DGXH100_96x8x128x4x8_mbs1.sh run on 64 "
+         "nodes (its DGXNNODES=${DGXNNODES:-96} takes the node count given); the directory's 64-node config "
+         "(MINIBS 192) would give 3,072."),
+        ("v3.1", "NVIDIA", "eos_n96_ngc23.09_nemo", "gpt3", "pytorch", "config_DGXH100_96x8x128x4x8_mbs1.sh", GPT3, None),
+        ("v3.1", "NVIDIA", "eos-dfw_n512_ngc23.09_nemo", "gpt3", "pytorch", "config_DGXH100_512x8x16x4x8_mbs1.sh", GPT3, None),
+        ("v3.1", "NVIDIA", "eos-dfw_n768_ngc23.09_nemo", "gpt3", "pytorch", "config_DGXH100_768x8x16x4x8_mbs1.sh", GPT3, None),
+        ("v3.1", "NVIDIA", "eos-dfw_n1024_ngc23.09_nemo", "gpt3", "pytorch", "config_DGXH100_1024x8x16x4x8_mbs1.sh", GPT3, None),
+        ("v3.1", "NVIDIA", "eos-dfw_n1280_ngc23.09_nemo", "gpt3", "pytorch", "config_DGXH100_1280x8x8x4x8_mbs1.sh", GPT3, None),
+        ("v3.1", "NVIDIA", "eos-dfw_n1344_ngc23.09_nemo", "gpt3", "pytorch", "config_DGXH100_1344x8x8x4x8_mbs1.sh", GPT3, None),
+        ("v4.0", "NVIDIA", "eos_n64_ngc24.04_nemo", "gpt3", "nemo", "config_DGXH100_64x8x128x4x8_mbs2.sh", GPT3,
+         "MINIBS 144: the log's global batch 2,304 / DP 16 (the config's MINIBS=${MINIBS:=128} takes a value given "
+         "at launch).", {"MINIBS": "144"}),
+        ("v4.0", "NVIDIA", "eos-dfw_n1344_ngc24.04_nemo", "gpt3", "nemo", "config_DGXH100_1344x8x6x4x6_mbs1_cg.sh", GPT3, None),
+        ("v4.0", "NVIDIA", "eos-dfw_n1452_ngc24.04_nemo", "gpt3", "nemo", "config_DGXH100_1452x8x6x4x6_mbs1_cg.sh", GPT3, None),
+        ("v4.1", "NVIDIA", "eos_n32_ngc24.09_nemo", "gpt3", "eos_n32_ngc24.09_nemo", "config_DGXH100_32x8x256x4x8_mbs2.sh", GPT3, None),
+        ("v4.1", "NVIDIA", "eos_n64_ngc24.09_nemo", "gpt3", "eos_n64_ngc24.09_nemo", "config_DGXH100_64x8x128x4x8_mbs2.sh", GPT3, None),
+        ("v4.1", "NVIDIA", "b200_n8_preview_nemo", "gpt3", "b200_n8_preview_nemo", "config_DGXB200_8x8x1024x4x8_mbs2_cg.sh", GPT3,
+         "A preview submission (B200 not yet available)."),
+    ]
+    for system in ["eos-dfw_n64_ngc25.01_nemo", "eos-dfw_n256_ngc25.01_nemo", "eos-dfw_n304_ngc25.01_nemo",
+                   "eos-dfw_n320_ngc25.01_nemo", "eos-dfw_n1024_ngc25.01_nemo", "tyche_ngpu256_ngc25.04_nemo",
+                   "tyche_ngpu512_ngc25.04_nemo"]:
+        runs.append(("v5.0", "NVIDIA", system, "llama31_405b", None, None, LLAMA405, None))
+    for system in ["carina_ngpu512_ngc25.04_nemo", "carina_ngpu1024_ngc25.04_nemo", "carina_ngpu1536_ngc25.04_nemo",
+                   "carina_ngpu2048_ngc25.04_nemo", "carina_ngpu2496_ngc25.04_nemo"]:
+        runs.append(("v5.0", "IBM+CoreWeave+NVIDIA", system, "llama31_405b", None, None, LLAMA405, None))
+    for system in ["nebius_soperator_8xH200_n64_ngc25.01_nemo", "nebius_soperator_8xH200_n128_ngc25.01_nemo"]:
+        runs.append(("v5.0", "Nebius", system, "llama31_405b", None, None, LLAMA405, None))
+    # v5.1's Llama 3.1 8B: NVIDIA's FP8 runs (the 8-GPU ones run NVFP4, not mapped)
+    for system in ["tyche_ngpu72_ngc25.09_nemo", "tyche_ngpu512_ngc25.09_nemo", "theia_ngpu72_ngc25.09_nemo",
+                   "theia_ngpu512_ngc25.09_nemo"]:
+        runs.append(("v5.1", "NVIDIA", system, "llama31_8b", None, None, LLAMA8, None))
+    records, launches = [], {}
+    for version, submitter, system, bench, impl, config, model, notes, *overrides in runs:
+        repo = repos[version]
+        commit = git(repo, "rev-parse", "HEAD").strip()
+        rec, launch = record_for(repo, version, commit, submitter, system, bench, impl, config, model,
+                                 notes or "", overrides[0] if overrides else {})
+        records.append(rec)
+        launches[rec["id"]] = launch
+        print(f"{rec['id']:60s} {rec['hardware']['count']:6d} GPUs  {rec['measured']['tokens_per_s_per_gpu']:9.2f} tokens/s/GPU  "
+              f"step {rec['measured']['iteration_time_s']:.3f} s  {rec['measured']['other']['per_result_file_tokens_per_s_per_gpu']}",
+              file=sys.stderr)
+    with open(args.out, "w") as f:
+        f.write(json.dumps(records, indent=1, ensure_ascii=False) + "\n")
+    launch_doc = {
+        "source": "MLPerf Training results (github.com/mlcommons/training_results_v3.1 ... v5.1): the config_*.sh and "
+                  "NeMo configs of each submission's implementation directory, at the commit each run names",
+        "notes": "Written by scripts/mlperf_corpus.py. recompute, tp_comm_overlap and cuda_graph from the run's config; "
+                 "overlap_grad_reduce / overlap_param_gather and grad_reduce_in_fp32 from its optimizer config.",
+        "runs": launches,
+    }
+    with open(args.launch, "w") as f:
+        f.write(json.dumps(launch_doc, indent=1, ensure_ascii=False) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -193,13 +193,15 @@ def record_for(repo, version, commit, submitter, system, bench, impl_dir, config
 
     files = sorted(p for p in git(repo, "ls-tree", "--name-only", "HEAD", res_dir + "/").split()
                    if re.search(r"/result_\d+\.txt$", p))
-    cfg_path = f"{submitter}/benchmarks/{bench}/implementations/{impl_dir}/{config}"
+    impl_path = (impl_dir[1:] if impl_dir.startswith("/")  # a submission laid out without implementations/
+                 else f"{submitter}/benchmarks/{bench}/implementations/{impl_dir}")
+    cfg_path = f"{impl_path}/{config}"
     missing = []
     env = shell_vars(repo, cfg_path, None, missing)
     env.update(overrides)
     custom = None
     try:
-        custom = show(repo, f"{submitter}/benchmarks/{bench}/implementations/{impl_dir}/conf/custom.yaml")
+        custom = show(repo, f"{impl_path}/conf/custom.yaml")
     except RuntimeError:
         pass
     tp = int(env["TENSOR_MODEL_PARALLEL"])
@@ -267,7 +269,8 @@ def record_for(repo, version, commit, submitter, system, bench, impl_dir, config
         "id": rid,
         "source": {
             "paper": f"MLPerf Training {version} results (github.com/mlcommons/training_results_{version}), "
-                     f"{submitter}, system {system}, NVIDIA NeMo ({sysjson.get('framework', '')})",
+                     f"{submitter}, system {system}, an implementation on NVIDIA NeMo (its Dockerfile installs NeMo; the "
+                     f"system's framework field: {sysjson.get('framework', '')})",
             "table": f"{res_dir}/result_*.txt ({len(files)} runs): " + (
                 "MLLOG tracked_stats train_step_time" if model.get("timing") == "steps" else
                 "MLLOG block_start / block_stop (the training between evaluations)"),
@@ -399,6 +402,8 @@ def main():
         ("v3.1", "NVIDIA", "eos-dfw_n1024_ngc23.09_nemo", "gpt3", "pytorch", "config_DGXH100_1024x8x16x4x8_mbs1.sh", GPT3, None),
         ("v3.1", "NVIDIA", "eos-dfw_n1280_ngc23.09_nemo", "gpt3", "pytorch", "config_DGXH100_1280x8x8x4x8_mbs1.sh", GPT3, None),
         ("v3.1", "NVIDIA", "eos-dfw_n1344_ngc23.09_nemo", "gpt3", "pytorch", "config_DGXH100_1344x8x8x4x8_mbs1.sh", GPT3, None),
+        ("v3.1", "Azure+NVIDIA", "ND_H100_v5_n1344_pytorch", "gpt3", "pytorch", "config_DGXH100_1344x8x8x4x8_mbs1.sh",
+         GPT3, None),
         ("v4.0", "NVIDIA", "eos_n64_ngc24.04_nemo", "gpt3", "nemo", "config_DGXH100_64x8x128x4x8_mbs2.sh", GPT3,
          "MINIBS 144: the log's global batch 2,304 / DP 16 (the config's MINIBS=${MINIBS:=128} takes a value given "
          "at launch).", {"MINIBS": "144"}),
@@ -408,6 +413,14 @@ def main():
         ("v4.1", "NVIDIA", "eos_n64_ngc24.09_nemo", "gpt3", "eos_n64_ngc24.09_nemo", "config_DGXH100_64x8x128x4x8_mbs2.sh", GPT3, None),
         ("v4.1", "NVIDIA", "b200_n8_preview_nemo", "gpt3", "b200_n8_preview_nemo", "config_DGXB200_8x8x1024x4x8_mbs2_cg.sh", GPT3,
          "A preview submission (B200 not yet available)."),
+        ("v4.1", "Oracle", "1536xBM.GPU.H100.8", "gpt3", "/Oracle/benchmarks/gpt3/DGXH100_128x8x64x4x8_mbs2",
+         "config_DGXH100_192x8x64x4x8_mbs2.sh", GPT3,
+         "Oracle Cloud's H100 nodes on a RoCE network (systems/1536xBM.GPU.H100.8.json); the config is the one "
+         "for the system's 192 nodes in the submission's only implementation directory."),
+        ("v4.1", "Oracle", "3072xBM.GPU.H100.8", "gpt3", "/Oracle/benchmarks/gpt3/DGXH100_128x8x64x4x8_mbs2",
+         "config_DGXH100_384x8x32x4x8_mbs2.sh", GPT3,
+         "Oracle Cloud's H100 nodes on a RoCE network (systems/3072xBM.GPU.H100.8.json); the config is the one "
+         "for the system's 384 nodes in the submission's only implementation directory."),
     ]
     for system in ["eos-dfw_n64_ngc25.01_nemo", "eos-dfw_n256_ngc25.01_nemo", "eos-dfw_n304_ngc25.01_nemo",
                    "eos-dfw_n320_ngc25.01_nemo", "eos-dfw_n1024_ngc25.01_nemo", "tyche_ngpu256_ngc25.04_nemo",

@@ -129,15 +129,19 @@ def block_rates(events):
         if e["key"] == "block_start":
             start = e
         elif e["key"] == "block_stop" and start is not None:
-            tokens = e["metadata"]["epoch_count"]
+            tokens = e["metadata"].get("epoch_count", start["metadata"].get("epoch_count"))  # v3.0: on the start only
             rates.append((tokens, (e["time_ms"] - start["time_ms"]) / 1000.0))
             start = None
     return rates[1:]
 
 
 def step_times(events, skip=3):
-    times = [e["value"]["train_step_time"] for e in events
-             if e["key"] == "tracked_stats" and isinstance(e["value"], dict) and "train_step_time" in e["value"]]
+    times = []
+    for e in events:  # train_step_time (v5.0 on), train_step_timing (v3.0's GPT-3)
+        if e["key"] == "tracked_stats" and isinstance(e["value"], dict):
+            t = e["value"].get("train_step_time", e["value"].get("train_step_timing"))
+            if t is not None:
+                times.append(t)
     return times[skip:]
 
 
@@ -263,7 +267,7 @@ def record_for(repo, version, commit, submitter, system, bench, impl_dir, config
     precision = "FP8" if env.get("FP8", "").lower() == "true" else "BF16"
     if env.get("FP4", "").lower() == "true" or env.get("NVFP4", "").lower() == "true":
         precision = "NVFP4"
-    rid = f"mlperf-{version.replace('.', '')}-{submitter.split('+')[0].lower()}-{system.lower().replace('_', '-')}-{bench.replace('_', '-')}"
+    rid = f"mlperf-{version.replace('.', '')}-{re.split('[+_]', submitter)[-1 if submitter.startswith('NVIDIA_') else 0].lower()}-{system.lower().replace('_', '-')}-{bench.replace('_', '-')}"
     url = f"https://github.com/mlcommons/training_results_{version}/tree/{commit}/{res_dir}"
     rec = {
         "id": rid,
@@ -364,6 +368,9 @@ GPT3 = {
 }
 
 
+GPT3_STEPS = dict(GPT3, timing="steps")  # v3.0: one training block a run, every step's time printed
+
+
 LLAMA405 = {
     "name": "Llama 3.1 405B", "params_b": None, "layers": 126, "hidden": 16384, "heads": 128, "kv_heads": 8,
     "ffn_hidden": 53248, "vocab": 128256, "seq_len": 8192, "timing": "steps",
@@ -392,6 +399,14 @@ def main():
     repos = dict(m.split("=", 1) for m in args.mirror)
     runs = [
         # version, submitter, results system, benchmark, implementation dir, config, model, notes
+        ("v3.0", "NVIDIA", "dgxh100_n64_nemo", "gpt3", "pytorch", "config_DGXH100_64x8x128x4x8_mbs1.sh", GPT3_STEPS, None),
+        ("v3.0", "NVIDIA", "dgxh100_n96_nemo", "gpt3", "pytorch", "config_DGXH100_96x8x128x4x8_mbs1.sh", GPT3_STEPS, None),
+        ("v3.0", "NVIDIA_CoreWeave", "coreweave_hgxh100_n96_ngc23.04_pytorch", "gpt3", "pytorch",
+         "config_DGXH100_96x8x128x4x8_mbs1.sh", GPT3_STEPS, "CoreWeave's HGX H100 nodes; the config for the system's node count."),
+        ("v3.0", "NVIDIA_CoreWeave", "coreweave_hgxh100_n192_ngc23.04_pytorch", "gpt3", "pytorch",
+         "config_DGXH100_192x8x64x4x8_mbs1.sh", GPT3_STEPS, "CoreWeave's HGX H100 nodes; the config for the system's node count."),
+        ("v3.0", "NVIDIA_CoreWeave", "coreweave_hgxh100_n448_ngc23.04_pytorch", "gpt3", "pytorch",
+         "config_DGXH100_448x8x24x4x8_mbs1.sh", GPT3_STEPS, "CoreWeave's HGX H100 nodes; the config for the system's node count."),
         ("v3.1", "NVIDIA", "eos_n64_ngc23.09_nemo", "gpt3", "pytorch", "config_DGXH100_96x8x128x4x8_mbs1.sh", GPT3,
          "The log prints a global batch of 2,048 = MINIBS 128 x DP 16: config_DGXH100_96x8x128x4x8_mbs1.sh run on 64 "
          "nodes (its DGXNNODES=${DGXNNODES:-96} takes the node count given); the directory's 64-node config "

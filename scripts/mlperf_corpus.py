@@ -450,6 +450,30 @@ def main():
     for system in ["tyche_ngpu72_ngc25.09_nemo", "tyche_ngpu512_ngc25.09_nemo", "theia_ngpu72_ngc25.09_nemo",
                    "theia_ngpu512_ngc25.09_nemo"]:
         runs.append(("v5.1", "NVIDIA", system, "llama31_8b", None, None, LLAMA8, None))
+    # Other submitters' FP8 runs of the same implementation; their READMEs name no config, so the
+    # config is the one for the system's GPU type and shape whose MINIBS x DP gives the log's batch
+    # (the node count overridden where one config serves several). Their NVFP4 configs (Dell's and
+    # Lenovo's single-node ones, Oracle's 1-node one is ambiguous between FP8 and NVFP4) are left out.
+    shared = "the submission's README names no config: the one for the system's GPUs whose MINIBS x DP gives the log's batch"
+    for n, cfg in [(1, "config_DGXB200_1x8x2xtp1pp1cp1_8b.sh"), (2, "config_DGXB200_1x8x2xtp1pp1cp1_8b.sh"),
+                   (4, "config_DGXB200_8x8x1xtp1pp1cp2_8b.sh"), (8, "config_DGXB200_8x8x1xtp1pp1cp2_8b.sh"),
+                   (16, "config_DGXB200_8x8x1xtp1pp1cp2_8b.sh"), (32, "config_DGXB200_8x8x1xtp1pp1cp2_8b.sh")]:
+        runs.append(("v5.1", "University-of-Florida", f"hpg.dgxb200x8.n{n}", "llama31_8b", "b200_nemo", cfg, LLAMA8,
+                     f"{shared} ({n} nodes)."))
+    runs += [
+        ("v5.1", "Verda", "b200_8x8_ngc25.09", "llama31_8b", "b200_8x8_ngc25.09", "config_DGXB200_8x8x1xtp1pp1cp2_8b.sh",
+         LLAMA8, shared + "."),
+        ("v5.1", "Oracle", "8xBM.GPU.B200.8", "llama31_8b", "/Oracle/benchmarks/llama31_8b",
+         "config_DGXB200_8x8x1xtp1pp1cp2_8b.sh", LLAMA8, shared + "."),
+        ("v5.1", "Cisco", "hpf_n8", "llama31_8b", "nemo", "config_DGXH100_8x8x1xtp1pp1cp1.sh", LLAMA8, shared + "."),
+        ("v5.1", "Cisco", "hpf_n16", "llama31_8b", "nemo", "config_DGXH100_16x8x1xtp2pp1cp1.sh", LLAMA8, shared + "."),
+        ("v5.1", "Dell", "2xXE9680Lx8B200-SXM-180GB", "llama31_8b", "nemo",
+         "config_2xXE9680Lx8B200-SXM-180GB_2x8x2xtp1pp1cp1_8b.sh", LLAMA8, "The config named for the system."),
+        ("v5.1", "Dell", "2xXE9685Lx8B200-SXM-180GB", "llama31_8b", "nemo",
+         "config_XE9685Lx8B200-SXM-180GB_2x8x2xtp1pp1cp1.sh", LLAMA8, "The config named for the system."),
+        ("v5.1", "Dell", "1xXE9780x8B300-SXM-270GB", "llama31_8b", "nemo",
+         "config_XE9780x8B300-SXM-270GB_1x8x2xtp1pp1cp1_8b.sh", LLAMA8, "The config named for the system."),
+    ]
     records, launches = [], {}
     for version, submitter, system, bench, impl, config, model, notes, *overrides in runs:
         repo = repos[version]

@@ -1453,12 +1453,12 @@ TEST(ValidationTest, MlperfTrainingLogsAtTenThousandGpus) {
   // tests/data/validation/mlperf_training.json (scripts/mlperf_corpus.py over the MLPerf Training
   // results v3.0 to v5.1): NeMo runs of GPT-3 175B (256 to 11,616 H100s at NVIDIA, CoreWeave, Azure
   // and Oracle; 64 B200s) and Llama 3.1 405B (512 to 8,192 H100s, H200, GB200 to 2,496) and 8B (GB200,
-  // GB300), each timed from its own MLLOG lines, its layout from the config its README names. All
-  // 39 map.
+  // GB300; B200, B300 and H100 at five other submitters), each timed from its own MLLOG lines, its
+  // layout from the config its README names (else the one whose batch the log prints). All 52 map.
   size_t skipped = 0;
   const std::vector<core::PublishedRun> all = Corpus("mlperf_training.json", &skipped);
   EXPECT_EQ(skipped, 0u);
-  ASSERT_EQ(all.size(), 39u);
+  ASSERT_EQ(all.size(), 52u);
   for (const auto& r : all) EXPECT_EQ(r.stack, "megatron-core-2024") << r.id;
   // GPT-3 175B on 1,344 DGX H100s (v4.0, config_DGXH100_1344x8x6x4x6_mbs1_cg.sh): TP 4 x PP 6 x
   // DP 448, interleave 8, one sequence per microbatch, MINIBS 6: 2,688 sequences a step. The log's
@@ -1488,14 +1488,15 @@ TEST(ValidationTest, MlperfTrainingLogsAtTenThousandGpus) {
   EXPECT_EQ(split[1], 2);
   EXPECT_EQ(split.back(), 1);
   EXPECT_EQ(l405->scenario.plan.cp, 2);
-  // Today's level (2026-12-02), both signs: median 5.9%, p90 15.7%, max 19.1% (GPT-3 on Oracle's
-  // 3,072 H100s, +0.1% on 1,536 at the same batch); v3.0's GPT-3 rows +13.6% to +18.2%, where
-  // v3.1 ran the same config 9% faster (+4.2%); Llama 3.1 8B on 72 GB200s, one 8,192-token sequence
-  // per GPU and step, +16.9%; GPT-3 at 10,752 and 11,616 H100s -6.5% / -6.9% (docs/validation.md).
+  // Today's level (2026-12-02), both signs: median 6.9%, p90 19.9%, max 51.2% (Llama 3.1 8B on
+  // Cisco's 128 H100s, TP 2 on an Ethernet fabric); the 8B rows, one microbatch a step, +4.9% to
+  // +21.4% elsewhere; GPT-3 on Oracle's 3,072 H100s +19.1% (+0.1% on 1,536 at the same batch);
+  // v3.0's GPT-3 rows +13.6% to +18.2%, where v3.1 ran the same config 9% faster (+4.2%); GPT-3 at
+  // 10,752 and 11,616 H100s -6.5% / -6.9% (docs/validation.md).
   const ValidationSummary v = ValidateRuns(all, core::Profile{});
-  EXPECT_LE(v.all.median_abs_error, 0.06);
-  EXPECT_LE(v.all.p90_abs_error, 0.158);
-  EXPECT_LE(v.all.max_abs_error, 0.192);
+  EXPECT_LE(v.all.median_abs_error, 0.07);
+  EXPECT_LE(v.all.p90_abs_error, 0.2);
+  EXPECT_LE(v.all.max_abs_error, 0.513);
   EXPECT_EQ(v.all.out_of_memory, 0u);
 }
 

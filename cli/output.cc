@@ -87,6 +87,7 @@ std::string PlanLine(const core::PlanSpec& p, const core::MemoryReport& r) {
     if (p.bf16_layers_at_end > 0) o << " last " << p.bf16_layers_at_end;
     o << " layers)";
   }
+  if (p.fp8_param_gather) o << ", parameters gathered in fp8";
   return o.str();
 }
 

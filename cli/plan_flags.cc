@@ -144,6 +144,10 @@ void PlanFlags::Register(CLI::App* app) {
       "The 16-bit gradients stay allocated beside the gradient buffer for the whole step (DeepSpeed's "
       "BF16_Optimizer with fp32 gradient accumulation): weights-dtype bytes more per parameter");
   p->add_flag_callback(
+      "--fp8-param-gather", [this] { fp8_param_gather = true; },
+      "The distributed optimizer all-gathers the updated parameters in FP8, 1 byte each, and the layers compute "
+      "from them (Megatron-Core's --fp8-param-gather, NeMo's fp8_params); needs --precision fp8 and --zero 1 or 2");
+  p->add_flag_callback(
       "--transformer-engine", [this] { transformer_engine = true; },
       "The layers run as Transformer Engine's modules (Megatron-Core's default; --stack megatron-core-2024 "
       "sets it): TE's own cuBLAS workspaces, 32 MiB on Hopper and later, 4 MiB before, and 4 more with MoE "
@@ -336,6 +340,7 @@ void PlanFlags::ApplyPlanFlags(bool from_file, core::ModelSpec* spec, core::Plan
   if (repeat_kv) p.repeat_kv = *repeat_kv;
   if (keep_pp_outputs) p.keep_pp_outputs = *keep_pp_outputs;
   if (keep_lp_grads) p.keep_lp_grads = *keep_lp_grads;
+  if (fp8_param_gather) p.fp8_param_gather = *fp8_param_gather;
   if (transformer_engine) p.transformer_engine = *transformer_engine;
   if (moe_grouped_gemm) p.moe_grouped_gemm = *moe_grouped_gemm;
   if (recompute_layers) p.recompute_layers = *recompute_layers;

@@ -439,6 +439,8 @@ Result<std::string> ExportMegatron(const Scenario& s) {
     arg(std::string("--fp8-recipe ") + (p.fp8_scaling == Fp8Scaling::kCurrent ? "tensorwise"
                                         : p.fp8_scaling == Fp8Scaling::kBlock ? "blockwise"
                                                                               : "delayed"));
+    // The distributed optimizer's parameter all-gather in FP8 (arguments.py:2016 at d98e8a64).
+    if (p.fp8_param_gather) arg("--fp8-param-gather");
   }
   // The layers kept in BF16: TransformerConfig's first_last_layers_bf16 and its two counts, flags
   // of the transformer group (arguments.py:2373 at d98e8a64, ArgumentGroupFactory(TransformerConfig)).
@@ -476,6 +478,11 @@ Result<std::string> ExportMegatron(const Scenario& s) {
 // Both torchtitan exports: its training loop runs a step's microbatches in one schedule run.
 constexpr char kTorchtitanOneFlush[] =
     "its training loop runs the step's microbatches in one pipeline schedule run (plan.pp_flushes)";
+// torchtitan gathers FP8 weights only under FSDP2 (its float8 converter's enable_fsdp_float8_all_gather),
+// not with the ZeRO 1/2 optimizer plan.fp8_param_gather describes.
+constexpr char kTorchtitanFp8Gather[] =
+    "torchtitan all-gathers FP8 weights only under FSDP2 (float8 enable_fsdp_float8_all_gather), not with a "
+    "ZeRO 1/2 distributed optimizer (plan.fp8_param_gather, Megatron-Core's --fp8-param-gather)";
 
 Result<std::string> ExportTorchtitan(const Scenario& s) {
   const ModelSpec& m = s.model;
@@ -535,6 +542,7 @@ Result<std::string> ExportTorchtitan(const Scenario& s) {
     return refuse("PyTorch's Interleaved1F1B runs no microbatch groups (plan.vpp_group, Megatron-Core's)",
                   "--vpp-group 0 with a multiple of pp microbatches per pipeline");
   if (p.Flushes() > 1) return refuse(kTorchtitanOneFlush, "--pp-flushes 1");
+  if (p.fp8_param_gather) return refuse(kTorchtitanFp8Gather, "the plan without --fp8-param-gather");
   std::ostringstream out;
   std::vector<std::string> notes;
   out << "# torchtitan job config (TOML) for torchtitan " << kTorchtitanCommit
@@ -699,6 +707,7 @@ Result<std::string> ExportTorchtitanPython(const Scenario& s) {
     return refuse("PyTorch's Interleaved1F1B runs no microbatch groups (plan.vpp_group, Megatron-Core's)",
                   "--vpp-group 0 with a multiple of pp microbatches per pipeline");
   if (p.Flushes() > 1) return refuse(kTorchtitanOneFlush, "--pp-flushes 1");
+  if (p.fp8_param_gather) return refuse(kTorchtitanFp8Gather, "the plan without --fp8-param-gather");
   if (p.pp > 1 && p.schedule == Schedule::kZeroBubble)
     return refuse(
         "PyTorch's zero-bubble schedules run two or more stages per rank "

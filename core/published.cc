@@ -290,6 +290,10 @@ struct LaunchConfig {
   // NVFP4 recipes turn it off: llama3_llm_pretrain.py "tp_comm_overlap = False if precision ==
   // \"nvfp4\"" at v0.4.0); absent: the launch file does not say.
   std::optional<bool> tp_comm_overlap;
+  // The distributed optimizer's parameter all-gather in FP8 as the run's config sets it
+  // (Megatron-Core's fp8_param_gather, NeMo's fp8_params: MLPerf Training's FP8_PARAMS=True;
+  // PlanSpec::fp8_param_gather); absent: the launch file does not say.
+  std::optional<bool> fp8_param_gather;
   std::string recipe;  // the recipe file and preset, for the assumptions
   std::string source;
   // The run's --pipeline-model-parallel-layout (scripts/megatron_bridge_layouts.py): decoder
@@ -355,6 +359,7 @@ std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
                                           .overlap_grad_reduce = BoolAt(v, "overlap_grad_reduce"),
                                           .overlap_param_gather = BoolAt(v, "overlap_param_gather"),
                                           .tp_comm_overlap = BoolAt(v, "tp_comm_overlap"),
+                                          .fp8_param_gather = BoolAt(v, "fp8_param_gather"),
                                           .recipe = StrOr(v, "recipe"),
                                           .source = StrOr(j, "source"),
                                           .pp_layout = StrOr(v, "pp_layout"),
@@ -1444,6 +1449,19 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     run.assumptions.push_back(std::string("gradients accumulated and reduced in ") + Name(p.dtypes.grads) +
                               " (grad_reduce_in_fp32 " + (fp32 ? "true" : "false") + ") from " +
                               (from_launch ? launch_name() : release->grad_reduce_in_fp32.source));
+  }
+  // The parameter all-gather in FP8 where the run's config says so (PlanSpec::fp8_param_gather):
+  // with FP8 compute and the distributed optimizer only, as Megatron-Core takes it.
+  if (launch && launch->fp8_param_gather.value_or(false)) {
+    if (p.precision == Dtype::kFp8 && (p.zero == 1 || p.zero == 2)) {
+      p.fp8_param_gather = true;
+      run.assumptions.push_back("parameters all-gathered in FP8 (fp8_param_gather) from " + launch_name());
+    } else {
+      run.assumptions.push_back("fp8_param_gather in " + launch_name() +
+                                " not applied: it needs FP8 compute and "
+                                "ZeRO 1 or 2 (this plan: " +
+                                Name(p.precision) + ", ZeRO " + std::to_string(p.zero) + ")");
+    }
   }
   // The recipe's cross entropy, else its release's (Megatron-Bridge's GPT and hybrid providers turn
   // cross_entropy_loss_fusion on; from 25.11 its performance scripts pick Transformer Engine's

@@ -632,6 +632,7 @@ void ReadPlan(ObjectReader& r, const std::string& prefix, PlanSpec* p, Diagnosti
   r.Enum("elementwise", &p->elementwise);
   r.Bool("repeat_kv", &p->repeat_kv);
   r.Bool("keep_lp_grads", &p->keep_lp_grads);
+  r.Bool("fp8_param_gather", &p->fp8_param_gather);
   r.Bool("keep_pp_outputs", &p->keep_pp_outputs);
   r.Int("cuda_context_bytes", &p->cuda_context_bytes);
   r.Bool("transformer_engine", &p->transformer_engine);
@@ -716,6 +717,7 @@ OJson WritePlan(const PlanSpec& p) {
   j["elementwise"] = Name(p.elementwise);
   j["repeat_kv"] = p.repeat_kv;
   j["keep_lp_grads"] = p.keep_lp_grads;
+  if (p.fp8_param_gather) j["fp8_param_gather"] = true;
   if (p.keep_pp_outputs) j["keep_pp_outputs"] = true;
   if (p.cuda_context_bytes > 0) j["cuda_context_bytes"] = p.cuda_context_bytes;
   j["transformer_engine"] = p.transformer_engine;

@@ -593,6 +593,14 @@ struct PlanSpec {
   // dtypes.grads fp32 the rank holds weights-dtype bytes more per parameter, sharded as the
   // gradients are.
   bool keep_lp_grads = false;
+  // The distributed optimizer all-gathers the updated parameters in FP8, 1 byte each, and the
+  // layers compute from those FP8 copies (Megatron-Core's --fp8-param-gather, arguments.py at
+  // d98e8a64: "Keep the compute param in fp8 ... and perform the param all-gather in fp8"; its
+  // param buffer is uint8, param_and_grad_buffer.py; NeMo's fp8_params, which MLPerf Training's
+  // GPT-3 and Llama 3.1 configs set with FP8_PARAMS=True). With precision fp8 and zero 1 or 2.
+  // Memory is costed as before: the FP8 weight and the transpose Transformer Engine caches for
+  // the backward's FP8 GEMM hold as many bytes as the 16-bit weight they replace (docs/memory.md).
+  bool fp8_param_gather = false;
   MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;  // with ep > 1
   MoeRouting moe_routing = MoeRouting::kUniform;            // the router's expert pattern (above)
   MoeHost moe_host = MoeHost::kMegatronCore;                // the MoE layer's host floor (above)

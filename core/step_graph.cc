@@ -1150,7 +1150,8 @@ class Builder {
         Coll(out, "grad_reduce_scatter", CollectiveKind::kReduceScatter, g, params * gb, true);
         out->back().pass = Pass::kStep;
         if (p_.zero < 3) {
-          Coll(out, "param_all_gather", CollectiveKind::kAllGather, g, params * wb, true);
+          // In FP8, 1 byte a parameter, where the plan says so (PlanSpec::fp8_param_gather).
+          Coll(out, "param_all_gather", CollectiveKind::kAllGather, g, params * (p_.fp8_param_gather ? 1 : wb), true);
           out->back().pass = Pass::kStep;
         } else {
           // Per microbatch, so listed with the forward and backward passes (prefetched).

@@ -43,9 +43,28 @@ def show(repo, path):
     return git(repo, "show", f"HEAD:{path}")
 
 
+def shell_condition(cond, env):
+    """True/False for a test on one variable (`[[ "${VAR:-x}" == "v" ]]`, `[ ${VAR} -gt 1 ]`), None otherwise."""
+    m = re.match(r'^\[\[?\s*"?\$\{?(\w+)(?::-([^}]*))?\}?"?\s*(==|!=|=|-eq|-ne|-gt|-lt|-ge|-le)\s*"?([^"\]\s]*)"?\s*\]\]?$',
+                 cond.strip())
+    if not m:
+        return None
+    value = env.get(m.group(1), m.group(2) if m.group(2) is not None else "")
+    op, ref = m.group(3), m.group(4)
+    if op in ("==", "=", "!="):
+        return (value == ref) != (op == "!=")
+    try:
+        a, b = int(value), int(ref)
+    except ValueError:
+        return None
+    return {"-eq": a == b, "-ne": a != b, "-gt": a > b, "-lt": a < b, "-ge": a >= b, "-le": a <= b}[op]
+
+
 def shell_vars(repo, path, env=None, missing=None):
-    """The variables a config_*.sh exports, in order, following `source`; `if` blocks skipped; a sourced
-    file the submission does not hold is listed in `missing`."""
+    """The variables a config_*.sh exports, in order, following `source`. An `if` on one variable's
+    value takes the branch the variables so far select (`if [[ "${MLPERF_VERSION:-}" == "v31" ]]`
+    sources one common file or the other); any other `if` is skipped whole. A sourced file the
+    submission does not hold is listed in `missing`."""
     env = {} if env is None else env
     try:
         text = show(repo, path)
@@ -54,18 +73,32 @@ def shell_vars(repo, path, env=None, missing=None):
             raise
         missing.append(path.rsplit("/", 1)[1])
         return env
-    depth = 0
+    # One frame per open `if`: [this branch runs, a branch already ran, the condition was readable].
+    frames = []
     for raw in text.splitlines():
         line = raw.split("#", 1)[0].strip() if not raw.strip().startswith("#") else ""
         if not line:
             continue
-        if re.match(r"^if\b", line):
-            depth += 1
+        live = all(f[0] for f in frames)
+        m = re.match(r"^(if|elif)\s+(.*?);?\s*then$", line)
+        if m:
+            cond = shell_condition(m.group(2), env) if live else None
+            if m.group(1) == "if":
+                frames.append([bool(cond), bool(cond), cond is not None])
+            elif frames:
+                f = frames[-1]
+                f[2] = f[2] and cond is not None
+                f[0] = f[2] and not f[1] and bool(cond)
+                f[1] = f[1] or f[0]
             continue
-        if line == "fi" or line.startswith("fi ") or line.endswith("; fi"):
-            depth = max(0, depth - 1)
+        if line == "else" and frames:
+            f = frames[-1]
+            f[0] = f[2] and not f[1]
             continue
-        if depth:
+        if (line == "fi" or line.startswith("fi ") or line.endswith("; fi")) and frames:
+            frames.pop()
+            continue
+        if not live:
             continue
         m = re.match(r"^source\s+\$\(dirname \$\{BASH_SOURCE\[0\]\}\)/(\S+)", line)
         if m:
@@ -338,6 +371,21 @@ def record_for(repo, version, commit, submitter, system, bench, impl_dir, config
         "recipe": f"{cfg_path} @{commit[:10]} (mlcommons/training_results_{version})",
         "evidence": model["evidence"],
     }
+    # The distributed optimizer's FP8 parameter all-gather: the env variable the implementation's
+    # conf/custom.yaml reads for it (FP8_PARAMS in v4.0 to v5.0's H100 runs, FP8_PARAM_GATHER later).
+    gather_var, gather_default = None, None
+    for key in ("fp8_param_gather", "fp8_params"):
+        if custom is not None:
+            gather_var, gather_default = yaml_env_default(custom, key)
+            if gather_var:
+                break
+    if gather_var is None:  # no conf/custom.yaml that reads it: the variable the configs set
+        gather_var = "FP8_PARAMS" if "FP8_PARAMS" in env else "FP8_PARAM_GATHER"
+    gather_default = gather_default or "False"
+    if precision == "FP8" and env.get(gather_var, gather_default).lower() == "true":
+        launch["fp8_param_gather"] = True
+        launch["evidence"] += (f"; {gather_var}={env.get(gather_var, gather_default)}: the distributed optimizer "
+                               f"all-gathers the parameters in FP8 (NeMo's fp8_params / Megatron-Core's fp8_param_gather)")
     if env.get("CE_FUSION_IMPL") == "te":
         launch["cross_entropy"] = "te-inplace"
         launch["evidence"] += ("; CE_FUSION_IMPL=te: Transformer Engine's Triton cross entropy, which before TE 2.18 "

@@ -841,7 +841,7 @@ ListKey KeyOf(const core::PlanSpec& p) {
   // 59; per-tensor ZeRO-3's overlapped reduce-scatters 60; repeat_kv 61; grad_prescale 62. The last
   // word: the cross entropy, Transformer Engine at bit 8, whose FP8 TP gathers move the quantized
   // bytes, core/step_graph.cc TpGather, and the MoE routing at bit 9 where the flex dispatcher
-  // reads it.)
+  // reads it, the FP8 parameter gather at bit 10.)
   return {p.tp,
           p.cp,
           p.ep,
@@ -856,7 +856,8 @@ ListKey KeyOf(const core::PlanSpec& p) {
           placement,
           e(p.cross_entropy) | e(p.transformer_engine) << 8 |
               e(p.ep > 1 && p.moe_dispatcher == core::MoeDispatcher::kFlex ? p.moe_routing : core::MoeRouting::kUniform)
-                  << 9};
+                  << 9 |
+              e(p.fp8_param_gather) << 10};
 }
 struct ListKeyHash {
   size_t operator()(const ListKey& k) const {

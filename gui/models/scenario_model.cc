@@ -652,6 +652,7 @@ QString ScenarioModel::commandLine() const {
   if (p.repeat_kv) args << "--repeat-kv";
   if (p.keep_pp_outputs) args << "--keep-pp-outputs";
   if (p.keep_lp_grads) args << "--keep-lp-grads";
+  if (p.fp8_param_gather) args << "--fp8-param-gather";
   if (p.transformer_engine) args << "--transformer-engine";
   if (!p.moe_grouped_gemm) args << "--no-moe-grouped-gemm";
   if (p.cuda_context_bytes > 0) arg("--cuda-context-mib", num((p.cuda_context_bytes + (int64_t{1} << 20) - 1) >> 20));

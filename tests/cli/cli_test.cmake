@@ -460,6 +460,14 @@ run(report_keep_lp_grads_step_copy 0 "step's all-reduce copy +14\\.71 GB +14\\.7
     --seq 2048 --grads-dtype fp32 --keep-lp-grads)
 run(report_keep_lp_grads_bad 1 "plan.keep_lp_grads: keeps the bf16 gradients beside a wider gradient buffer"
     report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 1 --seq 4096 --grads-dtype bf16 --keep-lp-grads)
+# --fp8-param-gather: the distributed optimizer all-gathers the updated parameters in FP8. Llama 3
+# 8B's layer (218,112,000 parameters) at ZeRO 1 over 8: 218.11 MB a layer instead of bf16's 436.22;
+# refused without FP8 compute, naming the field.
+run(report_fp8_param_gather 0 "\\| fp8, parameters gathered in fp8.*step +param_all_gather +all_gather +- +218\\.11"
+    report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 1 --seq 4096 --precision fp8 --grads-dtype bf16
+    --fp8-param-gather --ops)
+run(report_fp8_param_gather_bad 1 "plan.fp8_param_gather: gathers the parameters in FP8 for the distributed optimizer: needs plan.precision fp8"
+    report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 1 --seq 4096 --fp8-param-gather)
 # --cuda-context-mib: the software's own CUDA context (BigScience's 2022 stack: 1573 MiB =
 # 1.65 GB) replaces the profile's 685 MiB (0.72 GB); --stack megatron-deepspeed-2022 sets it.
 run(report_cuda_context 0 "CUDA context +1\\.65 GB +the plan's"

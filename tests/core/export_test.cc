@@ -176,6 +176,22 @@ TEST(ExportTest, MegatronWritesTheEnvironmentAndLauncherItAsserts) {
   EXPECT_TRUE(Has(refused.status().message(), "nearest plan it runs: --no-overlap-param-gather"));
   s.plan.overlap_param_gather = false;
   EXPECT_FALSE(Has(Text(ExportMegatron(s)), "--overlap-param-gather"));
+  // The distributed optimizer's FP8 parameter gather is Megatron-LM's --fp8-param-gather
+  // (arguments.py:2016); torchtitan gathers FP8 weights under FSDP2 only and refuses it.
+  {
+    Scenario fp8 = Llama70B();
+    fp8.plan.precision = Dtype::kFp8;
+    EXPECT_FALSE(Has(Text(ExportMegatron(fp8)), "--fp8-param-gather"));
+    fp8.plan.fp8_param_gather = true;
+    EXPECT_TRUE(Has(Text(ExportMegatron(fp8)), "--fp8-param-gather"));
+    Scenario titan_plan = Llama70BOneFOneB();  // ZeRO 2, which torchtitan runs as FSDP2 without resharding
+    titan_plan.plan.precision = Dtype::kFp8;
+    titan_plan.plan.fp8_param_gather = true;
+    const auto titan = ExportTorchtitan(titan_plan);
+    ASSERT_FALSE(titan.ok());
+    EXPECT_TRUE(Has(titan.status().message(), "plan.fp8_param_gather")) << titan.status().ToString();
+    EXPECT_TRUE(Has(titan.status().message(), "nearest plan it runs: the plan without --fp8-param-gather"));
+  }
   EXPECT_FALSE(Has(Text(ExportMegatron(s)), "--overlap-grad-reduce"));
   // PyTorch's AsyncTP has no Megatron-LM flag: refused, naming Transformer Engine's overlap.
   // Losses Megatron-LM does not have (torchtitan's upcast and compiled ones, FlashAttention's

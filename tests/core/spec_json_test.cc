@@ -36,6 +36,8 @@ TEST(SpecJsonTest, PlanFileRoundTripsWithEmbeddedSpecs) {
   f.plan.moe_dispatcher = MoeDispatcher::kFlex;
   f.plan.moe_routing = MoeRouting::kRoundRobin;
   f.plan.pp_flushes = 2;
+  f.plan.precision = Dtype::kFp8;
+  f.plan.fp8_param_gather = true;
   f.model = *LoadModel("llama3-70b");
   f.gpu = *LoadGpu("h100-sxm");
   f.cluster = *LoadCluster("dgx-h100");
@@ -51,6 +53,7 @@ TEST(SpecJsonTest, PlanFileRoundTripsWithEmbeddedSpecs) {
   EXPECT_NE(PlanFileToJson(f).find(R"("activation_layers": 12)"), std::string::npos);
   EXPECT_NE(PlanFileToJson(f).find(R"("bf16_layers_at_end": 3)"), std::string::npos);
   EXPECT_NE(PlanFileToJson(f).find(R"("moe_routing": "round-robin")"), std::string::npos);
+  EXPECT_NE(PlanFileToJson(f).find(R"("fp8_param_gather": true)"), std::string::npos);
 }
 
 TEST(SpecJsonTest, RecomputeModulesAreAListOfMegatronCoreNames) {

@@ -1103,6 +1103,28 @@ TEST(StepGraphTest, UnfusedGradientAccumulationAddsOnePassOverTheLayerGradients)
   EXPECT_EQ(acc->bytes, 1'308'672'000);
 }
 
+TEST(StepGraphTest, Fp8ParamGatherMovesOneBytePerParameter) {
+  // Llama-3-8B layer, 218,112,000 parameters, ZeRO-1 over 8: the distributed optimizer reduces the
+  // bf16 gradients (2 B a parameter: 436,224,000 bytes) and all-gathers the updated parameters,
+  // 2 B each in bf16 and 1 B with Megatron-Core's --fp8-param-gather: 218,112,000 bytes. The
+  // gradient reduce-scatter is the same either way.
+  auto m = LoadModel("llama3-8b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p = Plan(1, 8, false);
+  p.zero = 1;
+  p.precision = Dtype::kFp8;
+  p.dtypes.grads = Dtype::kBf16;
+  const StepGraph bf16_gather = BuildStepGraph(*m, p);
+  p.fp8_param_gather = true;
+  const StepGraph fp8_gather = BuildStepGraph(*m, p);
+  const Op* before = FindOp(bf16_gather.dense_layer, "param_all_gather");
+  const Op* after = FindOp(fp8_gather.dense_layer, "param_all_gather");
+  ASSERT_TRUE(before && after);
+  EXPECT_EQ(before->bytes, 436'224'000);
+  EXPECT_EQ(after->bytes, 218'112'000);
+  EXPECT_EQ(FindOp(fp8_gather.dense_layer, "grad_reduce_scatter")->bytes, 436'224'000);
+}
+
 TEST(StepGraphTest, Fp16OptimizerUnscalesTheGradientsInFp32) {
   // Per parameter of the shard, bf16 grads and weights, fp32 master and Adam moments:
   //   bf16: 3 x 2 (grads: norm, update, zero) + 2 x 4 (master) + 2 x 2 x 4 (moments) + 2 = 32 B;

@@ -195,6 +195,11 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
   sp_ = new QCheckBox("sequence parallel");
   sp_->setToolTip("Shard norms and dropout activations over the TP group (Korthikanti et al. 2022)");
   pf->addRow("", sp_);
+  fp8_param_gather_ = new QCheckBox("FP8 parameter gather");
+  fp8_param_gather_->setToolTip(
+      "Under fp8 with ZeRO 1 or 2: the distributed optimizer all-gathers the updated parameters in FP8, 1 byte "
+      "each instead of the weights' 2 (Megatron-Core --fp8-param-gather, NeMo's fp8_params)");
+  pf->addRow("", fp8_param_gather_);
   recompute_ = EnumBox({core::Recompute::kNone, core::Recompute::kSelective, core::Recompute::kFull},
                        "Activation recomputation: selective drops the attention scores, full keeps layer inputs");
   pf->addRow("recompute", recompute_);
@@ -273,6 +278,10 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
   bf->addRow("global batch", gbs_);
   bf->addRow("sequence", seq_);
   bf->addRow("schedule", schedule_);
+  pp_flushes_ = IntBox(1, 1 << 20,
+                       "With PP > 1: pipeline flushes a step, each running its share of the microbatches with its "
+                       "own warm-up and drain (NeMo AutoModel runs one per local batch); must divide the microbatches");
+  bf->addRow("pipeline flushes", pp_flushes_);
   bf->addRow("precision", precision_);
   bf->addRow("FP8 scaling", fp8_scaling_);
   bf->addRow("BF16 layers at start", bf16_start_);
@@ -284,6 +293,17 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
               "more; activation: the activation's output times them (GELU experts), that output kept; unpermute: "
               "the experts' output times them (Megatron-Core before 0.13, DeepSpeed), that output kept");
   bf->addRow("MoE probabilities", moe_probs_);
+  moe_dispatcher_ =
+      EnumBox({core::MoeDispatcher::kAllToAll, core::MoeDispatcher::kFlex},
+              "MoE with EP > 1: the token dispatcher. alltoall: Megatron-Core's, every token copy sent and permuted "
+              "four times; flex: DeepEP / HybridEP, each token sent once per rank, two permutations fewer");
+  bf->addRow("MoE dispatcher", moe_dispatcher_);
+  moe_routing_ =
+      EnumBox({core::MoeRouting::kUniform, core::MoeRouting::kRoundRobin},
+              "MoE under the flex dispatcher: which experts a token picks. uniform: at random (a trained router, "
+              "--moe-router-force-load-balancing); round-robin: k consecutive experts (NeMo AutoModel's fake "
+              "balanced gate), so a token reaches fewer ranks");
+  bf->addRow("MoE routing", moe_routing_);
   col->addWidget(bg);
 
   // ---- the run ------------------------------------------------------------------------------
@@ -356,6 +376,10 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
   });
   connect(sp_, &QCheckBox::toggled, this,
           [this](bool on) { EditPlan([&](core::PlanSpec& p) { p.sequence_parallel = on; }); });
+  connect(fp8_param_gather_, &QCheckBox::toggled, this,
+          [this](bool on) { EditPlan([&](core::PlanSpec& p) { p.fp8_param_gather = on; }); });
+  connect(pp_flushes_, &QSpinBox::valueChanged, this,
+          [this](int v) { EditPlan([&](core::PlanSpec& p) { p.pp_flushes = v; }); });
   BindEnum(recompute_, &core::PlanSpec::recompute);
   connect(recompute_layers_, &QSpinBox::valueChanged, this,
           [this](int v) { EditPlan([&](core::PlanSpec& p) { p.recompute_layers = v; }); });
@@ -379,6 +403,8 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
   BindEnum(precision_, &core::PlanSpec::precision);
   BindEnum(fp8_scaling_, &core::PlanSpec::fp8_scaling);
   BindEnum(moe_probs_, &core::PlanSpec::moe_probs);
+  BindEnum(moe_dispatcher_, &core::PlanSpec::moe_dispatcher);
+  BindEnum(moe_routing_, &core::PlanSpec::moe_routing);
   connect(bf16_start_, &QSpinBox::valueChanged, this,
           [this](int v) { EditPlan([&](core::PlanSpec& p) { p.bf16_layers_at_start = v; }); });
   connect(bf16_end_, &QSpinBox::valueChanged, this,
@@ -460,7 +486,8 @@ void InputsPanel::Refresh() {
               [](int64_t v) { return QString(core::Name(static_cast<core::Schedule>(v))); });
   {
     const QSignalBlocker b1(sp_), b2(recompute_), b3(precision_), b4(fp8_scaling_), b5(moe_probs_), b6(tp_overlap_),
-        b7(cp_kind_), b8(offload_optimizer_), b9(offload_params_), b10(cross_entropy_);
+        b7(cp_kind_), b8(offload_optimizer_), b9(offload_params_), b10(cross_entropy_), b11(moe_dispatcher_),
+        b12(moe_routing_), b13(fp8_param_gather_);
     sp_->setChecked(p.sequence_parallel);
     SelectEnum(recompute_, p.recompute);
     SelectEnum(tp_overlap_, p.tp_overlap);
@@ -475,7 +502,18 @@ void InputsPanel::Refresh() {
     fp8_scaling_->setEnabled(p.precision == core::Dtype::kFp8);
     SelectEnum(moe_probs_, p.moe_probs);
     moe_probs_->setEnabled(s.model.moe.has_value());
+    SelectEnum(moe_dispatcher_, p.moe_dispatcher);
+    moe_dispatcher_->setEnabled(s.model.moe.has_value() && p.ep > 1);
+    SelectEnum(moe_routing_, p.moe_routing);
+    moe_routing_->setEnabled(s.model.moe.has_value() && p.ep > 1 && p.moe_dispatcher == core::MoeDispatcher::kFlex);
+    // Set where it does not apply (a precision or ZeRO stage changed after), it stays shown so that
+    // validation names it.
+    fp8_param_gather_->setChecked(p.fp8_param_gather);
+    fp8_param_gather_->setEnabled(p.fp8_param_gather ||
+                                  (p.precision == core::Dtype::kFp8 && (p.zero == 1 || p.zero == 2)));
   }
+  SetValue(pp_flushes_, p.pp_flushes);
+  pp_flushes_->setEnabled(p.pp > 1 || p.pp_flushes > 1);
   SetValue(mbs_, p.micro_batch);
   SetValue(gbs_, p.global_batch);
   SetValue(seq_, p.seq_len);

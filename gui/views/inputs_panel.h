@@ -38,6 +38,10 @@ class InputsPanel : public QScrollArea {
   QComboBox* precisionBox() const { return precision_; }
   QComboBox* fp8ScalingBox() const { return fp8_scaling_; }
   QComboBox* moeProbsBox() const { return moe_probs_; }
+  QComboBox* moeDispatcherBox() const { return moe_dispatcher_; }
+  QComboBox* moeRoutingBox() const { return moe_routing_; }
+  QSpinBox* ppFlushesBox() const { return pp_flushes_; }
+  QCheckBox* fp8ParamGatherBox() const { return fp8_param_gather_; }
   QSpinBox* bf16LayersAtStartBox() const { return bf16_start_; }
   QSpinBox* bf16LayersAtEndBox() const { return bf16_end_; }
   QSpinBox* recomputeLayersBox() const { return recompute_layers_; }
@@ -71,10 +75,11 @@ class InputsPanel : public QScrollArea {
   QSpinBox* gpus_;
   std::map<Degree, QComboBox*> degree_;
   QLabel* dp_;
-  QComboBox *zero_, *recompute_, *schedule_, *precision_, *fp8_scaling_, *moe_probs_;
+  QComboBox *zero_, *recompute_, *schedule_, *precision_, *fp8_scaling_, *moe_probs_, *moe_dispatcher_, *moe_routing_;
   QComboBox *tp_overlap_, *cp_kind_, *offload_optimizer_, *offload_params_, *cross_entropy_;
   QSpinBox *recompute_layers_, *offload_activations_;  // plan.recompute_layers, plan.offload_activation_layers
-  QCheckBox* sp_;
+  QCheckBox *sp_, *fp8_param_gather_;                  // plan.sequence_parallel, plan.fp8_param_gather
+  QSpinBox* pp_flushes_;                               // plan.pp_flushes
   QSpinBox *mbs_, *gbs_, *seq_;
   QSpinBox *bf16_start_, *bf16_end_;  // plan.bf16_layers_at_start / _at_end
   QLabel* messages_;

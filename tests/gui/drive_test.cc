@@ -382,6 +382,93 @@ TEST(GuiDriveTest, MoeProbabilitiesAreSetInThePanel) {
   ASSERT_NO_FATAL_FAILURE(ResolveTheWindowsCommand(*s, &cli));
 }
 
+// Pipeline flushes, the FP8 parameter gather and the MoE dispatcher and routing in the inputs
+// panel, each as `meshplan report` takes it. On the default plan (Llama 3 70B, PP 4): two flushes
+// run two warm-ups and drains, a slower step; a count that does not divide the microbatches stays
+// and is refused naming plan.pp_flushes. The FP8 gather is offered under fp8 with ZeRO 1 and, left
+// set when the precision goes back to bf16, refused naming its field. Qwen3-30B-A3B at EP 8: the
+// routing is offered under the flex dispatcher, where round-robin routing (a token's 8 experts on
+// one rank of 16 experts: 1 rank a token, against 5.34 at random) is a shorter step.
+TEST(GuiDriveTest, FlushesFp8GatherAndMoeDispatchAreSetInThePanel) {
+  MainWindow w;
+  ScenarioModel* s = w.scenario();
+  InputsPanel* in = w.inputs();
+  auto errors = [s] { return s->evaluation().errors.join("\n").toStdString(); };
+  auto choose = [](QComboBox* box, int data) {
+    const int i = box->findData(data);
+    ASSERT_GE(i, 0) << "the list does not offer " << data;
+    box->setCurrentIndex(i);
+  };
+  ASSERT_EQ(s->plan().pp, 4);
+  ASSERT_TRUE(s->evaluation().valid) << errors();
+  const int64_t m = s->plan().Microbatches();
+  ASSERT_EQ(m % 2, 0) << m;
+  EXPECT_TRUE(in->ppFlushesBox()->isEnabled());
+  const double one_flush = s->evaluation().step.time_s;
+  in->ppFlushesBox()->setValue(2);
+  ASSERT_EQ(s->plan().pp_flushes, 2);
+  ASSERT_TRUE(s->evaluation().valid) << errors();
+  EXPECT_GT(s->evaluation().step.time_s, one_flush);
+  EXPECT_TRUE(s->commandLine().contains("--pp-flushes 2")) << s->commandLine().toStdString();
+  {
+    core::Scenario cli;
+    ASSERT_NO_FATAL_FAILURE(ResolveTheWindowsCommand(*s, &cli));
+  }
+  const int64_t not_dividing = m % 3 != 0 ? 3 : m + 1;
+  in->ppFlushesBox()->setValue(static_cast<int>(not_dividing));
+  EXPECT_FALSE(s->evaluation().valid);
+  EXPECT_NE(errors().find("plan.pp_flushes"), std::string::npos) << errors();
+  in->ppFlushesBox()->setValue(1);
+  ASSERT_TRUE(s->evaluation().valid) << errors();
+
+  EXPECT_FALSE(in->fp8ParamGatherBox()->isEnabled());  // bf16
+  choose(in->precisionBox(), static_cast<int>(core::Dtype::kFp8));
+  ASSERT_TRUE(s->evaluation().valid) << errors();
+  EXPECT_TRUE(in->fp8ParamGatherBox()->isEnabled());
+  in->fp8ParamGatherBox()->setChecked(true);
+  ASSERT_TRUE(s->plan().fp8_param_gather);
+  ASSERT_TRUE(s->evaluation().valid) << errors();
+  EXPECT_TRUE(s->commandLine().contains("--fp8-param-gather")) << s->commandLine().toStdString();
+  {
+    core::Scenario cli;
+    ASSERT_NO_FATAL_FAILURE(ResolveTheWindowsCommand(*s, &cli));
+  }
+  choose(in->precisionBox(), static_cast<int>(core::Dtype::kBf16));
+  EXPECT_TRUE(s->plan().fp8_param_gather);  // kept, shown and refused, never silently dropped
+  EXPECT_TRUE(in->fp8ParamGatherBox()->isEnabled());
+  EXPECT_FALSE(s->evaluation().valid);
+  EXPECT_NE(errors().find("plan.fp8_param_gather"), std::string::npos) << errors();
+  in->fp8ParamGatherBox()->setChecked(false);
+  ASSERT_TRUE(s->evaluation().valid) << errors();
+
+  EXPECT_FALSE(in->moeDispatcherBox()->isEnabled());  // no experts
+  in->modelBox()->setCurrentIndex(in->modelBox()->findData("qwen3-30b-a3b"));
+  in->gpusBox()->setValue(8);
+  Choose(in->degreeBox(Degree::kPp), 1);
+  Choose(in->degreeBox(Degree::kTp), 1);
+  Choose(in->degreeBox(Degree::kEp), 8);
+  core::PlanSpec p = s->plan();
+  p.seq_len = 8192;
+  p.micro_batch = 1;
+  s->setPlan(p);
+  ASSERT_TRUE(s->evaluation().valid) << errors();
+  EXPECT_TRUE(in->moeDispatcherBox()->isEnabled());
+  EXPECT_FALSE(in->moeRoutingBox()->isEnabled());  // all-to-all: the routing is not read
+  choose(in->moeDispatcherBox(), static_cast<int>(core::MoeDispatcher::kFlex));
+  ASSERT_EQ(s->plan().moe_dispatcher, core::MoeDispatcher::kFlex);
+  ASSERT_TRUE(s->evaluation().valid) << errors();
+  EXPECT_TRUE(in->moeRoutingBox()->isEnabled());
+  const double uniform = s->evaluation().step.time_s;
+  choose(in->moeRoutingBox(), static_cast<int>(core::MoeRouting::kRoundRobin));
+  ASSERT_EQ(s->plan().moe_routing, core::MoeRouting::kRoundRobin);
+  ASSERT_TRUE(s->evaluation().valid) << errors();
+  EXPECT_LT(s->evaluation().step.time_s, uniform);
+  EXPECT_TRUE(s->commandLine().contains("--moe-dispatcher flex")) << s->commandLine().toStdString();
+  EXPECT_TRUE(s->commandLine().contains("--moe-routing round-robin")) << s->commandLine().toStdString();
+  core::Scenario cli;
+  ASSERT_NO_FATAL_FAILURE(ResolveTheWindowsCommand(*s, &cli));
+}
+
 // The plan's other knobs in the inputs panel, each as `meshplan report` takes it, on the default
 // plan (Llama 3 70B on 64 H100s: TP 8 x PP 4 x DP 2, ZeRO-1, one 8,192-token sequence per
 // microbatch). TP overlap on with TP 8 and CP kind off with CP 1; none exposes the input-gradient

@@ -398,6 +398,7 @@ struct ReleaseDefaults {
   Sourced<bool> average_in_collective;  // Megatron-Core's ddp.average_in_collective
   Sourced<std::string> moe_probs;       // core/specs.h MoeProbs name (its Megatron-Core's MoE code)
   Sourced<std::string> moe_probs_gelu;  // the same for non-gated (GELU) experts, where it differs
+  Sourced<bool> fp8_param_gather;       // the FP8 recipes' parameter all-gather (PlanSpec::fp8_param_gather)
 };
 std::optional<std::string> OptStr(const Json& v, const char* key) {
   const std::string s = StrOr(v, key);
@@ -430,7 +431,8 @@ std::optional<ReleaseDefaults> FindReleaseDefaults(const std::string& id) {
                                          .grad_reduce_in_fp32 = {BoolAt(v, "grad_reduce_in_fp32"), evidence},
                                          .average_in_collective = {BoolAt(v, "average_in_collective"), evidence},
                                          .moe_probs = {OptStr(v, "moe_probs"), evidence},
-                                         .moe_probs_gelu = {OptStr(v, "moe_probs_gelu"), evidence}});
+                                         .moe_probs_gelu = {OptStr(v, "moe_probs_gelu"), evidence},
+                                         .fp8_param_gather = {BoolAt(v, "fp8_param_gather"), evidence}});
       }
     }
     return out;
@@ -447,6 +449,7 @@ std::optional<ReleaseDefaults> FindReleaseDefaults(const std::string& id) {
     take(&found->average_in_collective, d.average_in_collective);
     take(&found->moe_probs, d.moe_probs);
     take(&found->moe_probs_gelu, d.moe_probs_gelu);
+    take(&found->fp8_param_gather, d.fp8_param_gather);
   }
   return found;
 }
@@ -1450,17 +1453,23 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
                               " (grad_reduce_in_fp32 " + (fp32 ? "true" : "false") + ") from " +
                               (from_launch ? launch_name() : release->grad_reduce_in_fp32.source));
   }
-  // The parameter all-gather in FP8 where the run's config says so (PlanSpec::fp8_param_gather):
-  // with FP8 compute and the distributed optimizer only, as Megatron-Core takes it.
-  if (launch && launch->fp8_param_gather.value_or(false)) {
-    if (p.precision == Dtype::kFp8 && (p.zero == 1 || p.zero == 2)) {
-      p.fp8_param_gather = true;
-      run.assumptions.push_back("parameters all-gathered in FP8 (fp8_param_gather) from " + launch_name());
-    } else {
-      run.assumptions.push_back("fp8_param_gather in " + launch_name() +
-                                " not applied: it needs FP8 compute and "
-                                "ZeRO 1 or 2 (this plan: " +
-                                Name(p.precision) + ", ZeRO " + std::to_string(p.zero) + ")");
+  // The parameter all-gather in FP8 where the run's config says so, else its release's
+  // (PlanSpec::fp8_param_gather; Megatron-Bridge's FP8 mixed-precision recipes turn it on): with
+  // FP8 compute and the distributed optimizer only, as Megatron-Core takes it.
+  {
+    const bool from_launch = launch && launch->fp8_param_gather;
+    const bool from_release = !from_launch && release && release->fp8_param_gather.value && p.precision == Dtype::kFp8;
+    const std::string said = from_launch ? launch_name() : from_release ? release->fp8_param_gather.source : "";
+    if ((from_launch && *launch->fp8_param_gather) || (from_release && *release->fp8_param_gather.value)) {
+      if (p.precision == Dtype::kFp8 && (p.zero == 1 || p.zero == 2)) {
+        p.fp8_param_gather = true;
+        run.assumptions.push_back("parameters all-gathered in FP8 (fp8_param_gather) from " + said);
+      } else {
+        run.assumptions.push_back("fp8_param_gather in " + said +
+                                  " not applied: it needs FP8 compute and "
+                                  "ZeRO 1 or 2 (this plan: " +
+                                  Name(p.precision) + ", ZeRO " + std::to_string(p.zero) + ")");
+      }
     }
   }
   // The recipe's cross entropy, else its release's (Megatron-Bridge's GPT and hybrid providers turn

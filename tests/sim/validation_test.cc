@@ -461,8 +461,11 @@ TEST(ValidationTest, BeyondTuningRegressionBound) {
     if (g.dimension == "scale" && g.value == ">1024") EXPECT_LE(g.summary.median_abs_error, 0.08);
     // FP8 (5 runs): Llama 3 8B/70B +4%, 405B +23%, Qwen3-30B-A3B +76%, Qwen3-235B-A22B +20%
     // (-11% before its recipe's batch-level EP all-to-all overlap was modelled: hidden in full, an
-    // upper bound, it was too slow with the overlap missing and is too fast with it whole).
-    if (g.dimension == "precision" && g.value == "fp8") EXPECT_LE(g.summary.median_abs_error, 0.12);
+    // upper bound, it was too slow with the overlap missing and is too fast with it whole). Its
+    // median row, Llama 3.1 405B on 1,024 H100s (25.11), +12.0% -> +13.1% since its recipe's FP8
+    // parameter gather (bf16_with_fp8_current_scaling_mixed sets fp8_param_gather at v0.2.0): the
+    // bound moves with a sourced mechanism, the row being too fast for what docs/validation.md says.
+    if (g.dimension == "precision" && g.value == "fp8") EXPECT_LE(g.summary.median_abs_error, 0.132);
     if (g.dimension == "gpu" && g.value == "h100-sxm") EXPECT_LE(g.summary.median_abs_error, 0.073);
     // MoE: its median row, Qwen3-235B-A22B at TP 2 in FP8, +20.3% -> +20.5% since Transformer
     // Engine's sequence-parallel all-gathers carry the quantized inputs (1 B, not 2): too fast
@@ -1447,6 +1450,23 @@ TEST(ValidationTest, AutoModelRunsTakeDeepEpTheFakeBalancedGateAndTheirConfigs) 
   EXPECT_LE(v.all.median_abs_error, 0.084);
   EXPECT_LE(v.all.max_abs_error, 0.168);
   EXPECT_EQ(v.all.out_of_memory, 0u);
+}
+
+TEST(ValidationTest, MegatronBridgeFp8RecipesGatherTheParametersInFp8) {
+  // Megatron-Bridge's FP8 mixed-precision recipes (delayed, current scaling, MXFP8) set
+  // fp8_param_gather = True in every release the pages come from (the launch file's
+  // release_defaults): its FP8 runs gather 1 byte a parameter, its BF16 runs 2. Kimi K2's runs turn
+  // it off (kimi_llm_pretrain.py: Muon with MXFP8), and their own entries say so.
+  size_t fp8 = 0;
+  for (const auto& r : Corpus("nemo_performance_summaries.json")) {
+    if (r.id.rfind("megatron-bridge-", 0) != 0) continue;
+    const core::PlanSpec& p = r.scenario.plan;
+    const bool kimi = r.id.find("kimi") != std::string::npos;
+    const bool distributed_optimizer = p.zero == 1 || p.zero == 2;
+    EXPECT_EQ(p.fp8_param_gather, p.precision == core::Dtype::kFp8 && distributed_optimizer && !kimi) << r.id;
+    if (p.fp8_param_gather) ++fp8;
+  }
+  EXPECT_GT(fp8, 150u);
 }
 
 TEST(ValidationTest, MlperfTrainingLogsAtTenThousandGpus) {

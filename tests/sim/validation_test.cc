@@ -1452,7 +1452,7 @@ TEST(ValidationTest, AutoModelRunsTakeDeepEpTheFakeBalancedGateAndTheirConfigs) 
   EXPECT_EQ(v.all.out_of_memory, 0u);
 }
 
-TEST(ValidationTest, MegatronBridgeFp8RecipesGatherTheParametersInFp8) {
+TEST(ValidationTest, NeMoFp8RecipesGatherTheParametersInFp8) {
   // Megatron-Bridge's FP8 mixed-precision recipes (delayed, current scaling, MXFP8) set
   // fp8_param_gather = True in every release the pages come from (the launch file's
   // release_defaults): its FP8 runs gather 1 byte a parameter, its BF16 runs 2. Kimi K2's runs turn
@@ -1467,6 +1467,18 @@ TEST(ValidationTest, MegatronBridgeFp8RecipesGatherTheParametersInFp8) {
     if (p.fp8_param_gather) ++fp8;
   }
   EXPECT_GT(fp8, 150u);
+  // dgxc-benchmarking v25.03's NeMo runs likewise (gpt3_175b_hydra.yaml fp8_params: true; the
+  // Llama 3.1, Nemotron-4 and Grok-1 configure.sh pass fp8_params=$FP8_ENABLED); its JAX MaxText
+  // runs have no such setting.
+  size_t dgxc_fp8 = 0;
+  for (const auto& r : Corpus("papers_at_scale.json")) {
+    if (r.id.rfind("dgxc-v2503-", 0) != 0) continue;
+    const core::PlanSpec& p = r.scenario.plan;
+    const bool nemo = r.id.find("maxtext") == std::string::npos;
+    EXPECT_EQ(p.fp8_param_gather, nemo && p.precision == core::Dtype::kFp8) << r.id;
+    if (p.fp8_param_gather) ++dgxc_fp8;
+  }
+  EXPECT_EQ(dgxc_fp8, 35u);
 }
 
 TEST(ValidationTest, MlperfTrainingLogsAtTenThousandGpus) {

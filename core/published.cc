@@ -1461,7 +1461,7 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     const bool from_release = !from_launch && release && release->fp8_param_gather.value && p.precision == Dtype::kFp8;
     const std::string said = from_launch ? launch_name() : from_release ? release->fp8_param_gather.source : "";
     if ((from_launch && *launch->fp8_param_gather) || (from_release && *release->fp8_param_gather.value)) {
-      if (p.precision == Dtype::kFp8 && (p.zero == 1 || p.zero == 2)) {
+      if (p.Fp8ParamGatherApplies()) {
         p.fp8_param_gather = true;
         run.assumptions.push_back("parameters all-gathered in FP8 (fp8_param_gather) from " + said);
       } else {

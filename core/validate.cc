@@ -393,7 +393,7 @@ void CheckDegrees(const PlanSpec& pl, const ModelSpec& m, const ClusterSpec& c, 
     d->Warning("plan.tp", S(pl.tp) + " spans more than one scale-up domain (cluster.scale_up_domain_gpus=" +
                               S(c.scale_up_domain_gpus) + "): tensor-parallel traffic crosses the scale-out network");
   if (pl.sequence_parallel && pl.tp == 1) d->Warning("plan.sequence_parallel", "has no effect with tp=1");
-  if (pl.fp8_param_gather && (pl.precision != Dtype::kFp8 || pl.zero < 1 || pl.zero > 2))
+  if (pl.fp8_param_gather && !pl.Fp8ParamGatherApplies())
     d->Error("plan.fp8_param_gather",
              std::string("gathers the parameters in FP8 for the distributed optimizer: needs plan.precision fp8 and "
                          "plan.zero 1 or 2 (got precision ") +

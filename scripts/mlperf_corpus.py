@@ -178,14 +178,11 @@ def step_times(events, skip=3):
     return times[skip:]
 
 
-GPU_NAMES = {"NVIDIA H100-SXM5-80GB": "H100 SXM5 80GB", "NVIDIA H100 80GB HBM3": "H100 SXM5 80GB"}
-
-
 def config_from_readme(repo, submitter, bench, system):
     """(implementation dir, config) that the system's README-<system>.md says to `source`."""
     base = f"{submitter}/benchmarks/{bench}/implementations/"
-    for impl in git(repo, "ls-tree", "--name-only", "HEAD", base).split():
-        impl = impl[len(base):]
+    impls = [d[len(base):] for d in git(repo, "ls-tree", "--name-only", "HEAD", base).split()]
+    for impl in impls:
         try:
             text = show(repo, f"{base}{impl}/README-{system}.md")
         except RuntimeError:
@@ -193,7 +190,7 @@ def config_from_readme(repo, submitter, bench, system):
         m = re.search(r"^source (config_\S+\.sh)", text, re.M)
         if not m:
             continue
-        for where in [impl] + [d[len(base):] for d in git(repo, "ls-tree", "--name-only", "HEAD", base).split()]:
+        for where in [impl] + impls:
             try:  # the README's own directory, else the one that holds the config (a shared `nemo/`)
                 show(repo, f"{base}{where}/{m.group(1)}")
                 return where, m.group(1)

@@ -509,8 +509,7 @@ void InputsPanel::Refresh() {
     // Set where it does not apply (a precision or ZeRO stage changed after), it stays shown so that
     // validation names it.
     fp8_param_gather_->setChecked(p.fp8_param_gather);
-    fp8_param_gather_->setEnabled(p.fp8_param_gather ||
-                                  (p.precision == core::Dtype::kFp8 && (p.zero == 1 || p.zero == 2)));
+    fp8_param_gather_->setEnabled(p.fp8_param_gather || p.Fp8ParamGatherApplies());
   }
   SetValue(pp_flushes_, p.pp_flushes);
   pp_flushes_->setEnabled(p.pp > 1 || p.pp_flushes > 1);

@@ -977,8 +977,12 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // GB300, B200 and B300 from them) instead of the profile's 0.60 / 0.50: 224 runs moved, 117
   // closer (GB300 dense -7.8% -> -5.8%, gpt-oss's 128-token windows at their measured speed 1-8
   // points closer), the Blackwell MoE and GB200 dense rows, too fast already, slightly faster.
-  // 30.6% with FlashAttention-2 where the launch turned cuDNN's attention off (above).
-  EXPECT_LE(v.all.p90_abs_error, 0.310);
+  // 30.6% with FlashAttention-2 where the launch turned cuDNN's attention off (above); 31.9%
+  // when BigScience's topology search of 2022-02-21 to 02-24 took the 16-bit gradients its source
+  // dates (chronicles-prequel.md: the BF16_Optimizer's fp32 accumulation began with the 02-28
+  // tables; presets/launches/bigscience-tr11-prequel.json): its 29 rows, too fast already, 2-6
+  // points faster (median +13.1% -> +17.3%).
+  EXPECT_LE(v.all.p90_abs_error, 0.319);
   // 4 runs that ran are called out of memory (75 before FP8 plans kept their linear inputs in
   // one byte, 41 before the recipes' bf16 gradients and module-level recomputation, 6 before
   // torchtitan's per-op checkpointing): two token-drop MoE runs and Nemotron-4 340B at 8k
@@ -1145,11 +1149,12 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // the stack assumes: docs/validation.md). Megatron-Core's 9.0% -> 10.2% with the 20 Nemotron 3
   // Nano runs (hybrid Mamba-2/MoE, +19% to +42%). Megatron-Core's 10.5% -> 10.0% with cuDNN
   // 9.13's Blackwell attention for the runs in containers before cuDNN 9.17; Llama 3's 3.4% ->
-  // 0.7% with FlashAttention-2 (its rows +2.3/+3.4/+35.8% -> -0.4/+0.7/+7.4%).
+  // 0.7% with FlashAttention-2 (its rows +2.3/+3.4/+35.8% -> -0.4/+0.7/+7.4%). Megatron-DeepSpeed's
+  // 13.2% -> 16.9% when the prequel's topology search took the 16-bit gradients its date says (above).
   const std::map<std::string, double> stack_bound = {
       {"llm-foundry-2023", 0.071},     {"megatron-core-2024", 0.105}, {"torchtitan-2024", 0.133},
       {"megatron-lm-2021", 0.035},     {"megatron-lm-2022", 0.05},    {"megascale-2024", 0.064},
-      {"deepspeed-zero3-2021", 0.161}, {"llama3-2024", 0.012},        {"megatron-deepspeed-2022", 0.139}};
+      {"deepspeed-zero3-2021", 0.161}, {"llama3-2024", 0.012},        {"megatron-deepspeed-2022", 0.170}};
   for (const auto& g : v.groups)
     if (g.dimension == "stack") {
       auto it = stack_bound.find(g.value);

@@ -1484,6 +1484,18 @@ TEST(ValidationTest, NeMoFp8RecipesGatherTheParametersInFp8) {
     if (p.fp8_param_gather) ++dgxc_fp8;
   }
   EXPECT_EQ(dgxc_fp8, 35u);
+  // And its v25.05.01 runs: every FP8 launch there takes NeMo 2's delayed-scaling recipe
+  // (bf16_with_fp8_mixed, the perf scripts' default fp8_recipe 'ds', or installed by the Grok-1 and
+  // Llama 4 scripts themselves), which sets fp8_param_gather = True (mixed_precision.py:70 at the
+  // three NeMo commits the workloads check out).
+  size_t v25051_fp8 = 0;
+  for (const auto& r : Corpus("papers_at_scale.json")) {
+    if (r.id.rfind("dgxc-v25051-", 0) != 0) continue;
+    const core::PlanSpec& p = r.scenario.plan;
+    EXPECT_EQ(p.fp8_param_gather, p.precision == core::Dtype::kFp8) << r.id;
+    if (p.fp8_param_gather) ++v25051_fp8;
+  }
+  EXPECT_EQ(v25051_fp8, 20u);
 }
 
 TEST(ValidationTest, MlperfTrainingLogsAtTenThousandGpus) {

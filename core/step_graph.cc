@@ -1003,6 +1003,41 @@ class Builder {
     ParamSync(rp.expert, CommGroup::kExpertDp, p_.tp * p_.cp * p_.dp / (p_.ep * p_.etp), out, ExpertTensors(moe),
               recomputed);
     if (p_.optimizer == Optimizer::kMuon) MuonNewtonSchulz(moe, out);
+    WeightQuantize(rp.dense + rp.expert, moe, out);
+  }
+
+  // Transformer Engine quantizes a quantized GEMM's weight once per step, in the step's first
+  // microbatch, and keeps it for the others (its modules' is_first_microbatch cache: Megatron-Core
+  // sets the flag at a step's first forward, megatron/core/pipeline_parallel/schedules.py:497 and
+  // transformer/module.py set_is_first_microbatch at d98e8a64, "TE modules will update their fp8
+  // parameter cache"): row- and column-wise, as the input's Quantize, 4 to 6 B an element by the
+  // FP8 scaling, 41/8 under NVFP4. With the FP8 parameter gather the weights arrive in FP8 and only
+  // the transposed copy the backward reads is made (read 1 B, write 1 B; assumed for block scaling
+  // as well). Costed once per step (Pass::kStep): it runs on the compute stream before the first
+  // microbatch's GEMMs. The norms, biases and the router (BF16) are counted with the weights, well
+  // under 1% of a layer's parameters. Stacks without Transformer Engine (torchao's float8 casts
+  // the weight at every forward) are not costed with it.
+  void WeightQuantize(int64_t weights, bool moe, std::vector<Op>* out) {
+    if (!Quantized(gemm_dtype_) || !p_.transformer_engine || weights <= 0) return;
+    const bool nvfp4 = gemm_dtype_ == Dtype::kNvfp4;
+    int64_t eighths = 32, kernels = 1;  // FP8 delayed: cast-transpose, read 2 B, write 1 + 1 B
+    if (nvfp4) {
+      eighths = 41, kernels = 2;
+    } else if (p_.fp8_param_gather) {
+      eighths = 16;
+    } else if (p_.fp8_scaling == Fp8Scaling::kCurrent) {
+      eighths = 48, kernels = 2;
+    } else if (p_.fp8_scaling == Fp8Scaling::kBlock) {
+      eighths = 40, kernels = 2;
+    }
+    // One kernel set per weight matrix (attention's projections, the MLP's or shared experts' two,
+    // and a multi-tensor quantize for each of the grouped experts' two).
+    const bool moe_layer = moe && m_.moe;
+    const int64_t mats = (m_.mla ? (m_.mla->q_lora_rank > 0 ? 4 : 3) : 2) +
+                         2 * (moe_layer ? (m_.moe->shared_experts > 0 ? 1 : 0) : 1) + (moe_layer ? 2 : 0);
+    if (!Mem(out, nvfp4 ? "nvfp4_weight_quantize" : "fp8_weight_quantize", weights * eighths / 8)) return;
+    out->back().pass = Pass::kStep;
+    out->back().batch = mats * kernels;
   }
 
   // Muon's orthogonalisation of this layer's 2D weights, once per step (Jordan et al. 2024,

@@ -1125,6 +1125,43 @@ TEST(StepGraphTest, Fp8ParamGatherMovesOneBytePerParameter) {
   EXPECT_EQ(FindOp(fp8_gather.dense_layer, "grad_reduce_scatter")->bytes, 436'224'000);
 }
 
+TEST(StepGraphTest, TransformerEngineQuantizesTheWeightsOncePerStep) {
+  // Llama-3-8B layer, 218,112,000 parameters on the rank (TP 1): Transformer Engine quantizes its
+  // four weight matrices once per step (the is_first_microbatch cache), on the compute stream, row-
+  // and column-wise as an input: FP8 delayed scaling 4 B an element (cast-transpose: read 2, write
+  // 1 + 1) = 872,448,000 bytes in 4 kernels; current scaling 6 B (an amax pass first) =
+  // 1,308,672,000 in 8; block (MXFP8) 5 B = 1,090,560,000; NVFP4 41/8 B = 1,117,824,000; with the
+  // FP8 parameter gather the weights arrive in FP8 and only the transpose is made, 2 B =
+  // 436,224,000. BF16 plans and stacks without Transformer Engine have no such op.
+  auto m = LoadModel("llama3-8b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p = Plan(1, 8, false);
+  p.zero = 1;
+  p.transformer_engine = true;
+  EXPECT_EQ(FindOp(BuildStepGraph(*m, p).dense_layer, "fp8_weight_quantize"), nullptr);  // bf16
+  p.precision = Dtype::kFp8;
+  auto quantize = [&](const char* name) {
+    const StepGraph g = BuildStepGraph(*m, p);
+    const Op* op = FindOp(g.dense_layer, name);
+    return op ? std::make_tuple(op->bytes, op->batch, op->pass)
+              : std::make_tuple(int64_t{-1}, int64_t{0}, Pass::kForward);
+  };
+  EXPECT_EQ(quantize("fp8_weight_quantize"), std::make_tuple(int64_t{872'448'000}, int64_t{4}, Pass::kStep));
+  p.fp8_scaling = Fp8Scaling::kCurrent;
+  EXPECT_EQ(quantize("fp8_weight_quantize"), std::make_tuple(int64_t{1'308'672'000}, int64_t{8}, Pass::kStep));
+  p.fp8_scaling = Fp8Scaling::kBlock;
+  EXPECT_EQ(quantize("fp8_weight_quantize"), std::make_tuple(int64_t{1'090'560'000}, int64_t{8}, Pass::kStep));
+  p.fp8_scaling = Fp8Scaling::kDelayed;
+  p.fp8_param_gather = true;
+  EXPECT_EQ(quantize("fp8_weight_quantize"), std::make_tuple(int64_t{436'224'000}, int64_t{4}, Pass::kStep));
+  p.fp8_param_gather = false;
+  p.precision = Dtype::kNvfp4;
+  EXPECT_EQ(quantize("nvfp4_weight_quantize"), std::make_tuple(int64_t{1'117'824'000}, int64_t{8}, Pass::kStep));
+  p.precision = Dtype::kFp8;
+  p.transformer_engine = false;
+  EXPECT_EQ(FindOp(BuildStepGraph(*m, p).dense_layer, "fp8_weight_quantize"), nullptr);
+}
+
 TEST(StepGraphTest, Fp16OptimizerUnscalesTheGradientsInFp32) {
   // Per parameter of the shard, bf16 grads and weights, fp32 master and Adam moments:
   //   bf16: 3 x 2 (grads: norm, update, zero) + 2 x 4 (master) + 2 x 2 x 4 (moments) + 2 = 32 B;

@@ -1448,7 +1448,7 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   if ((launch && launch->grad_reduce_in_fp32) || (release && release->grad_reduce_in_fp32.value)) {
     const bool from_launch = launch && launch->grad_reduce_in_fp32;
     const bool fp32 = from_launch ? *launch->grad_reduce_in_fp32 : *release->grad_reduce_in_fp32.value;
-    p.dtypes.grads = fp32 ? Dtype::kFp32 : Dtype::kBf16;
+    p.dtypes.grads = fp32 ? Dtype::kFp32 : p.precision == Dtype::kFp16 ? Dtype::kFp16 : Dtype::kBf16;
     run.assumptions.push_back(std::string("gradients accumulated and reduced in ") + Name(p.dtypes.grads) +
                               " (grad_reduce_in_fp32 " + (fp32 ? "true" : "false") + ") from " +
                               (from_launch ? launch_name() : release->grad_reduce_in_fp32.source));

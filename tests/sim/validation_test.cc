@@ -955,7 +955,9 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // 8.1% when dgxc-benchmarking v25.03's MaxText runs took their configure.sh's remat policy
   // (save_qkv_proj, costed as full recomputation before): the 10 Llama 3 70B rows -10..-18% ->
   // -2..-12%.
-  ASSERT_EQ(v.all.n, 760u);
+  // 823 with the prequel's sizing runs of 02-25 to 02-28 (63 rows, scripts/bloom_prequel_corpus.py:
+  // TP 2 to 8, PP 2 to 24, fp16 and the BF16_Optimizer; median +7.9%, all but three too fast).
+  ASSERT_EQ(v.all.n, 823u);
   EXPECT_LE(v.all.median_abs_error, 0.0820);
   // p90 42.5% -> 44.0% when the Megatron-Bridge runs took their recipes' bf16 gradients (their DP
   // reduction halves, and gpt-oss-120b on B200/B300, already too fast, went from +41..61% to
@@ -1150,11 +1152,13 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // Nano runs (hybrid Mamba-2/MoE, +19% to +42%). Megatron-Core's 10.5% -> 10.0% with cuDNN
   // 9.13's Blackwell attention for the runs in containers before cuDNN 9.17; Llama 3's 3.4% ->
   // 0.7% with FlashAttention-2 (its rows +2.3/+3.4/+35.8% -> -0.4/+0.7/+7.4%). Megatron-DeepSpeed's
-  // 13.2% -> 16.9% when the prequel's topology search took the 16-bit gradients its date says (above).
+  // 13.2% -> 16.9% when the prequel's topology search took the 16-bit gradients its date says (above),
+  // 11.5% with its sizing runs of 02-25 to 02-28 (63 rows at TP 2 to 8, median +7.9%), 8.9% when the
+  // forks' backward TP all-reduce is blocking as their code runs it (tp_overlap none: 97 runs closer).
   const std::map<std::string, double> stack_bound = {
       {"llm-foundry-2023", 0.071},     {"megatron-core-2024", 0.105}, {"torchtitan-2024", 0.133},
       {"megatron-lm-2021", 0.035},     {"megatron-lm-2022", 0.05},    {"megascale-2024", 0.064},
-      {"deepspeed-zero3-2021", 0.161}, {"llama3-2024", 0.012},        {"megatron-deepspeed-2022", 0.170}};
+      {"deepspeed-zero3-2021", 0.161}, {"llama3-2024", 0.012},        {"megatron-deepspeed-2022", 0.090}};
   for (const auto& g : v.groups)
     if (g.dimension == "stack") {
       auto it = stack_bound.find(g.value);

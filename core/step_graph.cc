@@ -353,21 +353,24 @@ class Builder {
   // each 4 bits and an E4M3 scale per 16 values (9/16 B): 2 + 2 + 2 x 9/16 = 41/8 B in 2 kernels;
   // the Hadamard transform (16 multiply-adds a value, on the column-wise copy the weight gradient
   // reads) and the gradients' stochastic rounding run inside them.
+  struct QuantizeCost {
+    int64_t eighths = 32;  // bytes read and written per element, in eighths
+    int64_t kernels = 1;
+  };
+  QuantizeCost QuantizeCostPerElement() const {
+    if (gemm_dtype_ == Dtype::kNvfp4) return {41, 2};
+    if (p_.fp8_scaling == Fp8Scaling::kCurrent) return {48, 2};  // + an amax pass
+    if (p_.fp8_scaling == Fp8Scaling::kBlock) return {40, 2};    // + transposed re-quantize
+    return {32, 1};                                              // FP8 delayed: cast-transpose, read 2 B, write 1 + 1 B
+  }
   void Quantize(std::vector<Op>* ops, bool grad, int64_t elements, Pass pass) {
     const bool nvfp4 = gemm_dtype_ == Dtype::kNvfp4;
     const char* name = nvfp4 ? (grad ? "nvfp4_quantize_grad" : "nvfp4_quantize_input")
                              : (grad ? "fp8_quantize_grad" : "fp8_quantize_input");
-    int64_t bytes = elements * 4, kernels = 1;  // FP8 delayed: cast-transpose, read 2 B, write 1 + 1 B
-    if (nvfp4) {
-      bytes = elements * 41 / 8, kernels = 2;
-    } else if (p_.fp8_scaling == Fp8Scaling::kCurrent) {
-      bytes = elements * 6, kernels = 2;  // + an amax pass
-    } else if (p_.fp8_scaling == Fp8Scaling::kBlock) {
-      bytes = elements * 5, kernels = 2;  // + transposed re-quantize
-    }
-    if (!Mem(ops, name, bytes, MemOp::kFp8Quantize)) return;
+    const QuantizeCost c = QuantizeCostPerElement();
+    if (!Mem(ops, name, elements * c.eighths / 8, MemOp::kFp8Quantize)) return;
     ops->back().pass = pass;
-    ops->back().batch = kernels;
+    ops->back().batch = c.kernels;
   }
   // Returns whether it added the op (none for no bytes).
   bool Mem(std::vector<Op>* ops, const char* name, int64_t bytes, MemOp what = MemOp::kCopy) {
@@ -1020,24 +1023,15 @@ class Builder {
   void WeightQuantize(int64_t weights, bool moe, std::vector<Op>* out) {
     if (!Quantized(gemm_dtype_) || !p_.transformer_engine || weights <= 0) return;
     const bool nvfp4 = gemm_dtype_ == Dtype::kNvfp4;
-    int64_t eighths = 32, kernels = 1;  // FP8 delayed: cast-transpose, read 2 B, write 1 + 1 B
-    if (nvfp4) {
-      eighths = 41, kernels = 2;
-    } else if (p_.fp8_param_gather) {
-      eighths = 16;
-    } else if (p_.fp8_scaling == Fp8Scaling::kCurrent) {
-      eighths = 48, kernels = 2;
-    } else if (p_.fp8_scaling == Fp8Scaling::kBlock) {
-      eighths = 40, kernels = 2;
-    }
+    const QuantizeCost c = !nvfp4 && p_.fp8_param_gather ? QuantizeCost{16, 1} : QuantizeCostPerElement();
     // One kernel set per weight matrix (attention's projections, the MLP's or shared experts' two,
     // and a multi-tensor quantize for each of the grouped experts' two).
     const bool moe_layer = moe && m_.moe;
     const int64_t mats = (m_.mla ? (m_.mla->q_lora_rank > 0 ? 4 : 3) : 2) +
                          2 * (moe_layer ? (m_.moe->shared_experts > 0 ? 1 : 0) : 1) + (moe_layer ? 2 : 0);
-    if (!Mem(out, nvfp4 ? "nvfp4_weight_quantize" : "fp8_weight_quantize", weights * eighths / 8)) return;
+    if (!Mem(out, nvfp4 ? "nvfp4_weight_quantize" : "fp8_weight_quantize", weights * c.eighths / 8)) return;
     out->back().pass = Pass::kStep;
-    out->back().batch = mats * kernels;
+    out->back().batch = mats * c.kernels;
   }
 
   // Muon's orthogonalisation of this layer's 2D weights, once per step (Jordan et al. 2024,

@@ -286,11 +286,16 @@ class Builder {
       StageParamSync(params, tensors, out);
     }
   }
-  // The head's own parameters (untied output projection) and the final norm.
+  // The head's own parameters (untied output projection) and the final norm; tied across
+  // pipeline stages (pp > 1), the last stage's own copy of the word embedding, a parameter of that
+  // stage that its data-parallel group reduces and its optimizer updates like any other (Megatron's
+  // shared embedding, DeepSpeed's TiedLayerSpec; core/memory.cc holds it too). The all-reduce that
+  // keeps the two copies' gradients equal, between the first and last stages, is not costed: no
+  // group spans only the pipeline's ends (docs/compute.md).
   // With MTP: each module's eh_proj (2h x h/t) and three norms, and, untied across stages, the
   // last stage's copy of the word embedding (core/memory.cc).
   int64_t HeadParams() const {
-    int64_t n = (m_.tied_embeddings ? 0 : m_.vocab * m_.hidden / t_) + m_.hidden;
+    int64_t n = (m_.tied_embeddings && p_.pp == 1 ? 0 : m_.vocab * m_.hidden / t_) + m_.hidden;
     if (m_.mtp_layers > 0) {
       n += m_.MtpParamCopies() * (2 * m_.hidden * m_.hidden / t_ + 3 * NormParams(m_, m_.hidden));
       if (!m_.tied_embeddings && p_.pp > 1) n += m_.vocab * m_.hidden / t_;
@@ -1126,7 +1131,7 @@ class Builder {
   int64_t EmbeddingTensors() const { return 1 + (m_.position == PositionKind::kLearned ? 1 : 0); }
   int64_t HeadTensors() const {
     const int64_t norm = m_.norm == NormKind::kLayerNorm ? 2 : 1;
-    return (m_.tied_embeddings ? 0 : 1) + norm + m_.mtp_layers * (1 + 3 * norm) +
+    return (m_.tied_embeddings && p_.pp == 1 ? 0 : 1) + norm + m_.mtp_layers * (1 + 3 * norm) +
            (m_.mtp_layers > 0 && !m_.tied_embeddings && p_.pp > 1 ? 1 : 0);
   }
   int64_t EmbeddingParams() const {

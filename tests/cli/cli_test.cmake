@@ -318,7 +318,9 @@ run(report_gemm_only 0 "energy uses h100-sxm's TDP: cpu:vm's power was not measu
     report --model tiny --gpu h100-sxm --gpus 1 --profile gemm-only --db ${WORK}/cal.db)
 run(calibrate_published 0 "korthikanti2022-t4-22B-1layer-baseline-no-recompute +7.70 .*saved profile t4 version 1"
     calibrate published --dataset ${DATA}/validation/published.json --name t4 --db ${WORK}/cal.db)
-run(validate_shipped_profile 0 "median 5.4%, p90 9.6%, mean 5.8%, max 11.6%.*with the built-in defaults: \\|error\\| median 2.4%"
+# (the defaults' 2.4% became 2.6% when a tied model's last pipeline stage synchronised and updated its
+# own copy of the word embedding, as Megatron-LM does: the PP rows of Narayanan Table 1 0.1-0.3 points slower)
+run(validate_shipped_profile 0 "median 5.4%, p90 9.6%, mean 5.8%, max 11.6%.*with the built-in defaults: \\|error\\| median 2.6%"
     validate --dataset ${DATA}/validation/published.json --profile a100-megatron-2022)
 # The stage's three totals: what torch reports as peak allocated and reserved, and what the GPU
 # holds (the fit verdict's number); JSON has the first two per stage.

@@ -1162,6 +1162,28 @@ TEST(StepGraphTest, TransformerEngineQuantizesTheWeightsOncePerStep) {
   EXPECT_EQ(FindOp(BuildStepGraph(*m, p).dense_layer, "fp8_weight_quantize"), nullptr);
 }
 
+TEST(StepGraphTest, TiedEmbeddingsGiveTheLastStageItsOwnCopyToSynchronise) {
+  // GPT 1.7B (Narayanan Table 1: vocabulary 51,200, hidden 2,304, tied embeddings), ZeRO-1 over
+  // 2 with bf16 gradients. In one stage the head holds only its final norm (2,304 parameters in
+  // the head's count): 4,608 bytes reduced. Over two pipeline stages the last one keeps its own
+  // copy of the word embedding for the output layer (Megatron-LM's shared embedding), reduced and
+  // updated as its other parameters are: (51,200 x 2,304 + 2,304) x 2 = 235,934,208 bytes.
+  auto m = LoadModel("gpt-1.7b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p = Plan(1, 2, false);
+  p.zero = 1;
+  p.dtypes.grads = Dtype::kBf16;
+  const Op* one_stage = FindOp(BuildStepGraph(*m, p).head, "grad_reduce_scatter");
+  ASSERT_NE(one_stage, nullptr);
+  EXPECT_EQ(one_stage->bytes, 4'608);
+  p.pp = 2;
+  p.gpus = 4;
+  p.global_batch = 4;
+  const Op* two_stages = FindOp(BuildStepGraph(*m, p).head, "grad_reduce_scatter");
+  ASSERT_NE(two_stages, nullptr);
+  EXPECT_EQ(two_stages->bytes, 235'934'208);
+}
+
 TEST(StepGraphTest, Fp16OptimizerUnscalesTheGradientsInFp32) {
   // Per parameter of the shard, bf16 grads and weights, fp32 master and Adam moments:
   //   bf16: 3 x 2 (grads: norm, update, zero) + 2 x 4 (master) + 2 x 2 x 4 (moments) + 2 = 32 B;

@@ -1173,13 +1173,15 @@ TEST(StepGraphTest, TiedEmbeddingsGiveTheLastStageItsOwnCopyToSynchronise) {
   PlanSpec p = Plan(1, 2, false);
   p.zero = 1;
   p.dtypes.grads = Dtype::kBf16;
-  const Op* one_stage = FindOp(BuildStepGraph(*m, p).head, "grad_reduce_scatter");
+  const StepGraph one = BuildStepGraph(*m, p);  // kept alive: FindOp points into it
+  const Op* one_stage = FindOp(one.head, "grad_reduce_scatter");
   ASSERT_NE(one_stage, nullptr);
   EXPECT_EQ(one_stage->bytes, 4'608);
   p.pp = 2;
   p.gpus = 4;
   p.global_batch = 4;
-  const Op* two_stages = FindOp(BuildStepGraph(*m, p).head, "grad_reduce_scatter");
+  const StepGraph two = BuildStepGraph(*m, p);
+  const Op* two_stages = FindOp(two.head, "grad_reduce_scatter");
   ASSERT_NE(two_stages, nullptr);
   EXPECT_EQ(two_stages->bytes, 235'934'208);
 }

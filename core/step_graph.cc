@@ -294,8 +294,9 @@ class Builder {
   // group spans only the pipeline's ends (docs/compute.md).
   // With MTP: each module's eh_proj (2h x h/t) and three norms, and, untied across stages, the
   // last stage's copy of the word embedding (core/memory.cc).
+  bool HeadHoldsOutputWeight() const { return !m_.tied_embeddings || p_.pp > 1; }
   int64_t HeadParams() const {
-    int64_t n = (m_.tied_embeddings && p_.pp == 1 ? 0 : m_.vocab * m_.hidden / t_) + m_.hidden;
+    int64_t n = (HeadHoldsOutputWeight() ? m_.vocab * m_.hidden / t_ : 0) + m_.hidden;
     if (m_.mtp_layers > 0) {
       n += m_.MtpParamCopies() * (2 * m_.hidden * m_.hidden / t_ + 3 * NormParams(m_, m_.hidden));
       if (!m_.tied_embeddings && p_.pp > 1) n += m_.vocab * m_.hidden / t_;
@@ -1032,8 +1033,8 @@ class Builder {
     // One kernel set per weight matrix (attention's projections, the MLP's or shared experts' two,
     // and a multi-tensor quantize for each of the grouped experts' two).
     const bool moe_layer = moe && m_.moe;
-    const int64_t mats = (m_.mla ? (m_.mla->q_lora_rank > 0 ? 4 : 3) : 2) +
-                         2 * (moe_layer ? (m_.moe->shared_experts > 0 ? 1 : 0) : 1) + (moe_layer ? 2 : 0);
+    const int64_t mats =
+        AttentionWeightMatrices() + 2 * (moe_layer ? (m_.moe->shared_experts > 0 ? 1 : 0) : 1) + (moe_layer ? 2 : 0);
     if (!Mem(out, nvfp4 ? "nvfp4_weight_quantize" : "fp8_weight_quantize", weights * c.eighths / 8)) return;
     out->back().pass = Pass::kStep;
     out->back().batch = mats * c.kernels;
@@ -1111,9 +1112,11 @@ class Builder {
   // projections (MLA: the q, kv down and up projections), the MLP's two (gated: fused) weight
   // matrices, biases where the model has them, the two pre-norms (LayerNorm: weight and bias), QK
   // norms, and an MoE layer's router and shared experts.
+  // The attention block's weight matrices: QKV and the output projection, or MLA's projections.
+  int64_t AttentionWeightMatrices() const { return m_.mla ? (m_.mla->q_lora_rank > 0 ? 4 : 3) : 2; }
   int64_t DenseTensors(bool moe) const {
     const int64_t norm = m_.norm == NormKind::kLayerNorm ? 2 : 1;
-    int64_t n = m_.mla ? (m_.mla->q_lora_rank > 0 ? 4 : 3) + 2 * norm : 2;  // attention weights (+ MLA norms)
+    int64_t n = AttentionWeightMatrices() + (m_.mla ? 2 * norm : 0);  // attention weights (+ MLA norms)
     if (m_.bias == BiasKind::kAll) n += 2;
     else if (m_.bias == BiasKind::kQkv) n += 1;
     n += 2 * norm + (m_.qk_norm ? 2 : 0);
@@ -1131,7 +1134,7 @@ class Builder {
   int64_t EmbeddingTensors() const { return 1 + (m_.position == PositionKind::kLearned ? 1 : 0); }
   int64_t HeadTensors() const {
     const int64_t norm = m_.norm == NormKind::kLayerNorm ? 2 : 1;
-    return (m_.tied_embeddings && p_.pp == 1 ? 0 : 1) + norm + m_.mtp_layers * (1 + 3 * norm) +
+    return (HeadHoldsOutputWeight() ? 1 : 0) + norm + m_.mtp_layers * (1 + 3 * norm) +
            (m_.mtp_layers > 0 && !m_.tied_embeddings && p_.pp > 1 ? 1 : 0);
   }
   int64_t EmbeddingParams() const {

@@ -124,7 +124,7 @@ std::string SpeedTable(const core::Scenario& s, const SpeedReport& sp) {
   if (b.cp_comm_s > 0) row("CP communication (exposed)", b.cp_comm_s);
   if (b.ep_comm_s > 0) row("EP all-to-all (exposed)", b.ep_comm_s);
   if (b.dp_comm_s > 0) row("DP communication (exposed)", b.dp_comm_s);
-  if (b.pp_comm_s > 0) row("pipeline sends", b.pp_comm_s);
+  if (b.pp_comm_s > 0) row("pipeline communication", b.pp_comm_s);
   if (b.bubble_s > 0) row("pipeline bubble", b.bubble_s);
   if (b.offload_s > 0) row("offload copies (exposed)", b.offload_s);
   if (b.host_s > 0) row("waiting for the host (MoE)", b.host_s);

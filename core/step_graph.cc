@@ -44,6 +44,7 @@ const char* Name(CommGroup g) {
     case CommGroup::kExpertDp: return "expert_dp";
     case CommGroup::kHsdpShard: return "hsdp_shard";
     case CommGroup::kHsdpReplica: return "hsdp_replica";
+    case CommGroup::kPpEnds: return "pp_ends";
   }
   return "?";
 }
@@ -173,10 +174,11 @@ class Builder {
   void EmbeddingSync(std::vector<Op>* out) {
     EmbeddingWeightGrad(out);
     StageParamSync(EmbeddingParams(), EmbeddingTensors(), out);
+    TiedEmbeddingSync(out);
   }
   void EmbeddingPartInto(LayerPart part, std::vector<Op>* out, std::vector<Op>* fwd) {
     if (part != LayerPart::kSync) {
-      StagePartInto(part, &Builder::EmbeddingCompute, EmbeddingParams(), EmbeddingTensors(), out, fwd);
+      StagePartInto(part, &Builder::EmbeddingCompute, out, fwd);
       return;
     }
     out->clear();
@@ -184,10 +186,35 @@ class Builder {
   }
   void HeadInto(std::vector<Op>* fwd, std::vector<Op>* out) {
     HeadCompute(fwd, out);
+    HeadSync(out);
+  }
+  void HeadSync(std::vector<Op>* out) {
     StageParamSync(HeadParams(), HeadTensors(), out);
+    TiedEmbeddingSync(out);
   }
   void HeadPartInto(LayerPart part, std::vector<Op>* out, std::vector<Op>* fwd) {
-    StagePartInto(part, &Builder::HeadCompute, HeadParams(), HeadTensors(), out, fwd);
+    if (part != LayerPart::kSync) {
+      StagePartInto(part, &Builder::HeadCompute, out, fwd);
+      return;
+    }
+    out->clear();
+    HeadSync(out);
+  }
+  // A word embedding tied to the output layer across pipeline stages (pp > 1) has a copy on the
+  // first stage and one on the last, each given the gradient of its own use; after the backward
+  // the two are summed by an all-reduce over the pipeline's ends, once per step and blocking,
+  // after the data-parallel reduction and before the optimizer (Megatron-LM's
+  // _allreduce_word_embedding_grads in finalize_model_grads.py; DeepSpeed's pipeline engine
+  // allreduce_tied_weight_gradients in its ReduceTiedGrads instruction, before the DP reduction;
+  // both a plain all-reduce of the copy's V*h/t gradient on the embedding group). In the
+  // gradients' dtype; under ZeRO-3 the rank's shard of it.
+  void TiedEmbeddingSync(std::vector<Op>* out) {
+    if (!m_.tied_embeddings || p_.pp <= 1) return;
+    int64_t elements = m_.vocab * m_.hidden / t_;
+    if (p_.zero == 3) elements = std::max<int64_t>(elements / std::max<int64_t>(p_.dp * p_.cp, 1), 1);
+    Coll(out, "tied_embedding_all_reduce", CollectiveKind::kAllReduce, CommGroup::kPpEnds,
+         elements * DtypeBytes(p_.dtypes.grads));
+    out->back().pass = Pass::kStep;
   }
   void EmbeddingCompute(std::vector<Op>* fwd_ops, std::vector<Op>* out_ops) {
     std::vector<Op>& fwd = *fwd_ops;
@@ -274,24 +301,18 @@ class Builder {
       Eager(&fwd, "cross_entropy", c->forward * tokens_ * v_local, c->forward_kernels, MemOp::kCrossEntropy);
     else Mem(&fwd, "cross_entropy", 3 * tokens_ * v_local * 4, MemOp::kCrossEntropy);
   }
-  // One part of the embedding or head: its forward and backward (`compute()`), the sync of its
-  // `params`, or nothing (they are never recomputed).
+  // The compute or recompute part of the embedding or head: its forward and backward
+  // (`compute()`), or nothing (they are never recomputed). Their sync parts: EmbeddingSync, HeadSync.
   // (Into `out`, with `fwd` as scratch: both cleared first.)
-  void StagePartInto(LayerPart part, StageCompute compute, int64_t params, int64_t tensors, std::vector<Op>* out,
-                     std::vector<Op>* fwd) {
+  void StagePartInto(LayerPart part, StageCompute compute, std::vector<Op>* out, std::vector<Op>* fwd) {
     out->clear();
-    if (part == LayerPart::kCompute) {
-      (this->*compute)(fwd, out);
-    } else if (part == LayerPart::kSync) {
-      StageParamSync(params, tensors, out);
-    }
+    if (part == LayerPart::kCompute) (this->*compute)(fwd, out);
   }
   // The head's own parameters (untied output projection) and the final norm; tied across
   // pipeline stages (pp > 1), the last stage's own copy of the word embedding, a parameter of that
   // stage that its data-parallel group reduces and its optimizer updates like any other (Megatron's
   // shared embedding, DeepSpeed's TiedLayerSpec; core/memory.cc holds it too). The all-reduce that
-  // keeps the two copies' gradients equal, between the first and last stages, is not costed: no
-  // group spans only the pipeline's ends (docs/compute.md).
+  // keeps the two copies' gradients equal: TiedEmbeddingSync.
   // With MTP: each module's eh_proj (2h x h/t) and three norms, and, untied across stages, the
   // last stage's copy of the word embedding (core/memory.cc).
   bool HeadHoldsOutputWeight() const { return !m_.tied_embeddings || p_.pp > 1; }
@@ -1322,6 +1343,9 @@ GroupLayout LayoutOfGroup(CommGroup g, const PlanSpec& p) {
     case CommGroup::kExpertDp: return ExpertDpLayout(p);
     case CommGroup::kHsdpShard: return {shard, StrideOf(Axis::kCp, p)};
     case CommGroup::kHsdpReplica: return {std::max<int64_t>(1, p.dp * p.cp / shard), StrideOf(Axis::kCp, p) * shard};
+    // The first and the last stage: two members pp - 1 stages apart (one rank with one stage).
+    case CommGroup::kPpEnds:
+      return p.pp > 1 ? GroupLayout{2, (p.pp - 1) * StrideOf(Axis::kPp, p)} : GroupLayout{1, StrideOf(Axis::kPp, p)};
     case CommGroup::kNone: break;
   }
   return {};

@@ -23,9 +23,11 @@ enum class Pass : uint8_t { kForward, kBackwardInput, kBackwardWeight, kRecomput
 // The communicator an op runs on. kDpCp: data parallel together with context parallel (the group
 // dense gradients are reduced over); kExpertDp: the expert-data-parallel group; kHsdpShard and
 // kHsdpReplica: HSDP's shard group (innermost hsdp_shard_size ranks of DP x CP) and the group of
-// replicas across shard groups.
-enum class CommGroup : uint8_t { kNone, kTp, kCp, kEp, kDp, kPp, kDpCp, kExpertDp, kHsdpShard, kHsdpReplica };
-constexpr int kCommGroups = 10;
+// replicas across shard groups. kPpEnds: the pipeline's first and last stage at the same other
+// coordinates (Megatron's embedding group, DeepSpeed's tied-module group), where a tied word
+// embedding's two copies live; a middle stage's rank is a group of its own.
+enum class CommGroup : uint8_t { kNone, kTp, kCp, kEp, kDp, kPp, kDpCp, kExpertDp, kHsdpShard, kHsdpReplica, kPpEnds };
+constexpr int kCommGroups = 11;
 const char* Name(OpKind k);
 const char* Name(Pass p);
 const char* Name(CommGroup g);

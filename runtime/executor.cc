@@ -151,7 +151,9 @@ class Executor {
     MESHPLAN_ASSIGN_OR_RETURN(self_comm_, be_.CreateCommunicator(self_.get()));
     for (int g = 0; g < core::kCommGroups; ++g) {
       HostComm* h = groups_.groups[static_cast<size_t>(g)];
-      const int64_t want = core::LayoutOfGroup(static_cast<CommGroup>(g), p_).size;
+      // (The pipeline's ends: a middle stage's rank is a group of its own, GroupMembers.)
+      const bool alone = g == static_cast<int>(CommGroup::kPpEnds) && stage_ != 0 && stage_ != p_.pp - 1;
+      const int64_t want = alone ? 1 : core::LayoutOfGroup(static_cast<CommGroup>(g), p_).size;
       if (h == nullptr || want <= 1) continue;
       if (h->size() != want)
         return Status::InvalidArgument(std::string("executor: group ") + core::Name(static_cast<CommGroup>(g)) +
@@ -692,9 +694,10 @@ class Executor {
       case OpKind::kCollective:
       case OpKind::kP2p: {
         const int64_t n = sl.comm ? sl.comm->size() : 1;
+        // Gradients: the data-parallel groups' and the tied embedding's all-reduce.
         const bool dp_group = op.group == CommGroup::kDpCp || op.group == CommGroup::kDp ||
                               op.group == CommGroup::kExpertDp || op.group == CommGroup::kHsdpShard ||
-                              op.group == CommGroup::kHsdpReplica;
+                              op.group == CommGroup::kHsdpReplica || op.group == CommGroup::kPpEnds;
         const Dtype d = dp_group ? p_.dtypes.grads : act_;
         int64_t count = std::max<int64_t>(op.bytes / std::max<int64_t>(core::DtypeBytes(d), 1), 1);
         count = (count + n - 1) / n * n;  // whole blocks per rank

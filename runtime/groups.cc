@@ -13,6 +13,14 @@ using core::Status;
 
 std::vector<int64_t> GroupMembers(CommGroup g, const core::PlanSpec& p, int64_t rank) {
   const core::GroupLayout l = core::LayoutOfGroup(g, p);
+  // The pipeline's ends: stage 0 and stage pp - 1 at the rank's other coordinates; a middle
+  // stage's rank is alone (its pipeline digit takes the values 0 and pp - 1 only).
+  if (g == CommGroup::kPpEnds) {
+    const int64_t stage = StageOfRank(p, rank), stride = core::StrideOf(core::Axis::kPp, p);
+    if (l.size <= 1 || (stage != 0 && stage != p.pp - 1)) return {rank};
+    const int64_t base = rank - stage * stride;
+    return {base, base + l.stride};
+  }
   // The group's members differ only in one mixed-radix digit of the rank: radix l.size at l.stride.
   const int64_t base = rank - ((rank / l.stride) % l.size) * l.stride;
   std::vector<int64_t> out;

@@ -18,7 +18,8 @@ namespace meshplan::runtime {
 
 // Where the members of a plan group sit among the global ranks: core::LayoutOfGroup, the layout
 // the simulator costs (Megatron-Core's regrouping for the expert axes).
-// The global ranks of `rank`'s group `g`, in group order. REQUIRES: 0 <= rank < p.gpus.
+// The global ranks of `rank`'s group `g`, in group order; for kPpEnds on a middle stage, the
+// rank alone. REQUIRES: 0 <= rank < p.gpus.
 std::vector<int64_t> GroupMembers(core::CommGroup g, const core::PlanSpec& p, int64_t rank);
 // The pipeline stage of a global rank.
 int64_t StageOfRank(const core::PlanSpec& p, int64_t rank);

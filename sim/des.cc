@@ -32,6 +32,7 @@ const char* Name(TaskKind k) {
     case TaskKind::kGradSync: return "grad_sync";
     case TaskKind::kOptimizer: return "optimizer";
     case TaskKind::kParamGather: return "param_gather";
+    case TaskKind::kTiedSync: return "tied_sync";
   }
   return "?";
 }
@@ -70,7 +71,7 @@ struct PassSplit {
 };
 struct ListSplit {
   std::array<PassSplit, 3> pass;  // by PassIndex
-  double grad_sync = 0, optimizer = 0, param_gather = 0;
+  double grad_sync = 0, optimizer = 0, param_gather = 0, tied_sync = 0;
   void Add(const ListSplit& o, double count) {
     for (size_t i = 0; i < 3; ++i) {
       pass[i].compute += o.pass[i].compute * count;
@@ -82,6 +83,7 @@ struct ListSplit {
     grad_sync += o.grad_sync * count;
     optimizer += o.optimizer * count;
     param_gather += o.param_gather * count;
+    tied_sync += o.tied_sync * count;
   }
 };
 
@@ -110,7 +112,8 @@ std::vector<StageStreams> StageStreamCosts(const core::ModelSpec& m, const core:
       const bool comm = op.kind == core::OpKind::kCollective || op.kind == core::OpKind::kP2p;
       const int pass = PassIndex(op.pass);
       if (pass < 0) {  // once per step: gradient synchronisation, the optimizer, ZeRO-1/2's gather
-        if (comm && op.collective == core::CollectiveKind::kAllGather) s.param_gather += collective(op);
+        if (comm && op.group == core::CommGroup::kPpEnds) s.tied_sync += collective(op);
+        else if (comm && op.collective == core::CollectiveKind::kAllGather) s.param_gather += collective(op);
         else if (comm) s.grad_sync += collective(op);
         else s.optimizer += op_time(op);
         continue;
@@ -166,6 +169,7 @@ std::vector<StageStreams> StageStreamCosts(const core::ModelSpec& m, const core:
     StageStreams s;
     s.p2p_s = p2p;
     s.grad_sync_s = total.grad_sync;
+    s.tied_sync_s = total.tied_sync;
     s.optimizer_s = total.optimizer;
     s.param_gather_s = std::max(0.0, total.param_gather - (p.overlap_param_gather ? t.forward_s : 0.0));
     // The step model's rule (StepOverlapSlowdown): the hidden synchronisation slows the compute.
@@ -256,7 +260,7 @@ struct Interval {
 // Per rank: what one pass op costs (F, B, W of one chunk), its send, and the step-level work.
 struct RankCost {
   std::array<OpCost, 3> op;
-  double send = 0, grad_sync = 0, optimizer = 0, param_gather = 0;
+  double send = 0, grad_sync = 0, optimizer = 0, param_gather = 0, tied_sync = 0;
   double slowdown = 0;  // StageStreams::overlap_slowdown_s
 };
 
@@ -368,8 +372,10 @@ class Simulator {
   // the limit of small buckets the chunk's share (the rank's total split evenly over its chunks)
   // is ready from the start of that backward, so the reduction ends at max(backward end,
   // start + its time), the step model's rule. Not overlapped: it starts when the rank's last
-  // backward finishes. Then the exposed part of ZeRO-1/2's parameter all-gather
-  // (StageStreams::param_gather_s) on dp_comm. Returns the end of the rank's step.
+  // backward finishes. A tied word embedding's all-reduce (StageStreams::tied_sync_s) follows on
+  // p2p, blocking: the step model adds it to the end rank's step. Then the exposed part of
+  // ZeRO-1/2's parameter all-gather (StageStreams::param_gather_s) on dp_comm. Returns the end of
+  // the rank's step.
   double Finish(int64_t r, bool overlap, const std::vector<int64_t>& hosted) {
     const size_t ri = static_cast<size_t>(r);
     const RankCost& rc = cost_[ri];
@@ -388,7 +394,15 @@ class Simulator {
     }
     // The compute the hidden synchronisation slowed (StageStreams::overlap_slowdown_s) ends
     // before the optimizer, as the step model adds it.
-    const double start = std::max(free_[ri], sync_end) + rc.slowdown;
+    double ready = std::max(free_[ri], sync_end);
+    if (rc.tied_sync > 0) {
+      busy_[ri][static_cast<size_t>(Stream::kP2p)] += rc.tied_sync;
+      if (timeline_)
+        timeline_->tasks.push_back(
+            {r, -1, -1, PipeOpKind::kWeight, TaskKind::kTiedSync, Stream::kP2p, ready, ready + rc.tied_sync});
+      ready += rc.tied_sync;
+    }
+    const double start = ready + rc.slowdown;
     const double end = start + rc.optimizer;
     busy_[ri][static_cast<size_t>(Stream::kCompute)] += rc.slowdown + rc.optimizer;
     if (timeline_ && rc.optimizer > 0)
@@ -503,11 +517,11 @@ core::Result<DesResult> SimulateStreams(const core::PlanSpec& plan, const std::v
                               {&s.backward_weight, "backward_weight"}}) {
       if (core::Status st = CheckPass(*pass, r, name); !st.ok()) return st;
     }
-    for (double v : {s.p2p_s, s.grad_sync_s, s.optimizer_s, s.param_gather_s, s.overlap_slowdown_s})
+    for (double v : {s.p2p_s, s.grad_sync_s, s.tied_sync_s, s.optimizer_s, s.param_gather_s, s.overlap_slowdown_s})
       if (!(v >= 0) || !std::isfinite(v))
         return core::Status::InvalidArgument(
             "stages[" + std::to_string(r) +
-            "]: p2p, grad_sync, optimizer, param_gather and overlap_slowdown times must be finite and >= 0");
+            "]: p2p, grad_sync, tied_sync, optimizer, param_gather and overlap_slowdown times must be finite and >= 0");
   }
 
   // The schedule's fixed per-rank orders (core/schedule.h), the ones the runtime runs.
@@ -526,6 +540,7 @@ core::Result<DesResult> SimulateStreams(const core::PlanSpec& plan, const std::v
              Scaled(s.backward_weight, slow / split)};
     rc.send = s.p2p_s * slow;
     rc.grad_sync = s.grad_sync_s;
+    rc.tied_sync = s.tied_sync_s;
     rc.optimizer = s.optimizer_s;
     rc.param_gather = s.param_gather_s;
     rc.slowdown = s.overlap_slowdown_s;
@@ -622,6 +637,7 @@ const char* TaskColour(TaskKind k) {
     case TaskKind::kGradSync: return "#9d755d";
     case TaskKind::kOptimizer: return "#79706e";
     case TaskKind::kParamGather: return "#bab0ac";
+    case TaskKind::kTiedSync: return "#4c78a8";
   }
   return "#000";
 }
@@ -758,7 +774,7 @@ std::string AsciiGantt(const DesResult& r, int64_t stages, int width) {
                                              : 'W');
   // Overlapped collectives first, so that a one-column exposed one stays visible.
   for (const TaskKind k : {TaskKind::kOverlappedComm, TaskKind::kGradSync, TaskKind::kExposedComm, TaskKind::kSend,
-                           TaskKind::kOptimizer, TaskKind::kParamGather}) {
+                           TaskKind::kOptimizer, TaskKind::kParamGather, TaskKind::kTiedSync}) {
     for (const auto& t : r.tasks) {
       if (t.kind != k) continue;
       char c = 'O';
@@ -769,6 +785,7 @@ std::string AsciiGantt(const DesResult& r, int64_t stages, int width) {
         case TaskKind::kSend: c = t.pass == PipeOpKind::kForward ? '>' : '<'; break;
         case TaskKind::kOptimizer: c = 'O'; break;
         case TaskKind::kParamGather: c = 'G'; break;
+        case TaskKind::kTiedSync: c = 'E'; break;
       }
       paint(t.stage, line_of(t.stream), t.start_s, t.end_s, c);
     }
@@ -787,9 +804,14 @@ std::string AsciiGantt(const DesResult& r, int64_t stages, int width) {
   for (const auto& t : r.tasks) optimizer |= t.kind == TaskKind::kOptimizer;
   if (optimizer) o << "  O step-level work";
   o << "\n";
-  if (!comm.empty())
+  if (!comm.empty()) {
     o << "        = exposed  ~ overlapped collective  > activation send  < gradient send  R gradient sync"
-         "  G parameter all-gather\n";
+         "  G parameter all-gather";
+    bool tied = false;
+    for (const auto& t : r.tasks) tied |= t.kind == TaskKind::kTiedSync;
+    if (tied) o << "  E tied embedding all-reduce";
+    o << "\n";
+  }
   return o.str();
 }
 

@@ -58,8 +58,9 @@ enum class TaskKind {
   kGradSync,        // the step's DP gradient synchronisation, or one bucket of it (dp_comm)
   kOptimizer,       // the optimizer step (compute)
   kParamGather,     // ZeRO-1/2's parameter all-gather, its exposed part (dp_comm)
+  kTiedSync,        // a tied word embedding's gradient all-reduce over the pipeline's ends (p2p)
 };
-// "exposed", "overlapped", "send", "grad_sync", "optimizer", "param_gather"
+// "exposed", "overlapped", "send", "grad_sync", "optimizer", "param_gather", "tied_sync"
 const char* Name(TaskKind k);
 
 // A task on a stream other than a pass's compute: communication and the step-level work.
@@ -91,7 +92,10 @@ struct StageStreams {
   PassStreams backward_weight;  // weight gradients
   double p2p_s = 0;             // one pipeline send (the step graph's pipeline_send), per pass op
   double grad_sync_s = 0;       // per step: DP gradient synchronisation before any overlap (dp_comm)
-  double optimizer_s = 0;       // per step: the optimizer (compute)
+  // Per step, on the first and last stage of a pipeline with a tied word embedding: the all-reduce
+  // of its two copies' gradients (p2p), after the gradient synchronisation, before the optimizer.
+  double tied_sync_s = 0;
+  double optimizer_s = 0;  // per step: the optimizer (compute)
   // Per step: the exposed part of ZeRO-1/2's parameter all-gather (dp_comm), after the optimizer:
   // all of it, or with overlap_param_gather what one microbatch's forward does not cover (that
   // forward is the next step's first, which waits for it; one simulated step carries the wait).
@@ -106,9 +110,9 @@ struct StageStreams {
 // duration: compute_s + exposed + the step model's sends in that pass == StageTimes' pass time
 // (F and B carry p2p_s x sends per microbatch there, sends = vpp for interleaved, else 1); the
 // exposed part of the overlappable collectives is shared between tp_comm and dp_comm in
-// proportion to their overlappable time. grad_sync_s and optimizer_s are the step graph's
-// per-step ops on the rank; param_gather_s the exposed all-gather by the step model's rule. REQUIRES: ValidatePlan
-// reported no errors; stages == EstimateStep(m, p, g, c, profile).stages.
+// proportion to their overlappable time. grad_sync_s, tied_sync_s and optimizer_s are the step
+// graph's per-step ops on the rank; param_gather_s the exposed all-gather by the step model's rule. REQUIRES:
+// ValidatePlan reported no errors; stages == EstimateStep(m, p, g, c, profile).stages.
 std::vector<StageStreams> StageStreamCosts(const core::ModelSpec& m, const core::PlanSpec& p, const core::GpuSpec& g,
                                            const core::ClusterSpec& c, const core::Profile& profile,
                                            const std::vector<StageTimes>& stages);

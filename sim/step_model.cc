@@ -199,14 +199,15 @@ struct CollectiveKeyHash {
 };
 using CollectiveMemo = std::unordered_map<CollectiveKey, double, CollectiveKeyHash>;
 
-// Once-per-step work of one list (gradient sync, optimizer), costed once per list. `comm` is all
-// of the step's collectives; `param_gather` the part of it that is ZeRO-1/2's all-gather of the
-// updated parameters (the step's only all-gather: core/step_graph.cc ParamSync), which overlaps a
-// different pass than the gradient reduction.
+// Once-per-step work of one list (gradient sync, optimizer), costed once per list. `comm` is the
+// step's data-parallel collectives; `param_gather` the part of it that is ZeRO-1/2's all-gather of
+// the updated parameters (the step's only all-gather: core/step_graph.cc ParamSync), which overlaps
+// a different pass than the gradient reduction. `tied`: the tied word embedding's all-reduce over
+// the pipeline's ends (core/step_graph.cc TiedEmbeddingSync), blocking, once per step.
 struct StepWork {
-  double comm = 0, optimizer = 0, param_gather = 0;
+  double comm = 0, optimizer = 0, param_gather = 0, tied = 0;
   StepWork operator+(const StepWork& o) const {
-    return {comm + o.comm, optimizer + o.optimizer, param_gather + o.param_gather};
+    return {comm + o.comm, optimizer + o.optimizer, param_gather + o.param_gather, tied + o.tied};
   }
 };
 
@@ -234,6 +235,10 @@ class Coster {
         if (!step) continue;
         if (op.kind == OpKind::kCollective) {
           const double t = CollectiveTime(op);
+          if (op.group == CommGroup::kPpEnds) {
+            step->tied += t;
+            continue;
+          }
           step->comm += t;
           if (IsParamGather(op)) step->param_gather += t;
         } else {
@@ -348,6 +353,7 @@ struct RankCost {
   double host = 0;           // the GPU waiting for the host (MoE layers' host floor), per microbatch
   double param_gather = 0;   // of step_comm: the ZeRO-1/2 parameter all-gather (StepWork)
   double step_slowdown = 0;  // of step_comm (once exposed): compute slowed by the hidden DP sync
+  double tied = 0;           // the tied embedding's all-reduce over the pipeline's ends (StepWork)
 };
 
 // `count` microbatch-passes of a finished list added to a rank (the per-list sums from Finish()).
@@ -471,7 +477,7 @@ std::array<BreakdownTerm, 11> BreakdownTerms(const StepBreakdown& b) {
            {"cp_comm", "exposed CP communication", b.cp_comm_s},
            {"ep_comm", "exposed EP all-to-all", b.ep_comm_s},
            {"dp_comm", "exposed DP communication", b.dp_comm_s},
-           {"pp_comm", "pipeline sends", b.pp_comm_s},
+           {"pp_comm", "pipeline sends (and the tied embedding's all-reduce)", b.pp_comm_s},
            {"bubble", "pipeline bubble", b.bubble_s},
            {"optimizer", "optimizer step", b.optimizer_s},
            {"offload", "exposed activation offload", b.offload_s},
@@ -944,6 +950,15 @@ ListKey SyncPartKey(ListKey k, int64_t sync_spans) {
   k[11] = sync_spans;       // replaces the placement
   return k;
 }
+// The embedding's and head's sync part reads, beyond a layer's, whether the pipeline has more than
+// one stage (with a tied embedding the last stage holds its own copy, which it synchronises and
+// all-reduces with the first's: core/step_graph.cc HeadHoldsOutputWeight, TiedEmbeddingSync) and
+// the span of the pipeline's ends: its members per scale-up domain in place of pp.
+ListKey StageSyncKey(const ListKey& key, const core::PlanSpec& p, const core::ClusterSpec& c, int64_t sync_spans) {
+  ListKey k = SyncPartKey(key, sync_spans);
+  if (p.pp > 1) k[4] = core::SpanOfGroup(CommGroup::kPpEnds, p, c).per_domain;
+  return k;
+}
 // The recompute mode's bits in a ListKey's enum word (KeyOf): the mode and selective's modules.
 constexpr int64_t kRecomputeBits = int64_t{0xF} << 4 | int64_t{0xFF} << 48;
 ListKey PartKey(ListKey k, core::LayerPart part, int64_t compute_spans, int64_t sync_spans) {
@@ -973,6 +988,9 @@ struct StepCostCache::Impl {
   const core::GpuSpec* g = nullptr;
   const core::ClusterSpec* c = nullptr;
   const core::Profile* prof = nullptr;
+  // The job's GPU count, tp x cp x pp x dp: the compute is costed at the pace of the slowest of
+  // them (SlowestGpuPace), which the parts' keys leave out (a search's plans share one count).
+  int64_t gpus = 0;
   std::unordered_map<ListKey, CostedLists, ListKeyHash> lists;
   std::array<std::unordered_map<ListKey, LayerPartCosts, ListKeyHash>, 3> parts;  // by core::LayerPart
   CollectiveMemo collectives;
@@ -983,7 +1001,8 @@ struct StepCostCache::Impl {
 
   const CostedLists& Get(const core::ModelSpec& mm, const core::PlanSpec& p, const core::GpuSpec& gg,
                          const core::ClusterSpec& cc, const core::Profile& pr) {
-    if (&mm != m || &gg != g || &cc != c || &pr != prof) {
+    const int64_t n = p.tp * p.cp * p.pp * p.dp;
+    if (&mm != m || &gg != g || &cc != c || &pr != prof || n != gpus) {
       lists.clear();
       for (auto& pc : parts) pc.clear();
       collectives.clear();
@@ -994,6 +1013,7 @@ struct StepCostCache::Impl {
       g = &gg;
       c = &cc;
       prof = &pr;
+      gpus = n;
     }
     const ListKey key = KeyOf(p);
     auto [it, fresh] = lists.try_emplace(key);
@@ -1100,7 +1120,7 @@ void CostLists(const core::ModelSpec& m, const core::PlanSpec& p, const core::Gp
   if (sfresh) {
     auto [cit, cfresh] = cache->stage_compute.try_emplace(PartKey(key, core::LayerPart::kCompute, spans, sync_spans));
     if (cfresh) cit->second = CostStagePart(m, p, coster, core::LayerPart::kCompute);
-    auto [yit, yfresh] = cache->stage_sync.try_emplace(SyncPartKey(key, sync_spans));
+    auto [yit, yfresh] = cache->stage_sync.try_emplace(StageSyncKey(key, p, c, sync_spans));
     if (yfresh) yit->second = CostStagePart(m, p, coster, core::LayerPart::kSync);
     CostStageLists(m, p, coster, cit->second, yit->second, &sit->second);
   }
@@ -1150,6 +1170,7 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
     r->step_comm += w.comm * count;
     r->param_gather += w.param_gather * count;
     r->optimizer += w.optimizer * count;
+    r->tied += w.tied * count;
   };
 
   // `n` layers of one kind: the first `rc` with their recompute pass (`all`), the rest without it
@@ -1237,7 +1258,10 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
     r.step_slowdown = StepOverlapSlowdown(p, r.times, grad_sync, r.param_gather);
     r.step_comm =
         std::max(0.0, grad_sync - grad_window) + std::max(0.0, r.param_gather - param_window) + r.step_slowdown;
-    r.times.step_s = r.step_comm + r.optimizer;
+    // The tied embedding's all-reduce after the last flush's gradient reduction, exposed whole:
+    // Megatron-LM's runs after finish_grad_sync, DeepSpeed's before its DP reduction, both
+    // blocking the step's end.
+    r.times.step_s = r.step_comm + r.tied + r.optimizer;
   }
 
   StepEstimate e;
@@ -1288,13 +1312,14 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
   b.bubble_s = bubble;
   // The step-level part: exposed synchronisation and optimizer of the slowest rank at that phase
   // (of equally slow ranks, the last).
-  double step_comm = 0, optimizer = 0, step_slowdown = 0;
+  double step_comm = 0, optimizer = 0, step_slowdown = 0, tied = 0;
   int64_t step_rank = -1;
   for (size_t k = 0; k < ranks.size(); ++k) {
     const RankCost& r = ranks[k];
-    const double best = step_comm + optimizer;
+    const double best = step_comm + tied + optimizer;
     if (rank_step(r) > best || (rank_step(r) == best && layout.last_rank[k] > step_rank)) {
       step_comm = r.step_comm * static_cast<double>(flushes);
+      tied = r.tied;
       optimizer = r.optimizer;
       step_slowdown = r.step_slowdown * static_cast<double>(flushes);
       step_rank = layout.last_rank[k];
@@ -1302,6 +1327,7 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
   }
   e.overlap_slowdown_s = rc.times.Slowdown() * scale + step_slowdown;
   b.dp_comm_s += step_comm;
+  b.pp_comm_s += tied;  // the pipeline's ends
   b.optimizer_s = optimizer;
   e.bubble_fraction = e.time_s > 0 ? bubble / e.time_s : 0;
 

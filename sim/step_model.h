@@ -28,7 +28,8 @@ struct StepBreakdown {
   double cp_comm_s = 0;    // exposed context-parallel exchanges
   double ep_comm_s = 0;    // exposed expert-parallel all-to-alls
   double dp_comm_s = 0;    // exposed data-parallel gradient/parameter synchronisation
-  double pp_comm_s = 0;    // pipeline sends on the critical path
+  double pp_comm_s =
+      0;  // pipeline sends on the critical path, and the tied embedding's all-reduce over the pipeline's ends
   double bubble_s = 0;     // pipeline fill and drain
   double optimizer_s = 0;  // the optimizer step
   double offload_s = 0;    // activation offloading's host-link transfers the compute waits for
@@ -144,7 +145,7 @@ const char* PassShortName(core::Pass p);
 // Names this step model in stored predictions (core/result_store.h); bump it when a change moves
 // predictions, so history can tell predictions of different models apart.
 inline constexpr const char* kStepModelVersion =
-    "meshplan 0.1.0 step-model/7 (AsyncTP as PyTorch's micro-pipeline pass fuses it)";
+    "meshplan 0.1.0 step-model/8 (a tied embedding's all-reduce over the pipeline's ends)";
 
 // The costed op lists of a plan (its layers, embedding, head, pipeline send, once-per-step work)
 // depend on the plan's sharding, batch shape, precision and placement but not on its pipeline
@@ -153,8 +154,8 @@ inline constexpr const char* kStepModelVersion =
 // whose per-microbatch reduce-scatters it overlaps). A search evaluates many plans
 // that differ only there, so EstimateStep can keep the costed lists here and reuse them: the
 // result is identical with and without a cache (tests/sim/step_model_test.cc).
-// One cache serves one (model, GPU, cluster, profile) — it forgets everything when called with
-// another — and one thread at a time.
+// One cache serves one (model, GPU, cluster, profile) and GPU count (the slowest GPU's pace) — it
+// forgets everything when called with another — and one thread at a time.
 class StepCostCache {
  public:
   StepCostCache();

@@ -131,7 +131,7 @@ QString StepTableModel::termName(Row r) {
     case kCpComm: return "CP communication";
     case kEpComm: return "EP all-to-all";
     case kDpComm: return "DP communication";
-    case kPpComm: return "pipeline sends";
+    case kPpComm: return "pipeline communication";
     case kBubble: return "pipeline bubble";
     case kOffload: return "activation offload";
     case kHost: return "waiting for the host";
@@ -150,7 +150,9 @@ QString StepTableModel::termHelp(Row r) {
     case kCpComm: return "context-parallel KV exchange not hidden under attention";
     case kEpComm: return "expert-parallel token dispatch and combine not hidden under compute";
     case kDpComm: return "data-parallel gradient reduction / parameter gathering not hidden under backward";
-    case kPpComm: return "pipeline activation sends on the critical path";
+    case kPpComm:
+      return "pipeline activation sends on the critical path, and a tied word embedding's gradient all-reduce between "
+             "the first and last stage";
     case kBubble: return "pipeline fill and drain (idle ranks)";
     case kOffload: return "activation copies to and from host memory the compute waits for (offloaded layers)";
     case kHost:

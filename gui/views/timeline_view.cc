@@ -44,6 +44,7 @@ QColor TaskColor(sim::TaskKind k) {
     case sim::TaskKind::kGradSync: return QColor(142, 36, 170);
     case sim::TaskKind::kOptimizer: return QColor(60, 60, 60);
     case sim::TaskKind::kParamGather: return QColor(186, 104, 200);
+    case sim::TaskKind::kTiedSync: return QColor(30, 136, 229);
   }
   return Qt::gray;
 }
@@ -238,7 +239,8 @@ void GanttWidget::paintEvent(QPaintEvent*) {
                                                          {sim::TaskKind::kSend, "pipeline send"},
                                                          {sim::TaskKind::kGradSync, "DP gradient sync"},
                                                          {sim::TaskKind::kOptimizer, "optimizer"},
-                                                         {sim::TaskKind::kParamGather, "param all-gather"}};
+                                                         {sim::TaskKind::kParamGather, "param all-gather"},
+                                                         {sim::TaskKind::kTiedSync, "tied embedding all-reduce"}};
   for (const auto& [kind, word] : tasks) {
     p.fillRect(QRectF(lx, r.bottom() + 46, 10, 8), TaskColor(kind));
     p.drawText(QRectF(lx + 13, r.bottom() + 42, 200, 16), Qt::AlignLeft | Qt::AlignVCenter, word);

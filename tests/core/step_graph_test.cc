@@ -1184,6 +1184,50 @@ TEST(StepGraphTest, TiedEmbeddingsGiveTheLastStageItsOwnCopyToSynchronise) {
   const Op* two_stages = FindOp(two.head, "grad_reduce_scatter");
   ASSERT_NE(two_stages, nullptr);
   EXPECT_EQ(two_stages->bytes, 235'934'208);
+  // In one stage there is one copy: nothing to sum between stages.
+  EXPECT_EQ(FindOp(one.head, "tied_embedding_all_reduce"), nullptr);
+  EXPECT_EQ(FindOp(one.embedding, "tied_embedding_all_reduce"), nullptr);
+}
+
+TEST(StepGraphTest, TiedEmbeddingCopiesAreSummedOverThePipelinesEnds) {
+  // GPT 1.7B over 4 stages (tp 2, bf16 gradients): the first stage's word embedding and the last
+  // stage's copy each get the gradient of their own use, then one all-reduce on the pipeline's
+  // ends sums them, once per step (Megatron-LM's _allreduce_word_embedding_grads): the copy's
+  // 51,200 x 2,304 / 2 = 58,982,400 gradients x 2 bytes = 117,964,800 bytes, on both ends.
+  auto m = LoadModel("gpt-1.7b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p = Plan(2, 1, false);
+  p.pp = 4;
+  p.gpus = 8;
+  p.global_batch = 4;
+  p.dtypes.grads = Dtype::kBf16;
+  const StepGraph g = BuildStepGraph(*m, p);
+  for (const std::vector<Op>* list : {&g.embedding, &g.head}) {
+    const Op* ar = FindOp(*list, "tied_embedding_all_reduce");
+    ASSERT_NE(ar, nullptr);
+    EXPECT_EQ(ar->kind, OpKind::kCollective);
+    EXPECT_EQ(ar->collective, CollectiveKind::kAllReduce);
+    EXPECT_EQ(ar->group, CommGroup::kPpEnds);
+    EXPECT_EQ(ar->pass, Pass::kStep);
+    EXPECT_FALSE(ar->overlappable);
+    EXPECT_EQ(ar->bytes, 117'964'800);
+  }
+  // In the sync parts the search costs apart, the same op.
+  const std::vector<Op> head_sync = BuildHeadPart(*m, p, LayerPart::kSync);
+  const Op* in_part = FindOp(head_sync, "tied_embedding_all_reduce");
+  ASSERT_NE(in_part, nullptr);
+  EXPECT_EQ(in_part->bytes, 117'964'800);
+  // Fp32 gradients (Megatron's main_grad under bf16) twice the bytes; an untied model none.
+  p.dtypes.grads = Dtype::kFp32;
+  const StepGraph g32 = BuildStepGraph(*m, p);
+  const Op* fp32 = FindOp(g32.head, "tied_embedding_all_reduce");
+  ASSERT_NE(fp32, nullptr);
+  EXPECT_EQ(fp32->bytes, 2 * 117'964'800LL);
+  ModelSpec untied = *m;
+  untied.tied_embeddings = false;
+  const StepGraph gu = BuildStepGraph(untied, p);
+  EXPECT_EQ(FindOp(gu.head, "tied_embedding_all_reduce"), nullptr);
+  EXPECT_EQ(FindOp(gu.embedding, "tied_embedding_all_reduce"), nullptr);
 }
 
 TEST(StepGraphTest, Fp16OptimizerUnscalesTheGradientsInFp32) {
@@ -1265,6 +1309,16 @@ TEST(GroupLayoutTest, EveryGroupHasOneLayoutAndItsSpanIsThatLayouts) {
   p.hsdp_shard_size = 2;
   EXPECT_EQ(LayoutOfGroup(CommGroup::kHsdpShard, p), (GroupLayout{2, 2}));
   EXPECT_EQ(LayoutOfGroup(CommGroup::kHsdpReplica, p), (GroupLayout{2, 4}));
+  // The pipeline's ends: stages 0 and pp - 1, (pp - 1) x 8 ranks apart; one rank without a pipeline.
+  EXPECT_EQ(LayoutOfGroup(CommGroup::kPpEnds, p), (GroupLayout{2, 8}));
+  PlanSpec four = p;
+  four.pp = 4;
+  four.gpus = 32;
+  EXPECT_EQ(LayoutOfGroup(CommGroup::kPpEnds, four), (GroupLayout{2, 24}));
+  PlanSpec one = p;
+  one.pp = 1;
+  one.gpus = 8;
+  EXPECT_EQ(LayoutOfGroup(CommGroup::kPpEnds, one).size, 1);
   const ClusterSpec c = *LoadCluster("dgx-h100");
   for (int g = 1; g < kCommGroups; ++g) {
     const auto group = static_cast<CommGroup>(g);

@@ -89,6 +89,28 @@ TEST(GroupLayoutTest, GroupsFollowThePlacementOrder) {
   }
 }
 
+TEST(GroupLayoutTest, ThePipelinesEndsPairTheFirstAndLastStage) {
+  // tp 2 x pp 4 (8 ranks, pp stride 2): rank 1 (stage 0) and rank 7 (stage 3) share tp rank 1 and
+  // hold the tied embedding's two copies; ranks 2-5 sit in the middle stages, each alone. Every
+  // rank is in exactly one such group.
+  core::PlanSpec p;
+  p.tp = 2;
+  p.pp = 4;
+  p.gpus = 8;
+  EXPECT_EQ(GroupMembers(CommGroup::kPpEnds, p, 1), (std::vector<int64_t>{1, 7}));
+  EXPECT_EQ(GroupMembers(CommGroup::kPpEnds, p, 7), (std::vector<int64_t>{1, 7}));
+  EXPECT_EQ(GroupMembers(CommGroup::kPpEnds, p, 0), (std::vector<int64_t>{0, 6}));
+  EXPECT_EQ(GroupMembers(CommGroup::kPpEnds, p, 4), (std::vector<int64_t>{4}));
+  std::map<int64_t, int> seen;
+  for (int64_t r = 0; r < p.gpus; ++r)
+    for (int64_t m : GroupMembers(CommGroup::kPpEnds, p, r)) seen[m] += m == r ? 1 : 0;
+  for (int64_t r = 0; r < p.gpus; ++r) EXPECT_EQ(seen[r], 1) << "rank " << r;
+  // Without a pipeline every rank is alone.
+  p.pp = 1;
+  p.gpus = 2;
+  EXPECT_EQ(GroupMembers(CommGroup::kPpEnds, p, 1), (std::vector<int64_t>{1}));
+}
+
 // ---- pipeline programs (PipelineOrder, PipelineProgram): what every MPI run relies on.
 
 core::PlanSpec PipePlan(core::Schedule schedule, int64_t pp, int64_t microbatches, int64_t vpp = 1) {

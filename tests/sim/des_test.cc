@@ -540,6 +540,33 @@ TEST(DesStreamsTest, RealPlansAgreeWithTheAnalyticModelAndKeepStreamsSerial) {
   }
 }
 
+TEST(DesStreamsTest, TiedEmbeddingAllReduceEndsTheStepOfThePipelinesEnds) {
+  // Llama-3-8B's plan with its word embedding tied to the output layer (the last stage holds a
+  // copy): ranks 0 and 3 all-reduce the copies' gradients once per step after the gradient
+  // synchronisation, on p2p, the middle ranks not at all; one task per end, and the step agrees
+  // with the analytic one (which adds the all-reduce to both ends' step) within 1%.
+  RealPlan s = Llama8B(core::Schedule::k1F1B, 1, true);
+  s.model.tied_embeddings = true;
+  const Simulated sim = SimulateReal(s);
+  ASSERT_TRUE(sim.r.ok()) << sim.r.status().ToString();
+  const auto streams = StageStreamCosts(s.model, s.plan, s.gpu, s.cluster, core::Profile{}, sim.e.stages);
+  ASSERT_EQ(streams.size(), 4u);
+  EXPECT_GT(streams[0].tied_sync_s, 0);
+  EXPECT_EQ(streams[3].tied_sync_s, streams[0].tied_sync_s);
+  EXPECT_EQ(streams[1].tied_sync_s + streams[2].tied_sync_s, 0);
+  int tasks = 0;
+  for (const auto& t : sim.r->tasks)
+    if (t.kind == TaskKind::kTiedSync) {
+      ++tasks;
+      EXPECT_TRUE(t.stage == 0 || t.stage == 3);
+      EXPECT_EQ(t.stream, Stream::kP2p);
+      EXPECT_NEAR(t.end_s - t.start_s, streams[0].tied_sync_s, 1e-15);
+    }
+  EXPECT_EQ(tasks, 2);
+  ExpectSerialStreams(*sim.r, "tied");
+  EXPECT_NEAR(sim.r->step_time_s, sim.e.time_s, 0.01 * sim.e.time_s);
+}
+
 TEST(DesStreamsTest, TheWaitForTheHostStaysOnTheComputeStream) {
   // Qwen3-30B-A3B at EP 8 on eight B200s, one sequence a microbatch: its MoE layers wait for the
   // host (MoeLayerHostFloor). The stream simulation holds the wait on the compute stream, as it

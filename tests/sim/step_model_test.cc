@@ -940,12 +940,16 @@ TEST(StepModelTest, PipelineSendIncludesTheReceiversGather) {
   const double S = 2.0 * 2048 * 10240 * 2;
   const double send = 5e-6 + S / 8 / (25e9 * 0.9) + 5e-6;
   const double gather = 7 * 3e-6 + 7.0 / 8 * S / (300e9 * 0.8) + 5e-6;
+  // The model ties its word embedding: once per step the pipeline's ends (stages 0 and 3, 24 ranks
+  // apart, on two nodes) sum its two copies' fp16 gradients, 51,200 x 10,240 / 8 x 2 bytes, in a
+  // two-member ring (2 (n - 1) = 2 steps: launch + 2 latencies + S / bus bandwidth).
+  const double tied = 5e-6 + 2 * 5e-6 + 51200.0 * 10240 / 8 * 2 / (25e9 * 0.9);
   const StepEstimate e = EstimateStep(m, p, g, c, core::Profile{});
-  EXPECT_NEAR(e.breakdown.pp_comm_s, 2 * 8 * (send + gather), 1e-9);
+  EXPECT_NEAR(e.breakdown.pp_comm_s, 2 * 8 * (send + gather) + tied, 1e-9);
   // Under SP the send is already the slice the next stage computes on: no gather.
   p.sequence_parallel = true;
   const StepEstimate sp = EstimateStep(m, p, g, c, core::Profile{});
-  EXPECT_NEAR(sp.breakdown.pp_comm_s, 2 * 8 * send, 1e-9);
+  EXPECT_NEAR(sp.breakdown.pp_comm_s, 2 * 8 * send + tied, 1e-9);
 }
 
 TEST(StepModelTest, PipelineSendsPayTheNetworkOnlyOnLinksThatLeaveTheNvlinkDomain) {
@@ -1161,6 +1165,37 @@ TEST(StepCostCacheTest, CachedEstimatesEqualUncachedOnes) {
     // except that per-tensor ZeRO-3 overlaps its per-microbatch reduce-scatters only with
     // overlap_grad_reduce (5 variants share those).
     EXPECT_GE(cache.hits(), 3 * cache.misses()) << name;
+  }
+}
+
+TEST(StepCostCacheTest, TiedEmbeddingPipelinesReachTheCachedStageSync) {
+  // A tied model's head holds its own copy of the word embedding only with pp > 1, and the
+  // pipeline's ends then all-reduce the two copies (core/step_graph.cc HeadHoldsOutputWeight,
+  // TiedEmbeddingSync): plans differing only in pp must not share the head's cached sync part.
+  // GPT 1.7B (tied) on A100s, tp 2 x dp 2, in one cache: pp 1, then 2 and 4 (the ends within one
+  // node, 4 ranks apart, then on two nodes, 12 apart). Each cached estimate equals its uncached one
+  // (the GPU count changes with pp: the compute runs at the slowest of 4, 8 or 16 GPUs' pace,
+  // SlowestGpuPace, which the cache must not carry from one count to another).
+  const core::GpuSpec g = *core::LoadGpu("a100-80g");
+  const core::ClusterSpec c = *core::LoadCluster("dgx-a100");
+  const core::ModelSpec m = *core::LoadModel("gpt-1.7b");
+  ASSERT_TRUE(m.tied_embeddings);
+  StepCostCache cache;
+  for (int64_t pp : {1, 2, 4, 1}) {
+    core::PlanSpec p;
+    p.gpus = 4 * pp;
+    p.tp = 2;
+    p.pp = pp;
+    p.dp = 2;
+    p.seq_len = 2048;
+    p.global_batch = 16;
+    core::Diagnostics d;
+    core::ValidatePlan(p, m, g, c, &d);
+    ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+    const StepEstimate a = EstimateStep(m, p, g, c, core::Profile{});
+    const StepEstimate b = EstimateStep(m, p, g, c, core::Profile{}, &cache);
+    EXPECT_NEAR(a.time_s, b.time_s, 1e-12 * a.time_s) << "pp " << pp;
+    EXPECT_NEAR(a.breakdown.pp_comm_s, b.breakdown.pp_comm_s, 1e-12 * a.time_s) << "pp " << pp;
   }
 }
 

@@ -190,7 +190,9 @@ class Builder {
   }
   void HeadSync(std::vector<Op>* out) {
     StageParamSync(HeadParams(), HeadTensors(), out);
-    TiedEmbeddingSync(out);
+    // DualPipe: ranks 0 and pp - 1 each hold an embedding and a head (the two directions), so the
+    // embedding's list carries the one all-reduce between them.
+    if (p_.schedule != Schedule::kDualPipe) TiedEmbeddingSync(out);
   }
   void HeadPartInto(LayerPart part, std::vector<Op>* out, std::vector<Op>* fwd) {
     if (part != LayerPart::kSync) {

@@ -952,11 +952,14 @@ ListKey SyncPartKey(ListKey k, int64_t sync_spans) {
 }
 // The embedding's and head's sync part reads, beyond a layer's, whether the pipeline has more than
 // one stage (with a tied embedding the last stage holds its own copy, which it synchronises and
-// all-reduces with the first's: core/step_graph.cc HeadHoldsOutputWeight, TiedEmbeddingSync) and
-// the span of the pipeline's ends: its members per scale-up domain in place of pp.
+// all-reduces with the first's: core/step_graph.cc HeadHoldsOutputWeight, TiedEmbeddingSync), the
+// span of the pipeline's ends (its members per scale-up domain) and whether the schedule is
+// DualPipe (whose head leaves that all-reduce to the embedding): in place of pp.
 ListKey StageSyncKey(const ListKey& key, const core::PlanSpec& p, const core::ClusterSpec& c, int64_t sync_spans) {
   ListKey k = SyncPartKey(key, sync_spans);
-  if (p.pp > 1) k[4] = core::SpanOfGroup(CommGroup::kPpEnds, p, c).per_domain;
+  if (p.pp > 1)
+    k[4] = core::SpanOfGroup(CommGroup::kPpEnds, p, c).per_domain |
+           (p.schedule == core::Schedule::kDualPipe ? 1 << 20 : 0);
   return k;
 }
 // The recompute mode's bits in a ListKey's enum word (KeyOf): the mode and selective's modules.

@@ -1223,6 +1223,13 @@ TEST(StepGraphTest, TiedEmbeddingCopiesAreSummedOverThePipelinesEnds) {
   const Op* fp32 = FindOp(g32.head, "tied_embedding_all_reduce");
   ASSERT_NE(fp32, nullptr);
   EXPECT_EQ(fp32->bytes, 2 * 117'964'800LL);
+  // DualPipe: ranks 0 and pp - 1 each hold an embedding and a head (the two directions), so only
+  // the embedding's list carries the all-reduce, once on each end.
+  PlanSpec dual = p;
+  dual.schedule = Schedule::kDualPipe;
+  const StepGraph gd = BuildStepGraph(*m, dual);
+  EXPECT_NE(FindOp(gd.embedding, "tied_embedding_all_reduce"), nullptr);
+  EXPECT_EQ(FindOp(gd.head, "tied_embedding_all_reduce"), nullptr);
   ModelSpec untied = *m;
   untied.tied_embeddings = false;
   const StepGraph gu = BuildStepGraph(untied, p);

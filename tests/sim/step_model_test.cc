@@ -1181,14 +1181,15 @@ TEST(StepCostCacheTest, TiedEmbeddingPipelinesReachTheCachedStageSync) {
   const core::ModelSpec m = *core::LoadModel("gpt-1.7b");
   ASSERT_TRUE(m.tied_embeddings);
   StepCostCache cache;
-  for (int64_t pp : {1, 2, 4, 1}) {
+  for (int64_t pp : {1, 2, 4, -4, 1}) {  // -4: pp 4 under DualPipe (the head leaves the all-reduce to the embedding)
     core::PlanSpec p;
-    p.gpus = 4 * pp;
+    p.pp = std::abs(pp);
+    p.gpus = 4 * p.pp;
     p.tp = 2;
-    p.pp = pp;
     p.dp = 2;
     p.seq_len = 2048;
     p.global_batch = 16;
+    if (pp < 0) p.schedule = core::Schedule::kDualPipe;
     core::Diagnostics d;
     core::ValidatePlan(p, m, g, c, &d);
     ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();

@@ -957,8 +957,10 @@ TEST(ValidationTest, CorpusRegressionBound) {
   // -2..-12%.
   // 823 with the prequel's sizing runs of 02-25 to 02-28 (63 rows, scripts/bloom_prequel_corpus.py:
   // TP 2 to 8, PP 2 to 24, fp16 and the BF16_Optimizer; median +7.9%, all but three too fast).
+  // 7.65% -> 7.55% with a tied embedding's two copies all-reduced over the pipeline's ends once a
+  // step (172 runs of the whole corpus moved, 141 closer: BigScience's rows up to 2.3 points).
   ASSERT_EQ(v.all.n, 823u);
-  EXPECT_LE(v.all.median_abs_error, 0.0820);
+  EXPECT_LE(v.all.median_abs_error, 0.0760);
   // p90 42.5% -> 44.0% when the Megatron-Bridge runs took their recipes' bf16 gradients (their DP
   // reduction halves, and gpt-oss-120b on B200/B300, already too fast, went from +41..61% to
   // +61..76%; docs/validation.md lists what those runs lack), then 42.4% with torchtitan's eager

@@ -151,9 +151,8 @@ class Executor {
     MESHPLAN_ASSIGN_OR_RETURN(self_comm_, be_.CreateCommunicator(self_.get()));
     for (int g = 0; g < core::kCommGroups; ++g) {
       HostComm* h = groups_.groups[static_cast<size_t>(g)];
-      // (The pipeline's ends: a middle stage's rank is a group of its own, GroupMembers.)
-      const bool alone = g == static_cast<int>(CommGroup::kPpEnds) && stage_ != 0 && stage_ != p_.pp - 1;
-      const int64_t want = alone ? 1 : core::LayoutOfGroup(static_cast<CommGroup>(g), p_).size;
+      // This rank's members (a middle stage's rank is alone in the pipeline's ends).
+      const auto want = static_cast<int64_t>(GroupMembers(static_cast<CommGroup>(g), p_, o_.rank).size());
       if (h == nullptr || want <= 1) continue;
       if (h->size() != want)
         return Status::InvalidArgument(std::string("executor: group ") + core::Name(static_cast<CommGroup>(g)) +

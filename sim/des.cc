@@ -112,8 +112,8 @@ std::vector<StageStreams> StageStreamCosts(const core::ModelSpec& m, const core:
       const bool comm = op.kind == core::OpKind::kCollective || op.kind == core::OpKind::kP2p;
       const int pass = PassIndex(op.pass);
       if (pass < 0) {  // once per step: gradient synchronisation, the optimizer, ZeRO-1/2's gather
-        if (comm && op.group == core::CommGroup::kPpEnds) s.tied_sync += collective(op);
-        else if (comm && op.collective == core::CollectiveKind::kAllGather) s.param_gather += collective(op);
+        if (comm && IsTiedEmbeddingSync(op)) s.tied_sync += collective(op);
+        else if (comm && IsParamGather(op)) s.param_gather += collective(op);
         else if (comm) s.grad_sync += collective(op);
         else s.optimizer += op_time(op);
         continue;

@@ -178,11 +178,6 @@ struct ListCost {
 // kernel, or the unfused path's two batched GEMMs and softmax.
 bool IsAttentionCore(const Op& op) { return op.kind == OpKind::kAttention || op.attention_core; }
 
-// Of a step's collectives, the ZeRO-1/2 all-gather of the updated parameters (the step's only
-// all-gather: core/step_graph.cc ParamSync), which overlaps the next step's first forward; the
-// others are the gradient reduction, under the last microbatch's backward (StepOverlapSlowdown).
-bool IsParamGather(const Op& op) { return op.collective == core::CollectiveKind::kAllGather; }
-
 // Collective times shared by the plans of one search: a collective's time depends only on its
 // kind, size and the span of its group (the cluster and profile are fixed per cache).
 struct CollectiveKey {
@@ -235,7 +230,7 @@ class Coster {
         if (!step) continue;
         if (op.kind == OpKind::kCollective) {
           const double t = CollectiveTime(op);
-          if (op.group == CommGroup::kPpEnds) {
+          if (IsTiedEmbeddingSync(op)) {
             step->tied += t;
             continue;
           }

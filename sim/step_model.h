@@ -28,8 +28,8 @@ struct StepBreakdown {
   double cp_comm_s = 0;    // exposed context-parallel exchanges
   double ep_comm_s = 0;    // exposed expert-parallel all-to-alls
   double dp_comm_s = 0;    // exposed data-parallel gradient/parameter synchronisation
-  double pp_comm_s =
-      0;  // pipeline sends on the critical path, and the tied embedding's all-reduce over the pipeline's ends
+  // Pipeline sends on the critical path, and a tied embedding's all-reduce over the pipeline's ends.
+  double pp_comm_s = 0;
   double bubble_s = 0;     // pipeline fill and drain
   double optimizer_s = 0;  // the optimizer step
   double offload_s = 0;    // activation offloading's host-link transfers the compute waits for
@@ -323,6 +323,13 @@ double OverlapExtra(double comm_s, double window_s);
 // gather (`param_gather_s`) under one forward when overlap_param_gather (the step model and the
 // DES alike).
 double StepOverlapSlowdown(const core::PlanSpec& p, const StageTimes& t, double grad_sync_s, double param_gather_s);
+// How the step model and the DES sort a step's (Pass::kStep) collectives. The ZeRO-1/2 all-gather
+// of the updated parameters (the step's only all-gather: core/step_graph.cc ParamSync), which
+// overlaps the next step's first forward; a tied embedding's all-reduce over the pipeline's ends
+// (TiedEmbeddingSync), blocking, after the gradient reduction; the others are the gradient
+// reduction, under the last microbatch's backward (StepOverlapSlowdown).
+inline bool IsParamGather(const core::Op& op) { return op.collective == core::CollectiveKind::kAllGather; }
+inline bool IsTiedEmbeddingSync(const core::Op& op) { return op.group == core::CommGroup::kPpEnds; }
 
 // Time of one compute op (GEMM, attention, memory-bound, optimizer) on `g` under `profile`.
 double ComputeOpTime(const core::Op& op, const core::GpuSpec& g, const core::Profile& profile);

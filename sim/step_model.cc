@@ -739,8 +739,9 @@ std::vector<CostedOpList> CostStepGraph(const core::ModelSpec& m, const core::Pl
         if (op.pass == Pass::kStep) {
           // The step's synchronisation (StepOverlapSlowdown's windows): the parameter all-gather
           // under the next step's first forward with overlap_param_gather, the gradient reduction
-          // under the last microbatch's backward with overlap_grad_reduce; NCCL's kernels.
-          row.hidden = IsParamGather(op) ? p.overlap_param_gather : p.overlap_grad_reduce;
+          // under the last microbatch's backward with overlap_grad_reduce; NCCL's kernels. A tied
+          // embedding's all-reduce over the pipeline's ends never hides (EstimateStep adds it whole).
+          row.hidden = !IsTiedEmbeddingSync(op) && (IsParamGather(op) ? p.overlap_param_gather : p.overlap_grad_reduce);
           if (row.hidden) row.slowdown = kNcclOverlapSlowdown;
         } else {
           row.hidden = CollectiveHidden(op, p);

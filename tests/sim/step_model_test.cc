@@ -1168,6 +1168,41 @@ TEST(StepCostCacheTest, CachedEstimatesEqualUncachedOnes) {
   }
 }
 
+TEST(StepModelTest, TheOpTableShowsTheTiedEmbeddingAllReduceExposed) {
+  // report --ops describes each step collective as the step time costs it: with overlap_grad_reduce
+  // the gradient reduction may hide under the last backward, but the tied embedding's all-reduce
+  // over the pipeline's ends is added whole (GPT 1.7B, tp 2 x pp 4 on A100s), on the embedding's
+  // list and the head's.
+  const core::GpuSpec g = *core::LoadGpu("a100-80g");
+  const core::ClusterSpec c = *core::LoadCluster("dgx-a100");
+  const core::ModelSpec m = *core::LoadModel("gpt-1.7b");
+  core::PlanSpec p;
+  p.gpus = 16;
+  p.tp = 2;
+  p.pp = 4;
+  p.dp = 2;
+  p.zero = 1;
+  p.seq_len = 2048;
+  p.global_batch = 64;
+  p.overlap_grad_reduce = true;
+  core::Diagnostics d;
+  core::ValidatePlan(p, m, g, c, &d);
+  ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+  int tied = 0, reductions_hidden = 0;
+  for (const CostedOpList& l : CostStepGraph(m, p, g, c, core::Profile{}))
+    for (const CostedOp& o : l.ops) {
+      if (o.op.group == core::CommGroup::kPpEnds) {
+        ++tied;
+        EXPECT_FALSE(o.hidden) << l.name;
+        EXPECT_EQ(o.slowdown, 0) << l.name;
+      } else if (o.op.pass == core::Pass::kStep && o.op.collective == core::CollectiveKind::kReduceScatter) {
+        reductions_hidden += o.hidden ? 1 : 0;
+      }
+    }
+  EXPECT_EQ(tied, 2);
+  EXPECT_GT(reductions_hidden, 0);
+}
+
 TEST(StepCostCacheTest, TiedEmbeddingPipelinesReachTheCachedStageSync) {
   // A tied model's head holds its own copy of the word embedding only with pp > 1, and the
   // pipeline's ends then all-reduce the two copies (core/step_graph.cc HeadHoldsOutputWeight,

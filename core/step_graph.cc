@@ -799,9 +799,15 @@ class Builder {
     if (local_experts > 1) Mem(ops, "moe_permute_local", (received + expert_tokens) * w * e_, MemOp::kPermute);
     const int64_t fl = x.expert_ffn_hidden / p_.etp;
     const int64_t per_expert = std::max<int64_t>(expert_tokens / std::max<int64_t>(local_experts, 1), 1);
-    Gemm(ops, "expert_fc1", per_expert, (glu ? 2 : 1) * fl, w, local_experts);
+    // Each local expert's GEMM is a kernel of its own under Transformer Engine (its GroupedLinear
+    // issues one cuBLAS GEMM per expert over four streams: cublaslt_gemm.cu, multi_stream.cpp at
+    // d0067d0d) and without a grouped GEMM (SequentialMLP, one after another); a grouped kernel
+    // (the grouped_gemm package's, torch._grouped_mm) runs them all as one.
+    const bool expert_kernels = p_.transformer_engine || !p_.moe_grouped_gemm;
+    if (Gemm(ops, "expert_fc1", per_expert, (glu ? 2 : 1) * fl, w, local_experts))
+      ops->back().instance_kernels = expert_kernels;
     Activation(ops, "expert_activation", expert_tokens * fl);
-    Gemm(ops, "expert_fc2", per_expert, w, fl, local_experts);
+    if (Gemm(ops, "expert_fc2", per_expert, w, fl, local_experts)) ops->back().instance_kernels = expert_kernels;
     if (local_experts > 1) Mem(ops, "moe_permute_local_restore", (received + expert_tokens) * w * e_, MemOp::kPermute);
     if (p_.ep > 1) Coll(ops, "ep_combine", CollectiveKind::kAllToAll, CommGroup::kEp, sent * w * e_, hide_a2a);
     if (!flex) Mem(ops, "moe_permute_restore", 2 * local * x.top_k * w * e_, MemOp::kPermute);
@@ -1087,6 +1093,7 @@ class Builder {
         op.pass = Pass::kStep;
         op.m = mm, op.n = nn, op.k = kk;
         op.batch = 5 * count;
+        op.instance_kernels = true;  // five iterations, one matrix at a time
         op.dtype = Dtype::kBf16;
         op.share = share;
         out->push_back(op);

@@ -89,6 +89,10 @@ struct Op {
   // copies in the other passes keep the flag, unread): the host queues it only once every kernel
   // before the synchronisation has finished (sim::MoeLayerHostTime, docs/compute.md).
   bool after_moe_sync = false;
+  // kGemm: each of the `batch` instances is a kernel of its own, launched one after another (the
+  // experts' GEMMs, Muon's iterations), not one batched kernel (the unfused attention's score and
+  // value GEMMs): no instance takes less than the per-kernel time (sim::ComputeOpTime).
+  bool instance_kernels = false;
   // FLOPs this op executes: 2mnk x batch for a GEMM; for attention 2 s_q K (d_qk + d_v) per head,
   // K the keys a query meets (s_kv, s_kv/2 when causal, the window's count with one: KeysPerQuery),
   // x2.5 in backward (dQ, dK, dV, dS and the recomputed scores), x share.

@@ -44,8 +44,12 @@ std::string CostedOpHow(const CostedOp& c) {
   }
   switch (op.kind) {
     case core::OpKind::kGemm:
-      std::snprintf(b, sizeof b, "%.0f TFLOP/s, %s", c.time_s > 0 ? op.Flops() / c.time_s / 1e12 : 0.0,
-                    c.memory_bound ? "memory-bound" : "compute-bound");
+      // A kernel shorter than t_k takes t_k (ComputeOpTime): "kernel-bound", per kernel.
+      std::snprintf(b, sizeof b, "%.0f TFLOP/s, %s%s", c.time_s > 0 ? op.Flops() / c.time_s / 1e12 : 0.0,
+                    c.kernel_bound   ? "kernel-bound"
+                    : c.memory_bound ? "memory-bound"
+                                     : "compute-bound",
+                    c.kernel_bound && op.batch > 1 ? " (each of its kernels)" : "");
       return b + in_share;
     case core::OpKind::kAttention: {
       std::snprintf(b, sizeof b, "%.0f TFLOP/s, %s%s", c.time_s > 0 ? op.Flops() / c.time_s / 1e12 : 0.0,

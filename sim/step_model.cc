@@ -681,8 +681,15 @@ double ComputeOpTimeWith(const Op& op, const core::GpuSpec& g, const core::Profi
     case OpKind::kGemm: {
       // `share`: the part of the GEMMs this rank runs (1 but for Muon's orthogonalisation, which a
       // sharded optimizer spreads over its group: core/step_graph.cc MuonNewtonSchulz).
+      // Where each of the `batch` instances is a kernel of its own (Op::instance_kernels: the
+      // experts' GEMMs, Muon's iterations), none takes less than the per-kernel time t_k: back to
+      // back, the GPU retires short kernels one per t_k, long ones at their roofline; t_k once more
+      // for the first launch. Measured on an H200 (docs/compute.md, "Expert GEMMs at few rows per
+      // expert"). A batched kernel (the unfused attention's) pays t_k once.
       const GemmRoofline r = GemmSidesWith(op, g, prof, rates);
-      return op.share * (static_cast<double>(op.batch) * std::max(r.compute_s, r.memory_s) + prof.kernel_overhead_s);
+      double instance = std::max(r.compute_s, r.memory_s);
+      if (op.instance_kernels) instance = std::max(instance, prof.kernel_overhead_s);
+      return op.share * (static_cast<double>(op.batch) * instance + prof.kernel_overhead_s);
     }
     case OpKind::kAttention: {
       // A windowed layer's kernel runs rows of w keys, as long as a causal kernel's at sequence 2w
@@ -756,6 +763,7 @@ std::vector<CostedOpList> CostStepGraph(const core::ModelSpec& m, const core::Pl
         if (op.kind == OpKind::kGemm) {
           const GemmRoofline sides = GemmSides(op, g, prof);
           row.memory_bound = sides.memory_s > sides.compute_s;
+          row.kernel_bound = op.instance_kernels && std::max(sides.compute_s, sides.memory_s) < prof.kernel_overhead_s;
         }
       }
       list.ops.push_back(row);

@@ -120,6 +120,7 @@ struct CostedOp {
   bool fused = false;
   double exposed_s = 0;
   bool memory_bound = false;   // a GEMM whose operands' HBM traffic outlasts its math (GemmSides)
+  bool kernel_bound = false;   // a GEMM of kernels shorter than the per-kernel time t_k (each takes t_k)
   core::GroupSpan span;        // a collective's or send's group on the cluster's tiers
   const char* algorithm = "";  // a collective's or send's algorithm ("ring", "tree", ...)
 };
@@ -145,7 +146,7 @@ const char* PassShortName(core::Pass p);
 // Names this step model in stored predictions (core/result_store.h); bump it when a change moves
 // predictions, so history can tell predictions of different models apart.
 inline constexpr const char* kStepModelVersion =
-    "meshplan 0.1.0 step-model/8 (a tied embedding's all-reduce over the pipeline's ends)";
+    "meshplan 0.1.0 step-model/9 (no GEMM kernel shorter than the per-kernel time)";
 
 // The costed op lists of a plan (its layers, embedding, head, pipeline send, once-per-step work)
 // depend on the plan's sharding, batch shape, precision and placement but not on its pipeline
@@ -344,7 +345,8 @@ inline constexpr int64_t kGemmTileRows = 128, kGemmTileCols = 256;
 double GemmWaveEfficiency(const core::Op& op, const core::GpuSpec& g);
 // One GEMM instance's two roofline sides, as ComputeOpTime costs them: compute at the dtype's peak x
 // efficiency (with the wave fraction and the F_half ramp), and A, B and C at HBM speed x the
-// profile's hbm_efficiency. The op takes batch x the larger, plus the kernel overhead.
+// profile's hbm_efficiency. The op takes batch x the larger (at least the kernel overhead t_k
+// each where every instance is a kernel of its own, Op::instance_kernels), plus t_k once.
 // full_rate_s is the compute side at the full efficiency alone (no ramp, no partial wave).
 struct GemmRoofline {
   double compute_s = 0;

@@ -330,7 +330,7 @@ run(report_allocator_peaks_json 0 "\"peak_allocated_bytes\": [0-9]+,.*\"peak_res
     report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 3 --mbs 1 --gbs 8 --seq 8192 --format json)
 run(report_save 0 "saved plan [0-9]+ and prediction [0-9]+ to .*cal.db"
     report --model tiny --gpu h100-sxm --gpus 1 --save --db ${WORK}/cal.db)
-run(history_predictions 0 "tiny tp1 pp1 dp1 mbs1 seq.* default +meshplan 0.1.0 step-model/8"
+run(history_predictions 0 "tiny tp1 pp1 dp1 mbs1 seq.* default +meshplan 0.1.0 step-model/9"
     history --predictions --db ${WORK}/cal.db)
 
 # simulate: the event-by-event pipeline, its JSON and timelines, with a busy time per stream.

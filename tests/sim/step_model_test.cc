@@ -265,6 +265,50 @@ TEST(StepModelTest, GemmsRunAtTheGpuPresetsSustainedEfficiencyUnlessTheProfileMe
   EXPECT_DOUBLE_EQ(GemmEfficiency(*back, h100, core::Dtype::kBf16), 0.643);
 }
 
+TEST(StepModelTest, NoGemmKernelIsShorterThanThePerKernelTime) {
+  // Eight experts' GEMMs, each a kernel of its own, as Qwen3-30B-A3B's fc1 forward at 64 rows per
+  // expert (64 x 1536 x 2048, bf16) on an H200. One instance's roofline: compute (2 x 64 x 1536 x
+  // 2048 + F_half 1e9) / (989.4e12 x 0.681) = 2.08 us, memory (64x2048 + 2048x1536 + 64x1536) x 2 B
+  // / (4.8e12 x 0.80) = 1.76 us, both under t_k = 4 us: each kernel takes t_k, the op 8 x 4 + 4 =
+  // 36 us (8 x 2.08 + 4 = 20.7 us before). Measured on a lent H200, the eight as a CUDA graph
+  // (tests/data/gpu/h200-2026-11-30/expert_gemm.json, scripts/gpu_probes.py expert_gemm): 47.9 us
+  // one after another on one stream, 51.0 / 38.7 us one stream / Transformer Engine's four
+  // (expert_gemm_streams.json), torch._grouped_mm's single kernel 28.8 / 31.4 us.
+  const core::GpuSpec h200 = *core::LoadGpu("h200");
+  const core::Profile defaults;
+  core::Op experts;
+  experts.kind = core::OpKind::kGemm;
+  experts.dtype = core::Dtype::kBf16;
+  experts.m = 64;
+  experts.n = 1536;
+  experts.k = 2048;
+  experts.batch = 8;
+  experts.instance_kernels = true;
+  const double compute = (2.0 * 64 * 1536 * 2048 + 1e9) / (989.4e12 * 0.681);
+  const double memory = (64.0 * 2048 + 2048.0 * 1536 + 64.0 * 1536) * 2 / (4.8e12 * 0.80);
+  EXPECT_NEAR(compute, 2.0818e-6, 1e-10);
+  EXPECT_NEAR(memory, 1.7579e-6, 1e-10);
+  EXPECT_NEAR(ComputeOpTime(experts, h200, defaults), 8 * 4e-6 + 4e-6, 1e-12);
+  // At 2,048 rows each kernel outlasts t_k and the roofline stands, as it did (measured 154.2 us,
+  // predicted 168.9): 8 x (2 x 2048 x 1536 x 2048 + 1e9) / (989.4e12 x 0.681) + 4 us.
+  experts.m = 2048;
+  EXPECT_NEAR(ComputeOpTime(experts, h200, defaults), 8 * (2.0 * 2048 * 1536 * 2048 + 1e9) / (989.4e12 * 0.681) + 4e-6,
+              1e-12);
+  // One batched kernel (the unfused attention's score GEMMs over heads, cuBLAS's strided batch)
+  // pays t_k once, as before: 8 x 2.08 + 4 us.
+  core::Op batched = experts;
+  batched.m = 64;
+  batched.instance_kernels = false;
+  EXPECT_NEAR(ComputeOpTime(batched, h200, defaults), 8 * compute + 4e-6, 1e-12);
+  // report --ops says so.
+  CostedOp row;
+  row.op = experts;
+  row.op.m = 64;
+  row.time_s = ComputeOpTime(row.op, h200, defaults);
+  row.kernel_bound = true;
+  EXPECT_EQ(CostedOpHow(row), "89 TFLOP/s, kernel-bound (each of its kernels)");
+}
+
 TEST(StepModelTest, V100GemmsTimeDeepBenchsShapes) {
   // DeepBench's training GEMMs on a DGX-1 V100 (results/train/DeepBench_NV_V100.xlsx at 30c5115,
   // CUDA 10.1, fp16 inputs with fp32 accumulation): 1024 x 48000 x 2816 (NN) in 2.571 ms, 107.7

@@ -168,12 +168,17 @@ std::vector<StageStreams> StageStreamCosts(const core::ModelSpec& m, const core:
     const StageTimes& t = stages[static_cast<size_t>(r)];
     StageStreams s;
     s.p2p_s = p2p;
-    s.grad_sync_s = total.grad_sync;
+    // The first stage's word embedding syncs after its last backward and gathers before its first
+    // forward, under no compute (the step model's EmbeddingTail).
+    const double tail_sync = first ? emb.grad_sync : 0.0, tail_gather = first ? emb.param_gather : 0.0;
+    s.grad_sync_s = total.grad_sync - tail_sync;
+    s.grad_sync_tail_s = tail_sync;
     s.tied_sync_s = total.tied_sync;
     s.optimizer_s = total.optimizer;
-    s.param_gather_s = std::max(0.0, total.param_gather - (p.overlap_param_gather ? t.forward_s : 0.0));
+    s.param_gather_s =
+        std::max(0.0, total.param_gather - tail_gather - (p.overlap_param_gather ? t.forward_s : 0.0)) + tail_gather;
     // The step model's rule (StepOverlapSlowdown): the hidden synchronisation slows the compute.
-    s.overlap_slowdown_s = StepOverlapSlowdown(p, t, total.grad_sync, total.param_gather);
+    s.overlap_slowdown_s = StepOverlapSlowdown(p, t, total.grad_sync - tail_sync, total.param_gather - tail_gather);
     const std::array<double, 3> pass_time = {t.forward_s, t.backward_input_s, t.backward_weight_s};
     const std::array<double, 3> pass_slowed = {t.forward_slowdown_s, t.backward_input_slowdown_s,
                                                t.backward_weight_slowdown_s};
@@ -260,7 +265,7 @@ struct Interval {
 // Per rank: what one pass op costs (F, B, W of one chunk), its send, and the step-level work.
 struct RankCost {
   std::array<OpCost, 3> op;
-  double send = 0, grad_sync = 0, optimizer = 0, param_gather = 0, tied_sync = 0;
+  double send = 0, grad_sync = 0, grad_tail = 0, optimizer = 0, param_gather = 0, tied_sync = 0;
   double slowdown = 0;  // StageStreams::overlap_slowdown_s
 };
 
@@ -392,6 +397,11 @@ class Simulator {
       for (double t : ready) sync_end = std::max(sync_end, FillGaps(r, t, share));
       busy_[ri][static_cast<size_t>(Stream::kDpComm)] += rc.grad_sync;
     }
+    // The first stage's word embedding: its gradient is final when the last backward ends.
+    if (rc.grad_tail > 0) {
+      sync_end = std::max(sync_end, FillGaps(r, last_backward_end_[ri], rc.grad_tail));
+      busy_[ri][static_cast<size_t>(Stream::kDpComm)] += rc.grad_tail;
+    }
     // The compute the hidden synchronisation slowed (StageStreams::overlap_slowdown_s) ends
     // before the optimizer, as the step model adds it.
     double ready = std::max(free_[ri], sync_end);
@@ -517,11 +527,12 @@ core::Result<DesResult> SimulateStreams(const core::PlanSpec& plan, const std::v
                               {&s.backward_weight, "backward_weight"}}) {
       if (core::Status st = CheckPass(*pass, r, name); !st.ok()) return st;
     }
-    for (double v : {s.p2p_s, s.grad_sync_s, s.tied_sync_s, s.optimizer_s, s.param_gather_s, s.overlap_slowdown_s})
+    for (double v : {s.p2p_s, s.grad_sync_s, s.grad_sync_tail_s, s.tied_sync_s, s.optimizer_s, s.param_gather_s,
+                     s.overlap_slowdown_s})
       if (!(v >= 0) || !std::isfinite(v))
-        return core::Status::InvalidArgument(
-            "stages[" + std::to_string(r) +
-            "]: p2p, grad_sync, tied_sync, optimizer, param_gather and overlap_slowdown times must be finite and >= 0");
+        return core::Status::InvalidArgument("stages[" + std::to_string(r) +
+                                             "]: p2p, grad_sync, grad_sync_tail, tied_sync, optimizer, param_gather "
+                                             "and overlap_slowdown times must be finite and >= 0");
   }
 
   // The schedule's fixed per-rank orders (core/schedule.h), the ones the runtime runs.
@@ -540,6 +551,7 @@ core::Result<DesResult> SimulateStreams(const core::PlanSpec& plan, const std::v
              Scaled(s.backward_weight, slow / split)};
     rc.send = s.p2p_s * slow;
     rc.grad_sync = s.grad_sync_s;
+    rc.grad_tail = s.grad_sync_tail_s;
     rc.tied_sync = s.tied_sync_s;
     rc.optimizer = s.optimizer_s;
     rc.param_gather = s.param_gather_s;

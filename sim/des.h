@@ -92,13 +92,17 @@ struct StageStreams {
   PassStreams backward_weight;  // weight gradients
   double p2p_s = 0;             // one pipeline send (the step graph's pipeline_send), per pass op
   double grad_sync_s = 0;       // per step: DP gradient synchronisation before any overlap (dp_comm)
+  // Per step, of the first stage: its word embedding's gradient reduction (dp_comm), which starts
+  // when the last backward ends, after grad_sync_s's buckets (the step model's EmbeddingTail).
+  double grad_sync_tail_s = 0;
   // Per step, on the first and last stage of a pipeline with a tied word embedding: the all-reduce
   // of its two copies' gradients (p2p), after the gradient synchronisation, before the optimizer.
   double tied_sync_s = 0;
   double optimizer_s = 0;  // per step: the optimizer (compute)
   // Per step: the exposed part of ZeRO-1/2's parameter all-gather (dp_comm), after the optimizer:
   // all of it, or with overlap_param_gather what one microbatch's forward does not cover (that
-  // forward is the next step's first, which waits for it; one simulated step carries the wait).
+  // forward is the next step's first, which waits for it; one simulated step carries the wait),
+  // and on the first stage its word embedding's gather whole (the forward's first parameters).
   double param_gather_s = 0;
   // Per step: the compute slowed by the hidden part of the gradient synchronisation and the
   // parameter gather (the step model's rule, OverlapSlowdown), before the optimizer.

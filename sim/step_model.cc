@@ -206,6 +206,16 @@ struct StepWork {
   }
 };
 
+// The part of the first stage's step synchronisation no compute hides: its word embedding's
+// (the embedding list's gradient reduction and parameter gather). Every framework's buckets follow
+// the order gradients become final (Megatron-Core's are the parameters in reverse, a parameter never
+// split between two: param_and_grad_buffer.py at d98e8a64; DeepSpeed's ZeRO-1/2 fill theirs as the
+// gradients arrive; FSDP's root unit holds the embedding), and the embedding's gradient is the
+// backward's last while its parameters are the forward's first: its bucket reduces after the last
+// backward and gathers before the first forward. A lower bound: the bucket may hold a remainder of
+// other parameters too (docs/compute.md).
+StepWork EmbeddingTail(const StepWork& embedding) { return {embedding.comm, 0, embedding.param_gather, 0}; }
+
 class Coster {
  public:
   Coster(const core::PlanSpec& p, const core::GpuSpec& g, const core::ClusterSpec& c, const core::Profile& prof,
@@ -731,7 +741,10 @@ std::vector<CostedOpList> CostStepGraph(const core::ModelSpec& m, const core::Pl
                                         const core::ClusterSpec& c, const core::Profile& prof) {
   const core::StepGraph graph = core::BuildStepGraph(m, p);
   const Coster coster(p, g, c, prof);
-  auto costed = [&](const char* name, std::string where, int64_t count, const std::vector<Op>& ops, bool layer) {
+  // `embedding`: the first stage's word embedding, whose step synchronisation hides under nothing
+  // (EmbeddingTail).
+  auto costed = [&](const char* name, std::string where, int64_t count, const std::vector<Op>& ops, bool layer,
+                    bool embedding = false) {
     CostedOpList list{name, std::move(where), count, {}};
     list.ops.reserve(ops.size());
     for (size_t i = 0; i < ops.size(); ++i) {
@@ -747,8 +760,10 @@ std::vector<CostedOpList> CostStepGraph(const core::ModelSpec& m, const core::Pl
           // The step's synchronisation (StepOverlapSlowdown's windows): the parameter all-gather
           // under the next step's first forward with overlap_param_gather, the gradient reduction
           // under the last microbatch's backward with overlap_grad_reduce; NCCL's kernels. A tied
-          // embedding's all-reduce over the pipeline's ends never hides (EstimateStep adds it whole).
-          row.hidden = !IsTiedEmbeddingSync(op) && (IsParamGather(op) ? p.overlap_param_gather : p.overlap_grad_reduce);
+          // embedding's all-reduce over the pipeline's ends never hides (EstimateStep adds it whole),
+          // nor does the word embedding's own reduction and gather (EmbeddingTail).
+          row.hidden = !embedding && !IsTiedEmbeddingSync(op) &&
+                       (IsParamGather(op) ? p.overlap_param_gather : p.overlap_grad_reduce);
           if (row.hidden) row.slowdown = kNcclOverlapSlowdown;
         } else {
           row.hidden = CollectiveHidden(op, p);
@@ -783,7 +798,7 @@ std::vector<CostedOpList> CostStepGraph(const core::ModelSpec& m, const core::Pl
   if (moe_layers > 0)
     out.push_back(costed(m.Hybrid() ? "hybrid layer (its kinds' mix)" : "MoE layer", per_layer, moe_layers,
                          graph.moe_layer, true));
-  out.push_back(costed("embedding", "the first pipeline stage", 1, graph.embedding, false));
+  out.push_back(costed("embedding", "the first pipeline stage", 1, graph.embedding, false, true));
   out.push_back(costed("head", "the last pipeline stage", 1, graph.head, false));
   if (p.pp > 1) {
     std::vector<Op> send{graph.p2p};
@@ -1258,13 +1273,19 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
     // overlap_param_gather, else after the optimizer step. In the limit of small buckets each
     // collective hides under its pass's time and what does not fit is exposed (the DES places
     // the same rule in time); while they run they slow that compute (OverlapSlowdown, NCCL's), the
-    // passes' rule with H the collective and W its window (OverlapExtra).
+    // passes' rule with H the collective and W its window (OverlapExtra). But for the first
+    // stage's word embedding (EmbeddingTail): its gradient is final only when the backward ends and
+    // its parameters are the forward's first, so its bucket's reduction and gather hide under
+    // nothing.
     const double grad_sync = r.step_comm - r.param_gather;
     const double grad_window = p.overlap_grad_reduce ? r.times.backward_input_s + r.times.backward_weight_s : 0.0;
     const double param_window = p.overlap_param_gather ? r.times.forward_s : 0.0;
-    r.step_slowdown = StepOverlapSlowdown(p, r.times, grad_sync, r.param_gather);
-    r.step_comm =
-        std::max(0.0, grad_sync - grad_window) + std::max(0.0, r.param_gather - param_window) + r.step_slowdown;
+    const StepWork tail = first ? EmbeddingTail(emb_step) : StepWork{};
+    const double tail_sync = tail.comm - tail.param_gather;
+    r.step_slowdown = StepOverlapSlowdown(p, r.times, grad_sync - tail_sync, r.param_gather - tail.param_gather);
+    r.step_comm = std::max(0.0, grad_sync - tail_sync - grad_window) + tail_sync +
+                  std::max(0.0, r.param_gather - tail.param_gather - param_window) + tail.param_gather +
+                  r.step_slowdown;
     // The tied embedding's all-reduce after the last flush's gradient reduction, exposed whole:
     // Megatron-LM's runs after finish_grad_sync, DeepSpeed's before its DP reduction, both
     // blocking the step's end.

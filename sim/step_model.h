@@ -146,7 +146,7 @@ const char* PassShortName(core::Pass p);
 // Names this step model in stored predictions (core/result_store.h); bump it when a change moves
 // predictions, so history can tell predictions of different models apart.
 inline constexpr const char* kStepModelVersion =
-    "meshplan 0.1.0 step-model/9 (no GEMM kernel shorter than the per-kernel time)";
+    "meshplan 0.1.0 step-model/10 (the word embedding's DP sync hides under nothing)";
 
 // The costed op lists of a plan (its layers, embedding, head, pipeline send, once-per-step work)
 // depend on the plan's sharding, batch shape, precision and placement but not on its pipeline

@@ -444,6 +444,40 @@ TEST(ExplainScenarioTest, KeepPlanExplainsTheGivenPlan) {
   EXPECT_EQ(e.recommended->plan, s.plan) << "without the search, the given plan is the recommendation";
 }
 
+TEST(ExplainScenarioTest, OverlapSaysTheWordEmbeddingsSynchronisationHidesUnderNothing) {
+  // Llama 3 8B on 16 H100s, ZeRO-1 with the gradient reduction under the backward and the
+  // parameter gather under the next forward: both hide but for the word embedding's bucket
+  // (EmbeddingTail), whose 525M of the 8.03B parameters' gradients are final when the backward ends
+  // and are the forward's first. The overlap step names it with the op table's time for it;
+  // with both overlaps off nothing is said (all of it is exposed anyway).
+  core::Scenario s = Load("llama3-8b", "dgx-h100", 16, 4096, 32);
+  s.plan.micro_batch = 1;
+  s.plan.zero = 1;
+  s.plan.overlap_grad_reduce = true;
+  s.plan.overlap_param_gather = true;
+  core::Diagnostics d;
+  core::ValidatePlan(s.plan, s.model, s.gpu, s.cluster, &d);
+  ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+  double embedding = 0, all = 0;
+  for (const CostedOpList& list : CostStepGraph(s.model, s.plan, s.gpu, s.cluster, core::Profile{}))
+    for (const CostedOp& row : list.ops)
+      if (row.op.pass == core::Pass::kStep && row.op.kind == core::OpKind::kCollective) {
+        all += row.time_s * static_cast<double>(list.count);
+        if (std::string(list.name) == "embedding") embedding += row.time_s;
+      }
+  EXPECT_NEAR(embedding / all, 525.3 / 8030.3, 0.01);
+  const Explanation with = Scenario(s, /*search=*/false, /*keep_plan=*/true);
+  const ExplainStep& on = Step(with, "overlap");
+  EXPECT_DOUBLE_EQ(on.Value("embedding_sync_exposed_s"), embedding);
+  EXPECT_NE(on.result.find("word embedding's synchronisation"), std::string::npos) << on.result;
+  EXPECT_NE(on.rule.find("hide under nothing"), std::string::npos) << on.rule;
+  s.plan.overlap_grad_reduce = false;
+  s.plan.overlap_param_gather = false;
+  const Explanation without = Scenario(s, /*search=*/false, /*keep_plan=*/true);
+  const ExplainStep& off = Step(without, "overlap");
+  EXPECT_FALSE(off.Has("embedding_sync_exposed_s"));
+}
+
 TEST(ExplainScenarioTest, RejectsBadOptions) {
   ExplainOptions o;
   o.tokens = -1;

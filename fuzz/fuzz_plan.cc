@@ -1,11 +1,15 @@
 // libFuzzer harness: a plan file (`--plan`) through everything a user's plan goes through:
 // ParsePlanFileJson, ResolvePlanFile (presets or embedded specs), ValidatePlan, and for a valid
-// plan the memory model, the step model and the reliability estimate (a few Monte Carlo trials),
-// so the work after the parser is fuzzed too: it must finish within the per-input time limit on
-// anything that parses, or stop with an error.
+// plan the memory model, the step model, its op table (report --ops: every time finite and >= 0),
+// the stream simulation (meshplan simulate, for plans of at most 20,000 pass ops: a finite step
+// or an error) and the reliability estimate (a few Monte Carlo trials), so the work after the
+// parser is fuzzed too: it must finish within the per-input time limit on anything that parses, or
+// stop with an error.
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/defaults.h"
 #include "core/diagnostics.h"
@@ -15,6 +19,7 @@
 #include "core/profile.h"
 #include "core/spec_json.h"
 #include "core/validate.h"
+#include "sim/des.h"
 #include "sim/run_sim.h"
 #include "sim/step_model.h"
 
@@ -43,6 +48,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       lean.per_gpu_bytes != mem.per_gpu_bytes)
     __builtin_trap();
   const meshplan::sim::StepEstimate step = meshplan::sim::EstimateStep(s->model, s->plan, s->gpu, s->cluster, profile);
+  for (const meshplan::sim::CostedOpList& list :
+       meshplan::sim::CostStepGraph(s->model, s->plan, s->gpu, s->cluster, profile))
+    for (const meshplan::sim::CostedOp& row : list.ops)
+      if (!(row.time_s >= 0) || !std::isfinite(row.time_s)) __builtin_trap();
+  const double pass_ops =
+      static_cast<double>(s->plan.pp) * static_cast<double>(s->plan.vpp) * static_cast<double>(s->plan.Microbatches());
+  if (pass_ops <= 20000) {
+    const std::vector<meshplan::sim::StageStreams> streams =
+        meshplan::sim::StageStreamCosts(s->model, s->plan, s->gpu, s->cluster, profile, step.stages);
+    auto r = meshplan::sim::SimulateStreams(s->plan, streams, s->plan.Microbatches(), meshplan::sim::DesOptions{});
+    if (r.ok() && (!(r->step_time_s >= 0) || !std::isfinite(r->step_time_s))) __builtin_trap();
+  }
   static const mc::FailureModel failures = *mc::LoadFailureModel("llama3-405b");
   meshplan::sim::ReliabilityOptions opt;
   opt.tokens = mc::DefaultTrainingTokens(mem.params.total > 0 ? mem.params.total : 1);

@@ -106,10 +106,10 @@ StageTimes DenseLayerTimes(const core::ModelSpec& m, const core::PlanSpec& p, co
 // or pipeline send's on the tiers its group spans (core::ProfiledCollectiveTime, with the
 // algorithm it picks), whether it may run under its pass's compute (CollectiveHidden; a step
 // collective: under the last backward with overlap_grad_reduce, an all-gather under the first
-// forward with overlap_param_gather, a tied embedding's all-reduce never) and, if so, the fraction of a second of
-// compute each of its seconds costs (OverlapSlowdown; NCCL's for the step's). Times are per microbatch, except the ops
-// of Pass::kStep (once per step). What hides and what is exposed is decided per pass over the whole list (the step
-// breakdown), not per op.
+// forward with overlap_param_gather, a tied embedding's all-reduce and the word embedding's own (EmbeddingTail) never)
+// and, if so, the fraction of a second of compute each of its seconds costs (OverlapSlowdown; NCCL's for the step's).
+// Times are per microbatch, except the ops of Pass::kStep (once per step). What hides and what is exposed is decided
+// per pass over the whole list (the step breakdown), not per op.
 struct CostedOp {
   core::Op op;
   double time_s = 0;

@@ -868,13 +868,12 @@ ExplainStep OverlapStep(const core::Scenario& s, const PlanSpec& p, const core::
   // The first stage's word embedding's step synchronisation, exposed even where its overlap is on
   // (EmbeddingTail in sim/step_model.cc): the op table's rows for it whose overlap is on.
   double embedding_sync = 0;
-  if (p.overlap_grad_reduce || p.overlap_param_gather)
-    for (const CostedOpList& list : CostStepGraph(s.model, p, s.gpu, s.cluster, profile))
-      if (std::string_view(list.name) == "embedding")
-        for (const CostedOp& row : list.ops)
-          if (row.op.pass == core::Pass::kStep && row.op.kind == core::OpKind::kCollective &&
-              !IsTiedEmbeddingSync(row.op) && (IsParamGather(row.op) ? p.overlap_param_gather : p.overlap_grad_reduce))
-            embedding_sync += row.time_s;
+  for (const CostedOpList& list : CostStepGraph(s.model, p, s.gpu, s.cluster, profile))
+    if (std::string_view(list.name) == "embedding")
+      for (const CostedOp& row : list.ops)
+        if (row.op.pass == core::Pass::kStep && row.op.kind == core::OpKind::kCollective &&
+            StepSyncOverlapped(row.op, p))
+          embedding_sync += row.time_s;
   if (embedding_sync > 0) {
     st.result += Fmt("; the first stage's word embedding's synchronisation, %s, runs under no compute",
                      Secs(embedding_sync).c_str());

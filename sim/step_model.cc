@@ -762,8 +762,7 @@ std::vector<CostedOpList> CostStepGraph(const core::ModelSpec& m, const core::Pl
           // under the last microbatch's backward with overlap_grad_reduce; NCCL's kernels. A tied
           // embedding's all-reduce over the pipeline's ends never hides (EstimateStep adds it whole),
           // nor does the word embedding's own reduction and gather (EmbeddingTail).
-          row.hidden = !embedding && !IsTiedEmbeddingSync(op) &&
-                       (IsParamGather(op) ? p.overlap_param_gather : p.overlap_grad_reduce);
+          row.hidden = !embedding && StepSyncOverlapped(op, p);
           if (row.hidden) row.slowdown = kNcclOverlapSlowdown;
         } else {
           row.hidden = CollectiveHidden(op, p);

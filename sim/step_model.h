@@ -331,6 +331,12 @@ double StepOverlapSlowdown(const core::PlanSpec& p, const StageTimes& t, double 
 // reduction, under the last microbatch's backward (StepOverlapSlowdown).
 inline bool IsParamGather(const core::Op& op) { return op.collective == core::CollectiveKind::kAllGather; }
 inline bool IsTiedEmbeddingSync(const core::Op& op) { return op.group == core::CommGroup::kPpEnds; }
+// Whether the plan overlaps a step collective with compute: the gather with overlap_param_gather,
+// the gradient reduction with overlap_grad_reduce, a tied embedding's all-reduce never. The word
+// embedding's own still hide under nothing (EmbeddingTail in step_model.cc).
+inline bool StepSyncOverlapped(const core::Op& op, const core::PlanSpec& p) {
+  return !IsTiedEmbeddingSync(op) && (IsParamGather(op) ? p.overlap_param_gather : p.overlap_grad_reduce);
+}
 
 // Time of one compute op (GEMM, attention, memory-bound, optimizer) on `g` under `profile`.
 double ComputeOpTime(const core::Op& op, const core::GpuSpec& g, const core::Profile& profile);

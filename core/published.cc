@@ -170,6 +170,17 @@ bool MapGpu(const Json& hardware, std::string* gpu, std::string* cluster, std::v
   } else if (has("MI300X")) {
     *gpu = "mi300x";
     *cluster = "mi300x-8";
+  } else if (has("MI325X")) {
+    *gpu = "mi325x";
+    *cluster = "mi325x-8";
+  } else if (has("MI355X")) {
+    // Before MI350X: the two names share no substring, but a record may print both ("MI350X
+    // series, MI355X"); the part is the one named most specifically.
+    *gpu = "mi355x";
+    *cluster = "mi355x-8";
+  } else if (has("MI350X")) {
+    *gpu = "mi350x";
+    *cluster = "mi350x-8";
   } else {
     return refuse("no GPU preset for '" + text + "'");
   }

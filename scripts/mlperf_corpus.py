@@ -15,14 +15,24 @@ tokens/s per GPU:
     (the first 3 steps of each file left out), tokens per step = global_batch_size x
     max_sequence_length as the log prints them.
 
+  - Llama 3.1 8B on AMD Instinct (v5.1: AMD's own implementation, NeMo 2 on ROCm's Megatron-LM fork and
+    Transformer Engine, which AMD's partners ran too): its log prints no step time but brackets the
+    training between evaluations (`block_start` / `block_stop` with `samples_count`, the sequences
+    trained so far); per block (samples_count at stop - at start) x max_sequence_length / the block's
+    time, the first block of each run left out; the median over the blocks of all result files.
+
 The layout (TP, PP, VP, CP, micro batch, the per-GPU batch MINIBS) is read from the config_*.sh the
-submission's implementation directory holds for that system (its `export` lines, `source`d common
+submission's implementation directory holds for that system (AMD's: TP, PP, CP, GBS, MBS; the micro
+batch the log's gradient_accumulation_steps gives wins where the two differ) (its `export` lines, `source`d common
 files followed in order, `if` blocks skipped), and checked against the global batch the log
 prints. Writes the records (the format of shared/validation/published.json) and a launch file
 (presets/launches/) with what the configs set that the records do not print.
 
     scripts/mlperf_corpus.py --mirror v3.1=<git dir> --mirror v4.0=<git dir> ... \\
         --out tests/data/validation/mlperf_training.json --launch presets/launches/mlperf-training.json
+
+A version without --mirror keeps the records (and launch entries) the --out and --launch files
+already hold for it, so one release's submissions can be added without fetching every release.
 """
 import argparse
 import json
@@ -218,6 +228,51 @@ def chunk_layout(layers, pp, vp, embed, loss):
     return split, f"{first}|({inner}|)*{chunks - 2}{last}"
 
 
+def log_record(rid, version, commit, res_dir, paper, table, row, model, hardware, parallel, mbs, gbs, seq, step,
+               tokens_s, gpus, how, spread, derived, notes):
+    """A record in the format of shared/validation/published.json for a run timed from its MLLOG lines."""
+    rec = {
+        "id": rid,
+        "source": {
+            "paper": paper,
+            "table": table,
+            "row": row,
+            "url": f"https://github.com/mlcommons/training_results_{version}/tree/{commit}/{res_dir}",
+            "commit": commit,
+            "path": res_dir,
+        },
+        "kind": "log",
+        "model": {k: model[k] for k in ("name", "params_b", "layers", "hidden", "heads", "kv_heads",
+                                          "ffn_hidden", "vocab")},
+        "hardware": {"gpu": hardware["gpu"], "count": hardware["count"], "peak_tflops_per_gpu_used_by_authors": None,
+                     "precision": hardware["precision"], "notes": hardware["notes"]},
+        "parallel": {"tp": parallel["tp"], "pp": parallel["pp"], "dp": parallel["dp"], "cp": parallel["cp"], "ep": None,
+                     "vpp": parallel["vpp"], "model_parallel_size": None, "zero_stage": None, "fsdp": None,
+                     "recompute": parallel["recompute"], "sequence_parallel": parallel["sequence_parallel"],
+                     "notes": parallel["notes"]},
+        "microbatch": mbs,
+        "global_batch": gbs,
+        "global_batch_tokens": gbs * seq,
+        "measured": {
+            "tflops_per_gpu": None, "mfu_pct": None, "hfu_pct": None, "pct_of_peak": None,
+            "aggregate_pflops": None,
+            "iteration_time_s": round(step, 4),
+            "tokens_per_s": round(tokens_s, 1),
+            "tokens_per_s_per_gpu": round(tokens_s / gpus, 2),
+            "memory_gib": None, "training_days": None,
+            "other": {
+                "how": how,
+                "per_result_file_tokens_per_s_per_gpu": [round(x, 2) for x in spread],
+            },
+        },
+        "derived_fields": ["measured.iteration_time_s", "measured.tokens_per_s", "measured.tokens_per_s_per_gpu"] + derived,
+        "confidence": "high",
+        "notes": notes,
+    }
+    rec["model"]["seq_len"] = seq
+    return rec
+
+
 def record_for(repo, version, commit, submitter, system, bench, impl_dir, config, model, notes, overrides):
     res_dir = f"{submitter}/results/{system}/{bench}"
     readme_note = ""
@@ -298,62 +353,26 @@ def record_for(repo, version, commit, submitter, system, bench, impl_dir, config
     if env.get("FP4", "").lower() == "true" or env.get("NVFP4", "").lower() == "true":
         precision = "NVFP4"
     rid = f"mlperf-{version.replace('.', '')}-{re.split('[+_]', submitter)[-1 if submitter.startswith('NVIDIA_') else 0].lower()}-{system.lower().replace('_', '-')}-{bench.replace('_', '-')}"
-    url = f"https://github.com/mlcommons/training_results_{version}/tree/{commit}/{res_dir}"
-    rec = {
-        "id": rid,
-        "source": {
-            "paper": f"MLPerf Training {version} results (github.com/mlcommons/training_results_{version}), "
-                     f"{submitter}, system {system}, an implementation on NVIDIA NeMo (its Dockerfile installs NeMo; the "
-                     f"system's framework field: {sysjson.get('framework', '')})",
-            "table": f"{res_dir}/result_*.txt ({len(files)} runs): " + (
-                "MLLOG tracked_stats train_step_time" if model.get("timing") == "steps" else
-                "MLLOG block_start / block_stop (the training between evaluations)"),
-            "row": f"{cfg_path}",
-            "url": url,
-            "commit": commit,
-            "path": res_dir,
-        },
-        "kind": "log",
-        "model": {k: model[k] for k in ("name", "params_b", "layers", "hidden", "heads", "kv_heads",
-                                          "ffn_hidden", "vocab")},
-        "hardware": {
-            "gpu": gpu,
-            "count": gpus,
-            "peak_tflops_per_gpu_used_by_authors": None,
-            "precision": precision,
-            "notes": f"{nodes} nodes x {gpn} {gpu} (SYSJSON); {sysjson.get('accelerator_interconnect', '')}; "
-                     f"{sysjson.get('host_networking', '')}",
-        },
-        "parallel": {
-            "tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": None, "vpp": vp,
-            "model_parallel_size": None, "zero_stage": None, "fsdp": None,
-            "recompute": model.get("recompute", "none"),
-            "sequence_parallel": True,
-            "notes": f"TP {tp}, PP {pp}, CP {cp}, MINIBS {minibs}, micro batch {mbs} from {config}"
-                     f"{' (' + readme_note + ')' if readme_note else ''}; interleave {vp} from the {vp_source}",
-        },
-        "microbatch": mbs,
-        "global_batch": gbs,
-        "global_batch_tokens": gbs * seq,
-        "measured": {
-            "tflops_per_gpu": None, "mfu_pct": None, "hfu_pct": None, "pct_of_peak": None,
-            "aggregate_pflops": None,
-            "iteration_time_s": round(step, 4),
-            "tokens_per_s": round(tokens_s, 1),
-            "tokens_per_s_per_gpu": round(tokens_s / gpus, 2),
-            "memory_gib": None, "training_days": None,
-            "other": {
-                "how": how,
-                "per_result_file_tokens_per_s_per_gpu": [round(x, 2) for x in spread],
-            },
-        },
-        "derived_fields": ["measured.iteration_time_s", "measured.tokens_per_s", "measured.tokens_per_s_per_gpu",
-                           "parallel.dp", "model.seq_len"],
-        "confidence": "high",
-        "notes": (notes + (" " if notes else "") + ("The config sources " + ", ".join(missing) +
-                  ", which the submission does not hold." if missing else "")).strip(),
-    }
-    rec["model"]["seq_len"] = seq
+    rec = log_record(
+        rid, version, commit, res_dir,
+        paper=f"MLPerf Training {version} results (github.com/mlcommons/training_results_{version}), "
+              f"{submitter}, system {system}, an implementation on NVIDIA NeMo (its Dockerfile installs NeMo; the "
+              f"system's framework field: {sysjson.get('framework', '')})",
+        table=f"{res_dir}/result_*.txt ({len(files)} runs): " + (
+            "MLLOG tracked_stats train_step_time" if model.get("timing") == "steps" else
+            "MLLOG block_start / block_stop (the training between evaluations)"),
+        row=f"{cfg_path}", model=model,
+        hardware={"gpu": gpu, "count": gpus, "precision": precision,
+                  "notes": f"{nodes} nodes x {gpn} {gpu} (SYSJSON); {sysjson.get('accelerator_interconnect', '')}; "
+                           f"{sysjson.get('host_networking', '')}"},
+        parallel={"tp": tp, "pp": pp, "dp": dp, "cp": cp, "vpp": vp,
+                  "recompute": model.get("recompute", "none"), "sequence_parallel": True,
+                  "notes": f"TP {tp}, PP {pp}, CP {cp}, MINIBS {minibs}, micro batch {mbs} from {config}"
+                           f"{' (' + readme_note + ')' if readme_note else ''}; interleave {vp} from the {vp_source}"},
+        mbs=mbs, gbs=gbs, seq=seq, step=step, tokens_s=tokens_s, gpus=gpus, how=how, spread=spread,
+        derived=["parallel.dp", "model.seq_len"],
+        notes=(notes + (" " if notes else "") + ("The config sources " + ", ".join(missing) +
+               ", which the submission does not hold." if missing else "")).strip())
     if model.get("cuda_graph_env"):
         graphs = any(env.get(k, "").lower() in ("1", "true") for k in model["cuda_graph_env"]) or "_cg" in config
     else:
@@ -401,6 +420,91 @@ def record_for(repo, version, commit, submitter, system, bench, impl_dir, config
     return rec, launch
 
 
+def sample_block_rates(events, seq):
+    """tokens/s of each block after the first: (samples_count at block_stop - at block_start) x seq /
+    the block's time (AMD's Llama 3.1 8B logs, whose blocks carry samples_count, not epoch_count)."""
+    rates, start = [], None
+    for e in events:
+        if e["key"] == "block_start":
+            start = e
+        elif e["key"] == "block_stop" and start is not None:
+            samples = e["metadata"]["samples_count"] - start["metadata"]["samples_count"]
+            rates.append((samples * seq, (e["time_ms"] - start["time_ms"]) / 1000.0))
+            start = None
+    return rates[1:]
+
+
+def amd_record_for(repo, version, commit, submitter, system, bench, cfg_path, model, notes):
+    """A record of AMD's Llama 3.1 8B implementation (NeMo 2 on ROCm), as record_for does NVIDIA's."""
+    res_dir = f"{submitter}/results/{system}/{bench}"
+    files = sorted(p for p in git(repo, "ls-tree", "--name-only", "HEAD", res_dir + "/").split()
+                   if re.search(r"/result_\d+\.txt$", p))
+    env = shell_vars(repo, cfg_path)
+    tp, pp, cp = int(env["TP"]), int(env["PP"]), int(env.get("CP", "1"))
+    cfg_mbs = int(env["MBS"])
+    sysjson = json.loads(show(repo, f"{submitter}/systems/{system}.json"))
+    nodes, gpn = int(sysjson["number_of_nodes"]), int(sysjson["accelerators_per_node"])
+    gpus = nodes * gpn
+    dp = gpus // (tp * pp * cp)
+    gbs = seq = accum = None
+    rates_all, per_file = [], []
+    for f in files:
+        events, _ = mllog(show(repo, f))
+        gbs = gbs or first_value(events, "global_batch_size")
+        seq = seq or first_value(events, "max_sequence_length")
+        accum = accum or first_value(events, "gradient_accumulation_steps")
+        r = sample_block_rates(events, seq)
+        rates_all += [tok / sec for tok, sec in r]
+        if r:
+            per_file.append(statistics.median(tok / sec for tok, sec in r))
+    mbs = gbs // (dp * accum)
+    if mbs * dp * accum != gbs:
+        raise RuntimeError(f"{res_dir}: global batch {gbs} is not DP {dp} x accumulation {accum} x a micro batch")
+    mbs_note = ""
+    if mbs != cfg_mbs:
+        mbs_note = (f" The log's gradient_accumulation_steps {accum} gives micro batch {mbs} (global batch {gbs} / DP {dp}"
+                    f" / {accum}); the config's MBS={cfg_mbs} would give {gbs // (dp * cfg_mbs)}, so the run took another"
+                    f" value than the file's.")
+    tokens_s = statistics.median(rates_all)
+    step = gbs * seq / tokens_s
+    gpu = sysjson["accelerator_model_name"]
+    precision = "FP8" if "fp8" in sysjson.get("sw_notes", "").lower() or env.get("FP8_PARAMS") == "1" else "BF16"
+    rid = f"mlperf-{version.replace('.', '')}-{submitter.lower()}-{system.lower().replace('_', '-')}-{bench.replace('_', '-')}"
+    rec = log_record(
+        rid, version, commit, res_dir,
+        paper=f"MLPerf Training {version} results (github.com/mlcommons/training_results_{version}), {submitter}, "
+              f"system {system}, AMD's implementation on NeMo 2 with ROCm's Megatron-LM fork and Transformer "
+              f"Engine (its Dockerfile; the system's framework field: {sysjson.get('framework', '')})",
+        table=f"{res_dir}/result_*.txt ({len(files)} runs): MLLOG block_start / block_stop (samples_count)",
+        row=cfg_path, model=model,
+        hardware={"gpu": gpu, "count": gpus, "precision": precision,
+                  "notes": f"{nodes} nodes x {gpn} {gpu} (systems/{system}.json); "
+                           f"{sysjson.get('accelerator_interconnect', '')}; {sysjson.get('system_name', '')}"},
+        parallel={"tp": tp, "pp": pp, "dp": dp, "cp": cp, "vpp": 1, "recompute": "none", "sequence_parallel": False,
+                  "notes": f"TP {tp}, PP {pp}, CP {cp}, GBS {env['GBS']}, MBS {cfg_mbs} from "
+                           f"{cfg_path.rsplit('/', 1)[1]}; micro batch {mbs} from the log's global batch and "
+                           f"gradient_accumulation_steps"},
+        mbs=mbs, gbs=gbs, seq=seq, step=step, tokens_s=tokens_s, gpus=gpus,
+        how=(f"median over {len(rates_all)} blocks of {len(files)} result files (the first block of each left out) of "
+             f"(samples_count at block_stop - at block_start) x max_sequence_length {seq} / the block's time; "
+             f"step = global_batch_size {gbs} x {seq} / that"),
+        spread=[x / gpus for x in per_file], derived=["parallel.dp", "microbatch", "model.seq_len"],
+        notes=(notes + mbs_note).strip())
+    launch = {
+        "recompute": "none",
+        "tp_comm_overlap": env.get("TP_COMM_OVERLAP", "").lower() == "true",
+        "overlap_grad_reduce": False,
+        "overlap_param_gather": False,
+        "grad_reduce_in_fp32": False,
+        "cuda_graph": "none",
+        "fp8_param_gather": True,
+        "cross_entropy": "native",
+        "recipe": f"{cfg_path} @{commit[:10]} (mlcommons/training_results_{version})",
+        "evidence": model["evidence"],
+    }
+    return rec, launch
+
+
 GPT3 = {
     "name": "GPT-3 175B", "params_b": None, "layers": 96, "hidden": 12288, "heads": 96, "kv_heads": None,
     "ffn_hidden": 49152, "vocab": 50257, "seq_len": 2048,
@@ -433,6 +537,18 @@ LLAMA405 = {
 LLAMA8 = dict(LLAMA405, name="Llama 3.1 8B", layers=32, hidden=4096, heads=32, kv_heads=8, ffn_hidden=14336)
 LLAMA8["evidence"] = LLAMA405["evidence"].replace("Llama31Config405B, 126 layers unless OVERWRITTEN_NUM_LAYERS",
                                                   "Llama31Config8B; config_common_8b.sh OVERWRITTEN_NUM_LAYERS=32")
+
+
+LLAMA8_AMD = dict(LLAMA8, evidence=(
+    "src/train.py (AMD's implementation: NeMo 2 Llama31Config8B, seq_length 8192; fp8 'hybrid' delayed scaling, amax "
+    "history 4, fp8_dot_product_attention False; nl.MegatronStrategy with DistributedDataParallelConfig("
+    "grad_reduce_in_fp32=False, average_in_collective=True, use_distributed_optimizer=True, fp8_param_gather=True) "
+    "and no overlap_grad_reduce / overlap_param_gather, so Megatron-Core's defaults, off; virtual pipeline None; no "
+    "recomputation or CUDA graph setting); run_and_time.sh passes --fp8_params when FP8_PARAMS=1; the config sets "
+    "TP_COMM_OVERLAP=False and Transformer Engine's CK fused attention (NVTE_FUSED_ATTN_CK=1, NVTE_CK_USES_FWD_V3=1, "
+    "NVTE_CK_USES_BWD_V3=1); the loss: NeMo 2's GPTConfig sets cross_entropy_loss_fusion = True "
+    "(nemo/collections/llm/gpt/model/base.py, read at v2.1.0-v2.3.0; Llama31Config8B inherits it and AMD's "
+    "nemo_v2.5.0rc0.patch leaves it) and sets no cross_entropy_fusion_impl, so Megatron-Core's default, native"))
 
 
 def main():
@@ -519,24 +635,78 @@ def main():
         ("v5.1", "Dell", "1xXE9780x8B300-SXM-270GB", "llama31_8b", "nemo",
          "config_XE9780x8B300-SXM-270GB_1x8x2xtp1pp1cp1_8b.sh", LLAMA8, "The config named for the system."),
     ]
-    records, launches = [], {}
-    for version, submitter, system, bench, impl, config, model, notes, *overrides in runs:
-        repo = repos[version]
-        commit = git(repo, "rev-parse", "HEAD").strip()
-        rec, launch = record_for(repo, version, commit, submitter, system, bench, impl, config, model,
-                                 notes or "", overrides[0] if overrides else {})
+    # AMD's implementation (NeMo 2 on ROCm) and its partners' runs of it: each partner's own copy of
+    # AMD's config where it holds one; Cisco's tree holds none for its MI350X, so AMD's.
+    amd = "AMD/benchmarks/llama31_8b/implementations"
+    amd_runs = [
+        ("v5.1", "AMD", "MI355X_EPYC_9575F_pytorch", "llama31_8b",
+         f"{amd}/MI355X_EPYC_9575F_pytorch_llama3_8b/config_MI355X_1x8x1_8b.sh", ""),
+        ("v5.1", "AMD", "MI350X_EPYC_9575F_pytorch", "llama31_8b",
+         f"{amd}/MI350X_EPYC_9575F_pytorch_llama3_8b/config_MI350X_1x8x1_8b.sh", ""),
+        ("v5.1", "Dell", "XE9785L_8xMI355X", "llama31_8b",
+         "Dell/benchmarks/llama31_8b/implementations/AMD/config_MI355X_1x8x1_8b.sh", "Dell's copy of AMD's implementation."),
+        ("v5.1", "GigaComputing", "G893-ZX1-AAX4_pytorch", "llama31_8b",
+         "GigaComputing/benchmarks/llama31_8b/implementations/MI355X/nemo/config_MI355X_1x8x1_8b.sh",
+         "GigaComputing's copy of AMD's implementation."),
+        ("v5.1", "Supermicro", "8xMI355X_2xEPYC_9575F", "llama31_8b",
+         "Supermicro/benchmarks/llama31_8b/implementations/8xMI355X_2xEPYC_9575F/config_MI355X_1x8x1_8b.sh",
+         "Supermicro's copy of AMD's implementation."),
+        ("v5.1", "Cisco", "1xC885A_M8-8xMI350X-OAM-288GB", "llama31_8b",
+         f"{amd}/MI350X_EPYC_9575F_pytorch_llama3_8b/config_MI350X_1x8x1_8b.sh",
+         "Cisco's submission holds no implementation for its MI350X run; AMD's MI350X config, whose batch the log prints."),
+    ]
+    # A version without a mirror keeps what the output files hold for it.
+    old_records, old_launches = [], {}
+    try:
+        with open(args.out) as f:
+            old_records = json.load(f)
+        with open(args.launch) as f:
+            old_launches = json.load(f)["runs"]
+    except (OSError, ValueError, KeyError):
+        pass
+    records, launches, kept = [], {}, set()
+
+    def add(rec, launch):
         records.append(rec)
         launches[rec["id"]] = launch
         print(f"{rec['id']:60s} {rec['hardware']['count']:6d} GPUs  {rec['measured']['tokens_per_s_per_gpu']:9.2f} tokens/s/GPU  "
               f"step {rec['measured']['iteration_time_s']:.3f} s  {rec['measured']['other']['per_result_file_tokens_per_s_per_gpu']}",
               file=sys.stderr)
+
+    def keep(version):
+        if version in kept:
+            return
+        kept.add(version)
+        prefix = f"mlperf-{version.replace('.', '')}-"
+        held = [r for r in old_records if r["id"].startswith(prefix)]
+        print(f"{version}: no --mirror, kept {len(held)} records from {args.out}", file=sys.stderr)
+        for r in held:
+            records.append(r)
+            launches[r["id"]] = old_launches[r["id"]]
+
+    for version, submitter, system, bench, impl, config, model, notes, *overrides in runs:
+        if version not in repos:
+            keep(version)
+            continue
+        repo = repos[version]
+        commit = git(repo, "rev-parse", "HEAD").strip()
+        add(*record_for(repo, version, commit, submitter, system, bench, impl, config, model,
+                        notes or "", overrides[0] if overrides else {}))
+    for version, submitter, system, bench, cfg_path, notes in amd_runs:
+        if version not in repos:
+            keep(version)
+            continue
+        repo = repos[version]
+        commit = git(repo, "rev-parse", "HEAD").strip()
+        add(*amd_record_for(repo, version, commit, submitter, system, bench, cfg_path, LLAMA8_AMD, notes))
     with open(args.out, "w") as f:
         f.write(json.dumps(records, indent=1, ensure_ascii=False) + "\n")
     launch_doc = {
         "source": "MLPerf Training results (github.com/mlcommons/training_results_v3.1 ... v5.1): the config_*.sh and "
                   "NeMo configs of each submission's implementation directory, at the commit each run names",
         "notes": "Written by scripts/mlperf_corpus.py. recompute, tp_comm_overlap and cuda_graph from the run's config; "
-                 "overlap_grad_reduce / overlap_param_gather and grad_reduce_in_fp32 from its optimizer config.",
+                 "overlap_grad_reduce / overlap_param_gather and grad_reduce_in_fp32 from its optimizer config "
+                 "(AMD's implementation: its src/train.py's DistributedDataParallelConfig).",
         "runs": launches,
     }
     with open(args.launch, "w") as f:

@@ -16,10 +16,11 @@ TEST(PresetsTest, TheDesignedPresetsAreBuiltIn) {
                            "qwen3-30b-a3b", "qwen3-235b-a22b", "gpt-oss-120b"})
     EXPECT_NE(std::find(models.begin(), models.end(), name), models.end()) << name;
   EXPECT_EQ(PresetNames("gpus").size(),
-            15u);  // + h100-96g-hbm2e (torchtitan's Grand Teton H100s), b300, gb300, v100-dgx2h, a800
+            18u);  // + h100-96g-hbm2e (torchtitan's Grand Teton H100s), b300, gb300, v100-dgx2h, a800, mi325x,
+                   // mi350x, mi355x
   const auto clusters = PresetNames("clusters");
-  for (const char* name :
-       {"dgx-a100", "hgx-a800", "dgx-h100", "hgx-h800", "dgx-b200", "gb200-nvl72", "mi300x-8", "dgx-2", "dgx-2h"})
+  for (const char* name : {"dgx-a100", "hgx-a800", "dgx-h100", "hgx-h800", "dgx-b200", "gb200-nvl72", "mi300x-8",
+                           "mi325x-8", "mi350x-8", "mi355x-8", "dgx-2", "dgx-2h"})
     EXPECT_NE(std::find(clusters.begin(), clusters.end(), name), clusters.end()) << name;
 }
 
@@ -82,6 +83,38 @@ TEST(PresetsTest, Mi300xTakesItsOwnMeasuredGemmAndAttentionSpeeds) {
       EXPECT_NEAR(pt.tflops, 408.8 * 3.5 * (499.0 / 518) / (499.0 / 518 + 2.5), 0.06);
     }
   EXPECT_TRUE(found);
+}
+
+TEST(PresetsTest, Mi355xPeaksComeFromItsClockAndMatrixCoresAndItsSpeedsFromMeasurements) {
+  // ml-engineering's 'For AMD @ BF16' (082816f9be8a): 2400 MHz x 512 FMAs x 2 x 1024 matrix cores =
+  // 2516.6 TFLOP/s bf16 (AMD prints 2.5 PFLOP/s); fp8 twice that (ISSCC 2026: 8,192 FP8 FLOPs per
+  // CU per clock x 256 CUs). MAMF 1565.0 TFLOP/s bf16 (the same repository's table); fp8: hipBLASLt's
+  // 3293.2 TFLOP/s at 16384^3 (HipKittens). Attention: HipKittens' AITER forward 1069.0 and backward
+  // 876.8 TFLOP/s at 4k tokens, head dim 128, causal: 3.5 / (1/1069.0 + 2.5/876.8) = 924.3.
+  auto g = LoadGpu("mi355x");
+  ASSERT_TRUE(g.ok());
+  EXPECT_NEAR(g->peak_flops_per_s.at(Dtype::kBf16), 2400e6 * 512 * 2 * 1024, 0.1e12);
+  EXPECT_NEAR(g->peak_flops_per_s.at(Dtype::kFp8), 256 * 8192 * 2.4e9, 0.1e12);
+  EXPECT_EQ(g->peak_flops_per_s.count(Dtype::kTf32), 0u);  // AMD publishes none
+  EXPECT_EQ(g->hbm_bytes, 288LL << 30);
+  EXPECT_NEAR(g->gemm_efficiency.at(Dtype::kBf16), 1565.0 / 2516.6, 1e-4);
+  EXPECT_NEAR(g->gemm_efficiency.at(Dtype::kFp8), 3293.2 / 5033.2, 1e-4);
+  bool found = false;
+  for (const auto& pt : g->attention_curve.at(AttentionImpl::kFlash))
+    if (pt.head_dim == 128 && pt.seq == 4096) {
+      found = true;
+      EXPECT_NEAR(pt.tflops, 3.5 / (1 / 1069.0 + 2.5 / 876.8), 0.06);
+    }
+  EXPECT_TRUE(found);
+  // The MI350X: the same silicon at 2200 MHz, so its peaks are the MI355X's x 2200/2400.
+  auto slow = LoadGpu("mi350x");
+  ASSERT_TRUE(slow.ok());
+  EXPECT_NEAR(slow->peak_flops_per_s.at(Dtype::kBf16), 2200e6 * 512 * 2 * 1024, 0.1e12);
+  EXPECT_DOUBLE_EQ(slow->tdp_w, 1000.0);
+  // Infinity Fabric: 7 links of 76.5 GB/s per direction (ml-engineering network/README.md).
+  auto c = LoadCluster("mi355x-8");
+  ASSERT_TRUE(c.ok());
+  EXPECT_DOUBLE_EQ(c->scale_up_bytes_per_s, 7 * 76.5e9);
 }
 
 TEST(PresetsTest, UnknownNameListsTheBuiltIns) {

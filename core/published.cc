@@ -84,7 +84,7 @@ std::string GpuNameKey(const std::string& text) {
 // its printed name, read without case (GpuNameKey), the more specific names first ("A100 40GB"
 // before "A100", "GB200" before "B200", "GH200" before "H200"); the cluster the GPU's usual one,
 // unless the hardware names the machine (Jean Zay). A part that looks like a preset's but is not
-// the same machine (a PCIe card, a Grace Hopper module, an export variant with narrower NVLink, a
+// the same machine (a PCIe card, the 144 GB Grace Hopper module, an export variant with narrower NVLink, a
 // V100 without a cluster preset) is refused with the reason in `why`, never mapped to the
 // look-alike.
 bool MapGpu(const Json& hardware, std::string* gpu, std::string* cluster, std::vector<std::string>* assumed,
@@ -96,10 +96,10 @@ bool MapGpu(const Json& hardware, std::string* gpu, std::string* cluster, std::v
     *why = reason;
     return false;
   };
-  if (has("GH200"))
+  if (has("GH200") && (has("144GB") || has("141GB") || has("HBM3E")))
     return refuse(
-        "a Grace Hopper GH200 module (its own HBM, NVLink-C2C to a Grace CPU, 4 per node on HPE/Cray "
-        "systems) has no preset; an 8-GPU DGX H200 would be another machine");
+        "the 144 GB HBM3e Grace Hopper module (4.9 TB/s) has no preset; the gh200 preset is the 96 GB HBM3 one, "
+        "another part");
   if (has("H20") && !has("H200"))
     return refuse(
         "an export variant (H20: a reduced Hopper) has no preset; the part it derives from would be another "
@@ -115,7 +115,15 @@ bool MapGpu(const Json& hardware, std::string* gpu, std::string* cluster, std::v
         "a V100 other than the DGX-2's 32GB SXM3 (a PCIe card, a 16GB part, or an SXM2 module in a DGX-1's "
         "hybrid cube-mesh NVLink, where not every pair of GPUs is linked) has no preset; the DGX-2's NVSwitch "
         "node would be another machine");
-  if (has("V100") && (has("DGX-2H") || has("DGX2H"))) {
+  if (has("GH200")) {
+    // Checked before H200 and H100: the GH200 is a module of its own (HBM3 at 4 TB/s, NVLink-C2C
+    // to its Grace CPU), four to a node in the HPC systems that train on it.
+    *gpu = "gh200";
+    *cluster = "gh200-quad";
+    assumed->push_back(
+        "GH200 (96 GB HBM3) in nodes of four modules, all-to-all NVLink at 150 GB/s per pair and one 200 Gb/s NIC "
+        "each (gh200-quad: CSCS Alps' shape; JUPITER and Isambard-AI build the same)");
+  } else if (has("V100") && (has("DGX-2H") || has("DGX2H"))) {
     // Shoeybi et al. 2019: V100 SXM3 32GB at the DGX-2H's 450 W and 130 TFLOP/s.
     *gpu = "v100-dgx2h";
     *cluster = "dgx-2h";

@@ -16,11 +16,11 @@ TEST(PresetsTest, TheDesignedPresetsAreBuiltIn) {
                            "qwen3-30b-a3b", "qwen3-235b-a22b", "gpt-oss-120b"})
     EXPECT_NE(std::find(models.begin(), models.end(), name), models.end()) << name;
   EXPECT_EQ(PresetNames("gpus").size(),
-            18u);  // + h100-96g-hbm2e (torchtitan's Grand Teton H100s), b300, gb300, v100-dgx2h, a800, mi325x,
-                   // mi350x, mi355x
+            19u);  // + h100-96g-hbm2e (torchtitan's Grand Teton H100s), b300, gb300, v100-dgx2h, a800, mi325x,
+                   // mi350x, mi355x, gh200
   const auto clusters = PresetNames("clusters");
   for (const char* name : {"dgx-a100", "hgx-a800", "dgx-h100", "hgx-h800", "dgx-b200", "gb200-nvl72", "mi300x-8",
-                           "mi325x-8", "mi350x-8", "mi355x-8", "dgx-2", "dgx-2h"})
+                           "mi325x-8", "mi350x-8", "mi355x-8", "gh200-quad", "dgx-2", "dgx-2h"})
     EXPECT_NE(std::find(clusters.begin(), clusters.end(), name), clusters.end()) << name;
 }
 
@@ -115,6 +115,26 @@ TEST(PresetsTest, Mi355xPeaksComeFromItsClockAndMatrixCoresAndItsSpeedsFromMeasu
   auto c = LoadCluster("mi355x-8");
   ASSERT_TRUE(c.ok());
   EXPECT_DOUBLE_EQ(c->scale_up_bytes_per_s, 7 * 76.5e9);
+}
+
+TEST(PresetsTest, Gh200IsAnH100DieWithItsOwnMemoryAndBurstRow) {
+  // The H100 SXM5's peaks on 96 GB of HBM3 at 4 TB/s (CSCS's GH200 schematic); the GEMM rate by the
+  // H100 rule with the GH200's own MAMF row (ml-engineering 082816f9be8a: 828.6 bf16, 1535.0 fp8
+  // against the H200's 841.9, 1491.9): 0.712 x 828.6/841.9 x 0.9563 and 0.647 x 1535.0/1491.9 x
+  // 0.9726. Four to a node, 3 x 150 GB/s of NVLink per direction, a 25 GB/s NIC each.
+  auto g = LoadGpu("gh200");
+  auto h = LoadGpu("h100-sxm");
+  ASSERT_TRUE(g.ok() && h.ok());
+  EXPECT_EQ(g->peak_flops_per_s, h->peak_flops_per_s);
+  EXPECT_EQ(g->hbm_bytes, 96LL << 30);
+  EXPECT_DOUBLE_EQ(g->hbm_bytes_per_s, 4.0e12);
+  EXPECT_NEAR(g->gemm_efficiency.at(Dtype::kBf16), 0.712 * 828.6 / 841.9 * 0.9563, 5e-4);
+  EXPECT_NEAR(g->gemm_efficiency.at(Dtype::kFp8), 0.647 * 1535.0 / 1491.9 * 0.9726, 5e-4);
+  auto c = LoadCluster("gh200-quad");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->gpus_per_node, 4);
+  EXPECT_DOUBLE_EQ(c->scale_up_bytes_per_s, 3 * 150e9);
+  EXPECT_DOUBLE_EQ(c->nic_bytes_per_s, 25e9);
 }
 
 TEST(PresetsTest, UnknownNameListsTheBuiltIns) {

@@ -1854,7 +1854,8 @@ TEST(ValidationTest, GpuNamesAreReadWithoutCaseAndLookAlikesAreRefused) {
       {"A100 40GiB", "a100-40g", ""},
       {"nvidia h100 80gb hbm3", "h100-sxm", ""},
       {"A100 80GB (Jean Zay; 8 GPUs/node, NVLink, 4x Omni-Path per node)", "a100-80g", ""},
-      {"NVIDIA GH200 Grace Hopper (Alps)", "", "Grace Hopper"},
+      {"NVIDIA GH200 Grace Hopper (Alps)", "gh200", ""},
+      {"GH200 144GB HBM3e", "", "144 GB HBM3e"},
       {"A800 80GB", "a800", ""},  // the A100 80GB SXM4 with NVLink at 400 GB/s, on hgx-a800
       {"NVIDIA A800-SXM4-80GB", "a800", ""},
       {"A800 PCIe 80GB", "", "PCIe"},

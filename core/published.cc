@@ -1256,10 +1256,19 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     // block; the scaling in words ("current scaling", "blockwise") as well, and Megatron-Core's
     // --fp8-recipe names: tensorwise is Transformer Engine's Float8CurrentScaling
     // (fp8_utils.py:777 at d98e8a64), blockwise its 1x128/128x128 block scaling.
-    if (precision.find("CS") != std::string::npos || names("current") || names("tensorwise") || torchao_float8)
+    if (precision.find("CS") != std::string::npos || names("current") || names("tensorwise") || torchao_float8) {
       p.fp8_scaling = Fp8Scaling::kCurrent;
-    else if (precision.find("MX") != std::string::npos || names("mxfp8") || names("block"))
+    } else if (precision.find("MX") != std::string::npos || names("mxfp8") || names("block")) {
       p.fp8_scaling = Fp8Scaling::kBlock;
+    } else if (launch && !launch->fp8_scaling.empty()) {
+      // "FP8" alone: the scaling the run's own config sets (MLPerf Training's NeMo configs:
+      // FP8_RECIPE, conf/custom.yaml's fp8_recipe; presets/launches/mlperf-training.json).
+      if (!FromName(launch->fp8_scaling, &p.fp8_scaling)) {
+        skip("launch fp8_scaling '" + launch->fp8_scaling + "' is not an FP8 scaling meshplan models");
+        return false;
+      }
+      run.assumptions.push_back("FP8 " + std::string(Name(p.fp8_scaling)) + " scaling from " + launch_name());
+    }
   } else if (names("bf16") || names("bfloat16")) {
     p.precision = Dtype::kBf16;
   } else if (names("fp16") || names("float16")) {

@@ -402,6 +402,20 @@ def record_for(repo, version, commit, submitter, system, bench, impl_dir, config
         launch["fp8_param_gather"] = True
         launch["evidence"] += (f"; {gather_var}={env.get(gather_var, gather_default)}: the distributed optimizer "
                                f"all-gathers the parameters in FP8 (NeMo's fp8_params / Megatron-Core's fp8_param_gather)")
+    # The FP8 scaling: NeMo 2's MegatronMixedPrecision fp8_recipe, read by the implementation's
+    # pretrain.py from conf/custom.yaml (`fp8_recipe: ${oc.decode:${oc.env:FP8_RECIPE,<default>}}`):
+    # "tensorwise" is Transformer Engine's Float8CurrentScaling, "delayed" its DelayedScaling.
+    # A submission without conf/custom.yaml (Oracle's v5.1 8B): the variable its configs export.
+    recipe_var, recipe_default = yaml_env_default(custom, "fp8_recipe") if custom is not None else (None, None)
+    where = f"conf/custom.yaml's {recipe_var}, default {recipe_default}"
+    if recipe_var is None and "FP8_RECIPE" in env:
+        recipe_var, where = "FP8_RECIPE", "FP8_RECIPE in the config, no conf/custom.yaml"
+    fp8_recipe = env.get(recipe_var, recipe_default) if recipe_var else None
+    if precision == "FP8" and fp8_recipe in ("tensorwise", "delayed"):
+        launch["fp8_scaling"] = "current" if fp8_recipe == "tensorwise" else "delayed"
+        launch["evidence"] += (f"; fp8_recipe {fp8_recipe} ({where}): "
+                               + ("Transformer Engine's Float8CurrentScaling, an amax pass before each cast"
+                                  if fp8_recipe == "tensorwise" else "Transformer Engine's DelayedScaling"))
     if env.get("CE_FUSION_IMPL") == "te":
         launch["cross_entropy"] = "te-inplace"
         launch["evidence"] += ("; CE_FUSION_IMPL=te: Transformer Engine's Triton cross entropy, which before TE 2.18 "

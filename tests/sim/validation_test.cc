@@ -1574,19 +1574,26 @@ TEST(ValidationTest, MlperfTrainingLogsAtTenThousandGpus) {
   EXPECT_EQ(a.dtypes.grads, core::Dtype::kBf16);
   EXPECT_EQ(a.cross_entropy, core::CrossEntropy::kNative);
   EXPECT_NEAR(amd->published, 31416.05, 0.01);
+  // The FP8 scaling each config sets (NeMo 2's fp8_recipe: conf/custom.yaml's default or
+  // FP8_RECIPE): v5.1's "tensorwise" (config_common.sh) is Transformer Engine's current scaling,
+  // v5.0's 405B runs keep the yaml's "delayed"; the records print only "FP8".
+  const auto* uf = Find(all, "mlperf-v51-university-of-florida-hpg.dgxb200x8.n1-llama31-8b");
+  ASSERT_TRUE(uf);
+  EXPECT_EQ(uf->scenario.plan.fp8_scaling, core::Fp8Scaling::kCurrent);
+  EXPECT_EQ(l405->scenario.plan.fp8_scaling, core::Fp8Scaling::kDelayed);
   // GigaComputing's config says MBS=4 but its log accumulates 2 steps of the 32: micro batch 2.
   const auto* giga = Find(all, "mlperf-v51-gigacomputing-g893-zx1-aax4-pytorch-llama31-8b");
   ASSERT_TRUE(giga);
   EXPECT_EQ(giga->scenario.plan.micro_batch, 2);
-  // Today's level (2026-12-03), both signs: median 7.8%, p90 18.9%, max 49.5% (Llama 3.1 8B on
-  // Cisco's 128 H100s, TP 2 on an Ethernet fabric); the 8B rows, one microbatch a step, +6.2% to
-  // +36.2% elsewhere; GPT-3 on Oracle's 3,072 H100s +21.8% (+1.3% on 1,536 at the same batch);
-  // v3.0's GPT-3 rows +13.6% to +18.2%, where v3.1 ran the same config 9% faster (+4.2%); GPT-3 at
-  // 10,752 and 11,616 H100s +2.1% / +1.6%; the MI355X rows +8.5% to +14.4% and the MI350X rows
+  // Today's level (2026-12-03), both signs: median 7.3%, p90 18.2%, max 49.5% (Llama 3.1 8B on
+  // Cisco's 128 H100s, TP 2 on an Ethernet fabric); the other 8B rows on NeMo, one microbatch a step,
+  // -0.4% to +26.8% (FP8 current scaling where the config's fp8_recipe is tensorwise); GPT-3 on Oracle's 3,072 H100s
+  // +21.8% (+1.3% on 1,536 at the same batch); v3.0's GPT-3 rows +13.6% to +18.2%, where v3.1 ran the same config 9%
+  // faster (+4.2%); GPT-3 at 10,752 and 11,616 H100s +2.1% / +1.6%; the MI355X rows +8.5% to +14.4% and the MI350X rows
   // +25.1% / +29.3%, on burst GEMM and attention figures (docs/validation.md).
   const ValidationSummary v = ValidateRuns(all, core::Profile{});
-  EXPECT_LE(v.all.median_abs_error, 0.079);
-  EXPECT_LE(v.all.p90_abs_error, 0.189);
+  EXPECT_LE(v.all.median_abs_error, 0.074);
+  EXPECT_LE(v.all.p90_abs_error, 0.182);
   EXPECT_LE(v.all.max_abs_error, 0.50);
   EXPECT_EQ(v.all.out_of_memory, 0u);
 }

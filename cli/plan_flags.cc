@@ -204,6 +204,9 @@ void PlanFlags::Register(CLI::App* app) {
                 "GPU's host_link_bytes_per_s; default 0)");
   p->add_option("--cp-kind", cp_kind, "ring|ulysses|allgather (default ring)");
   p->add_option("--placement", placement, "Rank order, innermost first (default tp-cp-ep-dp-pp)");
+  p->add_option("--segment", segment_nodes,
+                "Slurm segments of N nodes, each inside one scale-up domain (sbatch --segment N with the "
+                "topology/block plugin; default 0: none)");
   p->add_option("--stage-layers", stage_layers, "Uneven split: layers per pipeline chunk")->delimiter(',');
 }
 
@@ -358,6 +361,7 @@ void PlanFlags::ApplyPlanFlags(bool from_file, core::ModelSpec* spec, core::Plan
   SetEnum(cross_entropy, "cross-entropy", "plan.cross_entropy", &p.cross_entropy, d);
   if (deferred_head_wgrad) p.deferred_head_wgrad = *deferred_head_wgrad;
   if (offload_activation_layers) p.offload_activation_layers = *offload_activation_layers;
+  if (segment_nodes) p.segment_nodes = *segment_nodes;
   if (cuda_context_mib) {
     if (*cuda_context_mib <= 0 || *cuda_context_mib > 65536)
       d->Error("--cuda-context-mib",

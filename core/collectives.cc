@@ -216,16 +216,40 @@ const char* Name(CollectiveAlgorithm a) {
 }
 
 GroupSpan SpanOfStride(int64_t size, int64_t stride, const ClusterSpec& c) {
+  return SpanOfStrideIn(size, stride, c.scale_up_domain_gpus);
+}
+
+int64_t JobDomainGpus(const PlanSpec& p, const ClusterSpec& c) {
+  const int64_t domain = std::max<int64_t>(1, c.scale_up_domain_gpus);
+  const int64_t segment = p.segment_nodes * std::max<int64_t>(1, c.gpus_per_node);
+  if (p.segment_nodes <= 0 || segment > domain) return domain;  // core/validate.cc refuses the latter
+  return domain / segment * segment;
+}
+
+GroupSpan SpanOfStrideIn(int64_t size, int64_t stride, int64_t domain_gpus) {
   GroupSpan s;
   s.size = std::max<int64_t>(1, size);
   stride = std::max<int64_t>(1, stride);
-  const int64_t domain = std::max<int64_t>(1, c.scale_up_domain_gpus);
+  const int64_t domain = std::max<int64_t>(1, domain_gpus);
   int64_t per = stride < domain ? std::min(s.size, std::max<int64_t>(1, domain / stride)) : 1;
   while (s.size % per != 0)
     --per;  // uneven fill: keep size = per_domain * domains, the fuller
             // domains' extra members are costed as if remote
   s.per_domain = per;
   s.domains = s.size / per;
+  return s;
+}
+
+GroupSpan SpanOfLayout(const GroupLayout& l, const ClusterSpec& c) { return SpanOfLayoutIn(l, c.scale_up_domain_gpus); }
+
+GroupSpan SpanOfLayoutIn(const GroupLayout& l, int64_t domain_gpus) {
+  if (l.inner <= 0 || l.inner >= l.size) return SpanOfStrideIn(l.size, l.stride, domain_gpus);
+  const GroupSpan in = SpanOfStrideIn(l.inner, l.stride, domain_gpus);
+  const GroupSpan out = SpanOfStrideIn(l.size / l.inner, l.outer_stride, domain_gpus);
+  GroupSpan s;
+  s.size = std::max<int64_t>(1, l.size);
+  s.per_domain = in.domains == 1 ? in.per_domain * out.per_domain : in.per_domain;
+  s.domains = s.size / s.per_domain;
   return s;
 }
 
@@ -241,7 +265,7 @@ GroupLayout ExpertDpLayout(const PlanSpec& p) {
 
 GroupSpan SpanOf(Axis axis, const PlanSpec& p, const ClusterSpec& c) {
   const GroupLayout l = AxisLayout(axis, p);
-  return SpanOfStride(l.size, l.stride, c);
+  return SpanOfStrideIn(l.size, l.stride, JobDomainGpus(p, c));
 }
 
 PipelineLinks PipelineLinkCounts(const PlanSpec& p, const ClusterSpec& c) {
@@ -250,7 +274,7 @@ PipelineLinks PipelineLinkCounts(const PlanSpec& p, const ClusterSpec& c) {
   if (pp <= 1) return out;
   const bool wrap = p.schedule == Schedule::kInterleaved;
   const int64_t s = std::max<int64_t>(1, StrideOf(Axis::kPp, p));
-  const int64_t domain = std::max<int64_t>(1, c.scale_up_domain_gpus);
+  const int64_t domain = JobDomainGpus(p, c);
   const int64_t world = std::max<int64_t>(1, p.tp) * std::max<int64_t>(1, p.cp) * std::max<int64_t>(1, p.dp) * pp;
   // A member's links: to the next stage (the first, under interleaving, from the last) and to the
   // previous one (the last, under interleaving, from the first).
@@ -303,7 +327,7 @@ PipelinePace PipelineLinkPace(const PipelineLinks& links, double inside_s, doubl
 
 GroupSpan SpanOfExpertDp(const PlanSpec& p, const ClusterSpec& c) {
   const GroupLayout l = ExpertDpLayout(p);
-  return SpanOfStride(l.size, l.stride, c);
+  return SpanOfStrideIn(l.size, l.stride, JobDomainGpus(p, c));
 }
 
 double ScaleUpBytesPerS(const ClusterSpec& c, const CommEfficiency& eff) {

@@ -41,9 +41,9 @@ int64_t StrideOf(Axis axis, const PlanSpec& p);
 // tier it crosses, and the rank whose links cost most sets the pace. The links: consecutive members
 // of the PP group (plan.placement's stride apart), and under the interleaved schedule also the last
 // stage's link back to the first (the next model chunk); the end ranks of the other schedules have
-// one neighbour. Scale-up domains are cluster.scale_up_domain_gpus consecutive ranks, as
-// SpanOfStride assumes. PipelineLinkCounts says which (links leaving the rank's domain, links
-// inside it) pairs the group's ranks have; the pace is the costliest of them.
+// one neighbour. Scale-up domains are JobDomainGpus consecutive ranks (the cluster's domain, or
+// the whole Slurm segments it holds), as SpanOf assumes. PipelineLinkCounts says which (links leaving the rank's
+// domain, links inside it) pairs the group's ranks have; the pace is the costliest of them.
 struct PipelineLinks {
   uint16_t seen = 0;  // bit crossing * 3 + inside, for crossing + inside <= 2
   void Add(int crossing, int inside) { seen = static_cast<uint16_t>(seen | 1u << (crossing * 3 + inside)); }
@@ -69,13 +69,22 @@ GroupSpan SpanOfExpertDp(const PlanSpec& p, const ClusterSpec& c);
 
 // Where a group's members sit among the global ranks (placement order, innermost first): `size`
 // members, `stride` ranks apart; a member's group differs from its own rank in one mixed-radix
-// digit. The spans above are SpanOfStride(size, stride); the runtime builds its communicators
-// from the same layouts (core::LayoutOfGroup, step_graph.h).
+// digit. A group over two axes that are not adjacent in the placement (DP with CP when pp sits
+// between them, as in NeMo's tp-cp-ep-pp-dp) differs in two digits: member i sits at
+// (i % inner) * stride + (i / inner) * outer_stride from the group's first rank (inner = 0: one
+// digit). The spans above are SpanOfLayout; the runtime builds its communicators from the same
+// layouts (core::LayoutOfGroup, step_graph.h).
 struct GroupLayout {
   int64_t size = 1;
   int64_t stride = 1;
+  int64_t inner = 0;         // members along the first digit; 0: one digit
+  int64_t outer_stride = 0;  // the second digit's stride
   friend bool operator==(const GroupLayout&, const GroupLayout&) = default;
 };
+// The tiers a layout spans: one digit, SpanOfStride; two, the inner digit's members per domain
+// times the outer digit's where the inner digit fits in one domain (the outer digit's members are
+// whole domains apart otherwise, so only the inner digit's count).
+GroupSpan SpanOfLayout(const GroupLayout& l, const ClusterSpec& c);
 GroupLayout AxisLayout(Axis axis, const PlanSpec& p);  // SpanOf's group
 GroupLayout ExpertDpLayout(const PlanSpec& p);         // SpanOfExpertDp's group
 // A group of `size` members, `stride` ranks apart (for derived groups such as DP x CP).
@@ -83,6 +92,13 @@ GroupLayout ExpertDpLayout(const PlanSpec& p);         // SpanOfExpertDp's group
 // size = per_domain * domains (conservative when stride does not divide the domain); 1 when
 // stride >= domain. Groups are assumed aligned to domain boundaries (docs/collectives.md).
 GroupSpan SpanOfStride(int64_t size, int64_t stride, const ClusterSpec& c);
+// The same within domains of `domain_gpus` consecutive ranks.
+GroupSpan SpanOfStrideIn(int64_t size, int64_t stride, int64_t domain_gpus);
+GroupSpan SpanOfLayoutIn(const GroupLayout& l, int64_t domain_gpus);
+// The consecutive ranks one scale-up domain holds for this job: cluster.scale_up_domain_gpus, or
+// with plan.segment_nodes = N the whole segments a domain holds, floor(domain / (N g)) x N g
+// (g = gpus_per_node; a GB200 NVL72 rack of 18 trays with segments of 16 holds one: 64 ranks).
+int64_t JobDomainGpus(const PlanSpec& p, const ClusterSpec& c);
 
 // Achieved fractions of link bandwidth and fixed latencies, from the calibration Profile.
 struct CommEfficiency {

@@ -341,6 +341,12 @@ struct LaunchConfig {
   // What the recipe captures in CUDA graphs ("none", "full_iteration", "local (...)",
   // "transformer_engine: attn, moe_router, ..."; empty: the launch file does not say).
   std::string cuda_graph;
+  // The rank order of the recipe's process groups when it is not Megatron-Core's default
+  // (core/specs.h placement text, e.g. "tp-cp-ep-pp-dp" for NeMo's use_tp_pp_dp_mapping); empty:
+  // the launch file does not say.
+  std::string placement;
+  // The Slurm segment the recipe's launch asks for (sbatch --segment N), in nodes; 0: none said.
+  int64_t segment_nodes = 0;
   // MoE token dropping as the recipe turns it on (NeMo's MegatronTokenDropCallback: Megatron-Core's
   // moe_expert_capacity_factor, each expert's input padded to its capacity); 0: the launch file
   // does not say.
@@ -392,6 +398,8 @@ std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
                                           .fp8_scaling = StrOr(v, "fp8_scaling"),
                                           .cross_entropy = StrOr(v, "cross_entropy"),
                                           .cuda_graph = StrOr(v, "cuda_graph"),
+                                          .placement = StrOr(v, "placement"),
+                                          .segment_nodes = IntOr(v, "segment_nodes", 0),
                                           .moe_capacity_factor = NumOr(v, "moe_capacity_factor", 0)});
       }
     }
@@ -1002,6 +1010,21 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
       run.assumptions.push_back("pipeline layout " + launch->pp_layout + " from " +
                                 (launch->recipe.empty() ? launch->source : launch->recipe));
     }
+  }
+  if (launch && !launch->placement.empty()) {
+    // The ranks' order decides which groups share an NVLink domain (core/collectives.h SpanOf).
+    if (!ParsePlacement(launch->placement, &p.placement)) {
+      skip("launch placement '" + launch->placement + "' is not a rank order meshplan reads (e.g. \"tp-cp-ep-pp-dp\")");
+      return false;
+    }
+    run.assumptions.push_back("rank order " + launch->placement + " (innermost first) from " +
+                              (launch->recipe.empty() ? launch->source : launch->recipe));
+  }
+  if (launch && launch->segment_nodes > 0) {
+    p.segment_nodes = launch->segment_nodes;
+    run.assumptions.push_back("Slurm segments of " + std::to_string(p.segment_nodes) +
+                              " nodes, each inside one scale-up domain (sbatch --segment), from " +
+                              (launch->recipe.empty() ? launch->source : launch->recipe));
   }
   if (p.vpp > 1) p.schedule = Schedule::kInterleaved;
   // A schedule the record names other than 1F1B and its interleaving: GPipe (all forwards, then

@@ -612,6 +612,7 @@ void ReadPlan(ObjectReader& r, const std::string& prefix, PlanSpec* p, Diagnosti
     q.Finish();
   }
   r.Enum("cp_kind", &p->cp_kind);
+  r.Int("segment_nodes", &p->segment_nodes);
   std::string placement;
   if (r.String("placement", &placement) && !ParsePlacement(placement, &p->placement)) {
     d->Error(prefix + ".placement",
@@ -703,6 +704,7 @@ OJson WritePlan(const PlanSpec& p) {
   j["offload"] = off;
   j["cp_kind"] = Name(p.cp_kind);
   j["placement"] = PlacementString(p.placement);
+  if (p.segment_nodes > 0) j["segment_nodes"] = p.segment_nodes;
   if (!p.stage_layers.empty()) j["stage_layers"] = p.stage_layers;
   j["overlap_grad_reduce"] = p.overlap_grad_reduce;
   j["overlap_param_gather"] = p.overlap_param_gather;

@@ -536,6 +536,12 @@ struct PlanSpec {
   int64_t offload_activation_layers = 0;
   CpKind cp_kind = CpKind::kRing;
   std::vector<Axis> placement = {Axis::kTp, Axis::kCp, Axis::kEp, Axis::kDp, Axis::kPp};
+  // Slurm's segments (sbatch --segment N with the topology/block plugin, whose blocks are the
+  // scale-up domains, e.g. a GB200 NVL72 rack): the job's nodes come in segments of N consecutive
+  // nodes, each inside one domain, so a domain holds floor(domain / (N x gpus_per_node)) whole
+  // segments and the ranks of one segment never straddle two domains (core::JobDomainGpus).
+  // 0: nodes allocated domain after domain, as many to a domain as it holds.
+  int64_t segment_nodes = 0;
   std::vector<int64_t> stage_layers;  // optional uneven split: pp*vpp entries summing to layers
   bool overlap_grad_reduce = true;    // DP gradient reduction runs under the last backward
   // ZeRO-1/2: the updated parameters' all-gather runs bucket by bucket under the next step's first

@@ -1338,6 +1338,35 @@ class Builder {
 
 // The cluster tiers a group spans. Expert-data-parallel ranks sit etp*ep apart (a stage's
 // tp*cp*dp ranks regroup as etp x ep x edp, innermost first, as in Megatron-Core).
+namespace {
+// DP together with CP, the group whose members hold the same parameters: cp x dp ranks, CP's
+// digit inside DP's (Megatron-Core's data-parallel-with-CP group). One digit where the two axes
+// are adjacent in the placement (the default tp-cp-ep-dp-pp, where ep takes no room among the
+// dense axes), two where another axis sits between them (pp in tp-cp-ep-pp-dp).
+GroupLayout DpCpLayout(const PlanSpec& p) {
+  const GroupLayout cp = AxisLayout(Axis::kCp, p), dp = AxisLayout(Axis::kDp, p);
+  if (cp.size <= 1) return dp;
+  if (dp.size <= 1) return cp;
+  if (dp.stride == cp.stride * cp.size) return {dp.size * cp.size, cp.stride};
+  return {dp.size * cp.size, cp.stride, cp.size, dp.stride};
+}
+// Members [0, n) of a layout's order, or every n-th of them (`every`): HSDP's shard and replica
+// groups. REQUIRES (core/validate.cc): with two digits, n a multiple of the inner digit or a
+// divisor of it.
+GroupLayout SubLayout(const GroupLayout& l, int64_t n, bool every) {
+  if (l.inner <= 0) return every ? GroupLayout{l.size / n, l.stride * n} : GroupLayout{n, l.stride};
+  if (n % l.inner == 0) {
+    const int64_t outer = n / l.inner;  // whole inner digits
+    return every ? GroupLayout{l.size / n, l.outer_stride * outer}
+                 : (outer == 1 ? GroupLayout{n, l.stride} : GroupLayout{n, l.stride, l.inner, l.outer_stride});
+  }
+  // n divides the inner digit.
+  if (!every) return {n, l.stride};
+  const int64_t in = l.inner / n;
+  return in == 1 ? GroupLayout{l.size / n, l.outer_stride} : GroupLayout{l.size / n, l.stride * n, in, l.outer_stride};
+}
+}  // namespace
+
 GroupLayout LayoutOfGroup(CommGroup g, const PlanSpec& p) {
   const int64_t shard = std::max<int64_t>(p.hsdp_shard_size, 1);
   switch (g) {
@@ -1346,12 +1375,10 @@ GroupLayout LayoutOfGroup(CommGroup g, const PlanSpec& p) {
     case CommGroup::kEp: return AxisLayout(Axis::kEp, p);
     case CommGroup::kDp: return AxisLayout(Axis::kDp, p);
     case CommGroup::kPp: return AxisLayout(Axis::kPp, p);
-    // DP together with CP: cp*dp ranks starting at CP's stride (adjacent in the default
-    // placement tp-cp-ep-dp-pp, where ep takes no room among the dense axes).
-    case CommGroup::kDpCp: return {p.dp * p.cp, StrideOf(Axis::kCp, p)};
+    case CommGroup::kDpCp: return DpCpLayout(p);
     case CommGroup::kExpertDp: return ExpertDpLayout(p);
-    case CommGroup::kHsdpShard: return {shard, StrideOf(Axis::kCp, p)};
-    case CommGroup::kHsdpReplica: return {std::max<int64_t>(1, p.dp * p.cp / shard), StrideOf(Axis::kCp, p) * shard};
+    case CommGroup::kHsdpShard: return SubLayout(DpCpLayout(p), std::min(shard, p.dp * p.cp), false);
+    case CommGroup::kHsdpReplica: return SubLayout(DpCpLayout(p), std::min(shard, p.dp * p.cp), true);
     // The first and the last stage: two members pp - 1 stages apart (one rank with one stage).
     case CommGroup::kPpEnds:
       return p.pp > 1 ? GroupLayout{2, (p.pp - 1) * StrideOf(Axis::kPp, p)} : GroupLayout{1, StrideOf(Axis::kPp, p)};
@@ -1362,8 +1389,7 @@ GroupLayout LayoutOfGroup(CommGroup g, const PlanSpec& p) {
 
 GroupSpan SpanOfGroup(CommGroup g, const PlanSpec& p, const ClusterSpec& c) {
   if (g == CommGroup::kNone) return GroupSpan{};
-  const GroupLayout l = LayoutOfGroup(g, p);
-  return SpanOfStride(l.size, l.stride, c);
+  return SpanOfLayoutIn(LayoutOfGroup(g, p), JobDomainGpus(p, c));
 }
 
 bool RecomputeRerunsMoeDispatcher(const PlanSpec& p) {

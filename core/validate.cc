@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "core/schedule.h"
+#include "core/step_graph.h"
 
 namespace meshplan::core {
 namespace {
@@ -393,6 +394,18 @@ void CheckDegrees(const PlanSpec& pl, const ModelSpec& m, const ClusterSpec& c, 
     d->Warning("plan.tp", S(pl.tp) + " spans more than one scale-up domain (cluster.scale_up_domain_gpus=" +
                               S(c.scale_up_domain_gpus) + "): tensor-parallel traffic crosses the scale-out network");
   if (pl.sequence_parallel && pl.tp == 1) d->Warning("plan.sequence_parallel", "has no effect with tp=1");
+  if (pl.segment_nodes < 0) {
+    d->Error("plan.segment_nodes", "must be >= 0 nodes (0: no Slurm segments; got " + S(pl.segment_nodes) + ")");
+  } else if (pl.segment_nodes > 0 && c.gpus_per_node > 0 && c.scale_up_domain_gpus > 0) {
+    if (pl.segment_nodes * c.gpus_per_node > c.scale_up_domain_gpus)
+      d->Error("plan.segment_nodes", S(pl.segment_nodes) + " nodes x " + S(c.gpus_per_node) +
+                                         " GPUs must fit in one scale-up domain (cluster.scale_up_domain_gpus=" +
+                                         S(c.scale_up_domain_gpus) + "): a Slurm segment lies inside one block");
+    else if (pl.gpus > 0 && pl.gpus % (pl.segment_nodes * c.gpus_per_node) != 0)
+      d->Error("plan.segment_nodes", "the job's " + S(pl.gpus) + " GPUs must be whole segments of " +
+                                         S(pl.segment_nodes) + " nodes x " + S(c.gpus_per_node) +
+                                         " GPUs (sbatch --segment needs a node count it divides)");
+  }
   if (pl.fp8_param_gather && !pl.Fp8ParamGatherApplies())
     d->Error("plan.fp8_param_gather",
              std::string("gathers the parameters in FP8 for the distributed optimizer: needs plan.precision fp8 and "
@@ -548,6 +561,12 @@ void CheckShardingAndOffload(const PlanSpec& pl, const ModelSpec& m, const GpuSp
       d->Error("plan.hsdp_shard_size", "must be >= 1 with sharding=hsdp (got " + S(pl.hsdp_shard_size) + ")");
     else if ((pl.dp * pl.cp) % pl.hsdp_shard_size != 0)
       d->Error("plan.hsdp_shard_size", S(pl.hsdp_shard_size) + " must divide dp*cp=" + S(pl.dp * pl.cp));
+    else if (const GroupLayout l = LayoutOfGroup(CommGroup::kDpCp, pl);
+             l.inner > 0 && pl.hsdp_shard_size % l.inner != 0 && l.inner % pl.hsdp_shard_size != 0)
+      // CP and DP apart in the placement: a shard group is whole CP groups or part of one.
+      d->Error("plan.hsdp_shard_size", S(pl.hsdp_shard_size) + " must be a multiple or a divisor of cp=" + S(pl.cp) +
+                                           " when the placement puts an axis between cp and dp (" +
+                                           PlacementString(pl.placement) + ")");
   } else if (pl.hsdp_shard_size != 0) {
     d->Error("plan.hsdp_shard_size", "is only used with sharding=hsdp (got sharding=fsdp)");
   }

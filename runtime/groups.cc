@@ -21,9 +21,18 @@ std::vector<int64_t> GroupMembers(CommGroup g, const core::PlanSpec& p, int64_t 
     const int64_t base = rank - stage * stride;
     return {base, base + l.stride};
   }
+  std::vector<int64_t> out;
+  if (l.inner > 0 && l.inner < l.size) {
+    // Two mixed-radix digits: radix l.inner at l.stride and l.size / l.inner at l.outer_stride.
+    const int64_t outer = l.size / l.inner;
+    const int64_t base =
+        rank - ((rank / l.stride) % l.inner) * l.stride - ((rank / l.outer_stride) % outer) * l.outer_stride;
+    for (int64_t i = 0; i < l.size; ++i)
+      out.push_back(base + (i % l.inner) * l.stride + (i / l.inner) * l.outer_stride);
+    return out;
+  }
   // The group's members differ only in one mixed-radix digit of the rank: radix l.size at l.stride.
   const int64_t base = rank - ((rank / l.stride) % l.size) * l.stride;
-  std::vector<int64_t> out;
   for (int64_t i = 0; i < l.size; ++i) out.push_back(base + i * l.stride);
   return out;
 }

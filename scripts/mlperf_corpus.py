@@ -70,15 +70,18 @@ def shell_condition(cond, env):
     return {"-eq": a == b, "-ne": a != b, "-gt": a > b, "-lt": a < b, "-ge": a >= b, "-le": a <= b}[op]
 
 
-def shell_vars(repo, path, env=None, missing=None):
+def shell_vars(repo, path, env=None, missing=None, common=None):
     """The variables a config_*.sh exports, in order, following `source`. An `if` on one variable's
     value takes the branch the variables so far select (`if [[ "${MLPERF_VERSION:-}" == "v31" ]]`
     sources one common file or the other); any other `if` is skipped whole. A sourced file the
-    submission does not hold is listed in `missing`."""
+    config's directory does not hold is read from `common` (the directory a submission's README
+    points to for the rest of the implementation) where given, else listed in `missing`."""
     env = {} if env is None else env
     try:
         text = show(repo, path)
     except RuntimeError:
+        if common is not None and not path.startswith(common + "/"):
+            return shell_vars(repo, f"{common}/{path.rsplit('/', 1)[1]}", env, missing, common)
         if missing is None:
             raise
         missing.append(path.rsplit("/", 1)[1])
@@ -113,7 +116,7 @@ def shell_vars(repo, path, env=None, missing=None):
         m = re.match(r"^source\s+\$\(dirname \$\{BASH_SOURCE\[0\]\}\)/(\S+)", line)
         if m:
             sub = path.rsplit("/", 1)[0] + "/" + m.group(1)
-            shell_vars(repo, sub, env, missing)
+            shell_vars(repo, sub, env, missing, common)
             continue
         m = re.match(r'^:\s*"\$\{(\w+):=([^}]*)\}"', line)
         if m:
@@ -125,6 +128,11 @@ def shell_vars(repo, path, env=None, missing=None):
             d = re.match(r"^\$\{(\w+):[-=]([^}]*)\}$", value)
             if d:
                 value = env.get(d.group(1), d.group(2))
+            a = re.match(r"^\$\(\((.*)\)\)$", value)
+            if a:  # shell arithmetic on variables set so far: `$(( (TENSOR_MODEL_PARALLEL * ...) / DGXNGPU ))`
+                expr = re.sub(r"\$?\{?([A-Za-z_]\w*)\}?", lambda v: env.get(v.group(1), "x"), a.group(1))
+                if re.fullmatch(r"[\d\s+*/()-]+", expr):
+                    value = str(eval(expr.replace("/", "//")))
             env[name] = value
             continue
         m = re.match(r"^unset\s+(\w+)", line)
@@ -273,7 +281,7 @@ def log_record(rid, version, commit, res_dir, paper, table, row, model, hardware
     return rec
 
 
-def record_for(repo, version, commit, submitter, system, bench, impl_dir, config, model, notes, overrides):
+def record_for(repo, version, commit, submitter, system, bench, impl_dir, config, model, notes, overrides, common=None):
     res_dir = f"{submitter}/results/{system}/{bench}"
     readme_note = ""
     if config is None:
@@ -285,14 +293,19 @@ def record_for(repo, version, commit, submitter, system, bench, impl_dir, config
     impl_path = (impl_dir[1:] if impl_dir.startswith("/")  # a submission laid out without implementations/
                  else f"{submitter}/benchmarks/{bench}/implementations/{impl_dir}")
     cfg_path = f"{impl_path}/{config}"
+    common_path = f"{submitter}/benchmarks/{bench}/implementations/{common}" if common else None
     missing = []
-    env = shell_vars(repo, cfg_path, None, missing)
+    env = shell_vars(repo, cfg_path, None, missing, common_path)
     env.update(overrides)
+    if env.get("FP8_DPA", "").lower() == "true":
+        raise RuntimeError(f"{cfg_path}: FP8_DPA=True (Transformer Engine's FP8 attention), which meshplan does not cost")
     custom = None
-    try:
-        custom = show(repo, f"{impl_path}/conf/custom.yaml")
-    except RuntimeError:
-        pass
+    for where in [impl_path] + ([common_path] if common_path else []):
+        try:
+            custom = show(repo, f"{where}/conf/custom.yaml")
+            break
+        except RuntimeError:
+            pass
     tp = int(env["TENSOR_MODEL_PARALLEL"])
     pp = int(env["PIPELINE_MODEL_PARALLEL"])
     cp = int(env.get("CONTEXT_PARALLEL", "1"))
@@ -416,12 +429,41 @@ def record_for(repo, version, commit, submitter, system, bench, impl_dir, config
         launch["evidence"] += (f"; fp8_recipe {fp8_recipe} ({where}): "
                                + ("Transformer Engine's Float8CurrentScaling, an amax pass before each cast"
                                   if fp8_recipe == "tensorwise" else "Transformer Engine's DelayedScaling"))
+    if precision == "NVFP4":
+        knobs = [f"{k}={env[k]}" for k in ("NVTE_NVFP4_DISABLE_RHT", "NVTE_NVFP4_DISABLE_STOCHASTIC_ROUNDING",
+                                            "NVTE_NVFP4_DISABLE_2D_QUANTIZATION") if k in env]
+        launch["evidence"] += (f"; FP4=True, FP4_RECIPE {env.get('FP4_RECIPE', 'nvfp4')} (conf/custom.yaml fp4 / "
+                               f"fp4_recipe: Transformer Engine's NVFP4BlockScaling for the linear layers)"
+                               + (", " + ", ".join(knobs) if knobs else "")
+                               + "; FP8_DPA not set (custom.yaml fp8_dot_product_attention defaults to False): "
+                                 "attention in BF16")
     if env.get("CE_FUSION_IMPL") == "te":
         launch["cross_entropy"] = "te-inplace"
         launch["evidence"] += ("; CE_FUSION_IMPL=te: Transformer Engine's Triton cross entropy, which before TE 2.18 "
                                "(TransformerEngine #3193) writes its gradient over the bf16 logits")
     if env.get("SEQ_PARALLEL", "").lower() == "false":
         rec["parallel"]["sequence_parallel"] = False
+    # The rank order: NeMo's use_tp_pp_dp_mapping (conf/custom.yaml `${oc.env:TP_PP_DP_MAPPING,False}`)
+    # builds the groups in the order tp-cp-ep-pp-dp, data parallel outermost, instead of Megatron-Core's
+    # tp-cp-ep-dp-pp (nemo/lightning/megatron_init.py fake_initialize_model_parallel's RankGenerator, and
+    # Megatron-LM's initialize.py likewise): a pipeline's stages sit TP x CP ranks apart. Only a layout
+    # with PP > 1 and DP > 1 differs.
+    map_var, map_default = yaml_env_default(custom, "use_tp_pp_dp_mapping") if custom is not None else (None, None)
+    if map_var and env.get(map_var, map_default).lower() == "true" and pp > 1 and dp > 1:
+        launch["placement"] = "tp-cp-ep-pp-dp"
+        launch["evidence"] += (f"; {map_var}={env.get(map_var, map_default)} (conf/custom.yaml use_tp_pp_dp_mapping): "
+                               "NeMo builds the process groups in the order tp-cp-ep-pp-dp, data parallel outermost")
+    # Slurm segments: NVIDIA's v5.1 README runs each benchmark with `sbatch -N $DGXNNODES -t $WALLTIME
+    # --segment $SEGMENT run.sub` (NVIDIA/README.md, step 4), and the GB200/GB300 configs set SEGMENT to
+    # the model-parallel group's nodes, (TP x PP x CP) / DGXNGPU: each such group inside one NVL72 rack.
+    # Only NVIDIA's own submissions document that launch line (v5.0's README has no --segment).
+    segment = env.get("SEGMENT", "")
+    if submitter == "NVIDIA" and segment.isdigit() and int(segment) > 0 and int(segment) < nodes:
+        if "--segment $SEGMENT" in show(repo, "NVIDIA/README.md"):
+            launch["segment_nodes"] = int(segment)
+            launch["evidence"] += (f"; SEGMENT={segment} with NVIDIA/README.md's launch line `sbatch ... --segment "
+                                   f"$SEGMENT run.sub`: Slurm places the job's nodes {segment} at a time inside one "
+                                   f"NVLink domain (the topology/block plugin)")
     embed = env.get("ASYM_PP_EMBED", "").lower() == "true"
     loss = env.get("ASYM_PP_LOSS", "").lower() == "true"
     if (embed or loss) and pp > 1:
@@ -621,7 +663,20 @@ def main():
         runs.append(("v5.0", "IBM+CoreWeave+NVIDIA", system, "llama31_405b", None, None, LLAMA405, None))
     for system in ["nebius_soperator_8xH200_n64_ngc25.01_nemo", "nebius_soperator_8xH200_n128_ngc25.01_nemo"]:
         runs.append(("v5.0", "Nebius", system, "llama31_405b", None, None, LLAMA405, None))
-    # v5.1's Llama 3.1 8B: NVIDIA's FP8 runs (the 8-GPU ones run NVFP4, not mapped)
+    # v5.1's Llama 3.1 405B: NVIDIA's NVFP4 runs on GB200 and GB300 and Nebius's FP8 runs on H200, each
+    # README naming its config; the University of Florida's two B200 runs, whose implementation
+    # directory holds a config per node count and points to b200_nemo for the rest (the common files).
+    for system in ["hsg_ngpu2560_ngc25.09_nemo", "hsg_ngpu5120_ngc25.09_nemo", "tyche_ngpu512_ngc25.09_nemo",
+                   "theia_ngpu512_ngc25.09_nemo"]:
+        runs.append(("v5.1", "NVIDIA", system, "llama31_405b", None, None, LLAMA405, None))
+    for system in ["nebius_h200_n64", "nebius_h200_n128"]:
+        runs.append(("v5.1", "Nebius", system, "llama31_405b", None, None, LLAMA405, None))
+    uf = ("The implementation directory hpg.dgxb200x8 holds this config and a README that refers to b200_nemo for the "
+          "rest; the files the config sources (config_common*.sh) and conf/custom.yaml are b200_nemo's.")
+    for n in (32, 56):
+        runs.append(("v5.1", "University-of-Florida", f"hpg.dgxb200x8.n{n}", "llama31_405b", "hpg.dgxb200x8",
+                     f"config_DGXB200_{n}x8x144xtp4pp8cp2_cg.sh", LLAMA405, uf, {}, "b200_nemo"))
+    # v5.1's Llama 3.1 8B: NVIDIA's FP8 runs (the 8-GPU ones run NVFP4 with FP8 attention, not mapped)
     for system in ["tyche_ngpu72_ngc25.09_nemo", "tyche_ngpu512_ngc25.09_nemo", "theia_ngpu72_ngc25.09_nemo",
                    "theia_ngpu512_ngc25.09_nemo"]:
         runs.append(("v5.1", "NVIDIA", system, "llama31_8b", None, None, LLAMA8, None))
@@ -698,14 +753,14 @@ def main():
             records.append(r)
             launches[r["id"]] = old_launches[r["id"]]
 
-    for version, submitter, system, bench, impl, config, model, notes, *overrides in runs:
+    for version, submitter, system, bench, impl, config, model, notes, *extra in runs:
         if version not in repos:
             keep(version)
             continue
         repo = repos[version]
         commit = git(repo, "rev-parse", "HEAD").strip()
         add(*record_for(repo, version, commit, submitter, system, bench, impl, config, model,
-                        notes or "", overrides[0] if overrides else {}))
+                        notes or "", extra[0] if extra else {}, extra[1] if len(extra) > 1 else None))
     for version, submitter, system, bench, cfg_path, notes in amd_runs:
         if version not in repos:
             keep(version)

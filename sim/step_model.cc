@@ -851,6 +851,7 @@ ListKey KeyOf(const core::PlanSpec& p) {
   auto e = [](auto v) { return static_cast<int64_t>(v); };
   int64_t placement = 0;
   for (core::Axis a : p.placement) placement = placement * 8 + e(a) + 1;
+  placement |= std::max<int64_t>(0, p.segment_nodes) << 16;  // the order takes 15 bits; Slurm segments above
   const int64_t enums =
       e(p.precision) | e(p.recompute) << 4 | e(p.tp_overlap) << 8 | e(p.cp_kind) << 12 | e(p.sharding) << 16 |
       e(p.optimizer) << 20 | e(p.dtypes.weights) << 24 | e(p.dtypes.grads) << 28 | e(p.dtypes.master_weights) << 32 |

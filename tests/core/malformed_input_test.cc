@@ -686,6 +686,60 @@ TEST(MalformedPlanTest, ZeroOutOfRangeDoesNotHideOtherErrors) {
   EXPECT_NE(msg.find("plan.tp: 3 must divide model.heads=64"), std::string::npos) << msg;
 }
 
+TEST(MalformedPlanTest, SlurmSegmentsMustFitADomainAndDivideTheJob) {
+  auto m = LoadModel("llama3-405b");
+  auto g = LoadGpu("gb200");
+  auto c = LoadCluster("gb200-nvl72");
+  ASSERT_TRUE(m.ok() && g.ok() && c.ok());
+  PlanSpec p;
+  p.gpus = 512;
+  p.tp = 4;
+  p.cp = 2;
+  p.pp = 8;
+  p.dp = 8;
+  p.global_batch = 1152;
+  p.seq_len = 8192;
+  auto message = [&](const PlanSpec& plan) {
+    Diagnostics d;
+    d.set_errors_only(true);
+    ValidatePlan(plan, *m, *g, *c, &d);
+    return d.ToStatus().message();
+  };
+  auto with_segment = [&](int64_t nodes) {
+    PlanSpec q = p;
+    q.segment_nodes = nodes;
+    return message(q);
+  };
+  EXPECT_EQ(with_segment(16).find("plan.segment_nodes"), std::string::npos) << with_segment(16);
+  EXPECT_NE(with_segment(20).find("plan.segment_nodes: 20 nodes x 4 GPUs must fit in one scale-up domain "
+                                  "(cluster.scale_up_domain_gpus=72)"),
+            std::string::npos)
+      << with_segment(20);
+  EXPECT_NE(with_segment(3).find("plan.segment_nodes: the job's 512 GPUs must be whole segments of 3 nodes x 4 GPUs"),
+            std::string::npos)
+      << with_segment(3);
+  EXPECT_NE(with_segment(-1).find("plan.segment_nodes: must be >= 0 nodes"), std::string::npos) << with_segment(-1);
+  // HSDP with cp and dp apart in the placement (tp-cp-ep-pp-dp): a shard is whole CP groups or
+  // part of one. cp 4 x dp 6: shards of 8 (two CP groups) and 2 (half of one) are groups; 6 is not.
+  PlanSpec h = p;
+  ASSERT_TRUE(ParsePlacement("tp-cp-ep-pp-dp", &h.placement));
+  h.cp = 4;
+  h.dp = 6;
+  h.gpus = 4 * 4 * 8 * 6;
+  h.global_batch = 1152;
+  h.zero = 3;
+  h.sharding = Sharding::kHsdp;
+  for (int64_t shard : {8, 2}) {
+    h.hsdp_shard_size = shard;
+    EXPECT_EQ(message(h).find("plan.hsdp_shard_size"), std::string::npos) << shard << ": " << message(h);
+  }
+  h.hsdp_shard_size = 6;
+  EXPECT_NE(message(h).find("plan.hsdp_shard_size: 6 must be a multiple or a divisor of cp=4 when the placement "
+                            "puts an axis between cp and dp (tp-cp-ep-pp-dp)"),
+            std::string::npos)
+      << message(h);
+}
+
 TEST(MalformedPlanTest, OutOfRangeIntegersAreNotNarrowed) {
   auto f = ParsePlanFileJson(R"({"gpus": 18446744073709551615, "zero": 4294967296, "micro_batch": 1,
                                   "global_batch": 1, "seq_len": 8})");

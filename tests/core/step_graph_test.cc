@@ -1338,6 +1338,70 @@ TEST(GroupLayoutTest, EveryGroupHasOneLayoutAndItsSpanIsThatLayouts) {
   EXPECT_FALSE(SpanOfGroup(CommGroup::kDp, p, c).Crosses());
 }
 
+TEST(GroupLayoutTest, DataParallelOutermostSplitsDpWithCpIntoTwoDigits) {
+  // MLPerf v5.1's Llama 3.1 405B on 512 GB200s: tp 4, cp 2, pp 8, dp 8 in NeMo's tp-cp-ep-pp-dp
+  // (use_tp_pp_dp_mapping). By hand: tp stride 1, cp 4, pp tp*cp = 8, dp tp*cp*pp = 64. DP with CP
+  // is cp's digit (2 members, 4 apart) inside dp's (8 members, 64 apart): two digits, not one.
+  PlanSpec p;
+  p.tp = 4;
+  p.cp = 2;
+  p.pp = 8;
+  p.dp = 8;
+  p.gpus = 512;
+  ASSERT_TRUE(ParsePlacement("tp-cp-ep-pp-dp", &p.placement));
+  EXPECT_EQ(LayoutOfGroup(CommGroup::kPp, p), (GroupLayout{8, 8}));
+  EXPECT_EQ(LayoutOfGroup(CommGroup::kDp, p), (GroupLayout{8, 64}));
+  EXPECT_EQ(LayoutOfGroup(CommGroup::kDpCp, p), (GroupLayout{16, 4, 2, 64}));
+  // In 72-GPU domains: the CP pair shares one, the DP members are 64 ranks apart, one a domain:
+  // 2 per domain over 8 domains (one digit at cp's stride would say all 16 in one domain).
+  const ClusterSpec c = *LoadCluster("gb200-nvl72");
+  const GroupSpan dpcp = SpanOfGroup(CommGroup::kDpCp, p, c);
+  EXPECT_EQ(dpcp.per_domain, 2);
+  EXPECT_EQ(dpcp.domains, 8);
+  // HSDP shards of 4 (two CP pairs: two whole inner digits) and of 1 (part of one).
+  p.hsdp_shard_size = 4;
+  EXPECT_EQ(LayoutOfGroup(CommGroup::kHsdpShard, p), (GroupLayout{4, 4, 2, 64}));
+  EXPECT_EQ(LayoutOfGroup(CommGroup::kHsdpReplica, p), (GroupLayout{4, 128}));
+  p.hsdp_shard_size = 1;
+  EXPECT_EQ(LayoutOfGroup(CommGroup::kHsdpShard, p), (GroupLayout{1, 4}));
+  EXPECT_EQ(LayoutOfGroup(CommGroup::kHsdpReplica, p), (GroupLayout{16, 4, 2, 64}));
+  p.hsdp_shard_size = 0;
+  // The default order keeps one digit: dp x cp = 16 ranks from cp's stride 4.
+  PlanSpec d = p;
+  d.placement = PlanSpec{}.placement;
+  EXPECT_EQ(LayoutOfGroup(CommGroup::kDpCp, d), (GroupLayout{16, 4}));
+}
+
+TEST(GroupLayoutTest, SlurmSegmentsKeepAPipelineInsideOneDomain) {
+  // The same plan: each pipeline (tp*cp*pp = 64 ranks, 16 nodes of 4) sits at 64k. NVL72 racks
+  // hold 72 consecutive ranks when filled domain after domain, so most pipelines straddle two
+  // racks and some of their stage links cross; with Slurm segments of 16 nodes (NVIDIA's MLPerf
+  // v5.1 launch: sbatch --segment $SEGMENT, SEGMENT = tp*pp*cp/4) a rack holds one whole segment,
+  // floor(72/64) x 64 = 64 ranks, and no link crosses.
+  PlanSpec p;
+  p.tp = 4;
+  p.cp = 2;
+  p.pp = 8;
+  p.dp = 8;
+  p.vpp = 8;
+  p.schedule = Schedule::kInterleaved;
+  p.gpus = 512;
+  ASSERT_TRUE(ParsePlacement("tp-cp-ep-pp-dp", &p.placement));
+  const ClusterSpec c = *LoadCluster("gb200-nvl72");
+  EXPECT_EQ(JobDomainGpus(p, c), 72);
+  EXPECT_TRUE(PipelineLinkCounts(p, c).AnyCrossing());
+  p.segment_nodes = 16;
+  EXPECT_EQ(JobDomainGpus(p, c), 64);
+  EXPECT_FALSE(PipelineLinkCounts(p, c).AnyCrossing());
+  // Segments of 4 nodes (16 GPUs): a rack holds four, 64 ranks; of 2 (8 GPUs): nine, all 72.
+  p.segment_nodes = 4;
+  EXPECT_EQ(JobDomainGpus(p, c), 64);
+  p.segment_nodes = 2;
+  EXPECT_EQ(JobDomainGpus(p, c), 72);
+  // The data-parallel group (dp 8, 64 apart) crosses either way.
+  EXPECT_TRUE(SpanOfGroup(CommGroup::kDp, p, c).Crosses());
+}
+
 }  // namespace
 }  // namespace meshplan::core
 

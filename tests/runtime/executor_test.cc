@@ -89,6 +89,24 @@ TEST(GroupLayoutTest, GroupsFollowThePlacementOrder) {
   }
 }
 
+TEST(GroupLayoutTest, DataParallelOutermostGroupsDpWithCpOverTwoDigits) {
+  // cp 2, pp 2, dp 2 in tp-cp-ep-pp-dp (NeMo's use_tp_pp_dp_mapping): cp stride 1, pp 2, dp 4.
+  // Rank 3 = cp 1, pp 1, dp 0: its DP x CP group varies cp and dp at its pp 1: {2, 3, 6, 7}.
+  core::PlanSpec p;
+  p.cp = 2;
+  p.pp = 2;
+  p.dp = 2;
+  p.gpus = 8;
+  ASSERT_TRUE(core::ParsePlacement("tp-cp-ep-pp-dp", &p.placement));
+  EXPECT_EQ(GroupMembers(CommGroup::kDpCp, p, 3), (std::vector<int64_t>{2, 3, 6, 7}));
+  EXPECT_EQ(GroupMembers(CommGroup::kPp, p, 3), (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(GroupMembers(CommGroup::kDp, p, 3), (std::vector<int64_t>{3, 7}));
+  std::map<int64_t, int> seen;
+  for (int64_t r = 0; r < p.gpus; ++r)
+    for (int64_t m : GroupMembers(CommGroup::kDpCp, p, r)) seen[m] += m == r ? 1 : 0;
+  for (int64_t r = 0; r < p.gpus; ++r) EXPECT_EQ(seen[r], 1) << "rank " << r;
+}
+
 TEST(GroupLayoutTest, ThePipelinesEndsPairTheFirstAndLastStage) {
   // tp 2 x pp 4 (8 ranks, pp stride 2): rank 1 (stage 0) and rank 7 (stage 3) share tp rank 1 and
   // hold the tied embedding's two copies; ranks 2-5 sit in the middle stages, each alone. Every

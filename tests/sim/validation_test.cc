@@ -1511,12 +1511,13 @@ TEST(ValidationTest, MlperfTrainingLogsAtTenThousandGpus) {
   // results v3.0 to v5.1): NeMo runs of GPT-3 175B (256 to 11,616 H100s at NVIDIA, CoreWeave, Azure
   // and Oracle; 64 B200s) and Llama 3.1 405B (512 to 8,192 H100s, H200, GB200 to 2,496) and 8B (GB200,
   // GB300; B200, B300 and H100 at five other submitters; AMD's own implementation on 8 MI355X or
-  // MI350X at AMD and four partners), each timed from its own MLLOG lines, its layout from the
-  // config its README names (else the one whose batch the log prints). All 58 map.
+  // MI350X at AMD and four partners), and v5.1's 405B (NVFP4 on 512 to 5,120 GB200s and 512 GB300s,
+  // FP8 on 512 and 1,024 H200s and 256 and 448 B200s), each timed from its own MLLOG lines, its
+  // layout from the config its README names (else the one whose batch the log prints). All 66 map.
   size_t skipped = 0;
   const std::vector<core::PublishedRun> all = Corpus("mlperf_training.json", &skipped);
   EXPECT_EQ(skipped, 0u);
-  ASSERT_EQ(all.size(), 58u);
+  ASSERT_EQ(all.size(), 66u);
   for (const auto& r : all) EXPECT_EQ(r.stack, "megatron-core-2024") << r.id;
   // GPT-3 175B on 1,344 DGX H100s (v4.0, config_DGXH100_1344x8x6x4x6_mbs1_cg.sh): TP 4 x PP 6 x
   // DP 448, interleave 8, one sequence per microbatch, MINIBS 6: 2,688 sequences a step. The log's
@@ -1581,19 +1582,55 @@ TEST(ValidationTest, MlperfTrainingLogsAtTenThousandGpus) {
   ASSERT_TRUE(uf);
   EXPECT_EQ(uf->scenario.plan.fp8_scaling, core::Fp8Scaling::kCurrent);
   EXPECT_EQ(l405->scenario.plan.fp8_scaling, core::Fp8Scaling::kDelayed);
+  // Llama 3.1 405B on 5,120 GB200s (v5.1, config_GB200_1280x4x16xtp4pp8cp2_cg_fp4.sh, which its
+  // README names): TP 4 x PP 8 x CP 2 x DP 80, interleave 8, MINIBS 16: 1,280 sequences a step;
+  // NVFP4 (config_common_fp4.sh: FP4=True, FP8=False) with TP overlap off; the median step 2.2268 s
+  // over the three logs gives 1,280 x 8,192 / 2.2268 / 5,120 = 919.5 tokens/s per GPU.
+  const auto* fp4 = Find(all, "mlperf-v51-nvidia-hsg-ngpu5120-ngc25.09-nemo-llama31-405b");
+  ASSERT_TRUE(fp4);
+  const core::PlanSpec& f = fp4->scenario.plan;
+  EXPECT_EQ(f.precision, core::Dtype::kNvfp4);
+  EXPECT_EQ(f.tp_overlap, core::TpOverlap::kNone);
+  EXPECT_EQ(f.dp, 80);
+  EXPECT_EQ(f.vpp, 8);
+  EXPECT_EQ(f.global_batch, 1280);
+  EXPECT_EQ(fp4->scenario.gpu.name, "gb200");
+  EXPECT_NEAR(fp4->published, 919.53, 0.005);
+  // Its ranks: NeMo's use_tp_pp_dp_mapping (TP_PP_DP_MAPPING=True in config_common.sh) orders the
+  // groups tp-cp-ep-pp-dp, and NVIDIA's v5.1 launch line (sbatch --segment $SEGMENT, SEGMENT =
+  // 4 x 8 x 2 / 4 = 16 nodes) keeps each 64-rank pipeline inside one NVL72 rack. v5.0's GB200 runs
+  // use the same order, but their README's sbatch line has no --segment.
+  std::vector<core::Axis> dp_last;
+  ASSERT_TRUE(core::ParsePlacement("tp-cp-ep-pp-dp", &dp_last));
+  EXPECT_EQ(f.placement, dp_last);
+  EXPECT_EQ(f.segment_nodes, 16);
+  const auto* ibm = Find(all, "mlperf-v50-ibm-carina-ngpu2496-ngc25.04-nemo-llama31-405b");
+  ASSERT_TRUE(ibm);
+  EXPECT_EQ(ibm->scenario.plan.placement, dp_last);
+  EXPECT_EQ(ibm->scenario.plan.segment_nodes, 0);
+  EXPECT_EQ(l405->scenario.plan.placement, core::PlanSpec{}.placement);  // H100, no mapping set
+  // The University of Florida's 405B on 56 B200 nodes: its hpg.dgxb200x8 config sources common
+  // files that only b200_nemo holds (FP8=True, FP8_RECIPE tensorwise, FP8_PARAM_GATHER=True there).
+  const auto* uf405 = Find(all, "mlperf-v51-university-of-florida-hpg.dgxb200x8.n56-llama31-405b");
+  ASSERT_TRUE(uf405);
+  EXPECT_EQ(uf405->scenario.plan.precision, core::Dtype::kFp8);
+  EXPECT_EQ(uf405->scenario.plan.fp8_scaling, core::Fp8Scaling::kCurrent);
+  EXPECT_TRUE(uf405->scenario.plan.fp8_param_gather);
+  EXPECT_EQ(uf405->scenario.plan.dp, 7);
   // GigaComputing's config says MBS=4 but its log accumulates 2 steps of the 32: micro batch 2.
   const auto* giga = Find(all, "mlperf-v51-gigacomputing-g893-zx1-aax4-pytorch-llama31-8b");
   ASSERT_TRUE(giga);
   EXPECT_EQ(giga->scenario.plan.micro_batch, 2);
-  // Today's level (2026-12-03), both signs: median 7.3%, p90 18.2%, max 49.5% (Llama 3.1 8B on
+  // Today's level (2026-12-04), both signs: median 6.2%, p90 17.4%, max 49.5% (Llama 3.1 8B on
   // Cisco's 128 H100s, TP 2 on an Ethernet fabric); the other 8B rows on NeMo, one microbatch a step,
   // -0.4% to +26.8% (FP8 current scaling where the config's fp8_recipe is tensorwise); GPT-3 on Oracle's 3,072 H100s
   // +21.8% (+1.3% on 1,536 at the same batch); v3.0's GPT-3 rows +13.6% to +18.2%, where v3.1 ran the same config 9%
   // faster (+4.2%); GPT-3 at 10,752 and 11,616 H100s +2.1% / +1.6%; the MI355X rows +8.5% to +14.4% and the MI350X rows
-  // +25.1% / +29.3%, on burst GEMM and attention figures (docs/validation.md).
+  // +25.1% / +29.3%, on burst GEMM and attention figures; v5.1's 405B rows -16.2% to +5.2%, too slow in NVFP4 on GB200
+  // at 2,560 and 5,120 GPUs (-13.1%, -16.2%: the step's DP synchronisation, docs/validation.md).
   const ValidationSummary v = ValidateRuns(all, core::Profile{});
-  EXPECT_LE(v.all.median_abs_error, 0.074);
-  EXPECT_LE(v.all.p90_abs_error, 0.182);
+  EXPECT_LE(v.all.median_abs_error, 0.063);
+  EXPECT_LE(v.all.p90_abs_error, 0.175);
   EXPECT_LE(v.all.max_abs_error, 0.50);
   EXPECT_EQ(v.all.out_of_memory, 0u);
 }

@@ -144,6 +144,11 @@ void PlanFlags::Register(CLI::App* app) {
       "The 16-bit gradients stay allocated beside the gradient buffer for the whole step (DeepSpeed's "
       "BF16_Optimizer with fp32 gradient accumulation): weights-dtype bytes more per parameter");
   p->add_flag_callback(
+      "--fp8-attention", [this] { fp8_attention = true; },
+      "Transformer Engine's FP8 attention (Megatron-Core's --fp8-dot-product-attention, NeMo's FP8_DPA): Q, K, V "
+      "and the output gradient quantized, cuDNN's FP8 fused attention; needs --precision fp8 or nvfp4 and the "
+      "GPU's measured attention_curve.cudnn-fp8");
+  p->add_flag_callback(
       "--fp8-param-gather", [this] { fp8_param_gather = true; },
       "The distributed optimizer all-gathers the updated parameters in FP8, 1 byte each, and the layers compute "
       "from them (Megatron-Core's --fp8-param-gather, NeMo's fp8_params); needs --precision fp8 and --zero 1 or 2");
@@ -344,6 +349,7 @@ void PlanFlags::ApplyPlanFlags(bool from_file, core::ModelSpec* spec, core::Plan
   if (keep_pp_outputs) p.keep_pp_outputs = *keep_pp_outputs;
   if (keep_lp_grads) p.keep_lp_grads = *keep_lp_grads;
   if (fp8_param_gather) p.fp8_param_gather = *fp8_param_gather;
+  if (fp8_attention) p.fp8_attention = *fp8_attention;
   if (transformer_engine) p.transformer_engine = *transformer_engine;
   if (moe_grouped_gemm) p.moe_grouped_gemm = *moe_grouped_gemm;
   if (recompute_layers) p.recompute_layers = *recompute_layers;

@@ -314,9 +314,12 @@ void VisitLayerActivations(const ModelSpec& m, const PlanSpec& p, bool moe_layer
       v_dim = kv * m.head_dim;
     }
     if (!(m.mla && recomputed(RecomputeModule::kMlaUpProj))) {  // MLA's up-projections and RoPE again
-      add("q", e * s * b * q_dim);
-      add("k", e * s * b * k_dim);
-      add("v", e * s * b * v_dim);
+      // FP8 attention (PlanSpec::fp8_attention) saves its FP8 Q, K and V, 1 B each (Transformer
+      // Engine's FusedAttnFunc: fp8_tensors = (q_fp8, k_fp8, v_fp8, None) under current scaling).
+      const int64_t qkv_bytes = p.fp8_attention && !naive ? 1 : e;
+      add("q", qkv_bytes * s * b * q_dim);
+      add("k", qkv_bytes * s * b * k_dim);
+      add("v", qkv_bytes * s * b * v_dim);
     }
     if (!recomputed(RecomputeModule::kCoreAttn)) {
       if (naive) {

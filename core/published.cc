@@ -347,6 +347,9 @@ struct LaunchConfig {
   std::string placement;
   // The Slurm segment the recipe's launch asks for (sbatch --segment N), in nodes; 0: none said.
   int64_t segment_nodes = 0;
+  // Transformer Engine's FP8 attention as the recipe turns it on (NeMo's FP8_DPA,
+  // fp8_dot_product_attention: PlanSpec::fp8_attention).
+  bool fp8_attention = false;
   // MoE token dropping as the recipe turns it on (NeMo's MegatronTokenDropCallback: Megatron-Core's
   // moe_expert_capacity_factor, each expert's input padded to its capacity); 0: the launch file
   // does not say.
@@ -400,6 +403,7 @@ std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
                                           .cuda_graph = StrOr(v, "cuda_graph"),
                                           .placement = StrOr(v, "placement"),
                                           .segment_nodes = IntOr(v, "segment_nodes", 0),
+                                          .fp8_attention = BoolAt(v, "fp8_attention").value_or(false),
                                           .moe_capacity_factor = NumOr(v, "moe_capacity_factor", 0)});
       }
     }
@@ -1019,6 +1023,13 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     }
     run.assumptions.push_back("rank order " + launch->placement + " (innermost first) from " +
                               (launch->recipe.empty() ? launch->source : launch->recipe));
+  }
+  if (launch && launch->fp8_attention) {
+    p.fp8_attention = true;
+    run.assumptions.push_back(
+        "FP8 attention (Transformer Engine's fp8_dot_product_attention, cuDNN's FP8 fused "
+        "attention) from " +
+        (launch->recipe.empty() ? launch->source : launch->recipe));
   }
   if (launch && launch->segment_nodes > 0) {
     p.segment_nodes = launch->segment_nodes;

@@ -393,7 +393,7 @@ template <typename Read>
 void ForEachKernel(const Json* v, const std::string& path, const char* value_shape, Diagnostics* d, Read read) {
   if (v == nullptr) return;
   if (!v->is_object()) {
-    d->Error(path, std::string("must be an object of kernel (flash|flash2|flash1|triton|cudnn-9.13) -> ") +
+    d->Error(path, std::string("must be an object of kernel (flash|flash2|flash1|triton|cudnn-9.13|cudnn-fp8) -> ") +
                        value_shape + " (got " + Show(*v) + ")");
     return;
   }
@@ -401,7 +401,7 @@ void ForEachKernel(const Json* v, const std::string& path, const char* value_sha
     AttentionImpl impl;
     const std::string at = path + "." + it.key();
     if (!FromName(it.key(), &impl) || impl == AttentionImpl::kNaive) {
-      d->Error(at, "is not a fused attention kernel (one of flash|flash2|flash1|triton|cudnn-9.13)");
+      d->Error(at, "is not a fused attention kernel (one of flash|flash2|flash1|triton|cudnn-9.13|cudnn-fp8)");
       continue;
     }
     read(impl, *it, at);
@@ -634,6 +634,7 @@ void ReadPlan(ObjectReader& r, const std::string& prefix, PlanSpec* p, Diagnosti
   r.Bool("repeat_kv", &p->repeat_kv);
   r.Bool("keep_lp_grads", &p->keep_lp_grads);
   r.Bool("fp8_param_gather", &p->fp8_param_gather);
+  r.Bool("fp8_attention", &p->fp8_attention);
   r.Bool("keep_pp_outputs", &p->keep_pp_outputs);
   r.Int("cuda_context_bytes", &p->cuda_context_bytes);
   r.Bool("transformer_engine", &p->transformer_engine);
@@ -720,6 +721,7 @@ OJson WritePlan(const PlanSpec& p) {
   j["repeat_kv"] = p.repeat_kv;
   j["keep_lp_grads"] = p.keep_lp_grads;
   if (p.fp8_param_gather) j["fp8_param_gather"] = true;
+  if (p.fp8_attention) j["fp8_attention"] = true;
   if (p.keep_pp_outputs) j["keep_pp_outputs"] = true;
   if (p.cuda_context_bytes > 0) j["cuda_context_bytes"] = p.cuda_context_bytes;
   j["transformer_engine"] = p.transformer_engine;

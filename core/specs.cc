@@ -23,7 +23,8 @@ MESHPLAN_NAMES(PositionKind, {PositionKind::kLearned, "learned"}, {PositionKind:
 MESHPLAN_NAMES(BiasKind, {BiasKind::kNone, "none"}, {BiasKind::kQkv, "qkv"}, {BiasKind::kAll, "all"})
 MESHPLAN_NAMES(AttentionImpl, {AttentionImpl::kFlash, "flash"}, {AttentionImpl::kNaive, "naive"},
                {AttentionImpl::kFlash2, "flash2"}, {AttentionImpl::kFlash1, "flash1"},
-               {AttentionImpl::kTriton, "triton"}, {AttentionImpl::kCudnn913, "cudnn-9.13"})
+               {AttentionImpl::kTriton, "triton"}, {AttentionImpl::kCudnn913, "cudnn-9.13"},
+               {AttentionImpl::kCudnnFp8, "cudnn-fp8"})
 MESHPLAN_NAMES(RouterKind, {RouterKind::kSoftmax, "softmax"}, {RouterKind::kSigmoid, "sigmoid"})
 MESHPLAN_NAMES(Dtype, {Dtype::kFp32, "fp32"}, {Dtype::kTf32, "tf32"}, {Dtype::kBf16, "bf16"}, {Dtype::kFp16, "fp16"},
                {Dtype::kFp8, "fp8"}, {Dtype::kInt8, "int8"}, {Dtype::kNone, "none"}, {Dtype::kNvfp4, "nvfp4"})

@@ -27,8 +27,9 @@ enum class BiasKind { kNone, kQkv, kAll };                   // qkv: q/k/v proje
 // memory as flash but the kernel's own speed; naive keeps the s^2 scores (Korthikanti 2022).
 // flash is the kernel as last measured; cudnn-9.13 is cuDNN's as it ran before cuDNN 9.17 (9.10 to
 // 9.13, NGC PyTorch containers 25.05 to 25.09), measured on Blackwell, where it ran a quarter
-// slower at 8k tokens and more at shorter ones (docs/compute.md).
-enum class AttentionImpl : uint8_t { kFlash, kNaive, kFlash2, kFlash1, kTriton, kCudnn913 };
+// slower at 8k tokens and more at shorter ones (docs/compute.md). cudnn-fp8 is cuDNN's FP8 fused
+// attention, which a plan runs with plan.fp8_attention (a GPU curve, never a model's kernel).
+enum class AttentionImpl : uint8_t { kFlash, kNaive, kFlash2, kFlash1, kTriton, kCudnn913, kCudnnFp8 };
 enum class RouterKind { kSoftmax, kSigmoid };
 
 // Multi-head latent attention (DeepSeek-V2/V3): low-rank q and kv projections.
@@ -607,6 +608,13 @@ struct PlanSpec {
   // Memory is costed as before: the FP8 weight and the transpose Transformer Engine caches for
   // the backward's FP8 GEMM hold as many bytes as the 16-bit weight they replace (docs/memory.md).
   bool fp8_param_gather = false;
+  // Transformer Engine's FP8 attention (DotProductAttention under fp8_dot_product_attention,
+  // Megatron-Core's --fp8-dot-product-attention, NeMo's FP8_DPA): with current scaling it
+  // quantizes Q, K and V before cuDNN's FP8 fused attention and the output gradient before its
+  // backward, saves the FP8 Q, K and V for the backward and keeps the output in 16 bits
+  // (NVTE_DPA_FP8CS_O_in_F16, default on: attention/dot_product_attention/backends.py
+  // FusedAttnFunc). Costed at the GPU's attention_curve.cudnn-fp8. Needs precision fp8 or nvfp4.
+  bool fp8_attention = false;
   MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;  // with ep > 1
   MoeRouting moe_routing = MoeRouting::kUniform;            // the router's expert pattern (above)
   MoeHost moe_host = MoeHost::kMegatronCore;                // the MoE layer's host floor (above)

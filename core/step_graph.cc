@@ -624,10 +624,19 @@ class Builder {
       }
     }
     const bool flash = m_.attention != AttentionImpl::kNaive;
+    if (flash && p_.fp8_attention) {
+      // Transformer Engine's FP8 attention under current scaling (PlanSpec::fp8_attention): Q, K
+      // and V quantized together (combine_and_quantize with one Float8CurrentScalingQuantizer): an
+      // amax pass over the 16-bit values and a cast, read 2 + 2, write 1: 5 B an element in 2
+      // kernels; the output stays 16-bit. The backward quantizes the output gradient the same way
+      // (FlashAttention below).
+      Mem(ops, "fp8_quantize_attention_qkv", tokens_ * ((a + kv_seen) * dqk + kv_seen * dv) * 5, MemOp::kFp8Quantize);
+      ops->back().batch = 2;
+    }
     if (flash) {
       Op op;
       op.name = "flash_attention";
-      op.attention = m_.attention;
+      op.attention = p_.fp8_attention ? AttentionImpl::kCudnnFp8 : m_.attention;
       op.kind = OpKind::kAttention;
       op.attn_batch = p_.micro_batch;
       op.heads = a;
@@ -861,6 +870,16 @@ class Builder {
           break;
         }
         case OpKind::kAttention:
+          if (f.attention == AttentionImpl::kCudnnFp8) {
+            // FP8 attention's backward reads the output gradient in FP8: amax and cast, 5 B an
+            // element in 2 kernels (the forward's QKV quantize above).
+            const int64_t elements = f.attn_batch * f.seq_q * f.heads * f.head_dim_v;
+            if (Mem(out, "fp8_quantize_attention_dout", elements * 5, MemOp::kFp8Quantize)) {
+              out->back().pass = Pass::kBackwardInput;
+              out->back().batch = 2;
+              out->back().share = f.share;
+            }
+          }
           out->push_back(f);
           out->back().pass = Pass::kBackwardInput;
           break;

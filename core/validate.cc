@@ -289,8 +289,13 @@ void ValidateGpu(const GpuSpec& g, const std::string& p, Diagnostics* d) {
       const std::string at = q + "[" + std::to_string(i) + "]";
       Positive(d, at + ".head_dim", pt.head_dim);
       Positive(d, at + ".seq", pt.seq);
-      if (!(pt.tflops > 0) || (bf16 != g.peak_flops_per_s.end() && pt.tflops * 1e12 > bf16->second))
-        d->Error(at + ".tflops", "must be a measured speed in (0, the bf16 peak] TFLOP/s (got " + S(pt.tflops) + ")");
+      // cuDNN's FP8 attention runs on the FP8 tensor cores: bounded by the fp8 peak.
+      const auto fp8 = g.peak_flops_per_s.find(Dtype::kFp8);
+      const bool fp8_kernel = impl == AttentionImpl::kCudnnFp8 && fp8 != g.peak_flops_per_s.end();
+      const auto cap = fp8_kernel ? fp8 : bf16;
+      if (!(pt.tflops > 0) || (cap != g.peak_flops_per_s.end() && pt.tflops * 1e12 > cap->second))
+        d->Error(at + ".tflops", std::string("must be a measured speed in (0, the ") + (fp8_kernel ? "fp8" : "bf16") +
+                                     " peak] TFLOP/s (got " + S(pt.tflops) + ")");
       for (size_t k = 0; k < i; ++k)
         if (points[k].head_dim == pt.head_dim && points[k].seq == pt.seq)
           d->Error(at,
@@ -817,6 +822,23 @@ void ValidatePlan(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, cons
   // A dated kernel is a measurement of one library release on the GPUs it was measured on; on
   // another GPU there is nothing to read it from (the undated kernels fall back to the profile's
   // default efficiency).
+  if (m.attention == AttentionImpl::kCudnnFp8)
+    d->Error("model.attention",
+             "cudnn-fp8 is cuDNN's FP8 attention, which a plan runs with plan.fp8_attention "
+             "(--fp8-attention), not a model's kernel: use flash");
+  if (pl.fp8_attention) {
+    if (!Quantized(pl.precision) || !pl.transformer_engine)
+      d->Error("plan.fp8_attention", std::string("is Transformer Engine's FP8 attention: needs plan.precision fp8 or "
+                                                 "nvfp4 and plan.transformer_engine (got precision ") +
+                                         Name(pl.precision) + (pl.transformer_engine ? "" : ", no transformer_engine") +
+                                         ")");
+    else if (m.attention == AttentionImpl::kNaive)
+      d->Error("plan.fp8_attention", "runs cuDNN's fused FP8 attention: model.attention naive has no fused kernel");
+    else if (!g.attention_curve.count(AttentionImpl::kCudnnFp8))
+      d->Error("plan.fp8_attention", "gpu " + g.name +
+                                         " has no measured attention_curve.cudnn-fp8 (cuDNN's FP8 fused attention is "
+                                         "measured on H200, GB200 and GB300, and taken for B200 and B300)");
+  }
   if (m.attention == AttentionImpl::kCudnn913 && !g.attention_curve.count(AttentionImpl::kCudnn913))
     d->Error("model.attention", "cudnn-9.13 (cuDNN before 9.17) is measured on Blackwell only; gpu " + g.name +
                                     " has no attention_curve.cudnn-9.13: use flash (its current cuDNN)");

@@ -113,6 +113,10 @@ class Executor {
           "executor: plan.bf16_layers_at_start/_at_end: the runtime runs every layer's GEMMs in the plan's one "
           "precision, so it would measure the BF16 layers in " +
           std::string(core::Name(p_.precision)) + "; run the plan without --bf16-layers-at-start/--bf16-layers-at-end");
+    if (p_.fp8_attention)
+      return Status::InvalidArgument(
+          "executor: plan.fp8_attention: the runtime's attention is its own 16-bit kernel, not cuDNN's FP8 fused "
+          "attention, so it would measure 16-bit attention; run the plan without --fp8-attention");
     if (p_.precision == Dtype::kNvfp4)
       return Status::InvalidArgument(
           "executor: plan.precision nvfp4: the runtime has no NVFP4 GEMMs (its GEMMs are cuBLAS fp32, bf16, fp16 and "

@@ -293,12 +293,11 @@ def record_for(repo, version, commit, submitter, system, bench, impl_dir, config
     impl_path = (impl_dir[1:] if impl_dir.startswith("/")  # a submission laid out without implementations/
                  else f"{submitter}/benchmarks/{bench}/implementations/{impl_dir}")
     cfg_path = f"{impl_path}/{config}"
-    common_path = f"{submitter}/benchmarks/{bench}/implementations/{common}" if common else None
+    common_path = (common[1:] if common.startswith("/") else f"{submitter}/benchmarks/{bench}/implementations/{common}"
+                   ) if common else None
     missing = []
     env = shell_vars(repo, cfg_path, None, missing, common_path)
     env.update(overrides)
-    if env.get("FP8_DPA", "").lower() == "true":
-        raise RuntimeError(f"{cfg_path}: FP8_DPA=True (Transformer Engine's FP8 attention), which meshplan does not cost")
     custom = None
     for where in [impl_path] + ([common_path] if common_path else []):
         try:
@@ -429,14 +428,34 @@ def record_for(repo, version, commit, submitter, system, bench, impl_dir, config
         launch["evidence"] += (f"; fp8_recipe {fp8_recipe} ({where}): "
                                + ("Transformer Engine's Float8CurrentScaling, an amax pass before each cast"
                                   if fp8_recipe == "tensorwise" else "Transformer Engine's DelayedScaling"))
+    # FP8 attention: conf/custom.yaml `fp8_dot_product_attention: ${oc.decode:${oc.env:FP8_DPA,False}}`,
+    # set by config_common_fp8attn.sh (FP8_DPA=True, NVTE_DPA_FP8_RECIPE the attention's scaling).
+    dpa_var, dpa_default = yaml_env_default(custom, "fp8_dot_product_attention") if custom is not None else (None, None)
+    dpa_var = dpa_var or "FP8_DPA"
+    fp8_dpa = env.get(dpa_var, dpa_default or "False").lower() == "true"
+    dpa_recipe = env.get("NVTE_DPA_FP8_RECIPE", "")
+    if fp8_dpa and dpa_recipe == "F16":  # Transformer Engine's override: the attention stays 16-bit
+        fp8_dpa = False
+        launch["evidence"] += f"; {dpa_var}=True but NVTE_DPA_FP8_RECIPE=F16: attention in 16 bits"
+    if fp8_dpa:
+        if precision not in ("FP8", "NVFP4"):
+            raise RuntimeError(f"{cfg_path}: {dpa_var}=True without FP8 or FP4 linear layers")
+        current = dpa_recipe == "Float8CurrentScaling" or (dpa_recipe == "" and fp8_recipe == "tensorwise")
+        if not current:
+            raise RuntimeError(f"{cfg_path}: NVTE_DPA_FP8_RECIPE={dpa_recipe or 'unset'} with fp8_recipe {fp8_recipe}: "
+                               f"meshplan costs FP8 attention's current scaling only")
+        launch["fp8_attention"] = True
+        launch["evidence"] += (f"; {dpa_var}=True (config_common_fp8attn.sh; conf/custom.yaml fp8_dot_product_attention): "
+                               f"Transformer Engine's FP8 attention, NVTE_DPA_FP8_RECIPE={dpa_recipe or 'unset'}, "
+                               f"NVTE_DPA_FP8CS_O_in_F16={env.get('NVTE_DPA_FP8CS_O_in_F16', 'unset')}")
     if precision == "NVFP4":
         knobs = [f"{k}={env[k]}" for k in ("NVTE_NVFP4_DISABLE_RHT", "NVTE_NVFP4_DISABLE_STOCHASTIC_ROUNDING",
                                             "NVTE_NVFP4_DISABLE_2D_QUANTIZATION") if k in env]
         launch["evidence"] += (f"; FP4=True, FP4_RECIPE {env.get('FP4_RECIPE', 'nvfp4')} (conf/custom.yaml fp4 / "
                                f"fp4_recipe: Transformer Engine's NVFP4BlockScaling for the linear layers)"
                                + (", " + ", ".join(knobs) if knobs else "")
-                               + "; FP8_DPA not set (custom.yaml fp8_dot_product_attention defaults to False): "
-                                 "attention in BF16")
+                               + ("" if fp8_dpa else "; FP8_DPA not set (custom.yaml fp8_dot_product_attention "
+                                                     "defaults to False): attention in BF16"))
     if env.get("CE_FUSION_IMPL") == "te":
         launch["cross_entropy"] = "te-inplace"
         launch["evidence"] += ("; CE_FUSION_IMPL=te: Transformer Engine's Triton cross entropy, which before TE 2.18 "
@@ -676,7 +695,36 @@ def main():
     for n in (32, 56):
         runs.append(("v5.1", "University-of-Florida", f"hpg.dgxb200x8.n{n}", "llama31_405b", "hpg.dgxb200x8",
                      f"config_DGXB200_{n}x8x144xtp4pp8cp2_cg.sh", LLAMA405, uf, {}, "b200_nemo"))
-    # v5.1's Llama 3.1 8B: NVIDIA's FP8 runs (the 8-GPU ones run NVFP4 with FP8 attention, not mapped)
+    # v5.1's Llama 3.1 8B runs whose configs source config_common_fp8attn.sh (FP8_DPA=True: Transformer
+    # Engine's FP8 attention, current scaling): NVIDIA's 8-GPU NVFP4 runs (README-named configs), the other
+    # submitters' NVFP4 single nodes whose configs are named for the system or are the directory's only one,
+    # Nebius's per-system config directories (conf/custom.yaml one level up) and HPE's FP8 H200 run (its
+    # benchmark directory is llama3_8b; the config for its 8 nodes, MINIBS 1 x DP 32 = the log's 32).
+    for system in ["tyche_ngpu8_ngc25.09_nemo", "theia_ngpu8_ngc25.09_nemo"]:
+        runs.append(("v5.1", "NVIDIA", system, "llama31_8b", None, None, LLAMA8, None))
+    runs += [
+        ("v5.1", "Dell", "1xXE9680Lx8B200-SXM-180GB", "llama31_8b", "nemo", "config_1xXE9680Lx8B200-SXM-180GB.sh", LLAMA8,
+         "The config named for the system."),
+        ("v5.1", "Supermicro", "AS-4126GS-NBR-LCC", "llama31_8b", "AS-4126GS-NBR-LCC",
+         "config_AS-4126GS-NBR-LCC_1x8x2xtp1pp1cp1_8b_fp4.sh", LLAMA8, "The config named for the system."),
+        ("v5.1", "Supermicro", "SYS-422GS-NBRT-LCC", "llama31_8b", "SYS-422GS-NBRT-LCC",
+         "config_SYS-422GS-NBRT-LCC_1x8x2xtp1pp1cp1_8b_fp4.sh", LLAMA8, "The config named for the system."),
+        ("v5.1", "HPE", "HPE-Cray-XD670-H200-SXM5-141GB_n8_25.09", "llama31_8b",
+         "/HPE/benchmarks/llama3_8b/implementations/nemo-x86_64", "config_XD670_8x8x1xtp1pp1cp2_8b.sh", LLAMA8,
+         "The submission's README names no config: the one for the system's GPUs whose MINIBS x DP gives the log's "
+         "batch (8 nodes)."),
+    ]
+    for system in ["SR680aV3-8xB200_SXM_180GB", "SR780aV3-8xB200_SXM_180GB", "SR680aV4-8xB300_SXM"]:
+        runs.append(("v5.1", "Lenovo", system, "llama31_8b", "/Lenovo/benchmarks/llama31_8b",
+                     "config_SR780aV3_SR680aV3_SR680aV4.sh", LLAMA8, "The submission's only config, named for its three systems."))
+    for system, cfg in [("nebius_b200_n1", "config_DGXB200_1x8x2xtp1pp1cp1_8b_fp4.sh"),
+                        ("nebius_b200_n2", "config_DGXB200_2x8x2xtp1pp1cp1_8b_fp4.sh"),
+                        ("nebius_b200_n4", "config_DGXB200_4x8x1xtp1pp1cp1_8b_fp4.sh"),
+                        ("nebius_b300_n1", "config_DGXB200_1x8x2xtp1pp1cp1_8b.sh")]:
+        runs.append(("v5.1", "Nebius", system, "llama31_8b", f"/Nebius/benchmarks/llama31_8b/configs/{system}", cfg, LLAMA8,
+                     "The config in the submission's directory for the system (configs/<system>/); conf/custom.yaml from "
+                     "Nebius/benchmarks/llama31_8b.", {}, "/Nebius/benchmarks/llama31_8b"))
+    # v5.1's Llama 3.1 8B: NVIDIA's FP8 runs
     for system in ["tyche_ngpu72_ngc25.09_nemo", "tyche_ngpu512_ngc25.09_nemo", "theia_ngpu72_ngc25.09_nemo",
                    "theia_ngpu512_ngc25.09_nemo"]:
         runs.append(("v5.1", "NVIDIA", system, "llama31_8b", None, None, LLAMA8, None))

@@ -740,6 +740,40 @@ TEST(MalformedPlanTest, SlurmSegmentsMustFitADomainAndDivideTheJob) {
       << message(h);
 }
 
+TEST(MalformedPlanTest, Fp8AttentionNeedsQuantizedLayersAndAMeasuredKernel) {
+  auto m = LoadModel("llama3-8b");
+  auto c = LoadCluster("dgx-h100");
+  ASSERT_TRUE(m.ok() && c.ok());
+  PlanSpec p;
+  p.gpus = 8;
+  p.dp = 8;
+  p.global_batch = 16;
+  p.seq_len = 8192;
+  p.fp8_attention = true;
+  p.transformer_engine = true;
+  auto message = [&](const PlanSpec& plan, const char* gpu) {
+    Diagnostics d;
+    d.set_errors_only(true);
+    ValidatePlan(plan, *m, *LoadGpu(gpu), *c, &d);
+    return d.ToStatus().message();
+  };
+  EXPECT_NE(message(p, "h200").find("plan.fp8_attention: is Transformer Engine's FP8 attention: needs plan.precision "
+                                    "fp8 or nvfp4 and plan.transformer_engine (got precision bf16)"),
+            std::string::npos)
+      << message(p, "h200");
+  p.precision = Dtype::kFp8;
+  EXPECT_EQ(message(p, "h200").find("plan.fp8_attention"), std::string::npos) << message(p, "h200");
+  // No measured FP8 attention on the H100 preset: refused, not costed as something else.
+  EXPECT_NE(message(p, "h100-sxm").find("plan.fp8_attention: gpu h100-sxm has no measured attention_curve.cudnn-fp8"),
+            std::string::npos)
+      << message(p, "h100-sxm");
+  ModelSpec kernel = *m;
+  kernel.attention = AttentionImpl::kCudnnFp8;
+  Diagnostics d;
+  ValidatePlan(p, kernel, *LoadGpu("h200"), *c, &d);
+  EXPECT_NE(d.ToStatus().message().find("model.attention: cudnn-fp8 is cuDNN's FP8 attention"), std::string::npos);
+}
+
 TEST(MalformedPlanTest, OutOfRangeIntegersAreNotNarrowed) {
   auto f = ParsePlanFileJson(R"({"gpus": 18446744073709551615, "zero": 4294967296, "micro_batch": 1,
                                   "global_batch": 1, "seq_len": 8})");

@@ -413,6 +413,19 @@ TEST(ExecutorTest, Bf16LayersAreRefusedNamingTheField) {
   EXPECT_NE(m.status().message().find("plan.bf16_layers_at_start/_at_end"), std::string::npos) << m.status().message();
 }
 
+TEST(ExecutorTest, Fp8AttentionIsRefusedNamingTheField) {
+  // The runtime's attention is its own 16-bit kernel: a plan with FP8 attention is refused, not
+  // measured with 16-bit attention.
+  core::Scenario s = Tiny(1, 1, 1, /*global_batch=*/2);
+  s.plan.precision = core::Dtype::kFp8;
+  s.plan.fp8_scaling = core::Fp8Scaling::kCurrent;
+  s.plan.fp8_attention = true;
+  auto backend = MakeCpuBackend({.clock = std::make_shared<FakeClock>()});
+  auto m = ExecuteStep(*backend, s, FastOptions(), {});
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("plan.fp8_attention"), std::string::npos) << m.status().message();
+}
+
 TEST(ExecutorTest, Nvfp4IsRefusedNamingTheFieldAndTheBackendsSayTheyHaveNoNvfp4) {
   // No backend of the runtime has NVFP4 GEMMs: a plan in nvfp4 is refused, not run in another
   // precision, and an nvfp4 tensor is not allocated.

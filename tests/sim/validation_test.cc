@@ -1513,11 +1513,13 @@ TEST(ValidationTest, MlperfTrainingLogsAtTenThousandGpus) {
   // GB300; B200, B300 and H100 at five other submitters; AMD's own implementation on 8 MI355X or
   // MI350X at AMD and four partners), and v5.1's 405B (NVFP4 on 512 to 5,120 GB200s and 512 GB300s,
   // FP8 on 512 and 1,024 H200s and 256 and 448 B200s), each timed from its own MLLOG lines, its
-  // layout from the config its README names (else the one whose batch the log prints). All 66 map.
+  // layout from the config its README names (else the one whose batch the log prints), and v5.1's
+  // 8B runs with Transformer Engine's FP8 attention (NVFP4 on one node of GB200, GB300, B200 and
+  // B300 at five submitters, two and four B200 nodes at Nebius; FP8 on 64 H200s at HPE). All 79 map.
   size_t skipped = 0;
   const std::vector<core::PublishedRun> all = Corpus("mlperf_training.json", &skipped);
   EXPECT_EQ(skipped, 0u);
-  ASSERT_EQ(all.size(), 66u);
+  ASSERT_EQ(all.size(), 79u);
   for (const auto& r : all) EXPECT_EQ(r.stack, "megatron-core-2024") << r.id;
   // GPT-3 175B on 1,344 DGX H100s (v4.0, config_DGXH100_1344x8x6x4x6_mbs1_cg.sh): TP 4 x PP 6 x
   // DP 448, interleave 8, one sequence per microbatch, MINIBS 6: 2,688 sequences a step. The log's
@@ -1617,20 +1619,33 @@ TEST(ValidationTest, MlperfTrainingLogsAtTenThousandGpus) {
   EXPECT_EQ(uf405->scenario.plan.fp8_scaling, core::Fp8Scaling::kCurrent);
   EXPECT_TRUE(uf405->scenario.plan.fp8_param_gather);
   EXPECT_EQ(uf405->scenario.plan.dp, 7);
+  // FP8 attention where the config sources config_common_fp8attn.sh (FP8_DPA=True): NVIDIA's
+  // 8-GPU GB200 run in NVFP4, HPE's H200 run in FP8 (current scaling from the config's tensorwise).
+  const auto* dpa = Find(all, "mlperf-v51-nvidia-tyche-ngpu8-ngc25.09-nemo-llama31-8b");
+  ASSERT_TRUE(dpa);
+  EXPECT_TRUE(dpa->scenario.plan.fp8_attention);
+  EXPECT_EQ(dpa->scenario.plan.precision, core::Dtype::kNvfp4);
+  const auto* hpe = Find(all, "mlperf-v51-hpe-hpe-cray-xd670-h200-sxm5-141gb-n8-25.09-llama31-8b");
+  ASSERT_TRUE(hpe);
+  EXPECT_TRUE(hpe->scenario.plan.fp8_attention);
+  EXPECT_EQ(hpe->scenario.plan.precision, core::Dtype::kFp8);
+  EXPECT_EQ(hpe->scenario.gpu.name, "h200");
+  EXPECT_FALSE(uf405->scenario.plan.fp8_attention);
   // GigaComputing's config says MBS=4 but its log accumulates 2 steps of the 32: micro batch 2.
   const auto* giga = Find(all, "mlperf-v51-gigacomputing-g893-zx1-aax4-pytorch-llama31-8b");
   ASSERT_TRUE(giga);
   EXPECT_EQ(giga->scenario.plan.micro_batch, 2);
-  // Today's level (2026-12-04), both signs: median 6.2%, p90 17.4%, max 49.5% (Llama 3.1 8B on
+  // Today's level (2026-12-04), both signs: median 7.5%, p90 17.8%, max 49.5% (Llama 3.1 8B on
   // Cisco's 128 H100s, TP 2 on an Ethernet fabric); the other 8B rows on NeMo, one microbatch a step,
   // -0.4% to +26.8% (FP8 current scaling where the config's fp8_recipe is tensorwise); GPT-3 on Oracle's 3,072 H100s
   // +21.8% (+1.3% on 1,536 at the same batch); v3.0's GPT-3 rows +13.6% to +18.2%, where v3.1 ran the same config 9%
   // faster (+4.2%); GPT-3 at 10,752 and 11,616 H100s +2.1% / +1.6%; the MI355X rows +8.5% to +14.4% and the MI350X rows
   // +25.1% / +29.3%, on burst GEMM and attention figures; v5.1's 405B rows -16.2% to +5.2%, too slow in NVFP4 on GB200
-  // at 2,560 and 5,120 GPUs (-13.1%, -16.2%: the step's DP synchronisation, docs/validation.md).
+  // at 2,560 and 5,120 GPUs (-13.1%, -16.2%: the step's DP synchronisation); the 13 8B rows with FP8 attention
+  // +0.9% to +19.8%, too fast as the benchmark's other 8B rows are (docs/validation.md).
   const ValidationSummary v = ValidateRuns(all, core::Profile{});
-  EXPECT_LE(v.all.median_abs_error, 0.063);
-  EXPECT_LE(v.all.p90_abs_error, 0.175);
+  EXPECT_LE(v.all.median_abs_error, 0.076);
+  EXPECT_LE(v.all.p90_abs_error, 0.179);
   EXPECT_LE(v.all.max_abs_error, 0.50);
   EXPECT_EQ(v.all.out_of_memory, 0u);
 }

@@ -720,54 +720,6 @@ TEST(StepGraphTest, Nvfp4QuantizesEachLinearInputAndOutputGradientAttentionHeadA
     if (op.kind == OpKind::kGemm) EXPECT_EQ(op.dtype, Dtype::kBf16) << op.name;
 }
 
-TEST(StepGraphTest, Fp8AttentionQuantizesQkvAndTheOutputGradientAndRunsTheFp8Kernel) {
-  // Transformer Engine's FP8 attention under current scaling (PlanSpec::fp8_attention): Llama 3 8B
-  // (32 query heads, 8 kv heads, head dim 128), one 8192-token sequence, t = 1. Q, K and V
-  // quantized together: 8192 x (32 + 8 + 8) x 128 = 50,331,648 values at 5 B (amax read 2, cast
-  // read 2 write 1) in 2 kernels; the output gradient 8192 x 32 x 128 = 33,554,432 values the same
-  // way before the backward; the kernel is cuDNN's FP8 one, its FLOPs counted as the 16-bit one's.
-  auto m = LoadModel("llama3-8b");
-  ASSERT_TRUE(m.ok());
-  PlanSpec p = Plan(1, 1, false);
-  p.seq_len = 8192;
-  p.precision = Dtype::kNvfp4;
-  p.transformer_engine = true;
-  const StepGraph off = BuildStepGraph(*m, p);
-  p.fp8_attention = true;
-  const StepGraph g = BuildStepGraph(*m, p);
-  auto find = [](const std::vector<Op>& ops, std::string_view name) -> const Op* {
-    for (const Op& op : ops)
-      if (name == op.name) return &op;
-    return nullptr;
-  };
-  const Op* qkv = find(g.dense_layer, "fp8_quantize_attention_qkv");
-  ASSERT_NE(qkv, nullptr);
-  EXPECT_EQ(qkv->bytes, int64_t{50331648} * 5);
-  EXPECT_EQ(qkv->batch, 2);
-  EXPECT_EQ(qkv->pass, Pass::kForward);
-  const Op* dout = find(g.dense_layer, "fp8_quantize_attention_dout");
-  ASSERT_NE(dout, nullptr);
-  EXPECT_EQ(dout->bytes, int64_t{33554432} * 5);
-  EXPECT_EQ(dout->pass, Pass::kBackwardInput);
-  int attention = 0;
-  for (const Op& op : g.dense_layer)
-    if (op.kind == OpKind::kAttention) {
-      ++attention;
-      EXPECT_EQ(op.attention, AttentionImpl::kCudnnFp8);
-    }
-  EXPECT_EQ(attention, 2);  // forward and backward
-  EXPECT_EQ(find(off.dense_layer, "fp8_quantize_attention_qkv"), nullptr);
-  EXPECT_EQ(g.dense_layer.size(), off.dense_layer.size() + 2);
-  // Memory: the saved Q, K and V at 1 B instead of 2: 50,331,648 B less per layer.
-  auto gpu = LoadGpu("gb200");
-  ASSERT_TRUE(gpu.ok());
-  PlanSpec q = p;
-  q.fp8_attention = false;
-  const int64_t with = EstimateMemory(*m, p, *gpu).stages[0].layer_activations_bytes;
-  const int64_t without = EstimateMemory(*m, q, *gpu).stages[0].layer_activations_bytes;
-  EXPECT_EQ(without - with, int64_t{32} * 50331648);  // 32 layers
-}
-
 TEST(StepGraphTest, TransformerEngineGathersQuantizedInputsAndReducesSixteenBitGradients) {
   // Sequence parallelism at TP 2 (Llama 3 8B, 8192 tokens): Transformer Engine quantizes a
   // column-parallel layer's local input and all-gathers the quantized data (module/linear.py at
@@ -1093,6 +1045,49 @@ const Op* FindOp(const std::vector<Op>& ops, std::string_view name) {
   for (const Op& op : ops)
     if (name == op.name) return &op;
   return nullptr;
+}
+
+TEST(StepGraphTest, Fp8AttentionQuantizesQkvAndTheOutputGradientAndRunsTheFp8Kernel) {
+  // Transformer Engine's FP8 attention under current scaling (PlanSpec::fp8_attention): Llama 3 8B
+  // (32 query heads, 8 kv heads, head dim 128), one 8192-token sequence, t = 1. Q, K and V
+  // quantized together: 8192 x (32 + 8 + 8) x 128 = 50,331,648 values at 5 B (amax read 2, cast
+  // read 2 write 1) in 2 kernels; the output gradient 8192 x 32 x 128 = 33,554,432 values the same
+  // way before the backward; the kernel is cuDNN's FP8 one, its FLOPs counted as the 16-bit one's.
+  auto m = LoadModel("llama3-8b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p = Plan(1, 1, false);
+  p.seq_len = 8192;
+  p.precision = Dtype::kNvfp4;
+  p.transformer_engine = true;
+  const StepGraph off = BuildStepGraph(*m, p);
+  p.fp8_attention = true;
+  const StepGraph g = BuildStepGraph(*m, p);
+  const Op* qkv = FindOp(g.dense_layer, "fp8_quantize_attention_qkv");
+  ASSERT_NE(qkv, nullptr);
+  EXPECT_EQ(qkv->bytes, int64_t{50331648} * 5);
+  EXPECT_EQ(qkv->batch, 2);
+  EXPECT_EQ(qkv->pass, Pass::kForward);
+  const Op* dout = FindOp(g.dense_layer, "fp8_quantize_attention_dout");
+  ASSERT_NE(dout, nullptr);
+  EXPECT_EQ(dout->bytes, int64_t{33554432} * 5);
+  EXPECT_EQ(dout->pass, Pass::kBackwardInput);
+  int attention = 0;
+  for (const Op& op : g.dense_layer)
+    if (op.kind == OpKind::kAttention) {
+      ++attention;
+      EXPECT_EQ(op.attention, AttentionImpl::kCudnnFp8);
+    }
+  EXPECT_EQ(attention, 2);  // forward and backward
+  EXPECT_EQ(FindOp(off.dense_layer, "fp8_quantize_attention_qkv"), nullptr);
+  EXPECT_EQ(g.dense_layer.size(), off.dense_layer.size() + 2);
+  // Memory: the saved Q, K and V at 1 B instead of 2: 50,331,648 B less per layer.
+  auto gpu = LoadGpu("gb200");
+  ASSERT_TRUE(gpu.ok());
+  PlanSpec q = p;
+  q.fp8_attention = false;
+  const int64_t with = EstimateMemory(*m, p, *gpu).stages[0].layer_activations_bytes;
+  const int64_t without = EstimateMemory(*m, q, *gpu).stages[0].layer_activations_bytes;
+  EXPECT_EQ(without - with, int64_t{32} * 50331648);  // 32 layers
 }
 
 TEST(StepGraphTest, RoundRobinRoutingSendsEachTokenToTheRanksItsConsecutiveExpertsSpan) {

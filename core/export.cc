@@ -37,6 +37,17 @@ Status TorchtitanRefusal(const PlanSpec& p, const Refuse& refuse) {
   if (p.HasBf16Layers())
     return refuse("this exporter keeps no layer out of torchao's float8 conversion (plan.bf16_layers_at_start/_at_end)",
                   "no --bf16-layers-at-start/--bf16-layers-at-end");
+  if (p.fp8_attention)
+    return refuse(
+        "torchao's float8 converter quantizes the linear layers only; the attention stays 16-bit "
+        "(plan.fp8_attention is Transformer Engine's)",
+        "the plan without --fp8-attention");
+  if (p.placement != PlanSpec{}.placement)
+    return refuse(
+        "this exporter writes the parallel degrees only; torchtitan orders its device mesh itself "
+        "(plan.placement " +
+            PlacementString(p.placement) + ")",
+        "--placement tp-cp-ep-dp-pp");
   return Status::Ok();
 }
 
@@ -118,6 +129,16 @@ Result<std::string> ExportMegatron(const Scenario& s) {
     return Refusal("megatron", kMegatronCommit, rule, nearest);
   };
   // What Megatron-LM cannot express, before anything is written.
+  // Its rank orders (initialize.py: order "tp-cp-ep-dp-pp", or "tp-cp-ep-pp-dp" with
+  // --use-tp-pp-dp-mapping).
+  std::vector<Axis> dp_last;
+  ParsePlacement("tp-cp-ep-pp-dp", &dp_last);
+  if (p.placement != PlanSpec{}.placement && p.placement != dp_last)
+    return refuse(
+        "Megatron-LM orders its ranks tp-cp-ep-dp-pp, or tp-cp-ep-pp-dp with --use-tp-pp-dp-mapping "
+        "(plan.placement " +
+            PlacementString(p.placement) + ")",
+        "--placement tp-cp-ep-dp-pp or tp-cp-ep-pp-dp");
   if (p.Flushes() > 1)
     return refuse("Megatron-LM's pipeline schedules run every microbatch of the step in one flush (plan.pp_flushes)",
                   "--pp-flushes 1");
@@ -442,6 +463,13 @@ Result<std::string> ExportMegatron(const Scenario& s) {
     // The distributed optimizer's parameter all-gather in FP8 (arguments.py:2016 at d98e8a64).
     if (p.fp8_param_gather) arg("--fp8-param-gather");
   }
+  // Transformer Engine's FP8 attention (TransformerConfig.fp8_dot_product_attention as an argument).
+  if (p.fp8_attention) arg("--fp8-dot-product-attention");
+  if (p.placement == dp_last) arg("--use-tp-pp-dp-mapping");
+  if (p.segment_nodes > 0)
+    notes.push_back("launch with sbatch --segment " + std::to_string(p.segment_nodes) +
+                    " (plan.segment_nodes: Slurm's topology/block plugin keeps each segment of nodes in one NVLink "
+                    "domain)");
   // The layers kept in BF16: TransformerConfig's first_last_layers_bf16 and its two counts, flags
   // of the transformer group (arguments.py:2373 at d98e8a64, ArgumentGroupFactory(TransformerConfig)).
   if (p.HasBf16Layers()) {

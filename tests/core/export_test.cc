@@ -191,6 +191,30 @@ TEST(ExportTest, MegatronWritesTheEnvironmentAndLauncherItAsserts) {
     ASSERT_FALSE(titan.ok());
     EXPECT_TRUE(Has(titan.status().message(), "plan.fp8_param_gather")) << titan.status().ToString();
     EXPECT_TRUE(Has(titan.status().message(), "nearest plan it runs: the plan without --fp8-param-gather"));
+    // FP8 attention: Megatron-LM's --fp8-dot-product-attention; torchtitan has none (refused).
+    fp8.plan.fp8_attention = true;
+    EXPECT_TRUE(Has(Text(ExportMegatron(fp8)), "--fp8-dot-product-attention"));
+    titan_plan.plan.fp8_param_gather = false;
+    titan_plan.plan.fp8_attention = true;
+    const auto titan_dpa = ExportTorchtitan(titan_plan);
+    ASSERT_FALSE(titan_dpa.ok());
+    EXPECT_TRUE(Has(titan_dpa.status().message(), "nearest plan it runs: the plan without --fp8-attention"));
+  }
+  // The rank order: NeMo's and Megatron-LM's data-parallel-last mapping is an argument; an order
+  // Megatron-LM cannot build is refused; Slurm segments are a note on the launch.
+  {
+    Scenario dp_last = s;
+    ASSERT_TRUE(ParsePlacement("tp-cp-ep-pp-dp", &dp_last.plan.placement));
+    dp_last.plan.segment_nodes = 2;
+    const std::string text = Text(ExportMegatron(dp_last));
+    EXPECT_TRUE(Has(text, "--use-tp-pp-dp-mapping"));
+    EXPECT_TRUE(Has(text, "sbatch --segment 2"));
+    EXPECT_FALSE(Has(Text(ExportMegatron(s)), "--use-tp-pp-dp-mapping"));
+    Scenario odd = s;
+    ASSERT_TRUE(ParsePlacement("pp-tp-cp-ep-dp", &odd.plan.placement));
+    const auto refused = ExportMegatron(odd);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_TRUE(Has(refused.status().message(), "plan.placement pp-tp-cp-ep-dp")) << refused.status().ToString();
   }
   EXPECT_FALSE(Has(Text(ExportMegatron(s)), "--overlap-grad-reduce"));
   // PyTorch's AsyncTP has no Megatron-LM flag: refused, naming Transformer Engine's overlap.

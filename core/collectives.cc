@@ -240,8 +240,6 @@ GroupSpan SpanOfStrideIn(int64_t size, int64_t stride, int64_t domain_gpus) {
   return s;
 }
 
-GroupSpan SpanOfLayout(const GroupLayout& l, const ClusterSpec& c) { return SpanOfLayoutIn(l, c.scale_up_domain_gpus); }
-
 GroupSpan SpanOfLayoutIn(const GroupLayout& l, int64_t domain_gpus) {
   if (l.inner <= 0 || l.inner >= l.size) return SpanOfStrideIn(l.size, l.stride, domain_gpus);
   const GroupSpan in = SpanOfStrideIn(l.inner, l.stride, domain_gpus);

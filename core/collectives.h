@@ -72,7 +72,7 @@ GroupSpan SpanOfExpertDp(const PlanSpec& p, const ClusterSpec& c);
 // digit. A group over two axes that are not adjacent in the placement (DP with CP when pp sits
 // between them, as in NeMo's tp-cp-ep-pp-dp) differs in two digits: member i sits at
 // (i % inner) * stride + (i / inner) * outer_stride from the group's first rank (inner = 0: one
-// digit). The spans above are SpanOfLayout; the runtime builds its communicators from the same
+// digit). The spans above are SpanOfLayoutIn; the runtime builds its communicators from the same
 // layouts (core::LayoutOfGroup, step_graph.h).
 struct GroupLayout {
   int64_t size = 1;
@@ -81,10 +81,6 @@ struct GroupLayout {
   int64_t outer_stride = 0;  // the second digit's stride
   friend bool operator==(const GroupLayout&, const GroupLayout&) = default;
 };
-// The tiers a layout spans: one digit, SpanOfStride; two, the inner digit's members per domain
-// times the outer digit's where the inner digit fits in one domain (the outer digit's members are
-// whole domains apart otherwise, so only the inner digit's count).
-GroupSpan SpanOfLayout(const GroupLayout& l, const ClusterSpec& c);
 GroupLayout AxisLayout(Axis axis, const PlanSpec& p);  // SpanOf's group
 GroupLayout ExpertDpLayout(const PlanSpec& p);         // SpanOfExpertDp's group
 // A group of `size` members, `stride` ranks apart (for derived groups such as DP x CP).
@@ -94,6 +90,10 @@ GroupLayout ExpertDpLayout(const PlanSpec& p);         // SpanOfExpertDp's group
 GroupSpan SpanOfStride(int64_t size, int64_t stride, const ClusterSpec& c);
 // The same within domains of `domain_gpus` consecutive ranks.
 GroupSpan SpanOfStrideIn(int64_t size, int64_t stride, int64_t domain_gpus);
+// The tiers a layout spans within domains of `domain_gpus` ranks: one digit, SpanOfStrideIn; two,
+// the inner digit's members per domain times the outer digit's where the inner digit fits in one
+// domain (the outer digit's members are whole domains apart otherwise, so only the inner digit's
+// count).
 GroupSpan SpanOfLayoutIn(const GroupLayout& l, int64_t domain_gpus);
 // The consecutive ranks one scale-up domain holds for this job: cluster.scale_up_domain_gpus, or
 // with plan.segment_nodes = N the whole segments a domain holds, floor(domain / (N g)) x N g

@@ -1065,6 +1065,19 @@ TEST(ValidationTest, CorpusRegressionBound) {
         run.id == "dgxc-v2503-nemotron4-15b-h100-16gpu-fp8")
       EXPECT_EQ(run.scenario.model.attention, core::AttentionImpl::kFlash) << run.id;
     if (run.id.rfind("llama3-2024-", 0) == 0) EXPECT_EQ(run.scenario.model.attention, core::AttentionImpl::kFlash2);
+    // MLA on Blackwell under Transformer Engine before 2.5 (nemo:25.04.01 pins bee4649c, which has
+    // no fused MLA attention on sm100): the unfused kernel, with core_attn recomputed as the launch
+    // script passes it; the same release's H100 run keeps a fused kernel and recomputes mla_up_proj.
+    if (run.id.rfind("dgxc-v25051-deepseek-v3-671b-gb200-", 0) == 0) {
+      EXPECT_EQ(run.scenario.model.attention, core::AttentionImpl::kNaive) << run.id;
+      EXPECT_EQ(p.recompute, core::Recompute::kSelective) << run.id;
+      EXPECT_EQ(p.recompute_modules, core::ModuleBit(core::RecomputeModule::kCoreAttn)) << run.id;
+    }
+    if (run.id == "dgxc-v25051-deepseek-v3-671b-h100-1024gpu-bf16") {
+      EXPECT_EQ(run.scenario.model.attention, core::AttentionImpl::kFlash);
+      EXPECT_EQ(p.recompute, core::Recompute::kSelective);
+      EXPECT_EQ(p.recompute_modules, core::ModuleBit(core::RecomputeModule::kMlaUpProj));
+    }
     // Runs whose launch turned cuDNN's fused attention off (NVTE_FUSED_ATTN=0) read FlashAttention-2:
     // NeMo-Framework-Launcher 24.01-24.07's config.yaml for every run it launched, dgxc-benchmarking
     // v25.03's configure.sh for Nemotron-4 340B and Grok-1 (the record's model.attention_kernel).

@@ -1648,17 +1648,18 @@ TEST(ValidationTest, MlperfTrainingLogsAtTenThousandGpus) {
   const auto* giga = Find(all, "mlperf-v51-gigacomputing-g893-zx1-aax4-pytorch-llama31-8b");
   ASSERT_TRUE(giga);
   EXPECT_EQ(giga->scenario.plan.micro_batch, 2);
-  // Today's level (2026-12-04), both signs: median 7.5%, p90 17.8%, max 49.5% (Llama 3.1 8B on
+  // Today's level (2026-12-04), both signs: median 7.5%, p90 17.4%, max 49.5% (Llama 3.1 8B on
   // Cisco's 128 H100s, TP 2 on an Ethernet fabric); the other 8B rows on NeMo, one microbatch a step,
   // -0.4% to +26.8% (FP8 current scaling where the config's fp8_recipe is tensorwise); GPT-3 on Oracle's 3,072 H100s
   // +21.8% (+1.3% on 1,536 at the same batch); v3.0's GPT-3 rows +13.6% to +18.2%, where v3.1 ran the same config 9%
   // faster (+4.2%); GPT-3 at 10,752 and 11,616 H100s +2.1% / +1.6%; the MI355X rows +8.5% to +14.4% and the MI350X rows
   // +25.1% / +29.3%, on burst GEMM and attention figures; v5.1's 405B rows -16.2% to +5.2%, too slow in NVFP4 on GB200
   // at 2,560 and 5,120 GPUs (-13.1%, -16.2%: the step's DP synchronisation); the 13 8B rows with FP8 attention
-  // +0.9% to +19.8%, too fast as the benchmark's other 8B rows are (docs/validation.md).
+  // +0.9% to +19.3%, too fast as the benchmark's other 8B rows are (docs/validation.md); p90 17.8% before the
+  // B300's NVFP4 GEMMs took Transformer Engine's measured rate (its two NVFP4 rows +19.8/+16.3% -> +11.0/+7.8%).
   const ValidationSummary v = ValidateRuns(all, core::Profile{});
   EXPECT_LE(v.all.median_abs_error, 0.076);
-  EXPECT_LE(v.all.p90_abs_error, 0.179);
+  EXPECT_LE(v.all.p90_abs_error, 0.175);
   EXPECT_LE(v.all.max_abs_error, 0.50);
   EXPECT_EQ(v.all.out_of_memory, 0u);
 }

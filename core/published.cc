@@ -1603,11 +1603,19 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
           ", parameter all-gather " + (p.overlap_param_gather ? "under the next forward" : "after the optimizer step") +
           " (overlap_grad_reduce/overlap_param_gather) from " + launch_name());
   }
-  // The recipe's TP overlap: without Transformer Engine's userbuffers the sequence-parallel
-  // all-gathers and reduce-scatters run between the GEMMs, exposed.
-  if (launch && launch->tp_comm_overlap && !*launch->tp_comm_overlap && p.tp > 1 && p.tp_overlap != TpOverlap::kNone) {
-    p.tp_overlap = TpOverlap::kNone;
-    run.assumptions.push_back("TP communication not overlapped (tp_comm_overlap false) from " + launch_name());
+  // The recipe's TP overlap: without Transformer Engine's userbuffers the forward's sequence-parallel
+  // all-gathers and reduce-scatters run between the GEMMs, exposed, while the backward keeps the
+  // asynchronous collectives every Megatron-Core linear layer issues: a column-parallel layer's
+  // input all-gathered again under its input-gradient GEMM and that gradient reduce-scattered
+  // under its weight-gradient GEMM (Transformer Engine linear.py and layernorm_linear.py at v2.9,
+  // gather_along_first_dim / reduce_scatter_along_first_dim with async_op=True; Megatron-Core's
+  // own LinearWithGradAccumulationAndAsyncCommunication likewise): tp_overlap backward.
+  if (launch && launch->tp_comm_overlap && !*launch->tp_comm_overlap && p.tp > 1 && p.tp_overlap == TpOverlap::kFull) {
+    p.tp_overlap = TpOverlap::kBackward;
+    run.assumptions.push_back(
+        "TP communication without userbuffers (tp_comm_overlap false): the forward's collectives exposed, the "
+        "backward's asynchronous ones under the GEMMs (tp_overlap backward) from " +
+        launch_name());
   }
   // The recipe's Adam moments (Megatron-Core's precision-aware optimizer with bf16 exp_avg and
   // exp_avg_sq: 2 + 2 bytes per parameter instead of 4 + 4).

@@ -1334,10 +1334,15 @@ class Builder {
     // GradScaler.unscale_ does the same read and write.
     const bool fp16 = p_.precision == Dtype::kFp16;
     const int64_t g_read = fp16 ? std::max<int64_t>(gb, 4) : gb;
-    int64_t per_param = gb + 2 * g_read + 2 * DtypeBytes(p_.dtypes.master_weights) +
+    int64_t per_param = 2 * g_read + 2 * DtypeBytes(p_.dtypes.master_weights) +
                         2 * moments * DtypeBytes(p_.dtypes.optimizer_states) + wb;
     if (fp16) per_param += (gb < 4 ? gb + 4 : 0) + 2 * 4;
-    const int64_t bytes = shard * per_param;
+    // The zeroing covers the whole gradient buffer, not the shard: under ZeRO-1 the buffer holds
+    // every gradient of the rank (core/memory.cc keeps them replicated), and Megatron's DDP zeroes
+    // all of it at each step's start (param_and_grad_buffer.py reset(): grad_data.zero_(), called
+    // by zero_grad_buffer from training.py's train_step at core_v0.14.0). ZeRO-2/3 keep the shard.
+    const int64_t zeroed = p_.zero <= 1 ? params : shard;
+    const int64_t bytes = shard * per_param + zeroed * gb;
     Op op;
     op.name = "optimizer_step";
     op.kind = OpKind::kOptimizer;

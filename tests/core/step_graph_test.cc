@@ -1300,6 +1300,28 @@ TEST(StepGraphTest, Fp16OptimizerUnscalesTheGradientsInFp32) {
   EXPECT_EQ(fp16->bytes, 50 * 218'112'000LL);
 }
 
+TEST(StepGraphTest, MegatronZeroesItsWholeGradientBufferUnderZero1) {
+  // Megatron's DDP zeroes its contiguous gradient buffer at each step's start
+  // (param_and_grad_buffer.py reset(): grad_data.zero_() at core_v0.14.0), and under ZeRO-1 that
+  // buffer holds every gradient of the rank; the update itself runs over the optimizer's shard.
+  // Llama 3 8B layer (218,112,000 parameters), bf16 gradients, DP 8:
+  //   ZeRO-1: 30 B a shard parameter (the norm's and the update's reads 4, master 8, moments 16,
+  //           weights 2) x 27,264,000 + 2 B x 218,112,000 (the whole buffer zeroed)
+  //           = 817,920,000 + 436,224,000 = 1,254,144,000 B;
+  //   ZeRO-2: the shard's gradients zeroed only: 32 x 27,264,000 = 872,448,000 B.
+  auto m = LoadModel("llama3-8b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p = Plan(1, 8, false);
+  p.zero = 1;
+  const Op* z1 = FindOp(BuildStepGraph(*m, p).dense_layer, "optimizer_step");
+  ASSERT_NE(z1, nullptr);
+  EXPECT_EQ(z1->bytes, 1'254'144'000LL);
+  p.zero = 2;
+  const Op* z2 = FindOp(BuildStepGraph(*m, p).dense_layer, "optimizer_step");
+  ASSERT_NE(z2, nullptr);
+  EXPECT_EQ(z2->bytes, 872'448'000LL);
+}
+
 TEST(StepGraphTest, MuonOrthogonalisesEach2DWeightWithFiveNewtonSchulzSteps) {
   // Llama-3-8B layer on one GPU: Muon orthogonalises its momentum, matrix by matrix, 5 steps of
   // A = X X^T, B = bA + cA A, X = aX + B X on r x c (r <= c): 4 r^2 c + 2 r^3 FLOPs a step. QKV split

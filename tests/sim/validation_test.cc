@@ -468,7 +468,11 @@ TEST(ValidationTest, BeyondTuningRegressionBound) {
     // parameter gather (bf16_with_fp8_current_scaling_mixed sets fp8_param_gather at v0.2.0): the
     // bound moves with a sourced mechanism, the row being too fast for what docs/validation.md says.
     if (g.dimension == "precision" && g.value == "fp8") EXPECT_LE(g.summary.median_abs_error, 0.132);
-    if (g.dimension == "gpu" && g.value == "h100-sxm") EXPECT_LE(g.summary.median_abs_error, 0.073);
+    // H100 (15 runs): its median row, the Megatron-LM README's 314B, -7.33% (within -7.3% before)
+    // since Megatron's DDP zeroes its whole gradient buffer each step under ZeRO-1, not the
+    // optimizer's shard (param_and_grad_buffer.py reset() at core_v0.14.0): too slow already, as
+    // the 32B row (-19.7% -> -20.1%); the 1.7B and 7.1B rows, too fast, +15.0/+12.1% -> +14.3/+11.3%.
+    if (g.dimension == "gpu" && g.value == "h100-sxm") EXPECT_LE(g.summary.median_abs_error, 0.074);
     // MoE: its median row, Qwen3-235B-A22B at TP 2 in FP8, +20.3% -> +20.5% since Transformer
     // Engine's sequence-parallel all-gathers carry the quantized inputs (1 B, not 2): too fast
     // already, its hidden TP collectives slow the compute beside them a little less; +20.6% since

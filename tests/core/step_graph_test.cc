@@ -1281,6 +1281,13 @@ TEST(StepGraphTest, TiedEmbeddingCopiesAreSummedOverThePipelinesEnds) {
   EXPECT_EQ(FindOp(gu.embedding, "tied_embedding_all_reduce"), nullptr);
 }
 
+// The optimizer step's bytes in a plan's dense-layer list (-1 when it has none).
+int64_t OptimizerStepBytes(const ModelSpec& m, const PlanSpec& p) {
+  const StepGraph g = BuildStepGraph(m, p);
+  const Op* step = FindOp(g.dense_layer, "optimizer_step");
+  return step ? step->bytes : -1;
+}
+
 TEST(StepGraphTest, Fp16OptimizerUnscalesTheGradientsInFp32) {
   // Per parameter of the shard, bf16 grads and weights, fp32 master and Adam moments:
   //   bf16: 3 x 2 (grads: norm, update, zero) + 2 x 4 (master) + 2 x 2 x 4 (moments) + 2 = 32 B;
@@ -1289,15 +1296,9 @@ TEST(StepGraphTest, Fp16OptimizerUnscalesTheGradientsInFp32) {
   auto m = LoadModel("llama3-8b");
   ASSERT_TRUE(m.ok());
   PlanSpec p = Plan(1, 1, false);
-  const StepGraph g16bf = BuildStepGraph(*m, p);
-  const Op* bf16 = FindOp(g16bf.dense_layer, "optimizer_step");
-  ASSERT_NE(bf16, nullptr);
-  EXPECT_EQ(bf16->bytes, 32 * 218'112'000LL);
+  EXPECT_EQ(OptimizerStepBytes(*m, p), 32 * 218'112'000LL);
   p.precision = Dtype::kFp16;
-  const StepGraph g16 = BuildStepGraph(*m, p);
-  const Op* fp16 = FindOp(g16.dense_layer, "optimizer_step");
-  ASSERT_NE(fp16, nullptr);
-  EXPECT_EQ(fp16->bytes, 50 * 218'112'000LL);
+  EXPECT_EQ(OptimizerStepBytes(*m, p), 50 * 218'112'000LL);
 }
 
 TEST(StepGraphTest, MegatronZeroesItsWholeGradientBufferUnderZero1) {
@@ -1313,15 +1314,9 @@ TEST(StepGraphTest, MegatronZeroesItsWholeGradientBufferUnderZero1) {
   ASSERT_TRUE(m.ok());
   PlanSpec p = Plan(1, 8, false);
   p.zero = 1;
-  const StepGraph g1 = BuildStepGraph(*m, p);
-  const Op* z1 = FindOp(g1.dense_layer, "optimizer_step");
-  ASSERT_NE(z1, nullptr);
-  EXPECT_EQ(z1->bytes, 1'254'144'000LL);
+  EXPECT_EQ(OptimizerStepBytes(*m, p), 1'254'144'000LL);
   p.zero = 2;
-  const StepGraph g2 = BuildStepGraph(*m, p);
-  const Op* z2 = FindOp(g2.dense_layer, "optimizer_step");
-  ASSERT_NE(z2, nullptr);
-  EXPECT_EQ(z2->bytes, 872'448'000LL);
+  EXPECT_EQ(OptimizerStepBytes(*m, p), 872'448'000LL);
 }
 
 TEST(StepGraphTest, MuonOrthogonalisesEach2DWeightWithFiveNewtonSchulzSteps) {

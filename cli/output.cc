@@ -75,6 +75,7 @@ std::string PlanLine(const core::PlanSpec& p, const core::MemoryReport& r) {
   if (p.zero > 0) o << " over " << r.dense_shard_group << (p.sharding == core::Sharding::kHsdp ? " (hsdp)" : "");
   o << " | sp " << (p.sequence_parallel ? "on" : "off") << " | recompute " << core::Name(p.recompute);
   if (p.recompute_layers > 0) o << " (" << p.recompute_layers << " layers/stage)";
+  if (p.recompute_early_stop) o << " (early stop)";
   if (p.recompute == core::Recompute::kSelective && p.recompute_modules != core::kDefaultRecomputeModules)
     o << " [" << core::RecomputeModulesString(p.recompute_modules) << "]";
   o << " | mbs " << p.micro_batch << " . gbs " << p.global_batch << " . seq " << p.seq_len << " | "

@@ -89,6 +89,11 @@ void PlanFlags::Register(CLI::App* app) {
                 "torchtitan's, with --sp)");
   p->add_option("--recompute", recompute, "none|selective|full (default none)");
   p->add_option("--recompute-layers", recompute_layers, "Full recompute for this many layers per stage");
+  p->add_flag_callback(
+      "--recompute-early-stop", [this] { recompute_early_stop = true; },
+      "Full recompute as PyTorch >= 2.1's non-reentrant checkpoint runs it (checkpoint_wrapper NO_REENTRANT, "
+      "use_reentrant=False): the recomputation stops at the last tensor the backward needs, so an eager dense "
+      "block's MLP output projection, its TP reduction and the residual are not rerun (docs/compute.md)");
   p->add_option("--recompute-modules", recompute_modules,
                 "Selective recompute's modules, comma-separated: core_attn (the default), moe_act, layernorm, "
                 "mla_up_proj, mlp, shared_experts (Megatron-Core --recompute-modules); or one whole policy: "
@@ -353,6 +358,7 @@ void PlanFlags::ApplyPlanFlags(bool from_file, core::ModelSpec* spec, core::Plan
   if (transformer_engine) p.transformer_engine = *transformer_engine;
   if (moe_grouped_gemm) p.moe_grouped_gemm = *moe_grouped_gemm;
   if (recompute_layers) p.recompute_layers = *recompute_layers;
+  if (recompute_early_stop) p.recompute_early_stop = *recompute_early_stop;
   if (bf16_layers_at_start) p.bf16_layers_at_start = *bf16_layers_at_start;
   if (bf16_layers_at_end) p.bf16_layers_at_end = *bf16_layers_at_end;
   if (mbs) p.micro_batch = *mbs;

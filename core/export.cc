@@ -441,6 +441,10 @@ Result<std::string> ExportMegatron(const Scenario& s) {
       arg("--recompute-method uniform");
       arg("--recompute-num-layers 1");
     }
+    if (p.recompute_early_stop)
+      notes.push_back(
+          "recompute early stop: Megatron-LM's checkpoint (tensor_parallel.checkpoint) is reentrant and reruns "
+          "the whole layer, its MLP output projection too; the plan costs PyTorch's non-reentrant early stop");
   }
   // Batch and precision.
   arg("--micro-batch-size " + std::to_string(p.micro_batch));
@@ -1169,6 +1173,10 @@ Result<std::string> ExportDeepSpeed(const Scenario& s, std::vector<std::string>*
     notes->push_back(std::string("recompute ") + Name(p.recompute) +
                      ": wrap each transformer layer in deepspeed.checkpointing.checkpoint" +
                      (p.recompute == Recompute::kSelective ? " (attention core only, for selective)" : ""));
+    if (p.recompute_early_stop)
+      notes->push_back(
+          "recompute early stop: DeepSpeed's checkpoint is reentrant and reruns the whole layer, its MLP output "
+          "projection too; the plan costs PyTorch's non-reentrant early stop");
   }
   if (p.pp > 1) {
     notes->push_back("pipeline: build the model as deepspeed.pipe.PipelineModule(layers=..., num_stages=" +

@@ -208,7 +208,13 @@ double HardwareFlopsPerIteration(const ForwardFlops& f, const ModelSpec& m, cons
     // recompute_layers is per pipeline stage, all its model chunks together (PlanSpec).
     const double share =
         p.recompute_layers > 0 ? static_cast<double>(p.recompute_layers * p.pp) / static_cast<double>(m.layers) : 1.0;
-    extra = (f.matmul + f.attention) * (share > 1.0 ? 1.0 : share);
+    extra = f.matmul + f.attention;
+    // PyTorch's checkpoint early stop (PlanSpec::recompute_early_stop; core/step_graph.cc) does not
+    // rerun a dense block's MLP output projection, h x f per layer (validation allows it for dense
+    // models only).
+    if (p.recompute_early_stop)
+      extra -= 2 * static_cast<double>(m.layers) * static_cast<double>(m.hidden) * static_cast<double>(m.ffn_hidden);
+    extra *= share > 1.0 ? 1.0 : share;
   } else if (p.recompute == Recompute::kSelective) {
     const bool attention = p.Recomputes(RecomputeModule::kCoreAttn) || p.Recomputes(RecomputeModule::kSaveQkvProj);
     extra = (attention ? f.attention : 0.0) + 2 * SelectiveRecomputeMatmulParams(m, p);

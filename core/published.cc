@@ -430,6 +430,7 @@ struct ReleaseDefaults {
   Sourced<std::string> moe_probs;       // core/specs.h MoeProbs name (its Megatron-Core's MoE code)
   Sourced<std::string> moe_probs_gelu;  // the same for non-gated (GELU) experts, where it differs
   Sourced<bool> fp8_param_gather;       // the FP8 recipes' parameter all-gather (PlanSpec::fp8_param_gather)
+  Sourced<bool> recompute_early_stop;   // PyTorch >= 2.1's checkpoint early stop (PlanSpec::recompute_early_stop)
 };
 std::optional<std::string> OptStr(const Json& v, const char* key) {
   const std::string s = StrOr(v, key);
@@ -463,7 +464,8 @@ std::optional<ReleaseDefaults> FindReleaseDefaults(const std::string& id) {
                                          .average_in_collective = {BoolAt(v, "average_in_collective"), evidence},
                                          .moe_probs = {OptStr(v, "moe_probs"), evidence},
                                          .moe_probs_gelu = {OptStr(v, "moe_probs_gelu"), evidence},
-                                         .fp8_param_gather = {BoolAt(v, "fp8_param_gather"), evidence}});
+                                         .fp8_param_gather = {BoolAt(v, "fp8_param_gather"), evidence},
+                                         .recompute_early_stop = {BoolAt(v, "recompute_early_stop"), evidence}});
       }
     }
     return out;
@@ -481,6 +483,7 @@ std::optional<ReleaseDefaults> FindReleaseDefaults(const std::string& id) {
     take(&found->moe_probs, d.moe_probs);
     take(&found->moe_probs_gelu, d.moe_probs_gelu);
     take(&found->fp8_param_gather, d.fp8_param_gather);
+    take(&found->recompute_early_stop, d.recompute_early_stop);
   }
   return found;
 }
@@ -1561,6 +1564,23 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
                               (p.grad_prescale ? "divided by the DP size before their reduction"
                                                : "averaged inside the reduction (average_in_collective)") +
                               " from " + release->average_in_collective.source);
+  }
+  // Full recomputation as the run's PyTorch checkpoints (PlanSpec::recompute_early_stop): from torch
+  // 2.1 the non-reentrant checkpoint stops replaying a block at its last saved tensor, which the
+  // release's software version says (LLM Foundry's sweeps: presets/launches/llm-foundry-benchmarks.json).
+  if (release && release->recompute_early_stop.value && *release->recompute_early_stop.value &&
+      p.recompute == Recompute::kFull) {
+    const std::string from = " from " + release->recompute_early_stop.source;
+    const char* why_not = RecomputeEarlyStopBlocker(m, p);
+    if (why_not == nullptr) {
+      p.recompute_early_stop = true;
+      run.assumptions.push_back(
+          "full recomputation stops at the block's last saved tensor (PyTorch's non-reentrant checkpoint, early stop): "
+          "the MLP output projection and the residual are not rerun" +
+          from);
+    } else {
+      run.assumptions.push_back(std::string("checkpoint early stop not applied (") + why_not + ")" + from);
+    }
   }
   // Where the router's probabilities weight the tokens (PlanSpec::moe_probs): the Megatron-Core its
   // release or commit runs, when the stack's era is not it; for non-gated (GELU) experts the

@@ -575,6 +575,7 @@ void ReadPlan(ObjectReader& r, const std::string& prefix, PlanSpec* p, Diagnosti
   r.Bool("sequence_parallel", &p->sequence_parallel);
   r.Enum("recompute", &p->recompute);
   r.Int("recompute_layers", &p->recompute_layers);
+  r.Bool("recompute_early_stop", &p->recompute_early_stop);
   if (const Json* v = r.Find("recompute_modules", false)) {
     // A list of Megatron-Core module names, e.g. ["core_attn", "moe_act"].
     std::string joined;
@@ -678,6 +679,7 @@ OJson WritePlan(const PlanSpec& p) {
   j["sequence_parallel"] = p.sequence_parallel;
   j["recompute"] = Name(p.recompute);
   j["recompute_layers"] = p.recompute_layers;
+  if (p.recompute_early_stop) j["recompute_early_stop"] = true;
   if (p.recompute_modules != kDefaultRecomputeModules) {
     OJson mods = OJson::array();
     for (int i = 0; i <= static_cast<int>(kLastRecomputeModule); ++i)

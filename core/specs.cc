@@ -196,6 +196,14 @@ bool ParseRecomputeModules(const std::string& text, uint32_t* out) {
   return true;
 }
 
+const char* RecomputeEarlyStopBlocker(const ModelSpec& m, const PlanSpec& p) {
+  if (p.transformer_engine) return "Transformer Engine's linear layers save their inputs after their GEMM";
+  if (Quantized(p.precision)) return "FP8 linear layers save their inputs after their GEMM";
+  if (m.dropout) return "the dropout after the MLP saves its mask last";
+  if (m.moe || m.mamba || m.mla) return "MoE, Mamba or MLA blocks, whose last saved tensor is not traced";
+  return nullptr;
+}
+
 std::string PlacementString(const std::vector<Axis>& order) {
   std::string s;
   for (Axis a : order) {

@@ -516,6 +516,18 @@ struct PlanSpec {
   bool sequence_parallel = false;
   Recompute recompute = Recompute::kNone;
   int64_t recompute_layers = 0;  // full recompute: layers per stage recomputed; 0 = all
+  // Full recompute as PyTorch's non-reentrant activation checkpointing runs it from torch 2.1
+  // (torch.utils.checkpoint use_reentrant=False, FSDP's checkpoint_wrapper NO_REENTRANT): the
+  // recomputation stops as soon as the last tensor the backward needs is packed again
+  // (checkpoint.py _recomputation_hook raising _StopRecomputationError; early stop the default
+  // since pytorch/pytorch #96866, 2023-03), and autograd packs an op's saved inputs before it runs
+  // its kernel (tools/autograd/gen_variable_type.py: setup_derivative before emit_call). Of a
+  // dense block run eagerly that skips the MLP's output projection, its TP reduction and the
+  // residual. Not with Transformer Engine or FP8 linear layers (autograd Functions that save after
+  // their GEMM), nor behind a dropout (its mask is the last tensor saved); Megatron-LM's and
+  // DeepSpeed's checkpoints are reentrant and rerun the whole layer. With recompute_layers, in each
+  // recomputed layer (RecomputeEarlyStopBlocker says where it skips nothing).
+  bool recompute_early_stop = false;
   // Selective recompute: the modules recomputed, ModuleBit(RecomputeModule) bits.
   uint32_t recompute_modules = kDefaultRecomputeModules;
   int64_t micro_batch = 1;   // sequences per microbatch
@@ -735,6 +747,13 @@ std::string Choices();  // "gelu|swiglu"
 // an unknown or repeated name or an empty list.
 std::string RecomputeModulesString(uint32_t modules);
 bool ParseRecomputeModules(const std::string& text, uint32_t* out);
+
+// Why PyTorch's checkpoint early stop (PlanSpec::recompute_early_stop) would skip nothing of this
+// model's blocks under this plan, or nullptr when it skips the dense MLP's output projection: with
+// Transformer Engine or FP8 linear layers (autograd Functions that save after their GEMM), behind a
+// dropout (its mask saved last), or in MoE, Mamba or MLA blocks (their last saved tensor not
+// traced). Whether the plan recomputes is the caller's to check.
+const char* RecomputeEarlyStopBlocker(const ModelSpec& m, const PlanSpec& p);
 
 // Placement order as text, "tp-cp-ep-dp-pp".
 std::string PlacementString(const std::vector<Axis>& order);

@@ -134,6 +134,11 @@ Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string&
       return Status::InvalidArgument(prefix + ".interleaved_stages_per_rank: must be an integer from 2 to 64");
     s.interleaved_stages_per_rank = it->get<int64_t>();
   }
+  if (j.contains("dropout")) {
+    bool v = false;
+    if (Status st = BoolField(j, "dropout", prefix, &v); !st.ok()) return st;
+    s.dropout = v;
+  }
   if (auto it = j.find("cuda_context_bytes"); it != j.end()) {
     if (!it->is_number_integer() || it->get<int64_t>() <= 0 || it->get<int64_t>() > (int64_t{64} << 30))
       return Status::InvalidArgument(prefix + ".cuda_context_bytes: must be a byte count from 1 to 64 GiB");
@@ -224,6 +229,7 @@ void ApplyStack(const SoftwareStack& s, ModelSpec* m, PlanSpec* p) {
   p->sequence_parallel = s.sequence_parallel && p->tp > 1;
   if (s.cuda_context_bytes > 0) p->cuda_context_bytes = s.cuda_context_bytes;
   p->transformer_engine = s.transformer_engine;
+  if (s.dropout) m->dropout = *s.dropout;
 }
 
 std::string ApplyStackPipelineSharding(const SoftwareStack& s, PlanSpec* p) {
@@ -251,6 +257,7 @@ std::string StackSummary(const SoftwareStack& s) {
          (s.repeat_kv ? ", K and V repeated to every query head" : "") +
          (s.keep_pp_outputs ? ", pipeline outputs and gradient buffers kept per microbatch" : "") +
          (s.transformer_engine ? ", Transformer Engine" : "") +
+         (s.dropout ? std::string(*s.dropout ? ", dropout" : ", no dropout") : std::string()) +
          (s.moe_host == MoeHost::kNone ? ", no MoE host floor (its MoE host time not measured)" : "") +
          (s.moe_probs == MoeProbs::kFused ? std::string()
                                           : std::string(", MoE probabilities at the ") + Name(s.moe_probs)) +

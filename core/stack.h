@@ -92,6 +92,10 @@ struct SoftwareStack {
   int64_t cuda_context_bytes = 0;
   // Its layers run as Transformer Engine's modules (PlanSpec::transformer_engine).
   bool transformer_engine = false;
+  // Whether its models train with dropout (ModelSpec::dropout), where the stack's own model code
+  // says (LLM Foundry's MPT: resid_pdrop, emb_pdrop and attn_pdrop default to 0); nullopt: the
+  // model's.
+  std::optional<bool> dropout;
 };
 
 Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string& prefix = "stack");

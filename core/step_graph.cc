@@ -972,7 +972,8 @@ class Builder {
       RecomputeSaveQkvProj(fwd, out);
       return;
     }
-    for (size_t i = 0; i < fwd.size(); ++i) {
+    const size_t end = p_.recompute == Recompute::kFull && p_.recompute_early_stop ? EarlyStopEnd(fwd) : fwd.size();
+    for (size_t i = 0; i < end; ++i) {
       // An FP8 GEMM's input quantization runs again with its GEMM.
       const Op& f = fwd[i].kind == OpKind::kMemoryBound && fwd[i].mem_op == MemOp::kFp8Quantize && i + 1 < fwd.size()
                         ? fwd[i + 1]
@@ -981,6 +982,18 @@ class Builder {
       out->push_back(fwd[i]);
       out->back().pass = Pass::kRecompute;
     }
+  }
+  // Where PyTorch's non-reentrant checkpoint stops replaying a dense block (PlanSpec::
+  // recompute_early_stop): at the MLP's output projection, whose saved inputs are the last tensors
+  // the backward needs (packed before its GEMM runs), when only its TP reduction and the residual
+  // (which save nothing) follow it; the whole forward otherwise.
+  static size_t EarlyStopEnd(const std::vector<Op>& fwd) {
+    for (size_t k = fwd.size(); k-- > 0;) {
+      const std::string_view n(fwd[k].name);
+      if (n == "mlp_fc2") return k;
+      if (n != "mlp_reduce" && n != "mlp_residual") break;
+    }
+    return fwd.size();
   }
   // torchtitan's per-op policy (core/specs.h RecomputeModule::kTorchtitanOp) replays the layer's
   // forward with the saved outputs served from memory: every op again but SDPA, the SP

@@ -416,6 +416,16 @@ void CheckDegrees(const PlanSpec& pl, const ModelSpec& m, const ClusterSpec& c, 
              std::string("gathers the parameters in FP8 for the distributed optimizer: needs plan.precision fp8 and "
                          "plan.zero 1 or 2 (got precision ") +
                  Name(pl.precision) + ", zero " + S(static_cast<int64_t>(pl.zero)) + ")");
+  if (pl.recompute_early_stop) {
+    // PlanSpec::recompute_early_stop: what the stop skips is the dense block's trailing MLP output
+    // projection; a plan where nothing would be skipped is refused, not costed as if it were.
+    const std::string rule =
+        "stops the recomputation at the block's last saved tensor (PyTorch's non-reentrant checkpoint)";
+    if (pl.recompute != Recompute::kFull)
+      d->Error("plan.recompute_early_stop", rule + ": needs plan.recompute full (got " + Name(pl.recompute) + ")");
+    else if (const char* why = RecomputeEarlyStopBlocker(m, pl))
+      d->Error("plan.recompute_early_stop", rule + ", which here skips nothing: " + why);
+  }
   if (pl.keep_lp_grads && DtypeBytes(pl.dtypes.grads) <= DtypeBytes(pl.dtypes.weights))
     d->Error("plan.keep_lp_grads", std::string("keeps the ") + Name(pl.dtypes.weights) +
                                        " gradients beside a wider gradient buffer: needs plan.dtypes.grads wider than "

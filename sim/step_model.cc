@@ -853,8 +853,9 @@ ListKey KeyOf(const core::PlanSpec& p) {
   for (core::Axis a : p.placement) placement = placement * 8 + e(a) + 1;
   placement |= std::max<int64_t>(0, p.segment_nodes) << 16;  // the order takes 15 bits; Slurm segments above
   const int64_t enums =
-      e(p.precision) | e(p.recompute) << 4 | e(p.tp_overlap) << 8 | e(p.cp_kind) << 12 | e(p.sharding) << 16 |
-      e(p.optimizer) << 20 | e(p.dtypes.weights) << 24 | e(p.dtypes.grads) << 28 | e(p.dtypes.master_weights) << 32 |
+      e(p.precision) | e(p.recompute) << 4 | e(p.recompute == core::Recompute::kFull && p.recompute_early_stop) << 7 |
+      e(p.tp_overlap) << 8 | e(p.cp_kind) << 12 | e(p.sharding) << 16 | e(p.optimizer) << 20 |
+      e(p.dtypes.weights) << 24 | e(p.dtypes.grads) << 28 | e(p.dtypes.master_weights) << 32 |
       e(p.dtypes.optimizer_states) << 36 | e(p.sequence_parallel) << 40 | e(p.grad_accum_fusion) << 41 |
       e(p.schedule == core::Schedule::kDualPipe || p.ep_overlap) << 42 | e(p.zero3_gather) << 43 |
       e(p.zero3_gather == core::Zero3Gather::kPerTensor && p.overlap_grad_reduce) << 60 |
@@ -862,11 +863,11 @@ ListKey KeyOf(const core::PlanSpec& p) {
       e(p.recompute == core::Recompute::kSelective ? p.recompute_modules : 0u) << 48 | e(p.elementwise) << 56 |
       e(p.ep > 1 ? p.moe_dispatcher : core::MoeDispatcher::kAllToAll) << 59 | e(p.repeat_kv) << 61 |
       e(p.grad_prescale) << 62;
-  // (ZeRO-3 gather kind: 43-44; recompute_modules: 8 bits, 48-55; elementwise 56-57; MoE dispatcher
-  // 59; per-tensor ZeRO-3's overlapped reduce-scatters 60; repeat_kv 61; grad_prescale 62. The last
-  // word: the cross entropy, Transformer Engine at bit 8, whose FP8 TP gathers move the quantized
-  // bytes, core/step_graph.cc TpGather, and the MoE routing at bit 9 where the flex dispatcher
-  // reads it, the FP8 parameter gather at bit 10, FP8 attention at bit 11.)
+  // (The recompute mode: 4-5, its early stop 7, inside kRecomputeBits; ZeRO-3 gather kind: 43-44; recompute_modules: 8
+  // bits, 48-55; elementwise 56-57; MoE dispatcher 59; per-tensor ZeRO-3's overlapped reduce-scatters 60; repeat_kv 61;
+  // grad_prescale 62. The last word: the cross entropy, Transformer Engine at bit 8, whose FP8 TP gathers move the
+  // quantized bytes, core/step_graph.cc TpGather, and the MoE routing at bit 9 where the flex dispatcher reads it, the
+  // FP8 parameter gather at bit 10, FP8 attention at bit 11.)
   return {p.tp,
           p.cp,
           p.ep,

@@ -208,6 +208,12 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
                              "(Megatron-Core --recompute-method block --recompute-num-layers N); 0: every layer");
   recompute_layers_->setSpecialValueText("all");
   pf->addRow("recomputed layers", recompute_layers_);
+  recompute_early_stop_ = new QCheckBox("early stop (PyTorch >= 2.1 checkpoint)");
+  recompute_early_stop_->setToolTip(
+      "Under full recompute: PyTorch's non-reentrant checkpoint stops the replay at the block's "
+      "last saved tensor, so a dense block's MLP output projection, its TP reduction and the residual are not "
+      "rerun (not with Transformer Engine or FP8 layers, dropout, or MoE, Mamba or MLA blocks; docs/compute.md)");
+  pf->addRow("", recompute_early_stop_);
   tp_overlap_ =
       EnumBox({core::TpOverlap::kNone, core::TpOverlap::kBackward, core::TpOverlap::kFull, core::TpOverlap::kAsync},
               "With TP > 1: which TP collectives run under GEMMs. none: every one exposed (Megatron-LM 2021); "
@@ -383,6 +389,8 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
   BindEnum(recompute_, &core::PlanSpec::recompute);
   connect(recompute_layers_, &QSpinBox::valueChanged, this,
           [this](int v) { EditPlan([&](core::PlanSpec& p) { p.recompute_layers = v; }); });
+  connect(recompute_early_stop_, &QCheckBox::toggled, this,
+          [this](bool on) { EditPlan([&](core::PlanSpec& p) { p.recompute_early_stop = on; }); });
   BindEnum(tp_overlap_, &core::PlanSpec::tp_overlap);
   BindEnum(cp_kind_, &core::PlanSpec::cp_kind);
   BindEnum(offload_optimizer_, &core::PlanSpec::offload_optimizer);
@@ -487,7 +495,7 @@ void InputsPanel::Refresh() {
   {
     const QSignalBlocker b1(sp_), b2(recompute_), b3(precision_), b4(fp8_scaling_), b5(moe_probs_), b6(tp_overlap_),
         b7(cp_kind_), b8(offload_optimizer_), b9(offload_params_), b10(cross_entropy_), b11(moe_dispatcher_),
-        b12(moe_routing_), b13(fp8_param_gather_);
+        b12(moe_routing_), b13(fp8_param_gather_), b14(recompute_early_stop_);
     sp_->setChecked(p.sequence_parallel);
     SelectEnum(recompute_, p.recompute);
     SelectEnum(tp_overlap_, p.tp_overlap);
@@ -510,6 +518,9 @@ void InputsPanel::Refresh() {
     // validation names it.
     fp8_param_gather_->setChecked(p.fp8_param_gather);
     fp8_param_gather_->setEnabled(p.fp8_param_gather || p.Fp8ParamGatherApplies());
+    // Shown while set even where it does not apply (validation names why), as fp8_param_gather.
+    recompute_early_stop_->setChecked(p.recompute_early_stop);
+    recompute_early_stop_->setEnabled(p.recompute_early_stop || p.recompute == core::Recompute::kFull);
   }
   SetValue(pp_flushes_, p.pp_flushes);
   pp_flushes_->setEnabled(p.pp > 1 || p.pp_flushes > 1);

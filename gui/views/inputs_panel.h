@@ -45,6 +45,7 @@ class InputsPanel : public QScrollArea {
   QSpinBox* bf16LayersAtStartBox() const { return bf16_start_; }
   QSpinBox* bf16LayersAtEndBox() const { return bf16_end_; }
   QSpinBox* recomputeLayersBox() const { return recompute_layers_; }
+  QCheckBox* recomputeEarlyStopBox() const { return recompute_early_stop_; }
   QComboBox* recomputeBox() const { return recompute_; }
   QComboBox* tpOverlapBox() const { return tp_overlap_; }
   QComboBox* cpKindBox() const { return cp_kind_; }
@@ -79,6 +80,7 @@ class InputsPanel : public QScrollArea {
   QComboBox *tp_overlap_, *cp_kind_, *offload_optimizer_, *offload_params_, *cross_entropy_;
   QSpinBox *recompute_layers_, *offload_activations_;  // plan.recompute_layers, plan.offload_activation_layers
   QCheckBox *sp_, *fp8_param_gather_;                  // plan.sequence_parallel, plan.fp8_param_gather
+  QCheckBox* recompute_early_stop_;                    // plan.recompute_early_stop
   QSpinBox* pp_flushes_;                               // plan.pp_flushes
   QSpinBox *mbs_, *gbs_, *seq_;
   QSpinBox *bf16_start_, *bf16_end_;  // plan.bf16_layers_at_start / _at_end

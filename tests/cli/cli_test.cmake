@@ -463,6 +463,18 @@ run(report_keep_lp_grads_step_copy 0 "step's all-reduce copy +14\\.71 GB +14\\.7
     --seq 2048 --grads-dtype fp32 --keep-lp-grads)
 run(report_keep_lp_grads_bad 1 "plan.keep_lp_grads: keeps the bf16 gradients beside a wider gradient buffer"
     report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 1 --seq 4096 --grads-dtype bf16 --keep-lp-grads)
+# --recompute-early-stop (PyTorch >= 2.1's non-reentrant checkpoint): the replay of Llama 3 8B's
+# block stops when w2's inputs are saved again, so w2 and the residual after it are not rerun;
+# refused without full recomputation and under Transformer Engine, naming the field.
+run(report_recompute_early_stop 0 "recompute full \\(early stop\\).*recomp +mlp_activation"
+    report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 3 --seq 4096 --recompute full --recompute-early-stop --ops)
+run_without(report_recompute_early_stop_no_w2 0 "recomp +mlp_fc2"
+    report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 3 --seq 4096 --recompute full --recompute-early-stop --ops)
+run(report_recompute_early_stop_bad 1 "plan.recompute_early_stop: stops the recomputation at the block's last saved tensor \\(PyTorch's non-reentrant checkpoint\\): needs plan.recompute full \\(got none\\)"
+    report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 3 --seq 4096 --recompute-early-stop)
+run(report_recompute_early_stop_te 1 "plan.recompute_early_stop: .*which here skips nothing: Transformer Engine's linear layers"
+    report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 3 --seq 4096 --recompute full --recompute-early-stop
+    --transformer-engine)
 # --fp8-param-gather: the distributed optimizer all-gathers the updated parameters in FP8. Llama 3
 # 8B's layer (218,112,000 parameters) at ZeRO 1 over 8: 218.11 MB a layer instead of bf16's 436.22;
 # refused without FP8 compute, naming the field.

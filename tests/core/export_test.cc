@@ -403,6 +403,30 @@ TEST(ExportTest, MaxTextsRematPolicyIsSaidNotExportedAsModules) {
   EXPECT_TRUE(Has(megatron, "[save_qkv_proj]: MaxText's remat policy has no Megatron-LM equivalent")) << megatron;
 }
 
+TEST(ExportTest, CheckpointEarlyStopIsSaidWhereTheFrameworksCheckpointRerunsTheWholeLayer) {
+  // Llama 3 8B on 8 H100s, FSDP, full recomputation as PyTorch's non-reentrant checkpoint replays
+  // it (early stop before w2): Megatron-LM's and DeepSpeed's checkpoints are reentrant and rerun
+  // the whole layer, so their exports keep full recomputation and say the plan costs less.
+  Scenario s = On("llama3-8b", "h100-sxm", "dgx-h100");
+  s.plan.gpus = 8;
+  s.plan.dp = 8;
+  s.plan.zero = 3;
+  s.plan.seq_len = 4096;
+  s.plan.global_batch = 8;
+  s.plan.recompute = Recompute::kFull;
+  s.plan.recompute_early_stop = true;
+  ASSERT_EQ(PlanErrors(s), "");
+  const std::string megatron = Text(ExportMegatron(s));
+  EXPECT_TRUE(Has(megatron, "--recompute-granularity full")) << megatron;
+  EXPECT_TRUE(Has(megatron, "recompute early stop: Megatron-LM's checkpoint (tensor_parallel.checkpoint) is reentrant"))
+      << megatron;
+  std::vector<std::string> notes;
+  ASSERT_TRUE(ExportDeepSpeed(s, &notes).ok());
+  bool said = false;
+  for (const auto& n : notes) said |= n.rfind("recompute early stop: DeepSpeed's checkpoint is reentrant", 0) == 0;
+  EXPECT_TRUE(said);
+}
+
 TEST(ExportTest, LatentMoeAndASharedMtpModuleAreMegatronArguments) {
   // A transformer with a latent MoE and one MTP module used at both depths: Megatron-LM's
   // --moe-latent-size and --mtp-use-repeated-layer (TransformerConfig fields, arguments as every

@@ -38,6 +38,7 @@ TEST(SpecJsonTest, PlanFileRoundTripsWithEmbeddedSpecs) {
   f.plan.pp_flushes = 2;
   f.plan.precision = Dtype::kFp8;
   f.plan.fp8_param_gather = true;
+  f.plan.recompute_early_stop = true;  // read and written whatever it applies to (validation says)
   f.model = *LoadModel("llama3-70b");
   f.gpu = *LoadGpu("h100-sxm");
   f.cluster = *LoadCluster("dgx-h100");
@@ -54,6 +55,7 @@ TEST(SpecJsonTest, PlanFileRoundTripsWithEmbeddedSpecs) {
   EXPECT_NE(PlanFileToJson(f).find(R"("bf16_layers_at_end": 3)"), std::string::npos);
   EXPECT_NE(PlanFileToJson(f).find(R"("moe_routing": "round-robin")"), std::string::npos);
   EXPECT_NE(PlanFileToJson(f).find(R"("fp8_param_gather": true)"), std::string::npos);
+  EXPECT_NE(PlanFileToJson(f).find(R"("recompute_early_stop": true)"), std::string::npos);
 }
 
 TEST(SpecJsonTest, RecomputeModulesAreAListOfMegatronCoreNames) {

@@ -191,6 +191,24 @@ TEST(StackTest, BadStackFilesNameTheFieldAndTheRule) {
   r = bad(R"(, "moe_host": "torchtitan")");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("stack.moe_host"), std::string::npos);
+  // A stack whose model code trains without dropout says so (LLM Foundry's MPT: resid_pdrop 0);
+  // the model keeps its own otherwise.
+  r = bad(R"(, "dropout": "no")");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("stack.dropout"), std::string::npos) << r.status().message();
+  EXPECT_FALSE(bad("")->dropout.has_value());
+  const auto lf = StackForRecord("llmfoundry-h100-80g-mpt-7b-1024-8gpu");
+  ASSERT_TRUE(lf.has_value());
+  ModelSpec gpt;
+  gpt.dropout = true;
+  PlanSpec lp;
+  ApplyStack(*lf, &gpt, &lp);
+  EXPECT_FALSE(gpt.dropout);
+  EXPECT_NE(StackSummary(*lf).find(", no dropout"), std::string::npos) << StackSummary(*lf);
+  ModelSpec kept;
+  kept.dropout = true;
+  ApplyStack(*core_stack, &kept, &lp);
+  EXPECT_TRUE(kept.dropout);
   r = bad(R"(, "flop_count": "6N")");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("stack.flop_count"), std::string::npos);

@@ -1,6 +1,7 @@
 // The StepGraph against the closed forms it must agree with.
 #include "core/step_graph.h"
 
+#include <algorithm>
 #include <string_view>
 #include <tuple>
 
@@ -289,6 +290,88 @@ TEST(StepGraphTest, MaxTextSaveQkvProjRerunsWhatTheBackwardReads) {
   ValidatePlan(bad, *LoadModel("mixtral-8x7b"), *LoadGpu("h100-sxm"), *LoadCluster("dgx-h100"), &moe);
   EXPECT_NE(moe.ToStatus().message().find("MaxText's policy as costed for dense Llama-style layers"), std::string::npos)
       << moe.ToStatus().message();
+}
+
+TEST(StepGraphTest, PyTorchCheckpointEarlyStopDoesNotRerunTheMlpOutputProjection) {
+  // Llama 3 8B (no dropout), T = 2048 tokens on one GPU, full recomputation as PyTorch >= 2.1's
+  // non-reentrant checkpoint replays a block: it stops when w2's saved inputs are packed, before
+  // w2's GEMM runs, so the replay is the forward less w2 (T x h x f: 2 T h f FLOPs) and less the
+  // residual after it.
+  auto m = LoadModel("llama3-8b");
+  ASSERT_TRUE(m.ok());
+  ASSERT_FALSE(m->dropout);
+  PlanSpec p = Plan(1, 1, false);
+  p.recompute = Recompute::kFull;
+  p.recompute_early_stop = true;
+  StepGraph g = BuildStepGraph(*m, p);
+  const double T = 2048, h = 4096, f = 14336;
+  EXPECT_DOUBLE_EQ(PassFlops(g.dense_layer, Pass::kRecompute),
+                   PassFlops(g.dense_layer, Pass::kForward) - 2 * T * h * f);
+  auto recomputed = [](const StepGraph& graph) {
+    std::vector<std::string> names;
+    for (const Op& op : graph.dense_layer)
+      if (op.pass == Pass::kRecompute) names.push_back(op.name);
+    return names;
+  };
+  EXPECT_EQ(recomputed(g),
+            (std::vector<std::string>{"attn_norm", "qkv_proj", "rope", "flash_attention", "attn_out_proj",
+                                      "attn_residual", "mlp_norm", "mlp_fc1", "mlp_activation"}));
+  // With TP 2 and SP the MLP's reduce-scatter, which follows w2, is not rerun either.
+  p.tp = 2;
+  p.gpus = 2;
+  p.sequence_parallel = true;
+  g = BuildStepGraph(*m, p);
+  const std::vector<std::string> names = recomputed(g);
+  ASSERT_FALSE(names.empty());
+  EXPECT_EQ(names.back(), "mlp_activation");
+  EXPECT_EQ(std::count(names.begin(), names.end(), "mlp_gather"), 1);
+  // The hardware FLOP count (HFU) leaves w2 out of the recompute too: 2 L h f per token less.
+  PlanSpec whole = Plan(1, 1, false);
+  whole.recompute = Recompute::kFull;
+  PlanSpec stop = whole;
+  stop.recompute_early_stop = true;
+  const double tokens = static_cast<double>(whole.global_batch) * static_cast<double>(whole.seq_len);
+  EXPECT_DOUBLE_EQ(HardwareFlopsPerIteration(*m, whole, AttentionFlops::kCausal) -
+                       HardwareFlopsPerIteration(*m, stop, AttentionFlops::kCausal),
+                   2 * 32 * h * f * tokens);
+}
+
+TEST(StepGraphTest, CheckpointEarlyStopIsRefusedWhereNothingWouldBeSkipped) {
+  // Early stop skips what follows the block's last saved tensor; where that is not the dense MLP's
+  // output projection the plan is refused naming the rule, not costed as a full replay.
+  auto m = LoadModel("llama3-8b");
+  ASSERT_TRUE(m.ok());
+  const GpuSpec g = *LoadGpu("h100-sxm");
+  const ClusterSpec c = *LoadCluster("dgx-h100");
+  PlanSpec p = Plan(1, 8, false);
+  p.recompute = Recompute::kFull;
+  p.recompute_early_stop = true;
+  auto message = [&](const PlanSpec& plan, const ModelSpec& model) {
+    Diagnostics d;
+    ValidatePlan(plan, model, g, c, &d);
+    return d.ToStatus().message();
+  };
+  EXPECT_EQ(message(p, *m).find("plan.recompute_early_stop"), std::string::npos) << message(p, *m);
+  PlanSpec selective = p;
+  selective.recompute = Recompute::kSelective;
+  EXPECT_NE(message(selective, *m)
+                .find("plan.recompute_early_stop: stops the recomputation at the block's last saved "
+                      "tensor (PyTorch's non-reentrant checkpoint): needs plan.recompute full"),
+            std::string::npos)
+      << message(selective, *m);
+  PlanSpec te = p;
+  te.transformer_engine = true;
+  EXPECT_NE(message(te, *m).find(
+                "which here skips nothing: Transformer Engine's linear layers save their inputs after their GEMM"),
+            std::string::npos)
+      << message(te, *m);
+  ModelSpec dropout = *m;
+  dropout.dropout = true;
+  EXPECT_NE(message(p, dropout).find("the dropout after the MLP saves its mask last"), std::string::npos)
+      << message(p, dropout);
+  auto moe = LoadModel("mixtral-8x7b");
+  ASSERT_TRUE(moe.ok());
+  EXPECT_NE(message(p, *moe).find("MoE, Mamba or MLA blocks"), std::string::npos) << message(p, *moe);
 }
 
 // The bytes a dense layer's ops of this name move in this pass.

@@ -849,6 +849,34 @@ TEST(ValidationTest, CorpusRecordsMapAsTheirSourcesRanThem) {
   const auto* fp8 = Find(lf, "llmfoundry-h100-80g-mpt-3b-8192-8gpu-fp8");
   ASSERT_TRUE(fp8);
   EXPECT_EQ(fp8->scenario.plan.precision, core::Dtype::kFp8);
+  // MPT trains without dropout (the stack); whole-block checkpointing replays a block up to its
+  // last saved tensor under PyTorch 2.1 (the A100 80GB and H100 sweeps of 2023-10 and 2024-01) and
+  // whole under PyTorch 1.13 (the A100 40GB table and the two A100 80GB 70b rows kept from
+  // 2023-05): presets/launches/llm-foundry-benchmarks.json. Its FP8 rows run Transformer Engine's
+  // linear layers, which save after their GEMM: nothing is skipped, and the assumptions say so.
+  EXPECT_FALSE(pure->scenario.model.dropout);
+  auto early = [&](const char* id) {
+    const auto* r = Find(lf, id);
+    EXPECT_TRUE(r) << id;
+    return r != nullptr && r->scenario.plan.recompute_early_stop;
+  };
+  EXPECT_TRUE(early("llmfoundry-h100-80g-mpt-7b-1024-8gpu"));
+  EXPECT_TRUE(early("llmfoundry-h100-80g-mpt-70b-2048-512gpu"));
+  EXPECT_TRUE(early("llmfoundry-a100-80g-mpt-13b-4096-8gpu"));
+  EXPECT_FALSE(early("llmfoundry-a100-80g-mpt-70b-2048-64gpu"));
+  EXPECT_FALSE(early("llmfoundry-a100-40g-mpt-7b-4096-8gpu"));
+  EXPECT_FALSE(early("llmfoundry-h100-80g-mpt-1b-2048-8gpu"));  // no activation checkpointing
+  const auto* fp8_ac = Find(lf, "llmfoundry-h100-80g-mpt-3b-32768-8gpu-fp8");
+  ASSERT_TRUE(fp8_ac);
+  EXPECT_EQ(fp8_ac->scenario.plan.recompute, core::Recompute::kFull);
+  EXPECT_FALSE(fp8_ac->scenario.plan.recompute_early_stop);
+  bool said_not = false;
+  for (const auto& a : fp8_ac->assumptions)
+    said_not |= a.rfind(
+                    "checkpoint early stop not applied (FP8 linear layers save their inputs after their GEMM) from LLM "
+                    "Foundry's H100 tables",
+                    0) == 0;
+  EXPECT_TRUE(said_not);
   // NVFP4 maps (Llama 3.1 405B on GB300); GB300 maps to its preset.
   const auto nemo = Corpus("nemo_performance_summaries.json", &skipped_count, &skipped);
   const auto* fp4 = Find(nemo, "megatron-bridge-2606-dgx-gb300-llama3-1-405b-256gpu-nvfp4");

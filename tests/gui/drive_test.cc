@@ -530,6 +530,21 @@ TEST(GuiDriveTest, OverlapLossOffloadAndRecomputedLayersAreSetInThePanel) {
   choose(in->recomputeBox(), static_cast<int>(core::Recompute::kFull));
   ASSERT_TRUE(s->evaluation().valid) << errors();
   EXPECT_EQ(in->recomputeLayersBox()->value(), 5);
+  // Under full recompute PyTorch's checkpoint early stop can be said: the replay loses w2, so the
+  // step is shorter; left checked where it does not apply, validation names the field.
+  EXPECT_TRUE(in->recomputeEarlyStopBox()->isEnabled());
+  const double whole_replay = s->evaluation().step.time_s;
+  in->recomputeEarlyStopBox()->setChecked(true);
+  ASSERT_TRUE(s->plan().recompute_early_stop);
+  ASSERT_TRUE(s->evaluation().valid) << errors();
+  EXPECT_LT(s->evaluation().step.time_s, whole_replay);
+  choose(in->recomputeBox(), static_cast<int>(core::Recompute::kSelective));
+  EXPECT_FALSE(s->evaluation().valid);
+  EXPECT_TRUE(QString::fromStdString(errors()).contains("plan.recompute_early_stop")) << errors();
+  EXPECT_TRUE(in->recomputeEarlyStopBox()->isEnabled());  // left on to clear it
+  in->recomputeEarlyStopBox()->setChecked(false);
+  choose(in->recomputeBox(), static_cast<int>(core::Recompute::kFull));
+  ASSERT_TRUE(s->evaluation().valid) << errors();
 
   in->offloadActivationsBox()->setValue(2);
   ASSERT_EQ(s->plan().offload_activation_layers, 2);

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <string>
 
+#include "core/flops.h"
 #include "core/memory.h"
 #include "core/presets.h"
 #include "core/profile.h"
@@ -191,6 +192,23 @@ TEST(ExplainRecomputeTest, SelectiveIsCheapAndFullCostsAThird) {
   EXPECT_LT(st.Value("full_bytes"), st.Value("selective_bytes"));
   EXPECT_LT(st.Value("selective_bytes"), st.Value("none_bytes"));
   EXPECT_FALSE(st.seeds_note.empty());
+}
+
+TEST(ExplainRecomputeTest, PyTorchsCheckpointStopsBeforeTheMlpOutputProjection) {
+  const Explanation e = OfTopic(Topic::kRecompute);
+  const ExplainStep& st = Step(e, "early_stop");
+  // Llama 3 70B at s = 8192: the replay loses w2, 2 h f FLOPs a token in each of 80 layers, against
+  // the model FLOPs' 3 x forward per token (matmuls, causal attention and the head).
+  auto m = core::LoadModel("llama3-70b");
+  ASSERT_TRUE(m.ok());
+  const double forward = core::ForwardFlopsPerToken(*m, 8192, core::AttentionFlops::kCausal).Total();
+  const double w2 = 2.0 * 8192 * 28672 * 80;
+  EXPECT_NEAR(st.Value("whole_replay_extra_flops") - st.Value("early_stop_extra_flops"), w2 / (3 * forward), 1e-12);
+  // By hand: a layer's matmuls 2 x 8192 x (8192 + 2 x 1024 + 8192 + 3 x 28672) = 1.711e9, x 80 =
+  // 136.9e9; causal attention 4 x 4096 x 8192 x 80 = 10.7e9; the head 2 x 8192 x 128256 = 2.1e9:
+  // 149.7e9 a token; w2 37.58e9 / (3 x 149.7e9) = 0.0837.
+  EXPECT_NEAR(w2 / (3 * forward), 0.0837, 0.0005);
+  EXPECT_LT(st.Value("whole_replay_extra_flops"), 1.0 / 3 + 1e-9);
 }
 
 TEST(ExplainRecomputeTest, OffloadingFitsWithoutRerunningTheForwardWhereTheHostLinkKeepsUp) {

@@ -188,7 +188,13 @@ class Searcher {
  public:
   Searcher(const core::ModelSpec& m, const core::GpuSpec& g, const core::ClusterSpec& c, const PlanSpec& base,
            const core::Profile& prof, const SearchOptions& o)
-      : m_(m), g_(g), c_(c), base_(base), prof_(prof), o_(o) {
+      : m_(m),
+        g_(g),
+        c_(c),
+        base_(base),
+        prof_(prof),
+        o_(o),
+        early_stop_(base.recompute_early_stop && core::RecomputeEarlyStopBlocker(m, base) == nullptr) {
     params_ = core::CountParams(m);
     moe_layers_ = m.moe ? m.MoeLayerCount() : 0;
     budget_ = static_cast<int64_t>(std::floor(o.max_memory_frac * static_cast<double>(g.hbm_bytes)));
@@ -405,6 +411,10 @@ class Searcher {
         continue;
       }
       p.recompute = r;
+      // PyTorch's checkpoint early stop (PlanSpec::recompute_early_stop) as the base plan says it,
+      // on full recomputation only; it skips nothing, and is refused, for the same model and
+      // precision whatever the mode, so the first mode's verdict still serves them all.
+      p.recompute_early_stop = early_stop_ && r == Recompute::kFull;
       if (!valid || per_mode) {
         core::Diagnostics d;
         d.set_errors_only(true);  // a candidate's warnings are never shown
@@ -465,6 +475,8 @@ class Searcher {
   const PlanSpec& base_;
   const core::Profile& prof_;
   const SearchOptions& o_;
+  // The base plan's checkpoint early stop where it skips something (RecomputeEarlyStopBlocker).
+  const bool early_stop_;
   core::ParamCount params_;
   int64_t moe_layers_ = 0;
   int64_t budget_ = 0;

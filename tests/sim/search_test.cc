@@ -177,6 +177,35 @@ TEST(SearchTest, ABasePlanThatOffloadsActivationsRanksOnlyPlansThatMayOffload) {
   }
 }
 
+TEST(SearchTest, ABasePlanWithCheckpointEarlyStopKeepsItOnFullRecomputationOnly) {
+  // The GUI's search grid from a plan that recomputes as PyTorch's checkpoint does: the plans it
+  // ranks carry the early stop exactly where they recompute fully, every one valid, and each
+  // ranked step is the step model's for that plan (shorter than the whole replay's).
+  Scenario s = Load("llama3-70b", "dgx-h100", 64, 8192, 64);
+  s.base.recompute = core::Recompute::kFull;
+  s.base.recompute_early_stop = true;
+  SearchOptions o;
+  o.top_k = 10;
+  o.tp = {8};
+  for (core::Recompute mode : {core::Recompute::kSelective, core::Recompute::kFull}) {
+    o.recompute = {mode};
+    const SearchResult r = RunSearch(s, o);
+    ASSERT_FALSE(r.top.empty());
+    for (const RankedPlan& rp : r.top) {
+      core::Diagnostics d;
+      core::ValidatePlan(rp.plan, s.model, s.gpu, s.cluster, &d);
+      EXPECT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+      EXPECT_EQ(rp.plan.recompute_early_stop, mode == core::Recompute::kFull);
+      EXPECT_DOUBLE_EQ(rp.step.time_s, EstimateStep(s.model, rp.plan, s.gpu, s.cluster, core::Profile{}).time_s);
+      if (mode == core::Recompute::kFull) {
+        PlanSpec whole = rp.plan;
+        whole.recompute_early_stop = false;
+        EXPECT_LT(rp.step.time_s, EstimateStep(s.model, whole, s.gpu, s.cluster, core::Profile{}).time_s);
+      }
+    }
+  }
+}
+
 TEST(SearchTest, CountsAddUp) {
   const Scenario s = Load("llama3-70b", "dgx-h100", 64, 8192, 128);
   const SearchResult r = RunSearch(s, SearchOptions{});

@@ -3,7 +3,7 @@
 
 Run by scripts/gpu-session.sh on a machine with an NVIDIA GPU and PyTorch 2.x:
 `gpu_probes.py MODE OUT.json`, MODE one of context_attention, sustained, memory, host_moe, expert_gemm,
-megatron_moe, megatron_layer, cp_attention (each function's docstring says what it measures); writes one JSON file. Nothing here is fitted to a published run: each number is what this GPU, driver
+megatron_moe, megatron_layer, cp_attention, checkpoint_early_stop (each function's docstring says what it measures); writes one JSON file. Nothing here is fitted to a published run: each number is what this GPU, driver
 and PyTorch did, recorded with the versions that did it.
 
   context:   device memory a process holds beyond PyTorch's reserved bytes after CUDA's
@@ -959,9 +959,106 @@ def main_cp_attention(path, *configs):
         json.dump(res, f, indent=1)
 
 
+
+def main_checkpoint_early_stop(path, *configs):
+    """What PyTorch's activation checkpointing replays (PlanSpec::recompute_early_stop,
+    docs/compute.md): a Llama-style block in plain PyTorch modules, bf16 (RMSNorm, q/k/v/o linears,
+    SDPA causal attention, SwiGLU w1/w3/w2), forward + backward on one GPU without checkpointing,
+    under torch.utils.checkpoint with use_reentrant=True (the whole forward replayed, as Megatron's
+    and DeepSpeed's checkpoints do), with use_reentrant=False (from torch 2.1 the replay stops at the
+    last tensor the backward needs: w2's inputs, packed before w2 runs), and with use_reentrant=False
+    under set_checkpoint_early_stop(False). Per run: the median of 20 CUDA-event-timed steps after 5
+    warm-ups, and the profiler's count and summed time of its matmul kernels (aten::mm, addmm and
+    their cuBLAS kernels), with w2's forward GEMM alone for comparison. The model predicts: the early-stop
+    step is the whole-replay step less w2's GEMM and the residual, and it launches one GEMM fewer per
+    block. configs: TOKENS:HIDDEN:FFN:HEADS:KV_HEADS:LAYERS (default Llama 3 8B's shape, 8,192 tokens,
+    4 blocks)."""
+    import torch
+    import torch.nn.functional as F
+    from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
+
+    res = header(torch)
+    res.update({"format": "meshplan.gpu_checkpoint_early_stop/1", "runs": []})
+
+    class Block(torch.nn.Module):
+        def __init__(self, h, f, heads, kv):
+            super().__init__()
+            self.heads, self.kv, self.d = heads, kv, h // heads
+            self.n1 = torch.nn.RMSNorm(h) if hasattr(torch.nn, "RMSNorm") else torch.nn.LayerNorm(h)
+            self.n2 = torch.nn.RMSNorm(h) if hasattr(torch.nn, "RMSNorm") else torch.nn.LayerNorm(h)
+            self.wq = torch.nn.Linear(h, h, bias=False)
+            self.wk = torch.nn.Linear(h, kv * self.d, bias=False)
+            self.wv = torch.nn.Linear(h, kv * self.d, bias=False)
+            self.wo = torch.nn.Linear(h, h, bias=False)
+            self.w1 = torch.nn.Linear(h, f, bias=False)
+            self.w3 = torch.nn.Linear(h, f, bias=False)
+            self.w2 = torch.nn.Linear(f, h, bias=False)
+
+        def forward(self, x):
+            b, s, h = x.shape
+            a = self.n1(x)
+            q = self.wq(a).view(b, s, self.heads, self.d).transpose(1, 2)
+            k = self.wk(a).view(b, s, self.kv, self.d).transpose(1, 2)
+            v = self.wv(a).view(b, s, self.kv, self.d).transpose(1, 2)
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=self.kv != self.heads)
+            x = x + self.wo(o.transpose(1, 2).reshape(b, s, h))
+            m = self.n2(x)
+            return x + self.w2(F.silu(self.w1(m)) * self.w3(m))
+
+    default = ("8192:4096:14336:32:8:4",)
+    for cfg in configs or default:
+        tokens, hidden, ffn, heads, kv, layers = (int(v) for v in cfg.split(":"))
+        row = {"tokens": tokens, "hidden": hidden, "ffn": ffn, "heads": heads, "kv_heads": kv, "layers": layers}
+        try:
+            blocks = [Block(hidden, ffn, heads, kv).cuda().to(torch.bfloat16) for _ in range(layers)]
+            x = torch.randn(1, tokens, hidden, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+
+            def run(mode):
+                def step():
+                    h = x
+                    for blk in blocks:
+                        if mode == "none":
+                            h = blk(h)
+                        elif mode == "reentrant":
+                            h = checkpoint(blk, h, use_reentrant=True)
+                        elif mode == "early_stop":
+                            h = checkpoint(blk, h, use_reentrant=False)
+                        else:
+                            with set_checkpoint_early_stop(False):
+                                h = checkpoint(blk, h, use_reentrant=False)
+                    h.float().sum().backward()
+                return step
+
+            for mode in ("none", "reentrant", "early_stop", "no_early_stop"):
+                fn = run(mode)
+                ms = event_median_ms(torch, fn, 20, 5)
+                from torch.profiler import ProfilerActivity, profile
+                with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                    fn()
+                    torch.cuda.synchronize()
+                gemms = [ev for ev in prof.events() if ev.device_type.name == "CUDA" and
+                         any(t in ev.name.lower() for t in ("gemm", "cutlass", "nvjet", "sm90_xmma", "sm100_xmma"))]
+                row[mode] = {"step_ms_median": ms, "gemm_kernels": len(gemms),
+                             "gemm_ms_sum": sum(ev.device_time for ev in gemms) / 1e3}
+            m = blocks[0].n2(torch.randn(1, tokens, hidden, device="cuda", dtype=torch.bfloat16))
+            u = F.silu(blocks[0].w1(m)) * blocks[0].w3(m)
+            with torch.no_grad():
+                row["w2_forward_ms"] = event_median_ms(torch, lambda: blocks[0].w2(u), 20, 5)
+            row["reentrant_minus_early_stop_ms"] = row["reentrant"]["step_ms_median"] - row["early_stop"]["step_ms_median"]
+            row["predicted_difference_ms"] = layers * row["w2_forward_ms"]
+            del blocks, x, m, u
+            torch.cuda.empty_cache()
+        except Exception:  # recorded, not fatal: the other configs still run
+            import traceback
+            row["error"] = traceback.format_exc()[-1500:]
+        res["runs"].append(row)
+        print("checkpoint_early_stop:", json.dumps(row), flush=True)
+    with open(path, "w") as f:
+        json.dump(res, f, indent=1)
+
 if __name__ == "__main__":
     modes = {"context_attention": main_context_attention, "sustained": main_sustained, "memory": main_memory,
              "host_moe": main_host_moe, "expert_gemm": main_expert_gemm,
              "megatron_moe": main_megatron_moe, "megatron_layer": main_megatron_layer,
-             "cp_attention": main_cp_attention}
+             "cp_attention": main_cp_attention, "checkpoint_early_stop": main_checkpoint_early_stop}
     modes[sys.argv[1]](*sys.argv[2:])

@@ -1565,23 +1565,6 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
                                                : "averaged inside the reduction (average_in_collective)") +
                               " from " + release->average_in_collective.source);
   }
-  // Full recomputation as the run's PyTorch checkpoints (PlanSpec::recompute_early_stop): from torch
-  // 2.1 the non-reentrant checkpoint stops replaying a block at its last saved tensor, which the
-  // release's software version says (LLM Foundry's sweeps: presets/launches/llm-foundry-benchmarks.json).
-  if (release && release->recompute_early_stop.value && *release->recompute_early_stop.value &&
-      p.recompute == Recompute::kFull) {
-    const std::string from = " from " + release->recompute_early_stop.source;
-    const char* why_not = RecomputeEarlyStopBlocker(m, p);
-    if (why_not == nullptr) {
-      p.recompute_early_stop = true;
-      run.assumptions.push_back(
-          "full recomputation stops at the block's last saved tensor (PyTorch's non-reentrant checkpoint, early stop): "
-          "the MLP output projection and the residual are not rerun" +
-          from);
-    } else {
-      run.assumptions.push_back(std::string("checkpoint early stop not applied (") + why_not + ")" + from);
-    }
-  }
   // Where the router's probabilities weight the tokens (PlanSpec::moe_probs): the Megatron-Core its
   // release or commit runs, when the stack's era is not it; for non-gated (GELU) experts the
   // release's own rule where it has one (Megatron-Core fuses the weighting into SwiGLU and
@@ -1756,6 +1739,25 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
       for (size_t i = 0; i < turned_on.size(); ++i) what += (i ? ", " : "") + turned_on[i];
       run.assumptions.push_back("not printed and the stack's defaults do not fit in " + s.gpu.name + ": " + what +
                                 " (the cheapest memory savers that fit; a run that ran fitted)");
+    }
+  }
+  // Full recomputation as the run's PyTorch checkpoints (PlanSpec::recompute_early_stop): from torch
+  // 2.1 the non-reentrant checkpoint stops replaying a block at its last saved tensor, which the
+  // release's software version says (LLM Foundry's sweeps: presets/launches/llm-foundry-benchmarks.json).
+  // After the rule above, so a run whose recomputation it turned on replays as its PyTorch does; the
+  // stop changes no memory, so the fit holds.
+  if (release && release->recompute_early_stop.value && *release->recompute_early_stop.value &&
+      p.recompute == Recompute::kFull) {
+    const std::string from = " from " + release->recompute_early_stop.source;
+    const char* why_not = RecomputeEarlyStopBlocker(m, p);
+    if (why_not == nullptr) {
+      p.recompute_early_stop = true;
+      run.assumptions.push_back(
+          "full recomputation stops at the block's last saved tensor (PyTorch's non-reentrant checkpoint, early stop): "
+          "the MLP output projection and the residual are not rerun" +
+          from);
+    } else {
+      run.assumptions.push_back(std::string("checkpoint early stop not applied (") + why_not + ")" + from);
     }
   }
   if (!with_measurement) return true;

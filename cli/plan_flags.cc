@@ -93,7 +93,12 @@ void PlanFlags::Register(CLI::App* app) {
       "--recompute-early-stop", [this] { recompute_early_stop = true; },
       "Full recompute as PyTorch >= 2.1's non-reentrant checkpoint runs it (checkpoint_wrapper NO_REENTRANT, "
       "use_reentrant=False): the recomputation stops at the last tensor the backward needs, so an eager dense "
-      "block's MLP output projection, its TP reduction and the residual are not rerun (docs/compute.md)");
+      "block's MLP output projection, its TP reduction and the residual are not rerun (docs/compute.md; the "
+      "torchtitan and LLM Foundry stacks' default on full recomputation)");
+  p->add_flag_callback(
+      "--no-recompute-early-stop", [this] { recompute_early_stop = false; },
+      "Full recompute replays the whole block (a reentrant checkpoint, PyTorch before 2.1), where the stack's "
+      "default is the early stop");
   p->add_option("--recompute-modules", recompute_modules,
                 "Selective recompute's modules, comma-separated: core_attn (the default), moe_act, layernorm, "
                 "mla_up_proj, mlp, shared_experts (Megatron-Core --recompute-modules); or one whole policy: "
@@ -453,6 +458,8 @@ void PlanFlags::ApplyPlanFlags(bool from_file, core::ModelSpec* spec, core::Plan
   else if (!sp && !from_file) core::ApplyDefaultSequenceParallel(&p, notes);
   if (sw)
     if (std::string said = core::ApplyStackPipelineSharding(*sw, &p); !said.empty()) notes->push_back(said);
+  if (sw && !recompute_early_stop)
+    if (std::string said = core::ApplyStackRecomputeEarlyStop(*sw, m, &p); !said.empty()) notes->push_back(said);
 }
 
 bool PlanFlags::Resolve(core::Scenario* out, Diagnostics* d, std::vector<std::string>* notes) const {

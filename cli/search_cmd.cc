@@ -439,6 +439,9 @@ void RunSearch(const SearchFlags& f, int* exit_code) {
       return;
     }
     core::ApplyStack(*st, &s.model, &p);
+    // Its checkpoint early stop, for the full-recomputation candidates the search tries (where it
+    // skips something: sim::Search applies it to those only).
+    p.recompute_early_stop = st->recompute_early_stop;
     notes.push_back(core::StackSummary(*st));
     notes.push_back(
         "the search still tries every ZeRO stage, recompute mode and SP setting (--zero, --recompute, "

@@ -1743,21 +1743,29 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   }
   // Full recomputation as the run's PyTorch checkpoints (PlanSpec::recompute_early_stop): from torch
   // 2.1 the non-reentrant checkpoint stops replaying a block at its last saved tensor, which the
-  // release's software version says (LLM Foundry's sweeps: presets/launches/llm-foundry-benchmarks.json).
-  // After the rule above, so a run whose recomputation it turned on replays as its PyTorch does; the
-  // stop changes no memory, so the fit holds.
-  if (release && release->recompute_early_stop.value && *release->recompute_early_stop.value &&
-      p.recompute == Recompute::kFull) {
-    const std::string from = " from " + release->recompute_early_stop.source;
+  // release's software version says (LLM Foundry's sweeps: presets/launches/llm-foundry-benchmarks.json),
+  // true or false, else the stack's default (SoftwareStack::recompute_early_stop). After the rule
+  // above, so a run whose recomputation it turned on replays as its PyTorch does; the stop changes
+  // no memory, so the fit holds.
+  std::optional<bool> early_stop;
+  std::string early_stop_from;
+  if (release && release->recompute_early_stop.value) {
+    early_stop = *release->recompute_early_stop.value;
+    early_stop_from = " from " + release->recompute_early_stop.source;
+  } else if (stack->recompute_early_stop) {
+    early_stop = true;
+    early_stop_from = " from stack " + stack->name + " (its default)";
+  }
+  if (early_stop && *early_stop && p.recompute == Recompute::kFull) {
     const char* why_not = RecomputeEarlyStopBlocker(m, p);
     if (why_not == nullptr) {
       p.recompute_early_stop = true;
       run.assumptions.push_back(
           "full recomputation stops at the block's last saved tensor (PyTorch's non-reentrant checkpoint, early stop): "
           "the MLP output projection and the residual are not rerun" +
-          from);
+          early_stop_from);
     } else {
-      run.assumptions.push_back(std::string("checkpoint early stop not applied (") + why_not + ")" + from);
+      run.assumptions.push_back(std::string("checkpoint early stop not applied (") + why_not + ")" + early_stop_from);
     }
   }
   if (!with_measurement) return true;

@@ -114,6 +114,7 @@ Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string&
                     BoolField(j, "repeat_kv", prefix, &s.repeat_kv),
                     BoolField(j, "keep_pp_outputs", prefix, &s.keep_pp_outputs),
                     BoolField(j, "transformer_engine", prefix, &s.transformer_engine),
+                    BoolField(j, "recompute_early_stop", prefix, &s.recompute_early_stop),
                     EnumField(j, "moe_probs", prefix, &s.moe_probs),
                     EnumField(j, "moe_dispatcher", prefix, &s.moe_dispatcher),
                     EnumField(j, "moe_routing", prefix, &s.moe_routing)}) {
@@ -242,6 +243,17 @@ std::string ApplyStackPipelineSharding(const SoftwareStack& s, PlanSpec* p) {
          "traffic)";
 }
 
+std::string ApplyStackRecomputeEarlyStop(const SoftwareStack& s, const ModelSpec& m, PlanSpec* p) {
+  if (!s.recompute_early_stop || p->recompute != Recompute::kFull || p->recompute_early_stop) return "";
+  if (const char* why_not = RecomputeEarlyStopBlocker(m, *p))
+    return "stack " + s.name + ": checkpoint early stop not applied (" + why_not + ")";
+  p->recompute_early_stop = true;
+  return "stack " + s.name +
+         ": full recomputation stops at the block's last saved tensor (PyTorch's non-reentrant checkpoint, early "
+         "stop): the MLP output projection and the residual are not rerun (--no-recompute-early-stop replays the "
+         "whole block)";
+}
+
 std::string StackSummary(const SoftwareStack& s) {
   return "stack " + s.name + ": " + Name(s.precision) + ", " + Name(s.attention) + " attention, recompute " +
          Name(s.recompute) + ", sequence parallel " + (s.sequence_parallel ? "with tp" : "off") + ", tp overlap " +
@@ -258,6 +270,7 @@ std::string StackSummary(const SoftwareStack& s) {
          (s.keep_pp_outputs ? ", pipeline outputs and gradient buffers kept per microbatch" : "") +
          (s.transformer_engine ? ", Transformer Engine" : "") +
          (s.dropout ? std::string(*s.dropout ? ", dropout" : ", no dropout") : std::string()) +
+         (s.recompute_early_stop ? ", full recomputation with the checkpoint early stop" : "") +
          (s.moe_host == MoeHost::kNone ? ", no MoE host floor (its MoE host time not measured)" : "") +
          (s.moe_probs == MoeProbs::kFused ? std::string()
                                           : std::string(", MoE probabilities at the ") + Name(s.moe_probs)) +

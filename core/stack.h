@@ -96,6 +96,11 @@ struct SoftwareStack {
   // says (LLM Foundry's MPT: resid_pdrop, emb_pdrop and attn_pdrop default to 0); nullopt: the
   // model's.
   std::optional<bool> dropout;
+  // Its full recomputation replays a block as PyTorch's non-reentrant checkpoint does from 2.1, or
+  // as a checkpointed block compiled whole does (PlanSpec::recompute_early_stop): stopped before
+  // the MLP's output projection. Applied where the plan recomputes fully and the stop skips
+  // something (ApplyStackRecomputeEarlyStop).
+  bool recompute_early_stop = false;
 };
 
 Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string& prefix = "stack");
@@ -118,6 +123,11 @@ void ApplyStack(const SoftwareStack& s, ModelSpec* m, PlanSpec* p);
 // applied once the plan's pp and ZeRO stage are final: ZeRO-1 with the gradient reduction after
 // the last backward. Returns the sentence that says so, or "" when the rule does not apply.
 std::string ApplyStackPipelineSharding(const SoftwareStack& s, PlanSpec* p);
+// The stack's checkpoint early stop (SoftwareStack::recompute_early_stop), applied once the plan's
+// recomputation is final and only where the caller left plan->recompute_early_stop unset: on full
+// recomputation where RecomputeEarlyStopBlocker finds nothing against it. Returns the sentence
+// that says it was applied or why not, or "" when the plan does not recompute fully.
+std::string ApplyStackRecomputeEarlyStop(const SoftwareStack& s, const ModelSpec& m, PlanSpec* p);
 // One line naming what ApplyStack set: "stack megatron-lm-2021: fp16, naive attention, ...".
 std::string StackSummary(const SoftwareStack& s);
 

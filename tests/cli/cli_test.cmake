@@ -475,6 +475,13 @@ run(report_recompute_early_stop_bad 1 "plan.recompute_early_stop: stops the reco
 run(report_recompute_early_stop_te 1 "plan.recompute_early_stop: .*which here skips nothing: Transformer Engine's linear layers"
     report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 3 --seq 4096 --recompute full --recompute-early-stop
     --transformer-engine)
+# The torchtitan and LLM Foundry stacks' full recomputation is PyTorch's non-reentrant checkpoint
+# (presets/stacks): the early stop by default, said; --no-recompute-early-stop replays the block.
+run(report_stack_recompute_early_stop 0 "recompute full \\(early stop\\).*stack torchtitan-2024: full recomputation stops at the block's last saved tensor"
+    report --model llama3-8b --gpu h100-sxm --gpus 8 --seq 4096 --stack torchtitan-2024 --recompute full)
+run_without(report_stack_no_recompute_early_stop 0 "early stop\\)"
+    report --model llama3-8b --gpu h100-sxm --gpus 8 --seq 4096 --stack torchtitan-2024 --recompute full
+    --no-recompute-early-stop)
 # --fp8-param-gather: the distributed optimizer all-gathers the updated parameters in FP8. Llama 3
 # 8B's layer (218,112,000 parameters) at ZeRO 1 over 8: 218.11 MB a layer instead of bf16's 436.22;
 # refused without FP8 compute, naming the field.

@@ -264,6 +264,53 @@ TEST(StackTest, TorchtitanFsdpUnderPipelineParallelismHoldsTheStageUnsharded) {
   EXPECT_NE(bad.status().message().find("stack.repeat_kv"), std::string::npos);
 }
 
+TEST(StackTest, PyTorchStacksStopTheirCheckpointReplayEarlyOnFullRecomputationOnly) {
+  // torchtitan wraps each block with torch's non-reentrant checkpoint_wrapper (parallelize_llama.py
+  // at 9dec370 and 820504e) and LLM Foundry's MPT yamls ask Composer for the same
+  // (activation_checkpointing_reentrant false): under PyTorch >= 2.1, or compiled whole, the replay
+  // stops before the MLP's output projection. Megatron-Core's checkpoint is a reentrant Function.
+  for (const char* name : {"torchtitan-2024", "torchtitan-2025", "llm-foundry-2023"}) {
+    auto s = LoadStack(name);
+    ASSERT_TRUE(s.ok()) << name;
+    EXPECT_TRUE(s->recompute_early_stop) << name;
+    EXPECT_NE(StackSummary(*s).find("full recomputation with the checkpoint early stop"), std::string::npos);
+  }
+  auto mc = LoadStack("megatron-core-2024");
+  ASSERT_TRUE(mc.ok());
+  EXPECT_FALSE(mc->recompute_early_stop);
+  auto tt = LoadStack("torchtitan-2024");
+  ASSERT_TRUE(tt.ok());
+  ModelSpec m = *LoadModel("llama3-8b");
+  PlanSpec p;
+  p.dp = 8;
+  ApplyStack(*tt, &m, &p);
+  // The stack recomputes nothing by itself: nothing to stop, nothing said.
+  EXPECT_EQ(ApplyStackRecomputeEarlyStop(*tt, m, &p), "");
+  EXPECT_FALSE(p.recompute_early_stop);
+  // On full recomputation it applies, and says so.
+  p.recompute = Recompute::kFull;
+  EXPECT_NE(ApplyStackRecomputeEarlyStop(*tt, m, &p).find("stack torchtitan-2024: full recomputation stops at"),
+            std::string::npos);
+  EXPECT_TRUE(p.recompute_early_stop);
+  // Under FP8 linear layers it skips nothing: not applied, and why.
+  PlanSpec q = p;
+  q.recompute_early_stop = false;
+  q.precision = Dtype::kFp8;
+  EXPECT_EQ(ApplyStackRecomputeEarlyStop(*tt, m, &q),
+            "stack torchtitan-2024: checkpoint early stop not applied (FP8 linear layers save their inputs after "
+            "their GEMM)");
+  EXPECT_FALSE(q.recompute_early_stop);
+  // A stack without it leaves full recomputation whole.
+  PlanSpec r;
+  r.recompute = Recompute::kFull;
+  EXPECT_EQ(ApplyStackRecomputeEarlyStop(*mc, m, &r), "");
+  EXPECT_FALSE(r.recompute_early_stop);
+  // The field is a boolean, said so otherwise.
+  auto bad = ParseStackJson(R"({"name": "x", "source": "s", "notes": "n", "recompute_early_stop": "yes"})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("stack.recompute_early_stop"), std::string::npos);
+}
+
 TEST(StackTest, NarayananEq3PerToken) {
   // GPT-3 175B, s 2048, V 51200: 96 l h^2 (1 + s/6h + V/16lh)
   // = 9216 x 150,994,944 x (1 + 0.0277778 + 0.0027127) = 1.433999e12 FLOPs per token, so

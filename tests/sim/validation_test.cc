@@ -877,6 +877,24 @@ TEST(ValidationTest, CorpusRecordsMapAsTheirSourcesRanThem) {
                     "Foundry's H100 tables",
                     0) == 0;
   EXPECT_TRUE(said_not);
+  // A record of the stack that no release default covers takes the stack's early stop, and says
+  // whose (presets/stacks/llm-foundry-2023.json: Composer's non-reentrant checkpoint).
+  auto text = core::ReadTextFile(MESHPLAN_TEST_DATA_DIR "/validation/llmfoundry_benchmarks.json");
+  ASSERT_TRUE(text.ok());
+  std::string renamed = *text;
+  const std::string from_id = "\"llmfoundry-h100-80g-mpt-7b-1024-8gpu\"";
+  renamed.replace(renamed.find(from_id), from_id.size(), "\"llmfoundry-next-mpt-7b-1024-8gpu\"");
+  std::vector<std::string> renamed_skipped;
+  auto next = core::LoadPublishedRuns(renamed, &renamed_skipped);
+  ASSERT_TRUE(next.ok());
+  const auto* stack_default = Find(*next, "llmfoundry-next-mpt-7b-1024-8gpu");
+  ASSERT_TRUE(stack_default);
+  EXPECT_EQ(stack_default->stack, "llm-foundry-2023");
+  EXPECT_EQ(stack_default->scenario.plan.recompute, core::Recompute::kFull);
+  EXPECT_TRUE(stack_default->scenario.plan.recompute_early_stop);
+  EXPECT_TRUE(Says(stack_default->assumptions,
+                   "the MLP output projection and the residual are not rerun from stack "
+                   "llm-foundry-2023 (its default)"));
   // NVFP4 maps (Llama 3.1 405B on GB300); GB300 maps to its preset.
   const auto nemo = Corpus("nemo_performance_summaries.json", &skipped_count, &skipped);
   const auto* fp4 = Find(nemo, "megatron-bridge-2606-dgx-gb300-llama3-1-405b-256gpu-nvfp4");

@@ -565,12 +565,28 @@ double AttentionCurveEfficiency(const core::GpuSpec& g, const std::vector<Attent
   return tflops * 1e12 / Peak(g, core::Dtype::kBf16);
 }
 
+int64_t AttentionKernelHeadDim(core::AttentionImpl impl, int64_t head_dim) {
+  if (impl == core::AttentionImpl::kFlash2) {
+    for (int64_t compiled : {32, 64, 96, 128, 160, 192, 224, 256})
+      if (head_dim <= compiled) return compiled;
+  } else if (impl == core::AttentionImpl::kTriton && head_dim <= 128) {  // the kernel's limit
+    int64_t block = 16;
+    while (block < head_dim) block *= 2;
+    return block;
+  }
+  return head_dim;
+}
+
 double AttentionEfficiency(const core::Profile& prof, const core::GpuSpec& g, core::AttentionImpl impl, bool backward,
                            int64_t head_dim, int64_t seq) {
   if (!prof.attention_efficiency_measured) {
     auto curve = g.attention_curve.find(impl);
-    if (curve != g.attention_curve.end() && !curve->second.empty())
-      return AttentionCurveEfficiency(g, curve->second, head_dim, seq);
+    if (curve != g.attention_curve.end() && !curve->second.empty()) {
+      // A padded head dim runs the kernel's tiles whole: its speed, on the model's share of them.
+      const int64_t computed = std::max<int64_t>(AttentionKernelHeadDim(impl, head_dim), 1);
+      return AttentionCurveEfficiency(g, curve->second, computed, seq) * static_cast<double>(head_dim) /
+             static_cast<double>(computed);
+    }
     auto it = g.attention_efficiency.find(impl);
     if (it != g.attention_efficiency.end()) return backward ? it->second.backward : it->second.forward;
   }

@@ -395,7 +395,8 @@ inline double MoeLayerHostFloor(const core::ModelSpec& m, const core::PlanSpec& 
 // The achieved fraction of the 16-bit peak for fused attention kernel `impl` (forward, or
 // backward) at head dim `head_dim` and `seq` queries per sequence: the profile's when it measured
 // them (Profile::attention_efficiency_measured), else the GPU preset's measured curve for that
-// kernel (GpuSpec::attention_curve: AttentionCurveEfficiency), else its fixed figure
+// kernel (GpuSpec::attention_curve: AttentionCurveEfficiency at the head dim the kernel computes,
+// AttentionKernelHeadDim, times the share of it the model's head dim uses), else its fixed figure
 // (GpuSpec::attention_efficiency), else the profile's.
 double AttentionEfficiency(const core::Profile& profile, const core::GpuSpec& g, core::AttentionImpl impl,
                            bool backward, int64_t head_dim, int64_t seq);
@@ -404,6 +405,12 @@ double AttentionEfficiency(const core::Profile& profile, const core::GpuSpec& g,
 // nearest measured value beyond either end (docs/compute.md).
 double AttentionCurveEfficiency(const core::GpuSpec& g, const std::vector<core::GpuSpec::AttentionPoint>& points,
                                 int64_t head_dim, int64_t seq);
+// The head dim kernel `impl` computes at for a head dim of `head_dim`, where its source pads it:
+// FlashAttention-2 runs the smallest of its compiled head dims (32, 64, 96, 128, 160, 192, 224,
+// 256) that holds it (csrc/flash_attn/src/static_switch.h HEADDIM_SWITCH, v2.0.0 to v2.6.x), the
+// Triton kernel the next power of two (flash_attn/flash_attn_triton.py: BLOCK_HEADDIM =
+// max(triton.next_power_of_2(d), 16)); head_dim itself for the kernels whose padding is not read.
+int64_t AttentionKernelHeadDim(core::AttentionImpl impl, int64_t head_dim);
 
 }  // namespace meshplan::sim
 

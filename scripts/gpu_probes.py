@@ -3,7 +3,7 @@
 
 Run by scripts/gpu-session.sh on a machine with an NVIDIA GPU and PyTorch 2.x:
 `gpu_probes.py MODE OUT.json`, MODE one of context_attention, sustained, memory, host_moe, expert_gemm,
-megatron_moe, megatron_layer, cp_attention, checkpoint_early_stop (each function's docstring says what it measures); writes one JSON file. Nothing here is fitted to a published run: each number is what this GPU, driver
+megatron_moe, megatron_layer, cp_attention, checkpoint_early_stop, unfused_attention (each function's docstring says what it measures); writes one JSON file. Nothing here is fitted to a published run: each number is what this GPU, driver
 and PyTorch did, recorded with the versions that did it.
 
   context:   device memory a process holds beyond PyTorch's reserved bytes after CUDA's
@@ -1056,9 +1056,78 @@ def main_checkpoint_early_stop(path, *configs):
     with open(path, "w") as f:
         json.dump(res, f, indent=1)
 
+def main_unfused_attention(path, *configs):
+    """Megatron-LM 2021's unfused attention (the `naive` kernel of the megatron-deepspeed-2022 and
+    megatron-lm stacks) as its ParallelAttention runs it, fp16, per rank: the fused QKV output
+    [s, b, np, 3*hn] split into views, baddbmm of q and k^T into the [b*np, s, s] scores (scaled),
+    the causal mask and softmax, bmm with v, forward and backward. The views keep the QKV tensor's
+    strides, so each batch of the batched GEMMs starts 3*hn elements after the last: at hn = 108
+    (BigScience's 13,824 hidden over 128 heads) 648 bytes, not a multiple of 16, where 104, 112 and
+    128 are. docs/validation.md (the BLOOM topology-search rows: hn 108 +40% to +47%, the others at
+    their neighbours' level) asks whether cuBLAS runs those GEMMs slower than their FLOPs say. Per
+    config: forward and forward + backward ms (median of 20 after 5 warm-ups), the two GEMMs' share
+    (profiler), and the same GEMMs on contiguous (aligned) copies. configs: SEQ:BATCH:HEADS:HEADDIM
+    (default 2048 tokens, micro batch 4, 16 heads a rank, head dims 104, 108, 112, 128)."""
+    import torch
+
+    res = header(torch)
+    res.update({"format": "meshplan.gpu_unfused_attention/1", "runs": []})
+    default = ("2048:4:16:104", "2048:4:16:108", "2048:4:16:112", "2048:4:16:128")
+    for cfg in configs or default:
+        seq, batch, heads, hd = (int(v) for v in cfg.split(":"))
+        row = {"seq": seq, "micro_batch": batch, "heads": heads, "head_dim": hd,
+               "qkv_batch_stride_bytes": 3 * hd * 2}
+        try:
+            mixed = torch.randn(seq, batch, heads, 3 * hd, device="cuda", dtype=torch.float16, requires_grad=True)
+            mask = torch.ones(seq, seq, device="cuda", dtype=torch.bool).triu(1)
+            scale = 1.0 / hd ** 0.5
+
+            def attention(contiguous):
+                def forward():
+                    q, k, v = torch.split(mixed, hd, dim=-1)
+                    q = q.reshape(seq, batch * heads, hd)
+                    k = k.reshape(seq, batch * heads, hd)
+                    v = v.reshape(seq, batch * heads, hd)
+                    if contiguous:
+                        q, k, v = (t.transpose(0, 1).contiguous() for t in (q, k, v))
+                    else:
+                        q, k, v = (t.transpose(0, 1) for t in (q, k, v))
+                    scores = torch.bmm(q, k.transpose(1, 2)) * scale
+                    probs = torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1)
+                    return torch.bmm(probs, v)
+                return forward
+
+            flops = 2 * 2 * batch * heads * seq * seq * hd  # both GEMMs, the whole s x s (as unfused code does)
+            for name, contiguous in (("views", False), ("contiguous", True)):
+                fwd = attention(contiguous)
+                fwd_ms = event_median_ms(torch, lambda: fwd(), 20, 5)
+                step_ms = event_median_ms(torch, lambda: fwd().float().sum().backward(), 20, 5)
+                from torch.profiler import ProfilerActivity, profile
+                with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                    fwd().float().sum().backward()
+                    torch.cuda.synchronize()
+                gemms = [ev for ev in prof.events() if ev.device_type.name == "CUDA" and
+                         any(t in ev.name.lower() for t in ("gemm", "cutlass", "nvjet", "xmma", "sm80", "sm90"))]
+                gemm_ms = sum(ev.device_time for ev in gemms) / 1e3
+                row[name] = {"forward_ms": fwd_ms, "step_ms": step_ms, "gemm_kernels": len(gemms),
+                             "gemm_ms": gemm_ms, "gemm_tflops": 3 * flops / (gemm_ms * 1e9) if gemm_ms else None,
+                             "gemm_kernel_names": sorted({ev.name[:120] for ev in gemms})}
+            mixed.grad = None
+            del mixed, mask
+            torch.cuda.empty_cache()
+        except Exception:  # recorded, not fatal: the other configs still run
+            import traceback
+            row["error"] = traceback.format_exc()[-1500:]
+        res["runs"].append(row)
+        print("unfused_attention:", json.dumps(row), flush=True)
+    with open(path, "w") as f:
+        json.dump(res, f, indent=1)
+
+
 if __name__ == "__main__":
     modes = {"context_attention": main_context_attention, "sustained": main_sustained, "memory": main_memory,
              "host_moe": main_host_moe, "expert_gemm": main_expert_gemm,
              "megatron_moe": main_megatron_moe, "megatron_layer": main_megatron_layer,
-             "cp_attention": main_cp_attention, "checkpoint_early_stop": main_checkpoint_early_stop}
+             "cp_attention": main_cp_attention, "checkpoint_early_stop": main_checkpoint_early_stop,
+             "unfused_attention": main_unfused_attention}
     modes[sys.argv[1]](*sys.argv[2:])

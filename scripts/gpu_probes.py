@@ -971,7 +971,8 @@ def main_checkpoint_early_stop(path, *configs):
     warm-ups, and the profiler's count and summed time of its matmul kernels (aten::mm, addmm and
     their cuBLAS kernels), with w2's forward GEMM alone for comparison. The model predicts: the early-stop
     step is the whole-replay step less w2's GEMM and the residual, and it launches one GEMM fewer per
-    block. configs: TOKENS:HIDDEN:FFN:HEADS:KV_HEADS:LAYERS (default Llama 3 8B's shape, 8,192 tokens,
+    block; compiled whole (torchtitan's apply_ac then apply_compile: compiled_none, compiled_full_ac), the
+    checkpointed block too launches one GEMM fewer per block than the whole replay would. configs: TOKENS:HIDDEN:FFN:HEADS:KV_HEADS:LAYERS (default Llama 3 8B's shape, 8,192 tokens,
     4 blocks)."""
     import torch
     import torch.nn.functional as F
@@ -1013,33 +1014,49 @@ def main_checkpoint_early_stop(path, *configs):
             blocks = [Block(hidden, ffn, heads, kv).cuda().to(torch.bfloat16) for _ in range(layers)]
             x = torch.randn(1, tokens, hidden, device="cuda", dtype=torch.bfloat16, requires_grad=True)
 
+            # torchtitan's compiled blocks: each checkpoint-wrapped block compiled whole
+            # (apply_ac then apply_compile), whose replay is what AOTAutograd's partitioner keeps of
+            # the joint graph after dead-code elimination (w2 should not rerun there either).
+            compiled = {}
+            if hasattr(torch, "compile"):
+                compiled["compiled_none"] = [torch.compile(blk, fullgraph=True) for blk in blocks]
+                compiled["compiled_full_ac"] = [
+                    torch.compile(lambda h, blk=blk: checkpoint(blk, h, use_reentrant=False), fullgraph=True)
+                    for blk in blocks]
+
             def run(mode):
                 def step():
                     h = x
-                    for blk in blocks:
+                    for i, blk in enumerate(blocks):
                         if mode == "none":
                             h = blk(h)
                         elif mode == "reentrant":
                             h = checkpoint(blk, h, use_reentrant=True)
                         elif mode == "early_stop":
                             h = checkpoint(blk, h, use_reentrant=False)
+                        elif mode in compiled:
+                            h = compiled[mode][i](h)
                         else:
                             with set_checkpoint_early_stop(False):
                                 h = checkpoint(blk, h, use_reentrant=False)
                     h.float().sum().backward()
                 return step
 
-            for mode in ("none", "reentrant", "early_stop", "no_early_stop"):
-                fn = run(mode)
-                ms = event_median_ms(torch, fn, 20, 5)
-                from torch.profiler import ProfilerActivity, profile
-                with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                    fn()
-                    torch.cuda.synchronize()
-                gemms = [ev for ev in prof.events() if ev.device_type.name == "CUDA" and
-                         any(t in ev.name.lower() for t in ("gemm", "cutlass", "nvjet", "sm90_xmma", "sm100_xmma"))]
-                row[mode] = {"step_ms_median": ms, "gemm_kernels": len(gemms),
-                             "gemm_ms_sum": sum(ev.device_time for ev in gemms) / 1e3}
+            for mode in ("none", "reentrant", "early_stop", "no_early_stop") + tuple(compiled):
+                try:
+                    fn = run(mode)
+                    ms = event_median_ms(torch, fn, 20, 5)
+                    from torch.profiler import ProfilerActivity, profile
+                    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                        fn()
+                        torch.cuda.synchronize()
+                    gemms = [ev for ev in prof.events() if ev.device_type.name == "CUDA" and
+                             any(t in ev.name.lower() for t in ("gemm", "cutlass", "nvjet", "sm90_xmma", "sm100_xmma"))]
+                    row[mode] = {"step_ms_median": ms, "gemm_kernels": len(gemms),
+                                 "gemm_ms_sum": sum(ev.device_time for ev in gemms) / 1e3}
+                except Exception:  # a mode that fails (torch.compile's, say) leaves the others
+                    import traceback
+                    row[mode] = {"error": traceback.format_exc()[-1000:]}
             m = blocks[0].n2(torch.randn(1, tokens, hidden, device="cuda", dtype=torch.bfloat16))
             u = F.silu(blocks[0].w1(m)) * blocks[0].w3(m)
             with torch.no_grad():

@@ -1756,18 +1756,9 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     early_stop = true;
     early_stop_from = " from stack " + stack->name + " (its default)";
   }
-  if (early_stop && *early_stop && p.recompute == Recompute::kFull) {
-    const char* why_not = RecomputeEarlyStopBlocker(m, p);
-    if (why_not == nullptr) {
-      p.recompute_early_stop = true;
-      run.assumptions.push_back(
-          "full recomputation stops at the block's last saved tensor (PyTorch's non-reentrant checkpoint, early stop): "
-          "the MLP output projection and the residual are not rerun" +
-          early_stop_from);
-    } else {
-      run.assumptions.push_back(std::string("checkpoint early stop not applied (") + why_not + ")" + early_stop_from);
-    }
-  }
+  if (early_stop && *early_stop)
+    if (std::string stop = ApplyRecomputeEarlyStop(m, &p); !stop.empty())
+      run.assumptions.push_back(stop + early_stop_from);
   if (!with_measurement) return true;
 
   // The published number in tokens/s per GPU: printed as such, else from the iteration time,

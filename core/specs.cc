@@ -204,6 +204,15 @@ const char* RecomputeEarlyStopBlocker(const ModelSpec& m, const PlanSpec& p) {
   return nullptr;
 }
 
+std::string ApplyRecomputeEarlyStop(const ModelSpec& m, PlanSpec* p) {
+  if (p->recompute != Recompute::kFull) return "";
+  if (const char* why_not = RecomputeEarlyStopBlocker(m, *p))
+    return std::string("checkpoint early stop not applied (") + why_not + ")";
+  p->recompute_early_stop = true;
+  return "full recomputation stops at the block's last saved tensor (PyTorch's non-reentrant checkpoint, early stop): "
+         "the MLP output projection and the residual are not rerun";
+}
+
 std::string PlacementString(const std::vector<Axis>& order) {
   std::string s;
   for (Axis a : order) {

@@ -754,6 +754,10 @@ bool ParseRecomputeModules(const std::string& text, uint32_t* out);
 // dropout (its mask saved last), or in MoE, Mamba or MLA blocks (their last saved tensor not
 // traced). Whether the plan recomputes is the caller's to check.
 const char* RecomputeEarlyStopBlocker(const ModelSpec& m, const PlanSpec& p);
+// Turns the early stop on for a plan that recomputes fully, where RecomputeEarlyStopBlocker finds
+// nothing against it, and returns the sentence that says so or why not ("" when the plan does not
+// recompute fully). Launch defaults (core/published.cc) and stacks (core/stack.cc) both apply it.
+std::string ApplyRecomputeEarlyStop(const ModelSpec& m, PlanSpec* p);
 
 // Placement order as text, "tp-cp-ep-dp-pp".
 std::string PlacementString(const std::vector<Axis>& order);

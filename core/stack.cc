@@ -244,14 +244,11 @@ std::string ApplyStackPipelineSharding(const SoftwareStack& s, PlanSpec* p) {
 }
 
 std::string ApplyStackRecomputeEarlyStop(const SoftwareStack& s, const ModelSpec& m, PlanSpec* p) {
-  if (!s.recompute_early_stop || p->recompute != Recompute::kFull || p->recompute_early_stop) return "";
-  if (const char* why_not = RecomputeEarlyStopBlocker(m, *p))
-    return "stack " + s.name + ": checkpoint early stop not applied (" + why_not + ")";
-  p->recompute_early_stop = true;
-  return "stack " + s.name +
-         ": full recomputation stops at the block's last saved tensor (PyTorch's non-reentrant checkpoint, early "
-         "stop): the MLP output projection and the residual are not rerun (--no-recompute-early-stop replays the "
-         "whole block)";
+  if (!s.recompute_early_stop || p->recompute_early_stop) return "";
+  const std::string said = ApplyRecomputeEarlyStop(m, p);
+  if (said.empty()) return "";
+  return "stack " + s.name + ": " + said +
+         (p->recompute_early_stop ? " (--no-recompute-early-stop replays the whole block)" : "");
 }
 
 std::string StackSummary(const SoftwareStack& s) {

@@ -161,6 +161,22 @@ def profiled_fwd_bwd(torch, forward, cpu=False):
     return sum(ev.device_time for ev in kernels) / 1e3, len(kernels), prof.events()  # device_time in us
 
 
+GEMM_KERNEL_TAGS = ("gemm", "cutlass", "nvjet", "xmma")  # cuBLAS / CUTLASS kernel names, sm80 to sm100
+
+
+def profiled_gemms(torch, fn):
+    """One call of `fn()` under torch.profiler: its GEMM kernels (names with GEMM_KERNEL_TAGS) as
+    {"gemm_kernels": count, "gemm_ms": summed device time, "gemm_kernel_names": distinct names}."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    gemms = [ev for ev in prof.events() if ev.device_type.name == "CUDA" and
+             any(t in ev.name.lower() for t in GEMM_KERNEL_TAGS)]
+    return {"gemm_kernels": len(gemms), "gemm_ms": sum(ev.device_time for ev in gemms) / 1e3,
+            "gemm_kernel_names": sorted({ev.name[:120] for ev in gemms})}
+
+
 def main_sustained(path, *cases):
     """GEMMs back to back for SECONDS per case: TFLOP/s per 1 s window, with the SM clock and power
     read after each window (nvidia-smi), to compare a short burst with the settled rate. cases:
@@ -1045,15 +1061,7 @@ def main_checkpoint_early_stop(path, *configs):
             for mode in ("none", "reentrant", "early_stop", "no_early_stop") + tuple(compiled):
                 try:
                     fn = run(mode)
-                    ms = event_median_ms(torch, fn, 20, 5)
-                    from torch.profiler import ProfilerActivity, profile
-                    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                        fn()
-                        torch.cuda.synchronize()
-                    gemms = [ev for ev in prof.events() if ev.device_type.name == "CUDA" and
-                             any(t in ev.name.lower() for t in ("gemm", "cutlass", "nvjet", "sm90_xmma", "sm100_xmma"))]
-                    row[mode] = {"step_ms_median": ms, "gemm_kernels": len(gemms),
-                                 "gemm_ms_sum": sum(ev.device_time for ev in gemms) / 1e3}
+                    row[mode] = {"step_ms_median": event_median_ms(torch, fn, 20, 5), **profiled_gemms(torch, fn)}
                 except Exception:  # a mode that fails (torch.compile's, say) leaves the others
                     import traceback
                     row[mode] = {"error": traceback.format_exc()[-1000:]}
@@ -1117,18 +1125,11 @@ def main_unfused_attention(path, *configs):
             flops = 2 * 2 * batch * heads * seq * seq * hd  # both GEMMs, the whole s x s (as unfused code does)
             for name, contiguous in (("views", False), ("contiguous", True)):
                 fwd = attention(contiguous)
-                fwd_ms = event_median_ms(torch, lambda: fwd(), 20, 5)
-                step_ms = event_median_ms(torch, lambda: fwd().float().sum().backward(), 20, 5)
-                from torch.profiler import ProfilerActivity, profile
-                with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                    fwd().float().sum().backward()
-                    torch.cuda.synchronize()
-                gemms = [ev for ev in prof.events() if ev.device_type.name == "CUDA" and
-                         any(t in ev.name.lower() for t in ("gemm", "cutlass", "nvjet", "xmma", "sm80", "sm90"))]
-                gemm_ms = sum(ev.device_time for ev in gemms) / 1e3
-                row[name] = {"forward_ms": fwd_ms, "step_ms": step_ms, "gemm_kernels": len(gemms),
-                             "gemm_ms": gemm_ms, "gemm_tflops": 3 * flops / (gemm_ms * 1e9) if gemm_ms else None,
-                             "gemm_kernel_names": sorted({ev.name[:120] for ev in gemms})}
+                step = lambda: fwd().float().sum().backward()
+                row[name] = {"forward_ms": event_median_ms(torch, fwd, 20, 5),
+                             "step_ms": event_median_ms(torch, step, 20, 5), **profiled_gemms(torch, step)}
+                gemm_ms = row[name]["gemm_ms"]
+                row[name]["gemm_tflops"] = 3 * flops / (gemm_ms * 1e9) if gemm_ms else None
             mixed.grad = None
             del mixed, mask
             torch.cuda.empty_cache()

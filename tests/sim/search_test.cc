@@ -38,6 +38,13 @@ SearchResult RunSearch(const Scenario& s, const SearchOptions& o) {
   return SearchPlans(s.model, s.gpu, s.cluster, s.base, core::Profile{}, o);
 }
 
+// What ValidatePlan says of a ranked plan on the scenario's model, GPU and cluster ("" when valid).
+std::string PlanErrors(const Scenario& s, const PlanSpec& p) {
+  core::Diagnostics d;
+  core::ValidatePlan(p, s.model, s.gpu, s.cluster, &d);
+  return d.has_errors() ? d.ToStatus().ToString() : "";
+}
+
 TEST(SearchObjectiveTest, NamesRoundTrip) {
   for (Objective o : {Objective::kThroughput, Objective::kTime, Objective::kCost}) {
     Objective back;
@@ -102,9 +109,7 @@ TEST(SearchTest, EveryRankedPlanIsValidFitsAndMatchesTheModels) {
   const core::Profile prof;
   const int64_t budget = static_cast<int64_t>(std::floor(0.9 * static_cast<double>(s.gpu.hbm_bytes)));
   for (const RankedPlan& rp : r.top) {
-    core::Diagnostics d;
-    core::ValidatePlan(rp.plan, s.model, s.gpu, s.cluster, &d);
-    EXPECT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+    EXPECT_EQ(PlanErrors(s, rp.plan), "");
     EXPECT_LE(rp.per_gpu_bytes, budget);
     // The numbers are EstimateMemory's and EstimateStep's, not the search's own.
     EXPECT_EQ(rp.per_gpu_bytes, core::EstimateMemory(s.model, rp.plan, s.gpu, prof.memory).per_gpu_bytes);
@@ -168,9 +173,7 @@ TEST(SearchTest, ABasePlanThatOffloadsActivationsRanksOnlyPlansThatMayOffload) {
   const SearchResult r = RunSearch(s, o);
   ASSERT_FALSE(r.top.empty());
   for (const RankedPlan& rp : r.top) {
-    core::Diagnostics d;
-    core::ValidatePlan(rp.plan, s.model, s.gpu, s.cluster, &d);
-    EXPECT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+    EXPECT_EQ(PlanErrors(s, rp.plan), "");
     EXPECT_EQ(rp.plan.pp, 1);
     EXPECT_EQ(rp.plan.recompute, core::Recompute::kNone);
     EXPECT_EQ(rp.plan.offload_activation_layers, 40);
@@ -192,9 +195,7 @@ TEST(SearchTest, ABasePlanWithCheckpointEarlyStopKeepsItOnFullRecomputationOnly)
     const SearchResult r = RunSearch(s, o);
     ASSERT_FALSE(r.top.empty());
     for (const RankedPlan& rp : r.top) {
-      core::Diagnostics d;
-      core::ValidatePlan(rp.plan, s.model, s.gpu, s.cluster, &d);
-      EXPECT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+      EXPECT_EQ(PlanErrors(s, rp.plan), "");
       EXPECT_EQ(rp.plan.recompute_early_stop, mode == core::Recompute::kFull);
       EXPECT_DOUBLE_EQ(rp.step.time_s, EstimateStep(s.model, rp.plan, s.gpu, s.cluster, core::Profile{}).time_s);
       if (mode == core::Recompute::kFull) {

@@ -507,18 +507,16 @@ TEST(StepModelTest, PaddedHeadDimsRunTheirKernelsTilesWhole) {
   // kernel pads to the next power of two (flash_attn_triton.py BLOCK_HEADDIM, up to 128). Other
   // kernels' padding is not read: the head dim as given.
   using core::AttentionImpl;
-  EXPECT_EQ(AttentionKernelHeadDim(AttentionImpl::kFlash2, 80), 96);
-  EXPECT_EQ(AttentionKernelHeadDim(AttentionImpl::kFlash2, 112), 128);
-  EXPECT_EQ(AttentionKernelHeadDim(AttentionImpl::kFlash2, 128), 128);
-  EXPECT_EQ(AttentionKernelHeadDim(AttentionImpl::kFlash2, 160), 160);
-  EXPECT_EQ(AttentionKernelHeadDim(AttentionImpl::kFlash2, 200), 224);
-  EXPECT_EQ(AttentionKernelHeadDim(AttentionImpl::kFlash2, 320), 320);
-  EXPECT_EQ(AttentionKernelHeadDim(AttentionImpl::kTriton, 8), 16);
-  EXPECT_EQ(AttentionKernelHeadDim(AttentionImpl::kTriton, 80), 128);
-  EXPECT_EQ(AttentionKernelHeadDim(AttentionImpl::kTriton, 96), 128);
-  EXPECT_EQ(AttentionKernelHeadDim(AttentionImpl::kTriton, 64), 64);
-  EXPECT_EQ(AttentionKernelHeadDim(AttentionImpl::kFlash, 112), 112);
-  EXPECT_EQ(AttentionKernelHeadDim(AttentionImpl::kCudnn913, 80), 80);
+  const struct {
+    AttentionImpl impl;
+    int64_t head_dim, computed;
+  } cases[] = {
+      {AttentionImpl::kFlash2, 80, 96},   {AttentionImpl::kFlash2, 112, 128}, {AttentionImpl::kFlash2, 128, 128},
+      {AttentionImpl::kFlash2, 160, 160}, {AttentionImpl::kFlash2, 200, 224}, {AttentionImpl::kFlash2, 320, 320},
+      {AttentionImpl::kTriton, 8, 16},    {AttentionImpl::kTriton, 80, 128},  {AttentionImpl::kTriton, 96, 128},
+      {AttentionImpl::kTriton, 64, 64},   {AttentionImpl::kFlash, 112, 112},  {AttentionImpl::kCudnn913, 80, 80}};
+  for (const auto& c : cases)
+    EXPECT_EQ(AttentionKernelHeadDim(c.impl, c.head_dim), c.computed) << core::Name(c.impl) << " " << c.head_dim;
   // On the A100 80GB's curves (FlashAttention-2 README, causal, 4k): the Triton kernel at head dim
   // 112 runs its 128 tiles at their 74 TFLOP/s, 112/128 of them used: 64.75 TFLOP/s of the 312
   // peak (interpolating the 64 and 128 points, 74 and 76 at 4k's measured values, had given 74.5).

@@ -8,7 +8,7 @@
 #   scripts/gpu-session.sh BIN_DIR OUT_DIR [STAGE ...]
 #
 # STAGEs (default: all, in this order): gtest gemm tiny verify gpt17b context_attention gemm_shapes
-# heldout sustained memory memory_expandable memory_default8 sustained_more memory_expandable8 host_moe expert_gemm megatron_moe megatron_layer cp_attention checkpoint_early_stop unfused_attention memory_pools. The first GPU session (2026-11-28, H200) ran the first six; the second the
+# heldout sustained memory memory_expandable memory_default8 sustained_more memory_expandable8 host_moe expert_gemm megatron_moe megatron_layer cp_attention checkpoint_early_stop unfused_attention gemm_alignment layer_sustained memory_pools. The first GPU session (2026-11-28, H200) ran the first six; the second the
 # rest and tiny, verify again; the third memory_expandable and memory_default8; the fourth sustained_more and memory_expandable8; the fifth (2026-11-30) host_moe, expert_gemm and memory_pools, then megatron_moe by itself; the sixth (2026-11-30) expert_gemm (with its four-stream loop) and megatron_layer, then cp_attention by itself. Everything lands in OUT_DIR: one session.log and a JSON per stage.
 # Since 2026-11-29 the memory stages also write the caching allocator's segments after the last step by stream
 # (pools_after_last_step), the check of FSDP2's reduce-scatter and all-gather pools in docs/memory.md §4.
@@ -115,12 +115,20 @@ want cp_attention && step cp_attention 280 env -u LD_LIBRARY_PATH python3 script
   "$out/cp_attention.json"
 # PyTorch's activation checkpointing: the whole replay (use_reentrant=True) against the non-reentrant
 # early stop, which should save w2's GEMM per block (plan.recompute_early_stop, docs/compute.md).
-want checkpoint_early_stop && step checkpoint_early_stop 200 env -u LD_LIBRARY_PATH python3 scripts/gpu_probes.py \
+want checkpoint_early_stop && step checkpoint_early_stop 260 env -u LD_LIBRARY_PATH python3 scripts/gpu_probes.py \
   checkpoint_early_stop "$out/checkpoint_early_stop.json"
 # Megatron-LM 2021's unfused attention at head dims 104/108/112/128: whether the 108 one, whose
 # batched GEMMs start 648 bytes apart, runs slower than its FLOPs (docs/validation.md, BLOOM rows).
 want unfused_attention && step unfused_attention 150 env -u LD_LIBRARY_PATH python3 scripts/gpu_probes.py \
   unfused_attention "$out/unfused_attention.json"
+# cuBLAS GEMMs with a dimension off a multiple of 8 elements, and the unfused attention's batched GEMMs
+# at head dims 96-136 (docs/compute.md, the alignment rule).
+want gemm_alignment && step gemm_alignment 200 env -u LD_LIBRARY_PATH python3 scripts/gpu_probes.py gemm_alignment \
+  "$out/gemm_alignment.json"
+# A training step's mix held as long as a GEMM (four Llama 3 8B blocks, eager and compiled) against a
+# layer GEMM alone, with clocks and power: whether a step settles as the GEMM efficiencies assume.
+want layer_sustained && step layer_sustained 230 env -u LD_LIBRARY_PATH python3 scripts/gpu_probes.py sustained \
+  "$out/layer_sustained.json" layer:8192:40 layer_compiled:8192:40 bf16:8192x28672x4096:30
 # The allocator's segments by stream after an FSDP2 step (pools_after_last_step; docs/memory.md §4).
 want memory_pools && step memory_pools 100 env -u LD_LIBRARY_PATH python3 scripts/gpu_probes.py memory \
   "$out/memory_pools.json" 2:1:8192

@@ -3,7 +3,7 @@
 
 Run by scripts/gpu-session.sh on a machine with an NVIDIA GPU and PyTorch 2.x:
 `gpu_probes.py MODE OUT.json`, MODE one of context_attention, sustained, memory, host_moe, expert_gemm,
-megatron_moe, megatron_layer, cp_attention, checkpoint_early_stop, unfused_attention (each function's docstring says what it measures); writes one JSON file. Nothing here is fitted to a published run: each number is what this GPU, driver
+megatron_moe, megatron_layer, cp_attention, checkpoint_early_stop, unfused_attention, gemm_alignment (each function's docstring says what it measures); writes one JSON file. Nothing here is fitted to a published run: each number is what this GPU, driver
 and PyTorch did, recorded with the versions that did it.
 
   context:   device memory a process holds beyond PyTorch's reserved bytes after CUDA's
@@ -177,13 +177,50 @@ def profiled_gemms(torch, fn):
             "gemm_kernel_names": sorted({ev.name[:120] for ev in gemms})}
 
 
+def llama_block_class(torch):
+    """A Llama-style block in plain PyTorch modules (RMSNorm, q/k/v/o linears, SDPA causal
+    attention with grouped KV heads, SwiGLU w1/w3/w2; no RoPE), as torchtitan writes one."""
+    import torch.nn.functional as F
+
+    class Block(torch.nn.Module):
+        def __init__(self, h, f, heads, kv):
+            super().__init__()
+            self.heads, self.kv, self.d = heads, kv, h // heads
+            self.n1 = torch.nn.RMSNorm(h) if hasattr(torch.nn, "RMSNorm") else torch.nn.LayerNorm(h)
+            self.n2 = torch.nn.RMSNorm(h) if hasattr(torch.nn, "RMSNorm") else torch.nn.LayerNorm(h)
+            self.wq = torch.nn.Linear(h, h, bias=False)
+            self.wk = torch.nn.Linear(h, kv * self.d, bias=False)
+            self.wv = torch.nn.Linear(h, kv * self.d, bias=False)
+            self.wo = torch.nn.Linear(h, h, bias=False)
+            self.w1 = torch.nn.Linear(h, f, bias=False)
+            self.w3 = torch.nn.Linear(h, f, bias=False)
+            self.w2 = torch.nn.Linear(f, h, bias=False)
+
+        def forward(self, x):
+            b, s, h = x.shape
+            a = self.n1(x)
+            q = self.wq(a).view(b, s, self.heads, self.d).transpose(1, 2)
+            k = self.wk(a).view(b, s, self.kv, self.d).transpose(1, 2)
+            v = self.wv(a).view(b, s, self.kv, self.d).transpose(1, 2)
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=self.kv != self.heads)
+            x = x + self.wo(o.transpose(1, 2).reshape(b, s, h))
+            m = self.n2(x)
+            return x + self.w2(F.silu(self.w1(m)) * self.w3(m))
+
+    return Block
+
+
 def main_sustained(path, *cases):
     """GEMMs back to back for SECONDS per case: TFLOP/s per 1 s window, with the SM clock and power
     read after each window (nvidia-smi), to compare a short burst with the settled rate. cases:
     DTYPE:MxNxK:SECONDS (DTYPE bf16 or fp8; fp8 is torch._scaled_mm, e4m3 in, unit scales, bf16
     out, B column-major as cuBLASLt's fp8 kernels take it), or attn:SEQ:SECONDS (a causal
     FlashAttention-2 forward + backward of one SEQ-token sequence, 32 heads of 128, through SDPA's
-    flash backend: whether attention is held by the power limit as the GEMMs are); default
+    flash backend: whether attention is held by the power limit as the GEMMs are), or
+    layer:SEQ:SECONDS / layer_compiled:SEQ:SECONDS (four Llama 3 8B blocks, forward + backward of one
+    SEQ-token sequence, eager or each block compiled whole: whether a training step's mix settles as
+    a GEMM alone does; its TFLOP/s count the step's GEMM and causal attention FLOPs, with step_ms
+    per window); default
     bf16:8192x8192x8192:20 and
     bf16:8192x8448x20480:20 (ml-engineering's H200 bf16 MSMF shape)."""
     import torch
@@ -205,6 +242,26 @@ def main_sustained(path, *cases):
                     torch.nn.functional.scaled_dot_product_attention(q, kk, v, is_causal=True).sum().backward()
             flops = 3.5 * 4.0 * m * m / 2 * n * k  # forward + backward (2.5x), causal
             a, b = q, kk
+        elif dtype in ("layer", "layer_compiled"):
+            # Four Llama 3 8B blocks (llama_block_class), one SHAPE-token sequence, bf16, forward +
+            # backward without checkpointing, eager or each block compiled whole: a training
+            # step's mix of GEMMs, attention and memory-bound ops, held as long as a GEMM case.
+            Block = llama_block_class(torch)
+            seq, h, f, heads, kv = int(shape), 4096, 14336, 32, 8
+            blocks = [Block(h, f, heads, kv).cuda().to(torch.bfloat16) for _ in range(4)]
+            runs = [torch.compile(blk, fullgraph=True) for blk in blocks] if dtype == "layer_compiled" else blocks
+            x = torch.randn(1, seq, h, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+
+            def gemm():
+                y = x
+                for blk in runs:
+                    y = blk(y)
+                y.float().sum().backward()
+            gemm_fwd = 2.0 * seq * (h * (h + 2 * kv * h // heads) + h * h + 3 * h * f)
+            attn_fwd = 4.0 * seq * seq * h / 2  # causal, as benchmark_flash_attention.py counts it
+            flops = 4 * (3 * gemm_fwd + 3.5 * attn_fwd)  # the step's FLOPs: forward, backward 2x / 2.5x
+            m, n, k = seq, h, f
+            a, b = x, blocks
         elif dtype == "fp8":
             m, n, k = (int(x) for x in shape.split("x"))
             flops = 2.0 * m * n * k
@@ -243,6 +300,9 @@ def main_sustained(path, *cases):
             t = s.elapsed_time(e) / 1e3
             clk, pw = smi("clocks.sm,power.draw")
             windows.append({"tflops": flops * n_calls / t / 1e12, "sm_mhz": float(clk), "power_w": float(pw)})
+        if dtype.startswith("layer"):
+            for w in windows:
+                w["step_ms"] = flops / (w["tflops"] * 1e12) * 1e3
         row = {"dtype": dtype, "m": m, "n": n, "k": k, "windows": windows,
                "first_window_tflops": windows[0]["tflops"],
                "last5_mean_tflops": sum(w["tflops"] for w in windows[-5:]) / len(windows[-5:])}
@@ -997,30 +1057,7 @@ def main_checkpoint_early_stop(path, *configs):
     res = header(torch)
     res.update({"format": "meshplan.gpu_checkpoint_early_stop/1", "runs": []})
 
-    class Block(torch.nn.Module):
-        def __init__(self, h, f, heads, kv):
-            super().__init__()
-            self.heads, self.kv, self.d = heads, kv, h // heads
-            self.n1 = torch.nn.RMSNorm(h) if hasattr(torch.nn, "RMSNorm") else torch.nn.LayerNorm(h)
-            self.n2 = torch.nn.RMSNorm(h) if hasattr(torch.nn, "RMSNorm") else torch.nn.LayerNorm(h)
-            self.wq = torch.nn.Linear(h, h, bias=False)
-            self.wk = torch.nn.Linear(h, kv * self.d, bias=False)
-            self.wv = torch.nn.Linear(h, kv * self.d, bias=False)
-            self.wo = torch.nn.Linear(h, h, bias=False)
-            self.w1 = torch.nn.Linear(h, f, bias=False)
-            self.w3 = torch.nn.Linear(h, f, bias=False)
-            self.w2 = torch.nn.Linear(f, h, bias=False)
-
-        def forward(self, x):
-            b, s, h = x.shape
-            a = self.n1(x)
-            q = self.wq(a).view(b, s, self.heads, self.d).transpose(1, 2)
-            k = self.wk(a).view(b, s, self.kv, self.d).transpose(1, 2)
-            v = self.wv(a).view(b, s, self.kv, self.d).transpose(1, 2)
-            o = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=self.kv != self.heads)
-            x = x + self.wo(o.transpose(1, 2).reshape(b, s, h))
-            m = self.n2(x)
-            return x + self.w2(F.silu(self.w1(m)) * self.w3(m))
+    Block = llama_block_class(torch)
 
     default = ("8192:4096:14336:32:8:4",)
     for cfg in configs or default:
@@ -1065,6 +1102,7 @@ def main_checkpoint_early_stop(path, *configs):
                 except Exception:  # a mode that fails (torch.compile's, say) leaves the others
                     import traceback
                     row[mode] = {"error": traceback.format_exc()[-1000:]}
+                print("checkpoint_early_stop mode:", mode, json.dumps(row[mode]), flush=True)
             m = blocks[0].n2(torch.randn(1, tokens, hidden, device="cuda", dtype=torch.bfloat16))
             u = F.silu(blocks[0].w1(m)) * blocks[0].w3(m)
             with torch.no_grad():
@@ -1092,12 +1130,14 @@ def main_unfused_attention(path, *configs):
     their neighbours' level) asks whether cuBLAS runs those GEMMs slower than their FLOPs say. Per
     config: forward and forward + backward ms (median of 20 after 5 warm-ups), the two GEMMs' share
     (profiler), and the same GEMMs on contiguous (aligned) copies. configs: SEQ:BATCH:HEADS:HEADDIM
-    (default 2048 tokens, micro batch 4, 16 heads a rank, head dims 104, 108, 112, 128)."""
+    (default 2048 tokens, micro batch 4, 16 heads a rank, head dims 104, 108, 112, 128; then head dims 108
+    and 112 at micro batches 1 and 8 and at 32 heads a rank, the TP 4 rows' layout)."""
     import torch
 
     res = header(torch)
     res.update({"format": "meshplan.gpu_unfused_attention/1", "runs": []})
-    default = ("2048:4:16:104", "2048:4:16:108", "2048:4:16:112", "2048:4:16:128")
+    default = ("2048:4:16:104", "2048:4:16:108", "2048:4:16:112", "2048:4:16:128", "2048:1:16:108",
+               "2048:1:16:112", "2048:8:16:108", "2048:8:16:112", "2048:2:32:108", "2048:2:32:112")
     for cfg in configs or default:
         seq, batch, heads, hd = (int(v) for v in cfg.split(":"))
         row = {"seq": seq, "micro_batch": batch, "heads": heads, "head_dim": hd,
@@ -1142,10 +1182,64 @@ def main_unfused_attention(path, *configs):
         json.dump(res, f, indent=1)
 
 
+def main_gemm_alignment(path, *cases):
+    """cuBLAS GEMMs whose dimensions are not multiples of 8 16-bit elements (16 bytes): NVIDIA's
+    Matrix Multiplication Background guide (Tensor Core requirements) says such GEMMs run less
+    efficiently, not by how much; unfused_attention (2026-12-04, H200) found the head-dim-108
+    score and value GEMMs on CUTLASS sm80 "align2" kernels at 146-164 TFLOP/s where head dims 104,
+    112 and 128 ran cuBLAS's sm90 kernels at 333-437. Which dimension matters and by how much, per
+    remainder mod 8: (1) torch.mm [M,K] x [K,N], fp16 and bf16, 8192 cubed with one of M, N, K
+    at 8192 - r (r = 0..8): in PyTorch's row-major call to column-major cuBLAS the leading
+    dimensions are K (A) and N (B, C), M none; (2) the unfused attention's batched GEMMs on
+    contiguous tensors, batch 64 (micro batch 4 x 16 heads), 2,048 tokens, head dim d = 96..136:
+    scores [s,d] x [d,s] (K = d) and values [s,s] x [s,d] (N = d), fp16. Per case: median of 20
+    CUDA-event-timed calls after 5 warm-ups, TFLOP/s, and the kernel the profiler saw. cases
+    (optional): mm:DTYPE:MxNxK or bmm:BATCH:SEQ:HEADDIM."""
+    import torch
+
+    res = header(torch)
+    res.update({"format": "meshplan.gpu_gemm_alignment/1", "cases": []})
+    dt = {"fp16": torch.float16, "bf16": torch.bfloat16}
+    if not cases:
+        cases = []
+        for d in ("fp16", "bf16"):
+            for r in range(9):
+                cases += [f"mm:{d}:{8192 - r}x8192x8192", f"mm:{d}:8192x{8192 - r}x8192", f"mm:{d}:8192x8192x{8192 - r}"]
+        cases += [f"bmm:64:2048:{hd}" for hd in range(96, 137)]
+    for case in cases:
+        kind, *rest = case.split(":")
+        row = {"case": case}
+        try:
+            if kind == "mm":
+                m, n, k = (int(v) for v in rest[1].split("x"))
+                a = torch.randn(m, k, device="cuda", dtype=dt[rest[0]])
+                b = torch.randn(k, n, device="cuda", dtype=dt[rest[0]])
+                gemms = {"mm": (lambda: torch.mm(a, b), 2 * m * n * k)}
+            else:
+                batch, seq, hd = (int(v) for v in rest)
+                q = torch.randn(batch, seq, hd, device="cuda", dtype=torch.float16)
+                kt = torch.randn(batch, hd, seq, device="cuda", dtype=torch.float16)
+                p = torch.randn(batch, seq, seq, device="cuda", dtype=torch.float16)
+                fl = 2 * batch * seq * seq * hd
+                gemms = {"scores": (lambda: torch.bmm(q, kt), fl), "values": (lambda: torch.bmm(p, q), fl)}
+            for name, (fn, flops) in gemms.items():
+                ms = event_median_ms(torch, fn, 20, 5)
+                prof = profiled_gemms(torch, fn)
+                row[name] = {"ms": ms, "tflops": flops / (ms * 1e9), "kernel": (prof["gemm_kernel_names"] or ["?"])[0][:100]}
+        except Exception as ex:  # recorded, not fatal
+            row["error"] = f"{type(ex).__name__}: {str(ex).splitlines()[0][:200]}"
+        res["cases"].append(row)
+        print("gemm_alignment:", json.dumps(row), flush=True)
+        torch.cuda.empty_cache()
+    with open(path, "w") as f:
+        json.dump(res, f, indent=1)
+
+
 if __name__ == "__main__":
     modes = {"context_attention": main_context_attention, "sustained": main_sustained, "memory": main_memory,
              "host_moe": main_host_moe, "expert_gemm": main_expert_gemm,
              "megatron_moe": main_megatron_moe, "megatron_layer": main_megatron_layer,
              "cp_attention": main_cp_attention, "checkpoint_early_stop": main_checkpoint_early_stop,
-             "unfused_attention": main_unfused_attention}
+             "unfused_attention": main_unfused_attention,
+             "gemm_alignment": main_gemm_alignment}
     modes[sys.argv[1]](*sys.argv[2:])

@@ -88,6 +88,9 @@ void PlanFlags::Register(CLI::App* app) {
                 "input-gradient reduction; full: Transformer Engine userbuffers; async: PyTorch's AsyncTP, "
                 "torchtitan's, with --sp)");
   p->add_option("--recompute", recompute, "none|selective|full (default none)");
+  p->add_option("--vocab-divisible-by", vocab_divisible_by,
+                "Pad the vocabulary to a multiple of N x tp, as Megatron-LM's --make-vocab-size-divisible-by does "
+                "(its default 128; the Megatron stacks set it); default 1, the model's vocabulary as it is");
   p->add_option("--recompute-layers", recompute_layers, "Full recompute for this many layers per stage");
   p->add_flag_callback(
       "--recompute-early-stop", [this] { recompute_early_stop = true; },
@@ -364,6 +367,7 @@ void PlanFlags::ApplyPlanFlags(bool from_file, core::ModelSpec* spec, core::Plan
   if (moe_grouped_gemm) p.moe_grouped_gemm = *moe_grouped_gemm;
   if (recompute_layers) p.recompute_layers = *recompute_layers;
   if (recompute_early_stop) p.recompute_early_stop = *recompute_early_stop;
+  if (vocab_divisible_by) p.vocab_divisible_by = *vocab_divisible_by;
   if (bf16_layers_at_start) p.bf16_layers_at_start = *bf16_layers_at_start;
   if (bf16_layers_at_end) p.bf16_layers_at_end = *bf16_layers_at_end;
   if (mbs) p.micro_batch = *mbs;

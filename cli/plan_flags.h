@@ -25,7 +25,7 @@ struct PlanFlags {
   // Plan.
   std::optional<int64_t> gpus, tp, pp, dp, cp, ep, etp, vpp, vpp_group, pp_flushes, mbs, gbs, gbs_tokens, seq,
       recompute_layers, bf16_layers_at_start, bf16_layers_at_end, hsdp_shard, deferred_head_wgrad, cuda_context_mib,
-      offload_activation_layers, segment_nodes;
+      offload_activation_layers, segment_nodes, vocab_divisible_by;
   std::optional<int> zero;
   std::optional<bool> sp, overlap_grad_reduce, overlap_param_gather, grad_accum_fusion, grad_prescale, ep_overlap,
       repeat_kv, keep_lp_grads, keep_pp_outputs, recompute_early_stop, transformer_engine, moe_grouped_gemm,

@@ -272,6 +272,9 @@ Result<std::string> ExportMegatron(const Scenario& s) {
   if (m.bias == BiasKind::kNone) arg("--disable-bias-linear");
   if (!m.tied_embeddings) arg("--untie-embeddings-and-output-weights");
   arg("--seq-length " + std::to_string(p.seq_len));
+  // The vocabulary the plan costs (PlanSpec::vocab_divisible_by): Megatron pads to a multiple of
+  // this times TP, 128 unless told (_vocab_size_with_padding).
+  if (p.vocab_divisible_by != 128) arg("--make-vocab-size-divisible-by " + std::to_string(p.vocab_divisible_by));
   arg("--max-position-embeddings " + std::to_string(std::max(m.max_seq, p.seq_len)));
   if (m.moe) {
     arg("--num-experts " + std::to_string(m.moe->experts));

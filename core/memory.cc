@@ -519,7 +519,7 @@ void PlaceActivations(const ModelSpec& m, const PlanSpec& p, int64_t stage, bool
                               : p.cross_entropy == CrossEntropy::kCompiled  ? 4
                               : p.cross_entropy == CrossEntropy::kTeInplace ? 2
                                                                             : 6;  // fused, te, plain
-    st.loss_activations_bytes = 2 * e * s * b * h / rep_div + per_logit * s * b * m.vocab / t;
+    st.loss_activations_bytes = 2 * e * s * b * h / rep_div + per_logit * s * b * PaddedVocab(m, p) / t;
     // Each MTP module keeps its enorm and hnorm inputs (sbh each) and eh_proj's input, the
     // concatenation (2sbh), then its own final norm, head input and logits as above.
     if (m.mtp_layers > 0)
@@ -534,7 +534,7 @@ void PlaceActivations(const ModelSpec& m, const PlanSpec& p, int64_t stage, bool
   // embedding_activation_buffer).
   if (has_last && p.deferred_head_wgrad > 0)
     st.deferred_wgrad_bytes = std::min(p.deferred_head_wgrad, p.MicrobatchesPerFlush()) *
-                              (2 * s * b * ((m.vocab + t - 1) / t) + e * s * b * h / rep_div);
+                              (2 * s * b * ((PaddedVocab(m, p) + t - 1) / t) + e * s * b * h / rep_div);
   // PyTorch's pipeline stage (PlanSpec::keep_pp_outputs): the last stage keeps every microbatch's
   // output, the logits in the activations' dtype and vocab-parallel over t, until the step ends,
   // so at the last microbatch's loss the other m - 1 are alive beside the one the loss counts;
@@ -546,7 +546,7 @@ void PlaceActivations(const ModelSpec& m, const PlanSpec& p, int64_t stage, bool
     const int64_t mbs = p.MicrobatchesPerFlush();
     const int64_t stages_here = std::max<int64_t>(1, p.vpp);
     const int64_t grad_buffers = (stages_here - (has_last ? 1 : 0)) * 2 * mbs * e * s * b * h / rep_div;
-    const int64_t kept_logits = has_last ? (mbs - 1) * e * s * b * ((m.vocab + t - 1) / t) : 0;
+    const int64_t kept_logits = has_last ? (mbs - 1) * e * s * b * ((PaddedVocab(m, p) + t - 1) / t) : 0;
     st.pipeline_buffers_bytes = grad_buffers + kept_logits;
   }
   st.activations_bytes =
@@ -679,6 +679,14 @@ namespace {
 void EstimateInto(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g, const MemoryOverheads& o,
                   MemoryDetail detail, const ParamCount* params, MemoryReport& r) {
   r.params = params != nullptr ? *params : CountParams(m);
+  // The padded vocabulary's rows (PlanSpec::vocab_divisible_by) are weights like the others.
+  if (const int64_t pad = (PaddedVocab(m, p) - m.vocab) * m.hidden; pad > 0) {
+    const int64_t copies = 1 + (r.params.output_head > 0 ? 1 : 0);
+    r.params.embedding += pad;
+    if (r.params.output_head > 0) r.params.output_head += pad;
+    r.params.total += copies * pad;
+    r.params.active += copies * pad;
+  }
   r.capacity_bytes = g.hbm_bytes;
 
   // Sharding groups. Dense states: DP x CP (CP ranks hold identical weights; Megatron's

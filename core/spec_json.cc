@@ -421,6 +421,13 @@ void ReadGpu(const Json& j, const std::string& prefix, GpuSpec* g, Diagnostics* 
   r.Bandwidth("host_link_bytes_per_s", &g->host_link_bytes_per_s);
   r.String("host_link_source", &g->host_link_source);
   r.Bool("gemm_wave_quantization", &g->gemm_wave_quantization);
+  if (const Json* m = r.Find("gemm_misaligned_efficiency", false)) {
+    ObjectReader e(*m, prefix + ".gemm_misaligned_efficiency", d);
+    e.Double("even", &g->gemm_misaligned_efficiency.even, true);
+    e.Double("odd", &g->gemm_misaligned_efficiency.odd, true);
+    e.Finish();
+  }
+  r.String("gemm_misaligned_source", &g->gemm_misaligned_source);
   r.Double("speed_spread", &g->speed_spread);
   r.String("speed_spread_source", &g->speed_spread_source);
   ReadDtypeMap(r.Find("gemm_efficiency", false), prefix + ".gemm_efficiency", "fraction of the dtype's peak",
@@ -480,6 +487,11 @@ OJson WriteGpu(const GpuSpec& g) {
     j["host_link_source"] = g.host_link_source;
   }
   if (!g.gemm_wave_quantization) j["gemm_wave_quantization"] = false;
+  if (g.gemm_misaligned_efficiency != GpuSpec::MisalignedGemm{}) {
+    j["gemm_misaligned_efficiency"] = {{"even", g.gemm_misaligned_efficiency.even},
+                                       {"odd", g.gemm_misaligned_efficiency.odd}};
+    j["gemm_misaligned_source"] = g.gemm_misaligned_source;
+  }
   j["speed_spread"] = g.speed_spread;
   if (!g.speed_spread_source.empty()) j["speed_spread_source"] = g.speed_spread_source;
   if (!g.gemm_efficiency.empty()) {
@@ -576,6 +588,7 @@ void ReadPlan(ObjectReader& r, const std::string& prefix, PlanSpec* p, Diagnosti
   r.Enum("recompute", &p->recompute);
   r.Int("recompute_layers", &p->recompute_layers);
   r.Bool("recompute_early_stop", &p->recompute_early_stop);
+  r.Int("vocab_divisible_by", &p->vocab_divisible_by);
   if (const Json* v = r.Find("recompute_modules", false)) {
     // A list of Megatron-Core module names, e.g. ["core_attn", "moe_act"].
     std::string joined;
@@ -680,6 +693,7 @@ OJson WritePlan(const PlanSpec& p) {
   j["recompute"] = Name(p.recompute);
   j["recompute_layers"] = p.recompute_layers;
   if (p.recompute_early_stop) j["recompute_early_stop"] = true;
+  if (p.vocab_divisible_by != 1) j["vocab_divisible_by"] = p.vocab_divisible_by;
   if (p.recompute_modules != kDefaultRecomputeModules) {
     OJson mods = OJson::array();
     for (int i = 0; i <= static_cast<int>(kLastRecomputeModule); ++i)

@@ -196,6 +196,12 @@ bool ParseRecomputeModules(const std::string& text, uint32_t* out) {
   return true;
 }
 
+int64_t PaddedVocab(const ModelSpec& m, const PlanSpec& p) {
+  if (p.vocab_divisible_by <= 1) return m.vocab;  // the model's, as it is (the head splits it ceil(V/t) a rank)
+  const int64_t multiple = p.vocab_divisible_by * std::max<int64_t>(p.tp, 1);
+  return (m.vocab + multiple - 1) / multiple * multiple;
+}
+
 const char* RecomputeEarlyStopBlocker(const ModelSpec& m, const PlanSpec& p) {
   if (p.transformer_engine) return "Transformer Engine's linear layers save their inputs after their GEMM";
   if (Quantized(p.precision)) return "FP8 linear layers save their inputs after their GEMM";

@@ -239,6 +239,19 @@ struct GpuSpec {
   // showed it does not: Hopper with cuBLAS 13.1 runs 8192x1280x8192 (81% of its last wave filled)
   // at the speed of 8192x1024x8192 (tests/data/gpu/h200-2026-11-28, docs/compute.md).
   bool gemm_wave_quantization = true;
+  // The speed of a 16-bit GEMM whose leading dimensions are not multiples of 8 elements (16
+  // bytes), as a fraction of the aligned speed, from the measurement named in
+  // `gemm_misaligned_source`: cuBLAS then cannot take its kernels that load 16-byte vectors
+  // (NVIDIA's Matrix Multiplication Background guide, "Tensor Core Requirements", which gives no
+  // factor). In the framework's row-major calls the leading dimensions are a GEMM's feature widths,
+  // its n and k here, whichever pass, never its token count. `even`: both widths even, one not a
+  // multiple of 8; `odd`: one odd. 1: not measured, and no such GEMM is slowed (docs/compute.md).
+  struct MisalignedGemm {
+    double even = 1, odd = 1;
+    friend bool operator==(const MisalignedGemm&, const MisalignedGemm&) = default;
+  };
+  MisalignedGemm gemm_misaligned_efficiency;
+  std::string gemm_misaligned_source;
   // The relative standard deviation of one GPU's sustained speed between GPUs of this SKU busy at
   // once (manufacturing and power-management variability), from the measurement named in
   // `speed_spread_source`: a synchronous job runs at its slowest GPU's pace, so sim::SlowestGpuPace
@@ -528,6 +541,12 @@ struct PlanSpec {
   // DeepSpeed's checkpoints are reentrant and rerun the whole layer. With recompute_layers, in each
   // recomputed layer (RecomputeEarlyStopBlocker says where it skips nothing).
   bool recompute_early_stop = false;
+  // The vocabulary the embedding and the output head are built with: the model's, padded up to a
+  // multiple of vocab_divisible_by x tp (Megatron-LM's --make-vocab-size-divisible-by, default
+  // 128, and _vocab_size_with_padding in megatron/training/tokenizer/tokenizer.py, which pads to a
+  // multiple of it times the TP size; NeMo and Megatron-DeepSpeed the same). 1: the model's
+  // vocabulary as it is (PyTorch-native frameworks). PaddedVocab gives the size.
+  int64_t vocab_divisible_by = 1;
   // Selective recompute: the modules recomputed, ModuleBit(RecomputeModule) bits.
   uint32_t recompute_modules = kDefaultRecomputeModules;
   int64_t micro_batch = 1;   // sequences per microbatch
@@ -747,6 +766,10 @@ std::string Choices();  // "gelu|swiglu"
 // an unknown or repeated name or an empty list.
 std::string RecomputeModulesString(uint32_t modules);
 bool ParseRecomputeModules(const std::string& text, uint32_t* out);
+
+// The vocabulary `p` builds `m` with (PlanSpec::vocab_divisible_by): m.vocab rounded up to a
+// multiple of vocab_divisible_by x tp; m.vocab itself when vocab_divisible_by is 1.
+int64_t PaddedVocab(const ModelSpec& m, const PlanSpec& p);
 
 // Why PyTorch's checkpoint early stop (PlanSpec::recompute_early_stop) would skip nothing of this
 // model's blocks under this plan, or nullptr when it skips the dense MLP's output projection: with

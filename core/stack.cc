@@ -140,6 +140,13 @@ Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string&
     if (Status st = BoolField(j, "dropout", prefix, &v); !st.ok()) return st;
     s.dropout = v;
   }
+  if (auto it = j.find("vocab_divisible_by"); it != j.end()) {
+    if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > 65536)
+      return Status::InvalidArgument(prefix +
+                                     ".vocab_divisible_by: must be an integer from 1 to 65536 (Megatron-LM's "
+                                     "--make-vocab-size-divisible-by, default 128)");
+    s.vocab_divisible_by = it->get<int64_t>();
+  }
   if (auto it = j.find("cuda_context_bytes"); it != j.end()) {
     if (!it->is_number_integer() || it->get<int64_t>() <= 0 || it->get<int64_t>() > (int64_t{64} << 30))
       return Status::InvalidArgument(prefix + ".cuda_context_bytes: must be a byte count from 1 to 64 GiB");
@@ -231,6 +238,7 @@ void ApplyStack(const SoftwareStack& s, ModelSpec* m, PlanSpec* p) {
   if (s.cuda_context_bytes > 0) p->cuda_context_bytes = s.cuda_context_bytes;
   p->transformer_engine = s.transformer_engine;
   if (s.dropout) m->dropout = *s.dropout;
+  if (s.vocab_divisible_by > 0) p->vocab_divisible_by = s.vocab_divisible_by;
 }
 
 std::string ApplyStackPipelineSharding(const SoftwareStack& s, PlanSpec* p) {
@@ -268,6 +276,9 @@ std::string StackSummary(const SoftwareStack& s) {
          (s.transformer_engine ? ", Transformer Engine" : "") +
          (s.dropout ? std::string(*s.dropout ? ", dropout" : ", no dropout") : std::string()) +
          (s.recompute_early_stop ? ", full recomputation with the checkpoint early stop" : "") +
+         (s.vocab_divisible_by > 1
+              ? ", vocabulary padded to a multiple of " + std::to_string(s.vocab_divisible_by) + " x tp"
+              : std::string()) +
          (s.moe_host == MoeHost::kNone ? ", no MoE host floor (its MoE host time not measured)" : "") +
          (s.moe_probs == MoeProbs::kFused ? std::string()
                                           : std::string(", MoE probabilities at the ") + Name(s.moe_probs)) +

@@ -101,6 +101,9 @@ struct SoftwareStack {
   // the MLP's output projection. Applied where the plan recomputes fully and the stop skips
   // something (ApplyStackRecomputeEarlyStop).
   bool recompute_early_stop = false;
+  // The vocabulary padding its model code applies (PlanSpec::vocab_divisible_by): Megatron-LM's
+  // --make-vocab-size-divisible-by, 128 by default, times the TP size. 0: none set (the plan's).
+  int64_t vocab_divisible_by = 0;
 };
 
 Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string& prefix = "stack");

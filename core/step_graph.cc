@@ -99,7 +99,7 @@ namespace {
 
 class Builder {
  public:
-  Builder(const ModelSpec& m, const PlanSpec& p) : m_(m), p_(p) {
+  Builder(const ModelSpec& m, const PlanSpec& p) : m_(m), p_(p), vocab_(PaddedVocab(m, p)) {
     t_ = p.tp;
     sp_ = p.sequence_parallel && p.tp > 1;
     async_tp_ = sp_ && p.tp_overlap == TpOverlap::kAsync;
@@ -212,7 +212,7 @@ class Builder {
   // gradients' dtype; under ZeRO-3 the rank's shard of it.
   void TiedEmbeddingSync(std::vector<Op>* out) {
     if (!m_.tied_embeddings || p_.pp <= 1) return;
-    int64_t elements = m_.vocab * m_.hidden / t_;
+    int64_t elements = vocab_ * m_.hidden / t_;
     if (p_.zero == 3) elements = std::max<int64_t>(elements / std::max<int64_t>(p_.dp * p_.cp, 1), 1);
     Coll(out, "tied_embedding_all_reduce", CollectiveKind::kAllReduce, CommGroup::kPpEnds,
          elements * DtypeBytes(p_.dtypes.grads));
@@ -292,8 +292,9 @@ class Builder {
     std::vector<Op>& fwd = *ops;
     Norm(&fwd, norm_name, tokens_ * m_.hidden / (sp_ ? t_ : 1));
     TpGather(&fwd, "head_gather", /*sixteen_bit=*/true);
-    // The vocab-parallel head: each rank holds ceil(V/t) columns (the last one padded).
-    const int64_t v_local = (m_.vocab + t_ - 1) / t_;
+    // The vocab-parallel head: each rank holds ceil(V/t) columns of the padded vocabulary
+    // (PlanSpec::vocab_divisible_by; with none, the last rank's padded).
+    const int64_t v_local = (vocab_ + t_ - 1) / t_;
     Gemm(&fwd, "output_head", tokens_, v_local, m_.hidden, 1, /*sixteen_bit=*/true);
     // The loss over this rank's logits, by its implementation's passes (CrossEntropyCost; the
     // backward's from EagerBackward). Flash (FlashAttention's kernel) keeps the three fp32 passes
@@ -319,10 +320,10 @@ class Builder {
   // last stage's copy of the word embedding (core/memory.cc).
   bool HeadHoldsOutputWeight() const { return !m_.tied_embeddings || p_.pp > 1; }
   int64_t HeadParams() const {
-    int64_t n = (HeadHoldsOutputWeight() ? m_.vocab * m_.hidden / t_ : 0) + m_.hidden;
+    int64_t n = (HeadHoldsOutputWeight() ? vocab_ * m_.hidden / t_ : 0) + m_.hidden;
     if (m_.mtp_layers > 0) {
       n += m_.MtpParamCopies() * (2 * m_.hidden * m_.hidden / t_ + 3 * NormParams(m_, m_.hidden));
-      if (!m_.tied_embeddings && p_.pp > 1) n += m_.vocab * m_.hidden / t_;
+      if (!m_.tied_embeddings && p_.pp > 1) n += vocab_ * m_.hidden / t_;
     }
     return n;
   }
@@ -1200,7 +1201,7 @@ class Builder {
            (m_.mtp_layers > 0 && !m_.tied_embeddings && p_.pp > 1 ? 1 : 0);
   }
   int64_t EmbeddingParams() const {
-    return m_.vocab * m_.hidden / t_ + (m_.position == PositionKind::kLearned ? m_.max_seq * m_.hidden : 0);
+    return vocab_ * m_.hidden / t_ + (m_.position == PositionKind::kLearned ? m_.max_seq * m_.hidden : 0);
   }
 
   // ZeRO paper §7: DDP all-reduces gradients (2 psi); ZeRO-1/2 reduce-scatter gradients and
@@ -1366,6 +1367,7 @@ class Builder {
 
   const ModelSpec& m_;
   const PlanSpec& p_;
+  int64_t vocab_;  // PaddedVocab: the embedding's and the head's rows
   int64_t t_ = 1, s_ = 0, tokens_ = 0, e_ = 2;
   bool sp_ = false, async_tp_ = false, eager_ = false, eager_norm_ = false;
   Dtype gemm_dtype_ = Dtype::kBf16;

@@ -265,6 +265,15 @@ void ValidateGpu(const GpuSpec& g, const std::string& p, Diagnostics* d) {
              "must be a fraction in [0, 0.2]: the relative standard deviation of one GPU's speed (0.013 = 1.3%; 0 "
              "turns the slowest-GPU pace off; got " +
                  S(g.speed_spread) + ")");
+  for (auto [what, v] :
+       {std::pair{"even", g.gemm_misaligned_efficiency.even}, std::pair{"odd", g.gemm_misaligned_efficiency.odd}})
+    if (!(v > 0 && v <= 1))
+      d->Error(p + ".gemm_misaligned_efficiency." + what,
+               "must be a fraction of the aligned GEMM's speed in (0, 1] (1: not measured; got " + S(v) + ")");
+  if (!(g.gemm_misaligned_efficiency.odd <= g.gemm_misaligned_efficiency.even))
+    d->Error(p + ".gemm_misaligned_efficiency.odd",
+             "must not exceed .even: an odd width loads narrower vectors than an even one (got odd " +
+                 S(g.gemm_misaligned_efficiency.odd) + ", even " + S(g.gemm_misaligned_efficiency.even) + ")");
   for (const auto& [dt, v] : g.gemm_efficiency) {
     if (!(v > 0 && v <= 1))
       d->Error(p + ".gemm_efficiency." + Name(dt), "must be a fraction of the peak in (0, 1] (got " + S(v) + ")");
@@ -306,6 +315,8 @@ void ValidateGpu(const GpuSpec& g, const std::string& p, Diagnostics* d) {
     d->Error(p + ".attention_curve_source", "must name the benchmark the attention curves come from");
   if (!g.attention_efficiency.empty() && g.attention_efficiency_source.empty())
     d->Error(p + ".attention_efficiency_source", "must name the measurement the attention efficiencies come from");
+  if (g.gemm_misaligned_efficiency != GpuSpec::MisalignedGemm{} && g.gemm_misaligned_source.empty())
+    d->Error(p + ".gemm_misaligned_source", "must name the measurement the misaligned GEMMs' fractions come from");
   if (!g.gemm_efficiency.empty() && g.gemm_efficiency_source.empty())
     d->Error(p + ".gemm_efficiency_source", "must name the measurement the sustained GEMM efficiencies come from");
 }
@@ -399,6 +410,11 @@ void CheckDegrees(const PlanSpec& pl, const ModelSpec& m, const ClusterSpec& c, 
     d->Warning("plan.tp", S(pl.tp) + " spans more than one scale-up domain (cluster.scale_up_domain_gpus=" +
                               S(c.scale_up_domain_gpus) + "): tensor-parallel traffic crosses the scale-out network");
   if (pl.sequence_parallel && pl.tp == 1) d->Warning("plan.sequence_parallel", "has no effect with tp=1");
+  if (pl.vocab_divisible_by < 1 || pl.vocab_divisible_by > 65536)
+    d->Error("plan.vocab_divisible_by",
+             "must be from 1 (the model's vocabulary as it is) to 65536: the vocabulary is padded to a multiple of "
+             "it times plan.tp (Megatron-LM's --make-vocab-size-divisible-by, default 128; got " +
+                 S(pl.vocab_divisible_by) + ")");
   if (pl.segment_nodes < 0) {
     d->Error("plan.segment_nodes", "must be >= 0 nodes (0: no Slurm segments; got " + S(pl.segment_nodes) + ")");
   } else if (pl.segment_nodes > 0 && c.gpus_per_node > 0 && c.scale_up_domain_gpus > 0) {

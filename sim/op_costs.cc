@@ -50,6 +50,13 @@ std::string CostedOpHow(const CostedOp& c) {
                     : c.memory_bound ? "memory-bound"
                                      : "compute-bound",
                     c.kernel_bound && op.batch > 1 ? " (each of its kernels)" : "");
+      if (c.alignment < 1.0) {
+        // GemmAlignmentEfficiency: cuBLAS's kernels for rows that are not 16-byte multiples.
+        const std::string done = b;
+        std::snprintf(b, sizeof b, ", %s width off a multiple of 8 (x%.3f)",
+                      op.n % 2 != 0 || op.k % 2 != 0 ? "odd" : "even", c.alignment);
+        return done + b + in_share;
+      }
       return b + in_share;
     case core::OpKind::kAttention: {
       std::snprintf(b, sizeof b, "%.0f TFLOP/s, %s%s", c.time_s > 0 ? op.Flops() / c.time_s / 1e12 : 0.0,

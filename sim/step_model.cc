@@ -614,6 +614,12 @@ double GemmWaveCost(const Op& op, const core::GpuSpec& g) {
 
 double GemmWaveEfficiency(const Op& op, const core::GpuSpec& g) { return 1.0 / GemmWaveCost(op, g); }
 
+double GemmAlignmentEfficiency(const Op& op, const core::GpuSpec& g) {
+  if (op.kind != OpKind::kGemm || (op.dtype != core::Dtype::kBf16 && op.dtype != core::Dtype::kFp16)) return 1.0;
+  if (op.n % 8 == 0 && op.k % 8 == 0) return 1.0;
+  return (op.n % 2 != 0 || op.k % 2 != 0) ? g.gemm_misaligned_efficiency.odd : g.gemm_misaligned_efficiency.even;
+}
+
 namespace {
 // Inlined into ComputeOpTimeWith, its hot caller: a call per GEMM costed 20 instructions of
 // prologue and epilogue (about 2% of an estimate).
@@ -627,8 +633,8 @@ namespace {
   const double bytes =
       static_cast<double>(op.m * op.k + op.k * op.n + op.m * op.n) * static_cast<double>(core::DtypeBytes(op.dtype));
   const double rate = rates->GemmRate(g, prof, op.dtype);
-  return {(f1 * GemmWaveCost(op, g) + prof.gemm_half_flops) / rate, bytes / (g.hbm_bytes_per_s * prof.hbm_efficiency),
-          f1 / rate};
+  return {(f1 * GemmWaveCost(op, g) / GemmAlignmentEfficiency(op, g) + prof.gemm_half_flops) / rate,
+          bytes / (g.hbm_bytes_per_s * prof.hbm_efficiency), f1 / rate};
 }
 }  // namespace
 
@@ -794,6 +800,7 @@ std::vector<CostedOpList> CostStepGraph(const core::ModelSpec& m, const core::Pl
           const GemmRoofline sides = GemmSides(op, g, prof);
           row.memory_bound = sides.memory_s > sides.compute_s;
           row.kernel_bound = op.instance_kernels && std::max(sides.compute_s, sides.memory_s) < prof.kernel_overhead_s;
+          row.alignment = GemmAlignmentEfficiency(op, g);
         }
       }
       list.ops.push_back(row);
@@ -883,7 +890,7 @@ ListKey KeyOf(const core::PlanSpec& p) {
   // bits, 48-55; elementwise 56-57; MoE dispatcher 59; per-tensor ZeRO-3's overlapped reduce-scatters 60; repeat_kv 61;
   // grad_prescale 62. The last word: the cross entropy, Transformer Engine at bit 8, whose FP8 TP gathers move the
   // quantized bytes, core/step_graph.cc TpGather, and the MoE routing at bit 9 where the flex dispatcher reads it, the
-  // FP8 parameter gather at bit 10, FP8 attention at bit 11.)
+  // FP8 parameter gather at bit 10, FP8 attention at bit 11, the vocabulary's padding multiple from bit 12.)
   return {p.tp,
           p.cp,
           p.ep,
@@ -899,7 +906,7 @@ ListKey KeyOf(const core::PlanSpec& p) {
           e(p.cross_entropy) | e(p.transformer_engine) << 8 |
               e(p.ep > 1 && p.moe_dispatcher == core::MoeDispatcher::kFlex ? p.moe_routing : core::MoeRouting::kUniform)
                   << 9 |
-              e(p.fp8_param_gather) << 10 | e(p.fp8_attention) << 11};
+              e(p.fp8_param_gather) << 10 | e(p.fp8_attention) << 11 | p.vocab_divisible_by << 12};
 }
 struct ListKeyHash {
   size_t operator()(const ListKey& k) const {

@@ -121,6 +121,7 @@ struct CostedOp {
   double exposed_s = 0;
   bool memory_bound = false;   // a GEMM whose operands' HBM traffic outlasts its math (GemmSides)
   bool kernel_bound = false;   // a GEMM of kernels shorter than the per-kernel time t_k (each takes t_k)
+  double alignment = 1.0;      // a 16-bit GEMM's GemmAlignmentEfficiency (widths off a multiple of 8: < 1)
   core::GroupSpan span;        // a collective's or send's group on the cluster's tiers
   const char* algorithm = "";  // a collective's or send's algorithm ("ring", "tree", ...)
 };
@@ -349,6 +350,11 @@ double ComputeOpTime(const core::Op& op, const core::GpuSpec& g, const core::Pro
 // `gemm_wave_quantization` is false (Hopper: measured, docs/compute.md).
 inline constexpr int64_t kGemmTileRows = 128, kGemmTileCols = 256;
 double GemmWaveEfficiency(const core::Op& op, const core::GpuSpec& g);
+// A 16-bit GEMM whose feature widths (n or k: the leading dimensions of the framework's row-major
+// operands, in every pass) are not multiples of 8 elements runs at `g`'s
+// gemm_misaligned_efficiency (even, or odd where one width is odd) of the aligned speed; 1
+// otherwise, for other dtypes (not measured) and for a GPU without the measurement.
+double GemmAlignmentEfficiency(const core::Op& op, const core::GpuSpec& g);
 // One GEMM instance's two roofline sides, as ComputeOpTime costs them: compute at the dtype's peak x
 // efficiency (with the wave fraction and the F_half ramp), and A, B and C at HBM speed x the
 // profile's hbm_efficiency. The op takes batch x the larger (at least the kernel overhead t_k

@@ -475,6 +475,17 @@ run(report_recompute_early_stop_bad 1 "plan.recompute_early_stop: stops the reco
 run(report_recompute_early_stop_te 1 "plan.recompute_early_stop: .*which here skips nothing: Transformer Engine's linear layers"
     report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 3 --seq 4096 --recompute full --recompute-early-stop
     --transformer-engine)
+# A 16-bit GEMM whose widths are not multiples of 8 runs cuBLAS's narrow-load kernels (measured on
+# an H200: 0.358 of the aligned speed for even widths, 0.186 for odd; docs/compute.md). GPT-3's
+# 50,257-token head at TP 8 is 6,283 columns a rank (odd); Megatron pads the vocabulary to a
+# multiple of 128 x TP, 6,400 columns (--vocab-divisible-by 128, the Megatron stacks' default).
+run(report_misaligned_gemm 0 "output_head +2048x6283x12288 +bf16 .* compute-bound, odd width off a multiple of 8 \\(x0\\.186\\)"
+    report --model gpt3-175b --gpu h100-sxm --tp 8 --pp 8 --dp 4 --seq 2048 --mbs 1 --gbs 256 --ops)
+run(report_vocab_padded 0 "output_head +2048x6400x12288 +bf16 .* compute-bound\n"
+    report --model gpt3-175b --gpu h100-sxm --tp 8 --pp 8 --dp 4 --seq 2048 --mbs 1 --gbs 256 --ops
+    --vocab-divisible-by 128)
+run(report_vocab_padded_bad 1 "plan.vocab_divisible_by: must be from 1 \\(the model's vocabulary as it is\\) to 65536"
+    report --model gpt3-175b --gpu h100-sxm --tp 8 --pp 8 --dp 4 --seq 2048 --mbs 1 --gbs 256 --vocab-divisible-by 0)
 # The torchtitan and LLM Foundry stacks' full recomputation is PyTorch's non-reentrant checkpoint
 # (presets/stacks): the early stop by default, said; --no-recompute-early-stop replays the block.
 run(report_stack_recompute_early_stop 0 "recompute full \\(early stop\\).*stack torchtitan-2024: full recomputation stops at the block's last saved tensor"

@@ -217,6 +217,35 @@ TEST(SpecJsonTest, GpuSustainedGemmEfficiencyNeedsASourceAndAPeak) {
   ASSERT_FALSE(not_object.ok());
 }
 
+TEST(SpecJsonTest, GpuMisalignedGemmFractionsRoundTripAndAreBounded) {
+  const std::string base = R"({"name": "x", "peak_flops_per_s": {"bf16": 1e15}, "hbm_bytes": "80GiB",
+                               "hbm_bytes_per_s": 3e12, "tdp_w": 700, )";
+  auto none = ParseGpuJson(base + R"("sms": 1})");  // not measured: no GEMM slowed
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_DOUBLE_EQ(none->gemm_misaligned_efficiency.even, 1.0);
+  EXPECT_DOUBLE_EQ(none->gemm_misaligned_efficiency.odd, 1.0);
+  auto ok = ParseGpuJson(base + R"("gemm_misaligned_efficiency": {"even": 0.358, "odd": 0.186},
+                                   "gemm_misaligned_source": "a sweep"})");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_DOUBLE_EQ(ok->gemm_misaligned_efficiency.even, 0.358);
+  EXPECT_DOUBLE_EQ(ok->gemm_misaligned_efficiency.odd, 0.186);
+  auto back = ParseGpuJson(GpuToJson(*ok));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, *ok);
+  for (auto [bad, field] :
+       {std::pair{R"("gemm_misaligned_efficiency": {"even": 0, "odd": 0}, "gemm_misaligned_source": "s"})",
+                  "gpu.gemm_misaligned_efficiency.even"},
+        std::pair{R"("gemm_misaligned_efficiency": {"even": 0.3, "odd": 0.5}, "gemm_misaligned_source": "s"})",
+                  "gpu.gemm_misaligned_efficiency.odd"},
+        std::pair{R"("gemm_misaligned_efficiency": {"even": 0.3, "odd": 0.2}})", "gpu.gemm_misaligned_source"},
+        std::pair{R"("gemm_misaligned_efficiency": {"even": 0.3}, "gemm_misaligned_source": "s"})",
+                  "gpu.gemm_misaligned_efficiency.odd"}}) {
+    auto r = ParseGpuJson(base + bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find(field), std::string::npos) << r.status().message();
+  }
+}
+
 TEST(SpecJsonTest, GpuAttentionEfficiencyIsPerFusedKernel) {
   const std::string base = R"({"name": "x", "peak_flops_per_s": {"bf16": 1e15}, "hbm_bytes": "80GiB",
                                "hbm_bytes_per_s": 3e12, "tdp_w": 700, )";

@@ -264,6 +264,32 @@ TEST(StackTest, TorchtitanFsdpUnderPipelineParallelismHoldsTheStageUnsharded) {
   EXPECT_NE(bad.status().message().find("stack.repeat_kv"), std::string::npos);
 }
 
+TEST(StackTest, MegatronStacksPadTheVocabularyAsMegatronDoes) {
+  // Megatron-LM's --make-vocab-size-divisible-by (default 128) times the TP size; the PyTorch-native
+  // stacks build the model's vocabulary as it is.
+  for (const char* name :
+       {"megatron-lm-2021", "megatron-lm-2022", "megatron-core-2024", "megatron-deepspeed-2022", "megascale-2024"}) {
+    auto s = LoadStack(name);
+    ASSERT_TRUE(s.ok()) << name;
+    EXPECT_EQ(s->vocab_divisible_by, 128) << name;
+    EXPECT_NE(StackSummary(*s).find("vocabulary padded to a multiple of 128 x tp"), std::string::npos) << name;
+    ModelSpec m = *LoadModel("gpt3-175b");
+    PlanSpec p;
+    p.tp = 8;
+    ApplyStack(*s, &m, &p);
+    EXPECT_EQ(PaddedVocab(m, p), 51200) << name;
+  }
+  for (const char* name : {"torchtitan-2024", "torchtitan-2025", "llm-foundry-2023", "nemo-automodel-2025"}) {
+    auto s = LoadStack(name);
+    ASSERT_TRUE(s.ok()) << name;
+    ModelSpec m = *LoadModel("gpt3-175b");
+    PlanSpec p;
+    p.tp = 8;
+    ApplyStack(*s, &m, &p);
+    EXPECT_EQ(PaddedVocab(m, p), 50257) << name;
+  }
+}
+
 TEST(StackTest, PyTorchStacksStopTheirCheckpointReplayEarlyOnFullRecomputationOnly) {
   // torchtitan wraps each block with torch's non-reentrant checkpoint_wrapper (parallelize_llama.py
   // at 9dec370 and 820504e) and LLM Foundry's MPT yamls ask Composer for the same

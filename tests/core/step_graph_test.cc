@@ -1130,6 +1130,38 @@ const Op* FindOp(const std::vector<Op>& ops, std::string_view name) {
   return nullptr;
 }
 
+TEST(StepGraphTest, MegatronPadsTheVocabularyToAMultipleOfItsDivisorTimesTp) {
+  // Megatron-LM's _vocab_size_with_padding: GPT-2's 50,257 tokens at --make-vocab-size-divisible-by
+  // 128 and TP 8 pad to the next multiple of 1,024, 51,200: each rank's head GEMM is 6,400 columns
+  // wide, a multiple of 8 (6,283 unpadded: odd, the GEMM cuBLAS runs at an sm75 kernel on Hopper).
+  auto m = LoadModel("gpt3-175b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p = Plan(8, 1, true);
+  EXPECT_EQ(PaddedVocab(*m, p), 50257);
+  const Op* unpadded = FindOp(BuildStepGraph(*m, p).head, "output_head");
+  ASSERT_NE(unpadded, nullptr);
+  EXPECT_EQ(unpadded->n, 6283);
+  p.vocab_divisible_by = 128;
+  EXPECT_EQ(PaddedVocab(*m, p), 51200);
+  const StepGraph g = BuildStepGraph(*m, p);
+  const Op* head = FindOp(g.head, "output_head");
+  ASSERT_NE(head, nullptr);
+  EXPECT_EQ(head->n, 6400);
+  // The padded rows are weights: (51,200 - 50,257) x 12,288 = 11,587,584 more in each of the
+  // embedding and the untied head.
+  const auto gpu = LoadGpu("h100-sxm");
+  ASSERT_TRUE(gpu.ok());
+  PlanSpec unpadded_plan = p;
+  unpadded_plan.vocab_divisible_by = 1;
+  const MemoryReport padded_memory = EstimateMemory(*m, p, *gpu), plain = EstimateMemory(*m, unpadded_plan, *gpu);
+  EXPECT_EQ(padded_memory.params.embedding - plain.params.embedding, 11587584);
+  EXPECT_EQ(padded_memory.params.total - plain.params.total, (m->tied_embeddings ? 1 : 2) * int64_t{11587584});
+  // At TP 1 the multiple is 128: 50,304 (nanoGPT's "padded up to nearest multiple of 64 for
+  // efficiency" lands on the same 50,304).
+  p.tp = 1;
+  EXPECT_EQ(PaddedVocab(*m, p), 50304);
+}
+
 TEST(StepGraphTest, Fp8AttentionQuantizesQkvAndTheOutputGradientAndRunsTheFp8Kernel) {
   // Transformer Engine's FP8 attention under current scaling (PlanSpec::fp8_attention): Llama 3 8B
   // (32 query heads, 8 kv heads, head dim 128), one 8192-token sequence, t = 1. Q, K and V

@@ -265,6 +265,49 @@ TEST(StepModelTest, GemmsRunAtTheGpuPresetsSustainedEfficiencyUnlessTheProfileMe
   EXPECT_DOUBLE_EQ(GemmEfficiency(*back, h100, core::Dtype::kBf16), 0.643);
 }
 
+TEST(StepModelTest, MisalignedSixteenBitGemmsRunAtTheMeasuredFraction) {
+  // One H200, 2026-12-04 (tests/data/gpu/h200-2026-12-04/gemm_alignment.json, scripts/gpu_probes.py
+  // gemm_alignment): torch.mm at 8192 cubed with N or K at 8192 - r. Aligned (N, K multiples of 8)
+  // median 747.6 TFLOP/s; N or K even, not a multiple of 8: 267.6 (0.358); odd: 139.0 (0.186). M
+  // off a multiple of 8 ran the aligned kernels (M is no leading dimension).
+  const core::GpuSpec h200 = *core::LoadGpu("h200");
+  const core::Profile defaults;
+  core::Op gemm;
+  gemm.kind = core::OpKind::kGemm;
+  gemm.dtype = core::Dtype::kBf16;
+  gemm.m = 8192;
+  gemm.n = 8192;
+  gemm.k = 8192;
+  // The aligned GEMM's compute side: (2 x 8192^3 + F_half 1e9) / (989.4e12 x 0.681) = 1.6333 ms.
+  const double aligned = (2.0 * 8192 * 8192 * 8192 + 1e9) / (989.4e12 * 0.681);
+  EXPECT_NEAR(GemmSides(gemm, h200, defaults).compute_s, aligned, 1e-12);
+  EXPECT_DOUBLE_EQ(GemmAlignmentEfficiency(gemm, h200), 1.0);
+  gemm.m = 8191;  // the token count: no leading dimension
+  EXPECT_DOUBLE_EQ(GemmAlignmentEfficiency(gemm, h200), 1.0);
+  gemm.m = 8192;
+  gemm.k = 8188;  // even, 4 mod 8: (2 x 8192^2 x 8188 / 0.358 + 1e9) / (989.4e12 x 0.681) = 4.5575 ms
+  EXPECT_DOUBLE_EQ(GemmAlignmentEfficiency(gemm, h200), 0.358);
+  EXPECT_NEAR(GemmSides(gemm, h200, defaults).compute_s, (2.0 * 8192 * 8192 * 8188 / 0.358 + 1e9) / (989.4e12 * 0.681),
+              1e-12);
+  EXPECT_NEAR(GemmSides(gemm, h200, defaults).compute_s, 4.5575e-3, 1e-7);
+  gemm.k = 8192;
+  gemm.n = 8191;  // odd
+  EXPECT_DOUBLE_EQ(GemmAlignmentEfficiency(gemm, h200), 0.186);
+  // The unfused attention's score GEMM at head dim 108 (K = 108): the even fraction.
+  core::Op scores = gemm;
+  scores.m = 2048;
+  scores.n = 2048;
+  scores.k = 108;
+  scores.batch = 64;
+  EXPECT_DOUBLE_EQ(GemmAlignmentEfficiency(scores, h200), 0.358);
+  // FP8 GEMMs (16-byte rows are 16 elements) were not measured: unchanged; nor is an A100 (no
+  // measurement in its preset).
+  gemm.dtype = core::Dtype::kFp8;
+  EXPECT_DOUBLE_EQ(GemmAlignmentEfficiency(gemm, h200), 1.0);
+  gemm.dtype = core::Dtype::kBf16;
+  EXPECT_DOUBLE_EQ(GemmAlignmentEfficiency(gemm, *core::LoadGpu("a100-80g")), 1.0);
+}
+
 TEST(StepModelTest, NoGemmKernelIsShorterThanThePerKernelTime) {
   // Eight experts' GEMMs, each a kernel of its own, as Qwen3-30B-A3B's fc1 forward at 64 rows per
   // expert (64 x 1536 x 2048, bf16) on an H200. One instance's roofline: compute (2 x 64 x 1536 x

@@ -13,7 +13,7 @@ def get_device_arch_version():
 def parse_args(extra_args_provider=None, ignore_unknown_args=False):
     p = argparse.ArgumentParser(prog="pretrain_gpt.py")
     for flag in ("--num-layers", "--hidden-size", "--num-attention-heads", "--ffn-hidden-size",
-                 "--num-query-groups", "--seq-length", "--max-position-embeddings",
+                 "--num-query-groups", "--seq-length", "--max-position-embeddings", "--make-vocab-size-divisible-by",
                  "--micro-batch-size", "--global-batch-size"):
         p.add_argument(flag, type=int)
     for flag in ("--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers"):

@@ -217,10 +217,11 @@ def main_sustained(path, *cases):
     out, B column-major as cuBLASLt's fp8 kernels take it), or attn:SEQ:SECONDS (a causal
     FlashAttention-2 forward + backward of one SEQ-token sequence, 32 heads of 128, through SDPA's
     flash backend: whether attention is held by the power limit as the GEMMs are), or
-    layer:SEQ:SECONDS / layer_compiled:SEQ:SECONDS (four Llama 3 8B blocks, forward + backward of one
-    SEQ-token sequence, eager or each block compiled whole: whether a training step's mix settles as
-    a GEMM alone does; its TFLOP/s count the step's GEMM and causal attention FLOPs, with step_ms
-    per window); default
+    layer:SHAPE:SECONDS / layer_compiled:SHAPE:SECONDS (four Llama blocks, forward + backward of
+    8,192 tokens in sequences of SEQ, eager or each block compiled whole; SHAPE is SEQ for Llama 3
+    8B's block or SEQxHIDDENxFFNxHEADSxKV_HEADS: whether a training step's mix settles as a GEMM
+    alone does; its TFLOP/s count the step's GEMM and causal attention FLOPs, with step_ms per
+    window); default
     bf16:8192x8192x8192:20 and
     bf16:8192x8448x20480:20 (ml-engineering's H200 bf16 MSMF shape)."""
     import torch
@@ -246,19 +247,23 @@ def main_sustained(path, *cases):
             # Four Llama 3 8B blocks (llama_block_class), one SHAPE-token sequence, bf16, forward +
             # backward without checkpointing, eager or each block compiled whole: a training
             # step's mix of GEMMs, attention and memory-bound ops, held as long as a GEMM case.
+            # SHAPE: SEQ (Llama 3 8B's block) or SEQxHIDDENxFFNxHEADSxKV_HEADS (a TP rank's share),
+            # 8,192 tokens a step in 8192 / SEQ sequences.
             Block = llama_block_class(torch)
-            seq, h, f, heads, kv = int(shape), 4096, 14336, 32, 8
+            dims = [int(v) for v in shape.split("x")]
+            seq, h, f, heads, kv = dims if len(dims) == 5 else (dims[0], 4096, 14336, 32, 8)
+            batch = max(8192 // seq, 1)
             blocks = [Block(h, f, heads, kv).cuda().to(torch.bfloat16) for _ in range(4)]
             runs = [torch.compile(blk, fullgraph=True) for blk in blocks] if dtype == "layer_compiled" else blocks
-            x = torch.randn(1, seq, h, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+            x = torch.randn(batch, seq, h, device="cuda", dtype=torch.bfloat16, requires_grad=True)
 
             def gemm():
                 y = x
                 for blk in runs:
                     y = blk(y)
                 y.float().sum().backward()
-            gemm_fwd = 2.0 * seq * (h * (h + 2 * kv * h // heads) + h * h + 3 * h * f)
-            attn_fwd = 4.0 * seq * seq * h / 2  # causal, as benchmark_flash_attention.py counts it
+            gemm_fwd = 2.0 * batch * seq * (h * (h + 2 * kv * h // heads) + h * h + 3 * h * f)
+            attn_fwd = 4.0 * batch * seq * seq * h / 2  # causal, as benchmark_flash_attention.py counts it
             flops = 4 * (3 * gemm_fwd + 3.5 * attn_fwd)  # the step's FLOPs: forward, backward 2x / 2.5x
             m, n, k = seq, h, f
             a, b = x, blocks
@@ -300,10 +305,14 @@ def main_sustained(path, *cases):
             t = s.elapsed_time(e) / 1e3
             clk, pw = smi("clocks.sm,power.draw")
             windows.append({"tflops": flops * n_calls / t / 1e12, "sm_mhz": float(clk), "power_w": float(pw)})
+        extra = {}
         if dtype.startswith("layer"):
             for w in windows:
                 w["step_ms"] = flops / (w["tflops"] * 1e12) * 1e3
-        row = {"dtype": dtype, "m": m, "n": n, "k": k, "windows": windows,
+            # The step's GEMM kernels right after the windows (the profiler over one step).
+            extra = {"tokens": batch * seq, "hidden": h, "ffn": f, "heads": heads, "kv_heads": kv,
+                     **{key: v for key, v in profiled_gemms(torch, gemm).items() if key != "gemm_kernel_names"}}
+        row = {"dtype": dtype, "m": m, "n": n, "k": k, "windows": windows, **extra,
                "first_window_tflops": windows[0]["tflops"],
                "last5_mean_tflops": sum(w["tflops"] for w in windows[-5:]) / len(windows[-5:])}
         res["shapes"].append(row)

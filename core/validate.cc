@@ -771,6 +771,28 @@ void CheckPrecision(const PlanSpec& pl, const GpuSpec& g, Diagnostics* d) {
 
 }  // namespace
 
+// Widths the GPU's GEMMs run slowly at (GpuSpec::gemm_misaligned_efficiency, measured): the
+// vocabulary a rank's head holds and the attention's head dim, said as warnings with the fraction,
+// since they are the plan's and the model's choice (Megatron pads the vocabulary).
+void CheckGemmWidths(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, Diagnostics* d) {
+  if (!d->wants_warnings() || g.gemm_misaligned_efficiency == GpuSpec::MisalignedGemm{} || pl.tp < 1) return;
+  auto fraction = [&](int64_t width) {
+    return width % 2 != 0 ? g.gemm_misaligned_efficiency.odd : g.gemm_misaligned_efficiency.even;
+  };
+  const int64_t head_columns = (PaddedVocab(m, pl) + pl.tp - 1) / pl.tp;
+  if (head_columns % 8 != 0)
+    d->Warning("plan.vocab_divisible_by",
+               "the output head's " + S(head_columns) + " vocabulary columns a rank (model.vocab " + S(m.vocab) +
+                   " over tp " + S(pl.tp) + ") are not a multiple of 8: its GEMMs run at " + S(fraction(head_columns)) +
+                   " of the aligned speed on " + g.name +
+                   " (docs/compute.md); Megatron-LM pads the vocabulary to a "
+                   "multiple of 128 x tp (--vocab-divisible-by 128, the Megatron stacks' default)");
+  if (m.attention == AttentionImpl::kNaive && m.head_dim % 8 != 0)
+    d->Warning("model.head_dim",
+               S(m.head_dim) + " is not a multiple of 8: the unfused attention's score and value GEMMs run at " +
+                   S(fraction(m.head_dim)) + " of the aligned speed on " + g.name + " (docs/compute.md)");
+}
+
 void ValidatePlan(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, const ClusterSpec& c, Diagnostics* d) {
   // Ranges first; the cross-checks below assume positive degrees.
   Diagnostics r;
@@ -845,6 +867,7 @@ void ValidatePlan(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, cons
   CheckRecompute(pl, m, d);
   CheckPrecision(pl, g, d);
   CheckBf16Layers(pl, m, g, d);
+  CheckGemmWidths(pl, m, g, d);
   // A dated kernel is a measurement of one library release on the GPUs it was measured on; on
   // another GPU there is nothing to read it from (the undated kernels fall back to the profile's
   // default efficiency).

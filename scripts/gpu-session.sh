@@ -8,7 +8,7 @@
 #   scripts/gpu-session.sh BIN_DIR OUT_DIR [STAGE ...]
 #
 # STAGEs (default: all, in this order): gtest gemm tiny verify gpt17b context_attention gemm_shapes
-# heldout sustained memory memory_expandable memory_default8 sustained_more memory_expandable8 host_moe expert_gemm megatron_moe megatron_layer cp_attention checkpoint_early_stop unfused_attention gemm_alignment layer_sustained layer_shapes memory_pools. The first GPU session (2026-11-28, H200) ran the first six; the second the
+# heldout sustained memory memory_expandable memory_default8 sustained_more memory_expandable8 host_moe expert_gemm megatron_moe megatron_layer cp_attention checkpoint_early_stop unfused_attention gemm_alignment layer_sustained layer_shapes layer_profile memory_pools. The first GPU session (2026-11-28, H200) ran the first six; the second the
 # rest and tiny, verify again; the third memory_expandable and memory_default8; the fourth sustained_more and memory_expandable8; the fifth (2026-11-30) host_moe, expert_gemm and memory_pools, then megatron_moe by itself; the sixth (2026-11-30) expert_gemm (with its four-stream loop) and megatron_layer, then cp_attention by itself. Everything lands in OUT_DIR: one session.log and a JSON per stage.
 # Since 2026-11-29 the memory stages also write the caching allocator's segments after the last step by stream
 # (pools_after_last_step), the check of FSDP2's reduce-scatter and all-gather pools in docs/memory.md §4.
@@ -133,6 +133,9 @@ want layer_sustained && step layer_sustained 230 env -u LD_LIBRARY_PATH python3 
 # 70B block's w1 GEMM alone: how the step's rate follows its share of non-GEMM time.
 want layer_shapes && step layer_shapes 200 env -u LD_LIBRARY_PATH python3 scripts/gpu_probes.py sustained \
   "$out/layer_shapes.json" layer:8192:25 layer:2048:25 layer:8192x8192x28672x64x8:25 bf16:8192x28672x8192:20
+# Where the step's time goes by kernel kind (GEMM, attention, norm, the rest) at the layer shapes above.
+want layer_profile && step layer_profile 120 env -u LD_LIBRARY_PATH python3 scripts/gpu_probes.py layer_profile \
+  "$out/layer_profile.json" 8192 2048 8192x8192x28672x64x8
 # The allocator's segments by stream after an FSDP2 step (pools_after_last_step; docs/memory.md §4).
 want memory_pools && step memory_pools 100 env -u LD_LIBRARY_PATH python3 scripts/gpu_probes.py memory \
   "$out/memory_pools.json" 2:1:8192

@@ -3,7 +3,7 @@
 
 Run by scripts/gpu-session.sh on a machine with an NVIDIA GPU and PyTorch 2.x:
 `gpu_probes.py MODE OUT.json`, MODE one of context_attention, sustained, memory, host_moe, expert_gemm,
-megatron_moe, megatron_layer, cp_attention, checkpoint_early_stop, unfused_attention, gemm_alignment (each function's docstring says what it measures); writes one JSON file. Nothing here is fitted to a published run: each number is what this GPU, driver
+megatron_moe, megatron_layer, cp_attention, checkpoint_early_stop, unfused_attention, gemm_alignment, layer_profile (each function's docstring says what it measures); writes one JSON file. Nothing here is fitted to a published run: each number is what this GPU, driver
 and PyTorch did, recorded with the versions that did it.
 
   context:   device memory a process holds beyond PyTorch's reserved bytes after CUDA's
@@ -1244,11 +1244,69 @@ def main_gemm_alignment(path, *cases):
         json.dump(res, f, indent=1)
 
 
+def main_layer_profile(path, *configs):
+    """Where a training step's time goes, kernel by kernel: four Llama blocks (llama_block_class),
+    bf16, forward + backward of 8,192 tokens, eager, after 5 warm-up steps, one step under the
+    profiler: the CUDA kernels' summed time by kind (GEMM: GEMM_KERNEL_TAGS; attention: names with
+    flash, fmha, attention or sdpa; norm; the rest) and the ten longest kernels, against the step's
+    CUDA-event median over 10 (docs/compute.md, the step's mix). configs: SEQ or
+    SEQxHIDDENxFFNxHEADSxKV_HEADS (default Llama 3 8B at 8,192 and 2,048 tokens a sequence)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    res = header(torch)
+    res.update({"format": "meshplan.gpu_layer_profile/1", "runs": []})
+    Block = llama_block_class(torch)
+    for cfg in configs or ("8192", "2048"):
+        dims = [int(v) for v in cfg.split("x")]
+        seq, h, f, heads, kv = dims if len(dims) == 5 else (dims[0], 4096, 14336, 32, 8)
+        batch = max(8192 // seq, 1)
+        row = {"seq": seq, "batch": batch, "hidden": h, "ffn": f, "heads": heads, "kv_heads": kv}
+        try:
+            blocks = [Block(h, f, heads, kv).cuda().to(torch.bfloat16) for _ in range(4)]
+            x = torch.randn(batch, seq, h, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+
+            def step():
+                y = x
+                for blk in blocks:
+                    y = blk(y)
+                y.float().sum().backward()
+            row["step_ms_median"] = event_median_ms(torch, step, 10, 5)
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                step()
+                torch.cuda.synchronize()
+            kinds, per_name = {}, {}
+            for ev in prof.events():
+                if ev.device_type.name != "CUDA":
+                    continue
+                name = ev.name.lower()
+                kind = ("gemm" if any(t in name for t in GEMM_KERNEL_TAGS) else
+                        "attention" if any(t in name for t in ("flash", "fmha", "attention", "sdpa")) else
+                        "norm" if "norm" in name else "other")
+                kinds[kind] = kinds.get(kind, 0.0) + ev.device_time / 1e3
+                key = ev.name[:100]
+                n, t = per_name.get(key, (0, 0.0))
+                per_name[key] = (n + 1, t + ev.device_time / 1e3)
+            row["kernel_ms_by_kind"] = kinds
+            row["kernel_ms_total"] = sum(kinds.values())
+            row["longest_kernels"] = [{"name": k, "count": n, "ms": t} for k, (n, t) in
+                                      sorted(per_name.items(), key=lambda kv_: -kv_[1][1])[:12]]
+            del blocks, x
+            torch.cuda.empty_cache()
+        except Exception:  # recorded, not fatal
+            import traceback
+            row["error"] = traceback.format_exc()[-1500:]
+        res["runs"].append(row)
+        print("layer_profile:", json.dumps({k: v for k, v in row.items() if k != "longest_kernels"}), flush=True)
+    with open(path, "w") as f:
+        json.dump(res, f, indent=1)
+
+
 if __name__ == "__main__":
     modes = {"context_attention": main_context_attention, "sustained": main_sustained, "memory": main_memory,
              "host_moe": main_host_moe, "expert_gemm": main_expert_gemm,
              "megatron_moe": main_megatron_moe, "megatron_layer": main_megatron_layer,
              "cp_attention": main_cp_attention, "checkpoint_early_stop": main_checkpoint_early_stop,
              "unfused_attention": main_unfused_attention,
-             "gemm_alignment": main_gemm_alignment}
+             "gemm_alignment": main_gemm_alignment, "layer_profile": main_layer_profile}
     modes[sys.argv[1]](*sys.argv[2:])

@@ -617,6 +617,7 @@ QString ScenarioModel::commandLine() const {
   arg("--recompute", core::Name(p.recompute));
   if (p.recompute_layers != 0) arg("--recompute-layers", num(p.recompute_layers));
   if (p.recompute_early_stop) args << "--recompute-early-stop";
+  if (p.vocab_divisible_by != 1) arg("--vocab-divisible-by", num(p.vocab_divisible_by));
   if (p.recompute == core::Recompute::kSelective && p.recompute_modules != d.recompute_modules)
     arg("--recompute-modules", Q(core::RecomputeModulesString(p.recompute_modules)));
   arg("--mbs", num(p.micro_batch));

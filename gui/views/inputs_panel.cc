@@ -214,6 +214,12 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
       "last saved tensor, so a dense block's MLP output projection, its TP reduction and the residual are not "
       "rerun (not with Transformer Engine or FP8 layers, dropout, or MoE, Mamba or MLA blocks; docs/compute.md)");
   pf->addRow("", recompute_early_stop_);
+  vocab_divisible_by_ = IntBox(1, 65536,
+                               "Pad the vocabulary to a multiple of N x TP, as Megatron-LM's "
+                               "--make-vocab-size-divisible-by does (its default 128); 1: the model's vocabulary "
+                               "as it is. A head whose columns a rank are not a multiple of 8 runs cuBLAS's slow "
+                               "kernels on Hopper (docs/compute.md)");
+  pf->addRow("vocab divisible by", vocab_divisible_by_);
   tp_overlap_ =
       EnumBox({core::TpOverlap::kNone, core::TpOverlap::kBackward, core::TpOverlap::kFull, core::TpOverlap::kAsync},
               "With TP > 1: which TP collectives run under GEMMs. none: every one exposed (Megatron-LM 2021); "
@@ -391,6 +397,8 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
           [this](int v) { EditPlan([&](core::PlanSpec& p) { p.recompute_layers = v; }); });
   connect(recompute_early_stop_, &QCheckBox::toggled, this,
           [this](bool on) { EditPlan([&](core::PlanSpec& p) { p.recompute_early_stop = on; }); });
+  connect(vocab_divisible_by_, &QSpinBox::valueChanged, this,
+          [this](int v) { EditPlan([&](core::PlanSpec& p) { p.vocab_divisible_by = v; }); });
   BindEnum(tp_overlap_, &core::PlanSpec::tp_overlap);
   BindEnum(cp_kind_, &core::PlanSpec::cp_kind);
   BindEnum(offload_optimizer_, &core::PlanSpec::offload_optimizer);
@@ -535,6 +543,7 @@ void InputsPanel::Refresh() {
   for (QSpinBox* b : {bf16_start_, bf16_end_}) b->setEnabled(quantized || b->value() > 0);
   // The same for a count of recomputed layers outside full recompute.
   SetValue(recompute_layers_, p.recompute_layers);
+  SetValue(vocab_divisible_by_, p.vocab_divisible_by);
   recompute_layers_->setEnabled(p.recompute == core::Recompute::kFull || p.recompute_layers > 0);
   SetValue(offload_activations_, p.offload_activation_layers);
 

@@ -46,6 +46,7 @@ class InputsPanel : public QScrollArea {
   QSpinBox* bf16LayersAtEndBox() const { return bf16_end_; }
   QSpinBox* recomputeLayersBox() const { return recompute_layers_; }
   QCheckBox* recomputeEarlyStopBox() const { return recompute_early_stop_; }
+  QSpinBox* vocabDivisibleByBox() const { return vocab_divisible_by_; }
   QComboBox* recomputeBox() const { return recompute_; }
   QComboBox* tpOverlapBox() const { return tp_overlap_; }
   QComboBox* cpKindBox() const { return cp_kind_; }
@@ -81,6 +82,7 @@ class InputsPanel : public QScrollArea {
   QSpinBox *recompute_layers_, *offload_activations_;  // plan.recompute_layers, plan.offload_activation_layers
   QCheckBox *sp_, *fp8_param_gather_;                  // plan.sequence_parallel, plan.fp8_param_gather
   QCheckBox* recompute_early_stop_;                    // plan.recompute_early_stop
+  QSpinBox* vocab_divisible_by_;                       // plan.vocab_divisible_by
   QSpinBox* pp_flushes_;                               // plan.pp_flushes
   QSpinBox *mbs_, *gbs_, *seq_;
   QSpinBox *bf16_start_, *bf16_end_;  // plan.bf16_layers_at_start / _at_end

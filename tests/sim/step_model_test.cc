@@ -265,6 +265,17 @@ TEST(StepModelTest, GemmsRunAtTheGpuPresetsSustainedEfficiencyUnlessTheProfileMe
   EXPECT_DOUBLE_EQ(GemmEfficiency(*back, h100, core::Dtype::kBf16), 0.643);
 }
 
+// A bf16 GEMM op of m x n x k, one instance.
+core::Op Bf16Gemm(int64_t m, int64_t n, int64_t k) {
+  core::Op op;
+  op.kind = core::OpKind::kGemm;
+  op.dtype = core::Dtype::kBf16;
+  op.m = m;
+  op.n = n;
+  op.k = k;
+  return op;
+}
+
 TEST(StepModelTest, MisalignedSixteenBitGemmsRunAtTheMeasuredFraction) {
   // One H200, 2026-12-04 (tests/data/gpu/h200-2026-12-04/gemm_alignment.json, scripts/gpu_probes.py
   // gemm_alignment): torch.mm at 8192 cubed with N or K at 8192 - r. Aligned (N, K multiples of 8)
@@ -272,12 +283,7 @@ TEST(StepModelTest, MisalignedSixteenBitGemmsRunAtTheMeasuredFraction) {
   // off a multiple of 8 ran the aligned kernels (M is no leading dimension).
   const core::GpuSpec h200 = *core::LoadGpu("h200");
   const core::Profile defaults;
-  core::Op gemm;
-  gemm.kind = core::OpKind::kGemm;
-  gemm.dtype = core::Dtype::kBf16;
-  gemm.m = 8192;
-  gemm.n = 8192;
-  gemm.k = 8192;
+  core::Op gemm = Bf16Gemm(8192, 8192, 8192);
   // The aligned GEMM's compute side: (2 x 8192^3 + F_half 1e9) / (989.4e12 x 0.681) = 1.6333 ms.
   const double aligned = (2.0 * 8192 * 8192 * 8192 + 1e9) / (989.4e12 * 0.681);
   EXPECT_NEAR(GemmSides(gemm, h200, defaults).compute_s, aligned, 1e-12);
@@ -319,12 +325,7 @@ TEST(StepModelTest, NoGemmKernelIsShorterThanThePerKernelTime) {
   // (expert_gemm_streams.json), torch._grouped_mm's single kernel 28.8 / 31.4 us.
   const core::GpuSpec h200 = *core::LoadGpu("h200");
   const core::Profile defaults;
-  core::Op experts;
-  experts.kind = core::OpKind::kGemm;
-  experts.dtype = core::Dtype::kBf16;
-  experts.m = 64;
-  experts.n = 1536;
-  experts.k = 2048;
+  core::Op experts = Bf16Gemm(64, 1536, 2048);
   experts.batch = 8;
   experts.instance_kernels = true;
   const double compute = (2.0 * 64 * 1536 * 2048 + 1e9) / (989.4e12 * 0.681);

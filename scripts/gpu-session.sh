@@ -135,7 +135,7 @@ want layer_shapes && step layer_shapes 200 env -u LD_LIBRARY_PATH python3 script
   "$out/layer_shapes.json" layer:8192:25 layer:2048:25 layer:8192x8192x28672x64x8:25 bf16:8192x28672x8192:20
 # Where the step's time goes by kernel kind (GEMM, attention, norm, the rest) at the layer shapes above.
 want layer_profile && step layer_profile 120 env -u LD_LIBRARY_PATH python3 scripts/gpu_probes.py layer_profile \
-  "$out/layer_profile.json" 8192 2048 8192x8192x28672x64x8
+  "$out/layer_profile.json" 8192 8192r 2048 2048r 8192x8192x28672x64x8r
 # The allocator's segments by stream after an FSDP2 step (pools_after_last_step; docs/memory.md §4).
 want memory_pools && step memory_pools 100 env -u LD_LIBRARY_PATH python3 scripts/gpu_probes.py memory \
   "$out/memory_pools.json" 2:1:8192

@@ -177,9 +177,11 @@ def profiled_gemms(torch, fn):
             "gemm_kernel_names": sorted({ev.name[:120] for ev in gemms})}
 
 
-def llama_block_class(torch):
+def llama_block_class(torch, repeat_kv=False):
     """A Llama-style block in plain PyTorch modules (RMSNorm, q/k/v/o linears, SDPA causal
-    attention with grouped KV heads, SwiGLU w1/w3/w2; no RoPE), as torchtitan writes one."""
+    attention with grouped KV heads, SwiGLU w1/w3/w2; no RoPE). With `repeat_kv` K and V are
+    repeated to every query head before SDPA, as torchtitan's Llama does (`repeat_kv`); else SDPA
+    takes the grouped heads itself (`enable_gqa`)."""
     import torch.nn.functional as F
 
     class Block(torch.nn.Module):
@@ -202,7 +204,11 @@ def llama_block_class(torch):
             q = self.wq(a).view(b, s, self.heads, self.d).transpose(1, 2)
             k = self.wk(a).view(b, s, self.kv, self.d).transpose(1, 2)
             v = self.wv(a).view(b, s, self.kv, self.d).transpose(1, 2)
-            o = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=self.kv != self.heads)
+            if repeat_kv and self.kv != self.heads:
+                k = k.repeat_interleave(self.heads // self.kv, dim=1)
+                v = v.repeat_interleave(self.heads // self.kv, dim=1)
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                               enable_gqa=not repeat_kv and self.kv != self.heads)
             x = x + self.wo(o.transpose(1, 2).reshape(b, s, h))
             m = self.n2(x)
             return x + self.w2(F.silu(self.w1(m)) * self.w3(m))
@@ -1250,18 +1256,20 @@ def main_layer_profile(path, *configs):
     profiler: the CUDA kernels' summed time by kind (GEMM: GEMM_KERNEL_TAGS; attention: names with
     flash, fmha, attention or sdpa; norm; the rest) and the ten longest kernels, against the step's
     CUDA-event median over 10 (docs/compute.md, the step's mix). configs: SEQ or
-    SEQxHIDDENxFFNxHEADSxKV_HEADS (default Llama 3 8B at 8,192 and 2,048 tokens a sequence)."""
+    SEQxHIDDENxFFNxHEADSxKV_HEADS, with a trailing r for K and V repeated before SDPA as torchtitan
+    does (default Llama 3 8B at 8,192 and 2,048 tokens a sequence, each both ways)."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
     res = header(torch)
     res.update({"format": "meshplan.gpu_layer_profile/1", "runs": []})
-    Block = llama_block_class(torch)
-    for cfg in configs or ("8192", "2048"):
-        dims = [int(v) for v in cfg.split("x")]
+    for cfg in configs or ("8192", "8192r", "2048", "2048r"):
+        Block = llama_block_class(torch, repeat_kv=cfg.endswith("r"))
+        dims = [int(v) for v in cfg.rstrip("r").split("x")]
         seq, h, f, heads, kv = dims if len(dims) == 5 else (dims[0], 4096, 14336, 32, 8)
         batch = max(8192 // seq, 1)
-        row = {"seq": seq, "batch": batch, "hidden": h, "ffn": f, "heads": heads, "kv_heads": kv}
+        row = {"seq": seq, "batch": batch, "hidden": h, "ffn": f, "heads": heads, "kv_heads": kv,
+               "repeat_kv": cfg.endswith("r")}
         try:
             blocks = [Block(h, f, heads, kv).cuda().to(torch.bfloat16) for _ in range(4)]
             x = torch.randn(batch, seq, h, device="cuda", dtype=torch.bfloat16, requires_grad=True)

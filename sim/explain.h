@@ -87,7 +87,20 @@ struct ExplainOptions {
 core::Result<Explanation> ExplainScenario(const core::Scenario& s, const core::Profile& profile,
                                           const core::FailureModel& failures, const ExplainOptions& opt);
 
-enum class Topic { kZero, kTp, kSp, kPp, kCp, kEp, kCollectives, kPrecision, kRecompute, kCheckpoint, kFailures };
+enum class Topic {
+  kZero,
+  kTp,
+  kSp,
+  kPp,
+  kCp,
+  kEp,
+  kCollectives,
+  kPrecision,
+  kRecompute,
+  kCheckpoint,
+  kFailures,
+  kGemm
+};
 const char* Name(Topic t);                           // "zero", "tp", ...
 bool FromName(const std::string& text, Topic* out);  // false when `text` names none
 std::string TopicChoices();                          // "zero|tp|sp|pp|cp|ep|collectives|..."

@@ -1247,6 +1247,95 @@ core::Result<Explanation> TopicFailures(const core::Profile& profile) {
 
 }  // namespace
 
+core::Result<Explanation> TopicGemm(const core::Profile& profile) {
+  auto h = LoadCase("gpt3-175b", "dgx-h100");
+  if (!h.ok()) return h.status();
+  auto a = LoadCase("gpt3-175b", "dgx-a100");
+  if (!a.ok()) return a.status();
+  auto gemm = [](int64_t m, int64_t n, int64_t k) {
+    core::Op op;
+    op.kind = core::OpKind::kGemm;
+    op.dtype = Dtype::kBf16;
+    op.m = m;
+    op.n = n;
+    op.k = k;
+    return op;
+  };
+  Explanation ex;
+  ex.title =
+      "A GEMM's time: the roofline, the last wave, and widths off a multiple of 8 (worked examples: GPT-3 175B's "
+      "output head at TP 8 on h100-sxm, Korthikanti 2022's 22B QKV GEMM on a100-80g)";
+  ex.fits = true;
+  const core::GpuSpec& g = h->g;
+  // The padded head: Megatron's 51,200-token vocabulary over TP 8, 2,048 tokens.
+  const core::Op head = gemm(2048, 6400, 12288);
+  {
+    const GemmRoofline r = GemmSides(head, g, profile);
+    const double flops = 2.0 * 2048 * 6400 * 12288;
+    const double bytes = (2048.0 * 12288 + 12288.0 * 6400 + 2048.0 * 6400) * 2;
+    const double t = ComputeOpTime(head, g, profile);
+    ExplainStep st = NewStep("roofline", "The roofline: the slower of arithmetic and memory");
+    st.rule =
+        "A GEMM takes the longer of its FLOPs at the GPU's sustained rate for its dtype (η_gemm, measured per GPU "
+        "preset: a long GEMM at the power limit) and its three matrices through HBM, plus the kernel's launch "
+        "and tail t_k; F½ ramps small GEMMs down (docs/compute.md §3).";
+    st.formula = "t = max((2mnk / w + F½) / (peak × η_gemm), (mk + kn + mn) × bytes / (HBM × η_hbm)) + t_k";
+    st.substituted =
+        Fmt("2048 x 6400 x 12288 bf16: %s FLOP; compute (%s + %s) / (%s × %.3f) = %s; memory %s / (%s × %.2f) = %s; "
+            "t_k %s",
+            Eng(flops).c_str(), Eng(flops).c_str(), Eng(profile.gemm_half_flops).c_str(),
+            Tflops(Peak(g, Dtype::kBf16)).c_str(), GemmEfficiency(profile, g, Dtype::kBf16), Secs(r.compute_s).c_str(),
+            Bytes(bytes).c_str(), Rate(g.hbm_bytes_per_s).c_str(), profile.hbm_efficiency, Secs(r.memory_s).c_str(),
+            Secs(profile.kernel_overhead_s).c_str());
+    st.result = Fmt("%s, compute-bound: %s", Secs(t).c_str(), Tflops(flops / t).c_str());
+    Set(&st, "compute_s", r.compute_s, "s");
+    Set(&st, "memory_s", r.memory_s, "s");
+    Set(&st, "time_s", t, "s");
+    ex.steps.push_back(st);
+  }
+  {
+    // Korthikanti 2022 Table 4's 22B layer at t = 8, b = 4, s = 2048: its QKV output 8192 x 2304.
+    const core::Op qkv = gemm(8192, 2304, 6144);
+    const double wa = GemmWaveEfficiency(qkv, a->g), wh = GemmWaveEfficiency(qkv, g);
+    const int64_t tiles = (8192 / kGemmTileRows) * ((2304 + kGemmTileCols - 1) / kGemmTileCols);
+    ExplainStep st = NewStep("waves", "The last wave: tiles over SMs");
+    st.rule =
+        "cuBLAS runs a GEMM as tiles of its output, one SM each, as many at once as the GPU has SMs; a last wave "
+        "only partly full takes a whole wave (NVIDIA's Matrix Multiplication Background guide §3.2). Measured on "
+        "Hopper, its kernels do not pay it (the H100/H200 presets: gemm_wave_quantization false).";
+    st.formula = "w = tiles / (⌈tiles / SMs⌉ × SMs), tiles = ⌈m/128⌉ × ⌈n/256⌉";
+    st.substituted = Fmt("8192 x 2304: %lld tiles over %lld SMs (a100-80g) = %.2f waves, run as %lld: w = %.3f",
+                         static_cast<long long>(tiles), static_cast<long long>(a->g.sms),
+                         static_cast<double>(tiles) / static_cast<double>(a->g.sms),
+                         static_cast<long long>((tiles + a->g.sms - 1) / a->g.sms), wa);
+    st.result =
+        Fmt("the A100 loses %s of that GEMM's time to its last wave; h100-sxm w = %.0f", Pct(1 - wa).c_str(), wh);
+    Set(&st, "wave_efficiency_a100", wa);
+    Set(&st, "wave_efficiency_h100", wh);
+    ex.steps.push_back(st);
+  }
+  {
+    const core::Op odd = gemm(2048, 6283, 12288);
+    const double f = GemmAlignmentEfficiency(odd, g);
+    const double t_odd = ComputeOpTime(odd, g, profile), t_pad = ComputeOpTime(head, g, profile);
+    ExplainStep st = NewStep("alignment", "Widths off a multiple of 8: the vocabulary's padding");
+    st.rule =
+        "cuBLAS's fast 16-bit kernels load 16-byte vectors: a GEMM whose widths (n, k) are not multiples of 8 "
+        "runs narrower-loading kernels, measured on an H200 at 0.358 of the aligned speed for even widths and "
+        "0.186 for odd ones (tests/data/gpu/h200-2026-12-04). GPT-2's 50,257-token vocabulary over TP 8 is 6,283 "
+        "columns a rank, odd; Megatron pads the vocabulary to a multiple of 128 × TP (plan.vocab_divisible_by).";
+    st.formula = "t = (2mnk / (w × a) + F½) / (peak × η_gemm) + t_k, a = 1 (aligned), 0.358 (even), 0.186 (odd)";
+    st.substituted = Fmt("2048 x 6283 x 12288: a = %.3f, %s; padded to 51,200 (6,400 columns, %s more FLOPs): %s", f,
+                         Secs(t_odd).c_str(), Pct(6400.0 / 6283.0 - 1).c_str(), Secs(t_pad).c_str());
+    st.result = Fmt("padding makes the head's GEMM %.2f× faster despite its extra columns", t_odd / t_pad);
+    Set(&st, "alignment_efficiency", f);
+    Set(&st, "unpadded_s", t_odd, "s");
+    Set(&st, "padded_s", t_pad, "s");
+    ex.steps.push_back(st);
+  }
+  return ex;
+}
+
 const char* Name(Topic t) {
   switch (t) {
     case Topic::kZero: return "zero";
@@ -1260,13 +1349,15 @@ const char* Name(Topic t) {
     case Topic::kRecompute: return "recompute";
     case Topic::kCheckpoint: return "checkpoint";
     case Topic::kFailures: return "failures";
+    case Topic::kGemm: return "gemm";
   }
   return "zero";
 }
 
 std::vector<Topic> AllTopics() {
-  return {Topic::kZero,        Topic::kTp,        Topic::kSp,        Topic::kPp,         Topic::kCp,      Topic::kEp,
-          Topic::kCollectives, Topic::kPrecision, Topic::kRecompute, Topic::kCheckpoint, Topic::kFailures};
+  return {Topic::kZero,      Topic::kTp,         Topic::kSp,          Topic::kPp,
+          Topic::kCp,        Topic::kEp,         Topic::kCollectives, Topic::kPrecision,
+          Topic::kRecompute, Topic::kCheckpoint, Topic::kFailures,    Topic::kGemm};
 }
 
 bool FromName(const std::string& text, Topic* out) {
@@ -1297,6 +1388,7 @@ core::Result<Explanation> ExplainTopic(Topic topic, const core::Profile& profile
     case Topic::kRecompute: return TopicRecompute(profile);
     case Topic::kCheckpoint: return TopicCheckpoint(profile);
     case Topic::kFailures: return TopicFailures(profile);
+    case Topic::kGemm: return TopicGemm(profile);
   }
   return Status::InvalidArgument("unknown topic");
 }

@@ -507,6 +507,8 @@ void PlaceActivations(const ModelSpec& m, const PlanSpec& p, int64_t stage, bool
   const int64_t e = ActBytes(p);
   const int64_t s = p.seq_len / p.cp, b = p.micro_batch, h = m.hidden;
   const int64_t rep_div = p.sequence_parallel ? t : 1;
+  // The vocabulary the head is built with (PlanSpec::vocab_divisible_by), and a rank's columns of it.
+  const int64_t vocab = PaddedVocab(m, p), vocab_local = (vocab + t - 1) / t;
   if (has_first && m.dropout) st.embedding_activations_bytes = s * b * h / rep_div;  // dropout mask
   if (has_last) {
     // Final norm input and output-head input (2sbh each), and the fp32 logits the
@@ -519,7 +521,7 @@ void PlaceActivations(const ModelSpec& m, const PlanSpec& p, int64_t stage, bool
                               : p.cross_entropy == CrossEntropy::kCompiled  ? 4
                               : p.cross_entropy == CrossEntropy::kTeInplace ? 2
                                                                             : 6;  // fused, te, plain
-    st.loss_activations_bytes = 2 * e * s * b * h / rep_div + per_logit * s * b * PaddedVocab(m, p) / t;
+    st.loss_activations_bytes = 2 * e * s * b * h / rep_div + per_logit * s * b * vocab / t;
     // Each MTP module keeps its enorm and hnorm inputs (sbh each) and eh_proj's input, the
     // concatenation (2sbh), then its own final norm, head input and logits as above.
     if (m.mtp_layers > 0)
@@ -533,8 +535,8 @@ void PlaceActivations(const ModelSpec& m, const PlanSpec& p, int64_t stage, bool
   // (Megatron-Core tensor_parallel/layers.py grad_output_buffer, GPTModel
   // embedding_activation_buffer).
   if (has_last && p.deferred_head_wgrad > 0)
-    st.deferred_wgrad_bytes = std::min(p.deferred_head_wgrad, p.MicrobatchesPerFlush()) *
-                              (2 * s * b * ((PaddedVocab(m, p) + t - 1) / t) + e * s * b * h / rep_div);
+    st.deferred_wgrad_bytes =
+        std::min(p.deferred_head_wgrad, p.MicrobatchesPerFlush()) * (2 * s * b * vocab_local + e * s * b * h / rep_div);
   // PyTorch's pipeline stage (PlanSpec::keep_pp_outputs): the last stage keeps every microbatch's
   // output, the logits in the activations' dtype and vocab-parallel over t, until the step ends,
   // so at the last microbatch's loss the other m - 1 are alive beside the one the loss counts;
@@ -546,7 +548,7 @@ void PlaceActivations(const ModelSpec& m, const PlanSpec& p, int64_t stage, bool
     const int64_t mbs = p.MicrobatchesPerFlush();
     const int64_t stages_here = std::max<int64_t>(1, p.vpp);
     const int64_t grad_buffers = (stages_here - (has_last ? 1 : 0)) * 2 * mbs * e * s * b * h / rep_div;
-    const int64_t kept_logits = has_last ? (mbs - 1) * e * s * b * ((PaddedVocab(m, p) + t - 1) / t) : 0;
+    const int64_t kept_logits = has_last ? (mbs - 1) * e * s * b * vocab_local : 0;
     st.pipeline_buffers_bytes = grad_buffers + kept_logits;
   }
   st.activations_bytes =

@@ -248,6 +248,17 @@ struct GpuSpec {
   // multiple of 8; `odd`: one odd. 1: not measured, and no such GEMM is slowed (docs/compute.md).
   struct MisalignedGemm {
     double even = 1, odd = 1;
+    // Which of the two a GEMM of widths n and k meets: "odd" when either is odd, "even" when either
+    // is off a multiple of 8, nullptr when both are multiples of 8.
+    static const char* Kind(int64_t n, int64_t k) {
+      if (n % 2 != 0 || k % 2 != 0) return "odd";
+      return n % 8 != 0 || k % 8 != 0 ? "even" : nullptr;
+    }
+    // Its fraction of the aligned speed: odd, even, or 1.
+    double Of(int64_t n, int64_t k) const {
+      const char* kind = Kind(n, k);
+      return kind == nullptr ? 1.0 : kind[0] == 'o' ? odd : even;
+    }
     friend bool operator==(const MisalignedGemm&, const MisalignedGemm&) = default;
   };
   MisalignedGemm gemm_misaligned_efficiency;

@@ -776,18 +776,16 @@ void CheckPrecision(const PlanSpec& pl, const GpuSpec& g, Diagnostics* d) {
 // since they are the plan's and the model's choice (Megatron pads the vocabulary).
 void CheckGemmWidths(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, Diagnostics* d) {
   if (!d->wants_warnings() || g.gemm_misaligned_efficiency == GpuSpec::MisalignedGemm{} || pl.tp < 1) return;
-  auto fraction = [&](int64_t width) {
-    return width % 2 != 0 ? g.gemm_misaligned_efficiency.odd : g.gemm_misaligned_efficiency.even;
-  };
+  auto fraction = [&](int64_t width) { return g.gemm_misaligned_efficiency.Of(width, width); };
   const int64_t head_columns = (PaddedVocab(m, pl) + pl.tp - 1) / pl.tp;
-  if (head_columns % 8 != 0)
+  if (GpuSpec::MisalignedGemm::Kind(head_columns, head_columns) != nullptr)
     d->Warning("plan.vocab_divisible_by",
                "the output head's " + S(head_columns) + " vocabulary columns a rank (model.vocab " + S(m.vocab) +
                    " over tp " + S(pl.tp) + ") are not a multiple of 8: its GEMMs run at " + S(fraction(head_columns)) +
                    " of the aligned speed on " + g.name +
                    " (docs/compute.md); Megatron-LM pads the vocabulary to a "
                    "multiple of 128 x tp (--vocab-divisible-by 128, the Megatron stacks' default)");
-  if (m.attention == AttentionImpl::kNaive && m.head_dim % 8 != 0)
+  if (m.attention == AttentionImpl::kNaive && GpuSpec::MisalignedGemm::Kind(m.head_dim, m.head_dim) != nullptr)
     d->Warning("model.head_dim",
                S(m.head_dim) + " is not a multiple of 8: the unfused attention's score and value GEMMs run at " +
                    S(fraction(m.head_dim)) + " of the aligned speed on " + g.name + " (docs/compute.md)");

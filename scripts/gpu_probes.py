@@ -102,6 +102,24 @@ def main_context_attention(path):
                 rows.append(row)
                 print("attention:", json.dumps(row), flush=True)
     res["attention"] = rows
+    write_json(path, res)
+
+
+def failed(row):
+    """Records the exception being handled in `row` (the last 1,500 characters of its traceback):
+    recorded, not fatal, so the other configs of a probe still run."""
+    import traceback
+    row["error"] = traceback.format_exc()[-1500:]
+
+
+def add_run(res, label, row):
+    """Appends one config's `row` to the probe's runs and prints it (the session log keeps it)."""
+    res["runs"].append(row)
+    print(label + ":", json.dumps(row), flush=True)
+
+
+def write_json(path, res):
+    """Writes a probe's result file."""
     with open(path, "w") as f:
         json.dump(res, f, indent=1)
 
@@ -326,8 +344,7 @@ def main_sustained(path, *cases):
               "last clock/power:", windows[-1]["sm_mhz"], windows[-1]["power_w"], flush=True)
         del a, b
         torch.cuda.empty_cache()
-    with open(path, "w") as f:
-        json.dump(res, f, indent=1)
+    write_json(path, res)
 
 
 def main_memory(path, *configs):
@@ -458,8 +475,7 @@ def main_memory(path, *configs):
             pool["reserved_bytes"] += seg["total_size"]
             pool["allocated_bytes"] += seg["allocated_size"]
         row["pools_after_last_step"] = pools
-        res["runs"].append(row)
-        print("memory:", json.dumps(row), flush=True)
+        add_run(res, "memory", row)
         del model, opt
         # FSDP's modules and their hooks form reference cycles: without a collection the previous
         # model's fp32 parameters stay allocated into the next configuration (the first sessions'
@@ -468,8 +484,7 @@ def main_memory(path, *configs):
         gc.collect()
         torch.cuda.empty_cache()
     torch.distributed.destroy_process_group()
-    with open(path, "w") as f:
-        json.dump(res, f, indent=1)
+    write_json(path, res)
 
 
 def main_host_moe(path, *configs):
@@ -573,8 +588,7 @@ def main_host_moe(path, *configs):
         print("moe:", json.dumps(row), flush=True)
         del forward, inp
         torch.cuda.empty_cache()
-    with open(path, "w") as f:
-        json.dump(res, f, indent=1)
+    write_json(path, res)
 
 
 def main_expert_gemm(path, *cases):
@@ -685,8 +699,7 @@ def main_expert_gemm(path, *cases):
                 print("expert_gemm:", json.dumps(row), flush=True)
             del x, w, dy, y, dx, dw, xs, dys, ys, dxs, passes
             torch.cuda.empty_cache()
-    with open(path, "w") as f:
-        json.dump(res, f, indent=1)
+    write_json(path, res)
 
 
 def megatron_one_gpu(megatron_dir, fmt, port):
@@ -784,13 +797,10 @@ def main_megatron_moe(path, megatron_dir, *configs):
             del layer, x
             torch.cuda.empty_cache()
         except Exception:  # recorded, not fatal: the other configs still run
-            import traceback
-            row["error"] = traceback.format_exc()[-1500:]
-        res["runs"].append(row)
-        print("megatron_moe:", json.dumps(row), flush=True)
+            failed(row)
+        add_run(res, "megatron_moe", row)
     torch.distributed.destroy_process_group()
-    with open(path, "w") as f:
-        json.dump(res, f, indent=1)
+    write_json(path, res)
 
 
 def main_megatron_layer(path, megatron_dir, *configs):
@@ -862,13 +872,10 @@ def main_megatron_layer(path, megatron_dir, *configs):
             del layers, x
             torch.cuda.empty_cache()
         except Exception:  # recorded, not fatal: the other configs still run
-            import traceback
-            row["error"] = traceback.format_exc()[-1500:]
-        res["runs"].append(row)
-        print("megatron_layer:", json.dumps(row), flush=True)
+            failed(row)
+        add_run(res, "megatron_layer", row)
     torch.distributed.destroy_process_group()
-    with open(path, "w") as f:
-        json.dump(res, f, indent=1)
+    write_json(path, res)
 
 
 def main_cp_attention(path, *configs):
@@ -1042,12 +1049,9 @@ def main_cp_attention(path, *configs):
             del qf, kf, vf, of, lf, dof, res_f
             torch.cuda.empty_cache()
         except Exception:  # recorded, not fatal: the other configs still run
-            import traceback
-            row["error"] = traceback.format_exc()[-1500:]
-        res["runs"].append(row)
-        print("cp_attention:", json.dumps(row), flush=True)
-    with open(path, "w") as f:
-        json.dump(res, f, indent=1)
+            failed(row)
+        add_run(res, "cp_attention", row)
+    write_json(path, res)
 
 
 
@@ -1127,12 +1131,9 @@ def main_checkpoint_early_stop(path, *configs):
             del blocks, x, m, u
             torch.cuda.empty_cache()
         except Exception:  # recorded, not fatal: the other configs still run
-            import traceback
-            row["error"] = traceback.format_exc()[-1500:]
-        res["runs"].append(row)
-        print("checkpoint_early_stop:", json.dumps(row), flush=True)
-    with open(path, "w") as f:
-        json.dump(res, f, indent=1)
+            failed(row)
+        add_run(res, "checkpoint_early_stop", row)
+    write_json(path, res)
 
 def main_unfused_attention(path, *configs):
     """Megatron-LM 2021's unfused attention (the `naive` kernel of the megatron-deepspeed-2022 and
@@ -1189,12 +1190,9 @@ def main_unfused_attention(path, *configs):
             del mixed, mask
             torch.cuda.empty_cache()
         except Exception:  # recorded, not fatal: the other configs still run
-            import traceback
-            row["error"] = traceback.format_exc()[-1500:]
-        res["runs"].append(row)
-        print("unfused_attention:", json.dumps(row), flush=True)
-    with open(path, "w") as f:
-        json.dump(res, f, indent=1)
+            failed(row)
+        add_run(res, "unfused_attention", row)
+    write_json(path, res)
 
 
 def main_gemm_alignment(path, *cases):
@@ -1246,8 +1244,7 @@ def main_gemm_alignment(path, *cases):
         res["cases"].append(row)
         print("gemm_alignment:", json.dumps(row), flush=True)
         torch.cuda.empty_cache()
-    with open(path, "w") as f:
-        json.dump(res, f, indent=1)
+    write_json(path, res)
 
 
 def main_layer_profile(path, *configs):
@@ -1302,12 +1299,10 @@ def main_layer_profile(path, *configs):
             del blocks, x
             torch.cuda.empty_cache()
         except Exception:  # recorded, not fatal
-            import traceback
-            row["error"] = traceback.format_exc()[-1500:]
+            failed(row)
         res["runs"].append(row)
         print("layer_profile:", json.dumps({k: v for k, v in row.items() if k != "longest_kernels"}), flush=True)
-    with open(path, "w") as f:
-        json.dump(res, f, indent=1)
+    write_json(path, res)
 
 
 if __name__ == "__main__":

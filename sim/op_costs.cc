@@ -54,7 +54,7 @@ std::string CostedOpHow(const CostedOp& c) {
         // GemmAlignmentEfficiency: cuBLAS's kernels for rows that are not 16-byte multiples.
         const std::string done = b;
         std::snprintf(b, sizeof b, ", %s width off a multiple of 8 (x%.3f)",
-                      op.n % 2 != 0 || op.k % 2 != 0 ? "odd" : "even", c.alignment);
+                      core::GpuSpec::MisalignedGemm::Kind(op.n, op.k), c.alignment);
         return done + b + in_share;
       }
       return b + in_share;

@@ -616,8 +616,7 @@ double GemmWaveEfficiency(const Op& op, const core::GpuSpec& g) { return 1.0 / G
 
 double GemmAlignmentEfficiency(const Op& op, const core::GpuSpec& g) {
   if (op.kind != OpKind::kGemm || (op.dtype != core::Dtype::kBf16 && op.dtype != core::Dtype::kFp16)) return 1.0;
-  if (op.n % 8 == 0 && op.k % 8 == 0) return 1.0;
-  return (op.n % 2 != 0 || op.k % 2 != 0) ? g.gemm_misaligned_efficiency.odd : g.gemm_misaligned_efficiency.even;
+  return g.gemm_misaligned_efficiency.Of(op.n, op.k);
 }
 
 namespace {

@@ -265,6 +265,26 @@ std::string AccuracyText(const SpeedReport& sp, const core::MemoryReport& r) {
   }
   o << "#   (|error| median and p90 over the group's published runs; signed median: step time > 0 predicted too "
        "fast, memory > 0 predicted too large)\n";
+  // Comparing this plan with another: how far off the model's ratio of two published runs that
+  // differ in one thing came (sim/comparison.h), per axis.
+  for (const auto* acc : {&sp.step_accuracy, &sp.memory_accuracy}) {
+    if (!*acc || (*acc)->table.comparisons.empty()) continue;
+    const auto& c = (*acc)->table.comparisons;
+    std::string text;
+    for (size_t i = 1; i < c.size(); ++i) {
+      char cell[96];
+      std::snprintf(cell, sizeof cell, "%s%s %zu, %.1f%%", i > 1 ? "; " : "", c[i].value.c_str(), c[i].n,
+                    100 * c[i].median_abs_error);
+      text += cell;
+    }
+    std::snprintf(line, sizeof line,
+                  "#   %s of one plan against another: the ratio of two published runs that differ in one thing "
+                  "came within %.1f%% (median; p90 %.1f%%, %zu pairs; validate --pairs); by what differs, pairs and "
+                  "median: %s\n",
+                  acc == &sp.step_accuracy ? "step time" : "memory", 100 * c[0].median_abs_error,
+                  100 * c[0].p90_abs_error, c[0].n, text.c_str());
+    o << line;
+  }
   // The runs like the plan in GPU, dense/MoE and precision at once; and a prediction is as
   // uncertain as the least accurate group it falls in.
   for (const auto* acc : {&sp.step_accuracy, &sp.memory_accuracy}) {
@@ -792,13 +812,12 @@ std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r, con
       for (const auto& g : a.groups) groups.push_back(group(g));
       OJson like = OJson::array();
       for (const auto& run : a.like) like.push_back(sim::AccuracyRunJson(run));
-      return OJson{{"metric", a.table.metric},
-                   {"made_by", a.table.made_by},
-                   {"all", group(a.table.all)},
-                   {"joint", group(a.joint)},
-                   {"groups", groups},
-                   {"runs_like", like},
-                   {"runs_like_same_gpu", a.like_same_gpu}};
+      OJson comparisons = OJson::array();
+      for (const auto& g : a.table.comparisons) comparisons.push_back(group(g));
+      return OJson{{"metric", a.table.metric},  {"made_by", a.table.made_by},
+                   {"all", group(a.table.all)}, {"joint", group(a.joint)},
+                   {"groups", groups},          {"comparisons", comparisons},
+                   {"runs_like", like},         {"runs_like_same_gpu", a.like_same_gpu}};
     };
     OJson acc;
     acc["profile"] = "default";

@@ -16,6 +16,7 @@
 #include "core/published.h"
 #include "core/spec_json.h"
 #include "sim/accuracy.h"
+#include "sim/comparison.h"
 #include "sim/validation.h"
 
 namespace meshplan::cli {
@@ -200,6 +201,64 @@ void PrintGroups(const sim::ValidationSummary& v, const char* sign_meaning) {
               100 * v.all.max_abs_error, 100 * v.all.median_error, sign_meaning);
 }
 
+// The pairs of judged records measured together that differ in one thing (sim/comparison.h):
+// `scenarios` and `tables` parallel to v.records.
+sim::ComparisonSummary PairsOf(const sim::ValidationSummary& v, const std::vector<const core::Scenario*>& scenarios,
+                               const std::vector<std::string>& tables) {
+  std::vector<sim::ComparisonInput> in;
+  for (size_t i = 0; i < v.records.size(); ++i) in.push_back({&v.records[i], scenarios[i], tables[i]});
+  return sim::ComparePairs(in);
+}
+
+nlohmann::ordered_json ComparisonsJson(const sim::ComparisonSummary& c) {
+  nlohmann::ordered_json pairs = nlohmann::ordered_json::array();
+  for (const sim::ComparisonRecord& p : c.pairs)
+    pairs.push_back({{"axis", p.axis},
+                     {"first", p.first},
+                     {"second", p.second},
+                     {"change", p.change},
+                     {"published_ratio", p.published_ratio},
+                     {"predicted_ratio", p.predicted_ratio},
+                     {"error", p.error}});
+  nlohmann::ordered_json axes = nlohmann::ordered_json::array();
+  for (const sim::GroupSummary& g : c.axes) {
+    nlohmann::ordered_json a = SummaryJson(g.summary);
+    a.erase("out_of_memory");
+    a["axis"] = g.value;
+    axes.push_back(a);
+  }
+  nlohmann::ordered_json summary = SummaryJson(c.all);
+  summary.erase("out_of_memory");
+  return {{"summary", summary}, {"axes", axes}, {"pairs", pairs}};
+}
+
+// After the groups: the what-if pairs per axis (every pair with --pairs). `what` is the
+// ratio's quantity and `sign_meaning` what an error above zero says.
+void PrintComparisons(const sim::ComparisonSummary& c, bool each, const char* what, const char* sign_meaning) {
+  std::printf(
+      "#\n# comparisons: pairs of runs measured together (one table, stack, model, GPU and cluster) whose plans "
+      "differ in one thing; the ratio of the second to the first (%s), published vs predicted (--pairs lists them)\n",
+      what);
+  if (each && !c.pairs.empty()) {
+    std::printf("# %-11s %-46s %-46s %9s %9s %8s  %s\n", "axis", "first", "second", "published", "predicted", "error",
+                "change");
+    for (const sim::ComparisonRecord& p : c.pairs)
+      std::printf("  %-11s %-46s %-46s %9.3f %9.3f %+7.1f%%  %s\n", p.axis.c_str(), p.first.c_str(), p.second.c_str(),
+                  p.published_ratio, p.predicted_ratio, 100 * p.error, p.change.c_str());
+  }
+  std::printf("# %-40s %4s %8s %8s %8s %8s\n", "axis", "n", "median", "p90", "max", "signed");
+  auto line = [](const std::string& label, const sim::ErrorSummary& s) {
+    std::printf("  %-40s %4zu %7.1f%% %7.1f%% %7.1f%% %+7.1f%%\n", label.c_str(), s.n, 100 * s.median_abs_error,
+                100 * s.p90_abs_error, 100 * s.max_abs_error, 100 * s.median_error);
+  };
+  line("all", c.all);
+  for (const sim::GroupSummary& g : c.axes) line(g.value, g.summary);
+  std::printf(
+      "# %zu pairs: |error| of the ratio median %.1f%%, p90 %.1f%%, max %.1f%%; signed median %+.1f%% (> 0: %s)\n",
+      c.all.n, 100 * c.all.median_abs_error, 100 * c.all.p90_abs_error, 100 * c.all.max_abs_error,
+      100 * c.all.median_error, sign_meaning);
+}
+
 // --accuracy-out FILE: the summary's groups as an accuracy table (sim::AccuracyTable: what
 // `report` shows of a plan's groups), written through a temporary file. Returns the exit code of
 // a failure (said on stderr), 0 on success.
@@ -207,12 +266,13 @@ struct AccuracyOut {
   std::string path;     // empty: not asked
   std::string made_by;  // the command, as typed
 };
-int WriteAccuracy(const AccuracyOut& out, const sim::ValidationSummary& v, const char* metric,
-                  const std::string& profile, const std::vector<std::string>& files) {
+int WriteAccuracy(const AccuracyOut& out, const sim::ValidationSummary& v, const sim::ComparisonSummary& comparisons,
+                  const char* metric, const std::string& profile, const std::vector<std::string>& files) {
   if (out.path.empty()) return 0;
   std::vector<std::string> names;
   for (const auto& f : files) names.push_back(std::filesystem::path(f).filename().string());
-  const sim::AccuracyTable t = sim::AccuracyTableOf(v, metric, out.made_by, profile, names);
+  sim::AccuracyTable t = sim::AccuracyTableOf(v, metric, out.made_by, profile, names);
+  t.comparisons = sim::ComparisonGroupsOf(comparisons);
   if (core::Status st = core::WriteTextFileAtomically(out.path, sim::AccuracyTableToJson(t)); !st.ok()) {
     std::cerr << "error: --accuracy-out: " << st.message() << "\n";
     return 2;
@@ -224,17 +284,22 @@ int WriteAccuracy(const AccuracyOut& out, const sim::ValidationSummary& v, const
 // validate --memory: measured per-GPU peaks against the memory model (sim::ValidateMemory); the
 // profile's memory overheads (CUDA context, workspaces, NCCL buffers, fragmentation) are used.
 int RunMemoryValidation(const std::vector<std::string>& files, const std::string& format, const core::Profile& profile,
-                        const std::string& record, const std::string& plan_out, const AccuracyOut& accuracy_out) {
+                        const std::string& record, const std::string& plan_out, const AccuracyOut& accuracy_out,
+                        bool pairs) {
   std::vector<core::PublishedMemory> records;
   std::vector<std::string> skipped;
   if (int rc = LoadDatasets(files, core::LoadPublishedMemory, &records, &skipped); rc != 0) return rc;
   if (int rc = SelectRecord(record, plan_out, skipped, &records); rc != 0) return rc;
   const sim::ValidationSummary v = sim::ValidateMemory(records, profile.memory);
-  if (int rc = WriteAccuracy(accuracy_out, v, "memory_gib", profile.name, files); rc != 0) return rc;
   // The records with a peak, in v.records' order; those with only a published outcome are in
   // v.verdicts (sim::ValidateMemory keeps both in input order).
   std::vector<const core::PublishedMemory*> peaks, outcomes;
   for (const auto& r : records) (r.outcome == core::PublishedMemory::Outcome::kPeak ? peaks : outcomes).push_back(&r);
+  std::vector<const core::Scenario*> peak_scenarios;
+  std::vector<std::string> peak_tables;
+  for (const core::PublishedMemory* r : peaks) peak_scenarios.push_back(&r->scenario), peak_tables.push_back(r->table);
+  const sim::ComparisonSummary comparisons = PairsOf(v, peak_scenarios, peak_tables);
+  if (int rc = WriteAccuracy(accuracy_out, v, comparisons, "memory_gib", profile.name, files); rc != 0) return rc;
   auto outcome_name = [](bool fits) {
     return core::FitVerdictName(fits ? core::FitVerdict::kFits : core::FitVerdict::kDoesNotFit);
   };
@@ -272,6 +337,7 @@ int RunMemoryValidation(const std::vector<std::string>& files, const std::string
     j["verdicts"] = verdicts;
     j["verdict_summary"] = {
         {"n", v.verdicts.size()}, {"right", v.verdicts.size() - v.verdicts_wrong}, {"wrong", v.verdicts_wrong}};
+    j["comparisons"] = ComparisonsJson(comparisons);
     j["skipped"] = skipped;
     std::cout << j.dump(2) << "\n";
     return 0;
@@ -311,6 +377,7 @@ int RunMemoryValidation(const std::vector<std::string>& files, const std::string
       "--format json lists them)\n",
       v.all.n, files.size(), skipped.size());
   PrintGroups(v, "predicted too large");
+  PrintComparisons(comparisons, pairs, "peak GiB", "the second plan predicted the larger");
   return 0;
 }
 
@@ -345,6 +412,11 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
   cmd->add_option("--plan-out", *plan_out,
                   "With --record: write the record's scenario as a plan file (meshplan report --plan FILE --ops "
                   "shows where its predicted time goes)");
+  auto pairs = std::make_shared<bool>(false);
+  cmd->add_flag("--pairs", *pairs,
+                "List every pair of runs measured together whose plans differ in one thing (precision, GPUs, micro "
+                "batch, sequence, recomputation, layout) with its published and predicted ratio (the per-axis summary "
+                "is always shown; docs/validation.md)");
   auto accuracy_out = std::make_shared<std::string>();
   cmd->add_option("--accuracy-out", *accuracy_out,
                   "Write the groups' errors as an accuracy table (what `report` shows of a plan's groups: "
@@ -398,7 +470,7 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
       files.insert(files.end(), found->begin(), found->end());
     }
     if (*memory) {
-      *exit_code = RunMemoryValidation(files, *format, *profile, *record, *plan_out, acc);
+      *exit_code = RunMemoryValidation(files, *format, *profile, *record, *plan_out, acc, *pairs);
       return;
     }
     std::vector<core::PublishedRun> runs;
@@ -432,7 +504,11 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
     }
     const sim::ValidationSummary v = sim::ValidateRuns(runs, *profile);
     const sim::LayerTimingSummary lt = sim::ValidateLayerTimings(layers, *profile);
-    if (int rc = WriteAccuracy(acc, v, "tokens_per_s_per_gpu", profile->name, files); rc != 0) {
+    std::vector<const core::Scenario*> run_scenarios;
+    std::vector<std::string> run_tables;
+    for (const auto& r : runs) run_scenarios.push_back(&r.scenario), run_tables.push_back(r.table);
+    const sim::ComparisonSummary comparisons = PairsOf(v, run_scenarios, run_tables);
+    if (int rc = WriteAccuracy(acc, v, comparisons, "tokens_per_s_per_gpu", profile->name, files); rc != 0) {
       *exit_code = rc;
       return;
     }
@@ -464,6 +540,7 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
       j["summary"] = SummaryJson(v.all);
       j["groups"] = GroupsJson(v);
       if (both) j["summary_default"] = SummaryJson(v0.all);
+      j["comparisons"] = ComparisonsJson(comparisons);
       nlohmann::ordered_json layer_records = nlohmann::ordered_json::array();
       for (size_t i = 0; i < lt.records.size(); ++i) {
         const sim::LayerTimingRecord& r = lt.records[i];
@@ -521,6 +598,7 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
           "--format json lists them)\n",
           v.all.n, files.size(), skipped.size());
       PrintGroups(v, "too fast");
+      PrintComparisons(comparisons, *pairs, "tokens/s per GPU", "the second plan predicted the faster");
       if (both)
         std::printf("# with the built-in defaults: |error| median %.1f%%, p90 %.1f%%, max %.1f%%\n",
                     100 * v0.all.median_abs_error, 100 * v0.all.p90_abs_error, 100 * v0.all.max_abs_error);

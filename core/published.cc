@@ -693,8 +693,10 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   const Json& hj = r.contains("hardware") && r["hardware"].is_object() ? r["hardware"] : kNone;
   PublishedRun& run = *out;
   run.id = id;
-  if (r.contains("source") && r["source"].is_object())
-    run.source = StrOr(r["source"], "paper") + ", " + StrOr(r["source"], "table") + ", " + StrOr(r["source"], "row");
+  if (r.contains("source") && r["source"].is_object()) {
+    run.table = StrOr(r["source"], "paper") + ", " + StrOr(r["source"], "table");
+    run.source = run.table + ", " + StrOr(r["source"], "row");
+  }
 
   // The software that produced the run: the stack whose applies_to names the record's id prefix,
   // else the one its source names (SoftwareStack::recognized_by), else the default stack, said.
@@ -1950,6 +1952,7 @@ Result<std::vector<PublishedMemory>> LoadPublishedMemory(const std::string& text
           "measured on the last pipeline stage's rank (measured.which_rank): that stage compared");
     mem.id = run.id;
     mem.source = run.source;
+    mem.table = run.table;
     mem.scenario = std::move(run.scenario);
     mem.stack = run.stack;
     mem.assumptions = std::move(run.assumptions);

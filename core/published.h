@@ -20,6 +20,7 @@ namespace meshplan::core {
 struct PublishedRun {
   std::string id;
   std::string source;  // paper, table, row
+  std::string table;   // paper, table: the runs measured together (sim/comparison.h pairs them)
   Scenario scenario;
   std::string dataset;                   // the file it came from (set by the caller; a validation group)
   std::string stack;                     // the software-stack preset the run is predicted with (presets/stacks)
@@ -40,6 +41,7 @@ Result<std::vector<PublishedRun>> LoadPublishedRuns(const std::string& json_text
 struct PublishedMemory {
   std::string id;
   std::string source;
+  std::string table;  // as PublishedRun's
   Scenario scenario;
   std::string dataset;  // set by the caller
   std::string stack;

@@ -134,6 +134,14 @@ AccuracyTable AccuracyTableOf(const ValidationSummary& v, const std::string& met
   return t;
 }
 
+std::vector<AccuracyGroup> ComparisonGroupsOf(const ComparisonSummary& c) {
+  std::vector<AccuracyGroup> out;
+  if (c.all.n == 0) return out;
+  out.push_back(GroupOf("all", "all", c.all));
+  for (const auto& g : c.axes) out.push_back(GroupOf(g.dimension, g.value, g.summary));
+  return out;
+}
+
 nlohmann::ordered_json AccuracyRunJson(const AccuracyRun& r) {
   nlohmann::ordered_json j;
   j["id"] = r.id;
@@ -162,6 +170,11 @@ std::string AccuracyTableToJson(const AccuracyTable& t) {
   nlohmann::ordered_json groups = nlohmann::ordered_json::array();
   for (const auto& g : t.groups) groups.push_back(GroupJson(g));
   j["groups"] = groups;
+  if (!t.comparisons.empty()) {
+    nlohmann::ordered_json axes = nlohmann::ordered_json::array();
+    for (size_t i = 1; i < t.comparisons.size(); ++i) axes.push_back(GroupJson(t.comparisons[i]));
+    j["comparisons"] = {{"all", GroupJson(t.comparisons.front())}, {"axes", axes}};
+  }
   // The runs one to a line, so that a change to the model shows in a diff as the runs it moved.
   std::string text = j.dump(2);
   text.pop_back();  // the closing brace
@@ -215,6 +228,25 @@ core::Result<AccuracyTable> ParseAccuracyTableJson(const std::string& json_text)
         return core::Status::InvalidArgument("accuracy table: groups[" + std::to_string(i) + "]: " + g->dimension +
                                              " " + g->value + " appears twice");
     t.groups.push_back(*g);
+  }
+  if (j.contains("comparisons")) {
+    const nlohmann::json& c = j["comparisons"];
+    if (!c.is_object() || !c.contains("all") || !c.contains("axes") || !c["axes"].is_array())
+      return core::Status::InvalidArgument(
+          "accuracy table: comparisons: must be an object with all (every pair) and axes (an array)");
+    auto call = ParseGroup(c["all"], "accuracy table: comparisons.all", true);
+    if (!call.ok()) return call.status();
+    t.comparisons.push_back(*call);
+    for (size_t i = 0; i < c["axes"].size(); ++i) {
+      const std::string where = "accuracy table: comparisons.axes[" + std::to_string(i) + "]";
+      auto g = ParseGroup(c["axes"][i], where, false);
+      if (!g.ok()) return g.status();
+      if (g->dimension != "axis") return core::Status::InvalidArgument(where + ".dimension: must be axis");
+      if (g->n > call->n)
+        return core::Status::InvalidArgument(where + ".n: an axis cannot hold more pairs than all (" +
+                                             std::to_string(call->n) + ")");
+      t.comparisons.push_back(*g);
+    }
   }
   if (j.contains("runs")) {
     if (!j["runs"].is_array()) return core::Status::InvalidArgument("accuracy table: runs: must be an array");

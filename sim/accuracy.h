@@ -19,6 +19,7 @@
 #include "core/presets.h"
 #include "core/specs.h"
 #include "core/status.h"
+#include "sim/comparison.h"
 #include "sim/validation.h"
 
 namespace meshplan::sim {
@@ -56,6 +57,10 @@ struct AccuracyTable {
   AccuracyGroup all;
   std::vector<AccuracyGroup> groups;  // validate's order: by dimension, then value
   std::vector<AccuracyRun> runs;      // every run, in validate's order
+  // Comparing two plans (sim/comparison.h): the error of the ratio over every pair of runs
+  // measured together that differ in one thing ("all"), then per axis (dimension "axis", in
+  // ComparisonAxes' order). Empty in a table made without them.
+  std::vector<AccuracyGroup> comparisons;
 };
 
 // The table of a validation run: every group but the per-file ("dataset") and, for memory, the
@@ -63,6 +68,9 @@ struct AccuracyTable {
 // (0.01 points), as the file keeps them.
 AccuracyTable AccuracyTableOf(const ValidationSummary& v, const std::string& metric, const std::string& made_by,
                               const std::string& profile, const std::vector<std::string>& datasets);
+
+// The comparison rows of a table (AccuracyTable::comparisons): "all", then each axis with pairs.
+std::vector<AccuracyGroup> ComparisonGroupsOf(const ComparisonSummary& c);
 
 std::string AccuracyTableToJson(const AccuracyTable& t);
 // InvalidArgument names the field and the rule.

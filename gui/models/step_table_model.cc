@@ -20,6 +20,7 @@ void StepTableModel::Reset() {
   runs_like_.clear();
   range_ = {};
   accuracy_runs_ = 0;
+  comparisons_.clear();
   if (valid_ && scenario_->profile().name != "default") {
     accuracy_source_ =
         "the accuracy table is the default profile's; meshplan validate --profile NAME measures "
@@ -36,6 +37,7 @@ void StepTableModel::Reset() {
       runs_like_ = std::move(a.like);
       runs_like_same_gpu_ = a.like_same_gpu;
       accuracy_runs_ = table->all.n;
+      comparisons_ = table->comparisons;
       accuracy_source_ = QString::fromStdString(table->made_by);
     } else {
       accuracy_source_ = QString::fromStdString(table.status().message());
@@ -96,6 +98,18 @@ QString StepTableModel::accuracyHelp() const {
                .arg(r.gpus)
                .arg(QString::fromStdString(r.precision), QString::fromStdString(r.gpu),
                     QString::asprintf("%+.1f%%", 100 * r.error));
+  }
+  if (!accuracy_.empty() && !comparisons_.empty()) {
+    // Comparing this plan with another (sim/comparison.h): the ratio of two runs that differ in one thing.
+    t += QString(
+             "\nagainst another plan: the ratio of two published runs that differ in one thing came within %1 "
+             "(median, %2 pairs):")
+             .arg(Percent(comparisons_.front().median_abs_error))
+             .arg(comparisons_.front().n);
+    for (size_t i = 1; i < comparisons_.size(); ++i)
+      t += QString(" %1 %2%3")
+               .arg(QString::fromStdString(comparisons_[i].value), Percent(comparisons_[i].median_abs_error))
+               .arg(i + 1 < comparisons_.size() ? ";" : "");
   }
   return t + "\n(" + accuracy_source_ + "; docs/validation.md, How close)";
 }

@@ -70,7 +70,9 @@ class StepTableModel : public QAbstractTableModel {
   bool runs_like_same_gpu_ = false;
   sim::AccuracyRange range_;  // what runs like the plan measured (sim::RangeOf)
   size_t accuracy_runs_ = 0;  // the table's runs
-  QString accuracy_source_;   // the command that made the table, or why there is none
+  // The table's what-if pairs (sim::AccuracyTable::comparisons): "all", then per axis.
+  std::vector<sim::AccuracyGroup> comparisons_;
+  QString accuracy_source_;  // the command that made the table, or why there is none
 };
 
 }  // namespace meshplan::gui

@@ -242,6 +242,17 @@ run(validate_two_datasets 0 "68 records from 2 file.*all +68 .*sharding zero-3 +
     validate --dataset ${DATA}/validation/published.json --dataset ${DATA}/validation/published_beyond_tuning.json)
 run(validate_directory 0 "narayanan2021-t2-zero3-174.6B-384gpu +deepspeed-zero3-2021 +100.4 .*dataset published_beyond_tuning.json +49 "
     validate --dataset ${DATA}/validation)
+# What-if pairs (sim/comparison.h): runs of one table that differ in one thing, the ratio of the
+# second to the first, published against predicted; dgxc-benchmarking's GPT-3 175B on 128 H100s
+# printed FP8 at 1.477x BF16's tokens/s. The per-axis summary always, every pair with --pairs.
+run(validate_pairs 0 "  precision +dgxc-v2503-gpt3-175b-h100-128gpu-bf16 +dgxc-v2503-gpt3-175b-h100-128gpu-fp8 +1\\.477 +1\\.[0-9]+ +[+-][0-9.]+%  precision bf16 -> fp8\n.*# axis +n +median +p90 +max +signed\n  all +[0-9]+ .*\n  precision +[0-9]+ .*# [0-9]+ pairs: \\|error\\| of the ratio median [0-9.]+%"
+    validate --dataset ${DATA}/validation/papers_at_scale.json --pairs)
+run(validate_pairs_summary 0 "# comparisons: pairs of runs measured together.*\n  all +[0-9]+ .*\n  precision +[0-9]+ .*\n  gpus +[0-9]+ "
+    validate --dataset ${DATA}/validation/papers_at_scale.json)
+run(validate_pairs_json 0 "\"comparisons\": \\{[ \n]*\"summary\": \\{[ \n]*\"n\": [0-9]+,.*\"axes\": \\[[ \n]*\\{[ \n]*\"n\": [0-9]+,.*\"axis\": \"precision\".*\"pairs\": \\[[ \n]*\\{[ \n]*\"axis\": \"precision\",[ \n]*\"first\": "
+    validate --dataset ${DATA}/validation/papers_at_scale.json --format json)
+run(report_accuracy_pairs 0 "#   step time of one plan against another: the ratio of two published runs that differ in one thing came within [0-9.]+% \\(median; p90 [0-9.]+%, [0-9]+ pairs; validate --pairs\\); by what differs, pairs and median: precision [0-9]+, [0-9.]+%; gpus [0-9]+, [0-9.]+%"
+    report --model gpt-oss-120b --gpu h100-sxm --gpus 64 --pp 4 --ep 8 --zero 1 --seq 4096 --gbs 1280)
 # How close: report shows the shipped accuracy tables' rows of the plan's groups (presets/accuracy,
 # made by validate --accuracy-out on tests/data; docs/validation.md), step time beside memory, for
 # the default profile only; a group with no memory dimension (scale) or no step dimension

@@ -186,6 +186,14 @@ TEST(GuiModelsTest, StepTableModelSaysHowCloseSuchPredictionsCame) {
                                             .arg(tps / (1 + r.p90_error), 0, 'f', 0)
                                             .arg(tps / (1 + r.p10_error), 0, 'f', 0)))
       << m.accuracyHelp().toStdString();
+  // ... and how close the ratio of two plans came (the table's what-if pairs, sim/comparison.h).
+  ASSERT_FALSE(table->comparisons.empty());
+  EXPECT_TRUE(m.accuracyHelp().contains(
+      QString("against another plan: the ratio of two published runs that differ in one thing came within %1 "
+              "(median, %2 pairs): precision ")
+          .arg(QString::asprintf("%.1f%%", 100 * table->comparisons.front().median_abs_error))
+          .arg(table->comparisons.front().n)))
+      << m.accuracyHelp().toStdString();
   QString error;
   ASSERT_TRUE(s.setModelPreset("mixtral-8x7b", &error)) << error.toStdString();
   core::PlanSpec p = s.plan();

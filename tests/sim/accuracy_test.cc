@@ -73,6 +73,16 @@ void ExpectSameTable(const AccuracyTable& shipped, const AccuracyTable& today, c
     EXPECT_EQ(a.moe, b.moe) << a.id << ": " << stale;
     EXPECT_NEAR(a.error, b.error, 1e-9) << a.id << ": " << stale;
   }
+  // The comparisons of two plans, overall and per axis, in order.
+  ASSERT_EQ(shipped.comparisons.size(), today.comparisons.size()) << stale;
+  for (size_t i = 0; i < today.comparisons.size(); ++i) {
+    const AccuracyGroup &a = shipped.comparisons[i], &b = today.comparisons[i];
+    EXPECT_EQ(a.value, b.value) << stale;
+    EXPECT_EQ(a.n, b.n) << b.value << ": " << stale;
+    EXPECT_NEAR(a.median_abs_error, b.median_abs_error, 1e-9) << b.value << ": " << stale;
+    EXPECT_NEAR(a.p90_abs_error, b.p90_abs_error, 1e-9) << b.value << ": " << stale;
+    EXPECT_NEAR(a.median_error, b.median_error, 1e-9) << b.value << ": " << stale;
+  }
   for (const auto& g : today.groups) {
     auto it = by_key.find({g.dimension, g.value});
     ASSERT_NE(it, by_key.end()) << g.dimension << " " << g.value << ": " << stale;
@@ -89,8 +99,16 @@ TEST(AccuracyTest, TheShippedStepTableIsWhatValidateGivesOnTheCorpus) {
   ASSERT_TRUE(shipped.ok()) << shipped.status().ToString();
   EXPECT_EQ(shipped->metric, "tokens_per_s_per_gpu");
   EXPECT_EQ(shipped->profile, "default");
-  const ValidationSummary v = ValidateRuns(StepCorpus(), core::Profile{});
-  ExpectSameTable(*shipped, AccuracyTableOf(v, "tokens_per_s_per_gpu", "", "default", {}), shipped->made_by);
+  const std::vector<core::PublishedRun> runs = StepCorpus();
+  const ValidationSummary v = ValidateRuns(runs, core::Profile{});
+  AccuracyTable today = AccuracyTableOf(v, "tokens_per_s_per_gpu", "", "default", {});
+  std::vector<ComparisonInput> in;
+  for (size_t i = 0; i < runs.size(); ++i) in.push_back({&v.records[i], &runs[i].scenario, runs[i].table});
+  today.comparisons = ComparisonGroupsOf(ComparePairs(in));
+  ExpectSameTable(*shipped, today, shipped->made_by);
+  // The what-if pairs: every axis of the corpus has some (recomputation the fewest, 2 today).
+  ASSERT_FALSE(shipped->comparisons.empty());
+  EXPECT_GE(shipped->comparisons.front().n, 300u);
   // The corpus of at least 150 runs (issue 16): 770 today, every one with a model group.
   EXPECT_GE(shipped->all.n, 150u);
 }
@@ -99,8 +117,14 @@ TEST(AccuracyTest, TheShippedMemoryTableIsWhatValidateGivesOnTheCorpus) {
   auto shipped = LoadAccuracyTable("memory");
   ASSERT_TRUE(shipped.ok()) << shipped.status().ToString();
   EXPECT_EQ(shipped->metric, "memory_gib");
-  const ValidationSummary v = ValidateMemory(MemoryCorpus(), core::Profile{}.memory);
-  ExpectSameTable(*shipped, AccuracyTableOf(v, "memory_gib", "", "default", {}), shipped->made_by);
+  const std::vector<core::PublishedMemory> records = MemoryCorpus();
+  const ValidationSummary v = ValidateMemory(records, core::Profile{}.memory);
+  AccuracyTable today = AccuracyTableOf(v, "memory_gib", "", "default", {});
+  std::vector<ComparisonInput> in;
+  for (const core::PublishedMemory& r : records)
+    if (r.outcome == core::PublishedMemory::Outcome::kPeak) in.push_back({&v.records[in.size()], &r.scenario, r.table});
+  today.comparisons = ComparisonGroupsOf(ComparePairs(in));
+  ExpectSameTable(*shipped, today, shipped->made_by);
   // Neither the per-file groups nor the measurement kind (which a plan does not choose) are kept.
   for (const auto& g : shipped->groups) {
     EXPECT_NE(g.dimension, "dataset");

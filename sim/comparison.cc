@@ -1,0 +1,149 @@
+#include "sim/comparison.h"
+
+#include <algorithm>
+#include <map>
+#include <regex>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "core/spec_json.h"
+
+namespace meshplan::sim {
+
+const std::vector<ComparisonAxis>& ComparisonAxes() {
+  static const std::vector<ComparisonAxis> kAxes = {
+      {"precision",
+       {"precision"},
+       {"dtypes", "fp8_scaling", "fp8_param_gather", "fp8_attention", "bf16_layers_at_start", "bf16_layers_at_end",
+        "keep_lp_grads"}},
+      {"gpus", {"gpus"}, {"dp", "global_batch", "hsdp_shard_size"}},
+      {"micro_batch", {"micro_batch"}, {"global_batch"}},
+      {"seq_len", {"seq_len"}, {"global_batch", "micro_batch"}},
+      {"recompute", {"recompute"}, {"recompute_layers", "recompute_modules", "recompute_early_stop"}},
+      {"layout",
+       {"tp", "pp", "cp", "ep"},
+       {"dp", "etp", "vpp", "schedule", "sequence_parallel", "micro_batch", "global_batch", "placement"}},
+  };
+  return kAxes;
+}
+
+std::string ComparisonTableOf(const std::string& table) {
+  static const std::regex kLine(R"((^|, )line [0-9]+: )");
+  static const std::regex kPrecision(R"(\b(bf16|fp16|fp8|mxfp8|nvfp4)(-[a-z]+)?\b)", std::regex::icase);
+  std::string t = std::regex_replace(table, kLine, "$1");
+  t = std::regex_replace(t, kPrecision, "");
+  return t;
+}
+
+namespace {
+
+using Json = nlohmann::json;
+
+// A scenario's fields as JSON pointers ("/tp", "/dtypes/grads", "/model/layers"), the model's
+// max_seq and free-text source left out: two runs of one architecture at different sequence
+// lengths, or built from their records' printed dimensions, are the same model.
+std::map<std::string, Json> FieldsOf(const core::Scenario& s) {
+  core::PlanFile f;
+  f.plan = s.plan;
+  f.model = s.model;
+  f.gpu = s.gpu;
+  f.cluster = s.cluster;
+  std::map<std::string, Json> out;
+  const Json flat = Json::parse(core::PlanFileToJson(f)).flatten();
+  for (const auto& [key, value] : flat.items()) {
+    if (key == "/model/max_seq" || key == "/model/source") continue;
+    out.emplace(key, value);
+  }
+  return out;
+}
+
+// Whether pointer `key` is plan field `name` or inside it ("/dtypes/grads" is in "dtypes").
+bool IsField(const std::string& key, std::string_view name) {
+  if (key.size() < name.size() + 1 || key[0] != '/' || key.compare(1, name.size(), name) != 0) return false;
+  return key.size() == name.size() + 1 || key[name.size() + 1] == '/';
+}
+
+bool InAny(const std::string& key, const std::vector<std::string_view>& names) {
+  return std::any_of(names.begin(), names.end(), [&](std::string_view n) { return IsField(key, n); });
+}
+
+std::string Text(const Json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+// The values of `axis`'s varied fields, in its order (a missing field as null).
+std::vector<Json> VariedValues(const std::map<std::string, Json>& fields, const ComparisonAxis& axis) {
+  std::vector<Json> out;
+  for (std::string_view name : axis.varied) {
+    std::string key(1, '/');
+    key.append(name);
+    auto it = fields.find(key);
+    out.push_back(it == fields.end() ? Json() : it->second);
+  }
+  return out;
+}
+
+}  // namespace
+
+ComparisonSummary ComparePairs(const std::vector<ComparisonInput>& in) {
+  ComparisonSummary out;
+  std::vector<std::map<std::string, Json>> fields;
+  std::vector<std::string> prefix;  // dataset, stack and table: what every pair shares
+  for (const ComparisonInput& c : in) {
+    fields.push_back(FieldsOf(*c.scenario));
+    std::string dataset;
+    for (const auto& [dim, value] : c.record->groups)
+      if (dim == "dataset") dataset = value;
+    prefix.push_back(dataset + "\n" + c.record->stack + "\n" + ComparisonTableOf(c.table) + "\n");
+  }
+  std::vector<double> all_errors;
+  for (const ComparisonAxis& axis : ComparisonAxes()) {
+    std::vector<std::string_view> allowed = axis.varied;
+    allowed.insert(allowed.end(), axis.companions.begin(), axis.companions.end());
+    // Runs alike but for this axis: the same prefix and every other field equal.
+    std::map<std::string, std::vector<size_t>> alike;
+    for (size_t i = 0; i < in.size(); ++i) {
+      std::string key = prefix[i];
+      for (const auto& [k, v] : fields[i])
+        if (!InAny(k, allowed)) key += k + "=" + v.dump() + "\n";
+      alike[key].push_back(i);
+    }
+    std::vector<double> errors;
+    for (auto& [key, members] : alike) {
+      if (members.size() < 2) continue;
+      std::vector<std::pair<std::vector<Json>, size_t>> sorted;
+      for (size_t i : members) sorted.emplace_back(VariedValues(fields[i], axis), i);
+      std::sort(sorted.begin(), sorted.end(), [&](const auto& a, const auto& b) {
+        if (a.first != b.first) return a.first < b.first;
+        return in[a.second].record->id < in[b.second].record->id;
+      });
+      for (size_t j = 1; j < sorted.size(); ++j) {
+        const auto& [va, a] = sorted[j - 1];
+        const auto& [vb, b] = sorted[j];
+        if (va == vb) continue;
+        const ValidationRecord& ra = *in[a].record;
+        const ValidationRecord& rb = *in[b].record;
+        ComparisonRecord r;
+        r.axis = std::string(axis.name);
+        r.first = ra.id;
+        r.second = rb.id;
+        for (size_t f = 0; f < axis.varied.size(); ++f) {
+          if (va[f] == vb[f]) continue;
+          if (!r.change.empty()) r.change += ", ";
+          r.change += std::string(axis.varied[f]) + " " + Text(va[f]) + " -> " + Text(vb[f]);
+        }
+        r.published_ratio = rb.published / ra.published;
+        r.predicted_ratio = rb.predicted / ra.predicted;
+        r.error = r.predicted_ratio / r.published_ratio - 1;
+        errors.push_back(r.error);
+        out.pairs.push_back(std::move(r));
+      }
+    }
+    if (errors.empty()) continue;
+    all_errors.insert(all_errors.end(), errors.begin(), errors.end());
+    out.axes.push_back({"axis", std::string(axis.name), SummarizeErrors(std::move(errors))});
+  }
+  out.all = SummarizeErrors(std::move(all_errors));
+  return out;
+}
+
+}  // namespace meshplan::sim

@@ -1,0 +1,68 @@
+// Comparing two plans as a planner does: what FP8 buys over BF16, how throughput per GPU holds
+// from 512 to 1,024 GPUs, what a longer sequence or a larger micro batch costs. Pairs of
+// published runs measured together (the same source table, software stack, model, GPU and
+// cluster) whose plans differ in one thing: the ratio of their measurements against the ratio the
+// model predicts. A model can be off in level on a stack and still right about what a change
+// buys, or the reverse; `validate` judges levels, this judges the what-if. Pure; thread-safe.
+#ifndef MESHPLAN_SIM_COMPARISON_H_
+#define MESHPLAN_SIM_COMPARISON_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/presets.h"
+#include "sim/validation.h"
+
+namespace meshplan::sim {
+
+// What a pair varies: `varied` are the plan fields (as the plan file names them) of which at
+// least one differs, `companions` those that may change with them (the data-parallel size with
+// the GPU count, the global batch in weak scaling, the FP8 recipe's settings with the
+// precision). Every other field of the two scenarios (the model's architecture but its
+// max_seq, the GPU, the cluster, the rest of the plan) must be equal.
+struct ComparisonAxis {
+  std::string_view name;
+  std::vector<std::string_view> varied;
+  std::vector<std::string_view> companions;
+};
+// precision, gpus, micro_batch, seq_len, recompute, layout (tp, pp, cp, ep).
+const std::vector<ComparisonAxis>& ComparisonAxes();
+
+// One judged record as the pairing sees it: its result (published and predicted in the same unit,
+// tokens/s per GPU or GiB), its scenario and the table that printed it.
+struct ComparisonInput {
+  const ValidationRecord* record = nullptr;
+  const core::Scenario* scenario = nullptr;
+  std::string table;  // core::PublishedRun::table: "paper, table"
+};
+
+// Two runs: `second` over `first` (tokens/s per GPU, or peak GiB), published and predicted;
+// error = predicted_ratio / published_ratio - 1, which is (1 + e2) / (1 + e1) - 1 of the runs'
+// own errors (> 0: the model makes the second plan look better than it measured, for tokens/s;
+// larger, for memory).
+struct ComparisonRecord {
+  std::string axis, first, second;
+  std::string change;  // "precision bf16 -> fp8", "gpus 512 -> 1024"
+  double published_ratio = 0, predicted_ratio = 0, error = 0;
+};
+
+struct ComparisonSummary {
+  std::vector<ComparisonRecord> pairs;  // by axis in ComparisonAxes' order, then as found
+  ErrorSummary all;
+  std::vector<GroupSummary> axes;  // dimension "axis", the axes with pairs in ComparisonAxes' order
+};
+
+// The runs alike but for one axis are sorted by that axis's varied fields and each is paired
+// with the next (a scaling series gives its consecutive steps); two runs with the same varied
+// values are not a pair. A run may be in pairs of several axes.
+ComparisonSummary ComparePairs(const std::vector<ComparisonInput>& in);
+
+// The part of a record's table that says which runs were measured together: its "line N: "
+// prefix and its precision words removed (dgxc-benchmarking's README prints each precision of a
+// model on its own line, and a performance page may name the precision in the table's title).
+std::string ComparisonTableOf(const std::string& table);
+
+}  // namespace meshplan::sim
+
+#endif  // MESHPLAN_SIM_COMPARISON_H_

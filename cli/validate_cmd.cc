@@ -239,7 +239,11 @@ void PrintComparisons(const sim::ComparisonSummary& c, bool each, const char* wh
       "#\n# comparisons: pairs of runs measured together (one table, stack, model, GPU and cluster) whose plans "
       "differ in one thing; the ratio of the second to the first (%s), published vs predicted (--pairs lists them)\n",
       what);
-  if (each && !c.pairs.empty()) {
+  if (c.pairs.empty()) {
+    std::printf("# no pairs: no two of these runs are of one table and differ in one thing\n");
+    return;
+  }
+  if (each) {
     std::printf("# %-11s %-46s %-46s %9s %9s %8s  %s\n", "axis", "first", "second", "published", "predicted", "error",
                 "change");
     for (const sim::ComparisonRecord& p : c.pairs)

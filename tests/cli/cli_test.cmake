@@ -251,6 +251,8 @@ run(validate_pairs_summary 0 "# comparisons: pairs of runs measured together.*\n
     validate --dataset ${DATA}/validation/papers_at_scale.json)
 run(validate_pairs_json 0 "\"comparisons\": \\{[ \n]*\"summary\": \\{[ \n]*\"n\": [0-9]+,.*\"axes\": \\[[ \n]*\\{[ \n]*\"n\": [0-9]+,.*\"axis\": \"precision\".*\"pairs\": \\[[ \n]*\\{[ \n]*\"axis\": \"precision\",[ \n]*\"first\": "
     validate --dataset ${DATA}/validation/papers_at_scale.json --format json)
+run(validate_pairs_none 0 "# comparisons: pairs of runs.*\n# no pairs: no two of these runs are of one table and differ in one thing\n"
+    validate --dataset ${DATA}/validation/published.json --record korthikanti2022-530B-dp8-2240gpu --pairs)
 run(report_accuracy_pairs 0 "#   step time of one plan against another: the ratio of two published runs that differ in one thing came within [0-9.]+% \\(median; p90 [0-9.]+%, [0-9]+ pairs; validate --pairs\\); by what differs, pairs and median: precision [0-9]+, [0-9.]+%; gpus [0-9]+, [0-9.]+%"
     report --model gpt-oss-120b --gpu h100-sxm --gpus 64 --pp 4 --ep 8 --zero 1 --seq 4096 --gbs 1280)
 # How close: report shows the shipped accuracy tables' rows of the plan's groups (presets/accuracy,

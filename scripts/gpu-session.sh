@@ -8,7 +8,7 @@
 #   scripts/gpu-session.sh BIN_DIR OUT_DIR [STAGE ...]
 #
 # STAGEs (default: all, in this order): gtest gemm tiny verify gpt17b context_attention gemm_shapes
-# heldout sustained memory memory_expandable memory_default8 sustained_more memory_expandable8 host_moe expert_gemm megatron_moe megatron_layer cp_attention checkpoint_early_stop unfused_attention gemm_alignment layer_sustained layer_shapes layer_profile memory_pools. The first GPU session (2026-11-28, H200) ran the first six; the second the
+# heldout sustained memory memory_expandable memory_default8 sustained_more memory_expandable8 host_moe expert_gemm megatron_moe megatron_layer cp_attention checkpoint_early_stop unfused_attention gemm_alignment layer_sustained layer_shapes layer_profile fp8_shapes memory_pools. The first GPU session (2026-11-28, H200) ran the first six; the second the
 # rest and tiny, verify again; the third memory_expandable and memory_default8; the fourth sustained_more and memory_expandable8; the fifth (2026-11-30) host_moe, expert_gemm and memory_pools, then megatron_moe by itself; the sixth (2026-11-30) expert_gemm (with its four-stream loop) and megatron_layer, then cp_attention by itself. Everything lands in OUT_DIR: one session.log and a JSON per stage.
 # Since 2026-11-29 the memory stages also write the caching allocator's segments after the last step by stream
 # (pools_after_last_step), the check of FSDP2's reduce-scatter and all-gather pools in docs/memory.md §4.
@@ -136,6 +136,17 @@ want layer_shapes && step layer_shapes 200 env -u LD_LIBRARY_PATH python3 script
 # Where the step's time goes by kernel kind (GEMM, attention, norm, the rest) at the layer shapes above.
 want layer_profile && step layer_profile 120 env -u LD_LIBRARY_PATH python3 scripts/gpu_probes.py layer_profile \
   "$out/layer_profile.json" 8192 8192r 2048 2048r 8192x8192x28672x64x8r
+# FP8 against BF16 GEMMs, each held at the power limit, at the shapes of the corpus's FP8/BF16 pairs
+# (validate --pairs: FP8's gain overstated by 4-8% on dgxc-benchmarking's GPT-3 175B and Llama 3.1 70B,
+# 12-17% on Grok-1, within 3% on Nemotron-4 15B; docs/validation.md, Comparing two plans): Grok-1's
+# expert fc1/fc2 (v25.05.01, H100, EP 8, one expert a rank), GPT-3 175B's and Llama 3.1 70B's
+# TP 4 fc1 and qkv/fc2, Nemotron-4 15B's fc1 (the pair that is right) and Llama 4 Maverick's expert fc1.
+want fp8_shapes && step fp8_shapes 260 env -u LD_LIBRARY_PATH python3 scripts/gpu_probes.py sustained \
+  "$out/fp8_shapes.json" \
+  fp8:2048x65536x6144:10 bf16:2048x65536x6144:10 fp8:2048x6144x32768:10 bf16:2048x6144x32768:10 \
+  fp8:2048x12288x12288:10 bf16:2048x12288x12288:10 fp8:2048x9216x12288:10 bf16:2048x9216x12288:10 \
+  fp8:4096x14336x8192:10 bf16:4096x14336x8192:10 fp8:4096x8192x7168:10 bf16:4096x8192x7168:10 \
+  fp8:16384x6144x6144:10 bf16:16384x6144x6144:10 fp8:8192x4096x5120:10 bf16:8192x4096x5120:10
 # The allocator's segments by stream after an FSDP2 step (pools_after_last_step; docs/memory.md §4).
 want memory_pools && step memory_pools 100 env -u LD_LIBRARY_PATH python3 scripts/gpu_probes.py memory \
   "$out/memory_pools.json" 2:1:8192

@@ -376,6 +376,27 @@ CollectiveCost CollectiveTime(CollectiveKind kind, int64_t bytes, const GroupSpa
   return Finish(b.algorithm, kind, bytes, span.size, b.seconds);  // every kind has at least one algorithm
 }
 
+double TinyAllReduceSeconds(const GroupSpan& span, const ClusterSpec& c) {
+  if (span.size <= 1) return 0.0;
+  const double n = static_cast<double>(span.size);
+  const int64_t nodes = span.Crosses() ? span.domains : 1;
+  const double ppn = static_cast<double>(span.per_domain);
+  constexpr double kUs = 1e-6;
+  // Ring, LL: NCCL's base 6.6 µs; each step inside a node 0.6 µs (NVLink LL), or the network
+  // overhead of 1 µs when the ring crosses nodes; each of the 2(nodes - 1) steps across 2.7 µs
+  // (the tree's 5.0 when every node holds one rank).
+  const double inter = nodes > 1 ? 2.0 * static_cast<double>(nodes - 1) : 0.0;
+  const double intra_hop = nodes > 1 ? 1.0 : 0.6;  // max(0.6, 1.0) across nodes
+  const double net_hop = span.per_domain == 1 ? 5.0 : 2.7;
+  double best = 6.6 + (2.0 * (n - 1) - inter) * intra_hop + inter * net_hop;
+  // Tree, LL, across nodes: up and down the node's chain and the log2(nodes) levels.
+  if (nodes > 1)
+    best = std::min(best, 6.8 + 2.0 * ((ppn - 1) * 0.6 + std::floor(std::log2(static_cast<double>(nodes))) * 5.0));
+  // NVLS inside one domain: Simple, 25 µs.
+  if (nodes == 1 && c.nvls) best = std::min(best, 25.0);
+  return best * kUs;
+}
+
 double CollectiveSeconds(CollectiveKind kind, int64_t bytes, const GroupSpan& span, const ClusterSpec& c,
                          const CommEfficiency& eff) {
   return span.size <= 1 ? 0.0 : BestAlgorithm(kind, bytes, span, c, eff).seconds;

@@ -146,6 +146,17 @@ CollectiveCost CollectiveTime(CollectiveKind kind, int64_t bytes, const GroupSpa
 double CollectiveSeconds(CollectiveKind kind, int64_t bytes, const GroupSpan& span, const ClusterSpec& c,
                          const CommEfficiency& eff = {});
 
+// An all-reduce too small for bandwidth to matter (a few KB: FP8 amaxes), as NCCL 2.28's tuner
+// estimates it (src/graph/tuning.cc at 5067397c, ncclTunerConstantsDefaults and the latency
+// formulas of ncclTopoTuneModel), the cheapest of the algorithms it may pick, LL protocol where it
+// has one: ring 6.6 µs + (2(n-1) - 2(nodes-1)) x max(0.6 µs NVLink, 1 µs network overhead across
+// nodes) + 2(nodes-1) x 2.7 µs (5.0 at one GPU a node); tree, across nodes, 6.8 µs + 2((ppn-1) x
+// 0.6 µs + floor(log2 nodes) x 5.0 µs); NVLS inside one domain (cluster.nvls), Simple only, 25 µs.
+// Nodes are the span's scale-up domains, ppn its members per domain. The analytic model above,
+// with one latency per tier for every size, stays the one for everything else (section 7 of
+// docs/collectives.md).
+double TinyAllReduceSeconds(const GroupSpan& span, const ClusterSpec& c);
+
 // nccl-tests busbw/algbw: all-reduce 2(n-1)/n; all-gather, reduce-scatter, all-to-all (n-1)/n;
 // broadcast and send/recv 1 (doc/PERFORMANCE.md).
 double BusBandwidthFactor(CollectiveKind kind, int64_t n);

@@ -475,6 +475,22 @@ double SendsPerMicrobatch(const core::PlanSpec& p) {
   return 1.0;
 }
 
+AmaxReduction AmaxReductionTime(const core::PlanSpec& p, const core::ClusterSpec& c) {
+  if (p.precision != core::Dtype::kFp8 || p.fp8_scaling != core::Fp8Scaling::kDelayed || !p.transformer_engine)
+    return {};
+  const int64_t size = p.tp * p.dp * p.cp;  // every rank of a pipeline stage
+  if (size <= 1) return {};
+  // The stage's ranks: consecutive unless the pipeline is the fastest-varying axis of the
+  // placement (then every pp-th rank).
+  const core::GroupSpan span = core::SpanOfStride(size, core::StrideOf(core::Axis::kPp, p) == 1 ? p.pp : 1, c);
+  // The buffers hold three amaxes a GEMM forward (input, weight, output) and two backward (output
+  // and input gradients), 4 B each, for the chunk's linear layers: a few KB, latency-bound, as
+  // NCCL's tuner estimates a tiny all-reduce (core::TinyAllReduceSeconds).
+  AmaxReduction a;
+  a.forward_s = a.backward_s = core::TinyAllReduceSeconds(span, c);
+  return a;
+}
+
 std::array<BreakdownTerm, 11> BreakdownTerms(const StepBreakdown& b) {
   return {{{"compute", "compute", b.compute_s},
            {"recompute", "recompute", b.recompute_s},
@@ -1208,6 +1224,7 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
   }
   const double p2p = S.P2p(p);
   const double sends = SendsPerMicrobatch(p);
+  const AmaxReduction amax = AmaxReductionTime(p, c);
   const MoeHostTime moe_host = MoeLayerHostTime(m, p);
   const bool merged_passes = p.ep_overlap || p.schedule == core::Schedule::kDualPipe;  // HostWait
   const bool rerun_sync = core::RecomputeRerunsMoeDispatcher(p);                       // HostWait
@@ -1274,6 +1291,15 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
       r.p2p = 2 * t;
       r.times.forward_s += t;
       r.times.backward_input_s += t;
+    }
+    // FP8 delayed scaling's amax reductions (AmaxReductionTime): per microbatch and model chunk,
+    // one as the forward leaves the block and one at the end of its backward, each on the compute
+    // stream's path.
+    if (amax.forward_s > 0) {
+      const double chunks = SendsPerMicrobatch(p);
+      r.comm[static_cast<int>(CommGroup::kDp)] += chunks * (amax.forward_s + amax.backward_s);
+      r.times.forward_s += chunks * amax.forward_s;
+      r.times.backward_input_s += chunks * amax.backward_s;
     }
     // Activation offloading (pp = 1): the offloaded layers' saved tensors cross the host link
     // during the forward and come back for their backward on a stream of their own, so the copies

@@ -394,6 +394,25 @@ struct MoeHostTime {
 inline constexpr double kMoeHostForwardBaseS = 2.656e-3, kMoeHostForwardPerExpertS = 0.367e-3;
 inline constexpr double kMoeHostBackwardBaseS = 2.385e-3, kMoeHostBackwardPerExpertS = 0.530e-3;
 MoeHostTime MoeLayerHostTime(const core::ModelSpec& m, const core::PlanSpec& p);
+// FP8 delayed scaling's amax reductions. Transformer Engine's DelayedScaling reduces each FP8
+// tensor's amax across the fp8_autocast's group: leaving the autocast concatenates the forward
+// amaxes and all-reduces them (op MAX, async_op=False: the compute stream waits for it;
+// transformer_engine/pytorch/fp8.py FP8GlobalStateManager.fp8_autocast_exit ->
+// reduce_and_update_fp8_tensors(forward=True) -> reduce_tensor_across_group_op_max, the same at TE
+// v1.10, v1.13, v2.0, v2.1 and quantization.py at v2.9), and the backward of the region's first
+// module the backward ones (module/linear.py, layernorm_linear.py, grouped_linear.py:
+// reduce_and_update_bwd_fp8_tensors). Megatron-Core wraps a TransformerBlock's whole forward in one
+// fp8_autocast under delayed scaling (transformer_block.py: use_outer_quantization_context at
+// d98e8a64, the block's fp8_context at core_r0.10.0) with the group TP x DP x CP
+// (parallel_state.get_amax_reduction_group(with_context_parallel=True)): two small all-reduces
+// over a pipeline stage's ranks per microbatch and model chunk. Current and block scaling keep no
+// amax history and reduce nothing here. Zero unless precision fp8, fp8_scaling delayed and
+// transformer_engine (torchao's float8 scales dynamically), or for a stage of one rank. Seconds of
+// one forward and one backward reduction.
+struct AmaxReduction {
+  double forward_s = 0, backward_s = 0;
+};
+AmaxReduction AmaxReductionTime(const core::PlanSpec& p, const core::ClusterSpec& c);
 // Its forward and backward together.
 inline double MoeLayerHostFloor(const core::ModelSpec& m, const core::PlanSpec& p) {
   return MoeLayerHostTime(m, p).Total();

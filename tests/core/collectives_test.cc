@@ -422,5 +422,24 @@ TEST(CollectivesTest, NamesMatchNcclTests) {
   EXPECT_STREQ(Name(CollectiveAlgorithm::kHierarchical), "hierarchical");
 }
 
+TEST(CollectivesTest, ATinyAllReduceCostsWhatNcclsTunerEstimates) {
+  // NCCL 2.28's tuner (src/graph/tuning.cc at 5067397c): LL ring base 6.6 us, 0.6 us a step over
+  // NVLink, 1 us network overhead a step inside nodes once the ring crosses them, 2.7 us a step
+  // across (5.0 at one GPU a node); LL tree base 6.8 us, 2 x ((ppn - 1) x 0.6 + log2(nodes) x 5.0);
+  // NVLS (Simple) 25 us inside one domain.
+  const ClusterSpec h100 = *LoadCluster("dgx-h100");  // 8 a domain, NVLS
+  // 8 ranks, one node: ring 6.6 + 14 x 0.6 = 15.0 us, under NVLS's 25.
+  EXPECT_NEAR(TinyAllReduceSeconds(GroupSpan{8, 8, 1}, h100), 15.0e-6, 1e-12);
+  // 16 ranks on 2 nodes: ring 6.6 + (30 - 2) x 1.0 + 2 x 2.7 = 40.0; tree 6.8 + 2 x (7 x 0.6 + 1 x 5.0) = 25.2.
+  EXPECT_NEAR(TinyAllReduceSeconds(GroupSpan{16, 8, 2}, h100), 25.2e-6, 1e-12);
+  // 256 ranks on 32 nodes: tree 6.8 + 2 x (4.2 + 5 x 5.0) = 65.2 (the ring, 622 us, is far behind).
+  EXPECT_NEAR(TinyAllReduceSeconds(GroupSpan{256, 8, 32}, h100), 65.2e-6, 1e-12);
+  // One rank on each of 8 nodes: ring 6.6 + 14 x 5.0 = 76.6; tree 6.8 + 2 x 3 x 5.0 = 36.8.
+  EXPECT_NEAR(TinyAllReduceSeconds(GroupSpan{8, 1, 8}, h100), 36.8e-6, 1e-12);
+  // 64 ranks inside one NVL72 domain: the ring's 6.6 + 126 x 0.6 = 82.2 against NVLS's 25.
+  EXPECT_NEAR(TinyAllReduceSeconds(GroupSpan{64, 64, 1}, *LoadCluster("gb200-nvl72")), 25.0e-6, 1e-12);
+  EXPECT_EQ(TinyAllReduceSeconds(GroupSpan{1, 1, 1}, h100), 0.0);
+}
+
 }  // namespace
 }  // namespace meshplan::core

@@ -276,6 +276,52 @@ core::Op Bf16Gemm(int64_t m, int64_t n, int64_t k) {
   return op;
 }
 
+TEST(StepModelTest, Fp8DelayedScalingReducesTheAmaxesAcrossTheStageTwiceAMicrobatch) {
+  // Transformer Engine's DelayedScaling under Megatron-Core (AmaxReductionTime): leaving the
+  // block's fp8_autocast all-reduces the forward amaxes over TP x DP x CP, the backward's first
+  // module the backward ones, each synchronously. Llama 3 8B at TP 2 on two H100s of one node, no
+  // data parallelism (so no gradient synchronisation): 2 ranks, NCCL's LL ring 6.6 + 2 x 0.6 =
+  // 7.8 us (under NVLS's 25), twice a microbatch, 4 microbatches: 62.4 us of DP communication.
+  const core::ModelSpec m = *core::LoadModel("llama3-8b");
+  const core::GpuSpec g = *core::LoadGpu("h100-sxm");
+  const core::ClusterSpec c = *core::LoadCluster("dgx-h100");
+  core::PlanSpec p;
+  p.gpus = 2;
+  p.tp = 2;
+  p.sequence_parallel = true;
+  p.seq_len = 4096;
+  p.global_batch = 4;
+  p.precision = core::Dtype::kFp8;
+  p.fp8_scaling = core::Fp8Scaling::kDelayed;
+  p.transformer_engine = true;
+  EXPECT_NEAR(AmaxReductionTime(p, c).forward_s, 7.8e-6, 1e-12);
+  EXPECT_NEAR(AmaxReductionTime(p, c).backward_s, 7.8e-6, 1e-12);
+  EXPECT_NEAR(EstimateStep(m, p, g, c, core::Profile{}).breakdown.dp_comm_s, 4 * 2 * 7.8e-6, 1e-12);
+  // Current scaling keeps no amax history, BF16 quantizes nothing, torchao's float8 (no Transformer
+  // Engine) scales dynamically: nothing reduced.
+  core::PlanSpec current = p;
+  current.fp8_scaling = core::Fp8Scaling::kCurrent;
+  EXPECT_EQ(AmaxReductionTime(current, c).forward_s, 0.0);
+  EXPECT_EQ(EstimateStep(m, current, g, c, core::Profile{}).breakdown.dp_comm_s, 0.0);
+  core::PlanSpec bf16 = p;
+  bf16.precision = core::Dtype::kBf16;
+  EXPECT_EQ(AmaxReductionTime(bf16, c).forward_s, 0.0);
+  core::PlanSpec torchao = p;
+  torchao.transformer_engine = false;
+  EXPECT_EQ(AmaxReductionTime(torchao, c).forward_s, 0.0);
+  // Interleaved, 4 chunks a rank on PP 2: 2 x 4 reductions a microbatch on each rank's path.
+  core::PlanSpec vp = p;
+  vp.gpus = 4;
+  vp.pp = 2;
+  vp.vpp = 4;
+  vp.schedule = core::Schedule::kInterleaved;
+  const StepEstimate a = EstimateStep(m, vp, g, c, core::Profile{});
+  core::PlanSpec vp_current = vp;
+  vp_current.fp8_scaling = core::Fp8Scaling::kCurrent;
+  EXPECT_NEAR(a.breakdown.dp_comm_s, 4 * 2 * 4 * 7.8e-6, 1e-12);
+  EXPECT_EQ(EstimateStep(m, vp_current, g, c, core::Profile{}).breakdown.dp_comm_s, 0.0);
+}
+
 TEST(StepModelTest, MisalignedSixteenBitGemmsRunAtTheMeasuredFraction) {
   // One H200, 2026-12-04 (tests/data/gpu/h200-2026-12-04/gemm_alignment.json, scripts/gpu_probes.py
   // gemm_alignment): torch.mm at 8192 cubed with N or K at 8192 - r. Aligned (N, K multiples of 8)

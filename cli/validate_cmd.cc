@@ -32,9 +32,12 @@ nlohmann::ordered_json SummaryJson(const sim::ErrorSummary& s) {
           {"out_of_memory", s.out_of_memory}};
 }
 
-void PrintSummaryLine(const char* label, const sim::ErrorSummary& s) {
-  std::printf("  %-40s %4zu %7.1f%% %7.1f%% %7.1f%% %+7.1f%% %4zu\n", label, s.n, 100 * s.median_abs_error,
-              100 * s.p90_abs_error, 100 * s.max_abs_error, 100 * s.median_error, s.out_of_memory);
+// A summary's row; `oom` adds the out-of-memory count (the runs' tables, not the pairs').
+void PrintSummaryLine(const char* label, const sim::ErrorSummary& s, bool oom = true) {
+  std::printf("  %-40s %4zu %7.1f%% %7.1f%% %7.1f%% %+7.1f%%", label, s.n, 100 * s.median_abs_error,
+              100 * s.p90_abs_error, 100 * s.max_abs_error, 100 * s.median_error);
+  if (oom) std::printf(" %4zu", s.out_of_memory);
+  std::printf("\n");
 }
 
 // The files a --dataset names: the file itself, or every *.json in a directory (sorted).
@@ -201,15 +204,6 @@ void PrintGroups(const sim::ValidationSummary& v, const char* sign_meaning) {
               100 * v.all.max_abs_error, 100 * v.all.median_error, sign_meaning);
 }
 
-// The pairs of judged records measured together that differ in one thing (sim/comparison.h):
-// `scenarios` and `tables` parallel to v.records.
-sim::ComparisonSummary PairsOf(const sim::ValidationSummary& v, const std::vector<const core::Scenario*>& scenarios,
-                               const std::vector<std::string>& tables) {
-  std::vector<sim::ComparisonInput> in;
-  for (size_t i = 0; i < v.records.size(); ++i) in.push_back({&v.records[i], scenarios[i], tables[i]});
-  return sim::ComparePairs(in);
-}
-
 nlohmann::ordered_json ComparisonsJson(const sim::ComparisonSummary& c) {
   nlohmann::ordered_json pairs = nlohmann::ordered_json::array();
   for (const sim::ComparisonRecord& p : c.pairs)
@@ -251,12 +245,8 @@ void PrintComparisons(const sim::ComparisonSummary& c, bool each, const char* wh
                   p.published_ratio, p.predicted_ratio, 100 * p.error, p.change.c_str());
   }
   std::printf("# %-40s %4s %8s %8s %8s %8s\n", "axis", "n", "median", "p90", "max", "signed");
-  auto line = [](const std::string& label, const sim::ErrorSummary& s) {
-    std::printf("  %-40s %4zu %7.1f%% %7.1f%% %7.1f%% %+7.1f%%\n", label.c_str(), s.n, 100 * s.median_abs_error,
-                100 * s.p90_abs_error, 100 * s.max_abs_error, 100 * s.median_error);
-  };
-  line("all", c.all);
-  for (const sim::GroupSummary& g : c.axes) line(g.value, g.summary);
+  PrintSummaryLine("all", c.all, false);
+  for (const sim::GroupSummary& g : c.axes) PrintSummaryLine(g.value.c_str(), g.summary, false);
   std::printf(
       "# %zu pairs: |error| of the ratio median %.1f%%, p90 %.1f%%, max %.1f%%; signed median %+.1f%% (> 0: %s)\n",
       c.all.n, 100 * c.all.median_abs_error, 100 * c.all.p90_abs_error, 100 * c.all.max_abs_error,
@@ -299,10 +289,7 @@ int RunMemoryValidation(const std::vector<std::string>& files, const std::string
   // v.verdicts (sim::ValidateMemory keeps both in input order).
   std::vector<const core::PublishedMemory*> peaks, outcomes;
   for (const auto& r : records) (r.outcome == core::PublishedMemory::Outcome::kPeak ? peaks : outcomes).push_back(&r);
-  std::vector<const core::Scenario*> peak_scenarios;
-  std::vector<std::string> peak_tables;
-  for (const core::PublishedMemory* r : peaks) peak_scenarios.push_back(&r->scenario), peak_tables.push_back(r->table);
-  const sim::ComparisonSummary comparisons = PairsOf(v, peak_scenarios, peak_tables);
+  const sim::ComparisonSummary comparisons = sim::ComparePeaks(records, v);
   if (int rc = WriteAccuracy(accuracy_out, v, comparisons, "memory_gib", profile.name, files); rc != 0) return rc;
   auto outcome_name = [](bool fits) {
     return core::FitVerdictName(fits ? core::FitVerdict::kFits : core::FitVerdict::kDoesNotFit);
@@ -508,10 +495,7 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
     }
     const sim::ValidationSummary v = sim::ValidateRuns(runs, *profile);
     const sim::LayerTimingSummary lt = sim::ValidateLayerTimings(layers, *profile);
-    std::vector<const core::Scenario*> run_scenarios;
-    std::vector<std::string> run_tables;
-    for (const auto& r : runs) run_scenarios.push_back(&r.scenario), run_tables.push_back(r.table);
-    const sim::ComparisonSummary comparisons = PairsOf(v, run_scenarios, run_tables);
+    const sim::ComparisonSummary comparisons = sim::CompareRuns(runs, v);
     if (int rc = WriteAccuracy(acc, v, comparisons, "tokens_per_s_per_gpu", profile->name, files); rc != 0) {
       *exit_code = rc;
       return;

@@ -146,4 +146,19 @@ ComparisonSummary ComparePairs(const std::vector<ComparisonInput>& in) {
   return out;
 }
 
+ComparisonSummary CompareRuns(const std::vector<core::PublishedRun>& runs, const ValidationSummary& v) {
+  std::vector<ComparisonInput> in;
+  for (size_t i = 0; i < runs.size() && i < v.records.size(); ++i)
+    in.push_back({&v.records[i], &runs[i].scenario, runs[i].table});
+  return ComparePairs(in);
+}
+
+ComparisonSummary ComparePeaks(const std::vector<core::PublishedMemory>& records, const ValidationSummary& v) {
+  std::vector<ComparisonInput> in;
+  for (const core::PublishedMemory& r : records)
+    if (r.outcome == core::PublishedMemory::Outcome::kPeak && in.size() < v.records.size())
+      in.push_back({&v.records[in.size()], &r.scenario, r.table});
+  return ComparePairs(in);
+}
+
 }  // namespace meshplan::sim

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/presets.h"
+#include "core/published.h"
 #include "sim/validation.h"
 
 namespace meshplan::sim {
@@ -57,6 +58,11 @@ struct ComparisonSummary {
 // with the next (a scaling series gives its consecutive steps); two runs with the same varied
 // values are not a pair. A run may be in pairs of several axes.
 ComparisonSummary ComparePairs(const std::vector<ComparisonInput>& in);
+
+// The same over what validate judged: ValidateRuns' records (in `runs`' order), or
+// ValidateMemory's (the records with a measured peak, in `records`' order).
+ComparisonSummary CompareRuns(const std::vector<core::PublishedRun>& runs, const ValidationSummary& v);
+ComparisonSummary ComparePeaks(const std::vector<core::PublishedMemory>& records, const ValidationSummary& v);
 
 // The part of a record's table that says which runs were measured together: its "line N: "
 // prefix and its precision words removed (dgxc-benchmarking's README prints each precision of a

@@ -102,9 +102,7 @@ TEST(AccuracyTest, TheShippedStepTableIsWhatValidateGivesOnTheCorpus) {
   const std::vector<core::PublishedRun> runs = StepCorpus();
   const ValidationSummary v = ValidateRuns(runs, core::Profile{});
   AccuracyTable today = AccuracyTableOf(v, "tokens_per_s_per_gpu", "", "default", {});
-  std::vector<ComparisonInput> in;
-  for (size_t i = 0; i < runs.size(); ++i) in.push_back({&v.records[i], &runs[i].scenario, runs[i].table});
-  today.comparisons = ComparisonGroupsOf(ComparePairs(in));
+  today.comparisons = ComparisonGroupsOf(CompareRuns(runs, v));
   ExpectSameTable(*shipped, today, shipped->made_by);
   // The what-if pairs: every axis of the corpus has some (recomputation the fewest, 2 today), and
   // their ratios are closer than the levels (2026-12-04: 379 pairs, median 2.0%, p90 8.4%;
@@ -126,10 +124,7 @@ TEST(AccuracyTest, TheShippedMemoryTableIsWhatValidateGivesOnTheCorpus) {
   const std::vector<core::PublishedMemory> records = MemoryCorpus();
   const ValidationSummary v = ValidateMemory(records, core::Profile{}.memory);
   AccuracyTable today = AccuracyTableOf(v, "memory_gib", "", "default", {});
-  std::vector<ComparisonInput> in;
-  for (const core::PublishedMemory& r : records)
-    if (r.outcome == core::PublishedMemory::Outcome::kPeak) in.push_back({&v.records[in.size()], &r.scenario, r.table});
-  today.comparisons = ComparisonGroupsOf(ComparePairs(in));
+  today.comparisons = ComparisonGroupsOf(ComparePeaks(records, v));
   ExpectSameTable(*shipped, today, shipped->made_by);
   // Neither the per-file groups nor the measurement kind (which a plan does not choose) are kept.
   for (const auto& g : shipped->groups) {

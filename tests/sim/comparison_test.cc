@@ -127,9 +127,7 @@ TEST(ComparisonTest, CorpusPairsIncludeTheDgxcPrecisionPairs) {
   auto runs = core::LoadPublishedRuns(*text, nullptr);
   ASSERT_TRUE(runs.ok());
   const ValidationSummary v = ValidateRuns(*runs, core::Profile{});
-  std::vector<ComparisonInput> in;
-  for (size_t i = 0; i < runs->size(); ++i) in.push_back({&v.records[i], &(*runs)[i].scenario, (*runs)[i].table});
-  const ComparisonSummary c = ComparePairs(in);
+  const ComparisonSummary c = CompareRuns(*runs, v);
   bool found = false;
   for (const ComparisonRecord& p : c.pairs) {
     if (p.first != "dgxc-v2503-gpt3-175b-h100-128gpu-bf16") continue;

@@ -234,6 +234,32 @@ def llama_block_class(torch, repeat_kv=False):
     return Block
 
 
+def block_dims(shape):
+    """SHAPE as four_llama_blocks reads it: (seq, hidden, ffn, heads, kv_heads, sequences a step)."""
+    dims = [int(v) for v in shape.split("x")]
+    seq, h, f, heads, kv = dims if len(dims) == 5 else (dims[0], 4096, 14336, 32, 8)
+    return seq, h, f, heads, kv, max(8192 // seq, 1)
+
+
+def four_llama_blocks(torch, shape, repeat_kv=False, compiled=False):
+    """Four Llama blocks (llama_block_class) in bf16 and one step's input: SHAPE is SEQ (Llama 3 8B's
+    block) or SEQxHIDDENxFFNxHEADSxKV_HEADS, 8,192 tokens in 8192 / SEQ sequences. Returns the dims
+    (seq, h, f, heads, kv, batch), the blocks and step(), a forward + backward of the four (each
+    compiled whole with compiled=True)."""
+    Block = llama_block_class(torch, repeat_kv=repeat_kv)
+    seq, h, f, heads, kv, batch = block_dims(shape)
+    blocks = [Block(h, f, heads, kv).cuda().to(torch.bfloat16) for _ in range(4)]
+    runs = [torch.compile(blk, fullgraph=True) for blk in blocks] if compiled else blocks
+    x = torch.randn(batch, seq, h, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+
+    def step():
+        y = x
+        for blk in runs:
+            y = blk(y)
+        y.float().sum().backward()
+    return (seq, h, f, heads, kv, batch), blocks, step
+
+
 def main_sustained(path, *cases):
     """GEMMs back to back for SECONDS per case: TFLOP/s per 1 s window, with the SM clock and power
     read after each window (nvidia-smi), to compare a short burst with the settled rate. cases:
@@ -273,24 +299,13 @@ def main_sustained(path, *cases):
             # step's mix of GEMMs, attention and memory-bound ops, held as long as a GEMM case.
             # SHAPE: SEQ (Llama 3 8B's block) or SEQxHIDDENxFFNxHEADSxKV_HEADS (a TP rank's share),
             # 8,192 tokens a step in 8192 / SEQ sequences.
-            Block = llama_block_class(torch)
-            dims = [int(v) for v in shape.split("x")]
-            seq, h, f, heads, kv = dims if len(dims) == 5 else (dims[0], 4096, 14336, 32, 8)
-            batch = max(8192 // seq, 1)
-            blocks = [Block(h, f, heads, kv).cuda().to(torch.bfloat16) for _ in range(4)]
-            runs = [torch.compile(blk, fullgraph=True) for blk in blocks] if dtype == "layer_compiled" else blocks
-            x = torch.randn(batch, seq, h, device="cuda", dtype=torch.bfloat16, requires_grad=True)
-
-            def gemm():
-                y = x
-                for blk in runs:
-                    y = blk(y)
-                y.float().sum().backward()
+            (seq, h, f, heads, kv, batch), blocks, gemm = four_llama_blocks(
+                torch, shape, compiled=dtype == "layer_compiled")
             gemm_fwd = 2.0 * batch * seq * (h * (h + 2 * kv * h // heads) + h * h + 3 * h * f)
             attn_fwd = 4.0 * batch * seq * seq * h / 2  # causal, as benchmark_flash_attention.py counts it
             flops = 4 * (3 * gemm_fwd + 3.5 * attn_fwd)  # the step's FLOPs: forward, backward 2x / 2.5x
             m, n, k = seq, h, f
-            a, b = x, blocks
+            a, b = blocks, gemm
         elif dtype == "fp8":
             m, n, k = (int(x) for x in shape.split("x"))
             flops = 2.0 * m * n * k
@@ -1261,21 +1276,11 @@ def main_layer_profile(path, *configs):
     res = header(torch)
     res.update({"format": "meshplan.gpu_layer_profile/1", "runs": []})
     for cfg in configs or ("8192", "8192r", "2048", "2048r"):
-        Block = llama_block_class(torch, repeat_kv=cfg.endswith("r"))
-        dims = [int(v) for v in cfg.rstrip("r").split("x")]
-        seq, h, f, heads, kv = dims if len(dims) == 5 else (dims[0], 4096, 14336, 32, 8)
-        batch = max(8192 // seq, 1)
+        seq, h, f, heads, kv, batch = block_dims(cfg.rstrip("r"))
         row = {"seq": seq, "batch": batch, "hidden": h, "ffn": f, "heads": heads, "kv_heads": kv,
                "repeat_kv": cfg.endswith("r")}
         try:
-            blocks = [Block(h, f, heads, kv).cuda().to(torch.bfloat16) for _ in range(4)]
-            x = torch.randn(batch, seq, h, device="cuda", dtype=torch.bfloat16, requires_grad=True)
-
-            def step():
-                y = x
-                for blk in blocks:
-                    y = blk(y)
-                y.float().sum().backward()
+            _, blocks, step = four_llama_blocks(torch, cfg.rstrip("r"), repeat_kv=cfg.endswith("r"))
             row["step_ms_median"] = event_median_ms(torch, step, 10, 5)
             with profile(activities=[ProfilerActivity.CUDA]) as prof:
                 step()
@@ -1296,7 +1301,7 @@ def main_layer_profile(path, *configs):
             row["kernel_ms_total"] = sum(kinds.values())
             row["longest_kernels"] = [{"name": k, "count": n, "ms": t} for k, (n, t) in
                                       sorted(per_name.items(), key=lambda kv_: -kv_[1][1])[:12]]
-            del blocks, x
+            del blocks, step
             torch.cuda.empty_cache()
         except Exception:  # recorded, not fatal
             failed(row)

@@ -305,7 +305,7 @@ void PlanFlags::ApplyModelFlags(core::ModelSpec* spec, Diagnostics* d, std::vect
     model_changed = true;
   }
   if (mtp_layers) {
-    m.mtp_layers = *mtp_layers;
+    m.SetMtpLayers(*mtp_layers);
     model_changed = true;
   }
   if (chunked_attention) {

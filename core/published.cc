@@ -876,7 +876,7 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   {
     const std::string name = Squash(StrOr(mj, "name"));
     if (m.mtp_layers > 0 && (name.find("womtp") != std::string::npos || name.find("withoutmtp") != std::string::npos)) {
-      m.mtp_layers = 0;
+      m.SetMtpLayers(0);
       run.assumptions.push_back("no multi-token prediction: the record names the run without MTP");
     }
   }
@@ -1000,7 +1000,7 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   }
   // The recipe's pipeline layout and MTP modules (presets/launches), where the record prints none.
   if (launch && launch->mtp_layers >= 0 && launch->mtp_layers != m.mtp_layers) {
-    m.mtp_layers = launch->mtp_layers;
+    m.SetMtpLayers(launch->mtp_layers);
     run.assumptions.push_back(std::to_string(m.mtp_layers) + " MTP module(s) from " +
                               (launch->recipe.empty() ? launch->source : launch->recipe));
   }

@@ -170,6 +170,16 @@ struct ModelSpec {
   }
   // The MTP modules whose parameters the model holds (mtp_shared: one).
   int64_t MtpParamCopies() const { return mtp_layers > 0 && mtp_shared ? 1 : mtp_layers; }
+  // Sets the MTP depth. At 0 the model has no MTP module, and the description of one goes with it
+  // (mtp_pattern, mtp_shared: validation takes them only beside mtp_layers > 0), so a run or a
+  // flag that turns a preset's MTP off leaves a model that validates and reads back from its JSON.
+  void SetMtpLayers(int64_t n) {
+    mtp_layers = n;
+    if (n == 0) {
+      mtp_pattern.clear();
+      mtp_shared = false;
+    }
+  }
   // A hybrid model's blocks as costed: its pattern's and its MTP modules' (mtp_layers x
   // mtp_pattern), and how many costed layers they make (layers + MtpCostedLayers()).
   HybridCounts HybridCostedCounts() const;

@@ -423,6 +423,12 @@ run(export_pp_flushes 1 "Megatron-LM's pipeline schedules run every microbatch o
 # The stage holding the MTP module says so in the per-stage table.
 run(report_mtp_stage 0 " 15 +59-60\\+mtp +[0-9]"
     report --model deepseek-v3 --gpu h800 --gpus 2048 --pp 16 --ep 64 --zero 1 --recompute full)
+# --mtp-layers 0 trains a preset without its MTP module, the module's description (Nemotron 3
+# Super's shared *E layer) going with it: 120,668,707,840 parameters, 12,770,237,440 active, the
+# count without MTP its preset's source states (123,611,033,088 with the module: Megatron-Bridge's
+# verification card). It was refused before, naming mtp_pattern and mtp_shared.
+run(report_mtp_off 0 "parameters: 120.7B total \\(120668707840\\), 12.77B active"
+    report --model nemotron-3-super --gpu b200 --gpus 64 --ep 8 --zero 1 --recompute full --mtp-layers 0)
 # DeepSeek-V3's MTP module, the native fused loss and a deferred head wgrad reach Megatron's flags.
 run(export_plan_dsv3 0 "wrote" plan --model deepseek-v3 --gpu h800 --gpus 2048 --pp 16 --ep 64 --zero 1
     --cross-entropy native --defer-head-wgrad 2 --output ${WORK}/dsv3.json)

@@ -24,8 +24,10 @@
 #include "core/memory.h"
 #include "core/params.h"
 #include "core/presets.h"
+#include "core/spec_json.h"
 #include "core/stack.h"
 #include "core/step_graph.h"
+#include "core/validate.h"
 #include "sim/fit.h"
 #include "sim/step_model.h"
 
@@ -624,6 +626,52 @@ TEST(ValidationTest, RecipesWithoutTpCommOverlapKeepOnlyTheBackwardsAsyncTpColle
     }
   }
   EXPECT_EQ(seen, 2);
+}
+
+// What `validate --record ID --plan-out FILE` writes is a plan file `report --plan FILE` reads:
+// every mapped record's scenario, throughput and memory alike, written with its model, GPU and
+// cluster embedded, parses back and validates as a user's plan file does. Found by writing them
+// all: NeMo AutoModel's Nemotron 3 Super run has no MTP module (AutoModel builds none), and the
+// record kept the preset's MTP layer description (mtp_pattern "*E", mtp_shared) beside
+// mtp_layers 0, which a plan file is refused for (ModelSpec::SetMtpLayers drops it now).
+TEST(ValidationTest, EveryRecordsScenarioIsAPlanFileThatReadsBack) {
+  auto check = [](const std::string& id, const core::Scenario& sc) {
+    core::PlanFile pf;
+    pf.plan = sc.plan;
+    pf.model = sc.model;
+    pf.gpu = sc.gpu;
+    pf.cluster = sc.cluster;
+    auto back = core::ParsePlanFileJson(core::PlanFileToJson(pf));
+    ASSERT_TRUE(back.ok()) << id << ": " << back.status().message();
+    ASSERT_TRUE(back->model && back->gpu && back->cluster) << id;
+    core::Diagnostics d;
+    core::ValidatePlan(back->plan, *back->model, *back->gpu, *back->cluster, &d);
+    EXPECT_FALSE(d.has_errors()) << id << ": " << d.ToStatus().message();
+  };
+  size_t runs = 0, peaks = 0;
+  for (const char* f :
+       {"automodel_performance_summary.json", "bloom_prequel_2202.json", "llmfoundry_benchmarks.json",
+        "mlperf_training.json", "nemo_long_sequence.json", "nemo_performance_summaries.json", "papers_at_scale.json",
+        "published.json", "published_beyond_tuning.json", "torchtitan_a100_2404.json", "torchtitan_h100_2412.json",
+        "torchtitan_h100_2506_asynctp.json", "torchtitan_h200_2506.json"})
+    for (const auto& r : Corpus(f)) {
+      check(r.id, r.scenario);
+      ++runs;
+    }
+  for (const char* f : {"memory_measured.json", "megatron_ci_memory.json", "published_outcomes.json",
+                        "h200_probe_memory.json", "torchtitan_h200_2506_memory.json"}) {
+    std::vector<std::string> skipped;
+    const auto records = MemoryCorpus(f, &skipped);
+    ASSERT_TRUE(records.ok()) << f;
+    for (const auto& r : *records) {
+      check(r.id, r.scenario);
+      ++peaks;
+    }
+  }
+  // docs/validation.md: 921 step times map; docs/memory.md: 268 measured peaks and 20 records that
+  // print only whether the run fitted.
+  EXPECT_EQ(runs, 921u);
+  EXPECT_EQ(peaks, 288u);
 }
 
 TEST(ValidationTest, CorpusMapsMoreThan150RunsWithProvenance) {

@@ -26,6 +26,12 @@ void PlanFlags::Register(CLI::App* app) {
   m->add_option("--mlp", mlp, "gelu|swiglu");
   m->add_option("--mtp-layers", mtp_layers,
                 "Multi-token prediction modules on the last stage (DeepSeek-V3: 1; 0 trains without; docs/memory.md)");
+  m->add_option("--mtp-pattern", mtp_pattern,
+                "A hybrid model's MTP module layer as pattern blocks (Megatron-Core's pattern after '/': Nemotron 3 "
+                "Super's \"*E\", attention then MoE); needed with --mtp-layers on a hybrid model without one");
+  m->add_option("--mtp-shared", mtp_shared,
+                "true: one MTP module serves every depth (Megatron-Core mtp_use_repeated_layer: its parameters once); "
+                "false: a module per depth");
   m->add_option("--sliding-window", sliding_window,
                 "Keys a windowed layer's queries attend, themselves included (0: every layer global; gpt-oss 128, "
                 "Mistral 7B 4096)");
@@ -306,6 +312,16 @@ void PlanFlags::ApplyModelFlags(core::ModelSpec* spec, Diagnostics* d, std::vect
   }
   if (mtp_layers) {
     m.SetMtpLayers(*mtp_layers);
+    model_changed = true;
+  }
+  // After --mtp-layers, whose 0 drops a preset's pattern and sharing: given with 0 they are refused
+  // by the model's validation, naming the field.
+  if (mtp_pattern) {
+    m.mtp_pattern = *mtp_pattern;
+    model_changed = true;
+  }
+  if (mtp_shared) {
+    m.mtp_shared = *mtp_shared;
     model_changed = true;
   }
   if (chunked_attention) {

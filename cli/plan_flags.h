@@ -21,7 +21,8 @@ struct PlanFlags {
   // Model overrides.
   std::optional<int64_t> layers, hidden, heads, kv_heads, head_dim, ffn, vocab, mtp_layers, sliding_window,
       global_attention_every;
-  std::optional<std::string> mlp, attention;
+  std::optional<std::string> mlp, attention, mtp_pattern;
+  std::optional<bool> mtp_shared;
   // Plan.
   std::optional<int64_t> gpus, tp, pp, dp, cp, ep, etp, vpp, vpp_group, pp_flushes, mbs, gbs, gbs_tokens, seq,
       recompute_layers, bf16_layers_at_start, bf16_layers_at_end, hsdp_shard, deferred_head_wgrad, cuda_context_mib,

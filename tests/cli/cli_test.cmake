@@ -429,6 +429,14 @@ run(report_mtp_stage 0 " 15 +59-60\\+mtp +[0-9]"
 # verification card). It was refused before, naming mtp_pattern and mtp_shared.
 run(report_mtp_off 0 "parameters: 120.7B total \\(120668707840\\), 12.77B active"
     report --model nemotron-3-super --gpu b200 --gpus 64 --ep 8 --zero 1 --recompute full --mtp-layers 0)
+# A hybrid model takes an MTP module from flags: Nemotron 3 Nano with a shared *E module at two
+# depths is Nemotron 3.5 Lightning, 32,913,266,240 parameters (its preset, and Megatron-Bridge's
+# verification card's count); the pattern without depths is refused naming the field.
+run(report_mtp_on_hybrid 0 "parameters: 32.91B total \\(32913266240\\), 3.698B active"
+    report --model nemotron-3-nano --gpu b200 --gpus 8 --ep 8 --seq 8192 --zero 1 --recompute full --mtp-layers 2
+    --mtp-pattern "*E" --mtp-shared true)
+run(report_mtp_pattern_alone 1 "model.mtp_pattern: needs model.mtp_layers > 0"
+    report --model nemotron-3-nano --gpu b200 --gpus 8 --ep 8 --mtp-pattern "*E")
 # DeepSeek-V3's MTP module, the native fused loss and a deferred head wgrad reach Megatron's flags.
 run(export_plan_dsv3 0 "wrote" plan --model deepseek-v3 --gpu h800 --gpus 2048 --pp 16 --ep 64 --zero 1
     --cross-entropy native --defer-head-wgrad 2 --output ${WORK}/dsv3.json)

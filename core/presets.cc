@@ -153,9 +153,25 @@ bool ResolveSpecs(const ScenarioSources& src, Scenario* s, Diagnostics* d, std::
         break;
       }
     }
-    if (!found)
-      d->Error(src.cluster.origin, "is required: no built-in cluster uses gpu " + s->gpu.name +
-                                       " (`meshplan presets clusters`, or a cluster JSON file)");
+    if (!found) {
+      // The built-in clusters of the GPU's generation (the same compute capability), which cost it
+      // in their nodes and network with --cluster NAME (a DGX A100 holds either A100).
+      std::string kin;
+      if (s->gpu.compute_capability_major > 0)
+        for (const auto& name : PresetNames("clusters")) {
+          auto c = LoadCluster(name);
+          if (!c.ok()) continue;
+          auto g = LoadGpu(c->gpu);
+          if (g.ok() && g->compute_capability_major == s->gpu.compute_capability_major)
+            kin += (kin.empty() ? "" : ", ") + name + " (" + c->gpu + ")";
+        }
+      d->Error(src.cluster.origin,
+               "is required: no built-in cluster uses gpu " + s->gpu.name +
+                   (kin.empty() ? std::string()
+                                : "; clusters of its generation: " + kin +
+                                      " (--cluster NAME costs it in that cluster's nodes and network)") +
+                   " (`meshplan presets clusters`, or a cluster JSON file)");
+    }
   }
   if (have_cluster && !Given(src.gpu)) {
     if (s->cluster.gpu.empty()) {

@@ -295,6 +295,12 @@ run(validate_accuracy_record 2 "--accuracy-out: a table of every record; drop --
 run(stack_flag 0 "zero 0 \\| sp off \\| recompute full .*fp16.*default: stack megatron-lm-2021: fp16, naive attention.*\\(104 per GPU\\)"
     report --model gpt3-175b --cluster dgx-a100 --tp 8 --pp 12 --dp 4 --gbs 1536 --stack megatron-lm-2021)
 run(stack_unknown 2 "--stack: no stack preset named 'nope'" report --model gpt3-175b --cluster dgx-a100 --gpus 8 --stack nope)
+# A GPU no built-in cluster holds: the error lists the clusters of its generation (compute
+# capability 8: the A100 80GB and A800 nodes), and --cluster dgx-a100 costs it in those nodes.
+run(cluster_for_a100_40g 2 "--cluster: is required: no built-in cluster uses gpu a100-40g; clusters of its generation: dgx-a100 \\(a100-80g\\), hgx-a800 \\(a800\\), jean-zay-a100 \\(a100-80g\\)"
+    report --model llama3-8b --gpu a100-40g --gpus 64)
+run(cluster_a100_40g_in_dgx_a100 0 "llama3-8b on 64 x a100-40g \\(dgx-a100\\)"
+    report --model llama3-8b --gpu a100-40g --cluster dgx-a100 --gpus 64 --seq 4096 --zero 3 --recompute full)
 # search takes a stack's fixed defaults (FlashAttention-2, fp32 gradients, no TP overlap) and still
 # searches ZeRO, recompute and SP.
 run(search_stack 0 "note: stack torchtitan-2024: bf16, flash2 attention.*still tries every ZeRO stage.*top 3"

@@ -8,7 +8,7 @@
 #   scripts/gpu-session.sh BIN_DIR OUT_DIR [STAGE ...]
 #
 # STAGEs (default: all, in this order): gtest gemm tiny verify gpt17b context_attention gemm_shapes
-# heldout sustained memory memory_expandable memory_default8 sustained_more memory_expandable8 host_moe expert_gemm megatron_moe megatron_layer cp_attention checkpoint_early_stop unfused_attention gemm_alignment layer_sustained layer_shapes layer_profile fp8_shapes memory_pools. The first GPU session (2026-11-28, H200) ran the first six; the second the
+# heldout sustained memory memory_expandable memory_default8 sustained_more memory_expandable8 host_moe expert_gemm megatron_moe megatron_layer cp_attention checkpoint_early_stop unfused_attention gemm_alignment layer_sustained layer_shapes layer_profile fp8_shapes gemm_calls memory_pools. The first GPU session (2026-11-28, H200) ran the first six; the second the
 # rest and tiny, verify again; the third memory_expandable and memory_default8; the fourth sustained_more and memory_expandable8; the fifth (2026-11-30) host_moe, expert_gemm and memory_pools, then megatron_moe by itself; the sixth (2026-11-30) expert_gemm (with its four-stream loop) and megatron_layer, then cp_attention by itself. Everything lands in OUT_DIR: one session.log and a JSON per stage.
 # Since 2026-11-29 the memory stages also write the caching allocator's segments after the last step by stream
 # (pools_after_last_step), the check of FSDP2's reduce-scatter and all-gather pools in docs/memory.md §4.
@@ -147,6 +147,11 @@ want fp8_shapes && step fp8_shapes 260 env -u LD_LIBRARY_PATH python3 scripts/gp
   fp8:2048x12288x12288:10 bf16:2048x12288x12288:10 fp8:2048x9216x12288:10 bf16:2048x9216x12288:10 \
   fp8:4096x14336x8192:10 bf16:4096x14336x8192:10 fp8:4096x8192x7168:10 bf16:4096x8192x7168:10 \
   fp8:16384x6144x6144:10 bf16:16384x6144x6144:10 fp8:8192x4096x5120:10 bf16:8192x4096x5120:10
+# The host time a GEMM call costs, cuBLAS against cuBLASLt (whose per-call heuristic query
+# Transformer Engine's grouped GEMM pays once per expert), one stream and four, at expert shapes
+# (docs/validation.md: what the fine-grained MoE runs lack).
+want gemm_calls && step gemm_calls 90 env -u LD_LIBRARY_PATH python3 scripts/gpu_probes.py gemm_calls \
+  "$out/gemm_calls.json"
 # The allocator's segments by stream after an FSDP2 step (pools_after_last_step; docs/memory.md §4).
 want memory_pools && step memory_pools 100 env -u LD_LIBRARY_PATH python3 scripts/gpu_probes.py memory \
   "$out/memory_pools.json" 2:1:8192

@@ -1310,11 +1310,103 @@ def main_layer_profile(path, *configs):
     write_json(path, res)
 
 
+def main_gemm_calls(path, *cases):
+    """The host time one GEMM call costs, as the MoE layer's grouped GEMM pays it once per expert
+    (docs/validation.md: the fine-grained MoE runs lack a per-expert cost; Transformer Engine's
+    GroupedLinear issues one cuBLASLt GEMM per expert, building its descriptors and querying the
+    heuristic on every call, transformer_engine/common/gemm/cublaslt_gemm.cu at v2.9). Per case, CALLS
+    GEMMs of ROWS x N x K (rows per expert) issued back to back from Python, timed on the host
+    (time.perf_counter around the issue loop, no synchronisation inside it) and on the device (CUDA
+    events): where the host time per call exceeds the device's, the loop is host-bound and its host
+    time is the call's cost. Each case runs with PyTorch's cuBLAS path and with its cuBLASLt path
+    (torch.backends.cuda.preferred_blas_library, whose cuBLASLt GEMM queries the heuristic per call
+    as Transformer Engine's does), on one stream and over 4 (Transformer Engine's compute streams);
+    fp8 cases run torch._scaled_mm (cuBLASLt always). A 1-element torch.add loop gives the Python
+    dispatch floor. Median of 7 trials after 3 warm-ups. cases: ROWS:N:K[:fp8] each."""
+    import torch
+
+    res = header(torch)
+    res["format"] = "meshplan.gpu_gemm_calls/1"
+    dev = torch.device("cuda")
+    calls = 256
+    res["calls_per_trial"] = calls
+    side = [torch.cuda.Stream() for _ in range(4)]
+
+    def timed(issue, trials=7, warm=3):
+        for _ in range(warm):
+            issue()
+        torch.cuda.synchronize()
+        host, device = [], []
+        for _ in range(trials):
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda.synchronize()
+            s.record()
+            t0 = time.perf_counter()
+            issue()
+            t1 = time.perf_counter()
+            e.record()
+            e.synchronize()
+            host.append((t1 - t0) * 1e6 / calls)
+            device.append(s.elapsed_time(e) * 1e3 / calls)
+        return sorted(host)[len(host) // 2], sorted(device)[len(device) // 2]
+
+    one = torch.ones(1, device=dev)
+    res["python_add_us"], _ = timed(lambda: [torch.add(one, one) for _ in range(calls)])
+    res["cases"] = []
+    for case in cases or ("64:1536:2048", "64:2048:768", "256:1536:2048", "1024:1536:2048", "64:4096:7168",
+                          "64:1536:2048:fp8", "256:4096:7168:fp8"):
+        parts = case.split(":")
+        r, n, k = int(parts[0]), int(parts[1]), int(parts[2])
+        fp8 = len(parts) > 3 and parts[3] == "fp8"
+        row = {"case": case, "rows": r, "n": n, "k": k, "dtype": "fp8" if fp8 else "bf16"}
+        try:
+            if fp8:
+                a = torch.randn(r, k, device=dev).to(torch.float8_e4m3fn)
+                b = torch.randn(n, k, device=dev).to(torch.float8_e4m3fn).t()  # column-major: cuBLASLt's TN
+                scale = torch.ones((), device=dev)
+                mm = lambda: torch._scaled_mm(a, b, scale_a=scale, scale_b=scale, out_dtype=torch.bfloat16)
+                libraries = ("cublaslt",)
+            else:
+                a = torch.randn(r, k, device=dev, dtype=torch.bfloat16)
+                b = torch.randn(k, n, device=dev, dtype=torch.bfloat16)
+                out = torch.empty(r, n, device=dev, dtype=torch.bfloat16)
+                mm = lambda: torch.mm(a, b, out=out)
+                libraries = ("cublas", "cublaslt")
+            for lib in libraries:
+                if not fp8:
+                    torch.backends.cuda.preferred_blas_library(lib)
+
+                def loop1():
+                    for _ in range(calls):
+                        mm()
+
+                def loop4():
+                    cur = torch.cuda.current_stream()
+                    for st in side:
+                        st.wait_stream(cur)
+                    for i in range(calls):
+                        with torch.cuda.stream(side[i % 4]):
+                            mm()
+                    for st in side:
+                        cur.wait_stream(st)
+
+                for name, fn in (("stream1", loop1), ("stream4", loop4)):
+                    h, d = timed(fn)
+                    row[f"{lib}_{name}_host_us"], row[f"{lib}_{name}_device_us"] = h, d
+            torch.backends.cuda.preferred_blas_library("cublas")
+        except Exception:  # recorded, not fatal: the other cases still run
+            failed(row)
+        res["cases"].append(row)
+        print("gemm_calls:", json.dumps(row), flush=True)
+    write_json(path, res)
+
+
 if __name__ == "__main__":
     modes = {"context_attention": main_context_attention, "sustained": main_sustained, "memory": main_memory,
              "host_moe": main_host_moe, "expert_gemm": main_expert_gemm,
              "megatron_moe": main_megatron_moe, "megatron_layer": main_megatron_layer,
              "cp_attention": main_cp_attention, "checkpoint_early_stop": main_checkpoint_early_stop,
              "unfused_attention": main_unfused_attention,
-             "gemm_alignment": main_gemm_alignment, "layer_profile": main_layer_profile}
+             "gemm_alignment": main_gemm_alignment, "layer_profile": main_layer_profile,
+             "gemm_calls": main_gemm_calls}
     modes[sys.argv[1]](*sys.argv[2:])

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/output.h"
 #include "cli/plan_flags.h"
 #include "core/failures.h"
 #include "core/profile.h"
@@ -168,7 +169,7 @@ bool PlanGiven(const PlanFlags& f) {
 
 struct ExplainFlags {
   std::string topic, format = "text", profile = "default", failures = "llama3-405b";
-  double tokens = 0;
+  std::optional<double> tokens;
   bool no_search = false;
   int threads = 0;
 };
@@ -232,8 +233,8 @@ void AddExplainCommand(CLI::App* app, int* exit_code) {
       *exit_code = 2;
       return;
     }
-    if (ef->tokens < 0) {
-      std::cerr << "error: --tokens: must be > 0 (got " << ef->tokens << ")\n";
+    if (const std::string bad = TokensFlagError(ef->tokens); !bad.empty()) {
+      std::cerr << "error: --tokens: " << bad << "\n";
       *exit_code = 2;
       return;
     }
@@ -285,11 +286,11 @@ void AddExplainCommand(CLI::App* app, int* exit_code) {
     opt.search = !ef->no_search;
     opt.search_options.threads = ef->threads;
     opt.search_options.top_k = 1;
-    opt.tokens = ef->tokens;
+    opt.tokens = ef->tokens.value_or(0);
     if (!opt.keep_plan) {
       notes.push_back("parallel layout from the whiteboard rules (give --tp/--pp/--zero/... to explain your own)");
     }
-    if (ef->tokens == 0) notes.push_back("tokens: 20 per parameter (Chinchilla; --tokens to change)");
+    if (!ef->tokens) notes.push_back("tokens: 20 per parameter (Chinchilla; --tokens to change)");
     auto ex = sim::ExplainScenario(s, *profile, *failures, opt);
     if (!ex.ok()) {
       std::cerr << "error: " << ex.status().message() << "\n";

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <optional>
 #include <sstream>
@@ -18,6 +19,14 @@ std::string Fmt(const char* format, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, format, v);
   return buf;
+}
+
+std::string TokensFlagError(const std::optional<double>& tokens) {
+  if (!tokens) return "";
+  if (!(*tokens > 0) || !std::isfinite(*tokens)) return "must be a finite number > 0 (got " + Fmt("%g", *tokens) + ")";
+  if (*tokens > kMaxTrainTokens)
+    return "must be <= " + Fmt("%g", kMaxTrainTokens) + " (got " + Fmt("%g", *tokens) + ")";
+  return "";
 }
 
 namespace {

@@ -23,6 +23,12 @@ bool ParseFormat(const std::string& text, Format* out);
 std::string HumanCount(int64_t n);
 // printf of one number (a format with one conversion), for table cells.
 std::string Fmt(const char* format, double v);
+// --tokens, as every command that prices a run reads it: when given, a finite count above 0 and at
+// most kMaxTrainTokens, 1e18 (tens of thousands of times the tens of trillions the largest
+// published pre-training runs took); not given, the default of 20 per parameter. The rule it
+// breaks ("must be ..."), or empty when the flag is fine or absent.
+inline constexpr double kMaxTrainTokens = 1e18;
+std::string TokensFlagError(const std::optional<double>& tokens);
 // "llama3-70b tp8 pp2 dp4 mbs1 seq8192 on 64x h100-sxm": how the result store labels a plan.
 std::string PlanLabel(const core::Scenario& s);
 

@@ -359,8 +359,7 @@ void AddReliabilityCommand(CLI::App* app, int* exit_code) {
     if (rf->days && rf->tokens) return usage("--days and --tokens: give one, not both");
     if (rf->days && !(*rf->days > 0 && std::isfinite(*rf->days)))
       return usage("--days: must be > 0 (got " + Fmt("%g", *rf->days) + ")");
-    if (rf->tokens && !(*rf->tokens > 0 && std::isfinite(*rf->tokens)))
-      return usage("--tokens: must be > 0 (got " + Fmt("%g", *rf->tokens) + ")");
+    if (const std::string bad = TokensFlagError(rf->tokens); !bad.empty()) return usage("--tokens: " + bad);
     double interval_s = 0;
     if (!ParseInterval(rf->interval, &interval_s))
       return usage("--ckpt-interval: must be auto or a positive duration such as 90s, 30m, 1.5h (got \"" +

@@ -28,7 +28,7 @@ void AddReportCommand(CLI::App* app, int* exit_code) {
   auto flags = std::make_shared<PlanFlags>();
   auto format = std::make_shared<std::string>("table");
   auto profile_ref = std::make_shared<std::string>("default");
-  auto tokens = std::make_shared<double>(0);
+  auto tokens = std::make_shared<std::optional<double>>();
   auto failure_ref = std::make_shared<std::string>("llama3-405b");
   auto compare = std::make_shared<std::string>();
   auto db = std::make_shared<std::string>();
@@ -84,8 +84,8 @@ void AddReportCommand(CLI::App* app, int* exit_code) {
       return;
     }
     ApplyProfileDevice(*profile, &s, &notes);
-    if (*tokens < 0) {
-      std::cerr << "error: --tokens: must be > 0 (got " << *tokens << ")\n";
+    if (const std::string bad = TokensFlagError(*tokens); !bad.empty()) {
+      std::cerr << "error: --tokens: " << bad << "\n";
       *exit_code = 2;
       return;
     }
@@ -98,7 +98,7 @@ void AddReportCommand(CLI::App* app, int* exit_code) {
       return;
     }
     sim::EvaluateOptions eo;
-    eo.tokens = *tokens;
+    eo.tokens = tokens->value_or(0);
     eo.failures = &*failures;
     sim::ScenarioEvaluation ev = sim::EvaluateScenario(s, *profile, eo);
     const core::MemoryReport& r = ev.memory;

@@ -44,7 +44,7 @@ struct SearchFlags {
   int64_t top = 10;
   double max_memory_frac = 1.0;
   bool allow_tight = false;  // --allow-tight: rank the plans over the budget only with the allocator's reserve
-  double tokens = 0;
+  std::optional<double> tokens;
   int threads = 0;
   bool explain = false;
   bool exhaustive = false;
@@ -293,7 +293,7 @@ std::string SearchArgsJson(const SearchFlags& f) {
   j["top"] = f.top;
   j["max_memory_frac"] = f.max_memory_frac;
   if (f.allow_tight) j["allow_tight"] = true;
-  if (f.tokens > 0) j["tokens"] = f.tokens;
+  if (f.tokens) j["tokens"] = *f.tokens;
   j["profile"] = f.profile;
   list("tp", f.tp);
   list("pp", f.pp);
@@ -354,7 +354,7 @@ void RunSearch(const SearchFlags& f, int* exit_code) {
   if (f.top < 1) usage("--top", "must be >= 1 (got " + std::to_string(f.top) + ")");
   if (!(f.max_memory_frac > 0 && f.max_memory_frac <= 1.0))
     usage("--max-memory-frac", "must be in (0, 1] (got " + Fmt("%g", f.max_memory_frac) + ")");
-  if (f.tokens < 0) usage("--tokens", "must be > 0 (got " + Fmt("%g", f.tokens) + ")");
+  if (const std::string bad = TokensFlagError(f.tokens); !bad.empty()) usage("--tokens", bad);
   if (f.threads < 0) usage("--threads", "must be >= 0 (got " + std::to_string(f.threads) + ")");
   if (!f.gpus) usage("--gpus", "is required (the GPUs the plan uses)");
   else if (*f.gpus < 1) usage("--gpus", "must be >= 1 (got " + std::to_string(*f.gpus) + ")");
@@ -494,7 +494,7 @@ void RunSearch(const SearchFlags& f, int* exit_code) {
   o.top_k = f.top;
   o.max_memory_frac = f.max_memory_frac;
   o.allow_tight = f.allow_tight;
-  o.tokens = f.tokens;
+  o.tokens = f.tokens.value_or(0);
   o.threads = f.threads;
   o.prune = !f.exhaustive;
   if (o.tokens == 0) notes.push_back("tokens: 20 per parameter (Chinchilla; --tokens to change)");

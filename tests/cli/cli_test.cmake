@@ -661,6 +661,14 @@ run(reliability_table 0 "<- optimum.*Monte Carlo: 100 trials"
     reliability ${llama405} --tokens 15.6e12 --ckpt-mode sync --trials 100)
 run(reliability_days_and_tokens 2 "--days and --tokens: give one, not both"
     reliability ${llama405} --days 54 --tokens 1e12)
+# --tokens given is a finite count above 0 and at most 1e18, in every command that prices a run:
+# report, explain and search took 0 and NaN for the default and infinity as a count before.
+run(report_tokens_zero 2 "--tokens: must be a finite number > 0 \\(got 0\\)" report ${llama405} --tokens 0)
+run(report_tokens_nan 2 "--tokens: must be a finite number > 0 \\(got nan\\)" report ${llama405} --tokens nan)
+run(explain_tokens_inf 2 "--tokens: must be a finite number > 0 \\(got inf\\)" explain ${llama405} --tokens inf)
+run(search_tokens_huge 2 "--tokens: must be <= 1e\\+18 \\(got 1e\\+19\\)"
+    search --model llama3-8b --gpu h100-sxm --gpus 8 --gbs 64 --tokens 1e19)
+run(reliability_tokens_huge 2 "--tokens: must be <= 1e\\+18" reliability ${llama405} --tokens 1e19)
 run(reliability_bad_interval 2 "--ckpt-interval: must be auto or a positive duration"
     reliability ${llama405} --days 54 --ckpt-interval soon)
 run(reliability_bad_mode 2 "--ckpt-mode: must be async or sync" reliability ${llama405} --days 54 --ckpt-mode lazy)

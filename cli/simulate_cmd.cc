@@ -1,5 +1,6 @@
 // meshplan simulate: one step of the plan, op by op, on each rank's compute and communication
 // streams (sim/des.h), with timelines.
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -43,7 +44,7 @@ void AddSimulateCommand(CLI::App* app, int* exit_code) {
   cmd->add_option("--svg", o->svg, "Write an SVG Gantt chart");
   cmd->add_flag("--gantt", o->gantt, "Print an ASCII Gantt chart");
   cmd->add_option("--straggler", o->stragglers, "RANK:FACTOR, e.g. 3:1.1 (pipeline rank 3 10% slower); repeatable");
-  cmd->add_option("--jitter", o->jitter, "Relative std-dev of each op's duration (e.g. 0.02)");
+  cmd->add_option("--jitter", o->jitter, "Relative std-dev of each op's duration, in [0, 1] (e.g. 0.02)");
   cmd->add_option("--seed", o->seed, "Seed of the jitter");
   cmd->add_option("--profile", o->profile, "Calibration profile: default, a name, or a JSON file");
   cmd->callback([flags, o, exit_code] {
@@ -79,9 +80,9 @@ void AddSimulateCommand(CLI::App* app, int* exit_code) {
       double factor = 0;
       char tail = 0;
       if (std::sscanf(text.c_str(), "%lld:%lf%c", &rank, &factor, &tail) != 2 || rank < 0 || rank >= s.plan.pp ||
-          !(factor > 0)) {
+          !(factor > 0) || !std::isfinite(factor)) {
         std::cerr << "error: --straggler: \"" << text << "\" must be RANK:FACTOR with 0 <= RANK < pp=" << s.plan.pp
-                  << " and FACTOR > 0\n";
+                  << " and FACTOR a finite number > 0\n";
         *exit_code = 2;
         return;
       }

@@ -518,8 +518,13 @@ core::Result<DesResult> SimulateStreams(const core::PlanSpec& plan, const std::v
     return core::Status::InvalidArgument("stage_slowdown: needs one factor per pipeline rank (" + std::to_string(pp) +
                                          "), got " + std::to_string(options.stage_slowdown.size()));
   for (double f : options.stage_slowdown)
-    if (!(f > 0)) return core::Status::InvalidArgument("stage_slowdown: factors must be > 0");
-  if (!(options.jitter >= 0)) return core::Status::InvalidArgument("jitter: must be >= 0");
+    if (!(f > 0) || !std::isfinite(f))
+      return core::Status::InvalidArgument("stage_slowdown: factors must be finite and > 0 (got " + std::to_string(f) +
+                                           ")");
+  // A relative standard deviation: above 1 most draws would be clamped at the floor of 0.05.
+  if (!(options.jitter >= 0 && options.jitter <= 1))
+    return core::Status::InvalidArgument("jitter: must be a relative standard deviation in [0, 1] (got " +
+                                         std::to_string(options.jitter) + ")");
   for (int64_t r = 0; r < pp; ++r) {
     const StageStreams& s = stages[static_cast<size_t>(r)];
     for (auto [pass, name] : {std::pair{&s.forward, "forward"},

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <string>
 #include <utility>
@@ -151,6 +153,18 @@ TEST(DesTest, BadOptionsAreErrorsNotCrashes) {
   auto r = SimulatePipeline(Plan(core::Schedule::k1F1B, 4), Uniform(4, 1, 1, 1), 8, o);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("stage_slowdown"), std::string::npos);
+  // Infinite factors and jitter are refused too (an infinite jitter gave NaN times and a 0 s step).
+  o.stage_slowdown = {1, 1, std::numeric_limits<double>::infinity(), 1};
+  r = SimulatePipeline(Plan(core::Schedule::k1F1B, 4), Uniform(4, 1, 1, 1), 8, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("stage_slowdown: factors must be finite"), std::string::npos);
+  o.stage_slowdown.clear();
+  for (double bad : {-0.1, 1.5, std::numeric_limits<double>::infinity(), std::nan("")}) {
+    o.jitter = bad;
+    r = SimulatePipeline(Plan(core::Schedule::k1F1B, 4), Uniform(4, 1, 1, 1), 8, o);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("jitter: must be a relative standard deviation in [0, 1]"), std::string::npos);
+  }
 }
 
 TEST(DesTest, TimelinesRender) {

@@ -357,29 +357,36 @@ void AddReliabilityCommand(CLI::App* app, int* exit_code) {
     if (!ParseFormat(rf->format, &format) || format == Format::kCsv)
       return usage("--format must be table or json (got \"" + rf->format + "\")");
     if (rf->days && rf->tokens) return usage("--days and --tokens: give one, not both");
-    if (rf->days && !(*rf->days > 0 && std::isfinite(*rf->days)))
-      return usage("--days: must be > 0 (got " + Fmt("%g", *rf->days) + ")");
+    // The bounds a flag shares with the file it overrides (the failure model's and the cluster's
+    // JSON rules), and with --tokens: a run is days to months, not centuries.
+    if (rf->days && !(*rf->days > 0 && *rf->days <= 1e5))
+      return usage("--days: must be in (0, 100000] (got " + Fmt("%g", *rf->days) + ")");
     if (const std::string bad = TokensFlagError(rf->tokens); !bad.empty()) return usage("--tokens: " + bad);
     double interval_s = 0;
-    if (!ParseInterval(rf->interval, &interval_s))
-      return usage("--ckpt-interval: must be auto or a positive duration such as 90s, 30m, 1.5h (got \"" +
-                   rf->interval + "\")");
+    if (!ParseInterval(rf->interval, &interval_s) || interval_s > 365 * 86400.0)
+      return usage(
+          "--ckpt-interval: must be auto or a positive duration of at most a year such as 90s, 30m, 1.5h "
+          "(got \"" +
+          rf->interval + "\")");
     core::CheckpointMode mode;
     if (!core::FromName(rf->mode, &mode)) return usage("--ckpt-mode: must be async or sync (got \"" + rf->mode + "\")");
     if (rf->trials && (*rf->trials < 1 || *rf->trials > 10'000'000))
       return usage("--trials: must be in [1, 10000000] (got " + std::to_string(*rf->trials) + ")");
     if (rf->spares && *rf->spares < 0) return usage("--spares: must be >= 0 (got " + std::to_string(*rf->spares) + ")");
     double storage_bw = 0;
-    if (rf->storage_bw && !(core::ParseBandwidth(*rf->storage_bw, &storage_bw) && storage_bw > 0))
-      return usage("--storage-bw: must be a rate with a unit such as 2TB/s or 400Gb/s (got \"" + *rf->storage_bw +
-                   "\")");
+    if (rf->storage_bw && !(core::ParseBandwidth(*rf->storage_bw, &storage_bw) && storage_bw > 0 && storage_bw <= 1e14))
+      return usage(
+          "--storage-bw: must be a rate above 0 and at most 100TB/s with a unit such as 2TB/s or 400Gb/s "
+          "(got \"" +
+          *rf->storage_bw + "\")");
     core::Arrivals arrivals = core::Arrivals::kExponential;
     if (rf->arrivals && !core::FromName(*rf->arrivals, &arrivals))
       return usage("--arrivals: must be exponential or weibull (got \"" + *rf->arrivals + "\")");
     if (rf->weibull_shape && !(*rf->weibull_shape >= 0.05 && *rf->weibull_shape <= 20))
       return usage("--weibull-shape: must be in [0.05, 20] (got " + Fmt("%g", *rf->weibull_shape) + ")");
-    if (rf->loss_spikes_per_day && !(*rf->loss_spikes_per_day >= 0 && std::isfinite(*rf->loss_spikes_per_day)))
-      return usage("--loss-spikes-per-day: must be >= 0 (got " + Fmt("%g", *rf->loss_spikes_per_day) + ")");
+    if (rf->loss_spikes_per_day && !(*rf->loss_spikes_per_day >= 0 && *rf->loss_spikes_per_day <= 1440))
+      return usage("--loss-spikes-per-day: must be in [0, 1440], one a minute at most (got " +
+                   Fmt("%g", *rf->loss_spikes_per_day) + ")");
 
     core::Scenario s;
     std::vector<std::string> notes, warnings;

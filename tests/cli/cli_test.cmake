@@ -672,6 +672,16 @@ run(reliability_tokens_huge 2 "--tokens: must be <= 1e\\+18" reliability ${llama
 run(reliability_bad_interval 2 "--ckpt-interval: must be auto or a positive duration"
     reliability ${llama405} --days 54 --ckpt-interval soon)
 run(reliability_bad_mode 2 "--ckpt-mode: must be async or sync" reliability ${llama405} --days 54 --ckpt-mode lazy)
+# The flags keep the bounds of the files they override (failure model: one loss spike a minute;
+# cluster: 100 TB/s of storage) and a run's scale (a year between checkpoints, 100,000 days): beyond
+# them the tables printed inf (an interval of 1e30 h, 1e300 TB/s, 1e30 spikes a day).
+run(reliability_interval_huge 2 "--ckpt-interval: must be auto or a positive duration of at most a year"
+    reliability ${llama405} --days 54 --ckpt-interval 1e30h)
+run(reliability_storage_huge 2 "--storage-bw: must be a rate above 0 and at most 100TB/s"
+    reliability ${llama405} --days 54 --storage-bw 1e300TB/s)
+run(reliability_spikes_huge 2 "--loss-spikes-per-day: must be in \\[0, 1440\\]"
+    reliability ${llama405} --days 54 --loss-spikes-per-day 1e30)
+run(reliability_days_huge 2 "--days: must be in \\(0, 100000\\]" reliability ${llama405} --days 1e30)
 run(reliability_no_failures_preset 2 "--failures: .*no failure preset named 'nope'"
     reliability ${llama405} --days 54 --failures nope)
 run(reliability_inconsistent 1 "plan.tp: 3 must divide model.heads=64"

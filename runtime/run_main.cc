@@ -329,11 +329,14 @@ int BenchGemmCmd(Job& job, const CommonFlags& f, const std::vector<std::string>&
   for (const GemmShape& s : sweep) {
     auto r = BenchGemm(**backend, s, t);
     if (!r.ok()) {
-      if (r.status().code() == core::Status::Code::kUnavailable) {  // e.g. fp8 on cpu: skip the row, say so
+      // The default sweep skips what this backend cannot run (fp8 on cpu), saying so; a shape the
+      // command line asked for is measured or the command fails naming it.
+      if (r.status().code() == core::Status::Code::kUnavailable && shapes.empty()) {
         m.notes.push_back(r.status().message());
         continue;
       }
-      return Fail(job, r.status().message());
+      return Fail(job, "--shape " + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + ":" +
+                           core::Name(s.dtype) + ": " + r.status().message());
     }
     m.gemm.push_back(*r);
   }

@@ -74,6 +74,12 @@ elseif(CASE STREQUAL "bench_gemm")
   if(NOT rc EQUAL 2)
     message(FATAL_ERROR "bench gemm --shape 64x64: exit ${rc}, expected 2 (usage)\n${text}")
   endif()
+  # A shape asked for that the backend cannot run fails naming it (it was a note and exit 0).
+  run_case(rc text 0 bench gemm --backend cpu --shape 64x64x64:fp8)
+  if(NOT rc EQUAL 1)
+    message(FATAL_ERROR "bench gemm --shape 64x64x64:fp8 on cpu: exit ${rc}, expected 1\n${text}")
+  endif()
+  expect_match("${text}" "--shape 64x64x64:fp8: " "the shape named")
 elseif(CASE STREQUAL "cuda_unavailable")
   # Without a usable GPU the cuda backend says so in one line and exits 1, never crashes.
   run_case(rc text 0 bench gemm --backend cuda)

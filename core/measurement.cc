@@ -18,6 +18,15 @@ using nlohmann::ordered_json;
 
 namespace {
 
+// A JSON library error as a user reads it: its text without the "[json.exception.type_error.302] "
+// tag, and a missing key (out_of_range 403, "key 'mode' not found") said as a required field.
+std::string JsonErrorText(const nlohmann::json::exception& e) {
+  std::string what = e.what();
+  if (what.rfind("[json.exception.", 0) == 0)
+    if (const size_t close = what.find("] "); close != std::string::npos) what = what.substr(close + 2);
+  return e.id == 403 ? "is required (" + what + ")" : what;
+}
+
 // An integer field: a JSON integer, or a float holding a whole number inside int64's range (a
 // file edited by hand may say 1e6). Anything else throws BadInteger, which ParseMeasurementJson
 // reports naming the field: nlohmann's own get<int64_t>() casts an out-of-range float, which is
@@ -440,7 +449,7 @@ Result<Measurement> ParseMeasurementJson(const std::string& text) {
     }
     m.notes = j.value("notes", std::vector<std::string>{});
   } catch (const nlohmann::json::exception& e) {
-    return Status::InvalidArgument("measurement." + field + ": " + e.what());
+    return Status::InvalidArgument("measurement." + field + ": " + JsonErrorText(e));
   } catch (const BadInteger& e) {
     return Status::InvalidArgument("measurement." + field + ": " + e.what());
   }

@@ -824,6 +824,14 @@ TEST(MeasurementTest, JsonRoundTrips) {
       ParseMeasurementJson(R"({"schema": "meshplan.measurement/2", "mode": "mpi", "hardware": {"backend": "cpu"}})");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("schema"), std::string::npos);
+  // A missing field is said as required, a wrong type in words: the JSON library's own tags
+  // ("[json.exception.out_of_range.403]") are not shown.
+  auto no_schema = ParseMeasurementJson("{}");
+  ASSERT_FALSE(no_schema.ok());
+  EXPECT_EQ(no_schema.status().message(), "measurement.schema: is required (key 'schema' not found)");
+  auto mode_number = ParseMeasurementJson(R"({"schema": "meshplan.measurement/1", "mode": 5})");
+  ASSERT_FALSE(mode_number.ok());
+  EXPECT_EQ(mode_number.status().message(), "measurement.mode: type must be string, but is number");
 
   // An integer field holding a float out of int64's range (fuzz_measurement's finding: the cast
   // was undefined behaviour) or a fraction is an error naming the field; a whole-number float

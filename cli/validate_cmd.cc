@@ -196,6 +196,12 @@ nlohmann::ordered_json RecordJson(const sim::ValidationRecord& r, const char* me
 
 // The group table and the closing line, shared by both modes.
 void PrintGroups(const sim::ValidationSummary& v, const char* sign_meaning) {
+  // No record to judge (a --record whose run printed only whether it fitted): no error figures,
+  // where a table of zeros would read as "0.0% off".
+  if (v.all.n == 0) {
+    std::printf("# no measured value among these records: no error to summarise\n");
+    return;
+  }
   std::printf("# %-40s %4s %8s %8s %8s %8s %4s\n", "group", "n", "median", "p90", "max", "signed", "oom");
   PrintSummaryLine("all", v.all);
   for (const auto& g : v.groups) PrintSummaryLine((g.dimension + " " + g.value).c_str(), g.summary);

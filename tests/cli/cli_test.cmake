@@ -235,6 +235,10 @@ run(validate_json_breakdown 0 "\"step_s\": [0-9.]+,[^\"]*\"breakdown_s\": \\{[^\
 # predicted GiB, summarised per group; the MoE CI runs by the architecture their records state.
 run(validate_memory 0 "34 records from 1 file.*0 skipped.*all +34 .*parallelism tp\\+pp\\+ep +2 .*measured allocated +16 .*stack torchtitan-2024 +18 "
     validate --memory --dataset ${DATA}/memory/memory_measured.json)
+# A record that printed only whether its run fitted (BLOOM 206B ran out of memory) is judged by the
+# verdict alone, with no table of zero errors beside it.
+run(validate_memory_outcome_only 0 "206b-a100x384-dp8-tp4-pp12-mbs2 +out_of_memory fits.*wrong \\(predicted to fit\\).*no measured value among these records: no error to summarise"
+    validate --memory --dataset ${DATA}/memory --record bigscience-tr11-bloom-206b-a100x384-dp8-tp4-pp12-mbs2)
 run(validate_memory_json 0 "\"metric\": \"memory_gib\".*\"measured\": 82.4,.*\"predicted\": [0-9.]+"
     validate --memory --dataset ${DATA}/memory/memory_measured.json --format json)
 # Several datasets, or a directory of them: one table in tokens/s per GPU, summarised per group.

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -40,6 +41,9 @@ Result<std::string> ReadTextFile(const std::string& path) {
 }
 
 Status WriteTextFileAtomically(const std::string& path, const std::string& text) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return Status::IoError(path + ": is a directory (give the path of a file to write)");
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);

@@ -411,6 +411,9 @@ run(search_bad_frac 2 "--max-memory-frac: must be in \\(0, 1\\]"
     search --model llama3-8b --cluster dgx-h100 --gpus 8 --gbs 64 --max-memory-frac 1.5)
 run(export_plan 0 "wrote" plan --model llama3-405b --cluster dgx-h100 --gpus 16384 --tp 8 --pp 16 --sp --zero 1
     --recompute selective --gbs 2048 --seq 8192 --stage-layers 7,8,8,8,8,8,8,8,8,8,8,8,8,8,8,7 --output ${WORK}/l3.json)
+# An --output that is a directory is refused saying so (it read "cannot replace it with DIR.tmp").
+run(plan_output_directory 1 "--output: [^\n]*: is a directory \\(give the path of a file to write\\)"
+    plan --model llama3-8b --cluster dgx-h100 --gpus 8 --output ${WORK})
 run(export_megatron 0 "--tensor-model-parallel-size 8.*--pipeline-model-parallel-size 16.*--decoder-first-pipeline-num-layers 7.*--decoder-last-pipeline-num-layers 7.*--sequence-parallel.*--use-distributed-optimizer.*--recompute-granularity selective.*--micro-batch-size 1.*--global-batch-size 2048"
     export --plan ${WORK}/l3.json --to megatron)
 # --pp-flushes 4: Llama 3 70B's 32 microbatches per pipeline in 4 schedule runs of 8 (torch's

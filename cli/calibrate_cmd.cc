@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <set>
@@ -132,11 +131,11 @@ bool NameOk(const std::string& name) {
 // -o: the profile JSON as a file too (empty path: nothing to do).
 bool WriteOutput(const std::string& path, const std::string& json) {
   if (path.empty()) return true;
-  std::ofstream out(path);
-  out << json;
-  if (out) return true;
-  std::cerr << "error: -o: cannot write " << path << "\n";
-  return false;
+  if (core::Status st = core::WriteTextFileAtomically(path, json); !st.ok()) {
+    std::cerr << "error: -o: " << st.message() << "\n";
+    return false;
+  }
+  return true;
 }
 
 // --format json: the profile, its stored version and the fit report in one object.

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 
@@ -12,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/profile_ref.h"
 #include "cli/store_flags.h"
+#include "core/presets.h"
 #include "core/profile.h"
 #include "core/published.h"
 #include "core/spec_json.h"
@@ -132,10 +132,9 @@ int SelectRecord(const std::string& id, const std::string& plan_out, const std::
   }
   *records = std::move(kept);
   if (!plan_out.empty()) {
-    std::ofstream f(plan_out);
-    f << PlanJson(records->front().scenario).dump(2) << "\n";
-    if (!f) {
-      std::cerr << "error: --plan-out: cannot write " << plan_out << "\n";
+    if (core::Status st = core::WriteTextFileAtomically(plan_out, PlanJson(records->front().scenario).dump(2) + "\n");
+        !st.ok()) {
+      std::cerr << "error: --plan-out: " << st.message() << "\n";
       return 2;
     }
   }

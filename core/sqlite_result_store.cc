@@ -114,9 +114,7 @@ Status SqliteError(const Conn& c, int rc, const char* expr, const char* file, in
   // sqlite3_errmsg describes the most recent failed call on this connection: the one just made.
   const std::string what = c.db ? sqlite3_errmsg(c.db) : sqlite3_errstr(rc);
   const std::string generic = sqlite3_errstr(rc);
-  // The call's place by its file's name alone: the build machine's path says nothing to a user.
-  const std::string where = std::filesystem::path(file).filename().string() + ":" + std::to_string(line);
-  std::string msg = c.path + ": " + expr + " at " + where + ": " + what + " (" +
+  std::string msg = c.path + ": " + expr + " at " + SourcePlace(file, line) + ": " + what + " (" +
                     (what == generic ? "" : generic + ", ") + "SQLite code " + std::to_string(rc) + ")";
   switch (rc & 0xff) {
     case SQLITE_BUSY:

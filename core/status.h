@@ -64,6 +64,14 @@ class [[nodiscard]] Result {
   Status status_;
 };
 
+// "file.cc:123" for an error message that places a failing call: the source file's name without
+// the directories the build machine compiled it from (__FILE__ holds them), which say nothing to
+// the user who reads it.
+inline std::string SourcePlace(const char* file, int line) {
+  const std::string path = file ? file : "";
+  return path.substr(path.find_last_of('/') + 1) + ":" + std::to_string(line);
+}
+
 }  // namespace meshplan::core
 
 #endif  // MESHPLAN_CORE_STATUS_H_

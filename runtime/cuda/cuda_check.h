@@ -46,8 +46,8 @@ inline bool IsUnavailableCudaError(cudaError_t err) {
 }
 
 inline std::string CudaErrorMessage(cudaError_t err, const char* expr, const char* file, int line) {
-  return std::string(cudaGetErrorString(err)) + " (" + cudaGetErrorName(err) + ") from " + expr + " at " + file + ":" +
-         std::to_string(line);
+  return std::string(cudaGetErrorString(err)) + " (" + cudaGetErrorName(err) + ") from " + expr + " at " +
+         core::SourcePlace(file, line);
 }
 
 // REQUIRES: err != cudaSuccess. Also clears the thread's last CUDA error, so that a later
@@ -65,7 +65,7 @@ inline core::Status CudaErrorStatus(cudaError_t err, const char* expr, const cha
 // REQUIRES: res != ncclSuccess.
 inline core::Status NcclErrorStatus(ncclResult_t res, const char* expr, const char* file, int line) {
   std::string msg = std::string(ncclGetErrorString(res)) + " (ncclResult_t " + std::to_string(static_cast<int>(res)) +
-                    ") from " + expr + " at " + file + ":" + std::to_string(line);
+                    ") from " + expr + " at " + core::SourcePlace(file, line);
   const bool unavailable = res == ncclSystemError || res == ncclRemoteError;
   return unavailable ? core::Status::Unavailable(std::move(msg)) : core::Status::Internal(std::move(msg));
 }
@@ -76,8 +76,7 @@ inline core::Status NcclErrorStatus(ncclResult_t res, const char* expr, const ch
 // are Internal. REQUIRES: st != CUBLAS_STATUS_SUCCESS.
 inline core::Status CublasErrorStatus(cublasStatus_t st, const char* expr, const char* file, int line) {
   std::string msg = std::string(cublasGetStatusString(st)) + " (cublasStatus_t " +
-                    std::to_string(static_cast<int>(st)) + ") from " + expr + " at " + file + ":" +
-                    std::to_string(line);
+                    std::to_string(static_cast<int>(st)) + ") from " + expr + " at " + core::SourcePlace(file, line);
   const bool unavailable = st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_ALLOC_FAILED ||
                            st == CUBLAS_STATUS_ARCH_MISMATCH || st == CUBLAS_STATUS_NOT_INITIALIZED;
   return unavailable ? core::Status::Unavailable(std::move(msg)) : core::Status::Internal(std::move(msg));

@@ -33,12 +33,12 @@ std::string MpiError(int code) {
   return std::string(buf, static_cast<size_t>(len));
 }
 
-#define MESHPLAN_RETURN_IF_MPI_ERROR(expr)                                                      \
-  do {                                                                                          \
-    const int meshplan_mpi_rc_ = (expr);                                                        \
-    if (meshplan_mpi_rc_ != MPI_SUCCESS)                                                        \
-      return Status::Internal(MpiError(meshplan_mpi_rc_) + " from " #expr " at " __FILE__ ":" + \
-                              std::to_string(__LINE__));                                        \
+#define MESHPLAN_RETURN_IF_MPI_ERROR(expr)                                         \
+  do {                                                                             \
+    const int meshplan_mpi_rc_ = (expr);                                           \
+    if (meshplan_mpi_rc_ != MPI_SUCCESS)                                           \
+      return Status::Internal(MpiError(meshplan_mpi_rc_) + " from " #expr " at " + \
+                              ::meshplan::core::SourcePlace(__FILE__, __LINE__));  \
   } while (0)
 
 #define MESHPLAN_RETURN_IF_ERROR_COUNT(n, what)                                              \

@@ -752,6 +752,12 @@ run(history_empty 0 "# meshplan history: measurements in [^\n]*store/empty\\.db[
 run(history_empty_json 0 "\"db\": \"[^\"]*store/empty\\.db\",[ \n]*\"measurements\": \\[\\]"
     history --db ${WORK}/store/empty.db --format json)
 run(history_profiles_empty 0 "calibration profiles in [^\n]*\n# no profiles yet" history --profiles --db ${WORK}/store/empty.db)
+# Reading creates nothing: the three reads above leave no store (nor its folder) behind.
+if(EXISTS ${WORK}/store)
+  message(SEND_ERROR "history_creates_nothing: history created ${WORK}/store")
+else()
+  message(STATUS "ok history_creates_nothing")
+endif()
 run(search_save 0 "# top 1.*# saved sweep 1 to [^\n]*store/sweeps\\.db"
     search --model llama3-8b --cluster dgx-h100 --gpus 16 --seq 8192 --gbs 256 --top 1 --save --db ${WORK}/store/sweeps.db)
 run(search_save_json 0 "\"plans\": \\[.*# saved sweep 2 to "

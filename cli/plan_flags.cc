@@ -446,6 +446,11 @@ void PlanFlags::ApplyPlanFlags(bool from_file, core::ModelSpec* spec, core::Plan
     if (*gpus % mp == 0) {
       p.dp = *gpus / mp;
       notes->push_back("dp " + std::to_string(p.dp) + " (gpus/(tp*pp*cp))");
+    } else if (*gpus > 0) {
+      // Said here, where dp would have come from: the plan's own check would report dp = 1.
+      d->Error("--gpus", std::to_string(*gpus) + " must be a multiple of tp*pp*cp = " + std::to_string(p.tp) + "*" +
+                             std::to_string(p.pp) + "*" + std::to_string(p.cp) + " = " + std::to_string(mp) +
+                             " (dp = gpus/(tp*pp*cp) is a whole number; or give --dp)");
     }
   }
   if (!gpus && !from_file) {

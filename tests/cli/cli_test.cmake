@@ -298,6 +298,10 @@ run(validate_accuracy_record 2 "--accuracy-out: a table of every record; drop --
 # validate row narayanan2021-t2-ptd-174.6B-384gpu predicts the same 104 tokens/s per GPU).
 run(stack_flag 0 "zero 0 \\| sp off \\| recompute full .*fp16.*default: stack megatron-lm-2021: fp16, naive attention.*\\(104 per GPU\\)"
     report --model gpt3-175b --cluster dgx-a100 --tp 8 --pp 12 --dp 4 --gbs 1536 --stack megatron-lm-2021)
+# GPUs that do not divide over tp*pp*cp: said of --gpus, where dp came from (it read "8 must equal
+# tp*pp*dp*cp = 1*1*1*3", with a dp of 1 nobody gave).
+run(gpus_not_a_multiple 2 "--gpus: 8 must be a multiple of tp\\*pp\\*cp = 1\\*1\\*3 = 3"
+    report --model llama3-8b --gpu h100-sxm --gpus 8 --cp 3)
 run(stack_unknown 2 "--stack: no stack preset named 'nope'" report --model gpt3-175b --cluster dgx-a100 --gpus 8 --stack nope)
 # A GPU no built-in cluster holds: the error lists the clusters of its generation (compute
 # capability 8: the A100 80GB and A800 nodes), and --cluster dgx-a100 costs it in those nodes.

@@ -3,7 +3,6 @@
 // calibration profiles, --sweeps the saved searches. Flags -> core::ResultStore -> table or JSON.
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -218,17 +217,7 @@ void RunHistory(const HistoryFlags& f, int* exit_code) {
     return;
   }
   const std::string path = StorePathFromFlag(f.db);
-  // Reading creates nothing: with no store at the path yet, the lists are empty (an empty store in
-  // memory), as the GUI's History view reads it; opening the file would create it and its folders.
-  // A path no store can ever be at (under a file) is opened all the same, for its error.
-  std::error_code ec;
-  std::filesystem::path existing = std::filesystem::path(path).parent_path();
-  while (!existing.empty() && !std::filesystem::exists(existing, ec) && existing != existing.parent_path())
-    existing = existing.parent_path();
-  const bool could_be = existing.empty() || std::filesystem::is_directory(existing, ec);
-  auto store = std::filesystem::exists(path, ec) || !could_be
-                   ? OpenStoreFromFlag(f.db)
-                   : core::Result<std::unique_ptr<core::ResultStore>>(core::NewMemoryResultStore());
+  auto store = OpenStoreToRead(f.db);  // reading creates nothing
   if (!store.ok()) {
     std::cerr << "error: --db: " << store.status().message() << "\n";
     *exit_code = 1;

@@ -374,7 +374,8 @@ void AddReliabilityCommand(CLI::App* app, int* exit_code) {
       return usage("--trials: must be in [1, 10000000] (got " + std::to_string(*rf->trials) + ")");
     if (rf->spares && *rf->spares < 0) return usage("--spares: must be >= 0 (got " + std::to_string(*rf->spares) + ")");
     double storage_bw = 0;
-    if (rf->storage_bw && !(core::ParseBandwidth(*rf->storage_bw, &storage_bw) && storage_bw > 0 && storage_bw <= 1e14))
+    if (rf->storage_bw && !(core::ParseBandwidth(*rf->storage_bw, &storage_bw) && storage_bw > 0 &&
+                            storage_bw <= core::kMaxStorageBytesPerS))
       return usage(
           "--storage-bw: must be a rate above 0 and at most 100TB/s with a unit such as 2TB/s or 400Gb/s "
           "(got \"" +
@@ -384,7 +385,8 @@ void AddReliabilityCommand(CLI::App* app, int* exit_code) {
       return usage("--arrivals: must be exponential or weibull (got \"" + *rf->arrivals + "\")");
     if (rf->weibull_shape && !(*rf->weibull_shape >= 0.05 && *rf->weibull_shape <= 20))
       return usage("--weibull-shape: must be in [0.05, 20] (got " + Fmt("%g", *rf->weibull_shape) + ")");
-    if (rf->loss_spikes_per_day && !(*rf->loss_spikes_per_day >= 0 && *rf->loss_spikes_per_day <= 1440))
+    if (rf->loss_spikes_per_day &&
+        !(*rf->loss_spikes_per_day >= 0 && *rf->loss_spikes_per_day <= core::kMaxLossSpikesPerDay))
       return usage("--loss-spikes-per-day: must be in [0, 1440], one a minute at most (got " +
                    Fmt("%g", *rf->loss_spikes_per_day) + ")");
 

@@ -22,6 +22,11 @@ CLI::Option* AddDbFlag(CLI::App* cmd, std::string* db);
 // names the path (print it after "error: --db: " and exit 1).
 core::Result<std::unique_ptr<core::ResultStore>> OpenStoreFromFlag(const std::string& flag);
 
+// The store to read (history): as OpenStoreFromFlag, but with no store at the path yet an empty
+// one in memory, so that reading creates no file or folder (the GUI's History view reads so too);
+// a path no store can ever be at (under a file) is opened all the same, for its error.
+core::Result<std::unique_ptr<core::ResultStore>> OpenStoreToRead(const std::string& flag);
+
 // The path OpenStoreFromFlag(flag) opens, for messages ("# saved sweep 3 to PATH").
 std::string StorePathFromFlag(const std::string& flag);
 

@@ -261,7 +261,7 @@ Result<FailureModel> ParseFailureModelJson(const std::string& text) {
   if (const Json* p = r.Find("planned")) f.planned = ReadComponent(*p, r.Path("planned"), exposure, true, &d);
 
   r.Number("silent_detection_s", &f.silent_detection_s, 0, kMaxDelayS);
-  r.Number("loss_spikes_per_day", &f.loss_spikes_per_day, 0, 1440);  // one a minute
+  r.Number("loss_spikes_per_day", &f.loss_spikes_per_day, 0, kMaxLossSpikesPerDay);
   r.Number("loss_spike_detection_s", &f.loss_spike_detection_s, 0, kMaxDelayS);
   if (const Json* rs = r.Find("restart")) {
     Reader rr(rs, r.Path("restart"), &d);

@@ -55,6 +55,10 @@ struct RestartOverheads {
   double warmup_s = 30;                    // first steps below full speed, as equivalent lost seconds
 };
 
+// Loss spikes a failure model may name, per day: one a minute (a failure file and reliability's
+// --loss-spikes-per-day keep to it).
+inline constexpr double kMaxLossSpikesPerDay = 1440;
+
 struct FailureModel {
   std::string name;
   std::string source;

@@ -321,6 +321,10 @@ struct GpuSpec {
 // ---------------------------------------------------------------------------------------------
 enum class Topology { kRailOptimizedFatTree, kFatTree, kTorus, kSingleSwitch };
 
+// The fastest checkpoint storage a cluster may name, bytes/s: the fastest parallel file systems
+// write TB/s (1e12); a cluster file and reliability's --storage-bw keep below 100 TB/s.
+inline constexpr double kMaxStorageBytesPerS = 1e14;
+
 struct ClusterSpec {
   std::string name;
   std::string source;
@@ -336,7 +340,7 @@ struct ClusterSpec {
   double oversubscription = 1.0;   // >= 1; 1 = non-blocking
   bool sharp = false;              // in-network reduction on the scale-out switches
   bool nvls = false;               // NVLink SHARP in the scale-up switches
-  double storage_bytes_per_s = 0;  // aggregate checkpoint storage write bandwidth
+  double storage_bytes_per_s = 0;  // aggregate checkpoint storage write bandwidth, <= kMaxStorageBytesPerS
   int64_t host_memory_bytes_per_node = 0;
   double price_per_gpu_hour_usd = 0;
   friend bool operator==(const ClusterSpec&, const ClusterSpec&) = default;

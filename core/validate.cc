@@ -357,7 +357,7 @@ void ValidateCluster(const ClusterSpec& c, const std::string& p, Diagnostics* d)
   else
     Within(d, p + ".oversubscription", c.oversubscription, 1, 1000,
            "fabrics are tapered at most a few times (1 = non-blocking)");
-  Within(d, p + ".storage_bytes_per_s", c.storage_bytes_per_s, 0, 1e14,
+  Within(d, p + ".storage_bytes_per_s", c.storage_bytes_per_s, 0, kMaxStorageBytesPerS,
          "bytes/s: the fastest parallel file systems write TB/s (1e12)");
   Within(d, p + ".host_memory_bytes_per_node", static_cast<double>(c.host_memory_bytes_per_node), 0, 1e15,
          "bytes: nodes hold TB of host memory (DGX B200 2 TB)");

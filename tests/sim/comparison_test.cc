@@ -37,6 +37,13 @@ ValidationRecord Record(const std::string& id, double published, double predicte
   return r;
 }
 
+// The pairs among runs of one source table, record i with scenario i.
+ComparisonSummary PairsOfOneTable(const std::vector<ValidationRecord>& r, const std::vector<core::Scenario>& s) {
+  std::vector<ComparisonInput> in;
+  for (size_t i = 0; i < s.size(); ++i) in.push_back({&r[i], &s[i], "Paper, Table 1"});
+  return ComparePairs(in);
+}
+
 TEST(ComparisonTest, RunsThatDifferInOneThingPairOnItsAxis) {
   std::vector<core::Scenario> s(5, Llama8b());
   s[1].plan.precision = core::Dtype::kFp8;                              // bf16 -> fp8
@@ -47,9 +54,7 @@ TEST(ComparisonTest, RunsThatDifferInOneThingPairOnItsAxis) {
   s[4].plan.gpus = 16, s[4].plan.dp = 16, s[4].plan.precision = core::Dtype::kFp8, s[4].plan.seq_len = 16384;
   std::vector<ValidationRecord> r = {Record("a", 1000, 1100), Record("b", 1400, 1650), Record("c", 950, 1080),
                                      Record("d", 800, 850), Record("e", 1300, 1500)};
-  std::vector<ComparisonInput> in;
-  for (size_t i = 0; i < s.size(); ++i) in.push_back({&r[i], &s[i], "Paper, Table 1"});
-  const ComparisonSummary c = ComparePairs(in);
+  const ComparisonSummary c = PairsOfOneTable(r, s);
   ASSERT_EQ(c.pairs.size(), 3u);
   // precision a -> b: published 1400 / 1000 = 1.4, predicted 1650 / 1100 = 1.5, 1.5 / 1.4 - 1 = +7.14%.
   EXPECT_EQ(c.pairs[0].axis, "precision");
@@ -95,9 +100,7 @@ TEST(ComparisonTest, ASeriesPairsConsecutiveSteps) {
   s[0].plan.gpus = 32, s[0].plan.dp = 32;
   s[2].plan.gpus = 16, s[2].plan.dp = 16;
   std::vector<ValidationRecord> r = {Record("g32", 900, 1000), Record("g8", 1000, 1000), Record("g16", 950, 1000)};
-  std::vector<ComparisonInput> in;
-  for (size_t i = 0; i < s.size(); ++i) in.push_back({&r[i], &s[i], "Paper, Table 1"});
-  const ComparisonSummary c = ComparePairs(in);
+  const ComparisonSummary c = PairsOfOneTable(r, s);
   ASSERT_EQ(c.pairs.size(), 2u);
   EXPECT_EQ(c.pairs[0].first, "g8");
   EXPECT_EQ(c.pairs[0].second, "g16");

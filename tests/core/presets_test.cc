@@ -137,6 +137,37 @@ TEST(PresetsTest, Gh200IsAnH100DieWithItsOwnMemoryAndBurstRow) {
   EXPECT_DOUBLE_EQ(c->nic_bytes_per_s, 25e9);
 }
 
+TEST(PresetsTest, The96GbH100RunsItsDiesAttentionCurvesAtItsOwnPeak) {
+  // torchtitan's Grand Teton H100 (96 GB HBM2e, 500 W): its bf16 peak is taken as the SXM5 and NVL
+  // datasheets' midpoint, (989.4 + 835.5) / 2 = 912.45 TFLOP/s, and its GEMMs run the SXM5's
+  // fraction of it (0.643). Its attention curves are the SXM5's measurements times 912.45 / 989.4:
+  // the same fraction of its own peak (a curve is absolute speed). FlashAttention-2 at head dim
+  // 128 and 16k: 328 x 0.92223 = 302.5; cuDNN's at 4k: 504.3 x 0.92223 = 465.1.
+  auto g = LoadGpu("h100-96g-hbm2e");
+  auto h = LoadGpu("h100-sxm");
+  ASSERT_TRUE(g.ok() && h.ok());
+  const double ratio = g->peak_flops_per_s.at(Dtype::kBf16) / h->peak_flops_per_s.at(Dtype::kBf16);
+  EXPECT_NEAR(ratio, 912.45 / 989.4, 1e-9);
+  EXPECT_EQ(g->gemm_efficiency, h->gemm_efficiency);
+  size_t points = 0;
+  for (const auto& [impl, curve] : h->attention_curve) {
+    ASSERT_TRUE(g->attention_curve.count(impl)) << Name(impl);
+    const auto& mine = g->attention_curve.at(impl);
+    ASSERT_EQ(mine.size(), curve.size()) << Name(impl);
+    for (size_t i = 0; i < curve.size(); ++i) {
+      EXPECT_EQ(mine[i].head_dim, curve[i].head_dim);
+      EXPECT_EQ(mine[i].seq, curve[i].seq);
+      EXPECT_NEAR(mine[i].tflops, curve[i].tflops * ratio, 0.051) << Name(impl) << " " << curve[i].seq;  // 0.1 rounding
+      ++points;
+    }
+  }
+  EXPECT_EQ(points, 54u);  // flash (cuDNN) 18 points, flash2, flash1 and triton 12 each
+  for (const auto& pt : g->attention_curve.at(AttentionImpl::kFlash2))
+    if (pt.head_dim == 128 && pt.seq == 16384) EXPECT_DOUBLE_EQ(pt.tflops, 302.5);
+  for (const auto& pt : g->attention_curve.at(AttentionImpl::kFlash))
+    if (pt.head_dim == 128 && pt.seq == 4096) EXPECT_DOUBLE_EQ(pt.tflops, 465.1);
+}
+
 TEST(PresetsTest, UnknownNameListsTheBuiltIns) {
   auto m = LoadModel("llama9-1t");
   ASSERT_FALSE(m.ok());

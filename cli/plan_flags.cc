@@ -208,7 +208,7 @@ void PlanFlags::Register(CLI::App* app) {
                 "Software stack whose defaults the plan takes (meshplan presets stacks): precision, attention, "
                 "recompute, SP, overlaps, ZeRO; the other flags override them");
   p->add_option("--precision", precision,
-                "bf16|fp16|fp8|nvfp4|fp32 GEMM precision (default bf16; nvfp4 needs --transformer-engine and a "
+                "fp32|tf32|bf16|fp16|fp8|nvfp4 GEMM precision (default bf16; nvfp4 needs --transformer-engine and a "
                 "Blackwell GPU)");
   p->add_option("--optimizer", optimizer,
                 "adam|adamw|sgd-momentum|adam-8bit|muon (default adamw; muon: one momentum buffer for the 2D "
@@ -390,7 +390,13 @@ void PlanFlags::ApplyPlanFlags(bool from_file, core::ModelSpec* spec, core::Plan
   if (!stage_layers.empty()) p.stage_layers = stage_layers;
   SetEnum(sharding, "sharding", "plan.sharding", &p.sharding, d);
   SetEnum(recompute, "recompute", "plan.recompute", &p.recompute, d);
-  SetEnum(precision, "precision", "plan.precision", &p.precision, d);
+  if (precision) {  // the compute dtypes only: int8 and none are Dtype names no GEMM runs in
+    core::Dtype dt{};
+    if (core::FromName(*precision, &dt) && core::IsComputePrecision(dt)) p.precision = dt;
+    else
+      d->Error("--precision", std::string("must be one of ") + core::kComputePrecisionChoices +
+                                  " (set plan.precision; got \"" + *precision + "\")");
+  }
   SetEnum(cp_kind, "cp-kind", "plan.cp_kind", &p.cp_kind, d);
   SetEnum(tp_overlap, "tp-overlap", "plan.tp_overlap", &p.tp_overlap, d);
   SetEnum(zero3_gather, "zero3-gather", "plan.zero3_gather", &p.zero3_gather, d);

@@ -449,8 +449,8 @@ void RunSearch(const SearchFlags& f, int* exit_code) {
   }
   if (f.transformer_engine) p.transformer_engine = true;
   if (!f.precision && !f.stack) core::ApplyDefaultPrecision(s.gpu, &p, &notes);
-  if (f.precision && !core::FromName(*f.precision, &p.precision)) {
-    std::cerr << "error: --precision: must be one of " << core::Choices<core::Dtype>() << " (got \"" << *f.precision
+  if (f.precision && (!core::FromName(*f.precision, &p.precision) || !core::IsComputePrecision(p.precision))) {
+    std::cerr << "error: --precision: must be one of " << core::kComputePrecisionChoices << " (got \"" << *f.precision
               << "\")\n";
     *exit_code = 2;
     return;
@@ -588,7 +588,7 @@ void AddSearchCommand(CLI::App* app, int* exit_code) {
   space->add_option("--recompute", f->recompute, "Recompute modes (default none,selective,full)")->delimiter(',');
   space->add_option("--cp-kind", f->cp_kinds, "ring|ulysses|allgather (default ring)")->delimiter(',');
   space->add_option("--sp", f->sp, "Sequence parallel: on|off|both (default both)");
-  space->add_option("--precision", f->precision, "bf16|fp16|fp8|nvfp4|fp32 GEMM precision (default bf16)");
+  space->add_option("--precision", f->precision, "fp32|tf32|bf16|fp16|fp8|nvfp4 GEMM precision (default bf16)");
   space->add_flag("--transformer-engine", f->transformer_engine,
                   "Every plan runs Transformer Engine's modules (--stack megatron-core-2024 sets it; nvfp4 needs it)");
   space->add_option("--recipe", f->recipe, "Model-state recipe: zero (16 B/param) or megatron (18 B/param)");

@@ -202,6 +202,10 @@ struct ModelSpec {
 // no weight, gradient or optimizer state is held in it (core/validate.cc).
 enum class Dtype : uint8_t { kFp32, kTf32, kBf16, kFp16, kFp8, kInt8, kNone, kNvfp4 };
 inline constexpr size_t kDtypeCount = static_cast<size_t>(Dtype::kNvfp4) + 1;  // the last one
+// The dtypes a plan's GEMMs may compute in (plan.precision): every floating-point one; int8 and
+// none name state dtypes only. kComputePrecisionChoices lists them for errors and help.
+constexpr bool IsComputePrecision(Dtype d) { return d != Dtype::kInt8 && d != Dtype::kNone; }
+inline constexpr const char* kComputePrecisionChoices = "fp32|tf32|bf16|fp16|fp8|nvfp4";
 // fp32 4, tf32 4, bf16 2, fp16 2, fp8 1, int8 1, none 0 (inline: the search calls it per op);
 // nvfp4 1: half a byte and a one-byte scale per 16 values, 9/16 B, rounded up where a whole
 // number of bytes is counted (a GEMM's operand traffic); the memory model counts its 9/16

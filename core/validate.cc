@@ -735,11 +735,13 @@ void CheckRecompute(const PlanSpec& pl, const ModelSpec& m, Diagnostics* d) {
 
 // Precision and state dtypes.
 void CheckPrecision(const PlanSpec& pl, const GpuSpec& g, Diagnostics* d) {
-  if (pl.precision == Dtype::kNone || pl.precision == Dtype::kInt8) {
-    d->Error("plan.precision", std::string("must be a floating-point compute dtype (got ") + Name(pl.precision) + ")");
+  if (!IsComputePrecision(pl.precision)) {
+    d->Error("plan.precision", std::string("must be a floating-point compute dtype, one of ") +
+                                   kComputePrecisionChoices + " (got " + Name(pl.precision) + ")");
   } else if (!g.peak_flops_per_s.count(pl.precision)) {
     std::string have;
     for (const auto& [dt, v] : g.peak_flops_per_s) {
+      if (!IsComputePrecision(dt)) continue;  // an int8 peak is no plan.precision
       if (!have.empty()) have += "|";
       have += Name(dt);
     }

@@ -90,6 +90,14 @@ run(search_nvfp4 0 "top 1\n.*\n.*\n +1 +[0-9]+ +[0-9]+"
 run(report_nvfp4_on_h100 1 "plan.precision: nvfp4 is not supported by gpu h100-sxm"
     report --model llama3-70b --gpu h100-sxm --gpus 64 --tp 2 --pp 4 --zero 1 --gbs 256 --precision nvfp4
            --transformer-engine)
+# --precision takes the compute dtypes only: int8 and none are state dtypes no GEMM runs in, refused
+# naming the flag and the choices (the error once listed them as choices); a plan file's the same.
+run(report_precision_int8 2 "--precision: must be one of fp32\\|tf32\\|bf16\\|fp16\\|fp8\\|nvfp4 \\(set plan.precision; got \"int8\"\\)"
+    report --model llama3-8b --gpu h100-sxm --gpus 8 --precision int8)
+run(report_precision_unknown 2 "--precision: must be one of fp32\\|tf32\\|bf16\\|fp16\\|fp8\\|nvfp4 \\(set plan.precision; got \"foo\"\\)"
+    report --model llama3-8b --gpu h100-sxm --gpus 8 --precision foo)
+run(search_precision_none 2 "--precision: must be one of fp32\\|tf32\\|bf16\\|fp16\\|fp8\\|nvfp4 \\(got \"none\"\\)"
+    search --model llama3-8b --gpu h100-sxm --gpus 8 --gbs 64 --precision none)
 run(report_nvfp4_without_te 1 "plan.precision: nvfp4 is Transformer Engine's NVFP4BlockScaling recipe: needs plan.transformer_engine"
     report --model llama3-70b --gpu gb200 --gpus 64 --tp 2 --pp 4 --zero 1 --gbs 256 --precision nvfp4)
 # Sliding-window attention: gpt-oss-120b's 18 windowed layers (128 keys) and 18 global ones; the

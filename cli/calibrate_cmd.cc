@@ -231,7 +231,7 @@ int Run(const Options& o) {
   // each measured plan before and after, and the profile.
   auto store = OpenStoreFromFlag(o.db);
   if (!store.ok()) {
-    std::cerr << "error: --db: " << store.status().message() << "\n";
+    std::cerr << "error: " << StoreSourceFromFlag(o.db) << ": " << store.status().message() << "\n";
     return 1;
   }
   core::StoredProfile sp;
@@ -260,7 +260,7 @@ int Run(const Options& o) {
       core::Scenario s = *sc;
       auto plan_id = (*store)->PutPlan({0, PlanLabel(s), core::PlanFileToJson(*f.m.plan), ""});
       if (!plan_id.ok()) {
-        std::cerr << "error: --db: " << plan_id.status().message() << "\n";
+        std::cerr << "error: " << StoreSourceFromFlag(o.db) << ": " << plan_id.status().message() << "\n";
         return 1;
       }
       sm.plan_id = *plan_id;
@@ -273,7 +273,7 @@ int Run(const Options& o) {
            {std::pair<std::string, const sim::StepEstimate*>{start->name, &before}, {o.name, &after}}) {
         auto id = (*store)->PutPrediction({0, *plan_id, pname, sim::kStepModelVersion, est->time_s, est->mfu, "", ""});
         if (!id.ok()) {
-          std::cerr << "error: --db: " << id.status().message() << "\n";
+          std::cerr << "error: " << StoreSourceFromFlag(o.db) << ": " << id.status().message() << "\n";
           return 1;
         }
       }
@@ -290,14 +290,14 @@ int Run(const Options& o) {
           {r.section, r.name, core::Name(r.kind), core::Name(r.pass), r.calls_per_step, r.time_s, 0, r.modeled});
     auto id = (*store)->PutMeasurement(sm);
     if (!id.ok()) {
-      std::cerr << "error: --db: " << id.status().message() << "\n";
+      std::cerr << "error: " << StoreSourceFromFlag(o.db) << ": " << id.status().message() << "\n";
       return 1;
     }
     sp.measurement_ids.push_back(*id);
   }
   auto saved = (*store)->PutProfile(sp);
   if (!saved.ok()) {
-    std::cerr << "error: --db: " << saved.status().message() << "\n";
+    std::cerr << "error: " << StoreSourceFromFlag(o.db) << ": " << saved.status().message() << "\n";
     return 1;
   }
   if (!WriteOutput(o.output, sp.profile_json)) return 1;
@@ -370,7 +370,7 @@ int RunPublished(const Options& o, const std::string& dataset) {
   auto store = OpenStoreFromFlag(o.db);
   auto saved = store.ok() ? (*store)->PutProfile(sp) : core::Result<core::StoredProfile>(store.status());
   if (!saved.ok()) {
-    std::cerr << "error: --db: " << saved.status().message() << "\n";
+    std::cerr << "error: " << StoreSourceFromFlag(o.db) << ": " << saved.status().message() << "\n";
     return 1;
   }
   if (o.format == "json") {

@@ -219,7 +219,7 @@ void RunHistory(const HistoryFlags& f, int* exit_code) {
   const std::string path = StorePathFromFlag(f.db);
   auto store = OpenStoreToRead(f.db);  // reading creates nothing
   if (!store.ok()) {
-    std::cerr << "error: --db: " << store.status().message() << "\n";
+    std::cerr << "error: " << StoreSourceFromFlag(f.db) << ": " << store.status().message() << "\n";
     *exit_code = 1;
     return;
   }
@@ -243,7 +243,7 @@ void RunHistory(const HistoryFlags& f, int* exit_code) {
     else status = rows.status();
   }
   if (!status.ok()) {
-    std::cerr << "error: --db: " << status.message() << "\n";
+    std::cerr << "error: " << StoreSourceFromFlag(f.db) << ": " << status.message() << "\n";
     *exit_code = 1;
     return;
   }

@@ -151,7 +151,7 @@ void AddReportCommand(CLI::App* app, int* exit_code) {
                                                   speed.step.mfu, MemoryJson(s, r, notes, warnings, &speed), ""})
                        : core::Result<int64_t>(plan_id.status());
       if (!pred_id.ok()) {
-        std::cerr << "error: --db: " << pred_id.status().message() << "\n";
+        std::cerr << "error: " << StoreSourceFromFlag(*db) << ": " << pred_id.status().message() << "\n";
         *exit_code = 1;
         return;
       }

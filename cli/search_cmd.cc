@@ -330,12 +330,12 @@ bool SaveSweep(const SearchFlags& f, const core::Scenario& s, const sim::SearchR
   sweep.candidates = r.stats.enumerated;
   auto store = OpenStoreFromFlag(f.db);
   if (!store.ok()) {
-    std::cerr << "error: --db: " << store.status().message() << "\n";
+    std::cerr << "error: " << StoreSourceFromFlag(f.db) << ": " << store.status().message() << "\n";
     return false;
   }
   auto id = (*store)->PutSweep(sweep);
   if (!id.ok()) {
-    std::cerr << "error: --db: " << id.status().message() << "\n";
+    std::cerr << "error: " << StoreSourceFromFlag(f.db) << ": " << id.status().message() << "\n";
     return false;
   }
   (f.format == "json" ? std::cerr : std::cout) << "# saved sweep " << *id << " to " << StorePathFromFlag(f.db) << "\n";

@@ -1,5 +1,6 @@
 #include "cli/store_flags.h"
 
+#include <cstdlib>
 #include <filesystem>
 
 namespace meshplan::cli {
@@ -11,6 +12,11 @@ CLI::Option* AddDbFlag(CLI::App* cmd, std::string* db) {
 }
 
 std::string StorePathFromFlag(const std::string& flag) { return flag.empty() ? core::DefaultStorePath() : flag; }
+
+std::string StoreSourceFromFlag(const std::string& flag) {
+  const char* env = std::getenv("MESHPLAN_DB");
+  return flag.empty() && env != nullptr && *env != '\0' ? "$MESHPLAN_DB" : "--db";
+}
 
 core::Result<std::unique_ptr<core::ResultStore>> OpenStoreFromFlag(const std::string& flag) {
   return core::OpenSqliteResultStore(StorePathFromFlag(flag));

@@ -30,6 +30,11 @@ core::Result<std::unique_ptr<core::ResultStore>> OpenStoreToRead(const std::stri
 // The path OpenStoreFromFlag(flag) opens, for messages ("# saved sweep 3 to PATH").
 std::string StorePathFromFlag(const std::string& flag);
 
+// What set that path, for errors ("error: NAME: PATH: ..."): "--db" when the flag is given,
+// "$MESHPLAN_DB" when the environment variable chose it, else "--db" (the default's path, which
+// the message names).
+std::string StoreSourceFromFlag(const std::string& flag);
+
 }  // namespace meshplan::cli
 
 #endif  // MESHPLAN_CLI_STORE_FLAGS_H_

@@ -781,6 +781,10 @@ run(history_sweeps_json 0 "\"sweeps\": \\[[ \n]*\\{[ \n]*\"id\": 2,.*\"label\": 
     history --sweeps --limit 1 --format json --db ${WORK}/store/sweeps.db)
 file(WRITE ${WORK}/store/not-a-dir "x")
 run(history_bad_db 1 "error: --db: [^\n]*store/not-a-dir/sub/x\\.db" history --db ${WORK}/store/not-a-dir/sub/x.db)
+# A store path from $MESHPLAN_DB (no --db) is named as such in its error, not as a flag never given.
+set(ENV{MESHPLAN_DB} ${WORK}/store/not-a-dir/sub/x.db)
+run(history_bad_env_db 1 "error: \\$MESHPLAN_DB: [^\n]*store/not-a-dir/sub/x\\.db" history)
+set(ENV{MESHPLAN_DB} ${default_db})
 run(search_save_bad_db 1 "error: --db: [^\n]*store/not-a-dir/x\\.db"
     search --model llama3-8b --cluster dgx-h100 --gpus 8 --seq 4096 --gbs 256 --top 1 --save
            --db ${WORK}/store/not-a-dir/x.db)

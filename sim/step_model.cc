@@ -4,8 +4,10 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <cstdio>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string_view>
 #include <unordered_map>
 
@@ -579,6 +581,38 @@ double AttentionCurveEfficiency(const core::GpuSpec& g, const std::vector<Attent
     tflops += t * (CurveSpeed(points, hd_hi, s) - tflops);
   }
   return tflops * 1e12 / Peak(g, core::Dtype::kBf16);
+}
+
+std::vector<std::string> AssumedRates(const core::Profile& prof, const core::GpuSpec& g, const core::StepGraph& graph) {
+  std::set<core::Dtype> gemm;
+  std::set<core::AttentionImpl> attention;
+  for (const std::vector<Op>* ops : {&graph.dense_layer, &graph.moe_layer, &graph.embedding, &graph.head, &graph.step})
+    for (const Op& op : *ops) {
+      if (op.kind == OpKind::kGemm) gemm.insert(op.dtype);
+      if (op.kind == OpKind::kAttention) attention.insert(op.attention);
+    }
+  std::vector<std::string> notes;
+  auto fixed = [](double v) {
+    char b[16];
+    std::snprintf(b, sizeof b, "%.2f", v);
+    return std::string(b);
+  };
+  if (!prof.gemm_efficiency_measured)
+    for (core::Dtype d : gemm)
+      if (!g.gemm_efficiency.count(d))
+        notes.push_back(std::string(core::Name(d)) + " GEMMs at " + fixed(GemmEfficiency(prof, g, d)) + " of " +
+                        g.name +
+                        "'s peak: the profile's assumed figure, the GPU preset has no measured one (docs/compute.md)");
+  if (!prof.attention_efficiency_measured)
+    for (core::AttentionImpl impl : attention) {
+      auto curve = g.attention_curve.find(impl);
+      if ((curve != g.attention_curve.end() && !curve->second.empty()) || g.attention_efficiency.count(impl)) continue;
+      notes.push_back("attention (" + std::string(core::Name(impl)) + ") at " + fixed(prof.attention_fwd_efficiency) +
+                      " forward and " + fixed(prof.attention_bwd_efficiency) + " backward of " + g.name +
+                      "'s 16-bit peak: the profile's assumed figures, the GPU preset has no measured curve or figure "
+                      "for that kernel (docs/compute.md)");
+    }
+  return notes;
 }
 
 int64_t AttentionKernelHeadDim(core::AttentionImpl impl, int64_t head_dim) {

@@ -425,6 +425,13 @@ inline double MoeLayerHostFloor(const core::ModelSpec& m, const core::PlanSpec& 
 // (GpuSpec::attention_efficiency), else the profile's.
 double AttentionEfficiency(const core::Profile& profile, const core::GpuSpec& g, core::AttentionImpl impl,
                            bool backward, int64_t head_dim, int64_t seq);
+// What a step's cost takes from the profile's assumed figures because neither the profile nor
+// the GPU preset measured it (docs/compute.md, the defaults table), one sentence each for
+// report's and explain's "default:" lines: the GEMM efficiency of each dtype the graph's GEMMs
+// run in, and each fused attention kernel's speed. Empty when everything the graph runs has a
+// measured figure (every built-in Hopper and Blackwell preset; the A100s' GEMMs take the 0.80).
+std::vector<std::string> AssumedRates(const core::Profile& profile, const core::GpuSpec& g,
+                                      const core::StepGraph& graph);
 // A measured curve's forward + backward speed over g's bf16 peak: linear in log2(seq) between
 // the measured sequence lengths and linear in the head dim between the measured head dims, the
 // nearest measured value beyond either end (docs/compute.md).

@@ -92,6 +92,16 @@ run(report_nvfp4_on_h100 1 "plan.precision: nvfp4 is not supported by gpu h100-s
            --transformer-engine)
 # --precision takes the compute dtypes only: int8 and none are state dtypes no GEMM runs in, refused
 # naming the flag and the choices (the error once listed them as choices); a plan file's the same.
+# What the step takes from the profile's assumed figures is said: the A100s have no measured GEMM
+# figure (0.80 of the peak), the V100 no attention curve (0.60 / 0.50); an H100 has both.
+run(report_assumed_gemm 0 "# default: bf16 GEMMs at 0.80 of a100-80g's peak: the profile's assumed figure"
+    report --model llama3-8b --gpu a100-80g --gpus 8 --gbs 64 --zero 3 --recompute full)
+run(report_assumed_attention 0 "# default: attention \\(flash\\) at 0.60 forward and 0.50 backward of v100's 16-bit peak"
+    report --model llama3-8b --gpu v100 --gpus 8 --gbs 64 --zero 3 --recompute full)
+run_without(report_measured_rates 0 "assumed figure"
+    report --model llama3-8b --gpu h100-sxm --gpus 8 --gbs 64 --zero 3 --recompute full)
+run(explain_assumed_gemm 0 "# default: bf16 GEMMs at 0.80 of a100-80g's peak"
+    explain --model llama3-8b --gpu a100-80g --gpus 8 --gbs 64 --no-search)
 run(report_precision_int8 2 "--precision: must be one of fp32\\|tf32\\|bf16\\|fp16\\|fp8\\|nvfp4 \\(set plan.precision; got \"int8\"\\)"
     report --model llama3-8b --gpu h100-sxm --gpus 8 --precision int8)
 run(report_precision_unknown 2 "--precision: must be one of fp32\\|tf32\\|bf16\\|fp16\\|fp8\\|nvfp4 \\(set plan.precision; got \"foo\"\\)"

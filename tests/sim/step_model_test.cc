@@ -698,6 +698,35 @@ TEST(StepModelTest, BlackwellAttentionBeforeCudnn917RanAQuarterSlowerAtEightK) {
   EXPECT_EQ(ok.ToStatus().message().find("model.attention"), std::string::npos) << ok.ToStatus().message();
 }
 
+TEST(StepModelTest, AssumedRatesSayWhatNoMeasurementCovers) {
+  // Llama 3 8B, one microbatch of 4k: bf16 GEMMs and fused attention (flash). The H100 SXM5 has a
+  // measured GEMM figure and attention curves: nothing assumed. The A100 has curves but no GEMM
+  // figure: its GEMMs take the profile's 0.80. The V100 (fp16) has a GEMM figure (0.875) and no
+  // attention measurement: 0.60 / 0.50. A profile that measured its own rates assumes nothing.
+  const core::ModelSpec m = *core::LoadModel("llama3-8b");
+  core::PlanSpec p;
+  p.gpus = 1;
+  p.seq_len = 4096;
+  p.global_batch = 1;
+  const core::StepGraph graph = core::BuildStepGraph(m, p);
+  const core::Profile defaults;
+  EXPECT_TRUE(AssumedRates(defaults, *core::LoadGpu("h100-sxm"), graph).empty());
+  const std::vector<std::string> a100 = AssumedRates(defaults, *core::LoadGpu("a100-80g"), graph);
+  ASSERT_EQ(a100.size(), 1u);
+  EXPECT_EQ(a100[0].rfind("bf16 GEMMs at 0.80 of a100-80g's peak: the profile's assumed figure", 0), 0u) << a100[0];
+  p.precision = core::Dtype::kFp16;
+  const core::StepGraph fp16 = core::BuildStepGraph(m, p);
+  const std::vector<std::string> v100 = AssumedRates(defaults, *core::LoadGpu("v100"), fp16);
+  ASSERT_EQ(v100.size(), 1u);
+  EXPECT_EQ(v100[0].rfind("attention (flash) at 0.60 forward and 0.50 backward of v100's 16-bit peak", 0), 0u)
+      << v100[0];
+  core::Profile measured;
+  measured.gemm_efficiency_measured = true;
+  measured.attention_efficiency_measured = true;
+  EXPECT_TRUE(AssumedRates(measured, *core::LoadGpu("a100-80g"), graph).empty());
+  EXPECT_TRUE(AssumedRates(measured, *core::LoadGpu("v100"), fp16).empty());
+}
+
 TEST(StepModelTest, AttentionRunsAtItsKernelsMeasuredSpeedOnTheGpu) {
   // flash on H100 is cuDNN's curve: FlashAttention-3 paper Fig. 5 forward (causal) times
   // 3.5 / (1 + 2.5 x 518/499) = 0.9735 for the backward (Fig. 6 at head dim 128, 4k): head dim

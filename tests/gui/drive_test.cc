@@ -21,6 +21,7 @@
 #include "gui/main_window.h"
 #include "gui/views/memory_view.h"
 #include "gui/views/search_view.h"
+#include "gui/views/step_view.h"
 #include "sim/step_model.h"
 
 namespace meshplan::gui {
@@ -683,6 +684,29 @@ TEST(GuiDriveTest, Dense405BPlanReevaluatesOnEveryDegreeChange) {
     EXPECT_GT(s->evaluation().eval_ms, 0.0);
     EXPECT_GT(s->evaluation().step.time_s, 0.0);
   }
+}
+
+TEST(GuiDriveTest, StepTimeTooltipSaysWhichRatesAreAssumed) {
+  // The step view's step time names what no measurement covers (sim::AssumedRates), as report's
+  // "default:" lines do: an A100's GEMMs take the profile's 0.80; an H100's are measured.
+  MainWindow w;
+  w.resize(1400, 900);
+  w.show();
+  ScenarioModel* s = w.scenario();
+  QString err;
+  ASSERT_TRUE(s->setModelPreset("llama3-8b", &err)) << err.toStdString();
+  auto step_tips = [&] {
+    QApplication::processEvents();
+    QString all;
+    for (QLabel* l : w.findChild<StepView*>()->findChildren<QLabel*>()) all += l->toolTip() + "\n";
+    return all;
+  };
+  ASSERT_TRUE(s->setClusterPreset("dgx-a100", &err)) << err.toStdString();
+  ASSERT_TRUE(s->evaluation().valid) << s->evaluation().errors.join("\n").toStdString();
+  EXPECT_TRUE(step_tips().contains("assumed: bf16 GEMMs at 0.80 of a100-80g's peak")) << step_tips().toStdString();
+  ASSERT_TRUE(s->setClusterPreset("dgx-h100", &err)) << err.toStdString();
+  ASSERT_TRUE(s->evaluation().valid) << s->evaluation().errors.join("\n").toStdString();
+  EXPECT_FALSE(step_tips().contains("assumed:")) << step_tips().toStdString();
 }
 
 }  // namespace

@@ -25,8 +25,10 @@
 #include "core/result_store.h"
 #include "core/spec_json.h"
 #include "core/stack.h"
+#include "core/step_graph.h"
 #include "core/validate.h"
 #include "sim/search.h"
+#include "sim/step_model.h"
 
 namespace meshplan::cli {
 namespace {
@@ -505,6 +507,11 @@ void RunSearch(const SearchFlags& f, int* exit_code) {
     o.progress = [&bar](double fraction, double elapsed_s) { bar.Update(fraction, elapsed_s); };
     r = sim::SearchPlans(s.model, s.gpu, s.cluster, p, *profile, o);
   }
+  // What the ranked plans' costs take from the profile's assumed figures (the GPU, precision and
+  // attention kernel are the search's own, so the best plan's graph says it for all of them).
+  if (!r.top.empty())
+    for (std::string& n : sim::AssumedRates(*profile, s.gpu, core::BuildStepGraph(s.model, r.top.front().plan)))
+      notes.push_back(std::move(n));
   std::vector<sim::WellKnownVerdict> verdicts;
   if (f.explain || r.top.empty()) {
     sim::SearchOptions eo = o;

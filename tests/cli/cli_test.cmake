@@ -100,6 +100,8 @@ run(report_assumed_attention 0 "# default: attention \\(flash\\) at 0.60 forward
     report --model llama3-8b --gpu v100 --gpus 8 --gbs 64 --zero 3 --recompute full)
 run_without(report_measured_rates 0 "assumed figure"
     report --model llama3-8b --gpu h100-sxm --gpus 8 --gbs 64 --zero 3 --recompute full)
+run(search_assumed_gemm 0 "# note: bf16 GEMMs at 0.80 of a100-80g's peak: the profile's assumed figure"
+    search --model llama3-8b --gpu a100-80g --gpus 16 --gbs 128 --top 1)
 run(explain_assumed_gemm 0 "# default: bf16 GEMMs at 0.80 of a100-80g's peak"
     explain --model llama3-8b --gpu a100-80g --gpus 8 --gbs 64 --no-search)
 run(report_precision_int8 2 "--precision: must be one of fp32\\|tf32\\|bf16\\|fp16\\|fp8\\|nvfp4 \\(set plan.precision; got \"int8\"\\)"

@@ -1277,8 +1277,9 @@ core::Result<Explanation> TopicGemm(const core::Profile& profile) {
     ExplainStep st = NewStep("roofline", "The roofline: the slower of arithmetic and memory");
     st.rule =
         "A GEMM takes the longer of its FLOPs at the GPU's sustained rate for its dtype (η_gemm, measured per GPU "
-        "preset: a long GEMM at the power limit) and its three matrices through HBM, plus the kernel's launch "
-        "and tail t_k; F½ ramps small GEMMs down (docs/compute.md §3).";
+        "preset: a long GEMM at the power limit; where a preset has none, the A100s', the profile's assumed 0.80, "
+        "which report then says) and its three matrices through HBM, plus the kernel's launch and tail t_k; F½ "
+        "ramps small GEMMs down (docs/compute.md §3).";
     st.formula = "t = max((2mnk / w + F½) / (peak × η_gemm), (mk + kn + mn) × bytes / (HBM × η_hbm)) + t_k";
     st.substituted =
         Fmt("2048 x 6400 x 12288 bf16: %s FLOP; compute (%s + %s) / (%s × %.3f) = %s; memory %s / (%s × %.2f) = %s; "

@@ -7,8 +7,10 @@
 #include "cli/output.h"
 #include "core/params.h"
 #include "core/presets.h"
+#include "core/profile.h"
 #include "core/stack.h"
 #include "core/units.h"
+#include "sim/step_model.h"
 
 namespace meshplan::cli {
 
@@ -65,9 +67,15 @@ void AddPresetsCommand(CLI::App* app, int* exit_code) {
           const double bf16 = peaks.count(core::Dtype::kBf16)   ? peaks.at(core::Dtype::kBf16)
                               : peaks.count(core::Dtype::kFp16) ? peaks.at(core::Dtype::kFp16)
                                                                 : peaks.begin()->second;
-          std::snprintf(line, sizeof line, "  %-18s %10s HBM  %6.2f TB/s  %7.1f TFLOP/s 16-bit dense  %5.0f W\n",
+          // The 16-bit GEMM rate a step is costed at with the default profile, and whether the
+          // preset gives its sourced fraction or the profile's assumed one is taken (sim::GemmEfficiency).
+          const core::Dtype d16 = peaks.count(core::Dtype::kBf16) ? core::Dtype::kBf16 : core::Dtype::kFp16;
+          const double eff = sim::GemmEfficiency(core::Profile{}, *g, d16);
+          std::snprintf(line, sizeof line,
+                        "  %-18s %10s HBM  %6.2f TB/s  %7.1f TFLOP/s 16-bit dense  %5.0f W  GEMMs %6.1f TFLOP/s (%s "
+                        "%.3f)\n",
                         n.c_str(), core::FormatBytes(g->hbm_bytes).c_str(), g->hbm_bytes_per_s / 1e12, bf16 / 1e12,
-                        g->tdp_w);
+                        g->tdp_w, bf16 * eff / 1e12, g->gemm_efficiency.count(d16) ? "preset" : "assumed", eff);
         } else if (k == "stacks") {
           auto st = core::LoadStack(n);
           if (!st.ok()) {

@@ -194,6 +194,11 @@ run(search_tight_ranked 0 "ranked \\(--allow-tight\\), marked 'tight'.*\n    1  
 # presets lists what is built in.
 run(presets 0 "llama3-70b.*h100-sxm.*dgx-h100" presets)
 run(preset_json 0 "\"name\": \"mixtral-8x7b\"" presets models mixtral-8x7b)
+# Each GPU's 16-bit GEMM rate as a step is costed (the default profile): the preset's sourced
+# fraction, or the profile's assumed 0.80 where the preset has none (the A100s). H100 SXM5: 989.4 x
+# 0.643 = 636.2; A100: 312 x 0.80 = 249.6.
+run(presets_gpus_gemm_rate 0 "a100-80g [^\n]* GEMMs  249.6 TFLOP/s \\(assumed 0.800\\).*h100-sxm [^\n]* GEMMs  636.2 TFLOP/s \\(preset 0.643\\)"
+    presets gpus)
 # plan --output writes a file that report --plan reads back to the same numbers.
 run(plan_write 0 "wrote" plan --model llama3-70b --gpu h100-sxm --gpus 64 --tp 8 --pp 2 --sp --zero 1 --recompute selective
     --gbs 512 --seq 8192 --output ${WORK}/plan.json)

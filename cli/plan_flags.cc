@@ -447,12 +447,13 @@ void PlanFlags::ApplyPlanFlags(bool from_file, core::ModelSpec* spec, core::Plan
   if (gpus) p.gpus = *gpus;
   if (dp) {
     p.dp = *dp;
-  } else if (!from_file && gpus && p.tp > 0 && p.pp > 0 && p.cp > 0) {
+  } else if (!from_file && gpus && *gpus > 0 && p.tp > 0 && p.pp > 0 && p.cp > 0) {
+    // (gpus <= 0 derives no dp: plan.gpus's own error says it, without a plan.dp echo of it)
     const int64_t mp = p.tp * p.pp * p.cp;
     if (*gpus % mp == 0) {
       p.dp = *gpus / mp;
       notes->push_back("dp " + std::to_string(p.dp) + " (gpus/(tp*pp*cp))");
-    } else if (*gpus > 0) {
+    } else {
       // Said here, where dp would have come from: the plan's own check would report dp = 1.
       d->Error("--gpus", std::to_string(*gpus) + " must be a multiple of tp*pp*cp = " + std::to_string(p.tp) + "*" +
                              std::to_string(p.pp) + "*" + std::to_string(p.cp) + " = " + std::to_string(mp) +

@@ -104,6 +104,12 @@ run(search_assumed_gemm 0 "# note: bf16 GEMMs at 0.80 of a100-80g's peak: the pr
     search --model llama3-8b --gpu a100-80g --gpus 16 --gbs 128 --top 1)
 run(explain_assumed_gemm 0 "# default: bf16 GEMMs at 0.80 of a100-80g's peak"
     explain --model llama3-8b --gpu a100-80g --gpus 8 --gbs 64 --no-search)
+# A GPU count of zero or less is said once, as plan.gpus's error, with no plan.dp echo of it (dp
+# is derived from it only when it is positive).
+run(report_gpus_zero 1 "error: plan.gpus: must be > 0 \\(got 0\\)"
+    report --model llama3-8b --gpu h100-sxm --gpus 0 --gbs 64)
+run_without(report_gpus_zero_no_dp_echo 1 "plan.dp"
+    report --model llama3-8b --gpu h100-sxm --gpus -8 --gbs 64)
 run(report_precision_int8 2 "--precision: must be one of fp32\\|tf32\\|bf16\\|fp16\\|fp8\\|nvfp4 \\(set plan.precision; got \"int8\"\\)"
     report --model llama3-8b --gpu h100-sxm --gpus 8 --precision int8)
 run(report_precision_unknown 2 "--precision: must be one of fp32\\|tf32\\|bf16\\|fp16\\|fp8\\|nvfp4 \\(set plan.precision; got \"foo\"\\)"

@@ -14,7 +14,6 @@
 #include "core/failures.h"
 #include "core/profile.h"
 #include "core/spec_json.h"
-#include "core/step_graph.h"
 #include "core/units.h"
 #include "sim/explain.h"
 #include "sim/step_model.h"
@@ -302,8 +301,7 @@ void AddExplainCommand(CLI::App* app, int* exit_code) {
     // The plan the walk costs: the recommended one, or the user's own when none fits.
     const core::PlanSpec* costed = ex->recommended ? &ex->recommended->plan : (plan_given ? &s.plan : nullptr);
     if (costed != nullptr)
-      for (std::string& n : sim::AssumedRates(*profile, s.gpu, core::BuildStepGraph(s.model, *costed)))
-        notes.push_back(std::move(n));
+      for (std::string& n : sim::AssumedRates(*profile, s.gpu, s.model, *costed)) notes.push_back(std::move(n));
     std::cout << Render(*ex, format, "scenario", notes, warnings);
     if (!ex->fits)
       std::cerr << "error: no plan fits in " << core::FormatBytes(s.gpu.hbm_bytes) << " per GPU: neither "

@@ -84,8 +84,7 @@ void AddReportCommand(CLI::App* app, int* exit_code) {
       return;
     }
     ApplyProfileDevice(*profile, &s, &notes);
-    for (std::string& n : sim::AssumedRates(*profile, s.gpu, core::BuildStepGraph(s.model, s.plan)))
-      notes.push_back(std::move(n));
+    for (std::string& n : sim::AssumedRates(*profile, s.gpu, s.model, s.plan)) notes.push_back(std::move(n));
     if (const std::string bad = TokensFlagError(*tokens); !bad.empty()) {
       std::cerr << "error: --tokens: " << bad << "\n";
       *exit_code = 2;

@@ -25,7 +25,6 @@
 #include "core/result_store.h"
 #include "core/spec_json.h"
 #include "core/stack.h"
-#include "core/step_graph.h"
 #include "core/validate.h"
 #include "sim/search.h"
 #include "sim/step_model.h"
@@ -510,7 +509,7 @@ void RunSearch(const SearchFlags& f, int* exit_code) {
   // What the ranked plans' costs take from the profile's assumed figures (the GPU, precision and
   // attention kernel are the search's own, so the best plan's graph says it for all of them).
   if (!r.top.empty())
-    for (std::string& n : sim::AssumedRates(*profile, s.gpu, core::BuildStepGraph(s.model, r.top.front().plan)))
+    for (std::string& n : sim::AssumedRates(*profile, s.gpu, s.model, r.top.front().plan))
       notes.push_back(std::move(n));
   std::vector<sim::WellKnownVerdict> verdicts;
   if (f.explain || r.top.empty()) {

@@ -583,7 +583,9 @@ double AttentionCurveEfficiency(const core::GpuSpec& g, const std::vector<Attent
   return tflops * 1e12 / Peak(g, core::Dtype::kBf16);
 }
 
-std::vector<std::string> AssumedRates(const core::Profile& prof, const core::GpuSpec& g, const core::StepGraph& graph) {
+std::vector<std::string> AssumedRates(const core::Profile& prof, const core::GpuSpec& g, const core::ModelSpec& m,
+                                      const core::PlanSpec& plan) {
+  const core::StepGraph graph = core::BuildStepGraph(m, plan);
   std::set<core::Dtype> gemm;
   std::set<core::AttentionImpl> attention;
   for (const std::vector<Op>* ops : {&graph.dense_layer, &graph.moe_layer, &graph.embedding, &graph.head, &graph.step})

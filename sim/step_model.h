@@ -427,11 +427,12 @@ double AttentionEfficiency(const core::Profile& profile, const core::GpuSpec& g,
                            bool backward, int64_t head_dim, int64_t seq);
 // What a step's cost takes from the profile's assumed figures because neither the profile nor
 // the GPU preset measured it (docs/compute.md, the defaults table), one sentence each for
-// report's and explain's "default:" lines: the GEMM efficiency of each dtype the graph's GEMMs
-// run in, and each fused attention kernel's speed. Empty when everything the graph runs has a
-// measured figure (every built-in Hopper and Blackwell preset; the A100s' GEMMs take the 0.80).
-std::vector<std::string> AssumedRates(const core::Profile& profile, const core::GpuSpec& g,
-                                      const core::StepGraph& graph);
+// report's and explain's "default:" lines: the GEMM efficiency of each dtype the plan's step
+// graph (core::BuildStepGraph) runs GEMMs in, and each fused attention kernel's speed. Empty when
+// everything the graph runs has a measured figure (every built-in Hopper and Blackwell preset;
+// the A100s' GEMMs take the 0.80). REQUIRES: the plan passed ValidatePlan with the model.
+std::vector<std::string> AssumedRates(const core::Profile& profile, const core::GpuSpec& g, const core::ModelSpec& m,
+                                      const core::PlanSpec& plan);
 // A measured curve's forward + backward speed over g's bf16 peak: linear in log2(seq) between
 // the measured sequence lengths and linear in the head dim between the measured head dims, the
 // nearest measured value beyond either end (docs/compute.md).

@@ -11,7 +11,6 @@
 #include <QValueAxis>
 #include <algorithm>
 
-#include "core/step_graph.h"
 #include "gui/models/format.h"
 
 namespace meshplan::gui {
@@ -77,8 +76,8 @@ void StepView::Rebuild() {
     tip += QString("\noverlapped communication slows the compute beside it: +%1 (in the exposed communication)")
                .arg(Duration(s.overlap_slowdown_s));
   // The rates no measurement covers, taken from the profile's assumed figures (sim::AssumedRates).
-  for (const std::string& n : sim::AssumedRates(scenario_->profile(), scenario_->scenario().gpu,
-                                                core::BuildStepGraph(scenario_->scenario().model, plan)))
+  for (const std::string& n :
+       sim::AssumedRates(scenario_->profile(), scenario_->scenario().gpu, scenario_->scenario().model, plan))
     tip += "\nassumed: " + QString::fromStdString(n);
   step_time_->setToolTip(tip);
   tokens_->setText(QString("%1 tokens/s\n%2 per GPU").arg(Count(s.tokens_per_s), Count(s.tokens_per_s_per_gpu)));

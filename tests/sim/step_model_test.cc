@@ -708,23 +708,22 @@ TEST(StepModelTest, AssumedRatesSayWhatNoMeasurementCovers) {
   p.gpus = 1;
   p.seq_len = 4096;
   p.global_batch = 1;
-  const core::StepGraph graph = core::BuildStepGraph(m, p);
   const core::Profile defaults;
-  EXPECT_TRUE(AssumedRates(defaults, *core::LoadGpu("h100-sxm"), graph).empty());
-  const std::vector<std::string> a100 = AssumedRates(defaults, *core::LoadGpu("a100-80g"), graph);
+  EXPECT_TRUE(AssumedRates(defaults, *core::LoadGpu("h100-sxm"), m, p).empty());
+  const std::vector<std::string> a100 = AssumedRates(defaults, *core::LoadGpu("a100-80g"), m, p);
   ASSERT_EQ(a100.size(), 1u);
   EXPECT_EQ(a100[0].rfind("bf16 GEMMs at 0.80 of a100-80g's peak: the profile's assumed figure", 0), 0u) << a100[0];
-  p.precision = core::Dtype::kFp16;
-  const core::StepGraph fp16 = core::BuildStepGraph(m, p);
-  const std::vector<std::string> v100 = AssumedRates(defaults, *core::LoadGpu("v100"), fp16);
+  core::PlanSpec fp16 = p;
+  fp16.precision = core::Dtype::kFp16;
+  const std::vector<std::string> v100 = AssumedRates(defaults, *core::LoadGpu("v100"), m, fp16);
   ASSERT_EQ(v100.size(), 1u);
   EXPECT_EQ(v100[0].rfind("attention (flash) at 0.60 forward and 0.50 backward of v100's 16-bit peak", 0), 0u)
       << v100[0];
   core::Profile measured;
   measured.gemm_efficiency_measured = true;
   measured.attention_efficiency_measured = true;
-  EXPECT_TRUE(AssumedRates(measured, *core::LoadGpu("a100-80g"), graph).empty());
-  EXPECT_TRUE(AssumedRates(measured, *core::LoadGpu("v100"), fp16).empty());
+  EXPECT_TRUE(AssumedRates(measured, *core::LoadGpu("a100-80g"), m, p).empty());
+  EXPECT_TRUE(AssumedRates(measured, *core::LoadGpu("v100"), m, fp16).empty());
 }
 
 TEST(StepModelTest, AttentionRunsAtItsKernelsMeasuredSpeedOnTheGpu) {

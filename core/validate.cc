@@ -886,7 +886,8 @@ void ValidatePlan(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, cons
     else if (!g.attention_curve.count(AttentionImpl::kCudnnFp8))
       d->Error("plan.fp8_attention", "gpu " + g.name +
                                          " has no measured attention_curve.cudnn-fp8 (cuDNN's FP8 fused attention is "
-                                         "measured on H200, GB200 and GB300, and taken for B200 and B300)");
+                                         "measured on H200, GB200 and GB300, and taken for the other Hopper boards, "
+                                         "B200 and B300)");
   }
   if (m.attention == AttentionImpl::kCudnn913 && !g.attention_curve.count(AttentionImpl::kCudnn913))
     d->Error("model.attention", "cudnn-9.13 (cuDNN before 9.17) is measured on Blackwell only; gpu " + g.name +

@@ -147,12 +147,28 @@ TEST(PresetsTest, H100SiblingsRunTheirDiesMeasuredSpeedsAtTheirOwnPeaks) {
   // - H100 PCIe (350 W, 114 SMs): the datasheet's 756.5; FlashAttention-2 at 16k 328 x 0.76460 =
   //   250.8, cuDNN's at 4k 504.3 x 0.76460 = 385.6. Before, it had no curve and no GEMM figure and
   //   took the profile's 0.80 and 0.60 / 0.50: faster than the SXM5 at attention in absolute terms.
+  // cuDNN's FP8 attention (cudnn-fp8) likewise: the SXM5 takes the H200's measurement (the same die,
+  // peaks and 700 W; as do the H800 and GH200), 540.2 TFLOP/s at 4k, so the 96 GB board 540.2 x
+  // 0.92223 = 498.2 and the PCIe board 540.2 x 0.76460 = 413.0.
   auto h = LoadGpu("h100-sxm");
-  ASSERT_TRUE(h.ok());
+  auto h200 = LoadGpu("h200");
+  ASSERT_TRUE(h.ok() && h200.ok());
+  for (const char* same_die : {"h100-sxm", "h800", "gh200"}) {
+    auto g = LoadGpu(same_die);
+    ASSERT_TRUE(g.ok()) << same_die;
+    const auto& fp8 = g->attention_curve.at(AttentionImpl::kCudnnFp8);
+    const auto& measured = h200->attention_curve.at(AttentionImpl::kCudnnFp8);
+    ASSERT_EQ(fp8.size(), measured.size()) << same_die;
+    for (size_t i = 0; i < fp8.size(); ++i) {
+      EXPECT_EQ(fp8[i].head_dim, measured[i].head_dim) << same_die;
+      EXPECT_EQ(fp8[i].seq, measured[i].seq) << same_die;
+      EXPECT_DOUBLE_EQ(fp8[i].tflops, measured[i].tflops) << same_die;
+    }
+  }
   const struct {
     const char* name;
-    double peak_tflops, flash2_16k, cudnn_4k;
-  } siblings[] = {{"h100-96g-hbm2e", 912.45, 302.5, 465.1}, {"h100-pcie", 756.5, 250.8, 385.6}};
+    double peak_tflops, flash2_16k, cudnn_4k, cudnn_fp8_4k;
+  } siblings[] = {{"h100-96g-hbm2e", 912.45, 302.5, 465.1, 498.2}, {"h100-pcie", 756.5, 250.8, 385.6, 413.0}};
   for (const auto& s : siblings) {
     auto g = LoadGpu(s.name);
     ASSERT_TRUE(g.ok()) << s.name;
@@ -171,11 +187,13 @@ TEST(PresetsTest, H100SiblingsRunTheirDiesMeasuredSpeedsAtTheirOwnPeaks) {
         ++points;
       }
     }
-    EXPECT_EQ(points, 54u) << s.name;  // flash (cuDNN) 18 points, flash2, flash1 and triton 12 each
+    EXPECT_EQ(points, 59u) << s.name;  // flash (cuDNN) 18 points, flash2, flash1 and triton 12 each, cudnn-fp8 5
     for (const auto& pt : g->attention_curve.at(AttentionImpl::kFlash2))
       if (pt.head_dim == 128 && pt.seq == 16384) EXPECT_DOUBLE_EQ(pt.tflops, s.flash2_16k) << s.name;
     for (const auto& pt : g->attention_curve.at(AttentionImpl::kFlash))
       if (pt.head_dim == 128 && pt.seq == 4096) EXPECT_DOUBLE_EQ(pt.tflops, s.cudnn_4k) << s.name;
+    for (const auto& pt : g->attention_curve.at(AttentionImpl::kCudnnFp8))
+      if (pt.seq == 4096) EXPECT_DOUBLE_EQ(pt.tflops, s.cudnn_fp8_4k) << s.name;
   }
 }
 

@@ -881,6 +881,18 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     }
   }
 
+  // The model as built from the record's fields must be one the tool can cost: a record printing
+  // kv_heads 0 (or any dimension out of range) is skipped naming the field, as a model file with
+  // it is refused, never divided by.
+  {
+    Diagnostics md;
+    ValidateModel(m, "model", &md);
+    if (md.has_errors()) {
+      skip("model invalid: " + md.ToStatus().message());
+      return false;
+    }
+  }
+
   // Plan.
   PlanSpec& p = s.plan;
   const int64_t count = IntOr(hj, "count", 0);

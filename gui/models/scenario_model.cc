@@ -640,6 +640,7 @@ QString ScenarioModel::commandLine() const {
   if (p.offload_activation_layers > 0) arg("--offload-activations", num(p.offload_activation_layers));
   if (p.cp_kind != d.cp_kind) arg("--cp-kind", core::Name(p.cp_kind));
   if (p.placement != d.placement) arg("--placement", Q(core::PlacementString(p.placement)));
+  if (p.segment_nodes != d.segment_nodes) arg("--segment", num(p.segment_nodes));
   if (!p.overlap_grad_reduce) args << "--no-overlap-grad-reduce";
   if (!p.overlap_param_gather) args << "--no-overlap-param-gather";
   if (!p.grad_accum_fusion) args << "--no-grad-accum-fusion";
@@ -655,6 +656,7 @@ QString ScenarioModel::commandLine() const {
   if (p.keep_pp_outputs) args << "--keep-pp-outputs";
   if (p.keep_lp_grads) args << "--keep-lp-grads";
   if (p.fp8_param_gather) args << "--fp8-param-gather";
+  if (p.fp8_attention) args << "--fp8-attention";
   if (p.transformer_engine) args << "--transformer-engine";
   if (!p.moe_grouped_gemm) args << "--no-moe-grouped-gemm";
   if (p.cuda_context_bytes > 0) arg("--cuda-context-mib", num((p.cuda_context_bytes + (int64_t{1} << 20) - 1) >> 20));

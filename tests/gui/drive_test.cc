@@ -434,6 +434,26 @@ TEST(GuiDriveTest, FlushesFp8GatherAndMoeDispatchAreSetInThePanel) {
     core::Scenario cli;
     ASSERT_NO_FATAL_FAILURE(ResolveTheWindowsCommand(*s, &cli));
   }
+  // Set in a plan file (the panel has no box for them): FP8 attention and Slurm segments of one
+  // node (8 GPUs of dgx-h100's 8-GPU domain) are on the copied line too; both were dropped from
+  // it once, so the CLI ran another plan than the window's.
+  {
+    core::PlanSpec q = s->plan();
+    q.fp8_attention = true;
+    q.transformer_engine = true;
+    q.segment_nodes = 1;
+    s->setPlan(q);
+    ASSERT_TRUE(s->evaluation().valid) << errors();
+    EXPECT_TRUE(s->commandLine().contains("--segment 1")) << s->commandLine().toStdString();
+    EXPECT_TRUE(s->commandLine().contains("--fp8-attention")) << s->commandLine().toStdString();
+    core::Scenario cli;
+    ASSERT_NO_FATAL_FAILURE(ResolveTheWindowsCommand(*s, &cli));
+    q.fp8_attention = false;
+    q.transformer_engine = false;
+    q.segment_nodes = 0;
+    s->setPlan(q);
+    ASSERT_TRUE(s->evaluation().valid) << errors();
+  }
   choose(in->precisionBox(), static_cast<int>(core::Dtype::kBf16));
   EXPECT_TRUE(s->plan().fp8_param_gather);  // kept, shown and refused, never silently dropped
   EXPECT_TRUE(in->fp8ParamGatherBox()->isEnabled());

@@ -868,6 +868,33 @@ TEST(ValidationTest, AnUnknownAttentionKernelSkipsTheRecordSayingWhy) {
       << skipped[0];
 }
 
+TEST(ValidationTest, ARecordWhoseModelIsInvalidIsSkippedNamingTheField) {
+  // A record's printed dimensions build its model; one that a model file could not hold (kv_heads
+  // 0 here, found by fuzz_published: the memory model divided by it, SIGFPE in `meshplan
+  // validate`) is skipped naming the field and the rule, as a model file with it is refused.
+  auto record = [](int kv_heads) {
+    return std::string(R"([{"id": "kv-heads-check", "source": {"paper": "hand-written"},
+      "model": {"name": "GPT 8B", "layers": 32, "hidden": 4096, "heads": 32, "kv_heads": )") +
+           std::to_string(kv_heads) + R"(, "vocab": 128256, "seq_len": 8192},
+      "hardware": {"gpu": "H100 SXM", "count": 8},
+      "parallel": {"tp": 1, "pp": 1, "dp": 8},
+      "microbatch": 1, "global_batch": 64,
+      "measured": {"tokens_per_s_per_gpu": 9000}}])";
+  };
+  std::vector<std::string> skipped;
+  auto ok = core::LoadPublishedRuns(record(8), &skipped);
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  ASSERT_EQ(ok->size(), 1u) << (skipped.empty() ? "" : skipped[0]);
+  skipped.clear();
+  auto bad = core::LoadPublishedRuns(record(0), &skipped);
+  ASSERT_TRUE(bad.ok()) << bad.status().message();
+  EXPECT_TRUE(bad->empty());
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_NE(skipped[0].find("kv-heads-check: model invalid: model.kv_heads: must be between 1 and heads=32 (got 0)"),
+            std::string::npos)
+      << skipped[0];
+}
+
 TEST(ValidationTest, CorpusRecordsMapAsTheirSourcesRanThem) {
   size_t skipped_count = 0;
   std::vector<std::string> skipped;

@@ -72,8 +72,14 @@ void AddFfn(const ModelSpec& m, bool moe_layer, LayerParams* out) {
       p.mlp_replicated += 2 * m.hidden * e.latent_size + (m.bias == BiasKind::kAll ? e.latent_size + m.hidden : 0);
     p.experts = e.experts;
     p.top_k = e.top_k;
-    for (int64_t i = 0; i < e.shared_experts; ++i)
-      AddMlp(m, e.shared_expert_ffn_hidden, &p.mlp_tp_sharded, &p.mlp_replicated);
+    // The shared experts: each one MLP of shared_expert_ffn_hidden (counted once and multiplied;
+    // a loop per expert once ran 1e12 times on a mutated file).
+    if (e.shared_experts > 0) {
+      int64_t sharded = 0, replicated = 0;
+      AddMlp(m, e.shared_expert_ffn_hidden, &sharded, &replicated);
+      p.mlp_tp_sharded += e.shared_experts * sharded;
+      p.mlp_replicated += e.shared_experts * replicated;
+    }
   } else {
     AddMlp(m, m.ffn_hidden, &p.mlp_tp_sharded, &p.mlp_replicated);
   }

@@ -197,16 +197,18 @@ void ValidateModel(const ModelSpec& m, const std::string& p, Diagnostics* d) {
   // rather than overflow (checked in double, which cannot overflow here).
   {
     const double h = static_cast<double>(m.hidden), f = static_cast<double>(std::max<int64_t>(m.ffn_hidden, 1));
-    double experts = 1, ef = 0;
+    double experts = 1, ef = 0, shared = 0;
     if (m.moe) {
       experts = static_cast<double>(std::max<int64_t>(m.moe->experts, 1));
       ef = static_cast<double>(std::max<int64_t>(m.moe->expert_ffn_hidden, 0));
+      shared = static_cast<double>(std::max<int64_t>(m.moe->shared_experts, 0)) *
+               static_cast<double>(std::max<int64_t>(m.moe->shared_expert_ffn_hidden, 0));
     }
     const double mtp =
         static_cast<double>(std::max<int64_t>(0, std::min<int64_t>(m.mtp_layers, std::max<int64_t>(m.layers, 0))));
     const double rough = (static_cast<double>(m.layers) + mtp) *
                              (4 * h * static_cast<double>(m.heads) * static_cast<double>(m.head_dim) + 3 * h * f +
-                              3 * h * ef * experts) +
+                              3 * h * ef * experts + 3 * h * shared) +
                          2 * static_cast<double>(m.vocab) * h + static_cast<double>(m.max_seq) * h;
     if (rough > 1e16) d->Error(p, "has about " + S(rough) + " parameters; meshplan accepts models up to 1e16");
   }
@@ -222,7 +224,11 @@ void ValidateModel(const ModelSpec& m, const std::string& p, Diagnostics* d) {
     if (e.top_k < 1 || e.top_k > e.experts)
       d->Error(q + ".top_k", "must be between 1 and experts=" + S(e.experts) + " (got " + S(e.top_k) + ")");
     Positive(d, q + ".expert_ffn_hidden", e.expert_ffn_hidden);
-    if (e.shared_experts < 0) d->Error(q + ".shared_experts", "must be >= 0 (got " + S(e.shared_experts) + ")");
+    if (e.shared_experts < 0 || e.shared_experts > 65536)
+      d->Error(q + ".shared_experts",
+               "must be between 0 and 65536 (published MoE models share 1 or 2 experts: DeepSeek-V3 1, DeepSeek-V2 2; "
+               "got " +
+                   S(e.shared_experts) + ")");
     if (e.shared_experts > 0) Positive(d, q + ".shared_expert_ffn_hidden", e.shared_expert_ffn_hidden);
     if (e.first_dense_layers < 0 || (m.layers > 0 && e.first_dense_layers >= m.layers))
       d->Error(q + ".first_dense_layers",

@@ -234,6 +234,16 @@ const MalformedCase kCases[] = {
      1,
      {"model.kv_heads: with mla must equal heads=128 (got 8)"}},
     // ---- model: mixture of experts --------------------------------------------------------------
+    // The mutation sweep's finding (2026-12-04): 1e12 shared experts passed the checks and the
+    // parameter count looped once per shared expert (a hang); bounded now, the count multiplied.
+    // Its parameters are over the 1e16 bound too: 32 x 3 x 4096 x 1408 x 1e12 = 5.5e20.
+    {"model_moe_shared_experts_huge.json",
+     Kind::kModel,
+     Code::kInvalidArgument,
+     2,
+     {"model: has about 5.5",
+      "model.moe.shared_experts: must be between 0 and 65536 (published MoE models share 1 or 2 experts: "
+      "DeepSeek-V3 1, DeepSeek-V2 2; got 1000000000000)"}},
     {"model_moe_top_k_exceeds_experts.json",
      Kind::kModel,
      Code::kInvalidArgument,

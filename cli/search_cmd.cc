@@ -56,9 +56,11 @@ struct SearchFlags {
   std::optional<std::string> sp, precision, recipe, stack;
   std::optional<std::string> offload_optimizer, offload_params;
   std::optional<int64_t> offload_activations;
-  bool transformer_engine = false;  // --transformer-engine: every plan runs Transformer Engine's modules
-  bool save = false;                // --save: keep the sweep in the result store
-  std::string db;                   // --db (empty: the default store)
+  bool transformer_engine = false;         // --transformer-engine: every plan runs Transformer Engine's modules
+  std::optional<std::string> fp8_scaling;  // --fp8-scaling: every FP8 plan's recipe scaling
+  bool fp8_attention = false;              // --fp8-attention: every plan runs Transformer Engine's FP8 attention
+  bool save = false;                       // --save: keep the sweep in the result store
+  std::string db;                          // --db (empty: the default store)
 };
 
 template <typename E>
@@ -316,6 +318,8 @@ std::string SearchArgsJson(const SearchFlags& f) {
   opt("recipe", f.recipe);
   opt("stack", f.stack);
   if (f.transformer_engine) j["transformer_engine"] = true;
+  opt("fp8_scaling", f.fp8_scaling);
+  if (f.fp8_attention) j["fp8_attention"] = true;
   if (f.exhaustive) j["exhaustive"] = true;
   if (f.explain) j["explain_rejections"] = true;
   return j.dump();
@@ -455,6 +459,33 @@ void RunSearch(const SearchFlags& f, int* exit_code) {
               << "\")\n";
     *exit_code = 2;
     return;
+  }
+  // The FP8 recipe every plan runs (a stack's, overridden): its scaling and Transformer Engine's
+  // FP8 attention. What they need is checked here, once, naming the flag, rather than every
+  // candidate being refused for it.
+  if (f.fp8_scaling) {
+    if (!core::FromName(*f.fp8_scaling, &p.fp8_scaling)) {
+      std::cerr << "error: --fp8-scaling: must be one of " << core::Choices<core::Fp8Scaling>() << " (got \""
+                << *f.fp8_scaling << "\")\n";
+      *exit_code = 2;
+      return;
+    }
+    if (p.precision != core::Dtype::kFp8) {
+      std::cerr << "error: --fp8-scaling: scales FP8 GEMMs: needs --precision fp8 (got " << core::Name(p.precision)
+                << ")\n";
+      *exit_code = 2;
+      return;
+    }
+  }
+  if (f.fp8_attention) {
+    if (!core::Quantized(p.precision) || !p.transformer_engine) {
+      std::cerr << "error: --fp8-attention: is Transformer Engine's FP8 attention: needs --precision fp8 or nvfp4 and "
+                   "--transformer-engine (got precision "
+                << core::Name(p.precision) << (p.transformer_engine ? "" : ", no --transformer-engine") << ")\n";
+      *exit_code = 2;
+      return;
+    }
+    p.fp8_attention = true;
   }
   // What every plan keeps in host memory: the optimizer states or parameters (ZeRO-Offload), the
   // first N layers' activations (Megatron-Core --cpu-offloading-num-layers); plans the rules refuse
@@ -597,6 +628,12 @@ void AddSearchCommand(CLI::App* app, int* exit_code) {
   space->add_option("--precision", f->precision, "fp32|tf32|bf16|fp16|fp8|nvfp4 GEMM precision (default bf16)");
   space->add_flag("--transformer-engine", f->transformer_engine,
                   "Every plan runs Transformer Engine's modules (--stack megatron-core-2024 sets it; nvfp4 needs it)");
+  space->add_option("--fp8-scaling", f->fp8_scaling,
+                    "Under --precision fp8, every plan's scaling: delayed (default), current (an amax pass per "
+                    "quantization) or block (per-tile scales)");
+  space->add_flag("--fp8-attention", f->fp8_attention,
+                  "Every plan runs Transformer Engine's FP8 attention (cuDNN's FP8 fused kernel; needs --precision fp8 "
+                  "or nvfp4 and --transformer-engine)");
   space->add_option("--recipe", f->recipe, "Model-state recipe: zero (16 B/param) or megatron (18 B/param)");
   space->add_option("--offload-optimizer", f->offload_optimizer, "none|cpu|nvme: every plan's optimizer states");
   space->add_option("--offload-params", f->offload_params, "none|cpu|nvme: every plan's parameters (ZeRO-3)");

@@ -94,6 +94,22 @@ run(search_nvfp4 0 "top 1\n.*\n.*\n +1 +[0-9]+ +[0-9]+"
 run(report_fp8_attention_h100 0 "fwd +flash_attention +1x32 8192x8192 d128 +bf16 +549\\.76 +- +1096\\.2 +502 TFLOP/s, cudnn-fp8"
     report --model llama3-8b --gpu h100-sxm --cluster dgx-h100 --gpus 8 --dp 8 --zero 1 --mbs 1 --gbs 16
            --seq 8192 --precision fp8 --fp8-attention --transformer-engine --ops)
+# search takes the FP8 recipe a run uses: every plan's scaling and Transformer Engine's FP8 attention
+# (they were report's flags only); the winner written with -o carries them. What they need is
+# checked once, naming the flag.
+run(search_fp8_recipe 0 "wrote [^\n]*search_fp8_winner\\.json \\(the winner\\)"
+    search --model llama3-8b --gpu h100-sxm --gpus 8 --gbs 64 --seq 8192 --precision fp8 --transformer-engine
+           --fp8-scaling current --fp8-attention --top 1 -o ${WORK}/search_fp8_winner.json)
+file(READ ${WORK}/search_fp8_winner.json search_fp8_winner)
+if(NOT search_fp8_winner MATCHES "\"fp8_scaling\": \"current\"" OR NOT search_fp8_winner MATCHES "\"fp8_attention\": true")
+  message(SEND_ERROR "search_fp8_recipe: the winner's plan file lacks the FP8 recipe:\n${search_fp8_winner}")
+endif()
+run(search_fp8_attention_needs_te 2 "--fp8-attention: is Transformer Engine's FP8 attention: needs --precision fp8 or nvfp4 and --transformer-engine \\(got precision bf16, no --transformer-engine\\)"
+    search --model llama3-8b --gpu h100-sxm --gpus 8 --gbs 64 --seq 8192 --fp8-attention)
+run(search_fp8_scaling_bad 2 "--fp8-scaling: must be one of delayed\\|current\\|block \\(got \"sometimes\"\\)"
+    search --model llama3-8b --gpu h100-sxm --gpus 8 --gbs 64 --seq 8192 --precision fp8 --fp8-scaling sometimes)
+run(search_fp8_scaling_needs_fp8 2 "--fp8-scaling: scales FP8 GEMMs: needs --precision fp8 \\(got bf16\\)"
+    search --model llama3-8b --gpu h100-sxm --gpus 8 --gbs 64 --seq 8192 --fp8-scaling current)
 run(report_nvfp4_on_h100 1 "plan.precision: nvfp4 is not supported by gpu h100-sxm"
     report --model llama3-70b --gpu h100-sxm --gpus 64 --tp 2 --pp 4 --zero 1 --gbs 256 --precision nvfp4
            --transformer-engine)

@@ -59,6 +59,7 @@ struct SearchFlags {
   bool transformer_engine = false;         // --transformer-engine: every plan runs Transformer Engine's modules
   std::optional<std::string> fp8_scaling;  // --fp8-scaling: every FP8 plan's recipe scaling
   bool fp8_attention = false;              // --fp8-attention: every plan runs Transformer Engine's FP8 attention
+  bool fp8_param_gather = false;           // --fp8-param-gather: the ZeRO-1/2 plans gather their parameters in FP8
   bool save = false;                       // --save: keep the sweep in the result store
   std::string db;                          // --db (empty: the default store)
 };
@@ -320,6 +321,7 @@ std::string SearchArgsJson(const SearchFlags& f) {
   if (f.transformer_engine) j["transformer_engine"] = true;
   opt("fp8_scaling", f.fp8_scaling);
   if (f.fp8_attention) j["fp8_attention"] = true;
+  if (f.fp8_param_gather) j["fp8_param_gather"] = true;
   if (f.exhaustive) j["exhaustive"] = true;
   if (f.explain) j["explain_rejections"] = true;
   return j.dump();
@@ -487,6 +489,15 @@ void RunSearch(const SearchFlags& f, int* exit_code) {
     }
     p.fp8_attention = true;
   }
+  if (f.fp8_param_gather) {
+    if (p.precision != core::Dtype::kFp8) {
+      std::cerr << "error: --fp8-param-gather: gathers the parameters in FP8: needs --precision fp8 (got "
+                << core::Name(p.precision) << ")\n";
+      *exit_code = 2;
+      return;
+    }
+    p.fp8_param_gather = true;  // the search keeps it on its ZeRO-1 and ZeRO-2 plans only
+  }
   // What every plan keeps in host memory: the optimizer states or parameters (ZeRO-Offload), the
   // first N layers' activations (Megatron-Core --cpu-offloading-num-layers); plans the rules refuse
   // with them (ZeRO stages, pp > 1, recomputation) are counted invalid.
@@ -634,6 +645,9 @@ void AddSearchCommand(CLI::App* app, int* exit_code) {
   space->add_flag("--fp8-attention", f->fp8_attention,
                   "Every plan runs Transformer Engine's FP8 attention (cuDNN's FP8 fused kernel; needs --precision fp8 "
                   "or nvfp4 and --transformer-engine)");
+  space->add_flag("--fp8-param-gather", f->fp8_param_gather,
+                  "Under --precision fp8, the ZeRO-1 and ZeRO-2 plans all-gather their updated parameters in FP8 "
+                  "(Megatron-Core --fp8-param-gather); the other stages run without it");
   space->add_option("--recipe", f->recipe, "Model-state recipe: zero (16 B/param) or megatron (18 B/param)");
   space->add_option("--offload-optimizer", f->offload_optimizer, "none|cpu|nvme: every plan's optimizer states");
   space->add_option("--offload-params", f->offload_params, "none|cpu|nvme: every plan's parameters (ZeRO-3)");

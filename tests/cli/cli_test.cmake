@@ -110,6 +110,12 @@ run(search_fp8_scaling_bad 2 "--fp8-scaling: must be one of delayed\\|current\\|
     search --model llama3-8b --gpu h100-sxm --gpus 8 --gbs 64 --seq 8192 --precision fp8 --fp8-scaling sometimes)
 run(search_fp8_scaling_needs_fp8 2 "--fp8-scaling: scales FP8 GEMMs: needs --precision fp8 \\(got bf16\\)"
     search --model llama3-8b --gpu h100-sxm --gpus 8 --gbs 64 --seq 8192 --fp8-scaling current)
+run(search_fp8_param_gather_needs_fp8 2 "--fp8-param-gather: gathers the parameters in FP8: needs --precision fp8 \\(got bf16\\)"
+    search --model llama3-8b --gpu h100-sxm --gpus 8 --gbs 64 --seq 8192 --fp8-param-gather)
+# With it, no candidate is refused for it: the ZeRO-0 and ZeRO-3 plans run without it.
+run(search_fp8_param_gather_none_invalid 0 " 0 invalid,"
+    search --model llama3-8b --gpu h100-sxm --gpus 8 --gbs 64 --seq 8192 --precision fp8 --fp8-param-gather
+           --zero 0,1,2,3 --top 1)
 run(report_nvfp4_on_h100 1 "plan.precision: nvfp4 is not supported by gpu h100-sxm"
     report --model llama3-70b --gpu h100-sxm --gpus 64 --tp 2 --pp 4 --zero 1 --gbs 256 --precision nvfp4
            --transformer-engine)

@@ -207,6 +207,30 @@ TEST(SearchTest, ABasePlanWithCheckpointEarlyStopKeepsItOnFullRecomputationOnly)
   }
 }
 
+TEST(SearchTest, ABasePlanWithFp8ParamGatherKeepsItOnZeroOneAndTwoOnly) {
+  // `search --fp8-param-gather` (or the GUI's grid from such a plan): the distributed optimizer's
+  // FP8 all-gather rides on the ZeRO-1 and ZeRO-2 candidates, whose optimizer gathers; the ZeRO-0
+  // and ZeRO-3 ones run without it instead of every one being refused (they were, all counted
+  // invalid). Each ranked step is the step model's for that plan.
+  Scenario s = Load("llama3-70b", "dgx-h100", 64, 8192, 64);
+  s.base.precision = core::Dtype::kFp8;
+  s.base.fp8_param_gather = true;
+  SearchOptions o;
+  o.top_k = 40;
+  o.tp = {8};
+  for (int zero : {0, 1, 2, 3}) {
+    o.zero = {zero};
+    const SearchResult r = RunSearch(s, o);
+    EXPECT_EQ(r.stats.invalid, 0) << "zero " << zero;
+    ASSERT_FALSE(r.top.empty()) << "zero " << zero;
+    for (const RankedPlan& rp : r.top) {
+      EXPECT_EQ(PlanErrors(s, rp.plan), "");
+      EXPECT_EQ(rp.plan.fp8_param_gather, zero == 1 || zero == 2) << "zero " << zero;
+      EXPECT_DOUBLE_EQ(rp.step.time_s, EstimateStep(s.model, rp.plan, s.gpu, s.cluster, core::Profile{}).time_s);
+    }
+  }
+}
+
 TEST(SearchTest, CountsAddUp) {
   const Scenario s = Load("llama3-70b", "dgx-h100", 64, 8192, 128);
   const SearchResult r = RunSearch(s, SearchOptions{});

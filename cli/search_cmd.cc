@@ -480,7 +480,7 @@ void RunSearch(const SearchFlags& f, int* exit_code) {
     }
   }
   if (f.fp8_attention) {
-    if (!core::Quantized(p.precision) || !p.transformer_engine) {
+    if (!p.Fp8AttentionApplies()) {
       std::cerr << "error: --fp8-attention: is Transformer Engine's FP8 attention: needs --precision fp8 or nvfp4 and "
                    "--transformer-engine (got precision "
                 << core::Name(p.precision) << (p.transformer_engine ? "" : ", no --transformer-engine") << ")\n";

@@ -715,6 +715,8 @@ struct PlanSpec {
   int64_t MicrobatchesPerFlush() const { return Microbatches() / Flushes(); }
   // Whether fp8_param_gather (above) applies: FP8 compute and the distributed optimizer.
   bool Fp8ParamGatherApplies() const { return precision == Dtype::kFp8 && (zero == 1 || zero == 2); }
+  // Transformer Engine's FP8 attention (fp8_attention) needs its quantized layers.
+  bool Fp8AttentionApplies() const { return Quantized(precision) && transformer_engine; }
   // True when the plan runs some layers in BF16 beside its quantized ones (bf16_layers_at_start /
   // _at_end above, under fp8 or nvfp4), and when decoder layer `layer` (0-based, of `layers`) is
   // one of them; such a layer runs as Bf16LayerPlan() runs its layers.

@@ -882,7 +882,7 @@ void ValidatePlan(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, cons
              "cudnn-fp8 is cuDNN's FP8 attention, which a plan runs with plan.fp8_attention "
              "(--fp8-attention), not a model's kernel: use flash");
   if (pl.fp8_attention) {
-    if (!Quantized(pl.precision) || !pl.transformer_engine)
+    if (!pl.Fp8AttentionApplies())
       d->Error("plan.fp8_attention", std::string("is Transformer Engine's FP8 attention: needs plan.precision fp8 or "
                                                  "nvfp4 and plan.transformer_engine (got precision ") +
                                          Name(pl.precision) + (pl.transformer_engine ? "" : ", no transformer_engine") +

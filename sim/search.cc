@@ -194,8 +194,7 @@ class Searcher {
         base_(base),
         prof_(prof),
         o_(o),
-        early_stop_(base.recompute_early_stop && core::RecomputeEarlyStopBlocker(m, base) == nullptr),
-        fp8_param_gather_(base.fp8_param_gather) {
+        early_stop_(base.recompute_early_stop && core::RecomputeEarlyStopBlocker(m, base) == nullptr) {
     params_ = core::CountParams(m);
     moe_layers_ = m.moe ? m.MoeLayerCount() : 0;
     budget_ = static_cast<int64_t>(std::floor(o.max_memory_frac * static_cast<double>(g.hbm_bytes)));
@@ -381,7 +380,7 @@ class Searcher {
           // The base plan's FP8 parameter gather rides on the candidates whose distributed
           // optimizer gathers (ZeRO 1 and 2, under fp8); the others run without it rather than
           // being refused for it.
-          p.fp8_param_gather = fp8_param_gather_ && p.Fp8ParamGatherApplies();
+          p.fp8_param_gather = base_.fp8_param_gather && p.Fp8ParamGatherApplies();
           RunRecompute(o, dense_group, expert_group, &p, local);
         }
       }
@@ -482,8 +481,6 @@ class Searcher {
   const SearchOptions& o_;
   // The base plan's checkpoint early stop where it skips something (RecomputeEarlyStopBlocker).
   const bool early_stop_;
-  // The base plan's FP8 parameter gather, applied where it applies (PlanSpec::Fp8ParamGatherApplies).
-  const bool fp8_param_gather_;
   core::ParamCount params_;
   int64_t moe_layers_ = 0;
   int64_t budget_ = 0;

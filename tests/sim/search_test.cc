@@ -180,6 +180,14 @@ TEST(SearchTest, ABasePlanThatOffloadsActivationsRanksOnlyPlansThatMayOffload) {
   }
 }
 
+// Every ranked plan is one ValidatePlan accepts, ranked at the step model's time for that plan.
+void ExpectRankedPlansValidAndCosted(const Scenario& s, const SearchResult& r) {
+  for (const RankedPlan& rp : r.top) {
+    EXPECT_EQ(PlanErrors(s, rp.plan), "");
+    EXPECT_DOUBLE_EQ(rp.step.time_s, EstimateStep(s.model, rp.plan, s.gpu, s.cluster, core::Profile{}).time_s);
+  }
+}
+
 TEST(SearchTest, ABasePlanWithCheckpointEarlyStopKeepsItOnFullRecomputationOnly) {
   // The GUI's search grid from a plan that recomputes as PyTorch's checkpoint does: the plans it
   // ranks carry the early stop exactly where they recompute fully, every one valid, and each
@@ -194,10 +202,9 @@ TEST(SearchTest, ABasePlanWithCheckpointEarlyStopKeepsItOnFullRecomputationOnly)
     o.recompute = {mode};
     const SearchResult r = RunSearch(s, o);
     ASSERT_FALSE(r.top.empty());
+    ExpectRankedPlansValidAndCosted(s, r);
     for (const RankedPlan& rp : r.top) {
-      EXPECT_EQ(PlanErrors(s, rp.plan), "");
       EXPECT_EQ(rp.plan.recompute_early_stop, mode == core::Recompute::kFull);
-      EXPECT_DOUBLE_EQ(rp.step.time_s, EstimateStep(s.model, rp.plan, s.gpu, s.cluster, core::Profile{}).time_s);
       if (mode == core::Recompute::kFull) {
         PlanSpec whole = rp.plan;
         whole.recompute_early_stop = false;
@@ -223,11 +230,8 @@ TEST(SearchTest, ABasePlanWithFp8ParamGatherKeepsItOnZeroOneAndTwoOnly) {
     const SearchResult r = RunSearch(s, o);
     EXPECT_EQ(r.stats.invalid, 0) << "zero " << zero;
     ASSERT_FALSE(r.top.empty()) << "zero " << zero;
-    for (const RankedPlan& rp : r.top) {
-      EXPECT_EQ(PlanErrors(s, rp.plan), "");
-      EXPECT_EQ(rp.plan.fp8_param_gather, zero == 1 || zero == 2) << "zero " << zero;
-      EXPECT_DOUBLE_EQ(rp.step.time_s, EstimateStep(s.model, rp.plan, s.gpu, s.cluster, core::Profile{}).time_s);
-    }
+    ExpectRankedPlansValidAndCosted(s, r);
+    for (const RankedPlan& rp : r.top) EXPECT_EQ(rp.plan.fp8_param_gather, zero == 1 || zero == 2) << "zero " << zero;
   }
 }
 

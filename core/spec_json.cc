@@ -186,15 +186,7 @@ class ObjectReader {
     if (!ok_) return;
     for (auto it = j_.begin(); it != j_.end(); ++it) {
       if (known_.count(it.key())) continue;
-      std::string best;
-      size_t best_d = 3;
-      for (const auto& k : known_) {
-        size_t d = EditDistance(it.key(), k);
-        if (d < best_d) {
-          best_d = d;
-          best = k;
-        }
-      }
+      const std::string best = NearestKnownKey(it.key(), {known_.begin(), known_.end()});
       diag_->Error(Path(it.key().c_str()),
                    "is not a known field" + (best.empty() ? "" : " (did you mean \"" + best + "\"?)"));
     }
@@ -765,6 +757,19 @@ Result<Spec> ParseSpec(const std::string& text, const std::string& prefix, ReadF
 }
 
 }  // namespace
+
+std::string NearestKnownKey(const std::string& key, const std::vector<std::string>& known) {
+  std::string best;
+  size_t best_d = 3;
+  for (const auto& k : known) {
+    const size_t d = EditDistance(key, k);
+    if (d < best_d) {
+      best_d = d;
+      best = k;
+    }
+  }
+  return best;
+}
 
 Result<ModelSpec> ParseModelJson(const std::string& text, const std::string& prefix) {
   return ParseSpec<ModelSpec>(text, prefix, ReadModel, ValidateModel);

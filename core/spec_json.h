@@ -9,6 +9,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/diagnostics.h"
 #include "core/specs.h"
@@ -20,6 +21,11 @@ namespace meshplan::core {
 Result<ModelSpec> ParseModelJson(const std::string& text, const std::string& prefix = "model");
 Result<GpuSpec> ParseGpuJson(const std::string& text, const std::string& prefix = "gpu");
 Result<ClusterSpec> ParseClusterJson(const std::string& text, const std::string& prefix = "cluster");
+
+// Of `known`, the key nearest to an unknown `key` (edit distance at most 2), for a "did you mean"
+// after it; empty when none is that near. Every parser of a user's file that refuses unknown keys
+// uses it (these specs, core/stack.cc).
+std::string NearestKnownKey(const std::string& key, const std::vector<std::string>& known);
 
 // Pretty JSON (2-space indent, keys in spec order), ending in a newline.
 std::string ModelToJson(const ModelSpec& m);

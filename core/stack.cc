@@ -7,6 +7,7 @@
 
 #include "core/params.h"
 #include "core/presets.h"
+#include "core/spec_json.h"
 
 namespace meshplan::core {
 namespace {
@@ -18,21 +19,55 @@ std::string Lower(std::string s) {
   return s;
 }
 
-template <typename E>
-Status EnumField(const Json& j, const char* key, const std::string& prefix, E* out) {
-  auto it = j.find(key);
-  if (it == j.end()) return Status::Ok();
-  if (!it->is_string() || !FromName(it->get<std::string>(), out))
-    return Status::InvalidArgument(prefix + "." + key + ": must be one of " + Choices<E>());
-  return Status::Ok();
-}
-Status BoolField(const Json& j, const char* key, const std::string& prefix, bool* out) {
-  auto it = j.find(key);
-  if (it == j.end()) return Status::Ok();
-  if (!it->is_boolean()) return Status::InvalidArgument(prefix + "." + key + ": must be true or false");
-  *out = it->get<bool>();
-  return Status::Ok();
-}
+// Reads a stack file's keys, collecting every problem, one line each ("PREFIX.key: rule"), as the
+// spec parsers do (core/spec_json.h): a user sees them all at once. Every key it is asked for
+// counts as known; Finish() refuses the others, so a misspelt key cannot leave a default in place.
+class StackReader {
+ public:
+  StackReader(const Json& j, std::string prefix) : j_(j), prefix_(std::move(prefix)) {}
+  // The key's value, nullptr when absent.
+  const Json* Find(const char* key) {
+    known_.push_back(key);
+    auto it = j_.find(key);
+    return it == j_.end() ? nullptr : &*it;
+  }
+  void Error(const std::string& key, const std::string& rule) {
+    text_ += (text_.empty() ? "" : "\n") + prefix_ + "." + key + ": " + rule;
+  }
+  template <typename E>
+  void Enum(const char* key, E* out) {
+    if (const Json* v = Find(key); v && (!v->is_string() || !FromName(v->get<std::string>(), out)))
+      Error(key, "must be one of " + Choices<E>());
+  }
+  void Bool(const char* key, bool* out) {
+    const Json* v = Find(key);
+    if (!v) return;
+    if (!v->is_boolean()) Error(key, "must be true or false");
+    else *out = v->get<bool>();
+  }
+  // An integer from lo to hi (`rule` the error's text).
+  template <typename T>
+  void Int(const char* key, int64_t lo, int64_t hi, const std::string& rule, T* out) {
+    const Json* v = Find(key);
+    if (!v) return;
+    if (!v->is_number_integer() || v->get<int64_t>() < lo || v->get<int64_t>() > hi) Error(key, rule);
+    else *out = static_cast<T>(v->get<int64_t>());
+  }
+  // The problems so far and every key no Find asked for; Ok() when there is none.
+  Status Finish() {
+    for (auto it = j_.begin(); it != j_.end(); ++it) {
+      if (std::find(known_.begin(), known_.end(), it.key()) != known_.end()) continue;
+      const std::string best = NearestKnownKey(it.key(), known_);
+      Error(it.key(), "is not a known field" + (best.empty() ? "" : " (did you mean \"" + best + "\"?)"));
+    }
+    return text_.empty() ? Status::Ok() : Status::InvalidArgument(text_);
+  }
+
+ private:
+  const Json& j_;
+  std::string prefix_, text_;
+  std::vector<std::string> known_;
+};
 
 }  // namespace
 
@@ -47,116 +82,119 @@ const char* Name(FlopCount v) {
 
 Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string& prefix) {
   const Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Status::InvalidArgument(prefix + ": not valid JSON");
   if (!j.is_object()) return Status::InvalidArgument(prefix + ": not a JSON object");
+  StackReader r(j, prefix);
   SoftwareStack s;
   for (auto [key, field] : {std::pair{"name", &s.name}, {"source", &s.source}, {"notes", &s.notes}}) {
-    auto it = j.find(key);
-    if (it == j.end() || !it->is_string() || it->get<std::string>().empty())
-      return Status::InvalidArgument(prefix + "." + key + ": must be a non-empty string");
-    *field = it->get<std::string>();
+    const Json* v = r.Find(key);
+    if (!v || !v->is_string() || v->get<std::string>().empty()) r.Error(key, "must be a non-empty string");
+    else *field = v->get<std::string>();
   }
-  if (auto it = j.find("applies_to"); it != j.end()) {
-    if (!it->is_array()) return Status::InvalidArgument(prefix + ".applies_to: must be an array of id prefixes");
-    for (const Json& v : *it) {
-      if (!v.is_string() || v.get<std::string>().empty())
-        return Status::InvalidArgument(prefix + ".applies_to: every entry must be a non-empty string");
-      s.applies_to.push_back(v.get<std::string>());
-    }
-  }
-  if (auto it = j.find("recognized_by"); it != j.end()) {
-    const std::string where = prefix + ".recognized_by";
-    if (!it->is_array()) return Status::InvalidArgument(where + ": must be an array of {source, row} objects");
-    for (const Json& e : *it) {
-      if (!e.is_object()) return Status::InvalidArgument(where + ": every entry must be an object");
-      SourceMatch m;
-      for (const auto& [key, v] : e.items()) {
-        std::vector<std::string>* out = key == "source"   ? &m.source
-                                        : key == "row"    ? &m.row
-                                        : key == "unless" ? &m.unless
-                                                          : nullptr;
-        if (out == nullptr) return Status::InvalidArgument(where + "." + key + ": unknown key (source, row, unless)");
-        if (!v.is_array() || v.empty())
-          return Status::InvalidArgument(where + "." + key + ": must be a non-empty array of strings");
-        for (const Json& t : v) {
-          if (!t.is_string() || t.get<std::string>().empty())
-            return Status::InvalidArgument(where + "." + key + ": every entry must be a non-empty string");
-          out->push_back(Lower(t.get<std::string>()));
+  if (const Json* v = r.Find("applies_to")) {
+    if (!v->is_array()) r.Error("applies_to", "must be an array of id prefixes");
+    else
+      for (const Json& e : *v) {
+        if (!e.is_string() || e.get<std::string>().empty()) {
+          r.Error("applies_to", "every entry must be a non-empty string");
+          break;
         }
+        s.applies_to.push_back(e.get<std::string>());
       }
-      if (m.Terms() == 0) return Status::InvalidArgument(where + ": an entry must list source or row strings");
-      s.recognized_by.push_back(std::move(m));
-    }
   }
-  if (auto it = j.find("flop_count"); it != j.end()) {
-    const std::string v = it->is_string() ? it->get<std::string>() : "";
-    if (v == "narayanan-eq3") s.flop_count = FlopCount::kNarayananEq3;
-    else if (v == "megatron") s.flop_count = FlopCount::kMegatron;
-    else if (v == "palm") s.flop_count = FlopCount::kPalm;
-    else return Status::InvalidArgument(prefix + ".flop_count: must be one of narayanan-eq3|megatron|palm");
+  if (const Json* v = r.Find("recognized_by")) {
+    if (!v->is_array()) r.Error("recognized_by", "must be an array of {source, row} objects");
+    else
+      for (const Json& e : *v) {
+        if (!e.is_object()) {
+          r.Error("recognized_by", "every entry must be an object");
+          continue;
+        }
+        SourceMatch m;
+        bool entry_ok = true;
+        for (const auto& [key, terms] : e.items()) {
+          std::vector<std::string>* out = key == "source"   ? &m.source
+                                          : key == "row"    ? &m.row
+                                          : key == "unless" ? &m.unless
+                                                            : nullptr;
+          const std::string where = "recognized_by." + key;
+          std::string problem;
+          if (out == nullptr) problem = "unknown key (source, row, unless)";
+          else if (!terms.is_array() || terms.empty()) problem = "must be a non-empty array of strings";
+          else
+            for (const Json& t : terms) {
+              if (!t.is_string() || t.get<std::string>().empty()) {
+                problem = "every entry must be a non-empty string";
+                break;
+              }
+              out->push_back(Lower(t.get<std::string>()));
+            }
+          if (!problem.empty()) {
+            r.Error(where, problem);
+            entry_ok = false;
+          }
+        }
+        if (!entry_ok) continue;
+        if (m.Terms() == 0) r.Error("recognized_by", "an entry must list source or row strings");
+        else s.recognized_by.push_back(std::move(m));
+      }
   }
-  for (Status st : {EnumField(j, "precision", prefix, &s.precision),
-                    EnumField(j, "attention", prefix, &s.attention),
-                    EnumField(j, "recompute", prefix, &s.recompute),
-                    EnumField(j, "tp_overlap", prefix, &s.tp_overlap),
-                    EnumField(j, "zero3_gather", prefix, &s.zero3_gather),
-                    EnumField(j, "grads_dtype", prefix, &s.grads),
-                    EnumField(j, "cross_entropy", prefix, &s.cross_entropy),
-                    EnumField(j, "elementwise", prefix, &s.elementwise),
-                    EnumField(j, "moe_host", prefix, &s.moe_host),
-                    EnumField(j, "cp_kind", prefix, &s.cp_kind),
-                    BoolField(j, "sequence_parallel", prefix, &s.sequence_parallel),
-                    BoolField(j, "grad_accum_fusion", prefix, &s.grad_accum_fusion),
-                    BoolField(j, "grad_prescale", prefix, &s.grad_prescale),
-                    BoolField(j, "overlap_grad_reduce", prefix, &s.overlap_grad_reduce),
-                    BoolField(j, "overlap_param_gather", prefix, &s.overlap_param_gather),
-                    BoolField(j, "zero3_unsharded_under_pp", prefix, &s.zero3_unsharded_under_pp),
-                    BoolField(j, "microbatches_equal_pp", prefix, &s.microbatches_equal_pp),
-                    BoolField(j, "repeat_kv", prefix, &s.repeat_kv),
-                    BoolField(j, "keep_pp_outputs", prefix, &s.keep_pp_outputs),
-                    BoolField(j, "transformer_engine", prefix, &s.transformer_engine),
-                    BoolField(j, "recompute_early_stop", prefix, &s.recompute_early_stop),
-                    EnumField(j, "moe_probs", prefix, &s.moe_probs),
-                    EnumField(j, "moe_dispatcher", prefix, &s.moe_dispatcher),
-                    EnumField(j, "moe_routing", prefix, &s.moe_routing)}) {
-    if (!st.ok()) return st;
+  if (const Json* v = r.Find("flop_count")) {
+    const std::string name = v->is_string() ? v->get<std::string>() : "";
+    if (name == "narayanan-eq3") s.flop_count = FlopCount::kNarayananEq3;
+    else if (name == "megatron") s.flop_count = FlopCount::kMegatron;
+    else if (name == "palm") s.flop_count = FlopCount::kPalm;
+    else r.Error("flop_count", "must be one of narayanan-eq3|megatron|palm");
   }
+  r.Enum("precision", &s.precision);
+  r.Enum("attention", &s.attention);
+  r.Enum("recompute", &s.recompute);
+  r.Enum("tp_overlap", &s.tp_overlap);
+  r.Enum("zero3_gather", &s.zero3_gather);
+  r.Enum("grads_dtype", &s.grads);
+  r.Enum("cross_entropy", &s.cross_entropy);
+  r.Enum("elementwise", &s.elementwise);
+  r.Enum("moe_host", &s.moe_host);
+  r.Enum("cp_kind", &s.cp_kind);
+  r.Enum("moe_probs", &s.moe_probs);
+  r.Enum("moe_dispatcher", &s.moe_dispatcher);
+  r.Enum("moe_routing", &s.moe_routing);
+  for (auto [key, out] : {std::pair{"sequence_parallel", &s.sequence_parallel},
+                          {"grad_accum_fusion", &s.grad_accum_fusion},
+                          {"grad_prescale", &s.grad_prescale},
+                          {"overlap_grad_reduce", &s.overlap_grad_reduce},
+                          {"overlap_param_gather", &s.overlap_param_gather},
+                          {"zero3_unsharded_under_pp", &s.zero3_unsharded_under_pp},
+                          {"microbatches_equal_pp", &s.microbatches_equal_pp},
+                          {"repeat_kv", &s.repeat_kv},
+                          {"keep_pp_outputs", &s.keep_pp_outputs},
+                          {"transformer_engine", &s.transformer_engine},
+                          {"recompute_early_stop", &s.recompute_early_stop}})
+    r.Bool(key, out);
   if (s.precision == Dtype::kNone || s.precision == Dtype::kInt8 || s.precision == Dtype::kFp32 ||
       s.precision == Dtype::kNvfp4)
-    return Status::InvalidArgument(prefix + ".precision: must be a 16- or 8-bit training dtype (bf16|fp16|fp8)");
+    r.Error("precision", "must be a 16- or 8-bit training dtype (bf16|fp16|fp8)");
   if (s.grads != Dtype::kFp32 && s.grads != Dtype::kBf16 && s.grads != Dtype::kFp16)
-    return Status::InvalidArgument(prefix + ".grads_dtype: must be fp32, bf16 or fp16");
-  if (j.contains("compiled_cross_entropy")) {
+    r.Error("grads_dtype", "must be fp32, bf16 or fp16");
+  if (const Json* v = r.Find("compiled_cross_entropy")) {
     CrossEntropy ce{};
-    if (Status st = EnumField(j, "compiled_cross_entropy", prefix, &ce); !st.ok()) return st;
-    s.compiled_cross_entropy = ce;
+    if (v->is_string() && FromName(v->get<std::string>(), &ce)) s.compiled_cross_entropy = ce;
+    else r.Error("compiled_cross_entropy", "must be one of " + Choices<CrossEntropy>());
   }
-  if (auto it = j.find("interleaved_stages_per_rank"); it != j.end()) {
-    if (!it->is_number_integer() || it->get<int64_t>() < 2 || it->get<int64_t>() > 64)
-      return Status::InvalidArgument(prefix + ".interleaved_stages_per_rank: must be an integer from 2 to 64");
-    s.interleaved_stages_per_rank = it->get<int64_t>();
+  r.Int("interleaved_stages_per_rank", 2, 64, "must be an integer from 2 to 64", &s.interleaved_stages_per_rank);
+  if (const Json* v = r.Find("dropout")) {
+    if (v->is_boolean()) s.dropout = v->get<bool>();
+    else r.Error("dropout", "must be true or false");
   }
-  if (j.contains("dropout")) {
-    bool v = false;
-    if (Status st = BoolField(j, "dropout", prefix, &v); !st.ok()) return st;
-    s.dropout = v;
-  }
-  if (auto it = j.find("vocab_divisible_by"); it != j.end()) {
-    if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > 65536)
-      return Status::InvalidArgument(prefix +
-                                     ".vocab_divisible_by: must be an integer from 1 to 65536 (Megatron-LM's "
-                                     "--make-vocab-size-divisible-by, default 128)");
-    s.vocab_divisible_by = it->get<int64_t>();
-  }
-  if (auto it = j.find("cuda_context_bytes"); it != j.end()) {
-    if (!it->is_number_integer() || it->get<int64_t>() <= 0 || it->get<int64_t>() > (int64_t{64} << 30))
-      return Status::InvalidArgument(prefix + ".cuda_context_bytes: must be a byte count from 1 to 64 GiB");
-    s.cuda_context_bytes = it->get<int64_t>();
-  }
-  if (auto it = j.find("zero"); it != j.end()) {
-    if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 3)
-      return Status::InvalidArgument(prefix + ".zero: must be 0, 1, 2 or 3");
-    s.zero = static_cast<int>(it->get<int64_t>());
-  }
+  r.Int("vocab_divisible_by", 1, 65536,
+        "must be an integer from 1 to 65536 (Megatron-LM's --make-vocab-size-divisible-by, default 128)",
+        &s.vocab_divisible_by);
+  r.Int("cuda_context_bytes", 1, int64_t{64} << 30, "must be a byte count from 1 to 64 GiB", &s.cuda_context_bytes);
+  // cuda_context_bytes' citation, for a reader: a string meshplan keeps no further.
+  if (const Json* v = r.Find("cuda_context_source"); v && !v->is_string())
+    r.Error("cuda_context_source", "must be a string (the citation of cuda_context_bytes)");
+  r.Int("zero", 0, 3, "must be 0, 1, 2 or 3", &s.zero);
+  if (Status st = r.Finish(); !st.ok()) return st;
   return s;
 }
 
@@ -164,7 +202,10 @@ Result<SoftwareStack> LoadStack(const std::string& name) {
   if (LooksLikePath(name)) {
     auto text = ReadTextFile(name);
     if (!text.ok()) return text.status();
-    return ParseStackJson(*text, name);
+    // As a model, GPU or cluster file's errors read: the file, then one "stack.key: rule" line each.
+    auto s = ParseStackJson(*text, "stack");
+    if (!s.ok()) return Status::InvalidArgument(name + ":\n" + s.status().message());
+    return s;
   }
   auto text = PresetText("stacks", name);
   if (!text.ok()) return text.status();

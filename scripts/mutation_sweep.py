@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Mutation sweep: N mutated preset files through `meshplan report` (the hardening check of docs/reliability.md).
 
-Each case takes a built-in model, GPU, cluster or failure-rate preset (presets/), applies one to
+Each case takes a built-in model, GPU, cluster, failure-rate or software-stack preset (presets/), applies one to
 three mutations (a number scaled by 10^k or negated, set to 0, NaN-like text, a huge integer, a
 string or a list in place of a number, a key deleted, renamed or duplicated, a truncated file),
 writes it to a temporary file and runs `meshplan report` on a fixed plan with it. A case passes
@@ -29,8 +29,9 @@ KINDS = {
     "gpus": ("--gpu", ["--model", "llama3-8b"]),
     "clusters": ("--cluster", ["--model", "llama3-8b"]),
     "failures": ("--failures", ["--model", "llama3-8b", "--gpu", "h100-sxm"]),
+    "stacks": ("--stack", ["--model", "gpt-oss-20b", "--gpu", "h100-sxm", "--ep", "8", "--seq", "4096"]),
 }
-FIELD = re.compile(r"(model|gpu|cluster|failures|plan)(\.[A-Za-z0-9_\-\[\]]+)*: \S|--[a-z-]+: \S")
+FIELD = re.compile(r"(model|gpu|cluster|failures|plan|stack)(\.[A-Za-z0-9_\-\[\]]+)*: \S|--[a-z-]+: \S")
 
 
 def leaves(obj, path=()):

@@ -363,6 +363,12 @@ run(stack_flag 0 "zero 0 \\| sp off \\| recompute full .*fp16.*default: stack me
 run(gpus_not_a_multiple 2 "--gpus: 8 must be a multiple of tp\\*pp\\*cp = 1\\*1\\*3 = 3"
     report --model llama3-8b --gpu h100-sxm --gpus 8 --cp 3)
 run(stack_unknown 2 "--stack: no stack preset named 'nope'" report --model gpt3-175b --cluster dgx-a100 --gpus 8 --stack nope)
+# A stack file reports every problem at once, one "stack.key: rule" line each after the file's
+# name, and a misspelt key is refused with the nearest known one (it used to be ignored silently,
+# leaving the stack's default in its place).
+run_stderr(stack_file_every_problem 2
+    "error: --stack: [^\n]*malformed/stack_typo_and_bad_values.json:\nstack.recompute: must be one of none\\|selective\\|full\nstack.zero: must be 0, 1, 2 or 3\nstack.overlap_grad_reduc: is not a known field \\(did you mean \"overlap_grad_reduce\"\\?\\)"
+    report --model gpt3-175b --cluster dgx-a100 --gpus 8 --stack ${DATA}/malformed/stack_typo_and_bad_values.json)
 # A GPU no built-in cluster holds: the error lists the clusters of its generation (compute
 # capability 8: the A100 80GB and A800 nodes), and --cluster dgx-a100 costs it in those nodes.
 run(cluster_for_a100_40g 2 "--cluster: is required: no built-in cluster uses gpu a100-40g; clusters of its generation: dgx-a100 \\(a100-80g\\), hgx-a800 \\(a800\\), jean-zay-a100 \\(a100-80g\\)"

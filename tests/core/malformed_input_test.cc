@@ -17,6 +17,7 @@
 #include "core/presets.h"
 #include "core/profile.h"
 #include "core/spec_json.h"
+#include "core/stack.h"
 #include "core/status.h"
 #include "core/validate.h"
 
@@ -27,7 +28,7 @@ using Code = Status::Code;
 
 // How a fixture is read. The *File kinds go through LoadModel/LoadGpu/LoadCluster with a path,
 // whose errors must start with that path.
-enum class Kind { kModel, kGpu, kCluster, kPlan, kModelFile, kGpuFile, kClusterFile };
+enum class Kind { kModel, kGpu, kCluster, kPlan, kModelFile, kGpuFile, kClusterFile, kStackFile };
 
 struct MalformedCase {
   const char* file;  // under tests/data/malformed/
@@ -56,7 +57,7 @@ std::vector<std::string> SplitLines(const std::string& s) {
 
 // "model.moe.top_k: must be ...", "plan.stage_layers[2]: ...", "plan: not valid JSON: ...".
 bool NamesFieldAndRule(const std::string& line) {
-  static const std::regex kLine(R"(^(model|gpu|cluster|plan)(\.[A-Za-z0-9_\-]+(\[[0-9]+\])?)*: \S.*$)");
+  static const std::regex kLine(R"(^(model|gpu|cluster|plan|stack)(\.[A-Za-z0-9_\-]+(\[[0-9]+\])?)*: \S.*$)");
   return std::regex_match(line, kLine);
 }
 
@@ -79,6 +80,9 @@ Outcome RunCase(const MalformedCase& c) {
       return out;
     case Kind::kClusterFile:
       if (auto r = LoadCluster(path); !r.ok()) out.status = r.status();
+      return out;
+    case Kind::kStackFile:
+      if (auto r = LoadStack(path); !r.ok()) out.status = r.status();
       return out;
     default: break;
   }
@@ -130,7 +134,8 @@ TEST_P(MalformedInputTest, ReportsFieldAndRule) {
 
   // Through a Load* call the message starts with the file's path, then the per-field lines.
   std::string body = msg;
-  const bool through_load = c.kind == Kind::kModelFile || c.kind == Kind::kGpuFile || c.kind == Kind::kClusterFile;
+  const bool through_load = c.kind == Kind::kModelFile || c.kind == Kind::kGpuFile || c.kind == Kind::kClusterFile ||
+                            c.kind == Kind::kStackFile;
   if (through_load) {
     const std::string path = FixturePath(c.file);
     ASSERT_EQ(msg.rfind(path, 0), 0u) << "must start with " << path << ":\n" << msg;
@@ -568,6 +573,13 @@ const MalformedCase kCases[] = {
      {"cluster.oversubscription: must be >= 1"}},
     {"model_invalid_syntax.json", Kind::kModelFile, Code::kInvalidArgument, 1, {"model: not valid JSON: "}},
     {"no_such_model.json", Kind::kModelFile, Code::kIoError, 1, {"no_such_model.json: cannot open for reading"}},
+    // ---- a software-stack file (`--stack FILE`): every problem at once, a misspelt key refused ---
+    {"stack_typo_and_bad_values.json",
+     Kind::kStackFile,
+     Code::kInvalidArgument,
+     3,
+     {"stack.recompute: must be one of none|selective|full", "stack.zero: must be 0, 1, 2 or 3",
+      "stack.overlap_grad_reduc: is not a known field (did you mean \"overlap_grad_reduce\"?)"}},
 };
 
 // "model_kv_heads_not_dividing_heads.json" -> "ModelKvHeadsNotDividingHeads", plus the
@@ -587,6 +599,7 @@ std::string CaseName(const ::testing::TestParamInfo<MalformedCase>& info) {
     case Kind::kModelFile: return name + "ViaLoadModel";
     case Kind::kGpuFile: return name + "ViaLoadGpu";
     case Kind::kClusterFile: return name + "ViaLoadCluster";
+    case Kind::kStackFile: return name + "ViaLoadStack";
     default: return name;
   }
 }
@@ -623,6 +636,7 @@ TEST(MalformedFixturesTest, EveryPrefixToEveryParserFailsCleanly) {
       if (auto m = ParseModelJson(prefix); !m.ok()) check(m.status());
       if (auto g = ParseGpuJson(prefix); !g.ok()) check(g.status());
       if (auto c = ParseClusterJson(prefix); !c.ok()) check(c.status());
+      if (auto st = ParseStackJson(prefix); !st.ok()) check(st.status());
       auto f = ParsePlanFileJson(prefix);
       if (!f.ok()) {
         check(f.status());

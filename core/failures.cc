@@ -9,6 +9,7 @@
 
 #include "core/diagnostics.h"
 #include "core/presets.h"
+#include "core/spec_json.h"
 #include "core/units.h"
 
 namespace meshplan::core {
@@ -148,8 +149,11 @@ class Reader {
   }
   void Finish() {
     if (!j_) return;
-    for (auto it = j_->begin(); it != j_->end(); ++it)
-      if (!known_.count(it.key())) d_->Error(Path(it.key()), "is not a known field");
+    for (auto it = j_->begin(); it != j_->end(); ++it) {
+      if (known_.count(it.key())) continue;
+      const std::string best = NearestKnownKey(it.key(), {known_.begin(), known_.end()});
+      d_->Error(Path(it.key()), "is not a known field" + (best.empty() ? "" : " (did you mean \"" + best + "\"?)"));
+    }
   }
 
  private:

@@ -40,8 +40,11 @@ void CheckKeys(const Json& j, const std::string& path, const std::set<std::strin
     d->Error(path, "must be a JSON object (got " + j.dump().substr(0, 40) + ")");
     return;
   }
-  for (auto it = j.begin(); it != j.end(); ++it)
-    if (!known.count(it.key())) d->Error(path + "." + it.key(), "is not a known field");
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (known.count(it.key())) continue;
+    const std::string best = NearestKnownKey(it.key(), {known.begin(), known.end()});
+    d->Error(path + "." + it.key(), "is not a known field" + (best.empty() ? "" : " (did you mean \"" + best + "\"?)"));
+  }
 }
 
 }  // namespace

@@ -230,7 +230,7 @@ TEST(FailureJsonTest, EveryErrorNamesItsField) {
        {"failures.unexpected[0].observed: must be >= 0 (got -1)", "failures.unexpected[1].scale: is required",
         "failures.unexpected[2].scale: must be one of gpu|node", "failures.unexpected[3]: give observed",
         "failures.unexpected[4]: needs observed", "failures.restart.detection_s: must be in [0, 1e+07] (got -5)",
-        "failures.restart.reqeue_s: is not a known field",
+        "failures.restart.reqeue_s: is not a known field (did you mean \"requeue_s\"?)",
         "failures.spares.hot_spare_fraction: must be in [0, 1] (got 2)",
         "failures.checkpoint.snapshot_bytes_per_s: must be bytes per second",
         "failures.arrivals.distribution: must be one of exponential|weibull", "failures.bogus: is not a known field"})

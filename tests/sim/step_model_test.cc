@@ -263,6 +263,13 @@ TEST(StepModelTest, GemmsRunAtTheGpuPresetsSustainedEfficiencyUnlessTheProfileMe
   ASSERT_TRUE(back.ok());
   EXPECT_FALSE(back->gemm_efficiency_measured);
   EXPECT_DOUBLE_EQ(GemmEfficiency(*back, h100, core::Dtype::kBf16), 0.643);
+  // A misspelt key is refused with the nearest known one, not read as the default.
+  auto typo = core::ParseProfileJson(R"({"version": 2, "name": "m", "gemm_efficency": {"bf16": 0.75}})");
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.status().message().find("profile.gemm_efficency: is not a known field (did you mean "
+                                         "\"gemm_efficiency\"?)"),
+            std::string::npos)
+      << typo.status().message();
 }
 
 // A bf16 GEMM op of m x n x k, one instance.

@@ -7,10 +7,13 @@
 #include <QSignalBlocker>
 #include <QStandardItemModel>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <cmath>
 
 #include "core/defaults.h"
 #include "core/params.h"
+#include "core/presets.h"
+#include "core/stack.h"
 #include "gui/models/format.h"
 
 namespace meshplan::gui {
@@ -176,6 +179,14 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
   // ---- parallelism --------------------------------------------------------------------------
   auto* pg = new QGroupBox("Parallelism");
   auto* pf = new QFormLayout(pg);
+  stack_ = new QComboBox();
+  stack_->addItem("(apply a stack's defaults)", QString());
+  for (const std::string& name : core::PresetNames("stacks")) stack_->addItem(Q(name), Q(name));
+  stack_->setToolTip(
+      "A software stack's defaults for this plan (presets/stacks, as `meshplan report --stack NAME`): precision, "
+      "attention kernel, recomputation, ZeRO, SP, TP and DP overlap, gradient dtype, loss, MoE dispatcher and "
+      "the rest that framework does by default. Choosing one sets those fields; edit any of them afterwards");
+  pf->addRow("software stack", stack_);
   const std::pair<Degree, const char*> degrees[] = {
       {Degree::kTp, "TP"}, {Degree::kPp, "PP"}, {Degree::kCp, "CP"}, {Degree::kEp, "EP"}, {Degree::kVpp, "VPP"}};
   for (const auto& [d, name] : degrees) {
@@ -383,6 +394,10 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
   connect(gpus_, &QSpinBox::valueChanged, this, [this](int v) { scenario_->setGpus(v); });
   connect(price_, &QDoubleSpinBox::valueChanged, this, [this](double v) { scenario_->setPricePerGpuHour(v); });
   connect(tokens_, &QDoubleSpinBox::valueChanged, this, [this](double b) { scenario_->setTokens(b * 1e9); });
+  connect(stack_, &QComboBox::currentIndexChanged, this, [this](int i) {
+    const QString name = stack_->itemData(i).toString();
+    if (!name.isEmpty()) ApplyStackPreset(name);
+  });
   connect(zero_, &QComboBox::currentIndexChanged, this, [this](int i) {
     if (i >= 0) EditPlan([&](core::PlanSpec& p) { p.zero = static_cast<int>(zero_->itemData(i).toLongLong()); });
   });
@@ -443,6 +458,34 @@ void InputsPanel::EditPlan(const std::function<void(core::PlanSpec&)>& edit) {
   scenario_->setPlan(p);
 }
 
+void InputsPanel::ApplyStackPreset(const QString& name) {
+  auto stack = core::LoadStack(name.toStdString());
+  if (!stack.ok()) {
+    ShowError(Q(stack.status().message()));
+    return;
+  }
+  core::ModelSpec m = scenario_->scenario().model;
+  core::PlanSpec p = scenario_->plan();
+  // The fields a stack owns but sets only where it says so (its checkpoint early stop, its CUDA
+  // context, its vocabulary padding) go back to the plan's defaults first, so a stack chosen after
+  // another gives the plan it gives alone.
+  const core::PlanSpec defaults;
+  p.recompute_early_stop = defaults.recompute_early_stop;
+  p.cuda_context_bytes = defaults.cuda_context_bytes;
+  p.vocab_divisible_by = defaults.vocab_divisible_by;
+  core::ApplyStack(*stack, &m, &p);
+  (void)core::ApplyStackPipelineSharding(*stack, &p);
+  (void)core::ApplyStackRecomputeEarlyStop(*stack, m, &p);
+  error_.clear();
+  scenario_->setModel(m);
+  scenario_->setPlan(p);
+  // What the combo shows until a field differs from what the stack set (Refresh).
+  applied_stack_ = name;
+  applied_model_ = scenario_->scenario().model;
+  applied_plan_ = scenario_->plan();
+  Refresh();
+}
+
 void InputsPanel::ShowError(const QString& error) {
   error_ = error;
   Refresh();
@@ -463,6 +506,13 @@ void InputsPanel::Refresh() {
   FillPresets(model_, "models", scenario_->modelRef(), Q(s.model.name), scenario_->modelEdited());
   FillPresets(gpu_, "gpus", scenario_->gpuRef(), Q(s.gpu.name), scenario_->gpuEdited());
   FillPresets(cluster_, "clusters", scenario_->clusterRef(), Q(s.cluster.name), scenario_->clusterEdited());
+  // The stack applied last, while the model and plan are still what it left; the placeholder after
+  // any edit (the stack no longer describes the plan).
+  if (!applied_stack_.isEmpty() && !(s.model == applied_model_ && p == applied_plan_)) applied_stack_.clear();
+  {
+    const QSignalBlocker block(stack_);
+    stack_->setCurrentIndex(std::max(0, stack_->findData(applied_stack_)));
+  }
   SetValue(layers_, s.model.layers);
   SetValue(hidden_, s.model.hidden);
   SetValue(heads_, s.model.heads);

@@ -2,7 +2,8 @@
 // config.json...", the GPU count, the parallel degrees (lists that offer every candidate but
 // enable only the values core::ValidatePlan accepts for the current model and GPU count; hovering
 // a greyed value shows the rule it breaks), ZeRO, SP, recompute, batch, sequence, schedule,
-// precision (with FP8's scaling and the BF16 first and last layers under fp8/nvfp4), where an MoE
+// precision (with FP8's scaling and the BF16 first and last layers under fp8/nvfp4), a software
+// stack whose defaults one choice applies (as `meshplan report --stack NAME`), where an MoE
 // model's router probabilities weight its tokens, tokens to train and the
 // price per GPU-hour. Every change goes straight to the
 // ScenarioModel, which re-evaluates at once; the panel then shows the model's state.
@@ -54,6 +55,7 @@ class InputsPanel : public QScrollArea {
   QComboBox* offloadParamsBox() const { return offload_params_; }
   QSpinBox* offloadActivationsBox() const { return offload_activations_; }
   QComboBox* crossEntropyBox() const { return cross_entropy_; }
+  QComboBox* stackBox() const { return stack_; }
   QLabel* messages() const { return messages_; }
   // Opens a file dialog and loads a Hugging Face config.json (or meshplan model JSON).
   void loadModelFileDialog();
@@ -63,6 +65,10 @@ class InputsPanel : public QScrollArea {
   void ShowError(const QString& error);
   void EditModel(const std::function<void(core::ModelSpec&)>& edit);
   void EditPlan(const std::function<void(core::PlanSpec&)>& edit);
+  // Applies a built-in software stack's defaults to the model and plan, as the CLI's --stack does
+  // (cli/plan_flags.cc): core::ApplyStack, its FSDP under PP and its recomputation early stop; the
+  // fields only some stacks set (early stop, CUDA context, vocabulary padding) reset first.
+  void ApplyStackPreset(const QString& name);
   // A change of an EnumBox sets the plan field it stands for.
   template <typename E>
   void BindEnum(QComboBox* box, E core::PlanSpec::*field);
@@ -78,6 +84,11 @@ class InputsPanel : public QScrollArea {
   std::map<Degree, QComboBox*> degree_;
   QLabel* dp_;
   QComboBox *zero_, *recompute_, *schedule_, *precision_, *fp8_scaling_, *moe_probs_, *moe_dispatcher_, *moe_routing_;
+  QComboBox* stack_;  // "apply a stack's defaults"
+  // The stack last applied and the model and plan it left: the combo names it while they hold.
+  QString applied_stack_;
+  core::ModelSpec applied_model_;
+  core::PlanSpec applied_plan_;
   QComboBox *tp_overlap_, *cp_kind_, *offload_optimizer_, *offload_params_, *cross_entropy_;
   QSpinBox *recompute_layers_, *offload_activations_;  // plan.recompute_layers, plan.offload_activation_layers
   QCheckBox *sp_, *fp8_param_gather_;                  // plan.sequence_parallel, plan.fp8_param_gather

@@ -3,7 +3,8 @@
 // CLI resolves it from the GUI's "copy as command" line, then core::EstimateMemory). Also: invalid
 // values greyed with their rule, the BF16 first/last layers under FP8, the MoE probabilities'
 // placement, TP overlap, the loss, offloading and recomputed layers, save/open round trip, a
-// search cell click, the HF config import and the evaluation time of a dense 405B plan.
+// search cell click, the HF config import, the software-stack choice and the evaluation time of a
+// dense 405B plan.
 #include <gtest/gtest.h>
 
 #include <CLI/CLI.hpp>
@@ -17,6 +18,7 @@
 #include "cli/plan_flags.h"
 #include "core/memory.h"
 #include "core/profile.h"
+#include "core/stack.h"
 #include "core/validate.h"
 #include "gui/main_window.h"
 #include "gui/views/memory_view.h"
@@ -585,6 +587,78 @@ TEST(GuiDriveTest, OverlapLossOffloadAndRecomputedLayersAreSetInThePanel) {
   ASSERT_TRUE(profile.ok());
   EXPECT_EQ(core::EstimateMemory(cli.model, cli.plan, cli.gpu, profile->memory).per_gpu_bytes,
             s->evaluation().memory.per_gpu_bytes);
+}
+
+// Choosing a software stack in the panel sets what `meshplan report --stack NAME` sets
+// (cli/plan_flags.cc: core::ApplyStack, then its FSDP under PP and its recomputation early stop),
+// and the copied command line means the same plan. On the window's Llama-3-70B at TP 8 x PP 4,
+// torchtitan-2024's FSDP2 (ZeRO-3) under PP keeps each stage gathered: ZeRO-1 without the
+// reduce-scatter under the backward; its attention is FlashAttention-2, its loss upcast, its
+// elementwise ops eager, its K/V repeated, its CP an all-gather and its vocabulary unpadded (after
+// megatron-core-2024's 128). The box names the stack until a field is edited.
+TEST(GuiDriveTest, ChoosingASoftwareStackSetsItsDefaultsAsTheCliDoes) {
+  MainWindow w;
+  ScenarioModel* s = w.scenario();
+  InputsPanel* in = w.inputs();
+  auto errors = [s] { return s->evaluation().errors.join("\n").toStdString(); };
+  ASSERT_EQ(in->stackBox()->currentIndex(), 0);
+  // Each stack gives the plan it gives alone, whichever was chosen before it (the fields only some
+  // stacks set, as megatron-deepspeed-2022's CUDA context and the Megatron stacks' vocabulary
+  // padding, reset first).
+  const core::ModelSpec m0 = s->scenario().model;
+  const core::PlanSpec p0 = s->plan();
+  for (const char* name :
+       {"torchtitan-2024", "megatron-deepspeed-2022", "megatron-core-2024", "torchtitan-2024", "megatron-lm-2021"}) {
+    SCOPED_TRACE(name);
+    auto stack = core::LoadStack(name);
+    ASSERT_TRUE(stack.ok()) << stack.status().ToString();
+    core::ModelSpec m = m0;
+    core::PlanSpec p = p0;
+    core::ApplyStack(*stack, &m, &p);
+    (void)core::ApplyStackPipelineSharding(*stack, &p);
+    (void)core::ApplyStackRecomputeEarlyStop(*stack, m, &p);
+    const int i = in->stackBox()->findData(QString(name));
+    ASSERT_GT(i, 0) << "the list does not offer " << name;
+    in->stackBox()->setCurrentIndex(i);
+    EXPECT_EQ(s->scenario().model, m);
+    EXPECT_EQ(s->plan(), p);
+    ASSERT_TRUE(s->evaluation().valid) << errors();
+    EXPECT_EQ(in->stackBox()->currentData().toString().toStdString(), name);
+    core::Scenario cli;
+    ASSERT_NO_FATAL_FAILURE(ResolveTheWindowsCommand(*s, &cli));
+    EXPECT_EQ(cli.model.attention, m.attention) << s->commandLine().toStdString();
+    if (std::string(name) == "torchtitan-2024") {
+      EXPECT_EQ(m.attention, core::AttentionImpl::kFlash2);
+      EXPECT_EQ(p.zero, 1);
+      EXPECT_FALSE(p.overlap_grad_reduce);
+      EXPECT_EQ(p.recompute, core::Recompute::kNone);
+      EXPECT_EQ(p.tp_overlap, core::TpOverlap::kNone);
+      EXPECT_TRUE(p.sequence_parallel);
+      EXPECT_EQ(p.cross_entropy, core::CrossEntropy::kUpcast);
+      EXPECT_EQ(p.elementwise, core::Elementwise::kEager);
+      EXPECT_TRUE(p.repeat_kv);
+      EXPECT_EQ(p.cp_kind, core::CpKind::kAllGather);
+      EXPECT_EQ(s->plan().vocab_divisible_by, 1);
+      EXPECT_EQ(s->plan().cuda_context_bytes, 0);
+    }
+  }
+  // Megatron-LM 2021 (the last applied): fp16, full recomputation, no TP overlap, no SP.
+  EXPECT_EQ(s->plan().precision, core::Dtype::kFp16);
+  EXPECT_EQ(s->plan().recompute, core::Recompute::kFull);
+  EXPECT_FALSE(s->plan().sequence_parallel);
+  // An edit after it: the box no longer names a stack.
+  in->gbsBox()->setValue(static_cast<int>(s->plan().global_batch * 2));
+  EXPECT_EQ(in->stackBox()->currentIndex(), 0);
+  EXPECT_EQ(s->plan().precision, core::Dtype::kFp16);  // the stack's fields stay as set
+  // A stack's dropout has no flag: on a model that trains with it (Megatron's GPT 7.5B), LLM
+  // Foundry's stack turns it off and the copied line lists the edit it cannot express.
+  QString err;
+  ASSERT_TRUE(s->setModelPreset("gpt-7.5b", &err)) << err.toStdString();
+  ASSERT_TRUE(s->scenario().model.dropout);
+  in->stackBox()->setCurrentIndex(in->stackBox()->findData(QString("llm-foundry-2023")));
+  EXPECT_FALSE(s->scenario().model.dropout);
+  EXPECT_TRUE(s->commandLine().contains("# not expressed: the model has edits no flag expresses"))
+      << s->commandLine().toStdString();
 }
 
 TEST(GuiDriveTest, VocabularyPaddingIsSetInThePanelAndClearsTheWidthWarning) {

@@ -106,8 +106,11 @@ struct SoftwareStack {
   int64_t vocab_divisible_by = 0;
 };
 
+// Every problem at once, one "PREFIX.key: rule" line each; a key no field reads is refused naming
+// the nearest known one (a misspelt setting must not leave the stack's default in its place).
 Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string& prefix = "stack");
-// A built-in stack by name (NotFound lists them), or a stack file by path.
+// A built-in stack by name (NotFound lists them), or a stack file by path (its errors: the path,
+// then ParseStackJson's lines).
 Result<SoftwareStack> LoadStack(const std::string& name);
 // The built-in stack whose applies_to names a prefix of `record_id`; nullopt when none does.
 std::optional<SoftwareStack> StackForRecord(const std::string& record_id);

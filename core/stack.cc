@@ -282,6 +282,12 @@ void ApplyStack(const SoftwareStack& s, ModelSpec* m, PlanSpec* p) {
   if (s.vocab_divisible_by > 0) p->vocab_divisible_by = s.vocab_divisible_by;
 }
 
+void ApplyStackWhole(const SoftwareStack& s, ModelSpec* m, PlanSpec* p) {
+  ApplyStack(s, m, p);
+  (void)ApplyStackPipelineSharding(s, p);
+  (void)ApplyStackRecomputeEarlyStop(s, *m, p);
+}
+
 std::string ApplyStackPipelineSharding(const SoftwareStack& s, PlanSpec* p) {
   if (!s.zero3_unsharded_under_pp || p->zero != 3 || p->pp <= 1) return "";
   p->zero = 1;

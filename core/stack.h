@@ -135,6 +135,11 @@ std::string ApplyStackPipelineSharding(const SoftwareStack& s, PlanSpec* p);
 // that says it was applied or why not, or "" when the plan does not recompute fully.
 std::string ApplyStackRecomputeEarlyStop(const SoftwareStack& s, const ModelSpec& m, PlanSpec* p);
 // One line naming what ApplyStack set: "stack megatron-lm-2021: fp16, naive attention, ...".
+// The whole stack on a model and plan that take every default from it (a GUI choice, a fuzzed
+// stack file): ApplyStack, then ApplyStackPipelineSharding and ApplyStackRecomputeEarlyStop, as
+// `report --stack NAME` with no other flag; their notes dropped. The CLI runs the three itself,
+// its flags between the first and the others (cli/plan_flags.cc).
+void ApplyStackWhole(const SoftwareStack& s, ModelSpec* m, PlanSpec* p);
 std::string StackSummary(const SoftwareStack& s);
 
 // FLOPs per token of one training step (forward and backward) as `count` counts them for a model

@@ -1,9 +1,9 @@
 // libFuzzer harness: a software-stack file (`--stack FILE`, report's and search's) through what a
-// user's stack goes through: ParseStackJson, then ApplyStack on a model and plan as
-// cli/plan_flags.cc applies it (before the flags, and the pipeline sharding and recomputation
-// early stop after them), ValidatePlan, and for a valid plan the memory model and the step model,
-// whose step time must be finite and positive. A stack that parses must leave a plan that either
-// validates or is refused with named errors; nothing may crash or hang.
+// user's stack goes through: ParseStackJson, then ApplyStackWhole on a model and plan (ApplyStack,
+// its pipeline sharding and its recomputation early stop, as cli/plan_flags.cc applies them),
+// ValidatePlan, and for a valid plan the memory model and the step model, whose step time must be
+// finite and positive. A stack that parses must leave a plan that either validates or is refused
+// with named errors; nothing may crash or hang.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -42,11 +42,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     plan.micro_batch = 1;
     plan.global_batch = 64;
     plan.seq_len = 4096;
-    mc::ApplyStack(*stack, &model, &plan);
-    // What cli/plan_flags.cc applies after the flags: the stack's FSDP under PP and its
-    // recomputation's early stop.
-    (void)mc::ApplyStackPipelineSharding(*stack, &plan);
-    (void)mc::ApplyStackRecomputeEarlyStop(*stack, model, &plan);
+    mc::ApplyStackWhole(*stack, &model, &plan);
     mc::Diagnostics d;
     mc::ValidateModel(model, "model", &d);
     mc::ValidatePlan(plan, model, gpu, cluster, &d);

@@ -473,9 +473,7 @@ void InputsPanel::ApplyStackPreset(const QString& name) {
   p.recompute_early_stop = defaults.recompute_early_stop;
   p.cuda_context_bytes = defaults.cuda_context_bytes;
   p.vocab_divisible_by = defaults.vocab_divisible_by;
-  core::ApplyStack(*stack, &m, &p);
-  (void)core::ApplyStackPipelineSharding(*stack, &p);
-  (void)core::ApplyStackRecomputeEarlyStop(*stack, m, &p);
+  core::ApplyStackWhole(*stack, &m, &p);
   error_.clear();
   scenario_->setModel(m);
   scenario_->setPlan(p);

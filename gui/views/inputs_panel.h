@@ -66,8 +66,8 @@ class InputsPanel : public QScrollArea {
   void EditModel(const std::function<void(core::ModelSpec&)>& edit);
   void EditPlan(const std::function<void(core::PlanSpec&)>& edit);
   // Applies a built-in software stack's defaults to the model and plan, as the CLI's --stack does
-  // (cli/plan_flags.cc): core::ApplyStack, its FSDP under PP and its recomputation early stop; the
-  // fields only some stacks set (early stop, CUDA context, vocabulary padding) reset first.
+  // (core::ApplyStackWhole); the fields only some stacks set (early stop, CUDA context, vocabulary
+  // padding) reset first.
   void ApplyStackPreset(const QString& name);
   // A change of an EnumBox sets the plan field it stands for.
   template <typename E>

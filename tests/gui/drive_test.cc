@@ -590,7 +590,7 @@ TEST(GuiDriveTest, OverlapLossOffloadAndRecomputedLayersAreSetInThePanel) {
 }
 
 // Choosing a software stack in the panel sets what `meshplan report --stack NAME` sets
-// (cli/plan_flags.cc: core::ApplyStack, then its FSDP under PP and its recomputation early stop),
+// (core::ApplyStackWhole: ApplyStack, then its FSDP under PP and its recomputation early stop),
 // and the copied command line means the same plan. On the window's Llama-3-70B at TP 8 x PP 4,
 // torchtitan-2024's FSDP2 (ZeRO-3) under PP keeps each stage gathered: ZeRO-1 without the
 // reduce-scatter under the backward; its attention is FlashAttention-2, its loss upcast, its
@@ -614,9 +614,7 @@ TEST(GuiDriveTest, ChoosingASoftwareStackSetsItsDefaultsAsTheCliDoes) {
     ASSERT_TRUE(stack.ok()) << stack.status().ToString();
     core::ModelSpec m = m0;
     core::PlanSpec p = p0;
-    core::ApplyStack(*stack, &m, &p);
-    (void)core::ApplyStackPipelineSharding(*stack, &p);
-    (void)core::ApplyStackRecomputeEarlyStop(*stack, m, &p);
+    core::ApplyStackWhole(*stack, &m, &p);
     const int i = in->stackBox()->findData(QString(name));
     ASSERT_GT(i, 0) << "the list does not offer " << name;
     in->stackBox()->setCurrentIndex(i);

@@ -456,10 +456,26 @@ def record_for(repo, version, commit, submitter, system, bench, impl_dir, config
                                + (", " + ", ".join(knobs) if knobs else "")
                                + ("" if fp8_dpa else "; FP8_DPA not set (custom.yaml fp8_dot_product_attention "
                                                      "defaults to False): attention in BF16"))
+    # The loss: conf/custom.yaml `cross_entropy_loss_fusion: ${oc.decode:${oc.env:CROSS_ENTROPY_LOSS_FUSION,True}}`
+    # (GPT-3 from v4.1, Llama 3.1 from v5.0), which NeMo hands to Megatron-Core's config, and from v5.1
+    # `cross_entropy_fusion_impl: ${oc.decode:${oc.env:CE_FUSION_IMPL,'native'}}`: Megatron-Core's
+    # compute_language_model_loss then runs fused_vocab_parallel_cross_entropy (impl native, its default)
+    # or Transformer Engine's Triton loss (te). Without the key (v3.0 to v4.0) the eager one.
+    fusion_var, fusion_default = yaml_env_default(custom, "cross_entropy_loss_fusion") if custom is not None else (None, None)
+    impl_var, impl_default = yaml_env_default(custom, "cross_entropy_fusion_impl") if custom is not None else (None, None)
     if env.get("CE_FUSION_IMPL") == "te":
         launch["cross_entropy"] = "te-inplace"
         launch["evidence"] += ("; CE_FUSION_IMPL=te: Transformer Engine's Triton cross entropy, which before TE 2.18 "
                                "(TransformerEngine #3193) writes its gradient over the bf16 logits")
+    elif fusion_var and env.get(fusion_var, fusion_default).lower() == "true":
+        impl = (env.get(impl_var, impl_default) if impl_var else "native").strip("'\"")
+        if impl != "native":
+            raise RuntimeError(f"{cfg_path}: cross_entropy_fusion_impl {impl}: only native and te are read")
+        launch["cross_entropy"] = "native"
+        launch["evidence"] += (f"; {fusion_var}={env.get(fusion_var, fusion_default)} (conf/custom.yaml's "
+                               f"cross_entropy_loss_fusion, default {fusion_default})"
+                               + (f", {impl_var}={impl} (its cross_entropy_fusion_impl)" if impl_var else "")
+                               + ": Megatron-Core's fused_vocab_parallel_cross_entropy, the native fused loss")
     if env.get("SEQ_PARALLEL", "").lower() == "false":
         rec["parallel"]["sequence_parallel"] = False
     # The rank order: NeMo's use_tp_pp_dp_mapping (conf/custom.yaml `${oc.env:TP_PP_DP_MAPPING,False}`)

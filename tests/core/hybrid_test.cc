@@ -49,6 +49,13 @@ TEST(HybridTest, PresetsCountTheirKindsExactly) {
   auto h8 = LoadModel("nemotron-h-8b");
   ASSERT_TRUE(h8.ok());
   EXPECT_EQ(CountParams(*h8).total, 8'100'852'736LL);
+  // Nemotron-H 56B (d_inner 256 x 64 = 16,384, N 256, G 8): Mamba 8192 + 8192 x 37,120 (2 x 16,384
+  // + 2 x 8 x 256 + 256) + 20,480 x 5 + 768 + 16,384 + 16,384 x 8192 = 438,432,512; attention 8192 +
+  // 2 x 8192^2 + 2 x 8192 x 1024 = 151,003,136; MLP 8192 + 2 x 8192 x 32,768 = 536,879,104; 54 + 10
+  // + 54 layers and 2 x 131,072 x 8192 + 8192 outside: 56,324,350,464 (the name's 56B).
+  auto h56 = LoadModel("nemotron-h-56b");
+  ASSERT_TRUE(h56.ok());
+  EXPECT_EQ(CountParams(*h56).total, 56'324'350'464LL);
   // Nemotron 3 Nano: 31,577,940,288 (Megatron-Bridge's card counts 31,577,937,344 without the
   // router's 128-value expert bias, 23 x 128 = 2,944 more here); "3.5B active".
   auto nano = LoadModel("nemotron-3-nano");

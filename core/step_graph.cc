@@ -97,6 +97,9 @@ double Op::Flops() const {
 
 namespace {
 
+// A default Op, the template the builder's helpers copy each new op from.
+constexpr Op kBlankOp{};
+
 class Builder {
  public:
   Builder(const ModelSpec& m, const PlanSpec& p) : m_(m), p_(p), vocab_(PaddedVocab(m, p)) {
@@ -329,7 +332,7 @@ class Builder {
   }
 
   Op P2p() const {
-    Op op;
+    Op op = kBlankOp;
     op.name = "pipeline_send";
     op.kind = OpKind::kP2p;
     op.collective = CollectiveKind::kSendRecv;
@@ -344,7 +347,7 @@ class Builder {
   // p2p_communication.py; Narayanan 2021 §4.1, Fig. 9). Under SP the slice is what the next
   // stage computes on; with t = 1 or one stage there is nothing to gather.
   Op P2pGather() const {
-    Op op;
+    Op op = kBlankOp;
     op.name = "pipeline_gather";
     op.kind = OpKind::kCollective;
     op.collective = CollectiveKind::kAllGather;
@@ -363,16 +366,18 @@ class Builder {
   bool Gemm(std::vector<Op>* ops, const char* name, int64_t m, int64_t n, int64_t k, int64_t batch = 1,
             bool sixteen_bit = false) {
     if (m <= 0 || n <= 0 || k <= 0 || batch <= 0) return false;
-    Op op;
+    const Dtype dtype = sixteen_bit && Quantized(gemm_dtype_) ? Dtype::kBf16 : gemm_dtype_;
+    if (Quantized(dtype)) Quantize(ops, /*grad=*/false, m * k * batch, Pass::kForward);
+    // Built in place from a constant (Mem, Coll too): a local Op copied in, or one value-initialised
+    // in place (a `rep stos` of its 128 bytes), costs more than its fields.
+    Op& op = ops->emplace_back(kBlankOp);
     op.name = name;
     op.kind = OpKind::kGemm;
     op.m = m;
     op.n = n;
     op.k = k;
     op.batch = batch;
-    op.dtype = sixteen_bit && Quantized(gemm_dtype_) ? Dtype::kBf16 : gemm_dtype_;
-    if (Quantized(op.dtype)) Quantize(ops, /*grad=*/false, m * k * batch, Pass::kForward);
-    ops->push_back(op);
+    op.dtype = dtype;
     return true;
   }
   // Quantizing `elements` 16-bit values for a GEMM, row- and column-wise: bytes read and written
@@ -405,12 +410,11 @@ class Builder {
   // Returns whether it added the op (none for no bytes).
   bool Mem(std::vector<Op>* ops, const char* name, int64_t bytes, MemOp what = MemOp::kCopy) {
     if (bytes <= 0) return false;
-    Op op;
+    Op& op = ops->emplace_back(kBlankOp);
     op.name = name;
     op.kind = OpKind::kMemoryBound;
     op.bytes = bytes;
     op.mem_op = what;
-    ops->push_back(op);
     return true;
   }
   // A memory-bound layer of `kernels` eager kernels moving `bytes` in all.
@@ -514,14 +518,13 @@ class Builder {
   }
   void Coll(std::vector<Op>* ops, const char* name, CollectiveKind kind, CommGroup g, int64_t bytes,
             bool overlappable = false) {
-    Op op;
+    Op& op = ops->emplace_back(kBlankOp);
     op.name = name;
     op.kind = OpKind::kCollective;
     op.collective = kind;
     op.group = g;
     op.bytes = bytes;
     op.overlappable = overlappable;
-    ops->push_back(op);
   }
   // The TP boundary before a column-parallel GEMM (all-gather of the sequence-sharded input under
   // SP; nothing without SP) and after a row-parallel GEMM (all-reduce, or reduce-scatter under SP).
@@ -635,7 +638,7 @@ class Builder {
       ops->back().batch = 2;
     }
     if (flash) {
-      Op op;
+      Op op = kBlankOp;
       op.name = "flash_attention";
       op.attention = p_.fp8_attention ? AttentionImpl::kCudnnFp8 : m_.attention;
       op.kind = OpKind::kAttention;
@@ -1120,7 +1123,7 @@ class Builder {
       const int64_t r = std::min(rows, cols), c = std::max(rows, cols);
       const double share = p_.zero >= 1 ? 1.0 / static_cast<double>(std::max<int64_t>(group, 1)) : 1.0;
       for (const auto& [mm, nn, kk] : {std::array<int64_t, 3>{r, r, c}, {r, r, r}, {r, c, r}}) {
-        Op op;
+        Op op = kBlankOp;
         op.name = "muon_newton_schulz";
         op.kind = OpKind::kGemm;
         op.pass = Pass::kStep;
@@ -1357,7 +1360,7 @@ class Builder {
     // by zero_grad_buffer from training.py's train_step at core_v0.14.0). ZeRO-2/3 keep the shard.
     const int64_t zeroed = p_.zero <= 1 ? params : shard;
     const int64_t bytes = shard * per_param + zeroed * gb;
-    Op op;
+    Op op = kBlankOp;
     op.name = "optimizer_step";
     op.kind = OpKind::kOptimizer;
     op.pass = Pass::kStep;

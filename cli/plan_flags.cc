@@ -204,6 +204,11 @@ void PlanFlags::Register(CLI::App* app) {
                 "nothing more), activation (the activation's output times them, kept: Megatron-Core 0.13 on "
                 "without the fusion, as GELU experts run) or unpermute (the experts' output times them at the "
                 "unpermutation, kept: Megatron-Core before 0.13 and DeepSpeed; --stack megatron-core-2024 sets it)");
+  p->add_option("--expert-bias", expert_bias,
+                "MoE experts with biases (gpt-oss): how fc2's bias is added: fused (default: in the GEMM or a "
+                "fused kernel, no pass of its own), per-expert (Megatron-Core's TEGroupedMLP from 2025-09: eager "
+                "t + b * p and a concatenation, one local expert at a time; --stack megatron-core-2024 sets it) or "
+                "per-expert-fp32 (the same with fp32 probabilities, as the flex dispatcher hands them)");
   p->add_option("--stack", stack,
                 "Software stack whose defaults the plan takes (meshplan presets stacks): precision, attention, "
                 "recompute, SP, overlaps, ZeRO; the other flags override them");
@@ -416,6 +421,7 @@ void PlanFlags::ApplyPlanFlags(bool from_file, core::ModelSpec* spec, core::Plan
   SetEnum(moe_routing, "moe-routing", "plan.moe_routing", &p.moe_routing, d);
   SetEnum(moe_host, "moe-host", "plan.moe_host", &p.moe_host, d);
   SetEnum(moe_probs, "moe-probs", "plan.moe_probs", &p.moe_probs, d);
+  SetEnum(expert_bias, "expert-bias", "plan.expert_bias", &p.expert_bias, d);
   SetEnum(offload_optimizer, "offload-optimizer", "plan.offload.optimizer", &p.offload_optimizer, d);
   SetEnum(offload_params, "offload-params", "plan.offload.params", &p.offload_params, d);
   if (optimizer) {

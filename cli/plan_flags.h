@@ -33,7 +33,7 @@ struct PlanFlags {
       chunked_attention, fp8_param_gather, fp8_attention;
   std::optional<std::string> tp_overlap, zero3_gather, fp8_scaling;
   std::optional<std::string> recompute, recompute_modules, cross_entropy, elementwise, moe_dispatcher, moe_routing,
-      moe_host, moe_probs, schedule, precision, optimizer, sharding, cp_kind, placement;
+      moe_host, moe_probs, expert_bias, schedule, precision, optimizer, sharding, cp_kind, placement;
   std::optional<std::string> weights_dtype, grads_dtype, master_dtype, moments_dtype;
   std::optional<std::string> offload_optimizer, offload_params, recipe, stack;
   std::vector<int64_t> stage_layers;

@@ -429,6 +429,7 @@ struct ReleaseDefaults {
   Sourced<bool> average_in_collective;  // Megatron-Core's ddp.average_in_collective
   Sourced<std::string> moe_probs;       // core/specs.h MoeProbs name (its Megatron-Core's MoE code)
   Sourced<std::string> moe_probs_gelu;  // the same for non-gated (GELU) experts, where it differs
+  Sourced<std::string> expert_bias;     // core/specs.h ExpertBias name (its Megatron-Core's TEGroupedMLP)
   Sourced<bool> fp8_param_gather;       // the FP8 recipes' parameter all-gather (PlanSpec::fp8_param_gather)
   Sourced<bool> recompute_early_stop;   // PyTorch >= 2.1's checkpoint early stop (PlanSpec::recompute_early_stop)
 };
@@ -464,6 +465,7 @@ std::optional<ReleaseDefaults> FindReleaseDefaults(const std::string& id) {
                                          .average_in_collective = {BoolAt(v, "average_in_collective"), evidence},
                                          .moe_probs = {OptStr(v, "moe_probs"), evidence},
                                          .moe_probs_gelu = {OptStr(v, "moe_probs_gelu"), evidence},
+                                         .expert_bias = {OptStr(v, "expert_bias"), evidence},
                                          .fp8_param_gather = {BoolAt(v, "fp8_param_gather"), evidence},
                                          .recompute_early_stop = {BoolAt(v, "recompute_early_stop"), evidence}});
       }
@@ -482,6 +484,7 @@ std::optional<ReleaseDefaults> FindReleaseDefaults(const std::string& id) {
     take(&found->average_in_collective, d.average_in_collective);
     take(&found->moe_probs, d.moe_probs);
     take(&found->moe_probs_gelu, d.moe_probs_gelu);
+    take(&found->expert_bias, d.expert_bias);
     take(&found->fp8_param_gather, d.fp8_param_gather);
     take(&found->recompute_early_stop, d.recompute_early_stop);
   }
@@ -1606,6 +1609,23 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
                                      : "in a fused weighted activation (nothing more kept)") +
                                 said);
     }
+  }
+  // How the experts add fc2's bias (PlanSpec::expert_bias), for a model whose experts have biases:
+  // the release's Megatron-Core, with fp32 probabilities when the recipe's dispatcher is the flex
+  // one (HybridEP and DeepEP take only fp32 probabilities and upcast others: token_dispatcher.py
+  // at cd4afffa64), whichever dispatcher the run is costed with.
+  if (release && release->expert_bias.value && m.moe && m.bias == BiasKind::kAll) {
+    if (!FromName(*release->expert_bias.value, &p.expert_bias)) {
+      skip("release expert_bias '" + *release->expert_bias.value + "' is not a path meshplan models");
+      return false;
+    }
+    std::string said = " from " + release->expert_bias.source;
+    if (p.expert_bias == ExpertBias::kPerExpert && launch && launch->moe_dispatcher.rfind("flex", 0) == 0) {
+      p.expert_bias = ExpertBias::kPerExpertFp32;
+      said += "; fp32 probabilities, as the recipe's " + launch->moe_dispatcher + " dispatcher hands them (" +
+              launch_name() + ")";
+    }
+    run.assumptions.push_back(std::string("expert fc2 bias added ") + Name(p.expert_bias) + said);
   }
   // The recipe's DP overlaps. Megatron-LM asserts --overlap-param-gather only beside
   // --overlap-grad-reduce (arguments.py:1028-1029 at d98e8a64), so a run that ran without the

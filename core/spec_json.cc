@@ -649,6 +649,7 @@ void ReadPlan(ObjectReader& r, const std::string& prefix, PlanSpec* p, Diagnosti
   r.Enum("moe_routing", &p->moe_routing);
   r.Enum("moe_host", &p->moe_host);
   r.Enum("moe_probs", &p->moe_probs);
+  r.Enum("expert_bias", &p->expert_bias);
   if (const Json* v = r.Find("stage_layers", false)) {
     if (!v->is_array()) {
       d->Error(prefix + ".stage_layers", "must be an array of layer counts (got " + Show(*v) + ")");
@@ -738,6 +739,7 @@ OJson WritePlan(const PlanSpec& p) {
   if (p.moe_routing != MoeRouting::kUniform) j["moe_routing"] = Name(p.moe_routing);
   if (p.moe_host != MoeHost::kMegatronCore) j["moe_host"] = Name(p.moe_host);
   if (p.moe_probs != MoeProbs::kFused) j["moe_probs"] = Name(p.moe_probs);
+  if (p.expert_bias != ExpertBias::kFused) j["expert_bias"] = Name(p.expert_bias);
   return j;
 }
 

@@ -63,6 +63,8 @@ MESHPLAN_NAMES(MoeRouting, {MoeRouting::kUniform, "uniform"}, {MoeRouting::kRoun
 MESHPLAN_NAMES(MoeHost, {MoeHost::kMegatronCore, "megatron-core"}, {MoeHost::kNone, "none"})
 MESHPLAN_NAMES(MoeProbs, {MoeProbs::kFused, "fused"}, {MoeProbs::kActivation, "activation"},
                {MoeProbs::kUnpermute, "unpermute"})
+MESHPLAN_NAMES(ExpertBias, {ExpertBias::kFused, "fused"}, {ExpertBias::kPerExpert, "per-expert"},
+               {ExpertBias::kPerExpertFp32, "per-expert-fp32"})
 #undef MESHPLAN_NAMES
 
 template <typename E>
@@ -124,6 +126,7 @@ MESHPLAN_ENUM_FUNCS(MoeDispatcher)
 MESHPLAN_ENUM_FUNCS(MoeRouting)
 MESHPLAN_ENUM_FUNCS(MoeHost)
 MESHPLAN_ENUM_FUNCS(MoeProbs)
+MESHPLAN_ENUM_FUNCS(ExpertBias)
 #undef MESHPLAN_ENUM_FUNCS
 
 HybridCounts ModelSpec::HybridLayerCounts() const {

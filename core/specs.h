@@ -526,6 +526,18 @@ enum class MoeHost { kMegatronCore, kNone };
 // Megatron-LM 2659630721, 2025-04-09, "Memory efficient token permutation") and DeepSpeed's MoE
 // (sharded_moe.py: einsum("sec,ecm->sm", combine_weights, expert_output)).
 enum class MoeProbs { kFused, kActivation, kUnpermute };
+// How an MoE layer's experts add their output projection's (fc2's) bias, for a model whose
+// experts have biases (gpt-oss; ModelSpec::bias all); nothing for one without. fused: inside the
+// GEMM's epilogue or a fused kernel, no pass of its own. per-expert: Megatron-Core's TEGroupedMLP
+// since Megatron-LM a329dd6da5 (2025-09-22, "Enable bias in expert mlp"), whose fc2 returns its
+// bias (skip_bias_add) and _apply_bias adds it weighted by the router's probabilities one local
+// expert at a time in eager PyTorch: torch.cat([t + b * p for t, b, p in zip(split(out),
+// biases, split(probs))]).to(out.dtype) (experts.py at cd4afffa64, Megatron-Bridge 26.08's pin; the
+// same from Megatron-Bridge 25.11 on); per-expert-fp32: the same with fp32 probabilities (the
+// flex dispatcher's, which HybridEP and DeepEP require: token_dispatcher.py token_probs.float()),
+// which makes the sum fp32 and adds a cast back. Bytes and kernels by autograd's ops in
+// core/step_graph.cc (ExpertBiasCost); fc1's bias is in TE's grouped GEMM (epilogue) either way.
+enum class ExpertBias { kFused, kPerExpert, kPerExpertFp32 };
 
 struct StateDtypes {
   Dtype weights = Dtype::kBf16;           // working copy used by forward/backward
@@ -679,6 +691,7 @@ struct PlanSpec {
   MoeRouting moe_routing = MoeRouting::kUniform;            // the router's expert pattern (above)
   MoeHost moe_host = MoeHost::kMegatronCore;                // the MoE layer's host floor (above)
   MoeProbs moe_probs = MoeProbs::kFused;                    // where the router's probabilities apply (above)
+  ExpertBias expert_bias = ExpertBias::kFused;              // how the experts add fc2's bias (above)
   // Microbatches whose output-layer weight gradient is deferred to the end of the step
   // (Megatron-Core --defer-embedding-wgrad-compute with --wgrad-deferral-limit n; its 0, "all",
   // is the plan's microbatches): the last stage keeps each one's logits gradient and the head's
@@ -762,6 +775,7 @@ const char* Name(MoeDispatcher v);
 const char* Name(MoeRouting v);
 const char* Name(MoeHost v);
 const char* Name(MoeProbs v);
+const char* Name(ExpertBias v);
 const char* Name(Elementwise v);
 // Inverse of Name(); false when `text` names no value. The accepted spellings are listed by
 // the *Choices() functions for error messages ("one of gelu|swiglu").
@@ -790,6 +804,7 @@ bool FromName(const std::string& text, MoeDispatcher* out);
 bool FromName(const std::string& text, MoeRouting* out);
 bool FromName(const std::string& text, MoeHost* out);
 bool FromName(const std::string& text, MoeProbs* out);
+bool FromName(const std::string& text, ExpertBias* out);
 template <typename E>
 std::string Choices();  // "gelu|swiglu"
 

@@ -157,6 +157,7 @@ Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string&
   r.Enum("moe_host", &s.moe_host);
   r.Enum("cp_kind", &s.cp_kind);
   r.Enum("moe_probs", &s.moe_probs);
+  r.Enum("expert_bias", &s.expert_bias);
   r.Enum("moe_dispatcher", &s.moe_dispatcher);
   r.Enum("moe_routing", &s.moe_routing);
   for (auto [key, out] : {std::pair{"sequence_parallel", &s.sequence_parallel},
@@ -269,6 +270,7 @@ void ApplyStack(const SoftwareStack& s, ModelSpec* m, PlanSpec* p) {
   p->cross_entropy = s.cross_entropy;
   p->moe_host = s.moe_host;
   p->moe_probs = s.moe_probs;
+  p->expert_bias = s.expert_bias;
   p->moe_dispatcher = s.moe_dispatcher;
   p->moe_routing = s.moe_routing;
   p->elementwise = s.elementwise;
@@ -329,6 +331,8 @@ std::string StackSummary(const SoftwareStack& s) {
          (s.moe_host == MoeHost::kNone ? ", no MoE host floor (its MoE host time not measured)" : "") +
          (s.moe_probs == MoeProbs::kFused ? std::string()
                                           : std::string(", MoE probabilities at the ") + Name(s.moe_probs)) +
+         (s.expert_bias == ExpertBias::kFused ? std::string()
+                                              : std::string(", expert bias added ") + Name(s.expert_bias)) +
          (s.moe_dispatcher == MoeDispatcher::kAllToAll ? std::string()
                                                        : std::string(", MoE dispatcher ") + Name(s.moe_dispatcher)) +
          (s.moe_routing == MoeRouting::kUniform ? std::string()

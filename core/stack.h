@@ -68,7 +68,8 @@ struct SoftwareStack {
   // Whose measured host time its MoE layers take at least (PlanSpec::moe_host): Megatron-Core's,
   // measured on its own MoE layer; none for a stack whose MoE host time is not measured.
   MoeHost moe_host = MoeHost::kMegatronCore;
-  MoeProbs moe_probs = MoeProbs::kFused;  // where its MoE applies the router's probabilities (PlanSpec)
+  MoeProbs moe_probs = MoeProbs::kFused;        // where its MoE applies the router's probabilities (PlanSpec)
+  ExpertBias expert_bias = ExpertBias::kFused;  // how its experts add fc2's bias (PlanSpec)
   // Its MoE token dispatcher and the router pattern its benchmarks run (PlanSpec::moe_dispatcher,
   // moe_routing): all-to-all and uniform unless a stack file says otherwise.
   MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;

@@ -436,6 +436,30 @@ class Builder {
     int64_t forward, backward, forward_kernels, backward_kernels;
   };
   static constexpr EagerCost kEagerNorm{36, 76, 8, 10}, kEagerRope{20, 20, 6, 6}, kEagerSwiglu{10, 18, 2, 3};
+  // Megatron-Core's _apply_bias (core/specs.h ExpertBias) per element of fc2's 16-bit output, its
+  // kernels per local expert (ExpertBiasOnceKernels adds those run once), by autograd's ops:
+  //  per-expert (16-bit probabilities p, 16-bit bias b): forward b * p writes 2, t + (b * p) reads
+  //    2+2 and writes 2, torch.cat reads 2 and writes 2, .to() of a tensor already 16-bit copies
+  //    nothing = 12 B, 2 kernels per expert and the cat; backward the cat's and the add's
+  //    gradients are views and pass-throughs, b's gradient (grad * p, summed over the rows) 2+2+2,
+  //    p's (grad * b, summed over the hidden) 2+2+2, and torch.split's backward concatenates the
+  //    experts' output gradients 2+2 = 16 B, 4 kernels per expert and two cats (t's and p's);
+  //  per-expert-fp32 (fp32 p): b * p is fp32, 4; the add 2+4 read, 4 written; the cat 4+4; the cast
+  //    back 4+2 = 28 B, 2 per expert, the cat and the cast; backward the cast's gradient 2+4, the
+  //    add's gradient to the 16-bit t cast per expert 4+2, b's and p's gradients 4+4+4 each, the
+  //    split's cat 2+2 = 40 B, 5 per expert, the cast and two cats.
+  static constexpr EagerCost kExpertBias16{12, 16, 2, 4}, kExpertBias32{28, 40, 2, 5};
+  const EagerCost* ExpertBiasCost() const {
+    return p_.expert_bias == ExpertBias::kPerExpert       ? &kExpertBias16
+           : p_.expert_bias == ExpertBias::kPerExpertFp32 ? &kExpertBias32
+                                                          : nullptr;
+  }
+  // The kernels _apply_bias runs once whatever the experts: forward the cat (and the cast back
+  // with fp32 probabilities), backward the split's two cats (and the cast's gradient).
+  int64_t ExpertBiasOnceKernels(bool backward) const {
+    const int64_t fp32 = p_.expert_bias == ExpertBias::kPerExpertFp32 ? 1 : 0;
+    return backward ? 2 + fp32 : 1 + fp32;
+  }
   // The cross entropy per logit (HeadCompute; core/specs.h CrossEntropy), bf16 logits in:
   //  upcast, .float() (read 2, write 4), log_softmax (read 4 twice, write 4) and the loss: 18 B in
   //    3 kernels; backward 22 B in 3 (the loss's dense gradient 4, log_softmax's backward 12, the
@@ -506,6 +530,12 @@ class Builder {
   // and kernels from the table above; false for any other op.
   bool EagerBackward(Op* op) const {
     const EagerCost* c = nullptr;
+    if (op->mem_op == MemOp::kExpertBias) {
+      c = ExpertBiasCost();
+      op->bytes = op->bytes / c->forward * c->backward;
+      op->batch = c->backward_kernels * (m_.moe->experts / p_.ep) + ExpertBiasOnceKernels(/*backward=*/true);
+      return true;
+    }
     if (op->mem_op == MemOp::kCrossEntropy) c = CrossEntropyCost();
     else if (!eager_) return false;
     else if (op->mem_op == MemOp::kNorm) c = eager_norm_ ? &kEagerNorm : nullptr;
@@ -821,6 +851,9 @@ class Builder {
       ops->back().instance_kernels = expert_kernels;
     Activation(ops, "expert_activation", expert_tokens * fl);
     if (Gemm(ops, "expert_fc2", per_expert, w, fl, local_experts)) ops->back().instance_kernels = expert_kernels;
+    if (const EagerCost* c = ExpertBiasCost(); c != nullptr && m_.bias == BiasKind::kAll)
+      Eager(ops, "expert_fc2_bias", expert_tokens * w * c->forward,
+            c->forward_kernels * local_experts + ExpertBiasOnceKernels(/*backward=*/false), MemOp::kExpertBias);
     if (local_experts > 1) Mem(ops, "moe_permute_local_restore", (received + expert_tokens) * w * e_, MemOp::kPermute);
     if (p_.ep > 1) Coll(ops, "ep_combine", CollectiveKind::kAllToAll, CommGroup::kEp, sent * w * e_, hide_a2a);
     if (!flex) Mem(ops, "moe_permute_restore", 2 * local * x.top_k * w * e_, MemOp::kPermute);

@@ -46,6 +46,7 @@ enum class MemOp : uint8_t {
   kPermute,       // MoE token permutation and its inverse (the gradient is the inverse permutation)
   kFp8Quantize,   // FP8 or NVFP4 quantize of a GEMM's input (forward) or gradient (backward)
   kRepeatKv,      // GQA's K and V copied to every query head (the gradient sums the copies back)
+  kExpertBias,    // an MoE layer's fc2 bias added one local expert at a time (PlanSpec::expert_bias)
 };
 
 struct Op {

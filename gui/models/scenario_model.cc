@@ -664,6 +664,7 @@ QString ScenarioModel::commandLine() const {
   if (p.moe_routing != d.moe_routing) arg("--moe-routing", core::Name(p.moe_routing));
   if (p.moe_host != d.moe_host) arg("--moe-host", core::Name(p.moe_host));
   if (p.moe_probs != d.moe_probs) arg("--moe-probs", core::Name(p.moe_probs));
+  if (p.expert_bias != d.expert_bias) arg("--expert-bias", core::Name(p.expert_bias));
   if (!p.stage_layers.empty()) {
     QStringList parts;
     for (int64_t v : p.stage_layers) parts << num(v);

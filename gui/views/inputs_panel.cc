@@ -316,6 +316,13 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
               "more; activation: the activation's output times them (GELU experts), that output kept; unpermute: "
               "the experts' output times them (Megatron-Core before 0.13, DeepSpeed), that output kept");
   bf->addRow("MoE probabilities", moe_probs_);
+  expert_bias_ =
+      EnumBox({core::ExpertBias::kFused, core::ExpertBias::kPerExpert, core::ExpertBias::kPerExpertFp32},
+              "MoE experts with biases (gpt-oss): how fc2's bias is added. fused: in the GEMM or a fused kernel, "
+              "no pass of its own; per-expert: Megatron-Core's TEGroupedMLP from 2025-09, t + b * p one local "
+              "expert at a time and a concatenation, in eager PyTorch; per-expert-fp32: the same with fp32 "
+              "probabilities, as the flex dispatcher hands them");
+  bf->addRow("expert bias", expert_bias_);
   moe_dispatcher_ =
       EnumBox({core::MoeDispatcher::kAllToAll, core::MoeDispatcher::kFlex},
               "MoE with EP > 1: the token dispatcher. alltoall: Megatron-Core's, every token copy sent and permuted "
@@ -434,6 +441,7 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
   BindEnum(precision_, &core::PlanSpec::precision);
   BindEnum(fp8_scaling_, &core::PlanSpec::fp8_scaling);
   BindEnum(moe_probs_, &core::PlanSpec::moe_probs);
+  BindEnum(expert_bias_, &core::PlanSpec::expert_bias);
   BindEnum(moe_dispatcher_, &core::PlanSpec::moe_dispatcher);
   BindEnum(moe_routing_, &core::PlanSpec::moe_routing);
   connect(bf16_start_, &QSpinBox::valueChanged, this,
@@ -551,7 +559,7 @@ void InputsPanel::Refresh() {
   {
     const QSignalBlocker b1(sp_), b2(recompute_), b3(precision_), b4(fp8_scaling_), b5(moe_probs_), b6(tp_overlap_),
         b7(cp_kind_), b8(offload_optimizer_), b9(offload_params_), b10(cross_entropy_), b11(moe_dispatcher_),
-        b12(moe_routing_), b13(fp8_param_gather_), b14(recompute_early_stop_);
+        b12(moe_routing_), b13(fp8_param_gather_), b14(recompute_early_stop_), b15(expert_bias_);
     sp_->setChecked(p.sequence_parallel);
     SelectEnum(recompute_, p.recompute);
     SelectEnum(tp_overlap_, p.tp_overlap);
@@ -566,6 +574,10 @@ void InputsPanel::Refresh() {
     fp8_scaling_->setEnabled(p.precision == core::Dtype::kFp8);
     SelectEnum(moe_probs_, p.moe_probs);
     moe_probs_->setEnabled(s.model.moe.has_value());
+    SelectEnum(expert_bias_, p.expert_bias);
+    // Shown while set even where the experts have no biases (it then adds nothing), as above.
+    expert_bias_->setEnabled(p.expert_bias != core::ExpertBias::kFused ||
+                             (s.model.moe.has_value() && s.model.bias == core::BiasKind::kAll));
     SelectEnum(moe_dispatcher_, p.moe_dispatcher);
     moe_dispatcher_->setEnabled(s.model.moe.has_value() && p.ep > 1);
     SelectEnum(moe_routing_, p.moe_routing);

@@ -39,6 +39,7 @@ class InputsPanel : public QScrollArea {
   QComboBox* precisionBox() const { return precision_; }
   QComboBox* fp8ScalingBox() const { return fp8_scaling_; }
   QComboBox* moeProbsBox() const { return moe_probs_; }
+  QComboBox* expertBiasBox() const { return expert_bias_; }
   QComboBox* moeDispatcherBox() const { return moe_dispatcher_; }
   QComboBox* moeRoutingBox() const { return moe_routing_; }
   QSpinBox* ppFlushesBox() const { return pp_flushes_; }
@@ -83,7 +84,8 @@ class InputsPanel : public QScrollArea {
   QSpinBox* gpus_;
   std::map<Degree, QComboBox*> degree_;
   QLabel* dp_;
-  QComboBox *zero_, *recompute_, *schedule_, *precision_, *fp8_scaling_, *moe_probs_, *moe_dispatcher_, *moe_routing_;
+  QComboBox *zero_, *recompute_, *schedule_, *precision_, *fp8_scaling_, *moe_probs_, *expert_bias_, *moe_dispatcher_,
+      *moe_routing_;
   QComboBox* stack_;  // "apply a stack's defaults"
   // The stack last applied and the model and plan it left: the combo names it while they hold.
   QString applied_stack_;

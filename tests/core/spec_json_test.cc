@@ -33,6 +33,7 @@ TEST(SpecJsonTest, PlanFileRoundTripsWithEmbeddedSpecs) {
   f.plan.bf16_layers_at_start = 1;
   f.plan.bf16_layers_at_end = 3;
   f.plan.moe_probs = MoeProbs::kUnpermute;
+  f.plan.expert_bias = ExpertBias::kPerExpertFp32;
   f.plan.moe_dispatcher = MoeDispatcher::kFlex;
   f.plan.moe_routing = MoeRouting::kRoundRobin;
   f.plan.pp_flushes = 2;
@@ -54,6 +55,7 @@ TEST(SpecJsonTest, PlanFileRoundTripsWithEmbeddedSpecs) {
   EXPECT_NE(PlanFileToJson(f).find(R"("activation_layers": 12)"), std::string::npos);
   EXPECT_NE(PlanFileToJson(f).find(R"("bf16_layers_at_end": 3)"), std::string::npos);
   EXPECT_NE(PlanFileToJson(f).find(R"("moe_routing": "round-robin")"), std::string::npos);
+  EXPECT_NE(PlanFileToJson(f).find(R"("expert_bias": "per-expert-fp32")"), std::string::npos);
   EXPECT_NE(PlanFileToJson(f).find(R"("fp8_param_gather": true)"), std::string::npos);
   EXPECT_NE(PlanFileToJson(f).find(R"("recompute_early_stop": true)"), std::string::npos);
 }

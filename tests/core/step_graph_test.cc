@@ -1675,5 +1675,48 @@ TEST(StepGraphTest, ChunkedLayersAreTheirOwnAttentionOpAndPlansRespectTheirRules
       << dc.ToStatus().ToString();
 }
 
+TEST(StepGraphTest, MegatronCoreAddsTheExpertsFc2BiasOneLocalExpertAtATime) {
+  // gpt-oss-120b (128 experts top-4, hidden 2880, biases everywhere) on 8 GPUs at EP 8, one
+  // 4096-token sequence: each rank's 16 local experts receive 4096 x 4 = 16,384 rows, so fc2's
+  // output is 16,384 x 2880 = 47,185,920 elements. Megatron-Core's _apply_bias (core/specs.h
+  // ExpertBias), by hand from autograd's ops (core/step_graph.cc kExpertBias16/32):
+  //  per-expert, 16-bit probabilities: forward 12 B an element in 2 x 16 + 1 (the cat) = 33
+  //    kernels, backward 16 B in 4 x 16 + 2 (two cats) = 66;
+  //  per-expert-fp32: forward 28 B in 2 x 16 + 2 (the cat, the cast back) = 34, backward 40 B in
+  //    5 x 16 + 3 (the cast's gradient, two cats) = 83.
+  auto m = LoadModel("gpt-oss-120b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p = Ep8Plan();
+  const int64_t elements = int64_t{16384} * 2880;
+  auto bias_ops = [&](const PlanSpec& plan) {
+    std::vector<Op> found;
+    for (const Op& op : BuildStepGraph(*m, plan).moe_layer)
+      if (std::string_view(op.name) == "expert_fc2_bias") found.push_back(op);
+    return found;
+  };
+  EXPECT_TRUE(bias_ops(p).empty());  // fused: the default adds no pass
+  p.expert_bias = ExpertBias::kPerExpert;
+  std::vector<Op> ops = bias_ops(p);
+  ASSERT_EQ(ops.size(), 2u);
+  EXPECT_EQ(ops[0].pass, Pass::kForward);
+  EXPECT_EQ(ops[0].mem_op, MemOp::kExpertBias);
+  EXPECT_EQ(ops[0].bytes, elements * 12);
+  EXPECT_EQ(ops[0].batch, 33);
+  EXPECT_EQ(ops[1].pass, Pass::kBackwardInput);
+  EXPECT_EQ(ops[1].bytes, elements * 16);
+  EXPECT_EQ(ops[1].batch, 66);
+  p.expert_bias = ExpertBias::kPerExpertFp32;
+  ops = bias_ops(p);
+  ASSERT_EQ(ops.size(), 2u);
+  EXPECT_EQ(ops[0].bytes, elements * 28);
+  EXPECT_EQ(ops[0].batch, 34);
+  EXPECT_EQ(ops[1].bytes, elements * 40);
+  EXPECT_EQ(ops[1].batch, 83);
+  // Experts without biases (Qwen3-30B-A3B) have nothing to add whatever the plan says.
+  auto qwen = LoadModel("qwen3-30b-a3b");
+  ASSERT_TRUE(qwen.ok());
+  for (const Op& op : BuildStepGraph(*qwen, p).moe_layer) EXPECT_NE(op.mem_op, MemOp::kExpertBias);
+}
+
 }  // namespace
 }  // namespace meshplan::core

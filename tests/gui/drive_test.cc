@@ -385,6 +385,42 @@ TEST(GuiDriveTest, MoeProbabilitiesAreSetInThePanel) {
   ASSERT_NO_FATAL_FAILURE(ResolveTheWindowsCommand(*s, &cli));
 }
 
+// How an MoE model's experts add fc2's bias (plan.expert_bias), set in the inputs panel: off for
+// Qwen3-30B-A3B, whose experts have no biases, on for gpt-oss-20b (32 experts top-4, biases). On
+// 8 GPUs at EP 8 Megatron-Core's per-expert add is a pass of its own after fc2 in every MoE layer
+// (core/step_graph.cc ExpertBiasCost), so the step is longer; the copy-as-command line carries it.
+TEST(GuiDriveTest, ExpertBiasIsSetInThePanel) {
+  MainWindow w;
+  ScenarioModel* s = w.scenario();
+  InputsPanel* in = w.inputs();
+  auto errors = [s] { return s->evaluation().errors.join("\n").toStdString(); };
+  in->modelBox()->setCurrentIndex(in->modelBox()->findData("qwen3-30b-a3b"));
+  ASSERT_TRUE(s->scenario().model.moe.has_value());
+  EXPECT_FALSE(in->expertBiasBox()->isEnabled());
+  in->modelBox()->setCurrentIndex(in->modelBox()->findData("gpt-oss-20b"));
+  ASSERT_EQ(s->scenario().model.bias, core::BiasKind::kAll);
+  in->gpusBox()->setValue(8);
+  Choose(in->degreeBox(Degree::kPp), 1);
+  Choose(in->degreeBox(Degree::kTp), 1);
+  Choose(in->degreeBox(Degree::kEp), 8);
+  core::PlanSpec p = s->plan();
+  p.seq_len = 4096;
+  p.micro_batch = 1;
+  s->setPlan(p);
+  ASSERT_TRUE(s->evaluation().valid) << errors();
+  EXPECT_TRUE(in->expertBiasBox()->isEnabled());
+  EXPECT_EQ(s->plan().expert_bias, core::ExpertBias::kFused);
+  const double fused = s->evaluation().step.time_s;
+  QComboBox* box = in->expertBiasBox();
+  box->setCurrentIndex(box->findData(static_cast<int>(core::ExpertBias::kPerExpert)));
+  ASSERT_EQ(s->plan().expert_bias, core::ExpertBias::kPerExpert);
+  ASSERT_TRUE(s->evaluation().valid) << errors();
+  EXPECT_GT(s->evaluation().step.time_s, fused);
+  EXPECT_TRUE(s->commandLine().contains("--expert-bias per-expert")) << s->commandLine().toStdString();
+  core::Scenario cli;
+  ASSERT_NO_FATAL_FAILURE(ResolveTheWindowsCommand(*s, &cli));
+}
+
 // Pipeline flushes, the FP8 parameter gather and the MoE dispatcher and routing in the inputs
 // panel, each as `meshplan report` takes it. On the default plan (Llama 3 70B, PP 4): two flushes
 // run two warm-ups and drains, a slower step; a count that does not divide the microbatches stays

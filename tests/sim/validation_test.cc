@@ -859,6 +859,34 @@ TEST(ValidationTest, MoeProbabilitiesApplyWhereEachRunsMegatronCoreAppliesThem) 
   EXPECT_EQ(swiglu->scenario.plan.moe_probs, core::MoeProbs::kFused);
 }
 
+// How the experts add fc2's bias (PlanSpec::expert_bias): gpt-oss on Megatron-Bridge 25.11 to 26.08,
+// whose Megatron-Core adds it one local expert at a time (_apply_bias), with fp32 probabilities
+// where the recipe's dispatcher is HybridEP's (the flex dispatcher upcasts them), whatever
+// dispatcher the run is costed with; NeMo AutoModel's gpt-oss and models without expert biases
+// keep the fused default. Each per-expert pass makes the run slower than it was predicted fused.
+TEST(ValidationTest, GptOssExpertBiasesAreAddedAsEachRunsMegatronCoreAddsThem) {
+  const auto nemo = Corpus("nemo_performance_summaries.json");
+  const auto* h100 = Find(nemo, "megatron-bridge-2604-dgx-h100-gpt-oss-120b-64gpu-bf16");
+  const auto* gb300 = Find(nemo, "megatron-bridge-2608-dgx-gb300-gpt-oss-120b-64gpu-mxfp8");
+  const auto* qwen = Find(nemo, "megatron-bridge-2604-dgx-h100-qwen3-30b-a3b-16gpu-fp8");
+  ASSERT_TRUE(h100 && gb300 && qwen);
+  EXPECT_EQ(h100->scenario.plan.expert_bias, core::ExpertBias::kPerExpert);
+  EXPECT_TRUE(Says(h100->assumptions, "expert fc2 bias added per-expert from Megatron-Bridge 25.11"));
+  EXPECT_EQ(gb300->scenario.plan.expert_bias, core::ExpertBias::kPerExpertFp32);
+  EXPECT_TRUE(Says(gb300->assumptions, "fp32 probabilities, as the recipe's flex/hybridep dispatcher hands them"));
+  EXPECT_EQ(qwen->scenario.plan.expert_bias, core::ExpertBias::kFused);
+  const auto automodel = Corpus("automodel_performance_summary.json");
+  const auto* oss = Find(automodel, "automodel-2510-h100-gpt-oss-120b-64gpu");
+  ASSERT_TRUE(oss);
+  EXPECT_EQ(oss->scenario.plan.expert_bias, core::ExpertBias::kFused);
+  for (const auto* r : {h100, gb300}) {
+    core::PublishedRun fused = *r;
+    fused.scenario.plan.expert_bias = core::ExpertBias::kFused;
+    const auto runs = ValidateRuns({*r, fused}, core::Profile{});
+    EXPECT_LT(runs.records[0].predicted, runs.records[1].predicted) << r->id;
+  }
+}
+
 TEST(ValidationTest, AnUnknownAttentionKernelSkipsTheRecordSayingWhy) {
   auto text = core::ReadTextFile(MESHPLAN_TEST_DATA_DIR "/validation/llmfoundry_benchmarks.json");
   ASSERT_TRUE(text.ok());

@@ -272,10 +272,20 @@ void ReadSlidingWindow(const std::string& type, FieldReader& r, ModelSpec* m) {
   m->global_attention_every = every;
 }
 
+// The layer count under `key`, refused above kMaxModelLayers before any per-layer list is built
+// (a fuzzed config's 11,283,333,171 layers had the DeepSeek reader fill a list that long).
+int64_t Layers(FieldReader& r, const char* key) {
+  const int64_t layers = r.Required(key);
+  if (layers <= kMaxModelLayers) return layers;
+  r.Error(key, "must be at most " + std::to_string(kMaxModelLayers) +
+                   " (the deepest published LLMs have a few hundred), got " + std::to_string(layers));
+  return 0;
+}
+
 void ReadGpt2(FieldReader& r, ModelSpec* m) {
   // transformers/models/gpt2/configuration_gpt2.py; the MLP is Conv1D h->n_inner->h with
   // biases, n_inner None meaning 4*n_embd.
-  m->layers = r.Required("n_layer");
+  m->layers = Layers(r, "n_layer");
   m->hidden = r.Required("n_embd");
   m->heads = r.Required("n_head");
   m->vocab = r.Required("vocab_size");
@@ -310,7 +320,7 @@ void ReadGpt2(FieldReader& r, ModelSpec* m) {
 // modules; no position embedding, squared ReLU (not gated: costed as a two-matrix MLP), a sigmoid
 // router with expert bias (the bridge's defaults).
 void ReadNemotronH(FieldReader& r, ModelSpec* m) {
-  m->layers = r.Required("num_hidden_layers");
+  m->layers = Layers(r, "num_hidden_layers");
   m->hidden = r.Required("hidden_size");
   m->heads = r.Required("num_attention_heads");
   m->vocab = r.Required("vocab_size");
@@ -369,7 +379,7 @@ void ReadNemotronH(FieldReader& r, ModelSpec* m) {
 
 void ReadDecoder(const std::string& type, FieldReader& r, ModelSpec* m) {
   const FamilyDefaults d = DefaultsFor(type);
-  m->layers = r.Required("num_hidden_layers");
+  m->layers = Layers(r, "num_hidden_layers");
   m->hidden = r.Required("hidden_size");
   m->heads = r.Required("num_attention_heads");
   m->vocab = r.Required("vocab_size");

@@ -88,6 +88,10 @@ struct HybridCounts {
   int64_t mamba = 0, attention = 0, mlp = 0, moe = 0;
 };
 
+// The most layers a model may have (ValidateModel; the HF config reader refuses more before it
+// builds anything per layer): the deepest published LLMs have a few hundred.
+inline constexpr int64_t kMaxModelLayers = 10000;
+
 struct ModelSpec {
   std::string name;
   std::string source;  // citation: paper/model card/config the numbers come from

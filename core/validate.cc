@@ -149,7 +149,7 @@ void ValidateModel(const ModelSpec& m, const std::string& p, Diagnostics* d) {
     const char* why;
   };
   for (const Bound& b : {
-           Bound{".layers", m.layers, 1, 10000,
+           Bound{".layers", m.layers, 1, static_cast<double>(kMaxModelLayers),
                  "the deepest published LLMs have a few hundred (Llama 3.1 405B 126, PaLM 540B 118)"},
            Bound{".hidden", m.hidden, 1, 1048576,
                  "the widest published models have tens of thousands (PaLM 540B 18432, Megatron's 1T 25600)"},

@@ -159,6 +159,26 @@ TEST(HfConfigTest, NemotronHybridIsReadAsMegatronBridgeMapsIt) {
       << bad.status().ToString();
 }
 
+// A config with more layers than any model (the fuzzer's, tests/data/malformed/
+// hf_config_eleven_billion_layers.json: DeepSeek-V3's type, 11,283,333,171 layers) is refused
+// naming the field before the reader builds its per-layer MoE list (it hung filling 11e9 entries);
+// every reader takes the same bound, GPT-2's too.
+TEST(HfConfigTest, MoreLayersThanAnyModelAreRefusedBeforeAnythingPerLayer) {
+  const std::string text =
+      ReadTextFile(std::string(MESHPLAN_TEST_DATA_DIR) + "/malformed/hf_config_eleven_billion_layers.json").value();
+  const auto bad = ModelFromHfConfig(text, "x", "test");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("config.num_hidden_layers: must be at most 10000 (the deepest published "
+                                        "LLMs have a few hundred), got 11283333171"),
+            std::string::npos)
+      << bad.status().ToString();
+  const auto gpt2 = ModelFromHfConfig(
+      R"({"model_type": "gpt2", "n_layer": 20000, "n_embd": 768, "n_head": 12, "vocab_size": 50257})", "x", "test");
+  ASSERT_FALSE(gpt2.ok());
+  EXPECT_NE(gpt2.status().message().find("config.n_layer: must be at most 10000"), std::string::npos)
+      << gpt2.status().ToString();
+}
+
 TEST(HfConfigTest, NemotronSuperReadsItsLatentMoeAndSharedMtpModule) {
   // Nemotron 3 Super in NemotronHBridge's names (tests/data/hf/nemotron-3-super.json: the Nano
   // fixture's fields valued as Megatron-LM's arguments for the released checkpoint,

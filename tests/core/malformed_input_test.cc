@@ -607,10 +607,12 @@ std::string CaseName(const ::testing::TestParamInfo<MalformedCase>& info) {
 INSTANTIATE_TEST_SUITE_P(Malformed, MalformedInputTest, ::testing::ValuesIn(kCases), CaseName);
 
 // Every fixture is covered by the table (a file nobody checks tests nothing), or by its own test:
-// the profile and measurement fixtures the fuzzers found (MalformedProfileTest here; the
+// the profile, measurement and HF config fixtures the fuzzers found (MalformedProfileTest here;
+// HfConfigTest.MoreLayersThanAnyModelAreRefusedBeforeAnythingPerLayer; the
 // measurement JSON test in tests/runtime/executor_test.cc). The fuzz preset replays them all.
 TEST(MalformedFixturesTest, EveryFixtureIsInTheTable) {
-  const std::set<std::string> own_test = {"profile_comm_not_an_object.json", "measurement_float_for_integer.json"};
+  const std::set<std::string> own_test = {"profile_comm_not_an_object.json", "measurement_float_for_integer.json",
+                                          "hf_config_eleven_billion_layers.json"};
   for (const auto& entry : std::filesystem::directory_iterator(FixturePath(""))) {
     const std::string file = entry.path().filename().string();
     const bool listed = own_test.count(file) > 0 || std::any_of(std::begin(kCases), std::end(kCases),

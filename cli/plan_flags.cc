@@ -207,7 +207,8 @@ void PlanFlags::Register(CLI::App* app) {
   p->add_option("--expert-bias", expert_bias,
                 "MoE experts with biases (gpt-oss): how fc2's bias is added: fused (default: in the GEMM or a "
                 "fused kernel, no pass of its own), per-expert (Megatron-Core's TEGroupedMLP from 2025-09: eager "
-                "t + b * p and a concatenation, one local expert at a time; --stack megatron-core-2024 sets it) or "
+                "t + b * p and a concatenation, one local expert at a time; no stack preset sets it: the 2024 "
+                "TEGroupedMLP refused biases) or "
                 "per-expert-fp32 (the same with fp32 probabilities, as the flex dispatcher hands them)");
   p->add_option("--stack", stack,
                 "Software stack whose defaults the plan takes (meshplan presets stacks): precision, attention, "

@@ -170,7 +170,12 @@ void PlanFlags::Register(CLI::App* app) {
   p->add_flag_callback(
       "--fp8-param-gather", [this] { fp8_param_gather = true; },
       "The distributed optimizer all-gathers the updated parameters in FP8, 1 byte each, and the layers compute "
-      "from them (Megatron-Core's --fp8-param-gather, NeMo's fp8_params); needs --precision fp8 and --zero 1 or 2");
+      "from them (Megatron-Core's --fp8-param-gather, NeMo's fp8_params); needs --precision fp8 and --zero 1 or 2 "
+      "(--stack megatron-bridge-2025 sets it where they allow it)");
+  p->add_flag_callback(
+      "--no-fp8-param-gather", [this] { fp8_param_gather = false; },
+      "The distributed optimizer all-gathers the parameters in the weights' dtype even under FP8 (a stack that "
+      "gathers them in FP8, megatron-bridge-2025, otherwise does)");
   p->add_flag_callback(
       "--transformer-engine", [this] { transformer_engine = true; },
       "The layers run as Transformer Engine's modules (Megatron-Core's default; --stack megatron-core-2024 "
@@ -207,8 +212,8 @@ void PlanFlags::Register(CLI::App* app) {
   p->add_option("--expert-bias", expert_bias,
                 "MoE experts with biases (gpt-oss): how fc2's bias is added: fused (default: in the GEMM or a "
                 "fused kernel, no pass of its own), per-expert (Megatron-Core's TEGroupedMLP from 2025-09: eager "
-                "t + b * p and a concatenation, one local expert at a time; no stack preset sets it: the 2024 "
-                "TEGroupedMLP refused biases) or "
+                "t + b * p and a concatenation, one local expert at a time: --stack megatron-bridge-2025 sets it; "
+                "the 2024 TEGroupedMLP refused biases) or "
                 "per-expert-fp32 (the same with fp32 probabilities, as the flex dispatcher hands them)");
   p->add_option("--stack", stack,
                 "Software stack whose defaults the plan takes (meshplan presets stacks): precision, attention, "
@@ -499,6 +504,8 @@ void PlanFlags::ApplyPlanFlags(bool from_file, core::ModelSpec* spec, core::Plan
     if (std::string said = core::ApplyStackPipelineSharding(*sw, &p); !said.empty()) notes->push_back(said);
   if (sw && !recompute_early_stop)
     if (std::string said = core::ApplyStackRecomputeEarlyStop(*sw, m, &p); !said.empty()) notes->push_back(said);
+  if (sw && !fp8_param_gather)
+    if (std::string said = core::ApplyStackFp8ParamGather(*sw, &p); !said.empty()) notes->push_back(said);
 }
 
 bool PlanFlags::Resolve(core::Scenario* out, Diagnostics* d, std::vector<std::string>* notes) const {

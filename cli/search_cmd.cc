@@ -438,6 +438,7 @@ void RunSearch(const SearchFlags& f, int* exit_code) {
   // A software stack's defaults for what the search does not vary (precision, attention kernel,
   // overlaps, gradient dtype, ZeRO-3 gathers); --precision and --recipe override them. ZeRO,
   // recomputation and SP stay searched (--zero, --recompute, --sp to hold the stack's).
+  bool stack_fp8_param_gather = false;  // the stack's FP8 recipes gather in FP8 (applied under --precision fp8)
   if (f.stack) {
     auto st = core::LoadStack(*f.stack);
     if (!st.ok()) {
@@ -449,6 +450,7 @@ void RunSearch(const SearchFlags& f, int* exit_code) {
     // Its checkpoint early stop, for the full-recomputation candidates the search tries (where it
     // skips something: sim::Search applies it to those only).
     p.recompute_early_stop = st->recompute_early_stop;
+    stack_fp8_param_gather = st->fp8_param_gather;
     notes.push_back(core::StackSummary(*st));
     notes.push_back(
         "the search still tries every ZeRO stage, recompute mode and SP setting (--zero, --recompute, "
@@ -497,6 +499,9 @@ void RunSearch(const SearchFlags& f, int* exit_code) {
       return;
     }
     p.fp8_param_gather = true;  // the search keeps it on its ZeRO-1 and ZeRO-2 plans only
+  } else if (stack_fp8_param_gather && p.precision == core::Dtype::kFp8) {
+    p.fp8_param_gather = true;  // the same, from the stack's FP8 recipes
+    notes.push_back("stack " + *f.stack + ": the ZeRO-1 and ZeRO-2 plans gather their parameters in FP8");
   }
   // What every plan keeps in host memory: the optimizer states or parameters (ZeRO-Offload), the
   // first N layers' activations (Megatron-Core --cpu-offloading-num-layers); plans the rules refuse

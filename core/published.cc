@@ -1535,14 +1535,19 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
                               " (grad_reduce_in_fp32 " + (fp32 ? "true" : "false") + ") from " +
                               (from_launch ? launch_name() : release->grad_reduce_in_fp32.source));
   }
-  // The parameter all-gather in FP8 where the run's config says so, else its release's
-  // (PlanSpec::fp8_param_gather; Megatron-Bridge's FP8 mixed-precision recipes turn it on): with
-  // FP8 compute and the distributed optimizer only, as Megatron-Core takes it.
+  // The parameter all-gather in FP8 where the run's config says so, else its release's, else its
+  // stack's (PlanSpec::fp8_param_gather; Megatron-Bridge's FP8 mixed-precision recipes turn it on):
+  // with FP8 compute and the distributed optimizer only, as Megatron-Core takes it.
   {
     const bool from_launch = launch && launch->fp8_param_gather;
     const bool from_release = !from_launch && release && release->fp8_param_gather.value && p.precision == Dtype::kFp8;
-    const std::string said = from_launch ? launch_name() : from_release ? release->fp8_param_gather.source : "";
-    if ((from_launch && *launch->fp8_param_gather) || (from_release && *release->fp8_param_gather.value)) {
+    const bool stack_says = !from_launch && !from_release && stack->fp8_param_gather && p.precision == Dtype::kFp8;
+    const std::string said = from_launch    ? launch_name()
+                             : from_release ? release->fp8_param_gather.source
+                             : stack_says   ? "stack " + stack->name
+                                            : "";
+    if ((from_launch && *launch->fp8_param_gather) || (from_release && *release->fp8_param_gather.value) ||
+        stack_says) {
       if (p.Fp8ParamGatherApplies()) {
         p.fp8_param_gather = true;
         run.assumptions.push_back("parameters all-gathered in FP8 (fp8_param_gather) from " + said);

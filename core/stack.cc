@@ -170,6 +170,7 @@ Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string&
                           {"repeat_kv", &s.repeat_kv},
                           {"keep_pp_outputs", &s.keep_pp_outputs},
                           {"transformer_engine", &s.transformer_engine},
+                          {"fp8_param_gather", &s.fp8_param_gather},
                           {"recompute_early_stop", &s.recompute_early_stop}})
     r.Bool(key, out);
   if (s.precision == Dtype::kNone || s.precision == Dtype::kInt8 || s.precision == Dtype::kFp32 ||
@@ -229,10 +230,16 @@ const std::vector<SoftwareStack>& BuiltInStacks() {
 }  // namespace
 
 std::optional<SoftwareStack> StackForRecord(const std::string& record_id) {
+  const SoftwareStack* best = nullptr;
+  size_t best_length = 0;
   for (const auto& s : BuiltInStacks())
     for (const auto& prefix : s.applies_to)
-      if (record_id.rfind(prefix, 0) == 0) return s;
-  return std::nullopt;
+      if (prefix.size() > best_length && record_id.rfind(prefix, 0) == 0) {
+        best = &s;
+        best_length = prefix.size();
+      }
+  if (best == nullptr) return std::nullopt;
+  return *best;
 }
 
 std::optional<SoftwareStack> StackForSource(const std::string& source_text, const std::string& row_text) {
@@ -288,6 +295,16 @@ void ApplyStackWhole(const SoftwareStack& s, ModelSpec* m, PlanSpec* p) {
   ApplyStack(s, m, p);
   (void)ApplyStackPipelineSharding(s, p);
   (void)ApplyStackRecomputeEarlyStop(s, *m, p);
+  (void)ApplyStackFp8ParamGather(s, p);
+}
+
+std::string ApplyStackFp8ParamGather(const SoftwareStack& s, PlanSpec* p) {
+  if (!s.fp8_param_gather || p->fp8_param_gather || !p->Fp8ParamGatherApplies()) return "";
+  p->fp8_param_gather = true;
+  return "stack " + s.name +
+         ": the distributed optimizer all-gathers the parameters in FP8, 1 byte each (fp8_param_gather; "
+         "--no-fp8-param-gather to gather them in " +
+         std::string(Name(p->dtypes.weights)) + ")";
 }
 
 std::string ApplyStackPipelineSharding(const SoftwareStack& s, PlanSpec* p) {
@@ -316,13 +333,17 @@ std::string StackSummary(const SoftwareStack& s) {
          (s.zero == 1 || s.zero == 2
               ? std::string(", param gather ") + (s.overlap_param_gather ? "overlapped" : "after the step")
               : std::string()) +
-         ", " + Name(s.grads) + " gradients, zero " + std::to_string(s.zero) +
+         ", " + Name(s.grads) + " gradients" + (s.grad_prescale ? "" : " averaged in the collective") + ", zero " +
+         std::to_string(s.zero) +
+         (s.cross_entropy == CrossEntropy::kFused ? std::string()
+                                                  : std::string(", cross entropy ") + Name(s.cross_entropy)) +
          (s.zero3_gather == Zero3Gather::kFlat ? std::string()
                                                : std::string(", zero-3 gathers ") + Name(s.zero3_gather)) +
          (s.cp_kind == CpKind::kRing ? std::string() : std::string(", CP ") + Name(s.cp_kind)) +
          (s.repeat_kv ? ", K and V repeated to every query head" : "") +
          (s.keep_pp_outputs ? ", pipeline outputs and gradient buffers kept per microbatch" : "") +
          (s.transformer_engine ? ", Transformer Engine" : "") +
+         (s.fp8_param_gather ? ", FP8 parameter gather under FP8" : "") +
          (s.dropout ? std::string(*s.dropout ? ", dropout" : ", no dropout") : std::string()) +
          (s.recompute_early_stop ? ", full recomputation with the checkpoint early stop" : "") +
          (s.vocab_divisible_by > 1

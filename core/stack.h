@@ -93,6 +93,10 @@ struct SoftwareStack {
   int64_t cuda_context_bytes = 0;
   // Its layers run as Transformer Engine's modules (PlanSpec::transformer_engine).
   bool transformer_engine = false;
+  // Its FP8 recipes all-gather the distributed optimizer's parameters in FP8
+  // (PlanSpec::fp8_param_gather): applied once the plan's precision and ZeRO stage are final and
+  // only where they allow it (ApplyStackFp8ParamGather).
+  bool fp8_param_gather = false;
   // Whether its models train with dropout (ModelSpec::dropout), where the stack's own model code
   // says (LLM Foundry's MPT: resid_pdrop, emb_pdrop and attn_pdrop default to 0); nullopt: the
   // model's.
@@ -113,7 +117,8 @@ Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string&
 // A built-in stack by name (NotFound lists them), or a stack file by path (its errors: the path,
 // then ParseStackJson's lines).
 Result<SoftwareStack> LoadStack(const std::string& name);
-// The built-in stack whose applies_to names a prefix of `record_id`; nullopt when none does.
+// The built-in stack whose applies_to names a prefix of `record_id`, the longest such prefix where
+// several stacks name one (megatron-bridge-2511- before megatron-bridge-); nullopt when none does.
 std::optional<SoftwareStack> StackForRecord(const std::string& record_id);
 // The built-in stack a record's source names (SoftwareStack::recognized_by, matched against
 // `source_text` and `row_text`): of the stacks with a matching entry, the one whose entry lists
@@ -135,10 +140,14 @@ std::string ApplyStackPipelineSharding(const SoftwareStack& s, PlanSpec* p);
 // recomputation where RecomputeEarlyStopBlocker finds nothing against it. Returns the sentence
 // that says it was applied or why not, or "" when the plan does not recompute fully.
 std::string ApplyStackRecomputeEarlyStop(const SoftwareStack& s, const ModelSpec& m, PlanSpec* p);
+// The stack's FP8 parameter gather (SoftwareStack::fp8_param_gather), applied once the plan's
+// precision and ZeRO stage are final, where PlanSpec::Fp8ParamGatherApplies (FP8 compute, ZeRO 1 or
+// 2). Returns the sentence that says it was applied, or "" when it was not.
+std::string ApplyStackFp8ParamGather(const SoftwareStack& s, PlanSpec* p);
 // One line naming what ApplyStack set: "stack megatron-lm-2021: fp16, naive attention, ...".
 // The whole stack on a model and plan that take every default from it (a GUI choice, a fuzzed
-// stack file): ApplyStack, then ApplyStackPipelineSharding and ApplyStackRecomputeEarlyStop, as
-// `report --stack NAME` with no other flag; their notes dropped. The CLI runs the three itself,
+// stack file): ApplyStack, then ApplyStackPipelineSharding, ApplyStackRecomputeEarlyStop and
+// ApplyStackFp8ParamGather, as `report --stack NAME` with no other flag; their notes dropped. The CLI runs them itself,
 // its flags between the first and the others (cli/plan_flags.cc).
 void ApplyStackWhole(const SoftwareStack& s, ModelSpec* m, PlanSpec* p);
 std::string StackSummary(const SoftwareStack& s);

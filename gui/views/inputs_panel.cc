@@ -475,12 +475,13 @@ void InputsPanel::ApplyStackPreset(const QString& name) {
   core::ModelSpec m = scenario_->scenario().model;
   core::PlanSpec p = scenario_->plan();
   // The fields a stack owns but sets only where it says so (its checkpoint early stop, its CUDA
-  // context, its vocabulary padding) go back to the plan's defaults first, so a stack chosen after
-  // another gives the plan it gives alone.
+  // context, its vocabulary padding, its FP8 parameter gather) go back to the plan's defaults first, so a stack chosen
+  // after another gives the plan it gives alone.
   const core::PlanSpec defaults;
   p.recompute_early_stop = defaults.recompute_early_stop;
   p.cuda_context_bytes = defaults.cuda_context_bytes;
   p.vocab_divisible_by = defaults.vocab_divisible_by;
+  p.fp8_param_gather = defaults.fp8_param_gather;
   core::ApplyStackWhole(*stack, &m, &p);
   error_.clear();
   scenario_->setModel(m);

@@ -68,7 +68,7 @@ class InputsPanel : public QScrollArea {
   void EditPlan(const std::function<void(core::PlanSpec&)>& edit);
   // Applies a built-in software stack's defaults to the model and plan, as the CLI's --stack does
   // (core::ApplyStackWhole); the fields only some stacks set (early stop, CUDA context, vocabulary
-  // padding) reset first.
+  // padding, the FP8 parameter gather) reset first.
   void ApplyStackPreset(const QString& name);
   // A change of an EnumBox sets the plan field it stands for.
   template <typename E>

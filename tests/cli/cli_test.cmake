@@ -856,3 +856,11 @@ run(history_help_default 0 "--db .*default ${default_db}" history --help)
 if(EXISTS ${default_db})
   message(SEND_ERROR "a CLI test wrote the default store ${default_db}: pass --db")
 endif()
+# --stack megatron-bridge-2025 (Megatron-Bridge 25.11 to 26.08): its FP8 recipes gather the
+# parameters in FP8 once the plan is FP8 with the distributed optimizer, said, and
+# --no-fp8-param-gather gathers them in the weights' dtype; the report's accuracy table shows the
+# stack's own group.
+run(report_bridge_fp8_gather 0 "\\| fp8, parameters gathered in fp8\n.*# default: stack megatron-bridge-2025: the distributed optimizer all-gathers the parameters in FP8.*stack megatron-bridge-2025 +[0-9]+ "
+    report --model llama3-70b --gpu h100-sxm --gpus 64 --tp 8 --pp 4 --stack megatron-bridge-2025 --precision fp8 --gbs 128 --seq 8192 --recompute full)
+run_without(report_bridge_no_fp8_gather 0 "parameters gathered in fp8"
+    report --model llama3-70b --gpu h100-sxm --gpus 64 --tp 8 --pp 4 --stack megatron-bridge-2025 --precision fp8 --gbs 128 --seq 8192 --recompute full --no-fp8-param-gather)

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "core/presets.h"
 
 namespace meshplan::core {
@@ -36,7 +38,11 @@ TEST(StackTest, RecordsFindTheStackThatProducedThem) {
   EXPECT_EQ(z3->zero, 3);
   EXPECT_EQ(StackForRecord("megascale-t2-megatron-lm-256gpu")->name, "megatron-lm-2022");
   EXPECT_EQ(StackForRecord("megascale-t2-megascale-256gpu")->name, "megascale-2024");
-  EXPECT_EQ(StackForRecord("megatron-bridge-2511-dgx-h100-llama3-8b-8gpu")->name, "megatron-core-2024");
+  // Megatron-Bridge: 25.11 on is its own stack, 25.09 Megatron-Core's of 2024 (with its release's
+  // defaults); the longest prefix wins where megatron-core-2024's "megatron-bridge-" also names it.
+  EXPECT_EQ(StackForRecord("megatron-bridge-2511-dgx-h100-llama3-8b-8gpu")->name, "megatron-bridge-2025");
+  EXPECT_EQ(StackForRecord("megatron-bridge-260401-dgx-gb300-llama3-70b-64gpu-fp8")->name, "megatron-bridge-2025");
+  EXPECT_EQ(StackForRecord("megatron-bridge-2509-dgx-gb200-llama3-8b-8gpu")->name, "megatron-core-2024");
   // Megatron-Core reduces gradients in fp32 (core_r0.8.0 arguments.py forces it for bf16;
   // Megatron-Bridge's Llama 3 H100 recipes set ddp.grad_reduce_in_fp32).
   EXPECT_EQ(StackForRecord("megatronlm-readme-h100-2024-1.7B")->grads, Dtype::kFp32);
@@ -89,6 +95,12 @@ TEST(StackTest, SourcesNameTheirStackWithoutTheRecordId) {
   EXPECT_EQ(named("Korthikanti2022-ReducingActivationRecomputation (arXiv 2205.05198)", "530B"), "megatron-lm-2022");
   EXPECT_EQ(named("Megatron-Bridge performance summary (github.com/NVIDIA-NeMo/Megatron-Bridge)"),
             "megatron-core-2024");
+  // A release that names its container: 25.11 on is megatron-bridge-2025 (two terms beat one), and
+  // 26.02.01 is not 26.02's entry but its own.
+  const std::string bridge = "Megatron-Bridge performance summary (github.com/NVIDIA-NeMo/Megatron-Bridge) | ";
+  EXPECT_EQ(named(bridge + "## 25.11 NeMo Container / ### Pre-Training Performance"), "megatron-bridge-2025");
+  EXPECT_EQ(named(bridge + "## 26.02.01 NeMo Container / ### Pre-Training Performance"), "megatron-bridge-2025");
+  EXPECT_EQ(named(bridge + "## 25.09 NeMo Container / ### Pre-Training Performance"), "megatron-core-2024");
   EXPECT_EQ(named("Using DeepSpeed and Megatron to Train Megatron-Turing NLG 530B"), "megatron-deepspeed-2022");
   // dgxc-benchmarking publishes NeMo runs (Megatron-Core) and JAX MaxText runs: only the former.
   EXPECT_EQ(named("NVIDIA dgxc-benchmarking v25.03 | line 12: Nemotron4 15b"), "megatron-core-2024");
@@ -121,8 +133,8 @@ TEST(StackTest, AStackFileReportsEveryProblemAndRefusesUnknownKeys) {
   EXPECT_FALSE(ParseStackJson(base + R"(, "cuda_context_source": 5})").ok());
   // Every built-in stack still parses under the stricter rule.
   for (const char* name : {"deepspeed-zero3-2021", "llama3-2024", "llm-foundry-2023", "megascale-2024",
-                           "megatron-core-2024", "megatron-deepspeed-2022", "megatron-lm-2021", "megatron-lm-2022",
-                           "nemo-automodel-2025", "torchtitan-2024", "torchtitan-2025"})
+                           "megatron-bridge-2025", "megatron-core-2024", "megatron-deepspeed-2022", "megatron-lm-2021",
+                           "megatron-lm-2022", "nemo-automodel-2025", "torchtitan-2024", "torchtitan-2025"})
     EXPECT_TRUE(LoadStack(name).ok()) << name << ": " << LoadStack(name).status().ToString();
 }
 
@@ -405,6 +417,99 @@ TEST(StackTest, MegatronCountWithGqaAndSwiglu) {
   // = 201,326,592 x 287.65625 = 57,912,852,480 FLOPs per token.
   const ModelSpec m = *LoadModel("llama3-8b");
   EXPECT_DOUBLE_EQ(SourceFlopsPerToken(FlopCount::kMegatron, m, 8192), 57912852480.0);
+}
+
+// Megatron-Bridge 25.11 to 26.08 (megatron-bridge-2025): megatron-core-2024's DDP, optimizer,
+// layers and FLOP count, and what its releases set otherwise: the in-place Transformer Engine loss,
+// bf16 gradients averaged in the collective, the MoE code after Megatron-LM 2659630721 and
+// a329dd6da5, and the FP8 parameter gather where the plan's precision and ZeRO stage allow it.
+TEST(StackTest, MegatronBridgeTakesWhatItsReleasesSet) {
+  auto mb = LoadStack("megatron-bridge-2025");
+  auto mc = LoadStack("megatron-core-2024");
+  ASSERT_TRUE(mb.ok() && mc.ok());
+  PlanSpec p, q;
+  p.tp = q.tp = 2;
+  ModelSpec m, n;
+  ApplyStack(*mb, &m, &p);
+  ApplyStack(*mc, &n, &q);
+  EXPECT_EQ(p.cross_entropy, CrossEntropy::kTeInplace);
+  EXPECT_EQ(p.dtypes.grads, Dtype::kBf16);
+  EXPECT_FALSE(p.grad_prescale);
+  EXPECT_EQ(p.moe_probs, MoeProbs::kFused);
+  EXPECT_EQ(p.expert_bias, ExpertBias::kPerExpert);
+  EXPECT_FALSE(p.fp8_param_gather);  // bf16: nothing to gather in FP8
+  // The rest as megatron-core-2024.
+  EXPECT_EQ(mb->flop_count, mc->flop_count);
+  EXPECT_EQ(m.attention, n.attention);
+  EXPECT_EQ(p.sequence_parallel, q.sequence_parallel);
+  EXPECT_EQ(p.tp_overlap, q.tp_overlap);
+  EXPECT_EQ(p.grad_accum_fusion, q.grad_accum_fusion);
+  EXPECT_EQ(p.overlap_grad_reduce, q.overlap_grad_reduce);
+  EXPECT_EQ(p.overlap_param_gather, q.overlap_param_gather);
+  EXPECT_EQ(p.zero, q.zero);
+  EXPECT_EQ(p.transformer_engine, q.transformer_engine);
+  EXPECT_EQ(p.vocab_divisible_by, q.vocab_divisible_by);
+  EXPECT_EQ(p.moe_host, q.moe_host);
+  // The FP8 gather once the precision is FP8 and the optimizer is distributed; not under ZeRO-3
+  // (nothing to gather after the step) nor in a stack without it.
+  p.precision = Dtype::kFp8;
+  EXPECT_NE(ApplyStackFp8ParamGather(*mb, &p).find("stack megatron-bridge-2025: the distributed optimizer "
+                                                   "all-gathers the parameters in FP8"),
+            std::string::npos);
+  EXPECT_TRUE(p.fp8_param_gather);
+  PlanSpec z3 = p;
+  z3.fp8_param_gather = false;
+  z3.zero = 3;
+  EXPECT_EQ(ApplyStackFp8ParamGather(*mb, &z3), "");
+  EXPECT_FALSE(z3.fp8_param_gather);
+  q.precision = Dtype::kFp8;
+  EXPECT_EQ(ApplyStackFp8ParamGather(*mc, &q), "");
+  EXPECT_FALSE(q.fp8_param_gather);
+  EXPECT_NE(StackSummary(*mb).find("bf16 gradients averaged in the collective, zero 1, cross entropy te-inplace"),
+            std::string::npos)
+      << StackSummary(*mb);
+  EXPECT_NE(StackSummary(*mb).find("FP8 parameter gather under FP8"), std::string::npos);
+  // The stack says what the launch file's release defaults say for the releases it covers
+  // (presets/launches/megatron-bridge-performance.json, the evidence per release): the two agree.
+  auto text = PresetText("launches", "megatron-bridge-performance");
+  ASSERT_TRUE(text.ok());
+  const auto launches = nlohmann::json::parse(*text);
+  int checked = 0;
+  for (const auto& d : launches["release_defaults"]) {
+    const std::string prefix = d["id_prefix"];
+    auto owner = StackForRecord(prefix + "x");
+    ASSERT_TRUE(owner) << prefix;
+    if (owner->name != "megatron-bridge-2025" && prefix != "megatron-bridge-") continue;
+    if (prefix == "megatron-bridge-") {
+      // The entries for every release, 25.09 included: the 25.11 on releases' stack says the same.
+      ASSERT_EQ(StackForRecord("megatron-bridge-2511-x")->name, "megatron-bridge-2025");
+    }
+    if (d.contains("cross_entropy")) {
+      EXPECT_EQ(d["cross_entropy"].get<std::string>(), Name(mb->cross_entropy)) << prefix;
+      ++checked;
+    }
+    if (d.contains("grad_reduce_in_fp32")) {
+      EXPECT_EQ(d["grad_reduce_in_fp32"].get<bool>(), mb->grads == Dtype::kFp32) << prefix;
+      ++checked;
+    }
+    if (d.contains("average_in_collective")) {
+      EXPECT_EQ(d["average_in_collective"].get<bool>(), !mb->grad_prescale) << prefix;
+      ++checked;
+    }
+    if (d.contains("moe_probs")) {
+      EXPECT_EQ(d["moe_probs"].get<std::string>(), Name(mb->moe_probs)) << prefix;
+      ++checked;
+    }
+    if (d.contains("expert_bias")) {
+      EXPECT_EQ(d["expert_bias"].get<std::string>(), Name(mb->expert_bias)) << prefix;
+      ++checked;
+    }
+    if (d.contains("fp8_param_gather")) {
+      EXPECT_EQ(d["fp8_param_gather"].get<bool>(), mb->fp8_param_gather) << prefix;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 7);  // the five "megatron-bridge-" entries and the two expert_bias ones
 }
 
 }  // namespace

@@ -103,6 +103,22 @@ std::string PlanLine(const core::PlanSpec& p, const core::MemoryReport& r) {
   return o.str();
 }
 
+// How the plan runs its MoE layers, the settings a software stack or the flags chose (plan.moe_*,
+// expert_bias, ep_overlap): what the plan line leaves out. REQUIRES: m.moe.
+std::string MoeLine(const core::ModelSpec& m, const core::PlanSpec& p) {
+  const core::MoeSpec& e = *m.moe;
+  std::ostringstream o;
+  o << e.experts << " experts, top " << e.top_k;
+  if (e.shared_experts > 0) o << " + " << e.shared_experts << " shared";
+  if (p.ep > 0 && e.experts % p.ep == 0) o << ", " << e.experts / p.ep << " per EP rank";
+  o << " | " << (e.capacity_factor > 0 ? "capacity factor " + Fmt("%.3g", e.capacity_factor) : std::string("dropless"))
+    << " | dispatcher " << core::Name(p.moe_dispatcher) << ", routing " << core::Name(p.moe_routing)
+    << (p.ep_overlap ? ", EP all-to-all overlapped" : "") << " | probabilities " << core::Name(p.moe_probs) << " | "
+    << (p.moe_grouped_gemm ? "grouped GEMM" : "one GEMM per expert") << " | host floor " << core::Name(p.moe_host);
+  if (m.bias == core::BiasKind::kAll) o << " | expert fc2 bias " << core::Name(p.expert_bias);
+  return o.str();
+}
+
 std::string StateLine(const core::PlanSpec& p, const core::MemoryReport& r) {
   std::ostringstream o;
   const auto& d = p.dtypes;
@@ -503,6 +519,7 @@ std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r, co
               : std::string())
       << (s.model.sliding_window >= p.seq_len ? " (not shorter than the sequence: no effect)" : "") << "\n";
   }
+  if (s.model.moe) o << "# moe: " << MoeLine(s.model, p) << "\n";
   o << "# " << StateLine(p, r) << "\n";
   for (const auto& n : notes) o << "# default: " << n << "\n";
   for (const auto& w : warnings) o << "# " << w << "\n";

@@ -864,3 +864,10 @@ run(report_bridge_fp8_gather 0 "\\| fp8, parameters gathered in fp8\n.*# default
     report --model llama3-70b --gpu h100-sxm --gpus 64 --tp 8 --pp 4 --stack megatron-bridge-2025 --precision fp8 --gbs 128 --seq 8192 --recompute full)
 run_without(report_bridge_no_fp8_gather 0 "parameters gathered in fp8"
     report --model llama3-70b --gpu h100-sxm --gpus 64 --tp 8 --pp 4 --stack megatron-bridge-2025 --precision fp8 --gbs 128 --seq 8192 --recompute full --no-fp8-param-gather)
+# An MoE plan's report says how it runs its MoE layers (what the plan line leaves out): gpt-oss-120b
+# under megatron-bridge-2025 adds the experts' fc2 bias one local expert at a time; 128 experts over
+# EP 8 are 16 per rank.
+run(report_moe_line 0 "# moe: 128 experts, top 4, 16 per EP rank \\| dropless \\| dispatcher alltoall, routing uniform \\| probabilities fused \\| grouped GEMM \\| host floor megatron-core \\| expert fc2 bias per-expert\n"
+    report --model gpt-oss-120b --gpu h100-sxm --gpus 64 --pp 4 --ep 8 --zero 1 --seq 4096 --gbs 1280 --stack megatron-bridge-2025)
+run_without(report_dense_no_moe_line 0 "# moe:"
+    report --model llama3-8b --gpu h100-sxm --gpus 8 --seq 4096 --zero 3)

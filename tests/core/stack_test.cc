@@ -95,12 +95,14 @@ TEST(StackTest, SourcesNameTheirStackWithoutTheRecordId) {
   EXPECT_EQ(named("Korthikanti2022-ReducingActivationRecomputation (arXiv 2205.05198)", "530B"), "megatron-lm-2022");
   EXPECT_EQ(named("Megatron-Bridge performance summary (github.com/NVIDIA-NeMo/Megatron-Bridge)"),
             "megatron-core-2024");
-  // A release that names its container: 25.11 on is megatron-bridge-2025 (two terms beat one), and
-  // 26.02.01 is not 26.02's entry but its own.
+  // A release named beside Megatron-Bridge: 25.11 on is megatron-bridge-2025 (two terms beat one),
+  // the patch releases (26.02.01) with their release.
   const std::string bridge = "Megatron-Bridge performance summary (github.com/NVIDIA-NeMo/Megatron-Bridge) | ";
   EXPECT_EQ(named(bridge + "## 25.11 NeMo Container / ### Pre-Training Performance"), "megatron-bridge-2025");
   EXPECT_EQ(named(bridge + "## 26.02.01 NeMo Container / ### Pre-Training Performance"), "megatron-bridge-2025");
   EXPECT_EQ(named(bridge + "## 25.09 NeMo Container / ### Pre-Training Performance"), "megatron-core-2024");
+  EXPECT_EQ(named("Megatron-Bridge 26.06 (NeMo container nvcr.io/nvidia/nemo:26.06), DGX-B200"),
+            "megatron-bridge-2025");
   EXPECT_EQ(named("Using DeepSpeed and Megatron to Train Megatron-Turing NLG 530B"), "megatron-deepspeed-2022");
   // dgxc-benchmarking publishes NeMo runs (Megatron-Core) and JAX MaxText runs: only the former.
   EXPECT_EQ(named("NVIDIA dgxc-benchmarking v25.03 | line 12: Nemotron4 15b"), "megatron-core-2024");

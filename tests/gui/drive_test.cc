@@ -631,7 +631,8 @@ TEST(GuiDriveTest, OverlapLossOffloadAndRecomputedLayersAreSetInThePanel) {
 // torchtitan-2024's FSDP2 (ZeRO-3) under PP keeps each stage gathered: ZeRO-1 without the
 // reduce-scatter under the backward; its attention is FlashAttention-2, its loss upcast, its
 // elementwise ops eager, its K/V repeated, its CP an all-gather and its vocabulary unpadded (after
-// megatron-core-2024's 128). The box names the stack until a field is edited.
+// megatron-core-2024's 128). megatron-bridge-2025 sets its releases' loss and gradient
+// reduction, and the copied command line says them. The box names the stack until a field is edited.
 TEST(GuiDriveTest, ChoosingASoftwareStackSetsItsDefaultsAsTheCliDoes) {
   MainWindow w;
   ScenarioModel* s = w.scenario();
@@ -643,8 +644,8 @@ TEST(GuiDriveTest, ChoosingASoftwareStackSetsItsDefaultsAsTheCliDoes) {
   // padding, reset first).
   const core::ModelSpec m0 = s->scenario().model;
   const core::PlanSpec p0 = s->plan();
-  for (const char* name :
-       {"torchtitan-2024", "megatron-deepspeed-2022", "megatron-core-2024", "torchtitan-2024", "megatron-lm-2021"}) {
+  for (const char* name : {"torchtitan-2024", "megatron-deepspeed-2022", "megatron-core-2024", "megatron-bridge-2025",
+                           "torchtitan-2024", "megatron-lm-2021"}) {
     SCOPED_TRACE(name);
     auto stack = core::LoadStack(name);
     ASSERT_TRUE(stack.ok()) << stack.status().ToString();
@@ -674,6 +675,17 @@ TEST(GuiDriveTest, ChoosingASoftwareStackSetsItsDefaultsAsTheCliDoes) {
       EXPECT_EQ(p.cp_kind, core::CpKind::kAllGather);
       EXPECT_EQ(s->plan().vocab_divisible_by, 1);
       EXPECT_EQ(s->plan().cuda_context_bytes, 0);
+    }
+    if (std::string(name) == "megatron-bridge-2025") {
+      // Megatron-Bridge 25.11 on: the in-place TE loss, bf16 gradients averaged in the collective;
+      // the window's bf16 plan gathers no parameter in FP8.
+      EXPECT_EQ(s->plan().cross_entropy, core::CrossEntropy::kTeInplace);
+      EXPECT_EQ(s->plan().dtypes.grads, core::Dtype::kBf16);
+      EXPECT_FALSE(s->plan().grad_prescale);
+      EXPECT_FALSE(s->plan().fp8_param_gather);
+      EXPECT_EQ(cli.plan.cross_entropy, core::CrossEntropy::kTeInplace) << s->commandLine().toStdString();
+      EXPECT_EQ(cli.plan.dtypes.grads, core::Dtype::kBf16) << s->commandLine().toStdString();
+      EXPECT_FALSE(cli.plan.grad_prescale) << s->commandLine().toStdString();
     }
   }
   // Megatron-LM 2021 (the last applied): fp16, full recomputation, no TP overlap, no SP.

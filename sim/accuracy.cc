@@ -88,26 +88,34 @@ namespace {
 
 // The dimensions both tables share, with each table's own (`own`: step time's scale, memory's
 // parallelism) after the sharding.
-Groups GroupsOf(const std::string& gpu, bool moe, const core::PlanSpec& p, std::pair<std::string, std::string> own,
-                const std::string& stack) {
-  Groups g{{"gpu", gpu},
-           {"model", moe ? "moe" : "dense"},
-           {"precision", core::Name(p.precision)},
-           {"sharding", p.zero == 0 ? "ddp" : "zero-" + std::to_string(p.zero)},
-           std::move(own),
-           {"sequence", SequenceBucketOf(p)}};
+Groups GroupsOf(const std::string& gpu, const core::ModelSpec& m, const core::PlanSpec& p,
+                std::pair<std::string, std::string> own, const std::string& stack) {
+  Groups g{{"gpu", gpu}, {"model", m.moe ? "moe" : "dense"}};
+  if (m.moe) g.emplace_back("experts/rank", ExpertsPerRankBucketOf(m, p));
+  g.emplace_back("precision", core::Name(p.precision));
+  g.emplace_back("sharding", p.zero == 0 ? "ddp" : "zero-" + std::to_string(p.zero));
+  g.push_back(std::move(own));
+  g.emplace_back("sequence", SequenceBucketOf(p));
   if (!stack.empty()) g.emplace_back("stack", stack);
   return g;
 }
 
 }  // namespace
 
-Groups StepGroupsOf(const std::string& gpu, bool moe, const core::PlanSpec& p, const std::string& stack) {
-  return GroupsOf(gpu, moe, p, {"scale", p.gpus <= 64 ? "<=64" : p.gpus <= 1024 ? "<=1024" : ">1024"}, stack);
+std::string ExpertsPerRankBucketOf(const core::ModelSpec& m, const core::PlanSpec& p) {
+  if (!m.moe) return "";
+  const int64_t local = m.moe->experts / std::max<int64_t>(1, p.ep);
+  return local <= 4 ? "<=4" : local <= 8 ? "<=8" : local <= 16 ? "<=16" : ">16";
 }
 
-Groups MemoryGroupsOf(const std::string& gpu, bool moe, const core::PlanSpec& p, const std::string& stack) {
-  return GroupsOf(gpu, moe, p, {"parallelism", ParallelismOf(p)}, stack);
+Groups StepGroupsOf(const std::string& gpu, const core::ModelSpec& m, const core::PlanSpec& p,
+                    const std::string& stack) {
+  return GroupsOf(gpu, m, p, {"scale", p.gpus <= 64 ? "<=64" : p.gpus <= 1024 ? "<=1024" : ">1024"}, stack);
+}
+
+Groups MemoryGroupsOf(const std::string& gpu, const core::ModelSpec& m, const core::PlanSpec& p,
+                      const std::string& stack) {
+  return GroupsOf(gpu, m, p, {"parallelism", ParallelismOf(p)}, stack);
 }
 
 AccuracyTable AccuracyTableOf(const ValidationSummary& v, const std::string& metric, const std::string& made_by,
@@ -375,8 +383,8 @@ PlanAccuracy AccuracyOfPlan(const AccuracyTable& t, const core::Scenario& s, con
   const bool moe = s.model.moe.has_value();
   const std::string precision = core::Name(s.plan.precision);
   PlanAccuracy a;
-  a.groups = MatchAccuracy(t, t.metric == "memory_gib" ? MemoryGroupsOf(s.gpu.name, moe, s.plan, stack)
-                                                       : StepGroupsOf(s.gpu.name, moe, s.plan, stack));
+  a.groups = MatchAccuracy(t, t.metric == "memory_gib" ? MemoryGroupsOf(s.gpu.name, s.model, s.plan, stack)
+                                                       : StepGroupsOf(s.gpu.name, s.model, s.plan, stack));
   a.joint = JointGroup(t, s.gpu.name, moe, precision);
   for (const AccuracyRun* r :
        RunsLike(t, s.model.name, s.gpu.name, precision, s.plan.gpus, t.runs.size(), &a.like_same_gpu))

@@ -79,17 +79,23 @@ core::Result<AccuracyTable> ParseAccuracyTableJson(const std::string& json_text)
 core::Result<AccuracyTable> LoadAccuracyTable(const std::string& name);
 
 // The groups of a plan as validate gives them to a published run of that plan (sim/validation.cc:
-// step time by GPU, model, precision, sharding, scale, sequence and stack; memory by GPU, model,
-// precision, sharding, parallelism, sequence and stack). An empty `stack` (a plan that names none)
-// leaves that dimension out.
+// step time by GPU, model, an MoE model's experts per rank, precision, sharding, scale, sequence and
+// stack; memory by GPU, model, experts per rank, precision, sharding, parallelism, sequence and
+// stack). An empty `stack` (a plan that names none) leaves that dimension out.
 // "tp+pp+cp+ep": the parallelisms a plan uses beyond data parallelism; "dp only" for none.
 std::string ParallelismOf(const core::PlanSpec& p);
 // The tokens per sequence: "<=8k" (up to 8,192, the length the corpus's pretraining recipes run;
 // Llama 3 pretrains at 8,192), "<=32k", ">32k" (long context: the runs that need context
 // parallelism or a continued-pretraining stage).
 const char* SequenceBucketOf(const core::PlanSpec& p);
-Groups StepGroupsOf(const std::string& gpu, bool moe, const core::PlanSpec& p, const std::string& stack);
-Groups MemoryGroupsOf(const std::string& gpu, bool moe, const core::PlanSpec& p, const std::string& stack);
+// An MoE model's routed experts per expert-parallel rank, bucketed: "<=4", "<=8", "<=16", ">16"
+// (how many expert GEMMs each grouped call runs on a rank; the corpus's fine-grained layouts are
+// the furthest off, docs/validation.md); "" for a dense model.
+std::string ExpertsPerRankBucketOf(const core::ModelSpec& m, const core::PlanSpec& p);
+Groups StepGroupsOf(const std::string& gpu, const core::ModelSpec& m, const core::PlanSpec& p,
+                    const std::string& stack);
+Groups MemoryGroupsOf(const std::string& gpu, const core::ModelSpec& m, const core::PlanSpec& p,
+                      const std::string& stack);
 
 // The table's rows of `groups`, in their order; a group without published runs gets a row with
 // n = 0 (no evidence either way).

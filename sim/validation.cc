@@ -26,7 +26,7 @@ namespace {
 Groups GroupsOf(const core::PublishedRun& run) {
   Groups groups;
   if (!run.dataset.empty()) groups.emplace_back("dataset", run.dataset);
-  for (auto& g : StepGroupsOf(run.scenario.gpu.name, run.scenario.model.moe.has_value(), run.scenario.plan, ""))
+  for (auto& g : StepGroupsOf(run.scenario.gpu.name, run.scenario.model, run.scenario.plan, ""))
     groups.push_back(std::move(g));
   groups.emplace_back("stack", run.stack);
   return groups;
@@ -139,7 +139,7 @@ ValidationSummary ValidateMemory(const std::vector<core::PublishedMemory>& recor
     r.gpu = s.gpu.name;
     r.gpus = p.gpus;
     if (!rec.dataset.empty()) r.groups.emplace_back("dataset", rec.dataset);
-    for (auto& g : MemoryGroupsOf(s.gpu.name, s.model.moe.has_value(), p, "")) r.groups.push_back(std::move(g));
+    for (auto& g : MemoryGroupsOf(s.gpu.name, s.model, p, "")) r.groups.push_back(std::move(g));
     r.groups.emplace_back("measured", rec.device ? "device" : rec.reserved ? "reserved" : "allocated");
     r.groups.emplace_back("stack", rec.stack);
     r.assumptions = rec.assumptions;

@@ -142,14 +142,15 @@ TEST(GuiModelsTest, StepTableModel) {
 TEST(GuiModelsTest, StepTableModelSaysHowCloseSuchPredictionsCame) {
   // The step view's "how close" metric: the shipped accuracy table's rows for the plan's groups
   // (sim::StepGroupsOf, no stack), as `meshplan report` prints them, and the least accurate of
-  // them as its text; an MoE model's plan reads the MoE group's error; an invalid plan none.
+  // them as its text; an MoE model's plan reads the MoE group's error and its experts-per-rank
+  // group's; an invalid plan none.
   ScenarioModel s;
   StepTableModel m(&s);
   auto table = sim::LoadAccuracyTable("step");
   ASSERT_TRUE(table.ok());
   auto want = [&] {
     const core::Scenario& sc = s.scenario();
-    return sim::MatchAccuracy(*table, sim::StepGroupsOf(sc.gpu.name, sc.model.moe.has_value(), sc.plan, ""));
+    return sim::MatchAccuracy(*table, sim::StepGroupsOf(sc.gpu.name, sc.model, sc.plan, ""));
   };
   ASSERT_EQ(m.accuracy().size(), 6u);  // gpu, model, precision, sharding, scale, sequence
   for (size_t i = 0; i < m.accuracy().size(); ++i) {
@@ -200,8 +201,10 @@ TEST(GuiModelsTest, StepTableModelSaysHowCloseSuchPredictionsCame) {
   p.ep = 8;
   s.setPlan(p);
   ASSERT_TRUE(s.evaluation().valid) << s.evaluation().errors.join("\n").toStdString();
-  ASSERT_EQ(m.accuracy().size(), 6u);  // gpu, model, precision, sharding, scale, sequence
+  ASSERT_EQ(m.accuracy().size(), 7u);  // gpu, model, experts per rank, precision, sharding, scale, sequence
   EXPECT_EQ(m.accuracy()[1].value, "moe");
+  EXPECT_EQ(m.accuracy()[2].dimension, "experts/rank");
+  EXPECT_EQ(m.accuracy()[2].value, "<=4");  // Mixtral's 8 experts over EP 8: one a rank
   EXPECT_TRUE(m.accuracyText().contains("model moe")) << m.accuracyText().toStdString();
   p.global_batch = 127;  // invalid: nothing to show
   s.setPlan(p);

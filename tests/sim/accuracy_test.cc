@@ -149,7 +149,7 @@ TEST(AccuracyTest, APlansGroupsAreTheOnesValidateGivesAPublishedRunOfIt) {
     for (const auto& g : v.records[i].groups)
       if (g.first != "dataset") seen.push_back(g);
     const auto& s = runs[i].scenario;
-    EXPECT_EQ(seen, StepGroupsOf(s.gpu.name, s.model.moe.has_value(), s.plan, runs[i].stack)) << runs[i].id;
+    EXPECT_EQ(seen, StepGroupsOf(s.gpu.name, s.model, s.plan, runs[i].stack)) << runs[i].id;
   }
   // Memory: validate's groups less the file and the measurement kind.
   const std::vector<core::PublishedMemory> mem = MemoryCorpus();
@@ -161,7 +161,7 @@ TEST(AccuracyTest, APlansGroupsAreTheOnesValidateGivesAPublishedRunOfIt) {
     for (const auto& g : vm.records[k].groups)
       if (g.first != "dataset" && g.first != "measured") seen.push_back(g);
     const auto& s = rec.scenario;
-    EXPECT_EQ(seen, MemoryGroupsOf(s.gpu.name, s.model.moe.has_value(), s.plan, rec.stack)) << rec.id;
+    EXPECT_EQ(seen, MemoryGroupsOf(s.gpu.name, s.model, s.plan, rec.stack)) << rec.id;
     ++k;
   }
   EXPECT_EQ(k, vm.records.size());
@@ -177,13 +177,19 @@ TEST(AccuracyTest, APlanGetsItsGroupsRowsAndNoEvidenceForAGroupWithoutRuns) {
   p.zero = 1;
   p.precision = core::Dtype::kBf16;
   p.seq_len = 8192;
-  const Groups groups = StepGroupsOf("h100-sxm", /*moe=*/true, p, "megatron-core-2024");
-  ASSERT_EQ(groups.size(), 7u);
+  p.ep = 8;
+  core::ModelSpec moe;  // 128 routed experts over EP 8: 16 a rank
+  moe.moe = core::MoeSpec{};
+  moe.moe->experts = 128;
+  moe.moe->top_k = 8;
+  const Groups groups = StepGroupsOf("h100-sxm", moe, p, "megatron-core-2024");
+  ASSERT_EQ(groups.size(), 8u);
   EXPECT_EQ(groups[0], (std::pair<std::string, std::string>{"gpu", "h100-sxm"}));
   EXPECT_EQ(groups[1].second, "moe");
-  EXPECT_EQ(groups[3].second, "zero-1");
-  EXPECT_EQ(groups[4].second, "<=64");  // 64 GPUs: the smallest scale bucket includes 64
-  EXPECT_EQ(groups[5], (std::pair<std::string, std::string>{"sequence", "<=8k"}));  // 8,192 included
+  EXPECT_EQ(groups[2], (std::pair<std::string, std::string>{"experts/rank", "<=16"}));
+  EXPECT_EQ(groups[4].second, "zero-1");
+  EXPECT_EQ(groups[5].second, "<=64");  // 64 GPUs: the smallest scale bucket includes 64
+  EXPECT_EQ(groups[6], (std::pair<std::string, std::string>{"sequence", "<=8k"}));  // 8,192 included
   const std::vector<AccuracyGroup> rows = MatchAccuracy(*t, groups);
   ASSERT_EQ(rows.size(), groups.size());
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -196,8 +202,23 @@ TEST(AccuracyTest, APlanGetsItsGroupsRowsAndNoEvidenceForAGroupWithoutRuns) {
   // grouped GEMMs, docs/validation.md), and the report shows it as such.
   EXPECT_GT(rows[1].median_abs_error, t->all.median_abs_error);
   EXPECT_GT(rows[1].median_error, 0);
-  // A GPU no published run used: a row with no runs, not a borrowed figure. No stack: no row.
-  const std::vector<AccuracyGroup> unseen = MatchAccuracy(*t, StepGroupsOf("my-gpu", false, p, ""));
+  // And its fine-grained layouts, 9 to 16 experts a rank, are further off than MoE as a whole
+  // (the per-expert host work a grouped call does, docs/validation.md).
+  EXPECT_GT(rows[2].median_abs_error, rows[1].median_abs_error);
+  EXPECT_GT(rows[2].median_error, 0);
+  // The buckets, by experts over EP: 256 over 64 is 4, over 32 is 8, over 8 is 32.
+  for (auto [ep, bucket] : {std::pair<int64_t, const char*>{64, "<=4"}, {32, "<=8"}, {16, "<=16"}, {8, ">16"}}) {
+    core::ModelSpec big = moe;
+    big.moe->experts = 256;
+    core::PlanSpec q = p;
+    q.ep = ep;
+    EXPECT_EQ(ExpertsPerRankBucketOf(big, q), bucket) << ep;
+  }
+  // A dense model has no such group. A GPU no published run used: a row with no runs, not a
+  // borrowed figure. No stack: no row.
+  const core::ModelSpec dense;
+  EXPECT_EQ(ExpertsPerRankBucketOf(dense, p), "");
+  const std::vector<AccuracyGroup> unseen = MatchAccuracy(*t, StepGroupsOf("my-gpu", dense, p, ""));
   ASSERT_EQ(unseen.size(), 6u);
   EXPECT_EQ(unseen[0].n, 0u);
   EXPECT_EQ(unseen[0].value, "my-gpu");
@@ -227,7 +248,7 @@ TEST(AccuracyTest, LongContextPlansAreJudgedByTheRunsOfTheirSequenceLength) {
     auto t = LoadAccuracyTable(name);
     ASSERT_TRUE(t.ok());
     const Groups groups =
-        std::string(name) == "step" ? StepGroupsOf("h100-sxm", false, p, "") : MemoryGroupsOf("h100-sxm", false, p, "");
+        std::string(name) == "step" ? StepGroupsOf("h100-sxm", {}, p, "") : MemoryGroupsOf("h100-sxm", {}, p, "");
     const std::vector<AccuracyGroup> rows = MatchAccuracy(*t, groups);
     ASSERT_EQ(rows.back().dimension, "sequence") << name;
     EXPECT_EQ(rows.back().value, ">32k") << name;

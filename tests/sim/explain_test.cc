@@ -370,7 +370,7 @@ TEST(ExplainScenarioTest, NumbersAreTheCoreModelsNumbers) {
   // `meshplan report` prints under "How close".
   auto table = LoadAccuracyTable("step");
   ASSERT_TRUE(table.ok());
-  const std::vector<AccuracyGroup> rows = MatchAccuracy(*table, StepGroupsOf(s.gpu.name, false, *e.rules_plan, ""));
+  const std::vector<AccuracyGroup> rows = MatchAccuracy(*table, StepGroupsOf(s.gpu.name, s.model, *e.rules_plan, ""));
   const AccuracyGroup* worst = LeastAccurate(rows);
   ASSERT_NE(worst, nullptr);
   const ExplainStep& acc = Step(e, "accuracy");

@@ -1,6 +1,7 @@
 // libFuzzer harness: a software-stack file (`--stack FILE`, report's and search's) through what a
 // user's stack goes through: ParseStackJson, then ApplyStackWhole on a model and plan (ApplyStack,
-// its pipeline sharding and its recomputation early stop, as cli/plan_flags.cc applies them),
+// its pipeline sharding, its recomputation early stop and its FP8 parameter gather, as
+// cli/plan_flags.cc applies them),
 // ValidatePlan, and for a valid plan the memory model and the step model, whose step time must be
 // finite and positive. A stack that parses must leave a plan that either validates or is refused
 // with named errors; nothing may crash or hang.

@@ -26,6 +26,7 @@
 #include "core/spec_json.h"
 #include "core/stack.h"
 #include "core/validate.h"
+#include "sim/accuracy.h"
 #include "sim/search.h"
 #include "sim/step_model.h"
 
@@ -158,8 +159,33 @@ std::string Metrics(const sim::RankedPlan& r) {
   return buf;
 }
 
+// How close the published MoE runs of each experts-per-rank kind came (sim::ExpertsPerRankBucketOf,
+// the shipped step table's group), for the kinds among the top plans: the step model is furthest
+// off on fine-grained layouts (docs/validation.md), and the ranking does not say so by itself.
+struct KindAccuracy {
+  std::string bucket;
+  std::vector<size_t> ranks;  // 1-based ranks of the top plans of this kind
+  sim::AccuracyGroup group;
+};
+std::vector<KindAccuracy> ExpertsPerRankAccuracy(const core::Scenario& s, const sim::SearchResult& r,
+                                                 const sim::AccuracyTable& t) {
+  std::vector<KindAccuracy> out;
+  if (!s.model.moe) return out;
+  for (size_t i = 0; i < r.top.size(); ++i) {
+    const std::string b = sim::ExpertsPerRankBucketOf(s.model, r.top[i].plan);
+    auto it = std::find_if(out.begin(), out.end(), [&](const KindAccuracy& k) { return k.bucket == b; });
+    if (it == out.end()) {
+      out.push_back({b, {}, sim::MatchAccuracy(t, {{"experts/rank", b}}).front()});
+      it = out.end() - 1;
+    }
+    it->ranks.push_back(i + 1);
+  }
+  return out;
+}
+
 void PrintTable(const core::Scenario& s, const sim::SearchOptions& o, const sim::SearchResult& r,
-                const std::vector<sim::WellKnownVerdict>& verdicts, const std::vector<std::string>& notes) {
+                const std::vector<sim::WellKnownVerdict>& verdicts, const std::vector<std::string>& notes,
+                const std::vector<KindAccuracy>& kinds) {
   const sim::SearchStats& st = r.stats;
   std::printf("# meshplan search: %s on %lld x %s (%s), seq %lld, gbs %lld, objective %s\n", s.model.name.c_str(),
               static_cast<long long>(s.plan.gpus), s.gpu.name.c_str(), s.cluster.name.c_str(),
@@ -212,6 +238,26 @@ void PrintTable(const core::Scenario& s, const sim::SearchOptions& o, const sim:
                   b.compute_s, b.recompute_s, b.tp_comm_s, b.cp_comm_s, b.ep_comm_s, b.dp_comm_s, b.pp_comm_s,
                   b.bubble_s, b.optimizer_s);
     }
+    if (!kinds.empty()) {
+      std::printf(
+          "#\n# how close, by experts a rank: published MoE runs of each kind among the top plans (meshplan "
+          "validate, default profile; docs/validation.md)\n");
+      for (const auto& k : kinds) {
+        std::string ranks;
+        for (size_t rank : k.ranks) {  // two appends: GCC 12 warns falsely (-Wrestrict) on "," + to_string
+          if (!ranks.empty()) ranks += ',';
+          ranks += std::to_string(rank);
+        }
+        if (k.group.n == 0)
+          std::printf("#   %s experts a rank (plans %s): no published run of that kind\n", k.bucket.c_str(),
+                      ranks.c_str());
+        else
+          std::printf("#   %s experts a rank (plans %s): %zu runs, median %.1f%%, p90 %.1f%%, signed %+.1f%% (%s)\n",
+                      k.bucket.c_str(), ranks.c_str(), k.group.n, 100 * k.group.median_abs_error,
+                      100 * k.group.p90_abs_error, 100 * k.group.median_error,
+                      k.group.median_error > 0 ? "predicted too fast" : "predicted too slow");
+      }
+    }
     std::printf("#\n# Pareto front: no other plan is faster, lighter and cheaper at once (%zu plans)\n",
                 r.pareto.size());
     std::printf(
@@ -232,7 +278,8 @@ void PrintTable(const core::Scenario& s, const sim::SearchOptions& o, const sim:
 }
 
 std::string SearchJson(const core::Scenario& s, const sim::SearchOptions& o, const sim::SearchResult& r,
-                       const std::vector<sim::WellKnownVerdict>& verdicts, const std::vector<std::string>& notes) {
+                       const std::vector<sim::WellKnownVerdict>& verdicts, const std::vector<std::string>& notes,
+                       const std::vector<KindAccuracy>& kinds) {
   const sim::SearchStats& st = r.stats;
   OJson j;
   j["model"] = s.model.name;
@@ -262,6 +309,17 @@ std::string SearchJson(const core::Scenario& s, const sim::SearchOptions& o, con
   OJson pareto = OJson::array();
   for (const auto& p : r.pareto) pareto.push_back(PlanJson(p, 0));
   j["pareto"] = pareto;
+  if (!kinds.empty()) {
+    OJson acc = OJson::array();
+    for (const auto& k : kinds)
+      acc.push_back({{"experts_per_rank", k.bucket},
+                     {"ranks", k.ranks},
+                     {"runs", k.group.n},
+                     {"median_abs_error", k.group.median_abs_error},
+                     {"p90_abs_error", k.group.p90_abs_error},
+                     {"median_error", k.group.median_error}});
+    j["accuracy_by_experts_per_rank"] = acc;
+  }
   if (!verdicts.empty()) {
     OJson ex = OJson::array();
     for (const auto& v : verdicts) {
@@ -565,9 +623,15 @@ void RunSearch(const SearchFlags& f, int* exit_code) {
     verdicts = sim::ExplainWellKnownPlans(s.model, s.gpu, s.cluster, p, *profile, eo,
                                           r.top.empty() ? nullptr : &r.top.front());
   }
-  const std::string json = f.format == "json" || f.save ? SearchJson(s, o, r, verdicts, notes) : std::string();
+  // How close such plans came, from the shipped step table: the default profile's, as report shows it.
+  std::vector<KindAccuracy> kinds;
+  if (f.profile == "default" && s.model.moe && !r.top.empty()) {
+    if (auto t = sim::LoadAccuracyTable("step"); t.ok()) kinds = ExpertsPerRankAccuracy(s, r, *t);
+    else notes.push_back("warning: accuracy: " + t.status().message());
+  }
+  const std::string json = f.format == "json" || f.save ? SearchJson(s, o, r, verdicts, notes, kinds) : std::string();
   if (f.format == "json") std::cout << json;
-  else PrintTable(s, o, r, verdicts, notes);
+  else PrintTable(s, o, r, verdicts, notes, kinds);
   if (f.save && !SaveSweep(f, s, r, json)) {
     *exit_code = 1;
     return;

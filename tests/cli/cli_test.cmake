@@ -871,3 +871,10 @@ run(report_moe_line 0 "# moe: 128 experts, top 4, 16 per EP rank \\| dropless \\
     report --model gpt-oss-120b --gpu h100-sxm --gpus 64 --pp 4 --ep 8 --zero 1 --seq 4096 --gbs 1280 --stack megatron-bridge-2025)
 run_without(report_dense_no_moe_line 0 "# moe:"
     report --model llama3-8b --gpu h100-sxm --gpus 8 --seq 4096 --zero 3)
+# search on an MoE model says how close the published runs of each experts-per-rank kind among its
+# top plans came (the shipped step table's group): Qwen3-30B-A3B's 128 experts at EP 1 and 2 are
+# more than 16 a rank, at EP 8 sixteen; a dense model's search has no such lines.
+run(search_moe_how_close 0 "# how close, by experts a rank: published MoE runs of each kind among the top plans[^\n]*\n#   >16 experts a rank \\(plans 1,2,3,4\\): [0-9]+ runs, median [0-9.]+%, p90 [0-9.]+%, signed [+-][0-9.]+% \\(predicted too (fast|slow)\\)\n#   <=16 experts a rank \\(plans 5\\): "
+    search --model qwen3-30b-a3b --gpu h100-sxm --gpus 16 --gbs 256 --seq 4096 --top 5)
+run_without(search_dense_no_experts_lines 0 "experts a rank"
+    search --model llama3-8b --gpu h100-sxm --gpus 8 --gbs 64 --seq 4096 --top 3)

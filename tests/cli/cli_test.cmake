@@ -878,3 +878,23 @@ run(search_moe_how_close 0 "# how close, by experts a rank: published MoE runs o
     search --model qwen3-30b-a3b --gpu h100-sxm --gpus 16 --gbs 256 --seq 4096 --top 5)
 run_without(search_dense_no_experts_lines 0 "experts a rank"
     search --model llama3-8b --gpu h100-sxm --gpus 8 --gbs 64 --seq 4096 --top 3)
+# The README's preset counts are what `meshplan presets` lists (they had drifted to 34 models, 14
+# GPUs, 13 clusters and 9 stacks against 45, 19, 18 and 12 before 2026-12-05).
+file(READ ${DATA}/../../README.md readme_text)
+string(REGEX MATCH "Presets\\*\\* for ([0-9]+) models" _ "${readme_text}")
+set(readme_models "${CMAKE_MATCH_1}")
+string(REGEX MATCH "([0-9]+) GPUs, ([0-9]+) clusters and ([0-9]+) software stacks" _ "${readme_text}")
+set(readme_counts "models=${readme_models} gpus=${CMAKE_MATCH_1} clusters=${CMAKE_MATCH_2} stacks=${CMAKE_MATCH_3}")
+set(listed_counts "")
+foreach(kind models gpus clusters stacks)
+  execute_process(COMMAND ${MESHPLAN} presets ${kind} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  string(REGEX MATCHALL "\n  [^ \n]" rows "\n${out}")
+  list(LENGTH rows n)
+  string(APPEND listed_counts " ${kind}=${n}")
+endforeach()
+string(STRIP "${listed_counts}" listed_counts)
+if(NOT readme_counts STREQUAL listed_counts)
+  message(SEND_ERROR "readme_preset_counts: README.md says ${readme_counts}, meshplan presets lists ${listed_counts}")
+else()
+  message(STATUS "ok readme_preset_counts (${listed_counts})")
+endif()

@@ -175,7 +175,7 @@ std::vector<KindAccuracy> ExpertsPerRankAccuracy(const core::Scenario& s, const 
     const std::string b = sim::ExpertsPerRankBucketOf(s.model, r.top[i].plan);
     auto it = std::find_if(out.begin(), out.end(), [&](const KindAccuracy& k) { return k.bucket == b; });
     if (it == out.end()) {
-      out.push_back({b, {}, sim::MatchAccuracy(t, {{"experts/rank", b}}).front()});
+      out.push_back({b, {}, sim::MatchAccuracy(t, {{sim::kExpertsPerRankDimension, b}}).front()});
       it = out.end() - 1;
     }
     it->ranks.push_back(i + 1);

@@ -147,8 +147,8 @@ std::string ApplyStackFp8ParamGather(const SoftwareStack& s, PlanSpec* p);
 // One line naming what ApplyStack set: "stack megatron-lm-2021: fp16, naive attention, ...".
 // The whole stack on a model and plan that take every default from it (a GUI choice, a fuzzed
 // stack file): ApplyStack, then ApplyStackPipelineSharding, ApplyStackRecomputeEarlyStop and
-// ApplyStackFp8ParamGather, as `report --stack NAME` with no other flag; their notes dropped. The CLI runs them itself,
-// its flags between the first and the others (cli/plan_flags.cc).
+// ApplyStackFp8ParamGather, as `report --stack NAME` with no other flag; their notes dropped. The
+// CLI runs them itself, its flags between the first and the others (cli/plan_flags.cc).
 void ApplyStackWhole(const SoftwareStack& s, ModelSpec* m, PlanSpec* p);
 std::string StackSummary(const SoftwareStack& s);
 

@@ -91,7 +91,7 @@ namespace {
 Groups GroupsOf(const std::string& gpu, const core::ModelSpec& m, const core::PlanSpec& p,
                 std::pair<std::string, std::string> own, const std::string& stack) {
   Groups g{{"gpu", gpu}, {"model", m.moe ? "moe" : "dense"}};
-  if (m.moe) g.emplace_back("experts/rank", ExpertsPerRankBucketOf(m, p));
+  if (m.moe) g.emplace_back(kExpertsPerRankDimension, ExpertsPerRankBucketOf(m, p));
   g.emplace_back("precision", core::Name(p.precision));
   g.emplace_back("sharding", p.zero == 0 ? "ddp" : "zero-" + std::to_string(p.zero));
   g.push_back(std::move(own));

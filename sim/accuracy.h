@@ -92,6 +92,8 @@ const char* SequenceBucketOf(const core::PlanSpec& p);
 // (how many expert GEMMs each grouped call runs on a rank; the corpus's fine-grained layouts are
 // the furthest off, docs/validation.md); "" for a dense model.
 std::string ExpertsPerRankBucketOf(const core::ModelSpec& m, const core::PlanSpec& p);
+// The dimension name that bucket's groups carry in validate's summary and the accuracy tables.
+inline constexpr const char* kExpertsPerRankDimension = "experts/rank";
 Groups StepGroupsOf(const std::string& gpu, const core::ModelSpec& m, const core::PlanSpec& p,
                     const std::string& stack);
 Groups MemoryGroupsOf(const std::string& gpu, const core::ModelSpec& m, const core::PlanSpec& p,

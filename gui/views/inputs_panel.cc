@@ -475,8 +475,8 @@ void InputsPanel::ApplyStackPreset(const QString& name) {
   core::ModelSpec m = scenario_->scenario().model;
   core::PlanSpec p = scenario_->plan();
   // The fields a stack owns but sets only where it says so (its checkpoint early stop, its CUDA
-  // context, its vocabulary padding, its FP8 parameter gather) go back to the plan's defaults first, so a stack chosen
-  // after another gives the plan it gives alone.
+  // context, its vocabulary padding, its FP8 parameter gather) go back to the plan's defaults
+  // first, so a stack chosen after another gives the plan it gives alone.
   const core::PlanSpec defaults;
   p.recompute_early_stop = defaults.recompute_early_stop;
   p.cuda_context_bytes = defaults.cuda_context_bytes;

@@ -82,7 +82,9 @@ std::string PlanLine(const core::PlanSpec& p, const core::MemoryReport& r) {
   if (p.segment_nodes > 0) o << " (Slurm segments of " << p.segment_nodes << " nodes)";
   o << " | zero " << p.zero;
   if (p.zero > 0) o << " over " << r.dense_shard_group << (p.sharding == core::Sharding::kHsdp ? " (hsdp)" : "");
-  o << " | sp " << (p.sequence_parallel ? "on" : "off") << " | recompute " << core::Name(p.recompute);
+  o << " | sp " << (p.sequence_parallel ? "on" : "off");
+  if (p.dtensor_tp && p.tp > 1) o << ", DTensor TP";
+  o << " | recompute " << core::Name(p.recompute);
   if (p.recompute_layers > 0) o << " (" << p.recompute_layers << " layers/stage)";
   if (p.recompute_early_stop) o << " (early stop)";
   if (p.recompute == core::Recompute::kSelective && p.recompute_modules != core::kDefaultRecomputeModules)

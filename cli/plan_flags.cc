@@ -154,6 +154,14 @@ void PlanFlags::Register(CLI::App* app) {
       "GQA's K and V copied to every query head before the attention kernel (torchtitan 2024's repeat_kv; "
       "--stack torchtitan-2024 sets it): the copies, their saved tensors and CP's K/V exchanges at every head");
   p->add_flag_callback(
+      "--dtensor-tp", [this] { dtensor_tp = true; },
+      "Tensor parallelism through PyTorch's DTensor styles (torchtitan; --stack torchtitan-2024 and -2025 set it): "
+      "the SP collectives run along the sequence dimension, each with a copy of its whole tensor, and under FP8 "
+      "torchao's float8 styles gather in float8 (docs/compute.md)");
+  p->add_flag_callback(
+      "--no-dtensor-tp", [this] { dtensor_tp = false; },
+      "Megatron-Core's TP instead of the stack's DTensor styles (first-dimension collectives, no copies)");
+  p->add_flag_callback(
       "--keep-pp-outputs", [this] { keep_pp_outputs = true; },
       "The pipeline runtime keeps per-microbatch tensors for the step (PyTorch's torch.distributed.pipelining: "
       "the last stage every microbatch's logits, the others a gradient receive buffer per microbatch; "
@@ -386,6 +394,7 @@ void PlanFlags::ApplyPlanFlags(bool from_file, core::ModelSpec* spec, core::Plan
   if (grad_prescale) p.grad_prescale = *grad_prescale;
   if (ep_overlap) p.ep_overlap = *ep_overlap;
   if (repeat_kv) p.repeat_kv = *repeat_kv;
+  if (dtensor_tp) p.dtensor_tp = *dtensor_tp;
   if (keep_pp_outputs) p.keep_pp_outputs = *keep_pp_outputs;
   if (keep_lp_grads) p.keep_lp_grads = *keep_lp_grads;
   if (fp8_param_gather) p.fp8_param_gather = *fp8_param_gather;

@@ -668,6 +668,19 @@ struct PlanSpec {
   // for its backward and context parallelism's K/V exchanges see a query heads, not kv_heads.
   // Off: the kernel reads the grouped heads (flash-attn, cuDNN, Transformer Engine).
   bool repeat_kv = false;
+  // Tensor parallelism through PyTorch's DTensor styles (torchtitan's SequenceParallel,
+  // ColwiseParallel, RowwiseParallel on [batch, seq, hidden] activations sharded on dim 1):
+  // each SP collective runs along the sequence, dim 1, which the functional collectives turn into
+  // a dim-0 NCCL collective plus a copy of the whole tensor, torch.cat of its chunks after an
+  // all-gather and before a reduce-scatter (torch/distributed/_functional_collectives.py
+  // all_gather_tensor / reduce_scatter_tensor with gather_dim or scatter_dim != 0; torchtitan
+  // PR 437: "an extra aten.cat after each collective"). AsyncTP's fused collectives take no copy.
+  // Under an FP8 plan, torchao's Float8ColwiseParallel, Float8RowwiseParallel and
+  // PrepareFloat8ModuleInput cast before they gather: the input all-gathers and the output
+  // gradients' all-gathers move float8, 1 B an element (torchao/float8/float8_tensor_parallel.py
+  // at eab345c and 6243040). Off: Megatron-Core's TP (first-dimension collectives; Transformer
+  // Engine's quantized gathers by PlanSpec::transformer_engine). core/step_graph.cc TpGather.
+  bool dtensor_tp = false;
   // The 16-bit gradients stay allocated beside the gradient buffer for the whole step: DeepSpeed's
   // BF16_Optimizer (deepspeed/runtime/bf16_optimizer.py at 56c5223: backward(clear_lp_grads=False)
   // adds each microbatch's bf16 .grad into its fp32 fp32_groups_gradients and leaves the bf16 one

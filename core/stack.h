@@ -77,6 +77,7 @@ struct SoftwareStack {
   CpKind cp_kind = CpKind::kRing;                 // its context parallelism
   Elementwise elementwise = Elementwise::kFused;  // its norms, RoPE and activations
   bool repeat_kv = false;                         // its model code expands GQA's K, V (PlanSpec)
+  bool dtensor_tp = false;                        // its TP is PyTorch DTensor's styles (PlanSpec)
   bool keep_pp_outputs = false;  // its pipeline runtime keeps per-microbatch outputs for the step (PlanSpec)
   // Without a microbatch count, the pipeline splits a data-parallel rank's batch into as many
   // microbatches as it has stages (torchtitan 2024: pipeline_parallel_microbatches defaults to

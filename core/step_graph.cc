@@ -106,6 +106,8 @@ class Builder {
     t_ = p.tp;
     sp_ = p.sequence_parallel && p.tp > 1;
     async_tp_ = sp_ && p.tp_overlap == TpOverlap::kAsync;
+    dtensor_ = sp_ && p.dtensor_tp;
+    float8_tp_ = dtensor_ && p.precision == Dtype::kFp8;
     eager_ = p.elementwise != Elementwise::kFused;
     eager_norm_ = p.elementwise == Elementwise::kEager;
     s_ = p.seq_len / p.cp;
@@ -565,14 +567,20 @@ class Builder {
   // tp_group, quantizer=...), the userbuffers path likewise): 1 B per element (block scaling's
   // scale byte per 32 with it), 9/16 B in NVFP4, instead of 2. `sixteen_bit`: the GEMM behind it
   // is not quantized (the output layer).
+  // DTensor's TP (PlanSpec::dtensor_tp) gathers in float8 the same way: torchao's
+  // PrepareFloat8ModuleInput casts the attention's and the MLP's input before its all-gather
+  // ("This is to ensure the float8 cast happens before the all-gather"), and Float8ColwiseParallel
+  // its own input (torchao/float8/float8_tensor_parallel.py at eab345c and 6243040); the output
+  // layer is a plain ColwiseParallel (torchtitan apply_tp): 16-bit.
   void TpGather(std::vector<Op>* ops, const char* name, bool sixteen_bit = false) {
     if (!sp_) return;
     const int64_t elems = tokens_ * m_.hidden;
-    const bool quantized = p_.transformer_engine && !sixteen_bit && Quantized(gemm_dtype_);
+    const bool quantized = (p_.transformer_engine || float8_tp_) && !sixteen_bit && Quantized(gemm_dtype_);
     Coll(ops, name, CollectiveKind::kAllGather, CommGroup::kTp, quantized ? LinearInputBytes(p_, elems) : elems * e_,
          async_tp_);
     if (async_tp_) [[unlikely]]
       AsyncTpKernels(ops, ops->back());
+    else if (dtensor_) [[unlikely]] SequenceDimCopy(ops, ops->back());
   }
   // `after_gemm`: the reduced tensor is one GEMM's output alone (a row-parallel linear layer's),
   // not the embedding's lookup, so AsyncTP fuses the reduce-scatter with that GEMM.
@@ -582,6 +590,28 @@ class Builder {
          tokens_ * m_.hidden * e_, async_tp_ && after_gemm);
     if (async_tp_ && after_gemm) [[unlikely]]
       AsyncTpKernels(ops, ops->back());
+    else if (dtensor_) [[unlikely]] SequenceDimCopy(ops, ops->back());
+  }
+  // DTensor's sequence-parallel collectives (PlanSpec::dtensor_tp) run on the sequence, dim 1 of
+  // [batch, seq, hidden]: PyTorch's functional collectives gather along dim 0 and then
+  // torch.cat(torch.chunk(res, group_size, dim=0), dim=gather_dim), and before a reduce-scatter
+  // torch.cat(torch.chunk(self, group_size, dim=scatter_dim)) (torch/distributed/
+  // _functional_collectives.py all_gather_tensor, reduce_scatter_tensor: DTensor's Shard(1)
+  // redistributes), a copy of the collective's whole tensor S: S read and S written, one kernel
+  // (torchtitan PR 437, "an extra aten.cat after each collective"; its measurement: "for 8k seq
+  // len, batch size 1 on H100, these two cats take about 0.18 ms", the two 268 MB copies of a
+  // 70B layer, 8192 x 8192 x 2 B, at 3.0 TB/s; torchtitan's apply_tp keeps the Shard(1) layout at
+  // 9dec370 and 820504e, "we can accelerate Sequence Parallel by folding ... the batch dimension
+  // and the sequence dimension"). The copy is compute-stream work of the TP group's, charged as
+  // exposed TP time as AsyncTpKernels' are; AsyncTP's fused collectives take none (the fused op
+  // lays the shards out itself). The reduce-scatter's copy is charged after it: the order within
+  // the pass changes no time. (`c` by value, as AsyncTpKernels.)
+  [[gnu::noinline, gnu::cold]] void SequenceDimCopy(std::vector<Op>* ops, const Op c) {
+    if (c.collective != CollectiveKind::kAllGather && c.collective != CollectiveKind::kReduceScatter) return;
+    if (!Mem(ops, c.name, 2 * c.bytes)) return;
+    ops->back().group = CommGroup::kTp;
+    ops->back().collective = c.collective;
+    ops->back().pass = c.pass;
   }
   // The kernels of an AsyncTP-fused collective `c` beyond its GEMMs (PyTorch
   // torch/distributed/_symmetric_memory/__init__.py at 006b161f): the fused all-gather copies the
@@ -878,12 +908,16 @@ class Builder {
   // alike), so autograd sums their input gradients first; the output layer, a non-gated fc1,
   // Mamba's in_proj and MTP's eh_proj are one GEMM each.
   [[gnu::noinline, gnu::cold]] void AsyncTpConjugate(const Op& f, std::vector<Op>* out) {
+    Op& op = out->back();
+    op.overlappable = f.overlappable && (op.collective == CollectiveKind::kAllGather || !SummedInputGradient(f));
+    if (op.overlappable) AsyncTpKernels(out, op);
+  }
+  // Whether forward gather `f`'s output feeds several GEMMs, whose input gradients autograd sums
+  // before the conjugate reduce-scatter (above).
+  bool SummedInputGradient(const Op& f) const {
     const std::string_view n(f.name);
     const bool glu = m_.mlp == MlpKind::kSwiglu;
-    const bool one_reader = n != "attn_gather" && !(glu && (n == "mlp_gather" || n == "shared_gather"));
-    Op& op = out->back();
-    op.overlappable = f.overlappable && (op.collective == CollectiveKind::kAllGather || one_reader);
-    if (op.overlappable) AsyncTpKernels(out, op);
+    return n == "attn_gather" || (glu && (n == "mlp_gather" || n == "shared_gather"));
   }
 
   // ---- backward and recompute, derived from the forward ops
@@ -970,6 +1004,14 @@ class Builder {
               else if (op.collective == CollectiveKind::kReduceScatter) op.collective = CollectiveKind::kAllGather;
               else op.collective = CollectiveKind::kReduceScatter;
               op.bytes = grad_bytes;
+              // torchao's Float8RowwiseParallel casts the output gradient to float8 (e5m2) before
+              // the all-gather that conjugates its forward reduce-scatter (NoopFwToFloat8BwDynamic
+              // after the redistribute, torchao/float8/float8_tensor_parallel.py at eab345c and
+              // 6243040): the attention's and the MLP's output projections (torchtitan apply_tp).
+              if (float8_tp_ && op.collective == CollectiveKind::kAllGather) {
+                const std::string_view n(f.name);
+                if (n == "attn_reduce" || n == "mlp_reduce") op.bytes = LinearInputBytes(p_, tokens_ * m_.hidden);
+              }
               // AsyncTP (PyTorch torch/_inductor/fx_passes/micro_pipeline_tp.py at 00122fb1, the
               // same rules at 0e9ed9cf): a forward reduce-scatter's conjugate gathers the output
               // gradient that the input-gradient GEMM reads as its left operand, so it fuses
@@ -979,8 +1021,18 @@ class Builder {
               // wrote it (fuse_matmul_reduce_scatter: its input must be an mm's output with no
               // other user), not when autograd summed several (q, k, v; w1, w3).
               out->push_back(op);
+              const size_t at = out->size() - 1;
               if (async_tp_) [[unlikely]]
                 AsyncTpConjugate(*it, out);
+              // DTensor's conjugate runs on the sequence dimension too (SequenceDimCopy) unless
+              // AsyncTP fused it, or torch.compile (elementwise fused, as a PyTorch-native stack
+              // runs compiled) wrote the summed input gradient straight into the reduce-scatter's
+              // layout: Inductor fuses the sum of the GEMMs' outputs and the chunk-and-cat copy
+              // into one pointwise kernel (an eager run launches both).
+              const bool summed_in_layout = (*out)[at].collective == CollectiveKind::kReduceScatter &&
+                                            SummedInputGradient(f) && p_.elementwise == Elementwise::kFused;
+              if (dtensor_ && !(async_tp_ && (*out)[at].overlappable) && !summed_in_layout) [[unlikely]]
+                SequenceDimCopy(out, (*out)[at]);
             }
             break;
           }
@@ -1406,6 +1458,7 @@ class Builder {
   int64_t vocab_;  // PaddedVocab: the embedding's and the head's rows
   int64_t t_ = 1, s_ = 0, tokens_ = 0, e_ = 2;
   bool sp_ = false, async_tp_ = false, eager_ = false, eager_norm_ = false;
+  bool dtensor_ = false, float8_tp_ = false;  // PlanSpec::dtensor_tp under SP; and an FP8 plan
   Dtype gemm_dtype_ = Dtype::kBf16;
 };
 

@@ -650,6 +650,13 @@ void CheckShardingAndOffload(const PlanSpec& pl, const ModelSpec& m, const GpuSp
     d->Error("plan.tp_overlap",
              "async (PyTorch's AsyncTP) fuses the sequence-parallel all-gathers and reduce-scatters with their GEMMs: "
              "it needs plan.sequence_parallel (without it the TP collectives are all-reduces, which it leaves alone)");
+  // DTensor's TP styles overlap nothing of their own (PlanSpec::dtensor_tp); backward and full are
+  // Megatron's and Transformer Engine's overlaps (core/step_graph.cc Backward).
+  if (pl.dtensor_tp && pl.tp > 1 && (pl.tp_overlap == TpOverlap::kBackward || pl.tp_overlap == TpOverlap::kFull))
+    d->Error("plan.dtensor_tp",
+             "PyTorch's DTensor TP runs its collectives blocking, or fused by AsyncTP: it needs plan.tp_overlap none "
+             "or async (got " +
+                 std::string(Name(pl.tp_overlap)) + ", Megatron-Core's overlap)");
   if (pl.ep_overlap && pl.ep <= 1)
     d->Error(
         "plan.ep_overlap",

@@ -941,7 +941,8 @@ ListKey KeyOf(const core::PlanSpec& p) {
   // bits, 48-55; elementwise 56-57; MoE dispatcher 59; per-tensor ZeRO-3's overlapped reduce-scatters 60; repeat_kv 61;
   // grad_prescale 62. The last word: the cross entropy, Transformer Engine at bit 8, whose FP8 TP gathers move the
   // quantized bytes, core/step_graph.cc TpGather, and the MoE routing at bit 9 where the flex dispatcher reads it, the
-  // FP8 parameter gather at bit 10, FP8 attention at bit 11, the vocabulary's padding multiple from bit 12.)
+  // FP8 parameter gather at bit 10, FP8 attention at bit 11, the vocabulary's padding multiple from bit 12, DTensor's
+  // TP at bit 56: its collectives' copies and float8 gathers, core/step_graph.cc TpGather.)
   return {p.tp,
           p.cp,
           p.ep,
@@ -957,7 +958,8 @@ ListKey KeyOf(const core::PlanSpec& p) {
           e(p.cross_entropy) | e(p.transformer_engine) << 8 |
               e(p.ep > 1 && p.moe_dispatcher == core::MoeDispatcher::kFlex ? p.moe_routing : core::MoeRouting::kUniform)
                   << 9 |
-              e(p.fp8_param_gather) << 10 | e(p.fp8_attention) << 11 | p.vocab_divisible_by << 12};
+              e(p.fp8_param_gather) << 10 | e(p.fp8_attention) << 11 | p.vocab_divisible_by << 12 |
+              e(p.dtensor_tp) << 56};
 }
 struct ListKeyHash {
   size_t operator()(const ListKey& k) const {

@@ -653,6 +653,7 @@ QString ScenarioModel::commandLine() const {
   if (p.deferred_head_wgrad != d.deferred_head_wgrad) arg("--defer-head-wgrad", num(p.deferred_head_wgrad));
   if (p.elementwise != d.elementwise) arg("--elementwise", core::Name(p.elementwise));
   if (p.repeat_kv) args << "--repeat-kv";
+  if (p.dtensor_tp) args << "--dtensor-tp";
   if (p.keep_pp_outputs) args << "--keep-pp-outputs";
   if (p.keep_lp_grads) args << "--keep-lp-grads";
   if (p.fp8_param_gather) args << "--fp8-param-gather";

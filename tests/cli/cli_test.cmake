@@ -864,6 +864,12 @@ run(report_bridge_fp8_gather 0 "\\| fp8, parameters gathered in fp8\n.*# default
     report --model llama3-70b --gpu h100-sxm --gpus 64 --tp 8 --pp 4 --stack megatron-bridge-2025 --precision fp8 --gbs 128 --seq 8192 --recompute full)
 run_without(report_bridge_no_fp8_gather 0 "parameters gathered in fp8"
     report --model llama3-70b --gpu h100-sxm --gpus 64 --tp 8 --pp 4 --stack megatron-bridge-2025 --precision fp8 --gbs 128 --seq 8192 --recompute full --no-fp8-param-gather)
+# DTensor's TP (torchtitan's stacks set it; --dtensor-tp): the plan line says it, and Megatron's
+# backward overlap is refused, naming the field.
+run(report_dtensor_tp 0 "\\| sp on, DTensor TP \\| recompute none"
+    report --model llama3-8b --gpu h100-sxm --gpus 64 --tp 8 --seq 8192 --gbs 64 --stack torchtitan-2024)
+run(report_dtensor_tp_megatron_overlap 1 "plan.dtensor_tp: .*needs plan.tp_overlap none or async \\(got backward"
+    report --model llama3-8b --gpu h100-sxm --gpus 64 --tp 8 --seq 8192 --gbs 64 --dtensor-tp)
 # An MoE plan's report says how it runs its MoE layers (what the plan line leaves out): gpt-oss-120b
 # under megatron-bridge-2025 adds the experts' fc2 bias one local expert at a time; 128 experts over
 # EP 8 are 16 per rank.

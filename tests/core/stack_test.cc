@@ -332,6 +332,33 @@ TEST(StackTest, MegatronStacksPadTheVocabularyAsMegatronDoes) {
   }
 }
 
+TEST(StackTest, TorchtitanRunsItsTensorParallelismThroughDTensor) {
+  // torchtitan's apply_tp (parallelize_llama.py at 9dec370, models/llama3/parallelize_llama.py at
+  // 820504e): SequenceParallel, ColwiseParallel and RowwiseParallel on Shard(1), torchao's float8
+  // styles under float8. Megatron's stacks run Megatron-Core's TP; LLM Foundry has no TP.
+  for (const char* name : {"torchtitan-2024", "torchtitan-2025"}) {
+    auto s = LoadStack(name);
+    ASSERT_TRUE(s.ok()) << name;
+    EXPECT_TRUE(s->dtensor_tp) << name;
+    EXPECT_NE(StackSummary(*s).find("DTensor TP"), std::string::npos) << name;
+    PlanSpec p;
+    p.tp = 8;
+    p.tp_overlap = TpOverlap::kBackward;
+    ModelSpec m;
+    ApplyStack(*s, &m, &p);
+    EXPECT_TRUE(p.dtensor_tp) << name;
+    EXPECT_EQ(p.tp_overlap, TpOverlap::kNone) << name;
+  }
+  for (const char* name : {"megatron-core-2024", "megatron-bridge-2025", "llm-foundry-2023"}) {
+    auto s = LoadStack(name);
+    ASSERT_TRUE(s.ok()) << name;
+    EXPECT_FALSE(s->dtensor_tp) << name;
+  }
+  auto bad = ParseStackJson(R"({"name": "x", "source": "s", "notes": "n", "dtensor_tp": 1})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("stack.dtensor_tp"), std::string::npos) << bad.status().message();
+}
+
 TEST(StackTest, PyTorchStacksStopTheirCheckpointReplayEarlyOnFullRecomputationOnly) {
   // torchtitan wraps each block with torch's non-reentrant checkpoint_wrapper (parallelize_llama.py
   // at 9dec370 and 820504e) and LLM Foundry's MPT yamls ask Composer for the same

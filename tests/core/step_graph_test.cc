@@ -834,6 +834,92 @@ TEST(StepGraphTest, TransformerEngineGathersQuantizedInputsAndReducesSixteenBitG
   EXPECT_EQ(bytes(Dtype::kFp8, "attn_gather", Pass::kForward, CollectiveKind::kAllGather), 2 * elems);
 }
 
+TEST(StepGraphTest, DTensorTpCopiesEachSequenceCollectiveAndGathersFloat8) {
+  // PyTorch's DTensor TP (plan.dtensor_tp, torchtitan): the SP collectives run on the sequence,
+  // dim 1, so the functional collectives copy the whole tensor (torch.cat of its chunks) after
+  // each all-gather and before each reduce-scatter: S read and S written. Llama 3 8B at TP 8,
+  // 8192 tokens: S = 8192 x 4096 x 2 B = 67,108,864 B, each copy 2 S = 134,217,728 B. Forward:
+  // one per gather (attn, mlp) and per reduce-scatter (attn, mlp). Backward: the reduce-scatters'
+  // conjugate gathers copy; the gathers' conjugate reduce-scatters take the input gradients
+  // summed over q, k, v and w1, w3, which torch.compile (elementwise fused) writes straight into
+  // the collective's layout, and eager copies.
+  auto m = LoadModel("llama3-8b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p = Plan(8, 1, true);
+  p.seq_len = 8192;
+  p.tp_overlap = TpOverlap::kNone;
+  p.dtensor_tp = true;
+  p.elementwise = Elementwise::kFused;
+  const int64_t S = int64_t{8192} * 4096 * 2;
+  auto copies = [](const std::vector<Op>& ops, const char* name, Pass pass) {
+    int64_t bytes = 0, count = 0;
+    for (const Op& op : ops)
+      if (op.pass == pass && std::string_view(op.name) == name && op.kind == OpKind::kMemoryBound &&
+          op.group == CommGroup::kTp) {
+        bytes += op.bytes;
+        ++count;
+      }
+    return std::pair{count, bytes};
+  };
+  auto collective_bytes = [](const std::vector<Op>& ops, const char* name, Pass pass) {
+    for (const Op& op : ops)
+      if (op.pass == pass && std::string_view(op.name) == name && op.kind == OpKind::kCollective) return op.bytes;
+    return int64_t{-1};
+  };
+  StepGraph g = BuildStepGraph(*m, p);
+  for (const char* name : {"attn_gather", "mlp_gather", "attn_reduce", "mlp_reduce"}) {
+    EXPECT_EQ(copies(g.dense_layer, name, Pass::kForward), (std::pair<int64_t, int64_t>{1, 2 * S})) << name;
+    EXPECT_EQ(collective_bytes(g.dense_layer, name, Pass::kForward), S) << name;
+  }
+  for (const char* reduce : {"attn_reduce", "mlp_reduce"})
+    EXPECT_EQ(copies(g.dense_layer, reduce, Pass::kBackwardInput), (std::pair<int64_t, int64_t>{1, 2 * S})) << reduce;
+  for (const char* gather : {"attn_gather", "mlp_gather"})
+    EXPECT_EQ(copies(g.dense_layer, gather, Pass::kBackwardInput).first, 0) << gather;
+  // The embedding's reduce-scatter and the output layer's gather are DTensor's too.
+  EXPECT_EQ(copies(g.embedding, "embedding_reduce", Pass::kForward).second, 2 * S);
+  EXPECT_EQ(copies(g.head, "head_gather", Pass::kForward).second, 2 * S);
+  // Eager: the summed gradients' reduce-scatters copy as well.
+  p.elementwise = Elementwise::kEager;
+  g = BuildStepGraph(*m, p);
+  for (const char* gather : {"attn_gather", "mlp_gather"})
+    EXPECT_EQ(copies(g.dense_layer, gather, Pass::kBackwardInput).second, 2 * S) << gather;
+  // Megatron's TP: none.
+  p.dtensor_tp = false;
+  g = BuildStepGraph(*m, p);
+  for (const char* name : {"attn_gather", "attn_reduce"}) {
+    EXPECT_EQ(copies(g.dense_layer, name, Pass::kForward).first, 0) << name;
+    EXPECT_EQ(copies(g.dense_layer, name, Pass::kBackwardInput).first, 0) << name;
+  }
+  // FP8 (torchao's float8 styles): the layers' input gathers and their output gradients' gathers
+  // move 1 B an element (S / 2), their copies 2 x S / 2; the input gradients' reduce-scatters stay
+  // 16-bit; the output layer (plain ColwiseParallel) gathers 16-bit.
+  p.dtensor_tp = true;
+  p.elementwise = Elementwise::kFused;
+  p.precision = Dtype::kFp8;
+  p.fp8_scaling = Fp8Scaling::kCurrent;
+  g = BuildStepGraph(*m, p);
+  for (const char* gather : {"attn_gather", "mlp_gather"}) {
+    EXPECT_EQ(collective_bytes(g.dense_layer, gather, Pass::kForward), S / 2) << gather;
+    EXPECT_EQ(copies(g.dense_layer, gather, Pass::kForward).second, S) << gather;
+    EXPECT_EQ(collective_bytes(g.dense_layer, gather, Pass::kBackwardInput), S) << gather;
+  }
+  for (const char* reduce : {"attn_reduce", "mlp_reduce"}) {
+    EXPECT_EQ(collective_bytes(g.dense_layer, reduce, Pass::kForward), S) << reduce;
+    EXPECT_EQ(collective_bytes(g.dense_layer, reduce, Pass::kBackwardInput), S / 2) << reduce;
+    EXPECT_EQ(copies(g.dense_layer, reduce, Pass::kBackwardInput).second, S) << reduce;
+  }
+  EXPECT_EQ(collective_bytes(g.head, "head_gather", Pass::kForward), S);
+  // AsyncTP's fused collectives take no copy (the fused op lays the shards out itself).
+  p.tp_overlap = TpOverlap::kAsync;
+  g = BuildStepGraph(*m, p);
+  EXPECT_EQ(copies(g.dense_layer, "attn_gather", Pass::kForward).second, 4 * (S / 2) / 8);  // AsyncTpKernels alone
+  // Megatron-Core's overlaps are not DTensor's: an error naming the field.
+  p.tp_overlap = TpOverlap::kBackward;
+  Diagnostics d;
+  ValidatePlan(p, *m, LoadGpu("h100-sxm").value(), LoadCluster("dgx-h100").value(), &d);
+  EXPECT_NE(d.ToStatus().message().find("plan.dtensor_tp"), std::string::npos) << d.ToStatus().message();
+}
+
 TEST(StepGraphTest, AsyncTpFusesEachCollectiveWithItsGemmsButTheSummedInputGradients) {
   // PyTorch's micro-pipeline TP (tp_overlap async; torch/_inductor/fx_passes/micro_pipeline_tp.py):
   // an all-gather fuses with the GEMMs that read its output as their left operand, a

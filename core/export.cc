@@ -21,6 +21,12 @@ Status Refusal(const char* framework, const char* commit, const std::string& rul
                                  "; nearest plan it runs: " + nearest);
 }
 
+// torchtitan's TP is PyTorch's DTensor styles (PlanSpec::dtensor_tp): a plan costed as Megatron's
+// is exported with this said.
+constexpr const char* kTorchtitanTpNote =
+    "tensor parallelism: torchtitan runs PyTorch's DTensor styles, whose sequence-dimension copies and float8 "
+    "gathers this plan was costed without (--dtensor-tp, or --stack torchtitan-2024/-2025, costs them)";
+
 // What neither torchtitan exporter writes (the TOML one and the Python one alike): Transformer
 // Engine's TP overlap, NVFP4, layers kept out of the float8 conversion. `refuse` is the exporter's
 // (its commit). OK when the plan has none of them.
@@ -142,6 +148,9 @@ Result<std::string> ExportMegatron(const Scenario& s) {
   if (p.Flushes() > 1)
     return refuse("Megatron-LM's pipeline schedules run every microbatch of the step in one flush (plan.pp_flushes)",
                   "--pp-flushes 1");
+  if (p.tp > 1 && p.dtensor_tp)
+    return refuse("Megatron-LM runs Megatron-Core's tensor parallelism, not PyTorch's DTensor styles (plan.dtensor_tp)",
+                  "--no-dtensor-tp");
   if (p.tp > 1 && p.tp_overlap == TpOverlap::kAsync)
     return refuse(
         "no PyTorch AsyncTP (torch.compile's micro-pipeline TP): Megatron-LM overlaps TP through Transformer "
@@ -580,6 +589,7 @@ Result<std::string> ExportTorchtitan(const Scenario& s) {
   if (p.fp8_param_gather) return refuse(kTorchtitanFp8Gather, "the plan without --fp8-param-gather");
   std::ostringstream out;
   std::vector<std::string> notes;
+  if (p.tp > 1 && !p.dtensor_tp) notes.push_back(kTorchtitanTpNote);
   out << "# torchtitan job config (TOML) for torchtitan " << kTorchtitanCommit
       << " (2026-02-23), the last commit that reads TOML (later commits configure in Python): " << m.name << " on "
       << p.gpus << " GPUs\n";
@@ -783,6 +793,7 @@ Result<std::string> ExportTorchtitanPython(const Scenario& s) {
                   "--seq a multiple of " + std::to_string(shards));
 
   std::vector<std::string> notes;
+  if (p.tp > 1 && !p.dtensor_tp) notes.push_back(kTorchtitanTpNote);
   const bool async_tp = p.tp > 1 && p.tp_overlap == TpOverlap::kAsync;
   // torch.compile fuses the norms, RoPE and activations (the plan's fused elementwise kernels) and
   // async TP needs the compiled model (CFG:306-313).
@@ -947,6 +958,9 @@ Result<std::string> ExportDeepSpeed(const Scenario& s, std::vector<std::string>*
         "--pp-flushes 1");
   if (p.precision == Dtype::kNvfp4)
     return refuse("this exporter maps no NVFP4 recipe for DeepSpeed (it maps none for FP8 either)", "--precision bf16");
+  if (p.tp > 1 && p.dtensor_tp)
+    return refuse("DeepSpeed runs its own AutoTP tensor parallelism, not PyTorch's DTensor styles (plan.dtensor_tp)",
+                  "--no-dtensor-tp");
   if (s.model.Hybrid())
     return refuse("no Mamba layers in the GPT model this config trains (a hybrid model.hybrid_pattern)",
                   "a transformer model, e.g. --model llama3-8b");

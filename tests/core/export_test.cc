@@ -108,6 +108,26 @@ std::string PlanErrors(const Scenario& s) {
   return d.has_errors() ? d.ToStatus().ToString() : std::string();
 }
 
+TEST(ExportTest, DTensorTensorParallelismIsTorchtitansAlone) {
+  // plan.dtensor_tp costs PyTorch's DTensor TP (its sequence-dimension copies, torchao's float8
+  // gathers): torchtitan runs it; Megatron-LM (Megatron-Core's TP) and DeepSpeed (AutoTP) refuse it;
+  // torchtitan's exporters say so when the plan was costed without it.
+  Scenario s = Llama70BOneFOneB();
+  s.plan.tp_overlap = TpOverlap::kNone;
+  const std::string plain = Text(ExportTorchtitan(s));
+  EXPECT_TRUE(Has(plain, "# note: tensor parallelism: torchtitan runs PyTorch's DTensor styles")) << plain;
+  EXPECT_TRUE(Has(Text(ExportTorchtitanPython(s)), "--dtensor-tp"));
+  s.plan.dtensor_tp = true;
+  ASSERT_EQ(PlanErrors(s), "");
+  const std::string titan = Text(ExportTorchtitan(s));
+  EXPECT_TRUE(Has(titan, "tensor_parallel_degree = 8")) << titan;
+  EXPECT_FALSE(Has(titan, "DTensor styles")) << titan;
+  ExpectRefused(ExportMegatron(s), "plan.dtensor_tp");
+  s.plan.zero = 1;
+  std::vector<std::string> notes;
+  ExpectRefused(ExportDeepSpeed(s, &notes), "plan.dtensor_tp");
+}
+
 TEST(ExportTest, EachFrameworkGetsThePlansDegreesUnderItsOwnNames) {
   const Scenario s = Llama70BOneFOneB();
   ASSERT_EQ(PlanErrors(s), "");

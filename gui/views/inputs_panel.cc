@@ -206,6 +206,12 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
   sp_ = new QCheckBox("sequence parallel");
   sp_->setToolTip("Shard norms and dropout activations over the TP group (Korthikanti et al. 2022)");
   pf->addRow("", sp_);
+  dtensor_tp_ = new QCheckBox("DTensor TP (PyTorch, torchtitan)");
+  dtensor_tp_->setToolTip(
+      "With TP and sequence parallelism: PyTorch's DTensor styles, whose collectives on the sequence dimension "
+      "each copy their whole tensor and which gather in float8 under fp8 (torchtitan; needs TP overlap none or "
+      "async; docs/compute.md)");
+  pf->addRow("", dtensor_tp_);
   fp8_param_gather_ = new QCheckBox("FP8 parameter gather");
   fp8_param_gather_->setToolTip(
       "Under fp8 with ZeRO 1 or 2: the distributed optimizer all-gathers the updated parameters in FP8, 1 byte "
@@ -412,6 +418,8 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
           [this](bool on) { EditPlan([&](core::PlanSpec& p) { p.sequence_parallel = on; }); });
   connect(fp8_param_gather_, &QCheckBox::toggled, this,
           [this](bool on) { EditPlan([&](core::PlanSpec& p) { p.fp8_param_gather = on; }); });
+  connect(dtensor_tp_, &QCheckBox::toggled, this,
+          [this](bool on) { EditPlan([&](core::PlanSpec& p) { p.dtensor_tp = on; }); });
   connect(pp_flushes_, &QSpinBox::valueChanged, this,
           [this](int v) { EditPlan([&](core::PlanSpec& p) { p.pp_flushes = v; }); });
   BindEnum(recompute_, &core::PlanSpec::recompute);
@@ -560,7 +568,7 @@ void InputsPanel::Refresh() {
   {
     const QSignalBlocker b1(sp_), b2(recompute_), b3(precision_), b4(fp8_scaling_), b5(moe_probs_), b6(tp_overlap_),
         b7(cp_kind_), b8(offload_optimizer_), b9(offload_params_), b10(cross_entropy_), b11(moe_dispatcher_),
-        b12(moe_routing_), b13(fp8_param_gather_), b14(recompute_early_stop_), b15(expert_bias_);
+        b12(moe_routing_), b13(fp8_param_gather_), b14(recompute_early_stop_), b15(expert_bias_), b16(dtensor_tp_);
     sp_->setChecked(p.sequence_parallel);
     SelectEnum(recompute_, p.recompute);
     SelectEnum(tp_overlap_, p.tp_overlap);
@@ -590,6 +598,9 @@ void InputsPanel::Refresh() {
     // Shown while set even where it does not apply (validation names why), as fp8_param_gather.
     recompute_early_stop_->setChecked(p.recompute_early_stop);
     recompute_early_stop_->setEnabled(p.recompute_early_stop || p.recompute == core::Recompute::kFull);
+    // Shown while set even without TP and SP (it then changes nothing), as fp8_param_gather.
+    dtensor_tp_->setChecked(p.dtensor_tp);
+    dtensor_tp_->setEnabled(p.dtensor_tp || (p.tp > 1 && p.sequence_parallel));
   }
   SetValue(pp_flushes_, p.pp_flushes);
   pp_flushes_->setEnabled(p.pp > 1 || p.pp_flushes > 1);

@@ -536,6 +536,39 @@ TEST(GuiDriveTest, FlushesFp8GatherAndMoeDispatchAreSetInThePanel) {
 // The optimizer offloaded: stage 0's master weights and moments leave the GPU for host memory, byte
 // for byte. A recomputed-layer count under selective recompute, or activation offloading under
 // PP 4, stays in the plan and is refused naming its field (never silently dropped).
+// DTensor's TP (plan.dtensor_tp) in the inputs panel, on the default plan (Llama 3 70B, TP 8 with
+// SP): with the TP overlap none, checking it adds the sequence-dimension copies (a longer step than
+// Megatron's TP with none) and the command line says --dtensor-tp; Megatron's backward overlap beside
+// it is refused naming the field, never silently dropped.
+TEST(GuiDriveTest, DTensorTensorParallelismIsAPanelChoice) {
+  MainWindow w;
+  ScenarioModel* s = w.scenario();
+  InputsPanel* in = w.inputs();
+  ASSERT_EQ(s->plan().tp, 8);
+  ASSERT_TRUE(s->plan().sequence_parallel);
+  ASSERT_FALSE(s->plan().dtensor_tp);
+  auto choose = [](QComboBox* box, int data) {
+    const int i = box->findData(data);
+    ASSERT_GE(i, 0) << "the list does not offer " << data;
+    box->setCurrentIndex(i);
+  };
+  auto errors = [s] { return s->evaluation().errors.join("\n").toStdString(); };
+  choose(in->tpOverlapBox(), static_cast<int>(core::TpOverlap::kNone));
+  ASSERT_TRUE(s->evaluation().valid) << errors();
+  const double megatron = s->evaluation().step.time_s;
+  EXPECT_TRUE(in->dtensorTpBox()->isEnabled());
+  in->dtensorTpBox()->setChecked(true);
+  ASSERT_TRUE(s->plan().dtensor_tp);
+  ASSERT_TRUE(s->evaluation().valid) << errors();
+  EXPECT_GT(s->evaluation().step.time_s, megatron);
+  EXPECT_TRUE(s->commandLine().contains("--dtensor-tp")) << s->commandLine().toStdString();
+  choose(in->tpOverlapBox(), static_cast<int>(core::TpOverlap::kBackward));
+  EXPECT_FALSE(s->evaluation().valid);
+  EXPECT_TRUE(QString::fromStdString(errors()).contains("plan.dtensor_tp")) << errors();
+  in->dtensorTpBox()->setChecked(false);
+  ASSERT_TRUE(s->evaluation().valid) << errors();
+}
+
 TEST(GuiDriveTest, OverlapLossOffloadAndRecomputedLayersAreSetInThePanel) {
   MainWindow w;
   ScenarioModel* s = w.scenario();

@@ -1745,6 +1745,10 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     run.assumptions.push_back(said_pp);
   // Layers that do not divide over pp*vpp chunks: the project's default uneven split.
   ApplyDefaultStageSplit(m, &p, &run.assumptions);
+  // DTensor's TP (core/specs.h PlanSpec::dtensor_tp): said where it costs something.
+  if (p.dtensor_tp && p.tp > 1 && p.sequence_parallel)
+    from_stack.push_back(p.precision == Dtype::kFp8 ? "DTensor's TP (sequence-dimension copies, float8 gathers)"
+                                                    : "DTensor's TP (sequence-dimension copies)");
   std::string said = "stack " + stack->name;
   for (size_t i = 0; i < from_stack.size(); ++i) said += (i ? ", " : ": ") + from_stack[i];
   run.assumptions.push_back(said);

@@ -1605,7 +1605,8 @@ TEST(ValidationTest, TorchtitanAsyncTpRowsPairVanillaAndAsyncTp) {
                                  .time_s;
     EXPECT_NEAR(predicted, predicted_speedup, 0.0015) << stem;
     EXPECT_NEAR(predicted, measured, 0.15) << stem;          // the level reached: within 0.011 to 0.144
-    EXPECT_TRUE(vanilla->scenario.plan.dtensor_tp) << stem;  // the stack's TP styles
+    EXPECT_TRUE(vanilla->scenario.plan.dtensor_tp) << stem;  // the stack's TP styles, said
+    EXPECT_TRUE(Says(vanilla->assumptions, "DTensor's TP (sequence-dimension copies")) << stem;
   }
   // The 70B rows checkpoint whole blocks, each compiled whole: AOTAutograd's partitioner extracts
   // the backward with dead code eliminated, so w2 and what follows it are not rerun (the early

@@ -155,7 +155,7 @@ void PlanFlags::Register(CLI::App* app) {
       "--stack torchtitan-2024 sets it): the copies, their saved tensors and CP's K/V exchanges at every head");
   p->add_flag_callback(
       "--dtensor-tp", [this] { dtensor_tp = true; },
-      "Tensor parallelism through PyTorch's DTensor styles (torchtitan; --stack torchtitan-2024 and -2025 set it): "
+      "Tensor parallelism through PyTorch's DTensor styles (torchtitan, NeMo AutoModel; their stacks set it): "
       "the SP collectives run along the sequence dimension, each with a copy of its whole tensor, and under FP8 "
       "torchao's float8 styles gather in float8 (docs/compute.md)");
   p->add_flag_callback(

@@ -332,11 +332,12 @@ TEST(StackTest, MegatronStacksPadTheVocabularyAsMegatronDoes) {
   }
 }
 
-TEST(StackTest, TorchtitanRunsItsTensorParallelismThroughDTensor) {
+TEST(StackTest, PyTorchNativeStacksRunTheirTensorParallelismThroughDTensor) {
   // torchtitan's apply_tp (parallelize_llama.py at 9dec370, models/llama3/parallelize_llama.py at
   // 820504e): SequenceParallel, ColwiseParallel and RowwiseParallel on Shard(1), torchao's float8
-  // styles under float8. Megatron's stacks run Megatron-Core's TP; LLM Foundry has no TP.
-  for (const char* name : {"torchtitan-2024", "torchtitan-2025"}) {
+  // styles under float8; NeMo AutoModel's TP plans the same styles ("DTensor-native"). Megatron's
+  // stacks run Megatron-Core's TP; LLM Foundry has no TP.
+  for (const char* name : {"torchtitan-2024", "torchtitan-2025", "nemo-automodel-2025"}) {
     auto s = LoadStack(name);
     ASSERT_TRUE(s.ok()) << name;
     EXPECT_TRUE(s->dtensor_tp) << name;

@@ -212,6 +212,12 @@ void VisitLayerActivations(const ModelSpec& m, const PlanSpec& p, bool moe_layer
   const int64_t h = m.hidden;
   const int64_t sbh = s * b * h;
   const int64_t rep_div = p.sequence_parallel ? t : 1;
+  // A column-parallel linear layer's saved input: Megatron-Core's saves the sequence-sharded
+  // input and gathers it again for the weight gradient (LinearWithGradAccumulationAndAsync-
+  // Communication: "all-gather is launched asynchronously" in its backward under sequence
+  // parallelism); PyTorch's DTensor TP (PlanSpec::dtensor_tp) runs F.linear on the gathered
+  // tensor, which autograd saves whole (its step graph gathers nothing again, core/step_graph.cc).
+  const int64_t linear_input_div = p.dtensor_tp ? 1 : rep_div;
   // A hybrid model's layer is its kinds' mix (core/specs.h ModelSpec::hybrid_pattern): each
   // block's terms weighted by its kind's share of the layers.
   double scale = 1.0;
@@ -292,7 +298,8 @@ void VisitLayerActivations(const ModelSpec& m, const PlanSpec& p, bool moe_layer
     // The norm's output, the QKV (or MLA down-projection) input. Transformer Engine fuses the norm
     // into that linear for standard attention (LayerNormLinear: layernorm recompute does not apply);
     // MLA's input norm is its own module.
-    if (!(m.mla && recomputed(RecomputeModule::kLayernorm))) add("qkv_input", LinearInputBytes(p, sbh / rep_div));
+    if (!(m.mla && recomputed(RecomputeModule::kLayernorm)))
+      add("qkv_input", LinearInputBytes(p, sbh / linear_input_div));
     int64_t q_dim, k_dim, v_dim;  // per-token widths of the saved q, k, v on this rank
     if (m.mla) {
       const int64_t qk = m.mla->qk_nope_head_dim + m.mla->qk_rope_head_dim;
@@ -380,7 +387,7 @@ void VisitLayerActivations(const ModelSpec& m, const PlanSpec& p, bool moe_layer
         mlp_terms("shared_act_input", "shared_fc2_input", s * b, x.shared_experts * x.shared_expert_ffn_hidden / t,
                   false);
     } else if (!recomputed(RecomputeModule::kMlp)) {  // mlp: the block checkpoints its input alone
-      add("fc1_input", LinearInputBytes(p, sbh / rep_div));
+      add("fc1_input", LinearInputBytes(p, sbh / linear_input_div));
       mlp_terms(m.mlp == MlpKind::kSwiglu ? "swiglu_gate_up" : "gelu_input", "fc2_input", s * b, m.ffn_hidden / t,
                 false);
     }
@@ -521,7 +528,11 @@ void PlaceActivations(const ModelSpec& m, const PlanSpec& p, int64_t stage, bool
                               : p.cross_entropy == CrossEntropy::kCompiled  ? 4
                               : p.cross_entropy == CrossEntropy::kTeInplace ? 2
                                                                             : 6;  // fused, te, plain
-    st.loss_activations_bytes = 2 * e * s * b * h / rep_div + per_logit * s * b * vocab / t;
+    // Under DTensor's TP the head's input is saved gathered (its ColwiseParallel runs F.linear on
+    // the all-gathered Shard(1) input; PlanSpec::dtensor_tp), the norm's input sharded.
+    const int64_t head_input_div = p.dtensor_tp ? 1 : rep_div;
+    st.loss_activations_bytes =
+        e * s * b * h / rep_div + e * s * b * h / head_input_div + per_logit * s * b * vocab / t;
     // Each MTP module keeps its enorm and hnorm inputs (sbh each) and eh_proj's input, the
     // concatenation (2sbh), then its own final norm, head input and logits as above.
     if (m.mtp_layers > 0)

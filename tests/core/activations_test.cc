@@ -497,5 +497,45 @@ TEST(ActivationsTest, RepeatKvSavesTheCopiesTheKernelSaw) {
   EXPECT_EQ(eager_repeat - LayerActivationBytes(m, p, false, Recompute::kNone), int64_t{12288} * 8192);
 }
 
+TEST(ActivationsTest, DTensorTpKeepsItsLinearsInputsGathered) {
+  // PyTorch's DTensor TP (plan.dtensor_tp, torchtitan) runs F.linear on the all-gathered input,
+  // which autograd saves whole for the weight gradient; Megatron-Core keeps the sequence-sharded
+  // input and gathers it again in the backward. Llama 3 8B at TP 8 with SP, bf16, one 8,192-token
+  // sequence: the q/k/v and w1/w3 inputs go from s*h*2/8 = 8,388,608 B to s*h*2 = 67,108,864 B
+  // each; the norms' inputs stay sharded. The head's input likewise on the last stage.
+  auto m = LoadModel("llama3-8b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p;
+  p.tp = 8;
+  p.gpus = 8;
+  p.sequence_parallel = true;
+  p.seq_len = 8192;
+  p.tp_overlap = TpOverlap::kNone;
+  auto terms = [&] {
+    std::map<std::string, int64_t> out;
+    for (const auto& t : LayerActivationTerms(*m, p, false, Recompute::kNone)) out[t.name] = t.bytes;
+    return out;
+  };
+  const int64_t sh2 = int64_t{8192} * 4096 * 2;
+  const auto megatron = terms();
+  EXPECT_EQ(megatron.at("qkv_input"), sh2 / 8);
+  EXPECT_EQ(megatron.at("fc1_input"), sh2 / 8);
+  p.dtensor_tp = true;
+  const auto dtensor = terms();
+  EXPECT_EQ(dtensor.at("qkv_input"), sh2);
+  EXPECT_EQ(dtensor.at("fc1_input"), sh2);
+  EXPECT_EQ(dtensor.at("attn_norm_input"), megatron.at("attn_norm_input"));
+  // FP8 (torchao's float8 styles gather the float8 input, and the linear saves it): 1 B each.
+  p.precision = Dtype::kFp8;
+  p.fp8_scaling = Fp8Scaling::kCurrent;
+  EXPECT_EQ(terms().at("qkv_input"), sh2 / 2);
+  // The head's input on the last stage: 7/8 of s*h*2 more than Megatron's sharded one.
+  p.precision = Dtype::kBf16;
+  const GpuSpec g = *LoadGpu("h100-sxm");
+  const int64_t with = EstimateMemory(*m, p, g).stages[0].loss_activations_bytes;
+  p.dtensor_tp = false;
+  EXPECT_EQ(with - EstimateMemory(*m, p, g).stages[0].loss_activations_bytes, sh2 - sh2 / 8);
+}
+
 }  // namespace
 }  // namespace meshplan::core

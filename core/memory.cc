@@ -217,6 +217,8 @@ void VisitLayerActivations(const ModelSpec& m, const PlanSpec& p, bool moe_layer
   // Communication: "all-gather is launched asynchronously" in its backward under sequence
   // parallelism); PyTorch's DTensor TP (PlanSpec::dtensor_tp) runs F.linear on the gathered
   // tensor, which autograd saves whole (its step graph gathers nothing again, core/step_graph.cc).
+  // Applied to the dense attention's and MLP's inputs (and the head's, PlaceActivations); MLA's
+  // latents, MoE's and Mamba's inputs keep the sharded rule (no DTensor plan of theirs read).
   const int64_t linear_input_div = p.dtensor_tp ? 1 : rep_div;
   // A hybrid model's layer is its kinds' mix (core/specs.h ModelSpec::hybrid_pattern): each
   // block's terms weighted by its kind's share of the layers.

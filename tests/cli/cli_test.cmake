@@ -907,7 +907,8 @@ endif()
 # The README's accuracy figures are the shipped tables' (presets/accuracy/step.json and memory.json,
 # which AccuracyTest pins to what `meshplan validate` gives): the corpus's runs, median and p90, the
 # MoE runs' and the runs beyond 32k tokens' medians, the memory corpus's peaks, median and p90; and
-# validate's own summaries of the tuning set (median, max) and of the runs beyond it (runs, median, p90).
+# validate's own summaries of the tuning set (median, max) and of the runs beyond it (runs, median, p90),
+# of the memory corpus's published fit outcomes (how many right) and of the runs called tight.
 # A fraction of the table (four decimals) as the README writes it, percent to one decimal.
 function(percent_of fraction out)
   if(NOT fraction MATCHES "^-?0\\.([0-9]+)$")
@@ -957,6 +958,24 @@ foreach(file published published_beyond_tuning)
   set(${file}_p90 "${CMAKE_MATCH_3}")
   set(${file}_max "${CMAKE_MATCH_4}")
 endforeach()
+# The memory corpus's published fit outcomes and how many the verdict gets right; the throughput
+# corpus's runs called tight (over the GPU only with the allocator's reserve), as README words them.
+execute_process(COMMAND ${MESHPLAN} validate --memory --dataset ${DATA}/memory RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                ERROR_VARIABLE err)
+string(REGEX MATCH "# ([0-9]+) published outcomes: ([0-9]+) right" _ "${out}")
+set(outcomes_n "${CMAKE_MATCH_1}")
+set(outcomes_right "${CMAKE_MATCH_2}")
+execute_process(COMMAND ${MESHPLAN} validate --dataset ${DATA}/validation RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                ERROR_VARIABLE err)
+string(REPLACE "\n" "\n\n" doubled "\n${out}\n")  # each row between newlines of its own
+string(REGEX MATCHALL "\n  [^\n]* tight\n" tight_rows "${doubled}")
+list(LENGTH tight_rows tight_n)
+set(number_words "none;one;two;three;four;five;six;seven;eight;nine;ten")
+if(tight_n LESS 11)
+  list(GET number_words ${tight_n} tight_word)
+else()
+  set(tight_word "${tight_n}")
+endif()
 set(tuning_median "${published_median}")
 set(tuning_max "${published_max}")
 set(beyond_n "${published_beyond_tuning_n}")
@@ -991,7 +1010,8 @@ foreach(rx "maps ${step_runs} published runs" "median ${step_median_rx}, p90 ${s
         "MoE runs most: median ${moe_median_rx}" "runs beyond 32k tokens ${long_median_rx}"
         "against ${memory_n} measured per-GPU peaks" "median ${memory_median_rx}, p90 ${memory_p90_rx} off today"
         "Korthikanti 2022\\) it is median ${tuning_median_rx}, max ${tuning_max_rx} off"
-        "beyond the tuning set's ${beyond_n} runs: ${beyond_median_rx}, p90 ${beyond_p90_rx}\\)")
+        "beyond the tuning set's ${beyond_n} runs: ${beyond_median_rx}, p90 ${beyond_p90_rx}\\)"
+        "${outcomes_n} published fit outcomes, ${outcomes_right} right" "\\(${tight_word} tight,")
   if(NOT readme_flat MATCHES "${rx}")
     list(APPEND readme_wrong "'${rx}'")
   endif()
@@ -999,5 +1019,5 @@ endforeach()
 if(readme_wrong)
   message(SEND_ERROR "readme_accuracy: README.md does not say ${readme_wrong} (presets/accuracy/step.json, memory.json)")
 else()
-  message(STATUS "ok readme_accuracy (${step_runs} runs ${step_median}/${step_p90}, MoE ${moe_median}, >32k ${long_median}, tuning ${tuning_median}/max ${tuning_max}, beyond ${beyond_n} ${beyond_median}/${beyond_p90}; ${memory_n} peaks ${memory_median}/${memory_p90})")
+  message(STATUS "ok readme_accuracy (${step_runs} runs ${step_median}/${step_p90}, MoE ${moe_median}, >32k ${long_median}, tuning ${tuning_median}/max ${tuning_max}, beyond ${beyond_n} ${beyond_median}/${beyond_p90}, ${tight_word} tight; ${memory_n} peaks ${outcomes_right} of ${outcomes_n} outcomes right, ${memory_median}/${memory_p90})")
 endif()

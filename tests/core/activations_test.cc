@@ -11,6 +11,13 @@
 namespace meshplan::core {
 namespace {
 
+// A layer's saved tensors by name, under the plan's recomputation.
+std::map<std::string, int64_t> TermsByName(const ModelSpec& m, const PlanSpec& p, bool moe) {
+  std::map<std::string, int64_t> out;
+  for (const auto& t : LayerActivationTerms(m, p, moe, p.recompute)) out[t.name] = t.bytes;
+  return out;
+}
+
 // A GPT layer as the paper models it: 2-matrix GELU MLP with f = 4h, biases, LayerNorm, dropout
 // after attention and MLP, naive attention (the s^2 scores are stored).
 ModelSpec PaperGpt(int64_t layers, int64_t hidden, int64_t heads) {
@@ -275,11 +282,6 @@ TEST(ActivationsTest, MoeExpertTokensScaleWithTopK) {
 TEST(ActivationsTest, RecomputeModulesDropWhatTheyRecompute) {
   // Megatron-Core's recompute_modules (core/specs.h RecomputeModule), per layer, bf16, flash:
   // each module drops exactly the tensors it recomputes in the backward.
-  auto names = [](const ModelSpec& m, const PlanSpec& p, bool moe) {
-    std::map<std::string, int64_t> out;
-    for (const auto& t : LayerActivationTerms(m, p, moe, p.recompute)) out[t.name] = t.bytes;
-    return out;
-  };
   // Llama 3 70B dense layer, s = 8192: mlp keeps only the block's input (its norm input), so the
   // layer loses fc-in 2sbh, gate+up 2*2sb*28672 and down input 2sb*28672; core_attn (the
   // default) drops flash attention's log-sum-exp 4*64*s.
@@ -312,26 +314,26 @@ TEST(ActivationsTest, RecomputeModulesDropWhatTheyRecompute) {
   q.ep = 8;
   q.dp = 8;
   const int64_t ds = 4096, dh = 7168, k = 8;
-  const auto base = names(*d, q, true);
+  const auto base = TermsByName(*d, q, true);
   q.recompute = Recompute::kSelective;
   q.recompute_modules = ModuleBit(RecomputeModule::kMoeAct);
-  auto t = names(*d, q, true);
+  auto t = TermsByName(*d, q, true);
   EXPECT_EQ(t.count("expert_fc2_input"), 0u);
   EXPECT_EQ(base.at("expert_fc2_input"), 2 * ds * k * 2048);
   EXPECT_EQ(t.count("softmax_lse"), 1u);  // core_attn not listed: kept
   q.recompute_modules = ModuleBit(RecomputeModule::kLayernorm);
-  t = names(*d, q, true);
+  t = TermsByName(*d, q, true);
   EXPECT_EQ(t.count("router_input") + t.count("qkv_input"), 0u);
   EXPECT_EQ(base.at("router_input"), 2 * ds * dh);
   EXPECT_EQ(base.at("qkv_input"), 2 * ds * dh);
   q.recompute_modules = ModuleBit(RecomputeModule::kMlaUpProj);
-  t = names(*d, q, true);
+  t = TermsByName(*d, q, true);
   EXPECT_EQ(t.count("q") + t.count("k") + t.count("v"), 0u);
   EXPECT_EQ(base.at("q") + base.at("k") + base.at("v"), 2 * ds * 128 * (192 + 192 + 128));
   EXPECT_EQ(t.count("kv_latent"), 1u);  // the up-projections' inputs stay
   // shared_experts drops the shared expert's two activation tensors (width 2048).
   q.recompute_modules = ModuleBit(RecomputeModule::kSharedExperts);
-  t = names(*d, q, true);
+  t = TermsByName(*d, q, true);
   EXPECT_EQ(t.count("shared_act_input") + t.count("shared_fc2_input"), 0u);
   EXPECT_EQ(base.at("shared_act_input") + base.at("shared_fc2_input"), 2 * 2 * ds * 2048 + 2 * ds * 2048);
   // Full recomputation ignores the list: the layer input alone.
@@ -511,11 +513,7 @@ TEST(ActivationsTest, DTensorTpKeepsItsLinearsInputsGathered) {
   p.sequence_parallel = true;
   p.seq_len = 8192;
   p.tp_overlap = TpOverlap::kNone;
-  auto terms = [&] {
-    std::map<std::string, int64_t> out;
-    for (const auto& t : LayerActivationTerms(*m, p, false, Recompute::kNone)) out[t.name] = t.bytes;
-    return out;
-  };
+  auto terms = [&] { return TermsByName(*m, p, false); };  // p.recompute: none
   const int64_t sh2 = int64_t{8192} * 4096 * 2;
   const auto megatron = terms();
   EXPECT_EQ(megatron.at("qkv_input"), sh2 / 8);

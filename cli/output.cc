@@ -78,6 +78,7 @@ std::string PlanLine(const core::PlanSpec& p, const core::MemoryReport& r) {
   o << "tp " << p.tp << " . pp " << p.pp << " . dp " << p.dp << " . cp " << p.cp << " . ep " << p.ep;
   if (p.etp > 1) o << " . etp " << p.etp;
   if (p.vpp > 1) o << " . vpp " << p.vpp;
+  if (p.torch_cp && p.cp > 1) o << " (PyTorch CP, " << core::Name(p.cp_kind) << ")";
   if (p.placement != core::PlanSpec{}.placement) o << " (ranks " << core::PlacementString(p.placement) << ")";
   if (p.segment_nodes > 0) o << " (Slurm segments of " << p.segment_nodes << " nodes)";
   o << " | zero " << p.zero;

@@ -162,6 +162,14 @@ void PlanFlags::Register(CLI::App* app) {
       "--no-dtensor-tp", [this] { dtensor_tp = false; },
       "Megatron-Core's TP instead of the stack's DTensor styles (first-dimension collectives, no copies)");
   p->add_flag_callback(
+      "--torch-cp", [this] { torch_cp = true; },
+      "Context parallelism through PyTorch's context_parallel (torchtitan; --stack torchtitan-2024 and -2025 set "
+      "it): the ring's copies and fp32 output merges per K/V block, fp32 dQ/dK/dV accumulation and the dK/dV ring "
+      "in fp32 (docs/compute.md)");
+  p->add_flag_callback(
+      "--no-torch-cp", [this] { torch_cp = false; },
+      "Transformer Engine's CP instead of the stack's PyTorch context_parallel");
+  p->add_flag_callback(
       "--keep-pp-outputs", [this] { keep_pp_outputs = true; },
       "The pipeline runtime keeps per-microbatch tensors for the step (PyTorch's torch.distributed.pipelining: "
       "the last stage every microbatch's logits, the others a gradient receive buffer per microbatch; "
@@ -395,6 +403,7 @@ void PlanFlags::ApplyPlanFlags(bool from_file, core::ModelSpec* spec, core::Plan
   if (ep_overlap) p.ep_overlap = *ep_overlap;
   if (repeat_kv) p.repeat_kv = *repeat_kv;
   if (dtensor_tp) p.dtensor_tp = *dtensor_tp;
+  if (torch_cp) p.torch_cp = *torch_cp;
   if (keep_pp_outputs) p.keep_pp_outputs = *keep_pp_outputs;
   if (keep_lp_grads) p.keep_lp_grads = *keep_lp_grads;
   if (fp8_param_gather) p.fp8_param_gather = *fp8_param_gather;

@@ -1749,6 +1749,11 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   if (p.dtensor_tp && p.tp > 1 && p.sequence_parallel)
     from_stack.push_back(p.precision == Dtype::kFp8 ? "DTensor's TP (sequence-dimension copies, float8 gathers)"
                                                     : "DTensor's TP (sequence-dimension copies)");
+  // PyTorch's context_parallel (PlanSpec::torch_cp): said where it costs something.
+  if (p.torch_cp && p.cp > 1 && p.cp_kind != CpKind::kUlysses)
+    from_stack.push_back(std::string("PyTorch's context_parallel (K/V by ") +
+                         (p.cp_kind == CpKind::kAllGather ? "all-gather" : "ring") +
+                         "; eager fp32 merges, fp32 dK/dV ring)");
   std::string said = "stack " + stack->name;
   for (size_t i = 0; i < from_stack.size(); ++i) said += (i ? ", " : ": ") + from_stack[i];
   run.assumptions.push_back(said);

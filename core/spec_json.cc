@@ -639,6 +639,7 @@ void ReadPlan(ObjectReader& r, const std::string& prefix, PlanSpec* p, Diagnosti
   r.Enum("elementwise", &p->elementwise);
   r.Bool("repeat_kv", &p->repeat_kv);
   r.Bool("dtensor_tp", &p->dtensor_tp);
+  r.Bool("torch_cp", &p->torch_cp);
   r.Bool("keep_lp_grads", &p->keep_lp_grads);
   r.Bool("fp8_param_gather", &p->fp8_param_gather);
   r.Bool("fp8_attention", &p->fp8_attention);
@@ -730,6 +731,7 @@ OJson WritePlan(const PlanSpec& p) {
   j["elementwise"] = Name(p.elementwise);
   j["repeat_kv"] = p.repeat_kv;
   if (p.dtensor_tp) j["dtensor_tp"] = true;
+  if (p.torch_cp) j["torch_cp"] = true;
   j["keep_lp_grads"] = p.keep_lp_grads;
   if (p.fp8_param_gather) j["fp8_param_gather"] = true;
   if (p.fp8_attention) j["fp8_attention"] = true;

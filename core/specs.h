@@ -681,6 +681,17 @@ struct PlanSpec {
   // at eab345c and 6243040). Off: Megatron-Core's TP (first-dimension collectives; Transformer
   // Engine's quantized gathers by PlanSpec::transformer_engine). core/step_graph.cc TpGather.
   bool dtensor_tp = false;
+  // Context parallelism through PyTorch's context_parallel (torchtitan; torch/distributed/tensor/
+  // experimental/_attention.py, _templated_ring_attention and its backward): the ring runs in
+  // Python around one SDPA call per K/V block, so beyond the kernels it copies K and V into
+  // contiguous buffers, concatenates them for each exchange (torch.cat), and merges each block's
+  // output into an fp32 accumulator with eager kernels (out.to(float32), then out - sigmoid(lse_b -
+  // lse) * (out - out_b)); its backward accumulates dQ, dK and dV in fp32 (zeros_like, +=,
+  // torch.cat of the half updated under load balancing) and sends dK and dV around the ring in fp32
+  // (ALL_TO_ALL permute_tensor, whichever rotation moves K and V). cp_kind allgather or ring (its
+  // rotate methods allgather and alltoall); Ulysses is not one of them. Off: Transformer Engine's or
+  // Megatron-Core's CP (fused corrections, 16-bit dK/dV). core/step_graph.cc TorchCpCost.
+  bool torch_cp = false;
   // The 16-bit gradients stay allocated beside the gradient buffer for the whole step: DeepSpeed's
   // BF16_Optimizer (deepspeed/runtime/bf16_optimizer.py at 56c5223: backward(clear_lp_grads=False)
   // adds each microbatch's bf16 .grad into its fp32 fp32_groups_gradients and leaves the bf16 one

@@ -169,6 +169,7 @@ Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string&
                           {"microbatches_equal_pp", &s.microbatches_equal_pp},
                           {"repeat_kv", &s.repeat_kv},
                           {"dtensor_tp", &s.dtensor_tp},
+                          {"torch_cp", &s.torch_cp},
                           {"keep_pp_outputs", &s.keep_pp_outputs},
                           {"transformer_engine", &s.transformer_engine},
                           {"fp8_param_gather", &s.fp8_param_gather},
@@ -284,6 +285,7 @@ void ApplyStack(const SoftwareStack& s, ModelSpec* m, PlanSpec* p) {
   p->elementwise = s.elementwise;
   p->repeat_kv = s.repeat_kv;
   p->dtensor_tp = s.dtensor_tp;
+  p->torch_cp = s.torch_cp;
   p->keep_pp_outputs = s.keep_pp_outputs;
   p->cp_kind = s.cp_kind;
   p->sequence_parallel = s.sequence_parallel && p->tp > 1;
@@ -344,6 +346,7 @@ std::string StackSummary(const SoftwareStack& s) {
          (s.cp_kind == CpKind::kRing ? std::string() : std::string(", CP ") + Name(s.cp_kind)) +
          (s.repeat_kv ? ", K and V repeated to every query head" : "") +
          (s.dtensor_tp ? ", DTensor TP (sequence-dim collectives with their copies; float8 gathers under FP8)" : "") +
+         (s.torch_cp ? ", PyTorch's context_parallel (eager ring merges in fp32, fp32 dK/dV ring)" : "") +
          (s.keep_pp_outputs ? ", pipeline outputs and gradient buffers kept per microbatch" : "") +
          (s.transformer_engine ? ", Transformer Engine" : "") +
          (s.fp8_param_gather ? ", FP8 parameter gather under FP8" : "") +

@@ -78,6 +78,7 @@ struct SoftwareStack {
   Elementwise elementwise = Elementwise::kFused;  // its norms, RoPE and activations
   bool repeat_kv = false;                         // its model code expands GQA's K, V (PlanSpec)
   bool dtensor_tp = false;                        // its TP is PyTorch DTensor's styles (PlanSpec)
+  bool torch_cp = false;                          // its CP is PyTorch's context_parallel (PlanSpec)
   bool keep_pp_outputs = false;  // its pipeline runtime keeps per-microbatch outputs for the step (PlanSpec)
   // Without a microbatch count, the pipeline splits a data-parallel rank's batch into as many
   // microbatches as it has stages (torchtitan 2024: pipeline_parallel_microbatches defaults to

@@ -531,6 +531,12 @@ class Builder {
   // The backward of an eager forward op (Norm, RoPE, SwiGLU, the upcast cross entropy): its bytes
   // and kernels from the table above; false for any other op.
   bool EagerBackward(Op* op) const {
+    if (op->mem_op == MemOp::kCpRing) {
+      const MemCost cost = TorchCpCost(/*backward=*/true);
+      op->bytes = cost.bytes;
+      op->batch = cost.kernels;
+      return true;
+    }
     const EagerCost* c = nullptr;
     if (op->mem_op == MemOp::kExpertBias) {
       c = ExpertBiasCost();
@@ -634,17 +640,63 @@ class Builder {
   }
 
   // ---- attention block
+  // A rank's attention as its kernel sees it: query heads, K/V heads (MLA's up-projection gives
+  // every query head its own), the K/V heads after repeat_kv (PlanSpec::repeat_kv), head dims.
+  struct AttnDims {
+    int64_t a, kv_heads, kv_seen, dqk, dv;
+  };
+  AttnDims Dims() const {
+    AttnDims d{};
+    d.a = m_.heads / t_;
+    if (m_.mla) {
+      d.dqk = m_.mla->qk_nope_head_dim + m_.mla->qk_rope_head_dim;
+      d.dv = m_.mla->v_head_dim;
+      d.kv_heads = d.a;
+    } else {
+      d.dqk = d.dv = m_.head_dim;
+      d.kv_heads = std::max<int64_t>(m_.kv_heads / t_, 1);
+    }
+    d.kv_seen = p_.repeat_kv && !m_.mla && d.kv_heads < d.a ? d.a : d.kv_heads;
+    return d;
+  }
+  // PyTorch's context_parallel around its SDPA kernels (PlanSpec::torch_cp), per layer, on the
+  // slowest rank, from torch/distributed/tensor/experimental/_attention.py (read at 0123248a; the
+  // same steps in the 2024 copy without load balancing). Q has q elements, K and V kv together,
+  // the output o, 16-bit activations e B, c = cp. Forward (_templated_ring_attention): K and V
+  // made contiguous (torchtitan passes transposed views) and, before each of the c - 1
+  // exchanges, torch.cat'ed into one buffer: c copies of kv, 2e B an element; _SDPAMerger takes
+  // each block's output to fp32 (e + 4 B), and from the second block on merges it with three
+  // full-size fp32 kernels, out - out_b 12 B, sigmoid(lse_b - lse) * that 8 B, out - that 12 B
+  // (the per-row lse work is 1/d of it, left out); results() casts back (4 + e). The slowest rank
+  // is the last, whose blocks after the first all cover its whole local query: load balancing
+  // halves the others' (partial updates). Backward (_templated_ring_attention_backward): fp32
+  // zeros for dQ, dK, dV (4 B); K and V contiguous and c - 1 cats again; the first block's
+  // 16-bit gradients added into the fp32 ones (4 + e + 4 B); on the last rank each later block
+  // adds dK, dV into their first half (_partial_update) and concatenates the halves (8 B), dQ
+  // whole; every block's fp32 dK, dV concatenated for the ring send (8 B, c times); the casts back
+  // (4 + e). Kernels: forward 2 + (c - 1) copies, 2 casts, 10 per merge, 2 at the end; backward 3
+  // zero fills, 2 + (c - 1) copies, 3 first adds, 5 per later block, c cats, 2 casts.
+  struct MemCost {
+    int64_t bytes, kernels;
+  };
+  MemCost TorchCpCost(bool backward) const {
+    const AttnDims d = Dims();
+    const int64_t c = p_.cp, e = e_;
+    const int64_t q = tokens_ * d.a * d.dqk, kv = tokens_ * d.kv_seen * (d.dqk + d.dv), o = tokens_ * d.a * d.dv;
+    if (!backward) return {2 * e * c * kv + o * (2 * (e + 4) + (c - 1) * (e + 36)), 6 + 11 * (c - 1)};
+    return {4 * (q + kv) + 2 * e * c * kv + (8 + e) * (q + kv) + (c - 1) * ((8 + e) * kv / 2 + 8 * kv + (8 + e) * q) +
+                8 * c * kv + (4 + e) * (q + kv),
+            10 + 6 * (c - 1) + c};
+  }
   void Attention(std::vector<Op>* ops, bool moe) {
-    const int64_t h = m_.hidden, a = m_.heads / t_;
+    const int64_t h = m_.hidden;
+    const AttnDims dims = Dims();
+    const int64_t a = dims.a, dqk = dims.dqk, dv = dims.dv, kv_heads = dims.kv_heads;
     const int64_t norm_div = sp_ ? t_ : 1;
     Norm(ops, "attn_norm", tokens_ * h / norm_div);
     TpGather(ops, "attn_gather");
-    int64_t dqk, dv, kv_heads;
     if (m_.mla) {
       const MlaSpec& x = *m_.mla;
-      dqk = x.qk_nope_head_dim + x.qk_rope_head_dim;
-      dv = x.v_head_dim;
-      kv_heads = a;
       // Down-projections are replicated on every TP rank (computed redundantly).
       if (x.q_lora_rank > 0) {
         Gemm(ops, "q_down", tokens_, x.q_lora_rank, h);
@@ -655,8 +707,6 @@ class Builder {
       Gemm(ops, "kv_down", tokens_, x.kv_lora_rank + x.qk_rope_head_dim, h);
       Gemm(ops, "kv_up", tokens_, a * (x.qk_nope_head_dim + x.v_head_dim), x.kv_lora_rank);
     } else {
-      dqk = dv = m_.head_dim;
-      kv_heads = std::max<int64_t>(m_.kv_heads / t_, 1);
       Gemm(ops, "qkv_proj", tokens_, (a + 2 * kv_heads) * m_.head_dim, h);
     }
     if (m_.position == PositionKind::kRope)
@@ -664,11 +714,9 @@ class Builder {
     // repeat_kv (PlanSpec::repeat_kv): K and V read at kv_heads and written at a heads, one
     // expand-and-reshape copy each; the backward reads the a-head gradients and writes their sums
     // (the same bytes). From here on the attention and its CP exchanges see a heads of K and V.
-    int64_t kv_seen = kv_heads;
-    if (p_.repeat_kv && !m_.mla && kv_heads < a) {
-      if (Mem(ops, "repeat_kv", 2 * tokens_ * (kv_heads + a) * dqk * e_, MemOp::kRepeatKv)) ops->back().batch = 2;
-      kv_seen = a;
-    }
+    const int64_t kv_seen = dims.kv_seen;
+    if (kv_seen != kv_heads && Mem(ops, "repeat_kv", 2 * tokens_ * (kv_heads + a) * dqk * e_, MemOp::kRepeatKv))
+      ops->back().batch = 2;
     // Context parallel: each rank's queries meet every rank's keys. Ring: cp-1 KV exchanges
     // overlapped with attention blocks; Ulysses: all-to-alls of q, k, v and the output; all-gather:
     // K and V gathered whole before the attention, on the critical path (Llama 3 §3.3.2: "the
@@ -688,6 +736,10 @@ class Builder {
       }
     }
     const bool flash = m_.attention != AttentionImpl::kNaive;
+    if (flash && p_.torch_cp && p_.cp > 1 && p_.cp_kind != CpKind::kUlysses) [[unlikely]] {
+      const MemCost c = TorchCpCost(/*backward=*/false);
+      Eager(ops, "cp_ring_copies_and_merges", c.bytes, c.kernels, MemOp::kCpRing);
+    }
     if (flash && p_.fp8_attention) {
       // Transformer Engine's FP8 attention under current scaling (PlanSpec::fp8_attention): Q, K
       // and V quantized together (combine_and_quantize with one Float8CurrentScalingQuantizer): an
@@ -923,6 +975,7 @@ class Builder {
   // ---- backward and recompute, derived from the forward ops
   void Backward(const std::vector<Op>& fwd, std::vector<Op>* out) {
     // (Each op is copied straight into `out` and changed there: one copy per op derived.)
+    bool dkv_tail_sent = false;  // TorchCpBackward's c-th dK/dV send, once per layer's ring
     for (auto it = fwd.rbegin(); it != fwd.rend(); ++it) {
       const Op& f = *it;
       switch (f.kind) {
@@ -1036,6 +1089,10 @@ class Builder {
             }
             break;
           }
+          if (op.group == CommGroup::kCp && p_.torch_cp && op.collective != CollectiveKind::kAllToAll) [[unlikely]] {
+            TorchCpBackward(op, &dkv_tail_sent, out);
+            break;
+          }
           // Other groups: all-to-all stays itself; the ring's KV exchange carries dK and dV back.
           // All-gather CP's backward gathers K and V again from the saved local shards, then
           // reduce-scatters dK and dV (Transformer Engine AttnFuncWithCPAndKVAllGather.backward).
@@ -1049,6 +1106,28 @@ class Builder {
         default: break;
       }
     }
+  }
+
+  // PyTorch's context_parallel backward (PlanSpec::torch_cp; TorchCpCost): K and V rotate as in
+  // the forward (the all-gather again, or the c - 1 ring sends of kv_rotater), and dK, dV travel
+  // the ring in fp32 with every block, c sends (dkv_rotater, always ALL_TO_ALL: permute_tensor),
+  // each under the next block's kernels; the ring's c-th goes with the first exchange met.
+  [[gnu::noinline, gnu::cold]] void TorchCpBackward(Op op, bool* dkv_tail_sent, std::vector<Op>* out) const {
+    Op dkv = op;
+    dkv.name = "cp_dkv_exchange";
+    dkv.collective = CollectiveKind::kSendRecv;
+    dkv.overlappable = true;
+    if (op.collective == CollectiveKind::kAllGather) {
+      out->push_back(op);
+      dkv.bytes = op.bytes / p_.cp / e_ * 4;
+      for (int64_t i = 0; i < p_.cp; ++i) out->push_back(dkv);
+      return;
+    }
+    dkv.bytes = op.bytes / e_ * 4;
+    out->push_back(op);
+    out->push_back(dkv);
+    if (!*dkv_tail_sent) out->push_back(dkv);
+    *dkv_tail_sent = true;
   }
 
   void Recompute(const std::vector<Op>& fwd, std::vector<Op>* out) {

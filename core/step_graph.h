@@ -47,6 +47,7 @@ enum class MemOp : uint8_t {
   kFp8Quantize,   // FP8 or NVFP4 quantize of a GEMM's input (forward) or gradient (backward)
   kRepeatKv,      // GQA's K and V copied to every query head (the gradient sums the copies back)
   kExpertBias,    // an MoE layer's fc2 bias added one local expert at a time (PlanSpec::expert_bias)
+  kCpRing,        // PyTorch's context_parallel: its ring's copies, fp32 merges and accumulators (PlanSpec::torch_cp)
 };
 
 struct Op {

@@ -657,6 +657,12 @@ void CheckShardingAndOffload(const PlanSpec& pl, const ModelSpec& m, const GpuSp
              "PyTorch's DTensor TP runs its collectives blocking, or fused by AsyncTP: it needs plan.tp_overlap none "
              "or async (got " +
                  std::string(Name(pl.tp_overlap)) + ", Megatron-Core's overlap)");
+  // PyTorch's context_parallel rotates K and V by all-gather or by ring sends (set_rotate_method
+  // allgather / alltoall); it has no Ulysses all-to-all (PlanSpec::torch_cp).
+  if (pl.torch_cp && pl.cp > 1 && pl.cp_kind == CpKind::kUlysses)
+    d->Error("plan.torch_cp",
+             "PyTorch's context_parallel runs ring attention, its K/V rotated by all-gather or ring sends: it needs "
+             "plan.cp_kind allgather or ring (got ulysses)");
   if (pl.ep_overlap && pl.ep <= 1)
     d->Error(
         "plan.ep_overlap",

@@ -942,7 +942,8 @@ ListKey KeyOf(const core::PlanSpec& p) {
   // grad_prescale 62. The last word: the cross entropy, Transformer Engine at bit 8, whose FP8 TP gathers move the
   // quantized bytes, core/step_graph.cc TpGather, and the MoE routing at bit 9 where the flex dispatcher reads it, the
   // FP8 parameter gather at bit 10, FP8 attention at bit 11, the vocabulary's padding multiple from bit 12, DTensor's
-  // TP at bit 56: its collectives' copies and float8 gathers, core/step_graph.cc TpGather.)
+  // TP at bit 56: its collectives' copies and float8 gathers, core/step_graph.cc TpGather; PyTorch's CP at bit 57:
+  // its ring's copies and fp32 merges, core/step_graph.cc TorchCpCost.)
   return {p.tp,
           p.cp,
           p.ep,
@@ -959,7 +960,7 @@ ListKey KeyOf(const core::PlanSpec& p) {
               e(p.ep > 1 && p.moe_dispatcher == core::MoeDispatcher::kFlex ? p.moe_routing : core::MoeRouting::kUniform)
                   << 9 |
               e(p.fp8_param_gather) << 10 | e(p.fp8_attention) << 11 | p.vocab_divisible_by << 12 |
-              e(p.dtensor_tp) << 56};
+              e(p.dtensor_tp) << 56 | e(p.torch_cp) << 57};
 }
 struct ListKeyHash {
   size_t operator()(const ListKey& k) const {

@@ -654,6 +654,7 @@ QString ScenarioModel::commandLine() const {
   if (p.elementwise != d.elementwise) arg("--elementwise", core::Name(p.elementwise));
   if (p.repeat_kv) args << "--repeat-kv";
   if (p.dtensor_tp) args << "--dtensor-tp";
+  if (p.torch_cp) args << "--torch-cp";
   if (p.keep_pp_outputs) args << "--keep-pp-outputs";
   if (p.keep_lp_grads) args << "--keep-lp-grads";
   if (p.fp8_param_gather) args << "--fp8-param-gather";

@@ -870,6 +870,12 @@ run(report_dtensor_tp 0 "\\| sp on, DTensor TP \\| recompute none"
     report --model llama3-8b --gpu h100-sxm --gpus 64 --tp 8 --seq 8192 --gbs 64 --stack torchtitan-2024)
 run(report_dtensor_tp_megatron_overlap 1 "plan.dtensor_tp: .*needs plan.tp_overlap none or async \\(got backward"
     report --model llama3-8b --gpu h100-sxm --gpus 64 --tp 8 --seq 8192 --gbs 64 --dtensor-tp)
+# PyTorch's context_parallel (torchtitan's CP): the plan line says it and how K and V rotate; Ulysses
+# is not one of its rotations, an error naming the field.
+run(report_torch_cp 0 "cp 8 \\. ep 1 \\(PyTorch CP, allgather\\) \\|"
+    report --model llama3-8b --gpu h100-sxm --gpus 8 --cp 8 --zero 3 --seq 262144 --gbs 1 --recompute full --stack torchtitan-2024)
+run(report_torch_cp_ulysses 1 "plan.torch_cp: PyTorch's context_parallel runs ring attention.*\\(got ulysses\\)"
+    report --model llama3-8b --gpu h100-sxm --gpus 8 --cp 8 --seq 262144 --gbs 1 --cp-kind ulysses --torch-cp)
 # An MoE plan's report says how it runs its MoE layers (what the plan line leaves out): gpt-oss-120b
 # under megatron-bridge-2025 adds the experts' fc2 bias one local expert at a time; 128 experts over
 # EP 8 are 16 per rank.

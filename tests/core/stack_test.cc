@@ -360,6 +360,33 @@ TEST(StackTest, PyTorchNativeStacksRunTheirTensorParallelismThroughDTensor) {
   EXPECT_NE(bad.status().message().find("stack.dtensor_tp"), std::string::npos) << bad.status().message();
 }
 
+TEST(StackTest, TorchtitanRunsItsContextParallelismThroughPyTorchsContextParallel) {
+  // torchtitan's CP is torch.distributed.tensor.experimental.context_parallel with the rotate method
+  // its config names (torchtitan/utils.py create_context_parallel_ctx at 9dec370: set_rotate_method,
+  // then context_parallel; default 'allgather', config_manager.py at 9dec370 and e7c0cae). NeMo
+  // AutoModel's CP row runs Transformer Engine's attention (its CP is TE's), Megatron's stacks TE's.
+  for (const char* name : {"torchtitan-2024", "torchtitan-2025"}) {
+    auto s = LoadStack(name);
+    ASSERT_TRUE(s.ok()) << name;
+    EXPECT_TRUE(s->torch_cp) << name;
+    EXPECT_NE(StackSummary(*s).find("PyTorch's context_parallel"), std::string::npos) << name;
+    PlanSpec p;
+    p.cp = 4;
+    ModelSpec m;
+    ApplyStack(*s, &m, &p);
+    EXPECT_TRUE(p.torch_cp) << name;
+    EXPECT_EQ(p.cp_kind, CpKind::kAllGather) << name;
+  }
+  for (const char* name : {"nemo-automodel-2025", "megatron-core-2024", "megatron-bridge-2025", "llama3-2024"}) {
+    auto s = LoadStack(name);
+    ASSERT_TRUE(s.ok()) << name;
+    EXPECT_FALSE(s->torch_cp) << name;
+  }
+  auto bad = ParseStackJson(R"({"name": "x", "source": "s", "notes": "n", "torch_cp": "yes"})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("stack.torch_cp"), std::string::npos) << bad.status().message();
+}
+
 TEST(StackTest, PyTorchStacksStopTheirCheckpointReplayEarlyOnFullRecomputationOnly) {
   // torchtitan wraps each block with torch's non-reentrant checkpoint_wrapper (parallelize_llama.py
   // at 9dec370 and 820504e) and LLM Foundry's MPT yamls ask Composer for the same

@@ -920,6 +920,89 @@ TEST(StepGraphTest, DTensorTpCopiesEachSequenceCollectiveAndGathersFloat8) {
   EXPECT_NE(d.ToStatus().message().find("plan.dtensor_tp"), std::string::npos) << d.ToStatus().message();
 }
 
+TEST(StepGraphTest, TorchContextParallelCopiesMergesAndSendsGradientsInFp32) {
+  // PyTorch's context_parallel (plan.torch_cp, torchtitan): its Python ring around the SDPA
+  // kernels (torch/distributed/tensor/experimental/_attention.py). Llama 3 8B, CP 8 over 262,144
+  // tokens (32,768 a rank), repeat_kv (32 K/V heads of 128), bf16, K/V rotated by all-gather:
+  // q = o = 32,768 x 32 x 128 = 134,217,728 elements, kv (K and V) 268,435,456.
+  // Forward, the last rank: c = 8 copies of K and V (contiguous, then a cat before each of the 7
+  // exchanges) 2 x 2 x 8 x kv = 8,589,934,592 B; the merges: the first block's output to fp32
+  // (2 + 4) and the result back (4 + 2), 12 x o, and each of the 7 later blocks 2 + 4 + 32 B an
+  // element, 266 x o: 278 x o = 37,312,528,384 B; 45,902,462,976 B in 6 + 11 x 7 = 83 kernels.
+  // Backward: fp32 zeros 4 (q + kv) = 1,610,612,736; copies 32 kv = 8,589,934,592; the first
+  // block's adds 10 (q + kv) = 4,026,531,840; each later block 5 kv (half added) + 8 kv (the cat)
+  // + 10 q = 4,831,838,208, x 7 = 33,822,867,456; the dK/dV cats 8 x 8 kv = 17,179,869,184; the
+  // casts back 6 (q + kv) = 2,415,919,104: 67,645,734,912 B in 10 + 6 x 7 + 8 = 60 kernels.
+  // Communication: the forward all-gather of K and V (8 x 536,870,912 B), again in the backward,
+  // then 8 fp32 dK/dV sends of 1,073,741,824 B around the ring (no reduce-scatter).
+  auto m = LoadModel("llama3-8b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p = Plan(1, 1, false);
+  p.cp = 8;
+  p.gpus = 8;
+  p.seq_len = 262144;
+  p.cp_kind = CpKind::kAllGather;
+  p.repeat_kv = true;
+  p.torch_cp = true;
+  auto find = [](const std::vector<Op>& ops, const char* name, Pass pass) {
+    std::vector<Op> found;
+    for (const Op& op : ops)
+      if (op.pass == pass && std::string_view(op.name) == name) found.push_back(op);
+    return found;
+  };
+  StepGraph g = BuildStepGraph(*m, p);
+  auto fwd = find(g.dense_layer, "cp_ring_copies_and_merges", Pass::kForward);
+  ASSERT_EQ(fwd.size(), 1u);
+  EXPECT_EQ(fwd[0].bytes, int64_t{45'902'462'976});
+  EXPECT_EQ(fwd[0].batch, 83);
+  auto bwd = find(g.dense_layer, "cp_ring_copies_and_merges", Pass::kBackwardInput);
+  ASSERT_EQ(bwd.size(), 1u);
+  EXPECT_EQ(bwd[0].bytes, int64_t{67'645'734'912});
+  EXPECT_EQ(bwd[0].batch, 60);
+  auto gathers = find(g.dense_layer, "cp_kv_all_gather", Pass::kBackwardInput);
+  ASSERT_EQ(gathers.size(), 1u);
+  EXPECT_EQ(gathers[0].collective, CollectiveKind::kAllGather);
+  EXPECT_EQ(gathers[0].bytes, int64_t{4'294'967'296});
+  auto dkv = find(g.dense_layer, "cp_dkv_exchange", Pass::kBackwardInput);
+  ASSERT_EQ(dkv.size(), 8u);
+  for (const Op& op : dkv) {
+    EXPECT_EQ(op.collective, CollectiveKind::kSendRecv);
+    EXPECT_EQ(op.bytes, int64_t{1'073'741'824});
+    EXPECT_TRUE(op.overlappable);
+  }
+  // Rotated by ring sends (torchtitan's alltoall): 7 exchanges of K and V (536,870,912 B) each way;
+  // the backward's carry K and V plus fp32 dK and dV, and the ring's 8th dK/dV send comes with one.
+  p.cp_kind = CpKind::kRing;
+  g = BuildStepGraph(*m, p);
+  EXPECT_EQ(find(g.dense_layer, "cp_kv_exchange", Pass::kBackwardInput).size(), 7u);
+  for (const Op& op : find(g.dense_layer, "cp_kv_exchange", Pass::kBackwardInput))
+    EXPECT_EQ(op.bytes, int64_t{536'870'912});
+  EXPECT_EQ(find(g.dense_layer, "cp_dkv_exchange", Pass::kBackwardInput).size(), 8u);
+  EXPECT_EQ(find(g.dense_layer, "cp_ring_copies_and_merges", Pass::kForward).size(), 1u);
+  // Transformer Engine's CP (torch_cp off): none of it, and the ring's backward exchange carries
+  // 16-bit dK and dV with K and V (2 x 536,870,912 B).
+  p.torch_cp = false;
+  g = BuildStepGraph(*m, p);
+  EXPECT_TRUE(find(g.dense_layer, "cp_ring_copies_and_merges", Pass::kForward).empty());
+  EXPECT_TRUE(find(g.dense_layer, "cp_dkv_exchange", Pass::kBackwardInput).empty());
+  for (const Op& op : find(g.dense_layer, "cp_kv_exchange", Pass::kBackwardInput))
+    EXPECT_EQ(op.bytes, int64_t{2 * 536'870'912});
+  // Without CP the flag costs nothing; with Ulysses it is refused, naming the field.
+  p.torch_cp = true;
+  p.cp = 1;
+  p.seq_len = 32768;
+  p.gpus = 1;
+  g = BuildStepGraph(*m, p);
+  EXPECT_TRUE(find(g.dense_layer, "cp_ring_copies_and_merges", Pass::kForward).empty());
+  p.cp = 8;
+  p.gpus = 8;
+  p.seq_len = 262144;
+  p.cp_kind = CpKind::kUlysses;
+  Diagnostics d;
+  ValidatePlan(p, *m, LoadGpu("h100-sxm").value(), LoadCluster("dgx-h100").value(), &d);
+  EXPECT_NE(d.ToStatus().message().find("plan.torch_cp"), std::string::npos) << d.ToStatus().message();
+}
+
 TEST(StepGraphTest, AsyncTpFusesEachCollectiveWithItsGemmsButTheSummedInputGradients) {
   // PyTorch's micro-pipeline TP (tp_overlap async; torch/_inductor/fx_passes/micro_pipeline_tp.py):
   // an all-gather fuses with the GEMMs that read its output as their left operand, a

@@ -26,6 +26,12 @@ Status Refusal(const char* framework, const char* commit, const std::string& rul
 constexpr const char* kTorchtitanTpNote =
     "tensor parallelism: torchtitan runs PyTorch's DTensor styles, whose sequence-dimension copies and float8 "
     "gathers this plan was costed without (--dtensor-tp, or --stack torchtitan-2024/-2025, costs them)";
+// The TOML exporter's torchtitan runs CP through PyTorch's context_parallel (PlanSpec::torch_cp),
+// the rotate method handed to set_rotate_method; a plan costed as Transformer Engine's is exported
+// with this said.
+constexpr const char* kTorchtitanCpNote =
+    "context parallelism: this torchtitan runs PyTorch's context_parallel, whose ring copies, fp32 merges and fp32 "
+    "dK/dV ring this plan was costed without (--torch-cp, or --stack torchtitan-2024/-2025, costs them)";
 
 // What neither torchtitan exporter writes (the TOML one and the Python one alike): Transformer
 // Engine's TP overlap, NVFP4, layers kept out of the float8 conversion. `refuse` is the exporter's
@@ -151,6 +157,10 @@ Result<std::string> ExportMegatron(const Scenario& s) {
   if (p.tp > 1 && p.dtensor_tp)
     return refuse("Megatron-LM runs Megatron-Core's tensor parallelism, not PyTorch's DTensor styles (plan.dtensor_tp)",
                   "--no-dtensor-tp");
+  if (p.cp > 1 && p.torch_cp)
+    return refuse(
+        "Megatron-LM runs Transformer Engine's context parallelism, not PyTorch's context_parallel (plan.torch_cp)",
+        "--no-torch-cp");
   if (p.tp > 1 && p.tp_overlap == TpOverlap::kAsync)
     return refuse(
         "no PyTorch AsyncTP (torch.compile's micro-pipeline TP): Megatron-LM overlaps TP through Transformer "
@@ -590,6 +600,7 @@ Result<std::string> ExportTorchtitan(const Scenario& s) {
   std::ostringstream out;
   std::vector<std::string> notes;
   if (p.tp > 1 && !p.dtensor_tp) notes.push_back(kTorchtitanTpNote);
+  if (p.cp > 1 && !p.torch_cp) notes.push_back(kTorchtitanCpNote);
   out << "# torchtitan job config (TOML) for torchtitan " << kTorchtitanCommit
       << " (2026-02-23), the last commit that reads TOML (later commits configure in Python): " << m.name << " on "
       << p.gpus << " GPUs\n";
@@ -794,6 +805,12 @@ Result<std::string> ExportTorchtitanPython(const Scenario& s) {
 
   std::vector<std::string> notes;
   if (p.tp > 1 && !p.dtensor_tp) notes.push_back(kTorchtitanTpNote);
+  // This torchtitan's CP is not PyTorch's context_parallel (the refusal above says what it is).
+  if (p.cp > 1 && p.torch_cp)
+    notes.push_back(
+        "context parallelism: this torchtitan all-gathers K and V at the attention's local_map boundary "
+        "(models/common/decoder_sharding.py:275-284), not through PyTorch's context_parallel, whose ring copies and "
+        "fp32 merges this plan was costed with (plan.torch_cp; --no-torch-cp costs without them)");
   const bool async_tp = p.tp > 1 && p.tp_overlap == TpOverlap::kAsync;
   // torch.compile fuses the norms, RoPE and activations (the plan's fused elementwise kernels) and
   // async TP needs the compiled model (CFG:306-313).

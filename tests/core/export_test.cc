@@ -128,6 +128,31 @@ TEST(ExportTest, DTensorTensorParallelismIsTorchtitansAlone) {
   ExpectRefused(ExportDeepSpeed(s, &notes), "plan.dtensor_tp");
 }
 
+TEST(ExportTest, PyTorchContextParallelIsTorchtitansTomlAlone) {
+  // plan.torch_cp costs PyTorch's context_parallel (its ring's copies, fp32 merges and dK/dV): the
+  // TOML exporter's torchtitan runs it (context_parallel_rotate_method, set_rotate_method) and says
+  // so when the plan was costed without it; Megatron-LM (Transformer Engine's CP) refuses it; the
+  // Python exporter's torchtitan all-gathers K and V at local_map and says the plan assumed PyTorch's.
+  Scenario s = Llama70BOneFOneB();
+  s.plan.cp = 2;
+  s.plan.dp = 1;
+  s.plan.cp_kind = CpKind::kAllGather;
+  ASSERT_EQ(PlanErrors(s), "");
+  EXPECT_TRUE(
+      Has(Text(ExportTorchtitan(s)), "# note: context parallelism: this torchtitan runs PyTorch's context_parallel"));
+  EXPECT_FALSE(Has(Text(ExportTorchtitanPython(s)), "plan.torch_cp"));
+  s.plan.torch_cp = true;
+  ASSERT_EQ(PlanErrors(s), "");
+  const std::string titan = Text(ExportTorchtitan(s));
+  EXPECT_TRUE(Has(titan, "context_parallel_rotate_method = \"allgather\"")) << titan;
+  EXPECT_FALSE(Has(titan, "context parallelism: this torchtitan runs")) << titan;
+  EXPECT_TRUE(Has(Text(ExportTorchtitanPython(s)), "local_map boundary"));
+  ExpectRefused(ExportMegatron(s), "plan.torch_cp");
+  s.plan.cp = 1;
+  s.plan.dp = 2;
+  EXPECT_TRUE(Has(Text(ExportMegatron(s)), "--tensor-model-parallel-size 8"));  // no CP, nothing to refuse
+}
+
 TEST(ExportTest, EachFrameworkGetsThePlansDegreesUnderItsOwnNames) {
   const Scenario s = Llama70BOneFOneB();
   ASSERT_EQ(PlanErrors(s), "");

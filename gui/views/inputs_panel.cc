@@ -250,6 +250,12 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
                      "attention; ulysses: all-to-alls trade the sequence split for a head split; allgather: K and V "
                      "gathered whole before attention, exposed (Llama 3, torchtitan's default)");
   pf->addRow("CP kind", cp_kind_);
+  torch_cp_ = new QCheckBox("PyTorch CP (torchtitan)");
+  torch_cp_->setToolTip(
+      "With CP > 1: PyTorch's context_parallel, whose Python ring copies K and V for each exchange, merges each "
+      "block's output in fp32 with eager kernels and sends dK, dV around the ring in fp32 (torchtitan; ring or "
+      "allgather, not ulysses; docs/compute.md)");
+  pf->addRow("", torch_cp_);
   col->addWidget(pg);
 
   // ---- memory savers ------------------------------------------------------------------------
@@ -420,6 +426,8 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
           [this](bool on) { EditPlan([&](core::PlanSpec& p) { p.fp8_param_gather = on; }); });
   connect(dtensor_tp_, &QCheckBox::toggled, this,
           [this](bool on) { EditPlan([&](core::PlanSpec& p) { p.dtensor_tp = on; }); });
+  connect(torch_cp_, &QCheckBox::toggled, this,
+          [this](bool on) { EditPlan([&](core::PlanSpec& p) { p.torch_cp = on; }); });
   connect(pp_flushes_, &QSpinBox::valueChanged, this,
           [this](int v) { EditPlan([&](core::PlanSpec& p) { p.pp_flushes = v; }); });
   BindEnum(recompute_, &core::PlanSpec::recompute);
@@ -568,7 +576,8 @@ void InputsPanel::Refresh() {
   {
     const QSignalBlocker b1(sp_), b2(recompute_), b3(precision_), b4(fp8_scaling_), b5(moe_probs_), b6(tp_overlap_),
         b7(cp_kind_), b8(offload_optimizer_), b9(offload_params_), b10(cross_entropy_), b11(moe_dispatcher_),
-        b12(moe_routing_), b13(fp8_param_gather_), b14(recompute_early_stop_), b15(expert_bias_), b16(dtensor_tp_);
+        b12(moe_routing_), b13(fp8_param_gather_), b14(recompute_early_stop_), b15(expert_bias_), b16(dtensor_tp_),
+        b17(torch_cp_);
     sp_->setChecked(p.sequence_parallel);
     SelectEnum(recompute_, p.recompute);
     SelectEnum(tp_overlap_, p.tp_overlap);
@@ -601,6 +610,9 @@ void InputsPanel::Refresh() {
     // Shown while set even without TP and SP (it then changes nothing), as fp8_param_gather.
     dtensor_tp_->setChecked(p.dtensor_tp);
     dtensor_tp_->setEnabled(p.dtensor_tp || (p.tp > 1 && p.sequence_parallel));
+    // Likewise without CP.
+    torch_cp_->setChecked(p.torch_cp);
+    torch_cp_->setEnabled(p.torch_cp || p.cp > 1);
   }
   SetValue(pp_flushes_, p.pp_flushes);
   pp_flushes_->setEnabled(p.pp > 1 || p.pp_flushes > 1);

@@ -45,6 +45,7 @@ class InputsPanel : public QScrollArea {
   QSpinBox* ppFlushesBox() const { return pp_flushes_; }
   QCheckBox* fp8ParamGatherBox() const { return fp8_param_gather_; }
   QCheckBox* dtensorTpBox() const { return dtensor_tp_; }
+  QCheckBox* torchCpBox() const { return torch_cp_; }
   QSpinBox* bf16LayersAtStartBox() const { return bf16_start_; }
   QSpinBox* bf16LayersAtEndBox() const { return bf16_end_; }
   QSpinBox* recomputeLayersBox() const { return recompute_layers_; }
@@ -97,6 +98,7 @@ class InputsPanel : public QScrollArea {
   QCheckBox *sp_, *fp8_param_gather_;                  // plan.sequence_parallel, plan.fp8_param_gather
   QCheckBox* recompute_early_stop_;                    // plan.recompute_early_stop
   QCheckBox* dtensor_tp_;                              // plan.dtensor_tp
+  QCheckBox* torch_cp_;                                // plan.torch_cp
   QSpinBox* vocab_divisible_by_;                       // plan.vocab_divisible_by
   QSpinBox* pp_flushes_;                               // plan.pp_flushes
   QSpinBox *mbs_, *gbs_, *seq_;

@@ -569,6 +569,40 @@ TEST(GuiDriveTest, DTensorTensorParallelismIsAPanelChoice) {
   ASSERT_TRUE(s->evaluation().valid) << errors();
 }
 
+TEST(GuiDriveTest, PyTorchContextParallelIsAPanelChoice) {
+  // PyTorch's context_parallel (plan.torch_cp, torchtitan's CP) beside the CP kind: enabled with
+  // CP > 1, it costs the ring's copies and fp32 merges (a longer step), is on the window's command
+  // line, and beside Ulysses it is refused naming its field.
+  MainWindow w;
+  ScenarioModel* s = w.scenario();
+  InputsPanel* in = w.inputs();
+  auto errors = [s] { return s->evaluation().errors.join("\n").toStdString(); };
+  ASSERT_FALSE(s->plan().torch_cp);
+  EXPECT_FALSE(in->torchCpBox()->isEnabled());
+  Choose(in->degreeBox(Degree::kPp), 1);
+  Choose(in->degreeBox(Degree::kCp), 2);
+  ASSERT_EQ(s->plan().cp, 2);
+  auto choose = [](QComboBox* box, int data) {
+    const int i = box->findData(data);
+    ASSERT_GE(i, 0) << "the list does not offer " << data;
+    box->setCurrentIndex(i);
+  };
+  choose(in->cpKindBox(), static_cast<int>(core::CpKind::kAllGather));
+  ASSERT_TRUE(s->evaluation().valid) << errors();
+  const double engine = s->evaluation().step.time_s;
+  EXPECT_TRUE(in->torchCpBox()->isEnabled());
+  in->torchCpBox()->setChecked(true);
+  ASSERT_TRUE(s->plan().torch_cp);
+  ASSERT_TRUE(s->evaluation().valid) << errors();
+  EXPECT_GT(s->evaluation().step.time_s, engine);
+  EXPECT_TRUE(s->commandLine().contains("--torch-cp")) << s->commandLine().toStdString();
+  choose(in->cpKindBox(), static_cast<int>(core::CpKind::kUlysses));
+  EXPECT_FALSE(s->evaluation().valid);
+  EXPECT_TRUE(QString::fromStdString(errors()).contains("plan.torch_cp")) << errors();
+  in->torchCpBox()->setChecked(false);
+  EXPECT_TRUE(s->evaluation().valid) << errors();
+}
+
 TEST(GuiDriveTest, OverlapLossOffloadAndRecomputedLayersAreSetInThePanel) {
   MainWindow w;
   ScenarioModel* s = w.scenario();

@@ -663,6 +663,12 @@ void CheckShardingAndOffload(const PlanSpec& pl, const ModelSpec& m, const GpuSp
     d->Error("plan.torch_cp",
              "PyTorch's context_parallel runs ring attention, its K/V rotated by all-gather or ring sends: it needs "
              "plan.cp_kind allgather or ring (got ulysses)");
+  // Its ring dispatches SDPA's fused kernels (flash, memory-efficient, cuDNN: _sdpa_handler's
+  // call_maps), so a model whose attention is unfused has none of it to cost.
+  if (pl.torch_cp && pl.cp > 1 && m.attention == AttentionImpl::kNaive)
+    d->Error("plan.torch_cp",
+             "PyTorch's context_parallel rings SDPA's fused kernels (flash, memory-efficient, cuDNN): it needs a fused "
+             "model.attention (got naive)");
   if (pl.ep_overlap && pl.ep <= 1)
     d->Error(
         "plan.ep_overlap",

@@ -963,6 +963,9 @@ TEST(StepGraphTest, TorchContextParallelCopiesMergesAndSendsGradientsInFp32) {
   ASSERT_EQ(gathers.size(), 1u);
   EXPECT_EQ(gathers[0].collective, CollectiveKind::kAllGather);
   EXPECT_EQ(gathers[0].bytes, int64_t{4'294'967'296});
+  // Issued before the local block's SDPA and waited for after it (_AllGatherRotater), it can hide
+  // under that block alone (1/cp of the attention); costed exposed, as Transformer Engine's.
+  EXPECT_FALSE(gathers[0].overlappable);
   auto dkv = find(g.dense_layer, "cp_dkv_exchange", Pass::kBackwardInput);
   ASSERT_EQ(dkv.size(), 8u);
   for (const Op& op : dkv) {
@@ -1001,6 +1004,15 @@ TEST(StepGraphTest, TorchContextParallelCopiesMergesAndSendsGradientsInFp32) {
   Diagnostics d;
   ValidatePlan(p, *m, LoadGpu("h100-sxm").value(), LoadCluster("dgx-h100").value(), &d);
   EXPECT_NE(d.ToStatus().message().find("plan.torch_cp"), std::string::npos) << d.ToStatus().message();
+  // Nor over unfused attention: its ring calls SDPA's fused kernels.
+  p.cp_kind = CpKind::kAllGather;
+  ModelSpec naive = *m;
+  naive.attention = AttentionImpl::kNaive;
+  Diagnostics n;
+  ValidatePlan(p, naive, LoadGpu("h100-sxm").value(), LoadCluster("dgx-h100").value(), &n);
+  EXPECT_NE(n.ToStatus().message().find("plan.torch_cp: PyTorch's context_parallel rings SDPA's fused kernels"),
+            std::string::npos)
+      << n.ToStatus().message();
 }
 
 TEST(StepGraphTest, AsyncTpFusesEachCollectiveWithItsGemmsButTheSummedInputGradients) {

@@ -1191,9 +1191,9 @@ class Builder {
         continue;
       }
       if (op.kind == OpKind::kGemm) {
-        if (n == "qkv_proj") op.n = std::max<int64_t>(m_.kv_heads / t_, 1) * m_.head_dim;  // wk
-        else if (n == "mlp_fc1" && glu) op.n /= 2;                                         // w3
-        else if (n == "mlp_fc1" || (n == "mlp_fc2" && glu)) continue;                      // saved
+        if (n == "qkv_proj") op.n = Dims().kv_heads * m_.head_dim;     // wk
+        else if (n == "mlp_fc1" && glu) op.n /= 2;                     // w3
+        else if (n == "mlp_fc1" || (n == "mlp_fc2" && glu)) continue;  // saved
       }
       out->push_back(op);
     }

@@ -258,6 +258,55 @@ void PrintComparisons(const sim::ComparisonSummary& c, bool each, const char* wh
       100 * c.all.median_error, sign_meaning);
 }
 
+nlohmann::ordered_json RepeatsJson(const sim::RepeatSummary& r) {
+  nlohmann::ordered_json groups = nlohmann::ordered_json::array();
+  for (const sim::RepeatGroup& g : r.groups)
+    groups.push_back({{"ids", g.ids},
+                      {"published_min", g.published_min},
+                      {"published_max", g.published_max},
+                      {"predicted", g.predicted},
+                      {"spread", g.spread},
+                      {"floor", g.floor}});
+  auto summary = [](const sim::ErrorSummary& e) {
+    return nlohmann::ordered_json{
+        {"median", e.median_abs_error}, {"p90", e.p90_abs_error}, {"mean", e.mean_abs_error}, {"max", e.max_abs_error}};
+  };
+  return {{"scenarios", r.groups.size()},
+          {"runs", r.runs},
+          {"spread", summary(r.spread)},
+          {"floor", summary(r.floor)},
+          {"groups", groups}};
+}
+
+// After the pairs: the scenarios printed more than once (sim::FindRepeats), each with --repeats.
+// `unit` is the published values' unit.
+void PrintRepeats(const sim::RepeatSummary& r, bool each, const char* unit) {
+  std::printf(
+      "#\n# repeats: runs of one scenario printed more than once (every model, GPU, cluster and plan field equal, "
+      "one prediction; other tables, releases, dates or submitters): what their published values spread no model of "
+      "the scenario removes (--repeats lists them)\n");
+  if (r.groups.empty()) {
+    std::printf("# no repeats: no scenario of these runs is printed twice\n");
+    return;
+  }
+  if (each) {
+    std::printf("# %7s %7s %11s %11s %11s  %s\n", "spread", "floor", "predicted", "min", "max", "runs");
+    for (const sim::RepeatGroup& g : r.groups) {
+      std::string ids;
+      for (const std::string& id : g.ids) ids += (ids.empty() ? "" : " ") + id;
+      std::printf("  %6.1f%% %6.1f%% %11.4g %11.4g %11.4g  %s\n", 100 * g.spread, 100 * g.floor, g.predicted,
+                  g.published_min, g.published_max, ids.c_str());
+    }
+  }
+  std::printf(
+      "# %zu scenarios, %zu runs (%s): published max/min - 1 median %.1f%%, p90 %.1f%%, max %.1f%%; the least largest "
+      "|error| one prediction can have on a scenario's runs, sqrt(max/min) - 1: median %.1f%%, p90 %.1f%%, max "
+      "%.1f%%\n",
+      r.groups.size(), r.runs, unit, 100 * r.spread.median_abs_error, 100 * r.spread.p90_abs_error,
+      100 * r.spread.max_abs_error, 100 * r.floor.median_abs_error, 100 * r.floor.p90_abs_error,
+      100 * r.floor.max_abs_error);
+}
+
 // --accuracy-out FILE: the summary's groups as an accuracy table (sim::AccuracyTable: what
 // `report` shows of a plan's groups), written through a temporary file. Returns the exit code of
 // a failure (said on stderr), 0 on success.
@@ -284,7 +333,7 @@ int WriteAccuracy(const AccuracyOut& out, const sim::ValidationSummary& v, const
 // profile's memory overheads (CUDA context, workspaces, NCCL buffers, fragmentation) are used.
 int RunMemoryValidation(const std::vector<std::string>& files, const std::string& format, const core::Profile& profile,
                         const std::string& record, const std::string& plan_out, const AccuracyOut& accuracy_out,
-                        bool pairs) {
+                        bool pairs, bool repeats) {
   std::vector<core::PublishedMemory> records;
   std::vector<std::string> skipped;
   if (int rc = LoadDatasets(files, core::LoadPublishedMemory, &records, &skipped); rc != 0) return rc;
@@ -295,6 +344,7 @@ int RunMemoryValidation(const std::vector<std::string>& files, const std::string
   std::vector<const core::PublishedMemory*> peaks, outcomes;
   for (const auto& r : records) (r.outcome == core::PublishedMemory::Outcome::kPeak ? peaks : outcomes).push_back(&r);
   const sim::ComparisonSummary comparisons = sim::ComparePeaks(records, v);
+  const sim::RepeatSummary repeated = sim::RepeatedPeaks(records, v);
   if (int rc = WriteAccuracy(accuracy_out, v, comparisons, "memory_gib", profile.name, files); rc != 0) return rc;
   auto outcome_name = [](bool fits) {
     return core::FitVerdictName(fits ? core::FitVerdict::kFits : core::FitVerdict::kDoesNotFit);
@@ -334,6 +384,7 @@ int RunMemoryValidation(const std::vector<std::string>& files, const std::string
     j["verdict_summary"] = {
         {"n", v.verdicts.size()}, {"right", v.verdicts.size() - v.verdicts_wrong}, {"wrong", v.verdicts_wrong}};
     j["comparisons"] = ComparisonsJson(comparisons);
+    j["repeats"] = RepeatsJson(repeated);
     j["skipped"] = skipped;
     std::cout << j.dump(2) << "\n";
     return 0;
@@ -374,6 +425,7 @@ int RunMemoryValidation(const std::vector<std::string>& files, const std::string
       v.all.n, files.size(), skipped.size());
   PrintGroups(v, "predicted too large");
   PrintComparisons(comparisons, pairs, "peak GiB", "the second plan predicted the larger");
+  PrintRepeats(repeated, repeats, "peak GiB");
   return 0;
 }
 
@@ -413,6 +465,11 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
                 "List every pair of runs measured together whose plans differ in one thing (precision, GPUs, micro "
                 "batch, sequence, recomputation, layout) with its published and predicted ratio (the per-axis summary "
                 "is always shown; docs/validation.md)");
+  auto repeats = std::make_shared<bool>(false);
+  cmd->add_flag("--repeats", *repeats,
+                "List every scenario printed more than once (the same model, GPU, cluster and plan in other tables, "
+                "releases or dates) with the spread of its published values (the summary is always shown; "
+                "docs/validation.md)");
   auto accuracy_out = std::make_shared<std::string>();
   cmd->add_option("--accuracy-out", *accuracy_out,
                   "Write the groups' errors as an accuracy table (what `report` shows of a plan's groups: "
@@ -466,7 +523,7 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
       files.insert(files.end(), found->begin(), found->end());
     }
     if (*memory) {
-      *exit_code = RunMemoryValidation(files, *format, *profile, *record, *plan_out, acc, *pairs);
+      *exit_code = RunMemoryValidation(files, *format, *profile, *record, *plan_out, acc, *pairs, *repeats);
       return;
     }
     std::vector<core::PublishedRun> runs;
@@ -501,6 +558,7 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
     const sim::ValidationSummary v = sim::ValidateRuns(runs, *profile);
     const sim::LayerTimingSummary lt = sim::ValidateLayerTimings(layers, *profile);
     const sim::ComparisonSummary comparisons = sim::CompareRuns(runs, v);
+    const sim::RepeatSummary repeated = sim::RepeatedRuns(runs, v);
     if (int rc = WriteAccuracy(acc, v, comparisons, "tokens_per_s_per_gpu", profile->name, files); rc != 0) {
       *exit_code = rc;
       return;
@@ -534,6 +592,7 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
       j["groups"] = GroupsJson(v);
       if (both) j["summary_default"] = SummaryJson(v0.all);
       j["comparisons"] = ComparisonsJson(comparisons);
+      j["repeats"] = RepeatsJson(repeated);
       nlohmann::ordered_json layer_records = nlohmann::ordered_json::array();
       for (size_t i = 0; i < lt.records.size(); ++i) {
         const sim::LayerTimingRecord& r = lt.records[i];
@@ -592,6 +651,7 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
           v.all.n, files.size(), skipped.size());
       PrintGroups(v, "too fast");
       PrintComparisons(comparisons, *pairs, "tokens/s per GPU", "the second plan predicted the faster");
+      PrintRepeats(repeated, *repeats, "tokens/s per GPU");
       if (both)
         std::printf("# with the built-in defaults: |error| median %.1f%%, p90 %.1f%%, max %.1f%%\n",
                     100 * v0.all.median_abs_error, 100 * v0.all.p90_abs_error, 100 * v0.all.max_abs_error);

@@ -1,6 +1,8 @@
 #include "sim/comparison.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <map>
 #include <regex>
 #include <utility>
@@ -144,6 +146,66 @@ ComparisonSummary ComparePairs(const std::vector<ComparisonInput>& in) {
   }
   out.all = SummarizeErrors(std::move(all_errors));
   return out;
+}
+
+RepeatSummary FindRepeats(const std::vector<ComparisonInput>& in) {
+  RepeatSummary out;
+  std::map<std::string, std::vector<size_t>> same;
+  std::vector<const std::vector<size_t>*> order;  // the groups by their first run
+  for (size_t i = 0; i < in.size(); ++i) {
+    const ValidationRecord& r = *in[i].record;
+    if (!std::isfinite(r.published) || r.published <= 0) continue;
+    // The prediction to nine digits: one scenario gives one number; a record whose comparison
+    // rule picks another (a memory record's stage) is not the same prediction.
+    char predicted[32];
+    std::snprintf(predicted, sizeof predicted, "%.9g", r.predicted);
+    std::string key = predicted;
+    key += "\n";
+    for (const auto& [dim, value] : r.groups)
+      if (dim != "dataset" && dim != "stack") key += dim + "=" + value + "\n";
+    for (const auto& [k, v] : FieldsOf(*in[i].scenario)) key += k + "=" + v.dump() + "\n";
+    auto [it, fresh] = same.try_emplace(std::move(key));
+    it->second.push_back(i);
+    if (fresh) order.push_back(&it->second);
+  }
+  for (const std::vector<size_t>* members : order) {
+    if (members->size() < 2) continue;
+    RepeatGroup g;
+    g.predicted = in[members->front()].record->predicted;
+    g.published_min = g.published_max = in[members->front()].record->published;
+    for (size_t i : *members) {
+      const ValidationRecord& r = *in[i].record;
+      g.ids.push_back(r.id);
+      g.published_min = std::min(g.published_min, r.published);
+      g.published_max = std::max(g.published_max, r.published);
+    }
+    g.spread = g.published_max / g.published_min - 1;
+    g.floor = std::sqrt(g.published_max / g.published_min) - 1;
+    out.runs += members->size();
+    out.groups.push_back(std::move(g));
+  }
+  std::stable_sort(out.groups.begin(), out.groups.end(),
+                   [](const RepeatGroup& a, const RepeatGroup& b) { return a.spread > b.spread; });
+  std::vector<double> spreads, floors;
+  for (const RepeatGroup& g : out.groups) spreads.push_back(g.spread), floors.push_back(g.floor);
+  out.spread = SummarizeErrors(std::move(spreads));
+  out.floor = SummarizeErrors(std::move(floors));
+  return out;
+}
+
+RepeatSummary RepeatedRuns(const std::vector<core::PublishedRun>& runs, const ValidationSummary& v) {
+  std::vector<ComparisonInput> in;
+  for (size_t i = 0; i < runs.size() && i < v.records.size(); ++i)
+    in.push_back({&v.records[i], &runs[i].scenario, runs[i].table});
+  return FindRepeats(in);
+}
+
+RepeatSummary RepeatedPeaks(const std::vector<core::PublishedMemory>& records, const ValidationSummary& v) {
+  std::vector<ComparisonInput> in;
+  for (const core::PublishedMemory& r : records)
+    if (r.outcome == core::PublishedMemory::Outcome::kPeak && in.size() < v.records.size())
+      in.push_back({&v.records[in.size()], &r.scenario, r.table});
+  return FindRepeats(in);
 }
 
 ComparisonSummary CompareRuns(const std::vector<core::PublishedRun>& runs, const ValidationSummary& v) {

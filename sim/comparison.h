@@ -64,6 +64,35 @@ ComparisonSummary ComparePairs(const std::vector<ComparisonInput>& in);
 ComparisonSummary CompareRuns(const std::vector<core::PublishedRun>& runs, const ValidationSummary& v);
 ComparisonSummary ComparePeaks(const std::vector<core::PublishedMemory>& records, const ValidationSummary& v);
 
+// Runs of one scenario printed more than once: every field of the model, GPU, cluster and plan
+// equal (as the pairs compare them), the same measured quantity (a memory record's allocated,
+// reserved or on-the-GPU peak) and so one prediction, but other tables, software releases, dates
+// or submitters. What their published values spread is error no model of the scenario can
+// remove: a floor under the summaries' errors, read from the measurements themselves.
+struct RepeatGroup {
+  std::vector<std::string> ids;  // the runs, in input order
+  double published_min = 0, published_max = 0;
+  double predicted = 0;  // the scenario's, one for every run
+  // published_max / published_min - 1.
+  double spread = 0;
+  // sqrt(published_max / published_min) - 1: the largest |error| on the group's runs is at least
+  // this, whatever one prediction serves them (the least is at the two values' geometric mean).
+  double floor = 0;
+};
+
+struct RepeatSummary {
+  std::vector<RepeatGroup> groups;  // by spread, largest first; ties in input order
+  size_t runs = 0;                  // in the groups
+  ErrorSummary spread, floor;       // over the groups (n = groups.size())
+};
+
+// Two runs repeat each other when their record groups but dataset and stack (the printed
+// source's labels) and their scenarios' fields (FieldsOf, as ComparePairs reads them) are equal
+// and so is their prediction; runs with a non-positive or non-finite published value are left out.
+RepeatSummary FindRepeats(const std::vector<ComparisonInput>& in);
+RepeatSummary RepeatedRuns(const std::vector<core::PublishedRun>& runs, const ValidationSummary& v);
+RepeatSummary RepeatedPeaks(const std::vector<core::PublishedMemory>& records, const ValidationSummary& v);
+
 // The part of a record's table that says which runs were measured together: its "line N: "
 // prefix and its precision words removed (dgxc-benchmarking's README prints each precision of a
 // model on its own line, and a performance page may name the precision in the table's title).

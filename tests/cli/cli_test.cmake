@@ -317,6 +317,21 @@ run(validate_pairs_json 0 "\"comparisons\": \\{[ \n]*\"summary\": \\{[ \n]*\"n\"
     validate --dataset ${DATA}/validation/papers_at_scale.json --format json)
 run(validate_pairs_none 0 "# comparisons: pairs of runs.*\n# no pairs: no two of these runs are of one table and differ in one thing\n"
     validate --dataset ${DATA}/validation/published.json --record korthikanti2022-530B-dp8-2240gpu --pairs)
+# Repeats (sim::FindRepeats): runs of one scenario printed more than once, in other tables or
+# releases; dgxc-benchmarking printed Llama 3.1 405B FP8 on 2,304 H100s at 320 tokens/s per GPU
+# (v25.03) and 290.2 (v24.11.1) for the same configs: 10.3% apart, one prediction (317.2) for both,
+# so at least sqrt(320 / 290.2) - 1 = 5.0% off one of them. The summary always, every scenario
+# with --repeats.
+run(validate_repeats 0 "  +10\\.3% +5\\.0% +317\\.2 +290\\.2 +320  dgxc-v2503-llama31-405b-h100-2304gpu-fp8 dgxc-v24111-llama31-405b-h100-2304gpu-fp8\n.*# [0-9]+ scenarios, [0-9]+ runs \\(tokens/s per GPU\\): published max/min - 1 median [0-9.]+%, p90 [0-9.]+%, max 10\\.3%; the least largest \\|error\\| one prediction can have on a scenario's runs, sqrt\\(max/min\\) - 1: median [0-9.]+%, p90 [0-9.]+%, max 5\\.0%\n"
+    validate --dataset ${DATA}/validation/papers_at_scale.json --repeats)
+run(validate_repeats_json 0 "\"repeats\": \\{[ \n]*\"scenarios\": [0-9]+,[ \n]*\"runs\": [0-9]+,[ \n]*\"spread\": \\{[ \n]*\"median\": [0-9.e-]+,.*\"groups\": \\[[ \n]*\\{[ \n]*\"ids\": \\[[ \n]*\"dgxc-v2503-llama31-405b-h100-2304gpu-fp8\",[ \n]*\"dgxc-v24111-llama31-405b-h100-2304gpu-fp8\""
+    validate --dataset ${DATA}/validation/papers_at_scale.json --format json)
+run(validate_repeats_none 0 "# repeats: runs of one scenario printed more than once.*\n# no repeats: no scenario of these runs is printed twice\n"
+    validate --dataset ${DATA}/validation/published.json)
+# Memory: torchtitan's 8B FSDP step on 8 H100s, eager (82.4 GiB reserved) and compiled (77.0), is
+# one scenario to the memory model, which does not read torch.compile from these records.
+run(validate_memory_repeats 0 "  +7\\.0% +3\\.4% +77\\.4[0-9] +77 +82\\.4  torchtitan-2412-t1-8b-8gpu-fsdp torchtitan-2412-t1-8b-8gpu-fsdp-compile\n.*# [0-9]+ scenarios, [0-9]+ runs \\(peak GiB\\)"
+    validate --memory --dataset ${DATA}/memory/memory_measured.json --repeats)
 run(report_accuracy_pairs 0 "#   step time of one plan against another: the ratio of two published runs that differ in one thing came within [0-9.]+% \\(median; p90 [0-9.]+%, [0-9]+ pairs; validate --pairs\\); by what differs, pairs and median: precision [0-9]+, [0-9.]+%; gpus [0-9]+, [0-9.]+%"
     report --model gpt-oss-120b --gpu h100-sxm --gpus 64 --pp 4 --ep 8 --zero 1 --seq 4096 --gbs 1280)
 # How close: report shows the shipped accuracy tables' rows of the plan's groups (presets/accuracy,
@@ -909,6 +924,26 @@ if(NOT readme_counts STREQUAL listed_counts)
   message(SEND_ERROR "readme_preset_counts: README.md says ${readme_counts}, meshplan presets lists ${listed_counts}")
 else()
   message(STATUS "ok readme_preset_counts (${listed_counts})")
+endif()
+# The README's figures of the corpus's repeats are what `meshplan validate` prints of them: the
+# scenarios printed more than once, their published spread (median, max) and the floor's median.
+execute_process(COMMAND ${MESHPLAN} validate --dataset ${DATA}/validation RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                ERROR_VARIABLE err)
+string(REGEX MATCH "# ([0-9]+) scenarios, [0-9]+ runs \\(tokens/s per GPU\\): published max/min - 1 median ([0-9.]+)%, p90 [0-9.]+%, max ([0-9.]+)%; [^\n]* sqrt\\(max/min\\) - 1: median ([0-9.]+)%"
+       _ "${out}")
+set(repeats_n "${CMAKE_MATCH_1}")
+set(repeats_median "${CMAKE_MATCH_2}")
+set(repeats_max "${CMAKE_MATCH_3}")
+set(repeats_floor "${CMAKE_MATCH_4}")
+set(repeats_said "${repeats_n} plans ... ${repeats_median}% apart at the median and ${repeats_max}% at the most ... at least ${repeats_floor}% off")
+foreach(v repeats_median repeats_max repeats_floor)
+  string(REPLACE "." "\\." ${v}_re "${${v}}")
+endforeach()
+if(NOT rc EQUAL 0 OR repeats_n STREQUAL "" OR NOT readme_text MATCHES
+   "${repeats_n} plans of the corpus are printed more than once[^;]* values ${repeats_median_re}% apart at the median and ${repeats_max_re}% at the most,[ \n]+so the one prediction that serves each is at least ${repeats_floor_re}% off")
+  message(SEND_ERROR "readme_repeats: README.md does not say '${repeats_said}' (meshplan validate: rc ${rc})")
+else()
+  message(STATUS "ok readme_repeats (${repeats_said})")
 endif()
 # The README's accuracy figures are the shipped tables' (presets/accuracy/step.json and memory.json,
 # which AccuracyTest pins to what `meshplan validate` gives): the corpus's runs, median and p90, the

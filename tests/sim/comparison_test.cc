@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <string>
 #include <vector>
 
@@ -142,6 +144,58 @@ TEST(ComparisonTest, CorpusPairsIncludeTheDgxcPrecisionPairs) {
   }
   EXPECT_TRUE(found);
   EXPECT_GE(c.pairs.size(), 60u);
+}
+
+// Runs of one scenario printed twice (sim::FindRepeats): other tables, stacks or datasets do not
+// separate them; another plan, another measured quantity or another prediction does.
+TEST(ComparisonTest, RunsOfOneScenarioPrintedTwiceAreARepeat) {
+  std::vector<core::Scenario> s(4, Llama8b());
+  s[2].plan.precision = core::Dtype::kFp8;
+  std::vector<ValidationRecord> r = {Record("a", 1000, 1100), Record("b", 1250, 1100), Record("c", 1400, 1650),
+                                     Record("d", 1100, 1100)};
+  r[1].stack = "megatron-core-2024";
+  r[1].groups = {{"dataset", "u.json"}};
+  r[3].groups.push_back({"measured", "reserved"});  // the same plan, another quantity
+  const std::vector<ComparisonInput> in = {{&r[0], &s[0], "Paper, Table 1"},
+                                           {&r[1], &s[1], "Release notes, 26.02"},
+                                           {&r[2], &s[2], "Paper, Table 1"},
+                                           {&r[3], &s[3], "Paper, Table 1"}};
+  const RepeatSummary rep = FindRepeats(in);
+  ASSERT_EQ(rep.groups.size(), 1u);
+  EXPECT_EQ(rep.groups[0].ids, (std::vector<std::string>{"a", "b"}));
+  EXPECT_DOUBLE_EQ(rep.groups[0].published_min, 1000);
+  EXPECT_DOUBLE_EQ(rep.groups[0].published_max, 1250);
+  EXPECT_DOUBLE_EQ(rep.groups[0].predicted, 1100);
+  // 1250 / 1000 - 1 = 25%; one prediction P is off by at least sqrt(1.25) - 1 = 11.80% on one of the
+  // two (P = sqrt(1000 x 1250) = 1118.03: -10.56% below 1250 and +11.80% above 1000).
+  EXPECT_NEAR(rep.groups[0].spread, 0.25, 1e-12);
+  EXPECT_NEAR(rep.groups[0].floor, std::sqrt(1.25) - 1, 1e-12);
+  EXPECT_EQ(rep.runs, 2u);
+  EXPECT_EQ(rep.spread.n, 1u);
+  EXPECT_NEAR(rep.spread.median_abs_error, 0.25, 1e-12);
+}
+
+TEST(ComparisonTest, RepeatsAreListedWidestFirstWithTheirRunsInInputOrder) {
+  std::vector<core::Scenario> s(7, Llama8b());
+  for (size_t i = 3; i < s.size(); ++i) s[i].plan.gpus = 16, s[i].plan.dp = 16, s[i].plan.global_batch = 16;
+  std::vector<ValidationRecord> r = {Record("a", 1000, 1100), Record("b", 1250, 1100),
+                                     Record("z", 0, 1100),  // nothing published: left out
+                                     Record("e", 100, 110),   Record("f", 104, 110),
+                                     Record("g", 102, 110),   Record("h", 90, 111)};  // another prediction
+  std::vector<ComparisonInput> in;
+  for (size_t i = 0; i < s.size(); ++i) in.push_back({&r[i], &s[i], "Paper, Table 1"});
+  const RepeatSummary rep = FindRepeats(in);
+  ASSERT_EQ(rep.groups.size(), 2u);
+  EXPECT_EQ(rep.groups[0].ids, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(rep.groups[1].ids, (std::vector<std::string>{"e", "f", "g"}));
+  // 104 / 100 - 1 = 4%, sqrt(1.04) - 1 = 1.980%.
+  EXPECT_NEAR(rep.groups[1].spread, 0.04, 1e-12);
+  EXPECT_NEAR(rep.groups[1].floor, std::sqrt(1.04) - 1, 1e-12);
+  EXPECT_EQ(rep.runs, 5u);
+  // Two groups: the median between them, (25% + 4%) / 2; p90 at 0.9 of the way, 4% + 0.9 x 21%.
+  EXPECT_NEAR(rep.spread.median_abs_error, 0.145, 1e-12);
+  EXPECT_NEAR(rep.spread.p90_abs_error, 0.229, 1e-12);
+  EXPECT_NEAR(rep.floor.max_abs_error, std::sqrt(1.25) - 1, 1e-12);
 }
 
 }  // namespace

@@ -299,12 +299,12 @@ void PrintRepeats(const sim::RepeatSummary& r, bool each, const char* unit) {
     }
   }
   std::printf(
-      "# %zu scenarios, %zu runs (%s): published max/min - 1 median %.1f%%, p90 %.1f%%, max %.1f%%; the least largest "
+      "# %zu scenario%s, %zu runs (%s): published max/min - 1 median %.1f%%, p90 %.1f%%, max %.1f%%; the least largest "
       "|error| one prediction can have on a scenario's runs, sqrt(max/min) - 1: median %.1f%%, p90 %.1f%%, max "
       "%.1f%%\n",
-      r.groups.size(), r.runs, unit, 100 * r.spread.median_abs_error, 100 * r.spread.p90_abs_error,
-      100 * r.spread.max_abs_error, 100 * r.floor.median_abs_error, 100 * r.floor.p90_abs_error,
-      100 * r.floor.max_abs_error);
+      r.groups.size(), r.groups.size() == 1 ? "" : "s", r.runs, unit, 100 * r.spread.median_abs_error,
+      100 * r.spread.p90_abs_error, 100 * r.spread.max_abs_error, 100 * r.floor.median_abs_error,
+      100 * r.floor.p90_abs_error, 100 * r.floor.max_abs_error);
 }
 
 // --accuracy-out FILE: the summary's groups as an accuracy table (sim::AccuracyTable: what

@@ -300,7 +300,7 @@ void PrintRepeats(const sim::RepeatSummary& r, bool each, const char* unit) {
   }
   std::printf(
       "# %zu scenario%s, %zu runs (%s): published max/min - 1 median %.1f%%, p90 %.1f%%, max %.1f%%; the least largest "
-      "|error| one prediction can have on a scenario's runs, sqrt(max/min) - 1: median %.1f%%, p90 %.1f%%, max "
+      "|error| one prediction can have on a scenario's runs, (max - min)/(max + min): median %.1f%%, p90 %.1f%%, max "
       "%.1f%%\n",
       r.groups.size(), r.groups.size() == 1 ? "" : "s", r.runs, unit, 100 * r.spread.median_abs_error,
       100 * r.spread.p90_abs_error, 100 * r.spread.max_abs_error, 100 * r.floor.median_abs_error,

@@ -180,7 +180,7 @@ RepeatSummary FindRepeats(const std::vector<ComparisonInput>& in) {
       g.published_max = std::max(g.published_max, r.published);
     }
     g.spread = g.published_max / g.published_min - 1;
-    g.floor = std::sqrt(g.published_max / g.published_min) - 1;
+    g.floor = (g.published_max - g.published_min) / (g.published_max + g.published_min);
     out.runs += members->size();
     out.groups.push_back(std::move(g));
   }

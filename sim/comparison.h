@@ -75,8 +75,10 @@ struct RepeatGroup {
   double predicted = 0;  // the scenario's, one for every run
   // published_max / published_min - 1.
   double spread = 0;
-  // sqrt(published_max / published_min) - 1: the largest |error| on the group's runs is at least
-  // this, whatever one prediction serves them (the least is at the two values' geometric mean).
+  // (published_max - published_min) / (published_max + published_min): the largest |error|
+  // (predicted / published - 1) on the group's runs is at least this, whatever one prediction P
+  // serves them; P / min - 1 and 1 - P / max are equal, and their larger the least, at the two
+  // values' harmonic mean P = 2 min max / (min + max).
   double floor = 0;
 };
 

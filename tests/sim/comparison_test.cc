@@ -166,10 +166,11 @@ TEST(ComparisonTest, RunsOfOneScenarioPrintedTwiceAreARepeat) {
   EXPECT_DOUBLE_EQ(rep.groups[0].published_min, 1000);
   EXPECT_DOUBLE_EQ(rep.groups[0].published_max, 1250);
   EXPECT_DOUBLE_EQ(rep.groups[0].predicted, 1100);
-  // 1250 / 1000 - 1 = 25%; one prediction P is off by at least sqrt(1.25) - 1 = 11.80% on one of the
-  // two (P = sqrt(1000 x 1250) = 1118.03: -10.56% below 1250 and +11.80% above 1000).
+  // 1250 / 1000 - 1 = 25%; one prediction P is off by at least 250 / 2250 = 11.11% on one of the
+  // two: P = 2 x 1000 x 1250 / 2250 = 1111.1 is +11.11% over 1000 and -11.11% under 1250, and any
+  // other P is further from one of them (the geometric mean 1118.0 is +11.80% over 1000).
   EXPECT_NEAR(rep.groups[0].spread, 0.25, 1e-12);
-  EXPECT_NEAR(rep.groups[0].floor, std::sqrt(1.25) - 1, 1e-12);
+  EXPECT_NEAR(rep.groups[0].floor, 250.0 / 2250, 1e-12);
   EXPECT_EQ(rep.runs, 2u);
   EXPECT_EQ(rep.spread.n, 1u);
   EXPECT_NEAR(rep.spread.median_abs_error, 0.25, 1e-12);
@@ -188,14 +189,14 @@ TEST(ComparisonTest, RepeatsAreListedWidestFirstWithTheirRunsInInputOrder) {
   ASSERT_EQ(rep.groups.size(), 2u);
   EXPECT_EQ(rep.groups[0].ids, (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(rep.groups[1].ids, (std::vector<std::string>{"e", "f", "g"}));
-  // 104 / 100 - 1 = 4%, sqrt(1.04) - 1 = 1.980%.
+  // 104 / 100 - 1 = 4%, 4 / 204 = 1.961%.
   EXPECT_NEAR(rep.groups[1].spread, 0.04, 1e-12);
-  EXPECT_NEAR(rep.groups[1].floor, std::sqrt(1.04) - 1, 1e-12);
+  EXPECT_NEAR(rep.groups[1].floor, 4.0 / 204, 1e-12);
   EXPECT_EQ(rep.runs, 5u);
   // Two groups: the median between them, (25% + 4%) / 2; p90 at 0.9 of the way, 4% + 0.9 x 21%.
   EXPECT_NEAR(rep.spread.median_abs_error, 0.145, 1e-12);
   EXPECT_NEAR(rep.spread.p90_abs_error, 0.229, 1e-12);
-  EXPECT_NEAR(rep.floor.max_abs_error, std::sqrt(1.25) - 1, 1e-12);
+  EXPECT_NEAR(rep.floor.max_abs_error, 250.0 / 2250, 1e-12);
 }
 
 }  // namespace

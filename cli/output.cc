@@ -313,6 +313,19 @@ std::string AccuracyText(const SpeedReport& sp, const core::MemoryReport& r) {
                   100 * c[0].p90_abs_error, c[0].n, text.c_str());
     o << line;
   }
+  // The published runs' own spread where one plan was printed more than once (sim::FindRepeats): no
+  // prediction comes closer to both than the floor.
+  for (const auto* acc : {&sp.step_accuracy, &sp.memory_accuracy}) {
+    if (!*acc || (*acc)->table.repeats.scenarios == 0) continue;
+    const sim::AccuracyRepeats& r = (*acc)->table.repeats;
+    std::snprintf(line, sizeof line,
+                  "#   %s of one plan measured twice: %zu plans printed more than once (%zu runs; validate --repeats) "
+                  "differ by %.1f%% (median; p90 %.1f%%), so one prediction is at least %.1f%% off one of them "
+                  "(median; p90 %.1f%%)\n",
+                  acc == &sp.step_accuracy ? "step time" : "memory", r.scenarios, r.runs, 100 * r.spread_median,
+                  100 * r.spread_p90, 100 * r.floor_median, 100 * r.floor_p90);
+    o << line;
+  }
   // The runs like the plan in GPU, dense/MoE and precision at once; and a prediction is as
   // uncertain as the least accurate group it falls in.
   for (const auto* acc : {&sp.step_accuracy, &sp.memory_accuracy}) {
@@ -843,10 +856,16 @@ std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r, con
       for (const auto& run : a.like) like.push_back(sim::AccuracyRunJson(run));
       OJson comparisons = OJson::array();
       for (const auto& g : a.table.comparisons) comparisons.push_back(group(g));
-      return OJson{{"metric", a.table.metric},  {"made_by", a.table.made_by},
-                   {"all", group(a.table.all)}, {"joint", group(a.joint)},
-                   {"groups", groups},          {"comparisons", comparisons},
-                   {"runs_like", like},         {"runs_like_same_gpu", a.like_same_gpu}};
+      OJson t{{"metric", a.table.metric},  {"made_by", a.table.made_by},
+              {"all", group(a.table.all)}, {"joint", group(a.joint)},
+              {"groups", groups},          {"comparisons", comparisons},
+              {"runs_like", like},         {"runs_like_same_gpu", a.like_same_gpu}};
+      const sim::AccuracyRepeats& r = a.table.repeats;
+      if (r.scenarios > 0)
+        t["repeats"] = {{"scenarios", r.scenarios},         {"runs", r.runs},
+                        {"spread_median", r.spread_median}, {"spread_p90", r.spread_p90},
+                        {"floor_median", r.floor_median},   {"floor_p90", r.floor_p90}};
+      return t;
     };
     OJson acc;
     acc["profile"] = "default";

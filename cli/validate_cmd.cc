@@ -315,12 +315,14 @@ struct AccuracyOut {
   std::string made_by;  // the command, as typed
 };
 int WriteAccuracy(const AccuracyOut& out, const sim::ValidationSummary& v, const sim::ComparisonSummary& comparisons,
-                  const char* metric, const std::string& profile, const std::vector<std::string>& files) {
+                  const sim::RepeatSummary& repeated, const char* metric, const std::string& profile,
+                  const std::vector<std::string>& files) {
   if (out.path.empty()) return 0;
   std::vector<std::string> names;
   for (const auto& f : files) names.push_back(std::filesystem::path(f).filename().string());
   sim::AccuracyTable t = sim::AccuracyTableOf(v, metric, out.made_by, profile, names);
   t.comparisons = sim::ComparisonGroupsOf(comparisons);
+  t.repeats = sim::AccuracyRepeatsOf(repeated);
   if (core::Status st = core::WriteTextFileAtomically(out.path, sim::AccuracyTableToJson(t)); !st.ok()) {
     std::cerr << "error: --accuracy-out: " << st.message() << "\n";
     return 2;
@@ -345,7 +347,8 @@ int RunMemoryValidation(const std::vector<std::string>& files, const std::string
   for (const auto& r : records) (r.outcome == core::PublishedMemory::Outcome::kPeak ? peaks : outcomes).push_back(&r);
   const sim::ComparisonSummary comparisons = sim::ComparePeaks(records, v);
   const sim::RepeatSummary repeated = sim::RepeatedPeaks(records, v);
-  if (int rc = WriteAccuracy(accuracy_out, v, comparisons, "memory_gib", profile.name, files); rc != 0) return rc;
+  if (int rc = WriteAccuracy(accuracy_out, v, comparisons, repeated, "memory_gib", profile.name, files); rc != 0)
+    return rc;
   auto outcome_name = [](bool fits) {
     return core::FitVerdictName(fits ? core::FitVerdict::kFits : core::FitVerdict::kDoesNotFit);
   };
@@ -559,7 +562,7 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
     const sim::LayerTimingSummary lt = sim::ValidateLayerTimings(layers, *profile);
     const sim::ComparisonSummary comparisons = sim::CompareRuns(runs, v);
     const sim::RepeatSummary repeated = sim::RepeatedRuns(runs, v);
-    if (int rc = WriteAccuracy(acc, v, comparisons, "tokens_per_s_per_gpu", profile->name, files); rc != 0) {
+    if (int rc = WriteAccuracy(acc, v, comparisons, repeated, "tokens_per_s_per_gpu", profile->name, files); rc != 0) {
       *exit_code = rc;
       return;
     }

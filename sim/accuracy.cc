@@ -142,6 +142,15 @@ AccuracyTable AccuracyTableOf(const ValidationSummary& v, const std::string& met
   return t;
 }
 
+AccuracyRepeats AccuracyRepeatsOf(const RepeatSummary& r) {
+  return {r.groups.size(),
+          r.runs,
+          Round4(r.spread.median_abs_error),
+          Round4(r.spread.p90_abs_error),
+          Round4(r.floor.median_abs_error),
+          Round4(r.floor.p90_abs_error)};
+}
+
 std::vector<AccuracyGroup> ComparisonGroupsOf(const ComparisonSummary& c) {
   std::vector<AccuracyGroup> out;
   if (c.all.n == 0) return out;
@@ -183,6 +192,10 @@ std::string AccuracyTableToJson(const AccuracyTable& t) {
     for (size_t i = 1; i < t.comparisons.size(); ++i) axes.push_back(GroupJson(t.comparisons[i]));
     j["comparisons"] = {{"all", GroupJson(t.comparisons.front())}, {"axes", axes}};
   }
+  if (t.repeats.scenarios > 0)
+    j["repeats"] = {{"scenarios", t.repeats.scenarios},         {"runs", t.repeats.runs},
+                    {"spread_median", t.repeats.spread_median}, {"spread_p90", t.repeats.spread_p90},
+                    {"floor_median", t.repeats.floor_median},   {"floor_p90", t.repeats.floor_p90}};
   // The runs one to a line, so that a change to the model shows in a diff as the runs it moved.
   std::string text = j.dump(2);
   text.pop_back();  // the closing brace
@@ -255,6 +268,33 @@ core::Result<AccuracyTable> ParseAccuracyTableJson(const std::string& json_text)
                                              std::to_string(call->n) + ")");
       t.comparisons.push_back(*g);
     }
+  }
+  if (j.contains("repeats")) {
+    const nlohmann::json& r = j["repeats"];
+    if (!r.is_object()) return core::Status::InvalidArgument("accuracy table: repeats: must be an object");
+    for (auto [key, out] : {std::pair{"scenarios", &t.repeats.scenarios}, std::pair{"runs", &t.repeats.runs}}) {
+      if (!r.contains(key) || !r[key].is_number_unsigned() || r[key].get<size_t>() < 1)
+        return core::Status::InvalidArgument(std::string("accuracy table: repeats.") + key +
+                                             ": must be a whole number, at least 1");
+      *out = r[key].get<size_t>();
+    }
+    if (t.repeats.runs < 2 * t.repeats.scenarios)
+      return core::Status::InvalidArgument(
+          "accuracy table: repeats.runs: each scenario is printed at least twice (at least " +
+          std::to_string(2 * t.repeats.scenarios) + ")");
+    for (auto [key, out] :
+         {std::pair{"spread_median", &t.repeats.spread_median}, std::pair{"spread_p90", &t.repeats.spread_p90},
+          std::pair{"floor_median", &t.repeats.floor_median}, std::pair{"floor_p90", &t.repeats.floor_p90}}) {
+      if (!r.contains(key) || !r[key].is_number() || !std::isfinite(r[key].get<double>()) || r[key].get<double>() < 0)
+        return core::Status::InvalidArgument(std::string("accuracy table: repeats.") + key +
+                                             ": must be a finite fraction, at least 0");
+      *out = r[key].get<double>();
+    }
+    // (max - min) / (max + min) is below max / min - 1 for every scenario, so for their medians.
+    if (t.repeats.floor_median > t.repeats.spread_median)
+      return core::Status::InvalidArgument(
+          "accuracy table: repeats.floor_median: cannot exceed spread_median (a scenario's floor is below its "
+          "spread)");
   }
   if (j.contains("runs")) {
     if (!j["runs"].is_array()) return core::Status::InvalidArgument("accuracy table: runs: must be an array");

@@ -49,6 +49,16 @@ struct AccuracyRun {
 // sequence, moe, error.
 nlohmann::ordered_json AccuracyRunJson(const AccuracyRun& r);
 
+// The scenarios printed more than once (sim/comparison.h FindRepeats): how far published runs of
+// one plan differ between tables, releases or dates, and the floor under any prediction's error on
+// them. scenarios 0: none, or a table made without them. Fractions rounded to 1e-4.
+struct AccuracyRepeats {
+  size_t scenarios = 0, runs = 0;
+  double spread_median = 0, spread_p90 = 0;  // published max / min - 1 over the scenarios
+  double floor_median = 0, floor_p90 = 0;    // (max - min) / (max + min)
+};
+AccuracyRepeats AccuracyRepeatsOf(const RepeatSummary& r);
+
 struct AccuracyTable {
   std::string metric;                 // "tokens_per_s_per_gpu" or "memory_gib" (validate --memory)
   std::string made_by;                // the command that made the table
@@ -61,6 +71,7 @@ struct AccuracyTable {
   // measured together that differ in one thing ("all"), then per axis (dimension "axis", in
   // ComparisonAxes' order). Empty in a table made without them.
   std::vector<AccuracyGroup> comparisons;
+  AccuracyRepeats repeats;
 };
 
 // The table of a validation run: every group but the per-file ("dataset") and, for memory, the

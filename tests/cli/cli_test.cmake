@@ -334,6 +334,11 @@ run(validate_memory_repeats 0 "  +7\\.0% +3\\.4% +77\\.4[0-9] +77 +82\\.4  torch
     validate --memory --dataset ${DATA}/memory/memory_measured.json --repeats)
 run(report_accuracy_pairs 0 "#   step time of one plan against another: the ratio of two published runs that differ in one thing came within [0-9.]+% \\(median; p90 [0-9.]+%, [0-9]+ pairs; validate --pairs\\); by what differs, pairs and median: precision [0-9]+, [0-9.]+%; gpus [0-9]+, [0-9.]+%"
     report --model gpt-oss-120b --gpu h100-sxm --gpus 64 --pp 4 --ep 8 --zero 1 --seq 4096 --gbs 1280)
+# ... and the published runs' own spread where one plan was printed twice (the tables' repeats).
+run(report_accuracy_repeats 0 "#   step time of one plan measured twice: [0-9]+ plans printed more than once \\([0-9]+ runs; validate --repeats\\) differ by [0-9.]+% \\(median; p90 [0-9.]+%\\), so one prediction is at least [0-9.]+% off one of them \\(median; p90 [0-9.]+%\\)\n#   memory of one plan measured twice: [0-9]+ plans"
+    report --model gpt-oss-120b --gpu h100-sxm --gpus 64 --pp 4 --ep 8 --zero 1 --seq 4096 --gbs 1280)
+run(report_accuracy_repeats_json 0 "\"repeats\": \\{[ \n]*\"scenarios\": [0-9]+,[ \n]*\"runs\": [0-9]+,[ \n]*\"spread_median\": [0-9.]+"
+    report --model gpt-oss-120b --gpu h100-sxm --gpus 64 --pp 4 --ep 8 --zero 1 --seq 4096 --gbs 1280 --format json)
 # How close: report shows the shipped accuracy tables' rows of the plan's groups (presets/accuracy,
 # made by validate --accuracy-out on tests/data; docs/validation.md), step time beside memory, for
 # the default profile only; a group with no memory dimension (scale) or no step dimension

@@ -83,6 +83,13 @@ void ExpectSameTable(const AccuracyTable& shipped, const AccuracyTable& today, c
     EXPECT_NEAR(a.p90_abs_error, b.p90_abs_error, 1e-9) << b.value << ": " << stale;
     EXPECT_NEAR(a.median_error, b.median_error, 1e-9) << b.value << ": " << stale;
   }
+  // The scenarios printed more than once and their spread.
+  EXPECT_EQ(shipped.repeats.scenarios, today.repeats.scenarios) << stale;
+  EXPECT_EQ(shipped.repeats.runs, today.repeats.runs) << stale;
+  EXPECT_NEAR(shipped.repeats.spread_median, today.repeats.spread_median, 1e-9) << stale;
+  EXPECT_NEAR(shipped.repeats.spread_p90, today.repeats.spread_p90, 1e-9) << stale;
+  EXPECT_NEAR(shipped.repeats.floor_median, today.repeats.floor_median, 1e-9) << stale;
+  EXPECT_NEAR(shipped.repeats.floor_p90, today.repeats.floor_p90, 1e-9) << stale;
   for (const auto& g : today.groups) {
     auto it = by_key.find({g.dimension, g.value});
     ASSERT_NE(it, by_key.end()) << g.dimension << " " << g.value << ": " << stale;
@@ -103,6 +110,7 @@ TEST(AccuracyTest, TheShippedStepTableIsWhatValidateGivesOnTheCorpus) {
   const ValidationSummary v = ValidateRuns(runs, core::Profile{});
   AccuracyTable today = AccuracyTableOf(v, "tokens_per_s_per_gpu", "", "default", {});
   today.comparisons = ComparisonGroupsOf(CompareRuns(runs, v));
+  today.repeats = AccuracyRepeatsOf(RepeatedRuns(runs, v));
   ExpectSameTable(*shipped, today, shipped->made_by);
   // The what-if pairs: every axis of the corpus has some (recomputation the fewest, 2 today), and
   // their ratios are closer than the levels (2026-12-04: 379 pairs, median 2.0%, p90 8.4%;
@@ -130,6 +138,7 @@ TEST(AccuracyTest, TheShippedMemoryTableIsWhatValidateGivesOnTheCorpus) {
   const ValidationSummary v = ValidateMemory(records, core::Profile{}.memory);
   AccuracyTable today = AccuracyTableOf(v, "memory_gib", "", "default", {});
   today.comparisons = ComparisonGroupsOf(ComparePeaks(records, v));
+  today.repeats = AccuracyRepeatsOf(RepeatedPeaks(records, v));
   ExpectSameTable(*shipped, today, shipped->made_by);
   // Neither the per-file groups nor the measurement kind (which a plan does not choose) are kept.
   for (const auto& g : shipped->groups) {
@@ -421,6 +430,7 @@ TEST(AccuracyTest, ATableRoundTripsAndAHandEditedOneIsRefusedNamingTheField) {
   EXPECT_EQ(back->made_by, t->made_by);
   EXPECT_EQ(back->datasets, t->datasets);
   EXPECT_EQ(back->runs.size(), t->all.n);
+  EXPECT_GT(back->repeats.scenarios, 0u);  // the memory corpus prints 4 scenarios twice (2026-12-05)
 
   const std::string head = R"({"metric": "memory_gib", "made_by": "meshplan validate", "profile": "default", )";
   const std::string all = R"("all": {"n": 10, "median_abs_error": 0.05, "p90_abs_error": 0.1, "median_error": -0.02})";
@@ -459,6 +469,17 @@ TEST(AccuracyTest, ATableRoundTripsAndAHandEditedOneIsRefusedNamingTheField) {
       {one_run(R"("gpus": 8, "sequence": "long", "error": 0.1)"), "runs[0].sequence: must be <=8k, <=32k or >32k"},
       {one_run(R"("gpus": 8, "sequence": "<=8k", "error": -1.5)"), "runs[0].error"},
       {one_run(R"("gpus": 8, "sequence": "<=8k", "error": 0.1)"), "1 runs where all.n says 10"},
+      // The scenarios printed more than once: each at least twice, a floor no wider than the spread.
+      {head + all + R"(, "groups": [], "repeats": {"scenarios": 3, "runs": 5, "spread_median": 0.03,
+        "spread_p90": 0.09, "floor_median": 0.015, "floor_p90": 0.04}})",
+       "repeats.runs: each scenario is printed at least twice (at least 6)"},
+      {head + all + R"(, "groups": [], "repeats": {"scenarios": 3, "runs": 6, "spread_median": 0.03,
+        "spread_p90": 0.09, "floor_median": 0.04, "floor_p90": 0.04}})",
+       "repeats.floor_median: cannot exceed spread_median"},
+      {head + all + R"(, "groups": [], "repeats": {"scenarios": 3, "runs": 6, "spread_median": -0.01,
+        "spread_p90": 0.09, "floor_median": 0.0, "floor_p90": 0.04}})",
+       "repeats.spread_median: must be a finite fraction"},
+      {head + all + R"(, "groups": [], "repeats": {"runs": 6}})", "repeats.scenarios"},
       {"[1, 2]", "JSON object"},
       {"{", "not JSON"},
   };

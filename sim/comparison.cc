@@ -193,34 +193,40 @@ RepeatSummary FindRepeats(const std::vector<ComparisonInput>& in) {
   return out;
 }
 
-RepeatSummary RepeatedRuns(const std::vector<core::PublishedRun>& runs, const ValidationSummary& v) {
+namespace {
+
+// What validate judged, as the pairing and the repeats read it: ValidateRuns' records in `runs`'
+// order, or ValidateMemory's (the records with a measured peak, in `records`' order).
+std::vector<ComparisonInput> InputsOf(const std::vector<core::PublishedRun>& runs, const ValidationSummary& v) {
   std::vector<ComparisonInput> in;
   for (size_t i = 0; i < runs.size() && i < v.records.size(); ++i)
     in.push_back({&v.records[i], &runs[i].scenario, runs[i].table});
-  return FindRepeats(in);
+  return in;
+}
+std::vector<ComparisonInput> InputsOf(const std::vector<core::PublishedMemory>& records, const ValidationSummary& v) {
+  std::vector<ComparisonInput> in;
+  for (const core::PublishedMemory& r : records)
+    if (r.outcome == core::PublishedMemory::Outcome::kPeak && in.size() < v.records.size())
+      in.push_back({&v.records[in.size()], &r.scenario, r.table});
+  return in;
+}
+
+}  // namespace
+
+RepeatSummary RepeatedRuns(const std::vector<core::PublishedRun>& runs, const ValidationSummary& v) {
+  return FindRepeats(InputsOf(runs, v));
 }
 
 RepeatSummary RepeatedPeaks(const std::vector<core::PublishedMemory>& records, const ValidationSummary& v) {
-  std::vector<ComparisonInput> in;
-  for (const core::PublishedMemory& r : records)
-    if (r.outcome == core::PublishedMemory::Outcome::kPeak && in.size() < v.records.size())
-      in.push_back({&v.records[in.size()], &r.scenario, r.table});
-  return FindRepeats(in);
+  return FindRepeats(InputsOf(records, v));
 }
 
 ComparisonSummary CompareRuns(const std::vector<core::PublishedRun>& runs, const ValidationSummary& v) {
-  std::vector<ComparisonInput> in;
-  for (size_t i = 0; i < runs.size() && i < v.records.size(); ++i)
-    in.push_back({&v.records[i], &runs[i].scenario, runs[i].table});
-  return ComparePairs(in);
+  return ComparePairs(InputsOf(runs, v));
 }
 
 ComparisonSummary ComparePeaks(const std::vector<core::PublishedMemory>& records, const ValidationSummary& v) {
-  std::vector<ComparisonInput> in;
-  for (const core::PublishedMemory& r : records)
-    if (r.outcome == core::PublishedMemory::Outcome::kPeak && in.size() < v.records.size())
-      in.push_back({&v.records[in.size()], &r.scenario, r.table});
-  return ComparePairs(in);
+  return ComparePairs(InputsOf(records, v));
 }
 
 }  // namespace meshplan::sim

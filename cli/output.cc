@@ -860,11 +860,7 @@ std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r, con
               {"all", group(a.table.all)}, {"joint", group(a.joint)},
               {"groups", groups},          {"comparisons", comparisons},
               {"runs_like", like},         {"runs_like_same_gpu", a.like_same_gpu}};
-      const sim::AccuracyRepeats& r = a.table.repeats;
-      if (r.scenarios > 0)
-        t["repeats"] = {{"scenarios", r.scenarios},         {"runs", r.runs},
-                        {"spread_median", r.spread_median}, {"spread_p90", r.spread_p90},
-                        {"floor_median", r.floor_median},   {"floor_p90", r.floor_p90}};
+      if (a.table.repeats.scenarios > 0) t["repeats"] = sim::AccuracyRepeatsJson(a.table.repeats);
       return t;
     };
     OJson acc;

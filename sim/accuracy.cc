@@ -151,6 +151,12 @@ AccuracyRepeats AccuracyRepeatsOf(const RepeatSummary& r) {
           Round4(r.floor.p90_abs_error)};
 }
 
+nlohmann::ordered_json AccuracyRepeatsJson(const AccuracyRepeats& r) {
+  return {{"scenarios", r.scenarios},         {"runs", r.runs},
+          {"spread_median", r.spread_median}, {"spread_p90", r.spread_p90},
+          {"floor_median", r.floor_median},   {"floor_p90", r.floor_p90}};
+}
+
 std::vector<AccuracyGroup> ComparisonGroupsOf(const ComparisonSummary& c) {
   std::vector<AccuracyGroup> out;
   if (c.all.n == 0) return out;
@@ -192,10 +198,7 @@ std::string AccuracyTableToJson(const AccuracyTable& t) {
     for (size_t i = 1; i < t.comparisons.size(); ++i) axes.push_back(GroupJson(t.comparisons[i]));
     j["comparisons"] = {{"all", GroupJson(t.comparisons.front())}, {"axes", axes}};
   }
-  if (t.repeats.scenarios > 0)
-    j["repeats"] = {{"scenarios", t.repeats.scenarios},         {"runs", t.repeats.runs},
-                    {"spread_median", t.repeats.spread_median}, {"spread_p90", t.repeats.spread_p90},
-                    {"floor_median", t.repeats.floor_median},   {"floor_p90", t.repeats.floor_p90}};
+  if (t.repeats.scenarios > 0) j["repeats"] = AccuracyRepeatsJson(t.repeats);
   // The runs one to a line, so that a change to the model shows in a diff as the runs it moved.
   std::string text = j.dump(2);
   text.pop_back();  // the closing brace

@@ -58,6 +58,9 @@ struct AccuracyRepeats {
   double floor_median = 0, floor_p90 = 0;    // (max - min) / (max + min)
 };
 AccuracyRepeats AccuracyRepeatsOf(const RepeatSummary& r);
+// As the table file and `report --format json` write it: scenarios, runs, spread_median, spread_p90,
+// floor_median, floor_p90.
+nlohmann::ordered_json AccuracyRepeatsJson(const AccuracyRepeats& r);
 
 struct AccuracyTable {
   std::string metric;                 // "tokens_per_s_per_gpu" or "memory_gib" (validate --memory)

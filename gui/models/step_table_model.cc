@@ -21,6 +21,7 @@ void StepTableModel::Reset() {
   range_ = {};
   accuracy_runs_ = 0;
   comparisons_.clear();
+  repeats_ = {};
   if (valid_ && scenario_->profile().name != "default") {
     accuracy_source_ =
         "the accuracy table is the default profile's; meshplan validate --profile NAME measures "
@@ -38,6 +39,7 @@ void StepTableModel::Reset() {
       runs_like_same_gpu_ = a.like_same_gpu;
       accuracy_runs_ = table->all.n;
       comparisons_ = table->comparisons;
+      repeats_ = table->repeats;
       accuracy_source_ = QString::fromStdString(table->made_by);
     } else {
       accuracy_source_ = QString::fromStdString(table.status().message());
@@ -110,6 +112,17 @@ QString StepTableModel::accuracyHelp() const {
       t += QString(" %1 %2%3")
                .arg(QString::fromStdString(comparisons_[i].value), Percent(comparisons_[i].median_abs_error))
                .arg(i + 1 < comparisons_.size() ? ";" : "");
+  }
+  if (!accuracy_.empty() && repeats_.scenarios > 0) {
+    // The published runs' own spread where one plan was printed more than once (sim::FindRepeats):
+    // no prediction comes closer to both than the floor.
+    t += QString(
+             "\none plan measured twice: %1 plans printed more than once (%2 runs) differ by %3 (median; p90 %4), "
+             "so one prediction is at least %5 off one of them (median; p90 %6)")
+             .arg(repeats_.scenarios)
+             .arg(repeats_.runs)
+             .arg(Percent(repeats_.spread_median), Percent(repeats_.spread_p90), Percent(repeats_.floor_median),
+                  Percent(repeats_.floor_p90));
   }
   return t + "\n(" + accuracy_source_ + "; docs/validation.md, How close)";
 }

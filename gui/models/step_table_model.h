@@ -72,6 +72,8 @@ class StepTableModel : public QAbstractTableModel {
   size_t accuracy_runs_ = 0;  // the table's runs
   // The table's what-if pairs (sim::AccuracyTable::comparisons): "all", then per axis.
   std::vector<sim::AccuracyGroup> comparisons_;
+  // The table's scenarios printed more than once (sim::AccuracyTable::repeats); scenarios 0: none.
+  sim::AccuracyRepeats repeats_;
   QString accuracy_source_;  // the command that made the table, or why there is none
 };
 

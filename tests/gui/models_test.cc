@@ -195,6 +195,19 @@ TEST(GuiModelsTest, StepTableModelSaysHowCloseSuchPredictionsCame) {
           .arg(QString::asprintf("%.1f%%", 100 * table->comparisons.front().median_abs_error))
           .arg(table->comparisons.front().n)))
       << m.accuracyHelp().toStdString();
+  // ... and how far one plan's published runs differ where it was printed twice (the table's
+  // repeats, sim::FindRepeats), as report prints it: 109 plans, 320 runs in the shipped table.
+  ASSERT_GT(table->repeats.scenarios, 0u);
+  EXPECT_TRUE(m.accuracyHelp().contains(
+      QString("one plan measured twice: %1 plans printed more than once (%2 runs) differ by %3 (median; p90 %4), "
+              "so one prediction is at least %5 off one of them (median; p90 %6)")
+          .arg(table->repeats.scenarios)
+          .arg(table->repeats.runs)
+          .arg(QString::asprintf("%.1f%%", 100 * table->repeats.spread_median),
+               QString::asprintf("%.1f%%", 100 * table->repeats.spread_p90),
+               QString::asprintf("%.1f%%", 100 * table->repeats.floor_median),
+               QString::asprintf("%.1f%%", 100 * table->repeats.floor_p90))))
+      << m.accuracyHelp().toStdString();
   QString error;
   ASSERT_TRUE(s.setModelPreset("mixtral-8x7b", &error)) << error.toStdString();
   core::PlanSpec p = s.plan();

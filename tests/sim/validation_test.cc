@@ -670,10 +670,10 @@ TEST(ValidationTest, EveryRecordsScenarioIsAPlanFileThatReadsBack) {
   }
   // docs/validation.md: 1,034 step times map (921 before dgxc v25.05.01's 7 Nemotron-H 56B rows,
   // v25.04.02's 28 Llama 3.1 and 24 Nemotron-4 rows and v24.11.1's 28 Llama 3.1, 16 Nemotron-4 15B
-  // and 10 GPT-3 175B rows); docs/memory.md: 268 measured peaks and 20 records that print only
+  // and 10 GPT-3 175B rows); docs/memory.md: 268 measured peaks and 22 records that print only
   // whether the run fitted.
   EXPECT_EQ(runs, 1034u);
-  EXPECT_EQ(peaks, 288u);
+  EXPECT_EQ(peaks, 290u);
 }
 
 TEST(ValidationTest, CorpusMapsMoreThan150RunsWithProvenance) {
@@ -2649,15 +2649,19 @@ TEST(ValidationTest, PublishedOutcomesAndPeaksFromSourcesNotTunedOn) {
   // tests/data/memory/published_outcomes.json: torchtitan's docs and commits (Llama 2 70B/13B on
   // 64 A100s, Llama 3.1 405B on 128 H100s, Qwen3-32B at FSDP 8-32 x TP 1-8) and BigScience's
   // BLOOM sizing runs (176B-206B on 384 A100s, and the 20B/200B fp16 and bf16 runs of February
-  // 17, 2022): 20 printed outcomes (out of memory, or ran), 6 torchtitan-logged reserved peaks and
-  // 45 nvidia-smi peaks. None of their ids is a known prefix: each takes its stack by its source.
+  // 17, 2022) and Narayanan 2021 Table 2's caption (529.6B under ZeRO-3 on 560 and 640 A100s):
+  // 22 printed outcomes (out of memory, or ran), 6 torchtitan-logged reserved peaks and 45
+  // nvidia-smi peaks. None of their ids is a known prefix: each takes its stack by its source.
   std::vector<std::string> skipped;
   auto records = MemoryCorpus("published_outcomes.json", &skipped);
   ASSERT_TRUE(records.ok()) << records.status().ToString();
-  EXPECT_EQ(records->size(), 71u);
+  EXPECT_EQ(records->size(), 73u);
   EXPECT_TRUE(skipped.empty()) << (skipped.empty() ? "" : skipped.front());
   for (const auto& r : *records)
-    EXPECT_EQ(r.stack, r.id.rfind("torchtitan-", 0) == 0 ? "torchtitan-2024" : "megatron-deepspeed-2022") << r.id;
+    EXPECT_EQ(r.stack, r.id.rfind("torchtitan-", 0) == 0      ? "torchtitan-2024"
+                       : r.id.rfind("narayanan2021-", 0) == 0 ? "deepspeed-zero3-2021"
+                                                              : "megatron-deepspeed-2022")
+        << r.id;
   const ValidationSummary v = ValidateMemory(*records);
   ASSERT_EQ(v.all.n, 51u);
   for (const auto& r : v.records) {
@@ -2695,7 +2699,7 @@ TEST(ValidationTest, PublishedOutcomesAndPeaksFromSourcesNotTunedOn) {
       EXPECT_GT(r.error, -0.245) << r.id;
     }
   }
-  // 19 of 20 verdicts right: Llama 2 13B without checkpointing at 2 x 4096 tokens ran at 73.7 GiB
+  // 20 of 22 verdicts right: Llama 2 13B without checkpointing at 2 x 4096 tokens ran at 73.7 GiB
   // predicted with its config's Triton RMSNorm (86.8 GiB op by op); the bf16 184B at DP 16 x TP 4
   // x PP 6 ran out of memory at micro batch 1 and 2 alike, and its step's peak (the states and the
   // all-reduce copy, the cache freed) is 82.5 GiB of 80 at both (73.0 and 78.6 before the copy).
@@ -2704,9 +2708,23 @@ TEST(ValidationTest, PublishedOutcomesAndPeaksFromSourcesNotTunedOn) {
   // separates the two (docs/memory.md).
   // The 51 peaks: median 8.6% (over the 32 before the fp16 rows also 8.6%; 18.2% over the 19
   // before the copy; 19.4% with the profile's CUDA context on the BLOOM ones).
+  // Narayanan 2021 Table 2's caption: the 529.6B model under ZeRO-3 did not fit on 560 A100s at
+  // micro batch 4 and ran on 640. Predicted 73.4 and 71.6 GiB of 80: the 640 right, the 560 wrong
+  // (what DeepSpeed 0.3's per-tensor gradients and PyTorch's list collectives hold beside the
+  // activations is not counted; docs/memory.md).
   EXPECT_LT(v.all.median_abs_error, 0.09);
-  ASSERT_EQ(v.verdicts.size(), 20u);
-  EXPECT_LE(v.verdicts_wrong, 1u);
+  ASSERT_EQ(v.verdicts.size(), 22u);
+  EXPECT_LE(v.verdicts_wrong, 2u);
+  for (const auto& vr : v.verdicts) {
+    if (vr.id == "narayanan2021-t2-zero3-529.6B-a100x640-mbs4-fits") {
+      EXPECT_TRUE(vr.Right()) << vr.predicted_gib;
+      EXPECT_NEAR(vr.predicted_gib, 71.6, 0.1);
+    }
+    if (vr.id == "narayanan2021-t2-zero3-529.6B-a100x560-mbs4") {
+      EXPECT_FALSE(vr.Right()) << vr.predicted_gib;  // a known gap: if it turns right, say why in the docs
+      EXPECT_NEAR(vr.predicted_gib, 73.4, 0.1);
+    }
+  }
   double p203 = 0, p206 = 0;
   for (const auto& r : v.records)
     if (r.id.find("bloom-203b") != std::string::npos) p203 = r.predicted;

@@ -542,6 +542,14 @@ namespace {
 
 using AttentionPoint = core::GpuSpec::AttentionPoint;
 
+// The sequence an attention op's kernel runs at, as its curve is read. A windowed layer's kernel
+// runs rows of w keys, as long as a causal kernel's at sequence 2w (its rows average s/2 keys): its
+// speed is the curve's at min(s, 2w) (docs/compute.md). A chunked layer's kernel runs sequences of
+// one chunk: its speed is the curve's at the chunk.
+int64_t AttentionCurveSeq(const Op& op) {
+  return !op.Windowed() ? op.seq_q : (op.chunked ? op.window : std::min(op.seq_q, 2 * op.window));
+}
+
 // The curve's speed at head dim `hd` (a measured one) and sequence `seq`: linear in log2(seq)
 // between the nearest measured lengths, the end value beyond them.
 double CurveSpeed(const std::vector<AttentionPoint>& points, int64_t hd, double seq) {
@@ -614,6 +622,51 @@ std::vector<std::string> AssumedRates(const core::Profile& prof, const core::Gpu
                       "'s 16-bit peak: the profile's assumed figures, the GPU preset has no measured curve or figure "
                       "for that kernel (docs/compute.md)");
     }
+  // A measured curve read beyond what it measured takes its nearest measured value
+  // (AttentionCurveEfficiency): a sequence longer or shorter than its points, a head dim wider or
+  // narrower. The speed there is the curve's end, not a measurement: say so, once per kernel, bound
+  // and value.
+  if (!prof.attention_efficiency_measured) {
+    std::set<std::string> beyond;
+    for (const std::vector<Op>* ops : {&graph.dense_layer, &graph.moe_layer})
+      for (const Op& op : *ops) {
+        if (op.kind != OpKind::kAttention) continue;
+        auto curve = g.attention_curve.find(op.attention);
+        if (curve == g.attention_curve.end() || curve->second.empty()) continue;
+        const int64_t hd = AttentionKernelHeadDim(op.attention, op.head_dim_qk), seq = AttentionCurveSeq(op);
+        int64_t hd_min = 0, hd_max = 0;
+        for (const AttentionPoint& pt : curve->second) {
+          if (hd_min == 0 || pt.head_dim < hd_min) hd_min = pt.head_dim;
+          hd_max = std::max(hd_max, pt.head_dim);
+        }
+        const int64_t read_hd = std::clamp(hd, hd_min, hd_max);
+        const std::string kernel = "attention (" + std::string(core::Name(op.attention)) + ")";
+        if (read_hd != hd)
+          beyond.insert(kernel + " at head dim " + std::to_string(hd) + ": " + g.name + "'s curve measured " +
+                        (hd_min == hd_max ? "head dim " + std::to_string(hd_min) + " only"
+                                          : "head dims " + std::to_string(hd_min) + " to " + std::to_string(hd_max)) +
+                        ", so it runs at " + std::to_string(read_hd) +
+                        "'s speed, the curve's end, not a measurement (docs/compute.md)");
+        // The sequences measured at the head dim the curve is read at (the nearest measured one at
+        // or below it, as AttentionCurveEfficiency interpolates from it).
+        int64_t hd_lo = 0;
+        for (const AttentionPoint& pt : curve->second)
+          if (pt.head_dim <= read_hd) hd_lo = std::max(hd_lo, pt.head_dim);
+        int64_t s_min = 0, s_max = 0;
+        for (const AttentionPoint& pt : curve->second) {
+          if (pt.head_dim != hd_lo) continue;
+          if (s_min == 0 || pt.seq < s_min) s_min = pt.seq;
+          s_max = std::max(s_max, pt.seq);
+        }
+        if (s_min == 0 || (seq >= s_min && seq <= s_max)) continue;
+        const int64_t end = seq > s_max ? s_max : s_min;
+        beyond.insert(kernel + " at " + std::to_string(seq) + " queries per sequence: " + g.name +
+                      "'s curve measured " + std::to_string(s_min) + " to " + std::to_string(s_max) +
+                      ", so it runs at " + std::to_string(end) +
+                      "'s speed, the curve's end, not a measurement (docs/compute.md)");
+      }
+    for (const std::string& n : beyond) notes.push_back(n);
+  }
   return notes;
 }
 
@@ -775,12 +828,8 @@ double ComputeOpTimeWith(const Op& op, const core::GpuSpec& g, const core::Profi
       return op.share * (static_cast<double>(op.batch) * instance + prof.kernel_overhead_s);
     }
     case OpKind::kAttention: {
-      // A windowed layer's kernel runs rows of w keys, as long as a causal kernel's at sequence 2w
-      // (its rows average s/2 keys): its speed is the curve's at min(s, 2w) (docs/compute.md).
-      // A chunked layer's kernel runs sequences of one chunk: its speed is the curve's at the chunk.
-      const int64_t seq = !op.Windowed() ? op.seq_q : (op.chunked ? op.window : std::min(op.seq_q, 2 * op.window));
-      const double eff =
-          AttentionEfficiency(prof, g, op.attention, op.pass == Pass::kBackwardInput, op.head_dim_qk, seq);
+      const double eff = AttentionEfficiency(prof, g, op.attention, op.pass == Pass::kBackwardInput, op.head_dim_qk,
+                                             AttentionCurveSeq(op));
       return op.Flops() / (rates->PeakOf(g, op.dtype) * eff) + op.share * prof.kernel_overhead_s;
     }
     case OpKind::kMemoryBound:

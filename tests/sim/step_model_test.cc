@@ -733,6 +733,45 @@ TEST(StepModelTest, AssumedRatesSayWhatNoMeasurementCovers) {
   EXPECT_TRUE(AssumedRates(measured, *core::LoadGpu("v100"), m, fp16).empty());
 }
 
+TEST(StepModelTest, AssumedRatesSayWhereAnAttentionCurveIsReadBeyondItsPoints) {
+  // A measured curve read beyond its points takes its nearest one (AttentionCurveEfficiency): the
+  // A100's Triton curve measured 512 to 16,384 tokens (the FlashAttention-2 README's bars), so
+  // Llama 3 8B (head dim 128) at 32k runs at 16k's speed, and says so; at 4k and at 16k it is
+  // read inside the curve and says nothing. MI350X's curve measured head dim 128 only, so a head
+  // dim of 64 (the tiny preset's) runs at 128's speed.
+  core::ModelSpec m = *core::LoadModel("llama3-8b");
+  m.attention = core::AttentionImpl::kTriton;
+  m.max_seq = 32768;
+  core::PlanSpec p;
+  p.gpus = 1;
+  p.global_batch = 1;
+  const core::Profile defaults;
+  const core::GpuSpec a100 = *core::LoadGpu("a100-80g");
+  auto notes = [&](const core::GpuSpec& g, const core::ModelSpec& model, int64_t seq) {
+    p.seq_len = seq;
+    std::string all;
+    for (const std::string& n : AssumedRates(defaults, g, model, p)) all += n + "\n";
+    return all;
+  };
+  EXPECT_NE(notes(a100, m, 32768)
+                .find("attention (triton) at 32768 queries per sequence: a100-80g's curve measured 512 "
+                      "to 16384, so it runs at 16384's speed, the curve's end, not a measurement"),
+            std::string::npos)
+      << notes(a100, m, 32768);
+  EXPECT_EQ(notes(a100, m, 16384).find("queries per sequence"), std::string::npos) << notes(a100, m, 16384);
+  EXPECT_EQ(notes(a100, m, 4096).find("queries per sequence"), std::string::npos) << notes(a100, m, 4096);
+  // Its speed there is the end point's: 80 TFLOP/s of 312 forward and backward alike.
+  EXPECT_NEAR(AttentionEfficiency(defaults, a100, core::AttentionImpl::kTriton, false, 128, 32768), 80.0 / 312.0, 1e-9);
+  core::ModelSpec small = *core::LoadModel("tiny");
+  small.max_seq = 2048;
+  ASSERT_EQ(small.head_dim, 64);
+  EXPECT_NE(notes(*core::LoadGpu("mi350x"), small, 2048)
+                .find("attention (flash) at head dim 64: mi350x's curve measured head dim 128 only, so it runs at "
+                      "128's speed"),
+            std::string::npos)
+      << notes(*core::LoadGpu("mi350x"), small, 2048);
+}
+
 TEST(StepModelTest, AttentionRunsAtItsKernelsMeasuredSpeedOnTheGpu) {
   // flash on H100 is cuDNN's curve: FlashAttention-3 paper Fig. 5 forward (causal) times
   // 3.5 / (1 + 2.5 x 518/499) = 0.9735 for the backward (Fig. 6 at head dim 128, 4k): head dim

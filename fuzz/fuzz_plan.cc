@@ -1,10 +1,10 @@
 // libFuzzer harness: a plan file (`--plan`) through everything a user's plan goes through:
 // ParsePlanFileJson, ResolvePlanFile (presets or embedded specs), ValidatePlan, and for a valid
 // plan the memory model, the step model, its op table (report --ops: every time finite and >= 0),
-// the stream simulation (meshplan simulate, for plans of at most 20,000 pass ops: a finite step
-// or an error) and the reliability estimate (a few Monte Carlo trials), so the work after the
-// parser is fuzzed too: it must finish within the per-input time limit on anything that parses, or
-// stop with an error.
+// report's assumed-rate notes (each a sentence), the stream simulation (meshplan simulate, for
+// plans of at most 20,000 pass ops: a finite step or an error) and the reliability estimate (a few
+// Monte Carlo trials), so the work after the parser is fuzzed too: it must finish within the
+// per-input time limit on anything that parses, or stop with an error.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -52,6 +52,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
        meshplan::sim::CostStepGraph(s->model, s->plan, s->gpu, s->cluster, profile))
     for (const meshplan::sim::CostedOp& row : list.ops)
       if (!(row.time_s >= 0) || !std::isfinite(row.time_s)) __builtin_trap();
+  // report's "default:" lines: what the cost takes from assumed figures or reads beyond a measured
+  // curve, each a sentence.
+  for (const std::string& note : meshplan::sim::AssumedRates(profile, s->gpu, s->model, s->plan))
+    if (note.empty()) __builtin_trap();
   const double pass_ops =
       static_cast<double>(s->plan.pp) * static_cast<double>(s->plan.vpp) * static_cast<double>(s->plan.Microbatches());
   if (pass_ops <= 20000) {

@@ -428,9 +428,10 @@ double AttentionEfficiency(const core::Profile& profile, const core::GpuSpec& g,
 // What a step's cost takes from the profile's assumed figures because neither the profile nor
 // the GPU preset measured it (docs/compute.md, the defaults table), one sentence each for
 // report's and explain's "default:" lines: the GEMM efficiency of each dtype the plan's step
-// graph (core::BuildStepGraph) runs GEMMs in, and each fused attention kernel's speed. Empty when
-// everything the graph runs has a measured figure (every built-in Hopper and Blackwell preset;
-// the A100s' GEMMs take the 0.80). REQUIRES: the plan passed ValidatePlan with the model.
+// graph (core::BuildStepGraph) runs GEMMs in, and each fused attention kernel's speed; and where a
+// measured attention curve is read beyond its points (a sequence or head dim it did not measure,
+// which takes its end value). Empty when everything the graph runs has a measured figure inside
+// its range (the A100s' GEMMs take the 0.80). REQUIRES: the plan passed ValidatePlan with the model.
 std::vector<std::string> AssumedRates(const core::Profile& profile, const core::GpuSpec& g, const core::ModelSpec& m,
                                       const core::PlanSpec& plan);
 // A measured curve's forward + backward speed over g's bf16 peak: linear in log2(seq) between

@@ -550,6 +550,30 @@ int64_t AttentionCurveSeq(const Op& op) {
   return !op.Windowed() ? op.seq_q : (op.chunked ? op.window : std::min(op.seq_q, 2 * op.window));
 }
 
+// What a curve measured around head dim `hd`: its head dims' range, the head dim it is read at
+// (`hd` held to that range), and the sequences measured at the nearest measured head dim at or
+// below it (the one AttentionCurveEfficiency interpolates from); seq_min 0: none.
+struct CurveSpan {
+  int64_t hd_min = 0, hd_max = 0, read_hd = 0, seq_min = 0, seq_max = 0;
+};
+CurveSpan SpanOf(const std::vector<core::GpuSpec::AttentionPoint>& points, int64_t hd) {
+  CurveSpan c;
+  for (const auto& pt : points) {
+    if (c.hd_min == 0 || pt.head_dim < c.hd_min) c.hd_min = pt.head_dim;
+    c.hd_max = std::max(c.hd_max, pt.head_dim);
+  }
+  c.read_hd = std::clamp(hd, c.hd_min, c.hd_max);
+  int64_t hd_lo = 0;
+  for (const auto& pt : points)
+    if (pt.head_dim <= c.read_hd) hd_lo = std::max(hd_lo, pt.head_dim);
+  for (const auto& pt : points) {
+    if (pt.head_dim != hd_lo) continue;
+    if (c.seq_min == 0 || pt.seq < c.seq_min) c.seq_min = pt.seq;
+    c.seq_max = std::max(c.seq_max, pt.seq);
+  }
+  return c;
+}
+
 // The curve's speed at head dim `hd` (a measured one) and sequence `seq`: linear in log2(seq)
 // between the nearest measured lengths, the end value beyond them.
 double CurveSpeed(const std::vector<AttentionPoint>& points, int64_t hd, double seq) {
@@ -596,10 +620,13 @@ std::vector<std::string> AssumedRates(const core::Profile& prof, const core::Gpu
   const core::StepGraph graph = core::BuildStepGraph(m, plan);
   std::set<core::Dtype> gemm;
   std::set<core::AttentionImpl> attention;
+  std::vector<const Op*> attention_ops;
   for (const std::vector<Op>* ops : {&graph.dense_layer, &graph.moe_layer, &graph.embedding, &graph.head, &graph.step})
     for (const Op& op : *ops) {
       if (op.kind == OpKind::kGemm) gemm.insert(op.dtype);
-      if (op.kind == OpKind::kAttention) attention.insert(op.attention);
+      if (op.kind != OpKind::kAttention) continue;
+      attention.insert(op.attention);
+      attention_ops.push_back(&op);
     }
   std::vector<std::string> notes;
   auto fixed = [](double v) {
@@ -628,43 +655,25 @@ std::vector<std::string> AssumedRates(const core::Profile& prof, const core::Gpu
   // and value.
   if (!prof.attention_efficiency_measured) {
     std::set<std::string> beyond;
-    for (const std::vector<Op>* ops : {&graph.dense_layer, &graph.moe_layer})
-      for (const Op& op : *ops) {
-        if (op.kind != OpKind::kAttention) continue;
-        auto curve = g.attention_curve.find(op.attention);
-        if (curve == g.attention_curve.end() || curve->second.empty()) continue;
-        const int64_t hd = AttentionKernelHeadDim(op.attention, op.head_dim_qk), seq = AttentionCurveSeq(op);
-        int64_t hd_min = 0, hd_max = 0;
-        for (const AttentionPoint& pt : curve->second) {
-          if (hd_min == 0 || pt.head_dim < hd_min) hd_min = pt.head_dim;
-          hd_max = std::max(hd_max, pt.head_dim);
-        }
-        const int64_t read_hd = std::clamp(hd, hd_min, hd_max);
-        const std::string kernel = "attention (" + std::string(core::Name(op.attention)) + ")";
-        if (read_hd != hd)
-          beyond.insert(kernel + " at head dim " + std::to_string(hd) + ": " + g.name + "'s curve measured " +
-                        (hd_min == hd_max ? "head dim " + std::to_string(hd_min) + " only"
-                                          : "head dims " + std::to_string(hd_min) + " to " + std::to_string(hd_max)) +
-                        ", so it runs at " + std::to_string(read_hd) +
-                        "'s speed, the curve's end, not a measurement (docs/compute.md)");
-        // The sequences measured at the head dim the curve is read at (the nearest measured one at
-        // or below it, as AttentionCurveEfficiency interpolates from it).
-        int64_t hd_lo = 0;
-        for (const AttentionPoint& pt : curve->second)
-          if (pt.head_dim <= read_hd) hd_lo = std::max(hd_lo, pt.head_dim);
-        int64_t s_min = 0, s_max = 0;
-        for (const AttentionPoint& pt : curve->second) {
-          if (pt.head_dim != hd_lo) continue;
-          if (s_min == 0 || pt.seq < s_min) s_min = pt.seq;
-          s_max = std::max(s_max, pt.seq);
-        }
-        if (s_min == 0 || (seq >= s_min && seq <= s_max)) continue;
-        const int64_t end = seq > s_max ? s_max : s_min;
-        beyond.insert(kernel + " at " + std::to_string(seq) + " queries per sequence: " + g.name +
-                      "'s curve measured " + std::to_string(s_min) + " to " + std::to_string(s_max) +
-                      ", so it runs at " + std::to_string(end) +
-                      "'s speed, the curve's end, not a measurement (docs/compute.md)");
-      }
+    for (const Op* op : attention_ops) {
+      auto curve = g.attention_curve.find(op->attention);
+      if (curve == g.attention_curve.end() || curve->second.empty()) continue;
+      const int64_t hd = AttentionKernelHeadDim(op->attention, op->head_dim_qk), seq = AttentionCurveSeq(*op);
+      const CurveSpan span = SpanOf(curve->second, hd);
+      const std::string kernel = "attention (" + std::string(core::Name(op->attention)) + ") at ";
+      const std::string measured = "'s curve measured ";
+      const std::string end = "'s speed, the curve's end, not a measurement (docs/compute.md)";
+      if (span.read_hd != hd)
+        beyond.insert(kernel + "head dim " + std::to_string(hd) + ": " + g.name + measured +
+                      (span.hd_min == span.hd_max
+                           ? "head dim " + std::to_string(span.hd_min) + " only"
+                           : "head dims " + std::to_string(span.hd_min) + " to " + std::to_string(span.hd_max)) +
+                      ", so it runs at " + std::to_string(span.read_hd) + end);
+      if (span.seq_min == 0 || (seq >= span.seq_min && seq <= span.seq_max)) continue;
+      beyond.insert(kernel + std::to_string(seq) + " queries per sequence: " + g.name + measured +
+                    std::to_string(span.seq_min) + " to " + std::to_string(span.seq_max) + ", so it runs at " +
+                    std::to_string(seq > span.seq_max ? span.seq_max : span.seq_min) + end);
+    }
     for (const std::string& n : beyond) notes.push_back(n);
   }
   return notes;

@@ -596,6 +596,107 @@ def amd_record_for(repo, version, commit, submitter, system, bench, cfg_path, mo
     return rec, launch
 
 
+def transcript_record_for(tdir, version, submitter, system, bench, model, notes):
+    """A record of a run read from a transcript (tests/data/validation/sources/mlperf_<version>/): the
+    numbers a release's files print, copied where no clone of the release can be had. Each transcript
+    holds, for one run, every train_step_time its result files print (in file order), the global
+    batch, sequence and accumulation steps they print, the system description's fields, and the
+    variables the README-named config exports once the files it sources are followed; step times
+    are reduced exactly as step_times() reduces a log's (the first 3 printed values of each file left
+    out, the median of the rest)."""
+    with open(f"{tdir}/{system}__{bench}.json") as f:
+        t = json.load(f)
+    env, sj, read = t["config"]["exports"], t["system_json"], t["read_from"]
+    nodes, gpn = int(sj["number_of_nodes"]), int(sj["accelerators_per_node"])
+    gpus = nodes * gpn
+    tp, pp = int(env["TENSOR_MODEL_PARALLEL"]), int(env["PIPELINE_MODEL_PARALLEL"])
+    cp, ep = int(env.get("CONTEXT_PARALLEL", "1")), int(env.get("EXPERT_PARALLEL", "1"))
+    vp = int(env.get("INTERLEAVED_PIPELINE") or 1)
+    minibs = int(env["MINIBS"])
+    mbs = int(env.get("MICRO_BATCH_SIZE", model.get("micro_batch_default", "1")))
+    dp = gpus // (tp * pp * cp)
+    steps_all, per_file, gbs, seq, accum = [], [], None, None, None
+    for r in t["results"]:
+        if len(r["train_step_time"]) != len(r["train_step_time_lineno"]):
+            raise RuntimeError(f"{r['path']}: {len(r['train_step_time'])} step times, "
+                               f"{len(r['train_step_time_lineno'])} line numbers")
+        gbs, seq, accum = gbs or r["global_batch_size"], seq or r["max_sequence_length"], accum or r["gradient_accumulation_steps"]
+        times = r["train_step_time"][3:]
+        steps_all += times
+        per_file.append(statistics.median(times))
+    res_dir = f"{submitter}/results/{system}/{bench}"
+    if gbs != minibs * dp:
+        raise RuntimeError(f"{res_dir}: global batch {gbs} in the log, MINIBS {minibs} x DP {dp} in the config")
+    if accum * mbs != minibs:
+        raise RuntimeError(f"{res_dir}: gradient_accumulation_steps {accum} x micro batch {mbs} != MINIBS {minibs}")
+    step = statistics.median(steps_all)
+    tokens_s = gbs * seq / step
+    cfg_path = t["readme"]["config"]
+    gpu = sj["accelerator_model_name"]
+    precision = "FP8" if env.get("FP8", "").lower() == "true" else "BF16"
+    rid = f"mlperf-{version.replace('.', '')}-{submitter.lower()}-{system.lower().replace('_', '-')}-{bench.replace('_', '-')}"
+    how = (f"median train_step_time over {len(steps_all)} values of {len(t['results'])} result files (the first 3 "
+           f"of each left out; each step prints two, NeMo's step-end and block-end callbacks): {step:.4f} s; "
+           f"tokens/s = global_batch_size {gbs} x max_sequence_length {seq} / step; the values read from "
+           f"{read['repository']} at {read['commit'][:10]} (tests/data/validation/sources/mlperf_{version}/"
+           f"{system}__{bench}.json)")
+    rec = log_record(
+        rid, version, read["commit"], res_dir,
+        paper=f"MLPerf Training {version} results (github.com/mlcommons/training_results_{version}), {submitter}, "
+              f"system {system}, an implementation on Megatron-Bridge (its Dockerfile: Megatron-Bridge and "
+              f"Megatron-LM {t['implementation']['MBRIDGE_REVISION']}, Transformer Engine "
+              f"{t['implementation']['TE_REVISION']}; the system's framework field: {sj.get('framework', '')})",
+        table=f"{res_dir}/result_*.txt ({len(t['results'])} runs): MLLOG tracked_stats train_step_time",
+        row=cfg_path, model=model,
+        hardware={"gpu": gpu, "count": gpus, "precision": precision,
+                  "notes": f"{nodes} nodes x {gpn} {gpu} ({t['system_json']['path']}: {sj.get('system_name', '')}); "
+                           f"{sj.get('accelerator_interconnect', '')}; {sj.get('host_networking', '')}"},
+        parallel={"tp": tp, "pp": pp, "dp": dp, "cp": cp, "vpp": vp,
+                  "recompute": "selective" if env.get("RECOMPUTE_MODULES") else "none",
+                  "sequence_parallel": tp > 1,
+                  "notes": f"TP {tp}, PP {pp}, VP {vp}, CP {cp}, EP {ep}, MINIBS {minibs} from "
+                           f"{cfg_path.rsplit('/', 1)[1]} (named by {t['readme']['path'].rsplit('/', 1)[1]}); micro "
+                           f"batch {mbs}, the model config's default (MICRO_BATCH_SIZE unset), as the log's "
+                           f"gradient_accumulation_steps {accum} gives; sequence parallelism with TP > 1 "
+                           f"(pretrain.py)"},
+        mbs=mbs, gbs=gbs, seq=seq, step=step, tokens_s=tokens_s, gpus=gpus, how=how,
+        spread=[gbs * seq / x / gpus for x in per_file], derived=["parallel.dp", "model.seq_len"], notes=notes)
+    rec["parallel"]["ep"] = ep
+    rec["source"]["url"] = f"https://github.com/{read['repository'].split('github.com/', 1)[1]}/tree/{read['commit']}/{res_dir}"
+    rec["source"]["read_from"] = read["how"]
+    modules = [m for m in env.get("RECOMPUTE_MODULES", "").split(",") if m]
+    dispatcher = env.get("MOE_TOKEN_DISPATCHER_TYPE", "alltoall")
+    if dispatcher == "flex":
+        dispatcher += "/" + env["MOE_FLEX_DISPATCHER_BACKEND"]
+    launch = {
+        "recompute": "selective" if modules else "none",
+        "recompute_modules": modules,
+        "cuda_graph": env.get("CUDA_GRAPH_SCOPE") or "none",
+        "moe_dispatcher": dispatcher,
+        "moe_a2a_overlap": env.get("OVERLAP_MOE_EXPERT_PARALLEL_COMM", "").lower() == "true",
+        "tp_comm_overlap": False,
+        "overlap_grad_reduce": True,
+        "overlap_param_gather": True,
+        "grad_reduce_in_fp32": False,
+        "recipe": f"{cfg_path} @{read['commit'][:10]} ({read['repository']}; mlcommons/training_results_{version})",
+        "evidence": model["evidence"],
+        "pp_layout": env["PIPELINE_LAYOUT"],
+        "stage_layers": model["stage_layers"](env["PIPELINE_LAYOUT"]),
+        "mtp_layers": int(env.get("MTP_NUM_LAYERS", model["mtp_layers_default"])),
+        "optimizer_states_dtype": "bf16",
+        "cross_entropy": "te-inplace",
+    }
+    if precision == "FP8":
+        launch["fp8_scaling"] = "block"
+        launch["fp8_param_gather"] = env.get("FP8_PARAM_GATHER", "").lower() == "true"
+    segment = env.get("SEGMENT", "")
+    if submitter == "NVIDIA" and segment.isdigit() and 0 < int(segment) < nodes and t.get("readme_segment_launch"):
+        launch["segment_nodes"] = int(segment)
+    knobs = ", ".join(f"{k}={env[k]}" for k in model["knobs"] if k in env)
+    launch["evidence"] += f"; the config's exports: {knobs}"
+    return rec, launch
+
+
 GPT3 = {
     "name": "GPT-3 175B", "params_b": None, "layers": 96, "hidden": 12288, "heads": 96, "kv_heads": None,
     "ffn_hidden": 49152, "vocab": 50257, "seq_len": 2048,
@@ -642,13 +743,59 @@ LLAMA8_AMD = dict(LLAMA8, evidence=(
     "nemo_v2.5.0rc0.patch leaves it) and sets no cross_entropy_fusion_impl, so Megatron-Core's default, native"))
 
 
+def layout_stage_layers(layout):
+    """Decoder layers per model chunk of a Megatron-Core pipeline layout ("Et*4|(t*4|)*14tmL": E the
+    embedding, t a decoder layer, m an MTP layer, L the loss; `(...)*n` and `x*n` repeat)."""
+    text = re.sub(r"\(([^()]*)\)\*(\d+)", lambda m: m.group(1) * int(m.group(2)), layout)
+    text = re.sub(r"([A-Za-z])\*(\d+)", lambda m: m.group(1) * int(m.group(2)), text)
+    return [chunk.count("t") for chunk in text.split("|")]
+
+
+DSV3 = {
+    "name": "DeepSeek-V3 671B", "params_b": None, "layers": 61, "hidden": 7168, "heads": 128, "kv_heads": None,
+    "ffn_hidden": 18432, "vocab": 129280, "seq_len": 4096, "timing": "steps",
+    "stage_layers": layout_stage_layers, "mtp_layers_default": "1",
+    "knobs": ["MINIBS", "TENSOR_MODEL_PARALLEL", "PIPELINE_MODEL_PARALLEL", "INTERLEAVED_PIPELINE", "CONTEXT_PARALLEL",
+              "EXPERT_PARALLEL", "PIPELINE_LAYOUT", "SEGMENT", "RECOMPUTE_MODULES", "CUDA_GRAPH_IMPLEMENTATION",
+              "CUDA_GRAPH_SCOPE", "MOE_TOKEN_DISPATCHER_TYPE", "MOE_FLEX_DISPATCHER_BACKEND",
+              "OVERLAP_MOE_EXPERT_PARALLEL_COMM", "DELAY_WGRAD_COMPUTE", "MOE_ROUTER_FORCE_LOAD_BALANCING", "FP8",
+              "FP8_PARAM_GATHER", "FP8_DPA", "FP8_OUTPUT_PROJ", "GRAD_ACCUM_FUSION", "AVERAGE_IN_COLLECTIVE",
+              "NCCL_NVLS_ENABLE", "MOE_PAGED_STASH"],
+    "evidence": "pretrain.py (the implementation's own: Megatron-Bridge's deepseek_v3_pretrain_config(); MTP layers from "
+                "MTP_NUM_LAYERS, conf/model/671b.yaml default 1; micro batch from MICRO_BATCH_SIZE, default 1; "
+                "sequence_parallel = TP > 1; recompute_modules from RECOMPUTE_MODULES, none: recompute_granularity "
+                "None; cuda_graph_impl / cuda_graph_scope from CUDA_GRAPH_IMPLEMENTATION / CUDA_GRAPH_SCOPE; "
+                "overlap_moe_expert_parallel_comm and delay_wgrad_compute from the config; FP8 as "
+                "bf16_with_mxfp8_mixed (Transformer Engine's MXFP8BlockScaling) with fp8_param_gather from "
+                "FP8_PARAM_GATHER; override_performance_configs: ddp.grad_reduce_in_fp32 False; "
+                "ddp.average_in_collective from AVERAGE_IN_COLLECTIVE; conf/deepseekv3_671b.yaml: overlap_grad_reduce "
+                "and overlap_param_gather True, use_precision_aware_optimizer True, so the recipe's optimizer dtypes "
+                "stand); Megatron-Bridge 26.04-alpha.rc2 (fd5c4737f6, the Dockerfile's MBRIDGE_REVISION) "
+                "src/megatron/bridge/recipes/deepseek/deepseek_v3.py: cross_entropy_loss_fusion True with "
+                "cross_entropy_fusion_impl 'te' (Transformer Engine v2.15, the Dockerfile's TE_REVISION, before "
+                "TransformerEngine #3193 of v2.18: the loss writes its gradient over the bf16 logits), main_grads, "
+                "exp_avg and exp_avg_sq bfloat16, CommOverlapConfig(tp_comm_overlap=False); Megatron-LM "
+                "26.04-alpha.rc2 (99a108127d) is after 2659630721 (the router's probabilities in the fused weighted "
+                "activation). Not modelled, costed otherwise: FP8_DPA=True runs Transformer Engine's MXFP8 attention "
+                "under the MXFP8 recipe (TE v2.15 dot_product_attention.py: linear MXFP8, attention MXFP8, 'Pass "
+                "MXFP8 to autocast()'), costed in BF16; FP8_OUTPUT_PROJ=True (the GB300 configs) runs the output layer "
+                "in MXFP8, costed in BF16; MOE_ROUTER_FORCE_LOAD_BALANCING=False routes the real data (aux loss "
+                "coefficient 0.01), where meshplan routes uniformly; NCCL_NVLS_ENABLE=0 (config_common.sh), where the "
+                "NVL72 cluster presets let NCCL use NVLS",
+}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--mirror", action="append", required=True, help="VERSION=<git dir of training_results_VERSION>")
+    ap.add_argument("--mirror", action="append", default=[], help="VERSION=<git dir of training_results_VERSION>")
+    ap.add_argument("--transcript", action="append", default=[],
+                    help="VERSION=<directory of transcripts> (tests/data/validation/sources/mlperf_VERSION): a release "
+                         "read where no clone of it can be had")
     ap.add_argument("--out", required=True)
     ap.add_argument("--launch", required=True)
     args = ap.parse_args()
     repos = dict(m.split("=", 1) for m in args.mirror)
+    transcripts = dict(m.split("=", 1) for m in args.transcript)
     runs = [
         # version, submitter, results system, benchmark, implementation dir, config, model, notes
         ("v3.0", "NVIDIA", "dgxh100_n64_nemo", "gpt3", "pytorch", "config_DGXH100_64x8x128x4x8_mbs1.sh", GPT3_STEPS, None),
@@ -768,6 +915,12 @@ def main():
         ("v5.1", "Dell", "1xXE9780x8B300-SXM-270GB", "llama31_8b", "nemo",
          "config_XE9780x8B300-SXM-270GB_1x8x2xtp1pp1cp1_8b.sh", LLAMA8, "The config named for the system."),
     ]
+    # v6.0's DeepSeek-V3 671B: NVIDIA's MXFP8 runs on GB300 (Theia) and GB200 (Tyche-hsg), each README
+    # naming its config; read from transcripts (no clone of training_results_v6.0 here).
+    for system in ["theia_ngpu256_ngc26.04_nemo", "theia_ngpu512_ngc26.04_nemo", "tyche-hsg_ngpu512_ngc26.04_nemo",
+                   "tyche-hsg_ngpu2048_ngc26.04_nemo", "tyche-hsg_ngpu4096_ngc26.04_nemo",
+                   "tyche-hsg_ngpu8192_ngc26.04_nemo"]:
+        runs.append(("v6.0", "NVIDIA", system, "deepseekv3_671b", None, None, DSV3, None))
     # AMD's implementation (NeMo 2 on ROCm) and its partners' runs of it: each partner's own copy of
     # AMD's config where it holds one; Cisco's tree holds none for its MI350X, so AMD's.
     amd = "AMD/benchmarks/llama31_8b/implementations"
@@ -818,6 +971,9 @@ def main():
             launches[r["id"]] = old_launches[r["id"]]
 
     for version, submitter, system, bench, impl, config, model, notes, *extra in runs:
+        if version in transcripts:
+            add(*transcript_record_for(transcripts[version], version, submitter, system, bench, model, notes or ""))
+            continue
         if version not in repos:
             keep(version)
             continue
@@ -835,8 +991,9 @@ def main():
     with open(args.out, "w") as f:
         f.write(json.dumps(records, indent=1, ensure_ascii=False) + "\n")
     launch_doc = {
-        "source": "MLPerf Training results (github.com/mlcommons/training_results_v3.1 ... v5.1): the config_*.sh and "
-                  "NeMo configs of each submission's implementation directory, at the commit each run names",
+        "source": "MLPerf Training results (github.com/mlcommons/training_results_v3.1 ... v6.0): the config_*.sh and "
+                  "NeMo configs of each submission's implementation directory, at the commit each run names (v6.0: "
+                  "read from tests/data/validation/sources/mlperf_v6.0/, each transcript naming where it was read)",
         "notes": "Written by scripts/mlperf_corpus.py. recompute, tp_comm_overlap and cuda_graph from the run's config; "
                  "overlap_grad_reduce / overlap_param_gather and grad_reduce_in_fp32 from its optimizer config "
                  "(AMD's implementation: its src/train.py's DistributedDataParallelConfig).",

@@ -668,11 +668,11 @@ TEST(ValidationTest, EveryRecordsScenarioIsAPlanFileThatReadsBack) {
       ++peaks;
     }
   }
-  // docs/validation.md: 1,034 step times map (921 before dgxc v25.05.01's 7 Nemotron-H 56B rows,
+  // docs/validation.md: 1,040 step times map (921 before dgxc v25.05.01's 7 Nemotron-H 56B rows,
   // v25.04.02's 28 Llama 3.1 and 24 Nemotron-4 rows and v24.11.1's 28 Llama 3.1, 16 Nemotron-4 15B
-  // and 10 GPT-3 175B rows); docs/memory.md: 268 measured peaks and 22 records that print only
-  // whether the run fitted.
-  EXPECT_EQ(runs, 1034u);
+  // and 10 GPT-3 175B rows; 1,034 before MLPerf Training v6.0's 6 DeepSeek-V3 rows); docs/memory.md: 268 measured peaks
+  // and 22 records that print only whether the run fitted.
+  EXPECT_EQ(runs, 1040u);
   EXPECT_EQ(peaks, 290u);
 }
 
@@ -1740,12 +1740,15 @@ TEST(ValidationTest, MlperfTrainingLogsAtTenThousandGpus) {
   // FP8 on 512 and 1,024 H200s and 256 and 448 B200s), each timed from its own MLLOG lines, its
   // layout from the config its README names (else the one whose batch the log prints), and v5.1's
   // 8B runs with Transformer Engine's FP8 attention (NVFP4 on one node of GB200, GB300, B200 and
-  // B300 at five submitters, two and four B200 nodes at Nebius; FP8 on 64 H200s at HPE). All 79 map.
+  // B300 at five submitters, two and four B200 nodes at Nebius; FP8 on 64 H200s at HPE); and v6.0's
+  // DeepSeek-V3 671B (MXFP8 on 256 and 512 GB300s and 512 to 8,192 GB200s, read from the transcripts
+  // in tests/data/validation/sources/mlperf_v6.0/, scripts/mlperf_corpus.py --transcript). All 85 map.
   size_t skipped = 0;
   const std::vector<core::PublishedRun> all = Corpus("mlperf_training.json", &skipped);
   EXPECT_EQ(skipped, 0u);
-  ASSERT_EQ(all.size(), 79u);
-  for (const auto& r : all) EXPECT_EQ(r.stack, "megatron-core-2024") << r.id;
+  ASSERT_EQ(all.size(), 85u);
+  for (const auto& r : all)
+    EXPECT_EQ(r.stack, r.id.rfind("mlperf-v60-", 0) == 0 ? "megatron-bridge-2025" : "megatron-core-2024") << r.id;
   // GPT-3 175B on 1,344 DGX H100s (v4.0, config_DGXH100_1344x8x6x4x6_mbs1_cg.sh): TP 4 x PP 6 x
   // DP 448, interleave 8, one sequence per microbatch, MINIBS 6: 2,688 sequences a step. The log's
   // training blocks carry 55,050,240 tokens each (10 steps); their median time 9.21 s gives
@@ -1861,6 +1864,50 @@ TEST(ValidationTest, MlperfTrainingLogsAtTenThousandGpus) {
   const auto* giga = Find(all, "mlperf-v51-gigacomputing-g893-zx1-aax4-pytorch-llama31-8b");
   ASSERT_TRUE(giga);
   EXPECT_EQ(giga->scenario.plan.micro_batch, 2);
+  // DeepSeek-V3 671B on 8,192 GB200s (v6.0, config_GB200_2048x4x16xtp2pp4ep32cp1_mxfp8_full_cg.sh,
+  // which its README names): TP 2 x PP 4 x DP 1,024, EP 32, interleave 4 as the layout
+  // Et*4|(t*4|)*14tmL (16 chunks of 4 layers, the last one layer, the MTP layer and the loss),
+  // MINIBS 16 of one sequence: 16,384 sequences a step. Megatron-Bridge 26.04 (the stack
+  // megatron-bridge-2025: Transformer Engine's in-place loss, bf16 gradients averaged in the
+  // collective), MXFP8 (block scaling) with the parameters gathered in FP8, the whole iteration in a
+  // CUDA graph (no MoE host floor), the EP all-to-alls overlapped (overlap_moe_expert_parallel_comm),
+  // the dense layers' MLP recomputed (RECOMPUTE_MODULES=mlp), HybridEP costed as the all-to-all
+  // dispatcher, Slurm segments of 16 nodes. The transcript's 270 step times (3 logs of 90, the first
+  // 3 of each left out) have the median 3.50499 s: 16,384 x 4,096 / 3.50499 / 8,192 = 2,337.24
+  // tokens/s per GPU. On 256 GB300s (TP 1, MINIBS 240, nothing recomputed): 285 step times, median
+  // 39.3552 s, 15,360 x 4,096 / 39.3552 / 256 = 6,244.67.
+  const auto* ds = Find(all, "mlperf-v60-nvidia-tyche-hsg-ngpu8192-ngc26.04-nemo-deepseekv3-671b");
+  ASSERT_TRUE(ds);
+  const core::PlanSpec& d = ds->scenario.plan;
+  EXPECT_EQ(ds->scenario.gpu.name, "gb200");
+  EXPECT_EQ(d.tp, 2);
+  EXPECT_EQ(d.pp, 4);
+  EXPECT_EQ(d.vpp, 4);
+  EXPECT_EQ(d.ep, 32);
+  EXPECT_EQ(d.dp, 1024);
+  EXPECT_EQ(d.micro_batch, 1);
+  EXPECT_EQ(d.global_batch, 16384);
+  EXPECT_EQ(d.stage_layers, std::vector<int64_t>({4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 1}));
+  EXPECT_EQ(ds->scenario.model.mtp_layers, 1);
+  EXPECT_EQ(d.precision, core::Dtype::kFp8);
+  EXPECT_EQ(d.fp8_scaling, core::Fp8Scaling::kBlock);
+  EXPECT_TRUE(d.fp8_param_gather);
+  EXPECT_TRUE(d.ep_overlap);
+  EXPECT_EQ(d.moe_host, core::MoeHost::kNone);
+  EXPECT_EQ(d.recompute, core::Recompute::kSelective);
+  EXPECT_EQ(d.cross_entropy, core::CrossEntropy::kTeInplace);
+  EXPECT_EQ(d.dtypes.grads, core::Dtype::kBf16);
+  EXPECT_EQ(d.dtypes.optimizer_states, core::Dtype::kBf16);
+  EXPECT_EQ(d.segment_nodes, 16);
+  EXPECT_FALSE(d.fp8_attention);  // MXFP8 attention is not modelled: costed in BF16
+  EXPECT_NEAR(ds->published, 2337.24, 0.005);
+  const auto* ds300 = Find(all, "mlperf-v60-nvidia-theia-ngpu256-ngc26.04-nemo-deepseekv3-671b");
+  ASSERT_TRUE(ds300);
+  EXPECT_EQ(ds300->scenario.gpu.name, "gb300");
+  EXPECT_EQ(ds300->scenario.plan.tp, 1);
+  EXPECT_EQ(ds300->scenario.plan.dp, 64);
+  EXPECT_EQ(ds300->scenario.plan.recompute, core::Recompute::kNone);
+  EXPECT_NEAR(ds300->published, 6244.67, 0.005);
   // Today's level (2026-12-04), both signs: median 7.5%, p90 17.4%, max 49.5% (Llama 3.1 8B on
   // Cisco's 128 H100s, TP 2 on an Ethernet fabric); the other 8B rows on NeMo, one microbatch a step,
   // -0.4% to +26.8% (FP8 current scaling where the config's fp8_recipe is tensorwise); GPT-3 on Oracle's 3,072 H100s
@@ -1873,10 +1920,13 @@ TEST(ValidationTest, MlperfTrainingLogsAtTenThousandGpus) {
   // Max 49.5% -> 50.3% (2026-12-05) when the runs took the loss their conf/custom.yaml sets
   // (cross_entropy_loss_fusion, default True from v4.1: Megatron-Core's native fused loss;
   // scripts/mlperf_corpus.py): 25 runs 0.2-2.2 points faster, Cisco's two 8B rows among them.
+  // With v6.0's six DeepSeek-V3 runs (2026-12-06) median 7.9%, p90 17.9%, max 53.5%: GB300 -18.3%
+  // and -17.2% (too slow, as Megatron-Bridge's GB300 DeepSeek-V3 rows), GB200 +10.4% at 512 GPUs
+  // to +53.5% at 8,192 (a per-step cost the model lacks; docs/validation.md).
   const ValidationSummary v = ValidateRuns(all, core::Profile{});
-  EXPECT_LE(v.all.median_abs_error, 0.076);
-  EXPECT_LE(v.all.p90_abs_error, 0.175);
-  EXPECT_LE(v.all.max_abs_error, 0.505);
+  EXPECT_LE(v.all.median_abs_error, 0.080);
+  EXPECT_LE(v.all.p90_abs_error, 0.180);
+  EXPECT_LE(v.all.max_abs_error, 0.535);
   EXPECT_EQ(v.all.out_of_memory, 0u);
 }
 

@@ -655,7 +655,7 @@ def transcript_record_for(tdir, version, submitter, system, bench, model, notes)
                   "recompute": "selective" if env.get("RECOMPUTE_MODULES") else "none",
                   "sequence_parallel": tp > 1,
                   "notes": f"TP {tp}, PP {pp}, VP {vp}, CP {cp}, EP {ep}, MINIBS {minibs} from "
-                           f"{cfg_path.rsplit('/', 1)[1]} (named by {t['readme']['path'].rsplit('/', 1)[1]}); micro "
+                           f"{cfg_path.rsplit('/', 1)[1]} ({t['readme'].get('how') or 'named by ' + t['readme']['path'].rsplit('/', 1)[1]}); micro "
                            f"batch {mbs}, the model config's default (MICRO_BATCH_SIZE unset), as the log's "
                            f"gradient_accumulation_steps {accum} gives; sequence parallelism with TP > 1 "
                            f"(pretrain.py)"},
@@ -690,8 +690,10 @@ def transcript_record_for(tdir, version, submitter, system, bench, model, notes)
         launch["fp8_scaling"] = "block"
         launch["fp8_param_gather"] = env.get("FP8_PARAM_GATHER", "").lower() == "true"
     segment = env.get("SEGMENT", "")
-    if submitter == "NVIDIA" and segment.isdigit() and 0 < int(segment) < nodes and t.get("readme_segment_launch"):
+    if segment.isdigit() and 0 < int(segment) < nodes and t.get("readme_segment_launch"):
         launch["segment_nodes"] = int(segment)
+        launch["evidence"] += (f"; SEGMENT={segment} with the launch line {t['readme_segment_launch']}: Slurm places the "
+                               f"job's nodes {segment} at a time inside one NVLink domain (the topology/block plugin)")
     knobs = ", ".join(f"{k}={env[k]}" for k in model["knobs"] if k in env)
     launch["evidence"] += f"; the config's exports: {knobs}"
     return rec, launch
@@ -921,6 +923,12 @@ def main():
                    "tyche-hsg_ngpu2048_ngc26.04_nemo", "tyche-hsg_ngpu4096_ngc26.04_nemo",
                    "tyche-hsg_ngpu8192_ngc26.04_nemo"]:
         runs.append(("v6.0", "NVIDIA", system, "deepseekv3_671b", None, None, DSV3, None))
+    # CoreWeave's runs of the same implementation on 2,048 to 8,192 GB300s (Spectrum-X RoCE), each
+    # directory holding the one config for its nodes.
+    for system in ["CoreWeave_GB300_512x4", "CoreWeave_GB300_1024x4", "CoreWeave_GB300_2048x4"]:
+        runs.append(("v6.0", "CoreWeave", system, "deepseekv3_671b", None, None, DSV3, None))
+    # Google's run of it on 256 GB200s (4 NVLink domains of 16 nodes, RoCE between racks).
+    runs.append(("v6.0", "Google", "gb200_nvl72_n64_ngc26.04_nemo", "deepseekv3_671b", None, None, DSV3, None))
     # AMD's implementation (NeMo 2 on ROCm) and its partners' runs of it: each partner's own copy of
     # AMD's config where it holds one; Cisco's tree holds none for its MI350X, so AMD's.
     amd = "AMD/benchmarks/llama31_8b/implementations"

@@ -307,6 +307,61 @@ void PrintRepeats(const sim::RepeatSummary& r, bool each, const char* unit) {
       100 * r.floor.p90_abs_error, 100 * r.floor.max_abs_error);
 }
 
+nlohmann::ordered_json StepSplitJson(const sim::StepSplitSummary& s) {
+  nlohmann::ordered_json series = nlohmann::ordered_json::array();
+  for (const sim::StepSplitSeries& g : s.series)
+    series.push_back({{"ids", g.ids},
+                      {"microbatches", g.microbatches},
+                      {"published_step_s", g.published_step_s},
+                      {"predicted_step_s", g.predicted_step_s},
+                      {"published_t_s", g.published_t},
+                      {"published_f_s", g.published_f},
+                      {"predicted_t_s", g.predicted_t},
+                      {"predicted_f_s", g.predicted_f},
+                      {"published_residual", g.published_residual}});
+  return {{"series_count", s.series.size()},
+          {"runs", s.runs},
+          {"t_error", {{"median", s.t.median_abs_error}, {"p90", s.t.p90_abs_error}, {"signed", s.t.median_error}}},
+          {"median_f_gap_s", s.median_f_gap_s},
+          {"series", series}};
+}
+
+// After the repeats: the strong-scaling series split as step = m t + F (sim::SplitSteps), each
+// with --step-split.
+void PrintStepSplit(const sim::StepSplitSummary& s, bool each) {
+  std::printf(
+      "#\n# step split: strong-scaling series (runs alike but for the GPUs, the data-parallel size and the global "
+      "batch; 3 or more whose microbatches m a pipeline span a factor of 2 or more) fitted as step = m t + F, "
+      "published and predicted: t what a microbatch adds, F what a step costs whatever its microbatches "
+      "(--step-split lists them)\n");
+  if (s.series.empty()) {
+    std::printf(
+        "# no series: no plan of these runs is measured three times over microbatch counts a factor of 2 apart\n");
+    return;
+  }
+  if (each) {
+    std::printf("# %8s %8s %8s %8s %6s  %s\n", "t pub", "t pred", "F pub", "F pred", "resid",
+                "runs (m: published / predicted step, s)");
+    for (const sim::StepSplitSeries& g : s.series) {
+      std::string runs;
+      for (size_t k = 0; k < g.ids.size(); ++k) {
+        char one[64];
+        std::snprintf(one, sizeof one, " (%lld: %.4g / %.4g)", static_cast<long long>(g.microbatches[k]),
+                      g.published_step_s[k], g.predicted_step_s[k]);
+        runs += (k ? ", " : "") + g.ids[k] + one;
+      }
+      std::printf("  %8.4f %8.4f %8.3f %8.3f %5.1f%%  %s\n", g.published_t, g.predicted_t, g.published_f, g.predicted_f,
+                  100 * g.published_residual, runs.c_str());
+    }
+  }
+  std::printf(
+      "# %zu series, %zu runs: predicted t against published |error| median %.1f%%, p90 %.1f%%, signed median "
+      "%+.1f%% (> 0: a microbatch predicted longer); predicted F - published F median %+.3f s (< 0: a step cost "
+      "the model lacks)\n",
+      s.series.size(), s.runs, 100 * s.t.median_abs_error, 100 * s.t.p90_abs_error, 100 * s.t.median_error,
+      s.median_f_gap_s);
+}
+
 // --accuracy-out FILE: the summary's groups as an accuracy table (sim::AccuracyTable: what
 // `report` shows of a plan's groups), written through a temporary file. Returns the exit code of
 // a failure (said on stderr), 0 on success.
@@ -473,6 +528,11 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
                 "List every scenario printed more than once (the same model, GPU, cluster and plan in other tables, "
                 "releases or dates) with the spread of its published values (the summary is always shown; "
                 "docs/validation.md)");
+  auto step_split = std::make_shared<bool>(false);
+  cmd->add_flag("--step-split", *step_split,
+                "List every strong-scaling series (runs alike but for the GPUs, the data-parallel size and the "
+                "global batch) with its steps split as step = microbatches x t + F, published and predicted: whether "
+                "the error is per microbatch or per step (the summary is always shown; docs/validation.md)");
   auto accuracy_out = std::make_shared<std::string>();
   cmd->add_option("--accuracy-out", *accuracy_out,
                   "Write the groups' errors as an accuracy table (what `report` shows of a plan's groups: "
@@ -562,6 +622,7 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
     const sim::LayerTimingSummary lt = sim::ValidateLayerTimings(layers, *profile);
     const sim::ComparisonSummary comparisons = sim::CompareRuns(runs, v);
     const sim::RepeatSummary repeated = sim::RepeatedRuns(runs, v);
+    const sim::StepSplitSummary split = sim::SplitRunSteps(runs, v);
     if (int rc = WriteAccuracy(acc, v, comparisons, repeated, "tokens_per_s_per_gpu", profile->name, files); rc != 0) {
       *exit_code = rc;
       return;
@@ -596,6 +657,7 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
       if (both) j["summary_default"] = SummaryJson(v0.all);
       j["comparisons"] = ComparisonsJson(comparisons);
       j["repeats"] = RepeatsJson(repeated);
+      j["step_split"] = StepSplitJson(split);
       nlohmann::ordered_json layer_records = nlohmann::ordered_json::array();
       for (size_t i = 0; i < lt.records.size(); ++i) {
         const sim::LayerTimingRecord& r = lt.records[i];
@@ -655,6 +717,7 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
       PrintGroups(v, "too fast");
       PrintComparisons(comparisons, *pairs, "tokens/s per GPU", "the second plan predicted the faster");
       PrintRepeats(repeated, *repeats, "tokens/s per GPU");
+      PrintStepSplit(split, *step_split);
       if (both)
         std::printf("# with the built-in defaults: |error| median %.1f%%, p90 %.1f%%, max %.1f%%\n",
                     100 * v0.all.median_abs_error, 100 * v0.all.p90_abs_error, 100 * v0.all.max_abs_error);

@@ -148,6 +148,97 @@ ComparisonSummary ComparePairs(const std::vector<ComparisonInput>& in) {
   return out;
 }
 
+namespace {
+
+// Least squares y = t x + F; false when every x is the same.
+bool FitLine(const std::vector<double>& x, const std::vector<double>& y, double* t, double* f) {
+  const double n = static_cast<double>(x.size());
+  double mx = 0, my = 0;
+  for (size_t i = 0; i < x.size(); ++i) mx += x[i] / n, my += y[i] / n;
+  double sxx = 0, sxy = 0;
+  for (size_t i = 0; i < x.size(); ++i) sxx += (x[i] - mx) * (x[i] - mx), sxy += (x[i] - mx) * (y[i] - my);
+  if (!(sxx > 0)) return false;
+  *t = sxy / sxx;
+  *f = my - *t * mx;
+  return true;
+}
+
+}  // namespace
+
+StepSplitSummary SplitSteps(const std::vector<ComparisonInput>& in) {
+  StepSplitSummary out;
+  const ComparisonAxis* gpus_axis = nullptr;
+  for (const ComparisonAxis& axis : ComparisonAxes())
+    if (axis.name == "gpus") gpus_axis = &axis;
+  std::vector<std::string_view> allowed = gpus_axis->varied;
+  allowed.insert(allowed.end(), gpus_axis->companions.begin(), gpus_axis->companions.end());
+  std::map<std::string, std::vector<size_t>> alike;
+  std::vector<const std::vector<size_t>*> order;  // the series by their first run
+  for (size_t i = 0; i < in.size(); ++i) {
+    const ValidationRecord& r = *in[i].record;
+    const core::PlanSpec& p = in[i].scenario->plan;
+    if (!std::isfinite(r.published) || r.published <= 0 || !(r.predicted > 0) || p.dp <= 0 || p.micro_batch <= 0 ||
+        p.global_batch % (p.dp * p.micro_batch) != 0)
+      continue;
+    std::string key;
+    for (const auto& [dim, value] : r.groups)
+      if (dim == "dataset") key = value;
+    key += "\n" + r.stack + "\n";
+    for (const auto& [k, v] : FieldsOf(*in[i].scenario))
+      if (!InAny(k, allowed)) key += k + "=" + v.dump() + "\n";
+    auto [it, fresh] = alike.try_emplace(std::move(key));
+    it->second.push_back(i);
+    if (fresh) order.push_back(&it->second);
+  }
+  std::vector<double> t_errors, f_gaps;
+  for (const std::vector<size_t>* members : order) {
+    if (members->size() < 3) continue;
+    struct Run {
+      int64_t m;
+      size_t i;
+    };
+    std::vector<Run> runs;
+    for (size_t i : *members) {
+      const core::PlanSpec& p = in[i].scenario->plan;
+      runs.push_back({p.global_batch / (p.dp * p.micro_batch), i});
+    }
+    std::sort(runs.begin(), runs.end(), [&](const Run& a, const Run& b) {
+      if (a.m != b.m) return a.m > b.m;
+      return in[a.i].record->id < in[b.i].record->id;
+    });
+    StepSplitSeries g;
+    std::vector<double> x;
+    for (const Run& run : runs) {
+      const ValidationRecord& r = *in[run.i].record;
+      const core::PlanSpec& p = in[run.i].scenario->plan;
+      const double tokens = static_cast<double>(p.global_batch) * static_cast<double>(p.seq_len);
+      const double gpus = static_cast<double>(p.gpus);
+      g.ids.push_back(r.id);
+      g.microbatches.push_back(run.m);
+      g.published_step_s.push_back(tokens / (r.published * gpus));
+      g.predicted_step_s.push_back(tokens / (r.predicted * gpus));
+      x.push_back(static_cast<double>(run.m));
+    }
+    // A series, not a repeat: its microbatch counts span a factor of 2 or more.
+    if (runs.front().m < 2 * runs.back().m) continue;
+    if (!FitLine(x, g.published_step_s, &g.published_t, &g.published_f) ||
+        !FitLine(x, g.predicted_step_s, &g.predicted_t, &g.predicted_f) || !(g.published_t > 0))
+      continue;
+    for (size_t k = 0; k < x.size(); ++k)
+      g.published_residual =
+          std::max(g.published_residual,
+                   std::abs(g.published_step_s[k] - (g.published_t * x[k] + g.published_f)) / g.published_step_s[k]);
+    t_errors.push_back(g.predicted_t / g.published_t - 1);
+    f_gaps.push_back(g.predicted_f - g.published_f);
+    out.runs += g.ids.size();
+    out.series.push_back(std::move(g));
+  }
+  out.t = SummarizeErrors(std::move(t_errors));
+  std::sort(f_gaps.begin(), f_gaps.end());
+  out.median_f_gap_s = Quantile(f_gaps, 0.5);
+  return out;
+}
+
 RepeatSummary FindRepeats(const std::vector<ComparisonInput>& in) {
   RepeatSummary out;
   std::map<std::string, std::vector<size_t>> same;
@@ -219,6 +310,10 @@ RepeatSummary RepeatedRuns(const std::vector<core::PublishedRun>& runs, const Va
 
 RepeatSummary RepeatedPeaks(const std::vector<core::PublishedMemory>& records, const ValidationSummary& v) {
   return FindRepeats(InputsOf(records, v));
+}
+
+StepSplitSummary SplitRunSteps(const std::vector<core::PublishedRun>& runs, const ValidationSummary& v) {
+  return SplitSteps(InputsOf(runs, v));
 }
 
 ComparisonSummary CompareRuns(const std::vector<core::PublishedRun>& runs, const ValidationSummary& v) {

@@ -95,6 +95,35 @@ RepeatSummary FindRepeats(const std::vector<ComparisonInput>& in);
 RepeatSummary RepeatedRuns(const std::vector<core::PublishedRun>& runs, const ValidationSummary& v);
 RepeatSummary RepeatedPeaks(const std::vector<core::PublishedMemory>& records, const ValidationSummary& v);
 
+// Strong scaling of one plan: runs alike but for the GPU count and what changes with it (the
+// data-parallel size, the global batch), of one dataset and stack, whatever table or submitter
+// printed them, whose microbatches per pipeline m = global batch / (dp x micro batch) differ.
+// Their steps (global batch x sequence / (tokens/s per GPU x GPUs)) split as step = m·t + F, least
+// squares over the series: t what one more microbatch adds, F what a step costs whatever its
+// microbatches (the pipeline's fill and drain, the exposed data-parallel synchronisation, the
+// optimizer, anything else once a step). The same split of the predicted steps says where a
+// model's error sits, per microbatch or per step (docs/validation.md, the step split). A series
+// has 3 runs or more whose microbatch counts span a factor of 2 or more.
+struct StepSplitSeries {
+  std::vector<std::string> ids;       // by microbatches, most first (ties by id)
+  std::vector<int64_t> microbatches;  // per pipeline
+  std::vector<double> published_step_s, predicted_step_s;
+  double published_t = 0, published_f = 0, predicted_t = 0, predicted_f = 0;
+  // The published fit's largest |residual| over the step it misses: how well one t and one F
+  // describe the series' own measurements.
+  double published_residual = 0;
+};
+
+struct StepSplitSummary {
+  std::vector<StepSplitSeries> series;  // in the order of their first run
+  size_t runs = 0;                      // in the series
+  ErrorSummary t;                       // predicted_t / published_t - 1 over the series
+  double median_f_gap_s = 0;            // over the series, predicted_f - published_f (< 0: a step cost missing)
+};
+
+StepSplitSummary SplitSteps(const std::vector<ComparisonInput>& in);
+StepSplitSummary SplitRunSteps(const std::vector<core::PublishedRun>& runs, const ValidationSummary& v);
+
 // The part of a record's table that says which runs were measured together: its "line N: "
 // prefix and its precision words removed (dgxc-benchmarking's README prints each precision of a
 // model on its own line, and a performance page may name the precision in the table's title).

@@ -328,6 +328,16 @@ run(validate_repeats_json 0 "\"repeats\": \\{[ \n]*\"scenarios\": [0-9]+,[ \n]*\
     validate --dataset ${DATA}/validation/papers_at_scale.json --format json)
 run(validate_repeats_none 0 "# repeats: runs of one scenario printed more than once.*\n# no repeats: no scenario of these runs is printed twice\n"
     validate --dataset ${DATA}/validation/published.json)
+# The step split (sim::SplitSteps): MLPerf Training v6.0's DeepSeek-V3 on GB200 at 480 (Google's 256
+# GPUs) down to 16 microbatches a pipeline (NVIDIA's 8,192) fits step = m t + F with t = 0.1220 s
+# and F = 1.861 s published (docs/validation.md); the summary always, every series with --step-split;
+# none where no plan is measured three times over microbatch counts a factor of 2 apart.
+run(validate_step_split 0 "  +0\\.1220 +0\\.1[0-9]+ +1\\.861 +0\\.[0-9]+ +[0-9.]+%  mlperf-v60-google-gb200-nvl72-n64-ngc26\\.04-nemo-deepseekv3-671b \\(480: 59\\.61 / [0-9.]+\\), .*mlperf-v60-nvidia-tyche-hsg-ngpu8192-ngc26\\.04-nemo-deepseekv3-671b \\(16: 3\\.505 / [0-9.]+\\)\n.*# [0-9]+ series, [0-9]+ runs: predicted t against published \\|error\\| median [0-9.]+%"
+    validate --dataset ${DATA}/validation/mlperf_training.json --step-split)
+run(validate_step_split_json 0 "\"step_split\": \\{[ \n]*\"series_count\": [0-9]+,[ \n]*\"runs\": [0-9]+,"
+    validate --dataset ${DATA}/validation/mlperf_training.json --format json)
+run(validate_step_split_none 0 "# step split: strong-scaling series.*\n# no series: no plan of these runs is measured three times over microbatch counts a factor of 2 apart\n"
+    validate --dataset ${DATA}/validation/published.json)
 # Memory: torchtitan's 8B FSDP step on 8 H100s, eager (82.4 GiB reserved) and compiled (77.0), is
 # one scenario to the memory model, which does not read torch.compile from these records.
 run(validate_memory_repeats 0 "  +7\\.0% +3\\.4% +77\\.4[0-9] +77 +82\\.4  torchtitan-2412-t1-8b-8gpu-fsdp torchtitan-2412-t1-8b-8gpu-fsdp-compile\n.*# [0-9]+ scenarios, [0-9]+ runs \\(peak GiB\\)"

@@ -146,6 +146,34 @@ TEST(ComparisonTest, CorpusPairsIncludeTheDgxcPrecisionPairs) {
   EXPECT_GE(c.pairs.size(), 60u);
 }
 
+TEST(ComparisonTest, DeepSeekV3OnGb200SplitsIntoTheMicrobatchItPredictsAndAStepCostItLacks) {
+  // MLPerf Training v6.0's DeepSeek-V3 671B on GB200 (mlperf_training.json): one recipe (TP 2, PP 4,
+  // VP 4, EP 32, one sequence a microbatch) at Google's 256 GPUs and NVIDIA's 512, 2,048, 4,096 and
+  // 8,192, m = 480, 240, 60, 32 and 16 microbatches a pipeline. Their published steps, 15,360 or
+  // 16,384 x 4,096 tokens over tokens/s per GPU x GPUs: 59.613, 32.892, 8.904, 5.406, 3.505 s (8,192
+  // GPUs: 16,384 x 4,096 / (2,337.24 x 8,192) = 3.5050). Least squares: t = 0.1220 s a microbatch,
+  // F = 1.861 s a step. The model's microbatch is within 1% of that; its F about 0.3 s: the step
+  // lacks over a second that does not shrink with the microbatches (docs/validation.md, the
+  // runs-off table; update it if this closes).
+  auto text = core::ReadTextFile(MESHPLAN_TEST_DATA_DIR "/validation/mlperf_training.json");
+  ASSERT_TRUE(text.ok());
+  auto runs = core::LoadPublishedRuns(*text, nullptr);
+  ASSERT_TRUE(runs.ok());
+  const ValidationSummary v = ValidateRuns(*runs, core::Profile{});
+  const StepSplitSummary split = SplitRunSteps(*runs, v);
+  const StepSplitSeries* gb200 = nullptr;
+  for (const StepSplitSeries& g : split.series)
+    if (g.ids.back() == "mlperf-v60-nvidia-tyche-hsg-ngpu8192-ngc26.04-nemo-deepseekv3-671b") gb200 = &g;
+  ASSERT_TRUE(gb200);
+  EXPECT_EQ(gb200->ids.front(), "mlperf-v60-google-gb200-nvl72-n64-ngc26.04-nemo-deepseekv3-671b");
+  EXPECT_EQ(gb200->microbatches, (std::vector<int64_t>{480, 240, 60, 32, 16}));
+  EXPECT_NEAR(gb200->published_step_s.back(), 16384.0 * 4096 / (2337.24 * 8192), 1e-9);
+  EXPECT_NEAR(gb200->published_t, 0.1220, 0.0001);
+  EXPECT_NEAR(gb200->published_f, 1.861, 0.001);
+  EXPECT_NEAR(gb200->predicted_t / gb200->published_t, 1.0, 0.02);
+  EXPECT_LT(gb200->predicted_f - gb200->published_f, -1.0);
+}
+
 // Runs of one scenario printed twice (sim::FindRepeats): other tables, stacks or datasets do not
 // separate them; another plan, another measured quantity or another prediction does.
 TEST(ComparisonTest, RunsOfOneScenarioPrintedTwiceAreARepeat) {
@@ -197,6 +225,60 @@ TEST(ComparisonTest, RepeatsAreListedWidestFirstWithTheirRunsInInputOrder) {
   EXPECT_NEAR(rep.spread.median_abs_error, 0.145, 1e-12);
   EXPECT_NEAR(rep.spread.p90_abs_error, 0.229, 1e-12);
   EXPECT_NEAR(rep.floor.max_abs_error, 250.0 / 2250, 1e-12);
+}
+
+TEST(ComparisonTest, AStrongScalingSeriesSplitsItsStepIntoMicrobatchesAndAStepCost) {
+  // Llama 3 8B at a global batch of 64 sequences of 8,192 tokens (524,288 a step) on 8, 16, 32 and
+  // 64 GPUs, one sequence a microbatch: m = 64 / dp = 8, 4, 2, 1 microbatches a pipeline. Published
+  // steps m x 0.1 + 1.0 s, predicted m x 0.12 + 0.2 s, written as the tokens/s per GPU they give
+  // (524,288 / (step x GPUs)): the split recovers both lines exactly.
+  auto at = [](int64_t gpus) {
+    core::Scenario s = Llama8b();
+    s.plan.gpus = s.plan.dp = gpus;
+    s.plan.global_batch = 64;
+    return s;
+  };
+  std::vector<core::Scenario> s = {at(8), at(16), at(32), at(64)};
+  std::vector<ValidationRecord> r;
+  for (const core::Scenario& x : s) {
+    const double m = 64.0 / static_cast<double>(x.plan.dp);
+    const double gpus = static_cast<double>(x.plan.gpus);
+    r.push_back(Record("g" + std::to_string(x.plan.gpus), 524288 / ((0.1 * m + 1.0) * gpus),
+                       524288 / ((0.12 * m + 0.2) * gpus)));
+  }
+  // Not a series: one run of another precision (a series needs three runs of one plan), and a plan
+  // measured on 8, 10 and 12 GPUs at a batch of 120, m = 15, 12 and 10, which do not span a factor
+  // of 2.
+  s.push_back(at(8));
+  s.back().plan.precision = core::Dtype::kFp8;
+  r.push_back(Record("fp8", 1000, 1000));
+  for (int64_t dp : {8, 10, 12}) {
+    core::Scenario x = Llama8b();
+    x.plan.gpus = x.plan.dp = dp;
+    x.plan.global_batch = 120;
+    x.plan.seq_len = 4096;
+    x.model.max_seq = 4096;
+    s.push_back(x);
+    r.push_back(Record("narrow" + std::to_string(dp), 1000, 1000));
+  }
+  std::vector<ComparisonInput> in;
+  for (size_t i = 0; i < s.size(); ++i) in.push_back({&r[i], &s[i], "Paper, Table " + std::to_string(i)});
+  const StepSplitSummary split = SplitSteps(in);
+  ASSERT_EQ(split.series.size(), 1u);
+  const StepSplitSeries& g = split.series[0];
+  EXPECT_EQ(g.ids, (std::vector<std::string>{"g8", "g16", "g32", "g64"}));  // most microbatches first
+  EXPECT_EQ(g.microbatches, (std::vector<int64_t>{8, 4, 2, 1}));
+  EXPECT_NEAR(g.published_step_s[0], 1.8, 1e-9);
+  EXPECT_NEAR(g.predicted_step_s[3], 0.32, 1e-9);
+  EXPECT_NEAR(g.published_t, 0.1, 1e-9);
+  EXPECT_NEAR(g.published_f, 1.0, 1e-9);
+  EXPECT_NEAR(g.predicted_t, 0.12, 1e-9);
+  EXPECT_NEAR(g.predicted_f, 0.2, 1e-9);
+  EXPECT_NEAR(g.published_residual, 0, 1e-9);
+  EXPECT_EQ(split.runs, 4u);
+  // One series: t predicted 0.12 / 0.1 - 1 = +20% longer, F 0.8 s short.
+  EXPECT_NEAR(split.t.median_error, 0.2, 1e-9);
+  EXPECT_NEAR(split.median_f_gap_s, -0.8, 1e-9);
 }
 
 }  // namespace

@@ -656,9 +656,11 @@ def transcript_record_for(tdir, version, submitter, system, bench, model, notes)
                   "sequence_parallel": tp > 1,
                   "notes": f"TP {tp}, PP {pp}, VP {vp}, CP {cp}, EP {ep}, MINIBS {minibs} from "
                            f"{cfg_path.rsplit('/', 1)[1]} ({t['readme'].get('how') or 'named by ' + t['readme']['path'].rsplit('/', 1)[1]}); micro "
-                           f"batch {mbs}, the model config's default (MICRO_BATCH_SIZE unset), as the log's "
-                           f"gradient_accumulation_steps {accum} gives; sequence parallelism with TP > 1 "
-                           f"(pretrain.py)"},
+                           f"batch {mbs}, "
+                           + ("the config's MICRO_BATCH_SIZE" if "MICRO_BATCH_SIZE" in env else
+                              "the model config's default (MICRO_BATCH_SIZE unset)")
+                           + f", as the log's gradient_accumulation_steps {accum} gives; sequence parallelism with "
+                           f"TP > 1 (pretrain.py)"},
         mbs=mbs, gbs=gbs, seq=seq, step=step, tokens_s=tokens_s, gpus=gpus, how=how,
         spread=[gbs * seq / x / gpus for x in per_file], derived=["parallel.dp", "model.seq_len"], notes=notes)
     rec["parallel"]["ep"] = ep
@@ -674,7 +676,7 @@ def transcript_record_for(tdir, version, submitter, system, bench, model, notes)
         "cuda_graph": env.get("CUDA_GRAPH_SCOPE") or "none",
         "moe_dispatcher": dispatcher,
         "moe_a2a_overlap": env.get("OVERLAP_MOE_EXPERT_PARALLEL_COMM", "").lower() == "true",
-        "tp_comm_overlap": False,
+        "tp_comm_overlap": model["launch"]["tp_comm_overlap"],
         "overlap_grad_reduce": True,
         "overlap_param_gather": True,
         "grad_reduce_in_fp32": False,
@@ -683,8 +685,8 @@ def transcript_record_for(tdir, version, submitter, system, bench, model, notes)
         "pp_layout": env["PIPELINE_LAYOUT"],
         "stage_layers": model["stage_layers"](env["PIPELINE_LAYOUT"]),
         "mtp_layers": int(env.get("MTP_NUM_LAYERS", model["mtp_layers_default"])),
-        "optimizer_states_dtype": "bf16",
-        "cross_entropy": "te-inplace",
+        "optimizer_states_dtype": model["launch"]["optimizer_states_dtype"],
+        "cross_entropy": model["launch"]["cross_entropy"],
     }
     if precision == "FP8":
         launch["fp8_scaling"] = "block"
@@ -757,6 +759,8 @@ DSV3 = {
     "name": "DeepSeek-V3 671B", "params_b": None, "layers": 61, "hidden": 7168, "heads": 128, "kv_heads": None,
     "ffn_hidden": 18432, "vocab": 129280, "seq_len": 4096, "timing": "steps",
     "stage_layers": layout_stage_layers, "mtp_layers_default": "1",
+    # What the Megatron-Bridge recipe sets that the config does not (the evidence below says where).
+    "launch": {"tp_comm_overlap": False, "optimizer_states_dtype": "bf16", "cross_entropy": "te-inplace"},
     "knobs": ["MINIBS", "TENSOR_MODEL_PARALLEL", "PIPELINE_MODEL_PARALLEL", "INTERLEAVED_PIPELINE", "CONTEXT_PARALLEL",
               "EXPERT_PARALLEL", "PIPELINE_LAYOUT", "SEGMENT", "RECOMPUTE_MODULES", "CUDA_GRAPH_IMPLEMENTATION",
               "CUDA_GRAPH_SCOPE", "MOE_TOKEN_DISPATCHER_TYPE", "MOE_FLEX_DISPATCHER_BACKEND",

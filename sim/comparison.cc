@@ -177,8 +177,8 @@ StepSplitSummary SplitSteps(const std::vector<ComparisonInput>& in) {
   for (size_t i = 0; i < in.size(); ++i) {
     const ValidationRecord& r = *in[i].record;
     const core::PlanSpec& p = in[i].scenario->plan;
-    if (!std::isfinite(r.published) || r.published <= 0 || !(r.predicted > 0) || p.dp <= 0 || p.micro_batch <= 0 ||
-        p.global_batch % (p.dp * p.micro_batch) != 0)
+    if (!std::isfinite(r.published) || r.published <= 0 || !(r.predicted > 0) || p.gpus <= 0 || p.seq_len <= 0 ||
+        p.dp <= 0 || p.micro_batch <= 0 || p.global_batch % (p.dp * p.micro_batch) != 0)
       continue;
     std::string key;
     for (const auto& [dim, value] : r.groups)
@@ -206,6 +206,8 @@ StepSplitSummary SplitSteps(const std::vector<ComparisonInput>& in) {
       if (a.m != b.m) return a.m > b.m;
       return in[a.i].record->id < in[b.i].record->id;
     });
+    // A series, not a repeat: its microbatch counts span a factor of 2 or more.
+    if (runs.front().m < 2 * runs.back().m) continue;
     StepSplitSeries g;
     std::vector<double> x;
     for (const Run& run : runs) {
@@ -219,8 +221,6 @@ StepSplitSummary SplitSteps(const std::vector<ComparisonInput>& in) {
       g.predicted_step_s.push_back(tokens / (r.predicted * gpus));
       x.push_back(static_cast<double>(run.m));
     }
-    // A series, not a repeat: its microbatch counts span a factor of 2 or more.
-    if (runs.front().m < 2 * runs.back().m) continue;
     if (!FitLine(x, g.published_step_s, &g.published_t, &g.published_f) ||
         !FitLine(x, g.predicted_step_s, &g.predicted_t, &g.predicted_f) || !(g.published_t > 0))
       continue;

@@ -326,6 +326,17 @@ std::string AccuracyText(const SpeedReport& sp, const core::MemoryReport& r) {
                   100 * r.spread_p90, 100 * r.floor_median, 100 * r.floor_p90);
     o << line;
   }
+  // Where the step-time error sits on the plans measured at several GPU counts (sim::SplitSteps):
+  // per microbatch or per step.
+  if (sp.step_accuracy && sp.step_accuracy->table.step_split.series > 0) {
+    const sim::AccuracyStepSplit& s = sp.step_accuracy->table.step_split;
+    std::snprintf(line, sizeof line,
+                  "#   step time of one plan at several GPU counts: over %zu strong-scaling series (%zu runs; validate "
+                  "--step-split) the time a microbatch adds came within %.1f%% (median; p90 %.1f%%, signed %+.1f%%) "
+                  "and a step's fixed cost %+.2f s off (median; < 0 predicted short)\n",
+                  s.series, s.runs, 100 * s.t_median, 100 * s.t_p90, 100 * s.t_signed, s.f_gap_median_s);
+    o << line;
+  }
   // The runs like the plan in GPU, dense/MoE and precision at once; and a prediction is as
   // uncertain as the least accurate group it falls in.
   for (const auto* acc : {&sp.step_accuracy, &sp.memory_accuracy}) {
@@ -861,6 +872,7 @@ std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r, con
               {"groups", groups},          {"comparisons", comparisons},
               {"runs_like", like},         {"runs_like_same_gpu", a.like_same_gpu}};
       if (a.table.repeats.scenarios > 0) t["repeats"] = sim::AccuracyRepeatsJson(a.table.repeats);
+      if (a.table.step_split.series > 0) t["step_split"] = sim::AccuracyStepSplitJson(a.table.step_split);
       return t;
     };
     OJson acc;

@@ -370,14 +370,15 @@ struct AccuracyOut {
   std::string made_by;  // the command, as typed
 };
 int WriteAccuracy(const AccuracyOut& out, const sim::ValidationSummary& v, const sim::ComparisonSummary& comparisons,
-                  const sim::RepeatSummary& repeated, const char* metric, const std::string& profile,
-                  const std::vector<std::string>& files) {
+                  const sim::RepeatSummary& repeated, const sim::StepSplitSummary& split, const char* metric,
+                  const std::string& profile, const std::vector<std::string>& files) {
   if (out.path.empty()) return 0;
   std::vector<std::string> names;
   for (const auto& f : files) names.push_back(std::filesystem::path(f).filename().string());
   sim::AccuracyTable t = sim::AccuracyTableOf(v, metric, out.made_by, profile, names);
   t.comparisons = sim::ComparisonGroupsOf(comparisons);
   t.repeats = sim::AccuracyRepeatsOf(repeated);
+  t.step_split = sim::AccuracyStepSplitOf(split);
   if (core::Status st = core::WriteTextFileAtomically(out.path, sim::AccuracyTableToJson(t)); !st.ok()) {
     std::cerr << "error: --accuracy-out: " << st.message() << "\n";
     return 2;
@@ -402,7 +403,9 @@ int RunMemoryValidation(const std::vector<std::string>& files, const std::string
   for (const auto& r : records) (r.outcome == core::PublishedMemory::Outcome::kPeak ? peaks : outcomes).push_back(&r);
   const sim::ComparisonSummary comparisons = sim::ComparePeaks(records, v);
   const sim::RepeatSummary repeated = sim::RepeatedPeaks(records, v);
-  if (int rc = WriteAccuracy(accuracy_out, v, comparisons, repeated, "memory_gib", profile.name, files); rc != 0)
+  if (int rc = WriteAccuracy(accuracy_out, v, comparisons, repeated, sim::StepSplitSummary{}, "memory_gib",
+                             profile.name, files);
+      rc != 0)
     return rc;
   auto outcome_name = [](bool fits) {
     return core::FitVerdictName(fits ? core::FitVerdict::kFits : core::FitVerdict::kDoesNotFit);
@@ -623,7 +626,8 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
     const sim::ComparisonSummary comparisons = sim::CompareRuns(runs, v);
     const sim::RepeatSummary repeated = sim::RepeatedRuns(runs, v);
     const sim::StepSplitSummary split = sim::SplitRunSteps(runs, v);
-    if (int rc = WriteAccuracy(acc, v, comparisons, repeated, "tokens_per_s_per_gpu", profile->name, files); rc != 0) {
+    if (int rc = WriteAccuracy(acc, v, comparisons, repeated, split, "tokens_per_s_per_gpu", profile->name, files);
+        rc != 0) {
       *exit_code = rc;
       return;
     }

@@ -151,6 +151,18 @@ AccuracyRepeats AccuracyRepeatsOf(const RepeatSummary& r) {
           Round4(r.floor.p90_abs_error)};
 }
 
+AccuracyStepSplit AccuracyStepSplitOf(const StepSplitSummary& s) {
+  return {s.series.size(),
+          s.runs,
+          Round4(s.t.median_abs_error),
+          Round4(s.t.p90_abs_error),
+          Round4(s.t.median_error),
+          std::round(s.median_f_gap_s * 1e3) / 1e3};
+}
+nlohmann::ordered_json AccuracyStepSplitJson(const AccuracyStepSplit& s) {
+  return {{"series", s.series}, {"runs", s.runs},         {"t_median", s.t_median},
+          {"t_p90", s.t_p90},   {"t_signed", s.t_signed}, {"f_gap_median_s", s.f_gap_median_s}};
+}
 nlohmann::ordered_json AccuracyRepeatsJson(const AccuracyRepeats& r) {
   return {{"scenarios", r.scenarios},         {"runs", r.runs},
           {"spread_median", r.spread_median}, {"spread_p90", r.spread_p90},
@@ -199,6 +211,7 @@ std::string AccuracyTableToJson(const AccuracyTable& t) {
     j["comparisons"] = {{"all", GroupJson(t.comparisons.front())}, {"axes", axes}};
   }
   if (t.repeats.scenarios > 0) j["repeats"] = AccuracyRepeatsJson(t.repeats);
+  if (t.step_split.series > 0) j["step_split"] = AccuracyStepSplitJson(t.step_split);
   // The runs one to a line, so that a change to the model shows in a diff as the runs it moved.
   std::string text = j.dump(2);
   text.pop_back();  // the closing brace
@@ -298,6 +311,38 @@ core::Result<AccuracyTable> ParseAccuracyTableJson(const std::string& json_text)
       return core::Status::InvalidArgument(
           "accuracy table: repeats.floor_median: cannot exceed spread_median (a scenario's floor is below its "
           "spread)");
+  }
+  if (j.contains("step_split")) {
+    const nlohmann::json& r = j["step_split"];
+    if (!r.is_object()) return core::Status::InvalidArgument("accuracy table: step_split: must be an object");
+    for (auto [key, out] : {std::pair{"series", &t.step_split.series}, std::pair{"runs", &t.step_split.runs}}) {
+      if (!r.contains(key) || !r[key].is_number_unsigned() || r[key].get<size_t>() < 1)
+        return core::Status::InvalidArgument(std::string("accuracy table: step_split.") + key +
+                                             ": must be a whole number, at least 1");
+      *out = r[key].get<size_t>();
+    }
+    if (t.step_split.runs < 3 * t.step_split.series)
+      return core::Status::InvalidArgument(
+          "accuracy table: step_split.runs: each series holds at least 3 runs (at least " +
+          std::to_string(3 * t.step_split.series) + ")");
+    for (auto [key, out] : {std::pair{"t_median", &t.step_split.t_median}, std::pair{"t_p90", &t.step_split.t_p90}}) {
+      if (!r.contains(key) || !r[key].is_number() || !std::isfinite(r[key].get<double>()) || r[key].get<double>() < 0)
+        return core::Status::InvalidArgument(std::string("accuracy table: step_split.") + key +
+                                             ": must be a finite fraction, at least 0");
+      *out = r[key].get<double>();
+    }
+    if (t.step_split.t_p90 < t.step_split.t_median)
+      return core::Status::InvalidArgument("accuracy table: step_split.t_p90: cannot be below t_median");
+    for (auto [key, out] :
+         {std::pair{"t_signed", &t.step_split.t_signed}, std::pair{"f_gap_median_s", &t.step_split.f_gap_median_s}}) {
+      if (!r.contains(key) || !r[key].is_number() || !std::isfinite(r[key].get<double>()))
+        return core::Status::InvalidArgument(std::string("accuracy table: step_split.") + key +
+                                             ": must be a finite number");
+      *out = r[key].get<double>();
+    }
+    if (std::abs(t.step_split.t_signed) > t.step_split.t_p90 + 1e-12)
+      return core::Status::InvalidArgument(
+          "accuracy table: step_split.t_signed: a signed median cannot exceed the p90 of the absolute errors");
   }
   if (j.contains("runs")) {
     if (!j["runs"].is_array()) return core::Status::InvalidArgument("accuracy table: runs: must be an array");

@@ -62,6 +62,20 @@ AccuracyRepeats AccuracyRepeatsOf(const RepeatSummary& r);
 // floor_median, floor_p90.
 nlohmann::ordered_json AccuracyRepeatsJson(const AccuracyRepeats& r);
 
+// The strong-scaling series (sim/comparison.h SplitSteps): how close the predicted time a
+// microbatch adds (t) and a step's fixed cost (F) came on the series the table's runs hold.
+// series 0: none, or a table made without them. t fractions rounded to 1e-4, F to 1 ms.
+struct AccuracyStepSplit {
+  size_t series = 0, runs = 0;
+  double t_median = 0, t_p90 = 0;  // |predicted t / published t - 1| over the series
+  double t_signed = 0;             // its signed median (> 0: a microbatch predicted longer)
+  double f_gap_median_s = 0;       // median of predicted F - published F (< 0: a step cost missing)
+};
+AccuracyStepSplit AccuracyStepSplitOf(const StepSplitSummary& s);
+// As the table file and `report --format json` write it: series, runs, t_median, t_p90, t_signed,
+// f_gap_median_s.
+nlohmann::ordered_json AccuracyStepSplitJson(const AccuracyStepSplit& s);
+
 struct AccuracyTable {
   std::string metric;                 // "tokens_per_s_per_gpu" or "memory_gib" (validate --memory)
   std::string made_by;                // the command that made the table
@@ -75,6 +89,7 @@ struct AccuracyTable {
   // ComparisonAxes' order). Empty in a table made without them.
   std::vector<AccuracyGroup> comparisons;
   AccuracyRepeats repeats;
+  AccuracyStepSplit step_split;
 };
 
 // The table of a validation run: every group but the per-file ("dataset") and, for memory, the

@@ -336,6 +336,9 @@ run(validate_step_split 0 "  +0\\.1220 +0\\.1[0-9]+ +1\\.861 +0\\.[0-9]+ +[0-9.]
     validate --dataset ${DATA}/validation/mlperf_training.json --step-split)
 run(validate_step_split_json 0 "\"step_split\": \\{[ \n]*\"series_count\": [0-9]+,[ \n]*\"runs\": [0-9]+,"
     validate --dataset ${DATA}/validation/mlperf_training.json --format json)
+# ... and every report's How close section carries the corpus's step split (presets/accuracy/step.json).
+run(report_accuracy_step_split 0 "#   step time of one plan at several GPU counts: over [0-9]+ strong-scaling series \\([0-9]+ runs; validate --step-split\\) the time a microbatch adds came within [0-9.]+% \\(median; p90 [0-9.]+%, signed [-+][0-9.]+%\\) and a step's fixed cost [-+][0-9.]+ s off"
+    report --model gpt-oss-120b --gpu h100-sxm --gpus 64 --pp 4 --ep 8 --zero 1 --seq 4096 --gbs 1280 --stack megatron-core-2024)
 run(validate_step_split_none 0 "# step split: strong-scaling series.*\n# no series: no plan of these runs is measured three times over microbatch counts a factor of 2 apart\n"
     validate --dataset ${DATA}/validation/published.json)
 # Memory: torchtitan's 8B FSDP step on 8 H100s, eager (82.4 GiB reserved) and compiled (77.0), is

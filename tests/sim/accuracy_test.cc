@@ -29,7 +29,8 @@ std::vector<std::string> DataFiles(const std::string& dir) {
   return files;
 }
 
-// Every record of those files, loaded with `load` (core::LoadPublishedRuns or LoadPublishedMemory).
+// Every record of those files, loaded with `load` (core::LoadPublishedRuns or LoadPublishedMemory),
+// each named by its file as `validate --dataset` names it (the step split keeps files apart).
 template <typename Record, typename Load>
 std::vector<Record> Corpus(const std::string& dir, Load load) {
   std::vector<Record> records;
@@ -39,7 +40,11 @@ std::vector<Record> Corpus(const std::string& dir, Load load) {
     std::vector<std::string> skipped;
     auto loaded = load(text.ok() ? *text : "[]", &skipped);
     EXPECT_TRUE(loaded.ok()) << f;
-    if (loaded.ok()) records.insert(records.end(), loaded->begin(), loaded->end());
+    if (!loaded.ok()) continue;
+    for (Record r : *loaded) {
+      r.dataset = std::filesystem::path(f).filename().string();
+      records.push_back(std::move(r));
+    }
   }
   return records;
 }
@@ -90,6 +95,13 @@ void ExpectSameTable(const AccuracyTable& shipped, const AccuracyTable& today, c
   EXPECT_NEAR(shipped.repeats.spread_p90, today.repeats.spread_p90, 1e-9) << stale;
   EXPECT_NEAR(shipped.repeats.floor_median, today.repeats.floor_median, 1e-9) << stale;
   EXPECT_NEAR(shipped.repeats.floor_p90, today.repeats.floor_p90, 1e-9) << stale;
+  // The strong-scaling series' split: per microbatch and per step.
+  EXPECT_EQ(shipped.step_split.series, today.step_split.series) << stale;
+  EXPECT_EQ(shipped.step_split.runs, today.step_split.runs) << stale;
+  EXPECT_NEAR(shipped.step_split.t_median, today.step_split.t_median, 1e-9) << stale;
+  EXPECT_NEAR(shipped.step_split.t_p90, today.step_split.t_p90, 1e-9) << stale;
+  EXPECT_NEAR(shipped.step_split.t_signed, today.step_split.t_signed, 1e-9) << stale;
+  EXPECT_NEAR(shipped.step_split.f_gap_median_s, today.step_split.f_gap_median_s, 1e-9) << stale;
   for (const auto& g : today.groups) {
     auto it = by_key.find({g.dimension, g.value});
     ASSERT_NE(it, by_key.end()) << g.dimension << " " << g.value << ": " << stale;
@@ -111,7 +123,12 @@ TEST(AccuracyTest, TheShippedStepTableIsWhatValidateGivesOnTheCorpus) {
   AccuracyTable today = AccuracyTableOf(v, "tokens_per_s_per_gpu", "", "default", {});
   today.comparisons = ComparisonGroupsOf(CompareRuns(runs, v));
   today.repeats = AccuracyRepeatsOf(RepeatedRuns(runs, v));
+  today.step_split = AccuracyStepSplitOf(SplitRunSteps(runs, v));
   ExpectSameTable(*shipped, today, shipped->made_by);
+  // The corpus's strong-scaling series (2026-12-06: 20, 103 runs; docs/validation.md, the step
+  // split): the microbatch within 5.2% at the median, a step's fixed cost 0.10 s short.
+  EXPECT_GE(shipped->step_split.series, 20u);
+  EXPECT_LE(shipped->step_split.t_median, 0.053);
   // The what-if pairs: every axis of the corpus has some (recomputation the fewest, 2 today), and
   // their ratios are closer than the levels (2026-12-04: 379 pairs, median 2.0%, p90 8.4%;
   // precision 4.4% with the amax reductions, layout 7.0%): pinned so that a change can only improve them.
@@ -480,6 +497,19 @@ TEST(AccuracyTest, ATableRoundTripsAndAHandEditedOneIsRefusedNamingTheField) {
         "spread_p90": 0.09, "floor_median": 0.0, "floor_p90": 0.04}})",
        "repeats.spread_median: must be a finite fraction"},
       {head + all + R"(, "groups": [], "repeats": {"runs": 6}})", "repeats.scenarios"},
+      // The strong-scaling series: three runs each at least, a p90 above the median and the signed one.
+      {head + all + R"(, "groups": [], "step_split": {"series": 2, "runs": 5, "t_median": 0.05, "t_p90": 0.1,
+        "t_signed": 0.01, "f_gap_median_s": -0.1}})",
+       "step_split.runs: each series holds at least 3 runs (at least 6)"},
+      {head + all + R"(, "groups": [], "step_split": {"series": 2, "runs": 6, "t_median": 0.2, "t_p90": 0.1,
+        "t_signed": 0.01, "f_gap_median_s": -0.1}})",
+       "step_split.t_p90: cannot be below t_median"},
+      {head + all + R"(, "groups": [], "step_split": {"series": 2, "runs": 6, "t_median": 0.05, "t_p90": 0.1,
+        "t_signed": 0.3, "f_gap_median_s": -0.1}})",
+       "step_split.t_signed"},
+      {head + all + R"(, "groups": [], "step_split": {"series": 2, "runs": 6, "t_median": 0.05, "t_p90": 0.1,
+        "t_signed": 0.01}})",
+       "step_split.f_gap_median_s: must be a finite number"},
       {"[1, 2]", "JSON object"},
       {"{", "not JSON"},
   };

@@ -222,6 +222,29 @@ std::string AccuracyTableToJson(const AccuracyTable& t) {
   return text;
 }
 
+namespace {
+
+// A summary section's fields (repeats, step_split): a whole number of at least 1, a finite number
+// (at least 0 for a fraction), or InvalidArgument naming "accuracy table: <section>.<key>".
+core::Status ReadCount(const nlohmann::json& r, const char* section, const char* key, size_t* out) {
+  if (!r.contains(key) || !r[key].is_number_unsigned() || r[key].get<size_t>() < 1)
+    return core::Status::InvalidArgument(std::string("accuracy table: ") + section + "." + key +
+                                         ": must be a whole number, at least 1");
+  *out = r[key].get<size_t>();
+  return core::Status::Ok();
+}
+core::Status ReadNumber(const nlohmann::json& r, const char* section, const char* key, bool fraction, double* out) {
+  if (!r.contains(key) || !r[key].is_number() || !std::isfinite(r[key].get<double>()) ||
+      (fraction && r[key].get<double>() < 0))
+    return core::Status::InvalidArgument(
+        std::string("accuracy table: ") + section + "." + key +
+        (fraction ? ": must be a finite fraction, at least 0" : ": must be a finite number"));
+  *out = r[key].get<double>();
+  return core::Status::Ok();
+}
+
+}  // namespace
+
 core::Result<AccuracyTable> ParseAccuracyTableJson(const std::string& json_text) {
   nlohmann::json j;
   try {
@@ -288,24 +311,16 @@ core::Result<AccuracyTable> ParseAccuracyTableJson(const std::string& json_text)
   if (j.contains("repeats")) {
     const nlohmann::json& r = j["repeats"];
     if (!r.is_object()) return core::Status::InvalidArgument("accuracy table: repeats: must be an object");
-    for (auto [key, out] : {std::pair{"scenarios", &t.repeats.scenarios}, std::pair{"runs", &t.repeats.runs}}) {
-      if (!r.contains(key) || !r[key].is_number_unsigned() || r[key].get<size_t>() < 1)
-        return core::Status::InvalidArgument(std::string("accuracy table: repeats.") + key +
-                                             ": must be a whole number, at least 1");
-      *out = r[key].get<size_t>();
-    }
+    for (auto [key, out] : {std::pair{"scenarios", &t.repeats.scenarios}, std::pair{"runs", &t.repeats.runs}})
+      if (core::Status st = ReadCount(r, "repeats", key, out); !st.ok()) return st;
     if (t.repeats.runs < 2 * t.repeats.scenarios)
       return core::Status::InvalidArgument(
           "accuracy table: repeats.runs: each scenario is printed at least twice (at least " +
           std::to_string(2 * t.repeats.scenarios) + ")");
     for (auto [key, out] :
          {std::pair{"spread_median", &t.repeats.spread_median}, std::pair{"spread_p90", &t.repeats.spread_p90},
-          std::pair{"floor_median", &t.repeats.floor_median}, std::pair{"floor_p90", &t.repeats.floor_p90}}) {
-      if (!r.contains(key) || !r[key].is_number() || !std::isfinite(r[key].get<double>()) || r[key].get<double>() < 0)
-        return core::Status::InvalidArgument(std::string("accuracy table: repeats.") + key +
-                                             ": must be a finite fraction, at least 0");
-      *out = r[key].get<double>();
-    }
+          std::pair{"floor_median", &t.repeats.floor_median}, std::pair{"floor_p90", &t.repeats.floor_p90}})
+      if (core::Status st = ReadNumber(r, "repeats", key, /*fraction=*/true, out); !st.ok()) return st;
     // (max - min) / (max + min) is below max / min - 1 for every scenario, so for their medians.
     if (t.repeats.floor_median > t.repeats.spread_median)
       return core::Status::InvalidArgument(
@@ -315,31 +330,19 @@ core::Result<AccuracyTable> ParseAccuracyTableJson(const std::string& json_text)
   if (j.contains("step_split")) {
     const nlohmann::json& r = j["step_split"];
     if (!r.is_object()) return core::Status::InvalidArgument("accuracy table: step_split: must be an object");
-    for (auto [key, out] : {std::pair{"series", &t.step_split.series}, std::pair{"runs", &t.step_split.runs}}) {
-      if (!r.contains(key) || !r[key].is_number_unsigned() || r[key].get<size_t>() < 1)
-        return core::Status::InvalidArgument(std::string("accuracy table: step_split.") + key +
-                                             ": must be a whole number, at least 1");
-      *out = r[key].get<size_t>();
-    }
+    for (auto [key, out] : {std::pair{"series", &t.step_split.series}, std::pair{"runs", &t.step_split.runs}})
+      if (core::Status st = ReadCount(r, "step_split", key, out); !st.ok()) return st;
     if (t.step_split.runs < 3 * t.step_split.series)
       return core::Status::InvalidArgument(
           "accuracy table: step_split.runs: each series holds at least 3 runs (at least " +
           std::to_string(3 * t.step_split.series) + ")");
-    for (auto [key, out] : {std::pair{"t_median", &t.step_split.t_median}, std::pair{"t_p90", &t.step_split.t_p90}}) {
-      if (!r.contains(key) || !r[key].is_number() || !std::isfinite(r[key].get<double>()) || r[key].get<double>() < 0)
-        return core::Status::InvalidArgument(std::string("accuracy table: step_split.") + key +
-                                             ": must be a finite fraction, at least 0");
-      *out = r[key].get<double>();
-    }
+    for (auto [key, out] : {std::pair{"t_median", &t.step_split.t_median}, std::pair{"t_p90", &t.step_split.t_p90}})
+      if (core::Status st = ReadNumber(r, "step_split", key, /*fraction=*/true, out); !st.ok()) return st;
     if (t.step_split.t_p90 < t.step_split.t_median)
       return core::Status::InvalidArgument("accuracy table: step_split.t_p90: cannot be below t_median");
     for (auto [key, out] :
-         {std::pair{"t_signed", &t.step_split.t_signed}, std::pair{"f_gap_median_s", &t.step_split.f_gap_median_s}}) {
-      if (!r.contains(key) || !r[key].is_number() || !std::isfinite(r[key].get<double>()))
-        return core::Status::InvalidArgument(std::string("accuracy table: step_split.") + key +
-                                             ": must be a finite number");
-      *out = r[key].get<double>();
-    }
+         {std::pair{"t_signed", &t.step_split.t_signed}, std::pair{"f_gap_median_s", &t.step_split.f_gap_median_s}})
+      if (core::Status st = ReadNumber(r, "step_split", key, /*fraction=*/false, out); !st.ok()) return st;
     if (std::abs(t.step_split.t_signed) > t.step_split.t_p90 + 1e-12)
       return core::Status::InvalidArgument(
           "accuracy table: step_split.t_signed: a signed median cannot exceed the p90 of the absolute errors");

@@ -76,6 +76,7 @@ const char* Name(FlopCount v) {
     case FlopCount::kNarayananEq3: return "narayanan-eq3";
     case FlopCount::kMegatron: return "megatron";
     case FlopCount::kPalm: return "palm";
+    case FlopCount::kMegatron2025: return "megatron-2025";
   }
   return "?";
 }
@@ -144,7 +145,8 @@ Result<SoftwareStack> ParseStackJson(const std::string& text, const std::string&
     if (name == "narayanan-eq3") s.flop_count = FlopCount::kNarayananEq3;
     else if (name == "megatron") s.flop_count = FlopCount::kMegatron;
     else if (name == "palm") s.flop_count = FlopCount::kPalm;
-    else r.Error("flop_count", "must be one of narayanan-eq3|megatron|palm");
+    else if (name == "megatron-2025") s.flop_count = FlopCount::kMegatron2025;
+    else r.Error("flop_count", "must be one of narayanan-eq3|megatron|palm|megatron-2025");
   }
   r.Enum("precision", &s.precision);
   r.Enum("attention", &s.attention);
@@ -368,6 +370,54 @@ std::string StackSummary(const SoftwareStack& s) {
          " (" + s.source + ")";
 }
 
+namespace {
+// Megatron-LM's num_floating_point_operations (megatron/training/training.py transformer_flops at
+// 9c5258f109, the dev branch of 2026-08-11; the same terms since 8873b55d6a, 2025-03-06) per token
+// of a sequence of s, for a model that is not hybrid: 3 (forward and two backward GEMMs) x 2 (an FMA)
+// x, summed over the layers, the MLP's h f e (e = 3 gated, 2 not; an MoE layer's f the routed
+// experts' k f_e plus the shared experts'), the attention's projections (GQA: h (q + 2 kv) + q h with
+// q = heads x head_dim, kv = groups x head_dim; MLA: q_lora (h + a (d_nope + d_rope) + 1) + kv_lora
+// (h + a (d_nope + d_v) + 1) + h d_rope + a d_v h, q as a full projection h a (d_nope + d_rope)
+// where q_lora is 0) and the causal core, half the s^2 scores: s q (GQA) or s a (d_nope + d_rope +
+// d_v) / 2 (MLA); each MTP module one more layer (MoE when the last layer is) plus its two norms
+// and projection 3h + 2h^2 and its logits; the logits h V.
+double Megatron2025FlopsPerToken(const ModelSpec& m, int64_t seq) {
+  const double h = static_cast<double>(m.hidden), s = static_cast<double>(seq), v = static_cast<double>(m.vocab);
+  const double a = static_cast<double>(m.heads);
+  const double e = m.mlp == MlpKind::kSwiglu ? 3 : 2;
+  const int64_t mtp = m.mtp_layers;
+  double attn_linear = 0, attn_core = 0;
+  if (m.mla) {
+    const MlaSpec& l = *m.mla;
+    const double nope = static_cast<double>(l.qk_nope_head_dim), rope = static_cast<double>(l.qk_rope_head_dim);
+    const double dv = static_cast<double>(l.v_head_dim), q_lora = static_cast<double>(l.q_lora_rank);
+    const double kv_lora = static_cast<double>(l.kv_lora_rank);
+    const double q_term = l.q_lora_rank > 0 ? q_lora * (h + a * (nope + rope) + 1) : h * a * (nope + rope);
+    attn_linear = q_term + kv_lora * (h + a * (nope + dv) + 1) + h * rope + a * dv * h;
+    attn_core = s * (a * (nope + rope) / 2 + a * dv / 2);
+  } else {
+    const double q = static_cast<double>(m.heads * m.head_dim), kv = static_cast<double>(m.kv_heads * m.head_dim);
+    attn_linear = h * (q + 2 * kv) + q * h;
+    attn_core = s * q;  // (q/2 of the causal scores) x 2 products (QK^T and its product with V)
+  }
+  double mlp = 0;
+  for (int64_t i = 0; i < m.layers; ++i) {
+    const bool moe = m.IsMoeLayer(i);
+    mlp += moe ? static_cast<double>(m.moe->expert_ffn_hidden * m.moe->top_k +
+                                     m.moe->shared_experts * m.moe->shared_expert_ffn_hidden)
+               : static_cast<double>(m.ffn_hidden);
+  }
+  if (mtp > 0)
+    mlp += static_cast<double>(mtp) *
+           (m.MtpLayerIsMoe() ? static_cast<double>(m.moe->expert_ffn_hidden * m.moe->top_k +
+                                                    m.moe->shared_experts * m.moe->shared_expert_ffn_hidden)
+                              : static_cast<double>(m.ffn_hidden));
+  const double layers = static_cast<double>(m.layers + mtp);
+  return 6 * (h * e * mlp + layers * (attn_linear + attn_core) + static_cast<double>(mtp) * (3 * h + 2 * h * h) +
+              h * v * static_cast<double>(1 + mtp));
+}
+}  // namespace
+
 double SourceFlopsPerToken(FlopCount count, const ModelSpec& m, int64_t seq) {
   const double l = static_cast<double>(m.layers), h = static_cast<double>(m.hidden);
   const double s = static_cast<double>(seq), v = static_cast<double>(m.vocab);
@@ -409,6 +459,7 @@ double SourceFlopsPerToken(FlopCount count, const ModelSpec& m, int64_t seq) {
                 static_cast<double>(c.moe) * moe + static_cast<double>(c.mamba) * mamba +
                 2 * h * v * static_cast<double>(1 + m.mtp_layers));
   }
+  if (count == FlopCount::kMegatron2025) return Megatron2025FlopsPerToken(m, seq);
   // Megatron-LM num_floating_point_operations, per token: 12 h^2 per layer times the attention,
   // MLP and logit terms; MoE layers count top_k routed experts plus the shared ones at their own
   // widths (the later form of the same function, with moe_layer_freq and shared experts).

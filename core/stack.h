@@ -24,8 +24,12 @@ namespace meshplan::core {
 //    a GPT (f = 4h, g = a) is Korthikanti 2022 Appendix A's 72 l h^2 (1 + s/6h + V/12lh);
 //  kPalm: Chowdhery et al. 2022 (PaLM) Appendix B's model FLOPs, 6 N + 12 L H Q T with N the
 //    parameters, H heads of size Q, T the sequence (full attention), which the Llama 3 paper's
-//    "BF16 MFU (Chowdhery et al.)" uses.
-enum class FlopCount { kNarayananEq3, kMegatron, kPalm };
+//    "BF16 MFU (Chowdhery et al.)" uses;
+//  kMegatron2025: the same function since Megatron-LM 8873b55d6a (2025-03-06, "Fixes in number
+//    of floating-point operation estimates for MoE and attention layer"), as its dev branch has it
+//    at 9c5258f109: the causal attention's s^2 term halved, MLA's low-rank projections counted as
+//    they are, and each MTP module as one more layer with its own logits, norms and projection.
+enum class FlopCount { kNarayananEq3, kMegatron, kPalm, kMegatron2025 };
 const char* Name(FlopCount v);
 
 // One way a published record's source names the software that produced it: every string of

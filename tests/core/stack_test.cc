@@ -476,6 +476,33 @@ TEST(StackTest, MegatronCountWithGqaAndSwiglu) {
   EXPECT_DOUBLE_EQ(SourceFlopsPerToken(FlopCount::kMegatron, m, 8192), 57912852480.0);
 }
 
+TEST(StackTest, Megatron2025CountHalvesTheCausalScoresAndCountsMlaAndMtp) {
+  // Megatron-LM training.py transformer_flops at 9c5258f109 (the count since 8873b55d6a), per token
+  // at s 4096: 6 [h e sum(f) + (L + mtp)(projections + core) + mtp (3h + 2h^2) + h V (1 + mtp)].
+  // Qwen3-30B-A3B (h 2048, 32 heads x 128, 4 groups, 48 MoE layers of 8 x 768, V 151936):
+  // 6 [2048 x 3 x 294,912 + 48 (2048 x 5120 + 4096 x 2048 + 4096 x 4096) + 2048 x 151936]
+  // = 6 x 3,834,380,288 = 23,006,281,728; the old count (s^2 whole) adds 48 x 6 x 4096^2 more, +21.0%.
+  auto q30 = LoadModel("qwen3-30b-a3b");
+  ASSERT_TRUE(q30.ok());
+  EXPECT_DOUBLE_EQ(SourceFlopsPerToken(FlopCount::kMegatron2025, *q30, 4096), 23006281728.0);
+  EXPECT_DOUBLE_EQ(SourceFlopsPerToken(FlopCount::kMegatron, *q30, 4096), 23006281728.0 + 48.0 * 6 * 4096 * 4096);
+  // DeepSeek-V3 (MLA: q_lora 1536, kv_lora 512, 128 heads of 128 + 64 rope, v 128; 3 dense layers of
+  // 18432, 58 MoE layers of 8 x 2048 + one shared 2048, one MTP module, V 129280): the projections
+  // 1536 (7168 + 128 x 192 + 1) + 512 (7168 + 128 x 256 + 1) + 7168 x 64 + 128 x 128 x 7168 =
+  // 187,107,328, the core 4096 x 128 x 320 / 2 = 83,886,080, over 62 layers; the MLP 7168 x 3 x
+  // (3 x 18432 + 59 x 18432); the MTP 3 x 7168 + 2 x 7168^2; the logits 2 x 7168 x 129280:
+  // 259,992,950,784. Megatron-Bridge prints tokens/s and TFLOP/s for the model beside each other
+  // (26.06, GB200: 1292 TFLOP/s at 4969 tokens/s, 2.6001e11 FLOPs per token; Qwen3-235B-A22B's rows
+  // 1.4805e11 against 148,034,813,952 here).
+  auto dsv3 = LoadModel("deepseek-v3");
+  ASSERT_TRUE(dsv3.ok());
+  EXPECT_DOUBLE_EQ(SourceFlopsPerToken(FlopCount::kMegatron2025, *dsv3, 4096), 259992950784.0);
+  EXPECT_NEAR(1292e12 / 4969 / 259992950784.0, 1.0, 2e-4);
+  auto q235 = LoadModel("qwen3-235b-a22b");
+  ASSERT_TRUE(q235.ok());
+  EXPECT_DOUBLE_EQ(SourceFlopsPerToken(FlopCount::kMegatron2025, *q235, 4096), 148034813952.0);
+}
+
 // Megatron-Bridge 25.11 to 26.08 (megatron-bridge-2025): megatron-core-2024's DDP, optimizer,
 // layers and FLOP count, and what its releases set otherwise: the in-place Transformer Engine loss,
 // bf16 gradients averaged in the collective, the MoE code after Megatron-LM 2659630721 and

@@ -22,6 +22,7 @@ void StepTableModel::Reset() {
   accuracy_runs_ = 0;
   comparisons_.clear();
   repeats_ = {};
+  step_split_ = {};
   if (valid_ && scenario_->profile().name != "default") {
     accuracy_source_ =
         "the accuracy table is the default profile's; meshplan validate --profile NAME measures "
@@ -40,6 +41,7 @@ void StepTableModel::Reset() {
       accuracy_runs_ = table->all.n;
       comparisons_ = table->comparisons;
       repeats_ = table->repeats;
+      step_split_ = table->step_split;
       accuracy_source_ = QString::fromStdString(table->made_by);
     } else {
       accuracy_source_ = QString::fromStdString(table.status().message());
@@ -123,6 +125,19 @@ QString StepTableModel::accuracyHelp() const {
              .arg(repeats_.runs)
              .arg(Percent(repeats_.spread_median), Percent(repeats_.spread_p90), Percent(repeats_.floor_median),
                   Percent(repeats_.floor_p90));
+  }
+  if (!accuracy_.empty() && step_split_.series > 0) {
+    // Where the step-time error sits on plans measured at several GPU counts (sim::SplitSteps), as
+    // report prints it: per microbatch (t) or per step (F).
+    t += QString(
+             "\none plan at several GPU counts: over %1 strong-scaling series (%2 runs) the time a microbatch adds "
+             "came within %3 (median; p90 %4, signed %5) and a step's fixed cost %6 s off (median; < 0 predicted "
+             "short)")
+             .arg(step_split_.series)
+             .arg(step_split_.runs)
+             .arg(Percent(step_split_.t_median), Percent(step_split_.t_p90),
+                  QString::asprintf("%+.1f%%", 100 * step_split_.t_signed),
+                  QString::asprintf("%+.2f", step_split_.f_gap_median_s));
   }
   return t + "\n(" + accuracy_source_ + "; docs/validation.md, How close)";
 }

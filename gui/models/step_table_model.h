@@ -74,6 +74,9 @@ class StepTableModel : public QAbstractTableModel {
   std::vector<sim::AccuracyGroup> comparisons_;
   // The table's scenarios printed more than once (sim::AccuracyTable::repeats); scenarios 0: none.
   sim::AccuracyRepeats repeats_;
+  // The table's strong-scaling series split per microbatch and per step (sim::AccuracyTable::
+  // step_split); series 0: none.
+  sim::AccuracyStepSplit step_split_;
   QString accuracy_source_;  // the command that made the table, or why there is none
 };
 

@@ -208,6 +208,19 @@ TEST(GuiModelsTest, StepTableModelSaysHowCloseSuchPredictionsCame) {
                QString::asprintf("%.1f%%", 100 * table->repeats.floor_median),
                QString::asprintf("%.1f%%", 100 * table->repeats.floor_p90))))
       << m.accuracyHelp().toStdString();
+  // ... and the strong-scaling series split per microbatch and per step (the table's step_split,
+  // sim::SplitSteps), as report prints it: 20 series, 103 runs in the shipped table.
+  ASSERT_GT(table->step_split.series, 0u);
+  EXPECT_TRUE(m.accuracyHelp().contains(
+      QString("one plan at several GPU counts: over %1 strong-scaling series (%2 runs) the time a microbatch adds "
+              "came within %3 (median; p90 %4, signed %5) and a step's fixed cost %6 s off")
+          .arg(table->step_split.series)
+          .arg(table->step_split.runs)
+          .arg(QString::asprintf("%.1f%%", 100 * table->step_split.t_median),
+               QString::asprintf("%.1f%%", 100 * table->step_split.t_p90),
+               QString::asprintf("%+.1f%%", 100 * table->step_split.t_signed),
+               QString::asprintf("%+.2f", table->step_split.f_gap_median_s))))
+      << m.accuracyHelp().toStdString();
   QString error;
   ASSERT_TRUE(s.setModelPreset("mixtral-8x7b", &error)) << error.toStdString();
   core::PlanSpec p = s.plan();

@@ -36,6 +36,17 @@ ap.add_argument('--out-dir',default='.')
 args=ap.parse_args()
 def show(path):
     return subprocess.run(['git','--git-dir',args.mirror,'show','%s:examples/moe_recipes/%s'%(C,path)],check=True,capture_output=True,text=True).stdout
+# The README's table, read again: every transcribed row must be there as printed.
+import re, html
+readme = subprocess.run(['git', '--git-dir', args.mirror, 'show', '%s:examples/moe_recipes/README.md' % C],
+                        check=True, capture_output=True, text=True).stdout
+cells = [[html.unescape(re.sub(r'<[^>]+>', '', c)).strip() for c in re.findall(r'<td[^>]*>(.*?)</td>', tr, re.S)]
+         for tr in re.findall(r'<tr>(.*?)</tr>', readme, re.S)]
+printed = {tuple(c[-6:]) for c in cells if len(c) >= 6}
+for (_, path, _, _, recipe, gpus, tup, bsl, feat, tf, _) in rows:
+    want = (recipe, str(gpus), tup, bsl, feat, '%g' % tf)
+    assert want in printed, 'not in the README as transcribed: %s' % (want,)
+    assert ('href="%s"' % path) in readme, path
 records=[]; runs=collections.OrderedDict()
 for (suf,path,model,gpu,recipe,gpus,tup,bsl,feat,tf,prec) in rows:
     rid='megatron-lm-moe-recipes-'+suf

@@ -400,18 +400,14 @@ double Megatron2025FlopsPerToken(const ModelSpec& m, int64_t seq) {
     attn_linear = h * (q + 2 * kv) + q * h;
     attn_core = s * q;  // (q/2 of the causal scores) x 2 products (QK^T and its product with V)
   }
-  double mlp = 0;
-  for (int64_t i = 0; i < m.layers; ++i) {
-    const bool moe = m.IsMoeLayer(i);
-    mlp += moe ? static_cast<double>(m.moe->expert_ffn_hidden * m.moe->top_k +
-                                     m.moe->shared_experts * m.moe->shared_expert_ffn_hidden)
-               : static_cast<double>(m.ffn_hidden);
-  }
-  if (mtp > 0)
-    mlp += static_cast<double>(mtp) *
-           (m.MtpLayerIsMoe() ? static_cast<double>(m.moe->expert_ffn_hidden * m.moe->top_k +
-                                                    m.moe->shared_experts * m.moe->shared_expert_ffn_hidden)
-                              : static_cast<double>(m.ffn_hidden));
+  // A layer's MLP width: an MoE layer's routed experts a token visits and its shared experts.
+  auto width = [&m](bool moe) {
+    return static_cast<double>(moe ? m.moe->expert_ffn_hidden * m.moe->top_k +
+                                         m.moe->shared_experts * m.moe->shared_expert_ffn_hidden
+                                   : m.ffn_hidden);
+  };
+  double mlp = static_cast<double>(mtp) * (mtp > 0 ? width(m.MtpLayerIsMoe()) : 0.0);
+  for (int64_t i = 0; i < m.layers; ++i) mlp += width(m.IsMoeLayer(i));
   const double layers = static_cast<double>(m.layers + mtp);
   return 6 * (h * e * mlp + layers * (attn_linear + attn_core) + static_cast<double>(mtp) * (3 * h + 2 * h * h) +
               h * v * static_cast<double>(1 + mtp));

@@ -503,10 +503,11 @@ TEST(StackTest, Megatron2025CountHalvesTheCausalScoresAndCountsMlaAndMtp) {
   EXPECT_DOUBLE_EQ(SourceFlopsPerToken(FlopCount::kMegatron2025, *q235, 4096), 148034813952.0);
 }
 
-// Megatron-Bridge 25.11 to 26.08 (megatron-bridge-2025): megatron-core-2024's DDP, optimizer,
-// layers and FLOP count, and what its releases set otherwise: the in-place Transformer Engine loss,
-// bf16 gradients averaged in the collective, the MoE code after Megatron-LM 2659630721 and
-// a329dd6da5, and the FP8 parameter gather where the plan's precision and ZeRO stage allow it.
+// Megatron-Bridge 25.11 to 26.08 (megatron-bridge-2025): megatron-core-2024's DDP, optimizer and
+// layers, its pages' TFLOP/s counted with the causal scores halved (megatron-2025; ValidationTest.
+// MegatronBridgePrintsTflopsWithMegatronLmsCausalCount), and what its releases set otherwise: the in-place Transformer
+// Engine loss, bf16 gradients averaged in the collective, the MoE code after Megatron-LM 2659630721 and a329dd6da5, and
+// the FP8 parameter gather where the plan's precision and ZeRO stage allow it.
 TEST(StackTest, MegatronBridgeTakesWhatItsReleasesSet) {
   auto mb = LoadStack("megatron-bridge-2025");
   auto mc = LoadStack("megatron-core-2024");
@@ -522,8 +523,9 @@ TEST(StackTest, MegatronBridgeTakesWhatItsReleasesSet) {
   EXPECT_EQ(p.moe_probs, MoeProbs::kFused);
   EXPECT_EQ(p.expert_bias, ExpertBias::kPerExpert);
   EXPECT_FALSE(p.fp8_param_gather);  // bf16: nothing to gather in FP8
+  EXPECT_EQ(mb->flop_count, FlopCount::kMegatron2025);
+  EXPECT_EQ(mc->flop_count, FlopCount::kMegatron);
   // The rest as megatron-core-2024.
-  EXPECT_EQ(mb->flop_count, mc->flop_count);
   EXPECT_EQ(m.attention, n.attention);
   EXPECT_EQ(p.sequence_parallel, q.sequence_parallel);
   EXPECT_EQ(p.tp_overlap, q.tp_overlap);

@@ -371,6 +371,14 @@ std::string StackSummary(const SoftwareStack& s) {
 }
 
 namespace {
+// The MLP width a token meets in one layer, as Megatron-LM's counts take it: the dense MLP's, or an
+// MoE layer's routed experts a token visits plus its shared experts.
+double MlpWidth(const ModelSpec& m, bool moe) {
+  return static_cast<double>(moe ? m.moe->expert_ffn_hidden * m.moe->top_k +
+                                       m.moe->shared_experts * m.moe->shared_expert_ffn_hidden
+                                 : m.ffn_hidden);
+}
+
 // Megatron-LM's num_floating_point_operations (megatron/training/training.py transformer_flops at
 // 9c5258f109, the dev branch of 2026-08-11; the same terms since 8873b55d6a, 2025-03-06) per token
 // of a sequence of s, for a model that is not hybrid: 3 (forward and two backward GEMMs) x 2 (an FMA)
@@ -400,14 +408,8 @@ double Megatron2025FlopsPerToken(const ModelSpec& m, int64_t seq) {
     attn_linear = h * (q + 2 * kv) + q * h;
     attn_core = s * q;  // (q/2 of the causal scores) x 2 products (QK^T and its product with V)
   }
-  // A layer's MLP width: an MoE layer's routed experts a token visits and its shared experts.
-  auto width = [&m](bool moe) {
-    return static_cast<double>(moe ? m.moe->expert_ffn_hidden * m.moe->top_k +
-                                         m.moe->shared_experts * m.moe->shared_expert_ffn_hidden
-                                   : m.ffn_hidden);
-  };
-  double mlp = static_cast<double>(mtp) * (mtp > 0 ? width(m.MtpLayerIsMoe()) : 0.0);
-  for (int64_t i = 0; i < m.layers; ++i) mlp += width(m.IsMoeLayer(i));
+  double mlp = static_cast<double>(mtp) * (mtp > 0 ? MlpWidth(m, m.MtpLayerIsMoe()) : 0.0);
+  for (int64_t i = 0; i < m.layers; ++i) mlp += MlpWidth(m, m.IsMoeLayer(i));
   const double layers = static_cast<double>(m.layers + mtp);
   return 6 * (h * e * mlp + layers * (attn_linear + attn_core) + static_cast<double>(mtp) * (3 * h + 2 * h * h) +
               h * v * static_cast<double>(1 + mtp));
@@ -464,14 +466,7 @@ double SourceFlopsPerToken(FlopCount count, const ModelSpec& m, int64_t seq) {
   const double gated = m.mlp == MlpKind::kSwiglu ? 1.5 : 1.0;
   const double attention = (1 + g / a + s / h) * q_ratio;
   double mlp_sum = 0;  // sum over layers of (f/h) x experts routed to x gated
-  for (int64_t i = 0; i < m.layers; ++i) {
-    const bool moe = m.IsMoeLayer(i);
-    double f = static_cast<double>(m.ffn_hidden);
-    if (moe)
-      f = static_cast<double>(m.moe->expert_ffn_hidden * m.moe->top_k +
-                              m.moe->shared_experts * m.moe->shared_expert_ffn_hidden);
-    mlp_sum += f / h * gated;
-  }
+  for (int64_t i = 0; i < m.layers; ++i) mlp_sum += MlpWidth(m, m.IsMoeLayer(i)) / h * gated;
   return 12 * h * h * (l * attention + mlp_sum + v / (2 * h));
 }
 

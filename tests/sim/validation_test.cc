@@ -451,8 +451,12 @@ TEST(ValidationTest, BeyondTuningRegressionBound) {
   // -3.3/-4.9%, gpt-oss-120b +7.7% -> +10.2%, Qwen3-235B-A22B +19.0% -> +20.3%, and Qwen3-30B-A3B
   // +72.8% -> +131.7%: with 5 GB fewer at the loss it fits without recomputation (its recipe
   // recomputes only layernorm and moe_act), and full recomputation had been hiding most of the
-  // per-microbatch host floor it lacks (docs/validation.md).
-  EXPECT_LE(v.all.median_abs_error, 0.050);
+  // per-microbatch host floor it lacks (docs/validation.md). With the interleaved schedule the
+  // Megatron-LM README's PP > 1 rows ran (one layer a virtual stage: presets/launches/megatron-lm-
+  // readme-2024.json; they were costed as 1F1B, whose 12-23% bubble had been hiding a per-microbatch
+  // time 10-15% short, docs/validation.md): 5.2%, 16.5%, 131.6%; 70B -3.6% -> -0.1%, 119B +0.7% ->
+  // +10.1%, 177B -0.5% -> +11.2%, 314B -7.3% -> +5.2%, 462B -5.3% -> +8.0%.
+  EXPECT_LE(v.all.median_abs_error, 0.053);
   EXPECT_LE(v.all.p90_abs_error, 0.166);
   EXPECT_LE(v.all.max_abs_error, 1.32);
   EXPECT_EQ(v.all.out_of_memory, 0u);
@@ -462,7 +466,9 @@ TEST(ValidationTest, BeyondTuningRegressionBound) {
       EXPECT_LE(g.summary.median_abs_error, 0.148);
       EXPECT_EQ(g.summary.out_of_memory, 0u);
     }
-    if (g.dimension == "scale" && g.value == ">1024") EXPECT_LE(g.summary.median_abs_error, 0.08);
+    // Scale above 1,024 GPUs: 7.4% -> 10.5% with the README's 119B, 177B, 314B and 462B rows
+    // interleaved as they ran (above), each now too fast by what its 1F1B bubble had hidden.
+    if (g.dimension == "scale" && g.value == ">1024") EXPECT_LE(g.summary.median_abs_error, 0.106);
     // FP8 (5 runs): Llama 3 8B/70B +4%, 405B +23%, Qwen3-30B-A3B +76%, Qwen3-235B-A22B +20%
     // (-11% before its recipe's batch-level EP all-to-all overlap was modelled: hidden in full, an
     // upper bound, it was too slow with the overlap missing and is too fast with it whole). Its
@@ -474,7 +480,9 @@ TEST(ValidationTest, BeyondTuningRegressionBound) {
     // since Megatron's DDP zeroes its whole gradient buffer each step under ZeRO-1, not the
     // optimizer's shard (param_and_grad_buffer.py reset() at core_v0.14.0): too slow already, as
     // the 32B row (-19.7% -> -20.1%); the 1.7B and 7.1B rows, too fast, +15.0/+12.1% -> +14.3/+11.3%.
-    if (g.dimension == "gpu" && g.value == "h100-sxm") EXPECT_LE(g.summary.median_abs_error, 0.074);
+    // Since the README's PP > 1 rows run the interleaved schedule they ran (above): 5.3% -> 10.1%,
+    // its median row the 119B (+10.1%), 10 of the 15 rows too fast.
+    if (g.dimension == "gpu" && g.value == "h100-sxm") EXPECT_LE(g.summary.median_abs_error, 0.102);
     // MoE: its median row, Qwen3-235B-A22B at TP 2 in FP8, +20.3% -> +20.5% since Transformer
     // Engine's sequence-parallel all-gathers carry the quantized inputs (1 B, not 2): too fast
     // already, its hidden TP collectives slow the compute beside them a little less; +20.6% since
@@ -650,10 +658,10 @@ TEST(ValidationTest, EveryRecordsScenarioIsAPlanFileThatReadsBack) {
   };
   size_t runs = 0, peaks = 0;
   for (const char* f : {"automodel_performance_summary.json", "bloom_prequel_2202.json", "llmfoundry_benchmarks.json",
-                        "megatron_lm_moe_recipes.json", "mlperf_training.json", "nemo_long_sequence.json",
-                        "nemo_performance_summaries.json", "papers_at_scale.json", "published.json",
-                        "published_beyond_tuning.json", "torchtitan_a100_2404.json", "torchtitan_h100_2412.json",
-                        "torchtitan_h100_2506_asynctp.json", "torchtitan_h200_2506.json"})
+                        "megatron_lm_moe_recipes.json", "megatron_lm_readme_2024.json", "mlperf_training.json",
+                        "nemo_long_sequence.json", "nemo_performance_summaries.json", "papers_at_scale.json",
+                        "published.json", "published_beyond_tuning.json", "torchtitan_a100_2404.json",
+                        "torchtitan_h100_2412.json", "torchtitan_h100_2506_asynctp.json", "torchtitan_h200_2506.json"})
     for (const auto& r : Corpus(f)) {
       check(r.id, r.scenario);
       ++runs;
@@ -671,9 +679,10 @@ TEST(ValidationTest, EveryRecordsScenarioIsAPlanFileThatReadsBack) {
   // docs/validation.md: 1,044 step times map (921 before dgxc v25.05.01's 7 Nemotron-H 56B rows,
   // v25.04.02's 28 Llama 3.1 and 24 Nemotron-4 rows and v24.11.1's 28 Llama 3.1, 16 Nemotron-4 15B
   // and 10 GPT-3 175B rows; 1,034 before MLPerf Training v6.0's 10 DeepSeek-V3 rows, 1,044 before
-  // Megatron-LM's 14 MoE recipes); docs/memory.md: 268 measured peaks and 22 records that print
+  // Megatron-LM's 14 MoE recipes, 1,058 before the 7 points of its README's H100 strong-scaling
+  // figure); docs/memory.md: 268 measured peaks and 22 records that print
   // only whether the run fitted.
-  EXPECT_EQ(runs, 1058u);
+  EXPECT_EQ(runs, 1065u);
   EXPECT_EQ(peaks, 290u);
 }
 
@@ -2010,6 +2019,55 @@ TEST(ValidationTest, MegatronLmMoeRecipesTakeTheirYamls) {
   EXPECT_LE(v.all.median_abs_error, 0.094);
   EXPECT_LE(v.all.p90_abs_error, 0.376);
   EXPECT_LE(v.all.max_abs_error, 0.419);
+  EXPECT_EQ(v.all.out_of_memory, 0u);
+}
+
+TEST(ValidationTest, MegatronLmReadmeRunsInterleaveOneLayerAStage) {
+  // tests/data/validation/megatron_lm_readme_2024.json: the seven points of the Megatron-LM README's
+  // H100 strong-scaling figure (GPT 177B, batch 1,152, 96 to 4,608 GPUs; its 2,304-GPU point is the
+  // model table's 177B row, recorded there), read from the PNG by scripts/megatron_readme_scaling.py.
+  size_t skipped = 0;
+  const std::vector<core::PublishedRun> all = Corpus("megatron_lm_readme_2024.json", &skipped);
+  EXPECT_EQ(skipped, 0u);
+  ASSERT_EQ(all.size(), 7u);
+  for (const auto& r : all) {
+    EXPECT_EQ(r.stack, "megatron-core-2024") << r.id;
+    EXPECT_EQ(r.scenario.plan.tp, 8) << r.id;
+    EXPECT_EQ(r.scenario.plan.pp, 6) << r.id;
+    EXPECT_EQ(r.scenario.plan.dp * 48, r.scenario.plan.gpus) << r.id;
+    // PP communication overlap, which the README says the runs use, exists only in the interleaved
+    // schedule at that commit (arguments.py); one layer a virtual stage: 96 / 6 = 16 chunks a rank.
+    EXPECT_EQ(r.scenario.plan.vpp, 16) << r.id;
+    EXPECT_EQ(r.scenario.plan.schedule, core::Schedule::kInterleaved) << r.id;
+  }
+  // 96 GPUs: 44.3 PFLOP/s read from the figure / 96 GPUs / Megatron-LM's count for the 177B, 12 s L
+  // h^2 (1 + 1 + s/h + f/h + V/(2 L h)) / s = 12 x 96 x 12288^2 x (2.3333 + 4 + 0.0556) =
+  // 1.11132e12 FLOPs a token: 415.2 tokens/s per GPU (MFU 46.7% of the BF16 peak; the README: 47%).
+  const auto* r96 = Find(all, "megatronlm-readme-h100-2024-177B-strong-96gpu");
+  ASSERT_TRUE(r96);
+  EXPECT_NEAR(r96->published, 44.3e15 / 96 / 1111322787840.0, 1e-6);
+  EXPECT_NE(r96->printed.find("aggregate_pflops"), std::string::npos) << r96->printed;
+  // The model table's PP > 1 rows take the same rule from the same launch file: 84 / 2, 92 / 4,
+  // 96 / 6, 96 / 8 and 112 / 16 layers a stage (23 and 7 leave no other interleaving).
+  const auto beyond = BeyondTuning();
+  for (const auto& [id, vpp] : std::vector<std::pair<const char*, int64_t>>{{"megatronlm-readme-h100-2024-70B", 42},
+                                                                            {"megatronlm-readme-h100-2024-119B", 23},
+                                                                            {"megatronlm-readme-h100-2024-177B", 16},
+                                                                            {"megatronlm-readme-h100-2024-314B", 12},
+                                                                            {"megatronlm-readme-h100-2024-462B", 7}}) {
+    const auto* r = Find(beyond, id);
+    ASSERT_TRUE(r) << id;
+    EXPECT_EQ(r->scenario.plan.vpp, vpp) << id;
+  }
+  // Today's level (2026-12-06): every point too fast, +15.2% at 96 GPUs (576 microbatches a
+  // pipeline, a step of 118 s with no bubble or data-parallel cost to speak of) down to +6.3% at
+  // 4,608 (12): split as step = m t + F, the published t is 0.205 s a microbatch against 0.178 s
+  // predicted, F 0.32 s against 0.49 s (docs/validation.md).
+  const ValidationSummary v = ValidateRuns(all, core::Profile{});
+  EXPECT_LE(v.all.median_abs_error, 0.139);
+  EXPECT_LE(v.all.p90_abs_error, 0.151);
+  EXPECT_LE(v.all.max_abs_error, 0.153);
+  EXPECT_GT(v.all.median_error, 0.0);
   EXPECT_EQ(v.all.out_of_memory, 0u);
 }
 

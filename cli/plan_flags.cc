@@ -110,7 +110,7 @@ void PlanFlags::Register(CLI::App* app) {
       "default is the early stop");
   p->add_option("--recompute-modules", recompute_modules,
                 "Selective recompute's modules, comma-separated: core_attn (the default), moe_act, layernorm, "
-                "mla_up_proj, mlp, shared_experts (Megatron-Core --recompute-modules); or one whole policy: "
+                "mla_up_proj, mlp, shared_experts, moe (Megatron-Core --recompute-modules); or one whole policy: "
                 "torchtitan_op (torchtitan's per-op selective AC), save_qkv_proj (MaxText's remat policy)");
   p->add_option("--mbs", mbs, "Micro batch size in sequences (default 1)");
   p->add_option("--gbs", gbs, "Global batch size in sequences (default mbs*dp*pp)");

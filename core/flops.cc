@@ -84,7 +84,8 @@ double LayerMatmulParams(const ModelSpec& m, bool moe_layer) {
 
 // Weights one token multiplies again, per model, under selective recomputation's GEMM modules
 // (core/specs.h RecomputeModule): mlp, the dense layers' MLPs; mla_up_proj, MLA's q (up-)projection
-// and kv up-projection; shared_experts, the MoE layers' shared experts.
+// and kv up-projection; shared_experts, the MoE layers' shared experts; moe, the MoE layers whole
+// (their router, top_k routed experts and shared experts: FfnMatmulParams).
 double SelectiveRecomputeMatmulParams(const ModelSpec& m, const PlanSpec& p) {
   const double h = static_cast<double>(m.hidden);
   const double mats = m.mlp == MlpKind::kSwiglu ? 3 : 2;
@@ -99,7 +100,9 @@ double SelectiveRecomputeMatmulParams(const ModelSpec& m, const PlanSpec& p) {
   if (p.Recomputes(RecomputeModule::kMlp)) params += dense_layers * mats * h * static_cast<double>(m.ffn_hidden);
   if (p.Recomputes(RecomputeModule::kMlaUpProj) && m.mla)
     params += static_cast<double>(m.layers) * MlaUpProjectionParams(m);
-  if (p.Recomputes(RecomputeModule::kSharedExperts) && m.moe)
+  if (p.Recomputes(RecomputeModule::kMoe) && m.moe)  // the whole MoE layer: router, routed and shared experts
+    params += moe_layers * FfnMatmulParams(m, true);
+  else if (p.Recomputes(RecomputeModule::kSharedExperts) && m.moe)
     params += moe_layers * mats * h * static_cast<double>(m.moe->shared_experts * m.moe->shared_expert_ffn_hidden);
   if (p.Recomputes(RecomputeModule::kTorchtitanOp)) {
     // wk, wo and w3 (SwiGLU) or fc2 (GELU), under FP8 too (core/step_graph.cc).

@@ -358,7 +358,13 @@ void VisitLayerActivations(const ModelSpec& m, const PlanSpec& p, bool moe_layer
       add(act_name, act_mult * e * tokens * f_local);
       if (!act_recomputed) add(fc2_name, LinearInputBytes(p, tokens * f_local));
     };
-    if (moe_block && m.moe) {
+    if (moe_block && m.moe && recomputed(RecomputeModule::kMoe)) {
+      // The whole MoE layer checkpointed (moe_layer.py: tensor_parallel.checkpoint(custom_forward,
+      // False, hidden_states, ...)): its input alone, the pre-MLP norm's output, which the
+      // layernorm module's checkpoint frees too when it is recomputed (transformer_layer.py
+      // discard_output_and_register_recompute on that tensor).
+      if (!recomputed(RecomputeModule::kLayernorm)) add("moe_input", e * sbh / rep_div);
+    } else if (moe_block && m.moe) {
       const MoeSpec& x = *m.moe;
       // The pre-MLP norm's output (router and dispatcher input): a module of its own in MoE layers.
       if (!recomputed(RecomputeModule::kLayernorm)) add("router_input", e * sbh / rep_div);

@@ -35,7 +35,8 @@ MESHPLAN_NAMES(Recompute, {Recompute::kNone, "none"}, {Recompute::kSelective, "s
 MESHPLAN_NAMES(RecomputeModule, {RecomputeModule::kCoreAttn, "core_attn"}, {RecomputeModule::kMoeAct, "moe_act"},
                {RecomputeModule::kLayernorm, "layernorm"}, {RecomputeModule::kMlaUpProj, "mla_up_proj"},
                {RecomputeModule::kMlp, "mlp"}, {RecomputeModule::kSharedExperts, "shared_experts"},
-               {RecomputeModule::kTorchtitanOp, "torchtitan_op"}, {RecomputeModule::kSaveQkvProj, "save_qkv_proj"})
+               {RecomputeModule::kTorchtitanOp, "torchtitan_op"}, {RecomputeModule::kSaveQkvProj, "save_qkv_proj"},
+               {RecomputeModule::kMoe, "moe"})
 MESHPLAN_NAMES(Schedule, {Schedule::kGpipe, "gpipe"}, {Schedule::k1F1B, "1f1b"},
                {Schedule::kInterleaved, "interleaved"}, {Schedule::kZeroBubble, "zero-bubble"},
                {Schedule::kDualPipe, "dualpipe"})

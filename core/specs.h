@@ -366,7 +366,10 @@ enum class Recompute { kNone, kSelective, kFull };
 // input, is not kept); layernorm: the norms that are separate modules (the MoE layer's pre-MLP norm
 // and MLA's input norm; a norm fused into its linear, Transformer Engine's LayerNormLinear, is
 // not); mla_up_proj: MLA's q/kv up-projections and RoPE (q, k, v are not kept); mlp: a dense
-// layer's whole MLP; shared_experts: the MoE layer's shared experts.
+// layer's whole MLP; shared_experts: the MoE layer's shared experts; moe: the whole MoE layer
+// (moe_layer.py MoELayer.forward under tensor_parallel.checkpoint, or te_checkpoint under FP8: its
+// router, dispatch, experts, combine and shared experts rerun in the backward, their all-to-alls
+// included; it keeps its input alone, which the layernorm module's discard frees as well).
 // torchtitan_op is not Megatron's: torchtitan's per-op selective checkpointing
 // (selective_ac_option "op", torchtitan/parallelisms/parallelize_llama.py _save_list and
 // _custom_policy at 3f20451b): each layer keeps its input and the outputs of every other aten.mm
@@ -391,11 +394,12 @@ enum class RecomputeModule {
   kMlp,
   kSharedExperts,
   kTorchtitanOp,
-  kSaveQkvProj
+  kSaveQkvProj,
+  kMoe
 };
 constexpr uint32_t ModuleBit(RecomputeModule m) { return uint32_t{1} << static_cast<int>(m); }
 // The last module and every module's bit (the enum is dense from 0).
-constexpr RecomputeModule kLastRecomputeModule = RecomputeModule::kSaveQkvProj;
+constexpr RecomputeModule kLastRecomputeModule = RecomputeModule::kMoe;
 constexpr uint32_t kAllRecomputeModules = (ModuleBit(kLastRecomputeModule) << 1) - 1;
 constexpr uint32_t kDefaultRecomputeModules = ModuleBit(RecomputeModule::kCoreAttn);
 enum class Schedule { kGpipe, k1F1B, kInterleaved, kZeroBubble, kDualPipe };

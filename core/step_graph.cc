@@ -1217,6 +1217,15 @@ class Builder {
     }
   }
 
+  // An op of MoeMlp's MoE layer proper (moe_layer.py MoELayer.forward: router, latent projections,
+  // dispatcher, experts, combine, shared experts), the ops the moe module reruns.
+  static bool MoeLayerOp(std::string_view n) {
+    for (std::string_view op : {"router", "router_topk", "moe_latent_down", "moe_permute", "ep_dispatch",
+                                "moe_permute_local", "expert_fc1", "expert_activation", "expert_fc2", "expert_fc2_bias",
+                                "moe_permute_local_restore", "ep_combine", "moe_permute_restore", "moe_latent_up"})
+      if (n == op) return true;
+    return n.substr(0, 7) == "shared_";
+  }
   // Whether selective recomputation runs forward op `f` again: the plan's recompute_modules
   // (core/specs.h RecomputeModule), each the ops of its Megatron-Core module.
   bool SelectivelyRecomputed(const Op& f) const {
@@ -1235,6 +1244,10 @@ class Builder {
                                       n == "mlp_fc2" || n == "mlp_reduce"))
       return true;
     if (on(RecomputeModule::kSharedExperts) && n.substr(0, 7) == "shared_") return true;
+    // The whole MoE layer (MoELayer.forward checkpointed): every op of the block from the router to
+    // the combine and the shared experts, the dispatcher's all-to-alls and permutations included;
+    // not the pre-MLP norm (a module of its own: layernorm) nor the residual add after the layer.
+    if (on(RecomputeModule::kMoe) && MoeLayerOp(n)) return true;
     return false;
   }
 
@@ -1606,7 +1619,8 @@ GroupSpan SpanOfGroup(CommGroup g, const PlanSpec& p, const ClusterSpec& c) {
 }
 
 bool RecomputeRerunsMoeDispatcher(const PlanSpec& p) {
-  return p.recompute == Recompute::kFull || p.Recomputes(RecomputeModule::kTorchtitanOp);
+  return p.recompute == Recompute::kFull || p.Recomputes(RecomputeModule::kTorchtitanOp) ||
+         p.Recomputes(RecomputeModule::kMoe);
 }
 
 void BuildLayerPart(const ModelSpec& m, const PlanSpec& p, bool moe, LayerPart part, std::vector<Op>* out,

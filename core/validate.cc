@@ -737,6 +737,8 @@ void CheckRecompute(const PlanSpec& pl, const ModelSpec& m, Diagnostics* d) {
       d->Error("plan.recompute_modules", "mla_up_proj needs a model with multi-latent attention (model.mla)");
     if ((pl.recompute_modules & ModuleBit(RecomputeModule::kMoeAct)) && !m.moe)
       d->Warning("plan.recompute_modules", "moe_act recomputes nothing: the model has no MoE layers");
+    if ((pl.recompute_modules & ModuleBit(RecomputeModule::kMoe)) && !m.moe)
+      d->Warning("plan.recompute_modules", "moe recomputes nothing: the model has no MoE layers");
     if ((pl.recompute_modules & ModuleBit(RecomputeModule::kSharedExperts)) && (!m.moe || m.moe->shared_experts == 0))
       d->Warning("plan.recompute_modules", "shared_experts recomputes nothing: the model has no shared experts");
     if (pl.recompute_modules & ModuleBit(RecomputeModule::kTorchtitanOp)) {

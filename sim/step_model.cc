@@ -978,7 +978,7 @@ struct CostedLists {
 // core/collectives.cc); everything else is the pipeline's. Adding a field that the step graph
 // reads means adding it here.
 using ListKey = std::array<int64_t, 13>;
-static_assert(core::kAllRecomputeModules < (1u << 8), "KeyOf packs recompute_modules into 8 bits (48-55)");
+static_assert(core::kAllRecomputeModules < (1u << 9), "KeyOf packs recompute_modules into 9 bits (48-55 and 58)");
 ListKey KeyOf(const core::PlanSpec& p) {
   auto e = [](auto v) { return static_cast<int64_t>(v); };
   int64_t placement = 0;
@@ -992,16 +992,17 @@ ListKey KeyOf(const core::PlanSpec& p) {
       e(p.schedule == core::Schedule::kDualPipe || p.ep_overlap) << 42 | e(p.zero3_gather) << 43 |
       e(p.zero3_gather == core::Zero3Gather::kPerTensor && p.overlap_grad_reduce) << 60 |
       e(p.precision == core::Dtype::kFp8 ? p.fp8_scaling : core::Fp8Scaling::kDelayed) << 45 |
-      e(p.recompute == core::Recompute::kSelective ? p.recompute_modules : 0u) << 48 | e(p.elementwise) << 56 |
+      e(p.recompute == core::Recompute::kSelective ? p.recompute_modules & 0xFFu : 0u) << 48 |
+      e(p.recompute == core::Recompute::kSelective ? p.recompute_modules >> 8 : 0u) << 58 | e(p.elementwise) << 56 |
       e(p.ep > 1 ? p.moe_dispatcher : core::MoeDispatcher::kAllToAll) << 59 | e(p.repeat_kv) << 61 |
       e(p.grad_prescale) << 62;
-  // (The recompute mode: 4-5, its early stop 7, inside kRecomputeBits; ZeRO-3 gather kind: 43-44; recompute_modules: 8
-  // bits, 48-55; elementwise 56-57; MoE dispatcher 59; per-tensor ZeRO-3's overlapped reduce-scatters 60; repeat_kv 61;
-  // grad_prescale 62. The last word: the cross entropy, Transformer Engine at bit 8, whose FP8 TP gathers move the
-  // quantized bytes, core/step_graph.cc TpGather, and the MoE routing at bit 9 where the flex dispatcher reads it, the
-  // FP8 parameter gather at bit 10, FP8 attention at bit 11, the vocabulary's padding multiple from bit 12, DTensor's
-  // TP at bit 56: its collectives' copies and float8 gathers, core/step_graph.cc TpGather; PyTorch's CP at bit 57:
-  // its ring's copies and fp32 merges, core/step_graph.cc TorchCpCost.)
+  // (The recompute mode: 4-5, its early stop 7, inside kRecomputeBits; ZeRO-3 gather kind: 43-44; recompute_modules: 9
+  // bits, 48-55 and 58 (the ninth, moe); elementwise 56-57; MoE dispatcher 59; per-tensor ZeRO-3's overlapped
+  // reduce-scatters 60; repeat_kv 61; grad_prescale 62. The last word: the cross entropy, Transformer Engine at bit 8,
+  // whose FP8 TP gathers move the quantized bytes, core/step_graph.cc TpGather, and the MoE routing at bit 9 where the
+  // flex dispatcher reads it, the FP8 parameter gather at bit 10, FP8 attention at bit 11, the vocabulary's padding
+  // multiple from bit 12, DTensor's TP at bit 56: its collectives' copies and float8 gathers, core/step_graph.cc
+  // TpGather; PyTorch's CP at bit 57: its ring's copies and fp32 merges, core/step_graph.cc TorchCpCost.)
   return {p.tp,
           p.cp,
           p.ep,
@@ -1118,11 +1119,11 @@ ListKey StageSyncKey(const ListKey& key, const core::PlanSpec& p, const core::Cl
   return k;
 }
 // The recompute mode's bits in a ListKey's enum word (KeyOf): the mode and selective's modules.
-constexpr int64_t kRecomputeBits = int64_t{0xF} << 4 | int64_t{0xFF} << 48;
+constexpr int64_t kRecomputeBits = int64_t{0xF} << 4 | int64_t{0xFF} << 48 | int64_t{1} << 58;
 ListKey PartKey(ListKey k, core::LayerPart part, int64_t compute_spans, int64_t sync_spans) {
   if (part == core::LayerPart::kSync) return SyncPartKey(k, sync_spans);
   if (part != core::LayerPart::kRecompute) k[10] &= ~kRecomputeBits;  // recompute
-  // Kept: precision (bits 0-3), recompute (4-7 and its modules 48-55), tp_overlap (8-11), cp_kind
+  // Kept: precision (bits 0-3), recompute (4-7 and its modules 48-55, 58), tp_overlap (8-11), cp_kind
   // (12-15), SP (40), EP all-to-alls hidden (42: DualPipe or ep_overlap), FP8 scaling (45-46),
   // elementwise kernels (56-57), the MoE dispatcher (59) and repeat_kv (61: its copies are compute
   // ops); the cross entropy (word 12).

@@ -336,6 +336,18 @@ TEST(ActivationsTest, RecomputeModulesDropWhatTheyRecompute) {
   t = TermsByName(*d, q, true);
   EXPECT_EQ(t.count("shared_act_input") + t.count("shared_fc2_input"), 0u);
   EXPECT_EQ(base.at("shared_act_input") + base.at("shared_fc2_input"), 2 * 2 * ds * 2048 + 2 * ds * 2048);
+  // moe checkpoints the whole MoE layer: of its block only its input, the pre-MLP norm's output
+  // (2sbh), stays; with layernorm as well that one is freed too. The attention block keeps its own.
+  q.recompute_modules = ModuleBit(RecomputeModule::kMoe);
+  t = TermsByName(*d, q, true);
+  for (const char* gone : {"router_input", "router_probs", "expert_input", "expert_act_input", "expert_fc2_input",
+                           "shared_act_input", "shared_fc2_input"})
+    EXPECT_EQ(t.count(gone), 0u) << gone;
+  EXPECT_EQ(t.at("moe_input"), 2 * ds * dh);
+  EXPECT_EQ(t.at("q"), base.at("q"));
+  q.recompute_modules |= ModuleBit(RecomputeModule::kLayernorm);
+  t = TermsByName(*d, q, true);
+  EXPECT_EQ(t.count("moe_input"), 0u);
   // Full recomputation ignores the list: the layer input alone.
   q.recompute = Recompute::kFull;
   EXPECT_EQ(LayerActivationBytes(*d, q, true, Recompute::kFull), 2 * ds * dh);

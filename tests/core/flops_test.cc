@@ -82,6 +82,20 @@ TEST(FlopsTest, RecomputeModulesAddTheirGemmsToHardwareFlops) {
   EXPECT_NEAR(diff, 8.0 * 8192 * 32 * 2 * 3.0 * 4096 * 14336, 1e6);
 }
 
+TEST(FlopsTest, MoeModuleAddsTheWholeMoeLayerToHardwareFlops) {
+  // Qwen3-30B-A3B (48 MoE layers, h 2048, 128 experts of width 768, top 8, SwiGLU, no shared
+  // expert) under recompute_modules [moe]: hardware - model = one forward of every MoE layer, its
+  // router (2048 x 128) and its 8 routed experts (3 x 2048 x 768 each) per token:
+  // 2 x (8 x 3 x 2048 x 768 + 2048 x 128) = 76,021,760 FLOPs a token and layer.
+  auto m = LoadModel("qwen3-30b-a3b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p = Batch(8, 4096, Recompute::kSelective);
+  p.recompute_modules = ModuleBit(RecomputeModule::kMoe);
+  const double diff =
+      HardwareFlopsPerIteration(*m, p, AttentionFlops::kFull) - ModelFlopsPerIteration(*m, p, AttentionFlops::kFull);
+  EXPECT_NEAR(diff, 8.0 * 4096 * 48 * 76021760.0, 1e6);
+}
+
 TEST(FlopsTest, SaveQkvProjAddsTheAttentionWoAndTheMlpInput) {
   // Llama 3 8B under MaxText's save_qkv_proj: hardware - model = one forward of the attention
   // scores, of wo (h x h) and of w1 and w3 (2 x h x f) per token per layer; not Q/K/V or w2.

@@ -2,6 +2,8 @@
 #include "core/step_graph.h"
 
 #include <algorithm>
+#include <set>
+#include <string>
 #include <string_view>
 #include <tuple>
 
@@ -159,11 +161,7 @@ TEST(StepGraphTest, RecomputeRerunsMoeDispatcherSaysWhetherTheRecomputedLayerSyn
   // exactly when the recomputed MoE layer reruns the permutation and ops after it.
   auto m = LoadModel("qwen3-30b-a3b");
   ASSERT_TRUE(m.ok());
-  PlanSpec p;
-  p.ep = 8;
-  p.dp = 8;
-  p.gpus = 8;
-  p.seq_len = 4096;
+  PlanSpec p = Ep8Plan();
   auto reruns = [&](const PlanSpec& q) {
     bool permute = false, after = false;
     for (const Op& op : BuildLayerPart(*m, q, true, LayerPart::kRecompute)) {
@@ -179,6 +177,10 @@ TEST(StepGraphTest, RecomputeRerunsMoeDispatcherSaysWhetherTheRecomputedLayerSyn
   p.recompute_modules = ModuleBit(RecomputeModule::kTorchtitanOp);
   EXPECT_TRUE(RecomputeRerunsMoeDispatcher(p));
   EXPECT_TRUE(reruns(p));
+  // moe checkpoints the whole MoE layer (moe_layer.py): its dispatcher reruns.
+  p.recompute_modules = ModuleBit(RecomputeModule::kMoe);
+  EXPECT_TRUE(RecomputeRerunsMoeDispatcher(p));
+  EXPECT_TRUE(reruns(p));
   for (RecomputeModule mod : {RecomputeModule::kCoreAttn, RecomputeModule::kMoeAct, RecomputeModule::kLayernorm,
                               RecomputeModule::kSharedExperts, RecomputeModule::kMlp}) {
     p.recompute_modules = ModuleBit(mod);
@@ -188,6 +190,29 @@ TEST(StepGraphTest, RecomputeRerunsMoeDispatcherSaysWhetherTheRecomputedLayerSyn
   p.recompute = Recompute::kNone;
   EXPECT_FALSE(RecomputeRerunsMoeDispatcher(p));
   EXPECT_FALSE(reruns(p));
+}
+
+TEST(StepGraphTest, MoeModuleRerunsTheWholeMoeLayer) {
+  // DeepSeek-V3 at EP 8, recompute_modules [moe] (moe_layer.py: MoELayer.forward under
+  // tensor_parallel.checkpoint): the recompute pass reruns the router, the dispatcher (its
+  // permutations and both all-to-alls), the routed and the shared experts, and nothing outside
+  // the MoE layer: not its pre-MLP norm (the layernorm module's), the residual or the attention.
+  auto m = LoadModel("deepseek-v3");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p = Ep8Plan();
+  p.recompute = Recompute::kSelective;
+  p.recompute_modules = ModuleBit(RecomputeModule::kMoe);
+  std::set<std::string> names;
+  for (const Op& op : BuildLayerPart(*m, p, true, LayerPart::kRecompute)) {
+    EXPECT_EQ(op.pass, Pass::kRecompute) << op.name;
+    names.insert(op.name);
+  }
+  for (const char* rerun : {"router", "router_topk", "moe_permute", "ep_dispatch", "moe_permute_local", "expert_fc1",
+                            "expert_activation", "expert_fc2", "moe_permute_local_restore", "ep_combine",
+                            "moe_permute_restore", "shared_fc1", "shared_activation", "shared_fc2"})
+    EXPECT_EQ(names.count(rerun), 1u) << rerun;
+  for (const char* kept : {"moe_norm", "moe_residual", "attn_norm", "flash_attention", "attn_out_proj"})
+    EXPECT_EQ(names.count(kept), 0u) << kept;
 }
 
 TEST(StepGraphTest, TorchtitanPerOpPolicyRerunsTheUnsavedMatmuls) {

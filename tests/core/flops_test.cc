@@ -8,6 +8,11 @@
 namespace meshplan::core {
 namespace {
 
+// What recomputation adds: hardware FLOPs less model FLOPs of an iteration, the full s^2 count.
+double RecomputedFlops(const ModelSpec& m, const PlanSpec& p) {
+  return HardwareFlopsPerIteration(m, p, AttentionFlops::kFull) - ModelFlopsPerIteration(m, p, AttentionFlops::kFull);
+}
+
 PlanSpec Batch(int64_t gbs, int64_t seq, Recompute r) {
   PlanSpec p;
   p.global_batch = gbs;
@@ -65,8 +70,7 @@ TEST(FlopsTest, SelectiveRecomputeAddsTheAttentionScoresOnce) {
   auto m = LoadModel("gpt3-175b");
   ASSERT_TRUE(m.ok());
   const PlanSpec p = Batch(64, 2048, Recompute::kSelective);
-  const double diff =
-      HardwareFlopsPerIteration(*m, p, AttentionFlops::kFull) - ModelFlopsPerIteration(*m, p, AttentionFlops::kFull);
+  const double diff = RecomputedFlops(*m, p);
   EXPECT_NEAR(diff, 64.0 * 2048 * ForwardFlopsPerToken(*m, 2048, AttentionFlops::kFull).attention, 1e6);
 }
 
@@ -77,8 +81,7 @@ TEST(FlopsTest, RecomputeModulesAddTheirGemmsToHardwareFlops) {
   ASSERT_TRUE(m.ok());
   PlanSpec p = Batch(8, 8192, Recompute::kSelective);
   p.recompute_modules = ModuleBit(RecomputeModule::kMlp);
-  const double diff =
-      HardwareFlopsPerIteration(*m, p, AttentionFlops::kFull) - ModelFlopsPerIteration(*m, p, AttentionFlops::kFull);
+  const double diff = RecomputedFlops(*m, p);
   EXPECT_NEAR(diff, 8.0 * 8192 * 32 * 2 * 3.0 * 4096 * 14336, 1e6);
 }
 
@@ -91,8 +94,7 @@ TEST(FlopsTest, MoeModuleAddsTheWholeMoeLayerToHardwareFlops) {
   ASSERT_TRUE(m.ok());
   PlanSpec p = Batch(8, 4096, Recompute::kSelective);
   p.recompute_modules = ModuleBit(RecomputeModule::kMoe);
-  const double diff =
-      HardwareFlopsPerIteration(*m, p, AttentionFlops::kFull) - ModelFlopsPerIteration(*m, p, AttentionFlops::kFull);
+  const double diff = RecomputedFlops(*m, p);
   EXPECT_NEAR(diff, 8.0 * 4096 * 48 * 76021760.0, 1e6);
 }
 
@@ -103,8 +105,7 @@ TEST(FlopsTest, SaveQkvProjAddsTheAttentionWoAndTheMlpInput) {
   ASSERT_TRUE(m.ok());
   PlanSpec p = Batch(8, 8192, Recompute::kSelective);
   p.recompute_modules = ModuleBit(RecomputeModule::kSaveQkvProj);
-  const double diff =
-      HardwareFlopsPerIteration(*m, p, AttentionFlops::kFull) - ModelFlopsPerIteration(*m, p, AttentionFlops::kFull);
+  const double diff = RecomputedFlops(*m, p);
   const double attention = ForwardFlopsPerToken(*m, 8192, AttentionFlops::kFull).attention;
   EXPECT_NEAR(diff, 8.0 * 8192 * (attention + 32 * 2 * (4096.0 * 4096 + 2 * 4096.0 * 14336)), 1e6);
 }

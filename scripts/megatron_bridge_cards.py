@@ -202,6 +202,14 @@ for card, (name, part) in MODELS.items():
 # The runs whose card also prints the peak memory: tests/data/memory/megatron_bridge_cards_memory.json,
 # the same record with the memory as measured (peak allocated and reserved, as the card's text
 # says: Megatron-Bridge's logger.log_device_memory_used, torch.cuda.max_memory_allocated/reserved).
+# The cards label these GiB, but the numbers are what Megatron-Bridge's training log prints, "(after N
+# iterations) memory (GB)": torch.cuda.memory_stats() bytes / 1.0e9, rounded to five significant
+# digits (src/megatron/bridge/training/utils/train_utils.py report_memory, line 1263 at ffeb5a7ae8,
+# 1204 at 600d069b8 and 067f987df; every printed value has five significant digits: 59.000, 69.344,
+# 72.066, 156.85, 161.26). The records hold GiB: value x 1e9 / 2^30.
+LOGGED_GB = ('Megatron-Bridge logs bytes / 1.0e9 rounded to five significant digits (training/utils/train_utils.py '
+             'report_memory at the run\'s commit)')
+GB_PER_GIB = 1e9 / 2**30
 memory = []
 for r in records:
     other = r['measured']['other']
@@ -219,13 +227,13 @@ for r in records:
     m = json.loads(json.dumps(r), object_pairs_hook=collections.OrderedDict)
     rank0 = 'rank-0' in text
     m['measured'] = collections.OrderedDict([
-        ('peak_allocated_gib', alloc),
-        ('reserved_gib', rsv),
+        ('peak_allocated_gib', round(alloc * GB_PER_GIB, 3)),
+        ('reserved_gib', round(rsv * GB_PER_GIB, 3)),
         ('peak_gib', None),
         ('metric', 'peak allocated and peak reserved (%s: torch.cuda max_memory_allocated / max_memory_reserved, '
                    'as Megatron-Bridge logs them)' % where),
         ('value_as_printed', '%s / %s' % (alloc, rsv)),
-        ('unit_as_printed', 'GiB'),
+        ('unit_as_printed', 'GiB, read as 1e9 bytes: ' + LOGGED_GB),
         ('which_rank', 'rank 0 (the card: "peak rank-0 allocated/reserved memory")' if rank0 else
          'not stated (the card: "Peak device memory is ... allocated and ... reserved")'),
         ('notes', None),

@@ -22,7 +22,8 @@ const std::vector<ComparisonAxis>& ComparisonAxes() {
       {"gpus", {"gpus"}, {"dp", "global_batch", "hsdp_shard_size"}},
       {"micro_batch", {"micro_batch"}, {"global_batch"}},
       {"seq_len", {"seq_len"}, {"global_batch", "micro_batch"}},
-      {"recompute", {"recompute"}, {"recompute_layers", "recompute_modules", "recompute_early_stop"}},
+      {"recompute", {"recompute", "recompute_modules", "recompute_layers"}, {"recompute_early_stop"}},
+      {"ep_overlap", {"ep_overlap"}, {}},
       {"layout",
        {"tp", "pp", "cp", "ep"},
        {"dp", "etp", "vpp", "schedule", "sequence_parallel", "micro_batch", "global_batch", "placement"}},
@@ -72,14 +73,22 @@ bool InAny(const std::string& key, const std::vector<std::string_view>& names) {
 
 std::string Text(const Json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
-// The values of `axis`'s varied fields, in its order (a missing field as null).
+// The values of `axis`'s varied fields, in its order (a missing field as null; a list, flattened
+// into one pointer per element, as the array of its elements: recompute_modules).
 std::vector<Json> VariedValues(const std::map<std::string, Json>& fields, const ComparisonAxis& axis) {
   std::vector<Json> out;
   for (std::string_view name : axis.varied) {
     std::string key(1, '/');
     key.append(name);
     auto it = fields.find(key);
-    out.push_back(it == fields.end() ? Json() : it->second);
+    if (it != fields.end()) {
+      out.push_back(it->second);
+      continue;
+    }
+    Json list = Json::array();
+    for (auto e = fields.lower_bound(key + "/"); e != fields.end() && e->first.rfind(key + "/", 0) == 0; ++e)
+      list.push_back(e->second);
+    out.push_back(list.empty() ? Json() : list);
   }
   return out;
 }

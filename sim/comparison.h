@@ -27,7 +27,9 @@ struct ComparisonAxis {
   std::vector<std::string_view> varied;
   std::vector<std::string_view> companions;
 };
-// precision, gpus, micro_batch, seq_len, recompute, layout (tp, pp, cp, ep).
+// precision, gpus, micro_batch, seq_len, recompute (what is recomputed: the granularity, the
+// selective modules or the layer count), ep_overlap (Megatron-Core's EP all-to-all overlap),
+// layout (tp, pp, cp, ep).
 const std::vector<ComparisonAxis>& ComparisonAxes();
 
 // One judged record as the pairing sees it: its result (published and predicted in the same unit,

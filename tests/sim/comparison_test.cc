@@ -82,6 +82,33 @@ TEST(ComparisonTest, RunsThatDifferInOneThingPairOnItsAxis) {
   EXPECT_NEAR(c.all.median_error, (1080.0 / 1100) / 0.95 - 1, 1e-12);
 }
 
+TEST(ComparisonTest, SelectiveModulesAndTheEpOverlapAreWhatARunChanges) {
+  // Two selective recomputations of other modules are a recompute pair (the granularity equal, the
+  // modules the change), and Megatron-Core's EP overlap on or off is a pair of its own axis.
+  std::vector<core::Scenario> s(3, Llama8b());
+  for (auto& x : s) {
+    x.plan.recompute = core::Recompute::kSelective;
+    x.plan.recompute_modules = core::ModuleBit(core::RecomputeModule::kLayernorm);
+  }
+  s[1].plan.recompute_modules |= core::ModuleBit(core::RecomputeModule::kMlp);
+  s[2].plan.ep_overlap = true;
+  std::vector<ValidationRecord> r = {Record("a", 1000, 1100), Record("b", 950, 1000), Record("c", 1200, 1300)};
+  const ComparisonSummary c = PairsOfOneTable(r, s);
+  ASSERT_EQ(c.pairs.size(), 2u);
+  EXPECT_EQ(c.pairs[0].axis, "recompute");
+  EXPECT_EQ(c.pairs[0].first, "a");  // ["layernorm"] sorts before ["layernorm","mlp"]
+  EXPECT_EQ(c.pairs[0].second, "b");
+  EXPECT_EQ(c.pairs[0].change, R"(recompute_modules ["layernorm"] -> ["layernorm","mlp"])");
+  // b over a: published 0.95, predicted 1000 / 1100 = 0.90909, -4.31%.
+  EXPECT_NEAR(c.pairs[0].error, (1000.0 / 1100) / 0.95 - 1, 1e-12);
+  // c over a: published 1.2, predicted 1300 / 1100 = 1.18182, -1.52%.
+  EXPECT_EQ(c.pairs[1].axis, "ep_overlap");
+  EXPECT_EQ(c.pairs[1].first, "a");
+  EXPECT_EQ(c.pairs[1].second, "c");
+  EXPECT_EQ(c.pairs[1].change, "ep_overlap false -> true");
+  EXPECT_NEAR(c.pairs[1].error, (1300.0 / 1100) / 1.2 - 1, 1e-12);
+}
+
 TEST(ComparisonTest, RunsOfOtherTablesStacksOrModelsDoNotPair) {
   std::vector<core::Scenario> s(4, Llama8b());
   for (size_t i = 1; i < s.size(); ++i) s[i].plan.precision = core::Dtype::kFp8;

@@ -657,19 +657,19 @@ TEST(ValidationTest, EveryRecordsScenarioIsAPlanFileThatReadsBack) {
     EXPECT_FALSE(d.has_errors()) << id << ": " << d.ToStatus().message();
   };
   size_t runs = 0, peaks = 0;
-  for (const char* f :
-       {"automodel_performance_summary.json", "bloom_prequel_2202.json", "llmfoundry_benchmarks.json",
-        "megatron_bridge_cards.json", "megatron_lm_moe_recipes.json", "megatron_lm_readme_2024.json",
-        "mlperf_training.json", "nemo_long_sequence.json", "nemo_performance_summaries.json", "papers_at_scale.json",
-        "published.json", "published_beyond_tuning.json", "torchtitan_a100_2404.json", "torchtitan_h100_2412.json",
-        "torchtitan_h100_2506_asynctp.json", "torchtitan_h200_2506.json"})
+  for (const char* f : {"automodel_performance_summary.json", "bloom_prequel_2202.json", "llmfoundry_benchmarks.json",
+                        "megatron_bridge_cards.json", "megatron_bridge_skills.json", "megatron_lm_moe_recipes.json",
+                        "megatron_lm_readme_2024.json", "mlperf_training.json", "nemo_long_sequence.json",
+                        "nemo_performance_summaries.json", "papers_at_scale.json", "published.json",
+                        "published_beyond_tuning.json", "torchtitan_a100_2404.json", "torchtitan_h100_2412.json",
+                        "torchtitan_h100_2506_asynctp.json", "torchtitan_h200_2506.json"})
     for (const auto& r : Corpus(f)) {
       check(r.id, r.scenario);
       ++runs;
     }
-  for (const char* f :
-       {"memory_measured.json", "megatron_ci_memory.json", "published_outcomes.json", "h200_probe_memory.json",
-        "torchtitan_h200_2506_memory.json", "megatron_bridge_cards_memory.json"}) {
+  for (const char* f : {"memory_measured.json", "megatron_ci_memory.json", "published_outcomes.json",
+                        "h200_probe_memory.json", "torchtitan_h200_2506_memory.json",
+                        "megatron_bridge_cards_memory.json", "megatron_bridge_skills_memory.json"}) {
     std::vector<std::string> skipped;
     const auto records = MemoryCorpus(f, &skipped);
     ASSERT_TRUE(records.ok()) << f;
@@ -682,11 +682,12 @@ TEST(ValidationTest, EveryRecordsScenarioIsAPlanFileThatReadsBack) {
   // v25.04.02's 28 Llama 3.1 and 24 Nemotron-4 rows and v24.11.1's 28 Llama 3.1, 16 Nemotron-4 15B
   // and 10 GPT-3 175B rows; 1,034 before MLPerf Training v6.0's 10 DeepSeek-V3 rows, 1,044 before
   // Megatron-LM's 14 MoE recipes, 1,058 before the 7 points of its README's H100 strong-scaling
-  // figure, 1,065 before Megatron-Bridge's 15 verification-card runs); docs/memory.md: 271
-  // measured peaks (268 before the three those cards print) and 22 records that print only
-  // whether the run fitted.
-  EXPECT_EQ(runs, 1080u);
-  EXPECT_EQ(peaks, 293u);
+  // figure, 1,065 before Megatron-Bridge's 15 verification-card runs, 1,080 before the 5 of its
+  // performance skills' matched experiments); docs/memory.md: 274 measured peaks (268 before the
+  // three those cards print, 271 before the skills' three) and 26 records that print only whether
+  // the run fitted (22 before the skills' four Nemotron 3 Nano layouts that ran out of memory).
+  EXPECT_EQ(runs, 1085u);
+  EXPECT_EQ(peaks, 300u);
 }
 
 TEST(ValidationTest, CorpusMapsMoreThan150RunsWithProvenance) {
@@ -2110,8 +2111,8 @@ TEST(ValidationTest, MegatronBridgeCardsTakeTheirRecipesAndTheirStepTimes) {
   EXPECT_FALSE(p.overlap_grad_reduce);
   // Nemotron 3 Super on 64 H100s recomputes whole MoE layers (recompute_modules moe, with
   // layernorm, moe_act and core_attn) and pads each expert to 1.1x its tokens: it fits (the card
-  // measured 59.0 GiB allocated, 69.3 reserved; out_of_memory below, 0: it was called out of memory
-  // while moe was costed as kept).
+  // measured 59.0 GB allocated, 69.3 reserved, as Megatron-Bridge logs bytes / 1e9; out_of_memory
+  // below, 0: it was called out of memory while moe was costed as kept).
   const auto* sh = Find(all, "megatron-bridge-2606-card-h100-nemotron-3-super-64gpu-bf16");
   ASSERT_TRUE(sh);
   EXPECT_TRUE(sh->scenario.plan.Recomputes(core::RecomputeModule::kMoe));
@@ -2124,6 +2125,70 @@ TEST(ValidationTest, MegatronBridgeCardsTakeTheirRecipesAndTheirStepTimes) {
   EXPECT_LE(v.all.p90_abs_error, 0.368);
   EXPECT_LE(v.all.max_abs_error, 0.728);
   EXPECT_EQ(v.all.out_of_memory, 0u);
+}
+
+TEST(ValidationTest, MegatronBridgeSkillsChangeOneSettingARun) {
+  // tests/data/validation/megatron_bridge_skills.json and tests/data/memory/
+  // megatron_bridge_skills_memory.json (scripts/megatron_bridge_skills.py): the matched experiments
+  // Megatron-Bridge's performance skills print (skills/ at 067f987df0), each recipe's settings in
+  // presets/launches/megatron-bridge-skills.json.
+  size_t skipped = 0;
+  const std::vector<core::PublishedRun> all = Corpus("megatron_bridge_skills.json", &skipped);
+  EXPECT_EQ(skipped, 0u);
+  ASSERT_EQ(all.size(), 5u);
+  for (const auto& r : all) EXPECT_EQ(r.stack, "megatron-bridge-2025") << r.id;
+  // Plain EP overlap on Qwen3-30B-A3B, 16 H100s, EP 16 over two nodes with HybridEP: 24.7138 s a
+  // step without it, 21.0725 s with it (1024 x 4096 / (step x 16) tokens/s per GPU), the only
+  // change (Megatron-Bridge #5094).
+  const auto* off = Find(all, "megatron-bridge-skills-h100-qwen3-30b-a3b-16gpu-bf16-ep-overlap-off");
+  const auto* on = Find(all, "megatron-bridge-skills-h100-qwen3-30b-a3b-16gpu-bf16-ep-overlap-on");
+  ASSERT_TRUE(off && on);
+  EXPECT_FALSE(off->scenario.plan.ep_overlap);
+  EXPECT_TRUE(on->scenario.plan.ep_overlap);
+  EXPECT_NEAR(off->published, 1024.0 * 4096 / (24.7138 * 16), 1e-6);
+  EXPECT_NEAR(on->published / off->published, 24.7138 / 21.0725, 1e-9);  // 1.173
+  // Predicted, the overlap gains 1.495x (2026-12-06): the all-to-all it hides is costed as k = 8
+  // copies of each token, half of them over the network, where HybridEP forwards one copy a node
+  // (the node-level dispatch named in docs/validation.md); -28.8% without the overlap, -9.3% with.
+  const ValidationSummary v = ValidateRuns(all, core::Profile{});
+  double pred_off = 0, pred_on = 0;
+  for (const auto& r : v.records) {
+    if (r.id == off->id) pred_off = r.predicted;
+    if (r.id == on->id) pred_on = r.predicted;
+  }
+  ASSERT_GT(pred_off, 0);
+  EXPECT_NEAR(pred_on / pred_off, 1.495, 0.02);
+  // Nemotron 3 Nano on 16 H100s at 8,192 tokens, one microbatch a step: whole MoE layers
+  // recomputed (moe), then with layernorm too; the study's rows +4.1% and +7.1%.
+  const auto* moe = Find(all, "megatron-bridge-skills-h100-nemotron-3-nano-16gpu-bf16-recompute-moe");
+  ASSERT_TRUE(moe);
+  EXPECT_TRUE(moe->scenario.plan.Recomputes(core::RecomputeModule::kMoe));
+  EXPECT_FALSE(moe->scenario.plan.Recomputes(core::RecomputeModule::kLayernorm));
+  EXPECT_NEAR(moe->published, 16.0 * 8192 / (0.65742 * 16), 1e-6);
+  EXPECT_LE(v.all.max_abs_error, 0.29);
+  EXPECT_EQ(v.all.out_of_memory, 0u);
+
+  // Memory: the peaks as Megatron-Bridge logs them, bytes / 1e9 (64.653 GB = 60.21 GiB); the four
+  // Nemotron 3 Nano layouts that ran out of memory (none, core_attn, moe_act, layernorm + moe_act).
+  std::vector<std::string> mskipped;
+  const auto mem = MemoryCorpus("megatron_bridge_skills_memory.json", &mskipped);
+  ASSERT_TRUE(mem.ok());
+  EXPECT_TRUE(mskipped.empty());
+  ASSERT_EQ(mem->size(), 7u);
+  const ValidationSummary m = ValidateMemory(*mem);
+  EXPECT_EQ(m.all.n, 3u);
+  ASSERT_EQ(m.verdicts.size(), 4u);
+  for (const auto& r : m.records)
+    if (r.id == moe->id) EXPECT_NEAR(r.published, 64.653e9 / (1 << 30), 1e-3);
+  // Today (2026-12-06): the two Nano peaks +12.1% / +12.4% (67.5 and 66.6 GiB predicted against
+  // 60.2 and 59.3), Qwen3-30B-A3B's -6.0%; three verdicts right, and layernorm + moe_act, which ran
+  // out of memory in its first iteration with "CUDA-graph private pools ... material" (graph pools
+  // not costed), predicted tight (81.4 GiB on the GPU of 80 with the assumed reserve).
+  EXPECT_LE(m.all.max_abs_error, 0.13);
+  EXPECT_EQ(m.verdicts_wrong, 1u);
+  for (const auto& vr : m.verdicts)
+    if (vr.id.find("recompute-none") != std::string::npos || vr.id.find("recompute-moe-act") != std::string::npos)
+      EXPECT_TRUE(vr.Right()) << vr.id << " " << vr.predicted_gib;
 }
 
 TEST(ValidationTest, MegatronBridgePrintsTflopsWithMegatronLmsCausalCount) {

@@ -15,7 +15,9 @@ FROM_RECIPE below, with the file and line). The step time is the measurement rec
 converter's `iteration_time_s`); the card's tokens/s and TFLOP/s per GPU are kept as printed. Runs of models meshplan has no preset for (DeepSeek-V4 Flash and the Qwen3.5/3.6
 vision-language cards) are not recorded. Needs PyYAML.
 """
-import argparse, collections, json, re, subprocess, yaml
+import collections, json, re, yaml
+
+from megatron_bridge_common import GIB_PER_GB, LOGGED_GB, git_show, mirror_args
 
 CARDS_AT = '067f987df03b8355b03192d88d70f1709fedf51a'  # main, 2026-08-22
 URL = 'https://github.com/NVIDIA-NeMo/Megatron-Bridge/blob/%s/' % CARDS_AT
@@ -64,15 +66,11 @@ NOT_RECORDED = {
                                              'Nemotron 3 Super rows',
 }
 
-ap = argparse.ArgumentParser()
-ap.add_argument('--mirror', required=True, help='git dir of NVIDIA-NeMo/Megatron-Bridge holding %s' % CARDS_AT)
-ap.add_argument('--out-dir', default='.')
-args = ap.parse_args()
+args = mirror_args(CARDS_AT)
 
 
 def show(path):
-    return subprocess.run(['git', '--git-dir', args.mirror, 'show', '%s:%s' % (CARDS_AT, path)], check=True,
-                          capture_output=True, text=True).stdout
+    return git_show(args.mirror, CARDS_AT, path)
 
 
 def printed_layout(text):
@@ -202,14 +200,7 @@ for card, (name, part) in MODELS.items():
 # The runs whose card also prints the peak memory: tests/data/memory/megatron_bridge_cards_memory.json,
 # the same record with the memory as measured (peak allocated and reserved, as the card's text
 # says: Megatron-Bridge's logger.log_device_memory_used, torch.cuda.max_memory_allocated/reserved).
-# The cards label these GiB, but the numbers are what Megatron-Bridge's training log prints, "(after N
-# iterations) memory (GB)": torch.cuda.memory_stats() bytes / 1.0e9, rounded to five significant
-# digits (src/megatron/bridge/training/utils/train_utils.py report_memory, line 1263 at ffeb5a7ae8,
-# 1204 at 600d069b8 and 067f987df; every printed value has five significant digits: 59.000, 69.344,
-# 72.066, 156.85, 161.26). The records hold GiB: value x 1e9 / 2^30.
-LOGGED_GB = ('Megatron-Bridge logs bytes / 1.0e9 rounded to five significant digits (training/utils/train_utils.py '
-             'report_memory at the run\'s commit)')
-GB_PER_GIB = 1e9 / 2**30
+# The cards label these GiB, but they are Megatron-Bridge's logged decimal GB (megatron_bridge_common.py).
 memory = []
 for r in records:
     other = r['measured']['other']
@@ -227,8 +218,8 @@ for r in records:
     m = json.loads(json.dumps(r), object_pairs_hook=collections.OrderedDict)
     rank0 = 'rank-0' in text
     m['measured'] = collections.OrderedDict([
-        ('peak_allocated_gib', round(alloc * GB_PER_GIB, 3)),
-        ('reserved_gib', round(rsv * GB_PER_GIB, 3)),
+        ('peak_allocated_gib', round(alloc * GIB_PER_GB, 3)),
+        ('reserved_gib', round(rsv * GIB_PER_GB, 3)),
         ('peak_gib', None),
         ('metric', 'peak allocated and peak reserved (%s: torch.cuda max_memory_allocated / max_memory_reserved, '
                    'as Megatron-Bridge logs them)' % where),

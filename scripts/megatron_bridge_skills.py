@@ -33,22 +33,19 @@ rounded to five significant digits (src/megatron/bridge/training/utils/train_uti
 line 1204 at 600d069b82 and 067f987df0), whether they call it GB or GiB (62.166, 64.653, 63.639: five
 significant digits each); the records hold GiB, value x 1e9 / 2^30. Needs PyYAML.
 """
-import argparse, collections, json, re, subprocess, yaml
+import collections, json, re, yaml
+
+from megatron_bridge_common import GIB_PER_GB, git_show, mirror_args
 
 AT = '067f987df03b8355b03192d88d70f1709fedf51a'  # main, 2026-08-22
 URL = 'https://github.com/NVIDIA-NeMo/Megatron-Bridge/blob/%s/' % AT
-GIB_PER_GB = 1e9 / 2**30
 OD = collections.OrderedDict
 
-ap = argparse.ArgumentParser()
-ap.add_argument('--mirror', required=True, help='git dir of NVIDIA-NeMo/Megatron-Bridge holding %s' % AT)
-ap.add_argument('--out-dir', default='.')
-args = ap.parse_args()
+args = mirror_args(AT)
 
 
 def show(path):
-    return subprocess.run(['git', '--git-dir', args.mirror, 'show', '%s:%s' % (AT, path)], check=True,
-                          capture_output=True, text=True).stdout
+    return git_show(args.mirror, AT, path)
 
 
 def record(rid, path, table, row, recipe, name, hf_id, seq, gpus, tp, pp, cp, ep, mbs, gbs, step_s, tflops,

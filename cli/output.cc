@@ -116,7 +116,8 @@ std::string MoeLine(const core::ModelSpec& m, const core::PlanSpec& p) {
   if (p.ep > 0 && e.experts % p.ep == 0) o << ", " << e.experts / p.ep << " per EP rank";
   o << " | " << (e.capacity_factor > 0 ? "capacity factor " + Fmt("%.3g", e.capacity_factor) : std::string("dropless"))
     << " | dispatcher " << core::Name(p.moe_dispatcher) << ", routing " << core::Name(p.moe_routing)
-    << (p.ep_overlap ? ", EP all-to-all overlapped" : "") << " | probabilities " << core::Name(p.moe_probs) << " | "
+    << (p.ep_overlap ? ", EP all-to-all overlapped" : "") << (p.delay_wgrad ? " (weight gradients delayed)" : "")
+    << " | probabilities " << core::Name(p.moe_probs) << " | "
     << (p.moe_grouped_gemm ? "grouped GEMM" : "one GEMM per expert") << " | host floor " << core::Name(p.moe_host);
   if (m.bias == core::BiasKind::kAll) o << " | expert fc2 bias " << core::Name(p.expert_bias);
   return o.str();

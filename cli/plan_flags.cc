@@ -89,6 +89,10 @@ void PlanFlags::Register(CLI::App* app) {
       "--ep-overlap", [this] { ep_overlap = true; },
       "MoE: each microbatch's EP all-to-alls run under another microbatch's compute "
       "(Megatron-Core --overlap-moe-expert-parallel-comm; needs --ep > 1)");
+  p->add_flag_callback(
+      "--delay-wgrad", [this] { delay_wgrad = true; },
+      "MoE with --ep-overlap: the merged layers' weight gradients run apart from their input gradients, so the "
+      "backward all-to-alls start earlier (Megatron-Core --delay-wgrad-compute)");
   p->add_option("--tp-overlap", tp_overlap,
                 "TP collectives under GEMMs: none|backward|full|async (default backward, Megatron-LM's async "
                 "input-gradient reduction; full: Transformer Engine userbuffers; async: PyTorch's AsyncTP, "
@@ -401,6 +405,7 @@ void PlanFlags::ApplyPlanFlags(bool from_file, core::ModelSpec* spec, core::Plan
   if (grad_accum_fusion) p.grad_accum_fusion = *grad_accum_fusion;
   if (grad_prescale) p.grad_prescale = *grad_prescale;
   if (ep_overlap) p.ep_overlap = *ep_overlap;
+  if (delay_wgrad) p.delay_wgrad = *delay_wgrad;
   if (repeat_kv) p.repeat_kv = *repeat_kv;
   if (dtensor_tp) p.dtensor_tp = *dtensor_tp;
   if (torch_cp) p.torch_cp = *torch_cp;

@@ -295,6 +295,7 @@ struct LaunchConfig {
   int64_t recompute_layers = 0;
   int64_t activation_offload_layers = 0;  // layers whose activations go to host memory
   bool ep_overlap = false;                // Megatron-Core's batch-level EP all-to-all overlap
+  bool delay_wgrad = false;               // Megatron-Core's delay_wgrad_compute (with the overlap)
   // The recipe's moe_token_dispatcher_type and flex backend ("alltoall", "flex/deepep",
   // "flex/hybridep"; empty: the launch file does not say).
   std::string moe_dispatcher;
@@ -382,6 +383,7 @@ std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
                                           .recompute_layers = IntOr(v, "recompute_num_layers", 0),
                                           .activation_offload_layers = IntOr(v, "activation_offload_layers", 0),
                                           .ep_overlap = BoolAt(v, "moe_a2a_overlap").value_or(false),
+                                          .delay_wgrad = BoolAt(v, "delay_wgrad").value_or(false),
                                           .moe_dispatcher = StrOr(v, "moe_dispatcher"),
                                           .grad_reduce_in_fp32 = BoolAt(v, "grad_reduce_in_fp32"),
                                           .overlap_grad_reduce = BoolAt(v, "overlap_grad_reduce"),
@@ -1504,6 +1506,11 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     p.ep_overlap = true;
     run.assumptions.push_back(
         "EP all-to-alls under another microbatch's compute (overlap_moe_expert_parallel_comm) from " + launch_name());
+    if (launch->delay_wgrad) {
+      p.delay_wgrad = true;
+      run.assumptions.push_back("weight gradients apart from the input gradients (delay_wgrad_compute) from " +
+                                launch_name());
+    }
   }
   // The MoE layer's host floor (core/specs.h MoeHost): a recipe that captures whole layers or the
   // whole iteration in CUDA graphs (Megatron-Core's cuda_graph_impl local, or full_iteration)

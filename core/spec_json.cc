@@ -631,6 +631,7 @@ void ReadPlan(ObjectReader& r, const std::string& prefix, PlanSpec* p, Diagnosti
   r.Bool("grad_accum_fusion", &p->grad_accum_fusion);
   r.Bool("grad_prescale", &p->grad_prescale);
   r.Bool("ep_overlap", &p->ep_overlap);
+  r.Bool("delay_wgrad", &p->delay_wgrad);
   r.Enum("tp_overlap", &p->tp_overlap);
   r.Enum("zero3_gather", &p->zero3_gather);
   r.Enum("fp8_scaling", &p->fp8_scaling);
@@ -723,6 +724,7 @@ OJson WritePlan(const PlanSpec& p) {
   j["grad_accum_fusion"] = p.grad_accum_fusion;
   j["grad_prescale"] = p.grad_prescale;
   j["ep_overlap"] = p.ep_overlap;
+  j["delay_wgrad"] = p.delay_wgrad;
   j["tp_overlap"] = Name(p.tp_overlap);
   j["zero3_gather"] = Name(p.zero3_gather);
   j["fp8_scaling"] = Name(p.fp8_scaling);

@@ -646,6 +646,11 @@ struct PlanSpec {
   // forward and backward passes of adjacent microbatches are merged; megatron/core/transformer/
   // moe/README.md). DualPipe does the same by itself.
   bool ep_overlap = false;
+  // With ep_overlap: the weight gradients of a merged layer's blocks run apart from their input
+  // gradients (Megatron-Core's --delay-wgrad-compute, which needs the overlap: transformer_config.py
+  // at 6cd6ea530e), so the backward's all-to-all after a block waits for its input gradient only
+  // (sim/step_model.cc MergedEpPeriod).
+  bool delay_wgrad = false;
   // Which TP collectives run under GEMMs: none (Megatron-LM 2021), backward (the input-gradient
   // all-reduce/reduce-scatter under the weight-gradient GEMM, Megatron-LM since 2022), full
   // (also the forward ones: Transformer Engine userbuffers), async (PyTorch's micro-pipeline TP,

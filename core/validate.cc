@@ -673,6 +673,10 @@ void CheckShardingAndOffload(const PlanSpec& pl, const ModelSpec& m, const GpuSp
     d->Error(
         "plan.ep_overlap",
         "needs plan.ep > 1: without expert parallelism there are no all-to-alls to overlap (got ep " + S(pl.ep) + ")");
+  if (pl.delay_wgrad && !pl.ep_overlap)
+    d->Error("plan.delay_wgrad",
+             "needs plan.ep_overlap: Megatron-Core delays the weight gradients only for the merged EP-overlap schedule "
+             "(--delay-wgrad-compute asserts --overlap-moe-expert-parallel-comm)");
 }
 
 // The first and last layers kept in BF16 under a quantized precision (Megatron-Core's rules,

@@ -117,6 +117,7 @@ for (suf,path,model,gpu,recipe,gpus,tup,bsl,feat,tf,prec) in rows:
     run['cuda_graph']=cg
     run['moe_dispatcher']=disp
     run['moe_a2a_overlap']=a2a
+    if a2a and k('delay_wgrad_compute'): run['delay_wgrad']=True
     run['tp_comm_overlap']=False
     run['overlap_grad_reduce']=ogr
     run['overlap_param_gather']=opg

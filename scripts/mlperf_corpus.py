@@ -676,6 +676,8 @@ def transcript_record_for(tdir, version, submitter, system, bench, model, notes)
         "cuda_graph": env.get("CUDA_GRAPH_SCOPE") or "none",
         "moe_dispatcher": dispatcher,
         "moe_a2a_overlap": env.get("OVERLAP_MOE_EXPERT_PARALLEL_COMM", "").lower() == "true",
+        **({"delay_wgrad": True} if env.get("OVERLAP_MOE_EXPERT_PARALLEL_COMM", "").lower() == "true"
+           and env.get("DELAY_WGRAD_COMPUTE", "").lower() == "true" else {}),
         "tp_comm_overlap": model["launch"]["tp_comm_overlap"],
         "overlap_grad_reduce": True,
         "overlap_param_gather": True,

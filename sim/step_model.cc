@@ -23,6 +23,30 @@ using core::Op;
 using core::OpKind;
 using core::Pass;
 
+// (MergedEp's schedule, step_model.h.)
+double MergedEpPeriod(const MergedEp& e) {
+  double comm = 0, comp = 0, grad = 0, input = 0;  // the streams free; the backward's and forward's inputs ready
+  double end[7] = {};
+  for (int layer = 1; layer <= 6; ++layer) {
+    const double combine_b = std::max(comm, grad) + e.combine_b + e.post_b;
+    const double pre_f = std::max(comp, input) + e.pre_f + e.post_b;
+    const double mlp_b = std::max(pre_f, combine_b) + e.mlp_b;
+    const double mlp_w = mlp_b + e.mlp_w;
+    const double dispatch_f = std::max(combine_b, pre_f) + e.dispatch_f;
+    const double dispatch_b = std::max(dispatch_f, e.delay_wgrad ? mlp_b : mlp_w) + e.dispatch_b;
+    const double mlp_f = std::max(mlp_w, dispatch_f) + e.mlp_f;
+    const double combine_f = std::max(dispatch_b, mlp_f) + e.combine_f + e.post_f;
+    const double pre_b = std::max(mlp_f, dispatch_b) + e.pre_b + e.post_f;
+    const double pre_w = pre_b + e.pre_w;
+    comm = combine_f;
+    comp = pre_w;
+    grad = e.delay_wgrad ? pre_b : pre_w;
+    input = combine_f;
+    end[layer] = std::max(comm, comp);
+  }
+  return (end[6] - end[2]) / 4;
+}
+
 namespace {
 
 double Peak(const core::GpuSpec& g, core::Dtype d) {
@@ -96,6 +120,7 @@ struct ListCost {
   // By core::Pass, the four that repeat per microbatch; once-per-step work (Pass::kStep) is
   // costed apart (Coster::Add's StepWork).
   std::array<PassCost, 4> pass;
+  MergedEp ep;  // a MoE layer's under Megatron-Core's EP overlap (Coster::AddMergedEp); else inactive
   void AddPasses(const ListCost& o) {
     for (size_t ps = 0; ps < pass.size(); ++ps) {
       pass[ps].compute += o.pass[ps].compute;
@@ -111,6 +136,8 @@ struct ListCost {
       pass[ps].slow += o.pass[ps].slow;
       pass[ps].slow_cp += o.pass[ps].slow_cp;
     }
+    if (o.ep.active) [[unlikely]]
+      ep.Add(o.ep);
   }
   // Finishes the list: applies the overlap rule to each pass and returns the totals a rank adds.
   // A ring-attention KV exchange runs under the attention blocks it feeds (Liu et al. 2023; the
@@ -156,6 +183,8 @@ struct ListCost {
         time[ps] += e + slowdown;
       }
     }
+    if (ep.active) [[unlikely]]
+      FinishMergedEp(time, slowed, &t);
     t.forward_s = time[kF];
     t.forward_after_sync_s = pass[kF].after_sync;
     t.recompute_pass_s = time[kR];
@@ -166,6 +195,24 @@ struct ListCost {
     t.compute_s = pass[kF].compute + pass[kB].compute + pass[kW].compute;
     t.recompute_s = pass[kR].compute;
     return t;
+  }
+  // The merged schedule's EP all-to-alls (MergedEp; Coster::Add left them out of the passes): what
+  // one merged layer adds beyond its compute stream's blocks, MergedEpPeriod - MergedEp::Compute(),
+  // is their exposed time, shared between the forward and the backward input-gradient pass by their
+  // communication streams' time; while the rest runs beside compute it slows it by OverlapSlowdown,
+  // in the hidden share, counted as exposed EP time as Finish does for the others.
+  [[gnu::noinline, gnu::cold]] void FinishMergedEp(double* time, double* slowed, ListTotals* t) const {
+    constexpr int kF = static_cast<int>(Pass::kForward), kB = static_cast<int>(Pass::kBackwardInput);
+    const double comm = ep.Comm();
+    const double exposed = std::max(0.0, MergedEpPeriod(ep) - ep.Compute());
+    const double hidden = comm > 0 ? std::max(0.0, 1.0 - exposed / comm) : 0.0;
+    const double forward = comm > 0 ? ep.ForwardComm() / comm : 0.0;
+    const double slowdown = ep.slow * hidden;
+    time[kF] += (exposed + slowdown) * forward;
+    time[kB] += (exposed + slowdown) * (1.0 - forward);
+    slowed[kF] += slowdown * forward;
+    slowed[kB] += slowdown * (1.0 - forward);
+    t->exposed_s[static_cast<int>(CommGroup::kEp)] += exposed + slowdown;
   }
   // The same list without its recompute pass: a layer that full recomputation of only some
   // layers (PlanSpec::recompute_layers) leaves alone.
@@ -222,7 +269,13 @@ class Coster {
  public:
   Coster(const core::PlanSpec& p, const core::GpuSpec& g, const core::ClusterSpec& c, const core::Profile& prof,
          CollectiveMemo* shared = nullptr)
-      : p_(p), g_(g), c_(c), prof_(prof), shared_(shared), pace_(SlowestGpuPace(p, g)) {}
+      : p_(p),
+        g_(g),
+        c_(c),
+        prof_(prof),
+        shared_(shared),
+        pace_(SlowestGpuPace(p, g)),
+        merged_ep_(p.ep_overlap && p.ep > 1 && p.schedule != core::Schedule::kDualPipe) {}
   // A compute op's time at the pace of the job's slowest GPU (SlowestGpuPace).
   double OpTime(const Op& op) const { return pace_ * ComputeOpTimeWith(op, g_, prof_, &rates_); }
 
@@ -255,6 +308,8 @@ class Coster {
       }
       PassCost& pc = lc.pass[static_cast<int>(op.pass)];
       if (op.kind == OpKind::kCollective || op.kind == OpKind::kP2p) {
+        if (merged_ep_ && op.group == CommGroup::kEp) [[unlikely]]
+          continue;                                // AddMergedEp's
         double t = op.share * CollectiveTime(op);  // share: a hybrid block's (HybridMix)
         const bool hide = CollectiveHidden(op, p_);
         if (hide && AsyncTpFused(op, p_)) [[unlikely]]
@@ -274,6 +329,67 @@ class Coster {
         pc.compute += t;
         if (op.after_moe_sync) pc.after_sync += t;
         if (IsAttentionCore(op)) pc.attention += t;
+      }
+    }
+    if (merged_ep_) [[unlikely]]
+      AddMergedEp(ops, &lc, layer);
+  }
+
+  // A MoE layer's ops under the EP overlap into `lc`'s MergedEp blocks (nothing for another list):
+  // the compute and blocking collectives of each node by pass, the EP all-to-alls (which Add left
+  // out) on the communication stream. An EP all-to-all the recomputation reruns (Megatron-Core
+  // refuses to recompute the MoE layer under the overlap) stays blocking in its pass. The node of
+  // an op: by name, an FP8 quantization's the next op's (the GEMM it feeds).
+  [[gnu::noinline, gnu::cold]] void AddMergedEp(const std::vector<Op>& ops, ListCost* lc, bool layer) const {
+    enum Node { kPre, kMlp, kPost };
+    auto node_of = [](std::string_view n) {
+      for (std::string_view x : {"moe_permute_local", "expert_fc1", "expert_activation", "expert_fc2",
+                                 "expert_fc2_bias", "moe_permute_local_restore"})
+        if (n == x) return kMlp;
+      for (std::string_view x : {"moe_permute_restore", "moe_latent_up", "moe_residual"})
+        if (n == x) return kPost;
+      return kPre;
+    };
+    bool moe = false;
+    for (const Op& op : ops) moe = moe || op.group == CommGroup::kEp || node_of(op.name) != kPre;
+    if (!moe) return;
+    MergedEp& e = lc->ep;
+    e.active = true;
+    e.delay_wgrad = p_.delay_wgrad;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const Op& op = ops[i];
+      if (op.pass == Pass::kStep) continue;
+      const bool comm = op.kind == OpKind::kCollective || op.kind == OpKind::kP2p;
+      const bool forward = op.pass == Pass::kForward, weight = op.pass == Pass::kBackwardWeight;
+      if (comm && op.group == CommGroup::kEp) {
+        const double t = op.share * CollectiveTime(op);
+        if (op.pass == Pass::kRecompute) {
+          PassCost& pc = lc->pass[static_cast<int>(op.pass)];
+          pc.blocking[static_cast<int>(op.group)] += t;
+          pc.groups |= 1u << static_cast<int>(op.group);
+          e.pre_b += t;
+          continue;
+        }
+        const bool dispatch = std::string_view(op.name) == "ep_dispatch";
+        (forward ? (dispatch ? e.dispatch_f : e.combine_f) : (dispatch ? e.dispatch_b : e.combine_b)) += t;
+        e.slow += OverlapSlowdown(op, p_, g_, layer) * t;
+        continue;
+      }
+      double t;
+      if (comm) {
+        if (CollectiveHidden(op, p_)) continue;  // the pass's overlap rule (Finish)
+        t = op.share * CollectiveTime(op);
+      } else {
+        t = OpTime(op);
+      }
+      const bool quantize = op.kind == OpKind::kMemoryBound && op.mem_op == core::MemOp::kFp8Quantize;
+      const Node node = node_of(quantize && i + 1 < ops.size() ? ops[i + 1].name : op.name);
+      if (node == kPost) {
+        (forward ? e.post_f : e.post_b) += t;
+      } else if (node == kMlp) {
+        (forward ? e.mlp_f : weight ? e.mlp_w : e.mlp_b) += t;
+      } else {
+        (forward ? e.pre_f : weight ? e.pre_w : e.pre_b) += t;
       }
     }
   }
@@ -348,6 +464,9 @@ class Coster {
   const core::Profile& prof_;
   CollectiveMemo* shared_;
   double pace_;  // SlowestGpuPace of the plan's GPUs
+  // Megatron-Core's EP overlap (plan.ep_overlap, not DualPipe's, whose all-to-alls hide under
+  // their pass): a MoE layer's blocks on two streams (MergedEp).
+  bool merged_ep_;
 };
 
 // What one microbatch costs a pipeline rank, split for the breakdown.
@@ -981,6 +1100,7 @@ using ListKey = std::array<int64_t, 13>;
 static_assert(core::kAllRecomputeModules < (1u << 9), "KeyOf packs recompute_modules into 9 bits (48-55 and 58)");
 ListKey KeyOf(const core::PlanSpec& p) {
   auto e = [](auto v) { return static_cast<int64_t>(v); };
+  const bool merged_ep = p.ep_overlap && p.ep > 1 && p.schedule != core::Schedule::kDualPipe;  // Coster's
   int64_t placement = 0;
   for (core::Axis a : p.placement) placement = placement * 8 + e(a) + 1;
   placement |= std::max<int64_t>(0, p.segment_nodes) << 16;  // the order takes 15 bits; Slurm segments above
@@ -1002,7 +1122,9 @@ ListKey KeyOf(const core::PlanSpec& p) {
   // whose FP8 TP gathers move the quantized bytes, core/step_graph.cc TpGather, and the MoE routing at bit 9 where the
   // flex dispatcher reads it, the FP8 parameter gather at bit 10, FP8 attention at bit 11, the vocabulary's padding
   // multiple from bit 12, DTensor's TP at bit 56: its collectives' copies and float8 gathers, core/step_graph.cc
-  // TpGather; PyTorch's CP at bit 57: its ring's copies and fp32 merges, core/step_graph.cc TorchCpCost.)
+  // TpGather; PyTorch's CP at bit 57: its ring's copies and fp32 merges, core/step_graph.cc TorchCpCost; the merged
+  // EP-overlap schedule at bit 58 (bit 42 holds DualPipe's hidden all-to-alls too) and its delayed weight gradients at
+  // bit 59: Coster::AddMergedEp.)
   return {p.tp,
           p.cp,
           p.ep,
@@ -1019,7 +1141,7 @@ ListKey KeyOf(const core::PlanSpec& p) {
               e(p.ep > 1 && p.moe_dispatcher == core::MoeDispatcher::kFlex ? p.moe_routing : core::MoeRouting::kUniform)
                   << 9 |
               e(p.fp8_param_gather) << 10 | e(p.fp8_attention) << 11 | p.vocab_divisible_by << 12 |
-              e(p.dtensor_tp) << 56 | e(p.torch_cp) << 57};
+              e(p.dtensor_tp) << 56 | e(p.torch_cp) << 57 | e(merged_ep) << 58 | e(merged_ep && p.delay_wgrad) << 59};
 }
 struct ListKeyHash {
   size_t operator()(const ListKey& k) const {

@@ -325,6 +325,55 @@ double OverlapExtra(double comm_s, double window_s);
 // gather (`param_gather_s`) under one forward when overlap_param_gather (the step model and the
 // DES alike).
 double StepOverlapSlowdown(const core::PlanSpec& p, const StageTimes& t, double grad_sync_s, double param_gather_s);
+// A MoE layer's blocks as Megatron-Core's EP overlap (plan.ep_overlap) runs them: its schedule
+// merges one microbatch's forward of a layer with another's backward of a layer
+// (TransformerLayerSchedulePlan.run, megatron/core/models/common/model_chunk_schedule_plan.py at
+// 6cd6ea530e), each layer cut into four nodes (fine_grained_callables.py at 6cd6ea530e): the
+// pre-dispatch computation (attention, the pre-MLP norm, the router, the dispatcher's preprocessing
+// and the shared experts), the dispatch all-to-all, the MLP (the local permutations and the
+// experts) and the combine (the all-to-all, the unpermutation and the residual), the two
+// communication nodes on a stream of their own. Times of one microbatch's layer (MergedEpPeriod).
+struct MergedEp {
+  // The compute stream's blocks: forward, input gradient (with what the recomputation reruns of
+  // them) and weight gradient.
+  double pre_f = 0, pre_b = 0, pre_w = 0, mlp_f = 0, mlp_b = 0, mlp_w = 0;
+  // The communication stream's: the all-to-alls, and the combine node's kernels (forward, and
+  // backward with any weight gradient of theirs). Those kernels share the GPU with the compute
+  // stream's beside them (a memory-bound unpermutation beside attention's or the GEMMs' kernels,
+  // which hold every SM): their time is charged to both streams, the compute stream's in the block
+  // they run beside (MergedEpPeriod), so that no kernel's time vanishes by running on another stream.
+  double dispatch_f = 0, combine_f = 0, post_f = 0, dispatch_b = 0, combine_b = 0, post_b = 0;
+  double slow = 0;  // sum of OverlapSlowdown x all-to-all time
+  bool active = false, delay_wgrad = false;
+  void Add(const MergedEp& o) {
+    pre_f += o.pre_f, pre_b += o.pre_b, pre_w += o.pre_w, mlp_f += o.mlp_f, mlp_b += o.mlp_b, mlp_w += o.mlp_w;
+    dispatch_f += o.dispatch_f, combine_f += o.combine_f, post_f += o.post_f;
+    dispatch_b += o.dispatch_b, combine_b += o.combine_b, post_b += o.post_b;
+    slow += o.slow;
+    active = active || o.active;
+    delay_wgrad = delay_wgrad || o.delay_wgrad;
+  }
+  double Compute() const { return pre_f + pre_b + pre_w + mlp_f + mlp_b + mlp_w + post_f + post_b; }
+  double ForwardComm() const { return dispatch_f + combine_f + post_f; }
+  double Comm() const { return ForwardComm() + dispatch_b + combine_b + post_b; }
+};
+
+// The time one merged layer adds in the steady state of MergedEp's schedule: two streams, each
+// running its nodes in the order the host queues them, each node starting once its stream is free
+// and its input is ready (TransformerLayerSchedulePlan.run at 6cd6ea530e, forward layer f of
+// microbatch i + 1 beside backward layer b of microbatch i):
+//   communication: combine_b | dispatch_f            -> dispatch_b | combine_f
+//   compute:       pre_f     | mlp_b -> mlp_w        -> mlp_f      | pre_b -> pre_w
+// (the combine nodes' kernels, post_b and post_f, also charged to the compute stream beside them:
+// post_b with pre_f, post_f with pre_b);
+// combine_b waits for the previous merged layer's backward (the layer above's input gradient:
+// pre_b with delay_wgrad, else pre_w, the node's backward computing both), pre_f for its
+// combine_f (the layer below's output), mlp_b for combine_b, dispatch_f for pre_f, dispatch_b for mlp_b (with
+// delay_wgrad) or mlp_w (without it the MLP node's backward computes both), mlp_f for dispatch_f,
+// combine_f for mlp_f, pre_b for dispatch_b. Identical layers make a max-plus recurrence whose
+// growth per layer settles within a few layers: the mean over layers 3 to 6.
+double MergedEpPeriod(const MergedEp& e);
+
 // How the step model and the DES sort a step's (Pass::kStep) collectives. The ZeRO-1/2 all-gather
 // of the updated parameters (the step's only all-gather: core/step_graph.cc ParamSync), which
 // overlaps the next step's first forward; a tied embedding's all-reduce over the pipeline's ends

@@ -1064,6 +1064,87 @@ TEST(StepModelTest, MoeLayersWaitForMegatronCoresMeasuredHostTime) {
   EXPECT_DOUBLE_EQ(big.time_s, EstimateStep(s.model, none, s.gpu, s.cluster, core::Profile{}).time_s);
 }
 
+TEST(StepModelTest, MergedEpOverlapHidesEachAllToAllUnderItsPartnerBlock) {
+  // Megatron-Core's EP overlap (TransformerLayerSchedulePlan.run at 6cd6ea530e), by hand. Compute
+  // blocks of one layer (ms): pre_f 0.5, mlp_b 1, mlp_w 0.5, mlp_f 1, pre_b 1, pre_w 0.5 (4.5 in
+  // all); every all-to-all 1. Without delay_wgrad, from a layer whose streams are free at 0 and
+  // whose inputs are ready then: combine_b 0-1 beside pre_f 0-0.5; mlp_b waits for combine_b, 1-2,
+  // mlp_w 2-2.5; dispatch_f (after pre_f and combine_b) 1-2; dispatch_b (after mlp_w) 2.5-3.5;
+  // mlp_f (after dispatch_f, the stream free at 2.5) 2.5-3.5; combine_f and pre_b (each after the
+  // other stream's block) 3.5-4.5, pre_w 4.5-5. The next layer's combine_b waits for pre_w (5), its
+  // pre_f for combine_f (4.5) and the stream (5): the same state 5 ms later. A layer takes 5 ms,
+  // 0.5 exposed: combine_b's excess over pre_f, its one partner block (the pass-level rule would
+  // hide all four all-to-alls, 4 ms, under the 4.5 ms of compute).
+  MergedEp e;
+  e.pre_f = 0.5, e.mlp_b = 1, e.mlp_w = 0.5, e.mlp_f = 1, e.pre_b = 1, e.pre_w = 0.5;
+  e.dispatch_f = e.combine_f = e.dispatch_b = e.combine_b = 1;
+  EXPECT_NEAR(e.Compute(), 4.5, 1e-12);
+  EXPECT_NEAR(MergedEpPeriod(e), 5.0, 1e-12);
+  // With delay_wgrad the input gradients are ready before the weight gradients: the next
+  // combine_b starts after pre_b (4.5), beside pre_w and then pre_f (5-5.5, its stream free at 5),
+  // and ends at 5.5 with pre_f; mlp_b 5.5-6.5, dispatch_b after mlp_b (not mlp_w) 6.5-7.5, mlp_f
+  // after mlp_w 7-8, combine_f and pre_b 8-9, pre_w 9-9.5: every layer 4.5 ms after the one
+  // before, nothing exposed.
+  e.delay_wgrad = true;
+  EXPECT_NEAR(MergedEpPeriod(e), 4.5, 1e-12);
+  // Communication-bound: all-to-alls of 3 ms each keep the communication stream busy, 12 ms a
+  // layer, whatever the 4.5 ms of compute beside them.
+  e.dispatch_f = e.combine_f = e.dispatch_b = e.combine_b = 3;
+  EXPECT_NEAR(MergedEpPeriod(e), 12.0, 1e-12);
+  // Nothing to hide: the compute alone.
+  e.dispatch_f = e.combine_f = e.dispatch_b = e.combine_b = 0;
+  EXPECT_NEAR(MergedEpPeriod(e), 4.5, 1e-12);
+  // The combine nodes' kernels run on the communication stream and share the GPU: with 0.25 ms
+  // each way, both streams carry them (post_f beside pre_b, post_b beside pre_f): 5 ms.
+  e.post_f = e.post_b = 0.25;
+  EXPECT_NEAR(MergedEpPeriod(e), 5.0, 1e-12);
+}
+
+TEST(StepModelTest, EpOverlapCostsTheMergedLayersOfAMoeModel) {
+  // Qwen3-30B-A3B on 16 H100s, EP 16 over two nodes, one sequence of 4,096 a microbatch (the
+  // Megatron-Bridge skill's layout): the all-to-alls (k = 8 copies of each token, half of them over
+  // the network) outlast a layer's compute, so the overlap hides part of them.
+  Scenario s = Load("qwen3-30b-a3b");
+  core::PlanSpec p;
+  p.ep = 16;
+  p.dp = 16;
+  p.gpus = 16;
+  p.seq_len = 4096;
+  p.global_batch = 128;  // 8 microbatches a rank
+  p.moe_host = core::MoeHost::kNone;
+  core::PlanSpec on = p;
+  on.ep_overlap = true;
+  core::PlanSpec dw = on;
+  dw.delay_wgrad = true;
+  for (const core::PlanSpec* q : {&p, &on, &dw}) {
+    core::Diagnostics d;
+    core::ValidatePlan(*q, s.model, s.gpu, s.cluster, &d);
+    ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+  }
+  const StepEstimate off = EstimateStep(s.model, p, s.gpu, s.cluster, core::Profile{});
+  const StepEstimate e = EstimateStep(s.model, on, s.gpu, s.cluster, core::Profile{});
+  const StepEstimate ed = EstimateStep(s.model, dw, s.gpu, s.cluster, core::Profile{});
+  // The overlap hides some of the exposed all-to-alls, not all; the compute is the same.
+  EXPECT_LT(e.time_s, off.time_s);
+  EXPECT_NEAR(e.breakdown.compute_s, off.breakdown.compute_s, 1e-9 * off.breakdown.compute_s);
+  EXPECT_GT(e.breakdown.ep_comm_s, 0.0);
+  EXPECT_LT(e.breakdown.ep_comm_s, off.breakdown.ep_comm_s);
+  // Delaying the weight gradients never lengthens the merged layer.
+  EXPECT_LE(ed.time_s, e.time_s * (1 + 1e-12));
+  for (const StepEstimate* x : {&e, &ed}) {
+    const StepBreakdown& b = x->breakdown;
+    EXPECT_NEAR(b.compute_s + b.recompute_s + b.tp_comm_s + b.cp_comm_s + b.ep_comm_s + b.dp_comm_s + b.pp_comm_s +
+                    b.bubble_s + b.optimizer_s + b.offload_s + b.host_s,
+                x->time_s, 1e-9 * x->time_s);
+  }
+  // The weight gradients delayed without the overlap: an error naming the field and the rule.
+  core::PlanSpec bad = p;
+  bad.delay_wgrad = true;
+  core::Diagnostics d;
+  core::ValidatePlan(bad, s.model, s.gpu, s.cluster, &d);
+  EXPECT_NE(d.ToStatus().message().find("plan.delay_wgrad"), std::string::npos) << d.ToStatus().message();
+}
+
 TEST(StepModelTest, ActivationOffloadWaitsOnlyWhenTheCopiesOutlastThePass) {
   // OffloadExposed by hand: 32 GB over 64 GB/s is 0.5 s; a 0.4 s pass over 8 layers hides it
   // under all but one layer, 0.35 s, so the compute waits 0.15 s. Over 450 GB/s (NVLink-C2C) the

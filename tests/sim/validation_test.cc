@@ -1997,6 +1997,7 @@ TEST(ValidationTest, MegatronLmMoeRecipesTakeTheirYamls) {
   EXPECT_EQ(p.recompute_modules,
             core::ModuleBit(core::RecomputeModule::kMoeAct) | core::ModuleBit(core::RecomputeModule::kLayernorm));
   EXPECT_TRUE(p.ep_overlap);
+  EXPECT_TRUE(p.delay_wgrad);  // delay_wgrad_compute: true in the recipe
   EXPECT_FALSE(p.overlap_grad_reduce);
   // DeepSeek-V3 on 256 GB200s: the layout Et*4|(tttt|)*14tmL over PP 4 (VP 4), its MTP module, the
   // FP8 parameter gather and Adam's moments in bf16 (use_precision_aware_optimizer, exp_avg_dtype).
@@ -2014,14 +2015,15 @@ TEST(ValidationTest, MegatronLmMoeRecipesTakeTheirYamls) {
   const auto* cg = Find(all, "megatron-lm-moe-recipes-qwen3-235b-a22b-gb300-128gpu-mxfp8-full-cg");
   ASSERT_TRUE(cg);
   EXPECT_EQ(cg->scenario.plan.moe_host, core::MoeHost::kNone);
-  // Today's level (2026-12-06): median 9.3%, p90 37.5%, max 41.8%, both signs: the NVL72 rows
+  // Today's level (2026-12-06): median 9.3%, p90 37.7%, max 41.8%, both signs: the NVL72 rows
   // (GB200, GB300) -5.2% to +5.6% for the large-expert models and +12.5% to +41.5% for Qwen3-30B-A3B
-  // on 16 GB200s; the H100 rows +6.1% (Qwen3-30B-A3B BF16, 16 experts a rank) to +22.9%; the B200
+  // on 16 GB200s; the H100 rows +6.1% (Qwen3-30B-A3B BF16, 16 experts a rank) to +27.0% (Qwen3-235B-
+  // A22B BF16, +22.9% with its all-to-alls hidden under whole passes before the merged schedule); the B200
   // rows, whose EP groups cross 8-GPU nodes over the network with DeepEP, -28.2% and -41.8% (their
   // flex dispatcher is costed as the all-to-all one; docs/validation.md).
   const ValidationSummary v = ValidateRuns(all, core::Profile{});
   EXPECT_LE(v.all.median_abs_error, 0.094);
-  EXPECT_LE(v.all.p90_abs_error, 0.376);
+  EXPECT_LE(v.all.p90_abs_error, 0.378);
   EXPECT_LE(v.all.max_abs_error, 0.419);
   EXPECT_EQ(v.all.out_of_memory, 0u);
 }
@@ -2145,6 +2147,7 @@ TEST(ValidationTest, MegatronBridgeSkillsChangeOneSettingARun) {
   ASSERT_TRUE(off && on);
   EXPECT_FALSE(off->scenario.plan.ep_overlap);
   EXPECT_TRUE(on->scenario.plan.ep_overlap);
+  EXPECT_FALSE(on->scenario.plan.delay_wgrad);  // the recipe's delay_wgrad_compute=False
   EXPECT_NEAR(off->published, 1024.0 * 4096 / (24.7138 * 16), 1e-6);
   EXPECT_NEAR(on->published / off->published, 24.7138 / 21.0725, 1e-9);  // 1.173
   // Predicted, the overlap gains 1.495x (2026-12-06): the all-to-all it hides is costed as k = 8

@@ -47,6 +47,22 @@ double MergedEpPeriod(const MergedEp& e) {
   return (end[6] - end[2]) / 4;
 }
 
+// (step_model.h.)
+double EpOverlapUnmergedShare(const core::PlanSpec& p) {
+  if (!p.ep_overlap || p.ep <= 1 || p.schedule == core::Schedule::kDualPipe) return 0.0;
+  const double m = static_cast<double>(std::max<int64_t>(1, p.MicrobatchesPerFlush()));
+  const double pp = static_cast<double>(std::max<int64_t>(1, p.pp));
+  const double v = p.schedule == core::Schedule::kInterleaved ? static_cast<double>(std::max<int64_t>(1, p.vpp)) : 1.0;
+  if (p.pp <= 1) return std::min(1.0, 1.0 / m);
+  double share = 0;
+  for (int64_t r = 0; r < p.pp; ++r) {
+    const double rest = static_cast<double>(p.pp - r - 1);
+    const double warmup = v > 1 ? 2 * rest + (v - 1) * pp + 1 : rest + 1;
+    share += std::min(1.0, warmup / (m * v));
+  }
+  return share / pp;
+}
+
 namespace {
 
 double Peak(const core::GpuSpec& g, core::Dtype d) {
@@ -105,7 +121,7 @@ static_assert(core::kCommGroups <= 32, "PassCost::groups holds one bit per CommG
 // One microbatch of a finished list as a rank adds it (Accumulate): the passes' times as
 // StageTimes holds them (recompute runs inside the backward pass), the compute and recompute parts
 // of the breakdown, and the exposed communication by group over the passes (with the compute the
-// hidden collectives slow, also per pass in slowdown_s). Small (21 doubles): it is what the cache
+// hidden collectives slow, also per pass in slowdown_s). Small (23 doubles): it is what the cache
 // keeps per plan.
 struct ListTotals {
   double forward_s = 0, backward_input_s = 0, backward_weight_s = 0, compute_s = 0, recompute_s = 0;
@@ -115,6 +131,10 @@ struct ListTotals {
   double recompute_pass_s = 0, recompute_after_sync_s = 0;
   std::array<double, 3> slowdown_s{};  // forward, backward input (with recompute), backward weight
   std::array<double, core::kCommGroups> exposed_s{};
+  // Under Megatron-Core's EP overlap (MergedEp): what a forward and a backward pass that run
+  // unmerged (the warm-up's and the cool-down's, EpOverlapUnmergedShare) take beyond the merged
+  // ones, their all-to-alls blocking instead of the merged schedule's exposed share.
+  double unmerged_forward_s = 0, unmerged_backward_s = 0;
 };
 struct ListCost {
   // By core::Pass, the four that repeat per microbatch; once-per-step work (Pass::kStep) is
@@ -213,6 +233,8 @@ struct ListCost {
     slowed[kF] += slowdown * forward;
     slowed[kB] += slowdown * (1.0 - forward);
     t->exposed_s[static_cast<int>(CommGroup::kEp)] += exposed + slowdown;
+    t->unmerged_forward_s = ep.dispatch_f + ep.combine_f - (exposed + slowdown) * forward;
+    t->unmerged_backward_s = ep.dispatch_b + ep.combine_b - (exposed + slowdown) * (1.0 - forward);
   }
   // The same list without its recompute pass: a layer that full recomputation of only some
   // layers (PlanSpec::recompute_layers) leaves alone.
@@ -1448,6 +1470,7 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
   const MoeHostTime moe_host = MoeLayerHostTime(m, p);
   const bool merged_passes = p.ep_overlap || p.schedule == core::Schedule::kDualPipe;  // HostWait
   const bool rerun_sync = core::RecomputeRerunsMoeDispatcher(p);                       // HostWait
+  const double unmerged = EpOverlapUnmergedShare(p);
   auto step_costs = [&](const StepWork& w, double count, RankCost* r) {
     r->step_comm += w.comm * count;
     r->param_gather += w.param_gather * count;
@@ -1461,6 +1484,14 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
                         bool moe_layers, RankCost* r) {
     Accumulate(all, static_cast<double>(rc), r);
     if (rc < n) Accumulate(kept, static_cast<double>(n - rc), r);
+    if (moe_layers && unmerged > 0) [[unlikely]] {
+      // The unmerged passes' blocking all-to-alls, as a share of every microbatch's.
+      const double f = unmerged * static_cast<double>(n) * all.unmerged_forward_s;
+      const double b = unmerged * static_cast<double>(n) * all.unmerged_backward_s;
+      r->times.forward_s += f;
+      r->times.backward_input_s += b;
+      r->comm[static_cast<int>(CommGroup::kEp)] += f + b;
+    }
     if (moe_layers && moe_host.Total() > 0) {
       HostWait(all, moe_host, static_cast<double>(rc), merged_passes, rerun_sync, r);
       if (rc < n) HostWait(kept, moe_host, static_cast<double>(n - rc), merged_passes, rerun_sync, r);

@@ -374,6 +374,18 @@ struct MergedEp {
 // growth per layer settles within a few layers: the mean over layers 3 to 6.
 double MergedEpPeriod(const MergedEp& e);
 
+// Under Megatron-Core's EP overlap, the share of a rank's forward (and as many backward) chunk
+// passes a step runs unmerged: its schedule merges a forward with a backward only in the steady
+// state. Without pipelining the first microbatch's forward and the last one's backward run alone
+// (combined_1f1b_schedule_for_no_pipelining); interleaved, rank r's warm-up forwards, (p - r - 1) x 2
+// + (v - 1) x p and one more under the overlap, and as many cool-down backwards
+// (forward_backward_pipelining_with_interleaving, schedules.py at 6cd6ea530e), of m x v chunk passes
+// a flush, each rank's share capped at all of them (with few microbatches the warm-up is the whole
+// flush and nothing merges); 1F1B (which Megatron-Core refuses with the overlap) its p - r - 1
+// warm-up forwards and the one more. The mean over the pipeline's ranks (each stage's own share is
+// not carried to the pipeline model).
+double EpOverlapUnmergedShare(const core::PlanSpec& p);
+
 // How the step model and the DES sort a step's (Pass::kStep) collectives. The ZeRO-1/2 all-gather
 // of the updated parameters (the step's only all-gather: core/step_graph.cc ParamSync), which
 // overlaps the next step's first forward; a tied embedding's all-reduce over the pipeline's ends

@@ -1137,6 +1137,31 @@ TEST(StepModelTest, EpOverlapCostsTheMergedLayersOfAMoeModel) {
                     b.bubble_s + b.optimizer_s + b.offload_s + b.host_s,
                 x->time_s, 1e-9 * x->time_s);
   }
+  // The first microbatch's forward and the last one's backward run unmerged (Megatron-Core's
+  // combined_1f1b_schedule_for_no_pipelining), their all-to-alls blocking: 1 of 8 microbatches
+  // here, 1 of 64 with eight times the batch, so the exposed EP time a microbatch falls with m
+  // towards the merged layers' own.
+  EXPECT_NEAR(EpOverlapUnmergedShare(on), 1.0 / 8, 1e-15);
+  EXPECT_EQ(EpOverlapUnmergedShare(p), 0.0);
+  core::PlanSpec big = on;
+  big.global_batch = 1024;
+  EXPECT_NEAR(EpOverlapUnmergedShare(big), 1.0 / 64, 1e-15);
+  const StepEstimate eb = EstimateStep(s.model, big, s.gpu, s.cluster, core::Profile{});
+  EXPECT_LT(eb.breakdown.ep_comm_s / 64, e.breakdown.ep_comm_s / 8);
+  // Interleaved (PP 4, VP 2, 16 microbatches a flush): rank r warms up with (4 - r - 1) x 2 +
+  // (2 - 1) x 4 + 1 = 11, 9, 7, 5 forwards of the 16 x 2 chunk passes a flush, 32 / 4 = 8 on
+  // average; with 4 microbatches (8 passes) the first two ranks' warm-ups are the whole flush:
+  // (8 + 8 + 7 + 5) / 4 of 8.
+  core::PlanSpec il = on;
+  il.pp = 4;
+  il.dp = 4;
+  il.schedule = core::Schedule::kInterleaved;
+  il.vpp = 2;
+  il.global_batch = 64;
+  EXPECT_NEAR(EpOverlapUnmergedShare(il), 8.0 / 32, 1e-15);
+  il.global_batch = 16;
+  EXPECT_NEAR(EpOverlapUnmergedShare(il), 28.0 / 32, 1e-15);
+
   // The weight gradients delayed without the overlap: an error naming the field and the rule.
   core::PlanSpec bad = p;
   bad.delay_wgrad = true;

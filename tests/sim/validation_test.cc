@@ -1955,8 +1955,13 @@ TEST(ValidationTest, MlperfTrainingLogsAtTenThousandGpus) {
   // With v6.0's ten DeepSeek-V3 runs (2026-12-06) median 7.3%, p90 17.7%, max 53.5%: NVIDIA's GB300
   // rows -18.3% and -17.2%, CoreWeave's -5.7% to -9.5%, Google's 256 GB200s +0.8%, NVIDIA's GB200 rows
   // +10.4% at 512 GPUs to +53.5% at 8,192 (a per-step cost the model lacks; docs/validation.md).
+  // Median 7.9%, p90 17.8%, max 50.3% (Cisco's 8B row again) when the EP overlap's warm-up and
+  // cool-down passes ran unmerged (2026-12-06, sim::EpOverlapUnmergedShare: PP 4 x VP 4 at 8 to 480
+  // microbatches a pipeline): NVIDIA's GB300 rows -18.6% / -17.7%, CoreWeave's -7.7% to -13.2% (8 to
+  // 32 microbatches: a half to a sixth of their passes unmerged), Google's +0.6%, NVIDIA's GB200
+  // rows +10.1% to +48.5%.
   const ValidationSummary v = ValidateRuns(all, core::Profile{});
-  EXPECT_LE(v.all.median_abs_error, 0.074);
+  EXPECT_LE(v.all.median_abs_error, 0.080);
   EXPECT_LE(v.all.p90_abs_error, 0.178);
   EXPECT_LE(v.all.max_abs_error, 0.535);
   EXPECT_EQ(v.all.out_of_memory, 0u);
@@ -2015,16 +2020,17 @@ TEST(ValidationTest, MegatronLmMoeRecipesTakeTheirYamls) {
   const auto* cg = Find(all, "megatron-lm-moe-recipes-qwen3-235b-a22b-gb300-128gpu-mxfp8-full-cg");
   ASSERT_TRUE(cg);
   EXPECT_EQ(cg->scenario.plan.moe_host, core::MoeHost::kNone);
-  // Today's level (2026-12-06): median 9.3%, p90 37.7%, max 41.8%, both signs: the NVL72 rows
-  // (GB200, GB300) -5.2% to +5.6% for the large-expert models and +12.5% to +41.5% for Qwen3-30B-A3B
-  // on 16 GB200s; the H100 rows +6.1% (Qwen3-30B-A3B BF16, 16 experts a rank) to +27.0% (Qwen3-235B-
-  // A22B BF16, +22.9% with its all-to-alls hidden under whole passes before the merged schedule); the B200
-  // rows, whose EP groups cross 8-GPU nodes over the network with DeepEP, -28.2% and -41.8% (their
-  // flex dispatcher is costed as the all-to-all one; docs/validation.md).
+  // Today's level (2026-12-06): median 9.3%, p90 38.0%, max 43.7%, both signs: the NVL72 rows
+  // (GB200, GB300) -5.7% to +5.0% for the large-expert models and +12.5% to +41.5% for Qwen3-30B-A3B
+  // on 16 GB200s; the H100 rows +6.1% (Qwen3-30B-A3B BF16, 16 experts a rank) to +23.5% (Qwen3-235B-
+  // A22B BF16; +22.9% with its all-to-alls hidden under whole passes, before the merged schedule and
+  // its unmerged warm-up); the B200 rows, whose EP groups cross 8-GPU nodes over the network with
+  // DeepEP, -29.9% and -43.7% (their flex dispatcher is costed as the all-to-all one;
+  // docs/validation.md).
   const ValidationSummary v = ValidateRuns(all, core::Profile{});
   EXPECT_LE(v.all.median_abs_error, 0.094);
-  EXPECT_LE(v.all.p90_abs_error, 0.378);
-  EXPECT_LE(v.all.max_abs_error, 0.419);
+  EXPECT_LE(v.all.p90_abs_error, 0.381);
+  EXPECT_LE(v.all.max_abs_error, 0.438);
   EXPECT_EQ(v.all.out_of_memory, 0u);
 }
 
@@ -2150,9 +2156,11 @@ TEST(ValidationTest, MegatronBridgeSkillsChangeOneSettingARun) {
   EXPECT_FALSE(on->scenario.plan.delay_wgrad);  // the recipe's delay_wgrad_compute=False
   EXPECT_NEAR(off->published, 1024.0 * 4096 / (24.7138 * 16), 1e-6);
   EXPECT_NEAR(on->published / off->published, 24.7138 / 21.0725, 1e-9);  // 1.173
-  // Predicted, the overlap gains 1.495x (2026-12-06): the all-to-all it hides is costed as k = 8
-  // copies of each token, half of them over the network, where HybridEP forwards one copy a node
-  // (the node-level dispatch named in docs/validation.md); -28.8% without the overlap, -9.3% with.
+  // Predicted, the overlap gains 1.482x (2026-12-06; 1.495x before its merged schedule and the
+  // unmerged first forward and last backward of a step's 64 microbatches): the all-to-all it hides
+  // is costed as k = 8 copies of each token, half of them over the network, where HybridEP forwards
+  // one copy a node (the node-level dispatch named in docs/validation.md); -28.8% without the
+  // overlap, -10.0% with.
   const ValidationSummary v = ValidateRuns(all, core::Profile{});
   double pred_off = 0, pred_on = 0;
   for (const auto& r : v.records) {
@@ -2160,7 +2168,7 @@ TEST(ValidationTest, MegatronBridgeSkillsChangeOneSettingARun) {
     if (r.id == on->id) pred_on = r.predicted;
   }
   ASSERT_GT(pred_off, 0);
-  EXPECT_NEAR(pred_on / pred_off, 1.495, 0.02);
+  EXPECT_NEAR(pred_on / pred_off, 1.482, 0.02);
   // Nemotron 3 Nano on 16 H100s at 8,192 tokens, one microbatch a step: whole MoE layers
   // recomputed (moe), then with layernorm too; the study's rows +4.1% and +7.1%.
   const auto* moe = Find(all, "megatron-bridge-skills-h100-nemotron-3-nano-16gpu-bf16-recompute-moe");

@@ -309,9 +309,13 @@ class Coster {
   }
   // The ops' times added into `lc`'s per-pass sums (no Finish: parts of a list are added first);
   // the once-per-step ops' into `step` when given (gradient sync and the parameter all-gather by
-  // their collective time, the optimizer by its kernels'), else skipped.
-  void Add(const std::vector<Op>& ops, ListCost* out, bool layer = true, StepWork* step = nullptr) const {
+  // their collective time, the optimizer by its kernels'), else skipped. `moe_layer`: the ops are
+  // (a part of) the MoE layer's list, whose all-to-alls the EP overlap's merged schedule costs
+  // (AddMergedEp); the MTP module's MoE layer in the head's list keeps the pass rule.
+  void Add(const std::vector<Op>& ops, ListCost* out, bool layer = true, StepWork* step = nullptr,
+           bool moe_layer = false) const {
     ListCost& lc = *out;
+    const bool merged = merged_ep_ && moe_layer;
     for (const Op& op : ops) {
       if (op.pass == Pass::kStep) {
         if (!step) continue;
@@ -330,7 +334,7 @@ class Coster {
       }
       PassCost& pc = lc.pass[static_cast<int>(op.pass)];
       if (op.kind == OpKind::kCollective || op.kind == OpKind::kP2p) {
-        if (merged_ep_ && op.group == CommGroup::kEp) [[unlikely]]
+        if (merged && op.group == CommGroup::kEp) [[unlikely]]
           continue;                                // AddMergedEp's
         double t = op.share * CollectiveTime(op);  // share: a hybrid block's (HybridMix)
         const bool hide = CollectiveHidden(op, p_);
@@ -353,13 +357,13 @@ class Coster {
         if (IsAttentionCore(op)) pc.attention += t;
       }
     }
-    if (merged_ep_) [[unlikely]]
+    if (merged) [[unlikely]]
       AddMergedEp(ops, &lc, layer);
   }
 
-  // A MoE layer's ops under the EP overlap into `lc`'s MergedEp blocks (nothing for another list):
-  // the compute and blocking collectives of each node by pass, the EP all-to-alls (which Add left
-  // out) on the communication stream. An EP all-to-all the recomputation reruns (Megatron-Core
+  // A MoE layer's ops (or a part of them) under the EP overlap into `lc`'s MergedEp blocks: the
+  // compute and blocking collectives of each node by pass, the EP all-to-alls (which Add left out)
+  // on the communication stream. An EP all-to-all the recomputation reruns (Megatron-Core
   // refuses to recompute the MoE layer under the overlap) stays blocking in its pass. The node of
   // an op: by name, an FP8 quantization's the next op's (the GEMM it feeds).
   [[gnu::noinline, gnu::cold]] void AddMergedEp(const std::vector<Op>& ops, ListCost* lc, bool layer) const {
@@ -372,9 +376,6 @@ class Coster {
         if (n == x) return kPost;
       return kPre;
     };
-    bool moe = false;
-    for (const Op& op : ops) moe = moe || op.group == CommGroup::kEp || node_of(op.name) != kPre;
-    if (!moe) return;
     MergedEp& e = lc->ep;
     e.active = true;
     e.delay_wgrad = p_.delay_wgrad;
@@ -1204,7 +1205,7 @@ LayerPartCosts CostLayerPart(const core::ModelSpec& m, const core::PlanSpec& p, 
   for (int moe = 0; moe < (m.moe ? 2 : 1); ++moe) {
     core::BuildLayerPart(m, p, moe == 1, part, &ops, &scratch);
     coster.Add(ops, &out.lists[static_cast<size_t>(moe)], true,
-               part == core::LayerPart::kSync ? &out.step[static_cast<size_t>(moe)] : nullptr);
+               part == core::LayerPart::kSync ? &out.step[static_cast<size_t>(moe)] : nullptr, moe == 1);
   }
   return out;
 }
@@ -1353,7 +1354,7 @@ void CostListsOnce(const core::ModelSpec& m, const core::PlanSpec& p, const core
   // A dense model's MoE list is empty: its totals stay the zeros that finishing nothing gives.
   if (!graph.moe_layer.empty()) {
     ListCost moe;
-    coster.Add(graph.moe_layer, &moe, true, &out->moe_step);
+    coster.Add(graph.moe_layer, &moe, true, &out->moe_step, /*moe_layer=*/true);
     out->moe = moe.Finish();
     if (partial) out->moe_kept = moe.FinishWithoutRecompute();
   }

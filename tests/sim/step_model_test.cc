@@ -1732,6 +1732,46 @@ TEST(StepCostCacheTest, MoeDispatcherReachesTheCachedMoeLayer) {
   }
 }
 
+TEST(StepCostCacheTest, EpOverlapReachesTheCachedMoeLayer) {
+  // The EP overlap's merged schedule (and its delayed weight gradients) and DualPipe's pass rule
+  // cost the same ops differently, so plans differing only there must not share a cached MoE list;
+  // each cached estimate equals its uncached one, also with a recomputation whose ops come in a
+  // cached part of their own (Qwen3-30B-A3B, EP 16 over two nodes, recomputing the norms and the
+  // experts' activation).
+  const core::GpuSpec g = *core::LoadGpu("h100-sxm");
+  const core::ClusterSpec c = *core::LoadCluster("dgx-h100");
+  const core::Profile prof;
+  const core::ModelSpec m = *core::LoadModel("qwen3-30b-a3b");
+  StepCostCache cache;
+  std::vector<double> times;
+  for (int variant = 0; variant < 4; ++variant) {
+    core::PlanSpec p;
+    p.gpus = 32;
+    p.pp = 2;
+    p.dp = 16;
+    p.ep = 16;
+    p.seq_len = 4096;
+    p.global_batch = 256;
+    p.recompute = core::Recompute::kSelective;
+    p.recompute_modules =
+        core::ModuleBit(core::RecomputeModule::kLayernorm) | core::ModuleBit(core::RecomputeModule::kMoeAct);
+    p.schedule = variant == 3 ? core::Schedule::kDualPipe : core::Schedule::kInterleaved;
+    p.vpp = variant == 3 ? 1 : 2;
+    p.ep_overlap = variant >= 1;
+    p.delay_wgrad = variant == 2;
+    core::Diagnostics diag;
+    core::ValidatePlan(p, m, g, c, &diag);
+    ASSERT_FALSE(diag.has_errors()) << variant << ": " << diag.ToStatus().ToString();
+    const StepEstimate a = EstimateStep(m, p, g, c, prof);
+    const StepEstimate b = EstimateStep(m, p, g, c, prof, &cache);
+    EXPECT_NEAR(a.time_s, b.time_s, 1e-12 * a.time_s) << variant;
+    times.push_back(b.time_s);
+  }
+  EXPECT_LT(times[1], times[0]);  // the overlap hides some of the exposed all-to-alls
+  EXPECT_LE(times[2], times[1]);  // delaying the weight gradients never lengthens a merged layer
+  EXPECT_NE(times[3], times[1]);  // DualPipe keeps the pass rule
+}
+
 TEST(StepCostCacheTest, PlacementReachesTheSharedComputeParts) {
   // A layer's compute part is shared between plans whose TP, CP and EP groups span the cluster
   // alike, whatever their pp, dp or ZeRO stage. Putting PP innermost moves TP across nodes: the

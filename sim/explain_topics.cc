@@ -705,6 +705,51 @@ core::Result<Explanation> TopicEp(const core::Profile& profile) {
     Set(&st, "tokens_per_s_per_gpu_mbs4", e4.tokens_per_s_per_gpu, "tokens/s");
     ex.steps.push_back(st);
   }
+  {
+    // Megatron-Core's EP overlap on the layout of Megatron-Bridge's overlap skill: Qwen3-30B-A3B at
+    // EP 16 over two DGX H100 nodes, one sequence a microbatch, 64 a step per rank.
+    auto q = LoadCase("qwen3-30b-a3b", "dgx-h100");
+    if (!q.ok()) return q.status();
+    PlanSpec off = MakePlan(16, 1, 1, 1, 1, false, Recompute::kNone, 4096, 1024, q->m.layers);
+    off.ep = 16;
+    off.moe_host = core::MoeHost::kNone;  // the schedule alone
+    if (Status v = RequireValid(off, *q, "EP 16"); !v.ok()) return v;
+    PlanSpec on = off;
+    on.ep_overlap = true;
+    PlanSpec dw = on;
+    dw.delay_wgrad = true;
+    const StepEstimate eo = EstimateStep(q->m, off, q->g, q->c, profile);
+    const StepEstimate en = EstimateStep(q->m, on, q->g, q->c, profile);
+    const StepEstimate ed = EstimateStep(q->m, dw, q->g, q->c, profile);
+    ExplainStep st = NewStep("ep_overlap", "The EP overlap's merged layers");
+    st.rule =
+        "Megatron-Core's --overlap-moe-expert-parallel-comm runs one microbatch's forward of a layer beside "
+        "another's backward of a layer on two streams: the communication stream runs the backward's combine, "
+        "the forward's dispatch, the backward's dispatch and the forward's combine, while the compute stream runs "
+        "the forward's attention block, the backward's MLP (input then weight gradients), the forward's MLP and "
+        "the backward's attention block (TransformerLayerSchedulePlan.run). Each all-to-all hides only under its "
+        "partner block; with --delay-wgrad-compute the backward's all-to-alls start after the input gradients. "
+        "The warm-up's forwards and the cool-down's backwards run unmerged, their all-to-alls exposed "
+        "(docs/compute.md §4).";
+    st.formula =
+        "a merged layer takes the growth per layer of the two streams' schedule; exposed EP = that − its compute "
+        "blocks, plus the unmerged passes' all-to-alls";
+    st.substituted =
+        Fmt("qwen3-30b-a3b at EP 16 on two dgx-h100 nodes, one sequence a microbatch, 64 a step per rank: exposed EP "
+            "all-to-alls %s of a %s step without the overlap, %s of %s with it, %s of %s with the weight gradients "
+            "delayed",
+            Secs(eo.breakdown.ep_comm_s).c_str(), Secs(eo.time_s).c_str(), Secs(en.breakdown.ep_comm_s).c_str(),
+            Secs(en.time_s).c_str(), Secs(ed.breakdown.ep_comm_s).c_str(), Secs(ed.time_s).c_str());
+    st.result = Fmt("the overlap gains %.2f×, %.2f× with the weight gradients delayed", eo.time_s / en.time_s,
+                    eo.time_s / ed.time_s);
+    Set(&st, "ep_comm_off_s", eo.breakdown.ep_comm_s, "s");
+    Set(&st, "ep_comm_on_s", en.breakdown.ep_comm_s, "s");
+    Set(&st, "ep_comm_delayed_s", ed.breakdown.ep_comm_s, "s");
+    Set(&st, "step_off_s", eo.time_s, "s");
+    Set(&st, "step_on_s", en.time_s, "s");
+    Set(&st, "step_delayed_s", ed.time_s, "s");
+    ex.steps.push_back(st);
+  }
   return ex;
 }
 

@@ -266,6 +266,30 @@ TEST(ExplainEpTest, OneSequenceAMicrobatchWaitsForTheHostAndFourDoNot) {
   EXPECT_GT(st.Value("tokens_per_s_per_gpu_mbs4"), 1.4 * st.Value("tokens_per_s_per_gpu_mbs1"));
 }
 
+TEST(ExplainEpTest, TheOverlapHidesPartOfTheAllToAllsTheStepModelExposes) {
+  // Qwen3-30B-A3B at EP 16 over two DGX H100 nodes (Megatron-Bridge's overlap skill's layout): the
+  // step model's numbers, the same as EstimateStep gives for the plan the topic names; the overlap
+  // hides some of the exposed all-to-alls and never adds compute, and delaying the weight gradients
+  // never lengthens the step.
+  const Explanation e = OfTopic(Topic::kEp);
+  const ExplainStep& st = Step(e, "ep_overlap");
+  EXPECT_LT(st.Value("ep_comm_on_s"), st.Value("ep_comm_off_s"));
+  EXPECT_GT(st.Value("ep_comm_on_s"), 0.0);
+  EXPECT_LT(st.Value("step_on_s"), st.Value("step_off_s"));
+  EXPECT_LE(st.Value("step_delayed_s"), st.Value("step_on_s") * (1 + 1e-12));
+  auto m = core::LoadModel("qwen3-30b-a3b");
+  auto c = core::LoadCluster("dgx-h100");
+  ASSERT_TRUE(m.ok() && c.ok());
+  auto g = core::LoadGpu(c->gpu);
+  ASSERT_TRUE(g.ok());
+  core::PlanSpec q;
+  q.gpus = 16, q.dp = 16, q.ep = 16, q.zero = 1, q.micro_batch = 1, q.global_batch = 1024, q.seq_len = 4096;
+  q.moe_host = core::MoeHost::kNone;
+  q.ep_overlap = true;
+  const StepEstimate est = EstimateStep(*m, q, *g, *c, core::Profile{});
+  EXPECT_NEAR(st.Value("step_on_s"), est.time_s, 1e-9 * est.time_s);
+}
+
 TEST(ExplainTopicTest, Nvfp4OnBlackwellIsTheStepModelsNvfp4Step) {
   // llama3-70b on 64 GB200s (TP 2, PP 4, VP 5, no TP overlap, Megatron-Bridge's NVFP4 layout): the
   // step model's bf16, fp8 and nvfp4 steps; the sustained GEMM rates 1e16 x 0.440 against

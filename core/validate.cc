@@ -673,6 +673,24 @@ void CheckShardingAndOffload(const PlanSpec& pl, const ModelSpec& m, const GpuSp
     d->Error(
         "plan.ep_overlap",
         "needs plan.ep > 1: without expert parallelism there are no all-to-alls to overlap (got ep " + S(pl.ep) + ")");
+  // Megatron-Core's merged schedule runs whole layers of two microbatches side by side and refuses
+  // what would break that (transformer_config.py at 6cd6ea530e: no full recomputation, no `moe`
+  // module recomputed, and with PP > 1 the interleaved schedule: combined_1f1b.py has no other).
+  if (pl.ep_overlap && pl.ep > 1) {
+    if (pl.recompute == Recompute::kFull)
+      d->Error("plan.recompute",
+               "Megatron-Core's EP overlap (plan.ep_overlap) refuses full recomputation; recompute selective modules "
+               "or none");
+    else if (pl.Recomputes(RecomputeModule::kMoe))
+      d->Error("plan.recompute_modules",
+               "Megatron-Core's EP overlap (plan.ep_overlap) refuses recomputing the moe module; its merged schedule "
+               "runs the MoE layer's nodes apart");
+    if (pl.pp > 1 && pl.schedule != Schedule::kInterleaved)
+      d->Error("plan.schedule",
+               "Megatron-Core's EP overlap (plan.ep_overlap) with pp > 1 runs the interleaved schedule only (it "
+               "needs virtual pipeline stages); got " +
+                   std::string(Name(pl.schedule)));
+  }
   if (pl.delay_wgrad && !pl.ep_overlap)
     d->Error("plan.delay_wgrad",
              "needs plan.ep_overlap: Megatron-Core delays the weight gradients only for the merged EP-overlap schedule "

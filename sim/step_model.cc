@@ -49,7 +49,7 @@ double MergedEpPeriod(const MergedEp& e) {
 
 // (step_model.h.)
 double EpOverlapUnmergedShare(const core::PlanSpec& p) {
-  if (!p.ep_overlap || p.ep <= 1 || p.schedule == core::Schedule::kDualPipe) return 0.0;
+  if (!MergedEpSchedule(p)) return 0.0;
   const double m = static_cast<double>(std::max<int64_t>(1, p.MicrobatchesPerFlush()));
   const double pp = static_cast<double>(std::max<int64_t>(1, p.pp));
   const double v = p.schedule == core::Schedule::kInterleaved ? static_cast<double>(std::max<int64_t>(1, p.vpp)) : 1.0;
@@ -297,7 +297,7 @@ class Coster {
         prof_(prof),
         shared_(shared),
         pace_(SlowestGpuPace(p, g)),
-        merged_ep_(p.ep_overlap && p.ep > 1 && p.schedule != core::Schedule::kDualPipe) {}
+        merged_ep_(MergedEpSchedule(p)) {}
   // A compute op's time at the pace of the job's slowest GPU (SlowestGpuPace).
   double OpTime(const Op& op) const { return pace_ * ComputeOpTimeWith(op, g_, prof_, &rates_); }
 
@@ -1123,7 +1123,7 @@ using ListKey = std::array<int64_t, 13>;
 static_assert(core::kAllRecomputeModules < (1u << 9), "KeyOf packs recompute_modules into 9 bits (48-55 and 58)");
 ListKey KeyOf(const core::PlanSpec& p) {
   auto e = [](auto v) { return static_cast<int64_t>(v); };
-  const bool merged_ep = p.ep_overlap && p.ep > 1 && p.schedule != core::Schedule::kDualPipe;  // Coster's
+  const bool merged_ep = MergedEpSchedule(p);  // Coster's
   int64_t placement = 0;
   for (core::Axis a : p.placement) placement = placement * 8 + e(a) + 1;
   placement |= std::max<int64_t>(0, p.segment_nodes) << 16;  // the order takes 15 bits; Slurm segments above

@@ -373,6 +373,11 @@ struct MergedEp {
 // combine_f for mlp_f, pre_b for dispatch_b. Identical layers make a max-plus recurrence whose
 // growth per layer settles within a few layers: the mean over layers 3 to 6.
 double MergedEpPeriod(const MergedEp& e);
+// Whether a plan's MoE layers run MergedEp's schedule: Megatron-Core's EP overlap with EP > 1
+// (DualPipe's all-to-alls keep the pass rule).
+inline bool MergedEpSchedule(const core::PlanSpec& p) {
+  return p.ep_overlap && p.ep > 1 && p.schedule != core::Schedule::kDualPipe;
+}
 
 // Under Megatron-Core's EP overlap, the share of a rank's forward (and as many backward) chunk
 // passes a step runs unmerged: its schedule merges a forward with a backward only in the steady

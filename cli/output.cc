@@ -612,6 +612,9 @@ std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r, co
     row("ZeRO-3 gather buffers", w.zero3_prefetch_bytes,
         p.zero3_gather == core::Zero3Gather::kPerTensor ? "<= 1e9 elements live + one MLP matrix (per-tensor)"
                                                         : "2 layers gathered");
+  if (w.zero3_grad_bytes)
+    row("ZeRO-3 gradient buffers", w.zero3_grad_bytes,
+        "2 reduce buckets + held whole gradients and a flat copy at the MLP's backward (DeepSpeed 0.3)");
   if (w.rs_pool_bytes)
     row("FSDP2 reduce-scatter pool", w.rs_pool_bytes,
         std::string(p.zero >= 2 ? "the gradients above" : "the sharded gradients, beside the accumulators") +
@@ -772,6 +775,7 @@ std::string MemoryJson(const core::Scenario& s, const core::MemoryReport& r, con
     other["te_workspace_bytes"] = st.te_workspace_bytes;
     other["nccl_bytes"] = st.nccl_bytes;
     other["zero3_prefetch_bytes"] = st.zero3_prefetch_bytes;
+    if (st.zero3_grad_bytes) other["zero3_grad_bytes"] = st.zero3_grad_bytes;
     other["fragmentation_bytes"] = st.fragmentation_bytes;
     if (st.ag_pool_idle_bytes) other["ag_pool_idle_bytes"] = st.ag_pool_idle_bytes;
     if (st.step_copy_bytes) {

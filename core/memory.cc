@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <string_view>
 
 namespace meshplan::core {
 namespace {
@@ -610,6 +611,44 @@ void PlaceStepCopy(const PlanSpec& p, const GpuSpec& g, StageMemory* out) {
   st.total_bytes += on_top;
 }
 
+// DeepSpeed 0.3's ZeRO-3 gradient path (Zero3Gather::kPerTensor; stage3.py and
+// partition_parameters.py at v0.3.13) holds, beyond the gathered weights `gathered` counts:
+// - two reduce buckets of reduce_bucket_size = 5e8 elements in the gradients' dtype, allocated as
+//   the backward starts (the double buffer of contiguous_gradients with overlap_comm, both on by
+//   default; stage3.py backward: ipg_buffer buf_0 and buf_1);
+// - each gradient larger than a bucket in a tensor of its own (`extra_large_param_to_reduce`),
+//   reduced when the next gradient's hook overflows the bucket and freed only at the reduction
+//   after that (partition_previous_reduced_grads copies its shard out);
+// - the reduction's input: `_reduce_scatter_gradient` hands PyTorch's list reduce_scatter one view
+//   per rank, which ProcessGroupNCCL copies into one flat tensor of the whole gradient
+//   (flatten_for_scatter_gather).
+// Two moments of a layer's backward set the peak. As its recompute and backward begin, the
+// buckets and the last gradient of the layer after (its QKV weight's, awaiting its shard copy)
+// sit beside the gathered weights. At the MLP's input matrix's gradient hook, its weight, its
+// gradient, the output matrix's gradient and that one's flat copy are held at once (the hook's
+// bucket overflow reduces the output matrix's); by then autograd has freed the MLP's saved
+// tensors (its input, the activation's input, the second matrix's input, the dropout mask). A
+// matrix within a bucket is copied into it (counted with the buckets), and the reduction's flat
+// copies come to at most a bucket. Returns what these add to `gathered`, never less than 0.
+int64_t PerTensorZero3GradBytes(const ModelSpec& m, const PlanSpec& p, int64_t gathered) {
+  constexpr int64_t kBucket = 500000000;  // DeepSpeed v0.3.13 reduce_bucket_size default
+  const int64_t w = DtypeBytes(p.dtypes.weights), gr = DtypeBytes(p.dtypes.grads);
+  const int64_t buckets = 2 * kBucket * gr;
+  const int64_t qkv = (m.heads + 2 * m.kv_heads) * m.head_dim * m.hidden / p.tp;
+  const int64_t mlp_in = m.ffn_hidden * m.hidden * (m.mlp == MlpKind::kSwiglu ? 2 : 1) / p.tp;
+  const int64_t mlp_out = m.ffn_hidden * m.hidden / p.tp;
+  int64_t freed = 0;
+  VisitLayerActivations(m, p, false, Recompute::kNone, [&](const char* name, int64_t bytes) {
+    const std::string_view n(name);
+    if (n == "fc1_input" || n == "gelu_input" || n == "swiglu_gate_up" || n == "fc2_input" || n == "mlp_dropout_mask")
+      freed += bytes;
+  });
+  const int64_t begin = buckets + (qkv > kBucket ? qkv * gr : 0) + gathered;
+  const int64_t at_mlp =
+      buckets + mlp_in * w + mlp_in * gr + (mlp_out > kBucket ? 2 * mlp_out * gr : kBucket * gr) - freed;
+  return std::max<int64_t>(0, std::max(begin, at_mlp) - gathered);
+}
+
 // A stage's named overheads: CUDA context, cuBLAS workspace, NCCL buffers of its `comms`
 // communicators, ZeRO-3's gathered and prefetched layers (largest layer `max_layer` parameters),
 // fragmentation; then its total.
@@ -641,6 +680,7 @@ void PlaceOverheads(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g, con
     if (p.zero3_gather == Zero3Gather::kPerTensor) {
       const int64_t mlp = m.ffn_hidden * m.hidden * (m.mlp == MlpKind::kSwiglu ? 2 : 1) / p.tp;
       live = std::min(live, int64_t{1000000000} + mlp);
+      st.zero3_grad_bytes = PerTensorZero3GradBytes(m, p, live * DtypeBytes(p.dtypes.weights));
     }
     st.zero3_prefetch_bytes = live * DtypeBytes(p.dtypes.weights);
   }
@@ -667,7 +707,8 @@ void PlaceOverheads(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g, con
   if (p.zero3_gather == Zero3Gather::kFsdp2 && p.zero >= 1 && end_params > max_layer)
     st.ag_pool_idle_bytes = (end_params - max_layer) * DtypeBytes(p.dtypes.weights);
   st.other_bytes = st.cuda_context_bytes + st.cublas_workspace_bytes + st.te_workspace_bytes + st.nccl_bytes +
-                   st.zero3_prefetch_bytes + st.fragmentation_bytes + RsPoolOnTopBytes(st, p) + st.ag_pool_idle_bytes;
+                   st.zero3_prefetch_bytes + st.zero3_grad_bytes + st.fragmentation_bytes + RsPoolOnTopBytes(st, p) +
+                   st.ag_pool_idle_bytes;
   st.total_bytes = st.weights_bytes + st.grads_bytes + st.optimizer_bytes + st.activations_bytes + st.other_bytes;
   if (p.keep_lp_grads) PlaceStepCopy(p, g, &st);
 }

@@ -88,6 +88,9 @@ struct StageMemory {
   int64_t te_workspace_bytes = 0;  // Transformer Engine's own cuBLAS workspaces (plan.transformer_engine)
   int64_t nccl_bytes = 0;
   int64_t zero3_prefetch_bytes = 0;
+  // DeepSpeed 0.3's per-tensor ZeRO-3 (Zero3Gather::kPerTensor): its reduce buckets and the whole
+  // gradients it holds for their reduce-scatter, at the backward's peak (docs/memory.md §4).
+  int64_t zero3_grad_bytes = 0;
   int64_t fragmentation_bytes = 0;
   // FSDP2 (zero3_gather fsdp2, ZeRO >= 1): its sharded gradients, the reduce-scatter outputs, which
   // live in the reduce-scatter stream's pool of the caching allocator. Under ZeRO-2/3 they are the
@@ -139,10 +142,12 @@ inline bool Fsdp2KeepsNoLowPrecisionShard(const PlanSpec& p) {
 }
 inline int64_t RsPoolOnTopBytes(const StageMemory& st, const PlanSpec& p) { return p.zero < 2 ? st.rs_pool_bytes : 0; }
 // The stage's allocations a framework makes through PyTorch's allocator beyond the model states,
-// the activations and the step copy: the gathered ZeRO-3/FSDP layers, Transformer Engine's
+// the activations and the step copy: the gathered ZeRO-3/FSDP layers, DeepSpeed 0.3's ZeRO-3 gradient
+// buffers, Transformer Engine's
 // workspaces and FSDP2's two pools (what meshplan-run holds as its buffers).
 inline int64_t FrameworkBufferBytes(const StageMemory& st, const PlanSpec& p) {
-  return st.zero3_prefetch_bytes + st.te_workspace_bytes + RsPoolOnTopBytes(st, p) + st.ag_pool_idle_bytes;
+  return st.zero3_prefetch_bytes + st.zero3_grad_bytes + st.te_workspace_bytes + RsPoolOnTopBytes(st, p) +
+         st.ag_pool_idle_bytes;
 }
 inline int64_t CudaContextBytes(const PlanSpec& p, const MemoryOverheads& o) {
   return p.cuda_context_bytes > 0 ? p.cuda_context_bytes : o.cuda_context_bytes;

@@ -47,7 +47,7 @@ int64_t MemoryTableModel::bytes(int row, Column column) const {
     case kCudaContext: return s.cuda_context_bytes;
     case kCublas: return s.cublas_workspace_bytes;
     case kNccl: return s.nccl_bytes;
-    case kZero3Buffers: return s.zero3_prefetch_bytes;
+    case kZero3Buffers: return s.zero3_prefetch_bytes + s.zero3_grad_bytes;
     case kFragmentation: return s.fragmentation_bytes;
     case kOverheads: return s.other_bytes;
     case kTotal: return s.total_bytes;
@@ -137,7 +137,12 @@ QString MemoryTableModel::termTooltip(int row, Column c) const {
     case kCudaContext: return head + "assumed (profile.memory.cuda_context_bytes)";
     case kCublas: return head + "cuBLAS workspace (profile.memory.cublas_workspace_bytes)";
     case kNccl: return head + "communicators x channels x 2 x NCCL_BUFFSIZE";
-    case kZero3Buffers: return head + "ZeRO-3: two layers' weights gathered at a time";
+    case kZero3Buffers:
+      return head + (s.zero3_grad_bytes
+                         ? QString("ZeRO-3: weights gathered %1 GB + DeepSpeed 0.3's gradient buckets and "
+                                   "held gradients %2 GB")
+                               .arg(Gb(s.zero3_prefetch_bytes), Gb(s.zero3_grad_bytes))
+                         : QString("ZeRO-3: two layers' weights gathered at a time"));
     case kFragmentation: return head + "caching-allocator fragmentation, a share of activations (assumed)";
     case kOverheads: {
       // The pools of FSDP2's streams (docs/memory.md §4): the reduce-scatter pool's sharded gradients
@@ -147,7 +152,7 @@ QString MemoryTableModel::termTooltip(int row, Column c) const {
              QString(
                  "CUDA context %1 + cuBLAS %2 + TE workspaces %3 + NCCL %4 + ZeRO-3 buffers %5 + fragmentation %6 GB")
                  .arg(Gb(s.cuda_context_bytes), Gb(s.cublas_workspace_bytes), Gb(s.te_workspace_bytes),
-                      Gb(s.nccl_bytes), Gb(s.zero3_prefetch_bytes), Gb(s.fragmentation_bytes)) +
+                      Gb(s.nccl_bytes), Gb(s.zero3_prefetch_bytes + s.zero3_grad_bytes), Gb(s.fragmentation_bytes)) +
              (rs_extra ? QString(" + FSDP2 reduce-scatter pool %1 GB").arg(Gb(rs_extra)) : QString()) +
              (s.ag_pool_idle_bytes ? QString(" + FSDP2 all-gather pool %1 GB").arg(Gb(s.ag_pool_idle_bytes))
                                    : QString()) +

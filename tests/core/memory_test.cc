@@ -596,6 +596,47 @@ TEST(MemoryTest, FitVerdictIsTightWhereOnlyTheAllocatorsReserveIsOver) {
   EXPECT_EQ(pp.least_per_gpu_bytes, least);
 }
 
+TEST(MemoryTest, DeepSpeedPerTensorZeroThreeHoldsItsBucketsAndWholeGradientsAtTheMlpBackward) {
+  // DeepSpeed 0.3's ZeRO-3 (stage3.py, partition_parameters.py at v0.3.13), fp16, micro batch 4 of
+  // 2,048 tokens, full recomputation, no model parallelism. Its gradient path holds two reduce
+  // buckets of 5e8 fp16 elements (2,000,000,000 B) through the backward; each gradient over a
+  // bucket keeps a tensor of its own until the reduction after its own, and PyTorch's list
+  // reduce-scatter copies it whole into a flat input.
+  PlanSpec p = ZeroPlan(3, 640);
+  p.micro_batch = 4;
+  p.global_batch = 2560;
+  p.recompute = Recompute::kFull;
+  p.zero3_gather = Zero3Gather::kPerTensor;
+  p.dtypes.weights = Dtype::kFp16;
+  p.dtypes.grads = Dtype::kFp16;
+  // 529.6B (h 20,480, f 81,920, 128 heads of 160). Gathered: 1e9 elements + one MLP matrix
+  // (1,677,721,600) = 2,677,721,600 x 2 B = 5,355,443,200 B. As a layer's backward begins: the
+  // buckets, the layer after's QKV gradient (3 x 20,480^2 = 1,258,291,200 elements, 2,516,582,400 B)
+  // and the gathered weights: 9,872,025,600 B. At the MLP's first matrix's gradient hook: the
+  // buckets, its weight and gradient, the second matrix's gradient and its flat copy (4 x
+  // 3,355,443,200 B), less the MLP's saved tensors autograd has freed: its input 2sbh
+  // (335,544,320), the GeLU's input and the second matrix's input 2 x 2sbf (2 x 1,342,177,280) and
+  // the dropout mask sbh (167,772,160), 3,187,671,040 B: 12,234,101,760 B. Beyond the gathered
+  // weights: 12,234,101,760 - 5,355,443,200 = 6,878,658,560 B.
+  Loaded big = Load("gpt-529.6b", "a100-80g", "dgx-a100");
+  const StageMemory st = EstimateMemory(big.model, p, big.gpu).stages[0];
+  EXPECT_EQ(st.zero3_prefetch_bytes, 5'355'443'200);
+  EXPECT_EQ(st.zero3_grad_bytes, 6'878'658'560);
+  EXPECT_EQ(FrameworkBufferBytes(st, p), 5'355'443'200 + 6'878'658'560);
+  // 175B (h 12,288, f 49,152): the MLP's matrices (603,979,776 elements) are over a bucket, its QKV
+  // weight (452,984,832) is not. Gathered 1,603,979,776 x 2 = 3,207,959,552 B; the backward's start
+  // holds the buckets beside them, 5,207,959,552 B; the MLP's hook 2e9 + 4 x 1,207,959,552 -
+  // (201,326,592 + 2 x 805,306,368 + 100,663,296) = 4,919,235,584 B. The start is the larger, and
+  // the buckets alone come on top of the gathered weights.
+  Loaded gpt3 = Load("gpt3-175b", "a100-80g", "dgx-a100");
+  const StageMemory small = EstimateMemory(gpt3.model, p, gpt3.gpu).stages[0];
+  EXPECT_EQ(small.zero3_prefetch_bytes, 3'207'959'552);
+  EXPECT_EQ(small.zero3_grad_bytes, 2'000'000'000);
+  // The flat ZeRO-3 and FSDP2 hold none of it.
+  p.zero3_gather = Zero3Gather::kFlat;
+  EXPECT_EQ(EstimateMemory(big.model, p, big.gpu).stages[0].zero3_grad_bytes, 0);
+}
+
 TEST(MemoryTest, Fsdp2KeepsNoLowPrecisionShardsAndItsGradientsInTheReduceScatterPool) {
   // Llama 3 8B (8,030,261,248 parameters) on 8 H100s, ZeRO-3 with fp32 gradients as torchtitan
   // runs FSDP2, one microbatch of 8,192 tokens per rank. The flat ZeRO-3 keeps a bf16 shard beside

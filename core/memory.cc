@@ -629,13 +629,13 @@ void PlaceStepCopy(const PlanSpec& p, const GpuSpec& g, StageMemory* out) {
 // bucket overflow reduces the output matrix's); by then autograd has freed the MLP's saved
 // tensors (its input, the activation's input, the second matrix's input, the dropout mask). A
 // matrix within a bucket is copied into it (counted with the buckets), and the reduction's flat
-// copies come to at most a bucket. Returns what these add to `gathered`, never less than 0.
-int64_t PerTensorZero3GradBytes(const ModelSpec& m, const PlanSpec& p, int64_t gathered) {
+// copies come to at most a bucket. `mlp_in`: the MLP's first (fused gated) matrix's TP-local
+// elements. Returns what these add to `gathered`, never less than 0.
+int64_t PerTensorZero3GradBytes(const ModelSpec& m, const PlanSpec& p, int64_t mlp_in, int64_t gathered) {
   constexpr int64_t kBucket = 500000000;  // DeepSpeed v0.3.13 reduce_bucket_size default
   const int64_t w = DtypeBytes(p.dtypes.weights), gr = DtypeBytes(p.dtypes.grads);
   const int64_t buckets = 2 * kBucket * gr;
   const int64_t qkv = (m.heads + 2 * m.kv_heads) * m.head_dim * m.hidden / p.tp;
-  const int64_t mlp_in = m.ffn_hidden * m.hidden * (m.mlp == MlpKind::kSwiglu ? 2 : 1) / p.tp;
   const int64_t mlp_out = m.ffn_hidden * m.hidden / p.tp;
   int64_t freed = 0;
   VisitLayerActivations(m, p, false, Recompute::kNone, [&](const char* name, int64_t bytes) {
@@ -680,7 +680,7 @@ void PlaceOverheads(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g, con
     if (p.zero3_gather == Zero3Gather::kPerTensor) {
       const int64_t mlp = m.ffn_hidden * m.hidden * (m.mlp == MlpKind::kSwiglu ? 2 : 1) / p.tp;
       live = std::min(live, int64_t{1000000000} + mlp);
-      st.zero3_grad_bytes = PerTensorZero3GradBytes(m, p, live * DtypeBytes(p.dtypes.weights));
+      st.zero3_grad_bytes = PerTensorZero3GradBytes(m, p, mlp, live * DtypeBytes(p.dtypes.weights));
     }
     st.zero3_prefetch_bytes = live * DtypeBytes(p.dtypes.weights);
   }

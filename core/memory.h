@@ -142,9 +142,9 @@ inline bool Fsdp2KeepsNoLowPrecisionShard(const PlanSpec& p) {
 }
 inline int64_t RsPoolOnTopBytes(const StageMemory& st, const PlanSpec& p) { return p.zero < 2 ? st.rs_pool_bytes : 0; }
 // The stage's allocations a framework makes through PyTorch's allocator beyond the model states,
-// the activations and the step copy: the gathered ZeRO-3/FSDP layers, DeepSpeed 0.3's ZeRO-3 gradient
-// buffers, Transformer Engine's
-// workspaces and FSDP2's two pools (what meshplan-run holds as its buffers).
+// the activations and the step copy: the gathered ZeRO-3/FSDP layers, DeepSpeed 0.3's ZeRO-3
+// gradient buffers, Transformer Engine's workspaces and FSDP2's two pools (what meshplan-run holds
+// as its buffers).
 inline int64_t FrameworkBufferBytes(const StageMemory& st, const PlanSpec& p) {
   return st.zero3_prefetch_bytes + st.zero3_grad_bytes + st.te_workspace_bytes + RsPoolOnTopBytes(st, p) +
          st.ag_pool_idle_bytes;

@@ -318,13 +318,13 @@ std::string AccuracyText(const SpeedReport& sp, const core::MemoryReport& r) {
   // prediction comes closer to both than the floor.
   for (const auto* acc : {&sp.step_accuracy, &sp.memory_accuracy}) {
     if (!*acc || (*acc)->table.repeats.scenarios == 0) continue;
-    const sim::AccuracyRepeats& r = (*acc)->table.repeats;
+    const sim::AccuracyRepeats& rep = (*acc)->table.repeats;
     std::snprintf(line, sizeof line,
                   "#   %s of one plan measured twice: %zu plans printed more than once (%zu runs; validate --repeats) "
                   "differ by %.1f%% (median; p90 %.1f%%), so one prediction is at least %.1f%% off one of them "
                   "(median; p90 %.1f%%)\n",
-                  acc == &sp.step_accuracy ? "step time" : "memory", r.scenarios, r.runs, 100 * r.spread_median,
-                  100 * r.spread_p90, 100 * r.floor_median, 100 * r.floor_p90);
+                  acc == &sp.step_accuracy ? "step time" : "memory", rep.scenarios, rep.runs, 100 * rep.spread_median,
+                  100 * rep.spread_p90, 100 * rep.floor_median, 100 * rep.floor_p90);
     o << line;
   }
   // Where the step-time error sits on the plans measured at several GPU counts (sim::SplitSteps):

@@ -614,7 +614,8 @@ std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r, co
                                                         : "2 layers gathered");
   if (w.zero3_grad_bytes)
     row("ZeRO-3 gradient buffers", w.zero3_grad_bytes,
-        "2 reduce buckets + held whole gradients and a flat copy at the MLP's backward (DeepSpeed 0.3)");
+        "2 reduce buckets + held whole gradients, a flat copy and activation gradients at the MLP's backward "
+        "(DeepSpeed 0.3)");
   if (w.rs_pool_bytes)
     row("FSDP2 reduce-scatter pool", w.rs_pool_bytes,
         std::string(p.zero >= 2 ? "the gradients above" : "the sharded gradients, beside the accumulators") +

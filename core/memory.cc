@@ -629,8 +629,14 @@ void PlaceStepCopy(const PlanSpec& p, const GpuSpec& g, StageMemory* out) {
 // bucket overflow reduces the output matrix's); by then autograd has freed the MLP's saved
 // tensors (its input, the activation's input, the second matrix's input, the dropout mask). A
 // matrix within a bucket is copied into it (counted with the buckets), and the reduction's flat
-// copies come to at most a bucket. `mlp_in`: the MLP's first (fused gated) matrix's TP-local
-// elements. Returns what these add to `gathered`, never less than 0.
+// copies come to at most a bucket. Beside them, the activation gradients autograd holds at each
+// moment (PyTorch's engine frees a node's input gradient once the node has run, and the residual
+// add hands its output's gradient on to both branches): the layer output's gradient through the
+// whole backward (the residual's, and the recomputing checkpoint's argument), and at the hook also
+// the MLP input's gradient, which the first matrix's backward has just made for the norm's
+// backward (the engine runs a weight's AccumulateGrad, and so its hook, before that norm). `mlp_in`:
+// the MLP's first (fused gated) matrix's TP-local elements. Returns what these add to `gathered`,
+// never less than 0.
 int64_t PerTensorZero3GradBytes(const ModelSpec& m, const PlanSpec& p, int64_t mlp_in, int64_t gathered) {
   constexpr int64_t kBucket = 500000000;  // DeepSpeed v0.3.13 reduce_bucket_size default
   const int64_t w = DtypeBytes(p.dtypes.weights), gr = DtypeBytes(p.dtypes.grads);
@@ -643,9 +649,12 @@ int64_t PerTensorZero3GradBytes(const ModelSpec& m, const PlanSpec& p, int64_t m
     if (n == "fc1_input" || n == "gelu_input" || n == "swiglu_gate_up" || n == "fc2_input" || n == "mlp_dropout_mask")
       freed += bytes;
   });
-  const int64_t begin = buckets + (qkv > kBucket ? qkv * gr : 0) + gathered;
+  // One residual-stream activation gradient (sbh, sequence-sharded under sequence parallelism).
+  const int64_t act_grad =
+      ActBytes(p) * (p.seq_len / p.cp) * p.micro_batch * m.hidden / (p.sequence_parallel ? p.tp : 1);
+  const int64_t begin = buckets + (qkv > kBucket ? qkv * gr : 0) + gathered + act_grad;
   const int64_t at_mlp =
-      buckets + mlp_in * w + mlp_in * gr + (mlp_out > kBucket ? 2 * mlp_out * gr : kBucket * gr) - freed;
+      buckets + mlp_in * w + mlp_in * gr + (mlp_out > kBucket ? 2 * mlp_out * gr : kBucket * gr) - freed + 2 * act_grad;
   return std::max<int64_t>(0, std::max(begin, at_mlp) - gathered);
 }
 

@@ -89,7 +89,8 @@ struct StageMemory {
   int64_t nccl_bytes = 0;
   int64_t zero3_prefetch_bytes = 0;
   // DeepSpeed 0.3's per-tensor ZeRO-3 (Zero3Gather::kPerTensor): its reduce buckets and the whole
-  // gradients it holds for their reduce-scatter, at the backward's peak (docs/memory.md §4).
+  // gradients it holds for their reduce-scatter, with the activation gradients alive beside them,
+  // at the backward's peak (docs/memory.md §4).
   int64_t zero3_grad_bytes = 0;
   int64_t fragmentation_bytes = 0;
   // FSDP2 (zero3_gather fsdp2, ZeRO >= 1): its sharded gradients, the reduce-scatter outputs, which

@@ -138,11 +138,10 @@ QString MemoryTableModel::termTooltip(int row, Column c) const {
     case kCublas: return head + "cuBLAS workspace (profile.memory.cublas_workspace_bytes)";
     case kNccl: return head + "communicators x channels x 2 x NCCL_BUFFSIZE";
     case kZero3Buffers:
-      return head + (s.zero3_grad_bytes
-                         ? QString("ZeRO-3: weights gathered %1 GB + DeepSpeed 0.3's gradient buckets and "
-                                   "held gradients %2 GB")
-                               .arg(Gb(s.zero3_prefetch_bytes), Gb(s.zero3_grad_bytes))
-                         : QString("ZeRO-3: two layers' weights gathered at a time"));
+      return head + (s.zero3_grad_bytes ? QString("ZeRO-3: weights gathered %1 GB + DeepSpeed 0.3's gradient buckets, "
+                                                  "held gradients and the activation gradients beside them %2 GB")
+                                              .arg(Gb(s.zero3_prefetch_bytes), Gb(s.zero3_grad_bytes))
+                                        : QString("ZeRO-3: two layers' weights gathered at a time"));
     case kFragmentation: return head + "caching-allocator fragmentation, a share of activations (assumed)";
     case kOverheads: {
       // The pools of FSDP2's streams (docs/memory.md §4): the reduce-scatter pool's sharded gradients

@@ -616,22 +616,26 @@ TEST(MemoryTest, DeepSpeedPerTensorZeroThreeHoldsItsBucketsAndWholeGradientsAtTh
   // buckets, its weight and gradient, the second matrix's gradient and its flat copy (4 x
   // 3,355,443,200 B), less the MLP's saved tensors autograd has freed: its input 2sbh
   // (335,544,320), the GeLU's input and the second matrix's input 2 x 2sbf (2 x 1,342,177,280) and
-  // the dropout mask sbh (167,772,160), 3,187,671,040 B: 12,234,101,760 B. Beyond the gathered
-  // weights: 12,234,101,760 - 5,355,443,200 = 6,878,658,560 B.
+  // the dropout mask sbh (167,772,160), 3,187,671,040 B: 12,234,101,760 B. Autograd holds two
+  // activation gradients of 2sbh (335,544,320 B) then, the layer output's (the residual's) and the
+  // MLP input's, which the first matrix's backward has just made: 12,905,190,400 B. (The start
+  // holds the layer output's alone beside the rest: 10,207,569,920 B.) Beyond the gathered weights:
+  // 12,905,190,400 - 5,355,443,200 = 7,549,747,200 B.
   Loaded big = Load("gpt-529.6b", "a100-80g", "dgx-a100");
   const StageMemory st = EstimateMemory(big.model, p, big.gpu).stages[0];
   EXPECT_EQ(st.zero3_prefetch_bytes, 5'355'443'200);
-  EXPECT_EQ(st.zero3_grad_bytes, 6'878'658'560);
-  EXPECT_EQ(FrameworkBufferBytes(st, p), 5'355'443'200 + 6'878'658'560);
+  EXPECT_EQ(st.zero3_grad_bytes, 7'549'747'200);
+  EXPECT_EQ(FrameworkBufferBytes(st, p), 5'355'443'200 + 7'549'747'200);
   // 175B (h 12,288, f 49,152): the MLP's matrices (603,979,776 elements) are over a bucket, its QKV
   // weight (452,984,832) is not. Gathered 1,603,979,776 x 2 = 3,207,959,552 B; the backward's start
-  // holds the buckets beside them, 5,207,959,552 B; the MLP's hook 2e9 + 4 x 1,207,959,552 -
-  // (201,326,592 + 2 x 805,306,368 + 100,663,296) = 4,919,235,584 B. The start is the larger, and
-  // the buckets alone come on top of the gathered weights.
+  // holds the buckets and the layer output's gradient (2sbh = 201,326,592 B) beside them,
+  // 5,409,286,144 B; the MLP's hook 2e9 + 4 x 1,207,959,552 - (201,326,592 + 2 x 805,306,368 +
+  // 100,663,296) + 2 x 201,326,592 = 5,321,888,768 B. The start is the larger: the buckets and one
+  // activation gradient come on top of the gathered weights.
   Loaded gpt3 = Load("gpt3-175b", "a100-80g", "dgx-a100");
   const StageMemory small = EstimateMemory(gpt3.model, p, gpt3.gpu).stages[0];
   EXPECT_EQ(small.zero3_prefetch_bytes, 3'207'959'552);
-  EXPECT_EQ(small.zero3_grad_bytes, 2'000'000'000);
+  EXPECT_EQ(small.zero3_grad_bytes, 2'201'326'592);
   // The flat ZeRO-3 and FSDP2 hold none of it.
   p.zero3_gather = Zero3Gather::kFlat;
   EXPECT_EQ(EstimateMemory(big.model, p, big.gpu).stages[0].zero3_grad_bytes, 0);

@@ -3075,21 +3075,25 @@ TEST(ValidationTest, PublishedOutcomesAndPeaksFromSourcesNotTunedOn) {
   // before the copy; 19.4% with the profile's CUDA context on the BLOOM ones).
   // Narayanan 2021 Table 2's caption: the 529.6B model under ZeRO-3 did not fit on 560 A100s at
   // micro batch 4 and ran on 640: their model states differ by 1.76 GiB, so the 640 run's peak
-  // lies in (78.2, 80] GiB. Predicted 79.8 and 78.0 GiB of 80 since DeepSpeed 0.3's gradient path
+  // lies in (78.2, 80] GiB. Predicted 80.4 and 78.7 GiB of 80 since DeepSpeed 0.3's gradient path
   // is counted (its two reduce buckets, the MLP matrices' whole gradients and the list
-  // reduce-scatter's flat copy, less the MLP's freed activations: 6.9 GB; 73.4 and 71.6 before):
-  // the 640 right and 0.2 GiB under the bracket, the 560 still wrong by 0.2 GiB (docs/memory.md).
+  // reduce-scatter's flat copy, less the MLP's freed activations, with the two activation
+  // gradients autograd holds then: 7.5 GB; 73.4 and 71.6 before it, 79.8 and 78.0 before the
+  // activation gradients): the 640 right and inside the bracket; the 560 over the GPU's memory
+  // only by the allocator's assumed reserve, so tight, predicted to run, and still wrong
+  // (docs/memory.md).
   EXPECT_LT(v.all.median_abs_error, 0.09);
   ASSERT_EQ(v.verdicts.size(), 22u);
   EXPECT_LE(v.verdicts_wrong, 2u);
   for (const auto& vr : v.verdicts) {
     if (vr.id == "narayanan2021-t2-zero3-529.6B-a100x640-mbs4-fits") {
       EXPECT_TRUE(vr.Right()) << vr.predicted_gib;
-      EXPECT_NEAR(vr.predicted_gib, 78.0, 0.1);
+      EXPECT_NEAR(vr.predicted_gib, 78.7, 0.1);
+      EXPECT_GT(vr.predicted_gib, 78.2);  // inside the bracket the caption sets
     }
     if (vr.id == "narayanan2021-t2-zero3-529.6B-a100x560-mbs4") {
       EXPECT_FALSE(vr.Right()) << vr.predicted_gib;  // a known gap: if it turns right, say why in the docs
-      EXPECT_NEAR(vr.predicted_gib, 79.8, 0.1);
+      EXPECT_NEAR(vr.predicted_gib, 80.4, 0.1);
     }
   }
   double p203 = 0, p206 = 0;

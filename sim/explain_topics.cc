@@ -677,14 +677,18 @@ core::Result<Explanation> TopicEp(const core::Profile& profile) {
             "another; ",
             1e3 * kMoeHostForwardBaseS, 1e3 * kMoeHostBackwardBaseS, 1e3 * kMoeHostForwardPerExpertS,
             1e3 * kMoeHostBackwardPerExpertS) +
-        "the grouped GEMM's and the attention's host time are not measured, so this is a lower bound "
-        "(docs/compute.md). Megatron-Core's MoE guide names the cures: a larger micro batch, or CUDA graphs for "
+        Fmt("under Transformer Engine's grouped GEMM each expert's GEMM is still a cuBLASLt call built on the "
+            "host, about %.0f us each (2 an expert forward, 4 backward; none in this example, which runs without "
+            "Transformer Engine); the attention's host time is not measured, so this is a lower bound "
+            "(docs/compute.md). ",
+            1e6 * kTeGroupedGemmHostPerGemmS) +
+        "Megatron-Core's MoE guide names the cures: a larger micro batch, or CUDA graphs for "
         "the router and the dispatcher's preprocessing (megatron/core/transformer/moe/README.md at d98e8a64, "
         "'CPU Overhead Bottleneck').";
     st.formula =
         Fmt("forward = GPU time before the sync + max(%.3f ms + %.3f ms × experts / ep, the MoE block's GPU time after "
             "it); backward = max(%.3f ms + %.3f ms × experts / ep, the backward's GPU time) (the per-expert terms "
-            "without a grouped GEMM)",
+            "without a grouped GEMM; with Transformer Engine's, 2 and 4 cuBLASLt calls an expert instead)",
             1e3 * kMoeHostForwardBaseS, 1e3 * kMoeHostForwardPerExpertS, 1e3 * kMoeHostBackwardBaseS,
             1e3 * kMoeHostBackwardPerExpertS);
     st.substituted =

@@ -654,10 +654,15 @@ MoeHostTime MoeLayerHostTime(const core::ModelSpec& m, const core::PlanSpec& p) 
   // Token dropping pads each expert's input to its capacity (Megatron-Core's drop_and_pad, as
   // Megatron-Bridge's token-drop recipes set it): the splits are known without the host sync.
   if (m.moe->capacity_factor > 0) return {};
-  const double experts =
-      p.moe_grouped_gemm ? 0.0 : static_cast<double>(std::max<int64_t>(m.moe->experts / std::max<int64_t>(p.ep, 1), 1));
+  const double local = static_cast<double>(std::max<int64_t>(m.moe->experts / std::max<int64_t>(p.ep, 1), 1));
+  const double experts = p.moe_grouped_gemm ? 0.0 : local;
   MoeHostTime t{kMoeHostForwardBaseS + kMoeHostForwardPerExpertS * experts,
                 kMoeHostBackwardBaseS + kMoeHostBackwardPerExpertS * experts};
+  // Transformer Engine's GroupedLinear: a cuBLASLt call per local expert and GEMM (step_model.h).
+  if (p.moe_grouped_gemm && p.transformer_engine) {
+    t.forward_s += 2 * kTeGroupedGemmHostPerGemmS * local;
+    t.backward_s += 4 * kTeGroupedGemmHostPerGemmS * local;
+  }
   // A hybrid model's layer list is one mixed layer per layer (core/step_graph.cc HybridMix), its
   // MoE block weighted by the MoE layers' share: between two MoE layers' synchronisations run
   // n / moe layers, whose GPU time the host time is weighed against, so each mixed layer takes

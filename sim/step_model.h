@@ -445,20 +445,32 @@ double GemmEfficiency(const core::Profile& profile, const core::GpuSpec& g, core
 // backward 19.389; with 4, 8 runs, 4.125 and 8.628). Per expert run one after another
 // (moe_grouped_gemm off) (8.532 - 4.125) / 12 = 0.367 ms forward and (19.389 - 8.628) / 12 -
 // 0.367 = 0.530 ms backward; the rest, the router, the dispatcher and its synchronisation, 4.125 -
-// 4 x 0.367 = 2.656 ms forward and 8.628 - 4 x 0.897 - 2.656 = 2.385 ms backward. A grouped
-// GEMM's own host time per expert is not measured and counts 0, a lower bound there; so is the
-// host time of the layer's other blocks. The step model (HostWait) sets the forward host time
-// against the MoE block's kernels after the dispatcher's device-to-host synchronisation alone,
-// since the host queues them only once every kernel before it has run (measured on Megatron-Core's
-// whole layer, megatron_layer*.json), and the backward host time against the whole backward.
-// Zero without MoE, under capacity-factor token dropping, or with moe_host none. For a hybrid
-// model, per mixed layer: times the MoE layers' share of its layers.
+// 4 x 0.367 = 2.656 ms forward and 8.628 - 4 x 0.897 - 2.656 = 2.385 ms backward. Under Transformer
+// Engine's grouped GEMM (moe_grouped_gemm with transformer_engine: TEGroupedMLP's GroupedLinear)
+// each local expert's GEMM is still a cuBLASLt call of its own, issued from the host one after
+// another (nvte_multi_stream_cublas_gemm loops over the GEMMs, and cublas_gemm creates the matmul
+// descriptor, the matrix layouts and the preference and queries cublasLtMatmulAlgoGetHeuristic on
+// every call: transformer_engine/common/gemm/cublaslt_gemm.cu at v2.9, v2.12 and v2.17.1, no plan
+// cache), kTeGroupedGemmHostPerGemmS each: 2 GEMMs an expert forward (fc1, fc2), 4 backward (their
+// input and weight gradients). A grouped GEMM without Transformer Engine (one CUTLASS kernel)
+// counts 0; the host time of the layer's other blocks is not counted either (a lower bound). The
+// step model (HostWait) sets the forward host time against the MoE block's kernels after the
+// dispatcher's device-to-host synchronisation alone, since the host queues them only once every
+// kernel before it has run (measured on Megatron-Core's whole layer, megatron_layer*.json), and the
+// backward host time against the whole backward. Zero without MoE, under capacity-factor token
+// dropping, or with moe_host none. For a hybrid model, per mixed layer: times the MoE layers' share
+// of its layers.
 struct MoeHostTime {
   double forward_s = 0, backward_s = 0;
   double Total() const { return forward_s + backward_s; }
 };
 inline constexpr double kMoeHostForwardBaseS = 2.656e-3, kMoeHostForwardPerExpertS = 0.367e-3;
 inline constexpr double kMoeHostBackwardBaseS = 2.385e-3, kMoeHostBackwardPerExpertS = 0.530e-3;
+// The host time of one cuBLASLt GEMM whose descriptors and algorithm are built for the call, from
+// entering the wrapper to the kernel's launch: about 10 us, against 5 with them memoized (RAPIDS
+// RAFT's measurement, NVIDIA/raft PR #1736, 2023-08: "approx 10us -> 5us, as measured by NVTX from
+// entering matmul wrapper on the host to the launch of the kernel").
+inline constexpr double kTeGroupedGemmHostPerGemmS = 10e-6;
 MoeHostTime MoeLayerHostTime(const core::ModelSpec& m, const core::PlanSpec& p);
 // FP8 delayed scaling's amax reductions. Transformer Engine's DelayedScaling reduces each FP8
 // tensor's amax across the fp8_autocast's group: leaving the autocast concatenates the forward

@@ -199,7 +199,7 @@ QString StepTableModel::termHelp(Row r) {
     case kOffload: return "activation copies to and from host memory the compute waits for (offloaded layers)";
     case kHost:
       return "MoE layers whose kernels finish before the host has issued them: the framework's host time per layer "
-             "(Megatron-Core's, measured) beyond the GPU's";
+             "(Megatron-Core's, measured, and Transformer Engine's cuBLASLt calls per expert) beyond the GPU's";
     case kOptimizer: return "the optimizer step (memory bound)";
     case kStep: return "one optimizer step: the sum of the rows above";
     case kRowCount: break;

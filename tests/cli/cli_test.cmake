@@ -669,8 +669,13 @@ run(report_te_workspace_moe 0 "TE cuBLAS workspaces +0\\.17 GB"
 # The MoE layers' host time (docs/compute.md): Qwen3-30B-A3B at EP 8 on B200s, one sequence a
 # microbatch, waits for Megatron-Core's measured 2.656 ms forward and 2.385 ms backward per layer
 # (grouped GEMM); --moe-host none drops it; a name it does not know is refused naming the field.
-run(report_moe_host_floor 0 "waiting for the host \\(MoE\\).*measured host time, 2\\.656 ms forward and 2\\.385 ms backward per microbatch"
+run(report_moe_host_floor 0 "waiting for the host \\(MoE\\).*its host time, Megatron-Core's measured, 2\\.656 ms forward and 2\\.385 ms backward per microbatch"
     report --model qwen3-30b-a3b --gpu b200 --gpus 8 --ep 8 --zero 1 --seq 4096 --gbs 64)
+# Under Transformer Engine (the megatron-core-2024 stack) its grouped GEMM is a cuBLASLt call per
+# local expert and GEMM, 10 us of host time each: 16 experts x 2 GEMMs forward (2.976 ms) and x 4
+# backward (3.025 ms).
+run(report_moe_host_te 0 "Megatron-Core's measured with Transformer Engine's cuBLASLt call per expert GEMM, 2\\.976 ms forward and 3\\.025 ms backward per microbatch"
+    report --model qwen3-30b-a3b --gpu b200 --gpus 8 --ep 8 --zero 1 --seq 4096 --gbs 64 --stack megatron-core-2024)
 run(report_moe_host_none 0 "\\(exposed\\) +[0-9.]+ s +[0-9.]+%\n#   optimizer step"
     report --model qwen3-30b-a3b --gpu b200 --gpus 8 --ep 8 --zero 1 --seq 4096 --gbs 64 --moe-host none)
 run(moe_host_bad 2 "--moe-host: must be one of megatron-core\\|none"

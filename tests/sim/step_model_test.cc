@@ -948,6 +948,18 @@ TEST(StepModelTest, MoeLayersWaitForMegatronCoresMeasuredHostTime) {
   EXPECT_NEAR(MoeLayerHostTime(s.model, sequential).forward_s, 8.528e-3, 1e-12);
   EXPECT_NEAR(MoeLayerHostTime(s.model, sequential).backward_s, 10.865e-3, 1e-12);
   EXPECT_NEAR(MoeLayerHostFloor(s.model, sequential), 19.393e-3, 1e-12);
+  // Under Transformer Engine the grouped GEMM is its GroupedLinear, a cuBLASLt call per local
+  // expert and GEMM built from scratch each time (cublaslt_gemm.cu, no plan cache), about 10 us of
+  // host time each (RAFT PR #1736): 16 experts x 2 GEMMs x 10 us = 0.32 ms more forward (2.976 ms)
+  // and 16 x 4 x 10 us = 0.64 ms more backward (3.025 ms). Without a grouped GEMM its per-expert
+  // SequentialMLP time already holds its GEMMs.
+  core::PlanSpec te = p;
+  te.transformer_engine = true;
+  EXPECT_NEAR(MoeLayerHostTime(s.model, te).forward_s, 2.976e-3, 1e-12);
+  EXPECT_NEAR(MoeLayerHostTime(s.model, te).backward_s, 3.025e-3, 1e-12);
+  core::PlanSpec te_sequential = sequential;
+  te_sequential.transformer_engine = true;
+  EXPECT_NEAR(MoeLayerHostFloor(s.model, te_sequential), 19.393e-3, 1e-12);
   core::PlanSpec none = p;
   none.moe_host = core::MoeHost::kNone;
   EXPECT_EQ(MoeLayerHostFloor(s.model, none), 0.0);

@@ -181,11 +181,11 @@ std::string SpeedTable(const core::Scenario& s, const SpeedReport& sp) {
   // The MoE layers' host floor (docs/compute.md): what each layer takes at least, and how to drop it.
   if (b.host_s > 0) {
     const sim::MoeHostTime host = sim::MoeLayerHostTime(s.model, s.plan);
-    const bool te_grouped = s.plan.moe_grouped_gemm && s.plan.transformer_engine;
     std::snprintf(line, sizeof line, "%.3f ms forward and %.3f ms backward per microbatch", 1e3 * host.forward_s,
                   1e3 * host.backward_s);
     o << "#   (each MoE layer waits for its host time, Megatron-Core's measured"
-      << (te_grouped ? " with Transformer Engine's cuBLASLt call per expert GEMM" : "") << ", " << line
+      << (sim::TeGroupedGemmHost(s.plan) ? " with Transformer Engine's cuBLASLt call per expert GEMM" : "") << ", "
+      << line
       << ", beyond its kernels after the dispatcher's sync and its backward's; --moe-host none drops it; "
          "docs/compute.md)\n";
   }

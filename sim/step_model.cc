@@ -659,7 +659,7 @@ MoeHostTime MoeLayerHostTime(const core::ModelSpec& m, const core::PlanSpec& p) 
   MoeHostTime t{kMoeHostForwardBaseS + kMoeHostForwardPerExpertS * experts,
                 kMoeHostBackwardBaseS + kMoeHostBackwardPerExpertS * experts};
   // Transformer Engine's GroupedLinear: a cuBLASLt call per local expert and GEMM (step_model.h).
-  if (p.moe_grouped_gemm && p.transformer_engine) {
+  if (TeGroupedGemmHost(p)) {
     t.forward_s += 2 * kTeGroupedGemmHostPerGemmS * local;
     t.backward_s += 4 * kTeGroupedGemmHostPerGemmS * local;
   }

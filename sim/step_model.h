@@ -471,6 +471,9 @@ inline constexpr double kMoeHostBackwardBaseS = 2.385e-3, kMoeHostBackwardPerExp
 // RAFT's measurement, NVIDIA/raft PR #1736, 2023-08: "approx 10us -> 5us, as measured by NVTX from
 // entering matmul wrapper on the host to the launch of the kernel").
 inline constexpr double kTeGroupedGemmHostPerGemmS = 10e-6;
+// Whether a plan's MoE experts run as Transformer Engine's GroupedLinear, whose per-expert
+// cuBLASLt calls MoeLayerHostTime counts (moe_grouped_gemm with transformer_engine).
+inline bool TeGroupedGemmHost(const core::PlanSpec& p) { return p.moe_grouped_gemm && p.transformer_engine; }
 MoeHostTime MoeLayerHostTime(const core::ModelSpec& m, const core::PlanSpec& p);
 // FP8 delayed scaling's amax reductions. Transformer Engine's DelayedScaling reduces each FP8
 // tensor's amax across the fp8_autocast's group: leaving the autocast concatenates the forward

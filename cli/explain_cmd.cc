@@ -304,7 +304,7 @@ void AddExplainCommand(CLI::App* app, int* exit_code) {
       for (std::string& n : sim::AssumedRates(*profile, s.gpu, s.model, *costed)) notes.push_back(std::move(n));
     std::cout << Render(*ex, format, "scenario", notes, warnings);
     if (!ex->fits)
-      std::cerr << "error: no plan fits in " << core::FormatBytes(s.gpu.hbm_bytes) << " per GPU: neither "
+      std::cerr << "error: no plan fits in " << core::FormatBytes(s.gpu.CapacityBytes()) << " per GPU: neither "
                 << (opt.keep_plan ? "the given plan, " : "") << "the whiteboard rules' plan"
                 << (opt.search ? " nor any plan the search tried" : "")
                 << " (the explanation above says by how much; more GPUs, or a GPU with more memory)\n";

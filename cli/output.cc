@@ -646,6 +646,14 @@ std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r, co
       core::IdleReservedBytes(w) > 0 ? "torch.cuda.max_memory_reserved: allocated + fragmentation + idle pools"
                                      : "torch.cuda.max_memory_reserved: allocated + fragmentation");
   row("= on the GPU", w.total_bytes, "nvidia-smi: reserved + CUDA context + NCCL; the fit verdict's number");
+  row("the GPU's memory", r.capacity_bytes,
+      s.gpu.cuda_total_bytes > 0
+          ? "what CUDA reports of its " +
+                (s.gpu.hbm_bytes % core::kGiB == 0 ? std::to_string(s.gpu.hbm_bytes / core::kGiB) + " GiB (" +
+                                                         core::FormatBytes(s.gpu.hbm_bytes) + ")"
+                                                   : core::FormatBytes(s.gpu.hbm_bytes)) +
+                " physical; the driver keeps the rest (the preset's measurement, docs/memory.md §4)"
+          : "the physical memory: no measured CUDA total for this GPU (drivers keep about 1%; docs/memory.md §4)");
   o << "#\n";
   if (speed) o << SpeedTable(s, *speed);
   if (speed) o << AccuracyText(*speed, r);

@@ -209,9 +209,9 @@ void PrintTable(const core::Scenario& s, const sim::SearchOptions& o, const sim:
         "§4): %s\n",
         static_cast<long long>(st.tight),
         o.allow_tight ? "ranked (--allow-tight), marked 'tight'" : "--allow-tight ranks them");
-  const double budget = std::floor(o.max_memory_frac * static_cast<double>(s.gpu.hbm_bytes));
+  const double budget = std::floor(o.max_memory_frac * static_cast<double>(s.gpu.CapacityBytes()));
   std::printf("# budget %.1f GB per GPU (%.2f x %.1f GB); run of %s tokens at $%.2f per GPU-hour\n", budget / 1e9,
-              o.max_memory_frac, static_cast<double>(s.gpu.hbm_bytes) / 1e9,
+              o.max_memory_frac, static_cast<double>(s.gpu.CapacityBytes()) / 1e9,
               HumanCount(static_cast<int64_t>(r.tokens)).c_str(), s.cluster.price_per_gpu_hour_usd);
   if (r.top.empty()) {
     std::printf("# no plan fits\n");
@@ -290,7 +290,7 @@ std::string SearchJson(const core::Scenario& s, const sim::SearchOptions& o, con
   j["global_batch"] = s.plan.global_batch;
   j["objective"] = sim::Name(o.objective);
   j["tokens"] = r.tokens;
-  j["budget_bytes"] = static_cast<int64_t>(std::floor(o.max_memory_frac * static_cast<double>(s.gpu.hbm_bytes)));
+  j["budget_bytes"] = static_cast<int64_t>(std::floor(o.max_memory_frac * static_cast<double>(s.gpu.CapacityBytes())));
   j["threads"] = st.threads;
   j["wall_s"] = st.wall_s;
   j["enumerated"] = st.enumerated;
@@ -643,7 +643,7 @@ void RunSearch(const SearchFlags& f, int* exit_code) {
                 << " leave no valid degrees (dp must divide gbs; see the well-known plans above)\n";
     else
       std::cerr << "error: no plan fits in "
-                << Gb(static_cast<int64_t>(o.max_memory_frac * static_cast<double>(s.gpu.hbm_bytes)))
+                << Gb(static_cast<int64_t>(o.max_memory_frac * static_cast<double>(s.gpu.CapacityBytes())))
                 << " GB per GPU\n";
     *exit_code = 1;
     return;

@@ -602,7 +602,8 @@ void PlaceStepCopy(const PlanSpec& p, const GpuSpec& g, StageMemory* out) {
   const int64_t cached = st.total_bytes + st.step_copy_bytes;
   const int64_t released =
       st.total_bytes - st.activations_bytes - st.fragmentation_bytes - idle_pools + st.step_copy_bytes;
-  const int64_t on_top = cached <= g.hbm_bytes ? st.step_copy_bytes : std::max<int64_t>(0, released - st.total_bytes);
+  const int64_t on_top =
+      cached <= g.CapacityBytes() ? st.step_copy_bytes : std::max<int64_t>(0, released - st.total_bytes);
   st.step_copy_on_top_bytes = on_top;
   // Allocated at the peak: the activations' phase or the step's, whichever is larger.
   st.step_copy_idle_bytes =
@@ -758,7 +759,7 @@ void EstimateInto(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g, const
     r.params.total += copies * pad;
     r.params.active += copies * pad;
   }
-  r.capacity_bytes = g.hbm_bytes;
+  r.capacity_bytes = g.CapacityBytes();
 
   // Sharding groups. Dense states: DP x CP (CP ranks hold identical weights; Megatron's
   // distributed optimizer shards over the DP-with-CP group), or the HSDP shard group.

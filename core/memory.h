@@ -187,7 +187,7 @@ struct MemoryReport {
   std::vector<StageMemory> stages;
   int64_t worst_stage = 0;
   int64_t per_gpu_bytes = 0;   // total of the worst stage
-  int64_t capacity_bytes = 0;  // gpu.hbm_bytes
+  int64_t capacity_bytes = 0;  // gpu.CapacityBytes(): what CUDA reports, else the physical memory
   // per_gpu_bytes within capacity_bytes: the plan fits with the allocator's whole reserve. What the
   // search, the fit advice and `explain` require.
   bool fits = false;

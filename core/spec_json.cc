@@ -406,6 +406,8 @@ void ReadGpu(const Json& j, const std::string& prefix, GpuSpec* g, Diagnostics* 
   r.String("source", &g->source);
   ReadDtypeMap(r.Find("peak_flops_per_s", true), prefix + ".peak_flops_per_s", "FLOP/s", &g->peak_flops_per_s, d);
   r.ByteSize("hbm_bytes", &g->hbm_bytes, true);
+  r.ByteSize("cuda_total_bytes", &g->cuda_total_bytes);
+  r.String("cuda_total_source", &g->cuda_total_source);
   r.Bandwidth("hbm_bytes_per_s", &g->hbm_bytes_per_s, true);
   r.Double("tdp_w", &g->tdp_w, true);
   r.Int("sms", &g->sms);
@@ -470,6 +472,10 @@ OJson WriteGpu(const GpuSpec& g) {
   for (const auto& [dt, v] : g.peak_flops_per_s) peaks[Name(dt)] = v;
   j["peak_flops_per_s"] = peaks;
   j["hbm_bytes"] = SizeJson(g.hbm_bytes);
+  if (g.cuda_total_bytes > 0) {
+    j["cuda_total_bytes"] = SizeJson(g.cuda_total_bytes);
+    j["cuda_total_source"] = g.cuda_total_source;
+  }
   j["hbm_bytes_per_s"] = g.hbm_bytes_per_s;
   j["tdp_w"] = g.tdp_w;
   if (g.sms > 0) j["sms"] = g.sms;

@@ -235,7 +235,17 @@ struct GpuSpec {
   std::string name;
   std::string source;
   std::map<Dtype, double> peak_flops_per_s;  // dense (not 2:4 sparse) tensor-core peak per dtype
-  int64_t hbm_bytes = 0;
+  int64_t hbm_bytes = 0;                     // the physical memory, as the datasheet gives it
+  // The memory a process can use, as CUDA reports the device's total (cudaMemGetInfo's total,
+  // cudaGetDeviceProperties' totalGlobalMem, torch.cuda.get_device_properties().total_memory;
+  // nvidia-smi's "FB Memory Usage" total less its "Reserved"), from the measurement named in
+  // `cuda_total_source`: the driver keeps the rest (docs/memory.md §4). What the fit verdict, the
+  // search's budget and `explain` compare a stage's memory on the GPU with (CapacityBytes). 0: not
+  // measured, and the physical memory stands in (the report says so).
+  int64_t cuda_total_bytes = 0;
+  std::string cuda_total_source;
+  // The memory a plan may fill: cuda_total_bytes where measured, else hbm_bytes.
+  int64_t CapacityBytes() const { return cuda_total_bytes > 0 ? cuda_total_bytes : hbm_bytes; }
   double hbm_bytes_per_s = 0;
   double tdp_w = 0;
   // Streaming multiprocessors (NVIDIA) or compute units (AMD), from the architecture whitepaper

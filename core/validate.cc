@@ -255,6 +255,21 @@ void ValidateGpu(const GpuSpec& g, const std::string& p, Diagnostics* d) {
   PositiveReal(d, p + ".tdp_w", g.tdp_w);
   Within(d, p + ".hbm_bytes", static_cast<double>(g.hbm_bytes), 1e8, 1e14,
          "bytes: accelerators hold GB, not bytes or PB (B300 288 GB)");
+  // 0 = not measured; else what CUDA reports, the physical memory less the driver's reserve.
+  if (g.cuda_total_bytes != 0) {
+    Positive(d, p + ".cuda_total_bytes", g.cuda_total_bytes);
+    if (g.cuda_total_bytes > g.hbm_bytes)
+      d->Error(p + ".cuda_total_bytes",
+               "must be <= hbm_bytes (" + std::to_string(g.hbm_bytes) + "): CUDA reports the physical memory less " +
+                   "what the driver reserves (got " + std::to_string(g.cuda_total_bytes) + ")");
+    else if (g.cuda_total_bytes < g.hbm_bytes * 9 / 10)
+      d->Error(p + ".cuda_total_bytes",
+               "must be >= 90% of hbm_bytes (" + std::to_string(g.hbm_bytes) + "): drivers reserve about 1% (H100 " +
+                   "80GB: 79.2 of 80 GiB); a smaller figure is a unit slip or another GPU (got " +
+                   std::to_string(g.cuda_total_bytes) + ")");
+    if (g.cuda_total_source.empty())
+      d->Error(p + ".cuda_total_source", "must name the measurement cuda_total_bytes comes from");
+  }
   Within(d, p + ".hbm_bytes_per_s", g.hbm_bytes_per_s, 1e9, 1e15,
          "bytes/s: HBM moves TB/s (H100 3.35e12, B300 8e12), a CPU's DRAM tens of GB/s; a value in GB is a unit slip");
   Within(d, p + ".tdp_w", g.tdp_w, 1, 100000, "watts: accelerators draw 300-1,400 W (B300 1,400 W)");

@@ -104,6 +104,12 @@ std::string Hbm(int64_t b) {
   if (b % core::kGiB == 0) return core::FormatBytes(b) + Fmt(" (%lld GiB)", static_cast<long long>(b / core::kGiB));
   return core::FormatBytes(b);
 }
+std::string Capacity(const core::GpuSpec& g) {
+  if (g.cuda_total_bytes <= 0) return Hbm(g.hbm_bytes);
+  return core::FormatBytes(g.cuda_total_bytes) + Fmt(" (%.1f GiB, what CUDA reports of its %s)",
+                                                     static_cast<double>(g.cuda_total_bytes) / core::kGiB,
+                                                     Hbm(g.hbm_bytes).c_str());
+}
 std::string Rate(double bytes_per_s) { return Fmt("%.4g GB/s", bytes_per_s / 1e9); }
 std::string Pct(double f) { return Fmt("%.1f%%", 100 * f); }
 std::string Pct2(double f) { return Fmt("%.2f%%", 100 * f); }
@@ -264,7 +270,7 @@ struct RulesOutcome {
   bool found = false;  // some candidate was valid
   bool fits = false;
   std::vector<std::string> why;    // the decisions, in words
-  int64_t min_gpus = 0;            // ⌈state / HBM⌉
+  int64_t min_gpus = 0;            // ⌈state / M⌉, M = GpuSpec::CapacityBytes
   std::vector<std::string> tried;  // candidates that were valid but did not fit
 };
 
@@ -276,7 +282,7 @@ RulesOutcome ApplyRules(const core::Scenario& s, const core::Profile& profile) {
   PlanSpec unsharded = base;
   unsharded.zero = 0;
   const double state = core::ShardedModelStates(n_params, unsharded, 1).Total();
-  const double hbm = static_cast<double>(s.gpu.hbm_bytes);
+  const double hbm = static_cast<double>(s.gpu.CapacityBytes());
   out.min_gpus = static_cast<int64_t>(std::ceil(state / hbm));
   const int64_t gpus = base.gpus;
   const int64_t domain = std::max<int64_t>(1, std::min(s.cluster.scale_up_domain_gpus, gpus));
@@ -478,7 +484,7 @@ ExplainStep MemoryBudgetStep(const core::Scenario& s) {
   p0.zero = 0;
   const core::ModelStateBytes st_bytes = core::ShardedModelStates(n, p0, 1);
   const core::ModelStateBytes per = core::ShardedModelStates(1.0, p0, 1);
-  const double hbm = static_cast<double>(s.gpu.hbm_bytes);
+  const double hbm = static_cast<double>(s.gpu.CapacityBytes());
   const double state = st_bytes.Total();
   const int64_t min_gpus = static_cast<int64_t>(std::ceil(state / hbm));
   ExplainStep st = NewStep("memory_budget", "Memory budget: weights + gradients + optimizer");
@@ -490,13 +496,15 @@ ExplainStep MemoryBudgetStep(const core::Scenario& s) {
                 : "Mixed-precision Adam keeps, per parameter, the working weights and gradients plus the optimizer's "
                   "master weights and two moments: 2 + 2 + 4 + 4 + 4 = 16 B in bf16/fp32 (Rajbhandari et al. 2020, "
                   "§3.1, K = 12). Activations come on top (step 4).";
-  st.formula = "state = N × (weights + grads + master + moments);  GPUs for the state ≥ ⌈state / HBM⌉";
+  st.formula =
+      "state = N × (weights + grads + master + moments);  GPUs for the state ≥ ⌈state / M⌉, M the memory CUDA reports "
+      "of one GPU";
   st.substituted =
       Fmt("%s × (%.4g + %.4g + %.4g + %.4g) B = %s;  %s / %s = %.2f", Eng(n).c_str(), per.weights, per.grads,
           per.master_weights, per.moments, Bytes(state).c_str(), Bytes(state).c_str(), Bytes(hbm).c_str(), state / hbm);
   st.result =
       Fmt("%s of model state (%.4g B/param); one %s holds %s ⇒ the state alone needs ≥ %lld GPUs", Bytes(state).c_str(),
-          per.Total(), s.gpu.name.c_str(), Hbm(s.gpu.hbm_bytes).c_str(), static_cast<long long>(min_gpus));
+          per.Total(), s.gpu.name.c_str(), Capacity(s.gpu).c_str(), static_cast<long long>(min_gpus));
   if (s.plan.dtypes.master_weights != Dtype::kNone && core::MomentBuffers(s.plan.optimizer) == 2) {
     PlanSpec no_master = p0;
     no_master.dtypes.master_weights = Dtype::kNone;
@@ -516,7 +524,7 @@ ExplainStep MemoryBudgetStep(const core::Scenario& s) {
   Set(&st, "master_weights_bytes", st_bytes.master_weights, "B");
   Set(&st, "moments_bytes", st_bytes.moments, "B");
   Set(&st, "state_bytes", state, "B");
-  Set(&st, "hbm_bytes", hbm, "B");
+  Set(&st, "capacity_bytes", hbm, "B");
   Set(&st, "min_gpus_for_state", static_cast<double>(min_gpus), "GPUs");
   return st;
 }
@@ -529,7 +537,7 @@ ExplainStep ParallelismStep(const core::Scenario& s, const RulesOutcome& rules, 
       "H100 nodes: TP traffic never crosses InfiniBand), PP = the fewest stages that let one TP × PP replica "
       "hold the whole state, DP = the rest with ZeRO-1 on top. Each candidate is checked with the memory "
       "model (step 4) and the first that fits is taken.";
-  st.formula = "TP × PP ≥ ⌈state / HBM⌉;  DP = GPUs / (TP × PP × CP);  m = global batch / (mbs × DP)";
+  st.formula = "TP × PP ≥ ⌈state / M⌉;  DP = GPUs / (TP × PP × CP);  m = global batch / (mbs × DP)";
   std::vector<std::string> parts;
   parts.push_back(Fmt("state needs ≥ %lld GPUs; NVLink domain %lld GPUs", static_cast<long long>(rules.min_gpus),
                       static_cast<long long>(s.cluster.scale_up_domain_gpus)));

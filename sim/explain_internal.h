@@ -38,6 +38,8 @@ std::string Int(int64_t v);
 std::string Bytes(double b);
 std::string Bytes(int64_t b);
 std::string Hbm(int64_t b);
+// The memory a plan may fill on GPU g (GpuSpec::CapacityBytes), with the physical memory beside it when the two differ.
+std::string Capacity(const core::GpuSpec& g);
 std::string Rate(double bytes_per_s);
 std::string Pct(double f);
 std::string Pct2(double f);

@@ -36,7 +36,7 @@ core::Result<Explanation> TopicZero(const core::Profile& profile) {
   auto k = LoadCase("llama3-70b", "dgx-h100");
   if (!k.ok()) return k.status();
   const double n = static_cast<double>(core::CountParams(k->m).total);
-  const double hbm = static_cast<double>(k->g.hbm_bytes);
+  const double hbm = static_cast<double>(k->g.CapacityBytes());
   PlanSpec p = MakePlan(8, 1, 1, 1, 0, false, Recompute::kNone, 8192, 8, k->m.layers);
   Explanation ex;
   ex.title = "ZeRO / FSDP: sharding the 16 bytes per parameter (worked example: llama3-70b on 8 × h100-sxm)";
@@ -64,18 +64,17 @@ core::Result<Explanation> TopicZero(const core::Profile& profile) {
     const double state = core::ShardedModelStates(n, p, 1).Total();
     ExplainStep st = NewStep("state_70b", "70B × 16 B: the memory ultimatum");
     st.rule = "Model state = parameters × bytes per parameter; it must live somewhere before any activation does.";
-    st.formula = "state = N × 16 B;  GPUs needed ≥ ⌈state / HBM⌉";
+    st.formula = "state = N × 16 B;  GPUs needed ≥ ⌈state / M⌉, M the memory CUDA reports of one GPU";
     st.substituted = Fmt("the seeds' 70e9 × 16 B = %s; llama3-70b's exact %s × 16 B = %s; %s / %s = %.2f",
                          Bytes(seeds_state).c_str(), Eng(n).c_str(), Bytes(state).c_str(), Bytes(state).c_str(),
                          Bytes(hbm).c_str(), state / hbm);
-    st.result =
-        Fmt("%s of state (%s for the exact count); an H100 holds %s ⇒ ≥ %.0f GPUs for the state alone",
-            Bytes(seeds_state).c_str(), Bytes(state).c_str(), Hbm(k->g.hbm_bytes).c_str(), std::ceil(state / hbm));
+    st.result = Fmt("%s of state (%s for the exact count); an H100 holds %s ⇒ ≥ %.0f GPUs for the state alone",
+                    Bytes(seeds_state).c_str(), Bytes(state).c_str(), Capacity(k->g).c_str(), std::ceil(state / hbm));
     Set(&st, "seeds_params", kSeedsParams70B);
     Set(&st, "seeds_state_bytes", seeds_state, "B");
     Set(&st, "params", n);
     Set(&st, "state_bytes", state, "B");
-    Set(&st, "hbm_bytes", hbm, "B");
+    Set(&st, "capacity_bytes", hbm, "B");
     Set(&st, "min_gpus", std::ceil(state / hbm), "GPUs");
     ex.steps.push_back(st);
   }
@@ -168,7 +167,7 @@ core::Result<Explanation> TopicZero(const core::Profile& profile) {
     Set(&st, "seeds_optimizer_bytes", seeds.Optimizer(), "B");
     Set(&st, "seeds_total_bytes", seeds.Total(), "B");
     Set(&st, "exact_total_bytes", exact.Total(), "B");
-    Set(&st, "hbm_bytes", hbm, "B");
+    Set(&st, "capacity_bytes", hbm, "B");
     Set(&st, "fits", seeds.Total() <= hbm ? 1 : 0);
     Set(&st, "full_recompute_per_gpu_bytes", static_cast<double>(mf.per_gpu_bytes), "B");
     Set(&st, "offload_per_gpu_bytes", static_cast<double>(mo.per_gpu_bytes), "B");

@@ -31,7 +31,7 @@ bool FromName(const std::string& text, Objective* out);  // false when `text` na
 struct SearchOptions {
   Objective objective = Objective::kThroughput;
   int64_t top_k = 10;
-  // A plan fits when its worst stage's per-GPU bytes <= max_memory_frac x gpu.hbm_bytes.
+  // A plan fits when its worst stage's per-GPU bytes <= max_memory_frac x gpu.CapacityBytes().
   double max_memory_frac = 1.0;
   // Also rank the tight plans: over the budget with the allocator's reserve (the assumed
   // fragmentation, FSDP2's idle pools) but within it without (core::FitVerdict::kTight, their
@@ -76,7 +76,7 @@ struct RankedPlan {
   core::PlanSpec plan;
   core::StageMemory worst_stage;  // memory breakdown of the stage that sets per_gpu_bytes
   int64_t per_gpu_bytes = 0;
-  int64_t capacity_bytes = 0;  // gpu.hbm_bytes
+  int64_t capacity_bytes = 0;  // gpu.CapacityBytes()
   bool tight = false;          // over the budget but for the allocator's reserve (allow_tight)
   StepEstimate step;
   TrainEstimate train;

@@ -402,7 +402,13 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
   });
   connect(hbm_, &QDoubleSpinBox::valueChanged, this, [this](double gb) {
     core::GpuSpec g = scenario_->scenario().gpu;
-    g.hbm_bytes = std::llround(gb * 1e9);
+    const int64_t bytes = std::llround(gb * 1e9);
+    if (bytes == g.hbm_bytes) return;
+    g.hbm_bytes = bytes;
+    // A GPU with other memory: the preset's measured CUDA total was another GPU's; the fit then
+    // takes the physical memory, as for any GPU without a measurement (GpuSpec::CapacityBytes).
+    g.cuda_total_bytes = 0;
+    g.cuda_total_source.clear();
     scenario_->setGpu(g);
   });
   connect(peak_, &QDoubleSpinBox::valueChanged, this, [this](double tflops) {

@@ -555,29 +555,37 @@ TEST(MemoryTest, OverheadsAreNamedAndCounted) {
 }
 
 TEST(MemoryTest, FitVerdictIsTightWhereOnlyTheAllocatorsReserveIsOver) {
-  // Llama 3 8B on 8 H100s (80 GiB = 85,899,345,920 B), ZeRO-1, one sequence per microbatch.
-  // At 7,680 tokens the activations are 40,292,843,520 B, the assumed 5% fragmentation on them
-  // 2,014,642,176 B, and the rank holds 87,359,969,280 B with it: over the GPU. Without the
-  // allocator's reserve (no FSDP2 pools here) it holds 87,359,969,280 - 2,014,642,176 =
-  // 85,345,327,104 B: within it, so tight (the caching allocator frees its unsplit cached blocks
-  // and retries a failed cudaMalloc). 256 tokens more (7,936) and even that is over: out of memory.
+  // Llama 3 8B on 8 H100s, ZeRO-1, one sequence per microbatch. The GPU's memory is what CUDA
+  // reports of it, 85,045,477,376 B (the preset's cuda_total_bytes; 80 GiB = 85,899,345,920 B
+  // physical). At 7,424 tokens the activations are 38,949,748,736 B, the assumed 5% fragmentation
+  // on them 1,947,487,437 B, and the rank holds 85,949,719,757 B with it: over the GPU. Without the
+  // allocator's reserve (no FSDP2 pools here) it holds 85,949,719,757 - 1,947,487,437 =
+  // 84,002,232,320 B: within it, so tight (the caching allocator frees its unsplit cached blocks
+  // and retries a failed cudaMalloc). 256 tokens more (7,680) and even that is over: out of memory.
   Loaded l = Load("llama3-8b", "h100-sxm", "dgx-h100");
   PlanSpec p = ZeroPlan(1, 8);
-  p.seq_len = 7680;
+  p.seq_len = 7424;
   const MemoryReport r = EstimateMemory(l.model, p, l.gpu);
   const StageMemory& st = r.stages[0];
-  EXPECT_EQ(st.activations_bytes, 40'292'843'520);
-  EXPECT_EQ(st.fragmentation_bytes, 2'014'642'176);
-  EXPECT_EQ(r.per_gpu_bytes, 87'359'969'280);
-  EXPECT_EQ(r.least_per_gpu_bytes, 85'345'327'104);
+  EXPECT_EQ(st.activations_bytes, 38'949'748'736);
+  EXPECT_EQ(st.fragmentation_bytes, 1'947'487'437);
+  EXPECT_EQ(r.per_gpu_bytes, 85'949'719'757);
+  EXPECT_EQ(r.least_per_gpu_bytes, 84'002'232'320);
   EXPECT_EQ(r.least_per_gpu_bytes, PeakAllocatedBytes(st) + st.cuda_context_bytes + st.nccl_bytes);
-  EXPECT_EQ(r.capacity_bytes, 85'899'345'920);
+  EXPECT_EQ(r.capacity_bytes, 85'045'477'376);
+  EXPECT_EQ(r.capacity_bytes, l.gpu.CapacityBytes());
+  EXPECT_LT(r.capacity_bytes, l.gpu.hbm_bytes);
   EXPECT_FALSE(r.fits);
   EXPECT_EQ(r.verdict, FitVerdict::kTight);
   EXPECT_STREQ(FitVerdictName(r.verdict), "tight");
   // The search's path gives the same verdict from the worst stage alone.
   EXPECT_EQ(EstimateMemory(l.model, p, l.gpu, {}, MemoryDetail::kTotalsOnly).verdict, FitVerdict::kTight);
-  p.seq_len = 7936;
+  // At 7,680 tokens (least 85,345,327,104 B) the physical 80 GiB would call it tight: the 854 MB
+  // the driver keeps make it out of memory.
+  core::GpuSpec physical = l.gpu;
+  physical.cuda_total_bytes = 0;
+  p.seq_len = 7680;
+  EXPECT_EQ(EstimateMemory(l.model, p, physical).verdict, FitVerdict::kTight);
   const MemoryReport over = EstimateMemory(l.model, p, l.gpu);
   EXPECT_GT(over.least_per_gpu_bytes, over.capacity_bytes);
   EXPECT_EQ(over.verdict, FitVerdict::kDoesNotFit);

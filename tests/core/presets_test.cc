@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 namespace meshplan::core {
@@ -66,6 +68,30 @@ TEST(PresetsTest, H100HasEightyGibibytesAndDensePeaks) {
   EXPECT_EQ(g->hbm_bytes, 80LL << 30);
   EXPECT_DOUBLE_EQ(g->peak_flops_per_s.at(Dtype::kBf16), 989.4e12);
   EXPECT_DOUBLE_EQ(g->hbm_bytes_per_s, 3.35e12);
+  // What CUDA reports of it (deviceQuery: 81106 MBytes, 85045477376 bytes; nvidia-smi: 81559 MiB
+  // total less 454 MiB reserved): the capacity the fit verdict uses, 0.8 GiB under the physical.
+  EXPECT_EQ(g->cuda_total_bytes, 85'045'477'376);
+  EXPECT_EQ(g->CapacityBytes(), 85'045'477'376);
+  EXPECT_NEAR(static_cast<double>(g->hbm_bytes - g->CapacityBytes()) / (1 << 20), 814.3, 0.1);  // MiB
+}
+
+TEST(PresetsTest, TheH200sCudaTotalIsTheOneMeasuredOnALentH200) {
+  // tests/data/gpu/h200-2026-11-28/probes.json: torch.cuda.mem_get_info()'s total, 143155.9375 MiB
+  // (scripts/gpu_probes.py context). The preset holds that figure; a GPU without a measurement falls
+  // back to its physical memory.
+  auto g = LoadGpu("h200");
+  ASSERT_TRUE(g.ok());
+  std::ifstream in(std::string(MESHPLAN_TEST_DATA_DIR) + "/gpu/h200-2026-11-28/probes.json");
+  ASSERT_TRUE(in.good());
+  const auto probes = nlohmann::json::parse(in);
+  const double total_mib = probes.at("context").at("total_mib").get<double>();
+  EXPECT_DOUBLE_EQ(total_mib, 143155.9375);
+  EXPECT_EQ(g->cuda_total_bytes, static_cast<int64_t>(total_mib * (1 << 20)));
+  EXPECT_EQ(g->hbm_bytes, 141LL << 30);
+  auto b200 = LoadGpu("b200");
+  ASSERT_TRUE(b200.ok());
+  EXPECT_EQ(b200->cuda_total_bytes, 0);
+  EXPECT_EQ(b200->CapacityBytes(), b200->hbm_bytes);
 }
 
 TEST(PresetsTest, Mi300xTakesItsOwnMeasuredGemmAndAttentionSpeeds) {

@@ -175,6 +175,37 @@ TEST(SpecJsonTest, GpuStreamingMultiprocessorsRoundTripAndAreBounded) {
   }
 }
 
+TEST(SpecJsonTest, GpuCudaTotalIsTheCapacityRoundTripsAndIsChecked) {
+  // The memory CUDA reports (cuda_total_bytes) is what a plan may fill; without it, the physical.
+  const std::string base = R"({"name": "x", "peak_flops_per_s": {"bf16": 1e15}, "hbm_bytes": "80GiB",
+                               "hbm_bytes_per_s": 3e12, "tdp_w": 700)";
+  auto none = ParseGpuJson(base + "}");
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_EQ(none->cuda_total_bytes, 0);
+  EXPECT_EQ(none->CapacityBytes(), 80LL << 30);
+  auto ok = ParseGpuJson(base + R"(, "cuda_total_bytes": 85045477376, "cuda_total_source": "deviceQuery"})");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->CapacityBytes(), 85'045'477'376);
+  auto back = ParseGpuJson(GpuToJson(*ok));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, *ok);
+  auto units = ParseGpuJson(base + R"(, "cuda_total_bytes": "79GiB", "cuda_total_source": "a log"})");
+  ASSERT_TRUE(units.ok()) << units.status().ToString();
+  EXPECT_EQ(units->CapacityBytes(), 79LL << 30);
+  const std::pair<const char*, const char*> bad[] = {
+      {R"(, "cuda_total_bytes": "81GiB", "cuda_total_source": "x"})", "must be <= hbm_bytes"},
+      {R"(, "cuda_total_bytes": "70GiB", "cuda_total_source": "x"})", "must be >= 90% of hbm_bytes"},
+      {R"(, "cuda_total_bytes": -5, "cuda_total_source": "x"})", "must be > 0"},
+      {R"(, "cuda_total_bytes": "79GiB"})", "gpu.cuda_total_source: must name the measurement"},
+  };
+  for (const auto& [text, why] : bad) {
+    auto r = ParseGpuJson(base + text);
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_NE(r.status().message().find("gpu.cuda_total"), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find(why), std::string::npos) << r.status().message();
+  }
+}
+
 TEST(SpecJsonTest, GpuSpeedSpreadDefaultsToSinhaEtAlRoundTripsAndIsBounded) {
   const std::string base = R"({"name": "x", "peak_flops_per_s": {"bf16": 1e15}, "hbm_bytes": "80GiB",
                                "hbm_bytes_per_s": 3e12, "tdp_w": 700)";

@@ -524,10 +524,11 @@ TEST(ExecutorTest, TheBf16OptimizersKeptGradientsAndStepCopyAreHeldAsTheMemoryMo
   // and the op buffers' bf16 tensors.
   EXPECT_GE(bf16, 3 * 5519360 + mem.held.activations_bytes);
 
-  // A GPU one byte short of the activations' peak with the copy: the allocator frees the cached
-  // activation blocks for it (core::PlaceStepCopy), and the executor gives its activation pool back
-  // at the step and takes it again after, so its peak is the larger of the two phases'.
-  s.gpu.hbm_bytes = predicted.total_bytes - 1;
+  // A GPU one byte short of the activations' peak with the copy (what CUDA reports of it,
+  // GpuSpec::CapacityBytes): the allocator frees the cached activation blocks for it
+  // (core::PlaceStepCopy), and the executor gives its activation pool back at the step and takes it
+  // again after, so its peak is the larger of the two phases'.
+  s.gpu.cuda_total_bytes = predicted.total_bytes - 1;
   predicted = core::EstimateMemory(s.model, s.plan, s.gpu).stages.at(0);
   ASSERT_LT(predicted.step_copy_on_top_bytes, predicted.step_copy_bytes);
   ExecutorOptions two = FastOptions();

@@ -2200,14 +2200,13 @@ TEST(ValidationTest, MegatronBridgeSkillsChangeOneSettingARun) {
   for (const auto& r : m.records)
     if (r.id == moe->id) EXPECT_NEAR(r.published, 64.653e9 / (1 << 30), 1e-3);
   // Today (2026-12-06): the two Nano peaks +12.1% / +12.4% (67.5 and 66.6 GiB predicted against
-  // 60.2 and 59.3), Qwen3-30B-A3B's -6.0%; three verdicts right, and layernorm + moe_act, which ran
-  // out of memory in its first iteration with "CUDA-graph private pools ... material" (graph pools
-  // not costed), predicted tight (81.4 GiB on the GPU of 80 with the assumed reserve).
+  // 60.2 and 59.3), Qwen3-30B-A3B's -6.0%; all four verdicts right. Layernorm + moe_act, which ran
+  // out of memory in its first iteration, holds 84.42 GB allocated, 0.72 GB of CUDA context and
+  // 0.40 GB of NCCL buffers: 85.54 GB without the allocator's reserve, over the 85.05 GB CUDA
+  // reports of an H100 (it was tight against the physical 80 GiB, 85.90 GB).
   EXPECT_LE(m.all.max_abs_error, 0.13);
-  EXPECT_EQ(m.verdicts_wrong, 1u);
-  for (const auto& vr : m.verdicts)
-    if (vr.id.find("recompute-none") != std::string::npos || vr.id.find("recompute-moe-act") != std::string::npos)
-      EXPECT_TRUE(vr.Right()) << vr.id << " " << vr.predicted_gib;
+  EXPECT_EQ(m.verdicts_wrong, 0u);
+  for (const auto& vr : m.verdicts) EXPECT_TRUE(vr.Right()) << vr.id << " " << vr.predicted_gib;
 }
 
 TEST(ValidationTest, MegatronBridgePrintsTflopsWithMegatronLmsCausalCount) {
@@ -3083,7 +3082,9 @@ TEST(ValidationTest, PublishedOutcomesAndPeaksFromSourcesNotTunedOn) {
   // before the copy; 19.4% with the profile's CUDA context on the BLOOM ones).
   // Narayanan 2021 Table 2's caption: the 529.6B model under ZeRO-3 did not fit on 560 A100s at
   // micro batch 4 and ran on 640: their model states differ by 1.76 GiB, so the 640 run's peak
-  // lies in (78.2, 80] GiB. Predicted 80.4 and 78.7 GiB of 80 since DeepSpeed 0.3's gradient path
+  // lies in (77.5, 79.26] GiB of the 79.26 CUDA reports of an A100 80GB (the preset's
+  // cuda_total_bytes; (78.2, 80] against its physical 80 GiB). Predicted 80.4 and 78.7 GiB on the
+  // GPU since DeepSpeed 0.3's gradient path
   // is counted (its two reduce buckets, the MLP matrices' whole gradients and the list
   // reduce-scatter's flat copy, less the MLP's freed activations, with the two activation
   // gradients autograd holds then: 7.5 GB; 73.4 and 71.6 before it, 79.8 and 78.0 before the
@@ -3097,7 +3098,8 @@ TEST(ValidationTest, PublishedOutcomesAndPeaksFromSourcesNotTunedOn) {
     if (vr.id == "narayanan2021-t2-zero3-529.6B-a100x640-mbs4-fits") {
       EXPECT_TRUE(vr.Right()) << vr.predicted_gib;
       EXPECT_NEAR(vr.predicted_gib, 78.7, 0.1);
-      EXPECT_GT(vr.predicted_gib, 78.2);  // inside the bracket the caption sets
+      EXPECT_GT(vr.predicted_gib, 77.5);  // inside the bracket the caption sets
+      EXPECT_LT(vr.predicted_gib, 79.26);
     }
     if (vr.id == "narayanan2021-t2-zero3-529.6B-a100x560-mbs4") {
       EXPECT_FALSE(vr.Right()) << vr.predicted_gib;  // a known gap: if it turns right, say why in the docs

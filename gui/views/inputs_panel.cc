@@ -555,6 +555,15 @@ void InputsPanel::Refresh() {
           ? QString("%1 (%2 active)").arg(Count(static_cast<double>(pc.total)), Count(static_cast<double>(pc.active)))
           : Count(static_cast<double>(pc.total)));
   SetValue(hbm_, static_cast<double>(s.gpu.hbm_bytes) / 1e9);
+  // What the fit compares with (GpuSpec::CapacityBytes): the memory CUDA reports, where measured.
+  hbm_->setToolTip(
+      s.gpu.cuda_total_bytes > 0
+          ? QString("HBM per GPU, physical (1 GB = 1e9 bytes). A plan may fill %1 GB: what CUDA reports of it, the "
+                    "driver keeping the rest (the preset's measurement; docs/memory.md §4). Editing it drops that "
+                    "measurement.")
+                .arg(static_cast<double>(s.gpu.cuda_total_bytes) / 1e9, 0, 'f', 2)
+          : QString("HBM per GPU (1 GB = 1e9 bytes). No measured CUDA total for this GPU: a plan may fill all of it "
+                    "(drivers keep about 1%; docs/memory.md §4)."));
   peak_label_->setText(QString("peak (%1)").arg(core::Name(p.precision)));
   auto peak = s.gpu.peak_flops_per_s.find(p.precision);
   SetValue(peak_, peak == s.gpu.peak_flops_per_s.end() ? 0.0 : peak->second / 1e12);

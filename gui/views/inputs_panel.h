@@ -33,6 +33,7 @@ class InputsPanel : public QScrollArea {
   // For tests that drive the inputs like a user.
   QComboBox* degreeBox(Degree d) const { return degree_.at(d); }
   QSpinBox* gpusBox() const { return gpus_; }
+  QDoubleSpinBox* hbmBox() const { return hbm_; }
   QComboBox* modelBox() const { return model_; }
   QComboBox* zeroBox() const { return zero_; }
   QSpinBox* gbsBox() const { return gbs_; }

@@ -283,6 +283,24 @@ TEST(GuiDriveTest, CopyAsCommandMeansTheSamePlan) {
   EXPECT_TRUE(s.commandLine().contains("# not expressed: price per GPU-hour $1.25"));
 }
 
+// The HBM box shows the physical memory and says what a plan may fill: on an H100 the 85.05 GB
+// CUDA reports (its preset's measurement), which the memory view's capacity is. Typing another
+// size is another GPU: the measurement goes, and the typed size is the capacity.
+TEST(GuiDriveTest, HbmBoxNamesWhatCudaReportsAndAnEditDropsIt) {
+  MainWindow w;
+  ScenarioModel* s = w.scenario();
+  InputsPanel* in = w.inputs();
+  ASSERT_EQ(s->scenario().gpu.name, "h100-sxm");
+  EXPECT_NEAR(in->hbmBox()->value(), 85.9, 0.05);
+  EXPECT_TRUE(in->hbmBox()->toolTip().contains("A plan may fill 85.05 GB")) << in->hbmBox()->toolTip().toStdString();
+  EXPECT_EQ(w.memoryModel()->capacityBytes(), 85'045'477'376);
+  in->hbmBox()->setValue(96.0);
+  EXPECT_EQ(s->scenario().gpu.hbm_bytes, 96'000'000'000);
+  EXPECT_EQ(s->scenario().gpu.cuda_total_bytes, 0);
+  EXPECT_EQ(w.memoryModel()->capacityBytes(), 96'000'000'000);
+  EXPECT_TRUE(in->hbmBox()->toolTip().contains("No measured CUDA total")) << in->hbmBox()->toolTip().toStdString();
+}
+
 // The BF16 first and last layers under FP8, set in the inputs panel as a user does: the boxes are
 // off under bf16, choosing fp8 turns them and FP8's scaling on, and what the window evaluates is
 // what `meshplan report` computes for its copy-as-command line. Llama-3-70B on 64 GPUs at PP 4:

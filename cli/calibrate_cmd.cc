@@ -216,6 +216,14 @@ int Run(const Options& o) {
       return 2;
     }
   }
+  // The device's own memory against the preset's capacity (the fit verdicts' figure).
+  if (!cpu)
+    for (const auto& f : files)
+      if (!f.m.hardware.gpus.empty()) {
+        const std::string note = core::DeviceCapacityNote(device, f.m.hardware.gpus.front());
+        if (!note.empty()) (o.format == "json" ? std::cerr : std::cout) << "# " << note << "\n";
+        break;
+      }
   auto fit = sim::FitProfile(compute, comm, device, *start, fo);
   if (!fit.ok()) {
     std::cerr << "error: " << fit.status().message() << "\n";

@@ -474,4 +474,20 @@ std::string GpuPresetForDevice(const DeviceInfo& d) {
   return "";
 }
 
+std::string DeviceCapacityNote(const GpuSpec& g, const DeviceInfo& d) {
+  if (d.memory_bytes <= 0) return "";
+  const int64_t cap = g.CapacityBytes();
+  const std::string reports = "the device (" + d.name + ") reports " + std::to_string(d.memory_bytes) +
+                              " B of memory (cudaGetDeviceProperties' totalGlobalMem)";
+  if (d.memory_bytes == cap)
+    return reports + ", " + g.name + "'s capacity as the fit verdicts take it (docs/memory.md §4)";
+  const double diff = static_cast<double>(d.memory_bytes - cap) / static_cast<double>(cap);
+  char pct[32];
+  std::snprintf(pct, sizeof pct, "%+.2f%%", 100 * diff);
+  return reports + "; " + g.name + "'s capacity is " + std::to_string(cap) + " B (" +
+         (g.cuda_total_bytes > 0 ? "its cuda_total_bytes" : "its physical memory: no cuda_total_bytes") + "), " + pct +
+         " from it: a GPU JSON with \"cuda_total_bytes\": " + std::to_string(d.memory_bytes) +
+         " fits plans to this device (docs/memory.md §4)";
+}
+
 }  // namespace meshplan::core

@@ -37,6 +37,12 @@ struct DeviceInfo {
 // (an H100 NVL, say), so callers ask for --gpu rather than guess. Pure.
 std::string GpuPresetForDevice(const DeviceInfo& d);
 
+// What a measured device's memory (DeviceInfo::memory_bytes, cudaGetDeviceProperties'
+// totalGlobalMem) says of a GPU spec's capacity (GpuSpec::CapacityBytes, docs/memory.md §4): "" when
+// the device reports none; otherwise one line, saying whether the spec's capacity is that figure
+// and, where it is not, the cuda_total_bytes to set. Pure.
+std::string DeviceCapacityNote(const GpuSpec& g, const DeviceInfo& d);
+
 // One row of the GEMM microbenchmark (runtime/bench.h).
 struct GemmShape {
   int64_t m = 0, n = 0, k = 0;

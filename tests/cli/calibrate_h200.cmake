@@ -23,6 +23,11 @@ execute_process(COMMAND ${MESHPLAN} calibrate fit ${DATA}/gemm.json ${DATA}/gpt1
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "calibrate fit failed (${rc}): ${out}${err}")
 endif()
+# The device's memory as meshplan-run recorded it is the h200 preset's capacity (cuda_total_bytes,
+# docs/memory.md §4), and calibrate says so.
+if(NOT out MATCHES "# the device \\(NVIDIA H200\\) reports 150109880320 B of memory \\(cudaGetDeviceProperties' totalGlobalMem\\), h200's capacity as the fit verdicts take it")
+  message(FATAL_ERROR "calibrate fit: no device memory line: ${out}")
+endif()
 foreach(pair "gpt17b;40" "gpt36b;50" "gpt17b_s4k;80")  # bounds in per mille
   list(GET pair 0 run)
   list(GET pair 1 bound)

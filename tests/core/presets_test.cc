@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "core/measurement.h"
+
 namespace meshplan::core {
 namespace {
 
@@ -88,6 +90,24 @@ TEST(PresetsTest, TheH200sCudaTotalIsTheOneMeasuredOnALentH200) {
   EXPECT_DOUBLE_EQ(total_mib, 143155.9375);
   EXPECT_EQ(g->cuda_total_bytes, static_cast<int64_t>(total_mib * (1 << 20)));
   EXPECT_EQ(g->hbm_bytes, 141LL << 30);
+  // meshplan-run's own record of the same machine (cudaGetDeviceProperties' totalGlobalMem, the
+  // measurement's hardware.gpus[0].memory_bytes) says the same, and `calibrate` says so.
+  std::ifstream run(std::string(MESHPLAN_TEST_DATA_DIR) + "/gpu/h200-2026-11-28/tiny.json");
+  ASSERT_TRUE(run.good());
+  const std::string text((std::istreambuf_iterator<char>(run)), std::istreambuf_iterator<char>());
+  auto m = ParseMeasurementJson(text);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  ASSERT_FALSE(m->hardware.gpus.empty());
+  EXPECT_EQ(m->hardware.gpus.front().memory_bytes, g->cuda_total_bytes);
+  EXPECT_NE(DeviceCapacityNote(*g, m->hardware.gpus.front()).find("h200's capacity as the fit verdicts take it"),
+            std::string::npos);
+  // Against the physical 141 GiB it names the figure to set.
+  GpuSpec physical = *g;
+  physical.cuda_total_bytes = 0;
+  const std::string note = DeviceCapacityNote(physical, m->hardware.gpus.front());
+  EXPECT_NE(note.find("its physical memory: no cuda_total_bytes), -0.85% from it"), std::string::npos) << note;
+  EXPECT_NE(note.find("\"cuda_total_bytes\": 150109880320"), std::string::npos) << note;
+  EXPECT_EQ(DeviceCapacityNote(*g, DeviceInfo{}), "");
   auto b200 = LoadGpu("b200");
   ASSERT_TRUE(b200.ok());
   EXPECT_EQ(b200->cuda_total_bytes, 0);

@@ -33,7 +33,9 @@ for name in libcublasLt.so.13 libcudart.so.13 libnccl.so.2; do
 done
 # $bin/lib last: libraries the build machine linked that this one may lack (libgomp).
 export LD_LIBRARY_PATH="${libdirs#:}:$bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,power.limit,temperature.gpu --format=csv |
+# memory.reserved: what the driver keeps of memory.total; total less it is what CUDA reports, the GPU
+# preset's cuda_total_bytes (docs/memory.md §4).
+nvidia-smi --query-gpu=name,memory.total,memory.reserved,driver_version,clocks.max.sm,power.limit,temperature.gpu --format=csv |
   tee "$out/nvidia-smi.csv"
 ldd "$bin/meshplan-run" | grep -E "not found|cublas|nccl|cudart" || true
 

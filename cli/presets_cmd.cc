@@ -71,11 +71,14 @@ void AddPresetsCommand(CLI::App* app, int* exit_code) {
           // preset gives its sourced fraction or the profile's assumed one is taken (sim::GemmEfficiency).
           const core::Dtype d16 = peaks.count(core::Dtype::kBf16) ? core::Dtype::kBf16 : core::Dtype::kFp16;
           const double eff = sim::GemmEfficiency(core::Profile{}, *g, d16);
-          std::snprintf(line, sizeof line,
-                        "  %-18s %10s HBM  %6.2f TB/s  %7.1f TFLOP/s 16-bit dense  %5.0f W  GEMMs %6.1f TFLOP/s (%s "
-                        "%.3f)\n",
-                        n.c_str(), core::FormatBytes(g->hbm_bytes).c_str(), g->hbm_bytes_per_s / 1e12, bf16 / 1e12,
-                        g->tdp_w, bf16 * eff / 1e12, g->gemm_efficiency.count(d16) ? "preset" : "assumed", eff);
+          std::snprintf(
+              line, sizeof line,
+              "  %-18s %10s HBM  %6.2f TB/s  %7.1f TFLOP/s 16-bit dense  %5.0f W  GEMMs %6.1f TFLOP/s (%s "
+              "%.3f)%s\n",
+              n.c_str(), core::FormatBytes(g->hbm_bytes).c_str(), g->hbm_bytes_per_s / 1e12, bf16 / 1e12, g->tdp_w,
+              bf16 * eff / 1e12, g->gemm_efficiency.count(d16) ? "preset" : "assumed", eff,
+              // The capacity plans are fitted to, where measured (GpuSpec::cuda_total_bytes).
+              g->cuda_total_bytes > 0 ? ("  CUDA reports " + core::FormatBytes(g->cuda_total_bytes)).c_str() : "");
         } else if (k == "stacks") {
           auto st = core::LoadStack(n);
           if (!st.ok()) {

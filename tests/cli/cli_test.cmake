@@ -237,6 +237,12 @@ run(preset_json 0 "\"name\": \"mixtral-8x7b\"" presets models mixtral-8x7b)
 # 0.643 = 636.2; A100: 312 x 0.80 = 249.6.
 run(presets_gpus_gemm_rate 0 "a100-80g [^\n]* GEMMs  249.6 TFLOP/s \\(assumed 0.800\\).*h100-sxm [^\n]* GEMMs  636.2 TFLOP/s \\(preset 0.643\\)"
     presets gpus)
+# and, where the preset has it, the memory CUDA reports, which plans are fitted to (docs/memory.md §4);
+# a GPU without that measurement prints none.
+run(presets_gpus_cuda_total 0 "h100-sxm [^\n]* CUDA reports 85.0 GB\n.*h200 [^\n]* CUDA reports 150.1 GB\n"
+    presets gpus)
+run_without(presets_gpus_b200_no_cuda_total 0 "b200 [^\n]* CUDA reports"
+    presets gpus)
 # plan --output writes a file that report --plan reads back to the same numbers.
 run(plan_write 0 "wrote" plan --model llama3-70b --gpu h100-sxm --gpus 64 --tp 8 --pp 2 --sp --zero 1 --recompute selective
     --gbs 512 --seq 8192 --output ${WORK}/plan.json)

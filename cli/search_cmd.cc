@@ -209,7 +209,7 @@ void PrintTable(const core::Scenario& s, const sim::SearchOptions& o, const sim:
         "§4): %s\n",
         static_cast<long long>(st.tight),
         o.allow_tight ? "ranked (--allow-tight), marked 'tight'" : "--allow-tight ranks them");
-  const double budget = std::floor(o.max_memory_frac * static_cast<double>(s.gpu.CapacityBytes()));
+  const double budget = static_cast<double>(sim::MemoryBudgetBytes(o, s.gpu));
   std::printf("# budget %.1f GB per GPU (%.2f x %.1f GB); run of %s tokens at $%.2f per GPU-hour\n", budget / 1e9,
               o.max_memory_frac, static_cast<double>(s.gpu.CapacityBytes()) / 1e9,
               HumanCount(static_cast<int64_t>(r.tokens)).c_str(), s.cluster.price_per_gpu_hour_usd);
@@ -290,7 +290,7 @@ std::string SearchJson(const core::Scenario& s, const sim::SearchOptions& o, con
   j["global_batch"] = s.plan.global_batch;
   j["objective"] = sim::Name(o.objective);
   j["tokens"] = r.tokens;
-  j["budget_bytes"] = static_cast<int64_t>(std::floor(o.max_memory_frac * static_cast<double>(s.gpu.CapacityBytes())));
+  j["budget_bytes"] = sim::MemoryBudgetBytes(o, s.gpu);
   j["threads"] = st.threads;
   j["wall_s"] = st.wall_s;
   j["enumerated"] = st.enumerated;
@@ -641,10 +641,7 @@ void RunSearch(const SearchFlags& f, int* exit_code) {
     if (r.stats.enumerated == 0)
       std::cerr << "error: no plan to try: gpus=" << p.gpus << ", gbs=" << p.global_batch << " and seq=" << p.seq_len
                 << " leave no valid degrees (dp must divide gbs; see the well-known plans above)\n";
-    else
-      std::cerr << "error: no plan fits in "
-                << Gb(static_cast<int64_t>(o.max_memory_frac * static_cast<double>(s.gpu.CapacityBytes())))
-                << " GB per GPU\n";
+    else std::cerr << "error: no plan fits in " << Gb(sim::MemoryBudgetBytes(o, s.gpu)) << " GB per GPU\n";
     *exit_code = 1;
     return;
   }

@@ -197,7 +197,7 @@ class Searcher {
         early_stop_(base.recompute_early_stop && core::RecomputeEarlyStopBlocker(m, base) == nullptr) {
     params_ = core::CountParams(m);
     moe_layers_ = m.moe ? m.MoeLayerCount() : 0;
-    budget_ = static_cast<int64_t>(std::floor(o.max_memory_frac * static_cast<double>(g.CapacityBytes())));
+    budget_ = MemoryBudgetBytes(o, g);
     tokens_ = o.tokens > 0 ? o.tokens : core::DefaultTrainingTokens(params_.total);
     fixed_bytes_ = core::CudaContextBytes(base, prof.memory) + prof.memory.cublas_workspace_bytes;
     offload_ =
@@ -666,8 +666,7 @@ std::vector<WellKnownVerdict> ExplainWellKnownPlans(const core::ModelSpec& m, co
     } else if (r.lightest_rejected) {
       v.kind = WellKnownVerdict::Kind::kOutOfMemory;
       v.lightest = r.lightest_rejected;
-      const int64_t budget =
-          static_cast<int64_t>(std::floor(options.max_memory_frac * static_cast<double>(g.CapacityBytes())));
+      const int64_t budget = MemoryBudgetBytes(options, g);
       const core::StageMemory& s = v.lightest->worst_stage;
       v.reasons.push_back("out of memory: even the lightest variant (" + Variant(v.lightest->plan) + ") needs " +
                           Gb(v.lightest->per_gpu_bytes) + " per GPU (stage " + std::to_string(s.stage) +

@@ -9,6 +9,7 @@
 #ifndef MESHPLAN_SIM_SEARCH_H_
 #define MESHPLAN_SIM_SEARCH_H_
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -70,6 +71,12 @@ struct SearchOptions {
   // seconds elapsed; may be empty.
   std::function<void(double fraction, double elapsed_s)> progress;
 };
+
+// The per-GPU memory budget a plan must fit in: max_memory_frac of the GPU's capacity (what CUDA
+// reports of it, GpuSpec::CapacityBytes), rounded down to whole bytes.
+inline int64_t MemoryBudgetBytes(const SearchOptions& o, const core::GpuSpec& g) {
+  return static_cast<int64_t>(std::floor(o.max_memory_frac * static_cast<double>(g.CapacityBytes())));
+}
 
 // One costed plan.
 struct RankedPlan {

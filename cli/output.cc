@@ -594,6 +594,9 @@ std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r, co
     row("activations offloaded", w.offloaded_activations_bytes,
         "per microbatch: the first " + std::to_string(p.offload_activation_layers) +
             " layers' saved tensors, in host memory (--offload-activations)");
+  if (w.offloaded_checkpoints_bytes)
+    row("checkpoints offloaded", w.offloaded_checkpoints_bytes,
+        "per microbatch: full recomputation's layer inputs, in host memory (--offload-checkpoints)");
   row("activations held", w.activations_bytes,
       Fmt("%.3g", w.inflight_microbatches) + " microbatches in flight (" + core::Name(p.schedule) + ")" +
           (w.loss_activations_bytes ? " + logits/loss" : "") +

@@ -257,6 +257,11 @@ void PlanFlags::Register(CLI::App* app) {
                 "Layers whose activations go to host memory during the forward and come back for their backward "
                 "(Megatron-Core --cpu-offloading --cpu-offloading-num-layers N; needs pp 1, no recompute and the "
                 "GPU's host_link_bytes_per_s; default 0)");
+  p->add_flag_callback(
+      "--offload-checkpoints", [this] { offload_checkpoints = true; },
+      "Keep full recomputation's layer checkpoints in host memory, copied out in the forward and back for the "
+      "backward on the compute stream (DeepSpeed's activation_checkpointing cpu_checkpointing; needs --recompute "
+      "full and the GPU's host_link_bytes_per_s)");
   p->add_option("--cp-kind", cp_kind, "ring|ulysses|allgather (default ring)");
   p->add_option("--placement", placement, "Rank order, innermost first (default tp-cp-ep-dp-pp)");
   p->add_option("--segment", segment_nodes,
@@ -406,6 +411,7 @@ void PlanFlags::ApplyPlanFlags(bool from_file, core::ModelSpec* spec, core::Plan
   if (grad_prescale) p.grad_prescale = *grad_prescale;
   if (ep_overlap) p.ep_overlap = *ep_overlap;
   if (delay_wgrad) p.delay_wgrad = *delay_wgrad;
+  if (offload_checkpoints) p.offload_checkpoints = *offload_checkpoints;
   if (repeat_kv) p.repeat_kv = *repeat_kv;
   if (dtensor_tp) p.dtensor_tp = *dtensor_tp;
   if (torch_cp) p.torch_cp = *torch_cp;

@@ -57,6 +57,7 @@ struct SearchFlags {
   std::optional<std::string> sp, precision, recipe, stack;
   std::optional<std::string> offload_optimizer, offload_params;
   std::optional<int64_t> offload_activations;
+  bool offload_checkpoints = false;        // --offload-checkpoints: every plan's checkpoints in host memory
   bool transformer_engine = false;         // --transformer-engine: every plan runs Transformer Engine's modules
   std::optional<std::string> fp8_scaling;  // --fp8-scaling: every FP8 plan's recipe scaling
   bool fp8_attention = false;              // --fp8-attention: every plan runs Transformer Engine's FP8 attention
@@ -374,6 +375,7 @@ std::string SearchArgsJson(const SearchFlags& f) {
   opt("offload_optimizer", f.offload_optimizer);
   opt("offload_params", f.offload_params);
   opt("offload_activations", f.offload_activations);
+  if (f.offload_checkpoints) j["offload_checkpoints"] = true;
   opt("recipe", f.recipe);
   opt("stack", f.stack);
   if (f.transformer_engine) j["transformer_engine"] = true;
@@ -581,6 +583,8 @@ void RunSearch(const SearchFlags& f, int* exit_code) {
     }
     p.offload_activation_layers = *f.offload_activations;
   }
+  // Checkpoints in host memory need full recomputation: the plans' validation keeps those only.
+  p.offload_checkpoints = f.offload_checkpoints;
   if (f.recipe) {
     if (*f.recipe == "megatron") p.dtypes.grads = core::Dtype::kFp32;
     else if (*f.recipe == "zero") p.dtypes.grads = core::Dtype::kBf16;
@@ -719,6 +723,9 @@ void AddSearchCommand(CLI::App* app, int* exit_code) {
   space->add_option("--offload-params", f->offload_params, "none|cpu|nvme: every plan's parameters (ZeRO-3)");
   space->add_option("--offload-activations", f->offload_activations,
                     "Every plan offloads its first N layers' activations to host memory (pp 1, no recompute)");
+  space->add_flag("--offload-checkpoints", f->offload_checkpoints,
+                  "Every plan keeps full recomputation's checkpoints in host memory (DeepSpeed's cpu_checkpointing; "
+                  "recompute full only)");
   space->add_option("--stack", f->stack,
                     "Software stack whose defaults the plans take (meshplan presets stacks): precision, attention, "
                     "overlaps, gradient dtype; ZeRO, recompute and SP stay searched");

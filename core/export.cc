@@ -141,6 +141,14 @@ Result<std::string> ExportMegatron(const Scenario& s) {
     return Refusal("megatron", kMegatronCommit, rule, nearest);
   };
   // What Megatron-LM cannot express, before anything is written.
+  // Its CPU offloading keeps the saved activations of layers that do not recompute
+  // (--cpu-offloading-num-layers; refused beside recomputation, transformer_config.py); it has no
+  // way to keep full recomputation's checkpoints in host memory.
+  if (p.offload_checkpoints)
+    return refuse(
+        "no checkpoints in host memory (Megatron-LM's --cpu-offloading offloads the activations of layers that "
+        "do not recompute, transformer_config.py)",
+        "--offload-activations N with --recompute none, or the checkpoints on the GPU");
   // Its rank orders (initialize.py: order "tp-cp-ep-dp-pp", or "tp-cp-ep-pp-dp" with
   // --use-tp-pp-dp-mapping).
   std::vector<Axis> dp_last;
@@ -568,6 +576,11 @@ Result<std::string> ExportTorchtitan(const Scenario& s) {
         "no activation offloading (training.enable_cpu_offload offloads FSDP's parameters, gradients and "
         "optimizer states, job_config.py:270-273)",
         "--offload-activations 0, or activation checkpointing (--recompute full)");
+  if (p.offload_checkpoints)
+    return refuse(
+        "no checkpoints in host memory (activation checkpointing keeps them on the GPU; training.enable_cpu_offload "
+        "offloads FSDP's parameters, gradients and optimizer states)",
+        "the checkpoints on the GPU (without --offload-checkpoints)");
   // Context parallelism is PyTorch's ring attention, the K/V shards passed on by all-to-all (a
   // ring) or all-gathered (Parallelism.context_parallel_rotate_method, job_config.py:446), never
   // Ulysses' head split.
@@ -727,6 +740,11 @@ Result<std::string> ExportTorchtitanPython(const Scenario& s) {
         "no activation offloading (training.enable_cpu_offload offloads FSDP's parameters, gradients and "
         "optimizer states, CFG:70-73)",
         "--offload-activations 0, or activation checkpointing (--recompute full)");
+  if (p.offload_checkpoints)
+    return refuse(
+        "no checkpoints in host memory (activation checkpointing keeps them on the GPU; training.enable_cpu_offload "
+        "offloads FSDP's parameters, gradients and optimizer states)",
+        "the checkpoints on the GPU (without --offload-checkpoints)");
   // FSDP2 shards parameters, gradients and optimizer states together, or keeps the parameters
   // gathered after the forward (fsdp_reshard_after_forward "never", CFG:145): no optimizer-only
   // sharding.
@@ -1204,7 +1222,7 @@ Result<std::string> ExportDeepSpeed(const Scenario& s, std::vector<std::string>*
   if (p.recompute != Recompute::kNone) {
     j["activation_checkpointing"] = {{"partition_activations", p.sequence_parallel && p.tp > 1},
                                      {"contiguous_memory_optimization", false},
-                                     {"cpu_checkpointing", false}};
+                                     {"cpu_checkpointing", p.offload_checkpoints}};
     notes->push_back(std::string("recompute ") + Name(p.recompute) +
                      ": wrap each transformer layer in deepspeed.checkpointing.checkpoint" +
                      (p.recompute == Recompute::kSelective ? " (attention core only, for selective)" : ""));

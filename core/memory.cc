@@ -851,7 +851,8 @@ void EstimateInto(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g, const
     // layers in execution order: full recompute covers the first recompute_layers, or all).
     int64_t dense = 0, expert = 0, max_layer = 0, layers_here = 0;
     int64_t per_mb = 0, max_working = 0;
-    int64_t layer_count = 0;  // layers on this rank, for the norms Muon leaves to Adam
+    int64_t ckpt_mb = 0, ckpt_max = 0;  // full recomputation's checkpoints: per microbatch, one layer's most
+    int64_t layer_count = 0;            // layers on this rank, for the norms Muon leaves to Adam
     if (uniform) {
       // Every layer of a kind costs the same, so the sums below are counts times one layer (the
       // search's hot path: no loop over layers).
@@ -864,6 +865,10 @@ void EstimateInto(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g, const
         layer_count += n[moe];
         max_layer = std::max(max_layer, rp.dense + rp.expert);
         per_mb += (n[moe] - n_bf16[moe]) * act[moe][mode] + n_bf16[moe] * act_bf16[moe][mode];
+        if (mode == 2) {
+          ckpt_mb += (n[moe] - n_bf16[moe]) * act[moe][2] + n_bf16[moe] * act_bf16[moe][2];
+          ckpt_max = std::max({ckpt_max, act[moe][2], n_bf16[moe] > 0 ? act_bf16[moe][2] : 0});
+        }
         if (mode != 0) max_working = std::max(max_working, act[moe][0] - act[moe][mode]);
         if (mode != 0 && n_bf16[moe] > 0) max_working = std::max(max_working, act_bf16[moe][0] - act_bf16[moe][mode]);
       }
@@ -880,6 +885,10 @@ void EstimateInto(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g, const
         const int mode = full ? 2 : (p.recompute == Recompute::kSelective ? 1 : 0);
         const auto& a = p.KeepsLayerInBf16(l, m.layers) ? act_bf16[moe] : act[moe];
         per_mb += a[mode];
+        if (mode == 2) {
+          ckpt_mb += a[2];
+          ckpt_max = std::max(ckpt_max, a[2]);
+        }
         // Backward of a recomputed layer re-materialises what recompute dropped, one layer at a time.
         if (mode != 0) max_working = std::max(max_working, a[0] - a[mode]);
         ++layers_here;
@@ -936,10 +945,20 @@ void EstimateInto(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g, const
       st.offloaded_activations_bytes = offloaded;
       st.host_bytes += offloaded;
     }
+    // Checkpoints in host memory (PlanSpec::offload_checkpoints, DeepSpeed's cpu_checkpointing):
+    // full recomputation's layer inputs leave the GPU as the forward passes each layer, for every
+    // microbatch in flight, and the layer being recomputed has its own back beside the working set.
+    if (p.offload_checkpoints && ckpt_mb > 0) {
+      per_mb -= ckpt_mb;
+      max_working += ckpt_max;
+      st.offloaded_checkpoints_bytes = ckpt_mb;
+    }
 
     // ---- model states, activations and overheads
     PlaceModelStates(p, dense, expert, dense_group, expert_group, adam_params, &st);
     PlaceActivations(m, p, stage, has_first, has_last, per_mb, max_working, &st);
+    if (st.offloaded_checkpoints_bytes > 0)
+      st.host_bytes += RoundBytes(static_cast<double>(st.offloaded_checkpoints_bytes) * st.inflight_microbatches);
     PlaceOverheads(m, p, g, o, comms, max_layer, dense - dense_before_ends, expert > 0, &st);
     r.least_per_gpu_bytes = std::max(r.least_per_gpu_bytes, LeastOnGpuBytes(st));
     if (detail == MemoryDetail::kFull) {

@@ -82,6 +82,10 @@ struct StageMemory {
   // Activation offloading (PlanSpec::offload_activation_layers): the offloaded layers' saved
   // tensors of one microbatch, in host memory (counted in host_bytes), not in the activations.
   int64_t offloaded_activations_bytes = 0;
+  // Checkpoints in host memory (PlanSpec::offload_checkpoints): full recomputation's layer inputs
+  // of one microbatch, in host memory (counted in host_bytes for every microbatch in flight), not
+  // in the activations.
+  int64_t offloaded_checkpoints_bytes = 0;
   int64_t activations_bytes = 0;
   int64_t cuda_context_bytes = 0;
   int64_t cublas_workspace_bytes = 0;

@@ -1412,8 +1412,8 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     from_stack.push_back("ZeRO " + std::to_string(p.zero));
   }
   // What a run keeps in host memory (parallel.offload: a string or list of "optimizer", "params",
-  // "activations"): optimizer states and parameters as ZeRO-Offload does (PlanSpec); activations
-  // are not modelled.
+  // "activations"): optimizer states and parameters as ZeRO-Offload does (PlanSpec), activations
+  // as DeepSpeed's checkpoints in host memory (PlanSpec::offload_checkpoints).
   if (pj.contains("offload") && !pj["offload"].is_null()) {
     std::vector<std::string> parts;
     if (pj["offload"].is_string()) parts.push_back(pj["offload"].get<std::string>());
@@ -1431,11 +1431,23 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
         p.offload_params = OffloadTarget::kCpu;
       } else if (what == "activations") {
         // DeepSpeed's activation checkpoints in host memory (activation_checkpointing
-        // cpu_checkpointing, with recomputation), not the layer offloading PlanSpec holds.
-        skip(
-            "parallel.offload: the run keeps its activation checkpoints in host memory (DeepSpeed's "
-            "cpu_checkpointing): offloaded checkpoints are not modelled");
-        return false;
+        // cpu_checkpointing, with full recomputation): PlanSpec::offload_checkpoints, which the
+        // plan's validation checks against its recomputation and the GPU's host link.
+        p.offload_checkpoints = true;
+        run.assumptions.push_back(
+            "activation checkpoints in host memory, copied out and back on the compute stream (parallel.offload "
+            "activations: DeepSpeed's cpu_checkpointing)");
+        // Checkpoints are full recomputation's: where the record prints no recomputation, that is
+        // what it ran, not the stack's setting.
+        if (!recompute_printed) {
+          p.recompute = Recompute::kFull;
+          recompute_printed = true;
+          std::erase_if(from_stack, [](const std::string& s) { return s.rfind("recompute ", 0) == 0; });
+          run.assumptions.push_back(
+              "recompute full: the checkpoints it keeps in host memory are full recomputation's (parallel.recompute "
+              "not printed)");
+        }
+        continue;
       } else {
         skip("parallel.offload '" + what + "' is not optimizer, params or activations");
         return false;

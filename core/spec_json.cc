@@ -621,6 +621,7 @@ void ReadPlan(ObjectReader& r, const std::string& prefix, PlanSpec* p, Diagnosti
     q.Enum("optimizer", &p->offload_optimizer);
     q.Enum("params", &p->offload_params);
     q.Int("activation_layers", &p->offload_activation_layers);
+    q.Bool("checkpoints", &p->offload_checkpoints);
     q.Finish();
   }
   r.Enum("cp_kind", &p->cp_kind);
@@ -720,6 +721,7 @@ OJson WritePlan(const PlanSpec& p) {
   off["optimizer"] = Name(p.offload_optimizer);
   off["params"] = Name(p.offload_params);
   if (p.offload_activation_layers > 0) off["activation_layers"] = p.offload_activation_layers;
+  if (p.offload_checkpoints) off["checkpoints"] = true;
   j["offload"] = off;
   j["cp_kind"] = Name(p.cp_kind);
   j["placement"] = PlacementString(p.placement);

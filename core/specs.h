@@ -625,6 +625,15 @@ struct PlanSpec {
   // cpu_offloading/cpu_offloading.rst at d0067d0d). Megatron-Core allows it with pp = 1 and no
   // recomputation only (transformer_config.py at d98e8a64). 0: off.
   int64_t offload_activation_layers = 0;
+  // DeepSpeed's activation checkpoints in host memory (its activation_checkpointing config's
+  // cpu_checkpointing, Megatron-DeepSpeed --checkpoint-in-cpu): under full recomputation each
+  // layer's checkpoint, its input, is copied to host memory as the forward leaves the layer and
+  // copied back before the layer is recomputed in the backward, both on the compute stream and
+  // waited for (deepspeed/runtime/activation_checkpointing/checkpointing.py at v0.6.2:
+  // CheckpointFunction.forward's partition.cpu() or copy_to_device(..., cpu), its backward's
+  // copy into a new GPU tensor; the transport stream beside it is commented out), so the
+  // checkpoints live in host memory and the copies do not hide. Needs recompute full.
+  bool offload_checkpoints = false;
   CpKind cp_kind = CpKind::kRing;
   std::vector<Axis> placement = {Axis::kTp, Axis::kCp, Axis::kEp, Axis::kDp, Axis::kPp};
   // Slurm's segments (sbatch --segment N with the topology/block plugin, whose blocks are the

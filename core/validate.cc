@@ -658,6 +658,25 @@ void CheckShardingAndOffload(const PlanSpec& pl, const ModelSpec& m, const GpuSp
                                                      " has no host_link_bytes_per_s (its CPU link's bandwidth per "
                                                      "direction): set it in the GPU's JSON to offload activations");
   }
+  // DeepSpeed's checkpoints in host memory (PlanSpec::offload_checkpoints): the checkpoints are
+  // what full recomputation keeps, and they cross the GPU's host link.
+  if (pl.offload_checkpoints) {
+    if (pl.recompute != Recompute::kFull)
+      d->Error("plan.offload.checkpoints",
+               "checkpoints in host memory need plan.recompute=full: DeepSpeed's cpu_checkpointing moves the layer "
+               "inputs full recomputation keeps (got " +
+                   std::string(Name(pl.recompute)) + ")");
+    if (pl.offload_activation_layers > 0)
+      d->Error("plan.offload.checkpoints",
+               "checkpoints in host memory and plan.offload.activation_layers are two frameworks' offloading; set one "
+               "(got activation_layers " +
+                   S(pl.offload_activation_layers) + ")");
+    if (g.host_link_bytes_per_s <= 0)
+      d->Error("plan.offload.checkpoints",
+               "gpu " + g.name +
+                   " has no host_link_bytes_per_s (its CPU link's bandwidth per direction): "
+                   "set it in the GPU's JSON to keep checkpoints in host memory");
+  }
 
   // PyTorch's micro-pipeline TP matches all-gathers and reduce-scatters only (torch/_inductor/
   // fx_passes/micro_pipeline_tp.py): without SP the TP collectives are all-reduces it never fuses.

@@ -108,6 +108,11 @@ class Executor {
           "executor: plan.offload.activation_layers " + std::to_string(p_.offload_activation_layers) +
           ": the runtime does not copy activations to host memory and back, so it would measure neither the "
           "copies nor the memory they free; run the plan without --offload-activations");
+    if (p_.offload_checkpoints)
+      return Status::InvalidArgument(
+          "executor: plan.offload.checkpoints: the runtime keeps its recomputation's checkpoints on the device and "
+          "does not copy them to host memory and back, so it would measure neither the copies nor the memory they "
+          "free; run the plan without --offload-checkpoints");
     if (p_.HasBf16Layers())
       return Status::InvalidArgument(
           "executor: plan.bf16_layers_at_start/_at_end: the runtime runs every layer's GEMMs in the plan's one "

@@ -657,6 +657,15 @@ ExplainStep MemoryFitStep(const core::Scenario& s, const PlanSpec& p, const core
                           static_cast<long long>(p.offload_activation_layers));
     Set(&st, "offloaded_activations_bytes", static_cast<double>(w.offloaded_activations_bytes), "B");
   }
+  if (w.offloaded_checkpoints_bytes > 0) {
+    // DeepSpeed's cpu_checkpointing: full recomputation's checkpoints in host memory.
+    st.rule +=
+        " With the checkpoints in host memory (DeepSpeed's cpu_checkpointing) the layer inputs full recomputation "
+        "keeps leave the GPU; the layer being recomputed has its own back beside the working set.";
+    st.substituted += Fmt(" (after %s of checkpoints a microbatch went to host memory)",
+                          Bytes(static_cast<double>(w.offloaded_checkpoints_bytes)).c_str());
+    Set(&st, "offloaded_checkpoints_bytes", static_cast<double>(w.offloaded_checkpoints_bytes), "B");
+  }
   if (mem.fits)
     st.result = Fmt("%s of %s per GPU on the fullest stage: fits (%s headroom)",
                     Bytes(static_cast<double>(mem.per_gpu_bytes)).c_str(), Bytes(cap).c_str(),

@@ -403,9 +403,10 @@ class Searcher {
     }
     bool lighter_failed = false;
     // No check of ValidatePlan reads the recompute mode while recompute_layers is 0 (Work() sets
-    // it so), but activation offloading's (no recomputation with offloaded activations): the
-    // first variant's verdict serves them all unless the base plan offloads activations.
-    const bool per_mode = p.offload_activation_layers > 0;
+    // it so), but activation offloading's (no recomputation with offloaded activations) and
+    // checkpoint offloading's (full recomputation): the first variant's verdict serves them all
+    // unless the base plan offloads either.
+    const bool per_mode = p.offload_activation_layers > 0 || p.offload_checkpoints;
     std::optional<bool> valid;
     for (Recompute r : recompute_) {
       if (o_.prune && lighter_failed) {

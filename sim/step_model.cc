@@ -1573,6 +1573,21 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
       r.times.forward_offload_s = f;
       r.times.backward_input_offload_s = b;
     }
+    // Checkpoints in host memory (PlanSpec::offload_checkpoints, DeepSpeed's cpu_checkpointing):
+    // each recomputed layer's checkpoint is copied to the host as the forward leaves the layer and
+    // back before its recomputation, on the compute stream, which waits for both (the copies go to
+    // and from pageable host memory; costed at the link's rate, a lower bound on their time).
+    if (p.offload_checkpoints && g.host_link_bytes_per_s > 0) {
+      const double bytes = static_cast<double>(
+          rc_dense * core::LayerActivationBytes(m, p, false, core::Recompute::kFull) +
+          (rc_moe > 0 ? rc_moe * core::LayerActivationBytes(m, p, true, core::Recompute::kFull) : 0));
+      const double t = bytes / g.host_link_bytes_per_s;
+      r.offload += 2 * t;
+      r.times.forward_s += t;
+      r.times.backward_input_s += t;
+      r.times.forward_offload_s += t;
+      r.times.backward_input_offload_s += t;
+    }
     // Gradient synchronisation runs under the last microbatch's backward when overlapped
     // (Megatron-LM's overlap_grad_reduce: each bucket's reduction starts once its gradients are
     // final); ZeRO-1/2's parameter all-gather under the next step's first forward when

@@ -133,6 +133,9 @@ QString MemoryTableModel::termTooltip(int row, Column c) const {
              (s.offloaded_activations_bytes ? QString("; the first %1 layers' %2 GB offloaded to host memory")
                                                   .arg(p.offload_activation_layers)
                                                   .arg(Gb(s.offloaded_activations_bytes))
+                                            : QString()) +
+             (s.offloaded_checkpoints_bytes ? QString("; the checkpoints, %1 GB a microbatch, in host memory")
+                                                  .arg(Gb(s.offloaded_checkpoints_bytes))
                                             : QString());
     case kCudaContext: return head + "assumed (profile.memory.cuda_context_bytes)";
     case kCublas: return head + "cuBLAS workspace (profile.memory.cublas_workspace_bytes)";

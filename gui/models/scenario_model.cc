@@ -647,6 +647,7 @@ QString ScenarioModel::commandLine() const {
   if (!p.grad_prescale) args << "--no-grad-prescale";
   if (p.ep_overlap) args << "--ep-overlap";
   if (p.delay_wgrad) args << "--delay-wgrad";
+  if (p.offload_checkpoints) args << "--offload-checkpoints";
   if (p.tp_overlap != d.tp_overlap) arg("--tp-overlap", core::Name(p.tp_overlap));
   if (p.zero3_gather != d.zero3_gather) arg("--zero3-gather", core::Name(p.zero3_gather));
   if (p.fp8_scaling != d.fp8_scaling) arg("--fp8-scaling", core::Name(p.fp8_scaling));

@@ -517,6 +517,22 @@ run(report_offload_activations 0 "activations offloaded +145\\.12 GB.*fits"
     report --model llama3-70b --gpu gb200 --gpus 64 --zero 3 --mbs 2 --gbs 256 --precision fp8 --offload-activations 40)
 run(report_offload_activations_pp 1 "plan.offload.activation_layers: activation offloading needs plan.pp=1"
     report --model llama3-70b --gpu gb200 --gpus 64 --pp 2 --zero 1 --gbs 256 --offload-activations 40)
+# DeepSpeed's checkpoints in host memory (cpu_checkpointing): GPT 175B on 256 A100s as its 2022 Azure
+# runs trained it. 96 layers x 512 x 32 x 12,288 x 2 B = 38.65 GB of checkpoints a microbatch leave
+# the GPU; their copies out and back over PCIe Gen4's 32 GB/s each way, 2 x 1.208 s, are exposed.
+run(report_offload_checkpoints 0 "checkpoints offloaded +38\\.65 GB.*offload copies \\(exposed\\) +2\\.416 s.*fits"
+    report --model gpt3-175b --gpu a100-80g --cluster dgx-a100 --gpus 256 --zero 3 --mbs 32 --seq 512 --gbs 8192
+    --recompute full --offload-checkpoints)
+run(report_offload_checkpoints_selective 1 "plan.offload.checkpoints: checkpoints in host memory need plan.recompute=full"
+    report --model gpt3-175b --gpu a100-80g --cluster dgx-a100 --gpus 256 --zero 3 --mbs 32 --seq 512 --gbs 8192
+    --recompute selective --offload-checkpoints)
+# Searched with the checkpoints in host memory: every plan recomputes whole layers.
+run(search_offload_checkpoints_full 0 "\"recompute\": \"full\".*\"checkpoints\": true"
+    search --model gpt3-175b --gpu a100-80g --cluster dgx-a100 --gpus 256 --seq 512 --gbs 8192 --offload-checkpoints
+    --top 3 --format json)
+run_without(search_offload_checkpoints 0 "\"recompute\": \"(none|selective)\""
+    search --model gpt3-175b --gpu a100-80g --cluster dgx-a100 --gpus 256 --seq 512 --gbs 8192 --offload-checkpoints
+    --top 3 --format json)
 run(search_bad_objective 2 "--objective: must be throughput, time or cost"
     search --model llama3-8b --cluster dgx-h100 --gpus 8 --gbs 64 --objective speed)
 run(search_bad_frac 2 "--max-memory-frac: must be in \\(0, 1\\]"

@@ -428,6 +428,38 @@ TEST(ExportTest, ActivationOffloadIsMegatronsNumLayersAndRefusedElsewhere) {
   ExpectRefused(ExportDeepSpeed(s, &notes), "cpu_checkpointing");
 }
 
+TEST(ExportTest, CheckpointsInHostMemoryAreDeepSpeedsCpuCheckpointingAndRefusedElsewhere) {
+  // GPT 175B as DeepSpeed's 2022 Azure runs trained it (ZeRO-3 over 256 A100s, full recomputation,
+  // the checkpoints in host memory): DeepSpeed's activation_checkpointing writes cpu_checkpointing
+  // true; Megatron-LM's CPU offloading and torchtitan's enable_cpu_offload have no such mode and
+  // refuse, naming what they offload instead.
+  Scenario s = On("gpt3-175b", "a100-80g", "dgx-a100");
+  s.plan.gpus = 256;
+  s.plan.dp = 256;
+  s.plan.zero = 3;
+  s.plan.micro_batch = 32;
+  s.plan.seq_len = 512;
+  s.plan.global_batch = 8192;
+  s.plan.recompute = Recompute::kFull;
+  s.plan.offload_checkpoints = true;
+  ASSERT_EQ(PlanErrors(s), "");
+  std::vector<std::string> notes;
+  const std::string ds = Text(ExportDeepSpeed(s, &notes));
+  EXPECT_TRUE(Has(ds, R"("cpu_checkpointing": true)")) << ds;
+  ExpectRefused(ExportMegatron(s), "no checkpoints in host memory");
+  // torchtitan defines no GPT-3: the same plan of a model it does.
+  Scenario l = On("llama3-70b", "a100-80g", "dgx-a100");
+  l.plan = s.plan;
+  l.plan.seq_len = 8192;
+  l.plan.micro_batch = 1;
+  l.plan.global_batch = 256;
+  ASSERT_EQ(PlanErrors(l), "");
+  ExpectRefused(ExportTorchtitan(l), "no checkpoints in host memory");
+  ExpectRefused(ExportTorchtitanPython(l), "no checkpoints in host memory");
+  s.plan.offload_checkpoints = false;
+  EXPECT_TRUE(Has(Text(ExportDeepSpeed(s, &notes)), R"("cpu_checkpointing": false)"));
+}
+
 TEST(ExportTest, MaxTextsRematPolicyIsSaidNotExportedAsModules) {
   // Llama 3 70B on 128 H100s as dgxc-benchmarking's MaxText runs it (FSDP, micro batch 2,
   // save_qkv_proj): Megatron-LM has no such module list, so the export keeps --recompute-granularity

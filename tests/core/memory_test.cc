@@ -489,6 +489,71 @@ TEST(MemoryTest, ActivationOffloadKeepsTheOtherLayersOnTheGpu) {
   EXPECT_GT(on_gpu.stages[0].total_bytes - off.stages[0].total_bytes, 20 * layer);
 }
 
+TEST(MemoryTest, CheckpointsInHostMemoryLeaveTheGpuForEveryMicrobatchInFlight) {
+  // DeepSpeed's cpu_checkpointing on Llama 3 8B (32 layers, h 4,096), micro batch 2 at 8,192
+  // tokens, full recomputation, no sequence parallelism: each layer's checkpoint, its bf16 input,
+  // is 2 B x 8,192 x 2 x 4,096 = 134,217,728 B (128 MiB). At pp 2 (1F1B, 16 layers a stage) the
+  // first stage holds 2 microbatches in flight (Narayanan 2021: stage i holds p - i): 16 x 128 MiB
+  // = 2 GiB a microbatch leave its activations and 2 x 2 GiB sit in host memory, while the layer
+  // being recomputed has its checkpoint back beside the working set (128 MiB more).
+  Loaded l = Load("llama3-8b", "h100-sxm", "dgx-h100");
+  PlanSpec p;
+  p.gpus = 16;
+  p.pp = 2;
+  p.dp = 8;
+  p.seq_len = 8192;
+  p.micro_batch = 2;
+  p.global_batch = 64;
+  p.recompute = Recompute::kFull;
+  constexpr int64_t kCheckpoint = 134217728;
+  ASSERT_EQ(LayerActivationBytes(l.model, p, false, Recompute::kFull), kCheckpoint);
+  const MemoryReport kept = EstimateMemory(l.model, p, l.gpu);
+  PlanSpec off = p;
+  off.offload_checkpoints = true;
+  Diagnostics d;
+  ValidatePlan(off, l.model, l.gpu, l.cluster, &d);
+  ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+  const MemoryReport moved = EstimateMemory(l.model, off, l.gpu);
+  const StageMemory &a = kept.stages[0], &b = moved.stages[0];
+  ASSERT_DOUBLE_EQ(b.inflight_microbatches, 2.0);
+  EXPECT_EQ(b.offloaded_checkpoints_bytes, 16 * kCheckpoint);
+  EXPECT_EQ(a.layer_activations_bytes, 16 * kCheckpoint);
+  EXPECT_EQ(b.layer_activations_bytes, 0);
+  EXPECT_EQ(b.host_bytes - a.host_bytes, 2 * 16 * kCheckpoint);
+  EXPECT_EQ(b.recompute_working_bytes - a.recompute_working_bytes, kCheckpoint);
+  EXPECT_EQ(a.activations_bytes - b.activations_bytes, 2 * 16 * kCheckpoint - kCheckpoint);
+  // The last stage holds one microbatch in flight: 16 x 128 MiB in host memory.
+  EXPECT_EQ(moved.stages[1].host_bytes - kept.stages[1].host_bytes, 16 * kCheckpoint);
+  EXPECT_LT(moved.per_gpu_bytes, kept.per_gpu_bytes);
+}
+
+TEST(MemoryTest, CheckpointsInHostMemoryNeedFullRecomputationAndAHostLink) {
+  Loaded l = Load("llama3-8b", "h100-sxm", "dgx-h100");
+  auto errors = [&](const PlanSpec& p, const GpuSpec& g) {
+    Diagnostics d;
+    ValidatePlan(p, l.model, g, l.cluster, &d);
+    return d.ToStatus().ToString();
+  };
+  PlanSpec p = ZeroPlan(3, 8);
+  p.recompute = Recompute::kFull;
+  p.offload_checkpoints = true;
+  EXPECT_EQ(errors(p, l.gpu).find("offload"), std::string::npos) << errors(p, l.gpu);
+  PlanSpec sel = p;
+  sel.recompute = Recompute::kSelective;
+  EXPECT_NE(errors(sel, l.gpu).find("plan.offload.checkpoints: checkpoints in host memory need plan.recompute=full"),
+            std::string::npos)
+      << errors(sel, l.gpu);
+  PlanSpec both = p;
+  both.recompute = Recompute::kNone;
+  both.offload_activation_layers = 4;
+  EXPECT_NE(errors(both, l.gpu).find("two frameworks' offloading; set one"), std::string::npos) << errors(both, l.gpu);
+  GpuSpec unknown = l.gpu;
+  unknown.host_link_bytes_per_s = 0;
+  EXPECT_NE(errors(p, unknown).find("plan.offload.checkpoints: gpu h100-sxm has no host_link_bytes_per_s"),
+            std::string::npos)
+      << errors(p, unknown);
+}
+
 TEST(MemoryTest, ActivationOffloadIsRefusedWhereMegatronRefusesIt) {
   // Megatron-Core (transformer_config.py at d98e8a64): fewer layers than the model's, pp 1, no
   // recomputation; and meshplan needs the GPU's host link to cost the copies.

@@ -27,6 +27,7 @@ TEST(SpecJsonTest, PlanFileRoundTripsWithEmbeddedSpecs) {
   f.plan.keep_lp_grads = true;
   f.plan.keep_pp_outputs = true;
   f.plan.offload_activation_layers = 12;
+  f.plan.offload_checkpoints = true;  // read and written whatever it applies to (validation says)
   f.plan.cuda_context_bytes = 1573LL << 20;
   f.plan.transformer_engine = true;
   f.plan.moe_grouped_gemm = false;
@@ -53,6 +54,7 @@ TEST(SpecJsonTest, PlanFileRoundTripsWithEmbeddedSpecs) {
   EXPECT_DOUBLE_EQ(back->gpu->host_link_bytes_per_s, 64e9);
   EXPECT_FALSE(back->gpu->host_link_source.empty());
   EXPECT_NE(PlanFileToJson(f).find(R"("activation_layers": 12)"), std::string::npos);
+  EXPECT_NE(PlanFileToJson(f).find(R"("checkpoints": true)"), std::string::npos);
   EXPECT_NE(PlanFileToJson(f).find(R"("bf16_layers_at_end": 3)"), std::string::npos);
   EXPECT_NE(PlanFileToJson(f).find(R"("moe_routing": "round-robin")"), std::string::npos);
   EXPECT_NE(PlanFileToJson(f).find(R"("expert_bias": "per-expert-fp32")"), std::string::npos);

@@ -400,6 +400,18 @@ TEST(ExecutorTest, ActivationOffloadIsRefusedNamingTheField) {
   EXPECT_NE(m.status().message().find("plan.offload.activation_layers"), std::string::npos) << m.status().message();
 }
 
+TEST(ExecutorTest, CheckpointsInHostMemoryAreRefusedNamingTheField) {
+  // The runtime keeps its checkpoints on the device: a plan that keeps them in host memory is
+  // refused, not measured as if it did.
+  core::Scenario s = Tiny(1, 1, 1, /*global_batch=*/2);
+  s.plan.recompute = core::Recompute::kFull;
+  s.plan.offload_checkpoints = true;
+  auto backend = MakeCpuBackend({.clock = std::make_shared<FakeClock>()});
+  auto m = ExecuteStep(*backend, s, FastOptions(), {});
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("plan.offload.checkpoints"), std::string::npos) << m.status().message();
+}
+
 TEST(ExecutorTest, Bf16LayersAreRefusedNamingTheField) {
   // The runtime runs every layer in the plan's one precision: an FP8 plan that keeps some layers
   // in BF16 is refused, not measured with those layers in FP8.

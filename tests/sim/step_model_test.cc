@@ -1251,6 +1251,45 @@ TEST(StepModelTest, ActivationOffloadWaitsOnlyWhenTheCopiesOutlastThePass) {
   EXPECT_DOUBLE_EQ(c2c.breakdown.offload_s, 0.0);
 }
 
+TEST(StepModelTest, CheckpointsInHostMemoryAreCopiedOutAndBackOnTheComputeStream) {
+  // DeepSpeed's cpu_checkpointing (checkpointing.py at v0.6.2: the forward's .cpu() and the
+  // backward's copy back, both on the compute stream): Llama 3 8B on 8 H100s, ZeRO-3, micro batch
+  // 4 at 8,192 tokens, full recomputation. Each of the 32 layers' checkpoints, 2 B x 8,192 x 4 x
+  // 4,096 = 268,435,456 B, crosses PCIe Gen5's 64 GB/s each way: 32 x 268,435,456 / 64e9 =
+  // 0.134 s a pass, 0.268 s a microbatch, none of it hidden, and 4 microbatches a step (global
+  // batch 128 = 8 ranks x 4 sequences x 4): 1.074 s in the breakdown's offload, and the step
+  // longer by as much. Nothing else changes.
+  Scenario s = Load("llama3-8b");
+  core::PlanSpec p;
+  p.gpus = 8;
+  p.dp = 8;
+  p.zero = 3;
+  p.micro_batch = 4;
+  p.seq_len = 8192;
+  p.global_batch = 128;
+  p.recompute = core::Recompute::kFull;
+  core::PlanSpec off = p;
+  off.offload_checkpoints = true;
+  core::Diagnostics d;
+  core::ValidatePlan(off, s.model, s.gpu, s.cluster, &d);
+  ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+  ASSERT_DOUBLE_EQ(s.gpu.host_link_bytes_per_s, 64e9);
+  const double pass = 32 * 268435456.0 / 64e9;
+  EXPECT_NEAR(pass, 0.134218, 1e-6);
+  const StepEstimate base = EstimateStep(s.model, p, s.gpu, s.cluster, core::Profile{}, nullptr, StepDetail::kFull);
+  const StepEstimate e = EstimateStep(s.model, off, s.gpu, s.cluster, core::Profile{}, nullptr, StepDetail::kFull);
+  EXPECT_NEAR(e.stages[0].forward_offload_s, pass, 1e-12);
+  EXPECT_NEAR(e.stages[0].backward_input_offload_s, pass, 1e-12);
+  EXPECT_NEAR(e.stages[0].forward_s - base.stages[0].forward_s, pass, 1e-12);
+  EXPECT_NEAR(e.stages[0].backward_input_s - base.stages[0].backward_input_s, pass, 1e-12);
+  EXPECT_EQ(p.Microbatches(), 4);
+  EXPECT_NEAR(e.breakdown.offload_s, 4 * 2 * pass, 1e-9);
+  EXPECT_NEAR(e.breakdown.offload_s, 1.073742, 1e-6);
+  EXPECT_NEAR(e.breakdown.compute_s, base.breakdown.compute_s, 1e-9);
+  EXPECT_NEAR(e.breakdown.dp_comm_s, base.breakdown.dp_comm_s, 1e-9);
+  EXPECT_NEAR(e.time_s - base.time_s, 4 * 2 * pass, 1e-6);
+}
+
 // TP with sequence parallelism, ZeRO-1 and full recomputation at 8,192 tokens, 8 sequences per
 // data-parallel rank.
 core::PlanSpec TpWithSpPlan(int64_t tp, int64_t dp) {

@@ -272,6 +272,11 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
              "Layers whose activations go to host memory during the forward and come back for their backward "
              "(Megatron-Core --cpu-offloading-num-layers N; needs PP 1, no recompute and the GPU's host link)");
   offload_activations_->setSpecialValueText("none");
+  offload_checkpoints_ = new QCheckBox("checkpoints in host memory (DeepSpeed)");
+  offload_checkpoints_->setToolTip(
+      "Under full recompute: each layer's checkpoint goes to host memory in the forward and comes back before "
+      "its recomputation, both copies on the compute stream (DeepSpeed's cpu_checkpointing; needs the GPU's host "
+      "link; docs/memory.md, docs/compute.md)");
   cross_entropy_ =
       EnumBox({core::CrossEntropy::kFused, core::CrossEntropy::kTe, core::CrossEntropy::kTeInplace,
                core::CrossEntropy::kUpcast, core::CrossEntropy::kCompiled, core::CrossEntropy::kFlash,
@@ -285,6 +290,7 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
   of->addRow("offload optimizer", offload_optimizer_);
   of->addRow("offload parameters", offload_params_);
   of->addRow("offload activations", offload_activations_);
+  of->addRow("", offload_checkpoints_);
   of->addRow("cross entropy", cross_entropy_);
   col->addWidget(og);
 
@@ -449,6 +455,8 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
   BindEnum(offload_params_, &core::PlanSpec::offload_params);
   connect(offload_activations_, &QSpinBox::valueChanged, this,
           [this](int v) { EditPlan([&](core::PlanSpec& p) { p.offload_activation_layers = v; }); });
+  connect(offload_checkpoints_, &QCheckBox::toggled, this,
+          [this](bool on) { EditPlan([&](core::PlanSpec& p) { p.offload_checkpoints = on; }); });
   BindEnum(cross_entropy_, &core::PlanSpec::cross_entropy);
   connect(mbs_, &QSpinBox::valueChanged, this,
           [this](int v) { EditPlan([&](core::PlanSpec& p) { p.micro_batch = v; }); });
@@ -592,7 +600,7 @@ void InputsPanel::Refresh() {
     const QSignalBlocker b1(sp_), b2(recompute_), b3(precision_), b4(fp8_scaling_), b5(moe_probs_), b6(tp_overlap_),
         b7(cp_kind_), b8(offload_optimizer_), b9(offload_params_), b10(cross_entropy_), b11(moe_dispatcher_),
         b12(moe_routing_), b13(fp8_param_gather_), b14(recompute_early_stop_), b15(expert_bias_), b16(dtensor_tp_),
-        b17(torch_cp_);
+        b17(torch_cp_), b18(offload_checkpoints_);
     sp_->setChecked(p.sequence_parallel);
     SelectEnum(recompute_, p.recompute);
     SelectEnum(tp_overlap_, p.tp_overlap);
@@ -622,6 +630,9 @@ void InputsPanel::Refresh() {
     // Shown while set even where it does not apply (validation names why), as fp8_param_gather.
     recompute_early_stop_->setChecked(p.recompute_early_stop);
     recompute_early_stop_->setEnabled(p.recompute_early_stop || p.recompute == core::Recompute::kFull);
+    // Likewise the checkpoints in host memory, which are full recomputation's.
+    offload_checkpoints_->setChecked(p.offload_checkpoints);
+    offload_checkpoints_->setEnabled(p.offload_checkpoints || p.recompute == core::Recompute::kFull);
     // Shown while set even without TP and SP (it then changes nothing), as fp8_param_gather.
     dtensor_tp_->setChecked(p.dtensor_tp);
     dtensor_tp_->setEnabled(p.dtensor_tp || (p.tp > 1 && p.sequence_parallel));

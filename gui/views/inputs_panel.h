@@ -58,6 +58,7 @@ class InputsPanel : public QScrollArea {
   QComboBox* offloadOptimizerBox() const { return offload_optimizer_; }
   QComboBox* offloadParamsBox() const { return offload_params_; }
   QSpinBox* offloadActivationsBox() const { return offload_activations_; }
+  QCheckBox* offloadCheckpointsBox() const { return offload_checkpoints_; }
   QComboBox* crossEntropyBox() const { return cross_entropy_; }
   QComboBox* stackBox() const { return stack_; }
   QLabel* messages() const { return messages_; }
@@ -98,6 +99,7 @@ class InputsPanel : public QScrollArea {
   QSpinBox *recompute_layers_, *offload_activations_;  // plan.recompute_layers, plan.offload_activation_layers
   QCheckBox *sp_, *fp8_param_gather_;                  // plan.sequence_parallel, plan.fp8_param_gather
   QCheckBox* recompute_early_stop_;                    // plan.recompute_early_stop
+  QCheckBox* offload_checkpoints_;                     // plan.offload_checkpoints
   QCheckBox* dtensor_tp_;                              // plan.dtensor_tp
   QCheckBox* torch_cp_;                                // plan.torch_cp
   QSpinBox* vocab_divisible_by_;                       // plan.vocab_divisible_by

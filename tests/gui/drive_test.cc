@@ -697,6 +697,20 @@ TEST(GuiDriveTest, OverlapLossOffloadAndRecomputedLayersAreSetInThePanel) {
   EXPECT_TRUE(QString::fromStdString(errors()).contains("plan.pp=1")) << errors();
   in->offloadActivationsBox()->setValue(0);
   ASSERT_TRUE(s->evaluation().valid) << errors();
+  // DeepSpeed's checkpoints in host memory, under full recompute (of the first 5 layers a stage):
+  // their checkpoints leave the GPU, their copies lengthen the step, and the command says so.
+  ASSERT_TRUE(in->offloadCheckpointsBox()->isEnabled());
+  const double ckpt_on_gpu = s->evaluation().step.time_s;
+  const int64_t act_on_gpu = s->evaluation().memory.stages[0].activations_bytes;
+  in->offloadCheckpointsBox()->setChecked(true);
+  ASSERT_TRUE(s->plan().offload_checkpoints);
+  ASSERT_TRUE(s->evaluation().valid) << errors();
+  EXPECT_GT(s->evaluation().memory.stages[0].offloaded_checkpoints_bytes, 0);
+  EXPECT_LT(s->evaluation().memory.stages[0].activations_bytes, act_on_gpu);
+  EXPECT_GT(s->evaluation().step.time_s, ckpt_on_gpu);
+  EXPECT_TRUE(s->commandLine().contains("--offload-checkpoints")) << s->commandLine().toStdString();
+  in->offloadCheckpointsBox()->setChecked(false);
+  ASSERT_FALSE(s->plan().offload_checkpoints);
 
   const QString command = s->commandLine();
   for (const char* flag : {"--tp-overlap full", "--cross-entropy te-inplace", "--offload-optimizer cpu",

@@ -541,6 +541,8 @@ void ReadCluster(const Json& j, const std::string& prefix, ClusterSpec* c, Diagn
   r.Bool("nvls", &c->nvls);
   r.Bandwidth("storage_bytes_per_s", &c->storage_bytes_per_s);
   r.ByteSize("host_memory_bytes_per_node", &c->host_memory_bytes_per_node);
+  r.Bandwidth("host_memory_bytes_per_s", &c->host_memory_bytes_per_s);
+  r.String("host_memory_bw_source", &c->host_memory_bw_source);
   r.Double("price_per_gpu_hour_usd", &c->price_per_gpu_hour_usd);
   r.Finish();
 }
@@ -563,6 +565,10 @@ OJson WriteCluster(const ClusterSpec& c) {
   j["nvls"] = c.nvls;
   j["storage_bytes_per_s"] = c.storage_bytes_per_s;
   j["host_memory_bytes_per_node"] = SizeJson(c.host_memory_bytes_per_node);
+  if (c.host_memory_bytes_per_s > 0) {
+    j["host_memory_bytes_per_s"] = c.host_memory_bytes_per_s;
+    j["host_memory_bw_source"] = c.host_memory_bw_source;
+  }
   j["price_per_gpu_hour_usd"] = c.price_per_gpu_hour_usd;
   return j;
 }

@@ -360,6 +360,12 @@ struct ClusterSpec {
   bool nvls = false;               // NVLink SHARP in the scale-up switches
   double storage_bytes_per_s = 0;  // aggregate checkpoint storage write bandwidth, <= kMaxStorageBytesPerS
   int64_t host_memory_bytes_per_node = 0;
+  // The host CPUs' memory bandwidth, all of a node's sockets together, bytes/s, and where it
+  // comes from (`host_memory_bw_source`): what an optimizer offloaded to the host (ZeRO-Offload's
+  // CPU Adam, PlanSpec::offload_optimizer) streams its states through. 0: not known, and a plan
+  // that offloads the optimizer is refused on this cluster until it is set.
+  double host_memory_bytes_per_s = 0;
+  std::string host_memory_bw_source;
   double price_per_gpu_hour_usd = 0;
   friend bool operator==(const ClusterSpec&, const ClusterSpec&) = default;
 };

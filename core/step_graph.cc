@@ -1519,6 +1519,41 @@ class Builder {
     out->back().pass = Pass::kBackwardWeight;
   }
 
+  // ZeRO-Offload's step (PlanSpec::offload_optimizer; DeepSpeed's offload_optimizer, Megatron-Core
+  // --optimizer-cpu-offload): the master weights and moments live in host memory and the host's
+  // CPUs update them. Per step, on each rank: the shard's reduced gradients cross the host link to
+  // the host's fp32 gradient buffer (DeepSpeed stage_1_and_2.py
+  // async_inplace_copy_grad_to_fp32_buffer_from_gpu; counted in the gradients' dtype, the fewest
+  // bytes the copy can move), the host's Adam reads that gradient, the master weight and the
+  // moments and writes the master weight and the moments (DeepSpeed's DeepSpeedCPUAdam,
+  // csrc/adam/cpu_adam_impl.cpp Step_AVX: one pass over param, grad, exp_avg, exp_avg_sq), and the
+  // updated weights come back over the link in the weights' dtype (the 16-bit pinned buffer of
+  // DeepSpeed PR #7309; before it, fp32). The GPU still zeroes its gradient buffer. The ops are
+  // costed where their bytes move (OpSite; sim::HostOpTime): the host's Adam at the node's memory
+  // bandwidth shared by its GPUs' processes, a lower bound (memory-bound at the DRAM's rate, which
+  // an implementation reaches at best). With offload to NVMe (ZeRO-Infinity) the states' swaps to
+  // and from NVMe are not costed either.
+  void OffloadedOptimizerStep(int64_t shard, int64_t zeroed, std::vector<Op>* out) {
+    const int64_t gb = DtypeBytes(p_.dtypes.grads), wb = DtypeBytes(p_.dtypes.weights);
+    const int64_t master = DtypeBytes(p_.dtypes.master_weights), states = DtypeBytes(p_.dtypes.optimizer_states);
+    const int64_t moments = MomentBuffers(p_.optimizer);
+    const int64_t host_grad = std::max<int64_t>(gb, 4);  // the host's fp32 gradient buffer
+    auto add = [&](const char* name, OpKind kind, OpSite site, int64_t bytes) {
+      Op op = kBlankOp;
+      op.name = name;
+      op.kind = kind;
+      op.site = site;
+      op.pass = Pass::kStep;
+      op.bytes = bytes;
+      out->push_back(op);
+    };
+    add("grad_zero", OpKind::kMemoryBound, OpSite::kGpu, zeroed * gb);
+    add("offload_grads_to_host", OpKind::kMemoryBound, OpSite::kHostLink, shard * gb);
+    add("host_optimizer_step", OpKind::kOptimizer, OpSite::kHost,
+        shard * (host_grad + 2 * master + 2 * moments * states));
+    add("offload_weights_to_gpu", OpKind::kMemoryBound, OpSite::kHostLink, shard * wb);
+  }
+
   void OptimizerStep(int64_t params, int64_t group_size, std::vector<Op>* out) {
     const int64_t gb = DtypeBytes(p_.dtypes.grads), wb = DtypeBytes(p_.dtypes.weights);
     // Optimizer step over this rank's shard (memory-bound): read the gradients for the global
@@ -1542,6 +1577,10 @@ class Builder {
     // all of it at each step's start (param_and_grad_buffer.py reset(): grad_data.zero_(), called
     // by zero_grad_buffer from training.py's train_step at core_v0.14.0). ZeRO-2/3 keep the shard.
     const int64_t zeroed = p_.zero <= 1 ? params : shard;
+    if (p_.offload_optimizer != OffloadTarget::kNone) {
+      OffloadedOptimizerStep(shard, zeroed, out);
+      return;
+    }
     const int64_t bytes = shard * per_param + zeroed * gb;
     Op op = kBlankOp;
     op.name = "optimizer_step";

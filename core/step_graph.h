@@ -32,6 +32,12 @@ const char* Name(OpKind k);
 const char* Name(Pass p);
 const char* Name(CommGroup g);
 
+// Where an op's bytes move (ZeRO-Offload's step, PlanSpec::offload_optimizer): on the GPU (its
+// HBM), over the GPU's host link (GpuSpec::host_link_bytes_per_s, a copy between the GPU and host
+// memory), or in host memory by the host CPUs (ClusterSpec::host_memory_bytes_per_s, shared by the
+// node's GPUs' processes).
+enum class OpSite : uint8_t { kGpu, kHostLink, kHost };
+
 // What a memory-bound op computes: the runtime runs a kernel of that kind on the op's bytes
 // (runtime/executor.cc), and the step graph derives an eager op's backward and an FP8 GEMM's
 // quantization by it, never by the op's name.
@@ -95,6 +101,8 @@ struct Op {
   // experts' GEMMs, Muon's iterations), not one batched kernel (the unfused attention's score and
   // value GEMMs): no instance takes less than the per-kernel time (sim::ComputeOpTime).
   bool instance_kernels = false;
+  // kMemoryBound, kOptimizer: where its bytes move (OpSite; sim::HostOpTime costs the two host sites).
+  OpSite site = OpSite::kGpu;
   // FLOPs this op executes: 2mnk x batch for a GEMM; for attention 2 s_q K (d_qk + d_v) per head,
   // K the keys a query meets (s_kv, s_kv/2 when causal, the window's count with one: KeysPerQuery),
   // x2.5 in backward (dQ, dK, dV, dS and the recomputed scores), x share.

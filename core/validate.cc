@@ -384,6 +384,14 @@ void ValidateCluster(const ClusterSpec& c, const std::string& p, Diagnostics* d)
          "bytes: nodes hold TB of host memory (DGX B200 2 TB)");
   Within(d, p + ".price_per_gpu_hour_usd", c.price_per_gpu_hour_usd, 0, 10000,
          "USD per GPU-hour: on-demand prices are a few dollars");
+  // 0 = unknown; else a node's DRAM: two sockets of 8 DDR5-4800 channels move 614 GB/s.
+  if (c.host_memory_bytes_per_s != 0) {
+    Within(d, p + ".host_memory_bytes_per_s", c.host_memory_bytes_per_s, 1e10, 1e13,
+           "bytes/s, all of a node's sockets: 0 (unknown) or its DRAM's hundreds of GB/s (8 DDR5-4800 channels "
+           "3.07e11 a socket); a value in GB is a unit slip");
+    if (c.host_memory_bw_source.empty())
+      d->Error(p + ".host_memory_bw_source", "must name where host_memory_bytes_per_s comes from");
+  }
 }
 
 namespace {
@@ -606,7 +614,18 @@ void CheckExpertParallel(const PlanSpec& pl, const ModelSpec& m, Diagnostics* d)
 }
 
 // Sharding and offload.
-void CheckShardingAndOffload(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, Diagnostics* d) {
+// An offload that copies over the GPU's host link: refused without it, naming the plan's field and
+// what the link's rate would cost.
+void RequireHostLink(const GpuSpec& g, const char* field, const char* to, Diagnostics* d) {
+  if (g.host_link_bytes_per_s <= 0)
+    d->Error(field, "gpu " + g.name +
+                        " has no host_link_bytes_per_s (its CPU link's bandwidth per direction): set it in the GPU's "
+                        "JSON to " +
+                        to);
+}
+
+void CheckShardingAndOffload(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, const ClusterSpec& c,
+                             Diagnostics* d) {
   if (pl.sharding == Sharding::kHsdp) {
     if (pl.zero < 1) d->Error("plan.sharding", "hsdp shards state, so it needs plan.zero >= 1 (got 0)");
     if (pl.hsdp_shard_size < 1)
@@ -629,6 +648,17 @@ void CheckShardingAndOffload(const PlanSpec& pl, const ModelSpec& m, const GpuSp
   if (pl.offload_optimizer == OffloadTarget::kNvme && pl.zero != 3)
     d->Error("plan.offload.optimizer",
              "nvme offload needs plan.zero=3 (ZeRO-Infinity; got " + S(int64_t{pl.zero}) + ")");
+  // The offloaded optimizer steps on the host (ZeRO-Offload's CPU Adam, core/step_graph.cc): its
+  // states stream through the host's memory and the gradients and updated weights cross the GPU's
+  // host link, so both must be known to cost it.
+  if (pl.offload_optimizer != OffloadTarget::kNone) {
+    if (c.host_memory_bytes_per_s <= 0)
+      d->Error("plan.offload.optimizer",
+               "cluster " + c.name +
+                   " has no host_memory_bytes_per_s (its host CPUs' memory bandwidth, all sockets together): set it "
+                   "in the cluster's JSON to cost the optimizer's step on the host");
+    RequireHostLink(g, "plan.offload.optimizer", "cost the gradients' and weights' copies", d);
+  }
 
   // Activation offloading as Megatron-Core runs it (transformer_config.py at d98e8a64: fewer
   // layers than the model's, no pipeline parallelism, no recomputation), over a known host link.
@@ -653,10 +683,7 @@ void CheckShardingAndOffload(const PlanSpec& pl, const ModelSpec& m, const GpuSp
       d->Error("plan.offload.activation_layers",
                "a hybrid model's layers are costed as one mix; offloading some of "
                "them is not modelled");
-    if (g.host_link_bytes_per_s <= 0)
-      d->Error("plan.offload.activation_layers", "gpu " + g.name +
-                                                     " has no host_link_bytes_per_s (its CPU link's bandwidth per "
-                                                     "direction): set it in the GPU's JSON to offload activations");
+    RequireHostLink(g, "plan.offload.activation_layers", "offload activations", d);
   }
   // DeepSpeed's checkpoints in host memory (PlanSpec::offload_checkpoints): the checkpoints are
   // what full recomputation keeps, and they cross the GPU's host link.
@@ -671,11 +698,7 @@ void CheckShardingAndOffload(const PlanSpec& pl, const ModelSpec& m, const GpuSp
                "checkpoints in host memory and plan.offload.activation_layers are two frameworks' offloading; set one "
                "(got activation_layers " +
                    S(pl.offload_activation_layers) + ")");
-    if (g.host_link_bytes_per_s <= 0)
-      d->Error("plan.offload.checkpoints",
-               "gpu " + g.name +
-                   " has no host_link_bytes_per_s (its CPU link's bandwidth per direction): "
-                   "set it in the GPU's JSON to keep checkpoints in host memory");
+    RequireHostLink(g, "plan.offload.checkpoints", "keep checkpoints in host memory", d);
   }
 
   // PyTorch's micro-pipeline TP matches all-gathers and reduce-scatters only (torch/_inductor/
@@ -946,7 +969,7 @@ void ValidatePlan(const PlanSpec& pl, const ModelSpec& m, const GpuSpec& g, cons
   CheckBatchAndSchedule(pl, d);
   CheckContextParallel(pl, m, d);
   CheckExpertParallel(pl, m, d);
-  CheckShardingAndOffload(pl, m, g, d);
+  CheckShardingAndOffload(pl, m, g, c, d);
   CheckRecompute(pl, m, d);
   CheckPrecision(pl, g, d);
   CheckBf16Layers(pl, m, g, d);

@@ -104,7 +104,9 @@ std::vector<StageStreams> StageStreamCosts(const core::ModelSpec& m, const core:
   };
   // Compute at the pace of the job's slowest GPU, as the step model's Coster costs it.
   const double pace = SlowestGpuPace(p, g);
-  auto op_time = [&](const core::Op& op) { return pace * ComputeOpTime(op, g, profile); };
+  auto op_time = [&](const core::Op& op) {
+    return op.site != core::OpSite::kGpu ? HostOpTime(op, g, c, p) : pace * ComputeOpTime(op, g, profile);
+  };
   auto split = [&](const std::vector<core::Op>& ops) {
     ListSplit s;
     for (size_t i = 0; i < ops.size(); ++i) {

@@ -88,6 +88,14 @@ std::string CostedOpHow(const CostedOp& c) {
       return note + in_share;
     }
     default:
+      // Off the GPU (core::OpSite, ZeRO-Offload's step): the link's or the host's rate per rank.
+      if (op.site != core::OpSite::kGpu) {
+        std::snprintf(b, sizeof b, "%.1f GB/s, %s", c.time_s > 0 ? static_cast<double>(op.bytes) / c.time_s / 1e9 : 0.0,
+                      op.site == core::OpSite::kHostLink
+                          ? "over the GPU's host link"
+                          : "the host CPUs over host memory, shared by the node's ranks");
+        return b;
+      }
       std::snprintf(b, sizeof b, "%.2f TB/s%s",
                     c.time_s > 0 ? op.share * static_cast<double>(op.bytes) / c.time_s / 1e12 : 0.0,
                     op.group != core::CommGroup::kNone ? "; part of its collective (exposed)" : "");

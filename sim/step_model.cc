@@ -299,7 +299,13 @@ class Coster {
         pace_(SlowestGpuPace(p, g)),
         merged_ep_(MergedEpSchedule(p)) {}
   // A compute op's time at the pace of the job's slowest GPU (SlowestGpuPace).
-  double OpTime(const Op& op) const { return pace_ * ComputeOpTimeWith(op, g_, prof_, &rates_); }
+  // An op off the GPU (core::OpSite: ZeRO-Offload's copies and host Adam) at its link's or the
+  // host's rate (HostOpTime), not the GPU's pace.
+  double OpTime(const Op& op) const {
+    if (op.site != core::OpSite::kGpu) [[unlikely]]
+      return HostOpTime(op, g_, c_, p_);
+    return pace_ * ComputeOpTimeWith(op, g_, prof_, &rates_);
+  }
 
   // `layer`: the ops are a transformer layer's (OverlapSlowdown).
   ListTotals Cost(const std::vector<Op>& ops, bool layer = true, StepWork* step = nullptr) const {
@@ -1010,6 +1016,19 @@ double ComputeOpTimeWith(const Op& op, const core::GpuSpec& g, const core::Profi
 }
 }  // namespace
 
+double HostOpTime(const Op& op, const core::GpuSpec& g, const core::ClusterSpec& c, const core::PlanSpec& p) {
+  const double bytes = static_cast<double>(op.bytes);
+  switch (op.site) {
+    case core::OpSite::kHostLink: return g.host_link_bytes_per_s > 0 ? bytes / g.host_link_bytes_per_s : 0.0;
+    case core::OpSite::kHost: {
+      const double ranks = static_cast<double>(std::clamp<int64_t>(std::min(p.gpus, c.gpus_per_node), 1, 1 << 20));
+      return c.host_memory_bytes_per_s > 0 ? bytes * ranks / c.host_memory_bytes_per_s : 0.0;
+    }
+    case core::OpSite::kGpu: break;
+  }
+  return 0.0;
+}
+
 double ComputeOpTime(const Op& op, const core::GpuSpec& g, const core::Profile& prof) {
   OpRates rates;
   return ComputeOpTimeWith(op, g, prof, &rates);
@@ -1152,7 +1171,8 @@ ListKey KeyOf(const core::PlanSpec& p) {
   // multiple from bit 12, DTensor's TP at bit 56: its collectives' copies and float8 gathers, core/step_graph.cc
   // TpGather; PyTorch's CP at bit 57: its ring's copies and fp32 merges, core/step_graph.cc TorchCpCost; the merged
   // EP-overlap schedule at bit 58 (bit 42 holds DualPipe's hidden all-to-alls too) and its delayed weight gradients at
-  // bit 59: Coster::AddMergedEp.)
+  // bit 59: Coster::AddMergedEp; the optimizer offloaded to the host at bit 60: ZeRO-Offload's step ops,
+  // core/step_graph.cc OffloadedOptimizerStep.)
   return {p.tp,
           p.cp,
           p.ep,
@@ -1169,7 +1189,8 @@ ListKey KeyOf(const core::PlanSpec& p) {
               e(p.ep > 1 && p.moe_dispatcher == core::MoeDispatcher::kFlex ? p.moe_routing : core::MoeRouting::kUniform)
                   << 9 |
               e(p.fp8_param_gather) << 10 | e(p.fp8_attention) << 11 | p.vocab_divisible_by << 12 |
-              e(p.dtensor_tp) << 56 | e(p.torch_cp) << 57 | e(merged_ep) << 58 | e(merged_ep && p.delay_wgrad) << 59};
+              e(p.dtensor_tp) << 56 | e(p.torch_cp) << 57 | e(merged_ep) << 58 | e(merged_ep && p.delay_wgrad) << 59 |
+              e(p.offload_optimizer != core::OffloadTarget::kNone) << 60};
 }
 struct ListKeyHash {
   size_t operator()(const ListKey& k) const {

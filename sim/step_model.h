@@ -407,6 +407,11 @@ inline bool StepSyncOverlapped(const core::Op& op, const core::PlanSpec& p) {
 
 // Time of one compute op (GEMM, attention, memory-bound, optimizer) on `g` under `profile`.
 double ComputeOpTime(const core::Op& op, const core::GpuSpec& g, const core::Profile& profile);
+// An op whose bytes move off the GPU (core::OpSite, ZeRO-Offload's step): a copy over the GPU's
+// host link at its rate per direction, or the host CPUs' pass over host memory at the node's
+// memory bandwidth shared by the plan's processes on the node (min(gpus, gpus_per_node)). A lower
+// bound: each at its link's or DRAM's rate. 0 for an op on the GPU (ComputeOpTime costs those).
+double HostOpTime(const core::Op& op, const core::GpuSpec& g, const core::ClusterSpec& c, const core::PlanSpec& p);
 // Wave quantization (NVIDIA's Matrix Multiplication Background guide §3.2; the rule
 // mamf-finder.py's wave_efficiency applies to the shapes behind the GPU presets' GEMM
 // efficiencies, ml-engineering 082816f9be8a): the output is cut into tiles of 128 x 256, `sms` of

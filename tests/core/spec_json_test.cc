@@ -208,6 +208,32 @@ TEST(SpecJsonTest, GpuCudaTotalIsTheCapacityRoundTripsAndIsChecked) {
   }
 }
 
+TEST(SpecJsonTest, ClusterHostMemoryBandwidthRoundTripsAndIsChecked) {
+  // The host CPUs' memory bandwidth a node's offloaded optimizer streams through: optional (0, not
+  // known), read with units, written back with its source, and checked for unit slips.
+  const std::string base = R"({"name": "x", "source": "s", "gpu": "h100-sxm", "gpus_per_node": 8,
+                               "scale_up_domain_gpus": 8, "scale_up_bytes_per_s": 4.5e11, "nics_per_node": 8,
+                               "nic_bytes_per_s": 5e10)";
+  auto none = ParseClusterJson(base + "}");
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_DOUBLE_EQ(none->host_memory_bytes_per_s, 0.0);
+  auto ok = ParseClusterJson(base + R"(, "host_memory_bytes_per_s": "563.2GB/s", "host_memory_bw_source": "DIMMs"})");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_DOUBLE_EQ(ok->host_memory_bytes_per_s, 563.2e9);
+  auto back = ParseClusterJson(ClusterToJson(*ok));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, *ok);
+  const std::pair<const char*, const char*> bad[] = {
+      {R"(, "host_memory_bytes_per_s": 563.2, "host_memory_bw_source": "x"})", "a value in GB is a unit slip"},
+      {R"(, "host_memory_bytes_per_s": 563.2e9})", "cluster.host_memory_bw_source: must name where"},
+  };
+  for (const auto& [text, why] : bad) {
+    auto r = ParseClusterJson(base + text);
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_NE(r.status().message().find(why), std::string::npos) << r.status().message();
+  }
+}
+
 TEST(SpecJsonTest, GpuSpeedSpreadDefaultsToSinhaEtAlRoundTripsAndIsBounded) {
   const std::string base = R"({"name": "x", "peak_flops_per_s": {"bf16": 1e15}, "hbm_bytes": "80GiB",
                                "hbm_bytes_per_s": 3e12, "tdp_w": 700)";

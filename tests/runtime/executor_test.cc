@@ -412,6 +412,20 @@ TEST(ExecutorTest, CheckpointsInHostMemoryAreRefusedNamingTheField) {
   EXPECT_NE(m.status().message().find("plan.offload.checkpoints"), std::string::npos) << m.status().message();
 }
 
+TEST(ExecutorTest, OffloadedStatesAreRefusedNamingTheField) {
+  // The runtime steps its optimizer on the device: a plan whose optimizer (or parameters) live in
+  // host memory is refused, not measured as a device step.
+  for (bool params : {false, true}) {
+    core::Scenario s = Tiny(1, 1, 1, /*global_batch=*/2);
+    s.plan.zero = 3;
+    (params ? s.plan.offload_params : s.plan.offload_optimizer) = core::OffloadTarget::kCpu;
+    auto backend = MakeCpuBackend({.clock = std::make_shared<FakeClock>()});
+    auto m = ExecuteStep(*backend, s, FastOptions(), {});
+    ASSERT_FALSE(m.ok());
+    EXPECT_NE(m.status().message().find("plan.offload.optimizer/params"), std::string::npos) << m.status().message();
+  }
+}
+
 TEST(ExecutorTest, Bf16LayersAreRefusedNamingTheField) {
   // The runtime runs every layer in the plan's one precision: an FP8 plan that keeps some layers
   // in BF16 is refused, not measured with those layers in FP8.

@@ -1290,6 +1290,63 @@ TEST(StepModelTest, CheckpointsInHostMemoryAreCopiedOutAndBackOnTheComputeStream
   EXPECT_NEAR(e.time_s - base.time_s, 4 * 2 * pass, 1e-6);
 }
 
+TEST(StepModelTest, AnOptimizerOffloadedToTheHostStepsThereAtTheHostsMemoryBandwidth) {
+  // ZeRO-Offload (DeepSpeed's offload_optimizer cpu): Llama 3 8B (8,030,261,248 parameters) on a
+  // DGX H100, ZeRO-2 over 8: each rank's shard is 1,003,782,656 parameters (every list's count
+  // divides by 8). Per step each rank copies its bf16 gradients to the host (2 B a parameter at the
+  // H100's 64 GB/s: 0.031368 s), the host's Adam reads the fp32 gradient, master weight and two
+  // moments and writes the master weight and moments (4 + 2 x 4 + 2 x 2 x 4 = 28 B a parameter),
+  // the 8 ranks' at once over the node's 563.2 GB/s (2 Xeon 8480C, 16 DDR5 channels at 4,400
+  // MT/s): 8 x 1,003,782,656 x 28 / 563.2e9 = 0.399233 s, and the bf16 weights come back (0.031368
+  // s): 0.461969 s a step on the host and its link, where the GPU's own Adam took a few ms.
+  Scenario s = Load("llama3-8b");
+  ASSERT_DOUBLE_EQ(s.cluster.host_memory_bytes_per_s, 563.2e9);
+  core::PlanSpec p;
+  p.gpus = 8;
+  p.dp = 8;
+  p.zero = 2;
+  p.seq_len = 8192;
+  p.global_batch = 64;
+  core::PlanSpec off = p;
+  off.offload_optimizer = core::OffloadTarget::kCpu;
+  core::Diagnostics d;
+  core::ValidatePlan(off, s.model, s.gpu, s.cluster, &d);
+  ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+  const core::StepGraph graph = core::BuildStepGraph(s.model, off);
+  double host_s = 0;
+  int64_t grads_to_host = 0;
+  auto add = [&](const std::vector<core::Op>& ops, int64_t count) {
+    for (const core::Op& op : ops) {
+      if (op.site == core::OpSite::kGpu) continue;
+      EXPECT_EQ(op.pass, core::Pass::kStep) << op.name;
+      host_s += static_cast<double>(count) * HostOpTime(op, s.gpu, s.cluster, off);
+      if (std::string_view(op.name) == "offload_grads_to_host") grads_to_host += count * op.bytes;
+    }
+  };
+  add(graph.dense_layer, s.model.layers);
+  add(graph.embedding, 1);
+  add(graph.head, 1);
+  add(graph.step, 1);
+  EXPECT_EQ(grads_to_host, 2 * int64_t{1003782656});
+  EXPECT_NEAR(host_s, 0.461969, 1e-6);
+  const StepEstimate base = EstimateStep(s.model, p, s.gpu, s.cluster, core::Profile{});
+  const StepEstimate e = EstimateStep(s.model, off, s.gpu, s.cluster, core::Profile{});
+  EXPECT_LT(base.breakdown.optimizer_s, 0.05);
+  // The rest of the step's optimizer time is the GPU's: its gradient buffer zeroed and the
+  // gradients pre-divided, 12-15 ms.
+  EXPECT_GT(e.breakdown.optimizer_s, host_s);
+  EXPECT_LT(e.breakdown.optimizer_s - host_s, 0.02);
+  EXPECT_NEAR(e.breakdown.compute_s, base.breakdown.compute_s, 1e-9);
+  // Without the host's memory bandwidth (DGX B200's preset has none) or the GPU's host link
+  // (B200's) the plan is refused, naming each field.
+  core::Diagnostics b;
+  core::ValidatePlan(off, s.model, *core::LoadGpu("b200"), *core::LoadCluster("dgx-b200"), &b);
+  const std::string why = b.ToStatus().ToString();
+  EXPECT_NE(why.find("plan.offload.optimizer: cluster dgx-b200 has no host_memory_bytes_per_s"), std::string::npos)
+      << why;
+  EXPECT_NE(why.find("plan.offload.optimizer: gpu b200 has no host_link_bytes_per_s"), std::string::npos) << why;
+}
+
 // TP with sequence parallelism, ZeRO-1 and full recomputation at 8,192 tokens, 8 sequences per
 // data-parallel rank.
 core::PlanSpec TpWithSpPlan(int64_t tp, int64_t dp) {

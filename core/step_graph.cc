@@ -1440,8 +1440,12 @@ class Builder {
           Coll(out, "param_all_gather", CollectiveKind::kAllGather, g, params * (p_.fp8_param_gather ? 1 : wb), true);
           out->back().pass = Pass::kStep;
         } else {
-          // Per microbatch, so listed with the forward and backward passes (prefetched).
+          // Per microbatch, so listed with the forward and backward passes (prefetched). With the
+          // parameters offloaded, each gather's input, the rank's shard, first crosses the host link
+          // on the gather's own stream (OffloadedParamsCopy).
+          OffloadedParamsCopy(params / group_size, g, Pass::kForward, true, out);
           Coll(out, "zero3_gather_fwd", CollectiveKind::kAllGather, g, params * wb, true);
+          OffloadedParamsCopy(params / group_size, g, Pass::kBackwardInput, true, out);
           Coll(out, "zero3_gather_bwd", CollectiveKind::kAllGather, g, params * wb, true);
           out->back().pass = Pass::kBackwardInput;
           if (p_.zero3_gather == Zero3Gather::kFsdp2) Fsdp2Copies(params, out);
@@ -1478,6 +1482,7 @@ class Builder {
       out->back().group = g;
     };
     auto gather = [&](Pass pass) {
+      OffloadedParamsCopy(params / group_size, g, pass, false, out);
       part_of("zero3_gather_zero_fill", params * wb, pass);
       for (int64_t i = 0; i < tensors; ++i) {
         Coll(out, "zero3_tensor_gather", CollectiveKind::kAllGather, g, each_w);
@@ -1517,6 +1522,25 @@ class Builder {
     }
     Mem(out, "fsdp2_reduce_scatter_copy_in", params * (wb + gb));
     out->back().pass = Pass::kBackwardWeight;
+  }
+
+  // ZeRO-3 with its parameters offloaded to the host (PlanSpec::offload_params; DeepSpeed's
+  // offload_param): before each all-gather the rank's shard of the parameters, `shard` of them, is
+  // copied from host memory to the GPU as the gather's input, on the gather's stream
+  // (partition_parameters.py all_gather_coalesced: torch.cat of p.ds_tensor.to(device) into the
+  // gather's own partition, at v0.6.2 and 38327e07f), so it hides or waits as the gather does
+  // (`overlappable`). Part of its collective: the group's time, costed over the host link.
+  void OffloadedParamsCopy(int64_t shard, CommGroup g, Pass pass, bool overlappable, std::vector<Op>* out) {
+    if (p_.offload_params == OffloadTarget::kNone) return;
+    Op op = kBlankOp;
+    op.name = "offload_params_to_gpu";
+    op.kind = OpKind::kMemoryBound;
+    op.site = OpSite::kHostLink;
+    op.pass = pass;
+    op.bytes = shard * DtypeBytes(p_.dtypes.weights);
+    op.group = g;
+    op.overlappable = overlappable;
+    out->push_back(op);
   }
 
   // ZeRO-Offload's step (PlanSpec::offload_optimizer; DeepSpeed's offload_optimizer, Megatron-Core

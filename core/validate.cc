@@ -659,6 +659,9 @@ void CheckShardingAndOffload(const PlanSpec& pl, const ModelSpec& m, const GpuSp
                    "in the cluster's JSON to cost the optimizer's step on the host");
     RequireHostLink(g, "plan.offload.optimizer", "cost the gradients' and weights' copies", d);
   }
+  // Offloaded parameters cross the host link before each ZeRO-3 gather (core/step_graph.cc).
+  if (pl.offload_params != OffloadTarget::kNone)
+    RequireHostLink(g, "plan.offload.params", "cost the parameters' copies before each gather", d);
 
   // Activation offloading as Megatron-Core runs it (transformer_config.py at d98e8a64: fewer
   // layers than the model's, no pipeline parallelism, no recomputation), over a known host link.

@@ -125,8 +125,9 @@ std::vector<StageStreams> StageStreamCosts(const core::ModelSpec& m, const core:
         ps.compute += op_time(op);
         continue;
       }
-      if (!comm) {  // a collective's own kernels (list-collective copies): blocking, as in the step model
-        ps.blocking[static_cast<size_t>(CommStream(op.group))] += op_time(op);
+      if (!comm) {  // a collective's own kernels (list-collective copies): blocking, as in the step model;
+                    // a copy on its stream (offloaded parameters) hides or waits as its collective
+        (op.overlappable ? ps.hidden : ps.blocking)[static_cast<size_t>(CommStream(op.group))] += op_time(op);
         continue;
       }
       const bool hide = CollectiveHidden(op, p);

@@ -351,9 +351,11 @@ class Coster {
         if (hide) (op.group == CommGroup::kCp ? pc.slow_cp : pc.slow) += OverlapSlowdown(op, p_, g_, layer) * t;
         pc.groups |= 1u << static_cast<int>(op.group);
       } else if (op.group != CommGroup::kNone) {
-        // Work of a collective done by kernels (a list collective's copies): exposed, its group's.
+        // Work of a collective done by kernels (a list collective's copies): exposed, its group's;
+        // or a copy on the collective's own stream that hides or waits as it does (`overlappable`:
+        // offloaded parameters crossing the host link before a prefetched ZeRO-3 gather).
         const double t = OpTime(op);
-        pc.blocking[static_cast<int>(op.group)] += t;
+        (op.overlappable ? pc.hidden : pc.blocking)[static_cast<int>(op.group)] += t;
         if (op.after_moe_sync) pc.after_sync += t;
         pc.groups |= 1u << static_cast<int>(op.group);
       } else {
@@ -1172,7 +1174,8 @@ ListKey KeyOf(const core::PlanSpec& p) {
   // TpGather; PyTorch's CP at bit 57: its ring's copies and fp32 merges, core/step_graph.cc TorchCpCost; the merged
   // EP-overlap schedule at bit 58 (bit 42 holds DualPipe's hidden all-to-alls too) and its delayed weight gradients at
   // bit 59: Coster::AddMergedEp; the optimizer offloaded to the host at bit 60: ZeRO-Offload's step ops,
-  // core/step_graph.cc OffloadedOptimizerStep.)
+  // core/step_graph.cc OffloadedOptimizerStep; the parameters at bit 61: their copies before each ZeRO-3
+  // gather, OffloadedParamsCopy.)
   return {p.tp,
           p.cp,
           p.ep,
@@ -1190,7 +1193,8 @@ ListKey KeyOf(const core::PlanSpec& p) {
                   << 9 |
               e(p.fp8_param_gather) << 10 | e(p.fp8_attention) << 11 | p.vocab_divisible_by << 12 |
               e(p.dtensor_tp) << 56 | e(p.torch_cp) << 57 | e(merged_ep) << 58 | e(merged_ep && p.delay_wgrad) << 59 |
-              e(p.offload_optimizer != core::OffloadTarget::kNone) << 60};
+              e(p.offload_optimizer != core::OffloadTarget::kNone) << 60 |
+              e(p.offload_params != core::OffloadTarget::kNone) << 61};
 }
 struct ListKeyHash {
   size_t operator()(const ListKey& k) const {

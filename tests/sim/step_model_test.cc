@@ -1347,6 +1347,52 @@ TEST(StepModelTest, AnOptimizerOffloadedToTheHostStepsThereAtTheHostsMemoryBandw
   EXPECT_NE(why.find("plan.offload.optimizer: gpu b200 has no host_link_bytes_per_s"), std::string::npos) << why;
 }
 
+TEST(StepModelTest, OffloadedParametersCrossTheHostLinkBeforeEachGatherOnItsStream) {
+  // ZeRO-3 with the parameters in host memory (DeepSpeed's offload_param): Llama 3 8B on 8 H100s.
+  // A layer's 218,112,000 parameters are 27,264,000 a rank; before each of the layer's two
+  // gathers a microbatch (forward, backward) the rank's bf16 shard, 54,528,000 B, crosses the
+  // H100's 64 GB/s host link: 852 us, on the gather's stream, so it hides as the gather does.
+  Scenario s = Load("llama3-8b");
+  core::PlanSpec p;
+  p.gpus = 8;
+  p.dp = 8;
+  p.zero = 3;
+  p.seq_len = 8192;
+  p.global_batch = 64;
+  core::PlanSpec off = p;
+  off.offload_params = core::OffloadTarget::kCpu;
+  core::Diagnostics d;
+  core::ValidatePlan(off, s.model, s.gpu, s.cluster, &d);
+  ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+  const core::StepGraph graph = core::BuildStepGraph(s.model, off);
+  int copies = 0;
+  for (const core::Op& op : graph.dense_layer) {
+    if (std::string_view(op.name) != "offload_params_to_gpu") continue;
+    ++copies;
+    EXPECT_EQ(op.site, core::OpSite::kHostLink);
+    EXPECT_EQ(op.bytes, 54528000);
+    EXPECT_TRUE(op.overlappable);
+    EXPECT_EQ(op.group, core::CommGroup::kDpCp);
+    EXPECT_NEAR(HostOpTime(op, s.gpu, s.cluster, off), 852e-6, 1e-9);
+  }
+  EXPECT_EQ(copies, 2);  // forward and backward
+  EXPECT_TRUE(std::none_of(core::BuildStepGraph(s.model, p).dense_layer.begin(),
+                           core::BuildStepGraph(s.model, p).dense_layer.end(),
+                           [](const core::Op& op) { return std::string_view(op.name) == "offload_params_to_gpu"; }));
+  // Hidden under the layers' compute beside the gathers: the step grows by at most the copies
+  // (32 layers x 2 x 8 microbatches x 852 us = 0.436 s), and here by far less.
+  const StepEstimate base = EstimateStep(s.model, p, s.gpu, s.cluster, core::Profile{});
+  const StepEstimate e = EstimateStep(s.model, off, s.gpu, s.cluster, core::Profile{});
+  EXPECT_GE(e.time_s, base.time_s);
+  EXPECT_LT(e.time_s - base.time_s, 0.1 * 0.436);
+  // Without the GPU's host link (B200's preset has none) the plan is refused, naming the field.
+  core::Diagnostics b;
+  core::ValidatePlan(off, s.model, *core::LoadGpu("b200"), *core::LoadCluster("dgx-b200"), &b);
+  EXPECT_NE(b.ToStatus().ToString().find("plan.offload.params: gpu b200 has no host_link_bytes_per_s"),
+            std::string::npos)
+      << b.ToStatus().ToString();
+}
+
 // TP with sequence parallelism, ZeRO-1 and full recomputation at 8,192 tokens, 8 sequences per
 // data-parallel rank.
 core::PlanSpec TpWithSpPlan(int64_t tp, int64_t dp) {

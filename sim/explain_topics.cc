@@ -137,6 +137,9 @@ core::Result<Explanation> TopicZero(const core::Profile& profile) {
     off.offload_params = core::OffloadTarget::kCpu;
     if (Status v = RequireValid(off, *k, "ZeRO-3 + offload"); !v.ok()) return v;
     const core::MemoryReport mo = core::EstimateMemory(k->m, off, k->g, profile.memory);
+    // What the offload costs a step: the host's Adam over the node's DRAM and the copies over the
+    // host link (docs/compute.md, "The optimizer offloaded to the host"), a lower bound.
+    const StepEstimate so = EstimateStep(k->m, off, k->g, k->c, profile);
     ExplainStep st = NewStep("zero3_over_8", "ZeRO-3 over 8 ranks: 140 GB, which does not fit");
     st.rule =
         "The seeds' quiz: a 70B model on one node of 8 H100s with ZeRO-3/FSDP. Every state term is divided "
@@ -151,9 +154,13 @@ core::Result<Explanation> TopicZero(const core::Profile& profile) {
             Bytes(static_cast<double>(mf.per_gpu_bytes)).c_str(), Bytes(static_cast<double>(mo.per_gpu_bytes)).c_str());
     st.result =
         Fmt("%s per GPU > %s: does not fit without more sharding (≥ %.0f GPUs) or offload (%s per GPU "
-            "with CPU offload: %s)",
+            "with CPU offload: %s; the optimizer then steps on the host, %s of a %s step: its Adam streams "
+            "28 B a parameter through the node's %s of host memory, and the gradients and weights cross "
+            "the host link)",
             Bytes(seeds.Total()).c_str(), Bytes(hbm).c_str(), std::ceil(exact.Total() * 8 / hbm),
-            Bytes(static_cast<double>(mo.per_gpu_bytes)).c_str(), mo.fits ? "fits, at PCIe speed" : "still over");
+            Bytes(static_cast<double>(mo.per_gpu_bytes)).c_str(), mo.fits ? "fits" : "still over",
+            Secs(so.breakdown.optimizer_s).c_str(), Secs(so.time_s).c_str(),
+            (Bytes(k->c.host_memory_bytes_per_s) + "/s").c_str());
     st.seeds_note =
         Fmt("The seeds' quiz answer puts ~17.5 GB of weights, ~17.5 GB of gradients and '~17.5 GB of "
             "optimizer state' on each of the 8 GPUs. The optimizer is 12 B/param, not 2: 12 B × 70e9 / 8 "
@@ -172,6 +179,8 @@ core::Result<Explanation> TopicZero(const core::Profile& profile) {
     Set(&st, "full_recompute_per_gpu_bytes", static_cast<double>(mf.per_gpu_bytes), "B");
     Set(&st, "offload_per_gpu_bytes", static_cast<double>(mo.per_gpu_bytes), "B");
     Set(&st, "offload_fits", mo.fits ? 1 : 0);
+    Set(&st, "offload_optimizer_step_s", so.breakdown.optimizer_s, "s");
+    Set(&st, "offload_step_s", so.time_s, "s");
     ex.steps.push_back(st);
   }
   {

@@ -81,6 +81,24 @@ std::vector<Setting> Settings(const PlanSpec& p, const core::Scenario& s) {
   zero(2, "sharded gradients (ZeRO-2)");
   recompute(Recompute::kFull, "full recompute", "--recompute full");
   zero(3, "sharded weights (ZeRO-3, FSDP)");
+  // Host memory last: each costs host-link copies and, for the optimizer, the host's Adam every
+  // step (docs/compute.md), and needs the cluster's and GPU's host figures (Valid refuses it
+  // otherwise): the checkpoints of full recompute, the optimizer, ZeRO-3's weight shards.
+  if (p.recompute == Recompute::kFull && !p.offload_checkpoints) {
+    PlanSpec q = p;
+    q.offload_checkpoints = true;
+    add("checkpoints in host memory", "--offload-checkpoints", q);
+  }
+  if (p.offload_optimizer == core::OffloadTarget::kNone) {
+    PlanSpec q = p;
+    q.offload_optimizer = core::OffloadTarget::kCpu;
+    add("optimizer in host memory (ZeRO-Offload)", "--offload-optimizer cpu", q);
+  }
+  if (p.zero == 3 && p.offload_params == core::OffloadTarget::kNone) {
+    PlanSpec q = p;
+    q.offload_params = core::OffloadTarget::kCpu;
+    add("weight shards in host memory", "--offload-params cpu", q);
+  }
   return out;
 }
 
@@ -143,7 +161,7 @@ FitAdvice AdviseFit(const core::Scenario& s, const core::Profile& profile) {
     return Evaluate({what, flags, q}, s, profile, base_step);
   };
   auto turn_on = [&](const Setting& k) {
-    // A later ZeRO stage or recompute mode replaces the earlier one.
+    // A later ZeRO stage or recompute mode replaces the earlier one (an offload flag is its own).
     for (const char* kind : {"--recompute", "--zero"})
       if (k.flags.rfind(kind, 0) == 0) std::erase_if(on, [kind](const auto& e) { return e.first.rfind(kind, 0) == 0; });
     on.emplace_back(k.flags, k.what);

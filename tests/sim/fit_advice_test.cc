@@ -104,7 +104,8 @@ TEST(FitAdviceTest, Llama405BRecipeWithoutSpAndDistributedOptimizerNeedsBoth) {
 }
 
 TEST(FitAdviceTest, NothingStandardFitsOnOneGpu) {
-  // 405B on 8 GPUs: 16 B/param of state alone is 6.5 TB; no setting of the table helps enough.
+  // 405B on 8 GPUs: 16 B/param of state alone is 6.5 TB; no setting of the table helps enough, the
+  // checkpoints in host memory neither (the optimizer's offload needs ZeRO >= 1, which DP 1 has not).
   core::Scenario s = Make("llama3-405b", "dgx-h100", 8, 8, 1, 8192, 8);
   const FitAdvice a = AdviseFit(s, core::Profile{});
   EXPECT_FALSE(a.fits);
@@ -112,7 +113,9 @@ TEST(FitAdviceTest, NothingStandardFitsOnOneGpu) {
   ASSERT_TRUE(a.together.has_value());
   EXPECT_FALSE(a.together_fits);
   EXPECT_LT(a.together->headroom_bytes, 0);
-  EXPECT_EQ(FitAdviceLine(a).rfind("no standard setting fits, not even --sp --recompute full together", 0), 0u)
+  EXPECT_EQ(FitAdviceLine(a).rfind(
+                "no standard setting fits, not even --sp --recompute full --offload-checkpoints together", 0),
+            0u)
       << FitAdviceLine(a);
   // DP 1: ZeRO-3 would shard over nothing, so the way out is more GPUs.
   EXPECT_EQ(a.further, "shard over more GPUs (more tp, pp or dp)");
@@ -120,19 +123,38 @@ TEST(FitAdviceTest, NothingStandardFitsOnOneGpu) {
 
 TEST(FitAdviceTest, ZeroThreeIsSuggestedOnlyWhereItShards) {
   // Llama 3 70B over DP 8 at 8k tokens: ZeRO-0 needs 1.13 TB of states per GPU; nothing of the
-  // table fits (ZeRO-3 alone leaves 141 GB of states), so the way out names ZeRO-3 only while it
-  // is off, and more GPUs once it is on.
+  // table fits alone (ZeRO-3 alone leaves 141 GB of states), so the way out names ZeRO-3 only while
+  // it is off, and more GPUs once it is on. Together, the settings in their order fit once the
+  // optimizer's 12 B a parameter go to host memory (ZeRO-Offload, after the checkpoints): 70.55e9 x
+  // 4 B / 8 = 35.3 GB of weights and gradients stay, 48.8 GB with the rest, at the host's Adam's
+  // price (docs/compute.md).
   core::Scenario s = Make("llama3-70b", "dgx-h100", 8, 1, 1, 8192, 64);
   FitAdvice a = AdviseFit(s, core::Profile{});
   EXPECT_TRUE(a.alone.empty());
-  EXPECT_FALSE(a.together_fits);
   EXPECT_EQ(a.further, "shard further (more tp or pp, --zero 3)");
+  ASSERT_TRUE(a.together.has_value());
+  EXPECT_TRUE(a.together_fits);
+  EXPECT_EQ(a.together->flags, "--recompute full --zero 3 --offload-checkpoints --offload-optimizer cpu");
   s.plan.zero = 3;
   a = AdviseFit(s, core::Profile{});
   EXPECT_EQ(a.further, "shard over more GPUs (more tp, pp or dp)");
   ASSERT_TRUE(a.together.has_value());
-  EXPECT_EQ(a.together->flags, "--recompute full");  // selective, then full in its place
-  EXPECT_EQ(FitAdviceLine(a).rfind("no standard setting fits, not even --recompute full (", 0), 0u) << FitAdviceLine(a);
+  // Selective, then full in its place, then the host memory.
+  EXPECT_EQ(a.together->flags, "--recompute full --offload-checkpoints --offload-optimizer cpu");
+  EXPECT_TRUE(a.together_fits);
+  EXPECT_GT(a.together->headroom_bytes, 0);
+  EXPECT_EQ(FitAdviceLine(a).rfind("no single standard setting fits; together --recompute full --offload-checkpoints "
+                                   "--offload-optimizer cpu (",
+                                   0),
+            0u)
+      << FitAdviceLine(a);
+  // On a cluster without the host's memory bandwidth (DGX B200's preset; its GPU has no host link
+  // either) no option offloads anything.
+  core::Scenario b = Make("llama3-70b", "dgx-b200", 8, 1, 1, 8192, 64);
+  a = AdviseFit(b, core::Profile{});
+  EXPECT_FALSE(a.fits);
+  for (const FitOption& o : a.alone) EXPECT_EQ(o.flags.find("--offload"), std::string::npos) << o.flags;
+  if (a.together) EXPECT_EQ(a.together->flags.find("--offload"), std::string::npos) << a.together->flags;
 }
 
 }  // namespace

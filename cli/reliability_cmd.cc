@@ -241,6 +241,7 @@ std::string ReliabilityJson(const core::Scenario& s, const core::FailureModel& f
                      {"total_bytes", k.total_bytes},
                      {"per_gpu_bytes", k.per_gpu_bytes},
                      {"per_node_bytes", k.per_node_bytes},
+                     {"resident_host_bytes_per_node", k.resident_host_bytes_per_node},
                      {"snapshot_s", k.snapshot_s},
                      {"upload_s", Finite(k.upload_s)},
                      {"sync_write_s", Finite(k.sync_write_s)},
@@ -443,8 +444,12 @@ void AddReliabilityCommand(CLI::App* app, int* exit_code) {
     }
     if (mode == core::CheckpointMode::kAsync && !r->checkpoint.host_memory_ok)
       warnings.push_back("warning: an async snapshot needs " + core::FormatBytes(r->checkpoint.per_node_bytes) +
-                         " of host memory per node, the node has " +
-                         core::FormatBytes(s.cluster.host_memory_bytes_per_node));
+                         " of host memory per node" +
+                         (r->checkpoint.resident_host_bytes_per_node > 0
+                              ? " beside the " + core::FormatBytes(r->checkpoint.resident_host_bytes_per_node) +
+                                    " the plan's offloads hold"
+                              : std::string()) +
+                         ", the node has " + core::FormatBytes(s.cluster.host_memory_bytes_per_node));
     if (format == Format::kJson) std::cout << ReliabilityJson(s, f, *r, notes, warnings);
     else std::cout << ReliabilityTable(s, f, *r, notes, warnings);
     if (!mem.fits) std::cerr << DoesNotFitLine(mem, sim::AdviseFit(s, *profile)) << "\n";

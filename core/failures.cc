@@ -351,17 +351,25 @@ CheckpointCost EstimateCheckpoint(const MemoryReport& mem, const PlanSpec& p, co
   // recomputed by the next step, so they are not saved.
   const ModelStateBytes s = ShardedModelStates(static_cast<double>(mem.params.total), p, 1);
   k.total_bytes = static_cast<int64_t>(std::llround(s.weights + s.master_weights + s.moments));
-  for (const auto& st : mem.stages)
-    k.per_gpu_bytes =
-        std::max(k.per_gpu_bytes, st.weights_bytes + st.master_weights_bytes + st.optimizer_moments_bytes);
+  // A rank's states wherever they live: on the GPU, or in host memory or on NVMe where the plan
+  // offloads them (StageMemory::offloaded_state_bytes), which the snapshot copies as well.
+  int64_t resident = 0;  // host memory a rank's offloads already hold (states, activations)
+  for (const auto& st : mem.stages) {
+    k.per_gpu_bytes = std::max(k.per_gpu_bytes, st.weights_bytes + st.master_weights_bytes +
+                                                    st.optimizer_moments_bytes + st.offloaded_state_bytes);
+    resident = std::max(resident, st.host_bytes);
+  }
   k.per_node_bytes = k.per_gpu_bytes * std::max<int64_t>(c.gpus_per_node, 1);
+  k.resident_host_bytes_per_node = resident * std::max<int64_t>(c.gpus_per_node, 1);
   const double total = static_cast<double>(k.total_bytes);
   k.snapshot_s = static_cast<double>(k.per_gpu_bytes) / f.snapshot_bytes_per_s;
   k.upload_s = c.storage_bytes_per_s > 0 ? total / c.storage_bytes_per_s : kInf;
   k.sync_write_s = std::max(k.upload_s, k.snapshot_s);
   const double restore_bw = f.restore_bytes_per_s > 0 ? f.restore_bytes_per_s : c.storage_bytes_per_s;
   k.restore_s = restore_bw > 0 ? total / restore_bw : kInf;
-  k.host_memory_ok = c.host_memory_bytes_per_node <= 0 || k.per_node_bytes <= c.host_memory_bytes_per_node;
+  // The snapshot's staging beside what the node's offloads already keep in host memory.
+  k.host_memory_ok = c.host_memory_bytes_per_node <= 0 ||
+                     k.per_node_bytes + k.resident_host_bytes_per_node <= c.host_memory_bytes_per_node;
   return k;
 }
 

@@ -109,11 +109,14 @@ struct CheckpointCost {
                                // moments, each written once (a sharded checkpoint; no gradients)
   int64_t per_gpu_bytes = 0;   // the largest rank's states (what it snapshots)
   int64_t per_node_bytes = 0;  // gpus_per_node x per_gpu_bytes: host memory an async snapshot needs
+  // gpus_per_node x the largest rank's host_bytes: what the plan's offloads already keep in the
+  // node's host memory beside the snapshot (states, activations, checkpoints)
+  int64_t resident_host_bytes_per_node = 0;
   double snapshot_s = 0;       // async blocking time: per_gpu_bytes / snapshot bandwidth
   double upload_s = 0;         // async background upload: total_bytes / storage bandwidth
   double sync_write_s = 0;     // sync blocking time: max(total / storage bw, snapshot_s)
   double restore_s = 0;        // total_bytes / restore bandwidth (default: storage bandwidth)
-  bool host_memory_ok = true;  // per_node_bytes <= cluster.host_memory_bytes_per_node (or unknown)
+  bool host_memory_ok = true;  // per_node_bytes + resident <= cluster.host_memory_bytes_per_node (or unknown)
 };
 // REQUIRES: `mem` is EstimateMemory(model, p, gpu) of a valid plan.
 CheckpointCost EstimateCheckpoint(const MemoryReport& mem, const PlanSpec& p, const ClusterSpec& c,

@@ -483,12 +483,14 @@ void PlaceModelStates(const PlanSpec& p, int64_t dense, int64_t expert, int64_t 
   if (p.offload_optimizer != OffloadTarget::kNone) {
     int64_t& dest = p.offload_optimizer == OffloadTarget::kCpu ? st.host_bytes : st.nvme_bytes;
     dest += st.master_weights_bytes + st.optimizer_moments_bytes;
+    st.offloaded_state_bytes += st.master_weights_bytes + st.optimizer_moments_bytes;
     st.master_weights_bytes = 0;
     st.optimizer_moments_bytes = 0;
   }
   if (p.offload_params != OffloadTarget::kNone) {
     int64_t& dest = p.offload_params == OffloadTarget::kCpu ? st.host_bytes : st.nvme_bytes;
     dest += st.weights_bytes;
+    st.offloaded_state_bytes += st.weights_bytes;
     st.weights_bytes = 0;
   }
   st.optimizer_bytes = st.master_weights_bytes + st.optimizer_moments_bytes;

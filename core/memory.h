@@ -123,6 +123,9 @@ struct StageMemory {
   int64_t total_bytes = 0;  // on the GPU
   int64_t host_bytes = 0;   // offloaded to CPU memory
   int64_t nvme_bytes = 0;   // offloaded to NVMe
+  // Of host_bytes and nvme_bytes: the model states offload moved there (master weights and moments,
+  // the weight shard), which a checkpoint saves as it does those on the GPU (core::EstimateCheckpoint).
+  int64_t offloaded_state_bytes = 0;
 };
 
 // The three numbers a user compares a stage with (docs/memory.md §4):

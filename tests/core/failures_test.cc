@@ -310,6 +310,35 @@ TEST(FailureCheckpointTest, Llama405BSavesWeightsMasterAndMomentsNotGradients) {
   EXPECT_FALSE(EstimateCheckpoint(mem, s.plan, small, *f).host_memory_ok);
 }
 
+TEST(FailureCheckpointTest, OffloadedStatesAreSavedAndHeldBesideTheSnapshot) {
+  // The same Llama 3 405B plan with its optimizer in host memory (ZeRO-Offload): the checkpoint saves
+  // the same states, now partly from host memory, so each rank snapshots as many bytes as before;
+  // and the node's host memory must hold its ranks' offloaded master weights and moments beside the
+  // snapshot's staging.
+  Scenario s = Llama3Scenario();
+  const auto f = LoadFailureModel("llama3-405b");
+  ASSERT_TRUE(f.ok());
+  const CheckpointCost on_gpu = EstimateCheckpoint(EstimateMemory(s.model, s.plan, s.gpu), s.plan, s.cluster, *f);
+  s.plan.offload_optimizer = OffloadTarget::kCpu;
+  Diagnostics d;
+  ValidatePlan(s.plan, s.model, s.gpu, s.cluster, &d);
+  ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+  const MemoryReport mem = EstimateMemory(s.model, s.plan, s.gpu);
+  const CheckpointCost k = EstimateCheckpoint(mem, s.plan, s.cluster, *f);
+  EXPECT_EQ(k.total_bytes, on_gpu.total_bytes);
+  EXPECT_EQ(k.per_gpu_bytes, on_gpu.per_gpu_bytes);
+  EXPECT_EQ(on_gpu.resident_host_bytes_per_node, 0);
+  int64_t host = 0;
+  for (const auto& st : mem.stages) host = std::max(host, st.host_bytes);
+  EXPECT_GT(host, 0);
+  EXPECT_EQ(k.resident_host_bytes_per_node, 8 * host);
+  EXPECT_TRUE(k.host_memory_ok);
+  // A node with room for the staging alone, not for the offloaded states beside it.
+  ClusterSpec tight = s.cluster;
+  tight.host_memory_bytes_per_node = k.per_node_bytes + k.resident_host_bytes_per_node / 2;
+  EXPECT_TRUE(EstimateCheckpoint(EstimateMemory(s.model, s.plan, s.gpu), s.plan, tight, *f).host_memory_ok == false);
+}
+
 TEST(FailureCheckpointTest, RunParamsFollowTheMode) {
   const Scenario s = Llama3Scenario();
   const MemoryReport mem = EstimateMemory(s.model, s.plan, s.gpu);

@@ -178,6 +178,17 @@ std::string SpeedTable(const core::Scenario& s, const SpeedReport& sp) {
                   e.overlap_slowdown_s);
     o << line;
   }
+  // The optimizer offloaded to the host: where its step runs, at which rates (docs/compute.md).
+  if (s.plan.offload_optimizer != core::OffloadTarget::kNone && s.cluster.host_memory_bytes_per_s > 0) {
+    std::snprintf(line, sizeof line,
+                  "#   (the optimizer steps on the host: its Adam over the node's %.1f GB/s of host memory shared by "
+                  "%lld ranks, the gradients and weights over the GPU's %.0f GB/s host link; at their peaks, a lower "
+                  "bound; docs/compute.md)\n",
+                  s.cluster.host_memory_bytes_per_s / 1e9,
+                  static_cast<long long>(std::min(s.plan.gpus, s.cluster.gpus_per_node)),
+                  s.gpu.host_link_bytes_per_s / 1e9);
+    o << line;
+  }
   // The MoE layers' host floor (docs/compute.md): what each layer takes at least, and how to drop it.
   if (b.host_s > 0) {
     const sim::MoeHostTime host = sim::MoeLayerHostTime(s.model, s.plan);

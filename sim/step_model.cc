@@ -653,7 +653,7 @@ std::array<BreakdownTerm, 11> BreakdownTerms(const StepBreakdown& b) {
            {"pp_comm", "pipeline sends (and the tied embedding's all-reduce)", b.pp_comm_s},
            {"bubble", "pipeline bubble", b.bubble_s},
            {"optimizer", "optimizer step", b.optimizer_s},
-           {"offload", "exposed activation offload", b.offload_s},
+           {"offload", "exposed offload copies (activations, checkpoints)", b.offload_s},
            {"host", "waiting for the host (MoE layers)", b.host_s}}};
 }
 

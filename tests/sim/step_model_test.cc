@@ -1251,6 +1251,25 @@ TEST(StepModelTest, ActivationOffloadWaitsOnlyWhenTheCopiesOutlastThePass) {
   EXPECT_DOUBLE_EQ(c2c.breakdown.offload_s, 0.0);
 }
 
+// Data parallelism over one DGX H100's 8 GPUs at 8,192 tokens: the offload tests' plan.
+core::PlanSpec DataParallel8(int zero, int64_t micro_batch, int64_t global_batch) {
+  core::PlanSpec p;
+  p.gpus = 8;
+  p.dp = 8;
+  p.zero = zero;
+  p.micro_batch = micro_batch;
+  p.seq_len = 8192;
+  p.global_batch = global_batch;
+  return p;
+}
+
+// ValidatePlan's errors, "" when there are none.
+std::string PlanErrors(const Scenario& s, const core::PlanSpec& p) {
+  core::Diagnostics d;
+  core::ValidatePlan(p, s.model, s.gpu, s.cluster, &d);
+  return d.has_errors() ? d.ToStatus().ToString() : "";
+}
+
 TEST(StepModelTest, CheckpointsInHostMemoryAreCopiedOutAndBackOnTheComputeStream) {
   // DeepSpeed's cpu_checkpointing (checkpointing.py at v0.6.2: the forward's .cpu() and the
   // backward's copy back, both on the compute stream): Llama 3 8B on 8 H100s, ZeRO-3, micro batch
@@ -1260,19 +1279,11 @@ TEST(StepModelTest, CheckpointsInHostMemoryAreCopiedOutAndBackOnTheComputeStream
   // batch 128 = 8 ranks x 4 sequences x 4): 1.074 s in the breakdown's offload, and the step
   // longer by as much. Nothing else changes.
   Scenario s = Load("llama3-8b");
-  core::PlanSpec p;
-  p.gpus = 8;
-  p.dp = 8;
-  p.zero = 3;
-  p.micro_batch = 4;
-  p.seq_len = 8192;
-  p.global_batch = 128;
+  core::PlanSpec p = DataParallel8(3, 4, 128);
   p.recompute = core::Recompute::kFull;
   core::PlanSpec off = p;
   off.offload_checkpoints = true;
-  core::Diagnostics d;
-  core::ValidatePlan(off, s.model, s.gpu, s.cluster, &d);
-  ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+  ASSERT_EQ(PlanErrors(s, off), "");
   ASSERT_DOUBLE_EQ(s.gpu.host_link_bytes_per_s, 64e9);
   const double pass = 32 * 268435456.0 / 64e9;
   EXPECT_NEAR(pass, 0.134218, 1e-6);
@@ -1301,17 +1312,10 @@ TEST(StepModelTest, AnOptimizerOffloadedToTheHostStepsThereAtTheHostsMemoryBandw
   // s): 0.461969 s a step on the host and its link, where the GPU's own Adam took a few ms.
   Scenario s = Load("llama3-8b");
   ASSERT_DOUBLE_EQ(s.cluster.host_memory_bytes_per_s, 563.2e9);
-  core::PlanSpec p;
-  p.gpus = 8;
-  p.dp = 8;
-  p.zero = 2;
-  p.seq_len = 8192;
-  p.global_batch = 64;
+  const core::PlanSpec p = DataParallel8(2, 1, 64);
   core::PlanSpec off = p;
   off.offload_optimizer = core::OffloadTarget::kCpu;
-  core::Diagnostics d;
-  core::ValidatePlan(off, s.model, s.gpu, s.cluster, &d);
-  ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+  ASSERT_EQ(PlanErrors(s, off), "");
   const core::StepGraph graph = core::BuildStepGraph(s.model, off);
   double host_s = 0;
   int64_t grads_to_host = 0;
@@ -1353,17 +1357,10 @@ TEST(StepModelTest, OffloadedParametersCrossTheHostLinkBeforeEachGatherOnItsStre
   // gathers a microbatch (forward, backward) the rank's bf16 shard, 54,528,000 B, crosses the
   // H100's 64 GB/s host link: 852 us, on the gather's stream, so it hides as the gather does.
   Scenario s = Load("llama3-8b");
-  core::PlanSpec p;
-  p.gpus = 8;
-  p.dp = 8;
-  p.zero = 3;
-  p.seq_len = 8192;
-  p.global_batch = 64;
+  const core::PlanSpec p = DataParallel8(3, 1, 64);
   core::PlanSpec off = p;
   off.offload_params = core::OffloadTarget::kCpu;
-  core::Diagnostics d;
-  core::ValidatePlan(off, s.model, s.gpu, s.cluster, &d);
-  ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+  ASSERT_EQ(PlanErrors(s, off), "");
   const core::StepGraph graph = core::BuildStepGraph(s.model, off);
   int copies = 0;
   for (const core::Op& op : graph.dense_layer) {

@@ -1553,10 +1553,10 @@ class Builder {
   // csrc/adam/cpu_adam_impl.cpp Step_AVX: one pass over param, grad, exp_avg, exp_avg_sq), and the
   // updated weights come back over the link in the weights' dtype (the 16-bit pinned buffer of
   // DeepSpeed PR #7309; before it, fp32). The GPU still zeroes its gradient buffer. The ops are
-  // costed where their bytes move (OpSite; sim::HostOpTime): the host's Adam at the node's memory
-  // bandwidth shared by its GPUs' processes, a lower bound (memory-bound at the DRAM's rate, which
-  // an implementation reaches at best). With offload to NVMe (ZeRO-Infinity) the states' swaps to
-  // and from NVMe are not costed either.
+  // costed where their bytes move (OpSite; sim::HostOpTime): the host's Adam at the share of the
+  // node's memory bandwidth DeepSpeed's CPU Adam was measured to reach (sim::kHostAdamDramShare),
+  // shared by its GPUs' processes. With offload to NVMe (ZeRO-Infinity) the states' swaps to and
+  // from NVMe are not costed.
   void OffloadedOptimizerStep(int64_t shard, int64_t zeroed, std::vector<Op>* out) {
     const int64_t gb = DtypeBytes(p_.dtypes.grads), wb = DtypeBytes(p_.dtypes.weights);
     const int64_t master = DtypeBytes(p_.dtypes.master_weights), states = DtypeBytes(p_.dtypes.optimizer_states);

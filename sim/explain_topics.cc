@@ -155,11 +155,11 @@ core::Result<Explanation> TopicZero(const core::Profile& profile) {
     st.result =
         Fmt("%s per GPU > %s: does not fit without more sharding (≥ %.0f GPUs) or offload (%s per GPU "
             "with CPU offload: %s; the optimizer then steps on the host, %s of a %s step: its Adam streams "
-            "28 B a parameter through the node's %s of host memory, and the gradients and weights cross "
-            "the host link)",
+            "28 B a parameter at DeepSpeed's measured %.3f of the node's %s of host memory, and the gradients "
+            "and weights cross the host link)",
             Bytes(seeds.Total()).c_str(), Bytes(hbm).c_str(), std::ceil(exact.Total() * 8 / hbm),
             Bytes(static_cast<double>(mo.per_gpu_bytes)).c_str(), mo.fits ? "fits" : "still over",
-            Secs(so.breakdown.optimizer_s).c_str(), Secs(so.time_s).c_str(),
+            Secs(so.breakdown.optimizer_s).c_str(), Secs(so.time_s).c_str(), kHostAdamDramShare,
             (Bytes(k->c.host_memory_bytes_per_s) + "/s").c_str());
     st.seeds_note =
         Fmt("The seeds' quiz answer puts ~17.5 GB of weights, ~17.5 GB of gradients and '~17.5 GB of "

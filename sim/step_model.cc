@@ -1024,7 +1024,7 @@ double HostOpTime(const Op& op, const core::GpuSpec& g, const core::ClusterSpec&
     case core::OpSite::kHostLink: return g.host_link_bytes_per_s > 0 ? bytes / g.host_link_bytes_per_s : 0.0;
     case core::OpSite::kHost: {
       const double ranks = static_cast<double>(std::clamp<int64_t>(std::min(p.gpus, c.gpus_per_node), 1, 1 << 20));
-      return c.host_memory_bytes_per_s > 0 ? bytes * ranks / c.host_memory_bytes_per_s : 0.0;
+      return c.host_memory_bytes_per_s > 0 ? bytes * ranks / (c.host_memory_bytes_per_s * kHostAdamDramShare) : 0.0;
     }
     case core::OpSite::kGpu: break;
   }

@@ -407,10 +407,19 @@ inline bool StepSyncOverlapped(const core::Op& op, const core::PlanSpec& p) {
 
 // Time of one compute op (GEMM, attention, memory-bound, optimizer) on `g` under `profile`.
 double ComputeOpTime(const core::Op& op, const core::GpuSpec& g, const core::Profile& profile);
+// The share of its host's DRAM peak DeepSpeed's CPU Adam streams at, measured: DeepSpeed's
+// ZeRO-Offload tutorial (docs/_tutorials/zero-offload.md, its training-log screenshot
+// docs/assets/images/zero_offload_dp1_10B_log.png at 38327e07f) trains a 10B GPT-2 (50 layers,
+// hidden 4,096: 10,279,239,680 parameters with its 50,304-row embedding and 1,024 positions) on one
+// V100-SXM3 of a DGX-2, its optimizer_step timer 6,478.57 and 6,217.36 ms: 1.619e9 parameters/s,
+// 45.34 GB/s at DeepSpeedCPUAdam's 28 B a parameter, of the DGX-2 host's 255.9 GB/s (2 Xeon
+// Platinum 8168 of six DDR4-2666 channels each; the tutorial's htop screenshot shows the host's 48
+// CPUs and 1.47 TB): 0.177. One host's figure, applied to every host's peak.
+inline constexpr double kHostAdamDramShare = 0.177;
 // An op whose bytes move off the GPU (core::OpSite, ZeRO-Offload's step): a copy over the GPU's
-// host link at its rate per direction, or the host CPUs' pass over host memory at the node's
-// memory bandwidth shared by the plan's processes on the node (min(gpus, gpus_per_node)). A lower
-// bound: each at its link's or DRAM's rate. 0 for an op on the GPU (ComputeOpTime costs those).
+// host link at its rate per direction (a lower bound), or the host CPUs' optimizer pass over host
+// memory at kHostAdamDramShare of the node's memory bandwidth, shared by the plan's processes on
+// the node (min(gpus, gpus_per_node)). 0 for an op on the GPU (ComputeOpTime costs those).
 double HostOpTime(const core::Op& op, const core::GpuSpec& g, const core::ClusterSpec& c, const core::PlanSpec& p);
 // Wave quantization (NVIDIA's Matrix Multiplication Background guide §3.2; the rule
 // mamf-finder.py's wave_efficiency applies to the shapes behind the GPU presets' GEMM

@@ -84,10 +84,12 @@ TEST(ExplainZeroTest, ZeroThreeOverEightRanksIs140GBAndDoesNotFitAnH100) {
   EXPECT_GT(st.Value("full_recompute_per_gpu_bytes"), st.Value("capacity_bytes"))
       << "even with full recompute the states alone exceed the GPU";
   EXPECT_EQ(st.Value("offload_fits"), 1.0) << "offloading the optimizer and weight shards to CPU fits";
-  // And the optimizer then steps on the host: at least 70,553,706,496 x 28 B over the DGX H100's
-  // 563.2 GB/s of host memory, 3.508 s, plus the copies (2 x 70,553,706,496 / 8 x 2 B at 64 GB/s).
-  EXPECT_GT(st.Value("offload_optimizer_step_s"), 70553706496.0 * 28 / 563.2e9 + 2 * 70553706496.0 / 8 * 2 / 64e9);
-  EXPECT_LT(st.Value("offload_optimizer_step_s"), 4.2);
+  // And the optimizer then steps on the host: 70,553,706,496 x 28 B at DeepSpeed's measured 0.177
+  // of the DGX H100's 563.2 GB/s of host memory, 19.82 s, plus the copies (2 x 70,553,706,496 / 8 x
+  // 2 B at 64 GB/s, 0.55 s) and the GPU's gradient zeroing.
+  const double host = 70553706496.0 * 28 / (563.2e9 * 0.177) + 2 * 70553706496.0 / 8 * 2 / 64e9;
+  EXPECT_GT(st.Value("offload_optimizer_step_s"), host);
+  EXPECT_LT(st.Value("offload_optimizer_step_s"), host + 0.1);
   // The quiz's "~17.5 GB optimizer" is wrong: the step says so.
   EXPECT_NE(st.seeds_note.find("105.0 GB"), std::string::npos) << st.seeds_note;
 }

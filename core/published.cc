@@ -1442,7 +1442,7 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
         if (!recompute_printed) {
           p.recompute = Recompute::kFull;
           recompute_printed = true;
-          std::erase_if(from_stack, [](const std::string& s) { return s.rfind("recompute ", 0) == 0; });
+          std::erase_if(from_stack, [](const std::string& e) { return e.rfind("recompute ", 0) == 0; });
           run.assumptions.push_back(
               "recompute full: the checkpoints it keeps in host memory are full recomputation's (parallel.recompute "
               "not printed)");

@@ -186,7 +186,7 @@ std::string SpeedTable(const core::Scenario& s, const SpeedReport& sp) {
         "%.1f GB/s of host memory, shared by %lld ranks; the gradients and weights over the GPU's %.0f GB/s "
         "host link; docs/compute.md)\n",
         s.cluster.host_memory_bytes_per_s * sim::kHostAdamDramShare / 1e9, sim::kHostAdamDramShare,
-        s.cluster.host_memory_bytes_per_s / 1e9, static_cast<long long>(std::min(s.plan.gpus, s.cluster.gpus_per_node)),
+        s.cluster.host_memory_bytes_per_s / 1e9, static_cast<long long>(sim::HostRanksPerNode(s.plan, s.cluster)),
         s.gpu.host_link_bytes_per_s / 1e9);
     o << line;
   }

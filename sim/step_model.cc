@@ -1023,7 +1023,7 @@ double HostOpTime(const Op& op, const core::GpuSpec& g, const core::ClusterSpec&
   switch (op.site) {
     case core::OpSite::kHostLink: return g.host_link_bytes_per_s > 0 ? bytes / g.host_link_bytes_per_s : 0.0;
     case core::OpSite::kHost: {
-      const double ranks = static_cast<double>(std::clamp<int64_t>(std::min(p.gpus, c.gpus_per_node), 1, 1 << 20));
+      const double ranks = static_cast<double>(HostRanksPerNode(p, c));
       return c.host_memory_bytes_per_s > 0 ? bytes * ranks / (c.host_memory_bytes_per_s * kHostAdamDramShare) : 0.0;
     }
     case core::OpSite::kGpu: break;

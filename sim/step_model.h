@@ -416,6 +416,10 @@ double ComputeOpTime(const core::Op& op, const core::GpuSpec& g, const core::Pro
 // Platinum 8168 of six DDR4-2666 channels each; the tutorial's htop screenshot shows the host's 48
 // CPUs and 1.47 TB): 0.177. One host's figure, applied to every host's peak.
 inline constexpr double kHostAdamDramShare = 0.177;
+// The plan's processes on one node, whose host optimizers share its memory: min(gpus, gpus_per_node).
+inline int64_t HostRanksPerNode(const core::PlanSpec& p, const core::ClusterSpec& c) {
+  return std::clamp<int64_t>(std::min(p.gpus, c.gpus_per_node), 1, int64_t{1} << 20);
+}
 // An op whose bytes move off the GPU (core::OpSite, ZeRO-Offload's step): a copy over the GPU's
 // host link at its rate per direction (a lower bound), or the host CPUs' optimizer pass over host
 // memory at kHostAdamDramShare of the node's memory bandwidth, shared by the plan's processes on

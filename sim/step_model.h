@@ -288,15 +288,20 @@ double PipelineSendSeconds(const core::Op& send, const core::PlanSpec& p, const 
 // Compute-Communication Overlap in GPU-Accelerated Distributed Deep Learning", arXiv 2507.03114:
 // compute beside a collective takes on average 18.9% longer, A100 and H100, GPT and Llama
 // training), 1 - 1/1.189. Under full TP overlap with SP a layer's linear layers' TP collectives
-// run on Transformer Engine userbuffers instead (transformer_engine/pytorch/module/base.py at
-// d0067d0d, initialize_ub's default methods and get_default_config), which hold SMs out of the
-// GEMM beside them: 1 for "ring_exchange" (the copy engines move the data: the forward
-// all-gathers before qkv and fc1, as the recompute reruns them, and the backward all-gathers of
-// proj's and fc2's output gradient, the blocking conjugates of their forward reduce-scatters) and
-// 16 for "pipeline" and "bulk" (set_sm_margin: the forward reduce-scatters after proj and fc2, the
-// backward reduce-scatter of qkv's and fc1's input gradient and the overlappable all-gather of
-// their input for the weight gradient); 0 on a GPU whose SM count is unknown. `layer`: the op is a
-// transformer layer's (not the embedding's, the head's or the MTP module's, which stay NCCL's).
+// run on Transformer Engine userbuffers instead (transformer_engine/pytorch/module/base.py,
+// initialize_ub's default methods and get_default_config), whose communication kernels hold SMs
+// beside the GEMM while the collective runs: 1 for "ring_exchange" (the copy engines move the
+// data: the forward all-gathers before qkv and fc1, as the recompute reruns them, and the backward
+// all-gathers of proj's and fc2's output gradient, the blocking conjugates of their forward
+// reduce-scatters) and 16 for "pipeline" and "bulk" (the forward reduce-scatters after proj and
+// fc2, the backward reduce-scatter of qkv's and fc1's input gradient and the overlappable
+// all-gather of their input for the weight gradient): TE's default before 2.0 (v1.9 to v1.13:
+// num_sm 16, set_sm_margin False). Not modelled (docs/compute.md): TE 2.0's default
+// (544dd14b4, 2025-02-07) sets set_sm_margin for pipeline and bulk, which runs the paired GEMM
+// on SMs - 16 for its whole duration (comm_gemm_overlap.cpp _math_sms at d0067d0d), and tuned
+// configurations (NeMo's, Megatron-Bridge's comm_overlap.py, MLPerf's conf/tp_overlap/*.yaml)
+// set each layer's own. 0 on a GPU whose SM count is unknown. `layer`: the op is a transformer
+// layer's (not the embedding's, the head's or the MTP module's, which stay NCCL's).
 // AsyncTP's fused collectives (tp_overlap async) move their shards by copies from the peers'
 // symmetric memory (Tensor.copy_, which PyTorch runs on the copy engines: the NOTE [low-contention
 // collectives] of torch/distributed/_symmetric_memory/__init__.py at 006b161f) and synchronise by

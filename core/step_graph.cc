@@ -369,7 +369,7 @@ class Builder {
             bool sixteen_bit = false) {
     if (m <= 0 || n <= 0 || k <= 0 || batch <= 0) return false;
     const Dtype dtype = sixteen_bit && Quantized(gemm_dtype_) ? Dtype::kBf16 : gemm_dtype_;
-    if (Quantized(dtype)) Quantize(ops, /*grad=*/false, m * k * batch, Pass::kForward);
+    if (Quantized(dtype)) Quantize(ops, /*grad=*/false, m * k * batch, Pass::kForward, QuantizedTensors(name, batch));
     // Built in place from a constant (Mem, Coll too): a local Op copied in, or one value-initialised
     // in place (a `rep stos` of its 128 bytes), costs more than its fields.
     Op& op = ops->emplace_back(kBlankOp);
@@ -383,7 +383,17 @@ class Builder {
     return true;
   }
   // Quantizing `elements` 16-bit values for a GEMM, row- and column-wise: bytes read and written
-  // per element and kernels by the recipe. FP8 by its scaling (core/specs.h Fp8Scaling). NVFP4
+  // per element and kernels by the recipe. FP8 by its scaling (core/specs.h Fp8Scaling): delayed,
+  // one cast-transpose (read 2 B, write 1 + 1 B); current, Float8CurrentScalingQuantizer::
+  // quantize_impl (csrc/quantizer.cpp at TE v2.9) runs an amax kernel over the input, a
+  // scale-from-amax kernel and the cast (nvte_compute_amax_with_config, nvte_compute_scale_from_amax,
+  // nvte_quantize_v2): read 2 + 2 B, write 1 + 1 B in 3 kernels; block (1x128 tiles, and MXFP8's
+  // 1x32), under Transformer Engine one kernel reads the input once and writes both layouts with
+  // their scales (quantize_transpose_vector_blockwise for NVTE_BLOCK_SCALING_1D, cast_mxfp8_2D_kernel
+  // for MXFP8; common/util/cast_kernels.cuh at v2.9): 2 + 1 + 1 B and an fp32 scale per 128 values
+  // (an E8M0 byte per 32 under MXFP8) for each layout, 1/16 B: 65/16 B in 1 kernel; without it, as
+  // the DeepSeek-V3 report §3.5.2 describes its own framework, 1x128-tile quantization in the
+  // forward, then read back, transposed and re-quantized for the backward: 5 B in 2 kernels. NVFP4
   // (Transformer Engine's NVFP4BlockScaling, transformer_engine/common/recipe/__init__.py at
   // v2.12): an amax pass over the input and over its 16-point random Hadamard transform (the
   // per-tensor fp32 scales), then one quantize that reads the 2 B again and writes both layouts,
@@ -391,23 +401,38 @@ class Builder {
   // the Hadamard transform (16 multiply-adds a value, on the column-wise copy the weight gradient
   // reads) and the gradients' stochastic rounding run inside them.
   struct QuantizeCost {
-    int64_t eighths = 32;  // bytes read and written per element, in eighths
+    int64_t sixteenths = 64;  // bytes read and written per element, in sixteenths
     int64_t kernels = 1;
   };
   QuantizeCost QuantizeCostPerElement() const {
-    if (gemm_dtype_ == Dtype::kNvfp4) return {41, 2};
-    if (p_.fp8_scaling == Fp8Scaling::kCurrent) return {48, 2};  // + an amax pass
-    if (p_.fp8_scaling == Fp8Scaling::kBlock) return {40, 2};    // + transposed re-quantize
-    return {32, 1};                                              // FP8 delayed: cast-transpose, read 2 B, write 1 + 1 B
+    if (gemm_dtype_ == Dtype::kNvfp4) return {82, 2};
+    if (p_.fp8_scaling == Fp8Scaling::kCurrent) return {96, 3};
+    if (p_.fp8_scaling == Fp8Scaling::kBlock) return p_.transformer_engine ? QuantizeCost{65, 1} : QuantizeCost{80, 2};
+    return {64, 1};
   }
-  void Quantize(std::vector<Op>* ops, bool grad, int64_t elements, Pass pass) {
+  // The tensors a quantization is launched for, one kernel set each: a routed expert GEMM's inputs
+  // (and output gradients) are `batch` tensors, one a local expert, which Transformer Engine's
+  // GroupedLinear quantizes with tex.split_quantize (module/grouped_linear.py at v2.9 to v2.17.1,
+  // forward and backward; its grouped-tensor path is opt-in, NVTE_GROUPED_LINEAR_USE_FUSED_GROUPED_GEMM
+  // default 0), whose multi_tensor_quantize_impl (csrc/extensions/cast.cpp at the same releases) has a
+  // fused multi-tensor kernel for delayed scaling only ("Currently only have fused kernel for FP8
+  // delayed scaling") and quantizes the others one tensor after another. NVFP4's split quantize
+  // has a grouped Hadamard path of its own (split_quantize_nvfp4_impl_with_rht_helper): one set.
+  int64_t QuantizedTensors(std::string_view gemm, int64_t batch) const {
+    const bool expert = gemm == "expert_fc1" || gemm == "expert_fc2";
+    if (!expert || batch <= 1 || !p_.transformer_engine || gemm_dtype_ != Dtype::kFp8 ||
+        p_.fp8_scaling == Fp8Scaling::kDelayed)
+      return 1;
+    return batch;
+  }
+  void Quantize(std::vector<Op>* ops, bool grad, int64_t elements, Pass pass, int64_t tensors = 1) {
     const bool nvfp4 = gemm_dtype_ == Dtype::kNvfp4;
     const char* name = nvfp4 ? (grad ? "nvfp4_quantize_grad" : "nvfp4_quantize_input")
                              : (grad ? "fp8_quantize_grad" : "fp8_quantize_input");
     const QuantizeCost c = QuantizeCostPerElement();
-    if (!Mem(ops, name, elements * c.eighths / 8, MemOp::kFp8Quantize)) return;
+    if (!Mem(ops, name, elements * c.sixteenths / 16, MemOp::kFp8Quantize)) return;
     ops->back().pass = pass;
-    ops->back().batch = c.kernels;
+    ops->back().batch = c.kernels * tensors;
   }
   // Returns whether it added the op (none for no bytes).
   bool Mem(std::vector<Op>* ops, const char* name, int64_t bytes, MemOp what = MemOp::kCopy) {
@@ -990,7 +1015,7 @@ class Builder {
           // GEMM's output gradient dY is quantized first (both layouts: dgrad and wgrad read it).
           if (Quantized(f.dtype)) {
             const size_t before = out->size();
-            Quantize(out, /*grad=*/true, f.m * f.n * f.batch, Pass::kBackwardInput);
+            Quantize(out, /*grad=*/true, f.m * f.n * f.batch, Pass::kBackwardInput, QuantizedTensors(f.name, f.batch));
             if (out->size() > before) out->back().share = f.share;  // a hybrid block's weight
           }
           out->push_back(f);
@@ -1268,22 +1293,22 @@ class Builder {
   // sets the flag at a step's first forward, megatron/core/pipeline_parallel/schedules.py:497 and
   // transformer/module.py set_is_first_microbatch at d98e8a64, "TE modules will update their fp8
   // parameter cache"): row- and column-wise, as the input's Quantize, 4 to 6 B an element by the
-  // FP8 scaling, 41/8 under NVFP4. With the FP8 parameter gather the weights arrive in FP8 and only
-  // the transposed copy the backward reads is made (read 1 B, write 1 B; assumed for block scaling
-  // as well). Costed once per step (Pass::kStep): it runs on the compute stream before the first
+  // FP8 scaling (65/16 under Transformer Engine's block scaling), 41/8 under NVFP4. With the FP8 parameter gather the
+  // weights arrive in FP8 and only the transposed copy the backward reads is made (read 1 B, write 1 B; assumed for
+  // block scaling as well). Costed once per step (Pass::kStep): it runs on the compute stream before the first
   // microbatch's GEMMs. The norms, biases and the router (BF16) are counted with the weights, well
   // under 1% of a layer's parameters. Stacks without Transformer Engine (torchao's float8 casts
   // the weight at every forward) are not costed with it.
   void WeightQuantize(int64_t weights, bool moe, std::vector<Op>* out) {
     if (!Quantized(gemm_dtype_) || !p_.transformer_engine || weights <= 0) return;
     const bool nvfp4 = gemm_dtype_ == Dtype::kNvfp4;
-    const QuantizeCost c = !nvfp4 && p_.fp8_param_gather ? QuantizeCost{16, 1} : QuantizeCostPerElement();
+    const QuantizeCost c = !nvfp4 && p_.fp8_param_gather ? QuantizeCost{32, 1} : QuantizeCostPerElement();
     // One kernel set per weight matrix (attention's projections, the MLP's or shared experts' two,
     // and a multi-tensor quantize for each of the grouped experts' two).
     const bool moe_layer = moe && m_.moe;
     const int64_t mats =
         AttentionWeightMatrices() + 2 * (moe_layer ? (m_.moe->shared_experts > 0 ? 1 : 0) : 1) + (moe_layer ? 2 : 0);
-    if (!Mem(out, nvfp4 ? "nvfp4_weight_quantize" : "fp8_weight_quantize", weights * c.eighths / 8)) return;
+    if (!Mem(out, nvfp4 ? "nvfp4_weight_quantize" : "fp8_weight_quantize", weights * c.sixteenths / 16)) return;
     out->back().pass = Pass::kStep;
     out->back().batch = mats * c.kernels;
   }

@@ -1496,9 +1496,11 @@ TEST(StepGraphTest, TransformerEngineQuantizesTheWeightsOncePerStep) {
   // four weight matrices once per step (the is_first_microbatch cache), on the compute stream, row-
   // and column-wise as an input: FP8 delayed scaling 4 B an element (cast-transpose: read 2, write
   // 1 + 1) = 872,448,000 bytes in 4 kernels; current scaling 6 B (an amax pass first) =
-  // 1,308,672,000 in 8; block (MXFP8) 5 B = 1,090,560,000; NVFP4 41/8 B = 1,117,824,000; with the
-  // FP8 parameter gather the weights arrive in FP8 and only the transpose is made, 2 B =
-  // 436,224,000. BF16 plans and stacks without Transformer Engine have no such op.
+  // 1,308,672,000 in 12 (amax, scale and cast kernels a matrix: quantizer.cpp at TE v2.9); block
+  // (MXFP8) under Transformer Engine one kernel a matrix writing both layouts and their scales,
+  // 65/16 B = 886,080,000 in 4; NVFP4 41/8 B = 1,117,824,000; with the FP8 parameter gather the
+  // weights arrive in FP8 and only the transpose is made, 2 B = 436,224,000. BF16 plans and stacks
+  // without Transformer Engine have no such op.
   auto m = LoadModel("llama3-8b");
   ASSERT_TRUE(m.ok());
   PlanSpec p = Plan(1, 8, false);
@@ -1514,9 +1516,9 @@ TEST(StepGraphTest, TransformerEngineQuantizesTheWeightsOncePerStep) {
   };
   EXPECT_EQ(quantize("fp8_weight_quantize"), std::make_tuple(int64_t{872'448'000}, int64_t{4}, Pass::kStep));
   p.fp8_scaling = Fp8Scaling::kCurrent;
-  EXPECT_EQ(quantize("fp8_weight_quantize"), std::make_tuple(int64_t{1'308'672'000}, int64_t{8}, Pass::kStep));
+  EXPECT_EQ(quantize("fp8_weight_quantize"), std::make_tuple(int64_t{1'308'672'000}, int64_t{12}, Pass::kStep));
   p.fp8_scaling = Fp8Scaling::kBlock;
-  EXPECT_EQ(quantize("fp8_weight_quantize"), std::make_tuple(int64_t{1'090'560'000}, int64_t{8}, Pass::kStep));
+  EXPECT_EQ(quantize("fp8_weight_quantize"), std::make_tuple(int64_t{886'080'000}, int64_t{4}, Pass::kStep));
   p.fp8_scaling = Fp8Scaling::kDelayed;
   p.fp8_param_gather = true;
   EXPECT_EQ(quantize("fp8_weight_quantize"), std::make_tuple(int64_t{436'224'000}, int64_t{4}, Pass::kStep));
@@ -1528,6 +1530,39 @@ TEST(StepGraphTest, TransformerEngineQuantizesTheWeightsOncePerStep) {
   EXPECT_EQ(FindOp(BuildStepGraph(*m, p).dense_layer, "fp8_weight_quantize"), nullptr);
 }
 
+TEST(StepGraphTest, TransformerEngineQuantizesEachLocalExpertsTensorsApartButUnderDelayedScaling) {
+  // Qwen3-30B-A3B at EP 8 on one rank: 128 / 8 = 16 local experts. Transformer Engine's
+  // GroupedLinear quantizes its inputs and its output gradients with tex.split_quantize, whose
+  // multi_tensor_quantize_impl has a fused kernel for FP8 delayed scaling only and otherwise
+  // quantizes each expert's tensor on its own (csrc/extensions/cast.cpp at v2.9 to v2.17.1): an
+  // expert GEMM's quantization is 16 kernel sets under current scaling (3 kernels each: 48) and
+  // block scaling or MXFP8 (1 each: 16), one under delayed scaling (1). The bytes do not change:
+  // every expert's rows are quantized once. A dense GEMM's quantization keeps its one set.
+  auto m = LoadModel("qwen3-30b-a3b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p = Ep8Plan();
+  p.transformer_engine = true;
+  p.precision = Dtype::kFp8;
+  auto kernels = [&](const char* gemm, const char* quantize) {
+    const StepGraph g = BuildStepGraph(*m, p);
+    const std::vector<Op>& ops = g.moe_layer;
+    for (size_t i = 1; i < ops.size(); ++i)
+      if (std::string_view(ops[i].name) == gemm && std::string_view(ops[i - 1].name) == quantize)
+        return std::make_pair(ops[i - 1].batch, ops[i - 1].bytes);
+    return std::make_pair(int64_t{-1}, int64_t{-1});
+  };
+  const auto delayed = kernels("expert_fc1", "fp8_quantize_input");
+  EXPECT_EQ(delayed.first, 1);
+  p.fp8_scaling = Fp8Scaling::kCurrent;
+  const auto current = kernels("expert_fc1", "fp8_quantize_input");
+  EXPECT_EQ(current.first, 48);
+  EXPECT_EQ(current.second, delayed.second * 6 / 4);  // 6 B an element against 4
+  EXPECT_EQ(kernels("qkv_proj", "fp8_quantize_input").first, 3);
+  p.fp8_scaling = Fp8Scaling::kBlock;
+  EXPECT_EQ(kernels("expert_fc2", "fp8_quantize_input").first, 16);
+  p.transformer_engine = false;  // the DeepSeek-V3 report's own framework: 2 kernels, one set
+  EXPECT_EQ(kernels("expert_fc2", "fp8_quantize_input").first, 2);
+}
 TEST(StepGraphTest, TiedEmbeddingsGiveTheLastStageItsOwnCopyToSynchronise) {
   // GPT 1.7B (Narayanan Table 1: vocabulary 51,200, hidden 2,304, tied embeddings), ZeRO-1 over
   // 2 with bf16 gradients. In one stage the head holds only its final norm (2,304 parameters in

@@ -338,12 +338,14 @@ TEST(ValidationTest, MoeRunsKeepTheHostFloorUnlessTheirRecipeGraphsTheLayers) {
           sim::kMoeHostForwardBaseS + sim::kMoeHostBackwardBaseS + 16 * 6 * sim::kTeGroupedGemmHostPerGemmS);
       const sim::StepEstimate e =
           sim::EstimateStep(r.scenario.model, p, r.scenario.gpu, r.scenario.cluster, core::Profile{});
-      // 10.76 s of a 19.99 s step: its layers' kernels after the dispatcher's synchronisation take
+      // 10.19 s of a 19.96 s step: its layers' kernels after the dispatcher's synchronisation take
       // about a third of the 2.976 ms forward host time, its backward about three fifths of 3.025
-      // (7.81 s of 17.04 before the expert GEMMs' host time, 2026-12-06: the row +65.4% -> +41.0%;
+      // (10.76 s of 19.99 before each local expert's MXFP8 quantization was a kernel of its own,
+      // 2026-12-07, Transformer Engine's split_quantize: more GPU work beside the same host time;
+      // 7.81 s of 17.04 before the expert GEMMs' host time, 2026-12-06: the row +65.4% -> +41.0%;
       // 7.97 s before its expert GEMMs of 2,048 rows, some under 4 us in FP8 on a B200, took the
       // per-kernel time).
-      EXPECT_NEAR(e.breakdown.host_s / e.time_s, 0.5384, 0.005) << r.id;
+      EXPECT_NEAR(e.breakdown.host_s / e.time_s, 0.5105, 0.005) << r.id;
     }
   }
   // The corpus's mapped MoE runs: 8 token-drop runs, 28 whose recipes graph whole layers or the
@@ -2068,10 +2070,13 @@ TEST(ValidationTest, MegatronLmMoeRecipesTakeTheirYamls) {
   // A22B BF16; +22.9% with its all-to-alls hidden under whole passes, before the merged schedule and
   // its unmerged warm-up); the B200 rows, whose EP groups cross 8-GPU nodes over the network with
   // DeepEP, -29.9% and -43.7% (their flex dispatcher is costed as the all-to-all one;
-  // docs/validation.md).
+  // docs/validation.md). Median 7.3%, p90 38.8% (2026-12-07) when Transformer Engine's quantization
+  // took its kernels (MXFP8 one a tensor, each local expert's its own, FP8 current scaling three):
+  // the GB200/GB300 MXFP8 rows 0.5 to 2 points faster (Qwen3-30B-A3B with partial graphs +41.5% ->
+  // +42.6%), the H100 FP8-blockwise Qwen3-30B-A3B row +8.5% -> +8.1%.
   const ValidationSummary v = ValidateRuns(all, core::Profile{});
   EXPECT_LE(v.all.median_abs_error, 0.094);
-  EXPECT_LE(v.all.p90_abs_error, 0.381);
+  EXPECT_LE(v.all.p90_abs_error, 0.388);
   EXPECT_LE(v.all.max_abs_error, 0.438);
   EXPECT_EQ(v.all.out_of_memory, 0u);
 }

@@ -1293,9 +1293,9 @@ class Builder {
   // sets the flag at a step's first forward, megatron/core/pipeline_parallel/schedules.py:497 and
   // transformer/module.py set_is_first_microbatch at d98e8a64, "TE modules will update their fp8
   // parameter cache"): row- and column-wise, as the input's Quantize, 4 to 6 B an element by the
-  // FP8 scaling (65/16 under Transformer Engine's block scaling), 41/8 under NVFP4. With the FP8 parameter gather the
-  // weights arrive in FP8 and only the transposed copy the backward reads is made (read 1 B, write 1 B; assumed for
-  // block scaling as well). Costed once per step (Pass::kStep): it runs on the compute stream before the first
+  // FP8 scaling, 41/8 under NVFP4. With the FP8 parameter gather the weights arrive in FP8 and only
+  // the transposed copy the backward reads is made (read 1 B, write 1 B; assumed for block scaling
+  // as well). Costed once per step (Pass::kStep): it runs on the compute stream before the first
   // microbatch's GEMMs. The norms, biases and the router (BF16) are counted with the weights, well
   // under 1% of a layer's parameters. Stacks without Transformer Engine (torchao's float8 casts
   // the weight at every forward) are not costed with it.

@@ -1563,6 +1563,7 @@ TEST(StepGraphTest, TransformerEngineQuantizesEachLocalExpertsTensorsApartButUnd
   p.transformer_engine = false;  // the DeepSeek-V3 report's own framework: 2 kernels, one set
   EXPECT_EQ(kernels("expert_fc2", "fp8_quantize_input").first, 2);
 }
+
 TEST(StepGraphTest, TiedEmbeddingsGiveTheLastStageItsOwnCopyToSynchronise) {
   // GPT 1.7B (Narayanan Table 1: vocabulary 51,200, hidden 2,304, tied embeddings), ZeRO-1 over
   // 2 with bf16 gradients. In one stage the head holds only its final norm (2,304 parameters in

@@ -1303,11 +1303,14 @@ class Builder {
     if (!Quantized(gemm_dtype_) || !p_.transformer_engine || weights <= 0) return;
     const bool nvfp4 = gemm_dtype_ == Dtype::kNvfp4;
     const QuantizeCost c = !nvfp4 && p_.fp8_param_gather ? QuantizeCost{32, 1} : QuantizeCostPerElement();
-    // One kernel set per weight matrix (attention's projections, the MLP's or shared experts' two,
-    // and a multi-tensor quantize for each of the grouped experts' two).
+    // One kernel set per weight matrix: attention's projections, the MLP's or shared experts' two,
+    // and both of every local expert's (GroupedLinear quantizes its weights one at a time, each with
+    // its own quantizer: module.get_weight_workspace in a loop over the GEMMs, module/grouped_linear.py
+    // at TE v2.9).
     const bool moe_layer = moe && m_.moe;
+    const int64_t local = moe_layer ? std::max<int64_t>(m_.moe->experts / std::max<int64_t>(p_.ep, 1), 1) : 0;
     const int64_t mats =
-        AttentionWeightMatrices() + 2 * (moe_layer ? (m_.moe->shared_experts > 0 ? 1 : 0) : 1) + (moe_layer ? 2 : 0);
+        AttentionWeightMatrices() + 2 * (moe_layer ? (m_.moe->shared_experts > 0 ? 1 : 0) : 1) + 2 * local;
     if (!Mem(out, nvfp4 ? "nvfp4_weight_quantize" : "fp8_weight_quantize", weights * c.sixteenths / 16)) return;
     out->back().pass = Pass::kStep;
     out->back().batch = mats * c.kernels;

@@ -1678,6 +1678,20 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
         "backward's asynchronous ones under the GEMMs (tp_overlap backward) from " +
         launch_name());
   }
+  // And the converse: a run that passed --tp-comm-overlap to a stack that leaves it off. Megatron-LM
+  // asserts it beside sequence parallelism (arguments.py:1441-1442 at d98e8a64, SP itself dropped at
+  // TP 1, :1433-1439) and then opens Transformer Engine's userbuffers with their default
+  // configuration (initialize.py _initialize_tp_communicators, ub_cfgs {} without
+  // --tp-comm-overlap-cfg): every sequence-parallel all-gather and reduce-scatter split under its
+  // GEMM, forward and backward (tp_overlap full).
+  if (launch && launch->tp_comm_overlap && *launch->tp_comm_overlap && p.tp > 1 && p.sequence_parallel &&
+      (p.tp_overlap == TpOverlap::kNone || p.tp_overlap == TpOverlap::kBackward)) {
+    p.tp_overlap = TpOverlap::kFull;
+    run.assumptions.push_back(
+        "TP communication under Transformer Engine's userbuffers (tp_comm_overlap true): the sequence-parallel "
+        "collectives split under their GEMMs, forward and backward (tp_overlap full) from " +
+        launch_name());
+  }
   // The recipe's Adam moments (Megatron-Core's precision-aware optimizer with bf16 exp_avg and
   // exp_avg_sq: 2 + 2 bytes per parameter instead of 4 + 4).
   if (launch && !launch->optimizer_states_dtype.empty()) {

@@ -676,6 +676,34 @@ TEST(ValidationTest, RecipesWithoutTpCommOverlapKeepOnlyTheBackwardsAsyncTpColle
   EXPECT_EQ(seen, 2);
 }
 
+TEST(ValidationTest, ARunThatPassedTpCommOverlapToAStackThatLeavesItOffGetsTheFullOverlap) {
+  // presets/launches/megatron-moe-modelzoo.json tp_comm_overlap: NVIDIA's Megatron-MoE-ModelZoo
+  // harness passes --tp-comm-overlap to its BF16 runs (sbatch_benchmarking.sh at e8650517d6),
+  // which the stack megatron-lm-2026 leaves off (tp_overlap backward). Megatron-LM then opens
+  // Transformer Engine's userbuffers with their defaults (initialize.py at d98e8a64): the H100 row
+  // at TP 4 takes tp_overlap full. The GB200 row at TP 1, with no TP group to overlap (the launch
+  // file records the flag false there), keeps the stack's setting.
+  int seen = 0;
+  for (const auto& r : Corpus("megatron_moe_modelzoo.json")) {
+    const core::PlanSpec& p = r.scenario.plan;
+    if (r.id == "megatron-moe-modelzoo-qwen3-235b-a22b-h100-256gpu-deepep-tp4-ep8") {
+      ++seen;
+      EXPECT_EQ(p.tp, 4);
+      EXPECT_TRUE(p.sequence_parallel);
+      EXPECT_EQ(p.tp_overlap, core::TpOverlap::kFull);
+      bool said = false;
+      for (const auto& a : r.assumptions) said = said || a.find("tp_comm_overlap true") != std::string::npos;
+      EXPECT_TRUE(said) << r.id;
+    }
+    if (r.id == "megatron-moe-modelzoo-qwen3-235b-a22b-gb200-256gpu-bf16") {
+      ++seen;
+      EXPECT_EQ(p.tp, 1);
+      EXPECT_EQ(p.tp_overlap, core::TpOverlap::kBackward);
+    }
+  }
+  EXPECT_EQ(seen, 2);
+}
+
 // What `validate --record ID --plan-out FILE` writes is a plan file `report --plan FILE` reads:
 // every mapped record's scenario, throughput and memory alike, written with its model, GPU and
 // cluster embedded, parses back and validates as a user's plan file does. Found by writing them

@@ -663,9 +663,7 @@ TEST(ValidationTest, RecipesWithoutTpCommOverlapKeepOnlyTheBackwardsAsyncTpColle
       ++seen;
       EXPECT_EQ(p.tp, 2);
       EXPECT_EQ(p.tp_overlap, core::TpOverlap::kBackward);
-      bool said = false;
-      for (const auto& a : r.assumptions) said = said || a.find("tp_comm_overlap false") != std::string::npos;
-      EXPECT_TRUE(said) << r.id;
+      EXPECT_TRUE(Says(r.assumptions, "tp_comm_overlap false")) << r.id;
     }
     if (r.id == "megatron-bridge-2604-dgx-gb200-llama3-70b-64gpu-mxfp8") {
       ++seen;
@@ -691,9 +689,7 @@ TEST(ValidationTest, ARunThatPassedTpCommOverlapToAStackThatLeavesItOffGetsTheFu
       EXPECT_EQ(p.tp, 4);
       EXPECT_TRUE(p.sequence_parallel);
       EXPECT_EQ(p.tp_overlap, core::TpOverlap::kFull);
-      bool said = false;
-      for (const auto& a : r.assumptions) said = said || a.find("tp_comm_overlap true") != std::string::npos;
-      EXPECT_TRUE(said) << r.id;
+      EXPECT_TRUE(Says(r.assumptions, "tp_comm_overlap true")) << r.id;
     }
     if (r.id == "megatron-moe-modelzoo-qwen3-235b-a22b-gb200-256gpu-bf16") {
       ++seen;

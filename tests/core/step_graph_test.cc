@@ -1562,7 +1562,8 @@ TEST(StepGraphTest, TransformerEngineQuantizesEachLocalExpertsTensorsApartButUnd
   EXPECT_EQ(kernels("expert_fc2", "fp8_quantize_input").first, 16);
   // The weights, once a step, one matrix at a time (module.get_weight_workspace in a loop): the
   // attention's 2 (QKV fused, output) and the 16 experts' 2 each, 34 kernels in one kernel set each.
-  const Op* weights = FindOp(BuildStepGraph(*m, p).moe_layer, "fp8_weight_quantize");
+  const StepGraph graph = BuildStepGraph(*m, p);  // kept alive: FindOp points into it
+  const Op* weights = FindOp(graph.moe_layer, "fp8_weight_quantize");
   ASSERT_NE(weights, nullptr);
   EXPECT_EQ(weights->batch, 2 + 16 * 2);
   p.transformer_engine = false;  // the DeepSeek-V3 report's own framework: 2 kernels, one set

@@ -185,9 +185,8 @@ std::string SpeedTable(const core::Scenario& s, const SpeedReport& sp) {
         "#   (the optimizer steps on the host: its Adam at %.1f GB/s, DeepSpeed's measured %.3f of the node's "
         "%.1f GB/s of host memory, shared by %lld ranks; the gradients and weights over the GPU's %.0f GB/s "
         "host link; docs/compute.md)\n",
-        s.cluster.host_memory_bytes_per_s * sim::kHostAdamDramShare / 1e9, sim::kHostAdamDramShare,
-        s.cluster.host_memory_bytes_per_s / 1e9, static_cast<long long>(sim::HostRanksPerNode(s.plan, s.cluster)),
-        s.gpu.host_link_bytes_per_s / 1e9);
+        sim::HostAdamBytesPerS(s.cluster) / 1e9, sim::kHostAdamDramShare, s.cluster.host_memory_bytes_per_s / 1e9,
+        static_cast<long long>(sim::HostRanksPerNode(s.plan, s.cluster)), s.gpu.host_link_bytes_per_s / 1e9);
     o << line;
   }
   // The MoE layers' host floor (docs/compute.md): what each layer takes at least, and how to drop it.

@@ -1024,7 +1024,7 @@ double HostOpTime(const Op& op, const core::GpuSpec& g, const core::ClusterSpec&
     case core::OpSite::kHostLink: return g.host_link_bytes_per_s > 0 ? bytes / g.host_link_bytes_per_s : 0.0;
     case core::OpSite::kHost: {
       const double ranks = static_cast<double>(HostRanksPerNode(p, c));
-      return c.host_memory_bytes_per_s > 0 ? bytes * ranks / (c.host_memory_bytes_per_s * kHostAdamDramShare) : 0.0;
+      return c.host_memory_bytes_per_s > 0 ? bytes * ranks / HostAdamBytesPerS(c) : 0.0;
     }
     case core::OpSite::kGpu: break;
   }

@@ -421,6 +421,9 @@ double ComputeOpTime(const core::Op& op, const core::GpuSpec& g, const core::Pro
 // Platinum 8168 of six DDR4-2666 channels each; the tutorial's htop screenshot shows the host's 48
 // CPUs and 1.47 TB): 0.177. One host's figure, applied to every host's peak.
 inline constexpr double kHostAdamDramShare = 0.177;
+// The rate the host's optimizer streams host memory at, the node's whole: kHostAdamDramShare of its
+// memory bandwidth (0 where the cluster does not give it).
+inline double HostAdamBytesPerS(const core::ClusterSpec& c) { return c.host_memory_bytes_per_s * kHostAdamDramShare; }
 // The plan's processes on one node, whose host optimizers share its memory: min(gpus, gpus_per_node).
 inline int64_t HostRanksPerNode(const core::PlanSpec& p, const core::ClusterSpec& c) {
   return std::clamp<int64_t>(std::min(p.gpus, c.gpus_per_node), 1, int64_t{1} << 20);

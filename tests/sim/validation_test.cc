@@ -656,22 +656,16 @@ TEST(ValidationTest, RecipesWithoutTpCommOverlapKeepOnlyTheBackwardsAsyncTpColle
   // input-gradient reduce-scatter every Transformer Engine linear layer issues (linear.py and
   // layernorm_linear.py at v2.9, async_op=True): tp_overlap backward. Llama 3 70B on 64 GB200s with
   // MXFP8 (TP 2, 26.04), whose recipe keeps the overlap, keeps the stack's full overlap.
-  int seen = 0;
-  for (const auto& r : Corpus("nemo_performance_summaries.json")) {
-    const core::PlanSpec& p = r.scenario.plan;
-    if (r.id == "megatron-bridge-2604-dgx-gb200-nemotron-3-super-64gpu-mxfp8") {
-      ++seen;
-      EXPECT_EQ(p.tp, 2);
-      EXPECT_EQ(p.tp_overlap, core::TpOverlap::kBackward);
-      EXPECT_TRUE(Says(r.assumptions, "tp_comm_overlap false")) << r.id;
-    }
-    if (r.id == "megatron-bridge-2604-dgx-gb200-llama3-70b-64gpu-mxfp8") {
-      ++seen;
-      EXPECT_EQ(p.tp, 2);
-      EXPECT_EQ(p.tp_overlap, core::TpOverlap::kFull);
-    }
-  }
-  EXPECT_EQ(seen, 2);
+  const auto runs = Corpus("nemo_performance_summaries.json");
+  const core::PublishedRun* off = Find(runs, "megatron-bridge-2604-dgx-gb200-nemotron-3-super-64gpu-mxfp8");
+  const core::PublishedRun* on = Find(runs, "megatron-bridge-2604-dgx-gb200-llama3-70b-64gpu-mxfp8");
+  ASSERT_NE(off, nullptr);
+  ASSERT_NE(on, nullptr);
+  EXPECT_EQ(off->scenario.plan.tp, 2);
+  EXPECT_EQ(off->scenario.plan.tp_overlap, core::TpOverlap::kBackward);
+  EXPECT_TRUE(Says(off->assumptions, "tp_comm_overlap false")) << off->id;
+  EXPECT_EQ(on->scenario.plan.tp, 2);
+  EXPECT_EQ(on->scenario.plan.tp_overlap, core::TpOverlap::kFull);
 }
 
 TEST(ValidationTest, ARunThatPassedTpCommOverlapToAStackThatLeavesItOffGetsTheFullOverlap) {
@@ -681,23 +675,17 @@ TEST(ValidationTest, ARunThatPassedTpCommOverlapToAStackThatLeavesItOffGetsTheFu
   // Transformer Engine's userbuffers with their defaults (initialize.py at d98e8a64): the H100 row
   // at TP 4 takes tp_overlap full. The GB200 row at TP 1, with no TP group to overlap (the launch
   // file records the flag false there), keeps the stack's setting.
-  int seen = 0;
-  for (const auto& r : Corpus("megatron_moe_modelzoo.json")) {
-    const core::PlanSpec& p = r.scenario.plan;
-    if (r.id == "megatron-moe-modelzoo-qwen3-235b-a22b-h100-256gpu-deepep-tp4-ep8") {
-      ++seen;
-      EXPECT_EQ(p.tp, 4);
-      EXPECT_TRUE(p.sequence_parallel);
-      EXPECT_EQ(p.tp_overlap, core::TpOverlap::kFull);
-      EXPECT_TRUE(Says(r.assumptions, "tp_comm_overlap true")) << r.id;
-    }
-    if (r.id == "megatron-moe-modelzoo-qwen3-235b-a22b-gb200-256gpu-bf16") {
-      ++seen;
-      EXPECT_EQ(p.tp, 1);
-      EXPECT_EQ(p.tp_overlap, core::TpOverlap::kBackward);
-    }
-  }
-  EXPECT_EQ(seen, 2);
+  const auto runs = Corpus("megatron_moe_modelzoo.json");
+  const core::PublishedRun* on = Find(runs, "megatron-moe-modelzoo-qwen3-235b-a22b-h100-256gpu-deepep-tp4-ep8");
+  const core::PublishedRun* tp1 = Find(runs, "megatron-moe-modelzoo-qwen3-235b-a22b-gb200-256gpu-bf16");
+  ASSERT_NE(on, nullptr);
+  ASSERT_NE(tp1, nullptr);
+  EXPECT_EQ(on->scenario.plan.tp, 4);
+  EXPECT_TRUE(on->scenario.plan.sequence_parallel);
+  EXPECT_EQ(on->scenario.plan.tp_overlap, core::TpOverlap::kFull);
+  EXPECT_TRUE(Says(on->assumptions, "tp_comm_overlap true")) << on->id;
+  EXPECT_EQ(tp1->scenario.plan.tp, 1);
+  EXPECT_EQ(tp1->scenario.plan.tp_overlap, core::TpOverlap::kBackward);
 }
 
 // What `validate --record ID --plan-out FILE` writes is a plan file `report --plan FILE` reads:

@@ -119,6 +119,8 @@ std::string MoeLine(const core::ModelSpec& m, const core::PlanSpec& p) {
     << (p.ep_overlap ? ", EP all-to-all overlapped" : "") << (p.delay_wgrad ? " (weight gradients delayed)" : "")
     << " | probabilities " << core::Name(p.moe_probs) << " | "
     << (p.moe_grouped_gemm ? "grouped GEMM" : "one GEMM per expert") << " | host floor " << core::Name(p.moe_host);
+  if (core::Quantized(p.precision) && p.transformer_engine && p.moe_grouped_gemm)
+    o << " | " << (p.moe_router_padding ? "tokens padded by the router" : "tokens padded by the experts");
   if (m.bias == core::BiasKind::kAll) o << " | expert fc2 bias " << core::Name(p.expert_bias);
   return o.str();
 }

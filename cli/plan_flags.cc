@@ -205,6 +205,11 @@ void PlanFlags::Register(CLI::App* app) {
       "--no-moe-grouped-gemm", [this] { moe_grouped_gemm = false; },
       "MoE experts run one GEMM after another (Megatron-Core without --moe-grouped-gemm) instead of one "
       "grouped GEMM");
+  p->add_flag_callback(
+      "--moe-router-padding", [this] { moe_router_padding = true; },
+      "MoE under fp8/nvfp4: each expert's tokens arrive padded to the quantization's alignment "
+      "(Megatron-Core's --moe-router-padding-for-quantization, or its HybridEP dispatcher), so Transformer "
+      "Engine's grouped experts skip their padding copies");
   p->add_option("--cuda-context-mib", cuda_context_mib,
                 "The CUDA context your software holds per GPU, MiB (nvidia-smi's used memory beyond PyTorch's "
                 "reserved bytes after the first GEMM; default: the profile's 685 MiB, measured with lazy module "
@@ -421,6 +426,7 @@ void PlanFlags::ApplyPlanFlags(bool from_file, core::ModelSpec* spec, core::Plan
   if (fp8_attention) p.fp8_attention = *fp8_attention;
   if (transformer_engine) p.transformer_engine = *transformer_engine;
   if (moe_grouped_gemm) p.moe_grouped_gemm = *moe_grouped_gemm;
+  if (moe_router_padding) p.moe_router_padding = *moe_router_padding;
   if (recompute_layers) p.recompute_layers = *recompute_layers;
   if (recompute_early_stop) p.recompute_early_stop = *recompute_early_stop;
   if (vocab_divisible_by) p.vocab_divisible_by = *vocab_divisible_by;

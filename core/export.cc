@@ -434,6 +434,7 @@ Result<std::string> ExportMegatron(const Scenario& s) {
   if (!p.grad_prescale && p.zero < 3) arg("--ddp-average-in-collective");
   if (p.ep_overlap) arg("--overlap-moe-expert-parallel-comm");
   if (p.delay_wgrad) arg("--delay-wgrad-compute");
+  if (p.moe_router_padding) arg("--moe-router-padding-for-quantization");
   // --overlap-param-gather needs the distributed optimizer or Megatron-FSDP and
   // --overlap-grad-reduce (arguments.py:1024-1029).
   if (p.zero >= 1 && p.optimizer != Optimizer::kMuon && p.overlap_grad_reduce && p.overlap_param_gather &&

@@ -299,6 +299,8 @@ struct LaunchConfig {
   // The recipe's moe_token_dispatcher_type and flex backend ("alltoall", "flex/deepep",
   // "flex/hybridep"; empty: the launch file does not say).
   std::string moe_dispatcher;
+  // Megatron-Core's moe_router_padding_for_quantization (or _for_fp8) as the recipe sets it.
+  bool moe_router_padding = false;
   // Megatron-Core's ddp.grad_reduce_in_fp32 as the recipe sets it (absent: the launch file does
   // not say): false keeps the gradient buffer, its accumulation and its DP reduction in bf16.
   std::optional<bool> grad_reduce_in_fp32;
@@ -385,6 +387,7 @@ std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
                                           .ep_overlap = BoolAt(v, "moe_a2a_overlap").value_or(false),
                                           .delay_wgrad = BoolAt(v, "delay_wgrad").value_or(false),
                                           .moe_dispatcher = StrOr(v, "moe_dispatcher"),
+                                          .moe_router_padding = BoolAt(v, "moe_router_padding").value_or(false),
                                           .grad_reduce_in_fp32 = BoolAt(v, "grad_reduce_in_fp32"),
                                           .overlap_grad_reduce = BoolAt(v, "overlap_grad_reduce"),
                                           .overlap_param_gather = BoolAt(v, "overlap_param_gather"),
@@ -1542,6 +1545,22 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   if (launch && p.ep > 1 && launch->moe_dispatcher.rfind("flex", 0) == 0)
     run.assumptions.push_back("token dispatcher " + launch->moe_dispatcher + " from " + launch_name() +
                               ", costed as alltoall (docs/validation.md)");
+  // Each expert's tokens padded to the quantization's alignment before the experts
+  // (PlanSpec::moe_router_padding): by the router, where the recipe sets
+  // moe_router_padding_for_quantization (or _for_fp8), or by HybridEP's dispatch, which pads them
+  // under fp8 at every Megatron-LM a Megatron-Bridge release pins (token_dispatcher.py
+  // _HybridEPManager: pad_multiple from the quantization recipe, fp8 at 0d8e0714cd, fp8 or fp4 at
+  // b0cc2706dd and d7288711ba), so TEGroupedMLP's Fp8Padding finds nothing to pad. Set for the
+  // recipe's 16-bit runs too, where nothing is padded either way, so that a recipe's BF16 and FP8
+  // runs differ in their precision alone (validate --pairs); said where it changes the cost.
+  if (launch && m.moe && (launch->moe_router_padding || launch->moe_dispatcher == "flex/hybridep")) {
+    p.moe_router_padding = true;
+    if (Quantized(p.precision))
+      run.assumptions.push_back(std::string("each expert's tokens padded for the quantized GEMMs ") +
+                                (launch->moe_router_padding ? "by the router (moe_router_padding_for_quantization)"
+                                                            : "in HybridEP's dispatch") +
+                                ", not by the experts, from " + launch_name());
+  }
   // The recipe's gradient dtype (Megatron-Bridge's performance recipes: ddp.grad_reduce_in_fp32 =
   // False), else its release's: 2 bytes per parameter of gradient buffer instead of 4, and half the
   // DP reduction bytes.

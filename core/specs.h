@@ -750,10 +750,20 @@ struct PlanSpec {
   // FusedAttnFunc). Costed at the GPU's attention_curve.cudnn-fp8. Needs precision fp8 or nvfp4.
   bool fp8_attention = false;
   MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;  // with ep > 1
-  MoeRouting moe_routing = MoeRouting::kUniform;            // the router's expert pattern (above)
-  MoeHost moe_host = MoeHost::kMegatronCore;                // the MoE layer's host floor (above)
-  MoeProbs moe_probs = MoeProbs::kFused;                    // where the router's probabilities apply (above)
-  ExpertBias expert_bias = ExpertBias::kFused;              // how the experts add fc2's bias (above)
+  // Each expert's tokens arrive padded to the quantization's alignment, so Transformer Engine's
+  // grouped experts need no padding copies: Megatron-Core's moe_router_padding_for_quantization
+  // (moe_router_padding_for_fp8 before it) pads the routing map before the dispatch, and its
+  // HybridEP flex backend pads in its fused dispatch (token_dispatcher.py _HybridEPManager
+  // pad_multiple). Off, as Megatron-Core defaults: under fp8 or nvfp4, TEGroupedMLP pads each
+  // local expert's rows to a multiple of 16 (32 under MXFP8, 128 under NVFP4) with TE's Fp8Padding
+  // before fc1 and strips them with Fp8Unpadding after fc2, a copy of the experts' rows each way
+  // and its inverse in the backward (experts.py since Megatron-LM 56b49a4cab, 2024-10-29; TE
+  // module/fp8_padding.py, fp8_unpadding.py). With an MoE model.
+  bool moe_router_padding = false;
+  MoeRouting moe_routing = MoeRouting::kUniform;  // the router's expert pattern (above)
+  MoeHost moe_host = MoeHost::kMegatronCore;      // the MoE layer's host floor (above)
+  MoeProbs moe_probs = MoeProbs::kFused;          // where the router's probabilities apply (above)
+  ExpertBias expert_bias = ExpertBias::kFused;    // how the experts add fc2's bias (above)
   // Microbatches whose output-layer weight gradient is deferred to the end of the step
   // (Megatron-Core --defer-embedding-wgrad-compute with --wgrad-deferral-limit n; its 0, "all",
   // is the plan's microbatches): the last stage keeps each one's logits gradient and the head's

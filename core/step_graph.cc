@@ -955,6 +955,23 @@ class Builder {
     if (local_experts > 1) Mem(ops, "moe_permute_local", (received + expert_tokens) * w * e_, MemOp::kPermute);
     const int64_t fl = x.expert_ffn_hidden / p_.etp;
     const int64_t per_expert = std::max<int64_t>(expert_tokens / std::max<int64_t>(local_experts, 1), 1);
+    // Transformer Engine's quantized GroupedLinear takes each local expert's rows in multiples of
+    // the recipe's alignment (get_align_size_for_quantization: 16, MXFP8's 32, NVFP4's 128; the
+    // block recipe is costed at MXFP8's), so Megatron-Core's TEGroupedMLP pads them before fc1 with
+    // TE's Fp8Padding (the rows and their probabilities, two fused_multi_row_padding kernels: each
+    // reads the rows and writes the padded ones) and strips the padding after fc2 (and its bias)
+    // with Fp8Unpadding (experts.py since Megatron-LM 56b49a4cab; TE module/fp8_padding.py,
+    // fp8_unpadding.py, common/util/padding.cu at d0067d0d); the backward runs the inverses over the
+    // gradients, the same bytes. Both return their input untouched when every count is aligned: a
+    // router or dispatcher that pads (plan.moe_router_padding), or capacity-factor dropping whose
+    // capacity is a multiple of the alignment. Under balanced dropless routing the counts vary from
+    // expert to expert, so some are not (the padded rows, under an alignment per expert, are not
+    // counted).
+    const int64_t align = gemm_dtype_ == Dtype::kNvfp4 ? 128 : p_.fp8_scaling == Fp8Scaling::kBlock ? 32 : 16;
+    const bool pad_copies = Quantized(gemm_dtype_) && p_.transformer_engine && p_.moe_grouped_gemm &&
+                            !p_.moe_router_padding && (x.capacity_factor <= 0 || per_expert % align != 0);
+    if (pad_copies && Mem(ops, "moe_quant_padding", 2 * expert_tokens * (w * e_ + 4), MemOp::kPermute))
+      ops->back().batch = 2;
     // Each local expert's GEMM is a kernel of its own under Transformer Engine (its GroupedLinear
     // issues one cuBLAS GEMM per expert over four streams: cublaslt_gemm.cu, multi_stream.cpp at
     // d0067d0d) and without a grouped GEMM (SequentialMLP, one after another); a grouped kernel
@@ -967,6 +984,7 @@ class Builder {
     if (const EagerCost* c = ExpertBiasCost(); c != nullptr && m_.bias == BiasKind::kAll)
       Eager(ops, "expert_fc2_bias", expert_tokens * w * c->forward,
             c->forward_kernels * local_experts + ExpertBiasOnceKernels(/*backward=*/false), MemOp::kExpertBias);
+    if (pad_copies) Mem(ops, "moe_quant_unpadding", 2 * expert_tokens * w * e_, MemOp::kPermute);
     if (local_experts > 1) Mem(ops, "moe_permute_local_restore", (received + expert_tokens) * w * e_, MemOp::kPermute);
     if (p_.ep > 1) Coll(ops, "ep_combine", CollectiveKind::kAllToAll, CommGroup::kEp, sent * w * e_, hide_a2a);
     if (!flex) Mem(ops, "moe_permute_restore", 2 * local * x.top_k * w * e_, MemOp::kPermute);

@@ -751,6 +751,9 @@ void CheckShardingAndOffload(const PlanSpec& pl, const ModelSpec& m, const GpuSp
                "needs virtual pipeline stages); got " +
                    std::string(Name(pl.schedule)));
   }
+  if (pl.moe_router_padding && !m.moe)
+    d->Error("plan.moe_router_padding",
+             "pads each expert's tokens in an MoE layer's routing: needs an MoE model (model.moe), got a dense one");
   if (pl.delay_wgrad && !pl.ep_overlap)
     d->Error("plan.delay_wgrad",
              "needs plan.ep_overlap: Megatron-Core delays the weight gradients only for the merged EP-overlap schedule "

@@ -107,7 +107,7 @@ for (suf,path,model,gpu,recipe,gpus,tup,bsl,feat,tf,prec) in rows:
     if k('moe_paged_stash'): notes.append('moe_paged_stash with moe_expert_rank_capacity_factor=%s (a fixed per-rank expert buffer for the full-iteration graph, dropless under force-balanced routing; not modelled)'%k('moe_expert_rank_capacity_factor'))
     if k('fine_grained_activation_offloading'): notes.append('fine_grained_activation_offloading of %s and offload_optimizer_states=%s (not modelled: costed resident)'%(k('offload_modules'),k('offload_optimizer_states')))
     if k('use_transformer_engine_op_fuser'): notes.append("use_transformer_engine_op_fuser (Transformer Engine's fused ops for the MLP; not modelled)")
-    if k('moe_router_padding_for_quantization') or k('moe_router_padding_for_fp8'): notes.append('the router pads each expert\'s tokens for the FP8 GEMMs (moe_router_padding_for_quantization/fp8; not modelled)')
+    rpad=bool(k('moe_router_padding_for_quantization') or k('moe_router_padding_for_fp8'))
     if k('num_layers_per_virtual_pipeline_stage') and a['tensor_model_parallel_size']>1: notes.append('make_vocab_size_divisible_by=%s keeps the vocabulary at 151,936 at TP 2; meshplan pads to 128 x TP (152,064)'%k('make_vocab_size_divisible_by'))
     if k('overlap_p2p_comm'): notes.append('overlap_p2p_comm (the interleaved schedule\'s sends overlapped; meshplan costs them blocking)')
     notes.append('manual_gc=%s; moe_router_force_load_balancing=%s (balanced routing, as meshplan costs it)'%(k('manual_gc'),k('moe_router_force_load_balancing')))
@@ -118,6 +118,7 @@ for (suf,path,model,gpu,recipe,gpus,tup,bsl,feat,tf,prec) in rows:
     run['moe_dispatcher']=disp
     run['moe_a2a_overlap']=a2a
     if a2a and k('delay_wgrad_compute'): run['delay_wgrad']=True
+    if rpad: run['moe_router_padding']=True; ev.append('moe_router_padding_for_%s: the router pads each expert\'s tokens for the quantized GEMMs'%('quantization' if k('moe_router_padding_for_quantization') else 'fp8'))
     run['tp_comm_overlap']=False
     run['overlap_grad_reduce']=ogr
     run['overlap_param_gather']=opg

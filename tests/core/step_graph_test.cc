@@ -1570,6 +1570,73 @@ TEST(StepGraphTest, TransformerEngineQuantizesEachLocalExpertsTensorsApartButUnd
   EXPECT_EQ(kernels("expert_fc2", "fp8_quantize_input").first, 2);
 }
 
+TEST(StepGraphTest, QuantizedGroupedExpertsPadEachExpertsRowsUnlessTheRoutingAlreadyDid) {
+  // Qwen3-30B-A3B at EP 8, micro batch 1 of 4,096 tokens, one rank: top 8 of 128 experts, 16 local.
+  // Balanced, the rank's experts receive 4,096 x 8 = 32,768 rows of the 2,048-wide hidden state.
+  // Under FP8 Transformer Engine's GroupedLinear takes each expert's rows in multiples of 16, so
+  // Megatron-Core's TEGroupedMLP pads them with Fp8Padding before fc1 (the rows and their fp32
+  // probabilities, one fused_multi_row_padding kernel each, read once and written once:
+  // 2 x 32,768 x (2,048 x 2 + 4) = 268,697,600 B in 2 kernels) and strips the padding after fc2
+  // with Fp8Unpadding (2 x 32,768 x 2,048 x 2 = 268,435,456 B in 1); the backward runs the inverse
+  // copies over the gradients, the same bytes (experts.py since Megatron-LM 56b49a4cab; TE
+  // module/fp8_padding.py). Under dropless routing the experts' counts vary, so some are not
+  // multiples of 16 and the copies run.
+  auto m = LoadModel("qwen3-30b-a3b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p = Ep8Plan();
+  p.transformer_engine = true;
+  p.precision = Dtype::kFp8;
+  auto bytes = [&](const ModelSpec& model, const PlanSpec& plan, const char* name, Pass pass) {
+    const StepGraph g = BuildStepGraph(model, plan);
+    for (const Op& op : g.moe_layer)
+      if (std::string_view(op.name) == name && op.pass == pass) return std::make_pair(op.bytes, op.batch);
+    return std::make_pair(int64_t{0}, int64_t{0});
+  };
+  EXPECT_EQ(bytes(*m, p, "moe_quant_padding", Pass::kForward), std::make_pair(int64_t{268'697'600}, int64_t{2}));
+  EXPECT_EQ(bytes(*m, p, "moe_quant_padding", Pass::kBackwardInput), std::make_pair(int64_t{268'697'600}, int64_t{2}));
+  EXPECT_EQ(bytes(*m, p, "moe_quant_unpadding", Pass::kForward), std::make_pair(int64_t{268'435'456}, int64_t{1}));
+  EXPECT_EQ(bytes(*m, p, "moe_quant_unpadding", Pass::kBackwardInput),
+            std::make_pair(int64_t{268'435'456}, int64_t{1}));
+  // The padding sits between the sort by local expert and fc1's quantization, the unpadding
+  // after fc2 and before the sort is undone.
+  const StepGraph g = BuildStepGraph(*m, p);
+  std::vector<std::string_view> order;
+  for (const Op& op : g.moe_layer)
+    if (op.pass == Pass::kForward) order.emplace_back(op.name);
+  auto at = [&](std::string_view n) { return std::find(order.begin(), order.end(), n) - order.begin(); };
+  EXPECT_EQ(at("moe_quant_padding"), at("moe_permute_local") + 1);
+  EXPECT_LT(at("moe_quant_padding"), at("expert_fc1"));
+  EXPECT_GT(at("moe_quant_unpadding"), at("expert_fc2"));
+  EXPECT_EQ(at("moe_permute_local_restore"), at("moe_quant_unpadding") + 1);
+  // None where the routing pads the counts already (moe_router_padding_for_quantization, or
+  // HybridEP's dispatch), none in BF16, none without Transformer Engine's grouped experts.
+  PlanSpec padded = p;
+  padded.moe_router_padding = true;
+  EXPECT_EQ(bytes(*m, padded, "moe_quant_padding", Pass::kForward).first, 0);
+  EXPECT_EQ(bytes(*m, padded, "moe_quant_unpadding", Pass::kForward).first, 0);
+  PlanSpec bf16 = p;
+  bf16.precision = Dtype::kBf16;
+  EXPECT_EQ(bytes(*m, bf16, "moe_quant_padding", Pass::kForward).first, 0);
+  PlanSpec sequential = p;
+  sequential.moe_grouped_gemm = false;
+  EXPECT_EQ(bytes(*m, sequential, "moe_quant_padding", Pass::kForward).first, 0);
+  // Token dropping pads every expert to its capacity: 32,768 / 16 = 2,048 rows at capacity factor
+  // 1, a multiple of 16, so nothing to pad; at 1.1, 36,044 / 16 = 2,252 rows, 12 short of one.
+  ModelSpec dropping = *m;
+  dropping.moe->capacity_factor = 1.0;
+  EXPECT_EQ(bytes(dropping, p, "moe_quant_padding", Pass::kForward).first, 0);
+  dropping.moe->capacity_factor = 1.1;
+  EXPECT_EQ(bytes(dropping, p, "moe_quant_padding", Pass::kForward).first, 2 * 36'044 * (2'048 * 2 + 4));
+  // A dense model has no experts' tokens to pad: an error naming the field.
+  auto dense = LoadModel("llama3-8b");
+  ASSERT_TRUE(dense.ok());
+  PlanSpec bad = Plan(1, 8, false);
+  bad.moe_router_padding = true;
+  Diagnostics d;
+  ValidatePlan(bad, *dense, *LoadGpu("h100-sxm"), *LoadCluster("dgx-h100"), &d);
+  EXPECT_NE(d.ToStatus().message().find("plan.moe_router_padding"), std::string::npos) << d.ToStatus().message();
+}
+
 TEST(StepGraphTest, TiedEmbeddingsGiveTheLastStageItsOwnCopyToSynchronise) {
   // GPT 1.7B (Narayanan Table 1: vocabulary 51,200, hidden 2,304, tied embeddings), ZeRO-1 over
   // 2 with bf16 gradients. In one stage the head holds only its final norm (2,304 parameters in

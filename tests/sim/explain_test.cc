@@ -296,6 +296,19 @@ TEST(ExplainEpTest, TheOverlapHidesPartOfTheAllToAllsTheStepModelExposes) {
   EXPECT_NEAR(st.Value("step_on_s"), est.time_s, 1e-9 * est.time_s);
 }
 
+TEST(ExplainEpTest, PaddingInTheRouterSavesTheExpertsCopies) {
+  // Qwen3-30B-A3B at EP 8 in FP8, four 4,096-token sequences a microbatch: the rank's experts
+  // receive R = 16,384 x 8 = 131,072 rows of 2,048, padded with their fp32 probabilities,
+  // 2 x 131,072 x (2,048 x 2 + 4) = 1,074,790,400 B, and unpadded, 2 x 131,072 x 2,048 x 2 =
+  // 1,073,741,824 B, forward and again backward: 4,297,064,448 B a layer and microbatch. Padding in
+  // the router skips them, so that step is the shorter.
+  const Explanation e = OfTopic(Topic::kEp);
+  const ExplainStep& st = Step(e, "quant_padding");
+  EXPECT_DOUBLE_EQ(st.Value("padding_bytes"), 4'297'064'448.0);
+  EXPECT_GT(st.Value("padding_s"), 0.0);
+  EXPECT_LT(st.Value("step_router_padding_s"), st.Value("step_expert_padding_s"));
+}
+
 TEST(ExplainTopicTest, Nvfp4OnBlackwellIsTheStepModelsNvfp4Step) {
   // llama3-70b on 64 GB200s (TP 2, PP 4, VP 5, no TP overlap, Megatron-Bridge's NVFP4 layout): the
   // step model's bf16, fp8 and nvfp4 steps; the sustained GEMM rates 1e16 x 0.440 against

@@ -346,6 +346,12 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
               "MoE with EP > 1: the token dispatcher. alltoall: Megatron-Core's, every token copy sent and permuted "
               "four times; flex: DeepEP / HybridEP, each token sent once per rank, two permutations fewer");
   bf->addRow("MoE dispatcher", moe_dispatcher_);
+  moe_router_padding_ = new QCheckBox("tokens padded before the experts");
+  moe_router_padding_->setToolTip(
+      "MoE under fp8/nvfp4: each expert's tokens arrive padded to the quantization's alignment (Megatron-Core's "
+      "--moe-router-padding-for-quantization, or its HybridEP dispatcher), so Transformer Engine's grouped "
+      "experts skip their padding copies (docs/compute.md)");
+  bf->addRow("", moe_router_padding_);
   moe_routing_ =
       EnumBox({core::MoeRouting::kUniform, core::MoeRouting::kRoundRobin},
               "MoE under the flex dispatcher: which experts a token picks. uniform: at random (a trained router, "
@@ -436,6 +442,8 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
           [this](bool on) { EditPlan([&](core::PlanSpec& p) { p.sequence_parallel = on; }); });
   connect(fp8_param_gather_, &QCheckBox::toggled, this,
           [this](bool on) { EditPlan([&](core::PlanSpec& p) { p.fp8_param_gather = on; }); });
+  connect(moe_router_padding_, &QCheckBox::toggled, this,
+          [this](bool on) { EditPlan([&](core::PlanSpec& p) { p.moe_router_padding = on; }); });
   connect(dtensor_tp_, &QCheckBox::toggled, this,
           [this](bool on) { EditPlan([&](core::PlanSpec& p) { p.dtensor_tp = on; }); });
   connect(torch_cp_, &QCheckBox::toggled, this,
@@ -600,7 +608,7 @@ void InputsPanel::Refresh() {
     const QSignalBlocker b1(sp_), b2(recompute_), b3(precision_), b4(fp8_scaling_), b5(moe_probs_), b6(tp_overlap_),
         b7(cp_kind_), b8(offload_optimizer_), b9(offload_params_), b10(cross_entropy_), b11(moe_dispatcher_),
         b12(moe_routing_), b13(fp8_param_gather_), b14(recompute_early_stop_), b15(expert_bias_), b16(dtensor_tp_),
-        b17(torch_cp_), b18(offload_checkpoints_);
+        b17(torch_cp_), b18(offload_checkpoints_), b19(moe_router_padding_);
     sp_->setChecked(p.sequence_parallel);
     SelectEnum(recompute_, p.recompute);
     SelectEnum(tp_overlap_, p.tp_overlap);
@@ -623,6 +631,9 @@ void InputsPanel::Refresh() {
     moe_dispatcher_->setEnabled(s.model.moe.has_value() && p.ep > 1);
     SelectEnum(moe_routing_, p.moe_routing);
     moe_routing_->setEnabled(s.model.moe.has_value() && p.ep > 1 && p.moe_dispatcher == core::MoeDispatcher::kFlex);
+    // Shown while set even on a dense model (validation names why), as fp8_param_gather below.
+    moe_router_padding_->setChecked(p.moe_router_padding);
+    moe_router_padding_->setEnabled(p.moe_router_padding || s.model.moe.has_value());
     // Set where it does not apply (a precision or ZeRO stage changed after), it stays shown so that
     // validation names it.
     fp8_param_gather_->setChecked(p.fp8_param_gather);

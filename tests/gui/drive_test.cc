@@ -446,7 +446,7 @@ TEST(GuiDriveTest, ExpertBiasIsSetInThePanel) {
 // set when the precision goes back to bf16, refused naming its field. Qwen3-30B-A3B at EP 8: the
 // routing is offered under the flex dispatcher, where round-robin routing (a token's 8 experts on
 // one rank of 16 experts: 1 rank a token, against 5.34 at random) is a shorter step.
-TEST(GuiDriveTest, FlushesFp8GatherAndMoeDispatchAreSetInThePanel) {
+TEST(GuiDriveTest, FlushesFp8GatherMoeDispatchAndRouterPaddingAreSetInThePanel) {
   MainWindow w;
   ScenarioModel* s = w.scenario();
   InputsPanel* in = w.inputs();
@@ -544,6 +544,27 @@ TEST(GuiDriveTest, FlushesFp8GatherAndMoeDispatchAreSetInThePanel) {
   EXPECT_TRUE(s->commandLine().contains("--moe-routing round-robin")) << s->commandLine().toStdString();
   core::Scenario cli;
   ASSERT_NO_FATAL_FAILURE(ResolveTheWindowsCommand(*s, &cli));
+  // Under FP8 with Transformer Engine's grouped experts, tokens padded before the experts save the
+  // experts' padding copies: a shorter step, and the command line says --moe-router-padding.
+  p = s->plan();
+  p.precision = core::Dtype::kFp8;
+  p.transformer_engine = true;
+  s->setPlan(p);
+  ASSERT_TRUE(s->evaluation().valid) << errors();
+  EXPECT_TRUE(in->moeRouterPaddingBox()->isEnabled());
+  const double experts_pad = s->evaluation().step.time_s;
+  in->moeRouterPaddingBox()->setChecked(true);
+  ASSERT_TRUE(s->plan().moe_router_padding);
+  ASSERT_TRUE(s->evaluation().valid) << errors();
+  EXPECT_LT(s->evaluation().step.time_s, experts_pad);
+  EXPECT_TRUE(s->commandLine().contains("--moe-router-padding")) << s->commandLine().toStdString();
+  ASSERT_NO_FATAL_FAILURE(ResolveTheWindowsCommand(*s, &cli));
+  // Kept on a dense model, shown and refused naming the field, never silently dropped.
+  in->modelBox()->setCurrentIndex(in->modelBox()->findData("llama3-8b"));
+  EXPECT_TRUE(s->plan().moe_router_padding);
+  EXPECT_TRUE(in->moeRouterPaddingBox()->isEnabled());
+  EXPECT_FALSE(s->evaluation().valid);
+  EXPECT_NE(errors().find("plan.moe_router_padding"), std::string::npos) << errors();
 }
 
 // The plan's other knobs in the inputs panel, each as `meshplan report` takes it, on the default

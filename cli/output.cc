@@ -11,6 +11,7 @@
 
 #include "core/memory.h"
 #include "core/spec_json.h"
+#include "core/step_graph.h"
 #include "core/units.h"
 
 namespace meshplan::cli {
@@ -115,8 +116,9 @@ std::string MoeLine(const core::ModelSpec& m, const core::PlanSpec& p) {
   if (e.shared_experts > 0) o << " + " << e.shared_experts << " shared";
   if (p.ep > 0 && e.experts % p.ep == 0) o << ", " << e.experts / p.ep << " per EP rank";
   o << " | " << (e.capacity_factor > 0 ? "capacity factor " + Fmt("%.3g", e.capacity_factor) : std::string("dropless"))
-    << " | dispatcher " << core::Name(p.moe_dispatcher) << ", routing " << core::Name(p.moe_routing)
-    << (p.ep_overlap ? ", EP all-to-all overlapped" : "") << (p.delay_wgrad ? " (weight gradients delayed)" : "")
+    << " | dispatcher " << core::Name(p.moe_dispatcher) << ", routing " << core::Name(p.moe_routing);
+  if (core::MoeBusiestRank(m, p) != 1) o << ", the busiest EP rank " << Fmt("%.3g", p.moe_imbalance) << "x the mean";
+  o << (p.ep_overlap ? ", EP all-to-all overlapped" : "") << (p.delay_wgrad ? " (weight gradients delayed)" : "")
     << " | probabilities " << core::Name(p.moe_probs) << " | "
     << (p.moe_grouped_gemm ? "grouped GEMM" : "one GEMM per expert") << " | host floor " << core::Name(p.moe_host);
   if (core::Quantized(p.precision) && p.transformer_engine && p.moe_grouped_gemm)

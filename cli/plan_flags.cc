@@ -205,6 +205,10 @@ void PlanFlags::Register(CLI::App* app) {
       "--no-moe-grouped-gemm", [this] { moe_grouped_gemm = false; },
       "MoE experts run one GEMM after another (Megatron-Core without --moe-grouped-gemm) instead of one "
       "grouped GEMM");
+  p->add_option("--moe-imbalance", moe_imbalance,
+                "MoE, dropless: the routed tokens the busiest expert-parallel rank receives over the mean, which "
+                "sets the layer's pace and its activations (a measured ratio, e.g. from Megatron-Core's "
+                "--moe-per-layer-logging; from 1 to ep). Default 1: balanced routing");
   p->add_flag_callback(
       "--moe-router-padding", [this] { moe_router_padding = true; },
       "MoE under fp8/nvfp4: each expert's tokens arrive padded to the quantization's alignment "
@@ -427,6 +431,7 @@ void PlanFlags::ApplyPlanFlags(bool from_file, core::ModelSpec* spec, core::Plan
   if (transformer_engine) p.transformer_engine = *transformer_engine;
   if (moe_grouped_gemm) p.moe_grouped_gemm = *moe_grouped_gemm;
   if (moe_router_padding) p.moe_router_padding = *moe_router_padding;
+  if (moe_imbalance) p.moe_imbalance = *moe_imbalance;
   if (recompute_layers) p.recompute_layers = *recompute_layers;
   if (recompute_early_stop) p.recompute_early_stop = *recompute_early_stop;
   if (vocab_divisible_by) p.vocab_divisible_by = *vocab_divisible_by;

@@ -28,6 +28,7 @@ struct PlanFlags {
       recompute_layers, bf16_layers_at_start, bf16_layers_at_end, hsdp_shard, deferred_head_wgrad, cuda_context_mib,
       offload_activation_layers, segment_nodes, vocab_divisible_by;
   std::optional<int> zero;
+  std::optional<double> moe_imbalance;
   std::optional<bool> sp, overlap_grad_reduce, overlap_param_gather, grad_accum_fusion, grad_prescale, ep_overlap,
       delay_wgrad, repeat_kv, dtensor_tp, torch_cp, keep_lp_grads, keep_pp_outputs, recompute_early_stop,
       transformer_engine, moe_grouped_gemm, moe_router_padding, chunked_attention, fp8_param_gather, fp8_attention,

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <string_view>
 
+#include "core/step_graph.h"
+
 namespace meshplan::core {
 namespace {
 
@@ -375,6 +377,9 @@ void VisitLayerActivations(const ModelSpec& m, const PlanSpec& p, bool moe_layer
       // s*b*k*etp/tp tokens (s per CP rank), each with f/etp of the expert's width.
       double tokens = static_cast<double>(s * b * x.top_k * p.etp) / static_cast<double>(t);
       if (x.capacity_factor > 0) tokens *= x.capacity_factor;  // buffers padded to capacity
+      // Dropless, the busiest EP rank holds its larger share (MoeBusiestRank, core/step_graph.h),
+      // and the fit verdict is that rank's.
+      else tokens *= MoeBusiestRank(m, p);
       const int64_t tok = Ceil(tokens);
       // A latent MoE's experts see latent-wide tokens (MoeSpec::latent_size); fc1_latent_proj
       // reads the router's input (an FP8 plan keeps its own FP8 copy of it) and fc2_latent_proj's

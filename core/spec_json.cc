@@ -662,6 +662,7 @@ void ReadPlan(ObjectReader& r, const std::string& prefix, PlanSpec* p, Diagnosti
   r.Bool("transformer_engine", &p->transformer_engine);
   r.Bool("moe_grouped_gemm", &p->moe_grouped_gemm);
   r.Bool("moe_router_padding", &p->moe_router_padding);
+  r.Double("moe_imbalance", &p->moe_imbalance);
   r.Enum("moe_dispatcher", &p->moe_dispatcher);
   r.Enum("moe_routing", &p->moe_routing);
   r.Enum("moe_host", &p->moe_host);
@@ -757,6 +758,7 @@ OJson WritePlan(const PlanSpec& p) {
   j["transformer_engine"] = p.transformer_engine;
   if (!p.moe_grouped_gemm) j["moe_grouped_gemm"] = false;
   if (p.moe_router_padding) j["moe_router_padding"] = true;
+  if (p.moe_imbalance != 1) j["moe_imbalance"] = p.moe_imbalance;
   j["moe_dispatcher"] = Name(p.moe_dispatcher);
   if (p.moe_routing != MoeRouting::kUniform) j["moe_routing"] = Name(p.moe_routing);
   if (p.moe_host != MoeHost::kMegatronCore) j["moe_host"] = Name(p.moe_host);

@@ -760,6 +760,14 @@ struct PlanSpec {
   // and its inverse in the backward (experts.py since Megatron-LM 56b49a4cab, 2024-10-29; TE
   // module/fp8_padding.py, fp8_unpadding.py). With an MoE model.
   bool moe_router_padding = false;
+  // The routed tokens the busiest expert-parallel rank receives over the mean, which sets an MoE
+  // layer's pace (the combine's all-to-all waits for it) and its activations: 1, balanced routing's
+  // mean, as the MoE layer is costed otherwise (under Megatron-Core's forced load balancing, random
+  // router logits, the busiest of R ranks exceeds it by about 1% at 4,096 tokens a rank:
+  // docs/compute.md); a measured ratio where the router is not balanced (Megatron-Core's
+  // --moe-per-layer-logging prints the tokens per expert), at most ep (every token on one rank).
+  // Dropless MoE only: token dropping pads every expert to its capacity.
+  double moe_imbalance = 1.0;
   MoeRouting moe_routing = MoeRouting::kUniform;  // the router's expert pattern (above)
   MoeHost moe_host = MoeHost::kMegatronCore;      // the MoE layer's host floor (above)
   MoeProbs moe_probs = MoeProbs::kFused;          // where the router's probabilities apply (above)

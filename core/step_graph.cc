@@ -49,6 +49,10 @@ const char* Name(CommGroup g) {
   return "?";
 }
 
+double MoeBusiestRank(const ModelSpec& m, const PlanSpec& p) {
+  return !m.moe || m.moe->capacity_factor > 0 ? 1.0 : p.moe_imbalance;
+}
+
 double RanksPerToken(int64_t experts, int64_t top_k, int64_t ranks, MoeRouting routing) {
   if (ranks <= 1 || experts <= 0) return 1.0;
   const int64_t per_rank = experts / ranks;
@@ -114,6 +118,7 @@ class Builder {
     tokens_ = s_ * p.micro_batch;
     e_ = (p.precision == Dtype::kFp32 || p.precision == Dtype::kTf32) ? 4 : 2;
     gemm_dtype_ = p.precision;
+    busiest_rank_ = MoeBusiestRank(m, p);
   }
 
   // One layer's forward ops into `fwd` (cleared first; its capacity is kept).
@@ -918,6 +923,10 @@ class Builder {
     // Balanced routing: each GPU's experts receive s*b*k*etp/t tokens (see memory.cc).
     double tok = static_cast<double>(tokens_ * x.top_k * p_.etp) / static_cast<double>(t_);
     if (x.capacity_factor > 0) tok *= x.capacity_factor;
+    // The busiest EP rank's share sets the layer's pace (MoeBusiestRank): its experts' rows, and
+    // what its all-to-alls carry (it receives that many in the dispatch and sends them back).
+    const double busiest = busiest_rank_;
+    tok *= busiest;
     const int64_t expert_tokens = static_cast<int64_t>(tok);
     const int64_t local_experts = x.experts / p_.ep;
     // EP all-to-alls are exposed, unless the schedule overlaps them: DualPipe runs one
@@ -939,7 +948,7 @@ class Builder {
     // experts, HybridEP's permute blocks) and back.
     const bool flex = p_.moe_dispatcher == MoeDispatcher::kFlex && p_.ep > 1;
     const double rows = flex ? RanksPerToken(x.experts, x.top_k, p_.ep, p_.moe_routing) : static_cast<double>(x.top_k);
-    const int64_t sent = static_cast<int64_t>(static_cast<double>(local) * rows);
+    const int64_t sent = static_cast<int64_t>(static_cast<double>(local) * rows * busiest);
     const int64_t received =
         flex ? static_cast<int64_t>(static_cast<double>(expert_tokens) * rows / static_cast<double>(x.top_k))
              : expert_tokens;
@@ -1667,6 +1676,7 @@ class Builder {
   bool sp_ = false, async_tp_ = false, eager_ = false, eager_norm_ = false;
   bool dtensor_ = false, float8_tp_ = false;  // PlanSpec::dtensor_tp under SP; and an FP8 plan
   Dtype gemm_dtype_ = Dtype::kBf16;
+  double busiest_rank_ = 1.0;  // MoeBusiestRank: the MoE layers' busiest EP rank over the mean
 };
 
 }  // namespace

@@ -145,6 +145,11 @@ void BuildStepGraph(const ModelSpec& m, const PlanSpec& p, StepGraph* g);
 // experts span: 1 + (number of rank boundaries inside the block).
 double RanksPerToken(int64_t experts, int64_t top_k, int64_t ranks, MoeRouting routing = MoeRouting::kUniform);
 
+// The share of the mean routed rows plan `p` runs model `m`'s MoE layers at, for the busiest
+// expert-parallel rank (PlanSpec::moe_imbalance); 1 for a dense model or under capacity-factor
+// dropping, which pads every expert to its capacity.
+double MoeBusiestRank(const ModelSpec& m, const PlanSpec& p);
+
 // One layer's ops in three parts, by what they depend on, so that a search can cost each part
 // once for all the plans that share it: kCompute, the forward and backward ops (the same for
 // every recompute mode and ZeRO stage); kRecompute, the recomputed forward (the plan's recompute

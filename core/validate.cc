@@ -751,6 +751,21 @@ void CheckShardingAndOffload(const PlanSpec& pl, const ModelSpec& m, const GpuSp
                "needs virtual pipeline stages); got " +
                    std::string(Name(pl.schedule)));
   }
+  // The busiest EP rank's share: a measured ratio of routed tokens, from the mean (1) to every
+  // token on one rank (ep); dropless only, since token dropping pads every expert to its capacity.
+  if (pl.moe_imbalance != 1) {
+    if (!m.moe)
+      d->Error("plan.moe_imbalance",
+               "the busiest expert-parallel rank's share of an MoE layer's tokens: needs an MoE "
+               "model (model.moe), got a dense one");
+    else if (m.moe->capacity_factor > 0)
+      d->Error("plan.moe_imbalance", "token dropping at capacity factor " + S(m.moe->capacity_factor) +
+                                         " pads every expert to its capacity, so no rank is busier: leave it at 1 "
+                                         "or train dropless");
+    else if (!(pl.moe_imbalance >= 1) || pl.moe_imbalance > static_cast<double>(std::max<int64_t>(pl.ep, 1)))
+      d->Error("plan.moe_imbalance", "must be from 1 (every rank the mean) to ep = " + S(std::max<int64_t>(pl.ep, 1)) +
+                                         " (every token on one rank); got " + S(pl.moe_imbalance));
+  }
   if (pl.moe_router_padding && !m.moe)
     d->Error("plan.moe_router_padding",
              "pads each expert's tokens in an MoE layer's routing: needs an MoE model (model.moe), got a dense one");

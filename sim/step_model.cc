@@ -1145,7 +1145,7 @@ struct CostedLists {
 // The plan fields the costed lists depend on (core/step_graph.cc's Builder and the groups' spans,
 // core/collectives.cc); everything else is the pipeline's. Adding a field that the step graph
 // reads means adding it here.
-using ListKey = std::array<int64_t, 13>;
+using ListKey = std::array<int64_t, 15>;
 static_assert(core::kAllRecomputeModules < (1u << 9), "KeyOf packs recompute_modules into 9 bits (48-55 and 58)");
 ListKey KeyOf(const core::PlanSpec& p) {
   auto e = [](auto v) { return static_cast<int64_t>(v); };
@@ -1176,25 +1176,18 @@ ListKey KeyOf(const core::PlanSpec& p) {
   // bit 59: Coster::AddMergedEp; the optimizer offloaded to the host at bit 60: ZeRO-Offload's step ops,
   // core/step_graph.cc OffloadedOptimizerStep; the parameters at bit 61: their copies before each ZeRO-3
   // gather, OffloadedParamsCopy.)
-  return {p.tp,
-          p.cp,
-          p.ep,
-          p.etp,
-          p.pp,
-          p.dp,
-          p.micro_batch,
-          p.seq_len,
-          p.zero,
-          p.hsdp_shard_size,
-          enums,
-          placement,
+  return {p.tp, p.cp, p.ep, p.etp, p.pp, p.dp, p.micro_batch, p.seq_len, p.zero, p.hsdp_shard_size, enums, placement,
           e(p.cross_entropy) | e(p.transformer_engine) << 8 |
               e(p.ep > 1 && p.moe_dispatcher == core::MoeDispatcher::kFlex ? p.moe_routing : core::MoeRouting::kUniform)
                   << 9 |
               e(p.fp8_param_gather) << 10 | e(p.fp8_attention) << 11 | p.vocab_divisible_by << 12 |
               e(p.dtensor_tp) << 56 | e(p.torch_cp) << 57 | e(merged_ep) << 58 | e(merged_ep && p.delay_wgrad) << 59 |
               e(p.offload_optimizer != core::OffloadTarget::kNone) << 60 |
-              e(p.offload_params != core::OffloadTarget::kNone) << 61};
+              e(p.offload_params != core::OffloadTarget::kNone) << 61,
+          // The MoE layer's: whether its tokens arrive padded for the quantized experts
+          // (moe_router_padding) and the busiest EP rank's share (moe_imbalance), whatever the
+          // dispatcher.
+          e(p.moe_router_padding), std::bit_cast<int64_t>(p.moe_imbalance)};
 }
 struct ListKeyHash {
   size_t operator()(const ListKey& k) const {

@@ -1637,6 +1637,52 @@ TEST(StepGraphTest, QuantizedGroupedExpertsPadEachExpertsRowsUnlessTheRoutingAlr
   EXPECT_NE(d.ToStatus().message().find("plan.moe_router_padding"), std::string::npos) << d.ToStatus().message();
 }
 
+TEST(StepGraphTest, TheBusiestExpertParallelRankSetsTheMoeLayersPace) {
+  // Qwen3-30B-A3B at EP 8, 4,096 tokens a rank, top 8: balanced, each rank's 16 experts receive
+  // 32,768 rows, 2,048 each, and a dispatch carries 4,096 x 8 x 2,048 x 2 B = 134,217,728 B. With
+  // the busiest rank at 1.25 times the mean (plan.moe_imbalance) it receives 40,960 rows, 2,560 an
+  // expert, and its all-to-alls carry 167,772,160 B; the combine waits for it, so it sets the pace.
+  auto m = LoadModel("qwen3-30b-a3b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p = Ep8Plan();
+  EXPECT_EQ(MoeBusiestRank(*m, p), 1.0);
+  const StepGraph balanced = BuildStepGraph(*m, p);
+  p.moe_imbalance = 1.25;
+  EXPECT_EQ(MoeBusiestRank(*m, p), 1.25);
+  const StepGraph busy = BuildStepGraph(*m, p);
+  for (const auto& [graph, rows, bytes] :
+       {std::tuple{&balanced, 2'048, 134'217'728}, std::tuple{&busy, 2'560, 167'772'160}}) {
+    const Op* fc1 = FindOp(graph->moe_layer, "expert_fc1");
+    const Op* dispatch = FindOp(graph->moe_layer, "ep_dispatch");
+    ASSERT_NE(fc1, nullptr);
+    ASSERT_NE(dispatch, nullptr);
+    EXPECT_EQ(fc1->m, rows);
+    EXPECT_EQ(dispatch->bytes, bytes);
+  }
+  // Token dropping pads every expert to its capacity: no rank is busier, and the plan is refused.
+  ModelSpec dropping = *m;
+  dropping.moe->capacity_factor = 1.0;
+  EXPECT_EQ(MoeBusiestRank(dropping, p), 1.0);
+  Diagnostics d;
+  ValidatePlan(p, dropping, *LoadGpu("h100-sxm"), *LoadCluster("dgx-h100"), &d);
+  EXPECT_NE(d.ToStatus().message().find("plan.moe_imbalance"), std::string::npos) << d.ToStatus().message();
+  // Below the mean or beyond every token on one rank (ep = 8): refused naming the field.
+  for (double bad : {0.5, 8.5}) {
+    PlanSpec q = Ep8Plan();
+    q.moe_imbalance = bad;
+    Diagnostics dq;
+    ValidatePlan(q, *m, *LoadGpu("h100-sxm"), *LoadCluster("dgx-h100"), &dq);
+    EXPECT_NE(dq.ToStatus().message().find("plan.moe_imbalance"), std::string::npos) << bad;
+  }
+  // The busiest rank's experts hold its share of the activations too: 25% more expert input.
+  const auto expert_input = [&](const PlanSpec& q) {
+    for (const ActivationTerm& t : LayerActivationTerms(*m, q, /*moe_layer=*/true, q.recompute))
+      if (t.name == "expert_input") return t.bytes;
+    return int64_t{0};
+  };
+  EXPECT_EQ(expert_input(p) * 4, expert_input(Ep8Plan()) * 5);
+}
+
 TEST(StepGraphTest, TiedEmbeddingsGiveTheLastStageItsOwnCopyToSynchronise) {
   // GPT 1.7B (Narayanan Table 1: vocabulary 51,200, hidden 2,304, tied embeddings), ZeRO-1 over
   // 2 with bf16 gradients. In one stage the head holds only its final norm (2,304 parameters in

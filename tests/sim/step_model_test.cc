@@ -1905,6 +1905,43 @@ TEST(StepCostCacheTest, MoeDispatcherReachesTheCachedMoeLayer) {
   }
 }
 
+TEST(StepCostCacheTest, RouterPaddingAndImbalanceReachTheCachedMoeLayer) {
+  // The MoE layer's padding copies (moe_router_padding) and the busiest EP rank's share
+  // (moe_imbalance) change its ops under every dispatcher, so plans differing only in them must not
+  // share a cached MoE list: Qwen3-30B-A3B at EP 8 in FP8 with Transformer Engine, each cached
+  // estimate equal to its uncached one, padding in the router faster, a busier rank slower.
+  const core::GpuSpec g = *core::LoadGpu("h100-sxm");
+  const core::ClusterSpec c = *core::LoadCluster("dgx-h100");
+  const core::Profile prof;
+  const core::ModelSpec m = *core::LoadModel("qwen3-30b-a3b");
+  core::PlanSpec base;
+  base.gpus = 8;
+  base.dp = 8;
+  base.ep = 8;
+  base.zero = 1;
+  base.seq_len = 4096;
+  base.micro_batch = 4;
+  base.global_batch = 64;
+  base.precision = core::Dtype::kFp8;
+  base.transformer_engine = true;
+  core::PlanSpec padded = base, busier = base;
+  padded.moe_router_padding = true;
+  busier.moe_imbalance = 1.3;
+  StepCostCache cache;
+  auto cached = [&](const core::PlanSpec& p) {
+    core::Diagnostics diag;
+    core::ValidatePlan(p, m, g, c, &diag);
+    EXPECT_FALSE(diag.has_errors()) << diag.ToStatus().message();
+    const StepEstimate a = EstimateStep(m, p, g, c, prof);
+    const StepEstimate b = EstimateStep(m, p, g, c, prof, &cache);
+    EXPECT_NEAR(a.time_s, b.time_s, 1e-12 * a.time_s);
+    return b.time_s;
+  };
+  const double t = cached(base);
+  EXPECT_LT(cached(padded), t);
+  EXPECT_GT(cached(busier), t);
+}
+
 TEST(StepCostCacheTest, EpOverlapReachesTheCachedMoeLayer) {
   // The EP overlap's merged schedule (and its delayed weight gradients) and DualPipe's pass rule
   // cost the same ops differently, so plans differing only there must not share a cached MoE list;

@@ -705,6 +705,16 @@ run(report_te_workspace_moe 0 "TE cuBLAS workspaces +0\\.17 GB"
 # (grouped GEMM); --moe-host none drops it; a name it does not know is refused naming the field.
 run(report_moe_host_floor 0 "waiting for the host \\(MoE\\).*its host time, Megatron-Core's measured, 2\\.656 ms forward and 2\\.385 ms backward per microbatch"
     report --model qwen3-30b-a3b --gpu b200 --gpus 8 --ep 8 --zero 1 --seq 4096 --gbs 64)
+# The busiest EP rank's share and the quantized experts' padding, as report says them; a share
+# beyond every token on one rank is refused naming the field.
+run(report_moe_imbalance_and_padding 0 "routing uniform, the busiest EP rank 1\\.25x the mean .*tokens padded by the experts"
+    report --model qwen3-30b-a3b --gpu h100-sxm --gpus 8 --ep 8 --zero 1 --recompute full --seq 4096 --gbs 64 --precision fp8
+    --transformer-engine --moe-imbalance 1.25)
+run(report_moe_router_padding 0 "tokens padded by the router"
+    report --model qwen3-30b-a3b --gpu h100-sxm --gpus 8 --ep 8 --zero 1 --recompute full --seq 4096 --gbs 64 --precision fp8
+    --transformer-engine --moe-router-padding)
+run(report_moe_imbalance_beyond_ep 1 "plan\\.moe_imbalance: must be from 1 \\(every rank the mean\\) to ep = 8"
+    report --model qwen3-30b-a3b --gpu h100-sxm --gpus 8 --ep 8 --seq 4096 --gbs 64 --moe-imbalance 9)
 # Under Transformer Engine (the megatron-core-2024 stack) its grouped GEMM is a cuBLASLt call per
 # local expert and GEMM, 10 us of host time each: 16 experts x 2 GEMMs forward (2.976 ms) and x 4
 # backward (3.025 ms).

@@ -352,6 +352,12 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
       "--moe-router-padding-for-quantization, or its HybridEP dispatcher), so Transformer Engine's grouped "
       "experts skip their padding copies (docs/compute.md)");
   bf->addRow("", moe_router_padding_);
+  moe_imbalance_ =
+      RealBox(1.0, 65536.0, 3, QString::fromUtf8("× the mean"),
+              "MoE, dropless: the routed tokens the busiest expert-parallel rank receives over the mean, "
+              "which sets the layer's pace and its activations (a measured ratio, e.g. from Megatron-Core's "
+              "--moe-per-layer-logging; at most ep). 1: balanced routing");
+  bf->addRow("busiest EP rank", moe_imbalance_);
   moe_routing_ =
       EnumBox({core::MoeRouting::kUniform, core::MoeRouting::kRoundRobin},
               "MoE under the flex dispatcher: which experts a token picks. uniform: at random (a trained router, "
@@ -444,6 +450,8 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
           [this](bool on) { EditPlan([&](core::PlanSpec& p) { p.fp8_param_gather = on; }); });
   connect(moe_router_padding_, &QCheckBox::toggled, this,
           [this](bool on) { EditPlan([&](core::PlanSpec& p) { p.moe_router_padding = on; }); });
+  connect(moe_imbalance_, &QDoubleSpinBox::valueChanged, this,
+          [this](double v) { EditPlan([&](core::PlanSpec& p) { p.moe_imbalance = v; }); });
   connect(dtensor_tp_, &QCheckBox::toggled, this,
           [this](bool on) { EditPlan([&](core::PlanSpec& p) { p.dtensor_tp = on; }); });
   connect(torch_cp_, &QCheckBox::toggled, this,
@@ -634,6 +642,9 @@ void InputsPanel::Refresh() {
     // Shown while set even on a dense model (validation names why), as fp8_param_gather below.
     moe_router_padding_->setChecked(p.moe_router_padding);
     moe_router_padding_->setEnabled(p.moe_router_padding || s.model.moe.has_value());
+    // Likewise the busiest rank's share, which dropless MoE reads.
+    SetValue(moe_imbalance_, p.moe_imbalance);
+    moe_imbalance_->setEnabled(p.moe_imbalance != 1 || (s.model.moe.has_value() && s.model.moe->capacity_factor <= 0));
     // Set where it does not apply (a precision or ZeRO stage changed after), it stays shown so that
     // validation names it.
     fp8_param_gather_->setChecked(p.fp8_param_gather);

@@ -446,7 +446,7 @@ TEST(GuiDriveTest, ExpertBiasIsSetInThePanel) {
 // set when the precision goes back to bf16, refused naming its field. Qwen3-30B-A3B at EP 8: the
 // routing is offered under the flex dispatcher, where round-robin routing (a token's 8 experts on
 // one rank of 16 experts: 1 rank a token, against 5.34 at random) is a shorter step.
-TEST(GuiDriveTest, FlushesFp8GatherMoeDispatchAndRouterPaddingAreSetInThePanel) {
+TEST(GuiDriveTest, FlushesFp8GatherAndMoeSettingsAreSetInThePanel) {
   MainWindow w;
   ScenarioModel* s = w.scenario();
   InputsPanel* in = w.inputs();
@@ -559,6 +559,16 @@ TEST(GuiDriveTest, FlushesFp8GatherMoeDispatchAndRouterPaddingAreSetInThePanel) 
   EXPECT_LT(s->evaluation().step.time_s, experts_pad);
   EXPECT_TRUE(s->commandLine().contains("--moe-router-padding")) << s->commandLine().toStdString();
   ASSERT_NO_FATAL_FAILURE(ResolveTheWindowsCommand(*s, &cli));
+  // The busiest EP rank at 1.25 times the mean: a longer step, and the command line says it.
+  EXPECT_TRUE(in->moeImbalanceBox()->isEnabled());
+  const double balanced = s->evaluation().step.time_s;
+  in->moeImbalanceBox()->setValue(1.25);
+  ASSERT_EQ(s->plan().moe_imbalance, 1.25);
+  ASSERT_TRUE(s->evaluation().valid) << errors();
+  EXPECT_GT(s->evaluation().step.time_s, balanced);
+  EXPECT_TRUE(s->commandLine().contains("--moe-imbalance 1.25")) << s->commandLine().toStdString();
+  ASSERT_NO_FATAL_FAILURE(ResolveTheWindowsCommand(*s, &cli));
+  in->moeImbalanceBox()->setValue(1.0);
   // Kept on a dense model, shown and refused naming the field, never silently dropped.
   in->modelBox()->setCurrentIndex(in->modelBox()->findData("llama3-8b"));
   EXPECT_TRUE(s->plan().moe_router_padding);

@@ -925,8 +925,7 @@ class Builder {
     if (x.capacity_factor > 0) tok *= x.capacity_factor;
     // The busiest EP rank's share sets the layer's pace (MoeBusiestRank): its experts' rows, and
     // what its all-to-alls carry (it receives that many in the dispatch and sends them back).
-    const double busiest = busiest_rank_;
-    tok *= busiest;
+    tok *= busiest_rank_;
     const int64_t expert_tokens = static_cast<int64_t>(tok);
     const int64_t local_experts = x.experts / p_.ep;
     // EP all-to-alls are exposed, unless the schedule overlaps them: DualPipe runs one
@@ -948,7 +947,7 @@ class Builder {
     // experts, HybridEP's permute blocks) and back.
     const bool flex = p_.moe_dispatcher == MoeDispatcher::kFlex && p_.ep > 1;
     const double rows = flex ? RanksPerToken(x.experts, x.top_k, p_.ep, p_.moe_routing) : static_cast<double>(x.top_k);
-    const int64_t sent = static_cast<int64_t>(static_cast<double>(local) * rows * busiest);
+    const int64_t sent = static_cast<int64_t>(static_cast<double>(local) * rows * busiest_rank_);
     const int64_t received =
         flex ? static_cast<int64_t>(static_cast<double>(expert_tokens) * rows / static_cast<double>(x.top_k))
              : expert_tokens;

@@ -125,8 +125,9 @@ void PlanFlags::Register(CLI::App* app) {
                 "interleaved when --vpp > 1)");
   p->add_option("--zero3-gather", zero3_gather,
                 "How ZeRO-3 gathers: flat (one prefetched collective per layer: FSDP's flat parameters, DeepSpeed "
-                ">= 0.4), fsdp2 (the same with FSDP2's copy-out and copy-in kernels: torchtitan) or per-tensor (one "
-                "blocking list collective per parameter tensor: DeepSpeed 0.3)");
+                ">= 0.4), fsdp2 (the same with FSDP2's copy-out and copy-in kernels: torchtitan), fsdp1 (the same with "
+                "FSDP1's gradient concatenation, cast and predivide, reduce-scattering every microbatch: LLM Foundry) "
+                "or per-tensor (one blocking list collective per parameter tensor: DeepSpeed 0.3)");
   p->add_option("--bf16-layers-at-start", bf16_layers_at_start,
                 "Under --precision fp8|nvfp4: the model's first this many layers keep their GEMMs in BF16 "
                 "(Megatron-Core --first-last-layers-bf16 --num-layers-at-start-in-bf16)");

@@ -50,7 +50,7 @@ MESHPLAN_NAMES(Axis, {Axis::kTp, "tp"}, {Axis::kCp, "cp"}, {Axis::kEp, "ep"}, {A
 MESHPLAN_NAMES(TpOverlap, {TpOverlap::kNone, "none"}, {TpOverlap::kBackward, "backward"}, {TpOverlap::kFull, "full"},
                {TpOverlap::kAsync, "async"})
 MESHPLAN_NAMES(Zero3Gather, {Zero3Gather::kFlat, "flat"}, {Zero3Gather::kPerTensor, "per-tensor"},
-               {Zero3Gather::kFsdp2, "fsdp2"})
+               {Zero3Gather::kFsdp2, "fsdp2"}, {Zero3Gather::kFsdp1, "fsdp1"})
 MESHPLAN_NAMES(Fp8Scaling, {Fp8Scaling::kDelayed, "delayed"}, {Fp8Scaling::kCurrent, "current"},
                {Fp8Scaling::kBlock, "block"})
 MESHPLAN_NAMES(CrossEntropy, {CrossEntropy::kFused, "fused"}, {CrossEntropy::kUpcast, "upcast"},

@@ -450,7 +450,18 @@ enum class TpOverlap { kNone, kBackward, kFull, kAsync };
 // is the unsharded gradients copied and cast to the reduce dtype (foreach_reduce_scatter_copy_in:
 // torch._chunk_cat). Costed with ZeRO-3 only (not under pipeline parallelism, where the stack keeps
 // stages gathered).
-enum class Zero3Gather { kFlat, kPerTensor, kFsdp2 };
+// fsdp1: PyTorch's FSDP1 (FullyShardedDataParallel, FlatParameter), flat per layer, plus what its
+// gradient path does on the GPU each backward that reduces: autograd concatenates the parameters'
+// gradients into the flat parameter's (the forward's parameters are torch.split views of it:
+// _flat_param.py _use_unsharded_views(as_params=False) in the forward; the SplitWithSizesBackward
+// copy, which fairscale PR 1184's trace shows once per microbatch and FSDP module), casts that
+// unsharded gradient to the reduce dtype when it differs and divides it in place by the
+// predivide factor before the reduce-scatter (_runtime_utils.py _post_backward_hook at
+// 00ae0bc91a, default_hooks.py reduce_scatter_hook). Outside no_sync() every microbatch's backward
+// reduce-scatters (Composer's trainer, which drives it for LLM Foundry, uses no_sync for DDP only:
+// trainer.py at v0.17.2), and SHARD_GRAD_OP (ZeRO-2) gathers again for every forward. Costed with
+// ZeRO-2 and ZeRO-3.
+enum class Zero3Gather { kFlat, kPerTensor, kFsdp2, kFsdp1 };
 // How FP8 GEMM operands are scaled (Transformer Engine recipes), which sets the memory traffic of
 // quantizing each FP8 GEMM's input in the forward and its output gradient in the backward, both
 // row- and column-wise (the wgrad GEMM reads the transpose): delayed (amax from history, one

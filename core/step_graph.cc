@@ -1487,12 +1487,14 @@ class Builder {
       } else if (p_.zero == 3 && p_.zero3_gather == Zero3Gather::kPerTensor) {
         PerTensorZero3(params, std::max<int64_t>(tensors, 1), g, group_size, recomputed, out);
       } else {
+        const bool fsdp1 = p_.zero3_gather == Zero3Gather::kFsdp1 && p_.zero >= 2;
+        if (fsdp1) Fsdp1GradCopies(params, out);
         Coll(out, "grad_reduce_scatter", CollectiveKind::kReduceScatter, g, params * gb, true);
-        out->back().pass = Pass::kStep;
+        out->back().pass = fsdp1 ? Pass::kBackwardWeight : Pass::kStep;
         if (p_.zero < 3) {
           // In FP8, 1 byte a parameter, where the plan says so (PlanSpec::fp8_param_gather).
           Coll(out, "param_all_gather", CollectiveKind::kAllGather, g, params * (p_.fp8_param_gather ? 1 : wb), true);
-          out->back().pass = Pass::kStep;
+          out->back().pass = fsdp1 ? Pass::kForward : Pass::kStep;
         } else {
           // Per microbatch, so listed with the forward and backward passes (prefetched). With the
           // parameters offloaded, each gather's input, the rank's shard, first crosses the host link
@@ -1559,6 +1561,24 @@ class Builder {
     out->back().pass = Pass::kBackwardWeight;
     out->back().batch = tensors * group_size;
     out->back().group = g;
+  }
+
+  // FSDP1's gradient path (Zero3Gather::kFsdp1, core/specs.h), per microbatch, charged as the
+  // backward's memory traffic: autograd's concatenation of the parameters' gradients into the flat
+  // parameter's, in the weights' dtype, on the compute stream (read and write); then, on the
+  // post-backward stream beside the next layer's backward, the cast of that unsharded gradient to
+  // the reduce dtype where it differs (read one, write the other) and the in-place division by the
+  // predivide factor, which is above 1 for any group of 2 or more (read and write, reduce dtype).
+  void Fsdp1GradCopies(int64_t params, std::vector<Op>* out) {
+    const int64_t gb = DtypeBytes(p_.dtypes.grads), wb = DtypeBytes(p_.dtypes.weights);
+    Mem(out, "fsdp1_grad_concat", 2 * params * wb);
+    out->back().pass = Pass::kBackwardWeight;
+    if (gb != wb) {
+      Mem(out, "fsdp1_grad_cast", params * (wb + gb));
+      out->back().pass = Pass::kBackwardWeight;
+    }
+    Mem(out, "fsdp1_grad_predivide", 2 * params * gb);
+    out->back().pass = Pass::kBackwardWeight;
   }
 
   // FSDP2's copies beside its flat collectives (Zero3Gather::kFsdp2, core/specs.h), on the GPU per

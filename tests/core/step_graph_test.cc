@@ -763,6 +763,46 @@ TEST(StepGraphTest, Fsdp2CopiesTheGatheredWeightsOutAndTheGradientsIn) {
   }
 }
 
+TEST(StepGraphTest, Fsdp1ConcatenatesCastsAndPredividesEachMicrobatchsGradients) {
+  // PyTorch FSDP1 (core/specs.h Zero3Gather::kFsdp1): per microbatch, autograd concatenates a
+  // layer's parameter gradients into its flat gradient (bf16: read 2, write 2), FSDP casts that
+  // unsharded gradient to the fp32 reduce dtype (read 2, write 4) and divides it in place by the
+  // predivide factor (read 4, write 4), and reduce-scatters it with the backward, not once per step.
+  // Llama 3 8B on 8 GPUs, ZeRO-3: a layer's 218,112,000 parameters (as FSDP2's test above), so
+  // 872,448,000 B, 1,308,672,000 B and 1,744,896,000 B.
+  auto m = LoadModel("llama3-8b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p = Plan(1, 8, false);
+  p.zero = 3;
+  p.dtypes.grads = Dtype::kFp32;
+  p.zero3_gather = Zero3Gather::kFsdp1;
+  const int64_t params = 218112000;
+  const StepGraph g = BuildStepGraph(*m, p);
+  EXPECT_EQ(DenseLayerBytes(g, "fsdp1_grad_concat", Pass::kBackwardWeight), 4 * params);
+  EXPECT_EQ(DenseLayerBytes(g, "fsdp1_grad_cast", Pass::kBackwardWeight), 6 * params);
+  EXPECT_EQ(DenseLayerBytes(g, "fsdp1_grad_predivide", Pass::kBackwardWeight), 8 * params);
+  EXPECT_EQ(DenseLayerBytes(g, "grad_reduce_scatter", Pass::kBackwardWeight), 4 * params);
+  EXPECT_EQ(DenseLayerBytes(g, "grad_reduce_scatter", Pass::kStep), 0);
+  // Gradients reduced in bf16 (Composer's PURE): nothing to cast, the predivide over 2 B.
+  p.dtypes.grads = Dtype::kBf16;
+  const StepGraph pure = BuildStepGraph(*m, p);
+  EXPECT_EQ(DenseLayerBytes(pure, "fsdp1_grad_cast", Pass::kBackwardWeight), 0);
+  EXPECT_EQ(DenseLayerBytes(pure, "fsdp1_grad_predivide", Pass::kBackwardWeight), 4 * params);
+  // SHARD_GRAD_OP (ZeRO-2) gathers again before every forward.
+  p.zero = 2;
+  const StepGraph zero2 = BuildStepGraph(*m, p);
+  EXPECT_EQ(DenseLayerBytes(zero2, "param_all_gather", Pass::kForward), 2 * params);
+  EXPECT_EQ(DenseLayerBytes(zero2, "fsdp1_grad_concat", Pass::kBackwardWeight), 4 * params);
+  // ZeRO-1 and the flat kind have none of it, their reduce-scatter once per step.
+  for (auto [zero, kind] : {std::pair{1, Zero3Gather::kFsdp1}, std::pair{3, Zero3Gather::kFlat}}) {
+    p.zero = zero;
+    p.zero3_gather = kind;
+    const StepGraph other = BuildStepGraph(*m, p);
+    EXPECT_EQ(DenseLayerBytes(other, "fsdp1_grad_concat", Pass::kBackwardWeight), 0);
+    EXPECT_EQ(DenseLayerBytes(other, "grad_reduce_scatter", Pass::kBackwardWeight), 0);
+  }
+}
+
 TEST(StepGraphTest, Fp8QuantizesEachLinearInputAndOutputGradientHeadAndRouterStayBf16) {
   // Transformer Engine's FP8 linear (v2.9 module/linear.py): the input is quantized row- and
   // column-wise before the forward GEMM and the output gradient before the backward ones. Llama 3

@@ -1829,7 +1829,7 @@ TEST(StepCostCacheTest, RepeatKvAndRecomputePolicyReachTheCachedParts) {
 }
 
 TEST(StepCostCacheTest, Zero3GatherKindReachesTheCachedSyncPart) {
-  // The ZeRO-3 gather kind changes the layer's sync ops (fsdp2 adds its copies, per-tensor its
+  // The ZeRO-3 gather kind changes the layer's sync ops (fsdp2 and fsdp1 add their copies, per-tensor its
   // list collectives), so plans differing only in it must not share a cached sync list: each
   // cached estimate equals its uncached one, and FSDP2's copies make it the slower of flat and
   // fsdp2 (Llama 3 8B, FSDP over 64 GPUs, one sequence of 8,192 tokens each).
@@ -1837,8 +1837,9 @@ TEST(StepCostCacheTest, Zero3GatherKindReachesTheCachedSyncPart) {
   const core::ClusterSpec c = *core::LoadCluster("dgx-h100");
   const core::ModelSpec m = *core::LoadModel("llama3-8b");
   StepCostCache cache;
-  double t[3] = {};
-  for (core::Zero3Gather kind : {core::Zero3Gather::kFlat, core::Zero3Gather::kPerTensor, core::Zero3Gather::kFsdp2}) {
+  double t[4] = {};
+  for (core::Zero3Gather kind : {core::Zero3Gather::kFlat, core::Zero3Gather::kPerTensor, core::Zero3Gather::kFsdp2,
+                                 core::Zero3Gather::kFsdp1}) {
     core::PlanSpec p;
     p.gpus = 64;
     p.dp = 64;
@@ -1852,6 +1853,7 @@ TEST(StepCostCacheTest, Zero3GatherKindReachesTheCachedSyncPart) {
     t[static_cast<int>(kind)] = b.time_s;
   }
   EXPECT_GT(t[static_cast<int>(core::Zero3Gather::kFsdp2)], t[static_cast<int>(core::Zero3Gather::kFlat)]);
+  EXPECT_GT(t[static_cast<int>(core::Zero3Gather::kFsdp1)], t[static_cast<int>(core::Zero3Gather::kFlat)]);
 }
 
 TEST(StepCostCacheTest, MoeDispatcherReachesTheCachedMoeLayer) {

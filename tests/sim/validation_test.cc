@@ -1048,6 +1048,8 @@ TEST(ValidationTest, CorpusRecordsMapAsTheirSourcesRanThem) {
   ASSERT_TRUE(sgo);
   EXPECT_EQ(sgo->scenario.plan.zero, 2);
   EXPECT_EQ(sgo->stack, "llm-foundry-2023");
+  // Composer drives PyTorch's FSDP1: its gradient path and a reduce-scatter every microbatch.
+  EXPECT_EQ(sgo->scenario.plan.zero3_gather, core::Zero3Gather::kFsdp1);
   // The 2024 large-scale sweep ran FlashAttention-2 for 3b (sweep.py --attn_impl flash), named by
   // the record; the 2023 sweeps left --attn_impl at submit_benchmarks.py's default, triton, which
   // the stack says; the large-scale 13b and 30b rows name triton.

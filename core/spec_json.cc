@@ -422,6 +422,9 @@ void ReadGpu(const Json& j, const std::string& prefix, GpuSpec* g, Diagnostics* 
     e.Finish();
   }
   r.String("gemm_misaligned_source", &g->gemm_misaligned_source);
+  ReadDtypeMap(r.Find("gemm_k_overhead", false), prefix + ".gemm_k_overhead",
+               "elements of the reduction a GEMM tile's fixed work costs", &g->gemm_k_overhead, d);
+  r.String("gemm_k_overhead_source", &g->gemm_k_overhead_source);
   r.Double("speed_spread", &g->speed_spread);
   r.String("speed_spread_source", &g->speed_spread_source);
   ReadDtypeMap(r.Find("gemm_efficiency", false), prefix + ".gemm_efficiency", "fraction of the dtype's peak",
@@ -489,6 +492,12 @@ OJson WriteGpu(const GpuSpec& g) {
     j["gemm_misaligned_efficiency"] = {{"even", g.gemm_misaligned_efficiency.even},
                                        {"odd", g.gemm_misaligned_efficiency.odd}};
     j["gemm_misaligned_source"] = g.gemm_misaligned_source;
+  }
+  if (!g.gemm_k_overhead.empty()) {
+    Json k0 = Json::object();
+    for (const auto& [dt, v] : g.gemm_k_overhead) k0[Name(dt)] = v;
+    j["gemm_k_overhead"] = k0;
+    j["gemm_k_overhead_source"] = g.gemm_k_overhead_source;
   }
   j["speed_spread"] = g.speed_spread;
   if (!g.speed_spread_source.empty()) j["speed_spread_source"] = g.speed_spread_source;

@@ -295,6 +295,11 @@ void ValidateGpu(const GpuSpec& g, const std::string& p, Diagnostics* d) {
     d->Error(p + ".gemm_misaligned_efficiency.odd",
              "must not exceed .even: an odd width loads narrower vectors than an even one (got odd " +
                  S(g.gemm_misaligned_efficiency.odd) + ", even " + S(g.gemm_misaligned_efficiency.even) + ")");
+  for (const auto& [dt, v] : g.gemm_k_overhead)
+    if (!(v >= 0 && v <= 65536))
+      d->Error(p + ".gemm_k_overhead." + Name(dt),
+               "must be the elements of the reduction a GEMM tile's fixed work costs, in [0, 65536] (0: none; got " +
+                   S(v) + ")");
   for (const auto& [dt, v] : g.gemm_efficiency) {
     if (!(v > 0 && v <= 1))
       d->Error(p + ".gemm_efficiency." + Name(dt), "must be a fraction of the peak in (0, 1] (got " + S(v) + ")");
@@ -338,6 +343,8 @@ void ValidateGpu(const GpuSpec& g, const std::string& p, Diagnostics* d) {
     d->Error(p + ".attention_efficiency_source", "must name the measurement the attention efficiencies come from");
   if (g.gemm_misaligned_efficiency != GpuSpec::MisalignedGemm{} && g.gemm_misaligned_source.empty())
     d->Error(p + ".gemm_misaligned_source", "must name the measurement the misaligned GEMMs' fractions come from");
+  if (!g.gemm_k_overhead.empty() && g.gemm_k_overhead_source.empty())
+    d->Error(p + ".gemm_k_overhead_source", "must name the GEMM shape sweep the reduction overheads come from");
   if (!g.gemm_efficiency.empty() && g.gemm_efficiency_source.empty())
     d->Error(p + ".gemm_efficiency_source", "must name the measurement the sustained GEMM efficiencies come from");
 }

@@ -1367,8 +1367,9 @@ core::Result<Explanation> TopicGemm(const core::Profile& profile) {
   };
   Explanation ex;
   ex.title =
-      "A GEMM's time: the roofline, the last wave, and widths off a multiple of 8 (worked examples: GPT-3 175B's "
-      "output head at TP 8 on h100-sxm, Korthikanti 2022's 22B QKV GEMM on a100-80g)";
+      "A GEMM's time: the roofline, the last wave, a short reduction and widths off a multiple of 8 (worked "
+      "examples: GPT-3 175B's output head at TP 8 on h100-sxm, Korthikanti 2022's 22B QKV GEMM on a100-80g, Llama 3 "
+      "70B's row-parallel layers at TP 8)";
   ex.fits = true;
   const core::GpuSpec& g = h->g;
   // The padded head: Megatron's 51,200-token vocabulary over TP 8, 2,048 tokens.
@@ -1384,11 +1385,13 @@ core::Result<Explanation> TopicGemm(const core::Profile& profile) {
         "preset: a long GEMM at the power limit; where a preset has none, the A100s', the profile's assumed 0.80, "
         "which report then says) and its three matrices through HBM, plus the kernel's launch and tail t_k; F½ "
         "ramps small GEMMs down (docs/compute.md §3).";
-    st.formula = "t = max((2mnk / w + F½) / (peak × η_gemm), (mk + kn + mn) × bytes / (HBM × η_hbm)) + t_k";
+    st.formula =
+        "t = max((2mnk × c_k / w + F½) / (peak × η_gemm), (mk + kn + mn) × bytes / (HBM × η_hbm)) + t_k "
+        "(c_k: the reduction's length, below)";
     st.substituted =
-        Fmt("2048 x 6400 x 12288 bf16: %s FLOP; compute (%s + %s) / (%s × %.3f) = %s; memory %s / (%s × %.2f) = %s; "
-            "t_k %s",
-            Eng(flops).c_str(), Eng(flops).c_str(), Eng(profile.gemm_half_flops).c_str(),
+        Fmt("2048 x 6400 x 12288 bf16: %s FLOP; compute (%s × %.4f + %s) / (%s × %.3f) = %s; memory %s / (%s × %.2f) "
+            "= %s; t_k %s",
+            Eng(flops).c_str(), Eng(flops).c_str(), GemmReductionCost(head, g), Eng(profile.gemm_half_flops).c_str(),
             Tflops(Peak(g, Dtype::kBf16)).c_str(), GemmEfficiency(profile, g, Dtype::kBf16), Secs(r.compute_s).c_str(),
             Bytes(bytes).c_str(), Rate(g.hbm_bytes_per_s).c_str(), profile.hbm_efficiency, Secs(r.memory_s).c_str(),
             Secs(profile.kernel_overhead_s).c_str());
@@ -1420,6 +1423,33 @@ core::Result<Explanation> TopicGemm(const core::Profile& profile) {
     ex.steps.push_back(st);
   }
   {
+    // Llama 3 70B at TP 8: the attention's output projection reduces over its 1,024 local columns,
+    // the MLP's fc2 over 3,584 (28,672 / 8); 8,192 tokens.
+    const core::Op proj = gemm(8192, 8192, 1024), fc2 = gemm(8192, 8192, 3584);
+    const double cp = GemmReductionCost(proj, g), cf = GemmReductionCost(fc2, g);
+    const auto k0 = g.gemm_k_overhead.find(Dtype::kBf16);
+    const double K0 = k0 == g.gemm_k_overhead.end() ? 0.0 : k0->second;
+    ExplainStep st = NewStep("reduction", "A short reduction: the tiles' fixed work");
+    st.rule =
+        "Each output tile loops over the reduction k in steps, then writes its result: that fixed work costs about "
+        "K0 elements of k, so a GEMM runs at k / (k + K0) of a long-k one (fitted to an H200's shape sweep, "
+        "tests/data/gpu/h200-2026-11-28: K0 = 150 in bf16, 230 in fp8; the Hopper presets' gemm_k_overhead). The "
+        "sustained efficiency was taken at k = 8192, so the factor is relative to it. The reduction is the forward's "
+        "k, the input gradient's n, the weight gradient's m (the tokens); tensor parallelism shortens the row-parallel "
+        "layers' k.";
+    st.formula = "c_k = (k + K0) / k × 8192 / (8192 + K0)";
+    st.substituted =
+        Fmt("h100-sxm, K0 = %.0f: k = 1024 (8192 x 8192 x 1024): c_k = %.4f; k = 3584: %.4f; "
+            "k = 12288 (the head above): %.4f",
+            K0, cp, cf, GemmReductionCost(head, g));
+    st.result = Fmt("the 70B layer's output projection at TP 8 runs %s longer than at k = 8192, its fc2 %s",
+                    Pct(cp - 1).c_str(), Pct(cf - 1).c_str());
+    Set(&st, "k0", K0);
+    Set(&st, "reduction_cost_k1024", cp);
+    Set(&st, "reduction_cost_k3584", cf);
+    ex.steps.push_back(st);
+  }
+  {
     const core::Op odd = gemm(2048, 6283, 12288);
     const double f = GemmAlignmentEfficiency(odd, g);
     const double t_odd = ComputeOpTime(odd, g, profile), t_pad = ComputeOpTime(head, g, profile);
@@ -1429,7 +1459,7 @@ core::Result<Explanation> TopicGemm(const core::Profile& profile) {
         "runs narrower-loading kernels, measured on an H200 at 0.358 of the aligned speed for even widths and "
         "0.186 for odd ones (tests/data/gpu/h200-2026-12-04). GPT-2's 50,257-token vocabulary over TP 8 is 6,283 "
         "columns a rank, odd; Megatron pads the vocabulary to a multiple of 128 × TP (plan.vocab_divisible_by).";
-    st.formula = "t = (2mnk / (w × a) + F½) / (peak × η_gemm) + t_k, a = 1 (aligned), 0.358 (even), 0.186 (odd)";
+    st.formula = "t = (2mnk × c_k / (w × a) + F½) / (peak × η_gemm) + t_k, a = 1 (aligned), 0.358 (even), 0.186 (odd)";
     st.substituted = Fmt("2048 x 6283 x 12288: a = %.3f, %s; padded to 51,200 (6,400 columns, %s more FLOPs): %s", f,
                          Secs(t_odd).c_str(), Pct(6400.0 / 6283.0 - 1).c_str(), Secs(t_pad).c_str());
     st.result = Fmt("padding makes the head's GEMM %.2f× faster despite its extra columns", t_odd / t_pad);

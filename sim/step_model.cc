@@ -94,12 +94,33 @@ class OpRates {
     }
     return rate_[i];
   }
+  // The GPU's gemm_k_overhead for d; 0 where it lists none.
+  double KOverhead(const core::GpuSpec& g, core::Dtype d) {
+    const auto i = static_cast<size_t>(d);
+    if (!have_k0_[i]) {
+      const auto it = g.gemm_k_overhead.find(d);
+      k0_[i] = it == g.gemm_k_overhead.end() ? 0.0 : it->second;
+      have_k0_[i] = true;
+    }
+    return k0_[i];
+  }
 
  private:
   static constexpr size_t kDtypes = core::kDtypeCount;
-  std::array<double, kDtypes> peak_{}, rate_{};
-  std::array<bool, kDtypes> have_peak_{}, have_rate_{};
+  std::array<double, kDtypes> peak_{}, rate_{}, k0_{};
+  std::array<bool, kDtypes> have_peak_{}, have_rate_{}, have_k0_{};
 };
+
+// GemmReductionCost with the dtype's K0 looked up (0: none).
+double ReductionCostWith(const Op& op, double k0) {
+  if (op.kind != OpKind::kGemm || !(k0 > 0)) return 1.0;
+  // The reduction of each pass's product: the forward's k; the input gradient dX = dY W^T reduces
+  // over n; the weight gradient dW = X^T dY over m.
+  const int64_t k = op.pass == Pass::kBackwardInput ? op.n : op.pass == Pass::kBackwardWeight ? op.m : op.k;
+  if (k <= 0) return 1.0;
+  const double ref = core::GpuSpec::kGemmReferenceK;
+  return (static_cast<double>(k) + k0) / static_cast<double>(k) * ref / (ref + k0);
+}
 
 double ComputeOpTimeWith(const Op& op, const core::GpuSpec& g, const core::Profile& prof, OpRates* rates);
 
@@ -883,6 +904,11 @@ double GemmWaveCost(const Op& op, const core::GpuSpec& g) {
 
 double GemmWaveEfficiency(const Op& op, const core::GpuSpec& g) { return 1.0 / GemmWaveCost(op, g); }
 
+double GemmReductionCost(const Op& op, const core::GpuSpec& g) {
+  const auto it = g.gemm_k_overhead.find(op.dtype);
+  return ReductionCostWith(op, it == g.gemm_k_overhead.end() ? 0.0 : it->second);
+}
+
 double GemmAlignmentEfficiency(const Op& op, const core::GpuSpec& g) {
   if (op.kind != OpKind::kGemm || (op.dtype != core::Dtype::kBf16 && op.dtype != core::Dtype::kFp16)) return 1.0;
   return g.gemm_misaligned_efficiency.Of(op.n, op.k);
@@ -896,12 +922,16 @@ namespace {
   // Roofline per instance: compute at the dtype's peak x efficiency, the efficiency falling for
   // small GEMMs as F/(F + F_half); or the bytes of A, B and C at HBM speed, if slower. The
   // efficiency is a wave-perfect shape's; a shape whose tiles leave the last wave part empty runs
-  // that wave anyway (GemmWaveEfficiency).
+  // that wave anyway (GemmWaveEfficiency); and a reduction's, over kGemmReferenceK elements: a
+  // shorter one pays its tiles' fixed work over fewer main-loop steps (GemmReductionCost).
   const double f1 = 2.0 * static_cast<double>(op.m) * static_cast<double>(op.n) * static_cast<double>(op.k);
   const double bytes =
       static_cast<double>(op.m * op.k + op.k * op.n + op.m * op.n) * static_cast<double>(core::DtypeBytes(op.dtype));
   const double rate = rates->GemmRate(g, prof, op.dtype);
-  return {(f1 * GemmWaveCost(op, g) / GemmAlignmentEfficiency(op, g) + prof.gemm_half_flops) / rate,
+  return {(f1 * GemmWaveCost(op, g) * ReductionCostWith(op, rates->KOverhead(g, op.dtype)) /
+               GemmAlignmentEfficiency(op, g) +
+           prof.gemm_half_flops) /
+              rate,
           bytes / (g.hbm_bytes_per_s * prof.hbm_efficiency), f1 / rate};
 }
 }  // namespace

@@ -447,6 +447,11 @@ double GemmWaveEfficiency(const core::Op& op, const core::GpuSpec& g);
 // gemm_misaligned_efficiency (even, or odd where one width is odd) of the aligned speed; 1
 // otherwise, for other dtypes (not measured) and for a GPU without the measurement.
 double GemmAlignmentEfficiency(const core::Op& op, const core::GpuSpec& g);
+// The factor on a GEMM's compute time from the length of its reduction, k (the forward's k, the
+// input gradient's n, the weight gradient's m): (k + K0) / k x R / (R + K0) with K0 `g`'s
+// gemm_k_overhead for the op's dtype and R = GpuSpec::kGemmReferenceK, where the GPU's sustained
+// efficiency was taken; 1 for a dtype or GPU without the measurement.
+double GemmReductionCost(const core::Op& op, const core::GpuSpec& g);
 // One GEMM instance's two roofline sides, as ComputeOpTime costs them: compute at the dtype's peak x
 // efficiency (with the wave fraction and the F_half ramp), and A, B and C at HBM speed x the
 // profile's hbm_efficiency. The op takes batch x the larger (at least the kernel overhead t_k

@@ -308,6 +308,31 @@ TEST(SpecJsonTest, GpuMisalignedGemmFractionsRoundTripAndAreBounded) {
   }
 }
 
+TEST(SpecJsonTest, GpuGemmReductionOverheadsRoundTripAndAreBounded) {
+  const std::string base = R"({"name": "x", "peak_flops_per_s": {"bf16": 1e15}, "hbm_bytes": "80GiB",
+                               "hbm_bytes_per_s": 3e12, "tdp_w": 700, )";
+  auto none = ParseGpuJson(base + R"("sms": 1})");  // not measured: no GEMM scaled
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_TRUE(none->gemm_k_overhead.empty());
+  auto ok =
+      ParseGpuJson(base + R"("gemm_k_overhead": {"bf16": 150, "fp8": 230}, "gemm_k_overhead_source": "a sweep"})");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_DOUBLE_EQ(ok->gemm_k_overhead.at(Dtype::kBf16), 150);
+  EXPECT_DOUBLE_EQ(ok->gemm_k_overhead.at(Dtype::kFp8), 230);
+  auto back = ParseGpuJson(GpuToJson(*ok));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, *ok);
+  for (auto [bad, field] :
+       {std::pair{R"("gemm_k_overhead": {"bf16": -1}, "gemm_k_overhead_source": "s"})", "gpu.gemm_k_overhead.bf16"},
+        std::pair{R"("gemm_k_overhead": {"bf16": 150}})", "gpu.gemm_k_overhead_source"},
+        std::pair{R"("gemm_k_overhead": {"bf17": 150}, "gemm_k_overhead_source": "s"})", "gpu.gemm_k_overhead.bf17"},
+        std::pair{R"("gemm_k_overhead": 150, "gemm_k_overhead_source": "s"})", "gpu.gemm_k_overhead"}}) {
+    auto r = ParseGpuJson(base + bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find(field), std::string::npos) << r.status().message();
+  }
+}
+
 TEST(SpecJsonTest, GpuAttentionEfficiencyIsPerFusedKernel) {
   const std::string base = R"({"name": "x", "peak_flops_per_s": {"bf16": 1e15}, "hbm_bytes": "80GiB",
                                "hbm_bytes_per_s": 3e12, "tdp_w": 700, )";

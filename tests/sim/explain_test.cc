@@ -179,25 +179,34 @@ TEST(ExplainPpTest, Gb200PipelineSendsCrossTheNetworkOnOneLinkOfTwo) {
   EXPECT_NEAR(st.Value("send_s"), (st.Value("across_s") + st.Value("inside_s")) / 2, 1e-12);
 }
 
-TEST(ExplainGemmTest, TheHeadsRooflineWaveAndAlignmentByHand) {
+TEST(ExplainGemmTest, TheHeadsRooflineWaveReductionAndAlignmentByHand) {
   const Explanation e = OfTopic(Topic::kGemm);
   // H100 SXM bf16: 989.4e12 x 0.643 sustained; F_half 1e9; HBM 3.35e12 x 0.80; t_k 4 us.
-  // GPT-3's padded head at TP 8: 2048 x 6400 x 12288. Compute (2 x 2048 x 6400 x 12288 + 1e9) /
-  // (989.4e12 x 0.643) = 507.9 us; memory (2048 x 12288 + 12288 x 6400 + 2048 x 6400) x 2 B /
-  // (3.35e12 x 0.80) = 87.3 us.
+  // GPT-3's padded head at TP 8: 2048 x 6400 x 12288, its reduction k = 12288 against the
+  // reference 8192 with K0 = 150: c_k = 12438 / 12288 x 8192 / 8342 = 0.99399. Compute (2 x 2048 x
+  // 6400 x 12288 x c_k + 1e9) / (989.4e12 x 0.643) = 504.9 us; memory (2048 x 12288 + 12288 x 6400
+  // + 2048 x 6400) x 2 B / (3.35e12 x 0.80) = 87.3 us.
   const ExplainStep& roof = Step(e, "roofline");
-  const double rate = 989.4e12 * 0.643;
-  EXPECT_NEAR(roof.Value("compute_s"), (2.0 * 2048 * 6400 * 12288 + 1e9) / rate, 1e-12);
+  const double rate = 989.4e12 * 0.643, ck = 12438.0 / 12288.0 * 8192.0 / 8342.0;
+  EXPECT_NEAR(roof.Value("compute_s"), (2.0 * 2048 * 6400 * 12288 * ck + 1e9) / rate, 1e-12);
+  EXPECT_NEAR(roof.Value("compute_s"), 504.9e-6, 0.05e-6);
   EXPECT_NEAR(roof.Value("memory_s"), (2048.0 * 12288 + 12288.0 * 6400 + 2048.0 * 6400) * 2 / (3.35e12 * 0.80), 1e-12);
   EXPECT_NEAR(roof.Value("time_s"), roof.Value("compute_s") + 4e-6, 1e-12);
   // Korthikanti's 22B QKV on an A100: 64 x 9 = 576 tiles over 108 SMs, 6 waves: 576 / 648.
   const ExplainStep& waves = Step(e, "waves");
   EXPECT_DOUBLE_EQ(waves.Value("wave_efficiency_a100"), 576.0 / 648.0);
   EXPECT_DOUBLE_EQ(waves.Value("wave_efficiency_h100"), 1.0);
+  // Llama 3 70B at TP 8: the output projection reduces over 1,024 (c_k = 1174 / 1024 x 8192 /
+  // 8342 = 1.12587), fc2 over 3,584 (3734 / 3584 x 8192 / 8342 = 1.02312).
+  const ExplainStep& red = Step(e, "reduction");
+  EXPECT_DOUBLE_EQ(red.Value("k0"), 150);
+  EXPECT_NEAR(red.Value("reduction_cost_k1024"), 1174.0 / 1024 * 8192 / 8342, 1e-12);
+  EXPECT_NEAR(red.Value("reduction_cost_k1024"), 1.12587, 1e-5);
+  EXPECT_NEAR(red.Value("reduction_cost_k3584"), 1.02312, 1e-5);
   // The unpadded head, 6,283 columns (odd): its compute side at 0.186 of the rate.
   const ExplainStep& align = Step(e, "alignment");
   EXPECT_DOUBLE_EQ(align.Value("alignment_efficiency"), 0.186);
-  EXPECT_NEAR(align.Value("unpadded_s"), (2.0 * 2048 * 6283 * 12288 / 0.186 + 1e9) / rate + 4e-6, 1e-12);
+  EXPECT_NEAR(align.Value("unpadded_s"), (2.0 * 2048 * 6283 * 12288 * ck / 0.186 + 1e9) / rate + 4e-6, 1e-12);
   EXPECT_NEAR(align.Value("padded_s"), roof.Value("time_s"), 1e-15);
   EXPECT_NEAR(align.Value("unpadded_s") / align.Value("padded_s"), 5.23, 0.01);
 }

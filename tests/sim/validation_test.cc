@@ -1674,8 +1674,10 @@ TEST(ValidationTest, TorchtitanAsyncTpRowsPairVanillaAndAsyncTp) {
   // micro-pipeline pass fuses it (tp_overlap async: each fused collective hidden only beside its
   // own GEMMs, the backward reduce-scatters of the q/k/v and w1/w3 inputs' summed gradients
   // exposed, the fused ops' copy and sum kernels; docs/compute.md), vanilla TP as none hidden.
-  // Measured speedups 1.092 / 1.164 (70B bf16 / float8) and 1.098 / 1.097 (8B); predicted 1.200 /
-  // 1.174 and 1.242 / 1.147 since DTensor's TP is costed (PlanSpec::dtensor_tp: vanilla TP's
+  // Measured speedups 1.092 / 1.164 (70B bf16 / float8) and 1.098 / 1.097 (8B); predicted 1.203 /
+  // 1.177 and 1.242 / 1.150 since the GEMMs' reduction length is costed (GemmReductionCost: TP 8
+  // shortens the row-parallel layers' k; 1.200 / 1.174 and 1.242 / 1.147 before), and since
+  // DTensor's TP is costed (PlanSpec::dtensor_tp: vanilla TP's
   // sequence-dimension copies, which AsyncTP's fused collectives do without, and torchao's float8
   // gathers; the vanilla rows +15.2 / -0.9 / +22.7 / +11.8% -> +7.7 / -1.2 / +11.7 / +14.2%, the
   // pairs further: what AsyncTP costs beyond its modelled kernels is not known, docs/compute.md);
@@ -1688,10 +1690,10 @@ TEST(ValidationTest, TorchtitanAsyncTpRowsPairVanillaAndAsyncTp) {
   ASSERT_EQ(all.size(), 8u);
   const auto profile = core::LoadProfile("default");
   ASSERT_TRUE(profile.ok());
-  const std::map<std::string, double> want = {{"torchtitan-2506-70b-256gpu-fsdp32-tp8-bf16", 1.200},
-                                              {"torchtitan-2506-70b-256gpu-fsdp32-tp8-fp8", 1.174},
+  const std::map<std::string, double> want = {{"torchtitan-2506-70b-256gpu-fsdp32-tp8-bf16", 1.203},
+                                              {"torchtitan-2506-70b-256gpu-fsdp32-tp8-fp8", 1.177},
                                               {"torchtitan-2506-8b-64gpu-fsdp8-tp8-bf16", 1.242},
-                                              {"torchtitan-2506-8b-64gpu-fsdp8-tp8-fp8", 1.147}};
+                                              {"torchtitan-2506-8b-64gpu-fsdp8-tp8-fp8", 1.150}};
   for (const auto& [stem, predicted_speedup] : want) {
     const auto* vanilla = Find(all, stem + "-vanillatp");
     const auto* async = Find(all, stem + "-asynctp");
@@ -1784,13 +1786,14 @@ TEST(ValidationTest, AutoModelRunsTakeDeepEpTheFakeBalancedGateAndTheirConfigs) 
   EXPECT_EQ(ds1024->scenario.plan.MicrobatchesPerFlush(), 8);
   EXPECT_EQ(kimi->scenario.plan.pp_flushes, 2);
   EXPECT_EQ(p.pp_flushes, 1);
-  // Today's level (2026-12-02), both signs: median 8.3%, max 16.7% (Nemotron 3 Super -16.7%); with
+  // Today's level (2026-12-07), both signs: median 7.4%, max 18.1% (Nemotron 3 Super -18.1%; -16.7%
+  // before the GEMMs' reduction length, GemmReductionCost, on 2026-12-07; median 8.3%); with
   // the all-to-all dispatcher and uniform routing these runs were -47% to -5%, median 22.1% over
   // the six that mapped then; with one flush a step DeepSeek-V3 on 1,024 GPUs and Kimi K2 were
   // +14.3% / +25.4% and called out of memory (docs/validation.md).
   const ValidationSummary v = ValidateRuns(all, core::Profile{});
-  EXPECT_LE(v.all.median_abs_error, 0.084);
-  EXPECT_LE(v.all.max_abs_error, 0.168);
+  EXPECT_LE(v.all.median_abs_error, 0.075);
+  EXPECT_LE(v.all.max_abs_error, 0.182);
   EXPECT_EQ(v.all.out_of_memory, 0u);
 }
 
@@ -2250,7 +2253,8 @@ TEST(ValidationTest, MegatronBridgeSkillsChangeOneSettingARun) {
   EXPECT_FALSE(on->scenario.plan.delay_wgrad);  // the recipe's delay_wgrad_compute=False
   EXPECT_NEAR(off->published, 1024.0 * 4096 / (24.7138 * 16), 1e-6);
   EXPECT_NEAR(on->published / off->published, 24.7138 / 21.0725, 1e-9);  // 1.173
-  // Predicted, the overlap gains 1.429x (2026-12-06, with the expert GEMMs' host time under
+  // Predicted, the overlap gains 1.449x (2026-12-07, with the GEMMs' reduction length, which
+  // lengthens the experts' fc2 over k = 768; 1.429x before, 2026-12-06, with the expert GEMMs' host time under
   // Transformer Engine's GroupedLinear, which the merged schedule's overlapped microbatches wait
   // for; 1.482x before it, 1.495x before its merged schedule and the unmerged first forward and last
   // backward of a step's 64 microbatches): the all-to-all it hides is costed as k = 8 copies of each
@@ -2263,7 +2267,7 @@ TEST(ValidationTest, MegatronBridgeSkillsChangeOneSettingARun) {
     if (r.id == on->id) pred_on = r.predicted;
   }
   ASSERT_GT(pred_off, 0);
-  EXPECT_NEAR(pred_on / pred_off, 1.429, 0.02);
+  EXPECT_NEAR(pred_on / pred_off, 1.449, 0.02);
   // Nemotron 3 Nano on 16 H100s at 8,192 tokens, one microbatch a step: whole MoE layers
   // recomputed (moe), then with layernorm too; the study's rows +4.1% and +7.1%.
   const auto* moe = Find(all, "megatron-bridge-skills-h100-nemotron-3-nano-16gpu-bf16-recompute-moe");
@@ -2271,7 +2275,7 @@ TEST(ValidationTest, MegatronBridgeSkillsChangeOneSettingARun) {
   EXPECT_TRUE(moe->scenario.plan.Recomputes(core::RecomputeModule::kMoe));
   EXPECT_FALSE(moe->scenario.plan.Recomputes(core::RecomputeModule::kLayernorm));
   EXPECT_NEAR(moe->published, 16.0 * 8192 / (0.65742 * 16), 1e-6);
-  EXPECT_LE(v.all.max_abs_error, 0.29);
+  EXPECT_LE(v.all.max_abs_error, 0.296);  // the overlap-off row, -29.6% (-28.8% before 2026-12-07)
   EXPECT_EQ(v.all.out_of_memory, 0u);
 
   // Memory: the peaks as Megatron-Bridge logs them, bytes / 1e9 (64.653 GB = 60.21 GiB); the four

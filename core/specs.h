@@ -294,11 +294,11 @@ struct GpuSpec {
   // Per dtype, K0: the elements of the reduction (k) a GEMM tile's fixed work (its prologue, the
   // epilogue that writes the tile) costs, from the shape sweep named in `gemm_k_overhead_source`.
   // A tile's main loop runs k / (k tile) steps, so a GEMM reducing over k runs at k / (k + K0) of
-  // one whose k is unbounded (docs/compute.md "GEMM"). The sustained efficiencies above are taken at
-  // kGemmReferenceK, so a GEMM's time is scaled by (k + K0) / k x kGemmReferenceK / (kGemmReferenceK
-  // + K0): longer below it, shorter above. The reduction is the forward's k, the input gradient's n
-  // and the weight gradient's m (the token count). Empty (or a dtype not listed): not measured, no
-  // scaling.
+  // one whose k is unbounded (docs/compute.md "A short reduction"). The sustained efficiencies
+  // above are taken at kGemmReferenceK, so a GEMM's time is scaled by (k + K0) / k x
+  // kGemmReferenceK / (kGemmReferenceK + K0): longer below it, shorter above. The reduction is the
+  // forward's k, the input gradient's n and the weight gradient's m (the token count). Empty (or a
+  // dtype not listed): not measured, no scaling.
   std::map<Dtype, double> gemm_k_overhead;
   std::string gemm_k_overhead_source;
   static constexpr double kGemmReferenceK = 8192;
@@ -706,7 +706,7 @@ struct PlanSpec {
   // an input that several GEMMs read, q/k/v or a gated MLP's w1/w3, stays a blocking NCCL one;
   // core/step_graph.cc TpGather, docs/compute.md).
   TpOverlap tp_overlap = TpOverlap::kBackward;
-  Zero3Gather zero3_gather = Zero3Gather::kFlat;  // with zero = 3
+  Zero3Gather zero3_gather = Zero3Gather::kFlat;  // with zero = 3 (fsdp1: 2 as well)
   Fp8Scaling fp8_scaling = Fp8Scaling::kDelayed;  // with precision = fp8
   // Under a quantized precision (fp8, nvfp4), the model's first and last this many decoder layers
   // keep their GEMMs in BF16 (Megatron-Core --first-last-layers-bf16 with

@@ -71,13 +71,12 @@ void AddPresetsCommand(CLI::App* app, int* exit_code) {
           // preset gives its sourced fraction or the profile's assumed one is taken (sim::GemmEfficiency).
           const core::Dtype d16 = peaks.count(core::Dtype::kBf16) ? core::Dtype::kBf16 : core::Dtype::kFp16;
           const double eff = sim::GemmEfficiency(core::Profile{}, *g, d16);
-          // Where the preset measured a short reduction's cost, the rate is k = 8192's and K0 says
-          // how much a shorter k loses (sim::GemmReductionCost).
+          // Where the preset measured a short reduction's cost, the rate is its reference k's
+          // (GpuSpec::gemm_reference_k) and K0 says how much a shorter k loses (sim::GemmReductionCost).
           const auto k0 = g->gemm_k_overhead.find(d16);
           char reduction[64] = "";
           if (k0 != g->gemm_k_overhead.end())
-            std::snprintf(reduction, sizeof reduction, " at k %.0f, K0 %.0f", core::GpuSpec::kGemmReferenceK,
-                          k0->second);
+            std::snprintf(reduction, sizeof reduction, " at k %.0f, K0 %.0f", g->gemm_reference_k, k0->second);
           std::snprintf(
               line, sizeof line,
               "  %-18s %10s HBM  %6.2f TB/s  %7.1f TFLOP/s 16-bit dense  %5.0f W  GEMMs %6.1f TFLOP/s (%s "

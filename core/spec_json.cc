@@ -425,6 +425,7 @@ void ReadGpu(const Json& j, const std::string& prefix, GpuSpec* g, Diagnostics* 
   ReadDtypeMap(r.Find("gemm_k_overhead", false), prefix + ".gemm_k_overhead",
                "elements of the reduction a GEMM tile's fixed work costs", &g->gemm_k_overhead, d);
   r.String("gemm_k_overhead_source", &g->gemm_k_overhead_source);
+  r.Double("gemm_reference_k", &g->gemm_reference_k);
   r.Double("speed_spread", &g->speed_spread);
   r.String("speed_spread_source", &g->speed_spread_source);
   ReadDtypeMap(r.Find("gemm_efficiency", false), prefix + ".gemm_efficiency", "fraction of the dtype's peak",
@@ -499,6 +500,7 @@ OJson WriteGpu(const GpuSpec& g) {
     j["gemm_k_overhead"] = k0;
     j["gemm_k_overhead_source"] = g.gemm_k_overhead_source;
   }
+  if (g.gemm_reference_k != GpuSpec::kGemmReferenceK) j["gemm_reference_k"] = g.gemm_reference_k;
   j["speed_spread"] = g.speed_spread;
   if (!g.speed_spread_source.empty()) j["speed_spread_source"] = g.speed_spread_source;
   if (!g.gemm_efficiency.empty()) {

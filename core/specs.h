@@ -295,13 +295,14 @@ struct GpuSpec {
   // epilogue that writes the tile) costs, from the shape sweep named in `gemm_k_overhead_source`.
   // A tile's main loop runs k / (k tile) steps, so a GEMM reducing over k runs at k / (k + K0) of
   // one whose k is unbounded (docs/compute.md "A short reduction"). The sustained efficiencies
-  // above are taken at kGemmReferenceK, so a GEMM's time is scaled by (k + K0) / k x
-  // kGemmReferenceK / (kGemmReferenceK + K0): longer below it, shorter above. The reduction is the
-  // forward's k, the input gradient's n and the weight gradient's m (the token count). Empty (or a
-  // dtype not listed): not measured, no scaling.
+  // above are taken at `gemm_reference_k` (the reduction of the shape they were measured on), so a
+  // GEMM's time is scaled by (k + K0) / k x R / (R + K0), R = gemm_reference_k: longer below it,
+  // shorter above. The reduction is the forward's k, the input gradient's n and the weight
+  // gradient's m (the token count). Empty (or a dtype not listed): not measured, no scaling.
   std::map<Dtype, double> gemm_k_overhead;
   std::string gemm_k_overhead_source;
   static constexpr double kGemmReferenceK = 8192;
+  double gemm_reference_k = kGemmReferenceK;
   // The relative standard deviation of one GPU's sustained speed between GPUs of this SKU busy at
   // once (manufacturing and power-management variability), from the measurement named in
   // `speed_spread_source`: a synchronous job runs at its slowest GPU's pace, so sim::SlowestGpuPace

@@ -300,6 +300,11 @@ void ValidateGpu(const GpuSpec& g, const std::string& p, Diagnostics* d) {
       d->Error(p + ".gemm_k_overhead." + Name(dt),
                "must be the elements of the reduction a GEMM tile's fixed work costs, in [0, 65536] (0: none; got " +
                    S(v) + ")");
+  if (!(g.gemm_reference_k >= 256 && g.gemm_reference_k <= 1048576))
+    d->Error(p + ".gemm_reference_k",
+             "must be the reduction (k) of the GEMM shape the sustained efficiencies were measured on, in [256, "
+             "1048576] elements (default 8192; got " +
+                 S(g.gemm_reference_k) + ")");
   for (const auto& [dt, v] : g.gemm_efficiency) {
     if (!(v > 0 && v <= 1))
       d->Error(p + ".gemm_efficiency." + Name(dt), "must be a fraction of the peak in (0, 1] (got " + S(v) + ")");

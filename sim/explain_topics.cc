@@ -1433,11 +1433,12 @@ core::Result<Explanation> TopicGemm(const core::Profile& profile) {
     st.rule =
         "Each output tile loops over the reduction k in steps, then writes its result: that fixed work costs about "
         "K0 elements of k, so a GEMM runs at k / (k + K0) of a long-k one (fitted to an H200's shape sweep, "
-        "tests/data/gpu/h200-2026-11-28: K0 = 150 in bf16, 230 in fp8; the Hopper presets' gemm_k_overhead). The "
-        "sustained efficiency was taken at k = 8192, so the factor is relative to it. The reduction is the forward's "
+        "tests/data/gpu/h200-2026-11-28: K0 = 150 in bf16, 230 in fp8; the Hopper presets' gemm_k_overhead; the "
+        "B200's and GB200's from XLA's published sm_100 matmul table). The sustained efficiency was taken at the "
+        "preset's reference k (8192 on Hopper), so the factor is relative to it. The reduction is the forward's "
         "k, the input gradient's n, the weight gradient's m (the tokens); tensor parallelism shortens the row-parallel "
         "layers' k.";
-    st.formula = "c_k = (k + K0) / k × 8192 / (8192 + K0)";
+    st.formula = "c_k = (k + K0) / k × R / (R + K0), R the reference k (h100-sxm: 8192)";
     st.substituted =
         Fmt("h100-sxm, K0 = %.0f: k = 1024 (8192 x 8192 x 1024): c_k = %.4f; k = 3584: %.4f; "
             "k = 12288 (the head above): %.4f",

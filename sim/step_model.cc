@@ -111,14 +111,14 @@ class OpRates {
   std::array<bool, kDtypes> have_peak_{}, have_rate_{}, have_k0_{};
 };
 
-// GemmReductionCost with the dtype's K0 looked up (0: none).
-double ReductionCostWith(const Op& op, double k0) {
+// GemmReductionCost with the dtype's K0 looked up (0: none) and the GPU's reference reduction
+// (GpuSpec::gemm_reference_k, where its sustained efficiencies were measured).
+double ReductionCostWith(const Op& op, double k0, double ref) {
   if (op.kind != OpKind::kGemm || !(k0 > 0)) return 1.0;
   // The reduction of each pass's product: the forward's k; the input gradient dX = dY W^T reduces
   // over n; the weight gradient dW = X^T dY over m.
   const int64_t k = op.pass == Pass::kBackwardInput ? op.n : op.pass == Pass::kBackwardWeight ? op.m : op.k;
   if (k <= 0) return 1.0;
-  const double ref = core::GpuSpec::kGemmReferenceK;
   return (static_cast<double>(k) + k0) / static_cast<double>(k) * ref / (ref + k0);
 }
 
@@ -906,7 +906,7 @@ double GemmWaveEfficiency(const Op& op, const core::GpuSpec& g) { return 1.0 / G
 
 double GemmReductionCost(const Op& op, const core::GpuSpec& g) {
   const auto it = g.gemm_k_overhead.find(op.dtype);
-  return ReductionCostWith(op, it == g.gemm_k_overhead.end() ? 0.0 : it->second);
+  return ReductionCostWith(op, it == g.gemm_k_overhead.end() ? 0.0 : it->second, g.gemm_reference_k);
 }
 
 double GemmAlignmentEfficiency(const Op& op, const core::GpuSpec& g) {
@@ -922,13 +922,13 @@ namespace {
   // Roofline per instance: compute at the dtype's peak x efficiency, the efficiency falling for
   // small GEMMs as F/(F + F_half); or the bytes of A, B and C at HBM speed, if slower. The
   // efficiency is a wave-perfect shape's; a shape whose tiles leave the last wave part empty runs
-  // that wave anyway (GemmWaveEfficiency); and a reduction's, over kGemmReferenceK elements: a
+  // that wave anyway (GemmWaveEfficiency); and a reduction's, over gemm_reference_k elements: a
   // shorter one pays its tiles' fixed work over fewer main-loop steps (GemmReductionCost).
   const double f1 = 2.0 * static_cast<double>(op.m) * static_cast<double>(op.n) * static_cast<double>(op.k);
   const double bytes =
       static_cast<double>(op.m * op.k + op.k * op.n + op.m * op.n) * static_cast<double>(core::DtypeBytes(op.dtype));
   const double rate = rates->GemmRate(g, prof, op.dtype);
-  return {(f1 * GemmWaveCost(op, g) * ReductionCostWith(op, rates->KOverhead(g, op.dtype)) /
+  return {(f1 * GemmWaveCost(op, g) * ReductionCostWith(op, rates->KOverhead(g, op.dtype), g.gemm_reference_k) /
                GemmAlignmentEfficiency(op, g) +
            prof.gemm_half_flops) /
               rate,

@@ -449,7 +449,7 @@ double GemmWaveEfficiency(const core::Op& op, const core::GpuSpec& g);
 double GemmAlignmentEfficiency(const core::Op& op, const core::GpuSpec& g);
 // The factor on a GEMM's compute time from the length of its reduction, k (the forward's k, the
 // input gradient's n, the weight gradient's m): (k + K0) / k x R / (R + K0) with K0 `g`'s
-// gemm_k_overhead for the op's dtype and R = GpuSpec::kGemmReferenceK, where the GPU's sustained
+// gemm_k_overhead for the op's dtype and R its gemm_reference_k, where the GPU's sustained
 // efficiency was taken; 1 for a dtype or GPU without the measurement.
 double GemmReductionCost(const core::Op& op, const core::GpuSpec& g);
 // One GEMM instance's two roofline sides, as ComputeOpTime costs them: compute at the dtype's peak x

@@ -269,7 +269,7 @@ run(huge_seq 1 "plan.seq_len: .*meshplan accepts up to 1e17"
 # A dated attention kernel runs only where it was measured: cuDNN 9.13's curve is Blackwell's.
 run(dated_kernel_hopper 1 "model.attention: cudnn-9.13 .*measured on Blackwell only; gpu h100-sxm"
     report --model llama3-8b --gpu h100-sxm --gpus 8 --attention cudnn-9.13)
-run(dated_kernel_b200 0 "19006 per GPU"
+run(dated_kernel_b200 0 "18799 per GPU"
     report --model llama3-8b --gpu b200 --cluster dgx-b200 --gpus 8 --attention cudnn-9.13)
 
 # Speed and cost: report's step and train keys; validate's summary.
@@ -754,9 +754,9 @@ run(export_moe_routing_note 0 "# note: moe_routing round-robin \\(NeMo AutoModel
 run(moe_routing_bad 2 "--moe-routing: must be one of uniform\\|round-robin"
     report --model qwen3-30b-a3b --gpu h100-sxm --gpus 8 --ep 8 --moe-routing sideways)
 # --bf16-layers-at-end (Megatron-Core's --first-last-layers-bf16): Llama 3 8B on 8 B200s in NVFP4
-# with its last 4 of 32 layers in BF16 takes 3.310 s + 4/32 x (5.743 - 3.310) s = 3.614 s, the
-# all-NVFP4 and all-BF16 steps being 3.310 and 5.743 s; under bf16 it is refused naming the rule.
-run(report_bf16_layers 0 "\\| nvfp4 \\(bf16: last 4 layers\\).*step +3\\.619 s"
+# with its last 4 of 32 layers in BF16 takes 3.318 s + 4/32 x (5.806 - 3.318) s = 3.629 s, the
+# all-NVFP4 and all-BF16 steps being 3.318 and 5.806 s; under bf16 it is refused naming the rule.
+run(report_bf16_layers 0 "\\| nvfp4 \\(bf16: last 4 layers\\).*step +3\\.629 s"
     report --model llama3-8b --gpu b200 --gpus 8 --stack megatron-core-2024 --precision nvfp4 --gbs 128 --mbs 2 --seq 8192 --bf16-layers-at-end 4)
 run(report_bf16_layers_bad 1 "plan\\.bf16_layers_at_end: keeps layers in BF16 under a quantized plan\\.precision"
     report --model llama3-8b --gpu b200 --gpus 8 --precision bf16 --gbs 128 --seq 8192 --bf16-layers-at-end 4)

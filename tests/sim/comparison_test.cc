@@ -179,9 +179,10 @@ TEST(ComparisonTest, DeepSeekV3OnGb200SplitsIntoTheMicrobatchItPredictsAndAStepC
   // 8,192, m = 480, 240, 60, 32 and 16 microbatches a pipeline. Their published steps, 15,360 or
   // 16,384 x 4,096 tokens over tokens/s per GPU x GPUs: 59.613, 32.892, 8.904, 5.406, 3.505 s (8,192
   // GPUs: 16,384 x 4,096 / (2,337.24 x 8,192) = 3.5050). Least squares: t = 0.1220 s a microbatch,
-  // F = 1.861 s a step. The model's microbatch is within 1% of that; its F about 0.3 s: the step
-  // lacks over a second that does not shrink with the microbatches (docs/validation.md, the
-  // runs-off table; update it if this closes).
+  // F = 1.861 s a step. The model's microbatch is within 3% of that (1.024x since the GB200's
+  // short-reduction cost, 2026-12-07; within 1% before); its F about 0.3 s: the step lacks over a
+  // second that does not shrink with the microbatches (docs/validation.md, the runs-off table;
+  // update it if this closes).
   auto text = core::ReadTextFile(MESHPLAN_TEST_DATA_DIR "/validation/mlperf_training.json");
   ASSERT_TRUE(text.ok());
   auto runs = core::LoadPublishedRuns(*text, nullptr);
@@ -197,7 +198,7 @@ TEST(ComparisonTest, DeepSeekV3OnGb200SplitsIntoTheMicrobatchItPredictsAndAStepC
   EXPECT_NEAR(gb200->published_step_s.back(), 16384.0 * 4096 / (2337.24 * 8192), 1e-9);
   EXPECT_NEAR(gb200->published_t, 0.1220, 0.0001);
   EXPECT_NEAR(gb200->published_f, 1.861, 0.001);
-  EXPECT_NEAR(gb200->predicted_t / gb200->published_t, 1.0, 0.02);
+  EXPECT_NEAR(gb200->predicted_t / gb200->published_t, 1.024, 0.01);
   EXPECT_LT(gb200->predicted_f - gb200->published_f, -1.0);
 }
 

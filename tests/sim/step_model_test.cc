@@ -396,6 +396,26 @@ TEST(StepModelTest, AShortReductionPaysItsTilesFixedWork) {
   const double fp8_rate = 1978.9e12 * h100.gemm_efficiency.at(core::Dtype::kFp8);
   EXPECT_NEAR(GemmSides(gemm, h100, defaults).compute_s,
               (2.0 * 8192 * 8192 * 1024 * 1254.0 / 1024 * 8192 / 8422 + 1e9) / fp8_rate, 1e-12);
+  // The B200 and GB200 (sm_100): K0 = 179 (bf16) and 274 (fp8) from XLA's published matmul table
+  // (scripts/xla_gemm_k0.py), relative to the B200's MSMF shape's k = 20480 (gemm_reference_k):
+  // k = 1024 in bf16: 1203 / 1024 x 20480 / 20659 = 1.16463; at 20480 nothing; in fp8 k = 4096:
+  // 4370 / 4096 x 20480 / 20754 = 1.05281.
+  gemm = Bf16Gemm(8192, 8192, 1024);
+  for (const char* name : {"b200", "gb200"}) {
+    const core::GpuSpec bw = *core::LoadGpu(name);
+    EXPECT_DOUBLE_EQ(bw.gemm_reference_k, 20480) << name;
+    EXPECT_NEAR(GemmReductionCost(gemm, bw), 1203.0 / 1024 * 20480 / 20659, 1e-12) << name;  // 1.16463
+  }
+  const core::GpuSpec b200 = *core::LoadGpu("b200");
+  gemm.k = 20480;
+  EXPECT_DOUBLE_EQ(GemmReductionCost(gemm, b200), 1.0);
+  gemm.k = 4096;
+  gemm.dtype = core::Dtype::kFp8;
+  EXPECT_NEAR(GemmReductionCost(gemm, b200), 1.05281, 1e-5);
+  // B300 and GB300 (sm_103) are not measured: no scaling; the Hopper presets keep k = 8192.
+  EXPECT_DOUBLE_EQ(GemmReductionCost(gemm, *core::LoadGpu("b300")), 1.0);
+  EXPECT_DOUBLE_EQ(GemmReductionCost(gemm, *core::LoadGpu("gb300")), 1.0);
+  EXPECT_DOUBLE_EQ(h100.gemm_reference_k, 8192);
   // Not measured elsewhere: an A100's GEMMs keep their k-independent rate; nor a dtype the preset
   // does not list.
   gemm.dtype = core::Dtype::kBf16;

@@ -345,7 +345,9 @@ TEST(ValidationTest, MoeRunsKeepTheHostFloorUnlessTheirRecipeGraphsTheLayers) {
       // quantization was a kernel of its own, 2026-12-07, Transformer Engine's split_quantize: more GPU work beside the
       // same host time; 7.81 s of 17.04 before the expert GEMMs' host time, 2026-12-06: the row +65.4% -> +41.0%; 7.97
       // s before its expert GEMMs of 2,048 rows, some under 4 us in FP8 on a B200, took the per-kernel time).
-      EXPECT_NEAR(e.breakdown.host_s / e.time_s, 0.4798, 0.005) << r.id;
+      // 0.4798 before the B200's short-reduction cost (2026-12-07: its expert GEMMs reduce over 2,048
+      // and 768, K0 274 in FP8, so more GPU work beside the same host time).
+      EXPECT_NEAR(e.breakdown.host_s / e.time_s, 0.4724, 0.005) << r.id;
     }
   }
   // The corpus's mapped MoE runs: 8 token-drop runs, 28 whose recipes graph whole layers or the
@@ -2123,11 +2125,13 @@ TEST(ValidationTest, MegatronLmMoeRecipesTakeTheirYamls) {
   // docs/validation.md). Median 7.3%, p90 38.8% (2026-12-07) when Transformer Engine's quantization
   // took its kernels (MXFP8 one a tensor, each local expert's its own, FP8 current scaling three):
   // the GB200/GB300 MXFP8 rows 0.5 to 2 points faster (Qwen3-30B-A3B with partial graphs +41.5% ->
-  // +42.6%), the H100 FP8-blockwise Qwen3-30B-A3B row +8.5% -> +8.1%.
+  // +42.6%), the H100 FP8-blockwise Qwen3-30B-A3B row +8.5% -> +8.1%. The B200 and GB200 rows a
+  // point or two slower with those GPUs' short-reduction cost (2026-12-07; the max, Qwen3-30B-A3B's
+  // MXFP8 GB200 row with partial graphs, 43.8%).
   const ValidationSummary v = ValidateRuns(all, core::Profile{});
   EXPECT_LE(v.all.median_abs_error, 0.094);
   EXPECT_LE(v.all.p90_abs_error, 0.388);
-  EXPECT_LE(v.all.max_abs_error, 0.438);
+  EXPECT_LE(v.all.max_abs_error, 0.439);
   EXPECT_EQ(v.all.out_of_memory, 0u);
 }
 

@@ -174,6 +174,14 @@ const char* FitMark(bool fits, bool tight) {
   return "";
 }
 
+// With --record, the one record's assumptions under its line: how its plan was read from the
+// source, its launch file and its stack, and what of its recipe is not modelled.
+void PrintAssumptions(const std::string& record, const std::vector<std::string>& assumptions) {
+  if (record.empty()) return;
+  std::printf("# assumptions of %s:\n", record.c_str());
+  for (const auto& a : assumptions) std::printf("#   - %s\n", a.c_str());
+}
+
 // A record's common fields: `measured_key` names the source's value ("published" tokens/s, or the
 // "measured" memory) and `total_key` the predicted worst-stage memory.
 nlohmann::ordered_json RecordJson(const sim::ValidationRecord& r, const char* metric, const char* measured_key,
@@ -462,6 +470,7 @@ int RunMemoryValidation(const std::vector<std::string>& files, const std::string
                                      : "allocated",
                 r.published, r.predicted, 100 * r.error, FitMark(r.fits, r.tight));
   }
+  if (v.records.size() == 1) PrintAssumptions(record, v.records.front().assumptions);
   if (!v.verdicts.empty()) {
     std::printf(
         "# published outcomes (no peak printed) against the fit verdict: the worst stage on the GPU, CUDA context "
@@ -710,6 +719,7 @@ void AddValidateCommand(CLI::App* app, int* exit_code) {
         std::printf("  %-46s %-20s %10.4g %10.4g %+7.1f%% %8.1f%s\n", r.id.c_str(), r.stack.c_str(), r.published,
                     r.predicted, 100 * r.error, r.memory_gib, FitMark(r.fits, r.tight));
     }
+    if (runs_table && v.records.size() == 1) PrintAssumptions(*record, v.records.front().assumptions);
     if (runs_table) {
       std::printf(
           "# published: what the source prints, turned into tokens/s per GPU with its batch and its own FLOP "

@@ -294,8 +294,12 @@ struct LaunchConfig {
   std::vector<std::string> recompute_modules;  // selective: Megatron-Core's recompute_modules
   int64_t recompute_layers = 0;
   int64_t activation_offload_layers = 0;  // layers whose activations go to host memory
-  bool ep_overlap = false;                // Megatron-Core's batch-level EP all-to-all overlap
-  bool delay_wgrad = false;               // Megatron-Core's delay_wgrad_compute (with the overlap)
+  // Megatron-Core's fine-grained activation offloading as the recipe sets it (offload_modules:
+  // each named submodule's input copied to host memory in the forward and back before its
+  // backward); not modelled, said in the run's assumptions.
+  std::vector<std::string> fine_grained_offload;
+  bool ep_overlap = false;   // Megatron-Core's batch-level EP all-to-all overlap
+  bool delay_wgrad = false;  // Megatron-Core's delay_wgrad_compute (with the overlap)
   // The recipe's moe_token_dispatcher_type and flex backend ("alltoall", "flex/deepep",
   // "flex/hybridep"; empty: the launch file does not say).
   std::string moe_dispatcher;
@@ -318,6 +322,9 @@ struct LaunchConfig {
   std::optional<bool> fp8_param_gather;
   std::string recipe;  // the recipe file and preset, for the assumptions
   std::string source;
+  // What the launch file's author noted about the run (settings read but not modelled, how a
+  // printed value was taken), shown among the run's assumptions.
+  std::string notes;
   // The run's --pipeline-model-parallel-layout (scripts/megatron_bridge_layouts.py): decoder
   // layers per model chunk, and the MTP modules it places (-1: the launch file does not say).
   std::string pp_layout;
@@ -369,7 +376,7 @@ std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
       if (!j.is_object() || !j.contains("runs") || !j["runs"].is_object()) continue;
       for (const auto& [run_id, v] : j["runs"].items()) {
         if (!v.is_object()) continue;
-        std::vector<std::string> modules;
+        std::vector<std::string> modules, offload_modules;
         std::vector<int64_t> split;
         if (v.contains("stage_layers") && v["stage_layers"].is_array())
           for (const Json& n : v["stage_layers"])
@@ -377,6 +384,9 @@ std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
         if (v.contains("recompute_modules") && v["recompute_modules"].is_array())
           for (const Json& mod : v["recompute_modules"])
             if (mod.is_string()) modules.push_back(mod.get<std::string>());
+        if (v.contains("fine_grained_activation_offload") && v["fine_grained_activation_offload"].is_array())
+          for (const Json& mod : v["fine_grained_activation_offload"])
+            if (mod.is_string()) offload_modules.push_back(mod.get<std::string>());
         runs.emplace(run_id, LaunchConfig{.microbatch = IntOr(v, "microbatch", 0),
                                           .vpp = IntOr(v, "vpp", 0),
                                           .ddp = StrOr(v, "ddp"),
@@ -384,6 +394,7 @@ std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
                                           .recompute_modules = modules,
                                           .recompute_layers = IntOr(v, "recompute_num_layers", 0),
                                           .activation_offload_layers = IntOr(v, "activation_offload_layers", 0),
+                                          .fine_grained_offload = offload_modules,
                                           .ep_overlap = BoolAt(v, "moe_a2a_overlap").value_or(false),
                                           .delay_wgrad = BoolAt(v, "delay_wgrad").value_or(false),
                                           .moe_dispatcher = StrOr(v, "moe_dispatcher"),
@@ -395,6 +406,7 @@ std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
                                           .fp8_param_gather = BoolAt(v, "fp8_param_gather"),
                                           .recipe = StrOr(v, "recipe"),
                                           .source = StrOr(j, "source"),
+                                          .notes = StrOr(v, "notes"),
                                           .pp_layout = StrOr(v, "pp_layout"),
                                           .stage_layers = split,
                                           .mtp_layers = IntOr(v, "mtp_layers", -1),
@@ -1151,6 +1163,19 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     run.assumptions.push_back("the activations of the first " + std::to_string(launch->activation_offload_layers) +
                               " layers offloaded to host memory (" + launch->recipe + ")");
   }
+  // Megatron-Core's fine-grained activation offloading (fine_grained_activation_offloading,
+  // offload_modules: each named submodule's input copied to host memory on a side stream in the
+  // forward and back before its backward, transformer_config.py at d98e8a64) is not modelled: the
+  // prediction holds those inputs on the GPU and costs no copy, so its memory is an upper bound.
+  if (launch && !launch->fine_grained_offload.empty()) {
+    std::string mods;
+    for (const auto& mod : launch->fine_grained_offload) mods += (mods.empty() ? "" : ", ") + mod;
+    run.assumptions.push_back("not modelled: the recipe's fine-grained activation offloading of " + mods +
+                              " (Megatron-Core offload_modules; " + launch->recipe +
+                              "): those inputs are counted on the GPU and their copies to host memory are not costed");
+  }
+  if (launch && !launch->notes.empty())
+    run.assumptions.push_back("the launch file's notes on this run (presets/launches): " + launch->notes);
   auto launch_name = [&] { return launch->recipe.empty() ? launch->source : launch->recipe; };
   // Recomputation as the record prints it, else as the run's recipe sets it (presets/launches),
   // else the stack's.

@@ -2225,6 +2225,24 @@ TEST(ValidationTest, MegatronBridgeCardsTakeTheirRecipesAndTheirStepTimes) {
   const auto* sh = Find(all, "megatron-bridge-2606-card-h100-nemotron-3-super-64gpu-bf16");
   ASSERT_TRUE(sh);
   EXPECT_TRUE(sh->scenario.plan.Recomputes(core::RecomputeModule::kMoe));
+  // Nemotron 3.5 Lightning on 16 H100s: its recipe offloads the experts' fc1 inputs to host memory
+  // (fine_grained_activation_offloading, offload_modules ['expert_fc1']), which meshplan does not
+  // model; the run's assumptions say so rather than dropping it.
+  const auto* lightning = Find(all, "megatron-bridge-2608-card-h100-nemotron-3-5-lightning-16gpu-bf16");
+  ASSERT_TRUE(lightning);
+  bool offload_said = false;
+  for (const auto& a : lightning->assumptions)
+    offload_said |= a.rfind("not modelled: the recipe's fine-grained activation offloading of expert_fc1 (", 0) == 0;
+  EXPECT_TRUE(offload_said);
+  for (const auto& a : sh->assumptions) EXPECT_EQ(a.find("fine-grained activation offloading"), std::string::npos) << a;
+  // The launch file's own notes on a run (what it read but meshplan does not model) are shown too.
+  bool notes_said = false;
+  for (const auto& a : lightning->assumptions)
+    notes_said |= a.rfind(
+                      "the launch file's notes on this run (presets/launches): fine-grained offload of expert_fc1 "
+                      "activations to host memory",
+                      0) == 0;
+  EXPECT_TRUE(notes_said);
   // Today's level (2026-12-06): median 12.4%, p90 36.7%, max 72.7% (gpt-oss-120b BF16 on GB200, as
   // the pages' rows of that recipe), both signs: the GB300/GB200 MXFP8 repeats of the 26.08 page
   // within -15% to +20%, the H100 ones -13% to -38% (DeepSeek-V3 on 1,024 GPUs with HybridEP across

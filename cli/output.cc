@@ -605,7 +605,11 @@ std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r, co
       std::to_string(w.layers.size()) + " layers" +
           (w.mtp_layers > 0 ? " + " + std::to_string(w.mtp_layers) + " MTP" : "") + ", recompute " +
           core::Name(p.recompute));
-  if (w.offloaded_activations_bytes)
+  if (w.offloaded_activations_bytes && p.offload_modules != 0)
+    row("activations offloaded", w.offloaded_activations_bytes,
+        "per microbatch: what " + core::OffloadModulesString(p.offload_modules) +
+            " save, in host memory but for one layer's (--offload-modules)");
+  else if (w.offloaded_activations_bytes)
     row("activations offloaded", w.offloaded_activations_bytes,
         "per microbatch: the first " + std::to_string(p.offload_activation_layers) +
             " layers' saved tensors, in host memory (--offload-activations)");

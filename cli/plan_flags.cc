@@ -272,6 +272,12 @@ void PlanFlags::Register(CLI::App* app) {
       "Keep full recomputation's layer checkpoints in host memory, copied out in the forward and back for the "
       "backward on the compute stream (DeepSpeed's activation_checkpointing cpu_checkpointing; needs --recompute "
       "full and the GPU's host_link_bytes_per_s)");
+  p->add_option("--offload-modules", offload_modules,
+                "Fine-grained activation offloading: the modules whose saved tensors go to host memory during the "
+                "forward and come back for their backward, comma-separated, each one of "
+                "attn_norm|qkv_linear|core_attn|attn_proj|mlp_norm|expert_fc1|moe_act|fused_group_mlp "
+                "(Megatron-Core --fine-grained-activation-offloading --offload-modules; the last layer's stay on the "
+                "GPU; needs the GPU's host_link_bytes_per_s)");
   p->add_option("--cp-kind", cp_kind, "ring|ulysses|allgather (default ring)");
   p->add_option("--placement", placement, "Rank order, innermost first (default tp-cp-ep-dp-pp)");
   p->add_option("--segment", segment_nodes,
@@ -494,6 +500,9 @@ void PlanFlags::ApplyPlanFlags(bool from_file, core::ModelSpec* spec, core::Plan
     d->Error("--recompute-modules", "must list distinct modules, comma-separated, each one of " +
                                         core::Choices<core::RecomputeModule>() + " (got \"" + *recompute_modules +
                                         "\")");
+  if (offload_modules && !core::ParseOffloadModules(*offload_modules, &p.offload_modules))
+    d->Error("--offload-modules", "must list distinct modules, comma-separated, each one of " +
+                                      core::Choices<core::OffloadModule>() + " (got \"" + *offload_modules + "\")");
   if (placement && !core::ParsePlacement(*placement, &p.placement))
     d->Error("--placement",
              "must order tp, cp, ep, dp, pp once each, e.g. tp-cp-ep-dp-pp (got \"" + *placement + "\")");

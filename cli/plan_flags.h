@@ -37,7 +37,7 @@ struct PlanFlags {
   std::optional<std::string> recompute, recompute_modules, cross_entropy, elementwise, moe_dispatcher, moe_routing,
       moe_host, moe_probs, expert_bias, schedule, precision, optimizer, sharding, cp_kind, placement;
   std::optional<std::string> weights_dtype, grads_dtype, master_dtype, moments_dtype;
-  std::optional<std::string> offload_optimizer, offload_params, recipe, stack;
+  std::optional<std::string> offload_optimizer, offload_params, offload_modules, recipe, stack;
   std::vector<int64_t> stage_layers;
   // A plan that stands in for --plan when no file is given (e.g. the one a measurement embeds).
   std::optional<core::PlanFile> fallback_plan;

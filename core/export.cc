@@ -448,6 +448,14 @@ Result<std::string> ExportMegatron(const Scenario& s) {
   // on (arguments.py:1950-1951); activations only by default (model_parallel_config.py:471-474).
   if (p.offload_activation_layers > 0)
     arg("--cpu-offloading-num-layers " + std::to_string(p.offload_activation_layers));
+  // Fine-grained activation offloading: TransformerConfig's fine_grained_activation_offloading and
+  // offload_modules (a list[str], nargs "+": argument_utils.py), transformer_config.py:1323-1328.
+  if (p.offload_modules != 0) {
+    std::string mods = OffloadModulesString(p.offload_modules);
+    std::replace(mods.begin(), mods.end(), ',', ' ');
+    arg("--fine-grained-activation-offloading");
+    arg("--offload-modules " + mods);
+  }
   // Recompute.
   if (p.recompute == Recompute::kSelective) {
     arg("--recompute-granularity selective");
@@ -582,6 +590,11 @@ Result<std::string> ExportTorchtitan(const Scenario& s) {
         "no checkpoints in host memory (activation checkpointing keeps them on the GPU; training.enable_cpu_offload "
         "offloads FSDP's parameters, gradients and optimizer states)",
         "the checkpoints on the GPU (without --offload-checkpoints)");
+  if (p.offload_modules != 0)
+    return refuse(
+        "no fine-grained activation offloading (training.enable_cpu_offload offloads FSDP's parameters, "
+        "gradients and optimizer states)",
+        "the activations on the GPU (without --offload-modules), or activation checkpointing");
   // Context parallelism is PyTorch's ring attention, the K/V shards passed on by all-to-all (a
   // ring) or all-gathered (Parallelism.context_parallel_rotate_method, job_config.py:446), never
   // Ulysses' head split.
@@ -746,6 +759,11 @@ Result<std::string> ExportTorchtitanPython(const Scenario& s) {
         "no checkpoints in host memory (activation checkpointing keeps them on the GPU; training.enable_cpu_offload "
         "offloads FSDP's parameters, gradients and optimizer states)",
         "the checkpoints on the GPU (without --offload-checkpoints)");
+  if (p.offload_modules != 0)
+    return refuse(
+        "no fine-grained activation offloading (training.enable_cpu_offload offloads FSDP's parameters, "
+        "gradients and optimizer states)",
+        "the activations on the GPU (without --offload-modules), or activation checkpointing");
   // FSDP2 shards parameters, gradients and optimizer states together, or keeps the parameters
   // gathered after the forward (fsdp_reshard_after_forward "never", CFG:145): no optimizer-only
   // sharding.
@@ -1014,6 +1032,11 @@ Result<std::string> ExportDeepSpeed(const Scenario& s, std::vector<std::string>*
         "no activation offloading without recomputation (cpu_checkpointing moves activation checkpoints, "
         "deepspeed/runtime/activation_checkpointing/config.py)",
         "--offload-activations 0");
+  if (p.offload_modules != 0)
+    return refuse(
+        "no fine-grained activation offloading (cpu_checkpointing moves activation checkpoints, "
+        "deepspeed/runtime/activation_checkpointing/config.py)",
+        "the activations on the GPU (without --offload-modules)");
   if (p.pp > 1 && p.zero >= 2)
     return refuse(
         "\"ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism\" "

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <string_view>
 
 #include "core/step_graph.h"
@@ -459,6 +460,41 @@ int64_t OffloadedActivationBytes(const ModelSpec& m, const PlanSpec& p) {
   return bytes;
 }
 
+int64_t FineGrainedOffloadBytes(const ModelSpec& m, const PlanSpec& p, bool moe_layer) {
+  if (p.offload_modules == 0) return 0;
+  // Each module's group is what its forward saves for the backward (Megatron-Core's
+  // group_start/group_offload around the submodule, capturing save_for_backward), named here by
+  // the activation terms VisitLayerActivations gives it.
+  struct Group {
+    OffloadModule module;
+    std::initializer_list<const char*> terms;
+  };
+  static const Group kGroups[] = {
+      {OffloadModule::kAttnNorm, {"attn_norm_input", "attn_norm_fp32_input", "attn_norm_normalized"}},
+      {OffloadModule::kQkvLinear, {"qkv_input"}},
+      {OffloadModule::kCoreAttn,
+       {"q", "k", "v", "softmax_lse", "sdpa_output", "softmax_output", "softmax_dropout_mask",
+        "softmax_dropout_output"}},
+      {OffloadModule::kAttnProj, {"attn_out_proj_input"}},
+      {OffloadModule::kMlpNorm, {"mlp_norm_input", "mlp_norm_fp32_input", "mlp_norm_normalized"}},
+      {OffloadModule::kExpertFc1, {"expert_input"}},
+      {OffloadModule::kMoeAct, {"expert_act_input"}},
+      {OffloadModule::kFusedGroupMlp, {"expert_input", "expert_act_input", "expert_fc2_input"}},
+  };
+  const Recompute mode = p.recompute == Recompute::kSelective ? Recompute::kSelective : Recompute::kNone;
+  int64_t total = 0;
+  VisitLayerActivations(m, p, moe_layer, mode, [&](const char* name, int64_t bytes) {
+    for (const Group& g : kGroups) {
+      if ((p.offload_modules & OffloadBit(g.module)) == 0) continue;
+      if (std::any_of(g.terms.begin(), g.terms.end(), [&](const char* t) { return std::strcmp(t, name) == 0; })) {
+        total += bytes;
+        return;  // a term counts once, whichever offloaded module names it
+      }
+    }
+  });
+  return total;
+}
+
 int64_t LayerActivationBytes(const ModelSpec& m, const PlanSpec& p, bool moe_layer, Recompute recompute) {
   int64_t total = 0;
   VisitLayerActivations(m, p, moe_layer, recompute, [&](const char*, int64_t bytes) { total += bytes; });
@@ -817,6 +853,10 @@ void EstimateInto(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g, const
   };
   fill(p, act);
   if (p.HasBf16Layers()) fill(p.Bf16LayerPlan(), act_bf16);  // (a copy only for such plans: none on the search's path)
+  // Fine-grained activation offloading (PlanSpec::offload_modules): the offloaded modules' saved
+  // tensors per layer kind, taken at the plan's precision for every layer (its BF16 layers' FP8
+  // inputs aside).
+  const int64_t fine[2] = {FineGrainedOffloadBytes(m, p, false), m.moe ? FineGrainedOffloadBytes(m, p, true) : 0};
 
   // The model chunks a pipeline rank holds. Interleaved: rank r holds chunks r, r + pp, ...
   // (chunk c on rank c mod pp while c / pp < vpp), so the first chunk (0) is rank 0's and the last
@@ -860,6 +900,7 @@ void EstimateInto(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g, const
     int64_t per_mb = 0, max_working = 0;
     int64_t ckpt_mb = 0, ckpt_max = 0;  // full recomputation's checkpoints: per microbatch, one layer's most
     int64_t layer_count = 0;            // layers on this rank, for the norms Muon leaves to Adam
+    int64_t fine_mb = 0, fine_max = 0;  // fine-grained offloading: per microbatch, one layer's most
     if (uniform) {
       // Every layer of a kind costs the same, so the sums below are counts times one layer (the
       // search's hot path: no loop over layers).
@@ -872,6 +913,8 @@ void EstimateInto(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g, const
         layer_count += n[moe];
         max_layer = std::max(max_layer, rp.dense + rp.expert);
         per_mb += (n[moe] - n_bf16[moe]) * act[moe][mode] + n_bf16[moe] * act_bf16[moe][mode];
+        fine_mb += n[moe] * fine[moe];
+        fine_max = std::max(fine_max, fine[moe]);
         if (mode == 2) {
           ckpt_mb += (n[moe] - n_bf16[moe]) * act[moe][2] + n_bf16[moe] * act_bf16[moe][2];
           ckpt_max = std::max({ckpt_max, act[moe][2], n_bf16[moe] > 0 ? act_bf16[moe][2] : 0});
@@ -892,6 +935,10 @@ void EstimateInto(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g, const
         const int mode = full ? 2 : (p.recompute == Recompute::kSelective ? 1 : 0);
         const auto& a = p.KeepsLayerInBf16(l, m.layers) ? act_bf16[moe] : act[moe];
         per_mb += a[mode];
+        if (mode != 2) {
+          fine_mb += fine[moe ? 1 : 0];
+          fine_max = std::max(fine_max, fine[moe ? 1 : 0]);
+        }
         if (mode == 2) {
           ckpt_mb += a[2];
           ckpt_max = std::max(ckpt_max, a[2]);
@@ -952,6 +999,16 @@ void EstimateInto(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g, const
       st.offloaded_activations_bytes = offloaded;
       st.host_bytes += offloaded;
     }
+    // Fine-grained activation offloading (PlanSpec::offload_modules): the named modules' saved
+    // tensors leave the GPU for every microbatch in flight, but for the offload margin, the last
+    // group of each module name, kept on the GPU so that its reload does not stall the backward
+    // (one layer's groups: PipelineOffloadManager.post_warmup_callback at d98e8a64).
+    if (fine_mb > 0) {
+      const int64_t offloaded = std::min(fine_mb, per_mb);
+      per_mb -= offloaded;
+      max_working += std::min(fine_max, offloaded);
+      st.offloaded_activations_bytes = offloaded;
+    }
     // Checkpoints in host memory (PlanSpec::offload_checkpoints, DeepSpeed's cpu_checkpointing):
     // full recomputation's layer inputs leave the GPU as the forward passes each layer, for every
     // microbatch in flight, and the layer being recomputed has its own back beside the working set.
@@ -966,6 +1023,8 @@ void EstimateInto(const ModelSpec& m, const PlanSpec& p, const GpuSpec& g, const
     PlaceActivations(m, p, stage, has_first, has_last, per_mb, max_working, &st);
     if (st.offloaded_checkpoints_bytes > 0)
       st.host_bytes += RoundBytes(static_cast<double>(st.offloaded_checkpoints_bytes) * st.inflight_microbatches);
+    if (fine_mb > 0 && st.offloaded_activations_bytes > 0)  // pinned host memory for every microbatch in flight
+      st.host_bytes += RoundBytes(static_cast<double>(st.offloaded_activations_bytes) * st.inflight_microbatches);
     PlaceOverheads(m, p, g, o, comms, max_layer, dense - dense_before_ends, expert > 0, &st);
     r.least_per_gpu_bytes = std::max(r.least_per_gpu_bytes, LeastOnGpuBytes(st));
     if (detail == MemoryDetail::kFull) {

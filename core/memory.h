@@ -56,6 +56,10 @@ int64_t LayerActivationBytes(const ModelSpec& m, const PlanSpec& p, bool moe_lay
 // layers save for their backward (LayerActivationBytes without recomputation, each layer's kind),
 // which go to host memory and cross the host link each way.
 int64_t OffloadedActivationBytes(const ModelSpec& m, const PlanSpec& p);
+// Fine-grained activation offloading (PlanSpec::offload_modules): the bytes one layer of the kind
+// saves inside the offloaded modules, per microbatch (the plan's recomputation applied), which go
+// to host memory and cross the host link each way; 0 with none.
+int64_t FineGrainedOffloadBytes(const ModelSpec& m, const PlanSpec& p, bool moe_layer);
 
 struct StageMemory {
   int64_t stage = 0;            // pipeline rank
@@ -80,7 +84,9 @@ struct StageMemory {
   // receive buffers.
   int64_t pipeline_buffers_bytes = 0;
   // Activation offloading (PlanSpec::offload_activation_layers): the offloaded layers' saved
-  // tensors of one microbatch, in host memory (counted in host_bytes), not in the activations.
+  // tensors of one microbatch, in host memory (counted in host_bytes), not in the activations;
+  // with fine-grained offloading (PlanSpec::offload_modules) the named modules' saved tensors of
+  // one microbatch, less the one layer's kept on the GPU.
   int64_t offloaded_activations_bytes = 0;
   // Checkpoints in host memory (PlanSpec::offload_checkpoints): full recomputation's layer inputs
   // of one microbatch, in host memory (counted in host_bytes for every microbatch in flight), not

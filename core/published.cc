@@ -295,9 +295,12 @@ struct LaunchConfig {
   int64_t recompute_layers = 0;
   int64_t activation_offload_layers = 0;  // layers whose activations go to host memory
   // Megatron-Core's fine-grained activation offloading as the recipe sets it (offload_modules:
-  // each named submodule's input copied to host memory in the forward and back before its
-  // backward); not modelled, said in the run's assumptions.
+  // each named submodule's saved tensors copied to host memory in the forward and back before its
+  // backward): PlanSpec::offload_modules.
   std::vector<std::string> fine_grained_offload;
+  // Megatron-FSDP as the recipe turns it on (use_megatron_fsdp; its perf recipes shard
+  // optim_grads_params): ZeRO-3 for a record whose table prints no FSDP column.
+  bool megatron_fsdp = false;
   bool ep_overlap = false;   // Megatron-Core's batch-level EP all-to-all overlap
   bool delay_wgrad = false;  // Megatron-Core's delay_wgrad_compute (with the overlap)
   // The recipe's moe_token_dispatcher_type and flex backend ("alltoall", "flex/deepep",
@@ -395,6 +398,7 @@ std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
                                           .recompute_layers = IntOr(v, "recompute_num_layers", 0),
                                           .activation_offload_layers = IntOr(v, "activation_offload_layers", 0),
                                           .fine_grained_offload = offload_modules,
+                                          .megatron_fsdp = BoolAt(v, "megatron_fsdp").value_or(false),
                                           .ep_overlap = BoolAt(v, "moe_a2a_overlap").value_or(false),
                                           .delay_wgrad = BoolAt(v, "delay_wgrad").value_or(false),
                                           .moe_dispatcher = StrOr(v, "moe_dispatcher"),
@@ -1164,15 +1168,25 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
                               " layers offloaded to host memory (" + launch->recipe + ")");
   }
   // Megatron-Core's fine-grained activation offloading (fine_grained_activation_offloading,
-  // offload_modules: each named submodule's input copied to host memory on a side stream in the
-  // forward and back before its backward, transformer_config.py at d98e8a64) is not modelled: the
-  // prediction holds those inputs on the GPU and costs no copy, so its memory is an upper bound.
+  // offload_modules) as the recipe sets it: PlanSpec::offload_modules; a module meshplan has no
+  // term for is said, not dropped.
   if (launch && !launch->fine_grained_offload.empty()) {
-    std::string mods;
-    for (const auto& mod : launch->fine_grained_offload) mods += (mods.empty() ? "" : ", ") + mod;
-    run.assumptions.push_back("not modelled: the recipe's fine-grained activation offloading of " + mods +
-                              " (Megatron-Core offload_modules; " + launch->recipe +
-                              "): those inputs are counted on the GPU and their copies to host memory are not costed");
+    std::string mods, unknown;
+    for (const auto& mod : launch->fine_grained_offload) {
+      OffloadModule x;
+      if (FromName(mod, &x)) {
+        p.offload_modules |= OffloadBit(x);
+        mods += (mods.empty() ? "" : ", ") + mod;
+      } else {
+        unknown += (unknown.empty() ? "" : ", ") + mod;
+      }
+    }
+    if (!mods.empty())
+      run.assumptions.push_back("fine-grained activation offloading of " + mods + " (Megatron-Core offload_modules; " +
+                                launch->recipe + ")");
+    if (!unknown.empty())
+      run.assumptions.push_back("not modelled: the recipe's fine-grained activation offloading of " + unknown +
+                                " (no such module here): counted on the GPU, its copies not costed");
   }
   if (launch && !launch->notes.empty())
     run.assumptions.push_back("the launch file's notes on this run (presets/launches): " + launch->notes);
@@ -1434,6 +1448,12 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
                               " data-parallel ranks, replicated across nodes");
   } else if (fsdp.rfind("FSDP2", 0) == 0 || Lower(fsdp).find("fully_shard") != std::string::npos) {
     p.zero = 3;  // FSDP2's fully_shard: parameters, gradients and optimizer state sharded
+  } else if (fsdp.empty() && launch && launch->megatron_fsdp) {
+    // A table without an FSDP column whose recipe turns Megatron-FSDP on (use_megatron_fsdp with
+    // data_parallel_sharding_strategy optim_grads_params, Megatron-Bridge's perf recipes): the
+    // parameters, gradients and optimizer states sharded over the data-parallel ranks.
+    p.zero = 3;
+    run.assumptions.push_back("Megatron-FSDP (use_megatron_fsdp, optim_grads_params): ZeRO-3 from " + launch->recipe);
   } else {
     if (!fsdp.empty() && digits_at == std::string::npos)
       run.assumptions.push_back("parallel.fsdp '" + fsdp + "' not read: the stack's ZeRO stage stands");

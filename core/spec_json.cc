@@ -604,8 +604,9 @@ void ReadPlan(ObjectReader& r, const std::string& prefix, PlanSpec* p, Diagnosti
   r.Int("recompute_layers", &p->recompute_layers);
   r.Bool("recompute_early_stop", &p->recompute_early_stop);
   r.Int("vocab_divisible_by", &p->vocab_divisible_by);
-  if (const Json* v = r.Find("recompute_modules", false)) {
-    // A list of Megatron-Core module names, e.g. ["core_attn", "moe_act"].
+  // A list of Megatron-Core module names, e.g. ["core_attn", "moe_act"], as a set of bits.
+  const auto modules = [&](const Json* v, const std::string& field, bool (*parse)(const std::string&, uint32_t*),
+                           const std::string& choices, uint32_t* out) {
     std::string joined;
     bool strings = v->is_array() && !v->empty();
     if (strings)
@@ -613,10 +614,13 @@ void ReadPlan(ObjectReader& r, const std::string& prefix, PlanSpec* p, Diagnosti
         if (!e.is_string()) strings = false;
         else joined += (joined.empty() ? "" : ",") + e.get<std::string>();
       }
-    if (!strings || !ParseRecomputeModules(joined, &p->recompute_modules))
-      d->Error(prefix + ".recompute_modules", "must be a non-empty list of distinct modules, each one of " +
-                                                  Choices<RecomputeModule>() + " (got " + Show(*v) + ")");
-  }
+    if (!strings || !parse(joined, out))
+      d->Error(field,
+               "must be a non-empty list of distinct modules, each one of " + choices + " (got " + Show(*v) + ")");
+  };
+  if (const Json* v = r.Find("recompute_modules", false))
+    modules(v, prefix + ".recompute_modules", &ParseRecomputeModules, Choices<RecomputeModule>(),
+            &p->recompute_modules);
   r.Int("micro_batch", &p->micro_batch, true);
   r.Int("global_batch", &p->global_batch, true);
   r.Int("seq_len", &p->seq_len, true);
@@ -639,6 +643,8 @@ void ReadPlan(ObjectReader& r, const std::string& prefix, PlanSpec* p, Diagnosti
     q.Enum("params", &p->offload_params);
     q.Int("activation_layers", &p->offload_activation_layers);
     q.Bool("checkpoints", &p->offload_checkpoints);
+    if (const Json* v = q.Find("modules", false))  // fine-grained activation offloading's offload_modules
+      modules(v, prefix + ".offload.modules", &ParseOffloadModules, Choices<OffloadModule>(), &p->offload_modules);
     q.Finish();
   }
   r.Enum("cp_kind", &p->cp_kind);
@@ -741,6 +747,12 @@ OJson WritePlan(const PlanSpec& p) {
   off["params"] = Name(p.offload_params);
   if (p.offload_activation_layers > 0) off["activation_layers"] = p.offload_activation_layers;
   if (p.offload_checkpoints) off["checkpoints"] = true;
+  if (p.offload_modules != 0) {
+    std::vector<std::string> mods;
+    for (int i = 0; i <= static_cast<int>(OffloadModule::kFusedGroupMlp); ++i)
+      if (const auto m = static_cast<OffloadModule>(i); p.offload_modules & OffloadBit(m)) mods.push_back(Name(m));
+    off["modules"] = mods;
+  }
   j["offload"] = off;
   j["cp_kind"] = Name(p.cp_kind);
   j["placement"] = PlacementString(p.placement);

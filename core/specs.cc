@@ -45,6 +45,10 @@ MESHPLAN_NAMES(Optimizer, {Optimizer::kAdam, "adam"}, {Optimizer::kAdamW, "adamw
                {Optimizer::kMuon, "muon"})
 MESHPLAN_NAMES(OffloadTarget, {OffloadTarget::kNone, "none"}, {OffloadTarget::kCpu, "cpu"},
                {OffloadTarget::kNvme, "nvme"})
+MESHPLAN_NAMES(OffloadModule, {OffloadModule::kAttnNorm, "attn_norm"}, {OffloadModule::kQkvLinear, "qkv_linear"},
+               {OffloadModule::kCoreAttn, "core_attn"}, {OffloadModule::kAttnProj, "attn_proj"},
+               {OffloadModule::kMlpNorm, "mlp_norm"}, {OffloadModule::kExpertFc1, "expert_fc1"},
+               {OffloadModule::kMoeAct, "moe_act"}, {OffloadModule::kFusedGroupMlp, "fused_group_mlp"})
 MESHPLAN_NAMES(CpKind, {CpKind::kRing, "ring"}, {CpKind::kUlysses, "ulysses"}, {CpKind::kAllGather, "allgather"})
 MESHPLAN_NAMES(Axis, {Axis::kTp, "tp"}, {Axis::kCp, "cp"}, {Axis::kEp, "ep"}, {Axis::kDp, "dp"}, {Axis::kPp, "pp"})
 MESHPLAN_NAMES(TpOverlap, {TpOverlap::kNone, "none"}, {TpOverlap::kBackward, "backward"}, {TpOverlap::kFull, "full"},
@@ -116,6 +120,7 @@ MESHPLAN_ENUM_FUNCS(RecomputeModule)
 MESHPLAN_ENUM_FUNCS(Schedule)
 MESHPLAN_ENUM_FUNCS(Optimizer)
 MESHPLAN_ENUM_FUNCS(OffloadTarget)
+MESHPLAN_ENUM_FUNCS(OffloadModule)
 MESHPLAN_ENUM_FUNCS(CpKind)
 MESHPLAN_ENUM_FUNCS(Axis)
 MESHPLAN_ENUM_FUNCS(TpOverlap)
@@ -175,30 +180,44 @@ int64_t ModelSpec::WindowedLayerCount(bool moe_layers) const {
   return n;
 }
 
-std::string RecomputeModulesString(uint32_t modules) {
+namespace {
+
+// A set of module names as bits (bit i for the enum's value i), to text and back.
+template <typename E>
+std::string ModulesString(uint32_t modules) {
   std::string s;
-  for (const auto& [value, name] : NameTable<RecomputeModule>::kEntries) {
-    if ((modules & ModuleBit(value)) == 0) continue;
+  for (const auto& [value, name] : NameTable<E>::kEntries) {
+    if ((modules & (uint32_t{1} << static_cast<int>(value))) == 0) continue;
     if (!s.empty()) s += ",";
     s += name;
   }
   return s;
 }
 
-bool ParseRecomputeModules(const std::string& text, uint32_t* out) {
+template <typename E>
+bool ParseModules(const std::string& text, uint32_t* out) {
   uint32_t modules = 0;
   size_t start = 0;
   while (start <= text.size()) {
     size_t end = text.find(',', start);
     if (end == std::string::npos) end = text.size();
-    RecomputeModule m;
-    if (!FromName(text.substr(start, end - start), &m) || (modules & ModuleBit(m)) != 0) return false;
-    modules |= ModuleBit(m);
+    E m;
+    if (!Parse(text.substr(start, end - start), &m)) return false;
+    const uint32_t bit = uint32_t{1} << static_cast<int>(m);
+    if ((modules & bit) != 0) return false;
+    modules |= bit;
     start = end + 1;
   }
   *out = modules;
   return true;
 }
+
+}  // namespace
+
+std::string RecomputeModulesString(uint32_t modules) { return ModulesString<RecomputeModule>(modules); }
+bool ParseRecomputeModules(const std::string& text, uint32_t* out) { return ParseModules<RecomputeModule>(text, out); }
+std::string OffloadModulesString(uint32_t modules) { return ModulesString<OffloadModule>(modules); }
+bool ParseOffloadModules(const std::string& text, uint32_t* out) { return ParseModules<OffloadModule>(text, out); }
 
 int64_t PaddedVocab(const ModelSpec& m, const PlanSpec& p) {
   if (p.vocab_divisible_by <= 1) return m.vocab;  // the model's, as it is (the head splits it ceil(V/t) a rank)

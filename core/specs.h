@@ -430,6 +430,22 @@ constexpr uint32_t ModuleBit(RecomputeModule m) { return uint32_t{1} << static_c
 constexpr RecomputeModule kLastRecomputeModule = RecomputeModule::kMoe;
 constexpr uint32_t kAllRecomputeModules = (ModuleBit(kLastRecomputeModule) << 1) - 1;
 constexpr uint32_t kDefaultRecomputeModules = ModuleBit(RecomputeModule::kCoreAttn);
+// What fine-grained activation offloading copies to host memory (PlanSpec::offload_modules):
+// Megatron-Core's offload_modules, each the tensors a submodule's forward saves for its backward
+// (transformer_config.py and pipeline_parallel/fine_grained_activation_offload.py at d98e8a64).
+// GatedDeltaProduct's gdp_qkv is not among them (no such mixer here).
+enum class OffloadModule {
+  kAttnNorm,       // the attention block's input norm: its input
+  kQkvLinear,      // the QKV (or MLA down-projection) linear: its input
+  kCoreAttn,       // core attention: q, k, v and what the kernel keeps
+  kAttnProj,       // the attention's output projection: its input (needs core_attn)
+  kMlpNorm,        // the MLP block's input norm: its input
+  kExpertFc1,      // the routed experts' fc1: its input
+  kMoeAct,         // the routed experts' activation: its input
+  kFusedGroupMlp,  // the whole fused grouped MLP: fc1's, the activation's and fc2's inputs
+};
+constexpr uint32_t OffloadBit(OffloadModule m) { return uint32_t{1} << static_cast<int>(m); }
+constexpr uint32_t kAllOffloadModules = (OffloadBit(OffloadModule::kFusedGroupMlp) << 1) - 1;
 enum class Schedule { kGpipe, k1F1B, kInterleaved, kZeroBubble, kDualPipe };
 // Muon (Jordan et al. 2024; Megatron-Core's TensorParallelMuon): momentum orthogonalised by Newton-Schulz
 // for the 2D hidden weights, Adam for the embedding, the output head and the norms.
@@ -663,6 +679,13 @@ struct PlanSpec {
   // copy into a new GPU tensor; the transport stream beside it is commented out), so the
   // checkpoints live in host memory and the copies do not hide. Needs recompute full.
   bool offload_checkpoints = false;
+  // Fine-grained activation offloading (Megatron-Core --fine-grained-activation-offloading
+  // --offload-modules ...): OffloadBit(OffloadModule) bits. Each named submodule's saved tensors go
+  // to pinned host memory on a copy stream as its forward ends and come back on another before
+  // its backward; after the first iteration the last group of each module name stays on the GPU
+  // so that its reload does not stall the backward (PipelineOffloadManager.post_warmup_callback:
+  // the offload margin, one group per distinct name). 0: off.
+  uint32_t offload_modules = 0;
   CpKind cp_kind = CpKind::kRing;
   std::vector<Axis> placement = {Axis::kTp, Axis::kCp, Axis::kEp, Axis::kDp, Axis::kPp};
   // Slurm's segments (sbatch --segment N with the topology/block plugin, whose blocks are the
@@ -868,6 +891,7 @@ const char* Name(RecomputeModule v);
 const char* Name(Schedule v);
 const char* Name(Optimizer v);
 const char* Name(OffloadTarget v);
+const char* Name(OffloadModule v);
 const char* Name(CpKind v);
 const char* Name(Axis v);
 const char* Name(TpOverlap v);
@@ -896,6 +920,7 @@ bool FromName(const std::string& text, RecomputeModule* out);
 bool FromName(const std::string& text, Schedule* out);
 bool FromName(const std::string& text, Optimizer* out);
 bool FromName(const std::string& text, OffloadTarget* out);
+bool FromName(const std::string& text, OffloadModule* out);
 bool FromName(const std::string& text, CpKind* out);
 bool FromName(const std::string& text, Axis* out);
 bool FromName(const std::string& text, TpOverlap* out);
@@ -915,6 +940,9 @@ std::string Choices();  // "gelu|swiglu"
 // an unknown or repeated name or an empty list.
 std::string RecomputeModulesString(uint32_t modules);
 bool ParseRecomputeModules(const std::string& text, uint32_t* out);
+// Offload modules the same way, "expert_fc1,moe_act" (in OffloadModule order).
+std::string OffloadModulesString(uint32_t modules);
+bool ParseOffloadModules(const std::string& text, uint32_t* out);
 
 // The vocabulary `p` builds `m` with (PlanSpec::vocab_divisible_by): m.vocab rounded up to a
 // multiple of vocab_divisible_by x tp; m.vocab itself when vocab_divisible_by is 1.

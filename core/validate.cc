@@ -715,6 +715,48 @@ void CheckShardingAndOffload(const PlanSpec& pl, const ModelSpec& m, const GpuSp
                    S(pl.offload_activation_layers) + ")");
     RequireHostLink(g, "plan.offload.checkpoints", "keep checkpoints in host memory", d);
   }
+  // Fine-grained activation offloading (PlanSpec::offload_modules) under Megatron-Core's rules
+  // (transformer_config.py __post_init__ at d98e8a64): not with layer offloading, attn_proj only
+  // with core_attn, fused_group_mlp not with expert_fc1 or moe_act, nothing inside an MoE layer
+  // that is recomputed whole; the expert modules need an MoE model, and full recomputation keeps
+  // only each layer's input, so there is nothing of a module's left to offload.
+  if (pl.offload_modules != 0) {
+    const auto has = [&](OffloadModule x) { return (pl.offload_modules & OffloadBit(x)) != 0; };
+    const std::string got = " (got " + OffloadModulesString(pl.offload_modules) + ")";
+    if ((pl.offload_modules & ~kAllOffloadModules) != 0)
+      d->Error("plan.offload.modules", "must name only " + Choices<OffloadModule>() + got);
+    if (pl.offload_activation_layers > 0)
+      d->Error("plan.offload.modules",
+               "fine-grained offloading cannot run with plan.offload.activation_layers (Megatron-Core: "
+               "fine_grained_activation_offloading cannot be enabled with cpu_offloading)" +
+                   got);
+    if (pl.offload_checkpoints)
+      d->Error("plan.offload.modules",
+               "fine-grained offloading and plan.offload.checkpoints are two frameworks' offloading; set one" + got);
+    if (pl.recompute == Recompute::kFull)
+      d->Error("plan.offload.modules",
+               "full recomputation keeps only each layer's input, so no module's saved tensors are left to offload; "
+               "use plan.recompute none or selective" +
+                   got);
+    if (has(OffloadModule::kAttnProj) && !has(OffloadModule::kCoreAttn))
+      d->Error("plan.offload.modules",
+               "attn_proj needs core_attn: the output projection's input is core attention's output, which its "
+               "backward needs" +
+                   got);
+    if (has(OffloadModule::kFusedGroupMlp) && (has(OffloadModule::kExpertFc1) || has(OffloadModule::kMoeAct)))
+      d->Error(
+          "plan.offload.modules",
+          "fused_group_mlp offloads the whole grouped MLP: it cannot be combined with expert_fc1 or moe_act" + got);
+    const bool expert_modules =
+        has(OffloadModule::kExpertFc1) || has(OffloadModule::kMoeAct) || has(OffloadModule::kFusedGroupMlp);
+    if (expert_modules && !m.moe)
+      d->Error("plan.offload.modules", "expert_fc1, moe_act and fused_group_mlp need an MoE model (model.moe)" + got);
+    if (expert_modules && pl.Recomputes(RecomputeModule::kMoe))
+      d->Error(
+          "plan.offload.modules",
+          "expert modules cannot be offloaded while the whole MoE layer is recomputed (recompute_modules moe)" + got);
+    RequireHostLink(g, "plan.offload.modules", "offload activations", d);
+  }
 
   // PyTorch's micro-pipeline TP matches all-gathers and reduce-scatters only (torch/_inductor/
   // fx_passes/micro_pipeline_tp.py): without SP the TP collectives are all-reduces it never fuses.

@@ -108,6 +108,11 @@ class Executor {
           "executor: plan.offload.activation_layers " + std::to_string(p_.offload_activation_layers) +
           ": the runtime does not copy activations to host memory and back, so it would measure neither the "
           "copies nor the memory they free; run the plan without --offload-activations");
+    if (p_.offload_modules != 0)
+      return Status::InvalidArgument(
+          "executor: plan.offload.modules " + core::OffloadModulesString(p_.offload_modules) +
+          ": the runtime does not copy modules' saved tensors to host memory and back, so it would measure neither "
+          "the copies nor the memory they free; run the plan without --offload-modules");
     if (p_.offload_optimizer != core::OffloadTarget::kNone || p_.offload_params != core::OffloadTarget::kNone)
       return Status::InvalidArgument(
           "executor: plan.offload.optimizer/params: the runtime keeps the optimizer's states and the parameters on "

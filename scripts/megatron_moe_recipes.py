@@ -105,13 +105,14 @@ for (suf,path,model,gpu,recipe,gpus,tup,bsl,feat,tf,prec) in rows:
     assert k('cross_entropy_loss_fusion') and k('cross_entropy_fusion_impl')=='te'
     notes=[]
     if k('moe_paged_stash'): notes.append('moe_paged_stash with moe_expert_rank_capacity_factor=%s (a fixed per-rank expert buffer for the full-iteration graph, dropless under force-balanced routing; not modelled)'%k('moe_expert_rank_capacity_factor'))
-    if k('fine_grained_activation_offloading'): notes.append('fine_grained_activation_offloading of %s and offload_optimizer_states=%s (not modelled: costed resident)'%(k('offload_modules'),k('offload_optimizer_states')))
+    if k('fine_grained_activation_offloading'): notes.append('fine_grained_activation_offloading of %s (plan.offload.modules) and offload_optimizer_states=%s (not modelled: costed resident)'%(k('offload_modules'),k('offload_optimizer_states')))
     if k('use_transformer_engine_op_fuser'): notes.append("use_transformer_engine_op_fuser (Transformer Engine's fused ops for the MLP; not modelled)")
     rpad=bool(k('moe_router_padding_for_quantization') or k('moe_router_padding_for_fp8'))
     if k('num_layers_per_virtual_pipeline_stage') and a['tensor_model_parallel_size']>1: notes.append('make_vocab_size_divisible_by=%s keeps the vocabulary at 151,936 at TP 2; meshplan pads to 128 x TP (152,064)'%k('make_vocab_size_divisible_by'))
     if k('overlap_p2p_comm'): notes.append('overlap_p2p_comm (the interleaved schedule\'s sends overlapped; meshplan costs them blocking)')
     notes.append('manual_gc=%s; moe_router_force_load_balancing=%s (balanced routing, as meshplan costs it)'%(k('manual_gc'),k('moe_router_force_load_balancing')))
     run=collections.OrderedDict()
+    if k('fine_grained_activation_offloading'): run['fine_grained_activation_offload']=list(k('offload_modules'))
     run['recompute']= 'selective' if mods else 'none'
     run['recompute_modules']=mods
     run['cuda_graph']=cg

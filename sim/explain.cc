@@ -645,7 +645,17 @@ ExplainStep MemoryFitStep(const core::Scenario& s, const PlanSpec& p, const core
                    Bytes(states).c_str(), Bytes(static_cast<double>(w.activations_bytes)).c_str(),
                    Bytes(static_cast<double>(w.other_bytes)).c_str(),
                    Bytes(static_cast<double>(w.total_bytes)).c_str());
-  if (w.offloaded_activations_bytes > 0) {
+  if (w.offloaded_activations_bytes > 0 && p.offload_modules != 0) {
+    // Fine-grained activation offloading: the named modules' saved tensors in host memory, but
+    // for the last group of each module name (Megatron-Core's offload margin).
+    st.rule +=
+        " With fine-grained offloading the named modules' saved tensors go to host memory for every layer but one "
+        "(the last group of each module stays, so that its reload does not stall the backward).";
+    st.substituted += Fmt(" (after %s a microbatch of %s went to host memory)",
+                          Bytes(static_cast<double>(w.offloaded_activations_bytes)).c_str(),
+                          core::OffloadModulesString(p.offload_modules).c_str());
+    Set(&st, "offloaded_activations_bytes", static_cast<double>(w.offloaded_activations_bytes), "B");
+  } else if (w.offloaded_activations_bytes > 0) {
     // Activation offloading: the first N layers' saved tensors in host memory (Transformer Engine
     // keeps at most layers − N layers' sets on the GPU).
     st.rule +=

@@ -404,9 +404,9 @@ class Searcher {
     bool lighter_failed = false;
     // No check of ValidatePlan reads the recompute mode while recompute_layers is 0 (Work() sets
     // it so), but activation offloading's (no recomputation with offloaded activations) and
-    // checkpoint offloading's (full recomputation): the first variant's verdict serves them all
-    // unless the base plan offloads either.
-    const bool per_mode = p.offload_activation_layers > 0 || p.offload_checkpoints;
+    // checkpoint offloading's (full recomputation) and fine-grained offloading's (no full
+    // recomputation): the first variant's verdict serves them all unless the base plan offloads.
+    const bool per_mode = p.offload_activation_layers > 0 || p.offload_checkpoints || p.offload_modules != 0;
     std::optional<bool> valid;
     for (Recompute r : recompute_) {
       if (o_.prune && lighter_failed) {

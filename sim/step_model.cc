@@ -1609,12 +1609,20 @@ StepEstimate EstimateStep(const core::ModelSpec& m, const core::PlanSpec& p, con
     // Activation offloading (pp = 1): the offloaded layers' saved tensors cross the host link
     // during the forward and come back for their backward on a stream of their own, so the copies
     // hide under the compute; the compute waits only when they outlast it (OffloadExposed).
-    if (p.offload_activation_layers > 0) {
-      const double bytes = static_cast<double>(core::OffloadedActivationBytes(m, p));
+    // Fine-grained activation offloading (PlanSpec::offload_modules) the same way with the named
+    // modules' saved tensors of every layer on the stage, copied on a D2H stream as each module's
+    // forward ends and back on an H2D stream before its backward (Megatron-Core
+    // fine_grained_activation_offload.py at d98e8a64). The plan's validation allows one of them.
+    double offloaded = 0;
+    if (p.offload_activation_layers > 0) offloaded = static_cast<double>(core::OffloadedActivationBytes(m, p));
+    if (p.offload_modules != 0)
+      offloaded = static_cast<double>(n_dense * core::FineGrainedOffloadBytes(m, p, false) +
+                                      (n_moe > 0 ? n_moe * core::FineGrainedOffloadBytes(m, p, true) : 0));
+    if (offloaded > 0) {
       const int64_t layers = n_dense + n_moe;
-      const double f = OffloadExposed(bytes, g.host_link_bytes_per_s, r.times.forward_s, layers);
-      const double b =
-          OffloadExposed(bytes, g.host_link_bytes_per_s, r.times.backward_input_s + r.times.backward_weight_s, layers);
+      const double f = OffloadExposed(offloaded, g.host_link_bytes_per_s, r.times.forward_s, layers);
+      const double b = OffloadExposed(offloaded, g.host_link_bytes_per_s,
+                                      r.times.backward_input_s + r.times.backward_weight_s, layers);
       r.offload = f + b;
       r.times.forward_s += f;
       r.times.backward_input_s += b;

@@ -638,6 +638,8 @@ QString ScenarioModel::commandLine() const {
   if (p.offload_optimizer != d.offload_optimizer) arg("--offload-optimizer", core::Name(p.offload_optimizer));
   if (p.offload_params != d.offload_params) arg("--offload-params", core::Name(p.offload_params));
   if (p.offload_activation_layers > 0) arg("--offload-activations", num(p.offload_activation_layers));
+  if (p.offload_modules != 0)
+    arg("--offload-modules", QString::fromStdString(core::OffloadModulesString(p.offload_modules)));
   if (p.cp_kind != d.cp_kind) arg("--cp-kind", core::Name(p.cp_kind));
   if (p.placement != d.placement) arg("--placement", Q(core::PlacementString(p.placement)));
   if (p.segment_nodes != d.segment_nodes) arg("--segment", num(p.segment_nodes));

@@ -519,6 +519,16 @@ run(report_offload_activations 0 "activations offloaded +145\\.12 GB.*fits"
     report --model llama3-70b --gpu gb200 --gpus 64 --zero 3 --mbs 2 --gbs 256 --precision fp8 --offload-activations 40)
 run(report_offload_activations_pp 1 "plan.offload.activation_layers: activation offloading needs plan.pp=1"
     report --model llama3-70b --gpu gb200 --gpus 64 --pp 2 --zero 1 --gbs 256 --offload-activations 40)
+# Fine-grained offloading of core attention's saved tensors: Llama 3 8B, 4 x 8192 tokens a
+# microbatch, q (32 x 128) and k, v (8 x 128) in bf16 and the fp32 log-sum-exp of 32 heads:
+# 32768 x (2 x 6144 + 4 x 32) = 406,847,488 B a layer, 32 layers 13.02 GB in host memory (the
+# plan still does not fit: exit 1, the table printed).
+run(report_offload_modules 1 "activations offloaded +13\\.02 GB +per microbatch: what core_attn save"
+    report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 3 --mbs 4 --seq 8192 --gbs 64 --offload-modules core_attn)
+run(report_offload_modules_bad 2 "--offload-modules: must list distinct modules, comma-separated, each one of attn_norm\\|qkv_linear"
+    report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 3 --gbs 64 --offload-modules experts)
+run(report_offload_modules_dense 1 "plan.offload.modules: expert_fc1, moe_act and fused_group_mlp need an MoE model"
+    report --model llama3-8b --gpu h100-sxm --gpus 8 --zero 3 --gbs 64 --offload-modules moe_act)
 # DeepSpeed's checkpoints in host memory (cpu_checkpointing): GPT 175B on 256 A100s as its 2022 Azure
 # runs trained it. 96 layers x 512 x 32 x 12,288 x 2 B = 38.65 GB of checkpoints a microbatch leave
 # the GPU; their copies out and back over PCIe Gen4's 32 GB/s each way, 2 x 1.208 s, are exposed.

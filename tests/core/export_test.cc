@@ -428,6 +428,35 @@ TEST(ExportTest, ActivationOffloadIsMegatronsNumLayersAndRefusedElsewhere) {
   ExpectRefused(ExportDeepSpeed(s, &notes), "cpu_checkpointing");
 }
 
+TEST(ExportTest, FineGrainedOffloadingIsMegatronsOffloadModulesAndRefusedElsewhere) {
+  // Mixtral 8x7B on 8 H100s at EP 8 offloading the experts' fc1 inputs and core attention's saved
+  // tensors: Megatron-LM's --fine-grained-activation-offloading --offload-modules core_attn
+  // expert_fc1 (TransformerConfig fields, transformer_config.py:1323-1328); torchtitan and DeepSpeed
+  // have no such offloading and refuse.
+  Scenario s = On("mixtral-8x7b", "h100-sxm", "dgx-h100");
+  s.plan.gpus = 8;
+  s.plan.dp = 8;
+  s.plan.ep = 8;
+  s.plan.zero = 1;
+  s.plan.seq_len = 4096;
+  s.plan.global_batch = 64;
+  s.plan.offload_modules = OffloadBit(OffloadModule::kExpertFc1) | OffloadBit(OffloadModule::kCoreAttn);
+  ASSERT_EQ(PlanErrors(s), "");
+  const std::string megatron = Text(ExportMegatron(s));
+  EXPECT_TRUE(Has(megatron, "--fine-grained-activation-offloading")) << megatron;
+  EXPECT_TRUE(Has(megatron, "--offload-modules core_attn expert_fc1")) << megatron;
+  std::vector<std::string> notes;
+  ExpectRefused(ExportDeepSpeed(s, &notes), "no fine-grained activation offloading");
+  Scenario l = On("llama3-8b", "h100-sxm", "dgx-h100");
+  l.plan = s.plan;
+  l.plan.ep = 1;
+  l.plan.zero = 3;
+  l.plan.offload_modules = OffloadBit(OffloadModule::kCoreAttn);
+  ASSERT_EQ(PlanErrors(l), "");
+  ExpectRefused(ExportTorchtitan(l), "no fine-grained activation offloading");
+  ExpectRefused(ExportTorchtitanPython(l), "no fine-grained activation offloading");
+}
+
 TEST(ExportTest, CheckpointsInHostMemoryAreDeepSpeedsCpuCheckpointingAndRefusedElsewhere) {
   // GPT 175B as DeepSpeed's 2022 Azure runs trained it (ZeRO-3 over 256 A100s, full recomputation,
   // the checkpoints in host memory): DeepSpeed's activation_checkpointing writes cpu_checkpointing

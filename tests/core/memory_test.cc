@@ -554,6 +554,93 @@ TEST(MemoryTest, CheckpointsInHostMemoryNeedFullRecomputationAndAHostLink) {
       << errors(p, unknown);
 }
 
+TEST(MemoryTest, FineGrainedOffloadingMovesTheNamedModulesSavedTensorsButOneLayers) {
+  // Megatron-Core's fine-grained activation offloading on Mixtral 8x7B (32 MoE layers, h 4,096,
+  // experts of 14,336, top 2, SwiGLU) on 8 H100s at EP 8, 4,096 tokens, capacity factor 1.0 (each
+  // rank's experts take exactly s x k = 8,192 tokens), bf16, no recomputation, pp 1 (one
+  // microbatch in flight). expert_fc1's input: 2 B x 8,192 x 4,096 = 67,108,864 B a layer;
+  // fused_group_mlp adds the activation's input (gate and up, 2 x 2 B x 8,192 x 14,336 =
+  // 469,762,048) and fc2's (2 B x 8,192 x 14,336 = 234,881,024): 771,751,936. Offloaded per
+  // microbatch: 32 layers' worth; the last layer's group stays on the GPU (the offload margin), so
+  // the activations held fall by 31 layers' worth.
+  Loaded l = Load("mixtral-8x7b", "h100-sxm", "dgx-h100");
+  l.model.moe->capacity_factor = 1.0;
+  PlanSpec p = ZeroPlan(1, 8);
+  p.ep = 8;
+  p.seq_len = 4096;
+  p.global_batch = 8;
+  constexpr int64_t kFc1 = 67108864, kGroupMlp = 67108864 + 469762048 + 234881024;
+  PlanSpec fc1 = p;
+  fc1.offload_modules = OffloadBit(OffloadModule::kExpertFc1);
+  PlanSpec group = p;
+  group.offload_modules = OffloadBit(OffloadModule::kFusedGroupMlp);
+  EXPECT_EQ(FineGrainedOffloadBytes(l.model, p, true), 0);
+  EXPECT_EQ(FineGrainedOffloadBytes(l.model, fc1, true), kFc1);
+  EXPECT_EQ(FineGrainedOffloadBytes(l.model, group, true), kGroupMlp);
+  for (const PlanSpec* q : {&fc1, &group}) {
+    Diagnostics d;
+    ValidatePlan(*q, l.model, l.gpu, l.cluster, &d);
+    ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+  }
+  const MemoryReport kept = EstimateMemory(l.model, p, l.gpu);
+  const MemoryReport moved = EstimateMemory(l.model, fc1, l.gpu);
+  const StageMemory &a = kept.stages[0], &b = moved.stages[0];
+  ASSERT_DOUBLE_EQ(b.inflight_microbatches, 1.0);
+  EXPECT_EQ(b.offloaded_activations_bytes, 32 * kFc1);
+  EXPECT_EQ(a.layer_activations_bytes - b.layer_activations_bytes, 32 * kFc1);
+  EXPECT_EQ(b.host_bytes - a.host_bytes, 32 * kFc1);
+  EXPECT_EQ(a.activations_bytes - b.activations_bytes, 31 * kFc1);
+  const MemoryReport grouped = EstimateMemory(l.model, group, l.gpu);
+  EXPECT_EQ(a.activations_bytes - grouped.stages[0].activations_bytes, 31 * kGroupMlp);
+}
+
+TEST(MemoryTest, FineGrainedOffloadingIsRefusedWhereMegatronRefusesIt) {
+  // transformer_config.py __post_init__ at d98e8a64: not with cpu_offloading, attn_proj only with
+  // core_attn, fused_group_mlp alone among the expert modules, no expert module inside a whole
+  // recomputed MoE layer; and meshplan's own: the expert modules need an MoE model, full
+  // recomputation leaves nothing of a module to offload, and the copies need the host link.
+  Loaded l = Load("mixtral-8x7b", "h100-sxm", "dgx-h100");
+  Loaded dense = Load("llama3-8b", "h100-sxm", "dgx-h100");
+  auto errors = [&](const PlanSpec& p, const ModelSpec& m, const GpuSpec& g) {
+    Diagnostics d;
+    ValidatePlan(p, m, g, l.cluster, &d);
+    return d.ToStatus().ToString();
+  };
+  PlanSpec p = ZeroPlan(1, 8);
+  p.ep = 8;
+  p.offload_modules = OffloadBit(OffloadModule::kCoreAttn) | OffloadBit(OffloadModule::kAttnProj) |
+                      OffloadBit(OffloadModule::kExpertFc1);
+  EXPECT_EQ(errors(p, l.model, l.gpu).find("offload"), std::string::npos) << errors(p, l.model, l.gpu);
+  auto expect = [&](PlanSpec q, const ModelSpec& m, const std::string& text) {
+    const std::string e = errors(q, m, l.gpu);
+    EXPECT_NE(e.find("plan.offload.modules: " + text), std::string::npos) << e;
+  };
+  PlanSpec proj = p;
+  proj.offload_modules = OffloadBit(OffloadModule::kAttnProj);
+  expect(proj, l.model, "attn_proj needs core_attn");
+  PlanSpec mixed = p;
+  mixed.offload_modules = OffloadBit(OffloadModule::kFusedGroupMlp) | OffloadBit(OffloadModule::kMoeAct);
+  expect(mixed, l.model, "fused_group_mlp offloads the whole grouped MLP");
+  PlanSpec layers = p;
+  layers.offload_activation_layers = 4;
+  expect(layers, l.model, "fine-grained offloading cannot run with plan.offload.activation_layers");
+  PlanSpec full = p;
+  full.recompute = Recompute::kFull;
+  expect(full, l.model, "full recomputation keeps only each layer's input");
+  PlanSpec whole = p;
+  whole.recompute = Recompute::kSelective;
+  whole.recompute_modules = ModuleBit(RecomputeModule::kMoe);
+  expect(whole, l.model, "expert modules cannot be offloaded while the whole MoE layer is recomputed");
+  PlanSpec on_dense = ZeroPlan(1, 8);
+  on_dense.offload_modules = OffloadBit(OffloadModule::kMoeAct);
+  expect(on_dense, dense.model, "expert_fc1, moe_act and fused_group_mlp need an MoE model");
+  GpuSpec unknown = l.gpu;
+  unknown.host_link_bytes_per_s = 0;
+  EXPECT_NE(errors(p, l.model, unknown).find("plan.offload.modules: gpu h100-sxm has no host_link_bytes_per_s"),
+            std::string::npos)
+      << errors(p, l.model, unknown);
+}
+
 TEST(MemoryTest, ActivationOffloadIsRefusedWhereMegatronRefusesIt) {
   // Megatron-Core (transformer_config.py at d98e8a64): fewer layers than the model's, pp 1, no
   // recomputation; and meshplan needs the GPU's host link to cost the copies.

@@ -97,6 +97,40 @@ TEST(SpecJsonTest, RecomputeModulesAreAListOfMegatronCoreNames) {
   }
 }
 
+TEST(SpecJsonTest, OffloadModulesAreAListOfMegatronCoreNamesUnderOffload) {
+  // plan.offload.modules: written only when some are offloaded, in OffloadModule order; read
+  // back; a bad list is an error naming the field and the choices.
+  PlanFile f;
+  f.plan.gpus = 8;
+  f.plan.dp = 8;
+  f.plan.micro_batch = 1;
+  f.plan.global_batch = 8;
+  f.plan.seq_len = 4096;
+  EXPECT_EQ(PlanFileToJson(f).find("\"modules\""), std::string::npos);
+  f.plan.offload_modules = OffloadBit(OffloadModule::kExpertFc1) | OffloadBit(OffloadModule::kCoreAttn);
+  const std::string text = PlanFileToJson(f);
+  EXPECT_NE(text.find(R"("modules": [
+      "core_attn",
+      "expert_fc1"
+    ])"),
+            std::string::npos)
+      << text;
+  auto back = ParsePlanFileJson(text);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->plan, f.plan);
+  for (const char* bad : {R"(["gdp_qkv"])", R"([])", R"("moe_act")", R"(["moe_act", "moe_act"])"}) {
+    auto r = ParsePlanFileJson(std::string(R"({"gpus": 8, "dp": 8, "micro_batch": 1, "global_batch": 8, "seq_len": 4096,
+                                                "offload": {"modules": )") +
+                               bad + "}}");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("plan.offload.modules"), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find(
+                  "attn_norm|qkv_linear|core_attn|attn_proj|mlp_norm|expert_fc1|moe_act|fused_group_mlp"),
+              std::string::npos)
+        << r.status().message();
+  }
+}
+
 TEST(SpecJsonTest, PlanFileMayNamePresets) {
   auto f = ParsePlanFileJson(R"({"gpus": 8, "dp": 8, "micro_batch": 1, "global_batch": 8, "seq_len": 4096,
                                   "model": "llama3-8b", "cluster": "dgx-h100"})");

@@ -412,6 +412,17 @@ TEST(ExecutorTest, CheckpointsInHostMemoryAreRefusedNamingTheField) {
   EXPECT_NE(m.status().message().find("plan.offload.checkpoints"), std::string::npos) << m.status().message();
 }
 
+TEST(ExecutorTest, FineGrainedOffloadingIsRefusedNamingTheField) {
+  // The runtime keeps every saved tensor on the device: a plan that offloads modules' saved
+  // tensors is refused, not measured as if it did.
+  core::Scenario s = Tiny(1, 1, 1, /*global_batch=*/2);
+  s.plan.offload_modules = core::OffloadBit(core::OffloadModule::kCoreAttn);
+  auto backend = MakeCpuBackend({.clock = std::make_shared<FakeClock>()});
+  auto m = ExecuteStep(*backend, s, FastOptions(), {});
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("plan.offload.modules core_attn"), std::string::npos) << m.status().message();
+}
+
 TEST(ExecutorTest, OffloadedStatesAreRefusedNamingTheField) {
   // The runtime steps its optimizer on the device: a plan whose optimizer (or parameters) live in
   // host memory is refused, not measured as a device step.

@@ -1357,6 +1357,44 @@ TEST(StepModelTest, ActivationOffloadWaitsOnlyWhenTheCopiesOutlastThePass) {
   EXPECT_DOUBLE_EQ(c2c.breakdown.offload_s, 0.0);
 }
 
+TEST(StepModelTest, FineGrainedOffloadWaitsOnlyWhenTheModulesCopiesOutlastThePass) {
+  // Fine-grained offloading costed as layer offloading is (OffloadExposed): the named modules'
+  // saved tensors of every layer on the stage (FineGrainedOffloadBytes each) cross the host link
+  // each way per microbatch beside the pass. Llama 3 8B on 8 H100s as above, core attention's q,
+  // k, v and log-sum-exp of its 32 layers: hidden over PCIe's 64 GB/s; on a host link slowed to
+  // 1 GB/s the forward and backward wait what outlasts 31/32 of them.
+  Scenario s = Load("llama3-8b");
+  core::PlanSpec p;
+  p.gpus = 8;
+  p.dp = 8;
+  p.zero = 3;
+  p.micro_batch = 4;
+  p.seq_len = 8192;
+  p.global_batch = 64;
+  core::PlanSpec off = p;
+  off.offload_modules = core::OffloadBit(core::OffloadModule::kCoreAttn);
+  core::Diagnostics d;
+  core::ValidatePlan(off, s.model, s.gpu, s.cluster, &d);
+  ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+  // q (32 heads x 128) and k, v (8 KV heads x 128) in bf16 over 4 x 8192 tokens, and the fp32
+  // log-sum-exp of 32 heads: 32768 x (2 x (4096 + 1024 + 1024) + 4 x 32) = 406,847,488 B a layer.
+  const int64_t layer = core::FineGrainedOffloadBytes(s.model, off, false);
+  EXPECT_EQ(layer, 406847488);
+  const StepEstimate base = EstimateStep(s.model, p, s.gpu, s.cluster, core::Profile{}, nullptr, StepDetail::kFull);
+  const StepEstimate pcie = EstimateStep(s.model, off, s.gpu, s.cluster, core::Profile{});
+  EXPECT_DOUBLE_EQ(pcie.breakdown.offload_s, 0.0);  // 13 GB at 64 GB/s, 0.2 s, under a 1 s forward
+  core::GpuSpec slow = s.gpu;
+  slow.host_link_bytes_per_s = 1e9;
+  const StepEstimate e = EstimateStep(s.model, off, slow, s.cluster, core::Profile{}, nullptr, StepDetail::kFull);
+  const StageTimes& t = base.stages[0];
+  const double f = OffloadExposed(32.0 * layer, 1e9, t.forward_s, 32);
+  const double b = OffloadExposed(32.0 * layer, 1e9, t.backward_input_s + t.backward_weight_s, 32);
+  EXPECT_GT(f, 10.0);
+  EXPECT_NEAR(e.stages[0].forward_offload_s, f, 1e-9);
+  EXPECT_NEAR(e.stages[0].backward_input_offload_s, b, 1e-9);
+  EXPECT_NEAR(e.breakdown.offload_s, static_cast<double>(p.Microbatches()) * (f + b), 1e-6);
+}
+
 // Data parallelism over one DGX H100's 8 GPUs at 8,192 tokens: the offload tests' plan.
 core::PlanSpec DataParallel8(int zero, int64_t micro_batch, int64_t global_batch) {
   core::PlanSpec p;

@@ -2226,16 +2226,18 @@ TEST(ValidationTest, MegatronBridgeCardsTakeTheirRecipesAndTheirStepTimes) {
   ASSERT_TRUE(sh);
   EXPECT_TRUE(sh->scenario.plan.Recomputes(core::RecomputeModule::kMoe));
   // Nemotron 3.5 Lightning on 16 H100s: its recipe offloads the experts' fc1 inputs to host memory
-  // (fine_grained_activation_offloading, offload_modules ['expert_fc1']), which meshplan does not
-  // model; the run's assumptions say so rather than dropping it.
+  // (fine_grained_activation_offloading, offload_modules ['expert_fc1']): the plan offloads them
+  // and the assumptions say where from.
   const auto* lightning = Find(all, "megatron-bridge-2608-card-h100-nemotron-3-5-lightning-16gpu-bf16");
   ASSERT_TRUE(lightning);
+  EXPECT_EQ(lightning->scenario.plan.offload_modules, core::OffloadBit(core::OffloadModule::kExpertFc1));
+  EXPECT_EQ(sh->scenario.plan.offload_modules, 0u);
   bool offload_said = false;
   for (const auto& a : lightning->assumptions)
-    offload_said |= a.rfind("not modelled: the recipe's fine-grained activation offloading of expert_fc1 (", 0) == 0;
+    offload_said |=
+        a.rfind("fine-grained activation offloading of expert_fc1 (Megatron-Core offload_modules; ", 0) == 0;
   EXPECT_TRUE(offload_said);
-  for (const auto& a : sh->assumptions) EXPECT_EQ(a.find("fine-grained activation offloading"), std::string::npos) << a;
-  // The launch file's own notes on a run (what it read but meshplan does not model) are shown too.
+  // The launch file's own notes on a run (what it read and how it is costed) are shown too.
   bool notes_said = false;
   for (const auto& a : lightning->assumptions)
     notes_said |= a.rfind(
@@ -2971,6 +2973,36 @@ TEST(ValidationTest, AMemoryPeakIsTheKindItsMetricNames) {
   ASSERT_EQ(skipped.size(), 1u);
   EXPECT_NE(skipped.front().find("names neither allocated, reserved nor nvidia-smi"), std::string::npos)
       << skipped.front();
+}
+
+TEST(ValidationTest, ARecipesMegatronFsdpShardsARunWhoseTableHasNoFsdpColumn) {
+  // Megatron-Bridge 26.08's tables print no FSDP column; its perf recipes turn Megatron-FSDP on
+  // (use_megatron_fsdp, optim_grads_params), which the launch entry records as megatron_fsdp. The
+  // 26.04 Llama 3 70B GB200 FP8 row (FSDP 64 printed, megatron_fsdp in its launch entry) read
+  // without its FSDP column still shards at ZeRO-3, from the launch entry, and says so; a launch
+  // entry without it keeps the stack's ZeRO-1.
+  const std::string record = R"json({"id": "megatron-bridge-2604-dgx-gb200-llama3-70b-64gpu-fp8",
+      "source": {"paper": "Megatron-Bridge performance summary"},
+      "model": {"name": "LLAMA3_70B", "seq_len": 8192},
+      "hardware": {"gpu": "GB200 (DGX-GB200)", "count": 64, "precision": "FP8"},
+      "parallel": {"tp": 1, "pp": 1, "cp": 1, "fsdp": null}, "microbatch": 2, "global_batch": 256,
+      "measured": {"tokens_per_s_per_gpu": 4143}})json";
+  std::vector<std::string> skipped;
+  auto runs = core::LoadPublishedRuns("[" + record + "]", &skipped);
+  ASSERT_TRUE(runs.ok()) << runs.status().ToString();
+  ASSERT_EQ(runs->size(), 1u) << (skipped.empty() ? "" : skipped.front());
+  EXPECT_EQ(runs->front().scenario.plan.zero, 3);
+  bool said = false;
+  for (const auto& a : runs->front().assumptions)
+    said |= a.rfind("Megatron-FSDP (use_megatron_fsdp, optim_grads_params): ZeRO-3 from ", 0) == 0;
+  EXPECT_TRUE(said);
+  const std::string id = "megatron-bridge-2604-dgx-gb200-llama3-70b-64gpu-fp8";
+  std::string other = record;
+  other.replace(other.find(id), id.size(), "no-launch-entry-70b");
+  auto plain = core::LoadPublishedRuns("[" + other + "]", &skipped);
+  ASSERT_TRUE(plain.ok());
+  ASSERT_EQ(plain->size(), 1u);
+  EXPECT_NE(plain->front().scenario.plan.zero, 3);
 }
 
 TEST(ValidationTest, ADatasetMayHoldItsRecordsUnderRecords) {

@@ -643,8 +643,8 @@ void ReadPlan(ObjectReader& r, const std::string& prefix, PlanSpec* p, Diagnosti
     q.Enum("params", &p->offload_params);
     q.Int("activation_layers", &p->offload_activation_layers);
     q.Bool("checkpoints", &p->offload_checkpoints);
-    if (const Json* v = q.Find("modules", false))  // fine-grained activation offloading's offload_modules
-      modules(v, prefix + ".offload.modules", &ParseOffloadModules, Choices<OffloadModule>(), &p->offload_modules);
+    if (const Json* list = q.Find("modules", false))  // fine-grained activation offloading's offload_modules
+      modules(list, prefix + ".offload.modules", &ParseOffloadModules, Choices<OffloadModule>(), &p->offload_modules);
     q.Finish();
   }
   r.Enum("cp_kind", &p->cp_kind);
@@ -702,6 +702,15 @@ void ReadPlan(ObjectReader& r, const std::string& prefix, PlanSpec* p, Diagnosti
   }
 }
 
+// A set of module bits (bit i for the enum's value i, up to `last`) as the list of their names.
+template <typename E>
+OJson ModuleNames(uint32_t bits, E last) {
+  OJson names = OJson::array();
+  for (int i = 0; i <= static_cast<int>(last); ++i)
+    if ((bits & (uint32_t{1} << i)) != 0) names.push_back(Name(static_cast<E>(i)));
+  return names;
+}
+
 OJson WritePlan(const PlanSpec& p) {
   OJson j;
   j["gpus"] = p.gpus;
@@ -722,12 +731,8 @@ OJson WritePlan(const PlanSpec& p) {
   j["recompute_layers"] = p.recompute_layers;
   if (p.recompute_early_stop) j["recompute_early_stop"] = true;
   if (p.vocab_divisible_by != 1) j["vocab_divisible_by"] = p.vocab_divisible_by;
-  if (p.recompute_modules != kDefaultRecomputeModules) {
-    OJson mods = OJson::array();
-    for (int i = 0; i <= static_cast<int>(kLastRecomputeModule); ++i)
-      if (const auto m = static_cast<RecomputeModule>(i); p.recompute_modules & ModuleBit(m)) mods.push_back(Name(m));
-    j["recompute_modules"] = mods;
-  }
+  if (p.recompute_modules != kDefaultRecomputeModules)
+    j["recompute_modules"] = ModuleNames(p.recompute_modules, kLastRecomputeModule);
   j["micro_batch"] = p.micro_batch;
   j["global_batch"] = p.global_batch;
   j["seq_len"] = p.seq_len;
@@ -747,12 +752,7 @@ OJson WritePlan(const PlanSpec& p) {
   off["params"] = Name(p.offload_params);
   if (p.offload_activation_layers > 0) off["activation_layers"] = p.offload_activation_layers;
   if (p.offload_checkpoints) off["checkpoints"] = true;
-  if (p.offload_modules != 0) {
-    std::vector<std::string> mods;
-    for (int i = 0; i <= static_cast<int>(OffloadModule::kFusedGroupMlp); ++i)
-      if (const auto m = static_cast<OffloadModule>(i); p.offload_modules & OffloadBit(m)) mods.push_back(Name(m));
-    off["modules"] = mods;
-  }
+  if (p.offload_modules != 0) off["modules"] = ModuleNames(p.offload_modules, OffloadModule::kFusedGroupMlp);
   j["offload"] = off;
   j["cp_kind"] = Name(p.cp_kind);
   j["placement"] = PlacementString(p.placement);

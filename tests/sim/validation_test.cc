@@ -892,6 +892,37 @@ TEST(ValidationTest, MegatronBridgeRunsTakeTheirRecipesRecomputation) {
   EXPECT_FALSE(without.fits);
 }
 
+// From 26.02 the Megatron-Bridge tables print an FP8 per-tensor run's precision as "FP8" alone,
+// where 25.11 printed "FP8-CS"; the recipe each such run resolves to is its model's fp8_cs variant
+// (LLAMA31_405B_PRETRAIN_CONFIG_H100_FP8_CS_V2 for the 26.06 H100 row), which the performance
+// scripts build with get_precision_config("fp8_cs"): Transformer Engine's per-tensor current
+// scaling (fp8_recipe "tensorwise", scripts/performance/utils/precision.py:28-32 at v0.3.0-v0.6.0),
+// so the launch file's fp8_scaling "current" is what the plan takes, said, and not the stack's
+// delayed scaling. A row whose table names the scaling keeps the printed one (25.11's FP8-CS).
+TEST(ValidationTest, MegatronBridgeFp8RowsTakeTheirRecipesCurrentScaling) {
+  const auto nemo = Corpus("nemo_performance_summaries.json");
+  const auto* r = Find(nemo, "megatron-bridge-2606-dgx-h100-llama3-1-405b-1024gpu-fp8");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->scenario.plan.precision, core::Dtype::kFp8);
+  EXPECT_EQ(r->scenario.plan.fp8_scaling, core::Fp8Scaling::kCurrent);
+  bool said = false;
+  for (const auto& a : r->assumptions) said |= a.rfind("FP8 current scaling from ", 0) == 0;
+  EXPECT_TRUE(said);
+  // A Qwen3-30B-A3B rank's 8 local experts each quantize their inputs apart under current scaling
+  // (3 kernels a tensor), where delayed scaling fused them: the same plan under delayed scaling is
+  // faster.
+  const auto* q = Find(nemo, "megatron-bridge-2606-dgx-h100-qwen3-30b-a3b-16gpu-fp8");
+  ASSERT_TRUE(q);
+  EXPECT_EQ(q->scenario.plan.fp8_scaling, core::Fp8Scaling::kCurrent);
+  auto delayed = *q;
+  delayed.scenario.plan.fp8_scaling = core::Fp8Scaling::kDelayed;
+  EXPECT_LT(ValidateRuns({*q}, core::Profile{}).records[0].predicted,
+            ValidateRuns({delayed}, core::Profile{}).records[0].predicted);
+  const auto* cs = Find(nemo, "megatron-bridge-2511-dgx-gb200-llama3-70b-64gpu-fp8-cs");
+  ASSERT_TRUE(cs);
+  EXPECT_EQ(cs->scenario.plan.fp8_scaling, core::Fp8Scaling::kCurrent);
+}
+
 // Megatron-Bridge 26.02.01 prints its GB300 Llama 3 70B MXFP8 and NVFP4 rows with a layout that
 // no configuration of its release (v0.3.1) has (MBS 2, VP n/a; the NVFP4 one PP 1 and DDP, every
 // GPU holding the 70.6B parameters' bf16 weights and gradients: 282 GB beside the activations on

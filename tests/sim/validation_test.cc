@@ -948,6 +948,28 @@ TEST(ValidationTest, GB300Llama70BRowsOf260201TakeTheirReleasesLayout) {
   }
 }
 
+// Megatron-Bridge 26.02.01 prints its H100 Qwen3-30B-A3B FP8 row with 26.02's layout (PP 2 x VP 12,
+// EP 8), which no configuration of v0.3.1 has: QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_FP8_CS_V1
+// (qwen3_workload_base_configs.py:408-415) runs EP 16 at PP 1 with HybridEP and no EP overlap. The
+// record takes that layout, and the launch entry the recipe's other settings: its 9,058 tokens/s
+// per GPU lies among the EP 16 rows 26.04 to 26.06 print (8,826-8,960), not near 26.02's 5,113.
+TEST(ValidationTest, H100Qwen330BRowOf260201TakesItsReleasesLayout) {
+  const auto nemo = Corpus("nemo_performance_summaries.json");
+  const auto* r = Find(nemo, "megatron-bridge-260201-dgx-h100-qwen3-30b-a3b-16gpu-fp8");
+  const auto* later = Find(nemo, "megatron-bridge-2604-dgx-h100-qwen3-30b-a3b-16gpu-fp8");
+  ASSERT_TRUE(r);
+  ASSERT_TRUE(later);
+  EXPECT_EQ(r->scenario.plan.ep, 16);
+  EXPECT_EQ(r->scenario.plan.pp, 1);
+  EXPECT_EQ(r->scenario.plan.dp, 16);
+  EXPECT_EQ(r->scenario.plan.micro_batch, 1);
+  EXPECT_FALSE(r->scenario.plan.ep_overlap);
+  EXPECT_EQ(r->scenario.plan.fp8_scaling, core::Fp8Scaling::kCurrent);
+  // One plan with 26.04's row (the same configuration at v0.4.0): one prediction for both.
+  const ValidationSummary v = ValidateRuns({*r, *later}, core::Profile{});
+  EXPECT_DOUBLE_EQ(v.records[0].predicted, v.records[1].predicted);
+}
+
 // Where the router's probabilities weight an MoE layer's tokens (PlanSpec::moe_probs), as the
 // Megatron-Core each run ran applies them: Megatron-Bridge's releases (Megatron-Core 0.14 on, fused
 // weighted activations in every MoE recipe) keep nothing more, which takes the four GB300

@@ -4,6 +4,7 @@
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
+#include <QMenu>
 #include <QSignalBlocker>
 #include <QStandardItemModel>
 #include <QVBoxLayout>
@@ -49,6 +50,43 @@ QComboBox* EnumBox(std::initializer_list<E> values, const QString& tip) {
 template <typename E>
 void SelectEnum(QComboBox* box, E value) {
   box->setCurrentIndex(box->findData(static_cast<int>(value)));
+}
+
+// A set of module bits (PlanSpec::recompute_modules, PlanSpec::offload_modules) as a button whose
+// menu holds one checkable name per module, in the enum's order; the button reads the set as the
+// CLI writes it. `count` modules, bit i for the enum's value i.
+template <typename E>
+QToolButton* ModuleSetButton(int count, const QString& tip) {
+  auto* b = new QToolButton();
+  b->setPopupMode(QToolButton::InstantPopup);
+  b->setToolButtonStyle(Qt::ToolButtonTextOnly);
+  b->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
+  b->setToolTip(tip);
+  auto* menu = new QMenu(b);
+  for (int i = 0; i < count; ++i) {
+    QAction* a = menu->addAction(core::Name(static_cast<E>(i)));
+    a->setCheckable(true);
+    a->setData(i);
+  }
+  b->setMenu(menu);
+  return b;
+}
+
+// The set a ModuleSetButton's checked names stand for.
+uint32_t CheckedModules(const QToolButton* b) {
+  uint32_t bits = 0;
+  for (const QAction* a : b->menu()->actions())
+    if (a->isChecked()) bits |= uint32_t{1} << a->data().toInt();
+  return bits;
+}
+
+// Shows `bits` in a ModuleSetButton (its checks and its text) without editing the plan.
+void ShowModules(QToolButton* b, uint32_t bits, const std::string& text) {
+  for (QAction* a : b->menu()->actions()) {
+    const QSignalBlocker block(a);
+    a->setChecked((bits >> a->data().toInt()) & 1u);
+  }
+  b->setText(text.empty() ? QString("none") : QString::fromStdString(text));
 }
 
 // Fills a list with the choices; invalid ones greyed out with the rule they break as tooltip.
@@ -220,6 +258,13 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
   recompute_ = EnumBox({core::Recompute::kNone, core::Recompute::kSelective, core::Recompute::kFull},
                        "Activation recomputation: selective drops the attention scores, full keeps layer inputs");
   pf->addRow("recompute", recompute_);
+  recompute_modules_ = ModuleSetButton<core::RecomputeModule>(
+      static_cast<int>(core::kLastRecomputeModule) + 1,
+      "Under selective recompute: the modules whose activations are recomputed in the backward instead of kept "
+      "(Megatron-Core --recompute-modules; core_attn by default; moe_act and shared_experts need an MoE model, "
+      "mla_up_proj MLA; torchtitan_op and save_qkv_proj are torchtitan's and MaxText's policies, alone; "
+      "docs/memory.md)");
+  pf->addRow("recompute modules", recompute_modules_);
   recompute_layers_ = IntBox(0, 100000,
                              "Under full recompute: layers per stage recomputed, the rest keep their activations "
                              "(Megatron-Core --recompute-method block --recompute-num-layers N); 0: every layer");
@@ -290,6 +335,13 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
   of->addRow("offload optimizer", offload_optimizer_);
   of->addRow("offload parameters", offload_params_);
   of->addRow("offload activations", offload_activations_);
+  offload_modules_ = ModuleSetButton<core::OffloadModule>(
+      static_cast<int>(core::OffloadModule::kFusedGroupMlp) + 1,
+      "Fine-grained activation offloading: each checked module's saved tensors go to host memory in the forward "
+      "and come back for its backward, all but one layer's (Megatron-Core --fine-grained-activation-offloading "
+      "--offload-modules; not with offloaded layers or full recompute; attn_proj with core_attn; the expert "
+      "modules need an MoE model; needs the GPU's host link; docs/memory.md)");
+  of->addRow("offload modules", offload_modules_);
   of->addRow("", offload_checkpoints_);
   of->addRow("cross entropy", cross_entropy_);
   col->addWidget(og);
@@ -461,6 +513,14 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
   BindEnum(recompute_, &core::PlanSpec::recompute);
   connect(recompute_layers_, &QSpinBox::valueChanged, this,
           [this](int v) { EditPlan([&](core::PlanSpec& p) { p.recompute_layers = v; }); });
+  connect(recompute_modules_->menu(), &QMenu::triggered, this, [this](QAction*) {
+    const uint32_t bits = CheckedModules(recompute_modules_);
+    EditPlan([&](core::PlanSpec& p) { p.recompute_modules = bits; });
+  });
+  connect(offload_modules_->menu(), &QMenu::triggered, this, [this](QAction*) {
+    const uint32_t bits = CheckedModules(offload_modules_);
+    EditPlan([&](core::PlanSpec& p) { p.offload_modules = bits; });
+  });
   connect(recompute_early_stop_, &QCheckBox::toggled, this,
           [this](bool on) { EditPlan([&](core::PlanSpec& p) { p.recompute_early_stop = on; }); });
   connect(vocab_divisible_by_, &QSpinBox::valueChanged, this,
@@ -678,6 +738,12 @@ void InputsPanel::Refresh() {
   SetValue(vocab_divisible_by_, p.vocab_divisible_by);
   recompute_layers_->setEnabled(p.recompute == core::Recompute::kFull || p.recompute_layers > 0);
   SetValue(offload_activations_, p.offload_activation_layers);
+  ShowModules(recompute_modules_, p.recompute_modules, core::RecomputeModulesString(p.recompute_modules));
+  // Shown while changed from the default even outside selective recompute (it then changes
+  // nothing), as recompute_early_stop.
+  recompute_modules_->setEnabled(p.recompute == core::Recompute::kSelective ||
+                                 p.recompute_modules != core::kDefaultRecomputeModules);
+  ShowModules(offload_modules_, p.offload_modules, core::OffloadModulesString(p.offload_modules));
 
   QString html;
   if (!error_.isEmpty()) html += "<p style='color:#b00000'><b>Could not load:</b> " + error_.toHtmlEscaped() + "</p>";

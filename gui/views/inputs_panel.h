@@ -1,7 +1,8 @@
 // The inputs panel: model / GPU / cluster presets with editable fields and "Load HF
 // config.json...", the GPU count, the parallel degrees (lists that offer every candidate but
 // enable only the values core::ValidatePlan accepts for the current model and GPU count; hovering
-// a greyed value shows the rule it breaks), ZeRO, SP, recompute, batch, sequence, schedule,
+// a greyed value shows the rule it breaks), ZeRO, SP, recompute (and its modules), activation
+// offloading by layer or by module, batch, sequence, schedule,
 // precision (with FP8's scaling and the BF16 first and last layers under fp8/nvfp4), a software
 // stack whose defaults one choice applies (as `meshplan report --stack NAME`), where an MoE
 // model's router probabilities weight its tokens, tokens to train and the
@@ -18,6 +19,7 @@
 #include <QPushButton>
 #include <QScrollArea>
 #include <QSpinBox>
+#include <QToolButton>
 #include <map>
 
 #include "gui/models/scenario_model.h"
@@ -61,6 +63,9 @@ class InputsPanel : public QScrollArea {
   QComboBox* offloadParamsBox() const { return offload_params_; }
   QSpinBox* offloadActivationsBox() const { return offload_activations_; }
   QCheckBox* offloadCheckpointsBox() const { return offload_checkpoints_; }
+  // Module sets: a menu of checkable names each (plan.recompute_modules, plan.offload.modules).
+  QToolButton* recomputeModulesButton() const { return recompute_modules_; }
+  QToolButton* offloadModulesButton() const { return offload_modules_; }
   QComboBox* crossEntropyBox() const { return cross_entropy_; }
   QComboBox* stackBox() const { return stack_; }
   QLabel* messages() const { return messages_; }
@@ -104,6 +109,8 @@ class InputsPanel : public QScrollArea {
   QDoubleSpinBox* moe_imbalance_ = nullptr;            // plan.moe_imbalance
   QCheckBox* recompute_early_stop_;                    // plan.recompute_early_stop
   QCheckBox* offload_checkpoints_;                     // plan.offload_checkpoints
+  QToolButton* recompute_modules_;                     // plan.recompute_modules
+  QToolButton* offload_modules_;                       // plan.offload_modules
   QCheckBox* dtensor_tp_;                              // plan.dtensor_tp
   QCheckBox* torch_cp_;                                // plan.torch_cp
   QSpinBox* vocab_divisible_by_;                       // plan.vocab_divisible_by

@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 #include <QApplication>
+#include <QMenu>
 #include <QStandardItemModel>
 #include <QTemporaryDir>
 #include <QTest>
@@ -753,6 +754,75 @@ TEST(GuiDriveTest, OverlapLossOffloadAndRecomputedLayersAreSetInThePanel) {
   ASSERT_TRUE(profile.ok());
   EXPECT_EQ(core::EstimateMemory(cli.model, cli.plan, cli.gpu, profile->memory).per_gpu_bytes,
             s->evaluation().memory.per_gpu_bytes);
+}
+
+// The two module sets are menus of checkable names in the panel: selective recomputation's modules
+// (plan.recompute_modules, --recompute-modules) and fine-grained activation offloading's
+// (plan.offload.modules, --offload-modules). Each check sets the plan field the CLI's flag sets,
+// the memory view follows, a set the rules refuse is named by validation, and the copied command
+// means the same plan. On the window's Llama-3-70B (TP 8 x PP 4, 8,192 tokens, H100s).
+TEST(GuiDriveTest, RecomputeAndOffloadModulesAreMenusInThePanel) {
+  MainWindow w;
+  ScenarioModel* s = w.scenario();
+  InputsPanel* in = w.inputs();
+  ASSERT_TRUE(s->evaluation().valid);
+  auto errors = [s] { return s->evaluation().errors.join("\n").toStdString(); };
+  auto action = [](QToolButton* b, const char* name) -> QAction* {
+    for (QAction* a : b->menu()->actions())
+      if (a->text() == name) return a;
+    return nullptr;
+  };
+  // Every module Megatron-Core names is offered, in the enum's order.
+  ASSERT_EQ(in->recomputeModulesButton()->menu()->actions().size(), 9);
+  ASSERT_EQ(in->offloadModulesButton()->menu()->actions().size(), 8);
+  const int selective = in->recomputeBox()->findData(static_cast<int>(core::Recompute::kSelective));
+  ASSERT_GE(selective, 0);
+  in->recomputeBox()->setCurrentIndex(selective);
+  ASSERT_TRUE(s->evaluation().valid) << errors();
+  EXPECT_TRUE(in->recomputeModulesButton()->isEnabled());
+  EXPECT_EQ(in->recomputeModulesButton()->text().toStdString(), "core_attn");  // Megatron-Core's default
+  const int64_t core_attn_only = s->evaluation().memory.stages[0].activations_bytes;
+  const double core_attn_step = s->evaluation().step.time_s;
+  QAction* mlp = action(in->recomputeModulesButton(), "mlp");
+  ASSERT_TRUE(mlp);
+  mlp->trigger();
+  EXPECT_EQ(s->plan().recompute_modules,
+            core::ModuleBit(core::RecomputeModule::kCoreAttn) | core::ModuleBit(core::RecomputeModule::kMlp));
+  ASSERT_TRUE(s->evaluation().valid) << errors();
+  EXPECT_LT(s->evaluation().memory.stages[0].activations_bytes, core_attn_only);  // the MLP's tensors rerun
+  EXPECT_GT(s->evaluation().step.time_s, core_attn_step);
+  EXPECT_EQ(in->recomputeModulesButton()->text().toStdString(), "core_attn,mlp");
+  EXPECT_TRUE(s->commandLine().contains("--recompute-modules core_attn,mlp")) << s->commandLine().toStdString();
+
+  // core_attn's saved tensors in host memory beside it: the stage holds less on the GPU.
+  const int64_t on_gpu = s->evaluation().memory.stages[0].activations_bytes;
+  QAction* core_attn = action(in->offloadModulesButton(), "core_attn");
+  QAction* attn_proj = action(in->offloadModulesButton(), "attn_proj");
+  ASSERT_TRUE(core_attn && attn_proj);
+  EXPECT_EQ(in->offloadModulesButton()->text().toStdString(), "none");
+  core_attn->trigger();
+  ASSERT_EQ(s->plan().offload_modules, core::OffloadBit(core::OffloadModule::kCoreAttn));
+  ASSERT_TRUE(s->evaluation().valid) << errors();
+  EXPECT_LT(s->evaluation().memory.stages[0].activations_bytes, on_gpu);
+  EXPECT_EQ(in->offloadModulesButton()->text().toStdString(), "core_attn");
+  EXPECT_TRUE(s->commandLine().contains("--offload-modules core_attn")) << s->commandLine().toStdString();
+  core::Scenario cli;
+  ASSERT_NO_FATAL_FAILURE(ResolveTheWindowsCommand(*s, &cli));
+  const auto profile = core::LoadProfile("default");
+  ASSERT_TRUE(profile.ok());
+  EXPECT_EQ(core::EstimateMemory(cli.model, cli.plan, cli.gpu, profile->memory).per_gpu_bytes,
+            s->evaluation().memory.per_gpu_bytes);
+  // attn_proj without core_attn is what Megatron-Core refuses: validation names the field, and the
+  // menu still shows the set so that it can be mended.
+  core_attn->trigger();
+  attn_proj->trigger();
+  ASSERT_EQ(s->plan().offload_modules, core::OffloadBit(core::OffloadModule::kAttnProj));
+  EXPECT_FALSE(s->evaluation().valid);
+  EXPECT_TRUE(QString::fromStdString(errors()).contains("plan.offload.modules")) << errors();
+  EXPECT_TRUE(attn_proj->isChecked());
+  attn_proj->trigger();
+  EXPECT_EQ(s->plan().offload_modules, 0u);
+  ASSERT_TRUE(s->evaluation().valid) << errors();
 }
 
 // Choosing a software stack in the panel sets what `meshplan report --stack NAME` sets

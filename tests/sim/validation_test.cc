@@ -970,6 +970,30 @@ TEST(ValidationTest, H100Qwen330BRowOf260201TakesItsReleasesLayout) {
   EXPECT_DOUBLE_EQ(v.records[0].predicted, v.records[1].predicted);
 }
 
+// Megatron-Bridge 25.11 prints its B200 GPT-OSS 120B row at EP 8, but every commit the table can
+// have run has one B200 configuration, GPT_OSS_120B_B200_BF16_BASE_CONFIG (workload_base_configs.py
+// :50-55 at v0.2.0): EP 64 at micro batch 4 and GBS 512, as printed, recomputing layernorm and
+// moe_act. The record takes EP 64 and the launch entry the recomputation: the scenario 26.02's B200
+// row runs at GBS 1,280 (8,047 tokens/s per GPU against this row's 8,213), so the two predictions
+// are one per-GPU rate but for the microbatches a step.
+TEST(ValidationTest, B200GptOssRowOf2511TakesItsReleasesExpertParallelism) {
+  const auto nemo = Corpus("nemo_performance_summaries.json");
+  const auto* r = Find(nemo, "megatron-bridge-2511-dgx-b200-gpt-oss-120b-64gpu-bf16");
+  const auto* later = Find(nemo, "megatron-bridge-2602-dgx-b200-gpt-oss-120b-64gpu-bf16");
+  ASSERT_TRUE(r);
+  ASSERT_TRUE(later);
+  EXPECT_EQ(r->scenario.plan.ep, 64);
+  EXPECT_EQ(r->scenario.plan.micro_batch, 4);
+  EXPECT_EQ(r->scenario.plan.global_batch, 512);
+  EXPECT_EQ(r->scenario.plan.recompute, core::Recompute::kSelective);
+  EXPECT_EQ(r->scenario.plan.recompute_modules,
+            core::ModuleBit(core::RecomputeModule::kLayernorm) | core::ModuleBit(core::RecomputeModule::kMoeAct));
+  core::PlanSpec same = later->scenario.plan;
+  same.global_batch = r->scenario.plan.global_batch;
+  same.gpus = r->scenario.plan.gpus;
+  EXPECT_EQ(same, r->scenario.plan);
+}
+
 // Where the router's probabilities weight an MoE layer's tokens (PlanSpec::moe_probs), as the
 // Megatron-Core each run ran applies them: Megatron-Bridge's releases (Megatron-Core 0.14 on, fused
 // weighted activations in every MoE recipe) keep nothing more, which takes the four GB300

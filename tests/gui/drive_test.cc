@@ -62,6 +62,17 @@ void ResolveTheWindowsCommand(const ScenarioModel& s, core::Scenario* cli) {
   EXPECT_EQ(cli->plan, s.plan()) << command.toStdString();
 }
 
+// The window's copied command, run as `meshplan report` runs it (the default profile), gives the
+// memory the window shows, byte for byte.
+void ExpectTheWindowsCommandGivesItsMemory(const ScenarioModel& s) {
+  core::Scenario cli;
+  ASSERT_NO_FATAL_FAILURE(ResolveTheWindowsCommand(s, &cli));
+  const auto profile = core::LoadProfile("default");
+  ASSERT_TRUE(profile.ok());
+  EXPECT_EQ(core::EstimateMemory(cli.model, cli.plan, cli.gpu, profile->memory).per_gpu_bytes,
+            s.evaluation().memory.per_gpu_bytes);
+}
+
 // Selects `value` in a degree list the way a user does (the list must offer it enabled).
 void Choose(QComboBox* box, int64_t value) {
   const int i = box->findData(QVariant::fromValue<qlonglong>(value));
@@ -748,12 +759,7 @@ TEST(GuiDriveTest, OverlapLossOffloadAndRecomputedLayersAreSetInThePanel) {
   for (const char* flag : {"--tp-overlap full", "--cross-entropy te-inplace", "--offload-optimizer cpu",
                            "--recompute full", "--recompute-layers 5"})
     EXPECT_TRUE(command.contains(flag)) << flag << " in " << command.toStdString();
-  core::Scenario cli;
-  ASSERT_NO_FATAL_FAILURE(ResolveTheWindowsCommand(*s, &cli));
-  const auto profile = core::LoadProfile("default");
-  ASSERT_TRUE(profile.ok());
-  EXPECT_EQ(core::EstimateMemory(cli.model, cli.plan, cli.gpu, profile->memory).per_gpu_bytes,
-            s->evaluation().memory.per_gpu_bytes);
+  ASSERT_NO_FATAL_FAILURE(ExpectTheWindowsCommandGivesItsMemory(*s));
 }
 
 // The two module sets are menus of checkable names in the panel: selective recomputation's modules
@@ -806,12 +812,7 @@ TEST(GuiDriveTest, RecomputeAndOffloadModulesAreMenusInThePanel) {
   EXPECT_LT(s->evaluation().memory.stages[0].activations_bytes, on_gpu);
   EXPECT_EQ(in->offloadModulesButton()->text().toStdString(), "core_attn");
   EXPECT_TRUE(s->commandLine().contains("--offload-modules core_attn")) << s->commandLine().toStdString();
-  core::Scenario cli;
-  ASSERT_NO_FATAL_FAILURE(ResolveTheWindowsCommand(*s, &cli));
-  const auto profile = core::LoadProfile("default");
-  ASSERT_TRUE(profile.ok());
-  EXPECT_EQ(core::EstimateMemory(cli.model, cli.plan, cli.gpu, profile->memory).per_gpu_bytes,
-            s->evaluation().memory.per_gpu_bytes);
+  ASSERT_NO_FATAL_FAILURE(ExpectTheWindowsCommandGivesItsMemory(*s));
   // attn_proj without core_attn is what Megatron-Core refuses: validation names the field, and the
   // menu still shows the set so that it can be mended.
   core_attn->trigger();

@@ -905,9 +905,7 @@ TEST(ValidationTest, MegatronBridgeFp8RowsTakeTheirRecipesCurrentScaling) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->scenario.plan.precision, core::Dtype::kFp8);
   EXPECT_EQ(r->scenario.plan.fp8_scaling, core::Fp8Scaling::kCurrent);
-  bool said = false;
-  for (const auto& a : r->assumptions) said |= a.rfind("FP8 current scaling from ", 0) == 0;
-  EXPECT_TRUE(said);
+  EXPECT_TRUE(Says(r->assumptions, "FP8 current scaling from "));
   // A Qwen3-30B-A3B rank's 8 local experts each quantize their inputs apart under current scaling
   // (3 kernels a tensor), where delayed scaling fused them: the same plan under delayed scaling is
   // faster.

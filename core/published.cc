@@ -286,6 +286,13 @@ std::optional<std::string> ModelPresetFor(const std::string& name) {
 struct LaunchConfig {
   int64_t microbatch = 0;
   int64_t vpp = 0;
+  // The layout the run's recipe ran where the row prints another (the launch entry's "layout":
+  // a release's table that carried a previous release's columns over, its notes saying how that
+  // is known); each field > 0 replaces what the record prints, said among the assumptions. 0: the
+  // printed value stands.
+  struct Layout {
+    int64_t pp = 0, vpp = 0, ep = 0, microbatch = 0;
+  } layout;
   std::string ddp;  // "torch" (bucketed, overlapped with backward) or "local" (after the flush)
   // Activation recomputation as the recipe sets it: none, selective or full ("" when the launch
   // file does not say); recompute_layers > 0: full recomputation of that many layers per stage
@@ -390,8 +397,17 @@ std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
         if (v.contains("fine_grained_activation_offload") && v["fine_grained_activation_offload"].is_array())
           for (const Json& mod : v["fine_grained_activation_offload"])
             if (mod.is_string()) offload_modules.push_back(mod.get<std::string>());
+        LaunchConfig::Layout layout;
+        if (v.contains("layout") && v["layout"].is_object()) {
+          const Json& l = v["layout"];
+          layout = {.pp = IntOr(l, "pp", 0),
+                    .vpp = IntOr(l, "vpp", 0),
+                    .ep = IntOr(l, "ep", 0),
+                    .microbatch = IntOr(l, "microbatch", 0)};
+        }
         runs.emplace(run_id, LaunchConfig{.microbatch = IntOr(v, "microbatch", 0),
                                           .vpp = IntOr(v, "vpp", 0),
+                                          .layout = layout,
                                           .ddp = StrOr(v, "ddp"),
                                           .recompute = StrOr(v, "recompute"),
                                           .recompute_modules = modules,
@@ -930,6 +946,24 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     skip("no tp/pp plan printed");
     return false;
   }
+  const std::optional<LaunchConfig> launch = FindLaunchConfig(id);
+  // The layout the recipe ran where the row prints another (LaunchConfig::layout): the pipeline and
+  // expert degrees here (a changed pipeline degree derives the data-parallel one again), the
+  // interleave degree and micro batch where they are read below.
+  const auto corrected = [&](const char* what, int64_t printed, int64_t ran) {
+    if (ran <= 0 || ran == printed) return printed;
+    run.assumptions.push_back(std::string(what) + " " + std::to_string(ran) + " where the row prints " +
+                              (printed > 0 ? std::to_string(printed) : std::string("none")) + ", the layout " +
+                              (launch->recipe.empty() ? launch->source : launch->recipe) +
+                              " runs (the launch file's notes say how the printed one is known to be another's)");
+    return ran;
+  };
+  if (launch) {
+    const int64_t pp = corrected("PP", p.pp, launch->layout.pp);
+    if (pp != p.pp) p.dp = 0;
+    p.pp = pp;
+    p.ep = corrected("EP", p.ep, launch->layout.ep);
+  }
   if (p.dp <= 0) {
     if (count <= 0 || count % (p.tp * p.pp * p.cp) != 0) {
       skip("no dp printed and GPUs/(tp*pp*cp) is not whole");
@@ -967,7 +1001,6 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     skip("no global batch: neither global_batch (sequences) nor global_batch_tokens is printed");
     return false;
   }
-  const std::optional<LaunchConfig> launch = FindLaunchConfig(id);
   // Token dropping the recipe turns on and the record does not print: each expert's input capped
   // and padded to that capacity, so the dispatcher needs no host synchronisation (the
   // "(tokendrop)" rule above).
@@ -985,6 +1018,8 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     return (*launch).*field;
   };
   p.micro_batch = printed_or_launched(IntOr(r, "microbatch", 0), &LaunchConfig::microbatch, "micro batch");
+  if (launch && launch->layout.microbatch > 0)
+    p.micro_batch = corrected("micro batch", p.micro_batch, launch->layout.microbatch);
   const int64_t per_pipeline = p.dp > 0 ? p.global_batch / p.dp : 0;  // sequences per data-parallel rank
   if (p.micro_batch <= 0 && stack->microbatches_equal_pp && p.pp > 1 && per_pipeline % p.pp == 0 &&
       per_pipeline >= p.pp) {
@@ -998,6 +1033,7 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     run.assumptions.push_back("micro batch not printed: 1");
   }
   p.vpp = printed_or_launched(IntOr(pj, "vpp", 0), &LaunchConfig::vpp, "interleave degree");
+  if (launch && launch->layout.vpp > 0) p.vpp = corrected("interleave degree", p.vpp, launch->layout.vpp);
   if (p.vpp <= 0) {
     p.vpp = 1;
     const bool named_interleaved = StrOr(pj, "schedule").find("nterleav") != std::string::npos;

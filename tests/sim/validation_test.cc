@@ -992,6 +992,49 @@ TEST(ValidationTest, B200GptOssRowOf2511TakesItsReleasesExpertParallelism) {
   EXPECT_EQ(same, r->scenario.plan);
 }
 
+// A copy of such a row that prints what the table printed (EP 8 for 25.11's B200 GPT-OSS 120B;
+// 26.02's PP 2 x VP 12 at EP 8 for 26.02.01's H100 Qwen3-30B-A3B) takes the layout its launch
+// entry says the recipe ran (presets/launches/megatron-bridge-performance.json "layout"), derives
+// the data-parallel degree again, and says what it replaced; the corpus records already print
+// the corrected layout, so they are unchanged by it.
+TEST(ValidationTest, ALaunchEntrysLayoutReplacesAStaleOnePrinted) {
+  auto text = core::ReadTextFile(MESHPLAN_TEST_DATA_DIR "/validation/nemo_performance_summaries.json");
+  ASSERT_TRUE(text.ok());
+  nlohmann::json all = nlohmann::json::parse(*text);
+  nlohmann::json printed = nlohmann::json::array();
+  for (auto& r : all) {
+    if (r["id"] == "megatron-bridge-2511-dgx-b200-gpt-oss-120b-64gpu-bf16") {
+      r["parallel"]["ep"] = 8;
+      printed.push_back(r);
+    }
+    if (r["id"] == "megatron-bridge-260201-dgx-h100-qwen3-30b-a3b-16gpu-fp8") {
+      r["parallel"]["pp"] = 2;
+      r["parallel"]["vpp"] = 12;
+      r["parallel"]["ep"] = 8;
+      printed.push_back(r);
+    }
+  }
+  ASSERT_EQ(printed.size(), 2u);
+  auto runs = core::LoadPublishedRuns(printed.dump(), nullptr);
+  ASSERT_TRUE(runs.ok()) << runs.status().ToString();
+  ASSERT_EQ(runs->size(), 2u);
+  const auto& gpt = (*runs)[0].id.find("gpt-oss") != std::string::npos ? (*runs)[0] : (*runs)[1];
+  const auto& qwen = (*runs)[0].id.find("gpt-oss") != std::string::npos ? (*runs)[1] : (*runs)[0];
+  EXPECT_EQ(gpt.scenario.plan.ep, 64);
+  EXPECT_EQ(gpt.scenario.plan.dp, 64);
+  EXPECT_TRUE(Says(gpt.assumptions, "EP 64 where the row prints 8, the layout "));
+  EXPECT_EQ(qwen.scenario.plan.pp, 1);
+  EXPECT_EQ(qwen.scenario.plan.vpp, 1);
+  EXPECT_EQ(qwen.scenario.plan.ep, 16);
+  EXPECT_EQ(qwen.scenario.plan.dp, 16);  // GPUs / (TP x PP) again, with PP 1
+  EXPECT_TRUE(Says(qwen.assumptions, "PP 1 where the row prints 2, the layout "));
+  EXPECT_TRUE(Says(qwen.assumptions, "interleave degree 1 where the row prints 12, the layout "));
+  // What the corpus's corrected record gives, field for field.
+  const auto nemo = Corpus("nemo_performance_summaries.json");
+  EXPECT_EQ(Find(nemo, qwen.id)->scenario.plan, qwen.scenario.plan);
+  EXPECT_EQ(Find(nemo, gpt.id)->scenario.plan, gpt.scenario.plan);
+}
+
 // Where the router's probabilities weight an MoE layer's tokens (PlanSpec::moe_probs), as the
 // Megatron-Core each run ran applies them: Megatron-Bridge's releases (Megatron-Core 0.14 on, fused
 // weighted activations in every MoE recipe) keep nothing more, which takes the four GB300

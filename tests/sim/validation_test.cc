@@ -205,8 +205,10 @@ TEST(ValidationTest, UnprintedMemorySaversAreTheCheapestThatFit) {
   const auto* own = Find(runs, "megascale-t2-megascale-256gpu");
   ASSERT_TRUE(own);
   EXPECT_EQ(own->scenario.plan.recompute, core::Recompute::kNone);
-  // Qwen3-30B-A3B on 16 H100s (PP 2, vpp 24, EP 8, mbs 2, seq 4096), recipe known: no
-  // recomputation whatever the memory model says. Its release (25.11, Megatron-Core 0.14+) weights
+  // Qwen3-30B-A3B on 16 H100s (PP 2, EP 8, seq 4096), recipe known: no recomputation whatever the
+  // memory model says, and the recipe's VP 12 at micro batch 1 with the EP overlap where the row
+  // prints 25.09's VP 24 at micro batch 2 (the launch entry's layout, its notes). The memory below
+  // is the printed layout's, as derived. Its release (25.11, Megatron-Core 0.14+) weights
   // the tokens by the router's probabilities inside the fused SwiGLU (moe_probs fused, from the
   // launch file's release defaults), so the last stage is at 68.1 GB on the GPU. Before Megatron-Core
   // 0.13 the weighting at the unpermutation kept each MoE layer's experts' output: 2 B x 8,192 tokens
@@ -221,16 +223,25 @@ TEST(ValidationTest, UnprintedMemorySaversAreTheCheapestThatFit) {
   EXPECT_EQ(q->scenario.plan.moe_probs, core::MoeProbs::kFused);
   EXPECT_TRUE(Says(q->assumptions, "MoE probabilities applied in a fused weighted activation"));
   EXPECT_TRUE(ValidateRuns({*q}, core::Profile{}).records[0].fits);
+  EXPECT_EQ(q->scenario.plan.vpp, 12);
+  EXPECT_EQ(q->scenario.plan.micro_batch, 1);
+  EXPECT_TRUE(q->scenario.plan.ep_overlap);
+  EXPECT_TRUE(q->scenario.plan.delay_wgrad);
+  EXPECT_TRUE(Says(q->assumptions, "interleave degree 12 where the row prints 24, the layout "));
+  EXPECT_TRUE(Says(q->assumptions, "micro batch 1 where the row prints 2, the layout "));
   const auto mem = [&](const core::PlanSpec& p) {
     return core::EstimateMemory(q->scenario.model, p, q->scenario.gpu, core::MemoryOverheads{});
   };
-  core::PlanSpec unpermute = q->scenario.plan;
+  core::PlanSpec printed = q->scenario.plan;
+  printed.vpp = 24;
+  printed.micro_batch = 2;
+  core::PlanSpec unpermute = printed;
   unpermute.moe_probs = core::MoeProbs::kUnpermute;
-  const core::MemoryReport fused_mem = mem(q->scenario.plan), unpermute_mem = mem(unpermute);
+  const core::MemoryReport fused_mem = mem(printed), unpermute_mem = mem(unpermute);
   EXPECT_NEAR(static_cast<double>(fused_mem.stages[1].activations_bytes), 31.98e9, 0.01e9);
   EXPECT_NEAR(static_cast<double>(unpermute_mem.stages[1].activations_bytes - fused_mem.stages[1].activations_bytes),
               47.0 * 2 * 8192 * 8 * 2048, 1e6);
-  core::PlanSpec fp32_grad = q->scenario.plan;
+  core::PlanSpec fp32_grad = printed;
   fp32_grad.cross_entropy = core::CrossEntropy::kTe;
   EXPECT_NEAR(static_cast<double>(mem(fp32_grad).stages[1].activations_bytes - fused_mem.stages[1].activations_bytes),
               4.0 * 8192 * 151936, 0.01e9);

@@ -477,8 +477,14 @@ TEST(ValidationTest, BeyondTuningRegressionBound) {
   // Megatron-LM README's PP > 1 rows ran (one layer a virtual stage: presets/launches/megatron-lm-
   // readme-2024.json; they were costed as 1F1B, whose 12-23% bubble had been hiding a per-microbatch
   // time 10-15% short, docs/validation.md): 5.2%, 16.5%, 131.6%; 70B -3.6% -> -0.1%, 119B +0.7% ->
-  // +10.1%, 177B -0.5% -> +11.2%, 314B -7.3% -> +5.2%, 462B -5.3% -> +8.0%.
-  EXPECT_LE(v.all.median_abs_error, 0.053);
+  // +10.1%, 177B -0.5% -> +11.2%, 314B -7.3% -> +5.2%, 462B -5.3% -> +8.0%. With Megatron-Bridge
+  // 25.11's H100 GPT-OSS 120B row read as its recipe ran (micro batch 1 and layernorm/moe_act
+  // recomputed, the launch entry's layout: the row prints the B200 row's micro batch 4 and GA 2,
+  // which its own PP 4 contradicts and which needs 107 GB of an 85 GB H100 under that recipe):
+  // 6.4%, 16.5%, 104.5%; that row +2.2% -> +40.6% (it was right for the wrong reason, full
+  // recomputation assumed so the printed layout would fit), beside its release siblings at +40%
+  // to +44% (docs/validation.md).
+  EXPECT_LE(v.all.median_abs_error, 0.065);
   EXPECT_LE(v.all.p90_abs_error, 0.166);
   EXPECT_LE(v.all.max_abs_error, 1.32);
   EXPECT_EQ(v.all.out_of_memory, 0u);
@@ -503,14 +509,17 @@ TEST(ValidationTest, BeyondTuningRegressionBound) {
     // optimizer's shard (param_and_grad_buffer.py reset() at core_v0.14.0): too slow already, as
     // the 32B row (-19.7% -> -20.1%); the 1.7B and 7.1B rows, too fast, +15.0/+12.1% -> +14.3/+11.3%.
     // Since the README's PP > 1 rows run the interleaved schedule they ran (above): 5.3% -> 10.1%,
-    // its median row the 119B (+10.1%), 10 of the 15 rows too fast.
-    if (g.dimension == "gpu" && g.value == "h100-sxm") EXPECT_LE(g.summary.median_abs_error, 0.102);
+    // its median row the 119B (+10.1%), 10 of the 15 rows too fast; 10.2% since the 25.11 GPT-OSS
+    // 120B row runs its recipe's micro batch (above).
+    if (g.dimension == "gpu" && g.value == "h100-sxm") EXPECT_LE(g.summary.median_abs_error, 0.103);
     // MoE: its median row, Qwen3-235B-A22B at TP 2 in FP8, +20.3% -> +20.5% since Transformer
     // Engine's sequence-parallel all-gathers carry the quantized inputs (1 B, not 2): too fast
     // already, its hidden TP collectives slow the compute beside them a little less; +20.6% since
     // recipes without userbuffers keep the backward's asynchronous TP collectives (tp_overlap
     // backward, Transformer Engine linear.py at v2.9), which also slow the compute beside them.
-    if (g.dimension == "model" && g.value == "moe") EXPECT_LE(g.summary.median_abs_error, 0.207);
+    // Since the 25.11 GPT-OSS 120B row runs its recipe's micro batch 1 (above), the three rows are
+    // +14.9%, +40.6% and +104.5%: the median is that row.
+    if (g.dimension == "model" && g.value == "moe") EXPECT_LE(g.summary.median_abs_error, 0.406);
   }
 }
 

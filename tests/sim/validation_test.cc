@@ -944,7 +944,7 @@ TEST(ValidationTest, MegatronBridgeFp8RowsTakeTheirRecipesCurrentScaling) {
 // Megatron-Bridge 26.02.01 prints its GB300 Llama 3 70B MXFP8 and NVFP4 rows with a layout that
 // no configuration of its release (v0.3.1) has (MBS 2, VP n/a; the NVFP4 one PP 1 and DDP, every
 // GPU holding the 70.6B parameters' bf16 weights and gradients: 282 GB beside the activations on
-// a 288 GB GPU). Both records take the release's one GB300 configuration of their precision at
+// a 288 GB GPU). Both rows take, from their launch entries, the release's one GB300 configuration of their precision at
 // GBS 256, PP 4 x VP 5 at micro batch 1 (llama3_workload_base_configs.py:219-231 at v0.3.1), as
 // 26.02, 26.04 and 26.04.01 print it, and then fit.
 TEST(ValidationTest, GB300Llama70BRowsOf260201TakeTheirReleasesLayout) {
@@ -969,7 +969,7 @@ TEST(ValidationTest, GB300Llama70BRowsOf260201TakeTheirReleasesLayout) {
 // Megatron-Bridge 26.02.01 prints its H100 Qwen3-30B-A3B FP8 row with 26.02's layout (PP 2 x VP 12,
 // EP 8), which no configuration of v0.3.1 has: QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_FP8_CS_V1
 // (qwen3_workload_base_configs.py:408-415) runs EP 16 at PP 1 with HybridEP and no EP overlap. The
-// record takes that layout, and the launch entry the recipe's other settings: its 9,058 tokens/s
+// launch entry gives that layout and the recipe's other settings: its 9,058 tokens/s
 // per GPU lies among the EP 16 rows 26.04 to 26.06 print (8,826-8,960), not near 26.02's 5,113.
 TEST(ValidationTest, H100Qwen330BRowOf260201TakesItsReleasesLayout) {
   const auto nemo = Corpus("nemo_performance_summaries.json");
@@ -991,7 +991,7 @@ TEST(ValidationTest, H100Qwen330BRowOf260201TakesItsReleasesLayout) {
 // Megatron-Bridge 25.11 prints its B200 GPT-OSS 120B row at EP 8, but every commit the table can
 // have run has one B200 configuration, GPT_OSS_120B_B200_BF16_BASE_CONFIG (workload_base_configs.py
 // :50-55 at v0.2.0): EP 64 at micro batch 4 and GBS 512, as printed, recomputing layernorm and
-// moe_act. The record takes EP 64 and the launch entry the recomputation: the scenario 26.02's B200
+// moe_act. The launch entry gives EP 64 and the recomputation: the scenario 26.02's B200
 // row runs at GBS 1,280 (8,047 tokens/s per GPU against this row's 8,213), so the two predictions
 // are one per-GPU rate but for the microbatches a step.
 TEST(ValidationTest, B200GptOssRowOf2511TakesItsReleasesExpertParallelism) {
@@ -1015,8 +1015,8 @@ TEST(ValidationTest, B200GptOssRowOf2511TakesItsReleasesExpertParallelism) {
 // A copy of such a row that prints what the table printed (EP 8 for 25.11's B200 GPT-OSS 120B;
 // 26.02's PP 2 x VP 12 at EP 8 for 26.02.01's H100 Qwen3-30B-A3B) takes the layout its launch
 // entry says the recipe ran (presets/launches/megatron-bridge-performance.json "layout"), derives
-// the data-parallel degree again, and says what it replaced; the corpus records already print
-// the corrected layout, so they are unchanged by it.
+// the data-parallel degree again, and says what it replaced; the corpus records print what the
+// pages printed too, and map to the same plans.
 TEST(ValidationTest, ALaunchEntrysLayoutReplacesAStaleOnePrinted) {
   auto text = core::ReadTextFile(MESHPLAN_TEST_DATA_DIR "/validation/nemo_performance_summaries.json");
   ASSERT_TRUE(text.ok());

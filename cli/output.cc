@@ -123,6 +123,7 @@ std::string MoeLine(const core::ModelSpec& m, const core::PlanSpec& p) {
     << (p.moe_grouped_gemm ? "grouped GEMM" : "one GEMM per expert") << " | host floor " << core::Name(p.moe_host);
   if (core::Quantized(p.precision) && p.transformer_engine && p.moe_grouped_gemm)
     o << " | " << (p.moe_router_padding ? "tokens padded by the router" : "tokens padded by the experts");
+  if (p.moe_op_fuser) o << " | Transformer Engine's op fuser";
   if (m.bias == core::BiasKind::kAll) o << " | expert fc2 bias " << core::Name(p.expert_bias);
   return o.str();
 }

@@ -215,6 +215,11 @@ void PlanFlags::Register(CLI::App* app) {
       "MoE under fp8/nvfp4: each expert's tokens arrive padded to the quantization's alignment "
       "(Megatron-Core's --moe-router-padding-for-quantization, or its HybridEP dispatcher), so Transformer "
       "Engine's grouped experts skip their padding copies");
+  p->add_flag_callback(
+      "--moe-op-fuser", [this] { moe_op_fuser = true; },
+      "MoE: the experts' fc1, activation and fc2 through Transformer Engine's op fuser (Megatron-Core's "
+      "--use-transformer-engine-op-fuser): the activation's clamp and fc2's bias inside its ops, no copies "
+      "around them (needs --transformer-engine, grouped GEMM, etp 1)");
   p->add_option("--cuda-context-mib", cuda_context_mib,
                 "The CUDA context your software holds per GPU, MiB (nvidia-smi's used memory beyond PyTorch's "
                 "reserved bytes after the first GEMM; default: the profile's 685 MiB, measured with lazy module "
@@ -438,6 +443,7 @@ void PlanFlags::ApplyPlanFlags(bool from_file, core::ModelSpec* spec, core::Plan
   if (transformer_engine) p.transformer_engine = *transformer_engine;
   if (moe_grouped_gemm) p.moe_grouped_gemm = *moe_grouped_gemm;
   if (moe_router_padding) p.moe_router_padding = *moe_router_padding;
+  if (moe_op_fuser) p.moe_op_fuser = *moe_op_fuser;
   if (moe_imbalance) p.moe_imbalance = *moe_imbalance;
   if (recompute_layers) p.recompute_layers = *recompute_layers;
   if (recompute_early_stop) p.recompute_early_stop = *recompute_early_stop;

@@ -31,8 +31,8 @@ struct PlanFlags {
   std::optional<double> moe_imbalance;
   std::optional<bool> sp, overlap_grad_reduce, overlap_param_gather, grad_accum_fusion, grad_prescale, ep_overlap,
       delay_wgrad, repeat_kv, dtensor_tp, torch_cp, keep_lp_grads, keep_pp_outputs, recompute_early_stop,
-      transformer_engine, moe_grouped_gemm, moe_router_padding, chunked_attention, fp8_param_gather, fp8_attention,
-      offload_checkpoints;
+      transformer_engine, moe_grouped_gemm, moe_router_padding, moe_op_fuser, chunked_attention, fp8_param_gather,
+      fp8_attention, offload_checkpoints;
   std::optional<std::string> tp_overlap, zero3_gather, fp8_scaling;
   std::optional<std::string> recompute, recompute_modules, cross_entropy, elementwise, moe_dispatcher, moe_routing,
       moe_host, moe_probs, expert_bias, schedule, precision, optimizer, sharding, cp_kind, placement;

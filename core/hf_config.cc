@@ -225,6 +225,54 @@ void SetMoeLayers(const std::vector<bool>& is_moe, MoeSpec moe, FieldReader& r, 
   m->moe = moe;
 }
 
+// YaRN's attention scaling (ModelSpec::rope_mscale) from rope_scaling, as transformers'
+// _compute_yarn_parameters (modeling_rope_utils.py) and Megatron-Core's
+// _yarn_get_concentration_factor derive it: attention_factor when given; else, with mscale and
+// mscale_all_dim, the ratio of get_mscale(factor, mscale) to get_mscale(factor, mscale_all_dim);
+// else get_mscale(factor) = 0.1 ln(factor) + 1 (1 for factor <= 1). Other RoPE scalings (llama3,
+// linear, dynamic) scale no cos or sin: 1.
+void ReadRopeScaling(FieldReader& r, ModelSpec* m) {
+  const Json& j = r.Object();
+  auto it = j.find("rope_scaling");
+  if (it == j.end() || it->is_null()) return;
+  if (!it->is_object()) {
+    r.Error("rope_scaling", "expected an object, got " + Brief(*it));
+    return;
+  }
+  const Json& s = *it;
+  auto text = [&](const char* key) {
+    auto k = s.find(key);
+    return k != s.end() && k->is_string() ? k->get<std::string>() : std::string();
+  };
+  const std::string kind = text("rope_type").empty() ? text("type") : text("rope_type");
+  if (kind != "yarn") return;
+  auto number = [&](const char* key, double* out) {
+    auto k = s.find(key);
+    if (k == s.end() || k->is_null()) return false;
+    if (!k->is_number()) {
+      r.Error("rope_scaling", std::string(key) + " expected a number, got " + Brief(*k));
+      return false;
+    }
+    *out = k->get<double>();
+    return true;
+  };
+  double factor = 1, attention = 0, mscale = 0, mscale_all_dim = 0;
+  if (!number("factor", &factor) || !(factor > 0)) {
+    r.Error("rope_scaling", "yarn needs factor > 0");
+    return;
+  }
+  auto get_mscale = [factor](double scale) { return factor <= 1 ? 1.0 : 0.1 * scale * std::log(factor) + 1.0; };
+  if (number("attention_factor", &attention)) m->rope_mscale = attention;
+  else if (number("mscale", &mscale) && number("mscale_all_dim", &mscale_all_dim))
+    m->rope_mscale = get_mscale(mscale) / get_mscale(mscale_all_dim);
+  else m->rope_mscale = get_mscale(1.0);
+  if (!(m->rope_mscale > 0) || !std::isfinite(m->rope_mscale)) {
+    r.Error("rope_scaling",
+            "gives an attention factor of " + std::to_string(m->rope_mscale) + ": it must be a positive number");
+    m->rope_mscale = 1.0;
+  }
+}
+
 // Sliding-window attention (ModelSpec::sliding_window, global_attention_every). transformers
 // states it per layer in `layer_types` ("sliding_attention" / "full_attention": gpt-oss, Gemma,
 // and every family since v4.54); Mistral and Mixtral window every layer when `sliding_window` is
@@ -433,6 +481,10 @@ void ReadDecoder(const std::string& type, FieldReader& r, ModelSpec* m) {
   m->qk_norm = type == "qwen3" || type == "qwen3_moe";
   m->attention_sinks = type == "gpt_oss";
   ReadSlidingWindow(type, r, m);
+  ReadRopeScaling(r, m);
+  // gpt-oss's clamped SwiGLU (modeling_gpt_oss.py GptOssExperts: gate.clamp(max=limit),
+  // up.clamp(-limit, limit)).
+  if (type == "gpt_oss") m->glu_clamp = r.Number("swiglu_limit", 0.0);
 
   const int64_t layers = m->layers;
   if (type == "mixtral" || type == "gpt_oss") {

@@ -393,6 +393,14 @@ void VisitLayerActivations(const ModelSpec& m, const PlanSpec& p, bool moe_layer
       const int64_t f_local = x.expert_ffn_hidden / p.etp;
       add("expert_input", LinearInputBytes(p, tok * w));
       mlp_terms("expert_act_input", "expert_fc2_input", tok, f_local, recomputed(RecomputeModule::kMoeAct));
+      // A clamped GLU under Megatron-Core's fused activation (ModelSpec::glu_clamp;
+      // weighted_bias_quick_geglu_impl): the clamps keep fc1's output for their gradient and the
+      // fused function saves the clamped copy, fc1's width again. Not under moe_act recomputation
+      // (CheckpointWithoutOutput runs the function without autograd, its input kept) nor the op
+      // fuser (the clamp inside its activation op).
+      if (m.glu_clamp > 0 && m.mlp == MlpKind::kSwiglu && !eager && !p.moe_op_fuser &&
+          !recomputed(RecomputeModule::kMoeAct))
+        add("expert_clamped_act_input", 2 * e * tok * f_local);
       // What the router's probabilities weight is kept for their gradient (PlanSpec::moe_probs):
       // the experts' output at the unpermutation, the activation's output in a separate multiply;
       // a fused weighted activation keeps nothing more.
@@ -478,7 +486,7 @@ int64_t FineGrainedOffloadBytes(const ModelSpec& m, const PlanSpec& p, bool moe_
       {OffloadModule::kAttnProj, {"attn_out_proj_input"}},
       {OffloadModule::kMlpNorm, {"mlp_norm_input", "mlp_norm_fp32_input", "mlp_norm_normalized"}},
       {OffloadModule::kExpertFc1, {"expert_input"}},
-      {OffloadModule::kMoeAct, {"expert_act_input"}},
+      {OffloadModule::kMoeAct, {"expert_act_input", "expert_clamped_act_input"}},
       {OffloadModule::kFusedGroupMlp, {"expert_input", "expert_act_input", "expert_fc2_input"}},
   };
   const Recompute mode = p.recompute == Recompute::kSelective ? Recompute::kSelective : Recompute::kNone;

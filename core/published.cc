@@ -315,6 +315,8 @@ struct LaunchConfig {
   std::string moe_dispatcher;
   // Megatron-Core's moe_router_padding_for_quantization (or _for_fp8) as the recipe sets it.
   bool moe_router_padding = false;
+  // Megatron-Core's use_transformer_engine_op_fuser as the recipe sets it (PlanSpec::moe_op_fuser).
+  bool moe_op_fuser = false;
   // Megatron-Core's ddp.grad_reduce_in_fp32 as the recipe sets it (absent: the launch file does
   // not say): false keeps the gradient buffer, its accumulation and its DP reduction in bf16.
   std::optional<bool> grad_reduce_in_fp32;
@@ -419,6 +421,7 @@ std::optional<LaunchConfig> FindLaunchConfig(const std::string& id) {
                                           .delay_wgrad = BoolAt(v, "delay_wgrad").value_or(false),
                                           .moe_dispatcher = StrOr(v, "moe_dispatcher"),
                                           .moe_router_padding = BoolAt(v, "moe_router_padding").value_or(false),
+                                          .moe_op_fuser = BoolAt(v, "moe_op_fuser").value_or(false),
                                           .grad_reduce_in_fp32 = BoolAt(v, "grad_reduce_in_fp32"),
                                           .overlap_grad_reduce = BoolAt(v, "overlap_grad_reduce"),
                                           .overlap_param_gather = BoolAt(v, "overlap_param_gather"),
@@ -1738,7 +1741,8 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
   // the release's Megatron-Core, with fp32 probabilities when the recipe's dispatcher is the flex
   // one (HybridEP and DeepEP take only fp32 probabilities and upcast others: token_dispatcher.py
   // at cd4afffa64), whichever dispatcher the run is costed with.
-  if (release && release->expert_bias.value && m.moe && m.bias == BiasKind::kAll) {
+  const bool op_fuser = launch && launch->moe_op_fuser && m.moe;
+  if (release && release->expert_bias.value && m.moe && m.bias == BiasKind::kAll && !op_fuser) {
     if (!FromName(*release->expert_bias.value, &p.expert_bias)) {
       skip("release expert_bias '" + *release->expert_bias.value + "' is not a path meshplan models");
       return false;
@@ -1750,6 +1754,18 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
               launch_name() + ")";
     }
     run.assumptions.push_back(std::string("expert fc2 bias added ") + Name(p.expert_bias) + said);
+  }
+  // The experts through Transformer Engine's op fuser (PlanSpec::moe_op_fuser), where the recipe
+  // turns it on: the clamp inside its activation op and fc2's bias inside its grouped linear op,
+  // whatever path the release's unfused experts take.
+  if (op_fuser) {
+    p.moe_op_fuser = true;
+    p.expert_bias = ExpertBias::kFused;
+    run.assumptions.push_back(std::string("the experts through Transformer Engine's op fuser "
+                                          "(use_transformer_engine_op_fuser") +
+                              (m.glu_clamp > 0 ? "; the activation's clamp in its op" : "") +
+                              (m.bias == BiasKind::kAll ? "; fc2's bias in its grouped linear op" : "") + ") from " +
+                              launch_name());
   }
   // The recipe's DP overlaps. Megatron-LM asserts --overlap-param-gather only beside
   // --overlap-grad-reduce (arguments.py:1028-1029 at d98e8a64), so a run that ran without the

@@ -231,6 +231,8 @@ void ReadModel(const Json& j, const std::string& prefix, ModelSpec* m, Diagnosti
   r.Enum("bias", &m->bias);
   r.Bool("qk_norm", &m->qk_norm);
   r.Bool("attention_sinks", &m->attention_sinks);
+  r.Double("rope_mscale", &m->rope_mscale);
+  r.Double("glu_clamp", &m->glu_clamp);
   r.Bool("dropout", &m->dropout);
   r.Enum("attention", &m->attention);
   r.Int("mtp_layers", &m->mtp_layers);
@@ -312,6 +314,8 @@ OJson WriteModel(const ModelSpec& m) {
   j["bias"] = Name(m.bias);
   j["qk_norm"] = m.qk_norm;
   j["attention_sinks"] = m.attention_sinks;
+  if (m.rope_mscale != 1.0) j["rope_mscale"] = m.rope_mscale;
+  if (m.glu_clamp > 0) j["glu_clamp"] = m.glu_clamp;
   j["dropout"] = m.dropout;
   j["attention"] = Name(m.attention);
   if (m.mtp_layers > 0) j["mtp_layers"] = m.mtp_layers;
@@ -679,6 +683,7 @@ void ReadPlan(ObjectReader& r, const std::string& prefix, PlanSpec* p, Diagnosti
   r.Bool("transformer_engine", &p->transformer_engine);
   r.Bool("moe_grouped_gemm", &p->moe_grouped_gemm);
   r.Bool("moe_router_padding", &p->moe_router_padding);
+  r.Bool("moe_op_fuser", &p->moe_op_fuser);
   r.Double("moe_imbalance", &p->moe_imbalance);
   r.Enum("moe_dispatcher", &p->moe_dispatcher);
   r.Enum("moe_routing", &p->moe_routing);
@@ -781,6 +786,7 @@ OJson WritePlan(const PlanSpec& p) {
   j["transformer_engine"] = p.transformer_engine;
   if (!p.moe_grouped_gemm) j["moe_grouped_gemm"] = false;
   if (p.moe_router_padding) j["moe_router_padding"] = true;
+  if (p.moe_op_fuser) j["moe_op_fuser"] = true;
   if (p.moe_imbalance != 1) j["moe_imbalance"] = p.moe_imbalance;
   j["moe_dispatcher"] = Name(p.moe_dispatcher);
   if (p.moe_routing != MoeRouting::kUniform) j["moe_routing"] = Name(p.moe_routing);

@@ -110,7 +110,18 @@ struct ModelSpec {
   BiasKind bias = BiasKind::kNone;
   bool qk_norm = false;          // per-head RMSNorm on q and k (Qwen3)
   bool attention_sinks = false;  // one learned logit per head (gpt-oss)
-  bool dropout = false;          // GPT-style dropout after attention, MLP and embedding
+  // RoPE's attention scaling: the factor its cos and sin carry (YaRN, Peng et al. 2023, arXiv
+  // 2309.00071 §3.4: 0.1 ln(s) + 1 for a context stretched s times; Megatron-Core's
+  // _yarn_get_concentration_factor, yarn_rotary_pos_embedding.py at d7288711ba, the ratio of two
+  // such factors when mscale and mscale_all_dim are given). 1: plain RoPE, or YaRN whose two
+  // factors cancel (DeepSeek-V3); gpt-oss 0.1 ln 32 + 1 = 1.3466. Transformer Engine's fused RoPE
+  // takes no such factor, so Megatron-Core runs RoPE unfused when it is not 1 (docs/compute.md).
+  double rope_mscale = 1.0;
+  // A gated MLP's clamp (gpt-oss's swiglu_limit: the gate clamped from above at the limit, the
+  // linear half to [-limit, limit] before the gating; Megatron-Core's activation_func_clamp_value).
+  // 0: none.
+  double glu_clamp = 0.0;
+  bool dropout = false;  // GPT-style dropout after attention, MLP and embedding
   AttentionImpl attention = AttentionImpl::kFlash;
   std::optional<MlaSpec> mla;
   std::optional<MoeSpec> moe;
@@ -806,6 +817,16 @@ struct PlanSpec {
   // and its inverse in the backward (experts.py since Megatron-LM 56b49a4cab, 2024-10-29; TE
   // module/fp8_padding.py, fp8_unpadding.py). With an MoE model.
   bool moe_router_padding = false;
+  // The experts' fc1, activation and fc2 through Transformer Engine's op fuser (Megatron-Core's
+  // use_transformer_engine_op_fuser, TEGroupedMLP._fused_forward at d0b3b77549: a GroupedLinear op,
+  // ScaledSwiGLU or ScaledClampedQGeGLU applying the router's probabilities, the clamp
+  // (ModelSpec::glu_clamp) included, and a GroupedLinear op with fc2's bias; Megatron-Bridge turns
+  // it on with cutedsl_fused_grouped_mlp, scripts/performance/utils/overrides.py:238 at v0.5.0).
+  // Costed: no clamp copies before the activation, fc2's bias in its grouped linear op (expert_bias
+  // fused). Not costed: the CuTe DSL kernel that fuses the GEMMs with the activation on Blackwell
+  // (NVTE_CUTEDSL_FUSED_GROUPED_MLP): the GEMMs and the activation stay kernels of their own. Off,
+  // Megatron-Core's default. With an MoE model, Transformer Engine's grouped GEMM and etp 1.
+  bool moe_op_fuser = false;
   // The routed tokens the busiest expert-parallel rank receives over the mean, which sets an MoE
   // layer's pace (the combine's all-to-all waits for it) and its activations: 1, balanced routing's
   // mean, as the MoE layer is costed otherwise (under Megatron-Core's forced load balancing, random

@@ -114,6 +114,8 @@ class Builder {
     float8_tp_ = dtensor_ && p.precision == Dtype::kFp8;
     eager_ = p.elementwise != Elementwise::kFused;
     eager_norm_ = p.elementwise == Elementwise::kEager;
+    rope_cost_ = eager_ ? &kEagerRope : m.rope_mscale != 1.0 ? &kMegatronRope : nullptr;
+    glu_clamp_ = m.glu_clamp > 0 && m.mlp == MlpKind::kSwiglu && !eager_ && !p.moe_op_fuser;
     s_ = p.seq_len / p.cp;
     tokens_ = s_ * p.micro_batch;
     e_ = (p.precision == Dtype::kFp32 || p.precision == Dtype::kTf32) ? 4 : 2;
@@ -468,6 +470,28 @@ class Builder {
     int64_t forward, backward, forward_kernels, backward_kernels;
   };
   static constexpr EagerCost kEagerNorm{36, 76, 8, 10}, kEagerRope{20, 20, 6, 6}, kEagerSwiglu{10, 18, 2, 3};
+  // Megatron-Core's unfused RoPE (ModelSpec::rope_mscale: Transformer Engine's fused RoPE computes
+  // cos and sin inside its kernel and takes no scale, so apply_rotary_pos_emb runs
+  // _apply_rotary_pos_emb_bshd when mscale != 1.0, rope_utils.py at 0d8e0714cd to cd4afffa64,
+  // the Megatron-LM that Megatron-Bridge 25.11-26.08 pin), per element of q and k (16-bit):
+  //  forward t * cos_ 2+2, _rotate_half's -x2 on half the elements 1+1 and torch.cat((-x2, x1))
+  //    2+2, * sin_ 2+2, the add 2+2+2, torch.cat((t, t_pass)) with t_pass empty 2+2 = 24 B in 6
+  //    kernels, and before them cos and sin of the frequencies, each scaled and cast: 6 kernels over
+  //    s x d values (their bytes left out): 12 kernels a tensor, 24 for q and k;
+  //  backward (autograd) the product with sin_ 2+2, the negation's 1+1, chunk's backward cat of
+  //    the two halves' gradients 2+2, the product with cos_ 2+2, the two uses of t summed 2+2+2,
+  //    the slice t[..., :rot_dim]'s backward, zeros of t's size 2 and the gradient copied in 2+2
+  //    = 26 B in 7 kernels a tensor, 14 (the empty t_pass's own slice backward is left out).
+  static constexpr EagerCost kMegatronRope{24, 26, 24, 14};
+  // A clamped GLU under Megatron-Core's fused activation (ModelSpec::glu_clamp;
+  // weighted_bias_quick_geglu_impl, fusions/fused_bias_geglu.py at 0d8e0714cd to cd4afffa64:
+  // the gate half clamped from above, the linear half both ways, then torch.cat of the two,
+  // eagerly, before the jit_fuser'd activation), per element of the activation's f-wide output:
+  //  forward the two clamps 2+2 each and the cat 4+4 = 16 B in 3 kernels;
+  //  backward each clamp's gradient reads the incoming one and its saved input and writes 2+2+2,
+  //    and chunk's backward concatenates the halves' gradients 4+4 = 20 B in 3 (the cat's
+  //    backward is two views).
+  static constexpr EagerCost kGluClamp{16, 20, 3, 3};
   // Megatron-Core's _apply_bias (core/specs.h ExpertBias) per element of fc2's 16-bit output, its
   // kernels per local expert (ExpertBiasOnceKernels adds those run once), by autograd's ops:
   //  per-expert (16-bit probabilities p, 16-bit bias b): forward b * p writes 2, t + (b * p) reads
@@ -548,6 +572,13 @@ class Builder {
     if (eager_ && eager != nullptr) Eager(ops, name, elements * eager->forward, eager->forward_kernels, what);
     else Mem(ops, name, fused_tensors * elements * e_, what);
   }
+  // RoPE on q and k: fused, one kernel reading and writing them once; eager (torchtitan's
+  // decomposition) or Megatron-Core's unfused path (a scaled RoPE), their bytes and kernels.
+  void Rope(std::vector<Op>* ops, int64_t elements) {
+    if (rope_cost_ != nullptr)
+      Eager(ops, "rope", elements * rope_cost_->forward, rope_cost_->forward_kernels, MemOp::kRope);
+    else Mem(ops, "rope", 2 * elements * e_, MemOp::kRope);
+  }
   // A norm reads and writes the activation once when fused (eager-fused-norm: torchtitan's Triton
   // RMSNorm beside the eager RoPE and SwiGLU).
   void Norm(std::vector<Op>* ops, const char* name, int64_t elements) {
@@ -575,9 +606,10 @@ class Builder {
       return true;
     }
     if (op->mem_op == MemOp::kCrossEntropy) c = CrossEntropyCost();
+    else if (op->mem_op == MemOp::kGluClamp) c = &kGluClamp;
+    else if (op->mem_op == MemOp::kRope) c = rope_cost_;
     else if (!eager_) return false;
     else if (op->mem_op == MemOp::kNorm) c = eager_norm_ ? &kEagerNorm : nullptr;
-    else if (op->mem_op == MemOp::kRope) c = &kEagerRope;
     else if (m_.mlp == MlpKind::kSwiglu && op->mem_op == MemOp::kActivation) c = &kEagerSwiglu;
     if (c == nullptr) return false;
     op->bytes = op->bytes / c->forward * c->backward;
@@ -739,8 +771,7 @@ class Builder {
     } else {
       Gemm(ops, "qkv_proj", tokens_, (a + 2 * kv_heads) * m_.head_dim, h);
     }
-    if (m_.position == PositionKind::kRope)
-      Pointwise(ops, "rope", MemOp::kRope, tokens_ * (a + kv_heads) * dqk, &kEagerRope, 2);
+    if (m_.position == PositionKind::kRope) Rope(ops, tokens_ * (a + kv_heads) * dqk);
     // repeat_kv (PlanSpec::repeat_kv): K and V read at kv_heads and written at a heads, one
     // expand-and-reshape copy each; the backward reads the a-head gradients and writes their sums
     // (the same bytes). From here on the attention and its CP exchanges see a heads of K and V.
@@ -987,6 +1018,9 @@ class Builder {
     const bool expert_kernels = p_.transformer_engine || !p_.moe_grouped_gemm;
     if (Gemm(ops, "expert_fc1", per_expert, (glu ? 2 : 1) * fl, w, local_experts))
       ops->back().instance_kernels = expert_kernels;
+    if (glu_clamp_)
+      Eager(ops, "expert_activation_clamp", expert_tokens * fl * kGluClamp.forward, kGluClamp.forward_kernels,
+            MemOp::kGluClamp);
     Activation(ops, "expert_activation", expert_tokens * fl);
     if (Gemm(ops, "expert_fc2", per_expert, w, fl, local_experts)) ops->back().instance_kernels = expert_kernels;
     if (const EagerCost* c = ExpertBiasCost(); c != nullptr && m_.bias == BiasKind::kAll)
@@ -1271,9 +1305,10 @@ class Builder {
   // An op of MoeMlp's MoE layer proper (moe_layer.py MoELayer.forward: router, latent projections,
   // dispatcher, experts, combine, shared experts), the ops the moe module reruns.
   static bool MoeLayerOp(std::string_view n) {
-    for (std::string_view op : {"router", "router_topk", "moe_latent_down", "moe_permute", "ep_dispatch",
-                                "moe_permute_local", "expert_fc1", "expert_activation", "expert_fc2", "expert_fc2_bias",
-                                "moe_permute_local_restore", "ep_combine", "moe_permute_restore", "moe_latent_up"})
+    for (std::string_view op :
+         {"router", "router_topk", "moe_latent_down", "moe_permute", "ep_dispatch", "moe_permute_local", "expert_fc1",
+          "expert_activation_clamp", "expert_activation", "expert_fc2", "expert_fc2_bias", "moe_permute_local_restore",
+          "ep_combine", "moe_permute_restore", "moe_latent_up"})
       if (n == op) return true;
     return n.substr(0, 7) == "shared_";
   }
@@ -1285,7 +1320,7 @@ class Builder {
     // The modules below are told by the op's name; the default (core_attn alone) reads none.
     if ((p_.recompute_modules & ~ModuleBit(RecomputeModule::kCoreAttn)) == 0) return false;
     const std::string_view n(f.name);
-    if (on(RecomputeModule::kMoeAct) && n == "expert_activation") return true;
+    if (on(RecomputeModule::kMoeAct) && (n == "expert_activation" || n == "expert_activation_clamp")) return true;
     // The norms that are modules of their own: the MoE layer's pre-MLP norm, MLA's input norm.
     if (on(RecomputeModule::kLayernorm) && (n == "moe_norm" || (m_.mla && n == "attn_norm"))) return true;
     if (on(RecomputeModule::kMlaUpProj) && m_.mla && (n == "q_up" || n == "q_proj" || n == "kv_up" || n == "rope"))
@@ -1692,7 +1727,8 @@ class Builder {
   const PlanSpec& p_;
   int64_t vocab_;  // PaddedVocab: the embedding's and the head's rows
   int64_t t_ = 1, s_ = 0, tokens_ = 0, e_ = 2;
-  bool sp_ = false, async_tp_ = false, eager_ = false, eager_norm_ = false;
+  bool sp_ = false, async_tp_ = false, eager_ = false, eager_norm_ = false, glu_clamp_ = false;
+  const EagerCost* rope_cost_ = nullptr;      // RoPE's eager decomposition; null: one fused kernel
   bool dtensor_ = false, float8_tp_ = false;  // PlanSpec::dtensor_tp under SP; and an FP8 plan
   Dtype gemm_dtype_ = Dtype::kBf16;
   double busiest_rank_ = 1.0;  // MoeBusiestRank: the MoE layers' busiest EP rank over the mean

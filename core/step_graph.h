@@ -54,6 +54,7 @@ enum class MemOp : uint8_t {
   kRepeatKv,      // GQA's K and V copied to every query head (the gradient sums the copies back)
   kExpertBias,    // an MoE layer's fc2 bias added one local expert at a time (PlanSpec::expert_bias)
   kCpRing,        // PyTorch's context_parallel: its ring's copies, fp32 merges and accumulators (PlanSpec::torch_cp)
+  kGluClamp,  // a clamped GLU's two eager clamps and concatenation before the fused activation (ModelSpec::glu_clamp)
 };
 
 struct Op {

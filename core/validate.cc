@@ -191,6 +191,19 @@ void ValidateModel(const ModelSpec& m, const std::string& p, Diagnostics* d) {
              "(every layer windowed) or >= 2 (gpt-oss 2, Gemma 3 6)");
   else if (m.global_attention_every > 0 && m.sliding_window == 0)
     d->Error(p + ".global_attention_every", "needs sliding_window > 0 (the window of the other layers)");
+  // RoPE's attention scaling: YaRN's factor 0.1 ln(s) + 1 is 1 to 2.4 for stretches up to a
+  // million-fold, and a ratio of two of them may be below 1; 0.1 to 10 bounds both.
+  if (!(m.rope_mscale > 0) || !std::isfinite(m.rope_mscale))
+    d->Error(p + ".rope_mscale", "must be a positive number (1: plain RoPE; got " + S(m.rope_mscale) + ")");
+  else Within(d, p + ".rope_mscale", m.rope_mscale, 0.1, 10, "YaRN's factor is 0.1 ln(s) + 1 (gpt-oss 1.3466)");
+  if (m.rope_mscale != 1.0 && m.position != PositionKind::kRope)
+    d->Error(p + ".rope_mscale",
+             "scales RoPE's cos and sin: needs position rope (got " + std::string(Name(m.position)) + ")");
+  if (!(m.glu_clamp >= 0) || !std::isfinite(m.glu_clamp))
+    d->Error(p + ".glu_clamp", "must be >= 0 (0: no clamp; gpt-oss 7; got " + S(m.glu_clamp) + ")");
+  else if (m.glu_clamp > 0 && m.mlp != MlpKind::kSwiglu)
+    d->Error(p + ".glu_clamp",
+             "clamps a gated MLP's two halves: needs mlp swiglu (got " + std::string(Name(m.mlp)) + ")");
   if (m.chunked_attention && m.sliding_window <= 0)
     d->Error(p + ".chunked_attention", "needs sliding_window > 0 (the chunk's length in tokens)");
   // Exact integer byte counts need every size to stay far below 2^63; refuse absurd inputs
@@ -823,6 +836,23 @@ void CheckShardingAndOffload(const PlanSpec& pl, const ModelSpec& m, const GpuSp
   if (pl.moe_router_padding && !m.moe)
     d->Error("plan.moe_router_padding",
              "pads each expert's tokens in an MoE layer's routing: needs an MoE model (model.moe), got a dense one");
+  if (pl.moe_op_fuser) {
+    const std::string f = "plan.moe_op_fuser";
+    if (!m.moe)
+      d->Error(f, "runs an MoE layer's experts through Transformer Engine's op fuser: needs an MoE model (model.moe)");
+    else if (!pl.transformer_engine || !pl.moe_grouped_gemm)
+      d->Error(f,
+               "is Transformer Engine's grouped experts fused (Megatron-Core TEGroupedMLP): needs "
+               "plan.transformer_engine and plan.moe_grouped_gemm");
+    else if (pl.etp > 1)
+      d->Error(f,
+               "Megatron-Core's fused experts refuse expert tensor parallelism (_is_fused_impl_supported): needs "
+               "etp 1, got " +
+                   S(pl.etp));
+    else if (pl.expert_bias != ExpertBias::kFused && m.bias == BiasKind::kAll)
+      d->Error("plan.expert_bias", std::string("the op fuser adds fc2's bias in its grouped linear op: fused, not ") +
+                                       Name(pl.expert_bias));
+  }
   if (pl.delay_wgrad && !pl.ep_overlap)
     d->Error("plan.delay_wgrad",
              "needs plan.ep_overlap: Megatron-Core delays the weight gradients only for the merged EP-overlap schedule "

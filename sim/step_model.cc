@@ -1215,9 +1215,10 @@ ListKey KeyOf(const core::PlanSpec& p) {
               e(p.offload_optimizer != core::OffloadTarget::kNone) << 60 |
               e(p.offload_params != core::OffloadTarget::kNone) << 61,
           // The MoE layer's: whether its tokens arrive padded for the quantized experts
-          // (moe_router_padding) and the busiest EP rank's share (moe_imbalance), whatever the
+          // (moe_router_padding), Transformer Engine's op fuser (moe_op_fuser: the clamp's copies)
+          // and the busiest EP rank's share (moe_imbalance), whatever the
           // dispatcher.
-          e(p.moe_router_padding), std::bit_cast<int64_t>(p.moe_imbalance)};
+          e(p.moe_router_padding) | e(p.moe_op_fuser) << 1, std::bit_cast<int64_t>(p.moe_imbalance)};
 }
 struct ListKeyHash {
   size_t operator()(const ListKey& k) const {

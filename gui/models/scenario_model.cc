@@ -666,6 +666,7 @@ QString ScenarioModel::commandLine() const {
   if (p.transformer_engine) args << "--transformer-engine";
   if (!p.moe_grouped_gemm) args << "--no-moe-grouped-gemm";
   if (p.moe_router_padding) args << "--moe-router-padding";
+  if (p.moe_op_fuser) args << "--moe-op-fuser";
   if (p.moe_imbalance != d.moe_imbalance) arg("--moe-imbalance", QString::number(p.moe_imbalance, 'g', 17));
   if (p.cuda_context_bytes > 0) arg("--cuda-context-mib", num((p.cuda_context_bytes + (int64_t{1} << 20) - 1) >> 20));
   if (p.moe_dispatcher != d.moe_dispatcher) arg("--moe-dispatcher", core::Name(p.moe_dispatcher));

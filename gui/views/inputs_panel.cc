@@ -404,6 +404,12 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
       "--moe-router-padding-for-quantization, or its HybridEP dispatcher), so Transformer Engine's grouped "
       "experts skip their padding copies (docs/compute.md)");
   bf->addRow("", moe_router_padding_);
+  moe_op_fuser_ = new QCheckBox("experts through TE's op fuser");
+  moe_op_fuser_->setToolTip(
+      "MoE with Transformer Engine's grouped experts: fc1, the activation and fc2 through its op fuser "
+      "(Megatron-Core's --use-transformer-engine-op-fuser): a clamped activation (gpt-oss) without its copies, "
+      "fc2's bias inside its grouped linear op (docs/compute.md)");
+  bf->addRow("", moe_op_fuser_);
   moe_imbalance_ =
       RealBox(1.0, 65536.0, 3, QString::fromUtf8("× the mean"),
               "MoE, dropless: the routed tokens the busiest expert-parallel rank receives over the mean, "
@@ -502,6 +508,8 @@ InputsPanel::InputsPanel(ScenarioModel* scenario, QWidget* parent) : QScrollArea
           [this](bool on) { EditPlan([&](core::PlanSpec& p) { p.fp8_param_gather = on; }); });
   connect(moe_router_padding_, &QCheckBox::toggled, this,
           [this](bool on) { EditPlan([&](core::PlanSpec& p) { p.moe_router_padding = on; }); });
+  connect(moe_op_fuser_, &QCheckBox::toggled, this,
+          [this](bool on) { EditPlan([&](core::PlanSpec& p) { p.moe_op_fuser = on; }); });
   connect(moe_imbalance_, &QDoubleSpinBox::valueChanged, this,
           [this](double v) { EditPlan([&](core::PlanSpec& p) { p.moe_imbalance = v; }); });
   connect(dtensor_tp_, &QCheckBox::toggled, this,
@@ -676,7 +684,7 @@ void InputsPanel::Refresh() {
     const QSignalBlocker b1(sp_), b2(recompute_), b3(precision_), b4(fp8_scaling_), b5(moe_probs_), b6(tp_overlap_),
         b7(cp_kind_), b8(offload_optimizer_), b9(offload_params_), b10(cross_entropy_), b11(moe_dispatcher_),
         b12(moe_routing_), b13(fp8_param_gather_), b14(recompute_early_stop_), b15(expert_bias_), b16(dtensor_tp_),
-        b17(torch_cp_), b18(offload_checkpoints_), b19(moe_router_padding_);
+        b17(torch_cp_), b18(offload_checkpoints_), b19(moe_router_padding_), b20(moe_op_fuser_);
     sp_->setChecked(p.sequence_parallel);
     SelectEnum(recompute_, p.recompute);
     SelectEnum(tp_overlap_, p.tp_overlap);
@@ -702,6 +710,8 @@ void InputsPanel::Refresh() {
     // Shown while set even on a dense model (validation names why), as fp8_param_gather below.
     moe_router_padding_->setChecked(p.moe_router_padding);
     moe_router_padding_->setEnabled(p.moe_router_padding || s.model.moe.has_value());
+    moe_op_fuser_->setChecked(p.moe_op_fuser);
+    moe_op_fuser_->setEnabled(p.moe_op_fuser || s.model.moe.has_value());
     // Likewise the busiest rank's share, which dropless MoE reads.
     SetValue(moe_imbalance_, p.moe_imbalance);
     moe_imbalance_->setEnabled(p.moe_imbalance != 1 || (s.model.moe.has_value() && s.model.moe->capacity_factor <= 0));

@@ -46,6 +46,7 @@ class InputsPanel : public QScrollArea {
   QComboBox* moeDispatcherBox() const { return moe_dispatcher_; }
   QComboBox* moeRoutingBox() const { return moe_routing_; }
   QCheckBox* moeRouterPaddingBox() const { return moe_router_padding_; }
+  QCheckBox* moeOpFuserBox() const { return moe_op_fuser_; }
   QDoubleSpinBox* moeImbalanceBox() const { return moe_imbalance_; }
   QSpinBox* ppFlushesBox() const { return pp_flushes_; }
   QCheckBox* fp8ParamGatherBox() const { return fp8_param_gather_; }
@@ -106,6 +107,7 @@ class InputsPanel : public QScrollArea {
   QSpinBox *recompute_layers_, *offload_activations_;  // plan.recompute_layers, plan.offload_activation_layers
   QCheckBox *sp_, *fp8_param_gather_;                  // plan.sequence_parallel, plan.fp8_param_gather
   QCheckBox* moe_router_padding_ = nullptr;            // plan.moe_router_padding
+  QCheckBox* moe_op_fuser_ = nullptr;                  // plan.moe_op_fuser
   QDoubleSpinBox* moe_imbalance_ = nullptr;            // plan.moe_imbalance
   QCheckBox* recompute_early_stop_;                    // plan.recompute_early_stop
   QCheckBox* offload_checkpoints_;                     // plan.offload_checkpoints

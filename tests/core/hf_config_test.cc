@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <cmath>
 #include <string>
 
 #include "core/params.h"
@@ -57,6 +58,8 @@ void ExpectSameModel(const ModelSpec& got, const ModelSpec& want) {
   EXPECT_STREQ(Name(got.bias), Name(want.bias));
   EXPECT_EQ(got.qk_norm, want.qk_norm);
   EXPECT_EQ(got.attention_sinks, want.attention_sinks);
+  EXPECT_EQ(got.rope_mscale, want.rope_mscale);
+  EXPECT_EQ(got.glu_clamp, want.glu_clamp);
   EXPECT_EQ(got.dropout, want.dropout);
   EXPECT_STREQ(Name(got.attention), Name(want.attention));
   EXPECT_EQ(got.sliding_window, want.sliding_window);
@@ -352,6 +355,40 @@ TEST(HfConfigTest, GptOssTwentyBHasSinksBiasesAndRouterBias) {
   EXPECT_EQ(m->moe->router, RouterKind::kSoftmax);
   EXPECT_TRUE(m->moe->router_bias);
   EXPECT_EQ(m->MoeLayerCount(), 24);
+}
+
+// YaRN's attention scaling from rope_scaling (transformers' _compute_yarn_parameters): gpt-oss
+// gives no mscale, so 0.1 ln 32 + 1; DeepSeek-V3's mscale and mscale_all_dim (both 1) cancel; an
+// attention_factor is taken as given; a ratio where the two differ (mscale 1, mscale_all_dim 0:
+// (0.1 ln 4 + 1) / 1); other scalings carry none. And gpt-oss's swiglu_limit is its GLU's clamp.
+TEST(HfConfigTest, YarnRopeScalingGivesTheAttentionFactorAndGptOssItsClamp) {
+  Result<ModelSpec> oss = Import("gpt-oss-20b.json");
+  ASSERT_TRUE(oss.ok()) << oss.status().ToString();
+  EXPECT_NEAR(oss->rope_mscale, 1.3465735902799727, 1e-15);
+  EXPECT_EQ(oss->glu_clamp, 7.0);
+  Result<ModelSpec> ds = Import("deepseek-v3.json");
+  ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+  EXPECT_EQ(ds->rope_mscale, 1.0);
+  EXPECT_EQ(ds->glu_clamp, 0.0);
+  auto with = [](const std::string& scaling) {
+    return ModelFromHfConfig(MinimalLlama(R"(, "rope_scaling": )" + scaling), "a", "");
+  };
+  Result<ModelSpec> given = with(R"({"rope_type": "yarn", "factor": 8, "attention_factor": 1.25})");
+  ASSERT_TRUE(given.ok()) << given.status().ToString();
+  EXPECT_EQ(given->rope_mscale, 1.25);
+  Result<ModelSpec> ratio = with(R"({"type": "yarn", "factor": 4, "mscale": 1, "mscale_all_dim": 0})");
+  ASSERT_TRUE(ratio.ok()) << ratio.status().ToString();
+  EXPECT_NEAR(ratio->rope_mscale, 0.1 * std::log(4.0) + 1, 1e-15);
+  Result<ModelSpec> llama3 = with(R"({"rope_type": "llama3", "factor": 8})");
+  ASSERT_TRUE(llama3.ok());
+  EXPECT_EQ(llama3->rope_mscale, 1.0);
+  Result<ModelSpec> bad = with(R"({"rope_type": "yarn", "factor": "big"})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().ToString().find("config.rope_scaling: factor expected a number"), std::string::npos)
+      << bad.status().ToString();
+  Result<ModelSpec> list = with("[1, 2]");
+  ASSERT_FALSE(list.ok());
+  EXPECT_NE(list.status().ToString().find("config.rope_scaling: expected an object"), std::string::npos);
 }
 
 // ---- family rules and defaults ----------------------------------------------------------------

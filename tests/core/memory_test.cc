@@ -1008,6 +1008,38 @@ TEST(MemoryTest, Bf16LayersSaveTheirLinearInputsInSixteenBits) {
   EXPECT_EQ(e.stages[3].layer_activations_bytes, 4 * fp4 + 4 * bf16);
 }
 
+TEST(MemoryTest, AClampedGluKeepsItsClampedCopyUnlessRecomputedOrFused) {
+  // gpt-oss-120b at EP 8, one 4096-token sequence: 16,384 expert rows a rank. Megatron-Core's
+  // weighted_bias_quick_geglu_impl saves the clamped copy of fc1's output for its fused function's
+  // backward beside the output the clamps keep: 16,384 x 2 x 2880 x 2 B = 188,743,680 B more a
+  // MoE layer; none under moe_act recomputation or Transformer Engine's op fuser.
+  auto m = LoadModel("gpt-oss-120b");
+  ASSERT_TRUE(m.ok());
+  PlanSpec p;
+  p.dp = 8;
+  p.gpus = 8;
+  p.ep = 8;
+  p.seq_len = 4096;
+  p.global_batch = 8;
+  auto clamped = [&](const PlanSpec& plan, Recompute r) {
+    int64_t bytes = -1;
+    for (const ActivationTerm& t : LayerActivationTerms(*m, plan, /*moe_layer=*/true, r))
+      if (t.name == "expert_clamped_act_input") bytes = t.bytes;
+    return bytes;
+  };
+  EXPECT_EQ(clamped(p, Recompute::kNone), int64_t{16384} * 2 * 2880 * 2);
+  PlanSpec fused = p;
+  fused.moe_op_fuser = true;
+  EXPECT_EQ(clamped(fused, Recompute::kNone), -1);
+  PlanSpec act = p;
+  act.recompute = Recompute::kSelective;
+  act.recompute_modules = ModuleBit(RecomputeModule::kMoeAct);
+  EXPECT_EQ(clamped(act, Recompute::kSelective), -1);
+  EXPECT_EQ(
+      LayerActivationBytes(*m, p, true, Recompute::kNone) - LayerActivationBytes(*m, fused, true, Recompute::kNone),
+      int64_t{16384} * 2 * 2880 * 2);
+}
+
 TEST(MemoryTest, Bf16LayersAreRefusedWhereMegatronCoreRefusesThem) {
   // transformer_config.py at d98e8a64: each count within 0..layers / pp, not with delayed FP8
   // scaling; meshplan: only under a quantized precision, and not beside a partial recomputation.

@@ -2,6 +2,7 @@
 #include "core/step_graph.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <string>
 #include <string_view>
@@ -2117,6 +2118,108 @@ TEST(StepGraphTest, MegatronCoreAddsTheExpertsFc2BiasOneLocalExpertAtATime) {
   auto qwen = LoadModel("qwen3-30b-a3b");
   ASSERT_TRUE(qwen.ok());
   for (const Op& op : BuildStepGraph(*qwen, p).moe_layer) EXPECT_NE(op.mem_op, MemOp::kExpertBias);
+}
+
+TEST(StepGraphTest, MegatronCoreRunsAScaledRopeUnfusedAndClampsTheGluEagerly) {
+  // gpt-oss-120b at EP 8, one 4096-token sequence. Its YaRN RoPE scales cos and sin by
+  // 0.1 ln 32 + 1 (ModelSpec::rope_mscale), which Transformer Engine's fused RoPE cannot, so
+  // Megatron-Core runs _apply_rotary_pos_emb_bshd on q (64 heads) and k (8) of head dim 64:
+  // 4096 x 72 x 64 = 18,874,368 elements, forward 24 B each in 2 x 12 kernels, backward 26 B in
+  // 2 x 7 (core/step_graph.cc kMegatronRope). Its clamped SwiGLU (glu_clamp 7) runs two clamps and
+  // a cat before the fused activation over the 16,384 expert rows of 2 x 2880: per element of the
+  // 2880-wide output forward 16 B in 3 kernels, backward 20 B in 3 (kGluClamp).
+  auto m = LoadModel("gpt-oss-120b");
+  ASSERT_TRUE(m.ok());
+  EXPECT_NEAR(m->rope_mscale, 0.1 * std::log(32.0) + 1, 1e-15);
+  EXPECT_EQ(m->glu_clamp, 7.0);
+  PlanSpec p = Ep8Plan();
+  auto named = [](const std::vector<Op>& ops, std::string_view name) {
+    std::vector<Op> found;
+    for (const Op& op : ops)
+      if (std::string_view(op.name) == name) found.push_back(op);
+    return found;
+  };
+  const int64_t qk = int64_t{4096} * 72 * 64, act = int64_t{16384} * 2880;
+  StepGraph g = BuildStepGraph(*m, p);
+  std::vector<Op> rope = named(g.moe_layer, "rope"), clamp = named(g.moe_layer, "expert_activation_clamp");
+  ASSERT_EQ(rope.size(), 2u);
+  EXPECT_EQ(rope[0].pass, Pass::kForward);
+  EXPECT_EQ(rope[0].bytes, qk * 24);
+  EXPECT_EQ(rope[0].batch, 24);
+  EXPECT_EQ(rope[1].pass, Pass::kBackwardInput);
+  EXPECT_EQ(rope[1].bytes, qk * 26);
+  EXPECT_EQ(rope[1].batch, 14);
+  ASSERT_EQ(clamp.size(), 2u);
+  EXPECT_EQ(clamp[0].mem_op, MemOp::kGluClamp);
+  EXPECT_EQ(clamp[0].bytes, act * 16);
+  EXPECT_EQ(clamp[0].batch, 3);
+  EXPECT_EQ(clamp[1].pass, Pass::kBackwardInput);
+  EXPECT_EQ(clamp[1].bytes, act * 20);
+  EXPECT_EQ(clamp[1].batch, 3);
+  // moe_act's recomputation reruns the clamps with the activation.
+  p.recompute = Recompute::kSelective;
+  p.recompute_modules = ModuleBit(RecomputeModule::kMoeAct);
+  int reruns = 0;
+  for (const Op& op : named(BuildStepGraph(*m, p).moe_layer, "expert_activation_clamp"))
+    reruns += op.pass == Pass::kRecompute ? 1 : 0;
+  EXPECT_EQ(reruns, 1);
+  // Transformer Engine's op fuser clamps inside its activation op: no copies; the RoPE is
+  // Megatron-Core's attention's, unchanged.
+  p = Ep8Plan();
+  p.moe_op_fuser = true;
+  g = BuildStepGraph(*m, p);
+  EXPECT_TRUE(named(g.moe_layer, "expert_activation_clamp").empty());
+  EXPECT_EQ(named(g.moe_layer, "rope")[0].bytes, qk * 24);
+  // Plain RoPE (mscale 1) is one fused kernel reading and writing q and k once; no clamp, none.
+  ModelSpec plain = *m;
+  plain.rope_mscale = 1;
+  plain.glu_clamp = 0;
+  g = BuildStepGraph(plain, Ep8Plan());
+  EXPECT_EQ(named(g.moe_layer, "rope")[0].bytes, qk * 4);
+  EXPECT_EQ(named(g.moe_layer, "rope")[0].batch, 1);
+  EXPECT_TRUE(named(g.moe_layer, "expert_activation_clamp").empty());
+}
+
+TEST(StepGraphTest, ScaledRopeClampAndOpFuserAreRefusedWhereTheyCannotApply) {
+  auto m = LoadModel("gpt-oss-120b");
+  ASSERT_TRUE(m.ok());
+  auto model_errors = [](const ModelSpec& model) {
+    Diagnostics d;
+    ValidateModel(model, "model", &d);
+    return d.ToStatus().ToString();
+  };
+  ModelSpec bad = *m;
+  bad.rope_mscale = 0;
+  EXPECT_NE(model_errors(bad).find("model.rope_mscale: must be a positive number"), std::string::npos);
+  bad = *m;
+  bad.position = PositionKind::kLearned;
+  EXPECT_NE(model_errors(bad).find("model.rope_mscale: scales RoPE's cos and sin: needs position rope"),
+            std::string::npos);
+  bad = *m;
+  bad.glu_clamp = -1;
+  EXPECT_NE(model_errors(bad).find("model.glu_clamp: must be >= 0"), std::string::npos);
+  bad = *m;
+  bad.mlp = MlpKind::kGelu;
+  EXPECT_NE(model_errors(bad).find("model.glu_clamp: clamps a gated MLP's two halves"), std::string::npos);
+  auto plan_errors = [&](const ModelSpec& model, const PlanSpec& plan) {
+    Diagnostics d;
+    ValidatePlan(plan, model, *LoadGpu("h100-sxm"), *LoadCluster("dgx-h100"), &d);
+    return d.ToStatus().ToString();
+  };
+  PlanSpec p = Ep8Plan();
+  p.moe_op_fuser = true;
+  EXPECT_NE(plan_errors(*m, p).find("plan.moe_op_fuser: is Transformer Engine's grouped experts fused"),
+            std::string::npos);
+  p.transformer_engine = true;
+  EXPECT_EQ(plan_errors(*m, p).find("plan.moe_op_fuser"), std::string::npos) << plan_errors(*m, p);
+  p.expert_bias = ExpertBias::kPerExpert;
+  EXPECT_NE(plan_errors(*m, p).find("plan.expert_bias: the op fuser adds fc2's bias in its grouped linear op"),
+            std::string::npos);
+  auto dense = LoadModel("llama3-8b");
+  ASSERT_TRUE(dense.ok());
+  PlanSpec d = Plan(1, 8, false);
+  d.moe_op_fuser = true;
+  EXPECT_NE(plan_errors(*dense, d).find("plan.moe_op_fuser: runs an MoE layer's experts"), std::string::npos);
 }
 
 }  // namespace

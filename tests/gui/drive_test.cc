@@ -82,6 +82,20 @@ void Choose(QComboBox* box, int64_t value) {
   box->setCurrentIndex(i);
 }
 
+// The panel's MoE shape for the expert tests: `model` on 8 GPUs, all of them the EP group (TP 1,
+// PP 1), one `seq`-token sequence per microbatch; returns the plan for more settings.
+core::PlanSpec OnEightGpusAtEp8(InputsPanel* in, ScenarioModel* s, const char* model, int64_t seq) {
+  in->modelBox()->setCurrentIndex(in->modelBox()->findData(model));
+  in->gpusBox()->setValue(8);
+  Choose(in->degreeBox(Degree::kPp), 1);
+  Choose(in->degreeBox(Degree::kTp), 1);
+  Choose(in->degreeBox(Degree::kEp), 8);
+  core::PlanSpec p = s->plan();
+  p.seq_len = seq;
+  p.micro_batch = 1;
+  return p;
+}
+
 TEST(GuiDriveTest, TpOneToEightMemoryViewEqualsReport) {
   MainWindow w;
   ScenarioModel* s = w.scenario();
@@ -427,15 +441,8 @@ TEST(GuiDriveTest, ExpertBiasIsSetInThePanel) {
   in->modelBox()->setCurrentIndex(in->modelBox()->findData("qwen3-30b-a3b"));
   ASSERT_TRUE(s->scenario().model.moe.has_value());
   EXPECT_FALSE(in->expertBiasBox()->isEnabled());
-  in->modelBox()->setCurrentIndex(in->modelBox()->findData("gpt-oss-20b"));
+  core::PlanSpec p = OnEightGpusAtEp8(in, s, "gpt-oss-20b", 4096);
   ASSERT_EQ(s->scenario().model.bias, core::BiasKind::kAll);
-  in->gpusBox()->setValue(8);
-  Choose(in->degreeBox(Degree::kPp), 1);
-  Choose(in->degreeBox(Degree::kTp), 1);
-  Choose(in->degreeBox(Degree::kEp), 8);
-  core::PlanSpec p = s->plan();
-  p.seq_len = 4096;
-  p.micro_batch = 1;
   s->setPlan(p);
   ASSERT_TRUE(s->evaluation().valid) << errors();
   EXPECT_TRUE(in->expertBiasBox()->isEnabled());
@@ -449,6 +456,42 @@ TEST(GuiDriveTest, ExpertBiasIsSetInThePanel) {
   EXPECT_TRUE(s->commandLine().contains("--expert-bias per-expert")) << s->commandLine().toStdString();
   core::Scenario cli;
   ASSERT_NO_FATAL_FAILURE(ResolveTheWindowsCommand(*s, &cli));
+}
+
+// Transformer Engine's op fuser for the experts in the inputs panel: gpt-oss-20b at EP 8 with
+// Transformer Engine clamps its SwiGLU in Megatron-Core's eager copies and adds fc2's bias one local
+// expert at a time; with the op fuser (the bias fused, as the fuser adds it) neither runs: a shorter
+// step, and the command line says --moe-op-fuser. Left set on a dense model it is shown and refused
+// naming its field.
+TEST(GuiDriveTest, MoeOpFuserIsSetInThePanel) {
+  MainWindow w;
+  ScenarioModel* s = w.scenario();
+  InputsPanel* in = w.inputs();
+  auto errors = [s] { return s->evaluation().errors.join("\n").toStdString(); };
+  core::PlanSpec p = OnEightGpusAtEp8(in, s, "gpt-oss-20b", 4096);
+  p.transformer_engine = true;
+  p.expert_bias = core::ExpertBias::kPerExpert;
+  s->setPlan(p);
+  ASSERT_TRUE(s->evaluation().valid) << errors();
+  EXPECT_TRUE(in->moeOpFuserBox()->isEnabled());
+  EXPECT_FALSE(in->moeOpFuserBox()->isChecked());
+  const double megatron = s->evaluation().step.time_s;
+  in->moeOpFuserBox()->setChecked(true);
+  ASSERT_TRUE(s->plan().moe_op_fuser);
+  EXPECT_FALSE(s->evaluation().valid);  // the per-expert bias is not the fuser's
+  EXPECT_NE(errors().find("plan.expert_bias"), std::string::npos) << errors();
+  QComboBox* box = in->expertBiasBox();
+  box->setCurrentIndex(box->findData(static_cast<int>(core::ExpertBias::kFused)));
+  ASSERT_TRUE(s->evaluation().valid) << errors();
+  EXPECT_LT(s->evaluation().step.time_s, megatron);
+  EXPECT_TRUE(s->commandLine().contains("--moe-op-fuser")) << s->commandLine().toStdString();
+  core::Scenario cli;
+  ASSERT_NO_FATAL_FAILURE(ResolveTheWindowsCommand(*s, &cli));
+  in->modelBox()->setCurrentIndex(in->modelBox()->findData("llama3-8b"));
+  EXPECT_TRUE(s->plan().moe_op_fuser);
+  EXPECT_TRUE(in->moeOpFuserBox()->isEnabled());
+  EXPECT_FALSE(s->evaluation().valid);
+  EXPECT_NE(errors().find("plan.moe_op_fuser"), std::string::npos) << errors();
 }
 
 // Pipeline flushes, the FP8 parameter gather and the MoE dispatcher and routing in the inputs
@@ -531,14 +574,7 @@ TEST(GuiDriveTest, FlushesFp8GatherAndMoeSettingsAreSetInThePanel) {
   ASSERT_TRUE(s->evaluation().valid) << errors();
 
   EXPECT_FALSE(in->moeDispatcherBox()->isEnabled());  // no experts
-  in->modelBox()->setCurrentIndex(in->modelBox()->findData("qwen3-30b-a3b"));
-  in->gpusBox()->setValue(8);
-  Choose(in->degreeBox(Degree::kPp), 1);
-  Choose(in->degreeBox(Degree::kTp), 1);
-  Choose(in->degreeBox(Degree::kEp), 8);
-  core::PlanSpec p = s->plan();
-  p.seq_len = 8192;
-  p.micro_batch = 1;
+  core::PlanSpec p = OnEightGpusAtEp8(in, s, "qwen3-30b-a3b", 8192);
   s->setPlan(p);
   ASSERT_TRUE(s->evaluation().valid) << errors();
   EXPECT_TRUE(in->moeDispatcherBox()->isEnabled());

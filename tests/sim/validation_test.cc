@@ -1107,10 +1107,12 @@ TEST(ValidationTest, MoeProbabilitiesApplyWhereEachRunsMegatronCoreAppliesThem) 
 // dispatcher the run is costed with; NeMo AutoModel's gpt-oss keeps the fused default. A model
 // without expert biases (Qwen3) takes its stack's setting (megatron-bridge-2025: per-expert) at no
 // cost: it has no bias to add. Each per-expert pass makes the run slower than it was predicted fused.
+// (A recipe that runs the experts through Transformer Engine's op fuser adds the bias in its
+// grouped linear op: MegatronBridgeOpFuserRunsClampAndAddTheBiasInsideItsOps.)
 TEST(ValidationTest, GptOssExpertBiasesAreAddedAsEachRunsMegatronCoreAddsThem) {
   const auto nemo = Corpus("nemo_performance_summaries.json");
   const auto* h100 = Find(nemo, "megatron-bridge-2604-dgx-h100-gpt-oss-120b-64gpu-bf16");
-  const auto* gb300 = Find(nemo, "megatron-bridge-2608-dgx-gb300-gpt-oss-120b-64gpu-mxfp8");
+  const auto* gb300 = Find(nemo, "megatron-bridge-2604-dgx-gb200-gpt-oss-120b-64gpu-bf16");
   const auto* qwen = Find(nemo, "megatron-bridge-2604-dgx-h100-qwen3-30b-a3b-16gpu-fp8");
   ASSERT_TRUE(h100 && gb300 && qwen);
   EXPECT_EQ(h100->scenario.plan.expert_bias, core::ExpertBias::kPerExpert);
@@ -1131,6 +1133,46 @@ TEST(ValidationTest, GptOssExpertBiasesAreAddedAsEachRunsMegatronCoreAddsThem) {
     core::PublishedRun fused = *r;
     fused.scenario.plan.expert_bias = core::ExpertBias::kFused;
     const auto runs = ValidateRuns({*r, fused}, core::Profile{});
+    EXPECT_LT(runs.records[0].predicted, runs.records[1].predicted) << r->id;
+  }
+}
+
+// gpt-oss on Megatron-Bridge as its Megatron-Core runs it (core/step_graph.cc kMegatronRope,
+// kGluClamp): its YaRN RoPE unfused and, in Megatron-Core's own experts, its clamped SwiGLU's two
+// clamps and cat before the fused activation. The 26.06-26.08 MXFP8 recipes on GB200 and GB300 run
+// the experts through Transformer Engine's op fuser (cutedsl_fused_grouped_mlp, or the perf recipe's
+// use_transformer_engine_op_fuser): the clamp inside its activation op and fc2's bias inside its
+// grouped linear op, so none of those copies nor the per-expert bias pass; their 26.06 B300 sibling,
+// whose recipe is the BF16 one's, runs Megatron-Core's own experts. Each mechanism makes its runs
+// slower than they were predicted without it.
+TEST(ValidationTest, MegatronBridgeOpFuserRunsClampAndAddTheBiasInsideItsOps) {
+  const auto nemo = Corpus("nemo_performance_summaries.json");
+  const auto* fuser = Find(nemo, "megatron-bridge-2608-dgx-gb300-gpt-oss-120b-64gpu-mxfp8");
+  const auto* b300 = Find(nemo, "megatron-bridge-2606-dgx-b300-gpt-oss-120b-64gpu-mxfp8");
+  const auto* h100 = Find(nemo, "megatron-bridge-2604-dgx-h100-gpt-oss-120b-64gpu-bf16");
+  ASSERT_TRUE(fuser && b300 && h100);
+  EXPECT_TRUE(fuser->scenario.plan.moe_op_fuser);
+  EXPECT_EQ(fuser->scenario.plan.expert_bias, core::ExpertBias::kFused);
+  EXPECT_TRUE(Says(fuser->assumptions,
+                   "the experts through Transformer Engine's op fuser (use_transformer_engine_op_fuser; the "
+                   "activation's clamp in its op; fc2's bias in its grouped linear op) from "));
+  EXPECT_FALSE(b300->scenario.plan.moe_op_fuser);
+  EXPECT_EQ(b300->scenario.plan.expert_bias, core::ExpertBias::kPerExpertFp32);
+  auto has = [](const core::PublishedRun& r, std::string_view name) {
+    for (const core::Op& op : core::BuildStepGraph(r.scenario.model, r.scenario.plan).moe_layer)
+      if (std::string_view(op.name) == name) return true;
+    return false;
+  };
+  EXPECT_FALSE(has(*fuser, "expert_activation_clamp"));
+  EXPECT_FALSE(has(*fuser, "expert_fc2_bias"));
+  EXPECT_TRUE(has(*b300, "expert_activation_clamp"));
+  EXPECT_TRUE(has(*b300, "expert_fc2_bias"));
+  // Without the mechanisms (a plain RoPE, no clamp) every one of them is predicted faster.
+  for (const auto* r : {fuser, b300, h100}) {
+    core::PublishedRun plain = *r;
+    plain.scenario.model.rope_mscale = 1;
+    plain.scenario.model.glu_clamp = 0;
+    const auto runs = ValidateRuns({*r, plain}, core::Profile{});
     EXPECT_LT(runs.records[0].predicted, runs.records[1].predicted) << r->id;
   }
 }
@@ -2386,9 +2428,13 @@ TEST(ValidationTest, MegatronBridgeCardsTakeTheirRecipesAndTheirStepTimes) {
   // Today's level (2026-12-06): median 12.4%, p90 36.7%, max 72.7% (gpt-oss-120b BF16 on GB200, as
   // the pages' rows of that recipe), both signs: the GB300/GB200 MXFP8 repeats of the 26.08 page
   // within -15% to +20%, the H100 ones -13% to -38% (DeepSeek-V3 on 1,024 GPUs with HybridEP across
-  // nodes, costed as the all-to-all dispatcher; docs/validation.md).
+  // nodes, costed as the all-to-all dispatcher; docs/validation.md). Since 2026-12-07 the median is
+  // 15.0%: gpt-oss-120b's MXFP8 card on GB300, +3.2% while its per-expert fc2 bias pass was costed,
+  // runs the experts through Transformer Engine's op fuser, which adds the bias in its grouped
+  // linear op (+19.6%, as the page's rows of that recipe: ValidationTest.
+  // MegatronBridgeOpFuserRunsClampAndAddTheBiasInsideItsOps); right before for the wrong reason.
   const ValidationSummary v = ValidateRuns(all, core::Profile{});
-  EXPECT_LE(v.all.median_abs_error, 0.125);
+  EXPECT_LE(v.all.median_abs_error, 0.151);
   EXPECT_LE(v.all.p90_abs_error, 0.368);
   EXPECT_LE(v.all.max_abs_error, 0.728);
   EXPECT_EQ(v.all.out_of_memory, 0u);

@@ -564,6 +564,20 @@ std::string MemoryTable(const core::Scenario& s, const core::MemoryReport& r, co
               : std::string())
       << (s.model.sliding_window >= p.seq_len ? " (not shorter than the sequence: no effect)" : "") << "\n";
   }
+  if (s.model.rope_mscale != 1.0 || s.model.glu_clamp > 0) {
+    const bool fused = p.elementwise == core::Elementwise::kFused;
+    o << "# elementwise:";
+    if (s.model.rope_mscale != 1.0)
+      o << " RoPE's cos and sin scaled by " << Fmt("%.4g", s.model.rope_mscale)
+        << (fused ? " (no fused RoPE takes a scale: Megatron-Core's unfused one)" : " (eager)");
+    if (s.model.rope_mscale != 1.0 && s.model.glu_clamp > 0) o << ";";
+    if (s.model.glu_clamp > 0)
+      o << " SwiGLU clamped at " << Fmt("%.4g", s.model.glu_clamp)
+        << (!fused           ? " (eager; the clamp not costed)"
+            : p.moe_op_fuser ? " (in the op fuser's activation)"
+                             : " (Megatron-Core's eager clamps and cat before its fused activation)");
+    o << "\n";
+  }
   if (s.model.moe) o << "# moe: " << MoeLine(s.model, p) << "\n";
   o << "# " << StateLine(p, r) << "\n";
   for (const auto& n : notes) o << "# default: " << n << "\n";

@@ -42,6 +42,12 @@ void PlanFlags::Register(CLI::App* app) {
   m->add_option("--global-attention-every", global_attention_every,
                 "With --sliding-window: the last of every N layers attends the whole sequence (0: every layer "
                 "windowed; gpt-oss 2, Gemma 3 6)");
+  m->add_option("--rope-mscale", rope_mscale,
+                "The factor RoPE's cos and sin carry (YaRN's 0.1 ln(s) + 1 for a context stretched s times; gpt-oss "
+                "1.3466; 1: plain RoPE). Megatron-Core runs a scaled RoPE unfused (docs/compute.md)");
+  m->add_option("--glu-clamp", glu_clamp,
+                "A gated MLP's clamp (gpt-oss's swiglu_limit 7; 0: none): Megatron-Core's fused activation clamps "
+                "and concatenates eagerly before it (docs/compute.md)");
   m->add_option(
       "--attention", attention,
       "flash|flash2|flash1|triton|cudnn-9.13|naive (flash: the GPU's fastest fused kernel; flash2: FlashAttention-2; "
@@ -387,6 +393,14 @@ void PlanFlags::ApplyModelFlags(core::ModelSpec* spec, Diagnostics* d, std::vect
   }
   if (attention) {
     SetEnum(attention, "attention", "model.attention", &m.attention, d);
+    model_changed = true;
+  }
+  if (rope_mscale) {
+    m.rope_mscale = *rope_mscale;
+    model_changed = true;
+  }
+  if (glu_clamp) {
+    m.glu_clamp = *glu_clamp;
     model_changed = true;
   }
   if (model_changed) {

@@ -23,6 +23,7 @@ struct PlanFlags {
       global_attention_every;
   std::optional<std::string> mlp, attention, mtp_pattern;
   std::optional<bool> mtp_shared;
+  std::optional<double> rope_mscale, glu_clamp;
   // Plan.
   std::optional<int64_t> gpus, tp, pp, dp, cp, ep, etp, vpp, vpp_group, pp_flushes, mbs, gbs, gbs_tokens, seq,
       recompute_layers, bf16_layers_at_start, bf16_layers_at_end, hsdp_shard, deferred_head_wgrad, cuda_context_mib,

@@ -159,6 +159,16 @@ run(sliding_window_bad 1 "model.global_attention_every: 1 makes every layer glob
     report --model gpt-oss-120b --gpu h100-sxm --gpus 64 --pp 4 --ep 8 --seq 4096 --zero 1 --global-attention-every 1)
 run(sliding_window_mistral 0 "32 of 32 layers attend a 4096-token window\n" report --model llama3-8b --gpu h100-sxm --gpus 8 --seq 8192 --zero 3
     --sliding-window 4096)
+# gpt-oss's YaRN RoPE and clamped SwiGLU as Megatron-Core runs them (docs/compute.md): said on the
+# report's elementwise line; the RoPE's forward over q (64 heads) and k (8) of 64 at 4,096 tokens,
+# 18,874,368 elements x 24 B = 452.98 MB in 24 kernels. A clamp on a GELU MLP is refused naming the
+# field.
+run(report_scaled_rope_and_clamp 0
+    "# elementwise: RoPE's cos and sin scaled by 1\\.347 \\(no fused RoPE takes a scale: Megatron-Core's unfused one\\); SwiGLU clamped at 7 \\(Megatron-Core's eager clamps and cat before its fused activation\\).*fwd +rope +x24 kernels +- +452\\.98 "
+    report --model gpt-oss-120b --gpu h100-sxm --cluster dgx-h100 --gpus 64 --tp 1 --pp 4 --ep 8 --seq 4096
+           --gbs 1280 --mbs 1 --zero 1 --ops)
+run(glu_clamp_on_gelu 1 "model.glu_clamp: clamps a gated MLP's two halves: needs mlp swiglu"
+    report --model gpt3-5b --gpu h100-sxm --gpus 8 --glu-clamp 7)
 # Usage errors exit 2, inconsistent plans 1; every message names the field.
 run(unknown_model 2 "--model: .*no model preset named 'llama9'" report --model llama9 --gpu h100-sxm --gpus 8)
 run(bad_format 2 "--format must be" report --model tiny --gpu h100-sxm --gpus 1 --format xml)

@@ -377,32 +377,23 @@ void PlanFlags::ApplyModelFlags(core::ModelSpec* spec, Diagnostics* d, std::vect
     m.SetMtpLayers(*mtp_layers);
     model_changed = true;
   }
+  // A flag given sets its field as it is.
+  auto take = [&](const auto& flag, auto* field) {
+    if (!flag) return;
+    *field = *flag;
+    model_changed = true;
+  };
   // After --mtp-layers, whose 0 drops a preset's pattern and sharing: given with 0 they are refused
   // by the model's validation, naming the field.
-  if (mtp_pattern) {
-    m.mtp_pattern = *mtp_pattern;
-    model_changed = true;
-  }
-  if (mtp_shared) {
-    m.mtp_shared = *mtp_shared;
-    model_changed = true;
-  }
-  if (chunked_attention) {
-    m.chunked_attention = *chunked_attention;
-    model_changed = true;
-  }
+  take(mtp_pattern, &m.mtp_pattern);
+  take(mtp_shared, &m.mtp_shared);
+  take(chunked_attention, &m.chunked_attention);
   if (attention) {
     SetEnum(attention, "attention", "model.attention", &m.attention, d);
     model_changed = true;
   }
-  if (rope_mscale) {
-    m.rope_mscale = *rope_mscale;
-    model_changed = true;
-  }
-  if (glu_clamp) {
-    m.glu_clamp = *glu_clamp;
-    model_changed = true;
-  }
+  take(rope_mscale, &m.rope_mscale);
+  take(glu_clamp, &m.glu_clamp);
   if (model_changed) {
     m.name += " (modified)";
     core::ValidateModel(m, "model", d);

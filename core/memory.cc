@@ -398,8 +398,7 @@ void VisitLayerActivations(const ModelSpec& m, const PlanSpec& p, bool moe_layer
       // fused function saves the clamped copy, fc1's width again. Not under moe_act recomputation
       // (CheckpointWithoutOutput runs the function without autograd, its input kept) nor the op
       // fuser (the clamp inside its activation op).
-      if (m.glu_clamp > 0 && m.mlp == MlpKind::kSwiglu && !eager && !p.moe_op_fuser &&
-          !recomputed(RecomputeModule::kMoeAct))
+      if (GluClampCopies(m, p) && !recomputed(RecomputeModule::kMoeAct))
         add("expert_clamped_act_input", 2 * e * tok * f_local);
       // What the router's probabilities weight is kept for their gradient (PlanSpec::moe_probs):
       // the experts' output at the unpermutation, the activation's output in a separate multiply;

@@ -1021,8 +1021,7 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     return (*launch).*field;
   };
   p.micro_batch = printed_or_launched(IntOr(r, "microbatch", 0), &LaunchConfig::microbatch, "micro batch");
-  if (launch && launch->layout.microbatch > 0)
-    p.micro_batch = corrected("micro batch", p.micro_batch, launch->layout.microbatch);
+  if (launch) p.micro_batch = corrected("micro batch", p.micro_batch, launch->layout.microbatch);
   const int64_t per_pipeline = p.dp > 0 ? p.global_batch / p.dp : 0;  // sequences per data-parallel rank
   if (p.micro_batch <= 0 && stack->microbatches_equal_pp && p.pp > 1 && per_pipeline % p.pp == 0 &&
       per_pipeline >= p.pp) {
@@ -1036,7 +1035,7 @@ bool MapRecord(const Json& r, bool with_measurement, PublishedRun* out, std::str
     run.assumptions.push_back("micro batch not printed: 1");
   }
   p.vpp = printed_or_launched(IntOr(pj, "vpp", 0), &LaunchConfig::vpp, "interleave degree");
-  if (launch && launch->layout.vpp > 0) p.vpp = corrected("interleave degree", p.vpp, launch->layout.vpp);
+  if (launch) p.vpp = corrected("interleave degree", p.vpp, launch->layout.vpp);
   if (p.vpp <= 0) {
     p.vpp = 1;
     const bool named_interleaved = StrOr(pj, "schedule").find("nterleav") != std::string::npos;

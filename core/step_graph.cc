@@ -53,6 +53,10 @@ double MoeBusiestRank(const ModelSpec& m, const PlanSpec& p) {
   return !m.moe || m.moe->capacity_factor > 0 ? 1.0 : p.moe_imbalance;
 }
 
+bool GluClampCopies(const ModelSpec& m, const PlanSpec& p) {
+  return m.glu_clamp > 0 && m.mlp == MlpKind::kSwiglu && p.elementwise == Elementwise::kFused && !p.moe_op_fuser;
+}
+
 double RanksPerToken(int64_t experts, int64_t top_k, int64_t ranks, MoeRouting routing) {
   if (ranks <= 1 || experts <= 0) return 1.0;
   const int64_t per_rank = experts / ranks;
@@ -115,7 +119,7 @@ class Builder {
     eager_ = p.elementwise != Elementwise::kFused;
     eager_norm_ = p.elementwise == Elementwise::kEager;
     rope_cost_ = eager_ ? &kEagerRope : m.rope_mscale != 1.0 ? &kMegatronRope : nullptr;
-    glu_clamp_ = m.glu_clamp > 0 && m.mlp == MlpKind::kSwiglu && !eager_ && !p.moe_op_fuser;
+    glu_clamp_ = GluClampCopies(m, p);
     s_ = p.seq_len / p.cp;
     tokens_ = s_ * p.micro_batch;
     e_ = (p.precision == Dtype::kFp32 || p.precision == Dtype::kTf32) ? 4 : 2;

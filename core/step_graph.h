@@ -151,6 +151,12 @@ double RanksPerToken(int64_t experts, int64_t top_k, int64_t ranks, MoeRouting r
 // dropping, which pads every expert to its capacity.
 double MoeBusiestRank(const ModelSpec& m, const PlanSpec& p);
 
+// Whether plan `p` runs model `m`'s clamped GLU (ModelSpec::glu_clamp) as Megatron-Core's fused
+// activation does: two eager clamps and a cat before it, the clamped copy kept for its backward
+// (core/step_graph.cc kGluClamp; docs/memory.md §3). Not under eager elementwise ops (their
+// decomposition is costed as it is) nor Transformer Engine's op fuser (PlanSpec::moe_op_fuser).
+bool GluClampCopies(const ModelSpec& m, const PlanSpec& p);
+
 // One layer's ops in three parts, by what they depend on, so that a search can cost each part
 // once for all the plans that share it: kCompute, the forward and backward ops (the same for
 // every recompute mode and ZeRO stage); kRecompute, the recomputed forward (the plan's recompute

@@ -752,12 +752,21 @@ TEST(StepModelTest, BlackwellAttentionRunsAtCudnnsOwnTrainingBenchmark) {
   EXPECT_DOUBLE_EQ(AttentionEfficiency(defaults, b200, AttentionImpl::kFlash, false, 128, 8192), 1354.1 / 2250);
   // gpt-oss's 128-token window (gpt_oss config, GB200, 4k: f 161, b 182 -> 175.5) is the head-dim-64
   // point at 2w = 256; a windowed layer's op looks there. Head dim 64 at full length is head dim
-  // 128's; between 256 and 2k linear in log2: 1k is two thirds of the way to 936.7.
+  // 128's forward and backward times cuDNN's head-dim-64 / 128 ratios measured on the H200
+  // (probes.json, cuDNN 9.19; scripts/blackwell_d64_attention.py), joined: at 4k f 1408 x 0.6961,
+  // b 1148 x 0.8362 -> 3.5 / (1/980.1 + 2.5/959.9) = 965.6, 0.797 of head dim 128's 1211.9; at 2k
+  // f 1097 x 0.8206, b 885 x 0.8019 -> 755.4. Between 256 and 2k linear in log2: 1k is two thirds
+  // of the way to 755.4.
   EXPECT_NEAR(3.5 / (1 / 161.0 + 2.5 / 182), 175.5, 0.05);
+  EXPECT_NEAR(3.5 / (1 / (1408 * 0.6961) + 2.5 / (1148 * 0.8362)), 965.6, 0.05);
+  EXPECT_NEAR(3.5 / (1 / (1097 * 0.8206) + 2.5 / (885 * 0.8019)), 755.4, 0.05);
   EXPECT_DOUBLE_EQ(AttentionEfficiency(defaults, gb200, AttentionImpl::kFlash, false, 64, 256), 175.5 / 2500);
-  EXPECT_DOUBLE_EQ(AttentionEfficiency(defaults, gb200, AttentionImpl::kFlash, false, 64, 4096), 1211.9 / 2500);
+  EXPECT_DOUBLE_EQ(AttentionEfficiency(defaults, gb200, AttentionImpl::kFlash, false, 64, 4096), 965.6 / 2500);
   EXPECT_NEAR(AttentionEfficiency(defaults, gb200, AttentionImpl::kFlash, false, 64, 1024),
-              (175.5 + 2.0 / 3.0 * (936.7 - 175.5)) / 2500, 1e-9);
+              (175.5 + 2.0 / 3.0 * (755.4 - 175.5)) / 2500, 1e-9);
+  // Head dim 96 lies halfway between 64's and 128's points: at 4k (965.6 + 1211.9) / 2.
+  EXPECT_NEAR(AttentionEfficiency(defaults, gb200, AttentionImpl::kFlash, false, 96, 4096), (965.6 + 1211.9) / 2 / 2500,
+              1e-9);
   // One windowed op as the benchmark ran it (batch 2, 128 heads of 64, 4k, window 128: on average
   // w - w^2 / 2s = 128 - 128^2 / 8192 = 126.0 keys per query (core::KeysPerQuery), 2·b·h·s·keys·(64 + 64) FLOPs; the
   // CSV's 0.210 ms x 161 TFLOP/s gives 125.9): forward + backward take the measured 0.210 + 0.465 ms, within the

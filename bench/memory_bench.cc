@@ -58,4 +58,27 @@ void BM_StepLlama405BTp8Pp16(benchmark::State& state) {
 }
 BENCHMARK(BM_StepLlama405BTp8Pp16);
 
+// The same plan under Transformer Engine's userbuffers (tp_overlap full): each of a layer's TP
+// collectives is costed beside its own GEMM (sim::TpPairedHidden), which looks that GEMM up.
+void BM_StepLlama405BTp8Pp16Userbuffers(benchmark::State& state) {
+  const ModelSpec m = *LoadModel("llama3-405b");
+  const GpuSpec g = *LoadGpu("h100-sxm");
+  const ClusterSpec c = *LoadCluster("dgx-h100");
+  PlanSpec p;
+  p.tp = 8;
+  p.pp = 16;
+  p.dp = 128;
+  p.gpus = 16384;
+  p.zero = 1;
+  p.sequence_parallel = true;
+  p.tp_overlap = TpOverlap::kFull;
+  p.recompute = Recompute::kSelective;
+  p.seq_len = 8192;
+  p.global_batch = 2048;
+  p.stage_layers = {7, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7};
+  const Profile profile;
+  for (auto _ : state) benchmark::DoNotOptimize(meshplan::sim::EstimateStep(m, p, g, c, profile));
+}
+BENCHMARK(BM_StepLlama405BTp8Pp16Userbuffers);
+
 }  // namespace

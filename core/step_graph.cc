@@ -644,22 +644,25 @@ class Builder {
   // ("This is to ensure the float8 cast happens before the all-gather"), and Float8ColwiseParallel
   // its own input (torchao/float8/float8_tensor_parallel.py at eab345c and 6243040); the output
   // layer is a plain ColwiseParallel (torchtitan apply_tp): 16-bit.
-  void TpGather(std::vector<Op>* ops, const char* name, bool sixteen_bit = false) {
+  // `userbuffers`: a transformer layer's linear layer's (Op::userbuffers).
+  void TpGather(std::vector<Op>* ops, const char* name, bool sixteen_bit = false, bool userbuffers = false) {
     if (!sp_) return;
     const int64_t elems = tokens_ * m_.hidden;
     const bool quantized = (p_.transformer_engine || float8_tp_) && !sixteen_bit && Quantized(gemm_dtype_);
     Coll(ops, name, CollectiveKind::kAllGather, CommGroup::kTp, quantized ? LinearInputBytes(p_, elems) : elems * e_,
          async_tp_);
+    ops->back().userbuffers = userbuffers;
     if (async_tp_) [[unlikely]]
       AsyncTpKernels(ops, ops->back());
     else if (dtensor_) [[unlikely]] SequenceDimCopy(ops, ops->back());
   }
   // `after_gemm`: the reduced tensor is one GEMM's output alone (a row-parallel linear layer's),
   // not the embedding's lookup, so AsyncTP fuses the reduce-scatter with that GEMM.
-  void TpReduce(std::vector<Op>* ops, const char* name, bool after_gemm = true) {
+  void TpReduce(std::vector<Op>* ops, const char* name, bool after_gemm = true, bool userbuffers = false) {
     if (t_ == 1) return;
     Coll(ops, name, sp_ ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, CommGroup::kTp,
          tokens_ * m_.hidden * e_, async_tp_ && after_gemm);
+    ops->back().userbuffers = userbuffers;
     if (async_tp_ && after_gemm) [[unlikely]]
       AsyncTpKernels(ops, ops->back());
     else if (dtensor_) [[unlikely]] SequenceDimCopy(ops, ops->back());
@@ -760,7 +763,7 @@ class Builder {
     const int64_t a = dims.a, dqk = dims.dqk, dv = dims.dv, kv_heads = dims.kv_heads;
     const int64_t norm_div = sp_ ? t_ : 1;
     Norm(ops, "attn_norm", tokens_ * h / norm_div);
-    TpGather(ops, "attn_gather");
+    TpGather(ops, "attn_gather", /*sixteen_bit=*/false, /*userbuffers=*/!m_.mla);
     if (m_.mla) {
       const MlaSpec& x = *m_.mla;
       // Down-projections are replicated on every TP rank (computed redundantly).
@@ -867,7 +870,7 @@ class Builder {
     if (p_.cp > 1 && p_.cp_kind == CpKind::kUlysses)
       Coll(ops, "ulysses_out", CollectiveKind::kAllToAll, CommGroup::kCp, tokens_ * a * dv * e_);
     Gemm(ops, "attn_out_proj", tokens_, h, a * dv);
-    TpReduce(ops, "attn_reduce");
+    TpReduce(ops, "attn_reduce", /*after_gemm=*/true, /*userbuffers=*/true);
     Mem(ops, "attn_residual", (m_.dropout ? 4 : 3) * tokens_ * h * e_ / norm_div);
   }
 
@@ -931,11 +934,11 @@ class Builder {
     const bool glu = m_.mlp == MlpKind::kSwiglu;
     (void)prefix;
     Norm(ops, "mlp_norm", tokens_ * h / norm_div);
-    TpGather(ops, "mlp_gather");
+    TpGather(ops, "mlp_gather", /*sixteen_bit=*/false, /*userbuffers=*/true);
     Gemm(ops, "mlp_fc1", tokens_, (glu ? 2 : 1) * fl, h);
     Activation(ops, "mlp_activation", tokens_ * fl);
     Gemm(ops, "mlp_fc2", tokens_, h, fl);
-    TpReduce(ops, "mlp_reduce");
+    TpReduce(ops, "mlp_reduce", /*after_gemm=*/true, /*userbuffers=*/true);
     Mem(ops, "mlp_residual", (m_.dropout ? 4 : 3) * tokens_ * h * e_ / norm_div);
   }
 

@@ -94,6 +94,11 @@ struct Op {
   // under).
   bool attention_core = false;
   bool overlappable = false;  // a collective that may run under compute of the same pass
+  // A sequence-parallel collective of a transformer layer's linear layers (the all-gather before
+  // qkv and fc1, the reduce-scatter after proj and fc2, and their backward partners), which
+  // Transformer Engine's userbuffers run beside their own GEMM under full TP overlap
+  // (sim::UserbufferMethod); MLA's input gather, whose down-projections are replicated, is not.
+  bool userbuffers = false;
   // An MoE block's op after its dispatcher's device-to-host synchronisation (the forward's; its
   // copies in the other passes keep the flag, unread): the host queues it only once every kernel
   // before the synchronisation has finished (sim::MoeLayerHostTime, docs/compute.md).

@@ -132,8 +132,8 @@ std::vector<StageStreams> StageStreamCosts(const core::ModelSpec& m, const core:
       }
       const bool hide = CollectiveHidden(op, p);
       double t = collective(op);
-      if (hide && AsyncTpFused(op, p))  // AsyncTP: hidden only beside its own GEMMs, as the Coster
-        t = AsyncTpSplit(ops, i, t, p.tp, op_time, &ps.blocking[static_cast<size_t>(CommStream(op.group))]);
+      if (hide && TpPairing(op, p))  // AsyncTP, userbuffers: hidden only beside its own GEMM, as the Coster
+        t = TpPairedSplit(ops, i, t, p, op_time, &ps.blocking[static_cast<size_t>(CommStream(op.group))]);
       (hide ? ps.hidden : ps.blocking)[static_cast<size_t>(CommStream(op.group))] += t;
     }
     return s;

@@ -865,7 +865,8 @@ ExplainStep OverlapStep(const core::Scenario& s, const PlanSpec& p, const core::
       "microbatch's backward, ZeRO-1/2's parameter all-gather under the next step's first forward (but for the word "
       "embedding's bucket: its gradient is the backward's last and its parameters the forward's first, so its "
       "reduction and gather hide under nothing), TP reductions under "
-      "the weight-gradient GEMMs (Megatron's asynchronous TP), "
+      "the weight-gradient GEMMs (Megatron's asynchronous TP), Transformer Engine's userbuffers each inside its own "
+      "GEMM (ring exchange: min(C, G(t-1)/t); 4-split pipeline: min(C, G) x 3/4; bulk: min(C, G)), "
       "ZeRO-3 gathers one layer ahead. Only what does not fit under compute is exposed, and what hides still slows "
       "the compute beside it (NCCL's kernels: 18.9% on average, Lee et al. 2025; Transformer Engine userbuffers: "
       "the SMs they hold). docs/compute.md.";

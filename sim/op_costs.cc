@@ -1,6 +1,7 @@
 // How a costed op is described (`meshplan report --ops`, meshplan-gui's op table): sim/step_model.h.
 #include <cstdio>
 #include <string>
+#include <string_view>
 
 #include "core/collectives.h"
 #include "sim/step_model.h"
@@ -77,7 +78,11 @@ std::string CostedOpHow(const CostedOp& c) {
                     static_cast<long long>(c.span.domains), c.algorithm);
       std::string note = b;
       if (c.fused) {
-        std::snprintf(b, sizeof b, "; fused with its GEMMs (AsyncTP), %.1f us of it exposed", c.exposed_s * 1e6);
+        if (std::string_view(c.pairing ? c.pairing : "AsyncTP") == "AsyncTP")
+          std::snprintf(b, sizeof b, "; fused with its GEMMs (AsyncTP), %.1f us of it exposed", c.exposed_s * 1e6);
+        else
+          std::snprintf(b, sizeof b, "; beside its GEMM (%s), %.1f us of it exposed, slows compute by %.3f", c.pairing,
+                        c.exposed_s * 1e6, c.slowdown);
         note += b;
       } else if (c.hidden) {
         std::snprintf(b, sizeof b, "; may hide, slows compute by %.3f", c.slowdown);

@@ -343,6 +343,7 @@ class Coster {
            bool moe_layer = false) const {
     ListCost& lc = *out;
     const bool merged = merged_ep_ && moe_layer;
+    gemm_memo_ = {};
     for (const Op& op : ops) {
       if (op.pass == Pass::kStep) {
         if (!step) continue;
@@ -365,8 +366,8 @@ class Coster {
           continue;                                // AddMergedEp's
         double t = op.share * CollectiveTime(op);  // share: a hybrid block's (HybridMix)
         const bool hide = CollectiveHidden(op, p_);
-        if (hide && AsyncTpFused(op, p_)) [[unlikely]]
-          t = SplitFused(ops, static_cast<size_t>(&op - ops.data()), t, &pc);
+        if (hide && TpPairing(op, p_)) [[unlikely]]
+          t = SplitPaired(ops, static_cast<size_t>(&op - ops.data()), t, &pc);
         (hide ? pc.hidden : pc.blocking)[static_cast<int>(op.group)] += t;
         if (op.after_moe_sync && !hide) pc.after_sync += t;
         if (hide) (op.group == CommGroup::kCp ? pc.slow_cp : pc.slow) += OverlapSlowdown(op, p_, g_, layer) * t;
@@ -380,7 +381,9 @@ class Coster {
         if (op.after_moe_sync) pc.after_sync += t;
         pc.groups |= 1u << static_cast<int>(op.group);
       } else {
-        const double t = OpTime(op);
+        // A GEMM a paired TP collective looked up before (SplitPaired) is not costed twice.
+        const double t = &op == gemm_memo_.next ? gemm_memo_.next_t : OpTime(op);
+        if (op.kind == OpKind::kGemm) gemm_memo_.last = &op, gemm_memo_.last_t = t;
         pc.compute += t;
         if (op.after_moe_sync) pc.after_sync += t;
         if (IsAttentionCore(op)) pc.attention += t;
@@ -446,12 +449,18 @@ class Coster {
     }
   }
 
-  // AsyncTP: a fused collective of time `t` at ops[i] hides only beside its own GEMMs
-  // (AsyncTpHidden): the rest is added to `pc`'s exposed time, the hidden part returned. Out of
-  // line, so that Add's loop stays as small as it is without AsyncTP.
-  [[gnu::noinline, gnu::cold]] double SplitFused(const std::vector<Op>& ops, size_t i, double t, PassCost* pc) const {
-    return AsyncTpSplit(
-        ops, i, t, p_.tp, [&](const Op& x) { return OpTime(x); }, &pc->blocking[static_cast<int>(ops[i].group)]);
+  // A TP collective of time `t` at ops[i] that hides only beside its own GEMM (AsyncTP's fused
+  // ones, Transformer Engine's userbuffers: TpPairedHidden): the rest is added to `pc`'s exposed
+  // time, the hidden part returned. Out of line, so that Add's loop stays as small as without them.
+  // The partner GEMM's time is the one Add costed last, or is kept for Add to take when it gets there.
+  [[gnu::noinline, gnu::cold]] double SplitPaired(const std::vector<Op>& ops, size_t i, double t, PassCost* pc) const {
+    auto gemm_time = [&](const Op& x) {
+      if (&x == gemm_memo_.last) return gemm_memo_.last_t;
+      const double gt = OpTime(x);
+      gemm_memo_.next = &x, gemm_memo_.next_t = gt;
+      return gt;
+    };
+    return TpPairedSplit(ops, i, t, p_, gemm_time, &pc->blocking[static_cast<int>(ops[i].group)]);
   }
 
   // Layers repeat the same few collectives (same kind, group and size): each is costed once.
@@ -507,6 +516,14 @@ class Coster {
   }
   mutable std::array<Memo, 32> memo_;
   mutable size_t memo_count_ = 0;
+  // Within one Add: the GEMM costed last and the one a paired TP collective costed ahead of Add.
+  struct GemmMemo {
+    const Op* last = nullptr;
+    double last_t = 0;
+    const Op* next = nullptr;
+    double next_t = 0;
+  };
+  mutable GemmMemo gemm_memo_;
   mutable std::array<core::GroupSpan, core::kCommGroups> spans_;
   mutable OpRates rates_;  // the plan's GEMM rates and peaks, each looked up once
   mutable std::array<bool, core::kCommGroups> have_span_{};
@@ -1096,10 +1113,11 @@ std::vector<CostedOpList> CostStepGraph(const core::ModelSpec& m, const core::Pl
         } else {
           row.hidden = CollectiveHidden(op, p);
           if (row.hidden) row.slowdown = OverlapSlowdown(op, p, g, layer);
-          row.fused = row.hidden && AsyncTpFused(op, p);
+          row.pairing = row.hidden ? TpPairing(op, p) : nullptr;
+          row.fused = row.pairing != nullptr;
           if (row.fused)
             row.exposed_s =
-                row.time_s - AsyncTpHidden(ops, i, row.time_s, p.tp, [&](const Op& x) { return coster.OpTime(x); });
+                row.time_s - TpPairedHidden(ops, i, row.time_s, p, [&](const Op& x) { return coster.OpTime(x); });
         }
       } else {
         row.time_s = coster.OpTime(op);

@@ -115,9 +115,11 @@ struct CostedOp {
   double time_s = 0;
   bool hidden = false;
   double slowdown = 0;
-  // An AsyncTP-fused collective (AsyncTpFused), and the part of it that its own GEMM cannot hide
-  // (AsyncTpHidden), exposed.
+  // A TP collective that hides only beside its own GEMM (TpPairing: an AsyncTP-fused one, or
+  // Transformer Engine's userbuffers), and the part of it that GEMM cannot hide (TpPairedHidden),
+  // exposed.
   bool fused = false;
+  const char* pairing = nullptr;
   double exposed_s = 0;
   bool memory_bound = false;   // a GEMM whose operands' HBM traffic outlasts its math (GemmSides)
   bool kernel_bound = false;   // a GEMM of kernels shorter than the per-kernel time t_k (each takes t_k)
@@ -147,7 +149,7 @@ const char* PassShortName(core::Pass p);
 // Names this step model in stored predictions (core/result_store.h); bump it when a change moves
 // predictions, so history can tell predictions of different models apart.
 inline constexpr const char* kStepModelVersion =
-    "meshplan 0.1.0 step-model/10 (the word embedding's DP sync hides under nothing)";
+    "meshplan 0.1.0 step-model/11 (userbuffers hide each TP collective only beside its own GEMM)";
 
 // The costed op lists of a plan (its layers, embedding, head, pipeline send, once-per-step work)
 // depend on the plan's sharding, batch shape, precision and placement but not on its pipeline
@@ -256,6 +258,122 @@ template <class GemmTime>
 double AsyncTpSplit(const std::vector<core::Op>& ops, size_t i, double c, int64_t tp, GemmTime&& gemm_time,
                     double* exposed) {
   const double under = AsyncTpHidden(ops, i, c, tp, gemm_time);
+  *exposed += c - under;
+  return under;
+}
+
+// Transformer Engine's userbuffers (tp_overlap full with sequence parallelism, tp > 1): the four
+// linear layers' sequence-parallel collectives (the all-gathers before qkv and fc1, the
+// reduce-scatters after proj and fc2, and their backward conjugates) run inside one GEMM of their
+// own and nothing else (transformer_engine/pytorch/module/base.py initialize_ub's default methods
+// at v2.9; comm_gemm_overlap.cpp at d0067d0d):
+//   ring exchange (the forward and recomputed all-gathers before qkv and fc1; the backward
+//     all-gathers of proj's and fc2's output gradient before their input-gradient GEMM): the GEMM
+//     runs in tp chunks, each on the shard at hand while the next arrives (split_overlap_ag), so
+//     the first chunk is local and G (t - 1)/t of the GEMM can hide the collective C: the pair
+//     takes max(G, C + G/t);
+//   pipeline (the forward reduce-scatters after proj and fc2 in 16 bits, num_splits 4): the GEMM
+//     runs in 4 chunks and each chunk's reduce-scatter follows it on the communication stream
+//     (split_overlap_rs), so the last chunk's waits for nothing but is waited for: the pair takes
+//     G/4 + max(3G/4, 3C/4) + C/4, i.e. hides min(C, G) x 3/4. Under FP8 (and NVFP4) those
+//     reduce-scatters are a ring exchange instead (split_overlap_rs_p2p: each of the tp GEMM chunks'
+//     partial sums sent on while the next chunk runs, the local one last), hiding min(C, G (t - 1)/t),
+//     as Megatron-Bridge's tuned configurations set them: proj_fprop and fc2_fprop
+//     RingExchangeOverlapCfg in 7 of its 8 FP8 pretraining configurations and PipelineOverlapCfg
+//     in 5 of its 6 BF16 ones on H100 (src/megatron/bridge/training/comm_overlap.py at v0.2.0 and
+//     v0.6.0);
+//   bulk (the backward all-gather of qkv's and fc1's input for their weight gradient beside the
+//     input-gradient GEMM; that GEMM's reduce-scatter beside the weight-gradient GEMM): the whole
+//     collective runs beside the whole GEMM (bulk_overlap), hiding min(C, G).
+// The partner: the next GEMM of the pass for an all-gather's ring exchange, the previous one for
+// a reduce-scatter or a bulk overlap (the step graph's order: core/step_graph.cc). The collectives are those the
+// step graph marks (core::Op::userbuffers); other TP collectives (the embedding's, the output
+// layer's, Mamba's, the shared experts' and MLA's input gather) keep the pass rule. Tuned
+// configurations (Megatron-Bridge's comm_overlap.py, MLPerf's tp_overlap yamls) set other methods
+// or split counts per layer; TE's defaults are what a run that names none gets.
+enum class UbMethod { kNone, kRingExchange, kPipeline, kBulk };
+inline constexpr int64_t kUserbufferPipelineSplits = 4;
+inline UbMethod UserbufferMethod(const core::Op& op, const core::PlanSpec& p) {
+  if (!op.userbuffers || p.tp_overlap != core::TpOverlap::kFull || !p.sequence_parallel || p.tp <= 1 ||
+      op.kind != core::OpKind::kCollective)
+    return UbMethod::kNone;
+  const bool gather = op.collective == core::CollectiveKind::kAllGather;
+  const bool scatter = op.collective == core::CollectiveKind::kReduceScatter;
+  switch (op.pass) {
+    case core::Pass::kForward:
+      if (gather) return UbMethod::kRingExchange;
+      if (!scatter) return UbMethod::kNone;
+      return core::Quantized(p.precision) ? UbMethod::kRingExchange : UbMethod::kPipeline;
+    case core::Pass::kRecompute: return gather ? UbMethod::kRingExchange : UbMethod::kNone;
+    case core::Pass::kBackwardInput:
+      return gather ? (op.overlappable ? UbMethod::kBulk : UbMethod::kRingExchange) : UbMethod::kNone;
+    case core::Pass::kBackwardWeight: return scatter ? UbMethod::kBulk : UbMethod::kNone;
+    default: return UbMethod::kNone;
+  }
+}
+inline const char* Name(UbMethod m) {
+  switch (m) {
+    case UbMethod::kRingExchange: return "ring exchange";
+    case UbMethod::kPipeline: return "pipeline";
+    case UbMethod::kBulk: return "bulk";
+    default: return "none";
+  }
+}
+// The part of `c` (ops[i]'s time) its userbuffers GEMM hides, by the method's rule above.
+template <class GemmTime>
+double UserbufferHidden(const std::vector<core::Op>& ops, size_t i, double c, UbMethod method, int64_t tp,
+                        GemmTime&& gemm_time) {
+  const core::Op& op = ops[i];
+  const bool ahead = method == UbMethod::kRingExchange && op.collective == core::CollectiveKind::kAllGather;
+  double g = 0;
+  for (size_t j = i;;) {
+    if (ahead) {
+      if (++j >= ops.size()) break;
+    } else {
+      if (j == 0) break;
+      --j;
+    }
+    const core::Op& x = ops[j];
+    if (x.kind != core::OpKind::kGemm || x.pass != op.pass) continue;
+    g = gemm_time(x);
+    break;
+  }
+  switch (method) {
+    case UbMethod::kRingExchange: {
+      const double t = static_cast<double>(std::max<int64_t>(tp, 1));
+      return std::min(c, g * (t - 1) / t);
+    }
+    case UbMethod::kPipeline: {
+      const double n = static_cast<double>(kUserbufferPipelineSplits);
+      return std::min(c, g) * (n - 1) / n;
+    }
+    case UbMethod::kBulk: return std::min(c, g);
+    default: return c;
+  }
+}
+
+// A TP collective that hides only beside its own GEMM: AsyncTP's fused ones and Transformer
+// Engine's userbuffers. TpPairedSplit adds the part of `c` its GEMM cannot hide to `*exposed` and
+// returns the hidden part; TpPairing names the pairing (nullptr: the pass rule).
+inline const char* TpPairing(const core::Op& op, const core::PlanSpec& p) {
+  if (AsyncTpFused(op, p)) return "AsyncTP";
+  switch (UserbufferMethod(op, p)) {
+    case UbMethod::kRingExchange: return "userbuffers ring exchange";
+    case UbMethod::kPipeline: return "userbuffers pipeline";
+    case UbMethod::kBulk: return "userbuffers bulk";
+    default: return nullptr;
+  }
+}
+template <class GemmTime>
+double TpPairedHidden(const std::vector<core::Op>& ops, size_t i, double c, const core::PlanSpec& p,
+                      GemmTime&& gemm_time) {
+  if (AsyncTpFused(ops[i], p)) return AsyncTpHidden(ops, i, c, p.tp, gemm_time);
+  return UserbufferHidden(ops, i, c, UserbufferMethod(ops[i], p), p.tp, gemm_time);
+}
+template <class GemmTime>
+double TpPairedSplit(const std::vector<core::Op>& ops, size_t i, double c, const core::PlanSpec& p,
+                     GemmTime&& gemm_time, double* exposed) {
+  const double under = TpPairedHidden(ops, i, c, p, gemm_time);
   *exposed += c - under;
   return under;
 }

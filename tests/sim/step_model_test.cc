@@ -643,6 +643,150 @@ TEST(StepModelTest, OverlappedCommunicationSlowsTheComputeBesideIt) {
   }
 }
 
+TEST(StepModelTest, UserbuffersHideEachTpCollectiveOnlyBesideItsOwnGemm) {
+  // Transformer Engine's userbuffers (full TP overlap with SP) run each of a layer's TP
+  // collectives inside one GEMM (initialize_ub's default methods at v2.9; comm_gemm_overlap.cpp):
+  // a ring exchange hides min(C, G (t - 1)/t) of a collective C beside GEMM G (the first of t
+  // chunks is local), a 4-split pipeline min(C, G) x 3/4 (the last chunk's reduce-scatter waits
+  // for nothing), a bulk overlap min(C, G). Llama 3 70B at TP 8 on one DGX H100, 8,192 tokens:
+  // the attention's output projection (8192 x 8192 x 1024, about 250 us) is shorter than its
+  // reduce-scatter of 8192 x 8192 x 2 B over 8 ranks (about 350 us), so 3/4 of the GEMM hides
+  // and the rest, about 160 us, is exposed; fc2 (about 800 us) hides 3/4 of its reduce-scatter.
+  const core::GpuSpec h100 = *core::LoadGpu("h100-sxm");
+  const core::ClusterSpec c = *core::LoadCluster("dgx-h100");
+  const core::ModelSpec m = *core::LoadModel("llama3-70b");
+  core::PlanSpec p;
+  p.tp = 8;
+  p.dp = 1;
+  p.gpus = 8;
+  p.sequence_parallel = true;
+  p.micro_batch = 1;
+  p.global_batch = 4;
+  p.seq_len = 8192;
+  p.tp_overlap = core::TpOverlap::kFull;
+  core::Diagnostics d;
+  core::ValidatePlan(p, m, h100, c, &d);
+  ASSERT_FALSE(d.has_errors()) << d.ToStatus().ToString();
+  using K = core::CollectiveKind;
+  using P = core::Pass;
+  auto rows = [&](const core::PlanSpec& plan) {
+    for (const CostedOpList& list : CostStepGraph(m, plan, h100, c, core::Profile{}))
+      if (std::string(list.name) == "dense layer") return list.ops;
+    return std::vector<CostedOp>{};
+  };
+  auto find = [](const std::vector<CostedOp>& ops, const char* name, P pass, K kind) -> const CostedOp& {
+    for (const CostedOp& r : ops)
+      if (std::string(r.op.name) == name && r.op.pass == pass &&
+          (r.op.kind != core::OpKind::kCollective || r.op.collective == kind))
+        return r;
+    ADD_FAILURE() << name;
+    return ops.front();
+  };
+  auto gemm = [&](const std::vector<CostedOp>& ops, const char* name, P pass) {
+    return find(ops, name, pass, K::kAllReduce).time_s;
+  };
+  const std::vector<CostedOp> bf16 = rows(p);
+  auto ring = [](double coll, double g) { return coll - std::min(coll, g * 7 / 8); };
+  auto pipeline = [](double coll, double g) { return coll - std::min(coll, g) * 3 / 4; };
+  auto bulk = [](double coll, double g) { return coll - std::min(coll, g); };
+  struct Case {
+    const char* coll;
+    P pass;
+    K kind;
+    const char* partner;
+    P partner_pass;
+    double (*exposed)(double, double);
+    const char* pairing;
+  };
+  const Case cases[] = {
+      {"attn_gather", P::kForward, K::kAllGather, "qkv_proj", P::kForward, ring, "userbuffers ring exchange"},
+      {"attn_reduce", P::kForward, K::kReduceScatter, "attn_out_proj", P::kForward, pipeline, "userbuffers pipeline"},
+      {"mlp_gather", P::kForward, K::kAllGather, "mlp_fc1", P::kForward, ring, "userbuffers ring exchange"},
+      {"mlp_reduce", P::kForward, K::kReduceScatter, "mlp_fc2", P::kForward, pipeline, "userbuffers pipeline"},
+      // Backward: the conjugate all-gathers of proj's and fc2's output gradient beside their
+      // input-gradient GEMM; qkv's and fc1's input regathered beside theirs, and their input
+      // gradient's reduce-scatter beside the weight-gradient GEMM.
+      {"attn_reduce", P::kBackwardInput, K::kAllGather, "attn_out_proj", P::kBackwardInput, ring,
+       "userbuffers ring exchange"},
+      {"mlp_reduce", P::kBackwardInput, K::kAllGather, "mlp_fc2", P::kBackwardInput, ring, "userbuffers ring exchange"},
+      {"attn_gather", P::kBackwardInput, K::kAllGather, "qkv_proj", P::kBackwardInput, bulk, "userbuffers bulk"},
+      {"mlp_gather", P::kBackwardInput, K::kAllGather, "mlp_fc1", P::kBackwardInput, bulk, "userbuffers bulk"},
+      {"attn_gather", P::kBackwardWeight, K::kReduceScatter, "qkv_proj", P::kBackwardWeight, bulk, "userbuffers bulk"},
+      {"mlp_gather", P::kBackwardWeight, K::kReduceScatter, "mlp_fc1", P::kBackwardWeight, bulk, "userbuffers bulk"},
+  };
+  double exposed_sum = 0;
+  for (const Case& k : cases) {
+    const CostedOp& r = find(bf16, k.coll, k.pass, k.kind);
+    EXPECT_TRUE(r.fused) << k.coll;
+    EXPECT_STREQ(r.pairing, k.pairing) << k.coll;
+    EXPECT_NEAR(r.exposed_s, k.exposed(r.time_s, gemm(bf16, k.partner, k.partner_pass)), 1e-12) << k.coll;
+    exposed_sum += r.exposed_s;
+  }
+  // The hand numbers: the forward reduce-scatter after the output projection.
+  const CostedOp& proj_rs = find(bf16, "attn_reduce", P::kForward, K::kReduceScatter);
+  EXPECT_GT(proj_rs.time_s, gemm(bf16, "attn_out_proj", P::kForward));
+  EXPECT_NEAR(proj_rs.exposed_s, 160e-6, 25e-6);
+  EXPECT_NE(CostedOpHow(proj_rs).find("beside its GEMM (userbuffers pipeline)"), std::string::npos);
+  // The step: every dense layer's TP collectives are paired, so each adds its exposed part and
+  // slows the compute beside its hidden part by its userbuffers' SMs (OverlapSlowdown), per layer
+  // and microbatch; the embedding's and the head's TP collectives keep the pass rule (hidden under
+  // their passes, NCCL's slowdown).
+  // (An end's collective hides only as far as its pass's compute allows: between its slowdown and
+  // its whole time.)
+  double layer = 0, ends_low = 0, ends_high = 0;
+  for (const CostedOpList& list : CostStepGraph(m, p, h100, c, core::Profile{}))
+    for (const CostedOp& r : list.ops) {
+      if (r.op.kind != core::OpKind::kCollective || r.op.group != core::CommGroup::kTp) continue;
+      if (std::string(list.name) == "dense layer") {
+        layer += r.exposed_s + (r.time_s - r.exposed_s) * r.slowdown;
+      } else {
+        ends_low += r.hidden ? r.time_s * r.slowdown : r.time_s;
+        ends_high += r.time_s;
+      }
+    }
+  const StepEstimate e = EstimateStep(m, p, h100, c, core::Profile{});
+  EXPECT_GE(e.breakdown.tp_comm_s, 4 * (80 * layer + ends_low) - 1e-9);
+  EXPECT_LE(e.breakdown.tp_comm_s, 4 * (80 * layer + ends_high) + 1e-9);
+  // The event simulation pairs them the same way: the step times agree within 1%.
+  const auto r =
+      SimulateStreams(p, StageStreamCosts(m, p, h100, c, core::Profile{}, e.stages), p.Microbatches(), DesOptions{});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_NEAR(r->step_time_s, e.time_s, 0.01 * e.time_s);
+  EXPECT_GT(80 * 4 * exposed_sum, 0.7 * e.breakdown.tp_comm_s);
+  // FP8 (the tuned configurations' ring exchange for proj's and fc2's forward reduce-scatter):
+  // min(C, G 7/8) of the C now in FP8's GEMM time.
+  p.precision = core::Dtype::kFp8;
+  const std::vector<CostedOp> fp8 = rows(p);
+  const CostedOp& rs8 = find(fp8, "mlp_reduce", P::kForward, K::kReduceScatter);
+  EXPECT_STREQ(rs8.pairing, "userbuffers ring exchange");
+  EXPECT_NEAR(rs8.exposed_s, ring(rs8.time_s, gemm(fp8, "mlp_fc2", P::kForward)), 1e-12);
+  // MLA's input gather feeds down-projections replicated on every rank, not a userbuffers GEMM:
+  // it keeps the pass rule; its output projection's reduce-scatter is the attention's as above.
+  {
+    core::PlanSpec q = p;
+    q.precision = core::Dtype::kBf16;
+    const core::StepGraph mla = core::BuildStepGraph(*core::LoadModel("deepseek-v3"), q);
+    int gathers = 0, reduces = 0;
+    for (const core::Op& o : mla.moe_layer) {
+      if (o.kind != core::OpKind::kCollective || o.pass != P::kForward) continue;
+      if (std::string(o.name) == "attn_gather") {
+        gathers += 1;
+        EXPECT_FALSE(o.userbuffers);
+      }
+      if (std::string(o.name) == "attn_reduce") {
+        reduces += 1;
+        EXPECT_TRUE(o.userbuffers);
+      }
+    }
+    EXPECT_EQ(gathers, 1);
+    EXPECT_EQ(reduces, 1);
+  }
+  // Without SP, or with another overlap mode, the pass rule stands.
+  p.precision = core::Dtype::kBf16;
+  p.tp_overlap = core::TpOverlap::kBackward;
+  for (const CostedOp& r : rows(p)) EXPECT_FALSE(r.fused) << r.op.name;
+}
+
 TEST(StepModelTest, ASynchronousJobRunsAtItsSlowestGpusPace) {
   // E[max of n standard normals] by Blom's Phi^-1((n - 0.375) / (n + 0.25)) against the exact
   // expectations (Harter 1961 tables): n = 2 1/sqrt(pi) = 0.5642, n = 8 1.4236, n = 100 2.5076,

@@ -232,23 +232,24 @@ inline bool CollectiveHidden(const core::Op& op, const core::PlanSpec& p) {
 inline bool AsyncTpFused(const core::Op& op, const core::PlanSpec& p) {
   return op.overlappable && op.group == core::CommGroup::kTp && p.tp_overlap == core::TpOverlap::kAsync;
 }
+// The time (`gemm_time`) of the GEMM of ops[i]'s pass next after it (`ahead`) or last before it;
+// 0 where there is none.
 template <class GemmTime>
-double AsyncTpHidden(const std::vector<core::Op>& ops, size_t i, double c, int64_t tp, GemmTime&& gemm_time) {
-  const core::Op& op = ops[i];
-  const bool ahead = op.collective == core::CollectiveKind::kAllGather;
-  double g = 0;
+double PartnerGemmTime(const std::vector<core::Op>& ops, size_t i, bool ahead, GemmTime&& gemm_time) {
   for (size_t j = i;;) {
     if (ahead) {
-      if (++j >= ops.size()) break;
+      if (++j >= ops.size()) return 0;
     } else {
-      if (j == 0) break;
+      if (j == 0) return 0;
       --j;
     }
     const core::Op& x = ops[j];
-    if (x.kind != core::OpKind::kGemm || x.pass != op.pass) continue;
-    g = gemm_time(x);
-    break;
+    if (x.kind == core::OpKind::kGemm && x.pass == ops[i].pass) return gemm_time(x);
   }
+}
+template <class GemmTime>
+double AsyncTpHidden(const std::vector<core::Op>& ops, size_t i, double c, int64_t tp, GemmTime&& gemm_time) {
+  const double g = PartnerGemmTime(ops, i, ops[i].collective == core::CollectiveKind::kAllGather, gemm_time);
   const double t = static_cast<double>(std::max<int64_t>(tp, 1));
   return std::min(c, g * (t - 1) / t);
 }
@@ -272,16 +273,16 @@ double AsyncTpSplit(const std::vector<core::Op>& ops, size_t i, double c, int64_
 //     runs in tp chunks, each on the shard at hand while the next arrives (split_overlap_ag), so
 //     the first chunk is local and G (t - 1)/t of the GEMM can hide the collective C: the pair
 //     takes max(G, C + G/t);
-//   pipeline (the forward reduce-scatters after proj and fc2 in 16 bits, num_splits 4): the GEMM
-//     runs in 4 chunks and each chunk's reduce-scatter follows it on the communication stream
-//     (split_overlap_rs), so the last chunk's waits for nothing but is waited for: the pair takes
+//   pipeline (the forward and recomputed reduce-scatters after proj and fc2 in 16 bits, num_splits
+//     4): the GEMM runs in 4 chunks and each chunk's reduce-scatter follows it on the communication
+//     stream (split_overlap_rs), so the last chunk's waits for nothing but is waited for: the pair takes
 //     G/4 + max(3G/4, 3C/4) + C/4, i.e. hides min(C, G) x 3/4. Under FP8 (and NVFP4) those
 //     reduce-scatters are a ring exchange instead (split_overlap_rs_p2p: each of the tp GEMM chunks'
 //     partial sums sent on while the next chunk runs, the local one last), hiding min(C, G (t - 1)/t),
 //     as Megatron-Bridge's tuned configurations set them: proj_fprop and fc2_fprop
-//     RingExchangeOverlapCfg in 7 of its 8 FP8 pretraining configurations and PipelineOverlapCfg
-//     in 5 of its 6 BF16 ones on H100 (src/megatron/bridge/training/comm_overlap.py at v0.2.0 and
-//     v0.6.0);
+//     RingExchangeOverlapCfg in 7 of its 8 FP8 pretraining configurations, PipelineOverlapCfg for
+//     both in 3 of its 4 BF16 ones on H100 (src/megatron/bridge/training/comm_overlap.py at v0.2.0
+//     and v0.6.0);
 //   bulk (the backward all-gather of qkv's and fc1's input for their weight gradient beside the
 //     input-gradient GEMM; that GEMM's reduce-scatter beside the weight-gradient GEMM): the whole
 //     collective runs beside the whole GEMM (bulk_overlap), hiding min(C, G).
@@ -301,10 +302,10 @@ inline UbMethod UserbufferMethod(const core::Op& op, const core::PlanSpec& p) {
   const bool scatter = op.collective == core::CollectiveKind::kReduceScatter;
   switch (op.pass) {
     case core::Pass::kForward:
+    case core::Pass::kRecompute:  // the recomputed forward runs the same modules
       if (gather) return UbMethod::kRingExchange;
       if (!scatter) return UbMethod::kNone;
       return core::Quantized(p.precision) ? UbMethod::kRingExchange : UbMethod::kPipeline;
-    case core::Pass::kRecompute: return gather ? UbMethod::kRingExchange : UbMethod::kNone;
     case core::Pass::kBackwardInput:
       return gather ? (op.overlappable ? UbMethod::kBulk : UbMethod::kRingExchange) : UbMethod::kNone;
     case core::Pass::kBackwardWeight: return scatter ? UbMethod::kBulk : UbMethod::kNone;
@@ -323,21 +324,8 @@ inline const char* Name(UbMethod m) {
 template <class GemmTime>
 double UserbufferHidden(const std::vector<core::Op>& ops, size_t i, double c, UbMethod method, int64_t tp,
                         GemmTime&& gemm_time) {
-  const core::Op& op = ops[i];
-  const bool ahead = method == UbMethod::kRingExchange && op.collective == core::CollectiveKind::kAllGather;
-  double g = 0;
-  for (size_t j = i;;) {
-    if (ahead) {
-      if (++j >= ops.size()) break;
-    } else {
-      if (j == 0) break;
-      --j;
-    }
-    const core::Op& x = ops[j];
-    if (x.kind != core::OpKind::kGemm || x.pass != op.pass) continue;
-    g = gemm_time(x);
-    break;
-  }
+  const bool ahead = method == UbMethod::kRingExchange && ops[i].collective == core::CollectiveKind::kAllGather;
+  const double g = PartnerGemmTime(ops, i, ahead, gemm_time);
   switch (method) {
     case UbMethod::kRingExchange: {
       const double t = static_cast<double>(std::max<int64_t>(tp, 1));

@@ -760,6 +760,18 @@ TEST(StepModelTest, UserbuffersHideEachTpCollectiveOnlyBesideItsOwnGemm) {
   const CostedOp& rs8 = find(fp8, "mlp_reduce", P::kForward, K::kReduceScatter);
   EXPECT_STREQ(rs8.pairing, "userbuffers ring exchange");
   EXPECT_NEAR(rs8.exposed_s, ring(rs8.time_s, gemm(fp8, "mlp_fc2", P::kForward)), 1e-12);
+  // The recomputed forward (full recomputation) runs the same modules: its reduce-scatters pair
+  // with the recomputed GEMMs as the forward's do.
+  {
+    core::PlanSpec q = p;
+    q.recompute = core::Recompute::kFull;
+    const std::vector<CostedOp> rc = rows(q);
+    const CostedOp& rs = find(rc, "mlp_reduce", P::kRecompute, K::kReduceScatter);
+    EXPECT_STREQ(rs.pairing, "userbuffers ring exchange");  // FP8
+    EXPECT_NEAR(rs.exposed_s, ring(rs.time_s, gemm(rc, "mlp_fc2", P::kRecompute)), 1e-12);
+    const CostedOp& ag = find(rc, "attn_gather", P::kRecompute, K::kAllGather);
+    EXPECT_NEAR(ag.exposed_s, ring(ag.time_s, gemm(rc, "qkv_proj", P::kRecompute)), 1e-12);
+  }
   // MLA's input gather feeds down-projections replicated on every rank, not a userbuffers GEMM:
   // it keeps the pass rule; its output projection's reduce-scatter is the attention's as above.
   {

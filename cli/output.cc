@@ -522,7 +522,7 @@ OJson OpsJson(const core::Scenario& s, const SpeedReport& sp) {
           row["algorithm"] = c.algorithm;
           row["may_hide"] = c.hidden;
           row["overlap_slowdown"] = c.slowdown;
-          if (c.fused) {  // AsyncTP or userbuffers: beyond its own GEMM
+          if (c.fused()) {  // AsyncTP or userbuffers: beyond its own GEMM
             row["fused_exposed_s"] = c.exposed_s;
             row["tp_pairing"] = c.pairing;
           }

@@ -77,8 +77,8 @@ std::string CostedOpHow(const CostedOp& c) {
                     static_cast<long long>(c.span.size), static_cast<long long>(c.span.per_domain),
                     static_cast<long long>(c.span.domains), c.algorithm);
       std::string note = b;
-      if (c.fused) {
-        if (std::string_view(c.pairing ? c.pairing : "AsyncTP") == "AsyncTP")
+      if (c.fused()) {
+        if (std::string_view(c.pairing) == "AsyncTP")
           std::snprintf(b, sizeof b, "; fused with its GEMMs (AsyncTP), %.1f us of it exposed", c.exposed_s * 1e6);
         else
           std::snprintf(b, sizeof b, "; beside its GEMM (%s), %.1f us of it exposed, slows compute by %.3f", c.pairing,

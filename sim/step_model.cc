@@ -1114,8 +1114,7 @@ std::vector<CostedOpList> CostStepGraph(const core::ModelSpec& m, const core::Pl
           row.hidden = CollectiveHidden(op, p);
           if (row.hidden) row.slowdown = OverlapSlowdown(op, p, g, layer);
           row.pairing = row.hidden ? TpPairing(op, p) : nullptr;
-          row.fused = row.pairing != nullptr;
-          if (row.fused)
+          if (row.fused())
             row.exposed_s =
                 row.time_s - TpPairedHidden(ops, i, row.time_s, p, [&](const Op& x) { return coster.OpTime(x); });
         }

@@ -118,8 +118,8 @@ struct CostedOp {
   // A TP collective that hides only beside its own GEMM (TpPairing: an AsyncTP-fused one, or
   // Transformer Engine's userbuffers), and the part of it that GEMM cannot hide (TpPairedHidden),
   // exposed.
-  bool fused = false;
   const char* pairing = nullptr;
+  bool fused() const { return pairing != nullptr; }
   double exposed_s = 0;
   bool memory_bound = false;   // a GEMM whose operands' HBM traffic outlasts its math (GemmSides)
   bool kernel_bound = false;   // a GEMM of kernels shorter than the per-kernel time t_k (each takes t_k)

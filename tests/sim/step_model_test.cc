@@ -717,7 +717,7 @@ TEST(StepModelTest, UserbuffersHideEachTpCollectiveOnlyBesideItsOwnGemm) {
   double exposed_sum = 0;
   for (const Case& k : cases) {
     const CostedOp& r = find(bf16, k.coll, k.pass, k.kind);
-    EXPECT_TRUE(r.fused) << k.coll;
+    EXPECT_TRUE(r.fused()) << k.coll;
     EXPECT_STREQ(r.pairing, k.pairing) << k.coll;
     EXPECT_NEAR(r.exposed_s, k.exposed(r.time_s, gemm(bf16, k.partner, k.partner_pass)), 1e-12) << k.coll;
     exposed_sum += r.exposed_s;
@@ -796,7 +796,7 @@ TEST(StepModelTest, UserbuffersHideEachTpCollectiveOnlyBesideItsOwnGemm) {
   // Without SP, or with another overlap mode, the pass rule stands.
   p.precision = core::Dtype::kBf16;
   p.tp_overlap = core::TpOverlap::kBackward;
-  for (const CostedOp& r : rows(p)) EXPECT_FALSE(r.fused) << r.op.name;
+  for (const CostedOp& r : rows(p)) EXPECT_FALSE(r.fused()) << r.op.name;
 }
 
 TEST(StepModelTest, ASynchronousJobRunsAtItsSlowestGpusPace) {
